@@ -1,0 +1,196 @@
+/**
+ * The events of a session's append-only log (CONTRACT.md §2). Every event is stored before it is
+ * emitted, and every store, wire adapter and projection reads these schemas.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { Json } from "./Json.js"
+
+/** Who created a session. */
+export const Client = Schema.Literal("web", "cli", "acp", "test")
+/** Who created a session. */
+export type Client = typeof Client.Type
+
+/** How dangerous a tool call is; shown to the user when asking for approval. */
+export const Risk = Schema.Literal("read", "write", "destructive", "network")
+/** How dangerous a tool call is; shown to the user when asking for approval. */
+export type Risk = typeof Risk.Type
+
+/** A permission decision. `ask` pauses the call until the user decides. */
+export const Decision = Schema.Literal("allow", "deny", "ask")
+/** A permission decision. `ask` pauses the call until the user decides. */
+export type Decision = typeof Decision.Type
+
+/** How a turn ended. There is no separate cancelled or failed event. */
+export const StopReason = Schema.Literal("final", "cancelled", "error")
+/** How a turn ended. There is no separate cancelled or failed event. */
+export type StopReason = typeof StopReason.Type
+
+const Count = Schema.Int.pipe(Schema.nonNegative())
+
+/** Token usage of a turn, summed over its model requests. */
+export const Usage = Schema.Struct({
+  inputTokens: Count,
+  outputTokens: Count,
+  cacheReadTokens: Schema.optional(Count),
+  cacheWriteTokens: Schema.optional(Count)
+})
+/** Token usage of a turn, summed over its model requests. */
+export type Usage = typeof Usage.Type
+
+const envelope = {
+  id: Schema.String,
+  sessionId: Schema.String,
+  sequence: Schema.Int.pipe(Schema.positive()),
+  timestamp: Schema.String
+}
+
+const sessionEvent = <const T extends string, P extends Schema.Struct.Fields>(type: T, payload: P) =>
+  Schema.Struct({ ...envelope, type: Schema.Literal(type), payload: Schema.Struct(payload) }).annotations({
+    identifier: type
+  })
+
+// Field order is the on-disk key order, so it stays: id, sessionId, turnId, sequence, timestamp, type, payload.
+const turnEvent = <const T extends string, P extends Schema.Struct.Fields>(type: T, payload: P) =>
+  Schema.Struct({
+    id: envelope.id,
+    sessionId: envelope.sessionId,
+    turnId: Schema.String,
+    sequence: envelope.sequence,
+    timestamp: envelope.timestamp,
+    type: Schema.Literal(type),
+    payload: Schema.Struct(payload)
+  }).annotations({ identifier: type })
+
+/** The first event of every session; it fixes the session's cwd for life. */
+export const SessionCreated = sessionEvent("session.created", { cwd: Schema.String, client: Client })
+
+/** A turn began; `promptPreview` is the first 80 characters of the user input. */
+export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.String })
+
+/** The full user input of a turn. */
+export const UserMessage = turnEvent("user.message", { content: Schema.String })
+
+/** The token budget of the context sent to the model, once per turn before the first request. */
+export const ContextBuilt = turnEvent("context.built", {
+  tokens: Schema.Struct({ instruction: Count, transcript: Count, tools: Count, total: Count })
+})
+
+/** A piece of streamed model text. */
+export const ModelDelta = turnEvent("model.delta", { text: Schema.String })
+
+/** A retryable provider failure before any chunk of the response was stored; the request is sent again. */
+export const ModelRetry = turnEvent("model.retry", {
+  attempt: Schema.Int.pipe(Schema.positive()),
+  delayMs: Count,
+  errorCode: Schema.String
+})
+
+/** The model asked for a tool call. */
+export const ToolCallRequested = turnEvent("model.tool_call_requested", {
+  toolCallId: Schema.String,
+  tool: Schema.String,
+  args: Json
+})
+
+/** A tool call's permission is being decided. */
+export const PermissionRequested = turnEvent("permission.requested", {
+  toolCallId: Schema.String,
+  tool: Schema.String,
+  risk: Risk
+})
+
+/**
+ * A permission decision: by the policy (`ask` pauses the call), then, after an `ask`, by the user.
+ * `remember: true` on a user decision applies it to later calls of the same kind in this session.
+ */
+export const PermissionResolved = turnEvent("permission.resolved", {
+  toolCallId: Schema.String,
+  decision: Decision,
+  policy: Schema.optional(Schema.String),
+  actor: Schema.Literal("policy", "user"),
+  remember: Schema.optional(Schema.Boolean)
+})
+
+/** An allowed tool call began running. */
+export const ToolStarted = turnEvent("tool.started", { toolCallId: Schema.String, tool: Schema.String, args: Json })
+
+/** A tool call finished; `result` is what the model sees. */
+export const ToolCompleted = turnEvent("tool.completed", {
+  toolCallId: Schema.String,
+  result: Schema.String,
+  exitCode: Schema.optional(Schema.Int)
+})
+
+/** A tool call ended without a result: denied, invalid, unknown, failed, cancelled or interrupted. */
+export const ToolFailed = turnEvent("tool.failed", {
+  toolCallId: Schema.String,
+  errorCode: Schema.String,
+  message: Schema.String
+})
+
+/** The last event of every turn. */
+export const TurnCompleted = turnEvent("turn.completed", {
+  stopReason: StopReason,
+  errorCode: Schema.optional(Schema.String),
+  usage: Schema.optional(Usage)
+})
+
+/** Any event of a session's log. */
+export const AgentEvent = Schema.Union(
+  SessionCreated,
+  TurnStarted,
+  UserMessage,
+  ContextBuilt,
+  ModelDelta,
+  ModelRetry,
+  ToolCallRequested,
+  PermissionRequested,
+  PermissionResolved,
+  ToolStarted,
+  ToolCompleted,
+  ToolFailed,
+  TurnCompleted
+).annotations({ identifier: "AgentEvent" })
+
+/** Any event of a session's log. */
+export type AgentEvent = typeof AgentEvent.Type
+
+/** The `type` of an event. */
+export type EventType = AgentEvent["type"]
+
+/** The event of one type. */
+export type EventOfType<T extends EventType> = Extract<AgentEvent, { readonly type: T }>
+
+/** The payload of one event type. */
+export type PayloadOf<T extends EventType> = EventOfType<T>["payload"]
+
+/** An event of a turn (every type but `session.created`). */
+export type TurnEvent = Exclude<AgentEvent, { readonly type: "session.created" }>
+
+/** A turn event before the engine gives it an id, a sequence and a timestamp. */
+export type TurnEventDraft = TurnEvent extends infer E
+  ? E extends TurnEvent ? { readonly type: E["type"]; readonly payload: E["payload"] } : never
+  : never
+
+/** Every event type, in the order of CONTRACT.md §2. */
+export const eventTypes: ReadonlyArray<EventType> = AgentEvent.members.map((member) => member.fields.type.literals[0])
+
+/** How many characters of the user input `turn.started` previews. */
+export const promptPreviewLength = 80
+
+/** The `promptPreview` of a user input: its first 80 characters (by code point, so no half surrogate). */
+export const promptPreview = (content: string): string => Array.from(content).slice(0, promptPreviewLength).join("")
+
+/** Encodes an event as one JSON line (no trailing newline), keys in envelope order. */
+export const encodeJson: (event: AgentEvent) => string = (() => {
+  const encode = Schema.encodeSync(AgentEvent)
+  return (event) => JSON.stringify(encode(event))
+})()
+
+/** Decodes and validates an event from its JSON text. */
+export const decodeJson = Schema.decodeUnknownEither(Schema.parseJson(AgentEvent))
+
+/** Validates an unknown value as an event. */
+export const decodeUnknown = Schema.decodeUnknownEither(AgentEvent)

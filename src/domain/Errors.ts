@@ -1,0 +1,117 @@
+/**
+ * The typed errors of effect-agent. Store failures and provider failures are distinct types: a
+ * provider failure ends a turn as `stopReason: "error"`, a store failure reaches the caller.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** Why the event store failed. */
+export const EventStoreFailureReason = Schema.Literal(
+  "unavailable",
+  "permission_denied",
+  "disk_full",
+  "sequence_conflict",
+  "corrupt",
+  "torn_line",
+  "unknown"
+)
+/** Why the event store failed. */
+export type EventStoreFailureReason = typeof EventStoreFailureReason.Type
+
+/**
+ * The event store could not append, read or list. `path` and `line` name the file and line when a
+ * file is involved; the original error is kept as `cause` and never written into an event.
+ */
+export class EventStoreFailure extends Schema.TaggedError<EventStoreFailure>()("EventStoreFailure", {
+  reason: EventStoreFailureReason,
+  operation: Schema.Literal("append", "read", "list"),
+  detail: Schema.String,
+  sessionId: Schema.optional(Schema.String),
+  sequence: Schema.optional(Schema.Int),
+  path: Schema.optional(Schema.String),
+  line: Schema.optional(Schema.Int),
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message(): string {
+    const where = this.path === undefined ? "" : ` (${this.path}${this.line === undefined ? "" : `:${this.line}`})`
+    return `Event store ${this.operation} failed [${this.reason}]: ${this.detail}${where}`
+  }
+}
+
+/** Why a model provider failed. */
+export const ProviderFailureReason = Schema.Literal(
+  "rate_limited",
+  "overloaded",
+  "authentication",
+  "invalid_request",
+  "context_overflow",
+  "network",
+  "server",
+  "unknown"
+)
+/** Why a model provider failed. */
+export type ProviderFailureReason = typeof ProviderFailureReason.Type
+
+/** The reasons a request may succeed if sent again unchanged. */
+export const retryableReasons: ReadonlySet<ProviderFailureReason> = new Set([
+  "rate_limited",
+  "overloaded",
+  "network",
+  "server"
+])
+
+/**
+ * A model provider failed. It never escapes a turn: the turn ends `stopReason: "error"` with the
+ * `reason` as its `errorCode`. `detail` is for logs only; it may quote the vendor's message.
+ */
+export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
+  reason: ProviderFailureReason,
+  retryable: Schema.Boolean,
+  detail: Schema.String,
+  status: Schema.optional(Schema.Int),
+  retryAfterMs: Schema.optional(Schema.Int),
+  cause: Schema.optional(Schema.Defect)
+}) {
+  /** A failure with `retryable` set from its reason. */
+  static of(
+    reason: ProviderFailureReason,
+    detail: string,
+    extra: { readonly status?: number; readonly retryAfterMs?: number; readonly cause?: unknown } = {}
+  ): ProviderFailure {
+    return new ProviderFailure({ reason, retryable: retryableReasons.has(reason), detail, ...extra })
+  }
+
+  override get message(): string {
+    return `Model provider failed [${this.reason}]${this.status === undefined ? "" : ` (HTTP ${this.status})`}: ${this.detail}`
+  }
+}
+
+/** No session with this id exists in the store. */
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()("SessionNotFound", {
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `Session not found: ${this.sessionId}`
+  }
+}
+
+/** The session already has a running turn; that turn is unaffected. */
+export class TurnInProgress extends Schema.TaggedError<TurnInProgress>()("TurnInProgress", {
+  sessionId: Schema.String,
+  turnId: Schema.String
+}) {
+  override get message(): string {
+    return `Session ${this.sessionId} already has a running turn (${this.turnId})`
+  }
+}
+
+/** An engine operation was called with input that cannot be accepted; nothing was stored. */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  field: Schema.String,
+  detail: Schema.String
+}) {
+  override get message(): string {
+    return `Invalid ${this.field}: ${this.detail}`
+  }
+}

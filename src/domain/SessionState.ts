@@ -1,0 +1,245 @@
+/**
+ * State replay (CONTRACT.md §5): a pure reducer from a session's events to its state — turns and
+ * their state machine, open tool calls, pending approvals, remembered permissions and the last
+ * sequence. The engine keeps its live state with this same reducer, so a state built live always
+ * equals one built by replaying the log, and a log in an impossible order is refused by name.
+ *
+ * @since 0.1.0
+ */
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
+import * as TurnFsm from "../fsm/TurnFsm.js"
+import type { AgentEvent, Client, Decision, EventOfType, Risk, StopReason, Usage } from "./AgentEvent.js"
+import type { Json } from "./Json.js"
+
+/** Where a tool call stands. */
+export type ToolCallStatus = "requested" | "permission_pending" | "awaiting_approval" | "allowed" | "denied" | "running"
+
+/** A tool call that has not ended yet. */
+export interface OpenToolCall {
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: Json
+  readonly status: ToolCallStatus
+  readonly risk?: Risk
+}
+
+/** The turn that has started and not completed. */
+export interface OpenTurn {
+  readonly turnId: string
+  readonly status: TurnFsm.TurnStatus
+  /** Open tool calls in the order the model requested them. */
+  readonly toolCalls: ReadonlyArray<OpenToolCall>
+  /** How many tool calls this turn has requested so far. */
+  readonly toolCallCount: number
+}
+
+/** How the last completed turn ended. */
+export interface LastTurn {
+  readonly turnId: string
+  readonly stopReason: StopReason
+  readonly errorCode?: string
+  readonly usage?: Usage
+}
+
+/** A user decision stored with `remember: true`: it applies to later calls of that tool in the session. */
+export interface RememberedPermission {
+  readonly tool: string
+  readonly decision: Exclude<Decision, "ask">
+  readonly sequence: number
+}
+
+/** A session's state, as replayed from its log. */
+export interface SessionState {
+  readonly sessionId: string
+  readonly cwd: string
+  readonly client: Client
+  readonly createdAt: string
+  readonly lastSequence: number
+  readonly lastActivityAt: string
+  readonly turnCount: number
+  readonly openTurn: OpenTurn | undefined
+  readonly lastTurn: LastTurn | undefined
+  readonly remembered: ReadonlyArray<RememberedPermission>
+}
+
+/** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
+export class ImpossibleEvent extends Data.TaggedError("ImpossibleEvent")<{
+  readonly sequence: number
+  readonly detail: string
+}> {
+  override get message(): string {
+    return `Impossible event at sequence ${this.sequence}: ${this.detail}`
+  }
+}
+
+/** The state right after `session.created`. */
+export const fromCreated = (event: EventOfType<"session.created">): SessionState => ({
+  sessionId: event.sessionId,
+  cwd: event.payload.cwd,
+  client: event.payload.client,
+  createdAt: event.timestamp,
+  lastSequence: event.sequence,
+  lastActivityAt: event.timestamp,
+  turnCount: 0,
+  openTurn: undefined,
+  lastTurn: undefined,
+  remembered: []
+})
+
+/** The state of a session whose log begins with `event`; fails unless it is a `session.created` at sequence 1. */
+export const start = (event: AgentEvent): Either.Either<SessionState, ImpossibleEvent> =>
+  event.type !== "session.created"
+    ? Either.left(new ImpossibleEvent({ sequence: event.sequence, detail: `a log must begin with session.created, not ${event.type}` }))
+    : event.sequence !== 1
+    ? Either.left(new ImpossibleEvent({ sequence: event.sequence, detail: "session.created must have sequence 1" }))
+    : Either.right(fromCreated(event))
+
+const fail = (event: AgentEvent, detail: string) =>
+  Either.left(new ImpossibleEvent({ sequence: event.sequence, detail }))
+
+const updateCall = (
+  turn: OpenTurn,
+  toolCallId: string,
+  update: (call: OpenToolCall) => OpenToolCall | undefined
+): OpenTurn => ({
+  ...turn,
+  toolCalls: turn.toolCalls.flatMap((call) => {
+    if (call.toolCallId !== toolCallId) return [call]
+    const next = update(call)
+    return next === undefined ? [] : [next]
+  })
+})
+
+// The statuses from which each tool event may follow; anything else is an impossible order.
+const callMayReceive: Record<string, ReadonlyArray<ToolCallStatus>> = {
+  "permission.requested": ["requested"],
+  "permission.resolved": ["permission_pending", "awaiting_approval"],
+  "tool.started": ["allowed"],
+  "tool.completed": ["running"],
+  "tool.failed": ["requested", "permission_pending", "awaiting_approval", "allowed", "denied", "running"]
+}
+
+const reduceToolEvent = (
+  turn: OpenTurn,
+  event: EventOfType<"permission.requested" | "permission.resolved" | "tool.started" | "tool.completed" | "tool.failed">
+): Either.Either<OpenTurn, ImpossibleEvent> => {
+  const call = turn.toolCalls.find((c) => c.toolCallId === event.payload.toolCallId)
+  if (call === undefined) return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not open`)
+  if (!callMayReceive[event.type]!.includes(call.status)) {
+    return fail(event, `${event.type} cannot follow a tool call in status ${call.status}`)
+  }
+  switch (event.type) {
+    case "permission.requested":
+      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "permission_pending", risk: event.payload.risk })))
+    case "permission.resolved": {
+      const { decision, actor } = event.payload
+      if (call.status === "awaiting_approval" && (actor !== "user" || decision === "ask")) {
+        return fail(event, "a call awaiting approval can only be resolved by the user with allow or deny")
+      }
+      if (call.status === "permission_pending" && actor === "user") {
+        return fail(event, "the user resolved a call the policy had not asked about")
+      }
+      const status: ToolCallStatus = decision === "ask" ? "awaiting_approval" : decision === "allow" ? "allowed" : "denied"
+      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status })))
+    }
+    case "tool.started":
+      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "running" })))
+    case "tool.completed":
+    case "tool.failed":
+      return Either.right(updateCall(turn, call.toolCallId, () => undefined))
+  }
+}
+
+const rememberedOf = (
+  state: SessionState,
+  event: EventOfType<"permission.resolved">
+): ReadonlyArray<RememberedPermission> => {
+  const { decision, remember, actor, toolCallId } = event.payload
+  if (remember !== true || actor !== "user" || decision === "ask") return state.remembered
+  const call = state.openTurn?.toolCalls.find((c) => c.toolCallId === toolCallId)
+  if (call === undefined) return state.remembered
+  return [...state.remembered.filter((r) => r.tool !== call.tool), { tool: call.tool, decision, sequence: event.sequence }]
+}
+
+/** Applies one event. Fails, naming the event's sequence, when it cannot follow the state. */
+export const reduce = (state: SessionState, event: AgentEvent): Either.Either<SessionState, ImpossibleEvent> => {
+  if (event.sessionId !== state.sessionId) return fail(event, `event of session ${event.sessionId} in session ${state.sessionId}`)
+  if (event.sequence !== state.lastSequence + 1) {
+    return fail(event, `sequence ${event.sequence} does not follow ${state.lastSequence}`)
+  }
+  if (event.type === "session.created") return fail(event, "session.created may only begin a log")
+  const open = state.openTurn
+  if (event.type === "turn.started") {
+    if (open !== undefined) return fail(event, `turn ${event.turnId} started while turn ${open.turnId} is open`)
+  } else if (open === undefined || open.turnId !== event.turnId) {
+    return fail(event, `${event.type} of turn ${event.turnId}, which is not the open turn`)
+  }
+  const base: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
+  const status = TurnFsm.transition(open?.status ?? TurnFsm.initial, TurnFsm.inputOf(event))
+  if (Either.isLeft(status)) return fail(event, status.left.message)
+  const turn: OpenTurn = open === undefined
+    ? { turnId: event.turnId, status: status.right, toolCalls: [], toolCallCount: 0 }
+    : { ...open, status: status.right }
+
+  switch (event.type) {
+    case "turn.started":
+      return Either.right({ ...base, turnCount: state.turnCount + 1, openTurn: turn })
+    case "turn.completed":
+      if (turn.toolCalls.length > 0) {
+        return fail(event, `turn completed with open tool calls: ${turn.toolCalls.map((c) => c.toolCallId).join(", ")}`)
+      }
+      return Either.right({
+        ...base,
+        openTurn: undefined,
+        lastTurn: {
+          turnId: event.turnId,
+          stopReason: event.payload.stopReason,
+          ...(event.payload.errorCode === undefined ? {} : { errorCode: event.payload.errorCode }),
+          ...(event.payload.usage === undefined ? {} : { usage: event.payload.usage })
+        }
+      })
+    case "model.tool_call_requested":
+      if (turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId)) {
+        return fail(event, `tool call ${event.payload.toolCallId} requested twice`)
+      }
+      return Either.right({
+        ...base,
+        openTurn: {
+          ...turn,
+          toolCallCount: turn.toolCallCount + 1,
+          toolCalls: [
+            ...turn.toolCalls,
+            { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args, status: "requested" }
+          ]
+        }
+      })
+    case "permission.requested":
+    case "permission.resolved":
+    case "tool.started":
+    case "tool.completed":
+    case "tool.failed":
+      return Either.map(reduceToolEvent(turn, event), (next) => ({
+        ...base,
+        openTurn: next,
+        remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
+      }))
+    default:
+      return Either.right({ ...base, openTurn: turn })
+  }
+}
+
+/** Replays a whole log. Fails on the first event that cannot follow its predecessors. */
+export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState | undefined, ImpossibleEvent> => {
+  let state: SessionState | undefined
+  for (const event of events) {
+    const next = state === undefined ? start(event) : reduce(state, event)
+    if (Either.isLeft(next)) return next
+    state = next.right
+  }
+  return Either.right(state)
+}
+
+/** The calls of the open turn that wait for the user's decision. */
+export const pendingApprovals = (state: SessionState): ReadonlyArray<OpenToolCall> =>
+  state.openTurn?.toolCalls.filter((c) => c.status === "awaiting_approval") ?? []

@@ -1,0 +1,251 @@
+/**
+ * The session engine (CONTRACT.md §3): creates sessions, runs turns as streams of stored events,
+ * cancels them by interruption, and replays logs. Built only on the ports in `services/` and the
+ * state machine in `fsm/`.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as SynchronizedRef from "effect/SynchronizedRef"
+import * as AgentEvent from "../domain/AgentEvent.js"
+import { EventStoreFailure, InvalidInput, SessionNotFound, TurnInProgress } from "../domain/Errors.js"
+import * as Session from "../domain/Session.js"
+import * as SessionState from "../domain/SessionState.js"
+import { EventStore } from "../services/EventStore.js"
+import { IdGenerator } from "../services/IdGenerator.js"
+import { ModelProvider } from "../services/ModelProvider.js"
+import * as SessionLog from "./SessionLog.js"
+import * as TurnLoop from "./TurnLoop.js"
+
+/** Input of {@link SessionEngine.Service.createSession}. */
+export interface CreateSessionInput {
+  readonly cwd: string
+  readonly client: AgentEvent.Client
+}
+
+/** Input of {@link SessionEngine.Service.runTurn}. */
+export interface RunTurnInput {
+  readonly sessionId: string
+  readonly userMessage: string
+}
+
+/** Input of {@link SessionEngine.Service.cancelTurn}: without `turnId`, whatever turn is running. */
+export interface CancelTurnInput {
+  readonly sessionId: string
+  readonly turnId?: string
+}
+
+/** Input of operations on one session. */
+export interface SessionInput {
+  readonly sessionId: string
+}
+
+/** The session engine. */
+export class SessionEngine extends Context.Tag("effect-agent/SessionEngine")<SessionEngine, SessionEngine.Service>() {}
+
+/** The session engine. */
+export declare namespace SessionEngine {
+  /** What the engine does. */
+  export interface Service {
+    /** Appends `session.created` and returns the session read from that event. */
+    readonly createSession: (input: CreateSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | InvalidInput>
+    /**
+     * Runs one turn. Every event is stored, then emitted; the stream ends right after
+     * `turn.completed`. Interrupting the stream cancels the turn, and the log still receives
+     * `turn.completed {stopReason: "cancelled"}`. Provider failures end the turn with
+     * `stopReason: "error"`; store failures fail the stream.
+     */
+    readonly runTurn: (
+      input: RunTurnInput
+    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput>
+    /** Cancels the running turn and waits until it has ended. Never fails; does nothing when no turn runs. */
+    readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
+    /** Streams the stored events of a session in sequence order, unprojected. */
+    readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
+    /** The session's state as the engine sees it now: turn state and phase, open tool calls, last sequence. */
+    readonly sessionState: (input: SessionInput) => Effect.Effect<SessionState.SessionState, EventStoreFailure | SessionNotFound>
+    /** Summaries of the stored sessions, most recently active first. */
+    readonly listSessions: Effect.Effect<ReadonlyArray<Session.SessionSummary>, EventStoreFailure>
+  }
+}
+
+/** Builds the engine. Turns run in fibers of the surrounding scope: closing it cancels them cleanly. */
+export const make: Effect.Effect<SessionEngine.Service, never, EventStore | ModelProvider | IdGenerator | Scope.Scope> = Effect
+  .gen(function*() {
+    const store = yield* EventStore
+    const ids = yield* IdGenerator
+    const provider = yield* ModelProvider
+    const scope = yield* Effect.scope
+    const ports: SessionLog.Ports = { store, ids }
+
+    // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store.
+    const loaded = new Map<string, Deferred.Deferred<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>>()
+
+    const hydrate = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound> =>
+      Effect.gen(function*() {
+        const events = yield* Stream.runCollect(store.read(sessionId))
+        const state = SessionState.replay(events)
+        if (Either.isLeft(state)) {
+          return yield* new EventStoreFailure({
+            reason: "corrupt",
+            operation: "read",
+            sessionId,
+            sequence: state.left.sequence,
+            detail: state.left.message
+          })
+        }
+        if (state.right === undefined) return yield* new SessionNotFound({ sessionId })
+        return yield* SessionLog.make(SessionLog.liveOf(state.right, events))
+      })
+
+    const sessionLog = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound> =>
+      Effect.suspend(() => {
+        if (!Session.isValidId(sessionId)) return Effect.fail(new SessionNotFound({ sessionId }))
+        const existing = loaded.get(sessionId)
+        if (existing !== undefined) return Deferred.await(existing)
+        const deferred = Deferred.unsafeMake<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>(FiberId.none)
+        loaded.set(sessionId, deferred)
+        return hydrate(sessionId).pipe(
+          // A failed load is not remembered: the session may be created, or the store recover.
+          Effect.tapError(() => Effect.sync(() => loaded.delete(sessionId))),
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(deferred, exit)),
+          Effect.flatten,
+          Effect.uninterruptible
+        )
+      })
+
+    const createSession = Effect.fn("SessionEngine.createSession")(function*(input: CreateSessionInput) {
+      if (input.cwd.trim() === "") return yield* new InvalidInput({ field: "cwd", detail: "must not be empty" })
+      if (!AgentEvent.Client.literals.includes(input.client)) {
+        return yield* new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
+      }
+      const sessionId = yield* ids.next("session")
+      const event = yield* SessionLog.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
+      yield* store.append(event)
+      const state = SessionState.fromCreated(event)
+      const log = yield* SessionLog.make(SessionLog.liveOf(state, [event]))
+      const ready = Deferred.unsafeMake<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>(FiberId.none)
+      Deferred.unsafeDone(ready, Exit.succeed(log))
+      yield* Effect.sync(() => loaded.set(sessionId, ready))
+      return Session.fromState(state)
+    })
+
+    /** Closes a turn the log holds open with no driver: its open calls, then the turn, with `errorCode`. */
+    const closeDangling = (log: SessionLog.SessionLog) =>
+      Effect.gen(function*() {
+        const { state } = yield* SynchronizedRef.get(log.live)
+        const open = state.openTurn
+        if (open === undefined) return
+        const errorCode = yield* Ref.get(log.danglingReason)
+        yield* Effect.logWarning("effect-agent: closing a turn left open").pipe(
+          Effect.annotateLogs({ sessionId: log.sessionId, turnId: open.turnId, errorCode })
+        )
+        yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "error", errorCode }, () => Effect.void)
+      })
+
+    const cancelActive = (log: SessionLog.SessionLog, turnId?: string) =>
+      Effect.flatMap(Ref.get(log.active), (active) => {
+        if (Option.isNone(active) || (turnId !== undefined && active.value.turnId !== turnId)) return Effect.void
+        return Ref.set(active.value.cancelRequested, true).pipe(Effect.zipRight(Fiber.interrupt(active.value.fiber)), Effect.asVoid)
+      })
+
+    const startTurn = (log: SessionLog.SessionLog, userMessage: string) =>
+      Effect.gen(function*() {
+        const turnId = yield* ids.next("turn")
+        const mailbox = yield* Mailbox.make<AgentEvent.AgentEvent, EventStoreFailure>()
+        const cancelRequested = yield* Ref.make(false)
+        const claimed = yield* Ref.modify(log.active, (active): [Option.Option<TurnInProgress>, Option.Option<SessionLog.ActiveTurn>] =>
+          Option.isSome(active)
+            ? [Option.some(new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })), active]
+            : [Option.none(), active])
+        if (Option.isSome(claimed)) return yield* claimed.value
+        // The slot is claimed by forking the driver and recording it in one uninterruptible step.
+        const started = yield* Deferred.make<void>()
+        const driver = Deferred.await(started).pipe(
+          Effect.zipRight(TurnLoop.drive({
+            ports,
+            provider,
+            log,
+            turnId,
+            userMessage,
+            cancelRequested,
+            emit: (event) => mailbox.offer(event),
+            beforeStart: closeDangling(log)
+          })),
+          Effect.onExit((exit) =>
+            Effect.gen(function*() {
+              // Release the slot before ending the stream, so a consumer can start the next turn at once.
+              yield* Ref.set(log.active, Option.none())
+              // A cancelled driver has already stored its closing events: its stream simply ends.
+              if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return yield* mailbox.end
+              yield* Ref.set(log.danglingReason, "event_store_failure")
+              yield* mailbox.failCause(exit.cause)
+            })
+          )
+        )
+        const fiber = yield* Effect.forkIn(driver, scope)
+        yield* Ref.set(log.active, Option.some({ turnId, cancelRequested, fiber }))
+        yield* Deferred.succeed(started, undefined)
+        return { turnId, mailbox }
+      }).pipe(Effect.uninterruptible)
+
+    const runTurn = (input: RunTurnInput) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        if (input.userMessage.trim() === "") {
+          return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
+        }
+        const log = yield* sessionLog(input.sessionId)
+        const { mailbox, turnId } = yield* startTurn(log, input.userMessage)
+        // The consumer going away (interruption, an early exit) cancels the turn; the driver then
+        // stores turn.completed {cancelled} before this finalizer returns.
+        yield* Effect.addFinalizer(() => cancelActive(log, turnId))
+        return Mailbox.toStream(mailbox)
+      })).pipe(Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } }))
+
+    const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
+      // Only a loaded session can have a running turn; never load one just to cancel nothing.
+      const loading = yield* Effect.sync(() => loaded.get(input.sessionId))
+      if (loading === undefined) return
+      const log = yield* Deferred.poll(loading).pipe(Effect.flatMap((done) => Option.isSome(done) ? Effect.option(done.value) : Effect.succeed(Option.none())))
+      if (Option.isSome(log)) yield* cancelActive(log.value, input.turnId)
+    })
+
+    const replaySession = (input: SessionInput) =>
+      (Session.isValidId(input.sessionId) ? store.read(input.sessionId) : Stream.empty).pipe(
+        Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId })))
+      )
+
+    const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {
+      const log = yield* sessionLog(input.sessionId)
+      return (yield* SynchronizedRef.get(log.live)).state
+    })
+
+    return SessionEngine.of({
+      createSession,
+      runTurn,
+      cancelTurn,
+      replaySession,
+      sessionState,
+      listSessions: store.list
+    })
+  })
+
+/** The engine as a layer, on the `EventStore`, `ModelProvider` and `IdGenerator` ports. */
+export const layer: Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> = Layer.scoped(
+  SessionEngine,
+  make
+)

@@ -1,0 +1,40 @@
+/**
+ * effect-agent: an Effect-TS runtime for coding agents. One user request becomes an auditable,
+ * replayable chain of events in an append-only log.
+ *
+ * @since 0.1.0
+ */
+
+/** The events of a session's log, and their schemas. */
+export * as AgentEvent from "./domain/AgentEvent.js"
+/** JSON values, the shape of tool arguments. */
+export * as Json from "./domain/Json.js"
+/** Sessions and session summaries. */
+export * as Session from "./domain/Session.js"
+/** State replay: the pure reducer from events to session state. */
+export * as SessionState from "./domain/SessionState.js"
+/** Transcript replay: the pure reducer from events to the conversation. */
+export * as Transcript from "./domain/Transcript.js"
+/** The typed errors. */
+export { EventStoreFailure, InvalidInput, ProviderFailure, SessionNotFound, TurnInProgress } from "./domain/Errors.js"
+export type { EventStoreFailureReason, ProviderFailureReason } from "./domain/Errors.js"
+
+/** The turn state machine. */
+export * as TurnFsm from "./fsm/TurnFsm.js"
+
+/** The event store port. */
+export * as EventStore from "./services/EventStore.js"
+/** The id generator port and its random and sequential layers. */
+export * as IdGenerator from "./services/IdGenerator.js"
+/** The model provider port. */
+export * as ModelProvider from "./services/ModelProvider.js"
+
+/** Event store in memory. */
+export * as MemoryEventStore from "./layers/MemoryEventStore.js"
+/** Event store in JSONL files: the embedded default. */
+export * as JsonlEventStore from "./layers/JsonlEventStore.js"
+/** The scripted fake model, also the built-in echo model. */
+export * as FakeModelProvider from "./layers/FakeModelProvider.js"
+
+/** The session engine. */
+export * as SessionEngine from "./engine/SessionEngine.js"

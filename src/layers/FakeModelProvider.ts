@@ -1,0 +1,144 @@
+/**
+ * A scripted model: one scripted response per model request, with optional per-chunk delays (through
+ * `Clock`, so `TestClock` drives them), failures after N chunks, tool calls, and a mode that ignores
+ * cancellation. When the script runs out it echoes the last user message, which makes it the CLI's
+ * built-in model when no API key is set.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { Usage } from "../domain/AgentEvent.js"
+import { ProviderFailure, ProviderFailureReason } from "../domain/Errors.js"
+import { Json } from "../domain/Json.js"
+import * as ModelProvider from "../services/ModelProvider.js"
+
+const DurationInput = Schema.Union(
+  Schema.NonNegative,
+  Schema.String.pipe(Schema.filter((s) => Option.isSome(Duration.decodeUnknown(s)), { message: () => "a duration such as \"50 millis\"" }))
+)
+
+/** One scripted model response. */
+export const ScriptedResponse = Schema.Struct({
+  /** Text deltas, streamed in order. */
+  chunks: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
+  /** Tool calls, streamed after the text; ids default to `call_1`, `call_2`, … */
+  toolCalls: Schema.optionalWith(
+    Schema.Array(Schema.Struct({ tool: Schema.String, args: Json, id: Schema.optional(Schema.String) })),
+    { default: () => [] }
+  ),
+  /** Wait this long (milliseconds, or a duration string) before each chunk. */
+  delay: Schema.optional(DurationInput),
+  /** Fail with this reason after `afterChunks` chunks (default 0: before any). */
+  failure: Schema.optional(Schema.Struct({
+    reason: ProviderFailureReason,
+    afterChunks: Schema.optional(Schema.NonNegativeInt),
+    retryAfterMs: Schema.optional(Schema.NonNegativeInt),
+    detail: Schema.optional(Schema.String)
+  })),
+  /** Keep producing chunks after the request is cancelled, like a provider that ignores the abort. */
+  keepEmittingAfterCancel: Schema.optional(Schema.Boolean),
+  usage: Schema.optional(Usage)
+})
+/** One scripted model response. */
+export type ScriptedResponse = typeof ScriptedResponse.Encoded
+
+/** A whole script: what a `--script` file for the CLI holds. */
+export const Script = Schema.Struct({
+  responses: Schema.Array(ScriptedResponse),
+  maxContextTokens: Schema.optional(Schema.Int.pipe(Schema.positive()))
+})
+/** A whole script: what a `--script` file for the CLI holds. */
+export type Script = typeof Script.Encoded
+
+/** Options of the fake model. */
+export interface Options {
+  readonly responses?: ReadonlyArray<ScriptedResponse>
+  /** The context window it reports (default 128 000 tokens). */
+  readonly maxContextTokens?: number
+}
+
+/** What the fake recorded; provided beside `ModelProvider` so tests can check the requests it received. */
+export class FakeModel extends Context.Tag("effect-agent/FakeModel")<FakeModel, {
+  /** Every request received, in order. */
+  readonly requests: Effect.Effect<ReadonlyArray<ModelProvider.ModelRequest>>
+}>() {}
+
+const decodeResponse = Schema.decodeSync(ScriptedResponse)
+
+const lastUserMessage = (request: ModelProvider.ModelRequest): string => {
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const message = request.messages[i]!
+    if (message.role === "user") return message.content
+  }
+  return ""
+}
+
+/** The echo answer, split at word boundaries so it streams. */
+export const echo = (request: ModelProvider.ModelRequest): ReadonlyArray<string> =>
+  `Echo: ${lastUserMessage(request)}`.match(/\s*\S+|\s+$/g) ?? ["Echo:"]
+
+const chunksOf = (
+  response: typeof ScriptedResponse.Type,
+  nextCallId: Effect.Effect<string>
+): Effect.Effect<ReadonlyArray<ModelProvider.ModelChunk>> =>
+  Effect.map(
+    Effect.forEach(response.toolCalls, (call) =>
+      call.id === undefined ? Effect.map(nextCallId, (id) => ModelProvider.toolCall(id, call.tool, call.args)) : Effect.succeed(ModelProvider.toolCall(call.id, call.tool, call.args))),
+    (calls) => [
+      ...response.chunks.map(ModelProvider.textDelta),
+      ...calls,
+      ModelProvider.finish(calls.length > 0 ? "tool_calls" : "stop", response.usage)
+    ]
+  )
+
+/** Builds the fake model and its recorder. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const script = (options.responses ?? []).map((response) => decodeResponse(response))
+    const requests = yield* Ref.make<ReadonlyArray<ModelProvider.ModelRequest>>([])
+    const callIds = yield* Ref.make(0)
+    const nextCallId = Ref.updateAndGet(callIds, (n) => n + 1).pipe(Effect.map((n) => `call_${n}`))
+
+    const respond = (response: typeof ScriptedResponse.Type): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
+      Stream.unwrap(Effect.map(chunksOf(response, nextCallId), (chunks) => {
+        const failure = response.failure
+        const emitted = failure === undefined ? chunks : chunks.slice(0, failure.afterChunks ?? 0)
+        const delay = response.delay === undefined ? Duration.zero : Duration.decode(response.delay as Duration.DurationInput)
+        const step = (chunk: ModelProvider.ModelChunk) => {
+          const emit = Duration.isZero(delay) ? Effect.succeed(chunk) : Effect.as(Effect.sleep(delay), chunk)
+          // A provider that ignores the abort: each chunk arrives even after interruption was requested.
+          return response.keepEmittingAfterCancel === true ? Effect.uninterruptible(emit) : emit
+        }
+        const body = Stream.mapEffect(Stream.fromIterable(emitted), step)
+        return failure === undefined
+          ? body
+          : Stream.concat(body, Stream.fail(ProviderFailure.of(failure.reason, failure.detail ?? `scripted ${failure.reason} failure`, {
+            ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs })
+          })))
+      }))
+
+    const provider = ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "scripted", maxContextTokens: options.maxContextTokens ?? 128_000 },
+      stream: (request) =>
+        Stream.unwrap(Effect.gen(function*() {
+          const index = (yield* Ref.getAndUpdate(requests, (all) => [...all, request])).length
+          const response = script[index]
+          return response === undefined
+            ? Stream.fromIterable([...echo(request).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
+            : respond(response)
+        }))
+    })
+    return { provider, recorder: FakeModel.of({ requests: Ref.get(requests) }) }
+  })
+
+/** The fake model as a layer: provides `ModelProvider` and the `FakeModel` recorder. */
+export const layer = (options: Options = {}): Layer.Layer<ModelProvider.ModelProvider | FakeModel> =>
+  Layer.effectContext(Effect.map(make(options), ({ provider, recorder }) =>
+    Context.make(ModelProvider.ModelProvider, provider).pipe(Context.add(FakeModel, recorder))))

@@ -1,0 +1,53 @@
+/**
+ * The event store port: appends and reads a session's events. Implementations: memory, JSONL files
+ * (the embedded default) and SQLite.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Stream from "effect/Stream"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import { EventStoreFailure } from "../domain/Errors.js"
+import type { SessionSummary } from "../domain/Session.js"
+
+/** Options of {@link EventStore.Service.read}. */
+export interface ReadOptions {
+  /** Only events with this sequence or later. */
+  readonly fromSequence?: number
+}
+
+/** The event store port. */
+export class EventStore extends Context.Tag("effect-agent/EventStore")<EventStore, EventStore.Service>() {}
+
+/** The event store port. */
+export declare namespace EventStore {
+  /** What every event store does. */
+  export interface Service {
+    /**
+     * Appends one event. Appends to one session are serialized, and an event whose sequence is not
+     * the session's last sequence + 1 (or 1 for a new session) is refused with reason
+     * `sequence_conflict`. On failure nothing is stored.
+     */
+    readonly append: (event: AgentEvent) => Effect.Effect<void, EventStoreFailure>
+    /** Streams a session's events in sequence order; an unknown session is an empty stream. */
+    readonly read: (sessionId: string, options?: ReadOptions) => Stream.Stream<AgentEvent, EventStoreFailure>
+    /** Summaries of every stored session, most recently active first. */
+    readonly list: Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreFailure>
+  }
+}
+
+/** The failure every store returns for an event whose sequence is not `last + 1`. */
+export const sequenceConflict = (event: AgentEvent, last: number, where: { readonly path?: string } = {}): EventStoreFailure =>
+  new EventStoreFailure({
+    reason: "sequence_conflict",
+    operation: "append",
+    sessionId: event.sessionId,
+    sequence: event.sequence,
+    detail: `expected sequence ${last + 1}, got ${event.sequence}`,
+    ...where
+  })
+
+/** Most recently active first, then by id, so listings are stable. */
+export const byRecentActivity = (a: SessionSummary, b: SessionSummary): number =>
+  a.lastActivityAt < b.lastActivityAt ? 1 : a.lastActivityAt > b.lastActivityAt ? -1 : a.sessionId.localeCompare(b.sessionId)

@@ -1,0 +1,90 @@
+/**
+ * Shared test helpers: engine layers on real stores with deterministic ids and time, and the one
+ * log checker every test uses.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Stream from "effect/Stream"
+import * as Chunk from "effect/Chunk"
+import * as StreamM from "effect/Stream"
+import { expect } from "vitest"
+import type { AgentEvent } from "../src/domain/AgentEvent.js"
+import * as SessionEngine from "../src/engine/SessionEngine.js"
+import * as FakeModelProvider from "../src/layers/FakeModelProvider.js"
+import * as JsonlEventStore from "../src/layers/JsonlEventStore.js"
+import * as MemoryEventStore from "../src/layers/MemoryEventStore.js"
+import type { EventStore } from "../src/services/EventStore.js"
+import * as IdGenerator from "../src/services/IdGenerator.js"
+
+/** A temporary directory, removed when the scope closes. */
+export const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "effect-agent-test-" }))
+
+/** The engine on the given store and scripted model, with sequential ids. */
+export const engineLayer = <E, R>(
+  store: Layer.Layer<EventStore, E, R>,
+  model: FakeModelProvider.Options = {}
+) =>
+  SessionEngine.layer.pipe(
+    Layer.provideMerge(store),
+    Layer.provideMerge(FakeModelProvider.layer(model)),
+    Layer.provideMerge(IdGenerator.layerSequential)
+  )
+
+/** The engine on a memory store. */
+export const memoryEngine = (model: FakeModelProvider.Options = {}) => engineLayer(MemoryEventStore.layer, model)
+
+/** The engine on a JSONL store in `dataDir`. */
+export const jsonlEngine = (dataDir: string, model: FakeModelProvider.Options = {}) =>
+  engineLayer(JsonlEventStore.layer({ dataDir }), model).pipe(Layer.provideMerge(NodeContext.layer))
+
+/** Collects a stream into an array. */
+export const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(StreamM.runCollect(stream), Chunk.toReadonlyArray)
+
+/** The event types of a log, for compact assertions. */
+export const typesOf = (events: ReadonlyArray<AgentEvent>) => events.map((e) => e.type)
+
+/**
+ * The one log checker: sequences 1..n without gaps, one session, every turn closed exactly once
+ * before the next starts, every tool call closed exactly once before its turn completes.
+ */
+export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: { readonly allowOpenTurn?: boolean } = {}) => {
+  expect(events.length).toBeGreaterThan(0)
+  expect(events[0]!.type).toBe("session.created")
+  const sessionId = events[0]!.sessionId
+  let openTurn: string | undefined
+  const openCalls = new Set<string>()
+  const closedCalls = new Set<string>()
+  events.forEach((event, index) => {
+    expect(event.sequence, `sequence at index ${index}`).toBe(index + 1)
+    expect(event.sessionId).toBe(sessionId)
+    if (event.type === "session.created") {
+      expect(index).toBe(0)
+      return
+    }
+    if (event.type === "turn.started") {
+      expect(openTurn, `turn ${event.turnId} started while ${openTurn} open`).toBeUndefined()
+      openTurn = event.turnId
+      return
+    }
+    expect(event.turnId, `${event.type} at ${event.sequence} outside its turn`).toBe(openTurn)
+    switch (event.type) {
+      case "model.tool_call_requested":
+        expect(openCalls.has(event.payload.toolCallId) || closedCalls.has(event.payload.toolCallId)).toBe(false)
+        openCalls.add(event.payload.toolCallId)
+        break
+      case "tool.completed":
+      case "tool.failed":
+        expect(openCalls.has(event.payload.toolCallId), `${event.type} closes ${event.payload.toolCallId} twice or unopened`).toBe(true)
+        openCalls.delete(event.payload.toolCallId)
+        closedCalls.add(event.payload.toolCallId)
+        break
+      case "turn.completed":
+        expect([...openCalls], `open calls at turn.completed ${event.sequence}`).toEqual([])
+        openTurn = undefined
+        break
+    }
+  })
+  if (options.allowOpenTurn !== true) expect(openTurn, "a turn is left open").toBeUndefined()
+}
