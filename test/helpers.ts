@@ -15,7 +15,8 @@ import * as SessionEngine from "../src/engine/SessionEngine.js"
 import * as FakeModelProvider from "../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../src/layers/MemoryEventStore.js"
-import type { EventStore } from "../src/services/EventStore.js"
+import { EventStore as EventStoreTag, type EventStore } from "../src/services/EventStore.js"
+import { EventStoreFailure } from "../src/domain/Errors.js"
 import * as IdGenerator from "../src/services/IdGenerator.js"
 
 /** A temporary directory, removed when the scope closes. */
@@ -88,3 +89,25 @@ export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: 
   })
   if (options.allowOpenTurn !== true) expect(openTurn, "a turn is left open").toBeUndefined()
 }
+
+/**
+ * A real store wrapped so that the appends numbered in `failing` (1-based, counting every append)
+ * fail with a store failure, as a full disk or a lost connection would.
+ */
+export const failingStore = <E, R>(inner: Layer.Layer<EventStore, E, R>, failing: ReadonlyArray<number>) =>
+  Layer.effect(
+    EventStoreTag,
+    Effect.gen(function*() {
+      const store = yield* EventStoreTag
+      let appends = 0
+      return {
+        ...store,
+        append: (event: AgentEvent) =>
+          Effect.suspend(() =>
+            failing.includes(++appends)
+              ? Effect.fail(new EventStoreFailure({ reason: "disk_full", operation: "append", sessionId: event.sessionId, detail: "simulated: no space left on device" }))
+              : store.append(event)
+          )
+      }
+    })
+  ).pipe(Layer.provide(inner))

@@ -197,7 +197,8 @@ export const make: Effect.Effect<SessionEngine.Service, never, EventStore | Mode
             })
           )
         )
-        const fiber = yield* Effect.forkIn(driver, scope)
+        // Forked from an uninterruptible region, the driver would inherit it: cancelling needs it interruptible.
+        const fiber = yield* Effect.forkIn(Effect.interruptible(driver), scope)
         yield* Ref.set(log.active, Option.some({ turnId, cancelRequested, fiber }))
         yield* Deferred.succeed(started, undefined)
         return { turnId, mailbox }

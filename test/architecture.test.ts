@@ -1,0 +1,70 @@
+/**
+ * The dependency rule of ARCHITECTURE.md, checked by reading every import in src/.
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { dirname, join, relative, resolve } from "node:path"
+import { describe, expect, it } from "vitest"
+
+const root = resolve(import.meta.dirname, "..")
+const src = join(root, "src")
+
+const filesUnder = (dir: string): Array<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : entry.name.endsWith(".ts") ? [join(dir, entry.name)] : []
+  )
+
+const importsOf = (file: string): Array<string> => {
+  const text = readFileSync(file, "utf8")
+  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)\s[^"']*?from\s+["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/g)].map((m) => m[1] ?? m[2]!)
+}
+
+/** The top-level folder of src/ a file or a relative import lands in. */
+const areaOf = (file: string) => relative(src, file).split("/")[0]!
+
+const core = new Set(["domain", "fsm", "services", "engine"])
+const adapters = new Set(["cli", "http", "acp"])
+
+describe("the dependency rule", () => {
+  const files = filesUnder(src)
+
+  it("finds the source files and their imports", () => {
+    expect(files.length).toBeGreaterThan(10)
+    expect(files.some((f) => importsOf(f).includes("effect/Effect"))).toBe(true)
+  })
+
+  for (const file of files) {
+    const area = areaOf(file)
+    const imports = importsOf(file)
+    const name = relative(root, file)
+
+    if (core.has(area)) {
+      it(`${name} imports only effect and the core`, () => {
+        for (const spec of imports) {
+          if (spec.startsWith(".")) {
+            expect(core.has(areaOf(resolve(dirname(file), spec))), `${name} imports ${spec}`).toBe(true)
+          } else {
+            expect(spec === "effect" || spec.startsWith("effect/"), `${name} imports ${spec}`).toBe(true)
+          }
+        }
+      })
+    }
+
+    if (adapters.has(area)) {
+      it(`${name} uses the public API, not engine internals`, () => {
+        for (const spec of imports.filter((s) => s.startsWith("."))) {
+          const target = areaOf(resolve(dirname(file), spec))
+          expect(target === area || relative(src, resolve(dirname(file), spec)) === "index.js", `${name} imports ${spec}`).toBe(true)
+        }
+      })
+    }
+
+    if (area === "layers") {
+      it(`${name} does not reach into the engine or the adapters`, () => {
+        for (const spec of imports.filter((s) => s.startsWith("."))) {
+          const target = areaOf(resolve(dirname(file), spec))
+          expect(["domain", "services", "layers"].includes(target), `${name} imports ${spec}`).toBe(true)
+        }
+      })
+    }
+  }
+})

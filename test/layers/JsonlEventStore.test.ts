@@ -1,0 +1,188 @@
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as FileSystem from "@effect/platform/FileSystem"
+import { describe, expect, it } from "@effect/vitest"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as AgentEvent from "../../src/domain/AgentEvent.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import { collect, tempDir } from "../helpers.js"
+
+const created = (sessionId: string): AgentEvent.AgentEvent => ({
+  id: "evt_1",
+  sessionId,
+  sequence: 1,
+  timestamp: "2026-01-01T00:00:00.000Z",
+  type: "session.created",
+  payload: { cwd: "/work", client: "test" }
+})
+
+const delta = (sessionId: string, sequence: number, text = `text ${sequence}`): AgentEvent.AgentEvent => ({
+  id: `evt_${sequence}`,
+  sessionId,
+  turnId: "turn_1",
+  sequence,
+  timestamp: "2026-01-01T00:00:00.000Z",
+  type: "model.delta",
+  payload: { text }
+})
+
+const header = `{"format":"effect-agent/events","version":1}`
+const line = (event: AgentEvent.AgentEvent) => AgentEvent.encodeJson(event) + "\n"
+
+/** A store in a fresh data dir, with helpers to write its files by hand. */
+const setup = (recovery: JsonlEventStore.Recovery = "skip-trailing-partial") =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const dataDir = yield* tempDir
+    const store = yield* JsonlEventStore.make({ dataDir, recovery })
+    const file = (sessionId: string) => `${dataDir}/sessions/${sessionId}.jsonl`
+    const writeRaw = (sessionId: string, text: string) =>
+      fs.makeDirectory(`${dataDir}/sessions`, { recursive: true }).pipe(Effect.zipRight(fs.writeFileString(file(sessionId), text)))
+    const readRaw = (sessionId: string) => fs.readFileString(file(sessionId))
+    return { store, dataDir, file, writeRaw, readRaw, fs }
+  })
+
+const readAll = (store: EventStore.Service, sessionId: string) => Effect.either(collect(store.read(sessionId)))
+
+describe("JsonlEventStore", () => {
+  it.scoped("appends one line per event after a format header and reads them back", () =>
+    Effect.gen(function*() {
+      const { store, readRaw } = yield* setup()
+      yield* store.append(created("s1"))
+      yield* store.append(delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字"))
+      expect(yield* readRaw("s1")).toBe(header + "\n" + line(created("s1")) + line(delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字")))
+      expect(yield* collect(store.read("s1"))).toEqual([created("s1"), delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字")])
+      expect(yield* collect(store.read("s1", { fromSequence: 2 }))).toEqual([delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字")])
+      expect(yield* collect(store.read("unknown"))).toEqual([])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("refuses a sequence that is not last + 1", () =>
+    Effect.gen(function*() {
+      const { store } = yield* setup()
+      const first = yield* Effect.either(store.append(delta("s1", 2)))
+      expect(Either.isLeft(first) && first.left).toMatchObject({ reason: "sequence_conflict", sequence: 2 })
+      yield* store.append(created("s1"))
+      for (const sequence of [1, 3]) {
+        const result = yield* Effect.either(store.append(delta("s1", sequence)))
+        expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "EventStoreFailure", reason: "sequence_conflict" })
+      }
+      expect(yield* collect(store.read("s1"))).toHaveLength(1)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("notices events appended by someone else since its last append", () =>
+    Effect.gen(function*() {
+      const { store, fs, file } = yield* setup()
+      yield* store.append(created("s1"))
+      yield* store.append(delta("s1", 2))
+      // Another writer appends sequence 3 behind this store's back.
+      yield* fs.writeFileString(file("s1"), line(delta("s1", 3)), { flag: "a" })
+      const stale = yield* Effect.either(store.append(delta("s1", 3)))
+      expect(Either.isLeft(stale) && stale.left.reason).toBe("sequence_conflict")
+      yield* store.append(delta("s1", 4))
+      expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2, 3, 4])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  describe("a torn last line", () => {
+    const torn = (sessionId: string) => header + "\n" + line(created(sessionId)) + line(delta(sessionId, 2)) + `{"id":"evt_3","sessionId":"${sessionId}","tu`
+
+    it.scoped("is skipped in skip-trailing-partial mode and cut off before the next append", () =>
+      Effect.gen(function*() {
+        const { store, writeRaw, readRaw } = yield* setup("skip-trailing-partial")
+        yield* writeRaw("s1", torn("s1"))
+        expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2])
+        yield* store.append(delta("s1", 3))
+        expect(yield* readRaw("s1")).toBe(header + "\n" + line(created("s1")) + line(delta("s1", 2)) + line(delta("s1", 3)))
+        expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2, 3])
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("fails in strict mode, naming file and line, for reads and appends", () =>
+      Effect.gen(function*() {
+        const { store, writeRaw, readRaw, file } = yield* setup("strict")
+        yield* writeRaw("s1", torn("s1"))
+        const read = yield* readAll(store, "s1")
+        expect(Either.isLeft(read) && read.left).toMatchObject({ reason: "torn_line", path: file("s1"), line: 4 })
+        expect(Either.isLeft(read) && read.left.message).toContain(`${file("s1")}:4`)
+        const append = yield* Effect.either(store.append(delta("s1", 3)))
+        expect(Either.isLeft(append) && append.left.reason).toBe("torn_line")
+        expect(yield* readRaw("s1")).toBe(torn("s1"))
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("a complete event missing only its newline is still torn: it was never acknowledged", () =>
+      Effect.gen(function*() {
+        const { store, writeRaw } = yield* setup()
+        yield* writeRaw("s1", header + "\n" + line(created("s1")) + AgentEvent.encodeJson(delta("s1", 2)))
+        expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1])
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
+
+  describe("a damaged log fails in both modes, naming the line, and never skips a complete line", () => {
+    const cases: ReadonlyArray<[string, (s: string) => string, number, string]> = [
+      ["a corrupt middle line", (s) => header + "\n" + line(created(s)) + "{not json\n" + line(delta(s, 2)), 3, "not a valid event"],
+      ["a valid JSON line that is not an event", (s) => header + "\n" + line(created(s)) + `{"type":"model.delta"}\n` + line(delta(s, 2)), 3, "not a valid event"],
+      ["an empty middle line", (s) => header + "\n" + line(created(s)) + "\n" + line(delta(s, 2)), 3, "not a valid event"],
+      ["a sequence gap", (s) => header + "\n" + line(created(s)) + line(delta(s, 3)), 3, "gap in sequence: expected 2, found 3"],
+      ["a duplicate", (s) => header + "\n" + line(created(s)) + line(delta(s, 2)) + line(delta(s, 2)), 4, "duplicate or out-of-order sequence"],
+      ["another session's event", (s) => header + "\n" + line(created(s)) + line(delta("other", 2)), 3, "another session"],
+      ["a missing header", (s) => line(created(s)), 1, "not an effect-agent log header"],
+      ["a future format version", (s) => `{"format":"effect-agent/events","version":99}\n` + line(created(s)), 1, "unsupported log format version 99"]
+    ]
+    for (const [name, content, lineNumber, detail] of cases) {
+      for (const recovery of ["skip-trailing-partial", "strict"] as const) {
+        it.scoped(`${name} (${recovery})`, () =>
+          Effect.gen(function*() {
+            const { store, writeRaw, file } = yield* setup(recovery)
+            yield* writeRaw("s1", content("s1"))
+            const result = yield* readAll(store, "s1")
+            expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "EventStoreFailure", reason: "corrupt", path: file("s1"), line: lineNumber })
+            expect(Either.isLeft(result) && result.left.detail).toContain(detail)
+          }).pipe(Effect.provide(NodeContext.layer)))
+      }
+    }
+  })
+
+  it.scoped("a data dir that cannot be written is an EventStoreFailure with the path and reason", () =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const dir = yield* tempDir
+      yield* fs.writeFileString(`${dir}/a-file`, "")
+      const store = yield* JsonlEventStore.make({ dataDir: `${dir}/a-file/data` })
+      const result = yield* Effect.either(store.append(created("s1")))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "EventStoreFailure", operation: "append", reason: "unavailable" })
+      expect(Either.isLeft(result) && result.left.path).toContain(`${dir}/a-file/data`)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("lists sessions, most recently active first, with turn counts", () =>
+    Effect.gen(function*() {
+      const { store } = yield* setup()
+      expect(yield* store.list).toEqual([])
+      yield* store.append(created("a"))
+      yield* store.append({ ...created("b"), timestamp: "2026-01-02T00:00:00.000Z" })
+      yield* store.append({ ...delta("a", 2), type: "turn.started", payload: { promptPreview: "p" }, timestamp: "2026-01-03T00:00:00.000Z" })
+      const listed = yield* store.list
+      expect(listed.map((s) => [s.sessionId, s.turnCount, s.lastSequence])).toEqual([["a", 1, 2], ["b", 0, 1]])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("property: any sequence of appended events reads back identical", () =>
+    Effect.gen(function*() {
+      const { store } = yield* setup()
+      const anyEvent = Arbitrary.make(AgentEvent.AgentEvent)
+      let session = 0
+      yield* Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(FastCheck.array(anyEvent, { maxLength: 20 }), async (generated) => {
+            const sessionId = `prop_${++session}`
+            const events = [created(sessionId), ...generated.map((e, i) => ({ ...e, sessionId, sequence: i + 2 }) as AgentEvent.AgentEvent)]
+            const readBack = await Effect.runPromise(
+              Effect.forEach(events, (e) => store.append(e), { discard: true }).pipe(Effect.zipRight(collect(store.read(sessionId))))
+            )
+            // JSON cannot tell -0 from 0; everything else must survive unchanged.
+            expect(readBack).toEqual(JSON.parse(JSON.stringify(events)))
+          }),
+          { numRuns: 60 }
+        )
+      )
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
