@@ -38,3 +38,7 @@ export * as FakeModelProvider from "./layers/FakeModelProvider.js"
 
 /** The session engine. */
 export * as SessionEngine from "./engine/SessionEngine.js"
+
+/** The engine for callers outside Effect: Promises and async iterables. */
+export { makeSessionEngine } from "./promise/PromiseSessionEngine.js"
+export type { Options as PromiseSessionEngineOptions, PromiseSessionEngine } from "./promise/PromiseSessionEngine.js"

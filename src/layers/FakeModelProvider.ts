@@ -59,9 +59,9 @@ export type Script = typeof Script.Encoded
 
 /** Options of the fake model. */
 export interface Options {
-  readonly responses?: ReadonlyArray<ScriptedResponse>
+  readonly responses?: ReadonlyArray<ScriptedResponse> | undefined
   /** The context window it reports (default 128 000 tokens). */
-  readonly maxContextTokens?: number
+  readonly maxContextTokens?: number | undefined
 }
 
 /** What the fake recorded; provided beside `ModelProvider` so tests can check the requests it received. */

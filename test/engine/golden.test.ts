@@ -2,7 +2,6 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { collect, jsonlEngine, tempDir } from "../helpers.js"
 

@@ -160,7 +160,7 @@ describe("JsonlEventStore", () => {
       expect(yield* store.list).toEqual([])
       yield* store.append(created("a"))
       yield* store.append({ ...created("b"), timestamp: "2026-01-02T00:00:00.000Z" })
-      yield* store.append({ ...delta("a", 2), type: "turn.started", payload: { promptPreview: "p" }, timestamp: "2026-01-03T00:00:00.000Z" })
+      yield* store.append({ ...delta("a", 2), type: "turn.started", turnId: "turn_1", payload: { promptPreview: "p" }, timestamp: "2026-01-03T00:00:00.000Z" })
       const listed = yield* store.list
       expect(listed.map((s) => [s.sessionId, s.turnCount, s.lastSequence])).toEqual([["a", 1, 2], ["b", 0, 1]])
     }).pipe(Effect.provide(NodeContext.layer)))

@@ -1,0 +1,108 @@
+/**
+ * The engine for callers outside Effect (CONTRACT.md §6): Promises and async iterables on a
+ * `ManagedRuntime`. Breaking out of a `for await` over `runTurn` cancels the turn, and so does
+ * aborting the `signal` passed to it.
+ *
+ * @since 0.1.0
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import type { Session, SessionSummary } from "../domain/Session.js"
+import type { SessionState } from "../domain/SessionState.js"
+import * as SessionEngine from "../engine/SessionEngine.js"
+import * as FakeModelProvider from "../layers/FakeModelProvider.js"
+import * as JsonlEventStore from "../layers/JsonlEventStore.js"
+import type { EventStore } from "../services/EventStore.js"
+import * as IdGenerator from "../services/IdGenerator.js"
+import type { ModelProvider } from "../services/ModelProvider.js"
+
+/** Options of {@link makeSessionEngine}. Everything has an embedded default. */
+export interface Options {
+  /** Where the JSONL store keeps its files (default `./.effect-agent`). Ignored when `store` is given. */
+  readonly dataDir?: string
+  /** The event store layer (default: JSONL files in `dataDir`). */
+  readonly store?: Layer.Layer<EventStore, unknown>
+  /** The model layer (default: the built-in echo model). */
+  readonly model?: Layer.Layer<ModelProvider, unknown>
+  /** The id layer (default: random ids). */
+  readonly ids?: Layer.Layer<IdGenerator.IdGenerator, unknown>
+  /** Replaces the whole engine layer; the other options are then ignored. */
+  readonly layer?: Layer.Layer<SessionEngine.SessionEngine, unknown>
+}
+
+/** The session engine with Promises and async iterables. */
+export interface PromiseSessionEngine {
+  readonly createSession: (input: SessionEngine.CreateSessionInput) => Promise<Session>
+  /**
+   * Runs one turn. Iterate it with `for await`; `break` cancels the turn. Aborting `signal`
+   * cancels it too: the iteration then ends with `turn.completed {stopReason: "cancelled"}`. A
+   * signal that is already aborted rejects at once and starts nothing.
+   */
+  readonly runTurn: (input: SessionEngine.RunTurnInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
+  /** Cancels the running turn and resolves once it has ended. Never rejects. */
+  readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
+  readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
+  readonly sessionState: (input: SessionEngine.SessionInput) => Promise<SessionState>
+  readonly listSessions: () => Promise<ReadonlyArray<SessionSummary>>
+  /** Cancels running turns (their logs record it) and releases the runtime. */
+  readonly dispose: () => Promise<void>
+}
+
+const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine, unknown> =>
+  SessionEngine.layer.pipe(
+    Layer.provide(options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer))),
+    Layer.provide(options.model ?? FakeModelProvider.layer()),
+    Layer.provide(options.ids ?? IdGenerator.layer)
+  )
+
+/** Builds a Promise-based engine. Call `dispose()` when done. */
+export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine => {
+  const runtime = ManagedRuntime.make(options.layer ?? defaultLayer(options))
+  const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
+    runtime.runPromise(Effect.flatMap(SessionEngine.SessionEngine, f))
+
+  const iterate = <E>(stream: (engine: SessionEngine.SessionEngine.Service) => Stream.Stream<AgentEvent, E>): AsyncIterable<AgentEvent> => ({
+    async *[Symbol.asyncIterator]() {
+      // yield* forwards an early return (a `break`) to the inner iterator, which interrupts the stream.
+      yield* Stream.toAsyncIterableRuntime(Stream.unwrap(Effect.map(SessionEngine.SessionEngine, stream)), await runtime.runtime())
+    }
+  })
+
+  const runTurn: PromiseSessionEngine["runTurn"] = ({ signal, ...input }) => {
+    if (signal === undefined) return iterate((engine) => engine.runTurn(input))
+    return iterate((engine) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        if (signal.aborted) return yield* Effect.fail(signal.reason)
+        const aborted = yield* Deferred.make<void>()
+        const started = yield* Deferred.make<string>()
+        const onAbort = () => Deferred.unsafeDone(aborted, Effect.void)
+        signal.addEventListener("abort", onAbort, { once: true })
+        yield* Effect.addFinalizer(() => Effect.sync(() => signal.removeEventListener("abort", onAbort)))
+        // Cancel this turn, by id, once it has started and the signal has fired.
+        yield* Deferred.await(aborted).pipe(
+          Effect.zipRight(Deferred.await(started)),
+          Effect.flatMap((turnId) => engine.cancelTurn({ sessionId: input.sessionId, turnId })),
+          Effect.forkScoped
+        )
+        return engine.runTurn(input).pipe(
+          Stream.tap((event) => event.type === "turn.started" ? Deferred.succeed(started, event.turnId) : Effect.void)
+        )
+      }))
+    )
+  }
+
+  return {
+    createSession: (input) => withEngine((engine) => engine.createSession(input)),
+    runTurn,
+    cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
+    replaySession: (input) => iterate((engine) => engine.replaySession(input)),
+    sessionState: (input) => withEngine((engine) => engine.sessionState(input)),
+    listSessions: () => withEngine((engine) => engine.listSessions),
+    dispose: () => runtime.dispose()
+  }
+}

@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { run, start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-"))
+const dataDir = join(dir, "data")
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const events = (stdout: string): Array<AgentEvent.AgentEvent> =>
+  stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
+
+const sessionOf = (stderr: string) => /session (\S+)/.exec(stderr)?.[1]
+
+describe("the CLI as a subprocess", () => {
+  it("run, then replay of the same session, then run --session continuing it", async () => {
+    const first = await run(["run", "hello agent", "--data-dir", dataDir], { cwd: dir })
+    expect(first.code).toBe(0)
+    expect(first.stdout).toBe("Echo: hello agent\n")
+    expect(first.stderr).toContain("built-in echo model")
+    const sessionId = sessionOf(first.stderr)!
+    expect(sessionId).toMatch(/^sess_/)
+
+    const transcript = await run(["replay", sessionId, "--data-dir", dataDir])
+    expect(transcript.code).toBe(0)
+    expect(transcript.stdout).toContain("> hello agent\nEcho: hello agent\n")
+
+    const second = await run(["run", "and again", "--session", sessionId, "--data-dir", dataDir])
+    expect(second.code).toBe(0)
+    expect(second.stdout).toBe("Echo: and again\n")
+
+    const json = await run(["replay", sessionId, "--json", "--data-dir", dataDir])
+    const log = events(json.stdout)
+    expectWellFormedLog(log)
+    expect(log[0]).toMatchObject({ type: "session.created", payload: { cwd: dir, client: "cli" } })
+    expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["hello agent", "and again"])
+
+    const listed = await run(["sessions", "--data-dir", dataDir])
+    expect(listed.stdout).toContain(`${sessionId}`)
+    expect(listed.stdout).toContain("2 turns")
+  })
+
+  it("SIGINT during a slow scripted turn leaves a log ending in turn.completed {cancelled}", async () => {
+    const script = join(dir, "slow.json")
+    writeFileSync(script, JSON.stringify({ responses: [{ chunks: Array.from({ length: 40 }, (_, i) => `chunk${i} `), delay: 250 }] }))
+    const running = start(["run", "count slowly", "--script", script, "--data-dir", dataDir])
+    await running.waitForStdout(/chunk0 /)
+    running.child.kill("SIGINT")
+    const finished = await running.done
+    expect(finished.code).toBe(130)
+    expect(finished.stderr).toContain("[turn cancelled]")
+    const sessionId = sessionOf(finished.stderr)!
+    const log = events((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
+    expectWellFormedLog(log)
+    expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+    expect(log.filter((e) => e.type === "model.delta").length).toBeLessThan(40)
+  })
+
+  it("bad input gets one clear line and exit code 1, never a stack", async () => {
+    for (const args of [["replay", "sess_missing"], ["run", "hi", "--session", "../../etc/passwd"], ["run", "  "]]) {
+      const result = await run([...args, "--data-dir", dataDir])
+      expect(result.code).toBe(1)
+      expect(result.stderr).toMatch(/effect-agent: (Session not found|Invalid userMessage)/)
+      expect(result.stderr).not.toMatch(/\bat .+:\d+:\d+/)
+    }
+  })
+})

@@ -1,0 +1,71 @@
+/**
+ * Runs the CLI as a real subprocess (through tsx, from the sources), for tests.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createRequire } from "node:module"
+import { resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+
+const root = resolve(import.meta.dirname, "../..")
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
+
+/** What a finished CLI run printed and how it exited. */
+export interface Finished {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** A running CLI process. */
+export interface Running {
+  readonly child: ChildProcess
+  /** Resolves once stdout has printed text matching `pattern`. */
+  readonly waitForStdout: (pattern: RegExp) => Promise<void>
+  readonly done: Promise<Finished>
+}
+
+/** Starts `effect-agent <args>` in `cwd`, with API keys removed from its environment. */
+export const start = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}): Running => {
+  const env: Record<string, string | undefined> = { ...process.env, ...options.env }
+  for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
+  // The loader by URL, so the CLI can run in any working directory.
+  const child = spawn(process.execPath, ["--import", tsxLoader, resolve(root, "src/cli/bin.ts"), ...args], {
+    cwd: options.cwd ?? root,
+    env: { ...env, NODE_OPTIONS: "" },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  let stdout = ""
+  let stderr = ""
+  const waiters: Array<{ pattern: RegExp; resolve: () => void }> = []
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk
+    for (const waiter of waiters.splice(0)) {
+      if (waiter.pattern.test(stdout)) waiter.resolve()
+      else waiters.push(waiter)
+    }
+  })
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk
+  })
+  const done = new Promise<Finished>((resolveDone) => {
+    child.on("close", (code, signal) => resolveDone({ code, signal, stdout, stderr }))
+  })
+  return {
+    child,
+    done,
+    waitForStdout: (pattern) =>
+      pattern.test(stdout)
+        ? Promise.resolve()
+        : Promise.race([
+          new Promise<void>((resolveWait) => waiters.push({ pattern, resolve: resolveWait })),
+          done.then((finished) => {
+            throw new Error(`the CLI exited before printing ${pattern}: ${JSON.stringify(finished)}`)
+          })
+        ])
+  }
+}
+
+/** Runs `effect-agent <args>` to the end. */
+export const run = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) =>
+  start(args, options).done

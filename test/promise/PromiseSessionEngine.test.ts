@@ -1,0 +1,117 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import { makeSessionEngine, type PromiseSessionEngine } from "../../src/index.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import { expectWellFormedLog } from "../helpers.js"
+
+// The façade runs on the live clock; the scripted model's own delay paces it, the test never sleeps.
+const slow = { responses: [{ chunks: Array.from({ length: 50 }, (_, i) => `${i} `), delay: 20 }] }
+
+let engines: Array<PromiseSessionEngine> = []
+const make = (model: FakeModelProvider.Options = {}) => {
+  const engine = makeSessionEngine({ store: MemoryEventStore.layer, model: FakeModelProvider.layer(model), ids: IdGenerator.layerSequential })
+  engines.push(engine)
+  return engine
+}
+afterEach(async () => {
+  await Promise.all(engines.map((e) => e.dispose()))
+  engines = []
+})
+
+const replay = async (engine: PromiseSessionEngine, sessionId: string) => {
+  const events: Array<AgentEvent> = []
+  for await (const event of engine.replaySession({ sessionId })) events.push(event)
+  return events
+}
+
+describe("makeSessionEngine", () => {
+  it("runs a turn as an async iterable and replays it", async () => {
+    const engine = make({ responses: [{ chunks: ["hi", " there"] }] })
+    const session = await engine.createSession({ cwd: "/tmp", client: "test" })
+    const events: Array<AgentEvent> = []
+    for await (const event of engine.runTurn({ sessionId: session.sessionId, userMessage: "hello" })) events.push(event)
+    expect(events.map((e) => e.type)).toEqual(["turn.started", "user.message", "model.delta", "model.delta", "turn.completed"])
+    expect((await replay(engine, session.sessionId)).slice(1)).toEqual(events)
+    expect((await engine.listSessions()).map((s) => s.sessionId)).toEqual([session.sessionId])
+  })
+
+  it("breaking out of for await cancels the turn; the log ends cancelled", async () => {
+    const engine = make(slow)
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    for await (const event of engine.runTurn({ sessionId, userMessage: "count" })) {
+      if (event.type === "model.delta") break
+    }
+    const log = await replay(engine, sessionId)
+    expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+    expect(log.filter((e) => e.type === "model.delta").length).toBeLessThan(50)
+    expectWellFormedLog(log)
+  })
+
+  it("aborting the signal cancels the turn and the iteration ends with turn.completed cancelled", async () => {
+    const engine = make(slow)
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    const controller = new AbortController()
+    const events: Array<AgentEvent> = []
+    for await (const event of engine.runTurn({ sessionId, userMessage: "count", signal: controller.signal })) {
+      events.push(event)
+      if (event.type === "model.delta") controller.abort()
+    }
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+    expect(events.filter((e) => e.type === "model.delta").length).toBeLessThan(50)
+    expect((await replay(engine, sessionId)).slice(1)).toEqual(events)
+  })
+
+  it("an already aborted signal rejects and stores nothing", async () => {
+    const engine = make()
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    const controller = new AbortController()
+    controller.abort(new Error("stopped before start"))
+    const iterate = async () => {
+      for await (const _ of engine.runTurn({ sessionId, userMessage: "x", signal: controller.signal })) { /* nothing */ }
+    }
+    await expect(iterate()).rejects.toThrow("stopped before start")
+    expect(await replay(engine, sessionId)).toHaveLength(1)
+  })
+
+  it("cancelTurn from outside ends the iteration with the cancellation", async () => {
+    const engine = make(slow)
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    const events: Array<AgentEvent> = []
+    for await (const event of engine.runTurn({ sessionId, userMessage: "count" })) {
+      events.push(event)
+      if (event.type === "model.delta") void engine.cancelTurn({ sessionId })
+    }
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+
+  it("typed errors reject with their tag", async () => {
+    const engine = make()
+    const iterate = async () => {
+      for await (const _ of engine.runTurn({ sessionId: "sess_nope", userMessage: "x" })) { /* nothing */ }
+    }
+    await expect(iterate()).rejects.toMatchObject({ _tag: "SessionNotFound", sessionId: "sess_nope" })
+  })
+
+  it("dispose cancels a running turn and its log, read by a new engine, records it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "effect-agent-promise-"))
+    try {
+      const engine = makeSessionEngine({ dataDir, model: FakeModelProvider.layer(slow) })
+      const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+      const iterator = engine.runTurn({ sessionId, userMessage: "count" })[Symbol.asyncIterator]()
+      expect((await iterator.next()).value).toMatchObject({ type: "turn.started" })
+      await engine.dispose()
+      const later = makeSessionEngine({ dataDir })
+      engines.push(later)
+      const log = await replay(later, sessionId)
+      expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+      expectWellFormedLog(log)
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
