@@ -16,7 +16,16 @@ export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */
 export * as Transcript from "./domain/Transcript.js"
 /** The typed errors. */
-export { EventStoreFailure, InvalidInput, ProviderFailure, SessionNotFound, TurnInProgress } from "./domain/Errors.js"
+export {
+  ApprovalNotPending,
+  EventStoreFailure,
+  InvalidInput,
+  ProviderFailure,
+  SessionNotFound,
+  TurnInProgress
+} from "./domain/Errors.js"
+/** Token estimates. */
+export * as Tokens from "./domain/Tokens.js"
 export type { EventStoreFailureReason, ProviderFailureReason } from "./domain/Errors.js"
 
 /** The turn state machine. */
@@ -28,6 +37,14 @@ export * as EventStore from "./services/EventStore.js"
 export * as IdGenerator from "./services/IdGenerator.js"
 /** The model provider port. */
 export * as ModelProvider from "./services/ModelProvider.js"
+/** The tool router port. */
+export * as ToolRouter from "./services/ToolRouter.js"
+/** The permission engine port. */
+export * as PermissionEngine from "./services/PermissionEngine.js"
+/** The context builder port. */
+export * as ContextBuilder from "./services/ContextBuilder.js"
+/** Hooks into the turn loop. */
+export * as AgentHooks from "./services/AgentHooks.js"
 
 /** Event store in memory. */
 export * as MemoryEventStore from "./layers/MemoryEventStore.js"
@@ -35,6 +52,12 @@ export * as MemoryEventStore from "./layers/MemoryEventStore.js"
 export * as JsonlEventStore from "./layers/JsonlEventStore.js"
 /** The scripted fake model, also the built-in echo model. */
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
+/** The workspace tools: read, write, edit, list, grep, shell. */
+export * as WorkspaceTools from "./layers/WorkspaceTools.js"
+/** The rule-based permission engine. */
+export * as PermissionPolicy from "./layers/PermissionPolicy.js"
+/** The default context builder: a system prompt of named parts. */
+export * as PromptComposer from "./layers/PromptComposer.js"
 
 /** The session engine. */
 export * as SessionEngine from "./engine/SessionEngine.js"

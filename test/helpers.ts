@@ -10,7 +10,9 @@ import type * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
 import * as StreamM from "effect/Stream"
 import { expect } from "vitest"
-import type { AgentEvent } from "../src/domain/AgentEvent.js"
+import type { AgentEvent, Risk } from "../src/domain/AgentEvent.js"
+import type { Json } from "../src/domain/Json.js"
+import { type ToolContext, ToolFailure, type ToolOutput, ToolRouter } from "../src/services/ToolRouter.js"
 import * as SessionEngine from "../src/engine/SessionEngine.js"
 import * as FakeModelProvider from "../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../src/layers/JsonlEventStore.js"
@@ -25,9 +27,10 @@ export const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTemp
 /** The engine on the given store and scripted model, with sequential ids. */
 export const engineLayer = <E, R>(
   store: Layer.Layer<EventStore, E, R>,
-  model: FakeModelProvider.Options = {}
+  model: FakeModelProvider.Options = {},
+  options: SessionEngine.Options = {}
 ) =>
-  SessionEngine.layer.pipe(
+  SessionEngine.layerWith(options).pipe(
     Layer.provideMerge(store),
     Layer.provideMerge(FakeModelProvider.layer(model)),
     Layer.provideMerge(IdGenerator.layerSequential)
@@ -111,3 +114,28 @@ export const failingStore = <E, R>(inner: Layer.Layer<EventStore, E, R>, failing
       }
     })
   ).pipe(Layer.provide(inner))
+
+/** A tool for tests: what it does when run, and how it presents itself to the permission engine. */
+export interface TestTool {
+  readonly run: (args: Json, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
+  readonly risk?: Risk
+  readonly sequential?: boolean
+}
+
+/** A tool router of test tools (no argument schema: any JSON object is valid). */
+export const testTools = (tools: Record<string, TestTool>) =>
+  Layer.succeed(ToolRouter, {
+    definitions: Object.entries(tools).map(([name, tool]) => ({
+      name,
+      description: `test tool ${name}`,
+      inputSchema: { type: "object" },
+      sequential: tool.sequential === true
+    })),
+    prepare: (call) => {
+      const tool = tools[call.tool]
+      return tool === undefined
+        ? Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `no tool ${call.tool}` }))
+        : Effect.succeed({ ...call, risk: tool.risk ?? "read", sequential: tool.sequential === true, paths: [], scope: call.tool, input: call.args })
+    },
+    execute: (call, context) => tools[call.tool]!.run(call.args, context)
+  })

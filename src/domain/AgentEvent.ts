@@ -103,18 +103,23 @@ export const PermissionRequested = turnEvent("permission.requested", {
 
 /**
  * A permission decision: by the policy (`ask` pauses the call), then, after an `ask`, by the user.
- * `remember: true` on a user decision applies it to later calls of the same kind in this session.
+ * `remember: true` on a user decision applies it to later calls with the same `scope` (a tool, or
+ * for `shell` a program) in this session.
  */
 export const PermissionResolved = turnEvent("permission.resolved", {
   toolCallId: Schema.String,
   decision: Decision,
   policy: Schema.optional(Schema.String),
   actor: Schema.Literal("policy", "user"),
-  remember: Schema.optional(Schema.Boolean)
+  remember: Schema.optional(Schema.Boolean),
+  scope: Schema.optional(Schema.String)
 })
 
 /** An allowed tool call began running. */
 export const ToolStarted = turnEvent("tool.started", { toolCallId: Schema.String, tool: Schema.String, args: Json })
+
+/** A running tool reported progress (a long command's latest output). Never after the call ended. */
+export const ToolProgress = turnEvent("tool.progress", { toolCallId: Schema.String, message: Schema.String })
 
 /** A tool call finished; `result` is what the model sees. */
 export const ToolCompleted = turnEvent("tool.completed", {
@@ -149,6 +154,7 @@ export const AgentEvent = Schema.Union(
   PermissionRequested,
   PermissionResolved,
   ToolStarted,
+  ToolProgress,
   ToolCompleted,
   ToolFailed,
   TurnCompleted

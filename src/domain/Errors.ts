@@ -106,6 +106,16 @@ export class TurnInProgress extends Schema.TaggedError<TurnInProgress>()("TurnIn
   }
 }
 
+/** No call of the session is waiting for the user's decision under this id. */
+export class ApprovalNotPending extends Schema.TaggedError<ApprovalNotPending>()("ApprovalNotPending", {
+  sessionId: Schema.String,
+  toolCallId: Schema.String
+}) {
+  override get message(): string {
+    return `No call ${this.toolCallId} is waiting for approval in session ${this.sessionId}`
+  }
+}
+
 /** An engine operation was called with input that cannot be accepted; nothing was stored. */
 export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
   field: Schema.String,

@@ -42,9 +42,9 @@ export interface LastTurn {
   readonly usage?: Usage
 }
 
-/** A user decision stored with `remember: true`: it applies to later calls of that tool in the session. */
+/** A user decision stored with `remember: true`: it applies to later calls with the same scope in the session. */
 export interface RememberedPermission {
-  readonly tool: string
+  readonly scope: string
   readonly decision: Exclude<Decision, "ask">
   readonly sequence: number
 }
@@ -116,13 +116,14 @@ const callMayReceive: Record<string, ReadonlyArray<ToolCallStatus>> = {
   "permission.requested": ["requested"],
   "permission.resolved": ["permission_pending", "awaiting_approval"],
   "tool.started": ["allowed"],
+  "tool.progress": ["running"],
   "tool.completed": ["running"],
   "tool.failed": ["requested", "permission_pending", "awaiting_approval", "allowed", "denied", "running"]
 }
 
 const reduceToolEvent = (
   turn: OpenTurn,
-  event: EventOfType<"permission.requested" | "permission.resolved" | "tool.started" | "tool.completed" | "tool.failed">
+  event: EventOfType<"permission.requested" | "permission.resolved" | "tool.started" | "tool.progress" | "tool.completed" | "tool.failed">
 ): Either.Either<OpenTurn, ImpossibleEvent> => {
   const call = turn.toolCalls.find((c) => c.toolCallId === event.payload.toolCallId)
   if (call === undefined) return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not open`)
@@ -134,8 +135,9 @@ const reduceToolEvent = (
       return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "permission_pending", risk: event.payload.risk })))
     case "permission.resolved": {
       const { decision, actor } = event.payload
-      if (call.status === "awaiting_approval" && (actor !== "user" || decision === "ask")) {
-        return fail(event, "a call awaiting approval can only be resolved by the user with allow or deny")
+      // A call awaiting approval is answered by the user, or denied by the policy when the wait times out.
+      if (call.status === "awaiting_approval" && (decision === "ask" || (actor === "policy" && decision !== "deny"))) {
+        return fail(event, "a call awaiting approval can only be allowed or denied by the user, or denied by the policy")
       }
       if (call.status === "permission_pending" && actor === "user") {
         return fail(event, "the user resolved a call the policy had not asked about")
@@ -145,6 +147,8 @@ const reduceToolEvent = (
     }
     case "tool.started":
       return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "running" })))
+    case "tool.progress":
+      return Either.right(turn)
     case "tool.completed":
     case "tool.failed":
       return Either.right(updateCall(turn, call.toolCallId, () => undefined))
@@ -155,11 +159,9 @@ const rememberedOf = (
   state: SessionState,
   event: EventOfType<"permission.resolved">
 ): ReadonlyArray<RememberedPermission> => {
-  const { decision, remember, actor, toolCallId } = event.payload
-  if (remember !== true || actor !== "user" || decision === "ask") return state.remembered
-  const call = state.openTurn?.toolCalls.find((c) => c.toolCallId === toolCallId)
-  if (call === undefined) return state.remembered
-  return [...state.remembered.filter((r) => r.tool !== call.tool), { tool: call.tool, decision, sequence: event.sequence }]
+  const { actor, decision, remember, scope } = event.payload
+  if (remember !== true || actor !== "user" || decision === "ask" || scope === undefined) return state.remembered
+  return [...state.remembered.filter((r) => r.scope !== scope), { scope, decision, sequence: event.sequence }]
 }
 
 /** Applies one event. Fails, naming the event's sequence, when it cannot follow the state. */
@@ -217,6 +219,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     case "permission.requested":
     case "permission.resolved":
     case "tool.started":
+    case "tool.progress":
     case "tool.completed":
     case "tool.failed":
       return Either.map(reduceToolEvent(turn, event), (next) => ({

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
@@ -21,13 +22,18 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { EventStoreFailure, InvalidInput, SessionNotFound, TurnInProgress } from "../domain/Errors.js"
+import { ApprovalNotPending, EventStoreFailure, InvalidInput, SessionNotFound, TurnInProgress } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
+import { AgentHooks } from "../services/AgentHooks.js"
+import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
+import * as PermissionEngine from "../services/PermissionEngine.js"
+import { ToolRouter } from "../services/ToolRouter.js"
 import * as SessionLog from "./SessionLog.js"
+import * as TurnEnv from "./TurnEnv.js"
 import * as TurnLoop from "./TurnLoop.js"
 
 /** Input of {@link SessionEngine.Service.createSession}. */
@@ -53,6 +59,18 @@ export interface SessionInput {
   readonly sessionId: string
 }
 
+/** Input of {@link SessionEngine.Service.resolvePermission}. */
+export interface ResolvePermissionInput {
+  readonly sessionId: string
+  readonly toolCallId: string
+  readonly decision: "allow" | "deny"
+  /** Apply the decision to later calls of the same scope (a tool, or for `shell` a program) in this session. */
+  readonly remember?: boolean
+}
+
+/** Limits and timings of turns; every field has a default. */
+export type Options = Partial<TurnEnv.TurnOptions>
+
 /** The session engine. */
 export class SessionEngine extends Context.Tag("effect-agent/SessionEngine")<SessionEngine, SessionEngine.Service>() {}
 
@@ -71,6 +89,15 @@ export declare namespace SessionEngine {
     readonly runTurn: (
       input: RunTurnInput
     ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput>
+    /**
+     * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
+     * on. Fails `ApprovalNotPending` when no call with that id is waiting.
+     */
+    readonly resolvePermission: (
+      input: ResolvePermissionInput
+    ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput>
+    /** The calls of the session's open turn waiting for the user's decision. */
+    readonly pendingApprovals: (input: SessionInput) => Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>, EventStoreFailure | SessionNotFound>
     /** Cancels the running turn and waits until it has ended. Never fails; does nothing when no turn runs. */
     readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
     /** Streams the stored events of a session in sequence order, unprojected. */
@@ -82,14 +109,30 @@ export declare namespace SessionEngine {
   }
 }
 
-/** Builds the engine. Turns run in fibers of the surrounding scope: closing it cancels them cleanly. */
-export const make: Effect.Effect<SessionEngine.Service, never, EventStore | ModelProvider | IdGenerator | Scope.Scope> = Effect
-  .gen(function*() {
+/**
+ * Builds the engine. Turns run in fibers of the surrounding scope: closing it cancels them cleanly.
+ *
+ * Required: `EventStore`, `ModelProvider`, `IdGenerator`. Optional, found in the context when
+ * provided: `ToolRouter` (default: no tools), `PermissionEngine` (default: ask the user about every
+ * call), `ContextBuilder` (default: the transcript and tools, no system prompt), `AgentHooks`.
+ */
+export const make = (
+  options: Options = {}
+): Effect.Effect<SessionEngine.Service, never, EventStore | ModelProvider | IdGenerator | Scope.Scope> =>
+  Effect.gen(function*() {
     const store = yield* EventStore
     const ids = yield* IdGenerator
-    const provider = yield* ModelProvider
     const scope = yield* Effect.scope
     const ports: SessionLog.Ports = { store, ids }
+    const services: TurnEnv.TurnServices = {
+      ports,
+      provider: yield* ModelProvider,
+      tools: Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter)),
+      permissions: Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways),
+      context: Option.getOrElse(yield* Effect.serviceOption(ContextBuilder.ContextBuilder), () => ContextBuilder.transcriptOnly),
+      hooks: Option.getOrElse(yield* Effect.serviceOption(AgentHooks), () => ({})),
+      options: { ...TurnEnv.defaultOptions, ...options }
+    }
 
     // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store.
     const loaded = new Map<string, Deferred.Deferred<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>>()
@@ -175,17 +218,17 @@ export const make: Effect.Effect<SessionEngine.Service, never, EventStore | Mode
         if (Option.isSome(claimed)) return yield* claimed.value
         // The slot is claimed by forking the driver and recording it in one uninterruptible step.
         const started = yield* Deferred.make<void>()
+        const emit = (event: AgentEvent.AgentEvent) => mailbox.offer(event)
+        const env: TurnEnv.TurnEnv = {
+          ...services,
+          log,
+          turnId,
+          cancelRequested,
+          emit,
+          commit: (draft, guard) => SessionLog.commit(ports, log, turnId, draft, emit, guard)
+        }
         const driver = Deferred.await(started).pipe(
-          Effect.zipRight(TurnLoop.drive({
-            ports,
-            provider,
-            log,
-            turnId,
-            userMessage,
-            cancelRequested,
-            emit: (event) => mailbox.offer(event),
-            beforeStart: closeDangling(log)
-          })),
+          Effect.zipRight(TurnLoop.drive(env, userMessage, closeDangling(log))),
           Effect.onExit((exit) =>
             Effect.gen(function*() {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
@@ -235,18 +278,36 @@ export const make: Effect.Effect<SessionEngine.Service, never, EventStore | Mode
       return (yield* SynchronizedRef.get(log.live)).state
     })
 
+    const pendingApprovals = (input: SessionInput) => Effect.map(sessionState(input), SessionState.pendingApprovals)
+
+    const resolvePermission = Effect.fn("SessionEngine.resolvePermission")(function*(input: ResolvePermissionInput) {
+      if (input.decision !== "allow" && input.decision !== "deny") {
+        return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
+      }
+      const log = yield* sessionLog(input.sessionId)
+      const waiting = HashMap.get(yield* Ref.get(log.approvals), input.toolCallId)
+      if (Option.isNone(waiting)) return yield* new ApprovalNotPending({ sessionId: input.sessionId, toolCallId: input.toolCallId })
+      yield* Deferred.succeed(waiting.value, { decision: input.decision, remember: input.remember === true })
+    })
+
     return SessionEngine.of({
       createSession,
       runTurn,
       cancelTurn,
       replaySession,
+      resolvePermission,
+      pendingApprovals,
       sessionState,
       listSessions: store.list
     })
   })
 
-/** The engine as a layer, on the `EventStore`, `ModelProvider` and `IdGenerator` ports. */
+/** The engine as a layer, with the default limits. See {@link make} for the ports it uses. */
 export const layer: Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> = Layer.scoped(
   SessionEngine,
-  make
+  make()
 )
+
+/** The engine as a layer, with the given limits and timings. */
+export const layerWith = (options: Options): Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> =>
+  Layer.scoped(SessionEngine, make(options))

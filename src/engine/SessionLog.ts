@@ -7,9 +7,11 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
+import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as SynchronizedRef from "effect/SynchronizedRef"
@@ -34,6 +36,12 @@ export interface ActiveTurn {
   readonly fiber: Fiber.RuntimeFiber<void, EventStoreFailure>
 }
 
+/** The user's answer to a paused call. */
+export interface UserDecision {
+  readonly decision: "allow" | "deny"
+  readonly remember: boolean
+}
+
 /** One session's live log. */
 export interface SessionLog {
   readonly sessionId: string
@@ -42,6 +50,8 @@ export interface SessionLog {
   readonly active: Ref.Ref<Option.Option<ActiveTurn>>
   /** Why an open turn without a driver was left open; used as its errorCode when it is closed. */
   readonly danglingReason: Ref.Ref<string>
+  /** Calls the running driver is waiting on, by tool call id: completing one hands it the user's answer. */
+  readonly approvals: Ref.Ref<HashMap.HashMap<string, Deferred.Deferred<UserDecision>>>
 }
 
 /** The services a commit needs. */
@@ -55,7 +65,8 @@ export const make = (live: Live): Effect.Effect<SessionLog> =>
   Effect.all({
     live: SynchronizedRef.make(live),
     active: Ref.make(Option.none<ActiveTurn>()),
-    danglingReason: Ref.make("interrupted")
+    danglingReason: Ref.make("interrupted"),
+    approvals: Ref.make(HashMap.empty<string, Deferred.Deferred<UserDecision>>())
   }).pipe(Effect.map((refs) => ({ sessionId: live.state.sessionId, ...refs })))
 
 /** The live view of a replayed log. */

@@ -1,6 +1,7 @@
 /**
- * The driver of one turn: `turn.started`, `user.message`, the model's streamed response, and
- * exactly one `turn.completed` however the turn ends — final, provider error, cancellation
+ * The driver of one turn: `turn.started`, `user.message`, then steps — build the context, stream a
+ * model response, run its tool calls — until a response asks for no tools; and exactly one
+ * `turn.completed` however the turn ends: final, provider error, a limit, cancellation
  * (interruption of the driver) or an unexpected defect. A store failure stops the driver at once
  * and reaches the caller; the turn stays open in the log until the engine closes it.
  *
@@ -15,26 +16,16 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import type { EventStoreFailure } from "../domain/Errors.js"
-import * as Transcript from "../domain/Transcript.js"
-import type { ModelProvider } from "../services/ModelProvider.js"
+import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
+import * as ContextBuilder from "../services/ContextBuilder.js"
+import type { ModelRequest } from "../services/ModelProvider.js"
+import type { ToolCallInput } from "../services/ToolRouter.js"
 import * as SessionLog from "./SessionLog.js"
+import type { TurnEnv } from "./TurnEnv.js"
+import * as ToolPhase from "./ToolPhase.js"
 
 /** How a turn ends, as `turn.completed` records it. */
 export type Completion = AgentEvent.PayloadOf<"turn.completed">
-
-/** What the driver of one turn needs. */
-export interface DriveOptions {
-  readonly ports: SessionLog.Ports
-  readonly provider: ModelProvider.Service
-  readonly log: SessionLog.SessionLog
-  readonly turnId: string
-  readonly userMessage: string
-  readonly cancelRequested: Ref.Ref<boolean>
-  readonly emit: (event: AgentEvent.AgentEvent) => Effect.Effect<unknown>
-  /** Runs before `turn.started`: the engine closes a dangling turn here. */
-  readonly beforeStart: Effect.Effect<void, EventStoreFailure>
-}
 
 /**
  * Closes a turn: `tool.failed` for each call still open (the completion's errorCode, or
@@ -75,54 +66,103 @@ const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefin
 const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
   usage === undefined ? completion : { ...completion, usage }
 
-/** The model part of a turn: one request, its streamed response stored delta by delta. */
-const respond = (options: DriveOptions, usage: Ref.Ref<AgentEvent.Usage | undefined>) =>
+/** A streamed response: its tool calls, or the provider failure that ended it. */
+type Response =
+  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput> }
+  | { readonly _tag: "Failed"; readonly failure: ProviderFailure }
+
+/**
+ * Streams one response, storing each delta and tool call as it arrives. The post-cancel guard: once
+ * cancel is requested no model output is stored, even if the provider still yields.
+ */
+const respond = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.Usage | undefined>) =>
   Effect.gen(function*() {
-    const { log, ports, turnId, emit, provider, cancelRequested } = options
-    const { transcript } = yield* SynchronizedRef.get(log.live)
-    const request = { system: "", messages: Transcript.messages(transcript), tools: [] }
-    // The post-cancel guard: once cancel is requested no model output is stored, even if the provider still yields.
-    const notCancelled = () => Effect.map(Ref.get(cancelRequested), (cancelled) => !cancelled)
-    yield* provider.stream(request).pipe(
+    const notCancelled: SessionLog.Guard = () => Effect.map(Ref.get(env.cancelRequested), (cancelled) => !cancelled)
+    const calls: Array<ToolCallInput> = []
+    yield* env.provider.stream(request).pipe(
       Stream.runForEach((chunk) => {
         switch (chunk._tag) {
           case "TextDelta":
-            return chunk.text === ""
-              ? Effect.void
-              : SessionLog.commit(ports, log, turnId, { type: "model.delta", payload: { text: chunk.text } }, emit, notCancelled)
-          case "ToolCall":
-            return Effect.logWarning("effect-agent: the model requested a tool, but no tools are configured").pipe(
-              Effect.annotateLogs({ tool: chunk.tool })
+            return chunk.text === "" ? Effect.void : env.commit({ type: "model.delta", payload: { text: chunk.text } }, notCancelled)
+          case "ToolCall": {
+            const call = { toolCallId: chunk.toolCallId, tool: chunk.tool, args: chunk.args }
+            // A call id the turn already used would make two calls indistinguishable: refuse the repeat.
+            const fresh: SessionLog.Guard = (live) =>
+              Effect.map(notCancelled(live), (ok) => ok && !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === call.toolCallId))
+            return env.commit({ type: "model.tool_call_requested", payload: call }, fresh).pipe(
+              Effect.tap((stored) => Option.isSome(stored) ? Effect.sync(() => calls.push(call)) : Effect.void)
             )
+          }
           case "Finish":
             return Ref.update(usage, (u) => addUsage(u, chunk.usage))
         }
       })
     )
-    return { stopReason: "final" } satisfies Completion
-  }).pipe(
-    Effect.catchTag("ProviderFailure", (failure) =>
-      Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
-        Effect.annotateLogs({ reason: failure.reason, detail: failure.detail }),
-        Effect.as({ stopReason: "error", errorCode: failure.reason } satisfies Completion)
-      ))
-  )
+    return { _tag: "Answered", calls } satisfies Response as Response
+  }).pipe(Effect.catchTag("ProviderFailure", (failure) => Effect.succeed<Response>({ _tag: "Failed", failure })))
+
+/** Builds the request of a step; `context.built` is stored for the first step when the runtime added anything. */
+const buildRequest = (env: TurnEnv, step: number) =>
+  Effect.gen(function*() {
+    const { state, transcript } = yield* SynchronizedRef.get(env.log.live)
+    const tools = env.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []
+    const built = yield* env.context.build({ sessionId: state.sessionId, cwd: state.cwd, transcript, tools })
+    const request = env.hooks.transformContext === undefined
+      ? built.request
+      : yield* env.hooks.transformContext(built.request).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("effect-agent: transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
+        )
+      )
+    const tokens = request === built.request ? built.tokens : ContextBuilder.estimate(request)
+    if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
+      yield* env.commit({ type: "context.built", payload: { tokens } })
+    }
+    return request
+  })
+
+/** The steps of a turn, to the completion they end with. */
+const steps = (env: TurnEnv, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effect.Effect<Completion, EventStoreFailure> =>
+  Effect.gen(function*() {
+    for (let step = 1;; step++) {
+      const request = yield* buildRequest(env, step)
+      const response = yield* respond(env, request, usage)
+      if (response._tag === "Failed") {
+        yield* Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
+          Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })
+        )
+        return { stopReason: "error", errorCode: response.failure.reason }
+      }
+      if (response.calls.length === 0) return { stopReason: "final" }
+      const { state } = yield* SynchronizedRef.get(env.log.live)
+      // No results of these calls could reach the model: the turn ends, and closing it closes them.
+      if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
+        return { stopReason: "error", errorCode: "max_steps" }
+      }
+      yield* ToolPhase.run(env, response.calls)
+      if (env.hooks.shouldStopAfterStep !== undefined) {
+        const { state: after } = yield* SynchronizedRef.get(env.log.live)
+        const stop = yield* env.hooks.shouldStopAfterStep(after).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("effect-agent: shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
+        )
+        if (stop) return { stopReason: "final" }
+      }
+    }
+  })
 
 /**
- * Runs one turn to its end. Uninterruptible except for the model and tool work in the middle:
- * interrupting the driver there is how a turn is cancelled, and the closing events are still
- * committed.
+ * Runs one turn to its end. Uninterruptible except for the steps in the middle: interrupting the
+ * driver there is how a turn is cancelled, and the closing events are still committed.
  */
-export const drive = (options: DriveOptions): Effect.Effect<void, EventStoreFailure> =>
+export const drive = (env: TurnEnv, userMessage: string, beforeStart: Effect.Effect<void, EventStoreFailure>): Effect.Effect<void, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const { log, ports, turnId, emit, userMessage } = options
-      const commit = (draft: AgentEvent.TurnEventDraft) => SessionLog.commit(ports, log, turnId, draft, emit)
-      yield* options.beforeStart
-      yield* commit({ type: "turn.started", payload: { promptPreview: AgentEvent.promptPreview(userMessage) } })
-      yield* commit({ type: "user.message", payload: { content: userMessage } })
+      const { emit, log, ports, turnId } = env
+      yield* beforeStart
+      yield* env.commit({ type: "turn.started", payload: { promptPreview: AgentEvent.promptPreview(userMessage) } })
+      yield* env.commit({ type: "user.message", payload: { content: userMessage } })
       const usage = yield* Ref.make<AgentEvent.Usage | undefined>(undefined)
-      const exit = yield* Effect.exit(restore(respond(options, usage)))
+      const exit = yield* Effect.exit(restore(steps(env, usage)))
       const used = yield* Ref.get(usage)
       if (Exit.isSuccess(exit)) return yield* closeTurn(ports, log, turnId, withUsage(exit.value, used), emit)
       const storeFailure = Cause.failureOption(exit.cause)

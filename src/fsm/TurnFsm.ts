@@ -122,6 +122,7 @@ export const inputOf = (event: TurnEvent): TurnInput => {
         phase: event.payload.decision === "ask" ? RunningPhase.AwaitingApproval : RunningPhase.ToolPending
       }
     case "tool.started":
+    case "tool.progress":
       return { _tag: "Enter", phase: RunningPhase.ToolRunning }
   }
 }

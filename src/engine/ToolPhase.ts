@@ -1,0 +1,184 @@
+/**
+ * The tool phase of a step: the calls of one model response, prepared one at a time in call order
+ * (validation, the `beforeToolCall` hook, permission, the user's approval), each allowed call
+ * started as soon as it is allowed and run concurrently with the others (bounded; a sequential tool
+ * runs alone). Terminal tool events are stored in completion order; the transcript gives the results
+ * back to the model in call order.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as HashMap from "effect/HashMap"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as SynchronizedRef from "effect/SynchronizedRef"
+import type { EventStoreFailure } from "../domain/Errors.js"
+import type { PermissionDecision } from "../services/PermissionEngine.js"
+import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
+import type * as SessionLog from "./SessionLog.js"
+import type { TurnEnv } from "./TurnEnv.js"
+
+const toolFailed = (env: TurnEnv, toolCallId: string, errorCode: string, message: string) =>
+  env.commit({ type: "tool.failed", payload: { toolCallId, errorCode, message } })
+
+/** A guard that lets an event through only while the call is running (late progress is dropped). */
+const whileRunning = (toolCallId: string): SessionLog.Guard => (live) =>
+  Effect.succeed(live.state.openTurn?.toolCalls.some((c) => c.toolCallId === toolCallId && c.status === "running") === true)
+
+const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
+  Effect.gen(function*() {
+    if (env.tools === undefined) {
+      return Either.left(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}": no tools are available.` }))
+    }
+    const { state } = yield* SynchronizedRef.get(env.log.live)
+    return yield* Effect.either(env.tools.prepare(call, state.cwd))
+  })
+
+/**
+ * Stores the `ask` and waits for the user's answer. The wait is registered before the `ask` is
+ * stored, so whoever sees that event can answer at once, and unregistered however the wait ends.
+ * An approval timeout answers `None`.
+ */
+const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
+  Effect.gen(function*() {
+    const answer = yield* Deferred.make<SessionLog.UserDecision>()
+    const timeout = env.options.approvalTimeout
+    const wait = timeout === undefined
+      ? Effect.map(Deferred.await(answer), Option.some)
+      : Effect.timeoutOption(Deferred.await(answer), Duration.decode(timeout))
+    return yield* Ref.update(env.log.approvals, HashMap.set(toolCallId, answer)).pipe(
+      Effect.zipRight(storeAsk),
+      Effect.zipRight(wait),
+      Effect.ensuring(Ref.update(env.log.approvals, HashMap.remove(toolCallId)))
+    )
+  })
+
+/** Decides a call: the policy, then, when it asks, the user. Returns whether the call may run. */
+const decide = (env: TurnEnv, call: PreparedCall): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const { toolCallId } = call
+    yield* env.commit({ type: "permission.requested", payload: { toolCallId, tool: call.tool, risk: call.risk } })
+    const { state } = yield* SynchronizedRef.get(env.log.live)
+    const policy: PermissionDecision = yield* env.permissions.decide({
+      sessionId: state.sessionId,
+      cwd: state.cwd,
+      call,
+      remembered: state.remembered
+    })
+    const resolved = env.commit({
+      type: "permission.resolved",
+      payload: { toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" }
+    })
+    if (policy.decision !== "ask") {
+      yield* resolved
+      return policy.decision === "allow"
+        ? Either.void
+        : Either.left(`Permission denied by policy "${policy.policy}"${policy.reason === undefined ? "" : `: ${policy.reason}`}.`)
+    }
+    const answer = yield* askUser(env, toolCallId, resolved)
+    if (Option.isNone(answer)) {
+      yield* env.commit({ type: "permission.resolved", payload: { toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" } })
+      return Either.left("Permission denied: nobody approved the call in time.")
+    }
+    const { decision, remember } = answer.value
+    yield* env.commit({
+      type: "permission.resolved",
+      payload: { toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }
+    })
+    return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
+  })
+
+/** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
+const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const { toolCallId, tool, args } = call
+    yield* env.commit({ type: "tool.started", payload: { toolCallId, tool, args } })
+    const { state } = yield* SynchronizedRef.get(env.log.live)
+    const outcome = yield* env.tools!.execute(call, {
+      sessionId: state.sessionId,
+      turnId: env.turnId,
+      cwd: state.cwd,
+      progress: (message) =>
+        env.commit({ type: "tool.progress", payload: { toolCallId, message } }, whileRunning(toolCallId)).pipe(
+          // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
+          Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store tool progress", e)),
+          Effect.asVoid
+        )
+    }).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.logError("effect-agent: a tool failed unexpectedly", defect).pipe(
+          Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
+        )
+      ),
+      Effect.either
+    )
+    if (Either.isLeft(outcome)) return yield* toolFailed(env, toolCallId, outcome.left.errorCode, outcome.left.message)
+    const output = yield* afterResult(env, call, outcome.right)
+    yield* env.commit({
+      type: "tool.completed",
+      payload: { toolCallId, result: output.result, ...(output.exitCode === undefined ? {} : { exitCode: output.exitCode }) }
+    })
+  })
+
+const afterResult = (env: TurnEnv, call: PreparedCall, output: ToolOutput) =>
+  env.hooks.afterToolResult === undefined
+    ? Effect.succeed(output)
+    : env.hooks.afterToolResult(call, output).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("effect-agent: afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
+      )
+    )
+
+const blockedBy = (env: TurnEnv, call: PreparedCall): Effect.Effect<Option.Option<string>> =>
+  env.hooks.beforeToolCall === undefined
+    ? Effect.succeedNone
+    : env.hooks.beforeToolCall(call).pipe(
+      Effect.map((verdict) => (verdict._tag === "Block" ? Option.some(verdict.reason) : Option.none())),
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("effect-agent: beforeToolCall failed; the call is blocked", cause).pipe(
+          Effect.as(Option.some("a check before the call failed"))
+        )
+      )
+    )
+
+/**
+ * Runs the tool calls of one model response to their end. The running calls live in a scope of
+ * this phase: interrupting the phase (a cancel) interrupts them and waits until they are stopped,
+ * before the turn closes them.
+ */
+export const run = (env: TurnEnv, calls: ReadonlyArray<ToolCallInput>): Effect.Effect<void, EventStoreFailure> =>
+  Effect.scoped(Effect.gen(function*() {
+    const permits = Math.max(1, env.options.toolConcurrency)
+    const slots = yield* Effect.makeSemaphore(permits)
+    const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
+    for (const call of calls) {
+      const prepared = yield* prepare(env, call)
+      if (Either.isLeft(prepared)) {
+        yield* toolFailed(env, call.toolCallId, prepared.left.errorCode, prepared.left.message)
+        continue
+      }
+      const blocked = yield* blockedBy(env, prepared.right)
+      if (Option.isSome(blocked)) {
+        yield* toolFailed(env, call.toolCallId, "blocked", `The call was blocked: ${blocked.value}.`)
+        continue
+      }
+      const allowed = yield* decide(env, prepared.right)
+      if (Either.isLeft(allowed)) {
+        yield* toolFailed(env, call.toolCallId, "permission_denied", allowed.left)
+        continue
+      }
+      if (prepared.right.sequential) {
+        // A sequential call is a barrier: the calls before it finish, it runs alone, then the rest go on.
+        yield* Fiber.joinAll(running.splice(0))
+        yield* execute(env, prepared.right)
+        continue
+      }
+      running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(env, prepared.right))))
+    }
+    yield* Fiber.joinAll(running)
+  }))

@@ -1,0 +1,54 @@
+/**
+ * The default context builder: a system prompt composed of named parts — `base` (what the agent
+ * is), `workspace` (the session's cwd), `tools` (how to use them), `session`, `user` (your own
+ * rules) — each with a source and a priority, so every line of the prompt can be traced to where it
+ * came from.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { buildWith, ContextBuilder, type ContextInput, type PromptPart } from "../services/ContextBuilder.js"
+
+/** Options of the composer. */
+export interface Options {
+  /** The `base` part; `false` leaves it out. */
+  readonly base?: string | false
+  /** Your own rules, as the `user` part. */
+  readonly instructions?: string
+  /** Further parts (project rules, session notes), placed by their priority. */
+  readonly parts?: ReadonlyArray<PromptPart>
+}
+
+/** The default `base` part. */
+export const defaultBase =
+  "You are a coding agent working in the user's workspace. Read before you change things, make the smallest change that does the job, and say briefly what you did."
+
+/** The parts of the system prompt for one request, before they are joined. */
+export const partsFor = (options: Options, input: ContextInput): ReadonlyArray<PromptPart> => {
+  const parts: Array<PromptPart> = []
+  const base = options.base ?? defaultBase
+  if (base !== false) parts.push({ id: "base", source: "base", priority: 0, content: base })
+  parts.push({ id: "workspace", source: "workspace", priority: 10, content: `Working directory: ${input.cwd}` })
+  if (input.tools.length > 0) {
+    parts.push({
+      id: "tools",
+      source: "tools",
+      priority: 20,
+      content: `Tools: ${input.tools.map((t) => t.name).join(", ")}. Paths are relative to the working directory. ` +
+        "A call may be denied or need the user's approval; when it fails, read the reason and adapt."
+    })
+  }
+  if (options.instructions !== undefined && options.instructions.trim() !== "") {
+    parts.push({ id: "user", source: "user", priority: 40, content: options.instructions })
+  }
+  return [...parts, ...(options.parts ?? [])]
+}
+
+/** Builds the composer. */
+export const make = (options: Options = {}): ContextBuilder["Type"] => ({
+  build: (input) => Effect.sync(() => buildWith(partsFor(options, input), input))
+})
+
+/** The composer as the context builder. */
+export const layer = (options: Options = {}): Layer.Layer<ContextBuilder> => Layer.succeed(ContextBuilder, make(options))

@@ -1,0 +1,378 @@
+/**
+ * The workspace tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `grep` and `shell`, as a
+ * `ToolRouter`. Paths resolve against the session's cwd with symlinks followed, and a tool touches
+ * the resolved path; results are bounded with a visible marker; writes to one file are serialized;
+ * `shell` runs one program without a shell interpreter (unless a rule allowed shell syntax), with a
+ * timeout, in its own process group that is killed on cancel.
+ *
+ * @since 0.1.0
+ */
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Path from "@effect/platform/Path"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Layer from "effect/Layer"
+import * as ParseResult from "effect/ParseResult"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import type { Risk } from "../domain/AgentEvent.js"
+import type { JsonObject } from "../domain/Json.js"
+import {
+  type PathAccess,
+  type PreparedCall,
+  type ToolCallInput,
+  type ToolContext,
+  type ToolDefinition,
+  ToolFailure,
+  type ToolOutput,
+  ToolRouter
+} from "../services/ToolRouter.js"
+import * as CommandLine from "./workspace/CommandLine.js"
+import * as Paths from "./workspace/Paths.js"
+import * as Shell from "./workspace/Shell.js"
+
+/** Options of the workspace tools. */
+export interface Options {
+  /** Longest result the model sees, in bytes (default 32 KiB); longer results end with a marker. */
+  readonly maxResultBytes?: number
+  /** Largest file `read_file` and `edit_file` open (default 2 MiB). */
+  readonly maxFileBytes?: number
+  /** `shell`'s default timeout (default 60 s); a call may ask for less, or more up to `maxCommandTimeout`. */
+  readonly commandTimeout?: Duration.DurationInput
+  /** The longest timeout a call may ask for (default 10 minutes). */
+  readonly maxCommandTimeout?: Duration.DurationInput
+  /** Environment variables never passed to commands (besides the provider API keys, always removed). */
+  readonly hiddenEnv?: ReadonlyArray<string>
+}
+
+const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
+
+// Plain JSON Schema for models: an integer, not a reference to a shared definition.
+const PositiveInt = Schema.Int.pipe(Schema.positive()).annotations({ jsonSchema: { type: "integer", minimum: 1 } })
+
+const ReadFile = Schema.Struct({
+  path: Schema.String.annotations({ description: "File path, relative to the working directory" }),
+  offset: Schema.optional(PositiveInt).annotations({ description: "First line to read (1-based)" }),
+  limit: Schema.optional(PositiveInt).annotations({ description: "How many lines to read" })
+})
+const WriteFile = Schema.Struct({
+  path: Schema.String.annotations({ description: "File path, relative to the working directory" }),
+  content: Schema.String.annotations({ description: "The whole new content of the file" })
+})
+const EditFile = Schema.Struct({
+  path: Schema.String.annotations({ description: "File path, relative to the working directory" }),
+  oldString: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "Exact text to replace" }),
+  newString: Schema.String.annotations({ description: "The replacement" }),
+  replaceAll: Schema.optional(Schema.Boolean).annotations({ description: "Replace every occurrence (default: oldString must occur once)" })
+})
+const ListDir = Schema.Struct({
+  path: Schema.optional(Schema.String).annotations({ description: "Directory, relative to the working directory (default: it)" })
+})
+const Grep = Schema.Struct({
+  pattern: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "A JavaScript regular expression" }),
+  path: Schema.optional(Schema.String).annotations({ description: "File or directory to search (default: the working directory)" }),
+  ignoreCase: Schema.optional(Schema.Boolean)
+})
+const ShellArgs = Schema.Struct({
+  command: Schema.String.pipe(Schema.minLength(1)).annotations({
+    description: "One program and its arguments, quoted like a shell would. No pipes, redirection, chaining, globs or variables."
+  }),
+  timeoutMs: Schema.optional(PositiveInt).annotations({ description: "Stop the command after this long" })
+})
+
+interface Tool<A, I> {
+  readonly description: string
+  readonly schema: Schema.Schema<A, I>
+  readonly sequential?: boolean
+  /** What the call would touch, and its risk. */
+  readonly inspect: (input: A, cwd: string) => Effect.Effect<{ readonly risk: Risk; readonly paths: ReadonlyArray<PathAccess>; readonly command?: ReturnType<typeof CommandLine.parse>; readonly scope?: string }, ToolFailure>
+  readonly run: (input: A, call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
+}
+
+const fail = (errorCode: string, message: string) => Effect.fail(new ToolFailure({ errorCode, message }))
+
+/** Cuts a result to `max` bytes at a character boundary, with a marker saying how much was left out. */
+export const bound = (text: string, max: number): string => {
+  const bytes = Buffer.byteLength(text, "utf8")
+  if (bytes <= max) return text
+  let cut = Buffer.from(text, "utf8").subarray(0, max).toString("utf8")
+  if (cut.endsWith("\uFFFD")) cut = cut.slice(0, -1)
+  return `${cut}\n[… truncated: ${bytes - Buffer.byteLength(cut, "utf8")} more bytes]`
+}
+
+const isBinary = (bytes: Uint8Array) => bytes.subarray(0, 8000).includes(0)
+
+/** Builds the workspace tools. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const maxResult = options.maxResultBytes ?? 32 * 1024
+    const maxFile = options.maxFileBytes ?? 2 * 1024 * 1024
+    const defaultTimeout = Duration.decode(options.commandTimeout ?? "60 seconds")
+    const maxTimeout = Duration.decode(options.maxCommandTimeout ?? "10 minutes")
+    const hiddenEnv = new Set([...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])])
+
+    // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
+    const fileLocks = new Map<string, Effect.Semaphore>()
+    const withFileLock = (file: string) => {
+      let lock = fileLocks.get(file)
+      if (lock === undefined) {
+        lock = Effect.unsafeMakeSemaphore(1)
+        fileLocks.set(file, lock)
+      }
+      return lock.withPermits(1)
+    }
+
+    const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
+    const shown = (context: { readonly cwd: string }, p: PathAccess) => Paths.display(path, context.cwd, p.resolved)
+
+    /** The path a tool may touch now: resolved again, so a link swapped since the permission check is caught. */
+    const target = (call: PreparedCall, context: ToolContext, index = 0) =>
+      Effect.gen(function*() {
+        const prepared = call.paths[index]!
+        const now = yield* resolve(context.cwd, prepared.requested, prepared.access)
+        if (now.resolved !== prepared.resolved || now.insideCwd !== prepared.insideCwd) {
+          return yield* fail("path_changed", `${prepared.requested} changed while the call was being approved; try again`)
+        }
+        return now.resolved
+      })
+
+    const notFound = (requested: string) => fail("not_found", `${requested} does not exist`)
+    const ioFailure = (requested: string) => (error: { readonly message: string; readonly _tag: string }) =>
+      error._tag === "SystemError" && (error as { reason?: string }).reason === "NotFound"
+        ? notFound(requested)
+        : fail("io_error", `${requested}: ${(error as { reason?: string }).reason ?? "could not be accessed"}`)
+
+    const readText = (file: string, requested: string) =>
+      Effect.gen(function*() {
+        const info = yield* fs.stat(file).pipe(Effect.catchAll(ioFailure(requested)))
+        if (info.type === "Directory") return yield* fail("is_directory", `${requested} is a directory; use list_dir`)
+        if (Number(info.size) > maxFile) {
+          return yield* fail("file_too_large", `${requested} is ${info.size} bytes, over the ${maxFile}-byte limit`)
+        }
+        const bytes = yield* fs.readFile(file).pipe(Effect.catchAll(ioFailure(requested)))
+        if (isBinary(bytes)) return yield* fail("binary_file", `${requested} is a binary file`)
+        return new TextDecoder().decode(bytes)
+      })
+
+    const readFile: Tool<typeof ReadFile.Type, typeof ReadFile.Encoded> = {
+      description: "Read a text file. Long files: read parts with offset and limit (lines).",
+      schema: ReadFile,
+      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "read"), (p) => ({ risk: "read", paths: [p] })),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const text = yield* readText(yield* target(call, context), input.path)
+          if (input.offset === undefined && input.limit === undefined) return { result: bound(text, maxResult) }
+          const lines = text.split("\n")
+          const start = (input.offset ?? 1) - 1
+          const slice = lines.slice(start, input.limit === undefined ? undefined : start + input.limit)
+          return { result: bound(slice.join("\n"), maxResult) }
+        })
+    }
+
+    const writeFile: Tool<typeof WriteFile.Type, typeof WriteFile.Encoded> = {
+      description: "Create or overwrite a text file with the given content. Creates missing folders.",
+      schema: WriteFile,
+      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "write"), (p) => ({ risk: "write", paths: [p] })),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const file = yield* target(call, context)
+          yield* withFileLock(file)(Effect.gen(function*() {
+            yield* fs.makeDirectory(path.dirname(file), { recursive: true }).pipe(Effect.catchAll(ioFailure(input.path)))
+            yield* fs.writeFileString(file, input.content).pipe(Effect.catchAll(ioFailure(input.path)))
+          }))
+          return { result: `Wrote ${Buffer.byteLength(input.content, "utf8")} bytes to ${shown(context, call.paths[0]!)}` }
+        })
+    }
+
+    const editFile: Tool<typeof EditFile.Type, typeof EditFile.Encoded> = {
+      description: "Replace exact text in a file. oldString must occur exactly once unless replaceAll is true.",
+      schema: EditFile,
+      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "write"), (p) => ({ risk: "write", paths: [p] })),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const file = yield* target(call, context)
+          return yield* withFileLock(file)(Effect.gen(function*() {
+            const text = yield* readText(file, input.path)
+            const count = text.split(input.oldString).length - 1
+            if (count === 0) return yield* fail("no_match", `oldString was not found in ${input.path}`)
+            if (count > 1 && input.replaceAll !== true) {
+              return yield* fail("ambiguous_match", `oldString occurs ${count} times in ${input.path}; give more context or set replaceAll`)
+            }
+            const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
+            yield* fs.writeFileString(file, updated).pipe(Effect.catchAll(ioFailure(input.path)))
+            return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${shown(context, call.paths[0]!)}` }
+          }))
+        })
+    }
+
+    const listDir: Tool<typeof ListDir.Type, typeof ListDir.Encoded> = {
+      description: "List a directory: one entry per line, folders ending in /.",
+      schema: ListDir,
+      inspect: (input, cwd) => Effect.map(resolve(cwd, input.path ?? ".", "read"), (p) => ({ risk: "read", paths: [p] })),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const dir = yield* target(call, context)
+          const requested = input.path ?? "."
+          const info = yield* fs.stat(dir).pipe(Effect.catchAll(ioFailure(requested)))
+          if (info.type !== "Directory") return yield* fail("not_a_directory", `${requested} is not a directory`)
+          const names = (yield* fs.readDirectory(dir).pipe(Effect.catchAll(ioFailure(requested)))).sort()
+          const entries = yield* Effect.forEach(names, (name) =>
+            fs.stat(path.join(dir, name)).pipe(
+              Effect.map((i) => (i.type === "Directory" ? `${name}/` : name)),
+              Effect.orElseSucceed(() => name)
+            ), { concurrency: 16 })
+          return { result: entries.length === 0 ? "(empty directory)" : bound(entries.join("\n"), maxResult) }
+        })
+    }
+
+    const skippedDirs = new Set([".git", "node_modules", ".effect-agent", "dist", "coverage"])
+    const grep: Tool<typeof Grep.Type, typeof Grep.Encoded> = {
+      description: "Search files for a regular expression; prints path:line:text for each match. Skips .git, node_modules and binary files.",
+      schema: Grep,
+      inspect: (input, cwd) =>
+        Effect.gen(function*() {
+          const regex = Either.try(() => new RegExp(input.pattern, input.ignoreCase === true ? "i" : ""))
+          if (Either.isLeft(regex)) return yield* fail("invalid_arguments", `pattern is not a valid regular expression`)
+          return { risk: "read" as const, paths: [yield* resolve(cwd, input.path ?? ".", "read")] }
+        }),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const root = yield* target(call, context)
+          const regex = new RegExp(input.pattern, input.ignoreCase === true ? "i" : "")
+          const matches: Array<string> = []
+          let more = 0
+          const search = (file: string): Effect.Effect<void> =>
+            Effect.gen(function*() {
+              const info = yield* Effect.option(fs.stat(file))
+              if (info._tag === "None") return
+              if (info.value.type === "Directory") {
+                if (skippedDirs.has(path.basename(file)) && file !== root) return
+                const names = yield* Effect.orElseSucceed(fs.readDirectory(file), () => [] as Array<string>)
+                for (const name of names.sort()) yield* search(path.join(file, name))
+                return
+              }
+              if (info.value.type !== "File" || Number(info.value.size) > maxFile) return
+              const bytes = yield* Effect.orElseSucceed(fs.readFile(file), () => new Uint8Array())
+              if (isBinary(bytes)) return
+              const lines = new TextDecoder().decode(bytes).split("\n")
+              lines.forEach((line, i) => {
+                if (!regex.test(line.slice(0, 1000))) return
+                if (matches.length < 200) matches.push(`${Paths.display(path, context.cwd, file)}:${i + 1}:${line.slice(0, 300)}`)
+                else more++
+              })
+            })
+          yield* search(root)
+          if (matches.length === 0) return { result: "No matches." }
+          return { result: bound(matches.join("\n") + (more > 0 ? `\n[… ${more} more matches]` : ""), maxResult) }
+        })
+    }
+
+    const shell: Tool<typeof ShellArgs.Type, typeof ShellArgs.Encoded> = {
+      description:
+        "Run one program with arguments in the working directory, without a shell: no pipes, redirection, chaining, globs or variables. Returns its output and exit code.",
+      schema: ShellArgs,
+      inspect: (input, cwd) =>
+        Effect.gen(function*() {
+          const command = CommandLine.parse(input.command)
+          if (command.unterminated) return yield* fail("invalid_arguments", "command has an unterminated quote")
+          if (command.argv.length === 0) return yield* fail("invalid_arguments", "command is empty")
+          const risk = CommandLine.riskOf(command.argv)
+          // Arguments that look like paths are resolved too, so a command reaching outside cwd is seen.
+          const access = risk === "read" ? "read" as const : "write" as const
+          const paths = yield* Effect.forEach(
+            command.argv.slice(1).filter((arg) => arg.startsWith("/") || arg.startsWith("~") || arg === ".." || arg.startsWith("../") || arg.includes("/../")),
+            (arg) => resolve(cwd, arg, access)
+          )
+          return { risk, paths, command, scope: `shell:${command.argv[0]!.split("/").at(-1)}` }
+        }),
+      run: (input, call, context) =>
+        Effect.gen(function*() {
+          const command = call.command!
+          const requested = input.timeoutMs === undefined ? defaultTimeout : Duration.millis(input.timeoutMs)
+          const timeout = Duration.min(requested, maxTimeout)
+          const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !hiddenEnv.has(key)))
+          const clock = yield* Effect.clock
+          const runtime = yield* Effect.runtime<never>()
+          let lastProgress = clock.unsafeCurrentTimeMillis()
+          const result = yield* Shell.run({
+            argv: command.argv,
+            // Shell syntax only reaches a shell when a rule allowed it (the permission engine denies hazards otherwise).
+            ...(command.hazards.length > 0 ? { shellText: command.text } : {}),
+            cwd: context.cwd,
+            env,
+            timeout,
+            maxOutputBytes: maxResult,
+            onOutput: (text) => {
+              // A long command reports its latest output line at most once a second.
+              const now = clock.unsafeCurrentTimeMillis()
+              if (now - lastProgress < 1000) return
+              lastProgress = now
+              const line = text.trim().split("\n").at(-1)
+              if (line !== undefined && line !== "") Runtime.runFork(runtime)(context.progress(line.slice(0, 200)))
+            }
+          })
+          const truncated = (r: { readonly truncatedBytes: number }) => r.truncatedBytes > 0 ? `\n[… truncated: ${r.truncatedBytes} more bytes]` : ""
+          switch (result._tag) {
+            case "SpawnFailed":
+              return yield* fail(
+                result.code === "ENOENT" ? "command_not_found" : "spawn_failed",
+                result.code === "ENOENT" ? `${command.argv[0]}: command not found` : `${command.argv[0]} could not be started (${result.code})`
+              )
+            case "TimedOut":
+              return yield* fail("timeout", `The command did not finish within ${Duration.format(timeout)} and was stopped.${result.output === "" ? "" : `\nOutput so far:\n${result.output}${truncated(result)}`}`)
+            case "Exited":
+              return {
+                result: `${result.output}${truncated(result)}${result.exitCode === 0 ? "" : `\n[exit code ${result.exitCode}]`}` || "(no output)",
+                exitCode: result.exitCode
+              }
+          }
+        })
+    }
+
+    const tools: Record<string, Tool<any, any>> = {
+      read_file: readFile,
+      write_file: writeFile,
+      edit_file: editFile,
+      list_dir: listDir,
+      grep,
+      shell
+    }
+
+    const definitions: ReadonlyArray<ToolDefinition> = Object.entries(tools).map(([name, tool]) => {
+      const { $schema: _, ...inputSchema } = JSONSchema.make(tool.schema) as unknown as JsonObject & { $schema?: string }
+      return { name, description: tool.description, inputSchema, sequential: tool.sequential === true }
+    })
+
+    const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> =>
+      Effect.gen(function*() {
+        const tool = tools[call.tool]
+        if (tool === undefined) {
+          return yield* fail("unknown_tool", `There is no tool named "${call.tool}". Available: ${Object.keys(tools).join(", ")}`)
+        }
+        const input = yield* Schema.decodeUnknown(tool.schema)(call.args, { onExcessProperty: "error" }).pipe(
+          Effect.mapError((error) => new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(error) }))
+        )
+        const inspected = yield* tool.inspect(input, cwd)
+        return {
+          ...call,
+          risk: inspected.risk,
+          sequential: tool.sequential === true,
+          paths: inspected.paths,
+          ...(inspected.command === undefined ? {} : { command: { text: inspected.command.text, argv: inspected.command.argv, hazards: inspected.command.hazards } }),
+          scope: inspected.scope ?? call.tool,
+          input
+        }
+      })
+
+    const execute = (call: PreparedCall, context: ToolContext) => tools[call.tool]!.run(call.input, call, context)
+
+    return ToolRouter.of({ definitions, prepare, execute })
+  })
+
+/** The workspace tools as a layer; they need a `FileSystem` and a `Path` (`NodeContext.layer`). */
+export const layer = (options: Options = {}): Layer.Layer<ToolRouter, never, FileSystem.FileSystem | Path.Path> =>
+  Layer.effect(ToolRouter, make(options))

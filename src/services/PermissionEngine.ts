@@ -1,0 +1,41 @@
+/**
+ * The permission engine port: decides allow, ask or deny for a prepared tool call. Implementation:
+ * the rule-based policy.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type { Decision } from "../domain/AgentEvent.js"
+import type { RememberedPermission } from "../domain/SessionState.js"
+import type { PreparedCall } from "./ToolRouter.js"
+
+/** What the engine asks about. */
+export interface PermissionRequest {
+  readonly sessionId: string
+  readonly cwd: string
+  readonly call: PreparedCall
+  /** The user's "always" decisions so far in this session. */
+  readonly remembered: ReadonlyArray<RememberedPermission>
+}
+
+/** A decision and the name of the rule that made it (recorded as `policy` in the event). */
+export interface PermissionDecision {
+  readonly decision: Decision
+  readonly policy: string
+  /** Why, in words the model can act on; sent with a denial. */
+  readonly reason?: string
+}
+
+/** The permission engine port. */
+export class PermissionEngine extends Context.Tag("effect-agent/PermissionEngine")<PermissionEngine, {
+  readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
+}>() {}
+
+/**
+ * The engine's permission engine when none is provided: every call asks the user. Safe, if chatty;
+ * provide `PermissionPolicy.layer` to decide by rules and modes instead.
+ */
+export const askAlways: PermissionEngine["Type"] = {
+  decide: () => Effect.succeed({ decision: "ask", policy: "no-permission-engine" })
+}

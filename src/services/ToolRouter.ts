@@ -1,0 +1,98 @@
+/**
+ * The tool router port: describes the tools the model may call, validates a call against its tool's
+ * argument schema (resolving what it would touch, so the permission engine can judge it), and runs
+ * it. Implementations: the workspace tools.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { Risk } from "../domain/AgentEvent.js"
+import type { Json } from "../domain/Json.js"
+import type { ToolSpec } from "./ModelProvider.js"
+
+/** A tool as the router offers it. */
+export interface ToolDefinition extends ToolSpec {
+  /** A sequential tool never runs beside another tool call. */
+  readonly sequential: boolean
+}
+
+/** A call as the model made it. */
+export interface ToolCallInput {
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: Json
+}
+
+/** A path a call would touch, resolved against the session's cwd with symlinks followed. */
+export interface PathAccess {
+  /** The path as the call gave it. */
+  readonly requested: string
+  /** The real absolute path. */
+  readonly resolved: string
+  readonly insideCwd: boolean
+  readonly access: "read" | "write"
+}
+
+/** What makes a command line dangerous to run without a rule that allows it. */
+export type ShellHazard = "chaining" | "pipe" | "redirection" | "substitution" | "background" | "sudo" | "recursive_delete"
+
+/** A command a call would run. */
+export interface CommandAccess {
+  readonly text: string
+  readonly argv: ReadonlyArray<string>
+  readonly hazards: ReadonlyArray<ShellHazard>
+}
+
+/** A validated call: what it would do, for the permission engine, and its decoded input, for the tool. */
+export interface PreparedCall extends ToolCallInput {
+  readonly risk: Risk
+  readonly sequential: boolean
+  readonly paths: ReadonlyArray<PathAccess>
+  readonly command?: CommandAccess
+  /** What a user decision with "always" applies to: the tool, or for `shell` the program. */
+  readonly scope: string
+  /** The tool's decoded arguments. */
+  readonly input: unknown
+}
+
+/** What a running tool can use. */
+export interface ToolContext {
+  readonly sessionId: string
+  readonly turnId: string
+  /** The session's working directory: every relative path resolves against it. */
+  readonly cwd: string
+  /** Reports progress; dropped once the call has ended. */
+  readonly progress: (message: string) => Effect.Effect<void>
+}
+
+/** A tool's result: the text the model sees, bounded in size. */
+export interface ToolOutput {
+  readonly result: string
+  readonly exitCode?: number
+}
+
+/**
+ * A tool call that ended without a result. `message` goes to the model (and the log): it says what
+ * went wrong in the model's terms, never with a stack.
+ */
+export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure", {
+  errorCode: Schema.String,
+  message: Schema.String
+}) {}
+
+/** The tool router port. */
+export class ToolRouter extends Context.Tag("effect-agent/ToolRouter")<ToolRouter, ToolRouter.Service>() {}
+
+/** The tool router port. */
+export declare namespace ToolRouter {
+  /** What a tool router does. */
+  export interface Service {
+    readonly definitions: ReadonlyArray<ToolDefinition>
+    /** Validates a call: `unknown_tool`, `invalid_arguments`, or the resolved call. */
+    readonly prepare: (call: ToolCallInput, cwd: string) => Effect.Effect<PreparedCall, ToolFailure>
+    /** Runs a prepared, allowed call. Interruption stops it (a process is killed). */
+    readonly execute: (call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
+  }
+}
