@@ -14,7 +14,17 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { FakeModelProvider, IdGenerator, JsonlEventStore, type ModelProvider, SessionEngine } from "../index.js"
+import {
+  FakeModelProvider,
+  IdGenerator,
+  JsonlEventStore,
+  type ModelProvider,
+  PermissionPolicy,
+  PromptComposer,
+  SessionEngine,
+  WorkspaceTools
+} from "../index.js"
+import * as Approvals from "./Approvals.js"
 import * as Render from "./Render.js"
 
 const output: Render.Output = {
@@ -41,13 +51,47 @@ const modelLayer = (script: Option.Option<string>) =>
     return FakeModelProvider.layer()
   })
 
-const engineLayer = (dir: string, model: Layer.Layer<ModelProvider.ModelProvider>) =>
+const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
+  Options.withDefault("default" as const),
+  Options.withDescription(
+    "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed)"
+  )
+)
+
+/** The engine the CLI runs: JSONL store, the workspace tools, the rule-based policy, the prompt composer. */
+const engineLayer = (dir: string, model: Layer.Layer<ModelProvider.ModelProvider>, permissions: PermissionPolicy.Options = {}) =>
   SessionEngine.layer.pipe(
     Layer.provide(JsonlEventStore.layer({ dataDir: dir })),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
+    Layer.provide(WorkspaceTools.layer()),
+    Layer.provide(PermissionPolicy.layer(permissions)),
+    Layer.provide(PromptComposer.layer()),
     Layer.provide(NodeContext.layer)
   )
+
+/** Streams one turn to the terminal, asking the user whenever the policy asks. */
+const streamTurn = (engine: SessionEngine.SessionEngine.Service, sessionId: string, stream: ReturnType<SessionEngine.SessionEngine.Service["runTurn"]>) =>
+  Effect.gen(function*() {
+    const render = Render.make(output, { transcript: false })
+    const prompt = yield* Approvals.make
+    yield* stream.pipe(
+      Stream.runForEach((event) =>
+        Effect.gen(function*() {
+          if (event.type === "turn.started") render.note(`session ${sessionId}`)
+          render.event(event)
+          if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+            render.endLine()
+            const { toolCallId } = event.payload
+            const answer = yield* prompt.ask(`  Allow ${Render.describeCall(render.callOf(toolCallId))}?`)
+            yield* engine.resolvePermission({ sessionId, toolCallId, ...answer })
+          }
+        })
+      ),
+      // Ctrl+C interrupts the stream; the engine stores turn.completed {cancelled} before this runs.
+      Effect.onInterrupt(() => Effect.sync(() => render.note("[turn cancelled]")))
+    )
+  }).pipe(Effect.scoped)
 
 const run = Command.make(
   "run",
@@ -58,9 +102,10 @@ const run = Command.make(
       Options.optional,
       Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
     ),
+    mode,
     dataDir
   },
-  ({ dataDir, message, script, session }) =>
+  ({ dataDir, message, mode, script, session }) =>
     Effect.gen(function*() {
       const model = yield* modelLayer(script)
       yield* Effect.gen(function*() {
@@ -68,18 +113,8 @@ const run = Command.make(
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd: process.cwd(), client: "cli" })).sessionId
-        const render = Render.make(output)
-        yield* engine.runTurn({ sessionId, userMessage: message }).pipe(
-          Stream.runForEach((event) =>
-            Effect.sync(() => {
-              if (event.type === "turn.started") render.note(`session ${sessionId}`)
-              render.event(event, { echoUser: false })
-            })
-          ),
-          // Ctrl+C interrupts the stream; the engine stores turn.completed {cancelled} before this runs.
-          Effect.onInterrupt(() => Effect.sync(() => render.note("[turn cancelled]")))
-        )
-      }).pipe(Effect.provide(engineLayer(dataDir, model)))
+        yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage: message }))
+      }).pipe(Effect.provide(engineLayer(dataDir, model, { mode })))
     })
 ).pipe(Command.withDescription("Run one turn: stream the agent's answer to the terminal"))
 
@@ -93,11 +128,9 @@ const replay = Command.make(
   ({ dataDir, json, sessionId }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const render = Render.make(output)
+      const render = Render.make(output, { transcript: true })
       yield* engine.replaySession({ sessionId }).pipe(
-        Stream.runForEach((event) =>
-          Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event, { echoUser: true }))
-        )
+        Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
     }).pipe(Effect.provide(engineLayer(dataDir, FakeModelProvider.layer())))
 ).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))

@@ -1,10 +1,11 @@
 /**
- * How the CLI shows events: streamed text on stdout, everything about the run on stderr, so that
- * `effect-agent run … > answer.txt` captures just the answer.
+ * How the CLI shows events. During `run`, the answer streams to stdout and everything about the run
+ * (the session, tool calls, decisions, results) goes to stderr, so `effect-agent run … > answer.txt`
+ * captures just the answer. `replay` prints the whole transcript to stdout.
  *
  * @since 0.1.0
  */
-import type { AgentEvent } from "../index.js"
+import { type AgentEvent, Json } from "../index.js"
 
 /** Where rendered text goes. */
 export interface Output {
@@ -12,9 +13,35 @@ export interface Output {
   readonly err: (text: string) => void
 }
 
-/** A renderer keeps one bit of state: whether stdout is mid-line, so notes start on a fresh line. */
-export const make = (output: Output) => {
+/** What a tool call was, for one-line summaries. */
+export interface CallInfo {
+  readonly tool: string
+  readonly args: Json.Json
+}
+
+const oneLine = (text: string, max = 100) => {
+  const line = text.replace(/\s+/g, " ").trim()
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
+
+/** A call in a few words: the command of `shell`, the path or pattern of the file tools. */
+export const describeCall = ({ args, tool }: CallInfo): string => {
+  const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
+  const summary = field("command") ?? field("path") ?? field("pattern")
+  return `${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}`
+}
+
+/** A short view of a result: its first line, and how many more there are. */
+const shortResult = (result: string) => {
+  const lines = result.trimEnd().split("\n")
+  const more = lines.length - 1
+  return `${oneLine(lines[0] ?? "")}${more > 0 ? ` (+${more} line${more === 1 ? "" : "s"})` : ""}`
+}
+
+/** A renderer keeps a little state: whether stdout is mid-line, and the calls seen so far. */
+export const make = (output: Output, options: { readonly transcript: boolean }) => {
   let midLine = false
+  const calls = new Map<string, CallInfo>()
   const out = (text: string) => {
     if (text === "") return
     output.out(text)
@@ -23,29 +50,47 @@ export const make = (output: Output) => {
   const endLine = () => {
     if (midLine) out("\n")
   }
+  /** A line about the run: on stderr during `run`, in the transcript for `replay`. */
   const note = (text: string) => {
     endLine()
-    output.err(text + "\n")
+    if (options.transcript) out(text + "\n")
+    else output.err(text + "\n")
   }
+  const callOf = (toolCallId: string) => calls.get(toolCallId) ?? { tool: toolCallId, args: {} }
 
-  const event = (event: AgentEvent.AgentEvent, options: { readonly echoUser: boolean }) => {
+  const event = (event: AgentEvent.AgentEvent) => {
     switch (event.type) {
       case "user.message":
-        if (options.echoUser) out(`> ${event.payload.content}\n`)
+        if (options.transcript) out(`> ${event.payload.content}\n`)
         return
       case "model.delta":
         return out(event.payload.text)
+      case "model.tool_call_requested":
+        calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
+        return note(`  ⚙ ${describeCall(event.payload)}`)
+      case "permission.resolved": {
+        const { actor, decision, policy } = event.payload
+        if (decision === "allow" && actor === "policy") return
+        const who = actor === "user" ? "by you" : `by ${policy ?? "the policy"}`
+        return note(`    ${decision === "ask" ? "needs your approval" : `${decision === "allow" ? "allowed" : "denied"} ${who}`}`)
+      }
+      case "tool.completed":
+        return note(`    ✓ ${shortResult(event.payload.result) || "(no output)"}`)
+      case "tool.failed":
+        return note(`    ✗ ${event.payload.errorCode}: ${oneLine(event.payload.message)}`)
+      case "model.retry":
+        return note(`  … ${event.payload.errorCode}; retrying in ${Math.round(event.payload.delayMs / 100) / 10}s (attempt ${event.payload.attempt})`)
       case "turn.completed": {
         endLine()
-        const { stopReason, errorCode } = event.payload
+        const { errorCode, stopReason } = event.payload
         if (stopReason === "cancelled") note("[turn cancelled]")
         if (stopReason === "error") note(`[turn ended with an error: ${errorCode ?? "unknown"}]`)
-        if (options.echoUser) out("\n")
+        if (options.transcript) out("\n")
         return
       }
       default:
         return
     }
   }
-  return { event, note, endLine }
+  return { event, note, endLine, callOf }
 }

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -65,6 +65,55 @@ describe("the CLI as a subprocess", () => {
       expect(result.code).toBe(1)
       expect(result.stderr).toMatch(/effect-agent: (Session not found|Invalid userMessage)/)
       expect(result.stderr).not.toMatch(/\bat .+:\d+:\d+/)
+    }
+  })
+})
+
+describe("the CLI with tools", () => {
+  const setup = (name: string) => {
+    const cwd = join(dir, name)
+    mkdirSync(cwd, { recursive: true })
+    writeFileSync(join(cwd, "notes.txt"), "first line\nsecond line\n")
+    const script = join(cwd, "script.json")
+    writeFileSync(script, JSON.stringify({
+      responses: [
+        { chunks: ["Reading."], toolCalls: [{ tool: "read_file", args: { path: "notes.txt" } }] },
+        { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "out.txt", content: "written\n" } }] },
+        { chunks: ["Finished."] }
+      ]
+    }))
+    return { cwd, script }
+  }
+
+  it("asks in the terminal on ask: y runs the call, and the transcript shows calls, decisions and results", async () => {
+    const { cwd, script } = setup("approve")
+    const running = start(["run", "update the notes", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end("y\n")
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stdout).toBe("Reading.\nWriting.\nFinished.\n")
+    expect(finished.stderr).toContain("⚙ read_file notes.txt")
+    expect(finished.stderr).toContain("✓ first line (+1 line)")
+    expect(finished.stderr).toContain("Allow write_file out.txt? [y]es / [n]o / [a]lways:")
+    expect(finished.stderr).toContain("allowed by you")
+    expect(readFileSync(join(cwd, "out.txt"), "utf8")).toBe("written\n")
+    const transcript = await run(["replay", sessionOf(finished.stderr)!, "--data-dir", dataDir])
+    expect(transcript.stdout).toContain("⚙ write_file out.txt\n    needs your approval\n    allowed by you\n    ✓ Wrote 8 bytes to out.txt")
+  })
+
+  it("n denies the call; readOnly mode denies it without asking", async () => {
+    for (const [name, args, input] of [["deny", [], "n\n"], ["readonly", ["--mode", "readOnly"], ""]] as const) {
+      const { cwd, script } = setup(name)
+      const running = start(["run", "update the notes", "--script", script, "--data-dir", dataDir, ...args], { cwd })
+      running.child.stdin!.end(input)
+      const finished = await running.done
+      expect(finished.code).toBe(0)
+      expect(finished.stderr).toContain("✗ permission_denied")
+      expect(existsSync(join(cwd, "out.txt"))).toBe(false)
+      if (name === "readonly") expect(finished.stderr).not.toContain("[y]es")
+      const log = events((await run(["replay", sessionOf(finished.stderr)!, "--json", "--data-dir", dataDir])).stdout)
+      expectWellFormedLog(log)
+      expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     }
   })
 })

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import type { PermissionRequest } from "../../src/services/PermissionEngine.js"
+import type { PathAccess, PreparedCall, ShellHazard } from "../../src/services/ToolRouter.js"
+
+const cwd = "/work"
+const path = (resolved: string, access: "read" | "write" = "read"): PathAccess => ({
+  requested: resolved,
+  resolved,
+  insideCwd: resolved === cwd || resolved.startsWith(`${cwd}/`),
+  access
+})
+
+const call = (tool: string, fields: Partial<PreparedCall> = {}): PreparedCall => ({
+  toolCallId: "c1",
+  tool,
+  args: {},
+  risk: "read",
+  sequential: false,
+  paths: [],
+  scope: tool,
+  input: {},
+  ...fields
+})
+const readFile = (p: string) => call("read_file", { paths: [path(p)] })
+const writeFile = (p: string) => call("write_file", { risk: "write", paths: [path(p, "write")] })
+const shell = (text: string, risk: PreparedCall["risk"] = "write", hazards: ReadonlyArray<ShellHazard> = []) =>
+  call("shell", { risk, command: { text, argv: text.split(" "), hazards }, scope: `shell:${text.split(" ")[0]}` })
+
+const request = (c: PreparedCall, remembered: PermissionRequest["remembered"] = []): PermissionRequest => ({ sessionId: "s", cwd, call: c, remembered })
+const decide = (options: PermissionPolicy.Options, c: PreparedCall, remembered: PermissionRequest["remembered"] = []) =>
+  PermissionPolicy.decide(options, request(c, remembered))
+
+describe("PermissionPolicy", () => {
+  it("modes decide what no rule covers", () => {
+    const table: ReadonlyArray<[PermissionPolicy.Mode, PreparedCall, string]> = [
+      ["default", readFile("/work/a"), "allow"],
+      ["default", writeFile("/work/a"), "ask"],
+      ["default", shell("ls", "read"), "ask"],
+      ["acceptEdits", writeFile("/work/a"), "allow"],
+      ["acceptEdits", shell("ls", "read"), "ask"],
+      ["readOnly", readFile("/work/a"), "allow"],
+      ["readOnly", writeFile("/work/a"), "deny"],
+      ["readOnly", shell("ls", "read"), "ask"],
+      ["readOnly", shell("make"), "deny"],
+      ["bypass", shell("make"), "allow"],
+      ["bypass", writeFile("/etc/x"), "allow"]
+    ]
+    for (const [mode, c, decision] of table) expect(decide({ mode }, c).decision, `${mode} ${c.tool}`).toBe(decision)
+  })
+
+  it("paths outside cwd ask, whatever the mode allows inside (a read-only write there is denied)", () => {
+    expect(decide({ mode: "acceptEdits" }, writeFile("/etc/hosts"))).toEqual({ decision: "ask", policy: "outside-cwd" })
+    expect(decide({}, readFile("/home/me/notes.txt"))).toEqual({ decision: "ask", policy: "outside-cwd" })
+    expect(decide({ mode: "readOnly" }, writeFile("/etc/hosts")).decision).toBe("deny")
+  })
+
+  it("the first matching rule decides, but any matching deny wins", () => {
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [
+      { name: "tests", tool: "shell", command: "npm test*", decision: "allow" },
+      { name: "all-shell", tool: "shell", decision: "ask" },
+      { name: "no-env", path: "**/.env", decision: "deny" },
+      { name: "src-writes", tool: "write_file", path: "src/**", decision: "allow" }
+    ]
+    expect(decide({ rules }, shell("npm test -- --watch"))).toEqual({ decision: "allow", policy: "tests" })
+    expect(decide({ rules }, shell("make"))).toEqual({ decision: "ask", policy: "all-shell" })
+    expect(decide({ rules }, writeFile("/work/src/deep/a.ts"))).toEqual({ decision: "allow", policy: "src-writes" })
+    expect(decide({ rules }, writeFile("/work/src/.env"))).toMatchObject({ decision: "deny", policy: "no-env" })
+    expect(decide({ rules }, writeFile("/work/lib/a.ts"))).toEqual({ decision: "ask", policy: "default/write" })
+  })
+
+  it("a path glob's * stays within a folder; ** crosses folders", () => {
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [{ name: "top", tool: "write_file", path: "src/*.ts", decision: "allow" }]
+    expect(decide({ rules }, writeFile("/work/src/a.ts")).policy).toBe("top")
+    expect(decide({ rules }, writeFile("/work/src/deep/a.ts")).policy).toBe("default/write")
+  })
+
+  it("command hazards are denied in every mode unless a rule allows them", () => {
+    for (const mode of PermissionPolicy.Mode.literals) {
+      const d = decide({ mode }, shell("cat a | grep b", "read", ["pipe"]))
+      expect(d).toMatchObject({ decision: "deny", policy: "command-hazards" })
+      expect(d.reason).toContain("pipe")
+    }
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [{ name: "grep-pipes", tool: "shell", command: "cat * | grep *", decision: "allow" }]
+    expect(decide({ rules }, shell("cat a | grep b", "read", ["pipe"]))).toEqual({ decision: "allow", policy: "grep-pipes" })
+  })
+
+  it("the user's remembered decisions apply to the same scope, never to paths outside cwd", () => {
+    const remembered = [{ scope: "shell:ls", decision: "allow" as const, sequence: 9 }, { scope: "write_file", decision: "deny" as const, sequence: 12 }]
+    expect(decide({}, shell("ls -la", "read"), remembered)).toEqual({ decision: "allow", policy: "remembered" })
+    expect(decide({}, shell("rm x", "destructive"), remembered).decision).toBe("ask")
+    expect(decide({}, writeFile("/work/a"), remembered)).toEqual({ decision: "deny", policy: "remembered" })
+    expect(decide({}, call("shell", { ...shell("ls /etc", "read"), paths: [path("/etc")] }), remembered).policy).toBe("outside-cwd")
+  })
+})
