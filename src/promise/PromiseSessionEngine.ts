@@ -6,14 +6,16 @@
  * @since 0.1.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import type { Session, SessionSummary } from "../domain/Session.js"
-import type { SessionState } from "../domain/SessionState.js"
+import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import * as SessionEngine from "../engine/SessionEngine.js"
 import * as FakeModelProvider from "../layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../layers/JsonlEventStore.js"
@@ -31,6 +33,13 @@ export interface Options {
   readonly model?: Layer.Layer<ModelProvider, unknown>
   /** The id layer (default: random ids). */
   readonly ids?: Layer.Layer<IdGenerator.IdGenerator, unknown>
+  /**
+   * The optional engine services — a `ToolRouter`, a `PermissionEngine`, a `ContextBuilder`,
+   * `AgentHooks` — as one layer (merge several with `Layer.mergeAll`).
+   */
+  readonly services?: Layer.Layer<never, unknown>
+  /** Limits and timings of turns. */
+  readonly limits?: SessionEngine.Options
   /** Replaces the whole engine layer; the other options are then ignored. */
   readonly layer?: Layer.Layer<SessionEngine.SessionEngine, unknown>
 }
@@ -44,6 +53,10 @@ export interface PromiseSessionEngine {
    * signal that is already aborted rejects at once and starts nothing.
    */
   readonly runTurn: (input: SessionEngine.RunTurnInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
+  /** Answers a call paused on `ask`. */
+  readonly resolvePermission: (input: SessionEngine.ResolvePermissionInput) => Promise<void>
+  /** The calls waiting for the user's decision. */
+  readonly pendingApprovals: (input: SessionEngine.SessionInput) => Promise<ReadonlyArray<OpenToolCall>>
   /** Cancels the running turn and resolves once it has ended. Never rejects. */
   readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
@@ -54,17 +67,21 @@ export interface PromiseSessionEngine {
 }
 
 const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine, unknown> =>
-  SessionEngine.layer.pipe(
+  SessionEngine.layerWith(options.limits ?? {}).pipe(
     Layer.provide(options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer))),
     Layer.provide(options.model ?? FakeModelProvider.layer()),
-    Layer.provide(options.ids ?? IdGenerator.layer)
+    Layer.provide(options.ids ?? IdGenerator.layer),
+    Layer.provide(options.services ?? Layer.empty)
   )
 
 /** Builds a Promise-based engine. Call `dispose()` when done. */
 export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine => {
   const runtime = ManagedRuntime.make(options.layer ?? defaultLayer(options))
+  // Rejects with the typed error itself (a SessionNotFound, an EventStoreFailure), not a wrapper.
   const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
-    runtime.runPromise(Effect.flatMap(SessionEngine.SessionEngine, f))
+    runtime.runPromiseExit(Effect.flatMap(SessionEngine.SessionEngine, f)).then((exit) =>
+      Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
+    )
 
   const iterate = <E>(stream: (engine: SessionEngine.SessionEngine.Service) => Stream.Stream<AgentEvent, E>): AsyncIterable<AgentEvent> => ({
     async *[Symbol.asyncIterator]() {
@@ -99,6 +116,8 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
   return {
     createSession: (input) => withEngine((engine) => engine.createSession(input)),
     runTurn,
+    resolvePermission: (input) => withEngine((engine) => engine.resolvePermission(input)),
+    pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
     cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     sessionState: (input) => withEngine((engine) => engine.sessionState(input)),

@@ -7,7 +7,8 @@ import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { makeSessionEngine, type PromiseSessionEngine } from "../../src/index.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
-import { expectWellFormedLog } from "../helpers.js"
+import * as Effect from "effect/Effect"
+import { expectWellFormedLog, testTools } from "../helpers.js"
 
 // The façade runs on the live clock; the scripted model's own delay paces it, the test never sleeps.
 const slow = { responses: [{ chunks: Array.from({ length: 50 }, (_, i) => `${i} `), delay: 20 }] }
@@ -113,5 +114,29 @@ describe("makeSessionEngine", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }
+  })
+})
+
+describe("makeSessionEngine with tools", () => {
+  it("pauses on ask and continues with resolvePermission", async () => {
+    const engine = makeSessionEngine({
+      store: MemoryEventStore.layer,
+      ids: IdGenerator.layerSequential,
+      model: FakeModelProvider.layer({ responses: [{ toolCalls: [{ tool: "note", args: { text: "hi" } }] }, { chunks: ["noted"] }] }),
+      services: testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "saved" }) } })
+    })
+    engines.push(engine)
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "web" })
+    const events: Array<AgentEvent> = []
+    for await (const event of engine.runTurn({ sessionId, userMessage: "note it" })) {
+      events.push(event)
+      if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+        expect((await engine.pendingApprovals({ sessionId })).map((c) => c.toolCallId)).toEqual([event.payload.toolCallId])
+        await engine.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" })
+      }
+    }
+    expect(events.find((e) => e.type === "tool.completed")?.payload).toEqual({ toolCallId: "call_1", result: "saved" })
+    expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    await expect(engine.resolvePermission({ sessionId, toolCallId: "call_1", decision: "allow" })).rejects.toMatchObject({ _tag: "ApprovalNotPending" })
   })
 })
