@@ -52,6 +52,10 @@ export * as MemoryEventStore from "./layers/MemoryEventStore.js"
 export * as JsonlEventStore from "./layers/JsonlEventStore.js"
 /** The scripted fake model, also the built-in echo model. */
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
+/** The Anthropic model provider, on `@anthropic-ai/sdk`. */
+export * as AnthropicModelProvider from "./layers/AnthropicModelProvider.js"
+/** The OpenAI (and OpenAI-compatible) model provider, on `openai`. */
+export * as OpenAiModelProvider from "./layers/OpenAiModelProvider.js"
 /** The workspace tools: read, write, edit, list, grep, shell. */
 export * as WorkspaceTools from "./layers/WorkspaceTools.js"
 /** The rule-based permission engine. */
@@ -61,6 +65,8 @@ export * as PromptComposer from "./layers/PromptComposer.js"
 
 /** The session engine. */
 export * as SessionEngine from "./engine/SessionEngine.js"
+/** The retry policy of model requests. */
+export * as Retry from "./engine/Retry.js"
 
 /** The engine for callers outside Effect: Promises and async iterables. */
 export { makeSessionEngine } from "./promise/PromiseSessionEngine.js"

@@ -12,13 +12,16 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import {
+  AnthropicModelProvider,
   FakeModelProvider,
   IdGenerator,
   JsonlEventStore,
   type ModelProvider,
+  OpenAiModelProvider,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
@@ -39,13 +42,52 @@ const dataDir = Options.directory("data-dir").pipe(
 
 const decodeScript = Schema.decodeUnknown(Schema.parseJson(FakeModelProvider.Script))
 
-/** The model: a scripted fake from `--script`, else the built-in echo model (said on stderr). */
-const modelLayer = (script: Option.Option<string>) =>
+const provider = Options.choice("provider", ["anthropic", "openai", "fake"]).pipe(
+  Options.optional,
+  Options.withDescription("The model provider (default: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY is, else the echo model)")
+)
+const model = Options.text("model").pipe(Options.optional, Options.withDescription("The model name"))
+const baseUrl = Options.text("base-url").pipe(
+  Options.optional,
+  Options.withDescription("The provider's API address, e.g. an OpenAI-compatible server such as http://localhost:11434/v1")
+)
+
+interface ModelChoice {
+  readonly provider: Option.Option<"anthropic" | "openai" | "fake">
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly script: Option.Option<string>
+}
+
+const isSet = (name: string) => (process.env[name] ?? "").trim() !== ""
+
+/**
+ * The model: `--provider` if given; a scripted fake with `--script`; else the first provider whose
+ * API key is set; else the built-in echo model. Which one answers is said on stderr.
+ */
+const modelLayer = (choice: ModelChoice) =>
   Effect.gen(function*() {
-    if (Option.isSome(script)) {
+    const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
+    const picked = Option.getOrElse(choice.provider, () =>
+      Option.isSome(choice.script) ? "fake" : isSet("ANTHROPIC_API_KEY") ? "anthropic" : isSet("OPENAI_API_KEY") ? "openai" : "fake")
+    if (picked === "anthropic") {
+      if (!isSet("ANTHROPIC_API_KEY")) return yield* Effect.fail(new Error("--provider anthropic needs ANTHROPIC_API_KEY to be set"))
+      yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
+      return AnthropicModelProvider.layerConfig(overrides)
+    }
+    if (picked === "openai") {
+      // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.
+      if (!isSet("OPENAI_API_KEY") && overrides.baseURL === undefined) {
+        return yield* Effect.fail(new Error("--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"))
+      }
+      yield* Console.error(`effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`)
+      return isSet("OPENAI_API_KEY")
+        ? OpenAiModelProvider.layerConfig(overrides)
+        : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
+    }
+    if (Option.isSome(choice.script)) {
       const fs = yield* FileSystem.FileSystem
-      const parsed = yield* decodeScript(yield* fs.readFileString(script.value))
-      return FakeModelProvider.layer(parsed)
+      return FakeModelProvider.layer(yield* decodeScript(yield* fs.readFileString(choice.script.value)))
     }
     yield* Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model.")
     return FakeModelProvider.layer()
@@ -59,7 +101,7 @@ const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
 )
 
 /** The engine the CLI runs: JSONL store, the workspace tools, the rule-based policy, the prompt composer. */
-const engineLayer = (dir: string, model: Layer.Layer<ModelProvider.ModelProvider>, permissions: PermissionPolicy.Options = {}) =>
+const engineLayer = <E>(dir: string, model: Layer.Layer<ModelProvider.ModelProvider, E>, permissions: PermissionPolicy.Options = {}) =>
   SessionEngine.layer.pipe(
     Layer.provide(JsonlEventStore.layer({ dataDir: dir })),
     Layer.provide(model),
@@ -102,19 +144,22 @@ const run = Command.make(
       Options.optional,
       Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
     ),
+    provider,
+    model,
+    baseUrl,
     mode,
     dataDir
   },
-  ({ dataDir, message, mode, script, session }) =>
+  ({ baseUrl, dataDir, message, mode, model, provider, script, session }) =>
     Effect.gen(function*() {
-      const model = yield* modelLayer(script)
+      const models = yield* modelLayer({ provider, model, baseUrl, script })
       yield* Effect.gen(function*() {
         const engine = yield* SessionEngine.SessionEngine
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd: process.cwd(), client: "cli" })).sessionId
         yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage: message }))
-      }).pipe(Effect.provide(engineLayer(dataDir, model, { mode })))
+      }).pipe(Effect.provide(engineLayer(dataDir, models, { mode })))
     })
 ).pipe(Command.withDescription("Run one turn: stream the agent's answer to the terminal"))
 

@@ -16,6 +16,7 @@ import type { ContextBuilder } from "../services/ContextBuilder.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import type { ToolRouter } from "../services/ToolRouter.js"
+import * as Retry from "./Retry.js"
 import type * as SessionLog from "./SessionLog.js"
 
 /** Limits and timings of turns. */
@@ -28,10 +29,18 @@ export interface TurnOptions {
   readonly toolConcurrency: number
   /** How long a call waits for the user before it is denied (default: no limit). */
   readonly approvalTimeout: Duration.DurationInput | undefined
+  /** When a model request that failed before any of its response was stored is sent again. */
+  readonly retry: Retry.Policy
 }
 
 /** The defaults of {@link TurnOptions}. */
-export const defaultOptions: TurnOptions = { maxSteps: 25, maxToolCalls: 100, toolConcurrency: 4, approvalTimeout: undefined }
+export const defaultOptions: TurnOptions = {
+  maxSteps: 25,
+  maxToolCalls: 100,
+  toolConcurrency: 4,
+  approvalTimeout: undefined,
+  retry: Retry.defaultPolicy
+}
 
 /** The services a turn runs on. */
 export interface TurnServices {

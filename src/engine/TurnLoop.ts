@@ -9,6 +9,7 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
@@ -20,6 +21,7 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
+import * as Retry from "./Retry.js"
 import * as SessionLog from "./SessionLog.js"
 import type { TurnEnv } from "./TurnEnv.js"
 import * as ToolPhase from "./ToolPhase.js"
@@ -66,42 +68,74 @@ const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefin
 const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
   usage === undefined ? completion : { ...completion, usage }
 
-/** A streamed response: its tool calls, or the provider failure that ended it. */
+/** A streamed response: its tool calls, or the provider failure that ended it and whether any of it was stored. */
 type Response =
   | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput> }
-  | { readonly _tag: "Failed"; readonly failure: ProviderFailure }
+  | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
 
 /**
  * Streams one response, storing each delta and tool call as it arrives. The post-cancel guard: once
  * cancel is requested no model output is stored, even if the provider still yields.
  */
-const respond = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.Usage | undefined>) =>
-  Effect.gen(function*() {
+const respond = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effect.Effect<Response, EventStoreFailure> =>
+  Effect.suspend(() => {
     const notCancelled: SessionLog.Guard = () => Effect.map(Ref.get(env.cancelRequested), (cancelled) => !cancelled)
     const calls: Array<ToolCallInput> = []
-    yield* env.provider.stream(request).pipe(
+    let stored = false
+    const markStored = (event: Option.Option<AgentEvent.AgentEvent>) =>
+      Effect.sync(() => {
+        stored ||= Option.isSome(event)
+      })
+    return env.provider.stream(request).pipe(
       Stream.runForEach((chunk) => {
         switch (chunk._tag) {
           case "TextDelta":
-            return chunk.text === "" ? Effect.void : env.commit({ type: "model.delta", payload: { text: chunk.text } }, notCancelled)
+            return chunk.text === ""
+              ? Effect.void
+              : env.commit({ type: "model.delta", payload: { text: chunk.text } }, notCancelled).pipe(Effect.tap(markStored))
           case "ToolCall": {
             const call = { toolCallId: chunk.toolCallId, tool: chunk.tool, args: chunk.args }
             // A call id the turn already used would make two calls indistinguishable: refuse the repeat.
             const fresh: SessionLog.Guard = (live) =>
               Effect.map(notCancelled(live), (ok) => ok && !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === call.toolCallId))
             return env.commit({ type: "model.tool_call_requested", payload: call }, fresh).pipe(
-              Effect.tap((stored) => Option.isSome(stored) ? Effect.sync(() => calls.push(call)) : Effect.void)
+              Effect.tap(markStored),
+              Effect.tap((event) => Effect.sync(() => Option.isSome(event) && calls.push(call)))
             )
           }
           case "Finish":
             return Ref.update(usage, (u) => addUsage(u, chunk.usage))
         }
-      })
+      }),
+      Effect.as<Response>({ _tag: "Answered", calls }),
+      Effect.catchTag("ProviderFailure", (failure) => Effect.succeed<Response>({ _tag: "Failed", failure, stored }))
     )
-    return { _tag: "Answered", calls } satisfies Response as Response
-  }).pipe(Effect.catchTag("ProviderFailure", (failure) => Effect.succeed<Response>({ _tag: "Failed", failure })))
+  })
 
-/** Builds the request of a step; `context.built` is stored for the first step when the runtime added anything. */
+/**
+ * Streams a response, sending the request again after a retryable failure that came before any
+ * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
+ */
+const respondWithRetry = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.Usage | undefined>) =>
+  Effect.gen(function*() {
+    const attempts = yield* Retry.start(env.options.retry)
+    for (let attempt = 1;; attempt++) {
+      const response = yield* respond(env, request, usage)
+      if (response._tag === "Answered" || response.stored) return response
+      const wait = yield* attempts.next(response.failure)
+      if (Option.isNone(wait)) return response
+      yield* Effect.logInfo("effect-agent: model request failed; retrying").pipe(
+        Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail, attempt, delayMs: wait.value })
+      )
+      yield* env.commit({ type: "model.retry", payload: { attempt, delayMs: wait.value, errorCode: response.failure.reason } })
+      yield* Effect.sleep(Duration.millis(wait.value))
+    }
+  })
+
+/**
+ * Builds the request of a step; `context.built` is stored for the first step when the runtime
+ * added anything. Returns `None` when the request would not fit the model's context window.
+ */
 const buildRequest = (env: TurnEnv, step: number) =>
   Effect.gen(function*() {
     const { state, transcript } = yield* SynchronizedRef.get(env.log.live)
@@ -118,7 +152,15 @@ const buildRequest = (env: TurnEnv, step: number) =>
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
       yield* env.commit({ type: "context.built", payload: { tokens } })
     }
-    return request
+    // The overflow preflight: a request over the context window is never sent.
+    const limit = env.provider.capabilities.maxContextTokens
+    if (tokens.total > limit) {
+      yield* Effect.logWarning("effect-agent: the context does not fit the model's window; no request sent").pipe(
+        Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: env.provider.capabilities.model })
+      )
+      return Option.none<ModelRequest>()
+    }
+    return Option.some(request)
   })
 
 /** The steps of a turn, to the completion they end with. */
@@ -126,7 +168,8 @@ const steps = (env: TurnEnv, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effe
   Effect.gen(function*() {
     for (let step = 1;; step++) {
       const request = yield* buildRequest(env, step)
-      const response = yield* respond(env, request, usage)
+      if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
+      const response = yield* respondWithRetry(env, request.value, usage)
       if (response._tag === "Failed") {
         yield* Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
           Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })

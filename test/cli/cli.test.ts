@@ -1,9 +1,10 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
+import * as WireServer from "../providers/WireServer.js"
 import { run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-"))
@@ -115,5 +116,41 @@ describe("the CLI with tools", () => {
       expectWellFormedLog(log)
       expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     }
+  })
+})
+
+describe("the CLI with real providers (against the replay server)", () => {
+  let server: WireServer.WireServer
+  beforeAll(async () => {
+    server = await WireServer.start()
+  })
+  afterAll(() => server.close())
+
+  it("--provider openai --base-url streams the recorded answer", async () => {
+    server.respond(WireServer.recording("openai", "text"))
+    const result = await run(["run", "hello", "--provider", "openai", "--base-url", `${server.url}/v1`, "--model", "gpt-test", "--data-dir", dataDir], {
+      env: { OPENAI_API_KEY: "sk-cli-test" }
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe("Hello! How can I help with your code today?\n")
+    expect(result.stderr).toContain("answering with openai gpt-test")
+    expect(server.received.at(-1)!.body.model).toBe("gpt-test")
+  })
+
+  it("picks anthropic from the environment when its key is set", async () => {
+    server.respond(WireServer.recording("anthropic", "text"))
+    const result = await run(["run", "hello", "--data-dir", dataDir], {
+      env: { ANTHROPIC_API_KEY: "sk-ant-cli-test", ANTHROPIC_BASE_URL: server.url }
+    })
+    expect(result.code).toBe(0)
+    expect(result.stdout).toBe("Hello! How can I help with your code today?\n")
+    expect(result.stderr).toContain("answering with anthropic")
+    expect(server.received.at(-1)!.path).toBe("/v1/messages")
+  })
+
+  it("a provider without its key is one clear error", async () => {
+    const result = await run(["run", "hello", "--provider", "anthropic", "--data-dir", dataDir])
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain("--provider anthropic needs ANTHROPIC_API_KEY to be set")
   })
 })

@@ -1,0 +1,52 @@
+/**
+ * The retry policy for model requests: a `Schedule` over provider failures, stepped by hand so the
+ * engine can store `model.retry {attempt, delayMs, errorCode}` before it waits, and so a vendor's
+ * `retry-after` can lengthen the wait.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as ScheduleDecision from "effect/ScheduleDecision"
+import * as ScheduleIntervals from "effect/ScheduleIntervals"
+import type { ProviderFailure } from "../domain/Errors.js"
+
+/** A retry policy: its input is the failure, so a policy may look at the reason. */
+export type Policy = Schedule.Schedule<unknown, ProviderFailure>
+
+/** Exponential backoff from 1 s, doubling, with jitter, each wait at most 30 s, at most 4 retries. */
+export const defaultPolicy: Policy = Schedule.exponential("1 second", 2).pipe(
+  Schedule.jittered,
+  Schedule.modifyDelay((_, delay) => Duration.min(delay, Duration.seconds(30))),
+  Schedule.intersect(Schedule.recurs(4))
+)
+
+/** The longest `retry-after` honoured; a server asking for longer ends the turn instead. */
+export const maxRetryAfter = Duration.minutes(2)
+
+/** A policy in use for one model request: each failure gives the next wait, or none when it is spent. */
+export interface Attempts {
+  readonly next: (failure: ProviderFailure) => Effect.Effect<Option.Option<number>>
+}
+
+/** Starts a policy. The wait is the schedule's delay, or the failure's `retry-after` when that is longer. */
+export const start = (policy: Policy): Effect.Effect<Attempts> =>
+  Effect.sync(() => {
+    let state = policy.initial
+    return {
+      next: (failure) =>
+        Effect.gen(function*() {
+          if (!failure.retryable) return Option.none()
+          if (failure.retryAfterMs !== undefined && failure.retryAfterMs > Duration.toMillis(maxRetryAfter)) return Option.none()
+          const now = yield* Clock.currentTimeMillis
+          const [next, , decision] = yield* policy.step(now, failure, state)
+          state = next
+          if (ScheduleDecision.isDone(decision)) return Option.none()
+          const delay = Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
+          return Option.some(Math.max(delay, failure.retryAfterMs ?? 0))
+        })
+    }
+  })

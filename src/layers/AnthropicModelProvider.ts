@@ -1,0 +1,255 @@
+/**
+ * A model provider on Anthropic's Messages API, streaming through the official SDK
+ * (`@anthropic-ai/sdk`). The SDK's own retries are off: the engine retries, so the log shows every
+ * attempt.
+ *
+ * @since 0.1.0
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import type {
+  ContentBlockParam,
+  MessageCreateParamsStreaming,
+  MessageParam,
+  RawMessageStreamEvent,
+  StopReason,
+  Tool
+} from "@anthropic-ai/sdk/resources/messages/messages"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import type { Usage } from "../domain/AgentEvent.js"
+import { ProviderFailure } from "../domain/Errors.js"
+import type { Message } from "../domain/Transcript.js"
+import * as ModelProvider from "../services/ModelProvider.js"
+import * as Support from "./providers/Support.js"
+
+/** Options of the Anthropic provider. */
+export interface Options {
+  readonly apiKey: Redacted.Redacted<string>
+  /** Default `claude-sonnet-5-5`. */
+  readonly model?: string | undefined
+  /** The API's address, for a proxy or a test server (default: the SDK's). */
+  readonly baseURL?: string | undefined
+  /** `max_tokens` of each request (default 8192). */
+  readonly maxOutputTokens?: number | undefined
+  /** Overrides the context window from the table of known models. */
+  readonly maxContextTokens?: number | undefined
+  /** Fail with `network` when the stream is silent this long (default 2 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/** The default model. */
+export const defaultModel = "claude-sonnet-5-5"
+
+/**
+ * Context windows of known models, by name prefix. Claude models take 200 000 tokens by default
+ * (some more, behind a beta flag); set `maxContextTokens` to use a larger window.
+ */
+export const contextWindows: ReadonlyArray<readonly [string, number]> = [["claude-", 200_000]]
+
+const isContextOverflow = (message: string) =>
+  /prompt is too long|context (window|limit|length)|exceed(s|ed)? (the )?context|too many (input )?tokens/i.test(message)
+
+/** Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. */
+export const toFailure = (error: unknown): ProviderFailure => {
+  if (error instanceof ProviderFailure) return error
+  const { headers, message, status, type } = Support.shapeOf(error)
+  const extra = {
+    cause: error,
+    ...(status === undefined ? {} : { status }),
+    ...(() => {
+      const retryAfterMs = Support.retryAfterMs(headers, Date.now())
+      return retryAfterMs === undefined ? {} : { retryAfterMs }
+    })()
+  }
+  if (error instanceof Anthropic.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)
+  if (type === "rate_limit_error") return ProviderFailure.of("rate_limited", message, extra)
+  if (type === "authentication_error" || type === "permission_error") return ProviderFailure.of("authentication", message, extra)
+  if ((type === "invalid_request_error" || status === 400 || status === 413) && isContextOverflow(message)) {
+    return ProviderFailure.of("context_overflow", message, extra)
+  }
+  if (type === "invalid_request_error" || type === "not_found_error" || type === "request_too_large") {
+    return ProviderFailure.of("invalid_request", message, extra)
+  }
+  if (type === "api_error" || type === "timeout_error") return ProviderFailure.of("server", message, extra)
+  if (status !== undefined) return ProviderFailure.of(Support.reasonOfStatus(status), message, extra)
+  return ProviderFailure.of("unknown", message, extra)
+}
+
+/** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
+export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam> => {
+  const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
+  const push = (role: "user" | "assistant", blocks: ReadonlyArray<ContentBlockParam>) => {
+    if (blocks.length === 0) return
+    const last = out.at(-1)
+    if (last?.role === role) last.content.push(...blocks)
+    else out.push({ role, content: [...blocks] })
+  }
+  for (const message of messages) {
+    switch (message.role) {
+      case "user":
+        push("user", [{ type: "text", text: message.content }])
+        break
+      case "assistant":
+        push("assistant", [
+          ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
+          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: call.tool, input: call.args }))
+        ])
+        break
+      case "tool":
+        push("user", [{ type: "tool_result", tool_use_id: message.toolCallId, content: message.content, is_error: message.isError }])
+        break
+    }
+  }
+  return out
+}
+
+/** The request body for one model request. */
+export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number): MessageCreateParamsStreaming => ({
+  model,
+  max_tokens: maxTokens,
+  stream: true,
+  ...(request.system === "" ? {} : { system: request.system }),
+  messages: toMessages(request.messages),
+  ...(request.tools.length === 0
+    ? {}
+    : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
+})
+
+const finishReason = (reason: StopReason | null): ModelProvider.FinishReason => {
+  switch (reason) {
+    case "end_turn":
+    case "stop_sequence":
+      return "stop"
+    case "tool_use":
+      return "tool_calls"
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length"
+    case "refusal":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+
+/**
+ * Maps the Messages stream to chunks: text deltas as they come, each tool call once its
+ * `input_json_delta` pieces are complete, and a finish with usage at `message_stop`.
+ */
+export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
+  Stream.suspend(() => {
+    const tools = new Map<number, { id: string; name: string; json: string }>()
+    let usage: Usage = { inputTokens: 0, outputTokens: 0 }
+    let stop: StopReason | null = null
+    return Stream.mapConcat(events, (event): ReadonlyArray<ModelProvider.ModelChunk> => {
+      switch (event.type) {
+        case "message_start": {
+          const u = event.message.usage
+          usage = {
+            inputTokens: u.input_tokens,
+            outputTokens: u.output_tokens,
+            ...(u.cache_read_input_tokens == null ? {} : { cacheReadTokens: u.cache_read_input_tokens }),
+            ...(u.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: u.cache_creation_input_tokens })
+          }
+          return []
+        }
+        case "content_block_start":
+          if (event.content_block.type === "tool_use") {
+            tools.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: "" })
+          }
+          if (event.content_block.type === "text" && event.content_block.text !== "") return [ModelProvider.textDelta(event.content_block.text)]
+          return []
+        case "content_block_delta":
+          if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
+          if (event.delta.type === "input_json_delta") {
+            const tool = tools.get(event.index)
+            if (tool !== undefined) tool.json += event.delta.partial_json
+          }
+          return []
+        case "content_block_stop": {
+          const tool = tools.get(event.index)
+          if (tool === undefined) return []
+          tools.delete(event.index)
+          return [ModelProvider.toolCall(tool.id, tool.name, Support.parseArgs(tool.json))]
+        }
+        case "message_delta":
+          stop = event.delta.stop_reason ?? stop
+          // message_delta's usage is cumulative for the response.
+          usage = {
+            ...usage,
+            outputTokens: event.usage.output_tokens,
+            ...(event.usage.input_tokens == null ? {} : { inputTokens: event.usage.input_tokens }),
+            ...(event.usage.cache_read_input_tokens == null ? {} : { cacheReadTokens: event.usage.cache_read_input_tokens }),
+            ...(event.usage.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: event.usage.cache_creation_input_tokens })
+          }
+          return []
+        case "message_stop":
+          return [ModelProvider.finish(finishReason(stop), usage)]
+        default:
+          return []
+      }
+    })
+  })
+
+/** Builds the provider. */
+export const make = (options: Options): ModelProvider.ModelProvider.Service => {
+  const model = options.model ?? defaultModel
+  const client = new Anthropic({
+    apiKey: Redacted.value(options.apiKey),
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    maxRetries: 0,
+    // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
+    timeout: 60 * 60 * 1000
+  })
+  const maxTokens = options.maxOutputTokens ?? 8192
+  return ModelProvider.ModelProvider.of({
+    capabilities: {
+      provider: "anthropic",
+      model,
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000)
+    },
+    stream: (request) =>
+      toChunks(Support.fromSdk({
+        open: (signal) => client.messages.create(toRequest(request, model, maxTokens), { signal }),
+        toFailure,
+        idleTimeout: options.idleTimeout ?? Duration.minutes(2)
+      }))
+  })
+}
+
+/** The provider as a layer. */
+export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider> =>
+  Layer.succeed(ModelProvider.ModelProvider, make(options))
+
+/**
+ * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
+ * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`.
+ */
+export const config: Config.Config<Options> = Config.all({
+  apiKey: Config.redacted("ANTHROPIC_API_KEY"),
+  model: Config.option(Config.string("ANTHROPIC_MODEL")),
+  baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL")),
+  maxOutputTokens: Config.option(Config.integer("ANTHROPIC_MAX_OUTPUT_TOKENS")),
+  maxContextTokens: Config.option(Config.integer("ANTHROPIC_MAX_CONTEXT_TOKENS"))
+}).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
+  apiKey,
+  model: Option.getOrUndefined(model),
+  baseURL: Option.getOrUndefined(baseURL),
+  maxOutputTokens: Option.getOrUndefined(maxOutputTokens),
+  maxContextTokens: Option.getOrUndefined(maxContextTokens)
+})))
+
+/** The provider from configuration, with explicit options taking precedence. */
+export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Effect.map(config, (options) => make({ ...options, ...Support.definedOnly(overrides) }))
+  )

@@ -1,0 +1,242 @@
+/**
+ * A model provider on OpenAI's Chat Completions API, streaming through the official SDK
+ * (`openai`). With `baseURL` it talks to any OpenAI-compatible server (vLLM, Ollama, LM Studio).
+ * The SDK's own retries are off: the engine retries, so the log shows every attempt.
+ *
+ * @since 0.1.0
+ */
+import OpenAI from "openai"
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool
+} from "openai/resources/chat/completions/completions"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import type { Usage } from "../domain/AgentEvent.js"
+import { ProviderFailure } from "../domain/Errors.js"
+import type { Message } from "../domain/Transcript.js"
+import * as ModelProvider from "../services/ModelProvider.js"
+import * as Support from "./providers/Support.js"
+
+/** Options of the OpenAI provider. */
+export interface Options {
+  readonly apiKey: Redacted.Redacted<string>
+  /** Default `gpt-4.1-mini`. */
+  readonly model?: string | undefined
+  /** The API's address (default: the SDK's), e.g. `http://localhost:11434/v1` for Ollama. */
+  readonly baseURL?: string | undefined
+  /** `max_completion_tokens` of each request (default: the server's). */
+  readonly maxOutputTokens?: number | undefined
+  /** Overrides the context window from the table of known models (unknown models: 128 000). */
+  readonly maxContextTokens?: number | undefined
+  /** Fail with `network` when the stream is silent this long (default 2 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/** The default model. */
+export const defaultModel = "gpt-4.1-mini"
+
+/** Context windows of known models, by name prefix (longer prefixes first). */
+export const contextWindows: ReadonlyArray<readonly [string, number]> = [
+  ["gpt-4.1", 1_047_576],
+  ["gpt-4o", 128_000],
+  ["gpt-4-turbo", 128_000],
+  ["gpt-5", 400_000],
+  ["o4-mini", 200_000],
+  ["o3", 200_000],
+  ["o1", 200_000],
+  ["gpt-3.5-turbo", 16_385]
+]
+
+const isContextOverflow = (code: string | undefined, message: string) =>
+  code === "context_length_exceeded" || /maximum context length|context (window|length)|too many tokens/i.test(message)
+
+/** Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. */
+export const toFailure = (error: unknown): ProviderFailure => {
+  if (error instanceof ProviderFailure) return error
+  const { code, headers, message, status, type } = Support.shapeOf(error)
+  const retryAfterMs = Support.retryAfterMs(headers, Date.now())
+  const extra = {
+    cause: error,
+    ...(status === undefined ? {} : { status }),
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs })
+  }
+  if (error instanceof OpenAI.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {
+    return ProviderFailure.of("context_overflow", message, extra)
+  }
+  if (status !== undefined) return ProviderFailure.of(Support.reasonOfStatus(status), message, extra)
+  // An error inside the stream has no status: its type says what happened.
+  if (type === "server_error") return ProviderFailure.of("server", message, extra)
+  if (type === "rate_limit_error" || code === "rate_limit_exceeded") return ProviderFailure.of("rate_limited", message, extra)
+  if (type === "invalid_request_error") return ProviderFailure.of("invalid_request", message, extra)
+  return ProviderFailure.of("unknown", message, extra)
+}
+
+/** The transcript in the Chat Completions shape: the system prompt first, tool results as `tool` messages. */
+export const toMessages = (system: string, messages: ReadonlyArray<Message>): Array<ChatCompletionMessageParam> => [
+  ...(system === "" ? [] : [{ role: "system" as const, content: system }]),
+  ...messages.map((message): ChatCompletionMessageParam => {
+    switch (message.role) {
+      case "user":
+        return { role: "user", content: message.content }
+      case "assistant":
+        return {
+          role: "assistant",
+          content: message.content === "" ? null : message.content,
+          ...(message.toolCalls.length === 0
+            ? {}
+            : {
+              tool_calls: message.toolCalls.map((call) => ({
+                id: call.toolCallId,
+                type: "function" as const,
+                function: { name: call.tool, arguments: JSON.stringify(call.args) }
+              }))
+            })
+        }
+      case "tool":
+        // Chat Completions has no error flag for tool results: the content says so.
+        return { role: "tool", tool_call_id: message.toolCallId, content: message.isError ? `Error: ${message.content}` : message.content }
+    }
+  })
+]
+
+/** The request body for one model request. */
+export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number | undefined): ChatCompletionCreateParamsStreaming => ({
+  model,
+  stream: true,
+  stream_options: { include_usage: true },
+  messages: toMessages(request.system, request.messages),
+  ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
+  ...(request.tools.length === 0
+    ? {}
+    : {
+      tools: request.tools.map((t): ChatCompletionTool => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.inputSchema as Record<string, unknown> }
+      }))
+    })
+})
+
+const finishReason = (reason: string | null): ModelProvider.FinishReason => {
+  switch (reason) {
+    case "stop":
+      return "stop"
+    case "tool_calls":
+    case "function_call":
+      return "tool_calls"
+    case "length":
+      return "length"
+    case "content_filter":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+
+/**
+ * Maps the Chat Completions stream to chunks: text deltas as they come; tool calls assembled from
+ * their indexed pieces and emitted, in index order, when the stream ends; then a finish with the
+ * usage the last chunk reports.
+ */
+export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
+  Stream.suspend(() => {
+    const tools = new Map<number, { id: string; name: string; args: string }>()
+    let finish: string | null = null
+    let usage: Usage | undefined
+    const body = Stream.mapConcat(chunks, (chunk): ReadonlyArray<ModelProvider.ModelChunk> => {
+      if (chunk.usage != null) {
+        const cached = chunk.usage.prompt_tokens_details?.cached_tokens
+        usage = {
+          inputTokens: chunk.usage.prompt_tokens,
+          outputTokens: chunk.usage.completion_tokens,
+          ...(cached == null ? {} : { cacheReadTokens: cached })
+        }
+      }
+      const choice = chunk.choices[0]
+      if (choice === undefined) return []
+      finish = choice.finish_reason ?? finish
+      for (const piece of choice.delta.tool_calls ?? []) {
+        const tool = tools.get(piece.index) ?? { id: "", name: "", args: "" }
+        tools.set(piece.index, {
+          id: piece.id ?? tool.id,
+          name: tool.name + (piece.function?.name ?? ""),
+          args: tool.args + (piece.function?.arguments ?? "")
+        })
+      }
+      return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
+    })
+    const end = Stream.suspend(() =>
+      Stream.fromIterable([
+        ...[...tools.entries()].sort(([a], [b]) => a - b).map(([index, t]) =>
+          ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args))
+        ),
+        ModelProvider.finish(finishReason(finish), usage)
+      ])
+    )
+    return Stream.concat(body, end)
+  })
+
+/** Builds the provider. */
+export const make = (options: Options): ModelProvider.ModelProvider.Service => {
+  const model = options.model ?? defaultModel
+  const client = new OpenAI({
+    apiKey: Redacted.value(options.apiKey),
+    ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
+    maxRetries: 0,
+    // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
+    timeout: 60 * 60 * 1000
+  })
+  return ModelProvider.ModelProvider.of({
+    capabilities: {
+      provider: "openai",
+      model,
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000)
+    },
+    stream: (request) =>
+      toChunks(Support.fromSdk({
+        open: (signal) => client.chat.completions.create(toRequest(request, model, options.maxOutputTokens), { signal }),
+        toFailure,
+        idleTimeout: options.idleTimeout ?? Duration.minutes(2)
+      }))
+  })
+}
+
+/** The provider as a layer. */
+export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider> =>
+  Layer.succeed(ModelProvider.ModelProvider, make(options))
+
+/**
+ * The options from configuration: `OPENAI_API_KEY` (required, redacted), `OPENAI_MODEL`,
+ * `OPENAI_BASE_URL`, `OPENAI_MAX_OUTPUT_TOKENS`, `OPENAI_MAX_CONTEXT_TOKENS`.
+ */
+export const config: Config.Config<Options> = Config.all({
+  apiKey: Config.redacted("OPENAI_API_KEY"),
+  model: Config.option(Config.string("OPENAI_MODEL")),
+  baseURL: Config.option(Config.string("OPENAI_BASE_URL")),
+  maxOutputTokens: Config.option(Config.integer("OPENAI_MAX_OUTPUT_TOKENS")),
+  maxContextTokens: Config.option(Config.integer("OPENAI_MAX_CONTEXT_TOKENS"))
+}).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
+  apiKey,
+  model: Option.getOrUndefined(model),
+  baseURL: Option.getOrUndefined(baseURL),
+  maxOutputTokens: Option.getOrUndefined(maxOutputTokens),
+  maxContextTokens: Option.getOrUndefined(maxContextTokens)
+})))
+
+/** The provider from configuration, with explicit options taking precedence. */
+export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Effect.map(config, (options) =>
+      make({ ...options, ...Support.definedOnly(overrides) }))
+  )

@@ -1,0 +1,119 @@
+/**
+ * What the vendor providers share: turning an SDK's streamed response into an Effect `Stream` that
+ * aborts the request when interrupted and fails when the stream stalls, and reading the status and
+ * headers of the SDKs' errors.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
+import type { Json } from "../../domain/Json.js"
+
+/**
+ * The wait a server asked for, in milliseconds: `retry-after-ms`, or `retry-after` as seconds or
+ * an HTTP date.
+ */
+export const retryAfterMs = (headers: { get(name: string): string | null } | undefined, now: number): number | undefined => {
+  const millis = headers?.get("retry-after-ms")
+  if (millis != null && Number.isFinite(Number(millis))) return Math.max(0, Math.round(Number(millis)))
+  const value = headers?.get("retry-after")
+  if (value == null || value.trim() === "") return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+}
+
+/** The failure for an HTTP status when the vendor's error type says nothing more specific. */
+export const reasonOfStatus = (status: number): ProviderFailureReason => {
+  if (status === 429) return "rate_limited"
+  if (status === 529) return "overloaded"
+  if (status === 401 || status === 403) return "authentication"
+  if (status === 408) return "network"
+  if (status >= 500) return "server"
+  if (status >= 400) return "invalid_request"
+  return "unknown"
+}
+
+/** The status, headers and vendor error type of an SDK error, whichever it has. */
+export interface ErrorShape {
+  readonly status: number | undefined
+  readonly headers: { get(name: string): string | null } | undefined
+  readonly type: string | undefined
+  readonly code: string | undefined
+  readonly message: string
+}
+
+/** Reads the parts of an SDK error both vendors' errors share. */
+export const shapeOf = (error: unknown): ErrorShape => {
+  const e = error as { status?: unknown; headers?: unknown; type?: unknown; code?: unknown; message?: unknown }
+  const headers = typeof (e?.headers as { get?: unknown } | undefined)?.get === "function"
+    ? e.headers as { get(name: string): string | null }
+    : undefined
+  return {
+    status: typeof e?.status === "number" ? e.status : undefined,
+    headers,
+    type: typeof e?.type === "string" ? e.type : undefined,
+    code: typeof e?.code === "string" ? e.code : undefined,
+    message: typeof e?.message === "string" ? e.message : String(error)
+  }
+}
+
+/** Options of {@link fromSdk}. */
+export interface StreamOptions<A> {
+  /** Starts the request; the SDK gets `signal` so interruption aborts the HTTP request. */
+  readonly open: (signal: AbortSignal) => Promise<AsyncIterable<A>>
+  /** Translates anything the SDK throws. */
+  readonly toFailure: (error: unknown) => ProviderFailure
+  /** Fail with `network` when no event arrives for this long. */
+  readonly idleTimeout: Duration.DurationInput
+}
+
+/**
+ * An SDK's streamed response as a `Stream`. Interrupting it aborts the request (the server sees the
+ * connection close); no event for `idleTimeout` fails it as a stalled stream.
+ */
+export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, ProviderFailure> =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const controller = new AbortController()
+    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+    const iterator = (yield* Effect.tryPromise({ try: () => options.open(controller.signal), catch: options.toFailure }))[Symbol.asyncIterator]()
+    // Pulled by hand rather than with Stream.fromAsyncIterable: its finalizer calls the iterator's
+    // return(), which waits behind a pending next() on a stalled connection. Aborting the request
+    // (above) is what ends a pending read.
+    return Stream.repeatEffectOption(
+      Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(options.toFailure(error)) }).pipe(
+        Effect.flatMap((result) => (result.done === true ? Effect.fail(Option.none()) : Effect.succeed(result.value)))
+      )
+    )
+  })).pipe(
+    Stream.timeoutFail(
+      () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`),
+      options.idleTimeout
+    )
+  )
+
+/** The context window of a model: the first matching prefix in a table, else a default. */
+export const contextWindow = (
+  table: ReadonlyArray<readonly [prefix: string, tokens: number]>,
+  model: string,
+  fallback: number
+): number => Option.getOrElse(Option.fromNullable(table.find(([prefix]) => model.startsWith(prefix))?.[1]), () => fallback)
+
+/** A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema to refuse. */
+export const parseArgs = (json: string): Json => {
+  if (json.trim() === "") return {}
+  try {
+    return JSON.parse(json) as Json
+  } catch {
+    return json
+  }
+}
+
+/** The fields of `overrides` that are set, to lay over options read from configuration. */
+export const definedOnly = <A extends object>(overrides: A): Partial<A> =>
+  Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as Partial<A>

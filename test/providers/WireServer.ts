@@ -1,0 +1,111 @@
+/**
+ * A local HTTP server that replays recorded vendor responses (fixtures/providers/<vendor>/*.http:
+ * a status line, headers, a blank line, the body exactly as sent), one per request, and records
+ * what it received. SSE bodies go out event by event; an SSE comment `: stall …` makes it stop
+ * sending and hold the connection open, as a stalled stream would.
+ */
+import { readFileSync } from "node:fs"
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { resolve } from "node:path"
+
+/** A request the server received. */
+export interface Received {
+  readonly method: string
+  readonly path: string
+  readonly headers: IncomingMessage["headers"]
+  readonly body: any
+}
+
+/** A recorded response. */
+interface Recording {
+  readonly status: number
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+const fixtures = resolve(import.meta.dirname, "../../fixtures/providers")
+
+/** Reads `<vendor>/<name>.http`. */
+export const recording = (vendor: "anthropic" | "openai", name: string): Recording => {
+  const text = readFileSync(resolve(fixtures, vendor, `${name}.http`), "utf8")
+  const split = text.indexOf("\n\n")
+  const [statusLine, ...headerLines] = text.slice(0, split).split("\n")
+  const status = Number(statusLine!.split(" ")[1])
+  const headers = Object.fromEntries(headerLines.map((line) => {
+    const colon = line.indexOf(":")
+    return [line.slice(0, colon).trim().toLowerCase(), line.slice(colon + 1).trim()]
+  }))
+  return { status, headers, body: text.slice(split + 2) }
+}
+
+/** A running replay server. */
+export interface WireServer {
+  readonly url: string
+  readonly received: Array<Received>
+  /** Requests whose connection the client closed before the response ended. */
+  readonly clientClosed: () => number
+  /** Queues the responses for the next requests, in order. */
+  readonly respond: (...recordings: ReadonlyArray<Recording>) => void
+  readonly close: () => Promise<void>
+}
+
+/** Starts a server on 127.0.0.1 with a free port. */
+export const start = async (): Promise<WireServer> => {
+  const queue: Array<Recording> = []
+  const received: Array<Received> = []
+  let closed = 0
+  const open = new Set<ServerResponse>()
+
+  const handle = (req: IncomingMessage, res: ServerResponse, body: string) => {
+    received.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: body === "" ? undefined : JSON.parse(body) })
+    const next = queue.shift()
+    if (next === undefined) {
+      res.writeHead(500, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "no recording queued" } }))
+      return
+    }
+    open.add(res)
+    let finished = false
+    res.on("close", () => {
+      open.delete(res)
+      if (!finished) closed++
+    })
+    res.writeHead(next.status, next.headers)
+    if (!next.headers["content-type"]?.startsWith("text/event-stream")) {
+      finished = true
+      res.end(next.body)
+      return
+    }
+    const events = next.body.split("\n\n").filter((e) => e !== "")
+    const send = (i: number) => {
+      if (i === events.length) {
+        finished = true
+        res.end()
+        return
+      }
+      // A stall: nothing more is sent, and the connection stays open until the client gives up.
+      if (events[i]!.startsWith(": stall")) return
+      res.write(events[i] + "\n\n", () => setImmediate(() => send(i + 1)))
+    }
+    send(0)
+  }
+
+  const server = createServer((req, res) => {
+    let body = ""
+    req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk)).on("end", () => handle(req, res, body))
+  })
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    received,
+    clientClosed: () => closed,
+    respond: (...recordings) => queue.push(...recordings),
+    close: () =>
+      new Promise<void>((done) => {
+        for (const res of open) res.destroy()
+        server.closeAllConnections()
+        server.close(() => done())
+      })
+  }
+}
