@@ -20,6 +20,7 @@ export {
   ApprovalNotPending,
   EventStoreFailure,
   InvalidInput,
+  NothingToResume,
   ProviderFailure,
   SessionNotFound,
   TurnInProgress

@@ -116,6 +116,15 @@ export class ApprovalNotPending extends Schema.TaggedError<ApprovalNotPending>()
   }
 }
 
+/** `resumeTurn` found no paused turn to continue in the session. */
+export class NothingToResume extends Schema.TaggedError<NothingToResume>()("NothingToResume", {
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `Session ${this.sessionId} has no paused turn to resume`
+  }
+}
+
 /** An engine operation was called with input that cannot be accepted; nothing was stored. */
 export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
   field: Schema.String,

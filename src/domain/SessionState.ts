@@ -22,6 +22,8 @@ export interface OpenToolCall {
   readonly args: Json
   readonly status: ToolCallStatus
   readonly risk?: Risk
+  /** Who made the last permission decision, for a denial's message. */
+  readonly decidedBy?: "policy" | "user"
 }
 
 /** The turn that has started and not completed. */
@@ -143,7 +145,7 @@ const reduceToolEvent = (
         return fail(event, "the user resolved a call the policy had not asked about")
       }
       const status: ToolCallStatus = decision === "ask" ? "awaiting_approval" : decision === "allow" ? "allowed" : "denied"
-      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status })))
+      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status, decidedBy: actor })))
     }
     case "tool.started":
       return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "running" })))
@@ -246,3 +248,10 @@ export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState
 /** The calls of the open turn that wait for the user's decision. */
 export const pendingApprovals = (state: SessionState): ReadonlyArray<OpenToolCall> =>
   state.openTurn?.toolCalls.filter((c) => c.status === "awaiting_approval") ?? []
+
+/**
+ * Whether the open turn is paused: a call waits for the user, or the user answered and the turn
+ * has not gone on yet. A paused turn is not a crash — it waits to be resumed.
+ */
+export const isPaused = (state: SessionState): boolean =>
+  state.openTurn?.toolCalls.some((c) => c.status === "awaiting_approval" || (c.decidedBy === "user" && (c.status === "allowed" || c.status === "denied"))) === true

@@ -22,7 +22,14 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { ApprovalNotPending, EventStoreFailure, InvalidInput, SessionNotFound, TurnInProgress } from "../domain/Errors.js"
+import {
+  ApprovalNotPending,
+  EventStoreFailure,
+  InvalidInput,
+  NothingToResume,
+  SessionNotFound,
+  TurnInProgress
+} from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import { AgentHooks } from "../services/AgentHooks.js"
@@ -31,7 +38,7 @@ import { EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
-import { ToolRouter } from "../services/ToolRouter.js"
+import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as SessionLog from "./SessionLog.js"
 import * as TurnEnv from "./TurnEnv.js"
 import * as TurnLoop from "./TurnLoop.js"
@@ -98,7 +105,18 @@ export declare namespace SessionEngine {
     ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput>
     /** The calls of the session's open turn waiting for the user's decision. */
     readonly pendingApprovals: (input: SessionInput) => Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>, EventStoreFailure | SessionNotFound>
-    /** Cancels the running turn and waits until it has ended. Never fails; does nothing when no turn runs. */
+    /**
+     * Continues the turn the log holds paused — its process stopped while a call waited for the
+     * user — as a stream of its remaining events, from the log alone. Answer the waiting calls with
+     * `resolvePermission` before or after. Fails `NothingToResume` when no turn is paused.
+     */
+    readonly resumeTurn: (
+      input: SessionInput
+    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | NothingToResume>
+    /**
+     * Cancels the running turn and waits until it has ended; a turn paused in the log is closed as
+     * cancelled. Never fails; does nothing when no turn runs.
+     */
     readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
@@ -206,17 +224,55 @@ export const make = (
         return Ref.set(active.value.cancelRequested, true).pipe(Effect.zipRight(Fiber.interrupt(active.value.fiber)), Effect.asVoid)
       })
 
-    const startTurn = (log: SessionLog.SessionLog, userMessage: string) =>
+    /**
+     * Runs `write` holding the session's control lock while no driver runs: the writes made without
+     * a driver (an answer given to a paused turn, cancelling one) can never interleave with a turn.
+     */
+    const withoutDriver = <A, E>(log: SessionLog.SessionLog, write: Effect.Effect<A, E>) =>
+      log.control.withPermits(1)(Effect.gen(function*() {
+        const active = yield* Ref.get(log.active)
+        if (Option.isSome(active)) return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })
+        return yield* write
+      }))
+
+    /** What a driver runs: the turn it owns, and its work once the turn's environment exists. */
+    interface Plan {
+      readonly turnId: string
+      readonly run: (env: TurnEnv.TurnEnv) => Effect.Effect<void, EventStoreFailure>
+    }
+
+    /** A new turn; a turn paused in the log must be finished first. */
+    const planNew = (log: SessionLog.SessionLog, userMessage: string): Effect.Effect<Plan, TurnInProgress> =>
       Effect.gen(function*() {
-        const turnId = yield* ids.next("turn")
+        const { state } = yield* SynchronizedRef.get(log.live)
+        if (state.openTurn !== undefined && SessionState.isPaused(state)) {
+          return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: state.openTurn.turnId })
+        }
+        return { turnId: yield* ids.next("turn"), run: (env) => TurnLoop.drive(env, userMessage, closeDangling(log)) }
+      })
+
+    /** The paused turn in the log. A turn left open by a crash is repaired instead: there is then nothing to resume. */
+    const planResume = (log: SessionLog.SessionLog): Effect.Effect<Plan, NothingToResume | EventStoreFailure> =>
+      Effect.gen(function*() {
+        const { state } = yield* SynchronizedRef.get(log.live)
+        const open = state.openTurn
+        if (open !== undefined && !SessionState.isPaused(state)) yield* closeDangling(log)
+        if (open === undefined || !SessionState.isPaused(state)) return yield* new NothingToResume({ sessionId: log.sessionId })
+        // Waits are registered before the driver starts, so an answer given right away is never lost.
+        for (const call of SessionState.pendingApprovals(state)) {
+          yield* Ref.update(log.approvals, HashMap.set(call.toolCallId, yield* Deferred.make<SessionLog.UserDecision>()))
+        }
+        return { turnId: open.turnId, run: TurnLoop.resume }
+      })
+
+    /** Claims the session for a driver and starts it, under the control lock; one driver per session. */
+    const startTurn = <E>(log: SessionLog.SessionLog, plan: Effect.Effect<Plan, E>) =>
+      Effect.gen(function*() {
+        const active = yield* Ref.get(log.active)
+        if (Option.isSome(active)) return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })
+        const { run, turnId } = yield* plan
         const mailbox = yield* Mailbox.make<AgentEvent.AgentEvent, EventStoreFailure>()
         const cancelRequested = yield* Ref.make(false)
-        const claimed = yield* Ref.modify(log.active, (active): [Option.Option<TurnInProgress>, Option.Option<SessionLog.ActiveTurn>] =>
-          Option.isSome(active)
-            ? [Option.some(new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })), active]
-            : [Option.none(), active])
-        if (Option.isSome(claimed)) return yield* claimed.value
-        // The slot is claimed by forking the driver and recording it in one uninterruptible step.
         const started = yield* Deferred.make<void>()
         const emit = (event: AgentEvent.AgentEvent) => mailbox.offer(event)
         const env: TurnEnv.TurnEnv = {
@@ -228,7 +284,7 @@ export const make = (
           commit: (draft, guard) => SessionLog.commit(ports, log, turnId, draft, emit, guard)
         }
         const driver = Deferred.await(started).pipe(
-          Effect.zipRight(TurnLoop.drive(env, userMessage, closeDangling(log))),
+          Effect.zipRight(run(env)),
           Effect.onExit((exit) =>
             Effect.gen(function*() {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
@@ -245,27 +301,47 @@ export const make = (
         yield* Ref.set(log.active, Option.some({ turnId, cancelRequested, fiber }))
         yield* Deferred.succeed(started, undefined)
         return { turnId, mailbox }
-      }).pipe(Effect.uninterruptible)
+      }).pipe(Effect.uninterruptible, log.control.withPermits(1))
 
-    const runTurn = (input: RunTurnInput) =>
+    /** A driver's events as a stream; the consumer going away cancels the turn. */
+    const streamOf = <E>(sessionId: string, start: (log: SessionLog.SessionLog) => Effect.Effect<{ readonly turnId: string; readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure> }, E>) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        if (input.userMessage.trim() === "") {
-          return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
-        }
-        const log = yield* sessionLog(input.sessionId)
-        const { mailbox, turnId } = yield* startTurn(log, input.userMessage)
+        const log = yield* sessionLog(sessionId)
+        const { mailbox, turnId } = yield* start(log)
         // The consumer going away (interruption, an early exit) cancels the turn; the driver then
         // stores turn.completed {cancelled} before this finalizer returns.
         yield* Effect.addFinalizer(() => cancelActive(log, turnId))
         return Mailbox.toStream(mailbox)
-      })).pipe(Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } }))
+      }))
+
+    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
+      streamOf<InvalidInput | TurnInProgress>(input.sessionId, (log) =>
+        input.userMessage.trim() === ""
+          ? Effect.fail(new InvalidInput({ field: "userMessage", detail: "must not be empty" }))
+          : startTurn(log, planNew(log, input.userMessage))).pipe(
+          Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
+        )
+
+    const resumeTurn = (input: SessionInput) =>
+      streamOf(input.sessionId, (log) => startTurn(log, planResume(log))).pipe(
+        Stream.withSpan("SessionEngine.resumeTurn", { attributes: { sessionId: input.sessionId } })
+      )
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
-      // Only a loaded session can have a running turn; never load one just to cancel nothing.
-      const loading = yield* Effect.sync(() => loaded.get(input.sessionId))
-      if (loading === undefined) return
-      const log = yield* Deferred.poll(loading).pipe(Effect.flatMap((done) => Option.isSome(done) ? Effect.option(done.value) : Effect.succeed(Option.none())))
-      if (Option.isSome(log)) yield* cancelActive(log.value, input.turnId)
+      const loaded = yield* Effect.option(sessionLog(input.sessionId))
+      if (Option.isNone(loaded)) return
+      const log = loaded.value
+      if (Option.isSome(yield* Ref.get(log.active))) return yield* cancelActive(log, input.turnId)
+      // No driver: a turn paused in the log (its process stopped while waiting) is closed as cancelled.
+      yield* withoutDriver(log, Effect.gen(function*() {
+        const { state } = yield* SynchronizedRef.get(log.live)
+        const open = state.openTurn
+        if (open === undefined || !SessionState.isPaused(state) || (input.turnId !== undefined && input.turnId !== open.turnId)) return
+        yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "cancelled" }, () => Effect.void)
+      })).pipe(
+        Effect.catchTag("TurnInProgress", () => cancelActive(log, input.turnId)),
+        Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store the cancellation of a paused turn", e))
+      )
     })
 
     const replaySession = (input: SessionInput) =>
@@ -280,19 +356,38 @@ export const make = (
 
     const pendingApprovals = (input: SessionInput) => Effect.map(sessionState(input), SessionState.pendingApprovals)
 
+    /** What an "always" answer covers: the router's scope for the call, else the tool. */
+    const scopeOf = (call: ToolCallInput, cwd: string): Effect.Effect<string> =>
+      services.tools === undefined
+        ? Effect.succeed(call.tool)
+        : services.tools.prepare(call, cwd).pipe(Effect.map((prepared) => prepared.scope), Effect.orElseSucceed(() => call.tool))
+
     const resolvePermission = Effect.fn("SessionEngine.resolvePermission")(function*(input: ResolvePermissionInput) {
       if (input.decision !== "allow" && input.decision !== "deny") {
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
-      const log = yield* sessionLog(input.sessionId)
-      const waiting = HashMap.get(yield* Ref.get(log.approvals), input.toolCallId)
-      if (Option.isNone(waiting)) return yield* new ApprovalNotPending({ sessionId: input.sessionId, toolCallId: input.toolCallId })
-      yield* Deferred.succeed(waiting.value, { decision: input.decision, remember: input.remember === true })
+      const { sessionId, toolCallId } = input
+      const log = yield* sessionLog(sessionId)
+      const answer = { decision: input.decision, remember: input.remember === true }
+      const waiting = HashMap.get(yield* Ref.get(log.approvals), toolCallId)
+      if (Option.isSome(waiting) && (yield* Deferred.succeed(waiting.value, answer))) return
+      // No driver waits: the turn may be paused in the log. The answer is stored now; resumeTurn goes on from it.
+      yield* withoutDriver(log, Effect.gen(function*() {
+        const { state } = yield* SynchronizedRef.get(log.live)
+        const call = SessionState.pendingApprovals(state).find((c) => c.toolCallId === toolCallId)
+        if (call === undefined || state.openTurn === undefined) return yield* new ApprovalNotPending({ sessionId, toolCallId })
+        const scope = answer.remember ? yield* scopeOf({ toolCallId, tool: call.tool, args: call.args }, state.cwd) : undefined
+        yield* SessionLog.commit(ports, log, state.openTurn.turnId, {
+          type: "permission.resolved",
+          payload: { toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) }
+        }, () => Effect.void)
+      })).pipe(Effect.catchTag("TurnInProgress", () => new ApprovalNotPending({ sessionId, toolCallId })))
     })
 
     return SessionEngine.of({
       createSession,
       runTurn,
+      resumeTurn,
       cancelTurn,
       replaySession,
       resolvePermission,

@@ -52,6 +52,8 @@ export interface SessionLog {
   readonly danglingReason: Ref.Ref<string>
   /** Calls the running driver is waiting on, by tool call id: completing one hands it the user's answer. */
   readonly approvals: Ref.Ref<HashMap.HashMap<string, Deferred.Deferred<UserDecision>>>
+  /** Held to start a driver, and by the few writes made without one, so the two never overlap. */
+  readonly control: Effect.Semaphore
 }
 
 /** The services a commit needs. */
@@ -66,7 +68,8 @@ export const make = (live: Live): Effect.Effect<SessionLog> =>
     live: SynchronizedRef.make(live),
     active: Ref.make(Option.none<ActiveTurn>()),
     danglingReason: Ref.make("interrupted"),
-    approvals: Ref.make(HashMap.empty<string, Deferred.Deferred<UserDecision>>())
+    approvals: Ref.make(HashMap.empty<string, Deferred.Deferred<UserDecision>>()),
+    control: Effect.makeSemaphore(1)
   }).pipe(Effect.map((refs) => ({ sessionId: live.state.sessionId, ...refs })))
 
 /** The live view of a replayed log. */

@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import type * as SessionLog from "./SessionLog.js"
@@ -46,7 +47,9 @@ const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either
  */
 const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
   Effect.gen(function*() {
-    const answer = yield* Deferred.make<SessionLog.UserDecision>()
+    // A resumed turn registered its waits before it started; a fresh ask registers here.
+    const registered = HashMap.get(yield* Ref.get(env.log.approvals), toolCallId)
+    const answer = Option.isSome(registered) ? registered.value : yield* Deferred.make<SessionLog.UserDecision>()
     const timeout = env.options.approvalTimeout
     const wait = timeout === undefined
       ? Effect.map(Deferred.await(answer), Option.some)
@@ -58,11 +61,37 @@ const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unkno
     )
   })
 
-/** Decides a call: the policy, then, when it asks, the user. Returns whether the call may run. */
-const decide = (env: TurnEnv, call: PreparedCall): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+/** Where a call's decision starts: fresh, after `permission.requested` was stored, or waiting for the user. */
+type DecideFrom = "requested" | "permission_pending" | "awaiting_approval"
+
+/** Waits for the user's answer to a paused call, then stores it. */
+const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
   Effect.gen(function*() {
     const { toolCallId } = call
-    yield* env.commit({ type: "permission.requested", payload: { toolCallId, tool: call.tool, risk: call.risk } })
+    const answer = yield* askUser(env, toolCallId, storeAsk)
+    if (Option.isNone(answer)) {
+      yield* env.commit({ type: "permission.resolved", payload: { toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" } })
+      return Either.left("Permission denied: nobody approved the call in time.")
+    }
+    const { decision, remember } = answer.value
+    yield* env.commit({
+      type: "permission.resolved",
+      payload: { toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }
+    })
+    return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
+  })
+
+/**
+ * Decides a call: the policy, then, when it asks, the user. Returns whether the call may run. A
+ * call resumed after a restart picks up where its decision stopped.
+ */
+const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const { toolCallId } = call
+    if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
+    if (from === "requested") {
+      yield* env.commit({ type: "permission.requested", payload: { toolCallId, tool: call.tool, risk: call.risk } })
+    }
     const { state } = yield* SynchronizedRef.get(env.log.live)
     const policy: PermissionDecision = yield* env.permissions.decide({
       sessionId: state.sessionId,
@@ -74,23 +103,11 @@ const decide = (env: TurnEnv, call: PreparedCall): Effect.Effect<Either.Either<v
       type: "permission.resolved",
       payload: { toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" }
     })
-    if (policy.decision !== "ask") {
-      yield* resolved
-      return policy.decision === "allow"
-        ? Either.void
-        : Either.left(`Permission denied by policy "${policy.policy}"${policy.reason === undefined ? "" : `: ${policy.reason}`}.`)
-    }
-    const answer = yield* askUser(env, toolCallId, resolved)
-    if (Option.isNone(answer)) {
-      yield* env.commit({ type: "permission.resolved", payload: { toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" } })
-      return Either.left("Permission denied: nobody approved the call in time.")
-    }
-    const { decision, remember } = answer.value
-    yield* env.commit({
-      type: "permission.resolved",
-      payload: { toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }
-    })
-    return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
+    if (policy.decision === "ask") return yield* userDecision(env, call, resolved)
+    yield* resolved
+    return policy.decision === "allow"
+      ? Either.void
+      : Either.left(`Permission denied by policy "${policy.policy}"${policy.reason === undefined ? "" : `: ${policy.reason}`}.`)
   })
 
 /** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
@@ -146,28 +163,49 @@ const blockedBy = (env: TurnEnv, call: PreparedCall): Effect.Effect<Option.Optio
       )
     )
 
+/** A call of the current step, with how far it got. */
+export interface StepCall {
+  readonly call: ToolCallInput
+  readonly status: OpenToolCall["status"]
+  readonly decidedBy?: OpenToolCall["decidedBy"]
+}
+
 /**
- * Runs the tool calls of one model response to their end. The running calls live in a scope of
- * this phase: interrupting the phase (a cancel) interrupts them and waits until they are stopped,
- * before the turn closes them.
+ * Runs the tool calls of one model response to their end — or, when a paused turn is resumed in a
+ * new process, the calls it left open, each from where it stopped: a call that was running is
+ * closed `interrupted` (whether it finished is unknown), an answered one runs or ends denied, a
+ * waiting one waits for the user again, and undecided ones are decided.
+ *
+ * The running calls live in a scope of this phase: interrupting the phase (a cancel) interrupts
+ * them and waits until they are stopped, before the turn closes them.
  */
-export const run = (env: TurnEnv, calls: ReadonlyArray<ToolCallInput>): Effect.Effect<void, EventStoreFailure> =>
+export const run = (env: TurnEnv, calls: ReadonlyArray<StepCall>): Effect.Effect<void, EventStoreFailure> =>
   Effect.scoped(Effect.gen(function*() {
     const permits = Math.max(1, env.options.toolConcurrency)
     const slots = yield* Effect.makeSemaphore(permits)
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
-    for (const call of calls) {
+    for (const { call, decidedBy, status } of calls) {
+      if (status === "running") {
+        yield* toolFailed(env, call.toolCallId, "interrupted", "The call was running when the agent stopped; it may or may not have finished.")
+        continue
+      }
+      if (status === "denied") {
+        yield* toolFailed(env, call.toolCallId, "permission_denied", decidedBy === "user" ? "Permission denied by the user." : "Permission denied.")
+        continue
+      }
       const prepared = yield* prepare(env, call)
       if (Either.isLeft(prepared)) {
         yield* toolFailed(env, call.toolCallId, prepared.left.errorCode, prepared.left.message)
         continue
       }
-      const blocked = yield* blockedBy(env, prepared.right)
-      if (Option.isSome(blocked)) {
-        yield* toolFailed(env, call.toolCallId, "blocked", `The call was blocked: ${blocked.value}.`)
-        continue
+      if (status === "requested") {
+        const blocked = yield* blockedBy(env, prepared.right)
+        if (Option.isSome(blocked)) {
+          yield* toolFailed(env, call.toolCallId, "blocked", `The call was blocked: ${blocked.value}.`)
+          continue
+        }
       }
-      const allowed = yield* decide(env, prepared.right)
+      const allowed = status === "allowed" ? Either.void : yield* decide(env, prepared.right, status)
       if (Either.isLeft(allowed)) {
         yield* toolFailed(env, call.toolCallId, "permission_denied", allowed.left)
         continue

@@ -17,6 +17,7 @@ import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
+import * as SessionState from "../domain/SessionState.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
@@ -163,10 +164,33 @@ const buildRequest = (env: TurnEnv, step: number) =>
     return Option.some(request)
   })
 
-/** The steps of a turn, to the completion they end with. */
-const steps = (env: TurnEnv, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effect.Effect<Completion, EventStoreFailure> =>
+const shouldStop = (env: TurnEnv) =>
+  env.hooks.shouldStopAfterStep === undefined
+    ? Effect.succeed(false)
+    : Effect.flatMap(SynchronizedRef.get(env.log.live), ({ state }) =>
+      env.hooks.shouldStopAfterStep!(state).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("effect-agent: shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
+      ))
+
+/**
+ * The steps of a turn, to the completion they end with: the tool calls still open (a resumed
+ * turn's), then model requests and their tool calls until a response asks for no tools.
+ * `stepsDone` counts the model requests the turn already made, for `maxSteps`.
+ */
+const steps = (
+  env: TurnEnv,
+  usage: Ref.Ref<AgentEvent.Usage | undefined>,
+  open: ReadonlyArray<ToolPhase.StepCall>,
+  stepsDone: number
+): Effect.Effect<Completion, EventStoreFailure> =>
   Effect.gen(function*() {
-    for (let step = 1;; step++) {
+    let calls = open
+    for (let step = stepsDone;;) {
+      if (calls.length > 0) {
+        yield* ToolPhase.run(env, calls)
+        if (yield* shouldStop(env)) return { stopReason: "final" }
+      }
+      step++
       const request = yield* buildRequest(env, step)
       if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
       const response = yield* respondWithRetry(env, request.value, usage)
@@ -182,15 +206,37 @@ const steps = (env: TurnEnv, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effe
       if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
         return { stopReason: "error", errorCode: "max_steps" }
       }
-      yield* ToolPhase.run(env, response.calls)
-      if (env.hooks.shouldStopAfterStep !== undefined) {
-        const { state: after } = yield* SynchronizedRef.get(env.log.live)
-        const stop = yield* env.hooks.shouldStopAfterStep(after).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("effect-agent: shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
-        )
-        if (stop) return { stopReason: "final" }
-      }
+      calls = response.calls.map((call) => ({ call, status: "requested" as const }))
     }
+  })
+
+/**
+ * Ends a turn from how its steps ended. Interrupted with no cancel requested — the engine is
+ * shutting down — a turn waiting for the user stays paused in the log, to be resumed by any
+ * process; only the calls the shutdown cut short are closed, as `interrupted`.
+ */
+const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, usage: AgentEvent.Usage | undefined) =>
+  Effect.gen(function*() {
+    const { emit, log, ports, turnId } = env
+    if (Exit.isSuccess(exit)) return yield* closeTurn(ports, log, turnId, withUsage(exit.value, usage), emit)
+    const storeFailure = Cause.failureOption(exit.cause)
+    if (Option.isSome(storeFailure)) return yield* storeFailure.value
+    if (Cause.isInterruptedOnly(exit.cause)) {
+      const { state } = yield* SynchronizedRef.get(log.live)
+      if (!(yield* Ref.get(env.cancelRequested)) && SessionState.isPaused(state)) {
+        for (const call of state.openTurn?.toolCalls.filter((c) => c.status === "running") ?? []) {
+          yield* env.commit({
+            type: "tool.failed",
+            payload: { toolCallId: call.toolCallId, errorCode: "interrupted", message: "The call was stopped when the agent shut down." }
+          })
+        }
+        return
+      }
+      return yield* closeTurn(ports, log, turnId, withUsage({ stopReason: "cancelled" }, usage), emit)
+    }
+    // A defect in the turn's work: logged with its cause, never written into an event.
+    yield* Effect.logError("effect-agent: the turn failed unexpectedly", exit.cause)
+    return yield* closeTurn(ports, log, turnId, withUsage({ stopReason: "error", errorCode: "internal_error" }, usage), emit)
   })
 
 /**
@@ -200,21 +246,31 @@ const steps = (env: TurnEnv, usage: Ref.Ref<AgentEvent.Usage | undefined>): Effe
 export const drive = (env: TurnEnv, userMessage: string, beforeStart: Effect.Effect<void, EventStoreFailure>): Effect.Effect<void, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const { emit, log, ports, turnId } = env
       yield* beforeStart
       yield* env.commit({ type: "turn.started", payload: { promptPreview: AgentEvent.promptPreview(userMessage) } })
       yield* env.commit({ type: "user.message", payload: { content: userMessage } })
       const usage = yield* Ref.make<AgentEvent.Usage | undefined>(undefined)
-      const exit = yield* Effect.exit(restore(steps(env, usage)))
-      const used = yield* Ref.get(usage)
-      if (Exit.isSuccess(exit)) return yield* closeTurn(ports, log, turnId, withUsage(exit.value, used), emit)
-      const storeFailure = Cause.failureOption(exit.cause)
-      if (Option.isSome(storeFailure)) return yield* storeFailure.value
-      if (Cause.isInterruptedOnly(exit.cause)) {
-        return yield* closeTurn(ports, log, turnId, withUsage({ stopReason: "cancelled" }, used), emit)
-      }
-      // A defect in the turn's work: logged with its cause, never written into an event.
-      yield* Effect.logError("effect-agent: the turn failed unexpectedly", exit.cause)
-      return yield* closeTurn(ports, log, turnId, withUsage({ stopReason: "error", errorCode: "internal_error" }, used), emit)
+      const exit = yield* Effect.exit(restore(steps(env, usage, [], 0)))
+      return yield* finish(env, exit, yield* Ref.get(usage))
+    })
+  )
+
+/**
+ * Continues the paused turn the log holds open: its open calls from where they stopped, then the
+ * usual steps. Usage counts from here: what the turn used before the pause was never stored.
+ */
+export const resume = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const { state, transcript } = yield* SynchronizedRef.get(env.log.live)
+      const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, tool, toolCallId }): ToolPhase.StepCall => ({
+        call: { toolCallId, tool, args },
+        status,
+        ...(decidedBy === undefined ? {} : { decidedBy })
+      }))
+      const stepsDone = transcript.entries.filter((e) => e.role === "assistant" && e.turnId === env.turnId).length
+      const usage = yield* Ref.make<AgentEvent.Usage | undefined>(undefined)
+      const exit = yield* Effect.exit(restore(steps(env, usage, open, stepsDone)))
+      return yield* finish(env, exit, yield* Ref.get(usage))
     })
   )

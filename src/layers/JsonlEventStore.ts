@@ -5,13 +5,15 @@
  * A file begins with a header line naming the log format and its version, then holds one event
  * per line. Appends to one session are serialized and refuse a sequence that is not last + 1. A
  * torn last line (a crash mid-write) is skipped or refused by the `recovery` mode; a corrupt line
- * anywhere else always fails, naming the file and the line.
+ * anywhere else always fails, naming the file and the line. Logs of older format versions are read
+ * through the migrations of `LogFormat`, and upgraded (atomically, the original kept beside it) on
+ * their first append. Listing reads an index kept in `<dataDir>/index.json`, not the logs.
  *
  * @since 0.1.0
  */
+import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import type { PlatformError } from "@effect/platform/Error"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -19,8 +21,11 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
+import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
 import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as LogLines from "./jsonl/LogLines.js"
+import * as SessionIndex from "./jsonl/SessionIndex.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
 export type Recovery = "skip-trailing-partial" | "strict"
@@ -36,19 +41,19 @@ export interface Options {
 }
 
 /** The header line's format name. */
-export const formatName = "effect-agent/events"
+export const formatName = LogLines.formatName
 /** The log format version this store writes. */
-export const formatVersion = 1
-
-const headerLine = JSON.stringify({ format: formatName, version: formatVersion })
+export const formatVersion = LogFormat.currentVersion
 
 const encoder = new TextEncoder()
 const newline = 0x0a
 
+/** What the store knows of a log's end, to append without reading it all. */
 interface Tail {
   readonly lastSequence: number
-  /** File size in bytes, used to notice a file changed behind the cache's back. */
+  /** File size in bytes (-1: no file), used to notice a file changed behind the cache's back. */
   readonly size: number
+  readonly version: number
 }
 
 const failureReason = (error: PlatformError): EventStoreFailureReason => {
@@ -59,12 +64,8 @@ const failureReason = (error: PlatformError): EventStoreFailureReason => {
   return "unavailable"
 }
 
-const fromPlatform = (
-  operation: EventStoreFailure["operation"],
-  path: string,
-  sessionId?: string
-) =>
-(error: PlatformError) =>
+/** Translates a file system error, naming the path it concerns. */
+export const fromPlatform = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: PlatformError) =>
   new EventStoreFailure({
     reason: failureReason(error),
     operation,
@@ -73,41 +74,6 @@ const fromPlatform = (
     cause: error,
     ...(sessionId === undefined ? {} : { sessionId })
   })
-
-/** A line of a file, with its 1-based number and whether a newline ended it. */
-interface Line {
-  readonly text: string
-  readonly number: number
-  readonly terminated: boolean
-}
-
-const linesOf = <E>(bytes: Stream.Stream<Uint8Array, E>): Stream.Stream<Line, E> =>
-  Stream.suspend(() => {
-    let rest = ""
-    let number = 0
-    return bytes.pipe(
-      Stream.decodeText(),
-      Stream.mapConcat((text) => {
-        const parts = (rest + text).split("\n")
-        rest = parts.pop()!
-        return parts.map((part) => ({ text: part, number: ++number, terminated: true }))
-      }),
-      Stream.concat(Stream.suspend(() => rest === "" ? Stream.empty : Stream.make({ text: rest, number: ++number, terminated: false })))
-    )
-  })
-
-const parseHeader = (text: string): Option.Option<number> => {
-  try {
-    const value = JSON.parse(text) as unknown
-    if (typeof value === "object" && value !== null && (value as { format?: unknown }).format === formatName) {
-      const version = (value as { version?: unknown }).version
-      return typeof version === "number" ? Option.some(version) : Option.none()
-    }
-  } catch {
-    // not JSON: not a header
-  }
-  return Option.none()
-}
 
 /** Builds a JSONL store. */
 export const make = (options: Options): Effect.Effect<EventStore.Service, never, FileSystem.FileSystem | Path.Path> =>
@@ -131,27 +97,28 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       })
 
     const corrupt = (file: string, sessionId: string, line: number | undefined, detail: string, reason: EventStoreFailureReason = "corrupt") =>
-      new EventStoreFailure({
-        reason,
-        operation: "read",
-        sessionId,
-        path: file,
-        detail,
-        ...(line === undefined ? {} : { line })
-      })
+      new EventStoreFailure({ reason, operation: "read", sessionId, path: file, detail, ...(line === undefined ? {} : { line }) })
+
+    /** Reads up to `length` bytes of an open file from `offset`. */
+    const readAt = (handle: FileSystem.File, offset: number, length: number) =>
+      Effect.zipRight(handle.seek(offset, "start"), handle.readAlloc(length)).pipe(Effect.map(Option.getOrElse(() => new Uint8Array())))
 
     /**
-     * Finds the last complete line of a file by reading backwards from its end, so the first
-     * append to a long log does not read all of it. Cuts off a torn tail in skip mode.
+     * Finds a log's version (its first line) and its last complete line by reading backwards from
+     * the end, so the first append to a long log does not read all of it. Cuts off a torn tail in
+     * skip mode.
      */
     const scanTail = (sessionId: string, file: string): Effect.Effect<Tail, EventStoreFailure> =>
       Effect.scoped(Effect.gen(function*() {
         const handle = yield* fs.open(file, { flag: "r" })
         const size = Number((yield* handle.stat).size)
+        if (size === 0) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
+        const head = yield* readAt(handle, 0, Math.min(size, 64 * 1024))
+        const firstEnd = head.indexOf(newline)
+        const version = firstEnd === -1 ? Option.none() : LogLines.versionOf(new TextDecoder().decode(head.subarray(0, firstEnd)))
         let window = Math.min(size, 64 * 1024)
         while (true) {
-          yield* handle.seek(size - window, "start")
-          const bytes = Option.getOrElse(yield* handle.readAlloc(window), () => new Uint8Array())
+          const bytes = yield* readAt(handle, size - window, window)
           const lastNewline = bytes.lastIndexOf(newline)
           const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
           if ((lastNewline === -1 || previousNewline === -1) && window < size) {
@@ -168,19 +135,20 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             )
             yield* fs.truncate(file, validSize)
           }
-          if (lastNewline === -1) return { lastSequence: 0, size: 0 }
+          if (lastNewline === -1) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
+          if (Option.isNone(version)) return yield* corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
           const text = new TextDecoder().decode(bytes.subarray(previousNewline + 1, lastNewline))
-          if (Option.isSome(parseHeader(text))) return { lastSequence: 0, size: validSize }
-          const event = AgentEvent.decodeJson(text)
-          if (Either.isLeft(event)) {
-            return yield* corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
-          }
-          return { lastSequence: event.right.sequence, size: validSize }
+          if (validSize === firstEnd + 1 && LogLines.isHeader(text)) return { lastSequence: 0, size: validSize, version: version.value }
+          const event = LogLines.decodeEvent(text, version.value)
+          if (Either.isLeft(event)) return yield* corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
+          return { lastSequence: event.right.sequence, size: validSize, version: version.value }
         }
       })).pipe(
         Effect.catchTag("BadArgument", (e) => Effect.die(e)),
         Effect.catchTag("SystemError", (e) =>
-          e.reason === "NotFound" ? Effect.succeed({ lastSequence: 0, size: -1 }) : Effect.fail(fromPlatform("append", file, sessionId)(e)))
+          e.reason === "NotFound"
+            ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
+            : Effect.fail(fromPlatform("append", file, sessionId)(e)))
       )
 
     const tailOf = (sessionId: string, file: string) =>
@@ -198,12 +166,29 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         return yield* scanTail(sessionId, file)
       })
 
-    const write = (file: string, data: Uint8Array) =>
+    const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
       Effect.scoped(Effect.gen(function*() {
-        const handle = yield* fs.open(file, { flag: "a" })
+        const handle = yield* fs.open(file, { flag })
         yield* handle.writeAll(data)
         if (options.fsync === true) yield* handle.sync
       }))
+
+    /**
+     * Rewrites a log of an older version in the current one before its first append: every event
+     * migrated, nothing dropped. The new file replaces the old by a rename, so the path always holds
+     * one whole log; the original is kept as `<file>.v<version>`.
+     */
+    const upgrade = (sessionId: string, file: string, version: number) =>
+      Effect.gen(function*() {
+        const events = yield* Stream.runCollect(readFile(sessionId, file))
+        const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
+        const temporary = `${file}.upgrade`
+        yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
+        yield* fs.copyFile(file, `${file}.v${version}`).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
+        yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
+        yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
+        return yield* scanTail(sessionId, file)
+      })
 
     const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
       const file = fileOf(event.sessionId)
@@ -214,17 +199,17 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       }
       return Effect.flatMap(lockOf(event.sessionId), (lock) =>
         lock.withPermits(1)(Effect.gen(function*() {
-          const tail = yield* tailOf(event.sessionId, file)
+          const found = yield* tailOf(event.sessionId, file)
+          const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(event.sessionId, file, found.version) : found
           if (event.sequence !== tail.lastSequence + 1) {
             return yield* sequenceConflict(event, tail.lastSequence, { path: file })
           }
           const isNew = tail.size <= 0
-          const text = (isNew ? headerLine + "\n" : "") + AgentEvent.encodeJson(event) + "\n"
-          const data = encoder.encode(text)
+          const data = encoder.encode((isNew ? LogLines.header + "\n" : "") + AgentEvent.encodeJson(event) + "\n")
           if (isNew) {
             yield* fs.makeDirectory(sessionsDir, { recursive: true }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, event.sessionId)))
           }
-          yield* write(file, data).pipe(
+          yield* write(file, data, "a").pipe(
             Effect.mapError(fromPlatform("append", file, event.sessionId)),
             // A write that failed half way (a full disk) must not leave a torn line behind.
             Effect.tapError(() =>
@@ -234,14 +219,27 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
               )
             )
           )
-          tails.set(event.sessionId, { lastSequence: event.sequence, size: Math.max(tail.size, 0) + data.byteLength })
+          tails.set(event.sessionId, { lastSequence: event.sequence, size: Math.max(tail.size, 0) + data.byteLength, version: LogFormat.currentVersion })
         }).pipe(Effect.uninterruptible)))
     }
 
     const readFile = (sessionId: string, file: string): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> =>
       Stream.suspend(() => {
         let expected = 1
-        return linesOf(fs.stream(file)).pipe(
+        let version = LogFormat.currentVersion
+        const event = (line: LogLines.Line): Effect.Effect<AgentEvent.AgentEvent, EventStoreFailure> => {
+          const decoded = LogLines.decodeEvent(line.text, version)
+          if (Either.isLeft(decoded)) return Effect.fail(corrupt(file, sessionId, line.number, decoded.left))
+          const e = decoded.right
+          if (e.sessionId !== sessionId) return Effect.fail(corrupt(file, sessionId, line.number, `event of another session (${e.sessionId})`))
+          if (e.sequence !== expected) {
+            const kind = e.sequence < expected ? "duplicate or out-of-order" : "gap in"
+            return Effect.fail(corrupt(file, sessionId, line.number, `${kind} sequence: expected ${expected}, found ${e.sequence}`))
+          }
+          expected++
+          return Effect.succeed(e)
+        }
+        return LogLines.linesOf(fs.stream(file)).pipe(
           Stream.catchTag("SystemError", (e) => e.reason === "NotFound" ? Stream.empty : Stream.fail(e)),
           Stream.mapError((e) => fromPlatform("read", file, sessionId)(e)),
           Stream.filterMapEffect((line): Option.Option<Effect.Effect<AgentEvent.AgentEvent, EventStoreFailure>> => {
@@ -250,31 +248,15 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
                 ? Option.some(Effect.fail(corrupt(file, sessionId, line.number, "the last line is torn (no newline)", "torn_line")))
                 : Option.none()
             }
-            if (line.number === 1) {
-              const version = parseHeader(line.text)
-              if (Option.isNone(version)) {
-                return Option.some(Effect.fail(corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")))
-              }
-              return version.value === formatVersion
-                ? Option.none()
-                : Option.some(Effect.fail(corrupt(file, sessionId, 1, `unsupported log format version ${version.value}`)))
+            if (line.number > 1) return Option.some(event(line))
+            const declared = LogLines.versionOf(line.text)
+            if (Option.isNone(declared)) return Option.some(Effect.fail(corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")))
+            if (declared.value > LogFormat.currentVersion) {
+              return Option.some(Effect.fail(corrupt(file, sessionId, 1, `unsupported log format version ${declared.value}`)))
             }
-            const decoded = AgentEvent.decodeJson(line.text)
-            if (Either.isLeft(decoded)) {
-              return Option.some(Effect.fail(corrupt(file, sessionId, line.number, "not a valid event")))
-            }
-            const event = decoded.right
-            if (event.sessionId !== sessionId) {
-              return Option.some(Effect.fail(corrupt(file, sessionId, line.number, `event of another session (${event.sessionId})`)))
-            }
-            if (event.sequence !== expected) {
-              const kind = event.sequence < expected ? "duplicate or out-of-order" : "gap in"
-              return Option.some(Effect.fail(
-                corrupt(file, sessionId, line.number, `${kind} sequence: expected ${expected}, found ${event.sequence}`)
-              ))
-            }
-            expected++
-            return Option.some(Effect.succeed(event))
+            version = declared.value
+            // A version-0 log has no header: its first line is already an event.
+            return LogLines.isHeader(line.text) ? Option.none() : Option.some(event(line))
           })
         )
       })
@@ -286,22 +268,16 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       return from <= 1 ? events : Stream.filter(events, (e) => e.sequence >= from)
     }
 
-    const list = Effect.gen(function*() {
-      const names = yield* fs.readDirectory(sessionsDir).pipe(
-        Effect.catchTag("SystemError", (e) => e.reason === "NotFound" ? Effect.succeed([]) : Effect.fail(e)),
-        Effect.mapError(fromPlatform("list", sessionsDir))
-      )
-      const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId)
-      const summaries = yield* Effect.forEach(
-        ids,
-        (sessionId) => Stream.runFold(read(sessionId), undefined as Session.SessionSummary | undefined, Session.summarize),
-        { concurrency: 8 }
-      )
-      return summaries.filter((s): s is Session.SessionSummary => s !== undefined).sort(byRecentActivity)
-    })
+    const index = SessionIndex.make({ fs, path, dataDir: options.dataDir, sessionsDir, summarizeAll: (sessionId) => summarize(read(sessionId)) })
+
+    const list = Effect.map(index.refresh, (summaries) => [...summaries].sort(byRecentActivity))
 
     return EventStore.of({ append, read, list })
   })
+
+/** A session's summary from its events. */
+const summarize = (events: Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure>) =>
+  Stream.runFold(events, undefined as Session.SessionSummary | undefined, Session.summarize)
 
 /** The JSONL store as a layer; it needs a `FileSystem` and a `Path` (for example `NodeContext.layer`). */
 export const layer = (options: Options): Layer.Layer<EventStore, never, FileSystem.FileSystem | Path.Path> =>

@@ -126,7 +126,7 @@ describe("JsonlEventStore", () => {
       ["a sequence gap", (s) => header + "\n" + line(created(s)) + line(delta(s, 3)), 3, "gap in sequence: expected 2, found 3"],
       ["a duplicate", (s) => header + "\n" + line(created(s)) + line(delta(s, 2)) + line(delta(s, 2)), 4, "duplicate or out-of-order sequence"],
       ["another session's event", (s) => header + "\n" + line(created(s)) + line(delta("other", 2)), 3, "another session"],
-      ["a missing header", (s) => line(created(s)), 1, "not an effect-agent log header"],
+      ["a first line that is neither a header nor an event", (s) => `{"hello":"world"}\n` + line(created(s)), 1, "not an effect-agent log header"],
       ["a future format version", (s) => `{"format":"effect-agent/events","version":99}\n` + line(created(s)), 1, "unsupported log format version 99"]
     ]
     for (const [name, content, lineNumber, detail] of cases) {
@@ -185,4 +185,73 @@ describe("JsonlEventStore", () => {
         )
       )
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  describe("older log versions", () => {
+    const fixture = new URL("../../fixtures/logs/v0/sess_prototype.jsonl", import.meta.url).pathname
+
+    it.scoped("a version-0 log (no header, turn.failed / turn.cancelled) reads migrated to the current shape", () =>
+      Effect.gen(function*() {
+        const { store, writeRaw, fs } = yield* setup()
+        yield* writeRaw("sess_prototype", yield* fs.readFileString(fixture))
+        const events = yield* collect(store.read("sess_prototype"))
+        expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: 14 }, (_, i) => i + 1))
+        expect(events.filter((e) => e.type === "turn.completed").map((e) => e.payload)).toEqual([
+          { stopReason: "final" },
+          { stopReason: "cancelled" },
+          { stopReason: "error", errorCode: "rate_limited" }
+        ])
+        expect(events.find((e) => e.type === "context.built")!.payload).toEqual({ tokens: { instruction: 120, transcript: 8, tools: 0, total: 128 } })
+        const listed = yield* store.list
+        expect(listed.map((s) => [s.sessionId, s.turnCount, s.lastSequence])).toEqual([["sess_prototype", 3, 14]])
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("the first append upgrades it atomically, keeping the original beside it", () =>
+      Effect.gen(function*() {
+        const { store, writeRaw, readRaw, fs, file } = yield* setup()
+        const original = yield* fs.readFileString(fixture)
+        yield* writeRaw("sess_prototype", original)
+        const before = yield* collect(store.read("sess_prototype"))
+        yield* store.append({ ...delta("sess_prototype", 15), type: "turn.started", turnId: "turn_04", payload: { promptPreview: "again" } })
+        const upgraded = yield* readRaw("sess_prototype")
+        expect(upgraded.split("\n")[0]).toBe(header)
+        expect(yield* fs.readFileString(`${file("sess_prototype")}.v0`)).toBe(original)
+        const after = yield* collect(store.read("sess_prototype"))
+        expect(after.slice(0, 14)).toEqual(before)
+        expect(after).toHaveLength(15)
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
+
+  describe("the session index", () => {
+    it.scoped("listing keeps an index in step with appends and rebuilds it when missing or stale", () =>
+      Effect.gen(function*() {
+        const { store, dataDir, fs, file } = yield* setup()
+        yield* store.append(created("a"))
+        expect((yield* store.list).map((s) => s.lastSequence)).toEqual([1])
+        const index = JSON.parse(yield* fs.readFileString(`${dataDir}/index.json`))
+        expect(index.sessions.a).toMatchObject({ version: 1, summary: { sessionId: "a", lastSequence: 1 } })
+        // New lines are folded in from where the index left off.
+        yield* store.append({ ...delta("a", 2), type: "turn.started", payload: { promptPreview: "p" } })
+        yield* store.append(delta("a", 3))
+        expect((yield* store.list).map((s) => [s.lastSequence, s.turnCount])).toEqual([[3, 1]])
+        // A stale index (its session's log replaced by a shorter one) is rebuilt for that session.
+        yield* fs.writeFileString(file("a"), header + "\n" + line(created("a")))
+        expect((yield* store.list).map((s) => [s.lastSequence, s.turnCount])).toEqual([[1, 0]])
+        // A missing or corrupt index is rebuilt from the logs.
+        yield* fs.writeFileString(`${dataDir}/index.json`, "{not json")
+        expect((yield* store.list).map((s) => s.sessionId)).toEqual(["a"])
+        yield* fs.remove(`${dataDir}/index.json`)
+        expect((yield* store.list).map((s) => s.sessionId)).toEqual(["a"])
+      }).pipe(Effect.provide(NodeContext.layer)))
+
+    it.scoped("listing does not read logs the index already covers", () =>
+      Effect.gen(function*() {
+        const { store, fs, file } = yield* setup()
+        yield* store.append(created("a"))
+        yield* store.list
+        // Corrupting the covered part goes unnoticed by listing: proof that it is not read again.
+        const text = yield* fs.readFileString(file("a"))
+        yield* fs.writeFileString(file("a"), text.replace("/work", "/wOrk"))
+        expect((yield* store.list).map((s) => s.cwd)).toEqual(["/work"])
+      }).pipe(Effect.provide(NodeContext.layer)))
+  })
 })
