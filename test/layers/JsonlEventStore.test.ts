@@ -230,7 +230,7 @@ describe("JsonlEventStore", () => {
         const index = JSON.parse(yield* fs.readFileString(`${dataDir}/index.json`))
         expect(index.sessions.a).toMatchObject({ version: 1, summary: { sessionId: "a", lastSequence: 1 } })
         // New lines are folded in from where the index left off.
-        yield* store.append({ ...delta("a", 2), type: "turn.started", payload: { promptPreview: "p" } })
+        yield* store.append({ ...delta("a", 2), type: "turn.started", turnId: "turn_1", payload: { promptPreview: "p" } })
         yield* store.append(delta("a", 3))
         expect((yield* store.list).map((s) => [s.lastSequence, s.turnCount])).toEqual([[3, 1]])
         // A stale index (its session's log replaced by a shorter one) is rebuilt for that session.
