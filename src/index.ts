@@ -27,6 +27,8 @@ export {
 } from "./domain/Errors.js"
 /** Token estimates. */
 export * as Tokens from "./domain/Tokens.js"
+/** Log format versions and their migrations. */
+export * as LogFormat from "./domain/LogFormat.js"
 export type { EventStoreFailureReason, ProviderFailureReason } from "./domain/Errors.js"
 
 /** The turn state machine. */
@@ -51,6 +53,8 @@ export * as AgentHooks from "./services/AgentHooks.js"
 export * as MemoryEventStore from "./layers/MemoryEventStore.js"
 /** Event store in JSONL files: the embedded default. */
 export * as JsonlEventStore from "./layers/JsonlEventStore.js"
+/** Event store in one SQLite file, for many sessions and several processes. */
+export * as SqliteEventStore from "./layers/SqliteEventStore.js"
 /** The scripted fake model, also the built-in echo model. */
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
 /** The Anthropic model provider, on `@anthropic-ai/sdk`. */

@@ -1,5 +1,6 @@
 /**
- * The `effect-agent` command line: `run`, `replay` and `sessions`, on the public API only.
+ * The `effect-agent` command line, on the public API only: `run` a turn, `replay` a session, list
+ * `sessions`, and answer turns left waiting for approval (`pending`, `approve`, `deny`).
  *
  * @since 0.1.0
  */
@@ -7,27 +8,25 @@ import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as FileSystem from "@effect/platform/FileSystem"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import {
-  AnthropicModelProvider,
+  type AgentEvent,
   FakeModelProvider,
   IdGenerator,
   JsonlEventStore,
   type ModelProvider,
-  OpenAiModelProvider,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
+  SqliteEventStore,
   WorkspaceTools
 } from "../index.js"
 import * as Approvals from "./Approvals.js"
+import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 
 const output: Render.Output = {
@@ -35,63 +34,16 @@ const output: Render.Output = {
   err: (text) => process.stderr.write(text)
 }
 
-const dataDir = Options.directory("data-dir").pipe(
-  Options.withDefault(".effect-agent"),
-  Options.withDescription("Where sessions are stored (JSONL files)")
-)
-
-const decodeScript = Schema.decodeUnknown(Schema.parseJson(FakeModelProvider.Script))
-
-const provider = Options.choice("provider", ["anthropic", "openai", "fake"]).pipe(
-  Options.optional,
-  Options.withDescription("The model provider (default: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY is, else the echo model)")
-)
-const model = Options.text("model").pipe(Options.optional, Options.withDescription("The model name"))
-const baseUrl = Options.text("base-url").pipe(
-  Options.optional,
-  Options.withDescription("The provider's API address, e.g. an OpenAI-compatible server such as http://localhost:11434/v1")
-)
-
-interface ModelChoice {
-  readonly provider: Option.Option<"anthropic" | "openai" | "fake">
-  readonly model: Option.Option<string>
-  readonly baseUrl: Option.Option<string>
-  readonly script: Option.Option<string>
+const storage = {
+  dataDir: Options.directory("data-dir").pipe(
+    Options.withDefault(".effect-agent"),
+    Options.withDescription("Where sessions are stored")
+  ),
+  store: Options.choice("store", ["jsonl", "sqlite"]).pipe(
+    Options.withDefault("jsonl" as const),
+    Options.withDescription("jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite")
+  )
 }
-
-const isSet = (name: string) => (process.env[name] ?? "").trim() !== ""
-
-/**
- * The model: `--provider` if given; a scripted fake with `--script`; else the first provider whose
- * API key is set; else the built-in echo model. Which one answers is said on stderr.
- */
-const modelLayer = (choice: ModelChoice) =>
-  Effect.gen(function*() {
-    const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
-    const picked = Option.getOrElse(choice.provider, () =>
-      Option.isSome(choice.script) ? "fake" : isSet("ANTHROPIC_API_KEY") ? "anthropic" : isSet("OPENAI_API_KEY") ? "openai" : "fake")
-    if (picked === "anthropic") {
-      if (!isSet("ANTHROPIC_API_KEY")) return yield* Effect.fail(new Error("--provider anthropic needs ANTHROPIC_API_KEY to be set"))
-      yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
-      return AnthropicModelProvider.layerConfig(overrides)
-    }
-    if (picked === "openai") {
-      // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.
-      if (!isSet("OPENAI_API_KEY") && overrides.baseURL === undefined) {
-        return yield* Effect.fail(new Error("--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"))
-      }
-      yield* Console.error(`effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`)
-      return isSet("OPENAI_API_KEY")
-        ? OpenAiModelProvider.layerConfig(overrides)
-        : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
-    }
-    if (Option.isSome(choice.script)) {
-      const fs = yield* FileSystem.FileSystem
-      return FakeModelProvider.layer(yield* decodeScript(yield* fs.readFileString(choice.script.value)))
-    }
-    yield* Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model.")
-    return FakeModelProvider.layer()
-  })
 
 const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
   Options.withDefault("default" as const),
@@ -100,10 +52,18 @@ const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
   )
 )
 
-/** The engine the CLI runs: JSONL store, the workspace tools, the rule-based policy, the prompt composer. */
-const engineLayer = <E>(dir: string, model: Layer.Layer<ModelProvider.ModelProvider, E>, permissions: PermissionPolicy.Options = {}) =>
+interface Storage {
+  readonly dataDir: string
+  readonly store: "jsonl" | "sqlite"
+}
+
+const storeLayer = ({ dataDir, store }: Storage) =>
+  store === "sqlite" ? SqliteEventStore.layer({ filename: `${dataDir}/effect-agent.sqlite` }) : JsonlEventStore.layer({ dataDir })
+
+/** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
+const engineLayer = <E, R>(storage: Storage, model: Layer.Layer<ModelProvider.ModelProvider, E, R>, permissions: PermissionPolicy.Options = {}) =>
   SessionEngine.layer.pipe(
-    Layer.provide(JsonlEventStore.layer({ dataDir: dir })),
+    Layer.provide(storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
     Layer.provide(WorkspaceTools.layer()),
@@ -112,15 +72,17 @@ const engineLayer = <E>(dir: string, model: Layer.Layer<ModelProvider.ModelProvi
     Layer.provide(NodeContext.layer)
   )
 
-/** Streams one turn to the terminal, asking the user whenever the policy asks. */
-const streamTurn = (engine: SessionEngine.SessionEngine.Service, sessionId: string, stream: ReturnType<SessionEngine.SessionEngine.Service["runTurn"]>) =>
+/** Streams a turn to the terminal, asking the user whenever the policy asks. */
+const streamTurn = <E>(engine: SessionEngine.SessionEngine.Service, sessionId: string, stream: Stream.Stream<AgentEvent.AgentEvent, E>) =>
   Effect.gen(function*() {
     const render = Render.make(output, { transcript: false })
     const prompt = yield* Approvals.make
+    let first = true
     yield* stream.pipe(
       Stream.runForEach((event) =>
         Effect.gen(function*() {
-          if (event.type === "turn.started") render.note(`session ${sessionId}`)
+          if (first) render.note(`session ${sessionId}`)
+          first = false
           render.event(event)
           if (event.type === "permission.resolved" && event.payload.decision === "ask") {
             render.endLine()
@@ -140,26 +102,20 @@ const run = Command.make(
   {
     message: Args.text({ name: "message" }).pipe(Args.withDescription("What to ask the agent")),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
-    script: Options.file("script", { exists: "yes" }).pipe(
-      Options.optional,
-      Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
-    ),
-    provider,
-    model,
-    baseUrl,
     mode,
-    dataDir
+    ...Models.options,
+    ...storage
   },
-  ({ baseUrl, dataDir, message, mode, model, provider, script, session }) =>
+  ({ message, mode, session, ...options }) =>
     Effect.gen(function*() {
-      const models = yield* modelLayer({ provider, model, baseUrl, script })
+      const model = yield* Models.layer(options)
       yield* Effect.gen(function*() {
         const engine = yield* SessionEngine.SessionEngine
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd: process.cwd(), client: "cli" })).sessionId
         yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage: message }))
-      }).pipe(Effect.provide(engineLayer(dataDir, models, { mode })))
+      }).pipe(Effect.provide(engineLayer(options, model, { mode })))
     })
 ).pipe(Command.withDescription("Run one turn: stream the agent's answer to the terminal"))
 
@@ -168,34 +124,78 @@ const replay = Command.make(
   {
     sessionId: Args.text({ name: "sessionId" }),
     json: Options.boolean("json").pipe(Options.withDescription("Print the stored events, one JSON object per line")),
-    dataDir
+    ...storage
   },
-  ({ dataDir, json, sessionId }) =>
+  ({ json, sessionId, ...options }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       const render = Render.make(output, { transcript: true })
       yield* engine.replaySession({ sessionId }).pipe(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
-    }).pipe(Effect.provide(engineLayer(dataDir, FakeModelProvider.layer())))
+    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
 ).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
 
-const sessions = Command.make("sessions", { dataDir }, ({ dataDir }) =>
+const sessions = Command.make("sessions", storage, (options) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
     const summaries = yield* engine.listSessions
-    if (summaries.length === 0) return yield* Console.error(`No sessions in ${dataDir}.`)
+    if (summaries.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
     for (const s of summaries) {
       yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${s.cwd}`)
     }
-  }).pipe(Effect.provide(engineLayer(dataDir, FakeModelProvider.layer())))).pipe(
+  }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))).pipe(
     Command.withDescription("List stored sessions, most recently active first")
   )
+
+const pending = Command.make(
+  "pending",
+  { sessionId: Args.text({ name: "sessionId" }).pipe(Args.optional), ...storage },
+  ({ sessionId, ...options }) =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const ids = Option.isSome(sessionId) ? [sessionId.value] : (yield* engine.listSessions).map((s) => s.sessionId)
+      let found = 0
+      for (const id of ids) {
+        for (const call of yield* engine.pendingApprovals({ sessionId: id })) {
+          found++
+          yield* Console.log(`${id}  ${call.toolCallId}  ${Render.describeCall(call)}${call.risk === undefined ? "" : `  (${call.risk})`}`)
+        }
+      }
+      if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
+    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
+).pipe(Command.withDescription("List tool calls waiting for approval (answer them with approve or deny)"))
+
+/** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
+const answer = (decision: "allow" | "deny") =>
+  Command.make(
+    decision === "allow" ? "approve" : "deny",
+    {
+      sessionId: Args.text({ name: "sessionId" }),
+      toolCallId: Args.text({ name: "toolCallId" }),
+      ...(decision === "allow"
+        ? { always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool (for shell, the same program) too")) }
+        : {}),
+      mode,
+      ...Models.options,
+      ...storage
+    },
+    ({ mode, sessionId, toolCallId, ...options }) =>
+      Effect.gen(function*() {
+        const model = yield* Models.layer(options)
+        const remember = "always" in options && options.always === true
+        yield* Effect.gen(function*() {
+          const engine = yield* SessionEngine.SessionEngine
+          yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
+          yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
+        }).pipe(Effect.provide(engineLayer(options, model, { mode })))
+      })
+  ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, sessions])
+  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny")])
 )
 
 /** Runs the CLI on `argv` (as `process.argv`). */

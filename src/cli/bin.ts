@@ -15,7 +15,7 @@ import * as Option from "effect/Option"
 import { main } from "./Cli.js"
 
 // Diagnostics go to stderr, so stdout carries only the answer.
-const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.withConsoleError(Logger.logfmtLogger))
+const stderrLogger = Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true }))
 
 // `effect-agent replay … | head` closes stdout early; that is not an error.
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
@@ -42,6 +42,8 @@ main(process.argv).pipe(
   Effect.provide(stderrLogger),
   NodeRuntime.runMain({
     disableErrorReporting: true,
+    // runMain would install its own pretty logger, on stdout.
+    disablePrettyLogger: true,
     // Interrupted by Ctrl+C: the conventional 130, after the turn's cancellation is stored.
     teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) ? 0 : Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
   })

@@ -22,6 +22,8 @@ export interface Running {
   readonly child: ChildProcess
   /** Resolves once stdout has printed text matching `pattern`. */
   readonly waitForStdout: (pattern: RegExp) => Promise<void>
+  /** Resolves once stderr has printed text matching `pattern`. */
+  readonly waitForStderr: (pattern: RegExp) => Promise<void>
   readonly done: Promise<Finished>
 }
 
@@ -37,33 +39,34 @@ export const start = (args: ReadonlyArray<string>, options: { readonly cwd?: str
   })
   let stdout = ""
   let stderr = ""
-  const waiters: Array<{ pattern: RegExp; resolve: () => void }> = []
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-    stdout += chunk
+  const waiters: Array<{ stream: "out" | "err"; pattern: RegExp; resolve: () => void }> = []
+  const check = () => {
     for (const waiter of waiters.splice(0)) {
-      if (waiter.pattern.test(stdout)) waiter.resolve()
+      if (waiter.pattern.test(waiter.stream === "out" ? stdout : stderr)) waiter.resolve()
       else waiters.push(waiter)
     }
+  }
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk
+    check()
   })
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk
+    check()
   })
   const done = new Promise<Finished>((resolveDone) => {
     child.on("close", (code, signal) => resolveDone({ code, signal, stdout, stderr }))
   })
-  return {
-    child,
-    done,
-    waitForStdout: (pattern) =>
-      pattern.test(stdout)
-        ? Promise.resolve()
-        : Promise.race([
-          new Promise<void>((resolveWait) => waiters.push({ pattern, resolve: resolveWait })),
-          done.then((finished) => {
-            throw new Error(`the CLI exited before printing ${pattern}: ${JSON.stringify(finished)}`)
-          })
-        ])
-  }
+  const waitFor = (stream: "out" | "err") => (pattern: RegExp) =>
+    pattern.test(stream === "out" ? stdout : stderr)
+      ? Promise.resolve()
+      : Promise.race([
+        new Promise<void>((resolveWait) => waiters.push({ stream, pattern, resolve: resolveWait })),
+        done.then((finished) => {
+          throw new Error(`the CLI exited before printing ${pattern}: ${JSON.stringify(finished)}`)
+        })
+      ])
+  return { child, done, waitForStdout: waitFor("out"), waitForStderr: waitFor("err") }
 }
 
 /** Runs `effect-agent <args>` to the end. */

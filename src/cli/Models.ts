@@ -1,0 +1,98 @@
+/**
+ * Which model answers the CLI: `--provider` if given; a scripted fake with `--script`; else the
+ * first provider whose API key is set; else the built-in echo model. Which one it is goes to stderr.
+ *
+ * @since 0.1.0
+ */
+import * as Options from "@effect/cli/Options"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { AnthropicModelProvider, FakeModelProvider, ModelProvider, OpenAiModelProvider } from "../index.js"
+
+/** The CLI's model options. */
+export const options = {
+  provider: Options.choice("provider", ["anthropic", "openai", "fake"]).pipe(
+    Options.optional,
+    Options.withDescription("The model provider (default: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY is, else the echo model)")
+  ),
+  model: Options.text("model").pipe(Options.optional, Options.withDescription("The model name")),
+  baseUrl: Options.text("base-url").pipe(
+    Options.optional,
+    Options.withDescription("The provider's API address, e.g. an OpenAI-compatible server such as http://localhost:11434/v1")
+  ),
+  script: Options.file("script", { exists: "yes" }).pipe(
+    Options.optional,
+    Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
+  )
+}
+
+/** What the CLI was told about the model. */
+export interface Choice {
+  readonly provider: Option.Option<"anthropic" | "openai" | "fake">
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly script: Option.Option<string>
+}
+
+/** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
+const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
+const decodeScript = Schema.decodeUnknown(Schema.parseJson(ScriptFile))
+
+/** Appends every request the model receives to a file, one JSON line each: what a script run sent. */
+const recordingTo = (file: string) =>
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const inner = yield* ModelProvider.ModelProvider
+      return {
+        ...inner,
+        stream: (request) =>
+          Stream.unwrap(fs.writeFileString(file, JSON.stringify(request) + "\n", { flag: "a" }).pipe(
+            Effect.orDie,
+            Effect.as(inner.stream(request))
+          ))
+      }
+    })
+  )
+
+const isSet = (name: string) => (process.env[name] ?? "").trim() !== ""
+
+/** The model layer for a choice. */
+export const layer = (choice: Choice) =>
+  Effect.gen(function*() {
+    const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
+    const picked = Option.getOrElse(choice.provider, () =>
+      Option.isSome(choice.script) ? "fake" : isSet("ANTHROPIC_API_KEY") ? "anthropic" : isSet("OPENAI_API_KEY") ? "openai" : "fake")
+    if (picked === "anthropic") {
+      if (!isSet("ANTHROPIC_API_KEY")) return yield* Effect.fail(new Error("--provider anthropic needs ANTHROPIC_API_KEY to be set"))
+      yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
+      return AnthropicModelProvider.layerConfig(overrides)
+    }
+    if (picked === "openai") {
+      // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.
+      if (!isSet("OPENAI_API_KEY") && overrides.baseURL === undefined) {
+        return yield* Effect.fail(new Error("--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"))
+      }
+      yield* Console.error(
+        `effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`
+      )
+      return isSet("OPENAI_API_KEY")
+        ? OpenAiModelProvider.layerConfig(overrides)
+        : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
+    }
+    if (Option.isSome(choice.script)) {
+      const fs = yield* FileSystem.FileSystem
+      const { recordRequestsTo, ...script } = yield* decodeScript(yield* fs.readFileString(choice.script.value))
+      const fake = FakeModelProvider.layer(script)
+      return recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake))
+    }
+    yield* Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model.")
+    return FakeModelProvider.layer()
+  })

@@ -1,0 +1,140 @@
+/**
+ * One conformance suite for the EventStore contract, run against every store: memory, JSONL and
+ * SQLite.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import { collect, tempDir } from "../helpers.js"
+
+/** A fresh, empty store of each kind. */
+const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, Scope.Scope | NodeContext.NodeContext>]> = [
+  ["memory", MemoryEventStore.make],
+  ["jsonl", Effect.flatMap(tempDir, (dataDir) => JsonlEventStore.make({ dataDir }))],
+  ["sqlite", Effect.flatMap(tempDir, (dir) => Effect.map(Layer.build(SqliteEventStore.layer({ filename: `${dir}/db/events.sqlite` })), Context.get(EventStore)))]
+]
+
+const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, "0")}:00.000Z`
+
+const created = (sessionId: string, minute = 0): AgentEvent => ({
+  id: `${sessionId}-1`,
+  sessionId,
+  sequence: 1,
+  timestamp: at(minute),
+  type: "session.created",
+  payload: { cwd: `/work/${sessionId}`, client: "test" }
+})
+
+const delta = (sessionId: string, sequence: number, text = `text ${sequence}`, minute = 0): AgentEvent => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  turnId: "turn_1",
+  sequence,
+  timestamp: at(minute),
+  type: "model.delta",
+  payload: { text }
+})
+
+const turnStarted = (sessionId: string, sequence: number, minute: number): AgentEvent => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  turnId: `turn_${sequence}`,
+  sequence,
+  timestamp: at(minute),
+  type: "turn.started",
+  payload: { promptPreview: "p" }
+})
+
+for (const [name, makeStore] of stores) {
+  describe(`EventStore contract: ${name}`, () => {
+    const test = (title: string, body: (store: EventStore.Service) => Effect.Effect<void, unknown, Scope.Scope>) =>
+      it.scoped(title, () => Effect.flatMap(makeStore, body).pipe(Effect.provide(NodeContext.layer)))
+
+    test("a session's first event has sequence 1; each next one last + 1; anything else is a sequence_conflict", (store) =>
+      Effect.gen(function*() {
+        const refused = (event: AgentEvent) => Effect.map(Effect.either(store.append(event)), (r) => Either.isLeft(r) && r.left.reason)
+        expect(yield* refused(delta("s", 2))).toBe("sequence_conflict")
+        yield* store.append(created("s"))
+        expect(yield* refused(created("s"))).toBe("sequence_conflict")
+        expect(yield* refused(delta("s", 3))).toBe("sequence_conflict")
+        yield* store.append(delta("s", 2))
+        expect(yield* refused(delta("s", 2, "again"))).toBe("sequence_conflict")
+        expect((yield* collect(store.read("s"))).map((e) => e.sequence)).toEqual([1, 2])
+        expect(yield* collect(store.read("nobody"))).toEqual([])
+      }))
+
+    test("two fibers appending to one session: each sequence goes to exactly one of them, no gap", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("s"))
+        const writer = (tag: string) =>
+          Effect.forEach(Array.from({ length: 50 }, (_, i) => i + 2), (sequence) =>
+            Effect.map(Effect.either(store.append(delta("s", sequence, tag))), Either.isRight))
+        const [a, b] = yield* Effect.all([writer("a"), writer("b")], { concurrency: 2 })
+        a.forEach((won, i) => expect(won !== b[i], `sequence ${i + 2} won by exactly one writer`).toBe(true))
+        const log = yield* collect(store.read("s"))
+        expect(log.map((e) => e.sequence)).toEqual(Array.from({ length: 51 }, (_, i) => i + 1))
+      }))
+
+    test("reading while writing sees a gap-free prefix of the log", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("s"))
+        const writer = yield* Effect.fork(Effect.forEach(Array.from({ length: 200 }, (_, i) => i + 2), (sequence) => store.append(delta("s", sequence))))
+        for (let i = 0; i < 20; i++) {
+          const seen = yield* collect(store.read("s"))
+          expect(seen.map((e) => e.sequence)).toEqual(Array.from({ length: seen.length }, (_, k) => k + 1))
+          yield* Effect.yieldNow()
+        }
+        yield* Fiber.join(writer)
+        expect(yield* collect(store.read("s"))).toHaveLength(201)
+        expect((yield* collect(store.read("s", { fromSequence: 199 }))).map((e) => e.sequence)).toEqual([199, 200, 201])
+      }))
+
+    test("lists sessions most recently active first, with their turn counts", (store) =>
+      Effect.gen(function*() {
+        expect(yield* store.list).toEqual([])
+        yield* store.append(created("old", 1))
+        yield* store.append(created("new", 2))
+        yield* store.append(created("busy", 3))
+        yield* store.append(turnStarted("busy", 2, 4))
+        yield* store.append(turnStarted("busy", 3, 5))
+        yield* store.append(turnStarted("old", 2, 9))
+        const listed = yield* store.list
+        expect(listed.map((s) => [s.sessionId, s.turnCount, s.lastSequence, s.lastActivityAt])).toEqual([
+          ["old", 1, 2, at(9)],
+          ["busy", 2, 3, at(5)],
+          ["new", 0, 1, at(2)]
+        ])
+        expect(listed[0]).toMatchObject({ cwd: "/work/old", client: "test", createdAt: at(1) })
+      }))
+
+    test("large payloads round-trip intact", (store) =>
+      Effect.gen(function*() {
+        const big = "x".repeat(1024 * 1024) + "end"
+        const args = { items: Array.from({ length: 5000 }, (_, i) => ({ i, name: `item ${i}` })) }
+        yield* store.append(created("s"))
+        yield* store.append(delta("s", 2, big))
+        yield* store.append({ id: "c", sessionId: "s", turnId: "t", sequence: 3, timestamp: at(0), type: "model.tool_call_requested", payload: { toolCallId: "c1", tool: "bulk", args } })
+        const [, text, call] = yield* collect(store.read("s"))
+        expect(text).toEqual(delta("s", 2, big))
+        expect(call!.payload).toEqual({ toolCallId: "c1", tool: "bulk", args })
+      }))
+
+    test("unicode round-trips intact", (store) =>
+      Effect.gen(function*() {
+        const samples = ["漢字とかな", "🧑‍💻🚀", "مرحبا بالعالم", "e\u0301 combining", "line\u2028separator\u2029para", "nul\u0000byte", "tab\tnew\nline \"quotes\" \\"]
+        yield* store.append(created("s"))
+        for (const [i, text] of samples.entries()) yield* store.append(delta("s", i + 2, text))
+        expect((yield* collect(store.read("s"))).slice(1).map((e) => (e.type === "model.delta" ? e.payload.text : ""))).toEqual(samples)
+      }))
+  })
+}
