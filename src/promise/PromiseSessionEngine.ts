@@ -53,6 +53,8 @@ export interface PromiseSessionEngine {
    * signal that is already aborted rejects at once and starts nothing.
    */
   readonly runTurn: (input: SessionEngine.RunTurnInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
+  /** Continues a turn paused in the log (its process stopped while a call waited for approval). */
+  readonly resumeTurn: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   /** Answers a call paused on `ask`. */
   readonly resolvePermission: (input: SessionEngine.ResolvePermissionInput) => Promise<void>
   /** The calls waiting for the user's decision. */
@@ -62,7 +64,7 @@ export interface PromiseSessionEngine {
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   readonly sessionState: (input: SessionEngine.SessionInput) => Promise<SessionState>
   readonly listSessions: () => Promise<ReadonlyArray<SessionSummary>>
-  /** Cancels running turns (their logs record it) and releases the runtime. */
+  /** Cancels running turns (their logs record it; a turn waiting for approval stays paused) and releases the runtime. */
   readonly dispose: () => Promise<void>
 }
 
@@ -116,6 +118,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
   return {
     createSession: (input) => withEngine((engine) => engine.createSession(input)),
     runTurn,
+    resumeTurn: (input) => iterate((engine) => engine.resumeTurn(input)),
     resolvePermission: (input) => withEngine((engine) => engine.resolvePermission(input)),
     pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
     cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),

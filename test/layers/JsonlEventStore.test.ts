@@ -4,6 +4,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import { SystemError } from "@effect/platform/Error"
 import * as FastCheck from "effect/FastCheck"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
@@ -254,4 +256,43 @@ describe("JsonlEventStore", () => {
         expect((yield* store.list).map((s) => s.cwd)).toEqual(["/work"])
       }).pipe(Effect.provide(NodeContext.layer)))
   })
+
+  it.scoped("a full disk (ENOSPC mid-write) is a disk_full failure that leaves no torn line; the next append works", () =>
+    Effect.gen(function*() {
+      const disk = { full: false }
+      // A file system whose appends, while the disk is full, write half their bytes and then fail.
+      const fullDisk = Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (fs) => ({
+        ...fs,
+        open: (path: string, options?: FileSystem.OpenFileOptions) =>
+          Effect.map(fs.open(path, options), (file) =>
+            !disk.full || options?.flag !== "a"
+              ? file
+              : Object.assign(Object.create(file) as FileSystem.File, {
+                writeAll: (data: Uint8Array) =>
+                  Effect.zipRight(
+                    file.writeAll(data.subarray(0, Math.floor(data.length / 2))),
+                    Effect.fail(new SystemError({
+                      reason: "Unknown",
+                      module: "FileSystem",
+                      method: "write",
+                      pathOrDescriptor: path,
+                      cause: Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" })
+                    }))
+                  )
+              }))
+      }))).pipe(Layer.provide(NodeContext.layer))
+      const dataDir = yield* tempDir
+      yield* Effect.gen(function*() {
+        const store = yield* JsonlEventStore.make({ dataDir })
+        const fs = yield* FileSystem.FileSystem
+        yield* store.append(created("s1"))
+        disk.full = true
+        const failed = yield* Effect.either(store.append(delta("s1", 2)))
+        expect(Either.isLeft(failed) && failed.left).toMatchObject({ _tag: "EventStoreFailure", reason: "disk_full", operation: "append" })
+        expect(yield* fs.readFileString(`${dataDir}/sessions/s1.jsonl`)).toBe(header + "\n" + line(created("s1")))
+        disk.full = false
+        yield* store.append(delta("s1", 2))
+        expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2])
+      }).pipe(Effect.provide(fullDisk))
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
