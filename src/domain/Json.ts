@@ -9,18 +9,37 @@ import * as Schema from "effect/Schema"
 /** A JSON value: null, a boolean, a finite number, a string, an array or an object of JSON values. */
 export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
 
-/** The schema of a {@link Json} value. Rejects `undefined`, functions, `NaN` and infinities. */
-export const Json: Schema.Schema<Json> = Schema.Union(
-  Schema.Null,
-  Schema.Boolean,
-  Schema.Number.pipe(Schema.finite()),
-  Schema.String,
-  Schema.Array(Schema.suspend((): Schema.Schema<Json> => Json)),
-  Schema.Record({ key: Schema.String, value: Schema.suspend((): Schema.Schema<Json> => Json) })
-).annotations({ identifier: "Json" })
-
 /** A JSON object: the shape of tool arguments. */
 export type JsonObject = { readonly [key: string]: Json }
+
+/** Whether a value is JSON (plain objects and arrays of JSON, finite numbers, strings, booleans, null). */
+export const isJson = (value: unknown): value is Json => {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true
+    case "number":
+      return Number.isFinite(value)
+    case "object": {
+      if (value === null) return true
+      if (Array.isArray(value)) return value.every(isJson)
+      const proto = Object.getPrototypeOf(value)
+      return (proto === Object.prototype || proto === null) && Object.values(value).every(isJson)
+    }
+    default:
+      return false
+  }
+}
+
+/**
+ * The schema of a {@link Json} value. It checks the value and passes it through as it is: rebuilding
+ * objects key by key would lose a key such as `__proto__` that JSON allows.
+ */
+export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
+  identifier: "Json",
+  description: "a JSON value",
+  arbitrary: () => (fc) => fc.jsonValue() as unknown as ReturnType<typeof fc.constant<Json>>
+})
 
 /** Whether a JSON value is an object (not null, not an array). */
 export const isObject = (value: Json): value is JsonObject =>

@@ -16,21 +16,26 @@ export interface TranscriptToolCall {
   readonly result?: { readonly content: string; readonly isError: boolean }
 }
 
+/** What the assistant said in one model response: text and tool calls. */
+export interface AssistantEntry {
+  readonly role: "assistant"
+  readonly turnId: string
+  readonly content: string
+  readonly toolCalls: ReadonlyArray<TranscriptToolCall>
+}
+
 /** One entry of a transcript. */
-export type TranscriptEntry =
-  | { readonly role: "user"; readonly turnId: string; readonly content: string }
-  | {
-    readonly role: "assistant"
-    readonly turnId: string
-    readonly content: string
-    readonly toolCalls: ReadonlyArray<TranscriptToolCall>
-  }
+export type TranscriptEntry = { readonly role: "user"; readonly turnId: string; readonly content: string } | AssistantEntry
 
 /** A session's conversation so far. */
 export interface Transcript {
+  /** The entries whose model response has ended. */
   readonly entries: ReadonlyArray<TranscriptEntry>
-  /** Whether the last assistant entry is still receiving output of the same model response. */
-  readonly responseOpen: boolean
+  /**
+   * The response still streaming, kept apart so that each delta updates one entry instead of
+   * copying the whole conversation.
+   */
+  readonly open: AssistantEntry | undefined
 }
 
 /** A message as a model request carries it: tool results are messages of their own, in call order. */
@@ -50,44 +55,45 @@ export type Message =
   }
 
 /** An empty transcript. */
-export const empty: Transcript = { entries: [], responseOpen: false }
+export const empty: Transcript = { entries: [], open: undefined }
 
-const withLastAssistant = (
-  transcript: Transcript,
-  turnId: string,
-  update: (entry: Extract<TranscriptEntry, { role: "assistant" }>) => TranscriptEntry
-): Transcript => {
-  const last = transcript.entries.at(-1)
-  const current = transcript.responseOpen && last?.role === "assistant"
-    ? last
-    : { role: "assistant" as const, turnId, content: "", toolCalls: [] }
-  const kept = current === last ? transcript.entries.slice(0, -1) : transcript.entries
-  return { entries: [...kept, update(current)], responseOpen: true }
-}
+/** Every entry, the streaming response included. */
+export const all = (transcript: Transcript): ReadonlyArray<TranscriptEntry> =>
+  transcript.open === undefined ? transcript.entries : [...transcript.entries, transcript.open]
+
+/** Ends the streaming response, if any: it joins the entries. */
+const closed = (transcript: Transcript): Transcript =>
+  transcript.open === undefined ? transcript : { entries: [...transcript.entries, transcript.open], open: undefined }
+
+const withOpen = (transcript: Transcript, turnId: string, update: (entry: AssistantEntry) => AssistantEntry): Transcript => ({
+  entries: transcript.entries,
+  open: update(transcript.open ?? { role: "assistant", turnId, content: "", toolCalls: [] })
+})
 
 const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean): Transcript => {
+  const { entries } = closed(transcript)
   // Results attach to their call, so messages() returns them in call order whatever the completion order.
-  for (let i = transcript.entries.length - 1; i >= 0; i--) {
-    const entry = transcript.entries[i]!
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const entry = entries[i]!
     if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
     const updated: TranscriptEntry = {
       ...entry,
       toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
     }
-    return { entries: transcript.entries.with(i, updated), responseOpen: false }
+    return { entries: entries.with(i, updated), open: undefined }
   }
-  return { ...transcript, responseOpen: false }
+  return { entries, open: undefined }
 }
 
 /** Applies one event. Events that do not change the conversation only close the current response. */
 export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => {
   switch (event.type) {
     case "user.message":
-      return { entries: [...transcript.entries, { role: "user", turnId: event.turnId, content: event.payload.content }], responseOpen: false }
+      return { entries: [...closed(transcript).entries, { role: "user", turnId: event.turnId, content: event.payload.content }], open: undefined }
     case "model.delta":
-      return withLastAssistant(transcript, event.turnId, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
+      return withOpen(transcript, event.turnId, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
     case "model.tool_call_requested":
-      return withLastAssistant(transcript, event.turnId, (entry) => ({
+      return withOpen(transcript, event.turnId, (entry) => ({
         ...entry,
         toolCalls: [...entry.toolCalls, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }]
       }))
@@ -100,7 +106,7 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
     case "model.retry":
       return transcript
     default:
-      return transcript.responseOpen ? { ...transcript, responseOpen: false } : transcript
+      return closed(transcript)
   }
 }
 
@@ -116,7 +122,7 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
  * log cut short) is left out, so the request stays well-formed.
  */
 export const messages = (transcript: Transcript): ReadonlyArray<Message> =>
-  transcript.entries.flatMap((entry): ReadonlyArray<Message> => {
+  all(transcript).flatMap((entry): ReadonlyArray<Message> => {
     if (entry.role === "user") return [{ role: "user", content: entry.content }]
     const answered = entry.toolCalls.filter((c) => c.result !== undefined)
     const assistant: Message = {
@@ -133,13 +139,3 @@ export const messages = (transcript: Transcript): ReadonlyArray<Message> =>
     }))
     return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
   })
-
-/** The assistant text of the last turn in the transcript: what a turn "answered". */
-export const lastAnswer = (transcript: Transcript): string => {
-  const last = transcript.entries.at(-1)
-  const turnId = last?.turnId
-  return transcript.entries
-    .filter((e) => e.role === "assistant" && e.turnId === turnId)
-    .map((e) => e.content)
-    .join("")
-}

@@ -18,6 +18,7 @@ import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import * as SessionState from "../domain/SessionState.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
@@ -268,7 +269,7 @@ export const resume = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
         status,
         ...(decidedBy === undefined ? {} : { decidedBy })
       }))
-      const stepsDone = transcript.entries.filter((e) => e.role === "assistant" && e.turnId === env.turnId).length
+      const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === env.turnId).length
       const usage = yield* Ref.make<AgentEvent.Usage | undefined>(undefined)
       const exit = yield* Effect.exit(restore(steps(env, usage, open, stepsDone)))
       return yield* finish(env, exit, yield* Ref.get(usage))

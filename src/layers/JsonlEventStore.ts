@@ -16,8 +16,10 @@ import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
@@ -56,6 +58,9 @@ interface Tail {
   readonly version: number
 }
 
+/** How many append handles stay open, so an append is one write rather than an open, a write and a close. */
+const maxOpenFiles = 32
+
 const failureReason = (error: PlatformError): EventStoreFailureReason => {
   const code = error._tag === "SystemError" ? (error.cause as { code?: unknown } | undefined)?.code : undefined
   if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
@@ -76,7 +81,7 @@ export const fromPlatform = (operation: EventStoreFailure["operation"], path: st
   })
 
 /** Builds a JSONL store. */
-export const make = (options: Options): Effect.Effect<EventStore.Service, never, FileSystem.FileSystem | Path.Path> =>
+export const make = (options: Options): Effect.Effect<EventStore.Service, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
@@ -163,6 +168,8 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           )
           if (size === cached.size) return cached
         }
+        // The file changed behind the cache (or is new to it): an open handle may point at a replaced file.
+        yield* closeAppender(sessionId)
         return yield* scanTail(sessionId, file)
       })
 
@@ -172,6 +179,36 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         yield* handle.writeAll(data)
         if (options.fsync === true) yield* handle.sync
       }))
+
+    // Open append handles by session, least recently used first. A handle is only ever used, opened
+    // or closed under its session's lock; evicting one skips a session whose lock is busy.
+    const appenders = new Map<string, { readonly handle: FileSystem.File; readonly scope: Scope.CloseableScope }>()
+    const closeAppender = (sessionId: string) =>
+      Effect.suspend(() => {
+        const open = appenders.get(sessionId)
+        if (open === undefined) return Effect.void
+        appenders.delete(sessionId)
+        return Scope.close(open.scope, Exit.void)
+      })
+    yield* Effect.addFinalizer(() => Effect.forEach([...appenders.keys()], closeAppender, { discard: true }))
+    const appenderOf = (sessionId: string, file: string) =>
+      Effect.gen(function*() {
+        const open = appenders.get(sessionId)
+        if (open !== undefined) {
+          appenders.delete(sessionId)
+          appenders.set(sessionId, open)
+          return open.handle
+        }
+        for (const other of appenders.keys()) {
+          if (appenders.size < maxOpenFiles) break
+          const lock = locks.get(other)
+          if (lock !== undefined) yield* lock.withPermitsIfAvailable(1)(closeAppender(other))
+        }
+        const scope = yield* Scope.make()
+        const handle = yield* fs.open(file, { flag: "a" }).pipe(Scope.extend(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
+        appenders.set(sessionId, { handle, scope })
+        return handle
+      })
 
     /**
      * Rewrites a log of an older version in the current one before its first append: every event
@@ -185,6 +222,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         const temporary = `${file}.upgrade`
         yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
         yield* fs.copyFile(file, `${file}.v${version}`).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
+        yield* closeAppender(sessionId)
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
         return yield* scanTail(sessionId, file)
@@ -209,11 +247,16 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           if (isNew) {
             yield* fs.makeDirectory(sessionsDir, { recursive: true }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, event.sessionId)))
           }
-          yield* write(file, data, "a").pipe(
+          yield* Effect.gen(function*() {
+            const handle = yield* appenderOf(event.sessionId, file)
+            yield* handle.writeAll(data)
+            if (options.fsync === true) yield* handle.sync
+          }).pipe(
             Effect.mapError(fromPlatform("append", file, event.sessionId)),
             // A write that failed half way (a full disk) must not leave a torn line behind.
             Effect.tapError(() =>
               Effect.sync(() => tails.delete(event.sessionId)).pipe(
+                Effect.zipRight(closeAppender(event.sessionId)),
                 Effect.zipRight(isNew ? fs.remove(file) : fs.truncate(file, tail.size)),
                 Effect.ignore
               )
@@ -281,4 +324,4 @@ const summarize = (events: Stream.Stream<AgentEvent.AgentEvent, EventStoreFailur
 
 /** The JSONL store as a layer; it needs a `FileSystem` and a `Path` (for example `NodeContext.layer`). */
 export const layer = (options: Options): Layer.Layer<EventStore, never, FileSystem.FileSystem | Path.Path> =>
-  Layer.effect(EventStore, make(options))
+  Layer.scoped(EventStore, make(options))

@@ -265,11 +265,11 @@ describe("JsonlEventStore", () => {
         ...fs,
         open: (path: string, options?: FileSystem.OpenFileOptions) =>
           Effect.map(fs.open(path, options), (file) =>
-            !disk.full || options?.flag !== "a"
+            options?.flag !== "a"
               ? file
               : Object.assign(Object.create(file) as FileSystem.File, {
                 writeAll: (data: Uint8Array) =>
-                  Effect.zipRight(
+                  !disk.full ? file.writeAll(data) : Effect.zipRight(
                     file.writeAll(data.subarray(0, Math.floor(data.length / 2))),
                     Effect.fail(new SystemError({
                       reason: "Unknown",

@@ -129,6 +129,18 @@ for (const [name, makeStore] of stores) {
         expect(call!.payload).toEqual({ toolCallId: "c1", tool: "bulk", args })
       }))
 
+    test("JSON keys that are special in JavaScript (__proto__, constructor) round-trip as data", (store) =>
+      Effect.gen(function*() {
+        const args = JSON.parse(`{"__proto__": {"polluted": true}, "constructor": "x", "nested": [{"__proto__": 1}]}`)
+        yield* store.append(created("s"))
+        yield* store.append({ id: "c", sessionId: "s", turnId: "t", sequence: 2, timestamp: at(0), type: "model.tool_call_requested", payload: { toolCallId: "c1", tool: "t", args } })
+        const [, call] = yield* collect(store.read("s"))
+        const stored = (call!.payload as { args: Record<string, unknown> }).args
+        expect(Object.keys(stored)).toEqual(["__proto__", "constructor", "nested"])
+        expect(JSON.stringify(stored)).toBe(JSON.stringify(args))
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+      }))
+
     test("unicode round-trips intact", (store) =>
       Effect.gen(function*() {
         const samples = ["漢字とかな", "🧑‍💻🚀", "مرحبا بالعالم", "e\u0301 combining", "line\u2028separator\u2029para", "nul\u0000byte", "tab\tnew\nline \"quotes\" \\"]
