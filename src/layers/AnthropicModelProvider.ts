@@ -14,12 +14,10 @@ import type {
   StopReason,
   Tool
 } from "@anthropic-ai/sdk/resources/messages/messages"
-import * as Config from "effect/Config"
+import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
@@ -28,20 +26,8 @@ import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
 
-/** Options of the Anthropic provider. */
-export interface Options {
-  readonly apiKey: Redacted.Redacted<string>
-  /** Default `claude-sonnet-5-5`. */
-  readonly model?: string | undefined
-  /** The API's address, for a proxy or a test server (default: the SDK's). */
-  readonly baseURL?: string | undefined
-  /** `max_tokens` of each request (default 8192). */
-  readonly maxOutputTokens?: number | undefined
-  /** Overrides the context window from the table of known models. */
-  readonly maxContextTokens?: number | undefined
-  /** Fail with `network` when the stream is silent this long (default 2 minutes). */
-  readonly idleTimeout?: Duration.DurationInput | undefined
-}
+/** Options of the Anthropic provider; `maxOutputTokens` defaults to 8192. */
+export type Options = Support.VendorOptions
 
 /** The default model. */
 export const defaultModel = "claude-sonnet-5-5"
@@ -233,23 +219,8 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
  * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
  * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`.
  */
-export const config: Config.Config<Options> = Config.all({
-  apiKey: Config.redacted("ANTHROPIC_API_KEY"),
-  model: Config.option(Config.string("ANTHROPIC_MODEL")),
-  baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL")),
-  maxOutputTokens: Config.option(Config.integer("ANTHROPIC_MAX_OUTPUT_TOKENS")),
-  maxContextTokens: Config.option(Config.integer("ANTHROPIC_MAX_CONTEXT_TOKENS"))
-}).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
-  apiKey,
-  model: Option.getOrUndefined(model),
-  baseURL: Option.getOrUndefined(baseURL),
-  maxOutputTokens: Option.getOrUndefined(maxOutputTokens),
-  maxContextTokens: Option.getOrUndefined(maxContextTokens)
-})))
+export const config: Config.Config<Options> = Support.config("ANTHROPIC")
 
 /** The provider from configuration, with explicit options taking precedence. */
 export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Layer.effect(
-    ModelProvider.ModelProvider,
-    Effect.map(config, (options) => make({ ...options, ...Support.definedOnly(overrides) }))
-  )
+  Support.layerConfig("ANTHROPIC", make, overrides)

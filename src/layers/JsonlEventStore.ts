@@ -11,7 +11,6 @@
  *
  * @since 0.1.0
  */
-import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
@@ -26,6 +25,7 @@ import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Error
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
 import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 
@@ -60,25 +60,6 @@ interface Tail {
 
 /** How many append handles stay open, so an append is one write rather than an open, a write and a close. */
 const maxOpenFiles = 32
-
-const failureReason = (error: PlatformError): EventStoreFailureReason => {
-  const code = error._tag === "SystemError" ? (error.cause as { code?: unknown } | undefined)?.code : undefined
-  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
-  if (error._tag === "SystemError" && error.reason === "PermissionDenied") return "permission_denied"
-  if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
-  return "unavailable"
-}
-
-/** Translates a file system error, naming the path it concerns. */
-export const fromPlatform = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: PlatformError) =>
-  new EventStoreFailure({
-    reason: failureReason(error),
-    operation,
-    path,
-    detail: error.message,
-    cause: error,
-    ...(sessionId === undefined ? {} : { sessionId })
-  })
 
 /** Builds a JSONL store. */
 export const make = (options: Options): Effect.Effect<EventStore.Service, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>

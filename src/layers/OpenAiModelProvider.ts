@@ -12,12 +12,10 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool
 } from "openai/resources/chat/completions/completions"
-import * as Config from "effect/Config"
+import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
@@ -26,20 +24,8 @@ import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
 
-/** Options of the OpenAI provider. */
-export interface Options {
-  readonly apiKey: Redacted.Redacted<string>
-  /** Default `gpt-4.1-mini`. */
-  readonly model?: string | undefined
-  /** The API's address (default: the SDK's), e.g. `http://localhost:11434/v1` for Ollama. */
-  readonly baseURL?: string | undefined
-  /** `max_completion_tokens` of each request (default: the server's). */
-  readonly maxOutputTokens?: number | undefined
-  /** Overrides the context window from the table of known models (unknown models: 128 000). */
-  readonly maxContextTokens?: number | undefined
-  /** Fail with `network` when the stream is silent this long (default 2 minutes). */
-  readonly idleTimeout?: Duration.DurationInput | undefined
-}
+/** Options of the OpenAI provider; `maxOutputTokens` defaults to the server's. */
+export type Options = Support.VendorOptions
 
 /** The default model. */
 export const defaultModel = "gpt-4.1-mini"
@@ -219,24 +205,8 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
  * The options from configuration: `OPENAI_API_KEY` (required, redacted), `OPENAI_MODEL`,
  * `OPENAI_BASE_URL`, `OPENAI_MAX_OUTPUT_TOKENS`, `OPENAI_MAX_CONTEXT_TOKENS`.
  */
-export const config: Config.Config<Options> = Config.all({
-  apiKey: Config.redacted("OPENAI_API_KEY"),
-  model: Config.option(Config.string("OPENAI_MODEL")),
-  baseURL: Config.option(Config.string("OPENAI_BASE_URL")),
-  maxOutputTokens: Config.option(Config.integer("OPENAI_MAX_OUTPUT_TOKENS")),
-  maxContextTokens: Config.option(Config.integer("OPENAI_MAX_CONTEXT_TOKENS"))
-}).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
-  apiKey,
-  model: Option.getOrUndefined(model),
-  baseURL: Option.getOrUndefined(baseURL),
-  maxOutputTokens: Option.getOrUndefined(maxOutputTokens),
-  maxContextTokens: Option.getOrUndefined(maxContextTokens)
-})))
+export const config: Config.Config<Options> = Support.config("OPENAI")
 
 /** The provider from configuration, with explicit options taking precedence. */
 export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Layer.effect(
-    ModelProvider.ModelProvider,
-    Effect.map(config, (options) =>
-      make({ ...options, ...Support.definedOnly(overrides) }))
-  )
+  Support.layerConfig("OPENAI", make, overrides)

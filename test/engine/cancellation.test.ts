@@ -16,6 +16,20 @@ const withSession = Effect.gen(function*() {
   return { engine, sessionId: session.sessionId, replay }
 })
 
+/** Starts consuming a slow turn in a fiber and returns it once the first delta has arrived. */
+const consumeUntilFirstDelta = (engine: SessionEngine["Type"], sessionId: string) =>
+  Effect.gen(function*() {
+    const seen = yield* Deferred.make<void>()
+    const consumer = yield* engine.runTurn({ sessionId, userMessage: "count" }).pipe(
+      Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(seen, undefined) : Effect.void),
+      collect,
+      Effect.fork
+    )
+    yield* TestClock.adjust("100 millis")
+    yield* Deferred.await(seen)
+    return consumer
+  })
+
 describe("cancellation", () => {
   it.effect("cancelTurn mid-stream ends the turn cancelled; the stream emits it last", () =>
     Effect.gen(function*() {
@@ -37,14 +51,7 @@ describe("cancellation", () => {
   it.effect("cancelling twice stores one turn.completed; cancelling after completion does nothing", () =>
     Effect.gen(function*() {
       const { engine, sessionId, replay } = yield* withSession
-      const seen = yield* Deferred.make<void>()
-      const consumer = yield* engine.runTurn({ sessionId, userMessage: "count" }).pipe(
-        Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(seen, undefined) : Effect.void),
-        collect,
-        Effect.fork
-      )
-      yield* TestClock.adjust("100 millis")
-      yield* Deferred.await(seen)
+      const consumer = yield* consumeUntilFirstDelta(engine, sessionId)
       yield* Effect.all([engine.cancelTurn({ sessionId }), engine.cancelTurn({ sessionId })], { concurrency: 2 })
       yield* engine.cancelTurn({ sessionId })
       const emitted = yield* Fiber.join(consumer)
@@ -75,14 +82,7 @@ describe("cancellation", () => {
   it.effect("a provider that keeps emitting after cancel gets no model.delta stored", () =>
     Effect.gen(function*() {
       const { engine, sessionId, replay } = yield* withSession
-      const seen = yield* Deferred.make<void>()
-      const consumer = yield* engine.runTurn({ sessionId, userMessage: "count" }).pipe(
-        Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(seen, undefined) : Effect.void),
-        collect,
-        Effect.fork
-      )
-      yield* TestClock.adjust("100 millis")
-      yield* Deferred.await(seen)
+      const consumer = yield* consumeUntilFirstDelta(engine, sessionId)
       const cancel = yield* Effect.fork(engine.cancelTurn({ sessionId }))
       // The provider ignores the abort and keeps producing chunks for a while.
       yield* TestClock.adjust("1 second")
@@ -96,14 +96,7 @@ describe("cancellation", () => {
   it.effect("interrupting the consumer cancels the turn and the log still ends cancelled", () =>
     Effect.gen(function*() {
       const { engine, sessionId, replay } = yield* withSession
-      const seen = yield* Deferred.make<void>()
-      const consumer = yield* engine.runTurn({ sessionId, userMessage: "count" }).pipe(
-        Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(seen, undefined) : Effect.void),
-        collect,
-        Effect.fork
-      )
-      yield* TestClock.adjust("100 millis")
-      yield* Deferred.await(seen)
+      const consumer = yield* consumeUntilFirstDelta(engine, sessionId)
       yield* Fiber.interrupt(consumer)
       const log = yield* replay
       expect(typesOf(log)).toEqual(["session.created", "turn.started", "user.message", "model.delta", "turn.completed"])

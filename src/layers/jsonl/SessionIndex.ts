@@ -19,7 +19,7 @@ import * as Stream from "effect/Stream"
 import type { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
-import { fromPlatform } from "../JsonlEventStore.js"
+import { fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 
 const Entry = Schema.Struct({

@@ -6,12 +6,17 @@
  * @since 0.1.0
  * @internal
  */
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
+import * as ModelProvider from "../../services/ModelProvider.js"
 
 /**
  * The wait a server asked for, in milliseconds: `retry-after-ms`, or `retry-after` as seconds or
@@ -114,6 +119,47 @@ export const parseArgs = (json: string): Json => {
   }
 }
 
-/** The fields of `overrides` that are set, to lay over options read from configuration. */
-export const definedOnly = <A extends object>(overrides: A): Partial<A> =>
-  Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) as Partial<A>
+/** What both vendor providers are configured with. */
+export interface VendorOptions {
+  readonly apiKey: Redacted.Redacted<string>
+  readonly model?: string | undefined
+  /** The API's address, for a proxy, a compatible server or a test server (default: the SDK's). */
+  readonly baseURL?: string | undefined
+  /** The most tokens one response may have (default: the provider's). */
+  readonly maxOutputTokens?: number | undefined
+  /** Overrides the context window from the table of known models. */
+  readonly maxContextTokens?: number | undefined
+  /** Fail with `network` when the stream is silent this long (default 2 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * The options from configuration under a prefix: `<P>_API_KEY` (required, redacted), `<P>_MODEL`,
+ * `<P>_BASE_URL`, `<P>_MAX_OUTPUT_TOKENS`, `<P>_MAX_CONTEXT_TOKENS`.
+ */
+export const config = (prefix: string): Config.Config<VendorOptions> =>
+  Config.all({
+    apiKey: Config.redacted(`${prefix}_API_KEY`),
+    model: Config.option(Config.string(`${prefix}_MODEL`)),
+    baseURL: Config.option(Config.string(`${prefix}_BASE_URL`)),
+    maxOutputTokens: Config.option(Config.integer(`${prefix}_MAX_OUTPUT_TOKENS`)),
+    maxContextTokens: Config.option(Config.integer(`${prefix}_MAX_CONTEXT_TOKENS`))
+  }).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
+    apiKey,
+    model: Option.getOrUndefined(model),
+    baseURL: Option.getOrUndefined(baseURL),
+    maxOutputTokens: Option.getOrUndefined(maxOutputTokens),
+    maxContextTokens: Option.getOrUndefined(maxContextTokens)
+  })))
+
+/** A provider layer from configuration, explicit options laid over it. */
+export const layerConfig = (
+  prefix: string,
+  make: (options: VendorOptions) => ModelProvider.ModelProvider.Service,
+  overrides: Partial<VendorOptions>
+): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Effect.map(config(prefix), (options) =>
+      make({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
+  )

@@ -1,0 +1,28 @@
+/**
+ * File system errors of the JSONL store as `EventStoreFailure`s, naming the path and the reason
+ * (a full disk, a permission, anything else).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import type { PlatformError } from "@effect/platform/Error"
+import { EventStoreFailure, type EventStoreFailureReason } from "../../domain/Errors.js"
+
+const failureReason = (error: PlatformError): EventStoreFailureReason => {
+  const code = error._tag === "SystemError" ? (error.cause as { code?: unknown } | undefined)?.code : undefined
+  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (error._tag === "SystemError" && error.reason === "PermissionDenied") return "permission_denied"
+  if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
+  return "unavailable"
+}
+
+/** Translates a file system error, naming the path it concerns. */
+export const fromPlatform = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: PlatformError) =>
+  new EventStoreFailure({
+    reason: failureReason(error),
+    operation,
+    path,
+    detail: error.message,
+    cause: error,
+    ...(sessionId === undefined ? {} : { sessionId })
+  })
