@@ -216,7 +216,21 @@ export const make = (
           Effect.annotateLogs({ sessionId: log.sessionId, turnId: open.turnId, errorCode })
         )
         yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "error", errorCode }, () => Effect.void)
+        yield* Ref.set(log.danglingReason, "interrupted")
       })
+
+    /**
+     * Another writer moved the session on (a second process, on a shared store): what this engine
+     * holds of it is stale. It is forgotten, so the next operation loads it again from the store.
+     */
+    const forgetIfStale = (sessionId: string) => (failure: EventStoreFailure) =>
+      failure.reason === "sequence_conflict"
+        ? Effect.sync(() => loaded.delete(sessionId)).pipe(
+          Effect.zipRight(Effect.logWarning("effect-agent: the session was changed by another writer; it will be reloaded").pipe(
+            Effect.annotateLogs({ sessionId })
+          ))
+        )
+        : Effect.void
 
     const cancelActive = (log: SessionLog.SessionLog, turnId?: string) =>
       Effect.flatMap(Ref.get(log.active), (active) => {
@@ -289,9 +303,13 @@ export const make = (
             Effect.gen(function*() {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
               yield* Ref.set(log.active, Option.none())
+              // Waits the driver registered and never reached would otherwise swallow a later answer.
+              yield* Ref.set(log.approvals, HashMap.empty())
               // A cancelled driver has already stored its closing events: its stream simply ends.
               if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return yield* mailbox.end
               yield* Ref.set(log.danglingReason, "event_store_failure")
+              const failure = Cause.failureOption(exit.cause)
+              if (Option.isSome(failure)) yield* forgetIfStale(log.sessionId)(failure.value)
               yield* mailbox.failCause(exit.cause)
             })
           )
@@ -340,7 +358,10 @@ export const make = (
         yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "cancelled" }, () => Effect.void)
       })).pipe(
         Effect.catchTag("TurnInProgress", () => cancelActive(log, input.turnId)),
-        Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store the cancellation of a paused turn", e))
+        Effect.catchTag("EventStoreFailure", (e) =>
+          forgetIfStale(log.sessionId)(e).pipe(
+            Effect.zipRight(Effect.logWarning("effect-agent: could not store the cancellation of a paused turn", e))
+          ))
       )
     })
 
@@ -381,7 +402,10 @@ export const make = (
           type: "permission.resolved",
           payload: { toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) }
         }, () => Effect.void)
-      })).pipe(Effect.catchTag("TurnInProgress", () => new ApprovalNotPending({ sessionId, toolCallId })))
+      })).pipe(
+        Effect.catchTag("TurnInProgress", () => new ApprovalNotPending({ sessionId, toolCallId })),
+        Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId))
+      )
     })
 
     return SessionEngine.of({

@@ -18,6 +18,7 @@ import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir, testTools, typesOf } from "../helpers.js"
@@ -224,6 +225,32 @@ describe("durable sessions", () => {
         // Replay still shows the log as it is.
         expect(yield* replay("sess_edited")).toHaveLength(2)
       }).pipe(Effect.provide(engineOn(dataDir, {})))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("an engine whose view went stale (another process wrote) fails typed once, then reloads and goes on", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const store = SqliteEventStore.layer({ filename: `${dir}/shared.sqlite` })
+      const engineOn = (script: FakeModelProvider.Options) => engineLayer(store, script).pipe(Layer.provideMerge(NodeContext.layer))
+      const a = yield* process(engineOn({ responses: [{ chunks: ["from a"] }, { chunks: ["a again"] }] }))
+      const b = yield* process(engineOn({ responses: [{ chunks: ["from b"] }] }))
+      const sessionId = yield* a.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
+        return sessionId
+      }))
+      yield* b.provide(Effect.flatMap(SessionEngine, (engine) => collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" }))))
+      yield* a.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const stale = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "three" })))
+        expect(Either.isLeft(stale) && stale.left).toMatchObject({ _tag: "EventStoreFailure", reason: "sequence_conflict" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "three, again" }))
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
+        const log = yield* replay(sessionId)
+        expectWellFormedLog(log)
+        expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "two, elsewhere", "three, again"])
+      }))
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it("SessionState.isPaused: waiting, or answered by the user and not yet gone on", () => {
