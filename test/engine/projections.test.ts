@@ -8,6 +8,8 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
 import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionState from "../../src/domain/SessionState.js"
@@ -85,7 +87,7 @@ describe("projections", () => {
             const firstRequests = atUserMessage.map((prefix) =>
               requests.find((r) => JSON.stringify(r.messages) === JSON.stringify(Transcript.messages(Transcript.replay(prefix)))))
             firstRequests.forEach((request, i) => expect(request, `turn ${i + 1}'s first request`).toBeDefined())
-          }).pipe(Effect.provide(layer)))
+          }).pipe(Effect.provide(layer), Logger.withMinimumLogLevel(LogLevel.None)))
         }),
         { numRuns: 60 }
       )
