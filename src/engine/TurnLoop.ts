@@ -102,7 +102,15 @@ const respond = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.
               Effect.map(notCancelled(live), (ok) => ok && !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === call.toolCallId))
             return env.commit({ type: "model.tool_call_requested", payload: call }, fresh).pipe(
               Effect.tap(markStored),
-              Effect.tap((event) => Effect.sync(() => Option.isSome(event) && calls.push(call)))
+              Effect.tap((event) =>
+                Option.isSome(event)
+                  ? Effect.sync(() => calls.push(call))
+                  : Effect.unlessEffect(
+                    Effect.logWarning("effect-agent: the model repeated a tool call id; the repeat is ignored").pipe(
+                      Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
+                    ),
+                    Ref.get(env.cancelRequested)
+                  ))
             )
           }
           case "Finish":
