@@ -166,6 +166,20 @@ const rememberedOf = (
   return [...state.remembered.filter((r) => r.scope !== scope), { scope, decision, sequence: event.sequence }]
 }
 
+// With several calls open, one call's event does not say what the turn is doing: the most pressing call does.
+const callPhases: ReadonlyArray<readonly [ToolCallStatus, TurnFsm.RunningPhase]> = [
+  ["awaiting_approval", TurnFsm.RunningPhase.AwaitingApproval],
+  ["running", TurnFsm.RunningPhase.ToolRunning],
+  ["permission_pending", TurnFsm.RunningPhase.PermissionPending]
+]
+
+/** A running turn's phase from its open calls; with none open, the phase its last event entered. */
+const withCallsPhase = (turn: OpenTurn): OpenTurn => {
+  if (turn.status.state !== "running" || turn.toolCalls.length === 0) return turn
+  const phase = callPhases.find(([status]) => turn.toolCalls.some((c) => c.status === status))?.[1] ?? TurnFsm.RunningPhase.ToolPending
+  return { ...turn, status: { state: "running", phase } }
+}
+
 /** Applies one event. Fails, naming the event's sequence, when it cannot follow the state. */
 export const reduce = (state: SessionState, event: AgentEvent): Either.Either<SessionState, ImpossibleEvent> => {
   if (event.sessionId !== state.sessionId) return fail(event, `event of session ${event.sessionId} in session ${state.sessionId}`)
@@ -226,7 +240,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     case "tool.failed":
       return Either.map(reduceToolEvent(turn, event), (next) => ({
         ...base,
-        openTurn: next,
+        openTurn: withCallsPhase(next),
         remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
       }))
     default:

@@ -152,7 +152,8 @@ export const make = (
       options: { ...TurnEnv.defaultOptions, ...options }
     }
 
-    // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store.
+    // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store; callers
+    // arriving while it loads wait on the same Deferred. (Effect's Cache would remember a failed load.)
     const loaded = new Map<string, Deferred.Deferred<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>>()
 
     const hydrate = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound> =>
@@ -199,8 +200,8 @@ export const make = (
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
       const log = yield* SessionLog.make(SessionLog.liveOf(state, [event]))
-      const ready = Deferred.unsafeMake<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>(FiberId.none)
-      Deferred.unsafeDone(ready, Exit.succeed(log))
+      const ready = yield* Deferred.make<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>()
+      yield* Deferred.succeed(ready, log)
       yield* Effect.sync(() => loaded.set(sessionId, ready))
       return Session.fromState(state)
     })

@@ -101,7 +101,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         if (size === 0) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
         const head = yield* readAt(handle, 0, Math.min(size, 64 * 1024))
         const firstEnd = head.indexOf(newline)
-        const version = firstEnd === -1 ? Option.none() : LogLines.versionOf(new TextDecoder().decode(head.subarray(0, firstEnd)))
+        const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(head.subarray(0, firstEnd)))
         let window = Math.min(size, 64 * 1024)
         while (true) {
           const bytes = yield* readAt(handle, size - window, window)
@@ -122,12 +122,14 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             yield* fs.truncate(file, validSize)
           }
           if (lastNewline === -1) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
-          if (Option.isNone(version)) return yield* corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
+          if (Option.isNone(first)) return yield* corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
+          const { isHeader, version } = first.value
+          // A log holding only its header has no event yet.
+          if (validSize === firstEnd + 1 && isHeader) return { lastSequence: 0, size: validSize, version }
           const text = new TextDecoder().decode(bytes.subarray(previousNewline + 1, lastNewline))
-          if (validSize === firstEnd + 1 && LogLines.isHeader(text)) return { lastSequence: 0, size: validSize, version: version.value }
-          const event = LogLines.decodeEvent(text, version.value)
+          const event = LogLines.decodeEvent(text, version)
           if (Either.isLeft(event)) return yield* corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
-          return { lastSequence: event.right.sequence, size: validSize, version: version.value }
+          return { lastSequence: event.right.sequence, size: validSize, version }
         }
       })).pipe(
         Effect.catchTag("BadArgument", (e) => Effect.die(e)),
@@ -273,14 +275,14 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
                 : Option.none()
             }
             if (line.number > 1) return Option.some(event(line))
-            const declared = LogLines.versionOf(line.text)
-            if (Option.isNone(declared)) return Option.some(Effect.fail(corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")))
-            if (declared.value > LogFormat.currentVersion) {
-              return Option.some(Effect.fail(corrupt(file, sessionId, 1, `unsupported log format version ${declared.value}`)))
+            const first = LogLines.firstLine(line.text)
+            if (Option.isNone(first)) return Option.some(Effect.fail(corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")))
+            if (first.value.version > LogFormat.currentVersion) {
+              return Option.some(Effect.fail(corrupt(file, sessionId, 1, `unsupported log format version ${first.value.version}`)))
             }
-            version = declared.value
+            version = first.value.version
             // A version-0 log has no header: its first line is already an event.
-            return LogLines.isHeader(line.text) ? Option.none() : Option.some(event(line))
+            return first.value.isHeader ? Option.none() : Option.some(event(line))
           })
         )
       })

@@ -484,3 +484,28 @@ describe("tools in a real workspace", () => {
       }, { rules: [{ name: "allow-sleeps", tool: "shell", command: "sleep *", decision: "allow" }] })))
     }).pipe(Effect.provide(NodeContext.layer)))
 })
+
+describe("the running phase", () => {
+  it.effect("while one call still runs, the turn is tool_running even after another call completed", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const sessionId = yield* newSession()
+      const fastDone = yield* Deferred.make<void>()
+      const turn = yield* engine.runTurn({ sessionId, userMessage: "both" }).pipe(
+        Stream.tap((e) => e.type === "tool.completed" && e.payload.toolCallId === "call_2" ? Deferred.succeed(fastDone, undefined) : Effect.void),
+        collect,
+        Effect.fork
+      )
+      yield* TestClock.adjust("1 second")
+      yield* Deferred.await(fastDone)
+      expect((yield* engine.sessionState({ sessionId })).openTurn?.status).toEqual({ state: "running", phase: "tool_running" })
+      yield* TestClock.adjust("10 seconds")
+      yield* Fiber.join(turn)
+    }).pipe(Effect.provide(withTools(
+      testTools({
+        slow: { run: () => Effect.as(Effect.sleep("5 seconds"), { result: "slow done" }) },
+        fast: { run: () => Effect.as(Effect.sleep("1 second"), { result: "fast done" }) }
+      }),
+      { responses: [{ toolCalls: [{ tool: "slow", args: {} }, { tool: "fast", args: {} }] }, { chunks: ["done"] }] }
+    ))))
+})

@@ -41,30 +41,30 @@ export const linesOf = <E>(bytes: Stream.Stream<Uint8Array, E>, firstNumber = 1)
     )
   })
 
+/** What a log's first line says: the format version, and whether the line is a header. */
+export interface FirstLine {
+  readonly version: number
+  /** `false` for a version-0 log, whose first line is already an event. */
+  readonly isHeader: boolean
+}
+
 /**
- * The version a log's first line declares: a header gives its version; an event (a log written
- * before headers existed) means version 0; anything else is not a log.
+ * Reads a log's first line: a header gives its version; an event (a log written before headers
+ * existed) means version 0; anything else is not a log.
  */
-export const versionOf = (firstLine: string): Option.Option<number> => {
+export const firstLine = (text: string): Option.Option<FirstLine> => {
   let value: unknown
   try {
-    value = JSON.parse(firstLine)
+    value = JSON.parse(text)
   } catch {
     return Option.none()
   }
   if (typeof value !== "object" || value === null) return Option.none()
   const record = value as { format?: unknown; version?: unknown; type?: unknown }
-  if (record.format === formatName) return typeof record.version === "number" ? Option.some(record.version) : Option.none()
-  return typeof record.type === "string" ? Option.some(0) : Option.none()
-}
-
-/** Whether a first line is a header (rather than the first event of a version-0 log). */
-export const isHeader = (firstLine: string): boolean => {
-  try {
-    return (JSON.parse(firstLine) as { format?: unknown }).format === formatName
-  } catch {
-    return false
+  if (record.format === formatName) {
+    return typeof record.version === "number" ? Option.some({ version: record.version, isHeader: true }) : Option.none()
   }
+  return typeof record.type === "string" ? Option.some({ version: 0, isHeader: false }) : Option.none()
 }
 
 /** Decodes an event line of a log of `version`, migrated to the current shape. */

@@ -92,18 +92,16 @@ export const make = (options: Options) => {
   const fromFs = (file: string, sessionId: string) => (error: PlatformError) => Effect.fail(fromPlatform("list", file, sessionId)(error))
 
   /** The entry of a log read from the start. */
-  const rebuild = (sessionId: string, file: string, size: number) =>
+  const rebuild = (sessionId: string, file: string) =>
     Effect.gen(function*() {
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
-      const head = yield* options.fs.stream(file, { bytesToRead: Math.min(size, 64 * 1024) }).pipe(
-        (bytes) => LogLines.linesOf(bytes),
-        Stream.runHead
-      )
-      const version = Option.flatMap(head, (line) => LogLines.versionOf(line.text))
-      // Covered up to what the last complete line's end is: found by the next extension if a torn tail follows.
-      const covered = yield* options.fs.readFile(file).pipe(Effect.map((bytes) => bytes.lastIndexOf(0x0a) + 1))
-      return Option.some<Entry>({ covered, version: Option.getOrElse(version, () => LogFormat.currentVersion), summary })
+      // The summary covers the log up to the end of its last complete line; a torn tail is left to the next extension.
+      const bytes = yield* options.fs.readFile(file)
+      const firstEnd = bytes.indexOf(0x0a)
+      const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
+      const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
+      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
     }).pipe(Effect.catchTags({ SystemError: fromFs(file, sessionId), BadArgument: fromFs(file, sessionId) }))
 
   /** Every session's summary, bringing the index up to date with the logs on disk. */
@@ -127,7 +125,7 @@ export const make = (options: Options) => {
         }
         changed = true
         const grown = known !== undefined && size > known.covered ? yield* extend(file, known, size) : Option.none<Entry>()
-        const entry = Option.isSome(grown) ? grown : yield* rebuild(sessionId, file, size)
+        const entry = Option.isSome(grown) ? grown : yield* rebuild(sessionId, file)
         if (Option.isSome(entry)) next[sessionId] = entry.value
       }), { concurrency: 8, discard: true })
     if (changed) yield* save(next)
