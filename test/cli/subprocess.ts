@@ -1,13 +1,12 @@
 /**
- * Runs the CLI as a real subprocess (through tsx, from the sources), for tests.
+ * Runs the built CLI (`node dist/cli/bin.js`, built by test/globalSetup.ts) as a real subprocess, for tests.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { createRequire } from "node:module"
 import { resolve } from "node:path"
-import { pathToFileURL } from "node:url"
 
 const root = resolve(import.meta.dirname, "../..")
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
+/** The built executable, as the package's `bin` names it. */
+export const binPath = resolve(root, "dist/cli/bin.js")
 
 /** What a finished CLI run printed and how it exited. */
 export interface Finished {
@@ -31,8 +30,7 @@ export interface Running {
 export const start = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}): Running => {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env }
   for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
-  // The loader by URL, so the CLI can run in any working directory.
-  const child = spawn(process.execPath, ["--import", tsxLoader, resolve(root, "src/cli/bin.ts"), ...args], {
+  const child = spawn(process.execPath, [binPath, ...args], {
     cwd: options.cwd ?? root,
     env: { ...env, NODE_OPTIONS: "" },
     stdio: ["pipe", "pipe", "pipe"]
