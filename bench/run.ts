@@ -15,9 +15,9 @@ import {
   IdGenerator,
   JsonlEventStore,
   MemoryEventStore,
-  SessionEngine,
-  SqliteEventStore
+  SessionEngine
 } from "../src/index.js"
+import { SqliteEventStore } from "../src/sqlite.js"
 import { EventStore } from "../src/services/EventStore.js"
 
 const scratch = mkdtempSync(join(tmpdir(), "effect-agent-bench-"))

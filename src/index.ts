@@ -2,6 +2,9 @@
  * effect-agent: an Effect-TS runtime for coding agents. One user request becomes an auditable,
  * replayable chain of events in an append-only log.
  *
+ * This entry point loads no vendor SDK, no native module and no CLI library: the integrations that
+ * do live in their own subpaths — `effect-agent/anthropic`, `effect-agent/openai`, `effect-agent/sqlite`.
+ *
  * @since 0.1.0
  */
 
@@ -22,6 +25,7 @@ export {
   InvalidInput,
   NothingToResume,
   ProviderFailure,
+  SessionBusy,
   SessionNotFound,
   TurnInProgress
 } from "./domain/Errors.js"
@@ -53,14 +57,8 @@ export * as AgentHooks from "./services/AgentHooks.js"
 export * as MemoryEventStore from "./layers/MemoryEventStore.js"
 /** Event store in JSONL files: the embedded default. */
 export * as JsonlEventStore from "./layers/JsonlEventStore.js"
-/** Event store in one SQLite file, for many sessions and several processes. */
-export * as SqliteEventStore from "./layers/SqliteEventStore.js"
 /** The scripted fake model, also the built-in echo model. */
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
-/** The Anthropic model provider, on `@anthropic-ai/sdk`. */
-export * as AnthropicModelProvider from "./layers/AnthropicModelProvider.js"
-/** The OpenAI (and OpenAI-compatible) model provider, on `openai`. */
-export * as OpenAiModelProvider from "./layers/OpenAiModelProvider.js"
 /** The workspace tools: read, write, edit, list, grep, shell. */
 export * as WorkspaceTools from "./layers/WorkspaceTools.js"
 /** The rule-based permission engine. */

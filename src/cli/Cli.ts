@@ -22,7 +22,6 @@ import {
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
-  SqliteEventStore,
   WorkspaceTools
 } from "../index.js"
 import * as Approvals from "./Approvals.js"
@@ -58,7 +57,16 @@ interface Storage {
 }
 
 const storeLayer = ({ dataDir, store }: Storage) =>
-  store === "sqlite" ? SqliteEventStore.layer({ filename: `${dataDir}/effect-agent.sqlite` }) : JsonlEventStore.layer({ dataDir })
+  store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`) : JsonlEventStore.layer({ dataDir })
+
+/** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
+const sqliteLayer = (filename: string) =>
+  Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: () => import("../sqlite.js"),
+      catch: () => new Error("--store sqlite needs the optional package @effect/sql-sqlite-node: npm install @effect/sql-sqlite-node")
+    }).pipe(Effect.map(({ SqliteEventStore }) => SqliteEventStore.layer({ filename })))
+  )
 
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 const engineLayer = <E, R>(storage: Storage, model: Layer.Layer<ModelProvider.ModelProvider, E, R>, permissions: PermissionPolicy.Options = {}) =>

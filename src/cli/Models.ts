@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { AnthropicModelProvider, FakeModelProvider, ModelProvider, OpenAiModelProvider } from "../index.js"
+import { FakeModelProvider, ModelProvider } from "../index.js"
 
 /** The CLI's model options. */
 export const options = {
@@ -72,6 +72,8 @@ export const layer = (choice: Choice) =>
       Option.isSome(choice.script) ? "fake" : isSet("ANTHROPIC_API_KEY") ? "anthropic" : isSet("OPENAI_API_KEY") ? "openai" : "fake")
     if (picked === "anthropic") {
       if (!isSet("ANTHROPIC_API_KEY")) return yield* Effect.fail(new Error("--provider anthropic needs ANTHROPIC_API_KEY to be set"))
+      // Loaded only when used: the SDK costs start-up time for every other run.
+      const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
       return AnthropicModelProvider.layerConfig(overrides)
     }
@@ -80,6 +82,7 @@ export const layer = (choice: Choice) =>
       if (!isSet("OPENAI_API_KEY") && overrides.baseURL === undefined) {
         return yield* Effect.fail(new Error("--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"))
       }
+      const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
       yield* Console.error(
         `effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`
       )

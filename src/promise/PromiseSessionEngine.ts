@@ -35,9 +35,10 @@ export interface Options {
   readonly ids?: Layer.Layer<IdGenerator.IdGenerator, unknown>
   /**
    * The optional engine services — a `ToolRouter`, a `PermissionEngine`, a `ContextBuilder`,
-   * `AgentHooks` — as one layer (merge several with `Layer.mergeAll`).
+   * `AgentHooks` — as one layer (merge several with `Layer.mergeAll`). What they need of the
+   * platform (`FileSystem`, `Path`, …: `WorkspaceTools.layer()` does) is provided by Node's.
    */
-  readonly services?: Layer.Layer<never, unknown>
+  readonly services?: Layer.Layer<never, unknown, NodeContext.NodeContext>
   /** Limits and timings of turns. */
   readonly limits?: SessionEngine.Options
   /** Replaces the whole engine layer; the other options are then ignored. */
@@ -73,7 +74,7 @@ const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine
     Layer.provide(options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer))),
     Layer.provide(options.model ?? FakeModelProvider.layer()),
     Layer.provide(options.ids ?? IdGenerator.layer),
-    Layer.provide(options.services ?? Layer.empty)
+    Layer.provide((options.services ?? Layer.empty).pipe(Layer.provide(NodeContext.layer)))
   )
 
 /** Builds a Promise-based engine. Call `dispose()` when done. */

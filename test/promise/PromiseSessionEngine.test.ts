@@ -5,9 +5,13 @@ import { afterEach, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { makeSessionEngine, type PromiseSessionEngine } from "../../src/index.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { writeFileSync } from "node:fs"
 import { expectWellFormedLog, testTools } from "../helpers.js"
 
 // The façade runs on the live clock; the scripted model's own delay paces it, the test never sleeps.
@@ -138,5 +142,26 @@ describe("makeSessionEngine with tools", () => {
     expect(events.find((e) => e.type === "tool.completed")?.payload).toEqual({ toolCallId: "call_1", result: "saved" })
     expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     await expect(engine.resolvePermission({ sessionId, toolCallId: "call_1", decision: "allow" })).rejects.toMatchObject({ _tag: "ApprovalNotPending" })
+  })
+
+  it("takes WorkspaceTools.layer() as services without the platform provided by hand", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "effect-agent-facade-tools-"))
+    writeFileSync(join(cwd, "notes.txt"), "remember the milk\n")
+    try {
+      const engine = makeSessionEngine({
+        store: MemoryEventStore.layer,
+        ids: IdGenerator.layerSequential,
+        model: FakeModelProvider.layer({ responses: [{ toolCalls: [{ tool: "read_file", args: { path: "notes.txt" } }] }, { chunks: ["done"] }] }),
+        services: Layer.mergeAll(WorkspaceTools.layer(), PermissionPolicy.layer())
+      })
+      engines.push(engine)
+      const { sessionId } = await engine.createSession({ cwd, client: "test" })
+      const events: Array<AgentEvent> = []
+      for await (const event of engine.runTurn({ sessionId, userMessage: "read my notes" })) events.push(event)
+      expect(events.find((e) => e.type === "tool.completed")?.payload).toMatchObject({ result: "remember the milk\n" })
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    } finally {
+      rmSync(cwd, { recursive: true, force: true })
+    }
   })
 })

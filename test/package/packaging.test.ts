@@ -1,0 +1,104 @@
+/**
+ * The package as an embedder gets it: packed with `npm pack`, installed into fresh projects from the
+ * npm registry. Checks one copy of Effect next to an app that pins another 3.x, the README's install
+ * line and embedding example (strict type-check under `nodenext`, then run), and a light root import.
+ */
+import { execFileSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const root = resolve(import.meta.dirname, "../..")
+const readme = readFileSync(join(root, "README.md"), "utf8")
+const scratch = mkdtempSync(join(tmpdir(), "effect-agent-pack-"))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+
+const npm = (args: ReadonlyArray<string>, cwd: string) =>
+  execFileSync("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+
+/** The README's install line: the one `npm install` of the packed tarball in the "Install" section. */
+const installLine = () => {
+  const section = readme.slice(readme.indexOf("## Install"))
+  const line = section.split("\n").find((l) => l.startsWith("npm install ./effect-agent-"))
+  if (line === undefined) throw new Error("README: no `npm install ./effect-agent-…` line under ## Install")
+  return line.replace(/\s+#.*$/, "").trim().split(/\s+/).slice(1)
+}
+
+/** The README's embedding example: the first TypeScript block of "Embedding in an Effect program". */
+const embeddingExample = () => {
+  const section = readme.slice(readme.indexOf("## Embedding in an Effect program"))
+  const match = /```ts\n([\s\S]*?)```/.exec(section)
+  if (match === null) throw new Error("README: no TypeScript block under ## Embedding in an Effect program")
+  return match[1]!
+}
+
+const newProject = (name: string, dependencies: Record<string, string> = {}) => {
+  const dir = join(scratch, name)
+  mkdirSync(dir)
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name, private: true, type: "module", dependencies }, null, 2))
+  return dir
+}
+
+let tarball = ""
+beforeAll(() => {
+  // dist/ is built by the suite's global setup; `npm pack` ships it with the sources its maps point to.
+  const packed = JSON.parse(npm(["pack", "--json", "--pack-destination", scratch], root)) as Array<{ filename: string; files: Array<{ path: string }> }>
+  tarball = join(scratch, packed[0]!.filename)
+  const files = packed[0]!.files.map((f) => f.path)
+  expect(files).toContain("dist/index.d.ts.map")
+  expect(files).toContain("src/index.ts")
+}, 120_000)
+
+describe("the packed package", () => {
+  it("installs with the README's line, and the README's embedding example type-checks strictly and runs", () => {
+    const app = newProject("readme-app")
+    execFileSync("cp", [tarball, app])
+    npm(installLine(), app)
+    writeFileSync(join(app, "example.ts"), embeddingExample())
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
+      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, outDir: "out" },
+      files: ["example.ts"]
+    }))
+    const tsc = join(root, "node_modules/typescript/bin/tsc")
+    execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app, encoding: "utf8" })
+    const output = execFileSync(process.execPath, ["out/example.js"], { cwd: app, encoding: "utf8" })
+    expect(output).toContain("Hello!")
+  }, 300_000)
+
+  it("an app pinning another effect 3.x ends with exactly one copy of effect, and the root import loads nothing heavy", () => {
+    const pinned = "3.22.3"
+    const app = newProject("pinned-app", {
+      effect: pinned,
+      "@effect/platform": "0.97.2",
+      "@effect/platform-node": "0.108.2",
+      "effect-agent": `file:${tarball}`
+    })
+    npm(["install"], app)
+    const tree = npm(["ls", "effect", "--all", "--parseable"], app).trim().split("\n")
+    const copies = new Set(tree.filter((p) => p.endsWith("/node_modules/effect")))
+    expect([...copies]).toEqual([join(app, "node_modules/effect")])
+    expect(JSON.parse(readFileSync(join(app, "node_modules/effect/package.json"), "utf8")).version).toBe(pinned)
+
+    // Every module the root import resolves is recorded by a loader hook.
+    const log = join(app, "loaded.txt")
+    writeFileSync(join(app, "hooks.mjs"), `import { appendFileSync } from "node:fs"
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context)
+  appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n")
+  return resolved
+}
+`)
+    writeFileSync(join(app, "register.mjs"), `import { register } from "node:module"\nregister("./hooks.mjs", import.meta.url)\n`)
+    writeFileSync(join(app, "main.mjs"), `const agent = await import("effect-agent")\nconsole.log(Object.keys(agent).length)\n`)
+    execFileSync(process.execPath, ["--import", "./register.mjs", "main.mjs"], { cwd: app, encoding: "utf8" })
+    const loaded = readFileSync(log, "utf8")
+    expect(loaded).toContain("/node_modules/effect-agent/dist/index.js")
+    for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli"]) {
+      expect(loaded, heavy).not.toContain(heavy)
+    }
+    // The subpaths load what they name.
+    writeFileSync(join(app, "sub.mjs"), `const { AnthropicModelProvider } = await import("effect-agent/anthropic")\nconsole.log(typeof AnthropicModelProvider.layer)\n`)
+    expect(execFileSync(process.execPath, ["sub.mjs"], { cwd: app, encoding: "utf8" }).trim()).toBe("function")
+  }, 300_000)
+})
