@@ -27,6 +27,14 @@ export const defaultPolicy: Policy = Schedule.exponential("1 second", 2).pipe(
 /** The longest `retry-after` honoured; a server asking for longer ends the turn instead. */
 export const maxRetryAfter = Duration.minutes(2)
 
+/**
+ * A wait as whole milliseconds, or `None` when it is no wait at all (not a finite number). A
+ * jittered schedule gives fractions (1166.2) and `model.retry` stores `delayMs` as an integer, so the
+ * wait is rounded here, where it is computed, and the engine sleeps exactly what it stored.
+ */
+export const wholeMillis = (millis: number): Option.Option<number> =>
+  Number.isFinite(millis) ? Option.some(Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(millis)))) : Option.none()
+
 /** A policy in use for one model request: each failure gives the next wait, or none when it is spent. */
 export interface Attempts {
   readonly next: (failure: ProviderFailure) => Effect.Effect<Option.Option<number>>
@@ -46,7 +54,9 @@ export const start = (policy: Policy): Effect.Effect<Attempts> =>
           state = next
           if (ScheduleDecision.isDone(decision)) return Option.none()
           const delay = Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
-          return Option.some(Math.max(delay, failure.retryAfterMs ?? 0))
+          // A server's wait that is not a number is no wait: the schedule's delay stands.
+          const asked = failure.retryAfterMs !== undefined && Number.isFinite(failure.retryAfterMs) ? failure.retryAfterMs : 0
+          return wholeMillis(Math.max(delay, asked))
         })
     }
   })

@@ -21,11 +21,12 @@ import type { EventStoreFailure } from "../domain/Errors.js"
 import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
+import * as EventDraft from "./EventDraft.js"
 import type * as SessionLog from "./SessionLog.js"
 import type { TurnEnv } from "./TurnEnv.js"
 
 const toolFailed = (env: TurnEnv, toolCallId: string, errorCode: string, message: string) =>
-  env.commit({ type: "tool.failed", payload: { toolCallId, errorCode, message } })
+  env.commit(EventDraft.toolFailed(toolCallId, errorCode, message))
 
 /** A guard that lets an event through only while the call is running (late progress is dropped). */
 const whileRunning = (toolCallId: string): SessionLog.Guard => (live) =>
@@ -70,14 +71,11 @@ const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<
     const { toolCallId } = call
     const answer = yield* askUser(env, toolCallId, storeAsk)
     if (Option.isNone(answer)) {
-      yield* env.commit({ type: "permission.resolved", payload: { toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" } })
+      yield* env.commit(EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" }))
       return Either.left("Permission denied: nobody approved the call in time.")
     }
     const { decision, remember } = answer.value
-    yield* env.commit({
-      type: "permission.resolved",
-      payload: { toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }
-    })
+    yield* env.commit(EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }))
     return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
   })
 
@@ -90,7 +88,7 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
     const { toolCallId } = call
     if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
     if (from === "requested") {
-      yield* env.commit({ type: "permission.requested", payload: { toolCallId, tool: call.tool, risk: call.risk } })
+      yield* env.commit(EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk }))
     }
     const { state } = yield* SynchronizedRef.get(env.log.live)
     const policy: PermissionDecision = yield* env.permissions.decide({
@@ -99,10 +97,7 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
       call,
       remembered: state.remembered
     })
-    const resolved = env.commit({
-      type: "permission.resolved",
-      payload: { toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" }
-    })
+    const resolved = env.commit(EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" }))
     if (policy.decision === "ask") return yield* userDecision(env, call, resolved)
     yield* resolved
     return policy.decision === "allow"
@@ -114,14 +109,14 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
 const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId, tool, args } = call
-    yield* env.commit({ type: "tool.started", payload: { toolCallId, tool, args } })
+    yield* env.commit(EventDraft.toolStarted(toolCallId, tool, args))
     const { state } = yield* SynchronizedRef.get(env.log.live)
     const outcome = yield* env.tools!.execute(call, {
       sessionId: state.sessionId,
       turnId: env.turnId,
       cwd: state.cwd,
       progress: (message) =>
-        env.commit({ type: "tool.progress", payload: { toolCallId, message } }, whileRunning(toolCallId)).pipe(
+        env.commit(EventDraft.toolProgress(toolCallId, message), whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
           Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store tool progress", e)),
           Effect.asVoid
@@ -136,10 +131,8 @@ const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventSto
     )
     if (Either.isLeft(outcome)) return yield* toolFailed(env, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(env, call, outcome.right)
-    yield* env.commit({
-      type: "tool.completed",
-      payload: { toolCallId, result: output.result, ...(output.exitCode === undefined ? {} : { exitCode: output.exitCode }) }
-    })
+    // Tool output is escaped here, in the one builder, before it reaches the log, the model or a terminal.
+    yield* env.commit(EventDraft.toolCompleted(toolCallId, output.result, output.exitCode))
   })
 
 const afterResult = (env: TurnEnv, call: PreparedCall, output: ToolOutput) =>

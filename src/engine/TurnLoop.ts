@@ -23,6 +23,7 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
+import * as EventDraft from "./EventDraft.js"
 import * as Retry from "./Retry.js"
 import * as SessionLog from "./SessionLog.js"
 import type { TurnEnv } from "./TurnEnv.js"
@@ -46,12 +47,9 @@ export const closeTurn = (
     const { state } = yield* SynchronizedRef.get(log.live)
     const errorCode = completion.errorCode ?? "cancelled"
     for (const call of state.openTurn?.toolCalls ?? []) {
-      yield* SessionLog.commit(ports, log, turnId, {
-        type: "tool.failed",
-        payload: { toolCallId: call.toolCallId, errorCode, message: `The tool call did not finish: ${errorCode}.` }
-      }, emit)
+      yield* SessionLog.commit(ports, log, turnId, EventDraft.toolFailed(call.toolCallId, errorCode, `The tool call did not finish: ${errorCode}.`), emit)
     }
-    yield* SessionLog.commit(ports, log, turnId, { type: "turn.completed", payload: completion }, emit)
+    yield* SessionLog.commit(ports, log, turnId, EventDraft.turnCompleted(completion), emit)
   })
 
 const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
@@ -94,13 +92,13 @@ const respond = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<AgentEvent.
           case "TextDelta":
             return chunk.text === ""
               ? Effect.void
-              : env.commit({ type: "model.delta", payload: { text: chunk.text } }, notCancelled).pipe(Effect.tap(markStored))
+              : env.commit(EventDraft.modelDelta(chunk.text), notCancelled).pipe(Effect.tap(markStored))
           case "ToolCall": {
             const call = { toolCallId: chunk.toolCallId, tool: chunk.tool, args: chunk.args }
             // A call id the turn already used would make two calls indistinguishable: refuse the repeat.
             const fresh: SessionLog.Guard = (live) =>
               Effect.map(notCancelled(live), (ok) => ok && !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === call.toolCallId))
-            return env.commit({ type: "model.tool_call_requested", payload: call }, fresh).pipe(
+            return env.commit(EventDraft.toolCallRequested(call), fresh).pipe(
               Effect.tap(markStored),
               Effect.tap((event) =>
                 Option.isSome(event)
@@ -137,7 +135,7 @@ const respondWithRetry = (env: TurnEnv, request: ModelRequest, usage: Ref.Ref<Ag
       yield* Effect.logInfo("effect-agent: model request failed; retrying").pipe(
         Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail, attempt, delayMs: wait.value })
       )
-      yield* env.commit({ type: "model.retry", payload: { attempt, delayMs: wait.value, errorCode: response.failure.reason } })
+      yield* env.commit(EventDraft.modelRetry(attempt, wait.value, response.failure.reason))
       yield* Effect.sleep(Duration.millis(wait.value))
     }
   })
@@ -160,7 +158,7 @@ const buildRequest = (env: TurnEnv, step: number) =>
       )
     const tokens = request === built.request ? built.tokens : ContextBuilder.estimate(request)
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
-      yield* env.commit({ type: "context.built", payload: { tokens } })
+      yield* env.commit(EventDraft.contextBuilt(tokens))
     }
     // The overflow preflight: a request over the context window is never sent.
     const limit = env.provider.capabilities.maxContextTokens
@@ -234,10 +232,7 @@ const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, us
       const { state } = yield* SynchronizedRef.get(log.live)
       if (!(yield* Ref.get(env.cancelRequested)) && SessionState.isPaused(state)) {
         for (const call of state.openTurn?.toolCalls.filter((c) => c.status === "running") ?? []) {
-          yield* env.commit({
-            type: "tool.failed",
-            payload: { toolCallId: call.toolCallId, errorCode: "interrupted", message: "The call was stopped when the agent shut down." }
-          })
+          yield* env.commit(EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down."))
         }
         return
       }
@@ -256,8 +251,8 @@ export const drive = (env: TurnEnv, userMessage: string, beforeStart: Effect.Eff
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
       yield* beforeStart
-      yield* env.commit({ type: "turn.started", payload: { promptPreview: AgentEvent.promptPreview(userMessage) } })
-      yield* env.commit({ type: "user.message", payload: { content: userMessage } })
+      yield* env.commit(EventDraft.turnStarted(userMessage))
+      yield* env.commit(EventDraft.userMessage(userMessage))
       const usage = yield* Ref.make<AgentEvent.Usage | undefined>(undefined)
       const exit = yield* Effect.exit(restore(steps(env, usage, [], 0)))
       return yield* finish(env, exit, yield* Ref.get(usage))

@@ -1,0 +1,148 @@
+/**
+ * The one place the engine builds the payloads of turn events. Each builder is total: whatever its
+ * inputs (a jittered wait of 1166.2 ms, a tool's output holding NUL bytes or terminal escapes, a
+ * provider's arguments that are not JSON), it returns a draft the `AgentEvent` schema accepts, so
+ * no store can refuse an event the engine made and no turn ends `internal_error` because of one.
+ * A property test (test/engine/eventDraft.test.ts) runs every builder on generated inputs and
+ * decodes each result with the schema.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import * as AgentEvent from "../domain/AgentEvent.js"
+import * as Json from "../domain/Json.js"
+
+type Draft<T extends AgentEvent.TurnEvent["type"]> = {
+  readonly type: T
+  readonly payload: AgentEvent.PayloadOf<T>
+}
+
+/**
+ * Tool output made safe to store and to show: C0 control characters other than tab, newline and
+ * carriage return, DEL and the C1 controls become visible escapes (`\x00`, `\x1b`, `\x9b`), so a
+ * NUL byte or an escape sequence in a command's output can neither truncate a reader of the log nor
+ * drive the user's terminal. Everything else is kept as it is.
+ */
+export const escapeControls = (text: string): string =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+
+/** A count the schema accepts: a safe, non-negative integer. */
+const count = (n: number): number => (Number.isFinite(n) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(n))) : 0)
+
+/** A value the `Json` schema accepts: JSON as it is, anything else through a JSON round trip. */
+export const toJson = (value: unknown): Json.Json => {
+  if (Json.isJson(value)) return value
+  try {
+    const text = JSON.stringify(value)
+    return text === undefined ? null : (JSON.parse(text) as Json.Json)
+  } catch {
+    return null
+  }
+}
+
+/** `turn.started`: the preview is the first characters of the user's message. */
+export const turnStarted = (userMessage: string): Draft<"turn.started"> => ({
+  type: "turn.started",
+  payload: { promptPreview: AgentEvent.promptPreview(userMessage) }
+})
+
+/** `user.message`. */
+export const userMessage = (content: string): Draft<"user.message"> => ({ type: "user.message", payload: { content } })
+
+/** `context.built`: token counts are whole and non-negative (an estimator may give fractions). */
+export const contextBuilt = (tokens: AgentEvent.PayloadOf<"context.built">["tokens"]): Draft<"context.built"> => ({
+  type: "context.built",
+  payload: {
+    tokens: { instruction: count(tokens.instruction), transcript: count(tokens.transcript), tools: count(tokens.tools), total: count(tokens.total) }
+  }
+})
+
+/** `model.delta`. */
+export const modelDelta = (text: string): Draft<"model.delta"> => ({ type: "model.delta", payload: { text } })
+
+/** `model.retry`: the attempt is at least 1 and the wait whole, non-negative milliseconds. */
+export const modelRetry = (attempt: number, delayMs: number, errorCode: string): Draft<"model.retry"> => ({
+  type: "model.retry",
+  payload: { attempt: Math.max(1, count(attempt)), delayMs: count(delayMs), errorCode }
+})
+
+/** `model.tool_call_requested`. */
+export const toolCallRequested = (call: { readonly toolCallId: string; readonly tool: string; readonly args: unknown }): Draft<"model.tool_call_requested"> => ({
+  type: "model.tool_call_requested",
+  payload: { toolCallId: call.toolCallId, tool: call.tool, args: toJson(call.args) }
+})
+
+/** `permission.requested`. */
+export const permissionRequested = (payload: AgentEvent.PayloadOf<"permission.requested">): Draft<"permission.requested"> => ({
+  type: "permission.requested",
+  payload: { toolCallId: payload.toolCallId, tool: payload.tool, risk: payload.risk }
+})
+
+/** `permission.resolved`. */
+export const permissionResolved = (payload: AgentEvent.PayloadOf<"permission.resolved">): Draft<"permission.resolved"> => ({
+  type: "permission.resolved",
+  payload
+})
+
+/** `tool.started`. */
+export const toolStarted = (toolCallId: string, tool: string, args: unknown): Draft<"tool.started"> => ({
+  type: "tool.started",
+  payload: { toolCallId, tool, args: toJson(args) }
+})
+
+/** `tool.progress`: the message is tool output, escaped. */
+export const toolProgress = (toolCallId: string, message: string): Draft<"tool.progress"> => ({
+  type: "tool.progress",
+  payload: { toolCallId, message: escapeControls(message) }
+})
+
+/** `tool.completed`: the result is tool output, escaped; an exit code that is not an integer is left out. */
+export const toolCompleted = (toolCallId: string, result: string, exitCode?: number): Draft<"tool.completed"> => ({
+  type: "tool.completed",
+  payload: {
+    toolCallId,
+    result: escapeControls(result),
+    ...(exitCode === undefined || !Number.isSafeInteger(exitCode) ? {} : { exitCode })
+  }
+})
+
+/** `tool.failed`: the message may quote tool output, so it is escaped too. */
+export const toolFailed = (toolCallId: string, errorCode: string, message: string): Draft<"tool.failed"> => ({
+  type: "tool.failed",
+  payload: { toolCallId, errorCode, message: escapeControls(message) }
+})
+
+/** `turn.completed`: usage counts are whole and non-negative. */
+export const turnCompleted = (completion: AgentEvent.PayloadOf<"turn.completed">): Draft<"turn.completed"> => {
+  const { usage } = completion
+  return {
+    type: "turn.completed",
+    payload: {
+      stopReason: completion.stopReason,
+      ...(completion.errorCode === undefined ? {} : { errorCode: completion.errorCode }),
+      ...(usage === undefined ? {} : {
+        usage: {
+          inputTokens: count(usage.inputTokens),
+          outputTokens: count(usage.outputTokens),
+          ...(usage.cacheReadTokens === undefined ? {} : { cacheReadTokens: count(usage.cacheReadTokens) }),
+          ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: count(usage.cacheWriteTokens) })
+        }
+      })
+    }
+  }
+}
+
+const payloadSchemas: ReadonlyMap<string, Schema.Schema.Any> = new Map(
+  AgentEvent.AgentEvent.members.map((member) => [member.fields.type.literals[0], member.fields.payload as Schema.Schema.Any])
+)
+
+/** Checks a draft's payload against the schema of its event type, as a store will when it encodes the event. */
+export const check = (draft: AgentEvent.TurnEventDraft): Either.Either<AgentEvent.TurnEventDraft, ParseResult.ParseError> => {
+  const schema = payloadSchemas.get(draft.type)
+  if (schema === undefined) return Either.right(draft)
+  return Either.map(Schema.validateEither(schema as Schema.Schema<unknown>)(draft.payload), () => draft)
+}
