@@ -25,6 +25,7 @@ import {
   WorkspaceTools
 } from "../index.js"
 import * as Approvals from "./Approvals.js"
+import { CliError } from "./CliError.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 
@@ -64,7 +65,11 @@ const sqliteLayer = (filename: string) =>
   Layer.unwrapEffect(
     Effect.tryPromise({
       try: () => import("../sqlite.js"),
-      catch: () => new Error("--store sqlite needs the optional package @effect/sql-sqlite-node: npm install @effect/sql-sqlite-node")
+      catch: () =>
+        new CliError({
+          reason: "missing_package",
+          message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
+        })
     }).pipe(Effect.map(({ SqliteEventStore }) => SqliteEventStore.layer({ filename })))
   )
 

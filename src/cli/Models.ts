@@ -6,6 +6,7 @@
  */
 import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -14,6 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { FakeModelProvider, ModelProvider } from "../index.js"
+import { CliError } from "./CliError.js"
 
 /** The CLI's model options. */
 export const options = {
@@ -62,32 +64,48 @@ const recordingTo = (file: string) =>
     })
   )
 
-const isSet = (name: string) => (process.env[name] ?? "").trim() !== ""
+/** An API key from configuration (the environment), if one is set and not blank. */
+const apiKey = (name: string) =>
+  Config.option(Config.redacted(name)).pipe(
+    Config.map(Option.filter((key) => Redacted.value(key).trim() !== "")),
+    Effect.orElseSucceed(() => Option.none<Redacted.Redacted>())
+  )
+
+/** `config` with the command line's choices laid over it. */
+const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Partial<A>) =>
+  Config.map(config, (options) => ({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
 
 /** The model layer for a choice. */
 export const layer = (choice: Choice) =>
   Effect.gen(function*() {
     const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
+    const anthropicKey = yield* apiKey("ANTHROPIC_API_KEY")
+    const openAiKey = yield* apiKey("OPENAI_API_KEY")
     const picked = Option.getOrElse(choice.provider, () =>
-      Option.isSome(choice.script) ? "fake" : isSet("ANTHROPIC_API_KEY") ? "anthropic" : isSet("OPENAI_API_KEY") ? "openai" : "fake")
+      Option.isSome(choice.script) ? "fake" : Option.isSome(anthropicKey) ? "anthropic" : Option.isSome(openAiKey) ? "openai" : "fake")
     if (picked === "anthropic") {
-      if (!isSet("ANTHROPIC_API_KEY")) return yield* Effect.fail(new Error("--provider anthropic needs ANTHROPIC_API_KEY to be set"))
+      if (Option.isNone(anthropicKey)) {
+        return yield* new CliError({ reason: "missing_api_key", message: "--provider anthropic needs ANTHROPIC_API_KEY to be set" })
+      }
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
-      return AnthropicModelProvider.layerConfig(overrides)
+      return AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, overrides))
     }
     if (picked === "openai") {
       // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.
-      if (!isSet("OPENAI_API_KEY") && overrides.baseURL === undefined) {
-        return yield* Effect.fail(new Error("--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"))
+      if (Option.isNone(openAiKey) && overrides.baseURL === undefined) {
+        return yield* new CliError({
+          reason: "missing_api_key",
+          message: "--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"
+        })
       }
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
       yield* Console.error(
         `effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`
       )
-      return isSet("OPENAI_API_KEY")
-        ? OpenAiModelProvider.layerConfig(overrides)
+      return Option.isSome(openAiKey)
+        ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
         : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
     }
     if (Option.isSome(choice.script)) {

@@ -17,6 +17,7 @@ import type {
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -41,15 +42,18 @@ export const contextWindows: ReadonlyArray<readonly [string, number]> = [["claud
 const isContextOverflow = (message: string) =>
   /prompt is too long|context (window|limit|length)|exceed(s|ed)? (the )?context|too many (input )?tokens/i.test(message)
 
-/** Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. */
-export const toFailure = (error: unknown): ProviderFailure => {
+/**
+ * Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. `now` (from
+ * the `Clock`) dates a `retry-after` given as an HTTP date.
+ */
+export const toFailure = (error: unknown, now: number): ProviderFailure => {
   if (error instanceof ProviderFailure) return error
   const { headers, message, status, type } = Support.shapeOf(error)
   const extra = {
     cause: error,
     ...(status === undefined ? {} : { status }),
     ...(() => {
-      const retryAfterMs = Support.retryAfterMs(headers, Date.now())
+      const retryAfterMs = Support.retryAfterMs(headers, now)
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
@@ -185,8 +189,9 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     })
   })
 
-/** Builds the provider. */
-export const make = (options: Options): ModelProvider.ModelProvider.Service => {
+/** Builds the provider; time (a `retry-after` date) comes from the `Clock`. */
+export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
+  Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
   const client = new Anthropic({
     apiKey: Redacted.value(options.apiKey),
@@ -205,15 +210,15 @@ export const make = (options: Options): ModelProvider.ModelProvider.Service => {
     stream: (request) =>
       toChunks(Support.fromSdk({
         open: (signal) => client.messages.create(toRequest(request, model, maxTokens), { signal }),
-        toFailure,
+        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
+    })
   })
-}
 
 /** The provider as a layer. */
 export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider> =>
-  Layer.succeed(ModelProvider.ModelProvider, make(options))
+  Layer.effect(ModelProvider.ModelProvider, make(options))
 
 /**
  * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
@@ -221,6 +226,10 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
  */
 export const config: Config.Config<Options> = Support.config("ANTHROPIC")
 
-/** The provider from configuration, with explicit options taking precedence. */
-export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Support.layerConfig("ANTHROPIC", make, overrides)
+/**
+ * The provider from configuration: `config` by default; pass other `Config` values to read them
+ * elsewhere, e.g. `layerConfig({ ...defaults, model: Config.succeed("…") })` or `Config.map(config, …)`.
+ */
+export const layerConfig = (
+  options: Config.Config.Wrap<Options> = config
+): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> => Support.layerConfig(options, make)

@@ -15,6 +15,7 @@ import type {
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -45,11 +46,14 @@ export const contextWindows: ReadonlyArray<readonly [string, number]> = [
 const isContextOverflow = (code: string | undefined, message: string) =>
   code === "context_length_exceeded" || /maximum context length|context (window|length)|too many tokens/i.test(message)
 
-/** Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. */
-export const toFailure = (error: unknown): ProviderFailure => {
+/**
+ * Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. `now` (from
+ * the `Clock`) dates a `retry-after` given as an HTTP date.
+ */
+export const toFailure = (error: unknown, now: number): ProviderFailure => {
   if (error instanceof ProviderFailure) return error
   const { code, headers, message, status, type } = Support.shapeOf(error)
-  const retryAfterMs = Support.retryAfterMs(headers, Date.now())
+  const retryAfterMs = Support.retryAfterMs(headers, now)
   const extra = {
     cause: error,
     ...(status === undefined ? {} : { status }),
@@ -172,8 +176,9 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     return Stream.concat(body, end)
   })
 
-/** Builds the provider. */
-export const make = (options: Options): ModelProvider.ModelProvider.Service => {
+/** Builds the provider; time (a `retry-after` date) comes from the `Clock`. */
+export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
+  Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
   const client = new OpenAI({
     apiKey: Redacted.value(options.apiKey),
@@ -191,15 +196,15 @@ export const make = (options: Options): ModelProvider.ModelProvider.Service => {
     stream: (request) =>
       toChunks(Support.fromSdk({
         open: (signal) => client.chat.completions.create(toRequest(request, model, options.maxOutputTokens), { signal }),
-        toFailure,
+        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
+    })
   })
-}
 
 /** The provider as a layer. */
 export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider> =>
-  Layer.succeed(ModelProvider.ModelProvider, make(options))
+  Layer.effect(ModelProvider.ModelProvider, make(options))
 
 /**
  * The options from configuration: `OPENAI_API_KEY` (required, redacted), `OPENAI_MODEL`,
@@ -207,6 +212,10 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
  */
 export const config: Config.Config<Options> = Support.config("OPENAI")
 
-/** The provider from configuration, with explicit options taking precedence. */
-export const layerConfig = (overrides: Partial<Options> = {}): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Support.layerConfig("OPENAI", make, overrides)
+/**
+ * The provider from configuration: `config` by default; pass other `Config` values to read them
+ * elsewhere, e.g. `layerConfig({ ...defaults, model: Config.succeed("…") })` or `Config.map(config, …)`.
+ */
+export const layerConfig = (
+  options: Config.Config.Wrap<Options> = config
+): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> => Support.layerConfig(options, make)

@@ -131,6 +131,16 @@ for (const vendor of vendors) {
         }).pipe(Effect.provide(provider())))
     }
 
+    it.effect("a retry-after given as an HTTP date is measured on the Clock", () =>
+      Effect.gen(function*() {
+        const limited = WireServer.recording(vendor.name, "rate-limited")
+        const { "retry-after": _, ...headers } = limited.headers
+        server.respond({ ...limited, headers: { ...headers, "retry-after": new Date(65_000).toUTCString() } })
+        yield* TestClock.setTime(60_000)
+        const failure = (yield* chunksOf()).pipe(Either.flip, Either.getOrThrow)
+        expect(failure).toMatchObject({ reason: "rate_limited", retryAfterMs: 5000 })
+      }).pipe(Effect.provide(provider())))
+
     it.live("a stream that stalls fails as network after the idle timeout", () =>
       Effect.gen(function*() {
         replay("stall")

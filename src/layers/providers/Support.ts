@@ -152,14 +152,9 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
     maxContextTokens: Option.getOrUndefined(maxContextTokens)
   })))
 
-/** A provider layer from configuration, explicit options laid over it. */
-export const layerConfig = (
-  prefix: string,
-  make: (options: VendorOptions) => ModelProvider.ModelProvider.Service,
-  overrides: Partial<VendorOptions>
+/** A provider layer from `Config` values: each is read, then the provider is made from them. */
+export const layerConfig = <Options>(
+  config: Config.Config.Wrap<Options>,
+  make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service>
 ): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Layer.effect(
-    ModelProvider.ModelProvider,
-    Effect.map(config(prefix), (options) =>
-      make({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
-  )
+  Layer.effect(ModelProvider.ModelProvider, Effect.flatMap(Config.unwrap(config), make))
