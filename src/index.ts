@@ -61,6 +61,8 @@ export * as JsonlEventStore from "./layers/JsonlEventStore.js"
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
 /** The workspace tools: read, write, edit, list, grep, shell. */
 export * as WorkspaceTools from "./layers/WorkspaceTools.js"
+/** Tools of your own, from a Schema and an Effect, alone or beside the workspace tools. */
+export * as Toolkit from "./layers/Toolkit.js"
 /** The rule-based permission engine. */
 export * as PermissionPolicy from "./layers/PermissionPolicy.js"
 /** The default context builder: a system prompt of named parts. */
