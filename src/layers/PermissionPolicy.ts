@@ -3,6 +3,10 @@
  *
  * 1. Rules that match a call are collected; any `deny` among them wins. Otherwise the first matching
  *    rule decides (a rule is how a shell command with pipes or chaining gets allowed at all).
+ *    A command pattern matches token by token (see `CommandPattern`): its wildcards never match
+ *    shell syntax, so `cat *` never allows `cat a; touch x`. An allow rule also covers a command's
+ *    hazards only if its own pattern spells them out (`rm *` does not allow `rm -rf /`); a deny rule
+ *    matches more widely: the whole line, any one of its commands, or the raw text.
  * 2. A command with hazards (chaining, pipes, redirection, substitution, `sudo`, recursive `rm`) is
  *    denied unless a rule allowed it — in every mode.
  * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows).
@@ -19,6 +23,8 @@ import * as Schema from "effect/Schema"
 import { Decision } from "../domain/AgentEvent.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
 import type { PreparedCall } from "../services/ToolRouter.js"
+import * as CommandLine from "./workspace/CommandLine.js"
+import * as CommandPattern from "./workspace/CommandPattern.js"
 
 /** How permissive the policy is where no rule matched. */
 export const Mode = Schema.Literal("default", "acceptEdits", "readOnly", "bypass")
@@ -28,8 +34,9 @@ export type Mode = typeof Mode.Type
 /**
  * A rule. Every field given must match: `tool` (a name, or `*`), `path` (a glob against the path
  * relative to cwd and the resolved absolute path; `*` stays within a folder, `**` crosses them) and
- * `command` (a glob against the whole command line, `*` matching anything). `name` is recorded as
- * the event's `policy`.
+ * `command` (a pattern against the whole command line: `*` matches words and arguments, never
+ * shell syntax or a newline, which must be spelled out, e.g. `npm test | tee log.txt`). `name` is
+ * recorded as the event's `policy`.
  */
 export const Rule = Schema.Struct({
   name: Schema.String,
@@ -75,10 +82,23 @@ const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
     if (!call.paths.some((p) => pattern.test(p.resolved) || pattern.test(relativeTo(cwd, p.resolved)) || pattern.test(p.requested))) return false
   }
   if (rule.command !== undefined) {
-    if (call.command === undefined || !globRegex(rule.command, false).test(call.command.text.trim())) return false
+    if (call.command === undefined) return false
+    const matched = rule.decision === "deny"
+      ? CommandPattern.matchesAnywhere(rule.command, call.command.text)
+      : CommandPattern.matches(rule.command, call.command.text)
+    if (!matched) return false
+  }
+  // An allow rule must spell out every hazard of the command itself: a wildcard never stands for one.
+  if (rule.decision === "allow" && call.command !== undefined) {
+    const spelled = CommandPattern.hazardsOf(rule.command)
+    if (hazardsOf(call).some((h) => !spelled.has(h))) return false
   }
   return true
 }
+
+/** The command's hazards, as the router found them and as the policy reads the text itself. */
+const hazardsOf = (call: PreparedCall): ReadonlyArray<string> =>
+  call.command === undefined ? [] : [...new Set([...call.command.hazards, ...CommandLine.parse(call.command.text).hazards])]
 
 const modeDecision = (mode: Mode, call: PreparedCall): PermissionDecision => {
   const isCommand = call.command !== undefined
@@ -107,7 +127,10 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   if (matching.length > 0) return { decision: matching[0]!.decision, policy: matching[0]!.name }
 
-  const hazards = call.command?.hazards ?? []
+  if (call.command !== undefined && CommandLine.parse(call.command.text).argv.length === 0) {
+    return { decision: "deny", policy: "command-hazards", reason: "the command line could not be read safely (an open quote or unsupported quoting)" }
+  }
+  const hazards = hazardsOf(call)
   if (hazards.length > 0) {
     return {
       decision: "deny",

@@ -481,7 +481,7 @@ describe("tools in a real workspace", () => {
         expectWellFormedLog(yield* replay(sessionId))
       }).pipe(Effect.provide(workspaceEngine({
         responses: [{ toolCalls: [{ tool: "shell", args: { command } }] }]
-      }, { rules: [{ name: "allow-sleeps", tool: "shell", command: "sleep *", decision: "allow" }] })))
+      }, { rules: [{ name: "allow-sleeps", tool: "shell", command: "sleep * & sleep *; wait", decision: "allow" }] })))
     }).pipe(Effect.provide(NodeContext.layer)))
 })
 

@@ -1,11 +1,15 @@
 /**
- * Running a command for the `shell` tool: in its own process group, with a timeout, output bounded,
- * and the whole group killed when the call is interrupted or times out.
+ * Running a command for the `shell` tool: in its own process group (inside the sandbox's PID
+ * namespace where there is one, see `Sandbox`), with a timeout, output bounded, and the whole group
+ * killed when the call is interrupted or times out. Killing the group kills `unshare` and the
+ * namespace's first process, and with that every process in the namespace.
  *
  * @since 0.1.0
  * @internal
  */
 import { spawn } from "node:child_process"
+import { accessSync, constants, statSync } from "node:fs"
+import { resolve as resolvePath } from "node:path"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 
@@ -14,7 +18,9 @@ export interface RunOptions {
   readonly argv: ReadonlyArray<string>
   readonly shellText?: string
   readonly cwd: string
-  readonly env: NodeJS.ProcessEnv
+  readonly env: Readonly<Record<string, string>>
+  /** What to run the command under (`Sandbox.choose`): e.g. `setpriv … unshare … --`. */
+  readonly prefix?: ReadonlyArray<string>
   readonly timeout: Duration.Duration
   readonly maxOutputBytes: number
   /** Called with each piece of output as it arrives. */
@@ -36,10 +42,34 @@ const killGroup = (pid: number | undefined) => {
   }
 }
 
+/**
+ * Why the program cannot be started (`ENOENT`, `EACCES`), looked up before starting it: behind a
+ * sandbox prefix the spawn itself would succeed and only the prefix would report the failure.
+ */
+const missing = (program: string, cwd: string, path: string | undefined): string | undefined => {
+  const candidates = program.includes("/")
+    ? [resolvePath(cwd, program)]
+    : (path ?? "").split(":").filter((d) => d !== "").map((d) => resolvePath(cwd, d, program))
+  let code = "ENOENT"
+  for (const file of candidates) {
+    try {
+      if (!statSync(file).isFile()) continue
+      accessSync(file, constants.X_OK)
+      return undefined
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "EACCES") code = "EACCES"
+    }
+  }
+  return code
+}
+
 /** Runs a command to its end, its timeout, or the interruption of the calling fiber. */
 export const run = (options: RunOptions): Effect.Effect<RunResult> =>
   Effect.async<RunResult>((resume) => {
-    const [file, ...args] = options.shellText === undefined ? options.argv : ["/bin/sh", "-c", options.shellText]
+    const command = options.shellText === undefined ? options.argv : ["/bin/sh", "-c", options.shellText]
+    const notStartable = missing(command[0]!, options.cwd, options.env.PATH)
+    if (notStartable !== undefined) return resume(Effect.succeed({ _tag: "SpawnFailed", code: notStartable }))
+    const [file, ...args] = [...(options.prefix ?? []), ...command]
     const child = spawn(file!, args, {
       cwd: options.cwd,
       env: options.env,

@@ -1,0 +1,147 @@
+/**
+ * Matching a rule's command pattern against a command line, token by token rather than as text.
+ *
+ * Both are tokenized the same way (`CommandLine.tokenize`). An unquoted `*` in the pattern matches
+ * any run of plain word characters and word breaks, `?` one plain character; neither ever matches
+ * an operator (`;` `&&` `|` `>` `(` newline …), a substituted word (`$…`, backticks), a newline
+ * inside a word, nor — when the line runs through a shell — a word the shell would expand (an
+ * unquoted glob or a leading `~`). Such syntax matches only where the pattern spells out the same
+ * token: `npm test | tee log.txt` allows exactly that pipe, and `cat *` allows no pipe at all.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as CommandLine from "./CommandLine.js"
+
+type Unit =
+  | { readonly k: "ch"; readonly c: string; readonly free: boolean }
+  | { readonly k: "sep" }
+  | { readonly k: "op"; readonly op: string }
+  | { readonly k: "dyn"; readonly raw: string }
+
+type PatternUnit =
+  | { readonly k: "lit"; readonly c: string }
+  | { readonly k: "star" }
+  | { readonly k: "one" }
+  | { readonly k: "sep" }
+  | { readonly k: "op"; readonly op: string }
+  | { readonly k: "dyn"; readonly raw: string }
+
+const sep = { k: "sep" } as const
+
+/** Whether a shell would expand the word as a file name pattern or a home directory. */
+const globs = (word: CommandLine.Word) =>
+  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0])
+
+const commandUnits = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> => {
+  const throughShell = tokens.some((t) => t._tag === "Operator" || t.expands)
+  const units: Array<Unit> = []
+  let previousWord = false
+  for (const token of tokens) {
+    if (token._tag === "Operator") {
+      units.push({ k: "op", op: token.op })
+      previousWord = false
+      continue
+    }
+    if (previousWord) units.push(sep)
+    previousWord = true
+    if (token.expands || (throughShell && globs(token))) units.push({ k: "dyn", raw: token.raw })
+    else for (const c of token.value) units.push({ k: "ch", c, free: c !== "\n" && c !== "\r" })
+  }
+  return units
+}
+
+const patternUnits = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<PatternUnit> => {
+  const units: Array<PatternUnit> = []
+  let previousWord = false
+  for (const token of tokens) {
+    if (token._tag === "Operator") {
+      units.push({ k: "op", op: token.op })
+      previousWord = false
+      continue
+    }
+    if (previousWord) units.push(sep)
+    previousWord = true
+    if (token.expands) {
+      units.push({ k: "dyn", raw: token.raw })
+      continue
+    }
+    ;[...token.value].forEach((c, i) => {
+      const wild = !token.quoted[i]
+      units.push(wild && c === "*" ? { k: "star" } : wild && c === "?" ? { k: "one" } : { k: "lit", c })
+    })
+  }
+  return units
+}
+
+const free = (u: Unit) => u.k === "sep" || (u.k === "ch" && u.free)
+
+const same = (p: PatternUnit, u: Unit): boolean => {
+  switch (p.k) {
+    case "lit":
+      return u.k === "ch" && u.c === p.c
+    case "one":
+      return u.k === "ch" && u.free
+    case "sep":
+      return u.k === "sep"
+    case "op":
+      return u.k === "op" && u.op === p.op
+    case "dyn":
+      return u.k === "dyn" && u.raw === p.raw
+    case "star":
+      return false
+  }
+}
+
+/** Whether the pattern units match all of the command units (dynamic programming, no backtracking blow-up). */
+const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>): boolean => {
+  const n = units.length
+  // next[j]: pattern[i + 1 …] matches units[j …].
+  let next: Array<boolean> = Array.from({ length: n + 1 }, (_, j) => j === n)
+  for (let i = pattern.length - 1; i >= 0; i--) {
+    const p = pattern[i]!
+    const current: Array<boolean> = new Array<boolean>(n + 1).fill(false)
+    for (let j = n; j >= 0; j--) {
+      current[j] = p.k === "star"
+        ? next[j]! || (j < n && free(units[j]!) && current[j + 1]!)
+        : j < n && same(p, units[j]!) && next[j + 1]!
+    }
+    next = current
+  }
+  return next[0]!
+}
+
+/** A compiled pattern, or undefined when the pattern itself does not parse (it then matches nothing). */
+export const compile = (pattern: string) => {
+  const parsed = CommandLine.tokenize(pattern)
+  if (parsed.unterminated || parsed.invalid !== undefined) return undefined
+  return { units: patternUnits(parsed.tokens), hazards: CommandLine.hazardsOf(parsed.tokens) }
+}
+
+/** Whether `pattern` matches the whole command line (strictly: wildcards never match syntax). */
+export const matches = (pattern: string, command: string): boolean => {
+  const compiled = compile(pattern)
+  const parsed = CommandLine.tokenize(command)
+  if (compiled === undefined || parsed.unterminated || parsed.invalid !== undefined) return false
+  return matchUnits(compiled.units, commandUnits(parsed.tokens))
+}
+
+/**
+ * Whether `pattern` matches the command line anywhere a deny rule should see it: the whole line, any
+ * one of its simple commands, or the raw text with `*` matching anything.
+ */
+export const matchesAnywhere = (pattern: string, command: string): boolean => {
+  if (rawGlob(pattern).test(command.trim())) return true
+  const compiled = compile(pattern)
+  if (compiled === undefined) return false
+  const parsed = CommandLine.tokenize(command)
+  if (matchUnits(compiled.units, commandUnits(parsed.tokens))) return true
+  return CommandLine.segments(parsed.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
+}
+
+/** The hazards a pattern spells out itself (a rule allows a command only if it spells out all of the command's). */
+export const hazardsOf = (pattern: string | undefined): ReadonlySet<string> =>
+  new Set(pattern === undefined ? [] : compile(pattern)?.hazards ?? [])
+
+const rawGlob = (glob: string): RegExp =>
+  new RegExp(`^${[...glob].map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&"))).join("")}$`, "s")

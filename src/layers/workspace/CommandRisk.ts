@@ -1,0 +1,345 @@
+/**
+ * What running a command (argv, no shell) can do, and how far a user's "always" answer about it
+ * reaches.
+ *
+ * A program on the read list is "read" only when every option it is given is known not to write or
+ * run anything (`sort -o F`, `uniq IN OUT`, `sed -n "1e …"`, `find -exec`, `git -c …` are not reads).
+ * Such a read generalises to `shell:<program>:read`; a known write, destructive or network program
+ * to `shell:<program>:<risk>`. Everything that could run another command, or that the classifier
+ * does not fully understand (interpreters, wrappers like `env` and `xargs`, unknown git
+ * subcommands which may be aliases, unknown options of a read-list program), is remembered for
+ * exactly that command line and nothing wider.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import type { Risk } from "../../domain/AgentEvent.js"
+
+/** The risk of an invocation, and whether an "always" answer about it may cover others like it. */
+export interface Classification {
+  readonly risk: Risk
+  /** False: remembered for this exact command line only. */
+  readonly general: boolean
+}
+
+const exact = (risk: Risk = "write"): Classification => ({ risk, general: false })
+const general = (risk: Risk): Classification => ({ risk, general: true })
+
+/** Options of a read-list program that are not reads; `"all"`: every option is read-only. */
+interface OptionRule {
+  /** Short option letters that write or run something. */
+  readonly short?: string
+  /** Long options that write or run something (GNU tools accept any unambiguous prefix of them). */
+  readonly long?: ReadonlyArray<string>
+  /** Short options taking an argument (the rest of the cluster, or the next word). */
+  readonly shortArg?: string
+  /** Long options taking an argument (`--x=v` or `--x v`). */
+  readonly longArg?: ReadonlyArray<string>
+  /** True when the positional arguments are reads; false marks a write. */
+  readonly positionals?: (args: ReadonlyArray<string>) => boolean
+}
+
+const readPrograms: Record<string, OptionRule> = {
+  ls: {}, cat: {}, head: {}, tail: {}, wc: {}, pwd: {}, echo: {}, grep: {}, which: {}, stat: {}, du: {}, df: {},
+  diff: {}, cmp: {}, cut: {}, basename: {}, dirname: {}, realpath: {}, whoami: {}, uname: {}, true: {}, false: {},
+  nl: {}, tac: {}, od: {}, md5sum: {}, sha1sum: {}, sha256sum: {}, sha512sum: {}, readlink: {}, printenv: {}, id: {}, seq: {},
+  printf: {},
+  rg: { long: ["--pre", "--hostname-bin"], longArg: ["--pre", "--hostname-bin"] },
+  file: { short: "C", long: ["--compile"], shortArg: "emfFP", longArg: ["--magic-file", "--files-from", "--separator", "--exclude", "--parameter"] },
+  tree: { short: "oR", long: ["--output"], shortArg: "oLPIH", longArg: ["--filelimit", "--timefmt", "--sort", "--charset", "--fromfile", "--gitfile", "--infofile", "--hintro", "--houtro"] },
+  date: {
+    short: "s",
+    long: ["--set"],
+    shortArg: "dfrs",
+    longArg: ["--date", "--file", "--reference", "--set", "--iso-8601", "--rfc-3339", "--resolution"],
+    // `date MMDDhhmm` sets the clock.
+    positionals: (args) => args.every((a) => a.startsWith("+"))
+  },
+  sort: {
+    short: "oT",
+    long: ["--output", "--compress-program", "--temporary-directory"],
+    shortArg: "kotST",
+    longArg: ["--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--batch-size", "--parallel", "--files0-from", "--random-source", "--sort"]
+  },
+  // `uniq IN OUT` writes OUT.
+  uniq: { shortArg: "fsw", longArg: ["--skip-fields", "--skip-chars", "--check-chars", "--all-repeated", "--group"], positionals: (args) => args.length <= 1 }
+}
+
+/** Programs whose arguments are (or can be) another command or a program text. */
+const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen)$/
+
+const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
+const networkPrograms = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
+
+/**
+ * Whether every option of `args` is a read for `rule`. Unknown letters in a cluster count as
+ * options, so a misread cluster errs towards "not a read".
+ */
+const optionsAreReads = (rule: OptionRule, args: ReadonlyArray<string>): boolean => {
+  const deniedLong = rule.long ?? []
+  const positionals: Array<string> = []
+  const isDenied = (name: string) => name.length > 2 && deniedLong.some((d) => d.startsWith(name))
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") {
+      positionals.push(...args.slice(i + 1))
+      break
+    }
+    if (arg.startsWith("--")) {
+      const name = arg.split("=")[0]!
+      if (isDenied(name)) return false
+      if (!arg.includes("=") && (rule.longArg ?? []).includes(name)) i++
+    } else if (arg.startsWith("-") && arg.length > 1) {
+      for (let k = 1; k < arg.length; k++) {
+        const letter = arg[k]!
+        if ((rule.short ?? "").includes(letter)) return false
+        if ((rule.shortArg ?? "").includes(letter)) {
+          if (k === arg.length - 1) i++
+          break
+        }
+      }
+    } else {
+      positionals.push(arg)
+    }
+  }
+  return rule.positionals === undefined || rule.positionals(positionals)
+}
+
+// sed: a script is a read when it only prints, deletes, moves between lines or substitutes without
+// the `e` (run) and `w` (write) flags. Anything else — `e`, `w`, `W`, `r`, `R`, `a`, `i`, `c`, … — is not.
+const sedScriptIsRead = (script: string): boolean => {
+  let i = 0
+  const n = script.length
+  const skipSpace = () => {
+    while (i < n && /\s/.test(script[i]!)) i++
+  }
+  /** Reads up to an unescaped `delim`, returning false when none. */
+  const until = (delim: string): boolean => {
+    for (; i < n; i++) {
+      if (script[i] === "\\") i++
+      else if (script[i] === delim) {
+        i++
+        return true
+      }
+    }
+    return false
+  }
+  const address = (): boolean => {
+    const c = script[i]
+    if (c === undefined) return true
+    if (/[0-9]/.test(c)) {
+      while (i < n && /[0-9~]/.test(script[i]!)) i++
+    } else if (c === "$") {
+      i++
+    } else if (c === "/") {
+      i++
+      if (!until("/")) return false
+      while (i < n && /[IM]/.test(script[i]!)) i++
+    } else if (c === "\\") {
+      const delim = script[i + 1]
+      if (delim === undefined) return false
+      i += 2
+      if (!until(delim)) return false
+      while (i < n && /[IM]/.test(script[i]!)) i++
+    }
+    return true
+  }
+  while (i < n) {
+    skipSpace()
+    if (i >= n) break
+    if (script[i] === ";" || script[i] === "}" || script[i] === "{") {
+      i++
+      continue
+    }
+    if (!address()) return false
+    skipSpace()
+    if (script[i] === ",") {
+      i++
+      skipSpace()
+      if (script[i] === "+" || script[i] === "~") i++
+      if (!address()) return false
+      skipSpace()
+    }
+    if (script[i] === "!") {
+      i++
+      skipSpace()
+    }
+    const command = script[i++]
+    if (command === undefined) return false
+    if ("pPdDnNgGhHxz=F{}".includes(command)) continue
+    if ("qQlL".includes(command)) {
+      skipSpace()
+      while (i < n && /[0-9]/.test(script[i]!)) i++
+      continue
+    }
+    if (command === "#" || command === ":" || command === "b" || command === "t" || command === "T") {
+      // A comment or a label runs to the end of the line (labels also to `;`).
+      while (i < n && script[i] !== "\n" && !(command !== "#" && script[i] === ";")) i++
+      continue
+    }
+    if (command === "s" || command === "y") {
+      const delim = script[i++]
+      if (delim === undefined || delim === "\n" || delim === "\\") return false
+      if (!until(delim) || !until(delim)) return false
+      if (command === "s") {
+        while (i < n && /[gpiImM0-9]/.test(script[i]!)) i++
+        if (i < n && !/[\s;}]/.test(script[i]!)) return false
+      }
+      continue
+    }
+    return false
+  }
+  return true
+}
+
+const sed = (args: ReadonlyArray<string>): Classification => {
+  const scripts: Array<string> = []
+  const positionals: Array<string> = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--") {
+      positionals.push(...args.slice(i + 1))
+      break
+    }
+    if (["-n", "--quiet", "--silent", "-E", "-r", "--regexp-extended", "-s", "--separate", "-z", "--null-data", "-u", "--unbuffered", "--posix", "--debug", "--sandbox"].includes(arg)) continue
+    if (arg === "-e" || arg === "--expression") {
+      if (i + 1 >= args.length) return exact()
+      scripts.push(args[++i]!)
+    } else if (arg.startsWith("--expression=")) {
+      scripts.push(arg.slice("--expression=".length))
+    } else if (/^-[nErsuz]*e./.test(arg)) {
+      scripts.push(arg.slice(arg.indexOf("e") + 1))
+    } else if (/^-[nErsuz]+$/.test(arg)) {
+      continue
+    } else if (arg === "-l" || /^-l\d+$/.test(arg) || arg.startsWith("--line-length=")) {
+      if (arg === "-l") i++
+    } else if (arg.startsWith("-") && arg.length > 1) {
+      // -i (in place), -f (a script we cannot see), and anything unknown.
+      return exact()
+    } else {
+      positionals.push(arg)
+    }
+  }
+  if (scripts.length === 0) {
+    if (positionals.length === 0) return exact()
+    scripts.push(positionals.shift()!)
+  }
+  return scripts.every(sedScriptIsRead) ? general("read") : exact()
+}
+
+// find: tests and actions that only look and print. `-exec`, `-execdir`, `-ok`, `-okdir` run
+// commands, `-delete` deletes, `-fprint*` and `-fls` write; anything not listed is not a read.
+const findTestsWithArgument = new Set([
+  "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-lname", "-ilname", "-samefile",
+  "-newer", "-anewer", "-cnewer", "-type", "-xtype", "-size", "-perm", "-user", "-group", "-uid", "-gid", "-links", "-inum",
+  "-mtime", "-atime", "-ctime", "-mmin", "-amin", "-cmin", "-used", "-maxdepth", "-mindepth", "-regextype", "-fstype", "-printf",
+  "-context"
+])
+const findTestsAlone = new Set([
+  "-print", "-print0", "-ls", "-prune", "-quit", "-true", "-false", "-empty", "-readable", "-writable", "-executable", "-nouser",
+  "-nogroup", "-xdev", "-mount", "-depth", "-d", "-daystart", "-follow", "-noleaf", "-ignore_readdir_race", "-noignore_readdir_race",
+  "-not", "-a", "-and", "-o", "-or", "!", "(", ")", ",", "-H", "-L", "-P"
+])
+const find = (args: ReadonlyArray<string>): Classification => {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "-delete") return exact("destructive")
+    if (findTestsAlone.has(arg) || /^-O[0-3]$/.test(arg)) continue
+    if (findTestsWithArgument.has(arg) || /^-newer[aBcmt][aBcmt]$/.test(arg) || arg === "-D") {
+      i++
+      continue
+    }
+    if (arg.startsWith("-")) return exact()
+  }
+  return general("read")
+}
+
+const gitSafeGlobals = new Set(["--no-pager", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs"])
+const gitReads = new Set(["status", "log", "diff", "show", "blame", "ls-files", "rev-parse", "describe", "shortlog", "ls-tree", "rev-list", "show-ref", "merge-base", "count-objects"])
+const gitWrites: Record<string, Risk> = {
+  add: "write", commit: "write", mv: "write", merge: "write", stash: "write", tag: "write", init: "write", apply: "write",
+  "cherry-pick": "write", revert: "write", reset: "destructive", clean: "destructive", checkout: "destructive", rm: "destructive",
+  restore: "destructive", switch: "write", push: "network", fetch: "network", pull: "network", clone: "network", "ls-remote": "network"
+}
+// Options of git commands that write a file, run a program, or load configuration or hooks.
+const gitDeniedLong = ["--output", "--ext-diff", "--exec", "--upload-pack", "--receive-pack", "--config", "--template", "--exec-path", "--extcmd", "--tool"]
+const gitBranchListing: OptionRule = {
+  shortArg: "",
+  longArg: ["--contains", "--no-contains", "--merged", "--no-merged", "--sort", "--format", "--points-at", "--abbrev", "--color", "--column"],
+  positionals: (args) => args.length === 0
+}
+const gitBranchReadOptions = /^(-[arlv]+|--(all|remotes|list|verbose|show-current|contains|no-contains|merged|no-merged|sort|format|points-at|color|no-color|column|no-column|ignore-case|abbrev|no-abbrev|omit-empty)(=.*)?)$/
+
+const git = (args: ReadonlyArray<string>): Classification => {
+  let i = 0
+  while (i < args.length && args[i]!.startsWith("-")) {
+    // `-c`, `-C`, `--exec-path`, `--git-dir`, `-p` (a pager), …: not what the user approved.
+    if (!gitSafeGlobals.has(args[i]!)) return exact()
+    i++
+  }
+  const sub = args[i]
+  if (sub === undefined) return exact()
+  const rest = args.slice(i + 1)
+  const deniedOption = rest.some((a) => {
+    // `-c` sets configuration (`clone -c core.sshCommand=…`); `clone -u` is `--upload-pack`.
+    if (a === "-c" || (sub === "clone" && a === "-u") || a.startsWith("ext::")) return true
+    if (!a.startsWith("--")) return false
+    const name = a.split("=")[0]!
+    return name.length > 2 && gitDeniedLong.some((d) => d.startsWith(name))
+  })
+  if (sub === "branch") {
+    const listing = rest.filter((a) => a.startsWith("-")).every((a) => gitBranchReadOptions.test(a))
+    const hasList = rest.some((a) => a === "--list" || /^-[arv]*l/.test(a))
+    // With --list, words are patterns; otherwise a word names a branch to create.
+    return listing && (hasList || optionsAreReads(gitBranchListing, rest)) ? general("read") : exact()
+  }
+  if (gitReads.has(sub)) return deniedOption ? exact() : general("read")
+  const risk = gitWrites[sub]
+  // Unknown subcommands may be aliases, which can run anything.
+  if (risk === undefined || deniedOption) return exact()
+  return general(risk)
+}
+
+/** Classifies an invocation run without a shell. */
+export const classify = (argv: ReadonlyArray<string>): Classification => {
+  const given = argv[0] ?? ""
+  const program = given.split("/").at(-1) ?? ""
+  const args = argv.slice(1)
+  if (runsCommands.test(program)) return exact(program === "ssh" || program === "rsync" || program === "scp" || program === "sftp" ? "network" : "write")
+  // A path to a program is not the program of that name: `./cat` may be anything.
+  const named = given.includes("/") ? "" : program
+  if (named === "git") return git(args)
+  if (named === "find") return find(args)
+  if (named === "sed") return sed(args)
+  const rule = Object.hasOwn(readPrograms, named) ? readPrograms[named] : undefined
+  if (rule !== undefined) return optionsAreReads(rule, args) ? general("read") : exact()
+  if (destructivePrograms.has(program)) return general("destructive")
+  if (networkPrograms.has(program)) return general("network")
+  if ((program === "npm" || program === "pnpm" || program === "yarn") && ["install", "add", "i", "ci"].includes(args[0] ?? "")) {
+    return general("network")
+  }
+  return general("write")
+}
+
+const severity: Record<Risk, number> = { read: 0, write: 1, network: 2, destructive: 3 }
+
+/**
+ * Classifies a command line of several simple commands (argv each). When a shell runs the line it
+ * can do anything a program can: the risk is the highest of its commands', at least "write", and
+ * an "always" answer covers only this line.
+ */
+export const classifyLine = (commands: ReadonlyArray<ReadonlyArray<string>>, shellSyntax: boolean): Classification => {
+  const each = commands.map(classify)
+  if (!shellSyntax && each.length === 1) return each[0]!
+  const risk = each.reduce<Risk>((worst, c) => (severity[c.risk] > severity[worst] ? c.risk : worst), "write")
+  return exact(risk)
+}
+
+/**
+ * What an "always" answer about a command covers: `shell:<program>:<risk>` for a command that
+ * generalises, else the exact command line. A command with shell syntax is always exact.
+ */
+export const scopeOf = (command: { readonly text: string; readonly argv: ReadonlyArray<string> }, classification: Classification, shellSyntax: boolean): string =>
+  classification.general && !shellSyntax
+    ? `shell:${command.argv[0]}:${classification.risk}`
+    : `shell:exact:${command.text.trim()}`
