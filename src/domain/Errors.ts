@@ -14,6 +14,7 @@ export const EventStoreFailureReason = Schema.Literal(
   "sequence_conflict",
   "corrupt",
   "torn_line",
+  "line_too_long",
   "unknown"
 )
 /** Why the event store failed. */
@@ -25,7 +26,7 @@ export type EventStoreFailureReason = typeof EventStoreFailureReason.Type
  */
 export class EventStoreFailure extends Schema.TaggedError<EventStoreFailure>()("EventStoreFailure", {
   reason: EventStoreFailureReason,
-  operation: Schema.Literal("append", "read", "list"),
+  operation: Schema.Literal("append", "read", "list", "lock", "repair"),
   detail: Schema.String,
   sessionId: Schema.optional(Schema.String),
   sequence: Schema.optional(Schema.Int),
@@ -36,6 +37,19 @@ export class EventStoreFailure extends Schema.TaggedError<EventStoreFailure>()("
   override get message(): string {
     const where = this.path === undefined ? "" : ` (${this.path}${this.line === undefined ? "" : `:${this.line}`})`
     return `Event store ${this.operation} failed [${this.reason}]: ${this.detail}${where}`
+  }
+}
+
+/**
+ * Another process (or another engine of this one) drives the session: it holds the session's writer
+ * lock. Nothing was stored or changed. `holder` describes the holder, e.g. `pid 1234 on host h`.
+ */
+export class SessionBusy extends Schema.TaggedError<SessionBusy>()("SessionBusy", {
+  sessionId: Schema.String,
+  holder: Schema.String
+}) {
+  override get message(): string {
+    return `Session ${this.sessionId} is busy: it is driven by ${this.holder}; try again when that process ends`
   }
 }
 

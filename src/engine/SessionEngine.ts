@@ -18,7 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
@@ -27,6 +27,7 @@ import {
   EventStoreFailure,
   InvalidInput,
   NothingToResume,
+  type SessionBusy,
   SessionNotFound,
   TurnInProgress
 } from "../domain/Errors.js"
@@ -34,7 +35,7 @@ import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
-import { EventStore } from "../services/EventStore.js"
+import { EventStore, type Listing } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
@@ -85,24 +86,32 @@ export class SessionEngine extends Context.Tag("effect-agent/SessionEngine")<Ses
 export declare namespace SessionEngine {
   /** What the engine does. */
   export interface Service {
-    /** Appends `session.created` and returns the session read from that event. */
-    readonly createSession: (input: CreateSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | InvalidInput>
+    /**
+     * Appends `session.created` and returns the session read from that event. The engine holds the
+     * new session's writer lock from then on (see `runTurn`).
+     */
+    readonly createSession: (input: CreateSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | InvalidInput | SessionBusy>
     /**
      * Runs one turn. Every event is stored, then emitted; the stream ends right after
      * `turn.completed`. Interrupting the stream cancels the turn, and the log still receives
      * `turn.completed {stopReason: "cancelled"}`. Provider failures end the turn with
      * `stopReason: "error"`; store failures fail the stream.
+     *
+     * One process drives a session at a time: before its first write to a session the engine takes
+     * the session's writer lock from the store and holds it until the engine shuts down. When another
+     * live process holds it the stream fails `SessionBusy` and nothing is stored. A lock left by a dead
+     * process is taken over, and a turn it left open is closed `interrupted` before the new one starts.
      */
     readonly runTurn: (
       input: RunTurnInput
-    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput>
+    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput | SessionBusy>
     /**
      * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
      * on. Fails `ApprovalNotPending` when no call with that id is waiting.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
-    ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput>
+    ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput | SessionBusy>
     /** The calls of the session's open turn waiting for the user's decision. */
     readonly pendingApprovals: (input: SessionInput) => Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>, EventStoreFailure | SessionNotFound>
     /**
@@ -112,18 +121,21 @@ export declare namespace SessionEngine {
      */
     readonly resumeTurn: (
       input: SessionInput
-    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | NothingToResume>
+    ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | NothingToResume | SessionBusy>
     /**
      * Cancels the running turn and waits until it has ended; a turn paused in the log is closed as
-     * cancelled. Never fails; does nothing when no turn runs.
+     * cancelled (when another process drives the session, it is left alone and a warning logged).
+     * Never fails; does nothing when no turn runs.
      */
     readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /** The session's state as the engine sees it now: turn state and phase, open tool calls, last sequence. */
     readonly sessionState: (input: SessionInput) => Effect.Effect<SessionState.SessionState, EventStoreFailure | SessionNotFound>
-    /** Summaries of the stored sessions, most recently active first. */
+    /** Summaries of the readable stored sessions, most recently active first. */
     readonly listSessions: Effect.Effect<ReadonlyArray<Session.SessionSummary>, EventStoreFailure>
+    /** The readable sessions (as `listSessions`) and the damaged ones, each with the reason it cannot be read. */
+    readonly sessionListing: Effect.Effect<Listing, EventStoreFailure>
   }
 }
 
@@ -190,12 +202,46 @@ export const make = (
         )
       })
 
+    // Sessions whose writer lock this engine holds (or is taking), keyed by id. A lock is held in the
+    // engine's scope: from the first write to the session until the engine shuts down.
+    const writers = new Map<string, Deferred.Deferred<void, EventStoreFailure | SessionBusy>>()
+
+    /**
+     * Takes the session's writer lock unless this engine holds it already. What was loaded before is
+     * forgotten once the lock is taken: another process may have written until it let go.
+     */
+    const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
+      Effect.suspend(() => {
+        const existing = writers.get(sessionId)
+        if (existing !== undefined) return Deferred.await(existing)
+        const deferred = Deferred.unsafeMake<void, EventStoreFailure | SessionBusy>(FiberId.none)
+        writers.set(sessionId, deferred)
+        return store.acquireWriter(sessionId).pipe(
+          Scope.extend(scope),
+          Effect.zipRight(Effect.sync(() => void loaded.delete(sessionId))),
+          // A refused lock is not remembered: the other process may end.
+          Effect.tapError(() => Effect.sync(() => writers.delete(sessionId))),
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(deferred, exit)),
+          Effect.flatten,
+          Effect.uninterruptible
+        )
+      })
+
+    /**
+     * The session, loaded under its writer lock: what every write goes through. An unknown session
+     * fails `SessionNotFound` before any lock is taken.
+     */
+    const writableLog = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound | SessionBusy> =>
+      Effect.zipRight(sessionLog(sessionId), Effect.zipRight(holdWriter(sessionId), sessionLog(sessionId)))
+
     const createSession = Effect.fn("SessionEngine.createSession")(function*(input: CreateSessionInput) {
       if (input.cwd.trim() === "") return yield* new InvalidInput({ field: "cwd", detail: "must not be empty" })
       if (!AgentEvent.Client.literals.includes(input.client)) {
         return yield* new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
       }
       const sessionId = yield* ids.next("session")
+      yield* holdWriter(sessionId)
       const event = yield* SessionLog.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
@@ -325,7 +371,7 @@ export const make = (
     /** A driver's events as a stream; the consumer going away cancels the turn. */
     const streamOf = <E>(sessionId: string, start: (log: SessionLog.SessionLog) => Effect.Effect<{ readonly turnId: string; readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure> }, E>) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const log = yield* sessionLog(sessionId)
+        const log = yield* writableLog(sessionId)
         const { mailbox, turnId } = yield* start(log)
         // The consumer going away (interruption, an early exit) cancels the turn; the driver then
         // stores turn.completed {cancelled} before this finalizer returns.
@@ -347,9 +393,17 @@ export const make = (
       )
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
-      const loaded = yield* Effect.option(sessionLog(input.sessionId))
-      if (Option.isNone(loaded)) return
-      const log = loaded.value
+      const found = yield* Effect.option(sessionLog(input.sessionId))
+      if (Option.isNone(found)) return
+      if (Option.isSome(yield* Ref.get(found.value.active))) return yield* cancelActive(found.value, input.turnId)
+      const { state } = yield* SynchronizedRef.get(found.value.live)
+      if (state.openTurn === undefined || !SessionState.isPaused(state)) return
+      // Closing a paused turn is a write: it needs the session's writer lock.
+      const writable = yield* Effect.either(writableLog(input.sessionId))
+      if (Either.isLeft(writable)) {
+        return yield* Effect.logWarning(`effect-agent: could not cancel the paused turn of session ${input.sessionId}: ${writable.left.message}`)
+      }
+      const log = writable.right
       if (Option.isSome(yield* Ref.get(log.active))) return yield* cancelActive(log, input.turnId)
       // No driver: a turn paused in the log (its process stopped while waiting) is closed as cancelled.
       yield* withoutDriver(log, Effect.gen(function*() {
@@ -361,7 +415,7 @@ export const make = (
         Effect.catchTag("TurnInProgress", () => cancelActive(log, input.turnId)),
         Effect.catchTag("EventStoreFailure", (e) =>
           forgetIfStale(log.sessionId)(e).pipe(
-            Effect.zipRight(Effect.logWarning("effect-agent: could not store the cancellation of a paused turn", e))
+            Effect.zipRight(Effect.logWarning(`effect-agent: could not store the cancellation of a paused turn: ${e.message}`))
           ))
       )
     })
@@ -389,10 +443,18 @@ export const make = (
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
       const { sessionId, toolCallId } = input
-      const log = yield* sessionLog(sessionId)
       const answer = { decision: input.decision, remember: input.remember === true }
-      const waiting = HashMap.get(yield* Ref.get(log.approvals), toolCallId)
-      if (Option.isSome(waiting) && (yield* Deferred.succeed(waiting.value, answer))) return
+      /** Hands the answer to a driver waiting for it; false when none waits. */
+      const deliver = (log: SessionLog.SessionLog) =>
+        Effect.flatMap(Ref.get(log.approvals), (waits) => {
+          const waiting = HashMap.get(waits, toolCallId)
+          return Option.isSome(waiting) ? Deferred.succeed(waiting.value, answer) : Effect.succeed(false)
+        })
+      if (yield* deliver(yield* sessionLog(sessionId))) return
+      // Storing the answer is a write: it needs the session's writer lock (a waiting driver has it already).
+      const log = yield* writableLog(sessionId)
+      // Taking the lock reloads the session: a driver resumed meanwhile may wait on the reloaded log.
+      if (yield* deliver(log)) return
       // No driver waits: the turn may be paused in the log. The answer is stored now; resumeTurn goes on from it.
       yield* withoutDriver(log, Effect.gen(function*() {
         const { state } = yield* SynchronizedRef.get(log.live)
@@ -404,7 +466,9 @@ export const make = (
           payload: { toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) }
         }, () => Effect.void)
       })).pipe(
-        Effect.catchTag("TurnInProgress", () => new ApprovalNotPending({ sessionId, toolCallId })),
+        // A driver started while this waited for the control lock: its waits are registered by now.
+        Effect.catchTag("TurnInProgress", () =>
+          Effect.flatMap(deliver(log), (delivered) => delivered ? Effect.void : Effect.fail(new ApprovalNotPending({ sessionId, toolCallId })))),
         Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId))
       )
     })
@@ -418,7 +482,8 @@ export const make = (
       resolvePermission,
       pendingApprovals,
       sessionState,
-      listSessions: store.list
+      listSessions: store.list,
+      sessionListing: store.listing
     })
   })
 

@@ -21,13 +21,14 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
+import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
 import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 import { fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
+import * as WriterLock from "./jsonl/WriterLock.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
 export type Recovery = "skip-trailing-partial" | "strict"
@@ -40,6 +41,11 @@ export interface Options {
   readonly recovery?: Recovery
   /** Flush every append to disk before it is acknowledged (slower; survives power loss). Default `false`. */
   readonly fsync?: boolean
+  /**
+   * The longest line a log may hold, in bytes (default 16 MiB). Reading fails `line_too_long`,
+   * naming the line, as soon as a line passes it, without holding the line in memory.
+   */
+  readonly maxLineBytes?: number
 }
 
 /** The header line's format name. */
@@ -67,6 +73,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const recovery = options.recovery ?? "skip-trailing-partial"
+    const maxLineBytes = options.maxLineBytes ?? LogLines.defaultMaxLineBytes
     const sessionsDir = path.join(options.dataDir, "sessions")
     const fileOf = (sessionId: string) => path.join(sessionsDir, `${sessionId}.jsonl`)
 
@@ -108,7 +115,11 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           const lastNewline = bytes.lastIndexOf(newline)
           const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
           if ((lastNewline === -1 || previousNewline === -1) && window < size) {
-            window = Math.min(size, window * 4)
+            // The last line (or a torn tail) is longer than any line may be: stop before reading it all.
+            if (window >= maxLineBytes + 2) {
+              return yield* corrupt(file, sessionId, undefined, `the last line is longer than ${maxLineBytes} bytes`, "line_too_long")
+            }
+            window = Math.min(size, window * 4, maxLineBytes + 2)
             continue
           }
           const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
@@ -158,7 +169,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
 
     const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
       Effect.scoped(Effect.gen(function*() {
-        const handle = yield* fs.open(file, { flag })
+        const handle = yield* fs.open(file, { flag, mode: 0o600 })
         yield* handle.writeAll(data)
         if (options.fsync === true) yield* handle.sync
       }))
@@ -188,7 +199,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           if (lock !== undefined) yield* lock.withPermitsIfAvailable(1)(closeAppender(other))
         }
         const scope = yield* Scope.make()
-        const handle = yield* fs.open(file, { flag: "a" }).pipe(Scope.extend(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
+        const handle = yield* fs.open(file, { flag: "a", mode: 0o600 }).pipe(Scope.extend(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
         appenders.set(sessionId, { handle, scope })
         return handle
       })
@@ -228,10 +239,12 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           const isNew = tail.size <= 0
           const data = encoder.encode((isNew ? LogLines.header + "\n" : "") + AgentEvent.encodeJson(event) + "\n")
           if (isNew) {
-            yield* fs.makeDirectory(sessionsDir, { recursive: true }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, event.sessionId)))
+            yield* makeSessionsDir(event.sessionId)
           }
           yield* Effect.gen(function*() {
             const handle = yield* appenderOf(event.sessionId, file)
+            // Logs hold tool output and transcripts: owner only, whatever the umask.
+            if (isNew) yield* fs.chmod(file, 0o600)
             yield* handle.writeAll(data)
             if (options.fsync === true) yield* handle.sync
           }).pipe(
@@ -259,15 +272,25 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           const e = decoded.right
           if (e.sessionId !== sessionId) return Effect.fail(corrupt(file, sessionId, line.number, `event of another session (${e.sessionId})`))
           if (e.sequence !== expected) {
+            // Duplicates are what two processes writing one log at once leave behind (before writer locks).
             const kind = e.sequence < expected ? "duplicate or out-of-order" : "gap in"
-            return Effect.fail(corrupt(file, sessionId, line.number, `${kind} sequence: expected ${expected}, found ${e.sequence}`))
+            return Effect.fail(corrupt(
+              file,
+              sessionId,
+              line.number,
+              `${kind} sequence: expected ${expected}, found ${e.sequence}; repair the log with \`effect-agent repair ${sessionId}\``
+            ))
           }
           expected++
           return Effect.succeed(e)
         }
-        return LogLines.linesOf(fs.stream(file)).pipe(
+        return LogLines.linesOf(fs.stream(file), { maxLineBytes }).pipe(
           Stream.catchTag("SystemError", (e) => e.reason === "NotFound" ? Stream.empty : Stream.fail(e)),
-          Stream.mapError((e) => fromPlatform("read", file, sessionId)(e)),
+          Stream.mapError((e) =>
+            e._tag === "LineTooLong"
+              ? corrupt(file, sessionId, e.number, `the line is longer than ${e.maxLineBytes} bytes`, "line_too_long")
+              : fromPlatform("read", file, sessionId)(e)
+          ),
           Stream.filterMapEffect((line): Option.Option<Effect.Effect<AgentEvent.AgentEvent, EventStoreFailure>> => {
             if (!line.terminated) {
               return recovery === "strict"
@@ -294,11 +317,28 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       return from <= 1 ? events : Stream.filter(events, (e) => e.sequence >= from)
     }
 
-    const index = SessionIndex.make({ fs, path, dataDir: options.dataDir, sessionsDir, summarizeAll: (sessionId) => summarize(read(sessionId)) })
+    const index = SessionIndex.make({
+      fs,
+      path,
+      dataDir: options.dataDir,
+      sessionsDir,
+      maxLineBytes,
+      summarizeAll: (sessionId) => summarize(read(sessionId))
+    })
 
-    const list = Effect.map(index.refresh, (summaries) => [...summaries].sort(byRecentActivity))
+    const listing = Effect.map(index.refresh, ({ damaged, sessions }) => ({ sessions: [...sessions].sort(byRecentActivity), damaged }))
+    const list = Effect.map(listing, (l) => l.sessions)
 
-    return EventStore.of({ append, read, list })
+    /** The sessions folder (and the data dir), owner only when created here. */
+    const makeSessionsDir = (sessionId: string) =>
+      fs.makeDirectory(sessionsDir, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, sessionId)))
+
+    const acquireWriter = (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
+      Session.isValidId(sessionId)
+        ? Effect.zipRight(makeSessionsDir(sessionId), Effect.asVoid(WriterLock.acquire(sessionId, fileOf(sessionId))))
+        : Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "lock", sessionId, detail: "invalid session id" }))
+
+    return EventStore.of({ append, read, list, listing, acquireWriter })
   })
 
 /** A session's summary from its events. */

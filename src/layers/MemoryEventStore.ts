@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
+import { SessionBusy } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 
@@ -40,7 +41,21 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
     }).sort(byRecentActivity)
   )
 
-  return EventStore.of({ append, read, list })
+  const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
+
+  // The store lives in one process: its writer lock is a set of held sessions, one holder (engine) each.
+  const writers = new Set<string>()
+  const acquireWriter = (sessionId: string) =>
+    Effect.acquireRelease(
+      Effect.suspend(() => {
+        if (writers.has(sessionId)) return Effect.fail(new SessionBusy({ sessionId, holder: "another engine of this process" }))
+        writers.add(sessionId)
+        return Effect.void
+      }),
+      () => Effect.sync(() => writers.delete(sessionId))
+    )
+
+  return EventStore.of({ append, read, list, listing, acquireWriter })
 })
 
 /** A fresh, empty memory store per layer build. */

@@ -9,6 +9,14 @@
  * Each row records its log format version; reading migrates older rows. The schema is created and
  * evolved by `@effect/sql`'s migrator.
  *
+ * One writer per session: a writer holds a lease row (`writer_leases`) naming it (pid, host, the
+ * process's start time) with an expiry it renews while it lives. Another process gets
+ * `SessionBusy`; a lease whose holder is dead (on this host: its process is gone; elsewhere: the
+ * lease expired) is taken over by a compare-and-swap on the row's token, in one statement.
+ *
+ * The database file is created owner-only (0600; SQLite gives its WAL files the same mode), its
+ * folder 0700. Errors name the file: a folder that cannot be opened, a read-only or full disk.
+ *
  * @since 0.1.0
  */
 import * as FileSystem from "@effect/platform/FileSystem"
@@ -17,22 +25,32 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { chmodSync, closeSync, openSync } from "node:fs"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
+import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import type { SessionSummary } from "../domain/Session.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as Holder from "./writer/Holder.js"
 
 /** Options of the SQLite store. */
 export interface Options {
   /** The database file; its folder is created when missing. */
   readonly filename: string
+  /**
+   * How long a writer's lease lasts without renewal (default 30 s); the writer renews it every third
+   * of that. Only holders on other hosts rely on it: on this host a dead holder is known at once.
+   */
+  readonly leaseMs?: number
 }
 
 /** The schema, as migrations: append new ones, never edit old ones. */
@@ -75,18 +93,54 @@ export const migrations = Migrator.fromRecord({
           last_sequence = NEW.sequence,
           turn_count = turn_count + (NEW.type = 'turn.started');
       END`
+  }),
+  "2_writer_leases": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // One row per driven session: its holder (JSON, see Holder), a token unique per acquisition
+    // (the compare-and-swap key of a takeover), and when the lease lapses (epoch ms).
+    yield* sql`
+      CREATE TABLE writer_leases (
+        session_id TEXT PRIMARY KEY,
+        token TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+      )`
   })
 })
 
-const sqliteCode = (error: SqlError): string | undefined => (error.cause as { code?: unknown } | undefined)?.code as string | undefined
+/** The SQLite (or file system) error code of an error or of its cause, e.g. `SQLITE_FULL`, `EACCES`. */
+const codeOf = (error: unknown): string | undefined => {
+  const own = (error as { code?: unknown } | undefined)?.code
+  if (typeof own === "string") return own
+  const inner = (error as { cause?: { code?: unknown } } | undefined)?.cause?.code
+  return typeof inner === "string" ? inner : undefined
+}
+const sqliteCode = (error: SqlError): string | undefined => codeOf(error)
 
-const reasonOf = (error: SqlError): EventStoreFailureReason => {
-  const code = sqliteCode(error) ?? ""
+/** The reason of a SQLite or file system error code; the extended codes (`SQLITE_IOERR_WRITE`) count as their base. */
+const reasonOfCode = (code: string): EventStoreFailureReason => {
   if (code.startsWith("SQLITE_CONSTRAINT")) return "sequence_conflict"
-  if (code === "SQLITE_FULL") return "disk_full"
-  if (code === "SQLITE_READONLY" || code === "SQLITE_PERM" || code === "SQLITE_CANTOPEN") return "permission_denied"
-  if (code === "SQLITE_CORRUPT" || code === "SQLITE_NOTADB") return "corrupt"
+  if (code.startsWith("SQLITE_FULL") || code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (code.startsWith("SQLITE_READONLY") || code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_CANTOPEN")) return "permission_denied"
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS" || code === "EISDIR" || code === "ENOTDIR") return "permission_denied"
+  if (code.startsWith("SQLITE_CORRUPT") || code.startsWith("SQLITE_NOTADB")) return "corrupt"
   return "unavailable"
+}
+const reasonOf = (error: SqlError): EventStoreFailureReason => reasonOfCode(sqliteCode(error) ?? "")
+
+/** What a code means for the person reading the error (SQLite's own words, like `disk I/O error`, say little). */
+const explain = (code: string | undefined, message: string): string => {
+  const base = code ?? ""
+  const plain = base.startsWith("SQLITE_FULL") || base === "ENOSPC" || base === "EDQUOT"
+    ? "the disk is full"
+    : base.startsWith("SQLITE_READONLY") || base === "EROFS"
+    ? "the database file or its folder is read-only"
+    : base.startsWith("SQLITE_CANTOPEN") || base === "EACCES" || base === "EPERM" || base === "EISDIR" || base === "ENOTDIR"
+    ? "the database file cannot be opened (check that it is a file and that its folder exists and is writable)"
+    : base.startsWith("SQLITE_IOERR")
+    ? "the disk failed a read or write (a full or read-only disk, or a failing one)"
+    : undefined
+  return `${plain === undefined ? message : `${plain}: ${message}`}${code === undefined ? "" : ` (${code})`}`
 }
 
 const failure = (operation: EventStoreFailure["operation"], filename: string, sessionId?: string) => (error: SqlError) =>
@@ -94,10 +148,23 @@ const failure = (operation: EventStoreFailure["operation"], filename: string, se
     reason: reasonOf(error),
     operation,
     path: filename,
-    detail: `${error.message}${sqliteCode(error) === undefined ? "" : ` (${sqliteCode(error)})`}`,
+    detail: explain(sqliteCode(error), error.message),
     cause: error,
     ...(sessionId === undefined ? {} : { sessionId })
   })
+
+/** Any error met while opening the database (often a defect of the driver) as a store failure naming the file. */
+const openFailure = (filename: string, error: unknown, what = "opening the database failed") => {
+  const code = codeOf(error)
+  const message = error instanceof Error ? error.message : String(error)
+  return new EventStoreFailure({
+    reason: code === undefined ? "unavailable" : reasonOfCode(code),
+    operation: "append",
+    path: filename,
+    detail: `${what}: ${explain(code, message)}`,
+    cause: error
+  })
+}
 
 const pageSize = 500
 
@@ -106,6 +173,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const { filename } = options
+    const leaseMs = options.leaseMs ?? 30_000
 
     const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
       Effect.gen(function*() {
@@ -172,7 +240,79 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       Effect.mapError(failure("list", filename))
     )
 
-    return EventStore.of({ append, read, list })
+    const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
+
+    /** One try for the lease: held (with the dead holder taken over, if any), busy, or moved meanwhile (retry). */
+    const tryLease = (sessionId: string, me: Holder.Holder) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const expires = now + leaseMs
+        const [row] = yield* sql<{ token: string; holder: string; expires_at: number }>`
+          SELECT token, holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`
+        if (row === undefined) {
+          const inserted = yield* sql<{ token: string }>`
+            INSERT INTO writer_leases (session_id, token, holder, expires_at)
+            VALUES (${sessionId}, ${me.nonce}, ${JSON.stringify(me)}, ${expires})
+            ON CONFLICT (session_id) DO NOTHING
+            RETURNING token`
+          return inserted.length === 1 ? { _tag: "Held" as const, takenOverFrom: undefined } : { _tag: "Retry" as const }
+        }
+        const holder = Holder.parse(row.holder)
+        // On this host the holder's process tells; from another host only the lease's expiry can.
+        const free = holder === undefined || (Holder.isLocal(holder) ? Holder.isDead(holder) : row.expires_at < now)
+        if (!free) return { _tag: "Busy" as const, holder: holder! }
+        // Compare-and-swap on the token: of two processes taking over one dead lease, one wins.
+        const taken = yield* sql<{ token: string }>`
+          UPDATE writer_leases SET token = ${me.nonce}, holder = ${JSON.stringify(me)}, expires_at = ${expires}
+          WHERE session_id = ${sessionId} AND token = ${row.token}
+          RETURNING token`
+        return taken.length === 1 ? { _tag: "Held" as const, takenOverFrom: holder } : { _tag: "Retry" as const }
+      })
+
+    const renew = (sessionId: string, me: Holder.Holder) =>
+      Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3))))
+          const now = yield* Clock.currentTimeMillis
+          const renewed = yield* sql<{ token: string }>`
+            UPDATE writer_leases SET expires_at = ${now + leaseMs}
+            WHERE session_id = ${sessionId} AND token = ${me.nonce}
+            RETURNING token`
+          if (renewed.length === 0) {
+            return yield* Effect.logWarning(`effect-agent: the writer lease of session ${sessionId} was taken by another process`)
+          }
+        }
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`))
+      )
+
+    const acquireWriter = (sessionId: string) =>
+      Effect.acquireRelease(
+        Effect.gen(function*() {
+          const me = Holder.current(new Date(yield* Clock.currentTimeMillis))
+          for (let round = 0; round < 100; round++) {
+            const result = yield* tryLease(sessionId, me)
+            if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: Holder.describe(result.holder) })
+            if (result._tag === "Held") {
+              if (result.takenOverFrom !== undefined) {
+                yield* Effect.logWarning(
+                  `effect-agent: took over the writer lease of session ${sessionId} left by ${Holder.describe(result.takenOverFrom)}, which is gone`
+                )
+              }
+              return me
+            }
+          }
+          return yield* new EventStoreFailure({ reason: "unavailable", operation: "lock", sessionId, path: filename, detail: "the writer lease kept changing" })
+        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failure("lock", filename, sessionId)(error)))),
+        (me) => sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`.pipe(Effect.ignore)
+      ).pipe(
+        // Renewed while held; interrupted (before the release above) when the scope closes.
+        // Interruptible even when acquired from an uninterruptible region (the engine takes locks so).
+        Effect.tap((me) => Effect.forkScoped(Effect.interruptible(renew(sessionId, me)))),
+        Effect.asVoid
+      )
+
+    return EventStore.of({ append, read, list, listing, acquireWriter })
   })
 
 /**
@@ -184,21 +324,37 @@ export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailu
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const folder = path.dirname(path.resolve(options.filename))
-    yield* fs.makeDirectory(folder, { recursive: true }).pipe(
+    yield* fs.makeDirectory(folder, { recursive: true, mode: 0o700 }).pipe(
       Effect.mapError((error) =>
-        new EventStoreFailure({ reason: "unavailable", operation: "append", path: folder, detail: error.message, cause: error })
+        new EventStoreFailure({
+          reason: reasonOfCode(codeOf(error.cause) ?? ""),
+          operation: "append",
+          path: folder,
+          detail: `could not create the database's folder: ${error.message}`,
+          cause: error
+        })
       )
+    )
+    // Created here, owner only, before SQLite opens it (SQLite would use the umask's mode).
+    yield* Effect.try({
+      try: () => {
+        const fd = openSync(options.filename, "wx", 0o600)
+        closeSync(fd)
+        chmodSync(options.filename, 0o600)
+      },
+      catch: (error) => error
+    }).pipe(
+      Effect.catchAll((error) => codeOf(error) === "EEXIST" ? Effect.void : Effect.fail(openFailure(options.filename, error)))
     )
   }))
   const migrated = Layer.effectDiscard(
     Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(
-      Effect.mapError((error) =>
-        new EventStoreFailure({ reason: "unavailable", operation: "append", path: options.filename, detail: `migrating the schema failed: ${error.message}`, cause: error })
-      )
+      Effect.mapError((error) => openFailure(options.filename, error.cause ?? error, "migrating the schema failed"))
     )
   )
   const client = SqliteClient.layer({ filename: options.filename }).pipe(
-    Layer.mapError((error) => new EventStoreFailure({ reason: "unavailable", operation: "append", path: options.filename, detail: error.message, cause: error })),
+    // The driver throws while opening (a folder that is not writable, a read-only disk): a defect, made typed here.
+    Layer.catchAllCause((cause) => Layer.fail(openFailure(options.filename, Cause.squash(cause)))),
     Layer.provide(prepareFolder)
   )
   return Layer.effect(EventStore, make(options)).pipe(Layer.provide(migrated), Layer.provide(client))

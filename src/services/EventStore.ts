@@ -6,15 +6,29 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
-import { EventStoreFailure } from "../domain/Errors.js"
+import { EventStoreFailure, type SessionBusy } from "../domain/Errors.js"
 import type { SessionSummary } from "../domain/Session.js"
 
 /** Options of {@link EventStore.Service.read}. */
 export interface ReadOptions {
   /** Only events with this sequence or later. */
   readonly fromSequence?: number
+}
+
+/** A stored session that cannot be read: listed apart, so one damaged log never hides the others. */
+export interface DamagedSession {
+  readonly sessionId: string
+  /** Why it cannot be read; names the file and line when it can. */
+  readonly failure: EventStoreFailure
+}
+
+/** Every stored session: the readable ones, most recently active first, and the damaged ones. */
+export interface Listing {
+  readonly sessions: ReadonlyArray<SessionSummary>
+  readonly damaged: ReadonlyArray<DamagedSession>
 }
 
 /** The event store port. */
@@ -32,8 +46,17 @@ export declare namespace EventStore {
     readonly append: (event: AgentEvent) => Effect.Effect<void, EventStoreFailure>
     /** Streams a session's events in sequence order; an unknown session is an empty stream. */
     readonly read: (sessionId: string, options?: ReadOptions) => Stream.Stream<AgentEvent, EventStoreFailure>
-    /** Summaries of every stored session, most recently active first. */
+    /** Summaries of every readable stored session, most recently active first (damaged ones left out: see `listing`). */
     readonly list: Effect.Effect<ReadonlyArray<SessionSummary>, EventStoreFailure>
+    /** Summaries of the readable sessions and the damaged ones; fails only when the store itself cannot be listed. */
+    readonly listing: Effect.Effect<Listing, EventStoreFailure>
+    /**
+     * Holds the session's writer lock for the scope: one process (one engine) drives a session at a
+     * time. Fails `SessionBusy` naming the holder when a live one holds it, having changed nothing;
+     * a lock left by a dead process is taken over. Appends do not check the lock (the sequence check
+     * stays the fence): whoever writes takes it first.
+     */
+    readonly acquireWriter: (sessionId: string) => Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope>
   }
 }
 

@@ -227,12 +227,12 @@ describe("durable sessions", () => {
       }).pipe(Effect.provide(engineOn(dataDir, {})))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("an engine whose view went stale (another process wrote) fails typed once, then reloads and goes on", () =>
+  it.scoped("one writer per session: a second engine gets SessionBusy and changes nothing, then goes on once the first stops", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir
       const store = SqliteEventStore.layer({ filename: `${dir}/shared.sqlite` })
       const engineOn = (script: FakeModelProvider.Options) => engineLayer(store, script).pipe(Layer.provideMerge(NodeContext.layer))
-      const a = yield* process(engineOn({ responses: [{ chunks: ["from a"] }, { chunks: ["a again"] }] }))
+      const a = yield* process(engineOn({ responses: [{ chunks: ["from a"] }] }))
       const b = yield* process(engineOn({ responses: [{ chunks: ["from b"] }] }))
       const sessionId = yield* a.provide(Effect.gen(function*() {
         const engine = yield* SessionEngine
@@ -240,16 +240,23 @@ describe("durable sessions", () => {
         yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
         return sessionId
       }))
-      yield* b.provide(Effect.flatMap(SessionEngine, (engine) => collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" }))))
-      yield* a.provide(Effect.gen(function*() {
+      const before = yield* b.provide(replay(sessionId))
+      yield* b.provide(Effect.gen(function*() {
         const engine = yield* SessionEngine
-        const stale = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "three" })))
-        expect(Either.isLeft(stale) && stale.left).toMatchObject({ _tag: "EventStoreFailure", reason: "sequence_conflict" })
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "three, again" }))
+        const busy = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" })))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId })
+        expect(Either.isLeft(busy) && busy.left.message).toMatch(/is busy: it is driven by pid \d+ on host /)
+        expect(yield* replay(sessionId)).toEqual(before)
+      }))
+      // The first engine shuts down: its lease is released, and the second drives the session.
+      yield* a.stop
+      yield* b.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "two, now" }))
         expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
         const log = yield* replay(sessionId)
         expectWellFormedLog(log)
-        expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "two, elsewhere", "three, again"])
+        expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "two, now"])
       }))
     }).pipe(Effect.provide(NodeContext.layer)))
 

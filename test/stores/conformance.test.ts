@@ -7,9 +7,10 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
@@ -139,6 +140,40 @@ for (const [name, makeStore] of stores) {
         expect(Object.keys(stored)).toEqual(["__proto__", "constructor", "nested"])
         expect(JSON.stringify(stored)).toBe(JSON.stringify(args))
         expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+      }))
+
+    test("one writer per session: a second acquire fails SessionBusy naming the holder; released with its scope", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("s"))
+        const first = yield* Scope.make()
+        yield* Scope.extend(store.acquireWriter("s"), first)
+        const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("s")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId: "s" })
+        expect(Either.isLeft(busy) && busy.left._tag === "SessionBusy" && busy.left.holder).toMatch(name === "memory" ? /engine/ : new RegExp(`pid ${process.pid} on host `))
+        // Another session is not affected, and a refused acquire changed nothing.
+        yield* Effect.scoped(store.acquireWriter("other"))
+        expect((yield* collect(store.read("s"))).map((e) => e.sequence)).toEqual([1])
+        yield* Scope.close(first, Exit.void)
+        yield* Effect.scoped(store.acquireWriter("s"))
+        yield* Effect.scoped(store.acquireWriter("s"))
+      }))
+
+    test("two fibers racing for one session's writer lock: exactly one holds it", (store) =>
+      Effect.gen(function*() {
+        const results = yield* Effect.all(
+          Array.from({ length: 8 }, () => Effect.either(store.acquireWriter("race"))),
+          { concurrency: "unbounded" }
+        )
+        expect(results.filter(Either.isRight)).toHaveLength(1)
+        expect(results.filter(Either.isLeft).map((r) => Either.isLeft(r) && r.left._tag)).toEqual(Array(7).fill("SessionBusy"))
+      }))
+
+    test("listing names no damaged session in a healthy store", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("s"))
+        const listing = yield* store.listing
+        expect(listing.sessions.map((s) => s.sessionId)).toEqual(["s"])
+        expect(listing.damaged).toEqual([])
       }))
 
     test("unicode round-trips intact", (store) =>

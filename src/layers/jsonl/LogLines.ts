@@ -6,6 +6,8 @@
  * @since 0.1.0
  * @internal
  */
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
@@ -25,19 +27,73 @@ export interface Line {
   readonly terminated: boolean
 }
 
-/** Splits a byte stream into lines; the last one is marked when no newline ended it (a torn write). */
-export const linesOf = <E>(bytes: Stream.Stream<Uint8Array, E>, firstNumber = 1): Stream.Stream<Line, E> =>
+/** The default cap on a line's size when reading a log: 16 MiB. */
+export const defaultMaxLineBytes = 16 * 1024 * 1024
+
+/** A line longer than the cap: reading stopped there, without holding the line. */
+export class LineTooLong {
+  readonly _tag = "LineTooLong"
+  constructor(readonly number: number, readonly maxLineBytes: number) {}
+}
+
+const newline = 0x0a
+
+const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
+  if (parts.length === 1) return parts[0]!
+  const out = new Uint8Array(size)
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.byteLength
+  }
+  return out
+}
+
+/**
+ * Splits a byte stream into lines; the last one is marked when no newline ended it (a torn write).
+ * A line longer than `maxLineBytes` fails the stream with {@link LineTooLong} as soon as the cap is
+ * passed, so a huge line is never held whole in memory.
+ */
+export const linesOf = <E>(
+  bytes: Stream.Stream<Uint8Array, E>,
+  options: { readonly firstNumber?: number; readonly maxLineBytes?: number } = {}
+): Stream.Stream<Line, E | LineTooLong> =>
   Stream.suspend(() => {
-    let rest = ""
-    let number = firstNumber - 1
+    const decoder = new TextDecoder()
+    const cap = options.maxLineBytes ?? defaultMaxLineBytes
+    // The bytes of the line being read, not yet ended.
+    let pending: Array<Uint8Array> = []
+    let pendingSize = 0
+    let number = (options.firstNumber ?? 1) - 1
     return bytes.pipe(
-      Stream.decodeText(),
-      Stream.mapConcat((text) => {
-        const parts = (rest + text).split("\n")
-        rest = parts.pop()!
-        return parts.map((part) => ({ text: part, number: ++number, terminated: true }))
+      Stream.mapConcatChunkEffect((chunk): Effect.Effect<Chunk.Chunk<Line>, LineTooLong> => {
+        const lines: Array<Line> = []
+        let start = 0
+        while (start <= chunk.byteLength) {
+          const end = chunk.indexOf(newline, start)
+          if (end === -1) {
+            const rest = chunk.subarray(start)
+            if (pendingSize + rest.byteLength > cap) return Effect.fail(new LineTooLong(number + 1, cap))
+            if (rest.byteLength > 0) {
+              // Copied: a chunk's buffer may be reused by the reader.
+              pending.push(rest.slice())
+              pendingSize += rest.byteLength
+            }
+            break
+          }
+          const part = chunk.subarray(start, end)
+          if (pendingSize + part.byteLength > cap) return Effect.fail(new LineTooLong(number + 1, cap))
+          const text = pendingSize === 0 ? decoder.decode(part) : decoder.decode(concat([...pending, part], pendingSize + part.byteLength))
+          pending = []
+          pendingSize = 0
+          lines.push({ text, number: ++number, terminated: true })
+          start = end + 1
+        }
+        return Effect.succeed(Chunk.unsafeFromArray(lines))
       }),
-      Stream.concat(Stream.suspend(() => rest === "" ? Stream.empty : Stream.make({ text: rest, number: ++number, terminated: false })))
+      Stream.concat(Stream.suspend(() =>
+        pendingSize === 0 ? Stream.empty : Stream.make({ text: decoder.decode(concat(pending, pendingSize)), number: ++number, terminated: false })
+      ))
     )
   })
 

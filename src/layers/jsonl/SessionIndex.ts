@@ -16,7 +16,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import type { EventStoreFailure } from "../../domain/Errors.js"
+import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import { fromPlatform } from "./FileFailure.js"
@@ -44,9 +44,14 @@ export interface Options {
   readonly path: Path.Path
   readonly dataDir: string
   readonly sessionsDir: string
+  readonly maxLineBytes: number
   /** A session's summary from its whole log, for entries that must be rebuilt. */
   readonly summarizeAll: (sessionId: string) => Effect.Effect<Session.SessionSummary | undefined, EventStoreFailure>
 }
+
+/** A log's read failure as a listing's: same reason, file and line. */
+const withOperation = (failure: EventStoreFailure): EventStoreFailure =>
+  failure.operation === "list" ? failure : new EventStoreFailure({ ...failure, operation: "list" })
 
 /** Builds the index of a data dir. */
 export const make = (options: Options) => {
@@ -61,10 +66,12 @@ export const make = (options: Options) => {
 
   const save = (sessions: Record<string, Entry>) => {
     const temporary = `${indexFile}.${process.pid}.tmp`
-    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 1, sessions })).pipe(
+    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 1, sessions }), { mode: 0o600 }).pipe(
+      Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
-      // The index is a cache: failing to save it costs a slower listing next time, nothing more.
-      Effect.catchAll((error) => Effect.logWarning("effect-agent: could not save the session index", error))
+      // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
+      // line, no stack: the error's own message names the file and the reason.
+      Effect.catchAll((error) => Effect.logWarning(`effect-agent: could not save the session index: ${error.message}`))
     )
   }
 
@@ -74,7 +81,7 @@ export const make = (options: Options) => {
       let covered = entry.covered
       let summary: Session.SessionSummary | undefined = entry.summary
       let valid = true
-      yield* LogLines.linesOf(options.fs.stream(file, { offset: entry.covered, bytesToRead: size - entry.covered })).pipe(
+      yield* LogLines.linesOf(options.fs.stream(file, { offset: entry.covered, bytesToRead: size - entry.covered }), { maxLineBytes: options.maxLineBytes }).pipe(
         Stream.takeWhile((line) => line.terminated),
         Stream.runForEach((line) =>
           Effect.sync(() => {
@@ -87,7 +94,11 @@ export const make = (options: Options) => {
         )
       )
       return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary }) : Option.none<Entry>()
-    }).pipe(Effect.mapError(fromPlatform("list", file)))
+    }).pipe(
+      // A line too long to fold in: the entry is rebuilt from the whole log, which names the line.
+      Effect.catchTag("LineTooLong", () => Effect.succeed(Option.none<Entry>())),
+      Effect.mapError(fromPlatform("list", file))
+    )
 
   const fromFs = (file: string, sessionId: string) => (error: PlatformError) => Effect.fail(fromPlatform("list", file, sessionId)(error))
 
@@ -104,8 +115,14 @@ export const make = (options: Options) => {
       return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
     }).pipe(Effect.catchTags({ SystemError: fromFs(file, sessionId), BadArgument: fromFs(file, sessionId) }))
 
-  /** Every session's summary, bringing the index up to date with the logs on disk. */
-  const refresh: Effect.Effect<ReadonlyArray<Session.SessionSummary>, EventStoreFailure> = Effect.gen(function*() {
+  /**
+   * Every session's summary, bringing the index up to date with the logs on disk. A log that cannot
+   * be read is reported as damaged, with the reason; the others are listed all the same.
+   */
+  const refresh: Effect.Effect<{
+    readonly sessions: ReadonlyArray<Session.SessionSummary>
+    readonly damaged: ReadonlyArray<{ readonly sessionId: string; readonly failure: EventStoreFailure }>
+  }, EventStoreFailure> = Effect.gen(function*() {
     const names = yield* fs.readDirectory(options.sessionsDir).pipe(
       Effect.catchTag("SystemError", (e) => e.reason === "NotFound" ? Effect.succeed([]) : Effect.fail(e)),
       Effect.mapError(fromPlatform("list", options.sessionsDir))
@@ -113,6 +130,7 @@ export const make = (options: Options) => {
     const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId)
     const previous = yield* load
     const next: Record<string, Entry> = {}
+    const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
     let changed = previous.size !== ids.length
     yield* Effect.forEach(ids, (sessionId) =>
       Effect.gen(function*() {
@@ -127,9 +145,16 @@ export const make = (options: Options) => {
         const grown = known !== undefined && size > known.covered ? yield* extend(file, known, size) : Option.none<Entry>()
         const entry = Option.isSome(grown) ? grown : yield* rebuild(sessionId, file)
         if (Option.isSome(entry)) next[sessionId] = entry.value
-      }), { concurrency: 8, discard: true })
+      }).pipe(
+        Effect.catchAll((failure) =>
+          Effect.sync(() => {
+            damaged.push({ sessionId, failure: withOperation(failure) })
+          })
+        )
+      ), { concurrency: 8, discard: true })
     if (changed) yield* save(next)
-    return Object.values(next).map((entry) => entry.summary)
+    damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
+    return { sessions: Object.values(next).map((entry) => entry.summary), damaged }
   })
 
   return { refresh }

@@ -1,0 +1,167 @@
+/**
+ * The writer lock of a JSONL session: one process at a time may append to (or repair) a log.
+ *
+ * Node has no `flock`, so the lock is built from the two atomic, create-if-absent operations a
+ * file system offers (`link`, `mkdir`) and one rule. The lock of `<id>.jsonl` is the folder
+ * `<id>.jsonl.lock/` (0700) holding generation files `<n>.json` (0600), each a {@link Holder.Holder}.
+ * The holder is the one whose generation is the highest; `<n>.released` marks a generation given up.
+ *
+ * To acquire: read the highest generation `n`. If it is held by a live process, fail `SessionBusy`.
+ * If it is free (released, or its holder is dead), publish `n + 1` with `link` (atomic, fails if it
+ * exists: of two processes racing for `n + 1`, one wins). Then list the folder again: if a higher
+ * generation exists, this one lost a race it could not see (it read an old `n`) and steps back.
+ * The highest generation is never deleted (only the winner deletes lower ones), so a process that
+ * read a stale `n` always finds the higher one in that check. Every holder record is written whole
+ * to a temporary file before it is linked, so no one ever reads half a record.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../../domain/Errors.js"
+import * as Holder from "../writer/Holder.js"
+
+/** What acquiring found: the dead holder it took over from, if any. */
+export interface Acquired {
+  readonly generation: number
+  readonly takenOverFrom: Holder.Holder | undefined
+}
+
+const reasonOf = (error: unknown): EventStoreFailureReason => {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return "permission_denied"
+  return "unavailable"
+}
+
+const lockFailure = (sessionId: string, path: string, error: unknown) =>
+  new EventStoreFailure({
+    reason: reasonOf(error),
+    operation: "lock",
+    sessionId,
+    path,
+    detail: `could not take the session's writer lock: ${(error as NodeJS.ErrnoException | undefined)?.code ?? String(error)}`,
+    cause: error
+  })
+
+const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code
+
+/** Writes a whole file with mode 0600 whatever the umask (it is created here, with O_EXCL). */
+export const writeNewFile = (file: string, text: string, sync = false) => {
+  const fd = openSync(file, "wx", 0o600)
+  try {
+    writeSync(fd, text)
+    if (sync) fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+const generations = (names: ReadonlyArray<string>): Array<number> =>
+  names.flatMap((name) => {
+    const match = /^(\d+)\.json$/.exec(name)
+    return match === null ? [] : [Number(match[1])]
+  })
+
+const removeQuietly = (file: string) => {
+  try {
+    unlinkSync(file)
+  } catch {
+    // already gone
+  }
+}
+
+/** The lock folder of a log file. */
+export const lockDirOf = (logFile: string) => `${logFile}.lock`
+
+type Attempt =
+  | { readonly _tag: "Held"; readonly generation: number; readonly takenOverFrom: Holder.Holder | undefined }
+  | { readonly _tag: "Busy"; readonly holder: Holder.Holder }
+  | { readonly _tag: "Retry" }
+
+/** One try at the lock; `Retry` when another process moved it meanwhile. Synchronous, and short. */
+const attempt = (dir: string, me: Holder.Holder): Attempt => {
+  const names = readdirSync(dir)
+  const all = generations(names)
+  const highest = all.length === 0 ? 0 : Math.max(...all)
+  let takenOverFrom: Holder.Holder | undefined
+  if (highest > 0) {
+    let text: string
+    try {
+      text = readFileSync(join(dir, `${highest}.json`), "utf8")
+    } catch (error) {
+      if (codeOf(error) === "ENOENT") return { _tag: "Retry" }
+      throw error
+    }
+    const holder = Holder.parse(text)
+    const released = names.includes(`${highest}.released`)
+    // An unreadable record cannot be a live holder's: records are published whole.
+    if (holder !== undefined && !released) {
+      if (!Holder.isDead(holder)) return { _tag: "Busy", holder }
+      takenOverFrom = holder
+    }
+  }
+  const mine = highest + 1
+  const temporary = join(dir, `.${me.nonce}.tmp`)
+  writeNewFile(temporary, JSON.stringify(me), true)
+  try {
+    linkSync(temporary, join(dir, `${mine}.json`))
+  } catch (error) {
+    if (codeOf(error) === "EEXIST") return { _tag: "Retry" }
+    throw error
+  } finally {
+    removeQuietly(temporary)
+  }
+  // A process that read an older generation may have published below us; one that won above us means we lost.
+  if (generations(readdirSync(dir)).some((n) => n > mine)) {
+    removeQuietly(join(dir, `${mine}.json`))
+    return { _tag: "Retry" }
+  }
+  for (const name of readdirSync(dir)) {
+    const match = /^(\d+)\.(json|released)$/.exec(name)
+    if (match !== null && Number(match[1]) < mine) removeQuietly(join(dir, name))
+  }
+  return { _tag: "Held", generation: mine, takenOverFrom }
+}
+
+/**
+ * Holds the writer lock of `logFile` for the scope: fails `SessionBusy` naming the live holder, or
+ * takes over a lock whose holder is dead. Closing the scope marks the generation released.
+ */
+export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acquired, SessionBusy | EventStoreFailure, Scope.Scope> => {
+  const dir = lockDirOf(logFile)
+  return Effect.acquireRelease(
+    Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
+      const me = Holder.current()
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 })
+        // A few rounds are plenty: each Retry means another process made progress.
+        for (let round = 0; round < 100; round++) {
+          const result = attempt(dir, me)
+          if (result._tag === "Busy") return Effect.fail(new SessionBusy({ sessionId, holder: Holder.describe(result.holder) }))
+          if (result._tag === "Held") return Effect.succeed({ generation: result.generation, takenOverFrom: result.takenOverFrom })
+        }
+        return Effect.fail(lockFailure(sessionId, dir, "the lock kept changing"))
+      } catch (error) {
+        return Effect.fail(lockFailure(sessionId, dir, error))
+      }
+    }),
+    ({ generation }) =>
+      Effect.sync(() => {
+        try {
+          writeNewFile(join(dir, `${generation}.released`), "")
+        } catch {
+          // The folder is gone or unwritable: the holder's death will free the lock instead.
+        }
+      })
+  ).pipe(
+    Effect.tap(({ takenOverFrom }) =>
+      takenOverFrom === undefined
+        ? Effect.void
+        : Effect.logWarning(`effect-agent: took over the writer lock of session ${sessionId} left by ${Holder.describe(takenOverFrom)}, which is gone`)
+    )
+  )
+}

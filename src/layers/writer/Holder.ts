@@ -1,0 +1,90 @@
+/**
+ * Who holds a session's writer lock, and whether that holder is still alive: the identity the
+ * JSONL lock files and the SQL lease rows record (pid, host, the process's start time) and the
+ * liveness rule both stores apply.
+ *
+ * A pid alone is not an identity: pids are reused. The kernel's start time of the process
+ * (`/proc/<pid>/stat`, field 22, in clock ticks since boot) tells a live holder from a new process
+ * that happens to have its pid.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { randomUUID } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { hostname } from "node:os"
+
+/** A lock holder as recorded in a lock file or lease row. */
+export interface Holder {
+  readonly pid: number
+  readonly hostname: string
+  /** The process's start time from `/proc/<pid>/stat` (field 22); absent where `/proc` is not available. */
+  readonly startTime?: string
+  /** When the lock was taken (ISO time), for people reading the holder's description. */
+  readonly startedAt: string
+  /** Unique per acquisition: tells two acquisitions by one process apart. */
+  readonly nonce: string
+}
+
+/** A process's start time, or `undefined` when it has no readable `/proc` entry (gone, or no `/proc`). */
+export const startTimeOf = (pid: number): string | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its end.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // fields[0] is field 3 (the state); field 22 is fields[19]. A zombie has exited: it holds nothing.
+    if (fields[0] === "Z" || fields[0] === "X") return "exited"
+    return fields[19]
+  } catch {
+    return undefined
+  }
+}
+
+const ownStartTime = startTimeOf(process.pid)
+
+/** A fresh holder record for this process. */
+export const current = (now: Date = new Date()): Holder => ({
+  pid: process.pid,
+  hostname: hostname(),
+  ...(ownStartTime === undefined ? {} : { startTime: ownStartTime }),
+  startedAt: now.toISOString(),
+  nonce: randomUUID()
+})
+
+/** Whether the holder runs on this machine (only then can its liveness be checked). */
+export const isLocal = (holder: Holder): boolean => holder.hostname === hostname()
+
+/**
+ * Whether a holder on this host is gone: no process has its pid, or the process with its pid
+ * started at another time (the pid was reused), or it has exited and not been reaped yet.
+ * A holder on another host is never judged dead here.
+ */
+export const isDead = (holder: Holder): boolean => {
+  if (!isLocal(holder)) return false
+  if (holder.pid === process.pid) return holder.startTime !== undefined && ownStartTime !== undefined && holder.startTime !== ownStartTime
+  try {
+    process.kill(holder.pid, 0)
+  } catch (error) {
+    // EPERM: the process exists but belongs to another user; it is alive.
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return true
+  }
+  const now = startTimeOf(holder.pid)
+  if (now === "exited") return true
+  return holder.startTime !== undefined && now !== undefined && now !== holder.startTime
+}
+
+/** One line for people: `pid 1234 on host h (since 2026-…)`. */
+export const describe = (holder: Holder): string => `pid ${holder.pid} on host ${holder.hostname} (since ${holder.startedAt})`
+
+/** Reads a holder from its JSON text; `undefined` when it is not one. */
+export const parse = (text: string): Holder | undefined => {
+  try {
+    const value = JSON.parse(text) as Partial<Holder>
+    return typeof value.pid === "number" && typeof value.hostname === "string" && typeof value.startedAt === "string" &&
+        typeof value.nonce === "string" && (value.startTime === undefined || typeof value.startTime === "string")
+      ? value as Holder
+      : undefined
+  } catch {
+    return undefined
+  }
+}
