@@ -24,6 +24,7 @@ import {
   SessionEngine,
   WorkspaceTools
 } from "../index.js"
+import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
 import { CliError } from "./CliError.js"
 import * as Models from "./Models.js"
@@ -208,7 +209,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny")])
+  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command])
 )
 
 /** Runs the CLI on `argv` (as `process.argv`). */

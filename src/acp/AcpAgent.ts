@@ -1,0 +1,378 @@
+/**
+ * The ACP agent (CONTRACT.md §7.2): serves the session engine to an editor over the Agent Client
+ * Protocol, on `@agentclientprotocol/sdk`'s app API. It stands on the engine's public operations
+ * only; what it sends comes from {@link AcpMapper}.
+ *
+ * One connection serves many sessions, each with at most one turn at a time. A turn runs for a
+ * `session/prompt` (answered with its stop reason after its last update) or, after `session/load`
+ * of a session paused on an approval, in the background once the re-asked approval is answered.
+ * When the connection closes — the client went away or stdin ended — every running turn is
+ * cancelled and its log closed before `serve` returns.
+ *
+ * @since 0.1.0
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { Readable, Writable } from "node:stream"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { type AgentEvent, type Json, SessionEngine } from "../index.js"
+import * as AcpMapper from "./AcpMapper.js"
+import * as AcpPermissions from "./AcpPermissions.js"
+
+/** Options of the agent. */
+export interface Options {
+  /** Reported to the client in `initialize` (default `effect-agent`). */
+  readonly name?: string | undefined
+  /** Reported to the client in `initialize` (default the package version). */
+  readonly version?: string | undefined
+}
+
+/** A turn this connection drives for a session. */
+interface Running {
+  /** Aborted by a cancel: settles the permission requests the turn has open with the client. */
+  readonly controller: AbortController
+  /** A cancel was asked for: the prompt answers `cancelled`. */
+  cancelled: boolean
+}
+
+/** A session opened on this connection (`session/new` or `session/load`). */
+interface Served {
+  readonly sessionId: string
+  readonly cwd: string
+  running: Running | undefined
+}
+
+interface Call {
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: Json.Json
+}
+
+/** An engine or stream error as the JSON-RPC error the client receives; `data.errorCode` names it. */
+export const requestErrorOf = (error: unknown): acp.RequestError => {
+  if (error instanceof acp.RequestError) return error
+  const tagged = typeof error === "object" && error !== null && "_tag" in error ? (error as { readonly _tag: string } & Record<string, unknown>) : undefined
+  switch (tagged?._tag) {
+    case "SessionNotFound":
+      return acp.RequestError.sessionNotFound(String(tagged.sessionId))
+    case "TurnInProgress":
+      return acp.RequestError.invalidRequest(
+        { errorCode: "turn_in_progress", sessionId: tagged.sessionId },
+        "the session already has a running turn; cancel it or wait for it to end"
+      )
+    case "InvalidInput":
+      return acp.RequestError.invalidParams({ errorCode: "invalid_input", field: tagged.field }, `${String(tagged.field)} ${String(tagged.detail)}`)
+    case "SessionBusy":
+      return new acp.RequestError(-32603, "the session is driven by another process", { errorCode: "session_busy", sessionId: tagged.sessionId })
+    case "EventStoreFailure":
+      // The store's detail can name files; the client gets the kind of failure only.
+      return new acp.RequestError(-32603, `the event store failed to ${String(tagged.operation)} (${String(tagged.reason)})`, {
+        errorCode: "event_store_failure",
+        reason: tagged.reason
+      })
+    default:
+      return new acp.RequestError(-32603, "internal error", { errorCode: tagged === undefined ? "internal_error" : tagged._tag })
+  }
+}
+
+/** The error answering a prompt whose turn ended `error` (other than `max_steps`). */
+export const turnFailed = (errorCode: string, sessionId: string): acp.RequestError =>
+  new acp.RequestError(-32603, `the turn ended with an error: ${errorCode}`, { errorCode, sessionId })
+
+const isAbsolute = (path: string) => path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path)
+
+/**
+ * Serves one ACP connection on `stream` until it closes, then cancels what still runs and returns.
+ * Requires the engine; with `AcpPermissions.SessionModes` in the context (give the engine the
+ * permission engine of the same `AcpPermissions.layer`), the sessions advertise the permission modes
+ * and accept `session/set_mode`.
+ */
+export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<void, never, SessionEngine.SessionEngine> =>
+  Effect.scoped(Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const sessionModes = Option.getOrUndefined(yield* Effect.serviceOption(AcpPermissions.SessionModes))
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+    const runFork = yield* FiberSet.runtime(fibers)<never>()
+    const sessions = new Map<string, Served>()
+    let support = AcpMapper.baseline
+
+    /**
+     * Runs a handler's effect in the connection's fiber set (closing the connection interrupts it)
+     * and settles the SDK's promise; a failure reaches the client as a JSON-RPC error, a defect as an
+     * internal error (logged here, never sent).
+     */
+    const handle = <A>(effect: Effect.Effect<A, acp.RequestError>): Promise<A> =>
+      new Promise<A>((resolve, reject) => {
+        const fiber = runFork(effect.pipe(
+          Effect.catchAllDefect((defect) =>
+            Effect.logError("effect-agent acp: a request failed unexpectedly", Cause.die(defect)).pipe(
+              Effect.zipRight(Effect.fail(new acp.RequestError(-32603, "internal error", { errorCode: "internal_error" })))
+            )
+          )
+        ))
+        fiber.addObserver((exit) => {
+          if (Exit.isSuccess(exit)) return resolve(exit.value)
+          const failure = Cause.failureOption(exit.cause)
+          reject(Option.isSome(failure) ? failure.value : acp.RequestError.requestCancelled())
+        })
+      })
+
+    /** Sends one update and waits until it is written: updates reach the client in order. */
+    const send = (client: acp.AgentContext, sessionId: string, update: acp.SessionUpdate) =>
+      Effect.tryPromise({
+        try: () => client.notify(acp.methods.client.session.update, { sessionId, update }),
+        catch: () => new acp.RequestError(-32603, "the connection closed", { errorCode: "connection_closed" })
+      })
+
+    const served = (sessionId: string) =>
+      Effect.suspend(() => {
+        const session = sessions.get(sessionId)
+        return session === undefined ? Effect.fail(acp.RequestError.sessionNotFound(sessionId)) : Effect.succeed(session)
+      })
+
+    /** Claims the session for a turn: one at a time per session. */
+    const claim = (session: Served) =>
+      Effect.suspend(() => {
+        if (session.running !== undefined) return Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId: session.sessionId }))
+        const running: Running = { controller: new AbortController(), cancelled: false }
+        session.running = running
+        return Effect.succeed(running)
+      })
+
+    const release = (session: Served, running: Running) =>
+      Effect.sync(() => {
+        if (session.running === running) session.running = undefined
+      })
+
+    /** Cancels the session's turn: open permission requests are settled, then the engine cancels. */
+    const cancel = (sessionId: string) =>
+      Effect.gen(function*() {
+        const running = sessions.get(sessionId)?.running
+        if (running !== undefined) {
+          running.cancelled = true
+          running.controller.abort()
+        }
+        yield* engine.cancelTurn({ sessionId })
+      })
+
+    /** Asks the client about a paused call; the answer goes to the engine. */
+    const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call) =>
+      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call), {
+        cancellationSignal: running.controller.signal,
+        stopWaitingOnCancel: true
+      })
+
+    const answer = (session: Served, call: Call, request: Promise<acp.RequestPermissionResponse>) =>
+      Effect.gen(function*() {
+        // A request settled by our own cancel, or by the connection closing, counts as cancelled.
+        const response = yield* Effect.promise(() => request.then((r) => Option.some(r), () => Option.none()))
+        const answer = Option.match(response, {
+          onNone: (): AcpMapper.Answer => ({ _tag: "Cancelled" }),
+          onSome: (r) => AcpMapper.answerOf(r.outcome)
+        })
+        if (answer._tag === "Cancelled") return yield* cancel(session.sessionId)
+        yield* engine.resolvePermission({ sessionId: session.sessionId, toolCallId: call.toolCallId, decision: answer.decision, remember: answer.remember }).pipe(
+          // The turn ended meanwhile (cancelled): the answer has nothing left to decide.
+          Effect.catchTag("ApprovalNotPending", () => Effect.void),
+          Effect.catchAll((error) => Effect.logWarning("effect-agent acp: could not store the user's answer", error).pipe(Effect.zipRight(cancel(session.sessionId))))
+        )
+      })
+
+    /**
+     * Sends a turn's events as updates, asking the client whenever the policy asks; returns how the
+     * turn ended (`undefined` when its stream ended without `turn.completed`).
+     */
+    const drive = <E>(client: acp.AgentContext, session: Served, running: Running, events: Stream.Stream<AgentEvent.AgentEvent, E>) =>
+      Effect.gen(function*() {
+        const calls = new Map<string, Call>()
+        let completed: AgentEvent.PayloadOf<"turn.completed"> | undefined
+        yield* events.pipe(
+          Stream.mapError(requestErrorOf),
+          Stream.runForEach((event) =>
+            Effect.gen(function*() {
+              for (const update of AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support })) {
+                yield* send(client, session.sessionId, update)
+              }
+              if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
+              if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+                const call = calls.get(event.payload.toolCallId)
+                if (call !== undefined) yield* answer(session, call, permissionRequest(client, session, running, call))
+              }
+              if (event.type === "turn.completed") completed = event.payload
+            })
+          )
+        )
+        return completed
+      })
+
+    /** The prompt's answer for a turn's end. */
+    const promptResponse = (session: Served, running: Running, completed: AgentEvent.PayloadOf<"turn.completed"> | undefined) => {
+      // ACP: after session/cancel the prompt answers `cancelled`, even if the turn won the race.
+      if (running.cancelled) return Effect.succeed<acp.PromptResponse>({ stopReason: "cancelled" })
+      if (completed === undefined) return Effect.fail(new acp.RequestError(-32603, "the turn ended without completing", { errorCode: "internal_error" }))
+      const ending = AcpMapper.endingOf(completed)
+      return ending._tag === "Stop"
+        ? Effect.succeed<acp.PromptResponse>({ stopReason: ending.stopReason })
+        : Effect.fail(turnFailed(ending.errorCode, session.sessionId))
+    }
+
+    const modeState = (mode: string): acp.SessionModeState | undefined =>
+      sessionModes === undefined ? undefined : {
+        currentModeId: mode,
+        availableModes: AcpPermissions.modes.map(({ description, id, name }) => ({ id, name, description }))
+      }
+
+    const initialize = (params: acp.InitializeRequest): acp.InitializeResponse => {
+      support = AcpMapper.supportOf(params.clientCapabilities)
+      return {
+        // We speak version 1 only: the client's version when it is 1, else our latest, which the
+        // client may decline by disconnecting (ACP's negotiation).
+        protocolVersion: acp.PROTOCOL_VERSION,
+        agentCapabilities: {
+          loadSession: true,
+          promptCapabilities: { image: false, audio: false, embeddedContext: true },
+          sessionCapabilities: { list: {} }
+        },
+        agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? "0.1.0" },
+        authMethods: []
+      }
+    }
+
+    const newSession = (params: acp.NewSessionRequest) =>
+      Effect.gen(function*() {
+        if (!isAbsolute(params.cwd)) return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "cwd" }, "cwd must be an absolute path"))
+        if (params.mcpServers.length > 0) yield* Effect.logWarning("effect-agent acp: MCP servers are not supported; ignoring them")
+        const session = yield* engine.createSession({ cwd: params.cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
+        sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined })
+        if (sessionModes !== undefined) yield* sessionModes.set(session.sessionId, sessionModes.initial)
+        const modes = modeState(sessionModes?.initial ?? "default")
+        return { sessionId: session.sessionId, ...(modes === undefined ? {} : { modes }) } satisfies acp.NewSessionResponse
+      })
+
+    const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext) =>
+      Effect.gen(function*() {
+        const { sessionId } = params
+        const existing = sessions.get(sessionId)
+        if (existing?.running !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
+        const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
+        if (params.cwd !== state.cwd) {
+          return yield* Effect.fail(acp.RequestError.invalidParams(
+            { errorCode: "cwd_mismatch", field: "cwd" },
+            "a session's cwd is fixed when it is created; start a new session for another directory"
+          ))
+        }
+        const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined }
+        sessions.set(sessionId, session)
+        // The whole conversation, the user's messages included, in log order.
+        yield* engine.replaySession({ sessionId }).pipe(
+          Stream.mapError(requestErrorOf),
+          Stream.runForEach((event) => Effect.forEach(AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support }), (update) => send(client, sessionId, update), { discard: true }))
+        )
+        const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))
+        if (pending.length > 0) {
+          // Re-asked before the answer (the requests are queued for writing now), answered in the
+          // background: the client may take its time, and the paused turn goes on from the answers.
+          const running = yield* claim(session)
+          const asked = pending.map((call) => ({ call, request: permissionRequest(client, session, running, call) }))
+          yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
+        }
+        const mode = sessionModes === undefined ? undefined : yield* sessionModes.get(sessionId)
+        const modes = mode === undefined ? undefined : modeState(mode)
+        return (modes === undefined ? {} : { modes }) satisfies acp.LoadSessionResponse
+      })
+
+    /** The paused turn of a loaded session: the answers, then the rest of the turn. */
+    const resumeAfter = (
+      client: acp.AgentContext,
+      session: Served,
+      running: Running,
+      asked: ReadonlyArray<{ readonly call: Call; readonly request: Promise<acp.RequestPermissionResponse> }>
+    ) =>
+      Effect.gen(function*() {
+        for (const { call, request } of asked) {
+          yield* answer(session, call, request)
+          if (running.cancelled) return
+        }
+        const completed = yield* drive(client, session, running, engine.resumeTurn({ sessionId: session.sessionId }).pipe(
+          Stream.catchTag("NothingToResume", () => Stream.empty)
+        ))
+        if (completed !== undefined) {
+          yield* Effect.logInfo("effect-agent acp: a resumed turn ended").pipe(Effect.annotateLogs({ sessionId: session.sessionId, stopReason: completed.stopReason }))
+        }
+      }).pipe(
+        Effect.catchAll((error) => Effect.logWarning("effect-agent acp: a resumed turn failed", error)),
+        Effect.ensuring(release(session, running))
+      )
+
+    const prompt = (params: acp.PromptRequest, client: acp.AgentContext, signal: AbortSignal) =>
+      Effect.gen(function*() {
+        const session = yield* served(params.sessionId)
+        const userMessage = AcpMapper.promptText(params.prompt)
+        if (userMessage.trim() === "") return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
+        const running = yield* claim(session)
+        // The client cancelling this request ($/cancel_request) or going away cancels the turn; the
+        // turn then ends as it does for session/cancel.
+        const onAbort = () => runFork(cancel(session.sessionId))
+        signal.addEventListener("abort", onAbort, { once: true })
+        const completed = yield* drive(client, session, running, engine.runTurn({ sessionId: session.sessionId, userMessage })).pipe(
+          Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort))),
+          Effect.ensuring(release(session, running))
+        )
+        return yield* promptResponse(session, running, completed)
+      })
+
+    const setMode = (params: acp.SetSessionModeRequest) =>
+      Effect.gen(function*() {
+        yield* served(params.sessionId)
+        if (sessionModes === undefined) return yield* Effect.fail(acp.RequestError.methodNotFound(acp.methods.agent.session.setMode))
+        if (!AcpPermissions.isMode(params.modeId)) {
+          return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "unknown_mode", modeId: params.modeId }, `unknown mode ${params.modeId}`))
+        }
+        yield* sessionModes.set(params.sessionId, params.modeId)
+        return {} satisfies acp.SetSessionModeResponse
+      })
+
+    const listSessions = (params: acp.ListSessionsRequest) =>
+      Effect.gen(function*() {
+        // One page holds every session, so no cursor is ever handed out.
+        if (params.cursor !== undefined && params.cursor !== null) {
+          return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_cursor" }, "unknown cursor"))
+        }
+        const summaries = yield* engine.listSessions.pipe(Effect.mapError(requestErrorOf))
+        const sessions = summaries
+          .filter((s) => params.cwd === undefined || params.cwd === null || s.cwd === params.cwd)
+          .map((s): acp.SessionInfo => ({ sessionId: s.sessionId, cwd: s.cwd, updatedAt: s.lastActivityAt }))
+        return { sessions } satisfies acp.ListSessionsResponse
+      })
+
+    const app = acp.agent({ name: options.name ?? "effect-agent" })
+      .onRequest(acp.methods.agent.initialize, ({ params }) => initialize(params))
+      .onRequest(acp.methods.agent.session.new, ({ params }) => handle(newSession(params)))
+      .onRequest(acp.methods.agent.session.load, ({ client, params }) => handle(loadSession(params, client)))
+      .onRequest(acp.methods.agent.session.prompt, ({ client, params, signal }) => handle(prompt(params, client, signal)))
+      .onRequest(acp.methods.agent.session.setMode, ({ params }) => handle(setMode(params)))
+      .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))
+      .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancel(params.sessionId)))
+
+    const connection = app.connect(stream)
+    yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
+    yield* Effect.promise(() => connection.closed)
+    // The client is gone: cancel what still runs (each turn stores its close), then the fiber set's
+    // finalizer waits for every handler to end.
+    yield* Effect.forEach([...sessions.values()].filter((s) => s.running !== undefined), (s) => cancel(s.sessionId), { discard: true, concurrency: "unbounded" })
+    yield* FiberSet.awaitEmpty(fibers)
+  }))
+
+/**
+ * The process's stdin and stdout as an ACP stream: stdout then carries nothing but protocol, so
+ * logs must go to stderr.
+ */
+export const stdio = (): acp.Stream =>
+  acp.ndJsonStream(
+    Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+    Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>
+  )

@@ -1,0 +1,244 @@
+/**
+ * The pure mapping from the log's events to the Agent Client Protocol (CONTRACT.md §7.2): events are
+ * never sent raw; each becomes the `session/update` notifications, the permission request or the
+ * prompt answer an ACP client understands. No I/O here: the agent wiring sends what this returns.
+ *
+ * @since 0.1.0
+ */
+import type * as acp from "@agentclientprotocol/sdk"
+import type { AgentEvent, Json } from "../index.js"
+
+/** What the client said it supports, beyond the updates every client must accept. */
+export interface ClientSupport {
+  /** `clientCapabilities.session.compaction`: the client takes `compaction_update`. */
+  readonly compaction: boolean
+}
+
+/** A client that advertised nothing beyond the baseline. */
+export const baseline: ClientSupport = { compaction: false }
+
+/** The support a client advertised in `initialize`. */
+export const supportOf = (capabilities: acp.ClientCapabilities | undefined): ClientSupport => ({
+  compaction: capabilities?.session?.compaction !== undefined && capabilities.session.compaction !== null
+})
+
+/**
+ * `live`: a turn being run for a prompt — the client already shows its own prompt, so `user.message`
+ * is not echoed. `replay`: `session/load` — the whole conversation is rebuilt, the user's messages too.
+ */
+export type Phase = "live" | "replay"
+
+/** The tool kinds of the workspace tools; anything else is `other`. */
+export const toolKind = (tool: string): acp.ToolKind => {
+  switch (tool) {
+    case "read_file":
+      return "read"
+    case "write_file":
+    case "edit_file":
+      return "edit"
+    case "list_dir":
+    case "grep":
+      return "search"
+    case "shell":
+      return "execute"
+    default:
+      return "other"
+  }
+}
+
+const field = (args: Json.Json, name: string): string | undefined =>
+  typeof args === "object" && args !== null && !Array.isArray(args) && typeof (args as Record<string, Json.Json>)[name] === "string"
+    ? (args as Record<string, string>)[name]
+    : undefined
+
+/** One line, at most `max` characters: a title is a label, not a transcript. */
+const oneLine = (text: string, max = 120) => {
+  const line = text.replace(/\s+/g, " ").trim()
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
+
+/** A short human title for a call, e.g. "Read src/a.ts" or "Run `ls`". */
+export const toolTitle = (tool: string, args: Json.Json): string => {
+  const path = field(args, "path")
+  switch (tool) {
+    case "read_file":
+      return `Read ${oneLine(path ?? "a file")}`
+    case "write_file":
+      return `Write ${oneLine(path ?? "a file")}`
+    case "edit_file":
+      return `Edit ${oneLine(path ?? "a file")}`
+    case "list_dir":
+      return `List ${oneLine(path ?? ".")}`
+    case "grep": {
+      const pattern = field(args, "pattern")
+      return `Search ${pattern === undefined ? "" : `"${oneLine(pattern, 60)}"`}${path === undefined ? "" : ` in ${oneLine(path)}`}`.trim()
+    }
+    case "shell": {
+      const command = field(args, "command")
+      return command === undefined ? "Run a command" : `Run \`${oneLine(command)}\``
+    }
+    default:
+      return tool
+  }
+}
+
+/** `path` resolved against `cwd`, `.` and `..` folded, without touching the file system. */
+export const resolvePath = (cwd: string, path: string): string => {
+  const parts: Array<string> = []
+  for (const part of (path.startsWith("/") ? path : `${cwd}/${path}`).split("/")) {
+    if (part === "" || part === ".") continue
+    if (part === "..") parts.pop()
+    else parts.push(part)
+  }
+  return `/${parts.join("/")}`
+}
+
+/** The files a call touches, absolute as ACP wants them, for the client's "follow the agent". */
+export const toolLocations = (cwd: string, tool: string, args: Json.Json): Array<acp.ToolCallLocation> => {
+  if (tool === "shell") return []
+  const path = field(args, "path")
+  return path === undefined ? [] : [{ path: resolvePath(cwd, path) }]
+}
+
+/** A call as ACP describes it: in `tool_call` and in a permission request. */
+export const toolCallOf = (cwd: string, call: { readonly toolCallId: string; readonly tool: string; readonly args: Json.Json }) => ({
+  toolCallId: call.toolCallId,
+  title: toolTitle(call.tool, call.args),
+  kind: toolKind(call.tool),
+  rawInput: call.args,
+  locations: toolLocations(cwd, call.tool, call.args)
+})
+
+const text = (value: string): acp.ContentBlock => ({ type: "text", text: value })
+
+const toolContent = (value: string): Array<acp.ToolCallContent> => [{ type: "content", content: text(value) }]
+
+/**
+ * The `session/update` payloads of one event, in order; most events have none (they are the
+ * engine's bookkeeping). `permission.resolved {ask}` is not an update: see {@link permissionRequestOf}.
+ */
+export const updatesOf = (
+  event: AgentEvent.AgentEvent,
+  context: { readonly cwd: string; readonly phase: Phase; readonly support: ClientSupport }
+): Array<acp.SessionUpdate> => {
+  switch (event.type) {
+    case "user.message":
+      return context.phase === "replay" ? [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }] : []
+    case "model.delta":
+      return event.payload.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: text(event.payload.text) }]
+    case "model.tool_call_requested":
+      return [{ sessionUpdate: "tool_call", status: "pending", ...toolCallOf(context.cwd, event.payload) }]
+    case "tool.started":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, status: "in_progress" }]
+    case "tool.progress":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, content: toolContent(event.payload.message) }]
+    case "tool.completed":
+      return [{
+        sessionUpdate: "tool_call_update",
+        toolCallId: event.payload.toolCallId,
+        status: "completed",
+        content: toolContent(event.payload.result),
+        rawOutput: {
+          result: event.payload.result,
+          ...(event.payload.exitCode === undefined ? {} : { exitCode: event.payload.exitCode })
+        }
+      }]
+    case "tool.failed":
+      return [{
+        sessionUpdate: "tool_call_update",
+        toolCallId: event.payload.toolCallId,
+        status: "failed",
+        content: toolContent(`${event.payload.errorCode}: ${event.payload.message}`),
+        rawOutput: { errorCode: event.payload.errorCode, message: event.payload.message }
+      }]
+    default:
+      // session.created, turn.started, context.built, model.retry, permission.*, turn.completed:
+      // the client learns of them otherwise (the prompt's answer, a permission request) or not at all.
+      return []
+  }
+}
+
+/** The four answers offered for every call the policy paused; the option id is its kind. */
+export const permissionOptions: ReadonlyArray<acp.PermissionOption> = [
+  { optionId: "allow_once", name: "Allow", kind: "allow_once" },
+  { optionId: "allow_always", name: "Always allow", kind: "allow_always" },
+  { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+  { optionId: "reject_always", name: "Always reject", kind: "reject_always" }
+]
+
+/** The `session/request_permission` params for a call waiting for the user. */
+export const permissionRequestOf = (
+  sessionId: string,
+  cwd: string,
+  call: { readonly toolCallId: string; readonly tool: string; readonly args: Json.Json }
+): acp.RequestPermissionRequest => ({
+  sessionId,
+  toolCall: { ...toolCallOf(cwd, call), status: "pending" },
+  options: [...permissionOptions]
+})
+
+/** What the user's answer means for the engine. */
+export type Answer =
+  | { readonly _tag: "Decided"; readonly decision: "allow" | "deny"; readonly remember: boolean }
+  | { readonly _tag: "Cancelled" }
+
+/** The engine's reading of a permission outcome; an option id we never offered is a rejection. */
+export const answerOf = (outcome: acp.RequestPermissionOutcome): Answer => {
+  if (outcome.outcome === "cancelled") return { _tag: "Cancelled" }
+  switch (outcome.optionId) {
+    case "allow_once":
+      return { _tag: "Decided", decision: "allow", remember: false }
+    case "allow_always":
+      return { _tag: "Decided", decision: "allow", remember: true }
+    case "reject_always":
+      return { _tag: "Decided", decision: "deny", remember: true }
+    default:
+      return { _tag: "Decided", decision: "deny", remember: false }
+  }
+}
+
+/** How a turn's end answers `session/prompt`. */
+export type Ending =
+  | { readonly _tag: "Stop"; readonly stopReason: acp.StopReason }
+  | { readonly _tag: "Failed"; readonly errorCode: string }
+
+/** `turn.completed` as the prompt's answer: a stop reason, or an error carrying the errorCode. */
+export const endingOf = (payload: AgentEvent.PayloadOf<"turn.completed">): Ending => {
+  switch (payload.stopReason) {
+    case "final":
+      return { _tag: "Stop", stopReason: "end_turn" }
+    case "cancelled":
+      return { _tag: "Stop", stopReason: "cancelled" }
+    case "error":
+      return payload.errorCode === "max_steps"
+        ? { _tag: "Stop", stopReason: "max_turn_requests" }
+        : { _tag: "Failed", errorCode: payload.errorCode ?? "error" }
+  }
+}
+
+/**
+ * A prompt's content blocks as the user message. Text is kept as is; a linked or embedded resource
+ * becomes a mention, with an embedded text resource's content quoted after it; images and audio are
+ * not advertised, so they are only named.
+ */
+export const promptText = (blocks: ReadonlyArray<acp.ContentBlock>): string =>
+  blocks.map((block) => {
+    switch (block.type) {
+      case "text":
+        return block.text
+      case "resource_link":
+        return `@${block.uri}`
+      case "resource": {
+        const resource = block.resource
+        return "text" in resource
+          ? `@${resource.uri}\n<context uri="${resource.uri}">\n${resource.text}\n</context>`
+          : `@${resource.uri}`
+      }
+      case "image":
+        return "[an image was attached; this agent cannot read images]"
+      case "audio":
+        return "[an audio clip was attached; this agent cannot hear audio]"
+      default:
+        return ""
+    }
+  }).filter((part) => part !== "").join("\n")

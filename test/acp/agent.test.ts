@@ -1,0 +1,346 @@
+/**
+ * `effect-agent acp` as a real subprocess, driven by the ACP SDK's own client over stdio: streamed
+ * prompts, permission requests answered each way, cancellation, reloading a session a previous
+ * process left paused, and the bad input of a real connection.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { start } from "../cli/subprocess.js"
+import { type Agent, type Answerer, choose, chunks, logOf, startAgent } from "./client.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-"))
+const running: Array<Agent> = []
+afterAll(() => {
+  for (const agent of running) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+let count = 0
+/** A fresh workspace, data dir and script for one test. */
+const workspace = (script: unknown) => {
+  const root = join(dir, `t${++count}`)
+  const cwd = join(root, "work")
+  mkdirSync(cwd, { recursive: true })
+  const scriptFile = join(root, "script.json")
+  writeFileSync(scriptFile, JSON.stringify(script))
+  const storage = ["--data-dir", join(root, "data")]
+  return { cwd, storage, args: ["--script", scriptFile, ...storage], scriptFile }
+}
+
+const launch = (args: ReadonlyArray<string>, cwd: string, answer?: Answerer) => {
+  const agent = startAgent(args, { cwd, ...(answer === undefined ? {} : { answer }) })
+  running.push(agent)
+  return agent
+}
+
+const newSession = (agent: Agent, cwd: string) => agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+
+const prompt = (agent: Agent, sessionId: string, text: string) =>
+  agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] })
+
+const rejection = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as acp.RequestError)
+
+/** Closes the client's side; the agent then ends on its own. */
+const finish = async (agent: Agent) => {
+  agent.child.stdin.end()
+  return agent.exited
+}
+
+const lastOf = (log: ReadonlyArray<AgentEvent.AgentEvent>) => log.at(-1)
+
+describe("effect-agent acp, driven by the SDK's client", () => {
+  it("initialize advertises loadSession, prompt capabilities and session/list; a prompt streams chunks and answers end_turn", async () => {
+    const { args, cwd, storage } = workspace({ responses: [{ chunks: ["Hello", ", ", "world."] }] })
+    const agent = launch(args, cwd)
+    const init = await agent.initialize()
+    expect(init.protocolVersion).toBe(1)
+    expect(init.agentCapabilities).toMatchObject({
+      loadSession: true,
+      promptCapabilities: { image: false, audio: false, embeddedContext: true },
+      sessionCapabilities: { list: {} }
+    })
+    const session = await newSession(agent, cwd)
+    expect(session.modes?.currentModeId).toBe("default")
+    expect(session.modes?.availableModes.map((m) => m.id)).toEqual(["default", "acceptEdits", "readOnly", "bypass"])
+
+    const response = await prompt(agent, session.sessionId, "say hello")
+    expect(response.stopReason).toBe("end_turn")
+    // Every update was written before the answer, in order; the user's own prompt is not echoed.
+    expect(chunks(agent.updates)).toEqual(["Hello", ", ", "world."])
+    expect(chunks(agent.updates, "user_message_chunk")).toEqual([])
+    expect(agent.updates.every((n) => n.sessionId === session.sessionId)).toBe(true)
+
+    const listed = await agent.agent.request(acp.methods.agent.session.list, { cwd })
+    expect(listed.sessions.map((s) => s.sessionId)).toEqual([session.sessionId])
+    expect(listed.sessions[0]).toMatchObject({ cwd })
+
+    expect(await finish(agent)).toEqual({ code: 0, signal: null })
+    const log = await logOf(session.sessionId, storage)
+    expectWellFormedLog(log)
+    expect(log[0]).toMatchObject({ type: "session.created", payload: { cwd, client: "acp" } })
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+  })
+
+  const writeScript = {
+    responses: [
+      { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] },
+      { chunks: ["Done."] }
+    ]
+  }
+
+  it("a call the policy asks about becomes session/request_permission; allow_once runs it", async () => {
+    const { args, cwd, storage } = workspace(writeScript)
+    const agent = launch(args, cwd, choose("allow_once"))
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    expect((await prompt(agent, sessionId, "write notes")).stopReason).toBe("end_turn")
+
+    expect(agent.asked).toHaveLength(1)
+    const { params } = agent.asked[0]!
+    expect(params.sessionId).toBe(sessionId)
+    expect(params.toolCall).toMatchObject({
+      toolCallId: "call_1",
+      kind: "edit",
+      status: "pending",
+      title: "Write notes.txt",
+      rawInput: { path: "notes.txt", content: "v1\n" },
+      locations: [{ path: join(cwd, "notes.txt") }]
+    })
+    expect(params.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"])
+
+    const forCall = agent.updates.map((n) => n.update).filter((u) => "toolCallId" in u && u.toolCallId === "call_1")
+    expect(forCall.map((u) => [u.sessionUpdate, "status" in u ? u.status : undefined])).toEqual([
+      ["tool_call", "pending"],
+      ["tool_call_update", "in_progress"],
+      ["tool_call_update", "completed"]
+    ])
+    expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("v1\n")
+    expect(chunks(agent.updates)).toEqual(["Writing.", "Done."])
+    await finish(agent)
+    const log = await logOf(sessionId, storage)
+    expect(log.filter((e) => e.type === "permission.resolved").map((e) => e.payload)).toEqual([
+      { toolCallId: "call_1", decision: "ask", policy: "default/write", actor: "policy" },
+      { toolCallId: "call_1", decision: "allow", actor: "user" }
+    ])
+  })
+
+  it("reject_once denies the call: the update says failed, nothing is written, the turn goes on", async () => {
+    const { args, cwd, storage } = workspace(writeScript)
+    const agent = launch(args, cwd, choose("reject_once"))
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    expect((await prompt(agent, sessionId, "write notes")).stopReason).toBe("end_turn")
+    const last = agent.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "tool_call_update").at(-1)
+    expect(last).toMatchObject({ toolCallId: "call_1", status: "failed" })
+    expect(existsSync(join(cwd, "notes.txt"))).toBe(false)
+    await finish(agent)
+    const log = await logOf(sessionId, storage)
+    expect(log.find((e) => e.type === "permission.resolved" && e.payload.actor === "user")?.payload).toMatchObject({ decision: "deny" })
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+  })
+
+  it("allow_always is remembered: a later call of the same tool is not asked about", async () => {
+    const { args, cwd, storage } = workspace({
+      responses: [
+        { toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "a" } }] },
+        { toolCalls: [{ tool: "write_file", args: { path: "b.txt", content: "b" }, id: "call_2" }] },
+        { chunks: ["Both written."] }
+      ]
+    })
+    const agent = launch(args, cwd, choose("allow_always"))
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    expect((await prompt(agent, sessionId, "write two files")).stopReason).toBe("end_turn")
+    expect(agent.asked.map((a) => a.params.toolCall.toolCallId)).toEqual(["call_1"])
+    expect(readFileSync(join(cwd, "b.txt"), "utf8")).toBe("b")
+    await finish(agent)
+    const log = await logOf(sessionId, storage)
+    expect(log.find((e) => e.type === "permission.resolved" && e.payload.actor === "user")?.payload).toMatchObject({
+      decision: "allow",
+      remember: true,
+      scope: "write_file"
+    })
+    expect(log.find((e) => e.type === "permission.resolved" && e.payload.toolCallId === "call_2")?.payload).toMatchObject({
+      decision: "allow",
+      policy: "remembered"
+    })
+  })
+
+  it("session/cancel mid-stream: the prompt answers cancelled and the log ends cancelled", async () => {
+    const { args, cwd, storage } = workspace({ responses: [{ chunks: Array.from({ length: 50 }, (_, i) => `chunk${i} `), delay: 200 }] })
+    const agent = launch(args, cwd)
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    const answered = prompt(agent, sessionId, "count slowly")
+    await agent.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk")
+    await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+    expect((await answered).stopReason).toBe("cancelled")
+    expect(chunks(agent.updates).length).toBeLessThan(50)
+    await finish(agent)
+    const log = await logOf(sessionId, storage)
+    expectWellFormedLog(log)
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+
+  it("session/cancel while a permission request is open settles it; the prompt answers cancelled", async () => {
+    const { args, cwd, storage } = workspace(writeScript)
+    const agent = launch(args, cwd) // never answers on its own
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    const answered = prompt(agent, sessionId, "write notes")
+    const asked = await agent.waitForAsked(1)
+    await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+    expect((await answered).stopReason).toBe("cancelled")
+    // The agent withdrew its request ($/cancel_request), so the client's handler saw it cancelled.
+    expect(asked.signal.aborted).toBe(true)
+    await finish(agent)
+    const log = await logOf(sessionId, storage)
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+    expect(existsSync(join(cwd, "notes.txt"))).toBe(false)
+  })
+
+  it("a cancelled permission outcome cancels the turn", async () => {
+    const { args, cwd, storage } = workspace(writeScript)
+    const agent = launch(args, cwd, () => Promise.resolve({ outcome: { outcome: "cancelled" } }))
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    expect((await prompt(agent, sessionId, "write notes")).stopReason).toBe("cancelled")
+    await finish(agent)
+    expect(lastOf(await logOf(sessionId, storage))).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+
+  it("session/set_mode switches the session's permission mode: in bypass the write is not asked about", async () => {
+    const { args, cwd } = workspace(writeScript)
+    const agent = launch(args, cwd)
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    const unknown = await rejection(agent.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "yolo" }))
+    expect(unknown?.code).toBe(-32602)
+    await agent.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "bypass" })
+    expect((await prompt(agent, sessionId, "write notes")).stopReason).toBe("end_turn")
+    expect(agent.asked).toHaveLength(0)
+    expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("v1\n")
+    await finish(agent)
+  })
+
+  it("session/load of a session an earlier process left paused: replays it, re-asks the approval, then the turn goes on", async () => {
+    const { args, cwd, storage } = workspace(writeScript)
+    const first = launch(args, cwd)
+    await first.initialize()
+    const { sessionId } = await newSession(first, cwd)
+    void rejection(prompt(first, sessionId, "write notes"))
+    await first.waitForAsked(1)
+    first.child.kill("SIGKILL")
+    await first.exited
+
+    const afterScript = join(dir, `after-${count}.json`)
+    writeFileSync(afterScript, JSON.stringify({ responses: [{ chunks: ["Done after reload."] }] }))
+    const second = launch(["--script", afterScript, ...storage], cwd, choose("allow_once"))
+    await second.initialize()
+    const wrongCwd = await rejection(second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: dir, mcpServers: [] }))
+    expect(wrongCwd?.code).toBe(-32602)
+    await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] })
+    // The conversation so far, the user's message included, before the answer to session/load.
+    expect(chunks(second.updates, "user_message_chunk")).toEqual(["write notes"])
+    expect(chunks(second.updates)).toEqual(["Writing."])
+    expect(second.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "tool_call")).toMatchObject([
+      { toolCallId: "call_1", status: "pending", kind: "edit" }
+    ])
+    // The approval the first process was waiting for is asked again, and the answer resumes the turn.
+    const asked = await second.waitForAsked(1)
+    expect(asked.params.toolCall).toMatchObject({ toolCallId: "call_1", title: "Write notes.txt" })
+    await second.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "text" && u.content.text === "Done after reload.")
+    expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("v1\n")
+    // No prompt answers a resumed turn: its end is read from the log (each read is a CLI run).
+    let log = await logOf(sessionId, storage)
+    while (lastOf(log)?.type !== "turn.completed") log = await logOf(sessionId, storage)
+    await finish(second)
+    expectWellFormedLog(log)
+    expect(log.find((e) => e.type === "permission.resolved" && e.payload.actor === "user")?.payload).toMatchObject({ decision: "allow" })
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+  })
+})
+
+describe("effect-agent acp, bad input", () => {
+  it("a prompt for an unknown session, a second prompt while one runs, and a turn error are JSON-RPC errors", async () => {
+    const { args, cwd } = workspace({
+      responses: [
+        { chunks: Array.from({ length: 50 }, (_, i) => `chunk${i} `), delay: 200 },
+        { failure: { reason: "authentication", detail: "bad key" } }
+      ]
+    })
+    const agent = launch(args, cwd)
+    await agent.initialize()
+    const unknown = await rejection(prompt(agent, "sess_nope", "hello"))
+    expect(unknown).toMatchObject({ code: -32002, data: { sessionId: "sess_nope" } })
+    const relative = await rejection(agent.agent.request(acp.methods.agent.session.new, { cwd: "work", mcpServers: [] }))
+    expect(relative?.code).toBe(-32602)
+
+    const { sessionId } = await newSession(agent, cwd)
+    const first = prompt(agent, sessionId, "count slowly")
+    await agent.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk")
+    const second = await rejection(prompt(agent, sessionId, "and this too"))
+    expect(second).toMatchObject({ code: -32600, data: { errorCode: "turn_in_progress" } })
+    await agent.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+    expect((await first).stopReason).toBe("cancelled")
+
+    const failed = await rejection(prompt(agent, sessionId, "now fail"))
+    expect(failed).toMatchObject({ code: -32603, data: { errorCode: "authentication", sessionId } })
+    await finish(agent)
+  })
+
+  it("malformed JSON and unknown methods are answered per JSON-RPC; stdout carries nothing else", async () => {
+    const { args, cwd } = workspace({ responses: [] })
+    const raw = start(["acp", ...args], { cwd })
+    raw.child.stdin!.write("{ not json\n")
+    await raw.waitForStdout(/-32700/)
+    raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } }) + "\n")
+    await raw.waitForStdout(/"id":1,"result"/)
+    raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such_method", params: {} }) + "\n")
+    await raw.waitForStdout(/"id":2,"error"/)
+    raw.child.stdin!.end()
+    const finished = await raw.done
+    expect(finished.code).toBe(0)
+    const lines = finished.stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(lines).toHaveLength(3)
+    expect(lines.every((line) => line.jsonrpc === "2.0")).toBe(true)
+    expect(lines[0]).toMatchObject({ id: null, error: { code: -32700 } })
+    expect(lines[2]).toMatchObject({ id: 2, error: { code: -32601 } })
+  })
+
+  it("a client that disconnects mid-turn: the turn is cancelled, the log closed, the agent exits", async () => {
+    const { args, cwd, storage } = workspace({ responses: [{ chunks: Array.from({ length: 50 }, (_, i) => `chunk${i} `), delay: 200 }] })
+    const agent = launch(args, cwd)
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    void rejection(prompt(agent, sessionId, "count slowly"))
+    await agent.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk")
+    agent.child.stdin.end()
+    agent.child.stdout.destroy()
+    expect(await agent.exited).toEqual({ code: 0, signal: null })
+    const log = await logOf(sessionId, storage)
+    expectWellFormedLog(log)
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+
+  it("a client that disconnects while a permission request is open: the turn is cancelled, the log closed", async () => {
+    const { args, cwd, storage } = workspace(writeScript2)
+    const agent = launch(args, cwd)
+    await agent.initialize()
+    const { sessionId } = await newSession(agent, cwd)
+    void rejection(prompt(agent, sessionId, "write notes"))
+    await agent.waitForAsked(1)
+    agent.child.stdin.end()
+    expect(await agent.exited).toEqual({ code: 0, signal: null })
+    const log = await logOf(sessionId, storage)
+    expectWellFormedLog(log)
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+})
+
+const writeScript2 = { responses: [{ toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] }] }
