@@ -49,7 +49,7 @@ export class SessionBusy extends Schema.TaggedError<SessionBusy>()("SessionBusy"
   holder: Schema.String
 }) {
   override get message(): string {
-    return `Session ${this.sessionId} is busy: it is driven by ${this.holder}; try again when that process ends`
+    return `Session ${this.sessionId} is busy (SessionBusy): it is driven by ${this.holder}; try again when that process ends`
   }
 }
 

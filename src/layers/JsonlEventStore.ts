@@ -11,8 +11,11 @@
  *
  * @since 0.1.0
  */
+import { existsSync, linkSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -21,12 +24,14 @@ import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy } from "../domain/Errors.js"
+import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
 import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { IdGenerator } from "../services/IdGenerator.js"
 import { fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
+import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 import * as WriterLock from "./jsonl/WriterLock.js"
 
@@ -237,6 +242,18 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             return yield* sequenceConflict(event, tail.lastSequence, { path: file })
           }
           const isNew = tail.size <= 0
+          const line = encoder.encode(AgentEvent.encodeJson(event))
+          // A line the store could not read back is never written.
+          if (line.byteLength > maxLineBytes) {
+            return yield* new EventStoreFailure({
+              reason: "line_too_long",
+              operation: "append",
+              sessionId: event.sessionId,
+              sequence: event.sequence,
+              path: file,
+              detail: `the event is ${line.byteLength} bytes, longer than a line may be (${maxLineBytes})`
+            })
+          }
           const data = encoder.encode((isNew ? LogLines.header + "\n" : "") + AgentEvent.encodeJson(event) + "\n")
           if (isNew) {
             yield* makeSessionsDir(event.sessionId)
@@ -344,6 +361,83 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
 /** A session's summary from its events. */
 const summarize = (events: Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure>) =>
   Stream.runFold(events, undefined as Session.SessionSummary | undefined, Session.summarize)
+
+/** What `repair` did to a log. */
+export interface RepairReport {
+  readonly sessionId: string
+  readonly file: string
+  /** Whether the log was rewritten; `false` when it needed nothing. */
+  readonly repaired: boolean
+  /** Where the original was kept (`<file>.bak`, or `.bak.1`, … when taken). */
+  readonly backup?: string
+  /** Events kept, in order. */
+  readonly kept: number
+  /** Lines left out, and why. */
+  readonly dropped: ReadonlyArray<Repair.Dropped>
+  /** The turn closed `interrupted` because the kept events left it open. */
+  readonly closedTurnId?: string
+}
+
+/**
+ * Repairs a log no reader accepts — duplicate sequences left by two processes writing one session
+ * at once (before writer locks), a corrupt line — keeping the first writer's events (see
+ * `jsonl/Repair.ts`) and closing a turn they leave open as `interrupted`. Holds the session's writer
+ * lock while it works (`SessionBusy` if a live process drives the session). The new log replaces
+ * the old by an atomic rename; the original stays beside it as `<file>.bak`. A valid log is left
+ * untouched (a paused turn stays resumable).
+ */
+export const repair = (
+  options: Options & { readonly sessionId: string }
+): Effect.Effect<RepairReport, EventStoreFailure | SessionBusy | SessionNotFound, FileSystem.FileSystem | Path.Path | IdGenerator> =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const ids = yield* IdGenerator
+    const { sessionId } = options
+    if (!Session.isValidId(sessionId)) return yield* new SessionNotFound({ sessionId })
+    const file = path.join(options.dataDir, "sessions", `${sessionId}.jsonl`)
+    const failed = (detail: string, cause?: unknown, reason: EventStoreFailureReason = "unavailable") =>
+      new EventStoreFailure({ reason, operation: "repair", sessionId, path: file, detail, ...(cause === undefined ? {} : { cause }) })
+    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* new SessionNotFound({ sessionId })
+    yield* WriterLock.acquire(sessionId, file)
+    const lines = Chunk.toReadonlyArray(yield* Stream.runCollect(LogLines.linesOf(fs.stream(file), { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes })).pipe(
+      Effect.mapError((e) =>
+        e._tag === "LineTooLong"
+          ? failed(`line ${e.number} is longer than ${e.maxLineBytes} bytes`, undefined, "line_too_long")
+          : fromPlatform("repair", file, sessionId)(e)
+      )
+    ))
+    const first = lines.length === 0 ? Option.none() : LogLines.firstLine(lines[0]!.text)
+    if (Option.isNone(first)) return yield* failed("the first line is not an effect-agent log header; nothing was changed", undefined, "corrupt")
+    if (first.value.version > LogFormat.currentVersion) {
+      return yield* failed(`unsupported log format version ${first.value.version}; nothing was changed`, undefined, "corrupt")
+    }
+    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
+    const plan = Repair.plan(sessionId, first.value.isHeader ? lines.slice(1) : lines, first.value.version, { id: () => "", timestamp })
+    const report = { sessionId, file, kept: plan.kept.length, dropped: plan.dropped }
+    if (plan.dropped.length === 0) return { ...report, repaired: false }
+    if (plan.kept.length === 0) return yield* failed("no event of the log can be kept; nothing was changed", undefined, "corrupt")
+    const closing = yield* Effect.forEach(plan.closing, (event) => Effect.map(ids.next("event"), (id) => ({ ...event, id })))
+    const text = [LogLines.header, ...[...plan.kept, ...closing].map(AgentEvent.encodeJson)].join("\n") + "\n"
+    const backup = yield* Effect.try({
+      try: () => {
+        const temporary = `${file}.repair`
+        rmSync(temporary, { force: true })
+        WriterLock.writeNewFile(temporary, text, true)
+        let backup = `${file}.bak`
+        for (let n = 1; existsSync(backup); n++) backup = `${file}.bak.${n}`
+        // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
+        linkSync(file, backup)
+        renameSync(temporary, file)
+        // The listing index is a cache: dropped, it is rebuilt from the logs.
+        rmSync(path.join(options.dataDir, "index.json"), { force: true })
+        return backup
+      },
+      catch: (error) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
+    })
+    yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${plan.kept.length} events, dropped ${plan.dropped.length} lines`)
+    return { ...report, repaired: true, backup, ...(plan.closedTurnId === undefined ? {} : { closedTurnId: plan.closedTurnId }) }
+  }))
 
 /** The JSONL store as a layer; it needs a `FileSystem` and a `Path` (for example `NodeContext.layer`). */
 export const layer = (options: Options): Layer.Layer<EventStore, never, FileSystem.FileSystem | Path.Path> =>

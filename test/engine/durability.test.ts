@@ -245,7 +245,7 @@ describe("durable sessions", () => {
         const engine = yield* SessionEngine
         const busy = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" })))
         expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId })
-        expect(Either.isLeft(busy) && busy.left.message).toMatch(/is busy: it is driven by pid \d+ on host /)
+        expect(Either.isLeft(busy) && busy.left.message).toMatch(/is busy \(SessionBusy\): it is driven by pid \d+ on host /)
         expect(yield* replay(sessionId)).toEqual(before)
       }))
       // The first engine shuts down: its lease is released, and the second drives the session.
