@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import {
   type AgentEvent,
+  type EventStore,
   FakeModelProvider,
   IdGenerator,
   JsonlEventStore,
@@ -26,6 +27,7 @@ import {
 } from "../index.js"
 import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
+import * as Repair from "./Repair.js"
 import { CliError } from "./CliError.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
@@ -150,11 +152,16 @@ const replay = Command.make(
     }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
 ).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
 
+/** One line per session whose log cannot be read; the others are listed all the same. */
+const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
+  Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}`), { discard: true })
+
 const sessions = Command.make("sessions", storage, (options) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
-    const summaries = yield* engine.listSessions
-    if (summaries.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
+    const { damaged, sessions: summaries } = yield* engine.sessionListing
+    yield* warnDamaged(damaged)
+    if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
     for (const s of summaries) {
       yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${s.cwd}`)
     }
@@ -168,7 +175,9 @@ const pending = Command.make(
   ({ sessionId, ...options }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const ids = Option.isSome(sessionId) ? [sessionId.value] : (yield* engine.listSessions).map((s) => s.sessionId)
+      const listing = Option.isSome(sessionId) ? undefined : yield* engine.sessionListing
+      if (listing !== undefined) yield* warnDamaged(listing.damaged)
+      const ids = Option.isSome(sessionId) ? [sessionId.value] : listing!.sessions.map((s) => s.sessionId)
       let found = 0
       for (const id of ids) {
         for (const call of yield* engine.pendingApprovals({ sessionId: id })) {
@@ -209,7 +218,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command])
+  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command, Repair.command])
 )
 
 /** Runs the CLI on `argv` (as `process.argv`). */
