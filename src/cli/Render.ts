@@ -17,6 +17,8 @@ export interface Output {
 export interface CallInfo {
   readonly tool: string
   readonly args: Json.Json
+  /** Real paths outside the working directory the call would touch (from `permission.requested`). */
+  readonly outsidePaths?: ReadonlyArray<string> | undefined
 }
 
 const oneLine = (text: string, max = 100) => {
@@ -25,10 +27,10 @@ const oneLine = (text: string, max = 100) => {
 }
 
 /** A call in a few words: the command of `shell`, the path or pattern of the file tools. */
-export const describeCall = ({ args, tool }: CallInfo): string => {
+export const describeCall = ({ args, outsidePaths, tool }: CallInfo): string => {
   const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
   const summary = field("command") ?? field("path") ?? field("pattern")
-  return `${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}`
+  return `${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => oneLine(p, 200)).join(", ")})`)
 }
 
 /** A short view of a result: its first line, and how many more there are. */
@@ -65,6 +67,12 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
         return
       case "model.delta":
         return out(event.payload.text)
+      case "permission.requested": {
+        // The approval question names the real targets outside cwd, not just the name the model gave.
+        const call = calls.get(event.payload.toolCallId)
+        if (call !== undefined && event.payload.outsidePaths !== undefined) calls.set(event.payload.toolCallId, { ...call, outsidePaths: event.payload.outsidePaths })
+        return
+      }
       case "model.tool_call_requested":
         calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
         return note(`  ⚙ ${describeCall(event.payload)}`)

@@ -94,11 +94,16 @@ export const ToolCallRequested = turnEvent("model.tool_call_requested", {
   args: Json
 })
 
-/** A tool call's permission is being decided. */
+/**
+ * A tool call's permission is being decided. `outsidePaths`: the real paths outside the session's
+ * cwd the call would touch (links resolved, a dangling link's target included), present only when
+ * there are some, so that an approval prompt names the real target rather than the link's name.
+ */
 export const PermissionRequested = turnEvent("permission.requested", {
   toolCallId: Schema.String,
   tool: Schema.String,
-  risk: Risk
+  risk: Risk,
+  outsidePaths: Schema.optional(Schema.Array(Schema.String))
 })
 
 /**

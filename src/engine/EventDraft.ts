@@ -79,7 +79,12 @@ export const toolCallRequested = (call: { readonly toolCallId: string; readonly 
 /** `permission.requested`. */
 export const permissionRequested = (payload: AgentEvent.PayloadOf<"permission.requested">): Draft<"permission.requested"> => ({
   type: "permission.requested",
-  payload: { toolCallId: payload.toolCallId, tool: payload.tool, risk: payload.risk }
+  payload: {
+    toolCallId: payload.toolCallId,
+    tool: payload.tool,
+    risk: payload.risk,
+    ...(payload.outsidePaths === undefined || payload.outsidePaths.length === 0 ? {} : { outsidePaths: [...payload.outsidePaths] })
+  }
 })
 
 /** `permission.resolved`. */

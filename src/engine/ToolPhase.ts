@@ -88,7 +88,9 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
     const { toolCallId } = call
     if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
     if (from === "requested") {
-      yield* env.commit(EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk }))
+      // Paths outside cwd are named by their real target, so the approval shows where a link leads.
+      const outsidePaths = call.paths.filter((p) => !p.insideCwd).map((p) => p.resolved)
+      yield* env.commit(EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths }))
     }
     const { state } = yield* SynchronizedRef.get(env.log.live)
     const policy: PermissionDecision = yield* env.permissions.decide({

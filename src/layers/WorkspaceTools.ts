@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as NodeFs from "node:fs/promises"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Duration from "effect/Duration"
@@ -31,6 +32,8 @@ import {
 } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as Paths from "./workspace/Paths.js"
+import * as SafeFile from "./workspace/SafeFile.js"
+import * as Walk from "./workspace/Walk.js"
 import * as Shell from "./workspace/Shell.js"
 
 /** Options of the workspace tools. */
@@ -45,6 +48,14 @@ export interface Options {
   readonly maxCommandTimeout?: Duration.DurationInput
   /** Environment variables never passed to commands (besides the provider API keys, always removed). */
   readonly hiddenEnv?: ReadonlyArray<string>
+  /** Most entries `grep` visits and `list_dir` lists (default 20 000); the result says when the bound cut it. */
+  readonly maxWalkEntries?: number
+  /** Deepest folder level `grep` enters below its start (default 32). */
+  readonly maxWalkDepth?: number
+  /** How long `grep` walks before it stops and reports what it found (default 10 s). */
+  readonly walkTimeBudget?: Duration.DurationInput
+  /** The time limit of every file tool (default 30 s): past it the call fails with `timeout`. */
+  readonly fileTimeout?: Duration.DurationInput
 }
 
 const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
@@ -114,6 +125,10 @@ export const make = (options: Options = {}) =>
     const defaultTimeout = Duration.decode(options.commandTimeout ?? "60 seconds")
     const maxTimeout = Duration.decode(options.maxCommandTimeout ?? "10 minutes")
     const hiddenEnv = new Set([...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])])
+    const maxWalkEntries = options.maxWalkEntries ?? 20_000
+    const maxWalkDepth = options.maxWalkDepth ?? 32
+    const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
+    const fileTimeout = Duration.decode(options.fileTimeout ?? "30 seconds")
 
     // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
     const fileLocks = new Map<string, Effect.Semaphore>()
@@ -140,20 +155,40 @@ export const make = (options: Options = {}) =>
         return now.resolved
       })
 
-    const notFound = (requested: string) => fail("not_found", `${requested} does not exist`)
-    const ioFailure = (requested: string) => (error: { readonly message: string; readonly _tag: string }) =>
-      error._tag === "SystemError" && (error as { reason?: string }).reason === "NotFound"
-        ? notFound(requested)
-        : fail("io_error", `${requested}: ${(error as { reason?: string }).reason ?? "could not be accessed"}`)
+    /** A file error in the model's terms, naming the path as the call gave it. */
+    const fileFailure = (requested: string) => (error: SafeFile.FileError): Effect.Effect<never, ToolFailure> => {
+      switch (error.code) {
+        case "not_found":
+          return fail("not_found", `${requested} does not exist`)
+        case "is_directory":
+          return fail("is_directory", `${requested} is a directory; use list_dir`)
+        case "not_a_directory":
+          return fail("not_a_directory", `${requested} is not a directory`)
+        case "not_a_regular_file":
+          return fail("not_a_regular_file", `${requested} is not a regular file (a FIFO, device or socket); only regular files are read or written`)
+        case "file_too_large":
+          return fail("file_too_large", `${requested} is over the ${maxFile}-byte limit`)
+        case "path_changed":
+          return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link); try again`)
+        case "permission_denied":
+          return fail("io_error", `${requested}: permission denied`)
+        case "io_error":
+          return fail("io_error", `${requested}: could not be accessed${error.detail === undefined ? "" : ` (${error.detail})`}`)
+      }
+    }
+
+    /** Every file tool ends within `fileTimeout`, so a stuck file system never holds a turn. */
+    const timed = (tool: string) => <A>(effect: Effect.Effect<A, ToolFailure>): Effect.Effect<A, ToolFailure> =>
+      effect.pipe(
+        Effect.timeoutFail({
+          duration: fileTimeout,
+          onTimeout: () => new ToolFailure({ errorCode: "timeout", message: `${tool} did not finish within ${Duration.format(fileTimeout)} and was stopped` })
+        })
+      )
 
     const readText = (file: string, requested: string) =>
       Effect.gen(function*() {
-        const info = yield* fs.stat(file).pipe(Effect.catchAll(ioFailure(requested)))
-        if (info.type === "Directory") return yield* fail("is_directory", `${requested} is a directory; use list_dir`)
-        if (Number(info.size) > maxFile) {
-          return yield* fail("file_too_large", `${requested} is ${info.size} bytes, over the ${maxFile}-byte limit`)
-        }
-        const bytes = yield* fs.readFile(file).pipe(Effect.catchAll(ioFailure(requested)))
+        const bytes = yield* SafeFile.readFile(file, maxFile).pipe(Effect.catchAll(fileFailure(requested)))
         if (isBinary(bytes)) return yield* fail("binary_file", `${requested} is a binary file`)
         return new TextDecoder().decode(bytes)
       })
@@ -170,7 +205,7 @@ export const make = (options: Options = {}) =>
           const start = (input.offset ?? 1) - 1
           const slice = lines.slice(start, input.limit === undefined ? undefined : start + input.limit)
           return { result: bound(slice.join("\n"), maxResult) }
-        })
+        }).pipe(timed("read_file"))
     }
 
     const writeFile: Tool<typeof WriteFile.Type, typeof WriteFile.Encoded> = {
@@ -180,12 +215,10 @@ export const make = (options: Options = {}) =>
       run: (input, call, context) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
-          yield* withFileLock(file)(Effect.gen(function*() {
-            yield* fs.makeDirectory(path.dirname(file), { recursive: true }).pipe(Effect.catchAll(ioFailure(input.path)))
-            yield* fs.writeFileString(file, input.content).pipe(Effect.catchAll(ioFailure(input.path)))
-          }))
-          return { result: `Wrote ${Buffer.byteLength(input.content, "utf8")} bytes to ${shown(context, call.paths[0]!)}` }
-        })
+          const bytes = new TextEncoder().encode(input.content)
+          yield* withFileLock(file)(SafeFile.writeFile(file, bytes).pipe(Effect.catchAll(fileFailure(input.path))))
+          return { result: `Wrote ${bytes.length} bytes to ${shown(context, call.paths[0]!)}` }
+        }).pipe(timed("write_file"))
     }
 
     const editFile: Tool<typeof EditFile.Type, typeof EditFile.Encoded> = {
@@ -195,19 +228,27 @@ export const make = (options: Options = {}) =>
       run: (input, call, context) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
-          return yield* withFileLock(file)(Effect.gen(function*() {
-            const text = yield* readText(file, input.path)
-            const count = text.split(input.oldString).length - 1
-            if (count === 0) return yield* fail("no_match", `oldString was not found in ${input.path}`)
-            if (count > 1 && input.replaceAll !== true) {
-              return yield* fail("ambiguous_match", `oldString occurs ${count} times in ${input.path}; give more context or set replaceAll`)
-            }
-            const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
-            yield* fs.writeFileString(file, updated).pipe(Effect.catchAll(ioFailure(input.path)))
-            return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${shown(context, call.paths[0]!)}` }
-          }))
-        })
+          let count = 0
+          // Read, change and write through one handle, under the file's lock.
+          yield* withFileLock(file)(
+            SafeFile.updateFile(file, maxFile, (bytes) => {
+              if (isBinary(bytes)) return Either.left(new ToolFailure({ errorCode: "binary_file", message: `${input.path} is a binary file` }))
+              const text = new TextDecoder().decode(bytes)
+              count = text.split(input.oldString).length - 1
+              if (count === 0) return Either.left(new ToolFailure({ errorCode: "no_match", message: `oldString was not found in ${input.path}` }))
+              if (count > 1 && input.replaceAll !== true) {
+                return Either.left(new ToolFailure({ errorCode: "ambiguous_match", message: `oldString occurs ${count} times in ${input.path}; give more context or set replaceAll` }))
+              }
+              const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
+              return Either.right(new TextEncoder().encode(updated))
+            }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
+          )
+          return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${shown(context, call.paths[0]!)}` }
+        }).pipe(timed("edit_file"))
     }
+
+    /** Where a walk or listing may look: the workspace, and the folder the call itself was approved for. */
+    const mayLookAt = (workspace: string, root: string) => (real: string) => Walk.isInside(workspace, real) || Walk.isInside(root, real)
 
     const listDir: Tool<typeof ListDir.Type, typeof ListDir.Encoded> = {
       description: "List a directory: one entry per line, folders ending in /.",
@@ -217,16 +258,35 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const dir = yield* target(call, context)
           const requested = input.path ?? "."
-          const info = yield* fs.stat(dir).pipe(Effect.catchAll(ioFailure(requested)))
-          if (info.type !== "Directory") return yield* fail("not_a_directory", `${requested} is not a directory`)
-          const names = (yield* fs.readDirectory(dir).pipe(Effect.catchAll(ioFailure(requested)))).sort()
-          const entries = yield* Effect.forEach(names, (name) =>
-            fs.stat(path.join(dir, name)).pipe(
-              Effect.map((i) => (i.type === "Directory" ? `${name}/` : name)),
-              Effect.orElseSucceed(() => name)
-            ), { concurrency: 16 })
-          return { result: entries.length === 0 ? "(empty directory)" : bound(entries.join("\n"), maxResult) }
-        })
+          const allowed = mayLookAt(yield* Paths.realCwd(context.cwd), dir)
+          const listing = yield* SafeFile.withFolder(dir, async (folder, signal) => {
+            const { entries, more } = await SafeFile.entriesOf(folder, maxWalkEntries, signal)
+            let outside = 0
+            const lines: Array<string> = []
+            for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+              if (entry.isDirectory()) lines.push(`${entry.name}/`)
+              else if (!entry.isSymbolicLink()) lines.push(entry.name)
+              else {
+                // A link is shown as what it leads to only when that is somewhere the call may look.
+                const real = await Paths.realPath(path.join(dir, entry.name))
+                if (!real.exact || !allowed(real.path)) {
+                  outside++
+                  lines.push(`${entry.name} -> (outside the working directory)`)
+                } else {
+                  const info = await NodeFs.stat(real.path).catch(() => undefined)
+                  lines.push(info?.isDirectory() === true ? `${entry.name}/` : entry.name)
+                }
+              }
+            }
+            return { lines, more, outside }
+          }).pipe(Effect.catchAll(fileFailure(requested)))
+          const notes = [
+            ...(listing.outside > 0 ? [`[${listing.outside} link${listing.outside === 1 ? "" : "s"} lead${listing.outside === 1 ? "s" : ""} outside the working directory: not followed]`] : []),
+            ...(listing.more ? [`[… listing stopped after ${maxWalkEntries} entries]`] : [])
+          ]
+          if (listing.lines.length === 0) return { result: "(empty directory)" }
+          return { result: bound([...listing.lines, ...notes].join("\n"), maxResult) }
+        }).pipe(timed("list_dir"))
     }
 
     const skippedDirs = new Set([".git", "node_modules", ".effect-agent", "dist", "coverage"])
@@ -242,33 +302,47 @@ export const make = (options: Options = {}) =>
       run: (input, call, context) =>
         Effect.gen(function*() {
           const root = yield* target(call, context)
+          const workspace = yield* Paths.realCwd(context.cwd)
           const regex = new RegExp(input.pattern, input.ignoreCase === true ? "i" : "")
           const matches: Array<string> = []
           let more = 0
-          const search = (file: string): Effect.Effect<void> =>
-            Effect.gen(function*() {
-              const info = yield* Effect.option(fs.stat(file))
-              if (info._tag === "None") return
-              if (info.value.type === "Directory") {
-                if (skippedDirs.has(path.basename(file)) && file !== root) return
-                const names = yield* Effect.orElseSucceed(fs.readDirectory(file), () => [] as Array<string>)
-                for (const name of names.sort()) yield* search(path.join(file, name))
-                return
-              }
-              if (info.value.type !== "File" || Number(info.value.size) > maxFile) return
-              const bytes = yield* Effect.orElseSucceed(fs.readFile(file), () => new Uint8Array())
-              if (isBinary(bytes)) return
-              const lines = new TextDecoder().decode(bytes).split("\n")
-              lines.forEach((line, i) => {
+          const clock = yield* Effect.clock
+          const summary = yield* Walk.walk({
+            root,
+            allowed: mayLookAt(workspace, root),
+            skipFolder: (name) => skippedDirs.has(name),
+            maxEntries: maxWalkEntries,
+            maxDepth: maxWalkDepth,
+            deadline: clock.unsafeCurrentTimeMillis() + Duration.toMillis(walkTimeBudget),
+            now: () => clock.unsafeCurrentTimeMillis(),
+            maxFileBytes: maxFile,
+            onFile: (file, bytes) => {
+              if (isBinary(bytes)) return true
+              const shownPath = Paths.display(path, workspace, path.join(root, file))
+              new TextDecoder().decode(bytes).split("\n").forEach((line, i) => {
                 if (!regex.test(line.slice(0, 1000))) return
-                if (matches.length < 200) matches.push(`${Paths.display(path, context.cwd, file)}:${i + 1}:${line.slice(0, 300)}`)
+                if (matches.length < 200) matches.push(`${shownPath}:${i + 1}:${line.slice(0, 300)}`)
                 else more++
               })
-            })
-          yield* search(root)
-          if (matches.length === 0) return { result: "No matches." }
-          return { result: bound(matches.join("\n") + (more > 0 ? `\n[… ${more} more matches]` : ""), maxResult) }
-        })
+              return true
+            }
+          }).pipe(Effect.catchAll(fileFailure(input.path ?? ".")))
+          const notes = [
+            ...(more > 0 ? [`[… ${more} more matches]`] : []),
+            ...(summary.skippedLinks > 0
+              ? [`[skipped ${summary.skippedLinks} link${summary.skippedLinks === 1 ? "" : "s"} that lead${summary.skippedLinks === 1 ? "s" : ""} outside the working directory]`]
+              : []),
+            ...summary.stopped.map((stop) =>
+              stop === "entries"
+                ? `[search stopped after ${maxWalkEntries} entries; narrow the path]`
+                : stop === "depth"
+                ? `[folders deeper than ${maxWalkDepth} levels were not searched]`
+                : `[search stopped after ${Duration.toMillis(walkTimeBudget) === 0 ? "0ms" : Duration.format(walkTimeBudget)}; narrow the path]`
+            )
+          ]
+          const found = matches.length === 0 ? "No matches." : matches.join("\n")
+          return { result: bound([found, ...notes].join("\n"), maxResult) }
+        }).pipe(timed("grep"))
     }
 
     const shell: Tool<typeof ShellArgs.Type, typeof ShellArgs.Encoded> = {

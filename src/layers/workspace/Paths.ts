@@ -1,56 +1,116 @@
 /**
- * Resolving a path a tool call names: against the session's cwd, with symlinks followed, so that
- * `..`, absolute paths and links that lead out of the workspace are all seen for what they are.
- * Tools then touch the resolved path, never the one they were given.
+ * Resolving a path a tool call names: against the session's cwd, with every symlink followed — also
+ * a link whose target does not exist yet — so that `..`, absolute paths and links that lead out of
+ * the workspace are all seen for what they are. A link chain that cannot be resolved (a loop, or
+ * more than `maxLinks` links) is outside the workspace: nobody can say where it leads.
+ *
+ * Tools then touch the resolved path, never the one they were given, and only through a handle
+ * opened without following links (see `SafeFile`).
  *
  * @since 0.1.0
  * @internal
  */
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import type { PathAccess } from "../../services/ToolRouter.js"
 
-/** The real path of `target`, following symlinks as far as the path exists; the rest is appended as given. */
-const realPathOf = (fs: FileSystem.FileSystem, path: Path.Path, target: string): Effect.Effect<string> =>
-  Effect.gen(function*() {
-    let existing = target
-    const rest: Array<string> = []
-    while (true) {
-      const real = yield* Effect.option(fs.realPath(existing))
-      if (real._tag === "Some") return rest.length === 0 ? real.value : path.join(real.value, ...rest)
-      const parent = path.dirname(existing)
-      if (parent === existing) return target
-      rest.unshift(path.basename(existing))
-      existing = parent
-    }
-  })
+/** How many links one resolution follows before it gives up (Linux's own limit is 40). */
+export const maxLinks = 40
 
-/** Whether `child` is `parent` or inside it. */
-export const isInside = (path: Path.Path, parent: string, child: string): boolean => {
-  const relative = path.relative(parent, child)
-  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative))
+/** Where a path really leads. `exact: false` when a link chain could not be resolved. */
+export interface RealPath {
+  readonly path: string
+  readonly exact: boolean
 }
+
+const errorCode = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
+
+/**
+ * The real path of the absolute path `target`: each component is looked at with `lstat`; a link is
+ * replaced by its target (read with `readlink`, so a dangling link is followed too); once a
+ * component does not exist, the rest is appended as given.
+ */
+export const realPath = async (target: string): Promise<RealPath> => {
+  const pending = target.split("/").filter((c) => c !== "" && c !== ".")
+  let current = "/"
+  let links = 0
+  let missing = false
+  while (pending.length > 0) {
+    const component = pending.shift()!
+    if (component === "..") {
+      current = NodePath.dirname(current)
+      continue
+    }
+    const next = NodePath.join(current, component)
+    if (missing) {
+      current = next
+      continue
+    }
+    let info: import("node:fs").Stats
+    try {
+      info = await NodeFs.lstat(next)
+    } catch (error) {
+      const code = errorCode(error)
+      // A missing component (or a file used as a folder): what follows does not exist either.
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        missing = true
+        current = next
+        continue
+      }
+      return { path: NodePath.resolve(target), exact: false }
+    }
+    if (!info.isSymbolicLink()) {
+      current = next
+      continue
+    }
+    if (++links > maxLinks) return { path: NodePath.resolve(target), exact: false }
+    let link: string
+    try {
+      link = await NodeFs.readlink(next)
+    } catch {
+      return { path: NodePath.resolve(target), exact: false }
+    }
+    if (link.startsWith("/")) current = "/"
+    pending.unshift(...link.split("/").filter((c) => c !== "" && c !== "."))
+  }
+  return { path: current, exact: true }
+}
+
+/** Whether `child` is `parent` or inside it (a name like `..foo` is inside). */
+export const isInside = (path: Pick<Path.Path, "relative" | "isAbsolute">, parent: string, child: string): boolean => {
+  const relative = path.relative(parent, child)
+  return relative === "" || (relative !== ".." && !relative.startsWith("../") && !path.isAbsolute(relative))
+}
+
+/** The real path of a session's cwd. */
+export const realCwd = (cwd: string): Effect.Effect<string> =>
+  Effect.promise(() => realPath(NodePath.resolve(cwd))).pipe(Effect.map((real) => real.path))
 
 /** Resolves a requested path for a session whose cwd is `cwd`. */
 export const resolve = (
-  fs: FileSystem.FileSystem,
+  _fs: FileSystem.FileSystem,
   path: Path.Path,
   cwd: string,
   requested: string,
   access: "read" | "write"
 ): Effect.Effect<PathAccess> =>
   Effect.gen(function*() {
-    const realCwd = yield* realPathOf(fs, path, path.resolve(cwd))
+    const root = yield* realCwd(cwd)
     const expanded = requested === "~" || requested.startsWith("~/")
       ? path.join(process.env.HOME ?? "/", requested.slice(1))
       : requested
-    const resolved = yield* realPathOf(fs, path, path.resolve(cwd, expanded))
-    return { requested, resolved, insideCwd: isInside(path, realCwd, resolved), access }
+    // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
+    const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
+    const real = yield* Effect.promise(() => realPath(absolute))
+    return { requested, resolved: real.path, insideCwd: real.exact && isInside(path, root, real.path), access }
   })
 
 /** How a path is shown to the model: relative to cwd when inside it. */
-export const display = (path: Path.Path, cwd: string, resolved: string): string => {
+export const display = (path: Pick<Path.Path, "relative" | "isAbsolute">, cwd: string, resolved: string): string => {
   const relative = path.relative(cwd, resolved)
-  return relative === "" ? "." : !relative.startsWith("..") && !path.isAbsolute(relative) ? relative : resolved
+  return relative === "" ? "." : isInside(path, cwd, resolved) ? relative : resolved
 }

@@ -1,0 +1,316 @@
+/**
+ * Touching a file the permission check approved, and nothing else. A path is checked by its real
+ * path (`Paths.resolve`); between that check and the use, a model with a shell can swap a folder for
+ * a link. So a file is never used by name after the check:
+ *
+ * - its folder is opened (`O_DIRECTORY | O_NOFOLLOW`) and the handle's real path, read back from
+ *   `/proc/self/fd/N`, must be the folder that was checked — a swapped parent anywhere above is caught;
+ * - the file is opened inside that folder handle (`/proc/self/fd/N/name`, the `openat` of Node) with
+ *   `O_NOFOLLOW`, so a link put in its place is refused, not followed;
+ * - the handle is `fstat`ed (a regular file, or a folder for listings) and its real path checked
+ *   again; then every read and write goes through that handle.
+ *
+ * Missing parent folders of a write are made the same way: one `mkdir` inside a checked folder
+ * handle at a time, so a link cannot redirect them either.
+ *
+ * Special files: every open uses `O_NONBLOCK`, and the kind of file is taken from `fstat` before a
+ * byte is read. Opening a FIFO without it blocks a libuv threadpool thread forever — four such opens
+ * and every other file operation of the process, the engine's own log writes included, waits behind
+ * them. With `O_NONBLOCK` the open returns at once and a FIFO, device or socket is refused
+ * (`not_a_regular_file`). Reads stop at a byte cap counted while reading: `/proc` files report size 0
+ * and can be endless, so the size from `stat` is never trusted.
+ *
+ * Where `/proc/self/fd` does not exist (not Linux), the check falls back to comparing the handle's
+ * device and inode with the checked path's; that leaves a narrow window a swap-and-swap-back can use.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { constants, existsSync } from "node:fs"
+import type { Dir, Dirent, Stats } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import type { FileHandle } from "node:fs/promises"
+import * as NodePath from "node:path"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+
+/** Why a file could not be used. */
+export type FileErrorCode =
+  | "not_found"
+  | "path_changed"
+  | "is_directory"
+  | "not_a_directory"
+  | "not_a_regular_file"
+  | "file_too_large"
+  | "permission_denied"
+  | "io_error"
+
+/** A file that could not be used; `detail` is a system error code, never a path or a stack. */
+export class FileError extends Data.TaggedError("FileError")<{ readonly code: FileErrorCode; readonly detail?: string }> {}
+
+const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0
+const O_NONBLOCK = constants.O_NONBLOCK ?? 0
+const O_DIRECTORY = constants.O_DIRECTORY ?? 0
+const O_NOCTTY = constants.O_NOCTTY ?? 0
+
+/** Whether handles can be looked up by number: then a handle's real path is read back from the kernel. */
+const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
+
+const codeOf = (error: unknown): string | undefined =>
+  typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
+
+/** A system error as a `FileError`; a `FileError` stays itself. */
+export const toFileError = (error: unknown): FileError => {
+  if (error instanceof FileError) return error
+  const code = codeOf(error)
+  switch (code) {
+    case "ENOENT":
+      return new FileError({ code: "not_found" })
+    case "ENOTDIR":
+      return new FileError({ code: "not_a_directory" })
+    case "EISDIR":
+      return new FileError({ code: "is_directory" })
+    // A link where the check saw none (O_NOFOLLOW), or a link loop.
+    case "ELOOP":
+      return new FileError({ code: "path_changed", detail: code })
+    // Opening a FIFO for writing without a reader, or a device that is not there.
+    case "ENXIO":
+    case "ENODEV":
+      return new FileError({ code: "not_a_regular_file", detail: code })
+    case "EACCES":
+    case "EPERM":
+      return new FileError({ code: "permission_denied", detail: code })
+    default:
+      return new FileError({ code: "io_error", ...(code === undefined ? {} : { detail: code }) })
+  }
+}
+
+const fail = (code: FileErrorCode): never => {
+  throw new FileError({ code })
+}
+
+/** Stops the work of an interrupted call at its next step. */
+const checkAborted = (signal: AbortSignal | undefined) => {
+  if (signal?.aborted === true) throw new FileError({ code: "io_error", detail: "aborted" })
+}
+
+/** Checks that `handle` is the file or folder at the real path `expected`. */
+const verify = async (handle: FileHandle, expected: string): Promise<void> => {
+  if (procFd) {
+    if ((await NodeFs.readlink(`/proc/self/fd/${handle.fd}`)) !== expected) fail("path_changed")
+    return
+  }
+  const [own, named, real] = await Promise.all([
+    handle.stat(),
+    NodeFs.lstat(expected).catch(() => undefined),
+    NodeFs.realpath(expected).catch(() => undefined)
+  ])
+  if (named === undefined || real !== expected || own.dev !== named.dev || own.ino !== named.ino) fail("path_changed")
+}
+
+/** An open, checked folder: the anchor for opening what is inside it. */
+export interface Folder {
+  readonly handle: FileHandle
+  /** Its real path, as checked. */
+  readonly path: string
+  readonly info: Stats
+}
+
+/** The name under which `name` inside `folder` is reached without resolving the folder's path again. */
+const inside = (folder: Folder, name: string) => (procFd ? `/proc/self/fd/${folder.handle.fd}/${name}` : NodePath.join(folder.path, name))
+
+const closeQuietly = (handle: FileHandle) => handle.close().catch(() => undefined)
+
+/** Opens the folder at the real path `expected` and checks that the handle is that folder. */
+export const openFolder = async (expected: string): Promise<Folder> => {
+  const handle = await NodeFs.open(expected, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK).catch(async (error) => {
+    // With O_DIRECTORY, a link in the folder's place fails as "not a directory": say what it is.
+    const now = codeOf(error) === "ENOTDIR" ? await NodeFs.lstat(expected).catch(() => undefined) : undefined
+    throw now?.isSymbolicLink() === true ? new FileError({ code: "path_changed" }) : toFileError(error)
+  })
+  try {
+    await verify(handle, expected)
+    const info = await handle.stat()
+    if (!info.isDirectory()) fail("not_a_directory")
+    return { handle, path: expected, info }
+  } catch (error) {
+    await closeQuietly(handle)
+    throw toFileError(error)
+  }
+}
+
+/** Opens the folder `name` inside `folder` (never through a link). */
+export const openFolderIn = async (folder: Folder, name: string): Promise<Folder> => {
+  const expected = NodePath.join(folder.path, name)
+  const handle = await NodeFs.open(inside(folder, name), constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK).catch(async (error) => {
+    const now = codeOf(error) === "ENOTDIR" ? await NodeFs.lstat(inside(folder, name)).catch(() => undefined) : undefined
+    throw now?.isSymbolicLink() === true ? new FileError({ code: "path_changed" }) : toFileError(error)
+  })
+  try {
+    await verify(handle, expected)
+    return { handle, path: expected, info: await handle.stat() }
+  } catch (error) {
+    await closeQuietly(handle)
+    throw toFileError(error)
+  }
+}
+
+/** Opens the folder at `expected`, making the missing ones on the way, each inside a checked parent. */
+const openFolderCreating = async (expected: string): Promise<Folder> => {
+  try {
+    return await openFolder(expected)
+  } catch (error) {
+    const parent = NodePath.dirname(expected)
+    if (!(error instanceof FileError) || error.code !== "not_found" || parent === expected) throw error
+    const up = await openFolderCreating(parent)
+    try {
+      await NodeFs.mkdir(inside(up, NodePath.basename(expected))).catch((error) => {
+        if (codeOf(error) !== "EEXIST") throw toFileError(error)
+      })
+      return await openFolderIn(up, NodePath.basename(expected))
+    } finally {
+      await closeQuietly(up.handle)
+    }
+  }
+}
+
+/**
+ * Opens the regular file `name` inside `folder`. The kind is looked at before the open (so a device
+ * is not even opened) and again on the handle (which is what counts).
+ */
+export const openFileIn = async (folder: Folder, name: string, flags: number): Promise<{ readonly handle: FileHandle; readonly info: Stats }> => {
+  const at = inside(folder, name)
+  const before = await NodeFs.lstat(at).catch((error) => (codeOf(error) === "ENOENT" && (flags & constants.O_CREAT) !== 0 ? undefined : Promise.reject(toFileError(error))))
+  if (before !== undefined) {
+    if (before.isDirectory()) fail("is_directory")
+    if (before.isSymbolicLink()) fail("path_changed")
+    if (!before.isFile()) fail("not_a_regular_file")
+  }
+  const handle = await NodeFs.open(at, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0o666).catch((error) => {
+    throw toFileError(error)
+  })
+  try {
+    const info = await handle.stat()
+    if (info.isDirectory()) fail("is_directory")
+    if (!info.isFile()) fail("not_a_regular_file")
+    await verify(handle, NodePath.join(folder.path, name))
+    return { handle, info }
+  } catch (error) {
+    await closeQuietly(handle)
+    throw toFileError(error)
+  }
+}
+
+/** Reads a handle from its current position to the end, failing once more than `maxBytes` came. */
+export const readCapped = async (handle: FileHandle, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> => {
+  const chunks: Array<Buffer> = []
+  let total = 0
+  const buffer = Buffer.allocUnsafe(64 * 1024)
+  for (;;) {
+    checkAborted(signal)
+    // One byte past the cap is enough to know the file is too large.
+    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, maxBytes + 1 - total), null)
+    if (bytesRead === 0) break
+    chunks.push(Buffer.from(buffer.subarray(0, bytesRead)))
+    total += bytesRead
+    if (total > maxBytes) fail("file_too_large")
+  }
+  return Buffer.concat(chunks, total)
+}
+
+/** Runs `use` on the regular file at the real path `expected`, opened with `flags`; closes everything after. */
+const withFile = async <A>(
+  expected: string,
+  flags: number,
+  options: { readonly createFolders?: boolean; readonly maxBytes?: number },
+  use: (handle: FileHandle) => Promise<A>
+): Promise<A> => {
+  const name = NodePath.basename(expected)
+  const parent = NodePath.dirname(expected)
+  if (parent === expected) fail("is_directory")
+  const folder = options.createFolders === true ? await openFolderCreating(parent) : await openFolder(parent)
+  try {
+    const { handle, info } = await openFileIn(folder, name, flags)
+    try {
+      // A regular file's size is a fast first answer; the cap while reading is the one that holds.
+      if (options.maxBytes !== undefined && info.size > options.maxBytes) fail("file_too_large")
+      return await use(handle)
+    } finally {
+      await closeQuietly(handle)
+    }
+  } finally {
+    await closeQuietly(folder.handle)
+  }
+}
+
+const run = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, FileError> =>
+  Effect.tryPromise({ try: f, catch: toFileError })
+
+/** Reads the regular file at the real path `expected`, at most `maxBytes`. */
+export const readFile = (expected: string, maxBytes: number): Effect.Effect<Uint8Array, FileError> =>
+  run((signal) => withFile(expected, constants.O_RDONLY, { maxBytes }, (handle) => readCapped(handle, maxBytes, signal)))
+
+const overwrite = async (handle: FileHandle, data: Uint8Array, signal: AbortSignal) => {
+  checkAborted(signal)
+  await handle.truncate(0)
+  let written = 0
+  while (written < data.length) {
+    const { bytesWritten } = await handle.write(data, written, data.length - written, written)
+    written += bytesWritten
+  }
+}
+
+/** Writes `data` as the whole content of the file at the real path `expected`, making missing folders. */
+export const writeFile = (expected: string, data: Uint8Array): Effect.Effect<void, FileError> =>
+  run((signal) =>
+    withFile(expected, constants.O_WRONLY | constants.O_CREAT, { createFolders: true }, (handle) => overwrite(handle, data, signal))
+  )
+
+/**
+ * Reads the file at the real path `expected` and, when `change` returns new content, writes it back
+ * through the same handle.
+ */
+export const updateFile = <E>(
+  expected: string,
+  maxBytes: number,
+  change: (bytes: Uint8Array) => Either.Either<Uint8Array, E>
+): Effect.Effect<void, FileError | E> =>
+  run((signal) =>
+    withFile(expected, constants.O_RDWR, { maxBytes }, async (handle) => {
+      const changed = change(await readCapped(handle, maxBytes, signal))
+      if (Either.isRight(changed)) await overwrite(handle, changed.right, signal)
+      return changed
+    })
+  ).pipe(Effect.flatMap((changed) => Either.isLeft(changed) ? Effect.fail(changed.left) : Effect.void))
+
+/** Reads up to `max` entries of an open folder (one more tells that there were more). */
+export const entriesOf = async (folder: Folder, max: number, signal?: AbortSignal): Promise<{ readonly entries: Array<Dirent>; readonly more: boolean }> => {
+  const dir: Dir = await NodeFs.opendir(procFd ? `/proc/self/fd/${folder.handle.fd}` : folder.path, { bufferSize: 64 })
+  const entries: Array<Dirent> = []
+  try {
+    for (;;) {
+      checkAborted(signal)
+      const entry = await dir.read()
+      if (entry === null) return { entries, more: false }
+      if (entries.length >= max) return { entries, more: true }
+      entries.push(entry)
+    }
+  } finally {
+    await dir.close().catch(() => undefined)
+  }
+}
+
+/** Runs `use` on the folder at the real path `expected`; closes it after. */
+export const withFolder = <A>(expected: string, use: (folder: Folder, signal: AbortSignal) => Promise<A>): Effect.Effect<A, FileError> =>
+  run(async (signal) => {
+    const folder = await openFolder(expected)
+    try {
+      return await use(folder, signal)
+    } finally {
+      await closeQuietly(folder.handle)
+    }
+  })
+
+/** Closes a folder handle, ignoring errors. */
+export const closeFolder = (folder: Folder): Promise<void> => closeQuietly(folder.handle).then(() => undefined)

@@ -1,0 +1,182 @@
+/**
+ * A bounded walk of a folder tree for `grep`: every folder and file is opened through `SafeFile`
+ * (checked handles, no link followed by name); every symlink met is resolved and followed only when
+ * it leads to a place the walk may see (inside the working directory, or inside the folder the call
+ * was approved for); links that lead elsewhere are counted and reported, never followed. Folders are
+ * remembered by device and inode, so links that loop or point back into the tree do not multiply the
+ * walk. Entries, depth and time are bounded, and the summary says which bound cut the walk.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import type { Dirent } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Paths from "./Paths.js"
+import * as SafeFile from "./SafeFile.js"
+
+/** What a walk may do. */
+export interface Options {
+  /** The real path to walk (checked by the permission engine). */
+  readonly root: string
+  /** Whether a real path may be seen: the walk never opens one for which this is false. */
+  readonly allowed: (real: string) => boolean
+  /** Folder names not entered (below the root). */
+  readonly skipFolder: (name: string) => boolean
+  readonly maxEntries: number
+  readonly maxDepth: number
+  /** The walk stops once `now()` passes this. */
+  readonly deadline: number
+  readonly now: () => number
+  /** Largest file read; larger files are passed over. */
+  readonly maxFileBytes: number
+  /**
+   * Called with each regular file's content and the path the walk reached it by (links kept, so
+   * that it reads like the tree the model sees). Returns false to stop the walk.
+   */
+  readonly onFile: (path: string, bytes: Uint8Array) => boolean
+}
+
+/** What cut a walk short. */
+export type Stop = "entries" | "depth" | "time"
+
+/** How a walk went. */
+export interface Summary {
+  readonly entries: number
+  /** Links not followed because they lead outside what the walk may see, or nowhere. */
+  readonly skippedLinks: number
+  /** Folders reached again (through a link) and not walked twice. */
+  readonly repeatedFolders: number
+  readonly stopped: ReadonlyArray<Stop>
+}
+
+class Stopped {
+  constructor(readonly reason: Stop) {}
+}
+
+const byName = (a: Dirent, b: Dirent) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
+
+/** Walks `options.root`; a root that is a file is read alone. */
+export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileError> =>
+  Effect.tryPromise({
+    try: async (signal) => {
+      let entries = 0
+      let skippedLinks = 0
+      let repeatedFolders = 0
+      const stopped = new Set<Stop>()
+      const visited = new Set<string>()
+      let done = false
+
+      const tick = () => {
+        if (signal.aborted || done) throw new Stopped("time")
+        if (options.now() >= options.deadline) throw new Stopped("time")
+        if (++entries > options.maxEntries) throw new Stopped("entries")
+      }
+
+      const readIn = async (folder: SafeFile.Folder, name: string, shown: string) => {
+        let file: Awaited<ReturnType<typeof SafeFile.openFileIn>>
+        try {
+          file = await SafeFile.openFileIn(folder, name, NodeFs.constants.O_RDONLY)
+        } catch {
+          return // a special file, unreadable, or changed under us: passed over
+        }
+        try {
+          if (file.info.size > options.maxFileBytes) return
+          const bytes = await SafeFile.readCapped(file.handle, options.maxFileBytes, signal).catch(() => undefined)
+          if (bytes !== undefined && !options.onFile(shown, bytes)) done = true
+        } finally {
+          await file.handle.close().catch(() => undefined)
+        }
+      }
+
+      /** Walks an open folder; closes it. */
+      const walkFolder = async (folder: SafeFile.Folder, shown: string, depth: number): Promise<void> => {
+        try {
+          const key = `${folder.info.dev}:${folder.info.ino}`
+          if (visited.has(key)) {
+            repeatedFolders++
+            return
+          }
+          visited.add(key)
+          const listed = await SafeFile.entriesOf(folder, options.maxEntries - entries + 1, signal)
+          for (const entry of listed.entries.sort(byName)) {
+            tick()
+            const childShown = NodePath.join(shown, entry.name)
+            if (entry.isDirectory()) {
+              if (options.skipFolder(entry.name)) continue
+              if (depth >= options.maxDepth) {
+                stopped.add("depth")
+                continue
+              }
+              const child = await SafeFile.openFolderIn(folder, entry.name).catch(() => undefined)
+              if (child !== undefined) await walkFolder(child, childShown, depth + 1)
+            } else if (entry.isFile()) {
+              await readIn(folder, entry.name, childShown)
+            } else if (entry.isSymbolicLink()) {
+              await followLink(NodePath.join(folder.path, entry.name), childShown, depth)
+            }
+            // FIFOs, sockets and devices are never opened.
+          }
+          if (listed.more) throw new Stopped("entries")
+        } finally {
+          await SafeFile.closeFolder(folder)
+        }
+      }
+
+      /** A link inside the tree: resolved, then walked only where the walk may look. */
+      const followLink = async (link: string, shown: string, depth: number) => {
+        const target = await Paths.realPath(link)
+        if (!target.exact || !options.allowed(target.path)) {
+          skippedLinks++
+          return
+        }
+        const info = await NodeFs.stat(target.path).catch(() => undefined)
+        if (info === undefined) return
+        if (info.isDirectory()) {
+          if (depth >= options.maxDepth) {
+            stopped.add("depth")
+            return
+          }
+          const folder = await SafeFile.openFolder(target.path).catch(() => undefined)
+          if (folder !== undefined) await walkFolder(folder, shown, depth + 1)
+        } else if (info.isFile()) {
+          const parent = await SafeFile.openFolder(NodePath.dirname(target.path)).catch(() => undefined)
+          if (parent === undefined) return
+          try {
+            await readIn(parent, NodePath.basename(target.path), shown)
+          } finally {
+            await SafeFile.closeFolder(parent)
+          }
+        }
+      }
+
+      try {
+        const info = await NodeFs.lstat(options.root).catch((error) => Promise.reject(SafeFile.toFileError(error)))
+        if (info.isDirectory()) {
+          await walkFolder(await SafeFile.openFolder(options.root), "", 0)
+        } else if (info.isFile()) {
+          const parent = await SafeFile.openFolder(NodePath.dirname(options.root))
+          try {
+            tick()
+            await readIn(parent, NodePath.basename(options.root), "")
+          } finally {
+            await SafeFile.closeFolder(parent)
+          }
+        } else if (info.isSymbolicLink()) {
+          // The root is a real path: a link here means it was swapped since the check.
+          throw new SafeFile.FileError({ code: "path_changed" })
+        } else {
+          throw new SafeFile.FileError({ code: "not_a_regular_file" })
+        }
+      } catch (error) {
+        if (!(error instanceof Stopped)) throw error
+        if (!done) stopped.add(error.reason)
+      }
+      return { entries: Math.min(entries, options.maxEntries), skippedLinks, repeatedFolders, stopped: [...stopped] }
+    },
+    catch: SafeFile.toFileError
+  })
+
+/** Whether a real path is inside `root` (re-exported for the tools' `allowed`). */
+export const isInside = (root: string, real: string) => Paths.isInside(NodePath, root, real)

@@ -1,0 +1,428 @@
+/**
+ * The file tools' sandbox, tried as a hostile model would: links out of the workspace (to files, to
+ * folders, dangling, looping), a folder swapped for a link while a tool runs, and special files.
+ * Every file tool (read, write, edit, list, grep) in every permission mode (default, acceptEdits,
+ * readOnly, bypass), driven as the engine drives them: `prepare`, the policy's `decide`, and
+ * `execute` only when allowed — an `ask` is answered "no", as a closed stdin answers it.
+ *
+ * In `bypass` mode reaching outside the workspace is allowed by design: there the tests check that
+ * what is touched is the real target the call was prepared (and would be prompted) with.
+ */
+import { execFileSync, spawn } from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import type { Json } from "../../src/domain/Json.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as Render from "../../src/cli/Render.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import type { PreparedCall, ToolContext, ToolFailure, ToolOutput } from "../../src/services/ToolRouter.js"
+import { collect, engineLayer } from "../helpers.js"
+
+const OUTSIDE = "SECRET-OUTSIDE"
+const INSIDE = "SECRET-INSIDE"
+
+/**
+ * A fresh temp dir: `ws/` is the session's cwd, `out/` is outside it. Inside: `a.txt`, and links
+ * out — to a file, to a folder, dangling (to a file and to a folder not made yet) and in a loop.
+ */
+const makeTree = () => {
+  const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "effect-agent-escapes-")))
+  const cwd = NodePath.join(root, "ws")
+  const out = NodePath.join(root, "out")
+  NodeFs.mkdirSync(cwd)
+  NodeFs.mkdirSync(NodePath.join(out, "outdir"), { recursive: true })
+  NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), `${INSIDE}\n`)
+  NodeFs.writeFileSync(NodePath.join(out, "outside.txt"), `${OUTSIDE}\n`)
+  NodeFs.writeFileSync(NodePath.join(out, "outdir", "secret.txt"), `${OUTSIDE}\n`)
+  NodeFs.symlinkSync(NodePath.join(out, "outside.txt"), NodePath.join(cwd, "link_file"))
+  NodeFs.symlinkSync(NodePath.join(out, "outdir"), NodePath.join(cwd, "link_dir"))
+  NodeFs.symlinkSync(NodePath.join(out, "new.txt"), NodePath.join(cwd, "dangling"))
+  NodeFs.symlinkSync(NodePath.join(out, "newdir"), NodePath.join(cwd, "dangling_dir"))
+  NodeFs.symlinkSync("loop2", NodePath.join(cwd, "loop1"))
+  NodeFs.symlinkSync("loop1", NodePath.join(cwd, "loop2"))
+  return { root, cwd, out }
+}
+
+/** Every file (path → content) under `dir`, links not followed. */
+const snapshot = (dir: string): Record<string, string> => {
+  const files: Record<string, string> = {}
+  const visit = (at: string) => {
+    for (const entry of NodeFs.readdirSync(at, { withFileTypes: true })) {
+      const full = NodePath.join(at, entry.name)
+      if (entry.isDirectory()) visit(full)
+      else if (entry.isFile()) files[full] = NodeFs.readFileSync(full, "utf8")
+    }
+  }
+  visit(dir)
+  return files
+}
+
+type Mode = PermissionPolicy.Mode
+const modes: ReadonlyArray<Mode> = ["default", "acceptEdits", "readOnly", "bypass"]
+
+/** What happened to a call: refused before running (and why), or run with this outcome. */
+type Outcome =
+  | { readonly stage: "prepare"; readonly failure: ToolFailure }
+  | { readonly stage: "decided"; readonly decision: "ask" | "deny"; readonly call: PreparedCall }
+  | { readonly stage: "ran"; readonly call: PreparedCall; readonly result: Either.Either<ToolOutput, ToolFailure> }
+
+/** The tools in `cwd`, and a call made as the engine makes it, with every `ask` answered "no". */
+const harness = (cwd: string, mode: Mode, options: WorkspaceTools.Options = {}) =>
+  Effect.gen(function*() {
+    const tools = yield* WorkspaceTools.make(options)
+    const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
+    let n = 0
+    const attempt = (tool: string, args: Json): Effect.Effect<Outcome> =>
+      Effect.gen(function*() {
+        const prepared = yield* Effect.either(tools.prepare({ toolCallId: `c${++n}`, tool, args }, cwd))
+        if (Either.isLeft(prepared)) return { stage: "prepare", failure: prepared.left } as const
+        const call = prepared.right
+        const { decision } = PermissionPolicy.decide({ mode }, { sessionId: "s", cwd, call, remembered: [] })
+        if (decision !== "allow") return { stage: "decided", decision, call } as const
+        return { stage: "ran", call, result: yield* Effect.either(tools.execute(call, context)) } as const
+      })
+    return { tools, context, attempt }
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/** The text a call's outcome shows the model. */
+const shownText = (outcome: Outcome): string =>
+  outcome.stage !== "ran" ? "" : Either.isRight(outcome.result) ? outcome.result.right.result : outcome.result.left.message
+
+/** A call that reaches outside: each case names the real target the call must be prepared with. */
+interface EscapeCase {
+  readonly tool: string
+  readonly args: (t: ReturnType<typeof makeTree>) => Json
+  /** The real path the call resolves to (relative to the tree's root). */
+  readonly target: string
+  readonly access: "read" | "write"
+  /** A link chain that cannot be resolved: outside, and never touched even when allowed. */
+  readonly unresolvable?: boolean
+}
+
+const escapeCases: ReadonlyArray<EscapeCase> = [
+  { tool: "read_file", args: () => ({ path: "link_file" }), target: "out/outside.txt", access: "read" },
+  { tool: "read_file", args: () => ({ path: "link_dir/secret.txt" }), target: "out/outdir/secret.txt", access: "read" },
+  { tool: "read_file", args: () => ({ path: "loop1" }), target: "ws/loop1", access: "read", unresolvable: true },
+  { tool: "write_file", args: () => ({ path: "dangling", content: "pwned" }), target: "out/new.txt", access: "write" },
+  { tool: "write_file", args: () => ({ path: "dangling_dir/x.txt", content: "pwned" }), target: "out/newdir/x.txt", access: "write" },
+  { tool: "write_file", args: () => ({ path: "link_file", content: "pwned" }), target: "out/outside.txt", access: "write" },
+  { tool: "write_file", args: () => ({ path: "link_dir/new.txt", content: "pwned" }), target: "out/outdir/new.txt", access: "write" },
+  { tool: "write_file", args: () => ({ path: "loop1", content: "pwned" }), target: "ws/loop1", access: "write", unresolvable: true },
+  { tool: "edit_file", args: () => ({ path: "link_file", oldString: "SECRET", newString: "pwned" }), target: "out/outside.txt", access: "write" },
+  { tool: "edit_file", args: () => ({ path: "link_dir/secret.txt", oldString: "SECRET", newString: "pwned" }), target: "out/outdir/secret.txt", access: "write" },
+  { tool: "edit_file", args: () => ({ path: "loop2", oldString: "x", newString: "y" }), target: "ws/loop2", access: "write", unresolvable: true },
+  { tool: "list_dir", args: () => ({ path: "link_dir" }), target: "out/outdir", access: "read" },
+  { tool: "grep", args: () => ({ pattern: "SECRET", path: "link_dir" }), target: "out/outdir", access: "read" },
+  { tool: "grep", args: () => ({ pattern: "SECRET", path: "link_file" }), target: "out/outside.txt", access: "read" }
+]
+
+/** What the policy must decide for a call outside cwd, per mode. */
+const expectedDecision = (mode: Mode, access: "read" | "write") =>
+  mode === "bypass" ? "allow" : mode === "readOnly" && access === "write" ? "deny" : "ask"
+
+describe("file tools: links out of the workspace, in every mode", () => {
+  for (const mode of modes) {
+    for (const c of escapeCases) {
+      it.live(`${mode}: ${c.tool} ${JSON.stringify(c.args(undefined as never))} is prepared with its real target and never reaches outside unasked`, () =>
+        Effect.gen(function*() {
+          const tree = makeTree()
+          const before = snapshot(tree.out)
+          const { attempt } = yield* harness(tree.cwd, mode)
+          const outcome = yield* attempt(c.tool, c.args(tree))
+          expect(outcome.stage).not.toBe("prepare")
+          if (outcome.stage === "prepare") return
+          // The permission check (and the prompt, from `permission.requested`) sees the real target.
+          expect(outcome.call.paths[0]).toMatchObject({ resolved: NodePath.join(tree.root, c.target), insideCwd: false, access: c.access })
+          const decision = outcome.stage === "decided" ? outcome.decision : "allow"
+          expect(decision).toBe(expectedDecision(mode, c.access))
+          if (mode !== "bypass") {
+            expect(outcome.stage).toBe("decided")
+            expect(snapshot(tree.out)).toEqual(before)
+            return
+          }
+          // bypass: outside access is allowed by design, and it is the real target that is touched.
+          if (outcome.stage !== "ran") return
+          if (c.unresolvable === true) {
+            expect(Either.isLeft(outcome.result)).toBe(true)
+            expect(snapshot(tree.out)).toEqual(before)
+          } else {
+            expect(Either.isRight(outcome.result), shownText(outcome)).toBe(true)
+            if (c.tool === "write_file") expect(NodeFs.readFileSync(NodePath.join(tree.root, c.target), "utf8")).toBe("pwned")
+            if (c.tool === "edit_file") expect(NodeFs.readFileSync(NodePath.join(tree.root, c.target), "utf8")).toBe("pwned-OUTSIDE\n")
+          }
+          // A link is never replaced by a file: the links still lead where they did.
+          expect(NodeFs.readlinkSync(NodePath.join(tree.cwd, "dangling"))).toBe(NodePath.join(tree.out, "new.txt"))
+          expect(NodeFs.readlinkSync(NodePath.join(tree.cwd, "link_file"))).toBe(NodePath.join(tree.out, "outside.txt"))
+        }))
+    }
+
+    it.live(`${mode}: grep and list_dir over the workspace skip links that lead out, and say so`, () =>
+      Effect.gen(function*() {
+        const tree = makeTree()
+        const { attempt } = yield* harness(tree.cwd, mode)
+        const grep = yield* attempt("grep", { pattern: "SECRET" })
+        expect(grep.stage).toBe("ran")
+        const found = shownText(grep)
+        expect(found).toContain(`a.txt:1:${INSIDE}`)
+        expect(found).not.toContain(OUTSIDE)
+        expect(found).toContain("[skipped 6 links that lead outside the working directory]")
+        const listing = yield* attempt("list_dir", {})
+        expect(listing.stage).toBe("ran")
+        const listed = shownText(listing)
+        expect(listed).toContain("a.txt")
+        expect(listed).toContain("link_dir -> (outside the working directory)")
+        expect(listed).toContain("loop1 -> (outside the working directory)")
+        expect(listed).not.toContain("secret.txt")
+      }))
+  }
+
+  it.live("links that stay inside are followed, once per folder", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      NodeFs.mkdirSync(NodePath.join(tree.cwd, "src"))
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "src", "b.txt"), "SECRET-B\n")
+      NodeFs.symlinkSync(NodePath.join(tree.cwd, "src"), NodePath.join(tree.cwd, "alias"))
+      NodeFs.symlinkSync("src/b.txt", NodePath.join(tree.cwd, "b-link"))
+      const { attempt } = yield* harness(tree.cwd, "default")
+      const found = shownText(yield* attempt("grep", { pattern: "SECRET-B" }))
+      // The folder is walked once (whichever name comes first); a link to a file is read as itself.
+      expect(found.split("\n").filter((l) => l.includes("SECRET-B")).sort()).toEqual(["alias/b.txt:1:SECRET-B", "b-link:1:SECRET-B"])
+      expect(shownText(yield* attempt("list_dir", {}))).toContain("alias/")
+    }))
+})
+
+describe("a dangling link in the approval prompt", () => {
+  it.live("acceptEdits asks before write_file through a dangling link, and the prompt names the real target", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const script = { responses: [{ toolCalls: [{ tool: "write_file", args: { path: "dangling", content: "pwned" } }] }, { chunks: ["ok"] }] }
+      const layer = engineLayer(MemoryEventStore.layer, script).pipe(
+        Layer.provideMerge(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))),
+        Layer.provideMerge(PermissionPolicy.layer({ mode: "acceptEdits" }))
+      )
+      const events = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: tree.cwd, client: "test" })
+        return yield* collect(engine.runTurn({ sessionId, userMessage: "write" }).pipe(
+          Stream.tap((event) =>
+            event.type === "permission.resolved" && event.payload.decision === "ask"
+              ? engine.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "deny" })
+              : Effect.void
+          )
+        ))
+      }).pipe(Effect.provide(layer))
+      const find = <T extends AgentEvent["type"]>(type: T) => events.find((e): e is Extract<AgentEvent, { type: T }> => e.type === type)!
+      const target = NodePath.join(tree.out, "new.txt")
+      expect(find("permission.requested").payload).toEqual({ toolCallId: "call_1", tool: "write_file", risk: "write", outsidePaths: [target] })
+      expect(find("permission.resolved").payload).toMatchObject({ decision: "ask", policy: "outside-cwd" })
+      expect(find("tool.failed").payload).toMatchObject({ errorCode: "permission_denied" })
+      expect(NodeFs.existsSync(target)).toBe(false)
+      // The question the CLI asks, built from these events.
+      const info = { ...find("model.tool_call_requested").payload, outsidePaths: find("permission.requested").payload.outsidePaths }
+      expect(Render.describeCall(info)).toBe(`write_file dangling (outside the working directory: ${target})`)
+    }))
+})
+
+describe("check-then-use: a folder swapped for a link while the tools run", () => {
+  it.live("opening by the checked real path refuses a folder that became a link since the check", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      NodeFs.mkdirSync(NodePath.join(tree.cwd, "d"))
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "d", "secret.txt"), INSIDE)
+      const checked = NodePath.join(tree.cwd, "d", "secret.txt")
+      expect(new TextDecoder().decode(yield* SafeFile.readFile(checked, 1000))).toBe(INSIDE)
+      NodeFs.renameSync(NodePath.join(tree.cwd, "d"), NodePath.join(tree.cwd, "d-real"))
+      NodeFs.symlinkSync(NodePath.join(tree.out, "outdir"), NodePath.join(tree.cwd, "d"))
+      for (const attempt of [
+        SafeFile.readFile(checked, 1000),
+        SafeFile.writeFile(NodePath.join(tree.cwd, "d", "new.txt"), new TextEncoder().encode("pwned")),
+        SafeFile.updateFile(checked, 1000, () => Either.right(new TextEncoder().encode("pwned"))),
+        SafeFile.withFolder(NodePath.join(tree.cwd, "d"), async () => "listed")
+      ]) {
+        expect(yield* Effect.flip(attempt)).toMatchObject({ code: "path_changed" })
+      }
+      // A missing folder made for a write cannot be redirected either.
+      NodeFs.symlinkSync(NodePath.join(tree.out, "made"), NodePath.join(tree.cwd, "made"))
+      expect(yield* Effect.flip(SafeFile.writeFile(NodePath.join(tree.cwd, "made", "sub", "f.txt"), new Uint8Array()))).toMatchObject({ code: "path_changed" })
+      expect(NodeFs.readFileSync(NodePath.join(tree.out, "outdir", "secret.txt"), "utf8")).toBe(`${OUTSIDE}\n`)
+      expect(NodeFs.existsSync(NodePath.join(tree.out, "outdir", "new.txt"))).toBe(false)
+      expect(NodeFs.existsSync(NodePath.join(tree.out, "made"))).toBe(false)
+    }))
+
+  /**
+   * Another process swaps `d/` (a real folder) with `d` (a link to a folder outside) as fast as it
+   * can, while read_file d/secret.txt runs 300 times in default mode (outside reads ask; the answer
+   * is no). Before the fix about one read in ten returned the outside file.
+   */
+  for (const tool of ["read_file", "edit_file", "grep", "list_dir"] as const) {
+    it.live(`${tool}: 300 calls against a swapping folder never reach outside`, () =>
+      Effect.gen(function*() {
+        const tree = makeTree()
+        const real = NodePath.join(tree.cwd, "d-real")
+        const link = NodePath.join(tree.cwd, "d-link")
+        NodeFs.mkdirSync(real)
+        NodeFs.writeFileSync(NodePath.join(real, "secret.txt"), `${INSIDE}\n`)
+        NodeFs.writeFileSync(NodePath.join(tree.out, "outdir", "inside-name.txt"), `${OUTSIDE}\n`)
+        NodeFs.symlinkSync(NodePath.join(tree.out, "outdir"), link)
+        const before = snapshot(tree.out)
+        const swapper = yield* startSwapper(tree.cwd)
+        const { attempt } = yield* harness(tree.cwd, tool === "edit_file" ? "acceptEdits" : "default")
+        const args: Json = tool === "read_file"
+          ? { path: "d/secret.txt" }
+          : tool === "edit_file"
+          ? { path: "d/secret.txt", oldString: "SECRET", newString: "SECRET" }
+          : tool === "grep"
+          ? { pattern: "SECRET", path: "d" }
+          : { path: "d" }
+        const seen = { ran: 0, escaped: 0 }
+        for (let i = 0; i < 300; i++) {
+          const outcome = yield* attempt(tool, args)
+          if (outcome.stage !== "ran") continue
+          seen.ran++
+          const text = shownText(outcome)
+          if (text.includes(OUTSIDE) || text.includes("inside-name")) seen.escaped++
+        }
+        yield* swapper.stop
+        expect(seen.escaped, JSON.stringify(seen)).toBe(0)
+        expect(snapshot(tree.out)).toEqual(before)
+      }), 120_000)
+  }
+})
+
+/** A separate process that swaps `d` between the real folder and the link until stopped. */
+const startSwapper = (cwd: string) =>
+  Effect.gen(function*() {
+    const script = `
+      const fs = require("fs"); process.chdir(${JSON.stringify(cwd)});
+      let n = 0;
+      for (;;) {
+        try { fs.renameSync("d-real", "d"); fs.renameSync("d", "d-real"); fs.renameSync("d-link", "d"); fs.renameSync("d", "d-link") } catch {}
+        if (++n === 1) process.stdout.write("ready\\n");
+      }`
+    const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })
+    const ready = yield* Deferred.make<void>()
+    child.stdout.on("data", () => Deferred.unsafeDone(ready, Effect.void))
+    yield* Deferred.await(ready)
+    return {
+      stop: Effect.async<void>((resume) => {
+        child.once("exit", () => {
+          // Leave the folder in a known state whatever the swap was doing.
+          if (!NodeFs.existsSync(NodePath.join(cwd, "d-real"))) NodeFs.renameSync(NodePath.join(cwd, "d"), NodePath.join(cwd, "d-real"))
+          resume(Effect.void)
+        })
+        child.kill("SIGKILL")
+      })
+    }
+  })
+
+describe("special files", () => {
+  it.live("a FIFO is refused at once by every file tool, and grep walks past it", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      for (let i = 0; i < 6; i++) execFileSync("mkfifo", [NodePath.join(tree.cwd, `fifo${i}`)])
+      const { attempt } = yield* harness(tree.cwd, "bypass")
+      // More FIFOs than libuv has threads: a blocking open of each would stall every later file operation.
+      const reads = yield* Effect.forEach([0, 1, 2, 3, 4, 5], (i) => attempt("read_file", { path: `fifo${i}` }), { concurrency: "unbounded" })
+      for (const outcome of reads) expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.errorCode).toBe("not_a_regular_file")
+      for (const [tool, args] of [
+        ["write_file", { path: "fifo0", content: "x" }],
+        ["edit_file", { path: "fifo1", oldString: "x", newString: "y" }]
+      ] as const) {
+        const outcome = yield* attempt(tool, args)
+        expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.errorCode).toBe("not_a_regular_file")
+      }
+      expect(shownText(yield* attempt("grep", { pattern: "SECRET" }))).toContain(`a.txt:1:${INSIDE}`)
+      expect(shownText(yield* attempt("list_dir", {}))).toContain("fifo0")
+      // And the process's own file writes still go through.
+      const after = yield* attempt("write_file", { path: "after.txt", content: "fine" })
+      expect(after.stage === "ran" && Either.isRight(after.result)).toBe(true)
+    }))
+
+  it.live("/dev/zero in bypass mode is refused, not read into memory", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const { attempt } = yield* harness(tree.cwd, "bypass")
+      for (const tool of ["read_file", "edit_file", "grep"] as const) {
+        const outcome = yield* attempt(tool, tool === "read_file" ? { path: "/dev/zero" } : tool === "grep" ? { pattern: "x", path: "/dev/zero" } : { path: "/dev/zero", oldString: "x", newString: "y" })
+        expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.errorCode, tool).toBe("not_a_regular_file")
+      }
+    }))
+
+  it.live("/proc files (size 0, any length) are read with the byte cap counted while reading", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      expect(NodeFs.statSync("/proc/self/maps").size).toBe(0)
+      const small = yield* harness(tree.cwd, "bypass", { maxFileBytes: 64 })
+      const capped = yield* small.attempt("read_file", { path: "/proc/self/maps" })
+      expect(capped.stage === "ran" && Either.isLeft(capped.result) && capped.result.left.errorCode).toBe("file_too_large")
+      const normal = yield* harness(tree.cwd, "bypass")
+      const status = yield* normal.attempt("read_file", { path: "/proc/self/status" })
+      expect(shownText(status)).toContain(`Pid:\t${process.pid}`)
+    }))
+})
+
+describe("bounded walks", () => {
+  it.live("three links to .. and a loop back inside finish at once, each folder walked once", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      for (const name of ["up1", "up2", "up3"]) NodeFs.symlinkSync("..", NodePath.join(tree.cwd, name))
+      NodeFs.mkdirSync(NodePath.join(tree.cwd, "sub"))
+      for (const name of ["back1", "back2", "back3"]) NodeFs.symlinkSync("..", NodePath.join(tree.cwd, "sub", name))
+      const { attempt } = yield* harness(tree.cwd, "default")
+      const found = shownText(yield* attempt("grep", { pattern: "SECRET" }))
+      expect(found.split("\n").filter((l) => l.includes(INSIDE))).toEqual([`a.txt:1:${INSIDE}`])
+      // up1-3 and the six links of the tree lead out; back1-3 lead to the workspace, already walked.
+      expect(found).toContain("[skipped 9 links that lead outside the working directory]")
+    }))
+
+  it.live("entries and depth are bounded, and the result says which bound cut the walk", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      for (let i = 0; i < 20; i++) NodeFs.writeFileSync(NodePath.join(tree.cwd, `f${String(i).padStart(2, "0")}.txt`), "hit\n")
+      NodeFs.mkdirSync(NodePath.join(tree.cwd, "deep", "er", "still"), { recursive: true })
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "deep", "er", "still", "bottom.txt"), "hit\n")
+      const few = yield* harness(tree.cwd, "default", { maxWalkEntries: 5 })
+      const cut = shownText(yield* few.attempt("grep", { pattern: "hit" }))
+      expect(cut).toContain("[search stopped after 5 entries; narrow the path]")
+      expect(cut.split("\n").filter((l) => l.includes(":1:hit")).length).toBeLessThanOrEqual(5)
+      expect(shownText(yield* few.attempt("list_dir", {}))).toContain("[… listing stopped after 5 entries]")
+      const shallow = yield* harness(tree.cwd, "default", { maxWalkDepth: 2 })
+      const shallowFound = shownText(yield* shallow.attempt("grep", { pattern: "hit" }))
+      expect(shallowFound).not.toContain("bottom.txt")
+      expect(shallowFound).toContain("[folders deeper than 2 levels were not searched]")
+    }))
+
+  it.effect("the walk has a time budget (TestClock: a budget of zero stops at the first entry)", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const { attempt } = yield* harness(tree.cwd, "default", { walkTimeBudget: 0 })
+      const found = shownText(yield* attempt("grep", { pattern: "SECRET" }))
+      expect(found).toContain("[search stopped after 0ms; narrow the path]")
+    }))
+
+  it.live("every file tool has a time limit: past it the call fails with timeout", () =>
+    Effect.gen(function*() {
+      // A limit far below what the work needs (thousands of files, several system calls each), so a
+      // busier machine only makes the outcome surer.
+      const tree = makeTree()
+      for (let i = 0; i < 2000; i++) NodeFs.writeFileSync(NodePath.join(tree.cwd, `f${i}.txt`), "SECRET\n")
+      const { attempt } = yield* harness(tree.cwd, "default", { fileTimeout: "1 millis" })
+      const outcome = yield* attempt("grep", { pattern: "SECRET" })
+      expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left).toMatchObject({
+        errorCode: "timeout",
+        message: "grep did not finish within 1ms and was stopped"
+      })
+    }))
+})
