@@ -1,0 +1,213 @@
+/**
+ * The pure event → ACP mapping (CONTRACT.md §7.2), on the golden logs, and the per-session modes.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { AcpMapper, AcpPermissions } from "../../src/acp.js"
+import { AgentEvent, PermissionEngine } from "../../src/index.js"
+import type { PreparedCall } from "../../src/services/ToolRouter.js"
+
+const golden = (name: string): Array<AgentEvent.AgentEvent> =>
+  readFileSync(join(import.meta.dirname, "../../fixtures/golden", name), "utf8")
+    .trim()
+    .split("\n")
+    .slice(1) // the format header
+    .map((line) => Either.getOrThrow(AgentEvent.decodeJson(line)))
+
+const mapAll = (events: ReadonlyArray<AgentEvent.AgentEvent>, phase: AcpMapper.Phase) => {
+  const cwd = events[0]!.type === "session.created" ? events[0]!.payload.cwd : "/"
+  return events.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase, support: AcpMapper.baseline }))
+}
+
+const text = (value: string) => ({ type: "text", text: value })
+
+describe("AcpMapper on golden 1 (minimal)", () => {
+  const events = golden("minimal.jsonl")
+
+  it("a live turn: the model's deltas as agent_message_chunk, nothing else", () => {
+    expect(mapAll(events, "live")).toEqual([
+      { sessionUpdate: "agent_message_chunk", content: text("hi") },
+      { sessionUpdate: "agent_message_chunk", content: text(" there") }
+    ])
+  })
+
+  it("a replay (session/load) also gives the user's message, in log order", () => {
+    expect(mapAll(events, "replay")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("hello") },
+      { sessionUpdate: "agent_message_chunk", content: text("hi") },
+      { sessionUpdate: "agent_message_chunk", content: text(" there") }
+    ])
+  })
+
+  it("turn.completed {final} answers the prompt end_turn", () => {
+    const last = events.at(-1)!
+    expect(last.type === "turn.completed" && AcpMapper.endingOf(last.payload)).toEqual({ _tag: "Stop", stopReason: "end_turn" })
+  })
+})
+
+describe("AcpMapper on golden 2 (tools)", () => {
+  const events = golden("tools.jsonl")
+  const cwd = "/tmp/effect-agent-golden-tools"
+
+  it("tool calls: tool_call pending with kind, title, rawInput and locations; then in_progress and completed with the result", () => {
+    expect(mapAll(events, "replay")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("rename src/foo.ts to bar.ts") },
+      { sessionUpdate: "agent_message_chunk", content: text("I'll check") },
+      { sessionUpdate: "agent_message_chunk", content: text(" that the file exists.") },
+      {
+        sessionUpdate: "tool_call",
+        status: "pending",
+        toolCallId: "call_1",
+        title: "Run `ls src/foo.ts`",
+        kind: "execute",
+        rawInput: { command: "ls src/foo.ts" },
+        locations: []
+      },
+      { sessionUpdate: "tool_call_update", toolCallId: "call_1", status: "in_progress" },
+      {
+        sessionUpdate: "tool_call_update",
+        toolCallId: "call_1",
+        status: "completed",
+        content: [{ type: "content", content: text("src/foo.ts\n") }],
+        rawOutput: { result: "src/foo.ts\n", exitCode: 0 }
+      },
+      { sessionUpdate: "agent_message_chunk", content: text("It exists; renaming it.") },
+      {
+        sessionUpdate: "tool_call",
+        status: "pending",
+        toolCallId: "call_2",
+        title: "Run `mv src/foo.ts src/bar.ts`",
+        kind: "execute",
+        rawInput: { command: "mv src/foo.ts src/bar.ts" },
+        locations: []
+      },
+      { sessionUpdate: "tool_call_update", toolCallId: "call_2", status: "in_progress" },
+      {
+        sessionUpdate: "tool_call_update",
+        toolCallId: "call_2",
+        status: "completed",
+        content: [{ type: "content", content: text("(no output)") }],
+        rawOutput: { result: "(no output)", exitCode: 0 }
+      },
+      { sessionUpdate: "agent_message_chunk", content: text("Done.") }
+    ])
+  })
+
+  it("the policy's ask is a permission request with the four option kinds, not an update", () => {
+    const ask = events.find((e) => e.type === "permission.resolved" && e.payload.decision === "ask")!
+    expect(AcpMapper.updatesOf(ask, { cwd, phase: "live", support: AcpMapper.baseline })).toEqual([])
+    const requested = events.find((e) => e.type === "model.tool_call_requested" && e.payload.toolCallId === "call_2")!
+    if (requested.type !== "model.tool_call_requested") throw new Error("unreachable")
+    expect(AcpMapper.permissionRequestOf("sess_1", cwd, requested.payload)).toEqual({
+      sessionId: "sess_1",
+      toolCall: {
+        toolCallId: "call_2",
+        title: "Run `mv src/foo.ts src/bar.ts`",
+        kind: "execute",
+        rawInput: { command: "mv src/foo.ts src/bar.ts" },
+        locations: [],
+        status: "pending"
+      },
+      options: [
+        { optionId: "allow_once", name: "Allow", kind: "allow_once" },
+        { optionId: "allow_always", name: "Always allow", kind: "allow_always" },
+        { optionId: "reject_once", name: "Reject", kind: "reject_once" },
+        { optionId: "reject_always", name: "Always reject", kind: "reject_always" }
+      ]
+    })
+  })
+
+  it("no event type is sent raw: every update is one of the ACP baseline kinds", () => {
+    const kinds = new Set(mapAll(events, "replay").map((u) => u.sessionUpdate))
+    expect([...kinds].sort()).toEqual(["agent_message_chunk", "tool_call", "tool_call_update", "user_message_chunk"])
+  })
+})
+
+describe("AcpMapper, the rest of the table", () => {
+  const envelope = { id: "evt_9", sessionId: "sess_1", turnId: "turn_1", sequence: 9, timestamp: "1970-01-01T00:00:00.000Z" } as const
+  const context = { cwd: "/work", phase: "live" as const, support: AcpMapper.baseline }
+
+  it("a failed call is tool_call_update failed, with its errorCode", () => {
+    const failed: AgentEvent.AgentEvent = { ...envelope, type: "tool.failed", payload: { toolCallId: "c", errorCode: "denied", message: "The user denied it." } }
+    expect(AcpMapper.updatesOf(failed, context)).toEqual([{
+      sessionUpdate: "tool_call_update",
+      toolCallId: "c",
+      status: "failed",
+      content: [{ type: "content", content: text("denied: The user denied it.") }],
+      rawOutput: { errorCode: "denied", message: "The user denied it." }
+    }])
+  })
+
+  it("kinds and locations of the workspace tools; paths absolute against the session's cwd", () => {
+    expect(["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "mcp_thing"].map(AcpMapper.toolKind)).toEqual([
+      "read", "edit", "edit", "search", "search", "execute", "other"
+    ])
+    expect(AcpMapper.toolLocations("/work", "read_file", { path: "src/../a.ts" })).toEqual([{ path: "/work/a.ts" }])
+    expect(AcpMapper.toolLocations("/work", "edit_file", { path: "/etc/hosts" })).toEqual([{ path: "/etc/hosts" }])
+    expect(AcpMapper.toolLocations("/work", "shell", { command: "cat a" })).toEqual([])
+  })
+
+  it("turn endings: cancelled, max_steps as max_turn_requests, other errors carry their errorCode", () => {
+    expect(AcpMapper.endingOf({ stopReason: "cancelled" })).toEqual({ _tag: "Stop", stopReason: "cancelled" })
+    expect(AcpMapper.endingOf({ stopReason: "error", errorCode: "max_steps" })).toEqual({ _tag: "Stop", stopReason: "max_turn_requests" })
+    expect(AcpMapper.endingOf({ stopReason: "error", errorCode: "context_overflow" })).toEqual({ _tag: "Failed", errorCode: "context_overflow" })
+  })
+
+  it("permission outcomes: *_always remembers, cancelled cancels, an option never offered rejects", () => {
+    const selected = (optionId: string) => AcpMapper.answerOf({ outcome: "selected", optionId })
+    expect(selected("allow_once")).toEqual({ _tag: "Decided", decision: "allow", remember: false })
+    expect(selected("allow_always")).toEqual({ _tag: "Decided", decision: "allow", remember: true })
+    expect(selected("reject_once")).toEqual({ _tag: "Decided", decision: "deny", remember: false })
+    expect(selected("reject_always")).toEqual({ _tag: "Decided", decision: "deny", remember: true })
+    expect(selected("something_else")).toEqual({ _tag: "Decided", decision: "deny", remember: false })
+    expect(AcpMapper.answerOf({ outcome: "cancelled" })).toEqual({ _tag: "Cancelled" })
+  })
+
+  it("a prompt's blocks as one user message: text, links as mentions, embedded text resources quoted", () => {
+    expect(AcpMapper.promptText([
+      { type: "text", text: "look at" },
+      { type: "resource_link", uri: "file:///work/a.ts", name: "a.ts" },
+      { type: "resource", resource: { uri: "file:///work/b.ts", text: "const b = 1" } }
+    ])).toBe("look at\n@file:///work/a.ts\n@file:///work/b.ts\n<context uri=\"file:///work/b.ts\">\nconst b = 1\n</context>")
+  })
+
+  it("client support is read from the advertised capabilities", () => {
+    expect(AcpMapper.supportOf(undefined)).toEqual({ compaction: false })
+    expect(AcpMapper.supportOf({ session: { compaction: {} } })).toEqual({ compaction: true })
+  })
+})
+
+describe("AcpPermissions", () => {
+  const call: PreparedCall = {
+    toolCallId: "c1",
+    tool: "write_file",
+    args: { path: "a.txt" },
+    risk: "write",
+    sequential: true,
+    paths: [{ requested: "a.txt", resolved: "/work/a.txt", insideCwd: true, access: "write" }],
+    scope: "write_file",
+    input: {}
+  }
+  const decideFor = (sessionId: string) =>
+    Effect.flatMap(PermissionEngine.PermissionEngine, (engine) => engine.decide({ sessionId, cwd: "/work", call, remembered: [] }))
+
+  it.effect("each session has its own mode, read at every decision", () =>
+    Effect.gen(function*() {
+      const modes = yield* AcpPermissions.SessionModes
+      expect(yield* modes.get("a")).toBe("acceptEdits")
+      yield* modes.set("b", "readOnly")
+      expect((yield* decideFor("a")).decision).toBe("allow")
+      expect((yield* decideFor("b")).decision).toBe("deny")
+      yield* modes.set("b", "default")
+      expect(yield* decideFor("b")).toEqual({ decision: "ask", policy: "default/write" })
+    }).pipe(Effect.provide(AcpPermissions.layer({ initial: "acceptEdits" }))))
+
+  it("the modes offered are the policy's modes", () => {
+    expect(AcpPermissions.modes.map((m) => m.id)).toEqual(["default", "acceptEdits", "readOnly", "bypass"])
+    expect(AcpPermissions.isMode("bypass")).toBe(true)
+    expect(AcpPermissions.isMode("plan")).toBe(false)
+  })
+})
