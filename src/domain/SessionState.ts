@@ -22,6 +22,8 @@ export interface OpenToolCall {
   readonly args: Json
   readonly status: ToolCallStatus
   readonly risk?: Risk
+  /** Real paths outside the session's cwd the call would touch, for an approval question. */
+  readonly outsidePaths?: ReadonlyArray<string>
   /** Who made the last permission decision, for a denial's message. */
   readonly decidedBy?: "policy" | "user"
 }
@@ -134,7 +136,12 @@ const reduceToolEvent = (
   }
   switch (event.type) {
     case "permission.requested":
-      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "permission_pending", risk: event.payload.risk })))
+      return Either.right(updateCall(turn, call.toolCallId, (c) => ({
+        ...c,
+        status: "permission_pending",
+        risk: event.payload.risk,
+        ...(event.payload.outsidePaths === undefined ? {} : { outsidePaths: event.payload.outsidePaths })
+      })))
     case "permission.resolved": {
       const { decision, actor } = event.payload
       // A call awaiting approval is answered by the user, or denied by the policy when the wait times out.

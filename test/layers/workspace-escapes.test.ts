@@ -212,13 +212,17 @@ describe("a dangling link in the approval prompt", () => {
         Layer.provideMerge(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))),
         Layer.provideMerge(PermissionPolicy.layer({ mode: "acceptEdits" }))
       )
+      const pending: Array<{ readonly outsidePaths?: ReadonlyArray<string> }> = []
       const events = yield* Effect.gen(function*() {
         const engine = yield* SessionEngine
         const { sessionId } = yield* engine.createSession({ cwd: tree.cwd, client: "test" })
         return yield* collect(engine.runTurn({ sessionId, userMessage: "write" }).pipe(
           Stream.tap((event) =>
             event.type === "permission.resolved" && event.payload.decision === "ask"
-              ? engine.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "deny" })
+              ? Effect.gen(function*() {
+                pending.push(...(yield* engine.pendingApprovals({ sessionId })))
+                yield* engine.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "deny" })
+              })
               : Effect.void
           )
         ))
@@ -232,6 +236,8 @@ describe("a dangling link in the approval prompt", () => {
       // The question the CLI asks, built from these events.
       const info = { ...find("model.tool_call_requested").payload, outsidePaths: find("permission.requested").payload.outsidePaths }
       expect(Render.describeCall(info)).toBe(`write_file dangling (outside the working directory: ${target})`)
+      // `effect-agent pending` lists the waiting call the same way.
+      expect(pending).toEqual([expect.objectContaining({ tool: "write_file", outsidePaths: [target] })])
     }))
 })
 
