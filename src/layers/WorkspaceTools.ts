@@ -35,6 +35,9 @@ import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
 import * as Walk from "./workspace/Walk.js"
 import * as Shell from "./workspace/Shell.js"
+import * as CommandRisk from "./workspace/CommandRisk.js"
+import * as Environment from "./workspace/Environment.js"
+import * as Sandbox from "./workspace/Sandbox.js"
 
 /** Options of the workspace tools. */
 export interface Options {
@@ -48,6 +51,16 @@ export interface Options {
   readonly maxCommandTimeout?: Duration.DurationInput
   /** Environment variables never passed to commands (besides the provider API keys, always removed). */
   readonly hiddenEnv?: ReadonlyArray<string>
+  /**
+   * The environment commands run with: only `Environment.defaultAllow` (PATH, HOME, LANG, LC_*, TERM, …)
+   * from the agent's, plus the names in `allow` (a trailing `*` is a prefix) and the values in `set`.
+   */
+  readonly env?: Environment.Options
+  /**
+   * How `shell` isolates commands (see `Sandbox`): `auto` (default) in a PID + user namespace where
+   * the OS allows it, else plain processes with a warning; `required` fails calls without one; `off` never.
+   */
+  readonly sandbox?: Sandbox.Mode
   /** Most entries `grep` visits and `list_dir` lists (default 20 000); the result says when the bound cut it. */
   readonly maxWalkEntries?: number
   /** Deepest folder level `grep` enters below its start (default 32). */
@@ -124,7 +137,10 @@ export const make = (options: Options = {}) =>
     const maxFile = options.maxFileBytes ?? 2 * 1024 * 1024
     const defaultTimeout = Duration.decode(options.commandTimeout ?? "60 seconds")
     const maxTimeout = Duration.decode(options.maxCommandTimeout ?? "10 minutes")
-    const hiddenEnv = new Set([...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])])
+    const hiddenEnv = [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])]
+    // Detected on the first command, once for these tools.
+    const isolation = yield* Effect.cached(Sandbox.detect)
+    let warnedUnsandboxed = false
     const maxWalkEntries = options.maxWalkEntries ?? 20_000
     const maxWalkDepth = options.maxWalkDepth ?? 32
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
@@ -353,31 +369,45 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const command = CommandLine.parse(input.command)
           if (command.unterminated) return yield* fail("invalid_arguments", "command has an unterminated quote")
+          if (command.invalid !== undefined) return yield* fail("invalid_arguments", `command cannot be read: ${command.invalid}`)
           if (command.argv.length === 0) return yield* fail("invalid_arguments", "command is empty")
-          const risk = CommandLine.riskOf(command.argv)
+          const shellSyntax = command.hazards.some((h) => CommandLine.syntaxHazards.has(h))
+          const classification = CommandRisk.classifyLine(
+            CommandLine.segments(command.tokens).map((words) => words.map((w) => w.value)),
+            shellSyntax
+          )
+          const risk = classification.risk
           // Arguments that look like paths are resolved too, so a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
           const paths = yield* Effect.forEach(
             command.argv.slice(1).filter((arg) => arg.startsWith("/") || arg.startsWith("~") || arg === ".." || arg.startsWith("../") || arg.includes("/../")),
             (arg) => resolve(cwd, arg, access)
           )
-          return { risk, paths, command, scope: `shell:${command.argv[0]!.split("/").at(-1)}` }
+          // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
+          return { risk, paths, command, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {
           const command = call.command!
           const requested = input.timeoutMs === undefined ? defaultTimeout : Duration.millis(input.timeoutMs)
           const timeout = Duration.min(requested, maxTimeout)
-          const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !hiddenEnv.has(key)))
+          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
+          const sandbox = Sandbox.choose(options.sandbox ?? "auto", yield* isolation)
+          if ("unavailable" in sandbox) return yield* fail("sandbox_unavailable", sandbox.unavailable)
+          if (!warnedUnsandboxed && (options.sandbox ?? "auto") === "auto" && (yield* isolation)._tag !== "Namespace") {
+            warnedUnsandboxed = true
+            yield* Effect.logWarning("shell commands run without a sandbox on this system: they can see the agent's processes")
+          }
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()
           const result = yield* Shell.run({
             argv: command.argv,
             // Shell syntax only reaches a shell when a rule allowed it (the permission engine denies hazards otherwise).
-            ...(command.hazards.length > 0 ? { shellText: command.text } : {}),
+            ...(command.hazards.some((h) => CommandLine.syntaxHazards.has(h)) ? { shellText: command.text } : {}),
             cwd: context.cwd,
             env,
+            prefix: sandbox.prefix,
             timeout,
             maxOutputBytes: maxResult,
             onOutput: (text) => {

@@ -179,7 +179,7 @@ describe("WorkspaceTools", () => {
         const { call, prepare } = yield* workspace()
         expect(ok(yield* call("shell", { command: `printf '%s|' "a b" 'c;d' e\\ f` }))).toEqual({ result: "a b|c;d|e f|", exitCode: 0 })
         const prepared = ok(yield* Effect.either(prepare("shell", { command: "git status" })))
-        expect(prepared).toMatchObject({ risk: "read", scope: "shell:git", command: { argv: ["git", "status"], hazards: [] } })
+        expect(prepared).toMatchObject({ risk: "read", scope: "shell:git:read", command: { argv: ["git", "status"], hazards: [] } })
       }).pipe(Effect.provide(NodeContext.layer)))
 
     it.scoped("a failing command completes with its exit code; a missing one fails command_not_found", () =>
