@@ -1,7 +1,10 @@
 /**
  * The workspace tools: `read_file`, `write_file`, `edit_file`, `list_dir`, `grep` and `shell`, as a
- * `ToolRouter`. Paths resolve against the session's cwd with symlinks followed, and a tool touches
- * the resolved path; results are bounded with a visible marker; writes to one file are serialized;
+ * `ToolRouter`. Paths resolve against the session's cwd with every symlink followed (`Paths`), and
+ * a file tool touches only the resolved path, through a handle opened without following links and
+ * checked against it (`SafeFile`): regular files only, reads capped while reading, a time limit
+ * per call. `grep` walks a bounded tree that never follows a link out of what was approved (`Walk`).
+ * Results are bounded with a visible marker; writes to one file are serialized;
  * `shell` runs one program without a shell interpreter (unless a rule allowed shell syntax), with a
  * timeout, in its own process group that is killed on cancel.
  *

@@ -269,10 +269,11 @@ describe("check-then-use: a folder swapped for a link while the tools run", () =
 
   /**
    * Another process swaps `d/` (a real folder) with `d` (a link to a folder outside) as fast as it
-   * can, while read_file d/secret.txt runs 300 times in default mode (outside reads ask; the answer
-   * is no). Before the fix about one read in ten returned the outside file.
+   * can, while a tool on d/ runs 300 times (outside reads and writes ask; the answer is no). Before
+   * the fix about one read_file d/secret.txt in ten returned the outside file. Nothing outside may
+   * be shown, created or changed.
    */
-  for (const tool of ["read_file", "edit_file", "grep", "list_dir"] as const) {
+  for (const tool of ["read_file", "write_file", "edit_file", "grep", "list_dir"] as const) {
     it.live(`${tool}: 300 calls against a swapping folder never reach outside`, () =>
       Effect.gen(function*() {
         const tree = makeTree()
@@ -284,9 +285,12 @@ describe("check-then-use: a folder swapped for a link while the tools run", () =
         NodeFs.symlinkSync(NodePath.join(tree.out, "outdir"), link)
         const before = snapshot(tree.out)
         const swapper = yield* startSwapper(tree.cwd)
-        const { attempt } = yield* harness(tree.cwd, tool === "edit_file" ? "acceptEdits" : "default")
+        // Writes in acceptEdits, where a write inside cwd runs without asking.
+        const { attempt } = yield* harness(tree.cwd, tool === "edit_file" || tool === "write_file" ? "acceptEdits" : "default")
         const args: Json = tool === "read_file"
           ? { path: "d/secret.txt" }
+          : tool === "write_file"
+          ? { path: "d/new/written.txt", content: "written" }
           : tool === "edit_file"
           ? { path: "d/secret.txt", oldString: "SECRET", newString: "SECRET" }
           : tool === "grep"
