@@ -20,6 +20,7 @@ import {
   IdGenerator,
   JsonlEventStore,
   type ModelProvider,
+  type PermissionEngine,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
@@ -29,8 +30,12 @@ import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
 import * as Repair from "./Repair.js"
 import { CliError } from "./CliError.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Models from "./Models.js"
+import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
+import * as Settings from "./Settings.js"
+import * as Stdin from "./Stdin.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -49,11 +54,43 @@ const storage = {
 }
 
 const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
-  Options.withDefault("default" as const),
+  Options.optional,
   Options.withDescription(
-    "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed)"
+    "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
   )
 )
+
+/** `--allow` / `--deny` rules, before the rules of `.effect-agent/settings.json` (see Settings.ts). */
+const rules = {
+  allow: Options.text("allow").pipe(
+    Options.repeated,
+    Options.withDescription(
+      "Allow calls without asking: tool or tool:pattern, repeatable. shell:<command glob> (e.g. 'shell:npm test'), <file tool>:<path glob> (e.g. 'edit_file:src/**'), or a tool name (e.g. grep)"
+    )
+  ),
+  deny: Options.text("deny").pipe(
+    Options.repeated,
+    Options.withDescription("Deny calls, same syntax as --allow (e.g. 'shell:git push*'); a matching deny always wins")
+  )
+}
+
+/**
+ * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
+ * file's rules, read from the session's working directory. Fails with one line on a bad flag or file.
+ */
+const configurePolicy = (
+  policy: Policy.Configurable,
+  cwd: string,
+  flags: { readonly mode: Option.Option<PermissionPolicy.Mode>; readonly allow: ReadonlyArray<string>; readonly deny: ReadonlyArray<string> }
+) =>
+  Effect.gen(function*() {
+    const flagRules = yield* Settings.parseFlags(flags)
+    const file = yield* Settings.load(cwd)
+    if (file.env?.allow !== undefined) {
+      yield* Console.error(`effect-agent: ${Settings.relativePath}: "env" is not applied yet; commands get the default environment.`)
+    }
+    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }))
+  })
 
 interface Storage {
   readonly dataDir: string
@@ -77,33 +114,54 @@ const sqliteLayer = (filename: string) =>
   )
 
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
-const engineLayer = <E, R>(storage: Storage, model: Layer.Layer<ModelProvider.ModelProvider, E, R>, permissions: PermissionPolicy.Options = {}) =>
+const engineLayer = <E, R>(
+  storage: Storage,
+  model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
+  permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer()
+) =>
   SessionEngine.layer.pipe(
     Layer.provide(storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
     Layer.provide(WorkspaceTools.layer()),
-    Layer.provide(PermissionPolicy.layer(permissions)),
+    Layer.provide(permissions),
     Layer.provide(PromptComposer.layer()),
     Layer.provide(NodeContext.layer)
   )
 
-/** Streams a turn to the terminal, asking the user whenever the policy asks. */
-const streamTurn = <E>(engine: SessionEngine.SessionEngine.Service, sessionId: string, stream: Stream.Stream<AgentEvent.AgentEvent, E>) =>
+/**
+ * Streams a turn to the terminal, asking the user whenever the policy asks — or, when stdin carried
+ * the message (`run -`), answering no. Fails with the turn's outcome when it did not end `final`,
+ * so the exit code tells (see ExitCode.ts).
+ */
+const streamTurn = <E>(
+  engine: SessionEngine.SessionEngine.Service,
+  sessionId: string,
+  stream: Stream.Stream<AgentEvent.AgentEvent, E>,
+  answers: "stdin" | "no" = "stdin"
+) =>
   Effect.gen(function*() {
     const render = Render.make(output, { transcript: false })
     const prompt = yield* Approvals.make
     let first = true
+    let completion: AgentEvent.PayloadOf<"turn.completed"> | undefined
     yield* stream.pipe(
       Stream.runForEach((event) =>
         Effect.gen(function*() {
           if (first) render.note(`session ${sessionId}`)
           first = false
           render.event(event)
+          if (event.type === "turn.completed") completion = event.payload
           if (event.type === "permission.resolved" && event.payload.decision === "ask") {
             render.endLine()
             const { toolCallId } = event.payload
-            const answer = yield* prompt.ask(`  Allow ${Render.describeCall(render.callOf(toolCallId))}?`)
+            const question = `  Allow ${Render.describeCall(render.callOf(toolCallId))}?`
+            const answer = answers === "no"
+              ? yield* Effect.as(Effect.sync(() => output.err(`${question} no (the message came from stdin, so nobody can answer)\n`)), {
+                decision: "deny" as const,
+                remember: false
+              })
+              : yield* prompt.ask(question)
             yield* engine.resolvePermission({ sessionId, toolCallId, ...answer })
           }
         })
@@ -111,29 +169,42 @@ const streamTurn = <E>(engine: SessionEngine.SessionEngine.Service, sessionId: s
       // Ctrl+C interrupts the stream; the engine stores turn.completed {cancelled} before this runs.
       Effect.onInterrupt(() => Effect.sync(() => render.note("[turn cancelled]")))
     )
+    if (completion?.stopReason === "error") return yield* new ExitCode.TurnEndedWithError({ errorCode: completion.errorCode ?? "unknown" })
+    if (completion?.stopReason === "cancelled") return yield* new ExitCode.TurnCancelled()
   }).pipe(Effect.scoped)
 
 const run = Command.make(
   "run",
   {
-    message: Args.text({ name: "message" }).pipe(Args.withDescription("What to ask the agent")),
+    message: Args.text({ name: "message" }).pipe(
+      Args.withDescription("What to ask the agent; - reads the whole message from stdin (then every approval is answered no)")
+    ),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
     mode,
+    ...rules,
     ...Models.options,
     ...storage
   },
-  ({ message, mode, session, ...options }) =>
+  ({ allow, deny, message, mode, session, ...options }) =>
     Effect.gen(function*() {
+      const fromStdin = message === "-"
+      const userMessage = fromStdin ? yield* Stdin.readMessage : message
       const model = yield* Models.layer(options)
+      const policy = Policy.configurable()
       yield* Effect.gen(function*() {
         const engine = yield* SessionEngine.SessionEngine
+        // The settings of the session's working directory, read before anything is stored.
+        const cwd = Option.isSome(session) ? (yield* engine.sessionState({ sessionId: session.value })).cwd : process.cwd()
+        yield* configurePolicy(policy, cwd, { mode, allow, deny })
         const sessionId = Option.isSome(session)
           ? session.value
-          : (yield* engine.createSession({ cwd: process.cwd(), client: "cli" })).sessionId
-        yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage: message }))
-      }).pipe(Effect.provide(engineLayer(options, model, { mode })))
+          : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
+        yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage }), fromStdin ? "no" : "stdin")
+      }).pipe(Effect.provide(engineLayer(options, model, policy.layer)))
     })
-).pipe(Command.withDescription("Run one turn: stream the agent's answer to the terminal"))
+).pipe(Command.withDescription(
+  "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
+))
 
 const replay = Command.make(
   "replay",
@@ -200,18 +271,21 @@ const answer = (decision: "allow" | "deny") =>
         ? { always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool (for shell, the same program) too")) }
         : {}),
       mode,
+      ...rules,
       ...Models.options,
       ...storage
     },
-    ({ mode, sessionId, toolCallId, ...options }) =>
+    ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
       Effect.gen(function*() {
         const model = yield* Models.layer(options)
         const remember = "always" in options && options.always === true
+        const policy = Policy.configurable()
         yield* Effect.gen(function*() {
           const engine = yield* SessionEngine.SessionEngine
+          yield* configurePolicy(policy, (yield* engine.sessionState({ sessionId })).cwd, { mode, allow, deny })
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
-        }).pipe(Effect.provide(engineLayer(options, model, { mode })))
+        }).pipe(Effect.provide(engineLayer(options, model, policy.layer)))
       })
   ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
 
@@ -221,5 +295,17 @@ export const command = Command.make("effect-agent").pipe(
   Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command, Repair.command])
 )
 
+const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })
+
+/**
+ * `run -` with options after the `-`: @effect/cli reads the lone `-` as the start of a flag and then
+ * refuses the options that follow, so the `-` is moved to the end, after `--`.
+ */
+const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const at = argv.indexOf("-", 3)
+  if (argv[2] !== "run" || at < 0 || argv.includes("--")) return argv
+  return [...argv.slice(0, at), ...argv.slice(at + 1), "--", "-"]
+}
+
 /** Runs the CLI on `argv` (as `process.argv`). */
-export const main = Command.run(command, { name: "effect-agent", version: "0.1.0" })
+export const main = (argv: ReadonlyArray<string>) => runCommand(messageFromStdinLast(argv))

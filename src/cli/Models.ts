@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { FakeModelProvider, ModelProvider } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as Settings from "./Settings.js"
 
 /** The CLI's model options. */
 export const options = {
@@ -110,7 +111,11 @@ export const layer = (choice: Choice) =>
     }
     if (Option.isSome(choice.script)) {
       const fs = yield* FileSystem.FileSystem
-      const { recordRequestsTo, ...script } = yield* decodeScript(yield* fs.readFileString(choice.script.value))
+      const file = choice.script.value
+      const { recordRequestsTo, ...script } = yield* decodeScript(yield* fs.readFileString(file)).pipe(
+        // One line: the first issue's path and message, not the schema's whole tree.
+        Effect.mapError((error) => new CliError({ reason: "invalid_file", message: `--script ${file}: ${Settings.firstIssue(error)}` }))
+      )
       const fake = FakeModelProvider.layer(script)
       return recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake))
     }

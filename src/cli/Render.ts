@@ -21,6 +21,16 @@ export interface CallInfo {
   readonly outsidePaths?: ReadonlyArray<string> | undefined
 }
 
+/**
+ * Text made safe for a terminal: control characters other than newline and tab, DEL and the C1
+ * controls become visible escapes (`\x1b`), and carriage returns are dropped, so neither the
+ * model's text nor a tool's output can move the cursor, clear the screen, retitle the window or
+ * overwrite a line already shown (a `\r` would hide what came before it on the line).
+ */
+export const terminalSafe = (text: string): string =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/\r/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+
 const oneLine = (text: string, max = 100) => {
   const line = text.replace(/\s+/g, " ").trim()
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
@@ -30,7 +40,7 @@ const oneLine = (text: string, max = 100) => {
 export const describeCall = ({ args, outsidePaths, tool }: CallInfo): string => {
   const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
   const summary = field("command") ?? field("path") ?? field("pattern")
-  return `${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => oneLine(p, 200)).join(", ")})`)
+  return terminalSafe(`${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => oneLine(p, 200)).join(", ")})`))
 }
 
 /** A short view of a result: its first line, and how many more there are. */
@@ -44,7 +54,8 @@ const shortResult = (result: string) => {
 export const make = (output: Output, options: { readonly transcript: boolean }) => {
   let midLine = false
   const calls = new Map<string, CallInfo>()
-  const out = (text: string) => {
+  const out = (raw: string) => {
+    const text = terminalSafe(raw)
     if (text === "") return
     output.out(text)
     midLine = !text.endsWith("\n")
@@ -56,7 +67,7 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
   const note = (text: string) => {
     endLine()
     if (options.transcript) out(text + "\n")
-    else output.err(text + "\n")
+    else output.err(terminalSafe(text) + "\n")
   }
   const callOf = (toolCallId: string) => calls.get(toolCallId) ?? { tool: toolCallId, args: {} }
 

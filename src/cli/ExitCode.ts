@@ -1,0 +1,46 @@
+/**
+ * The exit codes of `effect-agent`:
+ *
+ * - 0: the command did what it was asked; for `run`, `approve` and `deny`, the turn ended `final`.
+ * - 1: the command could not run: a usage error, a bad settings file or flag, a session not found,
+ *   a store that failed. One line on stderr says why.
+ * - 3: the turn ran and ended with an error (`turn.completed` `stopReason: "error"`: authentication,
+ *   network, rate limit, context overflow, max steps, internal …); its errorCode is on stderr.
+ * - 130: the turn was cancelled (Ctrl+C), after the cancellation was stored.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+
+/** The codes, by name. */
+export const codes = { ok: 0, failure: 1, turnError: 3, cancelled: 130 } as const
+
+/** The turn the CLI drove ended with `stopReason: "error"`. Already shown by the renderer. */
+export class TurnEndedWithError extends Schema.TaggedError<TurnEndedWithError>()("TurnEndedWithError", { errorCode: Schema.String }) {
+  override get message(): string {
+    return `the turn ended with an error: ${this.errorCode}`
+  }
+}
+
+/** The turn the CLI drove ended `cancelled` (by another process or an approval timeout). Already shown. */
+export class TurnCancelled extends Schema.TaggedError<TurnCancelled>()("TurnCancelled", {}) {
+  override get message(): string {
+    return "the turn was cancelled"
+  }
+}
+
+/** Whether a failure is a turn outcome the renderer has already shown (so nothing more is printed). */
+export const isShownOutcome = (error: unknown): boolean => error instanceof TurnEndedWithError || error instanceof TurnCancelled
+
+/** The process exit code for how the CLI's program ended. */
+export const of = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) return codes.ok
+  if (Cause.isInterruptedOnly(exit.cause)) return codes.cancelled
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isSome(failure) && failure.value instanceof TurnEndedWithError) return codes.turnError
+  if (Option.isSome(failure) && failure.value instanceof TurnCancelled) return codes.cancelled
+  return codes.failure
+}
