@@ -1,0 +1,92 @@
+/**
+ * The SQLite store's hardening: the writer lease (a dead holder on this host or an expired lease
+ * from another host is taken over, a live one is SessionBusy), owner-only file modes, and errors
+ * opening the database as typed failures naming the file.
+ */
+import { spawnSync } from "node:child_process"
+import { mkdirSync, readFileSync, statSync } from "node:fs"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import { tempDir } from "../helpers.js"
+
+const storeAt = (filename: string) => Effect.map(Layer.build(SqliteEventStore.layer({ filename })), Context.get(EventStore))
+
+/** Writes a lease row as another process would have left it. */
+const leaseRow = (filename: string, sessionId: string, holder: object, expiresAt: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO writer_leases (session_id, token, holder, expires_at) VALUES (${sessionId}, 'other', ${JSON.stringify(holder)}, ${expiresAt})`
+  }).pipe(Effect.provide(SqliteClient.layer({ filename })), Effect.orDie)
+
+const deadPid = () => Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout)
+const startTimeOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+}
+const at = "2026-01-01T00:00:00.000Z"
+
+describe("SQLite writer lease", () => {
+  it.scoped("a live holder on this host is SessionBusy even with its lease expired; a dead one is taken over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "events.sqlite")
+      const store = yield* storeAt(filename)
+      yield* leaseRow(filename, "live", { pid: 1, hostname: hostname(), startTime: startTimeOf(1), startedAt: at, nonce: "n" }, 0)
+      const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("live")))
+      expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 1 on host ${hostname()} (since ${at})` })
+
+      yield* leaseRow(filename, "dead", { pid: deadPid(), hostname: hostname(), startedAt: at, nonce: "n" }, Number.MAX_SAFE_INTEGER)
+      yield* Effect.scoped(store.acquireWriter("dead"))
+      yield* leaseRow(filename, "reused", { pid: 1, hostname: hostname(), startTime: "1", startedAt: at, nonce: "n" }, Number.MAX_SAFE_INTEGER)
+      yield* Effect.scoped(store.acquireWriter("reused"))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a holder on another host: busy until its lease expires, then taken over", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "events.sqlite")
+      const store = yield* storeAt(filename)
+      const remote = { pid: 4242, hostname: `not-${hostname()}`, startedAt: at, nonce: "n" }
+      yield* leaseRow(filename, "fresh", remote, Number.MAX_SAFE_INTEGER)
+      const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("fresh")))
+      expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 4242 on host not-${hostname()} (since ${at})` })
+      // The test clock stands at 0: a lease that lapsed at -1 is expired.
+      yield* leaseRow(filename, "lapsed", remote, -1)
+      yield* Effect.scoped(store.acquireWriter("lapsed"))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("SQLite files and errors", () => {
+  it.scoped("the database is created 0600 in a 0700 folder, whatever the umask", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const previous = process.umask(0)
+      yield* Effect.addFinalizer(() => Effect.sync(() => process.umask(previous)))
+      const filename = join(dir, "data", "events.sqlite")
+      const store = yield* storeAt(filename)
+      yield* store.list
+      expect(statSync(join(dir, "data")).mode & 0o777).toBe(0o700)
+      expect(statSync(filename).mode & 0o777).toBe(0o600)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a database that cannot be opened is a typed failure naming the file, not a defect", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      // A folder where the file should be: SQLite says `unable to open database file`, naming nothing.
+      const filename = join(dir, "events.sqlite")
+      mkdirSync(filename)
+      const opened = yield* Effect.either(Effect.scoped(storeAt(filename)))
+      expect(Either.isLeft(opened) && opened.left).toMatchObject({ _tag: "EventStoreFailure", reason: "permission_denied", path: filename })
+      expect(Either.isLeft(opened) && opened.left.message).toContain(filename)
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
