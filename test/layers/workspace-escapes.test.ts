@@ -203,6 +203,25 @@ describe("file tools: links out of the workspace, in every mode", () => {
     }))
 })
 
+describe("what is inside", () => {
+  it.live("a name that starts with two dots is inside; a link chain that loops or runs too deep is outside", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "..notes"), "x")
+      // 41 links in a row: one more than any resolution follows.
+      for (let i = 0; i < 41; i++) NodeFs.symlinkSync(`chain${i + 1}`, NodePath.join(tree.cwd, `chain${i}`))
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "chain41"), "end")
+      NodeFs.symlinkSync("chain2", NodePath.join(tree.cwd, "short"))
+      const { tools } = yield* harness(tree.cwd, "default")
+      const insideOf = (path: string) =>
+        Effect.map(tools.prepare({ toolCallId: "c", tool: "read_file", args: { path } }, tree.cwd), (call) => call.paths[0]!.insideCwd)
+      expect(yield* insideOf("..notes")).toBe(true)
+      expect(yield* insideOf("short")).toBe(true)
+      expect(yield* insideOf("chain0")).toBe(false)
+      expect(yield* insideOf("loop1/x")).toBe(false)
+    }))
+})
+
 describe("a dangling link in the approval prompt", () => {
   it.live("acceptEdits asks before write_file through a dangling link, and the prompt names the real target", () =>
     Effect.gen(function*() {
