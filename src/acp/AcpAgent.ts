@@ -148,10 +148,15 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         if (session.running === running) session.running = undefined
       })
 
-    /** Cancels the session's turn: open permission requests are settled, then the engine cancels. */
+    /**
+     * Cancels the session's turn: open permission requests are settled, then the engine cancels.
+     * Only sessions opened on this connection: a client cannot close another's paused turn.
+     */
     const cancel = (sessionId: string) =>
       Effect.gen(function*() {
-        const running = sessions.get(sessionId)?.running
+        const session = sessions.get(sessionId)
+        if (session === undefined) return yield* Effect.logDebug("effect-agent acp: session/cancel for a session not opened here").pipe(Effect.annotateLogs({ sessionId }))
+        const running = session.running
         if (running !== undefined) {
           running.cancelled = true
           running.controller.abort()
