@@ -227,38 +227,52 @@ describe("durable sessions", () => {
       }).pipe(Effect.provide(engineOn(dataDir, {})))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("one writer per session: a second engine gets SessionBusy and changes nothing, then goes on once the first stops", () =>
-    Effect.gen(function*() {
-      const dir = yield* tempDir
-      const store = SqliteEventStore.layer({ filename: `${dir}/shared.sqlite` })
-      const engineOn = (script: FakeModelProvider.Options) => engineLayer(store, script).pipe(Layer.provideMerge(NodeContext.layer))
-      const a = yield* process(engineOn({ responses: [{ chunks: ["from a"] }] }))
-      const b = yield* process(engineOn({ responses: [{ chunks: ["from b"] }] }))
-      const sessionId = yield* a.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
-        return sessionId
-      }))
-      const before = yield* b.provide(replay(sessionId))
-      yield* b.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const busy = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" })))
-        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId })
-        expect(Either.isLeft(busy) && busy.left.message).toMatch(/is busy \(SessionBusy\): it is driven by pid \d+ on host /)
-        expect(yield* replay(sessionId)).toEqual(before)
-      }))
-      // The first engine shuts down: its lease is released, and the second drives the session.
-      yield* a.stop
-      yield* b.provide(Effect.gen(function*() {
-        const engine = yield* SessionEngine
-        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "two, now" }))
-        expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
-        const log = yield* replay(sessionId)
-        expectWellFormedLog(log)
-        expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "two, now"])
-      }))
-    }).pipe(Effect.provide(NodeContext.layer)))
+  for (const kind of ["jsonl", "sqlite"] as const) {
+    it.scoped(`one writer per session (${kind}): while a turn runs, a second engine gets SessionBusy and closes nothing; it goes on once the first stops`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        const store = kind === "sqlite" ? SqliteEventStore.layer({ filename: `${dir}/shared.sqlite` }) : JsonlEventStore.layer({ dataDir: dir })
+        const engineOn = (script: FakeModelProvider.Options) => engineLayer(store, script).pipe(Layer.provideMerge(NodeContext.layer))
+        // The first engine's second answer never comes (the test clock does not move): its turn stays open, running.
+        const a = yield* process(engineOn({ responses: [{ chunks: ["from a"] }, { chunks: ["slow"], delay: "1 hour" }] }))
+        const b = yield* process(engineOn({ responses: [{ chunks: ["from b"] }] }))
+        const { running, sessionId, slowTurn } = yield* a.provide(Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+          yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
+          const turnStarted = yield* Deferred.make<string>()
+          const running = yield* engine.runTurn({ sessionId, userMessage: "slow" }).pipe(
+            Stream.tap((e) => e.type === "turn.started" ? Deferred.succeed(turnStarted, e.turnId) : Effect.void),
+            collect,
+            Effect.fork
+          )
+          return { running, sessionId, slowTurn: yield* Deferred.await(turnStarted) }
+        }))
+        yield* b.provide(Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const busy = yield* Effect.either(collect(engine.runTurn({ sessionId, userMessage: "two, elsewhere" })))
+          expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId })
+          expect(Either.isLeft(busy) && busy.left.message).toMatch(/is busy \(SessionBusy\): it is driven by pid \d+ on host /)
+          // Before writer locks, this engine closed the running turn as if its process had crashed.
+          const log = yield* replay(sessionId)
+          expect(log.filter((e) => e.type === "turn.completed" && e.turnId === slowTurn)).toEqual([])
+          expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "slow"])
+          expect((yield* engine.sessionState({ sessionId })).openTurn?.turnId).toBe(slowTurn)
+        }))
+        // The first engine's turn ends as it would have (cancelled by its caller), then the engine shuts down.
+        yield* Fiber.interrupt(running)
+        yield* a.stop
+        yield* b.provide(Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "two, now" }))
+          expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
+          const log = yield* replay(sessionId)
+          expectWellFormedLog(log)
+          expect(log.filter((e) => e.type === "turn.completed").map((e) => e.payload.stopReason)).toEqual(["final", "cancelled", "final"])
+          expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one", "slow", "two, now"])
+        }))
+      }).pipe(Effect.provide(NodeContext.layer)))
+  }
 
   it("SessionState.isPaused: waiting, or answered by the user and not yet gone on", () => {
     const state = (status: SessionState.ToolCallStatus, decidedBy?: "policy" | "user") =>
