@@ -76,7 +76,8 @@ const rules = {
 
 /**
  * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
- * file's rules, read from the session's working directory. Fails with one line on a bad flag or file.
+ * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
+ * with one line on a bad flag or file.
  */
 const configurePolicy = (
   policy: Policy.Configurable,
@@ -86,10 +87,7 @@ const configurePolicy = (
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags(flags)
     const file = yield* Settings.load(cwd)
-    if (file.env?.allow !== undefined) {
-      yield* Console.error(`effect-agent: ${Settings.relativePath}: "env" is not applied yet; commands get the default environment.`)
-    }
-    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }))
+    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
   })
 
 interface Storage {
@@ -117,13 +115,14 @@ const sqliteLayer = (filename: string) =>
 const engineLayer = <E, R>(
   storage: Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
-  permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer()
+  permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
+  tools: WorkspaceTools.Options = {}
 ) =>
   SessionEngine.layer.pipe(
     Layer.provide(storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(WorkspaceTools.layer()),
+    Layer.provide(WorkspaceTools.layer(tools)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer()),
     Layer.provide(NodeContext.layer)
@@ -200,7 +199,7 @@ const run = Command.make(
           ? session.value
           : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
         yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage }), fromStdin ? "no" : "stdin")
-      }).pipe(Effect.provide(engineLayer(options, model, policy.layer)))
+      }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
     })
 ).pipe(Command.withDescription(
   "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
@@ -285,7 +284,7 @@ const answer = (decision: "allow" | "deny") =>
           yield* configurePolicy(policy, (yield* engine.sessionState({ sessionId })).cwd, { mode, allow, deny })
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
-        }).pipe(Effect.provide(engineLayer(options, model, policy.layer)))
+        }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
       })
   ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
 

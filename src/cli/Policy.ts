@@ -12,12 +12,17 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as path from "node:path"
-import { PermissionEngine, PermissionPolicy } from "../index.js"
+import { PermissionEngine, PermissionPolicy, type WorkspaceTools } from "../index.js"
 
-/** A policy whose options are set after the engine that uses it is built. */
+/** What commands' environment the settings add: names passed on, and fixed values. */
+export type Env = NonNullable<WorkspaceTools.Options["env"]>
+
+/** A policy (and the tools' environment) whose options are set after the engine that uses them is built. */
 export interface Configurable {
   readonly layer: Layer.Layer<PermissionEngine.PermissionEngine>
-  readonly configure: (options: PermissionPolicy.Options) => Effect.Effect<void>
+  /** A live view for `WorkspaceTools.layer({ env })`: the tools read it for each command. */
+  readonly env: Env
+  readonly configure: (options: PermissionPolicy.Options, env?: Env) => Effect.Effect<void>
 }
 
 const protectedFolder = ".effect-agent"
@@ -38,11 +43,22 @@ export const decide = (options: PermissionPolicy.Options, request: PermissionEng
 /** A configurable policy; until configured it decides as the default mode with no rules. */
 export const configurable = (): Configurable => {
   let options: PermissionPolicy.Options = { mode: "default" }
+  let env: Env = {}
   return {
     layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(options, request)) }),
-    configure: (next) =>
+    // Getters: the tools spread this object when a command starts, so they see what `configure` set.
+    env: {
+      get allow() {
+        return env.allow
+      },
+      get set() {
+        return env.set
+      }
+    },
+    configure: (next, nextEnv = {}) =>
       Effect.sync(() => {
         options = next
+        env = nextEnv
       })
   }
 }

@@ -38,7 +38,13 @@ const FileRule = Schema.Struct({ ...PermissionPolicy.Rule.fields, tool: Schema.o
 export const SettingsFile = Schema.Struct({
   mode: Schema.optionalWith(PermissionPolicy.Mode, { exact: true }),
   rules: Schema.optionalWith(Schema.Array(FileRule), { exact: true }),
-  env: Schema.optionalWith(Schema.Struct({ allow: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }) }), { exact: true })
+  env: Schema.optionalWith(
+    Schema.Struct({
+      allow: Schema.optionalWith(Schema.Array(Schema.String), { exact: true }),
+      set: Schema.optionalWith(Schema.Record({ key: Schema.String, value: Schema.String }), { exact: true })
+    }),
+    { exact: true }
+  )
 })
 /** The settings file. */
 export type SettingsFile = typeof SettingsFile.Type

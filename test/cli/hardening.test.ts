@@ -123,6 +123,26 @@ describe(".effect-agent/settings.json", () => {
     expect(existsSync(join(p.cwd, "made.txt"))).toBe(false)
   })
 
+  it("env.allow passes a variable on to commands, env.set sets one; others stay out", async () => {
+    const call = { tool: "shell", args: { command: "printenv EFFECT_AGENT_TEST_PASSED EFFECT_AGENT_TEST_SET EFFECT_AGENT_TEST_HIDDEN" } }
+    const p = withSettings("file-env", {
+      rules: [{ name: "printenv", decision: "allow", tool: "shell", command: "printenv *" }],
+      env: { allow: ["EFFECT_AGENT_TEST_PASSED"], set: { EFFECT_AGENT_TEST_SET: "fixed" } }
+    }, call)
+    const running = start(["run", "env", "--script", p.script, "--data-dir", p.dataDir], {
+      cwd: p.cwd,
+      env: { EFFECT_AGENT_TEST_PASSED: "passed-on", EFFECT_AGENT_TEST_HIDDEN: "hidden-value" }
+    })
+    running.child.stdin!.end()
+    const done = await running.done
+    expect(done.code).toBe(0)
+    const log = await logOf(sessionOf(done.stderr)!, p.dataDir)
+    const result = JSON.stringify(log.find((e) => e.type === "tool.completed" || e.type === "tool.failed")!.payload)
+    expect(result).toContain("passed-on")
+    expect(result).toContain("fixed")
+    expect(result).not.toContain("hidden-value")
+  })
+
   it("a bad entry is one line naming it, exit 1, and nothing stored", async () => {
     const p = withSettings("file-bad", { rules: [{ name: "ok", decision: "allow", tool: "grep" }, { name: "bad", decision: "maybe" }] }, {
       tool: "shell",
