@@ -1,0 +1,49 @@
+/**
+ * Sizes and repetitions of the benchmarks. `--quick` (or BENCH_QUICK=1) picks small sizes that finish in
+ * about two minutes on 2 cores; every size can be overridden by an environment variable, e.g.
+ * `BENCH_TURN_DELTAS=20000 npm run bench`. `--only=1,3,8` runs a subset of the rows.
+ */
+const argv = process.argv.slice(2)
+export const quick = argv.includes("--quick") || process.env.BENCH_QUICK === "1"
+
+const onlyArg = argv.find((a) => a.startsWith("--only="))?.slice("--only=".length) ?? process.env.BENCH_ONLY
+/** The rows to run (all when unset). */
+export const only: ReadonlySet<number> | undefined = onlyArg === undefined || onlyArg === ""
+  ? undefined
+  : new Set(onlyArg.split(",").map((s) => Number(s.trim())))
+
+const num = (name: string, full: number, small: number): number => {
+  const raw = process.env[`BENCH_${name}`]
+  const value = raw === undefined || raw === "" ? (quick ? small : full) : Number(raw)
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`BENCH_${name} must be a positive number, got ${raw}`)
+  return value
+}
+
+export const config = {
+  /** Rows 1–2: text deltas streamed in the one scripted turn, and interleaved repetitions. */
+  turnDeltas: num("TURN_DELTAS", 10_000, 10_000),
+  turnReps: num("TURN_REPS", 7, 5),
+  /** Row 3: events appended per repetition. */
+  appendEvents: num("APPEND_EVENTS", 10_000, 5_000),
+  appendReps: num("APPEND_REPS", 9, 5),
+  /** Row 4: size of the replayed log (MB), repetitions, and the two log sizes whose replay RSS is compared. */
+  replayMb: num("REPLAY_MB", 10, 10),
+  replayReps: num("REPLAY_REPS", 5, 3),
+  rssSmallMb: num("RSS_SMALL_MB", 10, 10),
+  rssLargeMb: num("RSS_LARGE_MB", 40, 40),
+  /** Row 5: size of the hydrated session (MB) and child-process repetitions per contender. */
+  hydrateMb: num("HYDRATE_MB", 100, 25),
+  hydrateReps: num("HYDRATE_REPS", 2, 1),
+  rssReps: num("RSS_REPS", 2, 1),
+  /** Row 6: turns already in the long session, deltas per stored turn, deltas of the measured turn, repetitions. */
+  growthTurns: num("GROWTH_TURNS", 2_000, 2_000),
+  growthStoredDeltas: num("GROWTH_STORED_DELTAS", 20, 20),
+  growthDeltas: num("GROWTH_DELTAS", 20, 20),
+  growthReps: num("GROWTH_REPS", 61, 31),
+  /** Row 7: cancellations measured per store. */
+  cancelReps: num("CANCEL_REPS", 200, 50),
+  /** Row 8: CLI cold starts measured. */
+  cliReps: num("CLI_REPS", 10, 5),
+  /** Row 9: sessions touched by one engine. */
+  sessions: num("SESSIONS", 2_000, 1_000)
+}

@@ -1,0 +1,102 @@
+/**
+ * Building engines for the benchmarks from the public API: the session engine over the memory or
+ * JSONL store, a scripted model, random ids (as the CLI uses), and a store wrapper that reports when
+ * an event has been stored.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Effect, Layer, ManagedRuntime, Stream } from "effect"
+import {
+  type AgentEvent,
+  EventStore,
+  FakeModelProvider,
+  IdGenerator,
+  JsonlEventStore,
+  MemoryEventStore,
+  ModelProvider,
+  SessionEngine
+} from "../src/index.js"
+
+const scratchDirs: Array<string> = []
+/** A fresh temporary directory, removed when the process exits. */
+export const scratch = (name: string): string => {
+  const dir = mkdtempSync(join(tmpdir(), `effect-agent-bench-${name}-`))
+  scratchDirs.push(dir)
+  return dir
+}
+process.on("exit", () => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true })
+})
+
+export type StoreChoice = { readonly kind: "memory" } | { readonly kind: "jsonl"; readonly dataDir: string }
+
+export const storeLayer = (store: StoreChoice): Layer.Layer<EventStore.EventStore> =>
+  store.kind === "memory"
+    ? MemoryEventStore.layer
+    : JsonlEventStore.layer({ dataDir: store.dataDir }).pipe(Layer.provide(NodeContext.layer))
+
+/** Wraps a store so `onStored` hears of every event once its append has succeeded. */
+export const spiedStore = (
+  inner: Layer.Layer<EventStore.EventStore>,
+  onStored: (event: AgentEvent.AgentEvent) => void
+): Layer.Layer<EventStore.EventStore> =>
+  Layer.effect(
+    EventStore.EventStore,
+    Effect.map(EventStore.EventStore, (store) => ({
+      ...store,
+      append: (event: AgentEvent.AgentEvent) => Effect.tap(store.append(event), () => Effect.sync(() => onStored(event)))
+    }))
+  ).pipe(Layer.provide(inner))
+
+/**
+ * A model that answers every request with the same chunks and records nothing (FakeModelProvider
+ * keeps every request it receives, which would add its own growth to the sessions row).
+ */
+export const constantModel = (chunks: ReadonlyArray<string>, maxContextTokens = 128_000): Layer.Layer<ModelProvider.ModelProvider> =>
+  Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+    capabilities: { provider: "fake", model: "bench", maxContextTokens },
+    stream: () => Stream.fromIterable([...chunks.map(ModelProvider.textDelta), ModelProvider.finish("stop")])
+  }))
+
+export type EngineRuntime = ManagedRuntime.ManagedRuntime<SessionEngine.SessionEngine | EventStore.EventStore, never>
+
+/** An engine (and its store) over a store layer and a model layer. */
+export const engineRuntime = (
+  store: Layer.Layer<EventStore.EventStore>,
+  model: Layer.Layer<ModelProvider.ModelProvider>
+): EngineRuntime => {
+  const deps = Layer.mergeAll(store, model, IdGenerator.layer)
+  return ManagedRuntime.make(Layer.merge(SessionEngine.layer.pipe(Layer.provide(deps)), store))
+}
+
+/** The scripted model streaming `chunks` for each of `turns` requests. */
+export const scripted = (chunks: ReadonlyArray<string>, turns: number, extra: Partial<FakeModelProvider.ScriptedResponse> = {}, maxContextTokens?: number) =>
+  FakeModelProvider.layer({
+    responses: Array.from({ length: turns }, () => ({ chunks: [...chunks], ...extra })),
+    ...(maxContextTokens === undefined ? {} : { maxContextTokens })
+  })
+
+/** `n` distinct text deltas of 4 characters (what pi-ai's faux provider streams with token size 1). */
+export const deltaTexts = (n: number): Array<string> => Array.from({ length: n }, (_, i) => i.toString(36).padStart(4, "x").slice(-4))
+
+export const createSession = (rt: EngineRuntime): Promise<string> =>
+  rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)
+
+/**
+ * Drains a stream and counts its elements. Counted per chunk: `Stream.runFold` recurses once per
+ * element of a chunk, and a turn's stream can hand over a chunk of 10,000 events, which overflows
+ * the stack.
+ */
+export const count = <A, E, R>(stream: Stream.Stream<A, E, R>): Effect.Effect<number, E, R> =>
+  Effect.suspend(() => {
+    let n = 0
+    return Stream.runForEachChunk(stream, (chunk) => Effect.sync(() => {
+      n += chunk.length
+    })).pipe(Effect.map(() => n))
+  })
+
+/** Runs one turn to its end and returns how many events it streamed. */
+export const runTurn = (rt: EngineRuntime, sessionId: string, userMessage = "hi"): Promise<number> =>
+  rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => count(engine.runTurn({ sessionId, userMessage }))))

@@ -1,0 +1,64 @@
+/**
+ * Row 8: CLI cold start: spawning the built CLI (`node dist/cli/bin.js run --provider fake "hi"`, the
+ * echo model, in a fresh temporary cwd, no API keys) until the first byte of the answer on stdout,
+ * against spawning `node -e ''` until it exits. dist is rebuilt first when any file in src/ is newer.
+ */
+import { spawn, spawnSync } from "node:child_process"
+import { existsSync, readdirSync, statSync } from "node:fs"
+import { join } from "node:path"
+import { config } from "../config.js"
+import { scratch } from "../engine.js"
+import { format, interleave, median, ratioRow, ratios, type Row } from "../measure.js"
+
+const root = join(import.meta.dirname, "..", "..")
+const bin = join(root, "dist", "cli", "bin.js")
+
+const newest = (dir: string): number =>
+  readdirSync(dir, { withFileTypes: true }).reduce((max, entry) => {
+    const path = join(dir, entry.name)
+    return Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs)
+  }, 0)
+
+/** Builds dist with `tsc -p tsconfig.build.json` when it is missing or older than src/. */
+export const ensureBuilt = () => {
+  if (existsSync(bin) && statSync(bin).mtimeMs >= newest(join(root, "src"))) return
+  console.log("building dist (tsc -p tsconfig.build.json)…")
+  const result = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], {
+    cwd: root,
+    stdio: "inherit"
+  })
+  // Type errors still emit; only a missing CLI stops the row.
+  if (result.status !== 0) console.log(`(tsc exited ${result.status}; using what it emitted)`)
+  if (!existsSync(bin)) throw new Error("dist/cli/bin.js was not built")
+}
+
+const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/API_KEY$/.test(name) && !name.startsWith("NODE_OPTIONS")))
+
+/** Spawns and resolves with the ms until the first stdout byte (or until exit when `until` is "exit"). */
+const timeSpawn = (args: ReadonlyArray<string>, until: "first-byte" | "exit", cwd: string) =>
+  new Promise<number>((resolve, reject) => {
+    const start = performance.now()
+    const child = spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "ignore"] })
+    let firstByte = Number.NaN
+    child.stdout.once("data", () => {
+      firstByte = performance.now() - start
+    })
+    child.stdout.resume()
+    child.once("error", reject)
+    child.once("close", (code) => {
+      const total = performance.now() - start
+      if (code !== 0) return reject(new Error(`${args.join(" ")} exited ${code}`))
+      if (until === "first-byte" && Number.isNaN(firstByte)) return reject(new Error(`${args.join(" ")} printed nothing`))
+      resolve(until === "exit" ? total : firstByte)
+    })
+  })
+
+export const run = async (): Promise<Array<Row>> => {
+  ensureBuilt()
+  const cli = () => timeSpawn([bin, "run", "--provider", "fake", "hi"], "first-byte", scratch("cli"))
+  const bare = () => timeSpawn(["-e", ""], "exit", root)
+  const [o, b] = await interleave(config.cliReps, [cli, bare])
+  return [
+    ratioRow(8, "CLI cold start to the first byte of the answer vs `node -e ''`", ratios(o!, b!), { text: "≤ 4×", met: (m) => m <= 4 }, `CLI ${format(median(o!), " ms")}, node -e '' ${format(median(b!), " ms")}`)
+  ]
+}

@@ -1,0 +1,35 @@
+/**
+ * Row 6: the cost of one event in turn 2,000 of a session against turn 1 of a fresh session, same
+ * engine (memory store, a model answering D text deltas). The long session's 1,999 earlier turns are
+ * real turns repeated (logs.ts), appended through the store's public `append`; the engine hydrates
+ * it on its first turn, which is part of the (five-turn) warm-up and is not measured. Each round then runs the next turn
+ * of the long session (2,000, 2,001, …) and turn 1 of a new session; the ratio is of ms per event.
+ */
+import { Effect } from "effect"
+import { EventStore } from "../../src/index.js"
+import { config } from "../config.js"
+import { constantModel, createSession, deltaTexts, engineRuntime, runTurn, storeLayer } from "../engine.js"
+import { sessionEvents, template } from "../logs.js"
+import { format, interleave, median, ratioRow, ratios, type Row } from "../measure.js"
+
+export const run = async (): Promise<Array<Row>> => {
+  const t = await template(config.growthStoredDeltas)
+  const rt = engineRuntime(storeLayer({ kind: "memory" }), constantModel(deltaTexts(config.growthDeltas).map((d) => `${d} `), 1e9))
+  const longId = "sess_growth"
+  await rt.runPromise(Effect.flatMap(EventStore.EventStore, (store) =>
+    Effect.forEach(sessionEvents(t, longId, config.growthTurns - 1), (event) => store.append(event), { discard: true })))
+  const perEvent = async (sessionId: string) => {
+    const start = performance.now()
+    const events = await runTurn(rt, sessionId, "please explain what this function does and why it is slow")
+    return (performance.now() - start) / events
+  }
+  const [long, fresh] = await interleave(config.growthReps, [() => perEvent(longId), async () => perEvent(await createSession(rt))], { warmups: 5 })
+  await rt.dispose()
+  const us = (xs: ReadonlyArray<number>) => `${format(median(xs) * 1000, "")} µs/event`
+  return [
+    ratioRow(6, `per-event cost in turn ${config.growthTurns.toLocaleString("en")} of one session vs a fresh session`, ratios(long!, fresh!), {
+      text: "≤ 1.2×",
+      met: (m) => m <= 1.2
+    }, `turn ${config.growthTurns.toLocaleString("en")}+ ${us(long!)}, fresh turn ${us(fresh!)} (turns of ${config.growthDeltas} deltas; stored turns of ${config.growthStoredDeltas})`)
+  ]
+}

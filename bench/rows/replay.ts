@@ -1,0 +1,79 @@
+/**
+ * Rows 4–5, reading long logs back.
+ * 4: `replaySession` of a log of R MB (JSONL store, a fresh engine's first read of it) against
+ *    readline + JSON.parse of the same file, as throughput (baseline time / ours); and the peak RSS
+ *    growth of replay in child processes for a small and a large log (flat in log size: ≈ 1×).
+ * 5: peak RSS of hydrating an H MB session (runTurn on it in a fresh engine, the turn must end
+ *    `final`) against replaying it, each in its own child process. The ratio is of absolute peak RSS,
+ *    as in the issue; the detail line also gives the growth over each process's starting RSS.
+ * Logs are real turns repeated (see logs.ts): user message, 20 text deltas, turn.completed.
+ */
+import { createReadStream } from "node:fs"
+import { createInterface } from "node:readline"
+import { Effect, Stream } from "effect"
+import { SessionEngine } from "../../src/index.js"
+import { child } from "../children.js"
+import { config } from "../config.js"
+import { constantModel, engineRuntime, scratch, storeLayer } from "../engine.js"
+import { template, writeLog } from "../logs.js"
+import { format, interleave, mb, median, ratioRow, ratios, type Row } from "../measure.js"
+
+const MB = 1024 * 1024
+
+export const run = async (): Promise<Array<Row>> => {
+  const t = await template(20)
+  const dataDir = scratch("replay")
+  const rows: Array<Row> = []
+
+  // 4. Throughput, in process.
+  const log = writeLog(t, dataDir, "sess_replay", config.replayMb * MB)
+  const rt = engineRuntime(storeLayer({ kind: "jsonl", dataDir }), constantModel(["ok"]))
+  const ours = async () => {
+    const start = performance.now()
+    await rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => Stream.runDrain(engine.replaySession({ sessionId: "sess_replay" }))))
+    return performance.now() - start
+  }
+  const readline = async () => {
+    const start = performance.now()
+    for await (const line of createInterface({ input: createReadStream(log.file), crlfDelay: Infinity })) {
+      if (line !== "") JSON.parse(line)
+    }
+    return performance.now() - start
+  }
+  const [o, b] = await interleave(config.replayReps, [ours, readline])
+  await rt.dispose()
+  const rate = (xs: ReadonlyArray<number>) => `${format(log.size / MB / (median(xs) / 1000), "")} MB/s`
+  rows.push(ratioRow(4, `\`replaySession\` of a ${config.replayMb} MB log vs readline + \`JSON.parse\` of it (throughput)`, ratios(b!, o!), {
+    text: "≥ 0.7×",
+    met: (m) => m >= 0.7
+  }, `replaySession ${rate(o!)}, readline + JSON.parse ${rate(b!)} (${log.turns} turns)`))
+
+  // 4, memory: replay's peak RSS growth for a small and a large log, each in a fresh process.
+  writeLog(t, dataDir, "sess_small", config.rssSmallMb * MB)
+  writeLog(t, dataDir, "sess_large", config.rssLargeMb * MB)
+  const growth = (sessionId: string) => async () => {
+    const r = await child("replay", dataDir, sessionId)
+    return r.maxRss - r.rssStart
+  }
+  const [small, large] = await interleave(config.rssReps, [growth("sess_small"), growth("sess_large")], { warmups: 0 })
+  rows.push(ratioRow(4, `replay peak RSS growth, ${config.rssLargeMb} MB log vs ${config.rssSmallMb} MB log`, ratios(large!, small!), {
+    text: "≤ 1.25× (flat in log size)",
+    met: (m) => m <= 1.25
+  }, `peak RSS growth ${mb(median(small!))} (${config.rssSmallMb} MB log), ${mb(median(large!))} (${config.rssLargeMb} MB log)`))
+
+  // 5. Hydration vs replay, peak RSS, each in a fresh process.
+  const big = writeLog(t, dataDir, "sess_hydrate", config.hydrateMb * MB)
+  const grew: Record<"hydrate" | "replay", Array<number>> = { hydrate: [], replay: [] }
+  const peak = (mode: "hydrate" | "replay") => async () => {
+    const r = await child(mode, dataDir, "sess_hydrate")
+    grew[mode].push(r.maxRss - r.rssStart)
+    return r.maxRss
+  }
+  // Hydration appends a turn to the log: replay first in each round so both read the same log size (one short turn apart).
+  const [replayed, hydrated] = await interleave(config.hydrateReps, [peak("replay"), peak("hydrate")], { warmups: 0 })
+  rows.push(ratioRow(5, `hydrating a ${config.hydrateMb} MB session (runTurn in a fresh engine) vs replaying it, peak RSS`, ratios(hydrated!, replayed!), {
+    text: "≤ 1.2×",
+    met: (m) => m <= 1.2
+  }, `peak RSS hydrate ${mb(median(hydrated!))}, replay ${mb(median(replayed!))}; growth over the process's start ${mb(median(grew.hydrate))} vs ${mb(median(grew.replay))} (${big.turns} turns, ${mb(big.size)})`))
+  return rows
+}
