@@ -10,7 +10,9 @@
  * 2. A command with hazards (chaining, pipes, redirection, substitution, `sudo`, recursive `rm`) is
  *    denied unless a rule allowed it — in every mode.
  * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows).
- * 4. The user's "always" decisions apply to later calls of the same scope.
+ * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
+ *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
+ *    could run something else; see `CommandRisk`).
  * 5. The mode decides the rest: `default` allows reads inside cwd and asks for writes and commands;
  *    `acceptEdits` also allows edits; `readOnly` allows reads, asks for read-only commands, denies
  *    the rest; `bypass` allows everything.

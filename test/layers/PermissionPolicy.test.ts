@@ -92,4 +92,22 @@ describe("PermissionPolicy", () => {
     expect(decide({}, writeFile("/work/a"), remembered)).toEqual({ decision: "deny", policy: "remembered" })
     expect(decide({}, call("shell", { ...shell("ls /etc", "read"), paths: [path("/etc")] }), remembered).policy).toBe("outside-cwd")
   })
+
+  it("a command pattern's wildcard never matches shell syntax; a deny pattern matches any command of the line", () => {
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [
+      { name: "cat", tool: "shell", command: "cat *", decision: "allow" },
+      { name: "no-push", tool: "shell", command: "git push*", decision: "deny" }
+    ]
+    expect(decide({ rules }, shell("cat a.txt", "read"))).toEqual({ decision: "allow", policy: "cat" })
+    expect(decide({ rules }, shell("cat a.txt; touch x", "read", ["chaining"]))).toMatchObject({ decision: "deny", policy: "command-hazards" })
+    expect(decide({ rules }, shell("cat a.txt\ntouch x", "read", ["chaining"])).decision).toBe("deny")
+    // The router's hazards are not trusted alone: the policy reads the text too.
+    expect(decide({ rules }, shell("cat a.txt | tee x", "read", [])).decision).toBe("deny")
+    expect(decide({ rules, mode: "bypass" }, shell("ls && git push origin", "write", ["chaining"]))).toMatchObject({ decision: "deny", policy: "no-push" })
+  })
+
+  it("a remembered scope from before scopes named the risk (shell:<program>) covers nothing now", () => {
+    const remembered = [{ scope: "shell:git", decision: "allow" as const, sequence: 1 }]
+    expect(decide({}, call("shell", { risk: "write", command: { text: "git -c a=b x", argv: ["git", "-c", "a=b", "x"], hazards: [] }, scope: "shell:exact:git -c a=b x" }), remembered).decision).toBe("ask")
+  })
 })
