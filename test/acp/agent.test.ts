@@ -296,12 +296,12 @@ describe("effect-agent acp, bad input", () => {
     await finish(agent)
   })
 
-  it("malformed JSON and unknown methods are answered per JSON-RPC; stdout carries nothing else", async () => {
+  it("malformed JSON and unknown methods are answered per JSON-RPC, a newer protocol version gets ours; stdout carries nothing else", async () => {
     const { args, cwd } = workspace({ responses: [] })
     const raw = start(["acp", ...args], { cwd })
     raw.child.stdin!.write("{ not json\n")
     await raw.waitForStdout(/-32700/)
-    raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } }) + "\n")
+    raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 2 } }) + "\n")
     await raw.waitForStdout(/"id":1,"result"/)
     raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such_method", params: {} }) + "\n")
     await raw.waitForStdout(/"id":2,"error"/)
@@ -312,6 +312,8 @@ describe("effect-agent acp, bad input", () => {
     expect(lines).toHaveLength(3)
     expect(lines.every((line) => line.jsonrpc === "2.0")).toBe(true)
     expect(lines[0]).toMatchObject({ id: null, error: { code: -32700 } })
+    // A client on a newer protocol gets the version we speak, and may decline it.
+    expect(lines[1]).toMatchObject({ id: 1, result: { protocolVersion: 1 } })
     expect(lines[2]).toMatchObject({ id: 2, error: { code: -32601 } })
   })
 
