@@ -223,7 +223,9 @@ describe("\"always\" is not wider than what the user saw", () => {
       ["tee log.txt", "tee ../outside.txt"],
       ["awk '{print $1}' a.txt", "awk 'BEGIN{system(\"touch x\")}'"],
       ["python3 tool.py", "python3 -c 'import os'"],
-      ["sh -c 'echo hi'", "sh -c 'touch x'"]
+      ["sh -c 'echo hi'", "sh -c 'touch x'"],
+      ["npm test", "npm exec -- touch x"],
+      ["npx prettier --check .", "npx touch-x"]
     ] as const) {
       expect(decide({}, await prepare(second), await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
       expect(decide({}, await prepare(first), await always(first)).decision, first).toBe("allow")

@@ -66,7 +66,9 @@ const readPrograms: Record<string, OptionRule> = {
 }
 
 /** Programs whose arguments are (or can be) another command or a program text. */
-const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen)$/
+const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx)$/
+/** Package manager subcommands that run a command given on the line. */
+const packageRunners = new Set(["exec", "x", "dlx", "create"])
 
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
 const networkPrograms = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
@@ -315,6 +317,7 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   if (rule !== undefined) return optionsAreReads(rule, args) ? general("read") : exact()
   if (destructivePrograms.has(program)) return general("destructive")
   if (networkPrograms.has(program)) return general("network")
+  if ((program === "npm" || program === "pnpm" || program === "yarn" || program === "bun") && packageRunners.has(args[0] ?? "")) return exact()
   if ((program === "npm" || program === "pnpm" || program === "yarn") && ["install", "add", "i", "ci"].includes(args[0] ?? "")) {
     return general("network")
   }
