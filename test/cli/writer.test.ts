@@ -4,7 +4,7 @@
  * holder killed with SIGKILL is dead, so the next process takes over and closes its turn
  * `interrupted`.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -119,3 +119,40 @@ for (const store of ["jsonl", "sqlite"] as const) {
   })
 }
 
+
+describe("a log two writers appended to, on the CLI", () => {
+  it("sessions lists the others and names it in one line; replay points at repair; repair makes it readable again", async () => {
+    const dataDir = join(dir, "data-repair")
+    const common = ["--data-dir", dataDir]
+    const fixture = join(import.meta.dirname, "../stores/fixtures/two-writers.jsonl")
+    const created = await run(["run", "hello", ...common, "--script", writeScript("repair-good.json", { responses: [{ chunks: ["hi"] }] })], { cwd: dir })
+    expect(created.code, created.stderr).toBe(0)
+    const good = /session (\S+)/.exec(created.stderr)![1]!
+    const file = join(dataDir, "sessions", "sess_dup.jsonl")
+    copyFileSync(fixture, file)
+
+    const listed = await run(["sessions", ...common])
+    expect(listed.code).toBe(0)
+    expect(listed.stdout.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual([good])
+    expect(listed.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^effect-agent: session sess_dup cannot be read: .*duplicate or out-of-order sequence.*sess_dup\.jsonl:8\)$/)])
+
+    const replayed = await run(["replay", "sess_dup", ...common])
+    expect(replayed.code).not.toBe(0)
+    expect(replayed.stderr.trim().split("\n")).toHaveLength(1)
+    expect(replayed.stderr).toContain("`effect-agent repair sess_dup`")
+
+    const repaired = await run(["repair", "sess_dup", ...common])
+    expect(repaired.code, repaired.stderr).toBe(0)
+    expect(repaired.stdout).toBe(
+      `Repaired sess_dup: kept 8 events, dropped 4 lines, closed turn turn_a as interrupted. The original is kept as ${file}.bak.\n`
+    )
+    expect(readFileSync(`${file}.bak`, "utf8")).toBe(readFileSync(fixture, "utf8"))
+    const log = events((await run(["replay", "sess_dup", "--json", ...common])).stdout)
+    expectWellFormedLog(log)
+    expect(log.map((e) => e.sequence)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
+    const after = await run(["sessions", ...common])
+    expect(after.stderr).toBe("")
+    expect(after.stdout.trim().split("\n").map((l) => l.split(/\s+/)[0]).sort()).toEqual([good, "sess_dup"].sort())
+    expect((await run(["repair", "sess_dup", ...common])).stdout).toBe("Nothing to repair: the log of sess_dup is valid (10 events).\n")
+  })
+})

@@ -11,7 +11,9 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Cause from "effect/Cause"
 import * as Exit from "effect/Exit"
+import * as Logger from "effect/Logger"
 import * as Scope from "effect/Scope"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as SessionState from "../../src/domain/SessionState.js"
@@ -191,6 +193,26 @@ describe("listing with a damaged log", () => {
       expect((yield* store.listing).damaged).toEqual([])
       expect((yield* store.list).map((s) => s.sessionId).sort()).toEqual(["dup", "good"])
     }).pipe(Effect.provide(IdGenerator.layerSequential), Effect.provide(NodeContext.layer)))
+})
+
+describe("the session index", () => {
+  it.scoped("failing to save it is one warning line naming the reason, with no stack", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* storeIn(dataDir)
+      yield* store.append(created("s"))
+      // The index's temporary file cannot be written: a folder sits at its path.
+      mkdirSync(join(dataDir, `index.json.${process.pid}.tmp`))
+      const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ cause, message }) => logged.push({ message, cause })))
+      expect((yield* store.list.pipe(Effect.provide(capture))).map((s) => s.sessionId)).toEqual(["s"])
+      expect(logged).toHaveLength(1)
+      const [message] = logged[0]!.message as ReadonlyArray<unknown>
+      expect(logged[0]!.message).toHaveLength(1)
+      expect(message).toMatch(/^effect-agent: could not save the session index: .*index\.json/)
+      expect(message).not.toContain("\n")
+      expect(Cause.isEmpty(logged[0]!.cause)).toBe(true)
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
 
 describe("the line size cap", () => {
