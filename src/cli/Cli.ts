@@ -233,7 +233,7 @@ const sessions = Command.make("sessions", storage, (options) =>
     yield* warnDamaged(damaged)
     if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
     for (const s of summaries) {
-      yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${s.cwd}`)
+      yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
     }
   }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))).pipe(
     Command.withDescription("List stored sessions, most recently active first")
