@@ -13,7 +13,7 @@ import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -37,8 +37,14 @@ const INSIDE = "SECRET-INSIDE"
  * A fresh temp dir: `ws/` is the session's cwd, `out/` is outside it. Inside: `a.txt`, and links
  * out — to a file, to a folder, dangling (to a file and to a folder not made yet) and in a loop.
  */
+const trees: Array<string> = []
+afterAll(() => {
+  for (const root of trees) NodeFs.rmSync(root, { recursive: true, force: true })
+})
+
 const makeTree = () => {
   const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "effect-agent-escapes-")))
+  trees.push(root)
   const cwd = NodePath.join(root, "ws")
   const out = NodePath.join(root, "out")
   NodeFs.mkdirSync(cwd)
@@ -293,7 +299,7 @@ describe("check-then-use: a folder swapped for a link while the tools run", () =
    * be shown, created or changed.
    */
   for (const tool of ["read_file", "write_file", "edit_file", "grep", "list_dir"] as const) {
-    it.live(`${tool}: 300 calls against a swapping folder never reach outside`, () =>
+    it.scopedLive(`${tool}: 300 calls against a swapping folder never reach outside`, () =>
       Effect.gen(function*() {
         const tree = makeTree()
         const real = NodePath.join(tree.cwd, "d-real")
@@ -323,14 +329,14 @@ describe("check-then-use: a folder swapped for a link while the tools run", () =
           const text = shownText(outcome)
           if (text.includes(OUTSIDE) || text.includes("inside-name")) seen.escaped++
         }
-        yield* swapper.stop
+        yield* swapper.stop()
         expect(seen.escaped, JSON.stringify(seen)).toBe(0)
         expect(snapshot(tree.out)).toEqual(before)
       }), 120_000)
   }
 })
 
-/** A separate process that swaps `d` between the real folder and the link until stopped. */
+/** A separate process that swaps `d` between the real folder and the link until stopped (or the test's scope closes). */
 const startSwapper = (cwd: string) =>
   Effect.gen(function*() {
     const script = `
@@ -340,19 +346,23 @@ const startSwapper = (cwd: string) =>
         try { fs.renameSync("d-real", "d"); fs.renameSync("d", "d-real"); fs.renameSync("d-link", "d"); fs.renameSync("d", "d-link") } catch {}
         if (++n === 1) process.stdout.write("ready\\n");
       }`
-    const child = spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })
+    const child = yield* Effect.acquireRelease(
+      Effect.sync(() => spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })),
+      (child) => Effect.sync(() => child.kill("SIGKILL"))
+    )
     const ready = yield* Deferred.make<void>()
     child.stdout.on("data", () => Deferred.unsafeDone(ready, Effect.void))
     yield* Deferred.await(ready)
     return {
-      stop: Effect.async<void>((resume) => {
-        child.once("exit", () => {
-          // Leave the folder in a known state whatever the swap was doing.
-          if (!NodeFs.existsSync(NodePath.join(cwd, "d-real"))) NodeFs.renameSync(NodePath.join(cwd, "d"), NodePath.join(cwd, "d-real"))
-          resume(Effect.void)
+      stop: () =>
+        Effect.async<void>((resume) => {
+          child.once("exit", () => {
+            // Leave the folder in a known state whatever the swap was doing.
+            if (!NodeFs.existsSync(NodePath.join(cwd, "d-real"))) NodeFs.renameSync(NodePath.join(cwd, "d"), NodePath.join(cwd, "d-real"))
+            resume(Effect.void)
+          })
+          child.kill("SIGKILL")
         })
-        child.kill("SIGKILL")
-      })
     }
   })
 
