@@ -173,6 +173,7 @@ describe("CommandLine.parse finds every kind of shell syntax", () => {
   it("quoting a POSIX shell does not share is refused, not guessed at", async () => {
     expect(CommandLine.parse("echo $'\\' '; touch x; '").invalid).toBeDefined()
     expect(CommandLine.parse("echo $'\\' '; touch x; '").argv).toEqual([])
+    expect(CommandLine.parse("npm test | tee log.txt\0; touch x")).toMatchObject({ argv: [], invalid: "it contains a NUL byte" })
   })
 })
 

@@ -121,6 +121,8 @@ const substitutionEnd = (text: string, start: number): number | undefined => {
 
 /** Splits a command line into words and operators. */
 export const tokenize = (text: string): { readonly tokens: ReadonlyArray<Token>; readonly unterminated: boolean; readonly invalid?: string } => {
+  // No program can receive a NUL byte in an argument, and `sh -c` would silently cut the line there.
+  if (text.includes("\0")) return { tokens: [], unterminated: false, invalid: "it contains a NUL byte" }
   const tokens: Array<Token> = []
   let value = ""
   let quoted: Array<boolean> = []
