@@ -220,7 +220,10 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
         const temporary = `${file}.upgrade`
         yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
-        yield* fs.copyFile(file, `${file}.v${version}`).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
+        yield* fs.copyFile(file, `${file}.v${version}`).pipe(
+          Effect.zipRight(fs.chmod(`${file}.v${version}`, 0o600)),
+          Effect.mapError(fromPlatform("append", file, sessionId))
+        )
         yield* closeAppender(sessionId)
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))

@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, statSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
@@ -88,5 +89,51 @@ describe("SQLite files and errors", () => {
       const opened = yield* Effect.either(Effect.scoped(storeAt(filename)))
       expect(Either.isLeft(opened) && opened.left).toMatchObject({ _tag: "EventStoreFailure", reason: "permission_denied", path: filename })
       expect(Either.isLeft(opened) && opened.left.message).toContain(filename)
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+/** The store on a client the test opens itself, migrated, after `setup` ran on that client's connection. */
+const storeOn = (filename: string, options: { readonly readonly?: boolean; readonly setup?: string } = {}) =>
+  Effect.gen(function*() {
+    const client = yield* Layer.build(SqliteClient.layer({ filename, ...(options.readonly === true ? { readonly: true, disableWAL: true } : {}) }))
+    return yield* Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      if (options.readonly !== true) yield* Migrator.make({})({ loader: SqliteEventStore.migrations, table: "effect_agent_migrations" })
+      if (options.setup !== undefined) yield* sql.unsafe(options.setup)
+      return yield* SqliteEventStore.make({ filename })
+    }).pipe(Effect.provide(client))
+  }).pipe(Effect.orDie)
+
+const event = (sequence: number, text: string) =>
+  sequence === 1
+    ? { id: "e1", sessionId: "s", sequence: 1, timestamp: at, type: "session.created" as const, payload: { cwd: "/w", client: "cli" as const } }
+    : { id: `e${sequence}`, sessionId: "s", turnId: "t", sequence, timestamp: at, type: "model.delta" as const, payload: { text } }
+
+describe("SQLite errors while running", () => {
+  it.scoped("a full database (SQLITE_FULL) is disk_full, naming the file, saying what it means", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "events.sqlite")
+      // A page limit makes SQLite report SQLITE_FULL, as a full disk does.
+      const store = yield* storeOn(filename, { setup: "PRAGMA max_page_count = 40" })
+      yield* store.append(event(1, ""))
+      let failure: unknown
+      for (let sequence = 2; failure === undefined && sequence < 200; sequence++) {
+        const result = yield* Effect.either(store.append(event(sequence, "x".repeat(8000))))
+        if (Either.isLeft(result)) failure = result.left
+      }
+      expect(failure).toMatchObject({ _tag: "EventStoreFailure", reason: "disk_full", operation: "append", path: filename })
+      expect((failure as Error).message).toMatch(/the disk is full: .*\(SQLITE_FULL\).*events\.sqlite/)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a read-only database (SQLITE_READONLY) is permission_denied, naming the file", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "events.sqlite")
+      yield* Effect.scoped(storeAt(filename))
+      const store = yield* storeOn(filename, { readonly: true })
+      const refused = yield* Effect.either(store.append(event(1, "")))
+      expect(Either.isLeft(refused) && refused.left).toMatchObject({ reason: "permission_denied", path: filename })
+      expect(Either.isLeft(refused) && refused.left.message).toMatch(/read-only.*SQLITE_READONLY.*events\.sqlite/)
     }).pipe(Effect.provide(NodeContext.layer)))
 })
