@@ -258,8 +258,9 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           return inserted.length === 1 ? { _tag: "Held" as const, takenOverFrom: undefined } : { _tag: "Retry" as const }
         }
         const holder = Holder.parse(row.holder)
-        // On this host the holder's process tells; from another host only the lease's expiry can.
-        const free = holder === undefined || (Holder.isLocal(holder) ? Holder.isDead(holder) : row.expires_at < now)
+        // On this host the holder's process tells; from another host (or container) only the lease's expiry can.
+        const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
+        const free = liveness === "dead" || (liveness === "unknown" && row.expires_at < now)
         if (!free) return { _tag: "Busy" as const, holder: holder! }
         // Compare-and-swap on the token: of two processes taking over one dead lease, one wins.
         const taken = yield* sql<{ token: string }>`

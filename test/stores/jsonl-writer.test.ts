@@ -94,6 +94,12 @@ describe("JSONL writer lock", () => {
       const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("s")))
       expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId: "s", holder: `pid 1 on host ${hostname()} (since ${at})` })
       expect(readdirSync(join(sessionsDir(dataDir), "s.jsonl.lock")).sort()).toEqual(before)
+      // A pid of another pid namespace (another container on this host) or of another host cannot be checked: taken as alive.
+      const deadHere = Number(deadPid())
+      writeLockRecord(dataDir, "container", { pid: deadHere, hostname: hostname(), pidNamespace: "pid:[1]", startedAt: at, nonce: "n" })
+      expect(yield* Effect.either(Effect.scoped(store.acquireWriter("container")))).toMatchObject({ left: { _tag: "SessionBusy" } })
+      writeLockRecord(dataDir, "remote", { pid: deadHere, hostname: `not-${hostname()}`, startedAt: at, nonce: "n" })
+      expect(yield* Effect.either(Effect.scoped(store.acquireWriter("remote")))).toMatchObject({ left: { _tag: "SessionBusy" } })
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a lock left by a dead process, or by a pid now reused by another process, is taken over", () =>
@@ -105,6 +111,9 @@ describe("JSONL writer lock", () => {
       // pid 1 is alive, but it did not start at this time: the holder was another process.
       writeLockRecord(dataDir, "reused", { pid: 1, hostname: hostname(), startTime: "1", startedAt: at, nonce: "n" })
       yield* Effect.scoped(store.acquireWriter("reused"))
+      // Held before the machine rebooted (another boot id): gone, whatever its pid is now.
+      writeLockRecord(dataDir, "rebooted", { pid: 1, hostname: hostname(), startTime: startTimeOf(1), bootId: "another-boot", startedAt: at, nonce: "n" })
+      yield* Effect.scoped(store.acquireWriter("rebooted"))
       // After the takeover the new holder is this process, and only its generation remains.
       const scope = yield* Scope.make()
       yield* Scope.extend(store.acquireWriter("reused"), scope)

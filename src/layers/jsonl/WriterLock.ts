@@ -100,7 +100,8 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
     const released = names.includes(`${highest}.released`)
     // An unreadable record cannot be a live holder's: records are published whole.
     if (holder !== undefined && !released) {
-      if (!Holder.isDead(holder)) return { _tag: "Busy", holder }
+      // A holder whose liveness cannot be known here (another host or container) is taken as alive.
+      if (Holder.liveness(holder) !== "dead") return { _tag: "Busy", holder }
       takenOverFrom = holder
     }
   }

@@ -11,7 +11,7 @@
  * @internal
  */
 import { randomUUID } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { readFileSync, readlinkSync } from "node:fs"
 import { hostname } from "node:os"
 
 /** A lock holder as recorded in a lock file or lease row. */
@@ -20,6 +20,10 @@ export interface Holder {
   readonly hostname: string
   /** The process's start time from `/proc/<pid>/stat` (field 22); absent where `/proc` is not available. */
   readonly startTime?: string
+  /** The kernel's boot id: another one means the machine rebooted since, and the holder is gone. */
+  readonly bootId?: string
+  /** The holder's pid namespace (`/proc/self/ns/pid`): its pid means nothing in another one (another container). */
+  readonly pidNamespace?: string
   /** When the lock was taken (ISO time), for people reading the holder's description. */
   readonly startedAt: string
   /** Unique per acquisition: tells two acquisitions by one process apart. */
@@ -42,35 +46,52 @@ export const startTimeOf = (pid: number): string | undefined => {
 
 const ownStartTime = startTimeOf(process.pid)
 
+const readOr = (read: () => string): string | undefined => {
+  try {
+    return read().trim()
+  } catch {
+    return undefined
+  }
+}
+const ownBootId = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8"))
+const ownPidNamespace = readOr(() => readlinkSync("/proc/self/ns/pid"))
+
 /** A fresh holder record for this process. */
 export const current = (now: Date = new Date()): Holder => ({
   pid: process.pid,
   hostname: hostname(),
   ...(ownStartTime === undefined ? {} : { startTime: ownStartTime }),
+  ...(ownBootId === undefined ? {} : { bootId: ownBootId }),
+  ...(ownPidNamespace === undefined ? {} : { pidNamespace: ownPidNamespace }),
   startedAt: now.toISOString(),
   nonce: randomUUID()
 })
 
-/** Whether the holder runs on this machine (only then can its liveness be checked). */
-export const isLocal = (holder: Holder): boolean => holder.hostname === hostname()
+/** What can be known here of a holder: alive, dead, or nothing (another host, another pid namespace). */
+export type Liveness = "alive" | "dead" | "unknown"
+
+const differ = (a: string | undefined, b: string | undefined) => a !== undefined && b !== undefined && a !== b
 
 /**
- * Whether a holder on this host is gone: no process has its pid, or the process with its pid
- * started at another time (the pid was reused), or it has exited and not been reaped yet.
- * A holder on another host is never judged dead here.
+ * Whether a holder is alive, as far as this process can tell. On this host and in this pid
+ * namespace: dead when no process has its pid, when the process with its pid started at another
+ * time (the pid was reused), or when it has exited and not been reaped yet. On this host after a
+ * reboot: dead. From another host or pid namespace (another container): unknown.
  */
-export const isDead = (holder: Holder): boolean => {
-  if (!isLocal(holder)) return false
-  if (holder.pid === process.pid) return holder.startTime !== undefined && ownStartTime !== undefined && holder.startTime !== ownStartTime
+export const liveness = (holder: Holder): Liveness => {
+  if (holder.hostname !== hostname()) return "unknown"
+  if (differ(holder.bootId, ownBootId)) return "dead"
+  if (differ(holder.pidNamespace, ownPidNamespace)) return "unknown"
+  if (holder.pid === process.pid) return differ(holder.startTime, ownStartTime) ? "dead" : "alive"
   try {
     process.kill(holder.pid, 0)
   } catch (error) {
     // EPERM: the process exists but belongs to another user; it is alive.
-    if ((error as NodeJS.ErrnoException).code === "ESRCH") return true
+    if ((error as NodeJS.ErrnoException).code === "ESRCH") return "dead"
   }
   const now = startTimeOf(holder.pid)
-  if (now === "exited") return true
-  return holder.startTime !== undefined && now !== undefined && now !== holder.startTime
+  if (now === "exited") return "dead"
+  return differ(holder.startTime, now) ? "dead" : "alive"
 }
 
 /** One line for people: `pid 1234 on host h (since 2026-…)`. */
@@ -80,8 +101,9 @@ export const describe = (holder: Holder): string => `pid ${holder.pid} on host $
 export const parse = (text: string): Holder | undefined => {
   try {
     const value = JSON.parse(text) as Partial<Holder>
+    const optionalString = (v: unknown) => v === undefined || typeof v === "string"
     return typeof value.pid === "number" && typeof value.hostname === "string" && typeof value.startedAt === "string" &&
-        typeof value.nonce === "string" && (value.startTime === undefined || typeof value.startTime === "string")
+        typeof value.nonce === "string" && optionalString(value.startTime) && optionalString(value.bootId) && optionalString(value.pidNamespace)
       ? value as Holder
       : undefined
   } catch {
