@@ -35,11 +35,12 @@ export const config = {
   hydrateMb: num("HYDRATE_MB", 100, 25),
   hydrateReps: num("HYDRATE_REPS", 2, 1),
   rssReps: num("RSS_REPS", 2, 1),
-  /** Row 6: turns already in the long session, deltas per stored turn, deltas of the measured turn, repetitions. */
+  /** Row 6: turn number measured in the long session, deltas per stored turn, deltas of a measured turn, repetitions, turns per sample. */
   growthTurns: num("GROWTH_TURNS", 2_000, 2_000),
   growthStoredDeltas: num("GROWTH_STORED_DELTAS", 20, 20),
   growthDeltas: num("GROWTH_DELTAS", 20, 20),
-  growthReps: num("GROWTH_REPS", 61, 31),
+  growthReps: num("GROWTH_REPS", 25, 15),
+  growthBatch: num("GROWTH_BATCH", 5, 5),
   /** Row 7: cancellations measured per store. */
   cancelReps: num("CANCEL_REPS", 200, 50),
   /** Row 8: CLI cold starts measured. */

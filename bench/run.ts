@@ -6,6 +6,7 @@
  * (see bench/config.ts). Numbers compare changes on one machine; nothing here is a test.
  */
 import { writeFileSync } from "node:fs"
+import { availableParallelism, loadavg } from "node:os"
 import { join } from "node:path"
 import { config, only, quick } from "./config.js"
 import { printRow, type Row, table } from "./measure.js"
@@ -24,7 +25,8 @@ const suites: ReadonlyArray<Suite> = [
 
 const main = async () => {
   if (!global.gc) console.log("(run with node --expose-gc, as `npm run bench` does, for clean memory figures)")
-  console.log(`effect-agent benchmarks (${quick ? "quick" : "full"}), node ${process.version}, ${new Date().toISOString()}`)
+  const machine = `node ${process.version}, ${availableParallelism()} cores, load average ${loadavg()[0]!.toFixed(1)} at start`
+  console.log(`effect-agent benchmarks (${quick ? "quick" : "full"}), ${machine}, ${new Date().toISOString()}`)
   console.log(`sizes: ${JSON.stringify(config)}`)
   const rows: Array<Row> = []
   for (const suite of suites) {
@@ -41,7 +43,7 @@ const main = async () => {
   rows.sort((a, b) => a.id - b.id)
   const markdown = table(rows)
   console.log(`\n${markdown}`)
-  const header = `Measured by \`npm run bench${quick ? " -- --quick" : ""}\` on node ${process.version}, ${new Date().toISOString().slice(0, 10)}; ratios of contenders run interleaved in the same process.\n\n`
+  const header = `Measured by \`npm run bench${quick ? " -- --quick" : ""}\` (${machine}), ${new Date().toISOString().slice(0, 10)}; contenders run interleaved in the same process (memory rows: sibling child processes).\n\n`
   const legend = "\n\nresult: for ratios, the median over interleaved repetitions of (effect-agent / baseline) as the row names it, spread its interquartile range; row 7 is a p99 latency, spread its p50 and max.\n"
   console.log(legend)
   if (only !== undefined) return console.log("(bench/results.md is written only by a run of every row)")
