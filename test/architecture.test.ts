@@ -22,13 +22,19 @@ const importsOf = (file: string): Array<string> => {
 const areaOf = (file: string) => relative(src, file).split("/")[0]!
 
 const core = new Set(["domain", "fsm", "services", "engine"])
-const adapters = new Set(["cli", "http", "acp"])
+const adapters = new Set(["cli", "server", "http", "acp", "cluster"])
+/** The package's entry points (its `exports`): the public API adapters may import. */
+const entryPoints = new Set(
+  Object.values(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).exports as Record<string, string | { import: string }>)
+    .flatMap((target) => (typeof target === "string" ? [] : [target.import.replace(/^\.\/dist\//, "")]))
+)
 
 describe("the dependency rule", () => {
   const files = filesUnder(src)
 
-  it("finds the source files and their imports", () => {
+  it("finds the source files, their imports and the package's entry points", () => {
     expect(files.length).toBeGreaterThan(10)
+    expect([...entryPoints]).toEqual(expect.arrayContaining(["index.js", "anthropic.js", "sqlite.js"]))
     expect(files.some((f) => importsOf(f).includes("effect/Effect"))).toBe(true)
   })
 
@@ -53,7 +59,7 @@ describe("the dependency rule", () => {
       it(`${name} uses the public API, not engine internals`, () => {
         for (const spec of imports.filter((s) => s.startsWith("."))) {
           const target = areaOf(resolve(dirname(file), spec))
-          expect(target === area || relative(src, resolve(dirname(file), spec)) === "index.js", `${name} imports ${spec}`).toBe(true)
+          expect(target === area || entryPoints.has(relative(src, resolve(dirname(file), spec))), `${name} imports ${spec}`).toBe(true)
         }
       })
     }
