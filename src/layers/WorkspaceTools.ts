@@ -34,6 +34,7 @@ import {
   ToolRouter
 } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
+import * as Matcher from "./workspace/Matcher.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
 import * as Walk from "./workspace/Walk.js"
@@ -322,7 +323,11 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const root = yield* target(call, context)
           const workspace = yield* Paths.realCwd(context.cwd)
-          const regex = new RegExp(input.pattern, input.ignoreCase === true ? "i" : "")
+          // The pattern runs in a worker that the time limit can stop (a pattern can backtrack for ever).
+          const matcher = yield* Effect.acquireRelease(
+            Effect.sync(() => Matcher.make(input.pattern, input.ignoreCase === true ? "i" : "")),
+            (matcher) => Effect.sync(() => matcher.close())
+          )
           const matches: Array<string> = []
           let more = 0
           const clock = yield* Effect.clock
@@ -335,14 +340,12 @@ export const make = (options: Options = {}) =>
             deadline: clock.unsafeCurrentTimeMillis() + Duration.toMillis(walkTimeBudget),
             now: () => clock.unsafeCurrentTimeMillis(),
             maxFileBytes: maxFile,
-            onFile: (file, bytes) => {
+            onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
               const shownPath = Paths.display(path, workspace, path.join(root, file))
-              new TextDecoder().decode(bytes).split("\n").forEach((line, i) => {
-                if (!regex.test(line.slice(0, 1000))) return
-                if (matches.length < 200) matches.push(`${shownPath}:${i + 1}:${line.slice(0, 300)}`)
-                else more++
-              })
+              const found = await matcher.match(new TextDecoder().decode(bytes), 200 - matches.length)
+              for (const [line, text] of found.matches) matches.push(`${shownPath}:${line}:${text}`)
+              more += found.more
               return true
             }
           }).pipe(Effect.catchAll(fileFailure(input.path ?? ".")))
@@ -361,7 +364,7 @@ export const make = (options: Options = {}) =>
           ]
           const found = matches.length === 0 ? "No matches." : matches.join("\n")
           return { result: bound([found, ...notes].join("\n"), maxResult) }
-        }).pipe(timed("grep"))
+        }).pipe(Effect.scoped, timed("grep"))
     }
 
     const shell: Tool<typeof ShellArgs.Type, typeof ShellArgs.Encoded> = {

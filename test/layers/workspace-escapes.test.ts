@@ -17,7 +17,9 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import type { Json } from "../../src/domain/Json.js"
@@ -449,6 +451,24 @@ describe("bounded walks", () => {
       const { attempt } = yield* harness(tree.cwd, "default", { walkTimeBudget: 0 })
       const found = shownText(yield* attempt("grep", { pattern: "SECRET" }))
       expect(found).toContain("[search stopped after 0ms; narrow the path]")
+    }))
+
+  it.live("a pattern that backtracks for ever freezes nothing, is cancelled at once, and meets the time limit", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "evil.txt"), `${"a".repeat(60)}!\n`)
+      const tools = yield* harness(tree.cwd, "acceptEdits")
+      // (a+)+$ on sixty a's and a "!" backtracks about 2^60 times: longer than anyone waits.
+      const search = yield* Effect.fork(tools.attempt("grep", { pattern: "(a+)+$" }))
+      // Meanwhile the process still does its own work: another tool call writes a file.
+      const write = yield* tools.attempt("write_file", { path: "meanwhile.txt", content: "done" })
+      expect(write.stage === "ran" && Either.isRight(write.result)).toBe(true)
+      expect(Option.isNone(yield* Fiber.poll(search))).toBe(true)
+      // A cancel stops the search (its worker is terminated mid-match).
+      yield* Fiber.interrupt(search)
+      const limited = yield* harness(tree.cwd, "default", { fileTimeout: "1 second" })
+      const outcome = yield* limited.attempt("grep", { pattern: "(a+)+$" })
+      expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.errorCode, JSON.stringify(outcome)).toBe("timeout")
     }))
 
   it.live("every file tool has a time limit: past it the call fails with timeout", () =>

@@ -35,7 +35,7 @@ export interface Options {
    * Called with each regular file's content and the path the walk reached it by (links kept, so
    * that it reads like the tree the model sees). Returns false to stop the walk.
    */
-  readonly onFile: (path: string, bytes: Uint8Array) => boolean
+  readonly onFile: (path: string, bytes: Uint8Array) => Promise<boolean>
 }
 
 /** What cut a walk short. */
@@ -84,7 +84,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         try {
           if (file.info.size > options.maxFileBytes) return
           const bytes = await SafeFile.readCapped(file.handle, options.maxFileBytes, signal).catch(() => undefined)
-          if (bytes !== undefined && !options.onFile(shown, bytes)) done = true
+          if (bytes !== undefined && !(await options.onFile(shown, bytes))) done = true
         } finally {
           await file.handle.close().catch(() => undefined)
         }
