@@ -29,6 +29,12 @@ export interface Options {
   readonly name?: string | undefined
   /** Reported to the client in `initialize` (default the package version). */
   readonly version?: string | undefined
+  /**
+   * The policy of a session opened in `cwd` (e.g. its project's settings file), read when the
+   * session is created or loaded; a failure refuses the request with its message. Needs
+   * `AcpPermissions.SessionModes`.
+   */
+  readonly sessionPolicy?: ((cwd: string) => Effect.Effect<AcpPermissions.SessionPolicy, { readonly message: string }>) | undefined
 }
 
 /** A turn this connection drives for a session. */
@@ -225,6 +231,14 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         : Effect.fail(turnFailed(ending.errorCode, session.sessionId))
     }
 
+    /** The session's policy for its cwd; read before anything is stored, so a bad settings file refuses the request. */
+    const policyFor = (cwd: string) =>
+      options.sessionPolicy === undefined || sessionModes === undefined
+        ? Effect.succeed<AcpPermissions.SessionPolicy>({})
+        : options.sessionPolicy(cwd).pipe(
+          Effect.mapError((error) => acp.RequestError.invalidParams({ errorCode: "invalid_settings" }, error.message))
+        )
+
     const modeState = (mode: string): acp.SessionModeState | undefined =>
       sessionModes === undefined ? undefined : {
         currentModeId: mode,
@@ -251,10 +265,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       Effect.gen(function*() {
         if (!isAbsolute(params.cwd)) return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "cwd" }, "cwd must be an absolute path"))
         if (params.mcpServers.length > 0) yield* Effect.logWarning("effect-agent acp: MCP servers are not supported; ignoring them")
+        const policy = yield* policyFor(params.cwd)
         const session = yield* engine.createSession({ cwd: params.cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
+        if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
         sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined })
-        if (sessionModes !== undefined) yield* sessionModes.set(session.sessionId, sessionModes.initial)
-        const modes = modeState(sessionModes?.initial ?? "default")
+        const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))
         return { sessionId: session.sessionId, ...(modes === undefined ? {} : { modes }) } satisfies acp.NewSessionResponse
       })
 
@@ -270,6 +285,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
             "a session's cwd is fixed when it is created; start a new session for another directory"
           ))
         }
+        const policy = yield* policyFor(state.cwd)
+        if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
         const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined }
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.

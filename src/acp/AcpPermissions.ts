@@ -23,41 +23,62 @@ export const modes: ReadonlyArray<{ readonly id: PermissionPolicy.Mode; readonly
 /** Whether `id` names a mode. */
 export const isMode = (id: string): id is PermissionPolicy.Mode => modes.some((mode) => mode.id === id)
 
-/** The modes of the sessions served, and the mode a session starts in. */
+/** What a session's policy holds besides the mode: its rules (e.g. from its project's settings). */
+export interface SessionPolicy {
+  readonly mode?: PermissionPolicy.Mode | undefined
+  readonly rules?: ReadonlyArray<PermissionPolicy.Rule> | undefined
+}
+
+/** The modes (and rules) of the sessions served, and the mode a session starts in. */
 export class SessionModes extends Context.Tag("effect-agent/acp/SessionModes")<SessionModes, SessionModes.Service>() {}
 
 /** The modes of the sessions served. */
 export declare namespace SessionModes {
   /** What the mode table does. */
   export interface Service {
-    /** The mode a session starts in (when it is created or loaded). */
+    /** The mode a session starts in (when it is created or loaded) unless its policy names one. */
     readonly initial: PermissionPolicy.Mode
     /** The session's mode now. */
     readonly get: (sessionId: string) => Effect.Effect<PermissionPolicy.Mode>
     /** Sets the session's mode; later decisions, in the running turn too, use it. */
     readonly set: (sessionId: string, mode: PermissionPolicy.Mode) => Effect.Effect<void>
+    /** Sets the session's policy when it is opened: its mode (else `initial`) and its own rules. */
+    readonly configure: (sessionId: string, policy: SessionPolicy) => Effect.Effect<void>
   }
 }
 
-/** Options: the starting mode and the policy's rules (the rules apply in every mode). */
+/** Options: the starting mode, rules for every session, and the decision function. */
 export interface Options {
   readonly initial?: PermissionPolicy.Mode | undefined
+  /** Rules of every session, after each session's own. */
   readonly rules?: ReadonlyArray<PermissionPolicy.Rule> | undefined
+  /** Decides with a session's options; default `PermissionPolicy.decide` (the CLI adds its guards). */
+  readonly decide?: ((options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest) => PermissionEngine.PermissionDecision) | undefined
+}
+
+interface Entry {
+  readonly mode: PermissionPolicy.Mode
+  readonly rules: ReadonlyArray<PermissionPolicy.Rule>
 }
 
 /** The mode table and the permission engine reading it, sharing one table. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
-    const table = yield* Ref.make(new Map<string, PermissionPolicy.Mode>())
+    const table = yield* Ref.make(new Map<string, Entry>())
     const initial = options.initial ?? "default"
-    const get = (sessionId: string) => Effect.map(Ref.get(table), (modes) => modes.get(sessionId) ?? initial)
+    const decide = options.decide ?? PermissionPolicy.decide
+    const entry = (sessionId: string) => Effect.map(Ref.get(table), (entries): Entry => entries.get(sessionId) ?? { mode: initial, rules: [] })
+    const put = (sessionId: string, next: (current: Entry) => Entry) =>
+      Ref.update(table, (entries) => new Map(entries).set(sessionId, next(entries.get(sessionId) ?? { mode: initial, rules: [] })))
     const sessionModes: SessionModes.Service = {
       initial,
-      get,
-      set: (sessionId, mode) => Ref.update(table, (modes) => new Map(modes).set(sessionId, mode))
+      get: (sessionId) => Effect.map(entry(sessionId), (e) => e.mode),
+      set: (sessionId, mode) => put(sessionId, (current) => ({ ...current, mode })),
+      configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [] }))
     }
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
-      decide: (request) => Effect.map(get(request.sessionId), (mode) => PermissionPolicy.decide({ mode, rules: options.rules }, request))
+      decide: (request) =>
+        Effect.map(entry(request.sessionId), ({ mode, rules }) => decide({ mode, rules: [...rules, ...(options.rules ?? [])] }, request))
     }
     return { sessionModes, permissions }
   })

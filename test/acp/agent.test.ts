@@ -228,6 +228,45 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     await finish(agent)
   })
 
+  it("each session follows its cwd's settings file and the --deny flags, with the settings folder guarded as for run", async () => {
+    const { args, cwd, storage } = workspace({
+      responses: [
+        { toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "a" } }] },
+        { toolCalls: [{ tool: "write_file", args: { path: ".effect-agent/settings.json", content: "{\"mode\":\"bypass\"}" }, id: "call_2" }] },
+        { toolCalls: [{ tool: "shell", args: { command: "git push" }, id: "call_3" }] },
+        { chunks: ["Done."] }
+      ]
+    })
+    mkdirSync(join(cwd, ".effect-agent"))
+    writeFileSync(join(cwd, ".effect-agent/settings.json"), JSON.stringify({ mode: "acceptEdits" }))
+    const agent = launch([...args, "--deny", "shell:git push*"], cwd, choose("reject_once"))
+    await agent.initialize()
+    const session = await newSession(agent, cwd)
+    expect(session.modes?.currentModeId).toBe("acceptEdits")
+    expect((await prompt(agent, session.sessionId, "go")).stopReason).toBe("end_turn")
+    // acceptEdits allows the edit; the settings file is guarded (asked, and rejected); the flag denies the push unasked.
+    expect(readFileSync(join(cwd, "a.txt"), "utf8")).toBe("a")
+    expect(agent.asked.map((a) => a.params.toolCall.toolCallId)).toEqual(["call_2"])
+    expect(JSON.parse(readFileSync(join(cwd, ".effect-agent/settings.json"), "utf8"))).toEqual({ mode: "acceptEdits" })
+    const log = await logOf(session.sessionId, storage)
+    expect(log.flatMap((e) => e.type === "permission.resolved" && e.payload.actor === "policy" ? [e.payload.policy] : [])).toEqual([
+      "accept-edits/edit",
+      "protected/settings-folder",
+      "--deny shell:git push*"
+    ])
+
+    // A session in a directory whose settings file is broken is refused before anything is stored.
+    const broken = join(cwd, "..", "broken")
+    mkdirSync(join(broken, ".effect-agent"), { recursive: true })
+    writeFileSync(join(broken, ".effect-agent/settings.json"), "{ not json")
+    const refused = await rejection(newSession(agent, broken))
+    expect(refused).toMatchObject({ code: -32602, data: { errorCode: "invalid_settings" } })
+    expect(refused?.message).toContain("settings.json")
+    const listed = await agent.agent.request(acp.methods.agent.session.list, {})
+    expect(listed.sessions.map((s) => s.sessionId)).toEqual([session.sessionId])
+    await finish(agent)
+  })
+
   it("session/load of a session an earlier process left paused: replays it, re-asks the approval, then the turn goes on", async () => {
     const { args, cwd, storage } = workspace(writeScript)
     const first = launch(args, cwd)

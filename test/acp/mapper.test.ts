@@ -7,7 +7,7 @@ import * as Either from "effect/Either"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { AcpMapper, AcpPermissions } from "../../src/acp.js"
-import { AgentEvent, PermissionEngine } from "../../src/index.js"
+import { AgentEvent, PermissionEngine, PermissionPolicy } from "../../src/index.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
 
 const golden = (name: string): Array<AgentEvent.AgentEvent> =>
@@ -204,6 +204,22 @@ describe("AcpPermissions", () => {
       yield* modes.set("b", "default")
       expect(yield* decideFor("b")).toEqual({ decision: "ask", policy: "default/write" })
     }).pipe(Effect.provide(AcpPermissions.layer({ initial: "acceptEdits" }))))
+
+  it.effect("a session's own rules (its settings) come before the shared ones; the decision function is pluggable", () =>
+    Effect.gen(function*() {
+      const modes = yield* AcpPermissions.SessionModes
+      yield* modes.configure("a", { mode: "bypass", rules: [{ name: "no-writes", decision: "deny", tool: "write_file" }] })
+      yield* modes.configure("b", { rules: [] })
+      expect(yield* modes.get("a")).toBe("bypass")
+      expect(yield* modes.get("b")).toBe("default")
+      expect(yield* decideFor("a")).toMatchObject({ decision: "deny", policy: "no-writes" })
+      expect(yield* decideFor("b")).toEqual({ decision: "ask", policy: "checked:default/write" })
+    }).pipe(Effect.provide(AcpPermissions.layer({
+      decide: (options, request) => {
+        const decision = PermissionPolicy.decide(options, request)
+        return decision.decision === "deny" ? decision : { ...decision, policy: `checked:${decision.policy}` }
+      }
+    }))))
 
   it("the modes offered are the policy's modes", () => {
     expect(AcpPermissions.modes.map((m) => m.id)).toEqual(["default", "acceptEdits", "readOnly", "bypass"])
