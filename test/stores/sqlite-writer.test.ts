@@ -78,6 +78,10 @@ describe("SQLite files and errors", () => {
       yield* store.list
       expect(statSync(join(dir, "data")).mode & 0o777).toBe(0o700)
       expect(statSync(filename).mode & 0o777).toBe(0o600)
+      // SQLite gives its write-ahead log and shared-memory files the database file's mode.
+      yield* store.append({ id: "e1", sessionId: "s", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/w", client: "cli" } })
+      expect(statSync(`${filename}-wal`).mode & 0o777).toBe(0o600)
+      expect(statSync(`${filename}-shm`).mode & 0o777).toBe(0o600)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a database that cannot be opened is a typed failure naming the file, not a defect", () =>
