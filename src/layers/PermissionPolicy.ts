@@ -120,6 +120,12 @@ const modeDecision = (mode: Mode, call: PreparedCall): PermissionDecision => {
   }
 }
 
+/** Folders inside a workspace whose files decide what later runs do. */
+const protectedFolders = new Set([".git", ".effect-agent"])
+
+const isProtected = (cwd: string, p: PreparedCall["paths"][number]) =>
+  [relativeTo(cwd, p.resolved), p.requested].some((path) => path.split(/[\\/]+/).some((segment) => protectedFolders.has(segment.toLowerCase())))
+
 /** The decision of the policy for one request; pure. */
 export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
   const { call, cwd } = request
@@ -147,6 +153,13 @@ export const decide = (options: Options, request: PermissionRequest): Permission
       return { decision: "deny", policy: "read-only/no-writes", reason: "the session is read-only" }
     }
     return { decision: "ask", policy: "outside-cwd" }
+  }
+  // What steers later runs — git's config and hooks, the agent's own settings and logs — is written
+  // only with the user's say-so: such a write asks in every mode that asks, and "always" never covers it.
+  if (call.paths.some((p) => p.access === "write" && isProtected(cwd, p))) {
+    if (mode === "bypass") return { decision: "allow", policy: "bypass" }
+    if (mode === "readOnly") return { decision: "deny", policy: "read-only/no-writes", reason: "the session is read-only" }
+    return { decision: "ask", policy: "protected-path" }
   }
   const remembered = request.remembered.find((r) => r.scope === call.scope)
   if (remembered !== undefined) return { decision: remembered.decision, policy: "remembered" }

@@ -110,4 +110,20 @@ describe("PermissionPolicy", () => {
     const remembered = [{ scope: "shell:git", decision: "allow" as const, sequence: 1 }]
     expect(decide({}, call("shell", { risk: "write", command: { text: "git -c a=b x", argv: ["git", "-c", "a=b", "x"], hazards: [] }, scope: "shell:exact:git -c a=b x" }), remembered).decision).toBe("ask")
   })
+
+  it("a write to git's config and hooks or to the agent's own settings asks, even in acceptEdits and after 'always'", () => {
+    const always = [{ scope: "write_file", decision: "allow" as const }]
+    for (const target of ["/work/.git/hooks/pre-commit", "/work/.git/config", "/work/.effect-agent/settings.json", "/work/sub/.GIT/config"]) {
+      expect(decide({ mode: "acceptEdits" }, writeFile(target)), target).toMatchObject({ decision: "ask", policy: "protected-path" })
+      expect(decide({ mode: "default" }, writeFile(target), always), target).toMatchObject({ decision: "ask", policy: "protected-path" })
+      expect(decide({ mode: "readOnly" }, writeFile(target)).decision, target).toBe("deny")
+      expect(decide({ mode: "bypass" }, writeFile(target)).decision, target).toBe("allow")
+    }
+    // Reading them is a read like any other; a look-alike name is not protected.
+    expect(decide({ mode: "default" }, readFile("/work/.git/config")).decision).toBe("allow")
+    expect(decide({ mode: "acceptEdits" }, writeFile("/work/.github/workflows/ci.yml")).decision).toBe("allow")
+    // A rule the user wrote for it still decides.
+    const rules = [{ name: "hooks", decision: "allow" as const, tool: "write_file", path: ".git/hooks/*" }]
+    expect(decide({ mode: "default", rules }, writeFile("/work/.git/hooks/pre-commit")).decision).toBe("allow")
+  })
 })
