@@ -267,7 +267,7 @@ const answer = (decision: "allow" | "deny") =>
       sessionId: Args.text({ name: "sessionId" }),
       toolCallId: Args.text({ name: "toolCallId" }),
       ...(decision === "allow"
-        ? { always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool (for shell, the same program) too")) }
+        ? { always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool too (for shell: the same program at the same risk)")) }
         : {}),
       mode,
       ...rules,

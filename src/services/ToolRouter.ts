@@ -51,7 +51,10 @@ export interface PreparedCall extends ToolCallInput {
   readonly sequential: boolean
   readonly paths: ReadonlyArray<PathAccess>
   readonly command?: CommandAccess
-  /** What a user decision with "always" applies to: the tool, or for `shell` the program. */
+  /**
+   * What a user decision with "always" applies to: the tool; for `shell`, the program at the same
+   * risk (`shell:git:read`), or the exact line for an invocation that could run other commands.
+   */
   readonly scope: string
   /** The tool's decoded arguments. */
   readonly input: unknown
