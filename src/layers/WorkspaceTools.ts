@@ -162,7 +162,8 @@ export const make = (options: Options = {}) =>
     }
 
     const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
-    const shown = (context: { readonly cwd: string }, p: PathAccess) => Paths.display(path, context.cwd, p.resolved)
+    // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.
+    const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => Paths.display(path, cwd, p.resolved))
 
     /** The path a tool may touch now: resolved again, so a link swapped since the permission check is caught. */
     const target = (call: PreparedCall, context: ToolContext, index = 0) =>
@@ -237,7 +238,7 @@ export const make = (options: Options = {}) =>
           const file = yield* target(call, context)
           const bytes = new TextEncoder().encode(input.content)
           yield* withFileLock(file)(SafeFile.writeFile(file, bytes).pipe(Effect.catchAll(fileFailure(input.path))))
-          return { result: `Wrote ${bytes.length} bytes to ${shown(context, call.paths[0]!)}` }
+          return { result: `Wrote ${bytes.length} bytes to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
     }
 
@@ -263,7 +264,7 @@ export const make = (options: Options = {}) =>
               return Either.right(new TextEncoder().encode(updated))
             }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
           )
-          return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${shown(context, call.paths[0]!)}` }
+          return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("edit_file"))
     }
 

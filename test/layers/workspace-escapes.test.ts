@@ -230,6 +230,20 @@ describe("what is inside", () => {
     }))
 })
 
+describe("a cwd reached through a link", () => {
+  it.live("is the workspace: paths inside it are inside and shown relative to it", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const alias = NodePath.join(tree.root, "ws-alias")
+      NodeFs.symlinkSync(tree.cwd, alias)
+      const { attempt } = yield* harness(alias, "acceptEdits")
+      expect(shownText(yield* attempt("write_file", { path: "x.txt", content: "SECRET-X" }))).toBe("Wrote 8 bytes to x.txt")
+      expect(shownText(yield* attempt("edit_file", { path: "x.txt", oldString: "X", newString: "Y" }))).toBe("Replaced 1 occurrence in x.txt")
+      expect(shownText(yield* attempt("grep", { pattern: "SECRET-Y" }))).toMatch(/^x\.txt:1:SECRET-Y\n/)
+      expect(shownText(yield* attempt("read_file", { path: `${alias}/a.txt` }))).toBe(`${INSIDE}\n`)
+    }))
+})
+
 describe("a dangling link in the approval prompt", () => {
   it.live("acceptEdits asks before write_file through a dangling link, and the prompt names the real target", () =>
     Effect.gen(function*() {
