@@ -3,7 +3,8 @@
  * replayable chain of events in an append-only log.
  *
  * This entry point loads no vendor SDK, no native module and no CLI library: the integrations that
- * do live in their own subpaths — `effect-agent/anthropic`, `effect-agent/openai`, `effect-agent/sqlite`.
+ * do live in their own subpaths — `effect-agent/anthropic`, `effect-agent/openai`, `effect-agent/sqlite`,
+ * `effect-agent/acp`.
  *
  * @since 0.1.0
  */

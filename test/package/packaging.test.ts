@@ -94,7 +94,7 @@ export async function resolve(specifier, context, next) {
     execFileSync(process.execPath, ["--import", "./register.mjs", "main.mjs"], { cwd: app, encoding: "utf8" })
     const loaded = readFileSync(log, "utf8")
     expect(loaded).toContain("/node_modules/effect-agent/dist/index.js")
-    for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli"]) {
+    for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli", "@agentclientprotocol", "/zod/"]) {
       expect(loaded, heavy).not.toContain(heavy)
     }
     // The subpaths load what they name.
