@@ -87,6 +87,8 @@ const configurePolicy = (
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags(flags)
     const file = yield* Settings.load(cwd)
+    const note = Settings.describe(file)
+    if (note !== undefined) yield* Console.error(note)
     yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
   })
 

@@ -1,17 +1,13 @@
 /**
  * The CLI's permission engine: the rule-based policy, configured once the CLI knows the session —
  * and so the working directory whose settings file applies — which is after the engine is built.
- *
- * It adds one guard of its own: a write into `<cwd>/.effect-agent/` (the settings file, and by
- * default the session logs) is never allowed by a mode or by an "always", only by a rule that
- * names it, or in `bypass`. Otherwise a model in `acceptEdits` could write itself a settings file
- * with `"mode": "bypass"` for the next run.
+ * (Writes into `.effect-agent/` and `.git/`, where a model could change what later runs do, are
+ * guarded by the policy itself: they ask in every mode that asks, and "always" never covers them.)
  *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as path from "node:path"
 import { PermissionEngine, PermissionPolicy, type WorkspaceTools } from "../index.js"
 
 /** What commands' environment the settings add: names passed on, and fixed values. */
@@ -25,20 +21,9 @@ export interface Configurable {
   readonly configure: (options: PermissionPolicy.Options, env?: Env) => Effect.Effect<void>
 }
 
-const protectedFolder = ".effect-agent"
-
-const writesProtected = (request: PermissionEngine.PermissionRequest) => {
-  const folder = path.join(request.cwd, protectedFolder)
-  return request.call.paths.some((p) => p.access === "write" && (p.resolved === folder || p.resolved.startsWith(folder + path.sep)))
-}
-
-/** The decision of the CLI's policy: the rule-based policy's, with the settings folder guarded. */
-export const decide = (options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision => {
-  const decision = PermissionPolicy.decide(options, request)
-  if (decision.decision !== "allow" || options.mode === "bypass") return decision
-  if ((options.rules ?? []).some((rule) => rule.name === decision.policy)) return decision
-  return writesProtected(request) ? { decision: "ask", policy: "protected/settings-folder" } : decision
-}
+/** The decision of the CLI's policy for one request (the rule-based policy's); pure. Shared with the ACP agent. */
+export const decide = (options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision =>
+  PermissionPolicy.decide(options, request)
 
 /** A configurable policy; until configured it decides as the default mode with no rules. */
 export const configurable = (): Configurable => {

@@ -19,7 +19,6 @@ import * as path from "node:path"
 import { PermissionPolicy } from "../index.js"
 import { CliError } from "./CliError.js"
 
-
 /** The tools of the workspace, the only names a rule may give (besides `*`): a typo must not make a rule silently match nothing. */
 export const toolNames = ["read_file", "write_file", "edit_file", "list_dir", "grep", "shell"] as const
 
@@ -104,6 +103,16 @@ export const load = (cwd: string): Effect.Effect<SettingsFile, CliError, FileSys
     if (text === undefined) return {}
     return yield* parseFile(text, shown)
   })
+
+/** A one-line note of what a settings file sets, shown when it is applied: it is the project's, not the user's. */
+export const describe = (file: SettingsFile): string | undefined => {
+  const parts = [
+    ...(file.mode === undefined ? [] : [`mode ${file.mode}`]),
+    ...(file.rules === undefined || file.rules.length === 0 ? [] : [`${file.rules.length} rule${file.rules.length === 1 ? "" : "s"}`]),
+    ...(file.env?.allow === undefined && file.env?.set === undefined ? [] : ["environment"])
+  ]
+  return parts.length === 0 ? undefined : `effect-agent: ${relativePath}: ${parts.join(", ")}.`
+}
 
 /**
  * Parses one `--allow` / `--deny` value: `tool` or `tool:pattern` (the command glob for `shell`, the

@@ -1,14 +1,11 @@
 /**
  * The CLI's rules (issue 8, item 14) as units: the `--allow` / `--deny` flag parser, the settings
- * file's schema and its one-line errors naming the bad entry, the order of flags and file rules, and
- * the guard on the settings folder. The subprocess tests are in hardening.test.ts.
+ * file's schema and its one-line errors naming the bad entry, the order of flags and file rules. The
+ * settings folder's guard is the policy's (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
-import * as Policy from "../../src/cli/Policy.js"
 import * as Settings from "../../src/cli/Settings.js"
-import type { PermissionRequest } from "../../src/services/PermissionEngine.js"
-import type { PreparedCall } from "../../src/services/ToolRouter.js"
 
 const right = <A, E>(either: Either.Either<A, E>): A => {
   if (Either.isLeft(either)) throw new Error(`expected Right, got ${JSON.stringify(either.left)}`)
@@ -94,30 +91,10 @@ describe("the settings file", () => {
   })
 })
 
-describe("the CLI's policy", () => {
-  const cwd = "/work/project"
-  const writeTo = (resolved: string): PermissionRequest => {
-    const call: PreparedCall = {
-      toolCallId: "call_1",
-      tool: "write_file",
-      args: { path: resolved, content: "x" },
-      risk: "write",
-      sequential: false,
-      paths: [{ requested: resolved, resolved, insideCwd: true, access: "write" }],
-      scope: "write_file",
-      input: {}
-    }
-    return { sessionId: "sess_1", cwd, call, remembered: [] }
-  }
-
-  it("a write into .effect-agent/ is never allowed by a mode or an always, only by a rule naming it or bypass", () => {
-    const settings = `${cwd}/.effect-agent/settings.json`
-    expect(Policy.decide({ mode: "acceptEdits" }, writeTo(settings))).toEqual({ decision: "ask", policy: "protected/settings-folder" })
-    expect(Policy.decide({ mode: "acceptEdits" }, { ...writeTo(settings), remembered: [{ scope: "write_file", decision: "allow", sequence: 3 }] }).decision).toBe("ask")
-    expect(Policy.decide({ mode: "acceptEdits" }, writeTo(`${cwd}/src/a.ts`))).toMatchObject({ decision: "allow" })
-    expect(Policy.decide({ mode: "acceptEdits" }, writeTo(`${cwd}/.effect-agentx/a`))).toMatchObject({ decision: "allow" })
-    expect(Policy.decide({ mode: "bypass" }, writeTo(settings)).decision).toBe("allow")
-    const rule = right(Settings.parseFlag("allow", "write_file:.effect-agent/**"))
-    expect(Policy.decide({ mode: "default", rules: [rule] }, writeTo(settings))).toEqual({ decision: "allow", policy: rule.name })
+describe("the settings note", () => {
+  it("says in one line what a project's file sets, and nothing for an empty one", () => {
+    expect(Settings.describe({ mode: "acceptEdits", rules: [{ name: "t", decision: "allow", tool: "shell", command: "npm test" }], env: { allow: ["CI"] } }))
+      .toBe("effect-agent: .effect-agent/settings.json: mode acceptEdits, 1 rule, environment.")
+    expect(Settings.describe({})).toBeUndefined()
   })
 })
