@@ -33,6 +33,7 @@ import {
   type ToolOutput,
   ToolRouter
 } from "../services/ToolRouter.js"
+import * as KeyedLock from "./KeyedLock.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Paths from "./workspace/Paths.js"
@@ -151,15 +152,7 @@ export const make = (options: Options = {}) =>
     const fileTimeout = Duration.decode(options.fileTimeout ?? "30 seconds")
 
     // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
-    const fileLocks = new Map<string, Effect.Semaphore>()
-    const withFileLock = (file: string) => {
-      let lock = fileLocks.get(file)
-      if (lock === undefined) {
-        lock = Effect.unsafeMakeSemaphore(1)
-        fileLocks.set(file, lock)
-      }
-      return lock.withPermits(1)
-    }
+    const { withLock: withFileLock } = yield* KeyedLock.make<string>()
 
     const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
     // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.

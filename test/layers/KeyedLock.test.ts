@@ -5,7 +5,7 @@ import * as Fiber from "effect/Fiber"
 import * as KeyedLock from "../../src/layers/KeyedLock.js"
 
 describe("KeyedLock", () => {
-  it.scoped("serializes one key, leaves other keys free, in the order callers asked", () =>
+  it.effect("serializes one key, leaves other keys free, in the order callers asked", () =>
     Effect.gen(function*() {
       const lock = yield* KeyedLock.make<string>()
       const order: Array<string> = []
@@ -29,7 +29,7 @@ describe("KeyedLock", () => {
       expect(order).toEqual(["a1 start", "b", "a1 end", "a2"])
     }))
 
-  it.scoped("a failure or an interruption releases the lock", () =>
+  it.effect("a failure or an interruption releases the lock", () =>
     Effect.gen(function*() {
       const lock = yield* KeyedLock.make<string>()
       yield* Effect.either(lock.withLock("k")(Effect.fail("boom")))

@@ -112,7 +112,7 @@ describe("PermissionPolicy", () => {
   })
 
   it("a write to git's config and hooks or to the agent's own settings asks, even in acceptEdits and after 'always'", () => {
-    const always = [{ scope: "write_file", decision: "allow" as const }]
+    const always = [{ scope: "write_file", decision: "allow" as const, sequence: 1 }]
     for (const target of ["/work/.git/hooks/pre-commit", "/work/.git/config", "/work/.effect-agent/settings.json", "/work/sub/.GIT/config"]) {
       expect(decide({ mode: "acceptEdits" }, writeFile(target)), target).toMatchObject({ decision: "ask", policy: "protected-path" })
       expect(decide({ mode: "default" }, writeFile(target), always), target).toMatchObject({ decision: "ask", policy: "protected-path" })
