@@ -30,12 +30,32 @@ const ToolName = Schema.String.pipe(
   })
 )
 
-/** A rule of the settings file: the policy's rule, with a tool name the workspace knows. */
-const FileRule = Schema.Struct({ ...PermissionPolicy.Rule.fields, tool: Schema.optional(ToolName) })
+/**
+ * A rule of the settings file: the policy's rule, with a tool name the workspace knows. The file
+ * comes with the project — a cloned repository can ship one — so an `allow` there must say what it
+ * allows (a tool, and its command or path); allowing a whole tool takes a flag the user typed.
+ */
+const FileRule = Schema.Struct({ ...PermissionPolicy.Rule.fields, tool: Schema.optional(ToolName) }).pipe(
+  Schema.filter((rule) =>
+    rule.decision !== "allow" || (rule.tool !== undefined && rule.tool !== "*" && (rule.command !== undefined || rule.path !== undefined)) ||
+    "an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)"
+  )
+)
+
+/** The modes a project file may choose: never `bypass`, which only the user can give (`--mode bypass`). */
+const FileMode = Schema.Literal("default", "acceptEdits", "readOnly").annotations({
+  message: (issue) => ({
+    message: issue.actual === "bypass"
+      ? "\"bypass\" can only be given on the command line (--mode bypass), not by a project's settings"
+      : `Expected "default" | "acceptEdits" | "readOnly", actual ${JSON.stringify(issue.actual)}`,
+    // One message for the whole union, not one per literal.
+    override: true
+  })
+})
 
 /** The settings file. Unknown keys are errors: a misspelt `"rule"` must not pass as no rules at all. */
 export const SettingsFile = Schema.Struct({
-  mode: Schema.optionalWith(PermissionPolicy.Mode, { exact: true }),
+  mode: Schema.optionalWith(FileMode, { exact: true }),
   rules: Schema.optionalWith(Schema.Array(FileRule), { exact: true }),
   env: Schema.optionalWith(
     Schema.Struct({

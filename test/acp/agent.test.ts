@@ -251,7 +251,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     const log = await logOf(session.sessionId, storage)
     expect(log.flatMap((e) => e.type === "permission.resolved" && e.payload.actor === "policy" ? [e.payload.policy] : [])).toEqual([
       "accept-edits/edit",
-      "protected/settings-folder",
+      "protected-path",
       "--deny shell:git push*"
     ])
 

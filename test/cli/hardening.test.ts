@@ -144,7 +144,7 @@ describe(".effect-agent/settings.json", () => {
   })
 
   it("a bad entry is one line naming it, exit 1, and nothing stored", async () => {
-    const p = withSettings("file-bad", { rules: [{ name: "ok", decision: "allow", tool: "grep" }, { name: "bad", decision: "maybe" }] }, {
+    const p = withSettings("file-bad", { rules: [{ name: "ok", decision: "allow", tool: "grep", path: "src/**" }, { name: "bad", decision: "maybe" }] }, {
       tool: "shell",
       args: { command: "touch made.txt" }
     })

@@ -66,8 +66,13 @@ describe("the settings file", () => {
 
   it("a bad entry is one line naming it", () => {
     const cases: ReadonlyArray<readonly [unknown, string]> = [
-      [{ rules: [{ name: "a", decision: "allow" }, { name: "b", decision: "maybe" }] }, `${shown}: rules[1].decision: Expected "allow" | "deny" | "ask", actual "maybe"`],
-      [{ mode: "yolo" }, `${shown}: mode: Expected "default" | "acceptEdits" | "readOnly" | "bypass", actual "yolo"`],
+      [{ rules: [{ name: "a", decision: "deny" }, { name: "b", decision: "maybe" }] }, `${shown}: rules[1].decision: Expected "allow" | "deny" | "ask", actual "maybe"`],
+      [{ mode: "yolo" }, `${shown}: mode: Expected "default" | "acceptEdits" | "readOnly", actual "yolo"`],
+      // The file comes with the project: it cannot turn every check off, nor allow a whole tool.
+      [{ mode: "bypass" }, `${shown}: mode: "bypass" can only be given on the command line (--mode bypass), not by a project's settings`],
+      [{ rules: [{ name: "all", decision: "allow", tool: "*" }] }, `${shown}: rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
+      [{ rules: [{ name: "sh", decision: "allow", tool: "shell" }] }, `${shown}: rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
+      [{ rules: [{ name: "any", decision: "allow", command: "rm *" }] }, `${shown}: rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
       [{ rule: [] }, `${shown}: rule: is unexpected, expected: "mode" | "rules" | "env"`],
       [{ rules: [{ name: "x", decision: "deny", tool: "Shell" }] }, `${shown}: rules[0].tool: unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, or *)`],
       [{ rules: [{ decision: "deny" }] }, `${shown}: rules[0].name: is missing`],
