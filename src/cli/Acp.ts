@@ -7,50 +7,18 @@
  * @since 0.1.0
  */
 import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, JsonlEventStore, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { IdGenerator, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
-import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
-const storage = {
-  dataDir: Options.directory("data-dir").pipe(
-    Options.withDefault(".effect-agent"),
-    Options.withDescription("Where sessions are stored")
-  ),
-  store: Options.choice("store", ["jsonl", "sqlite"]).pipe(
-    Options.withDefault("jsonl" as const),
-    Options.withDescription("jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite")
-  )
-}
-
-const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
-  Options.optional,
-  Options.withDescription(
-    "The permission mode sessions start in (default: the mode of the session's .effect-agent/settings.json, else default); the editor can switch it per session"
-  )
+const mode = Flags.mode(
+  "The permission mode sessions start in (default: the mode of the session's .effect-agent/settings.json, else default); the editor can switch it per session"
 )
-
-/** `--allow` / `--deny`, as for `run`: before the rules of each session's settings file. */
-const rules = {
-  allow: Options.text("allow").pipe(Options.repeated, Options.withDescription("Allow calls without asking: tool or tool:pattern, repeatable (as for run)")),
-  deny: Options.text("deny").pipe(Options.repeated, Options.withDescription("Deny calls: tool or tool:pattern, repeatable; a matching deny always wins"))
-}
-
-/** The store, as `run` chooses it; SQLite (a native module) is loaded only when chosen. */
-const storeLayer = ({ dataDir, store }: { readonly dataDir: string; readonly store: "jsonl" | "sqlite" }) =>
-  store === "sqlite"
-    ? Layer.unwrapEffect(
-      Effect.tryPromise({
-        try: () => import("../sqlite.js"),
-        catch: () => new Error("--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node")
-      }).pipe(Effect.map(({ SqliteEventStore }) => SqliteEventStore.layer({ filename: `${dataDir}/effect-agent.sqlite` })))
-    )
-    : JsonlEventStore.layer({ dataDir })
 
 /**
  * While serving, stdout is the protocol channel: a client that closes it is a disconnect, handled
@@ -73,14 +41,14 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...rules, ...Models.options, ...storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     const model = yield* Models.layer(options)
     // Loaded only here: the ACP SDK costs start-up time for every other command.
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     const engine = SessionEngine.layer.pipe(
-      Layer.provide(storeLayer(options)),
+      Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
       Layer.provide(WorkspaceTools.layer()),
@@ -88,7 +56,7 @@ export const command = Command.make("acp", { mode, ...rules, ...Models.options, 
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by
       // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).
-      Layer.provideMerge(AcpPermissions.layer({ decide: Policy.decide }))
+      Layer.provideMerge(AcpPermissions.layer({ decide: PermissionPolicy.decide }))
     )
     // Each session follows the settings file of its own cwd, with the flags first, as `run` does.
     const sessionPolicy = (cwd: string) =>

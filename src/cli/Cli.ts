@@ -18,7 +18,6 @@ import {
   type EventStore,
   FakeModelProvider,
   IdGenerator,
-  JsonlEventStore,
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
@@ -29,8 +28,8 @@ import {
 import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
 import * as Repair from "./Repair.js"
-import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
+import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
@@ -42,37 +41,9 @@ const output: Render.Output = {
   err: (text) => process.stderr.write(text)
 }
 
-const storage = {
-  dataDir: Options.directory("data-dir").pipe(
-    Options.withDefault(".effect-agent"),
-    Options.withDescription("Where sessions are stored")
-  ),
-  store: Options.choice("store", ["jsonl", "sqlite"]).pipe(
-    Options.withDefault("jsonl" as const),
-    Options.withDescription("jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite")
-  )
-}
-
-const mode = Options.choice("mode", PermissionPolicy.Mode.literals).pipe(
-  Options.optional,
-  Options.withDescription(
-    "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
-  )
+const mode = Flags.mode(
+  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
 )
-
-/** `--allow` / `--deny` rules, before the rules of `.effect-agent/settings.json` (see Settings.ts). */
-const rules = {
-  allow: Options.text("allow").pipe(
-    Options.repeated,
-    Options.withDescription(
-      "Allow calls without asking: tool or tool:pattern, repeatable. shell:<command glob> (e.g. 'shell:npm test'), <file tool>:<path glob> (e.g. 'edit_file:src/**'), or a tool name (e.g. grep)"
-    )
-  ),
-  deny: Options.text("deny").pipe(
-    Options.repeated,
-    Options.withDescription("Deny calls, same syntax as --allow (e.g. 'shell:git push*'); a matching deny always wins")
-  )
-}
 
 /**
  * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
@@ -92,36 +63,15 @@ const configurePolicy = (
     yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
   })
 
-interface Storage {
-  readonly dataDir: string
-  readonly store: "jsonl" | "sqlite"
-}
-
-const storeLayer = ({ dataDir, store }: Storage) =>
-  store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`) : JsonlEventStore.layer({ dataDir })
-
-/** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
-const sqliteLayer = (filename: string) =>
-  Layer.unwrapEffect(
-    Effect.tryPromise({
-      try: () => import("../sqlite.js"),
-      catch: () =>
-        new CliError({
-          reason: "missing_package",
-          message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
-        })
-    }).pipe(Effect.map(({ SqliteEventStore }) => SqliteEventStore.layer({ filename })))
-  )
-
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 const engineLayer = <E, R>(
-  storage: Storage,
+  storage: Flags.Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
   tools: WorkspaceTools.Options = {}
 ) =>
   SessionEngine.layer.pipe(
-    Layer.provide(storeLayer(storage)),
+    Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
     Layer.provide(WorkspaceTools.layer(tools)),
@@ -182,9 +132,9 @@ const run = Command.make(
     ),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
     mode,
-    ...rules,
+    ...Flags.rules,
     ...Models.options,
-    ...storage
+    ...Flags.storage
   },
   ({ allow, deny, message, mode, session, ...options }) =>
     Effect.gen(function*() {
@@ -212,7 +162,7 @@ const replay = Command.make(
   {
     sessionId: Args.text({ name: "sessionId" }),
     json: Options.boolean("json").pipe(Options.withDescription("Print the stored events, one JSON object per line")),
-    ...storage
+    ...Flags.storage
   },
   ({ json, sessionId, ...options }) =>
     Effect.gen(function*() {
@@ -228,7 +178,7 @@ const replay = Command.make(
 const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
   Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}`), { discard: true })
 
-const sessions = Command.make("sessions", storage, (options) =>
+const sessions = Command.make("sessions", Flags.storage, (options) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
     const { damaged, sessions: summaries } = yield* engine.sessionListing
@@ -243,7 +193,7 @@ const sessions = Command.make("sessions", storage, (options) =>
 
 const pending = Command.make(
   "pending",
-  { sessionId: Args.text({ name: "sessionId" }).pipe(Args.optional), ...storage },
+  { sessionId: Args.text({ name: "sessionId" }).pipe(Args.optional), ...Flags.storage },
   ({ sessionId, ...options }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
@@ -272,9 +222,9 @@ const answer = (decision: "allow" | "deny") =>
         ? { always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool too (for shell: the same program at the same risk)")) }
         : {}),
       mode,
-      ...rules,
+      ...Flags.rules,
       ...Models.options,
-      ...storage
+      ...Flags.storage
     },
     ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
       Effect.gen(function*() {

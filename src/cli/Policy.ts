@@ -21,16 +21,12 @@ export interface Configurable {
   readonly configure: (options: PermissionPolicy.Options, env?: Env) => Effect.Effect<void>
 }
 
-/** The decision of the CLI's policy for one request (the rule-based policy's); pure. Shared with the ACP agent. */
-export const decide = (options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision =>
-  PermissionPolicy.decide(options, request)
-
 /** A configurable policy; until configured it decides as the default mode with no rules. */
 export const configurable = (): Configurable => {
   let options: PermissionPolicy.Options = { mode: "default" }
   let env: Env = {}
   return {
-    layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(options, request)) }),
+    layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => PermissionPolicy.decide(options, request)) }),
     // Getters: the tools spread this object when a command starts, so they see what `configure` set.
     env: {
       get allow() {
