@@ -43,6 +43,7 @@ import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as SessionLog from "./SessionLog.js"
 import * as TurnEnv from "./TurnEnv.js"
 import * as TurnLoop from "./TurnLoop.js"
+import * as Watchers from "./Watchers.js"
 
 /** Input of {@link SessionEngine.Service.createSession}. */
 export interface CreateSessionInput {
@@ -65,6 +66,13 @@ export interface CancelTurnInput {
 /** Input of operations on one session. */
 export interface SessionInput {
   readonly sessionId: string
+}
+
+/** Input of {@link SessionEngine.Service.watchSession}. */
+export interface WatchSessionInput {
+  readonly sessionId: string
+  /** The first sequence to send (default 1: the whole log). */
+  readonly fromSequence?: number
 }
 
 /** Input of {@link SessionEngine.Service.resolvePermission}. */
@@ -130,6 +138,14 @@ export declare namespace SessionEngine {
     readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
+    /**
+     * Watches a session: its stored events from `fromSequence` (default 1), then its live events
+     * as this engine stores them, across turns, each exactly once and in sequence order — no gap,
+     * no duplicate, even for events stored while the watcher switches from the store to live. Never
+     * ends by itself: interrupt it. Any number of watchers per session; a watcher never slows a
+     * turn (each has its own unbounded buffer). Events written by another process are not seen live.
+     */
+    readonly watchSession: (input: WatchSessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /** The session's state as the engine sees it now: turn state and phase, open tool calls, last sequence. */
     readonly sessionState: (input: SessionInput) => Effect.Effect<SessionState.SessionState, EventStoreFailure | SessionNotFound>
     /** Summaries of the readable stored sessions, most recently active first. */
@@ -153,7 +169,8 @@ export const make = (
     const store = yield* EventStore
     const ids = yield* IdGenerator
     const scope = yield* Effect.scope
-    const ports: SessionLog.Ports = { store, ids }
+    const watchers = Watchers.make()
+    const ports: SessionLog.Ports = { store, ids, watchers }
     const services: TurnEnv.TurnServices = {
       ports,
       provider: yield* ModelProvider,
@@ -425,6 +442,19 @@ export const make = (
         Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId })))
       )
 
+    const watchSession = (input: WatchSessionInput): ReturnType<SessionEngine.Service["watchSession"]> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const { sessionId } = input
+        if (!Session.isValidId(sessionId)) return yield* new SessionNotFound({ sessionId })
+        const from = Number.isSafeInteger(input.fromSequence) ? Math.max(1, input.fromSequence!) : 1
+        // Subscribed before the store is read: whatever is stored from now on reaches the queue.
+        const live = yield* watchers.subscribe(sessionId)
+        if (!loaded.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
+          return yield* new SessionNotFound({ sessionId })
+        }
+        return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from)
+      })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))
+
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {
       const log = yield* sessionLog(input.sessionId)
       return (yield* SynchronizedRef.get(log.live)).state
@@ -479,6 +509,7 @@ export const make = (
       resumeTurn,
       cancelTurn,
       replaySession,
+      watchSession,
       resolvePermission,
       pendingApprovals,
       sessionState,

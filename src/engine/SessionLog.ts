@@ -21,6 +21,7 @@ import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
+import type { Watchers } from "./Watchers.js"
 
 /** What the engine knows of a session: the fold of its log. */
 export interface Live {
@@ -60,6 +61,8 @@ export interface SessionLog {
 export interface Ports {
   readonly store: EventStore.Service
   readonly ids: IdGenerator["Type"]
+  /** Who watches the session's live events (`watchSession`). */
+  readonly watchers: Watchers
 }
 
 /** A session log starting from a replayed state. */
@@ -123,6 +126,7 @@ export const commit = (
       // The engine only builds legal events; an illegal one is a bug, not a condition to handle.
       if (Either.isLeft(state)) return yield* Effect.die(state.left)
       yield* ports.store.append(event)
+      ports.watchers.publish(log.sessionId, [event])
       yield* emit(event)
       return [Option.some(event), { state: state.right, transcript: Transcript.reduce(live.transcript, event) }] as const
     })).pipe(Effect.uninterruptible)

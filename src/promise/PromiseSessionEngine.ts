@@ -63,6 +63,12 @@ export interface PromiseSessionEngine {
   /** Cancels the running turn and resolves once it has ended. Never rejects. */
   readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
+  /**
+   * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
+   * exactly once. Never ends by itself: `break` out of the `for await`, or abort `signal` (the
+   * iteration then simply ends).
+   */
+  readonly watchSession: (input: SessionEngine.WatchSessionInput & { readonly signal?: AbortSignal }) => AsyncIterable<AgentEvent>
   readonly sessionState: (input: SessionEngine.SessionInput) => Promise<SessionState>
   readonly listSessions: () => Promise<ReadonlyArray<SessionSummary>>
   /** Cancels running turns (their logs record it; a turn waiting for approval stays paused) and releases the runtime. */
@@ -124,6 +130,17 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
     cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
+    watchSession: ({ signal, ...input }) =>
+      iterate((engine) =>
+        signal === undefined ? engine.watchSession(input) : engine.watchSession(input).pipe(
+          Stream.interruptWhen(Effect.async<void>((resume) => {
+            if (signal.aborted) return resume(Effect.void)
+            const onAbort = () => resume(Effect.void)
+            signal.addEventListener("abort", onAbort, { once: true })
+            return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+          }))
+        )
+      ),
     sessionState: (input) => withEngine((engine) => engine.sessionState(input)),
     listSessions: () => withEngine((engine) => engine.listSessions),
     dispose: () => runtime.dispose()

@@ -164,4 +164,27 @@ describe("makeSessionEngine with tools", () => {
       rmSync(cwd, { recursive: true, force: true })
     }
   })
+
+  it("watchSession streams stored then live events across turns; aborting the signal ends it", async () => {
+    const engine = make({ responses: [{ chunks: ["a"] }, { chunks: ["b"] }] })
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    for await (const _ of engine.runTurn({ sessionId, userMessage: "one" })) void _
+    const controller = new AbortController()
+    const seen: Array<AgentEvent> = []
+    const watching = (async () => {
+      for await (const event of engine.watchSession({ sessionId, signal: controller.signal })) {
+        seen.push(event)
+        // The first turn is stored: start the second one from inside the watch.
+        if (event.type === "turn.completed" && event.sequence === 5) {
+          void (async () => {
+            for await (const _ of engine.runTurn({ sessionId, userMessage: "two" })) void _
+          })()
+        }
+        if (event.type === "turn.completed" && event.sequence > 5) controller.abort()
+      }
+    })()
+    await watching
+    expect(seen.map((e) => e.sequence)).toEqual((await replay(engine, sessionId)).map((e) => e.sequence))
+    expect(seen.filter((e) => e.type === "turn.completed")).toHaveLength(2)
+  })
 })

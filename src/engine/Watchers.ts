@@ -1,0 +1,76 @@
+/**
+ * Watching sessions (CONTRACT.md §8 "Watching"): the stored events of a session from a sequence,
+ * then its live ones across turns, with no gap and no duplicate, until the watcher is interrupted.
+ *
+ * Live events reach watchers through one unbounded queue per watcher, fed synchronously by the
+ * engine right after each event (or batch) is stored. A watcher subscribes BEFORE it reads the
+ * store: an event stored before the subscription is in the store read, one stored after it is in
+ * the queue, one in between may be in both — and is dropped from the queue by its sequence.
+ *
+ * The hub is keyed by session id, not held by a live session: a session reloaded (after a lock is
+ * taken, or an eviction) keeps its watchers.
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+
+/** The engine's watcher hub. */
+export interface Watchers {
+  /** Hands stored events of one session, in sequence order, to its watchers. Synchronous and cheap when none watch. */
+  readonly publish: (sessionId: string, events: ReadonlyArray<AgentEvent>) => void
+  /** A queue receiving the session's live events from now on, removed when the scope closes. */
+  readonly subscribe: (sessionId: string) => Effect.Effect<Queue.Dequeue<AgentEvent>, never, Scope.Scope>
+}
+
+/** A new, empty hub. */
+export const make = (): Watchers => {
+  const bySession = new Map<string, Set<Queue.Queue<AgentEvent>>>()
+  return {
+    publish: (sessionId, events) => {
+      const queues = bySession.get(sessionId)
+      if (queues === undefined) return
+      for (const queue of queues) for (const event of events) queue.unsafeOffer(event)
+    },
+    subscribe: (sessionId) =>
+      Effect.acquireRelease(
+        Effect.flatMap(Queue.unbounded<AgentEvent>(), (queue) =>
+          Effect.sync(() => {
+            const queues = bySession.get(sessionId) ?? new Set()
+            queues.add(queue)
+            bySession.set(sessionId, queues)
+            return queue
+          })),
+        (queue) =>
+          Effect.suspend(() => {
+            const queues = bySession.get(sessionId)
+            queues?.delete(queue)
+            if (queues?.size === 0) bySession.delete(sessionId)
+            return Queue.shutdown(queue)
+          })
+      )
+  }
+}
+
+/**
+ * The watch stream: `stored` (the store's events from the start sequence) then the live queue,
+ * each live event kept only when its sequence is past the last one emitted.
+ */
+export const watch = <E>(
+  live: Queue.Dequeue<AgentEvent>,
+  stored: Stream.Stream<AgentEvent, E>,
+  fromSequence: number
+): Stream.Stream<AgentEvent, E> =>
+  Stream.suspend(() => {
+    let last = fromSequence - 1
+    const fresh = (event: AgentEvent) => {
+      if (event.sequence <= last) return false
+      last = event.sequence
+      return true
+    }
+    return Stream.concat(Stream.filter(stored, fresh), Stream.filter(Stream.fromQueue(live), fresh))
+  })
