@@ -110,7 +110,7 @@ describe("watchSession", () => {
       yield* collect(engine.runTurn({ sessionId, userMessage: "two" }))
       const log = yield* collect(engine.replaySession({ sessionId }))
       expect(sequences(yield* Fiber.join(watcher))).toEqual(sequences(log))
-    }).pipe(Effect.provide(engineLayer(gatedStore.pipe(Layer.provideMerge(gateLayer)), { responses: [{ chunks: ["a", "b"] }, { chunks: ["c"] }] }))))
+    }).pipe(Effect.provide(engineLayer(gatedStore, { responses: [{ chunks: ["a", "b"] }, { chunks: ["c"] }] }).pipe(Layer.provideMerge(gateLayer)))))
 
   it.scoped("fromSequence starts the stored part there; the stream goes on into the next turn", () =>
     Effect.gen(function*() {
