@@ -68,7 +68,7 @@ export const engineRuntime = (
   model: Layer.Layer<ModelProvider.ModelProvider>
 ): EngineRuntime => {
   const deps = Layer.mergeAll(store, model, IdGenerator.layer)
-  return ManagedRuntime.make(Layer.merge(SessionEngine.layer.pipe(Layer.provide(deps)), store))
+  return ManagedRuntime.make(Layer.merge(SessionEngine.layer().pipe(Layer.provide(deps)), store))
 }
 
 /** The scripted model streaming `chunks` for each of `turns` requests. */

@@ -23,7 +23,7 @@ const model = FakeModelProvider.layer({
 })
 
 // Every port is a Layer. The tools, the policy and the prompt are optional: without them the agent only talks.
-export const AgentLive = SessionEngine.layerWith({ maxSteps: 10 }).pipe(
+export const AgentLive = SessionEngine.layer({ maxSteps: 10 }).pipe(
   Layer.provide(JsonlEventStore.layer({ dataDir: ".effect-agent" })),
   Layer.provide(model),
   Layer.provide(IdGenerator.layer),

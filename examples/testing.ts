@@ -6,7 +6,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Stream, TestClock } from "effect"
 import { FakeModelProvider, IdGenerator, MemoryEventStore, SessionEngine } from "effect-agent"
 
-const TestAgent = SessionEngine.layer.pipe(
+const TestAgent = SessionEngine.layer().pipe(
   Layer.provide(MemoryEventStore.layer),
   Layer.provide(FakeModelProvider.layer({ responses: [{ chunks: ["one", " two", " three"], delay: "1 second" }] })),
   Layer.provide(IdGenerator.layerSequential)

@@ -30,7 +30,7 @@ export const engineLayer = <E, R>(
   model: FakeModelProvider.Options = {},
   options: SessionEngine.Options = {}
 ) =>
-  SessionEngine.layerWith(options).pipe(
+  SessionEngine.layer(options).pipe(
     Layer.provideMerge(store),
     Layer.provideMerge(FakeModelProvider.layer(model)),
     Layer.provideMerge(IdGenerator.layerSequential)

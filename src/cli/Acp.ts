@@ -47,7 +47,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.opt
     const model = yield* Models.layer(options)
     // Loaded only here: the ACP SDK costs start-up time for every other command.
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
-    const engine = SessionEngine.layer.pipe(
+    const engine = SessionEngine.layer().pipe(
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),

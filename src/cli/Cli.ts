@@ -28,6 +28,7 @@ import {
 import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
 import * as Repair from "./Repair.js"
+import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
@@ -70,7 +71,7 @@ const engineLayer = <E, R>(
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
   tools: WorkspaceTools.Options = {}
 ) =>
-  SessionEngine.layer.pipe(
+  SessionEngine.layer().pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
@@ -243,7 +244,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command, Repair.command])
+  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -12,15 +12,12 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as HashMap from "effect/HashMap"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import * as SynchronizedRef from "effect/SynchronizedRef"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import {
   ApprovalNotPending,
@@ -40,9 +37,10 @@ import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
 import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
-import * as SessionLog from "./SessionLog.js"
+import * as EventDraft from "./EventDraft.js"
+import * as LiveSession from "./LiveSession.js"
+import * as TurnDriver from "./TurnDriver.js"
 import * as TurnEnv from "./TurnEnv.js"
-import * as TurnLoop from "./TurnLoop.js"
 import * as Watchers from "./Watchers.js"
 
 /** Input of {@link SessionEngine.Service.createSession}. */
@@ -170,7 +168,7 @@ export const make = (
     const ids = yield* IdGenerator
     const scope = yield* Effect.scope
     const watchers = Watchers.make()
-    const ports: SessionLog.Ports = { store, ids, watchers }
+    const ports: LiveSession.Ports = { store, ids, watchers }
     const services: TurnEnv.TurnServices = {
       ports,
       provider: yield* ModelProvider,
@@ -183,9 +181,9 @@ export const make = (
 
     // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store; callers
     // arriving while it loads wait on the same Deferred. (Effect's Cache would remember a failed load.)
-    const loaded = new Map<string, Deferred.Deferred<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>>()
+    const loaded = new Map<string, Deferred.Deferred<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>>()
 
-    const hydrate = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound> =>
+    const hydrate = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
       Effect.gen(function*() {
         const events = yield* Stream.runCollect(store.read(sessionId))
         const state = SessionState.replay(events)
@@ -199,15 +197,15 @@ export const make = (
           })
         }
         if (state.right === undefined) return yield* new SessionNotFound({ sessionId })
-        return yield* SessionLog.make(SessionLog.liveOf(state.right, events))
+        return LiveSession.make(LiveSession.liveOf(state.right, events))
       })
 
-    const sessionLog = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound> =>
+    const liveSession = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
       Effect.suspend(() => {
         if (!Session.isValidId(sessionId)) return Effect.fail(new SessionNotFound({ sessionId }))
         const existing = loaded.get(sessionId)
         if (existing !== undefined) return Deferred.await(existing)
-        const deferred = Deferred.unsafeMake<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>(FiberId.none)
+        const deferred = Deferred.unsafeMake<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>(FiberId.none)
         loaded.set(sessionId, deferred)
         return hydrate(sessionId).pipe(
           // A failed load is not remembered: the session may be created, or the store recover.
@@ -249,8 +247,8 @@ export const make = (
      * The session, loaded under its writer lock: what every write goes through. An unknown session
      * fails `SessionNotFound` before any lock is taken.
      */
-    const writableLog = (sessionId: string): Effect.Effect<SessionLog.SessionLog, EventStoreFailure | SessionNotFound | SessionBusy> =>
-      Effect.zipRight(sessionLog(sessionId), Effect.zipRight(holdWriter(sessionId), sessionLog(sessionId)))
+    const writableSession = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound | SessionBusy> =>
+      Effect.zipRight(liveSession(sessionId), Effect.zipRight(holdWriter(sessionId), liveSession(sessionId)))
 
     const createSession = Effect.fn("SessionEngine.createSession")(function*(input: CreateSessionInput) {
       if (input.cwd.trim() === "") return yield* new InvalidInput({ field: "cwd", detail: "must not be empty" })
@@ -259,28 +257,26 @@ export const make = (
       }
       const sessionId = yield* ids.next("session")
       yield* holdWriter(sessionId)
-      const event = yield* SessionLog.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
+      const event = yield* LiveSession.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
-      const log = yield* SessionLog.make(SessionLog.liveOf(state, [event]))
-      const ready = yield* Deferred.make<SessionLog.SessionLog, EventStoreFailure | SessionNotFound>()
-      yield* Deferred.succeed(ready, log)
-      yield* Effect.sync(() => loaded.set(sessionId, ready))
+      const ready = Deferred.unsafeMake<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>(FiberId.none)
+      Deferred.unsafeDone(ready, Exit.succeed(LiveSession.make(LiveSession.liveOf(state, [event]))))
+      loaded.set(sessionId, ready)
       return Session.fromState(state)
     })
 
-    /** Closes a turn the log holds open with no driver: its open calls, then the turn, with `errorCode`. */
-    const closeDangling = (log: SessionLog.SessionLog) =>
+    /** Closes a turn the log holds open with no driver: its open calls, then the turn, with the reason it was left open. */
+    const closeDangling = (session: LiveSession.LiveSession) =>
       Effect.gen(function*() {
-        const { state } = yield* SynchronizedRef.get(log.live)
-        const open = state.openTurn
+        const open = session.live.state.openTurn
         if (open === undefined) return
-        const errorCode = yield* Ref.get(log.danglingReason)
+        const errorCode = session.danglingReason
         yield* Effect.logWarning("effect-agent: closing a turn left open").pipe(
-          Effect.annotateLogs({ sessionId: log.sessionId, turnId: open.turnId, errorCode })
+          Effect.annotateLogs({ sessionId: session.sessionId, turnId: open.turnId, errorCode })
         )
-        yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "error", errorCode }, () => Effect.void)
-        yield* Ref.set(log.danglingReason, "interrupted")
+        yield* TurnDriver.close(TurnEnv.detached(services, session, open.turnId), { stopReason: "error", errorCode })
+        session.danglingReason = "interrupted"
       })
 
     /**
@@ -296,21 +292,23 @@ export const make = (
         )
         : Effect.void
 
-    const cancelActive = (log: SessionLog.SessionLog, turnId?: string) =>
-      Effect.flatMap(Ref.get(log.active), (active) => {
-        if (Option.isNone(active) || (turnId !== undefined && active.value.turnId !== turnId)) return Effect.void
-        return Ref.set(active.value.cancelRequested, true).pipe(Effect.zipRight(Fiber.interrupt(active.value.fiber)), Effect.asVoid)
+    const cancelActive = (session: LiveSession.LiveSession, turnId?: string) =>
+      Effect.suspend(() => {
+        const active = session.active
+        if (active === undefined || (turnId !== undefined && active.turnId !== turnId)) return Effect.void
+        active.control.cancelRequested = true
+        return Effect.asVoid(Fiber.interrupt(active.fiber))
       })
 
     /**
      * Runs `write` holding the session's control lock while no driver runs: the writes made without
      * a driver (an answer given to a paused turn, cancelling one) can never interleave with a turn.
      */
-    const withoutDriver = <A, E>(log: SessionLog.SessionLog, write: Effect.Effect<A, E>) =>
-      log.control.withPermits(1)(Effect.gen(function*() {
-        const active = yield* Ref.get(log.active)
-        if (Option.isSome(active)) return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })
-        return yield* write
+    const withoutDriver = <A, E>(session: LiveSession.LiveSession, write: Effect.Effect<A, E>): Effect.Effect<A, E | TurnInProgress> =>
+      session.control.withPermits(1)(Effect.suspend((): Effect.Effect<A, E | TurnInProgress> => {
+        const active = session.active
+        if (active !== undefined) return Effect.fail(new TurnInProgress({ sessionId: session.sessionId, turnId: active.turnId }))
+        return write
       }))
 
     /** What a driver runs: the turn it owns, and its work once the turn's environment exists. */
@@ -319,119 +317,117 @@ export const make = (
       readonly run: (env: TurnEnv.TurnEnv) => Effect.Effect<void, EventStoreFailure>
     }
 
-    /** A new turn; a turn paused in the log must be finished first. */
-    const planNew = (log: SessionLog.SessionLog, userMessage: string): Effect.Effect<Plan, TurnInProgress> =>
+    /** A new turn; a turn paused in the log must be finished first, one left open by a crash is closed first. */
+    const planNew = (session: LiveSession.LiveSession, userMessage: string): Effect.Effect<Plan, TurnInProgress> =>
       Effect.gen(function*() {
-        const { state } = yield* SynchronizedRef.get(log.live)
+        const { state } = session.live
         if (state.openTurn !== undefined && SessionState.isPaused(state)) {
-          return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: state.openTurn.turnId })
+          return yield* new TurnInProgress({ sessionId: session.sessionId, turnId: state.openTurn.turnId })
         }
-        return { turnId: yield* ids.next("turn"), run: (env) => TurnLoop.drive(env, userMessage, closeDangling(log)) }
+        return { turnId: yield* ids.next("turn"), run: (env) => Effect.zipRight(closeDangling(session), TurnDriver.drive(env, userMessage)) }
       })
 
     /** The paused turn in the log. A turn left open by a crash is repaired instead: there is then nothing to resume. */
-    const planResume = (log: SessionLog.SessionLog): Effect.Effect<Plan, NothingToResume | EventStoreFailure> =>
+    const planResume = (session: LiveSession.LiveSession): Effect.Effect<Plan, NothingToResume | EventStoreFailure> =>
       Effect.gen(function*() {
-        const { state } = yield* SynchronizedRef.get(log.live)
+        const { state } = session.live
         const open = state.openTurn
-        if (open !== undefined && !SessionState.isPaused(state)) yield* closeDangling(log)
-        if (open === undefined || !SessionState.isPaused(state)) return yield* new NothingToResume({ sessionId: log.sessionId })
+        if (open !== undefined && !SessionState.isPaused(state)) yield* closeDangling(session)
+        if (open === undefined || !SessionState.isPaused(state)) return yield* new NothingToResume({ sessionId: session.sessionId })
         // Waits are registered before the driver starts, so an answer given right away is never lost.
         for (const call of SessionState.pendingApprovals(state)) {
-          yield* Ref.update(log.approvals, HashMap.set(call.toolCallId, yield* Deferred.make<SessionLog.UserDecision>()))
+          session.approvals.set(call.toolCallId, yield* Deferred.make<LiveSession.UserDecision>())
         }
-        return { turnId: open.turnId, run: TurnLoop.resume }
+        return { turnId: open.turnId, run: TurnDriver.resume }
       })
 
     /** Claims the session for a driver and starts it, under the control lock; one driver per session. */
-    const startTurn = <E>(log: SessionLog.SessionLog, plan: Effect.Effect<Plan, E>) =>
+    const startTurn = <E>(session: LiveSession.LiveSession, plan: Effect.Effect<Plan, E>) =>
       Effect.gen(function*() {
-        const active = yield* Ref.get(log.active)
-        if (Option.isSome(active)) return yield* new TurnInProgress({ sessionId: log.sessionId, turnId: active.value.turnId })
+        const active = session.active
+        if (active !== undefined) return yield* new TurnInProgress({ sessionId: session.sessionId, turnId: active.turnId })
         const { run, turnId } = yield* plan
         const mailbox = yield* Mailbox.make<AgentEvent.AgentEvent, EventStoreFailure>()
-        const cancelRequested = yield* Ref.make(false)
+        const control: LiveSession.TurnControl = { cancelRequested: false }
         const started = yield* Deferred.make<void>()
-        const emit = (event: AgentEvent.AgentEvent) => mailbox.offer(event)
-        const env: TurnEnv.TurnEnv = {
-          ...services,
-          log,
-          turnId,
-          cancelRequested,
-          emit,
-          commit: (draft, guard) => SessionLog.commit(ports, log, turnId, draft, emit, guard)
-        }
+        const env = TurnEnv.make(services, session, turnId, control, (events) => mailbox.offerAll(events))
         const driver = Deferred.await(started).pipe(
           Effect.zipRight(run(env)),
           Effect.onExit((exit) =>
-            Effect.gen(function*() {
+            Effect.suspend(() => {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
-              yield* Ref.set(log.active, Option.none())
+              session.active = undefined
               // Waits the driver registered and never reached would otherwise swallow a later answer.
-              yield* Ref.set(log.approvals, HashMap.empty())
+              session.approvals.clear()
               // A cancelled driver has already stored its closing events: its stream simply ends.
-              if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return yield* mailbox.end
-              yield* Ref.set(log.danglingReason, "event_store_failure")
+              if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return mailbox.end
+              session.danglingReason = "event_store_failure"
               const failure = Cause.failureOption(exit.cause)
-              if (Option.isSome(failure)) yield* forgetIfStale(log.sessionId)(failure.value)
-              yield* mailbox.failCause(exit.cause)
+              return Effect.zipRight(
+                Option.isSome(failure) ? forgetIfStale(session.sessionId)(failure.value) : Effect.void,
+                mailbox.failCause(exit.cause)
+              )
             })
           )
         )
         // Forked from an uninterruptible region, the driver would inherit it: cancelling needs it interruptible.
         const fiber = yield* Effect.forkIn(Effect.interruptible(driver), scope)
-        yield* Ref.set(log.active, Option.some({ turnId, cancelRequested, fiber }))
+        session.active = { turnId, control, fiber }
         yield* Deferred.succeed(started, undefined)
         return { turnId, mailbox }
-      }).pipe(Effect.uninterruptible, log.control.withPermits(1))
+      }).pipe(Effect.uninterruptible, session.control.withPermits(1))
 
     /** A driver's events as a stream; the consumer going away cancels the turn. */
-    const streamOf = <E>(sessionId: string, start: (log: SessionLog.SessionLog) => Effect.Effect<{ readonly turnId: string; readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure> }, E>) =>
+    const streamOf = <E>(
+      sessionId: string,
+      start: (session: LiveSession.LiveSession) => Effect.Effect<{ readonly turnId: string; readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure> }, E>
+    ) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const log = yield* writableLog(sessionId)
-        const { mailbox, turnId } = yield* start(log)
+        const session = yield* writableSession(sessionId)
+        const { mailbox, turnId } = yield* start(session)
         // The consumer going away (interruption, an early exit) cancels the turn; the driver then
         // stores turn.completed {cancelled} before this finalizer returns.
-        yield* Effect.addFinalizer(() => cancelActive(log, turnId))
+        yield* Effect.addFinalizer(() => cancelActive(session, turnId))
         return Mailbox.toStream(mailbox)
       }))
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
-      streamOf<InvalidInput | TurnInProgress>(input.sessionId, (log) =>
+      streamOf<InvalidInput | TurnInProgress>(input.sessionId, (session) =>
         input.userMessage.trim() === ""
           ? Effect.fail(new InvalidInput({ field: "userMessage", detail: "must not be empty" }))
-          : startTurn(log, planNew(log, input.userMessage))).pipe(
+          : startTurn(session, planNew(session, input.userMessage))).pipe(
           Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
         )
 
     const resumeTurn = (input: SessionInput) =>
-      streamOf(input.sessionId, (log) => startTurn(log, planResume(log))).pipe(
+      streamOf(input.sessionId, (session) => startTurn(session, planResume(session))).pipe(
         Stream.withSpan("SessionEngine.resumeTurn", { attributes: { sessionId: input.sessionId } })
       )
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
-      const found = yield* Effect.option(sessionLog(input.sessionId))
+      const found = yield* Effect.option(liveSession(input.sessionId))
       if (Option.isNone(found)) return
-      if (Option.isSome(yield* Ref.get(found.value.active))) return yield* cancelActive(found.value, input.turnId)
-      const { state } = yield* SynchronizedRef.get(found.value.live)
+      if (found.value.active !== undefined) return yield* cancelActive(found.value, input.turnId)
+      const { state } = found.value.live
       if (state.openTurn === undefined || !SessionState.isPaused(state)) return
       // Closing a paused turn is a write: it needs the session's writer lock.
-      const writable = yield* Effect.either(writableLog(input.sessionId))
+      const writable = yield* Effect.either(writableSession(input.sessionId))
       if (Either.isLeft(writable)) {
         return yield* Effect.logWarning(`effect-agent: could not cancel the paused turn of session ${input.sessionId}: ${writable.left.message}`)
       }
-      const log = writable.right
-      if (Option.isSome(yield* Ref.get(log.active))) return yield* cancelActive(log, input.turnId)
+      const session = writable.right
+      if (session.active !== undefined) return yield* cancelActive(session, input.turnId)
       // No driver: a turn paused in the log (its process stopped while waiting) is closed as cancelled.
-      yield* withoutDriver(log, Effect.gen(function*() {
-        const { state } = yield* SynchronizedRef.get(log.live)
-        const open = state.openTurn
-        if (open === undefined || !SessionState.isPaused(state) || (input.turnId !== undefined && input.turnId !== open.turnId)) return
-        yield* TurnLoop.closeTurn(ports, log, open.turnId, { stopReason: "cancelled" }, () => Effect.void)
+      yield* withoutDriver(session, Effect.suspend(() => {
+        const open = session.live.state.openTurn
+        if (open === undefined || !SessionState.isPaused(session.live.state) || (input.turnId !== undefined && input.turnId !== open.turnId)) {
+          return Effect.void
+        }
+        return TurnDriver.close(TurnEnv.detached(services, session, open.turnId), { stopReason: "cancelled" })
       })).pipe(
-        Effect.catchTag("TurnInProgress", () => cancelActive(log, input.turnId)),
+        Effect.catchTag("TurnInProgress", () => cancelActive(session, input.turnId)),
         Effect.catchTag("EventStoreFailure", (e) =>
-          forgetIfStale(log.sessionId)(e).pipe(
+          forgetIfStale(session.sessionId)(e).pipe(
             Effect.zipRight(Effect.logWarning(`effect-agent: could not store the cancellation of a paused turn: ${e.message}`))
           ))
       )
@@ -456,8 +452,7 @@ export const make = (
       })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))
 
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {
-      const log = yield* sessionLog(input.sessionId)
-      return (yield* SynchronizedRef.get(log.live)).state
+      return (yield* liveSession(input.sessionId)).live.state
     })
 
     const pendingApprovals = (input: SessionInput) => Effect.map(sessionState(input), SessionState.pendingApprovals)
@@ -475,30 +470,29 @@ export const make = (
       const { sessionId, toolCallId } = input
       const answer = { decision: input.decision, remember: input.remember === true }
       /** Hands the answer to a driver waiting for it; false when none waits. */
-      const deliver = (log: SessionLog.SessionLog) =>
-        Effect.flatMap(Ref.get(log.approvals), (waits) => {
-          const waiting = HashMap.get(waits, toolCallId)
-          return Option.isSome(waiting) ? Deferred.succeed(waiting.value, answer) : Effect.succeed(false)
+      const deliver = (session: LiveSession.LiveSession) =>
+        Effect.suspend(() => {
+          const waiting = session.approvals.get(toolCallId)
+          return waiting !== undefined ? Deferred.succeed(waiting, answer) : Effect.succeed(false)
         })
-      if (yield* deliver(yield* sessionLog(sessionId))) return
+      if (yield* deliver(yield* liveSession(sessionId))) return
       // Storing the answer is a write: it needs the session's writer lock (a waiting driver has it already).
-      const log = yield* writableLog(sessionId)
-      // Taking the lock reloads the session: a driver resumed meanwhile may wait on the reloaded log.
-      if (yield* deliver(log)) return
+      const session = yield* writableSession(sessionId)
+      // Taking the lock reloads the session: a driver resumed meanwhile may wait on the reloaded one.
+      if (yield* deliver(session)) return
       // No driver waits: the turn may be paused in the log. The answer is stored now; resumeTurn goes on from it.
-      yield* withoutDriver(log, Effect.gen(function*() {
-        const { state } = yield* SynchronizedRef.get(log.live)
+      yield* withoutDriver(session, Effect.gen(function*() {
+        const { state } = session.live
         const call = SessionState.pendingApprovals(state).find((c) => c.toolCallId === toolCallId)
         if (call === undefined || state.openTurn === undefined) return yield* new ApprovalNotPending({ sessionId, toolCallId })
         const scope = answer.remember ? yield* scopeOf({ toolCallId, tool: call.tool, args: call.args }, state.cwd) : undefined
-        yield* SessionLog.commit(ports, log, state.openTurn.turnId, {
-          type: "permission.resolved",
-          payload: { toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) }
-        }, () => Effect.void)
+        yield* TurnEnv.detached(services, session, state.openTurn.turnId).commit([
+          EventDraft.permissionResolved({ toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) })
+        ])
       })).pipe(
         // A driver started while this waited for the control lock: its waits are registered by now.
         Effect.catchTag("TurnInProgress", () =>
-          Effect.flatMap(deliver(log), (delivered) => delivered ? Effect.void : Effect.fail(new ApprovalNotPending({ sessionId, toolCallId })))),
+          Effect.flatMap(deliver(session), (delivered) => delivered ? Effect.void : Effect.fail(new ApprovalNotPending({ sessionId, toolCallId })))),
         Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId))
       )
     })
@@ -518,12 +512,9 @@ export const make = (
     })
   })
 
-/** The engine as a layer, with the default limits. See {@link make} for the ports it uses. */
-export const layer: Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> = Layer.scoped(
-  SessionEngine,
-  make()
-)
-
-/** The engine as a layer, with the given limits and timings. */
-export const layerWith = (options: Options): Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> =>
+/**
+ * The engine as a layer: `SessionEngine.layer()` with the default limits, or
+ * `SessionEngine.layer({ maxSteps: 10 })`. See {@link make} for the ports it uses.
+ */
+export const layer = (options: Options = {}): Layer.Layer<SessionEngine, never, EventStore | ModelProvider | IdGenerator> =>
   Layer.scoped(SessionEngine, make(options))

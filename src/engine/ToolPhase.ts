@@ -13,31 +13,28 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
-import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
-import * as SynchronizedRef from "effect/SynchronizedRef"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
-import type * as SessionLog from "./SessionLog.js"
+import type * as LiveSession from "./LiveSession.js"
 import type { TurnEnv } from "./TurnEnv.js"
 
 const toolFailed = (env: TurnEnv, toolCallId: string, errorCode: string, message: string) =>
-  env.commit(EventDraft.toolFailed(toolCallId, errorCode, message))
+  env.commit([EventDraft.toolFailed(toolCallId, errorCode, message)])
 
 /** A guard that lets an event through only while the call is running (late progress is dropped). */
-const whileRunning = (toolCallId: string): SessionLog.Guard => (live) =>
-  Effect.succeed(live.state.openTurn?.toolCalls.some((c) => c.toolCallId === toolCallId && c.status === "running") === true)
+const whileRunning = (toolCallId: string): LiveSession.Guard => (live) =>
+  live.state.openTurn?.toolCalls.some((c) => c.toolCallId === toolCallId && c.status === "running") === true
 
 const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
   Effect.gen(function*() {
     if (env.tools === undefined) {
       return Either.left(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}": no tools are available.` }))
     }
-    const { state } = yield* SynchronizedRef.get(env.log.live)
+    const { state } = env.session.live
     return yield* Effect.either(env.tools.prepare(call, state.cwd))
   })
 
@@ -49,16 +46,15 @@ const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either
 const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
   Effect.gen(function*() {
     // A resumed turn registered its waits before it started; a fresh ask registers here.
-    const registered = HashMap.get(yield* Ref.get(env.log.approvals), toolCallId)
-    const answer = Option.isSome(registered) ? registered.value : yield* Deferred.make<SessionLog.UserDecision>()
+    const answer = env.session.approvals.get(toolCallId) ?? (yield* Deferred.make<LiveSession.UserDecision>())
     const timeout = env.options.approvalTimeout
     const wait = timeout === undefined
       ? Effect.map(Deferred.await(answer), Option.some)
       : Effect.timeoutOption(Deferred.await(answer), Duration.decode(timeout))
-    return yield* Ref.update(env.log.approvals, HashMap.set(toolCallId, answer)).pipe(
+    return yield* Effect.sync(() => env.session.approvals.set(toolCallId, answer)).pipe(
       Effect.zipRight(storeAsk),
       Effect.zipRight(wait),
-      Effect.ensuring(Ref.update(env.log.approvals, HashMap.remove(toolCallId)))
+      Effect.ensuring(Effect.sync(() => env.session.approvals.delete(toolCallId)))
     )
   })
 
@@ -71,11 +67,11 @@ const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<
     const { toolCallId } = call
     const answer = yield* askUser(env, toolCallId, storeAsk)
     if (Option.isNone(answer)) {
-      yield* env.commit(EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" }))
+      yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" })])
       return Either.left("Permission denied: nobody approved the call in time.")
     }
     const { decision, remember } = answer.value
-    yield* env.commit(EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) }))
+    yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) })])
     return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
   })
 
@@ -90,16 +86,16 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
     if (from === "requested") {
       // Paths outside cwd are named by their real target, so the approval shows where a link leads.
       const outsidePaths = call.paths.filter((p) => !p.insideCwd).map((p) => p.resolved)
-      yield* env.commit(EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths }))
+      yield* env.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
     }
-    const { state } = yield* SynchronizedRef.get(env.log.live)
+    const { state } = env.session.live
     const policy: PermissionDecision = yield* env.permissions.decide({
       sessionId: state.sessionId,
       cwd: state.cwd,
       call,
       remembered: state.remembered
     })
-    const resolved = env.commit(EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" }))
+    const resolved = env.commit([EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })])
     if (policy.decision === "ask") return yield* userDecision(env, call, resolved)
     yield* resolved
     return policy.decision === "allow"
@@ -111,14 +107,14 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
 const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId, tool, args } = call
-    yield* env.commit(EventDraft.toolStarted(toolCallId, tool, args))
-    const { state } = yield* SynchronizedRef.get(env.log.live)
+    yield* env.commit([EventDraft.toolStarted(toolCallId, tool, args)])
+    const { state } = env.session.live
     const outcome = yield* env.tools!.execute(call, {
       sessionId: state.sessionId,
       turnId: env.turnId,
       cwd: state.cwd,
       progress: (message) =>
-        env.commit(EventDraft.toolProgress(toolCallId, message), whileRunning(toolCallId)).pipe(
+        env.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
           Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store tool progress", e)),
           Effect.asVoid
@@ -134,7 +130,7 @@ const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventSto
     if (Either.isLeft(outcome)) return yield* toolFailed(env, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(env, call, outcome.right)
     // Tool output is escaped here, in the one builder, before it reaches the log, the model or a terminal.
-    yield* env.commit(EventDraft.toolCompleted(toolCallId, output.result, output.exitCode))
+    yield* env.commit([EventDraft.toolCompleted(toolCallId, output.result, output.exitCode)])
   })
 
 const afterResult = (env: TurnEnv, call: PreparedCall, output: ToolOutput) =>

@@ -1,14 +1,12 @@
 /**
- * Everything one turn's driver works with: the ports, the options, the session's log, and the
- * turn's own `commit`.
+ * Everything one turn's driver works with: the ports, the options, the live session, and the
+ * turn's own `commit` — the one way a turn's events are written.
  *
  * @since 0.1.0
  * @internal
  */
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
-import type * as Option from "effect/Option"
-import type * as Ref from "effect/Ref"
+import * as Effect from "effect/Effect"
 import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { Hooks } from "../services/AgentHooks.js"
@@ -16,8 +14,8 @@ import type { ContextBuilder } from "../services/ContextBuilder.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import type { ToolRouter } from "../services/ToolRouter.js"
+import * as LiveSession from "./LiveSession.js"
 import * as Retry from "./Retry.js"
-import type * as SessionLog from "./SessionLog.js"
 
 /** Limits and timings of turns. */
 export interface TurnOptions {
@@ -44,7 +42,7 @@ export const defaultOptions: TurnOptions = {
 
 /** The services a turn runs on. */
 export interface TurnServices {
-  readonly ports: SessionLog.Ports
+  readonly ports: LiveSession.Ports
   readonly provider: ModelProvider.Service
   readonly tools: ToolRouter.Service | undefined
   readonly permissions: PermissionEngine["Type"]
@@ -55,11 +53,32 @@ export interface TurnServices {
 
 /** One turn's environment. */
 export interface TurnEnv extends TurnServices {
-  readonly log: SessionLog.SessionLog
+  readonly session: LiveSession.LiveSession
   readonly turnId: string
-  /** Set before the driver is interrupted; from then on no model output is stored. */
-  readonly cancelRequested: Ref.Ref<boolean>
-  readonly emit: (event: AgentEvent) => Effect.Effect<unknown>
-  /** Commits an event of this turn (see `SessionLog.commit`). */
-  readonly commit: (draft: TurnEventDraft, guard?: SessionLog.Guard) => Effect.Effect<Option.Option<AgentEvent>, EventStoreFailure>
+  /** What a cancel sets before it interrupts the driver; from then on no model output is stored. */
+  readonly control: LiveSession.TurnControl
+  /**
+   * Commits drafts of this turn as one batch (see `LiveSession.commit`): stored, folded, watched,
+   * then emitted to the turn's consumer. Returns the events committed.
+   */
+  readonly commit: (drafts: ReadonlyArray<TurnEventDraft>, guard?: LiveSession.Guard) => Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure>
 }
+
+/** A turn's environment; its events go to `emit` once stored. */
+export const make = (
+  services: TurnServices,
+  session: LiveSession.LiveSession,
+  turnId: string,
+  control: LiveSession.TurnControl,
+  emit: LiveSession.Emit
+): TurnEnv => ({
+  ...services,
+  session,
+  turnId,
+  control,
+  commit: (drafts, guard) => LiveSession.commit(services.ports, session, turnId, drafts, emit, guard)
+})
+
+/** The environment of a write made with no driver (closing a dangling turn, an answer to a paused one): nobody consumes its events. */
+export const detached = (services: TurnServices, session: LiveSession.LiveSession, turnId: string): TurnEnv =>
+  make(services, session, turnId, { cancelRequested: false }, () => Effect.void)

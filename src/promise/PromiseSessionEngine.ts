@@ -76,7 +76,7 @@ export interface PromiseSessionEngine {
 }
 
 const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine, unknown> =>
-  SessionEngine.layerWith(options.limits ?? {}).pipe(
+  SessionEngine.layer(options.limits).pipe(
     Layer.provide(options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer))),
     Layer.provide(options.model ?? FakeModelProvider.layer()),
     Layer.provide(options.ids ?? IdGenerator.layer),

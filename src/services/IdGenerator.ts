@@ -15,10 +15,21 @@ export type IdKind = "session" | "turn" | "event"
 export const prefixes: Readonly<Record<IdKind, string>> = { session: "sess_", turn: "turn_", event: "evt_" }
 
 /** The id generator port. */
-export class IdGenerator extends Context.Tag("effect-agent/IdGenerator")<
-  IdGenerator,
-  { readonly next: (kind: IdKind) => Effect.Effect<string> }
->() {}
+export class IdGenerator extends Context.Tag("effect-agent/IdGenerator")<IdGenerator, IdGenerator.Service>() {}
+
+/** The id generator port. */
+export declare namespace IdGenerator {
+  /** What an id generator does. */
+  export interface Service {
+    /** A new id of the kind. */
+    readonly next: (kind: IdKind) => Effect.Effect<string>
+    /**
+     * `count` new ids of the kind, in order, as `next` would give them one by one. Optional: the
+     * engine asks for the ids of a batch of events at once when it is there.
+     */
+    readonly nextMany?: (kind: IdKind, count: number) => Effect.Effect<ReadonlyArray<string>>
+  }
+}
 
 // Crockford's base32: ids sort by creation time and read unambiguously.
 const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -29,23 +40,41 @@ const encodeTime = (millis: number): string => {
   return out
 }
 
+// Random bytes are drawn a block at a time: one getRandomValues call serves many ids.
+const pool = new Uint8Array(16 * 256)
+let poolAt = pool.length
+
 const randomPart = (): string => {
-  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
+  if (poolAt === pool.length) {
+    globalThis.crypto.getRandomValues(pool)
+    poolAt = 0
+  }
   let out = ""
-  for (const byte of bytes) out += alphabet[byte % 32]
+  for (let end = poolAt + 16; poolAt < end; poolAt++) out += alphabet[pool[poolAt]! & 31]
   return out
 }
+
+const randomId = (kind: IdKind, now: number): string => prefixes[kind] + encodeTime(now) + randomPart()
 
 /**
  * Random ids: prefix, then a ULID-like body (the creation time from `Clock`, then 16 random
  * characters), so ids of one kind sort roughly by creation time.
  */
 export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
-  next: (kind) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => prefixes[kind] + encodeTime(now) + randomPart())
+  next: (kind) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => randomId(kind, now)),
+  nextMany: (kind, count) =>
+    Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => {
+      const time = encodeTime(now)
+      return Array.from({ length: count }, () => prefixes[kind] + time + randomPart())
+    })
 })
 
 /** Deterministic ids for tests: `sess_1`, `turn_1`, `evt_1`, … one counter per kind, per layer build. */
 export const layerSequential: Layer.Layer<IdGenerator> = Layer.sync(IdGenerator, () => {
   const counters: Record<IdKind, number> = { session: 0, turn: 0, event: 0 }
-  return { next: (kind) => Effect.sync(() => `${prefixes[kind]}${++counters[kind]}`) }
+  const next = (kind: IdKind) => `${prefixes[kind]}${++counters[kind]}`
+  return {
+    next: (kind) => Effect.sync(() => next(kind)),
+    nextMany: (kind, count) => Effect.sync(() => Array.from({ length: count }, () => next(kind)))
+  }
 })

@@ -154,7 +154,7 @@ describe("the retry schedule", () => {
 describe("the engine's event sites", () => {
   it("the turn driver and the tool phase build events only through EventDraft", async () => {
     const { readFileSync } = await import("node:fs")
-    for (const file of ["TurnLoop.ts", "ToolPhase.ts"]) {
+    for (const file of ["TurnDriver.ts", "StepRequest.ts", "ModelResponse.ts", "ToolPhase.ts"]) {
       const source = readFileSync(new URL(`../../src/engine/${file}`, import.meta.url), "utf8")
       // An event literal is a `type: "<event>"` next to its payload; EventDraft's builders are the only place for one.
       expect(source, file).not.toMatch(/type:\s*"(?:turn|user|context|model|permission|tool)\.[a-z_]+"/)

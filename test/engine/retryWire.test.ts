@@ -43,7 +43,7 @@ for (const vendor of vendors) {
     }
 
     const layer = Layer.suspend(() =>
-      SessionEngineModule.layer.pipe(
+      SessionEngineModule.layer().pipe(
         Layer.provide(JsonlEventStore.layer({ dataDir: dir })),
         Layer.provide(IdGenerator.layer),
         Layer.provide(

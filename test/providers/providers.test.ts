@@ -162,7 +162,7 @@ for (const vendor of vendors) {
     describe("through the engine", () => {
       const layer = (extra?: Parameters<Vendor["layer"]>[1], services: Layer.Layer<never> = Layer.empty) =>
         Layer.suspend(() =>
-          SessionEngineModule.layer.pipe(
+          SessionEngineModule.layer().pipe(
             Layer.provide(MemoryEventStore.layer),
             Layer.provide(IdGenerator.layerSequential),
             Layer.provide(vendor.layer(server.url, extra)),

@@ -1,0 +1,168 @@
+/**
+ * One session as the engine holds it while it is in use: the fold of its log (state and
+ * transcript), the turn a driver runs on it, the calls waiting for the user, and the single
+ * `commit` through which every event of the session is built, stored, folded and emitted — in that
+ * order, a batch at a time.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import type * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Fiber from "effect/Fiber"
+import type { AgentEvent, EventOfType, TurnEventDraft } from "../domain/AgentEvent.js"
+import type { EventStoreFailure } from "../domain/Errors.js"
+import * as SessionState from "../domain/SessionState.js"
+import * as Transcript from "../domain/Transcript.js"
+import type { EventStore } from "../services/EventStore.js"
+import type { IdGenerator } from "../services/IdGenerator.js"
+import type { Watchers } from "./Watchers.js"
+
+/** What the engine knows of a session: the fold of its log. Replaced as a whole by each commit. */
+export interface Live {
+  readonly state: SessionState.SessionState
+  readonly transcript: Transcript.Transcript
+}
+
+/** What a turn's driver shares with the engine: the one flag a cancel sets before it interrupts the driver. */
+export interface TurnControl {
+  /** Set before the driver is interrupted: from then on no model output is stored. */
+  cancelRequested: boolean
+}
+
+/** The turn a driver fiber is running now. */
+export interface ActiveTurn {
+  readonly turnId: string
+  readonly control: TurnControl
+  readonly fiber: Fiber.RuntimeFiber<void, EventStoreFailure>
+}
+
+/** The user's answer to a paused call. */
+export interface UserDecision {
+  readonly decision: "allow" | "deny"
+  readonly remember: boolean
+}
+
+/**
+ * One live session. Its fields are plain: fibers of one process share a thread, and every change
+ * is made by one synchronous step (`live` only by `commit`, under `writes`).
+ */
+export interface LiveSession {
+  readonly sessionId: string
+  /** The fold of the stored log. */
+  live: Live
+  /** The running turn, if a driver owns one. A turn open in the log with no driver is dangling. */
+  active: ActiveTurn | undefined
+  /** Why an open turn without a driver was left open; used as its errorCode when it is closed. */
+  danglingReason: string
+  /** Calls the running driver is waiting on, by tool call id: completing one hands it the user's answer. */
+  readonly approvals: Map<string, Deferred.Deferred<UserDecision>>
+  /** Held to start a driver, and by the few writes made without one, so the two never overlap. */
+  readonly control: Effect.Semaphore
+  /** Held by each commit: batches of one session are stored one after the other. */
+  readonly writes: Effect.Semaphore
+}
+
+/** The services a commit needs. */
+export interface Ports {
+  readonly store: EventStore.Service
+  readonly ids: IdGenerator["Type"]
+  /** Who watches the session's live events (`watchSession`). */
+  readonly watchers: Watchers
+}
+
+/** A live session starting from a replayed state. */
+export const make = (live: Live): LiveSession => ({
+  sessionId: live.state.sessionId,
+  live,
+  active: undefined,
+  danglingReason: "interrupted",
+  approvals: new Map(),
+  control: Effect.unsafeMakeSemaphore(1),
+  writes: Effect.unsafeMakeSemaphore(1)
+})
+
+/** The live view of a replayed log. */
+export const liveOf = (state: SessionState.SessionState, events: Iterable<AgentEvent>): Live => ({
+  state,
+  transcript: Transcript.replay(events)
+})
+
+const timestamp = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
+
+/** Builds the `session.created` event, the only event outside a turn. */
+export const sessionCreated = (
+  ports: Ports,
+  sessionId: string,
+  payload: EventOfType<"session.created">["payload"]
+): Effect.Effect<EventOfType<"session.created">> =>
+  Effect.all({ id: ports.ids.next("event"), timestamp }).pipe(
+    Effect.map(({ id, timestamp }) => ({ id, sessionId, sequence: 1, timestamp, type: "session.created" as const, payload }))
+  )
+
+/** Whether a draft should be committed, decided under the session's lock on the state as folded so far. */
+export type Guard = (live: Live, draft: TurnEventDraft) => boolean
+
+/** Hands committed events to whoever consumes the turn. */
+export type Emit = (events: ReadonlyArray<AgentEvent>) => Effect.Effect<unknown>
+
+/** A batch stored as one step by a store that can (`appendAll`), else one event after the other. */
+const appendAll = (store: EventStore.Service, events: ReadonlyArray<AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
+  const batch = (store as { readonly appendAll?: (events: ReadonlyArray<AgentEvent>) => Effect.Effect<void, EventStoreFailure> }).appendAll
+  return batch !== undefined ? batch(events) : Effect.forEach(events, store.append, { discard: true })
+}
+
+/** An id per event of a batch, in one call when the generator can. */
+const idsFor = (ids: Ports["ids"], count: number): Effect.Effect<ReadonlyArray<string>> =>
+  ids.nextMany !== undefined ? ids.nextMany("event", count) : Effect.all(Array.from({ length: count }, () => ids.next("event")))
+
+/**
+ * Commits a batch of a turn's drafts: under the session's lock, each draft the guard lets through
+ * becomes an event (an id, sequence = last + 1, one timestamp from `Clock` for the batch), the
+ * batch is appended to the store as one step, folded into the live state, handed to the watchers,
+ * then emitted. A failed append changes nothing, so the next batch reuses the sequences and the log
+ * has no gap. Returns the events committed (none when the guard refused them all).
+ * Uninterruptible: a batch is either wholly committed or not at all.
+ */
+export const commit = (
+  ports: Ports,
+  session: LiveSession,
+  turnId: string,
+  drafts: ReadonlyArray<TurnEventDraft>,
+  emit: Emit,
+  guard?: Guard
+): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
+  session.writes.withPermits(1)(Effect.gen(function*() {
+    const at = yield* timestamp
+    let live = session.live
+    const events: Array<{ id: string } & AgentEvent> = []
+    for (const draft of drafts) {
+      // Judged on the state the drafts before it make: a tool call id repeated within a batch is a repeat.
+      if (guard !== undefined && !guard(live, draft)) continue
+      const event = {
+        id: "",
+        sessionId: session.sessionId,
+        turnId,
+        sequence: live.state.lastSequence + 1,
+        timestamp: at,
+        type: draft.type,
+        payload: draft.payload
+      } as { id: string } & AgentEvent
+      const state = SessionState.reduce(live.state, event)
+      // The engine only builds legal events; an illegal one is a bug, not a condition to handle.
+      if (Either.isLeft(state)) return yield* Effect.die(state.left)
+      live = { state: state.right, transcript: Transcript.reduce(live.transcript, event) }
+      events.push(event)
+    }
+    if (events.length === 0) return events
+    // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
+    const ids = yield* idsFor(ports.ids, events.length)
+    for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
+    yield* events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, events)
+    session.live = live
+    ports.watchers.publish(session.sessionId, events)
+    yield* emit(events)
+    return events as ReadonlyArray<AgentEvent>
+  })).pipe(Effect.uninterruptible)

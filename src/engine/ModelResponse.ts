@@ -1,0 +1,121 @@
+/**
+ * The second part of a step: the model's response, streamed and stored as it arrives — each piece
+ * the provider has produced committed as one batch — and the request sent again after a retryable
+ * failure that came before any of the response was stored.
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../domain/AgentEvent.js"
+import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
+import type { FinishReason, ModelRequest } from "../services/ModelProvider.js"
+import type { ToolCallInput } from "../services/ToolRouter.js"
+import * as EventDraft from "./EventDraft.js"
+import type * as LiveSession from "./LiveSession.js"
+import * as Retry from "./Retry.js"
+import type { TurnEnv } from "./TurnEnv.js"
+
+/** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
+export interface Tally {
+  usage: AgentEvent.Usage | undefined
+}
+
+/** A streamed response: its tool calls and why it finished, or the provider failure that ended it and whether any of it was stored. */
+export type Response =
+  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined }
+  | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
+
+const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
+  if (a === undefined || b === undefined) return a ?? b
+  const sum = (x: number | undefined, y: number | undefined) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0))
+  const cacheReadTokens = sum(a.cacheReadTokens, b.cacheReadTokens)
+  const cacheWriteTokens = sum(a.cacheWriteTokens, b.cacheWriteTokens)
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
+    ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
+  }
+}
+
+/**
+ * The post-cancel guard, and the repeat guard: once cancel is requested no model output is stored,
+ * even if the provider still yields; a call id the turn already used would make two calls
+ * indistinguishable, so the repeat is refused.
+ */
+const guardOf = (env: TurnEnv): LiveSession.Guard => (live, draft) =>
+  !env.control.cancelRequested &&
+  (draft.type !== "model.tool_call_requested" || !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === draft.payload.toolCallId))
+
+/** Streams one response, committing what the provider has produced so far as one batch at a time. */
+const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+  Effect.suspend(() => {
+    const guard = guardOf(env)
+    const calls: Array<ToolCallInput> = []
+    let stored = false
+    let finishReason: FinishReason | undefined
+    return env.provider.stream(request).pipe(
+      Stream.runForEachChunk((chunk) => {
+        const drafts: Array<AgentEvent.TurnEventDraft> = []
+        const asked: Array<ToolCallInput> = []
+        for (const piece of chunk) {
+          switch (piece._tag) {
+            case "TextDelta":
+              if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
+              break
+            case "ToolCall": {
+              const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: piece.args }
+              asked.push(call)
+              drafts.push(EventDraft.toolCallRequested(call))
+              break
+            }
+            case "Finish":
+              tally.usage = addUsage(tally.usage, piece.usage)
+              finishReason = piece.reason
+          }
+        }
+        if (drafts.length === 0) return Effect.void
+        return Effect.flatMap(env.commit(drafts, guard), (events) => {
+          stored ||= events.length > 0
+          if (asked.length === 0) return Effect.void
+          const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
+          const repeats: Array<ToolCallInput> = []
+          for (const call of asked) {
+            if (committed.delete(call.toolCallId)) calls.push(call)
+            else repeats.push(call)
+          }
+          if (repeats.length === 0 || env.control.cancelRequested) return Effect.void
+          return Effect.forEach(repeats, (call) =>
+            Effect.logWarning("effect-agent: the model repeated a tool call id; the repeat is ignored").pipe(
+              Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
+            ), { discard: true })
+        })
+      }),
+      Effect.map((): Response => ({ _tag: "Answered", calls, finishReason })),
+      Effect.catchTag("ProviderFailure", (failure) => Effect.succeed<Response>({ _tag: "Failed", failure, stored }))
+    )
+  })
+
+/**
+ * Streams a response, sending the request again after a retryable failure that came before any
+ * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
+ */
+export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const attempts = yield* Retry.start(env.options.retry)
+    for (let attempt = 1;; attempt++) {
+      const response = yield* respond(env, request, tally)
+      if (response._tag === "Answered" || response.stored) return response
+      const wait = yield* attempts.next(response.failure)
+      if (Option.isNone(wait)) return response
+      yield* Effect.logInfo("effect-agent: model request failed; retrying").pipe(
+        Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail, attempt, delayMs: wait.value })
+      )
+      yield* env.commit([EventDraft.modelRetry(attempt, wait.value, response.failure.reason)])
+      yield* Effect.sleep(Duration.millis(wait.value))
+    }
+  })
