@@ -62,6 +62,8 @@ export * as JsonlEventStore from "./layers/JsonlEventStore.js"
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
 /** The workspace tools: read, write, edit, list, grep, shell. */
 export * as WorkspaceTools from "./layers/WorkspaceTools.js"
+/** Cassettes: a recorded session as a script for the scripted model, for regression tests. */
+export * as Cassette from "./layers/Cassette.js"
 /** Tools of your own, from a Schema and an Effect, alone or beside the workspace tools. */
 export * as Toolkit from "./layers/Toolkit.js"
 /** The rule-based permission engine. */

@@ -1,0 +1,86 @@
+/**
+ * Cassettes: a recorded session turned into a script for the scripted model. Each model response the
+ * log holds — its text deltas and tool calls, a failure that ended it, a failed attempt the engine
+ * retried — becomes one scripted response, so a session run once against a real model replays as a
+ * deterministic test of your own agent: same requests answered the same way, same events.
+ *
+ * Read from the log alone:
+ * - A response is a run of `model.delta` / `model.tool_call_requested` events; any other event ends it.
+ * - `model.retry` is a failed attempt before any output: a response failing with its `errorCode`,
+ *   the recorded wait as its `retry-after` (the engine waits the longer of that and its schedule).
+ * - A turn that ended with a provider's error code after output ends its last response with that
+ *   failure after the chunks it had; one that ended before any output fails a response at once. A
+ *   turn that ended `context_overflow` before any output is taken as the preflight (no request sent).
+ * - A turn's `usage` is the sum over its responses; it is given to the turn's last response.
+ *
+ * @since 0.1.0
+ */
+import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
+import { ProviderFailureReason } from "../domain/Errors.js"
+import type { Json } from "../domain/Json.js"
+import type { Script, ScriptedResponse } from "./FakeModelProvider.js"
+
+interface Response {
+  chunks: Array<string>
+  toolCalls: Array<{ readonly tool: string; readonly args: Json; readonly id: string }>
+  failure?: NonNullable<ScriptedResponse["failure"]>
+  usage?: Usage
+}
+
+const isProviderReason = (code: string | undefined): code is ProviderFailureReason =>
+  code !== undefined && (ProviderFailureReason.literals as ReadonlyArray<string>).includes(code)
+
+const encode = (response: Response): ScriptedResponse => ({
+  ...(response.chunks.length === 0 ? {} : { chunks: response.chunks }),
+  ...(response.toolCalls.length === 0 ? {} : { toolCalls: response.toolCalls }),
+  ...(response.failure === undefined ? {} : { failure: response.failure }),
+  ...(response.usage === undefined ? {} : { usage: response.usage })
+})
+
+/** The script that answers a session's model requests as its log recorded them. */
+export const fromEvents = (events: Iterable<AgentEvent>): Script => {
+  const responses: Array<Response> = []
+  let open: Response | undefined
+  let lastOfTurn: Response | undefined
+  for (const event of events) {
+    switch (event.type) {
+      case "model.delta":
+        open ??= pushed(responses, { chunks: [], toolCalls: [] })
+        open.chunks.push(event.payload.text)
+        lastOfTurn = open
+        continue
+      case "model.tool_call_requested":
+        open ??= pushed(responses, { chunks: [], toolCalls: [] })
+        open.toolCalls.push({ tool: event.payload.tool, args: event.payload.args, id: event.payload.toolCallId })
+        lastOfTurn = open
+        continue
+      case "model.retry":
+        if (isProviderReason(event.payload.errorCode)) {
+          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryAfterMs: event.payload.delayMs } })
+        }
+        break
+      case "turn.started":
+        lastOfTurn = undefined
+        break
+      case "turn.completed": {
+        const { errorCode, stopReason, usage } = event.payload
+        if (stopReason === "error" && isProviderReason(errorCode)) {
+          if (open !== undefined) {
+            open.failure = { reason: errorCode, afterChunks: open.chunks.length + open.toolCalls.length }
+          } else if (errorCode !== "context_overflow") {
+            lastOfTurn = pushed(responses, { chunks: [], toolCalls: [], failure: { reason: errorCode } })
+          }
+        }
+        if (usage !== undefined && lastOfTurn !== undefined) lastOfTurn.usage = usage
+        break
+      }
+    }
+    open = undefined
+  }
+  return { responses: responses.map(encode) }
+}
+
+const pushed = (responses: Array<Response>, response: Response): Response => {
+  responses.push(response)
+  return response
+}
