@@ -32,7 +32,7 @@ export const engineLayer = <E, R>(
 ) =>
   SessionEngine.layer(options).pipe(
     Layer.provideMerge(store),
-    Layer.provideMerge(FakeModelProvider.layer(model)),
+    Layer.provideMerge(FakeModelProvider.layer({ record: true, ...model })),
     Layer.provideMerge(IdGenerator.layerSequential)
   )
 
@@ -110,7 +110,16 @@ export const failingStore = <E, R>(inner: Layer.Layer<EventStore, E, R>, failing
             failing.includes(++appends)
               ? Effect.fail(new EventStoreFailure({ reason: "disk_full", operation: "append", sessionId: event.sessionId, detail: "simulated: no space left on device" }))
               : store.append(event)
-          )
+          ),
+        // A batch counts as one append per event; it fails as a whole when any of its events would.
+        appendAll: (events: ReadonlyArray<AgentEvent>) =>
+          Effect.suspend(() => {
+            const first = appends + 1
+            appends += events.length
+            return failing.some((n) => n >= first && n <= appends)
+              ? Effect.fail(new EventStoreFailure({ reason: "disk_full", operation: "append", sessionId: events[0]?.sessionId ?? "", detail: "simulated: no space left on device" }))
+              : store.appendAll(events)
+          })
       }
     })
   ).pipe(Layer.provide(inner))

@@ -62,12 +62,19 @@ export interface Options {
   readonly responses?: ReadonlyArray<ScriptedResponse> | undefined
   /** The context window it reports (default 128 000 tokens). */
   readonly maxContextTokens?: number | undefined
+  /**
+   * Keep every request received, for `FakeModel.requests` (default false: a long session would
+   * otherwise hold every request it ever sent). The count is always kept.
+   */
+  readonly record?: boolean | undefined
 }
 
 /** What the fake recorded; provided beside `ModelProvider` so tests can check the requests it received. */
 export class FakeModel extends Context.Tag("effect-agent/FakeModel")<FakeModel, {
-  /** Every request received, in order. */
+  /** Every request received, in order (only with `record: true`). */
   readonly requests: Effect.Effect<ReadonlyArray<ModelProvider.ModelRequest>>
+  /** How many requests were received. */
+  readonly requestCount: Effect.Effect<number>
 }>() {}
 
 const decodeResponse = Schema.decodeSync(ScriptedResponse)
@@ -102,7 +109,8 @@ const chunksOf = (
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const script = (options.responses ?? []).map((response) => decodeResponse(response))
-    const requests = yield* Ref.make<ReadonlyArray<ModelProvider.ModelRequest>>([])
+    const requests: Array<ModelProvider.ModelRequest> = []
+    let received = 0
     const callIds = yield* Ref.make(0)
     const nextCallId = Ref.updateAndGet(callIds, (n) => n + 1).pipe(Effect.map((n) => `call_${n}`))
 
@@ -116,7 +124,8 @@ export const make = (options: Options = {}) =>
           // A provider that ignores the abort: each chunk arrives even after interruption was requested.
           return response.keepEmittingAfterCancel === true ? Effect.uninterruptible(emit) : emit
         }
-        const body = Stream.mapEffect(Stream.fromIterable(emitted), step)
+        // Without delays the whole response is one chunk, as a fast provider hands it over.
+        const body = Duration.isZero(delay) && response.keepEmittingAfterCancel !== true ? Stream.fromIterable(emitted) : Stream.mapEffect(Stream.fromIterable(emitted), step)
         return failure === undefined
           ? body
           : Stream.concat(body, Stream.fail(ProviderFailure.of(failure.reason, failure.detail ?? `scripted ${failure.reason} failure`, {
@@ -128,14 +137,15 @@ export const make = (options: Options = {}) =>
       capabilities: { provider: "fake", model: "scripted", maxContextTokens: options.maxContextTokens ?? 128_000 },
       stream: (request) =>
         Stream.unwrap(Effect.gen(function*() {
-          const index = (yield* Ref.getAndUpdate(requests, (all) => [...all, request])).length
+          const index = received++
+          if (options.record === true) requests.push(request)
           const response = script[index]
           return response === undefined
             ? Stream.fromIterable([...echo(request).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
             : respond(response)
         }))
     })
-    return { provider, recorder: FakeModel.of({ requests: Ref.get(requests) }) }
+    return { provider, recorder: FakeModel.of({ requests: Effect.sync(() => [...requests]), requestCount: Effect.sync(() => received) }) }
   })
 
 /** The fake model as a layer: provides `ModelProvider` and the `FakeModel` recorder. */
