@@ -19,16 +19,19 @@ const newest = (dir: string): number =>
     return Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs)
   }, 0)
 
-/** Builds dist with `tsc -p tsconfig.build.json` when it is missing or older than src/. */
+/** Builds dist as `npm run build` does (tsc, then the CLI bundle) when it is missing or older than src/. */
 export const ensureBuilt = () => {
   if (existsSync(bin) && statSync(bin).mtimeMs >= newest(join(root, "src"))) return
-  console.log("building dist (tsc -p tsconfig.build.json)…")
+  console.log("building dist (tsc -p tsconfig.build.json, scripts/bundle-cli.mjs)…")
   const result = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json"], {
     cwd: root,
     stdio: "inherit"
   })
   // Type errors still emit; only a missing CLI stops the row.
   if (result.status !== 0) console.log(`(tsc exited ${result.status}; using what it emitted)`)
+  // The CLI as `npm run build` ships it: bundled over tsc's unbundled bin (scripts/bundle-cli.mjs).
+  const bundled = spawnSync(process.execPath, [join(root, "scripts", "bundle-cli.mjs")], { cwd: root, stdio: "inherit" })
+  if (bundled.status !== 0) throw new Error("scripts/bundle-cli.mjs failed")
   if (!existsSync(bin)) throw new Error("dist/cli/bin.js was not built")
 }
 

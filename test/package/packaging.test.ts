@@ -1,21 +1,29 @@
 /**
  * The package as an embedder gets it: packed with `npm pack`, installed into fresh projects from the
  * npm registry. Checks one copy of Effect next to an app that pins another 3.x, the README's install
- * line and embedding example (strict type-check under `nodenext`, then run), and a light root import.
+ * line and embedding example (strict type-check under `nodenext`, then run), a light root import, and
+ * the installed `effect-agent` bin answering a turn from its bundle.
  */
-import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
+import { pathToFileURL } from "node:url"
+import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const root = resolve(import.meta.dirname, "../..")
 const readme = readFileSync(join(root, "README.md"), "utf8")
 const scratch = mkdtempSync(join(tmpdir(), "effect-agent-pack-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }), 120_000)
 
-const npm = (args: ReadonlyArray<string>, cwd: string) =>
-  execFileSync("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
+// Child processes run asynchronously: a long synchronous install or build would block the test
+// worker's own messages to vitest, which then times out on a busy machine.
+const execAsync = promisify(execFile)
+const exec = async (file: string, args: ReadonlyArray<string>, options: { cwd: string; env?: NodeJS.ProcessEnv }) =>
+  (await execAsync(file, args, { ...options, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })).stdout
+
+const npm = (args: ReadonlyArray<string>, cwd: string) => exec("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], { cwd })
 
 /** The README's install line: the one `npm install` of the packed tarball in the "Install" section. */
 const installLine = () => {
@@ -41,9 +49,9 @@ const newProject = (name: string, dependencies: Record<string, string> = {}) => 
 }
 
 let tarball = ""
-beforeAll(() => {
+beforeAll(async () => {
   // dist/ is built by the suite's global setup; `npm pack` ships it with the sources its maps point to.
-  const packed = JSON.parse(npm(["pack", "--json", "--pack-destination", scratch], root)) as Array<{ filename: string; files: Array<{ path: string }> }>
+  const packed = JSON.parse(await npm(["pack", "--json", "--pack-destination", scratch], root)) as Array<{ filename: string; files: Array<{ path: string }> }>
   tarball = join(scratch, packed[0]!.filename)
   const files = packed[0]!.files.map((f) => f.path)
   expect(files).toContain("dist/index.d.ts.map")
@@ -51,22 +59,22 @@ beforeAll(() => {
 }, 120_000)
 
 describe("the packed package", () => {
-  it("installs with the README's line, and the README's embedding example type-checks strictly and runs", () => {
+  it("installs with the README's line, and the README's embedding example type-checks strictly and runs", async () => {
     const app = newProject("readme-app")
-    execFileSync("cp", [tarball, app])
-    npm(installLine(), app)
+    copyFileSync(tarball, join(app, basename(tarball)))
+    await npm(installLine(), app)
     writeFileSync(join(app, "example.ts"), embeddingExample())
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
       compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, outDir: "out" },
       files: ["example.ts"]
     }))
     const tsc = join(root, "node_modules/typescript/bin/tsc")
-    execFileSync(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app, encoding: "utf8" })
-    const output = execFileSync(process.execPath, ["out/example.js"], { cwd: app, encoding: "utf8" })
+    await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app })
+    const output = await exec(process.execPath, ["out/example.js"], { cwd: app })
     expect(output).toContain("Hello!")
   }, 300_000)
 
-  it("an app pinning another effect 3.x ends with exactly one copy of effect, and the root import loads nothing heavy", () => {
+  it("an app pinning another effect 3.x ends with exactly one copy of effect, and the root import loads nothing heavy", async () => {
     const pinned = "3.22.3"
     const app = newProject("pinned-app", {
       effect: pinned,
@@ -74,8 +82,8 @@ describe("the packed package", () => {
       "@effect/platform-node": "0.108.2",
       "effect-agent": `file:${tarball}`
     })
-    npm(["install"], app)
-    const tree = npm(["ls", "effect", "--all", "--parseable"], app).trim().split("\n")
+    await npm(["install"], app)
+    const tree = (await npm(["ls", "effect", "--all", "--parseable"], app)).trim().split("\n")
     const copies = new Set(tree.filter((p) => p.endsWith("/node_modules/effect")))
     expect([...copies]).toEqual([join(app, "node_modules/effect")])
     expect(JSON.parse(readFileSync(join(app, "node_modules/effect/package.json"), "utf8")).version).toBe(pinned)
@@ -91,7 +99,7 @@ export async function resolve(specifier, context, next) {
 `)
     writeFileSync(join(app, "register.mjs"), `import { register } from "node:module"\nregister("./hooks.mjs", import.meta.url)\n`)
     writeFileSync(join(app, "main.mjs"), `const agent = await import("effect-agent")\nconsole.log(Object.keys(agent).length)\n`)
-    execFileSync(process.execPath, ["--import", "./register.mjs", "main.mjs"], { cwd: app, encoding: "utf8" })
+    await exec(process.execPath, ["--import", "./register.mjs", "main.mjs"], { cwd: app })
     const loaded = readFileSync(log, "utf8")
     expect(loaded).toContain("/node_modules/effect-agent/dist/index.js")
     for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli", "@agentclientprotocol", "/zod/"]) {
@@ -99,6 +107,37 @@ export async function resolve(specifier, context, next) {
     }
     // The subpaths load what they name.
     writeFileSync(join(app, "sub.mjs"), `const { AnthropicModelProvider } = await import("effect-agent/anthropic")\nconsole.log(typeof AnthropicModelProvider.layer)\n`)
-    expect(execFileSync(process.execPath, ["sub.mjs"], { cwd: app, encoding: "utf8" }).trim()).toBe("function")
+    expect((await exec(process.execPath, ["sub.mjs"], { cwd: app })).trim()).toBe("function")
+  }, 300_000)
+
+  it("installs an `effect-agent` bin that answers, loading the CLI bundle and nothing the turn does not use", async () => {
+    const app = newProject("cli-app")
+    await npm(["install", tarball], app)
+    const log = join(app, "loaded.txt")
+    writeFileSync(join(app, "hooks.mjs"), `import { appendFileSync } from "node:fs"
+export async function resolve(specifier, context, next) {
+  const resolved = await next(specifier, context)
+  appendFileSync(${JSON.stringify(log)}, resolved.url + "\\n")
+  return resolved
+}
+`)
+    writeFileSync(join(app, "register.mjs"), `import { register } from "node:module"\nregister("./hooks.mjs", import.meta.url)\n`)
+    const env: Record<string, string | undefined> = {
+      ...process.env,
+      // The bin's `#!/usr/bin/env node` finds this node; the loader hook records every module the run resolves.
+      PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+      NODE_OPTIONS: `--import=${pathToFileURL(join(app, "register.mjs")).href}`
+    }
+    for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) delete env[key]
+    const answer = await exec(join(app, "node_modules/.bin/effect-agent"), ["run", "hi"], { cwd: app, env })
+    expect(answer).toContain("Echo: hi")
+    const loaded = [...new Set(readFileSync(log, "utf8").trim().split("\n"))].filter((url) => !url.startsWith("node:") && !url.includes("/register.mjs") && !url.includes("/hooks.mjs"))
+    expect(loaded).toContain(pathToFileURL(join(app, "node_modules/effect-agent/dist/cli/bin.js")).href)
+    // One bundle in a few chunks, not the hundreds of Effect's modules (its own copy of Effect, bundled).
+    expect(loaded.filter((url) => url.includes("/node_modules/effect/") || url.includes("/node_modules/@effect/"))).toEqual([])
+    expect(loaded.length).toBeLessThan(10)
+    for (const heavy of ["@anthropic-ai/sdk", "/openai", "sqlite", "@agentclientprotocol", "/acp", "/zod/"]) {
+      expect(loaded.join("\n"), heavy).not.toContain(heavy)
+    }
   }, 300_000)
 })

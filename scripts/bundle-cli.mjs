@@ -1,0 +1,63 @@
+/**
+ * Bundles the CLI into `dist/cli/bin.js` (the package's `bin`) plus lazy chunks in `dist/cli/chunks/`.
+ *
+ * Why: unbundled, a cold start resolves, reads and compiles some 600 ES modules of Effect,
+ * @effect/cli and @effect/platform before the first byte of an answer (~440 ms against ~50 ms for
+ * `node -e ''`); Node 20 has no module compile cache. One bundle in a few files starts in well under
+ * half that.
+ *
+ * What is in it: the CLI, the engine and everything of Effect's ecosystem (effect, @effect/*), so the
+ * CLI runs on one copy of Effect whatever the app around it installed. What is not: the package's
+ * other dependencies (the vendor SDKs, the ACP SDK, zod) and database drivers (better-sqlite3, pg):
+ * they are imported from node_modules, and only by the chunks that need them — a chunk is loaded by
+ * a dynamic `import()` in the sources (a provider's module, `sqlite.js`, `acp.js`, …), so a command
+ * loads a vendor SDK, SQLite or the ACP code only when it is used. A new subcommand's heavy code
+ * belongs behind such an `import()` too; a new driver of native code belongs in `drivers` below.
+ *
+ * Run by `npm run build` after `tsc` (which also emits an unbundled `dist/cli/bin.js`, overwritten
+ * here), by `npm run agent` (bundling alone takes well under a second, so `agent` always runs the
+ * current sources) and by the test suite's global setup.
+ */
+import * as esbuild from "esbuild"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
+import { join, resolve } from "node:path"
+
+const root = resolve(import.meta.dirname, "..")
+const outdir = join(root, "dist", "cli")
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+
+const effectEcosystem = (name) => name === "effect" || name.startsWith("@effect/")
+/** Drivers of the optional stores: native code, installed with the store's peer packages. */
+const drivers = ["better-sqlite3", "pg", "pg-*"]
+const external = [...Object.keys(pkg.dependencies ?? {}).filter((name) => !effectEcosystem(name)), ...drivers]
+
+const result = await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: { bin: "src/cli/bin.ts" },
+  outdir,
+  entryNames: "[name]",
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external,
+  // Less to read and compile at start-up; identifiers are kept, so stacks (EFFECT_AGENT_DEBUG=1) still name functions.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  sourcemap: "linked",
+  // The sources ship in the package (src/); the maps point at them.
+  sourcesContent: false,
+  // CommonJS code bundled in an ES module calls `require` for Node's own modules.
+  banner: { js: "import { createRequire as __bundleCreateRequire } from \"node:module\"; const require = __bundleCreateRequire(import.meta.url);" },
+  metafile: true,
+  logLevel: "warning"
+})
+
+// Chunks are named by their content's hash: drop the ones this build did not write.
+const written = new Set(Object.keys(result.metafile.outputs).map((file) => resolve(root, file)))
+const chunks = join(outdir, "chunks")
+for (const name of readdirSync(chunks)) {
+  if (!written.has(join(chunks, name))) rmSync(join(chunks, name))
+}
