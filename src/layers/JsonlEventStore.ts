@@ -11,14 +11,13 @@
  *
  * @since 0.1.0
  */
-import { existsSync, linkSync, renameSync, rmSync } from "node:fs"
+import { existsSync, linkSync, renameSync, rmSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -27,16 +26,20 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
-import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
-import { fromPlatform } from "./jsonl/FileFailure.js"
+import { AppendIo } from "./jsonl/AppendIo.js"
+import * as EventCodec from "./jsonl/EventCodec.js"
+import { fromNode, fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
+import * as LogReader from "./jsonl/LogReader.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 import * as WriterLock from "./jsonl/WriterLock.js"
+import * as KeyedLock from "./KeyedLock.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
-export type Recovery = "skip-trailing-partial" | "strict"
+export type Recovery = LogReader.Recovery
 
 /** Options of the JSONL store. */
 export interface Options {
@@ -44,7 +47,11 @@ export interface Options {
   readonly dataDir: string
   /** `skip-trailing-partial` (default) ignores a torn last line and cuts it off before the next append; `strict` fails. */
   readonly recovery?: Recovery
-  /** Flush every append to disk before it is acknowledged (slower; survives power loss). Default `false`. */
+  /**
+   * Flush every append to disk (`fsync`) before it is acknowledged: slower, but it survives a power
+   * loss. Appends that arrive while a flush is under way wait for it and then go out together, in
+   * one write and one flush (group commit). Default `false`.
+   */
   readonly fsync?: boolean
   /**
    * The longest line a log may hold, in bytes (default 16 MiB). Reading fails `line_too_long`,
@@ -61,15 +68,60 @@ export const formatVersion = LogFormat.currentVersion
 const encoder = new TextEncoder()
 const newline = 0x0a
 
-/** What the store knows of a log's end, to append without reading it all. */
+/** What the store knows of a log's end, found by reading it. */
 interface Tail {
   readonly lastSequence: number
-  /** File size in bytes (-1: no file), used to notice a file changed behind the cache's back. */
+  /** File size in bytes (-1: no file). */
   readonly size: number
   readonly version: number
 }
 
-/** How many append handles stay open, so an append is one write rather than an open, a write and a close. */
+/** Lines waiting for the write (and flush) under way to end, with whoever waits for them. */
+interface Queued {
+  readonly data: string
+  readonly first: number
+  readonly last: number
+  readonly settle: Settle
+}
+
+/** Hands an append its outcome, whether it is already waiting for it or not yet. */
+class Settle {
+  private outcome: Effect.Effect<void, EventStoreFailure> | undefined
+  private resume: ((outcome: Effect.Effect<void, EventStoreFailure>) => void) | undefined
+  done(outcome: Effect.Effect<void, EventStoreFailure>) {
+    if (this.resume === undefined) this.outcome = outcome
+    else this.resume(outcome)
+  }
+  readonly wait: Effect.Effect<void, EventStoreFailure> = Effect.async((resume) => {
+    if (this.outcome === undefined) this.resume = resume
+    else resume(this.outcome)
+  })
+}
+
+/**
+ * A session's log, open for appending. While this process holds the session's writer lock
+ * (`trusted`), no one else writes the file: its last sequence and size are known here and an append
+ * is one `write(2)` with no `stat`. Otherwise (appends without the lock, which the port allows) the
+ * size is checked by a `stat` before each append, and a change behind the store's back makes it
+ * read the log's end again.
+ */
+interface Appender {
+  readonly sessionId: string
+  readonly file: string
+  readonly fd: number
+  /** Bytes of complete lines in the file. */
+  size: number
+  /** The last sequence written. */
+  last: number
+  /** The last sequence accepted: written, or queued behind a flush (`fsync` only). */
+  accepted: number
+  trusted: boolean
+  /** `fsync` only: lines waiting for the flush under way. */
+  queue: Array<Queued>
+  flushing: boolean
+}
+
+/** How many append handles of sessions this process does not hold the lock of stay open. */
 const maxOpenFiles = 32
 
 /** Builds a JSONL store. */
@@ -77,25 +129,16 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
+    const io = yield* AppendIo
     const recovery = options.recovery ?? "skip-trailing-partial"
     const maxLineBytes = options.maxLineBytes ?? LogLines.defaultMaxLineBytes
+    const fsync = options.fsync === true
     const sessionsDir = path.join(options.dataDir, "sessions")
     const fileOf = (sessionId: string) => path.join(sessionsDir, `${sessionId}.jsonl`)
-
-    const locks = new Map<string, Effect.Semaphore>()
-    const tails = new Map<string, Tail>()
-    const lockOf = (sessionId: string) =>
-      Effect.sync(() => {
-        let lock = locks.get(sessionId)
-        if (lock === undefined) {
-          lock = Effect.unsafeMakeSemaphore(1)
-          locks.set(sessionId, lock)
-        }
-        return lock
-      })
+    const locks = yield* KeyedLock.make<string>()
 
     const corrupt = (file: string, sessionId: string, line: number | undefined, detail: string, reason: EventStoreFailureReason = "corrupt") =>
-      new EventStoreFailure({ reason, operation: "read", sessionId, path: file, detail, ...(line === undefined ? {} : { line }) })
+      LogReader.corrupt(file, sessionId, line, detail, reason)
 
     /** Reads up to `length` bytes of an open file from `offset`. */
     const readAt = (handle: FileSystem.File, offset: number, length: number) =>
@@ -155,59 +198,43 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(fromPlatform("append", file, sessionId)(e)))
       )
 
-    const tailOf = (sessionId: string, file: string) =>
-      Effect.gen(function*() {
-        const cached = tails.get(sessionId)
-        if (cached !== undefined) {
-          // Another process may have appended since: trust the cache only while the size matches.
-          const size = yield* fs.stat(file).pipe(
-            Effect.map((info) => Number(info.size)),
-            Effect.catchTag("SystemError", (e) => e.reason === "NotFound" ? Effect.succeed(-1) : Effect.fail(e)),
-            Effect.mapError(fromPlatform("append", file, sessionId))
-          )
-          if (size === cached.size) return cached
-        }
-        // The file changed behind the cache (or is new to it): an open handle may point at a replaced file.
-        yield* closeAppender(sessionId)
-        return yield* scanTail(sessionId, file)
-      })
-
     const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
       Effect.scoped(Effect.gen(function*() {
         const handle = yield* fs.open(file, { flag, mode: 0o600 })
         yield* handle.writeAll(data)
-        if (options.fsync === true) yield* handle.sync
+        if (fsync) yield* handle.sync
       }))
 
-    // Open append handles by session, least recently used first. A handle is only ever used, opened
-    // or closed under its session's lock; evicting one skips a session whose lock is busy.
-    const appenders = new Map<string, { readonly handle: FileSystem.File; readonly scope: Scope.CloseableScope }>()
-    const closeAppender = (sessionId: string) =>
-      Effect.suspend(() => {
-        const open = appenders.get(sessionId)
-        if (open === undefined) return Effect.void
-        appenders.delete(sessionId)
-        return Scope.close(open.scope, Exit.void)
-      })
-    yield* Effect.addFinalizer(() => Effect.forEach([...appenders.keys()], closeAppender, { discard: true }))
-    const appenderOf = (sessionId: string, file: string) =>
-      Effect.gen(function*() {
-        const open = appenders.get(sessionId)
-        if (open !== undefined) {
-          appenders.delete(sessionId)
-          appenders.set(sessionId, open)
-          return open.handle
-        }
-        for (const other of appenders.keys()) {
-          if (appenders.size < maxOpenFiles) break
-          const lock = locks.get(other)
-          if (lock !== undefined) yield* lock.withPermitsIfAvailable(1)(closeAppender(other))
-        }
-        const scope = yield* Scope.make()
-        const handle = yield* fs.open(file, { flag: "a", mode: 0o600 }).pipe(Scope.extend(scope), Effect.onError(() => Scope.close(scope, Exit.void)))
-        appenders.set(sessionId, { handle, scope })
-        return handle
-      })
+    // Open logs by session; those of sessions this process does not hold the lock of are few (least
+    // recently used first). Appenders are only ever used, opened or closed in synchronous steps, so
+    // no append ever sees one half made or half closed.
+    const appenders = new Map<string, Appender>()
+    /** Appends waiting for (or holding) a session's lock: a later append must not pass them. */
+    const waiting = new Map<string, number>()
+    /** Sessions whose writer lock this store holds. */
+    const held = new Set<string>()
+
+    /** Forgets an appender and closes its file; one with a flush under way closes when the flush ends. */
+    const drop = (appender: Appender) => {
+      if (appenders.get(appender.sessionId) === appender) appenders.delete(appender.sessionId)
+      if (appender.flushing) return
+      try {
+        io.close(appender.fd)
+      } catch {
+        // Closing a descriptor fails only when it is already unusable.
+      }
+    }
+    yield* Effect.addFinalizer(() => Effect.sync(() => [...appenders.values()].forEach(drop)))
+
+    /** Whether an appender still describes its file: always while this process holds the lock. */
+    const current = (appender: Appender) => {
+      if (appender.trusted || appender.flushing) return true
+      try {
+        return io.size(appender.file) === appender.size
+      } catch {
+        return false
+      }
+    }
 
     /**
      * Rewrites a log of an older version in the current one before its first append: every event
@@ -216,7 +243,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
      */
     const upgrade = (sessionId: string, file: string, version: number) =>
       Effect.gen(function*() {
-        const events = yield* Stream.runCollect(readFile(sessionId, file))
+        const events = yield* Stream.runCollect(readFile(sessionId, file, 1))
         const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
         const temporary = `${file}.upgrade`
         yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
@@ -224,118 +251,223 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           Effect.zipRight(fs.chmod(`${file}.v${version}`, 0o600)),
           Effect.mapError(fromPlatform("append", file, sessionId))
         )
-        yield* closeAppender(sessionId)
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
         return yield* scanTail(sessionId, file)
       })
 
-    const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
-      const file = fileOf(event.sessionId)
-      if (!Session.isValidId(event.sessionId)) {
-        return Effect.fail(
-          new EventStoreFailure({ reason: "unknown", operation: "append", sessionId: event.sessionId, detail: "invalid session id" })
-        )
+    /** Opens a session's log for appending, from what its end says (after an upgrade, if it needs one). */
+    const openAppender = (sessionId: string, file: string) =>
+      Effect.gen(function*() {
+        const found = yield* scanTail(sessionId, file)
+        const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(sessionId, file, found.version) : found
+        if (tail.size < 0) yield* makeSessionsDir(sessionId)
+        return yield* Effect.try({
+          try: (): Appender => {
+            // The others' handles first: at most `maxOpenFiles` of sessions this process does not hold.
+            let open = 0
+            for (const other of appenders.values()) if (!other.trusted) open++
+            for (const other of appenders.values()) {
+              if (open < maxOpenFiles) break
+              if (!other.trusted && !other.flushing && !waiting.has(other.sessionId)) {
+                drop(other)
+                open--
+              }
+            }
+            const fd = io.open(file)
+            const last = tail.lastSequence
+            const appender: Appender = {
+              sessionId,
+              file,
+              fd,
+              size: Math.max(tail.size, 0),
+              last,
+              accepted: last,
+              trusted: held.has(sessionId),
+              queue: [],
+              flushing: false
+            }
+            appenders.set(sessionId, appender)
+            return appender
+          },
+          catch: fromNode("append", file, sessionId)
+        })
+      })
+
+    /** The lines of a batch, or why none of it may be written. */
+    const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): string | EventStoreFailure => {
+      let data = ""
+      for (const event of events) {
+        const line = EventCodec.encodeLine(event)
+        if (line === undefined) {
+          return new EventStoreFailure({
+            reason: "unknown",
+            operation: "append",
+            sessionId: event.sessionId,
+            sequence: event.sequence,
+            path: appender.file,
+            detail: `not a valid event (${String(event.type)})`
+          })
+        }
+        // A line the store could not read back is never written. (UTF-8 takes at most 3 bytes per UTF-16 unit.)
+        if (line.length * 3 > maxLineBytes && Buffer.byteLength(line) > maxLineBytes) {
+          return new EventStoreFailure({
+            reason: "line_too_long",
+            operation: "append",
+            sessionId: event.sessionId,
+            sequence: event.sequence,
+            path: appender.file,
+            detail: `the event is ${Buffer.byteLength(line)} bytes, longer than a line may be (${maxLineBytes})`
+          })
+        }
+        data += line + "\n"
       }
-      return Effect.flatMap(lockOf(event.sessionId), (lock) =>
-        lock.withPermits(1)(Effect.gen(function*() {
-          const found = yield* tailOf(event.sessionId, file)
-          const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(event.sessionId, file, found.version) : found
-          if (event.sequence !== tail.lastSequence + 1) {
-            return yield* sequenceConflict(event, tail.lastSequence, { path: file })
-          }
-          const isNew = tail.size <= 0
-          const line = encoder.encode(AgentEvent.encodeJson(event))
-          // A line the store could not read back is never written.
-          if (line.byteLength > maxLineBytes) {
-            return yield* new EventStoreFailure({
-              reason: "line_too_long",
-              operation: "append",
-              sessionId: event.sessionId,
-              sequence: event.sequence,
-              path: file,
-              detail: `the event is ${line.byteLength} bytes, longer than a line may be (${maxLineBytes})`
-            })
-          }
-          const data = encoder.encode((isNew ? LogLines.header + "\n" : "") + AgentEvent.encodeJson(event) + "\n")
-          if (isNew) {
-            yield* makeSessionsDir(event.sessionId)
-          }
-          yield* Effect.gen(function*() {
-            const handle = yield* appenderOf(event.sessionId, file)
-            // Logs hold tool output and transcripts: owner only, whatever the umask.
-            if (isNew) yield* fs.chmod(file, 0o600)
-            yield* handle.writeAll(data)
-            if (options.fsync === true) yield* handle.sync
-          }).pipe(
-            Effect.mapError(fromPlatform("append", file, event.sessionId)),
-            // A write that failed half way (a full disk) must not leave a torn line behind.
-            Effect.tapError(() =>
-              Effect.sync(() => tails.delete(event.sessionId)).pipe(
-                Effect.zipRight(closeAppender(event.sessionId)),
-                Effect.zipRight(isNew ? fs.remove(file) : fs.truncate(file, tail.size)),
-                Effect.ignore
-              )
-            )
-          )
-          tails.set(event.sessionId, { lastSequence: event.sequence, size: Math.max(tail.size, 0) + data.byteLength, version: LogFormat.currentVersion })
-        }).pipe(Effect.uninterruptible)))
+      return data
     }
 
-    const readFile = (sessionId: string, file: string): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> =>
-      Stream.suspend(() => {
-        let expected = 1
-        let version = LogFormat.currentVersion
-        const event = (line: LogLines.Line): Effect.Effect<AgentEvent.AgentEvent, EventStoreFailure> => {
-          const decoded = LogLines.decodeEvent(line.text, version)
-          if (Either.isLeft(decoded)) return Effect.fail(corrupt(file, sessionId, line.number, decoded.left))
-          const e = decoded.right
-          if (e.sessionId !== sessionId) return Effect.fail(corrupt(file, sessionId, line.number, `event of another session (${e.sessionId})`))
-          if (e.sequence !== expected) {
-            // Duplicates are what two processes writing one log at once leave behind (before writer locks).
-            const kind = e.sequence < expected ? "duplicate or out-of-order" : "gap in"
-            return Effect.fail(corrupt(
-              file,
-              sessionId,
-              line.number,
-              `${kind} sequence: expected ${expected}, found ${e.sequence}; repair the log with \`effect-agent repair ${sessionId}\``
-            ))
-          }
-          expected++
-          return Effect.succeed(e)
+    /**
+     * Writes whole lines at the end of the log, or nothing: a write that fails half way (a full disk)
+     * is cut off again, so no torn line is left for the next append to glue onto. When even that
+     * fails, the appender is dropped and the next append reads the log's end again (and cuts off a
+     * torn tail there, or refuses in strict mode).
+     */
+    const writeLines = (appender: Appender, data: string): EventStoreFailure | undefined => {
+      const before = appender.size
+      // A new log begins with its header.
+      const bytes = Buffer.from(before === 0 ? LogLines.header + "\n" + data : data, "utf8")
+      try {
+        if (before === 0) io.chmod(appender.fd)
+        let written = 0
+        while (written < bytes.byteLength) written += io.write(appender.fd, bytes, written, bytes.byteLength - written)
+      } catch (error) {
+        undo(appender, before)
+        return fromNode("append", appender.file, appender.sessionId)(error)
+      }
+      appender.size = before + bytes.byteLength
+      return undefined
+    }
+
+    const undo = (appender: Appender, size: number) => {
+      try {
+        io.truncate(appender.fd, size)
+        // A log that never held a line is removed, as if it had never been started.
+        if (size === 0) unlinkSync(appender.file)
+        if (size === 0) drop(appender)
+      } catch {
+        drop(appender)
+      }
+    }
+
+    /**
+     * `fsync` mode: writes what is queued in one write, flushes it, and tells every waiting append;
+     * lines queued meanwhile go out the same way next (group commit).
+     */
+    const flush = (appender: Appender) => {
+      const batch = appender.queue
+      appender.queue = []
+      appender.flushing = true
+      const before = appender.size
+      const failed = writeLines(appender, batch.map((q) => q.data).join(""))
+      const fail = (failure: EventStoreFailure) => {
+        const refused = [...batch, ...appender.queue]
+        appender.queue = []
+        appender.flushing = false
+        appender.accepted = appender.last
+        if (appenders.get(appender.sessionId) !== appender) drop(appender)
+        for (const q of refused) q.settle.done(Effect.fail(failure))
+      }
+      if (failed !== undefined) return fail(failed)
+      io.sync(appender.fd, (error) => {
+        if (error !== null) {
+          undo(appender, before)
+          return fail(fromNode("append", appender.file, appender.sessionId)(error))
         }
-        return LogLines.linesOf(fs.stream(file), { maxLineBytes }).pipe(
-          Stream.catchTag("SystemError", (e) => e.reason === "NotFound" ? Stream.empty : Stream.fail(e)),
-          Stream.mapError((e) =>
-            e._tag === "LineTooLong"
-              ? corrupt(file, sessionId, e.number, `the line is longer than ${e.maxLineBytes} bytes`, "line_too_long")
-              : fromPlatform("read", file, sessionId)(e)
-          ),
-          Stream.filterMapEffect((line): Option.Option<Effect.Effect<AgentEvent.AgentEvent, EventStoreFailure>> => {
-            if (!line.terminated) {
-              return recovery === "strict"
-                ? Option.some(Effect.fail(corrupt(file, sessionId, line.number, "the last line is torn (no newline)", "torn_line")))
-                : Option.none()
-            }
-            if (line.number > 1) return Option.some(event(line))
-            const first = LogLines.firstLine(line.text)
-            if (Option.isNone(first)) return Option.some(Effect.fail(corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")))
-            if (first.value.version > LogFormat.currentVersion) {
-              return Option.some(Effect.fail(corrupt(file, sessionId, 1, `unsupported log format version ${first.value.version}`)))
-            }
-            version = first.value.version
-            // A version-0 log has no header: its first line is already an event.
-            return first.value.isHeader ? Option.none() : Option.some(event(line))
-          })
+        appender.last = batch.at(-1)!.last
+        for (const q of batch) q.settle.done(Effect.void)
+        if (appender.queue.length > 0) return flush(appender)
+        appender.flushing = false
+        if (appenders.get(appender.sessionId) !== appender) drop(appender)
+      })
+    }
+
+    /**
+     * Appends a batch to an appender that describes its file: synchronously (one write) by default,
+     * or queued behind the flush under way with `fsync`. Returns the outcome, or what to wait for.
+     */
+    const commit = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): EventStoreFailure | Settle | undefined => {
+      const first = events[0]!
+      if (first.sequence !== appender.accepted + 1) return sequenceConflict(first, appender.accepted, { path: appender.file })
+      const data = linesOf(appender, events)
+      if (typeof data !== "string") return data
+      const last = events.at(-1)!.sequence
+      if (!fsync) {
+        const failed = writeLines(appender, data)
+        if (failed !== undefined) return failed
+        appender.last = last
+        appender.accepted = last
+        return undefined
+      }
+      const settle = new Settle()
+      appender.queue.push({ data, first: first.sequence, last, settle })
+      appender.accepted = last
+      if (!appender.flushing) flush(appender)
+      return settle
+    }
+
+    const outcome = (result: EventStoreFailure | Settle | undefined): Effect.Effect<void, EventStoreFailure> =>
+      result === undefined ? Effect.void : result instanceof Settle ? result.wait : Effect.fail(result)
+
+    /** The way in when the session has no usable appender: under its lock, opening one first. */
+    const appendSlowly = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>) =>
+      Effect.suspend(() => {
+        waiting.set(sessionId, (waiting.get(sessionId) ?? 0) + 1)
+        const file = fileOf(sessionId)
+        return locks.withLock(sessionId)(Effect.gen(function*() {
+          const found = appenders.get(sessionId)
+          if (found !== undefined && !current(found)) drop(found)
+          // The appender is committed to in the same synchronous step that finds or opens it.
+          const appender = appenders.get(sessionId) ?? (yield* openAppender(sessionId, file))
+          return commit(appender, events)
+        })).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            const n = waiting.get(sessionId)! - 1
+            if (n === 0) waiting.delete(sessionId)
+            else waiting.set(sessionId, n)
+          })),
+          Effect.flatMap(outcome)
         )
       })
 
-    const read: EventStore.Service["read"] = (sessionId, readOptions) => {
-      if (!Session.isValidId(sessionId)) return Stream.empty
-      const from = readOptions?.fromSequence ?? 1
-      const events = readFile(sessionId, fileOf(sessionId))
-      return from <= 1 ? events : Stream.filter(events, (e) => e.sequence >= from)
+    const appendBatch = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> =>
+      Effect.suspend(() => {
+        if (!Session.isValidId(sessionId)) {
+          return Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "append", sessionId, detail: "invalid session id" }))
+        }
+        const appender = appenders.get(sessionId)
+        // The fast way: an open log this store knows the end of, and no earlier append still waiting.
+        if (appender !== undefined && !waiting.has(sessionId) && current(appender)) {
+          if (!appender.trusted) {
+            appenders.delete(sessionId)
+            appenders.set(sessionId, appender)
+          }
+          return outcome(commit(appender, events))
+        }
+        return appendSlowly(sessionId, events)
+      }).pipe(Effect.uninterruptible)
+
+    const append = (event: AgentEvent.AgentEvent) => appendBatch(event.sessionId, [event])
+
+    const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
+      if (events.length === 0) return Effect.void
+      const conflict = batchConflict(events)
+      return conflict === undefined ? appendBatch(events[0]!.sessionId, events) : Effect.fail(conflict)
     }
+
+    const readFile = (sessionId: string, file: string, fromSequence: number): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> =>
+      LogReader.events({ sessionId, file, recovery, maxLineBytes, fromSequence })
+
+    const read: EventStore.Service["read"] = (sessionId, readOptions) =>
+      Session.isValidId(sessionId) ? readFile(sessionId, fileOf(sessionId), readOptions?.fromSequence ?? 1) : Stream.empty
 
     const index = SessionIndex.make({
       fs,
@@ -353,12 +485,33 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const makeSessionsDir = (sessionId: string) =>
       fs.makeDirectory(sessionsDir, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, sessionId)))
 
+    /**
+     * Holding the lock, this store is the log's only writer: what it knew of the log is read again
+     * once (the lock may have been someone else's since), then trusted without a `stat` until the
+     * lock is released.
+     */
+    const holdWriter = (sessionId: string) =>
+      Effect.acquireRelease(
+        Effect.sync(() => {
+          held.add(sessionId)
+          // One with a flush under way stays: its state is this store's own writes, and it keeps checking by `stat`.
+          const appender = appenders.get(sessionId)
+          if (appender !== undefined && !appender.flushing) drop(appender)
+        }),
+        () =>
+          Effect.sync(() => {
+            held.delete(sessionId)
+            const appender = appenders.get(sessionId)
+            if (appender !== undefined) drop(appender)
+          })
+      )
+
     const acquireWriter = (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
       Session.isValidId(sessionId)
-        ? Effect.zipRight(makeSessionsDir(sessionId), Effect.asVoid(WriterLock.acquire(sessionId, fileOf(sessionId))))
+        ? Effect.zipRight(makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(Effect.zipRight(holdWriter(sessionId)))
         : Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "lock", sessionId, detail: "invalid session id" }))
 
-    return EventStore.of({ append, read, list, listing, acquireWriter })
+    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
   })
 
 /** A session's summary from its events. */

@@ -9,7 +9,7 @@ import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import { SessionBusy } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
-import { byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 
 /** Builds a memory store. */
 export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
@@ -23,6 +23,20 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
       if (event.sequence !== last + 1) return Effect.fail(sequenceConflict(event, last))
       events.push(event)
       sessions.set(event.sessionId, events)
+      return Effect.void
+    })
+
+  const appendAll = (batch: ReadonlyArray<AgentEvent>) =>
+    Effect.suspend(() => {
+      if (batch.length === 0) return Effect.void
+      const conflict = batchConflict(batch)
+      if (conflict !== undefined) return Effect.fail(conflict)
+      const first = batch[0]!
+      const events = sessions.get(first.sessionId) ?? []
+      const last = events.at(-1)?.sequence ?? 0
+      if (first.sequence !== last + 1) return Effect.fail(sequenceConflict(first, last))
+      for (const event of batch) events.push(event)
+      sessions.set(first.sessionId, events)
       return Effect.void
     })
 
@@ -55,7 +69,7 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
       () => Effect.sync(() => writers.delete(sessionId))
     )
 
-  return EventStore.of({ append, read, list, listing, acquireWriter })
+  return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
 })
 
 /** A fresh, empty memory store per layer build. */

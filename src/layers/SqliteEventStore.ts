@@ -11,8 +11,9 @@
  *
  * One writer per session: a writer holds a lease row (`writer_leases`) naming it (pid, host, the
  * process's start time) with an expiry it renews while it lives. Another process gets
- * `SessionBusy`; a lease whose holder is dead (on this host: its process is gone; elsewhere: the
- * lease expired) is taken over by a compare-and-swap on the row's token, in one statement.
+ * `SessionBusy`; a lease whose holder is gone (on this host: its process is gone; elsewhere: the
+ * lease expired) is taken over by a compare-and-swap on the row's token. See writer/Lease.ts,
+ * shared with the PostgreSQL store.
  *
  * The database file is created owner-only (0600; SQLite gives its WAL files the same mode), its
  * folder 0700. Errors name the file: a folder that cannot be opened, a read-only or full disk.
@@ -28,29 +29,28 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { chmodSync, closeSync, openSync } from "node:fs"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
-import * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
-import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../domain/Errors.js"
+import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import type { SessionSummary } from "../domain/Session.js"
-import { EventStore, sequenceConflict } from "../services/EventStore.js"
-import * as Holder from "./writer/Holder.js"
+import { batchConflict, EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as Lease from "./writer/Lease.js"
 
 /** Options of the SQLite store. */
 export interface Options {
   /** The database file; its folder is created when missing. */
   readonly filename: string
   /**
-   * How long a writer's lease lasts without renewal (default 30 s); the writer renews it every third
-   * of that. Only holders on other hosts rely on it: on this host a dead holder is known at once.
+   * The writer lease's timing: how long a lease lasts without renewal (default 30 s) and how often
+   * its writer renews it (default a third of that). Only holders on other hosts rely on the expiry:
+   * on this host a dead holder is known at once.
    */
-  readonly leaseMs?: number
+  readonly writerLease?: Lease.Settings
 }
 
 /** The schema, as migrations: append new ones, never edit old ones. */
@@ -173,7 +173,6 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const { filename } = options
-    const leaseMs = options.leaseMs ?? 30_000
 
     const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
       Effect.gen(function*() {
@@ -192,6 +191,16 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             ? Effect.fail(sequenceConflict(event, event.sequence, { path: filename }))
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
+
+    // One transaction: a failure anywhere rolls the whole batch back.
+    const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
+      if (events.length === 0) return Effect.void
+      const conflict = batchConflict(events)
+      if (conflict !== undefined) return Effect.fail(conflict)
+      return sql.withTransaction(Effect.forEach(events, append, { discard: true })).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", filename, events[0]!.sessionId)(error)))
+      )
+    }
 
     const read: EventStore.Service["read"] = (sessionId, readOptions) => {
       const page = (from: number) =>
@@ -242,78 +251,13 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
 
     const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
 
-    /** One try for the lease: held (with the dead holder taken over, if any), busy, or moved meanwhile (retry). */
-    const tryLease = (sessionId: string, me: Holder.Holder) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const expires = now + leaseMs
-        const [row] = yield* sql<{ token: string; holder: string; expires_at: number }>`
-          SELECT token, holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`
-        if (row === undefined) {
-          const inserted = yield* sql<{ token: string }>`
-            INSERT INTO writer_leases (session_id, token, holder, expires_at)
-            VALUES (${sessionId}, ${me.nonce}, ${JSON.stringify(me)}, ${expires})
-            ON CONFLICT (session_id) DO NOTHING
-            RETURNING token`
-          return inserted.length === 1 ? { _tag: "Held" as const, takenOverFrom: undefined } : { _tag: "Retry" as const }
-        }
-        const holder = Holder.parse(row.holder)
-        // On this host the holder's process tells; from another host (or container) only the lease's expiry can.
-        const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
-        const free = liveness === "dead" || (liveness === "unknown" && row.expires_at < now)
-        if (!free) return { _tag: "Busy" as const, holder: holder! }
-        // Compare-and-swap on the token: of two processes taking over one dead lease, one wins.
-        const taken = yield* sql<{ token: string }>`
-          UPDATE writer_leases SET token = ${me.nonce}, holder = ${JSON.stringify(me)}, expires_at = ${expires}
-          WHERE session_id = ${sessionId} AND token = ${row.token}
-          RETURNING token`
-        return taken.length === 1 ? { _tag: "Held" as const, takenOverFrom: holder } : { _tag: "Retry" as const }
-      })
+    const acquireWriter = yield* Lease.make({
+      ...options.writerLease,
+      path: filename,
+      failure: (sessionId) => failure("lock", filename, sessionId)
+    })
 
-    const renew = (sessionId: string, me: Holder.Holder) =>
-      Effect.gen(function*() {
-        while (true) {
-          yield* Effect.sleep(Duration.millis(Math.max(1, Math.floor(leaseMs / 3))))
-          const now = yield* Clock.currentTimeMillis
-          const renewed = yield* sql<{ token: string }>`
-            UPDATE writer_leases SET expires_at = ${now + leaseMs}
-            WHERE session_id = ${sessionId} AND token = ${me.nonce}
-            RETURNING token`
-          if (renewed.length === 0) {
-            return yield* Effect.logWarning(`effect-agent: the writer lease of session ${sessionId} was taken by another process`)
-          }
-        }
-      }).pipe(
-        Effect.catchAll((error) => Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`))
-      )
-
-    const acquireWriter = (sessionId: string) =>
-      Effect.acquireRelease(
-        Effect.gen(function*() {
-          const me = Holder.current(new Date(yield* Clock.currentTimeMillis))
-          for (let round = 0; round < 100; round++) {
-            const result = yield* tryLease(sessionId, me)
-            if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: Holder.describe(result.holder) })
-            if (result._tag === "Held") {
-              if (result.takenOverFrom !== undefined) {
-                yield* Effect.logWarning(
-                  `effect-agent: took over the writer lease of session ${sessionId} left by ${Holder.describe(result.takenOverFrom)}, which is gone`
-                )
-              }
-              return me
-            }
-          }
-          return yield* new EventStoreFailure({ reason: "unavailable", operation: "lock", sessionId, path: filename, detail: "the writer lease kept changing" })
-        }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(failure("lock", filename, sessionId)(error)))),
-        (me) => sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`.pipe(Effect.ignore)
-      ).pipe(
-        // Renewed while held; interrupted (before the release above) when the scope closes.
-        // Interruptible even when acquired from an uninterruptible region (the engine takes locks so).
-        Effect.tap((me) => Effect.forkScoped(Effect.interruptible(renew(sessionId, me)))),
-        Effect.asVoid
-      )
-
-    return EventStore.of({ append, read, list, listing, acquireWriter })
+    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
   })
 
 /**

@@ -44,6 +44,14 @@ export declare namespace EventStore {
      * `sequence_conflict`. On failure nothing is stored.
      */
     readonly append: (event: AgentEvent) => Effect.Effect<void, EventStoreFailure>
+    /**
+     * Appends a batch of one session's events, in order, as one step: the events must be of one
+     * session with consecutive sequences, the first being the session's last sequence + 1. Anything
+     * else is refused as a whole (`sequence_conflict`), nothing stored; on any failure nothing of
+     * the batch is stored. An empty batch does nothing. Stores write a batch at once (one write,
+     * one transaction), so committing a chunk of events costs about what one event does.
+     */
+    readonly appendAll: (events: ReadonlyArray<AgentEvent>) => Effect.Effect<void, EventStoreFailure>
     /** Streams a session's events in sequence order; an unknown session is an empty stream. */
     readonly read: (sessionId: string, options?: ReadOptions) => Stream.Stream<AgentEvent, EventStoreFailure>
     /** Summaries of every readable stored session, most recently active first (damaged ones left out: see `listing`). */
@@ -70,6 +78,28 @@ export const sequenceConflict = (event: AgentEvent, last: number, where: { reado
     detail: `expected sequence ${last + 1}, got ${event.sequence}`,
     ...where
   })
+
+/**
+ * Checks that a batch is one session's events with consecutive sequences, as `appendAll` requires:
+ * the failure for the first event that breaks the run, or `undefined`.
+ */
+export const batchConflict = (events: ReadonlyArray<AgentEvent>): EventStoreFailure | undefined => {
+  for (let i = 1; i < events.length; i++) {
+    const event = events[i]!
+    const previous = events[i - 1]!
+    if (event.sessionId !== previous.sessionId) {
+      return new EventStoreFailure({
+        reason: "sequence_conflict",
+        operation: "append",
+        sessionId: event.sessionId,
+        sequence: event.sequence,
+        detail: `a batch holds events of one session: ${previous.sessionId} then ${event.sessionId}`
+      })
+    }
+    if (event.sequence !== previous.sequence + 1) return sequenceConflict(event, previous.sequence)
+  }
+  return undefined
+}
 
 /** Most recently active first, then by id, so listings are stable. */
 export const byRecentActivity = (a: SessionSummary, b: SessionSummary): number =>

@@ -4,11 +4,10 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Arbitrary from "effect/Arbitrary"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Layer from "effect/Layer"
-import { SystemError } from "@effect/platform/Error"
 import * as FastCheck from "effect/FastCheck"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as AppendIo from "../../src/layers/jsonl/AppendIo.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect, tempDir } from "../helpers.js"
 
@@ -261,38 +260,22 @@ describe("JsonlEventStore", () => {
     Effect.gen(function*() {
       const disk = { full: false }
       // A file system whose appends, while the disk is full, write half their bytes and then fail.
-      const fullDisk = Layer.effect(FileSystem.FileSystem, Effect.map(FileSystem.FileSystem, (fs) => ({
-        ...fs,
-        open: (path: string, options?: FileSystem.OpenFileOptions) =>
-          Effect.map(fs.open(path, options), (file) =>
-            options?.flag !== "a"
-              ? file
-              : Object.assign(Object.create(file) as FileSystem.File, {
-                writeAll: (data: Uint8Array) =>
-                  !disk.full ? file.writeAll(data) : Effect.zipRight(
-                    file.writeAll(data.subarray(0, Math.floor(data.length / 2))),
-                    Effect.fail(new SystemError({
-                      reason: "Unknown",
-                      module: "FileSystem",
-                      method: "write",
-                      pathOrDescriptor: path,
-                      cause: Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" })
-                    }))
-                  )
-              }))
-      }))).pipe(Layer.provide(NodeContext.layer))
-      const dataDir = yield* tempDir
-      yield* Effect.gen(function*() {
-        const store = yield* JsonlEventStore.make({ dataDir })
-        const fs = yield* FileSystem.FileSystem
-        yield* store.append(created("s1"))
-        disk.full = true
-        const failed = yield* Effect.either(store.append(delta("s1", 2)))
-        expect(Either.isLeft(failed) && failed.left).toMatchObject({ _tag: "EventStoreFailure", reason: "disk_full", operation: "append" })
-        expect(yield* fs.readFileString(`${dataDir}/sessions/s1.jsonl`)).toBe(header + "\n" + line(created("s1")))
-        disk.full = false
-        yield* store.append(delta("s1", 2))
-        expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2])
-      }).pipe(Effect.provide(fullDisk))
+      const fullDisk: AppendIo.Io = {
+        ...AppendIo.node,
+        write: (fd, data, offset, length) => {
+          if (!disk.full) return AppendIo.node.write(fd, data, offset, length)
+          AppendIo.node.write(fd, data, offset, Math.floor(length / 2))
+          throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" })
+        }
+      }
+      const { store, readRaw } = yield* setup().pipe(Effect.provideService(AppendIo.AppendIo, fullDisk))
+      yield* store.append(created("s1"))
+      disk.full = true
+      const failed = yield* Effect.either(store.append(delta("s1", 2)))
+      expect(Either.isLeft(failed) && failed.left).toMatchObject({ _tag: "EventStoreFailure", reason: "disk_full", operation: "append" })
+      expect(yield* readRaw("s1")).toBe(header + "\n" + line(created("s1")))
+      disk.full = false
+      yield* store.append(delta("s1", 2))
+      expect((yield* collect(store.read("s1"))).map((e) => e.sequence)).toEqual([1, 2])
     }).pipe(Effect.provide(NodeContext.layer)))
 })

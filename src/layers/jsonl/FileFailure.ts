@@ -26,3 +26,21 @@ export const fromPlatform = (operation: EventStoreFailure["operation"], path: st
     cause: error,
     ...(sessionId === undefined ? {} : { sessionId })
   })
+
+const nodeReason = (error: unknown): EventStoreFailureReason => {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
+  return "unavailable"
+}
+
+/** Translates an error thrown by `node:fs`, naming the path it concerns (its code, never a stack). */
+export const fromNode = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: unknown) =>
+  new EventStoreFailure({
+    reason: nodeReason(error),
+    operation,
+    path,
+    detail: error instanceof Error ? error.message : String(error),
+    cause: error,
+    ...(sessionId === undefined ? {} : { sessionId })
+  })

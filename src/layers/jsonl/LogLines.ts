@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../../domain/AgentEvent.js"
 import * as LogFormat from "../../domain/LogFormat.js"
+import * as EventCodec from "./EventCodec.js"
 
 /** The header line's format name. */
 export const formatName = "effect-agent/events"
@@ -49,6 +50,91 @@ const concat = (parts: ReadonlyArray<Uint8Array>, size: number): Uint8Array => {
   return out
 }
 
+const utf8 = (bytes: Uint8Array, start: number, end: number): string =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8", start, end)
+
+/**
+ * Splits bytes, pushed a chunk at a time, into numbered lines. The complete lines of a chunk are
+ * decoded in one go and cut at their newlines (a newline byte never occurs inside a multi-byte
+ * character, so cutting the bytes there is safe); the unended rest waits for the next chunk. A line
+ * longer than `maxLineBytes` stops the splitting with {@link LineTooLong} as soon as the cap is
+ * passed, so a huge line is never held whole.
+ */
+export class Splitter {
+  /** The bytes of the line being read, not yet ended. */
+  private pending: Array<Uint8Array> = []
+  private pendingSize = 0
+  /** The number of the last line handed out. */
+  number: number
+
+  constructor(readonly maxLineBytes: number = defaultMaxLineBytes, firstNumber = 1) {
+    this.number = firstNumber - 1
+  }
+
+  private tooLong(size: number, text?: string): boolean {
+    if (size <= this.maxLineBytes) return false
+    // A string's UTF-16 length is at most its UTF-8 size: only count the bytes of a line that may be over.
+    return text === undefined || Buffer.byteLength(text) > this.maxLineBytes
+  }
+
+  /**
+   * Hands every line `bytes` completes to `onLine`, in order, until it returns something (a
+   * failure), which is returned; or {@link LineTooLong}. The caller may reuse `bytes` afterwards.
+   */
+  push<E>(bytes: Uint8Array, onLine: (text: string, number: number) => E | undefined): E | LineTooLong | undefined {
+    const last = bytes.lastIndexOf(newline)
+    if (last === -1) {
+      if (this.pendingSize + bytes.byteLength > this.maxLineBytes) return new LineTooLong(this.number + 1, this.maxLineBytes)
+      // Copied (a Buffer's `slice` would not copy): the caller may reuse its buffer.
+      if (bytes.byteLength > 0) this.pending.push(new Uint8Array(bytes))
+      this.pendingSize += bytes.byteLength
+      return undefined
+    }
+    let start = 0
+    if (this.pendingSize > 0) {
+      const end = bytes.indexOf(newline)
+      if (this.pendingSize + end > this.maxLineBytes) return new LineTooLong(this.number + 1, this.maxLineBytes)
+      this.pending.push(bytes.subarray(0, end))
+      const whole = concat(this.pending, this.pendingSize + end)
+      this.pending = []
+      this.pendingSize = 0
+      const stop = onLine(utf8(whole, 0, whole.byteLength), ++this.number)
+      if (stop !== undefined) return stop
+      start = end + 1
+    }
+    if (start <= last) {
+      // The chunk's complete lines as one string; a line may pass the cap only if the region does.
+      const text = utf8(bytes, start, last + 1)
+      const check = last + 1 - start > this.maxLineBytes
+      let from = 0
+      while (from < text.length) {
+        const end = text.indexOf("\n", from)
+        const line = text.slice(from, end)
+        if (check && this.tooLong(line.length * 3, line)) return new LineTooLong(this.number + 1, this.maxLineBytes)
+        const stop = onLine(line, ++this.number)
+        if (stop !== undefined) return stop
+        from = end + 1
+      }
+    }
+    const rest = bytes.byteLength - last - 1
+    if (rest > this.maxLineBytes) return new LineTooLong(this.number + 1, this.maxLineBytes)
+    if (rest > 0) {
+      this.pending.push(new Uint8Array(bytes.subarray(last + 1)))
+      this.pendingSize = rest
+    }
+    return undefined
+  }
+
+  /** The unended last line (a torn write), if any; call once the bytes are all pushed. */
+  end(): Line | undefined {
+    if (this.pendingSize === 0) return undefined
+    const whole = concat(this.pending, this.pendingSize)
+    this.pending = []
+    this.pendingSize = 0
+    return { text: utf8(whole, 0, whole.byteLength), number: ++this.number, terminated: false }
+  }
+}
+
 /**
  * Splits a byte stream into lines; the last one is marked when no newline ended it (a torn write).
  * A line longer than `maxLineBytes` fails the stream with {@link LineTooLong} as soon as the cap is
@@ -59,41 +145,19 @@ export const linesOf = <E>(
   options: { readonly firstNumber?: number; readonly maxLineBytes?: number } = {}
 ): Stream.Stream<Line, E | LineTooLong> =>
   Stream.suspend(() => {
-    const decoder = new TextDecoder()
-    const cap = options.maxLineBytes ?? defaultMaxLineBytes
-    // The bytes of the line being read, not yet ended.
-    let pending: Array<Uint8Array> = []
-    let pendingSize = 0
-    let number = (options.firstNumber ?? 1) - 1
+    const splitter = new Splitter(options.maxLineBytes ?? defaultMaxLineBytes, options.firstNumber ?? 1)
     return bytes.pipe(
       Stream.mapConcatChunkEffect((chunk): Effect.Effect<Chunk.Chunk<Line>, LineTooLong> => {
         const lines: Array<Line> = []
-        let start = 0
-        while (start <= chunk.byteLength) {
-          const end = chunk.indexOf(newline, start)
-          if (end === -1) {
-            const rest = chunk.subarray(start)
-            if (pendingSize + rest.byteLength > cap) return Effect.fail(new LineTooLong(number + 1, cap))
-            if (rest.byteLength > 0) {
-              // Copied: a chunk's buffer may be reused by the reader.
-              pending.push(rest.slice())
-              pendingSize += rest.byteLength
-            }
-            break
-          }
-          const part = chunk.subarray(start, end)
-          if (pendingSize + part.byteLength > cap) return Effect.fail(new LineTooLong(number + 1, cap))
-          const text = pendingSize === 0 ? decoder.decode(part) : decoder.decode(concat([...pending, part], pendingSize + part.byteLength))
-          pending = []
-          pendingSize = 0
-          lines.push({ text, number: ++number, terminated: true })
-          start = end + 1
-        }
-        return Effect.succeed(Chunk.unsafeFromArray(lines))
+        const failed = splitter.push(chunk, (text, number): undefined => {
+          lines.push({ text, number, terminated: true })
+        })
+        return failed === undefined ? Effect.succeed(Chunk.unsafeFromArray(lines)) : Effect.fail(failed)
       }),
-      Stream.concat(Stream.suspend(() =>
-        pendingSize === 0 ? Stream.empty : Stream.make({ text: decoder.decode(concat(pending, pendingSize)), number: ++number, terminated: false })
-      ))
+      Stream.concat(Stream.suspend(() => {
+        const rest = splitter.end()
+        return rest === undefined ? Stream.empty : Stream.make(rest)
+      }))
     )
   })
 
@@ -115,6 +179,11 @@ export const firstLine = (text: string): Option.Option<FirstLine> => {
   } catch {
     return Option.none()
   }
+  return firstLineOf(value)
+}
+
+/** {@link firstLine} of the line already parsed. */
+export const firstLineOf = (value: unknown): Option.Option<FirstLine> => {
   if (typeof value !== "object" || value === null) return Option.none()
   const record = value as { format?: unknown; version?: unknown; type?: unknown }
   if (record.format === formatName) {
@@ -124,13 +193,4 @@ export const firstLine = (text: string): Option.Option<FirstLine> => {
 }
 
 /** Decodes an event line of a log of `version`, migrated to the current shape. */
-export const decodeEvent = (text: string, version: number): Either.Either<AgentEvent.AgentEvent, string> => {
-  let raw: unknown
-  try {
-    raw = JSON.parse(text)
-  } catch {
-    return Either.left("not a valid event")
-  }
-  return Either.flatMap(LogFormat.migrate(version, raw), (migrated) =>
-    Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
-}
+export const decodeEvent = (text: string, version: number): Either.Either<AgentEvent.AgentEvent, string> => EventCodec.decodeLine(text, version)

@@ -1,0 +1,46 @@
+/**
+ * The few file operations the JSONL store appends with, on a file descriptor it keeps open. They
+ * are `node:fs`'s synchronous calls (an append is one `write(2)` to the page cache: cheaper than any
+ * hand-off to a thread) except `sync`, the `fsync(2)` of the `fsync` option, which runs off the
+ * event loop while the next lines queue up. A reference with the real file system as its default,
+ * so a test can put a failing disk under the store.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { closeSync, fchmodSync, fsync, ftruncateSync, openSync, statSync, writeSync } from "node:fs"
+import * as Context from "effect/Context"
+
+/** The append operations; each throws (or calls back with) a `node:fs` error. */
+export interface Io {
+  /** Opens (creating, owner only) a file for appending. */
+  readonly open: (path: string) => number
+  /** Makes a file owner-only whatever the umask. */
+  readonly chmod: (fd: number) => void
+  /** Writes bytes at the end of the file; returns how many were written (fewer on a full disk). */
+  readonly write: (fd: number, data: Uint8Array, offset: number, length: number) => number
+  /** Cuts the file back to `size` bytes. */
+  readonly truncate: (fd: number, size: number) => void
+  /** Flushes the file to disk, off the event loop. */
+  readonly sync: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void
+  readonly close: (fd: number) => void
+  /** The file's size in bytes, -1 when it does not exist. */
+  readonly size: (path: string) => number
+}
+
+/** The real file system. */
+export const node: Io = {
+  open: (path) => openSync(path, "a", 0o600),
+  chmod: (fd) => fchmodSync(fd, 0o600),
+  write: (fd, data, offset, length) => writeSync(fd, data, offset, length),
+  truncate: (fd, size) => ftruncateSync(fd, size),
+  sync: (fd, done) => fsync(fd, done),
+  close: (fd) => closeSync(fd),
+  size: (path) => {
+    const stats = statSync(path, { throwIfNoEntry: false })
+    return stats === undefined ? -1 : stats.size
+  }
+}
+
+/** The operations the JSONL stores built in its scope append with (default: {@link node}). */
+export class AppendIo extends Context.Reference<AppendIo>()("effect-agent/jsonl/AppendIo", { defaultValue: (): Io => node }) {}

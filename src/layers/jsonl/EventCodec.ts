@@ -1,0 +1,167 @@
+/**
+ * Events to and from log lines without running the Schema machinery for every event.
+ *
+ * A check compiled once from the `AgentEvent` schema's AST accepts a value only when the schema
+ * would accept it *and* leave it as it is: valid, plain objects, no key the schema does not know,
+ * keys in the schema's order. For such a value `JSON.stringify(value)` is byte for byte what
+ * `AgentEvent.encodeJson` writes, and the parsed line is what `AgentEvent.decodeUnknown` returns,
+ * so the line is encoded or decoded at the cost of `JSON.stringify` / `JSON.parse` plus a walk of
+ * the value. Everything the check does not accept — an invalid event, an extra key, another key
+ * order, a class instance, a line of an older log version — goes through the schema as before, so
+ * the check can only make things faster, never accept what the schema refuses or change a byte.
+ * The events the engine builds always take the fast path (its builders follow the schema's field
+ * order); events from elsewhere are still validated, by the check or by the schema.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as AST from "effect/SchemaAST"
+import * as AgentEvent from "../../domain/AgentEvent.js"
+import * as LogFormat from "../../domain/LogFormat.js"
+
+type Check = (value: unknown) => boolean
+
+const never: Check = () => false
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> => {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+const typeLiteral = (ast: AST.TypeLiteral): Check => {
+  if (ast.indexSignatures.length > 0 || ast.propertySignatures.some((p) => typeof p.name !== "string")) return never
+  const names = ast.propertySignatures.map((p) => p.name as string)
+  const optional = ast.propertySignatures.map((p) => p.isOptional)
+  const checks = ast.propertySignatures.map((p) => compile(p.type))
+  const n = names.length
+  return (value) => {
+    if (!isPlainObject(value)) return false
+    // Keys in the schema's order, optional ones possibly absent, nothing else.
+    let i = 0
+    for (const key in value) {
+      while (i < n && names[i] !== key) {
+        if (!optional[i]) return false
+        i++
+      }
+      if (i === n || !Object.hasOwn(value, key) || !checks[i]!(value[key])) return false
+      i++
+    }
+    for (; i < n; i++) if (!optional[i]) return false
+    return true
+  }
+}
+
+/** The literal `type` of a struct member of a union, when it has one. */
+const tagOf = (ast: AST.AST): string | undefined => {
+  if (ast._tag !== "TypeLiteral") return undefined
+  const type = ast.propertySignatures.find((p) => p.name === "type")
+  return type !== undefined && !type.isOptional && type.type._tag === "Literal" && typeof type.type.literal === "string" ? type.type.literal : undefined
+}
+
+const union = (ast: AST.Union): Check => {
+  const { types } = ast
+  if (types.every((t) => t._tag === "Literal")) {
+    const literals = new Set(types.map((t) => (t as AST.Literal).literal))
+    return (value) => literals.has(value as AST.LiteralValue)
+  }
+  // `Schema.optional(X)`: X or undefined.
+  const defined = types.filter((t) => t._tag !== "UndefinedKeyword")
+  if (defined.length === 1 && types.length === 2) {
+    const check = compile(defined[0]!)
+    return (value) => value === undefined || check(value)
+  }
+  // Structs told apart by a literal `type`: only the member of that type could decode the value.
+  const tags = types.map(tagOf)
+  if (tags.every((t) => t !== undefined) && new Set(tags).size === tags.length) {
+    const byTag = new Map(types.map((t, i) => [tags[i]!, compile(t)] as const))
+    return (value) => {
+      if (!isPlainObject(value)) return false
+      const check = byTag.get(value.type as string)
+      return check !== undefined && check(value)
+    }
+  }
+  return never
+}
+
+/** The check of a schema's AST; parts it does not know are `never` (left to the schema). */
+const compile = (ast: AST.AST): Check => {
+  switch (ast._tag) {
+    case "StringKeyword":
+      return (value) => typeof value === "string"
+    case "NumberKeyword":
+      // NaN and the infinities are numbers to the schema but not to JSON: left to the schema.
+      return (value) => typeof value === "number" && Number.isFinite(value)
+    case "BooleanKeyword":
+      return (value) => typeof value === "boolean"
+    case "UndefinedKeyword":
+      return (value) => value === undefined
+    case "Literal": {
+      const literal = ast.literal
+      return (value) => value === literal
+    }
+    case "Refinement": {
+      const from = compile(ast.from)
+      const filter = ast.filter
+      return (value) => from(value) && Option.isNone(filter(value, {}, ast))
+    }
+    case "TypeLiteral":
+      return typeLiteral(ast)
+    case "Union":
+      return union(ast)
+    case "TupleType": {
+      if (ast.elements.length > 0 || ast.rest.length !== 1) return never
+      const element = compile(ast.rest[0]!.type)
+      return (value) => Array.isArray(value) && value.every(element)
+    }
+    case "Declaration": {
+      // A declaration without type parameters (`Schema.declare(is)`, such as `Json`) passes its value through.
+      if (ast.typeParameters.length > 0) return never
+      return ParseResult.is(Schema.make(ast))
+    }
+    default:
+      return never
+  }
+}
+
+/** Whether the schema accepts `value` as an event and would encode or decode it to itself, key order included. */
+export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = compile(AgentEvent.AgentEvent.ast) as (
+  value: unknown
+) => value is AgentEvent.AgentEvent
+
+/**
+ * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the
+ * schema's encoding. `undefined` for a value that is not a valid event.
+ */
+export const encodeLine = (event: AgentEvent.AgentEvent): string | undefined => {
+  if (isCanonical(event)) return JSON.stringify(event)
+  try {
+    return AgentEvent.encodeJson(event)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * A parsed line of a log of `version` as a current event: as it is when canonical (the fast path
+ * of every line this library wrote), else migrated and decoded by the schema.
+ */
+export const fromParsed = (raw: unknown, version: number): Either.Either<AgentEvent.AgentEvent, string> => {
+  if (version === LogFormat.currentVersion && isCanonical(raw)) return Either.right(raw)
+  return Either.flatMap(LogFormat.migrate(version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
+}
+
+/** Decodes an event line of a log of `version`. */
+export const decodeLine = (text: string, version: number): Either.Either<AgentEvent.AgentEvent, string> => {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch {
+    return Either.left("not a valid event")
+  }
+  return fromParsed(raw, version)
+}

@@ -1,0 +1,171 @@
+/**
+ * Reading a session's log as a stream of events, fast and in constant memory.
+ *
+ * The file is read in large chunks into one reused buffer; each chunk's complete lines are decoded
+ * at once, parsed with `JSON.parse` and checked by `EventCodec` (the schema itself only for lines it
+ * does not accept as they are: older log versions, foreign key orders, invalid events); the events
+ * of a chunk go downstream as one chunk before the next read. Memory is one buffer, one chunk of
+ * text and its events, whatever the log's size.
+ *
+ * The rules of CONTRACT.md §4 hold line by line: a header naming the format version first (or, in a
+ * version-0 log, an event), then events of this session whose sequences run 1, 2, 3…; a corrupt
+ * line that is not the last fails, naming the file and the line (the events before it are
+ * delivered first); a line longer than the cap fails `line_too_long` as soon as the cap is passed;
+ * a torn last line (no newline: a crash mid-write) is skipped or fails by the recovery mode.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { close, open, read } from "node:fs"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../../domain/AgentEvent.js"
+import { EventStoreFailure, type EventStoreFailureReason } from "../../domain/Errors.js"
+import * as LogFormat from "../../domain/LogFormat.js"
+import * as EventCodec from "./EventCodec.js"
+import { fromNode } from "./FileFailure.js"
+import * as LogLines from "./LogLines.js"
+
+/** What to do with a torn last line: an unterminated line left by a crash mid-write. */
+export type Recovery = "skip-trailing-partial" | "strict"
+
+/** What to read, and how. */
+export interface Options {
+  readonly sessionId: string
+  readonly file: string
+  readonly recovery: Recovery
+  readonly maxLineBytes: number
+  /** Only events from this sequence on are delivered; every line is still checked. */
+  readonly fromSequence?: number
+  /** Bytes read at a time (default 1 MiB). */
+  readonly chunkBytes?: number
+}
+
+/** A failure reading the log, naming its file and line. */
+export const corrupt = (
+  file: string,
+  sessionId: string,
+  line: number | undefined,
+  detail: string,
+  reason: EventStoreFailureReason = "corrupt"
+): EventStoreFailure => new EventStoreFailure({ reason, operation: "read", sessionId, path: file, detail, ...(line === undefined ? {} : { line }) })
+
+/** Turns a log's bytes, pushed a chunk at a time, into checked events. */
+export class Decoder {
+  private readonly splitter: LogLines.Splitter
+  private expected = 1
+  private version: number = LogFormat.currentVersion
+  private readonly from: number
+  private out: Array<AgentEvent.AgentEvent> = []
+
+  constructor(private readonly options: Options) {
+    this.splitter = new LogLines.Splitter(options.maxLineBytes)
+    this.from = options.fromSequence ?? 1
+  }
+
+  private fail(line: number | undefined, detail: string, reason?: EventStoreFailureReason) {
+    return corrupt(this.options.file, this.options.sessionId, line, detail, reason)
+  }
+
+  private readonly onLine = (text: string, number: number): EventStoreFailure | undefined => {
+    let raw: unknown
+    try {
+      raw = JSON.parse(text)
+    } catch {
+      return this.fail(number, number === 1 ? "the first line is not an effect-agent log header" : "not a valid event")
+    }
+    if (number === 1) {
+      const first = LogLines.firstLineOf(raw)
+      if (Option.isNone(first)) return this.fail(1, "the first line is not an effect-agent log header")
+      if (first.value.version > LogFormat.currentVersion) return this.fail(1, `unsupported log format version ${first.value.version}`)
+      this.version = first.value.version
+      // A version-0 log has no header: its first line is already an event.
+      if (first.value.isHeader) return undefined
+    }
+    const decoded = EventCodec.fromParsed(raw, this.version)
+    if (Either.isLeft(decoded)) return this.fail(number, decoded.left)
+    const event = decoded.right
+    if (event.sessionId !== this.options.sessionId) return this.fail(number, `event of another session (${event.sessionId})`)
+    if (event.sequence !== this.expected) {
+      // Duplicates are what two processes writing one log at once leave behind (before writer locks).
+      const kind = event.sequence < this.expected ? "duplicate or out-of-order" : "gap in"
+      return this.fail(
+        number,
+        `${kind} sequence: expected ${this.expected}, found ${event.sequence}; repair the log with \`effect-agent repair ${this.options.sessionId}\``
+      )
+    }
+    this.expected++
+    if (event.sequence >= this.from) this.out.push(event)
+    return undefined
+  }
+
+  /** The events `bytes` completes, and the failure that stopped it (after those events), if any. */
+  push(bytes: Uint8Array): readonly [Array<AgentEvent.AgentEvent>, EventStoreFailure | undefined] {
+    const failed = this.splitter.push(bytes, this.onLine)
+    const events = this.out
+    this.out = []
+    if (failed instanceof LogLines.LineTooLong) {
+      return [events, this.fail(failed.number, `the line is longer than ${failed.maxLineBytes} bytes`, "line_too_long")]
+    }
+    return [events, failed]
+  }
+
+  /** At the end of the file: a torn last line fails in strict mode, and is skipped otherwise. */
+  end(): EventStoreFailure | undefined {
+    const rest = this.splitter.end()
+    if (rest === undefined || this.options.recovery !== "strict") return undefined
+    return this.fail(rest.number, "the last line is torn (no newline)", "torn_line")
+  }
+}
+
+const defaultChunkBytes = 1024 * 1024
+
+/** A session's events from its log; a missing log is an empty stream. */
+export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> => {
+  const { file, sessionId } = options
+  const failed = fromNode("read", file, sessionId)
+  const openLog = Effect.async<number | undefined, EventStoreFailure>((resume) => {
+    open(file, "r", (error, fd) => {
+      if (error === null) resume(Effect.succeed(fd))
+      else resume(error.code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(failed(error)))
+    })
+  })
+  const closeLog = (fd: number | undefined) =>
+    fd === undefined ? Effect.void : Effect.async<void>((resume) => close(fd, () => resume(Effect.void)))
+  return Stream.acquireRelease(openLog, closeLog).pipe(
+    Stream.flatMap((fd) => {
+      if (fd === undefined) return Stream.empty
+      const decoder = new Decoder(options)
+      const buffer = Buffer.allocUnsafe(options.chunkBytes ?? defaultChunkBytes)
+      let failure: EventStoreFailure | undefined
+      let done = false
+      const readChunk = Effect.async<number, EventStoreFailure>((resume) => {
+        read(fd, buffer, 0, buffer.byteLength, null, (error, bytesRead) => {
+          resume(error === null ? Effect.succeed(bytesRead) : Effect.fail(failed(error)))
+        })
+      })
+      // Each pull reads one chunk and hands on its events; a failure comes on the pull after them.
+      const pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<EventStoreFailure>> = Effect.suspend(() => {
+        if (failure !== undefined) return Effect.fail(Option.some(failure))
+        if (done) return Effect.fail(Option.none())
+        return Effect.matchEffect(readChunk, {
+          onFailure: (error) => Effect.fail(Option.some(error)),
+          onSuccess: (bytesRead) => {
+            if (bytesRead === 0) {
+              done = true
+              failure = decoder.end()
+              return failure === undefined ? Effect.fail(Option.none()) : Effect.fail(Option.some(failure))
+            }
+            const [events, stopped] = decoder.push(buffer.subarray(0, bytesRead))
+            failure = stopped
+            return Effect.succeed(Chunk.unsafeFromArray(events))
+          }
+        })
+      })
+      return Stream.repeatEffectChunkOption(pull)
+    })
+  )
+}
