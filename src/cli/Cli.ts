@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import {
   type AgentEvent,
+  Cassette,
   type EventStore,
   FakeModelProvider,
   IdGenerator,
@@ -175,6 +176,17 @@ const replay = Command.make(
     }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
 ).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
 
+const exportScript = Command.make(
+  "export-script",
+  { sessionId: Args.text({ name: "sessionId" }), ...Flags.storage },
+  ({ sessionId, ...options }) =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
+      output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
+    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
+).pipe(Command.withDescription("Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)"))
+
 /** One line per session whose log cannot be read; the others are listed all the same. */
 const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
   Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}`), { discard: true })
@@ -244,7 +256,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, replay, exportScript, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })
