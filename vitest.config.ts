@@ -5,7 +5,7 @@ export default defineConfig({
   resolve: { alias: { "effect-agent": new URL("./src/index.ts", import.meta.url).pathname } },
   test: {
     include: ["test/**/*.test.ts", "examples/testing.ts"],
-    globalSetup: ["test/globalSetup.ts"],
+    globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
     testTimeout: 30_000,
     hookTimeout: 30_000
   }

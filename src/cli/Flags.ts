@@ -5,27 +5,40 @@
  * @since 0.1.0
  */
 import * as Options from "@effect/cli/Options"
+import * as Config from "effect/Config"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import { JsonlEventStore, PermissionPolicy } from "../index.js"
 import { CliError } from "./CliError.js"
 
-/** `--data-dir` and `--store`. */
+/** `--data-dir`, `--store` and `--database-url`. */
 export const storage = {
   dataDir: Options.directory("data-dir").pipe(
     Options.withDefault(".effect-agent"),
     Options.withDescription("Where sessions are stored")
   ),
-  store: Options.choice("store", ["jsonl", "sqlite"]).pipe(
+  store: Options.choice("store", ["jsonl", "sqlite", "postgres"]).pipe(
     Options.withDefault("jsonl" as const),
-    Options.withDescription("jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite")
+    Options.withDescription(
+      "jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite; postgres: a PostgreSQL database (--database-url)"
+    )
+  ),
+  // Redacted: never printed. The environment keeps it off the process list.
+  databaseUrl: Options.redacted("database-url").pipe(
+    Options.withFallbackConfig(Config.redacted("EFFECT_AGENT_DATABASE_URL")),
+    Options.optional,
+    Options.withDescription("With --store postgres: the database, postgres://user:password@host:5432/db (or EFFECT_AGENT_DATABASE_URL)")
   )
 }
 
 /** Where sessions are stored. */
 export interface Storage {
   readonly dataDir: string
-  readonly store: "jsonl" | "sqlite"
+  readonly store: "jsonl" | "sqlite" | "postgres"
+  readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
 
 /** `--mode`; without it, the mode of the session's `.effect-agent/settings.json`, else `default`. */
@@ -45,6 +58,15 @@ export const rules = {
   )
 }
 
+/**
+ * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
+ * how long a session driven from a machine that died stays busy for the others.
+ */
+const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
+  Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
+  Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
+)
+
 /** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
 const sqliteLayer = (filename: string) =>
   Layer.unwrapEffect(
@@ -55,9 +77,30 @@ const sqliteLayer = (filename: string) =>
           reason: "missing_package",
           message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
         })
-    }).pipe(Effect.map(({ SqliteEventStore }) => SqliteEventStore.layer({ filename })))
+    }).pipe(Effect.flatMap(({ SqliteEventStore }) => Effect.map(leaseTtl, (lease) => SqliteEventStore.layer({ filename, ...lease }))))
   )
 
+/** PostgreSQL is an optional peer too: loaded only when chosen. The URL is never printed. */
+const postgresLayer = (url: Option.Option<Redacted.Redacted>) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    if (Option.isNone(url)) {
+      return yield* new CliError({ reason: "invalid_arguments", message: "--store postgres needs --database-url or EFFECT_AGENT_DATABASE_URL" })
+    }
+    const { PostgresEventStore } = yield* Effect.tryPromise({
+      try: () => import("../postgres.js"),
+      catch: () =>
+        new CliError({
+          reason: "missing_package",
+          message: "--store postgres needs the optional packages @effect/sql and @effect/sql-pg: npm install @effect/sql @effect/sql-pg"
+        })
+    })
+    return PostgresEventStore.layer({ url: url.value, ...(yield* leaseTtl) })
+  }))
+
 /** The store the options chose. */
-export const storeLayer = ({ dataDir, store }: Storage) =>
-  store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`) : JsonlEventStore.layer({ dataDir })
+export const storeLayer = ({ dataDir, databaseUrl, store }: Storage) =>
+  store === "postgres"
+    ? postgresLayer(databaseUrl ?? Option.none())
+    : store === "sqlite"
+    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`)
+    : JsonlEventStore.layer({ dataDir })

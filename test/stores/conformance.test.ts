@@ -1,6 +1,6 @@
 /**
- * One conformance suite for the EventStore contract, run against every store: memory, JSONL and
- * SQLite.
+ * One conformance suite for the EventStore contract, run against every store: memory, JSONL,
+ * SQLite and PostgreSQL (the test server of test/postgresSetup.ts, a fresh schema per test).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
@@ -10,19 +10,23 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
 import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect, tempDir } from "../helpers.js"
+import { freshSchemaUrl } from "../postgres.js"
 
 /** A fresh, empty store of each kind. */
 const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, Scope.Scope | NodeContext.NodeContext>]> = [
   ["memory", MemoryEventStore.make],
   ["jsonl", Effect.flatMap(tempDir, (dataDir) => JsonlEventStore.make({ dataDir }))],
-  ["sqlite", Effect.flatMap(tempDir, (dir) => Effect.map(Layer.build(SqliteEventStore.layer({ filename: `${dir}/db/events.sqlite` })), Context.get(EventStore)))]
+  ["sqlite", Effect.flatMap(tempDir, (dir) => Effect.map(Layer.build(SqliteEventStore.layer({ filename: `${dir}/db/events.sqlite` })), Context.get(EventStore)))],
+  ["postgres", Effect.flatMap(freshSchemaUrl("conformance"), (url) => Effect.map(Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), Context.get(EventStore)))]
 ]
 
 const at = (minute: number) => `2026-01-01T00:${String(minute).padStart(2, "0")}:00.000Z`

@@ -1,0 +1,331 @@
+/**
+ * An event store in a PostgreSQL database (`@effect/sql-pg`): for many sessions, and for processes
+ * on several machines sharing one database.
+ *
+ * The same contract as the SQLite store, in the same shape. Events are rows keyed
+ * `(session_id, sequence)`; an append is one statement that inserts the session's next sequence
+ * only — `INSERT … SELECT … WHERE` the last stored sequence is the one before — so two writers
+ * can never interleave a session: one wins, the other gets a `sequence_conflict` (when both race
+ * for one sequence, the primary key refuses the second). The same statement keeps the `sessions`
+ * summary in step. Bodies are stored as the log's JSON text, byte for byte (not `jsonb`, which
+ * would reorder keys and refuse `\u0000`).
+ *
+ * One writer per session: the lease rows of writer/Lease.ts, shared with SQLite. Writers on other
+ * machines are judged by their lease's expiry alone, so the machines' clocks must agree to well
+ * within the ttl (30 s by default).
+ *
+ * The schema is created and evolved by `@effect/sql`'s migrator, in the connection's schema (its
+ * `search_path`). The URL is `Redacted`: it is never printed; failures name the server without its
+ * user or password.
+ *
+ * @since 0.1.0
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import * as AgentEvent from "../domain/AgentEvent.js"
+import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
+import * as LogFormat from "../domain/LogFormat.js"
+import type { SessionSummary } from "../domain/Session.js"
+import { batchConflict, EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as Lease from "./writer/Lease.js"
+
+/** Options of the PostgreSQL store. */
+export interface Options {
+  /** The database's URL, `postgres://user:password@host:5432/database`; never printed. */
+  readonly url: Redacted.Redacted
+  /**
+   * The writer lease's timing: how long a lease lasts without renewal (default 30 s) and how often
+   * its writer renews it (default a third of that). A writer that dies on another machine holds its
+   * sessions until its lease expires; one on this machine is known dead at once.
+   */
+  readonly writerLease?: Lease.Settings
+  /** The most connections the store opens (default 10). */
+  readonly maxConnections?: number
+}
+
+/** The table the migrator records applied migrations in. */
+const migrationsTable = "effect_agent_migrations"
+
+/** The schema, as migrations: append new ones, never edit old ones. */
+export const migrations = Migrator.fromRecord({
+  "1_events": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Text compared byte for byte (COLLATE "C"): listings order ids as every other store does.
+    yield* sql`
+      CREATE TABLE events (
+        session_id TEXT COLLATE "C" NOT NULL,
+        sequence INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        timestamp TEXT COLLATE "C" NOT NULL,
+        format_version INTEGER NOT NULL,
+        body TEXT NOT NULL,
+        PRIMARY KEY (session_id, sequence)
+      )`
+    yield* sql`
+      CREATE TABLE sessions (
+        session_id TEXT COLLATE "C" PRIMARY KEY,
+        cwd TEXT,
+        client TEXT,
+        created_at TEXT COLLATE "C" NOT NULL,
+        last_activity_at TEXT COLLATE "C" NOT NULL,
+        turn_count INTEGER NOT NULL,
+        last_sequence INTEGER NOT NULL
+      )`
+    yield* sql`CREATE INDEX sessions_by_activity ON sessions (last_activity_at DESC)`
+    // One row per driven session: its holder (JSON, see writer/Holder.ts), a token unique per
+    // acquisition (the compare-and-swap key of a takeover), and when the lease lapses (epoch ms).
+    yield* sql`
+      CREATE TABLE writer_leases (
+        session_id TEXT COLLATE "C" PRIMARY KEY,
+        token TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires_at BIGINT NOT NULL
+      )`
+  })
+})
+
+/**
+ * Migrates the connection's schema to the current one. Safe when several processes start on an
+ * empty database at once: the migrator locks its table while it migrates, and the table itself is
+ * created first here (the migrator's own check-then-create can race).
+ */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const createTable = sql`
+    CREATE TABLE IF NOT EXISTS ${sql(migrationsTable)} (
+      migration_id integer PRIMARY KEY,
+      created_at timestamp with time zone NOT NULL DEFAULT now(),
+      name text NOT NULL
+    )`
+  // Two processes creating it at once: one of them fails on the catalog's unique key; then it exists.
+  yield* Effect.retry(createTable, { times: 1 })
+  return yield* Migrator.make({})({ loader: migrations, table: migrationsTable })
+})
+
+/** The SQLSTATE (e.g. `23505`) or system error code (e.g. `ECONNREFUSED`) of an error or of its cause. */
+const codeOf = (error: unknown): string | undefined => {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
+    const code = (current as { code?: unknown }).code
+    if (typeof code === "string") return code
+    current = (current as { cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/** The reason of a SQLSTATE or system error code. */
+const reasonOfCode = (code: string): EventStoreFailureReason => {
+  if (code === "23505") return "sequence_conflict"
+  // 53100 disk_full; 53200 out_of_memory and 53300 too_many_connections are the server's to recover from.
+  if (code === "53100") return "disk_full"
+  // 42501 insufficient_privilege, 28xxx invalid authorization, 25006 read_only_sql_transaction.
+  if (code === "42501" || code.startsWith("28") || code === "25006") return "permission_denied"
+  if (code === "XX001" || code === "XX002") return "corrupt"
+  return "unavailable"
+}
+
+/** What a code means for the person reading the error. */
+const explain = (code: string | undefined, message: string): string => {
+  const plain = code === "53100"
+    ? "the database server's disk is full"
+    : code === "ECONNREFUSED" || code === "ENOTFOUND" || code === "EAI_AGAIN" || code === "ETIMEDOUT"
+    ? "the database server cannot be reached"
+    : code !== undefined && code.startsWith("28")
+    ? "the database refused the user or password"
+    : code === "42501"
+    ? "the database user may not do this"
+    : code === "3D000"
+    ? "the database does not exist"
+    : undefined
+  return `${plain === undefined ? message : `${plain}: ${message}`}${code === undefined ? "" : ` (${code})`}`
+}
+
+/** The message of a database error and of its cause (the driver's own words are in the cause). */
+const messageOf = (error: unknown): string => {
+  const own = error instanceof Error ? error.message : String(error)
+  const cause = (error as { cause?: unknown } | undefined)?.cause
+  return cause instanceof Error && cause.message !== "" && !own.includes(cause.message) ? `${own}: ${cause.message}` : own
+}
+
+/** The server and database a URL names, without user or password: what failures print. */
+export const describeUrl = (url: Redacted.Redacted): string => {
+  try {
+    const parsed = new URL(Redacted.value(url))
+    return `postgresql://${parsed.host}${parsed.pathname}`
+  } catch {
+    return "postgresql (an unreadable URL)"
+  }
+}
+
+const failure = (operation: EventStoreFailure["operation"], where: string, sessionId?: string) => (error: SqlError) =>
+  new EventStoreFailure({
+    reason: reasonOfCode(codeOf(error) ?? ""),
+    operation,
+    path: where,
+    detail: explain(codeOf(error), messageOf(error)),
+    cause: error,
+    ...(sessionId === undefined ? {} : { sessionId })
+  })
+
+/** Any error met while connecting or migrating, as a store failure naming the server. */
+const openFailure = (where: string, error: unknown, what: string) => {
+  const code = codeOf(error)
+  return new EventStoreFailure({
+    reason: code === undefined ? "unavailable" : reasonOfCode(code),
+    operation: "append",
+    path: where,
+    detail: `${what}: ${explain(code, messageOf(error))}`,
+    cause: error
+  })
+}
+
+const pageSize = 500
+
+/**
+ * Builds the store on a migrated PostgreSQL client (see `migrate`). `where` names the database in
+ * failures (default: "postgresql").
+ */
+export const make = (
+  options: { readonly writerLease?: Lease.Settings; readonly where?: string } = {}
+): Effect.Effect<EventStore.Service, never, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const where = options.where ?? "postgresql"
+
+    const lastSequence = (sessionId: string) =>
+      Effect.map(
+        sql<{ last: number }>`SELECT COALESCE(MAX(sequence), 0) AS last FROM events WHERE session_id = ${sessionId}`,
+        ([row]) => row?.last ?? 0
+      )
+
+    const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
+      Effect.gen(function*() {
+        const created = event.type === "session.created" ? event.payload : undefined
+        // One statement: the event only at the session's next sequence, and the summary with it.
+        const inserted = yield* sql<{ sequence: number }>`
+          WITH inserted AS (
+            INSERT INTO events (session_id, sequence, type, timestamp, format_version, body)
+            SELECT ${event.sessionId}::text, ${event.sequence}::integer, ${event.type}::text, ${event.timestamp}::text,
+              ${LogFormat.currentVersion}::integer, ${AgentEvent.encodeJson(event)}::text
+            WHERE (SELECT COALESCE(MAX(sequence), 0) FROM events WHERE session_id = ${event.sessionId}::text) = ${event.sequence - 1}::integer
+            RETURNING session_id, sequence, type, timestamp
+          ), summarized AS (
+            INSERT INTO sessions (session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence)
+            SELECT session_id, ${created?.cwd ?? null}::text, ${created?.client ?? null}::text, timestamp, timestamp,
+              CASE WHEN type = 'turn.started' THEN 1 ELSE 0 END, sequence
+            FROM inserted
+            ON CONFLICT (session_id) DO UPDATE SET
+              last_activity_at = EXCLUDED.last_activity_at,
+              last_sequence = EXCLUDED.last_sequence,
+              turn_count = sessions.turn_count + EXCLUDED.turn_count
+          )
+          SELECT sequence FROM inserted`
+        if (inserted.length === 1) return
+        return yield* sequenceConflict(event, yield* lastSequence(event.sessionId), { path: where })
+      }).pipe(
+        Effect.catchTag("SqlError", (error) =>
+          codeOf(error) === "23505"
+            // Another writer took this sequence between the check and the insert: the key refused it.
+            ? Effect.fail(sequenceConflict(event, event.sequence, { path: where }))
+            : Effect.fail(failure("append", where, event.sessionId)(error)))
+      )
+
+    // One transaction: a failure anywhere rolls the whole batch back.
+    const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
+      if (events.length === 0) return Effect.void
+      const conflict = batchConflict(events)
+      if (conflict !== undefined) return Effect.fail(conflict)
+      return sql.withTransaction(Effect.forEach(events, append, { discard: true })).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
+      )
+    }
+
+    const read: EventStore.Service["read"] = (sessionId, readOptions) => {
+      const page = (from: number) =>
+        sql<{ sequence: number; format_version: number; body: string }>`
+          SELECT sequence, format_version, body FROM events
+          WHERE session_id = ${sessionId} AND sequence >= ${from}
+          ORDER BY sequence LIMIT ${pageSize}`.pipe(Effect.mapError(failure("read", where, sessionId)))
+      const decode = (row: { sequence: number; format_version: number; body: string }) => {
+        const event = Either.flatMap(
+          Either.try({ try: () => JSON.parse(row.body) as unknown, catch: () => "not JSON" }),
+          (raw) => Either.flatMap(LogFormat.migrate(row.format_version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
+        )
+        return Either.isRight(event) && event.right.sequence === row.sequence && event.right.sessionId === sessionId
+          ? Effect.succeed(event.right)
+          : Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: row.sequence, path: where, detail: "a stored event is not valid" }))
+      }
+      return Stream.paginateChunkEffect(readOptions?.fromSequence ?? 1, (from) =>
+        Effect.map(page(from), (rows) => [Chunk.unsafeFromArray(rows), rows.length === pageSize ? Option.some(rows.at(-1)!.sequence + 1) : Option.none<number>()] as const)).pipe(
+          Stream.mapEffect(decode)
+        )
+    }
+
+    const list = sql<{
+      session_id: string
+      cwd: string
+      client: SessionSummary["client"]
+      created_at: string
+      last_activity_at: string
+      turn_count: number
+      last_sequence: number
+    }>`
+      SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
+      WHERE cwd IS NOT NULL
+      ORDER BY last_activity_at DESC, session_id`.pipe(
+      Effect.map((rows) =>
+        rows.map((r): SessionSummary => ({
+          sessionId: r.session_id,
+          cwd: r.cwd,
+          client: r.client,
+          createdAt: r.created_at,
+          lastActivityAt: r.last_activity_at,
+          turnCount: r.turn_count,
+          lastSequence: r.last_sequence
+        }))
+      ),
+      Effect.mapError(failure("list", where))
+    )
+
+    const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
+
+    const acquireWriter = yield* Lease.make({
+      ...options.writerLease,
+      path: where,
+      failure: (sessionId) => failure("lock", where, sessionId)
+    })
+
+    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
+  })
+
+/**
+ * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
+ * reached or refuses the user), migrates the schema, and closes its connections with the layer.
+ */
+export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailure> => {
+  const where = describeUrl(options.url)
+  const client = PgClient.layer({
+    url: options.url,
+    applicationName: "effect-agent",
+    ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
+  }).pipe(
+    Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
+  )
+  const migrated = Layer.effectDiscard(
+    // A failing migration is a defect of the migrator: made typed here too.
+    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
+  )
+  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
+    Layer.provide(migrated),
+    Layer.provide(client)
+  )
+}

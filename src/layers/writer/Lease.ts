@@ -1,0 +1,173 @@
+/**
+ * The writer lease of the SQL stores (SQLite, PostgreSQL): one writer per session, across processes
+ * and machines that share one database.
+ *
+ * A writer holds a row of `writer_leases` naming it (see Holder) with a token unique to its
+ * acquisition and an expiry (epoch ms), and renews the expiry from a fiber that lives as long as
+ * the acquisition's scope. Another writer gets `SessionBusy` naming the holder, unless the holder is
+ * gone: on this host (same boot, same pid namespace) its process tells at once; from anywhere else
+ * only the expiry can, so a lease whose holder stopped renewing is taken over once it lapsed. A
+ * takeover is a compare-and-swap on the token, so of two writers taking over one lease, one wins.
+ *
+ * The lease does not guard appends: a writer that lost its lease without knowing (paused longer
+ * than the ttl, cut off from the database) is stopped by the stores' sequence check instead, which
+ * refuses a sequence another writer already took.
+ *
+ * Expiries are read on each writer's own clock (Effect's `Clock`, so tests drive it with
+ * `TestClock`): machines sharing a database must agree on the time to well within the ttl.
+ *
+ * The statements are plain SQL both SQLite and PostgreSQL run; each store creates the table in its
+ * own migrations (`session_id` text primary key, `token` text, `holder` text, `expires_at` an
+ * integer wide enough for epoch ms).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { EventStoreFailure, SessionBusy } from "../../domain/Errors.js"
+import * as Holder from "./Holder.js"
+
+/** How long a lease lasts and how often its writer renews it. */
+export interface Timing {
+  /** How long a lease lasts without renewal (default 30 seconds). */
+  readonly ttl?: Duration.DurationInput
+  /** How often the writer renews its lease (default a third of `ttl`); keep it well under `ttl`. */
+  readonly renewEvery?: Duration.DurationInput
+}
+
+/** The lease settings a SQL store takes. */
+export interface Settings extends Timing {
+  /**
+   * Who this writer says it is (default: this process, `Holder.current`). Tests use it to stand in
+   * for a writer on another machine.
+   */
+  readonly identity?: (now: Date) => Holder.Holder
+}
+
+/** What the lease needs from its store: how to name a database error. */
+export interface Options extends Settings {
+  /** The store's failure for a database error met while taking the lease. */
+  readonly failure: (sessionId: string) => (error: SqlError) => EventStoreFailure
+  /** Where the database is, for failures (a file name; for a server, its address without secrets). */
+  readonly path?: string
+}
+
+/** The default ttl: long enough for a busy machine's pauses, short enough to wait out after a crash. */
+export const defaultTtl = Duration.seconds(30)
+
+/** The lease's timing as milliseconds, defaults applied. */
+export const timing = (settings: Timing): { readonly ttlMs: number; readonly renewMs: number } => {
+  const ttlMs = Duration.toMillis(settings.ttl ?? defaultTtl)
+  const renewMs = settings.renewEvery === undefined ? ttlMs / 3 : Duration.toMillis(settings.renewEvery)
+  return { ttlMs, renewMs: Math.max(1, Math.floor(renewMs)) }
+}
+
+type Attempt =
+  | { readonly _tag: "Held"; readonly takenOverFrom: Holder.Holder | undefined; readonly expired: boolean }
+  | { readonly _tag: "Busy"; readonly holder: Holder.Holder }
+  | { readonly _tag: "Retry" }
+
+/** A lease row as read back (PostgreSQL returns a `bigint` column as text). */
+interface Row {
+  readonly token: string
+  readonly holder: string
+  readonly expires_at: number | string
+}
+
+/**
+ * The `acquireWriter` of a SQL store: takes the session's lease for the scope, renews it while the
+ * scope is open, and deletes it when the scope closes.
+ */
+export const make = (options: Options) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { renewMs, ttlMs } = timing(options)
+    const identity = options.identity ?? Holder.current
+
+    /** One try: held (with a gone holder taken over, if any), busy, or the row moved meanwhile (retry). */
+    const attempt = (sessionId: string, me: Holder.Holder): Effect.Effect<Attempt, SqlError> =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const expires = now + ttlMs
+        const [row] = yield* sql<Row>`SELECT token, holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`
+        if (row === undefined) {
+          const inserted = yield* sql<{ token: string }>`
+            INSERT INTO writer_leases (session_id, token, holder, expires_at)
+            VALUES (${sessionId}, ${me.nonce}, ${JSON.stringify(me)}, ${expires})
+            ON CONFLICT (session_id) DO NOTHING
+            RETURNING token`
+          return inserted.length === 1 ? { _tag: "Held", takenOverFrom: undefined, expired: false } : { _tag: "Retry" }
+        }
+        const holder = Holder.parse(row.holder)
+        // On this host the holder's process tells; from another host (or container) only the expiry can.
+        const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
+        const expired = Number(row.expires_at) <= now
+        if (liveness === "alive" || (liveness === "unknown" && !expired)) return { _tag: "Busy", holder: holder! }
+        // Compare-and-swap on the token: of two writers taking over one lease, one wins.
+        const taken = yield* sql<{ token: string }>`
+          UPDATE writer_leases SET token = ${me.nonce}, holder = ${JSON.stringify(me)}, expires_at = ${expires}
+          WHERE session_id = ${sessionId} AND token = ${row.token}
+          RETURNING token`
+        return taken.length === 1 ? { _tag: "Held", takenOverFrom: holder, expired: liveness === "unknown" } : { _tag: "Retry" }
+      })
+
+    /** Pushes the expiry on every `renewEvery` until the lease is taken from us; a failed renewal is retried the next time. */
+    const renew = (sessionId: string, me: Holder.Holder) =>
+      Effect.gen(function*() {
+        while (true) {
+          yield* Effect.sleep(Duration.millis(renewMs))
+          const now = yield* Clock.currentTimeMillis
+          const renewed = yield* sql<{ token: string }>`
+            UPDATE writer_leases SET expires_at = ${now + ttlMs}
+            WHERE session_id = ${sessionId} AND token = ${me.nonce}
+            RETURNING token`.pipe(
+            Effect.catchAll((error) =>
+              Effect.as(Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`), [{ token: me.nonce }])
+            )
+          )
+          if (renewed.length === 0) {
+            // Our lease lapsed and another writer took it: from here on the sequence check stops our appends.
+            return yield* Effect.logWarning(`effect-agent: the writer lease of session ${sessionId} was taken by another writer`)
+          }
+        }
+      })
+
+    const take = (sessionId: string) =>
+      Effect.gen(function*() {
+        const me = identity(new Date(yield* Clock.currentTimeMillis))
+        for (let round = 0; round < 100; round++) {
+          const result = yield* attempt(sessionId, me)
+          if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: Holder.describe(result.holder) })
+          if (result._tag === "Held") {
+            if (result.takenOverFrom !== undefined) {
+              const why = result.expired ? "whose lease expired" : "which is gone"
+              yield* Effect.logWarning(`effect-agent: took over the writer lease of session ${sessionId} left by ${Holder.describe(result.takenOverFrom)}, ${why}`)
+            }
+            return me
+          }
+        }
+        return yield* new EventStoreFailure({
+          reason: "unavailable",
+          operation: "lock",
+          sessionId,
+          detail: "the writer lease kept changing",
+          ...(options.path === undefined ? {} : { path: options.path })
+        })
+      }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(options.failure(sessionId)(error))))
+
+    return (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
+      Effect.acquireRelease(
+        take(sessionId),
+        (me) => sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`.pipe(Effect.ignore)
+      ).pipe(
+        // Renewed while held; interrupted (before the release above) when the scope closes.
+        // Interruptible even when acquired from an uninterruptible region (the engine takes locks so).
+        Effect.tap((me) => Effect.forkScoped(Effect.interruptible(renew(sessionId, me)))),
+        Effect.asVoid
+      )
+  })

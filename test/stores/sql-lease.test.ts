@@ -1,0 +1,203 @@
+/**
+ * The writer lease both SQL stores share (src/layers/writer/Lease.ts), on SQLite and on the test
+ * PostgreSQL: renewed while its writer lives, taken over once it expires, never released for another
+ * writer, and the sequence check as the fence against a writer that lost its lease without knowing.
+ *
+ * Writers on "other machines" are stores on one database with another identity (host name): this
+ * process cannot see their processes, so only their leases' expiry tells. Time is the TestClock's;
+ * after moving it, a test waits for the renewal to reach the database (real I/O), never for a time.
+ */
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { hostname } from "node:os"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Redacted from "effect/Redacted"
+import * as Scope from "effect/Scope"
+import * as TestClock from "effect/TestClock"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
+import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
+import * as Holder from "../../src/layers/writer/Holder.js"
+import * as Lease from "../../src/layers/writer/Lease.js"
+import type { EventStore } from "../../src/services/EventStore.js"
+import { collect, tempDir } from "../helpers.js"
+import { freshSchemaUrl } from "../postgres.js"
+
+const ttl = Duration.seconds(30)
+
+/** A migrated database of each SQL kind, as a client in the scope. */
+const databases: ReadonlyArray<[string, Effect.Effect<Context.Context<SqlClient.SqlClient>, unknown, Scope.Scope | NodeContext.NodeContext>]> = [
+  ["sqlite", Effect.gen(function*() {
+    const dir = yield* tempDir
+    const client = yield* Layer.build(SqliteClient.layer({ filename: join(dir, "events.sqlite") }))
+    yield* Migrator.make({})({ loader: SqliteEventStore.migrations, table: "effect_agent_migrations" }).pipe(Effect.provide(client))
+    return client
+  })],
+  ["postgres", Effect.gen(function*() {
+    const url = yield* freshSchemaUrl("lease")
+    const client = yield* Layer.build(PgClient.layer({ url: Redacted.make(url) }))
+    yield* PostgresEventStore.migrate.pipe(Effect.provide(client))
+    return client
+  })]
+]
+
+/** A writer that says it runs on `host`: this process cannot judge it by its pid. */
+const on = (host: string) => (now: Date): Holder.Holder => ({ ...Holder.current(now), hostname: host })
+
+const at = "2026-01-01T00:00:00.000Z"
+const event = (sequence: number, text = `e${sequence}`): AgentEvent =>
+  sequence === 1
+    ? { id: "e1", sessionId: "s", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/w", client: "test" } }
+    : { id: `e${sequence}-${text}`, sessionId: "s", turnId: "t", sequence, timestamp: at, type: "model.delta", payload: { text } }
+
+const deadPid = () => Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout)
+const startTimeOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
+}
+
+for (const [kind, database] of databases) {
+  describe(`SQL writer lease: ${kind}`, () => {
+    const test = (title: string, body: (db: Context.Context<SqlClient.SqlClient>) => Effect.Effect<void, unknown, Scope.Scope>) =>
+      it.scoped(title, () => Effect.flatMap(database, body).pipe(Effect.provide(NodeContext.layer)))
+
+    /** A store on the database, for a writer with these lease settings. */
+    const storeOn = (db: Context.Context<SqlClient.SqlClient>, writerLease: Lease.Settings): Effect.Effect<EventStore.Service> =>
+      (kind === "sqlite" ? SqliteEventStore.make({ filename: "events.sqlite", writerLease }) : PostgresEventStore.make({ writerLease })).pipe(
+        Effect.provide(db)
+      )
+
+    const leaseRow = (db: Context.Context<SqlClient.SqlClient>, sessionId: string) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ holder: string; expires_at: number | string }>`SELECT holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`).pipe(
+        Effect.map(([row]) => row === undefined ? undefined : { holder: Holder.parse(row.holder)!, expiresAt: Number(row.expires_at) }),
+        Effect.provide(db),
+        Effect.orDie
+      )
+
+    const writeRow = (db: Context.Context<SqlClient.SqlClient>, sessionId: string, holder: object, expiresAt: number) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`INSERT INTO writer_leases (session_id, token, holder, expires_at) VALUES (${sessionId}, 'other', ${JSON.stringify(holder)}, ${expiresAt})`).pipe(
+          Effect.provide(db),
+          Effect.orDie
+        )
+
+    /** Waits (on real time, the database being real) until the session's lease lasts until `expiresAt`. */
+    const renewedUntil = (db: Context.Context<SqlClient.SqlClient>, sessionId: string, expiresAt: number) =>
+      Effect.gen(function*() {
+        while ((yield* leaseRow(db, sessionId))?.expiresAt !== expiresAt) {
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        }
+      })
+
+    test("a held lease is renewed while its writer lives: another machine's writer stays busy past the ttl, until the scope closes", (db) =>
+      Effect.gen(function*() {
+        const a = yield* storeOn(db, { ttl, identity: on("machine-a") })
+        const b = yield* storeOn(db, { ttl, identity: on("machine-b") })
+        const held = yield* Scope.make()
+        yield* Scope.extend(a.acquireWriter("s"), held)
+        // Four renewals: the clock ends past the first expiry (ttl) and the lease still holds.
+        const renewEvery = Duration.toMillis(ttl) / 3
+        for (let i = 1; i <= 4; i++) {
+          yield* TestClock.adjust(Duration.millis(renewEvery))
+          yield* renewedUntil(db, "s", (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl))
+        }
+        const busy = yield* Effect.either(Effect.scoped(b.acquireWriter("s")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", sessionId: "s" })
+        expect(Either.isLeft(busy) && busy.left._tag === "SessionBusy" && busy.left.holder).toMatch(/^pid \d+ on host machine-a \(since /)
+        yield* Scope.close(held, Exit.void)
+        expect(yield* leaseRow(db, "s")).toBeUndefined()
+        yield* Effect.scoped(b.acquireWriter("s"))
+      }))
+
+    test("a lease its writer stopped renewing is taken over once it expires; the sequence check fences the old writer; its release leaves the new lease", (db) =>
+      Effect.gen(function*() {
+        // A stalled writer: it would renew only long after its lease lapsed.
+        const stalled = yield* storeOn(db, { ttl, renewEvery: Duration.times(ttl, 10), identity: on("machine-a") })
+        const next = yield* storeOn(db, { ttl, identity: on("machine-b") })
+        const third = yield* storeOn(db, { ttl, identity: on("machine-c") })
+        const held = yield* Scope.make()
+        yield* Scope.extend(stalled.acquireWriter("s"), held)
+        yield* stalled.append(event(1))
+        expect(yield* Effect.either(Effect.scoped(next.acquireWriter("s")))).toMatchObject({ left: { _tag: "SessionBusy" } })
+
+        yield* TestClock.adjust(Duration.sum(ttl, Duration.millis(1)))
+        const taken = yield* Scope.make()
+        yield* Scope.extend(next.acquireWriter("s"), taken)
+        expect((yield* leaseRow(db, "s"))?.holder.hostname).toBe("machine-b")
+        yield* next.append(event(2, "new"))
+        // The old writer does not know: its next event is refused, nothing stored.
+        const fenced = yield* Effect.either(stalled.append(event(2, "old")))
+        expect(Either.isLeft(fenced) && fenced.left.reason).toBe("sequence_conflict")
+        expect((yield* collect(next.read("s"))).map((e) => e.type === "model.delta" ? e.payload.text : e.type)).toEqual(["session.created", "new"])
+
+        // The old writer's scope closing deletes its own lease only.
+        yield* Scope.close(held, Exit.void)
+        expect((yield* leaseRow(db, "s"))?.holder.hostname).toBe("machine-b")
+        expect(yield* Effect.either(Effect.scoped(third.acquireWriter("s")))).toMatchObject({ left: { _tag: "SessionBusy", holder: expect.stringContaining("machine-b") } })
+        yield* Scope.close(taken, Exit.void)
+        yield* Effect.scoped(third.acquireWriter("s"))
+      }))
+
+    test("a writer whose lease was taken from it finds out at its next renewal and leaves the new lease as it is", (db) => {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      return Effect.gen(function*() {
+        const stalled = yield* storeOn(db, { ttl, renewEvery: Duration.times(ttl, 2), identity: on("machine-a") })
+        const next = yield* storeOn(db, { ttl, identity: on("machine-b") })
+        yield* stalled.acquireWriter("s")
+        yield* TestClock.adjust(Duration.sum(ttl, Duration.millis(1)))
+        yield* next.acquireWriter("s")
+        const takenAt = yield* Clock.currentTimeMillis
+        // Past the stalled writer's renewal (at 2 × ttl), with the new holder's own renewals (every ttl / 3).
+        for (let i = 1; i <= 3; i++) {
+          yield* TestClock.adjust(Duration.millis(Duration.toMillis(ttl) / 3))
+          yield* renewedUntil(db, "s", (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl))
+        }
+        expect(yield* Clock.currentTimeMillis).toBeGreaterThan(Duration.toMillis(Duration.times(ttl, 2)))
+        while (!logged.some((m) => m.includes("the writer lease of session s was taken by another writer"))) {
+          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
+        }
+        const row = yield* leaseRow(db, "s")
+        expect(row?.holder.hostname).toBe("machine-b")
+        expect(row?.expiresAt).toBe(takenAt + Duration.toMillis(ttl) * 2)
+      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+    })
+
+    test("on this host the holder's process tells: a live one is busy with its lease expired, a dead one or a reused pid is taken over at once", (db) =>
+      Effect.gen(function*() {
+        const store = yield* storeOn(db, {})
+        yield* writeRow(db, "live", { pid: 1, hostname: hostname(), startTime: startTimeOf(1), startedAt: at, nonce: "n" }, -1)
+        const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("live")))
+        expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 1 on host ${hostname()} (since ${at})` })
+        yield* writeRow(db, "dead", { pid: deadPid(), hostname: hostname(), startedAt: at, nonce: "n" }, Number.MAX_SAFE_INTEGER)
+        yield* Effect.scoped(store.acquireWriter("dead"))
+        yield* writeRow(db, "reused", { pid: 1, hostname: hostname(), startTime: "1", startedAt: at, nonce: "n" }, Number.MAX_SAFE_INTEGER)
+        yield* Effect.scoped(store.acquireWriter("reused"))
+        // A row no writer could have written (not a holder) is nobody's.
+        yield* writeRow(db, "garbled", { nonsense: true }, Number.MAX_SAFE_INTEGER)
+        yield* Effect.scoped(store.acquireWriter("garbled"))
+      }))
+  })
+}
+
+describe("lease timing", () => {
+  it("defaults to a 30 s ttl renewed every 10 s; both configurable", () => {
+    expect(Lease.timing({})).toEqual({ ttlMs: 30_000, renewMs: 10_000 })
+    expect(Lease.timing({ ttl: "3 seconds" })).toEqual({ ttlMs: 3000, renewMs: 1000 })
+    expect(Lease.timing({ ttl: "3 seconds", renewEvery: "500 millis" })).toEqual({ ttlMs: 3000, renewMs: 500 })
+  })
+})
