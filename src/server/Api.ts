@@ -1,0 +1,155 @@
+/**
+ * The HTTP API of CONTRACT.md §7.1 as one `HttpApi` definition: the server's handlers, the typed
+ * client (`HttpApiClient.make(Api)`) and `/openapi.json` all come from it.
+ *
+ * Errors on the wire are `{error, message}`: `error` names what went wrong (a tag), `message` says
+ * it for a person, and neither carries a stack, a path of the runtime or a secret.
+ *
+ * @since 0.2.0
+ */
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as Schema from "effect/Schema"
+import { AgentEvent, Session } from "../index.js"
+
+/** The cookie the viewer page carries the token in (HttpOnly: its script never sees the token). */
+export const cookieName = "effect_agent_token"
+
+const errorFields = <Tag extends string>(tag: Tag) => ({ error: Schema.Literal(tag), message: Schema.String })
+
+/** 400: the request's body, path or query is not what the route takes. */
+export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(errorFields("BadRequest"), HttpApiSchema.annotations({ status: 400 })) {}
+/** 401: no token, or a wrong one. */
+export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(errorFields("Unauthorized"), HttpApiSchema.annotations({ status: 401 })) {}
+/** 404: no such session (or route). */
+export class NotFound extends Schema.Class<NotFound>("NotFound")(
+  { error: Schema.Literal("SessionNotFound", "NotFound"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+/** 409: the session is not in a state that allows it — a turn runs, no call waits, another process drives it. */
+export class Conflict extends Schema.Class<Conflict>("Conflict")(
+  { error: Schema.Literal("TurnInProgress", "ApprovalNotPending", "SessionBusy", "NothingToResume"), message: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+/** 413: the request body is larger than the server takes. */
+export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
+  errorFields("PayloadTooLarge"),
+  HttpApiSchema.annotations({ status: 413 })
+) {}
+/** 500: the store failed (its reason only; details go to the server's log). */
+export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(errorFields("EventStoreFailure"), HttpApiSchema.annotations({ status: 500 })) {}
+
+/**
+ * The token check of every route but `/healthz`: a bearer header, or the viewer's cookie
+ * (`EventSource` cannot send headers).
+ */
+export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("effect-agent/server/Authorization", {
+  failure: Unauthorized,
+  security: {
+    bearer: HttpApiSecurity.bearer,
+    cookie: HttpApiSecurity.apiKey({ in: "cookie", key: cookieName })
+  }
+}) {}
+
+const SessionId = Schema.Struct({ id: Schema.String })
+
+/** An open tool call, as `GET /sessions/:id` shows it. */
+export const OpenCall = Schema.Struct({
+  toolCallId: Schema.String,
+  tool: Schema.String,
+  args: Schema.Unknown,
+  status: Schema.String,
+  risk: Schema.optional(Schema.String)
+})
+
+/** A session's state: `idle`, `running` (a turn runs in this server), `paused` (a turn waits for an approval, here or in the log). */
+export const SessionView = Schema.Struct({
+  ...Session.SessionSummary.fields,
+  phase: Schema.Literal("idle", "running", "paused"),
+  openTurnId: Schema.optional(Schema.String),
+  openCalls: Schema.Array(OpenCall),
+  pendingApprovals: Schema.Array(OpenCall),
+  lastTurn: Schema.optional(Schema.Struct({ turnId: Schema.String, stopReason: Schema.String, errorCode: Schema.optional(Schema.String) }))
+})
+export type SessionView = typeof SessionView.Type
+
+/** `POST /sessions`: the session's working directory (default: the server's). */
+export const CreateSession = Schema.Struct({ cwd: Schema.optional(Schema.String) })
+/** `POST /sessions/:id/turns`. */
+export const StartTurn = Schema.Struct({ message: Schema.String })
+/** `POST /sessions/:id/approvals/:toolCallId`: `remember` also allows (or denies) later calls of the same scope. */
+export const Approval = Schema.Struct({ decision: Schema.Literal("allow", "deny"), remember: Schema.optional(Schema.Boolean) })
+
+/**
+ * A stored event (CONTRACT.md §2), decoded by the log's own schema. Its JSON Schema is the envelope
+ * only: the payload differs by `type` and a newer server may send types an older client does not know.
+ */
+export const StoredEvent = AgentEvent.AgentEvent.annotations({
+  identifier: "AgentEvent",
+  jsonSchema: {
+    type: "object",
+    required: ["id", "sessionId", "sequence", "timestamp", "type", "payload"],
+    properties: {
+      id: { type: "string" },
+      sessionId: { type: "string" },
+      turnId: { type: "string" },
+      sequence: { type: "integer", minimum: 1 },
+      timestamp: { type: "string", description: "ISO-8601" },
+      type: { type: "string", enum: [...AgentEvent.eventTypes] },
+      payload: { type: "object" }
+    }
+  }
+})
+
+/** A sequence number in a query (`?after=N`). */
+const After = Schema.Struct({ after: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.nonNegative())) })
+
+/** The unauthenticated liveness route. */
+export class HealthGroup extends HttpApiGroup.make("health").add(
+  HttpApiEndpoint.get("healthz", "/healthz").addSuccess(Schema.Struct({ ok: Schema.Literal(true) }))
+) {}
+
+/** The session routes, all behind the token. */
+export class SessionsGroup extends HttpApiGroup.make("sessions")
+  .add(HttpApiEndpoint.post("create", "/sessions").setPayload(CreateSession).addSuccess(Session.Session, { status: 201 }))
+  .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(Session.SessionSummary)))
+  .add(HttpApiEndpoint.get("get", "/sessions/:id").setPath(SessionId).addSuccess(SessionView))
+  .add(
+    HttpApiEndpoint.post("startTurn", "/sessions/:id/turns").setPath(SessionId).setPayload(StartTurn).addSuccess(
+      Schema.Struct({ turnId: Schema.String }),
+      { status: 202 }
+    )
+  )
+  .add(HttpApiEndpoint.post("cancel", "/sessions/:id/cancel").setPath(SessionId).addSuccess(Schema.Struct({ ok: Schema.Literal(true) })))
+  .add(
+    HttpApiEndpoint.post("approve", "/sessions/:id/approvals/:toolCallId")
+      .setPath(Schema.Struct({ id: Schema.String, toolCallId: Schema.String }))
+      .setPayload(Approval)
+      .addSuccess(Schema.Struct({ ok: Schema.Literal(true) }))
+  )
+  .add(
+    HttpApiEndpoint.get("events", "/sessions/:id/events").setPath(SessionId).setUrlParams(After).addSuccess(
+      Schema.Array(StoredEvent).annotations({ description: "The stored events after `after`; NDJSON with `Accept: application/x-ndjson`" })
+    )
+  )
+  .add(
+    HttpApiEndpoint.get("live", "/sessions/:id/live").setPath(SessionId).setUrlParams(After).addSuccess(
+      HttpApiSchema.Text({ contentType: "text/event-stream" }).annotations({
+        description: "SSE: stored events after Last-Event-ID (or ?after=N), then live ones; id: sequence, event: type, data: the stored event JSON"
+      })
+    )
+  )
+  .addError(NotFound)
+  .addError(Conflict)
+  .addError(BadRequest)
+  .addError(PayloadTooLarge)
+  .addError(StoreFailure)
+  .middleware(Authorization)
+{}
+
+/** The whole API. */
+export class Api extends HttpApi.make("effect-agent").add(HealthGroup).add(SessionsGroup) {}

@@ -1,0 +1,49 @@
+/**
+ * What the server is configured with: its token, the viewer's login codes, the body limit, the
+ * working directory new sessions get when the request names none, and the keep-alive interval.
+ *
+ * @since 0.2.0
+ */
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Security from "./Security.js"
+
+/** The server's configuration. */
+export interface Config {
+  readonly token: Redacted.Redacted<string>
+  readonly loginCodes: Security.LoginCodes
+  /** Request bodies larger than this are refused 413. */
+  readonly maxBodyBytes: number
+  readonly defaultCwd: string
+  /** How often `/live` sends a keep-alive comment while no event comes. */
+  readonly keepAlive: Duration.Duration
+}
+
+/** The server's configuration. */
+export class ServerConfig extends Context.Tag("effect-agent/server/ServerConfig")<ServerConfig, Config>() {}
+
+/** Options of the server; only the token is required. */
+export interface Options {
+  /** The token clients must present (e.g. `Security.randomToken()` or `EFFECT_AGENT_TOKEN`). */
+  readonly token: string | Redacted.Redacted<string>
+  /** Default 1 MiB. */
+  readonly maxBodyBytes?: number
+  /** Default `process.cwd()`. */
+  readonly defaultCwd?: string
+  /** Default 15 seconds. */
+  readonly keepAlive?: Duration.DurationInput
+}
+
+/** The configuration from options. */
+export const make = (options: Options): Config => ({
+  token: typeof options.token === "string" ? Redacted.make(options.token) : options.token,
+  loginCodes: Security.loginCodes(),
+  maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+  defaultCwd: options.defaultCwd ?? process.cwd(),
+  keepAlive: Duration.decode(options.keepAlive ?? "15 seconds")
+})
+
+/** The configuration as a layer. */
+export const layer = (options: Options) => Layer.succeed(ServerConfig, make(options))

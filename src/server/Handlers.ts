@@ -1,0 +1,178 @@
+/**
+ * The handlers of the API's routes, on the engine's public API only. Engine errors become the
+ * wire's `{error, message}` here, with messages written for the wire: a store failure says its
+ * reason and nothing of its paths (the details go to the server's log).
+ *
+ * @since 0.2.0
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import {
+  AgentEvent,
+  type ApprovalNotPending,
+  type EventStoreFailure,
+  type InvalidInput,
+  type NothingToResume,
+  type SessionBusy,
+  SessionEngine,
+  type SessionNotFound,
+  SessionState,
+  type TurnInProgress
+} from "../index.js"
+import { Api, Authorization, BadRequest, Conflict, NotFound, type SessionView, StoreFailure, Unauthorized } from "./Api.js"
+import { ServerConfig } from "./Config.js"
+import * as Live from "./Live.js"
+import * as Security from "./Security.js"
+import { Turns } from "./Turns.js"
+
+type EngineError = EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput | SessionBusy | ApprovalNotPending | NothingToResume
+
+/** An engine error as the wire says it. */
+export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | NotFound | Conflict | StoreFailure> => {
+  switch (error._tag) {
+    case "SessionNotFound":
+      return Effect.fail(new NotFound({ error: "SessionNotFound", message: `No session ${error.sessionId}` }))
+    case "TurnInProgress":
+      return Effect.fail(new Conflict({ error: "TurnInProgress", message: `A turn (${error.turnId}) is running in this session` }))
+    case "ApprovalNotPending":
+      return Effect.fail(new Conflict({ error: "ApprovalNotPending", message: `No call ${error.toolCallId} is waiting for approval` }))
+    case "NothingToResume":
+      return Effect.fail(new Conflict({ error: "NothingToResume", message: "No turn is paused in this session" }))
+    case "SessionBusy":
+      return Effect.fail(new Conflict({ error: "SessionBusy", message: "Another process drives this session" }))
+    case "InvalidInput":
+      return Effect.fail(new BadRequest({ error: "BadRequest", message: error.message }))
+    case "EventStoreFailure":
+      return Effect.logError("effect-agent serve: the event store failed", error).pipe(
+        Effect.zipRight(Effect.fail(new StoreFailure({ error: "EventStoreFailure", message: `The event store failed (${error.reason})` })))
+      )
+  }
+}
+
+const badSequence = (what: string) => new BadRequest({ error: "BadRequest", message: `${what} must be a sequence number (a non-negative integer)` })
+
+/** The token check behind every session route: the bearer header, else the viewer's cookie. */
+export const authorizationLayer = Layer.effect(
+  Authorization,
+  Effect.map(ServerConfig, (config) => {
+    const check = (given: Redacted.Redacted<string>) =>
+      Security.matches(config.token, given)
+        ? Effect.void
+        : Effect.fail(new Unauthorized({ error: "Unauthorized", message: "A valid token is required (Authorization: Bearer <token>)" }))
+    return Authorization.of({ bearer: check, cookie: check })
+  })
+)
+
+const view = (state: SessionState.SessionState, runningHere: boolean): SessionView => {
+  const open = state.openTurn
+  const calls = (open?.toolCalls ?? []).map((call) => ({
+    toolCallId: call.toolCallId,
+    tool: call.tool,
+    args: call.args,
+    status: call.status,
+    ...(call.risk === undefined ? {} : { risk: call.risk })
+  }))
+  const pending = SessionState.pendingApprovals(state).map((call) => calls.find((c) => c.toolCallId === call.toolCallId)!)
+  return {
+    sessionId: state.sessionId,
+    cwd: state.cwd,
+    client: state.client,
+    createdAt: state.createdAt,
+    lastActivityAt: state.lastActivityAt,
+    turnCount: state.turnCount,
+    lastSequence: state.lastSequence,
+    phase: open === undefined ? "idle" : pending.length > 0 || (SessionState.isPaused(state) && !runningHere) ? "paused" : "running",
+    ...(open === undefined ? {} : { openTurnId: open.turnId }),
+    openCalls: calls,
+    pendingApprovals: pending,
+    ...(state.lastTurn === undefined
+      ? {}
+      : {
+        lastTurn: {
+          turnId: state.lastTurn.turnId,
+          stopReason: state.lastTurn.stopReason,
+          ...(state.lastTurn.errorCode === undefined ? {} : { errorCode: state.lastTurn.errorCode })
+        }
+      })
+  }
+}
+
+/** Where a client resumes: `Last-Event-ID` (what an `EventSource` sends on reconnect) wins over `?after=`. */
+const resumeAfter = (request: HttpServerRequest.HttpServerRequest, after: number | undefined) => {
+  const header = request.headers["last-event-id"]
+  if (header === undefined || header === "") return Effect.succeed(after ?? 0)
+  return /^\d{1,15}$/.test(header) ? Effect.succeed(Number(header)) : Effect.fail(badSequence("Last-Event-ID"))
+}
+
+const healthLayer = HttpApiBuilder.group(Api, "health", (handlers) => handlers.handle("healthz", () => Effect.succeed({ ok: true as const })))
+
+const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const turns = yield* Turns
+    const config = yield* ServerConfig
+    /** Fails 404 (as JSON) before a stream response commits to a status. */
+    const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
+    return handlers
+      .handle("create", ({ payload }) =>
+        engine.createSession({ cwd: payload.cwd ?? config.defaultCwd, client: "web" }).pipe(Effect.catchAll(toWire)))
+      .handle("list", () => engine.listSessions.pipe(Effect.catchAll(toWire)))
+      .handle("get", ({ path }) =>
+        engine.sessionState({ sessionId: path.id }).pipe(
+          Effect.map((state) => view(state, turns.isRunning(path.id))),
+          Effect.catchAll(toWire)
+        ))
+      .handle("startTurn", ({ path, payload }) =>
+        turns.start(path.id, payload.message).pipe(
+          Effect.map((turnId) => ({ turnId })),
+          Effect.catchAll(toWire)
+        ))
+      .handle("cancel", ({ path }) =>
+        exists(path.id).pipe(
+          Effect.zipRight(engine.cancelTurn({ sessionId: path.id })),
+          Effect.as({ ok: true as const })
+        ))
+      .handle("approve", ({ path, payload }) =>
+        engine.resolvePermission({
+          sessionId: path.id,
+          toolCallId: path.toolCallId,
+          decision: payload.decision,
+          remember: payload.remember ?? false
+        }).pipe(
+          // A turn paused in the log (its process stopped while the call waited) goes on here.
+          Effect.zipRight(turns.resumeIfIdle(path.id)),
+          Effect.as({ ok: true as const }),
+          Effect.catchAll(toWire)
+        ))
+      .handle("events", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          yield* exists(path.id)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const after = urlParams.after ?? 0
+          const events = engine.replaySession({ sessionId: path.id }).pipe(Stream.filter((event) => event.sequence > after))
+          if ((request.headers["accept"] ?? "").includes("application/x-ndjson")) {
+            return HttpServerResponse.stream(
+              events.pipe(Stream.map((event) => AgentEvent.encodeJson(event) + "\n"), Stream.encodeText),
+              { contentType: "application/x-ndjson" }
+            )
+          }
+          const all = yield* Stream.runCollect(events).pipe(Effect.catchAll(toWire))
+          // The stored JSON of each event, unchanged (as the CLI's `replay --json` prints it).
+          return HttpServerResponse.text(`[${Array.from(all, AgentEvent.encodeJson).join(",")}]`, { contentType: "application/json" })
+        }))
+      .handle("live", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          yield* exists(path.id)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const after = yield* resumeAfter(request, urlParams.after)
+          return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive)
+        }))
+  }))
+
+/** The handlers of every route of `Api`, with the token check. */
+export const layer = Layer.mergeAll(healthLayer, sessionsLayer).pipe(Layer.provide(authorizationLayer))

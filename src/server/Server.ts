@@ -1,0 +1,131 @@
+/**
+ * The HTTP server as Layers: `layer` mounts the API, the viewer and the guards into any
+ * `@effect/platform` server (`HttpApiBuilder.serve()` or `HttpApiBuilder.toWebHandler`); `serve`
+ * listens on a Node HTTP server (127.0.0.1 by default).
+ *
+ * Guards on every request, before any route: a body larger than the limit is refused 413 by its
+ * `Content-Length`, unread (one sent without a length, chunked, is refused 411, unread too; the
+ * limit also bounds what is read); unknown routes answer 404; a body that does not decode answers
+ * 400 — all as `{error, message}`. No CORS headers are ever sent, so other
+ * sites' scripts cannot read any answer.
+ *
+ * @since 0.2.0
+ */
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { createServer } from "node:http"
+import { Api } from "./Api.js"
+import * as Config from "./Config.js"
+import * as Handlers from "./Handlers.js"
+import * as Turns from "./Turns.js"
+import * as Viewer from "./Viewer.js"
+
+const errorResponse = (status: number, error: string, message: string) => HttpServerResponse.unsafeJson({ error, message }, { status })
+
+/** A 400 from the API's own decoding (`HttpApiDecodeError`) said as `{error: "BadRequest", message}`. */
+const normalize = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
+  if (response.status !== 400) return response
+  if (response.body._tag === "Empty") return errorResponse(400, "BadRequest", "The request body could not be read")
+  if (response.body._tag !== "Uint8Array") return response
+  try {
+    const body = JSON.parse(new TextDecoder().decode(response.body.body)) as { _tag?: string; message?: string }
+    if (body._tag !== "HttpApiDecodeError") return response
+    return errorResponse(400, "BadRequest", typeof body.message === "string" ? body.message : "The request does not match the route")
+  } catch {
+    return response
+  }
+}
+
+/** The tag of the cause's failure, if it failed with a tagged error. */
+const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; readonly message?: unknown; readonly cause?: unknown } => {
+  // A body that cannot be read reaches here as a defect (the platform's RequestError), not a failure.
+  const error = Cause.isInterruptedOnly(cause) ? undefined : Cause.squash(cause)
+  return typeof error === "object" && error !== null ? error : {}
+}
+
+/** The guards (see the module's note). */
+const guards = HttpApiBuilder.middleware(
+  Effect.map(Config.ServerConfig, (config) => (app: HttpApp.Default): HttpApp.Default =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const length = request.headers["content-length"]
+      const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${config.maxBodyBytes} bytes`)
+      if (length !== undefined && !(Number(length) <= config.maxBodyBytes)) return tooLarge
+      // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
+      if (length === undefined && request.headers["transfer-encoding"] !== undefined) {
+        return errorResponse(411, "LengthRequired", "Send the request body with a Content-Length")
+      }
+      const exit = yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes)), Effect.exit)
+      if (exit._tag === "Success") return normalize(exit.value)
+      const failure = failureOf(exit.cause)
+      if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")
+      if (failure._tag === "RequestError") return errorResponse(400, "BadRequest", "The request body could not be read as JSON")
+      if (failure._tag === "HttpApiDecodeError") {
+        return errorResponse(400, "BadRequest", typeof failure.message === "string" ? failure.message : "The request does not match the route")
+      }
+      return yield* Effect.failCause(exit.cause)
+    })
+  )
+)
+
+/**
+ * The API, the viewer and the guards, for `HttpApiBuilder.serve()` (or `toWebHandler`) on any
+ * `@effect/platform` server. Needs a `SessionEngine`; turns started over HTTP run in this layer's
+ * scope (see `Turns`).
+ */
+export const layer = (config: Config.Config) =>
+  Layer.mergeAll(
+    HttpApiBuilder.api(Api).pipe(Layer.provide(Handlers.layer)),
+    Viewer.layer,
+    guards
+  ).pipe(
+    Layer.provide(Turns.layer),
+    Layer.provide(Layer.succeed(Config.ServerConfig, config))
+  )
+
+/** Where to listen. */
+export interface Listen {
+  /** Default 127.0.0.1: the machine's own clients only. */
+  readonly host?: string
+  /** Default 4477; 0 picks a free port. */
+  readonly port?: number
+}
+
+/** The default port of `effect-agent serve`. */
+export const defaultPort = 4477
+
+/**
+ * The server listening on a Node HTTP server. Its `HttpServer` is in the output, for its address.
+ * On shutdown open connections (live streams) are closed, then running turns are cancelled and
+ * turns waiting for an approval are left paused.
+ */
+export const serve = (config: Config.Config, listen: Listen = {}) => {
+  const server = createServer()
+  const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      // `close` alone would wait for every open `/live` stream to end.
+      server.close()
+      server.closeAllConnections()
+    })
+  ))
+  return HttpApiBuilder.serve().pipe(
+    Layer.provideMerge(closeConnections),
+    Layer.provide(layer(config)),
+    Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
+  )
+}
+
+/** The `http://host:port` a server listens on. */
+export const url = Effect.map(HttpServer.HttpServer, (server) =>
+  server.address._tag === "TcpAddress"
+    ? `http://${server.address.hostname.includes(":") ? `[${server.address.hostname}]` : server.address.hostname}:${server.address.port}`
+    : HttpServer.formatAddress(server.address))

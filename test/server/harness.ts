@@ -1,0 +1,146 @@
+/**
+ * A real server on port 0 for the server's tests: the engine on a JSONL store in a temp dir (or a
+ * given one, to restart on it), the scripted model, the workspace tools and the default policy
+ * (writes ask). Clients: the typed `HttpApiClient` with the bearer token, raw `fetch`, and an SSE
+ * reader on the experimental `Sse` parser.
+ */
+import * as Sse from "@effect/experimental/Sse"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpApiClient from "@effect/platform/HttpApiClient"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { mkdirSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  type AgentEvent,
+  FakeModelProvider,
+  IdGenerator,
+  JsonlEventStore,
+  PermissionPolicy,
+  SessionEngine,
+  WorkspaceTools
+} from "../../src/index.js"
+import { Api, Server, ServerConfig } from "../../src/server.js"
+
+/** A fresh directory with a `work/` cwd and a `data/` dir. */
+export const workspace = () => {
+  const root = mkdtempSync(join(tmpdir(), "effect-agent-server-"))
+  const cwd = join(root, "work")
+  mkdirSync(cwd, { recursive: true })
+  return { root, cwd, dataDir: join(root, "data") }
+}
+
+export interface Options {
+  readonly dataDir: string
+  readonly cwd: string
+  readonly responses?: ReadonlyArray<FakeModelProvider.ScriptedResponse>
+  readonly token?: string
+  readonly maxBodyBytes?: number
+  readonly keepAlive?: string
+  readonly port?: number
+}
+
+const makeClient = (url: string, token: string) =>
+  HttpApiClient.make(Api.Api, {
+    baseUrl: url,
+    transformClient: HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+  }).pipe(Effect.provide(FetchHttpClient.layer))
+
+/** A running server; `stop` closes it as a shutdown does (running turns cancelled, paused ones left paused). */
+export interface Running {
+  readonly url: string
+  readonly port: number
+  readonly token: string
+  readonly config: ServerConfig.Config
+  readonly client: Effect.Effect.Success<ReturnType<typeof makeClient>>
+  readonly stop: Effect.Effect<void>
+}
+
+/** Starts a server in a scope of its own (closed by `stop`, or by the test's scope). */
+export const start = (options: Options): Effect.Effect<Running, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const outer = yield* Effect.scope
+    const scope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+    const token = options.token ?? "test-token-0123456789"
+    const config = ServerConfig.make({
+      token,
+      defaultCwd: options.cwd,
+      ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive as never })
+    })
+    const engine = SessionEngine.layer().pipe(
+      Layer.provide(JsonlEventStore.layer({ dataDir: options.dataDir })),
+      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [] })),
+      Layer.provide(IdGenerator.layer),
+      Layer.provide(WorkspaceTools.layer()),
+      Layer.provide(PermissionPolicy.layer()),
+      Layer.provide(NodeContext.layer)
+    )
+    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0 }).pipe(Layer.provide(engine)), scope)
+    const url = yield* Effect.provide(Server.url, context)
+    const port = Number(new URL(url).port)
+    const client = yield* makeClient(url, token)
+    return { url, port, token, config, client, stop: Scope.close(scope, Exit.void) }
+  })
+
+/** Reads `/live` as an `EventSource` would, handing each SSE event to `onEvent` until it returns true or the signal aborts. */
+export const readLive = async (
+  url: string,
+  init: { readonly token: string; readonly lastEventId?: string; readonly after?: number; readonly signal?: AbortSignal },
+  onEvent: (event: Sse.Event) => boolean | void
+): Promise<void> => {
+  const query = init.after === undefined ? "" : `?after=${init.after}`
+  const response = await fetch(`${url}${query}`, {
+    headers: {
+      authorization: `Bearer ${init.token}`,
+      accept: "text/event-stream",
+      ...(init.lastEventId === undefined ? {} : { "last-event-id": init.lastEventId })
+    },
+    ...(init.signal === undefined ? {} : { signal: init.signal })
+  })
+  if (response.status !== 200 || response.body === null) throw new Error(`live: HTTP ${response.status}`)
+  let done = false
+  const parser = Sse.makeParser((event) => {
+    if (!done && event._tag === "Event" && onEvent(event) === true) done = true
+  })
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader()
+  try {
+    while (!done) {
+      const next = await reader.read()
+      if (next.done) return
+      parser.feed(next.value)
+    }
+  } finally {
+    await reader.cancel().catch(() => {})
+  }
+}
+
+/** Collects `/live` events until one satisfies `until`. */
+export const liveUntil = async (
+  url: string,
+  init: { readonly token: string; readonly lastEventId?: string; readonly after?: number },
+  until: (event: AgentEvent.AgentEvent) => boolean
+): Promise<Array<AgentEvent.AgentEvent>> => {
+  const seen: Array<AgentEvent.AgentEvent> = []
+  await readLive(url, init, (message) => {
+    const event = JSON.parse(message.data) as AgentEvent.AgentEvent
+    seen.push(event)
+    return until(event)
+  })
+  return seen
+}
+
+/** The stored events of a session, over HTTP. */
+export const storedEvents = (server: Running, sessionId: string) =>
+  Effect.promise(() =>
+    fetch(`${server.url}/sessions/${sessionId}/events`, { headers: { authorization: `Bearer ${server.token}` } }).then((r) =>
+      r.json() as Promise<Array<AgentEvent.AgentEvent>>
+    )
+  )
