@@ -13,7 +13,7 @@ import type { PreparedCall, ToolOutput } from "./ToolRouter.js"
 /** A `beforeToolCall` verdict. */
 export type ToolCallVerdict = { readonly _tag: "Proceed" } | { readonly _tag: "Block"; readonly reason: string }
 
-/** The hooks. */
+/** The hooks (also `AgentHooks.Service`). */
 export interface Hooks {
   /**
    * Rewrites each model request before it is sent (trim, inject, redact). A failure keeps the
@@ -29,4 +29,10 @@ export interface Hooks {
 }
 
 /** The hooks service; when absent, no hooks run. */
-export class AgentHooks extends Context.Tag("effect-agent/AgentHooks")<AgentHooks, Hooks>() {}
+export class AgentHooks extends Context.Tag("effect-agent/AgentHooks")<AgentHooks, AgentHooks.Service>() {}
+
+/** The hooks service. */
+export declare namespace AgentHooks {
+  /** What the hooks service holds: the hooks. */
+  export type Service = Hooks
+}

@@ -28,14 +28,21 @@ export interface PermissionDecision {
 }
 
 /** The permission engine port. */
-export class PermissionEngine extends Context.Tag("effect-agent/PermissionEngine")<PermissionEngine, {
-  readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
-}>() {}
+export class PermissionEngine extends Context.Tag("effect-agent/PermissionEngine")<PermissionEngine, PermissionEngine.Service>() {}
+
+/** The permission engine port. */
+export declare namespace PermissionEngine {
+  /** What a permission engine does. */
+  export interface Service {
+    /** Decides one validated call: allow, ask the user, or deny. */
+    readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
+  }
+}
 
 /**
  * The engine's permission engine when none is provided: every call asks the user. Safe, if chatty;
  * provide `PermissionPolicy.layer` to decide by rules and modes instead.
  */
-export const askAlways: PermissionEngine["Type"] = {
+export const askAlways: PermissionEngine.Service = {
   decide: () => Effect.succeed({ decision: "ask", policy: "no-permission-engine" })
 }
