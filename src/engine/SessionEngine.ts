@@ -12,7 +12,6 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -39,6 +38,7 @@ import * as PermissionEngine from "../services/PermissionEngine.js"
 import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
+import * as LiveSessions from "./LiveSessions.js"
 import * as TurnDriver from "./TurnDriver.js"
 import * as TurnEnv from "./TurnEnv.js"
 import * as Watchers from "./Watchers.js"
@@ -82,8 +82,8 @@ export interface ResolvePermissionInput {
   readonly remember?: boolean
 }
 
-/** Limits and timings of turns; every field has a default. */
-export type Options = Partial<TurnEnv.TurnOptions>
+/** Limits and timings of turns, and how many sessions the engine holds in memory; every field has a default. */
+export type Options = Partial<TurnEnv.TurnOptions & LiveSessions.CacheOptions>
 
 /** The session engine. */
 export class SessionEngine extends Context.Tag("effect-agent/SessionEngine")<SessionEngine, SessionEngine.Service>() {}
@@ -179,10 +179,6 @@ export const make = (
       options: { ...TurnEnv.defaultOptions, ...options }
     }
 
-    // Sessions this engine has loaded, keyed by id. A session is loaded once, from the store; callers
-    // arriving while it loads wait on the same Deferred. (Effect's Cache would remember a failed load.)
-    const loaded = new Map<string, Deferred.Deferred<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>>()
-
     const hydrate = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
       Effect.gen(function*() {
         const events = yield* Stream.runCollect(store.read(sessionId))
@@ -200,48 +196,9 @@ export const make = (
         return LiveSession.make(LiveSession.liveOf(state.right, events))
       })
 
-    const liveSession = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
-      Effect.suspend(() => {
-        if (!Session.isValidId(sessionId)) return Effect.fail(new SessionNotFound({ sessionId }))
-        const existing = loaded.get(sessionId)
-        if (existing !== undefined) return Deferred.await(existing)
-        const deferred = Deferred.unsafeMake<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>(FiberId.none)
-        loaded.set(sessionId, deferred)
-        return hydrate(sessionId).pipe(
-          // A failed load is not remembered: the session may be created, or the store recover.
-          Effect.tapError(() => Effect.sync(() => loaded.delete(sessionId))),
-          Effect.exit,
-          Effect.tap((exit) => Deferred.done(deferred, exit)),
-          Effect.flatten,
-          Effect.uninterruptible
-        )
-      })
-
-    // Sessions whose writer lock this engine holds (or is taking), keyed by id. A lock is held in the
-    // engine's scope: from the first write to the session until the engine shuts down.
-    const writers = new Map<string, Deferred.Deferred<void, EventStoreFailure | SessionBusy>>()
-
-    /**
-     * Takes the session's writer lock unless this engine holds it already. What was loaded before is
-     * forgotten once the lock is taken: another process may have written until it let go.
-     */
-    const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
-      Effect.suspend(() => {
-        const existing = writers.get(sessionId)
-        if (existing !== undefined) return Deferred.await(existing)
-        const deferred = Deferred.unsafeMake<void, EventStoreFailure | SessionBusy>(FiberId.none)
-        writers.set(sessionId, deferred)
-        return store.acquireWriter(sessionId).pipe(
-          Scope.extend(scope),
-          Effect.zipRight(Effect.sync(() => void loaded.delete(sessionId))),
-          // A refused lock is not remembered: the other process may end.
-          Effect.tapError(() => Effect.sync(() => writers.delete(sessionId))),
-          Effect.exit,
-          Effect.tap((exit) => Deferred.done(deferred, exit)),
-          Effect.flatten,
-          Effect.uninterruptible
-        )
-      })
+    const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, hydrate)
+    const liveSession = sessions.get
+    const holdWriter = sessions.holdWriter
 
     /**
      * The session, loaded under its writer lock: what every write goes through. An unknown session
@@ -260,9 +217,7 @@ export const make = (
       const event = yield* LiveSession.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
-      const ready = Deferred.unsafeMake<LiveSession.LiveSession, EventStoreFailure | SessionNotFound>(FiberId.none)
-      Deferred.unsafeDone(ready, Exit.succeed(LiveSession.make(LiveSession.liveOf(state, [event]))))
-      loaded.set(sessionId, ready)
+      yield* sessions.add(LiveSession.make(LiveSession.liveOf(state, [event])))
       return Session.fromState(state)
     })
 
@@ -285,7 +240,7 @@ export const make = (
      */
     const forgetIfStale = (sessionId: string) => (failure: EventStoreFailure) =>
       failure.reason === "sequence_conflict"
-        ? Effect.sync(() => loaded.delete(sessionId)).pipe(
+        ? Effect.sync(() => sessions.forget(sessionId)).pipe(
           Effect.zipRight(Effect.logWarning("effect-agent: the session was changed by another writer; it will be reloaded").pipe(
             Effect.annotateLogs({ sessionId })
           ))
@@ -357,6 +312,7 @@ export const make = (
             Effect.suspend(() => {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
               session.active = undefined
+              sessions.touch(session.sessionId)
               // Waits the driver registered and never reached would otherwise swallow a later answer.
               session.approvals.clear()
               // A cancelled driver has already stored its closing events: its stream simply ends.
@@ -445,7 +401,7 @@ export const make = (
         const from = Number.isSafeInteger(input.fromSequence) ? Math.max(1, input.fromSequence!) : 1
         // Subscribed before the store is read: whatever is stored from now on reaches the queue.
         const live = yield* watchers.subscribe(sessionId)
-        if (!loaded.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
+        if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
           return yield* new SessionNotFound({ sessionId })
         }
         return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from)

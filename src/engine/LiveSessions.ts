@@ -1,0 +1,220 @@
+/**
+ * The sessions an engine holds in memory, and the writer locks it holds: a bounded cache. A session
+ * is loaded from the store on first use (callers arriving while it loads wait on the same load) and
+ * let go when it has been idle for `idleTimeout`, or when more than `maxLiveSessions` are held (the
+ * least recently used first). A session whose turn runs — or waits in memory for the user — is
+ * never let go. Letting a session go releases its writer lock; its next use loads it again from
+ * the store and takes the lock again.
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import type { EventStoreFailure, SessionBusy } from "../domain/Errors.js"
+import { SessionNotFound } from "../domain/Errors.js"
+import * as Session from "../domain/Session.js"
+import type { EventStore } from "../services/EventStore.js"
+import type * as LiveSession from "./LiveSession.js"
+
+/** How many sessions an engine holds, and for how long. */
+export interface CacheOptions {
+  /** Sessions held in memory at most (default 256); beyond, the least recently used idle ones are let go. */
+  readonly maxLiveSessions: number
+  /** A session unused this long is let go (default 10 minutes). */
+  readonly idleTimeout: Duration.DurationInput
+}
+
+/** The defaults of {@link CacheOptions}. */
+export const defaultCacheOptions: CacheOptions = { maxLiveSessions: 256, idleTimeout: Duration.minutes(10) }
+
+type LoadError = EventStoreFailure | SessionNotFound
+
+interface Entry {
+  readonly loading: Deferred.Deferred<LiveSession.LiveSession, LoadError>
+  /** Set once loaded. */
+  session: LiveSession.LiveSession | undefined
+  lastUsed: number
+}
+
+interface Writer {
+  readonly taking: Deferred.Deferred<void, EventStoreFailure | SessionBusy>
+  /** The lock's own scope (once made), closed when the session is let go. */
+  scope: Scope.CloseableScope | undefined
+  held: boolean
+  /** Set while the lock is being released: a new holder waits for it. */
+  releasing: Deferred.Deferred<void> | undefined
+}
+
+/** The engine's sessions in memory. */
+export interface LiveSessions {
+  /** The session, loaded from the store if it is not held. */
+  readonly get: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError>
+  /**
+   * Takes the session's writer lock unless it is held already. What was loaded before is forgotten
+   * once the lock is taken: another process may have written until it let go.
+   */
+  readonly holdWriter: (sessionId: string) => Effect.Effect<void, EventStoreFailure | SessionBusy>
+  /** A session just created, held from now on. */
+  readonly add: (session: LiveSession.LiveSession) => Effect.Effect<void>
+  /** Forgets what is held of the session (it is stale): the next use loads it again. */
+  readonly forget: (sessionId: string) => void
+  /** Whether the session is held (or loading). */
+  readonly has: (sessionId: string) => boolean
+  /** Marks the session used now. */
+  readonly touch: (sessionId: string) => void
+  /** How many sessions are held. */
+  readonly size: () => number
+}
+
+/**
+ * The cache. `hydrate` loads a session from the store. The idle sweep runs in `scope` (the
+ * engine's), and the writer locks are held in child scopes of it.
+ */
+export const make = (
+  store: EventStore.Service,
+  scope: Scope.Scope,
+  options: CacheOptions,
+  hydrate: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError>
+): Effect.Effect<LiveSessions> =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout))
+    const max = Math.max(1, options.maxLiveSessions)
+    // Insertion order is recency order: a used entry is moved to the end.
+    const entries = new Map<string, Entry>()
+    const writers = new Map<string, Writer>()
+
+    const touch = (sessionId: string) => {
+      const entry = entries.get(sessionId)
+      if (entry === undefined) return
+      entries.delete(sessionId)
+      entry.lastUsed = clock.unsafeCurrentTimeMillis()
+      entries.set(sessionId, entry)
+    }
+
+    /** A loaded session with no driver, whose lock (if any) is settled, may be let go. */
+    const idle = (sessionId: string, entry: Entry) => {
+      if (entry.session === undefined || entry.session.active !== undefined) return false
+      const writer = writers.get(sessionId)
+      return writer === undefined || (writer.held && writer.releasing === undefined)
+    }
+
+    /** Lets a session go: forgotten, then its writer lock released. */
+    const release = (sessionId: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        entries.delete(sessionId)
+        const writer = writers.get(sessionId)
+        if (writer?.scope === undefined) return Effect.void
+        const releasing = Deferred.unsafeMake<void>(FiberId.none)
+        writer.releasing = releasing
+        return Scope.close(writer.scope, Exit.void).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            writers.delete(sessionId)
+            Deferred.unsafeDone(releasing, Exit.void)
+          }))
+        )
+      }).pipe(Effect.uninterruptible)
+
+    /** Lets the least recently used idle sessions go while more than `max` are held. */
+    const bound: Effect.Effect<void> = Effect.suspend(() => {
+      const victims: Array<string> = []
+      let excess = entries.size - max
+      for (const [sessionId, entry] of entries) {
+        if (excess <= 0) break
+        if (!idle(sessionId, entry)) continue
+        victims.push(sessionId)
+        excess--
+      }
+      return Effect.forEach(victims, release, { discard: true })
+    })
+
+    const sweep: Effect.Effect<void> = Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const victims = [...entries].filter(([sessionId, entry]) => now - entry.lastUsed >= idleMs && idle(sessionId, entry)).map(([id]) => id)
+      return Effect.forEach(victims, release, { discard: true })
+    })
+    if (Number.isFinite(idleMs)) {
+      yield* Effect.forkIn(Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.max(1000, idleMs / 2)))), scope)
+    }
+
+    const get = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError> =>
+      Effect.suspend(() => {
+        if (!Session.isValidId(sessionId)) return Effect.fail(new SessionNotFound({ sessionId }))
+        const existing = entries.get(sessionId)
+        if (existing !== undefined) {
+          touch(sessionId)
+          return existing.session !== undefined ? Effect.succeed(existing.session) : Deferred.await(existing.loading)
+        }
+        const entry: Entry = { loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
+        entries.set(sessionId, entry)
+        return hydrate(sessionId).pipe(
+          // A failed load is not remembered: the session may be created, or the store recover.
+          Effect.tapBoth({
+            onFailure: () => Effect.sync(() => entries.get(sessionId) === entry && entries.delete(sessionId)),
+            onSuccess: (session) => Effect.sync(() => void (entry.session = session))
+          }),
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(entry.loading, exit)),
+          Effect.flatten,
+          Effect.tap(() => bound),
+          Effect.uninterruptible
+        )
+      })
+
+    const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
+      Effect.suspend(() => {
+        const existing = writers.get(sessionId)
+        if (existing?.releasing !== undefined) return Effect.zipRight(Deferred.await(existing.releasing), holdWriter(sessionId))
+        if (existing !== undefined) return Deferred.await(existing.taking)
+        const writer: Writer = { taking: Deferred.unsafeMake(FiberId.none), scope: undefined, held: false, releasing: undefined }
+        writers.set(sessionId, writer)
+        return Scope.fork(scope, ExecutionStrategy.sequential).pipe(
+          Effect.flatMap((lockScope) => {
+            writer.scope = lockScope
+            return Scope.extend(store.acquireWriter(sessionId), lockScope)
+          }),
+          Effect.zipRight(Effect.sync(() => {
+            writer.held = true
+            entries.delete(sessionId)
+          })),
+          // A refused lock is not remembered: the other process may end.
+          Effect.tapError(() =>
+            Effect.suspend(() => {
+              writers.delete(sessionId)
+              return writer.scope === undefined ? Effect.void : Scope.close(writer.scope, Exit.void)
+            })
+          ),
+          Effect.exit,
+          Effect.tap((exit) => Deferred.done(writer.taking, exit)),
+          Effect.flatten,
+          Effect.uninterruptible
+        )
+      })
+
+    const add = (session: LiveSession.LiveSession) =>
+      Effect.suspend(() => {
+        entries.set(session.sessionId, {
+          loading: Deferred.unsafeMake(FiberId.none),
+          session,
+          lastUsed: clock.unsafeCurrentTimeMillis()
+        })
+        return bound
+      })
+
+    return {
+      get,
+      holdWriter,
+      add,
+      forget: (sessionId) => void entries.delete(sessionId),
+      has: (sessionId) => entries.has(sessionId),
+      touch,
+      size: () => entries.size
+    }
+  })
