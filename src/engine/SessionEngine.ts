@@ -29,6 +29,7 @@ import {
 } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
+import * as Transcript from "../domain/Transcript.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore, type Listing } from "../services/EventStore.js"
@@ -179,21 +180,25 @@ export const make = (
       options: { ...TurnEnv.defaultOptions, ...options }
     }
 
+    /** Loads a session by folding its log as it is read: the whole log is never held at once. */
     const hydrate = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
-      Effect.gen(function*() {
-        const events = yield* Stream.runCollect(store.read(sessionId))
-        const state = SessionState.replay(events)
-        if (Either.isLeft(state)) {
-          return yield* new EventStoreFailure({
-            reason: "corrupt",
-            operation: "read",
-            sessionId,
-            sequence: state.left.sequence,
-            detail: state.left.message
-          })
-        }
-        if (state.right === undefined) return yield* new SessionNotFound({ sessionId })
-        return LiveSession.make(LiveSession.liveOf(state.right, events))
+      Effect.suspend(() => {
+        let live: LiveSession.Live | undefined
+        return store.read(sessionId).pipe(
+          Stream.runForEachChunk((chunk) => {
+            for (const event of chunk) {
+              const state = live === undefined ? SessionState.start(event) : SessionState.reduce(live.state, event)
+              if (Either.isLeft(state)) {
+                return Effect.fail(
+                  new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: state.left.sequence, detail: state.left.message })
+                )
+              }
+              live = { state: state.right, transcript: Transcript.reduce(live?.transcript ?? Transcript.empty, event) }
+            }
+            return Effect.void
+          }),
+          Effect.flatMap(() => live === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(LiveSession.make(live)))
+        )
       })
 
     const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, hydrate)
