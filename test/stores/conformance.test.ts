@@ -180,6 +180,22 @@ for (const [name, makeStore] of stores) {
         expect(listing.damaged).toEqual([])
       }))
 
+    test("appendAll stores a consecutive batch as one step; a batch that breaks the run or does not follow the log is refused whole", (store) =>
+      Effect.gen(function*() {
+        const refused = (events: ReadonlyArray<AgentEvent>) => Effect.map(Effect.either(store.appendAll(events)), (r) => Either.isLeft(r) && r.left.reason)
+        yield* store.appendAll([])
+        yield* store.appendAll([created("s"), delta("s", 2), delta("s", 3)])
+        expect(yield* refused([delta("s", 4), delta("s", 6)])).toBe("sequence_conflict")
+        expect(yield* refused([delta("s", 5), delta("s", 6)])).toBe("sequence_conflict")
+        expect(yield* refused([delta("s", 3, "again"), delta("s", 4)])).toBe("sequence_conflict")
+        expect(yield* refused([delta("s", 4), { ...delta("other", 5) }])).toBe("sequence_conflict")
+        expect((yield* collect(store.read("s"))).map((e) => e.sequence)).toEqual([1, 2, 3])
+        yield* store.appendAll([delta("s", 4), delta("s", 5)])
+        expect((yield* collect(store.read("s"))).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5])
+        expect(yield* collect(store.read("other"))).toEqual([])
+        expect((yield* store.list).map((s) => [s.sessionId, s.lastSequence])).toEqual([["s", 5]])
+      }))
+
     test("unicode round-trips intact", (store) =>
       Effect.gen(function*() {
         const samples = ["漢字とかな", "🧑‍💻🚀", "مرحبا بالعالم", "e\u0301 combining", "line\u2028separator\u2029para", "nul\u0000byte", "tab\tnew\nline \"quotes\" \\"]
