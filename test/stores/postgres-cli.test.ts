@@ -147,7 +147,7 @@ describe("one writer per session across CLI processes (postgres store)", () => {
     expect(next.code, next.stderr).toBe(0)
     expect(next.stdout).toBe("Now it runs.\n")
     expectNoSecret(finished.stdout, finished.stderr, second.stderr, listed.stdout, listed.stderr, next.stderr)
-  })
+  }, 60_000)
 
   it("the holder renews its lease while it lives, killed with SIGKILL mid-turn it is taken over once the lease expires, and its turn is closed interrupted", async () => {
     const cwd = join(dir, "dead")
@@ -201,7 +201,7 @@ describe("one writer per session across CLI processes (postgres store)", () => {
     expect(log[before.length]).toMatchObject({ type: "turn.completed", turnId: (turn as { turnId?: string }).turnId, payload: { stopReason: "error", errorCode: "interrupted" } })
     expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     expectNoSecret(busy.stderr, next.stderr)
-  })
+  }, 90_000)
 
   it("without a URL, or with a wrong password: one line, naming no secret", async () => {
     const missing = await run(["sessions", ...store])

@@ -85,7 +85,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
       expect(log.filter((e) => e.type === "model.delta" && e.payload.text === "b")).toHaveLength(100)
       // Both raced for the same sequences: the losers were told so, typed, and retried.
       expect(reports[0]!.conflicts + reports[1]!.conflicts).toBeGreaterThan(0)
-    })
+    }, 90_000)
 
     it("racing for one session's writer lease: exactly one process holds it, the other is SessionBusy naming it", async () => {
       const database = await freshDatabase(kind, "lease")
@@ -101,6 +101,6 @@ for (const kind of ["sqlite", "postgres"] as const) {
       expect(loser.busy).toContain(`pid ${holder.child.pid} on host `)
       for (const w of racers) w.child.stdin.end()
       for (const r of await Promise.all(racers.map((w) => w.done))) expect(r.code, r.err).toBe(0)
-    })
+    }, 60_000)
   })
 }
