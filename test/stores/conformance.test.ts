@@ -78,6 +78,21 @@ for (const [name, makeStore] of stores) {
         expect(yield* collect(store.read("nobody"))).toEqual([])
       }))
 
+    test("appendAll stores a batch of one session's consecutive events; anything else is refused whole, nothing stored", (store) =>
+      Effect.gen(function*() {
+        const refused = (batch: ReadonlyArray<AgentEvent>) => Effect.map(Effect.either(store.appendAll(batch)), (r) => Either.isLeft(r) && r.left.reason)
+        yield* store.appendAll([])
+        expect(yield* refused([delta("s", 2), delta("s", 3)])).toBe("sequence_conflict")
+        yield* store.appendAll([created("s"), delta("s", 2), delta("s", 3)])
+        expect(yield* refused([delta("s", 3), delta("s", 4)])).toBe("sequence_conflict")
+        expect(yield* refused([delta("s", 4), delta("s", 6)])).toBe("sequence_conflict")
+        expect(yield* refused([delta("s", 4), delta("other", 5)])).toBe("sequence_conflict")
+        yield* store.append(delta("s", 4))
+        yield* store.appendAll([delta("s", 5)])
+        expect((yield* collect(store.read("s"))).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5])
+        expect(yield* collect(store.read("other"))).toEqual([])
+      }))
+
     test("two fibers appending to one session: each sequence goes to exactly one of them, no gap", (store) =>
       Effect.gen(function*() {
         yield* store.append(created("s"))
