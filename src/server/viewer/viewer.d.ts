@@ -1,0 +1,30 @@
+// Types of the viewer's pure fold (viewer.js), for the tests that check it against the package's projections.
+export interface ViewCall {
+  readonly kind: "call"
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: unknown
+  readonly status: string
+  readonly decisions: ReadonlyArray<{ readonly decision: string; readonly actor: string; readonly policy?: string }>
+  readonly result?: unknown
+  readonly errorCode?: string
+}
+export type ViewItem = { readonly kind: "text"; readonly text: string } | { readonly kind: "note" | "steer"; readonly text: string } | ViewCall
+export interface ViewTurn {
+  readonly turnId: string
+  readonly user: string
+  readonly items: ReadonlyArray<ViewItem>
+  readonly end?: { readonly stopReason: string; readonly errorCode?: string }
+}
+export interface View {
+  readonly session?: { readonly sessionId: string; readonly cwd: string }
+  readonly turns: ReadonlyArray<ViewTurn>
+  readonly lastSequence: number
+  readonly openTurn?: ViewTurn
+}
+export declare const empty: () => View
+export declare const step: (view: View, event: unknown) => View
+export declare const fold: (events: ReadonlyArray<unknown>) => View
+export declare const openCalls: (view: View) => ReadonlyArray<ViewCall>
+export declare const pendingApprovals: (view: View) => ReadonlyArray<ViewCall>
+export declare const phase: (view: View) => "idle" | "running" | "waiting for approval"

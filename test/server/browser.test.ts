@@ -1,0 +1,160 @@
+/**
+ * The web session viewer in a real headless Chromium (the one the npm package @sparticuz/chromium
+ * ships, driven by playwright-core: `npm ci` is the whole setup, nothing is downloaded). Through
+ * the page only: log in with the one-time URL, start a session, send a message and see the scripted
+ * model's reply, approve a tool call with its button, restart the server mid-turn and see the page
+ * resume without a duplicated event, scrub the timeline back to the approval.
+ *
+ * EFFECT_AGENT_SCREENSHOT=docs/viewer.png saves a screenshot of the page for the README.
+ */
+import chromium from "@sparticuz/chromium"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { chromium as playwright } from "playwright-core"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { start, storedEvents, workspace } from "./harness.js"
+
+/** Chromium with no network but loopback, no first-run work, a fresh profile. */
+const browser = Effect.acquireRelease(
+  Effect.promise(async () => {
+    const profile = mkdtempSync(join(tmpdir(), "effect-agent-chromium-"))
+    const context = await playwright.launchPersistentContext(profile, {
+      executablePath: await chromium.executablePath(),
+      headless: true,
+      viewport: { width: 1280, height: 820 },
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
+      ]
+    })
+    return { context, profile }
+  }),
+  ({ context, profile }) =>
+    Effect.promise(async () => {
+      await context.close()
+      rmSync(profile, { recursive: true, force: true })
+    })
+)
+
+/** What the page functions use of the browser's globals (the tests are compiled without the DOM's types). */
+interface PageElement {
+  textContent: string | null
+  value: string
+  dataset: Record<string, string | undefined>
+  dispatchEvent: (event: unknown) => boolean
+}
+interface PageGlobals {
+  readonly document: {
+    readonly cookie: string
+    getElementById: (id: string) => PageElement | null
+    querySelector: (selector: string) => PageElement | null
+  }
+}
+
+const deltas = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
+  events.filter((e) => e.type === "model.delta" && e.turnId === turnId).map((e) => (e.payload as { text: string }).text).join("")
+
+describe("the web session viewer in Chromium", () => {
+  it.scopedLive("start a session, stream a reply, approve a call, survive a server restart mid-turn, scrub the timeline", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const ticks = Array.from({ length: 60 }, (_, i) => `tick${i} `)
+      const responses = [
+        { chunks: ["Hello", " from", " the", " scripted", " model."], delay: "30 millis" },
+        { chunks: ["I will write a note."], toolCalls: [{ tool: "write_file", args: { path: "note.txt", content: "from the browser" } }] },
+        { chunks: ["The note is written."] },
+        { chunks: ticks, delay: "100 millis" }
+      ]
+      const token = "browser-test-token-0123456789"
+      const first = yield* start({ cwd, dataDir, token, responses })
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+
+      // Without the cookie the page is refused; the one-time URL sets it (HttpOnly, SameSite=Strict) and works once.
+      const refused = yield* Effect.promise(() => page.goto(`${first.url}/`))
+      expect(refused?.status()).toBe(401)
+      const code = first.config.loginCodes.issue()
+      yield* Effect.promise(() => page.goto(`${first.url}/login?code=${code}`))
+      expect(new URL(page.url()).pathname).toBe("/")
+      const cookies = yield* Effect.promise(() => context.cookies())
+      expect(cookies).toEqual([expect.objectContaining({ name: "effect_agent_token", httpOnly: true, sameSite: "Strict" })])
+      expect(yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as PageGlobals).document.cookie))).toBe("")
+      const reused = yield* Effect.promise(() => context.request.get(`${first.url}/login?code=${code}`, { maxRedirects: 0 }))
+      expect(reused.status()).toBe(401)
+
+      // Start a session and send a message: the scripted reply streams in.
+      yield* Effect.promise(() => page.click("text=Start session"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
+      const sessionId = yield* Effect.promise(() => page.textContent("#title"))
+      yield* Effect.promise(() => page.fill("#message", "say hello"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(1) [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(1) .text"))).toBe("Hello from the scripted model.")
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(1) .user"))).toBe("say hello")
+
+      // A write asks: approve it with its button; the tool runs and the turn ends.
+      yield* Effect.promise(() => page.fill("#message", "write a note"))
+      yield* Effect.promise(() => page.press("#message", "Enter"))
+      yield* Effect.promise(() => page.waitForSelector("[data-call][data-status=awaiting_approval] button[data-action=allow]"))
+      expect(yield* Effect.promise(() => page.textContent("#phase"))).toBe("waiting for approval")
+      yield* Effect.promise(() => page.click("[data-call] button[data-action=allow]"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(2) [data-end=final]"))
+      expect(yield* Effect.promise(() => page.getAttribute(".turn:nth-of-type(2) [data-call]", "data-status"))).toBe("completed")
+      expect(readFileSync(join(cwd, "note.txt"), "utf8")).toBe("from the browser")
+      const screenshot = process.env["EFFECT_AGENT_SCREENSHOT"]
+      if (screenshot !== undefined && screenshot !== "") yield* Effect.promise(() => page.screenshot({ path: screenshot }))
+
+      // Mid-turn, the server stops (the turn is cancelled) and starts again on the same port and data dir.
+      yield* Effect.promise(() => page.fill("#message", "count slowly"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector(".turn:nth-of-type(3) .text")?.textContent?.includes("tick2") === true))
+      yield* first.stop
+      const second = yield* start({ cwd, dataDir, token, port: first.port })
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]", { timeout: 20_000 }))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.dataset["state"] === "live"))
+      const stored = yield* storedEvents(second, sessionId!)
+      expectWellFormedLog(stored)
+      const shown = yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences()))
+      expect(shown).toEqual(stored.map((e) => e.sequence))
+      const third = stored.filter((e) => e.type === "turn.started")[2]!.turnId!
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(3) .text"))).toBe(deltas(stored, third))
+
+      // The page keeps working against the new server: another turn streams in.
+      yield* Effect.promise(() => page.fill("#message", "still there?"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(4) [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(4) .text"))).toBe("Echo: still there?")
+
+      // Scrub back to the approval question: the state as of then, from the log alone.
+      const asked = stored.find((e) => e.type === "permission.resolved" && e.payload.decision === "ask")!
+      yield* Effect.promise(() =>
+        page.evaluate((at) => {
+          const range = (globalThis as unknown as PageGlobals).document.getElementById("scrub")!
+          range.value = String(at)
+          range.dispatchEvent(new Event("input", { bubbles: true }))
+        }, asked.sequence)
+      )
+      expect(yield* Effect.promise(() => page.textContent("#phase"))).toBe("waiting for approval")
+      expect(yield* Effect.promise(() => page.textContent("#sequence"))).toBe(String(asked.sequence))
+      expect(yield* Effect.promise(() => page.textContent("#open-calls"))).toContain("write_file — awaiting approval")
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(2)
+      expect(yield* Effect.promise(() => page.textContent("#view"))).not.toContain("The note is written.")
+      expect(yield* Effect.promise(() => page.locator("button[data-action=allow]").count())).toBe(0)
+      yield* Effect.promise(() => page.click("#live"))
+      expect(yield* Effect.promise(() => page.textContent("#phase"))).toBe("idle")
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(4)
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+})
