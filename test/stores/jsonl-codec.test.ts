@@ -1,0 +1,126 @@
+/**
+ * The JSONL store's fast codec (EventCodec) against the schema it stands in for: the same bytes
+ * written, the same events read, the same lines refused — for generated events, the same events
+ * with their keys reordered or an extra key, and mangled lines. And a log holding a mangled line
+ * fails reading at that line.
+ */
+import { mkdirSync, writeFileSync } from "node:fs"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as AgentEvent from "../../src/domain/AgentEvent.js"
+import * as EventCodec from "../../src/layers/jsonl/EventCodec.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import { collect, tempDir } from "../helpers.js"
+
+const anyEvent = Arbitrary.make(AgentEvent.AgentEvent)
+
+/** What the schema makes of a line. */
+const bySchema = (line: string) =>
+  Either.flatMap(Either.try(() => JSON.parse(line) as unknown), (raw) => AgentEvent.decodeUnknown(raw))
+
+/** The same event with the keys of its structs (at every level) in another order; free JSON (`args`) is data, kept as it is. */
+const reorder = (value: unknown, seed: number): unknown => {
+  if (Array.isArray(value)) return value.map((v) => reorder(v, seed))
+  if (typeof value !== "object" || value === null) return value
+  const entries = Object.entries(value)
+  const rotated = entries.length === 0 ? entries : [...entries.slice(seed % entries.length), ...entries.slice(0, seed % entries.length)]
+  return Object.fromEntries(rotated.map(([k, v]) => [k, k === "args" ? v : reorder(v, seed)]))
+}
+
+/** Ways to damage a line. */
+const mangle = (line: string, at: number, what: number): string => {
+  const i = at % Math.max(1, line.length)
+  const raw = JSON.parse(line) as Record<string, unknown>
+  switch (what % 6) {
+    case 0:
+      return line.slice(0, i) + line.slice(i + 1)
+    case 1:
+      return line.slice(0, i) + "\"" + line.slice(i)
+    case 2: {
+      const keys = Object.keys(raw)
+      const key = keys[i % keys.length]!
+      return JSON.stringify({ ...raw, [key]: [1, "x", null, -1, 1.5, {}][at % 6] })
+    }
+    case 3:
+      return JSON.stringify({ ...raw, type: AgentEvent.eventTypes[at % AgentEvent.eventTypes.length] })
+    case 4: {
+      const payload = raw.payload as Record<string, unknown>
+      const keys = Object.keys(payload)
+      if (keys.length === 0) return JSON.stringify({ ...raw, payload: 1 })
+      const { [keys[i % keys.length]!]: _, ...rest } = payload
+      return JSON.stringify({ ...raw, payload: rest })
+    }
+    default:
+      return JSON.stringify({ ...raw, sequence: [0, -3, 2.5, "7"][at % 4] })
+  }
+}
+
+describe("the JSONL codec agrees with the schema", () => {
+  it("property: a valid event is written byte for byte as the schema writes it, and read back as the schema reads it", () =>
+    FastCheck.assert(
+      FastCheck.property(anyEvent, FastCheck.nat(), (event, seed) => {
+        const line = AgentEvent.encodeJson(event)
+        expect(EventCodec.encodeLine(event)).toBe(line)
+        // Keys in another order, or a key the schema does not know: still the schema's bytes.
+        expect(EventCodec.encodeLine(reorder(event, seed) as AgentEvent.AgentEvent)).toBe(line)
+        expect(EventCodec.encodeLine({ ...event, extra: seed } as unknown as AgentEvent.AgentEvent)).toBe(line)
+        const decoded = EventCodec.decodeLine(line, 1)
+        expect(decoded).toEqual(bySchema(line))
+        // The lines this library writes take the fast path.
+        expect(EventCodec.isCanonical(JSON.parse(line))).toBe(true)
+        const reordered = JSON.stringify(reorder(JSON.parse(line), seed))
+        expect(EventCodec.decodeLine(reordered, 1)).toEqual(bySchema(reordered))
+      }),
+      { numRuns: 400 }
+    ))
+
+  it("property: a mangled line is refused exactly when the schema refuses it, and otherwise read as the schema reads it", () =>
+    FastCheck.assert(
+      FastCheck.property(anyEvent, FastCheck.nat(), FastCheck.nat(), (event, at, what) => {
+        const line = mangle(AgentEvent.encodeJson(event), at, what)
+        const fast = EventCodec.decodeLine(line, 1)
+        const slow = bySchema(line)
+        expect(Either.isLeft(fast)).toBe(Either.isLeft(slow))
+        if (Either.isRight(fast) && Either.isRight(slow)) expect(fast.right).toEqual(slow.right)
+      }),
+      { numRuns: 600 }
+    ))
+
+  it("an invalid event is never written: encodeLine refuses what the schema refuses", () => {
+    const event = { ...AgentEvent.SessionCreated.make({ id: "e", sessionId: "s", sequence: 1, timestamp: "t", type: "session.created", payload: { cwd: "/", client: "test" } }) }
+    expect(EventCodec.encodeLine({ ...event, sequence: 0 } as AgentEvent.AgentEvent)).toBeUndefined()
+    expect(EventCodec.encodeLine({ ...event, payload: { cwd: "/", client: "nobody" } } as unknown as AgentEvent.AgentEvent)).toBeUndefined()
+    expect(EventCodec.encodeLine({ ...event, type: "no.such" } as unknown as AgentEvent.AgentEvent)).toBeUndefined()
+  })
+
+  it.scoped("property: a log with a line the schema refuses fails reading at that line, in both recovery modes", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      mkdirSync(`${dataDir}/sessions`, { recursive: true })
+      const strict = yield* JsonlEventStore.make({ dataDir, recovery: "strict" })
+      const skip = yield* JsonlEventStore.make({ dataDir })
+      let n = 0
+      yield* Effect.promise(() =>
+        FastCheck.assert(
+          FastCheck.asyncProperty(FastCheck.array(anyEvent, { minLength: 2, maxLength: 6 }), FastCheck.nat(), FastCheck.nat(), async (generated, at, what) => {
+            const sessionId = `codec_${++n}`
+            const events = generated.map((e, i) => ({ ...e, sessionId, sequence: i + 1 }) as AgentEvent.AgentEvent)
+            const bad = at % (events.length - 1)
+            const lines = events.map((e) => AgentEvent.encodeJson(e))
+            lines[bad] = mangle(lines[bad]!, at, what)
+            if (Either.isRight(bySchema(lines[bad]!))) return
+            writeFileSync(`${dataDir}/sessions/${sessionId}.jsonl`, `{"format":"effect-agent/events","version":1}\n` + lines.join("\n") + "\n")
+            for (const store of [strict, skip]) {
+              const read = await Effect.runPromise(Effect.either(collect(store.read(sessionId))))
+              expect(Either.isLeft(read) && read.left).toMatchObject({ reason: "corrupt", line: bad + 2 })
+            }
+          }),
+          { numRuns: 100 }
+        )
+      )
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
