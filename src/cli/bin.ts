@@ -1,76 +1,10 @@
 #!/usr/bin/env node
 /**
- * The `effect-agent` executable.
+ * The `effect-agent` executable: a launcher, so that `EFFECT_AGENT_DEBUG=1` can turn on source maps
+ * before the CLI's modules load (stacks then name `src/` files, bundled or not). The program is Main.ts.
  *
  * @since 0.1.0
  */
-import * as ValidationError from "@effect/cli/ValidationError"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
-import * as HashMap from "effect/HashMap"
-import * as Layer from "effect/Layer"
-import * as Logger from "effect/Logger"
-import * as LogLevel from "effect/LogLevel"
-import * as Option from "effect/Option"
-import { main } from "./Cli.js"
-import * as ExitCode from "./ExitCode.js"
-import { terminalSafe } from "./Render.js"
+if (process.env.EFFECT_AGENT_DEBUG === "1") process.setSourceMapsEnabled(true)
 
-const debug = process.env.EFFECT_AGENT_DEBUG === "1"
-
-/** The first line of a value's message, bounded: never a stack, never a dump. */
-const brief = (value: unknown): string => {
-  const text = value instanceof Error ? value.message : typeof value === "string" ? value : JSON.stringify(value) ?? String(value)
-  const line = terminalSafe(text.split("\n", 1)[0] ?? "")
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line
-}
-
-/** A log entry as one line on stderr: the message, its annotations, and the cause's first line. */
-const oneLineLogger = Logger.make(({ annotations, cause, message }) => {
-  const parts = (Array.isArray(message) ? message : [message]).map(brief)
-  const fields = HashMap.toEntries(annotations).map(([key, value]) => `${key}: ${brief(value)}`)
-  const why = Cause.isEmpty(cause) ? [] : [`cause: ${brief(Cause.squash(cause))}`]
-  const detail = [...fields, ...why]
-  process.stderr.write(`${parts.join(" ")}${detail.length === 0 ? "" : ` (${detail.join("; ")})`}\n`)
-})
-
-// Diagnostics go to stderr, so stdout carries only the answer: warnings and errors as one line each
-// (what the renderer already shows, such as retries, is not repeated); everything, with causes, under EFFECT_AGENT_DEBUG=1.
-const stderrLogger = debug
-  ? Layer.merge(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })), Logger.minimumLogLevel(LogLevel.Debug))
-  : Layer.merge(Logger.replace(Logger.defaultLogger, oneLineLogger), Logger.minimumLogLevel(LogLevel.Warning))
-
-// `effect-agent replay … | head` closes stdout early; that is not an error.
-process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-  if (error.code === "EPIPE") process.exit(0)
-  throw error
-})
-
-/** One clear line per failure: typed errors by their message, no stack unless EFFECT_AGENT_DEBUG is set. */
-const report = (cause: Cause.Cause<unknown>) =>
-  Effect.sync(() => {
-    if (Cause.isInterruptedOnly(cause)) return
-    const failure = Cause.failureOption(cause)
-    // @effect/cli has already shown its own usage errors with the help text.
-    if (Option.isSome(failure) && ValidationError.isValidationError(failure.value)) return
-    // A turn that ended with an error or was cancelled: the renderer has said so; the exit code tells the rest.
-    if (Option.isSome(failure) && ExitCode.isShownOutcome(failure.value)) return
-    const error = Cause.squash(cause)
-    process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}\n`)
-    if (debug) process.stderr.write(Cause.pretty(cause) + "\n")
-  })
-
-main(process.argv).pipe(
-  Effect.tapErrorCause(report),
-  Effect.provide(NodeContext.layer),
-  Effect.provide(stderrLogger),
-  NodeRuntime.runMain({
-    disableErrorReporting: true,
-    // runMain would install its own pretty logger, on stdout.
-    disablePrettyLogger: true,
-    // 0 final, 1 the command could not run, 3 the turn ended with an error, 130 cancelled (see ExitCode.ts).
-    teardown: (exit, onExit) => onExit(ExitCode.of(exit))
-  })
-)
+await import("./Main.js")
