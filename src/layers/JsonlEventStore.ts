@@ -334,16 +334,21 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const writeLines = (appender: Appender, data: string): EventStoreFailure | undefined => {
       const before = appender.size
       // A new log begins with its header.
-      const bytes = Buffer.from(before === 0 ? LogLines.header + "\n" + data : data, "utf8")
+      const text = before === 0 ? LogLines.header + "\n" + data : data
+      const size = Buffer.byteLength(text)
       try {
         if (before === 0) io.chmod(appender.fd)
-        let written = 0
-        while (written < bytes.byteLength) written += io.write(appender.fd, bytes, written, bytes.byteLength - written)
+        let written = io.write(appender.fd, text)
+        // A short write (rare: a disk filling up) goes on from the first byte not written.
+        if (written < size) {
+          const bytes = Buffer.from(text, "utf8")
+          while (written < size) written += io.write(appender.fd, bytes.subarray(written))
+        }
       } catch (error) {
         undo(appender, before)
         return fromNode("append", appender.file, appender.sessionId)(error)
       }
-      appender.size = before + bytes.byteLength
+      appender.size = before + size
       return undefined
     }
 
@@ -414,8 +419,9 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       return settle
     }
 
+    // An append waiting for its flush is not interrupted: it returns once the flush says whether it is stored.
     const outcome = (result: EventStoreFailure | Settle | undefined): Effect.Effect<void, EventStoreFailure> =>
-      result === undefined ? Effect.void : result instanceof Settle ? result.wait : Effect.fail(result)
+      result === undefined ? Effect.void : result instanceof Settle ? Effect.uninterruptible(result.wait) : Effect.fail(result)
 
     /** The way in when the session has no usable appender: under its lock, opening one first. */
     const appendSlowly = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>) =>
@@ -434,7 +440,8 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             if (n === 0) waiting.delete(sessionId)
             else waiting.set(sessionId, n)
           })),
-          Effect.flatMap(outcome)
+          Effect.flatMap(outcome),
+          Effect.uninterruptible
         )
       })
 
@@ -445,6 +452,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         }
         const appender = appenders.get(sessionId)
         // The fast way: an open log this store knows the end of, and no earlier append still waiting.
+        // It runs in one synchronous step (or queues behind a flush), so nothing can interrupt it half way.
         if (appender !== undefined && !waiting.has(sessionId) && current(appender)) {
           if (!appender.trusted) {
             appenders.delete(sessionId)
@@ -453,7 +461,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
           return outcome(commit(appender, events))
         }
         return appendSlowly(sessionId, events)
-      }).pipe(Effect.uninterruptible)
+      })
 
     const append = (event: AgentEvent.AgentEvent) => appendBatch(event.sessionId, [event])
 

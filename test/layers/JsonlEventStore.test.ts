@@ -262,9 +262,9 @@ describe("JsonlEventStore", () => {
       // A file system whose appends, while the disk is full, write half their bytes and then fail.
       const fullDisk: AppendIo.Io = {
         ...AppendIo.node,
-        write: (fd, data, offset, length) => {
-          if (!disk.full) return AppendIo.node.write(fd, data, offset, length)
-          AppendIo.node.write(fd, data, offset, Math.floor(length / 2))
+        write: (fd, data) => {
+          if (!disk.full) return AppendIo.node.write(fd, data)
+          AppendIo.node.write(fd, typeof data === "string" ? data.slice(0, Math.floor(data.length / 2)) : data.subarray(0, Math.floor(data.length / 2)))
           throw Object.assign(new Error("ENOSPC: no space left on device, write"), { code: "ENOSPC" })
         }
       }

@@ -44,9 +44,9 @@ const counting = () => {
   const gate = { closed: false, held: [] as Array<() => void>, failNext: false }
   const io: AppendIo.Io = {
     ...AppendIo.node,
-    write: (fd, data, offset, length) => {
+    write: (fd, data) => {
       count.writes++
-      return AppendIo.node.write(fd, data, offset, length)
+      return AppendIo.node.write(fd, data)
     },
     sync: (fd, done) => {
       count.syncs++

@@ -17,8 +17,8 @@ export interface Io {
   readonly open: (path: string) => number
   /** Makes a file owner-only whatever the umask. */
   readonly chmod: (fd: number) => void
-  /** Writes bytes at the end of the file; returns how many were written (fewer on a full disk). */
-  readonly write: (fd: number, data: Uint8Array, offset: number, length: number) => number
+  /** Writes text (as UTF-8) or bytes at the end of the file; returns how many bytes were written (fewer on a full disk). */
+  readonly write: (fd: number, data: string | Uint8Array) => number
   /** Cuts the file back to `size` bytes. */
   readonly truncate: (fd: number, size: number) => void
   /** Flushes the file to disk, off the event loop. */
@@ -32,7 +32,7 @@ export interface Io {
 export const node: Io = {
   open: (path) => openSync(path, "a", 0o600),
   chmod: (fd) => fchmodSync(fd, 0o600),
-  write: (fd, data, offset, length) => writeSync(fd, data, offset, length),
+  write: (fd, data) => (typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data)),
   truncate: (fd, size) => ftruncateSync(fd, size),
   sync: (fd, done) => fsync(fd, done),
   close: (fd) => closeSync(fd),
