@@ -6,6 +6,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServer from "@effect/platform/HttpServer"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Layer from "effect/Layer"
+import { IdGenerator, JsonlEventStore, FakeModelProvider, SessionEngine } from "../../src/index.js"
+import { Server, ServerConfig } from "../../src/server.js"
 import { liveUntil, start, storedEvents, workspace } from "./harness.js"
 
 const raw = (url: string, init: RequestInit & { readonly token?: string } = {}) => {
@@ -210,5 +216,29 @@ describe("the HTTP API", () => {
         "/sessions/{id}/live",
         "/sessions/{id}/turns"
       ])
+    }))
+
+  it.live("an embedder mounts the same API as a Layer in its own @effect/platform app (here a web handler)", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const engine = SessionEngine.layer().pipe(
+        Layer.provide(JsonlEventStore.layer({ dataDir })),
+        Layer.provide(FakeModelProvider.layer()),
+        Layer.provide(IdGenerator.layer),
+        Layer.provide(NodeContext.layer)
+      )
+      const { dispose, handler } = HttpApiBuilder.toWebHandler(
+        Layer.mergeAll(Server.layer(ServerConfig.make({ token: "embedded-token", defaultCwd: cwd })).pipe(Layer.provide(engine)), HttpServer.layerContext)
+      )
+      const auth = { authorization: "Bearer embedded-token", "content-type": "application/json" }
+      const health = yield* Effect.promise(() => handler(new Request("http://app.local/healthz")))
+      expect(health.status).toBe(200)
+      const created = yield* Effect.promise(() => handler(new Request("http://app.local/sessions", { method: "POST", headers: auth, body: "{}" })))
+      expect(created.status).toBe(201)
+      const session = (yield* Effect.promise(() => created.json())) as { sessionId: string; cwd: string }
+      expect(session.cwd).toBe(cwd)
+      const refused = yield* Effect.promise(() => handler(new Request("http://app.local/sessions")))
+      expect(refused.status).toBe(401)
+      yield* Effect.promise(() => dispose())
     }))
 })
