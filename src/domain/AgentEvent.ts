@@ -144,6 +144,11 @@ export const ToolFailed = turnEvent("tool.failed", {
 export const TurnCompleted = turnEvent("turn.completed", {
   stopReason: StopReason,
   errorCode: Schema.optional(Schema.String),
+  /**
+   * Present when the turn's final answer was cut short by the model: `length` (its output token
+   * limit) or `content_filter`. The turn still ends `final`; the answer is incomplete.
+   */
+  finishReason: Schema.optional(Schema.Literal("length", "content_filter")),
   usage: Schema.optional(Usage)
 })
 

@@ -129,6 +129,7 @@ export const turnCompleted = (completion: AgentEvent.PayloadOf<"turn.completed">
     payload: {
       stopReason: completion.stopReason,
       ...(completion.errorCode === undefined ? {} : { errorCode: completion.errorCode }),
+      ...(completion.finishReason === undefined ? {} : { finishReason: completion.finishReason }),
       ...(usage === undefined ? {} : {
         usage: {
           inputTokens: count(usage.inputTokens),

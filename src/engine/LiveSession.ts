@@ -160,7 +160,11 @@ export const commit = (
     // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
     const ids = yield* idsFor(ports.ids, events.length)
     for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
-    yield* events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, events)
+    yield* (events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, events)).pipe(
+      Effect.withSpan("effect-agent.store.append", {
+        attributes: { sessionId: session.sessionId, turnId, events: events.length, firstSequence: events[0]!.sequence }
+      })
+    )
     session.live = live
     ports.watchers.publish(session.sessionId, events)
     yield* emit(events)

@@ -95,8 +95,17 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
             ), { discard: true })
         })
       }),
+      Effect.zipRight(Effect.suspend(() =>
+        finishReason === "length" || finishReason === "content_filter"
+          ? Effect.zipRight(
+            Effect.annotateCurrentSpan("finishReason", finishReason),
+            Effect.logWarning("effect-agent: the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+          )
+          : Effect.void
+      )),
       Effect.map((): Response => ({ _tag: "Answered", calls, finishReason })),
-      Effect.catchTag("ProviderFailure", (failure) => Effect.succeed<Response>({ _tag: "Failed", failure, stored }))
+      Effect.catchTag("ProviderFailure", (failure) =>
+        Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
     )
   })
 
@@ -108,7 +117,17 @@ export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effec
   Effect.gen(function*() {
     const attempts = yield* Retry.start(env.options.retry)
     for (let attempt = 1;; attempt++) {
-      const response = yield* respond(env, request, tally)
+      const response = yield* respond(env, request, tally).pipe(
+        Effect.withSpan("effect-agent.model.request", {
+          attributes: {
+            sessionId: env.session.sessionId,
+            turnId: env.turnId,
+            attempt,
+            provider: env.provider.capabilities.provider,
+            model: env.provider.capabilities.model
+          }
+        })
+      )
       if (response._tag === "Answered" || response.stored) return response
       const wait = yield* attempts.next(response.failure)
       if (Option.isNone(wait)) return response

@@ -312,7 +312,8 @@ export const make = (
         const started = yield* Deferred.make<void>()
         const env = TurnEnv.make(services, session, turnId, control, (events) => mailbox.offerAll(events))
         const driver = Deferred.await(started).pipe(
-          Effect.zipRight(run(env)),
+          // Everything the driver logs names its session and turn.
+          Effect.zipRight(Effect.annotateLogs(run(env), { sessionId: session.sessionId, turnId })),
           Effect.onExit((exit) =>
             Effect.suspend(() => {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.

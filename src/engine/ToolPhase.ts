@@ -80,6 +80,17 @@ const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<
  * call resumed after a restart picks up where its decision stopped.
  */
 const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+  Effect.withSpan(decideOnce(env, call, from), "effect-agent.permission", { attributes: callAttributes(env, call) })
+
+/** What every span of a call carries. */
+const callAttributes = (env: TurnEnv, call: ToolCallInput) => ({
+  sessionId: env.session.sessionId,
+  turnId: env.turnId,
+  toolCallId: call.toolCallId,
+  tool: call.tool
+})
+
+const decideOnce = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId } = call
     if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
@@ -95,6 +106,7 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
       call,
       remembered: state.remembered
     })
+    yield* Effect.annotateCurrentSpan({ decision: policy.decision, policy: policy.policy })
     const resolved = env.commit([EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })])
     if (policy.decision === "ask") return yield* userDecision(env, call, resolved)
     yield* resolved
@@ -105,6 +117,9 @@ const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effe
 
 /** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
 const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
+  Effect.withSpan(executeOnce(env, call), "effect-agent.tool", { attributes: callAttributes(env, call) })
+
+const executeOnce = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId, tool, args } = call
     yield* env.commit([EventDraft.toolStarted(toolCallId, tool, args)])

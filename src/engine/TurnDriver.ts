@@ -17,6 +17,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
+import type { FinishReason } from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as StepRequest from "./StepRequest.js"
@@ -63,8 +64,8 @@ export const resume = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
 
 /**
  * The steps of a turn, to the completion they end with: the tool calls still open (a resumed
- * turn's), then model requests and their tool calls until a response asks for no tools.
- * `stepsDone` counts the model requests the turn already made, for `maxSteps`.
+ * turn's), then steps until one ends the turn. `stepsDone` counts the model requests the turn
+ * already made, for `maxSteps`.
  */
 const steps = (
   env: TurnEnv,
@@ -73,31 +74,47 @@ const steps = (
   stepsDone: number
 ): Effect.Effect<Completion, EventStoreFailure> =>
   Effect.gen(function*() {
-    let calls = open
-    for (let step = stepsDone;;) {
-      if (calls.length > 0) {
-        yield* ToolPhase.run(env, calls)
-        if (yield* shouldStop(env)) return { stopReason: "final" }
-      }
-      step++
-      const request = yield* StepRequest.build(env, step)
-      if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
-      const response = yield* ModelResponse.stream(env, request.value, tally)
-      if (response._tag === "Failed") {
-        yield* Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
-          Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })
-        )
-        return { stopReason: "error", errorCode: response.failure.reason }
-      }
-      if (response.calls.length === 0) return { stopReason: "final" }
-      const { state } = env.session.live
-      // No results of these calls could reach the model: the turn ends, and closing it closes them.
-      if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
-        return { stopReason: "error", errorCode: "max_steps" }
-      }
-      calls = response.calls.map((call) => ({ call, status: "requested" as const }))
+    if (open.length > 0) {
+      yield* ToolPhase.run(env, open)
+      if (yield* shouldStop(env)) return { stopReason: "final" }
+    }
+    for (let step = stepsDone + 1;; step++) {
+      const completion = yield* oneStep(env, tally, step).pipe(
+        Effect.withSpan("effect-agent.step", { attributes: { sessionId: env.session.sessionId, turnId: env.turnId, step } })
+      )
+      if (completion !== undefined) return completion
     }
   })
+
+/**
+ * One step: the request, the model's response, and the tool calls it asked for. Returns the
+ * completion when the step ends the turn.
+ */
+const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect.Effect<Completion | undefined, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const request = yield* StepRequest.build(env, step)
+    if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
+    const response = yield* ModelResponse.stream(env, request.value, tally)
+    if (response._tag === "Failed") {
+      yield* Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
+        Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })
+      )
+      return { stopReason: "error", errorCode: response.failure.reason }
+    }
+    if (response.calls.length === 0) return withCut({ stopReason: "final" }, response.finishReason)
+    const { state } = env.session.live
+    // No results of these calls could reach the model: the turn ends, and closing it closes them.
+    if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
+      return { stopReason: "error", errorCode: "max_steps" }
+    }
+    yield* ToolPhase.run(env, response.calls.map((call) => ({ call, status: "requested" as const })))
+    if (yield* shouldStop(env)) return { stopReason: "final" }
+    return undefined
+  })
+
+/** A final answer the model cut short (its output limit, a content filter) says so in `turn.completed`. */
+const withCut = (completion: Completion, reason: FinishReason | undefined): Completion =>
+  reason === "length" || reason === "content_filter" ? { ...completion, finishReason: reason } : completion
 
 const shouldStop = (env: TurnEnv) =>
   env.hooks.shouldStopAfterStep === undefined

@@ -44,7 +44,9 @@ export const ScriptedResponse = Schema.Struct({
   })),
   /** Keep producing chunks after the request is cancelled, like a provider that ignores the abort. */
   keepEmittingAfterCancel: Schema.optional(Schema.Boolean),
-  usage: Schema.optional(Usage)
+  usage: Schema.optional(Usage),
+  /** Why the response ends (default `tool_calls` when it has calls, else `stop`): `length` or `content_filter` cut it short. */
+  finishReason: Schema.optional(Schema.Literal("stop", "tool_calls", "length", "content_filter", "other"))
 })
 /** One scripted model response. */
 export type ScriptedResponse = typeof ScriptedResponse.Encoded
@@ -101,7 +103,7 @@ const chunksOf = (
     (calls) => [
       ...response.chunks.map(ModelProvider.textDelta),
       ...calls,
-      ModelProvider.finish(calls.length > 0 ? "tool_calls" : "stop", response.usage)
+      ModelProvider.finish(response.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"), response.usage)
     ]
   )
 

@@ -1,0 +1,85 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as Option from "effect/Option"
+import * as Tracer from "effect/Tracer"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import { collect, engineLayer, expectWellFormedLog, memoryEngine, testTools } from "../helpers.js"
+
+/** A tracer that keeps every span the default tracer makes, to read names and attributes after the turn. */
+const recordingTracer = Effect.map(Effect.tracer, (base) => {
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span: (...args) => {
+      const span = base.span(...args)
+      spans.push(span)
+      return span
+    },
+    context: base.context
+  })
+  return { tracer, spans }
+})
+
+const attributesOf = (spans: ReadonlyArray<Tracer.Span>, name: string) =>
+  spans.filter((s) => s.name === name).map((s) => Object.fromEntries(s.attributes))
+
+describe("observability", () => {
+  it.effect("a turn with a tool call yields spans for the step, the model request, the permission decision, the tool run and each store append", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* recordingTracer
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "look" })).pipe(Effect.withTracer(tracer))
+      expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
+      const turnId = (events[0] as { readonly turnId: string }).turnId
+      const ids = { sessionId, turnId }
+      expect(attributesOf(spans, "effect-agent.step")).toEqual([{ ...ids, step: 1 }, { ...ids, step: 2 }])
+      expect(attributesOf(spans, "effect-agent.model.request")).toEqual([
+        { ...ids, attempt: 1, provider: "fake", model: "scripted" },
+        { ...ids, attempt: 1, provider: "fake", model: "scripted" }
+      ])
+      expect(attributesOf(spans, "effect-agent.permission")).toEqual([
+        { ...ids, toolCallId: "call_1", tool: "look", decision: "allow", policy: expect.any(String) }
+      ])
+      expect(attributesOf(spans, "effect-agent.tool")).toEqual([{ ...ids, toolCallId: "call_1", tool: "look" }])
+      // Every event of the turn went through an append span, a batch counted once.
+      const appends = attributesOf(spans, "effect-agent.store.append")
+      expect(appends.every((a) => a.sessionId === sessionId && a.turnId === turnId)).toBe(true)
+      expect(appends.reduce((n, a) => n + (a.events as number), 0)).toBe(events.length)
+      // The engine's spans are children of the turn's span.
+      const runTurn = spans.find((s) => s.name === "SessionEngine.runTurn")!
+      const step = spans.find((s) => s.name === "effect-agent.step")!
+      const parentOf = (span: Tracer.Span) => Option.getOrUndefined(span.parent)?.spanId
+      expect(spans.filter((s) => s.name === "effect-agent.step").map(parentOf)).toEqual([runTurn.spanId, runTurn.spanId])
+      expect(parentOf(spans.find((s) => s.name === "effect-agent.tool")!)).toBe(step.spanId)
+    }).pipe(Effect.provide(
+      engineLayer(MemoryEventStore.layer, { responses: [{ toolCalls: [{ tool: "look", args: {} }] }, { chunks: ["seen"] }] }).pipe(
+        Layer.provideMerge(testTools({ look: { run: () => Effect.succeed({ result: "a tree" }) } })),
+        Layer.provideMerge(PermissionPolicy.layer({ mode: "bypass" }))
+      )
+    )))
+
+  it.effect("a final answer cut by the model's token limit says so in turn.completed and in an annotated warning", () =>
+    Effect.gen(function*() {
+      const logs: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        logs.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "write a lot" })).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
+      expect(events.at(-1)!.payload).toEqual({ stopReason: "final", finishReason: "length" })
+      const cut = logs.find((l) => String(l.message).includes("cut short"))
+      expect(cut?.annotations).toMatchObject({ sessionId, turnId: (events[0] as { readonly turnId: string }).turnId, finishReason: "length" })
+      // A turn ended normally has no finishReason: old logs and goldens keep their meaning.
+      const next = yield* collect(engine.runTurn({ sessionId, userMessage: "again" }))
+      expect(next.at(-1)!.payload).toEqual({ stopReason: "final" })
+      expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+    }).pipe(Effect.provide(memoryEngine({ responses: [{ chunks: ["Once upon a"], finishReason: "length" }, { chunks: ["ok"] }] }))))
+})
