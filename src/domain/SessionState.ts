@@ -201,6 +201,11 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     return fail(event, `${event.type} of turn ${event.turnId}, which is not the open turn`)
   }
   const base: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
+  // The hot path: a delta while the model streams moves nothing but the sequence (the machine's
+  // transition would give back the same status).
+  if (event.type === "model.delta" && open!.status.state === TurnFsm.TurnState.Running && open!.status.phase === TurnFsm.RunningPhase.ModelStreaming) {
+    return Either.right(base)
+  }
   const status = TurnFsm.transition(open?.status ?? TurnFsm.initial, TurnFsm.inputOf(event))
   if (Either.isLeft(status)) return fail(event, status.left.message)
   const turn: OpenTurn = open === undefined
