@@ -11,7 +11,7 @@ import { createReadStream } from "node:fs"
 import { createInterface } from "node:readline"
 import { Effect, Stream } from "effect"
 import { type AgentEvent, SessionEngine } from "../src/index.js"
-import { constantModel, count, engineRuntime, storeLayer } from "./engine.js"
+import { constantModel, engineRuntime, storeLayer } from "./engine.js"
 
 const [mode, ...args] = process.argv.slice(2)
 
@@ -23,7 +23,9 @@ const main = async () => {
       const rt = engineRuntime(storeLayer({ kind: "jsonl", dataDir }), constantModel(["ok"], Number.MAX_SAFE_INTEGER))
       return (mode === "replay"
         ? rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
-          count(engine.replaySession({ sessionId }))))
+          // Counted by a fold: `Stream.runForEachChunk` (effect 3.22) keeps what it consumed reachable from
+          // old space until a major GC, so a consumer written with it grows with the log whatever the store does.
+          Stream.runFold(engine.replaySession({ sessionId }), 0, (n) => n + 1)))
         : rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
           Effect.gen(function*() {
             let last: AgentEvent.AgentEvent | undefined

@@ -2,7 +2,8 @@
  * Rows 4–5, reading long logs back.
  * 4: `replaySession` of a log of R MB (JSONL store, a fresh engine's first read of it) against
  *    readline + JSON.parse of the same file, as throughput (baseline time / ours); and the peak RSS
- *    growth of replay in child processes for a small and a large log (flat in log size: ≈ 1×).
+ *    of replay in child processes for a small and a large log (flat in log size: ≈ 1×; the growth over
+ *    each process's start on the detail line).
  * 5: peak RSS of hydrating an H MB session (runTurn on it in a fresh engine, the turn must end
  *    `final`) against replaying it, each in its own child process. The ratio is of absolute peak RSS,
  *    as in the issue; the detail line also gives the growth over each process's starting RSS.
@@ -51,15 +52,19 @@ export const run = async (): Promise<Array<Row>> => {
   // 4, memory: replay's peak RSS growth for a small and a large log, each in a fresh process.
   writeLog(t, dataDir, "sess_small", config.rssSmallMb * MB)
   writeLog(t, dataDir, "sess_large", config.rssLargeMb * MB)
-  const growth = (sessionId: string) => async () => {
+  // The ratio is of peak RSS: once replay's growth over the process's start is near zero (as it is when
+  // it streams), a ratio of growths is a ratio of noise. The growths are on the detail line.
+  const grown: Record<string, Array<number>> = { sess_small: [], sess_large: [] }
+  const peakOf = (sessionId: string) => async () => {
     const r = await child("replay", dataDir, sessionId)
-    return r.maxRss - r.rssStart
+    grown[sessionId]!.push(r.maxRss - r.rssStart)
+    return r.maxRss
   }
-  const [small, large] = await interleave(config.rssReps, [growth("sess_small"), growth("sess_large")], { warmups: 0 })
-  rows.push(ratioRow(4, `replay peak RSS growth, ${config.rssLargeMb} MB log vs ${config.rssSmallMb} MB log`, ratios(large!, small!), {
+  const [small, large] = await interleave(config.rssReps, [peakOf("sess_small"), peakOf("sess_large")], { warmups: 0 })
+  rows.push(ratioRow(4, `replay peak RSS, ${config.rssLargeMb} MB log vs ${config.rssSmallMb} MB log`, ratios(large!, small!), {
     text: "≤ 1.25× (flat in log size)",
     met: (m) => m <= 1.25
-  }, `peak RSS growth ${mb(median(small!))} (${config.rssSmallMb} MB log), ${mb(median(large!))} (${config.rssLargeMb} MB log)`))
+  }, `peak RSS ${mb(median(small!))} (${config.rssSmallMb} MB log), ${mb(median(large!))} (${config.rssLargeMb} MB log); growth over the process's start ${mb(median(grown.sess_small!))}, ${mb(median(grown.sess_large!))}`))
 
   // 5. Hydration vs replay, peak RSS, each in a fresh process.
   const big = writeLog(t, dataDir, "sess_hydrate", config.hydrateMb * MB)
