@@ -117,25 +117,67 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
   return transcript
 }
 
+/** The messages of one entry (see {@link messages}). */
+const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
+  if (entry.role === "user") return [{ role: "user", content: entry.content }]
+  const answered = entry.toolCalls.filter((c) => c.result !== undefined)
+  const assistant: Message = {
+    role: "assistant",
+    content: entry.content,
+    toolCalls: answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
+  }
+  const results = answered.map((c): Message => ({
+    role: "tool",
+    toolCallId: c.toolCallId,
+    tool: c.tool,
+    content: c.result!.content,
+    isError: c.result!.isError
+  }))
+  return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
+}
+
+/** An entry's messages and the length of each serialized as JSON. */
+interface Rendered {
+  readonly messages: ReadonlyArray<Message>
+  readonly chars: number
+}
+
+// Entries are immutable (an update makes a new entry), so an entry's rendering is computed once:
+// a request in turn 2,000 renders only what changed since the last one.
+const renderings = new WeakMap<TranscriptEntry, Rendered>()
+
+const render = (entry: TranscriptEntry): Rendered => {
+  const known = renderings.get(entry)
+  if (known !== undefined) return known
+  const messages = messagesOf(entry)
+  let chars = 0
+  for (const message of messages) chars += JSON.stringify(message).length
+  const rendered = { messages, chars }
+  renderings.set(entry, rendered)
+  return rendered
+}
+
 /**
  * The messages of a transcript as a model request carries them. A call that never got a result (a
  * log cut short) is left out, so the request stays well-formed.
  */
-export const messages = (transcript: Transcript): ReadonlyArray<Message> =>
-  all(transcript).flatMap((entry): ReadonlyArray<Message> => {
-    if (entry.role === "user") return [{ role: "user", content: entry.content }]
-    const answered = entry.toolCalls.filter((c) => c.result !== undefined)
-    const assistant: Message = {
-      role: "assistant",
-      content: entry.content,
-      toolCalls: answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
-    }
-    const results = answered.map((c): Message => ({
-      role: "tool",
-      toolCallId: c.toolCallId,
-      tool: c.tool,
-      content: c.result!.content,
-      isError: c.result!.isError
-    }))
-    return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
-  })
+export const messages = (transcript: Transcript): ReadonlyArray<Message> => rendered(transcript).messages
+
+/**
+ * The messages (as {@link messages}) and the length of `JSON.stringify(messages)`, both from
+ * renderings kept per entry: neither the messages nor their JSON are rebuilt for entries that did
+ * not change.
+ */
+export const rendered = (transcript: Transcript): { readonly messages: ReadonlyArray<Message>; readonly jsonLength: number } => {
+  const out: Array<Message> = []
+  let chars = 0
+  const add = (entry: TranscriptEntry) => {
+    const r = render(entry)
+    for (const message of r.messages) out.push(message)
+    chars += r.chars
+  }
+  for (const entry of transcript.entries) add(entry)
+  if (transcript.open !== undefined) add(transcript.open)
+  // "[" + the messages joined by "," + "]"
+  return { messages: out, jsonLength: 2 + chars + Math.max(0, out.length - 1) }
+}

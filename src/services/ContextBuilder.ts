@@ -66,10 +66,18 @@ export const estimate = (request: ModelRequest): TokenEstimate => {
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
 
-/** Builds a request from prompt parts and the input. */
+/**
+ * Builds a request from prompt parts and the input. Its token estimate equals `estimate(request)`,
+ * but the transcript's share comes from what the transcript keeps rendered per entry, so a long
+ * session's request costs what changed since the last one, not the whole conversation again.
+ */
 export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput): BuiltContext => {
-  const request: ModelRequest = { system: compose(parts), messages: Transcript.messages(input.transcript), tools: input.tools }
-  return { request, parts, tokens: estimate(request) }
+  const { jsonLength, messages } = Transcript.rendered(input.transcript)
+  const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
+  const instruction = Tokens.estimate(request.system)
+  const transcript = Math.ceil(jsonLength / 4)
+  const tools = request.tools.length === 0 ? 0 : Tokens.estimateJson(request.tools)
+  return { request, parts, tokens: { instruction, transcript, tools, total: instruction + transcript + tools } }
 }
 
 /** The builder the engine uses when none is provided: the transcript and tools, no system prompt. */
