@@ -161,7 +161,9 @@ export const commit = (
     const ids = yield* idsFor(ports.ids, events.length)
     for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
     yield* (events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, events)).pipe(
+      // No stack trace: this span is on the hot path, once per batch.
       Effect.withSpan("effect-agent.store.append", {
+        captureStackTrace: false,
         attributes: { sessionId: session.sessionId, turnId, events: events.length, firstSequence: events[0]!.sequence }
       })
     )

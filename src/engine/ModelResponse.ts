@@ -119,6 +119,7 @@ export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effec
     for (let attempt = 1;; attempt++) {
       const response = yield* respond(env, request, tally).pipe(
         Effect.withSpan("effect-agent.model.request", {
+          captureStackTrace: false,
           attributes: {
             sessionId: env.session.sessionId,
             turnId: env.turnId,

@@ -80,7 +80,7 @@ const steps = (
     }
     for (let step = stepsDone + 1;; step++) {
       const completion = yield* oneStep(env, tally, step).pipe(
-        Effect.withSpan("effect-agent.step", { attributes: { sessionId: env.session.sessionId, turnId: env.turnId, step } })
+        Effect.withSpan("effect-agent.step", { captureStackTrace: false, attributes: { sessionId: env.session.sessionId, turnId: env.turnId, step } })
       )
       if (completion !== undefined) return completion
     }
