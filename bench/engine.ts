@@ -46,7 +46,8 @@ export const spiedStore = (
     EventStore.EventStore,
     Effect.map(EventStore.EventStore, (store) => ({
       ...store,
-      append: (event: AgentEvent.AgentEvent) => Effect.tap(store.append(event), () => Effect.sync(() => onStored(event)))
+      append: (event: AgentEvent.AgentEvent) => Effect.tap(store.append(event), () => Effect.sync(() => onStored(event))),
+      appendAll: (events: ReadonlyArray<AgentEvent.AgentEvent>) => Effect.tap(store.appendAll(events), () => Effect.sync(() => events.forEach(onStored)))
     }))
   ).pipe(Layer.provide(inner))
 
