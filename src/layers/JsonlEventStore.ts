@@ -9,6 +9,20 @@
  * through the migrations of `LogFormat`, and upgraded (atomically, the original kept beside it) on
  * their first append. Listing reads an index kept in `<dataDir>/index.json`, not the logs.
  *
+ * What an append's success promises: the event's whole line (a batch's lines) went to the operating
+ * system in one `write(2)` at the end of the file — it survives this process crashing, not the
+ * machine losing power. With `fsync: true` the file was also flushed to disk (`fsync(2)`) first;
+ * appends arriving while a flush is under way wait for it and go out together in the next write and
+ * flush (group commit). A failed write (a full disk) is cut off again, so nothing half written is
+ * counted as stored or left for the next line to glue onto.
+ *
+ * Speed: a session's log stays open while it is appended to. While this process holds the session's
+ * writer lock, it is the log's only writer, so an append is one `write(2)` with no `stat`: the last
+ * sequence and size are known in memory, read again only when the lock is (re)taken. Events are
+ * encoded by `JSON.stringify` after a check compiled from the schema (see `jsonl/EventCodec.ts`); the
+ * schema itself runs only for what that check does not accept. Reading streams the log in 64 KiB
+ * chunks in constant memory (see `jsonl/LogReader.ts`).
+ *
  * @since 0.1.0
  */
 import { existsSync, linkSync, renameSync, rmSync, unlinkSync } from "node:fs"
