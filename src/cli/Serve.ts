@@ -1,8 +1,10 @@
 /**
  * `effect-agent serve`: the HTTP + SSE API and the web session viewer (CONTRACT.md §7.1, §7.3) on
  * 127.0.0.1 (by default). The model, the store and the permissions come from the same flags and
- * environment as `run`; the settings file read is the one of the directory `serve` starts in, and
- * new sessions get that directory as their cwd unless the request names another.
+ * environment as `run`: each session follows `--mode`, `--allow`, `--deny` and then the settings
+ * file of its own cwd (read once per cwd while the server runs; a file that cannot be read makes
+ * every call of its sessions ask). The commands' environment (`env` of a settings file) is the one of
+ * the directory `serve` starts in, which is also the cwd of new sessions that name none.
  *
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
  * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
@@ -16,7 +18,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
@@ -34,6 +36,34 @@ const host = Options.text("host").pipe(
   Options.withDescription("The address to listen on (default 127.0.0.1: this machine only)")
 )
 
+/**
+ * The policy of each session from its cwd's settings file (and the flags), as `run` decides for its
+ * one session. Files are read once per cwd; one that cannot be read makes its sessions' calls ask.
+ */
+const perCwd = (
+  serverCwd: string,
+  serverFile: Settings.SettingsFile,
+  options: (file: Settings.SettingsFile) => PermissionPolicy.Options
+) => {
+  const known = new Map<string, PermissionPolicy.Options | undefined>([[serverCwd, options(serverFile)]])
+  const optionsOf = (cwd: string) =>
+    known.has(cwd) ? Effect.succeed(known.get(cwd)) : Settings.load(cwd).pipe(
+      Effect.map(options),
+      Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
+      Effect.option,
+      Effect.map(Option.getOrUndefined),
+      Effect.tap((found) => Effect.sync(() => known.set(cwd, found))),
+      Effect.provide(NodeContext.layer)
+    )
+  return Layer.succeed(PermissionEngine.PermissionEngine, {
+    decide: (request) =>
+      Effect.map(optionsOf(request.cwd), (found) =>
+        found === undefined
+          ? { decision: "ask" as const, policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
+          : PermissionPolicy.decide(found, request))
+  })
+}
+
 const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
 
 /** The `serve` command. */
@@ -50,6 +80,7 @@ export const command = Command.make(
       if (note !== undefined) yield* Console.error(note)
       const policy = Policy.configurable()
       yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(mode), rules: flagRules }), file.env)
+      const permissions = perCwd(cwd, file, (settings) => Settings.policyOptions(settings, { mode: Option.getOrUndefined(mode), rules: flagRules }))
       const model = yield* Models.layer(options)
       // Loaded only here: the HTTP stack costs start-up time for every other command.
       const { Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
@@ -61,7 +92,7 @@ export const command = Command.make(
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
         Layer.provide(WorkspaceTools.layer({ env: policy.env })),
-        Layer.provide(policy.layer),
+        Layer.provide(permissions),
         Layer.provide(PromptComposer.layer()),
         Layer.provide(NodeContext.layer)
       )

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { type Running, start } from "../cli/subprocess.js"
+import { liveUntil } from "./harness.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-"))
 const running: Array<Running> = []
@@ -17,11 +18,11 @@ afterAll(() => {
 })
 
 /** Starts `serve` on a free port; resolves with what it printed once it is listening. */
-const launch = async (name: string, env: Record<string, string> = {}) => {
+const launch = async (name: string, env: Record<string, string> = {}, responses: ReadonlyArray<unknown> = [{ chunks: ["served"] }]) => {
   const cwd = join(dir, name)
   mkdirSync(cwd, { recursive: true })
   const script = join(dir, `${name}.json`)
-  writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["served"] }] }))
+  writeFileSync(script, JSON.stringify({ responses }))
   const server = start(["serve", "--port", "0", "--script", script, "--data-dir", join(cwd, ".data")], { cwd, env })
   running.push(server)
   let stderr = ""
@@ -73,5 +74,32 @@ describe("effect-agent serve", () => {
     expect((await fetch(`${url}/sessions`, { headers: { authorization: "Bearer a-token-from-the-environment-0124" } })).status).toBe(401)
     server.child.kill("SIGINT")
     await server.done
+  })
+
+  it("each session follows the settings file of its own cwd", async () => {
+    const write = (path: string) => ({ toolCalls: [{ tool: "write_file", args: { path, content: "x" } }] })
+    const { server, token, url } = await launch("policies", {}, [write("a.txt"), { chunks: ["ok"] }, write("b.txt"), write("c.txt")])
+    const project = (name: string, settings?: string) => {
+      const cwd = join(dir, "policies-projects", name)
+      mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+      if (settings !== undefined) writeFileSync(join(cwd, ".effect-agent", "settings.json"), settings)
+      return cwd
+    }
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    /** Runs one turn in a new session of `cwd`; the decision of its first permission.resolved. */
+    const decisionIn = async (cwd: string) => {
+      const session = (await (await fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd }) })).json()) as { sessionId: string }
+      expect((await fetch(`${url}/sessions/${session.sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "write" }) })).status).toBe(202)
+      // Until the call asks, or the turn ends (an allowed call ran): the next turn's script then comes next.
+      const events = await liveUntil(`${url}/sessions/${session.sessionId}/live`, { token }, (e) =>
+        e.type === "turn.completed" || (e.type === "permission.resolved" && e.payload.decision === "ask"))
+      return events.find((e) => e.type === "permission.resolved")!.payload
+    }
+    expect(await decisionIn(project("edits", `{"mode":"acceptEdits"}`))).toMatchObject({ decision: "allow" })
+    expect(await decisionIn(project("plain"))).toMatchObject({ decision: "ask" })
+    expect(await decisionIn(project("broken", `{"mode":`))).toMatchObject({ decision: "ask", policy: "settings/unreadable" })
+    server.child.kill("SIGINT")
+    const finished = await server.done
+    expect(finished.stderr).toContain("calls in sessions of")
   })
 })
