@@ -240,7 +240,10 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => [...appenders.values()].forEach(drop)))
 
-    /** Whether an appender still describes its file: always while this process holds the lock. */
+    /**
+     * Whether an appender still describes its file: always while this process holds the lock, and
+     * while its own flush is under way (`fsync`: the lines queue behind it); else when its size matches.
+     */
     const current = (appender: Appender) => {
       if (appender.trusted || appender.flushing) return true
       try {
