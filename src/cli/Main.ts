@@ -33,7 +33,9 @@ const oneLineLogger = Logger.make(({ annotations, cause, message }) => {
   const fields = HashMap.toEntries(annotations).map(([key, value]) => `${key}: ${brief(value)}`)
   const why = Cause.isEmpty(cause) ? [] : [`cause: ${brief(Cause.squash(cause))}`]
   const detail = [...fields, ...why]
-  process.stderr.write(`${parts.join(" ")}${detail.length === 0 ? "" : ` (${detail.join("; ")})`}\n`)
+  // The library logs without a prefix (its logs carry annotations instead); on the terminal every line names the program.
+  const text = parts.join(" ")
+  process.stderr.write(`${text.startsWith("effect-agent: ") ? "" : "effect-agent: "}${text}${detail.length === 0 ? "" : ` (${detail.join("; ")})`}\n`)
 })
 
 // Diagnostics go to stderr, so stdout carries only the answer: warnings and errors as one line each

@@ -90,7 +90,7 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
           }
           if (repeats.length === 0 || env.control.cancelRequested) return Effect.void
           return Effect.forEach(repeats, (call) =>
-            Effect.logWarning("effect-agent: the model repeated a tool call id; the repeat is ignored").pipe(
+            Effect.logWarning("the model repeated a tool call id; the repeat is ignored").pipe(
               Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
             ), { discard: true })
         })
@@ -99,7 +99,7 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
         finishReason === "length" || finishReason === "content_filter"
           ? Effect.zipRight(
             Effect.annotateCurrentSpan("finishReason", finishReason),
-            Effect.logWarning("effect-agent: the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+            Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
           )
           : Effect.void
       )),
@@ -132,7 +132,7 @@ export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effec
       if (response._tag === "Answered" || response.stored) return response
       const wait = yield* attempts.next(response.failure)
       if (Option.isNone(wait)) return response
-      yield* Effect.logInfo("effect-agent: model request failed; retrying").pipe(
+      yield* Effect.logInfo("model request failed; retrying").pipe(
         Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail, attempt, delayMs: wait.value })
       )
       yield* env.commit([EventDraft.modelRetry(attempt, wait.value, response.failure.reason)])

@@ -232,7 +232,7 @@ export const make = (
         const open = session.live.state.openTurn
         if (open === undefined) return
         const errorCode = session.danglingReason
-        yield* Effect.logWarning("effect-agent: closing a turn left open").pipe(
+        yield* Effect.logWarning("closing a turn left open").pipe(
           Effect.annotateLogs({ sessionId: session.sessionId, turnId: open.turnId, errorCode })
         )
         yield* TurnDriver.close(TurnEnv.detached(services, session, open.turnId), { stopReason: "error", errorCode })
@@ -246,7 +246,7 @@ export const make = (
     const forgetIfStale = (sessionId: string) => (failure: EventStoreFailure) =>
       failure.reason === "sequence_conflict"
         ? Effect.sync(() => sessions.forget(sessionId)).pipe(
-          Effect.zipRight(Effect.logWarning("effect-agent: the session was changed by another writer; it will be reloaded").pipe(
+          Effect.zipRight(Effect.logWarning("the session was changed by another writer; it will be reloaded").pipe(
             Effect.annotateLogs({ sessionId })
           ))
         )
@@ -375,7 +375,9 @@ export const make = (
       // Closing a paused turn is a write: it needs the session's writer lock.
       const writable = yield* Effect.either(writableSession(input.sessionId))
       if (Either.isLeft(writable)) {
-        return yield* Effect.logWarning(`effect-agent: could not cancel the paused turn of session ${input.sessionId}: ${writable.left.message}`)
+        return yield* Effect.logWarning("could not cancel the paused turn", writable.left.message).pipe(
+          Effect.annotateLogs({ sessionId: input.sessionId })
+        )
       }
       const session = writable.right
       if (session.active !== undefined) return yield* cancelActive(session, input.turnId)
@@ -390,7 +392,9 @@ export const make = (
         Effect.catchTag("TurnInProgress", () => cancelActive(session, input.turnId)),
         Effect.catchTag("EventStoreFailure", (e) =>
           forgetIfStale(session.sessionId)(e).pipe(
-            Effect.zipRight(Effect.logWarning(`effect-agent: could not store the cancellation of a paused turn: ${e.message}`))
+            Effect.zipRight(Effect.logWarning("could not store the cancellation of a paused turn", e.message).pipe(
+              Effect.annotateLogs({ sessionId: session.sessionId })
+            ))
           ))
       )
     })

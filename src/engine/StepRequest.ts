@@ -27,7 +27,7 @@ export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<M
       ? built.request
       : yield* env.hooks.transformContext(built.request).pipe(
         Effect.catchAllCause((cause) =>
-          Effect.logWarning("effect-agent: transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
+          Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
     const tokens = request === built.request ? built.tokens : ContextBuilder.estimate(request)
@@ -37,7 +37,7 @@ export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<M
     // The overflow preflight: a request over the context window is never sent.
     const limit = env.provider.capabilities.maxContextTokens
     if (tokens.total > limit) {
-      yield* Effect.logWarning("effect-agent: the context does not fit the model's window; no request sent").pipe(
+      yield* Effect.logWarning("the context does not fit the model's window; no request sent").pipe(
         Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: env.provider.capabilities.model })
       )
       return Option.none<ModelRequest>()

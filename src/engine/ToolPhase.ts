@@ -131,12 +131,12 @@ const executeOnce = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, Even
       progress: (message) =>
         env.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
-          Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("effect-agent: could not store tool progress", e)),
+          Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("could not store tool progress", e)),
           Effect.asVoid
         )
     }).pipe(
       Effect.catchAllDefect((defect) =>
-        Effect.logError("effect-agent: a tool failed unexpectedly", defect).pipe(
+        Effect.logError("a tool failed unexpectedly", defect).pipe(
           Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
         )
       ),
@@ -153,7 +153,7 @@ const afterResult = (env: TurnEnv, call: PreparedCall, output: ToolOutput) =>
     ? Effect.succeed(output)
     : env.hooks.afterToolResult(call, output).pipe(
       Effect.catchAllCause((cause) =>
-        Effect.logWarning("effect-agent: afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
+        Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
       )
     )
 
@@ -163,7 +163,7 @@ const blockedBy = (env: TurnEnv, call: PreparedCall): Effect.Effect<Option.Optio
     : env.hooks.beforeToolCall(call).pipe(
       Effect.map((verdict) => (verdict._tag === "Block" ? Option.some(verdict.reason) : Option.none())),
       Effect.catchAllCause((cause) =>
-        Effect.logWarning("effect-agent: beforeToolCall failed; the call is blocked", cause).pipe(
+        Effect.logWarning("beforeToolCall failed; the call is blocked", cause).pipe(
           Effect.as(Option.some("a check before the call failed"))
         )
       )

@@ -96,7 +96,7 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
     const response = yield* ModelResponse.stream(env, request.value, tally)
     if (response._tag === "Failed") {
-      yield* Effect.logWarning("effect-agent: model provider failed; the turn ends with an error").pipe(
+      yield* Effect.logWarning("model provider failed; the turn ends with an error").pipe(
         Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })
       )
       return { stopReason: "error", errorCode: response.failure.reason }
@@ -120,7 +120,7 @@ const shouldStop = (env: TurnEnv) =>
   env.hooks.shouldStopAfterStep === undefined
     ? Effect.succeed(false)
     : env.hooks.shouldStopAfterStep(env.session.live.state).pipe(
-      Effect.catchAllCause((cause) => Effect.logWarning("effect-agent: shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
+      Effect.catchAllCause((cause) => Effect.logWarning("shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
     )
 
 const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
@@ -147,7 +147,7 @@ const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, us
       return yield* close(env, withUsage({ stopReason: "cancelled" }, usage))
     }
     // A defect in the turn's work: logged with its cause, never written into an event.
-    yield* Effect.logError("effect-agent: the turn failed unexpectedly", exit.cause)
+    yield* Effect.logError("the turn failed unexpectedly", exit.cause)
     return yield* close(env, withUsage({ stopReason: "error", errorCode: "internal_error" }, usage))
   }).pipe(Effect.asVoid)
 

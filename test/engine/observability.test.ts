@@ -77,6 +77,8 @@ describe("observability", () => {
       expect(events.at(-1)!.payload).toEqual({ stopReason: "final", finishReason: "length" })
       const cut = logs.find((l) => String(l.message).includes("cut short"))
       expect(cut?.annotations).toMatchObject({ sessionId, turnId: (events[0] as { readonly turnId: string }).turnId, finishReason: "length" })
+      // Annotations say where a log comes from; messages carry no hand-written prefix.
+      expect(logs.filter((l) => String(l.message).startsWith("effect-agent:"))).toEqual([])
       // A turn ended normally has no finishReason: old logs and goldens keep their meaning.
       const next = yield* collect(engine.runTurn({ sessionId, userMessage: "again" }))
       expect(next.at(-1)!.payload).toEqual({ stopReason: "final" })
