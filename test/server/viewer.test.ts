@@ -1,7 +1,7 @@
 /**
  * The viewer's fold (src/server/viewer/viewer.js, hand-written so the page needs no build) against
  * the package's projections, at every prefix of real logs: the golden logs and one the server
- * writes with an approval, a denial, a remembered answer and a cancel. What the timeline shows as
+ * writes with a retry, an approval, a denial, a remembered answer and a cancel. What the timeline shows as
  * of sequence N is what SessionState and Transcript say of the log's first N events.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -50,7 +50,7 @@ describe("the viewer's fold", () => {
     for (const name of ["minimal", "tools"]) expectSameAtEveryPrefix(fromFile(`fixtures/golden/${name}.jsonl`))
   })
 
-  it.scopedLive("matches them on a log with an approval, a denial, a remembered answer and a cancel", () =>
+  it.scopedLive("matches them on a log with a retry, an approval, a denial, a remembered answer and a cancel", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
       const write = (path: string) => ({ tool: "write_file", args: { path, content: path } })
@@ -58,6 +58,7 @@ describe("the viewer's fold", () => {
         cwd,
         dataDir,
         responses: [
+          { failure: { reason: "overloaded", retryAfterMs: 1 } },
           { chunks: ["Two writes."], toolCalls: [write("a.txt"), write("b.txt")] },
           { chunks: ["One allowed, one denied."] },
           { chunks: ["Again."], toolCalls: [write("c.txt")] },
@@ -91,6 +92,9 @@ describe("the viewer's fold", () => {
       yield* server.client.sessions.cancel({ path: { id } })
       const log = yield* storedEvents(server, id)
       expect(log.map((e) => e.type)).toContain("tool.failed")
+      // A retry is shown where it happened, with its cause.
+      expect(log.map((e) => e.type)).toContain("model.retry")
+      expect(Viewer.fold(log).turns[0]!.items[0]).toEqual({ kind: "note", text: expect.stringMatching(/^retry 1: overloaded, again in \d+ ms$/) })
       expect(log.at(-1)!.payload).toMatchObject({ stopReason: "cancelled" })
       expectSameAtEveryPrefix(log)
     }))

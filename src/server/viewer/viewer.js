@@ -48,7 +48,7 @@ export const step = (view, event) => {
       break
     }
     case "model.retry":
-      push({ kind: "note", text: `model retry ${p.attempt ?? ""}${p.reason ? ` (${p.reason})` : ""}` })
+      push({ kind: "note", text: `retry ${p.attempt}: ${p.errorCode}, again in ${p.delayMs} ms` })
       break
     case "model.tool_call_requested": {
       const call = { kind: "call", toolCallId: p.toolCallId, tool: p.tool, args: p.args, status: "requested", decisions: [], risk: undefined }
