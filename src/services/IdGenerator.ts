@@ -40,32 +40,44 @@ const encodeTime = (millis: number): string => {
   return out
 }
 
-// Random bytes are drawn a block at a time: one getRandomValues call serves many ids.
-const pool = new Uint8Array(16 * 256)
-let poolAt = pool.length
-
-const randomPart = (): string => {
-  if (poolAt === pool.length) {
-    globalThis.crypto.getRandomValues(pool)
-    poolAt = 0
-  }
+// The 16 characters after the time: 10 random ones drawn once (and again when the counter wraps),
+// then a 6-character counter. Unique within a process by the counter, across processes by the
+// random part (50 bits); building one costs a few lookups rather than a draw of random bytes.
+const randomChars = (n: number): string => {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(n))
   let out = ""
-  for (let end = poolAt + 16; poolAt < end; poolAt++) out += alphabet[pool[poolAt]! & 31]
+  for (const byte of bytes) out += alphabet[byte & 31]
   return out
 }
+const counterSpan = 32 ** 6
+let stem = randomChars(10)
+let counter = 0
 
-const randomId = (kind: IdKind, now: number): string => prefixes[kind] + encodeTime(now) + randomPart()
+const randomPart = (): string => {
+  if (counter === counterSpan) {
+    stem = randomChars(10)
+    counter = 0
+  }
+  let n = counter++
+  let tail = ""
+  for (let i = 0; i < 6; i++, n = Math.floor(n / 32)) tail = alphabet[n % 32] + tail
+  return stem + tail
+}
+
+// Sessions and turns, made rarely, keep 16 fresh random characters: their ids say nothing of each other.
+const randomId = (kind: IdKind, now: number): string => prefixes[kind] + encodeTime(now) + (kind === "event" ? randomPart() : randomChars(16))
 
 /**
- * Random ids: prefix, then a ULID-like body (the creation time from `Clock`, then 16 random
- * characters), so ids of one kind sort roughly by creation time.
+ * Random ids: prefix, then a ULID-like body (the creation time from `Clock`, then 16 characters:
+ * random for sessions and turns; for events, the hot path, a random stem per process and a
+ * counter), so ids of one kind sort roughly by creation time and never repeat.
  */
 export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
   next: (kind) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => randomId(kind, now)),
   nextMany: (kind, count) =>
     Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => {
       const time = encodeTime(now)
-      return Array.from({ length: count }, () => prefixes[kind] + time + randomPart())
+      return Array.from({ length: count }, () => prefixes[kind] + time + (kind === "event" ? randomPart() : randomChars(16)))
     })
 })
 
