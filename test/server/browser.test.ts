@@ -3,7 +3,7 @@
  * ships, driven by playwright-core: `npm ci` is the whole setup, nothing is downloaded). Through
  * the page only: log in with the one-time URL, start a session, send a message and see the scripted
  * model's reply, approve a tool call with its button, restart the server mid-turn and see the page
- * resume without a duplicated event, scrub the timeline back to the approval.
+ * resume without a duplicated event, cancel a turn with its button, scrub the timeline back to the approval.
  *
  * EFFECT_AGENT_SCREENSHOT=docs/viewer.png saves a screenshot of the page for the README.
  */
@@ -121,7 +121,7 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.click("#send"))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector(".turn:nth-of-type(3) .text")?.textContent?.includes("tick2") === true))
       yield* first.stop
-      const second = yield* start({ cwd, dataDir, token, port: first.port })
+      const second = yield* start({ cwd, dataDir, token, port: first.port, responses: [{ chunks: ticks, delay: "100 millis" }] })
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]", { timeout: 20_000 }))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.dataset["state"] === "live"))
       const stored = yield* storedEvents(second, sessionId!)
@@ -131,11 +131,16 @@ describe("the web session viewer in Chromium", () => {
       const third = stored.filter((e) => e.type === "turn.started")[2]!.turnId!
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(3) .text"))).toBe(deltas(stored, third))
 
-      // The page keeps working against the new server: another turn streams in.
+      // The page keeps working against the new server: a turn cancelled with the button, then another that streams in.
+      yield* Effect.promise(() => page.fill("#message", "count again"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector(".turn:nth-of-type(4) .text")?.textContent?.includes("tick1") === true))
+      yield* Effect.promise(() => page.click("#cancel"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(4) [data-end=cancelled]"))
       yield* Effect.promise(() => page.fill("#message", "still there?"))
       yield* Effect.promise(() => page.click("#send"))
-      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(4) [data-end=final]"))
-      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(4) .text"))).toBe("Echo: still there?")
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(5) [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(5) .text"))).toBe("Echo: still there?")
 
       // Scrub back to the approval question: the state as of then, from the log alone.
       const asked = stored.find((e) => e.type === "permission.resolved" && e.payload.decision === "ask")!
@@ -154,7 +159,7 @@ describe("the web session viewer in Chromium", () => {
       expect(yield* Effect.promise(() => page.locator("button[data-action=allow]").count())).toBe(0)
       yield* Effect.promise(() => page.click("#live"))
       expect(yield* Effect.promise(() => page.textContent("#phase"))).toBe("idle")
-      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(4)
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(5)
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })
