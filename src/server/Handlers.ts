@@ -48,7 +48,7 @@ export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | No
     case "InvalidInput":
       return Effect.fail(new BadRequest({ error: "BadRequest", message: error.message }))
     case "EventStoreFailure":
-      return Effect.logError("effect-agent serve: the event store failed", error).pipe(
+      return Effect.logError("the event store failed", error).pipe(
         Effect.zipRight(Effect.fail(new StoreFailure({ error: "EventStoreFailure", message: `The event store failed (${error.reason})` })))
       )
   }

@@ -29,7 +29,7 @@ export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, kee
   const messages = events.pipe(
     Stream.map(encode),
     // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
-    Stream.catchAll((error) => Stream.fromEffect(Effect.logWarning("effect-agent serve: a live stream ended", error)).pipe(Stream.drain))
+    Stream.catchAll((error) => Stream.fromEffect(Effect.logWarning("a live stream ended", error)).pipe(Stream.drain))
   )
   const pings = Stream.repeatEffectWithSchedule(Effect.succeed(keepAliveComment), Schedule.spaced(keepAlive)).pipe(Stream.drop(1))
   return HttpServerResponse.stream(

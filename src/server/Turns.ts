@@ -55,7 +55,7 @@ export const layer = Layer.scoped(
         Effect.catchAll((error) =>
           Effect.flatMap(Deferred.fail(first, error), (answered) =>
             // A failure after the turn started is the store's: the engine has logged and closed what it could.
-            answered ? Effect.void : Effect.logWarning("effect-agent serve: a turn's stream failed", error))
+            answered ? Effect.void : Effect.logWarning("a turn's stream failed", error))
         ),
         Effect.ensuring(Effect.suspend(() => {
           if (running.get(sessionId) === run) running.delete(sessionId)

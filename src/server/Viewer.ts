@@ -52,7 +52,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
     const files = readViewer()
-    if (files === undefined) yield* Effect.logWarning("effect-agent serve: the viewer's files were not found; / answers 404")
+    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found; / answers 404")
     const authorized = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const bearer = (request.headers["authorization"] ?? "").replace(/^Bearer /, "")
       return Security.matches(config.token, bearer) || Security.matches(config.token, Security.cookieValue(request.headers["cookie"], cookieName))
