@@ -74,9 +74,10 @@ describe("the CLI's shell tool", () => {
     const sessionId = /session (\S+)/.exec(finished.stderr)?.[1]
     const log = (await run(["replay", sessionId!, "--json", "--data-dir", dataDir])).stdout.trim().split("\n").map((l) => JSON.parse(l) as AgentEvent.AgentEvent)
     // The probes ran: three results, one of them the command's own environment.
-    const results = log.filter((e) => e.type === "tool.completed").map((e) => (e.payload as { result: string }).result)
-    expect(results).toHaveLength(3)
-    expect(results[2]).toContain("PATH=")
+    // Calls of one response run concurrently and complete in any order: the env probe is found by its call id.
+    const completed = log.flatMap((e) => (e.type === "tool.completed" ? [e.payload] : []))
+    expect(completed).toHaveLength(3)
+    expect(completed.find((c) => c.toolCallId === "call_3")?.result).toContain("PATH=")
     for (const secret of Object.values(secrets)) {
       expect(finished.stdout).not.toContain(secret)
       expect(finished.stderr).not.toContain(secret)
