@@ -28,17 +28,13 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { chmodSync, closeSync, openSync } from "node:fs"
 import * as Cause from "effect/Cause"
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
-import type { SessionSummary } from "../domain/Session.js"
-import { batchConflict, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
 /** Options of the SQLite store. */
@@ -166,7 +162,6 @@ const openFailure = (filename: string, error: unknown, what = "opening the datab
   })
 }
 
-const pageSize = 500
 
 /** Builds the store on a migrated SQLite client. */
 export const make = (options: Options): Effect.Effect<EventStore.Service, never, SqlClient.SqlClient> =>
@@ -192,64 +187,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
 
-    // One transaction: a failure anywhere rolls the whole batch back.
-    const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
-      if (events.length === 0) return Effect.void
-      const conflict = batchConflict(events)
-      if (conflict !== undefined) return Effect.fail(conflict)
-      return sql.withTransaction(Effect.forEach(events, append, { discard: true })).pipe(
-        Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", filename, events[0]!.sessionId)(error)))
-      )
-    }
-
-    const read: EventStore.Service["read"] = (sessionId, readOptions) => {
-      const page = (from: number) =>
-        sql<{ sequence: number; format_version: number; body: string }>`
-          SELECT sequence, format_version, body FROM events
-          WHERE session_id = ${sessionId} AND sequence >= ${from}
-          ORDER BY sequence LIMIT ${pageSize}`.pipe(Effect.mapError(failure("read", filename, sessionId)))
-      const decode = (row: { sequence: number; format_version: number; body: string }) => {
-        const event = Either.flatMap(
-          Either.try({ try: () => JSON.parse(row.body) as unknown, catch: () => "not JSON" }),
-          (raw) => Either.flatMap(LogFormat.migrate(row.format_version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
-        )
-        return Either.isRight(event) && event.right.sequence === row.sequence && event.right.sessionId === sessionId
-          ? Effect.succeed(event.right)
-          : Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: row.sequence, path: filename, detail: "a stored event is not valid" }))
-      }
-      return Stream.paginateChunkEffect(readOptions?.fromSequence ?? 1, (from) =>
-        Effect.map(page(from), (rows) => [Chunk.unsafeFromArray(rows), rows.length === pageSize ? Option.some(rows.at(-1)!.sequence + 1) : Option.none<number>()] as const)).pipe(
-          Stream.mapEffect(decode)
-        )
-    }
-
-    const list = sql<{
-      session_id: string
-      cwd: string
-      client: SessionSummary["client"]
-      created_at: string
-      last_activity_at: string
-      turn_count: number
-      last_sequence: number
-    }>`
-      SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
-      WHERE cwd IS NOT NULL
-      ORDER BY last_activity_at DESC, session_id`.pipe(
-      Effect.map((rows) =>
-        rows.map((r): SessionSummary => ({
-          sessionId: r.session_id,
-          cwd: r.cwd,
-          client: r.client,
-          createdAt: r.created_at,
-          lastActivityAt: r.last_activity_at,
-          turnCount: r.turn_count,
-          lastSequence: r.last_sequence
-        }))
-      ),
-      Effect.mapError(failure("list", filename))
-    )
-
-    const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
+    const { appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
