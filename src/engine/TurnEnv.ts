@@ -46,7 +46,7 @@ export interface TurnServices {
   readonly provider: ModelProvider.Service
   readonly tools: ToolRouter.Service | undefined
   readonly permissions: PermissionEngine["Type"]
-  readonly context: ContextBuilder["Type"]
+  readonly context: ContextBuilder.Service
   readonly hooks: Hooks
   readonly options: TurnOptions
 }

@@ -46,9 +46,8 @@ export const partsFor = (options: Options, input: ContextInput): ReadonlyArray<P
 }
 
 /** Builds the composer. */
-export const make = (options: Options = {}): ContextBuilder["Type"] => ({
-  build: (input) => Effect.sync(() => buildWith(partsFor(options, input), input))
-})
+export const make = (options: Options = {}): Effect.Effect<ContextBuilder.Service> =>
+  Effect.succeed({ build: (input) => Effect.sync(() => buildWith(partsFor(options, input), input)) })
 
 /** The composer as the context builder. */
-export const layer = (options: Options = {}): Layer.Layer<ContextBuilder> => Layer.succeed(ContextBuilder, make(options))
+export const layer = (options: Options = {}): Layer.Layer<ContextBuilder> => Layer.effect(ContextBuilder, make(options))

@@ -46,9 +46,16 @@ export interface BuiltContext {
 }
 
 /** The context builder port. */
-export class ContextBuilder extends Context.Tag("effect-agent/ContextBuilder")<ContextBuilder, {
-  readonly build: (input: ContextInput) => Effect.Effect<BuiltContext>
-}>() {}
+export class ContextBuilder extends Context.Tag("effect-agent/ContextBuilder")<ContextBuilder, ContextBuilder.Service>() {}
+
+/** The context builder port. */
+export declare namespace ContextBuilder {
+  /** What a context builder does. */
+  export interface Service {
+    /** Builds one model request (and its token estimate) from the session's transcript. */
+    readonly build: (input: ContextInput) => Effect.Effect<BuiltContext>
+  }
+}
 
 /** Joins parts into a system prompt: by priority, then id; empty parts left out. */
 export const compose = (parts: ReadonlyArray<PromptPart>): string =>
@@ -81,4 +88,4 @@ export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput)
 }
 
 /** The builder the engine uses when none is provided: the transcript and tools, no system prompt. */
-export const transcriptOnly: ContextBuilder["Type"] = { build: (input) => Effect.succeed(buildWith([], input)) }
+export const transcriptOnly: ContextBuilder.Service = { build: (input) => Effect.succeed(buildWith([], input)) }
