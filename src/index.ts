@@ -25,6 +25,7 @@ export {
   EventStoreFailure,
   InvalidInput,
   NothingToResume,
+  NoTurnInProgress,
   ProviderFailure,
   SessionBusy,
   SessionNotFound,

@@ -67,6 +67,8 @@ export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: 
       expect(index).toBe(0)
       return
     }
+    // Session-level events (follow-ups, a fork's mark) belong to no turn.
+    if (!("turnId" in event)) return
     if (event.type === "turn.started") {
       expect(openTurn, `turn ${event.turnId} started while ${openTurn} open`).toBeUndefined()
       openTurn = event.turnId

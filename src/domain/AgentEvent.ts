@@ -64,10 +64,18 @@ const turnEvent = <const T extends string, P extends Schema.Struct.Fields>(type:
   }).annotations({ identifier: type })
 
 /** The first event of every session; it fixes the session's cwd for life. */
-export const SessionCreated = sessionEvent("session.created", { cwd: Schema.String, client: Client })
+export const SessionCreated = sessionEvent("session.created", {
+  cwd: Schema.String,
+  client: Client,
+  /** Present in a fork: the session and sequence (the end of a closed turn) it was copied from. */
+  forkedFrom: Schema.optional(Schema.Struct({ sessionId: Schema.String, sequence: Schema.Int.pipe(Schema.positive()) }))
+})
 
-/** A turn began; `promptPreview` is the first 80 characters of the user input. */
-export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.String })
+/**
+ * A turn began; `promptPreview` is the first 80 characters of the user input. `queueId`: present
+ * when the turn runs a queued follow-up (`followup.queued`).
+ */
+export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.String, queueId: Schema.optional(Schema.String) })
 
 /** The full user input of a turn. */
 export const UserMessage = turnEvent("user.message", { content: Schema.String })
@@ -152,6 +160,21 @@ export const TurnCompleted = turnEvent("turn.completed", {
   usage: Schema.optional(Usage)
 })
 
+/**
+ * A message the user sent into the running turn (`steer`), stored at the next step boundary —
+ * after the step's tool results, before the next model request. The model sees it as a user message.
+ */
+export const TurnSteered = turnEvent("turn.steered", { content: Schema.String })
+
+/** A message queued to run as its own turn once the session is idle (session-level: no turnId). */
+export const FollowUpQueued = sessionEvent("followup.queued", { queueId: Schema.String, content: Schema.String })
+
+/** Queued follow-ups dropped before they ran (`dropFollowUps`), by queue id (session-level: no turnId). */
+export const FollowUpDropped = sessionEvent("followup.dropped", { queueIds: Schema.Array(Schema.String) })
+
+/** The last event a fork copies: this session continues `fromSessionId` as it was at `atSequence` (session-level). */
+export const SessionForked = sessionEvent("session.forked", { fromSessionId: Schema.String, atSequence: Schema.Int.pipe(Schema.positive()) })
+
 /** Any event of a session's log. */
 export const AgentEvent = Schema.Union(
   SessionCreated,
@@ -167,7 +190,11 @@ export const AgentEvent = Schema.Union(
   ToolProgress,
   ToolCompleted,
   ToolFailed,
-  TurnCompleted
+  TurnCompleted,
+  TurnSteered,
+  FollowUpQueued,
+  FollowUpDropped,
+  SessionForked
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */
@@ -182,8 +209,19 @@ export type EventOfType<T extends EventType> = Extract<AgentEvent, { readonly ty
 /** The payload of one event type. */
 export type PayloadOf<T extends EventType> = EventOfType<T>["payload"]
 
-/** An event of a turn (every type but `session.created`). */
-export type TurnEvent = Exclude<AgentEvent, { readonly type: "session.created" }>
+/** The events that belong to no turn and carry no `turnId`. */
+export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" }>
+
+/** Whether an event belongs to no turn (it carries no `turnId`). */
+export const isSessionLevel = (event: AgentEvent): event is SessionLevelEvent => !("turnId" in event)
+
+/** An event of a turn (every type but the session-level ones). */
+export type TurnEvent = Exclude<AgentEvent, SessionLevelEvent>
+
+/** A session-level event after `session.created`, before the engine gives it an id, a sequence and a timestamp. */
+export type SessionEventDraft = SessionLevelEvent extends infer E
+  ? E extends Exclude<SessionLevelEvent, { readonly type: "session.created" }> ? { readonly type: E["type"]; readonly payload: E["payload"] } : never
+  : never
 
 /** A turn event before the engine gives it an id, a sequence and a timestamp. */
 export type TurnEventDraft = TurnEvent extends infer E

@@ -120,6 +120,15 @@ export class TurnInProgress extends Schema.TaggedError<TurnInProgress>()("TurnIn
   }
 }
 
+/** `steer` found no turn running in this engine for the session: there is nothing to steer. */
+export class NoTurnInProgress extends Schema.TaggedError<NoTurnInProgress>()("NoTurnInProgress", {
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `Session ${this.sessionId} has no running turn to steer`
+  }
+}
+
 /** No call of the session is waiting for the user's decision under this id. */
 export class ApprovalNotPending extends Schema.TaggedError<ApprovalNotPending>()("ApprovalNotPending", {
   sessionId: Schema.String,

@@ -53,6 +53,12 @@ export interface RememberedPermission {
   readonly sequence: number
 }
 
+/** A follow-up waiting to run as its own turn (`followup.queued`, not yet started nor dropped). */
+export interface QueuedFollowUp {
+  readonly queueId: string
+  readonly content: string
+}
+
 /** A session's state, as replayed from its log. */
 export interface SessionState {
   readonly sessionId: string
@@ -65,6 +71,8 @@ export interface SessionState {
   readonly openTurn: OpenTurn | undefined
   readonly lastTurn: LastTurn | undefined
   readonly remembered: ReadonlyArray<RememberedPermission>
+  /** Follow-ups queued and not yet started nor dropped, oldest first. */
+  readonly followUps: ReadonlyArray<QueuedFollowUp>
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -88,7 +96,8 @@ export const fromCreated = (event: EventOfType<"session.created">): SessionState
   turnCount: 0,
   openTurn: undefined,
   lastTurn: undefined,
-  remembered: []
+  remembered: [],
+  followUps: []
 })
 
 /** The state of a session whose log begins with `event`; fails unless it is a `session.created` at sequence 1. */
@@ -194,6 +203,21 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     return fail(event, `sequence ${event.sequence} does not follow ${state.lastSequence}`)
   }
   if (event.type === "session.created") return fail(event, "session.created may only begin a log")
+  // Session-level events belong to no turn: they may come between or inside turns.
+  if (event.type === "followup.queued" || event.type === "followup.dropped" || event.type === "session.forked") {
+    const moved: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
+    switch (event.type) {
+      case "followup.queued":
+        if (state.followUps.some((f) => f.queueId === event.payload.queueId)) return fail(event, `follow-up ${event.payload.queueId} queued twice`)
+        return Either.right({ ...moved, followUps: [...state.followUps, { queueId: event.payload.queueId, content: event.payload.content }] })
+      case "followup.dropped": {
+        const dropped = new Set(event.payload.queueIds)
+        return Either.right({ ...moved, followUps: state.followUps.filter((f) => !dropped.has(f.queueId)) })
+      }
+      case "session.forked":
+        return Either.right(moved)
+    }
+  }
   const open = state.openTurn
   if (event.type === "turn.started") {
     if (open !== undefined) return fail(event, `turn ${event.turnId} started while turn ${open.turnId} is open`)
@@ -213,8 +237,18 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     : { ...open, status: status.right }
 
   switch (event.type) {
-    case "turn.started":
-      return Either.right({ ...base, turnCount: state.turnCount + 1, openTurn: turn })
+    case "turn.started": {
+      const { queueId } = event.payload
+      if (queueId !== undefined && !state.followUps.some((f) => f.queueId === queueId)) {
+        return fail(event, `turn ${event.turnId} runs follow-up ${queueId}, which is not queued`)
+      }
+      return Either.right({
+        ...base,
+        turnCount: state.turnCount + 1,
+        openTurn: turn,
+        followUps: queueId === undefined ? state.followUps : state.followUps.filter((f) => f.queueId !== queueId)
+      })
+    }
     case "turn.completed":
       if (turn.toolCalls.length > 0) {
         return fail(event, `turn completed with open tool calls: ${turn.toolCalls.map((c) => c.toolCallId).join(", ")}`)

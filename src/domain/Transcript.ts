@@ -89,6 +89,8 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
 export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => {
   switch (event.type) {
     case "user.message":
+    case "turn.steered":
+      // A steer reaches the model as a user message, where it was stored in the turn.
       return { entries: [...closed(transcript).entries, { role: "user", turnId: event.turnId, content: event.payload.content }], open: undefined }
     case "model.delta":
       return withOpen(transcript, event.turnId, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
@@ -102,6 +104,9 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
     case "tool.failed":
       return withResult(transcript, event.payload.toolCallId, event.payload.message, true)
     case "session.created":
+    case "followup.queued":
+    case "followup.dropped":
+    case "session.forked":
     case "context.built":
     case "model.retry":
       return transcript

@@ -44,10 +44,27 @@ export const toJson = (value: unknown): Json.Json => {
   }
 }
 
-/** `turn.started`: the preview is the first characters of the user's message. */
-export const turnStarted = (userMessage: string): Draft<"turn.started"> => ({
+/** `turn.started`: the preview is the first characters of the user's message; `queueId` when it runs a follow-up. */
+export const turnStarted = (userMessage: string, queueId?: string): Draft<"turn.started"> => ({
   type: "turn.started",
-  payload: { promptPreview: AgentEvent.promptPreview(userMessage) }
+  payload: queueId === undefined
+    ? { promptPreview: AgentEvent.promptPreview(userMessage) }
+    : { promptPreview: AgentEvent.promptPreview(userMessage), queueId }
+})
+
+/** `turn.steered`: a message the user sent into the running turn. */
+export const turnSteered = (content: string): Draft<"turn.steered"> => ({ type: "turn.steered", payload: { content } })
+
+/** `followup.queued` (session-level). */
+export const followUpQueued = (queueId: string, content: string): AgentEvent.SessionEventDraft => ({
+  type: "followup.queued",
+  payload: { queueId, content }
+})
+
+/** `followup.dropped` (session-level). */
+export const followUpDropped = (queueIds: ReadonlyArray<string>): AgentEvent.SessionEventDraft => ({
+  type: "followup.dropped",
+  payload: { queueIds: [...queueIds] }
 })
 
 /** `user.message`. */

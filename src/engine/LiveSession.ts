@@ -12,7 +12,7 @@ import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
-import type { AgentEvent, EventOfType, TurnEventDraft } from "../domain/AgentEvent.js"
+import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
@@ -57,6 +57,11 @@ export interface LiveSession {
   active: ActiveTurn | undefined
   /** Why an open turn without a driver was left open; used as its errorCode when it is closed. */
   danglingReason: string
+  /**
+   * Messages sent into the running turn (`steer`) and not yet stored: the driver stores them as
+   * `turn.steered`, in arrival order, at its next step boundary.
+   */
+  readonly steers: Array<string>
   /** Calls the running driver is waiting on, by tool call id: completing one hands it the user's answer. */
   readonly approvals: Map<string, Deferred.Deferred<UserDecision>>
   /** Held to start a driver, and by the few writes made without one, so the two never overlap. */
@@ -79,6 +84,7 @@ export const make = (live: Live): LiveSession => ({
   live,
   active: undefined,
   danglingReason: "interrupted",
+  steers: [],
   approvals: new Map(),
   control: Effect.unsafeMakeSemaphore(1),
   writes: Effect.unsafeMakeSemaphore(1)
@@ -103,7 +109,7 @@ export const sessionCreated = (
   )
 
 /** Whether a draft should be committed, decided under the session's lock on the state as folded so far. */
-export type Guard = (live: Live, draft: TurnEventDraft) => boolean
+export type Guard = (live: Live, draft: TurnEventDraft | SessionEventDraft) => boolean
 
 /** Hands committed events to whoever consumes the turn. */
 export type Emit = (events: ReadonlyArray<AgentEvent>) => Effect.Effect<unknown>
@@ -129,8 +135,9 @@ const idsFor = (ids: Ports["ids"], count: number): Effect.Effect<ReadonlyArray<s
 export const commit = (
   ports: Ports,
   session: LiveSession,
-  turnId: string,
-  drafts: ReadonlyArray<TurnEventDraft>,
+  /** The turn of the drafts; undefined for session-level drafts, which carry no turnId. */
+  turnId: string | undefined,
+  drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
   emit: Emit,
   guard?: Guard
 ): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
@@ -144,7 +151,7 @@ export const commit = (
       const event = {
         id: "",
         sessionId: session.sessionId,
-        turnId,
+        ...(turnId === undefined ? {} : { turnId }),
         sequence: live.state.lastSequence + 1,
         timestamp: at,
         type: draft.type,
@@ -164,7 +171,7 @@ export const commit = (
       // No stack trace: this span is on the hot path, once per batch.
       Effect.withSpan("effect-agent.store.append", {
         captureStackTrace: false,
-        attributes: { sessionId: session.sessionId, turnId, events: events.length, firstSequence: events[0]!.sequence }
+        attributes: { sessionId: session.sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
       })
     )
     session.live = live

@@ -23,6 +23,7 @@ import {
   EventStoreFailure,
   InvalidInput,
   NothingToResume,
+  NoTurnInProgress,
   type SessionBusy,
   SessionNotFound,
   TurnInProgress
@@ -54,6 +55,12 @@ export interface CreateSessionInput {
 export interface RunTurnInput {
   readonly sessionId: string
   readonly userMessage: string
+}
+
+/** Input of {@link SessionEngine.Service.steer} and {@link SessionEngine.Service.followUp}. */
+export interface SessionMessageInput {
+  readonly sessionId: string
+  readonly message: string
 }
 
 /** Input of {@link SessionEngine.Service.cancelTurn}: without `turnId`, whatever turn is running. */
@@ -135,6 +142,15 @@ export declare namespace SessionEngine {
      * Never fails; does nothing when no turn runs.
      */
     readonly cancelTurn: (input: CancelTurnInput) => Effect.Effect<void>
+    /**
+     * Sends a message into the turn this engine is running: it is stored as `turn.steered` at the
+     * turn's next step boundary (after the step's tool results, before the next model request; a
+     * steer that arrives while the model gives its final answer makes one more step), several in
+     * arrival order, and the model sees each as a user message. Fails `NoTurnInProgress` when this
+     * engine runs no turn of the session. A steer that arrives as the turn is closing is dropped
+     * (with a warning logged).
+     */
+    readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /**
@@ -316,6 +332,11 @@ export const make = (
           Effect.zipRight(Effect.annotateLogs(run(env), { sessionId: session.sessionId, turnId })),
           Effect.onExit((exit) =>
             Effect.suspend(() => {
+              const dropped = session.steers.splice(0).length
+              return dropped === 0 ? Effect.void : Effect.logWarning("steers that came as the turn closed were dropped").pipe(
+                Effect.annotateLogs({ sessionId: session.sessionId, turnId, dropped })
+              )
+            }).pipe(Effect.zipRight(Effect.suspend(() => {
               // Release the slot before ending the stream, so a consumer can start the next turn at once.
               session.active = undefined
               sessions.touch(session.sessionId)
@@ -329,7 +350,7 @@ export const make = (
                 Option.isSome(failure) ? forgetIfStale(session.sessionId)(failure.value) : Effect.void,
                 mailbox.failCause(exit.cause)
               )
-            })
+            })))
           )
         )
         // Forked from an uninterruptible region, the driver would inherit it: cancelling needs it interruptible.
@@ -397,6 +418,13 @@ export const make = (
             ))
           ))
       )
+    })
+
+    const steer = Effect.fn("SessionEngine.steer")(function*(input: SessionMessageInput) {
+      if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
+      const session = yield* liveSession(input.sessionId)
+      if (session.active === undefined) return yield* new NoTurnInProgress({ sessionId: input.sessionId })
+      session.steers.push(input.message)
     })
 
     const replaySession = (input: SessionInput) =>
@@ -468,6 +496,7 @@ export const make = (
       runTurn,
       resumeTurn,
       cancelTurn,
+      steer,
       replaySession,
       watchSession,
       resolvePermission,

@@ -31,10 +31,10 @@ export type Completion = AgentEvent.PayloadOf<"turn.completed">
  * Runs a new turn to its end. Uninterruptible except for the steps in the middle: interrupting the
  * driver there is how a turn is cancelled, and the closing events are still committed.
  */
-export const drive = (env: TurnEnv, userMessage: string): Effect.Effect<void, EventStoreFailure> =>
+export const drive = (env: TurnEnv, userMessage: string, queueId?: string): Effect.Effect<void, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      yield* env.commit([EventDraft.turnStarted(userMessage)])
+      yield* env.commit([EventDraft.turnStarted(userMessage, queueId)])
       yield* env.commit([EventDraft.userMessage(userMessage)])
       const tally: ModelResponse.Tally = { usage: undefined }
       const exit = yield* Effect.exit(restore(steps(env, tally, [], 0)))
@@ -92,6 +92,7 @@ const steps = (
  */
 const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect.Effect<Completion | undefined, EventStoreFailure> =>
   Effect.gen(function*() {
+    yield* storeSteers(env)
     const request = yield* StepRequest.build(env, step)
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
     const response = yield* ModelResponse.stream(env, request.value, tally)
@@ -101,7 +102,11 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
       )
       return { stopReason: "error", errorCode: response.failure.reason }
     }
-    if (response.calls.length === 0) return withCut({ stopReason: "final" }, response.finishReason)
+    if (response.calls.length === 0) {
+      // A steer that came while the model answered is a step boundary of its own: the model answers it.
+      if (env.session.steers.length > 0 && step < env.options.maxSteps) return undefined
+      return withCut({ stopReason: "final" }, response.finishReason)
+    }
     const { state } = env.session.live
     // No results of these calls could reach the model: the turn ends, and closing it closes them.
     if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
@@ -110,6 +115,18 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
     yield* ToolPhase.run(env, response.calls.map((call) => ({ call, status: "requested" as const })))
     if (yield* shouldStop(env)) return { stopReason: "final" }
     return undefined
+  })
+
+/**
+ * The step boundary: the messages steered into the turn since the last one are stored as
+ * `turn.steered`, in arrival order, before the request is built — so the model sees them after
+ * the previous step's tool results.
+ */
+const storeSteers = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
+  Effect.suspend(() => {
+    if (env.session.steers.length === 0) return Effect.void
+    const contents = env.session.steers.splice(0)
+    return Effect.asVoid(env.commit(contents.map(EventDraft.turnSteered)))
   })
 
 /** A final answer the model cut short (its output limit, a content filter) says so in `turn.completed`. */

@@ -105,6 +105,7 @@ export const inputOf = (event: TurnEvent): TurnInput => {
         ? { _tag: "Cancel" }
         : { _tag: "Fail" }
     case "user.message":
+    case "turn.steered":
     case "context.built":
       return { _tag: "Enter", phase: RunningPhase.ContextBuilding }
     case "model.delta":

@@ -62,6 +62,8 @@ export interface PromiseSessionEngine {
   readonly pendingApprovals: (input: SessionEngine.SessionInput) => Promise<ReadonlyArray<OpenToolCall>>
   /** Cancels the running turn and resolves once it has ended. Never rejects. */
   readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
+  /** Sends a message into the running turn (stored as `turn.steered` at its next step boundary); rejects `NoTurnInProgress` when none runs. */
+  readonly steer: (input: SessionEngine.SessionMessageInput) => Promise<void>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   /**
    * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
@@ -129,6 +131,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     resolvePermission: (input) => withEngine((engine) => engine.resolvePermission(input)),
     pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
     cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
+    steer: (input) => withEngine((engine) => engine.steer(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     watchSession: ({ signal, ...input }) =>
       iterate((engine) =>

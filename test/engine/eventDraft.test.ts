@@ -45,7 +45,9 @@ const decision = fc.constantFrom(...AgentEvent.Decision.literals)
 
 /** A generated draft from every builder, on inputs of any shape the engine may hand it. */
 const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
-  anyText.map(EventDraft.turnStarted),
+  anyText.map((text) => EventDraft.turnStarted(text)),
+  fc.tuple(anyText, fc.string()).map(([text, queueId]) => EventDraft.turnStarted(text, queueId)),
+  anyText.map(EventDraft.turnSteered),
   anyText.map(EventDraft.userMessage),
   fc.record({ instruction: anyNumber, transcript: anyNumber, tools: anyNumber, total: anyNumber }).map(EventDraft.contextBuilt),
   anyText.map(EventDraft.modelDelta),
@@ -74,6 +76,9 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
 /** Controls that must never reach an event from tool output, nor a terminal. */
 const forbidden = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/
 
+/** The types that belong to no turn: not drafts of a turn. */
+const sessionLevel: ReadonlyArray<string> = ["session.created", "followup.queued", "followup.dropped", "session.forked"]
+
 describe("event builders", () => {
   it.prop("every builder gives an event the AgentEvent schema decodes and a store encodes", [anyDraft], ([draft]) => {
     expectStorable(draft)
@@ -81,7 +86,7 @@ describe("event builders", () => {
 
   it("there is a builder for every turn event type", () => {
     const built = new Set(fc.sample(anyDraft, { numRuns: 3000, seed: 8 }).map((d) => d.type))
-    expect([...built].sort()).toEqual(AgentEvent.eventTypes.filter((t) => t !== "session.created").sort())
+    expect([...built].sort()).toEqual(AgentEvent.eventTypes.filter((t) => !sessionLevel.includes(t)).sort())
   })
 
   it.prop("tool output is escaped: no NUL, ESC or other control but tab, newline and return; nothing else changes", [anyText], ([text]) => {
