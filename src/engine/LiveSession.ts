@@ -34,7 +34,8 @@ export interface TurnControl {
 
 /** The turn a driver fiber is running now. */
 export interface ActiveTurn {
-  readonly turnId: string
+  /** Changes when one driver runs several turns (queued follow-ups before a new turn). */
+  turnId: string
   readonly control: TurnControl
   readonly fiber: Fiber.RuntimeFiber<void, EventStoreFailure>
 }

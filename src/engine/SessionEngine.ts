@@ -63,6 +63,16 @@ export interface SessionMessageInput {
   readonly message: string
 }
 
+/** What {@link SessionEngine.Service.followUp} returns: the id naming the follow-up in the log. */
+export interface FollowUpQueued {
+  readonly queueId: string
+}
+
+/** What {@link SessionEngine.Service.dropFollowUps} returns: the follow-ups dropped, oldest first. */
+export interface FollowUpsDropped {
+  readonly queueIds: ReadonlyArray<string>
+}
+
 /** Input of {@link SessionEngine.Service.cancelTurn}: without `turnId`, whatever turn is running. */
 export interface CancelTurnInput {
   readonly sessionId: string
@@ -151,6 +161,19 @@ export declare namespace SessionEngine {
      * (with a warning logged).
      */
     readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
+    /**
+     * Queues a message to run as its own turn once the session is idle: stored at once as
+     * `followup.queued` (no turnId), and run oldest first, each turn's `turn.started` naming its
+     * `queueId`. When the session is idle in this engine the follow-up starts right away; otherwise
+     * when the running turn ends — however it ends: final, error or cancelled. The turns of
+     * follow-ups have no stream of their own: watch them with `watchSession`. A queue left by a
+     * process that stopped runs when the session is next driven: the next `runTurn` runs the queued
+     * follow-ups first (its stream carries only its own turn), and the next `followUp` or the end of a
+     * resumed turn starts them.
+     */
+    readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
+    /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
+    readonly dropFollowUps: (input: SessionInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /**
@@ -293,15 +316,62 @@ export const make = (
       readonly run: (env: TurnEnv.TurnEnv) => Effect.Effect<void, EventStoreFailure>
     }
 
-    /** A new turn; a turn paused in the log must be finished first, one left open by a crash is closed first. */
+    /**
+     * Runs the queued follow-ups one turn after the other in the driver of `env` (their events go
+     * only to the log and the watchers), then hands the slot back to `env`'s turn.
+     */
+    const runQueued = (env: TurnEnv.TurnEnv): Effect.Effect<void, EventStoreFailure> =>
+      Effect.gen(function*() {
+        const session = env.session
+        for (;;) {
+          const next = session.live.state.followUps[0]
+          if (next === undefined || session.live.state.openTurn !== undefined) break
+          const turnId = yield* ids.next("turn")
+          if (session.active !== undefined) session.active.turnId = turnId
+          yield* Effect.annotateLogs(
+            TurnDriver.drive(TurnEnv.make(services, session, turnId, env.control, () => Effect.void), next.content, next.queueId),
+            { turnId }
+          )
+        }
+        if (session.active !== undefined) session.active.turnId = env.turnId
+      })
+
+    /**
+     * A new turn; a turn paused in the log must be finished first, one left open by a crash is
+     * closed first, and follow-ups a stopped process queued run first.
+     */
     const planNew = (session: LiveSession.LiveSession, userMessage: string): Effect.Effect<Plan, TurnInProgress> =>
       Effect.gen(function*() {
         const { state } = session.live
         if (state.openTurn !== undefined && SessionState.isPaused(state)) {
           return yield* new TurnInProgress({ sessionId: session.sessionId, turnId: state.openTurn.turnId })
         }
-        return { turnId: yield* ids.next("turn"), run: (env) => Effect.zipRight(closeDangling(session), TurnDriver.drive(env, userMessage)) }
+        return {
+          turnId: yield* ids.next("turn"),
+          run: (env) => closeDangling(session).pipe(Effect.zipRight(runQueued(env)), Effect.zipRight(TurnDriver.drive(env, userMessage)))
+        }
       })
+
+    /** The oldest queued follow-up, when the session is idle; fails (and nothing starts) otherwise. */
+    const planQueued = (session: LiveSession.LiveSession): Effect.Effect<Plan, NothingToResume> =>
+      Effect.gen(function*() {
+        const { state } = session.live
+        const next = state.followUps[0]
+        if (next === undefined || state.openTurn !== undefined) return yield* new NothingToResume({ sessionId: session.sessionId })
+        return { turnId: yield* ids.next("turn"), run: (env) => TurnDriver.drive(env, next.content, next.queueId) }
+      })
+
+    /**
+     * Starts the oldest queued follow-up when the session is idle in this engine (the caller holds
+     * the writer lock); its driver starts the next one when it ends. Nobody consumes its events
+     * but the log and the watchers.
+     */
+    const runFollowUps = (session: LiveSession.LiveSession): Effect.Effect<void> =>
+      Effect.suspend(() =>
+        session.active !== undefined || session.live.state.followUps.length === 0 || session.live.state.openTurn !== undefined
+          ? Effect.void
+          : Effect.ignore(startTurn(session, planQueued(session), false))
+      )
 
     /** The paused turn in the log. A turn left open by a crash is repaired instead: there is then nothing to resume. */
     const planResume = (session: LiveSession.LiveSession): Effect.Effect<Plan, NothingToResume | EventStoreFailure> =>
@@ -318,7 +388,14 @@ export const make = (
       })
 
     /** Claims the session for a driver and starts it, under the control lock; one driver per session. */
-    const startTurn = <E>(session: LiveSession.LiveSession, plan: Effect.Effect<Plan, E>) =>
+    const startTurn = <E>(session: LiveSession.LiveSession, plan: Effect.Effect<Plan, E>, emitting = true): Effect.Effect<
+      {
+        readonly turnId: string
+        readonly control: LiveSession.TurnControl
+        readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure>
+      },
+      E | TurnInProgress
+    > =>
       Effect.gen(function*() {
         const active = session.active
         if (active !== undefined) return yield* new TurnInProgress({ sessionId: session.sessionId, turnId: active.turnId })
@@ -326,7 +403,7 @@ export const make = (
         const mailbox = yield* Mailbox.make<AgentEvent.AgentEvent, EventStoreFailure>()
         const control: LiveSession.TurnControl = { cancelRequested: false }
         const started = yield* Deferred.make<void>()
-        const env = TurnEnv.make(services, session, turnId, control, (events) => mailbox.offerAll(events))
+        const env = TurnEnv.make(services, session, turnId, control, emitting ? (events) => mailbox.offerAll(events) : () => Effect.void)
         const driver = Deferred.await(started).pipe(
           // Everything the driver logs names its session and turn.
           Effect.zipRight(Effect.annotateLogs(run(env), { sessionId: session.sessionId, turnId })),
@@ -342,8 +419,12 @@ export const make = (
               sessions.touch(session.sessionId)
               // Waits the driver registered and never reached would otherwise swallow a later answer.
               session.approvals.clear()
+              // A turn that ended (a user's cancel included; not a shutdown) lets the queued follow-ups run.
+              const next = Exit.isSuccess(exit) || (control.cancelRequested && Cause.isInterruptedOnly(exit.cause))
+                ? Effect.asVoid(Effect.forkIn(runFollowUps(session), scope))
+                : Effect.void
               // A cancelled driver has already stored its closing events: its stream simply ends.
-              if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return mailbox.end
+              if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return Effect.zipRight(mailbox.end, next)
               session.danglingReason = "event_store_failure"
               const failure = Cause.failureOption(exit.cause)
               return Effect.zipRight(
@@ -357,20 +438,24 @@ export const make = (
         const fiber = yield* Effect.forkIn(Effect.interruptible(driver), scope)
         session.active = { turnId, control, fiber }
         yield* Deferred.succeed(started, undefined)
-        return { turnId, mailbox }
+        return { turnId, control, mailbox }
       }).pipe(Effect.uninterruptible, session.control.withPermits(1))
 
     /** A driver's events as a stream; the consumer going away cancels the turn. */
     const streamOf = <E>(
       sessionId: string,
-      start: (session: LiveSession.LiveSession) => Effect.Effect<{ readonly turnId: string; readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure> }, E>
+      start: (session: LiveSession.LiveSession) => Effect.Effect<{
+        readonly control: LiveSession.TurnControl
+        readonly mailbox: Mailbox.ReadonlyMailbox<AgentEvent.AgentEvent, EventStoreFailure>
+      }, E>
     ) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const session = yield* writableSession(sessionId)
-        const { mailbox, turnId } = yield* start(session)
-        // The consumer going away (interruption, an early exit) cancels the turn; the driver then
-        // stores turn.completed {cancelled} before this finalizer returns.
-        yield* Effect.addFinalizer(() => cancelActive(session, turnId))
+        const { control, mailbox } = yield* start(session)
+        // The consumer going away (interruption, an early exit) cancels the turn — its own driver,
+        // not a follow-up started after it; the driver then stores turn.completed {cancelled}
+        // before this finalizer returns.
+        yield* Effect.addFinalizer(() => Effect.suspend(() => session.active?.control === control ? cancelActive(session) : Effect.void))
         return Mailbox.toStream(mailbox)
       }))
 
@@ -425,6 +510,28 @@ export const make = (
       const session = yield* liveSession(input.sessionId)
       if (session.active === undefined) return yield* new NoTurnInProgress({ sessionId: input.sessionId })
       session.steers.push(input.message)
+    })
+
+    const followUp = Effect.fn("SessionEngine.followUp")(function*(input: SessionMessageInput) {
+      if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
+      const session = yield* writableSession(input.sessionId)
+      const queueId = yield* ids.next("queue")
+      yield* LiveSession.commit(ports, session, undefined, [EventDraft.followUpQueued(queueId, input.message)], () => Effect.void).pipe(
+        Effect.tapError(forgetIfStale(input.sessionId))
+      )
+      yield* runFollowUps(session)
+      return { queueId }
+    })
+
+    const dropFollowUps = Effect.fn("SessionEngine.dropFollowUps")(function*(input: SessionInput) {
+      const session = yield* writableSession(input.sessionId)
+      const queueIds = session.live.state.followUps.map((f) => f.queueId)
+      if (queueIds.length === 0) return { queueIds }
+      // A follow-up whose turn starts meanwhile is no longer queued: the fold keeps only those still queued.
+      yield* LiveSession.commit(ports, session, undefined, [EventDraft.followUpDropped(queueIds)], () => Effect.void).pipe(
+        Effect.tapError(forgetIfStale(input.sessionId))
+      )
+      return { queueIds }
     })
 
     const replaySession = (input: SessionInput) =>
@@ -497,6 +604,8 @@ export const make = (
       resumeTurn,
       cancelTurn,
       steer,
+      followUp,
+      dropFollowUps,
       replaySession,
       watchSession,
       resolvePermission,

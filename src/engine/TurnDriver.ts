@@ -28,13 +28,19 @@ import type { TurnEnv } from "./TurnEnv.js"
 export type Completion = AgentEvent.PayloadOf<"turn.completed">
 
 /**
- * Runs a new turn to its end. Uninterruptible except for the steps in the middle: interrupting the
+ * Runs a new turn to its end; with `queueId`, the turn of that queued follow-up (nothing happens
+ * when it is no longer queued). Uninterruptible except for the steps in the middle: interrupting the
  * driver there is how a turn is cancelled, and the closing events are still committed.
  */
 export const drive = (env: TurnEnv, userMessage: string, queueId?: string): Effect.Effect<void, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      yield* env.commit([EventDraft.turnStarted(userMessage, queueId)])
+      // A follow-up starts only while it is still queued: one dropped meanwhile never runs.
+      const started = yield* env.commit(
+        [EventDraft.turnStarted(userMessage, queueId)],
+        queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
+      )
+      if (started.length === 0) return
       yield* env.commit([EventDraft.userMessage(userMessage)])
       const tally: ModelResponse.Tally = { usage: undefined }
       const exit = yield* Effect.exit(restore(steps(env, tally, [], 0)))

@@ -64,6 +64,10 @@ export interface PromiseSessionEngine {
   readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
   /** Sends a message into the running turn (stored as `turn.steered` at its next step boundary); rejects `NoTurnInProgress` when none runs. */
   readonly steer: (input: SessionEngine.SessionMessageInput) => Promise<void>
+  /** Queues a message to run as its own turn once the session is idle (`followup.queued`); resolves with its queue id. */
+  readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
+  /** Drops the queued follow-ups that have not started; resolves with their queue ids. */
+  readonly dropFollowUps: (input: SessionEngine.SessionInput) => Promise<SessionEngine.FollowUpsDropped>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   /**
    * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
@@ -132,6 +136,8 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     pendingApprovals: (input) => withEngine((engine) => engine.pendingApprovals(input)),
     cancelTurn: (input) => withEngine((engine) => engine.cancelTurn(input)),
     steer: (input) => withEngine((engine) => engine.steer(input)),
+    followUp: (input) => withEngine((engine) => engine.followUp(input)),
+    dropFollowUps: (input) => withEngine((engine) => engine.dropFollowUps(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     watchSession: ({ signal, ...input }) =>
       iterate((engine) =>
