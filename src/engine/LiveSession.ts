@@ -116,7 +116,7 @@ export type Guard = (live: Live, draft: TurnEventDraft | SessionEventDraft) => b
 export type Emit = (events: ReadonlyArray<AgentEvent>) => Effect.Effect<unknown>
 
 /** A batch stored as one step by a store that can (`appendAll`), else one event after the other. */
-const appendAll = (store: EventStore.Service, events: ReadonlyArray<AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
+export const appendAll = (store: EventStore.Service, events: ReadonlyArray<AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
   const batch = (store as { readonly appendAll?: (events: ReadonlyArray<AgentEvent>) => Effect.Effect<void, EventStoreFailure> }).appendAll
   return batch !== undefined ? batch(events) : Effect.forEach(events, store.append, { discard: true })
 }

@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -39,6 +41,7 @@ import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
 import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
+import * as Fork from "./Fork.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import * as TurnDriver from "./TurnDriver.js"
@@ -71,6 +74,13 @@ export interface FollowUpQueued {
 /** What {@link SessionEngine.Service.dropFollowUps} returns: the follow-ups dropped, oldest first. */
 export interface FollowUpsDropped {
   readonly queueIds: ReadonlyArray<string>
+}
+
+/** Input of {@link SessionEngine.Service.forkSession}. */
+export interface ForkSessionInput {
+  readonly sessionId: string
+  /** The fork point: the end of a closed turn (default: the end of the last one). */
+  readonly atSequence?: number
 }
 
 /** Input of {@link SessionEngine.Service.cancelTurn}: without `turnId`, whatever turn is running. */
@@ -174,6 +184,15 @@ export declare namespace SessionEngine {
     readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
     readonly dropFollowUps: (input: SessionInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
+    /**
+     * Forks a session at the end of a closed turn (default: the last one): a new session whose log
+     * is `session.created {cwd, client, forkedFrom: {sessionId, sequence}}`, a copy of the source's
+     * events 2..atSequence with the new session id and fresh event ids, then `session.forked`. The
+     * source is untouched; the fork's transcript, remembered permissions (and follow-ups still
+     * queued) are the source's at that point. A point inside an open turn, or past the end, fails
+     * `InvalidInput` and stores nothing. The engine holds the fork's writer lock from then on.
+     */
+    readonly forkSession: (input: ForkSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /**
@@ -534,6 +553,27 @@ export const make = (
       return { queueIds }
     })
 
+    const forkSession = Effect.fn("SessionEngine.forkSession")(function*(input: ForkSessionInput) {
+      if (!Session.isValidId(input.sessionId)) return yield* new SessionNotFound({ sessionId: input.sessionId })
+      const source = Chunk.toReadonlyArray(yield* Stream.runCollect(store.read(input.sessionId)))
+      if (source.length === 0) return yield* new SessionNotFound({ sessionId: input.sessionId })
+      const atSequence = yield* Fork.forkPoint(source, input.atSequence)
+      const sessionId = yield* ids.next("session")
+      yield* holdWriter(sessionId)
+      const eventIds = ids.nextMany !== undefined
+        ? yield* ids.nextMany("event", atSequence + 1)
+        : yield* Effect.all(Array.from({ length: atSequence + 1 }, () => ids.next("event")))
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+      const events = Fork.forkLog(source, atSequence, sessionId, eventIds, now)
+      // session.created first, alone: a store creates the session with it; the rest as one batch.
+      yield* store.append(events[0]!)
+      yield* LiveSession.appendAll(store, events.slice(1))
+      const state = SessionState.replay(events)
+      if (Either.isLeft(state) || state.right === undefined) return yield* Effect.die(new Error("a fork's log must replay"))
+      yield* sessions.add(LiveSession.make(LiveSession.liveOf(state.right, events)))
+      return Session.fromState(state.right)
+    })
+
     const replaySession = (input: SessionInput) =>
       (Session.isValidId(input.sessionId) ? store.read(input.sessionId) : Stream.empty).pipe(
         Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId })))
@@ -606,6 +646,7 @@ export const make = (
       steer,
       followUp,
       dropFollowUps,
+      forkSession,
       replaySession,
       watchSession,
       resolvePermission,

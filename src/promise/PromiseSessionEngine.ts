@@ -68,6 +68,8 @@ export interface PromiseSessionEngine {
   readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
   /** Drops the queued follow-ups that have not started; resolves with their queue ids. */
   readonly dropFollowUps: (input: SessionEngine.SessionInput) => Promise<SessionEngine.FollowUpsDropped>
+  /** Forks a session at the end of a closed turn (default: the last one); resolves with the new session. */
+  readonly forkSession: (input: SessionEngine.ForkSessionInput) => Promise<Session>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   /**
    * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
@@ -138,6 +140,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     steer: (input) => withEngine((engine) => engine.steer(input)),
     followUp: (input) => withEngine((engine) => engine.followUp(input)),
     dropFollowUps: (input) => withEngine((engine) => engine.dropFollowUps(input)),
+    forkSession: (input) => withEngine((engine) => engine.forkSession(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     watchSession: ({ signal, ...input }) =>
       iterate((engine) =>

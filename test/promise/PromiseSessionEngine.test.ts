@@ -94,6 +94,29 @@ describe("makeSessionEngine", () => {
     expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
   })
 
+  it("steer, followUp, dropFollowUps and forkSession as promises", async () => {
+    const engine = make({ responses: [{ chunks: ["one"] }, { chunks: ["two"] }, { chunks: ["three"] }] })
+    const { sessionId } = await engine.createSession({ cwd: "/tmp", client: "test" })
+    await expect(engine.steer({ sessionId, message: "x" })).rejects.toMatchObject({ _tag: "NoTurnInProgress", sessionId })
+    const events: Array<AgentEvent> = []
+    for await (const event of engine.runTurn({ sessionId, userMessage: "hello" })) events.push(event)
+    // Idle: the follow-up runs at once; watch until its turn has completed.
+    const { queueId } = await engine.followUp({ sessionId, message: "again" })
+    const controller = new AbortController()
+    const watched: Array<AgentEvent> = []
+    for await (const event of engine.watchSession({ sessionId, signal: controller.signal })) {
+      watched.push(event)
+      if (event.type === "turn.completed" && watched.filter((e) => e.type === "turn.completed").length === 2) controller.abort()
+    }
+    expect(watched.find((e) => e.type === "turn.started" && e.payload.queueId === queueId)).toBeDefined()
+    expect(await engine.dropFollowUps({ sessionId })).toEqual({ queueIds: [] })
+    const fork = await engine.forkSession({ sessionId })
+    const forked = await replay(engine, fork.sessionId)
+    expectWellFormedLog(forked)
+    expect(forked.at(-1)!.type).toBe("session.forked")
+    await expect(engine.forkSession({ sessionId, atSequence: 2 })).rejects.toMatchObject({ _tag: "InvalidInput", field: "atSequence" })
+  })
+
   it("typed errors reject with their tag", async () => {
     const engine = make()
     const iterate = async () => {

@@ -1,0 +1,79 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as Transcript from "../../src/domain/Transcript.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import { collect, expectWellFormedLog, memoryEngine } from "../helpers.js"
+
+const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
+const run = (sessionId: string, userMessage: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.runTurn({ sessionId, userMessage })))
+const messagesOf = (log: ReadonlyArray<AgentEvent>) => Transcript.messages(Transcript.replay(log))
+/** A log without what a copy changes (ids and session id), to compare a fork's copy with its source. */
+const copied = (log: ReadonlyArray<AgentEvent>) => log.map(({ id: _id, sessionId: _s, ...rest }) => rest)
+
+const model = { responses: Array.from({ length: 8 }, (_, i) => ({ chunks: [`answer ${i + 1}`] })) }
+
+describe("forkSession", () => {
+  it.effect("forks at the end of the last closed turn: equal transcripts up to the fork point, then independent; the source is untouched", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const source = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(source.sessionId, "one")
+      yield* run(source.sessionId, "two")
+      const before = yield* replay(source.sessionId)
+      const fork = yield* engine.forkSession({ sessionId: source.sessionId })
+      expect(fork.sessionId).not.toBe(source.sessionId)
+      expect(fork.cwd).toBe("/work")
+      const forked = yield* replay(fork.sessionId)
+      expectWellFormedLog(forked)
+      expect(forked[0]!.payload).toEqual({ cwd: "/work", client: "test", forkedFrom: { sessionId: source.sessionId, sequence: before.length } })
+      expect(copied(forked.slice(1, -1))).toEqual(copied(before.slice(1)))
+      const sourceIds = new Set(before.map((e) => e.id))
+      expect(forked.filter((e) => sourceIds.has(e.id))).toEqual([])
+      expect(forked.at(-1)).toMatchObject({ type: "session.forked", sequence: before.length + 1, payload: { fromSessionId: source.sessionId, atSequence: before.length } })
+      expect(yield* replay(source.sessionId)).toEqual(before)
+      expect(messagesOf(forked)).toEqual(messagesOf(before))
+      // From here on the two go their own ways.
+      yield* run(fork.sessionId, "three in the fork")
+      yield* run(source.sessionId, "three in the source")
+      const forkAfter = yield* replay(fork.sessionId)
+      const sourceAfter = yield* replay(source.sessionId)
+      expectWellFormedLog(forkAfter)
+      expect(messagesOf(forkAfter).slice(0, 4)).toEqual(messagesOf(sourceAfter).slice(0, 4))
+      expect(messagesOf(forkAfter)[4]).toEqual({ role: "user", content: "three in the fork" })
+      expect(messagesOf(sourceAfter)[4]).toEqual({ role: "user", content: "three in the source" })
+      expect(sourceAfter.slice(0, before.length)).toEqual(before)
+      expect((yield* engine.sessionState({ sessionId: fork.sessionId })).turnCount).toBe(3)
+    }).pipe(Effect.provide(memoryEngine(model))))
+
+  it.effect("forks at an earlier turn's end; a fork of a fork; bad fork points are InvalidInput and store nothing", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const source = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const first = yield* run(source.sessionId, "one")
+      yield* run(source.sessionId, "two")
+      const end1 = first.at(-1)!.sequence
+      const fork = yield* engine.forkSession({ sessionId: source.sessionId, atSequence: end1 })
+      const forked = yield* replay(fork.sessionId)
+      expect(messagesOf(forked)).toEqual([{ role: "user", content: "one" }, { role: "assistant", content: "answer 1", toolCalls: [] }])
+      // A fork of the fork.
+      yield* run(fork.sessionId, "two in the fork")
+      const again = yield* engine.forkSession({ sessionId: fork.sessionId })
+      const twice = yield* replay(again.sessionId)
+      expectWellFormedLog(twice)
+      expect(twice[0]!.payload).toMatchObject({ forkedFrom: { sessionId: fork.sessionId } })
+      expect(messagesOf(twice)).toEqual(messagesOf(yield* replay(fork.sessionId)))
+      expect(twice.filter((e) => e.type === "session.forked").map((e) => e.payload)).toEqual([
+        { fromSessionId: source.sessionId, atSequence: end1 },
+        { fromSessionId: fork.sessionId, atSequence: twice.length - 1 }
+      ])
+      // Inside a turn, past the end, not a number of the log: refused.
+      const sessions = (yield* engine.listSessions).length
+      for (const atSequence of [3, 999, 0, 1.5]) {
+        const error = yield* Effect.flip(engine.forkSession({ sessionId: source.sessionId, atSequence }))
+        expect(error._tag).toBe("InvalidInput")
+      }
+      expect((yield* Effect.flip(engine.forkSession({ sessionId: "sess_missing" })))._tag).toBe("SessionNotFound")
+      expect((yield* engine.listSessions).length).toBe(sessions)
+    }).pipe(Effect.provide(memoryEngine(model))))
+})
