@@ -28,6 +28,8 @@ import {
 } from "../index.js"
 import * as Acp from "./Acp.js"
 import * as Approvals from "./Approvals.js"
+import * as FollowUp from "./FollowUp.js"
+import * as Fork from "./Fork.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
@@ -133,12 +135,15 @@ const run = Command.make(
       Args.withDescription("What to ask the agent; - reads the whole message from stdin (then every approval is answered no)")
     ),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+    followUp: Options.boolean("follow-up").pipe(
+      Options.withDescription("Queue the message as a follow-up (followup.queued): it runs after the follow-ups queued before it, at once when the session is idle; prints the turns up to its own")
+    ),
     mode,
     ...Flags.rules,
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, message, mode, session, ...options }) =>
+  ({ allow, deny, followUp, message, mode, session, ...options }) =>
     Effect.gen(function*() {
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
@@ -152,7 +157,8 @@ const run = Command.make(
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
-        yield* streamTurn(engine, sessionId, engine.runTurn({ sessionId, userMessage }), fromStdin ? "no" : "stdin")
+        const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
+        yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
       }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
     })
 ).pipe(Command.withDescription(
@@ -256,7 +262,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, exportScript, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, replay, exportScript, Fork.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -76,6 +76,10 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
       case "user.message":
         if (options.transcript) out(`> ${event.payload.content}\n`)
         return
+      case "turn.steered":
+        endLine()
+        if (options.transcript) out(`> ${event.payload.content}\n`)
+        return
       case "model.delta":
         return out(event.payload.text)
       case "permission.requested": {

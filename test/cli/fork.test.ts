@@ -1,0 +1,68 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { run } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-fork-"))
+const dataDir = join(dir, "data")
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const events = (stdout: string): Array<AgentEvent.AgentEvent> =>
+  stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
+const sessionOf = (stderr: string) => /session (\S+)/.exec(stderr)?.[1]
+const replay = async (sessionId: string) => events((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
+
+describe("effect-agent fork, run --follow-up (subprocess)", () => {
+  it("fork prints the new session id; the fork continues on its own; --at forks at an earlier turn; bad points exit 1", async () => {
+    const first = await run(["run", "one", "--data-dir", dataDir], { cwd: dir })
+    expect(first.code).toBe(0)
+    const source = sessionOf(first.stderr)!
+    expect((await run(["run", "two", "--session", source, "--data-dir", dataDir])).code).toBe(0)
+    const before = await replay(source)
+
+    const forked = await run(["fork", source, "--data-dir", dataDir])
+    expect(forked.code).toBe(0)
+    const fork = forked.stdout.trim()
+    expect(fork).toMatch(/^sess_/)
+    expect(fork).not.toBe(source)
+    const forkLog = await replay(fork)
+    expectWellFormedLog(forkLog)
+    expect(forkLog[0]!.payload).toMatchObject({ forkedFrom: { sessionId: source, sequence: before.length } })
+    expect(forkLog.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: source, atSequence: before.length } })
+
+    const onFork = await run(["run", "three", "--session", fork, "--data-dir", dataDir])
+    expect(onFork.stdout).toBe("Echo: three\n")
+    expect(await replay(source)).toEqual(before)
+
+    const end1 = before.find((e) => e.type === "turn.completed")!.sequence
+    const early = await run(["fork", source, "--at", String(end1), "--data-dir", dataDir])
+    expect(early.code).toBe(0)
+    const earlyLog = await replay(early.stdout.trim())
+    expect(earlyLog.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["one"])
+
+    const inside = await run(["fork", source, "--at", "2", "--data-dir", dataDir])
+    expect(inside.code).toBe(1)
+    expect(inside.stderr).toContain("inside an open turn")
+    expect(inside.stderr).not.toMatch(/\n\s+at /)
+    const missing = await run(["fork", "sess_missing", "--data-dir", dataDir])
+    expect(missing.code).toBe(1)
+  })
+
+  it("run --follow-up on an idle session runs the message as a follow-up turn and prints it", async () => {
+    const first = await run(["run", "one", "--data-dir", dataDir], { cwd: dir })
+    const sessionId = sessionOf(first.stderr)!
+    const queued = await run(["run", "later", "--follow-up", "--session", sessionId, "--data-dir", dataDir])
+    expect(queued.code).toBe(0)
+    expect(queued.stdout).toBe("Echo: later\n")
+    const log = await replay(sessionId)
+    expectWellFormedLog(log)
+    const q = log.find((e) => e.type === "followup.queued")!
+    expect(q.payload).toMatchObject({ content: "later" })
+    expect(log.find((e) => e.type === "turn.started" && e.payload.queueId !== undefined)!.payload).toMatchObject({
+      queueId: (q.payload as { queueId: string }).queueId
+    })
+  })
+})
