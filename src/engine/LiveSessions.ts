@@ -67,6 +67,8 @@ export interface LiveSessions {
   readonly forget: (sessionId: string) => void
   /** Whether the session is held (or loading). */
   readonly has: (sessionId: string) => boolean
+  /** Whether this engine holds the session's writer lock (then no other process writes it). */
+  readonly holdsWriter: (sessionId: string) => boolean
   /** Marks the session used now. */
   readonly touch: (sessionId: string) => void
   /** How many sessions are held. */
@@ -214,6 +216,7 @@ export const make = (
       add,
       forget: (sessionId) => void entries.delete(sessionId),
       has: (sessionId) => entries.has(sessionId),
+      holdsWriter: (sessionId) => writers.get(sessionId)?.held === true,
       touch,
       size: () => entries.size
     }

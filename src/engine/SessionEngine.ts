@@ -10,6 +10,7 @@ import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -17,6 +18,7 @@ import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
@@ -111,7 +113,16 @@ export interface ResolvePermissionInput {
 }
 
 /** Limits and timings of turns, and how many sessions the engine holds in memory; every field has a default. */
-export type Options = Partial<TurnEnv.TurnOptions & LiveSessions.CacheOptions>
+export type Options = Partial<TurnEnv.TurnOptions & LiveSessions.CacheOptions & WatchOptions>
+
+/** How watchers follow sessions other processes write. */
+export interface WatchOptions {
+  /**
+   * How often a watcher reads the store for a session this engine does not hold the writer lock
+   * of — another process may be driving it (default 250 milliseconds).
+   */
+  readonly watchPollInterval: Duration.DurationInput
+}
 
 /** The session engine. */
 export class SessionEngine extends Context.Tag("effect-agent/SessionEngine")<SessionEngine, SessionEngine.Service>() {}
@@ -200,7 +211,9 @@ export declare namespace SessionEngine {
      * as this engine stores them, across turns, each exactly once and in sequence order — no gap,
      * no duplicate, even for events stored while the watcher switches from the store to live. Never
      * ends by itself: interrupt it. Any number of watchers per session; a watcher never slows a
-     * turn (each has its own unbounded buffer). Events written by another process are not seen live.
+     * turn (each has its own unbounded buffer). A session this engine does not hold the writer lock
+     * of — another process may drive it — is followed by reading the store every
+     * `watchPollInterval` (default 250 ms).
      */
     readonly watchSession: (input: WatchSessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /** The session's state as the engine sees it now: turn state and phase, open tool calls, last sequence. */
@@ -589,7 +602,12 @@ export const make = (
         if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
           return yield* new SessionNotFound({ sessionId })
         }
-        return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from)
+        return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from, {
+          read: (fromSequence) => store.read(sessionId, { fromSequence }),
+          ticks: Stream.fromSchedule(Schedule.spaced(options.watchPollInterval ?? Duration.millis(250))),
+          // While this engine holds the writer lock, every write reaches the live queue.
+          polling: () => !sessions.holdsWriter(sessionId)
+        })
       })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))
 
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {

@@ -56,21 +56,57 @@ export const make = (): Watchers => {
   }
 }
 
+/** How a watcher reads the store beyond its first read: to fill a gap, and to follow another process's writes. */
+export interface Follow<E> {
+  /** The stored events from a sequence on. */
+  readonly read: (fromSequence: number) => Stream.Stream<AgentEvent, E>
+  /** Ticks at which the store is read for events no live queue carries. */
+  readonly ticks: Stream.Stream<unknown>
+  /** Whether to read the store at a tick: only when this engine does not write the session itself. */
+  readonly polling: () => boolean
+}
+
 /**
  * The watch stream: `stored` (the store's events from the start sequence) then the live queue,
- * each live event kept only when its sequence is past the last one emitted.
+ * each live event kept only when its sequence is past the last one emitted. With `follow`, the
+ * store is read at each tick while another process may write the session, and an event that
+ * skips sequences (written after another process's) first brings the ones in between from the
+ * store: still no gap and no duplicate.
  */
 export const watch = <E>(
   live: Queue.Dequeue<AgentEvent>,
   stored: Stream.Stream<AgentEvent, E>,
-  fromSequence: number
+  fromSequence: number,
+  follow?: Follow<E>
 ): Stream.Stream<AgentEvent, E> =>
   Stream.suspend(() => {
     let last = fromSequence - 1
     const fresh = (event: AgentEvent) => {
+      if (event.sequence !== last + 1) return false
+      last = event.sequence
+      return true
+    }
+    const after = (event: AgentEvent) => {
       if (event.sequence <= last) return false
       last = event.sequence
       return true
     }
-    return Stream.concat(Stream.filter(stored, fresh), Stream.filter(Stream.fromQueue(live), fresh))
+    if (follow === undefined) return Stream.concat(Stream.filter(stored, after), Stream.filter(Stream.fromQueue(live), after))
+    /** One event of the live phase: dropped when seen, else after whatever the store has before it. */
+    const deliver = (event: AgentEvent): Stream.Stream<AgentEvent, E> =>
+      Stream.suspend(() => {
+        if (event.sequence <= last) return Stream.empty
+        if (event.sequence === last + 1) return fresh(event) ? Stream.make(event) : Stream.empty
+        return Stream.concat(
+          follow.read(last + 1).pipe(Stream.takeWhile((e) => e.sequence < event.sequence), Stream.filter(fresh)),
+          Stream.suspend(() => (fresh(event) ? Stream.make(event) : Stream.empty))
+        )
+      })
+    const polled = follow.ticks.pipe(
+      Stream.flatMap(() => (follow.polling() ? Stream.suspend(() => follow.read(last + 1)) : Stream.empty))
+    )
+    return Stream.concat(
+      Stream.filter(stored, after),
+      Stream.merge(Stream.fromQueue(live), polled).pipe(Stream.flatMap(deliver))
+    )
   })
