@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { run } from "./subprocess.js"
+import { run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-fork-"))
 const dataDir = join(dir, "data")
@@ -64,5 +64,33 @@ describe("effect-agent fork, run --follow-up (subprocess)", () => {
     expect(log.find((e) => e.type === "turn.started" && e.payload.queueId !== undefined)!.payload).toMatchObject({
       queueId: (q.payload as { queueId: string }).queueId
     })
+  })
+})
+
+describe("effect-agent watch (subprocess)", () => {
+  it("--json prints the stored events, then those another process stores, each once, until SIGINT", async () => {
+    const first = await run(["run", "one", "--data-dir", dataDir], { cwd: dir })
+    const sessionId = sessionOf(first.stderr)!
+    const watching = start(["watch", sessionId, "--json", "--data-dir", dataDir])
+    await watching.waitForStdout(/"turn\.completed"/)
+    const second = await run(["run", "two", "--session", sessionId, "--data-dir", dataDir])
+    expect(second.code).toBe(0)
+    await watching.waitForStdout(/"turn\.completed"[\s\S]*"turn\.completed"/)
+    watching.child.kill("SIGINT")
+    const finished = await watching.done
+    const log = await replay(sessionId)
+    expect(events(finished.stdout)).toEqual(log)
+    expectWellFormedLog(log)
+  })
+
+  it("without --json prints the transcript live", async () => {
+    const first = await run(["run", "hello", "--data-dir", dataDir], { cwd: dir })
+    const sessionId = sessionOf(first.stderr)!
+    const watching = start(["watch", sessionId, "--data-dir", dataDir])
+    await watching.waitForStdout(/Echo: hello/)
+    await run(["run", "more", "--session", sessionId, "--data-dir", dataDir])
+    await watching.waitForStdout(/> more\nEcho: more/)
+    watching.child.kill("SIGINT")
+    await watching.done
   })
 })

@@ -1,0 +1,48 @@
+/**
+ * `effect-agent watch <sessionId> [--json]`: prints a session live — its transcript so far, then
+ * each turn as it runs, whichever process drives it (another process's writes are read from the
+ * store) — until Ctrl+C. `--json`: the stored events, one JSON object per line.
+ *
+ * @since 0.3.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { FakeModelProvider, IdGenerator, SessionEngine } from "../index.js"
+import * as Flags from "./Flags.js"
+import * as Render from "./Render.js"
+
+const output: Render.Output = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text)
+}
+
+/** The `watch` command. */
+export const command = Command.make(
+  "watch",
+  {
+    sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to watch")),
+    json: Options.boolean("json").pipe(Options.withDescription("Print the stored events, one JSON object per line")),
+    ...Flags.storage
+  },
+  ({ json, sessionId, ...storage }) =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const render = Render.make(output, { transcript: true })
+      yield* engine.watchSession({ sessionId }).pipe(
+        Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
+      )
+    }).pipe(Effect.provide(
+      // Watching only reads: no model is called, and no writer lock is taken.
+      SessionEngine.layer().pipe(
+        Layer.provide(Flags.storeLayer(storage)),
+        Layer.provide(FakeModelProvider.layer()),
+        Layer.provide(IdGenerator.layer),
+        Layer.provide(NodeContext.layer)
+      )
+    ))
+).pipe(Command.withDescription("Print a session live, whichever process drives it, until Ctrl+C (--json: its events, one per line)"))
