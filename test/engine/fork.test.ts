@@ -1,9 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import { collect, expectWellFormedLog, memoryEngine } from "../helpers.js"
+import { collect, engineLayer, expectWellFormedLog, memoryEngine, testTools } from "../helpers.js"
 
 const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
 const run = (sessionId: string, userMessage: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.runTurn({ sessionId, userMessage })))
@@ -76,4 +79,23 @@ describe("forkSession", () => {
       expect((yield* Effect.flip(engine.forkSession({ sessionId: "sess_missing" })))._tag).toBe("SessionNotFound")
       expect((yield* engine.listSessions).length).toBe(sessions)
     }).pipe(Effect.provide(memoryEngine(model))))
+
+  it.effect("remembered permissions come along: the fork's state remembers what the source's did", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const source = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* collect(engine.runTurn({ sessionId: source.sessionId, userMessage: "look" }).pipe(
+        Stream.tap((e) =>
+          e.type === "permission.resolved" && e.payload.decision === "ask"
+            ? engine.resolvePermission({ sessionId: source.sessionId, toolCallId: e.payload.toolCallId, decision: "allow", remember: true })
+            : Effect.void
+        )
+      ))
+      const remembered = (yield* engine.sessionState({ sessionId: source.sessionId })).remembered
+      expect(remembered.map((r) => r.scope)).toEqual(["look"])
+      const fork = yield* engine.forkSession({ sessionId: source.sessionId })
+      expect((yield* engine.sessionState({ sessionId: fork.sessionId })).remembered).toEqual(remembered)
+    }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+      responses: [{ toolCalls: [{ tool: "look", args: {} }] }, { chunks: ["seen"] }]
+    }).pipe(Layer.provideMerge(testTools({ look: { run: () => Effect.succeed({ result: "a view" }) } }))))))
 })
