@@ -30,6 +30,11 @@ export interface Live {
 export interface TurnControl {
   /** Set before the driver is interrupted: from then on no model output is stored. */
   cancelRequested: boolean
+  /**
+   * Set when the driver has decided how its turn ends: a steer is refused from then on
+   * (`NoTurnInProgress`) rather than accepted and never stored.
+   */
+  closing?: boolean
 }
 
 /** The turn a driver fiber is running now. */

@@ -178,8 +178,9 @@ export declare namespace SessionEngine {
      * turn's next step boundary (after the step's tool results, before the next model request; a
      * steer that arrives while the model gives its final answer makes one more step), several in
      * arrival order, and the model sees each as a user message. Fails `NoTurnInProgress` when this
-     * engine runs no turn of the session. A steer that arrives as the turn is closing is dropped
-     * (with a warning logged).
+     * engine runs no turn of the session, or once its turn has decided how it ends (its final answer
+     * given, a limit or error reached, a cancel). Steers accepted before a turn ends on an error or a
+     * cancel are not stored (a warning is logged).
      */
     readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
     /**
@@ -540,7 +541,9 @@ export const make = (
     const steer = Effect.fn("SessionEngine.steer")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* liveSession(input.sessionId)
-      if (session.active === undefined) return yield* new NoTurnInProgress({ sessionId: input.sessionId })
+      if (session.active === undefined || session.active.control.closing === true) {
+        return yield* new NoTurnInProgress({ sessionId: input.sessionId })
+      }
       session.steers.push(input.message)
     })
 

@@ -41,6 +41,8 @@ export const drive = (env: TurnEnv, userMessage: string, queueId?: string): Effe
         queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
       )
       if (started.length === 0) return
+      // One driver may run several turns (queued follow-ups, then a new one): each starts open to steers.
+      env.control.closing = false
       yield* env.commit([EventDraft.userMessage(userMessage)])
       const tally: ModelResponse.Tally = { usage: undefined }
       const exit = yield* Effect.exit(restore(steps(env, tally, [], 0)))
@@ -111,6 +113,8 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
     if (response.calls.length === 0) {
       // A steer that came while the model answered is a step boundary of its own: the model answers it.
       if (env.session.steers.length > 0 && step < env.options.maxSteps) return undefined
+      // Decided in the same step as the check above: no steer can slip in between.
+      env.control.closing = true
       return withCut({ stopReason: "final" }, response.finishReason)
     }
     const { state } = env.session.live
@@ -156,6 +160,7 @@ const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined):
  */
 const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, usage: AgentEvent.Usage | undefined) =>
   Effect.gen(function*() {
+    env.control.closing = true
     if (Exit.isSuccess(exit)) return yield* close(env, withUsage(exit.value, usage))
     const storeFailure = Cause.failureOption(exit.cause)
     if (Option.isSome(storeFailure)) return yield* storeFailure.value

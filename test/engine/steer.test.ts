@@ -81,6 +81,21 @@ describe("steer", () => {
       expect(log.some((e) => e.type === "turn.steered")).toBe(false)
     }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [{ chunks: ["ok"] }] }))))
 
+  it.effect("a steer once the turn has decided how it ends is refused (NoTurnInProgress), never silently dropped", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const refused: Array<string> = []
+      yield* collect(engine.runTurn({ sessionId, userMessage: "go" }).pipe(
+        Stream.tap((e) =>
+          e.type === "turn.completed"
+            ? Effect.flip(engine.steer({ sessionId, message: "too late" })).pipe(Effect.map((error) => refused.push(error._tag)))
+            : Effect.void
+        )
+      ))
+      expect(refused).toEqual(["NoTurnInProgress"])
+    }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [{ chunks: ["ok"] }] }))))
+
   it.effect("a steer that comes while the model gives its final answer makes one more step", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
