@@ -42,7 +42,8 @@ export interface ActiveTurn {
   /** Changes when one driver runs several turns (queued follow-ups before a new turn). */
   turnId: string
   readonly control: TurnControl
-  readonly fiber: Fiber.RuntimeFiber<void, EventStoreFailure>
+  /** What a cancel interrupts: the driver, or the queued follow-up's turn it runs now (see `runQueued`). */
+  fiber: Fiber.RuntimeFiber<void, EventStoreFailure>
 }
 
 /** The user's answer to a paused call. */

@@ -190,8 +190,9 @@ export declare namespace SessionEngine {
      * when the running turn ends — however it ends: final, error or cancelled. The turns of
      * follow-ups have no stream of their own: watch them with `watchSession`. A queue left by a
      * process that stopped runs when the session is next driven: the next `runTurn` runs the queued
-     * follow-ups first (its stream carries only its own turn), and the next `followUp` or the end of a
-     * resumed turn starts them.
+     * follow-ups first (its stream carries only its own turn; `cancelTurn` meanwhile cancels the
+     * follow-up's turn then running, and the new turn still runs), and the next `followUp` or the end
+     * of a resumed turn starts them.
      */
     readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
@@ -360,13 +361,27 @@ export const make = (
           const next = session.live.state.followUps[0]
           if (next === undefined || session.live.state.openTurn !== undefined) break
           const turnId = yield* ids.next("turn")
-          if (session.active !== undefined) session.active.turnId = turnId
-          yield* Effect.annotateLogs(
-            TurnDriver.drive(TurnEnv.make(services, session, turnId, env.control, () => Effect.void), next.content, next.queueId),
+          const active = session.active
+          if (active === undefined) break
+          // Each queued turn runs in a fiber of its own, which a cancel interrupts: cancelling it
+          // cancels that turn only, and the driver goes on with the next one.
+          const control = env.control
+          const driver = active.fiber
+          const turn = yield* Effect.fork(Effect.interruptible(Effect.annotateLogs(
+            TurnDriver.drive(TurnEnv.make(services, session, turnId, control, () => Effect.void), next.content, next.queueId),
             { turnId }
-          )
+          )))
+          active.turnId = turnId
+          active.fiber = turn
+          const exit = yield* Fiber.await(turn)
+          active.turnId = env.turnId
+          active.fiber = driver
+          if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) return yield* Exit.failCause(exit.cause)
+          // Interrupted with no cancel asked for: the engine is shutting down.
+          if (Exit.isFailure(exit) && !control.cancelRequested) return yield* Effect.interrupt
+          // That turn was cancelled; the ones after it, and the new turn, still run.
+          control.cancelRequested = false
         }
-        if (session.active !== undefined) session.active.turnId = env.turnId
       })
 
     /**
