@@ -35,6 +35,11 @@ export interface TurnControl {
    * (`NoTurnInProgress`) rather than accepted and never stored.
    */
   closing?: boolean
+  /**
+   * Set when the consumer of the driver's stream went away: what runs now is cancelled, and the
+   * driver starts no further turn (after queued follow-ups, the consumer's own turn never starts).
+   */
+  abandoned?: boolean
 }
 
 /** The turn a driver fiber is running now. */

@@ -379,6 +379,9 @@ export const make = (
           if (Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) return yield* Exit.failCause(exit.cause)
           // Interrupted with no cancel asked for: the engine is shutting down.
           if (Exit.isFailure(exit) && !control.cancelRequested) return yield* Effect.interrupt
+          // Nobody reads this driver's stream any more: its own turn must not start unseen. The cancel
+          // stays requested, so the driver's exit still lets the queue run on in the background.
+          if (control.abandoned) return yield* Effect.interrupt
           // That turn was cancelled; the ones after it, and the new turn, still run.
           control.cancelRequested = false
         }
@@ -503,7 +506,13 @@ export const make = (
         // The consumer going away (interruption, an early exit) cancels the turn — its own driver,
         // not a follow-up started after it; the driver then stores turn.completed {cancelled}
         // before this finalizer returns.
-        yield* Effect.addFinalizer(() => Effect.suspend(() => session.active?.control === control ? cancelActive(session) : Effect.void))
+        yield* Effect.addFinalizer(() =>
+          Effect.suspend(() => {
+            if (session.active?.control !== control) return Effect.void
+            control.abandoned = true
+            return cancelActive(session)
+          })
+        )
         return Mailbox.toStream(mailbox)
       }))
 

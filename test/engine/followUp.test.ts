@@ -209,4 +209,35 @@ describe("follow-ups", () => {
       expect(turnsOf(log).map((t) => [t.message, t.stopReason])).toEqual([["first", "cancelled"], ["queued", "cancelled"], ["new", "final"]])
       expectWellFormedLog(log)
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("the consumer going away while a queued turn runs first: that turn is cancelled and its own turn never starts", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const started = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const sessionId = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "first" })).pipe(Effect.fork)
+        yield* Deferred.await(started)
+        yield* engine.followUp({ sessionId, message: "queued" })
+        return sessionId
+      }).pipe(Effect.provide(engineLayer(JsonlEventStore.layer({ dataDir }), { responses: [waitCall] }).pipe(Layer.provideMerge(gated(started, gate)), Layer.provideMerge(allowAll))))
+      // Process 2: the queued follow-up runs first and blocks in its tool; the new turn's consumer leaves.
+      const started2 = yield* Deferred.make<void>()
+      const log = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const turn = yield* collect(engine.runTurn({ sessionId, userMessage: "new" })).pipe(Effect.fork)
+        yield* Deferred.await(started2)
+        yield* Fiber.interrupt(turn)
+        return yield* collect(engine.replaySession({ sessionId }))
+      }).pipe(Effect.provide(
+        engineLayer(JsonlEventStore.layer({ dataDir }), { responses: [{ toolCalls: [{ tool: "wait", args: {}, id: "call_in_process_2" }] }, { chunks: ["new answer"] }] }).pipe(
+          Layer.provideMerge(gated(started2, yield* Deferred.make<void>())),
+          Layer.provideMerge(allowAll)
+        )
+      ))
+      expect(turnsOf(log).map((t) => [t.message, t.stopReason])).toEqual([["first", "cancelled"], ["queued", "cancelled"]])
+      expectWellFormedLog(log)
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
