@@ -186,6 +186,8 @@ export const make = (options: Options = {}) =>
           return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link); try again`)
         case "permission_denied":
           return fail("io_error", `${requested}: permission denied`)
+        case "secret_file":
+          return fail("forbidden_path", `${requested} is a process's environment, which holds secrets: no tool reads it`)
         case "io_error":
           return fail("io_error", `${requested}: could not be accessed${error.detail === undefined ? "" : ` (${error.detail})`}`)
       }

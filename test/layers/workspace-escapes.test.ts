@@ -426,6 +426,27 @@ describe("special files", () => {
       const status = yield* normal.attempt("read_file", { path: "/proc/self/status" })
       expect(shownText(status)).toContain(`Pid:\t${process.pid}`)
     }))
+
+  it.live("a process's environment (the agent's keys) is read by no file tool, in bypass too: by name, through a link, by grep", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const secret = `sk-agent-secret-${process.pid}`
+      // What the kernel shows in /proc/<pid>/environ is the environment a process started with: a child that has one.
+      const child = spawn("sleep", ["30"], { env: { ...process.env, ANTHROPIC_API_KEY: secret }, stdio: "ignore" })
+      try {
+        expect(NodeFs.readFileSync(`/proc/${child.pid}/environ`, "utf8")).toContain(secret)
+        NodeFs.symlinkSync(`/proc/${child.pid}/environ`, NodePath.join(tree.cwd, "env_link"))
+        const tools = yield* harness(tree.cwd, "bypass")
+        for (const path of [`/proc/${child.pid}/environ`, "/proc/self/environ", "env_link"]) {
+          const read = yield* tools.attempt("read_file", { path })
+          expect(read.stage === "ran" && Either.isLeft(read.result) && read.result.left.errorCode, path).toBe("forbidden_path")
+        }
+        const grep = yield* tools.attempt("grep", { pattern: "sk-agent-secret", path: `/proc/${child.pid}` })
+        expect(shownText(grep)).not.toContain(secret)
+      } finally {
+        child.kill("SIGKILL")
+      }
+    }))
 })
 
 describe("bounded walks", () => {

@@ -44,6 +44,7 @@ export type FileErrorCode =
   | "not_a_regular_file"
   | "file_too_large"
   | "permission_denied"
+  | "secret_file"
   | "io_error"
 
 /** A file that could not be used; `detail` is a system error code, never a path or a stack. */
@@ -176,10 +177,17 @@ const openFolderCreating = async (expected: string): Promise<Folder> => {
 }
 
 /**
+ * A process's environment as the kernel shows it (`/proc/<pid>/environ`, its threads' too): the
+ * agent's own holds its API keys, and no mode, rule or approval makes a file tool read it.
+ */
+const processEnvironment = /^\/proc\/(?:\d+|self|thread-self)(?:\/task\/\d+)?\/environ$/
+
+/**
  * Opens the regular file `name` inside `folder`. The kind is looked at before the open (so a device
  * is not even opened) and again on the handle (which is what counts).
  */
 export const openFileIn = async (folder: Folder, name: string, flags: number): Promise<{ readonly handle: FileHandle; readonly info: Stats }> => {
+  if (processEnvironment.test(NodePath.join(folder.path, name))) fail("secret_file")
   const at = inside(folder, name)
   const before = await NodeFs.lstat(at).catch((error) => (codeOf(error) === "ENOENT" && (flags & constants.O_CREAT) !== 0 ? undefined : Promise.reject(toFileError(error))))
   if (before !== undefined) {
