@@ -7,27 +7,15 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import {
-  type AgentEvent,
-  Cassette,
-  type EventStore,
-  FakeModelProvider,
-  IdGenerator,
-  type ModelProvider,
-  type PermissionEngine,
-  PermissionPolicy,
-  PromptComposer,
-  SessionEngine,
-  WorkspaceTools
-} from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, FakeModelProvider, SessionEngine } from "../index.js"
 import * as Acp from "./Acp.js"
+import { configurePolicy, engineLayer } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
+import * as Chat from "./Chat.js"
 import * as FollowUp from "./FollowUp.js"
 import * as Fork from "./Fork.js"
 import * as Watch from "./Watch.js"
@@ -38,7 +26,6 @@ import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
-import * as Settings from "./Settings.js"
 import * as Stdin from "./Stdin.js"
 
 const output: Render.Output = {
@@ -49,41 +36,6 @@ const output: Render.Output = {
 const mode = Flags.mode(
   "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
 )
-
-/**
- * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
- * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
- * with one line on a bad flag or file.
- */
-const configurePolicy = (
-  policy: Policy.Configurable,
-  cwd: string,
-  flags: { readonly mode: Option.Option<PermissionPolicy.Mode>; readonly allow: ReadonlyArray<string>; readonly deny: ReadonlyArray<string> }
-) =>
-  Effect.gen(function*() {
-    const flagRules = yield* Settings.parseFlags(flags)
-    const file = yield* Settings.load(cwd)
-    const note = Settings.describe(file)
-    if (note !== undefined) yield* Console.error(note)
-    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
-  })
-
-/** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
-const engineLayer = <E, R>(
-  storage: Flags.Storage,
-  model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
-  permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
-  tools: WorkspaceTools.Options = {}
-) =>
-  SessionEngine.layer().pipe(
-    Layer.provide(Flags.storeLayer(storage)),
-    Layer.provide(model),
-    Layer.provide(IdGenerator.layer),
-    Layer.provide(WorkspaceTools.layer(tools)),
-    Layer.provide(permissions),
-    Layer.provide(PromptComposer.layer()),
-    Layer.provide(NodeContext.layer)
-  )
 
 /**
  * Streams a turn to the terminal, asking the user whenever the policy asks — or, when stdin carried
@@ -263,7 +215,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, exportScript, Fork.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })
