@@ -221,11 +221,11 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
       return sessionId
     })
 
-    const queueFollowUp = (message: string, why: string) =>
+    const queueFollowUp = (message: string, why?: string) =>
       Effect.gen(function*() {
         const { queueId } = yield* engine.followUp({ sessionId: yield* session, message })
         queued.add(queueId)
-        note(`[${why}: queued as follow-up ${queueId}]`)
+        note(`[${why === undefined ? "" : `${why}: `}queued as follow-up ${queueId}]`)
       })
 
     /** Starts a turn, and returns once it has started (or failed to), so a next line can steer it. */
@@ -319,7 +319,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (text.startsWith(followUpPrefix)) {
           const message = text.slice(followUpPrefix.length).trim()
           if (message === "") note(`[usage: ${followUpPrefix} <message>]`)
-          else yield* queueFollowUp(message, "not now")
+          else yield* queueFollowUp(message)
           return false
         }
         // The message as typed (only surrounding whitespace trimmed).
