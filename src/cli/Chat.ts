@@ -308,8 +308,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
           case "/exit":
             return yield* Effect.as(finish, true)
           case "/drop": {
-            if (sessionId === undefined) return note("[no follow-up is queued]"), false
-            const { queueIds } = yield* engine.dropFollowUps({ sessionId })
+            const { queueIds } = sessionId === undefined ? { queueIds: [] } : yield* engine.dropFollowUps({ sessionId })
             for (const id of queueIds) settled.add(id)
             note(`[dropped ${queueIds.length} queued follow-up${queueIds.length === 1 ? "" : "s"}]`)
             changed()

@@ -180,6 +180,76 @@ describe("AcpMapper, the rest of the table", () => {
   })
 })
 
+describe("AcpMapper on the long-session events (steer, follow-ups, fork, compaction)", () => {
+  const cwd = "/tmp/effect-agent-long"
+  // A session with a steered turn, a follow-up queued then run, one dropped, and a fork marker: decoded with the schema.
+  const lines = [
+    { sequence: 1, type: "session.created", payload: { cwd, client: "test" } },
+    { sequence: 2, turnId: "turn_1", type: "turn.started", payload: { promptPreview: "start" } },
+    { sequence: 3, turnId: "turn_1", type: "user.message", payload: { content: "start" } },
+    { sequence: 4, type: "followup.queued", payload: { queueId: "fup_1", content: "then tidy up" } },
+    { sequence: 5, turnId: "turn_1", type: "turn.steered", payload: { content: "also mention the weather" } },
+    { sequence: 6, turnId: "turn_1", type: "model.delta", payload: { text: "sunny" } },
+    { sequence: 7, turnId: "turn_1", type: "turn.completed", payload: { stopReason: "final" } },
+    { sequence: 8, turnId: "turn_2", type: "turn.started", payload: { promptPreview: "then tidy up", queueId: "fup_1" } },
+    { sequence: 9, turnId: "turn_2", type: "user.message", payload: { content: "then tidy up" } },
+    { sequence: 10, turnId: "turn_2", type: "turn.completed", payload: { stopReason: "final" } },
+    { sequence: 11, type: "followup.queued", payload: { queueId: "fup_2", content: "never mind" } },
+    { sequence: 12, type: "followup.dropped", payload: { queueIds: ["fup_2"] } },
+    { sequence: 13, type: "session.forked", payload: { fromSessionId: "sess_0", atSequence: 3 } }
+  ].map((line) =>
+    Either.getOrThrow(AgentEvent.decodeJson(JSON.stringify({ id: `evt_${line.sequence}`, sessionId: "sess_1", timestamp: "1970-01-01T00:00:00.000Z", ...line })))
+  )
+
+  it("a steer is a user message chunk, live and on replay; the queue and the fork send nothing, a follow-up's turn shows as its own", () => {
+    expect(mapAll(lines, "live")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
+      { sessionUpdate: "agent_message_chunk", content: text("sunny") }
+    ])
+    expect(mapAll(lines, "replay")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("start") },
+      { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
+      { sessionUpdate: "agent_message_chunk", content: text("sunny") },
+      { sessionUpdate: "user_message_chunk", content: text("then tidy up") }
+    ])
+  })
+
+  // The compaction events, as CONTRACT.md §8 gives them; built by hand so this test does not depend on the schema's version.
+  const compaction = (sequence: number, type: string, payload: object) =>
+    ({ id: `evt_${sequence}`, sessionId: "sess_1", turnId: "turn_3", sequence, timestamp: "1970-01-01T00:00:00.000Z", type, payload }) as unknown as AgentEvent.AgentEvent
+  const compactions = [
+    compaction(14, "compaction.started", { compactionId: "cmp_1", reason: "threshold", tokensBefore: 9000 }),
+    compaction(15, "session.compacted", { compactionId: "cmp_1", reason: "threshold", summary: "We renamed foo.", firstKeptSequence: 9, tokensBefore: 9000, tokensAfter: 1200 }),
+    compaction(16, "compaction.started", { compactionId: "cmp_2", reason: "manual", tokensBefore: 1300 }),
+    compaction(17, "compaction.failed", { compactionId: "cmp_2", errorCode: "rate_limited" }),
+    compaction(18, "compaction.started", { compactionId: "cmp_3", reason: "overflow", tokensBefore: 1300 }),
+    compaction(19, "compaction.failed", { compactionId: "cmp_3", errorCode: "cancelled" })
+  ]
+  const mapWith = (support: AcpMapper.ClientSupport) => compactions.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase: "live", support }))
+
+  it("compaction, for a client that advertised session.compaction: the compaction_update entity — in progress, completed with its summary, failed or cancelled", () => {
+    expect(mapWith({ compaction: true })).toEqual([
+      { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "completed", summary: [text("We renamed foo.")] },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_2", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_2", status: "failed", error: "rate_limited" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_3", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_3", status: "cancelled", error: "cancelled" }
+    ])
+  })
+
+  it("compaction, for any other client: never compaction_update (ACP forbids it), one agent thought per step", () => {
+    expect(mapWith(AcpMapper.baseline)).toEqual([
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacted the conversation: 9000 → 1200 tokens.") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compaction failed (rate_limited); the conversation is unchanged.") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compaction cancelled; the conversation is unchanged.") }
+    ])
+  })
+})
+
 describe("AcpPermissions", () => {
   const call: PreparedCall = {
     toolCallId: "c1",
