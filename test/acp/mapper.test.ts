@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { AcpMapper, AcpPermissions } from "../../src/acp.js"
 import { AgentEvent, PermissionEngine, PermissionPolicy } from "../../src/index.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
+import * as LongSession from "../longSessionLog.js"
 
 const golden = (name: string): Array<AgentEvent.AgentEvent> =>
   readFileSync(join(import.meta.dirname, "../../fixtures/golden", name), "utf8")
@@ -181,25 +182,8 @@ describe("AcpMapper, the rest of the table", () => {
 })
 
 describe("AcpMapper on the long-session events (steer, follow-ups, fork, compaction)", () => {
-  const cwd = "/tmp/effect-agent-long"
-  // A session with a steered turn, a follow-up queued then run, one dropped, and a fork marker: decoded with the schema.
-  const lines = [
-    { sequence: 1, type: "session.created", payload: { cwd, client: "test" } },
-    { sequence: 2, turnId: "turn_1", type: "turn.started", payload: { promptPreview: "start" } },
-    { sequence: 3, turnId: "turn_1", type: "user.message", payload: { content: "start" } },
-    { sequence: 4, type: "followup.queued", payload: { queueId: "fup_1", content: "then tidy up" } },
-    { sequence: 5, turnId: "turn_1", type: "turn.steered", payload: { content: "also mention the weather" } },
-    { sequence: 6, turnId: "turn_1", type: "model.delta", payload: { text: "sunny" } },
-    { sequence: 7, turnId: "turn_1", type: "turn.completed", payload: { stopReason: "final" } },
-    { sequence: 8, turnId: "turn_2", type: "turn.started", payload: { promptPreview: "then tidy up", queueId: "fup_1" } },
-    { sequence: 9, turnId: "turn_2", type: "user.message", payload: { content: "then tidy up" } },
-    { sequence: 10, turnId: "turn_2", type: "turn.completed", payload: { stopReason: "final" } },
-    { sequence: 11, type: "followup.queued", payload: { queueId: "fup_2", content: "never mind" } },
-    { sequence: 12, type: "followup.dropped", payload: { queueIds: ["fup_2"] } },
-    { sequence: 13, type: "session.forked", payload: { fromSessionId: "sess_0", atSequence: 3 } }
-  ].map((line) =>
-    Either.getOrThrow(AgentEvent.decodeJson(JSON.stringify({ id: `evt_${line.sequence}`, sessionId: "sess_1", timestamp: "1970-01-01T00:00:00.000Z", ...line })))
-  )
+  const lines = LongSession.steerAndFollowUps
+  const cwd = LongSession.cwd
 
   it("a steer is a user message chunk, live and on replay; the queue and the fork send nothing, a follow-up's turn shows as its own", () => {
     expect(mapAll(lines, "live")).toEqual([
@@ -214,17 +198,7 @@ describe("AcpMapper on the long-session events (steer, follow-ups, fork, compact
     ])
   })
 
-  // The compaction events, as CONTRACT.md §8 gives them; built by hand so this test does not depend on the schema's version.
-  const compaction = (sequence: number, type: string, payload: object) =>
-    ({ id: `evt_${sequence}`, sessionId: "sess_1", turnId: "turn_3", sequence, timestamp: "1970-01-01T00:00:00.000Z", type, payload }) as unknown as AgentEvent.AgentEvent
-  const compactions = [
-    compaction(14, "compaction.started", { compactionId: "cmp_1", reason: "threshold", tokensBefore: 9000 }),
-    compaction(15, "session.compacted", { compactionId: "cmp_1", reason: "threshold", summary: "We renamed foo.", firstKeptSequence: 9, tokensBefore: 9000, tokensAfter: 1200 }),
-    compaction(16, "compaction.started", { compactionId: "cmp_2", reason: "manual", tokensBefore: 1300 }),
-    compaction(17, "compaction.failed", { compactionId: "cmp_2", errorCode: "rate_limited" }),
-    compaction(18, "compaction.started", { compactionId: "cmp_3", reason: "overflow", tokensBefore: 1300 }),
-    compaction(19, "compaction.failed", { compactionId: "cmp_3", errorCode: "cancelled" })
-  ]
+  const compactions = LongSession.compactions
   const mapWith = (support: AcpMapper.ClientSupport) => compactions.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase: "live", support }))
 
   it("compaction, for a client that advertised session.compaction: the compaction_update entity — in progress, completed with its summary, failed or cancelled", () => {
