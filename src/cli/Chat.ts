@@ -187,6 +187,8 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (event.type === "permission.resolved" && event.payload.decision === "ask") {
           render.endLine()
           const ask = { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+          // Already asked (a resumed turn's question, asked before its events came).
+          if (asks.some((a) => a.toolCallId === ask.toolCallId)) return
           if (ended) {
             output.err(`${ask.question} no (the input has ended, so nobody can answer)\n`)
             yield* answer(ask, Approvals.parse(undefined))
@@ -228,13 +230,19 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         note(`[${why === undefined ? "" : `${why}: `}queued as follow-up ${queueId}]`)
       })
 
-    /** Starts a turn, and returns once it has started (or failed to), so a next line can steer it. */
-    const startTurn = (userMessage: string) =>
+    /**
+     * Drains a turn's stream in the background (the watcher shows it); returns what completes once
+     * the turn has started (or failed to). `userMessage`: the message that started it, queued as a
+     * follow-up if another turn got there first.
+     */
+    const drive = <E extends { readonly _tag: string; readonly message: string }>(
+      turn: Stream.Stream<AgentEvent.AgentEvent, E>,
+      userMessage?: string
+    ) =>
       Effect.gen(function*() {
-        const id = yield* session
         const started = yield* Deferred.make<void>()
         runs++
-        yield* engine.runTurn({ sessionId: id, userMessage }).pipe(
+        yield* turn.pipe(
           Stream.tap((event) =>
             Effect.sync(() => {
               stored = Math.max(stored, event.sequence)
@@ -242,8 +250,10 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
           ),
           Stream.runDrain,
           // A follow-up's turn started first: this message waits its turn, nothing is lost.
-          Effect.catchTag("TurnInProgress", () => queueFollowUp(userMessage, "a turn is running")),
-          Effect.catchAll((error) => Effect.sync(() => note(`effect-agent: ${error.message}`))),
+          Effect.catchAll((error) =>
+            error._tag === "TurnInProgress" && userMessage !== undefined
+              ? queueFollowUp(userMessage, "a turn is running") : Effect.sync(() => note(`effect-agent: ${error.message}`))
+          ),
           Effect.ensuring(Effect.sync(() => {
             runs--
             changed()
@@ -251,7 +261,28 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
           Effect.ensuring(Deferred.succeed(started, undefined)),
           Effect.forkScoped
         )
-        yield* Deferred.await(started)
+        return started
+      })
+
+    /** Starts a turn, and returns once it has started, so a next line can steer it. */
+    const startTurn = (userMessage: string) =>
+      Effect.flatMap(session, (id) => drive(engine.runTurn({ sessionId: id, userMessage }), userMessage)).pipe(Effect.flatMap(Deferred.await))
+
+    /**
+     * A turn left open in the log by a process that stopped while a call waited for the user: its
+     * questions are asked here, then it goes on (`resumeTurn`), before anything else runs.
+     */
+    const resumePaused = (id: string) =>
+      Effect.gen(function*() {
+        const waiting = yield* engine.pendingApprovals({ sessionId: id })
+        // A turn left open while running, not waiting: the next turn closes it (interrupted).
+        if (waiting.length === 0) return
+        const turnId = (yield* engine.sessionState({ sessionId: id })).openTurn?.turnId ?? ""
+        note("[this session's last turn was left waiting for your approval: it goes on here]")
+        for (const call of waiting) asks.push({ turnId, toolCallId: call.toolCallId, question: `  Allow ${Render.describeCall(call)}?` })
+        askNext()
+        // Not awaited: the resumed turn says nothing until its questions are answered, by the next lines.
+        yield* drive(engine.resumeTurn({ sessionId: id }))
       })
 
     const steer = (message: string) =>
@@ -331,6 +362,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
       const state = yield* engine.sessionState({ sessionId })
       note(`session ${sessionId}`)
       yield* watch(sessionId, state.lastSequence + 1)
+      if (state.openTurn !== undefined) yield* resumePaused(sessionId)
     }
     if (term.interactive) note(`${help}\n`)
     changed()

@@ -128,6 +128,30 @@ describe("effect-agent chat, piped stdin (subprocess)", () => {
   })
 })
 
+describe("effect-agent chat --session on a turn left waiting (subprocess)", () => {
+  it("a process that died with a question open: chat asks it, then the turn goes on", async () => {
+    const { cwd, script } = setup("resume", [{ toolCalls: [{ tool: "write_file", args: { path: "late.txt", content: "x\n" } }] }, { chunks: ["written late"] }])
+    const first = start(["run", "write late.txt", "--script", script, "--data-dir", dataDir], { cwd })
+    await first.waitForStderr(/Allow write_file late\.txt\?/)
+    first.child.kill("SIGKILL")
+    const sessionId = sessionOf((await first.done).stderr)!
+
+    // The model of the new process: what comes after the call.
+    const rest = join(cwd, "rest.json")
+    writeFileSync(rest, JSON.stringify({ responses: [{ chunks: ["written late"] }] }))
+    const chat = start(["chat", "--session", sessionId, "--script", rest, "--data-dir", dataDir], { cwd })
+    await chat.waitForStderr(/left waiting for your approval[\s\S]*Allow write_file late\.txt\? \[y\]es/)
+    chat.child.stdin!.end("y\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.stdout).toBe("written late\n")
+    expect(readFileSync(join(cwd, "late.txt"), "utf8")).toBe("x\n")
+    const log = await replay(sessionId)
+    expect(turnsOf(log)).toHaveLength(1)
+    expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+  })
+})
+
 /** The CLI on a pseudo-terminal: util-linux `script` gives it one, and passes our bytes on as keystrokes. */
 const startOnTerminal = (args: ReadonlyArray<string>, cwd: string) => {
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
