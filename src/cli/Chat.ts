@@ -305,7 +305,15 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         yield* answer(ask, Approvals.parse(undefined))
       }
       if (busy()) note("[waiting for the running turn and the queued follow-ups; Ctrl+C cancels the turn]")
-      yield* waitIdle
+      // Meanwhile (after /exit, on a terminal) Ctrl+C still cancels the running turn, or leaves when none runs.
+      for (;;) {
+        const input = yield* Effect.raceFirst(Effect.as(waitIdle, undefined), term.take)
+        if (input === undefined) return
+        if (input._tag === "Line" && input.text.trim() !== "") note("[leaving: that line was not sent]")
+        if (input._tag !== "Interrupt") continue
+        if (!running()) return
+        yield* cancel
+      }
     })
 
     /** Handles one input; `true` when the chat is over. */

@@ -193,4 +193,20 @@ describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
     expect(turnsOf(log)).toHaveLength(1)
     expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
   })
+
+  it("/exit waits for the running turn; Ctrl+C meanwhile cancels it, and the chat leaves, exit 0", async () => {
+    const { cwd, script } = setup("pty-exit", [waitingShell])
+    const chat = startOnTerminal(["chat", "--script", script, "--allow", "shell:sh wait.sh", "--data-dir", dataDir], cwd)
+    await chat.waitFor(/› /)
+    chat.type("start the work\r")
+    const running = await chat.waitFor(/⚙ shell sh wait\.sh/)
+    chat.type("/exit\r")
+    await chat.waitFor(/\[waiting for the running turn/, running)
+    chat.type("\x03")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.screen).toContain("[turn cancelled]")
+    const log = await replay(sessionOf(finished.screen)!)
+    expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
 })
