@@ -24,10 +24,9 @@ import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type AgentEvent, type EventStoreFailure, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
-import { configurePolicy, engineLayer } from "./Engine.js"
+import { withDrivingEngine } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
-import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
 
 /** A line starting with this is queued as a follow-up instead of steering the running turn. */
@@ -398,17 +397,8 @@ export const command = Command.make(
     ...Flags.storage
   },
   ({ allow, deny, mode, session, ...options }) =>
-    Effect.gen(function*() {
-      const model = yield* Models.layer(options)
-      const policy = Policy.configurable()
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        // The settings of the session's working directory, read before anything is stored.
-        const cwd = Option.isSome(session) ? (yield* engine.sessionState({ sessionId: session.value })).cwd : process.cwd()
-        yield* configurePolicy(policy, cwd, { mode, allow, deny })
-        yield* chat(engine, { sessionId: Option.getOrUndefined(session), cwd })
-      }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
-    })
+    withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+      chat(engine, { sessionId: Option.getOrUndefined(session), cwd }))
 ).pipe(Command.withDescription(
   `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`
 ))

@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { type AgentEvent, Cassette, type EventStore, FakeModelProvider, SessionEngine } from "../index.js"
 import * as Acp from "./Acp.js"
-import { configurePolicy, engineLayer } from "./Engine.js"
+import { engineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
 import * as Chat from "./Chat.js"
 import * as FollowUp from "./FollowUp.js"
@@ -24,7 +24,6 @@ import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
-import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
 
@@ -100,19 +99,14 @@ const run = Command.make(
     Effect.gen(function*() {
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
-      const model = yield* Models.layer(options)
-      const policy = Policy.configurable()
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        // The settings of the session's working directory, read before anything is stored.
-        const cwd = Option.isSome(session) ? (yield* engine.sessionState({ sessionId: session.value })).cwd : process.cwd()
-        yield* configurePolicy(policy, cwd, { mode, allow, deny })
-        const sessionId = Option.isSome(session)
-          ? session.value
-          : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
-        const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
-        yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
-      }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
+      yield* withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+        Effect.gen(function*() {
+          const sessionId = Option.isSome(session)
+            ? session.value
+            : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
+          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
+          yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
+        }))
     })
 ).pipe(Command.withDescription(
   "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
@@ -199,17 +193,12 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.storage
     },
     ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
-      Effect.gen(function*() {
-        const model = yield* Models.layer(options)
-        const remember = "always" in options && options.always === true
-        const policy = Policy.configurable()
-        yield* Effect.gen(function*() {
-          const engine = yield* SessionEngine.SessionEngine
-          yield* configurePolicy(policy, (yield* engine.sessionState({ sessionId })).cwd, { mode, allow, deny })
+      withDrivingEngine(options, { mode, allow, deny }, sessionId, (engine) =>
+        Effect.gen(function*() {
+          const remember = "always" in options && options.always === true
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
-        }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
-      })
+        }))
   ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
 
 /** The root command. */

@@ -19,7 +19,8 @@ import {
   WorkspaceTools
 } from "../index.js"
 import * as Flags from "./Flags.js"
-import type * as Policy from "./Policy.js"
+import * as Models from "./Models.js"
+import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
 /**
@@ -27,10 +28,10 @@ import * as Settings from "./Settings.js"
  * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
  * with one line on a bad flag or file.
  */
-export const configurePolicy = (
+const configurePolicy = (
   policy: Policy.Configurable,
   cwd: string,
-  flags: { readonly mode: Option.Option<PermissionPolicy.Mode>; readonly allow: ReadonlyArray<string>; readonly deny: ReadonlyArray<string> }
+  flags: PolicyFlags
 ) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags(flags)
@@ -56,3 +57,32 @@ export const engineLayer = <E, R>(
     Layer.provide(PromptComposer.layer()),
     Layer.provide(NodeContext.layer)
   )
+
+/** The flags that set a session's policy: `--mode`, `--allow`, `--deny`. */
+export interface PolicyFlags {
+  readonly mode: Option.Option<PermissionPolicy.Mode>
+  readonly allow: ReadonlyArray<string>
+  readonly deny: ReadonlyArray<string>
+}
+
+/**
+ * Runs `body` on the engine of a command that drives turns: the model the flags chose, and the
+ * policy of the session's working directory (the session's, else the current directory), configured
+ * before anything is stored.
+ */
+export const withDrivingEngine = <A, E, R>(
+  options: Flags.Storage & Models.Choice,
+  flags: PolicyFlags,
+  sessionId: string | undefined,
+  body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
+) =>
+  Effect.gen(function*() {
+    const model = yield* Models.layer(options)
+    const policy = Policy.configurable()
+    return yield* Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const cwd = sessionId === undefined ? process.cwd() : (yield* engine.sessionState({ sessionId })).cwd
+      yield* configurePolicy(policy, cwd, flags)
+      return yield* body(engine, cwd)
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
+  })
