@@ -66,15 +66,19 @@ describe("effect-agent chat, piped stdin (subprocess)", () => {
     expect(turnsOf(await replay(sessionId))).toHaveLength(3)
   })
 
-  it("a line during a running turn steers it (turn.steered after the tool's result, in the next request); >> queues a follow-up that runs as its own turn", async () => {
+  it("a line during a running turn steers it (turn.steered after the tool's result, in the next request); >> queues a follow-up that runs as its own turn; /drop drops the queue", async () => {
     const { cwd, requests, script } = setup("steer", [waitingShell, { chunks: ["steered answer"] }, { chunks: ["follow-up done"] }])
     const chat = start(["chat", "--script", script, "--allow", "shell:sh wait.sh", "--data-dir", dataDir], { cwd })
     chat.child.stdin!.write("start the work\n")
     await chat.waitForStderr(/⚙ shell sh wait\.sh/)
     chat.child.stdin!.write("also mention the weather\n")
     await chat.waitForStderr(/\[steering the running turn\]/)
-    chat.child.stdin!.write(">> then tidy up\n")
+    chat.child.stdin!.write(">> never mind this one\n")
     await chat.waitForStderr(/queued as follow-up fup_/)
+    chat.child.stdin!.write("/drop\n")
+    await chat.waitForStderr(/\[dropped 1 queued follow-up\]/)
+    chat.child.stdin!.write(">> then tidy up\n")
+    await chat.waitForStderr(/queued as follow-up fup_[\s\S]*queued as follow-up fup_/)
     writeFileSync(join(cwd, "go"), "")
     await chat.waitForStdout(/follow-up done/)
     chat.child.stdin!.end()
@@ -91,10 +95,11 @@ describe("effect-agent chat, piped stdin (subprocess)", () => {
     expect(inFirst.indexOf("turn.steered")).toBeGreaterThan(inFirst.indexOf("tool.completed"))
     expect(inFirst.indexOf("turn.steered")).toBeLessThan(inFirst.indexOf("model.delta"))
     expect(log.find((e) => e.type === "turn.steered")!.payload).toEqual({ content: "also mention the weather" })
-    const queued = log.find((e) => e.type === "followup.queued")!
-    expect(queued.payload).toMatchObject({ content: "then tidy up" })
-    expect(queued.sequence).toBeLessThan(log.find((e) => e.type === "turn.completed")!.sequence)
-    expect(second!.payload).toMatchObject({ queueId: (queued.payload as { queueId: string }).queueId })
+    const [dropped, queued] = log.filter((e) => e.type === "followup.queued")
+    expect(log.find((e) => e.type === "followup.dropped")!.payload).toEqual({ queueIds: [(dropped!.payload as { queueId: string }).queueId] })
+    expect(queued!.payload).toMatchObject({ content: "then tidy up" })
+    expect(queued!.sequence).toBeLessThan(log.find((e) => e.type === "turn.completed")!.sequence)
+    expect(second!.payload).toMatchObject({ queueId: (queued!.payload as { queueId: string }).queueId })
     // The model read the steer as a user message, right after the tool's result.
     const sent = readFileSync(requests, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { messages: Array<{ role: string; content: string }> })
     expect(sent[1]!.messages.slice(-2)).toMatchObject([{ role: "tool", content: "released\n" }, { role: "user", content: "also mention the weather" }])
