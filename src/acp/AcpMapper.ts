@@ -113,6 +113,49 @@ const text = (value: string): acp.ContentBlock => ({ type: "text", text: value }
 
 const toolContent = (value: string): Array<acp.ToolCallContent> => [{ type: "content", content: text(value) }]
 
+/** A payload field read defensively: the compaction events are matched by their type string (see {@link compactionUpdatesOf}). */
+const payloadField = (payload: unknown, name: string): unknown =>
+  typeof payload === "object" && payload !== null ? (payload as Record<string, unknown>)[name] : undefined
+
+const stringField = (payload: unknown, name: string, fallback: string): string => {
+  const value = payloadField(payload, name)
+  return typeof value === "string" ? value : fallback
+}
+
+/**
+ * The compaction events (`compaction.started`, `session.compacted`, `compaction.failed`), matched by
+ * type string so this mapper does not depend on the schema's version. A client that advertised
+ * `session.compaction` gets ACP's `compaction_update` entity (in_progress, then completed with the
+ * summary, or failed / cancelled with the error code); any other client may not receive it (the
+ * protocol says so), and reads one `agent_thought_chunk` line per step instead.
+ */
+const compactionUpdatesOf = (type: string, payload: unknown, support: ClientSupport): Array<acp.SessionUpdate> | undefined => {
+  const compactionId = stringField(payload, "compactionId", "compaction")
+  const tokens = (name: string) => {
+    const value = payloadField(payload, name)
+    return typeof value === "number" ? String(value) : "?"
+  }
+  const thought = (value: string): Array<acp.SessionUpdate> => [{ sessionUpdate: "agent_thought_chunk", content: text(value) }]
+  switch (type) {
+    case "compaction.started":
+      return support.compaction
+        ? [{ sessionUpdate: "compaction_update", compactionId, status: "in_progress" }]
+        : thought("Compacting the conversation…")
+    case "session.compacted":
+      return support.compaction
+        ? [{ sessionUpdate: "compaction_update", compactionId, status: "completed", summary: [text(stringField(payload, "summary", ""))] }]
+        : thought(`Compacted the conversation: ${tokens("tokensBefore")} → ${tokens("tokensAfter")} tokens.`)
+    case "compaction.failed": {
+      const errorCode = stringField(payload, "errorCode", "error")
+      return support.compaction
+        ? [{ sessionUpdate: "compaction_update", compactionId, status: errorCode === "cancelled" ? "cancelled" : "failed", error: errorCode }]
+        : thought(`Compaction ${errorCode === "cancelled" ? "cancelled" : `failed (${errorCode})`}; the conversation is unchanged.`)
+    }
+    default:
+      return undefined
+  }
+}
+
 /**
  * The `session/update` payloads of one event, in order; most events have none (they are the
  * engine's bookkeeping). `permission.resolved {ask}` is not an update: see {@link permissionRequestOf}.
@@ -121,9 +164,14 @@ export const updatesOf = (
   event: AgentEvent.AgentEvent,
   context: { readonly cwd: string; readonly phase: Phase; readonly support: ClientSupport }
 ): Array<acp.SessionUpdate> => {
+  const compaction = compactionUpdatesOf(event.type, event.payload, context.support)
+  if (compaction !== undefined) return compaction
   switch (event.type) {
     case "user.message":
       return context.phase === "replay" ? [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }] : []
+    case "turn.steered":
+      // Not the client's own prompt (ACP has no steering request), so it is shown live too: a user message within the turn.
+      return [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }]
     case "model.delta":
       return event.payload.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: text(event.payload.text) }]
     case "model.tool_call_requested":
@@ -154,6 +202,8 @@ export const updatesOf = (
     default:
       // session.created, turn.started, context.built, model.retry, permission.*, turn.completed:
       // the client learns of them otherwise (the prompt's answer, a permission request) or not at all.
+      // followup.queued / followup.dropped / session.forked: ACP has no queue nor fork; a follow-up's
+      // turn shows through its own events (its user.message on replay).
       return []
   }
 }

@@ -19,6 +19,9 @@ export const parse = (line: string | undefined): Answer => {
   return { decision: "deny", remember: false }
 }
 
+/** What follows each question: the answers it takes. */
+export const choices = "[y]es / [n]o / [a]lways: "
+
 /** A prompt on stdin/stderr, opened on first use and closed with the scope. */
 export const make: Effect.Effect<{ readonly ask: (question: string) => Effect.Effect<Answer> }, never, Scope.Scope> = Effect.gen(function*() {
   let reader: readline.Interface | undefined
@@ -52,7 +55,7 @@ export const make: Effect.Effect<{ readonly ask: (question: string) => Effect.Ef
   })
   return {
     ask: (question) =>
-      Effect.sync(() => process.stderr.write(`${question} [y]es / [n]o / [a]lways: `)).pipe(
+      Effect.sync(() => process.stderr.write(`${question} ${choices}`)).pipe(
         Effect.zipRight(readLine),
         // A terminal echoes what the user typed; piped input does not, so the line is ended here.
         Effect.tap(() => Effect.sync(() => process.stdin.isTTY === true || process.stderr.write("\n"))),

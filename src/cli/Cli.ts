@@ -7,27 +7,15 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import {
-  type AgentEvent,
-  Cassette,
-  type EventStore,
-  FakeModelProvider,
-  IdGenerator,
-  type ModelProvider,
-  type PermissionEngine,
-  PermissionPolicy,
-  PromptComposer,
-  SessionEngine,
-  WorkspaceTools
-} from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, FakeModelProvider, SessionEngine } from "../index.js"
 import * as Acp from "./Acp.js"
+import { engineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
+import * as Chat from "./Chat.js"
 import * as FollowUp from "./FollowUp.js"
 import * as Fork from "./Fork.js"
 import * as Watch from "./Watch.js"
@@ -36,9 +24,7 @@ import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
-import * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
-import * as Settings from "./Settings.js"
 import * as Stdin from "./Stdin.js"
 
 const output: Render.Output = {
@@ -49,41 +35,6 @@ const output: Render.Output = {
 const mode = Flags.mode(
   "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
 )
-
-/**
- * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
- * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
- * with one line on a bad flag or file.
- */
-const configurePolicy = (
-  policy: Policy.Configurable,
-  cwd: string,
-  flags: { readonly mode: Option.Option<PermissionPolicy.Mode>; readonly allow: ReadonlyArray<string>; readonly deny: ReadonlyArray<string> }
-) =>
-  Effect.gen(function*() {
-    const flagRules = yield* Settings.parseFlags(flags)
-    const file = yield* Settings.load(cwd)
-    const note = Settings.describe(file)
-    if (note !== undefined) yield* Console.error(note)
-    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
-  })
-
-/** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
-const engineLayer = <E, R>(
-  storage: Flags.Storage,
-  model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
-  permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
-  tools: WorkspaceTools.Options = {}
-) =>
-  SessionEngine.layer().pipe(
-    Layer.provide(Flags.storeLayer(storage)),
-    Layer.provide(model),
-    Layer.provide(IdGenerator.layer),
-    Layer.provide(WorkspaceTools.layer(tools)),
-    Layer.provide(permissions),
-    Layer.provide(PromptComposer.layer()),
-    Layer.provide(NodeContext.layer)
-  )
 
 /**
  * Streams a turn to the terminal, asking the user whenever the policy asks — or, when stdin carried
@@ -148,19 +99,14 @@ const run = Command.make(
     Effect.gen(function*() {
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
-      const model = yield* Models.layer(options)
-      const policy = Policy.configurable()
-      yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        // The settings of the session's working directory, read before anything is stored.
-        const cwd = Option.isSome(session) ? (yield* engine.sessionState({ sessionId: session.value })).cwd : process.cwd()
-        yield* configurePolicy(policy, cwd, { mode, allow, deny })
-        const sessionId = Option.isSome(session)
-          ? session.value
-          : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
-        const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
-        yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
-      }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
+      yield* withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+        Effect.gen(function*() {
+          const sessionId = Option.isSome(session)
+            ? session.value
+            : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
+          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
+          yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
+        }))
     })
 ).pipe(Command.withDescription(
   "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
@@ -247,23 +193,18 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.storage
     },
     ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
-      Effect.gen(function*() {
-        const model = yield* Models.layer(options)
-        const remember = "always" in options && options.always === true
-        const policy = Policy.configurable()
-        yield* Effect.gen(function*() {
-          const engine = yield* SessionEngine.SessionEngine
-          yield* configurePolicy(policy, (yield* engine.sessionState({ sessionId })).cwd, { mode, allow, deny })
+      withDrivingEngine(options, { mode, allow, deny }, sessionId, (engine) =>
+        Effect.gen(function*() {
+          const remember = "always" in options && options.always === true
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
-        }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
-      })
+        }))
   ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, replay, exportScript, Fork.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

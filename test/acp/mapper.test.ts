@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { AcpMapper, AcpPermissions } from "../../src/acp.js"
 import { AgentEvent, PermissionEngine, PermissionPolicy } from "../../src/index.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
+import * as LongSession from "../longSessionLog.js"
 
 const golden = (name: string): Array<AgentEvent.AgentEvent> =>
   readFileSync(join(import.meta.dirname, "../../fixtures/golden", name), "utf8")
@@ -177,6 +178,49 @@ describe("AcpMapper, the rest of the table", () => {
   it("client support is read from the advertised capabilities", () => {
     expect(AcpMapper.supportOf(undefined)).toEqual({ compaction: false })
     expect(AcpMapper.supportOf({ session: { compaction: {} } })).toEqual({ compaction: true })
+  })
+})
+
+describe("AcpMapper on the long-session events (steer, follow-ups, fork, compaction)", () => {
+  const lines = LongSession.steerAndFollowUps
+  const cwd = LongSession.cwd
+
+  it("a steer is a user message chunk, live and on replay; the queue and the fork send nothing, a follow-up's turn shows as its own", () => {
+    expect(mapAll(lines, "live")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
+      { sessionUpdate: "agent_message_chunk", content: text("sunny") }
+    ])
+    expect(mapAll(lines, "replay")).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("start") },
+      { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
+      { sessionUpdate: "agent_message_chunk", content: text("sunny") },
+      { sessionUpdate: "user_message_chunk", content: text("then tidy up") }
+    ])
+  })
+
+  const compactions = LongSession.compactions
+  const mapWith = (support: AcpMapper.ClientSupport) => compactions.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase: "live", support }))
+
+  it("compaction, for a client that advertised session.compaction: the compaction_update entity — in progress, completed with its summary, failed or cancelled", () => {
+    expect(mapWith({ compaction: true })).toEqual([
+      { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "completed", summary: [text("We renamed foo.")] },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_2", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_2", status: "failed", error: "rate_limited" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_3", status: "in_progress" },
+      { sessionUpdate: "compaction_update", compactionId: "cmp_3", status: "cancelled", error: "cancelled" }
+    ])
+  })
+
+  it("compaction, for any other client: never compaction_update (ACP forbids it), one agent thought per step", () => {
+    expect(mapWith(AcpMapper.baseline)).toEqual([
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacted the conversation: 9000 → 1200 tokens.") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compaction failed (rate_limited); the conversation is unchanged.") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compacting the conversation…") },
+      { sessionUpdate: "agent_thought_chunk", content: text("Compaction cancelled; the conversation is unchanged.") }
+    ])
   })
 })
 

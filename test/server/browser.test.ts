@@ -160,6 +160,13 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.click("#live"))
       expect(yield* Effect.promise(() => page.textContent("#phase"))).toBe("idle")
       expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(5)
+
+      // A follow-up queued through the engine (as `chat` does) is shown where it was queued, then runs as its own turn, labelled so.
+      yield* second.engine.followUp({ sessionId: sessionId!, message: "one more" })
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(6)[data-follow-up] [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent("#view > [data-event='followup.queued']"))).toBe("follow-up queued: one more")
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(6) .text"))).toBe("Echo: one more")
+      expect(yield* Effect.promise(() => page.textContent("#follow-ups"))).toBe("none queued")
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })

@@ -10,6 +10,7 @@ import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
@@ -60,6 +61,8 @@ export interface Running {
   readonly token: string
   readonly config: ServerConfig.Config
   readonly client: Effect.Effect.Success<ReturnType<typeof makeClient>>
+  /** The server's engine, for what the HTTP API does not offer (steering, follow-ups), as another client in the process would. */
+  readonly engine: SessionEngine.SessionEngine.Service
   readonly stop: Effect.Effect<void>
 }
 
@@ -83,11 +86,11 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       Layer.provide(PermissionPolicy.layer()),
       Layer.provide(NodeContext.layer)
     )
-    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0 }).pipe(Layer.provide(engine)), scope)
+    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0 }).pipe(Layer.provideMerge(engine)), scope)
     const url = yield* Effect.provide(Server.url, context)
     const port = Number(new URL(url).port)
     const client = yield* makeClient(url, token)
-    return { url, port, token, config, client, stop: Scope.close(scope, Exit.void) }
+    return { url, port, token, config, client, engine: Context.get(context, SessionEngine.SessionEngine), stop: Scope.close(scope, Exit.void) }
   })
 
 /** Reads `/live` as an `EventSource` would, handing each SSE event to `onEvent` until it returns true or the signal aborts. */

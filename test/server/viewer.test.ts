@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import { readFileSync } from "node:fs"
 import { AgentEvent, SessionState, Transcript } from "../../src/index.js"
 import * as Viewer from "../../src/server/viewer/viewer.js"
+import * as LongSession from "../longSessionLog.js"
 import { liveUntil, start, storedEvents, workspace } from "./harness.js"
 
 const fromFile = (file: string): Array<AgentEvent.AgentEvent> =>
@@ -98,4 +99,49 @@ describe("the viewer's fold", () => {
       expect(log.at(-1)!.payload).toMatchObject({ stopReason: "cancelled" })
       expectSameAtEveryPrefix(log)
     }))
+
+  it("shows steers, follow-ups, a fork and compactions readably, where they happened; matches the projections on them", () => {
+    const log = LongSession.steerAndFollowUps
+    expectSameAtEveryPrefix(log)
+    const view = Viewer.fold(log)
+    const [first, second] = view.turns
+    expect(first!.items).toEqual([
+      { kind: "note", event: "followup.queued", text: "follow-up queued: then tidy up" },
+      { kind: "steer", text: "also mention the weather" },
+      { kind: "text", text: "sunny" }
+    ])
+    expect(second).toMatchObject({ user: "then tidy up", queueId: "fup_1" })
+    // Between turns: session-level lines, with where they sit in the log.
+    expect(view.notes).toEqual([
+      { kind: "note", event: "followup.queued", text: "follow-up queued: never mind", sequence: 11 },
+      { kind: "note", event: "followup.dropped", text: "1 queued follow-up dropped", sequence: 12 },
+      { kind: "note", event: "session.forked", text: "forked from sess_0 at #3", sequence: 13 }
+    ])
+    // The queue as of each point: one waiting during turn 1, none once it ran; one again, none once dropped.
+    expect(Viewer.fold(log.slice(0, 4)).followUps).toEqual([{ queueId: "fup_1", content: "then tidy up" }])
+    expect(Viewer.fold(log.slice(0, 8)).followUps).toEqual([])
+    expect(Viewer.fold(log.slice(0, 11)).followUps).toEqual([{ queueId: "fup_2", content: "never mind" }])
+    expect(view.followUps).toEqual([])
+
+    const [started, compacted] = LongSession.compactions
+    const compacting = Viewer.fold([...log, started!])
+    expect(Viewer.phase(compacting)).toBe("compacting")
+    expect(compacting.notes.at(-1)).toMatchObject({ event: "compaction.started", text: "compacting the conversation (threshold, 9000 tokens)…" })
+    const done = Viewer.fold([...log, started!, compacted!])
+    expect(Viewer.phase(done)).toBe("idle")
+    expect(done.contextTokens).toBe(1200)
+    expect(done.notes.at(-1)).toEqual({
+      kind: "note",
+      event: "session.compacted",
+      text: "conversation compacted (threshold): 9000 → 1200 tokens, events before #9 summarized",
+      detail: "We renamed foo.",
+      sequence: 15
+    })
+    const all = Viewer.fold([...log, ...LongSession.compactions])
+    expect(Viewer.phase(all)).toBe("idle")
+    expect(all.notes.filter((n) => n.event === "compaction.failed").map((n) => n.text)).toEqual([
+      "compaction failed: rate_limited; the conversation is unchanged",
+      "compaction cancelled; the conversation is unchanged"
+    ])
+  })
 })

@@ -13,7 +13,7 @@
 // gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
 
 /** A fresh, empty view. */
-export const empty = () => ({ session: undefined, turns: [], calls: {}, lastSequence: 0, openTurn: undefined, notes: [], contextTokens: undefined })
+export const empty = () => ({ session: undefined, turns: [], calls: {}, lastSequence: 0, openTurn: undefined, notes: [], contextTokens: undefined, followUps: [], compacting: undefined })
 
 const callStatus = { ask: "awaiting_approval", allow: "allowed", deny: "denied" }
 
@@ -23,13 +23,20 @@ export const step = (view, event) => {
   const p = event.payload ?? {}
   const turn = view.openTurn
   const push = (item) => { if (turn !== undefined) turn.items.push(item) }
+  // A line about the session's life (follow-ups, forks, compaction): in the open turn where it happened, else between turns.
+  const note = (text, extra = {}) => {
+    const item = { kind: "note", text, event: event.type, ...extra }
+    if (turn !== undefined) turn.items.push(item)
+    else view.notes.push({ ...item, sequence: event.sequence })
+  }
   switch (event.type) {
     case "session.created":
       view.session = { sessionId: event.sessionId, cwd: p.cwd, client: p.client, createdAt: event.timestamp, forkedFrom: p.forkedFrom }
       break
     case "turn.started":
-      view.openTurn = { turnId: event.turnId, user: p.promptPreview ?? "", items: [], end: undefined, startedAt: event.sequence }
+      view.openTurn = { turnId: event.turnId, user: p.promptPreview ?? "", items: [], end: undefined, startedAt: event.sequence, queueId: p.queueId }
       view.turns.push(view.openTurn)
+      if (p.queueId !== undefined) view.followUps = view.followUps.filter((f) => f.queueId !== p.queueId)
       break
     case "user.message":
       if (turn !== undefined) turn.user = p.content
@@ -90,8 +97,34 @@ export const step = (view, event) => {
       if (turn !== undefined) turn.end = { stopReason: p.stopReason, errorCode: p.errorCode, usage: p.usage }
       view.openTurn = undefined
       break
+    case "followup.queued":
+      view.followUps.push({ queueId: p.queueId, content: p.content })
+      note(`follow-up queued: ${p.content}`)
+      break
+    case "followup.dropped": {
+      const dropped = new Set(p.queueIds ?? [])
+      view.followUps = view.followUps.filter((f) => !dropped.has(f.queueId))
+      note(`${dropped.size} queued follow-up${dropped.size === 1 ? "" : "s"} dropped`)
+      break
+    }
+    case "session.forked":
+      note(`forked from ${p.fromSessionId} at #${p.atSequence}`)
+      break
+    case "compaction.started":
+      view.compacting = p.compactionId
+      note(`compacting the conversation (${p.reason}, ${p.tokensBefore} tokens)…`)
+      break
+    case "session.compacted":
+      view.compacting = undefined
+      view.contextTokens = p.tokensAfter
+      note(`conversation compacted (${p.reason}): ${p.tokensBefore} → ${p.tokensAfter} tokens, events before #${p.firstKeptSequence} summarized`, { detail: p.summary })
+      break
+    case "compaction.failed":
+      view.compacting = undefined
+      note(`compaction ${p.errorCode === "cancelled" ? "cancelled" : `failed: ${p.errorCode}`}; the conversation is unchanged`)
+      break
     default:
-      // Session-level events (compaction, follow-ups, forks) and any type newer than this page.
+      // Any type newer than this page.
       if (turn !== undefined) push({ kind: "note", text: event.type })
       else view.notes.push({ sequence: event.sequence, text: event.type })
   }
@@ -110,7 +143,8 @@ export const openCalls = (view) => view.openTurn === undefined ? [] : view.openT
 export const pendingApprovals = (view) => openCalls(view).filter((c) => c.status === "awaiting_approval")
 
 /** idle, running, or waiting (for an approval). */
-export const phase = (view) => view.openTurn === undefined ? "idle" : pendingApprovals(view).length > 0 ? "waiting for approval" : "running"
+export const phase = (view) =>
+  view.compacting !== undefined ? "compacting" : view.openTurn === undefined ? "idle" : pendingApprovals(view).length > 0 ? "waiting for approval" : "running"
 
 // ——— The page ———
 
@@ -190,7 +224,7 @@ if (typeof document !== "undefined") {
 
   const eventTypes = ["session.created", "turn.started", "user.message", "context.built", "model.delta", "model.retry", "model.tool_call_requested",
     "permission.requested", "permission.resolved", "tool.started", "tool.progress", "tool.completed", "tool.failed", "turn.completed",
-    "turn.steered", "followup.queued", "compaction.started", "session.compacted", "compaction.failed", "session.forked"]
+    "turn.steered", "followup.queued", "followup.dropped", "compaction.started", "session.compacted", "compaction.failed", "session.forked"]
 
   const openSession = (sessionId) => {
     state.sessionId = sessionId
@@ -238,6 +272,12 @@ if (typeof document !== "undefined") {
     return node
   }
 
+  const renderNote = (item) => {
+    const node = el("div", { class: "note", ...(item.event === undefined ? {} : { "data-event": item.event }), textContent: item.text })
+    if (item.detail !== undefined) node.append(el("details", {}, el("summary", { textContent: "summary" }), el("div", { class: "detail", textContent: item.detail })))
+    return node
+  }
+
   const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
 
   const render = () => {
@@ -248,14 +288,19 @@ if (typeof document !== "undefined") {
     const view = fold(state.events.slice(0, at))
     const main = $("view")
     const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
-    main.replaceChildren(...view.turns.map((turn) =>
-      el("section", { class: "turn", "data-turn": turn.turnId },
+    const renderTurn = (turn) =>
+      el("section", { class: "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }) },
         el("div", { class: "user", textContent: turn.user }),
         el("div", { class: "body" }, ...turn.items.map((item) =>
           item.kind === "text" ? el("div", { class: "text", textContent: item.text })
           : item.kind === "call" ? renderCall(item, live)
-          : el("div", { class: "note", textContent: item.kind === "steer" ? `steered: ${item.text}` : item.text }))),
-        turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined)))
+          : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
+          : renderNote(item))),
+        turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined)
+    // Turns and the session-level lines between them, in log order.
+    const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => renderTurn(turn) })),
+      ...view.notes.map((item) => ({ at: item.sequence, node: () => renderNote(item) }))].sort((a, b) => a.at - b.at)
+    main.replaceChildren(...timeline.map((entry) => entry.node()))
     if (view.turns.length === 0) main.append(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
     if (live && nearBottom) main.scrollTop = main.scrollHeight
 
@@ -280,7 +325,8 @@ if (typeof document !== "undefined") {
         el("dt", { textContent: "turns" }), el("dd", { textContent: String(view.turns.length) }),
         el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
         el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
-        el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` })),
+        el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
+        el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") })),
       el("h2", { textContent: "Open calls" }),
       calls.length === 0 ? el("div", { class: "empty", id: "open-calls", textContent: "none" })
         : el("ul", { id: "open-calls" }, ...calls.map((c) => el("li", { "data-call": c.toolCallId, textContent: `${c.tool} — ${c.status.replace("_", " ")}` }))))

@@ -1,0 +1,404 @@
+/**
+ * `effect-agent chat [--session <id>]`: an interactive session. Each line is a message: at an idle
+ * prompt it starts a turn (the session is created with the first one); while a turn runs it steers
+ * that turn (`turn.steered`); a line starting with `>>` is queued as a follow-up instead
+ * (`followup.queued`), to run as its own turn once the session is idle. While an approval question
+ * is open the next line is its answer (y / n / a). Ctrl+C cancels the running turn, and at the idle
+ * prompt exits; end of input (Ctrl+D, or the end of piped input) waits for the running turn and the
+ * queued follow-ups, then exits 0.
+ *
+ * Everything shown comes from one watcher of the session (`watchSession`), so the turns of
+ * follow-ups, which have no stream of their own, show like the others. As in `run`, the answer goes
+ * to stdout and the rest (the session, calls, decisions, questions, the prompt) to stderr.
+ *
+ * @since 0.3.0
+ */
+import * as readline from "node:readline"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { type AgentEvent, type EventStoreFailure, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import * as Approvals from "./Approvals.js"
+import { withDrivingEngine } from "./Engine.js"
+import * as Flags from "./Flags.js"
+import * as Models from "./Models.js"
+import * as Render from "./Render.js"
+
+/** A line starting with this is queued as a follow-up instead of steering the running turn. */
+export const followUpPrefix = ">>"
+
+/** The idle prompt (on a terminal only). */
+const idlePrompt = "› "
+
+const help = [
+  "Type a message and press Enter: it starts a turn.",
+  "While a turn runs, a line steers it (the model reads it at its next step).",
+  `${followUpPrefix} <message>  queue the message as a follow-up: its own turn, once the session is idle`,
+  "/cancel  cancel the running turn (so does Ctrl+C)",
+  "/drop    drop the queued follow-ups that have not started",
+  "/exit    wait for the running turn and the queued follow-ups, then leave (so does Ctrl+D)",
+  "/help    this text",
+  "Ctrl+C at the idle prompt leaves at once."
+].join("\n")
+
+const output: Render.Output = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text)
+}
+
+/** What the user did: a line, Ctrl+C on the terminal, or the end of input. */
+type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "Interrupt" } | { readonly _tag: "End" }
+
+/** What the chat reads from and asks on. */
+interface Terminal {
+  readonly take: Effect.Effect<Input>
+  /** Shows a question or the idle prompt: on a terminal, readline's prompt; otherwise only questions, on stderr. */
+  readonly prompt: (text: string, kind: "question" | "idle") => void
+  /** After an answer read from a pipe, which is not echoed, so the question's line ends. */
+  readonly answered: () => void
+  readonly interactive: boolean
+}
+
+/**
+ * Lines from stdin, through readline. On a terminal readline owns the keyboard (raw mode): it edits
+ * the line, echoes it to stderr, and turns Ctrl+C into an `Interrupt` instead of a signal.
+ */
+const terminal: Effect.Effect<Terminal, never, Scope.Scope> = Effect.gen(function*() {
+  const interactive = process.stdin.isTTY === true && process.stderr.isTTY === true
+  const inputs = yield* Queue.unbounded<Input>()
+  const reader = readline.createInterface({
+    input: process.stdin,
+    ...(interactive ? { output: process.stderr, terminal: true, prompt: idlePrompt } : { terminal: false })
+  })
+  reader.on("line", (text) => Queue.unsafeOffer(inputs, { _tag: "Line", text }))
+  reader.on("SIGINT", () => Queue.unsafeOffer(inputs, { _tag: "Interrupt" }))
+  reader.on("close", () => Queue.unsafeOffer(inputs, { _tag: "End" }))
+  // Closing readline leaves raw mode and stops reading, so nothing keeps the process alive.
+  yield* Effect.addFinalizer(() => Effect.sync(() => reader.close()))
+  return {
+    take: Queue.take(inputs),
+    interactive,
+    prompt: (text, kind) => {
+      if (interactive) {
+        reader.setPrompt(text)
+        reader.prompt()
+      } else if (kind === "question") output.err(text)
+    },
+    answered: () => {
+      if (!interactive) output.err("\n")
+    }
+  }
+})
+
+/** A call waiting for the user's answer. */
+interface Ask {
+  readonly turnId: string
+  readonly toolCallId: string
+  readonly question: string
+}
+
+/** The payload fields the compaction events carry, read defensively (the schema may be newer or older than this file). */
+const field = (payload: unknown, name: string): unknown => typeof payload === "object" && payload !== null ? (payload as Record<string, unknown>)[name] : undefined
+
+/** A line about session-level events the `run` renderer does not show. */
+const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
+  const type: string = event.type
+  switch (type) {
+    case "compaction.started":
+      return "[compacting the conversation…]"
+    case "session.compacted":
+      return `[conversation compacted: ${String(field(event.payload, "tokensBefore"))} → ${String(field(event.payload, "tokensAfter"))} tokens]`
+    case "compaction.failed":
+      return `[compaction failed: ${String(field(event.payload, "errorCode"))}]`
+    case "turn.started": {
+      const payload = event.payload as AgentEvent.PayloadOf<"turn.started">
+      return payload.queueId === undefined ? undefined : `[follow-up: ${payload.promptPreview}]`
+    }
+    default:
+      return undefined
+  }
+}
+
+/** The chat loop on an engine whose policy is configured. */
+const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
+  Effect.gen(function*() {
+    const term = yield* terminal
+    const render = Render.make(output, { transcript: false })
+    const note = (text: string) => render.note(text)
+    // A watcher that fails (the store) ends the chat with its error.
+    const watchFailed = yield* Deferred.make<never, EventStoreFailure | SessionNotFound | SessionBusy | InvalidInput>()
+
+    let sessionId = options.sessionId
+    /** Turns started by this process whose streams are still being drained. */
+    let runs = 0
+    /** The last sequence the watcher has shown, and the last one the turns started here stored: until it is shown, the chat is not idle. */
+    let shown = 0
+    let stored = 0
+    /** The turn the watcher saw start and not yet complete. */
+    let openTurn: string | undefined
+    /** Follow-ups queued and not yet started nor dropped; `settled` holds those that were, whichever was seen first. */
+    const queued = new Set<string>()
+    const settled = new Set<string>()
+    const asks: Array<Ask> = []
+    let ended = false
+    let idleWaiters: Array<() => void> = []
+
+    const running = () => runs > 0 || openTurn !== undefined || shown < stored
+    const busy = () => running() || [...queued].some((id) => !settled.has(id))
+    const changed = () => {
+      if (busy()) return
+      for (const wake of idleWaiters.splice(0)) wake()
+      if (!ended && asks.length === 0) term.prompt(idlePrompt, "idle")
+    }
+    const waitIdle = Effect.async<void>((resume) => {
+      if (!busy()) return resume(Effect.void)
+      const wake = () => resume(Effect.void)
+      idleWaiters.push(wake)
+      return Effect.sync(() => {
+        idleWaiters = idleWaiters.filter((w) => w !== wake)
+      })
+    })
+    const askNext = () => {
+      const next = asks[0]
+      if (next !== undefined) term.prompt(`${next.question} ${Approvals.choices}`, "question")
+    }
+    const answer = (ask: Ask, reply: Approvals.Answer) =>
+      engine.resolvePermission({ sessionId: sessionId!, toolCallId: ask.toolCallId, ...reply }).pipe(
+        // The turn ended (cancelled) before the answer: nothing to do.
+        Effect.catchTag("ApprovalNotPending", () => Effect.void)
+      )
+
+    const onEvent = (event: AgentEvent.AgentEvent) =>
+      Effect.gen(function*() {
+        shown = event.sequence
+        const extra = sessionNote(event)
+        if (extra !== undefined) note(extra)
+        render.event(event)
+        if (event.type === "turn.started") openTurn = event.turnId
+        if (event.type === "turn.started" && event.payload.queueId !== undefined) settled.add(event.payload.queueId)
+        if (event.type === "followup.queued") queued.add(event.payload.queueId)
+        if (event.type === "followup.dropped") for (const id of event.payload.queueIds) settled.add(id)
+        if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+          render.endLine()
+          const ask = { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+          // Already asked (a resumed turn's question, asked before its events came).
+          if (asks.some((a) => a.toolCallId === ask.toolCallId)) return
+          if (ended) {
+            output.err(`${ask.question} no (the input has ended, so nobody can answer)\n`)
+            yield* answer(ask, Approvals.parse(undefined))
+          } else {
+            asks.push(ask)
+            if (asks.length === 1) askNext()
+          }
+        }
+        if (event.type === "turn.completed") {
+          if (openTurn === event.turnId) openTurn = undefined
+          // The questions of a turn that ended (cancelled) have no answer to wait for.
+          const open = asks.filter((a) => a.turnId !== event.turnId)
+          asks.splice(0, asks.length, ...open)
+        }
+        if (event.type === "turn.completed" || shown === stored) changed()
+      })
+
+    const watch = (id: string, fromSequence: number) =>
+      engine.watchSession({ sessionId: id, fromSequence }).pipe(
+        Stream.runForEach(onEvent),
+        Effect.catchAll((error) => Deferred.fail(watchFailed, error)),
+        Effect.forkScoped
+      )
+
+    /** The session, created with the first message when chat was started without `--session`. */
+    const session = Effect.gen(function*() {
+      if (sessionId !== undefined) return sessionId
+      const created = yield* engine.createSession({ cwd: options.cwd, client: "cli" })
+      sessionId = created.sessionId
+      note(`session ${sessionId} (continue it later with: effect-agent chat --session ${sessionId})`)
+      yield* watch(sessionId, 2)
+      return sessionId
+    })
+
+    const queueFollowUp = (message: string, why?: string) =>
+      Effect.gen(function*() {
+        const { queueId } = yield* engine.followUp({ sessionId: yield* session, message })
+        queued.add(queueId)
+        note(`[${why === undefined ? "" : `${why}: `}queued as follow-up ${queueId}]`)
+      })
+
+    /**
+     * Drains a turn's stream in the background (the watcher shows it); returns what completes once
+     * the turn has started (or failed to). `userMessage`: the message that started it, queued as a
+     * follow-up if another turn got there first.
+     */
+    const drive = <E extends { readonly _tag: string; readonly message: string }>(
+      turn: Stream.Stream<AgentEvent.AgentEvent, E>,
+      userMessage?: string
+    ) =>
+      Effect.gen(function*() {
+        const started = yield* Deferred.make<void>()
+        runs++
+        yield* turn.pipe(
+          Stream.tap((event) =>
+            Effect.sync(() => {
+              stored = Math.max(stored, event.sequence)
+            }).pipe(Effect.zipRight(Deferred.succeed(started, undefined)))
+          ),
+          Stream.runDrain,
+          // A follow-up's turn started first: this message waits its turn, nothing is lost.
+          Effect.catchAll((error) =>
+            error._tag === "TurnInProgress" && userMessage !== undefined
+              ? queueFollowUp(userMessage, "a turn is running") : Effect.sync(() => note(`effect-agent: ${error.message}`))
+          ),
+          Effect.ensuring(Effect.sync(() => {
+            runs--
+            changed()
+          })),
+          Effect.ensuring(Deferred.succeed(started, undefined)),
+          Effect.forkScoped
+        )
+        return started
+      })
+
+    /** Starts a turn, and returns once it has started, so a next line can steer it. */
+    const startTurn = (userMessage: string) =>
+      Effect.flatMap(session, (id) => drive(engine.runTurn({ sessionId: id, userMessage }), userMessage)).pipe(Effect.flatMap(Deferred.await))
+
+    /**
+     * A turn left open in the log by a process that stopped while a call waited for the user: its
+     * questions are asked here, then it goes on (`resumeTurn`), before anything else runs.
+     */
+    const resumePaused = (id: string) =>
+      Effect.gen(function*() {
+        const waiting = yield* engine.pendingApprovals({ sessionId: id })
+        // A turn left open while running, not waiting: the next turn closes it (interrupted).
+        if (waiting.length === 0) return
+        const turnId = (yield* engine.sessionState({ sessionId: id })).openTurn?.turnId ?? ""
+        note("[this session's last turn was left waiting for your approval: it goes on here]")
+        for (const call of waiting) asks.push({ turnId, toolCallId: call.toolCallId, question: `  Allow ${Render.describeCall(call)}?` })
+        askNext()
+        // Not awaited: the resumed turn says nothing until its questions are answered, by the next lines.
+        yield* drive(engine.resumeTurn({ sessionId: id }))
+      })
+
+    const steer = (message: string) =>
+      engine.steer({ sessionId: sessionId!, message }).pipe(
+        Effect.zipRight(Effect.sync(() => note("[steering the running turn]"))),
+        // The turn has already decided how it ends: the message becomes the next turn instead.
+        Effect.catchTag("NoTurnInProgress", () => queueFollowUp(message, "the turn was ending"))
+      )
+
+    const cancel = Effect.gen(function*() {
+      if (!running() && asks.length === 0) return note("[no turn is running]")
+      yield* engine.cancelTurn({ sessionId: sessionId! })
+    })
+
+    /** End of input: open questions are answered no (as in `run`), the work in progress finishes. */
+    const finish = Effect.gen(function*() {
+      ended = true
+      for (const ask of asks.splice(0)) {
+        output.err("no (the input has ended)\n")
+        yield* answer(ask, Approvals.parse(undefined))
+      }
+      if (busy()) note("[waiting for the running turn and the queued follow-ups; Ctrl+C cancels the turn]")
+      // Meanwhile (after /exit, on a terminal) Ctrl+C still cancels the running turn, or leaves when none runs.
+      for (;;) {
+        const input = yield* Effect.raceFirst(Effect.as(waitIdle, undefined), term.take)
+        if (input === undefined) return
+        if (input._tag === "Line" && input.text.trim() !== "") note("[leaving: that line was not sent]")
+        if (input._tag !== "Interrupt") continue
+        if (!running()) return
+        yield* cancel
+      }
+    })
+
+    /** Handles one input; `true` when the chat is over. */
+    const handle = (input: Input) =>
+      Effect.gen(function*() {
+        if (input._tag === "End") return yield* Effect.as(finish, true)
+        if (input._tag === "Interrupt") {
+          if (!running() && asks.length === 0) return true
+          yield* cancel
+          return false
+        }
+        const text = input.text.trim()
+        const ask = asks[0]
+        if (ask !== undefined) {
+          asks.shift()
+          term.answered()
+          yield* answer(ask, Approvals.parse(text))
+          askNext()
+          return false
+        }
+        switch (text) {
+          case "":
+            if (!running()) term.prompt(idlePrompt, "idle")
+            return false
+          case "/help":
+            note(help)
+            return false
+          case "/cancel":
+            yield* cancel
+            return false
+          case "/exit":
+            return yield* Effect.as(finish, true)
+          case "/drop": {
+            const { queueIds } = sessionId === undefined ? { queueIds: [] } : yield* engine.dropFollowUps({ sessionId })
+            for (const id of queueIds) settled.add(id)
+            note(`[dropped ${queueIds.length} queued follow-up${queueIds.length === 1 ? "" : "s"}]`)
+            changed()
+            return false
+          }
+        }
+        if (text.startsWith(followUpPrefix)) {
+          const message = text.slice(followUpPrefix.length).trim()
+          if (message === "") note(`[usage: ${followUpPrefix} <message>]`)
+          else yield* queueFollowUp(message)
+          return false
+        }
+        // The message as typed (only surrounding whitespace trimmed).
+        if (running()) yield* steer(text)
+        else yield* startTurn(text)
+        return false
+      })
+
+    if (sessionId !== undefined) {
+      const state = yield* engine.sessionState({ sessionId })
+      note(`session ${sessionId}`)
+      yield* watch(sessionId, state.lastSequence + 1)
+      if (state.openTurn !== undefined) yield* resumePaused(sessionId)
+    }
+    if (term.interactive) note(`${help}\n`)
+    changed()
+    let over = false
+    while (!over) {
+      const input = yield* Effect.raceFirst(term.take, Deferred.await(watchFailed))
+      over = yield* handle(input).pipe(
+        // A bad message (empty, too long …) or a session busy elsewhere: say so and go on.
+        Effect.catchTags({
+          InvalidInput: (error) => Effect.as(Effect.sync(() => note(`effect-agent: ${error.message}`)), false),
+          SessionBusy: (error) => Effect.as(Effect.sync(() => note(`effect-agent: ${error.message}`)), false)
+        })
+      )
+    }
+  }).pipe(Effect.scoped)
+
+/** The `chat` command. */
+export const command = Command.make(
+  "chat",
+  {
+    session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+    mode: Flags.mode("Permissions, as for run (default: the mode of .effect-agent/settings.json, else default)"),
+    ...Flags.rules,
+    ...Models.options,
+    ...Flags.storage
+  },
+  ({ allow, deny, mode, session, ...options }) =>
+    withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+      chat(engine, { sessionId: Option.getOrUndefined(session), cwd }))
+).pipe(Command.withDescription(
+  `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`
+))
