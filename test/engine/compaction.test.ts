@@ -11,7 +11,11 @@ import * as SessionState from "../../src/domain/SessionState.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import type * as TurnEnv from "../../src/engine/TurnEnv.js"
+import { makeSessionEngine } from "../../src/index.js"
+import * as Cassette from "../../src/layers/Cassette.js"
+import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { FakeModel, type ScriptedResponse } from "../../src/layers/FakeModelProvider.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import type { ModelRequest } from "../../src/services/ModelProvider.js"
 import { collect, engineLayer, expectWellFormedLog, typesOf } from "../helpers.js"
@@ -335,4 +339,58 @@ describe("fork after a compaction", () => {
       const started = source.find((e) => e.type === "compaction.started")!.sequence
       expect((yield* Effect.flip(engine.forkSession({ sessionId, atSequence: started })))._tag).toBe("InvalidInput")
     }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["Summary."] }, { chunks: ["answer 3"] }]))))
+})
+
+describe("cassettes and the Promise façade", () => {
+  const options = { maxContextTokens: 1000, compaction: { threshold: 0.45, keepRecentTokens: 278 } }
+  const turns = ["turn 1", "turn 2", "turn 3"]
+
+  it.effect("a session that compacted, exported as a cassette, replays to the same events (the summary is a scripted response)", () =>
+    Effect.gen(function*() {
+      const recordedLog = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        for (const turn of turns) yield* run(sessionId, turn)
+        return yield* replay(sessionId)
+      }).pipe(Effect.provide(engineWith([...longTurns.slice(0, 2), { chunks: ["Two turns."] }, { chunks: ["three"] }], options)))
+      expect(typesOf(recordedLog)).toContain("session.compacted")
+      const script = Cassette.fromEvents(recordedLog)
+      expect(script.responses[2]).toEqual({ chunks: ["Two turns."] })
+      const replayed = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        for (const turn of turns) yield* run(sessionId, turn)
+        return yield* replay(sessionId)
+      }).pipe(Effect.provide(engineWith(script.responses, options)))
+      const strip = (log: ReadonlyArray<AgentEvent>) => log.map(({ id: _id, ...rest }) => rest)
+      expect(strip(replayed)).toEqual(strip(recordedLog))
+    }))
+
+  it("compactSession on the Promise façade: resolves with the result, rejects with typed errors, and its signal cancels it", async () => {
+    const engine = makeSessionEngine({
+      store: MemoryEventStore.layer,
+      model: FakeModelProvider.layer({ responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["Summary."] }, { chunks: ["answer 3"] }, { chunks: ["slow"], delay: "1 hour" }] }),
+      ids: IdGenerator.layerSequential
+    })
+    try {
+      const { sessionId } = await engine.createSession({ cwd: "/work", client: "test" })
+      await expect(engine.compactSession({ sessionId })).rejects.toMatchObject({ _tag: "NothingToCompact" })
+      for (const userMessage of ["one", "two"]) for await (const _ of engine.runTurn({ sessionId, userMessage })) void _
+      const result = await engine.compactSession({ sessionId, keepRecentTokens: 0 })
+      expect(result).toMatchObject({ reason: "manual", summary: "Summary." })
+      // A second compaction, after one more turn, aborted while the model writes: compaction.failed {cancelled}.
+      for await (const _ of engine.runTurn({ sessionId, userMessage: "three" })) void _
+      const controller = new AbortController()
+      const pending = engine.compactSession({ sessionId, keepRecentTokens: 0, signal: controller.signal })
+      while ((await engine.sessionState({ sessionId })).compaction === undefined) await new Promise((resolve) => setTimeout(resolve, 5))
+      controller.abort()
+      await expect(pending).rejects.toBeDefined()
+      const log: Array<AgentEvent> = []
+      for await (const event of engine.replaySession({ sessionId })) log.push(event)
+      expect(log.at(-1)).toMatchObject({ type: "compaction.failed", payload: { errorCode: "cancelled" } })
+      expect((await engine.sessionState({ sessionId })).compaction).toBeUndefined()
+    } finally {
+      await engine.dispose()
+    }
+  })
 })
