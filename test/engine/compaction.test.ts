@@ -394,3 +394,30 @@ describe("cassettes and the Promise façade", () => {
     }
   })
 })
+
+describe("compaction in the state reducer", () => {
+  const event = (sequence: number, type: string, payload: object, turnId?: string) =>
+    ({ id: `evt_${sequence}`, sessionId: "s", ...(turnId === undefined ? {} : { turnId }), sequence, timestamp: "t", type, payload }) as AgentEvent
+  const created = event(1, "session.created", { cwd: "/w", client: "test" })
+  const started = (sequence: number, turnId?: string) => event(sequence, "compaction.started", { compactionId: "c1", reason: "manual", tokensBefore: 1 }, turnId)
+  const failed = (sequence: number, compactionId = "c1", turnId?: string) => event(sequence, "compaction.failed", { compactionId, errorCode: "x" }, turnId)
+  const impossible = (log: ReadonlyArray<AgentEvent>) => Either.isLeft(SessionState.replay(log))
+
+  it("a log in an impossible order is refused, by name", () => {
+    const turn = [event(2, "turn.started", { promptPreview: "p" }, "t1"), event(3, "user.message", { content: "p" }, "t1")]
+    // Fine: manual between turns, then a turn; in a turn, then the turn's end.
+    expect(impossible([created, started(2), failed(3), ...turn.map((e) => ({ ...e, sequence: e.sequence + 2 }))])).toBe(false)
+    expect(impossible([created, ...turn, started(4, "t1"), failed(5, "c1", "t1"), event(6, "turn.completed", { stopReason: "final" }, "t1")])).toBe(false)
+    // A turn may not start while a compaction runs, nor end with one open.
+    expect(impossible([created, started(2), event(3, "turn.started", { promptPreview: "p" }, "t1")])).toBe(true)
+    expect(impossible([created, ...turn, started(4, "t1"), event(5, "turn.completed", { stopReason: "final" }, "t1")])).toBe(true)
+    // A session-level compaction while a turn is open; one of another turn; two at once; an end of another compaction.
+    expect(impossible([created, ...turn, started(4)])).toBe(true)
+    expect(impossible([created, ...turn, started(4, "t2")])).toBe(true)
+    expect(impossible([created, started(2), { ...started(3), payload: { compactionId: "c2", reason: "manual", tokensBefore: 1 } } as AgentEvent])).toBe(true)
+    expect(impossible([created, started(2), failed(3, "c2")])).toBe(true)
+    expect(impossible([created, failed(2)])).toBe(true)
+    // Not while tool calls are open.
+    expect(impossible([created, ...turn, event(4, "model.tool_call_requested", { toolCallId: "k", tool: "x", args: {} }, "t1"), started(5, "t1")])).toBe(true)
+  })
+})
