@@ -10,6 +10,7 @@ import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as Repair from "../../src/layers/jsonl/Repair.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { PermissionEngine } from "../../src/services/PermissionEngine.js"
 import { collect, engineLayer, expectWellFormedLog, testTools, typesOf } from "../helpers.js"
@@ -134,4 +135,25 @@ describe("a crash between compaction.started and its end", () => {
         expect((yield* (yield* FakeModel).requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "three"])
       }).pipe(Effect.provide(engineOn(dataDir, [{ chunks: ["answer 3"] }])))
     }).pipe(Effect.provide(NodeContext.layer), Logger.withMinimumLogLevel(LogLevel.None)))
+})
+
+describe("repair of a damaged JSONL log with a compaction open in its open turn", () => {
+  it("closes the compaction (interrupted) before the turn's calls and the turn", () => {
+    const base = { sessionId: "sess_r", timestamp: "2026-11-30T00:00:00.000Z" }
+    const log = [
+      { ...base, id: "e1", sequence: 1, type: "session.created", payload: { cwd: "/w", client: "test" } },
+      { ...base, id: "e2", turnId: "t1", sequence: 2, type: "turn.started", payload: { promptPreview: "p" } },
+      { ...base, id: "e3", turnId: "t1", sequence: 3, type: "user.message", payload: { content: "p" } },
+      { ...base, id: "e4", turnId: "t1", sequence: 4, type: "compaction.started", payload: { compactionId: "c1", reason: "overflow", tokensBefore: 9 } }
+    ]
+    const lines = [...log.map((event, i) => ({ number: i + 2, text: JSON.stringify(event), terminated: true })), { number: 6, text: "{\"id\":", terminated: false }]
+    let n = 0
+    const plan = Repair.plan("sess_r", lines, 1, { id: () => `fresh_${++n}`, timestamp: base.timestamp })
+    expect(plan.dropped).toHaveLength(1)
+    expect(plan.closing.map((e) => [e.sequence, e.type, e.payload])).toEqual([
+      [5, "compaction.failed", { compactionId: "c1", errorCode: "interrupted" }],
+      [6, "turn.completed", { stopReason: "error", errorCode: "interrupted" }]
+    ])
+    expectWellFormedLog([...plan.kept, ...plan.closing])
+  })
 })
