@@ -22,8 +22,10 @@ export * as Transcript from "./domain/Transcript.js"
 /** The typed errors. */
 export {
   ApprovalNotPending,
+  CompactionFailed,
   EventStoreFailure,
   InvalidInput,
+  NothingToCompact,
   NothingToResume,
   NoTurnInProgress,
   ProviderFailure,
@@ -31,6 +33,8 @@ export {
   SessionNotFound,
   TurnInProgress
 } from "./domain/Errors.js"
+/** Compaction's pure part: where a compaction cuts, and the summary request. */
+export * as Compaction from "./domain/Compaction.js"
 /** Token estimates. */
 export * as Tokens from "./domain/Tokens.js"
 /** Log format versions and their migrations. */

@@ -102,22 +102,11 @@ interface Ask {
   readonly question: string
 }
 
-/** The payload fields the compaction events carry, read defensively (the schema may be newer or older than this file). */
-const field = (payload: unknown, name: string): unknown => typeof payload === "object" && payload !== null ? (payload as Record<string, unknown>)[name] : undefined
-
 /** A line about session-level events the `run` renderer does not show. */
 const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
-  const type: string = event.type
-  switch (type) {
-    case "compaction.started":
-      return "[compacting the conversation…]"
-    case "session.compacted":
-      return `[conversation compacted: ${String(field(event.payload, "tokensBefore"))} → ${String(field(event.payload, "tokensAfter"))} tokens]`
-    case "compaction.failed":
-      return `[compaction failed: ${String(field(event.payload, "errorCode"))}]`
+  switch (event.type) {
     case "turn.started": {
-      const payload = event.payload as AgentEvent.PayloadOf<"turn.started">
-      return payload.queueId === undefined ? undefined : `[follow-up: ${payload.promptPreview}]`
+      return event.payload.queueId === undefined ? undefined : `[follow-up: ${event.payload.promptPreview}]`
     }
     default:
       return undefined

@@ -16,6 +16,7 @@ import * as Acp from "./Acp.js"
 import { engineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
 import * as Chat from "./Chat.js"
+import * as Compact from "./Compact.js"
 import * as FollowUp from "./FollowUp.js"
 import * as Fork from "./Fork.js"
 import * as Watch from "./Watch.js"
@@ -204,7 +205,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -103,6 +103,17 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
         return note(`    ✗ ${event.payload.errorCode}: ${oneLine(event.payload.message)}`)
       case "model.retry":
         return note(`  … ${event.payload.errorCode}; retrying in ${Math.round(event.payload.delayMs / 100) / 10}s (attempt ${event.payload.attempt})`)
+      case "compaction.started":
+        return note(`  ⟳ compacting the context (${event.payload.reason}, ~${event.payload.tokensBefore} tokens)`)
+      case "session.compacted": {
+        const { summary, tokensAfter, tokensBefore } = event.payload
+        note(`  ⟳ context compacted: ~${tokensBefore} → ~${tokensAfter} tokens`)
+        // The transcript shows what the model sees from now on in place of what came before.
+        if (options.transcript) out(`[summary of the conversation so far]\n${summary}\n\n`)
+        return
+      }
+      case "compaction.failed":
+        return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {
         endLine()
         const { errorCode, stopReason } = event.payload

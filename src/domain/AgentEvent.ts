@@ -63,6 +63,19 @@ const turnEvent = <const T extends string, P extends Schema.Struct.Fields>(type:
     payload: Schema.Struct(payload)
   }).annotations({ identifier: type })
 
+// Compaction runs inside a turn (threshold, overflow) or on its own (manual, no turn open): its
+// events carry the turn's id in the first case only. Same key order as the others.
+const turnOrSessionEvent = <const T extends string, P extends Schema.Struct.Fields>(type: T, payload: P) =>
+  Schema.Struct({
+    id: envelope.id,
+    sessionId: envelope.sessionId,
+    turnId: Schema.optional(Schema.String),
+    sequence: envelope.sequence,
+    timestamp: envelope.timestamp,
+    type: Schema.Literal(type),
+    payload: Schema.Struct(payload)
+  }).annotations({ identifier: type })
+
 /** The first event of every session; it fixes the session's cwd for life. */
 export const SessionCreated = sessionEvent("session.created", {
   cwd: Schema.String,
@@ -175,6 +188,39 @@ export const FollowUpDropped = sessionEvent("followup.dropped", { queueIds: Sche
 /** The last event a fork copies: this session continues `fromSessionId` as it was at `atSequence` (session-level). */
 export const SessionForked = sessionEvent("session.forked", { fromSessionId: Schema.String, atSequence: Schema.Int.pipe(Schema.positive()) })
 
+/** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
+export const CompactionReason = Schema.Literal("manual", "threshold", "overflow")
+/** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
+export type CompactionReason = typeof CompactionReason.Type
+
+/**
+ * A compaction began: older context is being summarised by the model. `tokensBefore`: the estimated
+ * tokens of the request (system prompt, transcript, tools) before it. Carries the turn's id when it
+ * runs inside a turn (threshold, overflow); none for a manual compaction.
+ */
+export const CompactionStarted = turnOrSessionEvent("compaction.started", {
+  compactionId: Schema.String,
+  reason: CompactionReason,
+  tokensBefore: Count
+})
+
+/**
+ * A compaction ended: from now on the model sees `summary` (as a user message, see `Transcript`) in
+ * place of every transcript entry that began before `firstKeptSequence`; the entries from there on
+ * are kept verbatim. Replay rebuilds the compacted context from this event alone.
+ */
+export const SessionCompacted = turnOrSessionEvent("session.compacted", {
+  compactionId: Schema.String,
+  reason: CompactionReason,
+  summary: Schema.String,
+  firstKeptSequence: Schema.Int.pipe(Schema.positive()),
+  tokensBefore: Count,
+  tokensAfter: Count
+})
+
+/** A compaction ended without a summary (`cancelled`, `interrupted`, a provider's reason …): the context is left as it was. */
+export const CompactionFailed = turnOrSessionEvent("compaction.failed", { compactionId: Schema.String, errorCode: Schema.String })
+
 /** Any event of a session's log. */
 export const AgentEvent = Schema.Union(
   SessionCreated,
@@ -194,7 +240,10 @@ export const AgentEvent = Schema.Union(
   TurnSteered,
   FollowUpQueued,
   FollowUpDropped,
-  SessionForked
+  SessionForked,
+  CompactionStarted,
+  SessionCompacted,
+  CompactionFailed
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */
@@ -212,10 +261,20 @@ export type PayloadOf<T extends EventType> = EventOfType<T>["payload"]
 /** The events that belong to no turn and carry no `turnId`. */
 export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" }>
 
-/** Whether an event belongs to no turn (it carries no `turnId`). */
-export const isSessionLevel = (event: AgentEvent): event is SessionLevelEvent => !("turnId" in event)
+/** Whether an event belongs to no turn (it carries no `turnId`): a session-level event, or a manual compaction's. */
+export const isSessionLevel = (event: AgentEvent): event is SessionLevelEvent | CompactionEvent => !("turnId" in event) || event.turnId === undefined
 
-/** An event of a turn (every type but the session-level ones). */
+/** The events of a compaction: in a turn (with its `turnId`) or on their own (none). */
+export type CompactionEvent = Extract<AgentEvent, { readonly type: "compaction.started" | "session.compacted" | "compaction.failed" }>
+
+/** Whether an event belongs to a compaction. */
+export const isCompactionEvent = (event: AgentEvent): event is CompactionEvent =>
+  event.type === "compaction.started" || event.type === "session.compacted" || event.type === "compaction.failed"
+
+/**
+ * An event of a turn (every type but the session-level ones). Compaction events are among them;
+ * their `turnId` is absent when no turn was open (a manual compaction).
+ */
 export type TurnEvent = Exclude<AgentEvent, SessionLevelEvent>
 
 /** A session-level event after `session.created`, before the engine gives it an id, a sequence and a timestamp. */

@@ -157,3 +157,26 @@ export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInp
     return `Invalid ${this.field}: ${this.detail}`
   }
 }
+
+/** `compactSession` found nothing to summarise: every entry of the transcript fits the verbatim budget of recent context (or there is none). Nothing was stored. */
+export class NothingToCompact extends Schema.TaggedError<NothingToCompact>()("NothingToCompact", {
+  sessionId: Schema.String
+}) {
+  override get message(): string {
+    return `Session ${this.sessionId} has nothing to compact: its recent context is kept verbatim as it is`
+  }
+}
+
+/**
+ * A manual compaction ended without a summary (`compaction.failed` is stored with the same
+ * `errorCode`: a provider's reason, `context_overflow`, `empty_summary`); the context is unchanged.
+ */
+export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("CompactionFailed", {
+  sessionId: Schema.String,
+  compactionId: Schema.String,
+  errorCode: Schema.String
+}) {
+  override get message(): string {
+    return `Compaction ${this.compactionId} of session ${this.sessionId} failed [${this.errorCode}]; the context is unchanged`
+  }
+}

@@ -9,7 +9,7 @@
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
 import * as TurnFsm from "../fsm/TurnFsm.js"
-import type { AgentEvent, Client, Decision, EventOfType, Risk, StopReason, Usage } from "./AgentEvent.js"
+import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 
 /** Where a tool call stands. */
@@ -59,6 +59,14 @@ export interface QueuedFollowUp {
   readonly content: string
 }
 
+/** A compaction that has started and not ended (`compaction.started` without its `session.compacted` or `compaction.failed`). */
+export interface OpenCompaction {
+  readonly compactionId: string
+  readonly reason: CompactionReason
+  /** The turn it runs in; none for a manual compaction. */
+  readonly turnId?: string
+}
+
 /** A session's state, as replayed from its log. */
 export interface SessionState {
   readonly sessionId: string
@@ -73,6 +81,11 @@ export interface SessionState {
   readonly remembered: ReadonlyArray<RememberedPermission>
   /** Follow-ups queued and not yet started nor dropped, oldest first. */
   readonly followUps: ReadonlyArray<QueuedFollowUp>
+  /**
+   * The compaction running now: the session's `compaction` phase (inside a turn, its phase is
+   * `compaction` too). Left open in a log by a crash, it is closed `compaction.failed {interrupted}`.
+   */
+  readonly compaction?: OpenCompaction | undefined
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -218,9 +231,13 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         return Either.right(moved)
     }
   }
+  if (event.type === "compaction.started" || event.type === "session.compacted" || event.type === "compaction.failed") {
+    return reduceCompaction(state, event)
+  }
   const open = state.openTurn
   if (event.type === "turn.started") {
     if (open !== undefined) return fail(event, `turn ${event.turnId} started while turn ${open.turnId} is open`)
+    if (state.compaction !== undefined) return fail(event, `turn ${event.turnId} started while compaction ${state.compaction.compactionId} runs`)
   } else if (open === undefined || open.turnId !== event.turnId) {
     return fail(event, `${event.type} of turn ${event.turnId}, which is not the open turn`)
   }
@@ -250,6 +267,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       })
     }
     case "turn.completed":
+      if (state.compaction !== undefined) return fail(event, `turn completed while compaction ${state.compaction.compactionId} runs`)
       if (turn.toolCalls.length > 0) {
         return fail(event, `turn completed with open tool calls: ${turn.toolCalls.map((c) => c.toolCallId).join(", ")}`)
       }
@@ -292,6 +310,40 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     default:
       return Either.right({ ...base, openTurn: turn })
   }
+}
+
+/**
+ * A compaction's events: `compaction.started` opens one (in the open turn, between its steps; or,
+ * with no turnId, while no turn is open), and `session.compacted` or `compaction.failed` of the same
+ * compaction, in the same turn, closes it. A turn's phase is `compaction` meanwhile.
+ */
+const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.Either<SessionState, ImpossibleEvent> => {
+  const open = state.openTurn
+  const { compactionId } = event.payload
+  if (event.turnId === undefined ? open !== undefined : open?.turnId !== event.turnId) {
+    return fail(event, event.turnId === undefined ? `${event.type} of no turn while turn ${open!.turnId} is open` : `${event.type} of turn ${event.turnId}, which is not the open turn`)
+  }
+  if (event.type === "compaction.started") {
+    if (state.compaction !== undefined) return fail(event, `compaction ${compactionId} started while compaction ${state.compaction.compactionId} runs`)
+    if (open !== undefined && open.toolCalls.length > 0) return fail(event, "a compaction cannot start while tool calls are open")
+  } else if (state.compaction?.compactionId !== compactionId) {
+    return fail(event, `${event.type} of compaction ${compactionId}, which is not running`)
+  }
+  let turn = open
+  if (open !== undefined) {
+    const status = TurnFsm.transition(open.status, TurnFsm.inputOf(event))
+    if (Either.isLeft(status)) return fail(event, status.left.message)
+    turn = { ...open, status: status.right }
+  }
+  return Either.right({
+    ...state,
+    lastSequence: event.sequence,
+    lastActivityAt: event.timestamp,
+    openTurn: turn,
+    compaction: event.type === "compaction.started"
+      ? { compactionId, reason: event.payload.reason, ...(event.turnId === undefined ? {} : { turnId: event.turnId }) }
+      : undefined
+  })
 }
 
 /** Replays a whole log. Fails on the first event that cannot follow its predecessors. */

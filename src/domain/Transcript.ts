@@ -22,10 +22,40 @@ export interface AssistantEntry {
   readonly turnId: string
   readonly content: string
   readonly toolCalls: ReadonlyArray<TranscriptToolCall>
+  /** The sequence of the event that began the entry (set by {@link reduce}); where a compaction may cut. */
+  readonly sequence?: number
+}
+
+/** A message of the user: a turn's `user.message`, or a `turn.steered`. */
+export interface UserEntry {
+  readonly role: "user"
+  readonly turnId: string
+  readonly content: string
+  /** The sequence of the event that began the entry (set by {@link reduce}); where a compaction may cut. */
+  readonly sequence?: number
+}
+
+/**
+ * What a compaction (`session.compacted`) left of the entries before its cut: the model's summary.
+ * Always the first entry; the model sees it as a user message (see {@link summaryMessage}).
+ * `turnId`: the turn it was made in, none for a manual compaction.
+ */
+export interface SummaryEntry {
+  readonly role: "summary"
+  readonly turnId?: string | undefined
+  readonly compactionId: string
+  readonly content: string
+  readonly sequence: number
 }
 
 /** One entry of a transcript. */
-export type TranscriptEntry = { readonly role: "user"; readonly turnId: string; readonly content: string } | AssistantEntry
+export type TranscriptEntry = UserEntry | AssistantEntry | SummaryEntry
+
+/** How the model sees a compaction's summary: a user message, this prefix, then the summary. */
+export const summaryPrefix = "Summary of the conversation so far:\n\n"
+
+/** The user message a compaction's summary becomes in a model request. */
+export const summaryMessage = (summary: string): string => summaryPrefix + summary
 
 /** A session's conversation so far. */
 export interface Transcript {
@@ -65,10 +95,38 @@ export const all = (transcript: Transcript): ReadonlyArray<TranscriptEntry> =>
 const closed = (transcript: Transcript): Transcript =>
   transcript.open === undefined ? transcript : { entries: [...transcript.entries, transcript.open], open: undefined }
 
-const withOpen = (transcript: Transcript, turnId: string, update: (entry: AssistantEntry) => AssistantEntry): Transcript => ({
+const withOpen = (transcript: Transcript, turnId: string, sequence: number, update: (entry: AssistantEntry) => AssistantEntry): Transcript => ({
   entries: transcript.entries,
-  open: update(transcript.open ?? { role: "assistant", turnId, content: "", toolCalls: [] })
+  open: update(transcript.open ?? { role: "assistant", turnId, content: "", toolCalls: [], sequence })
 })
+
+/** What `session.compacted` says, as {@link compacted} applies it. */
+export interface Compaction {
+  readonly compactionId: string
+  readonly summary: string
+  readonly firstKeptSequence: number
+  /** The sequence of the `session.compacted` event. */
+  readonly sequence: number
+  readonly turnId?: string | undefined
+}
+
+/**
+ * A compaction applied: the summary first, then the entries that began at or after
+ * `firstKeptSequence`, verbatim. An earlier summary is always replaced: the new one was written
+ * from it. A tool call's results belong to its entry, so no cut can separate them.
+ */
+export const compacted = (transcript: Transcript, compaction: Compaction): Transcript => {
+  const { entries } = closed(transcript)
+  const summary: SummaryEntry = {
+    role: "summary",
+    ...(compaction.turnId === undefined ? {} : { turnId: compaction.turnId }),
+    compactionId: compaction.compactionId,
+    content: compaction.summary,
+    sequence: compaction.sequence
+  }
+  const kept = entries.filter((e) => e.role !== "summary" && (e.sequence ?? 0) >= compaction.firstKeptSequence)
+  return { entries: [summary, ...kept], open: undefined }
+}
 
 const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean): Transcript => {
   const { entries } = closed(transcript)
@@ -91,11 +149,14 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
     case "user.message":
     case "turn.steered":
       // A steer reaches the model as a user message, where it was stored in the turn.
-      return { entries: [...closed(transcript).entries, { role: "user", turnId: event.turnId, content: event.payload.content }], open: undefined }
+      return {
+        entries: [...closed(transcript).entries, { role: "user", turnId: event.turnId, content: event.payload.content, sequence: event.sequence }],
+        open: undefined
+      }
     case "model.delta":
-      return withOpen(transcript, event.turnId, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
+      return withOpen(transcript, event.turnId, event.sequence, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
     case "model.tool_call_requested":
-      return withOpen(transcript, event.turnId, (entry) => ({
+      return withOpen(transcript, event.turnId, event.sequence, (entry) => ({
         ...entry,
         toolCalls: [...entry.toolCalls, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }]
       }))
@@ -109,7 +170,17 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
     case "session.forked":
     case "context.built":
     case "model.retry":
+    case "compaction.started":
+    case "compaction.failed":
       return transcript
+    case "session.compacted":
+      return compacted(transcript, {
+        compactionId: event.payload.compactionId,
+        summary: event.payload.summary,
+        firstKeptSequence: event.payload.firstKeptSequence,
+        sequence: event.sequence,
+        turnId: event.turnId
+      })
     default:
       return closed(transcript)
   }
@@ -125,6 +196,7 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
 /** The messages of one entry (see {@link messages}). */
 const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   if (entry.role === "user") return [{ role: "user", content: entry.content }]
+  if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)
   const assistant: Message = {
     role: "assistant",

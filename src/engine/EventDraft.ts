@@ -67,6 +67,31 @@ export const followUpDropped = (queueIds: ReadonlyArray<string>): AgentEvent.Ses
   payload: { queueIds: [...queueIds] }
 })
 
+/** `compaction.started`: token counts whole and non-negative. */
+export const compactionStarted = (compactionId: string, reason: AgentEvent.CompactionReason, tokensBefore: number): Draft<"compaction.started"> => ({
+  type: "compaction.started",
+  payload: { compactionId, reason, tokensBefore: count(tokensBefore) }
+})
+
+/** `session.compacted`: token counts whole and non-negative, the cut a positive sequence. */
+export const sessionCompacted = (payload: AgentEvent.PayloadOf<"session.compacted">): Draft<"session.compacted"> => ({
+  type: "session.compacted",
+  payload: {
+    compactionId: payload.compactionId,
+    reason: payload.reason,
+    summary: payload.summary,
+    firstKeptSequence: Math.max(1, count(payload.firstKeptSequence)),
+    tokensBefore: count(payload.tokensBefore),
+    tokensAfter: count(payload.tokensAfter)
+  }
+})
+
+/** `compaction.failed`. */
+export const compactionFailed = (compactionId: string, errorCode: string): Draft<"compaction.failed"> => ({
+  type: "compaction.failed",
+  payload: { compactionId, errorCode }
+})
+
 /** `user.message`. */
 export const userMessage = (content: string): Draft<"user.message"> => ({ type: "user.message", payload: { content } })
 

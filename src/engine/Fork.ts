@@ -14,9 +14,11 @@ import { InvalidInput } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 
 /**
- * Where a fork may start: a sequence after which no turn is open (the end of a closed turn, or a
- * session-level event between turns). Without `atSequence`, the end of the last closed turn (1 when
- * the session has none). A point inside an open turn, before 1 or past the end is `InvalidInput`.
+ * Where a fork may start: a sequence after which no turn and no compaction is open (the end of a
+ * closed turn, or a session-level event between turns). Without `atSequence`, the end of the last
+ * closed turn — or of a manual compaction after it, so that the fork keeps the compacted context —
+ * (1 when the session has none). A point inside an open turn or compaction, before 1 or past the
+ * end is `InvalidInput`.
  */
 export const forkPoint = (source: ReadonlyArray<AgentEvent>, atSequence: number | undefined): Either.Either<number, InvalidInput> => {
   const closedAt = new Set<number>([1])
@@ -26,8 +28,10 @@ export const forkPoint = (source: ReadonlyArray<AgentEvent>, atSequence: number 
     const next = state === undefined ? SessionState.start(event) : SessionState.reduce(state, event)
     if (Either.isLeft(next)) return Either.left(new InvalidInput({ field: "sessionId", detail: `the session's log cannot be read: ${next.left.message}` }))
     state = next.right
-    if (state.openTurn === undefined) closedAt.add(event.sequence)
-    if (event.type === "turn.completed") lastClosedTurn = event.sequence
+    if (state.openTurn === undefined && state.compaction === undefined) closedAt.add(event.sequence)
+    if (event.type === "turn.completed" || ((event.type === "session.compacted" || event.type === "compaction.failed") && state.openTurn === undefined)) {
+      lastClosedTurn = event.sequence
+    }
   }
   if (atSequence === undefined) return Either.right(lastClosedTurn)
   const last = state?.lastSequence ?? 0
@@ -35,7 +39,7 @@ export const forkPoint = (source: ReadonlyArray<AgentEvent>, atSequence: number 
     return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))
   }
   if (!closedAt.has(atSequence)) {
-    return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside an open turn: fork at the end of a closed turn` }))
+    return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside an open turn or compaction: fork at the end of a closed turn` }))
   }
   return Either.right(atSequence)
 }

@@ -24,9 +24,11 @@ import * as Stream from "effect/Stream"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import {
   ApprovalNotPending,
+  CompactionFailed,
   EventStoreFailure,
   InvalidInput,
   NothingToResume,
+  NothingToCompact,
   NoTurnInProgress,
   type SessionBusy,
   SessionNotFound,
@@ -42,6 +44,7 @@ import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
 import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
+import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
 import * as LiveSession from "./LiveSession.js"
@@ -85,6 +88,16 @@ export interface ForkSessionInput {
   readonly atSequence?: number
 }
 
+/** Input of {@link SessionEngine.Service.compactSession}. */
+export interface CompactSessionInput {
+  readonly sessionId: string
+  /** Tokens of recent context kept verbatim this time (default: the engine's `compaction.keepRecentTokens`). */
+  readonly keepRecentTokens?: number
+}
+
+/** What {@link SessionEngine.Service.compactSession} returns: the payload of the `session.compacted` it stored. */
+export type CompactionResult = Compaction.CompactionResult
+
 /** Input of {@link SessionEngine.Service.cancelTurn}: without `turnId`, whatever turn is running. */
 export interface CancelTurnInput {
   readonly sessionId: string
@@ -112,7 +125,10 @@ export interface ResolvePermissionInput {
   readonly remember?: boolean
 }
 
-/** Limits and timings of turns, and how many sessions the engine holds in memory; every field has a default. */
+/**
+ * Limits and timings of turns, compaction (`compaction: { threshold: 0.8, keepRecentTokens: 20_000 }`),
+ * and how many sessions the engine holds in memory; every field has a default.
+ */
 export type Options = Partial<TurnEnv.TurnOptions & LiveSessions.CacheOptions & WatchOptions>
 
 /** How watchers follow sessions other processes write. */
@@ -195,6 +211,19 @@ export declare namespace SessionEngine {
      * of a resumed turn starts them.
      */
     readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
+    /**
+     * Compacts the session's context now (a manual compaction, with no turn open): stores
+     * `compaction.started`, asks the session's model for a summary of everything before the cut
+     * (the most recent context, `keepRecentTokens`, is kept verbatim), then `session.compacted` —
+     * its payload is returned. Session-level: the events carry no turnId. Fails `TurnInProgress`
+     * while a turn runs or waits for the user, `NothingToCompact` when there is nothing before the
+     * cut (nothing stored), `CompactionFailed` when the model gave no summary (`compaction.failed`
+     * is stored; the context is unchanged). Interrupting it stores `compaction.failed {cancelled}`.
+     * A turn asked for meanwhile starts once it has ended.
+     */
+    readonly compactSession: (
+      input: CompactSessionInput
+    ) => Effect.Effect<CompactionResult, EventStoreFailure | SessionNotFound | TurnInProgress | NothingToCompact | CompactionFailed | InvalidInput | SessionBusy>
     /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
     readonly dropFollowUps: (input: SessionInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
     /**
@@ -299,10 +328,21 @@ export const make = (
       return Session.fromState(state)
     })
 
-    /** Closes a turn the log holds open with no driver: its open calls, then the turn, with the reason it was left open. */
+    /**
+     * Closes a turn the log holds open with no driver: its compaction, its open calls, then the
+     * turn, with the reason it was left open. A manual compaction left open (its process stopped
+     * before the summary was stored) is closed `compaction.failed {interrupted}`: the context is as
+     * it was before it.
+     */
     const closeDangling = (session: LiveSession.LiveSession) =>
       Effect.gen(function*() {
-        const open = session.live.state.openTurn
+        const { compaction, openTurn: open } = session.live.state
+        if (open === undefined && compaction !== undefined) {
+          yield* Effect.logWarning("closing a compaction left open").pipe(
+            Effect.annotateLogs({ sessionId: session.sessionId, compactionId: compaction.compactionId })
+          )
+          yield* LiveSession.commit(ports, session, undefined, [EventDraft.compactionFailed(compaction.compactionId, "interrupted")], () => Effect.void)
+        }
         if (open === undefined) return
         const errorCode = session.danglingReason
         yield* Effect.logWarning("closing a turn left open").pipe(
@@ -409,7 +449,7 @@ export const make = (
         const { state } = session.live
         const next = state.followUps[0]
         if (next === undefined || state.openTurn !== undefined) return yield* new NothingToResume({ sessionId: session.sessionId })
-        return { turnId: yield* ids.next("turn"), run: (env) => TurnDriver.drive(env, next.content, next.queueId) }
+        return { turnId: yield* ids.next("turn"), run: (env) => Effect.zipRight(closeDangling(session), TurnDriver.drive(env, next.content, next.queueId)) }
       })
 
     /**
@@ -614,6 +654,39 @@ export const make = (
       return Session.fromState(state.right)
     })
 
+    const compactSession = Effect.fn("SessionEngine.compactSession")(function*(input: CompactSessionInput) {
+      const keep = input.keepRecentTokens
+      if (keep !== undefined && !(Number.isSafeInteger(keep) && keep >= 0)) {
+        return yield* new InvalidInput({ field: "keepRecentTokens", detail: "must be a whole number of tokens, 0 or more" })
+      }
+      const { sessionId } = input
+      const session = yield* writableSession(sessionId)
+      const writer: Compaction.Writer = {
+        services: keep === undefined ? services : { ...services, options: { ...services.options, compaction: { ...services.options.compaction, keepRecentTokens: keep } } },
+        session,
+        commit: (drafts) => LiveSession.commit(ports, session, undefined, drafts, () => Effect.void)
+      }
+      // Under the control lock, with no driver: no turn starts while the summary is written.
+      const outcome = yield* withoutDriver(session, Effect.gen(function*() {
+        const { state } = session.live
+        if (state.openTurn !== undefined && SessionState.isPaused(state)) {
+          return yield* new TurnInProgress({ sessionId, turnId: state.openTurn.turnId })
+        }
+        yield* closeDangling(session)
+        return yield* Compaction.run(writer, "manual")
+      })).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId)))
+      // Follow-ups queued while it ran start now.
+      yield* runFollowUps(session)
+      switch (outcome._tag) {
+        case "Compacted":
+          return outcome.result
+        case "Failed":
+          return yield* new CompactionFailed({ sessionId, compactionId: outcome.compactionId, errorCode: outcome.errorCode })
+        case "NothingToCompact":
+          return yield* new NothingToCompact({ sessionId })
+      }
+    })
+
     const replaySession = (input: SessionInput) =>
       (Session.isValidId(input.sessionId) ? store.read(input.sessionId) : Stream.empty).pipe(
         Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId })))
@@ -691,6 +764,7 @@ export const make = (
       steer,
       followUp,
       dropFollowUps,
+      compactSession,
       forkSession,
       replaySession,
       watchSession,

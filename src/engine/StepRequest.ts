@@ -1,7 +1,7 @@
 /**
  * The first part of a step: the model request, built by the context builder from the session's
- * transcript and the tools, passed through the `transformContext` hook, and checked against the
- * model's context window.
+ * transcript and the tools, passed through the `transformContext` hook, compacted when it passes
+ * the threshold or the window (see `Compaction`), and checked against the model's context window.
  *
  * @since 0.2.0
  * @internal
@@ -11,18 +11,15 @@ import * as Option from "effect/Option"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
+import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import type { TurnEnv } from "./TurnEnv.js"
 
-/**
- * Builds the request of a step; `context.built` is stored for the first step when the runtime
- * added anything. Returns `None` when the request would not fit the model's context window.
- */
-export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
+/** The request of a step as built now, and its token estimate; nothing is stored. */
+const prepare = (env: TurnEnv): Effect.Effect<{ readonly request: ModelRequest; readonly tokens: ContextBuilder.TokenEstimate }> =>
   Effect.gen(function*() {
     const { state, transcript } = env.session.live
-    const tools = env.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []
-    const built = yield* env.context.build({ sessionId: state.sessionId, cwd: state.cwd, transcript, tools })
+    const built = yield* env.context.build({ sessionId: state.sessionId, cwd: state.cwd, transcript, tools: Compaction.toolSpecs(env) })
     const request = env.hooks.transformContext === undefined
       ? built.request
       : yield* env.hooks.transformContext(built.request).pipe(
@@ -30,7 +27,24 @@ export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<M
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
-    const tokens = request === built.request ? built.tokens : ContextBuilder.estimate(request)
+    return { request, tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request) }
+  })
+
+/**
+ * Builds the request of a step; `context.built` is stored for the first step when the runtime
+ * added anything. A request past the compaction threshold, or over the window, compacts the context
+ * first (once per step) and is built again. Returns `None` when the request would not fit the
+ * model's context window.
+ */
+export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
+  Effect.gen(function*() {
+    let { request, tokens } = yield* prepare(env)
+    const reason = Compaction.trigger(env, tokens.total)
+    if (reason !== undefined) {
+      const outcome = yield* Compaction.run({ services: env, session: env.session, commit: (drafts) => env.commit(drafts) }, reason, tokens.total)
+      // Failed or nothing to compact: the request goes on as it was, if it fits.
+      if (outcome._tag === "Compacted") ({ request, tokens } = yield* prepare(env))
+    }
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
       yield* env.commit([EventDraft.contextBuilt(tokens)])
     }

@@ -180,14 +180,17 @@ const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, us
   }).pipe(Effect.asVoid)
 
 /**
- * Closes a turn as one batch: `tool.failed` for each call still open (the completion's errorCode,
- * or `cancelled`), then `turn.completed`. Also how the engine closes a turn no driver runs.
+ * Closes a turn as one batch: `compaction.failed` for a compaction still open (left by a crash),
+ * `tool.failed` for each call still open (the completion's errorCode, or `cancelled`), then
+ * `turn.completed`. Also how the engine closes a turn no driver runs.
  */
 export const close = (env: TurnEnv, completion: Completion): Effect.Effect<void, EventStoreFailure> =>
   Effect.suspend(() => {
     const errorCode = completion.errorCode ?? "cancelled"
-    const open = env.session.live.state.openTurn?.toolCalls ?? []
+    const { compaction, openTurn } = env.session.live.state
+    const open = openTurn?.toolCalls ?? []
     return env.commit([
+      ...(compaction === undefined ? [] : [EventDraft.compactionFailed(compaction.compactionId, errorCode)]),
       ...open.map((call) => EventDraft.toolFailed(call.toolCallId, errorCode, `The tool call did not finish: ${errorCode}.`)),
       EventDraft.turnCompleted(completion)
     ])

@@ -17,6 +17,25 @@ import type { ToolRouter } from "../services/ToolRouter.js"
 import * as LiveSession from "./LiveSession.js"
 import * as Retry from "./Retry.js"
 
+/**
+ * When and how a session's context is compacted (see `Compaction`). Every field has a default:
+ * compaction on overflow is on, the threshold trigger is off.
+ */
+export interface CompactionOptions {
+  /**
+   * Compact before a model request whose estimated tokens pass this share of the model's window
+   * (0 < threshold < 1, e.g. 0.8). Default: none (only overflow and `compactSession` compact).
+   */
+  readonly threshold?: number | undefined
+  /** Tokens of the most recent context kept verbatim by a compaction (default: a fifth of the model's window). */
+  readonly keepRecentTokens?: number | undefined
+  /**
+   * A request over the window compacts once and is sent again, instead of ending the turn
+   * `context_overflow` at once (default true).
+   */
+  readonly onOverflow?: boolean | undefined
+}
+
 /** Limits and timings of turns. */
 export interface TurnOptions {
   /** Model requests per turn (default 25). */
@@ -27,8 +46,10 @@ export interface TurnOptions {
   readonly toolConcurrency: number
   /** How long a call waits for the user before it is denied (default: no limit). */
   readonly approvalTimeout: Duration.DurationInput | undefined
-  /** When a model request that failed before any of its response was stored is sent again. */
+  /** When a model request that failed before any of its response was stored is sent again (summary requests too). */
   readonly retry: Retry.Policy
+  /** When and how the context is compacted. */
+  readonly compaction: CompactionOptions
 }
 
 /** The defaults of {@link TurnOptions}. */
@@ -37,7 +58,8 @@ export const defaultOptions: TurnOptions = {
   maxToolCalls: 100,
   toolConcurrency: 4,
   approvalTimeout: undefined,
-  retry: Retry.defaultPolicy
+  retry: Retry.defaultPolicy,
+  compaction: {}
 }
 
 /** The services a turn runs on. */

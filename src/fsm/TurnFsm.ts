@@ -28,7 +28,9 @@ export const RunningPhase = {
   ToolPending: "tool_pending",
   PermissionPending: "permission_pending",
   AwaitingApproval: "awaiting_approval",
-  ToolRunning: "tool_running"
+  ToolRunning: "tool_running",
+  /** Older context is being summarised (`compaction.started` until it ends) before the next request. */
+  Compaction: "compaction"
 } as const
 /** What a running turn is doing; visible to tests and UIs, not a separate machine. */
 export type RunningPhase = (typeof RunningPhase)[keyof typeof RunningPhase]
@@ -125,5 +127,11 @@ export const inputOf = (event: TurnEvent): TurnInput => {
     case "tool.started":
     case "tool.progress":
       return { _tag: "Enter", phase: RunningPhase.ToolRunning }
+    case "compaction.started":
+      return { _tag: "Enter", phase: RunningPhase.Compaction }
+    case "session.compacted":
+    case "compaction.failed":
+      // The request is built again, from the compacted (or unchanged) context.
+      return { _tag: "Enter", phase: RunningPhase.ContextBuilding }
   }
 }

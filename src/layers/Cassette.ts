@@ -12,11 +12,14 @@
  *   failure after the chunks it had; one that ended before any output fails a response at once. A
  *   turn that ended `context_overflow` before any output is taken as the preflight (no request sent).
  * - A turn's `usage` is the sum over its responses; it is given to the turn's last response.
+ * - A compaction's summary request is a response too: `session.compacted` answers with its summary,
+ *   `compaction.failed` with a provider's reason that is not retried fails one at once, and
+ *   `empty_summary` is a response without text.
  *
  * @since 0.1.0
  */
 import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
-import { ProviderFailureReason } from "../domain/Errors.js"
+import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
 import type { Json } from "../domain/Json.js"
 import type { Script, ScriptedResponse } from "./FakeModelProvider.js"
 
@@ -59,6 +62,17 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
           pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryAfterMs: event.payload.delayMs } })
         }
         break
+      case "session.compacted":
+        pushed(responses, { chunks: [event.payload.summary], toolCalls: [] })
+        break
+      case "compaction.failed": {
+        const { errorCode } = event.payload
+        if (errorCode === "empty_summary") pushed(responses, { chunks: [], toolCalls: [] })
+        else if (isProviderReason(errorCode) && errorCode !== "context_overflow" && !retryableReasons.has(errorCode)) {
+          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: errorCode } })
+        }
+        break
+      }
       case "turn.started":
         lastOfTurn = undefined
         break

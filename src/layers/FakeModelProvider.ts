@@ -4,6 +4,11 @@
  * cancellation. When the script runs out it echoes the last user message, which makes it the CLI's
  * built-in model when no API key is set.
  *
+ * A compaction's summary request is a model request like any other: it takes the next scripted
+ * response, whose text (its `chunks`, joined) is the summary; a `failure` fails the compaction (a
+ * retryable one is retried first). Its tool calls are ignored. With the script run out, a summary
+ * request is answered with a short fixed summary (see {@link echoSummary}) rather than an echo.
+ *
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
@@ -15,6 +20,7 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Usage } from "../domain/AgentEvent.js"
+import { summaryInstruction } from "../domain/Compaction.js"
 import { ProviderFailure, ProviderFailureReason } from "../domain/Errors.js"
 import { Json } from "../domain/Json.js"
 import * as ModelProvider from "../services/ModelProvider.js"
@@ -89,6 +95,11 @@ const lastUserMessage = (request: ModelProvider.ModelRequest): string => {
   return ""
 }
 
+/** What the script run out answers to a compaction's summary request: short, so compacting a session with the built-in model shrinks it. */
+export const echoSummary = (request: ModelProvider.ModelRequest): ReadonlyArray<string> => [
+  `Echo summary: ${request.messages.length === 0 ? 0 : (request.messages[0]!.content.match(/^\[(User|Assistant|Tool call|Tool result)/gm) ?? []).length} earlier items were compacted.`
+]
+
 /** The echo answer, split at word boundaries so it streams. */
 export const echo = (request: ModelProvider.ModelRequest): ReadonlyArray<string> =>
   `Echo: ${lastUserMessage(request)}`.match(/\s*\S+|\s+$/g) ?? ["Echo:"]
@@ -143,7 +154,7 @@ export const make = (options: Options = {}) =>
           if (options.record === true) requests.push(request)
           const response = script[index]
           return response === undefined
-            ? Stream.fromIterable([...echo(request).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
+            ? Stream.fromIterable([...(request.system === summaryInstruction ? echoSummary(request) : echo(request)).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
             : respond(response)
         }))
     })

@@ -68,6 +68,8 @@ export interface PromiseSessionEngine {
   readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
   /** Drops the queued follow-ups that have not started; resolves with their queue ids. */
   readonly dropFollowUps: (input: SessionEngine.SessionInput) => Promise<SessionEngine.FollowUpsDropped>
+  /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`). */
+  readonly compactSession: (input: SessionEngine.CompactSessionInput & { readonly signal?: AbortSignal }) => Promise<SessionEngine.CompactionResult>
   /** Forks a session at the end of a closed turn (default: the last one); resolves with the new session. */
   readonly forkSession: (input: SessionEngine.ForkSessionInput) => Promise<Session>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
@@ -95,8 +97,8 @@ const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine
 export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine => {
   const runtime = ManagedRuntime.make(options.layer ?? defaultLayer(options))
   // Rejects with the typed error itself (a SessionNotFound, an EventStoreFailure), not a wrapper.
-  const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
-    runtime.runPromiseExit(Effect.flatMap(SessionEngine.SessionEngine, f)).then((exit) =>
+  const withEngine = <A, E>(f: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>, signal?: AbortSignal) =>
+    runtime.runPromiseExit(Effect.flatMap(SessionEngine.SessionEngine, f), signal === undefined ? undefined : { signal }).then((exit) =>
       Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))
     )
 
@@ -140,6 +142,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     steer: (input) => withEngine((engine) => engine.steer(input)),
     followUp: (input) => withEngine((engine) => engine.followUp(input)),
     dropFollowUps: (input) => withEngine((engine) => engine.dropFollowUps(input)),
+    compactSession: ({ signal, ...input }) => withEngine((engine) => engine.compactSession(input), signal),
     forkSession: (input) => withEngine((engine) => engine.forkSession(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     watchSession: ({ signal, ...input }) =>

@@ -8,11 +8,11 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
-/** The kinds of id: a session, a turn, an event, a queued follow-up. */
-export type IdKind = "session" | "turn" | "event" | "queue"
+/** The kinds of id: a session, a turn, an event, a queued follow-up, a compaction. */
+export type IdKind = "session" | "turn" | "event" | "queue" | "compaction"
 
 /** The prefix of each kind of id. */
-export const prefixes: Readonly<Record<IdKind, string>> = { session: "sess_", turn: "turn_", event: "evt_", queue: "fup_" }
+export const prefixes: Readonly<Record<IdKind, string>> = { session: "sess_", turn: "turn_", event: "evt_", queue: "fup_", compaction: "cmp_" }
 
 /** The id generator port. */
 export class IdGenerator extends Context.Tag("effect-agent/IdGenerator")<IdGenerator, IdGenerator.Service>() {}
@@ -83,7 +83,7 @@ export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
 
 /** Deterministic ids for tests: `sess_1`, `turn_1`, `evt_1`, … one counter per kind, per layer build. */
 export const layerSequential: Layer.Layer<IdGenerator> = Layer.sync(IdGenerator, () => {
-  const counters: Record<IdKind, number> = { session: 0, turn: 0, event: 0, queue: 0 }
+  const counters: Record<IdKind, number> = { session: 0, turn: 0, event: 0, queue: 0, compaction: 0 }
   const next = (kind: IdKind) => `${prefixes[kind]}${++counters[kind]}`
   return {
     next: (kind) => Effect.sync(() => next(kind)),

@@ -70,7 +70,18 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
     stopReason: fc.constantFrom(...AgentEvent.StopReason.literals),
     errorCode: fc.string(),
     usage
-  }, { requiredKeys: ["stopReason"] }).map(EventDraft.turnCompleted)
+  }, { requiredKeys: ["stopReason"] }).map(EventDraft.turnCompleted),
+  fc.tuple(fc.string(), fc.constantFrom(...AgentEvent.CompactionReason.literals), anyNumber).map(([id, reason, tokens]) =>
+    EventDraft.compactionStarted(id, reason, tokens)),
+  fc.record({
+    compactionId: fc.string(),
+    reason: fc.constantFrom(...AgentEvent.CompactionReason.literals),
+    summary: anyText,
+    firstKeptSequence: anyNumber,
+    tokensBefore: anyNumber,
+    tokensAfter: anyNumber
+  }).map(EventDraft.sessionCompacted),
+  fc.tuple(fc.string(), fc.string()).map(([id, code]) => EventDraft.compactionFailed(id, code))
 )
 
 /** Controls that must never reach an event from tool output, nor a terminal. */

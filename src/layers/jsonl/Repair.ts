@@ -70,7 +70,7 @@ export const plan = (sessionId: string, lines: ReadonlyArray<LogLines.Line>, ver
       dropped.push({ line: line.number, sequence: event.sequence, reason: `event of another session (${event.sessionId})` })
       continue
     }
-    if ("turnId" in event && secondTurns.has(event.turnId)) {
+    if ("turnId" in event && event.turnId !== undefined && secondTurns.has(event.turnId)) {
       dropped.push({ line: line.number, sequence: event.sequence, reason: `event of turn ${event.turnId}, begun by a second writer` })
       continue
     }
@@ -89,10 +89,13 @@ export const plan = (sessionId: string, lines: ReadonlyArray<LogLines.Line>, ver
   }
   const open = state?.openTurn
   if (dropped.length === 0 || state === undefined || open === undefined) return { kept, dropped, closing: [] }
-  // Closed as the engine's crash repair closes a dangling turn: its open calls, then the turn.
+  // Closed as the engine's crash repair closes a dangling turn: its compaction, its open calls, then the turn.
   const closing: Array<AgentEvent.AgentEvent> = []
   let sequence = state.lastSequence
   const base = () => ({ id: fresh.id(), sessionId, turnId: open.turnId, sequence: ++sequence, timestamp: fresh.timestamp })
+  if (state.compaction !== undefined) {
+    closing.push({ ...base(), type: "compaction.failed", payload: { compactionId: state.compaction.compactionId, errorCode: "interrupted" } })
+  }
   for (const call of open.toolCalls) {
     closing.push({
       ...base(),

@@ -1,0 +1,182 @@
+/**
+ * Compaction, the effects (CONTRACT.md §8): `compaction.started`, a summary of the older context
+ * from the session's own model (the fixed instruction of `domain/Compaction`, the turn's retry
+ * policy), then `session.compacted` — or `compaction.failed` with the context left as it was.
+ *
+ * - Inside a turn (threshold, overflow) the events carry the turn's id and go to its consumer; a
+ *   manual compaction (`compactSession`) runs with no turn open and its events carry no turnId.
+ * - Interrupted while the model writes the summary (a cancel, the caller going away):
+ *   `compaction.failed {cancelled}` is stored, then the interruption goes on (a turn then closes
+ *   as usual, `turn.completed {cancelled}`).
+ * - A summary request over the window: its oldest entries are dropped until it fits; one the
+ *   provider refuses as `context_overflow` is sent again with the older half of what is left dropped,
+ *   at most {@link maxOverflowRetries} times; then `compaction.failed {context_overflow}`.
+ * - A retryable provider failure is retried as a turn's request is (the same policy and waits
+ *   through `Clock`); the retries are logged, not stored: `model.retry` belongs to a turn's
+ *   response. Any other failure: `compaction.failed {<reason>}`.
+ *
+ * @since 0.4.0
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../domain/AgentEvent.js"
+import * as Cut from "../domain/Compaction.js"
+import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
+import * as Transcript from "../domain/Transcript.js"
+import * as EventDraft from "./EventDraft.js"
+import type * as LiveSession from "./LiveSession.js"
+import * as Retry from "./Retry.js"
+import type * as TurnEnv from "./TurnEnv.js"
+
+/** What a compaction stored: the payload of its `session.compacted`. */
+export type CompactionResult = AgentEvent.PayloadOf<"session.compacted">
+
+/** How many times a summary request the provider refuses as too long is sent again, shorter. */
+export const maxOverflowRetries = 3
+
+/** How a compaction ended. */
+export type Outcome =
+  | { readonly _tag: "Compacted"; readonly result: CompactionResult }
+  | { readonly _tag: "Failed"; readonly compactionId: string; readonly errorCode: string }
+  /** Nothing before the cut to summarise: no event was stored. */
+  | { readonly _tag: "NothingToCompact" }
+
+/** What a compaction works with: the engine's services, the session, and where its events go. */
+export interface Writer {
+  readonly services: TurnEnv.TurnServices
+  readonly session: LiveSession.LiveSession
+  /** Commits the compaction's drafts: in the running turn, or session-level. */
+  readonly commit: (drafts: ReadonlyArray<AgentEvent.TurnEventDraft>) => Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent>, EventStoreFailure>
+}
+
+/** The tokens of recent context kept verbatim: the option, else a fifth of the model's window. */
+export const keepRecentTokens = (services: TurnEnv.TurnServices): number =>
+  Math.max(0, services.options.compaction.keepRecentTokens ?? Math.floor(services.provider.capabilities.maxContextTokens / 5))
+
+/**
+ * What triggers a compaction before a request of `tokens` estimated tokens: over the window (unless
+ * `onOverflow` is off), or past the threshold share of it; `undefined` for none.
+ */
+export const trigger = (services: TurnEnv.TurnServices, tokens: number): AgentEvent.CompactionReason | undefined => {
+  const { onOverflow, threshold } = services.options.compaction
+  const window = services.provider.capabilities.maxContextTokens
+  if (tokens > window) return onOverflow === false ? undefined : "overflow"
+  return threshold !== undefined && tokens > threshold * window ? "threshold" : undefined
+}
+
+/** The tools as a request describes them. */
+export const toolSpecs = (services: TurnEnv.TurnServices) =>
+  services.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []
+
+/** The estimated tokens of a request built from `transcript` (the system prompt and tools included). */
+const tokensOf = (w: Writer, transcript: Transcript.Transcript): Effect.Effect<number> =>
+  Effect.map(
+    w.services.context.build({ sessionId: w.session.sessionId, cwd: w.session.live.state.cwd, transcript, tools: toolSpecs(w.services) }),
+    (built) => built.tokens.total
+  )
+
+/** The model's text for one summary request, retried as a turn's request is. */
+const summarise = (w: Writer, request: Cut.SummaryRequest): Effect.Effect<Either.Either<string, ProviderFailure>> =>
+  Effect.gen(function*() {
+    const attempts = yield* Retry.start(w.services.options.retry)
+    for (let attempt = 1;; attempt++) {
+      const answer = yield* w.services.provider.stream(request).pipe(
+        Stream.runFold("", (text, chunk) => (chunk._tag === "TextDelta" ? text + chunk.text : text)),
+        Effect.either
+      )
+      if (Either.isRight(answer)) return answer
+      const wait = yield* attempts.next(answer.left)
+      if (Option.isNone(wait)) return answer
+      yield* Effect.logInfo("summary request failed; retrying").pipe(
+        Effect.annotateLogs({ reason: answer.left.reason, detail: answer.left.detail, attempt, delayMs: wait.value })
+      )
+      yield* Effect.sleep(Duration.millis(wait.value))
+    }
+  })
+
+/** The summary of the entries before the cut, or the errorCode of why there is none. */
+const summaryOf = (w: Writer, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<string, string>> =>
+  Effect.gen(function*() {
+    let entries = Cut.fitting(summarised, w.services.provider.capabilities.maxContextTokens)
+    for (let retries = 0;; retries++) {
+      if (entries.length === 0) return Either.left("context_overflow")
+      if (entries.length < summarised.length) {
+        yield* Effect.logWarning("the summary request is over the window; its oldest entries are left out").pipe(
+          Effect.annotateLogs({ dropped: summarised.length - entries.length })
+        )
+      }
+      const answer = yield* summarise(w, Cut.summaryRequest(entries))
+      if (Either.isRight(answer)) {
+        const summary = answer.right.trim()
+        return summary === "" ? Either.left("empty_summary") : Either.right(summary)
+      }
+      if (answer.left.reason !== "context_overflow" || retries >= maxOverflowRetries) {
+        yield* Effect.logWarning("the summary request failed; the context is left as it was").pipe(
+          Effect.annotateLogs({ reason: answer.left.reason, detail: answer.left.detail })
+        )
+        return Either.left(answer.left.reason)
+      }
+      entries = entries.slice(Math.max(1, Math.ceil(entries.length / 2)))
+    }
+  })
+
+/**
+ * Runs one compaction of the session's context. `tokensBefore`: the estimate that triggered it
+ * (estimated here when not given). Uninterruptible but for the model's answer: interrupting that
+ * stores `compaction.failed {cancelled}` and then interrupts the caller.
+ */
+export const run = (
+  w: Writer,
+  reason: AgentEvent.CompactionReason,
+  tokensBefore?: number
+): Effect.Effect<Outcome, EventStoreFailure> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const { session, services } = w
+      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1)
+      if (plan === undefined) return { _tag: "NothingToCompact" } as const
+      const before = tokensBefore ?? (yield* tokensOf(w, session.live.transcript))
+      const compactionId = yield* services.ports.ids.next("compaction")
+      const [started] = yield* w.commit([EventDraft.compactionStarted(compactionId, reason, before)])
+      const exit = yield* Effect.exit(restore(summaryOf(w, plan.summarised)))
+      if (Exit.isFailure(exit)) {
+        // Interrupted (a cancel), or a defect: the compaction ends failed, then so does the caller.
+        const errorCode = Cause.isInterruptedOnly(exit.cause) ? "cancelled" : "internal_error"
+        if (errorCode === "internal_error") yield* Effect.logError("the compaction failed unexpectedly", exit.cause)
+        yield* w.commit([EventDraft.compactionFailed(compactionId, errorCode)])
+        return yield* Effect.failCause(exit.cause)
+      }
+      if (Either.isLeft(exit.value)) {
+        yield* w.commit([EventDraft.compactionFailed(compactionId, exit.value.left)])
+        return { _tag: "Failed", compactionId, errorCode: exit.value.left } as const
+      }
+      const summary = exit.value.right
+      const turnId = started !== undefined && "turnId" in started ? started.turnId : undefined
+      const after = yield* tokensOf(
+        w,
+        Transcript.compacted(session.live.transcript, {
+          compactionId,
+          summary,
+          firstKeptSequence: plan.firstKeptSequence,
+          sequence: session.live.state.lastSequence + 1,
+          turnId
+        })
+      )
+      const result: CompactionResult = {
+        compactionId,
+        reason,
+        summary,
+        firstKeptSequence: plan.firstKeptSequence,
+        tokensBefore: before,
+        tokensAfter: after
+      }
+      yield* w.commit([EventDraft.sessionCompacted(result)])
+      return { _tag: "Compacted", result } as const
+    })
+  )
