@@ -1,0 +1,62 @@
+/**
+ * The session entity on the runner that owns it: one engine per session (see `Engines`), and the
+ * server's own turn registry on it, so a turn started through any runner runs here detached from
+ * the request, as `effect-agent serve` runs its turns. The entity stops when its shard moves or the
+ * runner stops: running turns are cancelled (and closed in the log), paused ones stay paused, and
+ * the session's writer lease is released for the next owner.
+ *
+ * When a runner dies instead, nothing closes: its sessions' leases lapse, the shards move once the
+ * shard locks expire, and the first write on the next owner takes the lease over and closes the
+ * turn the dead runner left open (`turn.completed {stopReason: "error", errorCode: "interrupted"}`).
+ *
+ * @since 0.2.0
+ */
+import * as Entity from "@effect/cluster/Entity"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { SessionEngine } from "../index.js"
+import * as Turns from "../server/Turns.js"
+import * as Engines from "./Engines.js"
+import { SessionEntity } from "./SessionEntity.js"
+
+/** A store failure as it crosses to another runner: its reason and detail, not its cause (paths, stacks). */
+const withoutCause = <E>(error: E): E =>
+  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "EventStoreFailure"
+    ? (Object.assign(Object.create(Object.getPrototypeOf(error)), error, { cause: undefined }) as E)
+    : error
+
+const forWire = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.mapError(effect, withoutCause)
+const streamForWire = <A, E, R>(stream: Stream.Stream<A, E, R>) => Stream.mapError(stream, withoutCause)
+
+/** Registers the session entity on this runner: needs `Engines` and the sharding of the runner. */
+export const layer = (options: { readonly onOwned?: (sessionId: string) => Effect.Effect<void> } = {}) =>
+  SessionEntity.toLayer(
+    Effect.gen(function*() {
+      const address = yield* Entity.CurrentAddress
+      const sessionId = address.entityId
+      const engines = yield* Engines.Engines
+      // In the entity's scope: closed when the entity stops.
+      const engine = yield* engines.make
+      const turns = yield* Layer.build(Turns.layer).pipe(
+        Effect.map(Context.get(Turns.Turns)),
+        Effect.provideService(SessionEngine.SessionEngine, engine)
+      )
+      if (options.onOwned !== undefined) yield* options.onOwned(sessionId)
+      return SessionEntity.of({
+        StartTurn: ({ payload }) => forWire(Effect.map(turns.start(sessionId, payload.message), (turnId) => ({ turnId }))),
+        RunTurn: ({ payload }) => streamForWire(engine.runTurn({ sessionId, userMessage: payload.message })),
+        ResumeTurn: () => streamForWire(engine.resumeTurn({ sessionId })),
+        ResumeIfIdle: () => turns.resumeIfIdle(sessionId),
+        CancelTurn: ({ payload }) => engine.cancelTurn(payload.turnId === undefined ? { sessionId } : { sessionId, turnId: payload.turnId }),
+        ResolvePermission: ({ payload }) => forWire(engine.resolvePermission({ sessionId, ...payload })),
+        Steer: ({ payload }) => forWire(engine.steer({ sessionId, message: payload.message })),
+        FollowUp: ({ payload }) => forWire(engine.followUp({ sessionId, message: payload.message })),
+        DropFollowUps: () => forWire(engine.dropFollowUps({ sessionId })),
+        IsRunning: () => Effect.sync(() => turns.isRunning(sessionId))
+      })
+    }),
+    // A session's entity lives while its runner owns it: a turn may run for long without messages.
+    { maxIdleTime: Infinity, concurrency: "unbounded" }
+  )
