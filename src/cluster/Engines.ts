@@ -10,7 +10,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { type EventStore, type IdGenerator, type ModelProvider, SessionEngine } from "../index.js"
 
 /** Makes engines on the runner's ports (store, model, ids, and the optional tools and permissions). */
@@ -25,9 +25,11 @@ export const layer = (
 ): Layer.Layer<Engines, never, EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator> =>
   Layer.effect(
     Engines,
-    Effect.map(Effect.context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>(), (context) => ({
-      make: Effect.provide(SessionEngine.make(options), context)
-    }))
+    Effect.map(Effect.context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>(), (context) => {
+      // The layer's own scope is in its context: an engine must live in its caller's scope instead.
+      const ports = Context.omit(Scope.Scope)(context) as Context.Context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>
+      return { make: Effect.flatMap(Effect.context<Scope.Scope>(), (scope) => Effect.provide(SessionEngine.make(options), Context.merge(ports, scope))) }
+    })
   )
 
 /** Runs `use` on a short-lived engine (no lease outlives it). */
