@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import { SessionEngine } from "../index.js"
-import * as Turns from "../server/Turns.js"
+import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
 
