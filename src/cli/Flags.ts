@@ -62,7 +62,7 @@ export const rules = {
  * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
  * how long a session driven from a machine that died stays busy for the others.
  */
-const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
+export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
   Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
   Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
 )

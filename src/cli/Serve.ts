@@ -84,8 +84,11 @@ const clusterOptions = (flags: {
     if (flags.shardLockTtl < 1) return yield* invalid(`--shard-lock-ttl ${flags.shardLockTtl} must be at least 1 (seconds)`)
     const databaseUrl = Option.orElse(flags.clusterDatabaseUrl, () => flags.databaseUrl ?? Option.none())
     if (Option.isNone(databaseUrl)) return yield* invalid("--cluster needs --database-url (or EFFECT_AGENT_DATABASE_URL, or --cluster-database-url)")
+    const lease = yield* Flags.leaseTtl
     return {
       databaseUrl: databaseUrl.value,
+      // A dead runner's writer leases outlive it by their ttl: its sessions' next owner waits that out.
+      ...("writerLease" in lease ? { leaseWait: Duration.sum(lease.writerLease.ttl, Duration.seconds(10)) } : {}),
       host: flags.runnerHost,
       port: flags.runnerPort,
       shardsPerGroup: flags.shardsPerGroup,

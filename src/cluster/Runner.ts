@@ -13,7 +13,6 @@ import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
@@ -23,7 +22,7 @@ import * as Routed from "./Routed.js"
 import * as ShardSettings from "./ShardSettings.js"
 
 /** How a runner joins its cluster. */
-export interface Options {
+export interface Options extends Owner.Options {
   /** The cluster's database (the event store's, or another). */
   readonly databaseUrl: Redacted.Redacted
   /** The address other runners reach this one at (default 127.0.0.1: one machine only). */
@@ -37,8 +36,6 @@ export interface Options {
    * long its sessions wait before another runner takes them. Locks are renewed three times as often.
    */
   readonly shardLockTtl?: Duration.DurationInput
-  /** Called when a session's entity starts on this runner (it owns the session from then). */
-  readonly onOwned?: (sessionId: string) => Effect.Effect<void>
 }
 
 /** The runner could not join its cluster (the database, the runners' port). */
@@ -96,7 +93,7 @@ const sharding = (options: Options) => {
  */
 export const layer = (options: Options) =>
   Layer.merge(Routed.engineLayer, Routed.turnsLayer).pipe(
-    Layer.provideMerge(Owner.layer(options.onOwned === undefined ? {} : { onOwned: options.onOwned })),
+    Layer.provideMerge(Owner.layer(options)),
     Layer.provide(sharding(options))
   )
 

@@ -6,7 +6,9 @@
  * the turn the dead runner left open (`interrupted`) and runs; every log gap-free with every turn
  * and call closed exactly once. A runner with other shard settings is refused at start.
  *
- * Which runner owns a session is read from the line each runner prints when a session arrives.
+ * Which runner owns a session is read from the line each runner prints when a session arrives. The
+ * killed runner runs as if on another machine (`unshare --uts`) where this one allows: its sessions'
+ * writer leases are then waited out rather than seen dead by their pid.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -14,11 +16,11 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir } from "node:os"
+import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
-import { type Running, run, start } from "../cli/subprocess.js"
+import { otherHostFlags, type Running, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
 
@@ -69,8 +71,11 @@ interface Runner {
   readonly owned: () => Array<string>
 }
 
-const launch = async (runnerPort: number, script: string): Promise<Runner> => {
-  const process = start(runnerArgs(runnerPort, script), { cwd, env: { EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url } })
+/** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
+const env = () => ({ EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url, EFFECT_AGENT_WRITER_LEASE_TTL: "8 seconds" })
+
+const launch = async (runnerPort: number, script: string, hostname?: string): Promise<Runner> => {
+  const process = start(runnerArgs(runnerPort, script), { cwd, env: env(), ...(hostname === undefined ? {} : { hostname }) })
   running.push(process)
   let stderr = ""
   process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
@@ -140,7 +145,9 @@ describe("serve --cluster", () => {
     const quick = writeScript("quick.json", { responses: [] })
     const slow = writeScript("slow.json", { responses: Array.from({ length: 60 }, () => ({ chunks: Array.from({ length: 40 }, (_, i) => `${i} `), delay: "150 millis" })) })
     const a = await launch(await freePort(), quick)
-    const b = await launch(await freePort(), slow)
+    // B runs as if on another machine where this one can: A then knows B dead only as its leases expire.
+    const remote = otherHostFlags() !== undefined
+    const b = await launch(await freePort(), slow, remote ? `not-${hostname()}`.slice(0, 60) : undefined)
     const runners = [a, b]
     // Both runners hold shards, all of them between them: the assignment has settled.
     await until("the shards to be spread over both runners", async () => {
@@ -224,8 +231,11 @@ describe("serve --cluster", () => {
         expect(completed.map((event) => event.payload.stopReason)).toEqual(["final", "final"])
       }
     }
-    // B's sessions now belong to A.
-    for (const sessionId of onB) expect(a.owned()).toContain(sessionId)
+    // B's sessions now belong to A, which took each one's writer lease over from B.
+    for (const sessionId of onB) {
+      expect(a.owned()).toContain(sessionId)
+      expect(a.stderr()).toMatch(new RegExp(`took over the writer lease of session ${sessionId} left by .*, ${remote ? "whose lease expired" : "which is gone"}`))
+    }
     // The live stream through A saw the killed turn closed and the next one too, each event once.
     const text = await liveText
     const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]))
@@ -233,10 +243,7 @@ describe("serve --cluster", () => {
     expect(text).toContain("event: model.delta")
 
     // A runner with other shard settings is refused, with one clear line.
-    const mismatched = await run(runnerArgs(await freePort(), quick).map((arg) => (arg === String(shards) ? "7" : arg)), {
-      cwd,
-      env: { EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url }
-    })
+    const mismatched = await run(runnerArgs(await freePort(), quick).map((arg) => (arg === String(shards) ? "7" : arg)), { cwd, env: env() })
     expect(mismatched.code).toBe(1)
     expect(mismatched.stderr).toContain("shard settings (7 shards per group, groups default) differ from the cluster's (12 shards per group, groups default)")
     expect(mismatched.stderr).not.toContain("    at ")
