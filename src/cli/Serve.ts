@@ -9,6 +9,10 @@
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
  * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
  *
+ * With `--cluster` (and `--store postgres`) the process is a runner of a cluster on the database
+ * (CONTRACT.md §9, src/cluster/): each session is driven by the runner that owns it, and this
+ * server sends what changes a session there; a runner with other shard settings refuses to start.
+ *
  * @since 0.2.0
  */
 import * as Command from "@effect/cli/Command"
@@ -157,7 +161,12 @@ export const command = Command.make(
           fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
           `  viewer (this URL works once): ${url}/login?code=${config.loginCodes.issue()}`
         ]
-        if (runner !== undefined) lines.push(`  cluster runner: ${runner.host ?? "127.0.0.1"}:${runner.port} (${runner.shardsPerGroup} shards per group)`)
+        if (runner !== undefined) {
+          lines.push(`  cluster runner: ${runner.host}:${runner.port} (${runner.shardsPerGroup} shards per group)`)
+          if (!isLoopback(runner.host)) {
+            lines.push(`  warning: the runners' port ${runner.host}:${runner.port} has no token: keep it on a network only the runners share`)
+          }
+        }
         if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
         yield* Console.error(lines.join("\n"))
         return yield* Effect.never
