@@ -1,0 +1,116 @@
+/**
+ * `effect-agent/cluster` in one process: two runners (`Runner.layer`) on the test PostgreSQL, each
+ * with its own store, model and tools. Through the runner that does not own a session, the routed
+ * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
+ * (`ResolvePermission`), and cancels a running turn there (`CancelTurn`); what it streams is what the
+ * owner stored.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Stream from "effect/Stream"
+import { createServer } from "node:net"
+import { Engines, Runner } from "../../src/cluster.js"
+import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
+import { PostgresEventStore } from "../../src/postgres.js"
+import { expectWellFormedLog, testTools } from "../helpers.js"
+import { freshSchemaUrl } from "../postgres.js"
+
+const freePort = Effect.async<number>((resume) => {
+  const server = createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    server.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
+  })
+})
+
+/** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
+const runner = (
+  name: string,
+  url: string,
+  owners: Ref.Ref<ReadonlyMap<string, string>>,
+  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>
+) =>
+  Effect.flatMap(freePort, (port) =>
+    Layer.build(
+      Runner.layer({
+        databaseUrl: Redacted.make(url),
+        port,
+        shardsPerGroup: 6,
+        shardLockTtl: Duration.seconds(3),
+        onOwned: (sessionId) => Ref.update(owners, (map) => new Map([...map, [sessionId, name]]))
+      }).pipe(
+        Layer.provide(Engines.layer()),
+        Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
+        Layer.provide(FakeModelProvider.layer({ responses })),
+        Layer.provide(IdGenerator.layer),
+        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
+      )
+    ).pipe(Effect.map((context) => context.unsafeMap.get(SessionEngine.SessionEngine.key) as SessionEngine.SessionEngine.Service))
+  )
+
+describe("the routed engine of a runner", () => {
+  it.live("streams, approves and cancels a turn on the session's owner through the other runner", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("routing")
+      const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+      const here = yield* runner("here", url, owners, [])
+      yield* runner("owner", url, owners, [
+        { toolCalls: [{ tool: "note", args: { text: "x" } }] },
+        { chunks: ["noted"] },
+        { chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }
+      ])
+
+      // A session of the other runner, created through this one: a cancel with nothing running reaches the owner.
+      const sessionId = yield* Effect.gen(function*() {
+        const session = yield* here.createSession({ cwd: "/work", client: "test" })
+        yield* here.cancelTurn({ sessionId: session.sessionId })
+        const owner = (yield* Ref.get(owners)).get(session.sessionId)
+        return owner === "owner" ? session.sessionId : yield* Effect.fail("owned here")
+      }).pipe(Effect.retry({ times: 200 }), Effect.orDie)
+
+      // A turn streamed from the owner; its approval answered through this runner too.
+      const streamed = yield* here.runTurn({ sessionId, userMessage: "note it" }).pipe(
+        Stream.tap((event) =>
+          event.type === "permission.resolved" && event.payload.decision === "ask"
+            ? Effect.fork(here.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" }).pipe(Effect.orDie))
+            : Effect.void
+        ),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      )
+      expect(streamed.map((event) => event.type)).toContain("tool.completed")
+      expect(streamed.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+
+      // A turn cancelled through this runner while the owner streams it.
+      const streaming = yield* Deferred.make<void>()
+      const long = yield* here.runTurn({ sessionId, userMessage: "take long" }).pipe(
+        Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(streaming, undefined) : Effect.void),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.fork
+      )
+      yield* Deferred.await(streaming)
+      yield* here.cancelTurn({ sessionId })
+      const cancelled = yield* Fiber.join(long)
+      expect(cancelled.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+
+      // What was streamed is what the owner stored; the state read here is the owner's.
+      const stored = Chunk.toReadonlyArray(yield* Stream.runCollect(here.replaySession({ sessionId })))
+      expectWellFormedLog(stored)
+      const turnIdOf = (event: AgentEvent.AgentEvent) => ("turnId" in event ? event.turnId : undefined)
+      const turnOf = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string | undefined) => events.filter((e) => turnIdOf(e) === turnId)
+      expect(turnOf(stored, turnIdOf(streamed[0]!))).toEqual(streamed)
+      expect(turnOf(stored, turnIdOf(cancelled[0]!))).toEqual(cancelled)
+      const state = yield* here.sessionState({ sessionId })
+      expect(state.openTurn).toBeUndefined()
+      expect(state.lastTurn).toMatchObject({ stopReason: "cancelled" })
+      expect(state.lastSequence).toBe(stored.length)
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+})
