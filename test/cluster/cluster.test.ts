@@ -4,7 +4,8 @@
  * HTTP API (the owner runs them), a turn's SSE followed through the runner that does not own it;
  * one runner killed with SIGKILL mid-turn → its sessions move to the other, whose next turn closes
  * the turn the dead runner left open (`interrupted`) and runs; every log gap-free with every turn
- * and call closed exactly once. A runner with other shard settings is refused at start.
+ * and call closed exactly once. A runner with other shard settings is refused at start; a runner
+ * stopped with SIGINT releases its sessions, which the runner left then drives.
  *
  * Which runner owns a session is read from the line each runner prints when a session arrives. The
  * killed runner runs as if on another machine (`unshare --uts`) where this one allows: its sessions'
@@ -123,6 +124,16 @@ const shardLocks = () =>
         SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'effect-agent-cluster' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
         GROUP BY l.pid`).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie)
+  )
+
+/** How many writer leases the database holds. */
+const leaseCount = () =>
+  Effect.runPromise(
+    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`).pipe(
+      Effect.map((rows) => rows[0]!.n),
+      Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
+      Effect.orDie
+    )
   )
 
 /** Reads an SSE response until `done` holds for what arrived. */
@@ -247,6 +258,31 @@ describe("serve --cluster", () => {
     expect(mismatched.code).toBe(1)
     expect(mismatched.stderr).toContain("shard settings (7 shards per group, groups default) differ from the cluster's (12 shards per group, groups default)")
     expect(mismatched.stderr).not.toContain("    at ")
+
+    // A runner that stops (SIGINT) hands its sessions over: it releases their writer leases, and
+    // the runner left drives them from then on.
+    const c = await launch(await freePort(), quick)
+    await until("the shards to be spread over A and C", async () => {
+      const locks = await shardLocks()
+      return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
+    })
+    a.process.child.kill("SIGINT")
+    await a.process.done
+    expect(await leaseCount()).toBe(0)
+    const last = await Promise.all(sessions.map(async (sessionId) => {
+      const started = await post(c.http, `/sessions/${sessionId}/turns`, { message: "last" })
+      expect(started.status, JSON.stringify(started.body)).toBe(202)
+      return started.body["turnId"] as string
+    }))
+    await Promise.all(sessions.map((sessionId, i) => until(`the last turn of ${sessionId}`, async () => closedTurn(await eventsOf(c.http, sessionId), last[i]!))))
+    expect(new Set(c.owned())).toEqual(new Set(sessions))
+    for (const sessionId of sessions) {
+      const events = await eventsOf(c.http, sessionId)
+      expectWellFormedLog(events)
+      expect(closedTurn(events, last[sessions.indexOf(sessionId)]!)).toMatchObject({ payload: { stopReason: "final" } })
+      // Nothing was left open by A's stop: no turn closed by a repair.
+      expect(events.filter((event) => event.type === "turn.completed" && event.payload.errorCode === "interrupted").length).toBe(ownedByB.has(sessionId) ? 1 : 0)
+    }
   })
 
   it("refuses --cluster without the PostgreSQL store", async () => {
