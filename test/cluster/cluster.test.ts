@@ -16,7 +16,6 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -24,6 +23,7 @@ import type { AgentEvent } from "../../src/index.js"
 import { otherHostFlags, type Running, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
+import { freePort } from "./ports.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cluster-"))
 const cwd = join(dir, "work")
@@ -41,17 +41,6 @@ let url = ""
 beforeAll(async () => {
   url = await Effect.runPromise(freshSchemaUrl("cluster"))
 })
-
-/** A port no one listens on now. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
 
 const writeScript = (name: string, script: unknown) => {
   const file = join(dir, name)
@@ -116,25 +105,28 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, limit
 const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.find((event) => event.type === "turn.completed" && event.turnId === turnId)
 
-/** How many shard locks each runner's database connection holds (advisory locks, by backend). */
-const shardLocks = () =>
+/** Runs a query on the test's schema. */
+const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
   Effect.runPromise(
-    Effect.flatMap(SqlClient.SqlClient, (sql) =>
-      sql<{ pid: number; locks: number }>`
-        SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-        WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'effect-agent-cluster' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-        GROUP BY l.pid`).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie)
+    Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie)
   )
 
+/** How many shard locks each runner's database connection holds (advisory locks, by backend). */
+const shardLocks = () =>
+  query((sql) =>
+    sql<{ pid: number; locks: number }>`
+      SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'effect-agent-cluster' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      GROUP BY l.pid`)
+
+/** Whether the shards are spread over two runners, all of them between the two. */
+const spreadOverTwo = async () => {
+  const locks = await shardLocks()
+  return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
+}
+
 /** How many writer leases the database holds. */
-const leaseCount = () =>
-  Effect.runPromise(
-    Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`).pipe(
-      Effect.map((rows) => rows[0]!.n),
-      Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
-      Effect.orDie
-    )
-  )
+const leaseCount = async () => (await query((sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`))[0]!.n
 
 /** Reads an SSE response until `done` holds for what arrived. */
 const readSse = async (response: Response, done: (text: string) => boolean) => {
@@ -161,10 +153,7 @@ describe("serve --cluster", () => {
     const b = await launch(await freePort(), slow, remote ? `not-${hostname()}`.slice(0, 60) : undefined)
     const runners = [a, b]
     // Both runners hold shards, all of them between them: the assignment has settled.
-    await until("the shards to be spread over both runners", async () => {
-      const locks = await shardLocks()
-      return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
-    })
+    await until("the shards to be spread over both runners", spreadOverTwo)
 
     // 20 sessions, created through either runner.
     const sessions: Array<string> = []
@@ -262,10 +251,7 @@ describe("serve --cluster", () => {
     // A runner that stops (SIGINT) hands its sessions over: it releases their writer leases, and
     // the runner left drives them from then on.
     const c = await launch(await freePort(), quick)
-    await until("the shards to be spread over A and C", async () => {
-      const locks = await shardLocks()
-      return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
-    })
+    await until("the shards to be spread over A and C", spreadOverTwo)
     a.process.child.kill("SIGINT")
     await a.process.done
     expect(await leaseCount()).toBe(0)

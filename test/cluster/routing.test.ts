@@ -15,20 +15,12 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
-import { createServer } from "node:net"
 import { Engines, Runner } from "../../src/cluster.js"
 import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
 import { PostgresEventStore } from "../../src/postgres.js"
 import { expectWellFormedLog, testTools } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
-
-const freePort = Effect.async<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    server.close(() => resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0)))
-  })
-})
+import { freePort } from "./ports.js"
 
 /** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
 const runner = (
@@ -37,7 +29,7 @@ const runner = (
   owners: Ref.Ref<ReadonlyMap<string, string>>,
   responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>
 ) =>
-  Effect.flatMap(freePort, (port) =>
+  Effect.flatMap(Effect.promise(freePort), (port) =>
     Layer.build(
       Runner.layer({
         databaseUrl: Redacted.make(url),
