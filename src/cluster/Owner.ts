@@ -19,16 +19,17 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { SessionEngine } from "../index.js"
+import { EventStoreFailure, SessionEngine } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
 
 /** A store failure as it crosses to another runner: its reason and detail, not its cause (paths, stacks). */
-const withoutCause = <E>(error: E): E =>
-  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "EventStoreFailure"
-    ? (Object.assign(Object.create(Object.getPrototypeOf(error)), error, { cause: undefined }) as E)
-    : error
+const withoutCause = <E>(error: E): E => {
+  if (!(error instanceof EventStoreFailure)) return error
+  const { cause: _cause, ...fields } = error
+  return new EventStoreFailure(fields) as E
+}
 
 const forWire = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.mapError(effect, withoutCause)
 const streamForWire = <A, E, R>(stream: Stream.Stream<A, E, R>) => Stream.mapError(stream, withoutCause)
@@ -79,8 +80,7 @@ export const layer = (options: Options = {}) =>
         ResolvePermission: ({ payload }) => write(engine.resolvePermission({ sessionId, ...payload })),
         Steer: ({ payload }) => forWire(engine.steer({ sessionId, message: payload.message })),
         FollowUp: ({ payload }) => write(engine.followUp({ sessionId, message: payload.message })),
-        DropFollowUps: () => write(engine.dropFollowUps({ sessionId })),
-        IsRunning: () => Effect.sync(() => turns.isRunning(sessionId))
+        DropFollowUps: () => write(engine.dropFollowUps({ sessionId }))
       })
     }),
     // A session's entity lives while its runner owns it: a turn may run for long without messages.

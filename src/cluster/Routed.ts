@@ -78,7 +78,8 @@ export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding> = La
   Turns.Turns,
   Effect.gen(function*() {
     const client = yield* SessionEntity.client
-    // `isRunning` answers synchronously; the owner's answer is cached from the last `start`.
+    // `isRunning` answers at once and the owner may be another runner: a session's phase is read from
+    // its log instead (a turn whose approved call has not started yet shows as paused meanwhile).
     return Turns.Turns.of({
       start: (sessionId, message) =>
         orDieCluster(Effect.map(client(sessionId).StartTurn({ message }), ({ turnId }) => turnId)),

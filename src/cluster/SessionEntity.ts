@@ -84,9 +84,6 @@ export const DropFollowUps = Rpc.make("DropFollowUps", {
   error: Schema.Union(EventStoreFailure, SessionNotFound, SessionBusy)
 })
 
-/** Whether a turn of the session runs on its owner now. */
-export const IsRunning = Rpc.make("IsRunning", { success: Schema.Boolean })
-
 /** The session entity. */
 export const SessionEntity = Entity.make("effect-agent/Session", [
   StartTurn,
@@ -97,6 +94,5 @@ export const SessionEntity = Entity.make("effect-agent/Session", [
   ResolvePermission,
   Steer,
   FollowUp,
-  DropFollowUps,
-  IsRunning
+  DropFollowUps
 ])

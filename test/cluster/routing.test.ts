@@ -3,21 +3,27 @@
  * with its own store, model and tools. Through the runner that does not own a session, the routed
  * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
  * (`ResolvePermission`), and cancels a running turn there (`CancelTurn`); what it streams is what the
- * owner stored.
+ * owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
+ * other runner (as the HTTP approve route does), the turn resumes on its new owner.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { Engines, Runner } from "../../src/cluster.js"
 import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
 import { PostgresEventStore } from "../../src/postgres.js"
+import { Turns } from "../../src/server.js"
 import { expectWellFormedLog, testTools } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
 import { freePort } from "./ports.js"
@@ -44,28 +50,30 @@ const runner = (
         Layer.provide(IdGenerator.layer),
         Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
       )
-    ).pipe(Effect.map((context) => context.unsafeMap.get(SessionEngine.SessionEngine.key) as SessionEngine.SessionEngine.Service))
+    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
   )
+
+/** A new session, created through `here`, that the runner named `owner` owns (a cancel with nothing running reaches it). */
+const sessionOwnedBy = (here: SessionEngine.SessionEngine.Service, owners: Ref.Ref<ReadonlyMap<string, string>>, owner: string) =>
+  Effect.gen(function*() {
+    const session = yield* here.createSession({ cwd: "/work", client: "test" })
+    yield* here.cancelTurn({ sessionId: session.sessionId })
+    return (yield* Ref.get(owners)).get(session.sessionId) === owner ? session.sessionId : yield* Effect.fail("owned by the other runner")
+  }).pipe(Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 }), Effect.orDie)
+
+const script = {
+  approval: [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }, { chunks: ["noted"] }],
+  slow: [{ chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }]
+}
 
 describe("the routed engine of a runner", () => {
   it.live("streams, approves and cancels a turn on the session's owner through the other runner", () =>
     Effect.gen(function*() {
       const url = yield* freshSchemaUrl("routing")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
-      const here = yield* runner("here", url, owners, [])
-      yield* runner("owner", url, owners, [
-        { toolCalls: [{ tool: "note", args: { text: "x" } }] },
-        { chunks: ["noted"] },
-        { chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }
-      ])
-
-      // A session of the other runner, created through this one: a cancel with nothing running reaches the owner.
-      const sessionId = yield* Effect.gen(function*() {
-        const session = yield* here.createSession({ cwd: "/work", client: "test" })
-        yield* here.cancelTurn({ sessionId: session.sessionId })
-        const owner = (yield* Ref.get(owners)).get(session.sessionId)
-        return owner === "owner" ? session.sessionId : yield* Effect.fail("owned here")
-      }).pipe(Effect.retry({ times: 200 }), Effect.orDie)
+      const here = (yield* runner("here", url, owners, [])).engine
+      yield* runner("owner", url, owners, [...script.approval, ...script.slow])
+      const sessionId = yield* sessionOwnedBy(here, owners, "owner")
 
       // A turn streamed from the owner; its approval answered through this runner too.
       const streamed = yield* here.runTurn({ sessionId, userMessage: "note it" }).pipe(
@@ -104,5 +112,42 @@ describe("the routed engine of a runner", () => {
       expect(state.openTurn).toBeUndefined()
       expect(state.lastTurn).toMatchObject({ stopReason: "cancelled" })
       expect(state.lastSequence).toBe(stored.length)
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+
+  it.live("a runner that stops leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("handover")
+      const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+      const here = yield* runner("here", url, owners, [])
+      const ownerScope = yield* Scope.make()
+      yield* runner("owner", url, owners, script.approval).pipe(Scope.extend(ownerScope))
+      const sessionId = yield* sessionOwnedBy(here.engine, owners, "owner")
+
+      // Started through this runner's turn registry: the turn runs on the owner, and pauses on its call.
+      const turnId = yield* here.turns.start(sessionId, "note it")
+      const paused = yield* here.engine.sessionState({ sessionId }).pipe(
+        Effect.filterOrFail((state) => state.openTurn?.toolCalls.some((call) => call.status === "awaiting_approval") === true),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      const toolCallId = paused.openTurn!.toolCalls[0]!.toolCallId
+
+      // The owner stops: the paused turn stays open in the log, and the session moves here.
+      yield* Scope.close(ownerScope, Exit.void)
+      const open = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.replaySession({ sessionId })))
+      expect(open.filter((event) => event.type === "turn.completed")).toEqual([])
+
+      // Answered as the HTTP approve route does: the answer, then the paused turn resumed on its new owner.
+      yield* here.engine.resolvePermission({ sessionId, toolCallId, decision: "allow" })
+      yield* here.turns.resumeIfIdle(sessionId)
+      const done = yield* Stream.runCollect(here.engine.replaySession({ sessionId })).pipe(
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.filterOrFail((events) => events.some((event) => event.type === "turn.completed")),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expectWellFormedLog(done)
+      expect(done.filter((event) => event.type === "turn.started").map((event) => "turnId" in event && event.turnId)).toEqual([turnId])
+      expect(done.find((event) => event.type === "tool.completed")).toMatchObject({ payload: { toolCallId } })
+      expect(done.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expect((yield* Ref.get(owners)).get(sessionId)).toBe("here")
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 })
