@@ -2,8 +2,8 @@
  * `effect-agent/cluster` in one process: two runners (`Runner.layer`) on the test PostgreSQL, each
  * with its own store, model and tools. Through the runner that does not own a session, the routed
  * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
- * (`ResolvePermission`), and cancels a running turn there (`CancelTurn`); what it streams is what the
- * owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
+ * (`ResolvePermission`), cancels a running turn there (`CancelTurn`) and queues a follow-up there
+ * (`FollowUp`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
  * other runner (as the HTTP approve route does), the turn resumes on its new owner.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -112,6 +112,17 @@ describe("the routed engine of a runner", () => {
       expect(state.openTurn).toBeUndefined()
       expect(state.lastTurn).toMatchObject({ stopReason: "cancelled" })
       expect(state.lastSequence).toBe(stored.length)
+
+      // A follow-up queued through this runner runs on the owner as a turn of its own.
+      const { queueId } = yield* here.followUp({ sessionId, message: "later" })
+      const followed = yield* Stream.runCollect(here.replaySession({ sessionId })).pipe(
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.filterOrFail((events) => events.at(-1)?.type === "turn.completed" && events.length > stored.length),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expectWellFormedLog(followed)
+      expect(followed.find((event) => event.type === "turn.started" && event.payload.queueId === queueId)).toBeDefined()
+      expect(followed.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 
   it.live("a runner that stops leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
