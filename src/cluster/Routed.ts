@@ -32,6 +32,13 @@ const streamOrDieCluster = <A, E extends { readonly _tag: string }, R>(
 ): Stream.Stream<A, Exclude<E, ClusterFailure>, R> =>
   Stream.catchAll(stream, (error) => isClusterFailure(error) ? Stream.die(error) : Stream.fail(error as Exclude<E, ClusterFailure>))
 
+/**
+ * Only a stored session gets a message: an owner keeps an entity (and its engine) for every session
+ * it is sent, so an unknown id fails `SessionNotFound` here, read from the store, and reaches none.
+ */
+const storedIn = (engine: SessionEngine.SessionEngine.Service) => (sessionId: string) =>
+  Stream.runDrain(Stream.take(engine.replaySession({ sessionId }), 1))
+
 /** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
 export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =
   Layer.scoped(
@@ -43,21 +50,27 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
       const reader = yield* engines.make
       const fresh = <A, E>(use: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
         Engines.withEngine(use).pipe(Effect.provideService(Engines.Engines, engines))
+      const stored = storedIn(reader)
+      const owner = <A, E extends { readonly _tag: string }>(sessionId: string, send: Effect.Effect<A, E | ClusterFailure>) =>
+        Effect.zipRight(stored(sessionId), orDieCluster(send))
+      const ownerStream = <A, E extends { readonly _tag: string }>(sessionId: string, send: Stream.Stream<A, E | ClusterFailure>) =>
+        Stream.unwrap(Effect.as(stored(sessionId), streamOrDieCluster(send)))
       return SessionEngine.SessionEngine.of({
         createSession: (input) => fresh((engine) => engine.createSession(input)),
         forkSession: (input) => fresh((engine) => engine.forkSession(input)),
-        runTurn: ({ sessionId, userMessage }) => streamOrDieCluster(client(sessionId).RunTurn({ message: userMessage })),
-        resumeTurn: ({ sessionId }) => streamOrDieCluster(client(sessionId).ResumeTurn()),
+        runTurn: ({ sessionId, userMessage }) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
+        resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
         resolvePermission: ({ decision, remember, sessionId, toolCallId }) =>
-          orDieCluster(client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false })),
+          owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false })),
         cancelTurn: ({ sessionId, turnId }) =>
-          client(sessionId).CancelTurn(turnId === undefined ? {} : { turnId }).pipe(
-            // Never fails, as the engine's: a cluster error is logged.
+          owner(sessionId, client(sessionId).CancelTurn(turnId === undefined ? {} : { turnId })).pipe(
+            // Never fails, as the engine's: nothing to cancel in an unknown session; a store failure is logged.
+            Effect.catchTags({ SessionNotFound: () => Effect.void }),
             Effect.catchAll((error) => Effect.logWarning("cancelling a turn failed", error))
           ),
-        steer: ({ message, sessionId }) => orDieCluster(client(sessionId).Steer({ message })),
-        followUp: ({ message, sessionId }) => orDieCluster(client(sessionId).FollowUp({ message })),
-        dropFollowUps: ({ sessionId }) => orDieCluster(client(sessionId).DropFollowUps()),
+        steer: ({ message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message })),
+        followUp: ({ message, sessionId }) => owner(sessionId, client(sessionId).FollowUp({ message })),
+        dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
         // A short-lived engine loads the session from the store: the owner may be another runner.
         sessionState: (input) => fresh((engine) => engine.sessionState(input)),
         pendingApprovals: (input) => fresh((engine) => engine.pendingApprovals(input)),
@@ -74,16 +87,20 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
  * The HTTP server's turn registry on a runner: turns start on the owner and run there, detached
  * from the request and from this runner (see `Owner`).
  */
-export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding> = Layer.effect(
+export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding | SessionEngine.SessionEngine> = Layer.effect(
   Turns.Turns,
   Effect.gen(function*() {
     const client = yield* SessionEntity.client
+    const stored = storedIn(yield* SessionEngine.SessionEngine)
     // `isRunning` answers at once and the owner may be another runner: a session's phase is read from
     // its log instead (a turn whose approved call has not started yet shows as paused meanwhile).
     return Turns.Turns.of({
       start: (sessionId, message) =>
-        orDieCluster(Effect.map(client(sessionId).StartTurn({ message }), ({ turnId }) => turnId)),
-      resumeIfIdle: (sessionId) => client(sessionId).ResumeIfIdle().pipe(Effect.catchAll((error) => Effect.logWarning("resuming a turn failed", error))),
+        Effect.zipRight(stored(sessionId), orDieCluster(Effect.map(client(sessionId).StartTurn({ message }), ({ turnId }) => turnId))),
+      resumeIfIdle: (sessionId) =>
+        Effect.zipRight(stored(sessionId), client(sessionId).ResumeIfIdle()).pipe(
+          Effect.catchAll((error) => Effect.logWarning("resuming a turn failed", error))
+        ),
       isRunning: () => false
     })
   })

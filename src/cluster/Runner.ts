@@ -92,7 +92,8 @@ const sharding = (options: Options) => {
  * session entity registered. Needs `Engines` (the runner's own ports).
  */
 export const layer = (options: Options) =>
-  Layer.merge(Routed.engineLayer, Routed.turnsLayer).pipe(
+  Routed.turnsLayer.pipe(
+    Layer.provideMerge(Routed.engineLayer),
     Layer.provideMerge(Owner.layer(options)),
     Layer.provide(sharding(options))
   )

@@ -163,6 +163,13 @@ describe("serve --cluster", () => {
       sessions.push(created.body["sessionId"] as string)
     }
 
+    // An unknown session is answered 404 from the store, by any runner, and reaches no owner.
+    for (const runner of runners) {
+      const unknown = await post(runner.http, "/sessions/sess_unknown/turns", { message: "hi" })
+      expect(unknown.status).toBe(404)
+      expect(unknown.body["error"]).toBe("SessionNotFound")
+    }
+
     // A turn on each, started through the runner that did not create it; each runs on its owner.
     const first = await Promise.all(sessions.map(async (sessionId, i) => {
       const started = await post(runners[(i + 1) % 2]!.http, `/sessions/${sessionId}/turns`, { message: `first ${i}` })
@@ -179,6 +186,7 @@ describe("serve --cluster", () => {
     expect(ownedByB.size).toBeGreaterThan(0)
     expect([...ownedByA].filter((sessionId) => ownedByB.has(sessionId))).toEqual([])
     expect(new Set([...ownedByA, ...ownedByB])).toEqual(new Set(sessions))
+    expect([...ownedByA, ...ownedByB]).not.toContain("sess_unknown")
     const onB = sessions.filter((sessionId) => ownedByB.has(sessionId))
 
     // A's HTTP follows one of B's sessions live (SSE through the runner that does not own it).
