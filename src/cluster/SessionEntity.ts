@@ -8,8 +8,9 @@
  * the shard's next owner. That is safe for cancel, approvals and steering, and for `StartTurn`
  * only until it has answered — it answers as soon as `turn.started` is stored, and the turn then
  * runs on the owner whoever is connected. `RunTurn` streams a whole turn; if its owner dies
- * mid-turn the cluster runs it again on the next owner (after the log's repair closed the first
- * one), so callers that must not repeat a message use `StartTurn` and watch the log.
+ * mid-turn the cluster may send it again to the next owner, which runs the message as a new turn
+ * (after the log's repair closed the first one), so callers that must not repeat a message use
+ * `StartTurn` and watch the log.
  *
  * @since 0.2.0
  */

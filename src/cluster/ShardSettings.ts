@@ -8,7 +8,9 @@
  * @since 0.2.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 
 /** The settings that decide which shard a session lives in. */
@@ -58,5 +60,7 @@ export const check = (
     const expected = rows[0]?.settings
     if (expected !== given) return yield* new ShardSettingsMismatch({ expected: expected ?? "none", given })
   }).pipe(
+    // Two runners creating the table at once: one of them fails on PostgreSQL's catalog and tries again.
+    Effect.retry({ while: (error) => error._tag === "SqlError", times: 3, schedule: Schedule.spaced(Duration.millis(200)) }),
     Effect.catchTag("SqlError", (error) => Effect.fail(new ShardSettingsUnavailable({ detail: error.message })))
   )
