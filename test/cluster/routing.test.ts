@@ -125,14 +125,15 @@ describe("the routed engine of a runner", () => {
       expect(followed.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 
-  it.live("a runner that stops leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
+  it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
     Effect.gen(function*() {
       const url = yield* freshSchemaUrl("handover")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
       const here = yield* runner("here", url, owners, [])
       const ownerScope = yield* Scope.make()
-      yield* runner("owner", url, owners, script.approval).pipe(Scope.extend(ownerScope))
+      yield* runner("owner", url, owners, [script.approval[0]!, ...script.slow]).pipe(Scope.extend(ownerScope))
       const sessionId = yield* sessionOwnedBy(here.engine, owners, "owner")
+      const busyId = yield* sessionOwnedBy(here.engine, owners, "owner")
 
       // Started through this runner's turn registry: the turn runs on the owner, and pauses on its call.
       const turnId = yield* here.turns.start(sessionId, "note it")
@@ -141,11 +142,20 @@ describe("the routed engine of a runner", () => {
         Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
       )
       const toolCallId = paused.openTurn!.toolCalls[0]!.toolCallId
+      // And a turn that streams on the owner.
+      const busyTurn = yield* here.turns.start(busyId, "take long")
+      yield* Stream.runCollect(here.engine.replaySession({ sessionId: busyId })).pipe(
+        Effect.filterOrFail((events) => Chunk.some(events, (event) => event.type === "model.delta")),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
 
-      // The owner stops: the paused turn stays open in the log, and the session moves here.
+      // The owner stops: the paused turn stays open in the log, the running one is closed cancelled.
       yield* Scope.close(ownerScope, Exit.void)
       const open = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.replaySession({ sessionId })))
       expect(open.filter((event) => event.type === "turn.completed")).toEqual([])
+      const stopped = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.replaySession({ sessionId: busyId })))
+      expectWellFormedLog(stopped)
+      expect(stopped.at(-1)).toMatchObject({ type: "turn.completed", turnId: busyTurn, payload: { stopReason: "cancelled" } })
 
       // Answered as the HTTP approve route does: the answer, then the paused turn resumed on its new owner.
       yield* here.engine.resolvePermission({ sessionId, toolCallId, decision: "allow" })
