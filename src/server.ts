@@ -16,5 +16,7 @@ export * as ServerConfig from "./server/Config.js"
 export * as Server from "./server/Server.js"
 /** Tokens, their constant-time check, and the viewer's one-time login codes. */
 export * as Security from "./server/Security.js"
+/** The registry of the turns a server drives (a cluster runner replaces it with one that reaches each session's owner). */
+export * as Turns from "./server/Turns.js"
 /** The `/live` SSE encoding. */
 export * as Live from "./server/Live.js"

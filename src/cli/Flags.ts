@@ -62,7 +62,7 @@ export const rules = {
  * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
  * how long a session driven from a machine that died stays busy for the others.
  */
-const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
+export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
   Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
   Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
 )
@@ -104,3 +104,30 @@ export const storeLayer = ({ dataDir, databaseUrl, store }: Storage) =>
     : store === "sqlite"
     ? sqliteLayer(`${dataDir}/effect-agent.sqlite`)
     : JsonlEventStore.layer({ dataDir })
+
+/** `serve --cluster` and the runner's flags (see src/cluster/Runner.ts). */
+export const cluster = {
+  cluster: Options.boolean("cluster").pipe(
+    Options.withDescription("Run as a runner of a cluster on PostgreSQL (needs --store postgres): sessions are shared out among the runners")
+  ),
+  runnerHost: Options.text("runner-host").pipe(
+    Options.withDefault("127.0.0.1"),
+    Options.withDescription("With --cluster: the address other runners reach this one at, and listen on (default 127.0.0.1: this machine only)")
+  ),
+  runnerPort: Options.integer("runner-port").pipe(
+    Options.withDefault(34431),
+    Options.withDescription("With --cluster: the port of the runners' traffic (default 34431)")
+  ),
+  shardsPerGroup: Options.integer("shards-per-group").pipe(
+    Options.withDefault(300),
+    Options.withDescription("With --cluster: how many shards sessions are spread over; the same on every runner (default 300)")
+  ),
+  shardLockTtl: Options.integer("shard-lock-ttl").pipe(
+    Options.withDefault(35),
+    Options.withDescription("With --cluster: seconds a dead runner's sessions wait before another runner takes them (default 35)")
+  ),
+  clusterDatabaseUrl: Options.redacted("cluster-database-url").pipe(
+    Options.optional,
+    Options.withDescription("With --cluster: the database of shard locks and runners (default: the store's --database-url)")
+  )
+}

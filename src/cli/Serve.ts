@@ -9,6 +9,10 @@
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
  * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
  *
+ * With `--cluster` (and `--store postgres`) the process is a runner of a cluster on the database
+ * (CONTRACT.md §9, src/cluster/): each session is driven by the runner that owns it, and this
+ * server sends what changes a session there; a runner with other shard settings refuses to start.
+ *
  * @since 0.2.0
  */
 import * as Command from "@effect/cli/Command"
@@ -17,7 +21,9 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
@@ -64,15 +70,58 @@ const perCwd = (
   })
 }
 
+/** `--cluster`'s runner options, checked; the cluster's database is the store's unless given. */
+const clusterOptions = (flags: {
+  readonly clusterDatabaseUrl: Option.Option<Redacted.Redacted>
+  readonly runnerHost: string
+  readonly runnerPort: number
+  readonly shardLockTtl: number
+  readonly shardsPerGroup: number
+  readonly store: string
+  readonly databaseUrl?: Option.Option<Redacted.Redacted>
+}) =>
+  Effect.gen(function*() {
+    const invalid = (message: string) => new CliError({ reason: "invalid_arguments", message })
+    if (flags.store !== "postgres") return yield* invalid("--cluster needs --store postgres: every runner reads and writes the same sessions")
+    if (flags.runnerPort < 1 || flags.runnerPort > 65535) return yield* invalid(`--runner-port ${flags.runnerPort} is not a port (1-65535)`)
+    if (flags.shardsPerGroup < 1) return yield* invalid(`--shards-per-group ${flags.shardsPerGroup} must be at least 1`)
+    if (flags.shardLockTtl < 1) return yield* invalid(`--shard-lock-ttl ${flags.shardLockTtl} must be at least 1 (seconds)`)
+    const databaseUrl = Option.orElse(flags.clusterDatabaseUrl, () => flags.databaseUrl ?? Option.none())
+    if (Option.isNone(databaseUrl)) return yield* invalid("--cluster needs --database-url (or EFFECT_AGENT_DATABASE_URL, or --cluster-database-url)")
+    const lease = yield* Flags.leaseTtl
+    return {
+      databaseUrl: databaseUrl.value,
+      // A dead runner's writer leases outlive it by their ttl: its sessions' next owner waits that out.
+      ...("writerLease" in lease ? { leaseWait: Duration.sum(lease.writerLease.ttl, Duration.seconds(10)) } : {}),
+      host: flags.runnerHost,
+      port: flags.runnerPort,
+      shardsPerGroup: flags.shardsPerGroup,
+      shardLockTtl: Duration.seconds(flags.shardLockTtl),
+      // Which runner drives which session, for operators (and tests): one line when a session arrives.
+      onOwned: (sessionId: string) => Console.error(`effect-agent serve: session ${sessionId} is driven by this runner`)
+    }
+  })
+
+/** The cluster's code, loaded only by `serve --cluster`. */
+const loadCluster = Effect.tryPromise({
+  try: () => import("../cluster.js"),
+  catch: () =>
+    new CliError({
+      reason: "missing_package",
+      message: "--cluster needs the optional packages @effect/cluster, @effect/rpc and @effect/workflow: npm install @effect/cluster @effect/rpc @effect/workflow"
+    })
+})
+
 const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
 
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, mode, ...Flags.rules, ...Models.options, ...Flags.storage },
-  ({ allow, deny, host, mode, port, ...options }) =>
+  { port, host, mode, ...Flags.rules, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  ({ allow, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
+      const runner = cluster ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) : undefined
       const cwd = process.cwd()
       const flagRules = yield* Settings.parseFlags({ allow, deny })
       const file = yield* Settings.load(cwd).pipe(Effect.provide(NodeContext.layer))
@@ -87,7 +136,7 @@ export const command = Command.make(
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
       const config = ServerConfig.make({ token, defaultCwd: cwd })
-      const engine = SessionEngine.layer().pipe(
+      const ports = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
@@ -96,16 +145,31 @@ export const command = Command.make(
         Layer.provide(PromptComposer.layer()),
         Layer.provide(NodeContext.layer)
       )
+      // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
+      const { engine, turns } = runner === undefined
+        ? { engine: ports(SessionEngine.layer()), turns: undefined }
+        : yield* Effect.gen(function*() {
+          const { Engines, Runner } = yield* loadCluster
+          // Built in the command's scope: the runner leaves the cluster when `serve` stops.
+          const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer())))))
+          return { engine: built, turns: built }
+        })
       yield* Effect.gen(function*() {
         const url = yield* Server.url
         const lines = [
-          `effect-agent serve: listening on ${url} (sessions in ${options.dataDir})`,
+          `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
           fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
           `  viewer (this URL works once): ${url}/login?code=${config.loginCodes.issue()}`
         ]
+        if (runner !== undefined) {
+          lines.push(`  cluster runner: ${runner.host}:${runner.port} (${runner.shardsPerGroup} shards per group)`)
+          if (!isLoopback(runner.host)) {
+            lines.push(`  warning: the runners' port ${runner.host}:${runner.port} has no token: keep it on a network only the runners share`)
+          }
+        }
         if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
         yield* Console.error(lines.join("\n"))
         return yield* Effect.never
-      }).pipe(Effect.provide(Server.serve(config, { host, port }).pipe(Layer.provide(engine))))
+      }).pipe(Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))

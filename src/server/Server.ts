@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { createServer } from "node:http"
+import type { SessionEngine } from "../index.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
 import * as Handlers from "./Handlers.js"
@@ -80,15 +81,15 @@ const guards = HttpApiBuilder.middleware(
 /**
  * The API, the viewer and the guards, for `HttpApiBuilder.serve()` (or `toWebHandler`) on any
  * `@effect/platform` server. Needs a `SessionEngine`; turns started over HTTP run in this layer's
- * scope (see `Turns`).
+ * scope (see `Turns`); `turns` replaces that registry (a cluster runner's starts turns on their owners).
  */
-export const layer = (config: Config.Config) =>
+export const layer = (config: Config.Config, turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer) =>
   Layer.mergeAll(
     HttpApiBuilder.api(Api).pipe(Layer.provide(Handlers.layer)),
     Viewer.layer,
     guards
   ).pipe(
-    Layer.provide(Turns.layer),
+    Layer.provide(turns),
     Layer.provide(Layer.succeed(Config.ServerConfig, config))
   )
 
@@ -108,7 +109,11 @@ export const defaultPort = 4477
  * On shutdown open connections (live streams) are closed, then running turns are cancelled and
  * turns waiting for an approval are left paused.
  */
-export const serve = (config: Config.Config, listen: Listen = {}) => {
+export const serve = (
+  config: Config.Config,
+  listen: Listen = {},
+  turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
+) => {
   const server = createServer()
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
@@ -119,7 +124,7 @@ export const serve = (config: Config.Config, listen: Listen = {}) => {
   ))
   return HttpApiBuilder.serve().pipe(
     Layer.provideMerge(closeConnections),
-    Layer.provide(layer(config)),
+    Layer.provide(layer(config, turns)),
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
 }

@@ -1,7 +1,7 @@
 /**
  * Runs the built CLI (`node dist/cli/bin.js`, built by test/globalSetup.ts) as a real subprocess, for tests.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { resolve } from "node:path"
 
 const root = resolve(import.meta.dirname, "../..")
@@ -26,11 +26,35 @@ export interface Running {
   readonly done: Promise<Finished>
 }
 
-/** Starts `effect-agent <args>` in `cwd`, with API keys removed from its environment. */
-export const start = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}): Running => {
+let unshareFlags: ReadonlyArray<string> | null | undefined
+/** How this machine can run a process under another host name (`unshare --uts`, as root or in a user namespace), if it can. */
+export const otherHostFlags = (): ReadonlyArray<string> | undefined => {
+  if (unshareFlags === undefined) {
+    unshareFlags = [["--uts"], ["--user", "--map-root-user", "--uts"]].find((flags) =>
+      spawnSync("unshare", [...flags, "true"], { stdio: "ignore" }).status === 0
+    ) ?? null
+  }
+  return unshareFlags ?? undefined
+}
+
+/**
+ * Starts `effect-agent <args>` in `cwd`, with API keys removed from its environment. With `hostname`
+ * it runs as if on another machine, in a UTS namespace of its own with that host name (see
+ * `otherHostFlags`; it throws where the machine cannot).
+ */
+export const start = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly hostname?: string } = {}
+): Running => {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env }
   for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
-  const child = spawn(process.execPath, [binPath, ...args], {
+  const unshare = options.hostname === undefined ? undefined : otherHostFlags()
+  if (options.hostname !== undefined && unshare === undefined) throw new Error("this machine cannot run a process under another host name")
+  const command = unshare === undefined
+    ? [process.execPath, binPath, ...args]
+    // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
+    : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
     env: { ...env, NODE_OPTIONS: "" },
     stdio: ["pipe", "pipe", "pipe"]

@@ -136,8 +136,8 @@ export async function resolve(specifier, context, next) {
     // One bundle in a few chunks (its own copy of Effect, bundled), not the ~350 modules of the unbundled build.
     expect(loaded.filter((url) => url.includes("/node_modules/effect/") || url.includes("/node_modules/@effect/"))).toEqual([])
     expect(loaded.length).toBeLessThan(25)
-    // Nor a vendor SDK, SQLite, PostgreSQL, the ACP or HTTP code (their chunks are named after their entry points).
-    for (const heavy of ["@anthropic-ai/sdk", "/openai", "sqlite", "postgres", "/pg/", "@agentclientprotocol", "/acp", "/server", "/zod/"]) {
+    // Nor a vendor SDK, SQLite, PostgreSQL, the ACP, HTTP or cluster code (their chunks are named after their entry points).
+    for (const heavy of ["@anthropic-ai/sdk", "/openai", "sqlite", "postgres", "/pg/", "@agentclientprotocol", "/acp", "/server", "/cluster", "/zod/"]) {
       expect(loaded.join("\n"), heavy).not.toContain(heavy)
     }
   }, 300_000)

@@ -1,0 +1,27 @@
+/**
+ * `effect-agent/cluster`: sessions as `@effect/cluster` entities on PostgreSQL (CONTRACT.md §9).
+ * Each session is owned by one runner; any runner's HTTP server reaches the owner; a dead runner's
+ * sessions move to another. It needs the optional peers `@effect/cluster`, `@effect/rpc`,
+ * `@effect/workflow`, `@effect/sql` and `@effect/sql-pg`, and lives in a subpath of its own so that
+ * importing `effect-agent` never loads them.
+ *
+ * @since 0.2.0
+ */
+
+/** The session entity: its protocol (start, run, cancel a turn, answer approvals, steer, follow-ups). */
+export * as SessionEntity from "./cluster/SessionEntity.js"
+
+/** How a runner makes its session engines (one per owned session, short-lived ones for reads). */
+export * as Engines from "./cluster/Engines.js"
+
+/** The session entity's behaviour on the runner that owns it. */
+export * as Owner from "./cluster/Owner.js"
+
+/** The engine and turn registry that route an HTTP server's operations to each session's owner. */
+export * as Routed from "./cluster/Routed.js"
+
+/** A runner: sharding on PostgreSQL with the session entity, and the routed engine. */
+export * as Runner from "./cluster/Runner.js"
+
+/** The shard settings every runner must share, checked at start. */
+export * as ShardSettings from "./cluster/ShardSettings.js"

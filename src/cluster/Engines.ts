@@ -1,0 +1,39 @@
+/**
+ * How a runner makes session engines. A runner keeps one engine per session it owns, living as
+ * long as the session's entity: when the entity stops (its shard moved to another runner, or the
+ * runner shuts down) the engine's scope closes, which ends its turns and lets go of the session's
+ * writer lease at once, so the next owner never waits for a lease that a live process still holds.
+ * Short-lived engines serve what needs no owner (creating a session, forking, reading its state).
+ *
+ * @since 0.2.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
+import { type EventStore, type IdGenerator, type ModelProvider, SessionEngine } from "../index.js"
+
+/** Makes engines on the runner's ports (store, model, ids, and the optional tools and permissions). */
+export class Engines extends Context.Tag("effect-agent/cluster/Engines")<Engines, {
+  /** A new engine, closed (its turns ended, its leases released) with the scope. */
+  readonly make: Effect.Effect<SessionEngine.SessionEngine.Service, never, Scope.Scope>
+}>() {}
+
+/** Engines on the ports found in the context (the optional ones too, as `SessionEngine.make` finds them). */
+export const layer = (
+  options: SessionEngine.Options = {}
+): Layer.Layer<Engines, never, EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator> =>
+  Layer.effect(
+    Engines,
+    Effect.map(Effect.context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>(), (context) => {
+      // The layer's own scope is in its context: an engine must live in its caller's scope instead.
+      const ports = Context.omit(Scope.Scope)(context) as Context.Context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>
+      return { make: Effect.flatMap(Effect.context<Scope.Scope>(), (scope) => Effect.provide(SessionEngine.make(options), Context.merge(ports, scope))) }
+    })
+  )
+
+/** Runs `use` on a short-lived engine (no lease outlives it). */
+export const withEngine = <A, E, R>(
+  use: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, Engines | Exclude<R, Scope.Scope>> =>
+  Effect.scoped(Effect.flatMap(Engines, (engines) => Effect.flatMap(engines.make, use)))

@@ -1,0 +1,107 @@
+/**
+ * The session engine and the turn registry the HTTP server of a runner uses: what changes a
+ * session goes to the runner that owns it, through the session entity's client (that runner may be
+ * this one); what only reads goes to the shared store from here. Creating and forking a session
+ * use a short-lived engine, whose writer lease ends with it, so the new session's owner takes it at
+ * its first turn.
+ *
+ * @since 0.2.0
+ */
+import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
+import type * as Sharding from "@effect/cluster/Sharding"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { SessionEngine } from "../index.js"
+import { Turns } from "../server.js"
+import * as Engines from "./Engines.js"
+import { SessionEntity } from "./SessionEntity.js"
+
+/** The cluster's own message failures (a mailbox full, a message already being processed, storage). */
+type ClusterFailure = MailboxFull | AlreadyProcessingMessage | PersistenceError
+
+const isClusterFailure = (error: { readonly _tag: string }): error is ClusterFailure =>
+  error._tag === "MailboxFull" || error._tag === "AlreadyProcessingMessage" || error._tag === "PersistenceError"
+
+/** A cluster failure is a defect here: the engine's API has no such error (the server answers 500 and logs it). */
+const orDieCluster = <A, E extends { readonly _tag: string }, R>(effect: Effect.Effect<A, E | ClusterFailure, R>): Effect.Effect<A, Exclude<E, ClusterFailure>, R> =>
+  Effect.catchIf(effect, isClusterFailure, Effect.die) as Effect.Effect<A, Exclude<E, ClusterFailure>, R>
+
+const streamOrDieCluster = <A, E extends { readonly _tag: string }, R>(
+  stream: Stream.Stream<A, E | ClusterFailure, R>
+): Stream.Stream<A, Exclude<E, ClusterFailure>, R> =>
+  Stream.catchAll(stream, (error) => isClusterFailure(error) ? Stream.die(error) : Stream.fail(error as Exclude<E, ClusterFailure>))
+
+/**
+ * Only a stored session gets a message: an owner keeps an entity (and its engine) for every session
+ * it is sent, so an unknown id fails `SessionNotFound` here, read from the store, and reaches none.
+ */
+const storedIn = (engine: SessionEngine.SessionEngine.Service) => (sessionId: string) =>
+  Stream.runDrain(Stream.take(engine.replaySession({ sessionId }), 1))
+
+/** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
+export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =
+  Layer.scoped(
+    SessionEngine.SessionEngine,
+    Effect.gen(function*() {
+      const client = yield* SessionEntity.client
+      const engines = yield* Engines.Engines
+      // Reads only: it never takes a lease (every write goes to the owner), and reads the store fresh.
+      const reader = yield* engines.make
+      const fresh = <A, E>(use: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
+        Engines.withEngine(use).pipe(Effect.provideService(Engines.Engines, engines))
+      const stored = storedIn(reader)
+      const owner = <A, E extends { readonly _tag: string }>(sessionId: string, send: Effect.Effect<A, E | ClusterFailure>) =>
+        Effect.zipRight(stored(sessionId), orDieCluster(send))
+      const ownerStream = <A, E extends { readonly _tag: string }>(sessionId: string, send: Stream.Stream<A, E | ClusterFailure>) =>
+        Stream.unwrap(Effect.as(stored(sessionId), streamOrDieCluster(send)))
+      return SessionEngine.SessionEngine.of({
+        createSession: (input) => fresh((engine) => engine.createSession(input)),
+        forkSession: (input) => fresh((engine) => engine.forkSession(input)),
+        runTurn: ({ sessionId, userMessage }) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
+        resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
+        resolvePermission: ({ decision, remember, sessionId, toolCallId }) =>
+          owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false })),
+        cancelTurn: ({ sessionId, turnId }) =>
+          owner(sessionId, client(sessionId).CancelTurn(turnId === undefined ? {} : { turnId })).pipe(
+            // Never fails, as the engine's: nothing to cancel in an unknown session; a store failure is logged.
+            Effect.catchTags({ SessionNotFound: () => Effect.void }),
+            Effect.catchAll((error) => Effect.logWarning("cancelling a turn failed", error))
+          ),
+        steer: ({ message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message })),
+        followUp: ({ message, sessionId }) => owner(sessionId, client(sessionId).FollowUp({ message })),
+        dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
+        // A short-lived engine loads the session from the store: the owner may be another runner.
+        sessionState: (input) => fresh((engine) => engine.sessionState(input)),
+        pendingApprovals: (input) => fresh((engine) => engine.pendingApprovals(input)),
+        replaySession: (input) => reader.replaySession(input),
+        // It holds no lease: it follows the store (every `watchPollInterval`).
+        watchSession: (input) => reader.watchSession(input),
+        listSessions: reader.listSessions,
+        sessionListing: reader.sessionListing
+      })
+    })
+  )
+
+/**
+ * The HTTP server's turn registry on a runner: turns start on the owner and run there, detached
+ * from the request and from this runner (see `Owner`).
+ */
+export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding | SessionEngine.SessionEngine> = Layer.effect(
+  Turns.Turns,
+  Effect.gen(function*() {
+    const client = yield* SessionEntity.client
+    const stored = storedIn(yield* SessionEngine.SessionEngine)
+    // `isRunning` answers at once and the owner may be another runner: a session's phase is read from
+    // its log instead (a turn whose approved call has not started yet shows as paused meanwhile).
+    return Turns.Turns.of({
+      start: (sessionId, message) =>
+        Effect.zipRight(stored(sessionId), orDieCluster(Effect.map(client(sessionId).StartTurn({ message }), ({ turnId }) => turnId))),
+      resumeIfIdle: (sessionId) =>
+        Effect.zipRight(stored(sessionId), client(sessionId).ResumeIfIdle()).pipe(
+          Effect.catchAll((error) => Effect.logWarning("resuming a turn failed", error))
+        ),
+      isRunning: () => false
+    })
+  })
+)

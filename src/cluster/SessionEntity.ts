@@ -1,0 +1,99 @@
+/**
+ * A session as an `@effect/cluster` entity: the entity id is the session id, and the runner that
+ * owns the entity's shard is the one process that drives the session (CONTRACT.md §9). The
+ * protocol carries what changes a session; reads (list, state, replay, live) go to the shared
+ * store from any runner.
+ *
+ * Every message is volatile (not persisted): a message sent to a runner that dies is sent again to
+ * the shard's next owner. That is safe for cancel, approvals and steering, and for `StartTurn`
+ * only until it has answered — it answers as soon as `turn.started` is stored, and the turn then
+ * runs on the owner whoever is connected. `RunTurn` streams a whole turn; if its owner dies
+ * mid-turn the cluster may send it again to the next owner, which runs the message as a new turn
+ * (after the log's repair closed the first one), so callers that must not repeat a message use
+ * `StartTurn` and watch the log.
+ *
+ * @since 0.2.0
+ */
+import * as Entity from "@effect/cluster/Entity"
+import * as Rpc from "@effect/rpc/Rpc"
+import * as Schema from "effect/Schema"
+import {
+  AgentEvent,
+  ApprovalNotPending,
+  EventStoreFailure,
+  InvalidInput,
+  NothingToResume,
+  NoTurnInProgress,
+  SessionBusy,
+  SessionNotFound,
+  TurnInProgress
+} from "../index.js"
+
+/** Why a turn could not start (as `SessionEngine.runTurn` fails). */
+export const StartFailure = Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, InvalidInput, SessionBusy)
+
+/** Starts a turn on the owner, detached from the caller; answers once `turn.started` is stored. */
+export const StartTurn = Rpc.make("StartTurn", {
+  payload: { message: Schema.String },
+  success: Schema.Struct({ turnId: Schema.String }),
+  error: StartFailure
+})
+
+/** Runs a turn and streams its stored events (`SessionEngine.runTurn`); interrupting it cancels the turn. */
+export const RunTurn = Rpc.make("RunTurn", {
+  payload: { message: Schema.String },
+  success: AgentEvent.AgentEvent,
+  error: StartFailure,
+  stream: true
+})
+
+/** Continues a turn the log holds paused (`SessionEngine.resumeTurn`), streaming its events. */
+export const ResumeTurn = Rpc.make("ResumeTurn", {
+  success: AgentEvent.AgentEvent,
+  error: Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, NothingToResume, SessionBusy),
+  stream: true
+})
+
+/** Continues, detached, a turn the log holds paused when no turn of the session runs on the owner. */
+export const ResumeIfIdle = Rpc.make("ResumeIfIdle")
+
+/** Cancels the running turn and answers once it has ended; never fails. */
+export const CancelTurn = Rpc.make("CancelTurn", { payload: { turnId: Schema.optional(Schema.String) } })
+
+/** Answers a call paused on `ask`. */
+export const ResolvePermission = Rpc.make("ResolvePermission", {
+  payload: { toolCallId: Schema.String, decision: Schema.Literal("allow", "deny"), remember: Schema.Boolean },
+  error: Schema.Union(ApprovalNotPending, SessionNotFound, EventStoreFailure, InvalidInput, SessionBusy)
+})
+
+/** Sends a message into the running turn (`SessionEngine.steer`). */
+export const Steer = Rpc.make("Steer", {
+  payload: { message: Schema.String },
+  error: Schema.Union(NoTurnInProgress, SessionNotFound, InvalidInput, EventStoreFailure)
+})
+
+/** Queues a follow-up (`SessionEngine.followUp`). */
+export const FollowUp = Rpc.make("FollowUp", {
+  payload: { message: Schema.String },
+  success: Schema.Struct({ queueId: Schema.String }),
+  error: Schema.Union(EventStoreFailure, SessionNotFound, InvalidInput, SessionBusy)
+})
+
+/** Drops the queued follow-ups (`SessionEngine.dropFollowUps`). */
+export const DropFollowUps = Rpc.make("DropFollowUps", {
+  success: Schema.Struct({ queueIds: Schema.Array(Schema.String) }),
+  error: Schema.Union(EventStoreFailure, SessionNotFound, SessionBusy)
+})
+
+/** The session entity. */
+export const SessionEntity = Entity.make("effect-agent/Session", [
+  StartTurn,
+  RunTurn,
+  ResumeTurn,
+  ResumeIfIdle,
+  CancelTurn,
+  ResolvePermission,
+  Steer,
+  FollowUp,
+  DropFollowUps
+])

@@ -1,0 +1,174 @@
+/**
+ * `effect-agent/cluster` in one process: two runners (`Runner.layer`) on the test PostgreSQL, each
+ * with its own store, model and tools. Through the runner that does not own a session, the routed
+ * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
+ * (`ResolvePermission`), cancels a running turn there (`CancelTurn`) and queues a follow-up there
+ * (`FollowUp`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
+ * other runner (as the HTTP approve route does), the turn resumes on its new owner.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { Engines, Runner } from "../../src/cluster.js"
+import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
+import { PostgresEventStore } from "../../src/postgres.js"
+import { Turns } from "../../src/server.js"
+import { expectWellFormedLog, testTools } from "../helpers.js"
+import { freshSchemaUrl } from "../postgres.js"
+import { freePort } from "./ports.js"
+
+/** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
+const runner = (
+  name: string,
+  url: string,
+  owners: Ref.Ref<ReadonlyMap<string, string>>,
+  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>
+) =>
+  Effect.flatMap(Effect.promise(freePort), (port) =>
+    Layer.build(
+      Runner.layer({
+        databaseUrl: Redacted.make(url),
+        port,
+        shardsPerGroup: 6,
+        shardLockTtl: Duration.seconds(3),
+        onOwned: (sessionId) => Ref.update(owners, (map) => new Map([...map, [sessionId, name]]))
+      }).pipe(
+        Layer.provide(Engines.layer()),
+        Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
+        Layer.provide(FakeModelProvider.layer({ responses })),
+        Layer.provide(IdGenerator.layer),
+        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
+      )
+    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
+  )
+
+/** A new session, created through `here`, that the runner named `owner` owns (a cancel with nothing running reaches it). */
+const sessionOwnedBy = (here: SessionEngine.SessionEngine.Service, owners: Ref.Ref<ReadonlyMap<string, string>>, owner: string) =>
+  Effect.gen(function*() {
+    const session = yield* here.createSession({ cwd: "/work", client: "test" })
+    yield* here.cancelTurn({ sessionId: session.sessionId })
+    return (yield* Ref.get(owners)).get(session.sessionId) === owner ? session.sessionId : yield* Effect.fail("owned by the other runner")
+  }).pipe(Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 }), Effect.orDie)
+
+const script = {
+  approval: [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }, { chunks: ["noted"] }],
+  slow: [{ chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }]
+}
+
+describe("the routed engine of a runner", () => {
+  it.live("streams, approves and cancels a turn on the session's owner through the other runner", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("routing")
+      const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+      const here = (yield* runner("here", url, owners, [])).engine
+      yield* runner("owner", url, owners, [...script.approval, ...script.slow])
+      const sessionId = yield* sessionOwnedBy(here, owners, "owner")
+
+      // A turn streamed from the owner; its approval answered through this runner too.
+      const streamed = yield* here.runTurn({ sessionId, userMessage: "note it" }).pipe(
+        Stream.tap((event) =>
+          event.type === "permission.resolved" && event.payload.decision === "ask"
+            ? Effect.fork(here.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" }).pipe(Effect.orDie))
+            : Effect.void
+        ),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      )
+      expect(streamed.map((event) => event.type)).toContain("tool.completed")
+      expect(streamed.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+
+      // A turn cancelled through this runner while the owner streams it.
+      const streaming = yield* Deferred.make<void>()
+      const long = yield* here.runTurn({ sessionId, userMessage: "take long" }).pipe(
+        Stream.tap((event) => event.type === "model.delta" ? Deferred.succeed(streaming, undefined) : Effect.void),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.fork
+      )
+      yield* Deferred.await(streaming)
+      yield* here.cancelTurn({ sessionId })
+      const cancelled = yield* Fiber.join(long)
+      expect(cancelled.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+
+      // What was streamed is what the owner stored; the state read here is the owner's.
+      const stored = Chunk.toReadonlyArray(yield* Stream.runCollect(here.replaySession({ sessionId })))
+      expectWellFormedLog(stored)
+      const turnIdOf = (event: AgentEvent.AgentEvent) => ("turnId" in event ? event.turnId : undefined)
+      const turnOf = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string | undefined) => events.filter((e) => turnIdOf(e) === turnId)
+      expect(turnOf(stored, turnIdOf(streamed[0]!))).toEqual(streamed)
+      expect(turnOf(stored, turnIdOf(cancelled[0]!))).toEqual(cancelled)
+      const state = yield* here.sessionState({ sessionId })
+      expect(state.openTurn).toBeUndefined()
+      expect(state.lastTurn).toMatchObject({ stopReason: "cancelled" })
+      expect(state.lastSequence).toBe(stored.length)
+
+      // A follow-up queued through this runner runs on the owner as a turn of its own.
+      const { queueId } = yield* here.followUp({ sessionId, message: "later" })
+      const followed = yield* Stream.runCollect(here.replaySession({ sessionId })).pipe(
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.filterOrFail((events) => events.at(-1)?.type === "turn.completed" && events.length > stored.length),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expectWellFormedLog(followed)
+      expect(followed.find((event) => event.type === "turn.started" && event.payload.queueId === queueId)).toBeDefined()
+      expect(followed.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+
+  it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("handover")
+      const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+      const here = yield* runner("here", url, owners, [])
+      const ownerScope = yield* Scope.make()
+      yield* runner("owner", url, owners, [script.approval[0]!, ...script.slow]).pipe(Scope.extend(ownerScope))
+      const sessionId = yield* sessionOwnedBy(here.engine, owners, "owner")
+      const busyId = yield* sessionOwnedBy(here.engine, owners, "owner")
+
+      // Started through this runner's turn registry: the turn runs on the owner, and pauses on its call.
+      const turnId = yield* here.turns.start(sessionId, "note it")
+      const paused = yield* here.engine.sessionState({ sessionId }).pipe(
+        Effect.filterOrFail((state) => state.openTurn?.toolCalls.some((call) => call.status === "awaiting_approval") === true),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      const toolCallId = paused.openTurn!.toolCalls[0]!.toolCallId
+      // And a turn that streams on the owner.
+      const busyTurn = yield* here.turns.start(busyId, "take long")
+      yield* Stream.runCollect(here.engine.replaySession({ sessionId: busyId })).pipe(
+        Effect.filterOrFail((events) => Chunk.some(events, (event) => event.type === "model.delta")),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+
+      // The owner stops: the paused turn stays open in the log, the running one is closed cancelled.
+      yield* Scope.close(ownerScope, Exit.void)
+      const open = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.replaySession({ sessionId })))
+      expect(open.filter((event) => event.type === "turn.completed")).toEqual([])
+      const stopped = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.replaySession({ sessionId: busyId })))
+      expectWellFormedLog(stopped)
+      expect(stopped.at(-1)).toMatchObject({ type: "turn.completed", turnId: busyTurn, payload: { stopReason: "cancelled" } })
+
+      // Answered as the HTTP approve route does: the answer, then the paused turn resumed on its new owner.
+      yield* here.engine.resolvePermission({ sessionId, toolCallId, decision: "allow" })
+      yield* here.turns.resumeIfIdle(sessionId)
+      const done = yield* Stream.runCollect(here.engine.replaySession({ sessionId })).pipe(
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.filterOrFail((events) => events.some((event) => event.type === "turn.completed")),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expectWellFormedLog(done)
+      expect(done.filter((event) => event.type === "turn.started").map((event) => "turnId" in event && event.turnId)).toEqual([turnId])
+      expect(done.find((event) => event.type === "tool.completed")).toMatchObject({ payload: { toolCallId } })
+      expect(done.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expect((yield* Ref.get(owners)).get(sessionId)).toBe("here")
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+})
