@@ -80,7 +80,10 @@ export const layer = (options: Options = {}) =>
         ResolvePermission: ({ payload }) => write(engine.resolvePermission({ sessionId, ...payload })),
         Steer: ({ payload }) => forWire(engine.steer({ sessionId, message: payload.message })),
         FollowUp: ({ payload }) => write(engine.followUp({ sessionId, message: payload.message })),
-        DropFollowUps: () => write(engine.dropFollowUps({ sessionId }))
+        DropFollowUps: () => write(engine.dropFollowUps({ sessionId })),
+        CompactSession: ({ payload }) => write(engine.compactSession(
+          payload.keepRecentTokens === undefined ? { sessionId } : { sessionId, keepRecentTokens: payload.keepRecentTokens }
+        ))
       })
     }),
     // A session's entity lives while its runner owns it: a turn may run for long without messages.

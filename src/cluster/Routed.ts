@@ -71,6 +71,8 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         steer: ({ message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message })),
         followUp: ({ message, sessionId }) => owner(sessionId, client(sessionId).FollowUp({ message })),
         dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
+        compactSession: ({ keepRecentTokens, sessionId }) =>
+          owner(sessionId, client(sessionId).CompactSession(keepRecentTokens === undefined ? {} : { keepRecentTokens })),
         // A short-lived engine loads the session from the store: the owner may be another runner.
         sessionState: (input) => fresh((engine) => engine.sessionState(input)),
         pendingApprovals: (input) => fresh((engine) => engine.pendingApprovals(input)),

@@ -20,8 +20,10 @@ import * as Schema from "effect/Schema"
 import {
   AgentEvent,
   ApprovalNotPending,
+  CompactionFailed,
   EventStoreFailure,
   InvalidInput,
+  NothingToCompact,
   NothingToResume,
   NoTurnInProgress,
   SessionBusy,
@@ -85,6 +87,13 @@ export const DropFollowUps = Rpc.make("DropFollowUps", {
   error: Schema.Union(EventStoreFailure, SessionNotFound, SessionBusy)
 })
 
+/** Compacts the session's context now (`SessionEngine.compactSession`); answers with the `session.compacted` payload. */
+export const CompactSession = Rpc.make("CompactSession", {
+  payload: { keepRecentTokens: Schema.optional(Schema.Int) },
+  success: AgentEvent.SessionCompacted.fields.payload,
+  error: Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, NothingToCompact, CompactionFailed, InvalidInput, SessionBusy)
+})
+
 /** The session entity. */
 export const SessionEntity = Entity.make("effect-agent/Session", [
   StartTurn,
@@ -95,5 +104,6 @@ export const SessionEntity = Entity.make("effect-agent/Session", [
   ResolvePermission,
   Steer,
   FollowUp,
-  DropFollowUps
+  DropFollowUps,
+  CompactSession
 ])
