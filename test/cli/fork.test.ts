@@ -1,19 +1,9 @@
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { run, start } from "./subprocess.js"
+import { eventsOf, run, scratch, sessionIdIn, start } from "./subprocess.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-fork-"))
-const dataDir = join(dir, "data")
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-const events = (stdout: string): Array<AgentEvent.AgentEvent> =>
-  stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
-const sessionOf = (stderr: string) => /session (\S+)/.exec(stderr)?.[1]
-const replay = async (sessionId: string) => events((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
+const { dataDir, dir, replay } = scratch("fork")
+const sessionOf = sessionIdIn
 
 describe("effect-agent fork, run --follow-up (subprocess)", () => {
   it("fork prints the new session id; the fork continues on its own; --at forks at an earlier turn; bad points exit 1", async () => {
@@ -79,7 +69,7 @@ describe("effect-agent watch (subprocess)", () => {
     watching.child.kill("SIGINT")
     const finished = await watching.done
     const log = await replay(sessionId)
-    expect(events(finished.stdout)).toEqual(log)
+    expect(eventsOf(finished.stdout)).toEqual(log)
     expectWellFormedLog(log)
   })
 

@@ -2,7 +2,11 @@
  * Runs the built CLI (`node dist/cli/bin.js`, built by test/globalSetup.ts) as a real subprocess, for tests.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { resolve } from "node:path"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
 
 const root = resolve(import.meta.dirname, "../..")
 /** The built executable, as the package's `bin` names it. */
@@ -94,3 +98,22 @@ export const start = (
 /** Runs `effect-agent <args>` to the end. */
 export const run = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) =>
   start(args, options).done
+
+/** The events a `--json` command printed, one per line. */
+export const eventsOf = (stdout: string): Array<AgentEvent.AgentEvent> =>
+  stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
+
+/** The session id a command named on stderr (`session <id>`). */
+export const sessionIdIn = (stderr: string): string | undefined => /session (sess_\S+)/.exec(stderr)?.[1]
+
+/**
+ * A scratch folder for one test file's CLI runs (removed after the file), its JSONL data folder,
+ * and `replay`: a session's stored events as the CLI prints them.
+ */
+export const scratch = (name: string) => {
+  const dir = mkdtempSync(join(tmpdir(), `effect-agent-${name}-`))
+  const dataDir = join(dir, "data")
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  const replay = async (sessionId: string) => eventsOf((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
+  return { dir, dataDir, replay }
+}

@@ -23,7 +23,7 @@ import type { AgentEvent } from "../../src/index.js"
 import { otherHostFlags, type Running, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
-import { freePort } from "./ports.js"
+import { freePort } from "../ports.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cluster-"))
 const cwd = join(dir, "work")

@@ -26,7 +26,7 @@ import { PostgresEventStore } from "../../src/postgres.js"
 import { Turns } from "../../src/server.js"
 import { expectWellFormedLog, testTools } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
-import { freePort } from "./ports.js"
+import { freePort } from "../ports.js"
 
 /** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
 const runner = (

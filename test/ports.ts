@@ -1,7 +1,7 @@
-/** Ports for the cluster tests' runners. */
+/** Ports for tests' servers. */
 import { createServer } from "node:net"
 
-/** A port of 127.0.0.1 no one listens on now (the kernel's pick); a runner binds it a moment later. */
+/** A port of 127.0.0.1 no one listens on now (the kernel's pick); the server binds it a moment later. */
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const server = createServer()
