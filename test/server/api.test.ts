@@ -212,10 +212,18 @@ describe("the HTTP API", () => {
         "/sessions/{id}",
         "/sessions/{id}/approvals/{toolCallId}",
         "/sessions/{id}/cancel",
+        "/sessions/{id}/compact",
         "/sessions/{id}/events",
+        "/sessions/{id}/followups",
+        "/sessions/{id}/fork",
         "/sessions/{id}/live",
+        "/sessions/{id}/steer",
         "/sessions/{id}/turns"
       ])
+      const operations = (spec.body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }).paths
+      expect(Object.keys(operations["/sessions/{id}/followups"]!).sort()).toEqual(["delete", "post"])
+      expect(Object.keys(operations["/sessions/{id}/compact"]!["post"]!.responses)).toEqual(expect.arrayContaining(["200", "409", "502"]))
+      expect(Object.keys(operations["/sessions/{id}/fork"]!["post"]!.responses)).toEqual(expect.arrayContaining(["201", "400", "404"]))
     }))
 
   it.live("an embedder mounts the same API as a Layer in its own @effect/platform app (here a web handler)", () =>
