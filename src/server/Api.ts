@@ -105,10 +105,20 @@ export const CreateSession = Schema.Struct({ cwd: Schema.optional(Schema.String)
 export const StartTurn = Schema.Struct({ message: Schema.String })
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = Schema.Struct({ message: Schema.String })
-/** `POST /sessions/:id/compact`: tokens of recent context kept verbatim this time (default: the server's setting). */
-export const Compact = Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) })
-/** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one). */
-export const Fork = Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) })
+/**
+ * A body whose fields are all optional: sent without a body at all (what the server decodes as
+ * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
+ */
+const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<Fields>) =>
+  Schema.transform(Schema.NullOr(body), Schema.typeSchema(body), {
+    strict: true,
+    decode: (given) => given ?? ({} as Schema.Struct.Type<Fields>),
+    encode: (value) => value
+  })
+/** `POST /sessions/:id/compact`: tokens of recent context kept verbatim this time (default: the server's setting); the body may be left out. */
+export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) }))
+/** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one); the body may be left out. */
+export const Fork = optionalBody(Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) }))
 /** What a manual compaction stored: the `session.compacted` payload (CONTRACT.md §8), by the log's own schema. */
 export const Compacted = AgentEvent.SessionCompacted.fields.payload.annotations({ identifier: "SessionCompacted" })
 /** `POST /sessions/:id/approvals/:toolCallId`: `remember` also allows (or denies) later calls of the same scope. */

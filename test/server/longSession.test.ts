@@ -139,6 +139,8 @@ describe("the long-session routes", () => {
 
       expect(yield* client.sessions.compact({ path: id, payload: {} }).pipe(Effect.flip)).toMatchObject({ error: "NothingToCompact" })
       expectWireError(yield* send(server, `/sessions/${sessionId}/compact`, "POST", {}), 409, "NothingToCompact")
+      // No body at all is the same as {}.
+      expectWireError(yield* send(server, `/sessions/${sessionId}/compact`, "POST"), 409, "NothingToCompact")
       expectWireError(yield* send(server, `/sessions/${sessionId}/compact`, "POST", { keepRecentTokens: -1 }), 400, "BadRequest")
       expectWireError(yield* send(server, `/sessions/${sessionId}/compact`, "POST", { keepRecentTokens: 1.5 }), 400, "BadRequest")
       expectWireError(yield* send(server, "/sessions/sess_missing/compact", "POST", {}), 404, "SessionNotFound")
@@ -220,5 +222,10 @@ describe("the long-session routes", () => {
       // The source is unchanged; the fork runs turns of its own.
       expect((yield* storedEvents(server, source.sessionId)).length).toBe(secondEnd)
       yield* runTurn(server, earlyId, "again")
+      // No body at all is the same as {}: the end of the last turn.
+      const bodyless = yield* send(server, `/sessions/${source.sessionId}/fork`, "POST")
+      expect(bodyless.status).toBe(201)
+      const bodylessLog = yield* storedEvents(server, (bodyless.body as { sessionId: string }).sessionId)
+      expect(bodylessLog.at(-1)).toMatchObject({ type: "session.forked", payload: { atSequence: secondEnd } })
     }))
 })
