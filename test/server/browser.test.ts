@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium as playwright } from "playwright-core"
+import { type Page, chromium as playwright } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { start, storedEvents, workspace } from "./harness.js"
@@ -62,6 +62,14 @@ interface PageGlobals {
   }
 }
 
+/** Starts a session with the page's button; answers its id once the page has opened it. */
+const startSession = (page: Page) =>
+  Effect.gen(function*() {
+    yield* Effect.promise(() => page.click("text=Start session"))
+    yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
+    return (yield* Effect.promise(() => page.textContent("#title")))!
+  })
+
 const deltas = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.filter((e) => e.type === "model.delta" && e.turnId === turnId).map((e) => (e.payload as { text: string }).text).join("")
 
@@ -96,9 +104,7 @@ describe("the web session viewer in Chromium", () => {
       expect(reused.status()).toBe(401)
 
       // Start a session and send a message: the scripted reply streams in.
-      yield* Effect.promise(() => page.click("text=Start session"))
-      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
-      const sessionId = yield* Effect.promise(() => page.textContent("#title"))
+      const sessionId = yield* startSession(page)
       yield* Effect.promise(() => page.fill("#message", "say hello"))
       yield* Effect.promise(() => page.click("#send"))
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(1) [data-end=final]"))
@@ -125,7 +131,7 @@ describe("the web session viewer in Chromium", () => {
       const second = yield* start({ cwd, dataDir, token, port: first.port, responses: [{ chunks: ticks, delay: "100 millis" }] })
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]", { timeout: 20_000 }))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.dataset["state"] === "live"))
-      const stored = yield* storedEvents(second, sessionId!)
+      const stored = yield* storedEvents(second, sessionId)
       expectWellFormedLog(stored)
       const shown = yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences()))
       expect(shown).toEqual(stored.map((e) => e.sequence))
@@ -163,7 +169,7 @@ describe("the web session viewer in Chromium", () => {
       expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(5)
 
       // A follow-up queued through the engine (as `chat` does) is shown where it was queued, then runs as its own turn, labelled so.
-      yield* second.engine.followUp({ sessionId: sessionId!, message: "one more" })
+      yield* second.engine.followUp({ sessionId, message: "one more" })
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(6)[data-follow-up] [data-end=final]"))
       expect(yield* Effect.promise(() => page.textContent("#view > [data-event='followup.queued']"))).toBe("follow-up queued: one more")
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(6) .text"))).toBe("Echo: one more")
@@ -188,9 +194,7 @@ describe("the web session viewer in Chromium", () => {
       const errors: Array<string> = []
       page.on("pageerror", (error) => errors.push(error.message))
       yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
-      yield* Effect.promise(() => page.click("text=Start session"))
-      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
-      const sessionId = (yield* Effect.promise(() => page.textContent("#title")))!
+      const sessionId = yield* startSession(page)
       expect(yield* Effect.promise(() => page.isDisabled("#followup"))).toBe(true)
       expect(yield* Effect.promise(() => page.isDisabled("#compact"))).toBe(true)
 
