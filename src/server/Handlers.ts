@@ -68,7 +68,7 @@ export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | No
     case "SessionBusy":
       return Effect.fail(new Conflict({ error: "SessionBusy", message: "Another process drives this session" }))
     case "NoTurnInProgress":
-      return Effect.fail(new Conflict({ error: "NoTurnInProgress", message: "No turn is running in this session to steer" }))
+      return Effect.fail(new Conflict({ error: "NoTurnInProgress", message: "No turn is running in this session to steer (or the running one is ending)" }))
     case "NothingToCompact":
       return Effect.fail(new Conflict({ error: "NothingToCompact", message: "Nothing to compact: the session's recent context is kept verbatim as it is" }))
     case "InvalidInput":
