@@ -62,7 +62,7 @@ export interface Running {
   readonly token: string
   readonly config: ServerConfig.Config
   readonly client: Effect.Effect.Success<ReturnType<typeof makeClient>>
-  /** The server's engine, for what the HTTP API does not offer (steering, follow-ups), as another client in the process would. */
+  /** The server's engine, for what a test does beside the HTTP API, as another client in the process would. */
   readonly engine: SessionEngine.SessionEngine.Service
   readonly stop: Effect.Effect<void>
 }
