@@ -30,15 +30,29 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
   { error: Schema.Literal("SessionNotFound", "NotFound"), message: Schema.String },
   HttpApiSchema.annotations({ status: 404 })
 ) {}
-/** 409: the session is not in a state that allows it — a turn runs, no call waits, another process drives it. */
+/**
+ * 409: the session is not in a state that allows it — a turn runs (or none does, for a steer), no
+ * call waits, another process drives it, there is nothing to compact.
+ */
 export class Conflict extends Schema.Class<Conflict>("Conflict")(
-  { error: Schema.Literal("TurnInProgress", "ApprovalNotPending", "SessionBusy", "NothingToResume"), message: Schema.String },
+  {
+    error: Schema.Literal("TurnInProgress", "ApprovalNotPending", "SessionBusy", "NothingToResume", "NoTurnInProgress", "NothingToCompact"),
+    message: Schema.String
+  },
   HttpApiSchema.annotations({ status: 409 })
 ) {}
 /** 413: the request body is larger than the server takes. */
 export class PayloadTooLarge extends Schema.Class<PayloadTooLarge>("PayloadTooLarge")(
   errorFields("PayloadTooLarge"),
   HttpApiSchema.annotations({ status: 413 })
+) {}
+/**
+ * 502: the model gave no summary for a manual compaction (the provider failed, or answered with
+ * nothing). `compaction.failed` is stored and the context is unchanged; its error code is in the message.
+ */
+export class CompactionFailed extends Schema.Class<CompactionFailed>("CompactionFailed")(
+  errorFields("CompactionFailed"),
+  HttpApiSchema.annotations({ status: 502 })
 ) {}
 /** 500: the store failed (its reason only; details go to the server's log). */
 export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(errorFields("EventStoreFailure"), HttpApiSchema.annotations({ status: 500 })) {}
@@ -66,14 +80,22 @@ export const OpenCall = Schema.Struct({
   risk: Schema.optional(Schema.String)
 })
 
-/** A session's state: `idle`, `running` (a turn runs in this server), `paused` (a turn waits for an approval, here or in the log). */
+/** A follow-up waiting to run as its own turn. */
+export const QueuedFollowUp = Schema.Struct({ queueId: Schema.String, content: Schema.String })
+
+/**
+ * A session's state: `idle`, `running` (a turn runs in this server), `paused` (a turn waits for an
+ * approval, here or in the log), `compacting` (a compaction runs: a manual one, or one inside the
+ * open turn). `followUps` are the queued follow-ups, oldest first.
+ */
 export const SessionView = Schema.Struct({
   ...Session.SessionSummary.fields,
-  phase: Schema.Literal("idle", "running", "paused"),
+  phase: Schema.Literal("idle", "running", "paused", "compacting"),
   openTurnId: Schema.optional(Schema.String),
   openCalls: Schema.Array(OpenCall),
   pendingApprovals: Schema.Array(OpenCall),
-  lastTurn: Schema.optional(Schema.Struct({ turnId: Schema.String, stopReason: Schema.String, errorCode: Schema.optional(Schema.String) }))
+  lastTurn: Schema.optional(Schema.Struct({ turnId: Schema.String, stopReason: Schema.String, errorCode: Schema.optional(Schema.String) })),
+  followUps: Schema.Array(QueuedFollowUp)
 })
 export type SessionView = typeof SessionView.Type
 
@@ -81,6 +103,24 @@ export type SessionView = typeof SessionView.Type
 export const CreateSession = Schema.Struct({ cwd: Schema.optional(Schema.String) })
 /** `POST /sessions/:id/turns`. */
 export const StartTurn = Schema.Struct({ message: Schema.String })
+/** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
+export const SessionMessage = Schema.Struct({ message: Schema.String })
+/**
+ * A body whose fields are all optional: sent without a body at all (what the server decodes as
+ * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
+ */
+const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<Fields>) =>
+  Schema.transform(Schema.NullOr(body), Schema.typeSchema(body), {
+    strict: true,
+    decode: (given) => given ?? ({} as Schema.Struct.Type<Fields>),
+    encode: (value) => value
+  })
+/** `POST /sessions/:id/compact`: tokens of recent context kept verbatim this time (default: the server's setting); the body may be left out. */
+export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) }))
+/** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one); the body may be left out. */
+export const Fork = optionalBody(Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) }))
+/** What a manual compaction stored: the `session.compacted` payload (CONTRACT.md §8), by the log's own schema. */
+export const Compacted = AgentEvent.SessionCompacted.fields.payload.annotations({ identifier: "SessionCompacted" })
 /** `POST /sessions/:id/approvals/:toolCallId`: `remember` also allows (or denies) later calls of the same scope. */
 export const Approval = Schema.Struct({ decision: Schema.Literal("allow", "deny"), remember: Schema.optional(Schema.Boolean) })
 
@@ -130,6 +170,31 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .setPath(Schema.Struct({ id: Schema.String, toolCallId: Schema.String }))
       .setPayload(Approval)
       .addSuccess(Schema.Struct({ ok: Schema.Literal(true) }))
+  )
+  .add(
+    HttpApiEndpoint.post("steer", "/sessions/:id/steer").setPath(SessionId).setPayload(SessionMessage).addSuccess(
+      Schema.Struct({ ok: Schema.Literal(true) }).annotations({ description: "Accepted: stored as turn.steered at the running turn's next step boundary" }),
+      { status: 202 }
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("followUp", "/sessions/:id/followups").setPath(SessionId).setPayload(SessionMessage).addSuccess(
+      Schema.Struct({ queueId: Schema.String }).annotations({ description: "Queued (followup.queued); runs as its own turn once the session is idle" }),
+      { status: 202 }
+    )
+  )
+  .add(
+    HttpApiEndpoint.del("dropFollowUps", "/sessions/:id/followups").setPath(SessionId).addSuccess(
+      Schema.Struct({ queueIds: Schema.Array(Schema.String) }).annotations({ description: "The follow-ups dropped, oldest first" })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("compact", "/sessions/:id/compact").setPath(SessionId).setPayload(Compact).addSuccess(
+      Compacted.annotations({ description: "Answered once the compaction has ended; a client that disconnects first cancels it (compaction.failed {cancelled})" })
+    ).addError(CompactionFailed)
+  )
+  .add(
+    HttpApiEndpoint.post("fork", "/sessions/:id/fork").setPath(SessionId).setPayload(Fork).addSuccess(Session.Session, { status: 201 })
   )
   .add(
     HttpApiEndpoint.get("events", "/sessions/:id/events").setPath(SessionId).setUrlParams(After).addSuccess(

@@ -15,22 +15,44 @@ import * as Stream from "effect/Stream"
 import {
   AgentEvent,
   type ApprovalNotPending,
+  type CompactionFailed,
   type EventStoreFailure,
   type InvalidInput,
+  type NothingToCompact,
   type NothingToResume,
+  type NoTurnInProgress,
   type SessionBusy,
   SessionEngine,
   type SessionNotFound,
   SessionState,
   type TurnInProgress
 } from "../index.js"
-import { Api, Authorization, BadRequest, Conflict, NotFound, type SessionView, StoreFailure, Unauthorized } from "./Api.js"
+import {
+  Api,
+  Authorization,
+  BadRequest,
+  CompactionFailed as CompactionFailedWire,
+  Conflict,
+  NotFound,
+  type SessionView,
+  StoreFailure,
+  Unauthorized
+} from "./Api.js"
 import { ServerConfig } from "./Config.js"
 import * as Live from "./Live.js"
 import * as Security from "./Security.js"
 import { Turns } from "./Turns.js"
 
-type EngineError = EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput | SessionBusy | ApprovalNotPending | NothingToResume
+type EngineError =
+  | EventStoreFailure
+  | SessionNotFound
+  | TurnInProgress
+  | InvalidInput
+  | SessionBusy
+  | ApprovalNotPending
+  | NothingToResume
+  | NoTurnInProgress
+  | NothingToCompact
 
 /** An engine error as the wire says it. */
 export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | NotFound | Conflict | StoreFailure> => {
@@ -45,6 +67,10 @@ export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | No
       return Effect.fail(new Conflict({ error: "NothingToResume", message: "No turn is paused in this session" }))
     case "SessionBusy":
       return Effect.fail(new Conflict({ error: "SessionBusy", message: "Another process drives this session" }))
+    case "NoTurnInProgress":
+      return Effect.fail(new Conflict({ error: "NoTurnInProgress", message: "No turn is running in this session to steer (or the running one is ending)" }))
+    case "NothingToCompact":
+      return Effect.fail(new Conflict({ error: "NothingToCompact", message: "Nothing to compact: the session's recent context is kept verbatim as it is" }))
     case "InvalidInput":
       return Effect.fail(new BadRequest({ error: "BadRequest", message: error.message }))
     case "EventStoreFailure":
@@ -53,6 +79,15 @@ export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | No
       )
   }
 }
+
+/** A manual compaction the model gave no summary for: the upstream's failure, 502, with the stored `compaction.failed`'s code. */
+const compactionFailed = (error: CompactionFailed) =>
+  Effect.fail(
+    new CompactionFailedWire({
+      error: "CompactionFailed",
+      message: `The model gave no summary [${error.errorCode}]; compaction ${error.compactionId} failed and the context is unchanged`
+    })
+  )
 
 const badSequence = (what: string) => new BadRequest({ error: "BadRequest", message: `${what} must be a sequence number (a non-negative integer)` })
 
@@ -86,7 +121,13 @@ const view = (state: SessionState.SessionState, runningHere: boolean): SessionVi
     lastActivityAt: state.lastActivityAt,
     turnCount: state.turnCount,
     lastSequence: state.lastSequence,
-    phase: open === undefined ? "idle" : pending.length > 0 || (SessionState.isPaused(state) && !runningHere) ? "paused" : "running",
+    phase: state.compaction !== undefined
+      ? "compacting"
+      : open === undefined
+      ? "idle"
+      : pending.length > 0 || (SessionState.isPaused(state) && !runningHere)
+      ? "paused"
+      : "running",
     ...(open === undefined ? {} : { openTurnId: open.turnId }),
     openCalls: calls,
     pendingApprovals: pending,
@@ -98,7 +139,8 @@ const view = (state: SessionState.SessionState, runningHere: boolean): SessionVi
           stopReason: state.lastTurn.stopReason,
           ...(state.lastTurn.errorCode === undefined ? {} : { errorCode: state.lastTurn.errorCode })
         }
-      })
+      }),
+    followUps: state.followUps.map(({ content, queueId }) => ({ queueId, content }))
   }
 }
 
@@ -147,6 +189,24 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           // A turn paused in the log (its process stopped while the call waited) goes on here.
           Effect.zipRight(turns.resumeIfIdle(path.id)),
           Effect.as({ ok: true as const }),
+          Effect.catchAll(toWire)
+        ))
+      .handle("steer", ({ path, payload }) =>
+        engine.steer({ sessionId: path.id, message: payload.message }).pipe(Effect.as({ ok: true as const }), Effect.catchAll(toWire)))
+      .handle("followUp", ({ path, payload }) => engine.followUp({ sessionId: path.id, message: payload.message }).pipe(Effect.catchAll(toWire)))
+      .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
+      // In the request's fiber: it answers once the compaction has ended, and a client that goes away cancels it.
+      .handle("compact", ({ path, payload }) =>
+        engine.compactSession({
+          sessionId: path.id,
+          ...(payload.keepRecentTokens === undefined ? {} : { keepRecentTokens: payload.keepRecentTokens })
+        }).pipe(
+          Effect.catchAll((error): Effect.Effect<never, CompactionFailedWire | Effect.Effect.Error<ReturnType<typeof toWire>>> =>
+            error._tag === "CompactionFailed" ? compactionFailed(error) : toWire(error)
+          )
+        ))
+      .handle("fork", ({ path, payload }) =>
+        engine.forkSession({ sessionId: path.id, ...(payload.atSequence === undefined ? {} : { atSequence: payload.atSequence }) }).pipe(
           Effect.catchAll(toWire)
         ))
       .handle("events", ({ path, urlParams }) =>

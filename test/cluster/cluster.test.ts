@@ -1,7 +1,8 @@
 /**
  * Sessions as cluster entities across real runner processes (`node dist/cli/bin.js serve --cluster`)
  * on the test PostgreSQL: 20 sessions spread over two runners, turns started through either runner's
- * HTTP API (the owner runs them), a turn's SSE followed through the runner that does not own it;
+ * HTTP API (the owner runs them), a manual compaction and a steer through the runner that does not
+ * own the session, a turn's SSE followed through the runner that does not own it;
  * one runner killed with SIGKILL mid-turn → its sessions move to the other, whose next turn closes
  * the turn the dead runner left open (`interrupted`) and runs; every log gap-free with every turn
  * and call closed exactly once. A runner with other shard settings is refused at start; a runner
@@ -188,6 +189,16 @@ describe("serve --cluster", () => {
     expect(new Set([...ownedByA, ...ownedByB])).toEqual(new Set(sessions))
     expect([...ownedByA, ...ownedByB]).not.toContain("sess_unknown")
     const onB = sessions.filter((sessionId) => ownedByB.has(sessionId))
+
+    // The long-session routes through the runner that does not own the session: a manual compaction
+    // runs on A (its model writes the summary) and answers B's request; a steer with no turn is refused 409.
+    const compactedOnA = sessions.find((sessionId) => ownedByA.has(sessionId))!
+    const compaction = await post(b.http, `/sessions/${compactedOnA}/compact`, { keepRecentTokens: 0 })
+    expect(compaction.status, JSON.stringify(compaction.body)).toBe(200)
+    expect(compaction.body).toMatchObject({ reason: "manual", summary: expect.any(String) })
+    expect((await eventsOf(a.http, compactedOnA)).at(-1)).toMatchObject({ type: "session.compacted", payload: compaction.body })
+    const steer = await post(b.http, `/sessions/${compactedOnA}/steer`, { message: "too early" })
+    expect(steer).toMatchObject({ status: 409, body: { error: "NoTurnInProgress" } })
 
     // A's HTTP follows one of B's sessions live (SSE through the runner that does not own it).
     const watched = onB[0]!

@@ -3,7 +3,7 @@
  * with its own store, model and tools. Through the runner that does not own a session, the routed
  * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
  * (`ResolvePermission`), cancels a running turn there (`CancelTurn`) and queues a follow-up there
- * (`FollowUp`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
+ * (`FollowUp`), compacts there (`CompactSession`) and steers the owner's turn (`Steer`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
  * other runner (as the HTTP approve route does), the turn resumes on its new owner.
  */
 import { describe, expect, it } from "@effect/vitest"
@@ -63,7 +63,8 @@ const sessionOwnedBy = (here: SessionEngine.SessionEngine.Service, owners: Ref.R
 
 const script = {
   approval: [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }, { chunks: ["noted"] }],
-  slow: [{ chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }]
+  slow: [{ chunks: Array.from({ length: 100 }, (_, i) => `${i} `), delay: "100 millis" }],
+  steered: [{ toolCalls: [{ tool: "note", args: { text: "y" } }] }, { chunks: ["steered"] }]
 }
 
 describe("the routed engine of a runner", () => {
@@ -72,7 +73,7 @@ describe("the routed engine of a runner", () => {
       const url = yield* freshSchemaUrl("routing")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
       const here = (yield* runner("here", url, owners, [])).engine
-      yield* runner("owner", url, owners, [...script.approval, ...script.slow])
+      yield* runner("owner", url, owners, [...script.approval, ...script.slow, { chunks: ["followed"] }, { chunks: ["The summary."] }, ...script.steered])
       const sessionId = yield* sessionOwnedBy(here, owners, "owner")
 
       // A turn streamed from the owner; its approval answered through this runner too.
@@ -123,6 +124,38 @@ describe("the routed engine of a runner", () => {
       expectWellFormedLog(followed)
       expect(followed.find((event) => event.type === "turn.started" && event.payload.queueId === queueId)).toBeDefined()
       expect(followed.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
+
+      // A manual compaction through this runner (CompactSession) runs on the owner: its answer is what the owner stored.
+      const compacted = yield* here.compactSession({ sessionId, keepRecentTokens: 0 })
+      expect(compacted).toMatchObject({ reason: "manual", summary: "The summary." })
+      const afterCompaction = Chunk.toReadonlyArray(yield* Stream.runCollect(here.replaySession({ sessionId })))
+      expectWellFormedLog(afterCompaction)
+      expect(afterCompaction.slice(followed.length).map((event) => event.type)).toEqual(["compaction.started", "session.compacted"])
+      expect(afterCompaction.at(-1)).toMatchObject({ payload: compacted })
+      expect(afterCompaction.at(-1)).not.toHaveProperty("turnId")
+      expect((yield* here.sessionState({ sessionId })).compaction).toBeUndefined()
+      // Nothing new to compact: the owner's typed error comes back as itself.
+      expect(yield* Effect.flip(here.compactSession({ sessionId }))).toMatchObject({ _tag: "NothingToCompact" })
+
+      // A steer through this runner (Steer): refused with no turn running, stored in the owner's turn while one waits.
+      expect(yield* Effect.flip(here.steer({ sessionId, message: "too early" }))).toMatchObject({ _tag: "NoTurnInProgress" })
+      const steeredTurn = yield* here.runTurn({ sessionId, userMessage: "note again" }).pipe(
+        Stream.tap((event) =>
+          event.type === "permission.resolved" && event.payload.decision === "ask"
+            ? here.steer({ sessionId, message: "then say steered" }).pipe(
+              Effect.zipRight(here.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" })),
+              Effect.orDie,
+              Effect.fork
+            )
+            : Effect.void
+        ),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      )
+      const steeredTypes = steeredTurn.map((event) => event.type)
+      expect(steeredTypes.indexOf("turn.steered")).toBeGreaterThan(steeredTypes.indexOf("tool.completed"))
+      expect(steeredTurn.find((event) => event.type === "turn.steered")).toMatchObject({ payload: { content: "then say steered" } })
+      expect(steeredTurn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 
   it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>

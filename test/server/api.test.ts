@@ -12,34 +12,9 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Layer from "effect/Layer"
 import { IdGenerator, JsonlEventStore, FakeModelProvider, SessionEngine } from "../../src/index.js"
 import { Server, ServerConfig } from "../../src/server.js"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
-
-const raw = (url: string, init: RequestInit & { readonly token?: string } = {}) => {
-  const { token, ...rest } = init
-  return Effect.promise(async () => {
-    const response = await fetch(url, {
-      ...rest,
-      headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(rest.headers as Record<string, string> | undefined) }
-    })
-    const text = await response.text()
-    let body: unknown = text
-    try {
-      body = JSON.parse(text)
-    } catch {
-      // not JSON
-    }
-    return { status: response.status, body, headers: response.headers }
-  })
-}
+import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from "./harness.js"
 
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
-
-/** An error body carries exactly what went wrong and a message: no stack, no path of the runtime. */
-const expectWireError = (body: unknown, error: string) => {
-  expect(body).toMatchObject({ error, message: expect.any(String) })
-  expect(Object.keys(body as object).sort()).toEqual(["error", "message"])
-  expect(JSON.stringify(body)).not.toMatch(/\bat .*\.(ts|js):\d+|\/src\/|node_modules/)
-}
 
 describe("the HTTP API", () => {
   it.scopedLive("every route through HttpApiClient: create, list, get, turns, events (JSON and NDJSON), approvals, cancel", () =>
@@ -212,10 +187,18 @@ describe("the HTTP API", () => {
         "/sessions/{id}",
         "/sessions/{id}/approvals/{toolCallId}",
         "/sessions/{id}/cancel",
+        "/sessions/{id}/compact",
         "/sessions/{id}/events",
+        "/sessions/{id}/followups",
+        "/sessions/{id}/fork",
         "/sessions/{id}/live",
+        "/sessions/{id}/steer",
         "/sessions/{id}/turns"
       ])
+      const operations = (spec.body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }).paths
+      expect(Object.keys(operations["/sessions/{id}/followups"]!).sort()).toEqual(["delete", "post"])
+      expect(Object.keys(operations["/sessions/{id}/compact"]!["post"]!.responses)).toEqual(expect.arrayContaining(["200", "409", "502"]))
+      expect(Object.keys(operations["/sessions/{id}/fork"]!["post"]!.responses)).toEqual(expect.arrayContaining(["201", "400", "404"]))
     }))
 
   it.live("an embedder mounts the same API as a Layer in its own @effect/platform app (here a web handler)", () =>

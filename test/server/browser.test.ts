@@ -3,7 +3,8 @@
  * ships, driven by playwright-core: `npm ci` is the whole setup, nothing is downloaded). Through
  * the page only: log in with the one-time URL, start a session, send a message and see the scripted
  * model's reply, approve a tool call with its button, restart the server mid-turn and see the page
- * resume without a duplicated event, cancel a turn with its button, scrub the timeline back to the approval.
+ * resume without a duplicated event, cancel a turn with its button, scrub the timeline back to the approval;
+ * steer a running turn with Send, queue and drop follow-ups, compact and fork with their buttons.
  *
  * EFFECT_AGENT_SCREENSHOT=docs/viewer.png saves a screenshot of the page for the README.
  */
@@ -13,7 +14,7 @@ import * as Effect from "effect/Effect"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium as playwright } from "playwright-core"
+import { type Page, chromium as playwright } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { start, storedEvents, workspace } from "./harness.js"
@@ -61,6 +62,14 @@ interface PageGlobals {
   }
 }
 
+/** Starts a session with the page's button; answers its id once the page has opened it. */
+const startSession = (page: Page) =>
+  Effect.gen(function*() {
+    yield* Effect.promise(() => page.click("text=Start session"))
+    yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
+    return (yield* Effect.promise(() => page.textContent("#title")))!
+  })
+
 const deltas = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.filter((e) => e.type === "model.delta" && e.turnId === turnId).map((e) => (e.payload as { text: string }).text).join("")
 
@@ -95,9 +104,7 @@ describe("the web session viewer in Chromium", () => {
       expect(reused.status()).toBe(401)
 
       // Start a session and send a message: the scripted reply streams in.
-      yield* Effect.promise(() => page.click("text=Start session"))
-      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("title")?.textContent?.startsWith("sess_") === true))
-      const sessionId = yield* Effect.promise(() => page.textContent("#title"))
+      const sessionId = yield* startSession(page)
       yield* Effect.promise(() => page.fill("#message", "say hello"))
       yield* Effect.promise(() => page.click("#send"))
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(1) [data-end=final]"))
@@ -124,7 +131,7 @@ describe("the web session viewer in Chromium", () => {
       const second = yield* start({ cwd, dataDir, token, port: first.port, responses: [{ chunks: ticks, delay: "100 millis" }] })
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]", { timeout: 20_000 }))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.dataset["state"] === "live"))
-      const stored = yield* storedEvents(second, sessionId!)
+      const stored = yield* storedEvents(second, sessionId)
       expectWellFormedLog(stored)
       const shown = yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences()))
       expect(shown).toEqual(stored.map((e) => e.sequence))
@@ -162,11 +169,81 @@ describe("the web session viewer in Chromium", () => {
       expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(5)
 
       // A follow-up queued through the engine (as `chat` does) is shown where it was queued, then runs as its own turn, labelled so.
-      yield* second.engine.followUp({ sessionId: sessionId!, message: "one more" })
+      yield* second.engine.followUp({ sessionId, message: "one more" })
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(6)[data-follow-up] [data-end=final]"))
       expect(yield* Effect.promise(() => page.textContent("#view > [data-event='followup.queued']"))).toBe("follow-up queued: one more")
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(6) .text"))).toBe("Echo: one more")
       expect(yield* Effect.promise(() => page.textContent("#follow-ups"))).toBe("none queued")
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("Send steers a running turn, Queue as follow-up queues one, Drop drops, Compact answers its error, Fork opens the fork", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const token = "browser-test-token-0123456789"
+      const responses = [
+        // Paused on its write while the page steers it and queues behind it.
+        { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "n.txt", content: "n" } }] },
+        { chunks: ["Written, and steered."] },
+        { chunks: ["The follow-up ran."] },
+        { chunks: ["Writing again."], toolCalls: [{ tool: "write_file", args: { path: "m.txt", content: "m" } }] }
+      ]
+      const server = yield* start({ cwd, dataDir, token, responses })
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      const sessionId = yield* startSession(page)
+      expect(yield* Effect.promise(() => page.isDisabled("#followup"))).toBe(true)
+      expect(yield* Effect.promise(() => page.isDisabled("#compact"))).toBe(true)
+
+      // While the turn waits for its approval, Send is Steer and a follow-up can be queued.
+      yield* Effect.promise(() => page.fill("#message", "write n"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForSelector("[data-call][data-status=awaiting_approval] button[data-action=allow]"))
+      expect(yield* Effect.promise(() => page.textContent("#send"))).toBe("Steer")
+      yield* Effect.promise(() => page.fill("#message", "also say steered"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("message")?.value === ""))
+      yield* Effect.promise(() => page.fill("#message", "then this"))
+      yield* Effect.promise(() => page.click("#followup"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("follow-ups")?.textContent?.startsWith("then this") === true))
+      yield* Effect.promise(() => page.click("[data-call] button[data-action=allow]"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(2)[data-follow-up] [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(1) [data-event='turn.steered']"))).toBe("steered: also say steered")
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(2) .text"))).toBe("The follow-up ran.")
+      expect(yield* Effect.promise(() => page.textContent("#send"))).toBe("Send")
+
+      // Queued behind another paused turn, then dropped with its button; the turn is cancelled.
+      yield* Effect.promise(() => page.fill("#message", "write m"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForSelector("[data-call][data-status=awaiting_approval]"))
+      yield* Effect.promise(() => page.fill("#message", "never runs"))
+      yield* Effect.promise(() => page.click("#followup"))
+      yield* Effect.promise(() => page.click("#drop-followups"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("follow-ups")?.textContent === "none queued"))
+      yield* Effect.promise(() => page.click("#cancel"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]"))
+
+      // Compact on a session this small: the server's answer (nothing to compact) is shown; nothing is stored.
+      const before = (yield* storedEvents(server, sessionId)).length
+      yield* Effect.promise(() => page.click("#compact"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.textContent?.startsWith("Nothing to compact") === true))
+      expect((yield* storedEvents(server, sessionId)).length).toBe(before)
+
+      // Fork: the page opens the new session, whose log is the source's up to its last turn, then session.forked.
+      yield* Effect.promise(() => page.click("#fork"))
+      yield* Effect.promise(() => page.waitForSelector("#view > [data-event='session.forked']"))
+      const forkId = (yield* Effect.promise(() => page.textContent("#title")))!
+      expect(forkId).not.toBe(sessionId)
+      const forked = yield* storedEvents(server, forkId)
+      expect(forked.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: sessionId, atSequence: before } })
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(3)
+      expect(yield* Effect.promise(() => page.locator(`#sessions li[data-session='${forkId}']`).count())).toBe(1)
+      const log = yield* storedEvents(server, sessionId)
+      expectWellFormedLog(log)
+      expect(log.find((e) => e.type === "followup.dropped")).toBeDefined()
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })

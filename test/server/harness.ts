@@ -16,6 +16,7 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import { expect } from "vitest"
 import { mkdirSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -61,7 +62,7 @@ export interface Running {
   readonly token: string
   readonly config: ServerConfig.Config
   readonly client: Effect.Effect.Success<ReturnType<typeof makeClient>>
-  /** The server's engine, for what the HTTP API does not offer (steering, follow-ups), as another client in the process would. */
+  /** The server's engine, for what a test does beside the HTTP API, as another client in the process would. */
   readonly engine: SessionEngine.SessionEngine.Service
   readonly stop: Effect.Effect<void>
 }
@@ -147,3 +148,32 @@ export const storedEvents = (server: Running, sessionId: string) =>
       r.json() as Promise<Array<AgentEvent.AgentEvent>>
     )
   )
+
+/** A request with the token (when given) as `fetch` sends it, answered as status, headers and the body (parsed when JSON). */
+export const raw = (
+  url: string,
+  init: RequestInit & { readonly token?: string } = {}
+): Effect.Effect<{ readonly status: number; readonly body: unknown; readonly headers: Headers }> => {
+  const { token, ...rest } = init
+  return Effect.promise(async () => {
+    const response = await fetch(url, {
+      ...rest,
+      headers: { ...(token === undefined ? {} : { authorization: `Bearer ${token}` }), ...(rest.headers as Record<string, string> | undefined) }
+    })
+    const text = await response.text()
+    let body: unknown = text
+    try {
+      body = JSON.parse(text)
+    } catch {
+      // not JSON
+    }
+    return { status: response.status, body, headers: response.headers }
+  })
+}
+
+/** An error body carries exactly what went wrong and a message: no stack, no path of the runtime. */
+export const expectWireError = (body: unknown, error: string) => {
+  expect(body).toMatchObject({ error, message: expect.any(String) })
+  expect(Object.keys(body as object).sort()).toEqual(["error", "message"])
+  expect(JSON.stringify(body)).not.toMatch(/\bat .*\.(ts|js):\d+|\/src\/|node_modules/)
+}

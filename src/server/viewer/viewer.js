@@ -163,7 +163,8 @@ if (typeof document !== "undefined") {
   }
   const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
 
-  const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined }
+  // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
+  const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false }
 
   const api = async (method, path, body) => {
     const response = await fetch(path, {
@@ -252,6 +253,9 @@ if (typeof document !== "undefined") {
     return el("span", { class: `badge ${cls}`, textContent: `${d.decision} · ${who}` })
   }
 
+  const sessionPath = () => `/sessions/${encodeURIComponent(state.sessionId)}`
+  const dropFollowUps = () => api("DELETE", `${sessionPath()}/followups`).catch(report)
+
   const answer = (call, decision, remember) => () =>
     api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
 
@@ -314,6 +318,12 @@ if (typeof document !== "undefined") {
     $("scrubbing").textContent = live ? "" : `viewing the session as of #${at} of ${total}`
     $("live").hidden = live
     $("cancel").disabled = !(live && view.openTurn !== undefined)
+    state.running = live && view.openTurn !== undefined
+    state.idle = live && phase(view) === "idle"
+    $("send").textContent = state.running ? "Steer" : "Send"
+    $("followup").disabled = !state.running
+    $("compact").disabled = !(state.idle && view.turns.length > 0)
+    $("fork").disabled = !(state.idle && view.turns.length > 0)
 
     const calls = openCalls(view)
     $("state-title").textContent = live ? "State" : `State as of #${at}`
@@ -326,7 +336,8 @@ if (typeof document !== "undefined") {
         el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
         el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
         el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
-        el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") })),
+        el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
+          live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),
       el("h2", { textContent: "Open calls" }),
       calls.length === 0 ? el("div", { class: "empty", id: "open-calls", textContent: "none" })
         : el("ul", { id: "open-calls" }, ...calls.map((c) => el("li", { "data-call": c.toolCallId, textContent: `${c.tool} — ${c.status.replace("_", " ")}` }))))
@@ -342,12 +353,22 @@ if (typeof document !== "undefined") {
     const message = $("message").value
     if (message.trim() === "" || state.sessionId === undefined) return
     state.scrubAt = undefined
-    api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/turns`, { message }).then(() => { $("message").value = "" }).catch(report)
+    // While a turn runs, a message steers it (seen by the model at its next step); otherwise it starts a turn.
+    const route = state.running ? "steer" : "turns"
+    api("POST", `${sessionPath()}/${route}`, { message }).then(() => { $("message").value = "" }).catch(report)
   })
+  $("followup").addEventListener("click", () => {
+    const message = $("message").value
+    if (message.trim() === "" || state.sessionId === undefined) return
+    api("POST", `${sessionPath()}/followups`, { message }).then(() => { $("message").value = "" }).catch(report)
+  })
+  // A manual compaction answers once the model has written the summary; the log shows it meanwhile.
+  $("compact").addEventListener("click", () => api("POST", `${sessionPath()}/compact`, {}).catch(report))
+  $("fork").addEventListener("click", () => api("POST", `${sessionPath()}/fork`, {}).then((s) => openSession(s.sessionId)).catch(report))
   $("message").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit() }
   })
-  $("cancel").addEventListener("click", () => api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/cancel`).catch(report))
+  $("cancel").addEventListener("click", () => api("POST", `${sessionPath()}/cancel`).catch(report))
   $("scrub").addEventListener("input", (e) => {
     const at = Number(e.target.value)
     state.scrubAt = at >= state.events.length ? undefined : at
