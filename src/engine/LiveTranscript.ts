@@ -19,6 +19,9 @@ export interface Rendered {
   readonly jsonLength: number
 }
 
+/** The tool calls of a response that asked for none: one array for all of them. */
+const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
+
 /** The JSON length of a list of messages whose own JSON lengths add up to `chars`: "[" + joined by "," + "]". */
 const arrayLength = (chars: number, count: number) => 2 + chars + Math.max(0, count - 1)
 
@@ -54,11 +57,11 @@ export class LiveTranscript {
     switch (event.type) {
       case "model.delta":
         // The hot path: a cons string per delta, flattened once when the response ends.
-        if (this.openTurnId === undefined) this.openTurnId = event.turnId
+        if (this.openTurnId === undefined) this.open(event.turnId)
         this.openContent += event.payload.text
         return this.changed()
       case "model.tool_call_requested":
-        if (this.openTurnId === undefined) this.openTurnId = event.turnId
+        if (this.openTurnId === undefined) this.open(event.turnId)
         this.openCalls.push({ toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args })
         return this.changed()
       case "user.message":
@@ -127,7 +130,13 @@ export class LiveTranscript {
   private openEntry(): Transcript.AssistantEntry | undefined {
     return this.openTurnId === undefined
       ? undefined
-      : { role: "assistant", turnId: this.openTurnId, content: this.openContent, toolCalls: this.openCalls.slice() }
+      : { role: "assistant", turnId: this.openTurnId, content: this.openContent, toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice() }
+  }
+
+  /** A response starts streaming. Its turn id is the previous entry's string when they are equal: one copy per turn is held, not one per entry. */
+  private open(turnId: string) {
+    const previous = this.entries.at(-1)?.turnId
+    this.openTurnId = previous === turnId ? previous : turnId
   }
 
   private changed() {
