@@ -40,7 +40,7 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
-import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { batchConflict, byRecentActivity, EventStore, isBuilt, sequenceConflict } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { AppendIo } from "./jsonl/AppendIo.js"
 import * as EventCodec from "./jsonl/EventCodec.js"
@@ -314,8 +314,9 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     /** The lines of a batch, or why none of it may be written. */
     const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): string | EventStoreFailure => {
       let data = ""
+      const built = isBuilt(events)
       for (const event of events) {
-        const line = EventCodec.encodeLine(event)
+        const line = EventCodec.encodeLine(event, built)
         if (line === undefined) {
           return new EventStoreFailure({
             reason: "unknown",

@@ -135,9 +135,14 @@ export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = c
 
 /**
  * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the
- * schema's encoding. `undefined` for a value that is not a valid event.
+ * schema's encoding. `undefined` for a value that is not a valid event. `built`: the event is of a
+ * batch the engine built (`EventStore.isBuilt`).
  */
-export const encodeLine = (event: AgentEvent.AgentEvent): string | undefined => {
+export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string | undefined => {
+  // A delta the engine built is canonical by construction (its envelope in the schema's order, its
+  // payload `{ text }` from one builder): the hot path of a streamed response skips the check. The
+  // text is still a string only if the provider gave one.
+  if (built && event.type === "model.delta" && typeof event.payload.text === "string") return JSON.stringify(event)
   if (isCanonical(event)) return JSON.stringify(event)
   try {
     return AgentEvent.encodeJson(event)
