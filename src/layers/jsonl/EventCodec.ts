@@ -151,6 +151,65 @@ export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string 
   }
 }
 
+/** Printable ASCII but `"` and `\`: JSON writes such a string as it is, between quotes. */
+const plainJson = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
+
+/**
+ * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
+ * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, but written straight
+ * into one buffer, the part of the line every delta of the batch shares (session, turn, timestamp)
+ * encoded once. A streamed response is most of what a log holds, and this is its hot path.
+ * `undefined` when the batch is not such a run — another event type, a text that is not a string,
+ * another turn or timestamp, a line over `maxLineBytes` — and each event then goes through
+ * {@link encodeLine}.
+ */
+export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
+  const first = events[0]
+  if (first === undefined || first.type !== "model.delta") return undefined
+  const { sessionId, timestamp, turnId } = first
+  // The keys in the schema's order (the order the engine builds them in): id, sessionId, turnId,
+  // sequence, timestamp, type, payload.
+  const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
+  const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`, "utf8")
+  let buffer = Buffer.allocUnsafe(events.length * (afterId.length + afterSequence.length + 64))
+  let at = 0
+  const room = (bytes: number) => {
+    if (at + bytes <= buffer.length) return
+    const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + bytes))
+    buffer.copy(grown, 0, 0, at)
+    buffer = grown
+  }
+  /** Writes JSON text: one byte per character when it is plain ASCII, else as UTF-8 (at most 3 bytes per UTF-16 unit). */
+  const write = (json: string, ascii: boolean) => {
+    room(json.length * 3)
+    at += buffer.write(json, at, ascii ? "latin1" : "utf8")
+  }
+  const copy = (bytes: Buffer) => {
+    room(bytes.length)
+    at += bytes.copy(buffer, at)
+  }
+  for (const event of events) {
+    if (
+      event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
+      event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
+      !Number.isSafeInteger(event.sequence) || event.sequence < 1
+    ) return undefined
+    const start = at
+    const { id } = event
+    if (plainJson.test(id)) write(`{"id":"${id}"`, true)
+    else write(`{"id":${JSON.stringify(id)}`, false)
+    copy(afterId)
+    write(String(event.sequence), true)
+    copy(afterSequence)
+    const { text } = event.payload
+    if (plainJson.test(text)) write(`"${text}"}}\n`, true)
+    else write(`${JSON.stringify(text)}}}\n`, false)
+    // A line the store could not read back is never written: the slow path says which and why.
+    if (at - start - 1 > maxLineBytes) return undefined
+  }
+  return buffer.subarray(0, at)
+}
+
 /**
  * A parsed line of a log of `version` as a current event: as it is when canonical (the fast path
  * of every line this library wrote), else migrated and decoded by the schema.
