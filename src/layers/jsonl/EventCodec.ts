@@ -151,16 +151,14 @@ export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string 
   }
 }
 
-/** Printable ASCII but `"` and `\`: JSON writes such a string as it is, between quotes. */
-const plainJson = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
-
 /**
  * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
  * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, but written straight
- * into one buffer, the part of the line every delta of the batch shares (session, turn, timestamp)
- * encoded once. A streamed response is most of what a log holds, and this is its hot path.
- * `undefined` when the batch is not such a run — another event type, a text that is not a string,
- * another turn or timestamp, a line over `maxLineBytes` — and each event then goes through
+ * into one buffer — the part of the line every delta of the batch shares (session, turn, timestamp)
+ * encoded once, a string of printable ASCII copied as it is (JSON escapes none of it), any other
+ * string through `JSON.stringify`. A streamed response is most of what a log holds: this is its hot
+ * path. `undefined` when the batch is not such a run — another event type, a text that is not a
+ * string, another turn or timestamp, a line over `maxLineBytes` — and each event then goes through
  * {@link encodeLine}.
  */
 export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
@@ -179,14 +177,33 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
     buffer.copy(grown, 0, 0, at)
     buffer = grown
   }
-  /** Writes JSON text: one byte per character when it is plain ASCII, else as UTF-8 (at most 3 bytes per UTF-16 unit). */
-  const write = (json: string, ascii: boolean) => {
-    room(json.length * 3)
-    at += buffer.write(json, at, ascii ? "latin1" : "utf8")
+  /** Characters that are their own one byte in UTF-8 and in a JSON string. */
+  const ascii = (text: string) => {
+    room(text.length)
+    for (let i = 0; i < text.length; i++) buffer[at++] = text.charCodeAt(i)
   }
-  const copy = (bytes: Buffer) => {
-    room(bytes.length)
-    at += bytes.copy(buffer, at)
+  const string = (text: string) => {
+    room(text.length + 2)
+    const start = at
+    buffer[at++] = 0x22
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      // A control character, `"`, `\`, DEL or beyond ASCII: the string is written by JSON.stringify.
+      if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) {
+        at = start
+        const json = JSON.stringify(text)
+        room(json.length * 3)
+        at += buffer.write(json, at, "utf8")
+        return
+      }
+      buffer[at++] = c
+    }
+    buffer[at++] = 0x22
+  }
+  const bytes = (part: Uint8Array) => {
+    room(part.length)
+    buffer.set(part, at)
+    at += part.length
   }
   for (const event of events) {
     if (
@@ -195,16 +212,14 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
       !Number.isSafeInteger(event.sequence) || event.sequence < 1
     ) return undefined
     const start = at
-    const { id } = event
-    if (plainJson.test(id)) write(`{"id":"${id}"`, true)
-    else write(`{"id":${JSON.stringify(id)}`, false)
-    copy(afterId)
-    write(String(event.sequence), true)
-    copy(afterSequence)
-    const { text } = event.payload
-    if (plainJson.test(text)) write(`"${text}"}}\n`, true)
-    else write(`${JSON.stringify(text)}}}\n`, false)
-    // A line the store could not read back is never written: the slow path says which and why.
+    ascii(`{"id":`)
+    string(event.id)
+    bytes(afterId)
+    ascii(String(event.sequence))
+    bytes(afterSequence)
+    string(event.payload.text)
+    ascii("}}\n")
+    // A line the store could not read back is never written: the line-by-line path says which and why.
     if (at - start - 1 > maxLineBytes) return undefined
   }
   return buffer.subarray(0, at)
