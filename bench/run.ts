@@ -1,8 +1,8 @@
 /**
  * The benchmarks of issue 10: every row measures effect-agent against a baseline run in the same
  * process (or, for memory, in sibling child processes), contenders interleaved and repeated, and
- * prints the median ratio, its spread and the goal. `npm run bench` (full, ~10 min on 2 cores) or
- * `npm run bench -- --quick` (~2 min); `--only=1,7` runs some rows; sizes come from BENCH_* variables
+ * prints the median ratio, its spread and the goal. `npm run bench` (full, ~1.5 min on 2 cores) or
+ * `npm run bench -- --quick` (smaller sizes); `--only=1,7` runs some rows; sizes come from BENCH_* variables
  * (see bench/config.ts). Numbers compare changes on one machine; nothing here is a test.
  */
 import { writeFileSync } from "node:fs"

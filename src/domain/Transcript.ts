@@ -194,7 +194,7 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
 }
 
 /** The messages of one entry (see {@link messages}). */
-const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
+export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   if (entry.role === "user") return [{ role: "user", content: entry.content }]
   if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)

@@ -15,14 +15,16 @@ import type * as Fiber from "effect/Fiber"
 import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
-import * as Transcript from "../domain/Transcript.js"
-import type { EventStore } from "../services/EventStore.js"
+import type * as Transcript from "../domain/Transcript.js"
+import { type EventStore, markBuilt } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
+import { LiveTranscript } from "./LiveTranscript.js"
 import type { Watchers } from "./Watchers.js"
 
-/** What the engine knows of a session: the fold of its log. Replaced as a whole by each commit. */
+/** What the engine knows of a session: the fold of its log. */
 export interface Live {
   readonly state: SessionState.SessionState
+  /** The transcript now (made when first read after a change). */
   readonly transcript: Transcript.Transcript
 }
 
@@ -63,8 +65,12 @@ export interface UserDecision {
  */
 export interface LiveSession {
   readonly sessionId: string
-  /** The fold of the stored log. */
-  live: Live
+  /** The fold of the stored log: its state and transcript, as of the last commit. */
+  readonly live: Live
+  /** The state of the fold; replaced as a whole by each commit. */
+  state: SessionState.SessionState
+  /** The transcript of the fold, changed in place by each commit once its events are stored. */
+  readonly transcript: LiveTranscript
   /** The running turn, if a driver owns one. A turn open in the log with no driver is dangling. */
   active: ActiveTurn | undefined
   /** Why an open turn without a driver was left open; used as its errorCode when it is closed. */
@@ -90,10 +96,14 @@ export interface Ports {
   readonly watchers: Watchers
 }
 
-/** A live session starting from a replayed state. */
-export const make = (live: Live): LiveSession => ({
-  sessionId: live.state.sessionId,
-  live,
+/** A live session starting from a replayed state and transcript. */
+export const make = (state: SessionState.SessionState, transcript: LiveTranscript): LiveSession => ({
+  sessionId: state.sessionId,
+  get live(): Live {
+    return viewOf(this.state, this.transcript)
+  },
+  state,
+  transcript,
   active: undefined,
   danglingReason: "interrupted",
   steers: [],
@@ -102,10 +112,16 @@ export const make = (live: Live): LiveSession => ({
   writes: Effect.unsafeMakeSemaphore(1)
 })
 
-/** The live view of a replayed log. */
-export const liveOf = (state: SessionState.SessionState, events: Iterable<AgentEvent>): Live => ({
+/** A live session of a replayed log. */
+export const replayed = (state: SessionState.SessionState, events: Iterable<AgentEvent>): LiveSession =>
+  make(state, LiveTranscript.of(events))
+
+/** A state with the live transcript: its snapshot is taken only when read. */
+const viewOf = (state: SessionState.SessionState, transcript: LiveTranscript): Live => ({
   state,
-  transcript: Transcript.replay(events)
+  get transcript() {
+    return transcript.snapshot()
+  }
 })
 
 const timestamp = Effect.map(Clock.currentTimeMillis, (millis) => new Date(millis).toISOString())
@@ -120,7 +136,10 @@ export const sessionCreated = (
     Effect.map(({ id, timestamp }) => ({ id, sessionId, sequence: 1, timestamp, type: "session.created" as const, payload }))
   )
 
-/** Whether a draft should be committed, decided under the session's lock on the state as folded so far. */
+/**
+ * Whether a draft should be committed, decided under the session's lock on the state as folded so
+ * far (the drafts of the batch before it included); the transcript is the one before the batch.
+ */
 export type Guard = (live: Live, draft: TurnEventDraft | SessionEventDraft) => boolean
 
 /** Hands committed events to whoever consumes the turn. */
@@ -137,12 +156,58 @@ const idsFor = (ids: Ports["ids"], count: number): Effect.Effect<ReadonlyArray<s
   ids.nextMany !== undefined ? ids.nextMany("event", count) : Effect.all(Array.from({ length: count }, () => ids.next("event")))
 
 /**
+ * The fold of a batch's events into the state, one event at a time as `SessionState.reduce` does,
+ * but paying once for a run of deltas while the model streams: a delta then moves nothing but the
+ * sequence and the activity time (the reducer gives back the open turn unchanged), so once one
+ * delta of a run has left the open turn as it was, the rest of the run is folded by reducing only
+ * its last delta, from the state the others would have made.
+ */
+class StateFold {
+  /** The last delta of the run not folded yet, and the open turn a delta left unchanged. */
+  private pending: AgentEvent | undefined = undefined
+  private streaming: SessionState.OpenTurn | undefined = undefined
+  /** The last sequence taken, pending deltas included. */
+  lastSequence: number
+
+  constructor(private folded: SessionState.SessionState) {
+    this.lastSequence = folded.lastSequence
+  }
+
+  get state(): SessionState.SessionState {
+    const pending = this.pending
+    if (pending !== undefined) {
+      this.pending = undefined
+      this.reduce({ ...this.folded, lastSequence: pending.sequence - 1 }, pending)
+    }
+    return this.folded
+  }
+
+  add(event: AgentEvent) {
+    this.lastSequence = event.sequence
+    if (event.type === "model.delta" && this.streaming !== undefined && this.folded.openTurn === this.streaming) {
+      this.pending = event
+      return
+    }
+    const before = this.state
+    this.reduce(before, event)
+    this.streaming = event.type === "model.delta" && this.folded.openTurn === before.openTurn ? before.openTurn : undefined
+  }
+
+  private reduce(state: SessionState.SessionState, event: AgentEvent) {
+    const next = SessionState.reduce(state, event)
+    // The engine only builds legal events; an illegal one is a bug, not a condition to handle.
+    if (Either.isLeft(next)) throw next.left
+    this.folded = next.right
+  }
+}
+
+/**
  * Commits a batch of a turn's drafts: under the session's lock, each draft the guard lets through
  * becomes an event (an id, sequence = last + 1, one timestamp from `Clock` for the batch), the
- * batch is appended to the store as one step, folded into the live state, handed to the watchers,
- * then emitted. A failed append changes nothing, so the next batch reuses the sequences and the log
- * has no gap. Returns the events committed (none when the guard refused them all).
- * Uninterruptible: a batch is either wholly committed or not at all.
+ * batch is appended to the store as one step, folded into the live state and transcript, handed
+ * to the watchers, then emitted. A failed append changes nothing, so the next batch reuses the
+ * sequences and the log has no gap. Returns the events committed (none when the guard refused
+ * them all). Uninterruptible: a batch is either wholly committed or not at all.
  */
 export const commit = (
   ports: Ports,
@@ -155,39 +220,49 @@ export const commit = (
 ): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
   session.writes.withPermits(1)(Effect.gen(function*() {
     const at = yield* timestamp
-    let live = session.live
+    const { sessionId } = session
+    const fold = new StateFold(session.state)
+    // What a guard sees: the state folded so far, made only if the guard reads it.
+    const view: Live | undefined = guard === undefined ? undefined : {
+      get state() {
+        return fold.state
+      },
+      get transcript() {
+        return session.transcript.snapshot()
+      }
+    }
     const events: Array<{ id: string } & AgentEvent> = []
-    for (const draft of drafts) {
-      // Judged on the state the drafts before it make: a tool call id repeated within a batch is a repeat.
-      if (guard !== undefined && !guard(live, draft)) continue
-      const event = {
-        id: "",
-        sessionId: session.sessionId,
-        ...(turnId === undefined ? {} : { turnId }),
-        sequence: live.state.lastSequence + 1,
-        timestamp: at,
-        type: draft.type,
-        payload: draft.payload
-      } as { id: string } & AgentEvent
-      const state = SessionState.reduce(live.state, event)
-      // The engine only builds legal events; an illegal one is a bug, not a condition to handle.
-      if (Either.isLeft(state)) return yield* Effect.die(state.left)
-      live = { state: state.right, transcript: Transcript.reduce(live.transcript, event) }
-      events.push(event)
+    let state: SessionState.SessionState
+    try {
+      for (const draft of drafts) {
+        // Judged on the state the drafts before it make: a tool call id repeated within a batch is a repeat.
+        if (guard !== undefined && !guard(view!, draft)) continue
+        const sequence = fold.lastSequence + 1
+        // The id is set once the batch is known; the keys keep the order every event is written in.
+        const event = (turnId === undefined
+          ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
+          : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
+        fold.add(event)
+        events.push(event)
+      }
+      state = fold.state
+    } catch (impossible) {
+      return yield* Effect.die(impossible)
     }
     if (events.length === 0) return events
     // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
     const ids = yield* idsFor(ports.ids, events.length)
     for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
-    yield* (events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, events)).pipe(
+    yield* (events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, markBuilt(events))).pipe(
       // No stack trace: this span is on the hot path, once per batch.
       Effect.withSpan("effect-agent.store.append", {
         captureStackTrace: false,
-        attributes: { sessionId: session.sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
+        attributes: { sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
       })
     )
-    session.live = live
-    ports.watchers.publish(session.sessionId, events)
+    session.state = state
+    for (const event of events) session.transcript.add(event)
+    ports.watchers.publish(sessionId, events)
     yield* emit(events)
     return events as ReadonlyArray<AgentEvent>
   })).pipe(Effect.uninterruptible)

@@ -36,7 +36,6 @@ import {
 } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
-import * as Transcript from "../domain/Transcript.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore, type Listing } from "../services/EventStore.js"
@@ -48,6 +47,7 @@ import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
 import * as LiveSession from "./LiveSession.js"
+import { LiveTranscript } from "./LiveTranscript.js"
 import * as LiveSessions from "./LiveSessions.js"
 import * as TurnDriver from "./TurnDriver.js"
 import * as TurnEnv from "./TurnEnv.js"
@@ -285,21 +285,23 @@ export const make = (
     /** Loads a session by folding its log as it is read: the whole log is never held at once. */
     const hydrate = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
       Effect.suspend(() => {
-        let live: LiveSession.Live | undefined
+        let folded: SessionState.SessionState | undefined
+        const transcript = new LiveTranscript()
         return store.read(sessionId).pipe(
           Stream.runForEachChunk((chunk) => {
             for (const event of chunk) {
-              const state = live === undefined ? SessionState.start(event) : SessionState.reduce(live.state, event)
+              const state = folded === undefined ? SessionState.start(event) : SessionState.reduce(folded, event)
               if (Either.isLeft(state)) {
                 return Effect.fail(
                   new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: state.left.sequence, detail: state.left.message })
                 )
               }
-              live = { state: state.right, transcript: Transcript.reduce(live?.transcript ?? Transcript.empty, event) }
+              folded = state.right
+              transcript.add(event)
             }
             return Effect.void
           }),
-          Effect.flatMap(() => live === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(LiveSession.make(live)))
+          Effect.flatMap(() => folded === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(LiveSession.make(folded, transcript)))
         )
       })
 
@@ -324,7 +326,7 @@ export const make = (
       const event = yield* LiveSession.sessionCreated(ports, sessionId, { cwd: input.cwd, client: input.client })
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
-      yield* sessions.add(LiveSession.make(LiveSession.liveOf(state, [event])))
+      yield* sessions.add(LiveSession.replayed(state, [event]))
       return Session.fromState(state)
     })
 
@@ -650,7 +652,7 @@ export const make = (
       yield* LiveSession.appendAll(store, events.slice(1))
       const state = SessionState.replay(events)
       if (Either.isLeft(state) || state.right === undefined) return yield* Effect.die(new Error("a fork's log must replay"))
-      yield* sessions.add(LiveSession.make(LiveSession.liveOf(state.right, events)))
+      yield* sessions.add(LiveSession.replayed(state.right, events))
       return Session.fromState(state.right)
     })
 

@@ -40,7 +40,7 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
-import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { batchConflict, byRecentActivity, EventStore, isBuilt, sequenceConflict } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import { AppendIo } from "./jsonl/AppendIo.js"
 import * as EventCodec from "./jsonl/EventCodec.js"
@@ -90,9 +90,12 @@ interface Tail {
   readonly version: number
 }
 
+/** Whole lines, each ending in a newline: as text, or already as UTF-8 bytes. */
+type Lines = string | Uint8Array
+
 /** Lines waiting for the write (and flush) under way to end, with whoever waits for them. */
 interface Queued {
-  readonly data: string
+  readonly data: Lines
   readonly first: number
   readonly last: number
   readonly settle: Settle
@@ -134,6 +137,14 @@ interface Appender {
   queue: Array<Queued>
   flushing: boolean
 }
+
+/** Lines one after the other: text while all are text, else bytes. */
+const concatLines = (parts: ReadonlyArray<Lines>): Lines =>
+  parts.length === 1
+    ? parts[0]!
+    : parts.every((p) => typeof p === "string")
+    ? parts.join("")
+    : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p, "utf8") : p)))
 
 /** How many append handles of sessions this process does not hold the lock of stay open. */
 const maxOpenFiles = 32
@@ -312,10 +323,14 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       })
 
     /** The lines of a batch, or why none of it may be written. */
-    const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): string | EventStoreFailure => {
+    const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): Lines | EventStoreFailure => {
+      const built = isBuilt(events)
+      // The hot path: a streamed response's deltas, encoded straight to bytes.
+      const run = built ? EventCodec.encodeDeltaRun(events, maxLineBytes) : undefined
+      if (run !== undefined) return run
       let data = ""
       for (const event of events) {
-        const line = EventCodec.encodeLine(event)
+        const line = EventCodec.encodeLine(event, built)
         if (line === undefined) {
           return new EventStoreFailure({
             reason: "unknown",
@@ -348,17 +363,17 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
      * fails, the appender is dropped and the next append reads the log's end again (and cuts off a
      * torn tail there, or refuses in strict mode).
      */
-    const writeLines = (appender: Appender, data: string): EventStoreFailure | undefined => {
+    const writeLines = (appender: Appender, data: Lines): EventStoreFailure | undefined => {
       const before = appender.size
       // A new log begins with its header.
-      const text = before === 0 ? LogLines.header + "\n" + data : data
-      const size = Buffer.byteLength(text)
+      const text = before === 0 ? concatLines([LogLines.header + "\n", data]) : data
+      const size = typeof text === "string" ? Buffer.byteLength(text) : text.length
       try {
         if (before === 0) io.chmod(appender.fd)
         let written = io.write(appender.fd, text)
         // A short write (rare: a disk filling up) goes on from the first byte not written.
         if (written < size) {
-          const bytes = Buffer.from(text, "utf8")
+          const bytes = typeof text === "string" ? Buffer.from(text, "utf8") : text
           while (written < size) written += io.write(appender.fd, bytes.subarray(written))
         }
       } catch (error) {
@@ -389,7 +404,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       appender.queue = []
       appender.flushing = true
       const before = appender.size
-      const failed = writeLines(appender, batch.map((q) => q.data).join(""))
+      const failed = writeLines(appender, concatLines(batch.map((q) => q.data)))
       const fail = (failure: EventStoreFailure) => {
         const refused = [...batch, ...appender.queue]
         appender.queue = []
@@ -420,7 +435,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       const first = events[0]!
       if (first.sequence !== appender.accepted + 1) return sequenceConflict(first, appender.accepted, { path: appender.file })
       const data = linesOf(appender, events)
-      if (typeof data !== "string") return data
+      if (data instanceof EventStoreFailure) return data
       const last = events.at(-1)!.sequence
       if (!fsync) {
         const failed = writeLines(appender, data)

@@ -73,13 +73,33 @@ export const estimate = (request: ModelRequest): TokenEstimate => {
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
 
+type Rendering = () => { readonly messages: ReadonlyArray<Transcript.Message>; readonly jsonLength: number }
+
+// Renderings the engine keeps up to date for the transcripts it hands to a builder (see
+// engine/LiveTranscript.ts): a request in turn 2,000 then renders only what changed since the last.
+const renderings = new WeakMap<Transcript.Transcript, Rendering>()
+
+/**
+ * Hands over, with a transcript, how to get its messages and their JSON length without rendering
+ * the whole transcript again.
+ *
+ * @internal
+ */
+export const withRendering = (transcript: Transcript.Transcript, rendering: Rendering): Transcript.Transcript => {
+  renderings.set(transcript, rendering)
+  return transcript
+}
+
+/** The messages of a transcript and the length of their JSON, as `Transcript.rendered` gives them. */
+export const renderingOf = (transcript: Transcript.Transcript) => renderings.get(transcript)?.() ?? Transcript.rendered(transcript)
+
 /**
  * Builds a request from prompt parts and the input. Its token estimate equals `estimate(request)`,
  * but the transcript's share comes from what the transcript keeps rendered per entry, so a long
  * session's request costs what changed since the last one, not the whole conversation again.
  */
 export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput): BuiltContext => {
-  const { jsonLength, messages } = Transcript.rendered(input.transcript)
+  const { jsonLength, messages } = renderingOf(input.transcript)
   const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
   const instruction = Tokens.estimate(request.system)
   const transcript = Math.ceil(jsonLength / 4)

@@ -53,19 +53,27 @@ const counterSpan = 32 ** 6
 let stem = randomChars(10)
 let counter = 0
 
-const randomPart = (): string => {
+// The counter's 6 characters as three pairs, each pair looked up (10 bits): an event id costs three
+// lookups and a few concatenations, not a loop of one-character strings.
+const pairs: ReadonlyArray<string> = Array.from({ length: 1024 }, (_, n) => alphabet[n >> 5]! + alphabet[n & 31]!)
+
+/** The counter part of the next event id, drawing a new stem when the counter wraps. */
+const nextTail = (): string => {
   if (counter === counterSpan) {
     stem = randomChars(10)
     counter = 0
   }
-  let n = counter++
-  let tail = ""
-  for (let i = 0; i < 6; i++, n = Math.floor(n / 32)) tail = alphabet[n % 32] + tail
-  return stem + tail
+  const n = counter++
+  return pairs[(n >> 20) & 1023]! + pairs[(n >> 10) & 1023]! + pairs[n & 1023]!
 }
 
 // Sessions and turns, made rarely, keep 16 fresh random characters: their ids say nothing of each other.
-const randomId = (kind: IdKind, now: number): string => prefixes[kind] + encodeTime(now) + (kind === "event" ? randomPart() : randomChars(16))
+const randomId = (kind: IdKind, now: number): string => {
+  if (kind !== "event") return prefixes[kind] + encodeTime(now) + randomChars(16)
+  // The tail first: drawing it may renew the stem.
+  const tail = nextTail()
+  return prefixes.event + encodeTime(now) + stem + tail
+}
 
 /**
  * Random ids: prefix, then a ULID-like body (the creation time from `Clock`, then 16 characters:
@@ -76,8 +84,16 @@ export const layer: Layer.Layer<IdGenerator> = Layer.succeed(IdGenerator, {
   next: (kind) => Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => randomId(kind, now)),
   nextMany: (kind, count) =>
     Effect.map(Effect.clockWith((clock) => clock.currentTimeMillis), (now) => {
-      const time = encodeTime(now)
-      return Array.from({ length: count }, () => prefixes[kind] + time + (kind === "event" ? randomPart() : randomChars(16)))
+      const head = prefixes[kind] + encodeTime(now)
+      const ids = new Array<string>(count)
+      for (let i = 0; i < count; i++) {
+        if (kind !== "event") ids[i] = head + randomChars(16)
+        else {
+          const tail = nextTail()
+          ids[i] = head + stem + tail
+        }
+      }
+      return ids
     })
 })
 

@@ -97,6 +97,33 @@ describe("the JSONL codec agrees with the schema", () => {
     expect(EventCodec.encodeLine({ ...event, type: "no.such" } as unknown as AgentEvent.AgentEvent)).toBeUndefined()
   })
 
+  it("a delta of a batch the engine built is written as the schema writes it, and only while its text is a string", () => {
+    const delta = { id: "evt_1", sessionId: "sess_1", turnId: "turn_1", sequence: 3, timestamp: "t", type: "model.delta", payload: { text: "h\"i\u0000" } } as const
+    expect(EventCodec.encodeLine(delta, true)).toBe(AgentEvent.encodeJson(delta))
+    // A provider handing over something else than text: refused, as without the engine's mark.
+    expect(EventCodec.encodeLine({ ...delta, payload: { text: 42 } } as unknown as AgentEvent.AgentEvent, true)).toBeUndefined()
+  })
+
+  it("property: a batch of deltas the engine built is encoded to the bytes of JSON.stringify of each, or left to encodeLine", () =>
+    FastCheck.assert(
+      FastCheck.property(
+        FastCheck.array(FastCheck.oneof(FastCheck.string(), FastCheck.fullUnicodeString(), FastCheck.string({ unit: "binary" })), { minLength: 1, maxLength: 20 }),
+        FastCheck.oneof(FastCheck.constant("evt_01JDX8ABCDEF"), FastCheck.string({ minLength: 1 })),
+        (texts, id) => {
+          const deltas = texts.map((text, i) => ({ id: `${id}${i}`, sessionId: "sess_1", turnId: "turn_\"1", sequence: i + 2, timestamp: "t", type: "model.delta" as const, payload: { text } }))
+          const bytes = EventCodec.encodeDeltaRun(deltas, 1 << 20)
+          expect(Buffer.from(bytes!).toString("utf8")).toBe(deltas.map((d) => JSON.stringify(d) + "\n").join(""))
+          // Exactly what the schema writes for each.
+          expect(Buffer.from(bytes!).toString("utf8")).toBe(deltas.map((d) => AgentEvent.encodeJson(d) + "\n").join(""))
+          // Not a run of one turn's deltas, or a line too long: left to the line-by-line path.
+          expect(EventCodec.encodeDeltaRun([...deltas, { ...deltas[0]!, turnId: "turn_2" }], 1 << 20)).toBeUndefined()
+          expect(EventCodec.encodeDeltaRun([...deltas, { ...deltas[0]!, type: "user.message", payload: { content: "x" } } as AgentEvent.AgentEvent], 1 << 20)).toBeUndefined()
+          expect(EventCodec.encodeDeltaRun(deltas, 40)).toBeUndefined()
+        }
+      ),
+      { numRuns: 300 }
+    ))
+
   it.scoped("property: a log with a line the schema refuses fails reading at that line, in both recovery modes", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir

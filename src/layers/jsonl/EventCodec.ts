@@ -135,15 +135,94 @@ export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = c
 
 /**
  * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the
- * schema's encoding. `undefined` for a value that is not a valid event.
+ * schema's encoding. `undefined` for a value that is not a valid event. `built`: the event is of a
+ * batch the engine built (`EventStore.isBuilt`).
  */
-export const encodeLine = (event: AgentEvent.AgentEvent): string | undefined => {
+export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string | undefined => {
+  // A delta the engine built is canonical by construction (its envelope in the schema's order, its
+  // payload `{ text }` from one builder): the hot path of a streamed response skips the check. The
+  // text is still a string only if the provider gave one.
+  if (built && event.type === "model.delta" && typeof event.payload.text === "string") return JSON.stringify(event)
   if (isCanonical(event)) return JSON.stringify(event)
   try {
     return AgentEvent.encodeJson(event)
   } catch {
     return undefined
   }
+}
+
+/**
+ * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
+ * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, but written straight
+ * into one buffer — the part of the line every delta of the batch shares (session, turn, timestamp)
+ * encoded once, a string of printable ASCII copied as it is (JSON escapes none of it), any other
+ * string through `JSON.stringify`. A streamed response is most of what a log holds: this is its hot
+ * path. `undefined` when the batch is not such a run — another event type, a text that is not a
+ * string, another turn or timestamp, a line over `maxLineBytes` — and each event then goes through
+ * {@link encodeLine}.
+ */
+export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
+  const first = events[0]
+  if (first === undefined || first.type !== "model.delta") return undefined
+  const { sessionId, timestamp, turnId } = first
+  // The keys in the schema's order (the order the engine builds them in): id, sessionId, turnId,
+  // sequence, timestamp, type, payload.
+  const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
+  const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`, "utf8")
+  let buffer = Buffer.allocUnsafe(events.length * (afterId.length + afterSequence.length + 64))
+  let at = 0
+  const room = (bytes: number) => {
+    if (at + bytes <= buffer.length) return
+    const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + bytes))
+    buffer.copy(grown, 0, 0, at)
+    buffer = grown
+  }
+  /** Characters that are their own one byte in UTF-8 and in a JSON string. */
+  const ascii = (text: string) => {
+    room(text.length)
+    for (let i = 0; i < text.length; i++) buffer[at++] = text.charCodeAt(i)
+  }
+  const string = (text: string) => {
+    room(text.length + 2)
+    const start = at
+    buffer[at++] = 0x22
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i)
+      // A control character, `"`, `\`, DEL or beyond ASCII: the string is written by JSON.stringify.
+      if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) {
+        at = start
+        const json = JSON.stringify(text)
+        room(json.length * 3)
+        at += buffer.write(json, at, "utf8")
+        return
+      }
+      buffer[at++] = c
+    }
+    buffer[at++] = 0x22
+  }
+  const bytes = (part: Uint8Array) => {
+    room(part.length)
+    buffer.set(part, at)
+    at += part.length
+  }
+  for (const event of events) {
+    if (
+      event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
+      event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
+      !Number.isSafeInteger(event.sequence) || event.sequence < 1
+    ) return undefined
+    const start = at
+    ascii(`{"id":`)
+    string(event.id)
+    bytes(afterId)
+    ascii(String(event.sequence))
+    bytes(afterSequence)
+    string(event.payload.text)
+    ascii("}}\n")
+    // A line the store could not read back is never written: the line-by-line path says which and why.
+    if (at - start - 1 > maxLineBytes) return undefined
+  }
+  return buffer.subarray(0, at)
 }
 
 /**

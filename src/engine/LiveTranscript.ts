@@ -1,0 +1,185 @@
+/**
+ * The transcript of a live session, kept up to date in place as its events are committed, and the
+ * messages of its model requests with their JSON length, rendered once per entry. Folding an event
+ * costs what the event changes — a delta appends its text, a user message one entry — never a copy
+ * of the conversation: a session of 2,000 turns, or one hydrated from a 100 MB log, folds at the
+ * speed of a fresh one. What it gives out ({@link LiveTranscript.snapshot}) is a `Transcript`
+ * equal to `Transcript.replay` of the same events (test/engine/liveTranscript.test.ts checks that).
+ *
+ * @since 0.2.0
+ * @internal
+ */
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import * as Transcript from "../domain/Transcript.js"
+import * as ContextBuilder from "../services/ContextBuilder.js"
+
+/** The messages of a transcript, as a request carries them, and the length of their JSON array. */
+export interface Rendered {
+  readonly messages: ReadonlyArray<Transcript.Message>
+  readonly jsonLength: number
+}
+
+/** The tool calls of a response that asked for none: one array for all of them. */
+const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
+
+/** The JSON length of a list of messages whose own JSON lengths add up to `chars`: "[" + joined by "," + "]". */
+const arrayLength = (chars: number, count: number) => 2 + chars + Math.max(0, count - 1)
+
+/**
+ * A live transcript. Changed only by `add`, which the session's commit calls once an event is
+ * stored; read through `snapshot` and `rendered`, both kept until the next change.
+ */
+export class LiveTranscript {
+  /** The entries whose response has ended. Entries themselves are never changed: a result replaces its entry. */
+  private readonly entries: Array<Transcript.TranscriptEntry> = []
+  /** The response still streaming: its turn, text so far and tool calls (undefined: none open). */
+  private openTurnId: string | undefined = undefined
+  private openContent = ""
+  private openCalls: Array<Transcript.TranscriptToolCall> = []
+  /** The messages of `entries[0 .. renderedEntries)`, where each entry's begin, and their JSON lengths summed. */
+  private readonly messages: Array<Transcript.Message> = []
+  private readonly starts: Array<number> = []
+  private readonly charsBefore: Array<number> = []
+  private renderedEntries = 0
+  private renderedChars = 0
+  private cachedSnapshot: Transcript.Transcript | undefined = undefined
+  private cachedRendering: Rendered | undefined = undefined
+
+  /** A live transcript of the events so far. */
+  static of(events: Iterable<AgentEvent>): LiveTranscript {
+    const transcript = new LiveTranscript()
+    for (const event of events) transcript.add(event)
+    return transcript
+  }
+
+  /** Folds one event in, as `Transcript.reduce` does. */
+  add(event: AgentEvent): void {
+    switch (event.type) {
+      case "model.delta":
+        // The hot path: a cons string per delta, flattened once when the response ends.
+        if (this.openTurnId === undefined) this.open(event.turnId)
+        this.openContent += event.payload.text
+        return this.changed()
+      case "model.tool_call_requested":
+        if (this.openTurnId === undefined) this.open(event.turnId)
+        this.openCalls.push({ toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args })
+        return this.changed()
+      case "user.message":
+      case "turn.steered":
+        // A steer reaches the model as a user message, where it was stored in the turn.
+        this.close()
+        this.entries.push({ role: "user", turnId: event.turnId, content: event.payload.content })
+        return this.changed()
+      case "tool.completed":
+        return this.result(event.payload.toolCallId, event.payload.result, false)
+      case "tool.failed":
+        return this.result(event.payload.toolCallId, event.payload.message, true)
+      case "session.created":
+      case "followup.queued":
+      case "followup.dropped":
+      case "session.forked":
+      case "context.built":
+      case "model.retry":
+        return
+      default:
+        // Any other event of a turn ends the response streaming.
+        if (this.openTurnId !== undefined) {
+          this.close()
+          this.changed()
+        }
+    }
+  }
+
+  /** The transcript now, equal to `Transcript.replay` of the events added. */
+  snapshot(): Transcript.Transcript {
+    if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
+    const snapshot: Transcript.Transcript = { entries: this.entries.slice(), open: this.openEntry() }
+    this.cachedSnapshot = snapshot
+    // A builder given this snapshot gets its rendering from here while it is current.
+    return ContextBuilder.withRendering(snapshot, () => this.cachedSnapshot === snapshot ? this.rendered() : Transcript.rendered(snapshot))
+  }
+
+  /**
+   * The messages of `snapshot()` and their JSON length, equal to `Transcript.rendered` of it; only
+   * the entries added or changed since the last call are rendered.
+   */
+  rendered(): Rendered {
+    if (this.cachedRendering !== undefined) return this.cachedRendering
+    for (let i = this.renderedEntries; i < this.entries.length; i++) {
+      this.starts.push(this.messages.length)
+      this.charsBefore.push(this.renderedChars)
+      for (const message of Transcript.messagesOf(this.entries[i]!)) {
+        this.messages.push(message)
+        this.renderedChars += JSON.stringify(message).length
+      }
+    }
+    this.renderedEntries = this.entries.length
+    const messages = this.messages.slice()
+    let chars = this.renderedChars
+    const open = this.openEntry()
+    if (open !== undefined) {
+      for (const message of Transcript.messagesOf(open)) {
+        messages.push(message)
+        chars += JSON.stringify(message).length
+      }
+    }
+    this.cachedRendering = { messages, jsonLength: arrayLength(chars, messages.length) }
+    return this.cachedRendering
+  }
+
+  private openEntry(): Transcript.AssistantEntry | undefined {
+    return this.openTurnId === undefined
+      ? undefined
+      : { role: "assistant", turnId: this.openTurnId, content: this.openContent, toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice() }
+  }
+
+  /** A response starts streaming. Its turn id is the previous entry's string when they are equal: one copy per turn is held, not one per entry. */
+  private open(turnId: string) {
+    const previous = this.entries.at(-1)?.turnId
+    this.openTurnId = previous === turnId ? previous : turnId
+  }
+
+  private changed() {
+    this.cachedSnapshot = undefined
+    this.cachedRendering = undefined
+  }
+
+  /** Ends the streaming response: it joins the entries, its text made one flat string. */
+  private close() {
+    const open = this.openEntry()
+    if (open === undefined) return
+    // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
+    // entry then holds one string rather than a chain of every delta.
+    Number(open.content)
+    this.entries.push(open)
+    this.openTurnId = undefined
+    this.openContent = ""
+    this.openCalls = []
+  }
+
+  /** A tool's result attaches to its call (searched from the latest entry), so messages keep call order. */
+  private result(toolCallId: string, content: string, isError: boolean) {
+    this.close()
+    this.changed()
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const entry = this.entries[i]!
+      if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
+      this.entries[i] = {
+        ...entry,
+        toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
+      }
+      this.unrender(i)
+      return
+    }
+  }
+
+  /** Forgets the rendering of entry `i` and of those after it: they are rendered again when next asked for. */
+  private unrender(i: number) {
+    if (i >= this.renderedEntries) return
+    this.messages.length = this.starts[i]!
+    this.renderedChars = this.charsBefore[i]!
+    this.starts.length = i
+    this.charsBefore.length = i
+    this.renderedEntries = i
+  }
+}
