@@ -34,6 +34,8 @@ export class LiveTranscript {
   private readonly entries: Array<Transcript.TranscriptEntry> = []
   /** The response still streaming: its turn, text so far and tool calls (undefined: none open). */
   private openTurnId: string | undefined = undefined
+  /** The sequence of the event that began the open response (where a compaction may cut). */
+  private openSequence = 0
   private openContent = ""
   private openCalls: Array<Transcript.TranscriptToolCall> = []
   /** The messages of `entries[0 .. renderedEntries)`, where each entry's begin, and their JSON lengths summed. */
@@ -57,18 +59,18 @@ export class LiveTranscript {
     switch (event.type) {
       case "model.delta":
         // The hot path: a cons string per delta, flattened once when the response ends.
-        if (this.openTurnId === undefined) this.open(event.turnId)
+        if (this.openTurnId === undefined) this.open(event.turnId, event.sequence)
         this.openContent += event.payload.text
         return this.changed()
       case "model.tool_call_requested":
-        if (this.openTurnId === undefined) this.open(event.turnId)
+        if (this.openTurnId === undefined) this.open(event.turnId, event.sequence)
         this.openCalls.push({ toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args })
         return this.changed()
       case "user.message":
       case "turn.steered":
         // A steer reaches the model as a user message, where it was stored in the turn.
         this.close()
-        this.entries.push({ role: "user", turnId: event.turnId, content: event.payload.content })
+        this.entries.push({ role: "user", turnId: event.turnId, content: event.payload.content, sequence: event.sequence })
         return this.changed()
       case "tool.completed":
         return this.result(event.payload.toolCallId, event.payload.result, false)
@@ -80,7 +82,11 @@ export class LiveTranscript {
       case "session.forked":
       case "context.built":
       case "model.retry":
+      case "compaction.started":
+      case "compaction.failed":
         return
+      case "session.compacted":
+        return this.compacted(event)
       default:
         // Any other event of a turn ends the response streaming.
         if (this.openTurnId !== undefined) {
@@ -130,13 +136,39 @@ export class LiveTranscript {
   private openEntry(): Transcript.AssistantEntry | undefined {
     return this.openTurnId === undefined
       ? undefined
-      : { role: "assistant", turnId: this.openTurnId, content: this.openContent, toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice() }
+      : {
+        role: "assistant",
+        turnId: this.openTurnId,
+        content: this.openContent,
+        toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice(),
+        sequence: this.openSequence
+      }
   }
 
   /** A response starts streaming. Its turn id is the previous entry's string when they are equal: one copy per turn is held, not one per entry. */
-  private open(turnId: string) {
+  private open(turnId: string, sequence: number) {
     const previous = this.entries.at(-1)?.turnId
     this.openTurnId = previous === turnId ? previous : turnId
+    this.openSequence = sequence
+  }
+
+  /**
+   * A compaction: the summary, then the entries kept verbatim, as `Transcript.compacted` makes them;
+   * rendered again from the start when next asked for (a compaction is rare, and shrinks what is held).
+   */
+  private compacted(event: Extract<AgentEvent, { readonly type: "session.compacted" }>) {
+    this.close()
+    const next = Transcript.compacted({ entries: this.entries, open: undefined }, {
+      compactionId: event.payload.compactionId,
+      summary: event.payload.summary,
+      firstKeptSequence: event.payload.firstKeptSequence,
+      sequence: event.sequence,
+      turnId: event.turnId
+    })
+    this.entries.length = 0
+    this.entries.push(...next.entries)
+    this.unrender(0)
+    this.changed()
   }
 
   private changed() {

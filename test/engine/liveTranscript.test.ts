@@ -31,7 +31,14 @@ const step: FastCheck.Arbitrary<{ readonly type: string; readonly payload: objec
   FastCheck.tuple(callId, text).map(([toolCallId, message]) => ({ type: "tool.failed", payload: { toolCallId, errorCode: "x", message } })),
   callId.map((toolCallId) => ({ type: "tool.started", payload: { toolCallId, tool: "look", args: {} } })),
   FastCheck.constant({ type: "context.built", payload: { tokens: { instruction: 0, transcript: 0, tools: 0, total: 0 } } }),
-  FastCheck.constant({ type: "turn.completed", payload: { stopReason: "final" } })
+  FastCheck.constant({ type: "turn.completed", payload: { stopReason: "final" } }),
+  FastCheck.constant({ type: "compaction.started", payload: { compactionId: "cmp_1", reason: "threshold", tokensBefore: 9 } }),
+  FastCheck.constant({ type: "compaction.failed", payload: { compactionId: "cmp_1", errorCode: "cancelled" } }),
+  // A cut anywhere in the log so far (or past it): the summary first, the entries from the cut kept.
+  FastCheck.tuple(text, FastCheck.integer({ min: 1, max: 45 })).map(([summary, firstKeptSequence]) => ({
+    type: "session.compacted",
+    payload: { compactionId: "cmp_1", reason: "threshold", summary, firstKeptSequence, tokensBefore: 9, tokensAfter: 3 }
+  }))
 )
 
 const eventsOf = (steps: ReadonlyArray<{ readonly type: string; readonly payload: object } | "render">) => {
