@@ -2,8 +2,11 @@
  * Watching sessions (CONTRACT.md §8 "Watching"): the stored events of a session from a sequence,
  * then its live ones across turns, with no gap and no duplicate, until the watcher is interrupted.
  *
- * Live events reach watchers through one unbounded queue per watcher, fed synchronously by the
- * engine right after each event (or batch) is stored. A watcher subscribes BEFORE it reads the
+ * Live events reach watchers through one bounded, sliding queue per watcher, fed synchronously by
+ * the engine right after each event (or batch) is stored. A watcher that falls further behind than
+ * the queue holds (a stalled SSE client) loses the oldest queued events, never the newest: the next
+ * event it takes then skips sequences, and the gap is read from the store (see {@link watch}) — so
+ * a slow watcher costs bounded memory and still sees every event once. A watcher subscribes BEFORE it reads the
  * store: an event stored before the subscription is in the store read, one stored after it is in
  * the queue, one in between may be in both — and is dropped from the queue by its sequence.
  *
@@ -27,18 +30,26 @@ export interface Watchers {
   readonly subscribe: (sessionId: string) => Effect.Effect<Queue.Dequeue<AgentEvent>, never, Scope.Scope>
 }
 
+/** How many live events a watcher's queue holds before the oldest make way (read again from the store). */
+export const defaultCapacity = 4096
+
 /** A new, empty hub. */
-export const make = (): Watchers => {
+export const make = (capacity: number = defaultCapacity): Watchers => {
   const bySession = new Map<string, Set<Queue.Queue<AgentEvent>>>()
   return {
     publish: (sessionId, events) => {
       const queues = bySession.get(sessionId)
       if (queues === undefined) return
-      for (const queue of queues) for (const event of events) queue.unsafeOffer(event)
+      for (const queue of queues) {
+        for (const event of events) {
+          // `unsafeOffer` never slides: on a full queue, the sliding offer (synchronous) drops the oldest.
+          if (!queue.unsafeOffer(event)) Effect.runSync(Queue.offer(queue, event))
+        }
+      }
     },
     subscribe: (sessionId) =>
       Effect.acquireRelease(
-        Effect.flatMap(Queue.unbounded<AgentEvent>(), (queue) =>
+        Effect.flatMap(Queue.sliding<AgentEvent>(capacity), (queue) =>
           Effect.sync(() => {
             const queues = bySession.get(sessionId) ?? new Set()
             queues.add(queue)
