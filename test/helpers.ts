@@ -60,6 +60,8 @@ export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: 
   let openTurn: string | undefined
   const openCalls = new Set<string>()
   const closedCalls = new Set<string>()
+  // Every compaction ends exactly once (session.compacted or compaction.failed), one at a time.
+  let openCompaction: string | undefined
   events.forEach((event, index) => {
     expect(event.sequence, `sequence at index ${index}`).toBe(index + 1)
     expect(event.sessionId).toBe(sessionId)
@@ -67,8 +69,15 @@ export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: 
       expect(index).toBe(0)
       return
     }
-    // Session-level events (follow-ups, a fork's mark) belong to no turn.
-    if (!("turnId" in event)) return
+    if (event.type === "compaction.started") {
+      expect(openCompaction, `compaction ${event.payload.compactionId} started while ${openCompaction} open`).toBeUndefined()
+      openCompaction = event.payload.compactionId
+    } else if (event.type === "session.compacted" || event.type === "compaction.failed") {
+      expect(event.payload.compactionId, `${event.type} at ${event.sequence} ends no open compaction`).toBe(openCompaction)
+      openCompaction = undefined
+    }
+    // Session-level events (follow-ups, a fork's mark, a manual compaction) belong to no turn.
+    if (!("turnId" in event) || event.turnId === undefined) return
     if (event.type === "turn.started") {
       expect(openTurn, `turn ${event.turnId} started while ${openTurn} open`).toBeUndefined()
       openTurn = event.turnId
@@ -88,11 +97,15 @@ export const expectWellFormedLog = (events: ReadonlyArray<AgentEvent>, options: 
         break
       case "turn.completed":
         expect([...openCalls], `open calls at turn.completed ${event.sequence}`).toEqual([])
+        expect(openCompaction, `compaction open at turn.completed ${event.sequence}`).toBeUndefined()
         openTurn = undefined
         break
     }
   })
-  if (options.allowOpenTurn !== true) expect(openTurn, "a turn is left open").toBeUndefined()
+  if (options.allowOpenTurn !== true) {
+    expect(openTurn, "a turn is left open").toBeUndefined()
+    expect(openCompaction, "a compaction is left open").toBeUndefined()
+  }
 }
 
 /**
