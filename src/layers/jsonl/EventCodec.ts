@@ -151,12 +151,15 @@ export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string 
   }
 }
 
+/** Lines of a delta run joined before each native write: a write per line cost more than the join. */
+const linesPerWrite = 256
+
 /**
  * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
  * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written into one
  * buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type) is
- * encoded once; a line is that, its id, sequence and text (each string by `JSON.stringify`, so
- * escapes are the engine's own) in one template, written by one native UTF-8 write. (Copying
+ * encoded once; a line is that, its id, sequence and text (each string by `JSON.stringify`) in one
+ * template, and a few hundred lines go into the buffer in one native UTF-8 write. (Copying
  * characters one by one in JavaScript, as this did before, cost two to three times as much.) A
  * streamed response is most of what a log holds: this is its hot path. `undefined` when the batch
  * is not such a run — another event type, a text that is not a string, another turn or timestamp,
@@ -172,24 +175,32 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   const afterSequence = `,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`
   let buffer = Buffer.allocUnsafe(events.length * (afterId.length + afterSequence.length + 64))
   let at = 0
+  let pending = ""
+  let pendingLines = 0
+  const write = () => {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (at + pending.length * 3 > buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + pending.length * 3))
+      buffer.copy(grown, 0, 0, at)
+      buffer = grown
+    }
+    at += buffer.write(pending, at, "utf8")
+    pending = ""
+    pendingLines = 0
+  }
   for (const event of events) {
     if (
       event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
       event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
       !Number.isSafeInteger(event.sequence) || event.sequence < 1
     ) return undefined
-    const line = `{"id":${JSON.stringify(event.id)}${afterId}${event.sequence}${afterSequence}${JSON.stringify(event.payload.text)}}}\n`
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    if (at + line.length * 3 > buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + line.length * 3))
-      buffer.copy(grown, 0, 0, at)
-      buffer = grown
-    }
-    const written = buffer.write(line, at, "utf8")
+    const line = `{"id":${JSON.stringify(event.id)}${afterId}${event.sequence}${afterSequence}${JSON.stringify(event.payload.text)}}}`
     // A line the store could not read back is never written: the line-by-line path says which and why.
-    if (written - 1 > maxLineBytes) return undefined
-    at += written
+    if (line.length * 3 > maxLineBytes && Buffer.byteLength(line) > maxLineBytes) return undefined
+    pending += line + "\n"
+    if (++pendingLines === linesPerWrite) write()
   }
+  if (pendingLines > 0) write()
   return buffer.subarray(0, at)
 }
 
