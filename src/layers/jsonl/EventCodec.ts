@@ -151,19 +151,54 @@ export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string 
   }
 }
 
-/** Lines of a delta run joined before each native write: a write per line cost more than the join. */
-const linesPerWrite = 256
+/**
+ * Writes `text` as a JSON string at `at` and returns where it ends. Printable ASCII but `"` and `\\`
+ * (what JSON leaves as it is, one byte a character) is copied code unit by code unit; a string with
+ * anything else goes through `JSON.stringify` instead. `buffer` must have room for 6 bytes per code
+ * unit, plus 2 (an escape such as `\\u001f` takes 6).
+ */
+const putString = (buffer: Buffer, at: number, text: string): number => {
+  const start = at
+  buffer[at++] = 0x22
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return start + buffer.write(JSON.stringify(text), start, "utf8")
+    buffer[at++] = c
+  }
+  buffer[at++] = 0x22
+  return at
+}
+
+/** Copies `bytes` at `at` and returns where they end (a loop: cheaper than a native call for a hundred bytes). */
+const putBytes = (buffer: Buffer, at: number, bytes: Uint8Array): number => {
+  for (let i = 0; i < bytes.length; i++) buffer[at++] = bytes[i]!
+  return at
+}
+
+/** Writes a positive safe integer's decimal digits at `at` and returns where they end. */
+const putInteger = (buffer: Buffer, at: number, n: number): number => {
+  let digits = 1
+  for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) digits++
+  const end = at + digits
+  for (let i = end - 1, rest = n; i >= at; i--, rest = Math.floor(rest / 10)) buffer[i] = 0x30 + (rest % 10)
+  return end
+}
+
+const idKey = Buffer.from(`{"id":`, "utf8")
+const lineEnd = Buffer.from("}}\n", "utf8")
 
 /**
  * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
- * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written into one
- * buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type) is
- * encoded once; a line is that, its id, sequence and text (each string by `JSON.stringify`) in one
- * template, and a few hundred lines go into the buffer in one native UTF-8 write. (Copying
- * characters one by one in JavaScript, as this did before, cost two to three times as much.) A
- * streamed response is most of what a log holds: this is its hot path. `undefined` when the batch
- * is not such a run — another event type, a text that is not a string, another turn or timestamp,
- * a line over `maxLineBytes` — and each event then goes through {@link encodeLine}.
+ * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written straight into
+ * one buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type)
+ * is encoded once; the id, sequence and text of each are written byte by byte, a string with
+ * characters JSON escapes through `JSON.stringify`. Nothing is allocated per line: a turn streams
+ * thousands of deltas while its events are still young, and every string made here would be copied
+ * by the scavenges that follow. (The loops are module functions taking the buffer as an argument, so
+ * the compiler keeps it in a register.) A streamed response is most of what a log holds: this is
+ * its hot path. `undefined` when the batch is not such a run — another event type, a text that is
+ * not a string, another turn or timestamp, a line over `maxLineBytes` — and each event then goes
+ * through {@link encodeLine}.
  */
 export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
   const first = events[0]
@@ -171,36 +206,35 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   const { sessionId, timestamp, turnId } = first
   // The keys in the schema's order (the order the engine builds them in): id, sessionId, turnId,
   // sequence, timestamp, type, payload.
-  const afterId = `,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`
-  const afterSequence = `,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`
-  let buffer = Buffer.allocUnsafe(events.length * (afterId.length + afterSequence.length + 64))
+  const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
+  const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`, "utf8")
+  const fixed = idKey.length + afterId.length + 16 + afterSequence.length + lineEnd.length
+  let buffer = Buffer.allocUnsafe(events.length * (fixed + 64))
   let at = 0
-  let pending = ""
-  let pendingLines = 0
-  const write = () => {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    if (at + pending.length * 3 > buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + pending.length * 3))
-      buffer.copy(grown, 0, 0, at)
-      buffer = grown
-    }
-    at += buffer.write(pending, at, "utf8")
-    pending = ""
-    pendingLines = 0
-  }
   for (const event of events) {
     if (
       event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
       event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
       !Number.isSafeInteger(event.sequence) || event.sequence < 1
     ) return undefined
-    const line = `{"id":${JSON.stringify(event.id)}${afterId}${event.sequence}${afterSequence}${JSON.stringify(event.payload.text)}}}`
+    const { id, payload: { text } } = event
+    const room = fixed + 6 * (id.length + text.length) + 4
+    if (at + room > buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + room))
+      buffer.copy(grown, 0, 0, at)
+      buffer = grown
+    }
+    const start = at
+    at = putBytes(buffer, at, idKey)
+    at = putString(buffer, at, id)
+    at = putBytes(buffer, at, afterId)
+    at = putInteger(buffer, at, event.sequence)
+    at = putBytes(buffer, at, afterSequence)
+    at = putString(buffer, at, text)
+    at = putBytes(buffer, at, lineEnd)
     // A line the store could not read back is never written: the line-by-line path says which and why.
-    if (line.length * 3 > maxLineBytes && Buffer.byteLength(line) > maxLineBytes) return undefined
-    pending += line + "\n"
-    if (++pendingLines === linesPerWrite) write()
+    if (at - start - 1 > maxLineBytes) return undefined
   }
-  if (pendingLines > 0) write()
   return buffer.subarray(0, at)
 }
 
