@@ -169,10 +169,10 @@ const putString = (buffer: Buffer, at: number, text: string): number => {
   return at
 }
 
-/** Copies `bytes` at `at` and returns where they end (a loop: cheaper than a native call for a hundred bytes). */
+/** Copies `bytes` at `at` and returns where they end. */
 const putBytes = (buffer: Buffer, at: number, bytes: Uint8Array): number => {
-  for (let i = 0; i < bytes.length; i++) buffer[at++] = bytes[i]!
-  return at
+  buffer.set(bytes, at)
+  return at + bytes.length
 }
 
 /** Writes a positive safe integer's decimal digits at `at` and returns where they end. */
