@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { existsSync, linkSync, renameSync, rmSync, unlinkSync } from "node:fs"
+import { closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -88,6 +88,21 @@ interface Tail {
   /** File size in bytes (-1: no file). */
   readonly size: number
   readonly version: number
+}
+
+/** What reading a log's end found: its tail, and how many bytes of a torn last line were cut off. */
+type TailScan = { readonly tail: Tail; readonly cut: number } | EventStoreFailure
+
+/** Up to `length` bytes of an open file from `offset` (fewer at its end). */
+const readAt = (fd: number, offset: number, length: number): Buffer => {
+  const buffer = Buffer.allocUnsafe(length)
+  let got = 0
+  while (got < length) {
+    const n = readSync(fd, buffer, got, length - got, offset + got)
+    if (n === 0) break
+    got += n
+  }
+  return buffer.subarray(0, got)
 }
 
 /** Whole lines, each ending in a newline: as text, or already as UTF-8 bytes. */
@@ -165,63 +180,72 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const corrupt = (file: string, sessionId: string, line: number | undefined, detail: string, reason: EventStoreFailureReason = "corrupt") =>
       LogReader.corrupt(file, sessionId, line, detail, reason)
 
-    /** Reads up to `length` bytes of an open file from `offset`. */
-    const readAt = (handle: FileSystem.File, offset: number, length: number) =>
-      Effect.zipRight(handle.seek(offset, "start"), handle.readAlloc(length)).pipe(Effect.map(Option.getOrElse(() => new Uint8Array())))
-
     /**
      * Finds a log's version (its first line) and its last complete line by reading backwards from
      * the end, so the first append to a long log does not read all of it. Cuts off a torn tail in
-     * skip mode.
+     * skip mode. Synchronous `node:fs` calls: a handful of system calls on the page cache, cheaper
+     * than a hand-off to the thread pool for each (this runs whenever a session's writer lock is taken).
      */
     const scanTail = (sessionId: string, file: string): Effect.Effect<Tail, EventStoreFailure> =>
-      Effect.scoped(Effect.gen(function*() {
-        const handle = yield* fs.open(file, { flag: "r" })
-        const size = Number((yield* handle.stat).size)
-        if (size === 0) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
-        const head = yield* readAt(handle, 0, Math.min(size, 64 * 1024))
-        const firstEnd = head.indexOf(newline)
-        const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(head.subarray(0, firstEnd)))
-        let window = Math.min(size, 64 * 1024)
-        while (true) {
-          const bytes = yield* readAt(handle, size - window, window)
-          const lastNewline = bytes.lastIndexOf(newline)
-          const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
-          if ((lastNewline === -1 || previousNewline === -1) && window < size) {
-            // The last line (or a torn tail) is longer than any line may be: stop before reading it all.
-            if (window >= maxLineBytes + 2) {
-              return yield* corrupt(file, sessionId, undefined, `the last line is longer than ${maxLineBytes} bytes`, "line_too_long")
-            }
-            window = Math.min(size, window * 4, maxLineBytes + 2)
-            continue
-          }
-          const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
-          if (validSize < size) {
-            if (recovery === "strict") {
-              return yield* corrupt(file, sessionId, undefined, "the last line is torn (no newline) and recovery is strict", "torn_line")
-            }
-            yield* Effect.logWarning("effect-agent: cutting off a torn last line before appending").pipe(
-              Effect.annotateLogs({ path: file, bytes: size - validSize })
-            )
-            yield* fs.truncate(file, validSize)
-          }
-          if (lastNewline === -1) return { lastSequence: 0, size: 0, version: LogFormat.currentVersion }
-          if (Option.isNone(first)) return yield* corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
-          const { isHeader, version } = first.value
-          // A log holding only its header has no event yet.
-          if (validSize === firstEnd + 1 && isHeader) return { lastSequence: 0, size: validSize, version }
-          const text = new TextDecoder().decode(bytes.subarray(previousNewline + 1, lastNewline))
-          const event = LogLines.decodeEvent(text, version)
-          if (Either.isLeft(event)) return yield* corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
-          return { lastSequence: event.right.sequence, size: validSize, version }
-        }
-      })).pipe(
-        Effect.catchTag("BadArgument", (e) => Effect.die(e)),
-        Effect.catchTag("SystemError", (e) =>
-          e.reason === "NotFound"
+      Effect.suspend(() => {
+        let fd: number
+        try {
+          fd = openSync(file, "r")
+        } catch (error) {
+          return (error as NodeJS.ErrnoException).code === "ENOENT"
             ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
-            : Effect.fail(fromPlatform("append", file, sessionId)(e)))
-      )
+            : Effect.fail(fromNode("append", file, sessionId)(error))
+        }
+        let found: TailScan
+        try {
+          found = readTail(fd, file, sessionId)
+        } catch (error) {
+          return Effect.fail(fromNode("append", file, sessionId)(error))
+        } finally {
+          closeSync(fd)
+        }
+        if (found instanceof EventStoreFailure) return Effect.fail(found)
+        if (found.cut === 0) return Effect.succeed(found.tail)
+        return Effect.as(
+          Effect.logWarning("effect-agent: cutting off a torn last line before appending").pipe(Effect.annotateLogs({ path: file, bytes: found.cut })),
+          found.tail
+        )
+      })
+
+    /** {@link scanTail} on an open log; throws what `node:fs` throws. */
+    const readTail = (fd: number, file: string, sessionId: string): TailScan => {
+      const size = fstatSync(fd).size
+      if (size === 0) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut: 0 }
+      const head = readAt(fd, 0, Math.min(size, 64 * 1024))
+      const firstEnd = head.indexOf(newline)
+      const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(head.toString("utf8", 0, firstEnd))
+      let window = Math.min(size, 64 * 1024)
+      while (true) {
+        const bytes = readAt(fd, size - window, window)
+        const lastNewline = bytes.lastIndexOf(newline)
+        const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
+        if ((lastNewline === -1 || previousNewline === -1) && window < size) {
+          // The last line (or a torn tail) is longer than any line may be: stop before reading it all.
+          if (window >= maxLineBytes + 2) return corrupt(file, sessionId, undefined, `the last line is longer than ${maxLineBytes} bytes`, "line_too_long")
+          window = Math.min(size, window * 4, maxLineBytes + 2)
+          continue
+        }
+        const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
+        if (validSize < size) {
+          if (recovery === "strict") return corrupt(file, sessionId, undefined, "the last line is torn (no newline) and recovery is strict", "torn_line")
+          truncateSync(file, validSize)
+        }
+        const cut = size - validSize
+        if (lastNewline === -1) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut }
+        if (Option.isNone(first)) return corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
+        const { isHeader, version } = first.value
+        // A log holding only its header has no event yet.
+        if (validSize === firstEnd + 1 && isHeader) return { tail: { lastSequence: 0, size: validSize, version }, cut }
+        const event = LogLines.decodeEvent(bytes.toString("utf8", previousNewline + 1, lastNewline), version)
+        if (Either.isLeft(event)) return corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
+        return { tail: { lastSequence: event.right.sequence, size: validSize, version }, cut }
+      }
+    }
 
     const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
       Effect.scoped(Effect.gen(function*() {
@@ -523,7 +547,10 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
 
     /** The sessions folder (and the data dir), owner only when created here. */
     const makeSessionsDir = (sessionId: string) =>
-      fs.makeDirectory(sessionsDir, { recursive: true, mode: 0o700 }).pipe(Effect.mapError(fromPlatform("append", sessionsDir, sessionId)))
+      Effect.try({
+        try: () => void mkdirSync(sessionsDir, { recursive: true, mode: 0o700 }),
+        catch: fromNode("append", sessionsDir, sessionId)
+      })
 
     /**
      * Holding the lock, this store is the log's only writer: what it knew of the log is read again

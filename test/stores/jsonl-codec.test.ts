@@ -104,6 +104,14 @@ describe("the JSONL codec agrees with the schema", () => {
     expect(EventCodec.encodeLine({ ...delta, payload: { text: 42 } } as unknown as AgentEvent.AgentEvent, true)).toBeUndefined()
   })
 
+  it("a batch of deltas the engine built: sequences of any length of digits, and texts longer than the buffer first made, as JSON.stringify writes them", () => {
+    const sequences = [9, 10, 99, 100, 1_000, 12_345_678_901_234, Number.MAX_SAFE_INTEGER]
+    const texts = ["", "plain", "\u0001".repeat(5_000), "é".repeat(3_000), "\ud800 lone", "a\"b\\c", "x".repeat(20_000)]
+    const deltas = sequences.map((sequence, i) => ({ id: `evt_${i}`, sessionId: "sess_1", turnId: "turn_1", sequence, timestamp: "t", type: "model.delta" as const, payload: { text: texts[i]! } }))
+    const bytes = EventCodec.encodeDeltaRun(deltas, 1 << 20)
+    expect(Buffer.from(bytes!).toString("utf8")).toBe(deltas.map((d) => JSON.stringify(d) + "\n").join(""))
+  })
+
   it("property: a batch of deltas the engine built is encoded to the bytes of JSON.stringify of each, or left to encodeLine", () =>
     FastCheck.assert(
       FastCheck.property(

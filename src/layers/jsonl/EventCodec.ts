@@ -152,14 +152,53 @@ export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string 
 }
 
 /**
+ * Writes `text` as a JSON string at `at` and returns where it ends. Printable ASCII but `"` and `\\`
+ * (what JSON leaves as it is, one byte a character) is copied code unit by code unit; a string with
+ * anything else goes through `JSON.stringify` instead. `buffer` must have room for 6 bytes per code
+ * unit, plus 2 (an escape such as `\\u001f` takes 6).
+ */
+const putString = (buffer: Buffer, at: number, text: string): number => {
+  const start = at
+  buffer[at++] = 0x22
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return start + buffer.write(JSON.stringify(text), start, "utf8")
+    buffer[at++] = c
+  }
+  buffer[at++] = 0x22
+  return at
+}
+
+/** Copies `bytes` at `at` and returns where they end. */
+const putBytes = (buffer: Buffer, at: number, bytes: Uint8Array): number => {
+  buffer.set(bytes, at)
+  return at + bytes.length
+}
+
+/** Writes a positive safe integer's decimal digits at `at` and returns where they end. */
+const putInteger = (buffer: Buffer, at: number, n: number): number => {
+  let digits = 1
+  for (let rest = n; rest >= 10; rest = Math.floor(rest / 10)) digits++
+  const end = at + digits
+  for (let i = end - 1, rest = n; i >= at; i--, rest = Math.floor(rest / 10)) buffer[i] = 0x30 + (rest % 10)
+  return end
+}
+
+const idKey = Buffer.from(`{"id":`, "utf8")
+const lineEnd = Buffer.from("}}\n", "utf8")
+
+/**
  * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
- * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, but written straight
- * into one buffer — the part of the line every delta of the batch shares (session, turn, timestamp)
- * encoded once, a string of printable ASCII copied as it is (JSON escapes none of it), any other
- * string through `JSON.stringify`. A streamed response is most of what a log holds: this is its hot
- * path. `undefined` when the batch is not such a run — another event type, a text that is not a
- * string, another turn or timestamp, a line over `maxLineBytes` — and each event then goes through
- * {@link encodeLine}.
+ * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written straight into
+ * one buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type)
+ * is encoded once; the id, sequence and text of each are written byte by byte, a string with
+ * characters JSON escapes through `JSON.stringify`. Nothing is allocated per line: a turn streams
+ * thousands of deltas while its events are still young, and every string made here would be copied
+ * by the scavenges that follow. (The loops are module functions taking the buffer as an argument, so
+ * the compiler keeps it in a register.) A streamed response is most of what a log holds: this is
+ * its hot path. `undefined` when the batch is not such a run — another event type, a text that is
+ * not a string, another turn or timestamp, a line over `maxLineBytes` — and each event then goes
+ * through {@link encodeLine}.
  */
 export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
   const first = events[0]
@@ -169,56 +208,30 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   // sequence, timestamp, type, payload.
   const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
   const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`, "utf8")
-  let buffer = Buffer.allocUnsafe(events.length * (afterId.length + afterSequence.length + 64))
+  const fixed = idKey.length + afterId.length + 16 + afterSequence.length + lineEnd.length
+  let buffer = Buffer.allocUnsafe(events.length * (fixed + 64))
   let at = 0
-  const room = (bytes: number) => {
-    if (at + bytes <= buffer.length) return
-    const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + bytes))
-    buffer.copy(grown, 0, 0, at)
-    buffer = grown
-  }
-  /** Characters that are their own one byte in UTF-8 and in a JSON string. */
-  const ascii = (text: string) => {
-    room(text.length)
-    for (let i = 0; i < text.length; i++) buffer[at++] = text.charCodeAt(i)
-  }
-  const string = (text: string) => {
-    room(text.length + 2)
-    const start = at
-    buffer[at++] = 0x22
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i)
-      // A control character, `"`, `\`, DEL or beyond ASCII: the string is written by JSON.stringify.
-      if (c < 0x20 || c === 0x22 || c === 0x5c || c > 0x7e) {
-        at = start
-        const json = JSON.stringify(text)
-        room(json.length * 3)
-        at += buffer.write(json, at, "utf8")
-        return
-      }
-      buffer[at++] = c
-    }
-    buffer[at++] = 0x22
-  }
-  const bytes = (part: Uint8Array) => {
-    room(part.length)
-    buffer.set(part, at)
-    at += part.length
-  }
   for (const event of events) {
     if (
       event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
       event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
       !Number.isSafeInteger(event.sequence) || event.sequence < 1
     ) return undefined
+    const { id, payload: { text } } = event
+    const room = fixed + 6 * (id.length + text.length) + 4
+    if (at + room > buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + room))
+      buffer.copy(grown, 0, 0, at)
+      buffer = grown
+    }
     const start = at
-    ascii(`{"id":`)
-    string(event.id)
-    bytes(afterId)
-    ascii(String(event.sequence))
-    bytes(afterSequence)
-    string(event.payload.text)
-    ascii("}}\n")
+    at = putBytes(buffer, at, idKey)
+    at = putString(buffer, at, id)
+    at = putBytes(buffer, at, afterId)
+    at = putInteger(buffer, at, event.sequence)
+    at = putBytes(buffer, at, afterSequence)
+    at = putString(buffer, at, text)
+    at = putBytes(buffer, at, lineEnd)
     // A line the store could not read back is never written: the line-by-line path says which and why.
     if (at - start - 1 > maxLineBytes) return undefined
   }

@@ -1,7 +1,7 @@
 /**
  * Reading a session's log as a stream of events, fast and in constant memory.
  *
- * The file is read in large chunks into one reused buffer; each chunk's complete lines are decoded
+ * The file is read in 64 KiB chunks into one reused buffer; each chunk's complete lines are decoded
  * at once, parsed with `JSON.parse` and checked by `EventCodec` (the schema itself only for lines it
  * does not accept as they are: older log versions, foreign key orders, invalid events); the events
  * of a chunk go downstream as one chunk before the next read. Memory is one buffer, one chunk of
@@ -16,7 +16,7 @@
  * @since 0.1.0
  * @internal
  */
-import { close, open, read } from "node:fs"
+import { closeSync, openSync, readSync } from "node:fs"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -125,47 +125,58 @@ export class Decoder {
 // its thousands of events outlive a scavenge: both cost more in GC than the fewer reads save).
 const defaultChunkBytes = 64 * 1024
 
-/** A session's events from its log; a missing log is an empty stream. */
+/**
+ * A session's events from its log; a missing log is an empty stream.
+ *
+ * The file is opened and read with synchronous calls: a 64 KiB read from the page cache takes
+ * microseconds, while handing each read to libuv's thread pool and back cost more than decoding the
+ * chunk on a busy machine (a third of a replay's time). The fiber still yields between chunks as the
+ * runtime schedules it, so a long replay does not hold the event loop.
+ */
 export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> => {
   const { file, sessionId } = options
   const failed = fromNode("read", file, sessionId)
-  const openLog = Effect.async<number | undefined, EventStoreFailure>((resume) => {
-    open(file, "r", (error, fd) => {
-      if (error === null) resume(Effect.succeed(fd))
-      else resume(error.code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(failed(error)))
-    })
+  const openLog = Effect.suspend((): Effect.Effect<number | undefined, EventStoreFailure> => {
+    try {
+      return Effect.succeed(openSync(file, "r"))
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(failed(error))
+    }
   })
   const closeLog = (fd: number | undefined) =>
-    fd === undefined ? Effect.void : Effect.async<void>((resume) => close(fd, () => resume(Effect.void)))
+    Effect.sync(() => {
+      if (fd === undefined) return
+      try {
+        closeSync(fd)
+      } catch {
+        // Closing a descriptor fails only when it is already unusable.
+      }
+    })
   return Stream.acquireRelease(openLog, closeLog).pipe(
     Stream.flatMap((fd) => {
       if (fd === undefined) return Stream.empty
       const decoder = new Decoder(options)
       const buffer = Buffer.allocUnsafe(options.chunkBytes ?? defaultChunkBytes)
-      let failure: EventStoreFailure | undefined
       let done = false
-      const readChunk = Effect.async<number, EventStoreFailure>((resume) => {
-        read(fd, buffer, 0, buffer.byteLength, null, (error, bytesRead) => {
-          resume(error === null ? Effect.succeed(bytesRead) : Effect.fail(failed(error)))
-        })
-      })
+      let failure: EventStoreFailure | undefined
       // Each pull reads one chunk and hands on its events; a failure comes on the pull after them.
       const pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<EventStoreFailure>> = Effect.suspend(() => {
         if (failure !== undefined) return Effect.fail(Option.some(failure))
         if (done) return Effect.fail(Option.none())
-        return Effect.matchEffect(readChunk, {
-          onFailure: (error) => Effect.fail(Option.some(error)),
-          onSuccess: (bytesRead) => {
-            if (bytesRead === 0) {
-              done = true
-              failure = decoder.end()
-              return failure === undefined ? Effect.fail(Option.none()) : Effect.fail(Option.some(failure))
-            }
-            const [events, stopped] = decoder.push(buffer.subarray(0, bytesRead))
-            failure = stopped
-            return Effect.succeed(Chunk.unsafeFromArray(events))
-          }
-        })
+        let bytesRead: number
+        try {
+          bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
+        } catch (error) {
+          return Effect.fail(Option.some(failed(error)))
+        }
+        if (bytesRead === 0) {
+          done = true
+          failure = decoder.end()
+          return Effect.fail(failure === undefined ? Option.none() : Option.some(failure))
+        }
+        const [events, stopped] = decoder.push(buffer.subarray(0, bytesRead))
+        failure = stopped
+        return Effect.succeed(Chunk.unsafeFromArray(events))
       })
       return Stream.repeatEffectChunkOption(pull)
     })

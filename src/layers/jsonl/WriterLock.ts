@@ -107,7 +107,11 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   }
   const mine = highest + 1
   const temporary = join(dir, `.${me.nonce}.tmp`)
-  writeNewFile(temporary, JSON.stringify(me), true)
+  // Not flushed to disk: a record matters only while its process lives, and after a power loss every
+  // holder is dead (a record the crash left empty or torn reads as no holder). Another process sees it
+  // through the page cache as soon as it is linked. (An fsync here cost every first turn of a session
+  // milliseconds, many more on a busy disk.)
+  writeNewFile(temporary, JSON.stringify(me))
   try {
     linkSync(temporary, join(dir, `${mine}.json`))
   } catch (error) {
@@ -117,11 +121,13 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
     removeQuietly(temporary)
   }
   // A process that read an older generation may have published below us; one that won above us means we lost.
-  if (generations(readdirSync(dir)).some((n) => n > mine)) {
+  const after = readdirSync(dir)
+  if (generations(after).some((n) => n > mine)) {
     removeQuietly(join(dir, `${mine}.json`))
     return { _tag: "Retry" }
   }
-  for (const name of readdirSync(dir)) {
+  // (One publishing below us after this listing finds `mine` in its own check and removes its record.)
+  for (const name of after) {
     const match = /^(\d+)\.(json|released)$/.exec(name)
     if (match !== null && Number(match[1]) < mine) removeQuietly(join(dir, name))
   }
