@@ -19,11 +19,9 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import * as Cut from "../domain/Compaction.js"
@@ -83,22 +81,19 @@ const tokensOf = (w: Writer, transcript: Transcript.Transcript): Effect.Effect<n
 
 /** The model's text for one summary request, retried as a turn's request is. */
 const summarise = (w: Writer, request: Cut.SummaryRequest): Effect.Effect<Either.Either<string, ProviderFailure>> =>
-  Effect.gen(function*() {
-    const attempts = yield* Retry.start(w.services.options.retry)
-    for (let attempt = 1;; attempt++) {
-      const answer = yield* w.services.provider.stream(request).pipe(
+  Retry.loop(
+    w.services.options.retry,
+    () =>
+      w.services.provider.stream(request).pipe(
         Stream.runFold("", (text, chunk) => (chunk._tag === "TextDelta" ? text + chunk.text : text)),
         Effect.either
+      ),
+    (answer) => (Either.isLeft(answer) ? answer.left : undefined),
+    (failure, attempt, delayMs) =>
+      Effect.logInfo("summary request failed; retrying").pipe(
+        Effect.annotateLogs({ reason: failure.reason, detail: failure.detail, attempt, delayMs })
       )
-      if (Either.isRight(answer)) return answer
-      const wait = yield* attempts.next(answer.left)
-      if (Option.isNone(wait)) return answer
-      yield* Effect.logInfo("summary request failed; retrying").pipe(
-        Effect.annotateLogs({ reason: answer.left.reason, detail: answer.left.detail, attempt, delayMs: wait.value })
-      )
-      yield* Effect.sleep(Duration.millis(wait.value))
-    }
-  })
+  )
 
 /** The summary of the entries before the cut, or the errorCode of why there is none. */
 const summaryOf = (w: Writer, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<string, string>> =>

@@ -6,9 +6,7 @@
  * @since 0.2.0
  * @internal
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
@@ -114,10 +112,10 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
  * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
  */
 export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
-  Effect.gen(function*() {
-    const attempts = yield* Retry.start(env.options.retry)
-    for (let attempt = 1;; attempt++) {
-      const response = yield* respond(env, request, tally).pipe(
+  Retry.loop(
+    env.options.retry,
+    (attempt) =>
+      respond(env, request, tally).pipe(
         Effect.withSpan("effect-agent.model.request", {
           captureStackTrace: false,
           attributes: {
@@ -128,14 +126,12 @@ export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effec
             model: env.provider.capabilities.model
           }
         })
+      ),
+    // Only a request none of whose response was stored is sent again.
+    (response) => response._tag === "Answered" || response.stored ? undefined : response.failure,
+    (failure, attempt, delayMs) =>
+      Effect.logInfo("model request failed; retrying").pipe(
+        Effect.annotateLogs({ reason: failure.reason, detail: failure.detail, attempt, delayMs }),
+        Effect.zipRight(env.commit([EventDraft.modelRetry(attempt, delayMs, failure.reason)]))
       )
-      if (response._tag === "Answered" || response.stored) return response
-      const wait = yield* attempts.next(response.failure)
-      if (Option.isNone(wait)) return response
-      yield* Effect.logInfo("model request failed; retrying").pipe(
-        Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail, attempt, delayMs: wait.value })
-      )
-      yield* env.commit([EventDraft.modelRetry(attempt, wait.value, response.failure.reason)])
-      yield* Effect.sleep(Duration.millis(wait.value))
-    }
-  })
+  )

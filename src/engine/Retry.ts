@@ -60,3 +60,28 @@ export const start = (policy: Policy): Effect.Effect<Attempts> =>
         })
     }
   })
+
+/**
+ * Runs `attempt` (numbered from 1) until it needs no retry or the policy is spent: `failureOf` says
+ * which provider failure an outcome asks a retry for (none: the outcome stands), `beforeWait` runs
+ * before each wait (the turn stores `model.retry` there), and the wait goes through `Clock`. The last
+ * outcome is returned as it is.
+ */
+export const loop = <A, E, R, E2 = never, R2 = never>(
+  policy: Policy,
+  attempt: (attempt: number) => Effect.Effect<A, E, R>,
+  failureOf: (outcome: A) => ProviderFailure | undefined,
+  beforeWait: (failure: ProviderFailure, attempt: number, delayMs: number) => Effect.Effect<void, E2, R2> = () => Effect.void as never
+): Effect.Effect<A, E | E2, R | R2> =>
+  Effect.gen(function*() {
+    const attempts = yield* start(policy)
+    for (let n = 1;; n++) {
+      const outcome = yield* attempt(n)
+      const failure = failureOf(outcome)
+      if (failure === undefined) return outcome
+      const wait = yield* attempts.next(failure)
+      if (Option.isNone(wait)) return outcome
+      yield* beforeWait(failure, n, wait.value)
+      yield* Effect.sleep(Duration.millis(wait.value))
+    }
+  })

@@ -282,6 +282,10 @@ export const make = (
       options: { ...TurnEnv.defaultOptions, ...options }
     }
 
+    /** Commits session-level drafts (no turnId): stored, folded, handed to watchers; no turn consumer to emit to. */
+    const commitSessionLevel = (session: LiveSession.LiveSession, drafts: Parameters<typeof LiveSession.commit>[3]) =>
+      LiveSession.commit(ports, session, undefined, drafts, () => Effect.void)
+
     /** Loads a session by folding its log as it is read: the whole log is never held at once. */
     const hydrate = (sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
       Effect.suspend(() => {
@@ -343,7 +347,7 @@ export const make = (
           yield* Effect.logWarning("closing a compaction left open").pipe(
             Effect.annotateLogs({ sessionId: session.sessionId, compactionId: compaction.compactionId })
           )
-          yield* LiveSession.commit(ports, session, undefined, [EventDraft.compactionFailed(compaction.compactionId, "interrupted")], () => Effect.void)
+          yield* commitSessionLevel(session, [EventDraft.compactionFailed(compaction.compactionId, "interrupted")])
         }
         if (open === undefined) return
         const errorCode = session.danglingReason
@@ -617,7 +621,7 @@ export const make = (
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* writableSession(input.sessionId)
       const queueId = yield* ids.next("queue")
-      yield* LiveSession.commit(ports, session, undefined, [EventDraft.followUpQueued(queueId, input.message)], () => Effect.void).pipe(
+      yield* commitSessionLevel(session, [EventDraft.followUpQueued(queueId, input.message)]).pipe(
         Effect.tapError(forgetIfStale(input.sessionId))
       )
       yield* runFollowUps(session)
@@ -629,7 +633,7 @@ export const make = (
       const queueIds = session.live.state.followUps.map((f) => f.queueId)
       if (queueIds.length === 0) return { queueIds }
       // A follow-up whose turn starts meanwhile is no longer queued: the fold keeps only those still queued.
-      yield* LiveSession.commit(ports, session, undefined, [EventDraft.followUpDropped(queueIds)], () => Effect.void).pipe(
+      yield* commitSessionLevel(session, [EventDraft.followUpDropped(queueIds)]).pipe(
         Effect.tapError(forgetIfStale(input.sessionId))
       )
       return { queueIds }
@@ -666,7 +670,7 @@ export const make = (
       const writer: Compaction.Writer = {
         services: keep === undefined ? services : { ...services, options: { ...services.options, compaction: { ...services.options.compaction, keepRecentTokens: keep } } },
         session,
-        commit: (drafts) => LiveSession.commit(ports, session, undefined, drafts, () => Effect.void)
+        commit: (drafts) => commitSessionLevel(session, drafts)
       }
       // Under the control lock, with no driver: no turn starts while the summary is written.
       const outcome = yield* withoutDriver(session, Effect.gen(function*() {
