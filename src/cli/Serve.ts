@@ -70,6 +70,9 @@ const perCwd = (
   })
 }
 
+const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
+const isUnspecified = (address: string) => address === "0.0.0.0" || address === "::" || address === "[::]" || address === ""
+
 /** `--cluster`'s runner options, checked; the cluster's database is the store's unless given. */
 const clusterOptions = (flags: {
   readonly clusterDatabaseUrl: Option.Option<Redacted.Redacted>
@@ -83,6 +86,10 @@ const clusterOptions = (flags: {
   Effect.gen(function*() {
     const invalid = (message: string) => new CliError({ reason: "invalid_arguments", message })
     if (flags.store !== "postgres") return yield* invalid("--cluster needs --store postgres: every runner reads and writes the same sessions")
+    // Other runners dial this address: a wildcard is where to listen, not where to be reached.
+    if (isUnspecified(flags.runnerHost)) {
+      return yield* invalid(`--runner-host ${flags.runnerHost} is not an address other runners can reach: give this machine's address on the runners' private network`)
+    }
     if (flags.runnerPort < 1 || flags.runnerPort > 65535) return yield* invalid(`--runner-port ${flags.runnerPort} is not a port (1-65535)`)
     if (flags.shardsPerGroup < 1) return yield* invalid(`--shards-per-group ${flags.shardsPerGroup} must be at least 1`)
     if (flags.shardLockTtl < 1) return yield* invalid(`--shard-lock-ttl ${flags.shardLockTtl} must be at least 1 (seconds)`)
@@ -103,16 +110,20 @@ const clusterOptions = (flags: {
   })
 
 /** The cluster's code, loaded only by `serve --cluster`. */
-const loadCluster = Effect.tryPromise({
-  try: () => import("../cluster.js"),
-  catch: () =>
-    new CliError({
-      reason: "missing_package",
-      message: "--cluster needs the optional packages @effect/cluster, @effect/rpc and @effect/workflow: npm install @effect/cluster @effect/rpc @effect/workflow"
-    })
-})
-
-const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
+const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catch: (error) => error }).pipe(
+  // A missing optional package is the user's to install; any other failure to load is a defect.
+  Effect.catchAll((error) =>
+    (error as { readonly code?: unknown }).code === "ERR_MODULE_NOT_FOUND"
+      ? Effect.fail(
+        new CliError({
+          reason: "missing_package",
+          message:
+            "--cluster needs the optional packages @effect/cluster, @effect/rpc, @effect/workflow and @effect/sql-pg: npm install @effect/cluster @effect/rpc @effect/workflow @effect/sql-pg"
+        })
+      )
+      : Effect.die(error)
+  )
+)
 
 /** The `serve` command. */
 export const command = Command.make(

@@ -24,15 +24,19 @@ import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
 
-/** A store failure as it crosses to another runner: its reason and detail, not its cause (paths, stacks). */
-const withoutCause = <E>(error: E): E => {
-  if (!(error instanceof EventStoreFailure)) return error
+/**
+ * A store failure as it crosses to another runner: its reason and detail, not its cause (paths,
+ * stacks) — which is logged here, on the runner where it happened, so the original error is kept.
+ */
+const withoutCause = <E>(error: E): Effect.Effect<E> => {
+  if (!(error instanceof EventStoreFailure)) return Effect.succeed(error)
   const { cause: _cause, ...fields } = error
-  return new EventStoreFailure(fields) as E
+  return Effect.as(Effect.logError("a session's store failed", error), new EventStoreFailure(fields) as E)
 }
 
-const forWire = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.mapError(effect, withoutCause)
-const streamForWire = <A, E, R>(stream: Stream.Stream<A, E, R>) => Stream.mapError(stream, withoutCause)
+const forWire = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.catchAll(effect, (error) => Effect.flip(withoutCause(error)))
+const streamForWire = <A, E, R>(stream: Stream.Stream<A, E, R>) =>
+  Stream.catchAll(stream, (error) => Stream.fromEffect(Effect.flip(withoutCause(error))))
 
 /** How a runner owns its sessions. */
 export interface Options {

@@ -16,7 +16,8 @@ import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from 
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Transcript from "../domain/Transcript.js"
-import { type EventStore, markBuilt } from "../services/EventStore.js"
+import { markBuilt } from "../services/BuiltBatches.js"
+import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import type { Watchers } from "./Watchers.js"
@@ -253,7 +254,8 @@ export const commit = (
     // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
     const ids = yield* idsFor(ports.ids, events.length)
     for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
-    yield* (events.length === 1 ? ports.store.append(events[0]!) : appendAll(ports.store, markBuilt(events))).pipe(
+    // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
+    yield* appendAll(ports.store, markBuilt(events)).pipe(
       // No stack trace: this span is on the hot path, once per batch.
       Effect.withSpan("effect-agent.store.append", {
         captureStackTrace: false,

@@ -79,16 +79,16 @@ export interface Follow<E> {
 
 /**
  * The watch stream: `stored` (the store's events from the start sequence) then the live queue,
- * each live event kept only when its sequence is past the last one emitted. With `follow`, the
- * store is read at each tick while another process may write the session, and an event that
- * skips sequences (written after another process's) first brings the ones in between from the
- * store: still no gap and no duplicate.
+ * each live event kept only when its sequence is past the last one emitted. The store is read at
+ * each tick while another process may write the session, and an event that skips sequences
+ * (written after another process's, or after the ones a full queue let go) first brings the ones
+ * in between from the store: still no gap and no duplicate.
  */
 export const watch = <E>(
   live: Queue.Dequeue<AgentEvent>,
   stored: Stream.Stream<AgentEvent, E>,
   fromSequence: number,
-  follow?: Follow<E>
+  follow: Follow<E>
 ): Stream.Stream<AgentEvent, E> =>
   Stream.suspend(() => {
     let last = fromSequence - 1
@@ -102,7 +102,6 @@ export const watch = <E>(
       last = event.sequence
       return true
     }
-    if (follow === undefined) return Stream.concat(Stream.filter(stored, after), Stream.filter(Stream.fromQueue(live), after))
     /** One event of the live phase: dropped when seen, else after whatever the store has before it. */
     const deliver = (event: AgentEvent): Stream.Stream<AgentEvent, E> =>
       Stream.suspend(() => {

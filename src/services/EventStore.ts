@@ -104,22 +104,3 @@ export const batchConflict = (events: ReadonlyArray<AgentEvent>): EventStoreFail
 /** Most recently active first, then by id, so listings are stable. */
 export const byRecentActivity = (a: SessionSummary, b: SessionSummary): number =>
   a.lastActivityAt < b.lastActivityAt ? 1 : a.lastActivityAt > b.lastActivityAt ? -1 : a.sessionId.localeCompare(b.sessionId)
-
-// Batches of events the engine built (see `markBuilt`).
-const builtBatches = new WeakSet<ReadonlyArray<AgentEvent>>()
-
-/**
- * Marks a batch as built by the engine's commit: envelopes in the schema's field order, payloads
- * from the engine's builders (`engine/EventDraft.ts`). A store may then write the payloads whose
- * shape one builder fixes (`model.delta`: `{ text }`) without checking them against the schema
- * again. Returns the batch.
- *
- * @internal
- */
-export const markBuilt = <A extends ReadonlyArray<AgentEvent>>(events: A): A => {
-  builtBatches.add(events)
-  return events
-}
-
-/** Whether the engine built this batch (see `markBuilt`). @internal */
-export const isBuilt = (events: ReadonlyArray<AgentEvent>): boolean => builtBatches.has(events)

@@ -14,6 +14,7 @@ import * as FastCheck from "effect/FastCheck"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as EventCodec from "../../src/layers/jsonl/EventCodec.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as Package from "../../src/index.js"
 import { collect, tempDir } from "../helpers.js"
 
 const anyEvent = Arbitrary.make(AgentEvent.AgentEvent)
@@ -110,6 +111,16 @@ describe("the JSONL codec agrees with the schema", () => {
     const deltas = sequences.map((sequence, i) => ({ id: `evt_${i}`, sessionId: "sess_1", turnId: "turn_1", sequence, timestamp: "t", type: "model.delta" as const, payload: { text: texts[i]! } }))
     const bytes = EventCodec.encodeDeltaRun(deltas, 1 << 20)
     expect(Buffer.from(bytes!).toString("utf8")).toBe(deltas.map((d) => JSON.stringify(d) + "\n").join(""))
+  })
+
+  it("the engine's mark is not part of the package, and a run with a malformed envelope is never written as bytes", () => {
+    // A batch marked by anyone could skip the schema check: the mark is internal, not exported.
+    expect(Object.keys(Package.EventStore)).not.toContain("markBuilt")
+    expect(JSON.stringify(Object.keys(Package)).includes("BuiltBatches")).toBe(false)
+    const delta = { id: "evt_1", sessionId: "sess_1", turnId: "turn_1", sequence: 2, timestamp: "t", type: "model.delta" as const, payload: { text: "x" } }
+    const { turnId: _turnId, ...noTurn } = delta
+    expect(EventCodec.encodeDeltaRun([noTurn as unknown as AgentEvent.AgentEvent], 1 << 20)).toBeUndefined()
+    expect(EventCodec.encodeDeltaRun([{ ...delta, timestamp: 1 } as unknown as AgentEvent.AgentEvent], 1 << 20)).toBeUndefined()
   })
 
   it("property: a batch of deltas the engine built is encoded to the bytes of JSON.stringify of each, or left to encodeLine", () =>

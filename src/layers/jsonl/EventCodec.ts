@@ -136,7 +136,7 @@ export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = c
 /**
  * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the
  * schema's encoding. `undefined` for a value that is not a valid event. `built`: the event is of a
- * batch the engine built (`EventStore.isBuilt`).
+ * batch the engine built (`BuiltBatches.isBuilt`).
  */
 export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string | undefined => {
   // A delta the engine built is canonical by construction (its envelope in the schema's order, its
@@ -188,7 +188,7 @@ const idKey = Buffer.from(`{"id":`, "utf8")
 const lineEnd = Buffer.from("}}\n", "utf8")
 
 /**
- * The lines of a batch of deltas the engine built (`EventStore.isBuilt`) as UTF-8 bytes, each line
+ * The lines of a batch of deltas the engine built (`BuiltBatches.isBuilt`) as UTF-8 bytes, each line
  * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written straight into
  * one buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type)
  * is encoded once; the id, sequence and text of each are written byte by byte, a string with
@@ -204,6 +204,16 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   const first = events[0]
   if (first === undefined || first.type !== "model.delta") return undefined
   const { sessionId, timestamp, turnId } = first
+  if (typeof sessionId !== "string" || typeof timestamp !== "string" || typeof turnId !== "string") return undefined
+  // The batch's shape first, in one cheap pass: a mixed batch (deltas, then a tool call) is encoded
+  // line by line once, not here and then again.
+  for (const event of events) {
+    if (
+      event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
+      event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
+      !Number.isSafeInteger(event.sequence) || event.sequence < 1
+    ) return undefined
+  }
   // The keys in the schema's order (the order the engine builds them in): id, sessionId, turnId,
   // sequence, timestamp, type, payload.
   const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
@@ -212,12 +222,7 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   let buffer = Buffer.allocUnsafe(events.length * (fixed + 64))
   let at = 0
   for (const event of events) {
-    if (
-      event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
-      event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
-      !Number.isSafeInteger(event.sequence) || event.sequence < 1
-    ) return undefined
-    const { id, payload: { text } } = event
+    const { id, payload: { text } } = event as AgentEvent.AgentEvent & { readonly type: "model.delta" }
     const room = fixed + 6 * (id.length + text.length) + 4
     if (at + room > buffer.length) {
       const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + room))
