@@ -130,7 +130,8 @@ export const PermissionRequested = turnEvent("permission.requested", {
 /**
  * A permission decision: by the policy (`ask` pauses the call), then, after an `ask`, by the user.
  * `remember: true` on a user decision applies it to later calls with the same `scope` (a tool, or
- * for `shell` a program) in this session.
+ * for `shell` a program) in this session. `idempotencyKey`: the key of the user's answer, when it
+ * came with one: the same answer delivered again is answered from the log (`SessionState.applied`).
  */
 export const PermissionResolved = turnEvent("permission.resolved", {
   toolCallId: Schema.String,
@@ -138,7 +139,8 @@ export const PermissionResolved = turnEvent("permission.resolved", {
   policy: Schema.optional(Schema.String),
   actor: Schema.Literal("policy", "user"),
   remember: Schema.optional(Schema.Boolean),
-  scope: Schema.optional(Schema.String)
+  scope: Schema.optional(Schema.String),
+  idempotencyKey: Schema.optional(Schema.String)
 })
 
 /** An allowed tool call began running. */
@@ -176,11 +178,19 @@ export const TurnCompleted = turnEvent("turn.completed", {
 /**
  * A message the user sent into the running turn (`steer`), stored at the next step boundary —
  * after the step's tool results, before the next model request. The model sees it as a user message.
+ * `idempotencyKey`: the steer's key, when it came with one.
  */
-export const TurnSteered = turnEvent("turn.steered", { content: Schema.String })
+export const TurnSteered = turnEvent("turn.steered", { content: Schema.String, idempotencyKey: Schema.optional(Schema.String) })
 
-/** A message queued to run as its own turn once the session is idle (session-level: no turnId). */
-export const FollowUpQueued = sessionEvent("followup.queued", { queueId: Schema.String, content: Schema.String })
+/**
+ * A message queued to run as its own turn once the session is idle (session-level: no turnId).
+ * `idempotencyKey`: the follow-up's key, when it came with one.
+ */
+export const FollowUpQueued = sessionEvent("followup.queued", {
+  queueId: Schema.String,
+  content: Schema.String,
+  idempotencyKey: Schema.optional(Schema.String)
+})
 
 /** Queued follow-ups dropped before they ran (`dropFollowUps`), by queue id (session-level: no turnId). */
 export const FollowUpDropped = sessionEvent("followup.dropped", { queueIds: Schema.Array(Schema.String) })

@@ -59,6 +59,22 @@ export interface QueuedFollowUp {
   readonly content: string
 }
 
+/**
+ * What a message sent with an idempotency key did, as its event in the log says: a message
+ * delivered again with the same key (a runner died after storing it and before answering) is
+ * answered from this, never applied twice.
+ */
+export type AppliedMessage =
+  | { readonly _tag: "FollowUpQueued"; readonly key: string; readonly queueId: string }
+  | { readonly _tag: "TurnSteered"; readonly key: string; readonly turnId: string }
+  | { readonly _tag: "PermissionResolved"; readonly key: string; readonly toolCallId: string }
+
+/**
+ * How many keys a state remembers, the most recent ones: a message is delivered again within
+ * seconds (the time its session takes to move to another runner), never after a thousand others.
+ */
+export const rememberedKeys = 1024
+
 /** A compaction that has started and not ended (`compaction.started` without its `session.compacted` or `compaction.failed`). */
 export interface OpenCompaction {
   readonly compactionId: string
@@ -86,6 +102,8 @@ export interface SessionState {
    * `compaction` too). Left open in a log by a crash, it is closed `compaction.failed {interrupted}`.
    */
   readonly compaction?: OpenCompaction | undefined
+  /** The messages with an idempotency key the log holds, oldest first (at most {@link rememberedKeys}). */
+  readonly applied: ReadonlyArray<AppliedMessage>
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -110,7 +128,8 @@ export const fromCreated = (event: EventOfType<"session.created">): SessionState
   openTurn: undefined,
   lastTurn: undefined,
   remembered: [],
-  followUps: []
+  followUps: [],
+  applied: []
 })
 
 /** The state of a session whose log begins with `event`; fails unless it is a `session.created` at sequence 1. */
@@ -222,7 +241,11 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     switch (event.type) {
       case "followup.queued":
         if (state.followUps.some((f) => f.queueId === event.payload.queueId)) return fail(event, `follow-up ${event.payload.queueId} queued twice`)
-        return Either.right({ ...moved, followUps: [...state.followUps, { queueId: event.payload.queueId, content: event.payload.content }] })
+        return Either.right({
+          ...moved,
+          followUps: [...state.followUps, { queueId: event.payload.queueId, content: event.payload.content }],
+          applied: withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "FollowUpQueued", key, queueId: event.payload.queueId }))
+        })
       case "followup.dropped": {
         const dropped = new Set(event.payload.queueIds)
         return Either.right({ ...moved, followUps: state.followUps.filter((f) => !dropped.has(f.queueId)) })
@@ -305,8 +328,17 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.map(reduceToolEvent(turn, event), (next) => ({
         ...base,
         openTurn: withCallsPhase(next),
-        remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
+        remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered,
+        applied: event.type === "permission.resolved"
+          ? withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "PermissionResolved", key, toolCallId: event.payload.toolCallId }))
+          : state.applied
       }))
+    case "turn.steered":
+      return Either.right({
+        ...base,
+        openTurn: turn,
+        applied: withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "TurnSteered", key, turnId: event.turnId }))
+      })
     default:
       return Either.right({ ...base, openTurn: turn })
   }
@@ -345,6 +377,20 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
       : undefined
   })
 }
+
+/** The applied messages with one more (the oldest forgotten past {@link rememberedKeys}); unchanged without a key. */
+const withApplied = (
+  applied: ReadonlyArray<AppliedMessage>,
+  key: string | undefined,
+  make: (key: string) => AppliedMessage
+): ReadonlyArray<AppliedMessage> => {
+  if (key === undefined) return applied
+  const next = [...applied, make(key)]
+  return next.length > rememberedKeys ? next.slice(next.length - rememberedKeys) : next
+}
+
+/** What the message with this idempotency key did, when the log holds it (the first one, if a key came twice). */
+export const findApplied = (state: SessionState, key: string): AppliedMessage | undefined => state.applied.find((m) => m.key === key)
 
 /** Replays a whole log. Fails on the first event that cannot follow its predecessors. */
 export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState | undefined, ImpossibleEvent> => {

@@ -58,6 +58,14 @@ export interface ActiveTurn {
 export interface UserDecision {
   readonly decision: "allow" | "deny"
   readonly remember: boolean
+  /** Stored with the answer: the same answer delivered again is then answered from the log. */
+  readonly idempotencyKey?: string
+}
+
+/** A message sent into the running turn, waiting for the next step boundary. */
+export interface Steer {
+  readonly content: string
+  readonly idempotencyKey?: string
 }
 
 /**
@@ -80,9 +88,15 @@ export interface LiveSession {
    * Messages sent into the running turn (`steer`) and not yet stored: the driver stores them as
    * `turn.steered`, in arrival order, at its next step boundary.
    */
-  readonly steers: Array<string>
+  readonly steers: Array<Steer>
   /** Calls the running driver is waiting on, by tool call id: completing one hands it the user's answer. */
   readonly approvals: Map<string, Deferred.Deferred<UserDecision>>
+  /**
+   * Messages with an idempotency key accepted and not stored yet (a steer before its step boundary,
+   * an answer handed to a waiting call), by key: the same message delivered again meanwhile is
+   * answered from here, as once stored it is answered from the log (`SessionState.applied`).
+   */
+  readonly accepted: Map<string, SessionState.AppliedMessage>
   /** Held to start a driver, and by the few writes made without one, so the two never overlap. */
   readonly control: Effect.Semaphore
   /** Held by each commit: batches of one session are stored one after the other. */
@@ -109,9 +123,14 @@ export const make = (state: SessionState.SessionState, transcript: LiveTranscrip
   danglingReason: "interrupted",
   steers: [],
   approvals: new Map(),
+  accepted: new Map(),
   control: Effect.unsafeMakeSemaphore(1),
   writes: Effect.unsafeMakeSemaphore(1)
 })
+
+/** What the message with this idempotency key did: stored in the log, or accepted and not stored yet. */
+export const appliedMessage = (session: LiveSession, key: string | undefined): SessionState.AppliedMessage | undefined =>
+  key === undefined ? undefined : SessionState.findApplied(session.live.state, key) ?? session.accepted.get(key)
 
 /** A live session of a replayed log. */
 export const replayed = (state: SessionState.SessionState, events: Iterable<AgentEvent>): LiveSession =>

@@ -69,6 +69,12 @@ export interface RunTurnInput {
 export interface SessionMessageInput {
   readonly sessionId: string
   readonly message: string
+  /**
+   * Makes the message apply once: stored with it (`turn.steered`, `followup.queued`), and the same
+   * message sent again with the same key is answered from the log instead of being applied again
+   * (a caller retrying after a lost answer, a cluster delivering a message again).
+   */
+  readonly idempotencyKey?: string
 }
 
 /** What {@link SessionEngine.Service.followUp} returns: the id naming the follow-up in the log. */
@@ -123,6 +129,8 @@ export interface ResolvePermissionInput {
   readonly decision: "allow" | "deny"
   /** Apply the decision to later calls of the same scope (a tool, or for `shell` a program) in this session. */
   readonly remember?: boolean
+  /** Makes the answer apply once: stored with it (`permission.resolved`); the same answer again is answered from the log. */
+  readonly idempotencyKey?: string
 }
 
 /**
@@ -168,7 +176,8 @@ export declare namespace SessionEngine {
     ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput | SessionBusy>
     /**
      * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
-     * on. Fails `ApprovalNotPending` when no call with that id is waiting.
+     * on. Fails `ApprovalNotPending` when no call with that id is waiting — unless the answer carries
+     * an `idempotencyKey` the session has seen with this call's answer: then it succeeds, changing nothing.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
@@ -196,7 +205,9 @@ export declare namespace SessionEngine {
      * arrival order, and the model sees each as a user message. Fails `NoTurnInProgress` when this
      * engine runs no turn of the session, or once its turn has decided how it ends (its final answer
      * given, a limit or error reached, a cancel). Steers accepted before a turn ends on an error or a
-     * cancel are not stored (a warning is logged).
+     * cancel are not stored (a warning is logged). With an `idempotencyKey` already seen — stored
+     * with a `turn.steered`, or accepted and waiting for the step boundary — it succeeds and changes
+     * nothing, whether or not a turn runs now.
      */
     readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
     /**
@@ -208,7 +219,8 @@ export declare namespace SessionEngine {
      * process that stopped runs when the session is next driven: the next `runTurn` runs the queued
      * follow-ups first (its stream carries only its own turn; `cancelTurn` meanwhile cancels the
      * follow-up's turn then running, and the new turn still runs), and the next `followUp` or the end
-     * of a resumed turn starts them.
+     * of a resumed turn starts them. With an `idempotencyKey` already stored with a `followup.queued`,
+     * it answers that follow-up's `queueId` and queues nothing.
      */
     readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /**
@@ -255,6 +267,10 @@ export declare namespace SessionEngine {
     readonly sessionListing: Effect.Effect<Listing, EventStoreFailure>
   }
 }
+
+/** A key already stored with another kind of message (or another call's answer): the caller reused it. */
+const keyReused = (sessionId: string) =>
+  Effect.fail(new InvalidInput({ field: "idempotencyKey", detail: `was already used by another message of session ${sessionId}` }))
 
 /**
  * Builds the engine. Turns run in fibers of the surrounding scope: closing it cancels them cleanly.
@@ -506,6 +522,8 @@ export const make = (
           Effect.zipRight(Effect.annotateLogs(run(env), { sessionId: session.sessionId, turnId })),
           Effect.onExit((exit) =>
             Effect.suspend(() => {
+              // What the driver accepted and never stored is gone with it: a message sent again is new.
+              for (const [key, applied] of session.accepted) if (applied._tag !== "FollowUpQueued") session.accepted.delete(key)
               const dropped = session.steers.splice(0).length
               return dropped === 0 ? Effect.void : Effect.logWarning("steers that came as the turn closed were dropped").pipe(
                 Effect.annotateLogs({ sessionId: session.sessionId, turnId, dropped })
@@ -611,18 +629,29 @@ export const make = (
     const steer = Effect.fn("SessionEngine.steer")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* liveSession(input.sessionId)
+      const { idempotencyKey: key } = input
+      const earlier = LiveSession.appliedMessage(session, key)
+      // Sent again: stored already (or waiting for the step boundary). It never goes to another turn.
+      if (earlier !== undefined) return yield* earlier._tag === "TurnSteered" ? Effect.void : keyReused(input.sessionId)
       if (session.active === undefined || session.active.control.closing === true) {
         return yield* new NoTurnInProgress({ sessionId: input.sessionId })
       }
-      session.steers.push(input.message)
+      session.steers.push(key === undefined ? { content: input.message } : { content: input.message, idempotencyKey: key })
+      if (key !== undefined) session.accepted.set(key, { _tag: "TurnSteered", key, turnId: session.active.turnId })
     })
 
     const followUp = Effect.fn("SessionEngine.followUp")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* writableSession(input.sessionId)
       const queueId = yield* ids.next("queue")
-      yield* commitSessionLevel(session, [EventDraft.followUpQueued(queueId, input.message)]).pipe(
-        Effect.tapError(forgetIfStale(input.sessionId))
+      const { idempotencyKey: key } = input
+      // Checked and claimed in one step: the same follow-up sent twice at once is queued once.
+      const earlier = LiveSession.appliedMessage(session, key)
+      if (earlier !== undefined) return earlier._tag === "FollowUpQueued" ? { queueId: earlier.queueId } : yield* keyReused(input.sessionId)
+      if (key !== undefined) session.accepted.set(key, { _tag: "FollowUpQueued", key, queueId })
+      yield* commitSessionLevel(session, [EventDraft.followUpQueued(queueId, input.message, key)]).pipe(
+        Effect.tapError(forgetIfStale(input.sessionId)),
+        Effect.ensuring(Effect.sync(() => key !== undefined && session.accepted.delete(key)))
       )
       yield* runFollowUps(session)
       return { queueId }
@@ -732,32 +761,51 @@ export const make = (
       if (input.decision !== "allow" && input.decision !== "deny") {
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
-      const { sessionId, toolCallId } = input
-      const answer = { decision: input.decision, remember: input.remember === true }
+      const { idempotencyKey: key, sessionId, toolCallId } = input
+      const answer: LiveSession.UserDecision = { decision: input.decision, remember: input.remember === true, ...(key === undefined ? {} : { idempotencyKey: key }) }
+      /** Whether this answer was given already (stored, or handed to the waiting call): then nothing is done again. */
+      const given = (session: LiveSession.LiveSession) => {
+        const earlier = LiveSession.appliedMessage(session, key)
+        if (earlier === undefined) return Effect.succeed(false)
+        return earlier._tag === "PermissionResolved" && earlier.toolCallId === toolCallId ? Effect.succeed(true) : keyReused(sessionId)
+      }
       /** Hands the answer to a driver waiting for it; false when none waits. */
       const deliver = (session: LiveSession.LiveSession) =>
         Effect.suspend(() => {
           const waiting = session.approvals.get(toolCallId)
-          return waiting !== undefined ? Deferred.succeed(waiting, answer) : Effect.succeed(false)
+          if (waiting === undefined) return Effect.succeed(false)
+          if (key !== undefined) session.accepted.set(key, { _tag: "PermissionResolved", key, toolCallId })
+          return Effect.tap(Deferred.succeed(waiting, answer), (delivered) => Effect.sync(() => delivered || key === undefined || session.accepted.delete(key)))
         })
-      if (yield* deliver(yield* liveSession(sessionId))) return
+      const loaded = yield* liveSession(sessionId)
+      if ((yield* given(loaded)) || (yield* deliver(loaded))) return
       // Storing the answer is a write: it needs the session's writer lock (a waiting driver has it already).
       const session = yield* writableSession(sessionId)
       // Taking the lock reloads the session: a driver resumed meanwhile may wait on the reloaded one.
-      if (yield* deliver(session)) return
+      if ((yield* given(session)) || (yield* deliver(session))) return
       // No driver waits: the turn may be paused in the log. The answer is stored now; resumeTurn goes on from it.
       yield* withoutDriver(session, Effect.gen(function*() {
+        if (yield* given(session)) return
         const { state } = session.live
         const call = SessionState.pendingApprovals(state).find((c) => c.toolCallId === toolCallId)
         if (call === undefined || state.openTurn === undefined) return yield* new ApprovalNotPending({ sessionId, toolCallId })
         const scope = answer.remember ? yield* scopeOf({ toolCallId, tool: call.tool, args: call.args }, state.cwd) : undefined
         yield* TurnEnv.detached(services, session, state.openTurn.turnId).commit([
-          EventDraft.permissionResolved({ toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) })
+          EventDraft.permissionResolved({
+            toolCallId,
+            decision: answer.decision,
+            actor: "user",
+            ...(scope === undefined ? {} : { remember: true, scope }),
+            ...(key === undefined ? {} : { idempotencyKey: key })
+          })
         ])
       })).pipe(
         // A driver started while this waited for the control lock: its waits are registered by now.
         Effect.catchTag("TurnInProgress", () =>
-          Effect.flatMap(deliver(session), (delivered) => delivered ? Effect.void : Effect.fail(new ApprovalNotPending({ sessionId, toolCallId })))),
+          Effect.flatMap(
+            Effect.flatMap(given(session), (done) => done ? Effect.succeed(true) : deliver(session)),
+            (done) => done ? Effect.void : Effect.fail(new ApprovalNotPending({ sessionId, toolCallId }))
+          )),
         Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId))
       )
     })

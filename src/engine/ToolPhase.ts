@@ -70,8 +70,14 @@ const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<
       yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" })])
       return Either.left("Permission denied: nobody approved the call in time.")
     }
-    const { decision, remember } = answer.value
-    yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) })])
+    const { decision, idempotencyKey, remember } = answer.value
+    yield* env.commit([EventDraft.permissionResolved({
+      toolCallId,
+      decision,
+      actor: "user",
+      ...(remember ? { remember: true, scope: call.scope } : {}),
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey })
+    })]).pipe(Effect.ensuring(Effect.sync(() => idempotencyKey !== undefined && env.session.accepted.delete(idempotencyKey))))
     return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
   })
 

@@ -135,8 +135,11 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
 const storeSteers = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
   Effect.suspend(() => {
     if (env.session.steers.length === 0) return Effect.void
-    const contents = env.session.steers.splice(0)
-    return Effect.asVoid(env.commit(contents.map(EventDraft.turnSteered)))
+    const steers = env.session.steers.splice(0)
+    return env.commit(steers.map((steer) => EventDraft.turnSteered(steer.content, steer.idempotencyKey))).pipe(
+      // Stored: from now on the log answers a steer delivered again.
+      Effect.ensuring(Effect.sync(() => steers.forEach((steer) => steer.idempotencyKey !== undefined && env.session.accepted.delete(steer.idempotencyKey))))
+    )
   })
 
 /** A final answer the model cut short (its output limit, a content filter) says so in `turn.completed`. */
