@@ -647,7 +647,12 @@ export const make = (
       const { idempotencyKey: key } = input
       // Checked and claimed in one step: the same follow-up sent twice at once is queued once.
       const earlier = LiveSession.appliedMessage(session, key)
-      if (earlier !== undefined) return earlier._tag === "FollowUpQueued" ? { queueId: earlier.queueId } : yield* keyReused(input.sessionId)
+      if (earlier !== undefined && earlier._tag !== "FollowUpQueued") return yield* keyReused(input.sessionId)
+      if (earlier !== undefined) {
+        // Queued already (by a process that may have stopped before starting it): it starts now if the session is idle.
+        yield* runFollowUps(session)
+        return { queueId: earlier.queueId }
+      }
       if (key !== undefined) session.accepted.set(key, { _tag: "FollowUpQueued", key, queueId })
       yield* commitSessionLevel(session, [EventDraft.followUpQueued(queueId, input.message, key)]).pipe(
         Effect.tapError(forgetIfStale(input.sessionId)),

@@ -19,7 +19,7 @@ import { layer as sessionEngineLayer, SessionEngine } from "../../src/engine/Ses
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
-import type { EventStore } from "../../src/services/EventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { PermissionEngine } from "../../src/services/PermissionEngine.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir, testTools } from "../helpers.js"
@@ -75,6 +75,20 @@ describe("idempotency keys", () => {
         expect(other.queueId).not.toBe(first.queued.queueId)
       }).pipe(Effect.provide(engineLayer(store, { responses: [{ chunks: ["three"] }] })))
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.effect("a follow-up its first process stored and never started starts when sent again", () =>
+    Effect.gen(function*() {
+      const store = yield* EventStore
+      const at = "2026-01-01T00:00:00.000Z"
+      yield* store.append({ id: "e1", sessionId: "s", sequence: 1, timestamp: at, type: "session.created", payload: { cwd: "/w", client: "test" } })
+      yield* store.append({ id: "e2", sessionId: "s", sequence: 2, timestamp: at, type: "followup.queued", payload: { queueId: "q1", content: "later", idempotencyKey: "k" } })
+      const engine = yield* SessionEngine
+      expect(yield* engine.followUp({ sessionId: "s", message: "later", idempotencyKey: "k" })).toEqual({ queueId: "q1" })
+      const log = yield* collect(engine.watchSession({ sessionId: "s" }).pipe(Stream.takeUntil((e) => e.type === "turn.completed")))
+      expectWellFormedLog(log)
+      expect(ofType(log, "followup.queued")).toHaveLength(1)
+      expect(ofType(log, "turn.started").map((e) => e.payload.queueId)).toEqual(["q1"])
+    }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [{ chunks: ["done"] }] }))))
 
   it.effect("a steer sent again is stored once, in the turn it was sent to: recognised while it waits for the step boundary, after it is stored, and after the turn ended", () =>
     Effect.gen(function*() {
