@@ -7,7 +7,9 @@
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
 import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
@@ -402,6 +404,22 @@ export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState
   }
   return Either.right(state)
 }
+
+/** Replays a log as it is read, a chunk at a time: the whole log is never held at once. */
+export const replayStream = <E, R>(
+  events: Stream.Stream<AgentEvent, E, R>
+): Effect.Effect<SessionState | undefined, E | ImpossibleEvent, R> =>
+  Effect.suspend(() => {
+    let state: SessionState | undefined
+    return Stream.runForEachChunk(events, (chunk) => {
+      for (const event of chunk) {
+        const next = state === undefined ? start(event) : reduce(state, event)
+        if (Either.isLeft(next)) return Effect.fail(next.left)
+        state = next.right
+      }
+      return Effect.void
+    }).pipe(Effect.map(() => state))
+  })
 
 /** The calls of the open turn that wait for the user's decision. */
 export const pendingApprovals = (state: SessionState): ReadonlyArray<OpenToolCall> =>
