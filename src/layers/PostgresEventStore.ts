@@ -246,6 +246,24 @@ export const make = (
   })
 
 /**
+ * The PostgreSQL store on the SQL client of its context (a pool the caller shares, e.g. with a
+ * cluster runner on the same database): migrates the schema first. `where` names the database in
+ * failures (see `describeUrl`).
+ */
+export const layerFromClient = (
+  options: { readonly writerLease?: Lease.Settings; readonly where?: string } = {}
+): Layer.Layer<EventStore, EventStoreFailure, SqlClient.SqlClient> => {
+  const where = options.where ?? "postgresql"
+  const migrated = Layer.effectDiscard(
+    // A failing migration is a defect of the migrator: made typed here too.
+    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
+  )
+  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
+    Layer.provide(migrated)
+  )
+}
+
+/**
  * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
  * reached or refuses the user), migrates the schema, and closes its connections with the layer.
  */
@@ -258,12 +276,5 @@ export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailu
   }).pipe(
     Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
   )
-  const migrated = Layer.effectDiscard(
-    // A failing migration is a defect of the migrator: made typed here too.
-    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
-  )
-  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
-    Layer.provide(migrated),
-    Layer.provide(client)
-  )
+  return layerFromClient({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) }).pipe(Layer.provide(client))
 }

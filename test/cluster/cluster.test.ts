@@ -117,7 +117,7 @@ const shardLocks = () =>
   query((sql) =>
     sql<{ pid: number; locks: number }>`
       SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'effect-agent-cluster' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'effect-agent-runner %' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       GROUP BY l.pid`)
 
 /** Whether the shards are spread over two runners, all of them between the two. */
