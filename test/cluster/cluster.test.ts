@@ -16,7 +16,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -56,6 +56,7 @@ const runnerArgs = (runnerPort: number, script: string, extra: ReadonlyArray<str
 
 interface Runner {
   readonly process: Running
+  readonly runnerPort: number
   readonly http: string
   readonly stderr: () => string
   /** The sessions that arrived at this runner (it drove them), in order. */
@@ -73,6 +74,7 @@ const launch = async (runnerPort: number, script: string, hostname?: string): Pr
   await process.waitForStderr(/viewer \(this URL works once\)/)
   return {
     process,
+    runnerPort,
     http: /listening on (http:\/\/\S+)/.exec(stderr)![1]!,
     stderr: () => stderr,
     owned: () => [...stderr.matchAll(/session (\S+) is driven by this runner/g)].map((match) => match[1]!)
@@ -126,6 +128,31 @@ const spreadOverTwo = async () => {
   return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
 }
 
+/**
+ * The database connections a process holds (Linux: its sockets in /proc, matched to the TCP table
+ * by inode), as `pg_stat_activity` names them: one pool per runner means every one carries the
+ * runner's name, the store's queries included.
+ */
+const connectionNamesOf = async (pid: number) => {
+  const databasePort = Number(new URL(url).port)
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return [/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]].filter((inode) => inode !== undefined)
+      } catch {
+        return []
+      }
+    })
+  )
+  const localPorts = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((table) =>
+    readFileSync(table, "utf8").trim().split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((columns) =>
+      inodes.has(columns[9]!) && parseInt(columns[2]!.split(":")[1]!, 16) === databasePort
+    ).map((columns) => parseInt(columns[1]!.split(":")[1]!, 16))
+  )
+  const rows = await query((sql) => sql<{ name: string }>`SELECT application_name AS name FROM pg_stat_activity WHERE client_port IN ${sql.in(localPorts)}`)
+  return { connections: localPorts.length, names: rows.map((row) => row.name) }
+}
+
 /** How many writer leases the database holds. */
 const leaseCount = async () => (await query((sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`))[0]!.n
 
@@ -155,6 +182,12 @@ describe("serve --cluster", () => {
     const runners = [a, b]
     // Both runners hold shards, all of them between them: the assignment has settled.
     await until("the shards to be spread over both runners", spreadOverTwo)
+
+    // One pool per runner: the store's connections and the cluster's are the same few, named for the runner.
+    const pool = await connectionNamesOf(a.process.child.pid!)
+    expect(pool.connections).toBeGreaterThan(0)
+    expect(pool.connections).toBeLessThanOrEqual(12)
+    expect(pool.names).toEqual(Array.from({ length: pool.connections }, () => `effect-agent-runner 127.0.0.1:${a.runnerPort}`))
 
     // 20 sessions, created through either runner.
     const sessions: Array<string> = []
@@ -288,6 +321,25 @@ describe("serve --cluster", () => {
       // Nothing was left open by A's stop: no turn closed by a repair.
       expect(events.filter((event) => event.type === "turn.completed" && event.payload.errorCode === "interrupted").length).toBe(ownedByB.has(sessionId) ? 1 : 0)
     }
+  })
+
+  it("refuses a runners' port on every interface without --runner-listen-wildcard, and warns with it", { timeout: 60_000 }, async () => {
+    const quick = writeScript("quick.json", { responses: [] })
+    for (const wildcard of ["0.0.0.0", "::"]) {
+      const refused = await run(runnerArgs(await freePort(), quick, ["--runner-listen", wildcard]), { cwd, env: env() })
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain(`--runner-listen ${wildcard} listens on every interface, and the runners' port has no authentication`)
+      expect(refused.stderr).toContain("--runner-listen-wildcard")
+    }
+    // Allowed on purpose: it starts, and says the port has no authentication.
+    const runnerPort = await freePort()
+    const allowed = start(runnerArgs(runnerPort, quick, ["--runner-listen", "0.0.0.0", "--runner-listen-wildcard"]), { cwd, env: env() })
+    running.push(allowed)
+    await allowed.waitForStderr(/viewer \(this URL works once\)/)
+    allowed.child.kill("SIGINT")
+    const { stderr } = await allowed.done
+    expect(stderr).toContain(`cluster runner: 127.0.0.1:${runnerPort} (listening on 0.0.0.0)`)
+    expect(stderr).toContain(`warning: the runners' port 0.0.0.0:${runnerPort} has no authentication`)
   })
 
   it("refuses --cluster without the PostgreSQL store", async () => {
