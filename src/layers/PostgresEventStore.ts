@@ -11,8 +11,8 @@
  * would reorder keys and refuse `\u0000`).
  *
  * One writer per session: the lease rows of writer/Lease.ts, shared with SQLite. Writers on other
- * machines are judged by their lease's expiry alone, so the machines' clocks must agree to well
- * within the ttl (30 s by default).
+ * machines are judged by their lease's expiry alone, set and read on the database's clock, so the
+ * machines' own clocks need not agree.
  *
  * The schema is created and evolved by `@effect/sql`'s migrator, in the connection's schema (its
  * `search_path`). The URL is `Redacted`: it is never printed; failures name the server without its
@@ -239,7 +239,11 @@ export const make = (
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
       path: where,
-      failure: (sessionId) => failure("lock", where, sessionId)
+      failure: (sessionId) => failure("lock", where, sessionId),
+      // The database's clock: runners on several machines judge each other's leases on one time.
+      databaseNow: sql<{ now: string }>`SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS now`.pipe(
+        Effect.map(([row]) => Number(row!.now))
+      )
     })
 
     return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
