@@ -46,7 +46,8 @@ describe("effect-agent serve", () => {
     const first = await fetch(login, { redirect: "manual" })
     expect(first.status).toBe(303)
     const cookie = first.headers.get("set-cookie")!
-    expect(cookie).toMatch(/^effect_agent_token=[^;]+; Path=\/; HttpOnly; SameSite=Strict$/)
+    expect(cookie).toMatch(new RegExp(`^effect_agent_session_${new URL(url).port}=[^;]+; Path=/; HttpOnly; SameSite=Strict$`))
+    expect(cookie).not.toContain(token)
     expect((await fetch(login, { redirect: "manual" })).status).toBe(401)
     const page = await fetch(`${url}/`, { headers: { cookie: cookie.split(";")[0]! } })
     expect(page.status).toBe(200)
