@@ -14,6 +14,7 @@ form.addEventListener("submit", async (event) => {
   if (token === "") return
   button.disabled = true
   status.textContent = ""
+  delete status.dataset.status
   try {
     const response = await fetch("/login", {
       method: "POST",
