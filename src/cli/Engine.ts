@@ -11,11 +11,13 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import {
   IdGenerator,
+  InvalidInput,
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
+  WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
 import * as Flags from "./Flags.js"
@@ -40,6 +42,12 @@ const configurePolicy = (
     if (note !== undefined) yield* Console.error(note)
     yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
   })
+
+/** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */
+const currentDirectory = Effect.try({
+  try: () => process.cwd(),
+  catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
+}).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 export const engineLayer = <E, R>(
@@ -81,7 +89,8 @@ export const withDrivingEngine = <A, E, R>(
     const policy = Policy.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const cwd = sessionId === undefined ? process.cwd() : (yield* engine.sessionState({ sessionId })).cwd
+      // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
+      const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
       return yield* body(engine, cwd)
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))

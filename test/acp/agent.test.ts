@@ -4,7 +4,7 @@
  * process left paused, and the bad input of a real connection.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -321,6 +321,19 @@ describe("effect-agent acp, bad input", () => {
     expect(unknown).toMatchObject({ code: -32002, data: { sessionId: "sess_nope" } })
     const relative = await rejection(agent.agent.request(acp.methods.agent.session.new, { cwd: "work", mcpServers: [] }))
     expect(relative?.code).toBe(-32602)
+    // A cwd that does not exist, or is a file, is refused too: a session needs a directory to work in.
+    writeFileSync(join(cwd, "a-file"), "x")
+    for (const [missing, reason] of [[join(cwd, "nope"), /does not exist/], [join(cwd, "a-file"), /not a directory/]] as const) {
+      const refused = await rejection(agent.agent.request(acp.methods.agent.session.new, { cwd: missing, mcpServers: [] }))
+      expect(refused, missing).toMatchObject({ code: -32602, data: { errorCode: "invalid_input", field: "cwd" } })
+      expect(refused?.message, missing).toMatch(reason)
+    }
+    // `..` and links are resolved when the session is created: it is stored (and listed) as the directory it names.
+    mkdirSync(join(cwd, "sub"))
+    symlinkSync(join(cwd, "sub"), join(cwd, "link"))
+    const linked = await newSession(agent, join(cwd, "link"))
+    const listed = await agent.agent.request(acp.methods.agent.session.list, {})
+    expect(listed.sessions.find((s) => s.sessionId === linked.sessionId)?.cwd).toBe(realpathSync(join(cwd, "sub")))
 
     const { sessionId } = await newSession(agent, cwd)
     const first = prompt(agent, sessionId, "count slowly")
