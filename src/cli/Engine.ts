@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import {
+  FakeModelProvider,
   IdGenerator,
   InvalidInput,
   type ModelProvider,
@@ -63,6 +64,18 @@ export const engineLayer = <E, R>(
     Layer.provide(WorkspaceTools.layer(tools)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer()),
+    Layer.provide(NodeContext.layer)
+  )
+
+/**
+ * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
+ * `watch`): the store opened read-only, no model called, no tools, no writer lock taken.
+ */
+export const readingEngineLayer = (storage: Flags.Storage) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(Flags.storeLayer(storage, { readOnly: true })),
+    Layer.provide(FakeModelProvider.layer()),
+    Layer.provide(IdGenerator.layer),
     Layer.provide(NodeContext.layer)
   )
 
