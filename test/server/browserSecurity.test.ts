@@ -13,46 +13,20 @@
  * it is not the token (a bearer header with it opens nothing), and through the browser it changes
  * nothing. See docs/security.md for what that leaves.
  */
-import chromium from "@sparticuz/chromium"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type BrowserContext, chromium as playwright } from "playwright-core"
+import type { BrowserContext } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
+import { browser as chromium } from "./chromium.js"
 import { liveUntil, start, storedEvents, workspace } from "./harness.js"
 import { send } from "./requests.js"
 
-/** Chromium with no network but loopback, where `evil.example` resolves to 127.0.0.1 (a rebinding attacker's DNS answer). */
-const browser = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const profile = mkdtempSync(join(tmpdir(), "effect-agent-chromium-"))
-    const context = await playwright.launchPersistentContext(profile, {
-      executablePath: await chromium.executablePath(),
-      headless: true,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--host-resolver-rules=MAP evil.example 127.0.0.1"
-      ]
-    })
-    return { context, profile }
-  }),
-  ({ context, profile }) =>
-    Effect.promise(async () => {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
-    })
-)
+/** Chromium where `evil.example` resolves to 127.0.0.1 (a rebinding attacker's DNS answer). */
+const browser = chromium(["--host-resolver-rules=MAP evil.example 127.0.0.1"])
 
 /** What the hostile page's script reports back to its own server. */
 interface Report {
