@@ -357,11 +357,19 @@ describe("effect-agent acp, bad input", () => {
     await raw.waitForStdout(/"id":1,"result"/)
     raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such_method", params: {} }) + "\n")
     await raw.waitForStdout(/"id":2,"error"/)
+    // Params nested 100k deep (what answered 500 with nothing over HTTP): invalid params, and the agent goes on.
+    const deep = "[".repeat(100_000) + "]".repeat(100_000)
+    raw.child.stdin!.write(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":${JSON.stringify(cwd)},"mcpServers":${deep}}}\n`)
+    await raw.waitForStdout(/"id":3,"error"/)
+    raw.child.stdin!.write(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"sess_x","prompt":${deep}}}\n`)
+    await raw.waitForStdout(/"id":4,"error"/)
     raw.child.stdin!.end()
     const finished = await raw.done
     expect(finished.code).toBe(0)
     const lines = finished.stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
-    expect(lines).toHaveLength(3)
+    expect(lines).toHaveLength(5)
+    expect(lines[3]).toMatchObject({ id: 3, error: { code: -32602 } })
+    expect(lines[4]).toMatchObject({ id: 4, error: { code: -32602 } })
     expect(lines.every((line) => line.jsonrpc === "2.0")).toBe(true)
     expect(lines[0]).toMatchObject({ id: null, error: { code: -32700 } })
     // A client on a newer protocol gets the version we speak, and may decline it.
