@@ -66,13 +66,14 @@ const report = (cause: Cause.Cause<unknown>) =>
 
 /**
  * SIGTERM, seen before the runtime's own handler (which starts the shutdown and then stops
- * listening): the first one is remembered for the exit code (see ExitCode); one that comes when the
- * runtime no longer listens — a shutdown is under way — stops the process at once, as SIGTERM does.
+ * listening): the first one is remembered for the exit code (see ExitCode); a second one, or one
+ * that comes when the runtime no longer listens (a shutdown is under way), stops the process at
+ * once, as SIGTERM does.
  */
 let stoppedBy: NodeJS.Signals | undefined
 const onSigterm = () => {
-  if (process.listenerCount("SIGTERM") > 1) {
-    stoppedBy ??= "SIGTERM"
+  if (stoppedBy === undefined && process.listenerCount("SIGTERM") > 1) {
+    stoppedBy = "SIGTERM"
     return
   }
   process.removeListener("SIGTERM", onSigterm)

@@ -111,12 +111,15 @@ export const fromOwnPage = (headers: Headers): boolean => {
   return site === undefined && origin !== undefined && isOwnOrigin(origin, parseHost(headers["host"]))
 }
 
+/** Whether the request says its body is JSON (`application/json`, any parameters, any case). */
+export const isJsonBody = (headers: Headers): boolean =>
+  headers["content-type"] !== undefined && headers["content-type"].split(";")[0]!.trim().toLowerCase() === "application/json"
+
 /** Whether a state-changing request's body is refused: anything but JSON, or a body with no type. */
 export const bodyRefused = (method: string, headers: Headers): boolean => {
   if (!isStateChanging(method)) return false
-  const type = headers["content-type"]
-  if (type === undefined) return Number(headers["content-length"] ?? "0") > 0 || headers["transfer-encoding"] !== undefined
-  return type.split(";")[0]!.trim().toLowerCase() !== "application/json"
+  if (headers["content-type"] === undefined) return Number(headers["content-length"] ?? "0") > 0 || headers["transfer-encoding"] !== undefined
+  return !isJsonBody(headers)
 }
 
 /** The viewer's cookie name for the port the request was sent to. */

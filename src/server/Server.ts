@@ -57,10 +57,10 @@ const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; read
 }
 
 /** The deepest nesting a JSON body may have: every body this API takes is two or three levels deep. */
-export const maxJsonDepth = 64
+const maxJsonDepth = 64
 
 /** Whether JSON text nests deeper than `limit` (brackets inside strings are text). Linear, no recursion. */
-export const nestsDeeperThan = (text: string, limit: number): boolean => {
+const nestsDeeperThan = (text: string, limit: number): boolean => {
   let depth = 0
   let inString = false
   for (let i = 0; i < text.length; i++) {
@@ -75,8 +75,6 @@ export const nestsDeeperThan = (text: string, limit: number): boolean => {
   }
   return false
 }
-
-const isJson = (type: string | undefined) => type !== undefined && type.split(";")[0]!.trim().toLowerCase() === "application/json"
 
 /** The guards (see the module's note). */
 const guards = HttpApiBuilder.middleware(
@@ -101,7 +99,7 @@ const guards = HttpApiBuilder.middleware(
       }
       const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes))
       // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
-      if (isJson(headers["content-type"]) && Number(length ?? "0") > 0) {
+      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0) {
         const text = yield* request.text.pipe(bounded, Effect.option)
         if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
           return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)

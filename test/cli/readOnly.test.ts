@@ -28,6 +28,8 @@ function chmod(path: string, mode: number) {
   chmodSync(path, mode)
 }
 
+/** Each test runs the CLI up to a dozen times: a safety net for a busy machine, not a timing assumption. */
+const timeout = 180_000
 const nobody = 65534
 const isRoot = process.getuid?.() === 0
 const userNamespaces = spawnSync("unshare", ["--user", "--map-root-user", "--mount", "true"], { stdio: "ignore" }).status === 0
@@ -110,7 +112,7 @@ describe.each(ways)("a read-only data dir, $name", (way) => {
     expect(write.status, write.stderr).not.toBe(0)
     expect(write.stderr).toMatch(/Read-only file system|Permission denied/)
     expect(() => statSync(join(empty, "probe"))).toThrow()
-  })
+  }, timeout)
 
   it("SQLite: sessions, replay, pending, watch and export-script read it; run says it is not writable", async () => {
     const { cwd, home, prefixes, script, sqlite, sqliteId } = await prepared(way)
@@ -136,7 +138,7 @@ describe.each(ways)("a read-only data dir, $name", (way) => {
     const ran = await cli(prefixes.sqlite, ["run", "--script", script, ...storage, "again"], cwd, home)
     expect(ran.code).toBe(1)
     expectOneLineReadOnly(ran.stderr)
-  })
+  }, timeout)
 
   it("JSONL: sessions and replay read it without a warning; run says it is not writable, fresh or not", async () => {
     const { cwd, empty, home, jsonl, prefixes, script, sessionId } = await prepared(way)
@@ -151,7 +153,7 @@ describe.each(ways)("a read-only data dir, $name", (way) => {
       expect(ran.code, dataDir).toBe(1)
       expectOneLineReadOnly(ran.stderr)
     }
-  })
+  }, timeout)
 })
 
 /** One line (after the usual note on the model) that says the store cannot be written, and not that a file is missing. */

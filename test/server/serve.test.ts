@@ -91,7 +91,7 @@ describe("effect-agent serve", () => {
     expect(finished.stderr).toContain("effect-agent serve: shutting down")
     const log = readFileSync(join(dir, "sigterm", ".data", "sessions", `${session.sessionId}.jsonl`), "utf8").trim().split("\n")
     expect(JSON.parse(log.at(-1)!)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
-  })
+  }, 120_000)
 
   it("a second signal while the shutdown waits (here on a locked store) stops it at once, killed by SIGTERM (143)", async () => {
     const url = await Effect.runPromise(freshSchemaUrl("serve_sigterm"))
@@ -123,7 +123,7 @@ describe("effect-agent serve", () => {
       await Effect.runPromise(Deferred.succeed(release, undefined))
       await holder
     }
-  })
+  }, 120_000)
 
   it("takes its token from EFFECT_AGENT_TOKEN and does not print it", async () => {
     const secret = "a-token-from-the-environment-0123"
