@@ -75,6 +75,8 @@ export * as Toolkit from "./layers/Toolkit.js"
 export * as PermissionPolicy from "./layers/PermissionPolicy.js"
 /** The default context builder: a system prompt of named parts. */
 export * as PromptComposer from "./layers/PromptComposer.js"
+/** A session's working directory, checked and made canonical (its real path) before the session is created. */
+export * as WorkingDirectory from "./layers/WorkingDirectory.js"
 
 /** The session engine. */
 export * as SessionEngine from "./engine/SessionEngine.js"

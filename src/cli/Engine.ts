@@ -10,12 +10,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import {
+  FakeModelProvider,
   IdGenerator,
+  InvalidInput,
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
+  WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
 import * as Flags from "./Flags.js"
@@ -41,6 +44,12 @@ const configurePolicy = (
     yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
   })
 
+/** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */
+const currentDirectory = Effect.try({
+  try: () => process.cwd(),
+  catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
+}).pipe(Effect.flatMap(WorkingDirectory.canonical))
+
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 export const engineLayer = <E, R>(
   storage: Flags.Storage,
@@ -55,6 +64,18 @@ export const engineLayer = <E, R>(
     Layer.provide(WorkspaceTools.layer(tools)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer()),
+    Layer.provide(NodeContext.layer)
+  )
+
+/**
+ * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
+ * `watch`): the store opened read-only, no model called, no tools, no writer lock taken.
+ */
+export const readingEngineLayer = (storage: Flags.Storage) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(Flags.storeLayer(storage, { readOnly: true })),
+    Layer.provide(FakeModelProvider.layer()),
+    Layer.provide(IdGenerator.layer),
     Layer.provide(NodeContext.layer)
   )
 
@@ -81,7 +102,8 @@ export const withDrivingEngine = <A, E, R>(
     const policy = Policy.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const cwd = sessionId === undefined ? process.cwd() : (yield* engine.sessionState({ sessionId })).cwd
+      // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
+      const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
       return yield* body(engine, cwd)
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))

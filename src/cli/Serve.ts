@@ -24,8 +24,10 @@ import * as Layer from "effect/Layer"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import { isIP } from "node:net"
 import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
@@ -40,6 +42,12 @@ const port = Options.integer("port").pipe(
 const host = Options.text("host").pipe(
   Options.withDefault("127.0.0.1"),
   Options.withDescription("The address to listen on (default 127.0.0.1: this machine only)")
+)
+const allowedHost = Options.text("allowed-host").pipe(
+  Options.repeated,
+  Options.withDescription(
+    "A host name clients may reach the server by besides localhost and IP addresses (a reverse proxy's, this machine's DNS name), repeatable; requests naming any other host are refused (DNS rebinding)"
+  )
 )
 
 /**
@@ -128,10 +136,12 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, mode, ...Flags.rules, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
+  { port, host, allowedHost, mode, ...Flags.rules, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
+      // A server's normal stop: exit 0 once the shutdown is done.
+      yield* ExitCode.sigtermStopsCleanly
       const runner = cluster ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) : undefined
       const cwd = process.cwd()
       const flagRules = yield* Settings.parseFlags({ allow, deny })
@@ -146,7 +156,8 @@ export const command = Command.make(
       const { Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
-      const config = ServerConfig.make({ token, defaultCwd: cwd })
+      // `--host` given as a name (not an address) is a name clients use: allowed too.
+      const config = ServerConfig.make({ token, defaultCwd: cwd, allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost })
       const ports = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
@@ -180,7 +191,10 @@ export const command = Command.make(
         }
         if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
         yield* Console.error(lines.join("\n"))
-        return yield* Effect.never
+        return yield* Effect.never.pipe(
+          // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
+          Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
+        )
       }).pipe(Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))

@@ -48,14 +48,20 @@ export const otherHostFlags = (): ReadonlyArray<string> | undefined => {
  */
 export const start = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly hostname?: string } = {}
+  options: {
+    readonly cwd?: string
+    readonly env?: Record<string, string>
+    readonly hostname?: string
+    /** A command the CLI runs under (`setpriv …`, `unshare … sh -c '…; exec "$@"'`): it must exec node, so the child's pid is the CLI's. */
+    readonly prefix?: ReadonlyArray<string>
+  } = {}
 ): Running => {
   const env: Record<string, string | undefined> = { ...process.env, ...options.env }
   for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
   const unshare = options.hostname === undefined ? undefined : otherHostFlags()
   if (options.hostname !== undefined && unshare === undefined) throw new Error("this machine cannot run a process under another host name")
   const command = unshare === undefined
-    ? [process.execPath, binPath, ...args]
+    ? [...(options.prefix ?? []), process.execPath, binPath, ...args]
     // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
     : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
   const child = spawn(command[0]!, command.slice(1), {
