@@ -20,7 +20,7 @@ import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
 
 const mode = Flags.mode(
-  "The permission mode sessions start in (default: the mode of the session's .effect-agent/settings.json, else default); the editor can switch it per session"
+  "The permission mode sessions start in (default: the mode of your settings, else of the session's trusted .effect-agent/settings.json, else default; a project's file may narrow it); the editor can switch it per session"
 )
 
 /**

@@ -35,7 +35,7 @@ const output: Render.Output = {
 }
 
 const mode = Flags.mode(
-  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
+  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: your settings' mode, else a trusted .effect-agent/settings.json's, else default (a project's file may narrow it; see effect-agent trust)"
 )
 
 /**

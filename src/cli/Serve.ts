@@ -31,7 +31,7 @@ import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
 
-const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: the mode of ./.effect-agent/settings.json, else default)")
+const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
 
 const port = Options.integer("port").pipe(
   Options.withDefault(4477),

@@ -51,7 +51,7 @@ export const command = (pattern: string): string | undefined => {
     if (wild && subcommandRunners.has(program)) {
       const sub = words.findIndex((word, i) => i > 0 && !word.value.startsWith("-"))
       if (sub < 0 || words.slice(1, sub + 1).some(isWild)) {
-        return `a wildcard cannot choose ${program}'s subcommand or options before it (${program} exec, ${program} -c …): name it, e.g. "${program} test *"`
+        return `a wildcard cannot choose ${program}'s subcommand or the options before it (${program} exec, ${program} -c …): name it, e.g. "${program} ${program === "git" ? "log" : "test"} *"`
       }
     }
   }
