@@ -5,17 +5,8 @@
  * (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.test.ts and trust.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Either from "effect/Either"
 import * as Settings from "../../src/cli/Settings.js"
-
-const right = <A, E>(either: Either.Either<A, E>): A => {
-  if (Either.isLeft(either)) throw new Error(`expected Right, got ${JSON.stringify(either.left)}`)
-  return either.right
-}
-const leftMessage = <A, E extends { readonly message: string }>(either: Either.Either<A, E>): string => {
-  if (Either.isRight(either)) throw new Error(`expected Left, got ${JSON.stringify(either.right)}`)
-  return either.left.message
-}
+import { leftMessage, right } from "../helpers.js"
 
 describe("--allow / --deny", () => {
   it("shell:<command> is a command rule; <file tool>:<path> a path rule; a bare tool a tool rule", () => {

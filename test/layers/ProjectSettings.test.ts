@@ -15,6 +15,7 @@ import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as ProjectSettings from "../../src/layers/ProjectSettings.js"
 import * as TrustStore from "../../src/layers/TrustStore.js"
 import * as Environment from "../../src/layers/workspace/Environment.js"
+import { leftMessage, right } from "../helpers.js"
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-settings-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -49,14 +50,6 @@ const failure = async (promise: Promise<unknown>) => {
   throw new Error("expected a failure")
 }
 
-const right = <A, E>(either: Either.Either<A, E>): A => {
-  if (Either.isLeft(either)) throw new Error(`expected Right, got ${JSON.stringify(either.left)}`)
-  return either.right
-}
-const leftMessage = <A, E extends { readonly message: string }>(either: Either.Either<A, E>): string => {
-  if (Either.isRight(either)) throw new Error(`expected Left, got ${JSON.stringify(either.right)}`)
-  return either.left.message
-}
 const shown = ".effect-agent/settings.json"
 
 describe("the project's settings file: schema", () => {
