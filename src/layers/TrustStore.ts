@@ -45,15 +45,18 @@ export const sha256 = (bytes: Uint8Array): string => createHash("sha256").update
 
 const absolute = (dir: string) => dir !== "" && NodePath.isAbsolute(dir)
 
-/** The user's config folder: `EFFECT_AGENT_CONFIG_DIR`, else `$XDG_CONFIG_HOME/effect-agent`, else `~/.config/effect-agent`. */
+/**
+ * The user's config folder: `EFFECT_AGENT_CONFIG_DIR` (resolved against the current directory), else
+ * `$XDG_CONFIG_HOME/effect-agent` (when absolute, as the XDG spec says), else `~/.config/effect-agent`.
+ */
 export const configDir: Effect.Effect<string> = Effect.gen(function*() {
-  const read = (name: string) => Config.option(Config.string(name)).pipe(Effect.map(Option.filter(absolute)), Effect.orElseSucceed(() => Option.none<string>()))
+  const read = (name: string) => Config.option(Config.string(name)).pipe(Effect.orElseSucceed(() => Option.none<string>()))
   const own = yield* read("EFFECT_AGENT_CONFIG_DIR")
-  if (Option.isSome(own)) return own.value
+  if (Option.isSome(own) && own.value !== "") return NodePath.resolve(own.value)
   // The XDG spec: a relative XDG_CONFIG_HOME is invalid and ignored.
-  const xdg = yield* read("XDG_CONFIG_HOME")
+  const xdg = Option.filter(yield* read("XDG_CONFIG_HOME"), absolute)
   if (Option.isSome(xdg)) return NodePath.join(xdg.value, "effect-agent")
-  const home = yield* read("HOME")
+  const home = Option.filter(yield* read("HOME"), absolute)
   return NodePath.join(Option.getOrElse(home, () => NodeOs.homedir()), ".config", "effect-agent")
 })
 

@@ -307,6 +307,7 @@ describe("TrustStore", () => {
         })
       }
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "/x/own", XDG_CONFIG_HOME: "/x/xdg" })).toBe("/x/own")
+      expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: "own", XDG_CONFIG_HOME: "/x/xdg" })).toBe(join(process.cwd(), "own"))
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: undefined, XDG_CONFIG_HOME: "/x/xdg" })).toBe("/x/xdg/effect-agent")
       expect(await withEnv({ EFFECT_AGENT_CONFIG_DIR: undefined, XDG_CONFIG_HOME: "relative", HOME: "/x/home" })).toBe("/x/home/.config/effect-agent")
     }))
