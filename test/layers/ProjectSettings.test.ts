@@ -74,7 +74,10 @@ describe("the project's settings file: schema", () => {
       [{ rules: [{ name: "any", decision: "allow", command: "rm *" }] }, `rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
       [{ rule: [] }, `rule: is unexpected, expected: "mode" | "rules" | "env"`],
       [{ rules: [{ name: "x", decision: "deny", tool: "Shell" }] }, `rules[0].tool: unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, or *)`],
-      [{ rules: [{ decision: "deny" }] }, `rules[0].name: is missing`]
+      [{ rules: [{ decision: "deny" }] }, `rules[0].name: is missing`],
+      // Names go into the log and onto terminals.
+      [{ rules: [{ name: "ok\u001b[2J", decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],
+      [{ rules: [{ name: "x".repeat(201), decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`]
     ]
     for (const [json, expected] of cases) {
       const message = leftMessage(ProjectSettings.parseProject(JSON.stringify(json), shown))
@@ -319,7 +322,7 @@ describe("the summary shown before trusting", () => {
       const at = setup({
         mode: "acceptEdits",
         rules: [
-          { name: "tests\u001b[2K", decision: "allow", tool: "shell", command: "npm test \u202e*" },
+          { name: "tests", decision: "allow", tool: "shell", command: "npm test \u202e\u001b[2K*" },
           { name: "no-push", decision: "deny", tool: "shell", command: "git push*" }
         ],
         env: { allow: ["NODE_ENV"], set: { CI: "1\r\n" } }
@@ -331,7 +334,7 @@ describe("the summary shown before trusting", () => {
         `sha256 ${project.sha256}`,
         "Once trusted, it lets the agent, without asking:",
         "  mode acceptEdits: edits files inside the project without asking",
-        "  allow shell \"npm test \\u202e*\"  (rule \"tests\\u001b[2K\")",
+        "  allow shell \"npm test \\u202e\\u001b[2K*\"  (rule \"tests\")",
         "  passes on NODE_ENV from your environment to commands",
         "  sets CI=\"1\\r\\n\" for commands",
         "  (a * in a command lets the model choose those arguments)",

@@ -58,8 +58,13 @@ const settings = <R extends Schema.Schema.Any, E extends Schema.Schema.Any>(whos
     env: Schema.optionalWith(env, { exact: true })
   })
 
+/** A rule's name is recorded in the log (`policy`) and shown on terminals: one short line of printable text. */
+const RuleName = Schema.String.pipe(
+  Schema.filter((name) => (name.length > 0 && name.length <= 200 && !/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/.test(name)) || "a rule's name is one line of 1 to 200 printable characters")
+)
+
 /** A rule with a tool name the workspace knows. */
-const userRule = (tools: ReadonlyArray<string>) => Schema.Struct({ ...PermissionPolicy.Rule.fields, tool: Schema.optional(toolName(tools)) })
+const userRule = (tools: ReadonlyArray<string>) => Schema.Struct({ ...PermissionPolicy.Rule.fields, name: RuleName, tool: Schema.optional(toolName(tools)) })
 
 /**
  * A project's rule: an `allow` must say what it allows (a tool, and its command or path: allowing a
