@@ -5,7 +5,6 @@
  * @since 0.3.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -27,9 +26,9 @@ import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
 /**
- * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
- * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
- * with one line on a bad flag or file.
+ * The policy of a session: the flags, the user's own settings, then the session's project settings
+ * as far as the user trusts them (`ProjectSettings.load`); and their `env` for commands. Fails with
+ * one line on a bad flag or file.
  */
 const configurePolicy = (
   policy: Policy.Configurable,
@@ -37,11 +36,9 @@ const configurePolicy = (
   flags: PolicyFlags
 ) =>
   Effect.gen(function*() {
-    const flagRules = yield* Settings.parseFlags(flags)
-    const file = yield* Settings.load(cwd)
-    const note = Settings.describe(file)
-    if (note !== undefined) yield* Console.error(note)
-    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
+    const rules = yield* Settings.parseFlags(flags)
+    const loaded = yield* Settings.load(cwd, { mode: Option.getOrUndefined(flags.mode), rules })
+    yield* policy.configure(loaded.policy, loaded.env)
   })
 
 /** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */

@@ -41,10 +41,10 @@ export interface Storage {
   readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
 
-/** `--mode`; without it, the mode of the session's `.effect-agent/settings.json`, else `default`. */
+/** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
 export const mode = (description: string) => Options.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
 
-/** `--allow` / `--deny` rules, before the rules of `.effect-agent/settings.json` (see Settings.ts). */
+/** `--allow` / `--deny` rules, before the rules of the user's and the project's settings (see Settings.ts). */
 export const rules = {
   allow: Options.text("allow").pipe(
     Options.repeated,

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { start } from "../cli/subprocess.js"
+import { run, start } from "../cli/subprocess.js"
 import { type Agent, type Answerer, choose, chunks, logOf, startAgent } from "./client.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-"))
@@ -228,8 +228,8 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     await finish(agent)
   })
 
-  it("each session follows its cwd's settings file and the --deny flags, with the settings folder guarded as for run", async () => {
-    const { args, cwd, storage } = workspace({
+  it("each session follows its cwd's trusted settings file and the --deny flags, with the settings folder guarded as for run", async () => {
+    const { args, cwd, scriptFile, storage } = workspace({
       responses: [
         { toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "a" } }] },
         { toolCalls: [{ tool: "write_file", args: { path: ".effect-agent/settings.json", content: "{\"mode\":\"bypass\"}" }, id: "call_2" }] },
@@ -239,6 +239,13 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     })
     mkdirSync(join(cwd, ".effect-agent"))
     writeFileSync(join(cwd, ".effect-agent/settings.json"), JSON.stringify({ mode: "acceptEdits" }))
+    // Untrusted, the project's wider mode is ignored (issue 18), and stderr says so; trusted, it applies.
+    const untrusted = launch(["--script", scriptFile, "--data-dir", join(cwd, "..", "data-untrusted")], cwd, choose("reject_once"))
+    await untrusted.initialize()
+    expect((await newSession(untrusted, cwd)).modes?.currentModeId).toBe("default")
+    await finish(untrusted)
+    expect(untrusted.stderr()).toContain("effect-agent acp: .effect-agent/settings.json is not trusted, so its mode acceptEdits is ignored")
+    expect((await run(["trust", "--yes"], { cwd })).code).toBe(0)
     const agent = launch([...args, "--deny", "shell:git push*"], cwd, choose("reject_once"))
     await agent.initialize()
     const session = await newSession(agent, cwd)

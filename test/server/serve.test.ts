@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { type Running, start } from "../cli/subprocess.js"
+import { type Running, run, start } from "../cli/subprocess.js"
 import { freshSchemaUrl } from "../postgres.js"
 import { liveUntil } from "./harness.js"
 import { send } from "./requests.js"
@@ -145,9 +145,9 @@ describe("effect-agent serve", () => {
     await server.done
   })
 
-  it("each session follows the settings file of its own cwd", async () => {
+  it("each session follows the settings file of its own cwd, as far as the user trusts it", async () => {
     const write = (path: string) => ({ toolCalls: [{ tool: "write_file", args: { path, content: "x" } }] })
-    const { server, token, url } = await launch("policies", {}, [write("a.txt"), { chunks: ["ok"] }, write("b.txt"), write("c.txt")])
+    const { server, token, url } = await launch("policies", {}, [write("a.txt"), { chunks: ["ok"] }, write("b.txt"), write("c.txt"), write("d.txt")])
     const project = (name: string, settings?: string) => {
       const cwd = join(dir, "policies-projects", name)
       mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
@@ -164,11 +164,17 @@ describe("effect-agent serve", () => {
         e.type === "turn.completed" || (e.type === "permission.resolved" && e.payload.decision === "ask"))
       return events.find((e) => e.type === "permission.resolved")!.payload
     }
-    expect(await decisionIn(project("edits", `{"mode":"acceptEdits"}`))).toMatchObject({ decision: "allow" })
+    const edits = project("edits", `{"mode":"acceptEdits"}`)
+    expect((await run(["trust", "--yes"], { cwd: edits })).code).toBe(0)
+    expect(await decisionIn(edits)).toMatchObject({ decision: "allow" })
     expect(await decisionIn(project("plain"))).toMatchObject({ decision: "ask" })
+    // The same file, not trusted: its wider mode is ignored (issue 18).
+    expect(await decisionIn(project("untrusted", `{"mode":"acceptEdits"}`))).toMatchObject({ decision: "ask", policy: "default/write" })
     expect(await decisionIn(project("broken", `{"mode":`))).toMatchObject({ decision: "ask", policy: "settings/unreadable" })
     server.child.kill("SIGINT")
     const finished = await server.done
     expect(finished.stderr).toContain("calls in sessions of")
+    expect(finished.stderr).toContain("effect-agent serve: ")
+    expect(finished.stderr).toMatch(/untrusted\/\.effect-agent\/settings\.json is not trusted, so its mode acceptEdits is ignored/)
   })
 })
