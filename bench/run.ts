@@ -21,7 +21,8 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [7], run: () => import("./rows/cancel.js").then((m) => m.run()) },
   { rows: [8], run: () => import("./rows/cli.js").then((m) => m.run()) },
   { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) },
-  { rows: [10, 11], run: () => import("./rows/listing.js").then((m) => m.run()) }
+  { rows: [10, 11], run: () => import("./rows/listing.js").then((m) => m.run()) },
+  { rows: [12], run: () => import("./rows/runner.js").then((m) => m.run()) }
 ]
 
 const main = async () => {
