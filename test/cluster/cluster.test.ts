@@ -16,94 +16,29 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs"
-import { hostname, tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { hostname } from "node:os"
+import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
-import { otherHostFlags, type Running, run, start } from "../cli/subprocess.js"
+import { otherHostFlags, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
 import { freePort } from "../ports.js"
-
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-cluster-"))
-const cwd = join(dir, "work")
-mkdirSync(cwd, { recursive: true })
-const running: Array<Running> = []
-afterAll(() => {
-  for (const r of running) r.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+import { type Runner, testCluster, until } from "./processes.js"
 
 const token = "cluster-test-token-0123456789abcdef"
 const shards = 12
 
-let url = ""
-beforeAll(async () => {
-  url = await Effect.runPromise(freshSchemaUrl("cluster"))
-})
-
-const writeScript = (name: string, script: unknown) => {
-  const file = join(dir, name)
-  writeFileSync(file, JSON.stringify(script))
-  return file
-}
+/** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
+const cluster = testCluster("cluster", { token, writerLeaseTtl: "8 seconds" })
+const { cwd, env, eventsOf, post, running, writeScript } = cluster
 
 const runnerArgs = (runnerPort: number, script: string, extra: ReadonlyArray<string> = []) => [
   "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(runnerPort),
   "--shards-per-group", String(shards), "--shard-lock-ttl", "3", "--script", script, ...extra
 ]
 
-interface Runner {
-  readonly process: Running
-  readonly runnerPort: number
-  readonly http: string
-  readonly stderr: () => string
-  /** The sessions that arrived at this runner (it drove them), in order. */
-  readonly owned: () => Array<string>
-}
-
-/** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
-const env = () => ({ EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url, EFFECT_AGENT_WRITER_LEASE_TTL: "8 seconds" })
-
-const launch = async (runnerPort: number, script: string, hostname?: string): Promise<Runner> => {
-  const process = start(runnerArgs(runnerPort, script), { cwd, env: env(), ...(hostname === undefined ? {} : { hostname }) })
-  running.push(process)
-  let stderr = ""
-  process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await process.waitForStderr(/viewer \(this URL works once\)/)
-  return {
-    process,
-    runnerPort,
-    http: /listening on (http:\/\/\S+)/.exec(stderr)![1]!,
-    stderr: () => stderr,
-    owned: () => [...stderr.matchAll(/session (\S+) is driven by this runner/g)].map((match) => match[1]!)
-  }
-}
-
-const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
-
-const post = async (base: string, path: string, body: unknown) => {
-  const response = await fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
-  return { status: response.status, body: await response.json() as Record<string, unknown> }
-}
-
-const eventsOf = async (base: string, sessionId: string): Promise<Array<AgentEvent.AgentEvent>> => {
-  const response = await fetch(`${base}/sessions/${sessionId}/events`, { headers })
-  expect(response.status).toBe(200)
-  return await response.json() as Array<AgentEvent.AgentEvent>
-}
-
-/** Polls until `check` holds (no timing is asserted: the limit only ends a hung test). */
-const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 45_000): Promise<A> => {
-  const end = Date.now() + limitMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+const launch = (runnerPort: number, script: string, hostname?: string): Promise<Runner> =>
+  cluster.launch(runnerPort, runnerArgs(runnerPort, script), hostname === undefined ? {} : { hostname })
 
 const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.find((event) => event.type === "turn.completed" && event.turnId === turnId)
@@ -111,7 +46,7 @@ const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string
 /** Runs a query on the test's schema. */
 const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
   Effect.runPromise(
-    Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie)
+    Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(cluster.url()), maxConnections: 1 })), Effect.orDie)
   )
 
 /** How many shard locks each runner's database connection holds (advisory locks, by backend). */
@@ -134,7 +69,7 @@ const spreadOverTwo = async () => {
  * runner's name, the store's queries included.
  */
 const connectionNamesOf = async (pid: number) => {
-  const databasePort = Number(new URL(url).port)
+  const databasePort = Number(new URL(cluster.url()).port)
   const inodes = new Set(
     readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
       try {

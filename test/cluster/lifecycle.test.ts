@@ -10,43 +10,27 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { Engines, KeepAlive, Runner } from "../../src/cluster.js"
-import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine, SessionState } from "../../src/index.js"
-import { PostgresEventStore } from "../../src/postgres.js"
-import { Turns } from "../../src/server.js"
-import { expectWellFormedLog, testTools } from "../helpers.js"
+import { KeepAlive } from "../../src/cluster.js"
+import { type AgentEvent, type FakeModelProvider, type SessionEngine, SessionState } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
-import { freePort } from "../ports.js"
+import { runnerInProcess } from "./inProcess.js"
 
 /** A runner whose idle entities go after a second; `owned` counts each start of a session's entity. */
 const runner = (url: string, owned: Ref.Ref<ReadonlyArray<string>>, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>) =>
-  Effect.flatMap(Effect.promise(freePort), (port) =>
-    Layer.build(
-      Runner.layer({
-        databaseUrl: Redacted.make(url),
-        port,
-        shardsPerGroup: 4,
-        shardLockTtl: Duration.seconds(3),
-        maxIdleTime: Duration.seconds(1),
-        approvalHold: Duration.seconds(2),
-        onOwned: (sessionId) => Ref.update(owned, (all) => [...all, sessionId])
-      }).pipe(
-        Layer.provide(Engines.layer()),
-        Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
-        Layer.provide(FakeModelProvider.layer({ responses })),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
-      )
-    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
-  )
+  runnerInProcess(url, {
+    shardsPerGroup: 4,
+    shardLockTtl: Duration.seconds(3),
+    maxIdleTime: Duration.seconds(1),
+    approvalHold: Duration.seconds(2),
+    onOwned: (sessionId) => Ref.update(owned, (all) => [...all, sessionId])
+  }, responses)
 
 /** Whether a writer lease of the session is in the database: its entity's engine holds it while it lives. */
 const leaseHeld = (url: string, sessionId: string) =>

@@ -6,27 +6,22 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { Engines, Runner } from "../../src/cluster.js"
-import { FakeModelProvider, IdGenerator, SessionEngine, SessionState } from "../../src/index.js"
-import { PostgresEventStore } from "../../src/postgres.js"
-import { Turns } from "../../src/server.js"
-import { testTools } from "../helpers.js"
+import { Engines } from "../../src/cluster.js"
+import { SessionState } from "../../src/index.js"
 import { freshSchemaUrl } from "../postgres.js"
-import { freePort } from "../ports.js"
+import { runnerInProcess } from "./inProcess.js"
 
-/** `Engines` that counts the engines it makes. */
-const counted = (made: Ref.Ref<number>) =>
+/** Wraps a runner's `Engines` to count the engines it makes. */
+const counted = (made: Ref.Ref<number>) => (base: ReturnType<typeof Engines.layer>) =>
   Layer.effect(Engines.Engines, Effect.map(Engines.Engines, (engines) => ({ ...engines, make: Effect.zipLeft(engines.make, Ref.update(made, (n) => n + 1)) }))).pipe(
-    Layer.provide(Engines.layer())
+    Layer.provide(base)
   )
 
 describe("reads through a runner", () => {
@@ -34,19 +29,10 @@ describe("reads through a runner", () => {
     Effect.gen(function*() {
       const url = yield* freshSchemaUrl("reads")
       const made = yield* Ref.make(0)
-      const context = yield* Layer.build(
-        Runner.layer({ databaseUrl: Redacted.make(url), port: yield* Effect.promise(freePort), shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }).pipe(
-          Layer.provide(counted(made)),
-          Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
-          Layer.provide(FakeModelProvider.layer({ responses: [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }] })),
-          Layer.provide(IdGenerator.layer),
-          Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
-        )
-      )
-      const engine = Context.get(context, SessionEngine.SessionEngine)
+      const { engine, turns } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }], counted(made))
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
       // A turn (detached, on its owner) that waits for approval, so there is something pending to read.
-      yield* Context.get(context, Turns.Turns).start(sessionId, "note it")
+      yield* turns.start(sessionId, "note it")
       const pending = yield* engine.pendingApprovals({ sessionId }).pipe(
         Effect.filterOrFail((calls) => calls.length > 0),
         Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })

@@ -9,90 +9,22 @@
  *
  * Which runner owns a session is read from the line each runner prints when a session arrives.
  */
-import * as Effect from "effect/Effect"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
-import { type Running, start } from "../cli/subprocess.js"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
 import { freePort } from "../ports.js"
+import { ofType, type Runner, testCluster, until } from "./processes.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-redelivery-"))
-const cwd = join(dir, "work")
-mkdirSync(cwd, { recursive: true })
-const running: Array<Running> = []
-afterAll(() => {
-  for (const r of running) r.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
-
-const token = "redelivery-test-token-0123456789abcdef"
+const cluster = testCluster("redelivery", { token: "redelivery-test-token-0123456789abcdef", writerLeaseTtl: "8 seconds" })
+const { cwd, eventsOf, post, writeScript } = cluster
 const shards = 6
 
-let url = ""
-beforeAll(async () => {
-  url = await Effect.runPromise(freshSchemaUrl("redelivery"))
-})
-
-const writeScript = (name: string, script: unknown) => {
-  const file = join(dir, name)
-  writeFileSync(file, JSON.stringify(script))
-  return file
-}
-
-interface Runner {
-  readonly process: Running
-  readonly http: string
-  readonly stderr: () => string
-  /** The sessions that arrived at this runner, in order. */
-  readonly owned: () => Array<string>
-}
-
 const launch = async (script: string, fault?: string): Promise<Runner> => {
+  const runnerPort = await freePort()
   const args = [
-    "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(await freePort()),
+    "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(runnerPort),
     "--shards-per-group", String(shards), "--shard-lock-ttl", "3", "--script", script
   ]
-  const env: Record<string, string> = { EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url, EFFECT_AGENT_WRITER_LEASE_TTL: "8 seconds" }
-  if (fault !== undefined) env["EFFECT_AGENT_TEST_KILL_AFTER_STORED"] = fault
-  const process = start(args, { cwd, env })
-  running.push(process)
-  let stderr = ""
-  process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await process.waitForStderr(/viewer \(this URL works once\)/)
-  return {
-    process,
-    http: /listening on (http:\/\/\S+)/.exec(stderr)![1]!,
-    stderr: () => stderr,
-    owned: () => [...stderr.matchAll(/session (\S+) is driven by this runner/g)].map((match) => match[1]!)
-  }
-}
-
-const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
-
-const post = async (base: string, path: string, body?: unknown) => {
-  const response = await fetch(`${base}${path}`, { method: "POST", headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-  return { status: response.status, body: await response.json() as Record<string, unknown> }
-}
-
-const eventsOf = async (base: string, sessionId: string): Promise<Array<AgentEvent.AgentEvent>> => {
-  const response = await fetch(`${base}/sessions/${sessionId}/events`, { headers })
-  expect(response.status).toBe(200)
-  return await response.json() as Array<AgentEvent.AgentEvent>
-}
-
-/** Polls until `check` holds (no timing is asserted: the limit only ends a hung test). */
-const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 60_000): Promise<A> => {
-  const end = Date.now() + limitMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  return cluster.launch(runnerPort, args, fault === undefined ? {} : { env: { EFFECT_AGENT_TEST_KILL_AFTER_STORED: fault } })
 }
 
 /**
@@ -107,9 +39,6 @@ const sessionOwnedBy = async (through: Runner, owner: Runner) =>
     expect((await post(through.http, `/sessions/${sessionId}/cancel`)).status).toBe(200)
     return owner.owned().includes(sessionId) ? sessionId : undefined
   })
-
-const ofType = <T extends AgentEvent.AgentEvent["type"]>(events: ReadonlyArray<AgentEvent.AgentEvent>, type: T) =>
-  events.filter((event): event is Extract<AgentEvent.AgentEvent, { type: T }> => event.type === type)
 
 describe("a message whose owner dies between storing it and answering", () => {
   it("is answered from the log by the next owner and stored once: a follow-up, an approval's answer", { timeout: 180_000 }, async () => {
