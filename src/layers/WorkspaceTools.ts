@@ -35,6 +35,7 @@ import {
 } from "../services/ToolRouter.js"
 import * as KeyedLock from "./KeyedLock.js"
 import * as CommandLine from "./workspace/CommandLine.js"
+import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
@@ -183,7 +184,7 @@ export const make = (options: Options = {}) =>
         case "file_too_large":
           return fail("file_too_large", `${requested} is over the ${maxFile}-byte limit`)
         case "path_changed":
-          return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link); try again`)
+          return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link, or the file got another name); try again`)
         case "permission_denied":
           return fail("io_error", `${requested}: permission denied`)
         case "secret_file":
@@ -232,7 +233,9 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
           const bytes = new TextEncoder().encode(input.content)
-          yield* withFileLock(file)(SafeFile.writeFile(file, bytes).pipe(Effect.catchAll(fileFailure(input.path))))
+          // Approved as a file inside cwd: it must still have no other name when opened.
+          const singleName = call.paths[0]!.insideCwd
+          yield* withFileLock(file)(SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path))))
           return { result: `Wrote ${bytes.length} bytes to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
     }
@@ -257,7 +260,7 @@ export const make = (options: Options = {}) =>
               }
               const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
               return Either.right(new TextEncoder().encode(updated))
-            }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
+            }, { singleName: call.paths[0]!.insideCwd }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
           )
           return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("edit_file"))
@@ -379,12 +382,17 @@ export const make = (options: Options = {}) =>
             shellSyntax
           )
           const risk = classification.risk
-          // Arguments that look like paths are resolved too, so a command reaching outside cwd is seen.
+          // Every word that may name a file is resolved (links included), and trees a recursive
+          // command walks are searched for links out: a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
-          const paths = yield* Effect.forEach(
-            command.argv.slice(1).filter((arg) => arg.startsWith("/") || arg.startsWith("~") || arg === ".." || arg.startsWith("../") || arg.includes("/../")),
-            (arg) => resolve(cwd, arg, access)
-          )
+          const clock = yield* Effect.clock
+          const paths = yield* CommandPaths.check(CommandPaths.named(command.tokens, shellSyntax), {
+            cwd,
+            access,
+            resolve: (requested) => resolve(cwd, requested, access),
+            caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Duration.toMillis(walkTimeBudget) },
+            now: () => clock.unsafeCurrentTimeMillis()
+          })
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
           return { risk, paths, command, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
