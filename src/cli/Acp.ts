@@ -41,7 +41,7 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     const model = yield* Models.layer(options)
@@ -51,7 +51,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.opt
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer()),
+      Layer.provide(WorkspaceTools.layer(Flags.toolOptions(options))),
       Layer.provide(PromptComposer.layer()),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by

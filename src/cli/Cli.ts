@@ -93,6 +93,7 @@ const run = Command.make(
     ),
     mode,
     ...Flags.rules,
+    ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
@@ -190,6 +191,7 @@ const answer = (decision: "allow" | "deny") =>
         : {}),
       mode,
       ...Flags.rules,
+      ...Flags.sandbox,
       ...Models.options,
       ...Flags.storage
     },

@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Duration from "effect/Duration"
@@ -63,10 +64,19 @@ export interface Options {
    */
   readonly env?: Environment.Options
   /**
-   * How `shell` isolates commands (see `Sandbox`): `auto` (default) in a PID + user namespace where
-   * the OS allows it, else plain processes with a warning; `required` fails calls without one; `off` never.
+   * How `shell` isolates commands (see `Sandbox`): `auto` (default) in the workspace sandbox where
+   * the OS allows it (Linux with user namespaces: only cwd and a private /tmp writable, credentials
+   * hidden, no network), else as well as it can with a warning; `required` fails calls without the
+   * workspace sandbox; `off` never isolates.
    */
   readonly sandbox?: Sandbox.Mode
+  /** Whether commands in the sandbox may use the network (default false: loopback only). Only the user should turn it on. */
+  readonly network?: boolean
+  /**
+   * More paths commands never see (the agent's data folder, say), besides the credentials under the
+   * user's home and effect-agent's config folder (`Sandbox.hiddenInHome`).
+   */
+  readonly hiddenPaths?: ReadonlyArray<string>
   /** Most entries `grep` visits and `list_dir` lists (default 20 000); the result says when the bound cut it. */
   readonly maxWalkEntries?: number
   /** Deepest folder level `grep` enters below its start (default 32). */
@@ -147,6 +157,16 @@ export const make = (options: Options = {}) =>
     // Detected on the first command, once for these tools.
     const isolation = yield* Effect.cached(Sandbox.detect)
     let warnedUnsandboxed = false
+    /** What commands never see: credentials under the user's home (read when a command starts), and what the options add. */
+    const hiddenPaths = () => {
+      const home = process.env.HOME ?? NodeOs.homedir()
+      const config = process.env.XDG_CONFIG_HOME
+      return [
+        ...Sandbox.hiddenInHome.map((p) => path.join(home, p)),
+        ...(config === undefined || config === "" ? [] : [path.join(config, "effect-agent")]),
+        ...(options.hiddenPaths ?? []).map((p) => path.resolve(p))
+      ]
+    }
     const maxWalkEntries = options.maxWalkEntries ?? 20_000
     const maxWalkDepth = options.maxWalkDepth ?? 32
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
@@ -401,13 +421,16 @@ export const make = (options: Options = {}) =>
           const command = call.command!
           const requested = input.timeoutMs === undefined ? defaultTimeout : Duration.millis(input.timeoutMs)
           const timeout = Duration.min(requested, maxTimeout)
-          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
-          const sandbox = Sandbox.choose(options.sandbox ?? "auto", yield* isolation)
+          const detected = yield* isolation
+          const sandbox = Sandbox.choose(options.sandbox ?? "auto", detected)
           if ("unavailable" in sandbox) return yield* fail("sandbox_unavailable", sandbox.unavailable)
-          if (!warnedUnsandboxed && (options.sandbox ?? "auto") === "auto" && (yield* isolation)._tag !== "Namespace") {
+          const weaker = Sandbox.weaker(detected)
+          if (!warnedUnsandboxed && (options.sandbox ?? "auto") === "auto" && weaker !== undefined) {
             warnedUnsandboxed = true
-            yield* Effect.logWarning("shell commands run without a sandbox on this system: they can see the agent's processes")
+            yield* Effect.logWarning(weaker)
           }
+          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: hiddenPaths() })
+          const env = { ...Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd }), ...launch.env }
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()
@@ -417,7 +440,7 @@ export const make = (options: Options = {}) =>
             ...(command.hazards.some((h) => CommandLine.syntaxHazards.has(h)) ? { shellText: command.text } : {}),
             cwd: context.cwd,
             env,
-            prefix: sandbox.prefix,
+            prefix: launch.prefix,
             timeout,
             maxOutputBytes: maxResult,
             onOutput: (text) => {
@@ -444,7 +467,7 @@ export const make = (options: Options = {}) =>
                 exitCode: result.exitCode
               }
           }
-        })
+        }).pipe(Effect.scoped)
     }
 
     const tools: Record<string, Tool<any, any>> = {

@@ -1,39 +1,92 @@
 /**
- * How a tool's command is isolated from the agent.
+ * How a tool's command is isolated from the agent and from the rest of the machine.
  *
- * On Linux every command runs as
- * `setpriv --pdeathsig KILL -- unshare --user --map-… --pid --fork --kill-child --mount-proc -- <command>`:
- * - a new PID namespace with its own `/proc`, so no process of the agent (its `/proc/<pid>/environ`
- *   holds the keys it was started with) is visible to the command; the user namespace keeps even a
- *   root agent's command from unmounting that `/proc` to reach the host's, or from reading another
- *   process's environment through it;
- * - its life tied to the agent's: if the agent dies (even by SIGKILL) the kernel sends `setpriv`'s
- *   process (then `unshare`) SIGKILL, `--kill-child` kills the namespace's first process, and with it
- *   the kernel kills every process in the namespace.
- * Where namespaces are not available (macOS, containers that forbid them) commands run with the
- * parent-death signal alone, or as plain processes; `detect` says which, once per process.
+ * On Linux with unprivileged user namespaces, every command runs in the *workspace sandbox* (like
+ * Codex's `workspace-write`):
+ *
+ * ```
+ * setpriv --pdeathsig KILL -- unshare --user --map-root-user --mount [--net] --pid --fork --kill-child --mount-proc --
+ *   /bin/sh -c <setup> … -- unshare --user --map-user=<uid> --map-group=<gid> -- <command>
+ * ```
+ *
+ * - **Files.** In a mount namespace of its own, every mount is remounted read-only except the
+ *   session's cwd (bound over itself, with what is mounted below it, writable) and a fresh, empty
+ *   tmpfs on `/tmp` and `/dev/shm` (`TMPDIR` points there; it lives as long as the command). Inside
+ *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`)
+ *   and `.effect-agent/` stay read-only: what they hold decides what later runs do. Credentials
+ *   under the user's home (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`,
+ *   `~/.netrc`, …), effect-agent's own config folder and its data folder are hidden: an empty
+ *   read-only tmpfs over a folder, `/dev/null` over a file.
+ * - **Network.** A network namespace of its own with only loopback (brought up when `ip` is
+ *   installed), unless the user turns the network on (`network: true`, the CLI's `--network`).
+ * - **Processes.** A PID namespace with its own `/proc`: no process of the agent (whose
+ *   `/proc/<pid>/environ` holds its keys) is visible. Its life is tied to the agent's: if the agent
+ *   dies, even by SIGKILL, the kernel kills `setpriv`'s process, `--kill-child` the namespace's first
+ *   process, and with it every process in the namespace.
+ * - **No way back.** The setup runs as root of an outer user namespace; the command runs in an inner
+ *   one as the user's own uid, with no capability over the mount or network namespace, so it can
+ *   neither unmount nor remount anything; a namespace it makes itself inherits the mounts locked.
+ *
+ * The setup fails closed: if a mount cannot be made, the command does not run (exit 125). Where
+ * this cannot be built (macOS, Windows, kernels or containers that forbid user namespaces, no
+ * `unshare`), `detect` finds the strongest weaker level — a PID namespace alone, the parent-death
+ * signal alone, or nothing — and says why; `required` refuses to run commands there.
  *
  * @since 0.1.0
  */
 import { spawn } from "node:child_process"
 import { accessSync, constants } from "node:fs"
-import { delimiter, join } from "node:path"
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Paths from "./Paths.js"
 
-/** What the user asks for: `auto` isolates where the OS allows it, `required` fails commands where it does not, `off` never isolates. */
+/** What the user asks for: `auto` isolates as well as the OS allows, `required` fails commands without the workspace sandbox, `off` never isolates. */
 export type Mode = "auto" | "required" | "off"
 
-/** How commands are started on this system: the argv prefix, and what it guarantees. */
+/** The programs the workspace sandbox is built with (absolute paths, so that no `PATH` chooses them). */
+export interface Programs {
+  readonly setpriv: string
+  readonly unshare: string
+  readonly mount: string
+  readonly sh: string
+  /** Brings loopback up in a network namespace of its own; without it there is no loopback. */
+  readonly ip: string | undefined
+}
+
+/** How commands are started on this system, and what that guarantees. */
 export type Isolation =
-  | { readonly _tag: "Namespace"; readonly prefix: ReadonlyArray<string> }
-  | { readonly _tag: "ParentDeath"; readonly prefix: ReadonlyArray<string> }
-  | { readonly _tag: "None"; readonly prefix: ReadonlyArray<string> }
+  | { readonly _tag: "Workspace"; readonly programs: Programs }
+  | { readonly _tag: "Namespace"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+  | { readonly _tag: "ParentDeath"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+  | { readonly _tag: "None"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+
+/** What one command may reach in the workspace sandbox. */
+export interface Profile {
+  /** The real path of the session's cwd: writable. */
+  readonly cwd: string
+  /** Whether the command may use the network. */
+  readonly network: boolean
+  /** Absolute paths hidden from the command (missing ones are skipped). */
+  readonly hidden: ReadonlyArray<string>
+}
+
+/** Credentials and agent settings under the user's home that commands never see. */
+export const hiddenInHome: ReadonlyArray<string> = [
+  ".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials",
+  ".password-store", ".config/effect-agent"
+]
+
+/** Inside the workspace: what decides what later runs do (git's configuration and hooks, the agent's settings), kept read-only. */
+export const readOnlyInWorkspace: ReadonlyArray<string> = [".git/config", ".git/config.worktree", ".git/hooks", ".effect-agent"]
 
 /** The absolute path of a program on `PATH`, if there is one. */
 export const which = (program: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(delimiter)) {
+  for (const dir of (path ?? "").split(NodePath.delimiter)) {
     if (dir === "") continue
-    const file = join(dir, program)
+    const file = NodePath.join(dir, program)
     try {
       accessSync(file, constants.X_OK)
       return file
@@ -44,10 +97,159 @@ export const which = (program: string, path: string | undefined): string | undef
   return undefined
 }
 
-/** Runs `argv` with a minimal environment; succeeds with whether it exited 0 and printed `expected`. */
-const probe = (argv: ReadonlyArray<string>, expected: string): Effect.Effect<boolean> =>
+/**
+ * The setup, run by `/bin/sh` as root of the outer user namespace. Arguments: uid gid network cwd
+ * mount ip unshare fstab, the counted list of mounts to make read-only one by one (used only when
+ * one `mount --all` cannot), then `--` and the command. Every expansion is quoted; tools are
+ * absolute paths. Two `mount` runs do all the work: each exec costs time on every command.
+ */
+const setup = String.raw`
+IFS=' 	
+'
+fail() { echo "effect-agent: the command sandbox could not be set up ($*); the command did not run" >&2; exit 125; }
+uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8; shift 8
+cd "$cwd" || fail "cannot enter the working directory"
+n=$1; shift
+if "$mount" --all -t noproc -O rw -o remount,bind,ro 2>/dev/null; then
+  shift "$n"
+else
+  while [ "$n" -gt 0 ]; do
+    # A mount point this user cannot reach is one the command cannot reach either.
+    if [ -e "$1" ]; then "$mount" -o remount,bind,ro -- "$1" 2>/dev/null || fail "cannot make $1 read-only"; fi
+    n=$((n - 1)); shift
+  done
+fi
+# The private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp may
+# now cover), what stays read-only in it, and what is hidden: see the table.
+"$mount" --all --no-canonicalize --fstab "$fstab" || fail "cannot mount the working directory, the private /tmp or a hidden path"
+cd "$cwd" || fail "cannot enter the working directory"
+if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
+[ "$1" = -- ] && shift
+exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$@"
+`
+
+/** A mount of `/proc/self/mountinfo`: where, and whether it is writable. */
+interface MountPoint {
+  readonly path: string
+  readonly writable: boolean
+}
+
+/** Decodes the octal escapes of `/proc/self/mountinfo` (`\040` is a space). */
+const unescapeMount = (text: string) => text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+
+/** Escapes a path for an fstab field. */
+const escapeMount = (text: string) => text.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`)
+
+/** The mount points of this process, from `/proc/self/mountinfo` (a path mounted over twice is listed by its top mount). */
+export const mountPoints = async (): Promise<ReadonlyArray<MountPoint>> => {
+  const text = await NodeFs.readFile("/proc/self/mountinfo", "utf8")
+  const byPath = new Map<string, MountPoint>()
+  for (const line of text.split("\n")) {
+    const fields = line.split(" ")
+    if (fields[4] === undefined || fields[5] === undefined) continue
+    const path = unescapeMount(fields[4])
+    byPath.delete(path)
+    byPath.set(path, { path, writable: fields[5].split(",").includes("rw") })
+  }
+  return [...byPath.values()]
+}
+
+const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
+
+/** A submodule's git folder holds its own config and hooks (`.git/modules/<name>/…`, nested too). */
+const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArray<string>> => {
+  if (depth > 3) return []
+  const modules = NodePath.join(gitDir, "modules")
+  const names = await NodeFs.readdir(modules).catch(() => [] as Array<string>)
+  const dirs = names.map((name) => NodePath.join(modules, name))
+  return [...dirs, ...(await Promise.all(dirs.map((dir) => submoduleGitDirs(dir, depth + 1)))).flat()]
+}
+
+/** The paths inside `cwd` to keep read-only. A git folder without `hooks/` gets an empty one, so that none can be made. */
+const readOnlyPaths = async (cwd: string): Promise<ReadonlyArray<string>> => {
+  const gitDir = NodePath.join(cwd, ".git")
+  const isGitDir = (await NodeFs.lstat(gitDir).catch(() => undefined))?.isDirectory() === true
+  const gitDirs = isGitDir ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
+  for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
+  const inGit = gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks"].map((name) => NodePath.join(dir, name)))
+  return [...new Set([...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit])]
+}
+
+/** The folders every command gets fresh and empty (for itself alone). */
+const privateFolders = ["/tmp", "/dev/shm"]
+
+/**
+ * The mount table the setup applies, in order: a private `/tmp` and `/dev/shm`; the working
+ * directory bound over itself (with what is mounted in it) and made writable; what stays read-only
+ * in it; what is hidden.
+ */
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
+  const { cwd } = profile
+  const lines: Array<ReadonlyArray<string>> = []
+  for (const folder of privateFolders) {
+    // A source of its own: `mount --all` passes over an entry whose source and target are mounted already.
+    if ((await NodeFs.stat(folder).catch(() => undefined))?.isDirectory() === true) lines.push(["effect-agent-private", folder, "tmpfs", "mode=1777,nosuid,nodev"])
+  }
+  lines.push(["/proc/self/cwd", cwd, "none", "rbind,X-mount.mkdir"])
+  // Writable again where it was writable: cwd's own mount, and mounts inside it (made read-only with the rest).
+  const holder = mounts.filter((m) => isInside(m.path, cwd)).sort((a, b) => b.path.length - a.path.length)[0]
+  if (holder?.writable !== false) lines.push(["none", cwd, "none", "remount,bind,rw"])
+  for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
+  // Only what exists, and what the private folders do not cover anyway.
+  const visible = (path: string) => isInside(cwd, path) || !privateFolders.some((folder) => isInside(folder, path))
+  for (const path of await readOnlyPaths(cwd)) {
+    if ((await NodeFs.lstat(path).catch(() => undefined)) !== undefined) lines.push([path, path, "none", "bind,ro"])
+  }
+  for (const path of profile.hidden) {
+    const real = await NodeFs.realpath(path).catch(() => undefined)
+    // Never hide the workspace itself (nor a folder it is in).
+    if (real === undefined || isInside(real, cwd) || !visible(real)) continue
+    const info = await NodeFs.stat(real).catch(() => undefined)
+    if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
+    else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
+  }
+  return lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join("")
+}
+
+/**
+ * The argv prefix and environment of one command in the workspace sandbox. The mount table is a
+ * file (`mount` reads no pipe), removed when the scope closes.
+ */
+export const workspaceLaunch = (
+  programs: Programs,
+  profile: Profile
+): Effect.Effect<{ readonly prefix: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const mounts = yield* Effect.promise(mountPoints)
+    const table = yield* Effect.promise(() => mountTable(profile, mounts))
+    const fstab = yield* Effect.acquireRelease(
+      Effect.promise(async () => {
+        const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
+        const file = NodePath.join(dir, "fstab")
+        await NodeFs.writeFile(file, table, { mode: 0o600 })
+        return dir
+      }),
+      (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+    )
+    const { cwd } = profile
+    const readOnlyMounts = mounts.filter((m) => m.writable && m.path !== "/proc" && !m.path.startsWith("/proc/") && !isInside(cwd, m.path)).map((m) => m.path)
+    const uid = process.getuid?.() ?? 0
+    const gid = process.getgid?.() ?? 0
+    const prefix = [
+      programs.setpriv, "--pdeathsig", "KILL", "--",
+      programs.unshare, "--user", "--map-root-user", "--mount", ...(profile.network ? [] : ["--net"]), "--pid", "--fork", "--kill-child", "--mount-proc", "--",
+      programs.sh, "-c", setup, "effect-agent-sandbox",
+      String(uid), String(gid), profile.network ? "on" : "off", cwd, programs.mount, programs.ip ?? "", programs.unshare, NodePath.join(fstab, "fstab"),
+      String(readOnlyMounts.length), ...readOnlyMounts,
+      "--"
+    ]
+    return { prefix, env: { TMPDIR: "/tmp", TMP: "/tmp", TEMP: "/tmp" } }
+  })
+
+/** Runs `argv` with a minimal environment in `cwd`; succeeds with whether it exited 0 and printed `expected`. */
+const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<boolean> =>
   Effect.async<boolean>((resume) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true })
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
     let out = ""
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
@@ -63,35 +265,83 @@ const probe = (argv: ReadonlyArray<string>, expected: string): Effect.Effect<boo
     })
   })
 
+/** Tries the workspace sandbox on a scratch folder: the command must be PID 1, write its cwd, and not `/`. */
+const probeWorkspace = (programs: Programs): Effect.Effect<boolean> =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-probe-")).then((dir) => NodeFs.realpath(dir))),
+    (dir) =>
+      Effect.flatMap(
+        workspaceLaunch(programs, { cwd: dir, network: false, hidden: [] }),
+        ({ prefix }) => probe([...prefix, "/bin/sh", "-c", "echo $$ > ./probe && cat ./probe && ! (: > /effect-agent-sandbox-probe) 2>/dev/null"], "1", dir)
+      ).pipe(Effect.scoped),
+    (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+  )
+
 /**
- * Finds the strongest isolation this system offers, by trying it: inside the namespace the command
- * must be PID 1. Run it once (through `Effect.cached`) and reuse the answer.
+ * Finds the strongest isolation this system offers, by trying it. Run it once (through
+ * `Effect.cached`) and reuse the answer.
  */
 export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
-  if (process.platform !== "linux") return { _tag: "None", prefix: [] }
-  const setpriv = which("setpriv", process.env.PATH)
-  const unshare = which("unshare", process.env.PATH)
-  if (setpriv === undefined) return { _tag: "None", prefix: [] }
+  if (process.platform !== "linux") {
+    return { _tag: "None", prefix: [], reason: `${process.platform} has no command sandbox in effect-agent (Linux namespaces only)` }
+  }
+  const path = process.env.PATH
+  const setpriv = which("setpriv", path)
+  const unshare = which("unshare", path)
+  if (setpriv === undefined) return { _tag: "None", prefix: [], reason: "setpriv (util-linux) is not installed" }
   const parentDeath = [setpriv, "--pdeathsig", "KILL", "--"]
+  const mount = which("mount", path)
+  let reason = unshare === undefined ? "unshare (util-linux) is not installed" : mount === undefined ? "mount (util-linux) is not installed" : ""
+  if (unshare !== undefined && mount !== undefined) {
+    const programs: Programs = { setpriv, unshare, mount, sh: "/bin/sh", ip: which("ip", path) }
+    if (yield* probeWorkspace(programs)) return { _tag: "Workspace", programs }
+    reason = "this system does not let an unprivileged process make user, mount and network namespaces"
+  }
   if (unshare !== undefined) {
     // `--map-current-user` keeps the user's own uid (and no capabilities once the command runs);
     // older util-linux only has `--map-root-user`.
     for (const map of ["--map-current-user", "--map-root-user"]) {
       const prefix = [...parentDeath, unshare, "--user", map, "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-      if (yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")) return { _tag: "Namespace", prefix }
+      if (yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")) return { _tag: "Namespace", prefix, reason }
     }
+    reason = "this system does not let an unprivileged process make user namespaces"
   }
-  if (yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")) return { _tag: "ParentDeath", prefix: parentDeath }
-  return { _tag: "None", prefix: [] }
+  if (yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")) return { _tag: "ParentDeath", prefix: parentDeath, reason }
+  return { _tag: "None", prefix: [], reason }
 })
 
-/** What `mode` makes of the detected isolation: the prefix to run commands with, or why they may not run. */
-export const choose = (mode: Mode, isolation: Isolation): { readonly prefix: ReadonlyArray<string> } | { readonly unavailable: string } => {
-  if (mode === "required" && isolation._tag !== "Namespace") {
+/** What a command is started with: an argv prefix, and the variables that win over its environment. */
+export interface Launch {
+  readonly prefix: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+}
+
+/**
+ * What `mode` makes of the detected isolation: how to start a command with `profile`, or why
+ * commands may not run. `off` keeps only the parent-death signal.
+ */
+export const choose = (
+  mode: Mode,
+  isolation: Isolation
+): { readonly launch: (profile: Profile) => Effect.Effect<Launch, never, Scope.Scope> } | { readonly unavailable: string } => {
+  if (mode === "required" && isolation._tag !== "Workspace") {
     return {
-      unavailable: "commands must run in a sandbox (sandbox: \"required\") and this system has none: it needs Linux with user and PID namespaces (unshare, setpriv from util-linux)"
+      unavailable: `commands must run in a sandbox (sandbox: "required") and this system has none: ${isolation.reason}. ` +
+        "The sandbox needs Linux with unprivileged user namespaces (unshare, setpriv and mount from util-linux)"
     }
   }
-  if (mode === "off" && isolation._tag === "Namespace") return { prefix: isolation.prefix.slice(0, 4) }
-  return { prefix: isolation.prefix }
+  const none = (prefix: ReadonlyArray<string>) => ({ launch: () => Effect.succeed({ prefix, env: {} }) })
+  if (isolation._tag === "Workspace") {
+    const { setpriv } = isolation.programs
+    return mode === "off" ? none([setpriv, "--pdeathsig", "KILL", "--"]) : { launch: (profile) => workspaceLaunch(isolation.programs, profile) }
+  }
+  if (mode === "off" && isolation._tag === "Namespace") return none(isolation.prefix.slice(0, 4))
+  return none(isolation.prefix)
 }
+
+/** The warning `auto` gives once where commands run without the workspace sandbox: what they can then do. */
+export const weaker = (isolation: Isolation): string | undefined =>
+  isolation._tag === "Workspace"
+    ? undefined
+    : `shell commands run without the workspace sandbox on this system (${isolation.reason}): they can write anywhere the agent's user can, read its credentials (~/.ssh, ~/.aws, …) and use the network` +
+      (isolation._tag === "Namespace" ? "" : ", and can see the agent's processes")
