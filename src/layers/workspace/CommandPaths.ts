@@ -27,6 +27,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type { PathAccess } from "../../services/ToolRouter.js"
 import * as CommandLine from "./CommandLine.js"
+import * as CommandRisk from "./CommandRisk.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -55,42 +56,42 @@ const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
 
 /** How a recursive program reads its arguments: enough to tell options' values from operands. */
-interface Walker {
-  /** Whether this invocation walks trees, from its short letters and long option names. */
-  readonly walks: (short: ReadonlySet<string>, long: ReadonlySet<string>, values: ReadonlyMap<string, string>) => boolean
-  /** Short option letters that take a value. */
-  readonly shortArg?: string
-  /** Long options that take a value (`--x v` as well as `--x=v`). */
-  readonly longArg?: ReadonlyArray<string>
-  /** The first operand is a pattern, unless one of these gave it. */
-  readonly pattern?: { readonly short: string; readonly long: ReadonlyArray<string>; readonly none?: ReadonlyArray<string> }
+interface Walker extends CommandRisk.ArgumentSyntax {
+  /** Whether this invocation walks trees, from what `CommandRisk.parseArguments` found. */
+  readonly walks: (args: CommandRisk.ParsedArguments) => boolean
+  /** The first operand is a pattern, unless one of these options (short letters, long names) gave it. */
+  readonly pattern?: { readonly short: string; readonly long: ReadonlyArray<string> }
   /** The folder walked when no operand is given. */
   readonly byDefault?: string
 }
 
 const always = () => true
-const any = (short: string, long: ReadonlyArray<string>) => (s: ReadonlySet<string>, l: ReadonlySet<string>) =>
-  [...short].some((c) => s.has(c)) || long.some((name) => l.has(name))
+/** Whether any of these short letters or long options (`--name`) was given. */
+const any = (short: string, long: ReadonlyArray<string>) => (args: CommandRisk.ParsedArguments) =>
+  [...short].some((c) => args.short.has(c)) || long.some((name) => args.long.has(name))
+const dashed = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`)
 
 const grepLike: Walker = {
-  walks: (s, l, v) => any("rR", ["recursive", "dereference-recursive"])(s, l) || v.get("d") === "recurse" || v.get("directories") === "recurse",
+  walks: (a) => any("rR", ["--recursive", "--dereference-recursive"])(a) || a.values.get("d") === "recurse" || a.values.get("--directories") === "recurse",
   shortArg: "efmABCdD",
-  longArg: ["regexp", "file", "max-count", "after-context", "before-context", "context", "directories", "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "binary-files", "group-separator"],
-  pattern: { short: "ef", long: ["regexp", "file"] },
+  longArg: dashed(["regexp", "file", "max-count", "after-context", "before-context", "context", "directories", "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "binary-files", "group-separator"]),
+  pattern: { short: "ef", long: ["--regexp", "--file"] },
   byDefault: "."
 }
 const ripgrep: Walker = {
   walks: always,
   shortArg: "efgtTmABCMjEdr",
-  longArg: [
+  longArg: dashed([
     "regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear", "max-count", "after-context", "before-context", "context",
     "max-columns", "threads", "encoding", "max-depth", "maxdepth", "replace", "pre", "pre-glob", "max-filesize", "colors", "context-separator",
     "field-match-separator", "field-context-separator", "path-separator", "sort", "sortr", "ignore-file", "dfa-size-limit", "regex-size-limit",
-    "engine", "hostname-bin", "hyperlink-format", "color", "ignore-file"
-  ],
-  pattern: { short: "ef", long: ["regexp", "file"], none: ["files", "type-list"] },
+    "engine", "hostname-bin", "hyperlink-format", "color"
+  ]),
+  // `--files` and `--type-list` take no pattern.
+  pattern: { short: "ef", long: ["--regexp", "--file", "--files", "--type-list"] },
   byDefault: "."
 }
+const recursive = (short: string, long: ReadonlyArray<string>, syntax: CommandRisk.ArgumentSyntax = {}): Walker => ({ walks: any(short, long), ...syntax })
 const walkers: Record<string, Walker> = {
   grep: grepLike,
   egrep: grepLike,
@@ -98,51 +99,23 @@ const walkers: Record<string, Walker> = {
   rg: ripgrep,
   ag: { walks: always, shortArg: "AaBCGgm", pattern: { short: "", long: [] }, byDefault: "." },
   ack: { walks: always, shortArg: "ABCmg", pattern: { short: "", long: [] }, byDefault: "." },
-  du: { walks: always, shortArg: "BdtX", longArg: ["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"], byDefault: "." },
-  ls: { walks: any("R", ["recursive"]), shortArg: "ITw", longArg: ["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"], byDefault: "." },
-  tree: { walks: always, shortArg: "LPIoHT", longArg: ["filelimit", "timefmt", "sort", "charset", "fromfile", "hintro", "houtro"], byDefault: "." },
-  cp: { walks: any("rRa", ["recursive", "archive"]), shortArg: "St", longArg: ["suffix", "target-directory"] },
-  rsync: { walks: any("ra", ["recursive", "archive"]), shortArg: "eBfTM", longArg: ["rsh", "filter", "exclude", "include", "exclude-from", "include-from", "temp-dir", "block-size", "remote-option", "rsync-path"] },
-  scp: { walks: any("r", []), shortArg: "cFiJloPS" },
-  zip: { walks: any("rR", ["recurse-paths", "recurse-patterns"]), shortArg: "bnti", longArg: [] },
-  diff: { walks: any("r", ["recursive"]), shortArg: "CUxXIFSL", longArg: ["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "new-file", "from-file", "to-file"] },
-  chmod: { walks: any("R", ["recursive"]) },
-  chown: { walks: any("R", ["recursive"]) },
-  chgrp: { walks: any("R", ["recursive"]) }
-}
-
-/** The options and operands of `args` for a program read with `walker`. */
-const readArgs = (walker: Walker, args: ReadonlyArray<string>) => {
-  const short = new Set<string>()
-  const long = new Set<string>()
-  const values = new Map<string, string>()
-  const operands: Array<string> = []
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--") {
-      operands.push(...args.slice(i + 1))
-      break
-    }
-    if (arg.startsWith("--")) {
-      const [name, ...value] = arg.slice(2).split("=")
-      long.add(name!)
-      if (value.length > 0) values.set(name!, value.join("="))
-      else if ((walker.longArg ?? []).includes(name!) && i + 1 < args.length) values.set(name!, args[++i]!)
-    } else if (arg.startsWith("-") && arg.length > 1) {
-      for (let k = 1; k < arg.length; k++) {
-        const letter = arg[k]!
-        short.add(letter)
-        if ((walker.shortArg ?? "").includes(letter)) {
-          const value = k < arg.length - 1 ? arg.slice(k + 1) : args[++i]
-          if (value !== undefined) values.set(letter, value)
-          break
-        }
-      }
-    } else {
-      operands.push(arg)
-    }
-  }
-  return { short, long, values, operands }
+  du: { walks: always, shortArg: "BdtX", longArg: dashed(["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"]), byDefault: "." },
+  ls: { ...recursive("R", ["--recursive"]), shortArg: "ITw", longArg: dashed(["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"]), byDefault: "." },
+  tree: { walks: always, shortArg: "LPIoHT", longArg: dashed(["filelimit", "timefmt", "sort", "charset", "fromfile", "hintro", "houtro"]), byDefault: "." },
+  cp: recursive("rRa", ["--recursive", "--archive"], { shortArg: "St", longArg: dashed(["suffix", "target-directory"]) }),
+  rsync: recursive("ra", ["--recursive", "--archive"], {
+    shortArg: "eBfTM",
+    longArg: dashed(["rsh", "filter", "exclude", "include", "exclude-from", "include-from", "temp-dir", "block-size", "remote-option", "rsync-path"])
+  }),
+  scp: recursive("r", [], { shortArg: "cFiJloPS" }),
+  zip: recursive("rR", ["--recurse-paths", "--recurse-patterns"], { shortArg: "bnti" }),
+  diff: recursive("r", ["--recursive"], {
+    shortArg: "CUxXIFSL",
+    longArg: dashed(["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "new-file", "from-file", "to-file"])
+  }),
+  chmod: recursive("R", ["--recursive"]),
+  chown: recursive("R", ["--recursive"]),
+  chgrp: recursive("R", ["--recursive"])
 }
 
 /** The trees `argv` walks, as written, or none. */
@@ -160,18 +133,15 @@ export const treesOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (program === "tar" || program === "bsdtar") {
     // c (create), r (append), u (update), in a leading bundle (`tar czf`) or as options.
     const bundle = args[0] !== undefined && !args[0].startsWith("-") ? args[0] : ""
-    const { long, operands, short } = readArgs({ walks: always }, bundle === "" ? args : args.slice(1))
-    const creates = /[cru]/.test(bundle) || any("cru", ["create", "append", "update"])(short, long)
-    return creates ? operands : []
+    const parsed = CommandRisk.parseArguments({}, bundle === "" ? args : args.slice(1))
+    return /[cru]/.test(bundle) || any("cru", ["--create", "--append", "--update"])(parsed) ? parsed.operands : []
   }
   const walker = Object.hasOwn(walkers, program) ? walkers[program]! : undefined
   if (walker === undefined) return []
-  const { long, operands, short, values } = readArgs(walker, args)
-  if (!walker.walks(short, long, values)) return []
-  const patternGiven = walker.pattern === undefined ||
-    [...walker.pattern.short].some((c) => short.has(c)) ||
-    [...walker.pattern.long, ...(walker.pattern.none ?? [])].some((name) => long.has(name))
-  const trees = patternGiven ? operands : operands.slice(1)
+  const parsed = CommandRisk.parseArguments(walker, args)
+  if (!walker.walks(parsed)) return []
+  const patternGiven = walker.pattern === undefined || any(walker.pattern.short, walker.pattern.long)(parsed)
+  const trees = patternGiven ? parsed.operands : parsed.operands.slice(1)
   return trees.length > 0 ? trees : walker.byDefault === undefined ? [] : [walker.byDefault]
 }
 
