@@ -178,6 +178,11 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(yield* output("touch .git/hooks/pre-commit")).toContain("Read-only file system")
       expect(yield* output("sh -c 'echo {} > .effect-agent/settings.json'")).toContain("Read-only file system")
       expect(yield* output("mv .git/config .git/config.old")).toMatch(/\[exit code [1-9]/)
+      // Nor put a repository of its own in the place of the real one.
+      expect(yield* output("mv .git .git-old")).toMatch(/\[exit code [1-9]/)
+      expect(yield* output("mv .git/hooks .git/hooks-old")).toMatch(/\[exit code [1-9]/)
+      expect(yield* output("mv .effect-agent .effect-agent-old")).toMatch(/\[exit code [1-9]/)
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "HEAD"))).toBe(true)
       expect(NodeFs.readFileSync(NodePath.join(cwd, ".git", "config"), "utf8")).not.toContain("fsmonitor")
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
     }))

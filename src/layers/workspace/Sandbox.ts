@@ -12,8 +12,10 @@
  * - **Files.** In a mount namespace of its own, every mount is remounted read-only except the
  *   session's cwd (bound over itself, with what is mounted below it, writable) and a fresh, empty
  *   tmpfs on `/tmp` and `/dev/shm` (`TMPDIR` points there; it lives as long as the command). Inside
- *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`)
- *   and `.effect-agent/` stay read-only: what they hold decides what later runs do. Credentials
+ *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`),
+ *   a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
+ *   rest of `.git` stays writable, so that `git add` and `git commit` work). Git folders are mount
+ *   points, so that a command cannot rename one away and make another. Credentials
  *   under the user's home (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`,
  *   `~/.netrc`, …), effect-agent's own config folder and its data folder are hidden: an empty
  *   read-only tmpfs over a folder, `/dev/null` over a file.
@@ -165,14 +167,21 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
   return [...dirs, ...(await Promise.all(dirs.map((dir) => submoduleGitDirs(dir, depth + 1)))).flat()]
 }
 
-/** The paths inside `cwd` to keep read-only. A git folder without `hooks/` gets an empty one, so that none can be made. */
-const readOnlyPaths = async (cwd: string): Promise<ReadonlyArray<string>> => {
+/**
+ * What to pin inside `cwd`: git folders (the repository's and its submodules') are bound over
+ * themselves, so that no command can rename one away and put a folder of its own in its place; then
+ * the paths kept read-only (a `.git` file — a worktree's or submodule's pointer — among them). A git
+ * folder without `hooks/` gets an empty one, so that none can be made.
+ */
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string> }> => {
   const gitDir = NodePath.join(cwd, ".git")
-  const isGitDir = (await NodeFs.lstat(gitDir).catch(() => undefined))?.isDirectory() === true
-  const gitDirs = isGitDir ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
+  const kind = await NodeFs.lstat(gitDir).catch(() => undefined)
+  const gitDirs = kind?.isDirectory() === true ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
   const inGit = gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks"].map((name) => NodePath.join(dir, name)))
-  return [...new Set([...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit])]
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...(kind?.isFile() === true ? [gitDir] : [])]
+  const existing = await Promise.all(candidates.map(async (path) => ((await NodeFs.lstat(path).catch(() => undefined)) === undefined ? [] : [path])))
+  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())] }
 }
 
 /** The folders every command gets fresh and empty (for itself alone). */
@@ -180,8 +189,8 @@ const privateFolders = ["/tmp", "/dev/shm"]
 
 /**
  * The mount table the setup applies, in order: a private `/tmp` and `/dev/shm`; the working
- * directory bound over itself (with what is mounted in it) and made writable; what stays read-only
- * in it; what is hidden.
+ * directory bound over itself (with what is mounted in it) and made writable; its git folders
+ * pinned and what stays read-only in it; what is hidden.
  */
 const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
   const { cwd } = profile
@@ -197,9 +206,9 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
   for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
   // Only what exists, and what the private folders do not cover anyway.
   const visible = (path: string) => isInside(cwd, path) || !privateFolders.some((folder) => isInside(folder, path))
-  for (const path of await readOnlyPaths(cwd)) {
-    if ((await NodeFs.lstat(path).catch(() => undefined)) !== undefined) lines.push([path, path, "none", "bind,ro"])
-  }
+  const pins = await workspacePins(cwd)
+  for (const path of pins.anchors) lines.push([path, path, "none", "bind"])
+  for (const path of pins.readOnly) lines.push([path, path, "none", "bind,ro"])
   for (const path of profile.hidden) {
     const real = await NodeFs.realpath(path).catch(() => undefined)
     // Never hide the workspace itself (nor a folder it is in).
