@@ -429,8 +429,8 @@ export const make = (options: Options = {}) =>
             warnedUnsandboxed = true
             yield* Effect.logWarning(weaker)
           }
-          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: hiddenPaths() })
-          const env = { ...Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd }), ...launch.env }
+          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
+          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: hiddenPaths(), env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()
@@ -441,6 +441,7 @@ export const make = (options: Options = {}) =>
             cwd: context.cwd,
             env,
             prefix: launch.prefix,
+            prefixEnv: launch.env,
             timeout,
             maxOutputBytes: maxResult,
             onOutput: (text) => {

@@ -99,7 +99,7 @@ describe("the sandbox", () => {
     Effect.gen(function*() {
       const prefix = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"]
       const launched = (choice: ReturnType<typeof Sandbox.choose>) =>
-        "launch" in choice ? choice.launch({ cwd: "/", network: false, hidden: [] }) : Effect.die(choice.unavailable)
+        "launch" in choice ? choice.launch({ cwd: "/", network: false, hidden: [], env: {} }) : Effect.die(choice.unavailable)
       for (const weaker of [
         { _tag: "ParentDeath", prefix, reason: "no user namespaces here" },
         { _tag: "Namespace", prefix: [...prefix, "/usr/bin/unshare", "--pid", "--"], reason: "no user namespaces here" },

@@ -187,6 +187,15 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
     }))
 
+  it.effect(`${branch} the command's environment never reaches the setup, which runs as root of the namespace: an LD_PRELOAD loads in the command alone`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace({ env: { set: { LD_PRELOAD: "/nonexistent/effect-agent-preload.so", MARKER: "set" } } })
+      const result = yield* output("sh -c 'echo $MARKER $TMPDIR'")
+      expect(result).toContain("set /tmp")
+      // The dynamic loader complains once per process that was given the variable: here only the command's sh.
+      expect(result.split("\n").filter((line) => line.includes("effect-agent-preload.so")).length).toBe(1)
+    }))
+
   it.effect(`${branch} a command cannot undo the sandbox: no unmount, no remount, not from a namespace of its own; no hard link from outside`, () =>
     Effect.gen(function*() {
       const { output } = yield* workspace()

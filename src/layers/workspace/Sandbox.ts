@@ -6,7 +6,7 @@
  *
  * ```
  * setpriv --pdeathsig KILL -- unshare --user --map-root-user --mount [--net] --pid --fork --kill-child --mount-proc --
- *   /bin/sh -c <setup> … -- unshare --user --map-user=<uid> --map-group=<gid> -- <command>
+ *   /bin/sh -c <setup> … -- unshare --user --map-user=<uid> --map-group=<gid> -- /bin/sh -c <export the environment> … <command>
  * ```
  *
  * - **Files.** In a mount namespace of its own, every mount is remounted read-only except the
@@ -73,6 +73,8 @@ export interface Profile {
   readonly network: boolean
   /** Absolute paths hidden from the command (missing ones are skipped). */
   readonly hidden: ReadonlyArray<string>
+  /** The command's environment. */
+  readonly env: Readonly<Record<string, string>>
 }
 
 /** Credentials and agent settings under the user's home that commands never see. */
@@ -101,15 +103,16 @@ export const which = (program: string, path: string | undefined): string | undef
 
 /**
  * The setup, run by `/bin/sh` as root of the outer user namespace. Arguments: uid gid network cwd
- * mount ip unshare fstab, the counted list of mounts to make read-only one by one (used only when
- * one `mount --all` cannot), then `--` and the command. Every expansion is quoted; tools are
+ * mount ip unshare fstab sh, the counted list of mounts to make read-only one by one (used only when
+ * one `mount --all` cannot), the counted `NAME=value` list of the command's environment, then `--`
+ * and the command. Every expansion is quoted; tools are
  * absolute paths. Two `mount` runs do all the work: each exec costs time on every command.
  */
 const setup = String.raw`
 IFS=' 	
 '
 fail() { echo "effect-agent: the command sandbox could not be set up ($*); the command did not run" >&2; exit 125; }
-uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8; shift 8
+uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8 sh=$9; shift 9
 cd "$cwd" || fail "cannot enter the working directory"
 n=$1; shift
 if "$mount" --all -t noproc -O rw -o remount,bind,ro 2>/dev/null; then
@@ -126,8 +129,13 @@ fi
 "$mount" --all --no-canonicalize --fstab "$fstab" || fail "cannot mount the working directory, the private /tmp or a hidden path"
 cd "$cwd" || fail "cannot enter the working directory"
 if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
+# The command's environment comes as arguments, set only once in the inner namespace: no
+# LD_PRELOAD of the command's reaches a program that runs with the outer one's capabilities.
+exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$sh" -c '
+n=$1; shift
+while [ "$n" -gt 0 ]; do export "$1"; n=$((n - 1)); shift; done
 [ "$1" = -- ] && shift
-exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$@"
+exec "$@"' effect-agent-command "$@"
 `
 
 /** A mount of `/proc/self/mountinfo`: where, and whether it is writable. */
@@ -138,6 +146,9 @@ interface MountPoint {
 
 /** Decodes the octal escapes of `/proc/self/mountinfo` (`\040` is a space). */
 const unescapeMount = (text: string) => text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+
+/** A list as arguments for the setup: its length, then its items. */
+const counted = (list: ReadonlyArray<string>) => [String(list.length), ...list]
 
 /** Escapes a path for an fstab field. */
 const escapeMount = (text: string) => text.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`)
@@ -248,12 +259,25 @@ export const workspaceLaunch = (
       programs.setpriv, "--pdeathsig", "KILL", "--",
       programs.unshare, "--user", "--map-root-user", "--mount", ...(profile.network ? [] : ["--net"]), "--pid", "--fork", "--kill-child", "--mount-proc", "--",
       programs.sh, "-c", setup, "effect-agent-sandbox",
-      String(uid), String(gid), profile.network ? "on" : "off", cwd, programs.mount, programs.ip ?? "", programs.unshare, NodePath.join(fstab, "fstab"),
-      String(readOnlyMounts.length), ...readOnlyMounts,
+      String(uid), String(gid), profile.network ? "on" : "off", cwd, programs.mount, programs.ip ?? "", programs.unshare, NodePath.join(fstab, "fstab"), programs.sh,
+      ...counted(readOnlyMounts),
+      ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: { TMPDIR: "/tmp", TMP: "/tmp", TEMP: "/tmp" } }
+    return { prefix, env: setupEnvironment }
   })
+
+/** What the setup runs with: nothing of the command's. */
+const setupEnvironment: Readonly<Record<string, string>> = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" }
+
+/**
+ * The command's environment as `NAME=value` words for the setup to export, with `TMPDIR` on the
+ * private `/tmp`. A name the shell cannot export (not `[A-Za-z_][A-Za-z0-9_]*`) is left out.
+ */
+const commandEnvironment = (env: Readonly<Record<string, string>>): ReadonlyArray<string> =>
+  Object.entries({ ...env, TMPDIR: "/tmp", TMP: "/tmp", TEMP: "/tmp" })
+    .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    .map(([name, value]) => `${name}=${value}`)
 
 /** Runs `argv` with a minimal environment in `cwd`; succeeds with whether it exited 0 and printed `expected`. */
 const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<boolean> =>
@@ -280,7 +304,7 @@ const probeWorkspace = (programs: Programs): Effect.Effect<boolean> =>
     Effect.promise(() => NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-probe-")).then((dir) => NodeFs.realpath(dir))),
     (dir) =>
       Effect.flatMap(
-        workspaceLaunch(programs, { cwd: dir, network: false, hidden: [] }),
+        workspaceLaunch(programs, { cwd: dir, network: false, hidden: [], env: {} }),
         ({ prefix }) => probe([...prefix, "/bin/sh", "-c", "echo $$ > ./probe && cat ./probe && ! (: > /effect-agent-sandbox-probe) 2>/dev/null"], "1", dir)
       ).pipe(Effect.scoped),
     (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
@@ -319,7 +343,7 @@ export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
   return { _tag: "None", prefix: [], reason }
 })
 
-/** What a command is started with: an argv prefix, and the variables that win over its environment. */
+/** What a command is started with: an argv prefix, and the environment to start that with (the command's own, unless the prefix passes it on). */
 export interface Launch {
   readonly prefix: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
@@ -339,7 +363,7 @@ export const choose = (
         "The sandbox needs Linux with unprivileged user namespaces (unshare, setpriv and mount from util-linux)"
     }
   }
-  const none = (prefix: ReadonlyArray<string>) => ({ launch: () => Effect.succeed({ prefix, env: {} }) })
+  const none = (prefix: ReadonlyArray<string>) => ({ launch: (profile: Profile) => Effect.succeed({ prefix, env: profile.env }) })
   if (isolation._tag === "Workspace") {
     const { setpriv } = isolation.programs
     return mode === "off" ? none([setpriv, "--pdeathsig", "KILL", "--"]) : { launch: (profile) => workspaceLaunch(isolation.programs, profile) }
