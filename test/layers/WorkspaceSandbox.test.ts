@@ -11,9 +11,10 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { execFileSync, spawnSync } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodeHttp from "node:http"
+import * as NodeNet from "node:net"
 import * as NodePath from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import type { Json } from "../../src/domain/Json.js"
@@ -185,6 +186,45 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "HEAD"))).toBe(true)
       expect(NodeFs.readFileSync(NodePath.join(cwd, ".git", "config"), "utf8")).not.toContain("fsmonitor")
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
+    }))
+
+  it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
+    Effect.gen(function*() {
+      // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.
+      const runtime = NodePath.join(root, "runtime")
+      NodeFs.mkdirSync(runtime, { recursive: true })
+      const socket = NodePath.join(runtime, "bus")
+      const service = NodeNet.createServer((connection) => connection.end("answered"))
+      yield* Effect.promise(() => new Promise<void>((done) => service.listen(socket, done)))
+      const savedRuntime = process.env.XDG_RUNTIME_DIR
+      process.env.XDG_RUNTIME_DIR = runtime
+      // A terminal of the user's, open on the host while the command runs.
+      const hostTerminals = () => NodeFs.readdirSync("/dev/pts").filter((name) => name !== "ptmx")
+      const before = hostTerminals().length
+      const terminal = spawn("script", ["-qc", "sleep 60", "/dev/null"], { stdio: "ignore", detached: true })
+      try {
+        // Bounded wait for the terminal to exist (asserted below).
+        for (let i = 0; i < 200 && hostTerminals().length <= before; i++) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 25)))
+        expect(hostTerminals().length).toBeGreaterThan(before)
+        const connect = (path: string) =>
+          `node -e "require('net').connect('${path}').on('data', d => console.log(String(d))).on('error', e => console.log('refused', e.code))"`
+        for (const network of [false, true]) {
+          const { output } = yield* workspace({ network })
+          const reached = yield* output(connect(socket))
+          expect(reached, `network: ${network}`).not.toContain("answered")
+          expect(reached, `network: ${network}`).toContain("refused")
+          expect(yield* output("ls /dev/pts"), `network: ${network}`).toBe("ptmx\n")
+          // A pseudo-terminal of its own still works.
+          expect(yield* output("script -qc 'tty' /dev/null"), `network: ${network}`).toMatch(/^\/dev\/pts\/0/)
+        }
+        // Without the network, /run (databases' sockets, the system bus) is a private, empty folder.
+        expect(yield* (yield* workspace()).output("ls -A /run")).toBe("(no output)")
+      } finally {
+        process.kill(-terminal.pid!, "SIGKILL")
+        if (savedRuntime === undefined) delete process.env.XDG_RUNTIME_DIR
+        else process.env.XDG_RUNTIME_DIR = savedRuntime
+        service.close()
+      }
     }))
 
   it.effect(`${branch} the command's environment never reaches the setup, which runs as root of the namespace: an LD_PRELOAD loads in the command alone`, () =>

@@ -195,8 +195,22 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
   return { anchors: gitDirs, readOnly: [...new Set(existing.flat())] }
 }
 
-/** The folders every command gets fresh and empty (for itself alone). */
-const privateFolders = ["/tmp", "/dev/shm"]
+/**
+ * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
+ * without the network `/run` too, where the sockets of the machine's services are (a database's
+ * reached by its socket lets the user in without a password, as loopback would not).
+ */
+const privateFolders = (network: boolean): ReadonlyArray<string> => ["/tmp", "/dev/shm", ...(network ? [] : ["/run"])]
+
+/**
+ * Sockets that reach outside the sandbox whatever the network: the user's session (its bus,
+ * `systemd --user`, agents: `$XDG_RUNTIME_DIR`), the system bus, container engines (root on the
+ * machine) and terminal multiplexers (typing into the user's sessions). Hidden like credentials.
+ */
+export const hiddenSockets = (uid: number, runtimeDir: string | undefined): ReadonlyArray<string> => [
+  runtimeDir !== undefined && runtimeDir !== "" ? runtimeDir : `/run/user/${uid}`,
+  "/run/dbus", "/var/run/dbus", "/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/run/screen", "/var/run/screen"
+]
 
 /**
  * The mount table the setup applies, in order: a private `/tmp` and `/dev/shm`; the working
@@ -206,9 +220,16 @@ const privateFolders = ["/tmp", "/dev/shm"]
 const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
-  for (const folder of privateFolders) {
+  const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
+  const folders = privateFolders(profile.network)
+  for (const folder of folders) {
     // A source of its own: `mount --all` passes over an entry whose source and target are mounted already.
-    if ((await NodeFs.stat(folder).catch(() => undefined))?.isDirectory() === true) lines.push(["effect-agent-private", folder, "tmpfs", "mode=1777,nosuid,nodev"])
+    if (await isDirectory(folder)) lines.push(["effect-agent-private", folder, "tmpfs", "mode=1777,nosuid,nodev"])
+  }
+  // Terminals of its own: the user's (where TIOCSTI could type into a shell) are not there.
+  if (await isDirectory("/dev/pts")) {
+    lines.push(["effect-agent-pts", "/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=620"])
+    if ((await NodeFs.lstat("/dev/ptmx").catch(() => undefined)) !== undefined) lines.push(["/dev/pts/ptmx", "/dev/ptmx", "none", "bind"])
   }
   lines.push(["/proc/self/cwd", cwd, "none", "rbind,X-mount.mkdir"])
   // Writable again where it was writable: cwd's own mount, and mounts inside it (made read-only with the rest).
@@ -216,14 +237,16 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
   if (holder?.writable !== false) lines.push(["none", cwd, "none", "remount,bind,rw"])
   for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
   // Only what exists, and what the private folders do not cover anyway.
-  const visible = (path: string) => isInside(cwd, path) || !privateFolders.some((folder) => isInside(folder, path))
+  const visible = (path: string) => isInside(cwd, path) || !folders.some((folder) => isInside(folder, path))
   const pins = await workspacePins(cwd)
   for (const path of pins.anchors) lines.push([path, path, "none", "bind"])
   for (const path of pins.readOnly) lines.push([path, path, "none", "bind,ro"])
-  for (const path of profile.hidden) {
+  const hidden = new Set<string>()
+  for (const path of [...profile.hidden, ...hiddenSockets(process.getuid?.() ?? 0, profile.env.XDG_RUNTIME_DIR ?? process.env.XDG_RUNTIME_DIR)]) {
     const real = await NodeFs.realpath(path).catch(() => undefined)
     // Never hide the workspace itself (nor a folder it is in).
-    if (real === undefined || isInside(real, cwd) || !visible(real)) continue
+    if (real === undefined || hidden.has(real) || isInside(real, cwd) || !visible(real)) continue
+    hidden.add(real)
     const info = await NodeFs.stat(real).catch(() => undefined)
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
