@@ -410,7 +410,8 @@ export const make = (options: Options = {}) =>
             cwd,
             access,
             resolve: (requested) => resolve(cwd, requested, access),
-            caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Duration.toMillis(walkTimeBudget) },
+            // The call waits on this before anyone is asked: a few seconds at most, then it asks.
+            caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Math.min(Duration.toMillis(walkTimeBudget), 3000) },
             now: () => clock.unsafeCurrentTimeMillis()
           })
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
