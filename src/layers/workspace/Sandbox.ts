@@ -5,7 +5,7 @@
  * Codex's `workspace-write`):
  *
  * ```
- * setpriv --pdeathsig KILL -- unshare --user --map-root-user --mount [--net] --pid --fork --kill-child --mount-proc --
+ * setpriv --pdeathsig KILL -- unshare --user --map-root-user --mount [--net] --pid --fork --kill-child --
  *   /bin/sh -c <setup> … -- unshare --user --map-user=<uid> --map-group=<gid> -- /bin/sh -c <export the environment> … <command>
  * ```
  *
@@ -124,9 +124,9 @@ else
     n=$((n - 1)); shift
   done
 fi
-# The private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp may
-# now cover), what stays read-only in it, and what is hidden: see the table.
-"$mount" --all --no-canonicalize --fstab "$fstab" || fail "cannot mount the working directory, the private /tmp or a hidden path"
+# /proc, the private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp
+# may now cover), what stays read-only in it, and what is hidden: see the table.
+said=$("$mount" --all --no-canonicalize --fstab "$fstab" 2>&1) || fail "$(echo "$said" | { read -r line; echo "$line"; })"
 cd "$cwd" || fail "cannot enter the working directory"
 if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
 # The command's environment comes as arguments, set only once in the inner namespace: no
@@ -213,7 +213,7 @@ export const hiddenSockets = (uid: number, runtimeDir: string | undefined): Read
 ]
 
 /**
- * The mount table the setup applies, in order: a private `/tmp` and `/dev/shm`; the working
+ * The mount table the setup applies, in order: the namespace's `/proc`; a private `/tmp` and `/dev/shm`; the working
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
@@ -221,6 +221,9 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
+  // The namespace's own /proc, mounted after everything else was made read-only (a /proc mounted
+  // before would cover the host's with what is mounted in it, which `mount --all` could then not reach).
+  lines.push(["effect-agent-proc", "/proc", "proc", "nosuid,nodev,noexec"])
   const folders = privateFolders(profile.network)
   for (const folder of folders) {
     // A source of its own: `mount --all` passes over an entry whose source and target are mounted already.
@@ -280,7 +283,7 @@ export const workspaceLaunch = (
     const gid = process.getgid?.() ?? 0
     const prefix = [
       programs.setpriv, "--pdeathsig", "KILL", "--",
-      programs.unshare, "--user", "--map-root-user", "--mount", ...(profile.network ? [] : ["--net"]), "--pid", "--fork", "--kill-child", "--mount-proc", "--",
+      programs.unshare, "--user", "--map-root-user", "--mount", ...(profile.network ? [] : ["--net"]), "--pid", "--fork", "--kill-child", "--",
       programs.sh, "-c", setup, "effect-agent-sandbox",
       String(uid), String(gid), profile.network ? "on" : "off", cwd, programs.mount, programs.ip ?? "", programs.unshare, NodePath.join(fstab, "fstab"), programs.sh,
       ...counted(readOnlyMounts),
@@ -302,16 +305,26 @@ const commandEnvironment = (env: Readonly<Record<string, string>>): ReadonlyArra
     .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
     .map(([name, value]) => `${name}=${value}`)
 
-/** Runs `argv` with a minimal environment in `cwd`; succeeds with whether it exited 0 and printed `expected`. */
-const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<boolean> =>
-  Effect.async<boolean>((resume) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
+/** How a probe went: whether it exited 0 and printed what was expected, and the last line it wrote to stderr. */
+interface Probe {
+  readonly ok: boolean
+  readonly error: string
+}
+
+/** Runs `argv` with a minimal environment in `cwd`. */
+const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<Probe> =>
+  Effect.async<Probe>((resume) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
     let out = ""
+    let err = ""
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
     })
-    child.on("error", () => resume(Effect.succeed(false)))
-    child.on("close", (code) => resume(Effect.succeed(code === 0 && out.trim() === expected)))
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      err = (err + chunk).slice(-2000)
+    })
+    child.on("error", (error) => resume(Effect.succeed({ ok: false, error: error.message })))
+    child.on("close", (code) => resume(Effect.succeed({ ok: code === 0 && out.trim() === expected, error: err.trim().split("\n").at(-1) ?? "" })))
     return Effect.sync(() => {
       try {
         process.kill(-child.pid!, "SIGKILL")
@@ -322,7 +335,7 @@ const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Eff
   })
 
 /** Tries the workspace sandbox on a scratch folder: the command must be PID 1, write its cwd, and not `/`. */
-const probeWorkspace = (programs: Programs): Effect.Effect<boolean> =>
+const probeWorkspace = (programs: Programs): Effect.Effect<Probe> =>
   Effect.acquireUseRelease(
     Effect.promise(() => NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-probe-")).then((dir) => NodeFs.realpath(dir))),
     (dir) =>
@@ -333,9 +346,11 @@ const probeWorkspace = (programs: Programs): Effect.Effect<boolean> =>
     (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
   )
 
+const noUserNamespaces = "this system does not let an unprivileged process make user namespaces"
+
 /**
- * Finds the strongest isolation this system offers, by trying it. Run it once (through
- * `Effect.cached`) and reuse the answer.
+ * Finds the strongest isolation this system offers, by trying it, and why nothing stronger. Run it
+ * once (through `Effect.cached`) and reuse the answer.
  */
 export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
   if (process.platform !== "linux") {
@@ -348,21 +363,24 @@ export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
   const parentDeath = [setpriv, "--pdeathsig", "KILL", "--"]
   const mount = which("mount", path)
   let reason = unshare === undefined ? "unshare (util-linux) is not installed" : mount === undefined ? "mount (util-linux) is not installed" : ""
-  if (unshare !== undefined && mount !== undefined) {
-    const programs: Programs = { setpriv, unshare, mount, sh: "/bin/sh", ip: which("ip", path) }
-    if (yield* probeWorkspace(programs)) return { _tag: "Workspace", programs }
-    reason = "this system does not let an unprivileged process make user, mount and network namespaces"
-  }
   if (unshare !== undefined) {
+    const namespaces = yield* probe([unshare, "--user", "--map-root-user", "/bin/sh", "-c", "echo ok"], "ok")
+    if (!namespaces.ok) reason = noUserNamespaces
+    else if (mount !== undefined) {
+      const programs: Programs = { setpriv, unshare, mount, sh: "/bin/sh", ip: which("ip", path) }
+      const workspace = yield* probeWorkspace(programs)
+      if (workspace.ok) return { _tag: "Workspace", programs }
+      const said = /could not be set up \((.*)\)/.exec(workspace.error)?.[1] ?? workspace.error
+      reason = `the sandbox's namespaces or mounts cannot be made here${said === "" ? "" : ` (${said})`}`
+    }
     // `--map-current-user` keeps the user's own uid (and no capabilities once the command runs);
     // older util-linux only has `--map-root-user`.
     for (const map of ["--map-current-user", "--map-root-user"]) {
       const prefix = [...parentDeath, unshare, "--user", map, "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-      if (yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")) return { _tag: "Namespace", prefix, reason }
+      if ((yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")).ok) return { _tag: "Namespace", prefix, reason }
     }
-    reason = "this system does not let an unprivileged process make user namespaces"
   }
-  if (yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")) return { _tag: "ParentDeath", prefix: parentDeath, reason }
+  if ((yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")).ok) return { _tag: "ParentDeath", prefix: parentDeath, reason }
   return { _tag: "None", prefix: [], reason }
 })
 
