@@ -25,7 +25,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, existsSync, fstatSync, linkSync, mkdirSync, openSync, readSync, renameSync, rmSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, existsSync, fstatSync, linkSync, openSync, readSync, renameSync, rmSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -43,6 +43,7 @@ import * as Session from "../domain/Session.js"
 import { isBuilt } from "../services/BuiltBatches.js"
 import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
+import * as Directories from "./Directories.js"
 import { AppendIo } from "./jsonl/AppendIo.js"
 import * as EventCodec from "./jsonl/EventCodec.js"
 import { fromNode, fromPlatform } from "./jsonl/FileFailure.js"
@@ -73,6 +74,12 @@ export interface Options {
    * naming the line, as soon as a line passes it, without holding the line in memory.
    */
   readonly maxLineBytes?: number
+  /**
+   * Only read the data dir (the read commands: `sessions`, `replay`, …): the listing index is not
+   * saved, so a data dir that cannot be written is read without a warning. Appends still fail there,
+   * as the file system says.
+   */
+  readonly readOnly?: boolean
 }
 
 /** The header line's format name. */
@@ -540,7 +547,8 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       dataDir: options.dataDir,
       sessionsDir,
       maxLineBytes,
-      summarizeAll: (sessionId) => summarize(read(sessionId))
+      summarizeAll: (sessionId) => summarize(read(sessionId)),
+      readOnly: options.readOnly === true
     })
 
     const listing = Effect.map(index.refresh, ({ damaged, sessions }) => ({ sessions: [...sessions].sort(byRecentActivity), damaged }))
@@ -549,7 +557,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     /** The sessions folder (and the data dir), owner only when created here. */
     const makeSessionsDir = (sessionId: string) =>
       Effect.try({
-        try: () => void mkdirSync(sessionsDir, { recursive: true, mode: 0o700 }),
+        try: () => Directories.makeSync(sessionsDir, 0o700),
         catch: fromNode("append", sessionsDir, sessionId)
       })
 

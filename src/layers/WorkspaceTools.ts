@@ -35,6 +35,7 @@ import {
   ToolRouter
 } from "../services/ToolRouter.js"
 import * as KeyedLock from "./KeyedLock.js"
+import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
@@ -157,16 +158,15 @@ export const make = (options: Options = {}) =>
     // Detected on the first command, once for these tools.
     const isolation = yield* Effect.cached(Sandbox.detect)
     let warnedUnsandboxed = false
-    /** What commands never see: credentials under the user's home (read when a command starts), and what the options add. */
-    const hiddenPaths = () => {
+    /** What commands never see: credentials under the user's home, effect-agent's own config folder (wherever it is set; read when a command starts), and what the options add. */
+    const hiddenPaths = Effect.gen(function*() {
       const home = process.env.HOME ?? NodeOs.homedir()
-      const config = process.env.XDG_CONFIG_HOME
       return [
         ...Sandbox.hiddenInHome.map((p) => path.join(home, p)),
-        ...(config === undefined || config === "" ? [] : [path.join(config, "effect-agent")]),
+        yield* TrustStore.configDir,
         ...(options.hiddenPaths ?? []).map((p) => path.resolve(p))
       ]
-    }
+    })
     const maxWalkEntries = options.maxWalkEntries ?? 20_000
     const maxWalkDepth = options.maxWalkDepth ?? 32
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
@@ -431,7 +431,7 @@ export const make = (options: Options = {}) =>
             yield* Effect.logWarning(weaker)
           }
           const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
-          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: hiddenPaths(), env })
+          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()

@@ -113,10 +113,10 @@ export const resolve = (
     if (inside && access === "write") {
       const names = yield* Effect.promise(() => hardLinks(real.path))
       if (names > 1) {
-        return { requested, resolved: real.path, insideCwd: false, access, note: `a file with ${names} names (hard links): a write changes it under every name, and the others may be outside the working directory` }
+        return { requested, resolved: real.path, insideCwd: false, relative: undefined, access, note: `a file with ${names} names (hard links): a write changes it under every name, and the others may be outside the working directory` }
       }
     }
-    return { requested, resolved: real.path, insideCwd: inside, access }
+    return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
   })
 
 /**
