@@ -5,6 +5,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
@@ -30,8 +31,11 @@ describe("a follow-up queued while a manual compaction runs", () => {
       const state = yield* engine.sessionState({ sessionId })
       expect(state.followUps).toEqual([{ queueId, content: "three" }])
       expect(state.compaction).toBeDefined()
-      // The compaction ends; then the follow-up's turn runs.
-      yield* TestClock.adjust("1 minute")
+      // The compaction ends once the summary has streamed (a minute per chunk); then the follow-up's turn runs.
+      for (let minutes = 0; minutes < 10 && Option.isNone(yield* Fiber.poll(compaction)); minutes++) {
+        yield* TestClock.adjust("1 minute")
+        yield* Effect.yieldNow()
+      }
       expect((yield* Fiber.join(compaction)).summary).toBe("The summary.")
       const log = yield* engine.watchSession({ sessionId }).pipe(Stream.takeUntil((e) => e.type === "turn.completed" && e.payload.stopReason === "final" && e.sequence > lastSequence), collect)
       expect(typesOf(log.slice(lastSequence))).toEqual([
