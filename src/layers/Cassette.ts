@@ -7,7 +7,8 @@
  * Read from the log alone:
  * - A response is a run of `model.delta` / `model.tool_call_requested` events; any other event ends it.
  * - `model.retry` is a failed attempt before any output: a response failing with its `errorCode`,
- *   the recorded wait as its `retry-after` (the engine waits the longer of that and its schedule).
+ *   retried after exactly the recorded wait (`retryDelayMs`), whatever the replaying engine's retry
+ *   policy: the replay waits what the recording waited, so every later timestamp matches.
  * - A turn that ended with a provider's error code after output ends its last response with that
  *   failure after the chunks it had; one that ended before any output fails a response at once. A
  *   turn that ended `context_overflow` before any output is taken as the preflight (no request sent).
@@ -59,7 +60,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         continue
       case "model.retry":
         if (isProviderReason(event.payload.errorCode)) {
-          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryAfterMs: event.payload.delayMs } })
+          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryDelayMs: event.payload.delayMs } })
         }
         break
       case "session.compacted":

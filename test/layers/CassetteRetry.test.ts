@@ -13,6 +13,7 @@ import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import * as TestContext from "effect/TestContext"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -52,8 +53,10 @@ const session = (script: FakeModelProvider.Script, options: SessionEngineModule.
           Layer.provideMerge(IdGenerator.layerSequential)
         )
       ),
-      // The jitter of the retry schedule draws from Random: each run its own seed.
-      Effect.withRandom(Random.make(seed))
+      // The jitter of the retry schedule draws from Random: each run its own seed. Each run has its
+      // own test clock, starting at 0.
+      Effect.withRandom(Random.make(seed)),
+      Effect.provide(TestContext.TestContext)
     )
   })
 
