@@ -9,7 +9,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
@@ -91,52 +90,6 @@ const idsFor = (ids: Services["ids"], count: number): Effect.Effect<ReadonlyArra
   ids.nextMany !== undefined ? ids.nextMany("event", count) : Effect.all(Array.from({ length: count }, () => ids.next("event")))
 
 /**
- * The fold of a batch's events into the state, one event at a time as `SessionState.reduce` does,
- * but paying once for a run of deltas while the model streams: a delta then moves nothing but the
- * sequence and the activity time (the reducer gives back the open turn unchanged), so once one
- * delta of a run has left the open turn as it was, the rest of the run is folded by reducing only
- * its last delta, from the state the others would have made.
- */
-class StateFold {
-  /** The last delta of the run not folded yet, and the open turn a delta left unchanged. */
-  private pending: AgentEvent | undefined = undefined
-  private streaming: SessionState.OpenTurn | undefined = undefined
-  /** The last sequence taken, pending deltas included. */
-  lastSequence: number
-
-  constructor(private folded: SessionState.SessionState) {
-    this.lastSequence = folded.lastSequence
-  }
-
-  get state(): SessionState.SessionState {
-    const pending = this.pending
-    if (pending !== undefined) {
-      this.pending = undefined
-      this.reduce({ ...this.folded, lastSequence: pending.sequence - 1 }, pending)
-    }
-    return this.folded
-  }
-
-  add(event: AgentEvent) {
-    this.lastSequence = event.sequence
-    if (event.type === "model.delta" && this.streaming !== undefined && this.folded.openTurn === this.streaming) {
-      this.pending = event
-      return
-    }
-    const before = this.state
-    this.reduce(before, event)
-    this.streaming = event.type === "model.delta" && this.folded.openTurn === before.openTurn ? before.openTurn : undefined
-  }
-
-  private reduce(state: SessionState.SessionState, event: AgentEvent) {
-    const next = SessionState.reduce(state, event)
-    // The engine only builds legal events; an illegal one is a bug, not a condition to handle.
-    if (Either.isLeft(next)) throw next.left
-    this.folded = next.right
-  }
-}
-
-/**
  * Commits a batch of drafts: under the session's lock, each draft the guard lets through becomes an
  * event (an id, sequence = last + 1, one timestamp from `Clock` for the batch), the batch is
  * appended to the store as one step, folded into the live state and transcript, and handed to the
@@ -155,7 +108,7 @@ export const commit = (
   session.writes.withPermits(1)(Effect.gen(function*() {
     const at = yield* timestamp
     const { sessionId } = session
-    const fold = new StateFold(session.state)
+    const fold = new SessionState.Folder(session.state)
     // What a guard sees: the state folded so far, made only if the guard reads it.
     const view: Live | undefined = guard === undefined ? undefined : {
       get state() {

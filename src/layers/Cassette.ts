@@ -19,6 +19,7 @@
  *
  * @since 0.1.0
  */
+import { absurd } from "effect/Function"
 import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
 import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
 import type { Json } from "../domain/Json.js"
@@ -89,6 +90,24 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         if (usage !== undefined && lastOfTurn !== undefined) lastOfTurn.usage = usage
         break
       }
+      case "session.created":
+      case "user.message":
+      case "turn.steered":
+      case "context.built":
+      case "permission.requested":
+      case "permission.resolved":
+      case "tool.started":
+      case "tool.progress":
+      case "tool.completed":
+      case "tool.failed":
+      case "followup.queued":
+      case "followup.dropped":
+      case "session.forked":
+      case "compaction.started":
+        // Not the model's: they only end the response being read.
+        break
+      default:
+        absurd(event)
     }
     open = undefined
   }

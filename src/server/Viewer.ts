@@ -3,9 +3,10 @@
  * login URL that sets the token cookie, and `/openapi.json`. Each needs the token (the cookie, or
  * a bearer header) but `/login`, which needs a one-time code instead.
  *
- * The page and its script are plain files (`viewer/index.html`, `viewer/viewer.js`), read once when
- * the layer is built — no build step. They are found next to this module (running from `src/`) or
- * in the package's `src/server/viewer/` (running from `dist/`: the package ships `src`).
+ * The page and its script (`index.html`, and `page.bundle.js`: `viewer/page.js` bundled with the
+ * domain's fold of the log by `npm run build`) are read once when the layer is built from the package's
+ * `dist/server/viewer/` — nothing is built while the server runs. They are found next to this module
+ * (running from `dist/`), from the CLI's bundle, or in `dist/` when running from `src/`.
  *
  * @since 0.2.0
  */
@@ -20,15 +21,16 @@ import { Api, cookieName } from "./Api.js"
 import { ServerConfig } from "./Config.js"
 import * as Security from "./Security.js"
 
-// Next to this module (src/), or the shipped src/ from dist/ (or a bundle chunk one level deeper).
-const candidates = ["./viewer/", "../../src/server/viewer/", "../src/server/viewer/", "../../../src/server/viewer/"]
+// Next to this module (dist/server/), from the CLI's bundle (dist/cli/ or a chunk one level deeper),
+// or the built files when running from src/server/.
+const candidates = ["./viewer/", "../server/viewer/", "../../server/viewer/", "../../dist/server/viewer/"]
 
 /** The viewer's files, read once. */
 const readViewer = () => {
   for (const candidate of candidates) {
     const dir = fileURLToPath(new URL(candidate, import.meta.url))
-    if (existsSync(`${dir}index.html`)) {
-      return { html: readFileSync(`${dir}index.html`, "utf8"), script: readFileSync(`${dir}viewer.js`, "utf8") }
+    if (existsSync(`${dir}index.html`) && existsSync(`${dir}page.bundle.js`)) {
+      return { html: readFileSync(`${dir}index.html`, "utf8"), script: readFileSync(`${dir}page.bundle.js`, "utf8") }
     }
   }
   return undefined
@@ -52,7 +54,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
     const files = readViewer()
-    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found; / answers 404")
+    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found (run `npm run build`); / answers 404")
     const authorized = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
       const bearer = (request.headers["authorization"] ?? "").replace(/^Bearer /, "")
       return Security.matches(config.token, bearer) || Security.matches(config.token, Security.cookieValue(request.headers["cookie"], cookieName))
