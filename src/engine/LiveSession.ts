@@ -13,7 +13,6 @@ import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from 
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Transcript from "../domain/Transcript.js"
-import { markBuilt } from "../services/BuiltBatches.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import type { Services } from "./Services.js"
 import type { Slot } from "./SessionDriver.js"
@@ -141,7 +140,7 @@ export const commit = (
     const ids = yield* idsFor(services.ids, events.length)
     for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
     // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
-    yield* services.store.appendAll(markBuilt(events)).pipe(
+    yield* services.store.appendAll(events).pipe(
       // No stack trace: this span is on the hot path, once per batch.
       Effect.withSpan("LiveSession.append", {
         captureStackTrace: false,

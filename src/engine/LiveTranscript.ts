@@ -15,10 +15,7 @@ import * as Transcript from "../domain/Transcript.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 
 /** The messages of a transcript, as a request carries them, and the length of their JSON array. */
-export interface Rendered {
-  readonly messages: ReadonlyArray<Transcript.Message>
-  readonly jsonLength: number
-}
+export type Rendered = ContextBuilder.Rendering
 
 /** The tool calls of a response that asked for none: one array for all of them. */
 const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
@@ -108,8 +105,12 @@ export class LiveTranscript {
     if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
     const snapshot: Transcript.Transcript = { entries: this.entries.slice(), open: this.openEntry() }
     this.cachedSnapshot = snapshot
-    // A builder given this snapshot gets its rendering from here while it is current.
-    return ContextBuilder.withRendering(snapshot, () => this.cachedSnapshot === snapshot ? this.rendered() : Transcript.rendered(snapshot))
+    return snapshot
+  }
+
+  /** The rendering of a snapshot it gave out: kept here while the snapshot is current, else rendered from it. */
+  renderingOf(snapshot: Transcript.Transcript): ContextBuilder.Rendering {
+    return this.cachedSnapshot === snapshot ? this.rendered() : Transcript.rendered(snapshot)
   }
 
   /**

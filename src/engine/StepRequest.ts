@@ -21,7 +21,14 @@ const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; re
   Effect.gen(function*() {
     const { services } = turn
     const { state, transcript } = turn.session.live
-    const built = yield* services.context.build({ sessionId: state.sessionId, cwd: state.cwd, transcript, tools: toolSpecs(services) })
+    const built = yield* services.context.build({
+      sessionId: state.sessionId,
+      cwd: state.cwd,
+      transcript,
+      tools: toolSpecs(services),
+      // The live transcript keeps its messages rendered: only what changed since the last request is rendered again.
+      rendered: () => turn.session.transcript.renderingOf(transcript)
+    })
     const transform = services.hooks.transformContext
     const request = transform === undefined
       ? built.request
