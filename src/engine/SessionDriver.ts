@@ -268,18 +268,21 @@ export function request(
     if (run?.current !== undefined || run?.requested !== undefined) return yield* new TurnInProgress({ sessionId, turnId: busyTurnId(session) })
     const { state } = session.live
     const open = state.openTurn
-    // The turn's events go to the caller's stream; its span is a child of the caller's.
-    const caller = { sink: yield* Mailbox.make<AgentEvent, EventStoreFailure>(), span: Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan)) }
-    let turn: Turn.Turn
+    let turnId: string
     if (work._tag === "New") {
       if (open !== undefined && SessionState.isPaused(state)) return yield* new TurnInProgress({ sessionId, turnId: open.turnId })
-      turn = Turn.make(engine.services, session, yield* engine.services.ids.next("turn"), work, caller)
+      turnId = yield* engine.services.ids.next("turn")
     } else {
       if (open !== undefined && !SessionState.isPaused(state) && run === undefined) yield* closeDangling(engine, session)
       if (open === undefined || !SessionState.isPaused(state)) return yield* new NothingToResume({ sessionId })
-      turn = Turn.make(engine.services, session, open.turnId, work, caller)
-      // Waits are registered before the turn runs, so an answer given right away is never lost.
-      for (const call of SessionState.pendingApprovals(state)) turn.approvals.set(call.toolCallId, yield* Deferred.make<Turn.UserDecision>())
+      turnId = open.turnId
+    }
+    // The turn's events go to the caller's stream; its span is a child of the caller's.
+    const span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+    const turn = Turn.make(engine.services, session, turnId, work, { sink: yield* Mailbox.make<AgentEvent, EventStoreFailure>(), span })
+    // A resumed turn's waits are registered before it runs, so an answer given right away is never lost.
+    for (const call of work._tag === "Resume" ? SessionState.pendingApprovals(state) : []) {
+      turn.approvals.set(call.toolCallId, yield* Deferred.make<Turn.UserDecision>())
     }
     // A run between two turns takes it as its requested turn; otherwise it starts one.
     if (run !== undefined) run.requested = turn
