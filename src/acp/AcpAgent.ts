@@ -298,6 +298,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
 
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
       Effect.gen(function*() {
+        const arrivedAt = arrivals.requestAt(requestId)
         const { sessionId } = params
         const existing = sessions.get(sessionId)
         if (existing?.running !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
@@ -321,7 +322,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         if (pending.length > 0) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
           // background: the client may take its time, and the paused turn goes on from the answers.
-          const running = yield* claim(session, arrivals.requestAt(requestId))
+          const running = yield* claim(session, arrivedAt)
           const asked = pending.map((call) => ({ call, request: permissionRequest(client, session, running, call) }))
           yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
         }

@@ -13,7 +13,7 @@ import type * as acp from "@agentclientprotocol/sdk"
 export interface Arrivals {
   /** The connection's stream, with each incoming message noted as it is read. */
   readonly observe: (stream: acp.Stream) => acp.Stream
-  /** When the request with this id arrived (forgotten once asked). */
+  /** When the `session/prompt` or `session/load` request with this id arrived (forgotten once asked). */
   readonly requestAt: (requestId: acp.JsonRpcId) => number
   /** Whether a `session/cancel` of the session arrived after `at`. */
   readonly cancelledAfter: (sessionId: string, at: number) => boolean
@@ -29,7 +29,9 @@ export const make = (): Arrivals => {
   const note = (message: unknown) => {
     if (!isRecord(message) || typeof message.method !== "string") return
     const at = ++count
-    if ("id" in message && (typeof message.id === "string" || typeof message.id === "number")) requests.set(message.id, at)
+    // Only the requests that run turns are asked about (and forgotten once asked): nothing else is kept.
+    const runsTurns = message.method === "session/prompt" || message.method === "session/load"
+    if (runsTurns && (typeof message.id === "string" || typeof message.id === "number")) requests.set(message.id, at)
     if (message.method === "session/cancel" && !("id" in message) && isRecord(message.params) && typeof message.params.sessionId === "string") {
       lastCancel.set(message.params.sessionId, at)
     }

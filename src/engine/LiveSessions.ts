@@ -217,7 +217,8 @@ export const make = (
 
     const writable = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy> =>
       Effect.suspend(() => {
-        if (writers.get(sessionId)?.held === true) return get(sessionId)
+        const writer = writers.get(sessionId)
+        if (writer?.held === true && writer.releasing === undefined) return get(sessionId)
         return Effect.zipRight(entries.has(sessionId) ? Effect.void : stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId)))
       })
 
