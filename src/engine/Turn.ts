@@ -149,4 +149,5 @@ export const commitTo = (
 (drafts, guard) =>
   sink === undefined
     ? LiveSession.commit(services, session, turnId, drafts, guard)
-    : Effect.tap(LiveSession.commit(services, session, turnId, drafts, guard), (events) => sink.offerAll(events))
+    // Stored and handed to the consumer as one step: a cancel between the two would lose an event from its stream.
+    : Effect.uninterruptible(Effect.tap(LiveSession.commit(services, session, turnId, drafts, guard), (events) => sink.offerAll(events)))
