@@ -15,7 +15,7 @@ describe("SIGINT twice mid-turn", () => {
   it("exits 130 with the log ending turn.completed {cancelled}, run after run", async () => {
     const script = join(dir, "slow.json")
     writeFileSync(script, JSON.stringify({ responses: [{ chunks: Array.from({ length: 40 }, (_, i) => `chunk${i} `), delay: 250 }] }))
-    for (let run = 1; run <= 6; run++) {
+    for (let run = 1; run <= 4; run++) {
       const running = start(["run", "count slowly", "--script", script, "--data-dir", dataDir], { cwd: dir })
       await running.waitForStdout(/chunk0 /)
       // Two signals back to back, as a double Ctrl+C sends them.
