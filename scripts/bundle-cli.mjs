@@ -66,7 +66,7 @@ for (const name of readdirSync(chunks)) {
 // The web viewer's page (served by `serve` and by `effect-agent/server`): its script bundled with
 // the domain's fold of the log (`SessionView`, through `effect-agent/view`, which carries nothing of
 // Effect), so the page shows what the package's projection says rather than a copy of it. Built
-// here, never while the server runs; the server reads `index.html` and `page.bundle.js` from this folder.
+// here, never while the server runs; the server reads `index.html`, `page.bundle.js` and the sign-in page from this folder.
 const viewer = join(root, "dist", "server", "viewer")
 mkdirSync(viewer, { recursive: true })
 await esbuild.build({
@@ -79,4 +79,4 @@ await esbuild.build({
   target: "es2022",
   logLevel: "warning"
 })
-copyFileSync(join(root, "src", "server", "viewer", "index.html"), join(viewer, "index.html"))
+for (const name of ["index.html", "login.html", "login.js"]) copyFileSync(join(root, "src", "server", "viewer", name), join(viewer, name))

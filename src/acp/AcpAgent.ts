@@ -19,7 +19,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type Json, SessionEngine } from "../index.js"
+import { type AgentEvent, type Json, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -94,7 +94,8 @@ export const requestErrorOf = (error: unknown): acp.RequestError => {
 export const turnFailed = (errorCode: string, sessionId: string): acp.RequestError =>
   new acp.RequestError(-32603, `the turn ended with an error: ${errorCode}`, { errorCode, sessionId })
 
-const isAbsolute = (path: string) => path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path)
+/** A directory a client names, as sessions store it (its real path); as given when it cannot be resolved (it then matches nothing). */
+const asStored = (cwd: string) => WorkingDirectory.canonical(cwd).pipe(Effect.orElseSucceed(() => cwd))
 
 /**
  * Serves one ACP connection on `stream` until it closes, then cancels what still runs and returns.
@@ -286,10 +287,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
 
     const newSession = (params: acp.NewSessionRequest) =>
       Effect.gen(function*() {
-        if (!isAbsolute(params.cwd)) return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "cwd" }, "cwd must be an absolute path"))
+        // Absolute, an existing directory, stored as its real path (`..` and links resolved once, here).
+        const cwd = yield* WorkingDirectory.canonical(params.cwd).pipe(Effect.mapError(requestErrorOf))
         if (params.mcpServers.length > 0) yield* Effect.logWarning("effect-agent acp: MCP servers are not supported; ignoring them")
-        const policy = yield* policyFor(params.cwd)
-        const session = yield* engine.createSession({ cwd: params.cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
+        const policy = yield* policyFor(cwd)
+        const session = yield* engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
         if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
         sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined })
         const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))
@@ -303,7 +305,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const existing = sessions.get(sessionId)
         if (existing?.running !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
         const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
-        if (params.cwd !== state.cwd) {
+        if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
           return yield* Effect.fail(acp.RequestError.invalidParams(
             { errorCode: "cwd_mismatch", field: "cwd" },
             "a session's cwd is fixed when it is created; start a new session for another directory"
@@ -395,8 +397,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_cursor" }, "unknown cursor"))
         }
         const summaries = yield* engine.listSessions.pipe(Effect.mapError(requestErrorOf))
+        const cwd = params.cwd === undefined || params.cwd === null ? undefined : yield* asStored(params.cwd)
         const sessions = summaries
-          .filter((s) => params.cwd === undefined || params.cwd === null || s.cwd === params.cwd)
+          .filter((s) => cwd === undefined || s.cwd === cwd || s.cwd === params.cwd)
           .map((s): acp.SessionInfo => ({ sessionId: s.sessionId, cwd: s.cwd, updatedAt: s.lastActivityAt }))
         return { sessions } satisfies acp.ListSessionsResponse
       })

@@ -66,7 +66,8 @@ const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect
               if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
               break
             case "ToolCall": {
-              const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: piece.args }
+              // What is stored is what runs: arguments too deep to walk are replaced before either.
+              const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
               asked.push(call)
               drafts.push(EventDraft.toolCallRequested(call))
               break

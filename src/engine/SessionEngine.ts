@@ -51,6 +51,9 @@ import * as SessionDriver from "./SessionDriver.js"
 import type * as Turn from "./Turn.js"
 import * as Watchers from "./Watchers.js"
 
+/** Whether a path is absolute on POSIX (`/…`) or Windows (a drive letter, or a `\\server` share), without the file system. */
+const isAbsolutePath = (path: string): boolean => path.startsWith("/") || /^[A-Za-z]:[\\/]/.test(path) || path.startsWith("\\\\")
+
 /** Input of {@link SessionEngine.Service.createSession}. */
 export interface CreateSessionInput {
   readonly cwd: string
@@ -292,6 +295,8 @@ export const make = (
 
     const createSession = Effect.fn("SessionEngine.createSession")(function*(input: CreateSessionInput) {
       if (input.cwd.trim() === "") return yield* new InvalidInput({ field: "cwd", detail: "must not be empty" })
+      // A relative cwd would mean whatever directory a later driver runs in. (Whether it exists is the adapters' check: WorkingDirectory.)
+      if (!isAbsolutePath(input.cwd)) return yield* new InvalidInput({ field: "cwd", detail: "must be an absolute path" })
       if (!AgentEvent.Client.literals.includes(input.client)) {
         return yield* new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
       }

@@ -59,6 +59,12 @@ export interface Options {
    * naming the line, as soon as a line passes it, without holding the line in memory.
    */
   readonly maxLineBytes?: number
+  /**
+   * Only read the data dir (the read commands: `sessions`, `replay`, …): the listing index is not
+   * saved, so a data dir that cannot be written is read without a warning. Appends still fail there,
+   * as the file system says.
+   */
+  readonly readOnly?: boolean
 }
 
 /** The header line's format name. */
@@ -105,7 +111,8 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       dataDir: options.dataDir,
       sessionsDir,
       maxLineBytes,
-      summarizeAll: (sessionId) => summarize(read(sessionId))
+      summarizeAll: (sessionId) => summarize(read(sessionId)),
+      readOnly: options.readOnly === true
     })
 
     const listing = Effect.map(index.refresh, ({ damaged, sessions }) => ({ sessions: [...sessions].sort(byRecentActivity), damaged }))

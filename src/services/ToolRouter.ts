@@ -32,6 +32,11 @@ export interface PathAccess {
   /** The real absolute path. */
   readonly resolved: string
   readonly insideCwd: boolean
+  /**
+   * The real path relative to the session's real cwd (`.` for the cwd itself) when it is inside it:
+   * what a rule's relative path glob matches. Computed from `resolved` when absent.
+   */
+  readonly relative?: string | undefined
   readonly access: "read" | "write"
 }
 

@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, fstatSync, openSync, readSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -32,6 +32,7 @@ import { EventStoreFailure, type EventStoreFailureReason } from "../../domain/Er
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import { sequenceConflict } from "../../services/EventStore.js"
+import * as Directories from "../Directories.js"
 import * as KeyedLock from "../KeyedLock.js"
 import { AppendIo } from "./AppendIo.js"
 import * as EventCodec from "./EventCodec.js"
@@ -506,7 +507,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     /** The sessions folder (and the data dir), owner only when created here. */
     const makeSessionsDir = (sessionId: string) =>
       Effect.try({
-        try: () => void mkdirSync(sessionsDir, { recursive: true, mode: 0o700 }),
+        try: () => Directories.makeSync(sessionsDir, 0o700),
         catch: fromNode("append", sessionsDir, sessionId)
       })
 

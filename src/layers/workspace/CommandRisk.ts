@@ -67,6 +67,8 @@ const readPrograms: Record<string, OptionRule> = {
 
 /** Programs whose arguments are (or can be) another command or a program text. */
 const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx)$/
+/** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
+export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program)
 /** Package manager subcommands that run a command given on the line. */
 const packageRunners = new Set(["exec", "x", "dlx", "create"])
 

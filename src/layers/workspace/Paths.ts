@@ -106,7 +106,8 @@ export const resolve = (
     // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
     const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
     const real = yield* Effect.promise(() => realPath(absolute))
-    return { requested, resolved: real.path, insideCwd: real.exact && isInside(path, root, real.path), access }
+    const insideCwd = real.exact && isInside(path, root, real.path)
+    return { requested, resolved: real.path, insideCwd, relative: insideCwd ? path.relative(root, real.path) || "." : undefined, access }
   })
 
 /** How a path is shown to the model: relative to cwd when inside it. */

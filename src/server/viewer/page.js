@@ -37,6 +37,8 @@ const api = async (method, path, body) => {
     headers: body === undefined ? {} : { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body)
   })
+  // Signed out (the token changed, or the cookie is gone): back to the sign-in form.
+  if (response.status === 401) location.assign("/login")
   const text = await response.text()
   const data = text === "" ? undefined : JSON.parse(text)
   if (!response.ok) throw new Error(data?.message ?? `HTTP ${response.status}`)
