@@ -94,6 +94,7 @@ const run = Command.make(
     ),
     mode,
     ...Flags.rules,
+    ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
@@ -191,6 +192,7 @@ const answer = (decision: "allow" | "deny") =>
         : {}),
       mode,
       ...Flags.rules,
+      ...Flags.sandbox,
       ...Models.options,
       ...Flags.storage
     },

@@ -96,8 +96,9 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
     const { toolCallId } = call
     if (from === "awaiting_approval") return yield* userDecision(turn, call, Effect.void)
     if (from === "requested") {
-      // Paths outside cwd are named by their real target, so the approval shows where a link leads.
-      const outsidePaths = call.paths.filter((p) => !p.insideCwd).map((p) => p.resolved)
+      // Paths outside cwd are named by their real target, so the approval shows where a link leads
+      // (and, for one that only counts as outside, why).
+      const outsidePaths = [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
       yield* turn.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
     }
     const { state } = turn.session.live
