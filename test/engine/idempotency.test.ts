@@ -90,6 +90,37 @@ describe("idempotency keys", () => {
       expect(ofType(log, "turn.started").map((e) => e.payload.queueId)).toEqual(["q1"])
     }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [{ chunks: ["done"] }] }))))
 
+  it.effect("the same follow-up sent twice at once, the second while the first is being stored, is queued once", () =>
+    Effect.gen(function*() {
+      const appending = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // The store holds a follow-up's append until the test lets it go: the second delivery comes meanwhile.
+      const held = Layer.effect(
+        EventStore,
+        Effect.map(EventStore, (store) => ({
+          ...store,
+          appendAll: (events: Parameters<typeof store.appendAll>[0]) =>
+            events.some((e) => e.type === "followup.queued")
+              ? Deferred.succeed(appending, undefined).pipe(Effect.zipRight(Deferred.await(release)), Effect.zipRight(store.appendAll(events)))
+              : store.appendAll(events)
+        }))
+      ).pipe(Layer.provideMerge(MemoryEventStore.layer))
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        const first = yield* Effect.fork(engine.followUp({ sessionId, message: "later", idempotencyKey: "k" }))
+        yield* Deferred.await(appending)
+        const second = yield* Effect.fork(engine.followUp({ sessionId, message: "later", idempotencyKey: "k" }))
+        yield* Deferred.succeed(release, undefined)
+        const queued = yield* Fiber.join(first)
+        expect(yield* Fiber.join(second)).toEqual(queued)
+        yield* collect(engine.watchSession({ sessionId }).pipe(Stream.takeUntil((e) => e.type === "turn.completed")))
+        const log = yield* replay(sessionId)
+        expectWellFormedLog(log)
+        expect(ofType(log, "followup.queued").map((e) => e.payload.queueId)).toEqual([queued.queueId])
+      }).pipe(Effect.provide(engineLayer(held, { responses: [{ chunks: ["done"] }, { chunks: ["again"] }] })))
+    }))
+
   it.effect("a steer sent again is stored once, in the turn it was sent to: recognised while it waits for the step boundary, after it is stored, and after the turn ended", () =>
     Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
