@@ -4,8 +4,11 @@
  * setup can skip a build that is already current.
  *
  *   node scripts/build.mjs              `npm run build`: always builds; fails on a type error
- *   node scripts/build.mjs --if-stale   the suite's global setup (test/globalSetup.ts): builds only
- *                                       when dist is not the build of the current inputs
+ *   node scripts/build.mjs --if-stale   `prepack`: builds only when dist is not the build of the
+ *                                       current inputs (so `npm pack` in the packaging test does not
+ *                                       rewrite the dist other tests are running)
+ *
+ * The suite's global setup (test/globalSetup.ts) calls `build({ ifStale: true, lenient: true })`.
  *
  * "Current" is decided by content, never by clocks: the stamp (`.cache/dist-stamp.json`, outside
  * dist so `npm pack` never ships it) holds a SHA-256 of every input — src/, scripts/, the tsconfigs,
@@ -74,11 +77,11 @@ const node = (args) => execFileSync(process.execPath, args, { cwd: root, stdio: 
 
 /**
  * Builds dist unless (with `ifStale`) it is the build of the current inputs. Returns what it did.
- * With `ifStale`, a type error is not fatal (tsc still emits every file; the suite's own type-check
+ * With `lenient`, a type error is not fatal (tsc still emits every file; the suite's own type-check
  * reports it), and the bundle failing leaves tsc's unbundled bin of the same sources (slower);
  * neither stamps the build, so the next run tries again.
  */
-export const build = ({ ifStale = false } = {}) => {
+export const build = ({ ifStale = false, lenient = false } = {}) => {
   const stamp = readStamp()
   const hash = inputsHash()
   const intact = sameOutputs(stamp?.outputs)
@@ -91,14 +94,14 @@ export const build = ({ ifStale = false } = {}) => {
     node([createRequire(import.meta.url).resolve("typescript/bin/tsc"), "-p", "tsconfig.build.json", "--incremental", "--tsBuildInfoFile", buildInfo])
   } catch (error) {
     // Exit status 2: diagnostics, every output emitted all the same. Anything else emitted nothing (or not all).
-    if (!ifStale || error.status !== 2) throw new Error(`tsc failed:\n${error.stdout ?? ""}${error.stderr ?? error}`)
+    if (!lenient || error.status !== 2) throw new Error(`tsc failed:\n${error.stdout ?? ""}${error.stderr ?? error}`)
     problems.push("tsc reported errors (it still emitted; the suite's type-check names them)")
   }
   try {
     node([join(root, "scripts", "bundle-cli.mjs")])
   } catch (error) {
     const why = String(error.stderr ?? error).split("\n").slice(0, 4).join("\n")
-    if (!ifStale) throw new Error(`the CLI bundle failed:\n${why}`)
+    if (!lenient) throw new Error(`the CLI bundle failed:\n${why}`)
     problems.push(`the CLI bundle failed, the tests run tsc's unbundled dist/cli/bin.js:\n${why}`)
   }
   if (problems.length > 0) return problems.join("\n")
