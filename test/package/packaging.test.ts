@@ -25,19 +25,19 @@ const exec = async (file: string, args: ReadonlyArray<string>, options: { cwd: s
 
 const npm = (args: ReadonlyArray<string>, cwd: string) => exec("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], { cwd })
 
-/** The README's install line: the one `npm install` of the packed tarball in the "Install" section. */
+/** The README's install line: the one `npm install` of the packed tarball in the "As a library" section. */
 const installLine = () => {
-  const section = readme.slice(readme.indexOf("## Install"))
+  const section = readme.slice(readme.indexOf("## As a library"))
   const line = section.split("\n").find((l) => l.startsWith("npm install ./effect-agent-"))
-  if (line === undefined) throw new Error("README: no `npm install ./effect-agent-…` line under ## Install")
+  if (line === undefined) throw new Error("README: no `npm install ./effect-agent-…` line under ## As a library")
   return line.replace(/\s+#.*$/, "").trim().split(/\s+/).slice(1)
 }
 
-/** The README's embedding example: the first TypeScript block of "Embedding in an Effect program". */
+/** The README's embedding example: the first TypeScript block of "As a library". */
 const embeddingExample = () => {
-  const section = readme.slice(readme.indexOf("## Embedding in an Effect program"))
+  const section = readme.slice(readme.indexOf("## As a library"))
   const match = /```ts\n([\s\S]*?)```/.exec(section)
-  if (match === null) throw new Error("README: no TypeScript block under ## Embedding in an Effect program")
+  if (match === null) throw new Error("README: no TypeScript block under ## As a library")
   return match[1]!
 }
 
