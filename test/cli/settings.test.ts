@@ -1,7 +1,7 @@
 /**
  * The CLI's rules (issue 8, item 14) as units: the `--allow` / `--deny` flag parser, the settings
  * file's schema and its one-line errors naming the bad entry, the order of flags and file rules. The
- * settings folder's guard is the policy's (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.test.ts.
+ * settings folder's guard is the policy's (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.integration.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Either from "effect/Either"
