@@ -1,12 +1,49 @@
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
+
+/**
+ * Two projects (docs/testing.md):
+ * - `unit`: every test file but the integration ones. One process each: no child process, no
+ *   PostgreSQL, no browser, servers only in-process; no global setup, so one file starts at once.
+ *   test/unitSetup.ts and test/architecture.test.ts hold the rule. `npm run test:unit`.
+ * - `integration`: files named `*.integration.test.ts` — the CLI and the ACP agent as
+ *   subprocesses, shell commands, the test PostgreSQL, Chromium, `npm pack`. Their global setup
+ *   builds dist when it is stale (test/globalSetup.ts) and starts PostgreSQL (test/postgresSetup.ts).
+ *   `npm run test:integration`.
+ * `npm test` (and `vitest run`) runs both.
+ */
+const integration = "test/**/*.integration.test.ts"
 
 export default defineConfig({
   // Examples import the package by name, as users do; here the name points at the sources.
   resolve: { alias: { "effect-agent": new URL("./src/index.ts", import.meta.url).pathname } },
   test: {
-    include: ["test/**/*.test.ts", "examples/testing.ts"],
-    globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000
+    hookTimeout: 30_000,
+    // A worker process runs file after file and keeps the modules it loaded: Effect and the sources
+    // are loaded once per worker, not once per file (loading them was most of a unit file's time).
+    // Each file still gets fresh test-file modules; helpers' module state is shared (see docs).
+    pool: "forks",
+    poolOptions: { forks: { isolate: false } },
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts", "examples/testing.ts"],
+          exclude: [...configDefaults.exclude, integration],
+          setupFiles: ["test/unitSetup.ts"],
+          isolate: false
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: [integration],
+          globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
+          isolate: false
+        }
+      }
+    ]
   }
 })
