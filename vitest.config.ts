@@ -41,7 +41,11 @@ export default defineConfig({
           name: "integration",
           include: [integration],
           globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
-          isolate: false
+          isolate: false,
+          // Only a safety net against a hung test: a test that runs a dozen CLI processes one after
+          // another takes over 30 s on a machine shared by several suites.
+          testTimeout: 120_000,
+          hookTimeout: 120_000
         }
       }
     ]
