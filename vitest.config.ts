@@ -19,11 +19,7 @@ export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // A worker process runs file after file and keeps the modules it loaded: Effect and the sources
-    // are loaded once per worker, not once per file (loading them was most of a unit file's time).
-    // Each file still gets fresh test-file modules; helpers' module state is shared (see docs).
     pool: "forks",
-    poolOptions: { forks: { isolate: false } },
     projects: [
       {
         extends: true,
@@ -32,7 +28,11 @@ export default defineConfig({
           include: ["test/**/*.test.ts", "examples/testing.ts"],
           exclude: [...configDefaults.exclude, integration],
           setupFiles: ["test/unitSetup.ts"],
-          isolate: false
+          // One worker process runs every unit file and keeps the modules it loaded: Effect and the
+          // sources are loaded once, not once per file (that was most of a unit file's time). Each
+          // file still runs its own test module; helpers' module state is shared (docs/testing.md).
+          isolate: false,
+          poolOptions: { forks: { singleFork: true, isolate: false } }
         }
       },
       {
@@ -41,7 +41,8 @@ export default defineConfig({
           name: "integration",
           include: [integration],
           globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
-          isolate: false,
+          // A process per file, as before: what a file leaves running (servers, processes, pools) ends with it.
+          isolate: true,
           // Only a safety net against a hung test: a test that runs a dozen CLI processes one after
           // another takes over 30 s on a machine shared by several suites.
           testTimeout: 120_000,
