@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { configDefaults, defineConfig } from "vitest/config"
 
 /**
@@ -20,6 +21,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // vitest's default (a worker per core but one) and at least two: integration files mostly wait
+    // on their subprocesses, so on 2 cores a second worker runs while the first waits.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         extends: true,
