@@ -19,6 +19,8 @@ export * as Session from "./domain/Session.js"
 export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */
 export * as Transcript from "./domain/Transcript.js"
+/** What a UI shows of a session: the log folded into turns, calls and notes (the web viewer's fold). */
+export * as SessionView from "./domain/SessionView.js"
 /** The typed errors. */
 export {
   ApprovalNotPending,
@@ -73,8 +75,14 @@ export * as Cassette from "./layers/Cassette.js"
 export * as Toolkit from "./layers/Toolkit.js"
 /** The rule-based permission engine. */
 export * as PermissionPolicy from "./layers/PermissionPolicy.js"
+/** Permission settings from the user and the project, and how far a project's file is trusted: one loader for every adapter. */
+export * as ProjectSettings from "./layers/ProjectSettings.js"
+/** The project files the user trusts, by content hash, in the user's config folder. */
+export * as TrustStore from "./layers/TrustStore.js"
 /** The default context builder: a system prompt of named parts. */
 export * as PromptComposer from "./layers/PromptComposer.js"
+/** A session's working directory, checked and made canonical (its real path) before the session is created. */
+export * as WorkingDirectory from "./layers/WorkingDirectory.js"
 
 /** The session engine. */
 export * as SessionEngine from "./engine/SessionEngine.js"

@@ -14,8 +14,10 @@ export * as Api from "./server/Api.js"
 export * as ServerConfig from "./server/Config.js"
 /** The server as Layers. */
 export * as Server from "./server/Server.js"
-/** Tokens, their constant-time check, and the viewer's one-time login codes. */
+/** Tokens, their constant-time check, the viewer's one-time login codes, its cookie and the login rate limit. */
 export * as Security from "./server/Security.js"
+/** The checks of every request: the Host it names, the origin it comes from, its body's type, its credential. */
+export * as Access from "./server/Access.js"
 /** The registry of the turns a server drives (a cluster runner replaces it with one that reaches each session's owner). */
 export * as Turns from "./server/Turns.js"
 /** The `/live` SSE encoding. */

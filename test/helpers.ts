@@ -5,6 +5,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
@@ -20,6 +21,18 @@ import * as MemoryEventStore from "../src/layers/MemoryEventStore.js"
 import { EventStore as EventStoreTag, type EventStore } from "../src/services/EventStore.js"
 import { EventStoreFailure } from "../src/domain/Errors.js"
 import * as IdGenerator from "../src/services/IdGenerator.js"
+
+/** The value of a `Right`; throws (failing the test) on a `Left`. */
+export const right = <A, E>(either: Either.Either<A, E>): A => {
+  if (Either.isLeft(either)) throw new Error(`expected Right, got ${JSON.stringify(either.left)}`)
+  return either.right
+}
+
+/** The message of a `Left`'s error; throws (failing the test) on a `Right`. */
+export const leftMessage = <A, E extends { readonly message: string }>(either: Either.Either<A, E>): string => {
+  if (Either.isRight(either)) throw new Error(`expected Left, got ${JSON.stringify(either.right)}`)
+  return either.left.message
+}
 
 /** A temporary directory, removed when the scope closes. */
 export const tempDir = Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "effect-agent-test-" }))

@@ -23,10 +23,11 @@ export const modes: ReadonlyArray<{ readonly id: PermissionPolicy.Mode; readonly
 /** Whether `id` names a mode. */
 export const isMode = (id: string): id is PermissionPolicy.Mode => modes.some((mode) => mode.id === id)
 
-/** What a session's policy holds besides the mode: its rules (e.g. from its project's settings). */
+/** What a session's policy holds besides the mode: its rules (e.g. from its project's settings) and the paths it protects. */
 export interface SessionPolicy {
   readonly mode?: PermissionPolicy.Mode | undefined
   readonly rules?: ReadonlyArray<PermissionPolicy.Rule> | undefined
+  readonly protectedPaths?: ReadonlyArray<string> | undefined
 }
 
 /** The modes (and rules) of the sessions served, and the mode a session starts in. */
@@ -59,6 +60,7 @@ export interface Options {
 interface Entry {
   readonly mode: PermissionPolicy.Mode
   readonly rules: ReadonlyArray<PermissionPolicy.Rule>
+  readonly protectedPaths?: ReadonlyArray<string> | undefined
 }
 
 /** The mode table and the permission engine reading it, sharing one table. */
@@ -74,11 +76,11 @@ export const make = (options: Options = {}) =>
       initial,
       get: (sessionId) => Effect.map(entry(sessionId), (e) => e.mode),
       set: (sessionId, mode) => put(sessionId, (current) => ({ ...current, mode })),
-      configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [] }))
+      configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [], protectedPaths: policy.protectedPaths }))
     }
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
       decide: (request) =>
-        Effect.map(entry(request.sessionId), ({ mode, rules }) => decide({ mode, rules: [...rules, ...(options.rules ?? [])] }, request))
+        Effect.map(entry(request.sessionId), ({ mode, protectedPaths, rules }) => decide({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths }, request))
     }
     return { sessionModes, permissions }
   })

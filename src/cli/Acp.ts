@@ -1,8 +1,10 @@
 /**
  * `effect-agent acp`: the agent as an Agent Client Protocol server on stdin/stdout, for editors such
  * as Zed. The model and the store come from the same flags and environment as `run`, and so do the
- * permissions: `--mode`, `--allow`, `--deny` and the settings file of each session's cwd (read when
- * the session is opened). The editor can switch a session's mode (`session/set_mode`).
+ * permissions: `--mode`, `--allow`, `--deny`, the user's own settings and the project settings of
+ * each session's cwd as far as the user trusts them (read when the session is opened). Commands get
+ * the environment of the user's own settings (a project's `env` applies to `run`, `chat` and `serve`
+ * in their own directory). The editor can switch a session's mode (`session/set_mode`).
  *
  * @since 0.1.0
  */
@@ -11,13 +13,14 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { IdGenerator, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore, WorkspaceTools } from "../index.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
 
 const mode = Flags.mode(
-  "The permission mode sessions start in (default: the mode of the session's .effect-agent/settings.json, else default); the editor can switch it per session"
+  "The permission mode sessions start in (default: the mode of your settings, else of the session's trusted .effect-agent/settings.json, else default; a project's file may narrow it); the editor can switch it per session"
 )
 
 /**
@@ -41,9 +44,14 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
+    // Commands run with the environment of the user's own settings.
+    const user = yield* ProjectSettings.readUser(yield* TrustStore.configDir).pipe(
+      Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
+      Effect.provide(NodeContext.layer)
+    )
     const model = yield* Models.layer(options)
     // Loaded only here: the ACP SDK costs start-up time for every other command.
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
@@ -51,17 +59,18 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.opt
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer()),
+      Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })),
       Layer.provide(PromptComposer.layer()),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by
       // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).
       Layer.provideMerge(AcpPermissions.layer({ decide: PermissionPolicy.decide }))
     )
-    // Each session follows the settings file of its own cwd, with the flags first, as `run` does.
+    // Each session follows the settings of its own cwd, with the flags first, as `run` does; what a
+    // project's file asked for and did not get is said on stderr (stdout is the protocol).
     const sessionPolicy = (cwd: string) =>
-      Settings.load(cwd).pipe(
-        Effect.map((file) => Settings.policyOptions(file, { mode: Option.getOrUndefined(mode), rules: flagRules })),
+      Settings.load(cwd, { mode: Option.getOrUndefined(mode), rules: flagRules }, { prefix: "effect-agent acp:" }).pipe(
+        Effect.map((loaded) => loaded.policy),
         Effect.provide(NodeContext.layer)
       )
     yield* keepRunningOnBrokenStdout

@@ -380,8 +380,9 @@ export const command = Command.make(
   "chat",
   {
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
-    mode: Flags.mode("Permissions, as for run (default: the mode of .effect-agent/settings.json, else default)"),
+    mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
     ...Flags.rules,
+    ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },

@@ -11,9 +11,9 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, FakeModelProvider, SessionEngine } from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, SessionEngine } from "../index.js"
 import * as Acp from "./Acp.js"
-import { engineLayer, withDrivingEngine } from "./Engine.js"
+import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
 import * as Chat from "./Chat.js"
 import * as Compact from "./Compact.js"
@@ -27,6 +27,7 @@ import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
+import * as Trust from "./Trust.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -34,7 +35,7 @@ const output: Render.Output = {
 }
 
 const mode = Flags.mode(
-  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: the mode of .effect-agent/settings.json, else default"
+  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: your settings' mode, else a trusted .effect-agent/settings.json's, else default (a project's file may narrow it; see effect-agent trust)"
 )
 
 /**
@@ -93,6 +94,7 @@ const run = Command.make(
     ),
     mode,
     ...Flags.rules,
+    ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
@@ -127,7 +129,7 @@ const replay = Command.make(
       yield* engine.replaySession({ sessionId }).pipe(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
-    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
+    }).pipe(Effect.provide(readingEngineLayer(options)))
 ).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
 
 const exportScript = Command.make(
@@ -138,7 +140,7 @@ const exportScript = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
       output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
-    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
+    }).pipe(Effect.provide(readingEngineLayer(options)))
 ).pipe(Command.withDescription("Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)"))
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
@@ -154,7 +156,7 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     for (const s of summaries) {
       yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
     }
-  }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))).pipe(
+  }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
     Command.withDescription("List stored sessions, most recently active first")
   )
 
@@ -175,7 +177,7 @@ const pending = Command.make(
         }
       }
       if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
-    }).pipe(Effect.provide(engineLayer(options, FakeModelProvider.layer())))
+    }).pipe(Effect.provide(readingEngineLayer(options)))
 ).pipe(Command.withDescription("List tool calls waiting for approval (answer them with approve or deny)"))
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
@@ -190,6 +192,7 @@ const answer = (decision: "allow" | "deny") =>
         : {}),
       mode,
       ...Flags.rules,
+      ...Flags.sandbox,
       ...Models.options,
       ...Flags.storage
     },
@@ -205,7 +208,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -5,17 +5,19 @@
  * @since 0.3.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import {
+  FakeModelProvider,
   IdGenerator,
+  InvalidInput,
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
   PromptComposer,
   SessionEngine,
+  WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
 import * as Flags from "./Flags.js"
@@ -24,9 +26,9 @@ import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
 /**
- * The policy of a session: `--mode` or the settings file's mode, the flags' rules, then the settings
- * file's rules, read from the session's working directory; and the file's `env` for commands. Fails
- * with one line on a bad flag or file.
+ * The policy of a session: the flags, the user's own settings, then the session's project settings
+ * as far as the user trusts them (`ProjectSettings.load`); and their `env` for commands. Fails with
+ * one line on a bad flag or file.
  */
 const configurePolicy = (
   policy: Policy.Configurable,
@@ -34,12 +36,16 @@ const configurePolicy = (
   flags: PolicyFlags
 ) =>
   Effect.gen(function*() {
-    const flagRules = yield* Settings.parseFlags(flags)
-    const file = yield* Settings.load(cwd)
-    const note = Settings.describe(file)
-    if (note !== undefined) yield* Console.error(note)
-    yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(flags.mode), rules: flagRules }), file.env)
+    const rules = yield* Settings.parseFlags(flags)
+    const loaded = yield* Settings.load(cwd, { mode: Option.getOrUndefined(flags.mode), rules })
+    yield* policy.configure(loaded.policy, loaded.env)
   })
+
+/** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */
+const currentDirectory = Effect.try({
+  try: () => process.cwd(),
+  catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
+}).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 export const engineLayer = <E, R>(
@@ -58,6 +64,18 @@ export const engineLayer = <E, R>(
     Layer.provide(NodeContext.layer)
   )
 
+/**
+ * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
+ * `watch`): the store opened read-only, no model called, no tools, no writer lock taken.
+ */
+export const readingEngineLayer = (storage: Flags.Storage) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(Flags.storeLayer(storage, { readOnly: true })),
+    Layer.provide(FakeModelProvider.layer()),
+    Layer.provide(IdGenerator.layer),
+    Layer.provide(NodeContext.layer)
+  )
+
 /** The flags that set a session's policy: `--mode`, `--allow`, `--deny`. */
 export interface PolicyFlags {
   readonly mode: Option.Option<PermissionPolicy.Mode>
@@ -71,7 +89,7 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice,
+  options: Flags.Storage & Models.Choice & { readonly network: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
@@ -81,8 +99,9 @@ export const withDrivingEngine = <A, E, R>(
     const policy = Policy.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const cwd = sessionId === undefined ? process.cwd() : (yield* engine.sessionState({ sessionId })).cwd
+      // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
+      const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env })))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) })))
   })

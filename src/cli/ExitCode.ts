@@ -8,9 +8,13 @@
  *   network, rate limit, context overflow, max steps, internal …); its errorCode is on stderr.
  * - 130: the turn was cancelled (Ctrl+C), after the cancellation was stored.
  *
+ * `serve` stopped by SIGTERM (a service manager's stop) exits 0 once its shutdown is done; a second
+ * signal during the shutdown stops it at once, killed by SIGTERM (a shell shows 143).
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -35,10 +39,18 @@ export class TurnCancelled extends Schema.TaggedError<TurnCancelled>()("TurnCanc
 /** Whether a failure is a turn outcome the renderer has already shown (so nothing more is printed). */
 export const isShownOutcome = (error: unknown): boolean => error instanceof TurnEndedWithError || error instanceof TurnCancelled
 
-/** The process exit code for how the CLI's program ended. */
-export const of = (exit: Exit.Exit<unknown, unknown>): number => {
+/** Whether the running command ends cleanly when SIGTERM stops it (a server's normal way to stop). */
+let sigtermIsCleanStop = false
+
+/** Declares that the running command (a server) ends cleanly when SIGTERM stops it: it then exits 0 after its shutdown. */
+export const sigtermStopsCleanly = Effect.sync(() => {
+  sigtermIsCleanStop = true
+})
+
+/** The process exit code for how the CLI's program ended; `signal` is the signal that stopped it, if one did. */
+export const of = (exit: Exit.Exit<unknown, unknown>, signal?: NodeJS.Signals): number => {
   if (Exit.isSuccess(exit)) return codes.ok
-  if (Cause.isInterruptedOnly(exit.cause)) return codes.cancelled
+  if (Cause.isInterruptedOnly(exit.cause)) return signal === "SIGTERM" && sigtermIsCleanStop ? codes.ok : codes.cancelled
   const failure = Cause.failureOption(exit.cause)
   if (Option.isSome(failure) && failure.value instanceof TurnEndedWithError) return codes.turnError
   if (Option.isSome(failure) && failure.value instanceof TurnCancelled) return codes.cancelled

@@ -11,7 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { JsonlEventStore, PermissionPolicy } from "../index.js"
+import * as path from "node:path"
+import { JsonlEventStore, PermissionPolicy, type WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 
 /** `--data-dir`, `--store` and `--database-url`. */
@@ -41,10 +42,26 @@ export interface Storage {
   readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
 
-/** `--mode`; without it, the mode of the session's `.effect-agent/settings.json`, else `default`. */
+/**
+ * `--network`: commands in the sandbox may use the network. A flag only the user types: a project's
+ * settings file cannot turn it on.
+ */
+export const sandbox = {
+  network: Options.boolean("network").pipe(
+    Options.withDescription("Let shell commands use the network (by default, in the Linux sandbox, they have loopback only)")
+  )
+}
+
+/** What the tools of a command take from its flags: the network switch, and the data folder kept from commands. */
+export const toolOptions = (options: { readonly network: boolean; readonly dataDir: string }): WorkspaceTools.Options => ({
+  network: options.network,
+  hiddenPaths: [path.resolve(options.dataDir)]
+})
+
+/** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
 export const mode = (description: string) => Options.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
 
-/** `--allow` / `--deny` rules, before the rules of `.effect-agent/settings.json` (see Settings.ts). */
+/** `--allow` / `--deny` rules, before the rules of the user's and the project's settings (see Settings.ts). */
 export const rules = {
   allow: Options.text("allow").pipe(
     Options.repeated,
@@ -68,7 +85,7 @@ export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE
 )
 
 /** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
-const sqliteLayer = (filename: string) =>
+const sqliteLayer = (filename: string, readOnly: boolean) =>
   Layer.unwrapEffect(
     Effect.tryPromise({
       try: () => import("../sqlite.js"),
@@ -77,7 +94,7 @@ const sqliteLayer = (filename: string) =>
           reason: "missing_package",
           message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
         })
-    }).pipe(Effect.flatMap(({ SqliteEventStore }) => Effect.map(leaseTtl, (lease) => SqliteEventStore.layer({ filename, ...lease }))))
+    }).pipe(Effect.flatMap(({ SqliteEventStore }) => Effect.map(leaseTtl, (lease) => SqliteEventStore.layer({ filename, readOnly, ...lease }))))
   )
 
 /** PostgreSQL is an optional peer too: loaded only when chosen. The URL is never printed. */
@@ -97,13 +114,16 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>) =>
     return PostgresEventStore.layer({ url: url.value, ...(yield* leaseTtl) })
   }))
 
-/** The store the options chose. */
-export const storeLayer = ({ dataDir, databaseUrl, store }: Storage) =>
+/**
+ * The store the options chose. `readOnly`: for the commands that only read (`sessions`, `replay`,
+ * `pending`, `watch`, `export-script`), which then work on a data dir this user cannot write.
+ */
+export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
   store === "postgres"
     ? postgresLayer(databaseUrl ?? Option.none())
     : store === "sqlite"
-    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`)
-    : JsonlEventStore.layer({ dataDir })
+    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
+    : JsonlEventStore.layer({ dataDir, readOnly })
 
 /** `serve --cluster` and the runner's flags (see src/cluster/Runner.ts). */
 export const cluster = {

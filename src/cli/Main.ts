@@ -50,6 +50,17 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error
 })
 
+// The runtime handles the first SIGINT by interrupting the program — a running turn is cancelled and
+// its close stored — and then stops listening, so a second Ctrl+C right after it would kill the
+// process with the turn left open. Ctrl+Cs that come while the program winds down are absorbed
+// instead; the process exits as soon as the turn is closed. (A second SIGTERM is a supervisor's
+// "now": it stops the process at once, see onSigterm.)
+let interrupts = 0
+const windingDown = () => {
+  if (++interrupts === 2) process.stderr.write("effect-agent: closing the turn before exiting\n")
+}
+process.on("SIGINT", windingDown)
+
 /** One clear line per failure: typed errors by their message, no stack unless EFFECT_AGENT_DEBUG is set. */
 const report = (cause: Cause.Cause<unknown>) =>
   Effect.sync(() => {
@@ -64,6 +75,23 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (debug) process.stderr.write(Cause.pretty(cause) + "\n")
   })
 
+/**
+ * SIGTERM, seen before the runtime's own handler (which starts the shutdown and then stops
+ * listening): the first one is remembered for the exit code (see ExitCode); a second one, or one
+ * that comes when the runtime no longer listens (a shutdown is under way), stops the process at
+ * once, as SIGTERM does.
+ */
+let stoppedBy: NodeJS.Signals | undefined
+const onSigterm = () => {
+  if (stoppedBy === undefined && process.listenerCount("SIGTERM") > 1) {
+    stoppedBy = "SIGTERM"
+    return
+  }
+  process.removeListener("SIGTERM", onSigterm)
+  process.kill(process.pid, "SIGTERM")
+}
+process.on("SIGTERM", onSigterm)
+
 main(process.argv).pipe(
   Effect.tapErrorCause(report),
   Effect.provide(NodeContext.layer),
@@ -73,6 +101,6 @@ main(process.argv).pipe(
     // runMain would install its own pretty logger, on stdout.
     disablePrettyLogger: true,
     // 0 final, 1 the command could not run, 3 the turn ended with an error, 130 cancelled (see ExitCode.ts).
-    teardown: (exit, onExit) => onExit(ExitCode.of(exit))
+    teardown: (exit, onExit) => onExit(ExitCode.of(exit, stoppedBy))
   })
 )

@@ -14,9 +14,8 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { FakeModelProvider, ModelProvider } from "../index.js"
+import { FakeModelProvider, ModelProvider, ProjectSettings } from "../index.js"
 import { CliError } from "./CliError.js"
-import * as Settings from "./Settings.js"
 
 /** The CLI's model options. */
 export const options = {
@@ -114,7 +113,7 @@ export const layer = (choice: Choice) =>
       const file = choice.script.value
       const { recordRequestsTo, ...script } = yield* decodeScript(yield* fs.readFileString(file)).pipe(
         // One line: the first issue's path and message, not the schema's whole tree.
-        Effect.mapError((error) => new CliError({ reason: "invalid_file", message: `--script ${file}: ${Settings.firstIssue(error)}` }))
+        Effect.mapError((error) => new CliError({ reason: "invalid_file", message: `--script ${file}: ${ProjectSettings.firstIssue(error)}` }))
       )
       const fake = FakeModelProvider.layer(script)
       return recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake))

@@ -1,10 +1,11 @@
 /**
  * `effect-agent serve`: the HTTP + SSE API and the web session viewer (CONTRACT.md §7.1, §7.3) on
  * 127.0.0.1 (by default). The model, the store and the permissions come from the same flags and
- * environment as `run`: each session follows `--mode`, `--allow`, `--deny` and then the settings
- * file of its own cwd (read once per cwd while the server runs; a file that cannot be read makes
- * every call of its sessions ask). The commands' environment (`env` of a settings file) is the one of
- * the directory `serve` starts in, which is also the cwd of new sessions that name none.
+ * environment as `run`: each session follows `--mode`, `--allow`, `--deny`, the user's own settings
+ * and then the project settings of its own cwd as far as the user trusts them (`ProjectSettings`;
+ * read once per cwd while the server runs; settings that cannot be read make every call of their
+ * sessions ask). The commands' environment (`env` of the settings) is the one of the directory
+ * `serve` starts in, which is also the cwd of new sessions that name none.
  *
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
  * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
@@ -24,14 +25,15 @@ import * as Layer from "effect/Layer"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import { isIP } from "node:net"
 import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
-import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
-const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: the mode of ./.effect-agent/settings.json, else default)")
+const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
 
 const port = Options.integer("port").pipe(
   Options.withDefault(4477),
@@ -41,20 +43,26 @@ const host = Options.text("host").pipe(
   Options.withDefault("127.0.0.1"),
   Options.withDescription("The address to listen on (default 127.0.0.1: this machine only)")
 )
+const allowedHost = Options.text("allowed-host").pipe(
+  Options.repeated,
+  Options.withDescription(
+    "A host name clients may reach the server by besides localhost and IP addresses (a reverse proxy's, this machine's DNS name), repeatable; requests naming any other host are refused (DNS rebinding)"
+  )
+)
 
 /**
- * The policy of each session from its cwd's settings file (and the flags), as `run` decides for its
- * one session. Files are read once per cwd; one that cannot be read makes its sessions' calls ask.
+ * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
+ * session. Settings are loaded once per cwd; ones that cannot be loaded make their sessions' calls ask.
  */
 const perCwd = (
   serverCwd: string,
-  serverFile: Settings.SettingsFile,
-  options: (file: Settings.SettingsFile) => PermissionPolicy.Options
+  serverPolicy: PermissionPolicy.Options,
+  flags: Parameters<typeof Settings.load>[1]
 ) => {
-  const known = new Map<string, PermissionPolicy.Options | undefined>([[serverCwd, options(serverFile)]])
+  const known = new Map<string, PermissionPolicy.Options | undefined>([[serverCwd, serverPolicy]])
   const optionsOf = (cwd: string) =>
-    known.has(cwd) ? Effect.succeed(known.get(cwd)) : Settings.load(cwd).pipe(
-      Effect.map(options),
+    known.has(cwd) ? Effect.succeed(known.get(cwd)) : Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
+      Effect.map((loaded) => loaded.policy),
       Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
       Effect.option,
       Effect.map(Option.getOrUndefined),
@@ -128,30 +136,29 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, mode, ...Flags.rules, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
+      // A server's normal stop: exit 0 once the shutdown is done.
+      yield* ExitCode.sigtermStopsCleanly
       const runner = cluster ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) : undefined
       const cwd = process.cwd()
-      const flagRules = yield* Settings.parseFlags({ allow, deny })
-      const file = yield* Settings.load(cwd).pipe(Effect.provide(NodeContext.layer))
-      const note = Settings.describe(file)
-      if (note !== undefined) yield* Console.error(note)
-      const policy = Policy.configurable()
-      yield* policy.configure(Settings.policyOptions(file, { mode: Option.getOrUndefined(mode), rules: flagRules }), file.env)
-      const permissions = perCwd(cwd, file, (settings) => Settings.policyOptions(settings, { mode: Option.getOrUndefined(mode), rules: flagRules }))
+      const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
+      const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
+      const permissions = perCwd(cwd, loaded.policy, flags)
       const model = yield* Models.layer(options)
       // Loaded only here: the HTTP stack costs start-up time for every other command.
       const { Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
-      const config = ServerConfig.make({ token, defaultCwd: cwd })
+      // `--host` given as a name (not an address) is a name clients use: allowed too.
+      const config = ServerConfig.make({ token, defaultCwd: cwd, allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost })
       const ports = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(WorkspaceTools.layer({ env: policy.env })),
+        Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })),
         Layer.provide(permissions),
         Layer.provide(PromptComposer.layer()),
         Layer.provide(NodeContext.layer)
@@ -180,7 +187,10 @@ export const command = Command.make(
         }
         if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
         yield* Console.error(lines.join("\n"))
-        return yield* Effect.never
+        return yield* Effect.never.pipe(
+          // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
+          Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
+        )
       }).pipe(Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))))
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))

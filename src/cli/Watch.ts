@@ -8,11 +8,10 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { FakeModelProvider, IdGenerator, SessionEngine } from "../index.js"
+import { SessionEngine } from "../index.js"
+import { readingEngineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Render from "./Render.js"
 
@@ -36,13 +35,5 @@ export const command = Command.make(
       yield* engine.watchSession({ sessionId }).pipe(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
-    }).pipe(Effect.provide(
-      // Watching only reads: no model is called, and no writer lock is taken.
-      SessionEngine.layer().pipe(
-        Layer.provide(Flags.storeLayer(storage)),
-        Layer.provide(FakeModelProvider.layer()),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
-    ))
+    }).pipe(Effect.provide(readingEngineLayer(storage)))
 ).pipe(Command.withDescription("Print a session live, whichever process drives it, until Ctrl+C (--json: its events, one per line)"))

@@ -12,23 +12,54 @@ export type Json = null | boolean | number | string | ReadonlyArray<Json> | { re
 /** A JSON object: the shape of tool arguments. */
 export type JsonObject = { readonly [key: string]: Json }
 
-/** Whether a value is JSON (plain objects and arrays of JSON, finite numbers, strings, booleans, null). */
+/**
+ * Whether a value is JSON (plain objects and arrays of JSON, finite numbers, strings, booleans, null).
+ * Walked without recursion, so a value nested however deep gets an answer, not a stack overflow; a
+ * value that reaches the same object twice (shared or cyclic, which parsed JSON never does) is not.
+ */
 export const isJson = (value: unknown): value is Json => {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return true
-    case "number":
-      return Number.isFinite(value)
-    case "object": {
-      if (value === null) return true
-      if (Array.isArray(value)) return value.every(isJson)
-      const proto = Object.getPrototypeOf(value)
-      return (proto === Object.prototype || proto === null) && Object.values(value).every(isJson)
+  const pending: Array<unknown> = [value]
+  const seen = new Set<object>()
+  while (pending.length > 0) {
+    const next = pending.pop()
+    switch (typeof next) {
+      case "string":
+      case "boolean":
+        continue
+      case "number":
+        if (!Number.isFinite(next)) return false
+        continue
+      case "object": {
+        if (next === null) continue
+        if (seen.has(next)) return false
+        seen.add(next)
+        if (Array.isArray(next)) {
+          for (const item of next) pending.push(item)
+          continue
+        }
+        const proto = Object.getPrototypeOf(next)
+        if (proto !== Object.prototype && proto !== null) return false
+        for (const item of Object.values(next)) pending.push(item)
+        continue
+      }
+      default:
+        return false
     }
-    default:
-      return false
   }
+  return true
+}
+
+/** Whether a value nests arrays and objects more than `limit` levels deep; walked without recursion. */
+export const nestsDeeperThan = (value: unknown, limit: number): boolean => {
+  const pending: Array<readonly [unknown, number]> = [[value, 0]]
+  while (pending.length > 0) {
+    const [next, depth] = pending.pop()!
+    if (typeof next !== "object" || next === null) continue
+    // A cycle, too, ends here: its depth grows without end.
+    if (depth >= limit) return true
+    for (const item of Array.isArray(next) ? next : Object.values(next)) pending.push([item, depth + 1])
+  }
+  return false
 }
 
 /**

@@ -112,6 +112,18 @@ export const modelRetry = (attempt: number, delayMs: number, errorCode: string):
   payload: { attempt: Math.max(1, count(attempt)), delayMs: count(delayMs), errorCode }
 })
 
+/** The deepest nesting of a tool call's arguments that is kept: no tool takes anything near it. */
+export const maxArgumentDepth = 64
+
+/**
+ * A tool call's arguments as the model sent them, unless they nest deeper than `maxArgumentDepth`:
+ * then a string saying so, which every tool's schema refuses (`invalid_arguments`, the model is
+ * told). Arguments nested 100k deep would otherwise overflow the stack of whatever walks them next
+ * (the check, the schema's error message, the store's encoder).
+ */
+export const toolArguments = (args: Json.Json): Json.Json =>
+  Json.nestsDeeperThan(args, maxArgumentDepth) ? `[arguments nested more than ${maxArgumentDepth} levels deep were dropped]` : args
+
 /** `model.tool_call_requested`. */
 export const toolCallRequested = (call: { readonly toolCallId: string; readonly tool: string; readonly args: unknown }): Draft<"model.tool_call_requested"> => ({
   type: "model.tool_call_requested",

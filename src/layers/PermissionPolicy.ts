@@ -5,11 +5,18 @@
  *    rule decides (a rule is how a shell command with pipes or chaining gets allowed at all).
  *    A command pattern matches token by token (see `CommandPattern`): its wildcards never match
  *    shell syntax, so `cat *` never allows `cat a; touch x`. An allow rule also covers a command's
- *    hazards only if its own pattern spells them out (`rm *` does not allow `rm -rf /`); a deny rule
- *    matches more widely: the whole line, any one of its commands, or the raw text.
+ *    hazards only if its own pattern spells them out (`rm *` does not allow `rm -rf /`), and its
+ *    wildcards never stand for a way to run another program (`*` does not allow `bash -c …`, `git *`
+ *    does not allow `git -c …`: see `CommandRisk`); a deny rule matches more widely: the whole line,
+ *    any one of its commands, or the raw text.
+ *    A path pattern matches the path the call resolves to (after `..` and links), relative to the
+ *    real cwd — or, for a pattern starting with `/`, the absolute real path — never the string the
+ *    model wrote; deny and ask rules match that string too, so a link never hides a fenced-off path.
  * 2. A command with hazards (chaining, pipes, redirection, substitution, `sudo`, recursive `rm`) is
  *    denied unless a rule allowed it — in every mode.
- * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows).
+ * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows),
+ *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `protectedPaths`) —
+ *    whatever an allow rule says.
  * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
  *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
  *    could run something else; see `CommandRisk`).
@@ -24,9 +31,10 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { Decision } from "../domain/AgentEvent.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
-import type { PreparedCall } from "../services/ToolRouter.js"
+import type { PathAccess, PreparedCall } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
+import * as CommandRisk from "./workspace/CommandRisk.js"
 
 /** How permissive the policy is where no rule matched. */
 export const Mode = Schema.Literal("default", "acceptEdits", "readOnly", "bypass")
@@ -34,8 +42,9 @@ export const Mode = Schema.Literal("default", "acceptEdits", "readOnly", "bypass
 export type Mode = typeof Mode.Type
 
 /**
- * A rule. Every field given must match: `tool` (a name, or `*`), `path` (a glob against the path
- * relative to cwd and the resolved absolute path; `*` stays within a folder, `**` crosses them) and
+ * A rule. Every field given must match: `tool` (a name, or `*`), `path` (a glob against the resolved
+ * path relative to the real cwd, or against the absolute real path when it starts with `/`; `*`
+ * stays within a folder, `**` crosses them) and
  * `command` (a pattern against the whole command line: `*` matches words and arguments, never
  * shell syntax or a newline, which must be spelled out, e.g. `npm test | tee log.txt`). `name` is
  * recorded as the event's `policy`.
@@ -54,6 +63,12 @@ export type Rule = typeof Rule.Type
 export interface Options {
   readonly mode?: Mode | undefined
   readonly rules?: ReadonlyArray<Rule> | undefined
+  /**
+   * Absolute real paths whose files decide what later runs do, besides every `.git/` and
+   * `.effect-agent/` folder: a write inside one asks as those do (e.g. the user's config folder,
+   * where trusted settings are recorded).
+   */
+  readonly protectedPaths?: ReadonlyArray<string> | undefined
 }
 
 const escape = (text: string) => text.replace(/[.+^${}()|[\]\\]/g, "\\$&")
@@ -77,11 +92,51 @@ const globRegex = (glob: string, separator: boolean): RegExp => {
 const relativeTo = (cwd: string, path: string) =>
   path === cwd ? "." : path.startsWith(cwd.endsWith("/") ? cwd : cwd + "/") ? path.slice(cwd.length + (cwd.endsWith("/") ? 0 : 1)) : path
 
+/** A path's place relative to the real cwd, when it is inside it (what relative patterns match). */
+const relativeOf = (cwd: string, p: PathAccess): string | undefined =>
+  !p.insideCwd ? undefined : p.relative ?? relativeTo(cwd, p.resolved)
+
+/** The path as the call wrote it, without `.` segments and with `..` applied to the words (not the links) before it. */
+const asWritten = (requested: string): string => {
+  const out: Array<string> = []
+  for (const segment of requested.split(/\/+/)) {
+    if (segment === "" || segment === ".") continue
+    if (segment === ".." && out.length > 0 && out.at(-1) !== "..") out.pop()
+    else out.push(segment)
+  }
+  return `${requested.startsWith("/") ? "/" : ""}${out.join("/")}` || "."
+}
+
+/**
+ * Whether a path pattern matches one path of a call: the resolved path only, for an allow; for a
+ * deny or an ask (the careful decisions) the path as written as well.
+ */
+const pathMatches = (rule: Rule, pattern: RegExp, p: PathAccess, cwd: string): boolean => {
+  const absolute = rule.path!.startsWith("/")
+  const resolved = absolute ? p.resolved : relativeOf(cwd, p)
+  if (resolved !== undefined && pattern.test(resolved)) return true
+  return rule.decision !== "allow" && pattern.test(asWritten(p.requested))
+}
+
+/** A leading `NAME=value` word: through a shell it sets the environment of the program after it. */
+const isAssignment = (word: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)
+
+/**
+ * Whether an allow rule's wildcards stood for a way to run another program: a command the pattern
+ * left to a wildcard that could run something other than what it names (an interpreter, a wrapper,
+ * `git -c`, `npm exec`, `find -exec` …, see `CommandRisk`), or one behind a variable assignment.
+ */
+const wildcardRunsAnother = (pattern: string, command: string): boolean =>
+  CommandPattern.wildcardCommands(pattern, command).some((argv) => isAssignment(argv[0]!) || !CommandRisk.classify(argv).general)
+
 const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool) return false
   if (rule.path !== undefined) {
     const pattern = globRegex(rule.path, true)
-    if (!call.paths.some((p) => pattern.test(p.resolved) || pattern.test(relativeTo(cwd, p.resolved)) || pattern.test(p.requested))) return false
+    const matching = (p: PathAccess) => pathMatches(rule, pattern, p, cwd)
+    // An allow covers every path of the call; a deny or ask any one of them.
+    const matched = rule.decision === "allow" ? call.paths.length > 0 && call.paths.every(matching) : call.paths.some(matching)
+    if (!matched) return false
   }
   if (rule.command !== undefined) {
     if (call.command === undefined) return false
@@ -89,6 +144,7 @@ const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
       ? CommandPattern.matchesAnywhere(rule.command, call.command.text)
       : CommandPattern.matches(rule.command, call.command.text)
     if (!matched) return false
+    if (rule.decision === "allow" && wildcardRunsAnother(rule.command, call.command.text)) return false
   }
   // An allow rule must spell out every hazard of the command itself: a wildcard never stands for one.
   if (rule.decision === "allow" && call.command !== undefined) {
@@ -123,29 +179,20 @@ const modeDecision = (mode: Mode, call: PreparedCall): PermissionDecision => {
 /** Folders inside a workspace whose files decide what later runs do. */
 const protectedFolders = new Set([".git", ".effect-agent"])
 
-const isProtected = (cwd: string, p: PreparedCall["paths"][number]) =>
-  [relativeTo(cwd, p.resolved), p.requested].some((path) => path.split(/[\\/]+/).some((segment) => protectedFolders.has(segment.toLowerCase())))
+const isInsideOf = (parent: string, path: string) => path === parent || path.startsWith(parent.endsWith("/") ? parent : `${parent}/`)
 
-/** The decision of the policy for one request; pure. */
-export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
-  const { call, cwd } = request
-  const mode = options.mode ?? "default"
-  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, cwd))
-  const denied = matching.find((rule) => rule.decision === "deny")
-  if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
-  if (matching.length > 0) return { decision: matching[0]!.decision, policy: matching[0]!.name }
+const isProtected = (cwd: string, p: PathAccess, protectedPaths: ReadonlyArray<string>) =>
+  [relativeTo(cwd, p.resolved), p.relative ?? "", p.requested].some((path) =>
+    path.split(/[\\/]+/).some((segment) => protectedFolders.has(segment.toLowerCase()))
+  ) || protectedPaths.some((parent) => isInsideOf(parent, p.resolved))
 
-  if (call.command !== undefined && CommandLine.parse(call.command.text).argv.length === 0) {
-    return { decision: "deny", policy: "command-hazards", reason: "the command line could not be read safely (an open quote or unsupported quoting)" }
-  }
-  const hazards = hazardsOf(call)
-  if (hazards.length > 0) {
-    return {
-      decision: "deny",
-      policy: "command-hazards",
-      reason: `the command uses ${hazards.join(", ")}, which needs a rule that allows it; run one program at a time`
-    }
-  }
+/**
+ * What stands whatever an allow rule says: a path outside cwd asks (a write there is denied in
+ * `readOnly`), and so does a write where files steer later runs — git's config and hooks, the
+ * agent's own settings and logs — in every mode that asks; "always" never covers either. Only
+ * `bypass`, which the user chose, passes them.
+ */
+const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: ReadonlyArray<string>): PermissionDecision | undefined => {
   const outside = call.paths.filter((p) => !p.insideCwd)
   if (outside.length > 0) {
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
@@ -154,13 +201,40 @@ export const decide = (options: Options, request: PermissionRequest): Permission
     }
     return { decision: "ask", policy: "outside-cwd" }
   }
-  // What steers later runs — git's config and hooks, the agent's own settings and logs — is written
-  // only with the user's say-so: such a write asks in every mode that asks, and "always" never covers it.
-  if (call.paths.some((p) => p.access === "write" && isProtected(cwd, p))) {
+  if (call.paths.some((p) => p.access === "write" && isProtected(cwd, p, protectedPaths))) {
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
     if (mode === "readOnly") return { decision: "deny", policy: "read-only/no-writes", reason: "the session is read-only" }
     return { decision: "ask", policy: "protected-path" }
   }
+  return undefined
+}
+
+/** The decision of the policy for one request; pure. */
+export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
+  const { call, cwd } = request
+  const mode = options.mode ?? "default"
+  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, cwd))
+  const denied = matching.find((rule) => rule.decision === "deny")
+  if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
+  const first = matching[0]
+  if (first?.decision === "ask") return { decision: "ask", policy: first.name }
+
+  if (first === undefined) {
+    if (call.command !== undefined && CommandLine.parse(call.command.text).argv.length === 0) {
+      return { decision: "deny", policy: "command-hazards", reason: "the command line could not be read safely (an open quote or unsupported quoting)" }
+    }
+    const hazards = hazardsOf(call)
+    if (hazards.length > 0) {
+      return {
+        decision: "deny",
+        policy: "command-hazards",
+        reason: `the command uses ${hazards.join(", ")}, which needs a rule that allows it; run one program at a time`
+      }
+    }
+  }
+  const guarded = guard(mode, call, cwd, options.protectedPaths ?? [])
+  if (guarded !== undefined) return guarded
+  if (first !== undefined) return { decision: first.decision, policy: first.name }
   const remembered = request.remembered.find((r) => r.scope === call.scope)
   if (remembered !== undefined) return { decision: remembered.decision, policy: "remembered" }
   return modeDecision(mode, call)

@@ -26,7 +26,9 @@ import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import { chmodSync, closeSync, openSync } from "node:fs"
+import { chmodSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -34,6 +36,7 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as Directories from "./Directories.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -47,6 +50,15 @@ export interface Options {
    * on this host a dead holder is known at once.
    */
   readonly writerLease?: Lease.Settings
+  /**
+   * Only read the database (the read commands: `sessions`, `replay`, …), so that one the process
+   * cannot write still reads: it is opened read-only, with no folder made and no migration run
+   * (appends fail `permission_denied`). A WAL database whose folder cannot be written is readable in
+   * place only while a writer has it open (its `-shm` file exists); otherwise — no process has it
+   * open, so nothing is changing it — a copy in the temporary folder is read. A missing file reads as
+   * an empty store.
+   */
+  readonly readOnly?: boolean
 }
 
 /** The schema, as migrations: append new ones, never edit old ones. */
@@ -198,22 +210,51 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
   })
 
+const migrate = Layer.effectDiscard(
+  Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(Effect.mapError((error) => error.cause ?? error))
+)
+
+/** The client of a store that is only read (see `Options.readOnly`). */
+const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
+  const open = (file: string) => SqliteClient.layer({ filename: file, readonly: true, disableWAL: true })
+  // Opening succeeds either way; the first read tells whether SQLite can share the file from here.
+  const probe = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT count(*) FROM sqlite_master`))
+  const inPlace = probe.pipe(Layer.provideMerge(open(filename)))
+  const copy = Layer.unwrapScoped(
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-agent-sqlite-"))),
+        (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+      )
+      const file = join(dir, "effect-agent.sqlite")
+      copyFileSync(filename, file)
+      if (existsSync(`${filename}-wal`)) copyFileSync(`${filename}-wal`, `${file}-wal`)
+      return probe.pipe(Layer.provideMerge(open(file)))
+    })
+  )
+  const empty = migrate.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))
+  return Layer.unwrapEffect(Effect.sync(() => existsSync(filename) ? inPlace.pipe(Layer.catchAllCause(() => copy)) : empty)).pipe(
+    Layer.catchAllCause((cause) => Layer.fail(openFailure(filename, Cause.squash(cause))))
+  )
+}
+
 /**
  * The SQLite store as a layer: opens (creating) the file in WAL mode and migrates the schema. It
  * needs a `FileSystem` and a `Path` (for example `NodeContext.layer`) to create the file's folder.
+ * With `readOnly`, see `Options.readOnly`.
  */
 export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailure, FileSystem.FileSystem | Path.Path> => {
+  if (options.readOnly === true) return Layer.effect(EventStore, make(options)).pipe(Layer.provide(readOnlyClient(options.filename)))
   const prepareFolder = Layer.effectDiscard(Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const folder = path.dirname(path.resolve(options.filename))
-    yield* fs.makeDirectory(folder, { recursive: true, mode: 0o700 }).pipe(
+    yield* Effect.try({ try: () => Directories.makeSync(folder, 0o700), catch: (error) => error }).pipe(
       Effect.mapError((error) =>
         new EventStoreFailure({
-          reason: reasonOfCode(codeOf(error.cause) ?? ""),
+          reason: reasonOfCode(codeOf(error) ?? ""),
           operation: "append",
           path: folder,
-          detail: `could not create the database's folder: ${error.message}`,
+          detail: `could not create the database's folder: ${explain(codeOf(error), error instanceof Error ? error.message : String(error))}`,
           cause: error
         })
       )
@@ -230,11 +271,7 @@ export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailu
       Effect.catchAll((error) => codeOf(error) === "EEXIST" ? Effect.void : Effect.fail(openFailure(options.filename, error)))
     )
   }))
-  const migrated = Layer.effectDiscard(
-    Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(
-      Effect.mapError((error) => openFailure(options.filename, error.cause ?? error, "migrating the schema failed"))
-    )
-  )
+  const migrated = migrate.pipe(Layer.mapError((error) => openFailure(options.filename, error, "migrating the schema failed")))
   const client = SqliteClient.layer({ filename: options.filename }).pipe(
     // The driver throws while opening (a folder that is not writable, a read-only disk): a defect, made typed here.
     Layer.catchAllCause((cause) => Layer.fail(openFailure(options.filename, Cause.squash(cause)))),

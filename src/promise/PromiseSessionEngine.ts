@@ -19,6 +19,7 @@ import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import * as SessionEngine from "../engine/SessionEngine.js"
 import * as FakeModelProvider from "../layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../layers/JsonlEventStore.js"
+import * as WorkingDirectory from "../layers/WorkingDirectory.js"
 import type { EventStore } from "../services/EventStore.js"
 import * as IdGenerator from "../services/IdGenerator.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
@@ -47,6 +48,7 @@ export interface Options {
 
 /** The session engine with Promises and async iterables. */
 export interface PromiseSessionEngine {
+  /** Creates a session in `cwd`: an absolute path to an existing directory, stored as its real path (rejects `InvalidInput` otherwise). */
   readonly createSession: (input: SessionEngine.CreateSessionInput) => Promise<Session>
   /**
    * Runs one turn. Iterate it with `for await`; `break` cancels the turn. Aborting `signal`
@@ -133,7 +135,9 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
   }
 
   return {
-    createSession: (input) => withEngine((engine) => engine.createSession(input)),
+    // The cwd is checked and made canonical here, where the file system is (the engine only checks it is absolute).
+    createSession: (input) =>
+      withEngine((engine) => Effect.flatMap(WorkingDirectory.canonical(input.cwd), (cwd) => engine.createSession({ ...input, cwd }))),
     runTurn,
     resumeTurn: (input) => iterate((engine) => engine.resumeTurn(input)),
     resolvePermission: (input) => withEngine((engine) => engine.resolvePermission(input)),

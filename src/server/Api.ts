@@ -16,15 +16,17 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as Schema from "effect/Schema"
 import { AgentEvent, Session } from "../index.js"
 
-/** The cookie the viewer page carries the token in (HttpOnly: its script never sees the token). */
-export const cookieName = "effect_agent_token"
-
 const errorFields = <Tag extends string>(tag: Tag) => ({ error: Schema.Literal(tag), message: Schema.String })
 
 /** 400: the request's body, path or query is not what the route takes. */
 export class BadRequest extends Schema.Class<BadRequest>("BadRequest")(errorFields("BadRequest"), HttpApiSchema.annotations({ status: 400 })) {}
 /** 401: no token, or a wrong one. */
 export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(errorFields("Unauthorized"), HttpApiSchema.annotations({ status: 401 })) {}
+/**
+ * 403: the request names another host (DNS rebinding), comes from another origin's page, or uses
+ * the viewer's cookie to change something from anywhere but the viewer's own page.
+ */
+export class Forbidden extends Schema.Class<Forbidden>("Forbidden")(errorFields("Forbidden"), HttpApiSchema.annotations({ status: 403 })) {}
 /** 404: no such session (or route). */
 export class NotFound extends Schema.Class<NotFound>("NotFound")(
   { error: Schema.Literal("SessionNotFound", "NotFound"), message: Schema.String },
@@ -58,15 +60,14 @@ export class CompactionFailed extends Schema.Class<CompactionFailed>("Compaction
 export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(errorFields("EventStoreFailure"), HttpApiSchema.annotations({ status: 500 })) {}
 
 /**
- * The token check of every route but `/healthz`: a bearer header, or the viewer's cookie
- * (`EventSource` cannot send headers).
+ * The token check of every route but `/healthz`: the bearer header. The viewer's page uses its
+ * HttpOnly cookie instead (`EventSource` cannot send headers), named per port
+ * (`effect_agent_session_<port>`), which opens reads, and writes only from the viewer's own page
+ * (see `Access`); API clients use the bearer token.
  */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("effect-agent/server/Authorization", {
-  failure: Unauthorized,
-  security: {
-    bearer: HttpApiSecurity.bearer,
-    cookie: HttpApiSecurity.apiKey({ in: "cookie", key: cookieName })
-  }
+  failure: Schema.Union(Unauthorized, Forbidden),
+  security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
 const SessionId = Schema.Struct({ id: Schema.String })

@@ -1,6 +1,7 @@
 /**
- * What the server is configured with: its token, the viewer's login codes, the body limit, the
- * working directory new sessions get when the request names none, and the keep-alive interval.
+ * What the server is configured with: its token, the viewer's login codes and the login form's rate
+ * limit, the host names it answers to, the body limit, the working directory new sessions get when
+ * the request names none, and the keep-alive interval.
  *
  * @since 0.2.0
  */
@@ -14,6 +15,9 @@ import * as Security from "./Security.js"
 export interface Config {
   readonly token: Redacted.Redacted<string>
   readonly loginCodes: Security.LoginCodes
+  readonly loginThrottle: Security.LoginThrottle
+  /** Host names besides `localhost` and IP addresses that requests may name (see `Access`). */
+  readonly allowedHosts: ReadonlyArray<string>
   /** Request bodies larger than this are refused 413. */
   readonly maxBodyBytes: number
   readonly defaultCwd: string
@@ -28,6 +32,12 @@ export class ServerConfig extends Context.Tag("effect-agent/server/ServerConfig"
 export interface Options {
   /** The token clients must present (e.g. `Security.randomToken()` or `EFFECT_AGENT_TOKEN`). */
   readonly token: string | Redacted.Redacted<string>
+  /**
+   * Host names (besides `localhost` and IP addresses) requests may name in `Host`: the names a
+   * reverse proxy or the machine's DNS name reach the server by. Any other name is refused 403, which
+   * stops DNS rebinding. `["*"]` turns the check off (only behind a proxy that checks `Host` itself).
+   */
+  readonly allowedHosts?: ReadonlyArray<string>
   /** Default 1 MiB. */
   readonly maxBodyBytes?: number
   /** Default `process.cwd()`. */
@@ -40,6 +50,8 @@ export interface Options {
 export const make = (options: Options): Config => ({
   token: typeof options.token === "string" ? Redacted.make(options.token) : options.token,
   loginCodes: Security.loginCodes(),
+  loginThrottle: Security.loginThrottle(),
+  allowedHosts: (options.allowedHosts ?? []).map((host) => host.toLowerCase()),
   maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
   defaultCwd: options.defaultCwd ?? process.cwd(),
   keepAlive: Duration.decode(options.keepAlive ?? "15 seconds")

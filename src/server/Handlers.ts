@@ -10,7 +10,6 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import {
   AgentEvent,
@@ -25,7 +24,8 @@ import {
   SessionEngine,
   type SessionNotFound,
   SessionState,
-  type TurnInProgress
+  type TurnInProgress,
+  WorkingDirectory
 } from "../index.js"
 import {
   Api,
@@ -33,14 +33,15 @@ import {
   BadRequest,
   CompactionFailed as CompactionFailedWire,
   Conflict,
+  Forbidden,
   NotFound,
   type SessionView,
   StoreFailure,
   Unauthorized
 } from "./Api.js"
+import * as Access from "./Access.js"
 import { ServerConfig } from "./Config.js"
 import * as Live from "./Live.js"
-import * as Security from "./Security.js"
 import { Turns } from "./Turns.js"
 
 type EngineError =
@@ -91,16 +92,27 @@ const compactionFailed = (error: CompactionFailed) =>
 
 const badSequence = (what: string) => new BadRequest({ error: "BadRequest", message: `${what} must be a sequence number (a non-negative integer)` })
 
-/** The token check behind every session route: the bearer header, else the viewer's cookie. */
+/**
+ * The token check behind every session route: the bearer header, else the viewer's cookie — which
+ * changes something only from the viewer's own page (see `Access`).
+ */
 export const authorizationLayer = Layer.effect(
   Authorization,
-  Effect.map(ServerConfig, (config) => {
-    const check = (given: Redacted.Redacted<string>) =>
-      Security.matches(config.token, given)
-        ? Effect.void
-        : Effect.fail(new Unauthorized({ error: "Unauthorized", message: "A valid token is required (Authorization: Bearer <token>)" }))
-    return Authorization.of({ bearer: check, cookie: check })
-  })
+  Effect.map(ServerConfig, (config) =>
+    Authorization.of({
+      // The bearer scheme is the one the API documents; the cookie is read from the request here.
+      bearer: () =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request): Effect.Effect<void, Unauthorized | Forbidden> => {
+          switch (Access.refusal(config.token, request.method, Access.headersOf(request))) {
+            case undefined:
+              return Effect.void
+            case "not-own-page":
+              return Effect.fail(new Forbidden({ error: "Forbidden", message: "The viewer's cookie changes nothing from outside the viewer's own page" }))
+            case "unauthorized":
+              return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "A valid token is required (Authorization: Bearer <token>)" }))
+          }
+        })
+    }))
 )
 
 const view = (state: SessionState.SessionState, runningHere: boolean): SessionView => {
@@ -162,7 +174,10 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
     return handlers
       .handle("create", ({ payload }) =>
-        engine.createSession({ cwd: payload.cwd ?? config.defaultCwd, client: "web" }).pipe(Effect.catchAll(toWire)))
+        WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(
+          Effect.flatMap((cwd) => engine.createSession({ cwd, client: "web" })),
+          Effect.catchAll(toWire)
+        ))
       .handle("list", () => engine.listSessions.pipe(Effect.catchAll(toWire)))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(

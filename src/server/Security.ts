@@ -1,11 +1,12 @@
 /**
- * The server's secrets: the token every route but `/healthz` needs, compared in constant time, and
- * the one-time login codes that hand the token to a browser as an HttpOnly cookie — so the token
- * itself never sits in a URL, a browser history or the page's script.
+ * The server's secrets: the token every route but `/healthz` needs, compared in constant time; the
+ * one-time login codes that hand a browser the viewer's cookie, so the token never sits in a URL, a
+ * browser history or the page's script; the cookie's value, a secret derived from the token for
+ * one port, so a leaked cookie is not the token; and the login form's rate limit.
  *
  * @since 0.2.0
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import * as Redacted from "effect/Redacted"
 
 /** A fresh random token (32 bytes, base64url). */
@@ -51,9 +52,28 @@ export const loginCodes = (): LoginCodes => {
   }
 }
 
-/** The `Set-Cookie` value that carries the token to the viewer: HttpOnly, SameSite=Strict, the whole site. */
-export const cookieHeader = (name: string, token: Redacted.Redacted<string>): string =>
-  `${name}=${Redacted.value(token)}; Path=/; HttpOnly; SameSite=Strict`
+/**
+ * The name of the viewer's cookie for the port a browser reaches the server at. Browsers send a
+ * host's cookies to every port of that host: one name per port keeps two servers on one machine
+ * from reading (or overwriting) each other's cookie.
+ */
+export const cookieName = (port: string): string => `effect_agent_session_${port}`
+
+/**
+ * The cookie's value for a port: an HMAC of the port under the token. It opens only this server on
+ * this port (and only as a cookie: it is not the token, so a copy that leaks — to another server of
+ * the same host, which receives the host's cookies — is no bearer token, and changing the token
+ * revokes it). A restart with the same token keeps it valid, so an open viewer carries on.
+ */
+export const sessionSecret = (token: Redacted.Redacted<string>, port: string): Redacted.Redacted<string> =>
+  Redacted.make(createHmac("sha256", Redacted.value(token)).update(`effect-agent viewer session\u0000${port}`, "utf8").digest("base64url"))
+
+/**
+ * The `Set-Cookie` value of the viewer's cookie: HttpOnly (the page's script never sees it),
+ * SameSite=Strict (no other site's page or link sends it), the whole path, for the browser's session.
+ */
+export const cookieHeader = (name: string, value: Redacted.Redacted<string>): string =>
+  `${name}=${Redacted.value(value)}; Path=/; HttpOnly; SameSite=Strict`
 
 /** The value of one cookie in a `Cookie` header. */
 export const cookieValue = (header: string | undefined, name: string): string | undefined => {
@@ -63,4 +83,40 @@ export const cookieValue = (header: string | undefined, name: string): string | 
     if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
   }
   return undefined
+}
+
+/** What the login form's rate limit says of an attempt now. */
+export type Attempt = { readonly _tag: "Open" } | { readonly _tag: "Wait"; readonly retryAfterMillis: number }
+
+/**
+ * The login form's rate limit, for the whole server (every client of a loopback server is the same
+ * machine): after the n-th wrong token in a row, the next attempt waits 2^(n-1) seconds (at most 15
+ * minutes) — six tries in the first minute, then fewer and fewer. An attempt made while waiting is
+ * refused without looking at the token, so waiting out the limit is the only way on. A right token
+ * clears it.
+ */
+export interface LoginThrottle {
+  readonly attempt: (now: number) => Attempt
+  readonly failed: (now: number) => void
+  readonly succeeded: () => void
+}
+
+/** The longest wait between two attempts. */
+export const maxLoginWaitMillis = 15 * 60 * 1000
+
+/** A fresh rate limit. */
+export const loginThrottle = (): LoginThrottle => {
+  let failures = 0
+  let openAt = 0
+  return {
+    attempt: (now) => (now >= openAt ? { _tag: "Open" } : { _tag: "Wait", retryAfterMillis: openAt - now }),
+    failed: (now) => {
+      failures += 1
+      openAt = now + Math.min(1000 * 2 ** Math.min(failures - 1, 30), maxLoginWaitMillis)
+    },
+    succeeded: () => {
+      failures = 0
+      openAt = 0
+    }
+  }
 }

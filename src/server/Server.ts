@@ -3,11 +3,13 @@
  * `@effect/platform` server (`HttpApiBuilder.serve()` or `HttpApiBuilder.toWebHandler`); `serve`
  * listens on a Node HTTP server (127.0.0.1 by default).
  *
- * Guards on every request, before any route: a body larger than the limit is refused 413 by its
+ * Guards on every request, before any route (see `Access`): a `Host` that does not name this server
+ * (DNS rebinding) and a request from another origin's page are refused 403; a state-changing
+ * request whose body is not JSON is refused 415; a body larger than the limit is refused 413 by its
  * `Content-Length`, unread (one sent without a length, chunked, is refused 411, unread too; the
- * limit also bounds what is read); unknown routes answer 404; a body that does not decode answers
- * 400 — all as `{error, message}`. No CORS headers are ever sent, so other
- * sites' scripts cannot read any answer.
+ * limit also bounds what is read); JSON nested deeper than 64 levels answers 400 before it is
+ * decoded; unknown routes answer 404; a body that does not decode answers 400 — all as
+ * `{error, message}`. No CORS headers are ever sent, so other sites' scripts cannot read any answer.
  *
  * @since 0.2.0
  */
@@ -24,6 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { createServer } from "node:http"
 import type { SessionEngine } from "../index.js"
+import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
 import * as Handlers from "./Handlers.js"
@@ -53,19 +56,56 @@ const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; read
   return typeof error === "object" && error !== null ? error : {}
 }
 
+/** The deepest nesting a JSON body may have: every body this API takes is two or three levels deep. */
+const maxJsonDepth = 64
+
+/** Whether JSON text nests deeper than `limit` (brackets inside strings are text). Linear, no recursion. */
+const nestsDeeperThan = (text: string, limit: number): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92) i++ // a backslash escapes the next character
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) {
+      if (++depth > limit) return true
+    } else if (c === 93 || c === 125) depth--
+  }
+  return false
+}
+
 /** The guards (see the module's note). */
 const guards = HttpApiBuilder.middleware(
   Effect.map(Config.ServerConfig, (config) => (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      const length = request.headers["content-length"]
+      const { method } = request
+      const headers = Access.headersOf(request)
+      if (!Access.hostAllowed(headers["host"], config.allowedHosts)) {
+        return errorResponse(403, "Forbidden", "The request must name this server by a loopback name, an address or a host name it was configured with")
+      }
+      if (Access.fromOtherOrigin(method, headers)) return errorResponse(403, "Forbidden", "Requests from other origins' pages are refused")
+      if (Access.bodyRefused(method, headers)) {
+        return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
+      }
+      const length = headers["content-length"]
       const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${config.maxBodyBytes} bytes`)
       if (length !== undefined && !(Number(length) <= config.maxBodyBytes)) return tooLarge
       // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
-      if (length === undefined && request.headers["transfer-encoding"] !== undefined) {
+      if (length === undefined && headers["transfer-encoding"] !== undefined) {
         return errorResponse(411, "LengthRequired", "Send the request body with a Content-Length")
       }
-      const exit = yield* app.pipe(HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes)), Effect.exit)
+      const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes))
+      // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
+      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0) {
+        const text = yield* request.text.pipe(bounded, Effect.option)
+        if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
+          return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)
+        }
+      }
+      const exit = yield* app.pipe(bounded, Effect.exit)
       if (exit._tag === "Success") return normalize(exit.value)
       const failure = failureOf(exit.cause)
       if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")

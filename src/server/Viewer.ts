@@ -1,11 +1,18 @@
 /**
- * The web session viewer's routes (CONTRACT.md §7.3): the page, its script module, the one-time
- * login URL that sets the token cookie, and `/openapi.json`. Each needs the token (the cookie, or
- * a bearer header) but `/login`, which needs a one-time code instead.
+ * The web session viewer's routes (CONTRACT.md §7.3): the page and its script module, the sign-in
+ * routes that set the viewer's cookie, and `/openapi.json`. The page, its script and the OpenAPI
+ * document need the token (the cookie, or a bearer header); the sign-in page does not.
  *
- * The page and its script are plain files (`viewer/index.html`, `viewer/viewer.js`), read once when
- * the layer is built — no build step. They are found next to this module (running from `src/`) or
- * in the package's `src/server/viewer/` (running from `dist/`: the package ships `src`).
+ * Two ways in, both ending in the viewer's cookie (see `Security` and `Access`) and a redirect to the
+ * viewer: the one-time URL `serve` prints (`GET /login?code=…`, each code works once), and the sign-in
+ * form (`GET /login`), for after the browser was closed: its script posts the token as JSON to
+ * `POST /login`, which takes it only from this origin's own page (no other page can sign a browser
+ * in) and is rate limited.
+ *
+ * The pages and scripts (`index.html`, `page.bundle.js` — `viewer/page.js` bundled with the domain's
+ * fold of the log by `npm run build` — and the sign-in page) are read once when the layer is built,
+ * from the package's `dist/server/viewer/`: nothing is built while the server runs. They are found
+ * next to this module (running from `dist/`), from the CLI's bundle, or in `dist/` when running from `src/`.
  *
  * @since 0.2.0
  */
@@ -13,80 +20,123 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { Api, cookieName } from "./Api.js"
+import * as Access from "./Access.js"
+import { Api } from "./Api.js"
 import { ServerConfig } from "./Config.js"
 import * as Security from "./Security.js"
 
-// Next to this module (src/), or the shipped src/ from dist/ (or a bundle chunk one level deeper).
-const candidates = ["./viewer/", "../../src/server/viewer/", "../src/server/viewer/", "../../../src/server/viewer/"]
+// Next to this module (dist/server/), from the CLI's bundle (dist/cli/ or a chunk one level deeper),
+// or the built files when running from src/server/.
+const candidates = ["./viewer/", "../server/viewer/", "../../server/viewer/", "../../dist/server/viewer/"]
 
 /** The viewer's files, read once. */
-const readViewer = () => {
+const readFiles = () => {
   for (const candidate of candidates) {
     const dir = fileURLToPath(new URL(candidate, import.meta.url))
-    if (existsSync(`${dir}index.html`)) {
-      return { html: readFileSync(`${dir}index.html`, "utf8"), script: readFileSync(`${dir}viewer.js`, "utf8") }
+    if (existsSync(`${dir}index.html`) && existsSync(`${dir}page.bundle.js`)) {
+      const read = (name: string) => readFileSync(`${dir}${name}`, "utf8")
+      return { html: read("index.html"), script: read("page.bundle.js"), login: read("login.html"), loginScript: read("login.js") }
     }
   }
   return undefined
 }
 
-/** What a page may do: its own origin only, no inline script, no framing. */
+/**
+ * What a page may do: its own origin only, no inline script, no framing, no form sent anywhere (the
+ * sign-in form is sent by its script). `Referrer-Policy: same-origin` keeps the page's URL from
+ * other sites while its own requests still carry their `Origin` (`no-referrer` would make it `null`).
+ */
 const pageHeaders = {
   "content-security-policy":
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
-  "referrer-policy": "no-referrer",
+  "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
+  "x-content-type-options": "nosniff",
   "cache-control": "no-store"
 }
 
-const unauthorizedPage = HttpServerResponse.html(
-  `<!doctype html><meta charset="utf-8"><title>effect-agent</title><p>Open the one-time URL that <code>effect-agent serve</code> printed when it started.</p>`
-).pipe(HttpServerResponse.setStatus(401), HttpServerResponse.setHeaders(pageHeaders))
+const json = (status: number, error: string, message: string) => HttpServerResponse.unsafeJson({ error, message }, { status })
+const notFound = json(404, "NotFound", "No such route")
+const unauthorized = json(401, "Unauthorized", "A valid token is required")
+
+const LoginBody = Schema.Struct({ token: Schema.String })
 
 /** The viewer's routes on the API's router. */
 export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
-    const files = readViewer()
-    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found; / answers 404")
-    const authorized = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-      const bearer = (request.headers["authorization"] ?? "").replace(/^Bearer /, "")
-      return Security.matches(config.token, bearer) || Security.matches(config.token, Security.cookieValue(request.headers["cookie"], cookieName))
-    })
-    const guarded = (response: HttpServerResponse.HttpServerResponse) =>
-      Effect.map(authorized, (ok) => (ok ? response : unauthorizedPage))
-    const notFound = HttpServerResponse.unsafeJson({ error: "NotFound", message: "No such route" }, { status: 404 })
+    const files = readFiles()
+    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found (run `npm run build`); / answers 404")
 
-    yield* router.get("/", guarded(files === undefined ? notFound : HttpServerResponse.html(files.html).pipe(HttpServerResponse.setHeaders(pageHeaders))))
-    yield* router.get(
-      "/viewer.js",
-      guarded(
-        files === undefined ? notFound : HttpServerResponse.text(files.script, { contentType: "text/javascript; charset=utf-8" }).pipe(
-          HttpServerResponse.setHeaders({ "cache-control": "no-store" })
+    /** The sign-in page, with a note above the form (fixed text only: nothing from the request). */
+    const loginPage = (status: number, note?: string) =>
+      files === undefined
+        ? notFound
+        : HttpServerResponse.html(note === undefined ? files.login : files.login.replace("<!--note-->", `<p>${note}</p>`)).pipe(
+          HttpServerResponse.setStatus(status),
+          HttpServerResponse.setHeaders(pageHeaders)
         )
+    const script = (text: string) =>
+      HttpServerResponse.text(text, { contentType: "text/javascript; charset=utf-8" }).pipe(
+        HttpServerResponse.setHeaders({ "cache-control": "no-store", "x-content-type-options": "nosniff" })
       )
+    /** Reads need a credential: the bearer token or the viewer's cookie (Access). */
+    const withCredential = (ok: HttpServerResponse.HttpServerResponse, refused: HttpServerResponse.HttpServerResponse) =>
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) => Access.credential(config.token, Access.headersOf(request)) === undefined ? refused : ok)
+    /** Signs the browser in: the cookie for the port it reached the server at. */
+    const signIn = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) =>
+      response.pipe(HttpServerResponse.setHeaders({
+        "set-cookie": Security.cookieHeader(Access.cookieNameOf(Access.headersOf(request)), Access.cookieSecretOf(config.token, Access.headersOf(request))),
+        "cache-control": "no-store"
+      }))
+
+    yield* router.get(
+      "/",
+      withCredential(files === undefined ? notFound : HttpServerResponse.html(files.html).pipe(HttpServerResponse.setHeaders(pageHeaders)), loginPage(401))
     )
-    // The one-time URL printed at start: sets the token as an HttpOnly, SameSite=Strict cookie and
-    // sends the browser to the viewer, so the token never sits in the address bar or the history.
+    yield* router.get("/viewer.js", withCredential(files === undefined ? notFound : script(files.script), unauthorized))
+    yield* router.get("/login.js", Effect.succeed(files === undefined ? notFound : script(files.loginScript)))
+
+    // The one-time URL printed at start, or the sign-in form.
     yield* router.get(
       "/login",
       Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-        const code = new URL(request.url, "http://localhost").searchParams.get("code") ?? ""
-        if (!config.loginCodes.consume(code)) return unauthorizedPage
-        return HttpServerResponse.empty({ status: 303 }).pipe(
-          HttpServerResponse.setHeaders({ location: "/", "set-cookie": Security.cookieHeader(cookieName, config.token), "cache-control": "no-store" })
-        )
+        const code = new URL(request.url, "http://localhost").searchParams.get("code")
+        if (code === null) return loginPage(200)
+        if (!config.loginCodes.consume(code)) return loginPage(401, "That one-time URL was used already: sign in with the token.")
+        return signIn(request, HttpServerResponse.empty({ status: 303 }).pipe(HttpServerResponse.setHeader("location", "/")))
+      })
+    )
+    // The sign-in form's script posts here: the viewer's own page only, the token as JSON, rate limited.
+    yield* router.post(
+      "/login",
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (!Access.fromOwnPage(Access.headersOf(request))) return json(403, "Forbidden", "Sign in from the viewer's own sign-in page")
+        const body = yield* request.json.pipe(Effect.flatMap(Schema.decodeUnknown(LoginBody)), Effect.option)
+        if (body._tag === "None") return json(400, "BadRequest", "Send {\"token\": \"…\"}")
+        const now = yield* Clock.currentTimeMillis
+        const attempt = config.loginThrottle.attempt(now)
+        if (attempt._tag === "Wait") {
+          const seconds = Math.ceil(attempt.retryAfterMillis / 1000)
+          return json(429, "TooManyRequests", `Too many wrong tokens: try again in ${seconds} s`).pipe(
+            HttpServerResponse.setHeader("retry-after", String(seconds))
+          )
+        }
+        if (!Security.matches(config.token, body.value.token)) {
+          config.loginThrottle.failed(now)
+          return json(401, "Unauthorized", "That is not the server's token")
+        }
+        config.loginThrottle.succeeded()
+        return signIn(request, HttpServerResponse.empty({ status: 204 }))
       })
     )
     const spec = OpenApi.fromApi(Api)
-    yield* router.get(
-      "/openapi.json",
-      Effect.map(authorized, (ok) =>
-        ok ? HttpServerResponse.unsafeJson(spec) : HttpServerResponse.unsafeJson({ error: "Unauthorized", message: "A valid token is required" }, { status: 401 }))
-    )
+    yield* router.get("/openapi.json", withCredential(HttpServerResponse.unsafeJson(spec), unauthorized))
   })
 )

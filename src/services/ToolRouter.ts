@@ -32,7 +32,17 @@ export interface PathAccess {
   /** The real absolute path. */
   readonly resolved: string
   readonly insideCwd: boolean
+  /**
+   * The real path relative to the session's real cwd (`.` for the cwd itself) when it is inside it:
+   * what a rule's relative path glob matches. Computed from `resolved` when absent.
+   */
+  readonly relative?: string | undefined
   readonly access: "read" | "write"
+  /**
+   * Why a path counts as outside though it may not be, when it does: a file with other names (a
+   * hard link), a word only the shell knows the value of, a tree too large to check for links.
+   */
+  readonly note?: string
 }
 
 /** What makes a command line dangerous to run without a rule that allows it. */

@@ -4,13 +4,13 @@
  * process left paused, and the bad input of a real connection.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { start } from "../cli/subprocess.js"
+import { run, start } from "../cli/subprocess.js"
 import { type Agent, type Answerer, choose, chunks, logOf, startAgent } from "./client.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-"))
@@ -228,8 +228,8 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     await finish(agent)
   })
 
-  it("each session follows its cwd's settings file and the --deny flags, with the settings folder guarded as for run", async () => {
-    const { args, cwd, storage } = workspace({
+  it("each session follows its cwd's trusted settings file and the --deny flags, with the settings folder guarded as for run", async () => {
+    const { args, cwd, scriptFile, storage } = workspace({
       responses: [
         { toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "a" } }] },
         { toolCalls: [{ tool: "write_file", args: { path: ".effect-agent/settings.json", content: "{\"mode\":\"bypass\"}" }, id: "call_2" }] },
@@ -239,6 +239,13 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     })
     mkdirSync(join(cwd, ".effect-agent"))
     writeFileSync(join(cwd, ".effect-agent/settings.json"), JSON.stringify({ mode: "acceptEdits" }))
+    // Untrusted, the project's wider mode is ignored (issue 18), and stderr says so; trusted, it applies.
+    const untrusted = launch(["--script", scriptFile, "--data-dir", join(cwd, "..", "data-untrusted")], cwd, choose("reject_once"))
+    await untrusted.initialize()
+    expect((await newSession(untrusted, cwd)).modes?.currentModeId).toBe("default")
+    await finish(untrusted)
+    expect(untrusted.stderr()).toContain("effect-agent acp: .effect-agent/settings.json is not trusted, so its mode acceptEdits is ignored")
+    expect((await run(["trust", "--yes"], { cwd })).code).toBe(0)
     const agent = launch([...args, "--deny", "shell:git push*"], cwd, choose("reject_once"))
     await agent.initialize()
     const session = await newSession(agent, cwd)
@@ -321,6 +328,19 @@ describe("effect-agent acp, bad input", () => {
     expect(unknown).toMatchObject({ code: -32002, data: { sessionId: "sess_nope" } })
     const relative = await rejection(agent.agent.request(acp.methods.agent.session.new, { cwd: "work", mcpServers: [] }))
     expect(relative?.code).toBe(-32602)
+    // A cwd that does not exist, or is a file, is refused too: a session needs a directory to work in.
+    writeFileSync(join(cwd, "a-file"), "x")
+    for (const [missing, reason] of [[join(cwd, "nope"), /does not exist/], [join(cwd, "a-file"), /not a directory/]] as const) {
+      const refused = await rejection(agent.agent.request(acp.methods.agent.session.new, { cwd: missing, mcpServers: [] }))
+      expect(refused, missing).toMatchObject({ code: -32602, data: { errorCode: "invalid_input", field: "cwd" } })
+      expect(refused?.message, missing).toMatch(reason)
+    }
+    // `..` and links are resolved when the session is created: it is stored (and listed) as the directory it names.
+    mkdirSync(join(cwd, "sub"))
+    symlinkSync(join(cwd, "sub"), join(cwd, "link"))
+    const linked = await newSession(agent, join(cwd, "link"))
+    const listed = await agent.agent.request(acp.methods.agent.session.list, {})
+    expect(listed.sessions.find((s) => s.sessionId === linked.sessionId)?.cwd).toBe(realpathSync(join(cwd, "sub")))
 
     const { sessionId } = await newSession(agent, cwd)
     const first = prompt(agent, sessionId, "count slowly")
@@ -344,11 +364,19 @@ describe("effect-agent acp, bad input", () => {
     await raw.waitForStdout(/"id":1,"result"/)
     raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "no/such_method", params: {} }) + "\n")
     await raw.waitForStdout(/"id":2,"error"/)
+    // Params nested 100k deep (what answered 500 with nothing over HTTP): invalid params, and the agent goes on.
+    const deep = "[".repeat(100_000) + "]".repeat(100_000)
+    raw.child.stdin!.write(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":${JSON.stringify(cwd)},"mcpServers":${deep}}}\n`)
+    await raw.waitForStdout(/"id":3,"error"/)
+    raw.child.stdin!.write(`{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":"sess_x","prompt":${deep}}}\n`)
+    await raw.waitForStdout(/"id":4,"error"/)
     raw.child.stdin!.end()
     const finished = await raw.done
     expect(finished.code).toBe(0)
     const lines = finished.stdout.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
-    expect(lines).toHaveLength(3)
+    expect(lines).toHaveLength(5)
+    expect(lines[3]).toMatchObject({ id: 3, error: { code: -32602 } })
+    expect(lines[4]).toMatchObject({ id: 4, error: { code: -32602 } })
     expect(lines.every((line) => line.jsonrpc === "2.0")).toBe(true)
     expect(lines[0]).toMatchObject({ id: null, error: { code: -32700 } })
     // A client on a newer protocol gets the version we speak, and may decline it.

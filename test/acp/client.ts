@@ -7,7 +7,7 @@ import * as acp from "@agentclientprotocol/sdk"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { Readable, Writable } from "node:stream"
 import type { AgentEvent } from "../../src/index.js"
-import { binPath, run } from "../cli/subprocess.js"
+import { binPath, isolatedConfigDir, run } from "../cli/subprocess.js"
 
 /** A permission request the agent sent, and how the test answers it. */
 export interface Asked {
@@ -43,7 +43,7 @@ export const choose = (optionId: string): Answerer => () => Promise.resolve({ ou
 
 /** Starts `effect-agent acp <args>` and connects the SDK's client to it. */
 export const startAgent = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly answer?: Answerer }): Agent => {
-  const env: Record<string, string | undefined> = { ...process.env, NODE_OPTIONS: "" }
+  const env: Record<string, string | undefined> = { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir() }
   delete env.ANTHROPIC_API_KEY
   delete env.OPENAI_API_KEY
   const child = spawn(process.execPath, [binPath, "acp", ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] })

@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent, FakeModelProvider } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { binPath, run, start } from "./subprocess.js"
+import { binPath, isolatedConfigDir, run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-chat-"))
 const dataDir = join(dir, "data")
@@ -161,7 +161,7 @@ describe("effect-agent chat --session on a turn left waiting (subprocess)", () =
 const startOnTerminal = (args: ReadonlyArray<string>, cwd: string) => {
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
   const command = [process.execPath, binPath, ...args].map(quote).join(" ")
-  const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NODE_OPTIONS: "" }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir() }, stdio: ["pipe", "pipe", "pipe"] })
   let screen = ""
   const waiters: Array<() => void> = []
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

@@ -3,6 +3,7 @@
  * with an error, 130 cancelled.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
 import * as FiberId from "effect/FiberId"
 import * as Exit from "effect/Exit"
 import { CliError } from "../../src/cli/CliError.js"
@@ -16,6 +17,15 @@ describe("exit codes", () => {
     expect(ExitCode.of(Exit.fail(new ExitCode.TurnEndedWithError({ errorCode: "authentication" })))).toBe(3)
     expect(ExitCode.of(Exit.fail(new ExitCode.TurnCancelled()))).toBe(130)
     expect(ExitCode.of(Exit.interrupt(FiberId.none))).toBe(130)
+  })
+
+  it("SIGTERM: 130 for a command that was cancelled by it, 0 for a server, whose normal stop it is", () => {
+    expect(ExitCode.of(Exit.interrupt(FiberId.none), "SIGTERM")).toBe(130)
+    Effect.runSync(ExitCode.sigtermStopsCleanly)
+    expect(ExitCode.of(Exit.interrupt(FiberId.none), "SIGTERM")).toBe(0)
+    expect(ExitCode.of(Exit.interrupt(FiberId.none), "SIGINT")).toBe(130)
+    expect(ExitCode.of(Exit.interrupt(FiberId.none))).toBe(130)
+    expect(ExitCode.of(Exit.fail(new CliError({ reason: "invalid_file", message: "bad" })), "SIGTERM")).toBe(1)
   })
 
   it("a turn's outcome is already shown by the renderer, so bin.ts prints nothing more for it", () => {

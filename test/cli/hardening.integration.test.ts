@@ -1,5 +1,6 @@
 /**
- * Issue 8 through the built CLI: rules from flags and from `.effect-agent/settings.json` (item 14),
+ * Issue 8 through the built CLI: rules from flags and from a trusted `.effect-agent/settings.json` (item 14;
+ * what an untrusted one may do is in trust.integration.test.ts),
  * exit codes, `--script` errors on one line and `run -` (item 12), and tool output's control
  * characters kept from the log and the terminal (item 10). Every ask here would be answered no
  * (stdin is closed), so a command that ran was allowed by a rule.
@@ -88,47 +89,53 @@ describe(".effect-agent/settings.json", () => {
     writeFileSync(join(p.cwd, ".effect-agent", "settings.json"), typeof settings === "string" ? settings : JSON.stringify(settings))
     return p
   }
+  /** The user trusts the project's file as it is (issue 18: until then its allow rules, wider mode and env are ignored). */
+  const trusted = async <P extends { readonly cwd: string }>(p: P): Promise<P> => {
+    const done = await runClosed(["trust", "--yes"], p.cwd)
+    expect(done.code, done.stderr).toBe(0)
+    return p
+  }
 
-  it("a rule of the file lets a command run without asking", async () => {
-    const p = withSettings("file-allow", { rules: [{ name: "touch", decision: "allow", tool: "shell", command: "touch made.txt" }] }, {
+  it("a rule of the trusted file lets a command run without asking", async () => {
+    const p = await trusted(withSettings("file-allow", { rules: [{ name: "touch", decision: "allow", tool: "shell", command: "touch made.txt" }] }, {
       tool: "shell",
       args: { command: "touch made.txt" }
-    })
+    }))
     const done = await runClosed(["run", "make it", "--script", p.script, "--data-dir", p.dataDir], p.cwd)
     expect(done.code).toBe(0)
     expect(existsSync(join(p.cwd, "made.txt"))).toBe(true)
   })
 
-  it("the file's mode applies when --mode is not given; --mode wins when it is", async () => {
+  it("the trusted file's mode applies when --mode is not given; --mode wins when it is", async () => {
     const call = { tool: "write_file", args: { path: "out.txt", content: "x\n" } }
-    const fromFile = withSettings("file-mode", { mode: "acceptEdits" }, call)
+    const fromFile = await trusted(withSettings("file-mode", { mode: "acceptEdits" }, call))
     const done = await runClosed(["run", "write it", "--script", fromFile.script, "--data-dir", fromFile.dataDir], fromFile.cwd)
     expect(done.code).toBe(0)
     expect(existsSync(join(fromFile.cwd, "out.txt"))).toBe(true)
 
-    const overridden = withSettings("file-mode-overridden", { mode: "acceptEdits" }, call)
+    const overridden = await trusted(withSettings("file-mode-overridden", { mode: "acceptEdits" }, call))
     const denied = await runClosed(["run", "write it", "--script", overridden.script, "--data-dir", overridden.dataDir, "--mode", "readOnly"], overridden.cwd)
     expect(denied.code).toBe(0)
     expect(denied.stderr).toContain("denied by read-only/no-writes")
     expect(existsSync(join(overridden.cwd, "out.txt"))).toBe(false)
   })
 
-  it("a --deny flag beats the file's allow", async () => {
-    const p = withSettings("file-vs-flag", { rules: [{ name: "touch", decision: "allow", tool: "shell", command: "touch*" }] }, {
+  it("a --deny flag beats the trusted file's allow", async () => {
+    const p = await trusted(withSettings("file-vs-flag", { rules: [{ name: "touch", decision: "allow", tool: "shell", command: "touch *" }] }, {
       tool: "shell",
       args: { command: "touch made.txt" }
-    })
+    }))
     const done = await runClosed(["run", "make it", "--script", p.script, "--data-dir", p.dataDir, "--deny", "shell:touch*"], p.cwd)
     expect(done.stderr).toContain("denied by --deny shell:touch*")
     expect(existsSync(join(p.cwd, "made.txt"))).toBe(false)
   })
 
-  it("env.allow passes a variable on to commands, env.set sets one; others stay out", async () => {
+  it("a trusted file's env.allow passes a variable on to commands, env.set sets one; others stay out", async () => {
     const call = { tool: "shell", args: { command: "printenv EFFECT_AGENT_TEST_PASSED EFFECT_AGENT_TEST_SET EFFECT_AGENT_TEST_HIDDEN" } }
-    const p = withSettings("file-env", {
+    const p = await trusted(withSettings("file-env", {
       rules: [{ name: "printenv", decision: "allow", tool: "shell", command: "printenv *" }],
       env: { allow: ["EFFECT_AGENT_TEST_PASSED"], set: { EFFECT_AGENT_TEST_SET: "fixed" } }
-    }, call)
+    }, call))
     const running = start(["run", "env", "--script", p.script, "--data-dir", p.dataDir], {
       cwd: p.cwd,
       env: { EFFECT_AGENT_TEST_PASSED: "passed-on", EFFECT_AGENT_TEST_HIDDEN: "hidden-value" }
@@ -154,11 +161,11 @@ describe(".effect-agent/settings.json", () => {
     expect((await run(["sessions", "--data-dir", p.dataDir])).stdout).toBe("")
   })
 
-  it("the model cannot write itself a settings file in acceptEdits: that write asks", async () => {
-    const p = withSettings("file-protected", { mode: "acceptEdits" }, {
+  it("the model cannot write itself a settings file in a trusted acceptEdits: that write asks", async () => {
+    const p = await trusted(withSettings("file-protected", { mode: "acceptEdits" }, {
       tool: "write_file",
       args: { path: ".effect-agent/settings.json", content: "{\"mode\":\"bypass\"}" }
-    })
+    }))
     const done = await runClosed(["run", "escalate", "--script", p.script, "--data-dir", p.dataDir], p.cwd)
     expect(done.stderr).toContain("Allow write_file .effect-agent/settings.json? [y]es")
     expect(done.stderr).toContain("✗ permission_denied")

@@ -9,8 +9,22 @@ import { afterAll } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 
 const root = resolve(import.meta.dirname, "../..")
-/** The built executable, as the package's `bin` names it. */
-export const binPath = resolve(root, "dist/cli/bin.js")
+/** The built executable, as the package's `bin` names it (`EFFECT_AGENT_TEST_BIN`: another build, e.g. an older one, to see a test fail on it). */
+export const binPath = process.env.EFFECT_AGENT_TEST_BIN ?? resolve(root, "dist/cli/bin.js")
+
+let configDir: string | undefined
+/**
+ * The user's config folder the CLI runs with unless a test gives one (`EFFECT_AGENT_CONFIG_DIR`): an
+ * empty folder of this test file's, so the machine's own settings and trusted files never change a run.
+ */
+export const isolatedConfigDir = (): string => {
+  if (configDir === undefined) {
+    const made = mkdtempSync(join(tmpdir(), "effect-agent-config-"))
+    configDir = made
+    afterAll(() => rmSync(made, { recursive: true, force: true }))
+  }
+  return configDir
+}
 
 /** What a finished CLI run printed and how it exited. */
 export interface Finished {
@@ -48,14 +62,20 @@ export const otherHostFlags = (): ReadonlyArray<string> | undefined => {
  */
 export const start = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly hostname?: string } = {}
+  options: {
+    readonly cwd?: string
+    readonly env?: Record<string, string>
+    readonly hostname?: string
+    /** A command the CLI runs under (`setpriv …`, `unshare … sh -c '…; exec "$@"'`): it must exec node, so the child's pid is the CLI's. */
+    readonly prefix?: ReadonlyArray<string>
+  } = {}
 ): Running => {
-  const env: Record<string, string | undefined> = { ...process.env, ...options.env }
+  const env: Record<string, string | undefined> = { ...process.env, EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(), ...options.env }
   for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
   const unshare = options.hostname === undefined ? undefined : otherHostFlags()
   if (options.hostname !== undefined && unshare === undefined) throw new Error("this machine cannot run a process under another host name")
   const command = unshare === undefined
-    ? [process.execPath, binPath, ...args]
+    ? [...(options.prefix ?? []), process.execPath, binPath, ...args]
     // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
     : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
   const child = spawn(command[0]!, command.slice(1), {

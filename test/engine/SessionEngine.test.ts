@@ -57,6 +57,15 @@ describe("SessionEngine", () => {
       expect(yield* collect(engine.replaySession({ sessionId }))).toHaveLength(1)
       const badCwd = yield* Effect.either(engine.createSession({ cwd: " ", client: "test" }))
       expect(Either.isLeft(badCwd) && badCwd.left._tag).toBe("InvalidInput")
+      // A relative cwd would mean whatever directory a later driver runs in: refused, and nothing is stored.
+      for (const cwd of ["proj", "../../", "./", "~/proj", "C:proj"]) {
+        const relative = yield* Effect.either(engine.createSession({ cwd, client: "test" }))
+        expect(Either.isLeft(relative) && relative.left, cwd).toMatchObject({ _tag: "InvalidInput", field: "cwd", detail: "must be an absolute path" })
+      }
+      for (const cwd of ["/work", "C:\\work", "D:/work", "\\\\server\\share"]) {
+        expect((yield* engine.createSession({ cwd, client: "test" })).cwd).toBe(cwd)
+      }
+      expect(yield* engine.listSessions).toHaveLength(5)
     }).pipe(Effect.provide(memoryEngine())))
 
   it.effect("an unknown session is SessionNotFound for runTurn, replay and state; cancel does nothing", () =>

@@ -122,8 +122,9 @@ describe("PermissionPolicy", () => {
     // Reading them is a read like any other; a look-alike name is not protected.
     expect(decide({ mode: "default" }, readFile("/work/.git/config")).decision).toBe("allow")
     expect(decide({ mode: "acceptEdits" }, writeFile("/work/.github/workflows/ci.yml")).decision).toBe("allow")
-    // A rule the user wrote for it still decides.
+    // Even a rule for it does not pass the ask (issue 18): only --mode bypass does, and a deny still denies.
     const rules = [{ name: "hooks", decision: "allow" as const, tool: "write_file", path: ".git/hooks/*" }]
-    expect(decide({ mode: "default", rules }, writeFile("/work/.git/hooks/pre-commit")).decision).toBe("allow")
+    expect(decide({ mode: "default", rules }, writeFile("/work/.git/hooks/pre-commit"))).toMatchObject({ decision: "ask", policy: "protected-path" })
+    expect(decide({ mode: "default", rules: [{ name: "no-hooks", decision: "deny" as const, path: ".git/hooks/*" }] }, writeFile("/work/.git/hooks/pre-commit")).decision).toBe("deny")
   })
 })

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
@@ -43,6 +43,24 @@ describe("makeSessionEngine", () => {
     expect(events.map((e) => e.type)).toEqual(["turn.started", "user.message", "model.delta", "model.delta", "turn.completed"])
     expect((await replay(engine, session.sessionId)).slice(1)).toEqual(events)
     expect((await engine.listSessions()).map((s) => s.sessionId)).toEqual([session.sessionId])
+  })
+
+  it("createSession takes an absolute, existing directory and stores its real path", async () => {
+    const engine = make()
+    const root = mkdtempSync(join(tmpdir(), "effect-agent-promise-"))
+    try {
+      writeFileSync(join(root, "a-file"), "x")
+      for (const [cwd, detail] of [["proj", /absolute/], [join(root, "nope"), /does not exist/], [join(root, "a-file"), /not a directory/]] as const) {
+        const error = await engine.createSession({ cwd, client: "test" }).then(() => undefined, (e: unknown) => e)
+        expect(error, cwd).toMatchObject({ _tag: "InvalidInput", field: "cwd" })
+        expect((error as { detail: string }).detail, cwd).toMatch(detail)
+      }
+      expect(await engine.listSessions()).toEqual([])
+      symlinkSync(tmpdir(), join(root, "link"))
+      expect((await engine.createSession({ cwd: join(root, "link", "."), client: "test" })).cwd).toBe(realpathSync(tmpdir()))
+    } finally {
+      rmSync(root, { recursive: true, force: true })
+    }
   })
 
   it("breaking out of for await cancels the turn; the log ends cancelled", async () => {

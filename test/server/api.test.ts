@@ -10,8 +10,9 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import { IdGenerator, JsonlEventStore, FakeModelProvider, SessionEngine } from "../../src/index.js"
-import { Server, ServerConfig } from "../../src/server.js"
+import { Security, Server, ServerConfig } from "../../src/server.js"
 import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from "./harness.js"
 
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
@@ -111,8 +112,10 @@ describe("the HTTP API", () => {
         expect(almost.status, path).toBe(401)
       }
       expect((yield* raw(`${url}/sessions`, { ...json({}), token: "nope" })).status).toBe(401)
-      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_token=${server.token}` } })).status).toBe(200)
-      expect((yield* raw(`${url}/sessions`, { headers: { cookie: "effect_agent_token=wrong" } })).status).toBe(401)
+      // The viewer's cookie (per port, a secret derived from the token; origin.integration.test.ts has the rest).
+      const secret = Redacted.value(Security.sessionSecret(Redacted.make(server.token), String(server.port)))
+      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=${secret}` } })).status).toBe(200)
+      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=wrong` } })).status).toBe(401)
 
       // Typed errors through the client.
       const missing = yield* server.client.sessions.get({ path: { id: "no-such-session" } }).pipe(Effect.flip)
@@ -211,7 +214,11 @@ describe("the HTTP API", () => {
         Layer.provide(NodeContext.layer)
       )
       const { dispose, handler } = HttpApiBuilder.toWebHandler(
-        Layer.mergeAll(Server.layer(ServerConfig.make({ token: "embedded-token", defaultCwd: cwd })).pipe(Layer.provide(engine)), HttpServer.layerContext)
+        // The app's own host name is named: any other (but localhost and addresses) is refused, as DNS rebinding would send it.
+        Layer.mergeAll(
+          Server.layer(ServerConfig.make({ token: "embedded-token", defaultCwd: cwd, allowedHosts: ["app.local"] })).pipe(Layer.provide(engine)),
+          HttpServer.layerContext
+        )
       )
       const auth = { authorization: "Bearer embedded-token", "content-type": "application/json" }
       const health = yield* Effect.promise(() => handler(new Request("http://app.local/healthz")))
@@ -222,6 +229,8 @@ describe("the HTTP API", () => {
       expect(session.cwd).toBe(cwd)
       const refused = yield* Effect.promise(() => handler(new Request("http://app.local/sessions")))
       expect(refused.status).toBe(401)
+      const rebound = yield* Effect.promise(() => handler(new Request("http://evil.example/sessions", { headers: auth })))
+      expect(rebound.status).toBe(403)
       yield* Effect.promise(() => dispose())
     }))
 })

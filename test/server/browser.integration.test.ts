@@ -8,44 +8,17 @@
  *
  * EFFECT_AGENT_SCREENSHOT=docs/viewer.png saves a screenshot of the page for the README.
  */
-import chromium from "@sparticuz/chromium"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { type Page, chromium as playwright } from "playwright-core"
+import type { Page } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
+import { browser as chromium } from "./chromium.js"
 import { start, storedEvents, workspace } from "./harness.js"
 
-/** Chromium with no network but loopback, no first-run work, a fresh profile. */
-const browser = Effect.acquireRelease(
-  Effect.promise(async () => {
-    const profile = mkdtempSync(join(tmpdir(), "effect-agent-chromium-"))
-    const context = await playwright.launchPersistentContext(profile, {
-      executablePath: await chromium.executablePath(),
-      headless: true,
-      viewport: { width: 1280, height: 820 },
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
-    return { context, profile }
-  }),
-  ({ context, profile }) =>
-    Effect.promise(async () => {
-      await context.close()
-      rmSync(profile, { recursive: true, force: true })
-    })
-)
+const browser = chromium()
 
 /** What the page functions use of the browser's globals (the tests are compiled without the DOM's types). */
 interface PageElement {
@@ -98,7 +71,8 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.goto(`${first.url}/login?code=${code}`))
       expect(new URL(page.url()).pathname).toBe("/")
       const cookies = yield* Effect.promise(() => context.cookies())
-      expect(cookies).toEqual([expect.objectContaining({ name: "effect_agent_token", httpOnly: true, sameSite: "Strict" })])
+      expect(cookies).toEqual([expect.objectContaining({ name: `effect_agent_session_${first.port}`, httpOnly: true, sameSite: "Strict" })])
+      expect(cookies[0]!.value).not.toContain(token)
       expect(yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as PageGlobals).document.cookie))).toBe("")
       const reused = yield* Effect.promise(() => context.request.get(`${first.url}/login?code=${code}`, { maxRedirects: 0 }))
       expect(reused.status()).toBe(401)

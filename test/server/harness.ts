@@ -47,6 +47,8 @@ export interface Options {
   readonly maxBodyBytes?: number
   readonly keepAlive?: string
   readonly port?: number
+  /** Host names (besides loopback ones) the server answers to. */
+  readonly allowedHosts?: ReadonlyArray<string>
 }
 
 const makeClient = (url: string, token: string) =>
@@ -77,7 +79,8 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       token,
       defaultCwd: options.cwd,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
-      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive as never })
+      ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive as never }),
+      ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts })
     })
     const engine = SessionEngine.layer().pipe(
       Layer.provide(JsonlEventStore.layer({ dataDir: options.dataDir })),

@@ -47,6 +47,8 @@ export interface Options {
   readonly maxLineBytes: number
   /** A session's summary from its whole log, for entries that must be rebuilt. */
   readonly summarizeAll: (sessionId: string) => Effect.Effect<Session.SessionSummary | undefined, EventStoreFailure>
+  /** The data dir is only read: the index is used, and rebuilt in memory, but never saved. */
+  readonly readOnly?: boolean
 }
 
 /** A log's read failure as a listing's: same reason, file and line. */
@@ -65,6 +67,7 @@ export const make = (options: Options) => {
   )
 
   const save = (sessions: Record<string, Entry>) => {
+    if (options.readOnly === true) return Effect.void
     const temporary = `${indexFile}.${process.pid}.tmp`
     return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 1, sessions }), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),

@@ -17,7 +17,8 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs"
+import { closeSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs"
+import * as Directories from "../Directories.js"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -43,11 +44,19 @@ const lockFailure = (sessionId: string, path: string, error: unknown) =>
     operation: "lock",
     sessionId,
     path,
-    detail: `could not take the session's writer lock: ${(error as NodeJS.ErrnoException | undefined)?.code ?? String(error)}`,
+    detail: `could not take the session's writer lock: ${describe(error)}`,
     cause: error
   })
 
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code
+
+/** An error's code, in plain words where there are some (a read-only disk, a folder not writable). */
+const describe = (error: unknown): string => {
+  const code = codeOf(error)
+  if (code === undefined) return String(error)
+  const words = Directories.plainWords(code)
+  return words === undefined ? code : `${words} (${code})`
+}
 
 /** Writes a whole file with mode 0600 whatever the umask (it is created here, with O_EXCL). */
 export const writeNewFile = (file: string, text: string, sync = false) => {
@@ -144,7 +153,7 @@ export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acqui
     Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
       const me = Holder.current()
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 })
+        Directories.makeSync(dir, 0o700)
         // A few rounds are plenty: each Retry means another process made progress.
         for (let round = 0; round < 100; round++) {
           const result = attempt(dir, me)

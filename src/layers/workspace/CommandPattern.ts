@@ -139,6 +139,32 @@ export const matchesAnywhere = (pattern: string, command: string): boolean => {
   return CommandLine.segments(parsed.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
 }
 
+/** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */
+const commandsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<ReadonlyArray<CommandLine.Word>> => {
+  const out: Array<Array<CommandLine.Word>> = [[]]
+  for (const token of tokens) {
+    if (token._tag === "Operator") out.push([])
+    else out.at(-1)!.push(token)
+  }
+  return out
+}
+
+const hasWildcard = (words: ReadonlyArray<CommandLine.Word>) =>
+  words.some((word) => !word.expands && [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?")))
+
+/**
+ * The simple commands (argv) of `command` in which a wildcard of `pattern` stood for words — those
+ * the pattern does not spell out. Meant for a pattern that `matches` the line: wildcards never match
+ * an operator, so the pattern's commands and the line's line up one to one (when they do not, every
+ * command of the line is returned).
+ */
+export const wildcardCommands = (pattern: string, command: string): ReadonlyArray<ReadonlyArray<string>> => {
+  const patternCommands = commandsOf(CommandLine.tokenize(pattern).tokens)
+  const lineCommands = commandsOf(CommandLine.tokenize(command).tokens).map((words) => words.map((w) => w.value))
+  if (patternCommands.length !== lineCommands.length) return lineCommands.filter((argv) => argv.length > 0)
+  return lineCommands.filter((argv, i) => argv.length > 0 && hasWildcard(patternCommands[i]!))
+}
+
 /** The hazards a pattern spells out itself (a rule allows a command only if it spells out all of the command's). */
 export const hazardsOf = (pattern: string | undefined): ReadonlySet<string> =>
   new Set(pattern === undefined ? [] : compile(pattern)?.hazards ?? [])

@@ -8,7 +8,10 @@
 
 /** What the user adds to the allow-list. */
 export interface Options {
-  /** More names to pass on from the agent's environment; a name ending in `*` is a prefix (`NPM_CONFIG_*`). */
+  /**
+   * More names to pass on from the agent's environment; a name ending in `*` is a prefix (`NPM_CONFIG_*`).
+   * A prefix never passes a name that looks like a credential (`looksSecret`): those go by exact name only.
+   */
   readonly allow?: ReadonlyArray<string> | undefined
   /** Variables set to fixed values (they win over passed-on ones). */
   readonly set?: Readonly<Record<string, string>> | undefined
@@ -20,15 +23,73 @@ export const defaultAllow: ReadonlyArray<string> = [
   "TMPDIR", "TMP", "TEMP", "PWD"
 ]
 
+const secretWords = new Set([
+  "KEY", "KEYS", "APIKEY", "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWORDS", "PASSWD", "PASS", "PASSPHRASE",
+  "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "COOKIE", "COOKIES", "SESSION", "PRIVATE", "DSN", "SIGNING", "SAS"
+])
+const secretPrefixes = ["AWS_", "AZURE_", "ARM_", "GOOGLE_", "GCLOUD_", "GCP_", "CLOUDSDK_", "VAULT_", "DIGITALOCEAN_", "HEROKU_", "CLOUDFLARE_"]
+const secretNames = new Set(["DATABASE_URL", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KUBECONFIG", "NETRC", "DOCKER_AUTH_CONFIG", "PGPASSFILE", "REDIS_URL", "MONGODB_URI", "XAUTHORITY"])
+
+/**
+ * Whether a variable's name looks like it holds a credential: a word such as `KEY`, `TOKEN`,
+ * `SECRET`, `PASSWORD`, `AUTH`, `SESSION` (`GITHUB_TOKEN`, `OPENAI_API_KEY`, `NPM_AUTH_TOKEN`), a
+ * cloud provider's prefix (`AWS_*`, `AZURE_*`, `GOOGLE_*` …), or a known one (`DATABASE_URL`,
+ * `SSH_AUTH_SOCK`, `KUBECONFIG` …). Such names are passed on by exact name only, never by a wildcard.
+ */
+export const looksSecret = (name: string): boolean => {
+  const upper = name.toUpperCase()
+  return upper.split(/_+/).some((word) => secretWords.has(word)) ||
+    /SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|APIKEY|API_KEY|PRIVATE_KEY/.test(upper) ||
+    secretPrefixes.some((prefix) => upper.startsWith(prefix)) ||
+    secretNames.has(upper) || upper.endsWith("_DATABASE_URL") || upper.endsWith("_DSN") || upper.endsWith("CONNECTION_STRING")
+}
+
+const steeringNames = new Set([
+  // Which program runs, and the shells' own start-up code.
+  "PATH", "HOME", "ENV", "CDPATH", "IFS", "PS1", "PS2", "PS4", "PROMPT_COMMAND", "SHELL", "SHELLOPTS", "BASHOPTS", "GLOBIGNORE",
+  "ZDOTDIR", "FPATH", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS",
+  // What a program loads: libraries, modules, start-up files and configuration that can name a program.
+  "NODE_OPTIONS", "NODE_PATH", "NODE_REPL_EXTERNAL_MODULE", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "JAVA_HOME",
+  "CLASSPATH", "MAVEN_OPTS", "GRADLE_OPTS", "GRADLE_USER_HOME", "SBT_OPTS", "GCONV_PATH", "LOCPATH", "NLSPATH", "OPENSSL_CONF",
+  "OPENSSL_ENGINES", "OPENSSL_MODULES", "CURL_HOME", "WGETRC", "INPUTRC", "LESSOPEN", "LESSCLOSE", "LESSKEY", "VIMINIT", "EXINIT",
+  "MYVIMRC", "EMACSLOADPATH", "GEM_HOME", "GEM_PATH", "BUNDLE_GEMFILE", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTC",
+  "RUSTDOC", "CC", "CXX", "CPP", "LD", "AR", "AS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "MAKEFLAGS", "MFLAGS", "MAKEFILES",
+  "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GOROOT", "GOENV", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "PHPRC",
+  "PHP_INI_SCAN_DIR", "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON", "R_ENVIRON_USER", "R_LIBS", "R_LIBS_USER", "VIRTUAL_ENV",
+  "CONDA_PREFIX", "KUBECONFIG", "DOCKER_HOST", "DOCKER_CONFIG"
+])
+const steeringPrefixes = [
+  "LD_", "DYLD_", "GIT_", "BASH_", "PYTHON", "PERL5", "PERL_", "RUBY", "NPM_CONFIG_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_",
+  "NVM_", "VOLTA_", "PYENV_", "RBENV_", "PIP_", "PIPX_", "PIPENV_", "POETRY_", "UV_", "CARGO_", "RUSTUP_", "XDG_", "SSH_", "DOTNET_",
+  "COMPLUS_", "CORECLR_", "ELECTRON_", "AWS_"
+]
+
+/**
+ * Whether setting a variable could decide which program runs or what it loads — and so turn an
+ * allowed command into other code: `PATH`, `HOME` and `XDG_*` (where git and others find their
+ * configuration), `LD_*`, `DYLD_*`, `GIT_*`, `BASH_ENV`, `ENV`, `BASH_FUNC_*`, `SHELLOPTS`, `PS4`,
+ * `IFS`, `NODE_OPTIONS`, `PYTHON*`, `PERL5*`, `RUBY*`, `JAVA_TOOL_OPTIONS`, `npm_config_*`,
+ * `CARGO_*`, `GOFLAGS`, `CC`, `MAKEFLAGS`, `EDITOR`, `PAGER`, `GCONV_PATH`, `OPENSSL_CONF` …
+ * (case does not matter: npm reads `npm_config_*` in either). A project's settings never set these.
+ */
+export const steersPrograms = (name: string): boolean => {
+  const upper = name.toUpperCase()
+  return steeringNames.has(upper) || steeringPrefixes.some((prefix) => upper.startsWith(prefix))
+}
+
+/** Whether a string is a variable name a shell accepts (`BASH_FUNC_ls%%` is not). */
+export const isName = (name: string): boolean => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+
 const matcher = (names: ReadonlyArray<string>) => {
   const exact = new Set(names.filter((n) => !n.endsWith("*")))
   const prefixes = names.filter((n) => n.endsWith("*")).map((n) => n.slice(0, -1))
-  return (name: string) => exact.has(name) || prefixes.some((p) => name.startsWith(p))
+  return (name: string) => exact.has(name) || (prefixes.some((p) => name.startsWith(p)) && !looksSecret(name))
 }
 
 /**
- * The environment for a command: the allowed names from `source`, minus `hidden`, plus `set`, with
- * `PWD` naming the directory it runs in.
+ * The environment for a command: the allowed names from `source` (a wildcard never passes a
+ * credential-looking name, see `looksSecret`), minus `hidden`, plus `set`, with `PWD` naming the
+ * directory it runs in.
  */
 export const build = (
   source: Readonly<Record<string, string | undefined>>,

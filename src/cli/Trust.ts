@@ -1,0 +1,90 @@
+/**
+ * `effect-agent trust [dir]`: review a project's `.effect-agent/settings.json` and trust that exact
+ * file (see `ProjectSettings` for what trust changes). It prints a summary of what the file grants
+ * and its SHA-256, then asks — on a terminal only: without one, nothing is trusted unless `--yes`
+ * says so. `--list` shows the trusted files (and whether each is still as it was trusted);
+ * `--revoke` forgets one. Trust is recorded in the user's config folder (`TrustStore`).
+ *
+ * @since 0.4.0
+ */
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
+import * as NodePath from "node:path"
+import * as readline from "node:readline"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import { ProjectSettings, TrustStore } from "../index.js"
+import { CliError } from "./CliError.js"
+import { terminalSafe } from "./Render.js"
+
+const invalid = (error: { readonly message: string }) => new CliError({ reason: "invalid_file", message: error.message })
+
+/** One line typed on the terminal, after `question` on stderr. */
+const askOnTerminal = (question: string) =>
+  Effect.async<string>((resume) => {
+    const reader = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    let answered = false
+    reader.question(question, (line) => {
+      answered = true
+      reader.close()
+      resume(Effect.succeed(line))
+    })
+    reader.on("close", () => answered || resume(Effect.succeed("")))
+    return Effect.sync(() => reader.close())
+  })
+
+const list = (configDir: string) =>
+  Effect.gen(function*() {
+    const entries = yield* TrustStore.entries(configDir).pipe(Effect.mapError(invalid))
+    if (entries.length === 0) return yield* Console.error("No project settings are trusted.")
+    for (const entry of entries) {
+      const status = yield* ProjectSettings.entryStatus(entry).pipe(Effect.orElseSucceed(() => "unreadable" as const))
+      yield* Console.log(`${status}  ${terminalSafe(entry.path)}  sha256:${entry.sha256.slice(0, 12)}  ${entry.trustedAt}`)
+    }
+  })
+
+/** The `trust` command. */
+export const command = Command.make(
+  "trust",
+  {
+    dir: Args.text({ name: "dir" }).pipe(Args.withDescription("The project (default: the current directory)"), Args.optional),
+    yes: Options.boolean("yes").pipe(Options.withDescription("Trust without asking (after you have read the summary, e.g. from an earlier run)")),
+    list: Options.boolean("list").pipe(Options.withDescription("List the trusted files and whether each is still as it was trusted")),
+    revoke: Options.boolean("revoke").pipe(Options.withDescription("Stop trusting the project's settings file"))
+  },
+  (options) =>
+    Effect.gen(function*() {
+      const configDir = yield* TrustStore.configDir
+      if (options.list) return yield* list(configDir)
+      const cwd = NodePath.resolve(Option.getOrElse(options.dir, () => process.cwd()))
+      if (options.revoke) {
+        const path = yield* ProjectSettings.fileOf(cwd)
+        const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
+        return yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
+      }
+      const project = yield* ProjectSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
+      if (project === undefined) {
+        return yield* new CliError({ reason: "invalid_arguments", message: `there is no ${ProjectSettings.relativePath} in ${terminalSafe(cwd)}` })
+      }
+      // The summary escapes every value of the file itself; the terminal sees nothing it could act on.
+      yield* Console.log(ProjectSettings.summary(project).join("\n"))
+      if (project.trust === "trusted") return yield* Console.error("effect-agent: already trusted, as it is")
+      if (!options.yes) {
+        if (process.stdin.isTTY !== true) {
+          return yield* new CliError({
+            reason: "invalid_arguments",
+            message: `stdin is not a terminal, so nothing was trusted; once you have read the above: ${ProjectSettings.trustCommand(cwd)} --yes`
+          })
+        }
+        const answer = yield* askOnTerminal(`${project.trust === "changed" ? "It changed since you trusted it. " : ""}Trust this file? [y/N]: `)
+        if (!/^y(es)?$/i.test(answer.trim())) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
+      }
+      // The hash of the content shown above: if the file changed since, it is not trusted.
+      yield* TrustStore.trust(configDir, project.path, project.sha256).pipe(Effect.mapError(invalid))
+      yield* Console.error(`effect-agent: trusted ${terminalSafe(project.path)} (sha256 ${project.sha256.slice(0, 12)}…); any change to it makes it untrusted again`)
+    })
+).pipe(Command.withDescription(
+  "Review a project's .effect-agent/settings.json and trust that exact file (by its SHA-256): until then it can only make the agent more careful. --list, --revoke"
+))

@@ -1,0 +1,49 @@
+/**
+ * A session's working directory, checked and made canonical before the session is created: every
+ * adapter (HTTP, ACP, the CLI, the Promise façade) calls `canonical` on the directory it was given.
+ *
+ * The engine itself stays pure (no file system): it refuses a cwd that is not absolute, since a
+ * relative one would be resolved later against whatever directory the process that drives the
+ * session runs in. Whether the directory exists, and what it really is, is a question for the file
+ * system, asked here: a missing directory or a file is refused, and `..` and links are resolved
+ * once, so that the stored cwd names the same tree for every later driver — a link changed
+ * afterwards cannot move a session's workspace.
+ *
+ * @since 0.4.0
+ */
+import * as Effect from "effect/Effect"
+import { realpath, stat } from "node:fs/promises"
+import { isAbsolute } from "node:path"
+import { InvalidInput } from "../domain/Errors.js"
+
+const invalid = (detail: string) => new InvalidInput({ field: "cwd", detail })
+
+const why = (error: unknown): string => {
+  switch ((error as NodeJS.ErrnoException | undefined)?.code) {
+    case "ENOENT":
+      return "the directory does not exist"
+    case "ENOTDIR":
+      return "a part of the path is not a directory"
+    case "EACCES":
+    case "EPERM":
+      return "the directory cannot be reached (permission denied)"
+    case "ELOOP":
+      return "the path has a loop of links"
+    default:
+      return "the path cannot be resolved"
+  }
+}
+
+/**
+ * The real path of an existing directory, or `InvalidInput {field: "cwd"}` saying why not: not
+ * absolute, missing, not a directory, not reachable.
+ */
+export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: string) {
+  if (cwd.trim() === "") return yield* invalid("must not be empty")
+  if (cwd.includes("\u0000")) return yield* invalid("must not contain a NUL character")
+  if (!isAbsolute(cwd)) return yield* invalid("must be an absolute path")
+  const real = yield* Effect.tryPromise({ try: () => realpath(cwd), catch: (error) => invalid(why(error)) })
+  const info = yield* Effect.tryPromise({ try: () => stat(real), catch: (error) => invalid(why(error)) })
+  if (!info.isDirectory()) return yield* invalid("is not a directory")
+  return real
+})

@@ -1,0 +1,41 @@
+/**
+ * A real headless Chromium for the server's tests: the one the npm package @sparticuz/chromium ships,
+ * driven by playwright-core (`npm ci` is the whole setup, nothing is downloaded), with a fresh profile,
+ * no network but loopback and no first-run work. Closed, and its profile removed, with the scope.
+ */
+import chromium from "@sparticuz/chromium"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { chromium as playwright } from "playwright-core"
+
+/** A browser context; `args` adds Chromium switches (e.g. host resolver rules). */
+export const browser = (args: ReadonlyArray<string> = []) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const profile = mkdtempSync(join(tmpdir(), "effect-agent-chromium-"))
+      const context = await playwright.launchPersistentContext(profile, {
+        executablePath: await chromium.executablePath(),
+        headless: true,
+        viewport: { width: 1280, height: 820 },
+        args: [
+          "--headless",
+          "--no-sandbox",
+          "--disable-gpu",
+          "--disable-quic",
+          "--no-first-run",
+          "--disable-background-networking",
+          "--disable-component-update",
+          "--disable-sync",
+          ...args
+        ]
+      })
+      return { context, profile }
+    }),
+    ({ context, profile }) =>
+      Effect.promise(async () => {
+        await context.close()
+        rmSync(profile, { recursive: true, force: true })
+      })
+  )

@@ -1,0 +1,288 @@
+/**
+ * The server's token stays with its own origin (issue 18, item 8), on the wire: the `Host` a
+ * request names (DNS rebinding), where it comes from (`Origin`, `Sec-Fetch-Site`), what its body is
+ * (`Content-Type`: JSON only on every state-changing route), and what the viewer's cookie can do
+ * (reads; writes only from the viewer's own page). The login form and its rate limit.
+ * Chromium runs the same attacks as a page would in browserSecurity.integration.test.ts.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as TestClock from "effect/TestClock"
+import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { expectWireError, start, workspace } from "./harness.js"
+import { type Answer, cookiePair, send, setCookie } from "./requests.js"
+
+const call = (port: number, path: string, init: Parameters<typeof send>[2] = {}) => Effect.promise(() => send(port, path, init))
+const json = "application/json"
+
+/** Logs in with a one-time code, as the URL `serve` prints does: the cookie's `name=value`. */
+const loginCookie = (port: number, code: string) =>
+  Effect.map(call(port, `/login?code=${code}`), (answer) => {
+    expect(answer.status).toBe(303)
+    return cookiePair(answer)
+  })
+
+const sessionCount = (port: number, token: string) =>
+  Effect.map(call(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }), (answer) => (answer.body as Array<unknown>).length)
+
+const expectForbidden = (answer: Answer, what: string) => {
+  expect(answer.status, what).toBe(403)
+  expectWireError(answer.body, "Forbidden")
+}
+
+describe("the server's token stays with its own origin", () => {
+  it.scopedLive("Host must name this server: loopback names and addresses, or a configured host (DNS rebinding is refused)", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port, token } = server
+      const bearer = { authorization: `Bearer ${token}` }
+      for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `LOCALHOST:${port}`, "127.0.0.1", `127.0.0.2:${port}`]) {
+        expect((yield* call(port, "/sessions", { headers: { host, ...bearer } })).status, host).toBe(200)
+      }
+      // A name that resolved to 127.0.0.1 (a rebinding attacker's): refused on every route, even with the token and on /healthz.
+      for (const host of [`evil.example:${port}`, "evil.example", `127.0.0.1.evil.example:${port}`, `localhost.evil.example:${port}`, `sub.localhost:${port}`, ""]) {
+        expectForbidden(yield* call(port, "/healthz", { headers: { host } }), `healthz via ${host}`)
+        expectForbidden(yield* call(port, "/sessions", { headers: { host, ...bearer } }), `sessions via ${host}`)
+        expectForbidden(yield* call(port, "/login", { headers: { host } }), `login via ${host}`)
+        expectForbidden(
+          yield* call(port, "/sessions", { method: "POST", headers: { host, ...bearer, "content-type": json }, body: "{}" }),
+          `create via ${host}`
+        )
+      }
+      // HTTP/1.1 without a Host at all: Node's server refuses it before any route.
+      expect((yield* call(port, "/healthz", { headers: { host: null } })).status).toBe(400)
+      expect(yield* sessionCount(port, token)).toBe(0)
+
+      // A host name the operator names (a reverse proxy's) is accepted; others still are not.
+      const named = yield* start({ cwd, dataDir: join(dataDir, "named"), allowedHosts: ["agent.internal"] })
+      expect((yield* call(named.port, "/healthz", { headers: { host: "agent.internal" } })).status).toBe(200)
+      expect((yield* call(named.port, "/healthz", { headers: { host: `Agent.Internal:${named.port}` } })).status).toBe(200)
+      expectForbidden(yield* call(named.port, "/healthz", { headers: { host: "evil.example" } }), "unnamed host")
+    }))
+
+  it.scopedLive("state-changing routes take JSON only: forms, multipart, text/plain and untyped bodies answer 415", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["slow"], delay: "10 seconds" }] })
+      const { port, token } = server
+      const bearer = { authorization: `Bearer ${token}` }
+      const session = yield* server.client.sessions.create({ payload: {} })
+      const refused = [
+        { type: "application/x-www-form-urlencoded", body: "cwd=%2F" },
+        { type: "multipart/form-data; boundary=x", body: "--x\r\nContent-Disposition: form-data; name=\"cwd\"\r\n\r\n/\r\n--x--\r\n" },
+        { type: "text/plain", body: JSON.stringify({ cwd }) },
+        { type: "text/plain;charset=UTF-8", body: JSON.stringify({ message: "hi" }) },
+        { type: "application/jsonp", body: "{}" },
+        { type: null, body: JSON.stringify({ cwd }) }
+      ]
+      for (const { body, type } of refused) {
+        for (const [method, path] of [["POST", "/sessions"], ["POST", `/sessions/${session.sessionId}/turns`], ["POST", `/sessions/${session.sessionId}/followups`]]) {
+          const answer = yield* call(port, path!, { method: method!, headers: { ...bearer, "content-type": type }, body })
+          expect(answer.status, `${method} ${path} as ${type}`).toBe(415)
+          expectWireError(answer.body, "UnsupportedMediaType")
+        }
+      }
+      // A form with no fields has an empty body but still says what it is: refused too; so is a DELETE with a form.
+      expect((yield* call(port, `/sessions/${session.sessionId}/cancel`, { method: "POST", headers: { ...bearer, "content-type": "application/x-www-form-urlencoded" }, body: "" })).status).toBe(415)
+      expect((yield* call(port, `/sessions/${session.sessionId}/followups`, { method: "DELETE", headers: { ...bearer, "content-type": "text/plain" }, body: "x" })).status).toBe(415)
+      expect(yield* sessionCount(port, token)).toBe(1)
+      expect((yield* server.client.sessions.get({ path: { id: session.sessionId } })).turnCount).toBe(0)
+
+      // JSON (with a charset, in any case) is taken; a route without a body needs no type at all.
+      expect((yield* call(port, "/sessions", { method: "POST", headers: { ...bearer, "content-type": "Application/JSON; charset=utf-8" }, body: "{}" })).status).toBe(201)
+      expect((yield* call(port, `/sessions/${session.sessionId}/cancel`, { method: "POST", headers: bearer })).status).toBe(200)
+      expect((yield* call(port, `/sessions/${session.sessionId}/compact`, { method: "POST", headers: bearer })).status).toBe(409)
+    }))
+
+  it.scopedLive("the viewer's cookie: per port, not the token, reads only unless the request proves it comes from the viewer's own page", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port, token } = server
+      const login = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)
+      expect(login.status).toBe(303)
+      expect(login.headers["location"]).toBe("/")
+      expect(setCookie(login)).toMatch(new RegExp(`^effect_agent_session_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict$`))
+      const cookie = cookiePair(login)
+      const secret = cookie.split("=")[1]!
+      // A leaked cookie is not the API token: as a bearer it opens nothing.
+      expect(secret).not.toBe(token)
+      expect(secret).not.toContain(token)
+      expect((yield* call(port, "/sessions", { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401)
+      // The old, port-less cookie carrying the token itself is no longer a credential; nor is this cookie under another port's name.
+      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_token=${token}` } })).status).toBe(401)
+      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_session_${port + 1}=${secret}` } })).status).toBe(401)
+
+      // Reads: the page's own GETs carry no Origin; a same-origin fetch says so in Sec-Fetch-Site; a navigation is "none".
+      expect((yield* call(port, "/sessions", { headers: { cookie } })).status).toBe(200)
+      expect((yield* call(port, "/sessions", { headers: { cookie, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" } })).status).toBe(200)
+      expect((yield* call(port, "/", { headers: { cookie, "sec-fetch-site": "none", "sec-fetch-mode": "navigate" } })).status).toBe(200)
+      // A page of another port is "same-site" (cookies ignore ports), of another site "cross-site": refused, whatever it loads.
+      for (const site of ["same-site", "cross-site"]) {
+        for (const mode of ["no-cors", "cors"]) {
+          expectForbidden(yield* call(port, "/sessions", { headers: { cookie, "sec-fetch-site": site, "sec-fetch-mode": mode } }), `${site} ${mode}`)
+        }
+      }
+      expectForbidden(yield* call(port, "/sessions", { headers: { cookie, origin: `http://127.0.0.1:${port + 1}` } }), "another port's fetch")
+
+      // Writes with the cookie need the viewer's own Origin (or Sec-Fetch-Site: same-origin).
+      const create = (headers: Record<string, string>) =>
+        call(port, "/sessions", { method: "POST", headers: { cookie, "content-type": json, ...headers }, body: "{}" })
+      expectForbidden(yield* create({}), "no Origin, no Sec-Fetch-Site (not a page of this origin)")
+      expectForbidden(yield* create({ origin: `http://127.0.0.1:${port + 1}` }), "another port's Origin")
+      expectForbidden(yield* create({ origin: `http://localhost:${port}` }), "the same port under another name")
+      expectForbidden(yield* create({ origin: "null" }), "an opaque Origin")
+      expectForbidden(yield* create({ origin: `http://127.0.0.1:${port}`, "sec-fetch-site": "same-site" }), "a forged Origin with the browser's own same-site")
+      expect(yield* sessionCount(port, token)).toBe(0)
+      expect((yield* create({ origin: `http://127.0.0.1:${port}` })).status).toBe(201)
+      expect((yield* create({ "sec-fetch-site": "same-origin" })).status).toBe(201)
+      expect((yield* create({ origin: "null", "sec-fetch-site": "same-origin" })).status).toBe(201)
+      // Under another loopback name the cookie is that name's own (browsers keep cookies per host name).
+      const viaLocalhost = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`, { headers: { host: `localhost:${port}` } })
+      expect((yield* call(port, "/sessions", {
+        method: "POST",
+        headers: { host: `localhost:${port}`, cookie: cookiePair(viaLocalhost), origin: `http://localhost:${port}`, "content-type": json },
+        body: "{}"
+      })).status).toBe(201)
+
+      // The bearer token from another origin's page is refused too: no page but the viewer's may drive the API.
+      expectForbidden(
+        yield* call(port, "/sessions", { method: "POST", headers: { authorization: `Bearer ${token}`, origin: "http://evil.example", "content-type": json }, body: "{}" }),
+        "bearer from another origin"
+      )
+      // And still no CORS header on any answer.
+      const preflight = yield* call(port, "/sessions", { method: "OPTIONS", headers: { origin: `http://127.0.0.1:${port + 1}`, "access-control-request-method": "POST" } })
+      expect(preflight.headers["access-control-allow-origin"]).toBeUndefined()
+      expect(yield* sessionCount(port, token)).toBe(4)
+    }))
+
+  it.scoped("/login: a form that takes the token, same-origin only, JSON only, rate limited (on the TestClock)", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port, token } = server
+      const own = { origin: `http://127.0.0.1:${port}`, "content-type": json }
+      const page = yield* call(port, "/login")
+      expect(page.status).toBe(200)
+      expect(page.text).toContain(`<form id="login"`)
+      expect(page.text).toContain(`<script type="module" src="/login.js">`)
+      expect(page.headers["content-security-policy"]).toContain("frame-ancestors 'none'")
+      const script = yield* call(port, "/login.js")
+      expect(script.status).toBe(200)
+      expect(script.headers["content-type"]).toContain("javascript")
+      // Without the token, / shows the same form (401).
+      const root = yield* call(port, "/")
+      expect(root.status).toBe(401)
+      expect(root.text).toContain(`<form id="login"`)
+
+      // Login CSRF: another page cannot sign the browser in (to a session of its choosing or at all).
+      expectForbidden(yield* call(port, "/login", { method: "POST", headers: { "content-type": json }, body: JSON.stringify({ token }) }), "no Origin")
+      expectForbidden(yield* call(port, "/login", { method: "POST", headers: { ...own, origin: `http://127.0.0.1:${port + 1}` }, body: JSON.stringify({ token }) }), "another port")
+      expect((yield* call(port, "/login", { method: "POST", headers: { origin: own.origin, "content-type": "application/x-www-form-urlencoded" }, body: `token=${token}` })).status).toBe(415)
+      const malformed = yield* call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ code: 1 }) })
+      expect(malformed.status).toBe(400)
+      expectWireError(malformed.body, "BadRequest")
+
+      const right = yield* call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ token }) })
+      expect(right.status).toBe(204)
+      expect(setCookie(right)).toMatch(new RegExp(`^effect_agent_session_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict$`))
+      expect((yield* call(port, "/sessions", { headers: { cookie: cookiePair(right) } })).status).toBe(200)
+      expect(cookiePair(right)).toBe(yield* loginCookie(port, server.config.loginCodes.issue()))
+
+      // A wrong token: 401, then every attempt waits (even the right token), each wrong one twice as long.
+      const wrong = yield* call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ token: `${token}x` }) })
+      expect(wrong.status).toBe(401)
+      expectWireError(wrong.body, "Unauthorized")
+      expect(setCookie(wrong)).toBeUndefined()
+      const throttled = yield* call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ token }) })
+      expect(throttled.status).toBe(429)
+      expectWireError(throttled.body, "TooManyRequests")
+      expect(Number(throttled.headers["retry-after"])).toBeGreaterThanOrEqual(1)
+      expect(setCookie(throttled)).toBeUndefined()
+      // The one-time URL is not throttled: it is the way in that `serve` prints, and its codes cannot be guessed.
+      expect((yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)).status).toBe(303)
+
+      // Once the wait is over the right token works (and clears the count); wrong ones double the wait each time.
+      const attempt = (given: string) => call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ token: given }) })
+      yield* TestClock.adjust("1 second")
+      expect((yield* attempt(token)).status).toBe(204)
+      const waits: Array<string | undefined> = []
+      for (let n = 0; n < 5; n++) {
+        expect((yield* attempt("guess")).status).toBe(401)
+        const refused = yield* attempt("guess")
+        expect(refused.status).toBe(429)
+        waits.push(refused.headers["retry-after"] as string)
+        yield* TestClock.adjust(`${Number(refused.headers["retry-after"])} seconds`)
+      }
+      expect(waits).toEqual(["1", "2", "4", "8", "16"])
+      expect((yield* attempt(token)).status).toBe(204)
+      expect((yield* attempt("guess")).status).toBe(401)
+      expect((yield* attempt(token)).headers["retry-after"]).toBe("1")
+    }))
+
+  it.scopedLive("a 100k-deep JSON body answers 400 with a reason (arrays and objects), not 500 with nothing", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, maxBodyBytes: 1024 * 1024 })
+      const { port, token } = server
+      const session = yield* server.client.sessions.create({ payload: {} })
+      const headers = { authorization: `Bearer ${token}`, "content-type": json }
+      const depth = 100_000
+      const bodies = [
+        "[".repeat(depth) + "]".repeat(depth),
+        `{"cwd":${"[".repeat(depth)}${"]".repeat(depth)}}`,
+        `{"cwd":${'{"a":'.repeat(depth)}1${"}".repeat(depth)}}`,
+        `{"message":${'{"a":['.repeat(depth / 2)}1${"]}".repeat(depth / 2)}}`
+      ]
+      for (const path of ["/sessions", `/sessions/${session.sessionId}/turns`]) {
+        for (const body of bodies) {
+          const answer = yield* call(port, path, { method: "POST", headers, body })
+          expect(answer.status, `${path} ${body.slice(0, 12)}`).toBe(400)
+          expectWireError(answer.body, "BadRequest")
+        }
+      }
+      // Brackets inside strings are text, not nesting: this one is shallow, and only its type is wrong.
+      const shallow = yield* call(port, `/sessions/${session.sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: 1, note: "[".repeat(depth) }) })
+      expect(shallow.status).toBe(400)
+      expect((shallow.body as { message: string }).message).not.toMatch(/nested/)
+      const deep = yield* call(port, "/sessions", { method: "POST", headers, body: bodies[0]! })
+      expect((deep.body as { message: string }).message).toMatch(/nested/)
+      expect(yield* sessionCount(port, token)).toBe(1)
+      // Nesting a real client sends is fine.
+      expect((yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd, extra: [[[[{ a: [1] }]]]] }) })).status).toBe(201)
+    }))
+
+  it.scopedLive("cwd: relative, '../../', missing or a file answers 400 with a reason; a link is stored as the directory it names", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir, root } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port, token } = server
+      const headers = { authorization: `Bearer ${token}`, "content-type": json }
+      writeFileSync(join(root, "a-file"), "x")
+      mkdirSync(join(cwd, "proj"))
+      const cases: Array<[string, RegExp]> = [
+        ["proj", /absolute/],
+        ["../../", /absolute/],
+        ["./", /absolute/],
+        ["/does/not/exist", /does not exist/],
+        [join(root, "a-file"), /not a directory/],
+        [`${cwd}\u0000/x`, /cwd/]
+      ]
+      for (const [given, reason] of cases) {
+        const answer = yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd: given }) })
+        expect(answer.status, given).toBe(400)
+        expectWireError(answer.body, "BadRequest")
+        expect((answer.body as { message: string }).message, given).toMatch(reason)
+      }
+      expect(yield* sessionCount(port, token)).toBe(0)
+      // `..` and links are resolved once, when the session is created: a later driver cannot land elsewhere.
+      symlinkSync(join(cwd, "proj"), join(root, "link"))
+      for (const given of [join(root, "link"), `${cwd}/proj/../proj/`, join(root, "link", ".")]) {
+        const answer = yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd: given }) })
+        expect(answer.status, given).toBe(201)
+        expect((answer.body as { cwd: string }).cwd, given).toBe(realpathSync(join(cwd, "proj")))
+      }
+    }))
+})
