@@ -23,7 +23,11 @@ export interface Runner {
   readonly owned: () => Array<string>
 }
 
-/** Polls until `check` holds (no timing is asserted: the limit only ends a hung test). */
+/**
+ * Polls until `check` holds (no timing is asserted: the limit only ends a hung test). Only for what
+ * nothing announces (the shard assignment, which runner a session arrived at); a session's events
+ * are awaited live (`untilEvent`).
+ */
 export const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 60_000): Promise<A> => {
   const end = Date.now() + limitMs
   for (;;) {
@@ -32,6 +36,20 @@ export const until = async <A>(what: string, check: () => Promise<A | undefined>
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+}
+
+/** Reads an SSE response until `done` holds for what arrived. */
+export const readSse = async (response: Response, done: (text: string) => boolean) => {
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  while (!done(text)) {
+    const { done: ended, value } = await reader.read()
+    if (ended) break
+    text += decoder.decode(value, { stream: true })
+  }
+  await reader.cancel()
+  return text
 }
 
 /** The events of one type in a log. */
@@ -98,5 +116,27 @@ export const testCluster = (name: string, options: { readonly token: string; rea
     return await response.json() as Array<AgentEvent.AgentEvent>
   }
 
-  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf }
+  /** Follows a session's events through a runner's `/live` (SSE) until one satisfies `done`, and returns it: each arrives as it is stored. */
+  const untilEvent = async <E extends AgentEvent.AgentEvent>(
+    base: string,
+    sessionId: string,
+    done: ((event: AgentEvent.AgentEvent) => event is E) | ((event: AgentEvent.AgentEvent) => boolean)
+  ): Promise<E> => {
+    const response = await fetch(`${base}/sessions/${sessionId}/live`, { headers: { authorization: `Bearer ${options.token}` } })
+    expect(response.status).toBe(200)
+    let seen = 0
+    let found: AgentEvent.AgentEvent | undefined
+    await readSse(response, (text) => {
+      // Complete frames only: the last one may have arrived in part.
+      const frames = text.slice(0, text.lastIndexOf("\n\n") + 1)
+      const events = [...frames.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as AgentEvent.AgentEvent)
+      found = events.slice(seen).find(done)
+      seen = events.length
+      return found !== undefined
+    })
+    if (found === undefined) throw new Error(`the live stream of ${sessionId} ended before the event waited for`)
+    return found as E
+  }
+
+  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf, untilEvent }
 }

@@ -23,14 +23,14 @@ import type { AgentEvent } from "../../src/index.js"
 import { otherHostFlags, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freePort } from "../ports.js"
-import { type Runner, testCluster, until } from "./processes.js"
+import { readSse, type Runner, testCluster, until } from "./processes.js"
 
 const token = "cluster-test-token-0123456789abcdef"
 const shards = 12
 
 /** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
 const cluster = testCluster("cluster", { token, writerLeaseTtl: "8 seconds" })
-const { cwd, env, eventsOf, post, running, writeScript } = cluster
+const { cwd, env, eventsOf, post, running, untilEvent, writeScript } = cluster
 
 const runnerArgs = (runnerPort: number, script: string, extra: ReadonlyArray<string> = []) => [
   "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(runnerPort),
@@ -42,6 +42,7 @@ const launch = (runnerPort: number, script: string, hostname?: string): Promise<
 
 const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.find((event) => event.type === "turn.completed" && event.turnId === turnId)
+const closes = (turnId: string) => (event: AgentEvent.AgentEvent) => event.type === "turn.completed" && event.turnId === turnId
 
 /** Runs a query on the test's schema. */
 const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
@@ -91,20 +92,6 @@ const connectionNamesOf = async (pid: number) => {
 /** How many writer leases the database holds. */
 const leaseCount = async () => (await query((sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`))[0]!.n
 
-/** Reads an SSE response until `done` holds for what arrived. */
-const readSse = async (response: Response, done: (text: string) => boolean) => {
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let text = ""
-  while (!done(text)) {
-    const { done: ended, value } = await reader.read()
-    if (ended) break
-    text += decoder.decode(value, { stream: true })
-  }
-  await reader.cancel()
-  return text
-}
-
 describe("serve --cluster", () => {
   it("spreads sessions over two runners, routes through either, and moves a killed runner's sessions to the other", { timeout: 120_000 }, async () => {
     // The survivor's model answers at once (it echoes); the other's answers slowly, so its turns can be caught mid-way.
@@ -145,8 +132,7 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(sessions.map((sessionId, i) =>
-      until(`the first turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), first[i]!))))
+    await Promise.all(sessions.map((sessionId, i) => untilEvent(a.http, sessionId, closes(first[i]!))))
 
     // Each session has one owner, and both runners own some.
     const ownedByA = new Set(a.owned())
@@ -182,10 +168,7 @@ describe("serve --cluster", () => {
       return started.body["turnId"] as string
     }))
     await Promise.all(onB.map((sessionId, i) =>
-      until(`the second turn of ${sessionId} to stream`, async () => {
-        const events = await eventsOf(a.http, sessionId)
-        return events.some((event) => event.type === "model.delta" && event.turnId === second[i]) ? true : undefined
-      })))
+      untilEvent(a.http, sessionId, (event) => event.type === "model.delta" && event.turnId === second[i])))
     b.process.child.kill("SIGKILL")
     const killed = await b.process.done
     expect(killed.signal).toBe("SIGKILL")
@@ -196,12 +179,11 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(onB.map((sessionId, i) =>
-      until(`the third turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), third[i]!))))
+    await Promise.all(onB.map((sessionId, i) => untilEvent(a.http, sessionId, closes(third[i]!))))
     // A turn more on A's own sessions too.
     const onA = sessions.filter((sessionId) => ownedByA.has(sessionId))
     const more = await Promise.all(onA.map(async (sessionId) => (await post(a.http, `/sessions/${sessionId}/turns`, { message: "more" })).body["turnId"] as string))
-    await Promise.all(onA.map((sessionId, i) => until(`a turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), more[i]!))))
+    await Promise.all(onA.map((sessionId, i) => untilEvent(a.http, sessionId, closes(more[i]!))))
 
     // Every log: gap-free, every turn and call closed once; B's open turns closed `interrupted`, then the next ran.
     for (const sessionId of sessions) {
@@ -247,7 +229,7 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(sessions.map((sessionId, i) => until(`the last turn of ${sessionId}`, async () => closedTurn(await eventsOf(c.http, sessionId), last[i]!))))
+    await Promise.all(sessions.map((sessionId, i) => untilEvent(c.http, sessionId, closes(last[i]!))))
     expect(new Set(c.owned())).toEqual(new Set(sessions))
     for (const sessionId of sessions) {
       const events = await eventsOf(c.http, sessionId)

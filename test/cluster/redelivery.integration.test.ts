@@ -10,12 +10,13 @@
  * Which runner owns a session is read from the line each runner prints when a session arrives.
  */
 import { describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freePort } from "../ports.js"
 import { ofType, type Runner, testCluster, until } from "./processes.js"
 
 const cluster = testCluster("redelivery", { token: "redelivery-test-token-0123456789abcdef", writerLeaseTtl: "8 seconds" })
-const { cwd, eventsOf, post, writeScript } = cluster
+const { cwd, eventsOf, post, untilEvent, writeScript } = cluster
 const shards = 6
 
 const launch = async (script: string, fault?: string): Promise<Runner> => {
@@ -64,17 +65,15 @@ describe("a message whose owner dies between storing it and answering", () => {
     const approvedOn = await sessionOwnedBy(b, c)
     const started = await post(b.http, `/sessions/${approvedOn}/turns`, { message: "write it" })
     expect(started.status, JSON.stringify(started.body)).toBe(202)
-    const asked = await until("the call to wait for approval", async () =>
-      ofType(await eventsOf(b.http, approvedOn), "permission.resolved").find((event) => event.payload.decision === "ask"))
+    const asked = await untilEvent(b.http, approvedOn, (event): event is AgentEvent.EventOfType<"permission.resolved"> =>
+      event.type === "permission.resolved" && event.payload.decision === "ask")
     const toolCallId = asked.payload.toolCallId
     const approved = await post(b.http, `/sessions/${approvedOn}/approvals/${toolCallId}`, { decision: "allow" })
     expect((await c.process.done).signal).toBe("SIGKILL")
     expect(c.stderr()).toContain("test fault: killed after storing ResolvePermission")
     expect(approved, JSON.stringify(approved.body)).toMatchObject({ status: 200, body: { ok: true } })
-    const log = await until("the turn to be closed", async () => {
-      const events = await eventsOf(b.http, approvedOn)
-      return events.at(-1)?.type === "turn.completed" ? events : undefined
-    })
+    await untilEvent(b.http, approvedOn, (event) => event.type === "turn.completed" && event.turnId === started.body["turnId"])
+    const log = await eventsOf(b.http, approvedOn)
     expectWellFormedLog(log)
     expect(ofType(log, "permission.resolved").filter((event) => event.payload.toolCallId === toolCallId).map((event) => event.payload.decision)).toEqual([
       "ask",
