@@ -94,14 +94,15 @@ const run = Command.make(
     ),
     mode,
     ...Flags.rules,
+    mcpConfig: Flags.mcpConfig,
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, followUp, message, mode, session, ...options }) =>
+  ({ allow, deny, followUp, mcpConfig, message, mode, session, ...options }) =>
     Effect.gen(function*() {
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
-      yield* withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+      yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
         Effect.gen(function*() {
           const sessionId = Option.isSome(session)
             ? session.value
@@ -191,11 +192,12 @@ const answer = (decision: "allow" | "deny") =>
         : {}),
       mode,
       ...Flags.rules,
+      mcpConfig: Flags.mcpConfig,
       ...Models.options,
       ...Flags.storage
     },
-    ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
-      withDrivingEngine(options, { mode, allow, deny }, sessionId, (engine) =>
+    ({ allow, deny, mcpConfig, mode, sessionId, toolCallId, ...options }) =>
+      withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine) =>
         Effect.gen(function*() {
           const remember = "always" in options && options.always === true
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })

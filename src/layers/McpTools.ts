@@ -37,6 +37,7 @@ import {
 import * as McpConfig from "./mcp/McpConfig.js"
 import * as McpConnection from "./mcp/McpConnection.js"
 import { McpError } from "./mcp/McpConnection.js"
+import * as McpNames from "./mcp/McpNames.js"
 import * as Sandbox from "./workspace/Sandbox.js"
 import type * as Environment from "./workspace/Environment.js"
 import { bound } from "./WorkspaceTools.js"
@@ -86,15 +87,11 @@ export interface McpTools {
 const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
 
 /** The prefix of every MCP tool's name. */
-export const prefix = "mcp__"
-
-const sanitise = (name: string) => name.replace(/[^A-Za-z0-9_-]/g, "_")
-
-/** The name a server's tool is offered under: `mcp__<server>__<tool>`, at most 64 characters (what both vendors accept). */
-export const toolName = (server: string, tool: string): string => `${prefix}${sanitise(server)}__${sanitise(tool)}`.slice(0, 64)
-
+export const prefix = McpNames.prefix
+/** The name a server's tool is offered under: `mcp__<server>__<tool>`, at most 64 characters. */
+export const toolName = McpNames.toolName
 /** Whether a name is an MCP tool's, or a rule's pattern for one (`mcp__<server>__<tool>` or `mcp__<server>__*`). */
-export const isToolName = (name: string): boolean => /^mcp__[A-Za-z0-9_-]+__(?:[A-Za-z0-9_-]+|\*)$/.test(name)
+export const isToolName = McpNames.isToolName
 
 /** The hash of a server's tool list, as recorded. */
 export const hashOf = (tools: ReadonlyArray<ToolDefinition>): string =>
@@ -148,7 +145,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     const callTimeout = Duration.decode(options.callTimeout ?? Duration.seconds(60))
     const maxResult = options.maxResultBytes ?? 32 * 1024
     const names = Object.keys(options.servers)
-    const badName = names.find((name) => !McpConfig.isServerName(name))
+    const badName = names.find((name) => !McpNames.isServerName(name))
     if (badName !== undefined) {
       return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: a server's name is 1 to 40 letters, digits, _ or - (no __)` })
     }

@@ -10,6 +10,7 @@
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as SettingsFile from "../settings/SettingsFile.js"
+import * as McpNames from "./McpNames.js"
 
 const Strings = Schema.Record({ key: Schema.String, value: Schema.String })
 
@@ -55,14 +56,11 @@ export const Server = Schema.Union(Stdio, Http).annotations({
 /** One configured server. */
 export type Server = typeof Server.Type
 
-/** Whether a server's name can be part of tool names (`mcp__<server>__<tool>`): 1 to 40 letters, digits, `_` or `-`, no `__`. */
-export const isServerName = (name: string): boolean => /^[A-Za-z0-9_-]{1,40}$/.test(name) && !name.includes("__")
-
 /** A configuration file. */
 export const File = Schema.Struct({
   mcpServers: Schema.Record({ key: Schema.String, value: Server }).pipe(
     Schema.filter((servers) => {
-      const bad = Object.keys(servers).find((name) => !isServerName(name))
+      const bad = Object.keys(servers).find((name) => !McpNames.isServerName(name))
       return bad === undefined ? undefined : { path: [bad], message: "a server's name is 1 to 40 letters, digits, _ or - (no __)" }
     })
   )
