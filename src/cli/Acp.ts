@@ -44,7 +44,7 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
@@ -59,7 +59,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Models.opt
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {} })),
+      Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })),
       Layer.provide(PromptComposer.layer()),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by

@@ -95,6 +95,7 @@ const run = Command.make(
     mode,
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,
+    ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
@@ -193,6 +194,7 @@ const answer = (decision: "allow" | "deny") =>
       mode,
       ...Flags.rules,
       mcpConfig: Flags.mcpConfig,
+      ...Flags.sandbox,
       ...Models.options,
       ...Flags.storage
     },

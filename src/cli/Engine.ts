@@ -92,7 +92,7 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice,
+  options: Flags.Storage & Models.Choice & { readonly network: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
@@ -109,5 +109,5 @@ export const withDrivingEngine = <A, E, R>(
       // The session's MCP servers start once its cwd (and so its .mcp.json) is known.
       yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env }, mcp)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp)))
   })

@@ -11,7 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { JsonlEventStore, PermissionPolicy } from "../index.js"
+import * as path from "node:path"
+import { JsonlEventStore, PermissionPolicy, type WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 
 /** `--data-dir`, `--store` and `--database-url`. */
@@ -40,6 +41,22 @@ export interface Storage {
   readonly store: "jsonl" | "sqlite" | "postgres"
   readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
+
+/**
+ * `--network`: commands in the sandbox may use the network. A flag only the user types: a project's
+ * settings file cannot turn it on.
+ */
+export const sandbox = {
+  network: Options.boolean("network").pipe(
+    Options.withDescription("Let shell commands use the network (by default, in the Linux sandbox, they have loopback only)")
+  )
+}
+
+/** What the tools of a command take from its flags: the network switch, and the data folder kept from commands. */
+export const toolOptions = (options: { readonly network: boolean; readonly dataDir: string }): WorkspaceTools.Options => ({
+  network: options.network,
+  hiddenPaths: [path.resolve(options.dataDir)]
+})
 
 /** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
 export const mode = (description: string) => Options.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))

@@ -136,7 +136,7 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage, ...Flags.cluster },
   ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
@@ -158,7 +158,7 @@ export const command = Command.make(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(WorkspaceTools.layer({ env: loaded.env })),
+        Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })),
         Layer.provide(permissions),
         Layer.provide(PromptComposer.layer()),
         Layer.provide(NodeContext.layer)

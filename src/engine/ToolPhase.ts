@@ -95,8 +95,9 @@ const decideOnce = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.
     const { toolCallId } = call
     if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
     if (from === "requested") {
-      // Paths outside cwd are named by their real target, so the approval shows where a link leads.
-      const outsidePaths = call.paths.filter((p) => !p.insideCwd).map((p) => p.resolved)
+      // Paths outside cwd are named by their real target, so the approval shows where a link leads
+      // (and, for one that only counts as outside, why).
+      const outsidePaths = [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
       yield* env.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
     }
     const { state } = env.session.live

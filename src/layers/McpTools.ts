@@ -57,8 +57,6 @@ export interface Options {
   readonly env?: Environment.Options | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
   readonly hiddenEnv?: ReadonlyArray<string> | undefined
-  /** Whether stdio servers are tied to the agent's life by the sandbox's prefix (default `auto`: where the OS allows). */
-  readonly sandbox?: Sandbox.Mode | undefined
   /** A call's time limit (default 60 s). */
   readonly callTimeout?: Duration.DurationInput | undefined
   /** How long a server may take to start and list its tools (default 30 s). */
@@ -85,6 +83,14 @@ export interface McpTools {
 }
 
 const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
+
+/**
+ * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so it
+ * dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
+ * chose, and servers commonly need the network and their own caches.
+ */
+const parentDeath: Effect.Effect<ReadonlyArray<string>> = Effect.map(Sandbox.detect, (isolation) =>
+  isolation._tag === "Workspace" ? [isolation.programs.setpriv, "--pdeathsig", "KILL", "--"] : isolation.prefix.slice(0, 4))
 
 /** The prefix of every MCP tool's name. */
 export const prefix = McpNames.prefix
@@ -139,9 +145,7 @@ interface Bound {
  */
 export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect<McpTools, McpError, Scope.Scope> =>
   Effect.gen(function*() {
-    const isolation = yield* Sandbox.detect
-    const chosen = Sandbox.choose(options.sandbox ?? "auto", isolation)
-    const sandboxPrefix = "prefix" in chosen ? chosen.prefix : []
+    const sandboxPrefix = yield* parentDeath
     const callTimeout = Duration.decode(options.callTimeout ?? Duration.seconds(60))
     const maxResult = options.maxResultBytes ?? 32 * 1024
     const names = Object.keys(options.servers)

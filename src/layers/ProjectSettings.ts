@@ -23,6 +23,7 @@
  *
  * @since 0.4.0
  */
+import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -101,11 +102,30 @@ export const shownPath = (file: string): string => {
   return relative === "" || relative.startsWith("..") || NodePath.isAbsolute(relative) ? file : relative
 }
 
+/** Why a path's links could not be followed to the end, in plain words (the system's own error says which). */
+const whyUnresolved = (file: string): Promise<string> =>
+  NodeFs.stat(file).then(
+    () => "a link that leads nowhere",
+    (error: NodeJS.ErrnoException) => {
+      switch (error.code) {
+        case "EACCES":
+        case "EPERM":
+          return "permission denied: a folder on its path cannot be searched by this user"
+        case "ELOOP":
+          return "a loop of links"
+        case "ENOENT":
+          return "a link that leads nowhere"
+        default:
+          return error.code ?? "unknown error"
+      }
+    }
+  )
+
 /** A settings file's bytes, or none when it does not exist; a regular file only, capped, never blocking on a FIFO. */
 export const readBytes = (file: string, shown: string): Effect.Effect<Option.Option<Uint8Array>, SettingsError> =>
   Effect.gen(function*() {
     const real = yield* Effect.promise(() => Paths.realPath(file))
-    if (!real.exact) return yield* new SettingsError({ reason: "unreadable", message: `${shown}: cannot be read (a link that leads nowhere)` })
+    if (!real.exact) return yield* new SettingsError({ reason: "unreadable", message: `${shown}: cannot be read (${yield* Effect.promise(() => whyUnresolved(file))})` })
     return yield* SafeFile.readFile(real.path, maxBytes).pipe(
       Effect.map(Option.some),
       Effect.catchTag("FileError", (error) =>

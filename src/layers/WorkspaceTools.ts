@@ -11,6 +11,7 @@
  * @since 0.1.0
  */
 import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Duration from "effect/Duration"
@@ -34,7 +35,9 @@ import {
   ToolRouter
 } from "../services/ToolRouter.js"
 import * as KeyedLock from "./KeyedLock.js"
+import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
+import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
@@ -62,10 +65,19 @@ export interface Options {
    */
   readonly env?: Environment.Options
   /**
-   * How `shell` isolates commands (see `Sandbox`): `auto` (default) in a PID + user namespace where
-   * the OS allows it, else plain processes with a warning; `required` fails calls without one; `off` never.
+   * How `shell` isolates commands (see `Sandbox`): `auto` (default) in the workspace sandbox where
+   * the OS allows it (Linux with user namespaces: only cwd and a private /tmp writable, credentials
+   * hidden, no network), else as well as it can with a warning; `required` fails calls without the
+   * workspace sandbox; `off` never isolates.
    */
   readonly sandbox?: Sandbox.Mode
+  /** Whether commands in the sandbox may use the network (default false: loopback only). Only the user should turn it on. */
+  readonly network?: boolean
+  /**
+   * More paths commands never see (the agent's data folder, say), besides the credentials under the
+   * user's home and effect-agent's config folder (`Sandbox.hiddenInHome`).
+   */
+  readonly hiddenPaths?: ReadonlyArray<string>
   /** Most entries `grep` visits and `list_dir` lists (default 20 000); the result says when the bound cut it. */
   readonly maxWalkEntries?: number
   /** Deepest folder level `grep` enters below its start (default 32). */
@@ -146,6 +158,15 @@ export const make = (options: Options = {}) =>
     // Detected on the first command, once for these tools.
     const isolation = yield* Effect.cached(Sandbox.detect)
     let warnedUnsandboxed = false
+    /** What commands never see: credentials under the user's home, effect-agent's own config folder (wherever it is set; read when a command starts), and what the options add. */
+    const hiddenPaths = Effect.gen(function*() {
+      const home = process.env.HOME ?? NodeOs.homedir()
+      return [
+        ...Sandbox.hiddenInHome.map((p) => path.join(home, p)),
+        yield* TrustStore.configDir,
+        ...(options.hiddenPaths ?? []).map((p) => path.resolve(p))
+      ]
+    })
     const maxWalkEntries = options.maxWalkEntries ?? 20_000
     const maxWalkDepth = options.maxWalkDepth ?? 32
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
@@ -183,7 +204,7 @@ export const make = (options: Options = {}) =>
         case "file_too_large":
           return fail("file_too_large", `${requested} is over the ${maxFile}-byte limit`)
         case "path_changed":
-          return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link); try again`)
+          return fail("path_changed", `${requested} changed while the call was being approved (a folder or file became a link, or the file got another name); try again`)
         case "permission_denied":
           return fail("io_error", `${requested}: permission denied`)
         case "secret_file":
@@ -232,7 +253,9 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const file = yield* target(call, context)
           const bytes = new TextEncoder().encode(input.content)
-          yield* withFileLock(file)(SafeFile.writeFile(file, bytes).pipe(Effect.catchAll(fileFailure(input.path))))
+          // Approved as a file inside cwd: it must still have no other name when opened.
+          const singleName = call.paths[0]!.insideCwd
+          yield* withFileLock(file)(SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path))))
           return { result: `Wrote ${bytes.length} bytes to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
     }
@@ -257,7 +280,7 @@ export const make = (options: Options = {}) =>
               }
               const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
               return Either.right(new TextEncoder().encode(updated))
-            }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
+            }, { singleName: call.paths[0]!.insideCwd }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
           )
           return { result: `Replaced ${input.replaceAll === true ? count : 1} occurrence${count === 1 || input.replaceAll !== true ? "" : "s"} in ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("edit_file"))
@@ -379,12 +402,18 @@ export const make = (options: Options = {}) =>
             shellSyntax
           )
           const risk = classification.risk
-          // Arguments that look like paths are resolved too, so a command reaching outside cwd is seen.
+          // Every word that may name a file is resolved (links included), and trees a recursive
+          // command walks are searched for links out: a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
-          const paths = yield* Effect.forEach(
-            command.argv.slice(1).filter((arg) => arg.startsWith("/") || arg.startsWith("~") || arg === ".." || arg.startsWith("../") || arg.includes("/../")),
-            (arg) => resolve(cwd, arg, access)
-          )
+          const clock = yield* Effect.clock
+          const paths = yield* CommandPaths.check(CommandPaths.named(command.tokens, shellSyntax), {
+            cwd,
+            access,
+            resolve: (requested) => resolve(cwd, requested, access),
+            // The call waits on this before anyone is asked: a few seconds at most, then it asks.
+            caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Math.min(Duration.toMillis(walkTimeBudget), 3000) },
+            now: () => clock.unsafeCurrentTimeMillis()
+          })
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
           return { risk, paths, command, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
@@ -393,13 +422,16 @@ export const make = (options: Options = {}) =>
           const command = call.command!
           const requested = input.timeoutMs === undefined ? defaultTimeout : Duration.millis(input.timeoutMs)
           const timeout = Duration.min(requested, maxTimeout)
-          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
-          const sandbox = Sandbox.choose(options.sandbox ?? "auto", yield* isolation)
+          const detected = yield* isolation
+          const sandbox = Sandbox.choose(options.sandbox ?? "auto", detected)
           if ("unavailable" in sandbox) return yield* fail("sandbox_unavailable", sandbox.unavailable)
-          if (!warnedUnsandboxed && (options.sandbox ?? "auto") === "auto" && (yield* isolation)._tag !== "Namespace") {
+          const weaker = Sandbox.weaker(detected)
+          if (!warnedUnsandboxed && (options.sandbox ?? "auto") === "auto" && weaker !== undefined) {
             warnedUnsandboxed = true
-            yield* Effect.logWarning("shell commands run without a sandbox on this system: they can see the agent's processes")
+            yield* Effect.logWarning(weaker)
           }
+          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
+          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()
@@ -409,7 +441,8 @@ export const make = (options: Options = {}) =>
             ...(command.hazards.some((h) => CommandLine.syntaxHazards.has(h)) ? { shellText: command.text } : {}),
             cwd: context.cwd,
             env,
-            prefix: sandbox.prefix,
+            prefix: launch.prefix,
+            prefixEnv: launch.env,
             timeout,
             maxOutputBytes: maxResult,
             onOutput: (text) => {
@@ -436,7 +469,7 @@ export const make = (options: Options = {}) =>
                 exitCode: result.exitCode
               }
           }
-        })
+        }).pipe(Effect.scoped)
     }
 
     const tools: Record<string, Tool<any, any>> = {

@@ -38,6 +38,11 @@ export interface PathAccess {
    */
   readonly relative?: string | undefined
   readonly access: "read" | "write"
+  /**
+   * Why a path counts as outside though it may not be, when it does: a file with other names (a
+   * hard link), a word only the shell knows the value of, a tree too large to check for links.
+   */
+  readonly note?: string
 }
 
 /** What makes a command line dangerous to run without a rule that allows it. */

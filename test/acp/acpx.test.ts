@@ -14,7 +14,8 @@ import { logOf } from "./client.js"
 const acpxCli = join(dirname(createRequire(import.meta.url).resolve("acpx/package.json")), "dist/cli.js")
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-acpx-"))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
+// acpx's queue owner may still be writing its session file as the last test ends: retried, as `rm -rf` would be.
+afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }))
 
 let count = 0
 const workspace = (script: unknown) => {

@@ -100,9 +100,12 @@ const prepared = async (way: ReadOnlyWay) => {
   return { cwd, script, home, sqlite, jsonl, empty, sessionId, sqliteId, prefixes }
 }
 
+/** The environment of the user the CLI runs as: its own home and config folder (the test's own config folder is not theirs to read). */
+const userEnv = (home: string) => ({ HOME: home, EFFECT_AGENT_CONFIG_DIR: join(home, ".config", "effect-agent") })
+
 /** Runs the CLI under `prefix`, to the end. */
 const cli = (prefix: ReadonlyArray<string>, args: ReadonlyArray<string>, cwd: string, home: string) =>
-  start(args, { cwd, prefix, env: { HOME: home } }).done
+  start(args, { cwd, prefix, env: userEnv(home) }).done
 
 describe.each(ways)("a read-only data dir, $name", (way) => {
   it("is really read-only for the CLI: a write there fails", async () => {
@@ -128,7 +131,7 @@ describe.each(ways)("a read-only data dir, $name", (way) => {
     expect(JSON.parse(exported.stdout)).toMatchObject({ responses: [{ chunks: ["hello", " from the log"] }] })
     const pending = await cli(prefixes.sqlite, ["pending", ...storage], cwd, home)
     expect(pending, pending.stderr).toMatchObject({ code: 0, stderr: "No tool calls are waiting for approval.\n" })
-    const watching = start(["watch", sqliteId, "--json", ...storage], { cwd, prefix: prefixes.sqlite, env: { HOME: home } })
+    const watching = start(["watch", sqliteId, "--json", ...storage], { cwd, prefix: prefixes.sqlite, env: userEnv(home) })
     await watching.waitForStdout(/"turn.completed"/)
     watching.child.kill("SIGINT")
     const watched = await watching.done

@@ -8,6 +8,8 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
@@ -53,6 +55,53 @@ describe("\"always\" on a read-only command", () => {
           { toolCalls: [{ tool: "shell", args: { command: "git log -1" } }] },
           { chunks: ["ok"] },
           { toolCalls: [{ tool: "shell", args: { command: `git -c alias.x="!touch ${marker}" x` } }] },
+          { chunks: ["ok"] }
+        ]
+      }).pipe(
+        Layer.provideMerge(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))),
+        Layer.provideMerge(PermissionPolicy.layer({}))
+      )))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("[a]lways on `cat a.txt`, then `cat notes.md` and `cat docs/secret.txt` (links out) ask and, denied, print nothing; so does `grep -R SECRET .` after [a]lways on grep", () =>
+    Effect.gen(function*() {
+      const root = NodeFs.realpathSync(yield* tempDir)
+      const cwd = NodePath.join(root, "ws")
+      const out = NodePath.join(root, "out")
+      NodeFs.mkdirSync(NodePath.join(out, "docs"), { recursive: true })
+      NodeFs.mkdirSync(cwd)
+      NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "inside\n")
+      NodeFs.writeFileSync(NodePath.join(out, "secret.txt"), "SECRET-OUTSIDE\n")
+      NodeFs.writeFileSync(NodePath.join(out, "docs", "secret.txt"), "SECRET-OUTSIDE\n")
+      NodeFs.symlinkSync(NodePath.join(out, "secret.txt"), NodePath.join(cwd, "notes.md"))
+      NodeFs.symlinkSync(NodePath.join(out, "docs"), NodePath.join(cwd, "docs"))
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        expect(decisions(yield* runTurn(sessionId, "a", "always"))).toEqual([["ask", "policy"], ["allow", "user"]])
+        for (const message of ["notes", "docs"]) {
+          const events = yield* runTurn(sessionId, message, "deny")
+          expect(decisions(events), message).toEqual([["ask", "policy"], ["deny", "user"]])
+          // The prompt names where the link leads.
+          const requested = events.find((e) => e.type === "permission.requested")!.payload as { outsidePaths?: ReadonlyArray<string> }
+          expect(requested.outsidePaths?.[0]).toContain(out)
+        }
+        expect(decisions(yield* runTurn(sessionId, "grep", "always"))).toEqual([["ask", "policy"], ["allow", "user"]])
+        expect(decisions(yield* runTurn(sessionId, "grep -R", "deny"))).toEqual([["ask", "policy"], ["deny", "user"]])
+        const log = yield* collect(engine.replaySession({ sessionId }))
+        expectWellFormedLog(log)
+        expect(JSON.stringify(log)).not.toContain("SECRET-OUTSIDE")
+      }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+        responses: [
+          { toolCalls: [{ tool: "shell", args: { command: "cat a.txt" } }] },
+          { chunks: ["ok"] },
+          { toolCalls: [{ tool: "shell", args: { command: "cat notes.md" } }] },
+          { chunks: ["ok"] },
+          { toolCalls: [{ tool: "shell", args: { command: "cat docs/secret.txt" } }] },
+          { chunks: ["ok"] },
+          { toolCalls: [{ tool: "shell", args: { command: "grep inside a.txt" } }] },
+          { chunks: ["ok"] },
+          { toolCalls: [{ tool: "shell", args: { command: "grep -R SECRET ." } }] },
           { chunks: ["ok"] }
         ]
       }).pipe(

@@ -257,6 +257,14 @@ describe("ProjectSettings.load", () => {
       // A FIFO named settings.json (a hostile repository could ship one): refused at once, never waited on.
       const made = (await import("node:child_process")).spawnSync("mkfifo", [join(fifo.cwd, ".effect-agent", "settings.json")])
       if (made.status === 0) expect(await failure(load(fifo))).toMatch(/settings\.json: cannot be read \(not a regular file\)/)
+      // A link to nothing is no file; a loop of links is named as what it is.
+      const dangling = setup()
+      symlinkSync(join(dangling.cwd, "missing.json"), join(dangling.cwd, ".effect-agent", "settings.json"))
+      expect((await load(dangling)).project).toBeUndefined()
+      const loop = setup()
+      symlinkSync(join(loop.cwd, "other.json"), join(loop.cwd, ".effect-agent", "settings.json"))
+      symlinkSync(join(loop.cwd, ".effect-agent", "settings.json"), join(loop.cwd, "other.json"))
+      expect(await failure(load(loop))).toMatch(/settings\.json: cannot be read \(a loop of links\)$/)
       const user = setup(undefined, undefined)
       writeFileSync(join(user.configDir, "settings.json"), "{\"rules\":[{\"name\":\"x\",\"decision\":\"maybe\"}]}")
       expect(await failure(load(user))).toBe(`${join(user.configDir, "settings.json")}: rules[0].decision: Expected "allow" | "deny" | "ask", actual "maybe"`)

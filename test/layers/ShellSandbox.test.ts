@@ -80,7 +80,7 @@ describe("the sandbox", () => {
     Effect.gen(function*() {
       const detected = yield* Effect.promise(() => isolation)
       const { run } = yield* shellIn({ sandbox: "required" })
-      if (detected._tag !== "Namespace") {
+      if (detected._tag !== "Workspace") {
         // Without namespaces (macOS, containers that forbid them), "required" refuses to run commands.
         const refused = yield* run("true")
         expect(Either.isLeft(refused) && refused.left).toMatchObject({ errorCode: "sandbox_unavailable" })
@@ -95,12 +95,25 @@ describe("the sandbox", () => {
       expect(unmounted).not.toContain("PATH=")
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it("\"required\" fails where there is no namespace; \"off\" keeps only the parent-death signal", () => {
-    const prefix = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"]
-    expect(Sandbox.choose("required", { _tag: "ParentDeath", prefix })).toMatchObject({ unavailable: expect.stringContaining("sandbox") })
-    expect(Sandbox.choose("auto", { _tag: "None", prefix: [] })).toEqual({ prefix: [] })
-    expect(Sandbox.choose("off", { _tag: "Namespace", prefix: [...prefix, "/usr/bin/unshare", "--pid", "--"] })).toEqual({ prefix })
-  })
+  it.scoped("\"required\" fails without the workspace sandbox and says why; \"off\" keeps only the parent-death signal", () =>
+    Effect.gen(function*() {
+      const prefix = ["/usr/bin/setpriv", "--pdeathsig", "KILL", "--"]
+      const launched = (choice: ReturnType<typeof Sandbox.choose>) =>
+        "launch" in choice ? choice.launch({ cwd: "/", network: false, hidden: [], env: {} }) : Effect.die(choice.unavailable)
+      for (const weaker of [
+        { _tag: "ParentDeath", prefix, reason: "no user namespaces here" },
+        { _tag: "Namespace", prefix: [...prefix, "/usr/bin/unshare", "--pid", "--"], reason: "no user namespaces here" },
+        { _tag: "None", prefix: [], reason: "no user namespaces here" }
+      ] as const) {
+        expect(Sandbox.choose("required", weaker)).toEqual({ unavailable: expect.stringMatching(/sandbox: "required".*no user namespaces here/) })
+        expect(Sandbox.weaker(weaker)).toContain("no user namespaces here")
+      }
+      expect((yield* launched(Sandbox.choose("auto", { _tag: "None", prefix: [], reason: "macOS" }))).prefix).toEqual([])
+      expect((yield* launched(Sandbox.choose("off", { _tag: "Namespace", prefix: [...prefix, "/usr/bin/unshare", "--pid", "--"], reason: "" }))).prefix).toEqual(prefix)
+      const programs = { setpriv: "/usr/bin/setpriv", unshare: "/usr/bin/unshare", mount: "/usr/bin/mount", sh: "/bin/sh", ip: undefined }
+      expect((yield* launched(Sandbox.choose("off", { _tag: "Workspace", programs }))).prefix).toEqual(prefix)
+      expect(Sandbox.weaker({ _tag: "Workspace", programs })).toBeUndefined()
+    }))
 
   it.scoped("a cancelled command leaves nothing running, not even a process that left its group", () =>
     Effect.gen(function*() {
@@ -113,7 +126,7 @@ describe("the sandbox", () => {
       yield* Fiber.interrupt(fiber)
       yield* eventually(() => pidsRunning(marker).length === 0)
       // A process that left the group survives without the namespace (where the kernel kills the whole namespace).
-      expect(pidsRunning(marker).length).toBe(detected._tag === "Namespace" ? 0 : 1)
+      expect(pidsRunning(marker).length).toBe(detected._tag === "Workspace" || detected._tag === "Namespace" ? 0 : 1)
       for (const pid of pidsRunning(marker)) process.kill(pid, "SIGKILL")
     }).pipe(Effect.provide(NodeContext.layer)))
 

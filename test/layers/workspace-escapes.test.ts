@@ -282,6 +282,60 @@ describe("a dangling link in the approval prompt", () => {
     }))
 })
 
+describe("hard links (issue 18, item 7): a write through a file that has another name asks", () => {
+  /** `ws/linked.txt` is a second name of `out/outside.txt`: a write through it changes the outside file. */
+  const linkedTree = () => {
+    const tree = makeTree()
+    NodeFs.linkSync(NodePath.join(tree.out, "outside.txt"), NodePath.join(tree.cwd, "linked.txt"))
+    return tree
+  }
+  const writes = [
+    ["write_file", { path: "linked.txt", content: "pwned" }],
+    ["edit_file", { path: "linked.txt", oldString: "SECRET", newString: "pwned" }]
+  ] as const
+
+  for (const mode of modes) {
+    for (const [tool, args] of writes) {
+      it.live(`${mode}: ${tool} through a hard link to a file outside ${mode === "bypass" ? "is allowed by design" : "never changes the outside file unasked"}`, () =>
+        Effect.gen(function*() {
+          const tree = linkedTree()
+          const { attempt } = yield* harness(tree.cwd, mode)
+          const outcome = yield* attempt(tool, args)
+          expect(outcome.stage).not.toBe("prepare")
+          if (outcome.stage === "prepare") return
+          expect(outcome.call.paths[0]).toMatchObject({ resolved: NodePath.join(tree.cwd, "linked.txt"), insideCwd: false, access: "write", note: expect.stringContaining("hard links") })
+          expect(outcome.stage === "decided" ? outcome.decision : "allow").toBe(expectedDecision(mode, "write"))
+          if (mode !== "bypass") expect(NodeFs.readFileSync(NodePath.join(tree.out, "outside.txt"), "utf8")).toBe(`${OUTSIDE}\n`)
+        }))
+    }
+  }
+
+  it.live("reading it is a read inside (a repository cannot ship a link to a file of this machine); a file with one name is written as before", () =>
+    Effect.gen(function*() {
+      const tree = linkedTree()
+      const { attempt } = yield* harness(tree.cwd, "acceptEdits")
+      const read = yield* attempt("read_file", { path: "linked.txt" })
+      expect(read.stage).toBe("ran")
+      const write = yield* attempt("write_file", { path: "a.txt", content: "fine" })
+      expect(write.stage === "ran" && Either.isRight(write.result)).toBe(true)
+    }))
+
+  it.live("a hard link made after the check is refused when the file is opened", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      const { tools, context } = yield* harness(tree.cwd, "acceptEdits")
+      const call = yield* tools.prepare({ toolCallId: "c", tool: "write_file", args: { path: "a.txt", content: "pwned" } }, tree.cwd)
+      expect(call.paths[0]!.insideCwd).toBe(true)
+      NodeFs.linkSync(NodePath.join(tree.cwd, "a.txt"), NodePath.join(tree.out, "second-name.txt"))
+      const result = yield* Effect.either(tools.execute(call, context))
+      expect(Either.isLeft(result) && result.left.errorCode).toBe("path_changed")
+      // And at the open itself, past the re-check.
+      expect(yield* Effect.flip(SafeFile.writeFile(NodePath.join(tree.cwd, "a.txt"), new Uint8Array(), { singleName: true }))).toMatchObject({ code: "path_changed" })
+      expect(yield* Effect.flip(SafeFile.updateFile(NodePath.join(tree.cwd, "a.txt"), 1000, (b) => Either.right(b), { singleName: true }))).toMatchObject({ code: "path_changed" })
+      expect(NodeFs.readFileSync(NodePath.join(tree.out, "second-name.txt"), "utf8")).toBe(`${INSIDE}\n`)
+    }))
+})
+
 describe("check-then-use: a folder swapped for a link while the tools run", () => {
   it.live("opening by the checked real path refuses a folder that became a link since the check", () =>
     Effect.gen(function*() {

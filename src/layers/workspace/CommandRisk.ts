@@ -25,16 +25,20 @@ export interface Classification {
 const exact = (risk: Risk = "write"): Classification => ({ risk, general: false })
 const general = (risk: Risk): Classification => ({ risk, general: true })
 
-/** Options of a read-list program that are not reads; `"all"`: every option is read-only. */
-interface OptionRule {
+/** How a program's arguments read: which short letters and long options take a value. */
+export interface ArgumentSyntax {
+  /** Short option letters taking a value (the rest of the cluster, or the next word). */
+  readonly shortArg?: string
+  /** Long options taking a value (`--x=v` or `--x v`), with their dashes. */
+  readonly longArg?: ReadonlyArray<string>
+}
+
+/** Options of a read-list program that are not reads (and how its arguments read). */
+interface OptionRule extends ArgumentSyntax {
   /** Short option letters that write or run something. */
   readonly short?: string
   /** Long options that write or run something (GNU tools accept any unambiguous prefix of them). */
   readonly long?: ReadonlyArray<string>
-  /** Short options taking an argument (the rest of the cluster, or the next word). */
-  readonly shortArg?: string
-  /** Long options taking an argument (`--x=v` or `--x v`). */
-  readonly longArg?: ReadonlyArray<string>
   /** True when the positional arguments are reads; false marks a write. */
   readonly positionals?: (args: ReadonlyArray<string>) => boolean
 }
@@ -75,38 +79,58 @@ const packageRunners = new Set(["exec", "x", "dlx", "create"])
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
 const networkPrograms = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
 
+/** Arguments split into options and operands: short letters seen, long names (with dashes), option values, operands. */
+export interface ParsedArguments {
+  readonly short: ReadonlySet<string>
+  readonly long: ReadonlySet<string>
+  readonly values: ReadonlyMap<string, string>
+  readonly operands: ReadonlyArray<string>
+}
+
 /**
- * Whether every option of `args` is a read for `rule`. Unknown letters in a cluster count as
- * options, so a misread cluster errs towards "not a read".
+ * Splits `args` the way getopt-style programs read them. Unknown letters in a cluster count as
+ * options (not as a value), so a misread cluster errs towards seeing more options.
  */
-const optionsAreReads = (rule: OptionRule, args: ReadonlyArray<string>): boolean => {
-  const deniedLong = rule.long ?? []
-  const positionals: Array<string> = []
-  const isDenied = (name: string) => name.length > 2 && deniedLong.some((d) => d.startsWith(name))
+export const parseArguments = (syntax: ArgumentSyntax, args: ReadonlyArray<string>): ParsedArguments => {
+  const short = new Set<string>()
+  const long = new Set<string>()
+  const values = new Map<string, string>()
+  const operands: Array<string> = []
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
     if (arg === "--") {
-      positionals.push(...args.slice(i + 1))
+      operands.push(...args.slice(i + 1))
       break
     }
     if (arg.startsWith("--")) {
-      const name = arg.split("=")[0]!
-      if (isDenied(name)) return false
-      if (!arg.includes("=") && (rule.longArg ?? []).includes(name)) i++
+      const at = arg.indexOf("=")
+      const name = at < 0 ? arg : arg.slice(0, at)
+      long.add(name)
+      if (at >= 0) values.set(name, arg.slice(at + 1))
+      else if ((syntax.longArg ?? []).includes(name) && i + 1 < args.length) values.set(name, args[++i]!)
     } else if (arg.startsWith("-") && arg.length > 1) {
       for (let k = 1; k < arg.length; k++) {
         const letter = arg[k]!
-        if ((rule.short ?? "").includes(letter)) return false
-        if ((rule.shortArg ?? "").includes(letter)) {
-          if (k === arg.length - 1) i++
+        short.add(letter)
+        if ((syntax.shortArg ?? "").includes(letter)) {
+          const value = k < arg.length - 1 ? arg.slice(k + 1) : args[++i]
+          if (value !== undefined) values.set(letter, value)
           break
         }
       }
     } else {
-      positionals.push(arg)
+      operands.push(arg)
     }
   }
-  return rule.positionals === undefined || rule.positionals(positionals)
+  return { short, long, values, operands }
+}
+
+/** Whether every option of `args` is a read for `rule` (GNU tools accept any unambiguous prefix of a long option). */
+const optionsAreReads = (rule: OptionRule, args: ReadonlyArray<string>): boolean => {
+  const { long, operands, short } = parseArguments(rule, args)
+  if ([...(rule.short ?? "")].some((letter) => short.has(letter))) return false
+  if ([...long].some((name) => name.length > 2 && (rule.long ?? []).some((denied) => denied.startsWith(name)))) return false
+  return rule.positionals === undefined || rule.positionals(operands)
 }
 
 // sed: a script is a read when it only prints, deletes, moves between lines or substitutes without

@@ -7,6 +7,9 @@
  * Tools then touch the resolved path, never the one they were given, and only through a handle
  * opened without following links (see `SafeFile`).
  *
+ * A write to a regular file that has other names (hard links) counts as outside too: the write
+ * changes the file under every name, and the other names may be anywhere on the same file system.
+ *
  * @since 0.1.0
  * @internal
  */
@@ -106,9 +109,22 @@ export const resolve = (
     // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
     const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
     const real = yield* Effect.promise(() => realPath(absolute))
-    const insideCwd = real.exact && isInside(path, root, real.path)
-    return { requested, resolved: real.path, insideCwd, relative: insideCwd ? path.relative(root, real.path) || "." : undefined, access }
+    const inside = real.exact && isInside(path, root, real.path)
+    if (inside && access === "write") {
+      const names = yield* Effect.promise(() => hardLinks(real.path))
+      if (names > 1) {
+        return { requested, resolved: real.path, insideCwd: false, relative: undefined, access, note: `a file with ${names} names (hard links): a write changes it under every name, and the others may be outside the working directory` }
+      }
+    }
+    return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
   })
+
+/**
+ * How many names a regular file has (1 when it is not a regular file or does not exist). A write
+ * through one name changes the file under all of them, and nothing cheap tells where the others are.
+ */
+export const hardLinks = (real: string): Promise<number> =>
+  NodeFs.lstat(real).then((info) => (info.isFile() ? info.nlink : 1), () => 1)
 
 /** How a path is shown to the model: relative to cwd when inside it. */
 export const display = (path: Pick<Path.Path, "relative" | "isAbsolute">, cwd: string, resolved: string): string => {

@@ -231,7 +231,7 @@ export const readCapped = async (handle: FileHandle, maxBytes: number, signal?: 
 const withFile = async <A>(
   expected: string,
   flags: number,
-  options: { readonly createFolders?: boolean; readonly maxBytes?: number },
+  options: { readonly createFolders?: boolean; readonly maxBytes?: number; readonly singleName?: boolean },
   use: (handle: FileHandle) => Promise<A>
 ): Promise<A> => {
   const name = NodePath.basename(expected)
@@ -243,6 +243,8 @@ const withFile = async <A>(
     try {
       // A regular file's size is a fast first answer; the cap while reading is the one that holds.
       if (options.maxBytes !== undefined && info.size > options.maxBytes) fail("file_too_large")
+      // A hard link made since the check: the write would change a file that has another name.
+      if (options.singleName === true && info.nlink > 1) fail("path_changed")
       return await use(handle)
     } finally {
       await closeQuietly(handle)
@@ -269,23 +271,27 @@ const overwrite = async (handle: FileHandle, data: Uint8Array, signal: AbortSign
   }
 }
 
-/** Writes `data` as the whole content of the file at the real path `expected`, making missing folders. */
-export const writeFile = (expected: string, data: Uint8Array): Effect.Effect<void, FileError> =>
+/**
+ * Writes `data` as the whole content of the file at the real path `expected`, making missing
+ * folders. `singleName`: refuse (`path_changed`) a file that has other names (hard links).
+ */
+export const writeFile = (expected: string, data: Uint8Array, options: { readonly singleName?: boolean } = {}): Effect.Effect<void, FileError> =>
   run((signal) =>
-    withFile(expected, constants.O_WRONLY | constants.O_CREAT, { createFolders: true }, (handle) => overwrite(handle, data, signal))
+    withFile(expected, constants.O_WRONLY | constants.O_CREAT, { createFolders: true, ...options }, (handle) => overwrite(handle, data, signal))
   )
 
 /**
  * Reads the file at the real path `expected` and, when `change` returns new content, writes it back
- * through the same handle.
+ * through the same handle. `singleName` as for `writeFile`.
  */
 export const updateFile = <E>(
   expected: string,
   maxBytes: number,
-  change: (bytes: Uint8Array) => Either.Either<Uint8Array, E>
+  change: (bytes: Uint8Array) => Either.Either<Uint8Array, E>,
+  options: { readonly singleName?: boolean } = {}
 ): Effect.Effect<void, FileError | E> =>
   run((signal) =>
-    withFile(expected, constants.O_RDWR, { maxBytes }, async (handle) => {
+    withFile(expected, constants.O_RDWR, { maxBytes, ...options }, async (handle) => {
       const changed = change(await readCapped(handle, maxBytes, signal))
       if (Either.isRight(changed)) await overwrite(handle, changed.right, signal)
       return changed

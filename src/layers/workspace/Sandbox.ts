@@ -1,39 +1,96 @@
 /**
- * How a tool's command is isolated from the agent.
+ * How a tool's command is isolated from the agent and from the rest of the machine.
  *
- * On Linux every command runs as
- * `setpriv --pdeathsig KILL -- unshare --user --map-… --pid --fork --kill-child --mount-proc -- <command>`:
- * - a new PID namespace with its own `/proc`, so no process of the agent (its `/proc/<pid>/environ`
- *   holds the keys it was started with) is visible to the command; the user namespace keeps even a
- *   root agent's command from unmounting that `/proc` to reach the host's, or from reading another
- *   process's environment through it;
- * - its life tied to the agent's: if the agent dies (even by SIGKILL) the kernel sends `setpriv`'s
- *   process (then `unshare`) SIGKILL, `--kill-child` kills the namespace's first process, and with it
- *   the kernel kills every process in the namespace.
- * Where namespaces are not available (macOS, containers that forbid them) commands run with the
- * parent-death signal alone, or as plain processes; `detect` says which, once per process.
+ * On Linux with unprivileged user namespaces, every command runs in the *workspace sandbox* (like
+ * Codex's `workspace-write`):
+ *
+ * ```
+ * setpriv --pdeathsig KILL -- unshare --user --map-root-user --mount [--net] --pid --fork --kill-child --
+ *   /bin/sh -c <setup> … -- unshare --user --map-user=<uid> --map-group=<gid> -- /bin/sh -c <export the environment> … <command>
+ * ```
+ *
+ * - **Files.** In a mount namespace of its own, every mount is remounted read-only except the
+ *   session's cwd (bound over itself, with what is mounted below it, writable) and a fresh, empty
+ *   tmpfs on `/tmp` and `/dev/shm` (`TMPDIR` points there; it lives as long as the command). Inside
+ *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`),
+ *   a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
+ *   rest of `.git` stays writable, so that `git add` and `git commit` work). Git folders are mount
+ *   points, so that a command cannot rename one away and make another. Credentials
+ *   under the user's home (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`,
+ *   `~/.netrc`, …), effect-agent's own config folder and its data folder are hidden: an empty
+ *   read-only tmpfs over a folder, `/dev/null` over a file.
+ * - **Network.** A network namespace of its own with only loopback (brought up when `ip` is
+ *   installed), unless the user turns the network on (`network: true`, the CLI's `--network`).
+ * - **Processes.** A PID namespace with its own `/proc`: no process of the agent (whose
+ *   `/proc/<pid>/environ` holds its keys) is visible. Its life is tied to the agent's: if the agent
+ *   dies, even by SIGKILL, the kernel kills `setpriv`'s process, `--kill-child` the namespace's first
+ *   process, and with it every process in the namespace.
+ * - **No way back.** The setup runs as root of an outer user namespace; the command runs in an inner
+ *   one as the user's own uid, with no capability over the mount or network namespace, so it can
+ *   neither unmount nor remount anything; a namespace it makes itself inherits the mounts locked.
+ *
+ * The setup fails closed: if a mount cannot be made, the command does not run (exit 125). Where
+ * this cannot be built (macOS, Windows, kernels or containers that forbid user namespaces, no
+ * `unshare`), `detect` finds the strongest weaker level — a PID namespace alone, the parent-death
+ * signal alone, or nothing — and says why; `required` refuses to run commands there.
  *
  * @since 0.1.0
  */
 import { spawn } from "node:child_process"
 import { accessSync, constants } from "node:fs"
-import { delimiter, join } from "node:path"
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Paths from "./Paths.js"
 
-/** What the user asks for: `auto` isolates where the OS allows it, `required` fails commands where it does not, `off` never isolates. */
+/** What the user asks for: `auto` isolates as well as the OS allows, `required` fails commands without the workspace sandbox, `off` never isolates. */
 export type Mode = "auto" | "required" | "off"
 
-/** How commands are started on this system: the argv prefix, and what it guarantees. */
+/** The programs the workspace sandbox is built with (absolute paths, so that no `PATH` chooses them). */
+export interface Programs {
+  readonly setpriv: string
+  readonly unshare: string
+  readonly mount: string
+  readonly sh: string
+  /** Brings loopback up in a network namespace of its own; without it there is no loopback. */
+  readonly ip: string | undefined
+}
+
+/** How commands are started on this system, and what that guarantees. */
 export type Isolation =
-  | { readonly _tag: "Namespace"; readonly prefix: ReadonlyArray<string> }
-  | { readonly _tag: "ParentDeath"; readonly prefix: ReadonlyArray<string> }
-  | { readonly _tag: "None"; readonly prefix: ReadonlyArray<string> }
+  | { readonly _tag: "Workspace"; readonly programs: Programs }
+  | { readonly _tag: "Namespace"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+  | { readonly _tag: "ParentDeath"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+  | { readonly _tag: "None"; readonly prefix: ReadonlyArray<string>; readonly reason: string }
+
+/** What one command may reach in the workspace sandbox. */
+export interface Profile {
+  /** The real path of the session's cwd: writable. */
+  readonly cwd: string
+  /** Whether the command may use the network. */
+  readonly network: boolean
+  /** Absolute paths hidden from the command (missing ones are skipped). */
+  readonly hidden: ReadonlyArray<string>
+  /** The command's environment. */
+  readonly env: Readonly<Record<string, string>>
+}
+
+/** Credentials and agent settings under the user's home that commands never see. */
+export const hiddenInHome: ReadonlyArray<string> = [
+  ".ssh", ".aws", ".azure", ".config/gcloud", ".config/gh", ".gnupg", ".docker", ".kube", ".netrc", ".git-credentials",
+  ".password-store", ".config/effect-agent"
+]
+
+/** Inside the workspace: what decides what later runs do (git's configuration and hooks, the agent's settings), kept read-only. */
+export const readOnlyInWorkspace: ReadonlyArray<string> = [".git/config", ".git/config.worktree", ".git/hooks", ".effect-agent"]
 
 /** The absolute path of a program on `PATH`, if there is one. */
 export const which = (program: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(delimiter)) {
+  for (const dir of (path ?? "").split(NodePath.delimiter)) {
     if (dir === "") continue
-    const file = join(dir, program)
+    const file = NodePath.join(dir, program)
     try {
       accessSync(file, constants.X_OK)
       return file
@@ -44,16 +101,230 @@ export const which = (program: string, path: string | undefined): string | undef
   return undefined
 }
 
-/** Runs `argv` with a minimal environment; succeeds with whether it exited 0 and printed `expected`. */
-const probe = (argv: ReadonlyArray<string>, expected: string): Effect.Effect<boolean> =>
-  Effect.async<boolean>((resume) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "ignore"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true })
+/**
+ * The setup, run by `/bin/sh` as root of the outer user namespace. Arguments: uid gid network cwd
+ * mount ip unshare fstab sh, the counted list of mounts to make read-only one by one (used only when
+ * one `mount --all` cannot), the counted `NAME=value` list of the command's environment, then `--`
+ * and the command. Every expansion is quoted; tools are
+ * absolute paths. Two `mount` runs do all the work: each exec costs time on every command.
+ */
+const setup = String.raw`
+IFS=' 	
+'
+fail() { echo "effect-agent: the command sandbox could not be set up ($*); the command did not run" >&2; exit 125; }
+uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8 sh=$9; shift 9
+cd "$cwd" || fail "cannot enter the working directory"
+n=$1; shift
+if "$mount" --all -t noproc -O rw -o remount,bind,ro 2>/dev/null; then
+  shift "$n"
+else
+  while [ "$n" -gt 0 ]; do
+    # A mount point this user cannot reach is one the command cannot reach either.
+    if [ -e "$1" ]; then "$mount" -o remount,bind,ro -- "$1" 2>/dev/null || fail "cannot make $1 read-only"; fi
+    n=$((n - 1)); shift
+  done
+fi
+# /proc, the private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp
+# may now cover), what stays read-only in it, and what is hidden: see the table.
+said=$("$mount" --all --no-canonicalize --fstab "$fstab" 2>&1) || fail "$(echo "$said" | { read -r line; echo "$line"; })"
+cd "$cwd" || fail "cannot enter the working directory"
+if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
+# The command's environment comes as arguments, set only once in the inner namespace: no
+# LD_PRELOAD of the command's reaches a program that runs with the outer one's capabilities.
+exec "$unshare" --user --map-user="$uid" --map-group="$gid" -- "$sh" -c '
+n=$1; shift
+while [ "$n" -gt 0 ]; do export "$1"; n=$((n - 1)); shift; done
+[ "$1" = -- ] && shift
+exec "$@"' effect-agent-command "$@"
+`
+
+/** A mount of `/proc/self/mountinfo`: where, and whether it is writable. */
+interface MountPoint {
+  readonly path: string
+  readonly writable: boolean
+}
+
+/** Decodes the octal escapes of `/proc/self/mountinfo` (`\040` is a space). */
+const unescapeMount = (text: string) => text.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)))
+
+/** A list as arguments for the setup: its length, then its items. */
+const counted = (list: ReadonlyArray<string>) => [String(list.length), ...list]
+
+/** Escapes a path for an fstab field. */
+const escapeMount = (text: string) => text.replace(/[\\ \t\n]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`)
+
+/** The mount points of this process, from `/proc/self/mountinfo` (a path mounted over twice is listed by its top mount). */
+export const mountPoints = async (): Promise<ReadonlyArray<MountPoint>> => {
+  const text = await NodeFs.readFile("/proc/self/mountinfo", "utf8")
+  const byPath = new Map<string, MountPoint>()
+  for (const line of text.split("\n")) {
+    const fields = line.split(" ")
+    if (fields[4] === undefined || fields[5] === undefined) continue
+    const path = unescapeMount(fields[4])
+    byPath.delete(path)
+    byPath.set(path, { path, writable: fields[5].split(",").includes("rw") })
+  }
+  return [...byPath.values()]
+}
+
+const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
+
+/** A submodule's git folder holds its own config and hooks (`.git/modules/<name>/…`, nested too). */
+const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArray<string>> => {
+  if (depth > 3) return []
+  const modules = NodePath.join(gitDir, "modules")
+  const names = await NodeFs.readdir(modules).catch(() => [] as Array<string>)
+  const dirs = names.map((name) => NodePath.join(modules, name))
+  return [...dirs, ...(await Promise.all(dirs.map((dir) => submoduleGitDirs(dir, depth + 1)))).flat()]
+}
+
+/**
+ * What to pin inside `cwd`: git folders (the repository's and its submodules') are bound over
+ * themselves, so that no command can rename one away and put a folder of its own in its place; then
+ * the paths kept read-only (a `.git` file — a worktree's or submodule's pointer — among them). A git
+ * folder without `hooks/` gets an empty one, so that none can be made.
+ */
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string> }> => {
+  const gitDir = NodePath.join(cwd, ".git")
+  const kind = await NodeFs.lstat(gitDir).catch(() => undefined)
+  const gitDirs = kind?.isDirectory() === true ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
+  for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
+  const inGit = gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks"].map((name) => NodePath.join(dir, name)))
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...(kind?.isFile() === true ? [gitDir] : [])]
+  const existing = await Promise.all(candidates.map(async (path) => ((await NodeFs.lstat(path).catch(() => undefined)) === undefined ? [] : [path])))
+  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())] }
+}
+
+/**
+ * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
+ * without the network `/run` too, where the sockets of the machine's services are (a database's
+ * reached by its socket lets the user in without a password, as loopback would not).
+ */
+const privateFolders = (network: boolean): ReadonlyArray<string> => ["/tmp", "/dev/shm", ...(network ? [] : ["/run"])]
+
+/**
+ * Sockets that reach outside the sandbox whatever the network: the user's session (its bus,
+ * `systemd --user`, agents: `$XDG_RUNTIME_DIR`), the system bus, container engines (root on the
+ * machine) and terminal multiplexers (typing into the user's sessions). Hidden like credentials.
+ */
+export const hiddenSockets = (uid: number, runtimeDir: string | undefined): ReadonlyArray<string> => [
+  runtimeDir !== undefined && runtimeDir !== "" ? runtimeDir : `/run/user/${uid}`,
+  "/run/dbus", "/var/run/dbus", "/run/docker.sock", "/var/run/docker.sock", "/run/podman", "/run/containerd", "/run/screen", "/var/run/screen"
+]
+
+/**
+ * The mount table the setup applies, in order: the namespace's `/proc`; a private `/tmp` and `/dev/shm`; the working
+ * directory bound over itself (with what is mounted in it) and made writable; its git folders
+ * pinned and what stays read-only in it; what is hidden.
+ */
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
+  const { cwd } = profile
+  const lines: Array<ReadonlyArray<string>> = []
+  const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
+  // The namespace's own /proc, mounted after everything else was made read-only (a /proc mounted
+  // before would cover the host's with what is mounted in it, which `mount --all` could then not reach).
+  lines.push(["effect-agent-proc", "/proc", "proc", "nosuid,nodev,noexec"])
+  const folders = privateFolders(profile.network)
+  for (const folder of folders) {
+    // A source of its own: `mount --all` passes over an entry whose source and target are mounted already.
+    if (await isDirectory(folder)) lines.push(["effect-agent-private", folder, "tmpfs", "mode=1777,nosuid,nodev"])
+  }
+  // Terminals of its own: the user's (where TIOCSTI could type into a shell) are not there.
+  if (await isDirectory("/dev/pts")) {
+    lines.push(["effect-agent-pts", "/dev/pts", "devpts", "newinstance,ptmxmode=0666,mode=620"])
+    if ((await NodeFs.lstat("/dev/ptmx").catch(() => undefined)) !== undefined) lines.push(["/dev/pts/ptmx", "/dev/ptmx", "none", "bind"])
+  }
+  lines.push(["/proc/self/cwd", cwd, "none", "rbind,X-mount.mkdir"])
+  // Writable again where it was writable: cwd's own mount, and mounts inside it (made read-only with the rest).
+  const holder = mounts.filter((m) => isInside(m.path, cwd)).sort((a, b) => b.path.length - a.path.length)[0]
+  if (holder?.writable !== false) lines.push(["none", cwd, "none", "remount,bind,rw"])
+  for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
+  // Only what exists, and what the private folders do not cover anyway.
+  const visible = (path: string) => isInside(cwd, path) || !folders.some((folder) => isInside(folder, path))
+  const pins = await workspacePins(cwd)
+  for (const path of pins.anchors) lines.push([path, path, "none", "bind"])
+  for (const path of pins.readOnly) lines.push([path, path, "none", "bind,ro"])
+  const hidden = new Set<string>()
+  for (const path of [...profile.hidden, ...hiddenSockets(process.getuid?.() ?? 0, profile.env.XDG_RUNTIME_DIR ?? process.env.XDG_RUNTIME_DIR)]) {
+    const real = await NodeFs.realpath(path).catch(() => undefined)
+    // Never hide the workspace itself (nor a folder it is in).
+    if (real === undefined || hidden.has(real) || isInside(real, cwd) || !visible(real)) continue
+    hidden.add(real)
+    const info = await NodeFs.stat(real).catch(() => undefined)
+    if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
+    else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
+  }
+  return lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join("")
+}
+
+/**
+ * The argv prefix and environment of one command in the workspace sandbox. The mount table is a
+ * file (`mount` reads no pipe), removed when the scope closes.
+ */
+export const workspaceLaunch = (
+  programs: Programs,
+  profile: Profile
+): Effect.Effect<{ readonly prefix: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> }, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const mounts = yield* Effect.promise(mountPoints)
+    const table = yield* Effect.promise(() => mountTable(profile, mounts))
+    const fstab = yield* Effect.acquireRelease(
+      Effect.promise(async () => {
+        const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
+        const file = NodePath.join(dir, "fstab")
+        await NodeFs.writeFile(file, table, { mode: 0o600 })
+        return dir
+      }),
+      (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+    )
+    const { cwd } = profile
+    const readOnlyMounts = mounts.filter((m) => m.writable && m.path !== "/proc" && !m.path.startsWith("/proc/") && !isInside(cwd, m.path)).map((m) => m.path)
+    const uid = process.getuid?.() ?? 0
+    const gid = process.getgid?.() ?? 0
+    const prefix = [
+      programs.setpriv, "--pdeathsig", "KILL", "--",
+      programs.unshare, "--user", "--map-root-user", "--mount", ...(profile.network ? [] : ["--net"]), "--pid", "--fork", "--kill-child", "--",
+      programs.sh, "-c", setup, "effect-agent-sandbox",
+      String(uid), String(gid), profile.network ? "on" : "off", cwd, programs.mount, programs.ip ?? "", programs.unshare, NodePath.join(fstab, "fstab"), programs.sh,
+      ...counted(readOnlyMounts),
+      ...counted(commandEnvironment(profile.env)),
+      "--"
+    ]
+    return { prefix, env: setupEnvironment }
+  })
+
+/** What the setup runs with: nothing of the command's. */
+const setupEnvironment: Readonly<Record<string, string>> = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" }
+
+/**
+ * The command's environment as `NAME=value` words for the setup to export, with `TMPDIR` on the
+ * private `/tmp`. A name the shell cannot export (not `[A-Za-z_][A-Za-z0-9_]*`) is left out.
+ */
+const commandEnvironment = (env: Readonly<Record<string, string>>): ReadonlyArray<string> =>
+  Object.entries({ ...env, TMPDIR: "/tmp", TMP: "/tmp", TEMP: "/tmp" })
+    .filter(([name]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name))
+    .map(([name, value]) => `${name}=${value}`)
+
+/** How a probe went: whether it exited 0 and printed what was expected, and the last line it wrote to stderr. */
+interface Probe {
+  readonly ok: boolean
+  readonly error: string
+}
+
+/** Runs `argv` with a minimal environment in `cwd`. */
+const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<Probe> =>
+  Effect.async<Probe>((resume) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
     let out = ""
+    let err = ""
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk
     })
-    child.on("error", () => resume(Effect.succeed(false)))
-    child.on("close", (code) => resume(Effect.succeed(code === 0 && out.trim() === expected)))
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      err = (err + chunk).slice(-2000)
+    })
+    child.on("error", (error) => resume(Effect.succeed({ ok: false, error: error.message })))
+    child.on("close", (code) => resume(Effect.succeed({ ok: code === 0 && out.trim() === expected, error: err.trim().split("\n").at(-1) ?? "" })))
     return Effect.sync(() => {
       try {
         process.kill(-child.pid!, "SIGKILL")
@@ -63,35 +334,88 @@ const probe = (argv: ReadonlyArray<string>, expected: string): Effect.Effect<boo
     })
   })
 
+/** Tries the workspace sandbox on a scratch folder: the command must be PID 1, write its cwd, and not `/`. */
+const probeWorkspace = (programs: Programs): Effect.Effect<Probe> =>
+  Effect.acquireUseRelease(
+    Effect.promise(() => NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-probe-")).then((dir) => NodeFs.realpath(dir))),
+    (dir) =>
+      Effect.flatMap(
+        workspaceLaunch(programs, { cwd: dir, network: false, hidden: [], env: {} }),
+        ({ prefix }) => probe([...prefix, "/bin/sh", "-c", "echo $$ > ./probe && cat ./probe && ! (: > /effect-agent-sandbox-probe) 2>/dev/null"], "1", dir)
+      ).pipe(Effect.scoped),
+    (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+  )
+
+const noUserNamespaces = "this system does not let an unprivileged process make user namespaces"
+
 /**
- * Finds the strongest isolation this system offers, by trying it: inside the namespace the command
- * must be PID 1. Run it once (through `Effect.cached`) and reuse the answer.
+ * Finds the strongest isolation this system offers, by trying it, and why nothing stronger. Run it
+ * once (through `Effect.cached`) and reuse the answer.
  */
 export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
-  if (process.platform !== "linux") return { _tag: "None", prefix: [] }
-  const setpriv = which("setpriv", process.env.PATH)
-  const unshare = which("unshare", process.env.PATH)
-  if (setpriv === undefined) return { _tag: "None", prefix: [] }
+  if (process.platform !== "linux") {
+    return { _tag: "None", prefix: [], reason: `${process.platform} has no command sandbox in effect-agent (Linux namespaces only)` }
+  }
+  const path = process.env.PATH
+  const setpriv = which("setpriv", path)
+  const unshare = which("unshare", path)
+  if (setpriv === undefined) return { _tag: "None", prefix: [], reason: "setpriv (util-linux) is not installed" }
   const parentDeath = [setpriv, "--pdeathsig", "KILL", "--"]
+  const mount = which("mount", path)
+  let reason = unshare === undefined ? "unshare (util-linux) is not installed" : mount === undefined ? "mount (util-linux) is not installed" : ""
   if (unshare !== undefined) {
+    const namespaces = yield* probe([unshare, "--user", "--map-root-user", "/bin/sh", "-c", "echo ok"], "ok")
+    if (!namespaces.ok) reason = noUserNamespaces
+    else if (mount !== undefined) {
+      const programs: Programs = { setpriv, unshare, mount, sh: "/bin/sh", ip: which("ip", path) }
+      const workspace = yield* probeWorkspace(programs)
+      if (workspace.ok) return { _tag: "Workspace", programs }
+      const said = /could not be set up \((.*)\)/.exec(workspace.error)?.[1] ?? workspace.error
+      reason = `the sandbox's namespaces or mounts cannot be made here${said === "" ? "" : ` (${said})`}`
+    }
     // `--map-current-user` keeps the user's own uid (and no capabilities once the command runs);
     // older util-linux only has `--map-root-user`.
     for (const map of ["--map-current-user", "--map-root-user"]) {
       const prefix = [...parentDeath, unshare, "--user", map, "--pid", "--fork", "--kill-child", "--mount-proc", "--"]
-      if (yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")) return { _tag: "Namespace", prefix }
+      if ((yield* probe([...prefix, "/bin/sh", "-c", "echo $$"], "1")).ok) return { _tag: "Namespace", prefix, reason }
     }
   }
-  if (yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")) return { _tag: "ParentDeath", prefix: parentDeath }
-  return { _tag: "None", prefix: [] }
+  if ((yield* probe([...parentDeath, "/bin/sh", "-c", "echo ok"], "ok")).ok) return { _tag: "ParentDeath", prefix: parentDeath, reason }
+  return { _tag: "None", prefix: [], reason }
 })
 
-/** What `mode` makes of the detected isolation: the prefix to run commands with, or why they may not run. */
-export const choose = (mode: Mode, isolation: Isolation): { readonly prefix: ReadonlyArray<string> } | { readonly unavailable: string } => {
-  if (mode === "required" && isolation._tag !== "Namespace") {
+/** What a command is started with: an argv prefix, and the environment to start that with (the command's own, unless the prefix passes it on). */
+export interface Launch {
+  readonly prefix: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+}
+
+/**
+ * What `mode` makes of the detected isolation: how to start a command with `profile`, or why
+ * commands may not run. `off` keeps only the parent-death signal.
+ */
+export const choose = (
+  mode: Mode,
+  isolation: Isolation
+): { readonly launch: (profile: Profile) => Effect.Effect<Launch, never, Scope.Scope> } | { readonly unavailable: string } => {
+  if (mode === "required" && isolation._tag !== "Workspace") {
     return {
-      unavailable: "commands must run in a sandbox (sandbox: \"required\") and this system has none: it needs Linux with user and PID namespaces (unshare, setpriv from util-linux)"
+      unavailable: `commands must run in a sandbox (sandbox: "required") and this system has none: ${isolation.reason}. ` +
+        "The sandbox needs Linux with unprivileged user namespaces (unshare, setpriv and mount from util-linux)"
     }
   }
-  if (mode === "off" && isolation._tag === "Namespace") return { prefix: isolation.prefix.slice(0, 4) }
-  return { prefix: isolation.prefix }
+  const none = (prefix: ReadonlyArray<string>) => ({ launch: (profile: Profile) => Effect.succeed({ prefix, env: profile.env }) })
+  if (isolation._tag === "Workspace") {
+    const { setpriv } = isolation.programs
+    return mode === "off" ? none([setpriv, "--pdeathsig", "KILL", "--"]) : { launch: (profile) => workspaceLaunch(isolation.programs, profile) }
+  }
+  if (mode === "off" && isolation._tag === "Namespace") return none(isolation.prefix.slice(0, 4))
+  return none(isolation.prefix)
 }
+
+/** The warning `auto` gives once where commands run without the workspace sandbox: what they can then do. */
+export const weaker = (isolation: Isolation): string | undefined =>
+  isolation._tag === "Workspace"
+    ? undefined
+    : `shell commands run without the workspace sandbox on this system (${isolation.reason}): they can write anywhere the agent's user can, read its credentials (~/.ssh, ~/.aws, …) and use the network` +
+      (isolation._tag === "Namespace" ? "" : ", and can see the agent's processes")

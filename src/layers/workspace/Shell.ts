@@ -18,9 +18,12 @@ export interface RunOptions {
   readonly argv: ReadonlyArray<string>
   readonly shellText?: string
   readonly cwd: string
+  /** The command's environment (its `PATH` finds the program). */
   readonly env: Readonly<Record<string, string>>
   /** What to run the command under (`Sandbox.choose`): e.g. `setpriv … unshare … --`. */
   readonly prefix?: ReadonlyArray<string>
+  /** The environment the prefix starts with, when the prefix passes the command's on itself (default: `env`). */
+  readonly prefixEnv?: Readonly<Record<string, string>>
   readonly timeout: Duration.Duration
   readonly maxOutputBytes: number
   /** Called with each piece of output as it arrives. */
@@ -72,7 +75,7 @@ export const run = (options: RunOptions): Effect.Effect<RunResult> =>
     const [file, ...args] = [...(options.prefix ?? []), ...command]
     const child = spawn(file!, args, {
       cwd: options.cwd,
-      env: options.env,
+      env: options.prefixEnv ?? options.env,
       // Its own process group, so killing the group takes every process it started.
       detached: true,
       stdio: ["ignore", "pipe", "pipe"]

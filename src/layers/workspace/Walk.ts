@@ -1,5 +1,6 @@
 /**
- * A bounded walk of a folder tree for `grep`: every folder and file is opened through `SafeFile`
+ * A bounded walk of a folder tree — for `grep`, and for the shell tool's look for links that lead
+ * out of a tree a command would walk: every folder and file is opened through `SafeFile`
  * (checked handles, no link followed by name); every symlink met is resolved and followed only when
  * it leads to a place the walk may see (inside the working directory, or inside the folder the call
  * was approved for); links that lead elsewhere are counted and reported, never followed. Folders are
@@ -33,9 +34,15 @@ export interface Options {
   readonly maxFileBytes: number
   /**
    * Called with each regular file's content and the path the walk reached it by (links kept, so
-   * that it reads like the tree the model sees). Returns false to stop the walk.
+   * that it reads like the tree the model sees). Returns false to stop the walk. Without it no file
+   * is opened: the walk only looks at folders and links.
    */
-  readonly onFile: (path: string, bytes: Uint8Array) => Promise<boolean>
+  readonly onFile?: (path: string, bytes: Uint8Array) => Promise<boolean>
+  /**
+   * Called with each link not followed (the path the walk reached it by, and where it leads; an
+   * unresolvable chain has `exact: false`). Returns false to stop the walk.
+   */
+  readonly onSkippedLink?: (path: string, target: Paths.RealPath) => boolean
 }
 
 /** What cut a walk short. */
@@ -75,6 +82,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
       }
 
       const readIn = async (folder: SafeFile.Folder, name: string, shown: string) => {
+        if (options.onFile === undefined) return
         let file: Awaited<ReturnType<typeof SafeFile.openFileIn>>
         try {
           file = await SafeFile.openFileIn(folder, name, NodeFs.constants.O_RDONLY)
@@ -129,6 +137,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         const target = await Paths.realPath(link)
         if (!target.exact || !options.allowed(target.path)) {
           skippedLinks++
+          if (options.onSkippedLink !== undefined && !options.onSkippedLink(shown, target)) done = true
           return
         }
         const info = await NodeFs.stat(target.path).catch(() => undefined)

@@ -1,0 +1,423 @@
+/**
+ * What files a command line names, for the shell tool's outside-path check. Any word may name a
+ * file (`cat notes.md`, where `notes.md` is a link out of the workspace), so every argument is a
+ * candidate, and so is every part of a word a program may read as a path:
+ *
+ * - the value of `--name=value`, of `name=value` (`dd if=…`, `make VAR=…`) and of `@file` (response files);
+ * - the rest of a short option cluster (`-fPATH`, `-o/x`, `-I/usr/include`): every suffix after the
+ *   option letter, since which letters take a value differs from program to program;
+ * - relative words again against a `-C dir` / `--directory=dir` (git, make, tar work from there);
+ * - the file of a redirection, and the script of `sh -c` / `bash -c …`, read as a command line itself.
+ *
+ * What cannot be known before the command runs — a word the shell expands (`$HOME`, `$(…)`, backticks),
+ * `~user`, a file list a program reads names from — counts as outside. Through a shell, unquoted
+ * globs are expanded here as the shell would (bounded). A command that walks trees (`grep -r`, `rg`,
+ * `find`, `du`, `ls -R`, `cp -r`, `rsync -a`, `tar c`, …) has its trees searched for links that lead
+ * out, within caps of entries and time; a link found, or a cap reached, counts as outside. Whether this
+ * particular build of the program would follow such a link does not matter: GNU, BSD and busybox differ.
+ *
+ * Over-reporting only ever makes the policy ask; nothing here allows anything.
+ *
+ * @since 0.4.0
+ * @internal
+ */
+import type { Dirent } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import type { PathAccess } from "../../services/ToolRouter.js"
+import * as CommandLine from "./CommandLine.js"
+import * as CommandRisk from "./CommandRisk.js"
+import * as Paths from "./Paths.js"
+import * as Walk from "./Walk.js"
+
+/** What a command line names, before anything is resolved. */
+export interface Named {
+  /** Texts that may name a file: absolute, `~/…`, or relative to cwd. */
+  readonly files: ReadonlyArray<string>
+  /** Words whose meaning is known only when the command runs, with why. */
+  readonly unknown: ReadonlyArray<{ readonly word: string; readonly why: string }>
+  /** Unquoted globs the shell expands. */
+  readonly globs: ReadonlyArray<CommandLine.Word>
+  /** Folders a command walks recursively (as written; relative to cwd). */
+  readonly trees: ReadonlyArray<string>
+}
+
+/** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
+export const maxCandidates = 1000
+
+const separators = new Set([";", ";;", "&&", "||", "|", "&", "\n", "(", ")", "<(", ">("])
+const heredocs = new Set(["<<", "<<-"])
+const shells = /^(sh|bash|dash|zsh|ksh|mksh|ash|busybox)$/
+const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
+/** Programs whose `-C dir` (or `--directory=dir`) makes relative paths relative to `dir`. */
+const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
+/** Options that name a file holding more file names. */
+const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
+
+/** How a recursive program reads its arguments: enough to tell options' values from operands. */
+interface Walker extends CommandRisk.ArgumentSyntax {
+  /** Whether this invocation walks trees, from what `CommandRisk.parseArguments` found. */
+  readonly walks: (args: CommandRisk.ParsedArguments) => boolean
+  /** The first operand is a pattern, unless one of these options (short letters, long names) gave it. */
+  readonly pattern?: { readonly short: string; readonly long: ReadonlyArray<string> }
+  /** The folder walked when no operand is given. */
+  readonly byDefault?: string
+}
+
+const always = () => true
+/** Whether any of these short letters or long options (`--name`) was given. */
+const any = (short: string, long: ReadonlyArray<string>) => (args: CommandRisk.ParsedArguments) =>
+  [...short].some((c) => args.short.has(c)) || long.some((name) => args.long.has(name))
+const dashed = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`)
+
+const grepLike: Walker = {
+  walks: (a) => any("rR", ["--recursive", "--dereference-recursive"])(a) || a.values.get("d") === "recurse" || a.values.get("--directories") === "recurse",
+  shortArg: "efmABCdD",
+  longArg: dashed(["regexp", "file", "max-count", "after-context", "before-context", "context", "directories", "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "binary-files", "group-separator"]),
+  pattern: { short: "ef", long: ["--regexp", "--file"] },
+  byDefault: "."
+}
+const ripgrep: Walker = {
+  walks: always,
+  shortArg: "efgtTmABCMjEdr",
+  longArg: dashed([
+    "regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear", "max-count", "after-context", "before-context", "context",
+    "max-columns", "threads", "encoding", "max-depth", "maxdepth", "replace", "pre", "pre-glob", "max-filesize", "colors", "context-separator",
+    "field-match-separator", "field-context-separator", "path-separator", "sort", "sortr", "ignore-file", "dfa-size-limit", "regex-size-limit",
+    "engine", "hostname-bin", "hyperlink-format", "color"
+  ]),
+  // `--files` and `--type-list` take no pattern.
+  pattern: { short: "ef", long: ["--regexp", "--file", "--files", "--type-list"] },
+  byDefault: "."
+}
+const recursive = (short: string, long: ReadonlyArray<string>, syntax: CommandRisk.ArgumentSyntax = {}): Walker => ({ walks: any(short, long), ...syntax })
+const walkers: Record<string, Walker> = {
+  grep: grepLike,
+  egrep: grepLike,
+  fgrep: grepLike,
+  rg: ripgrep,
+  ag: { walks: always, shortArg: "AaBCGgm", pattern: { short: "", long: [] }, byDefault: "." },
+  ack: { walks: always, shortArg: "ABCmg", pattern: { short: "", long: [] }, byDefault: "." },
+  du: { walks: always, shortArg: "BdtX", longArg: dashed(["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"]), byDefault: "." },
+  ls: { ...recursive("R", ["--recursive"]), shortArg: "ITw", longArg: dashed(["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"]), byDefault: "." },
+  tree: { walks: always, shortArg: "LPIoHT", longArg: dashed(["filelimit", "timefmt", "sort", "charset", "fromfile", "hintro", "houtro"]), byDefault: "." },
+  cp: recursive("rRa", ["--recursive", "--archive"], { shortArg: "St", longArg: dashed(["suffix", "target-directory"]) }),
+  rsync: recursive("ra", ["--recursive", "--archive"], {
+    shortArg: "eBfTM",
+    longArg: dashed(["rsh", "filter", "exclude", "include", "exclude-from", "include-from", "temp-dir", "block-size", "remote-option", "rsync-path"])
+  }),
+  scp: recursive("r", [], { shortArg: "cFiJloPS" }),
+  zip: recursive("rR", ["--recurse-paths", "--recurse-patterns"], { shortArg: "bnti" }),
+  diff: recursive("r", ["--recursive"], {
+    shortArg: "CUxXIFSL",
+    longArg: dashed(["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "new-file", "from-file", "to-file"])
+  }),
+  chmod: recursive("R", ["--recursive"]),
+  chown: recursive("R", ["--recursive"]),
+  chgrp: recursive("R", ["--recursive"])
+}
+
+/** The trees `argv` walks, as written, or none. */
+export const treesOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const program = NodePath.basename(argv[0] ?? "")
+  const args = argv.slice(1)
+  if (program === "find") {
+    // find [-H|-L|-P|-D opts|-Olevel]… [starting point…] [expression]
+    let i = 0
+    while (i < args.length && /^-([HLP]|O\d|D)$/.test(args[i]!)) i += args[i] === "-D" ? 2 : 1
+    const starts: Array<string> = []
+    for (; i < args.length && !/^[-(!]/.test(args[i]!); i++) starts.push(args[i]!)
+    return starts.length > 0 ? starts : ["."]
+  }
+  if (program === "tar" || program === "bsdtar") {
+    // c (create), r (append), u (update), in a leading bundle (`tar czf`) or as options.
+    const bundle = args[0] !== undefined && !args[0].startsWith("-") ? args[0] : ""
+    const parsed = CommandRisk.parseArguments({}, bundle === "" ? args : args.slice(1))
+    return /[cru]/.test(bundle) || any("cru", ["--create", "--append", "--update"])(parsed) ? parsed.operands : []
+  }
+  const walker = Object.hasOwn(walkers, program) ? walkers[program]! : undefined
+  if (walker === undefined) return []
+  const parsed = CommandRisk.parseArguments(walker, args)
+  if (!walker.walks(parsed)) return []
+  const patternGiven = walker.pattern === undefined || any(walker.pattern.short, walker.pattern.long)(parsed)
+  const trees = patternGiven ? parsed.operands : parsed.operands.slice(1)
+  return trees.length > 0 ? trees : walker.byDefault === undefined ? [] : [walker.byDefault]
+}
+
+/** The parts of one argument a program may read as a path. */
+const partsOf = (value: string): ReadonlyArray<string> => {
+  const parts = [value]
+  if (value.startsWith("--")) {
+    const at = value.indexOf("=")
+    if (at > 0) parts.push(value.slice(at + 1))
+  } else if (value.startsWith("-") && value.length > 2) {
+    // `-fPATH`: every suffix after the first letter, for the first letters of a cluster, and every
+    // suffix that starts like a path of its own (`-xzf/abs`, `-o~/x`).
+    for (let k = 2; k < value.length; k++) {
+      if (k < 18 || value[k] === "/" || value[k] === "~" || value[k] === ".") parts.push(value.slice(k))
+    }
+  } else {
+    const at = value.indexOf("=")
+    if (at > 0) parts.push(value.slice(at + 1))
+    if (value.startsWith("@") && value.length > 1) parts.push(value.slice(1))
+  }
+  return parts
+}
+
+/** Whether a shell would expand the word as a file name pattern. */
+const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
+
+/** The words of each simple command of a token list, and the files its redirections name. */
+const simpleCommands = (tokens: ReadonlyArray<CommandLine.Token>) => {
+  const commands: Array<{ words: Array<CommandLine.Word> }> = [{ words: [] }]
+  const redirected: Array<CommandLine.Word> = []
+  let redirection: string | undefined
+  for (const token of tokens) {
+    if (token._tag === "Operator") {
+      if (separators.has(token.op)) {
+        commands.push({ words: [] })
+        redirection = undefined
+      } else {
+        redirection = token.op
+      }
+      continue
+    }
+    if (redirection !== undefined) {
+      // A here-document's word is its delimiter, not a file.
+      if (!heredocs.has(redirection)) redirected.push(token)
+      redirection = undefined
+      continue
+    }
+    commands.at(-1)!.words.push(token)
+  }
+  return { commands: commands.filter((c) => c.words.length > 0), redirected }
+}
+
+/**
+ * What a command line (its tokens) names. `throughShell`: the line runs through `/bin/sh -c`, so
+ * unquoted globs and a leading `~` expand.
+ */
+export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: boolean, depth = 0): Named => {
+  const files: Array<string> = []
+  const unknown: Array<{ word: string; why: string }> = []
+  const globs: Array<CommandLine.Word> = []
+  const trees: Array<string> = []
+  const { commands, redirected } = simpleCommands(tokens)
+
+  const word = (w: CommandLine.Word, bases: ReadonlyArray<string>): void => {
+    if (w.expands) {
+      unknown.push({ word: w.raw, why: "the shell expands it when the command runs" })
+      return
+    }
+    if (throughShell && isGlob(w)) {
+      globs.push(w)
+      return
+    }
+    for (const part of partsOf(w.value)) {
+      if (/^~[^/]/.test(part)) {
+        unknown.push({ word: part, why: "another user's home folder" })
+        continue
+      }
+      if (fileLists.test(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
+      files.push(part)
+      if (!part.startsWith("/") && !part.startsWith("~")) for (const base of bases) files.push(NodePath.join(base, part))
+    }
+  }
+
+  for (const w of redirected) word(w, [])
+  for (const { words } of commands) {
+    let at = 0
+    // `NAME=value cmd …`: the values are words too; the program is the first word after them.
+    while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at++]!, [])
+    const programWord = words[at]
+    if (programWord === undefined) continue
+    if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
+    const args = words.slice(at + 1)
+    const argv = [programWord.value, ...args.map((w) => w.value)]
+    const program = NodePath.basename(programWord.value)
+    const bases: Array<string> = []
+    if (changesDirectory.has(program)) {
+      args.forEach((w, i) => {
+        const v = w.value
+        if (v === "-C" && args[i + 1] !== undefined) bases.push(args[i + 1]!.value)
+        else if (/^-C./.test(v)) bases.push(v.slice(2))
+        else if (v.startsWith("--directory=")) bases.push(v.slice("--directory=".length))
+      })
+    }
+    for (const w of args) word(w, bases)
+    if (program === "tar" && args.some((w) => w.value === "-T" || /^-[A-Za-z]*T/.test(w.value))) {
+      unknown.push({ word: "-T", why: "a list of file names read when the command runs" })
+    }
+    for (const tree of treesOf(argv)) {
+      trees.push(tree)
+      if (!tree.startsWith("/")) for (const base of bases) trees.push(NodePath.join(base, tree))
+    }
+    // The script of `sh -c …` is a command line of its own.
+    if (shells.test(program) && depth < 4) {
+      const flag = args.findIndex((w) => /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
+      const script = flag < 0 ? undefined : args[flag + 1]
+      if (script !== undefined && !script.expands) {
+        const parsed = CommandLine.tokenize(script.value)
+        if (parsed.unterminated || parsed.invalid !== undefined) unknown.push({ word: script.value, why: "a script that cannot be read" })
+        else {
+          const inner = named(parsed.tokens, true, depth + 1)
+          files.push(...inner.files)
+          unknown.push(...inner.unknown)
+          globs.push(...inner.globs)
+          trees.push(...inner.trees)
+        }
+      }
+    }
+  }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)] }
+}
+
+/** How far the checks may go. */
+export interface Caps {
+  /** Most entries one tree walk or glob expansion looks at. */
+  readonly maxEntries: number
+  readonly maxDepth: number
+  /** How long all walks of one command may take. */
+  readonly timeBudgetMillis: number
+}
+
+const globRegex = (component: string, quoted: ReadonlyArray<boolean>): RegExp => {
+  let out = ""
+  for (let i = 0; i < component.length; i++) {
+    const c = component[i]!
+    if (quoted[i]) out += c.replace(/[.+^${}()|[\]\\*?]/g, "\\$&")
+    else if (c === "*") out += ".*"
+    else if (c === "?") out += "."
+    else if (c === "[") {
+      // A bracket expression is one character, whatever it holds (a superset is enough here).
+      const end = component.indexOf("]", i + 2)
+      if (end < 0) out += "\\["
+      else {
+        out += "."
+        i = end
+      }
+    } else out += c.replace(/[.+^${}()|\\]/g, "\\$&")
+  }
+  return new RegExp(`^${out}$`, "s")
+}
+
+/**
+ * The paths an unquoted glob expands to (folders followed as the shell follows them; dot files
+ * included, a superset of what a shell matches), or `undefined` when the cap was reached first.
+ */
+export const expandGlob = async (word: CommandLine.Word, cwd: string, home: string, maxEntries: number): Promise<ReadonlyArray<string> | undefined> => {
+  let value = word.value
+  let quoted = word.quoted
+  let start = cwd
+  if (value.startsWith("~/") && !quoted[0]) {
+    start = home
+    value = value.slice(2)
+    quoted = quoted.slice(2)
+  } else if (value.startsWith("/")) {
+    start = "/"
+  }
+  // Components, each with its quoting.
+  const components: Array<{ text: string; quoted: ReadonlyArray<boolean> }> = []
+  let from = 0
+  for (let i = 0; i <= value.length; i++) {
+    if (i === value.length || value[i] === "/") {
+      if (i > from) components.push({ text: value.slice(from, i), quoted: quoted.slice(from, i) })
+      from = i + 1
+    }
+  }
+  let current = [start]
+  let seen = 0
+  for (const component of components) {
+    const wild = [...component.text].some((c, i) => !component.quoted[i] && (c === "*" || c === "?" || c === "["))
+    if (!wild) {
+      current = current.map((dir) => NodePath.join(dir, component.text))
+      continue
+    }
+    const pattern = globRegex(component.text, component.quoted)
+    const next: Array<string> = []
+    for (const dir of current) {
+      let entries: Array<Dirent>
+      try {
+        entries = await NodeFs.readdir(dir, { withFileTypes: true })
+      } catch {
+        continue
+      }
+      seen += entries.length
+      if (seen > maxEntries) return undefined
+      for (const entry of entries) if (pattern.test(entry.name)) next.push(NodePath.join(dir, entry.name))
+    }
+    current = next
+  }
+  return current
+}
+
+/**
+ * Resolves what a command line names into the paths the permission check sees: each file, each
+ * glob match, each link out of a walked tree; what cannot be checked is outside, with a note.
+ */
+export const check = (
+  what: Named,
+  options: {
+    readonly cwd: string
+    readonly access: "read" | "write"
+    readonly resolve: (requested: string) => Effect.Effect<PathAccess>
+    readonly caps: Caps
+    readonly now: () => number
+  }
+): Effect.Effect<ReadonlyArray<PathAccess>> =>
+  Effect.gen(function*() {
+    const { access, caps, cwd } = options
+    const unchecked = (requested: string, resolved: string, note: string): PathAccess => ({ requested, resolved, insideCwd: false, access, note })
+    const out: Array<PathAccess> = what.unknown.map((u) => unchecked(u.word, u.word, `${u.why}: not known before it runs`))
+    const root = yield* Paths.realCwd(cwd)
+    const home = process.env.HOME ?? "/"
+    if (what.files.length + what.globs.length + what.trees.length > maxCandidates) {
+      return [...out, unchecked("(the command line)", "(the command line)", `more than ${maxCandidates} words and parts of words: not checked`)]
+    }
+    const deadline = options.now() + caps.timeBudgetMillis
+    const texts = [...what.files]
+    for (const glob of what.globs) {
+      const matches = yield* Effect.promise(() => expandGlob(glob, root, home, caps.maxEntries))
+      if (matches === undefined) out.push(unchecked(glob.raw, glob.raw, `a pattern matching more than ${caps.maxEntries} entries: not checked`))
+      else texts.push(...matches)
+    }
+    const resolved = yield* Effect.forEach([...new Set(texts)], options.resolve)
+    out.push(...resolved)
+    for (const tree of what.trees) {
+      const at = yield* options.resolve(tree)
+      // A tree outside is already asked about; a file is not a tree.
+      if (!at.insideCwd) continue
+      const info = yield* Effect.promise(() => NodeFs.stat(at.resolved).catch(() => undefined))
+      if (info?.isDirectory() !== true) continue
+      const links: Array<PathAccess> = []
+      const summary = yield* Walk.walk({
+        root: at.resolved,
+        allowed: (real) => Walk.isInside(root, real),
+        skipFolder: () => false,
+        maxFileBytes: 0,
+        maxEntries: caps.maxEntries,
+        maxDepth: caps.maxDepth,
+        deadline,
+        now: options.now,
+        onSkippedLink: (path, target) => {
+          const shown = Paths.display(NodePath, root, NodePath.join(at.resolved, path))
+          links.push(target.exact ? { requested: shown, resolved: target.path, insideCwd: false, access } : unchecked(shown, target.path, "a link that cannot be resolved"))
+          return links.length < 20
+        }
+      }).pipe(Effect.orElseSucceed(() => undefined))
+      out.push(...links)
+      if (summary === undefined) out.push(unchecked(tree, at.resolved, "a tree that could not be walked: not checked for links that lead out"))
+      else if (summary.stopped.length > 0 && links.length < 20) {
+        const why = summary.stopped.includes("time") ? "took too long to walk" : summary.stopped.includes("depth") ? `is deeper than ${caps.maxDepth} levels` : `has more than ${caps.maxEntries} entries`
+        out.push(unchecked(tree, at.resolved, `a tree that ${why}: not fully checked for links that lead out`))
+      }
+    }
+    const seen = new Set<string>()
+    return out.filter((p) => {
+      const key = `${p.requested}\0${p.resolved}\0${p.insideCwd}`
+      if (seen.has(key)) return false
+      seen.add(key)
+      return true
+    })
+  })

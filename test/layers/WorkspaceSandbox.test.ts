@@ -1,0 +1,255 @@
+/**
+ * Issue 18, item 7: what an approved command can reach. Each call here is executed without asking
+ * (as after an approval or an "always"): only the sandbox stands between it and the machine.
+ *
+ * Where this system cannot build the workspace sandbox (no user namespaces), the tests check the
+ * other branch instead — `required` refuses, `auto` warns — and say so in their names. Where it can
+ * (checked here independently of `Sandbox.detect`), detection must find it: a capable machine never
+ * passes these tests on the fallback branch.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
+import * as NodeFs from "node:fs"
+import * as NodeHttp from "node:http"
+import * as NodeNet from "node:net"
+import * as NodePath from "node:path"
+import { afterAll, beforeAll } from "vitest"
+import type { Json } from "../../src/domain/Json.js"
+import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import type { ToolContext } from "../../src/services/ToolRouter.js"
+
+const detected = await Effect.runPromise(Sandbox.detect)
+/** Whether this machine lets an unprivileged process make user, mount and network namespaces and mount in them. */
+const capable = process.platform === "linux" &&
+  spawnSync("unshare", ["--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "sh", "-c", "mount -t tmpfs t /tmp && mount -o remount,bind,ro /"], { stdio: "ignore" }).status === 0
+const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: ${detected._tag}]`
+
+/**
+ * Outside `/tmp` (which every command gets a private one of), so that what is outside the workspace
+ * is really there for a command to try: `outside/` beside the workspace, a fake home with keys.
+ */
+const root = NodeFs.realpathSync(NodeFs.mkdtempSync("/var/tmp/effect-agent-sandbox-test-"))
+const home = NodePath.join(root, "home")
+const outside = NodePath.join(root, "outside")
+const dataDir = NodePath.join(root, "data")
+const KEY = `-----BEGIN FAKE KEY ${process.pid}-----`
+NodeFs.mkdirSync(NodePath.join(home, ".ssh"), { recursive: true })
+NodeFs.mkdirSync(NodePath.join(home, ".config", "effect-agent"), { recursive: true })
+NodeFs.mkdirSync(NodePath.join(home, ".aws"), { recursive: true })
+NodeFs.mkdirSync(outside)
+NodeFs.mkdirSync(dataDir)
+NodeFs.writeFileSync(NodePath.join(home, ".ssh", "id_rsa"), KEY)
+NodeFs.writeFileSync(NodePath.join(home, ".aws", "credentials"), KEY)
+NodeFs.writeFileSync(NodePath.join(home, ".netrc"), KEY)
+NodeFs.writeFileSync(NodePath.join(home, ".config", "effect-agent", "trusted.json"), KEY)
+NodeFs.writeFileSync(NodePath.join(dataDir, "session.jsonl"), KEY)
+NodeFs.writeFileSync(NodePath.join(outside, "target.txt"), "outside\n")
+
+const savedHome = process.env.HOME
+/** A server in the test's own network namespace, counting the requests that reached it. */
+let requests = 0
+const server = NodeHttp.createServer((_, response) => {
+  requests++
+  response.end("reached")
+})
+let url = ""
+beforeAll(async () => {
+  process.env.HOME = home
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done))
+  url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`
+})
+afterAll(async () => {
+  if (savedHome === undefined) delete process.env.HOME
+  else process.env.HOME = savedHome
+  await new Promise<void>((done) => server.close(() => done()))
+  NodeFs.rmSync(root, { recursive: true, force: true })
+})
+
+let workspaces = 0
+/** A fresh workspace (a git repository with a settings folder) and its tools; every call is run as if approved. */
+const workspace = (options: WorkspaceTools.Options = {}) =>
+  Effect.gen(function*() {
+    const cwd = NodePath.join(root, `ws${++workspaces}`)
+    NodeFs.mkdirSync(NodePath.join(cwd, ".effect-agent"), { recursive: true })
+    NodeFs.writeFileSync(NodePath.join(cwd, ".effect-agent", "settings.json"), "{}")
+    NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "inside\n")
+    execFileSync("git", ["init", "-q"], { cwd })
+    const tools = yield* WorkspaceTools.make({ sandbox: "required", hiddenPaths: [dataDir], ...options })
+    const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
+    const run = (command: string, extra: Record<string, Json> = {}) =>
+      Effect.either(Effect.flatMap(tools.prepare({ toolCallId: "c", tool: "shell", args: { command, ...extra } }, cwd), (call) => tools.execute(call, context)))
+    /** The command's output (its exit code appended by the tool when not 0). */
+    const output = (command: string) =>
+      Effect.map(run(command), (result) => Either.isRight(result) ? result.right.result : `[failed: ${result.left.errorCode}] ${result.left.message}`)
+    return { cwd, run, output }
+  }).pipe(Effect.provide(NodeContext.layer))
+
+describe(`the workspace sandbox ${branch}`, () => {
+  it("is found wherever the machine can build it", () => {
+    expect(detected._tag === "Workspace", `capable: ${capable}, detected: ${JSON.stringify(detected)}`).toBe(capable)
+  })
+
+  if (detected._tag !== "Workspace") {
+    it.effect(`${branch} "required" refuses every command, naming why; "auto" runs them after one warning`, () =>
+      Effect.gen(function*() {
+        const { run } = yield* workspace()
+        const refused = yield* run("true")
+        expect(Either.isLeft(refused) && refused.left).toMatchObject({ errorCode: "sandbox_unavailable", message: expect.stringContaining(detected.reason) })
+        const auto = yield* workspace({ sandbox: "auto" })
+        expect(Either.isRight(yield* auto.run("true"))).toBe(true)
+      }))
+    return
+  }
+
+  it.effect(`${branch} an approved write outside the workspace fails: touch /tmp/outside-… lands in a private /tmp, a file beside the workspace and the user's home are read-only`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace()
+      const marker = `/tmp/outside-${process.pid}-${Date.now()}`
+      // The command's /tmp is its own (empty, gone with it): the file is made there, never in the real one.
+      expect(yield* output(`sh -c 'touch ${marker} && ls -A /tmp'`)).toBe(`${NodePath.basename(marker)}\n`)
+      expect(NodeFs.existsSync(marker)).toBe(false)
+      expect(yield* output(`touch ${outside}/new.txt`)).toContain("Read-only file system")
+      expect(yield* output(`sh -c 'echo pwned > ${outside}/target.txt'`)).toContain("Read-only file system")
+      expect(yield* output(`touch ${home}/.bashrc`)).toContain("Read-only file system")
+      expect(NodeFs.readdirSync(outside).sort()).toEqual(["target.txt"])
+      expect(NodeFs.readFileSync(NodePath.join(outside, "target.txt"), "utf8")).toBe("outside\n")
+    }))
+
+  it.effect(`${branch} credentials, effect-agent's config and data folders are hidden: cat ~/.ssh/id_rsa finds nothing`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace()
+      for (const command of [
+        `cat ${home}/.ssh/id_rsa`,
+        "sh -c 'cat ~/.ssh/id_rsa'",
+        `cat ${home}/.aws/credentials`,
+        `cat ${home}/.netrc`,
+        `cat ${home}/.config/effect-agent/trusted.json`,
+        `cat ${dataDir}/session.jsonl`,
+        `sh -c 'grep -r BEGIN ${home} ${dataDir}'`
+      ]) {
+        expect(yield* output(command), command).not.toContain(KEY)
+      }
+      expect(yield* output(`ls -A ${home}/.ssh`)).toBe("(no output)")
+      // Nor can a command put anything there.
+      expect(yield* output(`touch ${home}/.ssh/authorized_keys`)).toContain("Read-only file system")
+    }))
+
+  it.effect(`${branch} there is no network unless the user turns it on: curl and node's fetch to a server on 127.0.0.1 of the host fail`, () =>
+    Effect.gen(function*() {
+      const before = requests
+      const { output } = yield* workspace()
+      const fetchScript = `node -e "fetch('${url}').then(r => r.text()).then(t => console.log('got', t), e => { console.log('failed', e.cause?.code ?? e.message); process.exit(7) })"`
+      const fetched = yield* output(fetchScript)
+      expect(fetched).toContain("failed")
+      expect(fetched).not.toContain("got reached")
+      const curl = Sandbox.which("curl", process.env.PATH)
+      if (curl !== undefined) expect(yield* output(`curl -sS --max-time 5 ${url}`)).not.toContain("reached")
+      expect(requests).toBe(before)
+      // With the network on, the same commands reach it.
+      const online = yield* workspace({ network: true })
+      expect(yield* online.output(fetchScript)).toContain("got reached")
+      expect(requests).toBeGreaterThan(before)
+    }))
+
+  it.effect(`${branch} loopback works inside: a test suite can serve and connect on 127.0.0.1${Sandbox.which("ip", process.env.PATH) === undefined ? " (no `ip` here: loopback is down, checked as such)" : ""}`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace()
+      const script = "node -e \"const s = require('net').createServer(c => c.end('pong')).listen(0, '127.0.0.1', () => require('net').connect(s.address().port, '127.0.0.1').on('data', d => { console.log(String(d)); s.close() }).on('error', e => { console.log(e.code); s.close() }))\""
+      const result = yield* output(script)
+      if (detected.programs.ip === undefined) expect(result).not.toContain("pong")
+      else expect(result.trim()).toBe("pong")
+    }))
+
+  it.effect(`${branch} writes inside cwd and to $TMPDIR work; node starts; git works, its config and hooks stay read-only`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      expect(yield* output("sh -c 'echo made > made.txt && echo temp > \"$TMPDIR/t.txt\" && cat \"$TMPDIR/t.txt\" && echo $TMPDIR'")).toBe("temp\n/tmp\n")
+      expect(NodeFs.readFileSync(NodePath.join(cwd, "made.txt"), "utf8")).toBe("made\n")
+      expect(yield* output("node -e \"console.log(process.version, 1 + 1)\"")).toContain(" 2")
+      expect(yield* output("git add a.txt")).toBe("(no output)")
+      expect(yield* output("git -c user.name=t -c user.email=t@example.com commit -qm first")).toBe("(no output)")
+      expect(yield* output("git status --short")).toBe("?? .effect-agent/\n?? made.txt\n")
+      expect(yield* output("git log --format=%s")).toBe("first\n")
+      // What would run code on the user's next git command, or change the agent's rules, cannot be written.
+      expect(yield* output("git config core.fsmonitor 'touch /x'")).toMatch(/\[exit code [1-9]/)
+      expect(yield* output("touch .git/hooks/pre-commit")).toContain("Read-only file system")
+      expect(yield* output("sh -c 'echo {} > .effect-agent/settings.json'")).toContain("Read-only file system")
+      expect(yield* output("mv .git/config .git/config.old")).toMatch(/\[exit code [1-9]/)
+      // Nor put a repository of its own in the place of the real one.
+      expect(yield* output("mv .git .git-old")).toMatch(/\[exit code [1-9]/)
+      expect(yield* output("mv .git/hooks .git/hooks-old")).toMatch(/\[exit code [1-9]/)
+      expect(yield* output("mv .effect-agent .effect-agent-old")).toMatch(/\[exit code [1-9]/)
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "HEAD"))).toBe(true)
+      expect(NodeFs.readFileSync(NodePath.join(cwd, ".git", "config"), "utf8")).not.toContain("fsmonitor")
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
+    }))
+
+  it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
+    Effect.gen(function*() {
+      // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.
+      const runtime = NodePath.join(root, "runtime")
+      NodeFs.mkdirSync(runtime, { recursive: true })
+      const socket = NodePath.join(runtime, "bus")
+      const service = NodeNet.createServer((connection) => connection.end("answered"))
+      yield* Effect.promise(() => new Promise<void>((done) => service.listen(socket, done)))
+      const savedRuntime = process.env.XDG_RUNTIME_DIR
+      process.env.XDG_RUNTIME_DIR = runtime
+      // A terminal of the user's, open on the host while the command runs.
+      const hostTerminals = () => NodeFs.readdirSync("/dev/pts").filter((name) => name !== "ptmx")
+      const before = hostTerminals().length
+      const terminal = spawn("script", ["-qc", "sleep 60", "/dev/null"], { stdio: "ignore", detached: true })
+      try {
+        // Bounded wait for the terminal to exist (asserted below).
+        for (let i = 0; i < 200 && hostTerminals().length <= before; i++) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 25)))
+        expect(hostTerminals().length).toBeGreaterThan(before)
+        const connect = (path: string) =>
+          `node -e "require('net').connect('${path}').on('data', d => console.log(String(d))).on('error', e => console.log('refused', e.code))"`
+        for (const network of [false, true]) {
+          const { output } = yield* workspace({ network })
+          const reached = yield* output(connect(socket))
+          expect(reached, `network: ${network}`).not.toContain("answered")
+          expect(reached, `network: ${network}`).toContain("refused")
+          expect(yield* output("ls /dev/pts"), `network: ${network}`).toBe("ptmx\n")
+          // A pseudo-terminal of its own still works.
+          expect(yield* output("script -qc 'tty' /dev/null"), `network: ${network}`).toMatch(/^\/dev\/pts\/0/)
+        }
+        // Without the network, /run (databases' sockets, the system bus) is a private, empty folder.
+        expect(yield* (yield* workspace()).output("ls -A /run")).toBe("(no output)")
+      } finally {
+        process.kill(-terminal.pid!, "SIGKILL")
+        if (savedRuntime === undefined) delete process.env.XDG_RUNTIME_DIR
+        else process.env.XDG_RUNTIME_DIR = savedRuntime
+        service.close()
+      }
+    }))
+
+  it.effect(`${branch} the command's environment never reaches the setup, which runs as root of the namespace: an LD_PRELOAD loads in the command alone`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace({ env: { set: { LD_PRELOAD: "/nonexistent/effect-agent-preload.so", MARKER: "set" } } })
+      const result = yield* output("sh -c 'echo $MARKER $TMPDIR'")
+      expect(result).toContain("set /tmp")
+      // The dynamic loader complains once per process that was given the variable: here only the command's sh.
+      expect(result.split("\n").filter((line) => line.includes("effect-agent-preload.so")).length).toBe(1)
+    }))
+
+  it.effect(`${branch} a command cannot undo the sandbox: no unmount, no remount, not from a namespace of its own; no hard link from outside`, () =>
+    Effect.gen(function*() {
+      const { output } = yield* workspace()
+      for (const command of [
+        `sh -c 'umount ${home}/.ssh; cat ${home}/.ssh/id_rsa'`,
+        `sh -c 'umount -l ${home}/.ssh 2>&1; cat ${home}/.ssh/id_rsa'`,
+        `sh -c 'mount -o remount,rw / 2>&1; touch ${outside}/x'`,
+        `unshare --user --map-root-user --mount sh -c 'umount ${home}/.ssh; mount -o remount,rw / ; cat ${home}/.ssh/id_rsa; touch ${outside}/x'`,
+        `unshare --user --map-root-user --mount sh -c 'umount -l ${root}; touch ${outside}/x; cat ${home}/.ssh/id_rsa'`
+      ]) {
+        expect(yield* output(command), command).not.toContain(KEY)
+      }
+      expect(NodeFs.readdirSync(outside)).toEqual(["target.txt"])
+      // A second name inside the workspace for a file outside would let a later write change it.
+      expect(yield* output(`ln ${outside}/target.txt linked.txt`)).toMatch(/\[exit code [1-9]/)
+    }))
+})
