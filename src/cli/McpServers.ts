@@ -49,7 +49,8 @@ export const configurable = (): Configurable => {
             return router().definitions
           },
           prepare: (call, cwd) => router().prepare(call, cwd),
-          execute: (call, context) => router().execute(call, context)
+          execute: (call, context) => router().execute(call, context),
+          sources: () => router().sources?.() ?? []
         } satisfies ToolRouter.ToolRouter.Service
       })
     ),

@@ -86,6 +86,8 @@ export interface SessionState {
    * `compaction` too). Left open in a log by a crash, it is closed `compaction.failed {interrupted}`.
    */
   readonly compaction?: OpenCompaction | undefined
+  /** The hash of the tool list each MCP server last offered in this session (`mcp.tools_listed`); absent before any. */
+  readonly toolLists?: Readonly<Record<string, string>> | undefined
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -307,6 +309,8 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         openTurn: withCallsPhase(next),
         remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
       }))
+    case "mcp.tools_listed":
+      return Either.right({ ...base, openTurn: turn, toolLists: { ...state.toolLists, [event.payload.server]: event.payload.hash } })
     default:
       return Either.right({ ...base, openTurn: turn })
   }

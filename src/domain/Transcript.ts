@@ -169,6 +169,7 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
     case "followup.dropped":
     case "session.forked":
     case "context.built":
+    case "mcp.tools_listed":
     case "model.retry":
     case "compaction.started":
     case "compaction.failed":

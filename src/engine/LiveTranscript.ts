@@ -81,6 +81,7 @@ export class LiveTranscript {
       case "followup.dropped":
       case "session.forked":
       case "context.built":
+      case "mcp.tools_listed":
       case "model.retry":
       case "compaction.started":
       case "compaction.failed":

@@ -31,6 +31,18 @@ const prepare = (env: TurnEnv): Effect.Effect<{ readonly request: ModelRequest; 
   })
 
 /**
+ * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or
+ * whose list changed since: the log says which tools a request offered before the request is made.
+ */
+const recordToolLists = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> => {
+  const sources = env.tools?.sources?.() ?? []
+  if (sources.length === 0) return Effect.void
+  const recorded = env.session.live.state.toolLists ?? {}
+  const changed = sources.filter((source) => recorded[source.server] !== source.hash)
+  return changed.length === 0 ? Effect.void : Effect.asVoid(env.commit(changed.map(EventDraft.mcpToolsListed)))
+}
+
+/**
  * Builds the request of a step; `context.built` is stored for the first step when the runtime
  * added anything. A request past the compaction threshold, or over the window, compacts the context
  * first (once per step) and is built again. Returns `None` when the request would not fit the
@@ -38,6 +50,7 @@ const prepare = (env: TurnEnv): Effect.Effect<{ readonly request: ModelRequest; 
  */
 export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
   Effect.gen(function*() {
+    yield* recordToolLists(env)
     let { request, tokens } = yield* prepare(env)
     const reason = Compaction.trigger(env, tokens.total)
     if (reason !== undefined) {

@@ -109,6 +109,7 @@ export const inputOf = (event: TurnEvent): TurnInput => {
     case "user.message":
     case "turn.steered":
     case "context.built":
+    case "mcp.tools_listed":
       return { _tag: "Enter", phase: RunningPhase.ContextBuilding }
     case "model.delta":
     case "model.retry":

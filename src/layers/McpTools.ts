@@ -206,14 +206,20 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     yield* Effect.forEach(connections, list, { concurrency: "unbounded", discard: true })
     yield* rebuild
 
-    /** After a server was started again, its tools are read again: a changed list is what the next request offers. */
+    /**
+     * After a call that stopped its server (a crash, a timeout, garbage), the server is started again
+     * and its tools read again, so a changed list is what the next request offers (and the log
+     * records); after a start by someone else, the same.
+     */
     const refreshIfRestarted = (connection: McpConnection.Connection) =>
-      connection.starts() === listedAt.get(connection.name)
-        ? Effect.void
-        : list(connection).pipe(
-          Effect.zipRight(rebuild),
-          Effect.catchAll((error) => Effect.logWarning("an MCP server's tools could not be read again", error.message))
-        )
+      Effect.suspend(() =>
+        connection.isLive() && connection.starts() === listedAt.get(connection.name)
+          ? Effect.void
+          : list(connection).pipe(
+            Effect.zipRight(rebuild),
+            Effect.catchAll((error) => Effect.logWarning("an MCP server's tools could not be read again", error.message))
+          )
+      )
 
     const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> => {
       const target = byName.get(call.tool)
@@ -252,7 +258,8 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
         return definitions
       },
       prepare,
-      execute
+      execute,
+      sources: () => [...(base?.sources?.() ?? []), ...listings.map(({ hash, server, tools }) => ({ server, tools, hash }))]
     }
     return { router, listings: () => listings }
   })

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -125,6 +125,14 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
           expect.objectContaining({ decision: "allow", policy: "fixture" }),
           expect.objectContaining({ decision: "allow", policy: "fixture" })
         ])
+        // The tools the server offered are recorded once, before the request that offered them.
+        const listed = events.filter((e) => e.type === "mcp.tools_listed")
+        expect(listed).toHaveLength(1)
+        expect(listed[0]!.payload).toMatchObject({ server: "fixture", hash: expect.stringMatching(/^[0-9a-f]{64}$/) })
+        expect(listed[0]!.type === "mcp.tools_listed" && listed[0]!.payload.tools.map((t) => t.name)).toEqual(
+          requests[0]!.tools.map((t) => t.name).filter((name) => name.startsWith("mcp__"))
+        )
+        expect(events.findIndex((e) => e.type === "mcp.tools_listed")).toBeLessThan(events.findIndex((e) => e.type === "context.built"))
         // The context estimate counts the MCP tools' descriptions.
         const built = events.find((e) => e.type === "context.built")
         expect(built?.type === "context.built" && built.payload.tokens.tools).toBeGreaterThan(0)
@@ -217,6 +225,37 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       expect(lines(cwd, "started")).toHaveLength(2)
       expect(JSON.stringify(requests[1]!.messages)).toContain("closed the connection")
+    }))
+
+  it.scoped("a server restarted with another tool list: the next request offers it, and the log records the change before it", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const { events, requests } = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const session = yield* engine.createSession({ cwd, client: "test" })
+        // The running server read its variant when it started (with the layer); its next start offers one more tool, and the crash makes that start happen.
+        writeFileSync(join(cwd, "variant"), "2")
+        yield* collect(engine.runTurn({ sessionId: session.sessionId, userMessage: "go" }))
+        return {
+          events: yield* collect(engine.replaySession({ sessionId: session.sessionId })),
+          requests: yield* Effect.flatMap(FakeModel, (m) => m.requests)
+        }
+      }).pipe(Effect.provide(engineWith({
+        cwd,
+        servers: { fixture: stdioServer(cwd) },
+        policy: allowAll,
+        responses: [{ toolCalls: [call("crash")] }, { toolCalls: [call("extra")] }, { chunks: ["done"] }]
+      })))
+      expectWellFormedLog(events)
+      const listed = events.flatMap((e) => e.type === "mcp.tools_listed" ? [e.payload] : [])
+      expect(listed).toHaveLength(2)
+      expect(listed[0]!.hash).not.toBe(listed[1]!.hash)
+      expect(listed[1]!.tools.map((t) => t.name)).toContain("mcp__fixture__extra")
+      expect(requests[1]!.tools.map((t) => t.name)).toContain("mcp__fixture__extra")
+      expect(ends(events)).toEqual([
+        expect.objectContaining({ toolCallId: "call_1", errorCode: "mcp_server_failed" }),
+        expect.objectContaining({ toolCallId: "call_2", result: "extra ran" })
+      ])
     }))
 
   it.scoped("a server that does not answer hits the time limit: the call fails timeout and the turn goes on", () =>

@@ -72,6 +72,8 @@ export interface Connection {
   readonly callTool: (tool: string, args: Record<string, unknown>) => Effect.Effect<CallToolResult, ToolFailure>
   /** How many times the server was started (or connected to). */
   readonly starts: () => number
+  /** Whether the server is running (or connected) now. */
+  readonly isLive: () => boolean
   /** Stops the server. */
   readonly close: Effect.Effect<void>
 }
@@ -199,5 +201,5 @@ export const make = (options: Options): Effect.Effect<Connection> =>
 
     const close = lock.withPermits(1)(Effect.suspend(() => (live === undefined ? Effect.void : drop(live))))
 
-    return { name: options.name, listTools, callTool, starts: () => starts, close } satisfies Connection
+    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close } satisfies Connection
   })

@@ -44,6 +44,10 @@ export const step = (view, event) => {
     case "turn.steered":
       push({ kind: "steer", text: p.content })
       break
+    case "mcp.tools_listed":
+      // Which tools an MCP server offered (again, when its list changed): a note in the turn.
+      note(`MCP server ${p.server}: ${p.tools.length} tool${p.tools.length === 1 ? "" : "s"} (${p.tools.map((t) => t.name).join(", ")})`)
+      break
     case "context.built":
       // What the next model request costs: shown in the state panel, not in the transcript.
       view.contextTokens = p.tokens?.total
@@ -227,7 +231,7 @@ if (typeof document !== "undefined") {
 
   const eventTypes = ["session.created", "turn.started", "user.message", "context.built", "model.delta", "model.retry", "model.tool_call_requested",
     "permission.requested", "permission.resolved", "tool.started", "tool.progress", "tool.completed", "tool.failed", "turn.completed",
-    "turn.steered", "followup.queued", "followup.dropped", "compaction.started", "session.compacted", "compaction.failed", "session.forked"]
+    "turn.steered", "mcp.tools_listed", "followup.queued", "followup.dropped", "compaction.started", "session.compacted", "compaction.failed", "session.forked"]
 
   const openSession = (sessionId) => {
     state.sessionId = sessionId
