@@ -49,7 +49,25 @@ describe("MCP servers in the CLI", () => {
     const log = await logOf(p, done.stderr)
     expect(log).toContain("\"result\":\"echo: from the cli\"")
     expect(starts(p)).toBe(1)
-  }, 60_000)
+    const listed = (text: string) => text.split("\n").filter((line) => line.includes("\"type\":\"mcp.tools_listed\"")).map((line) => JSON.parse(line).payload)
+    expect(listed(log)).toHaveLength(1)
+    expect(done.stderr).toContain("MCP server fixture: 8 tools")
+
+    // The session resumed in another process, whose server offers the same tools: nothing new is recorded.
+    const sessionId = /session (sess_\S+)/.exec(done.stderr)![1]!
+    const again = await runIn(p, ["--session", sessionId, "--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(again.code, again.stderr).toBe(0)
+    expect(listed(await logOf(p, done.stderr))).toHaveLength(1)
+
+    // Resumed once more with a server that now offers another list: the change is recorded, before the request that offers it.
+    writeFileSync(join(p.markers, "variant"), "2")
+    const changed = await runIn(p, ["--session", sessionId, "--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(changed.code, changed.stderr).toBe(0)
+    const lists = listed(await logOf(p, done.stderr))
+    expect(lists).toHaveLength(2)
+    expect(lists[1].hash).not.toBe(lists[0].hash)
+    expect(lists[1].tools.map((t: { name: string }) => t.name)).toContain("mcp__fixture__extra")
+  }, 120_000)
 
   it("without an allow rule the call asks; with stdin closed the answer is no and the server never runs the tool", async () => {
     const p = project("ask", [{ tool: "mcp__fixture__echo", args: { text: "x" } }])
