@@ -95,6 +95,8 @@ export const make = (
   emit: LiveSession.Emit
 ): TurnEnv => ({
   ...services,
+  // A session may have tools of its own (MCP servers its client named).
+  tools: services.tools?.forSession?.(session.sessionId) ?? services.tools,
   session,
   turnId,
   control,

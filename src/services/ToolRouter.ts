@@ -116,6 +116,8 @@ export declare namespace ToolRouter {
     readonly definitions: ReadonlyArray<ToolDefinition>
     /** The outside sources among `definitions` (MCP servers), whose lists the log records; none when absent. */
     readonly sources?: () => ReadonlyArray<ToolSource>
+    /** The router of one session's turns, when sessions have tools of their own (MCP servers a client gave for it); else this one. */
+    readonly forSession?: (sessionId: string) => ToolRouter.Service
     /** Validates a call: `unknown_tool`, `invalid_arguments`, or the resolved call. */
     readonly prepare: (call: ToolCallInput, cwd: string) => Effect.Effect<PreparedCall, ToolFailure>
     /** Runs a prepared, allowed call. Interruption stops it (a process is killed). */

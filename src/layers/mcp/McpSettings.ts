@@ -23,6 +23,9 @@ import * as TrustStore from "../TrustStore.js"
 import * as Paths from "../workspace/Paths.js"
 import * as McpConfig from "./McpConfig.js"
 
+/** A file that cannot be used as it is; `message` is one line naming it and the entry. */
+export { SettingsError }
+
 /** The project's MCP file, relative to its directory. */
 export const projectFileName = ".mcp.json"
 /** The user's own MCP file, in the config folder. */
