@@ -28,6 +28,7 @@ import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
 import * as Trust from "./Trust.js"
+import * as Mcp from "./Mcp.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -210,7 +211,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

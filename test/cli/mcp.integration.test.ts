@@ -90,6 +90,24 @@ describe("MCP servers in the CLI", () => {
     expect(done.stderr).toContain("bad.json: mcpServers.fixture")
   }, 60_000)
 
+  it("mcp list: each server's tools and what they cost in context, with a total", async () => {
+    const p = project("list", [])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify(serversFile(p)))
+    const done = await cli(p, ["mcp", "list", "--mcp-config", config])
+    expect(done.code, done.stderr).toBe(0)
+    const lines = done.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^fixture {2}8 tools {2}~\d+ tokens$/)
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__fixture__echo {2}~\d+ tokens$/))
+    const perTool = lines.slice(1, -1).map((line) => Number(/~(\d+) tokens/.exec(line)![1]))
+    const server = Number(/~(\d+) tokens/.exec(lines[0]!)![1])
+    // The server's cost is its tools' together (one JSON array, so within a few tokens of the sum).
+    expect(Math.abs(server - perTool.reduce((a, b) => a + b, 0))).toBeLessThanOrEqual(perTool.length)
+    expect(lines.at(-1)).toBe(`total  ~${server} tokens in every request`)
+    const none = await cli(project("none", []), ["mcp", "list"])
+    expect(none.stderr).toContain("No MCP servers are configured here.")
+  }, 60_000)
+
   it("the user's own mcp.json starts its servers", async () => {
     const p = project("user", [{ tool: "mcp__fixture__add", args: { a: 20, b: 22 } }])
     writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))
