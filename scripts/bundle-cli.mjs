@@ -1,5 +1,6 @@
 /**
- * Bundles the CLI into `dist/cli/bin.js` (the package's `bin`) plus lazy chunks in `dist/cli/chunks/`.
+ * Bundles the CLI into `dist/cli/bin.js` (the package's `bin`) plus lazy chunks in `dist/cli/chunks/`,
+ * and the web viewer's page into `dist/server/viewer/` (see the end of this file).
  *
  * Why: unbundled, a cold start resolves, reads and compiles some 600 ES modules of Effect,
  * @effect/cli and @effect/platform before the first byte of an answer (~440 ms against ~50 ms for
@@ -19,7 +20,7 @@
  * current sources) and by the test suite's global setup.
  */
 import * as esbuild from "esbuild"
-import { readdirSync, readFileSync, rmSync } from "node:fs"
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { join, resolve } from "node:path"
 
 const root = resolve(import.meta.dirname, "..")
@@ -61,3 +62,21 @@ const chunks = join(outdir, "chunks")
 for (const name of readdirSync(chunks)) {
   if (!written.has(join(chunks, name))) rmSync(join(chunks, name))
 }
+
+// The web viewer's page (served by `serve` and by `effect-agent/server`): its script bundled with
+// the domain's fold of the log (`SessionView`, through `effect-agent/view`, which carries nothing of
+// Effect), so the page shows what the package's projection says rather than a copy of it. Built
+// here, never while the server runs; the server reads `index.html`, `page.bundle.js` and the sign-in page from this folder.
+const viewer = join(root, "dist", "server", "viewer")
+mkdirSync(viewer, { recursive: true })
+await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: ["src/server/viewer/page.js"],
+  outfile: join(viewer, "page.bundle.js"),
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  logLevel: "warning"
+})
+for (const name of ["index.html", "login.html", "login.js"]) copyFileSync(join(root, "src", "server", "viewer", name), join(viewer, name))

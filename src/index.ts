@@ -19,6 +19,8 @@ export * as Session from "./domain/Session.js"
 export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */
 export * as Transcript from "./domain/Transcript.js"
+/** What a UI shows of a session: the log folded into turns, calls and notes (the web viewer's fold). */
+export * as SessionView from "./domain/SessionView.js"
 /** The typed errors. */
 export {
   ApprovalNotPending,

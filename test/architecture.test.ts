@@ -64,6 +64,14 @@ describe("the dependency rule", () => {
       })
     }
 
+    if (area === "fsm") {
+      it(`${name} is the turn's machine alone: it imports nothing of the log (domain/) or the engine`, () => {
+        for (const spec of imports.filter((s) => s.startsWith("."))) {
+          expect(areaOf(resolve(dirname(file), spec)), `${name} imports ${spec}`).toBe("fsm")
+        }
+      })
+    }
+
     if (area === "layers") {
       it(`${name} does not reach into the engine or the adapters`, () => {
         for (const spec of imports.filter((s) => s.startsWith("."))) {

@@ -23,6 +23,7 @@ import * as Stream from "effect/Stream"
 import { type AgentEvent, type Json, type McpConfig, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
+import * as Arrivals from "./Arrivals.js"
 
 /** Options of the agent. */
 export interface Options {
@@ -51,6 +52,10 @@ interface Running {
   readonly controller: AbortController
   /** A cancel was asked for: the prompt answers `cancelled`. */
   cancelled: boolean
+  /** When the request it runs for (a prompt, or a load resuming a paused turn) arrived: a `session/cancel` that arrived later cancels it. */
+  readonly arrivedAt: number
+  /** The turn, once its `turn.started` has been seen. */
+  turnId: string | undefined
 }
 
 /** A session opened on this connection (`session/new` or `session/load`). */
@@ -113,6 +118,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
     const sessions = new Map<string, Served>()
+    const arrivals = Arrivals.make()
     let support = AcpMapper.baseline
 
     /**
@@ -149,11 +155,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return session === undefined ? Effect.fail(acp.RequestError.sessionNotFound(sessionId)) : Effect.succeed(session)
       })
 
-    /** Claims the session for a turn: one at a time per session. */
-    const claim = (session: Served) =>
+    /** Claims the session for a turn, for the request that arrived at `arrivedAt`: one at a time per session. */
+    const claim = (session: Served, arrivedAt: number) =>
       Effect.suspend(() => {
         if (session.running !== undefined) return Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId: session.sessionId }))
-        const running: Running = { controller: new AbortController(), cancelled: false }
+        const running: Running = { controller: new AbortController(), cancelled: false, arrivedAt, turnId: undefined }
         session.running = running
         return Effect.succeed(running)
       })
@@ -164,19 +170,31 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       })
 
     /**
-     * Cancels the session's turn: open permission requests are settled, then the engine cancels.
-     * Only sessions opened on this connection: a client cannot close another's paused turn.
+     * Cancels a turn this connection drives: open permission requests are settled, then the engine
+     * cancels it — by id once its `turn.started` was seen (before that, whatever the session runs for
+     * it: its own turn when its start is seen). Only turns of this connection: a client cannot close
+     * another's.
      */
-    const cancel = (sessionId: string) =>
-      Effect.gen(function*() {
+    const cancel = (session: Served, running: Running) =>
+      Effect.suspend(() => {
+        running.cancelled = true
+        running.controller.abort()
+        return engine.cancelTurn({ sessionId: session.sessionId, ...(running.turnId === undefined ? {} : { turnId: running.turnId }) })
+      })
+
+    /**
+     * `session/cancel`: cancels the session's turn when its request arrived before the cancel. A
+     * cancel that arrived before it — a Stop click landing after the previous answer — is a no-op, as
+     * is a cancel with no turn running.
+     */
+    const cancelNotified = (sessionId: string) =>
+      Effect.suspend(() => {
         const session = sessions.get(sessionId)
-        if (session === undefined) return yield* Effect.logDebug("effect-agent acp: session/cancel for a session not opened here").pipe(Effect.annotateLogs({ sessionId }))
-        const running = session.running
-        if (running !== undefined) {
-          running.cancelled = true
-          running.controller.abort()
+        const running = session?.running
+        if (session === undefined || running === undefined || !arrivals.cancelledAfter(sessionId, running.arrivedAt)) {
+          return Effect.logDebug("effect-agent acp: session/cancel with no turn of this connection to cancel").pipe(Effect.annotateLogs({ sessionId }))
         }
-        yield* engine.cancelTurn({ sessionId })
+        return cancel(session, running)
       })
 
     /** Asks the client about a paused call; the answer goes to the engine. */
@@ -186,7 +204,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         stopWaitingOnCancel: true
       })
 
-    const answer = (session: Served, call: Call, request: Promise<acp.RequestPermissionResponse>) =>
+    const answer = (session: Served, running: Running, call: Call, request: Promise<acp.RequestPermissionResponse>) =>
       Effect.gen(function*() {
         // A request settled by our own cancel, or by the connection closing, counts as cancelled.
         const response = yield* Effect.promise(() => request.then((r) => Option.some(r), () => Option.none()))
@@ -194,11 +212,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           onNone: (): AcpMapper.Answer => ({ _tag: "Cancelled" }),
           onSome: (r) => AcpMapper.answerOf(r.outcome)
         })
-        if (answer._tag === "Cancelled") return yield* cancel(session.sessionId)
+        if (answer._tag === "Cancelled") return yield* cancel(session, running)
         yield* engine.resolvePermission({ sessionId: session.sessionId, toolCallId: call.toolCallId, decision: answer.decision, remember: answer.remember }).pipe(
           // The turn ended meanwhile (cancelled): the answer has nothing left to decide.
           Effect.catchTag("ApprovalNotPending", () => Effect.void),
-          Effect.catchAll((error) => Effect.logWarning("effect-agent acp: could not store the user's answer", error).pipe(Effect.zipRight(cancel(session.sessionId))))
+          Effect.catchAll((error) => Effect.logWarning("effect-agent acp: could not store the user's answer", error).pipe(Effect.zipRight(cancel(session, running))))
         )
       })
 
@@ -220,7 +238,12 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
                 const call = calls.get(event.payload.toolCallId)
-                if (call !== undefined) yield* answer(session, call, permissionRequest(client, session, running, call))
+                if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call))
+              }
+              if (event.type === "turn.started" && running.turnId === undefined) {
+                running.turnId = event.turnId
+                // Cancelled before its start was seen: the cancel may have found another turn (a queued follow-up's) running for it.
+                if (running.cancelled) yield* engine.cancelTurn({ sessionId: session.sessionId, turnId: event.turnId })
               }
               if (event.type === "turn.completed") completed = event.payload
             })
@@ -303,8 +326,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return { sessionId: session.sessionId, ...(modes === undefined ? {} : { modes }) } satisfies acp.NewSessionResponse
       })
 
-    const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext) =>
+    const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
       Effect.gen(function*() {
+        const arrivedAt = arrivals.requestAt(requestId)
         const { sessionId } = params
         const existing = sessions.get(sessionId)
         if (existing?.running !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
@@ -329,7 +353,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         if (pending.length > 0) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
           // background: the client may take its time, and the paused turn goes on from the answers.
-          const running = yield* claim(session)
+          const running = yield* claim(session, arrivedAt)
           const asked = pending.map((call) => ({ call, request: permissionRequest(client, session, running, call) }))
           yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
         }
@@ -347,7 +371,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     ) =>
       Effect.gen(function*() {
         for (const { call, request } of asked) {
-          yield* answer(session, call, request)
+          yield* answer(session, running, call, request)
           if (running.cancelled) return
         }
         const completed = yield* drive(client, session, running, engine.resumeTurn({ sessionId: session.sessionId }).pipe(
@@ -361,15 +385,21 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         Effect.ensuring(release(session, running))
       )
 
-    const prompt = (params: acp.PromptRequest, client: acp.AgentContext, signal: AbortSignal) =>
+    const prompt = (params: acp.PromptRequest, client: acp.AgentContext, signal: AbortSignal, requestId: acp.JsonRpcId) =>
       Effect.gen(function*() {
+        const arrivedAt = arrivals.requestAt(requestId)
         const session = yield* served(params.sessionId)
         const userMessage = AcpMapper.promptText(params.prompt)
         if (userMessage.trim() === "") return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
-        const running = yield* claim(session)
+        const running = yield* claim(session, arrivedAt)
+        // A session/cancel that arrived after this prompt was handled before it got here: it never starts.
+        if (arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
+          yield* release(session, running)
+          return { stopReason: "cancelled" } satisfies acp.PromptResponse
+        }
         // The client cancelling this request ($/cancel_request) or going away cancels the turn; the
         // turn then ends as it does for session/cancel.
-        const onAbort = () => runFork(cancel(session.sessionId))
+        const onAbort = () => runFork(cancel(session, running))
         signal.addEventListener("abort", onAbort, { once: true })
         const completed = yield* drive(client, session, running, engine.runTurn({ sessionId: session.sessionId, userMessage })).pipe(
           Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort))),
@@ -406,18 +436,18 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const app = acp.agent({ name: options.name ?? "effect-agent" })
       .onRequest(acp.methods.agent.initialize, ({ params }) => initialize(params))
       .onRequest(acp.methods.agent.session.new, ({ params }) => handle(newSession(params)))
-      .onRequest(acp.methods.agent.session.load, ({ client, params }) => handle(loadSession(params, client)))
-      .onRequest(acp.methods.agent.session.prompt, ({ client, params, signal }) => handle(prompt(params, client, signal)))
+      .onRequest(acp.methods.agent.session.load, ({ client, params, requestId }) => handle(loadSession(params, client, requestId)))
+      .onRequest(acp.methods.agent.session.prompt, ({ client, params, requestId, signal }) => handle(prompt(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => handle(setMode(params)))
       .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))
-      .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancel(params.sessionId)))
+      .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancelNotified(params.sessionId)))
 
-    const connection = app.connect(stream)
+    const connection = app.connect(arrivals.observe(stream))
     yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
     yield* Effect.promise(() => connection.closed)
     // The client is gone: cancel what still runs (each turn stores its close), then the fiber set's
     // finalizer waits for every handler to end.
-    yield* Effect.forEach([...sessions.values()].filter((s) => s.running !== undefined), (s) => cancel(s.sessionId), { discard: true, concurrency: "unbounded" })
+    yield* Effect.forEach(sessions.values(), (s) => (s.running === undefined ? Effect.void : cancel(s, s.running)), { discard: true, concurrency: "unbounded" })
     yield* FiberSet.awaitEmpty(fibers)
   }))
 

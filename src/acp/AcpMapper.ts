@@ -200,11 +200,25 @@ export const updatesOf = (
         content: toolContent(`${event.payload.errorCode}: ${event.payload.message}`),
         rawOutput: { errorCode: event.payload.errorCode, message: event.payload.message }
       }]
-    default:
-      // session.created, turn.started, context.built, model.retry, permission.*, turn.completed:
-      // the client learns of them otherwise (the prompt's answer, a permission request) or not at all.
-      // followup.queued / followup.dropped / session.forked: ACP has no queue nor fork; a follow-up's
-      // turn shows through its own events (its user.message on replay).
+    case "compaction.started":
+    case "session.compacted":
+    case "compaction.failed":
+      // Mapped above (by type string, whatever the client supports).
+      return []
+    case "session.created":
+    case "turn.started":
+    case "context.built":
+    case "mcp.tools_listed":
+    case "model.retry":
+    case "permission.requested":
+    case "permission.resolved":
+    case "turn.completed":
+      // The client learns of these otherwise (the prompt's answer, a permission request) or not at all.
+      return []
+    case "followup.queued":
+    case "followup.dropped":
+    case "session.forked":
+      // ACP has no queue nor fork; a follow-up's turn shows through its own events (its user.message on replay).
       return []
   }
 }

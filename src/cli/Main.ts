@@ -50,6 +50,17 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error
 })
 
+// The runtime handles the first SIGINT by interrupting the program — a running turn is cancelled and
+// its close stored — and then stops listening, so a second Ctrl+C right after it would kill the
+// process with the turn left open. Ctrl+Cs that come while the program winds down are absorbed
+// instead; the process exits as soon as the turn is closed. (A second SIGTERM is a supervisor's
+// "now": it stops the process at once, see onSigterm.)
+let interrupts = 0
+const windingDown = () => {
+  if (++interrupts === 2) process.stderr.write("effect-agent: closing the turn before exiting\n")
+}
+process.on("SIGINT", windingDown)
+
 /** One clear line per failure: typed errors by their message, no stack unless EFFECT_AGENT_DEBUG is set. */
 const report = (cause: Cause.Cause<unknown>) =>
   Effect.sync(() => {

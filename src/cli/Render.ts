@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import { absurd } from "effect/Function"
 import { type AgentEvent, Json } from "../index.js"
 
 /** Where rendered text goes. */
@@ -126,9 +127,19 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
         if (options.transcript) out("\n")
         return
       }
-      default:
+      case "session.created":
+      case "turn.started":
+      case "context.built":
+      case "tool.started":
+      case "tool.progress":
+      case "followup.queued":
+      case "followup.dropped":
+      case "session.forked":
+        // Not shown: the run's own framing, or session-level events other views show.
         return
     }
+    // Every event type is said above: a new one does not compile until it is.
+    return absurd<void>(event)
   }
   return { event, note, endLine, callOf }
 }

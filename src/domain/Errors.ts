@@ -78,22 +78,31 @@ export const retryableReasons: ReadonlySet<ProviderFailureReason> = new Set([
 /**
  * A model provider failed. It never escapes a turn: the turn ends `stopReason: "error"` with the
  * `reason` as its `errorCode`. `detail` is for logs only; it may quote the vendor's message.
+ * `retryAfterMs`: how long the vendor asked to wait before the request is sent again (its
+ * `retry-after`). `retryDelayMs`: the wait a recording made before it sent the request again — a
+ * cassette replaying it (see `Cassette`): the engine then retries after exactly that wait, whatever
+ * its own retry policy would do, so the replay's log is the recording's.
  */
 export class ProviderFailure extends Schema.TaggedError<ProviderFailure>()("ProviderFailure", {
   reason: ProviderFailureReason,
-  retryable: Schema.Boolean,
   detail: Schema.String,
   status: Schema.optional(Schema.Int),
   retryAfterMs: Schema.optional(Schema.Int),
+  retryDelayMs: Schema.optional(Schema.Int),
   cause: Schema.optional(Schema.Defect)
 }) {
-  /** A failure with `retryable` set from its reason. */
+  /** A failure of `reason`. */
   static of(
     reason: ProviderFailureReason,
     detail: string,
-    extra: { readonly status?: number; readonly retryAfterMs?: number; readonly cause?: unknown } = {}
+    extra: { readonly status?: number; readonly retryAfterMs?: number; readonly retryDelayMs?: number; readonly cause?: unknown } = {}
   ): ProviderFailure {
-    return new ProviderFailure({ reason, retryable: retryableReasons.has(reason), detail, ...extra })
+    return new ProviderFailure({ reason, detail, ...extra })
+  }
+
+  /** Whether sending the request again unchanged may succeed: it follows from the reason (see {@link retryableReasons}). */
+  get retryable(): boolean {
+    return retryableReasons.has(this.reason)
   }
 
   override get message(): string {

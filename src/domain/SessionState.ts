@@ -9,7 +9,7 @@
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
 import * as TurnFsm from "../fsm/TurnFsm.js"
-import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, Usage } from "./AgentEvent.js"
+import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 
 /** Where a tool call stands. */
@@ -211,6 +211,50 @@ const withCallsPhase = (turn: OpenTurn): OpenTurn => {
   return { ...turn, status: { state: "running", phase } }
 }
 
+/**
+ * The input each turn event feeds the turn's state machine, one entry per event type (a new type does
+ * not compile until it says what it does to a turn). Events that do not move the turn (a delta while
+ * streaming, a tool completing while others still run) enter the phase they imply.
+ */
+const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { readonly type: T }>) => TurnFsm.TurnInput } = {
+  "turn.started": () => ({ _tag: "Start" }),
+  "turn.completed": (event) =>
+    event.payload.stopReason === "final" ? { _tag: "Complete" } : event.payload.stopReason === "cancelled" ? { _tag: "Cancel" } : { _tag: "Fail" },
+  "user.message": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "turn.steered": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "context.built": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "mcp.tools_listed": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "model.delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "model.retry": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "tool.completed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "tool.failed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "model.tool_call_requested": () => enter(TurnFsm.RunningPhase.ToolPending),
+  "permission.requested": () => enter(TurnFsm.RunningPhase.PermissionPending),
+  "permission.resolved": (event) => enter(event.payload.decision === "ask" ? TurnFsm.RunningPhase.AwaitingApproval : TurnFsm.RunningPhase.ToolPending),
+  "tool.started": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "tool.progress": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "compaction.started": () => enter(TurnFsm.RunningPhase.Compaction),
+  // The request is built again, from the compacted (or unchanged) context.
+  "session.compacted": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "compaction.failed": () => enter(TurnFsm.RunningPhase.ContextBuilding)
+}
+
+const enter = (phase: TurnFsm.RunningPhase): TurnFsm.TurnInput => ({ _tag: "Enter", phase })
+
+/** The input a turn event feeds the turn's state machine: the log and the machine cannot disagree. */
+export const inputOf = (event: TurnEvent): TurnFsm.TurnInput => (inputs[event.type] as (event: TurnEvent) => TurnFsm.TurnInput)(event)
+
+/**
+ * Whether `event` moves nothing but the state's sequence and activity time: a delta while the open
+ * turn's model streams (its machine would give back the same status). The reducer's hot path, and
+ * what lets {@link Folder} fold a run of deltas at once.
+ */
+const movesOnlyTheSequence = (state: SessionState, event: AgentEvent): boolean => {
+  if (event.type !== "model.delta") return false
+  const status = state.openTurn?.status
+  return status?.state === TurnFsm.TurnState.Running && status.phase === TurnFsm.RunningPhase.ModelStreaming && state.openTurn!.turnId === event.turnId
+}
+
 /** Applies one event. Fails, naming the event's sequence, when it cannot follow the state. */
 export const reduce = (state: SessionState, event: AgentEvent): Either.Either<SessionState, ImpossibleEvent> => {
   if (event.sessionId !== state.sessionId) return fail(event, `event of session ${event.sessionId} in session ${state.sessionId}`)
@@ -244,12 +288,9 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     return fail(event, `${event.type} of turn ${event.turnId}, which is not the open turn`)
   }
   const base: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
-  // The hot path: a delta while the model streams moves nothing but the sequence (the machine's
-  // transition would give back the same status).
-  if (event.type === "model.delta" && open!.status.state === TurnFsm.TurnState.Running && open!.status.phase === TurnFsm.RunningPhase.ModelStreaming) {
-    return Either.right(base)
-  }
-  const status = TurnFsm.transition(open?.status ?? TurnFsm.initial, TurnFsm.inputOf(event))
+  // The hot path: a delta while the model streams moves nothing but the sequence and the time.
+  if (movesOnlyTheSequence(state, event)) return Either.right(base)
+  const status = TurnFsm.transition(open?.status ?? TurnFsm.initial, inputOf(event))
   if (Either.isLeft(status)) return fail(event, status.left.message)
   const turn: OpenTurn = open === undefined
     ? { turnId: event.turnId, status: status.right, toolCalls: [], toolCallCount: 0 }
@@ -309,10 +350,15 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         openTurn: withCallsPhase(next),
         remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
       }))
+    case "user.message":
+    case "turn.steered":
+    case "context.built":
+    case "model.delta":
+    case "model.retry":
+      // The turn moves on (its phase), nothing else.
+      return Either.right({ ...base, openTurn: turn })
     case "mcp.tools_listed":
       return Either.right({ ...base, openTurn: turn, toolLists: { ...state.toolLists, [event.payload.server]: event.payload.hash } })
-    default:
-      return Either.right({ ...base, openTurn: turn })
   }
 }
 
@@ -335,7 +381,7 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
   }
   let turn = open
   if (open !== undefined) {
-    const status = TurnFsm.transition(open.status, TurnFsm.inputOf(event))
+    const status = TurnFsm.transition(open.status, inputOf(event))
     if (Either.isLeft(status)) return fail(event, status.left.message)
     turn = { ...open, status: status.right }
   }
@@ -348,6 +394,48 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
       ? { compactionId, reason: event.payload.reason, ...(event.turnId === undefined ? {} : { turnId: event.turnId }) }
       : undefined
   })
+}
+
+/**
+ * An incremental fold of one session's new events into its state, as {@link reduce} does one event at
+ * a time — but a run of deltas while the model streams (each moves nothing but the sequence and the
+ * time, see {@link movesOnlyTheSequence}) is folded by reducing only its last delta, when the state
+ * is next read. What the engine's commit folds each batch with: a provider that streams one delta
+ * per chunk costs one reduction per run, not one state copy per delta.
+ */
+export class Folder {
+  /** The last delta of the run not folded yet. */
+  private pending: EventOfType<"model.delta"> | undefined = undefined
+  /** The last sequence taken, pending deltas included. */
+  lastSequence: number
+
+  constructor(private folded: SessionState) {
+    this.lastSequence = folded.lastSequence
+  }
+
+  /** The state with every event added. */
+  get state(): SessionState {
+    const pending = this.pending
+    if (pending !== undefined) {
+      this.pending = undefined
+      this.folded = orThrow(reduce({ ...this.folded, lastSequence: pending.sequence - 1 }, pending))
+    }
+    return this.folded
+  }
+
+  /** Adds the next event. Throws an {@link ImpossibleEvent} when it cannot follow: a caller that builds only legal events treats that as a defect. */
+  add(event: AgentEvent): void {
+    const inRun = event.type === "model.delta" && event.sequence === this.lastSequence + 1 &&
+      (this.pending === undefined ? movesOnlyTheSequence(this.folded, event) : event.turnId === this.pending.turnId)
+    if (inRun) this.pending = event
+    else this.folded = orThrow(reduce(this.state, event))
+    this.lastSequence = event.sequence
+  }
+}
+
+const orThrow = (next: Either.Either<SessionState, ImpossibleEvent>): SessionState => {
+  if (Either.isLeft(next)) throw next.left
+  return next.right
 }
 
 /** Replays a whole log. Fails on the first event that cannot follow its predecessors. */

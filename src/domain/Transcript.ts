@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { AgentEvent } from "./AgentEvent.js"
+import type { AgentEvent, EventOfType, EventType } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 
 /** A tool call the model made, with its result once the call ended. */
@@ -143,49 +143,85 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
   return { entries, open: undefined }
 }
 
-/** Applies one event. Events that do not change the conversation only close the current response. */
-export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => {
-  switch (event.type) {
-    case "user.message":
-    case "turn.steered":
-      // A steer reaches the model as a user message, where it was stored in the turn.
-      return {
-        entries: [...closed(transcript).entries, { role: "user", turnId: event.turnId, content: event.payload.content, sequence: event.sequence }],
-        open: undefined
-      }
-    case "model.delta":
-      return withOpen(transcript, event.turnId, event.sequence, (entry) => ({ ...entry, content: entry.content + event.payload.text }))
-    case "model.tool_call_requested":
-      return withOpen(transcript, event.turnId, event.sequence, (entry) => ({
-        ...entry,
-        toolCalls: [...entry.toolCalls, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }]
-      }))
-    case "tool.completed":
-      return withResult(transcript, event.payload.toolCallId, event.payload.result, false)
-    case "tool.failed":
-      return withResult(transcript, event.payload.toolCallId, event.payload.message, true)
-    case "session.created":
-    case "followup.queued":
-    case "followup.dropped":
-    case "session.forked":
-    case "context.built":
-    case "mcp.tools_listed":
-    case "model.retry":
-    case "compaction.started":
-    case "compaction.failed":
-      return transcript
-    case "session.compacted":
-      return compacted(transcript, {
-        compactionId: event.payload.compactionId,
-        summary: event.payload.summary,
-        firstKeptSequence: event.payload.firstKeptSequence,
-        sequence: event.sequence,
-        turnId: event.turnId
-      })
-    default:
-      return closed(transcript)
-  }
+/**
+ * What an event can do to a transcript, for each way one is held: the immutable {@link Transcript}
+ * (see {@link reduce}), or the engine's live one, changed in place. Which event does which is said
+ * once, in {@link apply}.
+ */
+export interface Changes<T> {
+  /** A message of the user (a turn's `user.message`, a `turn.steered`): it ends the response streaming. */
+  readonly user: (transcript: T, turnId: string, content: string, sequence: number) => T
+  /** Text of the response streaming; `sequence` begins it when none streams. */
+  readonly text: (transcript: T, turnId: string, text: string, sequence: number) => T
+  /** A tool call of the response streaming; `sequence` begins it when none streams. */
+  readonly call: (transcript: T, turnId: string, call: TranscriptToolCall, sequence: number) => T
+  /** A call's result, attached to its call: it ends the response streaming. */
+  readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean) => T
+  /** A compaction (see {@link compacted}). */
+  readonly compacted: (transcript: T, compaction: Compaction) => T
+  /** Another event of a turn: the response streaming ends. */
+  readonly close: (transcript: T) => T
 }
+
+type Change = <T>(changes: Changes<T>, transcript: T, event: AgentEvent) => T
+
+const unchanged: Change = (_, transcript) => transcript
+const closes: Change = (changes, transcript) => changes.close(transcript)
+
+/**
+ * What each event type does to the conversation — one entry per type: a new type does not compile
+ * until it says. Session-level events, and those about the context rather than the conversation,
+ * change nothing; the other events of a turn end the response streaming.
+ */
+const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcript: T, event: EventOfType<K>) => T } = {
+  "session.created": unchanged,
+  "followup.queued": unchanged,
+  "followup.dropped": unchanged,
+  "session.forked": unchanged,
+  "context.built": unchanged,
+  "mcp.tools_listed": unchanged,
+  "model.retry": unchanged,
+  "compaction.started": unchanged,
+  "compaction.failed": unchanged,
+  // A steer reaches the model as a user message, where it was stored in the turn.
+  "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
+  "turn.steered": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
+  "model.delta": (changes, transcript, event) => changes.text(transcript, event.turnId, event.payload.text, event.sequence),
+  "model.tool_call_requested": (changes, transcript, event) =>
+    changes.call(transcript, event.turnId, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }, event.sequence),
+  "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false),
+  "tool.failed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.message, true),
+  "session.compacted": (changes, transcript, event) =>
+    changes.compacted(transcript, {
+      compactionId: event.payload.compactionId,
+      summary: event.payload.summary,
+      firstKeptSequence: event.payload.firstKeptSequence,
+      sequence: event.sequence,
+      turnId: event.turnId
+    }),
+  "turn.started": closes,
+  "turn.completed": closes,
+  "permission.requested": closes,
+  "permission.resolved": closes,
+  "tool.started": closes,
+  "tool.progress": closes
+}
+
+/** Applies one event to a transcript held as `changes` holds it: the one transcript fold. */
+export const apply = <T>(changes: Changes<T>, transcript: T, event: AgentEvent): T => (changesOf[event.type] as Change)(changes, transcript, event)
+
+/** The changes of the immutable transcript: each gives a new transcript, sharing what did not change. */
+const immutable: Changes<Transcript> = {
+  user: (transcript, turnId, content, sequence) => ({ entries: [...closed(transcript).entries, { role: "user", turnId, content, sequence }], open: undefined }),
+  text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
+  call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
+  result: (transcript, toolCallId, content, isError) => withResult(transcript, toolCallId, content, isError),
+  compacted: (transcript, compaction) => compacted(transcript, compaction),
+  close: (transcript) => closed(transcript)
+}
+
+/** Applies one event. Events that do not change the conversation only close the current response. */
+export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => apply(immutable, transcript, event)
 
 /** Replays a whole log into its transcript. */
 export const replay = (events: Iterable<AgentEvent>): Transcript => {

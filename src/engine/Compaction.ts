@@ -30,7 +30,8 @@ import * as Transcript from "../domain/Transcript.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as Retry from "./Retry.js"
-import type * as TurnEnv from "./TurnEnv.js"
+import { type Services, toolSpecs } from "./Services.js"
+import type { Commit } from "./Turn.js"
 
 /** What a compaction stored: the payload of its `session.compacted`. */
 export type CompactionResult = AgentEvent.PayloadOf<"session.compacted">
@@ -45,46 +46,34 @@ export type Outcome =
   /** Nothing before the cut to summarise: no event was stored. */
   | { readonly _tag: "NothingToCompact" }
 
-/** What a compaction works with: the engine's services, the session, and where its events go. */
-export interface Writer {
-  readonly services: TurnEnv.TurnServices
-  readonly session: LiveSession.LiveSession
-  /** Commits the compaction's drafts: in the running turn, or session-level. */
-  readonly commit: (drafts: ReadonlyArray<AgentEvent.TurnEventDraft>) => Effect.Effect<ReadonlyArray<AgentEvent.AgentEvent>, EventStoreFailure>
-}
-
 /** The tokens of recent context kept verbatim: the option, else a fifth of the model's window. */
-export const keepRecentTokens = (services: TurnEnv.TurnServices): number =>
+export const keepRecentTokens = (services: Services): number =>
   Math.max(0, services.options.compaction.keepRecentTokens ?? Math.floor(services.provider.capabilities.maxContextTokens / 5))
 
 /**
  * What triggers a compaction before a request of `tokens` estimated tokens: over the window (unless
  * `onOverflow` is off), or past the threshold share of it; `undefined` for none.
  */
-export const trigger = (services: TurnEnv.TurnServices, tokens: number): AgentEvent.CompactionReason | undefined => {
+export const trigger = (services: Services, tokens: number): AgentEvent.CompactionReason | undefined => {
   const { onOverflow, threshold } = services.options.compaction
   const window = services.provider.capabilities.maxContextTokens
   if (tokens > window) return onOverflow === false ? undefined : "overflow"
   return threshold !== undefined && tokens > threshold * window ? "threshold" : undefined
 }
 
-/** The tools as a request describes them. */
-export const toolSpecs = (services: TurnEnv.TurnServices) =>
-  services.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []
-
 /** The estimated tokens of a request built from `transcript` (the system prompt and tools included). */
-const tokensOf = (w: Writer, transcript: Transcript.Transcript): Effect.Effect<number> =>
+const tokensOf = (services: Services, session: LiveSession.LiveSession, transcript: Transcript.Transcript): Effect.Effect<number> =>
   Effect.map(
-    w.services.context.build({ sessionId: w.session.sessionId, cwd: w.session.live.state.cwd, transcript, tools: toolSpecs(w.services) }),
+    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services) }),
     (built) => built.tokens.total
   )
 
 /** The model's text for one summary request, retried as a turn's request is. */
-const summarise = (w: Writer, request: Cut.SummaryRequest): Effect.Effect<Either.Either<string, ProviderFailure>> =>
+const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effect<Either.Either<string, ProviderFailure>> =>
   Retry.loop(
-    w.services.options.retry,
+    services.options.retry,
     () =>
-      w.services.provider.stream(request).pipe(
+      services.provider.stream(request).pipe(
         Stream.runFold("", (text, chunk) => (chunk._tag === "TextDelta" ? text + chunk.text : text)),
         Effect.either
       ),
@@ -96,9 +85,9 @@ const summarise = (w: Writer, request: Cut.SummaryRequest): Effect.Effect<Either
   )
 
 /** The summary of the entries before the cut, or the errorCode of why there is none. */
-const summaryOf = (w: Writer, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<string, string>> =>
+const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<string, string>> =>
   Effect.gen(function*() {
-    let entries = Cut.fitting(summarised, w.services.provider.capabilities.maxContextTokens)
+    let entries = Cut.fitting(summarised, services.provider.capabilities.maxContextTokens)
     for (let retries = 0;; retries++) {
       if (entries.length === 0) return Either.left("context_overflow")
       if (entries.length < summarised.length) {
@@ -106,7 +95,7 @@ const summaryOf = (w: Writer, summarised: ReadonlyArray<Transcript.TranscriptEnt
           Effect.annotateLogs({ dropped: summarised.length - entries.length })
         )
       }
-      const answer = yield* summarise(w, Cut.summaryRequest(entries))
+      const answer = yield* summarise(services, Cut.summaryRequest(entries))
       if (Either.isRight(answer)) {
         const summary = answer.right.trim()
         return summary === "" ? Either.left("empty_summary") : Either.right(summary)
@@ -122,39 +111,42 @@ const summaryOf = (w: Writer, summarised: ReadonlyArray<Transcript.TranscriptEnt
   })
 
 /**
- * Runs one compaction of the session's context. `tokensBefore`: the estimate that triggered it
- * (estimated here when not given). Uninterruptible but for the model's answer: interrupting that
- * stores `compaction.failed {cancelled}` and then interrupts the caller.
+ * Runs one compaction of the session's context, its events committed by `commit`: in the running
+ * turn, or session-level for a manual one. `tokensBefore`: the estimate that triggered it (estimated
+ * here when not given). Uninterruptible but for the model's answer: interrupting that stores
+ * `compaction.failed {cancelled}` and then interrupts the caller.
  */
 export const run = (
-  w: Writer,
+  services: Services,
+  session: LiveSession.LiveSession,
+  commit: Commit,
   reason: AgentEvent.CompactionReason,
   tokensBefore?: number
 ): Effect.Effect<Outcome, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const { session, services } = w
       const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1)
       if (plan === undefined) return { _tag: "NothingToCompact" } as const
-      const before = tokensBefore ?? (yield* tokensOf(w, session.live.transcript))
-      const compactionId = yield* services.ports.ids.next("compaction")
-      const [started] = yield* w.commit([EventDraft.compactionStarted(compactionId, reason, before)])
-      const exit = yield* Effect.exit(restore(summaryOf(w, plan.summarised)))
+      const before = tokensBefore ?? (yield* tokensOf(services, session, session.live.transcript))
+      const compactionId = yield* services.ids.next("compaction")
+      const [started] = yield* commit([EventDraft.compactionStarted(compactionId, reason, before)])
+      const exit = yield* Effect.exit(restore(summaryOf(services, plan.summarised)))
       if (Exit.isFailure(exit)) {
         // Interrupted (a cancel), or a defect: the compaction ends failed, then so does the caller.
         const errorCode = Cause.isInterruptedOnly(exit.cause) ? "cancelled" : "internal_error"
         if (errorCode === "internal_error") yield* Effect.logError("the compaction failed unexpectedly", exit.cause)
-        yield* w.commit([EventDraft.compactionFailed(compactionId, errorCode)])
+        yield* commit([EventDraft.compactionFailed(compactionId, errorCode)])
         return yield* Effect.failCause(exit.cause)
       }
       if (Either.isLeft(exit.value)) {
-        yield* w.commit([EventDraft.compactionFailed(compactionId, exit.value.left)])
+        yield* commit([EventDraft.compactionFailed(compactionId, exit.value.left)])
         return { _tag: "Failed", compactionId, errorCode: exit.value.left } as const
       }
       const summary = exit.value.right
       const turnId = started !== undefined && "turnId" in started ? started.turnId : undefined
       const after = yield* tokensOf(
-        w,
+        services,
+        session,
         Transcript.compacted(session.live.transcript, {
           compactionId,
           summary,
@@ -171,7 +163,7 @@ export const run = (
         tokensBefore: before,
         tokensAfter: after
       }
-      yield* w.commit([EventDraft.sessionCompacted(result)])
+      yield* commit([EventDraft.sessionCompacted(result)])
       return { _tag: "Compacted", result } as const
     })
   )

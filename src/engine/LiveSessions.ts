@@ -15,13 +15,16 @@ import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
+import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { EventStoreFailure, SessionBusy } from "../domain/Errors.js"
 import { SessionNotFound } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import type { EventStore } from "../services/EventStore.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as SessionDriver from "./SessionDriver.js"
 
 /** How many sessions an engine holds, and for how long. */
 export interface CacheOptions {
@@ -56,6 +59,12 @@ interface Writer {
 export interface LiveSessions {
   /** The session, loaded from the store if it is not held. */
   readonly get: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError>
+  /**
+   * The session, loaded under its writer lock: what every write goes through. An unknown session
+   * fails `SessionNotFound` before any lock is taken. A session not held yet is loaded once, after
+   * the lock is taken (what was loaded before it is stale: another process may have written).
+   */
+  readonly writable: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy>
   /**
    * Takes the session's writer lock unless it is held already. What was loaded before is forgotten
    * once the lock is taken: another process may have written until it let go.
@@ -101,9 +110,9 @@ export const make = (
       entries.set(sessionId, entry)
     }
 
-    /** A loaded session with no driver, whose lock (if any) is settled, may be let go. */
+    /** A loaded session nothing drives nor writes to, whose lock (if any) is settled, may be let go. */
     const idle = (sessionId: string, entry: Entry) => {
-      if (entry.session === undefined || entry.session.active !== undefined) return false
+      if (entry.session === undefined || !SessionDriver.isIdle(entry.session.driver)) return false
       const writer = writers.get(sessionId)
       return writer === undefined || (writer.held && writer.releasing === undefined)
     }
@@ -200,6 +209,19 @@ export const make = (
         )
       })
 
+    /** Whether the store holds the session: its first event is read, not its whole log. */
+    const stored = (sessionId: string): Effect.Effect<void, LoadError> =>
+      !Session.isValidId(sessionId)
+        ? Effect.fail(new SessionNotFound({ sessionId }))
+        : Effect.flatMap(Stream.runHead(store.read(sessionId)), (first) => Option.isSome(first) ? Effect.void : Effect.fail(new SessionNotFound({ sessionId })))
+
+    const writable = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy> =>
+      Effect.suspend(() => {
+        const writer = writers.get(sessionId)
+        if (writer?.held === true && writer.releasing === undefined) return get(sessionId)
+        return Effect.zipRight(entries.has(sessionId) ? Effect.void : stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId)))
+      })
+
     const add = (session: LiveSession.LiveSession) =>
       Effect.suspend(() => {
         entries.set(session.sessionId, {
@@ -212,6 +234,7 @@ export const make = (
 
     return {
       get,
+      writable,
       holdWriter,
       add,
       forget: (sessionId) => void entries.delete(sessionId),

@@ -3,7 +3,8 @@
  * messages of its model requests with their JSON length, rendered once per entry. Folding an event
  * costs what the event changes — a delta appends its text, a user message one entry — never a copy
  * of the conversation: a session of 2,000 turns, or one hydrated from a 100 MB log, folds at the
- * speed of a fresh one. What it gives out ({@link LiveTranscript.snapshot}) is a `Transcript`
+ * speed of a fresh one. Which event changes what is the domain's (`Transcript.apply`); this class
+ * only holds the result in place. What it gives out ({@link LiveTranscript.snapshot}) is a `Transcript`
  * equal to `Transcript.replay` of the same events (test/engine/liveTranscript.test.ts checks that).
  *
  * @since 0.2.0
@@ -14,13 +15,20 @@ import * as Transcript from "../domain/Transcript.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 
 /** The messages of a transcript, as a request carries them, and the length of their JSON array. */
-export interface Rendered {
-  readonly messages: ReadonlyArray<Transcript.Message>
-  readonly jsonLength: number
-}
+export type Rendered = ContextBuilder.Rendering
 
 /** The tool calls of a response that asked for none: one array for all of them. */
 const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
+
+/** The domain's transcript changes, made in place on a live transcript. */
+const inPlace: Transcript.Changes<LiveTranscript> = {
+  user: (live, turnId, content, sequence) => live.user(turnId, content, sequence),
+  text: (live, turnId, text, sequence) => live.text(turnId, text, sequence),
+  call: (live, turnId, call, sequence) => live.call(turnId, call, sequence),
+  result: (live, toolCallId, content, isError) => live.result(toolCallId, content, isError),
+  compacted: (live, compaction) => live.compacted(compaction),
+  close: (live) => live.closeResponse()
+}
 
 /** The JSON length of a list of messages whose own JSON lengths add up to `chars`: "[" + joined by "," + "]". */
 const arrayLength = (chars: number, count: number) => 2 + chars + Math.max(0, count - 1)
@@ -54,47 +62,42 @@ export class LiveTranscript {
     return transcript
   }
 
-  /** Folds one event in, as `Transcript.reduce` does. */
+  /** Folds one event in, as `Transcript.reduce` does: the domain's one transcript fold, applied in place. */
   add(event: AgentEvent): void {
-    switch (event.type) {
-      case "model.delta":
-        // The hot path: a cons string per delta, flattened once when the response ends.
-        if (this.openTurnId === undefined) this.open(event.turnId, event.sequence)
-        this.openContent += event.payload.text
-        return this.changed()
-      case "model.tool_call_requested":
-        if (this.openTurnId === undefined) this.open(event.turnId, event.sequence)
-        this.openCalls.push({ toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args })
-        return this.changed()
-      case "user.message":
-      case "turn.steered":
-        // A steer reaches the model as a user message, where it was stored in the turn.
-        this.close()
-        this.entries.push({ role: "user", turnId: event.turnId, content: event.payload.content, sequence: event.sequence })
-        return this.changed()
-      case "tool.completed":
-        return this.result(event.payload.toolCallId, event.payload.result, false)
-      case "tool.failed":
-        return this.result(event.payload.toolCallId, event.payload.message, true)
-      case "session.created":
-      case "followup.queued":
-      case "followup.dropped":
-      case "session.forked":
-      case "context.built":
-      case "mcp.tools_listed":
-      case "model.retry":
-      case "compaction.started":
-      case "compaction.failed":
-        return
-      case "session.compacted":
-        return this.compacted(event)
-      default:
-        // Any other event of a turn ends the response streaming.
-        if (this.openTurnId !== undefined) {
-          this.close()
-          this.changed()
-        }
+    Transcript.apply(inPlace, this, event)
+  }
+
+  /** A message of the user (see `Transcript.Changes`). */
+  user(turnId: string, content: string, sequence: number): this {
+    this.close()
+    this.entries.push({ role: "user", turnId, content, sequence })
+    this.changed()
+    return this
+  }
+
+  /** Text of the streaming response: the hot path, a cons string per delta, flattened once when the response ends. */
+  text(turnId: string, text: string, sequence: number): this {
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openContent += text
+    this.changed()
+    return this
+  }
+
+  /** A tool call of the streaming response. */
+  call(turnId: string, call: Transcript.TranscriptToolCall, sequence: number): this {
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openCalls.push(call)
+    this.changed()
+    return this
+  }
+
+  /** Another event of a turn: the streaming response ends. */
+  closeResponse(): this {
+    if (this.openTurnId !== undefined) {
+      this.close()
+      this.changed()
     }
+    return this
   }
 
   /** The transcript now, equal to `Transcript.replay` of the events added. */
@@ -102,8 +105,12 @@ export class LiveTranscript {
     if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
     const snapshot: Transcript.Transcript = { entries: this.entries.slice(), open: this.openEntry() }
     this.cachedSnapshot = snapshot
-    // A builder given this snapshot gets its rendering from here while it is current.
-    return ContextBuilder.withRendering(snapshot, () => this.cachedSnapshot === snapshot ? this.rendered() : Transcript.rendered(snapshot))
+    return snapshot
+  }
+
+  /** The rendering of a snapshot it gave out: kept here while the snapshot is current, else rendered from it. */
+  renderingOf(snapshot: Transcript.Transcript): ContextBuilder.Rendering {
+    return this.cachedSnapshot === snapshot ? this.rendered() : Transcript.rendered(snapshot)
   }
 
   /**
@@ -157,19 +164,14 @@ export class LiveTranscript {
    * A compaction: the summary, then the entries kept verbatim, as `Transcript.compacted` makes them;
    * rendered again from the start when next asked for (a compaction is rare, and shrinks what is held).
    */
-  private compacted(event: Extract<AgentEvent, { readonly type: "session.compacted" }>) {
+  compacted(compaction: Transcript.Compaction): this {
     this.close()
-    const next = Transcript.compacted({ entries: this.entries, open: undefined }, {
-      compactionId: event.payload.compactionId,
-      summary: event.payload.summary,
-      firstKeptSequence: event.payload.firstKeptSequence,
-      sequence: event.sequence,
-      turnId: event.turnId
-    })
+    const next = Transcript.compacted({ entries: this.entries, open: undefined }, compaction)
     this.entries.length = 0
     this.entries.push(...next.entries)
     this.unrender(0)
     this.changed()
+    return this
   }
 
   private changed() {
@@ -191,7 +193,7 @@ export class LiveTranscript {
   }
 
   /** A tool's result attaches to its call (searched from the latest entry), so messages keep call order. */
-  private result(toolCallId: string, content: string, isError: boolean) {
+  result(toolCallId: string, content: string, isError: boolean): this {
     this.close()
     this.changed()
     for (let i = this.entries.length - 1; i >= 0; i--) {
@@ -202,8 +204,9 @@ export class LiveTranscript {
         toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
       }
       this.unrender(i)
-      return
+      break
     }
+    return this
   }
 
   /** Forgets the rendering of entry `i` and of those after it: they are rendered again when next asked for. */

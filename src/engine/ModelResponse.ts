@@ -15,7 +15,7 @@ import type { ToolCallInput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as Retry from "./Retry.js"
-import type { TurnEnv } from "./TurnEnv.js"
+import type { Turn } from "./Turn.js"
 
 /** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
 export interface Tally {
@@ -45,18 +45,18 @@ const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefin
  * even if the provider still yields; a call id the turn already used would make two calls
  * indistinguishable, so the repeat is refused.
  */
-const guardOf = (env: TurnEnv): LiveSession.Guard => (live, draft) =>
-  !env.control.cancelRequested &&
+const guardOf = (turn: Turn): LiveSession.Guard => (live, draft) =>
+  !turn.cancel.requested &&
   (draft.type !== "model.tool_call_requested" || !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === draft.payload.toolCallId))
 
 /** Streams one response, committing what the provider has produced so far as one batch at a time. */
-const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
-    const guard = guardOf(env)
+    const guard = guardOf(turn)
     const calls: Array<ToolCallInput> = []
     let stored = false
     let finishReason: FinishReason | undefined
-    return env.provider.stream(request).pipe(
+    return turn.services.provider.stream(request).pipe(
       Stream.runForEachChunk((chunk) => {
         const drafts: Array<AgentEvent.TurnEventDraft> = []
         const asked: Array<ToolCallInput> = []
@@ -78,7 +78,7 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
           }
         }
         if (drafts.length === 0) return Effect.void
-        return Effect.flatMap(env.commit(drafts, guard), (events) => {
+        return Effect.flatMap(turn.commit(drafts, guard), (events) => {
           stored ||= events.length > 0
           if (asked.length === 0) return Effect.void
           const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
@@ -87,7 +87,7 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
             if (committed.delete(call.toolCallId)) calls.push(call)
             else repeats.push(call)
           }
-          if (repeats.length === 0 || env.control.cancelRequested) return Effect.void
+          if (repeats.length === 0 || turn.cancel.requested) return Effect.void
           return Effect.forEach(repeats, (call) =>
             Effect.logWarning("the model repeated a tool call id; the repeat is ignored").pipe(
               Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
@@ -112,19 +112,19 @@ const respond = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effe
  * Streams a response, sending the request again after a retryable failure that came before any
  * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
  */
-export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+export const stream = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Retry.loop(
-    env.options.retry,
+    turn.services.options.retry,
     (attempt) =>
-      respond(env, request, tally).pipe(
-        Effect.withSpan("effect-agent.model.request", {
+      respond(turn, request, tally).pipe(
+        Effect.withSpan("ModelResponse.request", {
           captureStackTrace: false,
           attributes: {
-            sessionId: env.session.sessionId,
-            turnId: env.turnId,
+            sessionId: turn.session.sessionId,
+            turnId: turn.turnId,
             attempt,
-            provider: env.provider.capabilities.provider,
-            model: env.provider.capabilities.model
+            provider: turn.services.provider.capabilities.provider,
+            model: turn.services.provider.capabilities.model
           }
         })
       ),
@@ -133,6 +133,6 @@ export const stream = (env: TurnEnv, request: ModelRequest, tally: Tally): Effec
     (failure, attempt, delayMs) =>
       Effect.logInfo("model request failed; retrying").pipe(
         Effect.annotateLogs({ reason: failure.reason, detail: failure.detail, attempt, delayMs }),
-        Effect.zipRight(env.commit([EventDraft.modelRetry(attempt, delayMs, failure.reason)]))
+        Effect.zipRight(turn.commit([EventDraft.modelRetry(attempt, delayMs, failure.reason)]))
       )
   )

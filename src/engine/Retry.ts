@@ -40,13 +40,18 @@ export interface Attempts {
   readonly next: (failure: ProviderFailure) => Effect.Effect<Option.Option<number>>
 }
 
-/** Starts a policy. The wait is the schedule's delay, or the failure's `retry-after` when that is longer. */
+/**
+ * Starts a policy. The wait is the schedule's delay, or the failure's `retry-after` when that is
+ * longer. A failure replayed from a recording (`retryDelayMs`, see `Cassette`) is retried after
+ * exactly the recorded wait, whatever the policy says: the replay makes the recording's requests.
+ */
 export const start = (policy: Policy): Effect.Effect<Attempts> =>
   Effect.sync(() => {
     let state = policy.initial
     return {
       next: (failure) =>
         Effect.gen(function*() {
+          if (failure.retryDelayMs !== undefined) return wholeMillis(failure.retryDelayMs)
           if (!failure.retryable) return Option.none()
           if (failure.retryAfterMs !== undefined && failure.retryAfterMs > Duration.toMillis(maxRetryAfter)) return Option.none()
           const now = yield* Clock.currentTimeMillis

@@ -13,16 +13,26 @@ import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
-import type { TurnEnv } from "./TurnEnv.js"
+import { toolSpecs } from "./Services.js"
+import type { Turn } from "./Turn.js"
 
 /** The request of a step as built now, and its token estimate; nothing is stored. */
-const prepare = (env: TurnEnv): Effect.Effect<{ readonly request: ModelRequest; readonly tokens: ContextBuilder.TokenEstimate }> =>
+const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; readonly tokens: ContextBuilder.TokenEstimate }> =>
   Effect.gen(function*() {
-    const { state, transcript } = env.session.live
-    const built = yield* env.context.build({ sessionId: state.sessionId, cwd: state.cwd, transcript, tools: Compaction.toolSpecs(env) })
-    const request = env.hooks.transformContext === undefined
+    const { services } = turn
+    const { state, transcript } = turn.session.live
+    const built = yield* services.context.build({
+      sessionId: state.sessionId,
+      cwd: state.cwd,
+      transcript,
+      tools: toolSpecs(services),
+      // The live transcript keeps its messages rendered: only what changed since the last request is rendered again.
+      rendered: () => turn.session.transcript.renderingOf(transcript)
+    })
+    const transform = services.hooks.transformContext
+    const request = transform === undefined
       ? built.request
-      : yield* env.hooks.transformContext(built.request).pipe(
+      : yield* transform(built.request).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
@@ -34,12 +44,12 @@ const prepare = (env: TurnEnv): Effect.Effect<{ readonly request: ModelRequest; 
  * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or
  * whose list changed since: the log says which tools a request offered before the request is made.
  */
-const recordToolLists = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> => {
-  const sources = env.tools?.sources?.() ?? []
+const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => {
+  const sources = turn.services.tools?.sources?.() ?? []
   if (sources.length === 0) return Effect.void
-  const recorded = env.session.live.state.toolLists ?? {}
+  const recorded = turn.session.live.state.toolLists ?? {}
   const changed = sources.filter((source) => recorded[source.server] !== source.hash)
-  return changed.length === 0 ? Effect.void : Effect.asVoid(env.commit(changed.map(EventDraft.mcpToolsListed)))
+  return changed.length === 0 ? Effect.void : Effect.asVoid(turn.commit(changed.map(EventDraft.mcpToolsListed)))
 }
 
 /**
@@ -48,24 +58,25 @@ const recordToolLists = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =
  * first (once per step) and is built again. Returns `None` when the request would not fit the
  * model's context window.
  */
-export const build = (env: TurnEnv, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
+export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
   Effect.gen(function*() {
-    yield* recordToolLists(env)
-    let { request, tokens } = yield* prepare(env)
-    const reason = Compaction.trigger(env, tokens.total)
+    const { provider } = turn.services
+    yield* recordToolLists(turn)
+    let { request, tokens } = yield* prepare(turn)
+    const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {
-      const outcome = yield* Compaction.run({ services: env, session: env.session, commit: (drafts) => env.commit(drafts) }, reason, tokens.total)
+      const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
-      if (outcome._tag === "Compacted") ({ request, tokens } = yield* prepare(env))
+      if (outcome._tag === "Compacted") ({ request, tokens } = yield* prepare(turn))
     }
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
-      yield* env.commit([EventDraft.contextBuilt(tokens)])
+      yield* turn.commit([EventDraft.contextBuilt(tokens)])
     }
     // The overflow preflight: a request over the context window is never sent.
-    const limit = env.provider.capabilities.maxContextTokens
+    const limit = provider.capabilities.maxContextTokens
     if (tokens.total > limit) {
       yield* Effect.logWarning("the context does not fit the model's window; no request sent").pipe(
-        Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: env.provider.capabilities.model })
+        Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model })
       )
       return Option.none<ModelRequest>()
     }

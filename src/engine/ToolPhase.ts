@@ -20,22 +20,23 @@ import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
-import type { TurnEnv } from "./TurnEnv.js"
+import type { Turn, UserDecision } from "./Turn.js"
 
-const toolFailed = (env: TurnEnv, toolCallId: string, errorCode: string, message: string) =>
-  env.commit([EventDraft.toolFailed(toolCallId, errorCode, message)])
+const toolFailed = (turn: Turn, toolCallId: string, errorCode: string, message: string) =>
+  turn.commit([EventDraft.toolFailed(toolCallId, errorCode, message)])
 
 /** A guard that lets an event through only while the call is running (late progress is dropped). */
 const whileRunning = (toolCallId: string): LiveSession.Guard => (live) =>
   live.state.openTurn?.toolCalls.some((c) => c.toolCallId === toolCallId && c.status === "running") === true
 
-const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
+const prepare = (turn: Turn, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
   Effect.gen(function*() {
-    if (env.tools === undefined) {
+    const { tools } = turn.services
+    if (tools === undefined) {
       return Either.left(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}": no tools are available.` }))
     }
-    const { state } = env.session.live
-    return yield* Effect.either(env.tools.prepare(call, state.cwd))
+    const { state } = turn.session.live
+    return yield* Effect.either(tools.prepare(call, state.cwd))
   })
 
 /**
@@ -43,18 +44,18 @@ const prepare = (env: TurnEnv, call: ToolCallInput): Effect.Effect<Either.Either
  * stored, so whoever sees that event can answer at once, and unregistered however the wait ends.
  * An approval timeout answers `None`.
  */
-const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
+const askUser = (turn: Turn, toolCallId: string, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
   Effect.gen(function*() {
     // A resumed turn registered its waits before it started; a fresh ask registers here.
-    const answer = env.session.approvals.get(toolCallId) ?? (yield* Deferred.make<LiveSession.UserDecision>())
-    const timeout = env.options.approvalTimeout
+    const answer = turn.approvals.get(toolCallId) ?? (yield* Deferred.make<UserDecision>())
+    const timeout = turn.services.options.approvalTimeout
     const wait = timeout === undefined
       ? Effect.map(Deferred.await(answer), Option.some)
       : Effect.timeoutOption(Deferred.await(answer), Duration.decode(timeout))
-    return yield* Effect.sync(() => env.session.approvals.set(toolCallId, answer)).pipe(
+    return yield* Effect.sync(() => turn.approvals.set(toolCallId, answer)).pipe(
       Effect.zipRight(storeAsk),
       Effect.zipRight(wait),
-      Effect.ensuring(Effect.sync(() => env.session.approvals.delete(toolCallId)))
+      Effect.ensuring(Effect.sync(() => turn.approvals.delete(toolCallId)))
     )
   })
 
@@ -62,16 +63,16 @@ const askUser = (env: TurnEnv, toolCallId: string, storeAsk: Effect.Effect<unkno
 type DecideFrom = "requested" | "permission_pending" | "awaiting_approval"
 
 /** Waits for the user's answer to a paused call, then stores it. */
-const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
+const userDecision = (turn: Turn, call: PreparedCall, storeAsk: Effect.Effect<unknown, EventStoreFailure>) =>
   Effect.gen(function*() {
     const { toolCallId } = call
-    const answer = yield* askUser(env, toolCallId, storeAsk)
+    const answer = yield* askUser(turn, toolCallId, storeAsk)
     if (Option.isNone(answer)) {
-      yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" })])
+      yield* turn.commit([EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" })])
       return Either.left("Permission denied: nobody approved the call in time.")
     }
     const { decision, remember } = answer.value
-    yield* env.commit([EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) })])
+    yield* turn.commit([EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) })])
     return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
   })
 
@@ -79,37 +80,37 @@ const userDecision = (env: TurnEnv, call: PreparedCall, storeAsk: Effect.Effect<
  * Decides a call: the policy, then, when it asks, the user. Returns whether the call may run. A
  * call resumed after a restart picks up where its decision stopped.
  */
-const decide = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
-  Effect.withSpan(decideOnce(env, call, from), "effect-agent.permission", { attributes: callAttributes(env, call) })
+const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { attributes: callAttributes(turn, call) })
 
 /** What every span of a call carries. */
-const callAttributes = (env: TurnEnv, call: ToolCallInput) => ({
-  sessionId: env.session.sessionId,
-  turnId: env.turnId,
+const callAttributes = (turn: Turn, call: ToolCallInput) => ({
+  sessionId: turn.session.sessionId,
+  turnId: turn.turnId,
   toolCallId: call.toolCallId,
   tool: call.tool
 })
 
-const decideOnce = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId } = call
-    if (from === "awaiting_approval") return yield* userDecision(env, call, Effect.void)
+    if (from === "awaiting_approval") return yield* userDecision(turn, call, Effect.void)
     if (from === "requested") {
       // Paths outside cwd are named by their real target, so the approval shows where a link leads
       // (and, for one that only counts as outside, why).
       const outsidePaths = [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
-      yield* env.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
+      yield* turn.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
     }
-    const { state } = env.session.live
-    const policy: PermissionDecision = yield* env.permissions.decide({
+    const { state } = turn.session.live
+    const policy: PermissionDecision = yield* turn.services.permissions.decide({
       sessionId: state.sessionId,
       cwd: state.cwd,
       call,
       remembered: state.remembered
     })
     yield* Effect.annotateCurrentSpan({ decision: policy.decision, policy: policy.policy })
-    const resolved = env.commit([EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })])
-    if (policy.decision === "ask") return yield* userDecision(env, call, resolved)
+    const resolved = turn.commit([EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })])
+    if (policy.decision === "ask") return yield* userDecision(turn, call, resolved)
     yield* resolved
     return policy.decision === "allow"
       ? Either.void
@@ -117,20 +118,20 @@ const decideOnce = (env: TurnEnv, call: PreparedCall, from: DecideFrom): Effect.
   })
 
 /** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
-const execute = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
-  Effect.withSpan(executeOnce(env, call), "effect-agent.tool", { attributes: callAttributes(env, call) })
+const execute = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
+  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { attributes: callAttributes(turn, call) })
 
-const executeOnce = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
+const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId, tool, args } = call
-    yield* env.commit([EventDraft.toolStarted(toolCallId, tool, args)])
-    const { state } = env.session.live
-    const outcome = yield* env.tools!.execute(call, {
+    yield* turn.commit([EventDraft.toolStarted(toolCallId, tool, args)])
+    const { state } = turn.session.live
+    const outcome = yield* turn.services.tools!.execute(call, {
       sessionId: state.sessionId,
-      turnId: env.turnId,
+      turnId: turn.turnId,
       cwd: state.cwd,
       progress: (message) =>
-        env.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
+        turn.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
           Effect.catchTag("EventStoreFailure", (e) => Effect.logWarning("could not store tool progress", e)),
           Effect.asVoid
@@ -143,25 +144,28 @@ const executeOnce = (env: TurnEnv, call: PreparedCall): Effect.Effect<void, Even
       ),
       Effect.either
     )
-    if (Either.isLeft(outcome)) return yield* toolFailed(env, toolCallId, outcome.left.errorCode, outcome.left.message)
-    const output = yield* afterResult(env, call, outcome.right)
+    if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
+    const output = yield* afterResult(turn, call, outcome.right)
     // Tool output is escaped here, in the one builder, before it reaches the log, the model or a terminal.
-    yield* env.commit([EventDraft.toolCompleted(toolCallId, output.result, output.exitCode)])
+    yield* turn.commit([EventDraft.toolCompleted(toolCallId, output.result, output.exitCode)])
   })
 
-const afterResult = (env: TurnEnv, call: PreparedCall, output: ToolOutput) =>
-  env.hooks.afterToolResult === undefined
+const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => {
+  const hook = turn.services.hooks.afterToolResult
+  return hook === undefined
     ? Effect.succeed(output)
-    : env.hooks.afterToolResult(call, output).pipe(
+    : hook(call, output).pipe(
       Effect.catchAllCause((cause) =>
         Effect.logWarning("afterToolResult failed; the original result is kept", cause).pipe(Effect.as(output))
       )
     )
+}
 
-const blockedBy = (env: TurnEnv, call: PreparedCall): Effect.Effect<Option.Option<string>> =>
-  env.hooks.beforeToolCall === undefined
+const blockedBy = (turn: Turn, call: PreparedCall): Effect.Effect<Option.Option<string>> => {
+  const hook = turn.services.hooks.beforeToolCall
+  return hook === undefined
     ? Effect.succeedNone
-    : env.hooks.beforeToolCall(call).pipe(
+    : hook(call).pipe(
       Effect.map((verdict) => (verdict._tag === "Block" ? Option.some(verdict.reason) : Option.none())),
       Effect.catchAllCause((cause) =>
         Effect.logWarning("beforeToolCall failed; the call is blocked", cause).pipe(
@@ -169,6 +173,7 @@ const blockedBy = (env: TurnEnv, call: PreparedCall): Effect.Effect<Option.Optio
         )
       )
     )
+}
 
 /** A call of the current step, with how far it got. */
 export interface StepCall {
@@ -186,44 +191,44 @@ export interface StepCall {
  * The running calls live in a scope of this phase: interrupting the phase (a cancel) interrupts
  * them and waits until they are stopped, before the turn closes them.
  */
-export const run = (env: TurnEnv, calls: ReadonlyArray<StepCall>): Effect.Effect<void, EventStoreFailure> =>
+export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<void, EventStoreFailure> =>
   Effect.scoped(Effect.gen(function*() {
-    const permits = Math.max(1, env.options.toolConcurrency)
+    const permits = Math.max(1, turn.services.options.toolConcurrency)
     const slots = yield* Effect.makeSemaphore(permits)
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
     for (const { call, decidedBy, status } of calls) {
       if (status === "running") {
-        yield* toolFailed(env, call.toolCallId, "interrupted", "The call was running when the agent stopped; it may or may not have finished.")
+        yield* toolFailed(turn, call.toolCallId, "interrupted", "The call was running when the agent stopped; it may or may not have finished.")
         continue
       }
       if (status === "denied") {
-        yield* toolFailed(env, call.toolCallId, "permission_denied", decidedBy === "user" ? "Permission denied by the user." : "Permission denied.")
+        yield* toolFailed(turn, call.toolCallId, "permission_denied", decidedBy === "user" ? "Permission denied by the user." : "Permission denied.")
         continue
       }
-      const prepared = yield* prepare(env, call)
+      const prepared = yield* prepare(turn, call)
       if (Either.isLeft(prepared)) {
-        yield* toolFailed(env, call.toolCallId, prepared.left.errorCode, prepared.left.message)
+        yield* toolFailed(turn, call.toolCallId, prepared.left.errorCode, prepared.left.message)
         continue
       }
       if (status === "requested") {
-        const blocked = yield* blockedBy(env, prepared.right)
+        const blocked = yield* blockedBy(turn, prepared.right)
         if (Option.isSome(blocked)) {
-          yield* toolFailed(env, call.toolCallId, "blocked", `The call was blocked: ${blocked.value}.`)
+          yield* toolFailed(turn, call.toolCallId, "blocked", `The call was blocked: ${blocked.value}.`)
           continue
         }
       }
-      const allowed = status === "allowed" ? Either.void : yield* decide(env, prepared.right, status)
+      const allowed = status === "allowed" ? Either.void : yield* decide(turn, prepared.right, status)
       if (Either.isLeft(allowed)) {
-        yield* toolFailed(env, call.toolCallId, "permission_denied", allowed.left)
+        yield* toolFailed(turn, call.toolCallId, "permission_denied", allowed.left)
         continue
       }
       if (prepared.right.sequential) {
         // A sequential call is a barrier: the calls before it finish, it runs alone, then the rest go on.
         yield* Fiber.joinAll(running.splice(0))
-        yield* execute(env, prepared.right)
+        yield* execute(turn, prepared.right)
         continue
       }
-      running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(env, prepared.right))))
+      running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(turn, prepared.right))))
     }
     yield* Fiber.joinAll(running)
   }))

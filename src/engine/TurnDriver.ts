@@ -1,10 +1,11 @@
 /**
- * The driver of one turn, top-down: start (`turn.started`, `user.message`), then steps — build the
- * request (`StepRequest`), stream the model's response (`ModelResponse`), run its tool calls
- * (`ToolPhase`) — until a response asks for no tools; then close, with exactly one
- * `turn.completed` however the turn ends: final, provider error, a limit, cancellation
- * (interruption of the driver) or an unexpected defect. A store failure stops the driver at once
- * and reaches the caller; the turn stays open in the log until the engine closes it.
+ * The driver of one turn, top-down: open it (`turn.started`, `user.message`; for a paused turn, the
+ * calls it left open), then steps — build the request (`StepRequest`), stream the model's response
+ * (`ModelResponse`), run its tool calls (`ToolPhase`) — until a response asks for no tools; then
+ * close, with exactly one `turn.completed` however the turn ends: final, provider error, a limit, a
+ * cancel or an unexpected defect. The steps run in a fiber of their own, which a cancel interrupts
+ * (see `Turn.Cancel`); the driver waits for them and closes the turn. A store failure stops the turn
+ * at once: it stays open in the log until the session's next run closes it.
  *
  * @since 0.1.0
  * @internal
@@ -12,6 +13,7 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
@@ -19,76 +21,105 @@ import * as SessionState from "../domain/SessionState.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { FinishReason } from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
+import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as StepRequest from "./StepRequest.js"
 import * as ToolPhase from "./ToolPhase.js"
-import type { TurnEnv } from "./TurnEnv.js"
+import type { Commit, Turn } from "./Turn.js"
 
 /** How a turn ends, as `turn.completed` records it. */
 export type Completion = AgentEvent.PayloadOf<"turn.completed">
 
+/** How a turn's run ended, for its session's driver (see `SessionDriver`'s `turnEnded`). */
+export type Ending =
+  /** `turn.completed` is stored. */
+  | { readonly _tag: "Closed" }
+  /** The engine shut down while the turn waited for the user: it stays paused in the log, to be resumed. */
+  | { readonly _tag: "Paused" }
+  /** A queued follow-up dropped before its turn could start: nothing was stored. */
+  | { readonly _tag: "NotStarted" }
+  /** The store failed (or a defect stopped the driver): the turn stays open in the log. */
+  | { readonly _tag: "Failed"; readonly cause: Cause.Cause<EventStoreFailure> }
+
+/** Where the steps start: the tool calls a paused turn left open, and how many model requests it made. */
+interface Opened {
+  readonly open: ReadonlyArray<ToolPhase.StepCall>
+  readonly stepsDone: number
+}
+
 /**
- * Runs a new turn to its end; with `queueId`, the turn of that queued follow-up (nothing happens
- * when it is no longer queued). Uninterruptible except for the steps in the middle: interrupting the
- * driver there is how a turn is cancelled, and the closing events are still committed.
+ * Runs a turn to its end. Uninterruptible but for waiting on its steps: a cancel interrupts the
+ * steps' fiber; a shutdown interrupts the wait, and the steps are stopped before the turn closes —
+ * cancelled, or left paused when it waits for the user (only the calls it cut short are closed).
  */
-export const drive = (env: TurnEnv, userMessage: string, queueId?: string): Effect.Effect<void, EventStoreFailure> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      // A follow-up starts only while it is still queued: one dropped meanwhile never runs.
-      const started = yield* env.commit(
-        [EventDraft.turnStarted(userMessage, queueId)],
-        queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
-      )
-      if (started.length === 0) return
-      // One driver may run several turns (queued follow-ups, then a new one): each starts open to steers.
-      env.control.closing = false
-      yield* env.commit([EventDraft.userMessage(userMessage)])
-      const tally: ModelResponse.Tally = { usage: undefined }
-      const exit = yield* Effect.exit(restore(steps(env, tally, [], 0)))
-      return yield* finish(env, exit, tally.usage)
+export const run = (turn: Turn): Effect.Effect<Ending> =>
+  Effect.uninterruptible(Effect.gen(function*() {
+    const opened = yield* open(turn)
+    if (opened === undefined) return { _tag: "NotStarted" } as const
+    const tally: ModelResponse.Tally = { usage: undefined }
+    const steps = yield* Effect.fork(Effect.interruptible(stepsOf(turn, tally, opened)))
+    yield* turn.cancel.attach(steps)
+    const waited = yield* Effect.exit(Effect.interruptible(Fiber.await(steps)))
+    const exit = Exit.isSuccess(waited) ? waited.value : yield* Fiber.interrupt(steps)
+    return yield* finish(turn, exit, tally.usage)
+  })).pipe(
+    Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause })),
+    // Everything the turn logs names its turn; its span is a child of the caller's (none for a follow-up's turn).
+    Effect.annotateLogs({ turnId: turn.turnId }),
+    Effect.withSpan("TurnDriver.run", {
+      captureStackTrace: false,
+      attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, work: turn.work._tag },
+      ...(turn.parentSpan === undefined ? { root: true } : { parent: turn.parentSpan })
     })
   )
 
 /**
- * Continues the paused turn the log holds open: its open calls from where they stopped, then the
- * usual steps. Usage counts from here: what the turn used before the pause was never stored.
+ * Opens the turn: a new one or a follow-up's stores `turn.started` and `user.message` — a follow-up
+ * only while it is still queued (one dropped meanwhile never runs: `undefined`); a paused one picks up
+ * its open calls. Usage counts from here: what a paused turn used before the pause was never stored.
  */
-export const resume = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.gen(function*() {
-      const { state, transcript } = env.session.live
-      const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, tool, toolCallId }): ToolPhase.StepCall => ({
-        call: { toolCallId, tool, args },
-        status,
-        ...(decidedBy === undefined ? {} : { decidedBy })
-      }))
-      const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === env.turnId).length
-      const tally: ModelResponse.Tally = { usage: undefined }
-      const exit = yield* Effect.exit(restore(steps(env, tally, open, stepsDone)))
-      return yield* finish(env, exit, tally.usage)
-    })
-  )
-
-/**
- * The steps of a turn, to the completion they end with: the tool calls still open (a resumed
- * turn's), then steps until one ends the turn. `stepsDone` counts the model requests the turn
- * already made, for `maxSteps`.
- */
-const steps = (
-  env: TurnEnv,
-  tally: ModelResponse.Tally,
-  open: ReadonlyArray<ToolPhase.StepCall>,
-  stepsDone: number
-): Effect.Effect<Completion, EventStoreFailure> =>
+const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> =>
   Effect.gen(function*() {
-    if (open.length > 0) {
-      yield* ToolPhase.run(env, open)
-      if (yield* shouldStop(env)) return { stopReason: "final" }
+    const { work } = turn
+    switch (work._tag) {
+      case "New":
+      case "Queued": {
+        const message = work._tag === "New" ? work.userMessage : work.content
+        const queueId = work._tag === "Queued" ? work.queueId : undefined
+        const started = yield* turn.commit(
+          [EventDraft.turnStarted(message, queueId)],
+          queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
+        )
+        if (started.length === 0) return undefined
+        yield* turn.commit([EventDraft.userMessage(message)])
+        return { open: [], stepsDone: 0 }
+      }
+      case "Resume": {
+        const { state, transcript } = turn.session.live
+        const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, tool, toolCallId }): ToolPhase.StepCall => ({
+          call: { toolCallId, tool, args },
+          status,
+          ...(decidedBy === undefined ? {} : { decidedBy })
+        }))
+        const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === turn.turnId).length
+        return { open, stepsDone }
+      }
     }
-    for (let step = stepsDone + 1;; step++) {
-      const completion = yield* oneStep(env, tally, step).pipe(
-        Effect.withSpan("effect-agent.step", { captureStackTrace: false, attributes: { sessionId: env.session.sessionId, turnId: env.turnId, step } })
+  })
+
+/**
+ * The steps of a turn, to the completion they end with: the tool calls still open (a resumed turn's),
+ * then steps until one ends the turn.
+ */
+const stepsOf = (turn: Turn, tally: ModelResponse.Tally, opened: Opened): Effect.Effect<Completion, EventStoreFailure> =>
+  Effect.gen(function*() {
+    if (opened.open.length > 0) {
+      yield* ToolPhase.run(turn, opened.open)
+      if (yield* shouldStop(turn)) return { stopReason: "final" }
+    }
+    for (let step = opened.stepsDone + 1;; step++) {
+      const completion = yield* oneStep(turn, tally, step).pipe(
+        Effect.withSpan("TurnDriver.step", { captureStackTrace: false, attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, step } })
       )
       if (completion !== undefined) return completion
     }
@@ -98,12 +129,13 @@ const steps = (
  * One step: the request, the model's response, and the tool calls it asked for. Returns the
  * completion when the step ends the turn.
  */
-const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect.Effect<Completion | undefined, EventStoreFailure> =>
+const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.Effect<Completion | undefined, EventStoreFailure> =>
   Effect.gen(function*() {
-    yield* storeSteers(env)
-    const request = yield* StepRequest.build(env, step)
+    const { options } = turn.services
+    yield* storeSteers(turn)
+    const request = yield* StepRequest.build(turn, step)
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
-    const response = yield* ModelResponse.stream(env, request.value, tally)
+    const response = yield* ModelResponse.stream(turn, request.value, tally)
     if (response._tag === "Failed") {
       yield* Effect.logWarning("model provider failed; the turn ends with an error").pipe(
         Effect.annotateLogs({ reason: response.failure.reason, detail: response.failure.detail })
@@ -112,18 +144,18 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
     }
     if (response.calls.length === 0) {
       // A steer that came while the model answered is a step boundary of its own: the model answers it.
-      if (env.session.steers.length > 0 && step < env.options.maxSteps) return undefined
+      if (turn.steers.length > 0 && step < options.maxSteps) return undefined
       // Decided in the same step as the check above: no steer can slip in between.
-      env.control.closing = true
+      turn.cancel.close()
       return withCut({ stopReason: "final" }, response.finishReason)
     }
-    const { state } = env.session.live
+    const { state } = turn.session.live
     // No results of these calls could reach the model: the turn ends, and closing it closes them.
-    if (step >= env.options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > env.options.maxToolCalls) {
+    if (step >= options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > options.maxToolCalls) {
       return { stopReason: "error", errorCode: "max_steps" }
     }
-    yield* ToolPhase.run(env, response.calls.map((call) => ({ call, status: "requested" as const })))
-    if (yield* shouldStop(env)) return { stopReason: "final" }
+    yield* ToolPhase.run(turn, response.calls.map((call) => ({ call, status: "requested" as const })))
+    if (yield* shouldStop(turn)) return { stopReason: "final" }
     return undefined
   })
 
@@ -132,64 +164,70 @@ const oneStep = (env: TurnEnv, tally: ModelResponse.Tally, step: number): Effect
  * `turn.steered`, in arrival order, before the request is built — so the model sees them after
  * the previous step's tool results.
  */
-const storeSteers = (env: TurnEnv): Effect.Effect<void, EventStoreFailure> =>
+const storeSteers = (turn: Turn): Effect.Effect<void, EventStoreFailure> =>
   Effect.suspend(() => {
-    if (env.session.steers.length === 0) return Effect.void
-    const contents = env.session.steers.splice(0)
-    return Effect.asVoid(env.commit(contents.map(EventDraft.turnSteered)))
+    if (turn.steers.length === 0) return Effect.void
+    const contents = turn.steers.splice(0)
+    return Effect.asVoid(turn.commit(contents.map(EventDraft.turnSteered)))
   })
 
 /** A final answer the model cut short (its output limit, a content filter) says so in `turn.completed`. */
 const withCut = (completion: Completion, reason: FinishReason | undefined): Completion =>
   reason === "length" || reason === "content_filter" ? { ...completion, finishReason: reason } : completion
 
-const shouldStop = (env: TurnEnv) =>
-  env.hooks.shouldStopAfterStep === undefined
+const shouldStop = (turn: Turn) => {
+  const hook = turn.services.hooks.shouldStopAfterStep
+  return hook === undefined
     ? Effect.succeed(false)
-    : env.hooks.shouldStopAfterStep(env.session.live.state).pipe(
+    : hook(turn.session.live.state).pipe(
       Effect.catchAllCause((cause) => Effect.logWarning("shouldStopAfterStep failed; the turn goes on", cause).pipe(Effect.as(false)))
     )
+}
 
 const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
   usage === undefined ? completion : { ...completion, usage }
 
 /**
- * Ends a turn from how its steps ended. Interrupted with no cancel requested — the engine is
- * shutting down — a turn waiting for the user stays paused in the log, to be resumed by any
- * process; only the calls the shutdown cut short are closed, as `interrupted`.
+ * Ends a turn from how its steps ended. Interrupted with no cancel asked for — the engine is
+ * shutting down — a turn waiting for the user stays paused in the log, to be resumed by any process;
+ * only the calls the shutdown cut short are closed, as `interrupted`.
  */
-const finish = (env: TurnEnv, exit: Exit.Exit<Completion, EventStoreFailure>, usage: AgentEvent.Usage | undefined) =>
+const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usage: AgentEvent.Usage | undefined): Effect.Effect<Ending, EventStoreFailure> =>
   Effect.gen(function*() {
-    env.control.closing = true
-    if (Exit.isSuccess(exit)) return yield* close(env, withUsage(exit.value, usage))
+    turn.cancel.close()
+    if (Exit.isSuccess(exit)) {
+      yield* close(turn.session, turn.commit, withUsage(exit.value, usage))
+      return { _tag: "Closed" } as const
+    }
     const storeFailure = Cause.failureOption(exit.cause)
     if (Option.isSome(storeFailure)) return yield* storeFailure.value
     if (Cause.isInterruptedOnly(exit.cause)) {
-      const { state } = env.session.live
-      if (!env.control.cancelRequested && SessionState.isPaused(state)) {
+      const { state } = turn.session.live
+      if (!turn.cancel.requested && SessionState.isPaused(state)) {
         const running = state.openTurn?.toolCalls.filter((c) => c.status === "running") ?? []
-        return yield* env.commit(running.map((call) =>
-          EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")
-        ))
+        yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
+        return { _tag: "Paused" } as const
       }
-      return yield* close(env, withUsage({ stopReason: "cancelled" }, usage))
+      yield* close(turn.session, turn.commit, withUsage({ stopReason: "cancelled" }, usage))
+      return { _tag: "Closed" } as const
     }
     // A defect in the turn's work: logged with its cause, never written into an event.
     yield* Effect.logError("the turn failed unexpectedly", exit.cause)
-    return yield* close(env, withUsage({ stopReason: "error", errorCode: "internal_error" }, usage))
-  }).pipe(Effect.asVoid)
+    yield* close(turn.session, turn.commit, withUsage({ stopReason: "error", errorCode: "internal_error" }, usage))
+    return { _tag: "Closed" } as const
+  })
 
 /**
  * Closes a turn as one batch: `compaction.failed` for a compaction still open (left by a crash),
  * `tool.failed` for each call still open (the completion's errorCode, or `cancelled`), then
- * `turn.completed`. Also how the engine closes a turn no driver runs.
+ * `turn.completed`. Also how the session's driver closes a turn no run drives.
  */
-export const close = (env: TurnEnv, completion: Completion): Effect.Effect<void, EventStoreFailure> =>
+export const close = (session: LiveSession.LiveSession, commit: Commit, completion: Completion): Effect.Effect<void, EventStoreFailure> =>
   Effect.suspend(() => {
     const errorCode = completion.errorCode ?? "cancelled"
-    const { compaction, openTurn } = env.session.live.state
+    const { compaction, openTurn } = session.live.state
     const open = openTurn?.toolCalls ?? []
-    return env.commit([
+    return commit([
       ...(compaction === undefined ? [] : [EventDraft.compactionFailed(compaction.compactionId, errorCode)]),
       ...open.map((call) => EventDraft.toolFailed(call.toolCallId, errorCode, `The tool call did not finish: ${errorCode}.`)),
       EventDraft.turnCompleted(completion)

@@ -1,14 +1,13 @@
 /**
  * The turn state machine (CONTRACT.md §3): `idle → running → completed | cancelled | failed`.
- * One enum, one transition function, no I/O. The engine never changes a turn's state except by
- * committing an event, and it derives the transition from that event with {@link inputOf}, so the
- * log and the state machine cannot disagree.
+ * One enum, one transition function, no I/O, nothing of the log: the engine never changes a turn's
+ * state except by committing an event, and the session's state derives the input from that event
+ * (`SessionState.inputOf`), so the log and the state machine cannot disagree.
  *
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
-import type { TurnEvent } from "../domain/AgentEvent.js"
 
 /** The states of a turn. */
 export const TurnState = {
@@ -89,50 +88,5 @@ export const transition = (status: TurnStatus, input: TurnInput): Either.Either<
     // falls through: terminal states have no exits
     default:
       return Either.left(new IllegalTransition({ from: status.state, input: input._tag }))
-  }
-}
-
-/**
- * The input a turn event feeds the machine. Events that do not move the turn (a delta while
- * streaming, a tool completing while others still run) enter the phase they imply.
- */
-export const inputOf = (event: TurnEvent): TurnInput => {
-  switch (event.type) {
-    case "turn.started":
-      return { _tag: "Start" }
-    case "turn.completed":
-      return event.payload.stopReason === "final"
-        ? { _tag: "Complete" }
-        : event.payload.stopReason === "cancelled"
-        ? { _tag: "Cancel" }
-        : { _tag: "Fail" }
-    case "user.message":
-    case "turn.steered":
-    case "context.built":
-    case "mcp.tools_listed":
-      return { _tag: "Enter", phase: RunningPhase.ContextBuilding }
-    case "model.delta":
-    case "model.retry":
-    case "tool.completed":
-    case "tool.failed":
-      return { _tag: "Enter", phase: RunningPhase.ModelStreaming }
-    case "model.tool_call_requested":
-      return { _tag: "Enter", phase: RunningPhase.ToolPending }
-    case "permission.requested":
-      return { _tag: "Enter", phase: RunningPhase.PermissionPending }
-    case "permission.resolved":
-      return {
-        _tag: "Enter",
-        phase: event.payload.decision === "ask" ? RunningPhase.AwaitingApproval : RunningPhase.ToolPending
-      }
-    case "tool.started":
-    case "tool.progress":
-      return { _tag: "Enter", phase: RunningPhase.ToolRunning }
-    case "compaction.started":
-      return { _tag: "Enter", phase: RunningPhase.Compaction }
-    case "session.compacted":
-    case "compaction.failed":
-      // The request is built again, from the compacted (or unchanged) context.
-      return { _tag: "Enter", phase: RunningPhase.ContextBuilding }
   }
 }

@@ -7,7 +7,8 @@
  * Read from the log alone:
  * - A response is a run of `model.delta` / `model.tool_call_requested` events; any other event ends it.
  * - `model.retry` is a failed attempt before any output: a response failing with its `errorCode`,
- *   the recorded wait as its `retry-after` (the engine waits the longer of that and its schedule).
+ *   retried after exactly the recorded wait (`retryDelayMs`), whatever the replaying engine's retry
+ *   policy: the replay waits what the recording waited, so every later timestamp matches.
  * - A turn that ended with a provider's error code after output ends its last response with that
  *   failure after the chunks it had; one that ended before any output fails a response at once. A
  *   turn that ended `context_overflow` before any output is taken as the preflight (no request sent).
@@ -18,6 +19,7 @@
  *
  * @since 0.1.0
  */
+import { absurd } from "effect/Function"
 import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
 import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
 import type { Json } from "../domain/Json.js"
@@ -59,7 +61,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         continue
       case "model.retry":
         if (isProviderReason(event.payload.errorCode)) {
-          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryAfterMs: event.payload.delayMs } })
+          pushed(responses, { chunks: [], toolCalls: [], failure: { reason: event.payload.errorCode, retryDelayMs: event.payload.delayMs } })
         }
         break
       case "session.compacted":
@@ -88,6 +90,25 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         if (usage !== undefined && lastOfTurn !== undefined) lastOfTurn.usage = usage
         break
       }
+      case "session.created":
+      case "user.message":
+      case "turn.steered":
+      case "context.built":
+      case "mcp.tools_listed":
+      case "permission.requested":
+      case "permission.resolved":
+      case "tool.started":
+      case "tool.progress":
+      case "tool.completed":
+      case "tool.failed":
+      case "followup.queued":
+      case "followup.dropped":
+      case "session.forked":
+      case "compaction.started":
+        // Not the model's: they only end the response being read.
+        break
+      default:
+        absurd(event)
     }
     open = undefined
   }

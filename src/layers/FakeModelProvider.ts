@@ -41,11 +41,16 @@ export const ScriptedResponse = Schema.Struct({
   ),
   /** Wait this long (milliseconds, or a duration string) before each chunk. */
   delay: Schema.optional(DurationInput),
-  /** Fail with this reason after `afterChunks` chunks (default 0: before any). */
+  /**
+   * Fail with this reason after `afterChunks` chunks (default 0: before any). `retryAfterMs`: the
+   * vendor's `retry-after`; `retryDelayMs`: the wait a recording made before it sent the request
+   * again — the engine retries after exactly that wait (what a cassette replays).
+   */
   failure: Schema.optional(Schema.Struct({
     reason: ProviderFailureReason,
     afterChunks: Schema.optional(Schema.NonNegativeInt),
     retryAfterMs: Schema.optional(Schema.NonNegativeInt),
+    retryDelayMs: Schema.optional(Schema.NonNegativeInt),
     detail: Schema.optional(Schema.String)
   })),
   /** Keep producing chunks after the request is cancelled, like a provider that ignores the abort. */
@@ -142,7 +147,8 @@ export const make = (options: Options = {}) =>
         return failure === undefined
           ? body
           : Stream.concat(body, Stream.fail(ProviderFailure.of(failure.reason, failure.detail ?? `scripted ${failure.reason} failure`, {
-            ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs })
+            ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }),
+            ...(failure.retryDelayMs === undefined ? {} : { retryDelayMs: failure.retryDelayMs })
           })))
       }))
 

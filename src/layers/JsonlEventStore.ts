@@ -9,29 +9,18 @@
  * through the migrations of `LogFormat`, and upgraded (atomically, the original kept beside it) on
  * their first append. Listing reads an index kept in `<dataDir>/index.json`, not the logs.
  *
- * What an append's success promises: the event's whole line (a batch's lines) went to the operating
- * system in one `write(2)` at the end of the file — it survives this process crashing, not the
- * machine losing power. With `fsync: true` the file was also flushed to disk (`fsync(2)`) first;
- * appends arriving while a flush is under way wait for it and go out together in the next write and
- * flush (group commit). A failed write (a full disk) is cut off again, so nothing half written is
- * counted as stored or left for the next line to glue onto.
- *
- * Speed: a session's log stays open while it is appended to. While this process holds the session's
- * writer lock, it is the log's only writer, so an append is one `write(2)` with no `stat`: the last
- * sequence and size are known in memory, read again only when the lock is (re)taken. Events are
- * encoded by `JSON.stringify` after a check compiled from the schema (see `jsonl/EventCodec.ts`); the
- * schema itself runs only for what that check does not accept. Reading streams the log in 64 KiB
- * chunks in constant memory (see `jsonl/LogReader.ts`).
+ * Appending — what an append's success promises (one `write(2)` of whole lines; with `fsync`, a
+ * flush first, appends meanwhile grouped), and why it is fast — is `jsonl/Appends.ts`. Reading streams
+ * the log in 64 KiB chunks in constant memory (see `jsonl/LogReader.ts`).
  *
  * @since 0.1.0
  */
-import { closeSync, existsSync, fstatSync, linkSync, openSync, readSync, renameSync, rmSync, truncateSync, unlinkSync } from "node:fs"
+import { existsSync, linkSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -40,19 +29,15 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
-import { isBuilt } from "../services/BuiltBatches.js"
-import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import { batchConflict, byRecentActivity, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
-import * as Directories from "./Directories.js"
-import { AppendIo } from "./jsonl/AppendIo.js"
-import * as EventCodec from "./jsonl/EventCodec.js"
-import { fromNode, fromPlatform } from "./jsonl/FileFailure.js"
+import * as Appends from "./jsonl/Appends.js"
+import { fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 import * as WriterLock from "./jsonl/WriterLock.js"
-import * as KeyedLock from "./KeyedLock.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
 export type Recovery = LogReader.Recovery
@@ -87,452 +72,31 @@ export const formatName = LogLines.formatName
 /** The log format version this store writes. */
 export const formatVersion = LogFormat.currentVersion
 
-const encoder = new TextEncoder()
-const newline = 0x0a
-
-/** What the store knows of a log's end, found by reading it. */
-interface Tail {
-  readonly lastSequence: number
-  /** File size in bytes (-1: no file). */
-  readonly size: number
-  readonly version: number
-}
-
-/** What reading a log's end found: its tail, and how many bytes of a torn last line were cut off. */
-type TailScan = { readonly tail: Tail; readonly cut: number } | EventStoreFailure
-
-/** Up to `length` bytes of an open file from `offset` (fewer at its end). */
-const readAt = (fd: number, offset: number, length: number): Buffer => {
-  const buffer = Buffer.allocUnsafe(length)
-  let got = 0
-  while (got < length) {
-    const n = readSync(fd, buffer, got, length - got, offset + got)
-    if (n === 0) break
-    got += n
-  }
-  return buffer.subarray(0, got)
-}
-
-/** Whole lines, each ending in a newline: as text, or already as UTF-8 bytes. */
-type Lines = string | Uint8Array
-
-/** Lines waiting for the write (and flush) under way to end, with whoever waits for them. */
-interface Queued {
-  readonly data: Lines
-  readonly first: number
-  readonly last: number
-  readonly settle: Settle
-}
-
-/** Hands an append its outcome, whether it is already waiting for it or not yet. */
-class Settle {
-  private outcome: Effect.Effect<void, EventStoreFailure> | undefined
-  private resume: ((outcome: Effect.Effect<void, EventStoreFailure>) => void) | undefined
-  done(outcome: Effect.Effect<void, EventStoreFailure>) {
-    if (this.resume === undefined) this.outcome = outcome
-    else this.resume(outcome)
-  }
-  readonly wait: Effect.Effect<void, EventStoreFailure> = Effect.async((resume) => {
-    if (this.outcome === undefined) this.resume = resume
-    else resume(this.outcome)
-  })
-}
-
-/**
- * A session's log, open for appending. While this process holds the session's writer lock
- * (`trusted`), no one else writes the file: its last sequence and size are known here and an append
- * is one `write(2)` with no `stat`. Otherwise (appends without the lock, which the port allows) the
- * size is checked by a `stat` before each append, and a change behind the store's back makes it
- * read the log's end again.
- */
-interface Appender {
-  readonly sessionId: string
-  readonly file: string
-  readonly fd: number
-  /** Bytes of complete lines in the file. */
-  size: number
-  /** The last sequence written. */
-  last: number
-  /** The last sequence accepted: written, or queued behind a flush (`fsync` only). */
-  accepted: number
-  trusted: boolean
-  /** `fsync` only: lines waiting for the flush under way. */
-  queue: Array<Queued>
-  flushing: boolean
-}
-
-/** Lines one after the other: text while all are text, else bytes. */
-const concatLines = (parts: ReadonlyArray<Lines>): Lines =>
-  parts.length === 1
-    ? parts[0]!
-    : parts.every((p) => typeof p === "string")
-    ? parts.join("")
-    : Buffer.concat(parts.map((p) => (typeof p === "string" ? Buffer.from(p, "utf8") : p)))
-
-/** How many append handles of sessions this process does not hold the lock of stay open. */
-const maxOpenFiles = 32
-
 /** Builds a JSONL store. */
 export const make = (options: Options): Effect.Effect<EventStore.Service, never, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
-    const io = yield* AppendIo
     const recovery = options.recovery ?? "skip-trailing-partial"
     const maxLineBytes = options.maxLineBytes ?? LogLines.defaultMaxLineBytes
-    const fsync = options.fsync === true
     const sessionsDir = path.join(options.dataDir, "sessions")
     const fileOf = (sessionId: string) => path.join(sessionsDir, `${sessionId}.jsonl`)
-    const locks = yield* KeyedLock.make<string>()
 
-    const corrupt = (file: string, sessionId: string, line: number | undefined, detail: string, reason: EventStoreFailureReason = "corrupt") =>
-      LogReader.corrupt(file, sessionId, line, detail, reason)
+    const appends = yield* Appends.make({
+      sessionsDir,
+      fileOf,
+      readLog: (sessionId, file) => readFile(sessionId, file, 1),
+      recovery,
+      maxLineBytes,
+      fsync: options.fsync === true
+    })
 
-    /**
-     * Finds a log's version (its first line) and its last complete line by reading backwards from
-     * the end, so the first append to a long log does not read all of it. Cuts off a torn tail in
-     * skip mode. Synchronous `node:fs` calls: a handful of system calls on the page cache, cheaper
-     * than a hand-off to the thread pool for each (this runs whenever a session's writer lock is taken).
-     */
-    const scanTail = (sessionId: string, file: string): Effect.Effect<Tail, EventStoreFailure> =>
-      Effect.suspend(() => {
-        let fd: number
-        try {
-          fd = openSync(file, "r")
-        } catch (error) {
-          return (error as NodeJS.ErrnoException).code === "ENOENT"
-            ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
-            : Effect.fail(fromNode("append", file, sessionId)(error))
-        }
-        let found: TailScan
-        try {
-          found = readTail(fd, file, sessionId)
-        } catch (error) {
-          return Effect.fail(fromNode("append", file, sessionId)(error))
-        } finally {
-          closeSync(fd)
-        }
-        if (found instanceof EventStoreFailure) return Effect.fail(found)
-        if (found.cut === 0) return Effect.succeed(found.tail)
-        return Effect.as(
-          Effect.logWarning("effect-agent: cutting off a torn last line before appending").pipe(Effect.annotateLogs({ path: file, bytes: found.cut })),
-          found.tail
-        )
-      })
-
-    /** {@link scanTail} on an open log; throws what `node:fs` throws. */
-    const readTail = (fd: number, file: string, sessionId: string): TailScan => {
-      const size = fstatSync(fd).size
-      if (size === 0) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut: 0 }
-      const head = readAt(fd, 0, Math.min(size, 64 * 1024))
-      const firstEnd = head.indexOf(newline)
-      const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(head.toString("utf8", 0, firstEnd))
-      let window = Math.min(size, 64 * 1024)
-      while (true) {
-        const bytes = readAt(fd, size - window, window)
-        const lastNewline = bytes.lastIndexOf(newline)
-        const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
-        if ((lastNewline === -1 || previousNewline === -1) && window < size) {
-          // The last line (or a torn tail) is longer than any line may be: stop before reading it all.
-          if (window >= maxLineBytes + 2) return corrupt(file, sessionId, undefined, `the last line is longer than ${maxLineBytes} bytes`, "line_too_long")
-          window = Math.min(size, window * 4, maxLineBytes + 2)
-          continue
-        }
-        const validSize = lastNewline === -1 ? 0 : size - window + lastNewline + 1
-        if (validSize < size) {
-          if (recovery === "strict") return corrupt(file, sessionId, undefined, "the last line is torn (no newline) and recovery is strict", "torn_line")
-          truncateSync(file, validSize)
-        }
-        const cut = size - validSize
-        if (lastNewline === -1) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut }
-        if (Option.isNone(first)) return corrupt(file, sessionId, 1, "the first line is not an effect-agent log header")
-        const { isHeader, version } = first.value
-        // A log holding only its header has no event yet.
-        if (validSize === firstEnd + 1 && isHeader) return { tail: { lastSequence: 0, size: validSize, version }, cut }
-        const event = LogLines.decodeEvent(bytes.toString("utf8", previousNewline + 1, lastNewline), version)
-        if (Either.isLeft(event)) return corrupt(file, sessionId, undefined, "the last complete line is not a valid event")
-        return { tail: { lastSequence: event.right.sequence, size: validSize, version }, cut }
-      }
-    }
-
-    const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
-      Effect.scoped(Effect.gen(function*() {
-        const handle = yield* fs.open(file, { flag, mode: 0o600 })
-        yield* handle.writeAll(data)
-        if (fsync) yield* handle.sync
-      }))
-
-    // Open logs by session; those of sessions this process does not hold the lock of are few (least
-    // recently used first). Appenders are only ever used, opened or closed in synchronous steps, so
-    // no append ever sees one half made or half closed.
-    const appenders = new Map<string, Appender>()
-    /** Appends waiting for (or holding) a session's lock: a later append must not pass them. */
-    const waiting = new Map<string, number>()
-    /** Sessions whose writer lock this store holds. */
-    const held = new Set<string>()
-
-    /** Forgets an appender and closes its file; one with a flush under way closes when the flush ends. */
-    const drop = (appender: Appender) => {
-      if (appenders.get(appender.sessionId) === appender) appenders.delete(appender.sessionId)
-      if (appender.flushing) return
-      try {
-        io.close(appender.fd)
-      } catch {
-        // Closing a descriptor fails only when it is already unusable.
-      }
-    }
-    yield* Effect.addFinalizer(() => Effect.sync(() => [...appenders.values()].forEach(drop)))
-
-    /**
-     * Whether an appender still describes its file: always while this process holds the lock, and
-     * while its own flush is under way (`fsync`: the lines queue behind it); else when its size matches.
-     */
-    const current = (appender: Appender) => {
-      if (appender.trusted || appender.flushing) return true
-      try {
-        return io.size(appender.file) === appender.size
-      } catch {
-        return false
-      }
-    }
-
-    /**
-     * Rewrites a log of an older version in the current one before its first append: every event
-     * migrated, nothing dropped. The new file replaces the old by a rename, so the path always holds
-     * one whole log; the original is kept as `<file>.v<version>`.
-     */
-    const upgrade = (sessionId: string, file: string, version: number) =>
-      Effect.gen(function*() {
-        const events = yield* Stream.runCollect(readFile(sessionId, file, 1))
-        const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
-        const temporary = `${file}.upgrade`
-        yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
-        yield* fs.copyFile(file, `${file}.v${version}`).pipe(
-          Effect.zipRight(fs.chmod(`${file}.v${version}`, 0o600)),
-          Effect.mapError(fromPlatform("append", file, sessionId))
-        )
-        yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
-        yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
-        return yield* scanTail(sessionId, file)
-      })
-
-    /** Opens a session's log for appending, from what its end says (after an upgrade, if it needs one). */
-    const openAppender = (sessionId: string, file: string) =>
-      Effect.gen(function*() {
-        const found = yield* scanTail(sessionId, file)
-        const tail = found.size > 0 && found.version < LogFormat.currentVersion ? yield* upgrade(sessionId, file, found.version) : found
-        if (tail.size < 0) yield* makeSessionsDir(sessionId)
-        return yield* Effect.try({
-          try: (): Appender => {
-            // The others' handles first: at most `maxOpenFiles` of sessions this process does not hold.
-            let open = 0
-            for (const other of appenders.values()) if (!other.trusted) open++
-            for (const other of appenders.values()) {
-              if (open < maxOpenFiles) break
-              if (!other.trusted && !other.flushing && !waiting.has(other.sessionId)) {
-                drop(other)
-                open--
-              }
-            }
-            const fd = io.open(file)
-            const last = tail.lastSequence
-            const appender: Appender = {
-              sessionId,
-              file,
-              fd,
-              size: Math.max(tail.size, 0),
-              last,
-              accepted: last,
-              trusted: held.has(sessionId),
-              queue: [],
-              flushing: false
-            }
-            appenders.set(sessionId, appender)
-            return appender
-          },
-          catch: fromNode("append", file, sessionId)
-        })
-      })
-
-    /** The lines of a batch, or why none of it may be written. */
-    const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): Lines | EventStoreFailure => {
-      const built = isBuilt(events)
-      // The hot path: a streamed response's deltas, encoded straight to bytes.
-      const run = built ? EventCodec.encodeDeltaRun(events, maxLineBytes) : undefined
-      if (run !== undefined) return run
-      let data = ""
-      for (const event of events) {
-        const line = EventCodec.encodeLine(event, built)
-        if (line === undefined) {
-          return new EventStoreFailure({
-            reason: "unknown",
-            operation: "append",
-            sessionId: event.sessionId,
-            sequence: event.sequence,
-            path: appender.file,
-            detail: `not a valid event (${String(event.type)})`
-          })
-        }
-        // A line the store could not read back is never written. (UTF-8 takes at most 3 bytes per UTF-16 unit.)
-        if (line.length * 3 > maxLineBytes && Buffer.byteLength(line) > maxLineBytes) {
-          return new EventStoreFailure({
-            reason: "line_too_long",
-            operation: "append",
-            sessionId: event.sessionId,
-            sequence: event.sequence,
-            path: appender.file,
-            detail: `the event is ${Buffer.byteLength(line)} bytes, longer than a line may be (${maxLineBytes})`
-          })
-        }
-        data += line + "\n"
-      }
-      return data
-    }
-
-    /**
-     * Writes whole lines at the end of the log, or nothing: a write that fails half way (a full disk)
-     * is cut off again, so no torn line is left for the next append to glue onto. When even that
-     * fails, the appender is dropped and the next append reads the log's end again (and cuts off a
-     * torn tail there, or refuses in strict mode).
-     */
-    const writeLines = (appender: Appender, data: Lines): EventStoreFailure | undefined => {
-      const before = appender.size
-      // A new log begins with its header.
-      const text = before === 0 ? concatLines([LogLines.header + "\n", data]) : data
-      const size = typeof text === "string" ? Buffer.byteLength(text) : text.length
-      try {
-        if (before === 0) io.chmod(appender.fd)
-        let written = io.write(appender.fd, text)
-        // A short write (rare: a disk filling up) goes on from the first byte not written.
-        if (written < size) {
-          const bytes = typeof text === "string" ? Buffer.from(text, "utf8") : text
-          while (written < size) written += io.write(appender.fd, bytes.subarray(written))
-        }
-      } catch (error) {
-        undo(appender, before)
-        return fromNode("append", appender.file, appender.sessionId)(error)
-      }
-      appender.size = before + size
-      return undefined
-    }
-
-    const undo = (appender: Appender, size: number) => {
-      try {
-        io.truncate(appender.fd, size)
-        // A log that never held a line is removed, as if it had never been started.
-        if (size === 0) unlinkSync(appender.file)
-        if (size === 0) drop(appender)
-      } catch {
-        drop(appender)
-      }
-    }
-
-    /**
-     * `fsync` mode: writes what is queued in one write, flushes it, and tells every waiting append;
-     * lines queued meanwhile go out the same way next (group commit).
-     */
-    const flush = (appender: Appender) => {
-      const batch = appender.queue
-      appender.queue = []
-      appender.flushing = true
-      const before = appender.size
-      const failed = writeLines(appender, concatLines(batch.map((q) => q.data)))
-      const fail = (failure: EventStoreFailure) => {
-        const refused = [...batch, ...appender.queue]
-        appender.queue = []
-        appender.flushing = false
-        appender.accepted = appender.last
-        if (appenders.get(appender.sessionId) !== appender) drop(appender)
-        for (const q of refused) q.settle.done(Effect.fail(failure))
-      }
-      if (failed !== undefined) return fail(failed)
-      io.sync(appender.fd, (error) => {
-        if (error !== null) {
-          undo(appender, before)
-          return fail(fromNode("append", appender.file, appender.sessionId)(error))
-        }
-        appender.last = batch.at(-1)!.last
-        for (const q of batch) q.settle.done(Effect.void)
-        if (appender.queue.length > 0) return flush(appender)
-        appender.flushing = false
-        if (appenders.get(appender.sessionId) !== appender) drop(appender)
-      })
-    }
-
-    /**
-     * Appends a batch to an appender that describes its file: synchronously (one write) by default,
-     * or queued behind the flush under way with `fsync`. Returns the outcome, or what to wait for.
-     */
-    const commit = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): EventStoreFailure | Settle | undefined => {
-      const first = events[0]!
-      if (first.sequence !== appender.accepted + 1) return sequenceConflict(first, appender.accepted, { path: appender.file })
-      const data = linesOf(appender, events)
-      if (data instanceof EventStoreFailure) return data
-      const last = events.at(-1)!.sequence
-      if (!fsync) {
-        const failed = writeLines(appender, data)
-        if (failed !== undefined) return failed
-        appender.last = last
-        appender.accepted = last
-        return undefined
-      }
-      const settle = new Settle()
-      appender.queue.push({ data, first: first.sequence, last, settle })
-      appender.accepted = last
-      if (!appender.flushing) flush(appender)
-      return settle
-    }
-
-    // An append waiting for its flush is not interrupted: it returns once the flush says whether it is stored.
-    const outcome = (result: EventStoreFailure | Settle | undefined): Effect.Effect<void, EventStoreFailure> =>
-      result === undefined ? Effect.void : result instanceof Settle ? Effect.uninterruptible(result.wait) : Effect.fail(result)
-
-    /** The way in when the session has no usable appender: under its lock, opening one first. */
-    const appendSlowly = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>) =>
-      Effect.suspend(() => {
-        waiting.set(sessionId, (waiting.get(sessionId) ?? 0) + 1)
-        const file = fileOf(sessionId)
-        return locks.withLock(sessionId)(Effect.gen(function*() {
-          const found = appenders.get(sessionId)
-          if (found !== undefined && !current(found)) drop(found)
-          // The appender is committed to in the same synchronous step that finds or opens it.
-          const appender = appenders.get(sessionId) ?? (yield* openAppender(sessionId, file))
-          return commit(appender, events)
-        })).pipe(
-          Effect.ensuring(Effect.sync(() => {
-            const n = waiting.get(sessionId)! - 1
-            if (n === 0) waiting.delete(sessionId)
-            else waiting.set(sessionId, n)
-          })),
-          Effect.flatMap(outcome),
-          Effect.uninterruptible
-        )
-      })
-
-    const appendBatch = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> =>
-      Effect.suspend(() => {
-        if (!Session.isValidId(sessionId)) {
-          return Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "append", sessionId, detail: "invalid session id" }))
-        }
-        const appender = appenders.get(sessionId)
-        // The fast way: an open log this store knows the end of, and no earlier append still waiting.
-        // It runs in one synchronous step (or queues behind a flush), so nothing can interrupt it half way.
-        if (appender !== undefined && !waiting.has(sessionId) && current(appender)) {
-          if (!appender.trusted) {
-            appenders.delete(sessionId)
-            appenders.set(sessionId, appender)
-          }
-          return outcome(commit(appender, events))
-        }
-        return appendSlowly(sessionId, events)
-      })
-
-    const append = (event: AgentEvent.AgentEvent) => appendBatch(event.sessionId, [event])
+    const append = (event: AgentEvent.AgentEvent) => appends.append(event.sessionId, [event])
 
     const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
       if (events.length === 0) return Effect.void
       const conflict = batchConflict(events)
-      return conflict === undefined ? appendBatch(events[0]!.sessionId, events) : Effect.fail(conflict)
+      return conflict === undefined ? appends.append(events[0]!.sessionId, events) : Effect.fail(conflict)
     }
 
     const readFile = (sessionId: string, file: string, fromSequence: number): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> =>
@@ -554,37 +118,9 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const listing = Effect.map(index.refresh, ({ damaged, sessions }) => ({ sessions: [...sessions].sort(byRecentActivity), damaged }))
     const list = Effect.map(listing, (l) => l.sessions)
 
-    /** The sessions folder (and the data dir), owner only when created here. */
-    const makeSessionsDir = (sessionId: string) =>
-      Effect.try({
-        try: () => Directories.makeSync(sessionsDir, 0o700),
-        catch: fromNode("append", sessionsDir, sessionId)
-      })
-
-    /**
-     * Holding the lock, this store is the log's only writer: what it knew of the log is read again
-     * once (the lock may have been someone else's since), then trusted without a `stat` until the
-     * lock is released.
-     */
-    const holdWriter = (sessionId: string) =>
-      Effect.acquireRelease(
-        Effect.sync(() => {
-          held.add(sessionId)
-          // One with a flush under way stays: its state is this store's own writes, and it keeps checking by `stat`.
-          const appender = appenders.get(sessionId)
-          if (appender !== undefined && !appender.flushing) drop(appender)
-        }),
-        () =>
-          Effect.sync(() => {
-            held.delete(sessionId)
-            const appender = appenders.get(sessionId)
-            if (appender !== undefined) drop(appender)
-          })
-      )
-
     const acquireWriter = (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
       Session.isValidId(sessionId)
-        ? Effect.zipRight(makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(Effect.zipRight(holdWriter(sessionId)))
+        ? Effect.zipRight(appends.makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(Effect.zipRight(appends.holdWriter(sessionId)))
         : Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "lock", sessionId, detail: "invalid session id" }))
 
     return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })

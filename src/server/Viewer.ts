@@ -9,9 +9,10 @@
  * `POST /login`, which takes it only from this origin's own page (no other page can sign a browser
  * in) and is rate limited.
  *
- * The pages and scripts are plain files (`viewer/`), read once when the layer is built — no build
- * step. They are found next to this module (running from `src/`) or in the package's
- * `src/server/viewer/` (running from `dist/`: the package ships `src`).
+ * The pages and scripts (`index.html`, `page.bundle.js` — `viewer/page.js` bundled with the domain's
+ * fold of the log by `npm run build` — and the sign-in page) are read once when the layer is built,
+ * from the package's `dist/server/viewer/`: nothing is built while the server runs. They are found
+ * next to this module (running from `dist/`), from the CLI's bundle, or in `dist/` when running from `src/`.
  *
  * @since 0.2.0
  */
@@ -29,16 +30,17 @@ import { Api } from "./Api.js"
 import { ServerConfig } from "./Config.js"
 import * as Security from "./Security.js"
 
-// Next to this module (src/), or the shipped src/ from dist/ (or a bundle chunk one level deeper).
-const candidates = ["./viewer/", "../../src/server/viewer/", "../src/server/viewer/", "../../../src/server/viewer/"]
+// Next to this module (dist/server/), from the CLI's bundle (dist/cli/ or a chunk one level deeper),
+// or the built files when running from src/server/.
+const candidates = ["./viewer/", "../server/viewer/", "../../server/viewer/", "../../dist/server/viewer/"]
 
 /** The viewer's files, read once. */
 const readFiles = () => {
   for (const candidate of candidates) {
     const dir = fileURLToPath(new URL(candidate, import.meta.url))
-    if (existsSync(`${dir}index.html`)) {
+    if (existsSync(`${dir}index.html`) && existsSync(`${dir}page.bundle.js`)) {
       const read = (name: string) => readFileSync(`${dir}${name}`, "utf8")
-      return { html: read("index.html"), script: read("viewer.js"), login: read("login.html"), loginScript: read("login.js") }
+      return { html: read("index.html"), script: read("page.bundle.js"), login: read("login.html"), loginScript: read("login.js") }
     }
   }
   return undefined
@@ -69,7 +71,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
     const files = readFiles()
-    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found; / answers 404")
+    if (files === undefined) yield* Effect.logWarning("the viewer's files were not found (run `npm run build`); / answers 404")
 
     /** The sign-in page, with a note above the form (fixed text only: nothing from the request). */
     const loginPage = (status: number, note?: string) =>

@@ -22,12 +22,25 @@ export interface PromptPart {
   readonly content: string
 }
 
+/** The messages of a transcript as a request carries them, and the length of their JSON array. */
+export interface Rendering {
+  readonly messages: ReadonlyArray<Transcript.Message>
+  readonly jsonLength: number
+}
+
 /** What a request is built from. */
 export interface ContextInput {
   readonly sessionId: string
   readonly cwd: string
   readonly transcript: Transcript.Transcript
   readonly tools: ReadonlyArray<ToolSpec>
+  /**
+   * The transcript's messages and their JSON length, as `Transcript.rendered` gives them — kept up
+   * to date by the engine as its events are stored, so a request in turn 2,000 renders only what
+   * changed since the last one. A builder may use it in place of rendering the transcript; when it
+   * is absent, the transcript is rendered (see {@link renderingOf}).
+   */
+  readonly rendered?: (() => Rendering) | undefined
 }
 
 /** Estimated tokens of a request, by where they come from. */
@@ -73,25 +86,9 @@ export const estimate = (request: ModelRequest): TokenEstimate => {
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
 
-type Rendering = () => { readonly messages: ReadonlyArray<Transcript.Message>; readonly jsonLength: number }
-
-// Renderings the engine keeps up to date for the transcripts it hands to a builder (see
-// engine/LiveTranscript.ts): a request in turn 2,000 then renders only what changed since the last.
-const renderings = new WeakMap<Transcript.Transcript, Rendering>()
-
-/**
- * Hands over, with a transcript, how to get its messages and their JSON length without rendering
- * the whole transcript again.
- *
- * @internal
- */
-export const withRendering = (transcript: Transcript.Transcript, rendering: Rendering): Transcript.Transcript => {
-  renderings.set(transcript, rendering)
-  return transcript
-}
-
-/** The messages of a transcript and the length of their JSON, as `Transcript.rendered` gives them. */
-export const renderingOf = (transcript: Transcript.Transcript) => renderings.get(transcript)?.() ?? Transcript.rendered(transcript)
+/** The messages of the input's transcript and the length of their JSON: the engine's rendering when given, else rendered here. */
+export const renderingOf = (input: ContextInput | Transcript.Transcript): Rendering =>
+  "transcript" in input ? (input.rendered?.() ?? Transcript.rendered(input.transcript)) : Transcript.rendered(input)
 
 /**
  * Builds a request from prompt parts and the input. Its token estimate equals `estimate(request)`,
@@ -99,7 +96,7 @@ export const renderingOf = (transcript: Transcript.Transcript) => renderings.get
  * session's request costs what changed since the last one, not the whole conversation again.
  */
 export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput): BuiltContext => {
-  const { jsonLength, messages } = renderingOf(input.transcript)
+  const { jsonLength, messages } = renderingOf(input)
   const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
   const instruction = Tokens.estimate(request.system)
   const transcript = Math.ceil(jsonLength / 4)

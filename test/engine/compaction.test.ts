@@ -10,7 +10,7 @@ import { summaryInstruction } from "../../src/domain/Compaction.js"
 import * as SessionState from "../../src/domain/SessionState.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import type * as TurnEnv from "../../src/engine/TurnEnv.js"
+import type * as Services from "../../src/engine/Services.js"
 import { makeSessionEngine } from "../../src/index.js"
 import * as Cassette from "../../src/layers/Cassette.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
@@ -20,7 +20,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import type { ModelRequest } from "../../src/services/ModelProvider.js"
 import { collect, engineLayer, expectWellFormedLog, typesOf } from "../helpers.js"
 
-const engineWith = (responses: ReadonlyArray<ScriptedResponse>, options: { maxContextTokens?: number; compaction?: TurnEnv.CompactionOptions } = {}) =>
+const engineWith = (responses: ReadonlyArray<ScriptedResponse>, options: { maxContextTokens?: number; compaction?: Services.CompactionOptions } = {}) =>
   engineLayer(MemoryEventStore.layer, { responses, ...(options.maxContextTokens === undefined ? {} : { maxContextTokens: options.maxContextTokens }) }, {
     ...(options.compaction === undefined ? {} : { compaction: options.compaction })
   })

@@ -37,25 +37,28 @@ describe("observability", () => {
       expect(events.at(-1)!.payload).toEqual({ stopReason: "final" })
       const turnId = (events[0] as { readonly turnId: string }).turnId
       const ids = { sessionId, turnId }
-      expect(attributesOf(spans, "effect-agent.step")).toEqual([{ ...ids, step: 1 }, { ...ids, step: 2 }])
-      expect(attributesOf(spans, "effect-agent.model.request")).toEqual([
+      expect(attributesOf(spans, "TurnDriver.step")).toEqual([{ ...ids, step: 1 }, { ...ids, step: 2 }])
+      expect(attributesOf(spans, "ModelResponse.request")).toEqual([
         { ...ids, attempt: 1, provider: "fake", model: "scripted" },
         { ...ids, attempt: 1, provider: "fake", model: "scripted" }
       ])
-      expect(attributesOf(spans, "effect-agent.permission")).toEqual([
+      expect(attributesOf(spans, "ToolPhase.decide")).toEqual([
         { ...ids, toolCallId: "call_1", tool: "look", decision: "allow", policy: expect.any(String) }
       ])
-      expect(attributesOf(spans, "effect-agent.tool")).toEqual([{ ...ids, toolCallId: "call_1", tool: "look" }])
+      expect(attributesOf(spans, "ToolPhase.execute")).toEqual([{ ...ids, toolCallId: "call_1", tool: "look" }])
       // Every event of the turn went through an append span, a batch counted once.
-      const appends = attributesOf(spans, "effect-agent.store.append")
+      const appends = attributesOf(spans, "LiveSession.append")
       expect(appends.every((a) => a.sessionId === sessionId && a.turnId === turnId)).toBe(true)
       expect(appends.reduce((n, a) => n + (a.events as number), 0)).toBe(events.length)
-      // The engine's spans are children of the turn's span.
+      // The engine's spans are children of the turn's span, itself a child of the caller's.
       const runTurn = spans.find((s) => s.name === "SessionEngine.runTurn")!
-      const step = spans.find((s) => s.name === "effect-agent.step")!
+      const turn = spans.find((s) => s.name === "TurnDriver.run")!
+      const step = spans.find((s) => s.name === "TurnDriver.step")!
       const parentOf = (span: Tracer.Span) => Option.getOrUndefined(span.parent)?.spanId
-      expect(spans.filter((s) => s.name === "effect-agent.step").map(parentOf)).toEqual([runTurn.spanId, runTurn.spanId])
-      expect(parentOf(spans.find((s) => s.name === "effect-agent.tool")!)).toBe(step.spanId)
+      expect(parentOf(turn)).toBe(runTurn.spanId)
+      expect(Object.fromEntries(turn.attributes)).toEqual({ ...ids, work: "New" })
+      expect(spans.filter((s) => s.name === "TurnDriver.step").map(parentOf)).toEqual([turn.spanId, turn.spanId])
+      expect(parentOf(spans.find((s) => s.name === "ToolPhase.execute")!)).toBe(step.spanId)
     }).pipe(Effect.provide(
       engineLayer(MemoryEventStore.layer, { responses: [{ toolCalls: [{ tool: "look", args: {} }] }, { chunks: ["seen"] }] }).pipe(
         Layer.provideMerge(testTools({ look: { run: () => Effect.succeed({ result: "a tree" }) } })),

@@ -107,7 +107,7 @@ describe("Cassette", () => {
       at(19, "turn.completed", { stopReason: "error", errorCode: "authentication" }, "turn_3")
     ])
     expect(script.responses).toEqual([
-      { failure: { reason: "overloaded", retryAfterMs: 1200 } },
+      { failure: { reason: "overloaded", retryDelayMs: 1200 } },
       { chunks: ["a"], toolCalls: [{ tool: "grep", args: { pattern: "x" }, id: "t1" }] },
       { chunks: ["b", "c"], failure: { reason: "network", afterChunks: 2 }, usage: { inputTokens: 5, outputTokens: 2 } },
       { failure: { reason: "authentication" } }

@@ -67,7 +67,8 @@ describe("effect-agent serve", () => {
     expect(await page.text()).toContain(`<script type="module" src="/viewer.js">`)
     const script = await fetch(`${url}/viewer.js`, { headers: { cookie: cookie.split(";")[0]! } })
     expect(script.status).toBe(200)
-    expect(await script.text()).toContain("export const fold")
+    // The page's script, bundled with the domain's fold of the log.
+    expect(await script.text()).toContain("// src/domain/SessionView.ts")
     expect((await fetch(`${url}/`)).status).toBe(401)
 
     server.child.kill("SIGINT")

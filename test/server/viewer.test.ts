@@ -1,5 +1,5 @@
 /**
- * The viewer's fold (src/server/viewer/viewer.js, hand-written so the page needs no build) against
+ * The viewer's fold (the domain's SessionView, which the page bundles; src/server/viewer/viewer.ts) against
  * the package's projections, at every prefix of real logs: the golden logs and one the server
  * writes with a retry, an approval, a denial, a remembered answer and a cancel. What the timeline shows as
  * of sequence N is what SessionState and Transcript say of the log's first N events.

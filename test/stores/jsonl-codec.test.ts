@@ -98,11 +98,11 @@ describe("the JSONL codec agrees with the schema", () => {
     expect(EventCodec.encodeLine({ ...event, type: "no.such" } as unknown as AgentEvent.AgentEvent)).toBeUndefined()
   })
 
-  it("a delta of a batch the engine built is written as the schema writes it, and only while its text is a string", () => {
+  it("a delta is written as the schema writes it, and only while its text is a string", () => {
     const delta = { id: "evt_1", sessionId: "sess_1", turnId: "turn_1", sequence: 3, timestamp: "t", type: "model.delta", payload: { text: "h\"i\u0000" } } as const
-    expect(EventCodec.encodeLine(delta, true)).toBe(AgentEvent.encodeJson(delta))
-    // A provider handing over something else than text: refused, as without the engine's mark.
-    expect(EventCodec.encodeLine({ ...delta, payload: { text: 42 } } as unknown as AgentEvent.AgentEvent, true)).toBeUndefined()
+    expect(EventCodec.encodeLine(delta)).toBe(AgentEvent.encodeJson(delta))
+    // A provider handing over something else than text: refused.
+    expect(EventCodec.encodeLine({ ...delta, payload: { text: 42 } } as unknown as AgentEvent.AgentEvent)).toBeUndefined()
   })
 
   it("a batch of deltas the engine built: sequences of any length of digits, and texts longer than the buffer first made, as JSON.stringify writes them", () => {

@@ -135,14 +135,9 @@ export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = c
 
 /**
  * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the
- * schema's encoding. `undefined` for a value that is not a valid event. `built`: the event is of a
- * batch the engine built (`BuiltBatches.isBuilt`).
+ * schema's encoding. `undefined` for a value that is not a valid event.
  */
-export const encodeLine = (event: AgentEvent.AgentEvent, built = false): string | undefined => {
-  // A delta the engine built is canonical by construction (its envelope in the schema's order, its
-  // payload `{ text }` from one builder): the hot path of a streamed response skips the check. The
-  // text is still a string only if the provider gave one.
-  if (built && event.type === "model.delta" && typeof event.payload.text === "string") return JSON.stringify(event)
+export const encodeLine = (event: AgentEvent.AgentEvent): string | undefined => {
   if (isCanonical(event)) return JSON.stringify(event)
   try {
     return AgentEvent.encodeJson(event)
@@ -188,9 +183,10 @@ const idKey = Buffer.from(`{"id":`, "utf8")
 const lineEnd = Buffer.from("}}\n", "utf8")
 
 /**
- * The lines of a batch of deltas the engine built (`BuiltBatches.isBuilt`) as UTF-8 bytes, each line
- * ending in a newline: byte for byte `JSON.stringify(event) + "\n"` of each, written straight into
- * one buffer. The part of the line every delta of the batch shares (session, turn, timestamp, type)
+ * The lines of a batch of one turn's deltas as UTF-8 bytes, each line ending in a newline: byte for
+ * byte what the schema writes for each (`JSON.stringify` of the event with its keys in the schema's
+ * order), written straight into one buffer. Whatever object it is given, it writes only the fields
+ * of a delta, each checked for its type first, so it needs no trust in who built the batch. The part of the line every delta of the batch shares (session, turn, timestamp, type)
  * is encoded once; the id, sequence and text of each are written byte by byte, a string with
  * characters JSON escapes through `JSON.stringify`. Nothing is allocated per line: a turn streams
  * thousands of deltas while its events are still young, and every string made here would be copied

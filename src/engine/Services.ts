@@ -1,21 +1,21 @@
 /**
- * Everything one turn's driver works with: the ports, the options, the live session, and the
- * turn's own `commit` — the one way a turn's events are written.
+ * What the engine's work runs on, as one bundle: the ports (store, ids, model, tools, permissions,
+ * context builder, hooks), the watcher hub, and the limits and timings of turns. Built once by
+ * `SessionEngine.make`; every driver, turn and step reads it.
  *
- * @since 0.1.0
+ * @since 0.5.0
  * @internal
  */
 import type * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
-import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
-import type { EventStoreFailure } from "../domain/Errors.js"
 import type { Hooks } from "../services/AgentHooks.js"
 import type { ContextBuilder } from "../services/ContextBuilder.js"
+import type { EventStore } from "../services/EventStore.js"
+import type { IdGenerator } from "../services/IdGenerator.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import type { ToolRouter } from "../services/ToolRouter.js"
-import * as LiveSession from "./LiveSession.js"
 import * as Retry from "./Retry.js"
+import type { Watchers } from "./Watchers.js"
 
 /**
  * When and how a session's context is compacted (see `Compaction`). Every field has a default:
@@ -62,10 +62,14 @@ export const defaultOptions: TurnOptions = {
   compaction: {}
 }
 
-/** The services a turn runs on. */
-export interface TurnServices {
-  readonly ports: LiveSession.Ports
+/** The engine's services and limits. */
+export interface Services {
+  readonly store: EventStore.Service
+  readonly ids: IdGenerator["Type"]
+  /** Who watches sessions' live events (`watchSession`): every commit hands its events to them. */
+  readonly watchers: Watchers
   readonly provider: ModelProvider.Service
+  /** The tools; none when no `ToolRouter` is provided. */
   readonly tools: ToolRouter.Service | undefined
   readonly permissions: PermissionEngine["Type"]
   readonly context: ContextBuilder.Service
@@ -73,36 +77,6 @@ export interface TurnServices {
   readonly options: TurnOptions
 }
 
-/** One turn's environment. */
-export interface TurnEnv extends TurnServices {
-  readonly session: LiveSession.LiveSession
-  readonly turnId: string
-  /** What a cancel sets before it interrupts the driver; from then on no model output is stored. */
-  readonly control: LiveSession.TurnControl
-  /**
-   * Commits drafts of this turn as one batch (see `LiveSession.commit`): stored, folded, watched,
-   * then emitted to the turn's consumer. Returns the events committed.
-   */
-  readonly commit: (drafts: ReadonlyArray<TurnEventDraft>, guard?: LiveSession.Guard) => Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure>
-}
-
-/** A turn's environment; its events go to `emit` once stored. */
-export const make = (
-  services: TurnServices,
-  session: LiveSession.LiveSession,
-  turnId: string,
-  control: LiveSession.TurnControl,
-  emit: LiveSession.Emit
-): TurnEnv => ({
-  ...services,
-  // A session may have tools of its own (MCP servers its client named).
-  tools: services.tools?.forSession?.(session.sessionId) ?? services.tools,
-  session,
-  turnId,
-  control,
-  commit: (drafts, guard) => LiveSession.commit(services.ports, session, turnId, drafts, emit, guard)
-})
-
-/** The environment of a write made with no driver (closing a dangling turn, an answer to a paused one): nobody consumes its events. */
-export const detached = (services: TurnServices, session: LiveSession.LiveSession, turnId: string): TurnEnv =>
-  make(services, session, turnId, { cancelRequested: false }, () => Effect.void)
+/** The tools as a model request describes them. */
+export const toolSpecs = (services: Services) =>
+  services.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []

@@ -1,0 +1,250 @@
+/**
+ * What the web viewer shows of a session (CONTRACT.md §7.3): its log folded into turns — each with
+ * the user's message, the model's text, steers, tool calls with their decisions and results, and
+ * lines about the session's life (retries, follow-ups, forks, compaction) — plus what the state panel
+ * shows. A pure fold, one handler per event type (a new type does not compile until it says what the
+ * viewer shows of it), so the view of the whole log and the view "as of" sequence N (the timeline)
+ * are the same fold of a prefix. The viewer's page bundles this module (see `scripts/bundle-cli.mjs`);
+ * test/server/viewer.test.ts checks it against `SessionState` and `Transcript` on real logs.
+ *
+ * It imports types only, so the page's bundle carries nothing of Effect.
+ *
+ * @since 0.5.0
+ */
+import type { AgentEvent, Client, EventOfType, EventType, Risk, StopReason, Usage } from "./AgentEvent.js"
+import type { Json } from "./Json.js"
+import type { ToolCallStatus } from "./SessionState.js"
+
+/** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
+export interface ViewCall {
+  readonly kind: "call"
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: Json
+  status: ToolCallStatus | "completed" | "failed"
+  risk: Risk | undefined
+  readonly decisions: Array<{ readonly decision: string; readonly actor: string; readonly policy?: string | undefined }>
+  progress?: string
+  result?: string
+  exitCode?: number | undefined
+  errorCode?: string
+  message?: string
+}
+
+/** A line about the session's life: `event` names the session-level event it tells of; `detail` holds a compaction's summary. */
+export interface ViewNote {
+  readonly kind: "note"
+  readonly text: string
+  readonly event?: EventType
+  readonly detail?: string
+}
+
+/** One item of a turn, in log order. */
+export type ViewItem = { kind: "text"; text: string } | { readonly kind: "steer"; readonly text: string } | ViewNote | ViewCall
+
+/** One turn. */
+export interface ViewTurn {
+  readonly turnId: string
+  /** The user's message (its preview until `user.message`). */
+  user: string
+  readonly items: Array<ViewItem>
+  /** How it ended, once it has. */
+  end: { readonly stopReason: StopReason; readonly errorCode?: string | undefined; readonly usage?: Usage | undefined } | undefined
+  /** The sequence of its `turn.started`, to place it among the session-level lines. */
+  readonly startedAt: number
+  /** The follow-up this turn runs (`turn.started {queueId}`). */
+  readonly queueId: string | undefined
+}
+
+/** The view of a session's log. */
+export interface View {
+  session:
+    | {
+      readonly sessionId: string
+      readonly cwd: string
+      readonly client: Client
+      readonly createdAt: string
+      readonly forkedFrom: { readonly sessionId: string; readonly sequence: number } | undefined
+    }
+    | undefined
+  readonly turns: Array<ViewTurn>
+  /** Every call by id. */
+  readonly calls: Record<string, ViewCall>
+  lastSequence: number
+  openTurn: ViewTurn | undefined
+  /** Session-level lines outside any turn, with the sequence they sit at. */
+  readonly notes: Array<ViewNote & { readonly sequence: number }>
+  /** The tokens of the next model request, as last stored (`context.built`, `session.compacted`). */
+  contextTokens: number | undefined
+  /** Follow-ups queued and not yet started nor dropped, oldest first. */
+  followUps: Array<{ readonly queueId: string; readonly content: string }>
+  /** The compaction in progress (between `compaction.started` and its end). */
+  compacting: string | undefined
+}
+
+/** A fresh, empty view. */
+export const empty = (): View => ({
+  session: undefined,
+  turns: [],
+  calls: {},
+  lastSequence: 0,
+  openTurn: undefined,
+  notes: [],
+  contextTokens: undefined,
+  followUps: [],
+  compacting: undefined
+})
+
+/** Adds an item to the open turn, if any. */
+const push = (view: View, item: ViewItem) => {
+  view.openTurn?.items.push(item)
+}
+
+/** A line about the session's life: in the open turn where it happened, else between turns. */
+const note = (view: View, event: AgentEvent, text: string, detail?: string) => {
+  const item: ViewNote = { kind: "note", text, event: event.type, ...(detail === undefined ? {} : { detail }) }
+  if (view.openTurn !== undefined) view.openTurn.items.push(item)
+  else view.notes.push({ ...item, sequence: event.sequence })
+}
+
+/** The call an event of a call is about, to change in place. */
+const callOf = (view: View, toolCallId: string): ViewCall | undefined => view.calls[toolCallId]
+
+const statusOfDecision = { ask: "awaiting_approval", allow: "allowed", deny: "denied" } as const
+
+/** What each event type shows — one entry per type. */
+const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) => void } = {
+  "session.created": (view, event) => {
+    const { client, cwd, forkedFrom } = event.payload
+    view.session = { sessionId: event.sessionId, cwd, client, createdAt: event.timestamp, forkedFrom }
+  },
+  "turn.started": (view, event) => {
+    const { promptPreview, queueId } = event.payload
+    const turn: ViewTurn = { turnId: event.turnId, user: promptPreview, items: [], end: undefined, startedAt: event.sequence, queueId }
+    view.openTurn = turn
+    view.turns.push(turn)
+    if (queueId !== undefined) view.followUps = view.followUps.filter((f) => f.queueId !== queueId)
+  },
+  "user.message": (view, event) => {
+    if (view.openTurn !== undefined) view.openTurn.user = event.payload.content
+  },
+  "turn.steered": (view, event) => push(view, { kind: "steer", text: event.payload.content }),
+  // Which tools an MCP server offered (again, when its list changed): a note where it happened.
+  "mcp.tools_listed": (view, event) => {
+    const { server, tools } = event.payload
+    note(view, event, `MCP server ${server}: ${tools.length} tool${tools.length === 1 ? "" : "s"}`, tools.map((t) => t.name).join(", "))
+  },
+  // What the next model request costs: shown in the state panel, not in the turn.
+  "context.built": (view, event) => {
+    view.contextTokens = event.payload.tokens.total
+  },
+  "model.delta": (view, event) => {
+    const last = view.openTurn?.items.at(-1)
+    if (last?.kind === "text") last.text += event.payload.text
+    else push(view, { kind: "text", text: event.payload.text })
+  },
+  "model.retry": (view, event) => {
+    const { attempt, delayMs, errorCode } = event.payload
+    push(view, { kind: "note", text: `retry ${attempt}: ${errorCode}, again in ${delayMs} ms` })
+  },
+  "model.tool_call_requested": (view, event) => {
+    const { args, tool, toolCallId } = event.payload
+    const call: ViewCall = { kind: "call", toolCallId, tool, args, status: "requested", decisions: [], risk: undefined }
+    view.calls[toolCallId] = call
+    push(view, call)
+  },
+  "permission.requested": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call === undefined) return
+    call.status = "permission_pending"
+    call.risk = event.payload.risk
+  },
+  "permission.resolved": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call === undefined) return
+    const { actor, decision, policy } = event.payload
+    call.status = statusOfDecision[decision]
+    call.decisions.push({ decision, actor, policy })
+  },
+  "tool.started": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call !== undefined) call.status = "running"
+  },
+  "tool.progress": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call !== undefined) call.progress = event.payload.message
+  },
+  "tool.completed": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call === undefined) return
+    call.status = "completed"
+    call.result = event.payload.result
+    call.exitCode = event.payload.exitCode
+  },
+  "tool.failed": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call === undefined) return
+    call.status = "failed"
+    call.errorCode = event.payload.errorCode
+    call.message = event.payload.message
+  },
+  "turn.completed": (view, event) => {
+    const { errorCode, stopReason, usage } = event.payload
+    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage }
+    view.openTurn = undefined
+  },
+  "followup.queued": (view, event) => {
+    view.followUps.push({ queueId: event.payload.queueId, content: event.payload.content })
+    note(view, event, `follow-up queued: ${event.payload.content}`)
+  },
+  "followup.dropped": (view, event) => {
+    const dropped = new Set(event.payload.queueIds)
+    view.followUps = view.followUps.filter((f) => !dropped.has(f.queueId))
+    note(view, event, `${dropped.size} queued follow-up${dropped.size === 1 ? "" : "s"} dropped`)
+  },
+  "session.forked": (view, event) => note(view, event, `forked from ${event.payload.fromSessionId} at #${event.payload.atSequence}`),
+  "compaction.started": (view, event) => {
+    view.compacting = event.payload.compactionId
+    note(view, event, `compacting the conversation (${event.payload.reason}, ${event.payload.tokensBefore} tokens)…`)
+  },
+  "session.compacted": (view, event) => {
+    const { firstKeptSequence, reason, summary, tokensAfter, tokensBefore } = event.payload
+    view.compacting = undefined
+    view.contextTokens = tokensAfter
+    note(view, event, `conversation compacted (${reason}): ${tokensBefore} → ${tokensAfter} tokens, events before #${firstKeptSequence} summarized`, summary)
+  },
+  "compaction.failed": (view, event) => {
+    const { errorCode } = event.payload
+    view.compacting = undefined
+    note(view, event, `compaction ${errorCode === "cancelled" ? "cancelled" : `failed: ${errorCode}`}; the conversation is unchanged`)
+  }
+}
+
+/** Every event type the view knows (each is an SSE event name on `/live`). */
+export const eventTypes: ReadonlyArray<EventType> = Object.keys(steps) as Array<EventType>
+
+/** Folds one event into the view, changing it in place (fold into a fresh {@link empty}); returns it. */
+export const step = (view: View, event: AgentEvent): View => {
+  view.lastSequence = event.sequence
+  const shown = steps[event.type] as ((view: View, event: AgentEvent) => void) | undefined
+  // A type newer than the page (a page left open across an upgrade) is named, not dropped.
+  if (shown !== undefined) shown(view, event)
+  else note(view, event, event.type)
+  return view
+}
+
+/** The view of a sequence of events. */
+export const fold = (events: ReadonlyArray<AgentEvent>): View => events.reduce(step, empty())
+
+const openStatuses: ReadonlySet<ViewCall["status"]> = new Set(["requested", "permission_pending", "awaiting_approval", "allowed", "denied", "running"])
+
+/** The open turn's calls that have not ended, in request order. */
+export const openCalls = (view: View): ReadonlyArray<ViewCall> =>
+  view.openTurn === undefined ? [] : view.openTurn.items.filter((i): i is ViewCall => i.kind === "call" && openStatuses.has(i.status))
+
+/** The calls waiting for the user. */
+export const pendingApprovals = (view: View): ReadonlyArray<ViewCall> => openCalls(view).filter((c) => c.status === "awaiting_approval")
+
+/** What the session is doing: idle, running, waiting for an approval, or compacting. */
+export const phase = (view: View): "idle" | "running" | "waiting for approval" | "compacting" =>
+  view.compacting !== undefined ? "compacting" : view.openTurn === undefined ? "idle" : pendingApprovals(view).length > 0 ? "waiting for approval" : "running"

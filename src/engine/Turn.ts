@@ -1,0 +1,154 @@
+/**
+ * One turn as the engine runs it: what it runs (its work item), the services, the live session, its
+ * cancel state, the messages and answers sent into it, and `commit` — the one way its events are
+ * written. A session's driver makes a turn for each work item (see `SessionDriver`); the turn's
+ * driver and each step's parts take it as their only argument (see `TurnDriver`).
+ *
+ * @since 0.5.0
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import type * as Mailbox from "effect/Mailbox"
+import type * as Tracer from "effect/Tracer"
+import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
+import type { EventStoreFailure } from "../domain/Errors.js"
+import * as LiveSession from "./LiveSession.js"
+import type { Services } from "./Services.js"
+
+/**
+ * What a turn runs: a new user message (`runTurn`), a queued follow-up (`followUp`), or the turn the
+ * log holds paused on the user's answer (`resumeTurn`).
+ */
+export type Work =
+  | { readonly _tag: "New"; readonly userMessage: string }
+  | { readonly _tag: "Queued"; readonly queueId: string; readonly content: string }
+  | { readonly _tag: "Resume" }
+
+/** The user's answer to a paused call. */
+export interface UserDecision {
+  readonly decision: "allow" | "deny"
+  readonly remember: boolean
+}
+
+/**
+ * Where a turn stands with cancellation:
+ * - `running`: nobody asked to cancel it, and it has not decided how it ends; it takes steers.
+ * - `requested`: a cancel asked for it before its steps ran; they are interrupted as they start.
+ * - `delivered`: its steps were interrupted by a cancel.
+ * - `closed`: it decided how it ends without a cancel (a final answer, a limit, an error, a shutdown):
+ *   a cancel finds nothing more to stop, and steers are refused.
+ *
+ * From `requested` on, no model output is stored (the post-cancel guard).
+ */
+export type CancelState = "running" | "requested" | "delivered" | "closed"
+
+/** A turn's cancellation: the one state a cancel, the guard, a steer and the turn's end all read. */
+export class Cancel {
+  private current: CancelState = "running"
+  private steps: Fiber.Fiber<unknown, unknown> | undefined = undefined
+
+  /** The state now. */
+  get state(): CancelState {
+    return this.current
+  }
+
+  /** Whether a cancel was asked for (requested or delivered): no model output is stored any more. */
+  get requested(): boolean {
+    return this.current === "requested" || this.current === "delivered"
+  }
+
+  /** Asks to cancel the turn: its steps are interrupted now, or as soon as they start. Nothing happens once asked or closed. */
+  readonly request: Effect.Effect<void> = Effect.fiberIdWith((by) =>
+    Effect.suspend(() => {
+      if (this.current !== "running") return Effect.void
+      this.current = "requested"
+      return this.deliver(by)
+    })
+  )
+
+  /** The turn's steps run in `fiber`: a cancel asked for before is delivered at once. */
+  readonly attach = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> =>
+    Effect.fiberIdWith((by) =>
+      Effect.suspend(() => {
+        this.steps = fiber
+        return this.current === "requested" ? this.deliver(by) : Effect.void
+      })
+    )
+
+  /** The turn has decided how it ends (no cancel asked for): a later cancel finds nothing to stop. */
+  close(): void {
+    if (this.current === "running") this.current = "closed"
+  }
+
+  private deliver(by: FiberId.FiberId): Effect.Effect<void> {
+    if (this.steps === undefined) return Effect.void
+    this.current = "delivered"
+    return Fiber.interruptAsFork(this.steps, by)
+  }
+}
+
+/** Commits a turn's drafts as one batch (see `LiveSession.commit`); returns the events committed. */
+export type Commit = (drafts: ReadonlyArray<TurnEventDraft>, guard?: LiveSession.Guard) => Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure>
+
+/** One turn. */
+export interface Turn {
+  readonly services: Services
+  readonly session: LiveSession.LiveSession
+  readonly turnId: string
+  readonly work: Work
+  readonly cancel: Cancel
+  /** Messages sent into the turn (`steer`) and not yet stored: stored at its next step boundary, in arrival order. */
+  readonly steers: Array<string>
+  /** The calls waiting for the user, by tool call id: completing one hands the turn the user's answer. */
+  readonly approvals: Map<string, Deferred.Deferred<UserDecision>>
+  /** Where its events go once stored: the consumer of its stream (`runTurn`, `resumeTurn`); none for a follow-up's turn. */
+  readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure> | undefined
+  /** Done once the turn has ended and its end has been dealt with (its stream ended, the run moved on). */
+  readonly ended: Deferred.Deferred<void>
+  /** The span of the caller who asked for the turn, parent of the turn's own; none for a follow-up's turn. */
+  readonly parentSpan: Tracer.AnySpan | undefined
+  /** Commits the turn's drafts: stored, folded, handed to watchers, then to the sink. */
+  readonly commit: Commit
+}
+
+/** A turn of `session`; for a caller, its events go to `sink` once stored. */
+export const make = (
+  services: Services,
+  session: LiveSession.LiveSession,
+  turnId: string,
+  work: Work,
+  caller?: { readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure>; readonly span: Tracer.AnySpan | undefined }
+): Turn => ({
+  // A session may have tools of its own (MCP servers its client named): its turns use them.
+  services: services.tools?.forSession === undefined ? services : { ...services, tools: services.tools.forSession(session.sessionId) },
+  session,
+  turnId,
+  work,
+  cancel: new Cancel(),
+  steers: [],
+  approvals: new Map(),
+  sink: caller?.sink,
+  ended: Deferred.unsafeMake(FiberId.none),
+  parentSpan: caller?.span,
+  commit: commitTo(services, session, turnId, caller?.sink)
+})
+
+/**
+ * How drafts of one turn are committed: stored under the session's lock, folded, handed to the
+ * watchers, then to `sink` when the turn has a consumer. Also how the driver writes to a turn it does
+ * not run (closing a dangling turn, storing an answer to a paused one).
+ */
+export const commitTo = (
+  services: Services,
+  session: LiveSession.LiveSession,
+  turnId: string,
+  sink?: Mailbox.Mailbox<AgentEvent, EventStoreFailure>
+): Commit =>
+(drafts, guard) =>
+  sink === undefined
+    ? LiveSession.commit(services, session, turnId, drafts, guard)
+    // Stored and handed to the consumer as one step: a cancel between the two would lose an event from its stream.
+    : Effect.uninterruptible(Effect.tap(LiveSession.commit(services, session, turnId, drafts, guard), (events) => sink.offerAll(events)))

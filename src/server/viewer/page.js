@@ -1,0 +1,245 @@
+// The effect-agent session viewer's page: one ES module, bundled with the domain's fold of the log
+// (`SessionView`, through ./viewer.ts) by `npm run build` into dist/server/viewer/page.bundle.js,
+// which the server sends as /viewer.js. Nothing is built while the server runs.
+//
+// The view is `fold(events)`, a pure function of the events, so the view of the whole log and the
+// view "as of" sequence N (the timeline) are the same function applied to a prefix.
+//
+// Live events come from /live (SSE) with EventSource. Every event carries its sequence: the page
+// keeps only event n + 1 after event n — anything at or below the last one shown is a duplicate and
+// skipped; anything beyond n + 1 is a gap and the stream is reopened from n. EventSource sends
+// Last-Event-ID when it reconnects by itself, and the page reopens with ?after=n when the browser
+// gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
+
+import { eventTypes, fold, openCalls, phase } from "./viewer.js"
+
+const $ = (id) => document.getElementById(id)
+const el = (tag, props = {}, ...children) => {
+  const node = document.createElement(tag)
+  for (const [key, value] of Object.entries(props)) {
+    if (key === "class") node.className = value
+    else if (key.startsWith("data-")) node.setAttribute(key, value)
+    else if (key === "onclick") node.addEventListener("click", value)
+    else node[key] = value
+  }
+  for (const child of children) if (child !== undefined && child !== null) node.append(child)
+  return node
+}
+const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
+
+// `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
+const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false }
+
+const api = async (method, path, body) => {
+  const response = await fetch(path, {
+    method,
+    credentials: "same-origin",
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body)
+  })
+  // Signed out (the token changed, or the cookie is gone): back to the sign-in form.
+  if (response.status === 401) location.assign("/login")
+  const text = await response.text()
+  const data = text === "" ? undefined : JSON.parse(text)
+  if (!response.ok) throw new Error(data?.message ?? `HTTP ${response.status}`)
+  return data
+}
+const report = (error) => setStatus("error", error.message)
+
+const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text }
+
+const loadSessions = async () => {
+  const sessions = await api("GET", "/sessions")
+  const list = $("sessions")
+  list.replaceChildren(...sessions.map((s) =>
+    el("li", { class: s.sessionId === state.sessionId ? "current" : "", "data-session": s.sessionId, onclick: () => openSession(s.sessionId) },
+      el("div", { class: "id", textContent: s.sessionId }),
+      el("div", { class: "meta", textContent: `${s.turnCount} turn${s.turnCount === 1 ? "" : "s"} · ${new Date(s.lastActivityAt).toLocaleString()} · ${s.cwd}` }))))
+}
+
+// Exactly once, in order: see the module's note.
+const receive = (event) => {
+  if (event.sessionId !== state.sessionId) return
+  const last = state.events.length
+  if (event.sequence <= last) return
+  if (event.sequence !== last + 1) return reconnect()
+  state.events.push(event)
+  if (event.type === "turn.completed") loadSessions().catch(report)
+  schedule()
+}
+
+const connect = () => {
+  state.source?.close()
+  const source = new EventSource(`/sessions/${encodeURIComponent(state.sessionId)}/live?after=${state.events.length}`)
+  state.source = source
+  source.onopen = () => setStatus("live", "live")
+  source.onmessage = undefined
+  source.onerror = () => {
+    if (source.readyState === EventSource.CLOSED) {
+      // The browser gave up (the server was down, or answered an error): reopen from the last event shown.
+      setStatus("reconnecting", "reconnecting…")
+      clearTimeout(state.retry)
+      state.retry = setTimeout(() => { if (state.source === source) connect() }, 1000)
+    } else setStatus("reconnecting", "reconnecting…")
+  }
+  // Every event type is its own SSE event name: listen to each one the log knows, and to the
+  // unnamed default for types newer than this page.
+  for (const type of eventTypes) source.addEventListener(type, (message) => receive(JSON.parse(message.data)))
+  source.addEventListener("message", (message) => receive(JSON.parse(message.data)))
+}
+const reconnect = () => connect()
+
+const openSession = (sessionId) => {
+  state.sessionId = sessionId
+  state.events = []
+  state.scrubAt = undefined
+  location.hash = sessionId
+  $("title").textContent = sessionId
+  $("title").className = ""
+  $("message").disabled = false
+  $("send").disabled = false
+  connect()
+  schedule()
+  loadSessions().catch(report)
+}
+
+const schedule = () => {
+  if (state.scheduled) return
+  state.scheduled = true
+  requestAnimationFrame(() => { state.scheduled = false; render() })
+}
+
+const decisionBadge = (d) => {
+  const who = d.actor === "user" ? "you" : d.policy ? `policy: ${d.policy}` : "policy"
+  const cls = d.decision === "allow" ? "ok" : d.decision === "deny" ? "bad" : "warn"
+  return el("span", { class: `badge ${cls}`, textContent: `${d.decision} · ${who}` })
+}
+
+const sessionPath = () => `/sessions/${encodeURIComponent(state.sessionId)}`
+const dropFollowUps = () => api("DELETE", `${sessionPath()}/followups`).catch(report)
+
+const answer = (call, decision, remember) => () =>
+  api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
+
+const renderCall = (call, live) => {
+  const status = el("span", { class: `badge ${call.status === "completed" ? "ok" : call.status === "failed" || call.status === "denied" ? "bad" : "warn"}`, textContent: call.status.replace("_", " ") })
+  const node = el("div", { class: "call", "data-call": call.toolCallId, "data-status": call.status },
+    el("div", { class: "head" }, el("strong", { textContent: call.tool }), status, call.risk ? el("span", { class: "badge", textContent: call.risk }) : undefined, ...call.decisions.map(decisionBadge)),
+    el("div", { class: "args", textContent: show(call.args) }))
+  if (call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: call.progress }))
+  if (call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
+  if (call.status === "failed") node.append(el("div", { class: "result", textContent: `${call.errorCode}: ${call.message}` }))
+  if (live && call.status === "awaiting_approval") {
+    node.append(el("div", { class: "approval" },
+      el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(call, "allow", false) }),
+      el("button", { class: "allow", textContent: "Always allow", "data-action": "always", onclick: answer(call, "allow", true) }),
+      el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(call, "deny", false) })))
+  }
+  return node
+}
+
+const renderNote = (item) => {
+  const node = el("div", { class: "note", ...(item.event === undefined ? {} : { "data-event": item.event }), textContent: item.text })
+  if (item.detail !== undefined) node.append(el("details", {}, el("summary", { textContent: "summary" }), el("div", { class: "detail", textContent: item.detail })))
+  return node
+}
+
+const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
+
+const render = () => {
+  if (state.sessionId === undefined) return
+  const total = state.events.length
+  const at = state.scrubAt === undefined ? total : Math.min(state.scrubAt, total)
+  const live = at === total
+  const view = fold(state.events.slice(0, at))
+  const main = $("view")
+  const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
+  const renderTurn = (turn) =>
+    el("section", { class: "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }) },
+      el("div", { class: "user", textContent: turn.user }),
+      el("div", { class: "body" }, ...turn.items.map((item) =>
+        item.kind === "text" ? el("div", { class: "text", textContent: item.text })
+        : item.kind === "call" ? renderCall(item, live)
+        : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
+        : renderNote(item))),
+      turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined)
+  // Turns and the session-level lines between them, in log order.
+  const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => renderTurn(turn) })),
+    ...view.notes.map((item) => ({ at: item.sequence, node: () => renderNote(item) }))].sort((a, b) => a.at - b.at)
+  main.replaceChildren(...timeline.map((entry) => entry.node()))
+  if (view.turns.length === 0) main.append(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
+  if (live && nearBottom) main.scrollTop = main.scrollHeight
+
+  const scrub = $("scrub")
+  scrub.disabled = total === 0
+  scrub.max = String(total)
+  scrub.value = String(at)
+  const current = state.events[at - 1]
+  $("position").textContent = `#${at}${current ? ` ${current.type}` : ""}`
+  $("scrubbing").hidden = live
+  $("scrubbing").textContent = live ? "" : `viewing the session as of #${at} of ${total}`
+  $("live").hidden = live
+  $("cancel").disabled = !(live && view.openTurn !== undefined)
+  state.running = live && view.openTurn !== undefined
+  state.idle = live && phase(view) === "idle"
+  $("send").textContent = state.running ? "Steer" : "Send"
+  $("followup").disabled = !state.running
+  $("compact").disabled = !(state.idle && view.turns.length > 0)
+  $("fork").disabled = !(state.idle && view.turns.length > 0)
+
+  const calls = openCalls(view)
+  $("state-title").textContent = live ? "State" : `State as of #${at}`
+  $("state-body").className = ""
+  $("state-body").replaceChildren(
+    el("dl", {},
+      el("dt", { textContent: "phase" }), el("dd", { id: "phase", textContent: phase(view) }),
+      el("dt", { textContent: "sequence" }), el("dd", { id: "sequence", textContent: String(view.lastSequence) }),
+      el("dt", { textContent: "turns" }), el("dd", { textContent: String(view.turns.length) }),
+      el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
+      el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
+      el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
+      el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
+        live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),
+    el("h2", { textContent: "Open calls" }),
+    calls.length === 0 ? el("div", { class: "empty", id: "open-calls", textContent: "none" })
+      : el("ul", { id: "open-calls" }, ...calls.map((c) => el("li", { "data-call": c.toolCallId, textContent: `${c.tool} — ${c.status.replace("_", " ")}` }))))
+}
+
+$("new-session").addEventListener("submit", (e) => {
+  e.preventDefault()
+  const cwd = $("cwd").value.trim()
+  api("POST", "/sessions", cwd === "" ? {} : { cwd }).then((s) => openSession(s.sessionId)).catch(report)
+})
+$("composer").addEventListener("submit", (e) => {
+  e.preventDefault()
+  const message = $("message").value
+  if (message.trim() === "" || state.sessionId === undefined) return
+  state.scrubAt = undefined
+  // While a turn runs, a message steers it (seen by the model at its next step); otherwise it starts a turn.
+  const route = state.running ? "steer" : "turns"
+  api("POST", `${sessionPath()}/${route}`, { message }).then(() => { $("message").value = "" }).catch(report)
+})
+$("followup").addEventListener("click", () => {
+  const message = $("message").value
+  if (message.trim() === "" || state.sessionId === undefined) return
+  api("POST", `${sessionPath()}/followups`, { message }).then(() => { $("message").value = "" }).catch(report)
+})
+// A manual compaction answers once the model has written the summary; the log shows it meanwhile.
+$("compact").addEventListener("click", () => api("POST", `${sessionPath()}/compact`, {}).catch(report))
+$("fork").addEventListener("click", () => api("POST", `${sessionPath()}/fork`, {}).then((s) => openSession(s.sessionId)).catch(report))
+$("message").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit() }
+})
+$("cancel").addEventListener("click", () => api("POST", `${sessionPath()}/cancel`).catch(report))
+$("scrub").addEventListener("input", (e) => {
+  const at = Number(e.target.value)
+  state.scrubAt = at >= state.events.length ? undefined : at
+  render()
+})
+$("live").addEventListener("click", () => { state.scrubAt = undefined; render() })
+
+// For tests and the curious: the sequences received, in order.
+window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state }
+
+loadSessions().catch(report)
+if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))

@@ -1,0 +1,20 @@
+/**
+ * The viewer's fold, as its page (`page.js`) bundles it: `SessionView`, through the package's
+ * `effect-agent/view` entry, which carries nothing of Effect. The page and the tests that check the
+ * fold import it from here.
+ *
+ * @since 0.5.0
+ */
+import { SessionView } from "../../view.js"
+
+/** See `SessionView`. */
+export type View = SessionView.View
+/** See `SessionView`. */
+export type ViewCall = SessionView.ViewCall
+/** See `SessionView`. */
+export type ViewItem = SessionView.ViewItem
+/** See `SessionView`. */
+export type ViewTurn = SessionView.ViewTurn
+
+/** See `SessionView`. */
+export const { empty, eventTypes, fold, openCalls, pendingApprovals, phase, step } = SessionView

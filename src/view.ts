@@ -1,0 +1,10 @@
+/**
+ * `effect-agent/view`: what a UI shows of a session — its log folded into turns, tool calls and
+ * notes, and the state a panel shows (`SessionView`, the web viewer's own fold). Types only at run
+ * time beyond the fold itself: a browser page can bundle it without Effect, as the viewer does.
+ *
+ * @since 0.5.0
+ */
+
+/** What a UI shows of a session: the log folded into turns, calls and notes. */
+export * as SessionView from "./domain/SessionView.js"

@@ -1,0 +1,54 @@
+/**
+ * Issue 19, item 2: a `session/cancel` that lands just after a turn ended (a Stop click a moment too
+ * late), followed at once by `session/prompt`. A cancel with no running turn is a no-op: the prompt
+ * answers `end_turn`, and every later prompt works. One cancel, two, a hundred; several rounds each.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { expectWellFormedLog } from "../helpers.js"
+import { type Agent, logOf, startAgent } from "./client.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-late-cancel-"))
+const running: Array<Agent> = []
+afterAll(() => {
+  for (const agent of running) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A prompt that never answers fails the test with a clear message (a safety net, not a timing assumption). */
+const answersWithin = <A>(promise: Promise<A>, what: string) =>
+  Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} never answered: the session is wedged`)), 20_000).unref())])
+
+describe("effect-agent acp: a late session/cancel", () => {
+  for (const cancels of [1, 2, 100]) {
+    it(`${cancels} cancel(s) right after a turn ended, then a prompt at once: the prompt answers end_turn, the session goes on`, async () => {
+      const root = join(dir, `c${cancels}`)
+      const cwd = join(root, "work")
+      mkdirSync(cwd, { recursive: true })
+      const storage = ["--data-dir", join(root, "data")]
+      // No script: the built-in echo model answers every prompt.
+      const agent = startAgent(storage, { cwd })
+      running.push(agent)
+      await agent.initialize()
+      const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+      const prompt = (text: string) => agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] })
+      expect((await answersWithin(prompt("round 0"), "the first prompt")).stopReason).toBe("end_turn")
+      for (let round = 1; round <= 5; round++) {
+        // The cancels and the prompt are written back to back, without waiting for anything between.
+        const sent = Array.from({ length: cancels }, () => agent.agent.notify(acp.methods.agent.session.cancel, { sessionId }))
+        const answered = prompt(`round ${round}`)
+        await Promise.all(sent)
+        expect((await answersWithin(answered, `the prompt of round ${round}`)).stopReason).toBe("end_turn")
+      }
+      expect((await answersWithin(prompt("after"), "the last prompt")).stopReason).toBe("end_turn")
+      agent.child.stdin.end()
+      await agent.exited
+      const log = await logOf(sessionId, storage)
+      expectWellFormedLog(log)
+      expect(log.filter((e) => e.type === "turn.completed").map((e) => e.payload.stopReason)).toEqual(Array.from({ length: 7 }, () => "final"))
+    })
+  }
+})
