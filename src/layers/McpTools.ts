@@ -40,7 +40,7 @@ import { McpError } from "./mcp/McpConnection.js"
 import * as McpNames from "./mcp/McpNames.js"
 import * as Sandbox from "./workspace/Sandbox.js"
 import type * as Environment from "./workspace/Environment.js"
-import { bound } from "./WorkspaceTools.js"
+import { alwaysHiddenEnv, bound } from "./WorkspaceTools.js"
 
 /** A server that could not be started, listed or configured. */
 export { McpError }
@@ -82,7 +82,6 @@ export interface McpTools {
   readonly listings: () => ReadonlyArray<Listing>
 }
 
-const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
 
 /**
  * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so it
