@@ -44,11 +44,12 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
-    const user = yield* ProjectSettings.readUser(yield* TrustStore.configDir).pipe(
+    const configDir = yield* TrustStore.configDir
+    const user = yield* ProjectSettings.readUser(configDir).pipe(
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
       Effect.provide(NodeContext.layer)
     )
@@ -60,7 +61,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
       Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })),
-      Layer.provide(PromptComposer.layer()),
+      Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by
       // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).

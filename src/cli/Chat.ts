@@ -383,6 +383,7 @@ export const command = Command.make(
     mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
     ...Flags.rules,
     ...Flags.sandbox,
+    ...Flags.instructions,
     ...Models.options,
     ...Flags.storage
   },

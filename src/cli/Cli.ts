@@ -95,6 +95,7 @@ const run = Command.make(
     mode,
     ...Flags.rules,
     ...Flags.sandbox,
+    ...Flags.instructions,
     ...Models.options,
     ...Flags.storage
   },
@@ -193,6 +194,7 @@ const answer = (decision: "allow" | "deny") =>
       mode,
       ...Flags.rules,
       ...Flags.sandbox,
+      ...Flags.instructions,
       ...Models.options,
       ...Flags.storage
     },

@@ -15,11 +15,14 @@ import {
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
+  ProjectSettings,
   PromptComposer,
   SessionEngine,
+  TrustStore,
   WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
@@ -52,7 +55,8 @@ export const engineLayer = <E, R>(
   storage: Flags.Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
-  tools: WorkspaceTools.Options = {}
+  tools: WorkspaceTools.Options = {},
+  composer: PromptComposer.Options = {}
 ) =>
   SessionEngine.layer().pipe(
     Layer.provide(Flags.storeLayer(storage)),
@@ -60,9 +64,19 @@ export const engineLayer = <E, R>(
     Layer.provide(IdGenerator.layer),
     Layer.provide(WorkspaceTools.layer(tools)),
     Layer.provide(permissions),
-    Layer.provide(PromptComposer.layer()),
+    Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeContext.layer)
   )
+
+/** The prompt composer's options for `--no-instructions` and the user's own settings (`"instructions": false`). */
+export const composerFor = (noInstructions: boolean) =>
+  Effect.gen(function*() {
+    const configDir = yield* TrustStore.configDir
+    const user = yield* ProjectSettings.readUser(configDir).pipe(
+      Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message }))
+    )
+    return Flags.composerOptions(noInstructions, user, configDir)
+  }).pipe(Effect.provide(NodeContext.layer))
 
 /**
  * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
@@ -89,13 +103,14 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice & { readonly network: boolean },
+  options: Flags.Storage & Models.Choice & { readonly network: boolean; readonly noInstructions: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
     const model = yield* Models.layer(options)
+    const composer = yield* composerFor(options.noInstructions)
     const policy = Policy.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
@@ -103,5 +118,5 @@ export const withDrivingEngine = <A, E, R>(
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) })))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, composer)))
   })

@@ -136,8 +136,8 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
       // A server's normal stop: exit 0 once the shutdown is done.
@@ -160,7 +160,7 @@ export const command = Command.make(
         Layer.provide(IdGenerator.layer),
         Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })),
         Layer.provide(permissions),
-        Layer.provide(PromptComposer.layer()),
+        Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
         Layer.provide(NodeContext.layer)
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.

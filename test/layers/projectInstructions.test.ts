@@ -6,6 +6,7 @@ import { join } from "node:path"
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as ProjectInstructions from "../../src/layers/instructions/ProjectInstructions.js"
+import * as ProjectSettings from "../../src/layers/ProjectSettings.js"
 
 const made: Array<string> = []
 afterEach(() => {
@@ -128,4 +129,10 @@ describe("project instructions", () => {
       // A missing user file is no error.
       expect((yield* load(cwd, { userFile: join(config, "missing.md") })).map((p) => p.source)).toEqual(["project"])
     }))
+
+  it("only the user's settings may turn them off: a project's settings file with \"instructions\" is refused", () => {
+    expect(ProjectSettings.parseUser(`{"instructions": false}`, "settings.json")._tag).toBe("Right")
+    const project = ProjectSettings.parseProject(`{"instructions": false}`, ".effect-agent/settings.json")
+    expect(project._tag).toBe("Left")
+  })
 })

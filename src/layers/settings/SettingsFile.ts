@@ -99,8 +99,16 @@ const ProjectEnv = Env.pipe(
   })
 )
 
-/** The user's own settings file (`<config dir>/settings.json`). */
-export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) => settings("your settings", userRule(tools), Env)
+/**
+ * The user's own settings file (`<config dir>/settings.json`). `instructions: false` leaves the
+ * project's and the user's instructions files out of the prompt — a key only the user's file has:
+ * what a repository ships is prompt text, never configuration.
+ */
+export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) =>
+  Schema.Struct({
+    ...settings("your settings", userRule(tools), Env).fields,
+    instructions: Schema.optionalWith(Schema.Boolean, { exact: true })
+  })
 /** The user's own settings. */
 export type UserSettings = Schema.Schema.Type<ReturnType<typeof userSettings>>
 
