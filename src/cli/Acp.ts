@@ -13,7 +13,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore, WorkspaceTools } from "../index.js"
+import { IdGenerator, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
@@ -44,7 +44,7 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
@@ -60,7 +60,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })),
+      Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by

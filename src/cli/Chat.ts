@@ -384,6 +384,7 @@ export const command = Command.make(
     ...Flags.rules,
     ...Flags.sandbox,
     ...Flags.instructions,
+    ...Flags.web,
     ...Models.options,
     ...Flags.storage
   },

@@ -96,6 +96,7 @@ const run = Command.make(
     ...Flags.rules,
     ...Flags.sandbox,
     ...Flags.instructions,
+    ...Flags.web,
     ...Models.options,
     ...Flags.storage
   },
@@ -195,6 +196,7 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.rules,
       ...Flags.sandbox,
       ...Flags.instructions,
+    ...Flags.web,
       ...Models.options,
       ...Flags.storage
     },

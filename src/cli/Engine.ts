@@ -56,13 +56,14 @@ export const engineLayer = <E, R>(
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
   tools: WorkspaceTools.Options = {},
-  composer: PromptComposer.Options = {}
+  composer: PromptComposer.Options = {},
+  web?: { readonly allowPrivateNetwork: boolean }
 ) =>
   SessionEngine.layer().pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(WorkspaceTools.layer(tools)),
+    Layer.provide(web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeContext.layer)
@@ -103,7 +104,7 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice & { readonly network: boolean; readonly noInstructions: boolean },
+  options: Flags.Storage & Models.Choice & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
@@ -118,5 +119,5 @@ export const withDrivingEngine = <A, E, R>(
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, composer)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, composer, options)))
   })

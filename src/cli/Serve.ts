@@ -26,7 +26,7 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -136,7 +136,7 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage, ...Flags.cluster },
   ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
@@ -158,7 +158,7 @@ export const command = Command.make(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })),
+        Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)),
         Layer.provide(permissions),
         Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
         Layer.provide(NodeContext.layer)

@@ -8,6 +8,8 @@ import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as WebFetch from "../../src/layers/web/WebFetch.js"
 
 let server: Http.Server
@@ -198,5 +200,18 @@ describe("web_fetch", () => {
       expect(failed(yield* fetched("file:///etc/passwd")).errorCode).toBe("invalid_url")
       expect(failed(yield* fetched("not a url")).errorCode).toBe("invalid_url")
       expect(failed(yield* fetched(`http://user:pw@127.0.0.1:${port}/page`, local)).errorCode).toBe("invalid_url")
+    }))
+
+  it.effect("as a tool its risk is network: the default and acceptEdits modes ask, read-only denies, an allow rule allows", () =>
+    Effect.gen(function*() {
+      const router = yield* Toolkit.make([WebFetch.tool()])
+      const call = yield* router.prepare({ toolCallId: "c1", tool: "web_fetch", args: { url: "https://example.com/" } }, "/work")
+      expect(call.risk).toBe("network")
+      const decide = (options: PermissionPolicy.Options) => PermissionPolicy.decide(options, { sessionId: "s", call, cwd: "/work", remembered: [] }).decision
+      expect(decide({})).toBe("ask")
+      expect(decide({ mode: "acceptEdits" })).toBe("ask")
+      expect(decide({ mode: "readOnly" })).toBe("deny")
+      expect(decide({ rules: [{ name: "web", decision: "allow", tool: "web_fetch" }] })).toBe("allow")
+      expect((yield* Effect.either(router.prepare({ toolCallId: "c2", tool: "web_fetch", args: { url: "" } }, "/work")))._tag).toBe("Left")
     }))
 })

@@ -23,7 +23,7 @@ export class SettingsError extends Schema.TaggedError<SettingsError>()("Settings
 }) {}
 
 /** The tools of the workspace: by default the only names a rule may give (besides `*`), so a typo does not make a rule match nothing. */
-export const workspaceTools: ReadonlyArray<string> = ["read_file", "write_file", "edit_file", "list_dir", "grep", "shell"]
+export const workspaceTools: ReadonlyArray<string> = ["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "web_fetch"]
 
 /** The tools whose rules take a command pattern; the others take a path. */
 export const commandTools: ReadonlySet<string> = new Set(["shell"])
