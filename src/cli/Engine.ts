@@ -24,6 +24,7 @@ import {
 } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
+import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
@@ -50,12 +51,19 @@ const currentDirectory = Effect.try({
   catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
 }).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
+/** The tools of a command: the workspace tools, `web_fetch` when the flags are given, the session's MCP servers' when configured. */
+const toolsOf = (tools: WorkspaceTools.Options, mcp: McpServers.Configurable | undefined, web: { readonly allowPrivateNetwork: boolean } | undefined) => {
+  const base = web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)
+  return mcp === undefined ? base : mcp.layer.pipe(Layer.provide(base))
+}
+
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 export const engineLayer = <E, R>(
   storage: Flags.Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
   tools: WorkspaceTools.Options = {},
+  mcp?: McpServers.Configurable,
   composer: PromptComposer.Options = {},
   web?: { readonly allowPrivateNetwork: boolean }
 ) =>
@@ -63,7 +71,7 @@ export const engineLayer = <E, R>(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)),
+    Layer.provide(toolsOf(tools, mcp, web)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeContext.layer)
@@ -91,11 +99,12 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
     Layer.provide(NodeContext.layer)
   )
 
-/** The flags that set a session's policy: `--mode`, `--allow`, `--deny`. */
+/** The flags that set a session's policy and tools: `--mode`, `--allow`, `--deny`, `--mcp-config`. */
 export interface PolicyFlags {
   readonly mode: Option.Option<PermissionPolicy.Mode>
   readonly allow: ReadonlyArray<string>
   readonly deny: ReadonlyArray<string>
+  readonly mcpConfig?: Option.Option<string> | undefined
 }
 
 /**
@@ -113,11 +122,14 @@ export const withDrivingEngine = <A, E, R>(
     const model = yield* Models.layer(options)
     const composer = yield* composerFor(options.noInstructions)
     const policy = Policy.configurable()
+    const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
+      // The session's MCP servers start once its cwd (and so its .mcp.json) is known.
+      yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, composer, options)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options)))
   })
