@@ -97,6 +97,8 @@ const run = Command.make(
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,
     ...Flags.sandbox,
+    ...Flags.instructions,
+    ...Flags.web,
     ...Models.options,
     ...Flags.storage
   },
@@ -196,6 +198,8 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.rules,
       mcpConfig: Flags.mcpConfig,
       ...Flags.sandbox,
+      ...Flags.instructions,
+    ...Flags.web,
       ...Models.options,
       ...Flags.storage
     },
