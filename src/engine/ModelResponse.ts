@@ -6,13 +6,11 @@
  * @since 0.2.0
  * @internal
  */
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
-import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import type { FinishReason, ModelChunk, ModelRequest } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, type ModelRequest, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -53,16 +51,6 @@ const guardOf = (turn: Turn): LiveSession.Guard => (live, draft) =>
 
 /** How many pieces of a response may wait for their commit before the provider's stream is held back. */
 const pendingCapacity = 4096
-
-/**
- * Lets the event loop run once: what arrives in the meantime (the rest of a socket read an SDK
- * parses event by event, one microtask each) joins the batch being gathered. Not a timer: no
- * delay, and nothing under a `TestClock` waits on it.
- */
-const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
@@ -118,21 +106,8 @@ const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect
 
     /** Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream ends. */
     const drain = (arrived: Mailbox.ReadonlyMailbox<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
-      Effect.flatMap(arrived.takeAll, ([pieces, done]) => {
-        if (done) return commitBatch(pieces)
-        const batch = first
-          ? Effect.succeed(pieces)
-          : Effect.zipRight(
-            nextMacrotask,
-            Effect.suspend(() =>
-              Option.getOrElse(arrived.unsafeSize(), () => 0) > 0
-                // Pieces are waiting, so this takes them without waiting; the end (or a failure) is taken on the next round.
-                ? Effect.map(arrived.takeAll, ([more]) => Chunk.appendAll(pieces, more))
-                : Effect.succeed(pieces)
-            )
-          )
-        return Effect.flatMap(batch, (all) => Effect.zipRight(commitBatch(all), drain(arrived, false)))
-      })
+      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
+        done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
     return Mailbox.fromStream(turn.services.provider.stream(request), { capacity: pendingCapacity }).pipe(
       Effect.flatMap((arrived) => drain(arrived, true)),

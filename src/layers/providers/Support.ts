@@ -6,6 +6,7 @@
  * @since 0.1.0
  * @internal
  */
+import * as Chunk from "effect/Chunk"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -121,7 +122,10 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     yield* Effect.forkScoped(Effect.tryPromise({ try: read, catch: options.toFailure }).pipe(
       Effect.matchEffect({ onFailure: (failure) => arrived.fail(failure), onSuccess: () => arrived.end })
     ))
-    return Mailbox.toStream(arrived)
+    return Stream.repeatEffectChunkOption(
+      Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
+        done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events))
+    )
   }))
 
 /** The context window of a model: the first matching prefix in a table, else a default. */
