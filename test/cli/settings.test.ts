@@ -1,8 +1,8 @@
 /**
  * The CLI's rules (issue 8, item 14) as units: the `--allow` / `--deny` flag parser. The settings
  * files' schemas, their one-line errors and the order of flags and file rules are the library's
- * (test/layers/ProjectSettings.test.ts); the settings folder's guard is the policy's
- * (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.test.ts and trust.test.ts.
+ * (test/layers/ProjectSettings.integration.test.ts); the settings folder's guard is the policy's
+ * (test/layers/PermissionPolicy.test.ts). The subprocess tests are in hardening.integration.test.ts and trust.integration.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Settings from "../../src/cli/Settings.js"

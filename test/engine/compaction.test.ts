@@ -381,8 +381,18 @@ describe("cassettes and the Promise façade", () => {
       // A second compaction, after one more turn, aborted while the model writes: compaction.failed {cancelled}.
       for await (const _ of engine.runTurn({ sessionId, userMessage: "three" })) void _
       const controller = new AbortController()
+      // Aborted once the compaction is stored as started (the model then waits an hour).
+      const watching = new AbortController()
+      const { lastSequence } = await engine.sessionState({ sessionId })
+      const started = (async () => {
+        for await (const event of engine.watchSession({ sessionId, fromSequence: lastSequence + 1, signal: watching.signal })) {
+          if (event.type === "compaction.started") return
+        }
+      })()
       const pending = engine.compactSession({ sessionId, keepRecentTokens: 0, signal: controller.signal })
-      while ((await engine.sessionState({ sessionId })).compaction === undefined) await new Promise((resolve) => setTimeout(resolve, 5))
+      await started
+      watching.abort()
+      expect((await engine.sessionState({ sessionId })).compaction).toBeDefined()
       controller.abort()
       await expect(pending).rejects.toBeDefined()
       const log: Array<AgentEvent> = []

@@ -21,7 +21,7 @@ import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { collect, expectWellFormedLog } from "../helpers.js"
-import * as WireServer from "../providers/WireServer.js"
+import * as WireServer from "../layers/WireServer.js"
 
 const vendors = ["anthropic", "openai"] as const
 

@@ -20,7 +20,7 @@ import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { ToolFailure } from "../../src/services/ToolRouter.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
-import * as WireServer from "../providers/WireServer.js"
+import * as WireServer from "./WireServer.js"
 
 let server: WireServer.WireServer
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * Issue 8 through the built CLI: rules from flags and from a trusted `.effect-agent/settings.json` (item 14;
- * what an untrusted one may do is in trust.test.ts),
+ * what an untrusted one may do is in trust.integration.test.ts),
  * exit codes, `--script` errors on one line and `run -` (item 12), and tool output's control
  * characters kept from the log and the terminal (item 10). Every ask here would be answered no
  * (stdin is closed), so a command that ran was allowed by a rule.

@@ -3,7 +3,7 @@
  * request names (DNS rebinding), where it comes from (`Origin`, `Sec-Fetch-Site`), what its body is
  * (`Content-Type`: JSON only on every state-changing route), and what the viewer's cookie can do
  * (reads; writes only from the viewer's own page). The login form and its rate limit.
- * Chromium runs the same attacks as a page would in browserSecurity.test.ts.
+ * Chromium runs the same attacks as a page would in browserSecurity.integration.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"

@@ -92,7 +92,10 @@ const eventsOf = async (base: string, sessionId: string): Promise<Array<AgentEve
   return await response.json() as Array<AgentEvent.AgentEvent>
 }
 
-/** Polls until `check` holds (no timing is asserted: the limit only ends a hung test). */
+/**
+ * Polls until `check` holds (no timing is asserted: the limit only ends a hung test). Only for the
+ * shard assignment, which nothing announces; a session's events are awaited live (`untilEvent`).
+ */
 const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 45_000): Promise<A> => {
   const end = Date.now() + limitMs
   for (;;) {
@@ -105,6 +108,7 @@ const until = async <A>(what: string, check: () => Promise<A | undefined>, limit
 
 const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.find((event) => event.type === "turn.completed" && event.turnId === turnId)
+const closes = (turnId: string) => (event: AgentEvent.AgentEvent) => event.type === "turn.completed" && event.turnId === turnId
 
 /** Runs a query on the test's schema. */
 const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
@@ -143,6 +147,21 @@ const readSse = async (response: Response, done: (text: string) => boolean) => {
   return text
 }
 
+/** Follows a session's events through a runner's `/live` (SSE) until one satisfies `done`: each arrives as it is stored. */
+const untilEvent = async (base: string, sessionId: string, done: (event: AgentEvent.AgentEvent) => boolean) => {
+  const response = await fetch(`${base}/sessions/${sessionId}/live`, { headers: { authorization: `Bearer ${token}` } })
+  expect(response.status).toBe(200)
+  let seen = 0
+  await readSse(response, (text) => {
+    // Complete frames only: the last one may have arrived in part.
+    const frames = text.slice(0, text.lastIndexOf("\n\n") + 1)
+    const events = [...frames.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as AgentEvent.AgentEvent)
+    const found = events.slice(seen).some(done)
+    seen = events.length
+    return found
+  })
+}
+
 describe("serve --cluster", () => {
   it("spreads sessions over two runners, routes through either, and moves a killed runner's sessions to the other", { timeout: 120_000 }, async () => {
     // The survivor's model answers at once (it echoes); the other's answers slowly, so its turns can be caught mid-way.
@@ -177,8 +196,7 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(sessions.map((sessionId, i) =>
-      until(`the first turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), first[i]!))))
+    await Promise.all(sessions.map((sessionId, i) => untilEvent(a.http, sessionId, closes(first[i]!))))
 
     // Each session has one owner, and both runners own some.
     const ownedByA = new Set(a.owned())
@@ -214,10 +232,7 @@ describe("serve --cluster", () => {
       return started.body["turnId"] as string
     }))
     await Promise.all(onB.map((sessionId, i) =>
-      until(`the second turn of ${sessionId} to stream`, async () => {
-        const events = await eventsOf(a.http, sessionId)
-        return events.some((event) => event.type === "model.delta" && event.turnId === second[i]) ? true : undefined
-      })))
+      untilEvent(a.http, sessionId, (event) => event.type === "model.delta" && event.turnId === second[i])))
     b.process.child.kill("SIGKILL")
     const killed = await b.process.done
     expect(killed.signal).toBe("SIGKILL")
@@ -228,12 +243,11 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(onB.map((sessionId, i) =>
-      until(`the third turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), third[i]!))))
+    await Promise.all(onB.map((sessionId, i) => untilEvent(a.http, sessionId, closes(third[i]!))))
     // A turn more on A's own sessions too.
     const onA = sessions.filter((sessionId) => ownedByA.has(sessionId))
     const more = await Promise.all(onA.map(async (sessionId) => (await post(a.http, `/sessions/${sessionId}/turns`, { message: "more" })).body["turnId"] as string))
-    await Promise.all(onA.map((sessionId, i) => until(`a turn of ${sessionId}`, async () => closedTurn(await eventsOf(a.http, sessionId), more[i]!))))
+    await Promise.all(onA.map((sessionId, i) => untilEvent(a.http, sessionId, closes(more[i]!))))
 
     // Every log: gap-free, every turn and call closed once; B's open turns closed `interrupted`, then the next ran.
     for (const sessionId of sessions) {
@@ -279,7 +293,7 @@ describe("serve --cluster", () => {
       expect(started.status, JSON.stringify(started.body)).toBe(202)
       return started.body["turnId"] as string
     }))
-    await Promise.all(sessions.map((sessionId, i) => until(`the last turn of ${sessionId}`, async () => closedTurn(await eventsOf(c.http, sessionId), last[i]!))))
+    await Promise.all(sessions.map((sessionId, i) => untilEvent(c.http, sessionId, closes(last[i]!))))
     expect(new Set(c.owned())).toEqual(new Set(sessions))
     for (const sessionId of sessions) {
       const events = await eventsOf(c.http, sessionId)

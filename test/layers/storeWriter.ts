@@ -1,6 +1,6 @@
 /**
- * A separate process on one SQL store, for the two-process tests (store-processes.test.ts):
- * `store-writer.ts <sqlite|postgres> <session id> <tag> <count|lock>`, the database in
+ * A separate process on one SQL store, for the two-process tests (storeProcesses.integration.test.ts):
+ * `storeWriter.ts <sqlite|postgres> <session id> <tag> <count|lock>`, the database in
  * `EFFECT_AGENT_TEST_DB` (a file, or a PostgreSQL URL). It prints `ready` once the store is open and
  * waits for a line on stdin, so that both processes start together; then
  * - with a count: appends `count` events, each at the next free sequence — retrying after a

@@ -5,7 +5,8 @@
  *
  * Writers on "other machines" are stores on one database with another identity (host name): this
  * process cannot see their processes, so only their leases' expiry tells. Time is the TestClock's;
- * after moving it, a test waits for the renewal to reach the database (real I/O), never for a time.
+ * after moving it, a test waits for the renewal to reach the database (real I/O) — each renewal's
+ * UPDATE, as @effect/sql traces it, is an event the test awaits — never for a time.
  */
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
@@ -19,15 +20,19 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as TestClock from "effect/TestClock"
+import * as Tracer from "effect/Tracer"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
 import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
@@ -70,10 +75,35 @@ const startTimeOf = (pid: number) => {
   return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19]
 }
 
+/** Each lease renewal that reached the database: the renew loop's UPDATE, seen as its `sql.execute` span ends. */
+class Renewals extends Context.Tag("test/Renewals")<Renewals, Queue.Dequeue<void>>() {}
+
+/** A tracer over the current one that offers every finished renewal to `Renewals` (the renew fiber inherits it). */
+const tracingRenewals = <A, E, R>(effect: Effect.Effect<A, E, R | Renewals>) =>
+  Effect.gen(function*() {
+    const renewals = yield* Queue.unbounded<void>()
+    const base = yield* Effect.tracer
+    const tracer = Tracer.make({
+      span: (...args) => {
+        const span = base.span(...args)
+        if (args[0] !== "sql.execute") return span
+        const end = span.end.bind(span)
+        return Object.assign(span, {
+          end: (endTime: bigint, exit: Exit.Exit<unknown, unknown>) => {
+            end(endTime, exit)
+            if (String(span.attributes.get("db.query.text")).trimStart().startsWith("UPDATE writer_leases SET expires_at")) renewals.unsafeOffer(undefined)
+          }
+        })
+      },
+      context: base.context
+    })
+    return yield* effect.pipe(Effect.provideService(Renewals, renewals), Effect.withTracer(tracer))
+  })
+
 for (const [kind, database] of databases) {
   describe(`SQL writer lease: ${kind}`, () => {
-    const test = (title: string, body: (db: Context.Context<SqlClient.SqlClient>) => Effect.Effect<void, unknown, Scope.Scope>) =>
-      it.scoped(title, () => Effect.flatMap(database, body).pipe(Effect.provide(NodeContext.layer)))
+    const test = (title: string, body: (db: Context.Context<SqlClient.SqlClient>) => Effect.Effect<void, unknown, Scope.Scope | Renewals>) =>
+      it.scoped(title, () => tracingRenewals(Effect.flatMap(database, body)).pipe(Effect.provide(NodeContext.layer)))
 
     /** A store on the database, for a writer with these lease settings. */
     const storeOn = (db: Context.Context<SqlClient.SqlClient>, writerLease: Lease.Settings): Effect.Effect<EventStore.Service> =>
@@ -95,12 +125,11 @@ for (const [kind, database] of databases) {
           Effect.orDie
         )
 
-    /** Waits (on real time, the database being real) until the session's lease lasts until `expiresAt`. */
+    /** Waits, renewal by renewal (real I/O: the database is real), until the session's lease lasts until `expiresAt`. */
     const renewedUntil = (db: Context.Context<SqlClient.SqlClient>, sessionId: string, expiresAt: number) =>
       Effect.gen(function*() {
-        while ((yield* leaseRow(db, sessionId))?.expiresAt !== expiresAt) {
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-        }
+        const renewals = yield* Renewals
+        while ((yield* leaseRow(db, sessionId))?.expiresAt !== expiresAt) yield* Queue.take(renewals)
       })
 
     test("a held lease is renewed while its writer lives: another machine's writer stays busy past the ttl, until the scope closes", (db) =>
@@ -153,8 +182,11 @@ for (const [kind, database] of databases) {
       }))
 
     test("a writer whose lease was taken from it finds out at its next renewal and leaves the new lease as it is", (db) => {
-      const logged: Array<string> = []
-      const logger = Logger.make(({ message }) => void logged.push((Array.isArray(message) ? message : [message]).join(" ")))
+      const takenNoticed = Deferred.unsafeMake<void>(FiberId.none)
+      const logger = Logger.make(({ message }) => {
+        const text = (Array.isArray(message) ? message : [message]).join(" ")
+        if (text.includes("the writer lease of session s was taken by another writer")) Deferred.unsafeDone(takenNoticed, Exit.void)
+      })
       return Effect.gen(function*() {
         const stalled = yield* storeOn(db, { ttl, renewEvery: Duration.times(ttl, 2), identity: on("machine-a") })
         const next = yield* storeOn(db, { ttl, identity: on("machine-b") })
@@ -168,9 +200,7 @@ for (const [kind, database] of databases) {
           yield* renewedUntil(db, "s", (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl))
         }
         expect(yield* Clock.currentTimeMillis).toBeGreaterThan(Duration.toMillis(Duration.times(ttl, 2)))
-        while (!logged.some((m) => m.includes("the writer lease of session s was taken by another writer"))) {
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 5)))
-        }
+        yield* Deferred.await(takenNoticed)
         const row = yield* leaseRow(db, "s")
         expect(row?.holder.hostname).toBe("machine-b")
         expect(row?.expiresAt).toBe(takenAt + Duration.toMillis(ttl) * 2)

@@ -8,11 +8,13 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import type { Json } from "../../src/domain/Json.js"
 import * as Environment from "../../src/layers/workspace/Environment.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
+import { holders } from "../fifo.js"
 import { tempDir } from "../helpers.js"
 
 const shellIn = (options: WorkspaceTools.Options = {}) =>
@@ -40,12 +42,6 @@ const pidsRunning = (marker: string) =>
     } catch {
       return false
     }
-  })
-
-/** Waits (bounded) until `condition` holds; the caller asserts it afterwards. */
-const eventually = (condition: () => boolean, attempts = 200) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < attempts && !condition(); i++) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 50)))
   })
 
 describe("the tools' environment", () => {
@@ -118,16 +114,23 @@ describe("the sandbox", () => {
   it.scoped("a cancelled command leaves nothing running, not even a process that left its group", () =>
     Effect.gen(function*() {
       const detected = yield* Effect.promise(() => isolation)
-      const { run } = yield* shellIn()
+      const { cwd, run } = yield* shellIn()
       const marker = `300.${process.pid}${Date.now() % 100000}`
-      const fiber = yield* Effect.fork(run(`sh -c 'setsid sleep ${marker}1 & sleep ${marker}2; wait'`))
-      yield* eventually(() => pidsRunning(marker).length === 2)
-      expect(pidsRunning(marker)).toHaveLength(2)
+      // Each sleep holds a pipe of its own (test/fifo.ts): the kernel says when it started and when it is gone.
+      const [escaped, grouped] = [holders(join(cwd, "escaped")), holders(join(cwd, "grouped"))]
+      const fiber = yield* Effect.fork(run(`sh -c 'setsid sleep ${marker}1 >escaped & sleep ${marker}2 >grouped; wait'`))
+      yield* Effect.promise(() => Promise.all([escaped.opened, grouped.opened]))
       yield* Fiber.interrupt(fiber)
-      yield* eventually(() => pidsRunning(marker).length === 0)
-      // A process that left the group survives without the namespace (where the kernel kills the whole namespace).
-      expect(pidsRunning(marker).length).toBe(detected._tag === "Workspace" || detected._tag === "Namespace" ? 0 : 1)
-      for (const pid of pidsRunning(marker)) process.kill(pid, "SIGKILL")
+      yield* Effect.promise(() => grouped.closed)
+      if (detected._tag === "Workspace" || detected._tag === "Namespace") {
+        // The kernel kills the whole namespace, the process that left the group too.
+        yield* Effect.promise(() => escaped.closed)
+        expect(pidsRunning(marker)).toEqual([])
+      } else {
+        // Without the namespace a process that left the group survives.
+        expect(escaped.held()).toBe(true)
+        for (const pid of pidsRunning(marker)) process.kill(pid, "SIGKILL")
+      }
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a missing program is still command_not_found behind the sandbox's prefix", () =>

@@ -124,7 +124,7 @@ describe("a log two writers appended to, on the CLI", () => {
   it("sessions lists the others and names it in one line; replay points at repair; repair makes it readable again", async () => {
     const dataDir = join(dir, "data-repair")
     const common = ["--data-dir", dataDir]
-    const fixture = join(import.meta.dirname, "../stores/fixtures/two-writers.jsonl")
+    const fixture = join(import.meta.dirname, "../layers/fixtures/two-writers.jsonl")
     const created = await run(["run", "hello", ...common, "--script", writeScript("repair-good.json", { responses: [{ chunks: ["hi"] }] })], { cwd: dir })
     expect(created.code, created.stderr).toBe(0)
     const good = /session (\S+)/.exec(created.stderr)![1]!

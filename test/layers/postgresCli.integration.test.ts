@@ -14,8 +14,10 @@ import { hostname, tmpdir } from "node:os"
 import { join } from "node:path"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { binPath, run, start } from "../cli/subprocess.js"
@@ -63,7 +65,29 @@ const leaseOf = (sessionId: string) =>
       Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }))
     )
   )
-const tick = () => new Promise((resolve) => setTimeout(resolve, 50))
+
+/**
+ * The next `count` expiries the session's lease is renewed to, as each renewal is stored: a trigger
+ * of the test's own on `writer_leases` notifies every UPDATE (LISTEN/NOTIFY), so the test awaits the
+ * renewals rather than reading the row again and again.
+ */
+const nextRenewals = (sessionId: string, count: number) =>
+  Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* PgClient.PgClient
+      yield* sql.unsafe(`CREATE OR REPLACE FUNCTION test_lease_renewed() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN PERFORM pg_notify('test_lease_renewed', NEW.session_id || ' ' || NEW.expires_at); RETURN NEW; END $$`)
+      yield* sql.unsafe(`CREATE OR REPLACE TRIGGER test_lease_renewed AFTER UPDATE ON writer_leases FOR EACH ROW EXECUTE FUNCTION test_lease_renewed()`)
+      const renewed = yield* sql.listen("test_lease_renewed").pipe(
+        Stream.map((payload) => payload.split(" ")),
+        Stream.filter(([session]) => session === sessionId),
+        Stream.map(([, expiresAt]) => Number(expiresAt)),
+        Stream.take(count),
+        Stream.runCollect
+      )
+      return Chunk.toReadonlyArray(renewed)
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+  )
 
 /** How this machine can run a process under another host name, if it can. */
 const unshare = ((): ReadonlyArray<string> | undefined => {
@@ -163,13 +187,10 @@ describe("one writer per session across CLI processes (postgres store)", () => {
     const sessionId = /session (\S+)/.exec(first.stderr())![1]!
 
     // Renewed while it lives: its expiry moves on twice.
-    let seen = await leaseOf(sessionId)
-    for (let renewals = 0; renewals < 2;) {
-      await tick()
-      const now = await leaseOf(sessionId)
-      if (now !== undefined && seen !== undefined && now > seen) renewals++
-      seen = now
-    }
+    const taken = await leaseOf(sessionId)
+    const [renewed, renewedAgain] = await nextRenewals(sessionId, 2)
+    expect(renewed).toBeGreaterThan(taken ?? 0)
+    expect(renewedAgain).toBeGreaterThan(renewed!)
     const busy = await run(["run", "me too", "--session", sessionId, ...store, "--script", writeScript("busy2.json", { responses: [{ chunks: ["no"] }] })], { cwd, env })
     expect(busy.code).not.toBe(0)
     expect(busy.stdout).toBe("")

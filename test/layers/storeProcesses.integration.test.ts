@@ -28,7 +28,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 const tsx = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
-const writerScript = resolve(import.meta.dirname, "store-writer.ts")
+const writerScript = resolve(import.meta.dirname, "storeWriter.ts")
 
 type Kind = "sqlite" | "postgres"
 const layerOf = (kind: Kind, database: string): Layer.Layer<EventStore, EventStoreFailure, NodeContext.NodeContext> =>
@@ -41,7 +41,7 @@ const freshDatabase = (kind: Kind, name: string) =>
 const withStore = <A, E>(kind: Kind, database: string, f: (store: EventStore.Service) => Effect.Effect<A, E>) =>
   Effect.runPromise(Effect.flatMap(EventStore, f).pipe(Effect.provide(layerOf(kind, database)), Effect.provide(NodeContext.layer)))
 
-/** Starts store-writer.ts; resolves `ready` once its store is open. */
+/** Starts storeWriter.ts; resolves `ready` once its store is open. */
 const writer = (kind: Kind, database: string, args: ReadonlyArray<string>) => {
   const child = spawn(process.execPath, ["--import", tsx, writerScript, kind, ...args], {
     stdio: ["pipe", "pipe", "pipe"],

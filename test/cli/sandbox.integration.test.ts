@@ -13,12 +13,14 @@ import * as Effect from "effect/Effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
+import { holders } from "../fifo.js"
 import { binPath, run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-sandbox-"))
-const leftovers: Array<number> = []
+/** Markers of the commands a test started: whatever still runs with one is killed after the file. */
+const markers: Array<string> = []
 afterAll(() => {
-  for (const pid of leftovers) {
+  for (const pid of markers.flatMap(sleepsRunning)) {
     try {
       process.kill(pid, "SIGKILL")
     } catch {
@@ -52,11 +54,6 @@ const sleepsRunning = (marker: string) =>
       return false
     }
   })
-
-/** Waits until `condition` holds or the attempts run out (the caller asserts the condition after). */
-const eventually = async (condition: () => boolean, attempts = 200) => {
-  for (let i = 0; i < attempts && !condition(); i++) await new Promise((done) => setTimeout(done, 50))
-}
 
 describe("the CLI's shell tool", () => {
   it("the agent's keys are not readable by a command: not in its environment, not through /proc/$PPID/environ, not in the log", async () => {
@@ -96,16 +93,16 @@ describe("the CLI's shell tool", () => {
     const cwd = join(dir, "kill")
     mkdirSync(cwd)
     const marker = `31.${process.pid}${Date.now() % 100000}`
+    // The command holds a pipe while it runs (test/fifo.ts): the kernel says when it started and when it is gone.
+    const command = holders(join(cwd, "held"))
+    markers.push(marker)
     const running = start(["run", "wait", "--mode", "bypass", "--data-dir", join(dir, "data-kill"), "--script", writeScript("kill.json", {
-      responses: [{ toolCalls: [{ tool: "shell", args: { command: `sleep ${marker}` } }] }]
+      responses: [{ toolCalls: [{ tool: "shell", args: { command: `sh -c 'exec sleep ${marker} >held'` } }] }]
     })], { cwd })
-    await eventually(() => sleepsRunning(marker).length > 0)
-    const sleeping = sleepsRunning(marker)
-    expect(sleeping).toHaveLength(1)
-    leftovers.push(...sleeping)
+    await command.opened
     running.child.kill("SIGKILL")
     await running.done
-    await eventually(() => sleepsRunning(marker).length === 0)
+    await command.closed
     expect(sleepsRunning(marker)).toEqual([])
   })
 })
