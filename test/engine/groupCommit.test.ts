@@ -64,6 +64,36 @@ const engineOn = (store: Layer.Layer<EventStore>, model: Layer.Layer<ModelProvid
 
 const deltas = (n: number) => Array.from({ length: n }, (_, i) => `d${i} `)
 
+/**
+ * One delta per chunk, as the SDK adapters hand them over: the first, then the rest once the first
+ * is held in the store, then `produced` is done, then `end`.
+ */
+const runningAhead = (
+  texts: ReadonlyArray<string>,
+  firstHeld: Deferred.Deferred<void>,
+  produced: Deferred.Deferred<void>,
+  end: Stream.Stream<ModelProvider.ModelChunk>
+) =>
+  provider(() =>
+    Stream.make(ModelProvider.textDelta(texts[0]!)).pipe(
+      Stream.concat(Stream.fromEffect(Deferred.await(firstHeld)).pipe(Stream.drain)),
+      Stream.concat(Stream.fromIterable(texts.slice(1).map(ModelProvider.textDelta)).pipe(Stream.rechunk(1))),
+      Stream.concat(Stream.fromEffect(Deferred.succeed(produced, undefined)).pipe(Stream.drain)),
+      Stream.concat(end)
+    )
+  )
+
+/** A session, and its first turn consumed in a fiber once the store holds the first delta and the provider has run ahead. */
+const turnHeldAfterFirst = (watched: { readonly firstHeld: Deferred.Deferred<void> }, produced: Deferred.Deferred<void>) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+    const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
+    yield* Deferred.await(watched.firstHeld)
+    yield* Deferred.await(produced)
+    return { engine, sessionId, turn }
+  })
+
 describe("group commit of a response", () => {
   it.effect("the first delta of a response is stored without the clock moving, and a later one as soon as it arrives", () =>
     Effect.gen(function*() {
@@ -96,21 +126,10 @@ describe("group commit of a response", () => {
       const watched = yield* watchedStore(true)
       const produced = yield* Deferred.make<void>()
       const texts = deltas(100)
-      // One delta per chunk, as the SDK adapters hand them over; the rest once the first is being stored.
-      const model = provider(() =>
-        Stream.make(ModelProvider.textDelta(texts[0]!)).pipe(
-          Stream.concat(Stream.fromEffect(Deferred.await(watched.firstHeld)).pipe(Stream.drain)),
-          Stream.concat(Stream.fromIterable(texts.slice(1).map(ModelProvider.textDelta)).pipe(Stream.rechunk(1))),
-          Stream.concat(Stream.fromEffect(Effect.as(Deferred.succeed(produced, undefined), ModelProvider.finish("stop"))))
-        )
-      )
+      const model = runningAhead(texts, watched.firstHeld, produced, Stream.make(ModelProvider.finish("stop")))
       yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
-        yield* Deferred.await(watched.firstHeld)
         // The provider runs ahead of the held commit.
-        yield* Deferred.await(produced)
+        const { engine, sessionId, turn } = yield* turnHeldAfterFirst(watched, produced)
         yield* Deferred.succeed(watched.release, undefined)
         const events = yield* Fiber.join(turn)
         expect(watched.deltaBatches).toEqual([texts.slice(0, 1), texts.slice(1)])
@@ -126,20 +145,9 @@ describe("group commit of a response", () => {
       const watched = yield* watchedStore(true)
       const produced = yield* Deferred.make<void>()
       const texts = deltas(50)
-      const model = provider(() =>
-        Stream.make(ModelProvider.textDelta(texts[0]!)).pipe(
-          Stream.concat(Stream.fromEffect(Deferred.await(watched.firstHeld)).pipe(Stream.drain)),
-          Stream.concat(Stream.fromIterable(texts.slice(1).map(ModelProvider.textDelta)).pipe(Stream.rechunk(1))),
-          Stream.concat(Stream.fromEffect(Deferred.succeed(produced, undefined)).pipe(Stream.drain)),
-          Stream.concat(Stream.never)
-        )
-      )
+      const model = runningAhead(texts, watched.firstHeld, produced, Stream.never)
       yield* Effect.gen(function*() {
-        const engine = yield* SessionEngine.SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
-        yield* Deferred.await(watched.firstHeld)
-        yield* Deferred.await(produced)
+        const { engine, sessionId, turn } = yield* turnHeldAfterFirst(watched, produced)
         const cancel = yield* Effect.fork(engine.cancelTurn({ sessionId }))
         yield* Effect.repeat(Effect.yieldNow(), { until: () => watched.deltaBatches.length > 0 })
         yield* Deferred.succeed(watched.release, undefined)
