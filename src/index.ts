@@ -77,6 +77,12 @@ export * as Toolkit from "./layers/Toolkit.js"
 export * as PermissionPolicy from "./layers/PermissionPolicy.js"
 /** Permission settings from the user and the project, and how far a project's file is trusted: one loader for every adapter. */
 export * as ProjectSettings from "./layers/ProjectSettings.js"
+/** Which MCP servers a session starts: the user's choices, the user's mcp.json, and a project's .mcp.json once trusted (the SDK itself is in `effect-agent/mcp`). */
+export * as McpSettings from "./layers/mcp/McpSettings.js"
+/** MCP configuration files: the `{"mcpServers": {…}}` shape. */
+export * as McpConfig from "./layers/mcp/McpConfig.js"
+/** The names MCP tools are offered under: `mcp__<server>__<tool>`. */
+export * as McpNames from "./layers/mcp/McpNames.js"
 /** The project files the user trusts, by content hash, in the user's config folder. */
 export * as TrustStore from "./layers/TrustStore.js"
 /** The default context builder: a system prompt of named parts. */

@@ -15,11 +15,12 @@ import * as acp from "@agentclientprotocol/sdk"
 import { Readable, Writable } from "node:stream"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type Json, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type Json, type McpConfig, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -36,6 +37,13 @@ export interface Options {
    * `AcpPermissions.SessionModes`.
    */
   readonly sessionPolicy?: ((cwd: string) => Effect.Effect<AcpPermissions.SessionPolicy, { readonly message: string }>) | undefined
+  /**
+   * Starts the MCP servers a session's client named in `session/new` or `session/load` (with those
+   * of the user's and a trusted project's files, as the embedder decides); a failure refuses the
+   * request with its message. Without it, servers a client names are ignored with a warning (and the
+   * agent advertises no HTTP MCP support).
+   */
+  readonly sessionServers?: ((session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) => Effect.Effect<void, { readonly message: string }>) | undefined
 }
 
 /** A turn this connection drives for a session. */
@@ -263,6 +271,24 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Effect.mapError((error) => acp.RequestError.invalidParams({ errorCode: "invalid_settings" }, error.message))
         )
 
+    /** The servers a client named, as configuration; SSE and clashing names refuse the request. */
+    const mcpServersOf = (servers: ReadonlyArray<acp.McpServer>) =>
+      Either.match(AcpMapper.mcpServersOf(servers), {
+        onLeft: (message) => Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_mcp_servers", field: "mcpServers" }, message)),
+        onRight: (configured) =>
+          Object.keys(configured).length > 0 && options.sessionServers === undefined
+            ? Effect.as(Effect.logWarning("effect-agent acp: this agent starts no MCP servers (no sessionServers); ignoring them"), {})
+            : Effect.succeed(configured)
+      })
+
+    /** Starts a session's servers (and the files' servers of its cwd, as the embedder decides). */
+    const startServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+      options.sessionServers === undefined
+        ? Effect.void
+        : options.sessionServers(session, servers).pipe(
+          Effect.mapError((error) => acp.RequestError.invalidParams({ errorCode: "mcp_server_failed", field: "mcpServers" }, error.message))
+        )
+
     const modeState = (mode: string): acp.SessionModeState | undefined =>
       sessionModes === undefined ? undefined : {
         currentModeId: mode,
@@ -277,6 +303,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         protocolVersion: acp.PROTOCOL_VERSION,
         agentCapabilities: {
           loadSession: true,
+          mcpCapabilities: { http: options.sessionServers !== undefined, sse: false },
           promptCapabilities: { image: false, audio: false, embeddedContext: true },
           sessionCapabilities: { list: {} }
         },
@@ -289,9 +316,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       Effect.gen(function*() {
         // Absolute, an existing directory, stored as its real path (`..` and links resolved once, here).
         const cwd = yield* WorkingDirectory.canonical(params.cwd).pipe(Effect.mapError(requestErrorOf))
-        if (params.mcpServers.length > 0) yield* Effect.logWarning("effect-agent acp: MCP servers are not supported; ignoring them")
+        const servers = yield* mcpServersOf(params.mcpServers)
         const policy = yield* policyFor(cwd)
         const session = yield* engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
+        yield* startServers({ sessionId: session.sessionId, cwd }, servers)
         if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
         sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined })
         const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))
@@ -312,6 +340,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           ))
         }
         const policy = yield* policyFor(state.cwd)
+        yield* startServers({ sessionId, cwd: state.cwd }, yield* mcpServersOf(params.mcpServers ?? []))
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
         const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined }
         sessions.set(sessionId, session)

@@ -6,7 +6,8 @@
  * @since 0.1.0
  */
 import type * as acp from "@agentclientprotocol/sdk"
-import type { AgentEvent, Json } from "../index.js"
+import * as Either from "effect/Either"
+import type { AgentEvent, Json, McpConfig } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -207,6 +208,7 @@ export const updatesOf = (
     case "session.created":
     case "turn.started":
     case "context.built":
+    case "mcp.tools_listed":
     case "model.retry":
     case "permission.requested":
     case "permission.resolved":
@@ -305,3 +307,21 @@ export const promptText = (blocks: ReadonlyArray<acp.ContentBlock>): string =>
         return ""
     }
   }).filter((part) => part !== "").join("\n")
+
+/**
+ * The MCP servers a client named in `session/new` or `session/load`, in the configuration shape
+ * (`McpConfig.Servers`): stdio and HTTP servers; names made fit for tool names (`mcp__<name>__…`).
+ * An SSE server, or two that end up with one name, is an error message.
+ */
+export const mcpServersOf = (servers: ReadonlyArray<acp.McpServer>): Either.Either<McpConfig.Servers, string> => {
+  const out: Record<string, McpConfig.Server> = {}
+  for (const server of servers) {
+    const name = server.name.replace(/[^A-Za-z0-9_-]/g, "_").replace(/_{2,}/g, "_").slice(0, 40) || "server"
+    if (name in out) return Either.left(`two MCP servers are named ${JSON.stringify(name)}`)
+    if ("type" in server && server.type === "sse") return Either.left(`MCP server ${JSON.stringify(server.name)}: the SSE transport is not supported; use its Streamable HTTP endpoint`)
+    out[name] = "command" in server
+      ? { command: server.command, args: server.args, env: Object.fromEntries(server.env.map((v) => [v.name, v.value])) }
+      : { url: server.url, headers: Object.fromEntries(server.headers.map((h) => [h.name, h.value])) }
+  }
+  return Either.right(out)
+}

@@ -13,9 +13,10 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore, WorkspaceTools } from "../index.js"
+import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
+import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
 
@@ -55,11 +56,13 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     const model = yield* Models.layer(options)
     // Loaded only here: the ACP SDK costs start-up time for every other command.
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
+    // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
+    const mcp = McpServers.configurable()
     const engine = SessionEngine.layer().pipe(
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })),
+      Layer.provide(mcp.layer.pipe(Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })))),
       Layer.provide(PromptComposer.layer()),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by
@@ -75,7 +78,9 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
       )
     yield* keepRunningOnBrokenStdout
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
-    yield* AcpAgent.serve(AcpAgent.stdio(), { sessionPolicy }).pipe(Effect.provide(engine))
+    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+      mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeContext.layer))
+    yield* AcpAgent.serve(AcpAgent.stdio(), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
   }).pipe(Effect.scoped)).pipe(
     Command.withDescription("Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)")
   )

@@ -382,12 +382,13 @@ export const command = Command.make(
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
     mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
     ...Flags.rules,
+    mcpConfig: Flags.mcpConfig,
     ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, mode, session, ...options }) =>
-    withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+  ({ allow, deny, mcpConfig, mode, session, ...options }) =>
+    withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
       chat(engine, { sessionId: Option.getOrUndefined(session), cwd }))
 ).pipe(Command.withDescription(
   `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`

@@ -28,6 +28,7 @@ import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
 import * as Trust from "./Trust.js"
+import * as Mcp from "./Mcp.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -94,15 +95,16 @@ const run = Command.make(
     ),
     mode,
     ...Flags.rules,
+    mcpConfig: Flags.mcpConfig,
     ...Flags.sandbox,
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, followUp, message, mode, session, ...options }) =>
+  ({ allow, deny, followUp, mcpConfig, message, mode, session, ...options }) =>
     Effect.gen(function*() {
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
-      yield* withDrivingEngine(options, { mode, allow, deny }, Option.getOrUndefined(session), (engine, cwd) =>
+      yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
         Effect.gen(function*() {
           const sessionId = Option.isSome(session)
             ? session.value
@@ -192,12 +194,13 @@ const answer = (decision: "allow" | "deny") =>
         : {}),
       mode,
       ...Flags.rules,
+      mcpConfig: Flags.mcpConfig,
       ...Flags.sandbox,
       ...Models.options,
       ...Flags.storage
     },
-    ({ allow, deny, mode, sessionId, toolCallId, ...options }) =>
-      withDrivingEngine(options, { mode, allow, deny }, sessionId, (engine) =>
+    ({ allow, deny, mcpConfig, mode, sessionId, toolCallId, ...options }) =>
+      withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine) =>
         Effect.gen(function*() {
           const remember = "always" in options && options.always === true
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
@@ -208,7 +211,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription("An Effect-TS runtime for coding agents"),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -21,6 +21,7 @@ import {
   WorkspaceTools
 } from "../index.js"
 import * as Flags from "./Flags.js"
+import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
@@ -52,13 +53,14 @@ export const engineLayer = <E, R>(
   storage: Flags.Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
-  tools: WorkspaceTools.Options = {}
+  tools: WorkspaceTools.Options = {},
+  mcp?: McpServers.Configurable
 ) =>
   SessionEngine.layer().pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(WorkspaceTools.layer(tools)),
+    Layer.provide(mcp === undefined ? WorkspaceTools.layer(tools) : mcp.layer.pipe(Layer.provide(WorkspaceTools.layer(tools)))),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer()),
     Layer.provide(NodeContext.layer)
@@ -76,11 +78,12 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
     Layer.provide(NodeContext.layer)
   )
 
-/** The flags that set a session's policy: `--mode`, `--allow`, `--deny`. */
+/** The flags that set a session's policy and tools: `--mode`, `--allow`, `--deny`, `--mcp-config`. */
 export interface PolicyFlags {
   readonly mode: Option.Option<PermissionPolicy.Mode>
   readonly allow: ReadonlyArray<string>
   readonly deny: ReadonlyArray<string>
+  readonly mcpConfig?: Option.Option<string> | undefined
 }
 
 /**
@@ -97,11 +100,14 @@ export const withDrivingEngine = <A, E, R>(
   Effect.gen(function*() {
     const model = yield* Models.layer(options)
     const policy = Policy.configurable()
+    const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
+      // The session's MCP servers start once its cwd (and so its .mcp.json) is known.
+      yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) })))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp)))
   })

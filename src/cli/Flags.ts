@@ -61,6 +61,14 @@ export const toolOptions = (options: { readonly network: boolean; readonly dataD
 /** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
 export const mode = (description: string) => Options.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
 
+/** `--mcp-config <file>`: MCP servers for this run (they win over the user's mcp.json and a trusted .mcp.json; see `McpSettings`). */
+export const mcpConfig = Options.file("mcp-config", { exists: "yes" }).pipe(
+  Options.optional,
+  Options.withDescription(
+    "MCP servers for this run: a JSON file {\"mcpServers\": {\"<name>\": {\"command\", \"args\", \"env\"} | {\"url\", \"headers\"}}}; their tools are mcp__<name>__<tool> and ask before they run"
+  )
+)
+
 /** `--allow` / `--deny` rules, before the rules of the user's and the project's settings (see Settings.ts). */
 export const rules = {
   allow: Options.text("allow").pipe(

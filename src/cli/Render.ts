@@ -102,6 +102,10 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
         return note(`    ✓ ${shortResult(event.payload.result) || "(no output)"}`)
       case "tool.failed":
         return note(`    ✗ ${event.payload.errorCode}: ${oneLine(event.payload.message)}`)
+      case "mcp.tools_listed": {
+        const count = event.payload.tools.length
+        return note(`  ⚙ MCP server ${event.payload.server}: ${count} tool${count === 1 ? "" : "s"} (${event.payload.hash.slice(0, 12)})`)
+      }
       case "model.retry":
         return note(`  … ${event.payload.errorCode}; retrying in ${Math.round(event.payload.delayMs / 100) / 10}s (attempt ${event.payload.attempt})`)
       case "compaction.started":

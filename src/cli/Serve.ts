@@ -26,10 +26,11 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { IdGenerator, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
+import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
 
@@ -153,12 +154,22 @@ export const command = Command.make(
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
       // `--host` given as a name (not an address) is a name clients use: allowed too.
-      const config = ServerConfig.make({ token, defaultCwd: cwd, allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost })
+      // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
+      // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
+      const mcp = McpServers.configurable()
+      const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+        mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(Effect.provide(NodeContext.layer))
+      const config = ServerConfig.make({
+        token,
+        defaultCwd: cwd,
+        allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost,
+        sessionServers: runner === undefined ? sessionServers : undefined
+      })
       const ports = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(
         Layer.provide(Flags.storeLayer(options)),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })),
+        Layer.provide(mcp.layer.pipe(Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })))),
         Layer.provide(permissions),
         Layer.provide(PromptComposer.layer()),
         Layer.provide(NodeContext.layer)

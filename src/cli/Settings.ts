@@ -13,7 +13,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { type PermissionPolicy, ProjectSettings } from "../index.js"
+import { McpNames, type PermissionPolicy, ProjectSettings } from "../index.js"
 import { CliError } from "./CliError.js"
 
 /** The tools of the workspace, the only names a rule may give (besides `*`): a typo must not make a rule silently match nothing. */
@@ -32,6 +32,9 @@ export const parseFlag = (decision: "allow" | "deny", value: string): Either.Eit
   const tool = (colon < 0 ? value : value.slice(0, colon)).trim()
   const pattern = colon < 0 ? undefined : value.slice(colon + 1).trim()
   if (tool === "") return fail(`expected tool or tool:pattern, e.g. ${flag} 'shell:npm test'`)
+  if (McpNames.isToolName(tool)) {
+    return pattern === undefined ? Either.right({ name: `${flag} ${value}`, decision, tool }) : fail("an MCP tool's rule takes no pattern")
+  }
   if (tool !== "*" && !toolNames.includes(tool)) {
     return fail(`unknown tool "${tool}" (tools: ${toolNames.join(", ")}, or *)`)
   }

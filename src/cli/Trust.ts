@@ -1,6 +1,6 @@
 /**
- * `effect-agent trust [dir]`: review a project's `.effect-agent/settings.json` and trust that exact
- * file (see `ProjectSettings` for what trust changes). It prints a summary of what the file grants
+ * `effect-agent trust [dir]`: review a project's `.effect-agent/settings.json` and `.mcp.json` and
+ * trust those exact files (see `ProjectSettings` and `McpSettings` for what trust changes). It prints a summary of what the file grants
  * and its SHA-256, then asks — on a terminal only: without one, nothing is trusted unless `--yes`
  * says so. `--list` shows the trusted files (and whether each is still as it was trusted);
  * `--revoke` forgets one. Trust is recorded in the user's config folder (`TrustStore`).
@@ -15,7 +15,7 @@ import * as readline from "node:readline"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { ProjectSettings, TrustStore } from "../index.js"
+import { McpSettings, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Render.js"
 
@@ -60,17 +60,28 @@ export const command = Command.make(
       if (options.list) return yield* list(configDir)
       const cwd = NodePath.resolve(Option.getOrElse(options.dir, () => process.cwd()))
       if (options.revoke) {
-        const path = yield* ProjectSettings.fileOf(cwd)
-        const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
-        return yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
+        const paths = [yield* ProjectSettings.fileOf(cwd), yield* McpSettings.fileOf(cwd)]
+        for (const path of paths) {
+          const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
+          if (removed > 0 || path === paths[0]) {
+            yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
+          }
+        }
+        return
       }
       const project = yield* ProjectSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
-      if (project === undefined) {
-        return yield* new CliError({ reason: "invalid_arguments", message: `there is no ${ProjectSettings.relativePath} in ${terminalSafe(cwd)}` })
+      const mcp = yield* McpSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
+      if (project === undefined && mcp === undefined) {
+        return yield* new CliError({ reason: "invalid_arguments", message: `there is no ${ProjectSettings.relativePath} or ${McpSettings.projectFileName} in ${terminalSafe(cwd)}` })
       }
-      // The summary escapes every value of the file itself; the terminal sees nothing it could act on.
-      yield* Console.log(ProjectSettings.summary(project).join("\n"))
-      if (project.trust === "trusted") return yield* Console.error("effect-agent: already trusted, as it is")
+      // The summaries escape every value of the files themselves; the terminal sees nothing it could act on.
+      const files = [
+        ...(project === undefined ? [] : [{ ...project, lines: ProjectSettings.summary(project) }]),
+        ...(mcp === undefined ? [] : [{ ...mcp, lines: McpSettings.summary(mcp) }])
+      ]
+      yield* Console.log(files.map((file) => file.lines.join("\n")).join("\n\n"))
+      const pending = files.filter((file) => file.trust !== "trusted")
+      if (pending.length === 0) return yield* Console.error(`effect-agent: already trusted, as ${files.length === 1 ? "it is" : "they are"}`)
       if (!options.yes) {
         if (process.stdin.isTTY !== true) {
           return yield* new CliError({
@@ -78,13 +89,16 @@ export const command = Command.make(
             message: `stdin is not a terminal, so nothing was trusted; once you have read the above: ${ProjectSettings.trustCommand(cwd)} --yes`
           })
         }
-        const answer = yield* askOnTerminal(`${project.trust === "changed" ? "It changed since you trusted it. " : ""}Trust this file? [y/N]: `)
+        const changed = pending.some((file) => file.trust === "changed")
+        const answer = yield* askOnTerminal(`${changed ? "It changed since you trusted it. " : ""}Trust ${pending.length === 1 ? "this file" : "these files"}? [y/N]: `)
         if (!/^y(es)?$/i.test(answer.trim())) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
       }
-      // The hash of the content shown above: if the file changed since, it is not trusted.
-      yield* TrustStore.trust(configDir, project.path, project.sha256).pipe(Effect.mapError(invalid))
-      yield* Console.error(`effect-agent: trusted ${terminalSafe(project.path)} (sha256 ${project.sha256.slice(0, 12)}…); any change to it makes it untrusted again`)
+      // The hash of the content shown above: if a file changed since, it is not trusted.
+      for (const file of pending) {
+        yield* TrustStore.trust(configDir, file.path, file.sha256).pipe(Effect.mapError(invalid))
+        yield* Console.error(`effect-agent: trusted ${terminalSafe(file.path)} (sha256 ${file.sha256.slice(0, 12)}…); any change to it makes it untrusted again`)
+      }
     })
 ).pipe(Command.withDescription(
-  "Review a project's .effect-agent/settings.json and trust that exact file (by its SHA-256): until then it can only make the agent more careful. --list, --revoke"
+  "Review a project's .effect-agent/settings.json and .mcp.json and trust those exact files (by SHA-256): until then the settings can only make the agent more careful and no MCP server of the project starts. --list, --revoke"
 ))

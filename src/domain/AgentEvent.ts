@@ -179,6 +179,20 @@ export const TurnCompleted = turnEvent("turn.completed", {
  */
 export const TurnSteered = turnEvent("turn.steered", { content: Schema.String })
 
+/** One tool as an outside source (an MCP server) offered it to the model. */
+export const ListedTool = Schema.Struct({ name: Schema.String, description: Schema.String, inputSchema: Json })
+/** One tool as an outside source offered it. */
+export type ListedTool = typeof ListedTool.Type
+
+/**
+ * The tools an MCP server offered, as the model was shown them (names `mcp__<server>__<tool>`,
+ * descriptions, input schemas) and their SHA-256 (`hash`): stored before the first request of the
+ * session that offers them, and again before a request whenever the server's list changed (a
+ * restarted or updated server). Replay, cassettes and a resumed session read from here which tools
+ * were bound; the hash says whether a server offers the same ones now.
+ */
+export const McpToolsListed = turnEvent("mcp.tools_listed", { server: Schema.String, tools: Schema.Array(ListedTool), hash: Schema.String })
+
 /** A message queued to run as its own turn once the session is idle (session-level: no turnId). */
 export const FollowUpQueued = sessionEvent("followup.queued", { queueId: Schema.String, content: Schema.String })
 
@@ -238,6 +252,7 @@ export const AgentEvent = Schema.Union(
   ToolFailed,
   TurnCompleted,
   TurnSteered,
+  McpToolsListed,
   FollowUpQueued,
   FollowUpDropped,
   SessionForked,

@@ -86,6 +86,8 @@ export interface SessionState {
    * `compaction` too). Left open in a log by a crash, it is closed `compaction.failed {interrupted}`.
    */
   readonly compaction?: OpenCompaction | undefined
+  /** The hash of the tool list each MCP server last offered in this session (`mcp.tools_listed`); absent before any. */
+  readonly toolLists?: Readonly<Record<string, string>> | undefined
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -221,6 +223,7 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "user.message": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "turn.steered": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "context.built": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "mcp.tools_listed": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "model.delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.retry": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "tool.completed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
@@ -354,6 +357,8 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     case "model.retry":
       // The turn moves on (its phase), nothing else.
       return Either.right({ ...base, openTurn: turn })
+    case "mcp.tools_listed":
+      return Either.right({ ...base, openTurn: turn, toolLists: { ...state.toolLists, [event.payload.server]: event.payload.hash } })
   }
 }
 

@@ -129,6 +129,11 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (view.openTurn !== undefined) view.openTurn.user = event.payload.content
   },
   "turn.steered": (view, event) => push(view, { kind: "steer", text: event.payload.content }),
+  // Which tools an MCP server offered (again, when its list changed): a note where it happened.
+  "mcp.tools_listed": (view, event) => {
+    const { server, tools } = event.payload
+    note(view, event, `MCP server ${server}: ${tools.length} tool${tools.length === 1 ? "" : "s"}`, tools.map((t) => t.name).join(", "))
+  },
   // What the next model request costs: shown in the state panel, not in the turn.
   "context.built": (view, event) => {
     view.contextTokens = event.payload.tokens.total

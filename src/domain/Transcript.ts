@@ -179,6 +179,7 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "followup.dropped": unchanged,
   "session.forked": unchanged,
   "context.built": unchanged,
+  "mcp.tools_listed": unchanged,
   "model.retry": unchanged,
   "compaction.started": unchanged,
   "compaction.failed": unchanged,

@@ -103,6 +103,12 @@ export const contextBuilt = (tokens: AgentEvent.PayloadOf<"context.built">["toke
   }
 })
 
+/** `mcp.tools_listed`: one server's tools as the model is shown them, and their hash. */
+export const mcpToolsListed = (source: { readonly server: string; readonly tools: ReadonlyArray<AgentEvent.ListedTool>; readonly hash: string }): Draft<"mcp.tools_listed"> => ({
+  type: "mcp.tools_listed",
+  payload: { server: source.server, tools: source.tools.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })), hash: source.hash }
+})
+
 /** `model.delta`. */
 export const modelDelta = (text: string): Draft<"model.delta"> => ({ type: "model.delta", payload: { text } })
 

@@ -41,6 +41,18 @@ const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; re
   })
 
 /**
+ * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or
+ * whose list changed since: the log says which tools a request offered before the request is made.
+ */
+const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => {
+  const sources = turn.services.tools?.sources?.() ?? []
+  if (sources.length === 0) return Effect.void
+  const recorded = turn.session.live.state.toolLists ?? {}
+  const changed = sources.filter((source) => recorded[source.server] !== source.hash)
+  return changed.length === 0 ? Effect.void : Effect.asVoid(turn.commit(changed.map(EventDraft.mcpToolsListed)))
+}
+
+/**
  * Builds the request of a step; `context.built` is stored for the first step when the runtime
  * added anything. A request past the compaction threshold, or over the window, compacts the context
  * first (once per step) and is built again. Returns `None` when the request would not fit the
@@ -49,6 +61,7 @@ const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; re
 export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { provider } = turn.services
+    yield* recordToolLists(turn)
     let { request, tokens } = yield* prepare(turn)
     const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {

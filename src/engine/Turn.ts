@@ -122,7 +122,8 @@ export const make = (
   work: Work,
   caller?: { readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure>; readonly span: Tracer.AnySpan | undefined }
 ): Turn => ({
-  services,
+  // A session may have tools of its own (MCP servers its client named): its turns use them.
+  services: services.tools?.forSession === undefined ? services : { ...services, tools: services.tools.forSession(session.sessionId) },
   session,
   turnId,
   work,

@@ -94,6 +94,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "user.message":
       case "turn.steered":
       case "context.built":
+      case "mcp.tools_listed":
       case "permission.requested":
       case "permission.resolved":
       case "tool.started":

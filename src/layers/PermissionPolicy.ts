@@ -129,8 +129,12 @@ const isAssignment = (word: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)
 const wildcardRunsAnother = (pattern: string, command: string): boolean =>
   CommandPattern.wildcardCommands(pattern, command).some((argv) => isAssignment(argv[0]!) || !CommandRisk.classify(argv).general)
 
+/** `mcp__<server>__*` names every tool of that MCP server. */
+const serverWide = (pattern: string, tool: string): boolean =>
+  pattern.startsWith("mcp__") && pattern.endsWith("__*") && tool.startsWith(pattern.slice(0, -1))
+
 const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
-  if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool) return false
+  if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
     const pattern = globRegex(rule.path, true)
     const matching = (p: PathAccess) => pathMatches(rule, pattern, p, cwd)

@@ -96,7 +96,8 @@ export interface Loaded {
 /** The largest settings file read (a repository could ship anything under that name). */
 const maxBytes = 1024 * 1024
 
-const shownPath = (file: string) => {
+/** A path for messages: relative to the process's directory when inside it. */
+export const shownPath = (file: string): string => {
   const relative = NodePath.relative(process.cwd(), file)
   return relative === "" || relative.startsWith("..") || NodePath.isAbsolute(relative) ? file : relative
 }
@@ -121,7 +122,7 @@ const whyUnresolved = (file: string): Promise<string> =>
   )
 
 /** A settings file's bytes, or none when it does not exist; a regular file only, capped, never blocking on a FIFO. */
-const readBytes = (file: string, shown: string) =>
+export const readBytes = (file: string, shown: string): Effect.Effect<Option.Option<Uint8Array>, SettingsError> =>
   Effect.gen(function*() {
     const real = yield* Effect.promise(() => Paths.realPath(file))
     if (!real.exact) return yield* new SettingsError({ reason: "unreadable", message: `${shown}: cannot be read (${yield* Effect.promise(() => whyUnresolved(file))})` })
@@ -268,7 +269,7 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
 const controls = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
 
 /** Text with its control and bidirectional-format characters written as `\u…` escapes, so a summary shows what is there. */
-const escapeControls = (text: string) => text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+export const escapeControls = (text: string): string => text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /** A value from a file, quoted with every control and format character escaped. */
 const quote = (text: string) => escapeControls(JSON.stringify(text))

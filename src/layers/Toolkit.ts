@@ -96,7 +96,7 @@ export const make = <const Tools extends ReadonlyArray<Any>>(
       ) as Effect.Effect<ToolOutput, ToolFailure>
     }
 
-    return ToolRouter.of({ definitions, prepare, execute })
+    return ToolRouter.of({ definitions, prepare, execute, ...(base?.sources === undefined ? {} : { sources: base.sources }) })
   })
 
 /** `tools` as the `ToolRouter`. */

@@ -88,7 +88,8 @@ export interface Options {
   readonly fileTimeout?: Duration.DurationInput
 }
 
-const alwaysHiddenEnv = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
+/** The agent's own keys: never passed to a command (nor to an MCP server). */
+export const alwaysHiddenEnv: ReadonlyArray<string> = ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "EFFECT_AGENT_TOKEN"]
 
 // Plain JSON Schema for models: an integer, not a reference to a shared definition.
 const PositiveInt = Schema.Int.pipe(Schema.positive()).annotations({ jsonSchema: { type: "integer", minimum: 1 } })

@@ -14,7 +14,7 @@ import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as Schema from "effect/Schema"
-import { AgentEvent, Session } from "../index.js"
+import { AgentEvent, McpConfig, Session } from "../index.js"
 
 const errorFields = <Tag extends string>(tag: Tag) => ({ error: Schema.Literal(tag), message: Schema.String })
 
@@ -100,8 +100,14 @@ export const SessionView = Schema.Struct({
 })
 export type SessionView = typeof SessionView.Type
 
-/** `POST /sessions`: the session's working directory (default: the server's). */
-export const CreateSession = Schema.Struct({ cwd: Schema.optional(Schema.String) })
+/**
+ * `POST /sessions`: the session's working directory (default: the server's), and MCP servers for
+ * it in the configuration file's shape (`{"<name>": {"command", "args", "env"} | {"url", "headers"}}`).
+ */
+export const CreateSession = Schema.Struct({
+  cwd: Schema.optional(Schema.String),
+  mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
+})
 /** `POST /sessions/:id/turns`. */
 export const StartTurn = Schema.Struct({ message: Schema.String })
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */

@@ -7,8 +7,10 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import type { McpConfig } from "../index.js"
 import * as Security from "./Security.js"
 
 /** The server's configuration. */
@@ -23,7 +25,15 @@ export interface Config {
   readonly defaultCwd: string
   /** How often `/live` sends a keep-alive comment while no event comes. */
   readonly keepAlive: Duration.Duration
+  /** Starts the MCP servers a `POST /sessions` body names for that session; none: such a body is refused. */
+  readonly sessionServers: SessionServers | undefined
 }
+
+/** Starts a session's MCP servers (with the user's and a trusted project's, as the embedder decides); the failure's message is the answer's. */
+export type SessionServers = (
+  session: { readonly sessionId: string; readonly cwd: string },
+  servers: McpConfig.Servers
+) => Effect.Effect<void, { readonly message: string }>
 
 /** The server's configuration. */
 export class ServerConfig extends Context.Tag("effect-agent/server/ServerConfig")<ServerConfig, Config>() {}
@@ -44,6 +54,8 @@ export interface Options {
   readonly defaultCwd?: string
   /** Default 15 seconds. */
   readonly keepAlive?: Duration.DurationInput
+  /** Starts the MCP servers a session's creation names (default: none; such a request is refused 400). */
+  readonly sessionServers?: SessionServers | undefined
 }
 
 /** The configuration from options. */
@@ -54,7 +66,8 @@ export const make = (options: Options): Config => ({
   allowedHosts: (options.allowedHosts ?? []).map((host) => host.toLowerCase()),
   maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
   defaultCwd: options.defaultCwd ?? process.cwd(),
-  keepAlive: Duration.decode(options.keepAlive ?? "15 seconds")
+  keepAlive: Duration.decode(options.keepAlive ?? "15 seconds"),
+  sessionServers: options.sessionServers
 })
 
 /** The configuration as a layer. */

@@ -17,6 +17,7 @@ import {
   type CompactionFailed,
   type EventStoreFailure,
   type InvalidInput,
+  McpNames,
   type NothingToCompact,
   type NothingToResume,
   type NoTurnInProgress,
@@ -174,10 +175,27 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
     return handlers
       .handle("create", ({ payload }) =>
-        WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(
-          Effect.flatMap((cwd) => engine.createSession({ cwd, client: "web" })),
-          Effect.catchAll(toWire)
-        ))
+        Effect.gen(function*() {
+          const servers = payload.mcpServers ?? {}
+          const named = Object.keys(servers)
+          const badName = named.find((name) => !McpNames.isServerName(name))
+          if (badName !== undefined) {
+            return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: `mcpServers: ${JSON.stringify(badName)} is not a server name (1 to 40 letters, digits, _ or -, no __)` }))
+          }
+          if (named.length > 0 && config.sessionServers === undefined) {
+            return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: "mcpServers: this server starts no MCP servers" }))
+          }
+          const session = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(
+            Effect.flatMap((cwd) => engine.createSession({ cwd, client: "web" })),
+            Effect.catchAll(toWire)
+          )
+          if (config.sessionServers !== undefined) {
+            yield* config.sessionServers(session, servers).pipe(
+              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` }))
+            )
+          }
+          return session
+        }))
       .handle("list", () => engine.listSessions.pipe(Effect.catchAll(toWire)))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(

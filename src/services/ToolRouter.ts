@@ -95,6 +95,17 @@ export class ToolFailure extends Schema.TaggedError<ToolFailure>()("ToolFailure"
   message: Schema.String
 }) {}
 
+/**
+ * The tools one outside source (an MCP server) offers now, and their hash: the engine records a
+ * list in the log (`mcp.tools_listed`) before the first request that offers it, and again when the
+ * hash changes.
+ */
+export interface ToolSource {
+  readonly server: string
+  readonly tools: ReadonlyArray<ToolSpec>
+  readonly hash: string
+}
+
 /** The tool router port. */
 export class ToolRouter extends Context.Tag("effect-agent/ToolRouter")<ToolRouter, ToolRouter.Service>() {}
 
@@ -103,6 +114,10 @@ export declare namespace ToolRouter {
   /** What a tool router does. */
   export interface Service {
     readonly definitions: ReadonlyArray<ToolDefinition>
+    /** The outside sources among `definitions` (MCP servers), whose lists the log records; none when absent. */
+    readonly sources?: () => ReadonlyArray<ToolSource>
+    /** The router of one session's turns, when sessions have tools of their own (MCP servers a client gave for it); else this one. */
+    readonly forSession?: (sessionId: string) => ToolRouter.Service
     /** Validates a call: `unknown_tool`, `invalid_arguments`, or the resolved call. */
     readonly prepare: (call: ToolCallInput, cwd: string) => Effect.Effect<PreparedCall, ToolFailure>
     /** Runs a prepared, allowed call. Interruption stops it (a process is killed). */

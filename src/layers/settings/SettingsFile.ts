@@ -13,6 +13,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as McpNames from "../mcp/McpNames.js"
 import * as PermissionPolicy from "../PermissionPolicy.js"
 import * as ProjectLimits from "./ProjectLimits.js"
 
@@ -30,7 +31,7 @@ export const commandTools: ReadonlySet<string> = new Set(["shell"])
 
 const toolName = (tools: ReadonlyArray<string>) =>
   Schema.String.pipe(
-    Schema.filter((name) => name === "*" || tools.includes(name), {
+    Schema.filter((name) => name === "*" || tools.includes(name) || McpNames.isToolName(name), {
       message: (issue) => `unknown tool ${JSON.stringify(issue.actual)} (tools: ${tools.join(", ")}, or *)`
     })
   )

@@ -1,0 +1,114 @@
+/**
+ * The MCP tools of the CLI's adapters. The servers of a session are known only once its working
+ * directory is (its `.mcp.json` may apply, if trusted), which is after the engine is built; ACP and
+ * HTTP clients may name servers for one session. So the engine's tool router starts as the workspace
+ * tools and gains servers' tools: for every session (`configure`, the CLI's one session) or for one
+ * (`configureSession`, ACP `session/new` and the HTTP body). Servers stop when the command ends, or
+ * when their session's servers are configured again. The MCP SDK is loaded only when there is a
+ * server to start.
+ *
+ * @since 0.5.0
+ */
+import type * as FileSystem from "@effect/platform/FileSystem"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import { type McpConfig, McpSettings, ToolRouter } from "../index.js"
+import type { McpTools } from "../mcp.js"
+import { CliError } from "./CliError.js"
+
+/** What servers start with besides their configuration. */
+export interface StartOptions {
+  readonly env?: McpTools.Options["env"]
+  /** How notes begin on stderr (default `effect-agent:`). */
+  readonly prefix?: string
+}
+
+/** A tool router that gains MCP servers' tools once configured. */
+export interface Configurable {
+  /** The router: the one below it, plus the servers' tools once configured. */
+  readonly layer: Layer.Layer<ToolRouter.ToolRouter, never, ToolRouter.ToolRouter>
+  /**
+   * Resolves the servers of a session in `cwd` (`--mcp-config`, the user's `mcp.json`, the project's
+   * `.mcp.json` once trusted), says what of the project's file was not started, and starts them for
+   * every session.
+   */
+  readonly configure: (cwd: string, options: StartOptions & { readonly configFile: Option.Option<string> }) => Effect.Effect<void, CliError, FileSystem.FileSystem>
+  /** The same for one session, with the servers its client named (they win over the files'). */
+  readonly configureSession: (sessionId: string, cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<void, CliError, FileSystem.FileSystem>
+}
+
+interface Started {
+  readonly router: ToolRouter.ToolRouter.Service
+  readonly scope: Scope.CloseableScope
+}
+
+/** A configurable router; until configured it is the router below it. */
+export const configurable = (): Configurable => {
+  let base: ToolRouter.ToolRouter.Service | undefined
+  let scope: Scope.Scope | undefined
+  let shared: ToolRouter.ToolRouter.Service | undefined
+  const perSession = new Map<string, Started>()
+  const router = (): ToolRouter.ToolRouter.Service => shared ?? base!
+
+  /** Starts `servers` in a scope of their own (closed with the command's), or nothing when there are none. */
+  const start = (servers: McpConfig.Servers, cwd: string, options: StartOptions) =>
+    Effect.gen(function*() {
+      if (Object.keys(servers).length === 0 || base === undefined || scope === undefined) return undefined
+      // The SDK is loaded only by a run that starts a server (see scripts/bundle-cli.mjs).
+      const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
+      const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+      return yield* McpTools.make({ servers, cwd, env: options.env }, base).pipe(
+        Scope.extend(own),
+        Effect.map((tools): Started => ({ router: tools.router, scope: own })),
+        Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))
+      )
+    })
+
+  const load = (cwd: string, servers: McpConfig.Servers | undefined, options: StartOptions) =>
+    Effect.gen(function*() {
+      const loaded = yield* McpSettings.load({ cwd, servers })
+      yield* Effect.forEach(loaded.notes, (note) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}`), { discard: true })
+      return loaded.servers
+    })
+
+  const asCliError = <A, R>(effect: Effect.Effect<A, McpSettings.SettingsError | McpTools.McpError, R>) =>
+    effect.pipe(Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })))
+
+  return {
+    layer: Layer.scoped(
+      ToolRouter.ToolRouter,
+      Effect.gen(function*() {
+        base = yield* ToolRouter.ToolRouter
+        scope = yield* Effect.scope
+        return {
+          get definitions() {
+            return router().definitions
+          },
+          prepare: (call, cwd) => router().prepare(call, cwd),
+          execute: (call, context) => router().execute(call, context),
+          sources: () => router().sources?.() ?? [],
+          forSession: (sessionId) => perSession.get(sessionId)?.router ?? router()
+        } satisfies ToolRouter.ToolRouter.Service
+      })
+    ),
+    configure: (cwd, options) =>
+      Effect.gen(function*() {
+        const given = Option.isSome(options.configFile) ? yield* McpSettings.readFile(options.configFile.value) : undefined
+        const started = yield* start(yield* load(cwd, given?.mcpServers, options), cwd, options)
+        if (started !== undefined) shared = started.router
+      }).pipe(asCliError),
+    configureSession: (sessionId, cwd, servers, options = {}) =>
+      Effect.gen(function*() {
+        const started = yield* start(yield* load(cwd, servers, options), cwd, options)
+        const previous = perSession.get(sessionId)
+        if (started === undefined) perSession.delete(sessionId)
+        else perSession.set(sessionId, started)
+        if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
+      }).pipe(asCliError)
+  }
+}

@@ -1,0 +1,275 @@
+/**
+ * Tools from MCP servers (`@modelcontextprotocol/sdk`), over stdio or Streamable HTTP, as a
+ * `ToolRouter` — alone (`layer`) or beside the router below it, such as the workspace tools
+ * (`extend`). Each server's tools appear as `mcp__<server>__<tool>` (characters other than letters,
+ * digits, `_` and `-` become `_`; a name two tools would share is an error, not a silent shadow).
+ *
+ * Every call goes through the permission engine like any tool: its risk is `network` (it leaves the
+ * agent for another program), so the default mode asks, `acceptEdits` asks and `readOnly` denies;
+ * a rule names the tool (`mcp__github__create_issue`) or the server (`mcp__github__*`). A call has
+ * a time limit (default 60 s) and its result an output cap; a cancel reaches the server as
+ * `notifications/cancelled`. A server that crashes, hangs or answers garbage ends the call with a
+ * typed `tool.failed` (`mcp_server_failed`, `timeout`, `mcp_invalid_response`; the server's own
+ * error is `tool_error`) and the turn goes on; the next call starts the server again.
+ *
+ * The servers are started when the layer is built (their tool lists are the tools the model is
+ * offered) and stopped when its scope closes; a stdio server also dies with the agent's process.
+ *
+ * @since 0.5.0
+ */
+import { createHash } from "node:crypto"
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type { JsonObject } from "../domain/Json.js"
+import * as Tokens from "../domain/Tokens.js"
+import {
+  type PreparedCall,
+  type ToolCallInput,
+  type ToolContext,
+  type ToolDefinition,
+  ToolFailure,
+  type ToolOutput,
+  ToolRouter
+} from "../services/ToolRouter.js"
+import * as McpConfig from "./mcp/McpConfig.js"
+import * as McpConnection from "./mcp/McpConnection.js"
+import { McpError } from "./mcp/McpConnection.js"
+import * as McpNames from "./mcp/McpNames.js"
+import * as Sandbox from "./workspace/Sandbox.js"
+import type * as Environment from "./workspace/Environment.js"
+import { alwaysHiddenEnv, bound } from "./WorkspaceTools.js"
+
+/** A server that could not be started, listed or configured. */
+export { McpError }
+/** Configuration files and server shapes. */
+export { McpConfig }
+
+/** What the MCP tools run with. */
+export interface Options {
+  /** The servers, by name (the `mcpServers` of a configuration file). */
+  readonly servers: McpConfig.Servers
+  /** Where stdio servers start (default the process's current directory). */
+  readonly cwd?: string | undefined
+  /** Names passed on from the agent's environment and fixed values, as for shell commands (`WorkspaceTools` `env`). */
+  readonly env?: Environment.Options | undefined
+  /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
+  readonly hiddenEnv?: ReadonlyArray<string> | undefined
+  /** A call's time limit (default 60 s). */
+  readonly callTimeout?: Duration.DurationInput | undefined
+  /** How long a server may take to start and list its tools (default 30 s). */
+  readonly connectTimeout?: Duration.DurationInput | undefined
+  /** Longest result the model sees, in bytes (default 32 KiB). */
+  readonly maxResultBytes?: number | undefined
+}
+
+/** One server's tools as offered to the model, and their hash (what the log records). */
+export interface Listing {
+  readonly server: string
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** SHA-256 of the tools' names, descriptions and schemas. */
+  readonly hash: string
+  /** Estimated tokens the tools' descriptions cost in every request. */
+  readonly tokens: number
+}
+
+/** The MCP tools, with what each server offers. */
+export interface McpTools {
+  readonly router: ToolRouter.Service
+  /** Each server's tools, in configuration order. */
+  readonly listings: () => ReadonlyArray<Listing>
+}
+
+
+/**
+ * What a stdio server runs under: the parent-death signal alone (`setpriv --pdeathsig KILL`), so it
+ * dies with the agent. Not the workspace sandbox of shell commands: a server is a program the user
+ * chose, and servers commonly need the network and their own caches.
+ */
+const parentDeath: Effect.Effect<ReadonlyArray<string>> = Effect.map(Sandbox.detect, (isolation) =>
+  isolation._tag === "Workspace" ? [isolation.programs.setpriv, "--pdeathsig", "KILL", "--"] : isolation.prefix.slice(0, 4))
+
+/** The prefix of every MCP tool's name. */
+export const prefix = McpNames.prefix
+/** The name a server's tool is offered under: `mcp__<server>__<tool>`, at most 64 characters. */
+export const toolName = McpNames.toolName
+/** Whether a name is an MCP tool's, or a rule's pattern for one (`mcp__<server>__<tool>` or `mcp__<server>__*`). */
+export const isToolName = McpNames.isToolName
+
+/** The hash of a server's tool list, as recorded. */
+export const hashOf = (tools: ReadonlyArray<ToolDefinition>): string =>
+  createHash("sha256").update(JSON.stringify(tools.map(({ description, inputSchema, name }) => [name, description, inputSchema]))).digest("hex")
+
+const definitionOf = (server: string, tool: McpConnection.ServerTool): ToolDefinition => ({
+  name: toolName(server, tool.name),
+  description: tool.description,
+  inputSchema: (typeof tool.inputSchema === "object" && tool.inputSchema !== null ? tool.inputSchema : { type: "object" }) as JsonObject,
+  sequential: false
+})
+
+/** A tool result's content as the text the model sees. */
+export const resultText = (result: CallToolResult): string => {
+  const parts = (result.content ?? []).map((part) => {
+    switch (part.type) {
+      case "text":
+        return part.text
+      case "image":
+      case "audio":
+        return `[${part.type} ${part.mimeType}, ${Math.floor((part.data.length * 3) / 4)} bytes]`
+      case "resource":
+        return "text" in part.resource ? part.resource.text : `[resource ${part.resource.uri}]`
+      case "resource_link":
+        return `[resource ${part.uri}]`
+      default:
+        return ""
+    }
+  })
+  const text = parts.filter((p) => p !== "").join("\n")
+  if (text === "" && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent)
+  return text
+}
+
+interface Bound {
+  readonly connection: McpConnection.Connection
+  readonly server: string
+  readonly tool: string
+}
+
+/**
+ * The MCP tools of `options.servers`, falling back to `base` for other names. Starts every server and
+ * reads its tool list; fails with `McpError` naming the server when one does not start, or when two
+ * tools would have the same name. The servers stop when the scope closes.
+ */
+export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect<McpTools, McpError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const sandboxPrefix = yield* parentDeath
+    const callTimeout = Duration.decode(options.callTimeout ?? Duration.seconds(60))
+    const maxResult = options.maxResultBytes ?? 32 * 1024
+    const names = Object.keys(options.servers)
+    const badName = names.find((name) => !McpNames.isServerName(name))
+    if (badName !== undefined) {
+      return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: a server's name is 1 to 40 letters, digits, _ or - (no __)` })
+    }
+    const connections = yield* Effect.forEach(names, (name) =>
+      McpConnection.make({
+        name,
+        server: options.servers[name]!,
+        cwd: options.cwd ?? process.cwd(),
+        env: options.env,
+        hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
+        prefix: sandboxPrefix,
+        connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),
+        callTimeout
+      }))
+    yield* Effect.addFinalizer(() => Effect.forEach(connections, (c) => c.close, { concurrency: "unbounded", discard: true }))
+
+    let listings: ReadonlyArray<Listing> = []
+    let byName = new Map<string, Bound>()
+    let definitions: ReadonlyArray<ToolDefinition> = base?.definitions ?? []
+    const listedAt = new Map<string, number>()
+
+    // Each server's tools as it described them, last read.
+    const offered = new Map<string, ReadonlyArray<McpConnection.ServerTool>>()
+
+    const rebuild = Effect.gen(function*() {
+        const table = new Map<string, Bound>()
+        const next: Array<Listing> = []
+        for (const connection of connections) {
+          const tools = offered.get(connection.name) ?? []
+          const defs: Array<ToolDefinition> = []
+          for (const tool of tools) {
+            const definition = definitionOf(connection.name, tool)
+            const other = table.get(definition.name)
+            if (other !== undefined || base?.definitions.some((d) => d.name === definition.name)) {
+              return yield* new McpError({
+                reason: "name_collision",
+                message: `MCP server "${connection.name}": its tool ${JSON.stringify(tool.name)} would be named ${definition.name}, as ${
+                  other === undefined ? "a tool already is" : `the tool ${JSON.stringify(other.tool)} of "${other.server}" is`
+                }`
+              })
+            }
+            table.set(definition.name, { connection, server: connection.name, tool: tool.name })
+            defs.push(definition)
+          }
+          next.push({ server: connection.name, tools: defs, hash: hashOf(defs), tokens: defs.length === 0 ? 0 : Tokens.estimateJson(defs.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))) })
+          listedAt.set(connection.name, connection.starts())
+        }
+        byName = table
+        listings = next
+        definitions = [...(base?.definitions ?? []), ...next.flatMap((l) => l.tools)]
+      })
+
+    const list = (connection: McpConnection.Connection) => Effect.tap(connection.listTools, (tools) => Effect.sync(() => offered.set(connection.name, tools)))
+    yield* Effect.forEach(connections, list, { concurrency: "unbounded", discard: true })
+    yield* rebuild
+
+    /**
+     * After a call that stopped its server (a crash, a timeout, garbage), the server is started again
+     * and its tools read again, so a changed list is what the next request offers (and the log
+     * records); after a start by someone else, the same.
+     */
+    const refreshIfRestarted = (connection: McpConnection.Connection) =>
+      Effect.suspend(() =>
+        connection.isLive() && connection.starts() === listedAt.get(connection.name)
+          ? Effect.void
+          : list(connection).pipe(
+            Effect.zipRight(rebuild),
+            Effect.catchAll((error) => Effect.logWarning("an MCP server's tools could not be read again", error.message))
+          )
+      )
+
+    const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> => {
+      const target = byName.get(call.tool)
+      if (target === undefined) {
+        return base !== undefined && !call.tool.startsWith(prefix)
+          ? base.prepare(call, cwd)
+          : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}". Available: ${definitions.map((d) => d.name).join(", ")}` }))
+      }
+      if (typeof call.args !== "object" || call.args === null || Array.isArray(call.args)) {
+        return Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `${call.tool} takes an object of arguments` }))
+      }
+      return Effect.succeed({ ...call, risk: "network", sequential: false, paths: [], scope: call.tool, input: call.args })
+    }
+
+    const execute = (call: PreparedCall, context: ToolContext): Effect.Effect<ToolOutput, ToolFailure> => {
+      const target = byName.get(call.tool)
+      if (target === undefined) {
+        return base !== undefined && !call.tool.startsWith(prefix)
+          ? base.execute(call, context)
+          : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}".` }))
+      }
+      return target.connection.callTool(target.tool, call.input as Record<string, unknown>).pipe(
+        Effect.flatMap((result) => {
+          const text = bound(resultText(result), maxResult)
+          return result.isError === true
+            ? Effect.fail(new ToolFailure({ errorCode: "tool_error", message: text === "" ? `${call.tool} failed` : text }))
+            : Effect.succeed({ result: text === "" ? "(no output)" : text })
+        }),
+        Effect.ensuring(refreshIfRestarted(target.connection))
+      )
+    }
+
+    const router: ToolRouter.Service = {
+      // Getters: a server started again may offer other tools, and the next request shows them.
+      get definitions() {
+        return definitions
+      },
+      prepare,
+      execute,
+      sources: () => [...(base?.sources?.() ?? []), ...listings.map(({ hash, server, tools }) => ({ server, tools, hash }))]
+    }
+    return { router, listings: () => listings }
+  })
+
+/** The MCP tools of `options.servers` as the `ToolRouter`. */
+export const layer = (options: Options): Layer.Layer<ToolRouter, McpError> =>
+  Layer.scoped(ToolRouter, Effect.map(make(options), (tools) => tools.router))
+
+/**
+ * The MCP tools added to the `ToolRouter` provided below this layer — for instance
+ * `McpTools.extend({ servers }).pipe(Layer.provide(WorkspaceTools.layer()))`.
+ */
+export const extend = (options: Options): Layer.Layer<ToolRouter, McpError, ToolRouter> =>
+  Layer.scoped(ToolRouter, Effect.flatMap(ToolRouter, (base) => Effect.map(make(options, base), (tools) => tools.router)))

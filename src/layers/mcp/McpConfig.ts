@@ -1,0 +1,89 @@
+/**
+ * MCP server configuration in the shape most agents read (`.mcp.json`, `--mcp-config`):
+ * `{"mcpServers": {"<name>": {"command", "args", "env"} | {"url", "headers"}}}`. A `type` of
+ * `"stdio"` or `"http"` (`"streamable-http"`) may say which; `"sse"` (the transport MCP replaced)
+ * is refused with a clear line. Unknown keys are errors, so a misspelt `"arg"` is not silently
+ * nothing.
+ *
+ * @since 0.5.0
+ */
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as SettingsFile from "../settings/SettingsFile.js"
+import * as McpNames from "./McpNames.js"
+
+const Strings = Schema.Record({ key: Schema.String, value: Schema.String })
+
+/** A server the agent starts as a subprocess and talks to over its stdin/stdout. */
+export const Stdio = Schema.Struct({
+  type: Schema.optional(Schema.Literal("stdio")),
+  command: Schema.String.pipe(Schema.minLength(1)),
+  args: Schema.optional(Schema.Array(Schema.String)),
+  /** Variables set for the server, on top of the allow-listed environment shell commands get. */
+  env: Schema.optional(Strings)
+})
+/** A server the agent starts as a subprocess. */
+export type Stdio = typeof Stdio.Type
+
+/** A server reached over Streamable HTTP. */
+export const Http = Schema.Struct({
+  type: Schema.optional(Schema.Literal("http", "streamable-http")),
+  url: Schema.String.pipe(
+    Schema.filter((url) => {
+      try {
+        const protocol = new URL(url).protocol
+        return protocol === "http:" || protocol === "https:" || "an MCP server's url is http: or https:"
+      } catch {
+        return "not a URL"
+      }
+    })
+  ),
+  /** Headers sent with every request (e.g. `Authorization`); never recorded in the log. */
+  headers: Schema.optional(Strings)
+})
+/** A server reached over Streamable HTTP. */
+export type Http = typeof Http.Type
+
+/** One configured server. */
+export const Server = Schema.Union(Stdio, Http).annotations({
+  message: (issue) => ({
+    message: typeof issue.actual === "object" && issue.actual !== null && (issue.actual as { type?: unknown }).type === "sse"
+      ? "the \"sse\" transport is not supported: use the server's Streamable HTTP endpoint (type \"http\")"
+      : "a server is {\"command\", \"args\"?, \"env\"?} or {\"url\", \"headers\"?}",
+    override: true
+  })
+})
+/** One configured server. */
+export type Server = typeof Server.Type
+
+/** A configuration file. */
+export const File = Schema.Struct({
+  mcpServers: Schema.Record({ key: Schema.String, value: Server }).pipe(
+    Schema.filter((servers) => {
+      const bad = Object.keys(servers).find((name) => !McpNames.isServerName(name))
+      return bad === undefined ? undefined : { path: [bad], message: "a server's name is 1 to 40 letters, digits, _ or - (no __)" }
+    })
+  )
+})
+/** A configuration file. */
+export type File = typeof File.Type
+
+/** The servers a configuration names, by name. */
+export type Servers = Readonly<Record<string, Server>>
+
+/** Whether a server is started as a subprocess. */
+export const isStdio = (server: Server): server is Stdio => "command" in server
+
+/** Parses a configuration file's text; the error is one line naming `shown` and the entry. */
+export const parse = (text: string, shown: string): Either.Either<File, string> => SettingsFile.parse(File, text, shown)
+
+/** The servers in `later` replace those of the same name in `earlier`. */
+export const merge = (...sources: ReadonlyArray<Servers | undefined>): Servers => Object.assign({}, ...sources.filter((s) => s !== undefined))
+
+/** One line saying what a server is, for summaries: its program and arguments, or its URL (never its headers' values or env values). */
+export const describe = (name: string, server: Server): string =>
+  isStdio(server)
+    ? `${name}: runs ${JSON.stringify([server.command, ...(server.args ?? [])].join(" "))}${
+      server.env === undefined || Object.keys(server.env).length === 0 ? "" : ` with ${Object.keys(server.env).join(", ")} set`
+    }`
+    : `${name}: connects to ${JSON.stringify(server.url)}${server.headers === undefined ? "" : ` with headers ${Object.keys(server.headers).join(", ")}`}`

@@ -1,0 +1,205 @@
+/**
+ * One MCP server as the agent uses it: started (or connected to) on first need, its tool list read,
+ * calls made with a time limit and the caller's cancellation (an interrupted call aborts the SDK's
+ * request, which sends `notifications/cancelled` to the server). A server whose process exits, whose
+ * connection drops, that writes what is not JSON-RPC or does not answer in time is closed; the next
+ * use starts it again.
+ *
+ * A stdio server runs with the same environment allow-list as shell commands (`Environment`) plus
+ * the configuration's `env`, under the sandbox's parent-death prefix (`Sandbox`): when the agent
+ * dies, so does the server.
+ *
+ * @since 0.5.0
+ * @internal
+ */
+import { accessSync, constants } from "node:fs"
+import { resolve as resolvePath } from "node:path"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { type CallToolResult, ErrorCode, McpError as SdkError, type Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { ToolFailure } from "../../services/ToolRouter.js"
+import * as Environment from "../workspace/Environment.js"
+import * as Sandbox from "../workspace/Sandbox.js"
+import * as McpConfig from "./McpConfig.js"
+
+/** A server that could not be started, listed or configured; `message` is one line naming the server. */
+export class McpError extends Schema.TaggedError<McpError>()("McpError", {
+  reason: Schema.Literal("start_failed", "list_failed", "invalid_config", "name_collision"),
+  message: Schema.String
+}) {}
+
+/** A tool as a server describes it: its own name, description and input schema. */
+export interface ServerTool {
+  readonly name: string
+  readonly description: string
+  readonly inputSchema: Readonly<Record<string, unknown>>
+}
+
+/** How a connection is made and used. */
+export interface Options {
+  readonly name: string
+  readonly server: McpConfig.Server
+  /** Where a stdio server starts. */
+  readonly cwd: string
+  /** What the user passes on to commands (and so to servers) besides the default allow-list. */
+  readonly env?: Environment.Options | undefined
+  /** The agent's own environment, the source of what is passed on (default `process.env`). */
+  readonly sourceEnv?: Readonly<Record<string, string | undefined>> | undefined
+  readonly hiddenEnv?: ReadonlyArray<string> | undefined
+  readonly prefix: ReadonlyArray<string>
+  readonly connectTimeout: Duration.Duration
+  readonly callTimeout: Duration.Duration
+}
+
+interface Live {
+  readonly client: Client
+  /** Completed when the transport closes or errs: a call in flight fails at once instead of waiting for its timeout. */
+  readonly broken: Deferred.Deferred<string>
+}
+
+/** A connection that starts its server when needed. */
+export interface Connection {
+  readonly name: string
+  /** Starts the server if it is not running and reads its tool list. */
+  readonly listTools: Effect.Effect<ReadonlyArray<ServerTool>, McpError>
+  /** Calls a tool by the server's own name; a failure is a typed `ToolFailure`, never a defect. */
+  readonly callTool: (tool: string, args: Record<string, unknown>) => Effect.Effect<CallToolResult, ToolFailure>
+  /** How many times the server was started (or connected to). */
+  readonly starts: () => number
+  /** Whether the server is running (or connected) now. */
+  readonly isLive: () => boolean
+  /** Stops the server. */
+  readonly close: Effect.Effect<void>
+}
+
+const programMissing = (program: string, cwd: string, path: string | undefined): boolean => {
+  if (program.includes("/")) {
+    try {
+      accessSync(resolvePath(cwd, program), constants.X_OK)
+      return false
+    } catch {
+      return true
+    }
+  }
+  return Sandbox.which(program, path) === undefined
+}
+
+const transportOf = (options: Options): Transport => {
+  const { server } = options
+  if (!McpConfig.isStdio(server)) {
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } })
+  }
+  const env = {
+    ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
+    ...server.env
+  }
+  const [command, ...args] = [...options.prefix, server.command, ...(server.args ?? [])]
+  return new StdioClientTransport({ command: command!, args, env, cwd: options.cwd, stderr: "pipe" })
+}
+
+const clientInfo = { name: "effect-agent", version: "0.5.0" }
+
+const describeError = (error: unknown): string => error instanceof Error ? error.message.split("\n")[0]!.slice(0, 300) : String(error).slice(0, 300)
+
+/** A connection to the server `options` names; nothing starts until it is used. */
+export const make = (options: Options): Effect.Effect<Connection> =>
+  Effect.gen(function*() {
+    const lock = yield* Effect.makeSemaphore(1)
+    let live: Live | undefined
+    let starts = 0
+
+    const drop = (current: Live) =>
+      Effect.promise(() => current.client.close().catch(() => undefined)).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          if (live === current) live = undefined
+        }))
+      )
+
+    const start = Effect.gen(function*() {
+      const { server } = options
+      if (McpConfig.isStdio(server)) {
+        const path = server.env?.PATH ?? (options.sourceEnv ?? process.env).PATH
+        if (programMissing(server.command, options.cwd, path)) {
+          return yield* new McpError({ reason: "start_failed", message: `MCP server "${options.name}": ${JSON.stringify(server.command)} was not found` })
+        }
+      }
+      const broken = yield* Deferred.make<string>()
+      const client = new Client(clientInfo, { capabilities: {} })
+      const transport = transportOf(options)
+      client.onclose = () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection"))
+      client.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${describeError(error)})`))
+      if (transport instanceof StdioClientTransport) {
+        // Drained so that a chatty server never blocks on a full pipe; kept out of the log.
+        transport.stderr?.on("data", () => undefined)
+      }
+      starts++
+      yield* Effect.tryPromise({
+        try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
+        catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${describeError(error)}` })
+      }).pipe(Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))))
+      const current: Live = { client, broken }
+      live = current
+      return current
+    })
+
+    const connected = lock.withPermits(1)(Effect.suspend(() => live !== undefined ? Effect.succeed(live) : start))
+
+    const listTools = Effect.gen(function*() {
+      const current = yield* connected
+      const tools: Array<ServerTool> = []
+      let cursor: string | undefined
+      do {
+        const page = yield* Effect.tryPromise({
+          try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
+          catch: (error) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${describeError(error)}` })
+        }).pipe(Effect.tapError(() => drop(current)))
+        tools.push(...page.tools.map((t: SdkTool): ServerTool => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema })))
+        cursor = page.nextCursor
+      } while (cursor !== undefined && tools.length < 10_000)
+      return tools
+    })
+
+    const failure = (errorCode: string, message: string) => new ToolFailure({ errorCode, message: `MCP server "${options.name}": ${message}` })
+
+    const callTool = (tool: string, args: Record<string, unknown>) =>
+      Effect.gen(function*() {
+        const current = yield* connected.pipe(Effect.mapError((error) => failure("mcp_server_failed", error.message.replace(/^MCP server "[^"]*":? ?/, ""))))
+        const call = Effect.tryPromise({
+          try: (signal) => current.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: Duration.toMillis(options.callTimeout) }),
+          catch: (error) => error
+        })
+        const outcome = yield* Effect.raceFirst(
+          Effect.either(call),
+          Effect.flatMap(Deferred.await(current.broken), (why) => Effect.succeed({ _tag: "Broken" as const, why }))
+        )
+        if ("_tag" in outcome && outcome._tag === "Broken") {
+          yield* drop(current)
+          return yield* failure(outcome.why.startsWith("the server closed") ? "mcp_server_failed" : "mcp_invalid_response", `${outcome.why}; it is started again on the next call`)
+        }
+        if (outcome._tag === "Right") return outcome.right as CallToolResult
+        const error = outcome.left
+        if (error instanceof SdkError && error.code === ErrorCode.RequestTimeout) {
+          // A server that did not answer in time may be stuck: the next call gets a fresh one.
+          yield* drop(current)
+          return yield* failure("timeout", `the tool did not answer within ${Duration.format(options.callTimeout)} (the call was cancelled; the server is started again on the next call)`)
+        }
+        if (error instanceof SdkError && error.code === ErrorCode.ConnectionClosed) {
+          yield* drop(current)
+          return yield* failure("mcp_server_failed", "the server closed the connection; it is started again on the next call")
+        }
+        // The server's own error answer (a JSON-RPC error): the tool failed, the server is fine.
+        if (error instanceof SdkError) return yield* failure("tool_error", describeError(error))
+        // A result that does not have the shape of a tool result (the SDK's schema refused it).
+        return yield* failure("mcp_invalid_response", "the server answered with something that is not a tool result")
+      })
+
+    const close = lock.withPermits(1)(Effect.suspend(() => (live === undefined ? Effect.void : drop(live))))
+
+    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close } satisfies Connection
+  })

@@ -1,0 +1,137 @@
+/**
+ * Which MCP servers a session starts, from three sources, later ones replacing earlier servers of
+ * the same name:
+ *
+ * 1. **the project's `.mcp.json`** in the session's cwd — a server is a program the repository
+ *    chose, so it starts only once the user trusts that exact file, under the same rule as the
+ *    project's settings (`TrustStore`: its SHA-256 recorded in the user's config folder, a changed
+ *    file untrusted again). Until then nothing of it starts, and one note says so and how to trust it;
+ * 2. **the user's own `mcp.json`** in the config folder;
+ * 3. **the user, now** — `--mcp-config <file>`, or an embedder's / client's list.
+ *
+ * This module reads files only; it never loads the SDK (see `McpTools` for that).
+ *
+ * @since 0.5.0
+ */
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as ProjectSettings from "../ProjectSettings.js"
+import { SettingsError } from "../settings/SettingsFile.js"
+import * as TrustStore from "../TrustStore.js"
+import * as Paths from "../workspace/Paths.js"
+import * as McpConfig from "./McpConfig.js"
+
+/** A file that cannot be used as it is; `message` is one line naming it and the entry. */
+export { SettingsError }
+
+/** The project's MCP file, relative to its directory. */
+export const projectFileName = ".mcp.json"
+/** The user's own MCP file, in the config folder. */
+export const userFileName = "mcp.json"
+
+/** A project's `.mcp.json` as found: where, its hash, whether the user trusts it, and what it says. */
+export interface Project {
+  /** The real path of the cwd joined with `.mcp.json`: what trust is recorded for. */
+  readonly path: string
+  readonly shown: string
+  readonly sha256: string
+  readonly trust: TrustStore.Status
+  readonly file: McpConfig.File
+}
+
+/** What to load. */
+export interface LoadOptions {
+  readonly cwd: string
+  /** The user's config folder (default `TrustStore.configDir`). */
+  readonly configDir?: string | undefined
+  /** Servers the user gives now (`--mcp-config`, a client's list): they win over both files. */
+  readonly servers?: McpConfig.Servers | undefined
+}
+
+/** The servers of a session, resolved. */
+export interface Loaded {
+  readonly servers: McpConfig.Servers
+  readonly project: Project | undefined
+  /** Lines to show the user: the project's servers that were not started, and how to trust them. */
+  readonly notes: ReadonlyArray<string>
+}
+
+const parsed = (text: string, shown: string) =>
+  Either.mapLeft(McpConfig.parse(text, shown), (message) => new SettingsError({ reason: "invalid", message }))
+
+/** Reads an MCP configuration file (`--mcp-config`); fails with one line when it is missing or invalid. */
+export const readFile = Effect.fn("McpSettings.readFile")(function*(file: string) {
+  const shown = ProjectSettings.shownPath(NodePath.resolve(file))
+  const bytes = yield* ProjectSettings.readBytes(NodePath.resolve(file), shown)
+  if (Option.isNone(bytes)) return yield* new SettingsError({ reason: "unreadable", message: `${shown}: no such file` })
+  return yield* parsed(new TextDecoder().decode(bytes.value), shown)
+})
+
+/** Reads the user's own `mcp.json` in `configDir`; none when there is none. */
+export const readUser = Effect.fn("McpSettings.readUser")(function*(configDir: string) {
+  const file = NodePath.join(configDir, userFileName)
+  const bytes = yield* ProjectSettings.readBytes(file, file)
+  if (Option.isNone(bytes)) return undefined
+  return yield* parsed(new TextDecoder().decode(bytes.value), file)
+})
+
+/** Where the project's `.mcp.json` of `cwd` is, as trust records it: the real path of `cwd` joined with `.mcp.json`. */
+export const fileOf = (cwd: string): Effect.Effect<string> => Effect.map(Paths.realCwd(cwd), (real) => NodePath.join(real, projectFileName))
+
+/** Reads the project's `.mcp.json` of `cwd` and whether the user trusts it; none when there is none. */
+export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: string, trusted: ReadonlyArray<TrustStore.Entry>) {
+  const path = yield* fileOf(cwd)
+  const shown = ProjectSettings.shownPath(NodePath.join(NodePath.resolve(cwd), projectFileName))
+  const bytes = yield* ProjectSettings.readBytes(path, shown)
+  if (Option.isNone(bytes)) return undefined
+  const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
+  const sha256 = TrustStore.sha256(bytes.value)
+  return { path, shown, sha256, trust: TrustStore.status(trusted, path, sha256), file } satisfies Project
+})
+
+/** Reads the project's `.mcp.json` of `cwd` with the user's trust entries, for `trust`. */
+export const inspect = Effect.fn("McpSettings.inspect")(function*(cwd: string, configDir: string) {
+  return yield* readProject(cwd, yield* TrustStore.entries(configDir))
+})
+
+/**
+ * The servers of a session in `cwd`: the project's `.mcp.json` only once trusted, then the user's
+ * own file, then `options.servers`. Fails with one line naming the file when one is invalid.
+ */
+export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions) {
+  const configDir = options.configDir ?? (yield* TrustStore.configDir)
+  const notes: Array<string> = []
+  const trusted = yield* TrustStore.entries(configDir).pipe(
+    Effect.catchTag("SettingsError", (error) =>
+      Effect.as(Effect.sync(() => notes.push(`${error.message}; no project's MCP servers are started`)), [] as ReadonlyArray<TrustStore.Entry>))
+  )
+  const user = yield* readUser(configDir)
+  const project = yield* readProject(options.cwd, trusted)
+  const names = project === undefined ? [] : Object.keys(project.file.mcpServers)
+  if (project !== undefined && project.trust !== "trusted" && names.length > 0) {
+    notes.push(
+      `${ProjectSettings.escapeControls(project.shown)} is not trusted${project.trust === "changed" ? " (it changed since you trusted it)" : ""}, so its MCP server${
+        names.length === 1 ? "" : "s"
+      } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
+    )
+  }
+  const servers = McpConfig.merge(project?.trust === "trusted" ? project.file.mcpServers : undefined, user?.mcpServers, options.servers)
+  return { servers, project, notes } satisfies Loaded
+})
+
+/** What a project's `.mcp.json` starts once trusted, one line a server, for the user to read before trusting it. */
+export const summary = (project: Project): ReadonlyArray<string> => {
+  const entries = Object.entries(project.file.mcpServers)
+  return [
+    ProjectSettings.escapeControls(project.path),
+    `sha256 ${project.sha256}`,
+    ...(entries.length === 0
+      ? ["It starts no MCP server."]
+      : [
+        "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
+        ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`)
+      ])
+  ]
+}

@@ -1,0 +1,143 @@
+/**
+ * MCP servers through the built CLI: `--mcp-config`, the user's own `mcp.json`, and a project's
+ * `.mcp.json` that starts nothing until the user trusts that exact file. The server is the SDK
+ * fixture (test/fixtures/mcp/server.mjs); it writes a line to MARKER_DIR/started each time it starts,
+ * so "nothing was spawned" is a file that does not exist. A scripted model makes the calls.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-mcp-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
+
+const project = (name: string, calls: ReadonlyArray<{ tool: string; args: object }>) => {
+  const root = join(dir, name)
+  const p = { root, cwd: join(root, "repo"), config: join(root, "config"), markers: join(root, "markers"), dataDir: join(root, "data"), script: join(root, "script.json") }
+  for (const d of [p.cwd, p.config, p.markers]) mkdirSync(d, { recursive: true })
+  writeFileSync(p.script, JSON.stringify({ responses: [{ toolCalls: calls }, { chunks: ["done"] }] }))
+  return p
+}
+type Project = ReturnType<typeof project>
+
+const serversFile = (p: Project) => ({ mcpServers: { fixture: { command: process.execPath, args: [serverScript], env: { MARKER_DIR: p.markers } } } })
+
+const cli = async (p: Project, args: ReadonlyArray<string>) => {
+  const running = start(args, { cwd: p.cwd, env: { EFFECT_AGENT_CONFIG_DIR: p.config } })
+  running.child.stdin!.end()
+  return running.done
+}
+const runIn = (p: Project, flags: ReadonlyArray<string> = []) => cli(p, ["run", "go", "--script", p.script, "--data-dir", p.dataDir, ...flags])
+
+const logOf = async (p: Project, stderr: string) => {
+  const sessionId = /session (sess_\S+)/.exec(stderr)?.[1]
+  if (sessionId === undefined) return ""
+  return (await cli(p, ["replay", sessionId, "--json", "--data-dir", p.dataDir])).stdout
+}
+const starts = (p: Project) => existsSync(join(p.markers, "started")) ? readFileSync(join(p.markers, "started"), "utf8").trim().split("\n").length : 0
+
+describe("MCP servers in the CLI", () => {
+  it("--mcp-config: the server's tool runs when --allow names it, and its result is in the log", async () => {
+    const p = project("flag", [{ tool: "mcp__fixture__echo", args: { text: "from the cli" } }])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify(serversFile(p)))
+    const done = await runIn(p, ["--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(done.code, done.stderr).toBe(0)
+    const log = await logOf(p, done.stderr)
+    expect(log).toContain("\"result\":\"echo: from the cli\"")
+    expect(starts(p)).toBe(1)
+    const listed = (text: string) => text.split("\n").filter((line) => line.includes("\"type\":\"mcp.tools_listed\"")).map((line) => JSON.parse(line).payload)
+    expect(listed(log)).toHaveLength(1)
+    expect(done.stderr).toContain("MCP server fixture: 8 tools")
+
+    // The session resumed in another process, whose server offers the same tools: nothing new is recorded.
+    const sessionId = /session (sess_\S+)/.exec(done.stderr)![1]!
+    const again = await runIn(p, ["--session", sessionId, "--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(again.code, again.stderr).toBe(0)
+    expect(listed(await logOf(p, done.stderr))).toHaveLength(1)
+
+    // Resumed once more with a server that now offers another list: the change is recorded, before the request that offers it.
+    writeFileSync(join(p.markers, "variant"), "2")
+    const changed = await runIn(p, ["--session", sessionId, "--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(changed.code, changed.stderr).toBe(0)
+    const lists = listed(await logOf(p, done.stderr))
+    expect(lists).toHaveLength(2)
+    expect(lists[1].hash).not.toBe(lists[0].hash)
+    expect(lists[1].tools.map((t: { name: string }) => t.name)).toContain("mcp__fixture__extra")
+  }, 120_000)
+
+  it("without an allow rule the call asks; with stdin closed the answer is no and the server never runs the tool", async () => {
+    const p = project("ask", [{ tool: "mcp__fixture__echo", args: { text: "x" } }])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify(serversFile(p)))
+    const done = await runIn(p, ["--mcp-config", config])
+    const log = await logOf(p, done.stderr)
+    expect(log).toContain("\"decision\":\"ask\"")
+    expect(log).toContain("\"errorCode\":\"permission_denied\"")
+    expect(log).not.toContain("echo: x")
+  }, 60_000)
+
+  it("a bad --mcp-config is one line naming the file and the entry", async () => {
+    const p = project("bad", [])
+    const config = join(p.root, "bad.json")
+    writeFileSync(config, JSON.stringify({ mcpServers: { fixture: { command: "x", arg: [] } } }))
+    const done = await runIn(p, ["--mcp-config", config])
+    expect(done.code).toBe(1)
+    expect(done.stderr.trim().split("\n")).toHaveLength(1)
+    expect(done.stderr).toContain("bad.json: mcpServers.fixture")
+  }, 60_000)
+
+  it("mcp list: each server's tools and what they cost in context, with a total", async () => {
+    const p = project("list", [])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify(serversFile(p)))
+    const done = await cli(p, ["mcp", "list", "--mcp-config", config])
+    expect(done.code, done.stderr).toBe(0)
+    const lines = done.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^fixture {2}8 tools {2}~\d+ tokens$/)
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}mcp__fixture__echo {2}~\d+ tokens$/))
+    const perTool = lines.slice(1, -1).map((line) => Number(/~(\d+) tokens/.exec(line)![1]))
+    const server = Number(/~(\d+) tokens/.exec(lines[0]!)![1])
+    // The server's cost is its tools' together (one JSON array, so within a few tokens of the sum).
+    expect(Math.abs(server - perTool.reduce((a, b) => a + b, 0))).toBeLessThanOrEqual(perTool.length)
+    expect(lines.at(-1)).toBe(`total  ~${server} tokens in every request`)
+    const none = await cli(project("none", []), ["mcp", "list"])
+    expect(none.stderr).toContain("No MCP servers are configured here.")
+  }, 60_000)
+
+  it("the user's own mcp.json starts its servers", async () => {
+    const p = project("user", [{ tool: "mcp__fixture__add", args: { a: 20, b: 22 } }])
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))
+    const done = await runIn(p, ["--allow", "mcp__fixture__*"])
+    expect(done.code, done.stderr).toBe(0)
+    expect(await logOf(p, done.stderr)).toContain("\"result\":\"42\"")
+  }, 60_000)
+
+  it("an untrusted .mcp.json starts nothing (no process is spawned); once trusted it does; a changed file is untrusted again", async () => {
+    const p = project("project", [{ tool: "mcp__fixture__echo", args: { text: "trusted" } }])
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify(serversFile(p)))
+    const untrusted = await runIn(p, ["--allow", "mcp__fixture__*"])
+    expect(untrusted.stderr).toContain(".mcp.json is not trusted, so its MCP server (fixture) was not started; review and trust it with: effect-agent trust")
+    expect(starts(p)).toBe(0)
+    expect(await logOf(p, untrusted.stderr)).toContain("\"errorCode\":\"unknown_tool\"")
+
+    const review = await cli(p, ["trust"])
+    expect(review.stdout).toContain(`fixture: runs ${JSON.stringify(`${process.execPath} ${serverScript}`)} with MARKER_DIR set`)
+    expect(starts(p)).toBe(0)
+    const trusted = await cli(p, ["trust", "--yes"])
+    expect(trusted.code, trusted.stderr).toBe(0)
+    const run = await runIn(p, ["--allow", "mcp__fixture__*"])
+    expect(run.code, run.stderr).toBe(0)
+    expect(await logOf(p, run.stderr)).toContain("\"result\":\"echo: trusted\"")
+    expect(starts(p)).toBe(1)
+
+    // One more server in the file: the whole file is untrusted again, and nothing of it starts.
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { ...serversFile(p).mcpServers, other: { command: process.execPath, args: [serverScript], env: { MARKER_DIR: p.markers } } } }))
+    const changed = await runIn(p, ["--allow", "mcp__fixture__*"])
+    expect(changed.stderr).toContain("(it changed since you trusted it)")
+    expect(starts(p)).toBe(1)
+  }, 120_000)
+})

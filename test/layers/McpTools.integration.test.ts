@@ -1,0 +1,324 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { expect, layer } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import type { JsonObject } from "../../src/domain/Json.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import { FakeModel, type ScriptedResponse } from "../../src/layers/FakeModelProvider.js"
+import * as McpTools from "../../src/layers/McpTools.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+
+const serverScript = new URL("../fixtures/mcp/server.mjs", import.meta.url).pathname
+
+const stdioServer = (markerDir: string, env: Record<string, string> = {}) => ({
+  command: process.execPath,
+  args: [serverScript],
+  env: { MARKER_DIR: markerDir, ...env }
+})
+
+const lines = (dir: string, file: string) => existsSync(join(dir, file)) ? readFileSync(join(dir, file), "utf8").trim().split("\n") : []
+
+/** Waits (in real time: the test's clock is a TestClock) until the server has written a line to its marker file. */
+const untilWritten = (dir: string, file: string) =>
+  Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if (lines(dir, file).length > 0) {
+          clearInterval(check)
+          resolve()
+        }
+      }, 20)
+    })
+  )
+
+/** Starts the fixture over Streamable HTTP on a free port of 127.0.0.1; stopped with the scope. */
+const httpServer = (markerDir: string, env: Record<string, string> = {}) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
+      const portFile = join(markerDir, "port")
+      const child = spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markerDir, ...env }, stdio: "ignore" })
+      const poll = setInterval(() => {
+        if (!existsSync(portFile)) return
+        const port = readFileSync(portFile, "utf8")
+        if (port === "") return
+        clearInterval(poll)
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
+      }, 20)
+    }),
+    (server) => Effect.sync(server.stop)
+  )
+
+interface Run {
+  readonly servers: McpTools.Options["servers"]
+  readonly responses: ReadonlyArray<ScriptedResponse>
+  readonly policy?: PermissionPolicy.Options
+  readonly options?: Partial<McpTools.Options>
+  readonly cwd: string
+}
+
+const engineWith = (run: Run) =>
+  engineLayer(MemoryEventStore.layer, { responses: run.responses }).pipe(
+    Layer.provide(Layer.mergeAll(
+      McpTools.extend({ servers: run.servers, cwd: run.cwd, ...run.options }).pipe(Layer.provide(WorkspaceTools.layer())),
+      PermissionPolicy.layer(run.policy ?? {})
+    )),
+    Layer.provide(NodeContext.layer)
+  )
+
+const allowAll: PermissionPolicy.Options = { rules: [{ name: "fixture", decision: "allow", tool: "mcp__fixture__*" }] }
+
+/** Runs turns (one per message) and returns the log and the requests the model got. */
+const turns = (run: Run, messages: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine
+    const session = yield* engine.createSession({ cwd: run.cwd, client: "test" })
+    for (const userMessage of messages) yield* collect(engine.runTurn({ sessionId: session.sessionId, userMessage }))
+    const events = yield* collect(engine.replaySession({ sessionId: session.sessionId }))
+    const requests = yield* Effect.flatMap(FakeModel, (m) => m.requests)
+    return { events, requests }
+  }).pipe(Effect.provide(engineWith(run)))
+
+const ends = (events: ReadonlyArray<AgentEvent>) =>
+  events.flatMap((e) => (e.type === "tool.completed" || e.type === "tool.failed" ? [e.payload] : []))
+
+const call = (tool: string, args: JsonObject = {}, id?: string) => ({ tool: `mcp__fixture__${tool}`, args, ...(id === undefined ? {} : { id }) })
+
+layer(NodeContext.layer)("MCP tools from a real server", (it) => {
+  for (const transport of ["stdio", "http"] as const) {
+    it.scoped(`${transport}: the server's tools are offered as mcp__fixture__*; a call allowed by a rule runs and its result reaches the model`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        // Over HTTP the server refuses requests without the configured header.
+        const server = transport === "stdio" ? stdioServer(cwd) : { url: (yield* httpServer(cwd, { REQUIRE_HEADER: "let-me-in" })).url, headers: { "x-test": "let-me-in" } }
+        const { events, requests } = yield* turns({
+          cwd,
+          servers: { fixture: server },
+          policy: allowAll,
+          responses: [{ toolCalls: [call("echo", { text: "hello" }), call("add", { a: 2, b: 3 })] }, { chunks: ["done"] }]
+        }, ["go"])
+        expectWellFormedLog(events)
+        expect(ends(events)).toEqual(expect.arrayContaining([
+          expect.objectContaining({ toolCallId: "call_1", result: "echo: hello" }),
+          expect.objectContaining({ toolCallId: "call_2", result: "5" })
+        ]))
+        const offered = requests[0]!.tools.map((t) => t.name)
+        expect(offered).toEqual(expect.arrayContaining(["read_file", "shell", "mcp__fixture__echo", "mcp__fixture__add", "mcp__fixture__wait"]))
+        expect(requests[0]!.tools.find((t) => t.name === "mcp__fixture__echo")).toMatchObject({
+          description: "Repeats the text it is given.",
+          inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] }
+        })
+        const results = JSON.stringify(requests[1]!.messages)
+        expect(results).toContain("echo: hello")
+        // The permission engine judged it: the rule that allowed it is recorded.
+        const resolved = events.filter((e) => e.type === "permission.resolved").map((e) => e.payload)
+        expect(resolved).toEqual([
+          expect.objectContaining({ decision: "allow", policy: "fixture" }),
+          expect.objectContaining({ decision: "allow", policy: "fixture" })
+        ])
+        // The tools the server offered are recorded once, before the request that offered them.
+        const listed = events.filter((e) => e.type === "mcp.tools_listed")
+        expect(listed).toHaveLength(1)
+        expect(listed[0]!.payload).toMatchObject({ server: "fixture", hash: expect.stringMatching(/^[0-9a-f]{64}$/) })
+        expect(listed[0]!.type === "mcp.tools_listed" && listed[0]!.payload.tools.map((t) => t.name)).toEqual(
+          requests[0]!.tools.map((t) => t.name).filter((name) => name.startsWith("mcp__"))
+        )
+        expect(events.findIndex((e) => e.type === "mcp.tools_listed")).toBeLessThan(events.findIndex((e) => e.type === "context.built"))
+        // The context estimate counts the MCP tools' descriptions.
+        const built = events.find((e) => e.type === "context.built")
+        expect(built?.type === "context.built" && built.payload.tokens.tools).toBeGreaterThan(0)
+      }))
+  }
+
+  it.scoped("default mode asks before an MCP tool runs; a deny rule names it and it never reaches the server", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const servers = { fixture: stdioServer(cwd) }
+      const layer = engineWith({ cwd, servers, responses: [{ toolCalls: [call("echo", { text: "a" })] }, { chunks: ["ok"] }], policy: {} })
+      const asked = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const session = yield* engine.createSession({ cwd, client: "test" })
+        const seen = yield* Deferred.make<string>()
+        const fiber = yield* engine.runTurn({ sessionId: session.sessionId, userMessage: "go" }).pipe(
+          Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(seen, e.payload.toolCallId) : Effect.void),
+          Stream.runCollect,
+          Effect.fork
+        )
+        const toolCallId = yield* Deferred.await(seen)
+        yield* engine.resolvePermission({ sessionId: session.sessionId, toolCallId, decision: "allow" })
+        yield* Fiber.join(fiber)
+        return yield* collect(engine.replaySession({ sessionId: session.sessionId }))
+      }).pipe(Effect.provide(layer))
+      expect(asked.filter((e) => e.type === "permission.requested").map((e) => e.payload)).toEqual([
+        expect.objectContaining({ tool: "mcp__fixture__echo", risk: "network" })
+      ])
+      expect(ends(asked)).toEqual([expect.objectContaining({ result: "echo: a" })])
+
+      const denied = yield* turns({
+        cwd,
+        servers,
+        policy: { rules: [{ name: "no-echo", decision: "deny", tool: "mcp__fixture__echo" }, ...allowAll.rules!] },
+        responses: [{ toolCalls: [call("echo", { text: "b" }), call("add", { a: 1, b: 1 })] }, { chunks: ["ok"] }]
+      }, ["go"])
+      expect(ends(denied.events)).toEqual(expect.arrayContaining([
+        expect.objectContaining({ toolCallId: "call_1", errorCode: "permission_denied" }),
+        expect.objectContaining({ toolCallId: "call_2", result: "2" })
+      ]))
+      // readOnly denies MCP tools outright.
+      const readOnly = yield* turns({ cwd, servers, policy: { mode: "readOnly" }, responses: [{ toolCalls: [call("echo", { text: "c" })] }, { chunks: ["ok"] }] }, ["go"])
+      expect(ends(readOnly.events)).toEqual([expect.objectContaining({ errorCode: "permission_denied" })])
+    }))
+
+  for (const transport of ["stdio", "http"] as const) {
+    it.scoped(`${transport}: a cancel mid-call reaches the server as notifications/cancelled`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = transport === "stdio" ? stdioServer(cwd) : { url: (yield* httpServer(cwd)).url }
+        const layer = engineWith({ cwd, servers: { fixture: server }, policy: allowAll, responses: [{ toolCalls: [call("wait")] }, { chunks: ["never"] }] })
+        const events = yield* Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const session = yield* engine.createSession({ cwd, client: "test" })
+          const started = yield* Deferred.make<void>()
+          const fiber = yield* engine.runTurn({ sessionId: session.sessionId, userMessage: "go" }).pipe(
+            Stream.tap((e) => e.type === "tool.started" ? Deferred.succeed(started, undefined) : Effect.void),
+            Stream.runCollect,
+            Effect.fork
+          )
+          yield* Deferred.await(started)
+          // The server has the request once it says it waits.
+          yield* untilWritten(cwd, "waiting")
+          yield* engine.cancelTurn({ sessionId: session.sessionId })
+          yield* Fiber.join(fiber)
+          return yield* collect(engine.replaySession({ sessionId: session.sessionId }))
+        }).pipe(Effect.provide(layer))
+        expect(ends(events)).toEqual([expect.objectContaining({ errorCode: "cancelled" })])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+        // The server saw the cancellation of the request it was running (awaited: it arrives a moment after).
+        yield* untilWritten(cwd, "cancelled")
+        expect(lines(cwd, "cancelled")).toEqual(lines(cwd, "waiting"))
+      }))
+  }
+
+  it.scoped("stdio: a server that crashes mid-call is a typed failure, the turn goes on, and the next call starts it again", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const { events, requests } = yield* turns({
+        cwd,
+        servers: { fixture: stdioServer(cwd) },
+        policy: allowAll,
+        responses: [{ toolCalls: [call("crash")] }, { toolCalls: [call("echo", { text: "again" })] }, { chunks: ["done"] }]
+      }, ["go"])
+      expectWellFormedLog(events)
+      expect(ends(events)).toEqual([
+        { toolCallId: "call_1", errorCode: "mcp_server_failed", message: expect.stringContaining("started again on the next call") },
+        expect.objectContaining({ toolCallId: "call_2", result: "echo: again" })
+      ])
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expect(lines(cwd, "started")).toHaveLength(2)
+      expect(JSON.stringify(requests[1]!.messages)).toContain("closed the connection")
+    }))
+
+  it.scoped("a server restarted with another tool list: the next request offers it, and the log records the change before it", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const { events, requests } = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const session = yield* engine.createSession({ cwd, client: "test" })
+        // The running server read its variant when it started (with the layer); its next start offers one more tool, and the crash makes that start happen.
+        writeFileSync(join(cwd, "variant"), "2")
+        yield* collect(engine.runTurn({ sessionId: session.sessionId, userMessage: "go" }))
+        return {
+          events: yield* collect(engine.replaySession({ sessionId: session.sessionId })),
+          requests: yield* Effect.flatMap(FakeModel, (m) => m.requests)
+        }
+      }).pipe(Effect.provide(engineWith({
+        cwd,
+        servers: { fixture: stdioServer(cwd) },
+        policy: allowAll,
+        responses: [{ toolCalls: [call("crash")] }, { toolCalls: [call("extra")] }, { chunks: ["done"] }]
+      })))
+      expectWellFormedLog(events)
+      const listed = events.flatMap((e) => e.type === "mcp.tools_listed" ? [e.payload] : [])
+      expect(listed).toHaveLength(2)
+      expect(listed[0]!.hash).not.toBe(listed[1]!.hash)
+      expect(listed[1]!.tools.map((t) => t.name)).toContain("mcp__fixture__extra")
+      expect(requests[1]!.tools.map((t) => t.name)).toContain("mcp__fixture__extra")
+      expect(ends(events)).toEqual([
+        expect.objectContaining({ toolCallId: "call_1", errorCode: "mcp_server_failed" }),
+        expect.objectContaining({ toolCallId: "call_2", result: "extra ran" })
+      ])
+    }))
+
+  it.scoped("a server that does not answer hits the time limit: the call fails timeout and the turn goes on", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const { events } = yield* turns({
+        cwd,
+        servers: { fixture: stdioServer(cwd) },
+        policy: allowAll,
+        options: { callTimeout: "1 second" },
+        responses: [{ toolCalls: [call("hang")] }, { toolCalls: [call("echo", { text: "after" })] }, { chunks: ["done"] }]
+      }, ["go"])
+      expect(ends(events)).toEqual([
+        expect.objectContaining({ toolCallId: "call_1", errorCode: "timeout" }),
+        expect.objectContaining({ toolCallId: "call_2", result: "echo: after" })
+      ])
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    }))
+
+  for (const transport of ["stdio", "http"] as const) {
+    it.scoped(`${transport}: a server that answers garbage gives mcp_invalid_response and the turn goes on`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = transport === "stdio" ? stdioServer(cwd) : { url: (yield* httpServer(cwd)).url }
+        const { events } = yield* turns({
+          cwd,
+          servers: { fixture: server },
+          policy: allowAll,
+          responses: [{ toolCalls: [call("garbage")] }, { toolCalls: [call("echo", { text: "after" })] }, { chunks: ["done"] }]
+        }, ["go"])
+        expect(ends(events)).toEqual([
+          expect.objectContaining({ toolCallId: "call_1", errorCode: "mcp_invalid_response" }),
+          expect.objectContaining({ toolCallId: "call_2", result: "echo: after" })
+        ])
+      }))
+  }
+
+  it.scoped("results are capped; the server runs with the allow-listed environment plus its config's env", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      process.env.MCP_TEST_SECRET_TOKEN = "do-not-pass"
+      yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.MCP_TEST_SECRET_TOKEN))
+      const { events } = yield* turns({
+        cwd,
+        servers: { fixture: stdioServer(cwd, { GIVEN: "by-config" }) },
+        policy: allowAll,
+        options: { maxResultBytes: 100 },
+        responses: [{ toolCalls: [call("big", { bytes: 5000 }), call("env", { name: "MCP_TEST_SECRET_TOKEN" }), call("env", { name: "GIVEN" })] }, { chunks: ["done"] }]
+      }, ["go"])
+      const byId = Object.fromEntries(ends(events).map((e) => [e.toolCallId, "result" in e ? e.result : e.errorCode]))
+      expect(byId.call_1).toMatch(/^x{100}\n\[… truncated: 4900 more bytes\]$/)
+      expect(byId.call_2).toBe("MCP_TEST_SECRET_TOKEN=(unset)")
+      expect(byId.call_3).toBe("GIVEN=by-config")
+    }))
+
+  it.scoped("two tools that would share a name are an error naming both; a server that cannot start names itself", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const collision = yield* Effect.flip(McpTools.make({ servers: { fixture: stdioServer(cwd, { TOOLS_VARIANT: "collide" }) }, cwd }).pipe(Effect.scoped))
+      expect(collision).toMatchObject({ _tag: "McpError", reason: "name_collision", message: expect.stringContaining("mcp__fixture__e_cho") })
+      const badName = yield* Effect.flip(McpTools.make({ servers: { "a__b": stdioServer(cwd) }, cwd }).pipe(Effect.scoped))
+      expect(badName).toMatchObject({ _tag: "McpError", reason: "invalid_config" })
+      const missing = yield* Effect.flip(McpTools.make({ servers: { nope: { command: "no-such-mcp-server-program" } }, cwd }).pipe(Effect.scoped))
+      expect(missing).toMatchObject({ _tag: "McpError", reason: "start_failed", message: expect.stringContaining("\"nope\"") })
+    }))
+})

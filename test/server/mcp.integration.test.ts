@@ -1,0 +1,85 @@
+/**
+ * `POST /sessions` with `mcpServers` against `effect-agent serve` (the built CLI): the body's server
+ * starts for that session, its tool runs once the session's approval is answered, and the log holds
+ * the tool list. A body naming servers badly is 400 and starts nothing.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { type Running, start } from "../cli/subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-mcp-"))
+const running: Array<Running> = []
+afterAll(() => {
+  for (const r of running) r.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+const serverScript = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
+
+const launch = async (name: string, responses: ReadonlyArray<unknown>) => {
+  const cwd = join(dir, name)
+  const markers = join(dir, `${name}-markers`)
+  mkdirSync(cwd, { recursive: true })
+  mkdirSync(markers, { recursive: true })
+  const script = join(dir, `${name}.json`)
+  writeFileSync(script, JSON.stringify({ responses }))
+  const server = start(["serve", "--port", "0", "--script", script, "--data-dir", join(cwd, ".data")], { cwd })
+  running.push(server)
+  let stderr = ""
+  server.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
+  await server.waitForStderr(/viewer \(this URL works once\): \S+\n/)
+  const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!
+  const token = /token: (\S+)/.exec(stderr)![1]!
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+  return { cwd, markers, url, headers, dataDir: join(cwd, ".data") }
+}
+
+const until = async <A>(check: () => Promise<A | undefined>): Promise<A> => {
+  for (;;) {
+    const found = await check()
+    if (found !== undefined) return found
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+describe("serve: MCP servers named in POST /sessions", () => {
+  it("the body's server starts for that session; its call waits for approval, runs once approved, and the log records the tool list", async () => {
+    const s = await launch("body", [{ toolCalls: [{ tool: "mcp__fixture__echo", args: { text: "over http api" } }] }, { chunks: ["done"] }])
+    const body = { mcpServers: { fixture: { command: process.execPath, args: [serverScript], env: { MARKER_DIR: s.markers } } } }
+    const created = await fetch(`${s.url}/sessions`, { method: "POST", headers: s.headers, body: JSON.stringify(body) })
+    expect(created.status).toBe(201)
+    const { sessionId } = (await created.json()) as { sessionId: string }
+    expect(existsSync(join(s.markers, "started"))).toBe(true)
+    expect((await fetch(`${s.url}/sessions/${sessionId}/turns`, { method: "POST", headers: s.headers, body: JSON.stringify({ message: "go" }) })).status).toBe(202)
+    // The call asks (the default mode); approve it.
+    const pending = await until(async () => {
+      const state = (await (await fetch(`${s.url}/sessions/${sessionId}`, { headers: s.headers })).json()) as { pendingApprovals?: ReadonlyArray<{ toolCallId: string; tool: string }> }
+      return state.pendingApprovals?.length ? state.pendingApprovals[0] : undefined
+    })
+    expect(pending.tool).toBe("mcp__fixture__echo")
+    const approved = await fetch(`${s.url}/sessions/${sessionId}/approvals/${pending.toolCallId}`, { method: "POST", headers: s.headers, body: JSON.stringify({ decision: "allow" }) })
+    expect(approved.status).toBeLessThan(300)
+    const events = await until(async () => {
+      const all = (await (await fetch(`${s.url}/sessions/${sessionId}/events`, { headers: s.headers })).json()) as ReadonlyArray<{ type: string; payload: Record<string, unknown> }>
+      return all.some((e) => e.type === "turn.completed") ? all : undefined
+    })
+    expect(events.find((e) => e.type === "tool.completed")?.payload).toMatchObject({ result: "echo: over http api" })
+    expect(events.filter((e) => e.type === "mcp.tools_listed").map((e) => e.payload.server)).toEqual(["fixture"])
+    // The server's env and command are not in the log.
+    expect(readFileSync(join(s.dataDir, "sessions", `${sessionId}.jsonl`), "utf8")).not.toContain(s.markers)
+  }, 90_000)
+
+  it("a bad server name, an unknown key or a server that cannot start is 400 and starts nothing", async () => {
+    const s = await launch("bad", [{ chunks: ["x"] }])
+    const post = (mcpServers: unknown) => fetch(`${s.url}/sessions`, { method: "POST", headers: s.headers, body: JSON.stringify({ mcpServers }) })
+    const badName = await post({ "a b": { command: process.execPath, args: [serverScript], env: { MARKER_DIR: s.markers } } })
+    expect(badName.status).toBe(400)
+    expect(((await badName.json()) as { message: string }).message).toContain("not a server name")
+    expect((await post({ a: { command: "x", arg: [] } })).status).toBe(400)
+    const missing = await post({ nope: { command: "no-such-mcp-server-program" } })
+    expect(missing.status).toBe(400)
+    expect(((await missing.json()) as { message: string }).message).toContain("\"nope\"")
+    expect(existsSync(join(s.markers, "started"))).toBe(false)
+  }, 60_000)
+})
