@@ -20,7 +20,8 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [6], run: () => import("./rows/growth.js").then((m) => m.run()) },
   { rows: [7], run: () => import("./rows/cancel.js").then((m) => m.run()) },
   { rows: [8], run: () => import("./rows/cli.js").then((m) => m.run()) },
-  { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) }
+  { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) },
+  { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) }
 ]
 
 const main = async () => {
