@@ -86,15 +86,34 @@ export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)
 
 /**
- * Drains a stream and counts its elements. Counted per chunk: `Stream.runFold` recurses once per
- * element of a chunk, and a turn's stream can hand over a chunk of 10,000 events, which overflows
- * the stack.
+ * The per-event work of a consumer, the same on both sides of a row: look at the event's kind and
+ * the text it carries. Its result only keeps the work from being optimised away.
  */
-export const count = <A, E, R>(stream: Stream.Stream<A, E, R>): Effect.Effect<number, E, R> =>
+let touched = 0
+export const touch = (event: AgentEvent.AgentEvent): void => {
+  touched += event.type.length + (event.type === "model.delta" ? event.payload.text.length : 0)
+}
+/** The same work on a pi-agent-core event (its text delta is carried by `message_update`). */
+export const touchPi = (event: { readonly type: string; readonly assistantMessageEvent?: { readonly type: string; readonly delta?: string } }): void => {
+  touched += event.type.length + (event.assistantMessageEvent?.type === "text_delta" ? event.assistantMessageEvent.delta?.length ?? 0 : 0)
+}
+process.on("exit", () => {
+  if (touched < 0) console.log(touched)
+})
+
+/**
+ * Drains a turn's stream, consuming its events one by one (`touch`), and counts them. Pulled a chunk
+ * at a time, then each event of the chunk in turn: `Stream.runFold` recurses once per element of a
+ * chunk, and a turn's stream can hand over a chunk of 10,000 events, which overflows the stack.
+ */
+export const count = <E, R>(stream: Stream.Stream<AgentEvent.AgentEvent, E, R>): Effect.Effect<number, E, R> =>
   Effect.suspend(() => {
     let n = 0
     return Stream.runForEachChunk(stream, (chunk) => Effect.sync(() => {
-      n += chunk.length
+      for (const event of chunk) {
+        touch(event)
+        n++
+      }
     })).pipe(Effect.map(() => n))
   })
 

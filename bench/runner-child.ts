@@ -1,5 +1,5 @@
 /**
- * A cluster runner in a process of its own (row 12): joins the cluster on the given PostgreSQL,
+ * A cluster runner in a process of its own (row 14): joins the cluster on the given PostgreSQL,
  * then drives N sessions in sequence through its routed engine — each created, then one turn run
  * on its owner (this runner) to the end. After every tenth of them it takes a full GC and samples
  * the heap's data and the RSS. Prints one JSON line: `{ heap: number[], rss: number[], maxRss, ms }`.

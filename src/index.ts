@@ -73,6 +73,8 @@ export * as WorkspaceTools from "./layers/WorkspaceTools.js"
 export * as Cassette from "./layers/Cassette.js"
 /** Tools of your own, from a Schema and an Effect, alone or beside the workspace tools. */
 export * as Toolkit from "./layers/Toolkit.js"
+export * as WebFetch from "./layers/web/WebFetch.js"
+export * as ProjectInstructions from "./layers/instructions/ProjectInstructions.js"
 /** The rule-based permission engine. */
 export * as PermissionPolicy from "./layers/PermissionPolicy.js"
 /** Permission settings from the user and the project, and how far a project's file is trusted: one loader for every adapter. */

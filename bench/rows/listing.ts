@@ -2,8 +2,8 @@
  * Rows 10–11: listings over many sessions (issue 24, item 5), with the built CLI as users run it:
  * `effect-agent sessions` and `effect-agent pending` over N finished sessions (one real turn each,
  * none waiting for approval), to exit, against `node -e ''` to exit (the process start every CLI
- * run pays). Row 10 is the JSONL store with its index warm (saved by the first listing, which is
- * timed once as "cold" in the detail); row 11 the SQLite store. The goal is the issue's: well under
+ * run pays). Row 12 is the JSONL store with its index warm (saved by the first listing, which is
+ * timed once as "cold" in the detail); row 13 the SQLite store. The goal is the issue's: well under
  * a second for a listing.
  */
 import { spawn } from "node:child_process"
@@ -72,9 +72,9 @@ export const run = async (): Promise<Array<Row>> => {
 
   const size = n.toLocaleString("en-US")
   return [
-    timeRow(10, `\`sessions\` over ${size} JSONL sessions, the index warm (built CLI, to exit)`, sj!, bj!, `cold (no index yet) ${format(cold, " ms")}`),
-    timeRow(10, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
-    timeRow(11, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query on the sessions table"),
-    timeRow(11, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the SQL summaries do not say which sessions wait yet: every session is read")
+    timeRow(12, `\`sessions\` over ${size} JSONL sessions, the index warm (built CLI, to exit)`, sj!, bj!, `cold (no index yet) ${format(cold, " ms")}`),
+    timeRow(12, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
+    timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query on the sessions table"),
+    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the SQL summaries do not say which sessions wait yet: every session is read")
   ]
 }

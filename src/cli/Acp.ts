@@ -13,7 +13,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore, WorkspaceTools } from "../index.js"
+import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
@@ -45,11 +45,12 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
-    const user = yield* ProjectSettings.readUser(yield* TrustStore.configDir).pipe(
+    const configDir = yield* TrustStore.configDir
+    const user = yield* ProjectSettings.readUser(configDir).pipe(
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
       Effect.provide(NodeContext.layer)
     )
@@ -62,8 +63,8 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(mcp.layer.pipe(Layer.provide(WorkspaceTools.layer({ env: user?.env ?? {}, ...Flags.toolOptions(options) })))),
-      Layer.provide(PromptComposer.layer()),
+      Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))),
+      Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by
       // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).

@@ -384,6 +384,8 @@ export const command = Command.make(
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,
     ...Flags.sandbox,
+    ...Flags.instructions,
+    ...Flags.web,
     ...Models.options,
     ...Flags.storage
   },

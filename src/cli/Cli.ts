@@ -97,6 +97,8 @@ const run = Command.make(
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,
     ...Flags.sandbox,
+    ...Flags.instructions,
+    ...Flags.web,
     ...Models.options,
     ...Flags.storage
   },
@@ -200,6 +202,8 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.rules,
       mcpConfig: Flags.mcpConfig,
       ...Flags.sandbox,
+      ...Flags.instructions,
+    ...Flags.web,
       ...Models.options,
       ...Flags.storage
     },

@@ -15,11 +15,14 @@ import {
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
+  ProjectSettings,
   PromptComposer,
   SessionEngine,
+  TrustStore,
   WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
@@ -48,23 +51,41 @@ const currentDirectory = Effect.try({
   catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
 }).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
+/** The tools of a command: the workspace tools, `web_fetch` when the flags are given, the session's MCP servers' when configured. */
+const toolsOf = (tools: WorkspaceTools.Options, mcp: McpServers.Configurable | undefined, web: { readonly allowPrivateNetwork: boolean } | undefined) => {
+  const base = web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)
+  return mcp === undefined ? base : mcp.layer.pipe(Layer.provide(base))
+}
+
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
 export const engineLayer = <E, R>(
   storage: Flags.Storage,
   model: Layer.Layer<ModelProvider.ModelProvider, E, R>,
   permissions: Layer.Layer<PermissionEngine.PermissionEngine> = PermissionPolicy.layer(),
   tools: WorkspaceTools.Options = {},
-  mcp?: McpServers.Configurable
+  mcp?: McpServers.Configurable,
+  composer: PromptComposer.Options = {},
+  web?: { readonly allowPrivateNetwork: boolean }
 ) =>
   SessionEngine.layer().pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(mcp === undefined ? WorkspaceTools.layer(tools) : mcp.layer.pipe(Layer.provide(WorkspaceTools.layer(tools)))),
+    Layer.provide(toolsOf(tools, mcp, web)),
     Layer.provide(permissions),
-    Layer.provide(PromptComposer.layer()),
+    Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeContext.layer)
   )
+
+/** The prompt composer's options for `--no-instructions` and the user's own settings (`"instructions": false`). */
+export const composerFor = (noInstructions: boolean) =>
+  Effect.gen(function*() {
+    const configDir = yield* TrustStore.configDir
+    const user = yield* ProjectSettings.readUser(configDir).pipe(
+      Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message }))
+    )
+    return Flags.composerOptions(noInstructions, user, configDir)
+  }).pipe(Effect.provide(NodeContext.layer))
 
 /**
  * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
@@ -92,13 +113,14 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice & { readonly network: boolean },
+  options: Flags.Storage & Models.Choice & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
     const model = yield* Models.layer(options)
+    const composer = yield* composerFor(options.noInstructions)
     const policy = Policy.configurable()
     const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
@@ -109,5 +131,5 @@ export const withDrivingEngine = <A, E, R>(
       // The session's MCP servers start once its cwd (and so its .mcp.json) is known.
       yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options)))
   })

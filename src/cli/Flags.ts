@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as path from "node:path"
-import { JsonlEventStore, PermissionPolicy, type WorkspaceTools } from "../index.js"
+import { JsonlEventStore, PermissionPolicy, type ProjectSettings, type PromptComposer, WebFetch, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 
 /** `--data-dir`, `--store` and `--database-url`. */
@@ -51,6 +51,43 @@ export const sandbox = {
     Options.withDescription("Let shell commands use the network (by default, in the Linux sandbox, they have loopback only)")
   )
 }
+
+/**
+ * `--no-instructions`: the prompt leaves out the project's `AGENTS.md` / `CLAUDE.md` files and the
+ * user's own `<config dir>/AGENTS.md` (as `"instructions": false` in the user's settings does).
+ */
+export const instructions = {
+  noInstructions: Options.boolean("no-instructions").pipe(
+    Options.withDescription("Leave the project's AGENTS.md / CLAUDE.md and your own AGENTS.md (in the config folder) out of the prompt")
+  )
+}
+
+/** The user's own instructions file, in the config folder. */
+export const userInstructionsFile = "AGENTS.md"
+
+/** The prompt composer of a command: the instructions files unless the flag or the user's settings turn them off. */
+export const composerOptions = (
+  noInstructions: boolean,
+  user: ProjectSettings.UserFile | undefined,
+  configDir: string
+): PromptComposer.Options =>
+  noInstructions || user?.instructions === false
+    ? { projectInstructions: false }
+    : { projectInstructions: { userFile: path.join(configDir, userInstructionsFile) } }
+
+/**
+ * `--allow-private-network`: `web_fetch` may connect to private, loopback and link-local addresses
+ * (a local dev server, the intranet). A flag only the user types.
+ */
+export const web = {
+  allowPrivateNetwork: Options.boolean("allow-private-network").pipe(
+    Options.withDescription("Let web_fetch reach private, loopback and link-local addresses (by default it reaches public addresses only)")
+  )
+}
+
+/** The tools of a command that drives turns: the workspace tools and `web_fetch`. */
+export const toolsLayer = (workspace: WorkspaceTools.Options, options: { readonly allowPrivateNetwork: boolean }) =>
+  WebFetch.layer({ allowPrivate: options.allowPrivateNetwork }).pipe(Layer.provide(WorkspaceTools.layer(workspace)))
 
 /** What the tools of a command take from its flags: the network switch, and the data folder kept from commands. */
 export const toolOptions = (options: { readonly network: boolean; readonly dataDir: string }): WorkspaceTools.Options => ({

@@ -29,7 +29,7 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
+import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -179,8 +179,8 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }) =>
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
       // A server's normal stop: exit 0 once the shutdown is done.
@@ -213,9 +213,9 @@ export const command = Command.make(
         Layer.provide(store),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(mcp.layer.pipe(Layer.provide(WorkspaceTools.layer({ env: loaded.env, ...Flags.toolOptions(options) })))),
+        Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))),
         Layer.provide(permissions),
-        Layer.provide(PromptComposer.layer()),
+        Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
         Layer.provide(NodeContext.layer)
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.

@@ -93,9 +93,29 @@ export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.Str
 /** The full user input of a turn. */
 export const UserMessage = turnEvent("user.message", { content: Schema.String })
 
-/** The token budget of the context sent to the model, once per turn before the first request. */
+/**
+ * An instructions file that went into the system prompt (`AGENTS.md`, `CLAUDE.md`, the user's own):
+ * the part's name, where it came from (relative to the session's cwd, or `<config>/AGENTS.md`), the
+ * sha256 of the bytes read, its tokens, and whether it was cut at the cap.
+ */
+export const InstructionPart = Schema.Struct({
+  name: Schema.String,
+  source: Schema.Literal("project", "user-file"),
+  path: Schema.String,
+  sha256: Schema.String,
+  tokens: Count,
+  truncated: Schema.optional(Schema.Boolean)
+})
+/** An instructions file that went into the system prompt. */
+export type InstructionPart = typeof InstructionPart.Type
+
+/**
+ * The token budget of the context sent to the model, once per turn before the first request.
+ * `instructions`: the instructions files in its system prompt, present only when there are some.
+ */
 export const ContextBuilt = turnEvent("context.built", {
-  tokens: Schema.Struct({ instruction: Count, transcript: Count, tools: Count, total: Count })
+  tokens: Schema.Struct({ instruction: Count, transcript: Count, tools: Count, total: Count }),
+  instructions: Schema.optional(Schema.Array(InstructionPart))
 })
 
 /** A piece of streamed model text. */

@@ -99,10 +99,23 @@ export const compactionFailed = (compactionId: string, errorCode: string): Draft
 export const userMessage = (content: string): Draft<"user.message"> => ({ type: "user.message", payload: { content } })
 
 /** `context.built`: token counts are whole and non-negative (an estimator may give fractions). */
-export const contextBuilt = (tokens: AgentEvent.PayloadOf<"context.built">["tokens"]): Draft<"context.built"> => ({
+export const contextBuilt = (
+  tokens: AgentEvent.PayloadOf<"context.built">["tokens"],
+  instructions: ReadonlyArray<AgentEvent.InstructionPart> = []
+): Draft<"context.built"> => ({
   type: "context.built",
   payload: {
-    tokens: { instruction: count(tokens.instruction), transcript: count(tokens.transcript), tools: count(tokens.tools), total: count(tokens.total) }
+    tokens: { instruction: count(tokens.instruction), transcript: count(tokens.transcript), tools: count(tokens.tools), total: count(tokens.total) },
+    ...(instructions.length === 0 ? {} : {
+      instructions: instructions.map((part) => ({
+        name: part.name,
+        source: part.source,
+        path: part.path,
+        sha256: part.sha256,
+        tokens: count(part.tokens),
+        ...(part.truncated === true ? { truncated: true } : {})
+      }))
+    })
   }
 })
 

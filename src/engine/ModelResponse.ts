@@ -1,16 +1,16 @@
 /**
- * The second part of a step: the model's response, streamed and stored as it arrives — each piece
- * the provider has produced committed as one batch — and the request sent again after a retryable
+ * The second part of a step: the model's response, streamed and stored as it arrives — what the
+ * provider has produced since the last commit committed as one batch (group commit) — and the request sent again after a retryable
  * failure that came before any of the response was stored.
  *
  * @since 0.2.0
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import type { FinishReason, ModelRequest } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, type ModelRequest, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -49,51 +49,69 @@ const guardOf = (turn: Turn): LiveSession.Guard => (live, draft) =>
   !turn.cancel.requested &&
   (draft.type !== "model.tool_call_requested" || !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === draft.payload.toolCallId))
 
-/** Streams one response, committing what the provider has produced so far as one batch at a time. */
+/** How many pieces of a response may wait for their commit before the provider's stream is held back. */
+const pendingCapacity = 4096
+
+/**
+ * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
+ * commit takes everything that has arrived since the last one, so a provider handing over one
+ * delta per chunk costs one lock, append, span and timestamp per batch, not per delta. The first
+ * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
+ * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
+ */
 const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
     const guard = guardOf(turn)
     const calls: Array<ToolCallInput> = []
     let stored = false
     let finishReason: FinishReason | undefined
-    return turn.services.provider.stream(request).pipe(
-      Stream.runForEachChunk((chunk) => {
-        const drafts: Array<AgentEvent.TurnEventDraft> = []
-        const asked: Array<ToolCallInput> = []
-        for (const piece of chunk) {
-          switch (piece._tag) {
-            case "TextDelta":
-              if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
-              break
-            case "ToolCall": {
-              // What is stored is what runs: arguments too deep to walk are replaced before either.
-              const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
-              asked.push(call)
-              drafts.push(EventDraft.toolCallRequested(call))
-              break
-            }
-            case "Finish":
-              tally.usage = addUsage(tally.usage, piece.usage)
-              finishReason = piece.reason
+
+    const commitBatch = (pieces: Iterable<ModelChunk>): Effect.Effect<void, EventStoreFailure> => {
+      const drafts: Array<AgentEvent.TurnEventDraft> = []
+      const asked: Array<ToolCallInput> = []
+      for (const piece of pieces) {
+        switch (piece._tag) {
+          case "TextDelta":
+            if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
+            break
+          case "ToolCall": {
+            // What is stored is what runs: arguments too deep to walk are replaced before either.
+            const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
+            asked.push(call)
+            drafts.push(EventDraft.toolCallRequested(call))
+            break
           }
+          case "Finish":
+            tally.usage = addUsage(tally.usage, piece.usage)
+            finishReason = piece.reason
         }
-        if (drafts.length === 0) return Effect.void
-        return Effect.flatMap(turn.commit(drafts, guard), (events) => {
-          stored ||= events.length > 0
-          if (asked.length === 0) return Effect.void
-          const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
-          const repeats: Array<ToolCallInput> = []
-          for (const call of asked) {
-            if (committed.delete(call.toolCallId)) calls.push(call)
-            else repeats.push(call)
-          }
-          if (repeats.length === 0 || turn.cancel.requested) return Effect.void
-          return Effect.forEach(repeats, (call) =>
-            Effect.logWarning("the model repeated a tool call id; the repeat is ignored").pipe(
-              Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
-            ), { discard: true })
-        })
-      }),
+      }
+      if (drafts.length === 0) return Effect.void
+      return Effect.flatMap(turn.commit(drafts, guard), (events) => {
+        stored ||= events.length > 0
+        if (asked.length === 0) return Effect.void
+        const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
+        const repeats: Array<ToolCallInput> = []
+        for (const call of asked) {
+          if (committed.delete(call.toolCallId)) calls.push(call)
+          else repeats.push(call)
+        }
+        if (repeats.length === 0 || turn.cancel.requested) return Effect.void
+        return Effect.forEach(repeats, (call) =>
+          Effect.logWarning("the model repeated a tool call id; the repeat is ignored").pipe(
+            Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
+          ), { discard: true })
+      })
+    }
+
+    /** Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream ends. */
+    const drain = (arrived: Mailbox.ReadonlyMailbox<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
+      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
+        done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
+
+    return Mailbox.fromStream(turn.services.provider.stream(request), { capacity: pendingCapacity }).pipe(
+      Effect.flatMap((arrived) => drain(arrived, true)),
+      Effect.scoped,
       Effect.zipRight(Effect.suspend(() =>
         finishReason === "length" || finishReason === "content_filter"
           ? Effect.zipRight(

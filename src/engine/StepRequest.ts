@@ -8,7 +8,9 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import * as Tokens from "../domain/Tokens.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
@@ -16,13 +18,28 @@ import * as EventDraft from "./EventDraft.js"
 import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
+interface Prepared {
+  readonly request: ModelRequest
+  readonly tokens: ContextBuilder.TokenEstimate
+  readonly instructions: ReadonlyArray<AgentEvent.InstructionPart>
+}
+
+/** The instructions files a built request's system prompt holds, as `context.built` records them. */
+const instructionsOf = (parts: ReadonlyArray<ContextBuilder.PromptPart>): ReadonlyArray<AgentEvent.InstructionPart> =>
+  parts.flatMap((part) =>
+    (part.source === "project" || part.source === "user-file") && part.path !== undefined && part.sha256 !== undefined
+      ? [{ name: part.id, source: part.source, path: part.path, sha256: part.sha256, tokens: Tokens.estimate(part.content), truncated: part.truncated }]
+      : []
+  )
+
 /** The request of a step as built now, and its token estimate; nothing is stored. */
-const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; readonly tokens: ContextBuilder.TokenEstimate }> =>
+const prepare = (turn: Turn): Effect.Effect<Prepared> =>
   Effect.gen(function*() {
     const { services } = turn
     const { state, transcript } = turn.session.live
     const built = yield* services.context.build({
       sessionId: state.sessionId,
+      turnId: turn.turnId,
       cwd: state.cwd,
       transcript,
       tools: toolSpecs(services),
@@ -37,7 +54,11 @@ const prepare = (turn: Turn): Effect.Effect<{ readonly request: ModelRequest; re
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
-    return { request, tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request) }
+    return {
+      request,
+      tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request),
+      instructions: instructionsOf(built.parts)
+    }
   })
 
 /**
@@ -62,15 +83,15 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Mod
   Effect.gen(function*() {
     const { provider } = turn.services
     yield* recordToolLists(turn)
-    let { request, tokens } = yield* prepare(turn)
+    let { instructions, request, tokens } = yield* prepare(turn)
     const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
-      if (outcome._tag === "Compacted") ({ request, tokens } = yield* prepare(turn))
+      if (outcome._tag === "Compacted") ({ instructions, request, tokens } = yield* prepare(turn))
     }
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
-      yield* turn.commit([EventDraft.contextBuilt(tokens)])
+      yield* turn.commit([EventDraft.contextBuilt(tokens, instructions)])
     }
     // The overflow preflight: a request over the context window is never sent.
     const limit = provider.capabilities.maxContextTokens

@@ -2,13 +2,15 @@
  * The default context builder: a system prompt composed of named parts — `base` (what the agent
  * is), `workspace` (the session's cwd), `tools` (how to use them), `session`, `user` (your own
  * rules) — each with a source and a priority, so every line of the prompt can be traced to where it
- * came from.
+ * came from — and the project's instructions (`AGENTS.md`, `CLAUDE.md`, the user's own file; see
+ * `ProjectInstructions`), read once per turn.
  *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { buildWith, ContextBuilder, type ContextInput, type PromptPart } from "../services/ContextBuilder.js"
+import * as ProjectInstructions from "./instructions/ProjectInstructions.js"
 
 /** Options of the composer. */
 export interface Options {
@@ -18,6 +20,12 @@ export interface Options {
   readonly instructions?: string
   /** Further parts (project rules, session notes), placed by their priority. */
   readonly parts?: ReadonlyArray<PromptPart>
+  /**
+   * The project's instructions files (`AGENTS.md`, else `CLAUDE.md`, from the repository's root down
+   * to the session's cwd) and the user's own file when `userFile` is given; on by default, `false`
+   * leaves them out.
+   */
+  readonly projectInstructions?: ProjectInstructions.Options | false | undefined
 }
 
 /** The default `base` part. */
@@ -45,9 +53,35 @@ export const partsFor = (options: Options, input: ContextInput): ReadonlyArray<P
   return [...parts, ...(options.parts ?? [])]
 }
 
+/** How many sessions' instructions are kept for the rest of their turn. */
+const cachedSessions = 256
+
 /** Builds the composer. */
 export const make = (options: Options = {}): Effect.Effect<ContextBuilder.Service> =>
-  Effect.succeed({ build: (input) => Effect.sync(() => buildWith(partsFor(options, input), input)) })
+  Effect.sync(() => {
+    const instructions = options.projectInstructions
+    if (instructions === false) return { build: (input) => Effect.sync(() => buildWith(partsFor(options, input), input)) }
+    // The instructions of each session's current turn: a turn's later steps (and a rebuild after a
+    // compaction) send what its first step read, so a file changed mid-turn changes the next turn.
+    const read = new Map<string, { readonly turnId: string; readonly parts: ReadonlyArray<PromptPart> }>()
+    const instructionsFor = (input: ContextInput) =>
+      Effect.suspend(() => {
+        const kept = read.get(input.sessionId)
+        if (input.turnId !== undefined && kept?.turnId === input.turnId) return Effect.succeed(kept.parts)
+        return ProjectInstructions.load(input.cwd, instructions).pipe(Effect.tap((parts) =>
+          Effect.sync(() => {
+            if (input.turnId === undefined) return
+            read.delete(input.sessionId)
+            read.set(input.sessionId, { turnId: input.turnId, parts })
+            if (read.size > cachedSessions) read.delete(read.keys().next().value!)
+          })
+        ))
+      })
+    return {
+      build: (input) =>
+        Effect.map(instructionsFor(input), (parts) => buildWith([...partsFor(options, input), ...parts], input))
+    }
+  })
 
 /** The composer as the context builder. */
 export const layer = (options: Options = {}): Layer.Layer<ContextBuilder> => Layer.effect(ContextBuilder, make(options))

@@ -12,7 +12,7 @@ import * as Transcript from "../domain/Transcript.js"
 import type { ModelRequest, ToolSpec } from "./ModelProvider.js"
 
 /** Where a part of the system prompt comes from. */
-export type PromptSource = "base" | "workspace" | "tools" | "session" | "user"
+export type PromptSource = "base" | "workspace" | "tools" | "session" | "user" | "project" | "user-file"
 
 /** A named part of the system prompt. Parts are joined by ascending priority, then id. */
 export interface PromptPart {
@@ -20,6 +20,10 @@ export interface PromptPart {
   readonly source: PromptSource
   readonly priority: number
   readonly content: string
+  /** For a part read from a file (`project`, `user-file`): where from, the sha256 of what was read, whether it was cut. */
+  readonly path?: string | undefined
+  readonly sha256?: string | undefined
+  readonly truncated?: boolean | undefined
 }
 
 /** The messages of a transcript as a request carries them, and the length of their JSON array. */
@@ -31,6 +35,8 @@ export interface Rendering {
 /** What a request is built from. */
 export interface ContextInput {
   readonly sessionId: string
+  /** The turn the request is for: what a builder reads from files is read once per turn. */
+  readonly turnId?: string | undefined
   readonly cwd: string
   readonly transcript: Transcript.Transcript
   readonly tools: ReadonlyArray<ToolSpec>

@@ -4,7 +4,11 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import type * as Mailbox from "effect/Mailbox"
+import * as Option from "effect/Option"
 import type * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import type { ProviderFailure } from "../domain/Errors.js"
@@ -67,3 +71,36 @@ export const toolCall = (toolCallId: string, tool: string, args: Json): ModelChu
 /** Chunk constructors. */
 export const finish = (reason: FinishReason, usage?: Usage): ModelChunk =>
   usage === undefined ? { _tag: "Finish", reason } : { _tag: "Finish", reason, usage }
+
+/**
+ * Lets the event loop run once: what arrives in the meantime (the rest of a socket read an SDK
+ * parses event by event, one microtask each) is there to be taken. Not a timer: no delay, and
+ * nothing under a `TestClock` waits on it.
+ */
+const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+  const handle = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(handle))
+})
+
+/**
+ * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as
+ * `takeAll`); with `gather`, once a piece is there, the event loop runs once first, so what is
+ * arriving with it is taken in the same batch. How the streaming paths batch per arrival rather
+ * than per piece (the SDK adapters' reads, the engine's group commit).
+ */
+export const takeArrived = <A, E>(
+  arrived: Mailbox.ReadonlyMailbox<A, E>,
+  gather: boolean
+): Effect.Effect<readonly [Chunk.Chunk<A>, boolean], E> =>
+  Effect.flatMap(arrived.takeAll, (taken) =>
+    !gather || taken[1]
+      ? Effect.succeed(taken)
+      : Effect.zipRight(
+        nextMacrotask,
+        Effect.suspend(() =>
+          Option.getOrElse(arrived.unsafeSize(), () => 0) > 0
+            // Pieces are waiting, so this takes them without waiting; the end (or a failure) is taken next time.
+            ? Effect.map(arrived.takeAll, ([more]) => [Chunk.appendAll(taken[0], more), false] as const)
+            : Effect.succeed(taken)
+        )
+      ))

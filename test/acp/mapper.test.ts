@@ -143,8 +143,8 @@ describe("AcpMapper, the rest of the table", () => {
   })
 
   it("kinds and locations of the workspace tools; paths absolute against the session's cwd", () => {
-    expect(["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "mcp_thing"].map(AcpMapper.toolKind)).toEqual([
-      "read", "edit", "edit", "search", "search", "execute", "other"
+    expect(["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "web_fetch", "mcp_thing"].map(AcpMapper.toolKind)).toEqual([
+      "read", "edit", "edit", "search", "search", "execute", "fetch", "other"
     ])
     expect(AcpMapper.toolLocations("/work", "read_file", { path: "src/../a.ts" })).toEqual([{ path: "/work/a.ts" }])
     expect(AcpMapper.toolLocations("/work", "edit_file", { path: "/etc/hosts" })).toEqual([{ path: "/etc/hosts" }])

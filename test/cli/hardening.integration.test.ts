@@ -77,7 +77,7 @@ describe("--allow and --deny", () => {
     const p = project("badflag", { tool: "shell", args: { command: "touch made.txt" } })
     const done = await runClosed(["run", "make it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "Shell:touch*"], p.cwd)
     expect(done.code).toBe(1)
-    expect(done.stderr.trim()).toBe(`effect-agent: --allow "Shell:touch*": unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, or *)`)
+    expect(done.stderr.trim()).toBe(`effect-agent: --allow "Shell:touch*": unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, web_fetch, or *)`)
     expect((await run(["sessions", "--data-dir", p.dataDir])).stdout).toBe("")
   })
 })

@@ -12,7 +12,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import { ProviderFailure, ProviderFailureReason } from "../../src/domain/Errors.js"
-import type * as Json from "../../src/domain/Json.js"
+import type { Json } from "../../src/domain/Json.js"
 import * as EventDraft from "../../src/engine/EventDraft.js"
 import * as Retry from "../../src/engine/Retry.js"
 
@@ -50,13 +50,13 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
   fc.tuple(anyText, fc.string()).map(([text, queueId]) => EventDraft.turnStarted(text, queueId)),
   anyText.map(EventDraft.turnSteered),
   anyText.map(EventDraft.userMessage),
-  fc.record({
-    server: fc.string(),
-    tools: fc.array(fc.record({ name: fc.string(), description: anyText, inputSchema: fc.jsonValue().map((v) => v as Json.Json) }), { maxLength: 3 }),
-    hash: fc.string()
-  }).map(EventDraft.mcpToolsListed),
   fc.record({ instruction: anyNumber, transcript: anyNumber, tools: anyNumber, total: anyNumber }).map(EventDraft.contextBuilt),
   anyText.map(EventDraft.modelDelta),
+  fc.record({
+    server: fc.string(),
+    tools: fc.array(fc.record({ name: fc.string(), description: anyText, inputSchema: fc.jsonValue() as fc.Arbitrary<Json> })),
+    hash: fc.string()
+  }).map(EventDraft.mcpToolsListed),
   fc.tuple(anyNumber, anyNumber, fc.string()).map(([attempt, delay, code]) => EventDraft.modelRetry(attempt, delay, code)),
   fc.record({ toolCallId: fc.string(), tool: fc.string(), args: fc.anything({ withBigInt: false }) }).map(EventDraft.toolCallRequested),
   fc.record({ toolCallId: fc.string(), tool: fc.string(), risk }).map(EventDraft.permissionRequested),

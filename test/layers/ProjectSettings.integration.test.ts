@@ -73,7 +73,7 @@ describe("the project's settings file: schema", () => {
       [{ rules: [{ name: "sh", decision: "allow", tool: "shell" }] }, `rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
       [{ rules: [{ name: "any", decision: "allow", command: "rm *" }] }, `rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
       [{ rule: [] }, `rule: is unexpected, expected: "mode" | "rules" | "env"`],
-      [{ rules: [{ name: "x", decision: "deny", tool: "Shell" }] }, `rules[0].tool: unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, or *)`],
+      [{ rules: [{ name: "x", decision: "deny", tool: "Shell" }] }, `rules[0].tool: unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, web_fetch, or *)`],
       [{ rules: [{ decision: "deny" }] }, `rules[0].name: is missing`],
       // Names go into the log and onto terminals.
       [{ rules: [{ name: "ok\u001b[2J", decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],

@@ -29,7 +29,8 @@ const reorder = (value: unknown, seed: number): unknown => {
   if (typeof value !== "object" || value === null) return value
   const entries = Object.entries(value)
   const rotated = entries.length === 0 ? entries : [...entries.slice(seed % entries.length), ...entries.slice(0, seed % entries.length)]
-  return Object.fromEntries(rotated.map(([k, v]) => [k, k === "args" ? v : reorder(v, seed)]))
+  // JSON values (a call's args, a listed tool's input schema) are kept as they are, key order included.
+  return Object.fromEntries(rotated.map(([k, v]) => [k, k === "args" || k === "inputSchema" ? v : reorder(v, seed)]))
 }
 
 /** Ways to damage a line. */

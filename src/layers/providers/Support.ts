@@ -6,11 +6,13 @@
  * @since 0.1.0
  * @internal
  */
+import * as Chunk from "effect/Chunk"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -78,29 +80,53 @@ export interface StreamOptions<A> {
   readonly idleTimeout: Duration.DurationInput
 }
 
+/** How many SDK events may wait for the engine before the SDK's reads are held back. */
+const pendingCapacity = 4096
+
 /**
  * An SDK's streamed response as a `Stream`. Interrupting it aborts the request (the server sees the
- * connection close); no event for `idleTimeout` fails it as a stalled stream.
+ * connection close); no event for `idleTimeout` (by the `Clock`) fails it as a stalled stream.
+ *
+ * The SDK's iterator is read by a plain loop into a buffer, and the stream hands over everything
+ * buffered at each pull: a vendor's one event per SSE message costs no fiber step of its own, and
+ * the engine gets what arrived since its last pull as one chunk. One timer watches for a stall,
+ * re-armed from the time of the last event, rather than one per event.
  */
 export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, ProviderFailure> =>
   Stream.unwrapScoped(Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout))
+    const stalled = () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`)
     const controller = new AbortController()
     yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-    const iterator = (yield* Effect.tryPromise({ try: () => options.open(controller.signal), catch: options.toFailure }))[Symbol.asyncIterator]()
+    const arrived = yield* Mailbox.make<A, ProviderFailure>({ capacity: pendingCapacity })
+    let lastEventAt = clock.unsafeCurrentTimeMillis()
+    const watch: Effect.Effect<void> = Effect.suspend(() => {
+      const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+      return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
+    })
+    yield* Effect.forkScoped(watch)
     // Pulled by hand rather than with Stream.fromAsyncIterable: its finalizer calls the iterator's
     // return(), which waits behind a pending next() on a stalled connection. Aborting the request
     // (above) is what ends a pending read.
-    return Stream.repeatEffectOption(
-      Effect.tryPromise({ try: () => iterator.next(), catch: (error) => Option.some(options.toFailure(error)) }).pipe(
-        Effect.flatMap((result) => (result.done === true ? Effect.fail(Option.none()) : Effect.succeed(result.value)))
-      )
+    const read = async (): Promise<void> => {
+      const iterator = (await options.open(controller.signal))[Symbol.asyncIterator]()
+      for (;;) {
+        const next = await iterator.next()
+        if (next.done === true) return
+        lastEventAt = clock.unsafeCurrentTimeMillis()
+        // A full buffer holds the reads back until the engine has taken some.
+        if (!arrived.unsafeOffer(next.value)) await Effect.runPromise(arrived.offer(next.value))
+      }
+    }
+    yield* Effect.forkScoped(Effect.tryPromise({ try: read, catch: options.toFailure }).pipe(
+      Effect.matchEffect({ onFailure: (failure) => arrived.fail(failure), onSuccess: () => arrived.end })
+    ))
+    return Stream.repeatEffectChunkOption(
+      Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
+        done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events))
     )
-  })).pipe(
-    Stream.timeoutFail(
-      () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`),
-      options.idleTimeout
-    )
-  )
+  }))
 
 /** The context window of a model: the first matching prefix in a table, else a default. */
 export const contextWindow = (

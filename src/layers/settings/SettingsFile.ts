@@ -24,7 +24,7 @@ export class SettingsError extends Schema.TaggedError<SettingsError>()("Settings
 }) {}
 
 /** The tools of the workspace: by default the only names a rule may give (besides `*`), so a typo does not make a rule match nothing. */
-export const workspaceTools: ReadonlyArray<string> = ["read_file", "write_file", "edit_file", "list_dir", "grep", "shell"]
+export const workspaceTools: ReadonlyArray<string> = ["read_file", "write_file", "edit_file", "list_dir", "grep", "shell", "web_fetch"]
 
 /** The tools whose rules take a command pattern; the others take a path. */
 export const commandTools: ReadonlySet<string> = new Set(["shell"])
@@ -100,8 +100,16 @@ const ProjectEnv = Env.pipe(
   })
 )
 
-/** The user's own settings file (`<config dir>/settings.json`). */
-export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) => settings("your settings", userRule(tools), Env)
+/**
+ * The user's own settings file (`<config dir>/settings.json`). `instructions: false` leaves the
+ * project's and the user's instructions files out of the prompt — a key only the user's file has:
+ * what a repository ships is prompt text, never configuration.
+ */
+export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) =>
+  Schema.Struct({
+    ...settings("your settings", userRule(tools), Env).fields,
+    instructions: Schema.optionalWith(Schema.Boolean, { exact: true })
+  })
 /** The user's own settings. */
 export type UserSettings = Schema.Schema.Type<ReturnType<typeof userSettings>>
 

@@ -261,6 +261,26 @@ const run = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, FileEr
 export const readFile = (expected: string, maxBytes: number): Effect.Effect<Uint8Array, FileError> =>
   run((signal) => withFile(expected, constants.O_RDONLY, { maxBytes }, (handle) => readCapped(handle, maxBytes, signal)))
 
+/**
+ * Reads at most `maxBytes` from the start of the regular file at the real path `expected`; a longer
+ * file is cut there (`truncated`), not refused. For text shown in part (project instructions).
+ */
+export const readHead = (expected: string, maxBytes: number): Effect.Effect<{ readonly bytes: Uint8Array; readonly truncated: boolean }, FileError> =>
+  run((signal) =>
+    withFile(expected, constants.O_RDONLY, {}, async (handle) => {
+      // One byte past the cap tells that the file goes on; the size from `stat` is not trusted.
+      const buffer = Buffer.alloc(maxBytes + 1)
+      let read = 0
+      while (read < buffer.length) {
+        checkAborted(signal)
+        const { bytesRead } = await handle.read(buffer, read, buffer.length - read, null)
+        if (bytesRead === 0) break
+        read += bytesRead
+      }
+      return { bytes: buffer.subarray(0, Math.min(read, maxBytes)), truncated: read > maxBytes }
+    })
+  )
+
 const overwrite = async (handle: FileHandle, data: Uint8Array, signal: AbortSignal) => {
   checkAborted(signal)
   await handle.truncate(0)

@@ -1,0 +1,300 @@
+/**
+ * `web_fetch`: fetches a URL and gives the model readable text — HTML as Markdown (scripts, styles
+ * and other non-content dropped, by `node-html-markdown`), other text as it is.
+ *
+ * The network rules (docs/security.md):
+ * - only `http:` and `https:`, no credentials in the URL;
+ * - a private, loopback, link-local, CGNAT, multicast or otherwise non-public address is refused
+ *   (`Addresses`) unless the user allows it (`allowPrivate`). A name is judged after DNS
+ *   resolution — every address it resolves to — and the connection is made to the address that was
+ *   judged (the request's `lookup` is the checked one), so a name that resolves public for the check
+ *   and private for the connection (DNS rebinding) cannot slip through;
+ * - redirects are followed (at most `maxRedirects`), each hop checked again the same way;
+ * - one time limit for the whole fetch, redirects included; the body is read up to `maxBytes`
+ *   (counted as it arrives, never trusting `Content-Length`), no compression asked for;
+ * - what the model sees is bounded (`maxResultBytes`) with a visible marker.
+ *
+ * Its risk is `network`: every mode but `bypass` asks (read-only sessions deny it) unless a rule
+ * allows it.
+ *
+ * @since 0.5.0
+ */
+import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns"
+import * as Dns from "node:dns"
+import * as Http from "node:http"
+import * as Https from "node:https"
+import { isIP } from "node:net"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { NodeHtmlMarkdown } from "node-html-markdown"
+import { ToolFailure, ToolRouter } from "../../services/ToolRouter.js"
+import * as Toolkit from "../Toolkit.js"
+import { bound } from "../WorkspaceTools.js"
+import * as Addresses from "./Addresses.js"
+
+/** How a name is resolved: `dns.lookup`'s shape with `all: true`. Tests give their own. */
+export type Resolve = (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
+
+/** Options of `web_fetch`. */
+export interface Options {
+  /**
+   * Connect to private, loopback and link-local addresses too (default false): `true` for all of
+   * them, or a list of addresses and networks (`["127.0.0.1", "10.1.0.0/16"]`). Only the user should set it.
+   */
+  readonly allowPrivate?: boolean | ReadonlyArray<string> | undefined
+  /** The most body bytes read (default 1 MiB); a longer body is cut, with a marker. */
+  readonly maxBytes?: number | undefined
+  /** The time limit of a whole fetch, redirects included (default 30 s). */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** The most redirects followed (default 5). */
+  readonly maxRedirects?: number | undefined
+  /** The longest result the model sees, in bytes (default 32 KiB). */
+  readonly maxResultBytes?: number | undefined
+  /** DNS resolution (default `dns.lookup` with `all: true`). */
+  readonly resolve?: Resolve | undefined
+}
+
+/** The tool's name. */
+export const name = "web_fetch"
+
+const Args = Schema.Struct({
+  url: Schema.String.pipe(Schema.minLength(1)).annotations({ description: "The http:// or https:// URL to fetch" })
+})
+
+const failure = (errorCode: string, message: string) => new ToolFailure({ errorCode, message })
+
+const defaultResolve: Resolve = (hostname) => Dns.promises.lookup(hostname, { all: true, verbatim: true })
+
+/** A failure of a hop, carried through the Promise code as itself. */
+class Refused extends Error {
+  constructor(readonly failure: ToolFailure) {
+    super(failure.message)
+  }
+}
+
+type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | ReadonlyArray<LookupAddress>, family?: number) => void
+
+/**
+ * The request's `lookup`: resolves the name, refuses it when any of its addresses is not public
+ * (unless allowed), and hands the connection the addresses it checked — nothing is resolved again.
+ */
+const checkedLookup = (resolve: Resolve, refused: (address: string) => boolean) =>
+  (hostname: string, options: LookupOneOptions | LookupAllOptions, callback: LookupCallback): void => {
+    resolve(hostname).then(
+      (addresses) => {
+        if (addresses.length === 0) return callback(Object.assign(new Error("no address"), { code: "ENOTFOUND" }), "", 0)
+        // One refused address refuses the name: the connection could be made to any of them.
+        const bad = addresses.find((a) => refused(a.address))
+        if (bad !== undefined) return callback(new Refused(privateFailure(hostname, bad.address)) as unknown as NodeJS.ErrnoException, "", 0)
+        if ("all" in options && options.all === true) return callback(null, addresses)
+        const first = addresses[0]!
+        return callback(null, first.address, first.family)
+      },
+      (error: NodeJS.ErrnoException) => callback(error, "", 0)
+    )
+  }
+
+const privateFailure = (host: string, address: string) =>
+  failure(
+    "private_address",
+    `${host === address ? address : `${host} resolves to ${address}, which`} is a private, loopback or link-local address; web_fetch connects only to public addresses unless the user allows private network access`
+  )
+
+interface Hop {
+  readonly status: number
+  readonly statusText: string
+  readonly location: string | undefined
+  readonly contentType: string
+  readonly body: Uint8Array
+  readonly cut: boolean
+}
+
+/** One request: the status and, for a non-redirect, the body up to `maxBytes`. */
+const request = (url: URL, options: { readonly refused: (address: string) => boolean; readonly maxBytes: number; readonly resolve: Resolve }, signal: AbortSignal) =>
+  new Promise<Hop>((resolvePromise, reject) => {
+    const host = url.hostname.replace(/^\[|\]$/g, "")
+    // An address literal is never looked up: it is judged here.
+    if (isIP(host) !== 0 && options.refused(host)) return reject(new Refused(privateFailure(host, host)))
+    const client = url.protocol === "https:" ? Https : Http
+    const req = client.request(url, {
+      method: "GET",
+      agent: false,
+      signal,
+      lookup: checkedLookup(options.resolve, options.refused) as unknown as Http.RequestOptions["lookup"],
+      headers: {
+        "user-agent": "effect-agent web_fetch",
+        accept: "text/html, text/plain;q=0.9, text/*;q=0.8, application/json;q=0.8, */*;q=0.1",
+        "accept-encoding": "identity"
+      }
+    })
+    req.on("error", reject)
+    req.on("response", (res) => {
+      const status = res.statusCode ?? 0
+      const base = { status, statusText: res.statusMessage ?? "", location: res.headers.location, contentType: res.headers["content-type"] ?? "" }
+      if (status >= 300 && status < 400 && base.location !== undefined) {
+        res.destroy()
+        return resolvePromise({ ...base, body: new Uint8Array(), cut: false })
+      }
+      const chunks: Array<Buffer> = []
+      let total = 0
+      let cut = false
+      res.on("data", (chunk: Buffer) => {
+        if (cut) return
+        const room = options.maxBytes - total
+        if (chunk.length > room) {
+          chunks.push(chunk.subarray(0, room))
+          total += room
+          cut = true
+          // Enough read: stop the transfer.
+          res.destroy()
+          resolvePromise({ ...base, body: Buffer.concat(chunks, total), cut })
+          return
+        }
+        chunks.push(chunk)
+        total += chunk.length
+      })
+      res.on("end", () => resolvePromise({ ...base, body: Buffer.concat(chunks, total), cut }))
+      res.on("error", (error) => (cut ? undefined : reject(error)))
+    })
+    req.end()
+  })
+
+const networkFailure = (url: URL, error: unknown): ToolFailure => {
+  if (error instanceof Refused) return error.failure
+  const code = typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
+  switch (code) {
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return failure("dns_failed", `${url.hostname} could not be resolved`)
+    case "ECONNREFUSED":
+      return failure("connection_refused", `${url.host} refused the connection`)
+    default:
+      return failure("network_error", `${url.host} could not be fetched${code === undefined ? "" : ` (${code})`}`)
+  }
+}
+
+/** A URL the tool accepts: http or https, no credentials. */
+const parseUrl = (text: string, base?: URL): URL | ToolFailure => {
+  let url: URL
+  try {
+    url = new URL(text, base)
+  } catch {
+    return failure("invalid_url", `${JSON.stringify(text.slice(0, 200))} is not a URL`)
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return failure("invalid_url", `only http and https URLs are fetched, not ${url.protocol}`)
+  if (url.username !== "" || url.password !== "") return failure("invalid_url", "a URL with credentials is not fetched")
+  url.hash = ""
+  return url
+}
+
+const mediaTypeOf = (contentType: string) => contentType.split(";")[0]!.trim().toLowerCase()
+
+const charsetOf = (contentType: string) => /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType)?.[1]
+
+const decode = (bytes: Uint8Array, contentType: string): string => {
+  try {
+    return new TextDecoder(charsetOf(contentType) ?? "utf-8").decode(bytes).replace(/\uFFFD$/, "")
+  } catch {
+    // A charset the runtime does not know: read it as UTF-8.
+    return new TextDecoder("utf-8").decode(bytes).replace(/\uFFFD$/, "")
+  }
+}
+
+const isHtml = (mediaType: string) => mediaType === "text/html" || mediaType === "application/xhtml+xml"
+
+const isText = (mediaType: string) =>
+  mediaType.startsWith("text/") || /^application\/(?:json|xml|javascript|ecmascript|x-ndjson|yaml|x-yaml|toml|[\w.+-]+\+(?:json|xml))$/.test(mediaType)
+
+// Elements whose content is never readable text.
+const converter = new NodeHtmlMarkdown({
+  ignore: ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed", "head"],
+  keepDataImages: false
+})
+
+const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " }
+
+/** The page's text without its markup: the fallback for HTML the converter cannot take (nesting too deep for its recursion). */
+const plainText = (html: string) =>
+  html
+    .replace(/<(script|style|noscript|template|svg|head)\b[\s\S]*?<\/\1\s*>/gi, " ")
+    .replace(/<[^>]*>/g, " ")
+    .replace(/&(#x[0-9a-f]+|#\d+|\w+);/gi, (whole, entity: string) => {
+      if (entity.startsWith("#")) {
+        const code = entity[1] === "x" || entity[1] === "X" ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
+        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
+      }
+      return entities[entity.toLowerCase()] ?? whole
+    })
+    .replace(/[ \t\r\f\v]+/g, " ")
+    .replace(/\s*\n\s*/g, "\n")
+    .trim()
+
+/** HTML as Markdown; plain text when the converter gives up. */
+export const htmlToMarkdown = (html: string): string => {
+  try {
+    return converter.translate(html).trim()
+  } catch {
+    return plainText(html)
+  }
+}
+
+const timeoutOf = (options: Options) => Duration.decode(options.timeout ?? "30 seconds")
+
+/** Fetches `text` under the options: the final URL, the status, the content type and the readable text. */
+export const fetchText = (text: string, options: Options = {}): Effect.Effect<string, ToolFailure> =>
+  Effect.gen(function*() {
+    const refused = yield* Effect.try({
+      try: () => Addresses.refusedUnder(options.allowPrivate ?? false),
+      catch: (error) => failure("invalid_options", `allowPrivate: ${(error as Error).message}`)
+    })
+    const maxBytes = options.maxBytes ?? 1024 * 1024
+    const maxRedirects = options.maxRedirects ?? 5
+    const resolve = options.resolve ?? defaultResolve
+    let url = parseUrl(text)
+    if (url instanceof ToolFailure) return yield* url
+    for (let redirects = 0;; redirects++) {
+      const current: URL = url
+      const hop = yield* Effect.tryPromise({
+        try: (signal) => request(current, { refused, maxBytes, resolve }, signal),
+        catch: (error) => networkFailure(current, error)
+      })
+      if (hop.location !== undefined && hop.status >= 300 && hop.status < 400) {
+        if (redirects >= maxRedirects) return yield* failure("too_many_redirects", `more than ${maxRedirects} redirects from ${text.slice(0, 200)}`)
+        const next = parseUrl(hop.location, current)
+        if (next instanceof ToolFailure) return yield* next
+        url = next
+        continue
+      }
+      const mediaType = mediaTypeOf(hop.contentType)
+      const binary = hop.body.subarray(0, 8000).includes(0)
+      if (!(isHtml(mediaType) || isText(mediaType) || (mediaType === "" && !binary))) {
+        return yield* failure("unsupported_content_type", `${current.href} is ${mediaType || "binary data"}; web_fetch reads HTML and text only`)
+      }
+      const body = decode(hop.body, hop.contentType)
+      const readable = isHtml(mediaType) ? htmlToMarkdown(body) : body
+      const cut = hop.cut ? `\n[… the page is over ${maxBytes} bytes; only the first ${maxBytes} were read]` : ""
+      return `URL: ${current.href}\nStatus: ${hop.status}${hop.statusText === "" ? "" : ` ${hop.statusText}`}\nContent-Type: ${mediaType || "unknown"}\n\n${readable}${cut}`
+    }
+  }).pipe(
+    Effect.timeoutFail({
+      duration: timeoutOf(options),
+      onTimeout: () => failure("timeout", `the fetch did not finish within ${Duration.format(timeoutOf(options))}`)
+    }),
+    Effect.withSpan("WebFetch.fetch")
+  )
+
+/** `web_fetch` as a tool of `Toolkit`. */
+export const tool = (options: Options = {}) =>
+  Toolkit.tool({
+    name,
+    description:
+      "Fetch a web page (http or https) and read it as Markdown (other text as it is). Public addresses only; the user is asked first.",
+    parameters: Args,
+    risk: "network",
+    run: (input) => Effect.map(fetchText(input.url, options), (text) => bound(text, options.maxResultBytes ?? 32 * 1024))
+  })
+
+/** `web_fetch` added to the `ToolRouter` provided below this layer (for instance the workspace tools). */
+export const layer = (options: Options = {}): Layer.Layer<ToolRouter, never, ToolRouter> => Toolkit.extend([tool(options)])

@@ -1,0 +1,191 @@
+/**
+ * Group commit of a model's response (ModelResponse): each commit takes what the provider has
+ * produced since the last one, so the cost of a response does not depend on how the provider
+ * chunks it — and the contract holds: the first delta is stored without waiting on any clock, every
+ * delta is stored once and in order, chunking does not change the log, and nothing is stored after
+ * a cancel was asked for.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as SessionEngine from "../../src/engine/SessionEngine.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import * as ModelProvider from "../../src/services/ModelProvider.js"
+import { collect, expectWellFormedLog, typesOf } from "../helpers.js"
+
+/** A provider answering its n-th request (from 0) with `stream(n)`. */
+const provider = (stream: (n: number) => Stream.Stream<ModelProvider.ModelChunk, never>) =>
+  Layer.sync(ModelProvider.ModelProvider, () => {
+    let requests = 0
+    return ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "group-commit", maxContextTokens: 128_000 },
+      stream: () => stream(requests++)
+    })
+  })
+
+/**
+ * A memory store that reports each batch of model deltas it is asked to append, and holds the first
+ * such batch until `release` is done (a slow store), when `hold` is set.
+ */
+const watchedStore = (hold: boolean) =>
+  Effect.gen(function*() {
+    const release = yield* Deferred.make<void>()
+    const firstHeld = yield* Deferred.make<void>()
+    const deltaBatches: Array<ReadonlyArray<string>> = []
+    const stored = yield* Deferred.make<void>()
+    const layer = Layer.effect(
+      EventStore,
+      Effect.map(EventStore, (store) => ({
+        ...store,
+        appendAll: (events: ReadonlyArray<AgentEvent>) =>
+          Effect.suspend(() => {
+            const deltas = events.flatMap((e) => e.type === "model.delta" ? [e.payload.text] : [])
+            if (deltas.length === 0) return store.appendAll(events)
+            deltaBatches.push(deltas)
+            const wait = hold && deltaBatches.length === 1
+              ? Effect.zipRight(Deferred.succeed(firstHeld, undefined), Deferred.await(release))
+              : Effect.void
+            return wait.pipe(Effect.zipRight(store.appendAll(events)), Effect.zipRight(Deferred.succeed(stored, undefined)))
+          })
+      }))
+    ).pipe(Layer.provide(MemoryEventStore.layer))
+    return { layer, release, firstHeld, deltaBatches, stored }
+  })
+
+const engineOn = (store: Layer.Layer<EventStore>, model: Layer.Layer<ModelProvider.ModelProvider>) =>
+  SessionEngine.layer().pipe(Layer.provideMerge(store), Layer.provide(model), Layer.provide(IdGenerator.layerSequential))
+
+const deltas = (n: number) => Array.from({ length: n }, (_, i) => `d${i} `)
+
+/**
+ * One delta per chunk, as the SDK adapters hand them over: the first, then the rest once the first
+ * is held in the store, then `produced` is done, then `end`.
+ */
+const runningAhead = (
+  texts: ReadonlyArray<string>,
+  firstHeld: Deferred.Deferred<void>,
+  produced: Deferred.Deferred<void>,
+  end: Stream.Stream<ModelProvider.ModelChunk>
+) =>
+  provider(() =>
+    Stream.make(ModelProvider.textDelta(texts[0]!)).pipe(
+      Stream.concat(Stream.fromEffect(Deferred.await(firstHeld)).pipe(Stream.drain)),
+      Stream.concat(Stream.fromIterable(texts.slice(1).map(ModelProvider.textDelta)).pipe(Stream.rechunk(1))),
+      Stream.concat(Stream.fromEffect(Deferred.succeed(produced, undefined)).pipe(Stream.drain)),
+      Stream.concat(end)
+    )
+  )
+
+/** A session, and its first turn consumed in a fiber once the store holds the first delta and the provider has run ahead. */
+const turnHeldAfterFirst = (watched: { readonly firstHeld: Deferred.Deferred<void> }, produced: Deferred.Deferred<void>) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+    const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
+    yield* Deferred.await(watched.firstHeld)
+    yield* Deferred.await(produced)
+    return { engine, sessionId, turn }
+  })
+
+describe("group commit of a response", () => {
+  it.effect("the first delta of a response is stored without the clock moving, and a later one as soon as it arrives", () =>
+    Effect.gen(function*() {
+      const watched = yield* watchedStore(false)
+      const later = yield* Deferred.make<void>()
+      const model = provider(() =>
+        Stream.make(ModelProvider.textDelta("first")).pipe(
+          Stream.concat(Stream.fromEffect(Effect.as(Effect.sleep("1 second"), ModelProvider.textDelta("later")))),
+          Stream.concat(Stream.fromEffect(Effect.as(Deferred.await(later), ModelProvider.finish("stop"))))
+        )
+      )
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine.SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
+        // No TestClock.adjust: a first delta waiting on a timer (a batching window) would never be stored.
+        yield* Deferred.await(watched.stored)
+        expect(watched.deltaBatches).toEqual([["first"]])
+        yield* TestClock.adjust("1 second")
+        yield* Effect.repeat(Effect.yieldNow(), { until: () => watched.deltaBatches.length === 2 })
+        expect(watched.deltaBatches).toEqual([["first"], ["later"]])
+        yield* Deferred.succeed(later, undefined)
+        const events = yield* Fiber.join(turn)
+        expect(typesOf(events)).toEqual(["turn.started", "user.message", "model.delta", "model.delta", "turn.completed"])
+      }).pipe(Effect.provide(engineOn(watched.layer, model)))
+    }))
+
+  it.effect("a slow store coalesces what arrives meanwhile into one append; every delta is stored once, in order", () =>
+    Effect.gen(function*() {
+      const watched = yield* watchedStore(true)
+      const produced = yield* Deferred.make<void>()
+      const texts = deltas(100)
+      const model = runningAhead(texts, watched.firstHeld, produced, Stream.make(ModelProvider.finish("stop")))
+      yield* Effect.gen(function*() {
+        // The provider runs ahead of the held commit.
+        const { engine, sessionId, turn } = yield* turnHeldAfterFirst(watched, produced)
+        yield* Deferred.succeed(watched.release, undefined)
+        const events = yield* Fiber.join(turn)
+        expect(watched.deltaBatches).toEqual([texts.slice(0, 1), texts.slice(1)])
+        const stored = yield* collect(engine.replaySession({ sessionId }))
+        expect(stored.flatMap((e) => e.type === "model.delta" ? [e.payload.text] : [])).toEqual(texts)
+        expect(stored.slice(1)).toEqual(events)
+        expectWellFormedLog(stored)
+      }).pipe(Effect.provide(engineOn(watched.layer, model)))
+    }))
+
+  it.effect("nothing buffered is stored once a cancel is asked for, though the provider ran ahead", () =>
+    Effect.gen(function*() {
+      const watched = yield* watchedStore(true)
+      const produced = yield* Deferred.make<void>()
+      const texts = deltas(50)
+      const model = runningAhead(texts, watched.firstHeld, produced, Stream.never)
+      yield* Effect.gen(function*() {
+        const { engine, sessionId, turn } = yield* turnHeldAfterFirst(watched, produced)
+        const cancel = yield* Effect.fork(engine.cancelTurn({ sessionId }))
+        yield* Effect.repeat(Effect.yieldNow(), { until: () => watched.deltaBatches.length > 0 })
+        yield* Deferred.succeed(watched.release, undefined)
+        yield* Fiber.join(cancel)
+        const events = yield* Fiber.join(turn)
+        expect(typesOf(events)).toEqual(["turn.started", "user.message", "model.delta", "turn.completed"])
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "cancelled" })
+        expect(watched.deltaBatches).toEqual([["d0 "]])
+        const stored = yield* collect(engine.replaySession({ sessionId }))
+        expect(stored.slice(1)).toEqual(events)
+      }).pipe(Effect.provide(engineOn(watched.layer, model)))
+    }))
+
+  it.effect("how the provider chunks its stream does not change the stored log", () =>
+    Effect.gen(function*() {
+      const texts = deltas(300)
+      const pieces: Array<ModelProvider.ModelChunk> = [
+        ...texts.slice(0, 150).map(ModelProvider.textDelta),
+        ModelProvider.toolCall("call-1", "missing_tool", { path: "a.txt" }),
+        ...texts.slice(150).map(ModelProvider.textDelta),
+        ModelProvider.finish("stop", { inputTokens: 10, outputTokens: 300 })
+      ]
+      const logOf = (chunkSize: number) =>
+        Effect.gen(function*() {
+          const engine = yield* SessionEngine.SessionEngine
+          const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+          yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(Stream.runDrain)
+          return yield* collect(engine.replaySession({ sessionId }))
+        }).pipe(
+          Effect.provide(engineOn(MemoryEventStore.layer, provider((n) =>
+            n === 0
+              ? Stream.fromIterable(pieces).pipe(Stream.rechunk(chunkSize))
+              : Stream.make(ModelProvider.textDelta("done"), ModelProvider.finish("stop"))
+          )))
+        )
+      const whole = yield* logOf(pieces.length)
+      expect(whole.filter((e) => e.type === "model.delta")).toHaveLength(301)
+      expect(whole.filter((e) => e.type === "tool.failed" || e.type === "tool.completed")).toHaveLength(1)
+      for (const size of [1, 7, 64]) expect(JSON.stringify(yield* logOf(size))).toBe(JSON.stringify(whole))
+    }))
+})
