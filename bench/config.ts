@@ -46,5 +46,10 @@ export const config = {
   /** Row 8: CLI cold starts measured. */
   cliReps: num("CLI_REPS", 10, 5),
   /** Row 9: sessions touched by one engine. */
-  sessions: num("SESSIONS", 2_000, 1_000)
+  sessions: num("SESSIONS", 2_000, 1_000),
+  /** Rows 10–11: sessions listed, and CLI runs per contender. */
+  listSessions: num("LIST_SESSIONS", 10_000, 10_000),
+  listReps: num("LIST_REPS", 5, 3),
+  /** Row 12: sessions a cluster runner drives in sequence. */
+  runnerSessions: num("RUNNER_SESSIONS", 10_000, 1_000)
 }

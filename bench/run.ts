@@ -21,7 +21,9 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [7], run: () => import("./rows/cancel.js").then((m) => m.run()) },
   { rows: [8], run: () => import("./rows/cli.js").then((m) => m.run()) },
   { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) },
-  { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) }
+  { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) },
+  { rows: [12, 13], run: () => import("./rows/listing.js").then((m) => m.run()) },
+  { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) }
 ]
 
 const main = async () => {

@@ -17,6 +17,9 @@ export * as Engines from "./cluster/Engines.js"
 /** The session entity's behaviour on the runner that owns it. */
 export * as Owner from "./cluster/Owner.js"
 
+/** What keeps a session's entity on its runner (a working session), and what lets it go (an idle one). */
+export * as KeepAlive from "./cluster/KeepAlive.js"
+
 /** The engine and turn registry that route an HTTP server's operations to each session's owner. */
 export * as Routed from "./cluster/Routed.js"
 

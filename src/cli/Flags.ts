@@ -179,6 +179,19 @@ export const cluster = {
     Options.withDefault("127.0.0.1"),
     Options.withDescription("With --cluster: the address other runners reach this one at, and listen on (default 127.0.0.1: this machine only)")
   ),
+  runnerListen: Options.text("runner-listen").pipe(
+    Options.optional,
+    Options.withDescription(
+      "With --cluster: the address the runners' port listens on (default: --runner-host). The port has no authentication: a wildcard (0.0.0.0, ::) needs --runner-listen-wildcard"
+    )
+  ),
+  runnerListenWildcard: Options.boolean("runner-listen-wildcard").pipe(
+    Options.withDescription("With --cluster: allow --runner-listen on every interface (0.0.0.0, ::), when a firewall keeps the port to the runners")
+  ),
+  sessionIdleTimeout: Options.integer("session-idle-timeout").pipe(
+    Options.withDefault(300),
+    Options.withDescription("With --cluster: seconds an idle session stays loaded on its runner (default 300); a working session stays")
+  ),
   runnerPort: Options.integer("runner-port").pipe(
     Options.withDefault(34431),
     Options.withDescription("With --cluster: the port of the runners' traffic (default 34431)")

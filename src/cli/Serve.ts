@@ -11,8 +11,11 @@
  * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
  *
  * With `--cluster` (and `--store postgres`) the process is a runner of a cluster on the database
- * (CONTRACT.md §9, src/cluster/): each session is driven by the runner that owns it, and this
- * server sends what changes a session there; a runner with other shard settings refuses to start.
+ * (CONTRACT.md §9, src/cluster/, docs/scaling.md): each session is driven by the runner that owns
+ * it, and this server sends what changes a session there; a runner with other shard settings
+ * refuses to start. The store and the cluster share one connection pool when they share the
+ * database. The runners' port has no authentication: it listens where other runners reach it
+ * (`--runner-host`) or at `--runner-listen`, never on every interface without `--runner-listen-wildcard`.
  *
  * @since 0.2.0
  */
@@ -26,7 +29,7 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine } from "../index.js"
+import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -82,11 +85,32 @@ const perCwd = (
 const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
 const isUnspecified = (address: string) => address === "0.0.0.0" || address === "::" || address === "[::]" || address === ""
 
+/**
+ * Fault injection for tests (`EFFECT_AGENT_TEST_KILL_AFTER_STORED=FollowUp,ResolvePermission,Steer`):
+ * the runner kills itself (SIGKILL, as a crash) once such a message is in the log and before it
+ * answers, so a test sees the message delivered again to the next owner. Unset in any real use.
+ */
+const killAfterStored = (): ((message: string) => Effect.Effect<void>) | undefined => {
+  const listed = process.env["EFFECT_AGENT_TEST_KILL_AFTER_STORED"]
+  if (listed === undefined || listed === "") return undefined
+  const messages = new Set(listed.split(","))
+  return (message) =>
+    messages.has(message)
+      ? Effect.zipRight(
+        Console.error(`effect-agent serve: test fault: killed after storing ${message}`),
+        Effect.sync(() => process.kill(process.pid, "SIGKILL"))
+      )
+      : Effect.void
+}
+
 /** `--cluster`'s runner options, checked; the cluster's database is the store's unless given. */
 const clusterOptions = (flags: {
   readonly clusterDatabaseUrl: Option.Option<Redacted.Redacted>
   readonly runnerHost: string
+  readonly runnerListen: Option.Option<string>
+  readonly runnerListenWildcard: boolean
   readonly runnerPort: number
+  readonly sessionIdleTimeout: number
   readonly shardLockTtl: number
   readonly shardsPerGroup: number
   readonly store: string
@@ -99,14 +123,29 @@ const clusterOptions = (flags: {
     if (isUnspecified(flags.runnerHost)) {
       return yield* invalid(`--runner-host ${flags.runnerHost} is not an address other runners can reach: give this machine's address on the runners' private network`)
     }
+    const listen = Option.getOrUndefined(flags.runnerListen)
+    // No token guards the runners' port: every interface is a choice made on purpose, with a firewall.
+    if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {
+      return yield* invalid(
+        `--runner-listen ${listen} listens on every interface, and the runners' port has no authentication: give the address of the runners' private network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
+      )
+    }
     if (flags.runnerPort < 1 || flags.runnerPort > 65535) return yield* invalid(`--runner-port ${flags.runnerPort} is not a port (1-65535)`)
+    if (flags.sessionIdleTimeout < 1) return yield* invalid(`--session-idle-timeout ${flags.sessionIdleTimeout} must be at least 1 (seconds)`)
     if (flags.shardsPerGroup < 1) return yield* invalid(`--shards-per-group ${flags.shardsPerGroup} must be at least 1`)
     if (flags.shardLockTtl < 1) return yield* invalid(`--shard-lock-ttl ${flags.shardLockTtl} must be at least 1 (seconds)`)
     const databaseUrl = Option.orElse(flags.clusterDatabaseUrl, () => flags.databaseUrl ?? Option.none())
     if (Option.isNone(databaseUrl)) return yield* invalid("--cluster needs --database-url (or EFFECT_AGENT_DATABASE_URL, or --cluster-database-url)")
     const lease = yield* Flags.leaseTtl
+    const fault = killAfterStored()
     return {
       databaseUrl: databaseUrl.value,
+      // The store's database: the runner and the store share one pool of connections to it.
+      sharedWithStore: Option.isNone(flags.clusterDatabaseUrl),
+      lease,
+      ...(listen === undefined ? {} : { listenHost: listen }),
+      maxIdleTime: Duration.seconds(flags.sessionIdleTimeout),
+      ...(fault === undefined ? {} : { afterStored: fault }),
       // A dead runner's writer leases outlive it by their ttl: its sessions' next owner waits that out.
       ...("writerLease" in lease ? { leaseWait: Duration.sum(lease.writerLease.ttl, Duration.seconds(10)) } : {}),
       host: flags.runnerHost,
@@ -117,6 +156,9 @@ const clusterOptions = (flags: {
       onOwned: (sessionId: string) => Console.error(`effect-agent serve: session ${sessionId} is driven by this runner`)
     }
   })
+
+/** Connections of the pool a runner shares with its store: the store's default and the cluster's few. */
+const sharedPoolSize = 12
 
 /** The cluster's code, loaded only by `serve --cluster`. */
 const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catch: (error) => error }).pipe(
@@ -138,12 +180,14 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 export const command = Command.make(
   "serve",
   { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) =>
+  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
       // A server's normal stop: exit 0 once the shutdown is done.
       yield* ExitCode.sigtermStopsCleanly
-      const runner = cluster ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerPort, shardLockTtl, shardsPerGroup, ...options }) : undefined
+      const runner = cluster
+        ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
+        : undefined
       const cwd = process.cwd()
       const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
       const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
@@ -165,8 +209,8 @@ export const command = Command.make(
         allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost,
         sessionServers: runner === undefined ? sessionServers : undefined
       })
-      const ports = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(
-        Layer.provide(Flags.storeLayer(options)),
+      const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore, E2, NodeContext.NodeContext>) => layer.pipe(
+        Layer.provide(store),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
         Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))),
@@ -176,11 +220,19 @@ export const command = Command.make(
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
       const { engine, turns } = runner === undefined
-        ? { engine: ports(SessionEngine.layer()), turns: undefined }
+        ? { engine: ports(SessionEngine.layer(), Flags.storeLayer(options)), turns: undefined }
         : yield* Effect.gen(function*() {
           const { Engines, Runner } = yield* loadCluster
           // Built in the command's scope: the runner leaves the cluster when `serve` stops.
-          const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer())))))
+          if (!runner.sharedWithStore) {
+            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(), Flags.storeLayer(options))))))
+            return { engine: built, turns: built }
+          }
+          // One pool of connections for the store and the cluster on the same database.
+          const { PostgresEventStore } = yield* Effect.promise(() => import("../postgres.js"))
+          const pool = Layer.succeedContext(yield* Layer.build(Runner.client({ ...runner, maxConnections: sharedPoolSize })))
+          const store = PostgresEventStore.layerFromClient({ where: PostgresEventStore.describeUrl(runner.databaseUrl), ...runner.lease }).pipe(Layer.provide(pool))
+          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(), store)), Layer.provide(pool))))
           return { engine: built, turns: built }
         })
       yield* Effect.gen(function*() {
@@ -191,9 +243,10 @@ export const command = Command.make(
           `  viewer (this URL works once): ${url}/login?code=${config.loginCodes.issue()}`
         ]
         if (runner !== undefined) {
-          lines.push(`  cluster runner: ${runner.host}:${runner.port} (${runner.shardsPerGroup} shards per group)`)
-          if (!isLoopback(runner.host)) {
-            lines.push(`  warning: the runners' port ${runner.host}:${runner.port} has no token: keep it on a network only the runners share`)
+          const listening = runner.listenHost ?? runner.host
+          lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group)`)
+          if (!isLoopback(listening)) {
+            lines.push(`  warning: the runners' port ${listening}:${runner.port} has no authentication: keep it on a network only the runners share (docs/scaling.md)`)
           }
         }
         if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)

@@ -1,9 +1,14 @@
 /**
  * The session entity on the runner that owns it: one engine per session (see `Engines`), and the
  * server's own turn registry on it, so a turn started through any runner runs here detached from
- * the request, as `effect-agent serve` runs its turns. The entity stops when its shard moves or the
- * runner stops: running turns are cancelled (and closed in the log), paused ones stay paused, and
- * the session's writer lease is released for the next owner.
+ * the request, as `effect-agent serve` runs its turns. The entity stops when its shard moves, when
+ * the runner stops, or once the session has been idle for `maxIdleTime` (see `KeepAlive`: it is
+ * kept while the session works): running turns are cancelled (and closed in the log), paused ones
+ * stay paused, and the session's writer lease is released for the next owner. A runner's memory
+ * thus holds the sessions that work or were used lately, not every session it ever drove.
+ *
+ * Messages that change what a session holds come with an idempotency key (see `SessionEntity`),
+ * which the engine stores with their event and answers from when the same message comes again.
  *
  * When a runner dies instead, nothing closes: its sessions' leases lapse, the shards move once the
  * shard locks expire, and the first write on the next owner takes the lease over (waiting for it to
@@ -13,15 +18,17 @@
  * @since 0.2.0
  */
 import * as Entity from "@effect/cluster/Entity"
+import type * as Sharding from "@effect/cluster/Sharding"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, SessionEngine } from "../index.js"
+import { EventStoreFailure, SessionEngine, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
+import * as KeepAlive from "./KeepAlive.js"
 import { SessionEntity } from "./SessionEntity.js"
 
 /**
@@ -50,10 +57,26 @@ export interface Options {
    * once the wait is over.
    */
   readonly leaseWait?: Duration.DurationInput
+  /**
+   * How long a session's entity stays on this runner once idle (default 5 minutes): then its engine
+   * closes and its writer lease is released; its next message loads it again from the store.
+   */
+  readonly maxIdleTime?: Duration.DurationInput
+  /** How long a turn waiting for the user keeps its entity (default 1 hour; see `KeepAlive`). */
+  readonly approvalHold?: Duration.DurationInput
+  /**
+   * Fault injection, for tests only: called once a message that changes the session is in the log
+   * (a steer: once stored at its step boundary) and before it is answered — a test kills the runner
+   * here to see the message delivered again to the next owner.
+   */
+  readonly afterStored?: (message: "FollowUp" | "ResolvePermission" | "Steer", sessionId: string) => Effect.Effect<void>
 }
 
 /** The default {@link Options.leaseWait}: the SQL stores' default lease ttl and some. */
 export const defaultLeaseWait = Duration.seconds(40)
+
+/** The default {@link Options.maxIdleTime}. */
+export const defaultMaxIdleTime = Duration.minutes(5)
 
 /** Registers the session entity on this runner: needs `Engines` and the sharding of the runner. */
 export const layer = (options: Options = {}) =>
@@ -74,22 +97,47 @@ export const layer = (options: Options = {}) =>
         Effect.map(Context.get(Turns.Turns)),
         Effect.provideService(SessionEngine.SessionEngine, engine)
       )
+      const cluster = yield* Effect.context<Entity.CurrentAddress | Sharding.Sharding>()
+      const keeper = yield* KeepAlive.make({
+        engine,
+        sessionId,
+        keepAlive: (enabled) => Effect.provide(Entity.keepAlive(enabled), cluster),
+        ...(options.approvalHold === undefined ? {} : { approvalHold: options.approvalHold })
+      })
+      /** After each message, whatever it did, the keeper looks at the session. */
+      const checked = <A, E>(effect: Effect.Effect<A, E>) => Effect.ensuring(effect, keeper.check)
+      /** A message that drives the session: the turn the log held open is this engine's business from now (`resumes`). */
+      const driving = <A, E>(resumes: boolean, effect: Effect.Effect<A, E>) => Effect.zipRight(Effect.sync(() => keeper.drove(resumes)), checked(effect))
+      const stored = (message: "FollowUp" | "ResolvePermission" | "Steer", key: string) =>
+        options.afterStored === undefined ? Effect.void : Effect.zipRight(storedInLog(engine, sessionId, key), options.afterStored(message, sessionId))
       if (options.onOwned !== undefined) yield* options.onOwned(sessionId)
       return SessionEntity.of({
-        StartTurn: ({ payload }) => write(Effect.map(turns.start(sessionId, payload.message), (turnId) => ({ turnId }))),
-        RunTurn: ({ payload }) => writeStream(engine.runTurn({ sessionId, userMessage: payload.message })),
-        ResumeTurn: () => writeStream(engine.resumeTurn({ sessionId })),
-        ResumeIfIdle: () => turns.resumeIfIdle(sessionId),
-        CancelTurn: ({ payload }) => engine.cancelTurn(payload.turnId === undefined ? { sessionId } : { sessionId, turnId: payload.turnId }),
-        ResolvePermission: ({ payload }) => write(engine.resolvePermission({ sessionId, ...payload })),
-        Steer: ({ payload }) => forWire(engine.steer({ sessionId, message: payload.message })),
-        FollowUp: ({ payload }) => write(engine.followUp({ sessionId, message: payload.message })),
-        DropFollowUps: () => write(engine.dropFollowUps({ sessionId })),
-        CompactSession: ({ payload }) => write(engine.compactSession(
-          payload.keepRecentTokens === undefined ? { sessionId } : { sessionId, keepRecentTokens: payload.keepRecentTokens }
-        ))
+        StartTurn: ({ payload }) => driving(true, write(Effect.map(turns.start(sessionId, payload.message), (turnId) => ({ turnId })))),
+        RunTurn: ({ payload }) =>
+          Stream.unwrap(driving(true, Effect.succeed(writeStream(engine.runTurn({ sessionId, userMessage: payload.message }))))).pipe(Stream.ensuring(keeper.check)),
+        ResumeTurn: () => Stream.unwrap(driving(true, Effect.succeed(writeStream(engine.resumeTurn({ sessionId }))))).pipe(Stream.ensuring(keeper.check)),
+        ResumeIfIdle: () => driving(true, turns.resumeIfIdle(sessionId)),
+        CancelTurn: ({ payload }) => checked(engine.cancelTurn(payload.turnId === undefined ? { sessionId } : { sessionId, turnId: payload.turnId })),
+        ResolvePermission: ({ payload }) =>
+          checked(write(Effect.zipRight(engine.resolvePermission({ sessionId, ...payload }), stored("ResolvePermission", payload.idempotencyKey)))),
+        Steer: ({ payload }) =>
+          checked(forWire(Effect.zipRight(engine.steer({ sessionId, ...payload }), stored("Steer", payload.idempotencyKey)))),
+        FollowUp: ({ payload }) => driving(false, write(Effect.tap(engine.followUp({ sessionId, ...payload }), () => stored("FollowUp", payload.idempotencyKey)))),
+        DropFollowUps: () => checked(write(engine.dropFollowUps({ sessionId }))),
+        CompactSession: ({ payload }) =>
+          checked(write(engine.compactSession(
+            payload.keepRecentTokens === undefined ? { sessionId } : { sessionId, keepRecentTokens: payload.keepRecentTokens }
+          )))
       })
     }),
-    // A session's entity lives while its runner owns it: a turn may run for long without messages.
-    { maxIdleTime: Infinity, concurrency: "unbounded" }
+    // Idle entities go (and their engines with them); the keeper keeps those whose session works.
+    { maxIdleTime: options.maxIdleTime ?? defaultMaxIdleTime, concurrency: "unbounded" }
+  )
+
+/** Waits until the message with this key is in the session's log (for `afterStored`: tests only). */
+const storedInLog = (engine: SessionEngine.SessionEngine.Service, sessionId: string, key: string) =>
+  engine.sessionState({ sessionId }).pipe(
+    Effect.map((state) => SessionState.findApplied(state, key) !== undefined),
+    Effect.repeat({ until: (found) => found, schedule: Schedule.spaced(Duration.millis(10)) }),
+    Effect.ignore
   )

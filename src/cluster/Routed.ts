@@ -1,18 +1,21 @@
 /**
  * The session engine and the turn registry the HTTP server of a runner uses: what changes a
  * session goes to the runner that owns it, through the session entity's client (that runner may be
- * this one); what only reads goes to the shared store from here. Creating and forking a session
- * use a short-lived engine, whose writer lease ends with it, so the new session's owner takes it at
- * its first turn.
+ * this one); what only reads goes to the shared store from here — a session's state is a fold of
+ * its log, read without an engine. Creating and forking a session use a short-lived engine, whose
+ * writer lease ends with it, so the new session's owner takes it at its first turn. Each message
+ * that changes what a session holds gets an idempotency key here, once, so that the cluster
+ * delivering it again (its owner died before answering) never applies it twice (see `SessionEntity`).
  *
  * @since 0.2.0
  */
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type * as Sharding from "@effect/cluster/Sharding"
+import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { SessionEngine } from "../index.js"
+import { EventStoreFailure, type EventStore, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -39,6 +42,22 @@ const streamOrDieCluster = <A, E extends { readonly _tag: string }, R>(
 const storedIn = (engine: SessionEngine.SessionEngine.Service) => (sessionId: string) =>
   Stream.runDrain(Stream.take(engine.replaySession({ sessionId }), 1))
 
+/** A key for a message that has none from its caller: made once, so every delivery of the message carries the same. */
+const keyOf = (given: string | undefined) => given ?? randomUUID()
+
+/**
+ * A session's state as its log says — the fold every engine keeps, read straight from the store
+ * (the owner may be another runner, and an engine per read would cost an engine's making and
+ * closing for nothing).
+ */
+export const stateOf = (store: EventStore.EventStore.Service) => (sessionId: string) =>
+  (Session.isValidId(sessionId) ? SessionState.replayStream(store.read(sessionId)) : Effect.succeed(undefined)).pipe(
+    Effect.catchTag("ImpossibleEvent", (impossible) =>
+      Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: impossible.sequence, detail: impossible.message }))),
+    Effect.flatMap((state) => state === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(state)),
+    Effect.withSpan("Routed.sessionState", { attributes: { sessionId } })
+  )
+
 /** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
 export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =
   Layer.scoped(
@@ -51,6 +70,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
       const fresh = <A, E>(use: (engine: SessionEngine.SessionEngine.Service) => Effect.Effect<A, E>) =>
         Engines.withEngine(use).pipe(Effect.provideService(Engines.Engines, engines))
       const stored = storedIn(reader)
+      const state = stateOf(engines.store)
       const owner = <A, E extends { readonly _tag: string }>(sessionId: string, send: Effect.Effect<A, E | ClusterFailure>) =>
         Effect.zipRight(stored(sessionId), orDieCluster(send))
       const ownerStream = <A, E extends { readonly _tag: string }>(sessionId: string, send: Stream.Stream<A, E | ClusterFailure>) =>
@@ -60,22 +80,23 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         forkSession: (input) => fresh((engine) => engine.forkSession(input)),
         runTurn: ({ sessionId, userMessage }) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
         resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
-        resolvePermission: ({ decision, remember, sessionId, toolCallId }) =>
-          owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false })),
+        resolvePermission: ({ decision, idempotencyKey, remember, sessionId, toolCallId }) =>
+          owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false, idempotencyKey: keyOf(idempotencyKey) })),
         cancelTurn: ({ sessionId, turnId }) =>
           owner(sessionId, client(sessionId).CancelTurn(turnId === undefined ? {} : { turnId })).pipe(
             // Never fails, as the engine's: nothing to cancel in an unknown session; a store failure is logged.
             Effect.catchTags({ SessionNotFound: () => Effect.void }),
             Effect.catchAll((error) => Effect.logWarning("cancelling a turn failed", error))
           ),
-        steer: ({ message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message })),
-        followUp: ({ message, sessionId }) => owner(sessionId, client(sessionId).FollowUp({ message })),
+        steer: ({ idempotencyKey, message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message, idempotencyKey: keyOf(idempotencyKey) })),
+        followUp: ({ idempotencyKey, message, sessionId }) =>
+          owner(sessionId, client(sessionId).FollowUp({ message, idempotencyKey: keyOf(idempotencyKey) })),
         dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
         compactSession: ({ keepRecentTokens, sessionId }) =>
           owner(sessionId, client(sessionId).CompactSession(keepRecentTokens === undefined ? {} : { keepRecentTokens })),
-        // A short-lived engine loads the session from the store: the owner may be another runner.
-        sessionState: (input) => fresh((engine) => engine.sessionState(input)),
-        pendingApprovals: (input) => fresh((engine) => engine.pendingApprovals(input)),
+        // Folded from the store: the owner may be another runner.
+        sessionState: ({ sessionId }) => state(sessionId),
+        pendingApprovals: ({ sessionId }) => Effect.map(state(sessionId), SessionState.pendingApprovals),
         replaySession: (input) => reader.replaySession(input),
         // It holds no lease: it follows the store (every `watchPollInterval`).
         watchSession: (input) => reader.watchSession(input),

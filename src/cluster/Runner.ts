@@ -7,10 +7,20 @@
  * When a runner dies, its shard locks lapse after `shardLockTtl` and its shards move to the
  * runners left; the sessions they hold continue there (see `Owner`).
  *
+ * The runners' port speaks `@effect/cluster`'s protocol as it is: plain TCP, no TLS and no
+ * authentication (the socket transport of `@effect/cluster` 0.60 and `@effect/platform-node` has
+ * neither, nor a hook for one). Whoever reaches the port can send any session any message, so it
+ * must be reachable by the runners only: a private network, or a firewall. The runner listens on
+ * the address it is reached at (`host`) unless `listenHost` says otherwise.
+ *
+ * `layer` opens its own connections to the cluster's database; `layerWithClient` uses the SQL
+ * client of its context, so a runner whose store is on the same database shares one pool.
+ *
  * @since 0.2.0
  */
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import type * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
 import * as Layer from "effect/Layer"
@@ -21,12 +31,12 @@ import * as Owner from "./Owner.js"
 import * as Routed from "./Routed.js"
 import * as ShardSettings from "./ShardSettings.js"
 
-/** How a runner joins its cluster. */
-export interface Options extends Owner.Options {
-  /** The cluster's database (the event store's, or another). */
-  readonly databaseUrl: Redacted.Redacted
+/** How a runner joins its cluster, on a SQL client of its own context (see `layerWithClient`). */
+export interface ClientOptions extends Owner.Options {
   /** The address other runners reach this one at (default 127.0.0.1: one machine only). */
   readonly host?: string
+  /** The address the runners' port listens on (default: `host`). */
+  readonly listenHost?: string
   /** The port of the runners' traffic (default 34431). */
   readonly port: number
   /** Shards per group: the same on every runner (default 300). */
@@ -36,6 +46,14 @@ export interface Options extends Owner.Options {
    * long its sessions wait before another runner takes them. Locks are renewed three times as often.
    */
   readonly shardLockTtl?: Duration.DurationInput
+}
+
+/** How a runner joins its cluster, with connections of its own to the cluster's database. */
+export interface Options extends ClientOptions {
+  /** The cluster's database (the event store's, or another). */
+  readonly databaseUrl: Redacted.Redacted
+  /** The most connections the runner opens (default 8). */
+  readonly maxConnections?: number
 }
 
 /** The runner could not join its cluster (the database, the runners' port). */
@@ -53,21 +71,32 @@ export const defaultPort = 34431
 /** The default shards per group. */
 export const defaultShardsPerGroup = 300
 
+/** The name a runner's connections carry in the database (`pg_stat_activity`): which runner holds which. */
+export const applicationName = (options: Pick<ClientOptions, "host" | "port">) => `effect-agent-runner ${options.host ?? "127.0.0.1"}:${options.port}`
+
+/**
+ * A connection pool to the cluster's database, named for the runner (see `applicationName`). Give
+ * it to both the runner (`layerWithClient`) and a store on the same database
+ * (`PostgresEventStore.layerFromClient`): one pool per runner.
+ */
+export const client = (options: Pick<Options, "databaseUrl" | "host" | "port" | "maxConnections">): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, RunnerFailure> =>
+  PgClient.layer({ url: options.databaseUrl, applicationName: applicationName(options), maxConnections: options.maxConnections ?? 8 }).pipe(
+    Layer.catchAllCause(() => Layer.fail(new RunnerFailure({ detail: "connecting to the cluster's database failed" })))
+  )
+
 /** The sharding of a runner with its settings checked first. */
-const sharding = (options: Options) => {
+const sharding = (options: ClientOptions) => {
   const address = RunnerAddress.make(options.host ?? "127.0.0.1", options.port)
+  const listen = RunnerAddress.make(options.listenHost ?? address.host, options.port)
   const ttl = Duration.decode(options.shardLockTtl ?? Duration.seconds(35))
   const every = Duration.divide(ttl, 3).pipe(Option.getOrElse(() => ttl))
   const settings: ShardSettings.ShardSettings = { shardsPerGroup: options.shardsPerGroup ?? defaultShardsPerGroup, shardGroups: ["default"] }
-  const database = PgClient.layer({ url: options.databaseUrl, applicationName: "effect-agent-cluster", maxConnections: 8 }).pipe(
-    Layer.catchAllCause(() => Layer.fail(new RunnerFailure({ detail: "connecting to the cluster's database failed" })))
-  )
   const checked = Layer.effectDiscard(ShardSettings.check(settings))
   return NodeClusterSocket.layer({
     storage: "sql",
     shardingConfig: {
       runnerAddress: Option.some(address),
-      runnerListenAddress: Option.some(address),
+      runnerListenAddress: Option.some(listen),
       shardsPerGroup: settings.shardsPerGroup,
       availableShardGroups: settings.shardGroups,
       assignedShardGroups: settings.shardGroups,
@@ -80,21 +109,23 @@ const sharding = (options: Options) => {
     }
   }).pipe(
     Layer.catchAll((error) =>
-      Layer.fail(new RunnerFailure({ detail: error._tag === "SocketServerError" ? `listening on ${address.host}:${address.port} failed` : error.message }))
+      Layer.fail(new RunnerFailure({ detail: error._tag === "SocketServerError" ? `listening on ${listen.host}:${listen.port} failed` : error.message }))
     ),
-    Layer.provide(checked),
-    Layer.provide(database)
+    Layer.provide(checked)
   )
 }
 
 /**
- * The runner: the routed `SessionEngine` and `Turns` for an HTTP server of this process, with the
- * session entity registered. Needs `Engines` (the runner's own ports).
+ * The runner on the SQL client of its context: the routed `SessionEngine` and `Turns` for an HTTP
+ * server of this process, with the session entity registered. Needs `Engines` (the runner's own ports).
  */
-export const layer = (options: Options) =>
+export const layerWithClient = (options: ClientOptions) =>
   Routed.turnsLayer.pipe(
     Layer.provideMerge(Routed.engineLayer),
     Layer.provideMerge(Owner.layer(options)),
     Layer.provide(sharding(options))
   )
+
+/** The runner with its own connections to the cluster's database (see `layerWithClient`). */
+export const layer = (options: Options) => layerWithClient(options).pipe(Layer.provide(client(options)))
 

@@ -4,13 +4,18 @@
  * protocol carries what changes a session; reads (list, state, replay, live) go to the shared
  * store from any runner.
  *
- * Every message is volatile (not persisted): a message sent to a runner that dies is sent again to
- * the shard's next owner. That is safe for cancel, approvals and steering, and for `StartTurn`
- * only until it has answered — it answers as soon as `turn.started` is stored, and the turn then
- * runs on the owner whoever is connected. `RunTurn` streams a whole turn; if its owner dies
- * mid-turn the cluster may send it again to the next owner, which runs the message as a new turn
- * (after the log's repair closed the first one), so callers that must not repeat a message use
- * `StartTurn` and watch the log.
+ * Every message is volatile (not persisted): a message sent to a runner that dies before it
+ * answers is sent again to the shard's next owner. So the messages that change what a session holds
+ * carry an idempotency key, made once by the sender and stored with the message's event
+ * (`FollowUp` → `followup.queued`, `Steer` → `turn.steered`, `ResolvePermission` → the user's
+ * `permission.resolved`): the next owner finds the key in the log and answers from it instead of
+ * applying the message again. A steer is answered once accepted and stored at the next step
+ * boundary; if its owner dies in between, the steer is lost with the turn it was for (which the
+ * next owner closes `interrupted`), and sent again it finds no turn to steer. Cancel, resume and
+ * dropping follow-ups are safe to repeat. `StartTurn` answers as soon as `turn.started` is stored
+ * (the turn then runs on the owner whoever is connected): an owner that dies after storing it and
+ * before answering leaves the message to be run again as a new turn — as `RunTurn`, which streams a
+ * whole turn, may be — after the log's repair closed the first one.
  *
  * @since 0.2.0
  */
@@ -62,21 +67,24 @@ export const ResumeIfIdle = Rpc.make("ResumeIfIdle")
 /** Cancels the running turn and answers once it has ended; never fails. */
 export const CancelTurn = Rpc.make("CancelTurn", { payload: { turnId: Schema.optional(Schema.String) } })
 
+/** The key a sender makes once per message, so the message applies once however often it is delivered. */
+const idempotencyKey = Schema.String
+
 /** Answers a call paused on `ask`. */
 export const ResolvePermission = Rpc.make("ResolvePermission", {
-  payload: { toolCallId: Schema.String, decision: Schema.Literal("allow", "deny"), remember: Schema.Boolean },
+  payload: { toolCallId: Schema.String, decision: Schema.Literal("allow", "deny"), remember: Schema.Boolean, idempotencyKey },
   error: Schema.Union(ApprovalNotPending, SessionNotFound, EventStoreFailure, InvalidInput, SessionBusy)
 })
 
 /** Sends a message into the running turn (`SessionEngine.steer`). */
 export const Steer = Rpc.make("Steer", {
-  payload: { message: Schema.String },
+  payload: { message: Schema.String, idempotencyKey },
   error: Schema.Union(NoTurnInProgress, SessionNotFound, InvalidInput, EventStoreFailure)
 })
 
 /** Queues a follow-up (`SessionEngine.followUp`). */
 export const FollowUp = Rpc.make("FollowUp", {
-  payload: { message: Schema.String },
+  payload: { message: Schema.String, idempotencyKey },
   success: Schema.Struct({ queueId: Schema.String }),
   error: Schema.Union(EventStoreFailure, SessionNotFound, InvalidInput, SessionBusy)
 })

@@ -150,7 +150,8 @@ export const PermissionRequested = turnEvent("permission.requested", {
 /**
  * A permission decision: by the policy (`ask` pauses the call), then, after an `ask`, by the user.
  * `remember: true` on a user decision applies it to later calls with the same `scope` (a tool, or
- * for `shell` a program) in this session.
+ * for `shell` a program) in this session. `idempotencyKey`: the key of the user's answer, when it
+ * came with one: the same answer delivered again is answered from the log (`SessionState.applied`).
  */
 export const PermissionResolved = turnEvent("permission.resolved", {
   toolCallId: Schema.String,
@@ -158,7 +159,8 @@ export const PermissionResolved = turnEvent("permission.resolved", {
   policy: Schema.optional(Schema.String),
   actor: Schema.Literal("policy", "user"),
   remember: Schema.optional(Schema.Boolean),
-  scope: Schema.optional(Schema.String)
+  scope: Schema.optional(Schema.String),
+  idempotencyKey: Schema.optional(Schema.String)
 })
 
 /** An allowed tool call began running. */
@@ -196,8 +198,9 @@ export const TurnCompleted = turnEvent("turn.completed", {
 /**
  * A message the user sent into the running turn (`steer`), stored at the next step boundary —
  * after the step's tool results, before the next model request. The model sees it as a user message.
+ * `idempotencyKey`: the steer's key, when it came with one.
  */
-export const TurnSteered = turnEvent("turn.steered", { content: Schema.String })
+export const TurnSteered = turnEvent("turn.steered", { content: Schema.String, idempotencyKey: Schema.optional(Schema.String) })
 
 /** One tool as an outside source (an MCP server) offered it to the model. */
 export const ListedTool = Schema.Struct({ name: Schema.String, description: Schema.String, inputSchema: Json })
@@ -213,8 +216,15 @@ export type ListedTool = typeof ListedTool.Type
  */
 export const McpToolsListed = turnEvent("mcp.tools_listed", { server: Schema.String, tools: Schema.Array(ListedTool), hash: Schema.String })
 
-/** A message queued to run as its own turn once the session is idle (session-level: no turnId). */
-export const FollowUpQueued = sessionEvent("followup.queued", { queueId: Schema.String, content: Schema.String })
+/**
+ * A message queued to run as its own turn once the session is idle (session-level: no turnId).
+ * `idempotencyKey`: the follow-up's key, when it came with one.
+ */
+export const FollowUpQueued = sessionEvent("followup.queued", {
+  queueId: Schema.String,
+  content: Schema.String,
+  idempotencyKey: Schema.optional(Schema.String)
+})
 
 /** Queued follow-ups dropped before they ran (`dropFollowUps`), by queue id (session-level: no turnId). */
 export const FollowUpDropped = sessionEvent("followup.dropped", { queueIds: Schema.Array(Schema.String) })

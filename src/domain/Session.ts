@@ -18,7 +18,11 @@ export const Session = Schema.Struct({
 /** A session, as read from its `session.created` event. */
 export type Session = typeof Session.Type
 
-/** What a session list shows of each session. */
+/**
+ * What a session list shows of each session. `awaitingApproval`: the tool calls of its open turn
+ * that wait for the user's answer, present only when there are some (so `pending` reads the
+ * listing, not every log).
+ */
 export const SessionSummary = Schema.Struct({
   sessionId: Schema.String,
   cwd: Schema.String,
@@ -26,7 +30,8 @@ export const SessionSummary = Schema.Struct({
   createdAt: Schema.String,
   lastActivityAt: Schema.String,
   turnCount: Schema.Int,
-  lastSequence: Schema.Int
+  lastSequence: Schema.Int,
+  awaitingApproval: Schema.optional(Schema.Array(Schema.String))
 })
 /** What a session list shows of each session. */
 export type SessionSummary = typeof SessionSummary.Type
@@ -40,12 +45,55 @@ export const fromState = (state: SessionState): Session => ({
 })
 
 /** The summary of a state. */
-export const summaryOf = (state: SessionState): SessionSummary => ({
-  ...fromState(state),
-  lastActivityAt: state.lastActivityAt,
-  turnCount: state.turnCount,
-  lastSequence: state.lastSequence
-})
+export const summaryOf = (state: SessionState): SessionSummary => {
+  const awaiting = state.openTurn?.toolCalls.filter((c) => c.status === "awaiting_approval").map((c) => c.toolCallId) ?? []
+  return {
+    ...fromState(state),
+    lastActivityAt: state.lastActivityAt,
+    turnCount: state.turnCount,
+    lastSequence: state.lastSequence,
+    ...(awaiting.length === 0 ? {} : { awaitingApproval: awaiting })
+  }
+}
+
+/**
+ * How an event changes which calls wait for the user — a function of the event alone, so every
+ * store keeps it the same way (the SQL stores in their own statements): an `ask` adds its call, any
+ * other decision or the call's failure removes it, the end of the turn clears them all.
+ */
+export type AwaitingChange =
+  | { readonly _tag: "Add"; readonly toolCallId: string }
+  | { readonly _tag: "Remove"; readonly toolCallId: string }
+  | { readonly _tag: "Clear" }
+  | undefined
+
+/** The change an event makes to the calls waiting for the user (`undefined`: none). */
+export const awaitingChange = (event: AgentEvent): AwaitingChange => {
+  switch (event.type) {
+    case "permission.resolved":
+      return event.payload.decision === "ask"
+        ? { _tag: "Add", toolCallId: event.payload.toolCallId }
+        : { _tag: "Remove", toolCallId: event.payload.toolCallId }
+    case "tool.failed":
+      return { _tag: "Remove", toolCallId: event.payload.toolCallId }
+    case "turn.completed":
+      return { _tag: "Clear" }
+    default:
+      return undefined
+  }
+}
+
+/** The calls waiting for the user after a change; `undefined` for none (as summaries carry it). */
+export const applyAwaiting = (
+  awaiting: ReadonlyArray<string> | undefined,
+  change: AwaitingChange
+): ReadonlyArray<string> | undefined => {
+  if (change === undefined) return awaiting
+  if (change._tag === "Clear") return undefined
+  const others = (awaiting ?? []).filter((id) => id !== change.toolCallId)
+  const next = change._tag === "Add" ? [...others, change.toolCallId] : others
+  return next.length === 0 ? undefined : next
+}
 
 /**
  * Folds one event into a summary, without validating the log: listing stays cheap, and a log that
@@ -65,12 +113,17 @@ export const summarize = (summary: SessionSummary | undefined, event: AgentEvent
       }
       : undefined
   }
-  return {
+  const moved = {
     ...summary,
     lastActivityAt: event.timestamp,
     lastSequence: event.sequence,
     turnCount: event.type === "turn.started" ? summary.turnCount + 1 : summary.turnCount
   }
+  const change = awaitingChange(event)
+  if (change === undefined) return moved
+  const { awaitingApproval: before, ...rest } = moved
+  const awaiting = applyAwaiting(before, change)
+  return awaiting === undefined ? rest : { ...rest, awaitingApproval: awaiting }
 }
 
 /**

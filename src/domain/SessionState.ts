@@ -7,7 +7,9 @@
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
 import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
@@ -59,6 +61,22 @@ export interface QueuedFollowUp {
   readonly content: string
 }
 
+/**
+ * What a message sent with an idempotency key did, as its event in the log says: a message
+ * delivered again with the same key (a runner died after storing it and before answering) is
+ * answered from this, never applied twice.
+ */
+export type AppliedMessage =
+  | { readonly _tag: "FollowUpQueued"; readonly key: string; readonly queueId: string }
+  | { readonly _tag: "TurnSteered"; readonly key: string; readonly turnId: string }
+  | { readonly _tag: "PermissionResolved"; readonly key: string; readonly toolCallId: string }
+
+/**
+ * How many keys a state remembers, the most recent ones: a message is delivered again within
+ * seconds (the time its session takes to move to another runner), never after a thousand others.
+ */
+export const rememberedKeys = 1024
+
 /** A compaction that has started and not ended (`compaction.started` without its `session.compacted` or `compaction.failed`). */
 export interface OpenCompaction {
   readonly compactionId: string
@@ -86,6 +104,8 @@ export interface SessionState {
    * `compaction` too). Left open in a log by a crash, it is closed `compaction.failed {interrupted}`.
    */
   readonly compaction?: OpenCompaction | undefined
+  /** The messages with an idempotency key the log holds, oldest first (at most {@link rememberedKeys}). */
+  readonly applied: ReadonlyArray<AppliedMessage>
   /** The hash of the tool list each MCP server last offered in this session (`mcp.tools_listed`); absent before any. */
   readonly toolLists?: Readonly<Record<string, string>> | undefined
 }
@@ -112,7 +132,8 @@ export const fromCreated = (event: EventOfType<"session.created">): SessionState
   openTurn: undefined,
   lastTurn: undefined,
   remembered: [],
-  followUps: []
+  followUps: [],
+  applied: []
 })
 
 /** The state of a session whose log begins with `event`; fails unless it is a `session.created` at sequence 1. */
@@ -268,7 +289,11 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     switch (event.type) {
       case "followup.queued":
         if (state.followUps.some((f) => f.queueId === event.payload.queueId)) return fail(event, `follow-up ${event.payload.queueId} queued twice`)
-        return Either.right({ ...moved, followUps: [...state.followUps, { queueId: event.payload.queueId, content: event.payload.content }] })
+        return Either.right({
+          ...moved,
+          followUps: [...state.followUps, { queueId: event.payload.queueId, content: event.payload.content }],
+          applied: withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "FollowUpQueued", key, queueId: event.payload.queueId }))
+        })
       case "followup.dropped": {
         const dropped = new Set(event.payload.queueIds)
         return Either.right({ ...moved, followUps: state.followUps.filter((f) => !dropped.has(f.queueId)) })
@@ -348,10 +373,18 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.map(reduceToolEvent(turn, event), (next) => ({
         ...base,
         openTurn: withCallsPhase(next),
-        remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered
+        remembered: event.type === "permission.resolved" ? rememberedOf(state, event) : state.remembered,
+        applied: event.type === "permission.resolved"
+          ? withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "PermissionResolved", key, toolCallId: event.payload.toolCallId }))
+          : state.applied
       }))
-    case "user.message":
     case "turn.steered":
+      return Either.right({
+        ...base,
+        openTurn: turn,
+        applied: withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "TurnSteered", key, turnId: event.turnId }))
+      })
+    case "user.message":
     case "context.built":
     case "model.delta":
     case "model.retry":
@@ -395,6 +428,20 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
       : undefined
   })
 }
+
+/** The applied messages with one more (the oldest forgotten past {@link rememberedKeys}); unchanged without a key. */
+const withApplied = (
+  applied: ReadonlyArray<AppliedMessage>,
+  key: string | undefined,
+  make: (key: string) => AppliedMessage
+): ReadonlyArray<AppliedMessage> => {
+  if (key === undefined) return applied
+  const next = [...applied, make(key)]
+  return next.length > rememberedKeys ? next.slice(next.length - rememberedKeys) : next
+}
+
+/** What the message with this idempotency key did, when the log holds it (the first one, if a key came twice). */
+export const findApplied = (state: SessionState, key: string): AppliedMessage | undefined => state.applied.find((m) => m.key === key)
 
 /**
  * An incremental fold of one session's new events into its state, as {@link reduce} does one event at
@@ -448,6 +495,22 @@ export const replay = (events: Iterable<AgentEvent>): Either.Either<SessionState
   }
   return Either.right(state)
 }
+
+/** Replays a log as it is read, a chunk at a time: the whole log is never held at once. */
+export const replayStream = <E, R>(
+  events: Stream.Stream<AgentEvent, E, R>
+): Effect.Effect<SessionState | undefined, E | ImpossibleEvent, R> =>
+  Effect.suspend(() => {
+    let state: SessionState | undefined
+    return Stream.runForEachChunk(events, (chunk) => {
+      for (const event of chunk) {
+        const next = state === undefined ? start(event) : reduce(state, event)
+        if (Either.isLeft(next)) return Effect.fail(next.left)
+        state = next.right
+      }
+      return Effect.void
+    }).pipe(Effect.map(() => state))
+  })
 
 /** The calls of the open turn that wait for the user's decision. */
 export const pendingApprovals = (state: SessionState): ReadonlyArray<OpenToolCall> =>

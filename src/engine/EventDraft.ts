@@ -52,13 +52,16 @@ export const turnStarted = (userMessage: string, queueId?: string): Draft<"turn.
     : { promptPreview: AgentEvent.promptPreview(userMessage), queueId }
 })
 
-/** `turn.steered`: a message the user sent into the running turn. */
-export const turnSteered = (content: string): Draft<"turn.steered"> => ({ type: "turn.steered", payload: { content } })
+/** `turn.steered`: a message the user sent into the running turn, with its idempotency key if it came with one. */
+export const turnSteered = (content: string, idempotencyKey?: string): Draft<"turn.steered"> => ({
+  type: "turn.steered",
+  payload: idempotencyKey === undefined ? { content } : { content, idempotencyKey }
+})
 
-/** `followup.queued` (session-level). */
-export const followUpQueued = (queueId: string, content: string): AgentEvent.SessionEventDraft => ({
+/** `followup.queued` (session-level), with its idempotency key if it came with one. */
+export const followUpQueued = (queueId: string, content: string, idempotencyKey?: string): AgentEvent.SessionEventDraft => ({
   type: "followup.queued",
-  payload: { queueId, content }
+  payload: idempotencyKey === undefined ? { queueId, content } : { queueId, content, idempotencyKey }
 })
 
 /** `followup.dropped` (session-level). */

@@ -50,7 +50,7 @@ export const make = (state: SessionState.SessionState, transcript: LiveTranscrip
   },
   state,
   transcript,
-  driver: { run: undefined, danglingReason: "interrupted", lock: Effect.unsafeMakeSemaphore(1), holders: 0 },
+  driver: { run: undefined, danglingReason: "interrupted", lock: Effect.unsafeMakeSemaphore(1), holders: 0, queuing: new Map() },
   writes: Effect.unsafeMakeSemaphore(1)
 })
 

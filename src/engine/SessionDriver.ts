@@ -31,7 +31,9 @@ import type { AgentEvent } from "../domain/AgentEvent.js"
 import {
   ApprovalNotPending,
   type EventStoreFailure,
+  InvalidInput,
   NothingToResume,
+  NoTurnInProgress,
   type SessionBusy,
   type SessionNotFound,
   TurnInProgress
@@ -71,6 +73,11 @@ export interface Slot {
   readonly lock: Effect.Semaphore
   /** How many hold `lock` now: the session is busy while any does. */
   holders: number
+  /**
+   * The follow-ups with an idempotency key being stored now, by key: the same follow-up sent again
+   * meanwhile is queued once (once stored, the log answers it).
+   */
+  readonly queuing: Map<string, SessionState.AppliedMessage>
 }
 
 /** Whether nothing drives the session nor writes to it here: it may be let go. */
@@ -151,6 +158,8 @@ const turnEnded = (engine: Engine, session: LiveSession.LiveSession, turn: Turn.
       yield* Effect.logWarning("steers that came as the turn closed were dropped").pipe(Effect.annotateLogs({ turnId: turn.turnId, dropped }))
     }
     turn.approvals.clear()
+    // What the turn accepted and never stored is gone with it: the same message sent again is new.
+    turn.accepted.clear()
     if (ending._tag === "Failed") {
       session.driver.danglingReason = "event_store_failure"
       const failure = Cause.failureOption(ending.cause)
@@ -351,25 +360,86 @@ const runningTurn = (session: LiveSession.LiveSession, turnId: string | undefine
   return [run?.current, run?.requested].find((turn) => turn !== undefined && (turnId === undefined || turn.turnId === turnId))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Messages applied once: what a message sent with an idempotency key did
+
 /**
- * Hands a message to the turn running now, to be stored at its next step boundary. Returns false when
- * no turn runs, or the one running has decided how it ends (or is cancelled): a steer then is refused
- * rather than accepted and never stored.
+ * What the message sent with `key` did: as the log holds it (`SessionState.applied`), else as it
+ * was accepted and is not stored yet — a follow-up being stored, a steer waiting for its step
+ * boundary, an answer handed to a waiting call. None without a key, or for a key not seen.
  */
-export const steer = (session: LiveSession.LiveSession, message: string): boolean => {
-  const turn = session.driver.run?.current
-  if (turn === undefined || turn.cancel.state !== "running") return false
-  turn.steers.push(message)
-  return true
+const applied = (session: LiveSession.LiveSession, key: string | undefined): SessionState.AppliedMessage | undefined => {
+  if (key === undefined) return undefined
+  const run = session.driver.run
+  return SessionState.findApplied(session.live.state, key) ?? session.driver.queuing.get(key) ?? run?.current?.accepted.get(key) ??
+    run?.requested?.accepted.get(key)
 }
 
-/** Hands the user's answer to a turn of the run waiting for it; false when none waits. */
+/** A key already used by another message of the session (another kind, or another call's answer): the caller reused it. */
+const keyReused = (sessionId: string) =>
+  new InvalidInput({ field: "idempotencyKey", detail: `was already used by another message of session ${sessionId}` })
+
+/**
+ * Hands a message to the turn running now, to be stored at its next step boundary. Fails
+ * `NoTurnInProgress` when no turn runs, or the one running has decided how it ends (or is
+ * cancelled): a steer then is refused rather than accepted and never stored. A steer sent again with
+ * its key — stored already, or waiting for its step boundary — is accepted and changes nothing
+ * (whether or not a turn runs now): it never goes to another turn.
+ */
+export const steer = (session: LiveSession.LiveSession, message: Turn.Steer): Effect.Effect<void, NoTurnInProgress | InvalidInput> =>
+  Effect.suspend((): Effect.Effect<void, NoTurnInProgress | InvalidInput> => {
+    const key = message.idempotencyKey
+    const earlier = applied(session, key)
+    if (earlier !== undefined) return earlier._tag === "TurnSteered" ? Effect.void : Effect.fail(keyReused(session.sessionId))
+    const turn = session.driver.run?.current
+    if (turn === undefined || turn.cancel.state !== "running") return Effect.fail(new NoTurnInProgress({ sessionId: session.sessionId }))
+    turn.steers.push(message)
+    if (key !== undefined) turn.accepted.set(key, { _tag: "TurnSteered", key, turnId: turn.turnId })
+    return Effect.void
+  })
+
+/**
+ * Queues a follow-up (`followup.queued`) and returns its queue id once stored; the session's run
+ * takes it when the session is idle ({@link wake}), never making this wait. Sent again with a key
+ * the log holds (or a follow-up being stored now holds), it answers that follow-up's queue id and
+ * queues nothing — and wakes the session, since a process that stopped may have stored it and never
+ * started it.
+ */
+export const followUp = (
+  engine: Engine,
+  session: LiveSession.LiveSession,
+  message: { readonly content: string; readonly idempotencyKey?: string | undefined }
+): Effect.Effect<string, EventStoreFailure | InvalidInput> =>
+  Effect.gen(function*() {
+    const { content, idempotencyKey: key } = message
+    const queueId = yield* engine.services.ids.next("queue")
+    // Checked and claimed in one step: the same follow-up sent twice at once is queued once.
+    const earlier = applied(session, key)
+    if (earlier !== undefined && earlier._tag !== "FollowUpQueued") return yield* keyReused(session.sessionId)
+    if (earlier === undefined) {
+      if (key !== undefined) session.driver.queuing.set(key, { _tag: "FollowUpQueued", key, queueId })
+      yield* LiveSession.commit(engine.services, session, undefined, [EventDraft.followUpQueued(queueId, content, key)]).pipe(
+        Effect.tapError((failure) => forgetIfStale(engine, session.sessionId, failure)),
+        Effect.ensuring(Effect.sync(() => key !== undefined && session.driver.queuing.delete(key)))
+      )
+    }
+    yield* wake(engine, session)
+    return earlier?.queueId ?? queueId
+  })
+
+/**
+ * Hands the user's answer to a turn of the run waiting for it; false when none waits. An answer with
+ * a key is the turn's accepted message until the turn stores it.
+ */
 const deliver = (session: LiveSession.LiveSession, toolCallId: string, answer: Turn.UserDecision): Effect.Effect<boolean> =>
   Effect.suspend(() => {
     const run = session.driver.run
     for (const turn of [run?.current, run?.requested]) {
       const waiting = turn?.approvals.get(toolCallId)
-      if (waiting !== undefined) return Deferred.succeed(waiting, answer)
+      if (turn === undefined || waiting === undefined) continue
+      const key = answer.idempotencyKey
+      if (key !== undefined) turn.accepted.set(key, { _tag: "PermissionResolved", key, toolCallId })
+      return Effect.tap(Deferred.succeed(waiting, answer), (delivered) => Effect.sync(() => delivered || key === undefined || turn.accepted.delete(key)))
     }
     return Effect.succeed(false)
   })
@@ -378,7 +448,9 @@ const deliver = (session: LiveSession.LiveSession, toolCallId: string, answer: T
  * Answers a call paused on `ask`: a turn waiting for it here goes on with the answer; a turn paused
  * in the log (its process stopped while it waited) has the answer stored now (`permission.resolved
  * {actor: "user"}`), and `resumeTurn` goes on from it. `remember` stores the scope of the call
- * (`scopeOf`). Fails `ApprovalNotPending` when no call with that id waits.
+ * (`scopeOf`). Fails `ApprovalNotPending` when no call with that id waits — unless the answer
+ * carries a key the session has seen with this call's answer (stored, or handed to the waiting
+ * call): then it succeeds, changing nothing. A key seen with another message fails `InvalidInput`.
  */
 export const answer = (
   engine: Engine,
@@ -386,25 +458,41 @@ export const answer = (
   toolCallId: string,
   answer: Turn.UserDecision,
   scopeOf: (call: ToolCallInput, cwd: string) => Effect.Effect<string>
-): Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | SessionBusy> =>
+): Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | SessionBusy | InvalidInput> =>
   Effect.gen(function*() {
-    if (yield* deliver(yield* engine.sessions.get(sessionId), toolCallId, answer)) return
+    const key = answer.idempotencyKey
+    /** Whether this answer was given already (stored, or handed to the waiting call): then nothing is done again. */
+    const given = (session: LiveSession.LiveSession): Effect.Effect<boolean, InvalidInput> => {
+      const earlier = applied(session, key)
+      if (earlier === undefined) return Effect.succeed(false)
+      return earlier._tag === "PermissionResolved" && earlier.toolCallId === toolCallId ? Effect.succeed(true) : Effect.fail(keyReused(sessionId))
+    }
+    const givenOrDelivered = (session: LiveSession.LiveSession) =>
+      Effect.flatMap(given(session), (done) => done ? Effect.succeed(true) : deliver(session, toolCallId, answer))
+    if (yield* givenOrDelivered(yield* engine.sessions.get(sessionId))) return
     // Storing the answer is a write: it needs the session's writer lock (a waiting run has it already).
     const session = yield* engine.sessions.writable(sessionId)
     // Taking the lock reloads the session: a run resumed meanwhile may wait on the reloaded one.
-    if (yield* deliver(session, toolCallId, answer)) return
+    if (yield* givenOrDelivered(session)) return
     yield* exclusive(engine, session, Effect.gen(function*() {
+      if (yield* given(session)) return
       const { state } = session.live
       const call = SessionState.pendingApprovals(state).find((c) => c.toolCallId === toolCallId)
       if (call === undefined || state.openTurn === undefined) return yield* new ApprovalNotPending({ sessionId, toolCallId })
       const scope = answer.remember ? yield* scopeOf({ toolCallId, tool: call.tool, args: call.args }, state.cwd) : undefined
       yield* Turn.commitTo(engine.services, session, state.openTurn.turnId)([
-        EventDraft.permissionResolved({ toolCallId, decision: answer.decision, actor: "user", ...(scope === undefined ? {} : { remember: true, scope }) })
+        EventDraft.permissionResolved({
+          toolCallId,
+          decision: answer.decision,
+          actor: "user",
+          ...(scope === undefined ? {} : { remember: true, scope }),
+          ...(key === undefined ? {} : { idempotencyKey: key })
+        })
       ])
     })).pipe(
       // A run started while this waited for the lock: its waits are registered by now.
       Effect.catchTag("TurnInProgress", () =>
-        Effect.flatMap(deliver(session, toolCallId, answer), (delivered) => delivered ? Effect.void : new ApprovalNotPending({ sessionId, toolCallId }))),
+        Effect.flatMap(givenOrDelivered(session), (done) => done ? Effect.void : new ApprovalNotPending({ sessionId, toolCallId }))),
       Effect.tapErrorTag("EventStoreFailure", (e) => forgetIfStale(engine, sessionId, e))
     )
   })

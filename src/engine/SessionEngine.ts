@@ -26,7 +26,7 @@ import {
   InvalidInput,
   NothingToCompact,
   type NothingToResume,
-  NoTurnInProgress,
+  type NoTurnInProgress,
   type SessionBusy,
   SessionNotFound,
   TurnInProgress
@@ -70,6 +70,12 @@ export interface RunTurnInput {
 export interface SessionMessageInput {
   readonly sessionId: string
   readonly message: string
+  /**
+   * Makes the message apply once: stored with it (`turn.steered`, `followup.queued`), and the same
+   * message sent again with the same key is answered from the log instead of being applied again
+   * (a caller retrying after a lost answer, a cluster delivering a message again).
+   */
+  readonly idempotencyKey?: string
 }
 
 /** What {@link SessionEngine.Service.followUp} returns: the id naming the follow-up in the log. */
@@ -124,6 +130,8 @@ export interface ResolvePermissionInput {
   readonly decision: "allow" | "deny"
   /** Apply the decision to later calls of the same scope (a tool, or for `shell` a program) in this session. */
   readonly remember?: boolean
+  /** Makes the answer apply once: stored with it (`permission.resolved`); the same answer again is answered from the log. */
+  readonly idempotencyKey?: string
 }
 
 /**
@@ -169,7 +177,8 @@ export declare namespace SessionEngine {
     ) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound | TurnInProgress | InvalidInput | SessionBusy>
     /**
      * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
-     * on. Fails `ApprovalNotPending` when no call with that id is waiting.
+     * on. Fails `ApprovalNotPending` when no call with that id is waiting — unless the answer carries
+     * an `idempotencyKey` the session has seen with this call's answer: then it succeeds, changing nothing.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
@@ -197,7 +206,9 @@ export declare namespace SessionEngine {
      * arrival order, and the model sees each as a user message. Fails `NoTurnInProgress` when this
      * engine runs no turn of the session, or once its turn has decided how it ends (its final answer
      * given, a limit or error reached, a cancel). Steers accepted before a turn ends on an error or a
-     * cancel are not stored (a warning is logged).
+     * cancel are not stored (a warning is logged). With an `idempotencyKey` already seen — stored
+     * with a `turn.steered`, or accepted and waiting for the step boundary — it succeeds and changes
+     * nothing, whether or not a turn runs now.
      */
     readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
     /**
@@ -209,7 +220,10 @@ export declare namespace SessionEngine {
      * process that stopped runs when the session is next driven: the next `runTurn` runs the queued
      * follow-ups first (its stream carries only its own turn; `cancelTurn` meanwhile cancels the
      * follow-up's turn then running, and the new turn still runs), and the next `followUp` or the end
-     * of a resumed turn starts them.
+     * of a resumed turn starts them. With an `idempotencyKey` already stored with a `followup.queued`,
+     * it answers that follow-up's `queueId` and queues nothing (and starts the queue if the session is
+     * idle: the process that stored it may have stopped before starting it). A key used by another
+     * kind of message fails `InvalidInput`.
      */
     readonly followUp: (input: SessionMessageInput) => Effect.Effect<FollowUpQueued, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /**
@@ -340,17 +354,13 @@ export const make = (
     const steer = Effect.fn("SessionEngine.steer")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* sessions.get(input.sessionId)
-      if (!SessionDriver.steer(session, input.message)) return yield* new NoTurnInProgress({ sessionId: input.sessionId })
+      yield* SessionDriver.steer(session, { content: input.message, idempotencyKey: input.idempotencyKey })
     })
 
     const followUp = Effect.fn("SessionEngine.followUp")(function*(input: SessionMessageInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* sessions.writable(input.sessionId)
-      const queueId = yield* ids.next("queue")
-      yield* commitSessionLevel(session, [EventDraft.followUpQueued(queueId, input.message)]).pipe(Effect.tapError(forgetIfStale(input.sessionId)))
-      // Answered once stored: the session's driver runs it when the session is idle, never making this wait.
-      yield* SessionDriver.wake(engine, session)
-      return { queueId }
+      return { queueId: yield* SessionDriver.followUp(engine, session, { content: input.message, idempotencyKey: input.idempotencyKey }) }
     })
 
     const dropFollowUps = Effect.fn("SessionEngine.dropFollowUps")(function*(input: SessionInput) {
@@ -452,7 +462,11 @@ export const make = (
       if (input.decision !== "allow" && input.decision !== "deny") {
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
-      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, { decision: input.decision, remember: input.remember === true }, scopeOf)
+      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, {
+        decision: input.decision,
+        remember: input.remember === true,
+        idempotencyKey: input.idempotencyKey
+      }, scopeOf)
     })
 
     return SessionEngine.of({

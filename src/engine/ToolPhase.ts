@@ -20,7 +20,7 @@ import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
-import type { Turn, UserDecision } from "./Turn.js"
+import { storeAccepted, type Turn, type UserDecision } from "./Turn.js"
 
 const toolFailed = (turn: Turn, toolCallId: string, errorCode: string, message: string) =>
   turn.commit([EventDraft.toolFailed(toolCallId, errorCode, message)])
@@ -71,8 +71,14 @@ const userDecision = (turn: Turn, call: PreparedCall, storeAsk: Effect.Effect<un
       yield* turn.commit([EventDraft.permissionResolved({ toolCallId, decision: "deny", policy: "approval-timeout", actor: "policy" })])
       return Either.left("Permission denied: nobody approved the call in time.")
     }
-    const { decision, remember } = answer.value
-    yield* turn.commit([EventDraft.permissionResolved({ toolCallId, decision, actor: "user", ...(remember ? { remember: true, scope: call.scope } : {}) })])
+    const { decision, idempotencyKey, remember } = answer.value
+    yield* storeAccepted(turn, [idempotencyKey], [EventDraft.permissionResolved({
+      toolCallId,
+      decision,
+      actor: "user",
+      ...(remember ? { remember: true, scope: call.scope } : {}),
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey })
+    })])
     return decision === "allow" ? Either.void : Either.left("Permission denied by the user.")
   })
 

@@ -15,6 +15,7 @@ import type * as Mailbox from "effect/Mailbox"
 import type * as Tracer from "effect/Tracer"
 import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import type * as SessionState from "../domain/SessionState.js"
 import * as LiveSession from "./LiveSession.js"
 import type { Services } from "./Services.js"
 
@@ -31,6 +32,15 @@ export type Work =
 export interface UserDecision {
   readonly decision: "allow" | "deny"
   readonly remember: boolean
+  /** Stored with the answer: the same answer delivered again is then answered from the log. */
+  readonly idempotencyKey?: string | undefined
+}
+
+/** A message sent into the running turn (`steer`), waiting for its next step boundary. */
+export interface Steer {
+  readonly content: string
+  /** Stored with the message (`turn.steered`): the same message delivered again is then answered from the log. */
+  readonly idempotencyKey?: string | undefined
 }
 
 /**
@@ -101,9 +111,16 @@ export interface Turn {
   readonly work: Work
   readonly cancel: Cancel
   /** Messages sent into the turn (`steer`) and not yet stored: stored at its next step boundary, in arrival order. */
-  readonly steers: Array<string>
+  readonly steers: Array<Steer>
   /** The calls waiting for the user, by tool call id: completing one hands the turn the user's answer. */
   readonly approvals: Map<string, Deferred.Deferred<UserDecision>>
+  /**
+   * The messages with an idempotency key handed to the turn and not stored yet (a steer before its
+   * step boundary, an answer handed to a waiting call), by key: the same message delivered again
+   * meanwhile is answered from here, as once stored it is answered from the log
+   * (`SessionState.applied`). Gone with the turn: a message it never stored is new when sent again.
+   */
+  readonly accepted: Map<string, SessionState.AppliedMessage>
   /** Where its events go once stored: the consumer of its stream (`runTurn`, `resumeTurn`); none for a follow-up's turn. */
   readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure> | undefined
   /** Done once the turn has ended and its end has been dealt with (its stream ended, the run moved on). */
@@ -130,11 +147,27 @@ export const make = (
   cancel: new Cancel(),
   steers: [],
   approvals: new Map(),
+  accepted: new Map(),
   sink: caller?.sink,
   ended: Deferred.unsafeMake(FiberId.none),
   parentSpan: caller?.span,
   commit: commitTo(services, session, turnId, caller?.sink)
 })
+
+/**
+ * Commits `drafts` that store messages the turn accepted with these idempotency keys: stored or not,
+ * they leave `accepted` — from then on the log answers them, or, if the store failed, the turn ends
+ * without them and a message sent again is new.
+ */
+export const storeAccepted = (
+  turn: Turn,
+  keys: ReadonlyArray<string | undefined>,
+  drafts: ReadonlyArray<TurnEventDraft>
+): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
+  Effect.ensuring(
+    turn.commit(drafts),
+    Effect.sync(() => keys.forEach((key) => key !== undefined && turn.accepted.delete(key)))
+  )
 
 /**
  * How drafts of one turn are committed: stored under the session's lock, folded, handed to the

@@ -25,7 +25,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as StepRequest from "./StepRequest.js"
 import * as ToolPhase from "./ToolPhase.js"
-import type { Commit, Turn } from "./Turn.js"
+import { type Commit, storeAccepted, type Turn } from "./Turn.js"
 
 /** How a turn ends, as `turn.completed` records it. */
 export type Completion = AgentEvent.PayloadOf<"turn.completed">
@@ -167,8 +167,12 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
 const storeSteers = (turn: Turn): Effect.Effect<void, EventStoreFailure> =>
   Effect.suspend(() => {
     if (turn.steers.length === 0) return Effect.void
-    const contents = turn.steers.splice(0)
-    return Effect.asVoid(turn.commit(contents.map(EventDraft.turnSteered)))
+    const steers = turn.steers.splice(0)
+    return Effect.asVoid(storeAccepted(
+      turn,
+      steers.map((steer) => steer.idempotencyKey),
+      steers.map((steer) => EventDraft.turnSteered(steer.content, steer.idempotencyKey))
+    ))
   })
 
 /** A final answer the model cut short (its output limit, a content filter) says so in `turn.completed`. */

@@ -60,9 +60,9 @@ export interface Options {
    */
   readonly maxLineBytes?: number
   /**
-   * Only read the data dir (the read commands: `sessions`, `replay`, …): the listing index is not
-   * saved, so a data dir that cannot be written is read without a warning. Appends still fail there,
-   * as the file system says.
+   * Opened to read (the read commands: `sessions`, `replay`, …): the listing index is saved where
+   * the data dir can be written, and a data dir that cannot be is read without a warning. Appends
+   * still fail there, as the file system says.
    */
   readonly readOnly?: boolean
 }

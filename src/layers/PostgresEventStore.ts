@@ -11,8 +11,8 @@
  * would reorder keys and refuse `\u0000`).
  *
  * One writer per session: the lease rows of writer/Lease.ts, shared with SQLite. Writers on other
- * machines are judged by their lease's expiry alone, so the machines' clocks must agree to well
- * within the ttl (30 s by default).
+ * machines are judged by their lease's expiry alone, set and read on the database's clock, so the
+ * machines' own clocks need not agree.
  *
  * The schema is created and evolved by `@effect/sql`'s migrator, in the connection's schema (its
  * `search_path`). The URL is `Redacted`: it is never printed; failures name the server without its
@@ -239,11 +239,33 @@ export const make = (
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
       path: where,
-      failure: (sessionId) => failure("lock", where, sessionId)
+      failure: (sessionId) => failure("lock", where, sessionId),
+      // The database's clock: runners on several machines judge each other's leases on one time.
+      databaseNow: sql<{ now: string }>`SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS now`.pipe(
+        Effect.map(([row]) => Number(row!.now))
+      )
     })
 
     return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
   })
+
+/**
+ * The PostgreSQL store on the SQL client of its context (a pool the caller shares, e.g. with a
+ * cluster runner on the same database): migrates the schema first. `where` names the database in
+ * failures (see `describeUrl`).
+ */
+export const layerFromClient = (
+  options: { readonly writerLease?: Lease.Settings; readonly where?: string } = {}
+): Layer.Layer<EventStore, EventStoreFailure, SqlClient.SqlClient> => {
+  const where = options.where ?? "postgresql"
+  const migrated = Layer.effectDiscard(
+    // A failing migration is a defect of the migrator: made typed here too.
+    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
+  )
+  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
+    Layer.provide(migrated)
+  )
+}
 
 /**
  * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
@@ -258,12 +280,5 @@ export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailu
   }).pipe(
     Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
   )
-  const migrated = Layer.effectDiscard(
-    // A failing migration is a defect of the migrator: made typed here too.
-    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
-  )
-  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
-    Layer.provide(migrated),
-    Layer.provide(client)
-  )
+  return layerFromClient({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) }).pipe(Layer.provide(client))
 }

@@ -16,95 +16,29 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { hostname, tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { hostname } from "node:os"
+import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
-import { otherHostFlags, type Running, run, start } from "../cli/subprocess.js"
+import { otherHostFlags, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
 import { freePort } from "../ports.js"
-
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-cluster-"))
-const cwd = join(dir, "work")
-mkdirSync(cwd, { recursive: true })
-const running: Array<Running> = []
-afterAll(() => {
-  for (const r of running) r.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+import { readSse, type Runner, testCluster, until } from "./processes.js"
 
 const token = "cluster-test-token-0123456789abcdef"
 const shards = 12
 
-let url = ""
-beforeAll(async () => {
-  url = await Effect.runPromise(freshSchemaUrl("cluster"))
-})
-
-const writeScript = (name: string, script: unknown) => {
-  const file = join(dir, name)
-  writeFileSync(file, JSON.stringify(script))
-  return file
-}
+/** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
+const cluster = testCluster("cluster", { token, writerLeaseTtl: "8 seconds" })
+const { cwd, env, eventsOf, post, running, untilEvent, writeScript } = cluster
 
 const runnerArgs = (runnerPort: number, script: string, extra: ReadonlyArray<string> = []) => [
   "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(runnerPort),
   "--shards-per-group", String(shards), "--shard-lock-ttl", "3", "--script", script, ...extra
 ]
 
-interface Runner {
-  readonly process: Running
-  readonly http: string
-  readonly stderr: () => string
-  /** The sessions that arrived at this runner (it drove them), in order. */
-  readonly owned: () => Array<string>
-}
-
-/** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
-const env = () => ({ EFFECT_AGENT_TOKEN: token, EFFECT_AGENT_DATABASE_URL: url, EFFECT_AGENT_WRITER_LEASE_TTL: "8 seconds" })
-
-const launch = async (runnerPort: number, script: string, hostname?: string): Promise<Runner> => {
-  const process = start(runnerArgs(runnerPort, script), { cwd, env: env(), ...(hostname === undefined ? {} : { hostname }) })
-  running.push(process)
-  let stderr = ""
-  process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await process.waitForStderr(/viewer \(this URL works once\)/)
-  return {
-    process,
-    http: /listening on (http:\/\/\S+)/.exec(stderr)![1]!,
-    stderr: () => stderr,
-    owned: () => [...stderr.matchAll(/session (\S+) is driven by this runner/g)].map((match) => match[1]!)
-  }
-}
-
-const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
-
-const post = async (base: string, path: string, body: unknown) => {
-  const response = await fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(body) })
-  return { status: response.status, body: await response.json() as Record<string, unknown> }
-}
-
-const eventsOf = async (base: string, sessionId: string): Promise<Array<AgentEvent.AgentEvent>> => {
-  const response = await fetch(`${base}/sessions/${sessionId}/events`, { headers })
-  expect(response.status).toBe(200)
-  return await response.json() as Array<AgentEvent.AgentEvent>
-}
-
-/**
- * Polls until `check` holds (no timing is asserted: the limit only ends a hung test). Only for the
- * shard assignment, which nothing announces; a session's events are awaited live (`untilEvent`).
- */
-const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 45_000): Promise<A> => {
-  const end = Date.now() + limitMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
+const launch = (runnerPort: number, script: string, hostname?: string): Promise<Runner> =>
+  cluster.launch(runnerPort, runnerArgs(runnerPort, script), hostname === undefined ? {} : { hostname })
 
 const closedTurn = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
   events.find((event) => event.type === "turn.completed" && event.turnId === turnId)
@@ -113,7 +47,7 @@ const closes = (turnId: string) => (event: AgentEvent.AgentEvent) => event.type 
 /** Runs a query on the test's schema. */
 const query = <A extends object>(statement: (sql: SqlClient.SqlClient) => Effect.Effect<ReadonlyArray<A>, unknown>) =>
   Effect.runPromise(
-    Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })), Effect.orDie)
+    Effect.flatMap(SqlClient.SqlClient, statement).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(cluster.url()), maxConnections: 1 })), Effect.orDie)
   )
 
 /** How many shard locks each runner's database connection holds (advisory locks, by backend). */
@@ -121,7 +55,7 @@ const shardLocks = () =>
   query((sql) =>
     sql<{ pid: number; locks: number }>`
       SELECT l.pid AS pid, COUNT(*)::int AS locks FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = 'effect-agent-cluster' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+      WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'effect-agent-runner %' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       GROUP BY l.pid`)
 
 /** Whether the shards are spread over two runners, all of them between the two. */
@@ -130,37 +64,33 @@ const spreadOverTwo = async () => {
   return locks.length === 2 && locks.every((row) => row.locks > 0) && locks.reduce((sum, row) => sum + row.locks, 0) === shards ? true : undefined
 }
 
+/**
+ * The database connections a process holds (Linux: its sockets in /proc, matched to the TCP table
+ * by inode), as `pg_stat_activity` names them: one pool per runner means every one carries the
+ * runner's name, the store's queries included.
+ */
+const connectionNamesOf = async (pid: number) => {
+  const databasePort = Number(new URL(cluster.url()).port)
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return [/^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1]].filter((inode) => inode !== undefined)
+      } catch {
+        return []
+      }
+    })
+  )
+  const localPorts = ["/proc/net/tcp", "/proc/net/tcp6"].flatMap((table) =>
+    readFileSync(table, "utf8").trim().split("\n").slice(1).map((line) => line.trim().split(/\s+/)).filter((columns) =>
+      inodes.has(columns[9]!) && parseInt(columns[2]!.split(":")[1]!, 16) === databasePort
+    ).map((columns) => parseInt(columns[1]!.split(":")[1]!, 16))
+  )
+  const rows = await query((sql) => sql<{ name: string }>`SELECT application_name AS name FROM pg_stat_activity WHERE client_port IN ${sql.in(localPorts)}`)
+  return { connections: localPorts.length, names: rows.map((row) => row.name) }
+}
+
 /** How many writer leases the database holds. */
 const leaseCount = async () => (await query((sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases`))[0]!.n
-
-/** Reads an SSE response until `done` holds for what arrived. */
-const readSse = async (response: Response, done: (text: string) => boolean) => {
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let text = ""
-  while (!done(text)) {
-    const { done: ended, value } = await reader.read()
-    if (ended) break
-    text += decoder.decode(value, { stream: true })
-  }
-  await reader.cancel()
-  return text
-}
-
-/** Follows a session's events through a runner's `/live` (SSE) until one satisfies `done`: each arrives as it is stored. */
-const untilEvent = async (base: string, sessionId: string, done: (event: AgentEvent.AgentEvent) => boolean) => {
-  const response = await fetch(`${base}/sessions/${sessionId}/live`, { headers: { authorization: `Bearer ${token}` } })
-  expect(response.status).toBe(200)
-  let seen = 0
-  await readSse(response, (text) => {
-    // Complete frames only: the last one may have arrived in part.
-    const frames = text.slice(0, text.lastIndexOf("\n\n") + 1)
-    const events = [...frames.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as AgentEvent.AgentEvent)
-    const found = events.slice(seen).some(done)
-    seen = events.length
-    return found
-  })
-}
 
 describe("serve --cluster", () => {
   it("spreads sessions over two runners, routes through either, and moves a killed runner's sessions to the other", { timeout: 120_000 }, async () => {
@@ -174,6 +104,12 @@ describe("serve --cluster", () => {
     const runners = [a, b]
     // Both runners hold shards, all of them between them: the assignment has settled.
     await until("the shards to be spread over both runners", spreadOverTwo)
+
+    // One pool per runner: the store's connections and the cluster's are the same few, named for the runner.
+    const pool = await connectionNamesOf(a.process.child.pid!)
+    expect(pool.connections).toBeGreaterThan(0)
+    expect(pool.connections).toBeLessThanOrEqual(12)
+    expect(pool.names).toEqual(Array.from({ length: pool.connections }, () => `effect-agent-runner 127.0.0.1:${a.runnerPort}`))
 
     // 20 sessions, created through either runner.
     const sessions: Array<string> = []
@@ -302,6 +238,25 @@ describe("serve --cluster", () => {
       // Nothing was left open by A's stop: no turn closed by a repair.
       expect(events.filter((event) => event.type === "turn.completed" && event.payload.errorCode === "interrupted").length).toBe(ownedByB.has(sessionId) ? 1 : 0)
     }
+  })
+
+  it("refuses a runners' port on every interface without --runner-listen-wildcard, and warns with it", { timeout: 60_000 }, async () => {
+    const quick = writeScript("quick.json", { responses: [] })
+    for (const wildcard of ["0.0.0.0", "::"]) {
+      const refused = await run(runnerArgs(await freePort(), quick, ["--runner-listen", wildcard]), { cwd, env: env() })
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain(`--runner-listen ${wildcard} listens on every interface, and the runners' port has no authentication`)
+      expect(refused.stderr).toContain("--runner-listen-wildcard")
+    }
+    // Allowed on purpose: it starts, and says the port has no authentication.
+    const runnerPort = await freePort()
+    const allowed = start(runnerArgs(runnerPort, quick, ["--runner-listen", "0.0.0.0", "--runner-listen-wildcard"]), { cwd, env: env() })
+    running.push(allowed)
+    await allowed.waitForStderr(/viewer \(this URL works once\)/)
+    allowed.child.kill("SIGINT")
+    const { stderr } = await allowed.done
+    expect(stderr).toContain(`cluster runner: 127.0.0.1:${runnerPort} (listening on 0.0.0.0)`)
+    expect(stderr).toContain(`warning: the runners' port 0.0.0.0:${runnerPort} has no authentication`)
   })
 
   it("refuses --cluster without the PostgreSQL store", async () => {

@@ -8,25 +8,19 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
-import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { Engines, Runner } from "../../src/cluster.js"
-import { type AgentEvent, FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
-import { PostgresEventStore } from "../../src/postgres.js"
-import { Turns } from "../../src/server.js"
-import { expectWellFormedLog, testTools } from "../helpers.js"
+import { type AgentEvent, type FakeModelProvider, type SessionEngine } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
-import { freePort } from "../ports.js"
+import { runnerInProcess } from "./inProcess.js"
 
 /** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
 const runner = (
@@ -35,23 +29,11 @@ const runner = (
   owners: Ref.Ref<ReadonlyMap<string, string>>,
   responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>
 ) =>
-  Effect.flatMap(Effect.promise(freePort), (port) =>
-    Layer.build(
-      Runner.layer({
-        databaseUrl: Redacted.make(url),
-        port,
-        shardsPerGroup: 6,
-        shardLockTtl: Duration.seconds(3),
-        onOwned: (sessionId) => Ref.update(owners, (map) => new Map([...map, [sessionId, name]]))
-      }).pipe(
-        Layer.provide(Engines.layer()),
-        Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
-        Layer.provide(FakeModelProvider.layer({ responses })),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
-      )
-    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
-  )
+  runnerInProcess(url, {
+    shardsPerGroup: 6,
+    shardLockTtl: Duration.seconds(3),
+    onOwned: (sessionId) => Ref.update(owners, (map) => new Map([...map, [sessionId, name]]))
+  }, responses)
 
 /** A new session, created through `here`, that the runner named `owner` owns (a cancel with nothing running reaches it). */
 const sessionOwnedBy = (here: SessionEngine.SessionEngine.Service, owners: Ref.Ref<ReadonlyMap<string, string>>, owner: string) =>

@@ -105,11 +105,14 @@ for (const [kind, database] of databases) {
     const test = (title: string, body: (db: Context.Context<SqlClient.SqlClient>) => Effect.Effect<void, unknown, Scope.Scope | Renewals>) =>
       it.scoped(title, () => tracingRenewals(Effect.flatMap(database, body)).pipe(Effect.provide(NodeContext.layer)))
 
-    /** A store on the database, for a writer with these lease settings. */
+    /**
+     * A store on the database, for a writer with these lease settings: expiries on the writer's
+     * clock (the TestClock's), PostgreSQL's database clock being tested on its own below.
+     */
     const storeOn = (db: Context.Context<SqlClient.SqlClient>, writerLease: Lease.Settings): Effect.Effect<EventStore.Service> =>
-      (kind === "sqlite" ? SqliteEventStore.make({ filename: "events.sqlite", writerLease }) : PostgresEventStore.make({ writerLease })).pipe(
-        Effect.provide(db)
-      )
+      (kind === "sqlite"
+        ? SqliteEventStore.make({ filename: "events.sqlite", writerLease })
+        : PostgresEventStore.make({ writerLease: { clock: "writer", ...writerLease } })).pipe(Effect.provide(db))
 
     const leaseRow = (db: Context.Context<SqlClient.SqlClient>, sessionId: string) =>
       Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ holder: string; expires_at: number | string }>`SELECT holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`).pipe(
@@ -223,6 +226,60 @@ for (const [kind, database] of databases) {
       }))
   })
 }
+
+describe("SQL writer lease: postgres, on the database's clock", () => {
+  /** A fresh migrated schema and a store on it for a writer that says it runs on `host`, with its own (Test)Clock. */
+  const database = Effect.gen(function*() {
+    const url = yield* freshSchemaUrl("leaseclock")
+    const db = yield* Layer.build(PgClient.layer({ url: Redacted.make(url) }))
+    yield* PostgresEventStore.migrate.pipe(Effect.provide(db))
+    const storeOn = (host: string) => PostgresEventStore.make({ writerLease: { ttl, identity: on(host) } }).pipe(Effect.provide(db))
+    const databaseNow = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ now: string }>`SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS now`).pipe(
+      Effect.map(([row]) => Number(row!.now)),
+      Effect.provide(db),
+      Effect.orDie
+    )
+    const expiryOf = (sessionId: string) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ expires_at: string }>`SELECT expires_at FROM writer_leases WHERE session_id = ${sessionId}`).pipe(
+        Effect.map(([row]) => row === undefined ? undefined : Number(row.expires_at)),
+        Effect.provide(db),
+        Effect.orDie
+      )
+    return { db, storeOn, databaseNow, expiryOf }
+  })
+
+  it.scoped("a writer whose clock runs an hour ahead does not judge another machine's live lease expired, and sets its own on the database's time", () =>
+    Effect.gen(function*() {
+      const { databaseNow, expiryOf, storeOn } = yield* database
+      const a = yield* storeOn("machine-a")
+      const b = yield* storeOn("machine-b")
+      const before = yield* databaseNow
+      yield* a.acquireWriter("s")
+      const expiry = (yield* expiryOf("s"))!
+      // The TestClock reads 1970: the expiry is the database's now plus the ttl, not the writer's.
+      expect(expiry).toBeGreaterThanOrEqual(before + Duration.toMillis(ttl))
+      expect(expiry).toBeLessThanOrEqual((yield* databaseNow) + Duration.toMillis(ttl))
+      // B's clock jumps far past A's expiry as B reckons time; on the database's clock A's lease is live.
+      yield* TestClock.setTime(expiry + Duration.toMillis(Duration.hours(1)))
+      expect(yield* Effect.either(Effect.scoped(b.acquireWriter("s")))).toMatchObject({ left: { _tag: "SessionBusy", holder: expect.stringContaining("machine-a") } })
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a lease expired on the database's clock is taken over by a writer whose clock runs behind", () =>
+    Effect.gen(function*() {
+      const { databaseNow, db, storeOn } = yield* database
+      const gone = { pid: 4242, hostname: "machine-gone", startedAt: at, nonce: "n" }
+      const expired = (yield* databaseNow) - 1
+      yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql`INSERT INTO writer_leases (session_id, token, holder, expires_at) VALUES ('s', 'other', ${JSON.stringify(gone)}, ${expired})`).pipe(
+          Effect.provide(db),
+          Effect.orDie
+        )
+      // The TestClock reads 1970: on the writer's own clock the lease would last decades more.
+      expect(yield* Clock.currentTimeMillis).toBe(0)
+      const b = yield* storeOn("machine-b")
+      yield* b.acquireWriter("s")
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
 
 describe("lease timing", () => {
   it("defaults to a 30 s ttl renewed every 10 s; both configurable", () => {

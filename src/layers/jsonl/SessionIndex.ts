@@ -32,7 +32,8 @@ type Entry = typeof Entry.Type
 
 const IndexFile = Schema.Struct({
   format: Schema.Literal("effect-agent/index"),
-  version: Schema.Literal(1),
+  // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
+  version: Schema.Literal(2),
   sessions: Schema.Record({ key: Schema.String, value: Entry })
 })
 
@@ -47,7 +48,11 @@ export interface Options {
   readonly maxLineBytes: number
   /** A session's summary from its whole log, for entries that must be rebuilt. */
   readonly summarizeAll: (sessionId: string) => Effect.Effect<Session.SessionSummary | undefined, EventStoreFailure>
-  /** The data dir is only read: the index is used, and rebuilt in memory, but never saved. */
+  /**
+   * Opened by a command that only reads: the index is still saved when the data dir can be written
+   * (so the next listing is warm), but failing to save it is silent — a read-only data dir is read
+   * without a warning.
+   */
   readonly readOnly?: boolean
 }
 
@@ -67,14 +72,18 @@ export const make = (options: Options) => {
   )
 
   const save = (sessions: Record<string, Entry>) => {
-    if (options.readOnly === true) return Effect.void
     const temporary = `${indexFile}.${process.pid}.tmp`
-    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 1, sessions }), { mode: 0o600 }).pipe(
+    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 2, sessions }), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
       // line, no stack: the error's own message names the file and the reason.
-      Effect.catchAll((error) => Effect.logWarning(`effect-agent: could not save the session index: ${error.message}`))
+      Effect.catchAll((error) =>
+        options.readOnly === true
+          // Left behind by a failed rename, the temporary file is removed; a read-only dir has none.
+          ? Effect.ignore(fs.remove(temporary))
+          : Effect.logWarning(`effect-agent: could not save the session index: ${error.message}`)
+      )
     )
   }
 

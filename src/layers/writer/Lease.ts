@@ -13,8 +13,10 @@
  * than the ttl, cut off from the database) is stopped by the stores' sequence check instead, which
  * refuses a sequence another writer already took.
  *
- * Expiries are read on each writer's own clock (Effect's `Clock`, so tests drive it with
- * `TestClock`): machines sharing a database must agree on the time to well within the ttl.
+ * Expiries are set and judged on one clock for all writers: the database's, where the store has
+ * one (PostgreSQL: `clock_timestamp()`), so machines sharing the database need not agree on the
+ * time; SQLite's writers share a machine and use its clock (Effect's `Clock`, so tests drive it with
+ * `TestClock`; `clock: "writer"` does the same on PostgreSQL).
  *
  * The statements are plain SQL both SQLite and PostgreSQL run; each store creates the table in its
  * own migrations (`session_id` text primary key, `token` text, `holder` text, `expires_at` an
@@ -47,6 +49,11 @@ export interface Settings extends Timing {
    * for a writer on another machine.
    */
   readonly identity?: (now: Date) => Holder.Holder
+  /**
+   * Whose clock sets and judges expiries: the database's (the default where the store reads one,
+   * see `Options.databaseNow`) or each writer's own (`"writer"`: Effect's `Clock`).
+   */
+  readonly clock?: "database" | "writer"
 }
 
 /** What the lease needs from its store: how to name a database error. */
@@ -55,6 +62,8 @@ export interface Options extends Settings {
   readonly failure: (sessionId: string) => (error: SqlError) => EventStoreFailure
   /** Where the database is, for failures (a file name; for a server, its address without secrets). */
   readonly path?: string
+  /** The database's time (epoch ms), for a store whose database has a clock all writers share. */
+  readonly databaseNow?: Effect.Effect<number, SqlError>
 }
 
 /** The default ttl: long enough for a busy machine's pauses, short enough to wait out after a crash. */
@@ -88,12 +97,16 @@ export const make = (options: Options) =>
     const sql = yield* SqlClient.SqlClient
     const { renewMs, ttlMs } = timing(options)
     const identity = options.identity ?? Holder.current
+    /** The time expiries are set and judged on (see the module's comment). */
+    const now: Effect.Effect<number, SqlError> = options.clock !== "writer" && options.databaseNow !== undefined
+      ? options.databaseNow
+      : Clock.currentTimeMillis
 
     /** One try: held (with a gone holder taken over, if any), busy, or the row moved meanwhile (retry). */
     const attempt = (sessionId: string, me: Holder.Holder): Effect.Effect<Attempt, SqlError> =>
       Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const expires = now + ttlMs
+        const at = yield* now
+        const expires = at + ttlMs
         const [row] = yield* sql<Row>`SELECT token, holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`
         if (row === undefined) {
           const inserted = yield* sql<{ token: string }>`
@@ -106,7 +119,7 @@ export const make = (options: Options) =>
         const holder = Holder.parse(row.holder)
         // On this host the holder's process tells; from another host (or container) only the expiry can.
         const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
-        const expired = Number(row.expires_at) <= now
+        const expired = Number(row.expires_at) <= at
         if (liveness === "alive" || (liveness === "unknown" && !expired)) return { _tag: "Busy", holder: holder! }
         // Compare-and-swap on the token: of two writers taking over one lease, one wins.
         const taken = yield* sql<{ token: string }>`
@@ -121,11 +134,12 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(renewMs))
-          const now = yield* Clock.currentTimeMillis
-          const renewed = yield* sql<{ token: string }>`
-            UPDATE writer_leases SET expires_at = ${now + ttlMs}
-            WHERE session_id = ${sessionId} AND token = ${me.nonce}
-            RETURNING token`.pipe(
+          const renewed = yield* Effect.flatMap(now, (at) =>
+            sql<{ token: string }>`
+              UPDATE writer_leases SET expires_at = ${at + ttlMs}
+              WHERE session_id = ${sessionId} AND token = ${me.nonce}
+              RETURNING token`
+          ).pipe(
             Effect.catchAll((error) =>
               Effect.as(Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`), [{ token: me.nonce }])
             )

@@ -1,0 +1,80 @@
+/**
+ * Rows 10–11: listings over many sessions (issue 24, item 5), with the built CLI as users run it:
+ * `effect-agent sessions` and `effect-agent pending` over N finished sessions (one real turn each,
+ * none waiting for approval), to exit, against `node -e ''` to exit (the process start every CLI
+ * run pays). Row 12 is the JSONL store with its index warm (saved by the first listing, which is
+ * timed once as "cold" in the detail); row 13 the SQLite store. The goal is the issue's: well under
+ * a second for a listing.
+ */
+import { spawn } from "node:child_process"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Effect, Layer } from "effect"
+import { EventStore } from "../../src/index.js"
+import { SqliteEventStore } from "../../src/sqlite.js"
+import { config } from "../config.js"
+import { scratch } from "../engine.js"
+import { sessionEvents, template, writeLog } from "../logs.js"
+import { format, interleave, median, type Row } from "../measure.js"
+import { ensureBuilt } from "./cli.js"
+
+const root = join(import.meta.dirname, "..", "..")
+const bin = join(root, "dist", "cli", "bin.js")
+
+/** Runs `node <args>` to exit and answers the ms it took (a failing run is an error, not a time). */
+const timeRun = (args: ReadonlyArray<string>) =>
+  new Promise<number>((resolve, reject) => {
+    const start = performance.now()
+    const child = spawn(process.execPath, args, { cwd: root, stdio: ["ignore", "ignore", "pipe"] })
+    let stderr = ""
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+    child.once("error", reject)
+    child.once("close", (code) => code === 0 ? resolve(performance.now() - start) : reject(new Error(`${args.join(" ")} exited ${code}: ${stderr}`)))
+  })
+
+const ids = (n: number) => Array.from({ length: n }, (_, i) => `sess_list${String(i).padStart(6, "0")}`)
+
+/** A time row: the median ms of the effect-agent contender, the baseline's beside it. */
+const timeRow = (id: number, measure: string, samples: ReadonlyArray<number>, baseline: ReadonlyArray<number>, detail: string): Row => ({
+  id,
+  measure,
+  value: median(samples),
+  spread: `${format(Math.min(...samples), "")}–${format(Math.max(...samples), " ms")} (n=${samples.length})`,
+  unit: "ms",
+  goal: "< 1000 ms",
+  met: median(samples) < 1000,
+  detail: `${detail}; node -e '' ${format(median(baseline), " ms")}`
+})
+
+export const run = async (): Promise<Array<Row>> => {
+  ensureBuilt()
+  const n = config.listSessions
+  const t = await template(5)
+  const bare = () => timeRun(["-e", ""])
+
+  // JSONL: N logs written in the store's format, then listed.
+  const dataDir = scratch("listing-jsonl")
+  for (const id of ids(n)) writeLog(t, dataDir, id, 1)
+  const jsonl = (command: string) => () => timeRun([bin, command, "--data-dir", dataDir])
+  const cold = await jsonl("sessions")()
+  const [sj, pj, bj] = await interleave(config.listReps, [jsonl("sessions"), jsonl("pending"), bare])
+
+  // SQLite: the same sessions appended through the store, then listed.
+  const sqliteDir = scratch("listing-sqlite")
+  await Effect.runPromise(
+    Effect.flatMap(EventStore.EventStore, (store) => Effect.forEach(ids(n), (id) => store.appendAll([...sessionEvents(t, id, 1)]), { discard: true })).pipe(
+      Effect.provide(SqliteEventStore.layer({ filename: join(sqliteDir, "effect-agent.sqlite") }).pipe(Layer.provide(NodeContext.layer))),
+      Effect.orDie
+    )
+  )
+  const sqlite = (command: string) => () => timeRun([bin, command, "--store", "sqlite", "--data-dir", sqliteDir])
+  const [ss, ps, bs] = await interleave(config.listReps, [sqlite("sessions"), sqlite("pending"), bare])
+
+  const size = n.toLocaleString("en-US")
+  return [
+    timeRow(12, `\`sessions\` over ${size} JSONL sessions, the index warm (built CLI, to exit)`, sj!, bj!, `cold (no index yet) ${format(cold, " ms")}`),
+    timeRow(12, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
+    timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query on the sessions table"),
+    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the SQL summaries do not say which sessions wait yet: every session is read")
+  ]
+}

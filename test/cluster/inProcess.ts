@@ -1,0 +1,36 @@
+/**
+ * A cluster runner in the test's own process (`Runner.layer`) on a schema of the test PostgreSQL,
+ * with its own store, scripted model, ids and a `note` tool that asks (risk `write`): its routed
+ * engine and turn registry, built in the test's scope.
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { Engines, Runner } from "../../src/cluster.js"
+import { FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
+import { PostgresEventStore } from "../../src/postgres.js"
+import { Turns } from "../../src/server.js"
+import { testTools } from "../helpers.js"
+import { freePort } from "../ports.js"
+
+type EnginesLayer = ReturnType<typeof Engines.layer>
+
+/** Builds a runner on `url` with these options; `engines` wraps the runner's `Engines` (e.g. to count the engines made). */
+export const runnerInProcess = (
+  url: string,
+  options: Omit<Runner.Options, "databaseUrl" | "port">,
+  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>,
+  engines: (base: EnginesLayer) => EnginesLayer = (base) => base
+) =>
+  Effect.flatMap(Effect.promise(freePort), (port) =>
+    Layer.build(
+      Runner.layer({ databaseUrl: Redacted.make(url), port, ...options }).pipe(
+        Layer.provide(engines(Engines.layer())),
+        Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
+        Layer.provide(FakeModelProvider.layer({ responses })),
+        Layer.provide(IdGenerator.layer),
+        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
+      )
+    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
+  )

@@ -1,0 +1,116 @@
+/**
+ * Runners that stay bounded (issue 24, item 1), in one process on the test PostgreSQL: a session's
+ * entity goes once idle for `maxIdleTime` — its engine closes and its writer lease is released —
+ * while a turn running detached far longer than that is kept to its end (the cluster's keep-alive)
+ * and a turn waiting for the user is kept for `approvalHold`, then let go paused in the log; the
+ * answer given later resumes it on a new entity. Time here is real (the cluster's reaper runs on
+ * it): the test waits for what it checks, never for a time.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { KeepAlive } from "../../src/cluster.js"
+import { type AgentEvent, type FakeModelProvider, type SessionEngine, SessionState } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { freshSchemaUrl } from "../postgres.js"
+import { runnerInProcess } from "./inProcess.js"
+
+/** A runner whose idle entities go after a second; `owned` counts each start of a session's entity. */
+const runner = (url: string, owned: Ref.Ref<ReadonlyArray<string>>, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>) =>
+  runnerInProcess(url, {
+    shardsPerGroup: 4,
+    shardLockTtl: Duration.seconds(3),
+    maxIdleTime: Duration.seconds(1),
+    approvalHold: Duration.seconds(2),
+    onOwned: (sessionId) => Ref.update(owned, (all) => [...all, sessionId])
+  }, responses)
+
+/** Whether a writer lease of the session is in the database: its entity's engine holds it while it lives. */
+const leaseHeld = (url: string, sessionId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ n: number }>`SELECT COUNT(*)::int AS n FROM writer_leases WHERE session_id = ${sessionId}`).pipe(
+    Effect.map(([row]) => row!.n > 0),
+    Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })),
+    Effect.orDie
+  )
+
+/** Waits until `check` holds (the limit only ends a hung test). */
+const until = <A, E>(what: string, check: Effect.Effect<A, E>, holds: (a: A) => boolean) =>
+  check.pipe(
+    Effect.filterOrFail(holds),
+    Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)) }),
+    Effect.timeoutFail({ duration: Duration.seconds(60), onTimeout: () => new Error(`timed out waiting for ${what}`) })
+  )
+
+const logOf = (engine: SessionEngine.SessionEngine.Service, sessionId: string) =>
+  Effect.map(Stream.runCollect(engine.replaySession({ sessionId })), Chunk.toReadonlyArray)
+
+const slow = { chunks: Array.from({ length: 10 }, (_, i) => `${i} `), delay: "200 millis" }
+const note = { toolCalls: [{ tool: "note", args: { text: "x" } }] }
+
+describe("a runner's idle sessions", () => {
+  it.live("are let go (engine closed, lease released) once idle; a detached turn far longer than the idle time runs to its end; a waiting turn is let go paused after the approval hold and resumed by its answer", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("lifecycle")
+      const owned = yield* Ref.make<ReadonlyArray<string>>([])
+      const { engine, turns } = yield* runner(url, owned, [slow, note, { chunks: ["noted"] }])
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+
+      // A turn of 5 seconds, started detached: no message is open while it runs; the entity is kept.
+      const turnId = yield* turns.start(sessionId, "take long")
+      const done = yield* until("the first turn to end", logOf(engine, sessionId), (log) => log.some((e) => e.type === "turn.completed"))
+      expect(done.at(-1)).toMatchObject({ type: "turn.completed", turnId, payload: { stopReason: "final" } })
+      expect(done.filter((e) => e.type === "model.delta")).toHaveLength(slow.chunks.length)
+      expect(yield* Ref.get(owned)).toEqual([sessionId])
+
+      // Idle now: the entity goes, its engine closes and releases the session's writer lease.
+      yield* until("the idle entity to release its lease", leaseHeld(url, sessionId), (held) => !held)
+
+      // The next message makes a new entity, which drives the session again; it waits for approval.
+      yield* turns.start(sessionId, "note it")
+      const waiting = yield* until("the turn to wait for approval", engine.sessionState({ sessionId }), (state) => SessionState.pendingApprovals(state).length > 0)
+      expect((yield* Ref.get(owned)).filter((id) => id === sessionId)).toHaveLength(2)
+      expect(yield* leaseHeld(url, sessionId)).toBe(true)
+      // Past the approval hold the entity may go: the turn stays open, paused in the log, not cancelled.
+      yield* until("the waiting entity to release its lease", leaseHeld(url, sessionId), (held) => !held)
+      const paused = yield* logOf(engine, sessionId)
+      expect(paused.at(-1)).toMatchObject({ type: "permission.resolved", payload: { decision: "ask" } })
+      expect(SessionState.isPaused(yield* engine.sessionState({ sessionId }))).toBe(true)
+
+      // The answer, as the HTTP approve route gives it: stored by a new entity, which resumes the turn.
+      const toolCallId = SessionState.pendingApprovals(waiting)[0]!.toolCallId
+      yield* engine.resolvePermission({ sessionId, toolCallId, decision: "allow" })
+      yield* turns.resumeIfIdle(sessionId)
+      const log: ReadonlyArray<AgentEvent.AgentEvent> = yield* until("the resumed turn to end", logOf(engine, sessionId), (events) => events.at(-1)?.type === "turn.completed")
+      expectWellFormedLog(log)
+      expect(log.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
+      expect(log.filter((e) => e.type === "turn.completed").map((e) => e.type === "turn.completed" && e.payload.stopReason)).toEqual(["final", "final"])
+      expect((yield* Ref.get(owned)).filter((id) => id === sessionId)).toHaveLength(3)
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 120_000 })
+})
+
+describe("what keeps an entity", () => {
+  const created = { id: "e1", sessionId: "s", sequence: 1, timestamp: "t", type: "session.created", payload: { cwd: "/w", client: "test" } } as const
+  const at = (events: ReadonlyArray<AgentEvent.AgentEvent>) => SessionState.replay([created, ...events]).pipe((e) => e._tag === "Right" ? e.right! : undefined)!
+  const turn = (turnId: string, sequence: number) =>
+    [
+      { id: `e${sequence}`, sessionId: "s", turnId, sequence, timestamp: "t", type: "turn.started", payload: { promptPreview: "x" } },
+      { id: `e${sequence + 1}`, sessionId: "s", turnId, sequence: sequence + 1, timestamp: "t", type: "user.message", payload: { content: "x" } }
+    ] as const
+  const queued = { id: "e2", sessionId: "s", sequence: 2, timestamp: "t", type: "followup.queued", payload: { queueId: "q", content: "x" } } as const
+
+  it("a turn of this engine works; one the log held open at the start does not until the session is driven here; queued follow-ups once driven", () => {
+    const fresh = { inheritedTurnId: undefined, driven: false }
+    expect(KeepAlive.activityOf(at([]), fresh)).toBe("idle")
+    expect(KeepAlive.activityOf(at(turn("t1", 2)), fresh)).toBe("working")
+    expect(KeepAlive.activityOf(at(turn("t1", 2)), { inheritedTurnId: "t1", driven: true })).toBe("idle")
+    expect(KeepAlive.activityOf(at([queued]), fresh)).toBe("idle")
+    expect(KeepAlive.activityOf(at([queued]), { ...fresh, driven: true })).toBe("working")
+  })
+})

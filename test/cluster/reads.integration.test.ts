@@ -1,0 +1,56 @@
+/**
+ * Reads without an engine (issue 24, item 4): through a runner, `sessionState` and
+ * `pendingApprovals` — and so the HTTP server's existence checks, which call `sessionState` — fold
+ * the session's log from the store; no engine is made per call. The runner's `Engines` is wrapped
+ * to count the engines it makes; the state read equals the fold of the stored log.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Ref from "effect/Ref"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import { Engines } from "../../src/cluster.js"
+import { SessionState } from "../../src/index.js"
+import { freshSchemaUrl } from "../postgres.js"
+import { runnerInProcess } from "./inProcess.js"
+
+/** Wraps a runner's `Engines` to count the engines it makes. */
+const counted = (made: Ref.Ref<number>) => (base: ReturnType<typeof Engines.layer>) =>
+  Layer.effect(Engines.Engines, Effect.map(Engines.Engines, (engines) => ({ ...engines, make: Effect.zipLeft(engines.make, Ref.update(made, (n) => n + 1)) }))).pipe(
+    Layer.provide(base)
+  )
+
+describe("reads through a runner", () => {
+  it.live("fold the log from the store: no engine is made per sessionState or pendingApprovals call", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("reads")
+      const made = yield* Ref.make(0)
+      const { engine, turns } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }], counted(made))
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // A turn (detached, on its owner) that waits for approval, so there is something pending to read.
+      yield* turns.start(sessionId, "note it")
+      const pending = yield* engine.pendingApprovals({ sessionId }).pipe(
+        Effect.filterOrFail((calls) => calls.length > 0),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expect(pending.map((call) => call.tool)).toEqual(["note"])
+
+      const before = yield* Ref.get(made)
+      for (let i = 0; i < 50; i++) {
+        yield* engine.sessionState({ sessionId })
+        yield* engine.pendingApprovals({ sessionId })
+      }
+      expect(yield* Ref.get(made)).toBe(before)
+
+      // What it reads is the fold of the stored log; an unknown or malformed id is not found.
+      const log = Chunk.toReadonlyArray(yield* Stream.runCollect(engine.replaySession({ sessionId })))
+      expect(yield* engine.sessionState({ sessionId })).toEqual(Either.getOrThrow(SessionState.replay(log)))
+      expect(yield* Effect.flip(engine.sessionState({ sessionId: "sess_unknown" }))).toMatchObject({ _tag: "SessionNotFound" })
+      expect(yield* Effect.flip(engine.pendingApprovals({ sessionId: "../etc" }))).toMatchObject({ _tag: "SessionNotFound" })
+      expect(yield* Ref.get(made)).toBe(before)
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+})
