@@ -44,7 +44,9 @@ export interface Choice {
 
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
-const decodeScript = Schema.decodeUnknown(Schema.parseJson(ScriptFile))
+// A key the script does not know is an error naming it: a typo (`"chunk"` for `"chunks"`) would
+// otherwise decode as an empty answer and the run would exit 0.
+const decodeScript = Schema.decodeUnknown(Schema.parseJson(ScriptFile), { onExcessProperty: "error" })
 
 /** Appends every request the model receives to a file, one JSON line each: what a script run sent. */
 const recordingTo = (file: string) =>

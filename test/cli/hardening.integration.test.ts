@@ -208,6 +208,19 @@ describe("exit codes and messages", () => {
     expect(done.code).toBe(1)
     expect(done.stderr).toBe(`effect-agent: --script ${script}: responses[1].chunks: Expected ReadonlyArray<string> | undefined, actual "not an array"\n`)
   })
+
+  it("a --script file with a key it does not know (a typo) is one line naming the key, not an empty answer", async () => {
+    const cwd = join(dir, "typo-script")
+    mkdirSync(cwd, { recursive: true })
+    const script = join(cwd, "script.json")
+    writeFileSync(script, JSON.stringify({ responses: [{ chunk: ["hello"] }] }))
+    const done = await runClosed(["run", "hi", "--script", script, "--data-dir", join(cwd, "data")], cwd)
+    expect(done.code).toBe(1)
+    expect(done.stdout).toBe("")
+    const lines = done.stderr.trimEnd().split("\n")
+    expect(lines, done.stderr).toHaveLength(1)
+    expect(lines[0]).toContain(`effect-agent: --script ${script}: responses[0].chunk: `)
+  })
 })
 
 describe("run -", () => {
