@@ -321,4 +321,16 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       const missing = yield* Effect.flip(McpTools.make({ servers: { nope: { command: "no-such-mcp-server-program" } }, cwd }).pipe(Effect.scoped))
       expect(missing).toMatchObject({ _tag: "McpError", reason: "start_failed", message: expect.stringContaining("\"nope\"") })
     }))
+
+  it.scoped("a hostile server's list: pages that never end are a typed error; a megabyte description is cut", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const endless = yield* Effect.flip(McpTools.make({ servers: { fixture: stdioServer(cwd, { TOOLS_VARIANT: "endless" }) }, cwd }).pipe(Effect.scoped))
+      expect(endless).toMatchObject({ _tag: "McpError", reason: "list_failed", message: expect.stringContaining("more than 100 pages") })
+      const { events } = yield* turns({ servers: { fixture: stdioServer(cwd, { TOOLS_VARIANT: "huge" }) }, responses: [{ chunks: ["ok"] }], cwd }, ["hi"])
+      const listed = events.find((e) => e.type === "mcp.tools_listed")
+      const description = listed?.type === "mcp.tools_listed" ? listed.payload.tools[0]!.description : ""
+      expect(description.length).toBeLessThan(5000)
+      expect(description).toMatch(/description cut at 4096 characters\)$/)
+    }))
 })

@@ -34,6 +34,13 @@ export class McpError extends Schema.TaggedError<McpError>()("McpError", {
   message: Schema.String
 }) {}
 
+/** The most pages of a tool list read from one server. */
+const maxPages = 100
+/** The longest tool description kept (a server's text goes into every request and into the log). */
+export const maxDescriptionChars = 4096
+const capped = (description: string): string =>
+  description.length <= maxDescriptionChars ? description : `${description.slice(0, maxDescriptionChars)}… (description cut at ${maxDescriptionChars} characters)`
+
 /** A tool as a server describes it: its own name, description and input schema. */
 export interface ServerTool {
   readonly name: string
@@ -154,13 +161,19 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       const current = yield* connected
       const tools: Array<ServerTool> = []
       let cursor: string | undefined
+      let pages = 0
       do {
         const page = yield* Effect.tryPromise({
           try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
           catch: (error) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${describeError(error)}` })
         }).pipe(Effect.tapError(() => drop(current)))
-        tools.push(...page.tools.map((t: SdkTool): ServerTool => ({ name: t.name, description: t.description ?? "", inputSchema: t.inputSchema })))
+        tools.push(...page.tools.map((t: SdkTool): ServerTool => ({ name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema })))
         cursor = page.nextCursor
+        // A server that pages forever (empty pages included) is refused, not listed forever.
+        if (cursor !== undefined && ++pages >= maxPages) {
+          yield* drop(current)
+          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools` })
+        }
       } while (cursor !== undefined && tools.length < 10_000)
       return tools
     })
