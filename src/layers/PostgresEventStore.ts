@@ -31,7 +31,9 @@ import * as Redacted from "effect/Redacted"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
+import { BlobStore } from "../services/BlobStore.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -87,7 +89,8 @@ export const migrations = Migrator.fromRecord({
         holder TEXT NOT NULL,
         expires_at BIGINT NOT NULL
       )`
-  })
+  }),
+  "2_blobs": SqlBlobStore.migratePostgres
 })
 
 /**
@@ -256,22 +259,24 @@ export const make = (
  */
 export const layerFromClient = (
   options: { readonly writerLease?: Lease.Settings; readonly where?: string } = {}
-): Layer.Layer<EventStore, EventStoreFailure, SqlClient.SqlClient> => {
+): Layer.Layer<EventStore | BlobStore, EventStoreFailure, SqlClient.SqlClient> => {
   const where = options.where ?? "postgresql"
   const migrated = Layer.effectDiscard(
     // A failing migration is a defect of the migrator: made typed here too.
     migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
   )
-  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
-    Layer.provide(migrated)
-  )
+  return Layer.merge(
+    Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })),
+    // The blob area is a table of the same schema (see `blobs/SqlBlobStore`).
+    Layer.effect(BlobStore, SqlBlobStore.make({ where }))
+  ).pipe(Layer.provide(migrated))
 }
 
 /**
  * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
  * reached or refuses the user), migrates the schema, and closes its connections with the layer.
  */
-export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailure> => {
+export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, EventStoreFailure> => {
   const where = describeUrl(options.url)
   const client = PgClient.layer({
     url: options.url,
