@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type { AgentEvent, EventOfType, EventType } from "./AgentEvent.js"
+import type { ImageRef } from "./Image.js"
 import type { Json } from "./Json.js"
 
 /** A tool call the model made, with its result once the call ended. */
@@ -31,6 +32,8 @@ export interface UserEntry {
   readonly role: "user"
   readonly turnId: string
   readonly content: string
+  /** The images sent with the message (references to blobs), when there are some. */
+  readonly images?: ReadonlyArray<ImageRef> | undefined
   /** The sequence of the event that began the entry (set by {@link reduce}); where a compaction may cut. */
   readonly sequence?: number
 }
@@ -70,7 +73,12 @@ export interface Transcript {
 
 /** A message as a model request carries it: tool results are messages of their own, in call order. */
 export type Message =
-  | { readonly role: "user"; readonly content: string }
+  | {
+    readonly role: "user"
+    readonly content: string
+    /** Images sent with the message, by blob reference: the request's `images` holds their bytes (see `ModelRequest`). */
+    readonly images?: ReadonlyArray<ImageRef>
+  }
   | {
     readonly role: "assistant"
     readonly content: string
@@ -150,7 +158,7 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
  */
 export interface Changes<T> {
   /** A message of the user (a turn's `user.message`, a `turn.steered`): it ends the response streaming. */
-  readonly user: (transcript: T, turnId: string, content: string, sequence: number) => T
+  readonly user: (transcript: T, turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>) => T
   /** Text of the response streaming; `sequence` begins it when none streams. */
   readonly text: (transcript: T, turnId: string, text: string, sequence: number) => T
   /** A tool call of the response streaming; `sequence` begins it when none streams. */
@@ -184,7 +192,7 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "compaction.started": unchanged,
   "compaction.failed": unchanged,
   // A steer reaches the model as a user message, where it was stored in the turn.
-  "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
+  "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence, event.payload.images),
   "turn.steered": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
   "model.delta": (changes, transcript, event) => changes.text(transcript, event.turnId, event.payload.text, event.sequence),
   "model.tool_call_requested": (changes, transcript, event) =>
@@ -210,9 +218,13 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
 /** Applies one event to a transcript held as `changes` holds it: the one transcript fold. */
 export const apply = <T>(changes: Changes<T>, transcript: T, event: AgentEvent): T => (changesOf[event.type] as Change)(changes, transcript, event)
 
+/** A user entry; `images` only when there are some. */
+export const userEntry = (turnId: string, content: string, sequence: number, images: ReadonlyArray<ImageRef> | undefined): UserEntry =>
+  images === undefined || images.length === 0 ? { role: "user", turnId, content, sequence } : { role: "user", turnId, content, images, sequence }
+
 /** The changes of the immutable transcript: each gives a new transcript, sharing what did not change. */
 const immutable: Changes<Transcript> = {
-  user: (transcript, turnId, content, sequence) => ({ entries: [...closed(transcript).entries, { role: "user", turnId, content, sequence }], open: undefined }),
+  user: (transcript, turnId, content, sequence, images) => ({ entries: [...closed(transcript).entries, userEntry(turnId, content, sequence, images)], open: undefined }),
   text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
   result: (transcript, toolCallId, content, isError) => withResult(transcript, toolCallId, content, isError),
@@ -232,7 +244,9 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
 
 /** The messages of one entry (see {@link messages}). */
 export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
-  if (entry.role === "user") return [{ role: "user", content: entry.content }]
+  if (entry.role === "user") {
+    return [entry.images === undefined ? { role: "user", content: entry.content } : { role: "user", content: entry.content, images: entry.images }]
+  }
   if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)
   const assistant: Message = {

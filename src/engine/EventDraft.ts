@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AgentEvent from "../domain/AgentEvent.js"
+import type { ImageRef } from "../domain/Image.js"
 import * as Json from "../domain/Json.js"
 
 type Draft<T extends AgentEvent.TurnEvent["type"]> = {
@@ -96,7 +97,11 @@ export const compactionFailed = (compactionId: string, errorCode: string): Draft
 })
 
 /** `user.message`. */
-export const userMessage = (content: string): Draft<"user.message"> => ({ type: "user.message", payload: { content } })
+export const userMessage = (content: string, images?: ReadonlyArray<ImageRef>): Draft<"user.message"> => ({
+  type: "user.message",
+  // `images` only when there are some: a message without stays byte for byte what it was.
+  payload: images === undefined || images.length === 0 ? { content } : { content, images }
+})
 
 /** `context.built`: token counts are whole and non-negative (an estimator may give fractions). */
 export const contextBuilt = (

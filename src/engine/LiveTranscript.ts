@@ -11,6 +11,7 @@
  * @internal
  */
 import type { AgentEvent } from "../domain/AgentEvent.js"
+import type { ImageRef } from "../domain/Image.js"
 import * as Transcript from "../domain/Transcript.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 
@@ -22,7 +23,7 @@ const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
 
 /** The domain's transcript changes, made in place on a live transcript. */
 const inPlace: Transcript.Changes<LiveTranscript> = {
-  user: (live, turnId, content, sequence) => live.user(turnId, content, sequence),
+  user: (live, turnId, content, sequence, images) => live.user(turnId, content, sequence, images),
   text: (live, turnId, text, sequence) => live.text(turnId, text, sequence),
   call: (live, turnId, call, sequence) => live.call(turnId, call, sequence),
   result: (live, toolCallId, content, isError) => live.result(toolCallId, content, isError),
@@ -68,9 +69,9 @@ export class LiveTranscript {
   }
 
   /** A message of the user (see `Transcript.Changes`). */
-  user(turnId: string, content: string, sequence: number): this {
+  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): this {
     this.close()
-    this.entries.push({ role: "user", turnId, content, sequence })
+    this.entries.push(Transcript.userEntry(turnId, content, sequence, images))
     this.changed()
     return this
   }

@@ -33,7 +33,9 @@ import {
 } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
+import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
+import { BlobStore } from "../services/BlobStore.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore, type Listing } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
@@ -43,6 +45,7 @@ import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
+import * as Images from "./Images.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import { LiveTranscript } from "./LiveTranscript.js"
@@ -63,7 +66,15 @@ export interface CreateSessionInput {
 /** Input of {@link SessionEngine.Service.runTurn}. */
 export interface RunTurnInput {
   readonly sessionId: string
+  /** The message's text; may be empty when it carries images. */
   readonly userMessage: string
+  /**
+   * Images sent with the message (PNG, JPEG, GIF or WebP, told by their bytes; at most
+   * `Image.maxImagesPerMessage`, each at most `Image.maxImageBytes`). Put in the store's blob area
+   * and referenced by `user.message`; one refused fails `InvalidInput` (field `images`) and nothing
+   * of the message is stored.
+   */
+  readonly images?: ReadonlyArray<Image.ImageInput>
 }
 
 /** Input of {@link SessionEngine.Service.steer} and {@link SessionEngine.Service.followUp}. */
@@ -287,6 +298,7 @@ export const make = (
     const ids = yield* IdGenerator
     const services: Services.Services = {
       store,
+      blobs: Option.getOrUndefined(yield* Effect.serviceOption(BlobStore)),
       ids,
       watchers: Watchers.make(),
       provider: yield* ModelProvider,
@@ -336,9 +348,15 @@ export const make = (
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>(input.sessionId, (session) =>
-        input.userMessage.trim() === ""
-          ? Effect.fail(new InvalidInput({ field: "userMessage", detail: "must not be empty" }))
-          : SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage })).pipe(
+        Effect.gen(function*() {
+          const given = input.images ?? []
+          if (input.userMessage.trim() === "" && given.length === 0) {
+            return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
+          }
+          // Checked and stored before the turn is asked for: a refused image leaves no event.
+          const images = yield* Images.store(services.blobs, given)
+          return yield* SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage, ...(images.length === 0 ? {} : { images }) })
+        })).pipe(
           Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
         )
 

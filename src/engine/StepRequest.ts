@@ -15,6 +15,7 @@ import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
+import * as Images from "./Images.js"
 import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
@@ -101,5 +102,6 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Mod
       )
       return Option.none<ModelRequest>()
     }
-    return Option.some(request)
+    // The images' bytes, read from the blob area for this request (never part of the estimate's JSON).
+    return Option.some(yield* Images.attach(turn.services.blobs, provider.capabilities, request))
   })

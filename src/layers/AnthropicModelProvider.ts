@@ -73,7 +73,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
 }
 
 /** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
-export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam> => {
+export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap<string, Uint8Array> = new Map()): Array<MessageParam> => {
   const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
   const push = (role: "user" | "assistant", blocks: ReadonlyArray<ContentBlockParam>) => {
     if (blocks.length === 0) return
@@ -84,7 +84,16 @@ export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam
   for (const message of messages) {
     switch (message.role) {
       case "user":
-        push("user", [{ type: "text", text: message.content }])
+        push("user", [
+          // Images first, as Anthropic advises; an empty text block is refused by the API, so none is sent.
+          ...(message.images ?? []).flatMap((image): Array<ContentBlockParam> => {
+            const bytes = images.get(image.blob)
+            return bytes === undefined
+              ? []
+              : [{ type: "image", source: { type: "base64", media_type: image.mediaType, data: Buffer.from(bytes).toString("base64") } }]
+          }),
+          ...(message.content === "" && message.images !== undefined ? [] : [{ type: "text" as const, text: message.content }])
+        ])
         break
       case "assistant":
         push("assistant", [
@@ -106,7 +115,7 @@ export const toRequest = (request: ModelProvider.ModelRequest, model: string, ma
   max_tokens: maxTokens,
   stream: true,
   ...(request.system === "" ? {} : { system: request.system }),
-  messages: toMessages(request.messages),
+  messages: toMessages(request.messages, request.images),
   ...(request.tools.length === 0
     ? {}
     : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
@@ -205,7 +214,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     capabilities: {
       provider: "anthropic",
       model,
-      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000)
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
+      images: true
     },
     stream: (request) =>
       toChunks(Support.fromSdk({

@@ -72,12 +72,25 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
 }
 
 /** The transcript in the Chat Completions shape: the system prompt first, tool results as `tool` messages. */
-export const toMessages = (system: string, messages: ReadonlyArray<Message>): Array<ChatCompletionMessageParam> => [
+export const toMessages = (
+  system: string,
+  messages: ReadonlyArray<Message>,
+  images: ReadonlyMap<string, Uint8Array> = new Map()
+): Array<ChatCompletionMessageParam> => [
   ...(system === "" ? [] : [{ role: "system" as const, content: system }]),
   ...messages.map((message): ChatCompletionMessageParam => {
     switch (message.role) {
-      case "user":
-        return { role: "user", content: message.content }
+      case "user": {
+        // Images as data URLs in `image_url` parts (the Chat Completions shape); a message without stays a plain string.
+        const parts = (message.images ?? []).flatMap((image) => {
+          const bytes = images.get(image.blob)
+          return bytes === undefined
+            ? []
+            : [{ type: "image_url" as const, image_url: { url: `data:${image.mediaType};base64,${Buffer.from(bytes).toString("base64")}` } }]
+        })
+        if (parts.length === 0) return { role: "user", content: message.content }
+        return { role: "user", content: [...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]), ...parts] }
+      }
       case "assistant":
         return {
           role: "assistant",
@@ -104,7 +117,7 @@ export const toRequest = (request: ModelProvider.ModelRequest, model: string, ma
   model,
   stream: true,
   stream_options: { include_usage: true },
-  messages: toMessages(request.system, request.messages),
+  messages: toMessages(request.system, request.messages, request.images),
   ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
   ...(request.tools.length === 0
     ? {}
@@ -191,7 +204,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     capabilities: {
       provider: "openai",
       model,
-      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000)
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000),
+      images: true
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
