@@ -16,6 +16,8 @@
  * - A compaction's summary request is a response too: `session.compacted` answers with its summary,
  *   `compaction.failed` with a provider's reason that is not retried fails one at once, and
  *   `empty_summary` is a response without text.
+ * - A log whose messages or tool results carry images was made with a model that takes them: the
+ *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
  *
  * @since 0.1.0
  */
@@ -47,8 +49,12 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   const responses: Array<Response> = []
   let open: Response | undefined
   let lastOfTurn: Response | undefined
+  let images = false
   for (const event of events) {
     switch (event.type) {
+      case "user.message":
+        images ||= event.payload.images !== undefined
+        break
       case "model.delta":
         open ??= pushed(responses, { chunks: [], toolCalls: [] })
         open.chunks.push(event.payload.text)
@@ -91,7 +97,6 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         break
       }
       case "session.created":
-      case "user.message":
       case "turn.steered":
       case "context.built":
       case "mcp.tools_listed":
@@ -112,7 +117,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
     }
     open = undefined
   }
-  return { responses: responses.map(encode) }
+  return images ? { responses: responses.map(encode), images } : { responses: responses.map(encode) }
 }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {
