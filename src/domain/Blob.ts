@@ -3,7 +3,7 @@
  * by events instead of being inlined in them — images of user messages and tools, later the
  * pre-images of files a rewind restores.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import * as Schema from "effect/Schema"
 

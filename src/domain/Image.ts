@@ -3,7 +3,7 @@
  * its media type, its size), which bytes are accepted as an image (PNG, JPEG, GIF and WebP, told by
  * their magic bytes, never by a name or a declared type alone) and the caps on size and count.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import * as Schema from "effect/Schema"
 

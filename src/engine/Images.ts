@@ -4,7 +4,7 @@
  * request, the bytes of the images its messages reference read back from the blob area — or, for a
  * model that takes no images or a blob that cannot be read, a note in their place.
  *
- * @since 0.9.0
+ * @since 0.6.0
  * @internal
  */
 import * as Effect from "effect/Effect"

@@ -4,7 +4,7 @@
  * inlining them. Every event store's layer provides one beside its `EventStore`: memory, files under
  * the JSONL data dir, a table in SQLite and PostgreSQL.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"

@@ -4,7 +4,7 @@
  * temporary file in its folder, flushed, then renamed onto its name: a crash leaves either no blob
  * or the whole one, never a torn one (a stray temporary file at worst, never read).
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import { randomBytes } from "node:crypto"
 import { constants } from "node:fs"

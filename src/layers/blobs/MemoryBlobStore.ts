@@ -1,7 +1,7 @@
 /**
  * A blob store in memory: the blob area of the memory event store.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

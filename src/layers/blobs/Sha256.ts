@@ -1,7 +1,7 @@
 /**
  * The SHA-256 every blob store names bytes by.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import { createHash } from "node:crypto"
 import type { Hash } from "../../domain/Blob.js"

@@ -4,7 +4,7 @@
  * `INSERT … ON CONFLICT DO NOTHING`: the same bytes twice are stored once, and a blob is a row the
  * database writes whole or not at all.
  *
- * @since 0.9.0
+ * @since 0.6.0
  */
 import type { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
