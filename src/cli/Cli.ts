@@ -23,7 +23,9 @@ import * as Watch from "./Watch.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
+import * as ImageFiles from "./ImageFiles.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
@@ -90,6 +92,10 @@ const run = Command.make(
       Args.withDescription("What to ask the agent; - reads the whole message from stdin (then every approval is answered no)")
     ),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+    image: Options.text("image").pipe(
+      Options.repeated,
+      Options.withDescription("Send this image with the message (PNG, JPEG, GIF or WebP; at most 5 MiB each, 20 per message); repeatable")
+    ),
     followUp: Options.boolean("follow-up").pipe(
       Options.withDescription("Queue the message as a follow-up (followup.queued): it runs after the follow-ups queued before it, at once when the session is idle; prints the turns up to its own")
     ),
@@ -102,8 +108,13 @@ const run = Command.make(
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, followUp, mcpConfig, message, mode, session, ...options }) =>
+  ({ allow, deny, followUp, image, mcpConfig, message, mode, session, ...options }) =>
     Effect.gen(function*() {
+      if (followUp && image.length > 0) {
+        return yield* new CliError({ reason: "invalid_arguments", message: "--image goes with a new turn, not with --follow-up (a queued follow-up carries text only)" })
+      }
+      // Read and checked before the engine starts: a refused image stores nothing.
+      const images = yield* ImageFiles.readAll(image)
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
       yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
@@ -111,7 +122,7 @@ const run = Command.make(
           const sessionId = Option.isSome(session)
             ? session.value
             : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
-          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
+          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage, ...(images.length === 0 ? {} : { images }) })
           yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
         }))
     })

@@ -12,7 +12,10 @@ import * as Layer from "effect/Layer"
 import * as Image from "../../src/domain/Image.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
@@ -25,7 +28,13 @@ const webp = fixture("pixel.webp")
 const jpeg = fixture("pixel.jpg")
 const svg = fixture("evil.svg")
 
-const engine = (model: { readonly images?: boolean } = {}) => engineLayer(MemoryEventStore.layer, model)
+/** The engine on a memory store, its blob area included, and the scripted model (taking images or not). */
+const engine = (model: { readonly images?: boolean } = {}) =>
+  SessionEngineModule.layer().pipe(
+    Layer.provideMerge(MemoryEventStore.layer),
+    Layer.provideMerge(FakeModelProvider.layer({ record: true, ...model })),
+    Layer.provideMerge(IdGenerator.layerSequential)
+  )
 
 const storedTypes = (sessionId: string) => Effect.flatMap(EventStore, (store) => Effect.map(collect(store.read(sessionId)), (events) => events.map((e) => e.type)))
 
