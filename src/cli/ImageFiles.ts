@@ -52,7 +52,7 @@ export const read = (file: string, cwd: string = process.cwd()): Effect.Effect<I
       }
     })
     if (typeof bytes === "number") {
-      return yield* refused(file, `${(bytes / (1024 * 1024)).toFixed(1)} MiB is over the ${Image.maxImageBytes / (1024 * 1024)} MiB an image may be`)
+      return yield* refused(file, `${Image.tooLargeDetail(bytes)} [too_large]`)
     }
     const checked = Image.check({ data: bytes }, undefined, file)
     if (checked instanceof Image.ImageRefused) return yield* refused(file, `${checked.detail} [${checked.reason}]`)

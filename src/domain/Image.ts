@@ -71,7 +71,8 @@ export class ImageRefused extends Schema.TaggedError<ImageRefused>()("ImageRefus
   }
 }
 
-const megabytes = (bytes: number) => `${(bytes / (1024 * 1024)).toFixed(1)} MiB`
+/** What an image over the cap is told: its size against the cap, in bytes (a rounded MiB would read "5.0 is over 5.0"). */
+export const tooLargeDetail = (bytes: number): string => `${bytes} bytes is over the ${maxImageBytes} bytes (5 MiB) an image may be`
 
 /**
  * The media type of one image, or why it is refused: empty, over {@link maxImageBytes}, not one of
@@ -81,7 +82,7 @@ export const check = (image: ImageInput, index?: number, file?: string): MediaTy
   const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
   if (image.data.byteLength === 0) return new ImageRefused({ reason: "empty", detail: "the image has no bytes", ...where })
   if (image.data.byteLength > maxImageBytes) {
-    return new ImageRefused({ reason: "too_large", detail: `${megabytes(image.data.byteLength)} is over the ${megabytes(maxImageBytes)} an image may be`, ...where })
+    return new ImageRefused({ reason: "too_large", detail: tooLargeDetail(image.data.byteLength), ...where })
   }
   const sniffed = sniff(image.data)
   if (sniffed === undefined) {

@@ -69,7 +69,7 @@ describe("run --image", () => {
   const refusals: ReadonlyArray<[string, ReadonlyArray<string>, RegExp]> = [
     ["a missing file", ["--image", "nope.png"], /^--image nope\.png: no such file$/],
     ["an SVG", ["--image", "pixel.gif", "--image", "drawing.svg"], /^--image drawing\.svg: only PNG, JPEG, GIF and WebP images are accepted .*\[unsupported_type\]$/],
-    ["a file over 5 MiB", ["--image", "huge.png"], /^--image huge\.png: 5\.0 MiB is over the 5 MiB an image may be$/],
+    ["a file over 5 MiB", ["--image", "huge.png"], /^--image huge\.png: 5242889 bytes is over the 5242880 bytes \(5 MiB\) an image may be \[too_large\]$/],
     ["a directory", ["--image", "."], /^--image \.: a directory, not an image file$/],
     ["--image with --follow-up", ["--image", "pixel.gif", "--follow-up"], /--image goes with a new turn/]
   ]
