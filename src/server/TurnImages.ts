@@ -16,21 +16,6 @@ export interface WireImage {
   readonly data: string
 }
 
-/** Whether a code is of the base64 alphabet (`A–Z a–z 0–9 + /`). */
-const inAlphabet = (code: number) =>
-  (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || (code >= 48 && code <= 57) || code === 43 || code === 47
-
-/**
- * Whether text is padded base64 (RFC 4648). A loop, not a regular expression: a pattern with a
- * repeated group overflows the stack on a megabytes-long string (a 5 MiB image's data did).
- */
-export const isBase64 = (text: string): boolean => {
-  if (text.length % 4 !== 0) return false
-  const padding = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0
-  for (let i = 0; i < text.length - padding; i++) if (!inAlphabet(text.charCodeAt(i))) return false
-  return true
-}
-
 const refusal = (refused: Image.ImageRefused) =>
   refused.reason === "too_large"
     ? new PayloadTooLarge({ error: "PayloadTooLarge", message: refused.message })
@@ -46,7 +31,7 @@ export const decode = (images: ReadonlyArray<WireImage> | undefined): Effect.Eff
     const decoded: Array<Image.ImageInput> = []
     for (const [index, image] of images.entries()) {
       // Checked before decoding: Node's decoder skips what is not base64 instead of refusing it.
-      if (!isBase64(image.data)) {
+      if (!Image.isBase64(image.data)) {
         return Effect.fail(new BadRequest({ error: "BadRequest", message: `Image #${index + 1}: data must be base64 (RFC 4648, with padding, no line breaks)` }))
       }
       const input = { data: new Uint8Array(Buffer.from(image.data, "base64")), mediaType: image.mediaType }
