@@ -14,7 +14,7 @@ export interface TranscriptToolCall {
   readonly toolCallId: string
   readonly tool: string
   readonly args: Json
-  readonly result?: { readonly content: string; readonly isError: boolean }
+  readonly result?: { readonly content: string; readonly isError: boolean; readonly images?: ReadonlyArray<ImageRef> | undefined }
 }
 
 /** What the assistant said in one model response: text and tool calls. */
@@ -90,6 +90,8 @@ export type Message =
     readonly tool: string
     readonly content: string
     readonly isError: boolean
+    /** Images the tool returned, by blob reference (their bytes: the request's `images`). */
+    readonly images?: ReadonlyArray<ImageRef>
   }
 
 /** An empty transcript. */
@@ -136,7 +138,11 @@ export const compacted = (transcript: Transcript, compaction: Compaction): Trans
   return { entries: [summary, ...kept], open: undefined }
 }
 
-const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean): Transcript => {
+/** A call's result; `images` only when there are some. */
+export const resultOf = (content: string, isError: boolean, images: ReadonlyArray<ImageRef> | undefined): NonNullable<TranscriptToolCall["result"]> =>
+  images === undefined || images.length === 0 ? { content, isError } : { content, isError, images }
+
+const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): Transcript => {
   const { entries } = closed(transcript)
   // Results attach to their call, so messages() returns them in call order whatever the completion order.
   for (let i = entries.length - 1; i >= 0; i--) {
@@ -144,7 +150,7 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
     if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
     const updated: TranscriptEntry = {
       ...entry,
-      toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
+      toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: resultOf(content, isError, images) } : c))
     }
     return { entries: entries.with(i, updated), open: undefined }
   }
@@ -164,7 +170,7 @@ export interface Changes<T> {
   /** A tool call of the response streaming; `sequence` begins it when none streams. */
   readonly call: (transcript: T, turnId: string, call: TranscriptToolCall, sequence: number) => T
   /** A call's result, attached to its call: it ends the response streaming. */
-  readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean) => T
+  readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>) => T
   /** A compaction (see {@link compacted}). */
   readonly compacted: (transcript: T, compaction: Compaction) => T
   /** Another event of a turn: the response streaming ends. */
@@ -197,7 +203,7 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "model.delta": (changes, transcript, event) => changes.text(transcript, event.turnId, event.payload.text, event.sequence),
   "model.tool_call_requested": (changes, transcript, event) =>
     changes.call(transcript, event.turnId, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }, event.sequence),
-  "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false),
+  "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false, event.payload.images),
   "tool.failed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.message, true),
   "session.compacted": (changes, transcript, event) =>
     changes.compacted(transcript, {
@@ -227,7 +233,7 @@ const immutable: Changes<Transcript> = {
   user: (transcript, turnId, content, sequence, images) => ({ entries: [...closed(transcript).entries, userEntry(turnId, content, sequence, images)], open: undefined }),
   text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
-  result: (transcript, toolCallId, content, isError) => withResult(transcript, toolCallId, content, isError),
+  result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
   close: (transcript) => closed(transcript)
 }
@@ -254,13 +260,10 @@ export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
     content: entry.content,
     toolCalls: answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
   }
-  const results = answered.map((c): Message => ({
-    role: "tool",
-    toolCallId: c.toolCallId,
-    tool: c.tool,
-    content: c.result!.content,
-    isError: c.result!.isError
-  }))
+  const results = answered.map((c): Message => {
+    const message = { role: "tool" as const, toolCallId: c.toolCallId, tool: c.tool, content: c.result!.content, isError: c.result!.isError }
+    return c.result!.images === undefined ? message : { ...message, images: c.result!.images }
+  })
   return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
 }
 

@@ -187,12 +187,13 @@ export const toolProgress = (toolCallId: string, message: string): Draft<"tool.p
 })
 
 /** `tool.completed`: the result is tool output, escaped; an exit code that is not an integer is left out. */
-export const toolCompleted = (toolCallId: string, result: string, exitCode?: number): Draft<"tool.completed"> => ({
+export const toolCompleted = (toolCallId: string, result: string, exitCode?: number, images?: ReadonlyArray<ImageRef>): Draft<"tool.completed"> => ({
   type: "tool.completed",
   payload: {
     toolCallId,
     result: escapeControls(result),
-    ...(exitCode === undefined || !Number.isSafeInteger(exitCode) ? {} : { exitCode })
+    ...(exitCode === undefined || !Number.isSafeInteger(exitCode) ? {} : { exitCode }),
+    ...(images === undefined || images.length === 0 ? {} : { images })
   }
 })
 

@@ -61,7 +61,7 @@ const unavailable = (error: BlobNotFound | BlobFailure) =>
   error._tag === "BlobNotFound" ? "not in the store's blob area" : `unreadable (${error.reason})`
 
 /**
- * The request with the bytes of the images its user messages reference (`images`), read from the
+ * The request with the bytes of the images its user messages and tool results reference (`images`), read from the
  * blob area once per request. An image the model cannot take (its provider says it takes none, or
  * there is no blob area), or whose blob cannot be read (missing, corrupt: never sent), is replaced
  * by a note in the message's text, so the request is still well-formed and the model knows.
@@ -72,11 +72,11 @@ export const attach = (
   request: ModelRequest
 ): Effect.Effect<ModelRequest> =>
   Effect.gen(function*() {
-    if (!request.messages.some((m) => m.role === "user" && m.images !== undefined)) return request
+    if (!request.messages.some((m) => m.role !== "assistant" && m.images !== undefined)) return request
     const bytes = new Map<string, Uint8Array>()
     const messages: Array<Message> = []
     for (const message of request.messages) {
-      if (message.role !== "user" || message.images === undefined) {
+      if (message.role === "assistant" || message.images === undefined) {
         messages.push(message)
         continue
       }
@@ -100,8 +100,9 @@ export const attach = (
         }
         kept.push(image)
       }
-      const content = withNotes(message.content, notes)
-      messages.push(kept.length === 0 ? { role: "user", content } : { role: "user", content, images: kept })
+      const { images: _, ...rest } = message
+      const changed = { ...rest, content: withNotes(message.content, notes) }
+      messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
     }
     return bytes.size === 0 ? { ...request, messages } : { ...request, messages, images: bytes }
   })

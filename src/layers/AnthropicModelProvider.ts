@@ -23,6 +23,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
+import type { ImageRef } from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -72,6 +73,15 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
   return ProviderFailure.of("unknown", message, extra)
 }
 
+/** Images as `image` blocks with a base64 source (an image whose bytes the request lacks is left out: the engine put a note in its place). */
+const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, Uint8Array>) =>
+  refs.flatMap((image) => {
+    const bytes = images.get(image.blob)
+    return bytes === undefined
+      ? []
+      : [{ type: "image" as const, source: { type: "base64" as const, media_type: image.mediaType, data: Buffer.from(bytes).toString("base64") } }]
+  })
+
 /** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
 export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap<string, Uint8Array> = new Map()): Array<MessageParam> => {
   const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
@@ -86,12 +96,7 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
       case "user":
         push("user", [
           // Images first, as Anthropic advises; an empty text block is refused by the API, so none is sent.
-          ...(message.images ?? []).flatMap((image): Array<ContentBlockParam> => {
-            const bytes = images.get(image.blob)
-            return bytes === undefined
-              ? []
-              : [{ type: "image", source: { type: "base64", media_type: image.mediaType, data: Buffer.from(bytes).toString("base64") } }]
-          }),
+          ...imageBlocks(message.images ?? [], images),
           ...(message.content === "" && message.images !== undefined ? [] : [{ type: "text" as const, text: message.content }])
         ])
         break
@@ -102,7 +107,15 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
         ])
         break
       case "tool":
-        push("user", [{ type: "tool_result", tool_use_id: message.toolCallId, content: message.content, is_error: message.isError }])
+        push("user", [{
+          type: "tool_result",
+          tool_use_id: message.toolCallId,
+          // A result with images is a list of blocks: its text, then the images.
+          content: message.images === undefined
+            ? message.content
+            : [{ type: "text" as const, text: message.content }, ...imageBlocks(message.images, images)],
+          is_error: message.isError
+        }])
         break
     }
   }

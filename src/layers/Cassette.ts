@@ -53,6 +53,8 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   for (const event of events) {
     switch (event.type) {
       case "user.message":
+      case "tool.completed":
+        // Only a model that takes images gets a tool's images: the replay's read_file must return them too.
         images ||= event.payload.images !== undefined
         break
       case "model.delta":
@@ -104,7 +106,6 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "permission.resolved":
       case "tool.started":
       case "tool.progress":
-      case "tool.completed":
       case "tool.failed":
       case "followup.queued":
       case "followup.dropped":
