@@ -105,7 +105,9 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         // It holds no lease: it follows the store (every `watchPollInterval`).
         watchSession: (input) => reader.watchSession(input),
         listSessions: reader.listSessions,
-        sessionListing: reader.sessionListing
+        sessionListing: reader.sessionListing,
+        // Read from the shared store, as replays are.
+        sessionImage: (input) => reader.sessionImage(input)
       })
     })
   )

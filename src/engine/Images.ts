@@ -8,7 +8,9 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type { BlobFailure, BlobNotFound } from "../domain/Blob.js"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import { type BlobFailure, BlobNotFound } from "../domain/Blob.js"
 import { EventStoreFailure, InvalidInput } from "../domain/Errors.js"
 import * as Image from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
@@ -50,6 +52,43 @@ export const store = (
         Effect.mapError(storeFailure)
       ))
   }).pipe(Effect.withSpan("Images.store", { attributes: { count: images.length } }))
+
+/** An image of a session: its bytes and media type (see `SessionEngine.sessionImage`). */
+export interface SessionImage {
+  readonly bytes: Uint8Array
+  readonly mediaType: Image.MediaType
+}
+
+/** The images an event names. */
+const imagesOf = (event: AgentEvent): ReadonlyArray<Image.ImageRef> =>
+  (event.type === "user.message" || event.type === "tool.completed") ? event.payload.images ?? [] : []
+
+/**
+ * An image a session's log names, read from the blob area: `BlobNotFound` for a blob the log does
+ * not name (whether or not it is stored: a session never reads another's images) or that is not
+ * stored; bytes that no longer are the image the log names (corrupt, or not that type) are a store
+ * failure, never returned.
+ */
+export const ofSession = <E>(
+  blobs: BlobStore.Service | undefined,
+  log: Stream.Stream<AgentEvent, E>,
+  blob: string
+): Effect.Effect<SessionImage, E | BlobNotFound | EventStoreFailure> =>
+  Effect.gen(function*() {
+    const named = yield* log.pipe(
+      Stream.map((event) => imagesOf(event).find((image) => image.blob === blob)),
+      Stream.filter((image) => image !== undefined),
+      Stream.runHead
+    )
+    if (named._tag === "None" || blobs === undefined) return yield* new BlobNotFound({ hash: blob.slice(0, 80) })
+    const bytes = yield* blobs.get(blob).pipe(
+      Effect.catchTag("BlobFailure", (failure) => Effect.fail(storeFailure(failure)))
+    )
+    if (Image.sniff(bytes) !== named.value.mediaType) {
+      return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${named.value.mediaType} image the log names` })
+    }
+    return { bytes, mediaType: named.value.mediaType } satisfies SessionImage
+  })
 
 /** What the model sees in place of an image it cannot be given. */
 const note = (image: Image.ImageRef, why: string) => `[image ${image.mediaType}, ${image.bytes} bytes (${image.blob.slice(0, 12)}): ${why}]`

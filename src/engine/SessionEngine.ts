@@ -35,6 +35,7 @@ import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
+import type { BlobNotFound } from "../domain/Blob.js"
 import { BlobStore } from "../services/BlobStore.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore, type Listing } from "../services/EventStore.js"
@@ -280,7 +281,21 @@ export declare namespace SessionEngine {
     readonly listSessions: Effect.Effect<ReadonlyArray<Session.SessionSummary>, EventStoreFailure>
     /** The readable sessions (as `listSessions`) and the damaged ones, each with the reason it cannot be read. */
     readonly sessionListing: Effect.Effect<Listing, EventStoreFailure>
+    /**
+     * An image the session's log names (`user.message.images`, `tool.completed.images`), read from
+     * the store's blob area: its bytes and its media type. A blob the log does not name is
+     * `BlobNotFound`, whether or not it is stored; bytes that are no longer that image are an
+     * `EventStoreFailure` (`corrupt`) and are never returned.
+     */
+    readonly sessionImage: (input: SessionImageInput) => Effect.Effect<Images.SessionImage, SessionNotFound | BlobNotFound | EventStoreFailure>
   }
+}
+
+/** Input of {@link SessionEngine.Service.sessionImage}. */
+export interface SessionImageInput {
+  readonly sessionId: string
+  /** The image's blob hash, as the log names it. */
+  readonly blob: string
 }
 
 /**
@@ -503,7 +518,12 @@ export const make = (
       pendingApprovals,
       sessionState,
       listSessions: store.list.pipe(Effect.withSpan("SessionEngine.listSessions")),
-      sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing"))
+      sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing")),
+      // The log is read first: an unknown session is SessionNotFound, not an unknown image.
+      sessionImage: (input) =>
+        Images.ofSession(services.blobs, replaySession(input), input.blob).pipe(
+          Effect.withSpan("SessionEngine.sessionImage", { attributes: { sessionId: input.sessionId } })
+        )
     })
   })
 

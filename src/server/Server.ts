@@ -29,6 +29,7 @@ import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
+import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
 import * as Turns from "./Turns.js"
 import * as Viewer from "./Viewer.js"
@@ -129,6 +130,7 @@ export const layer = (config: Config.Config, turns: Layer.Layer<Turns.Turns, nev
   Layer.mergeAll(
     HttpApiBuilder.api(Api).pipe(Layer.provide(Handlers.layer)),
     Viewer.layer,
+    Blobs.layer,
     guards
   ).pipe(
     Layer.provide(turns),

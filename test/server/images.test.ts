@@ -3,7 +3,7 @@
  * server on a JSONL store: stored in the data dir's blob area and named by `user.message`; a bad image
  * answered 400 (or 413 when over the size cap) with its reason, and nothing stored.
  */
-import { existsSync, readFileSync } from "node:fs"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -33,6 +33,42 @@ describe("POST /sessions/:id/turns with images", () => {
       for (const image of message.images) expect(readFileSync(join(dataDir, "blobs", image.blob.slice(0, 2), image.blob)).byteLength).toBe(image.bytes)
       // The typed client takes the same body.
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "", images: [{ data: gif.toString("base64") }] } })
+    }))
+
+  it.scopedLive("GET /sessions/:id/blobs/:hash serves only the images the session's log names, as raster images that cannot run", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, images: true })
+      const session = yield* server.client.sessions.create({ payload: {} })
+      const other = yield* server.client.sessions.create({ payload: {} })
+      for (const [id, image] of [[session.sessionId, png], [other.sessionId, gif]] as const) {
+        yield* raw(`${server.url}/sessions/${id}/turns`, { ...json({ message: "look", images: [{ data: image.toString("base64") }] }), token: server.token })
+        yield* Effect.promise(() => liveUntil(`${server.url}/sessions/${id}/live`, { token: server.token }, (e) => e.type === "turn.completed"))
+      }
+      const blobOf = (events: ReadonlyArray<{ type: string; payload: unknown }>) =>
+        (events.find((e) => e.type === "user.message")!.payload as { images: ReadonlyArray<{ blob: string }> }).images[0]!.blob
+      const mine = blobOf(yield* storedEvents(server, session.sessionId))
+      const theirs = blobOf(yield* storedEvents(server, other.sessionId))
+
+      const response = yield* Effect.promise(() => fetch(`${server.url}/sessions/${session.sessionId}/blobs/${mine}`, { headers: { authorization: `Bearer ${server.token}` } }))
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toBe("image/png")
+      expect(response.headers.get("x-content-type-options")).toBe("nosniff")
+      expect(response.headers.get("content-security-policy")).toBe("default-src 'none'; sandbox")
+      expect(response.headers.get("cross-origin-resource-policy")).toBe("same-origin")
+      expect(Buffer.from(yield* Effect.promise(() => response.arrayBuffer())).equals(png)).toBe(true)
+
+      const status = (path: string, token?: string) => Effect.map(raw(`${server.url}${path}`, token === undefined ? {} : { token }), (a) => a.status)
+      expect(yield* status(`/sessions/${session.sessionId}/blobs/${mine}`)).toBe(401)
+      // Another session's image is stored, but this session's log does not name it.
+      expect(yield* status(`/sessions/${session.sessionId}/blobs/${theirs}`, server.token)).toBe(404)
+      expect(yield* status(`/sessions/${other.sessionId}/blobs/${theirs}`, server.token)).toBe(200)
+      expect(yield* status(`/sessions/${session.sessionId}/blobs/${"0".repeat(64)}`, server.token)).toBe(404)
+      expect(yield* status(`/sessions/${session.sessionId}/blobs/..%2F..%2Fsessions`, server.token)).toBe(404)
+      expect(yield* status(`/sessions/nope/blobs/${mine}`, server.token)).toBe(404)
+      // Bytes swapped on disk for an SVG (a document that can run script) are never served.
+      writeFileSync(join(dataDir, "blobs", mine.slice(0, 2), mine), svg)
+      expect(yield* status(`/sessions/${session.sessionId}/blobs/${mine}`, server.token)).toBe(500)
     }))
 
   it.scopedLive("refuses a bad image with its reason — 400, or 413 over the size cap — and stores nothing", () =>
