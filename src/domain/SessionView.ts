@@ -27,6 +27,8 @@ export interface ViewCall {
   readonly decisions: Array<{ readonly decision: string; readonly actor: string; readonly policy?: string | undefined }>
   progress?: string
   result?: string
+  /** Images the tool returned (shown from `GET /sessions/:id/blobs/:hash`). */
+  images?: ReadonlyArray<ImageRef>
   exitCode?: number | undefined
   errorCode?: string
   message?: string
@@ -184,6 +186,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (call === undefined) return
     call.status = "completed"
     call.result = event.payload.result
+    if (event.payload.images !== undefined) call.images = event.payload.images
     call.exitCode = event.payload.exitCode
   },
   "tool.failed": (view, event) => {
