@@ -34,6 +34,7 @@ import * as LogFormat from "../domain/LogFormat.js"
 import { BlobStore } from "../services/BlobStore.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
+import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -111,15 +112,6 @@ export const migrate = Effect.gen(function*() {
   return yield* Migrator.make({})({ loader: migrations, table: migrationsTable })
 })
 
-/** The SQLSTATE (e.g. `23505`) or system error code (e.g. `ECONNREFUSED`) of an error or of its cause. */
-const codeOf = (error: unknown): string | undefined => {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
 
 /** The reason of a SQLSTATE or system error code. */
 const reasonOfCode = (code: string): EventStoreFailureReason => {

@@ -11,6 +11,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Blob from "../../domain/Blob.js"
 import { BlobStore } from "../../services/BlobStore.js"
+import { codeOf } from "../sql/ErrorCode.js"
 import * as Sha256 from "./Sha256.js"
 
 /** The SQLite migration that creates the blob table. */
@@ -21,15 +22,6 @@ export const migrateSqlite = Effect.flatMap(SqlClient.SqlClient, (sql) =>
 export const migratePostgres = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   sql`CREATE TABLE blobs (hash TEXT COLLATE "C" PRIMARY KEY, size INTEGER NOT NULL, bytes BYTEA NOT NULL)`)
 
-/** The driver's error code (SQLite's `SQLITE_FULL`, PostgreSQL's SQLSTATE) of an error or of its causes. */
-const codeOf = (error: unknown): string | undefined => {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
 
 const reasonOf = (error: SqlError): Blob.BlobFailureReason => {
   const code = codeOf(error) ?? ""
