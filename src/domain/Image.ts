@@ -27,6 +27,13 @@ export type ImageRef = typeof ImageRef.Type
 /** The largest image accepted, in bytes: 5 MiB (Anthropic's own per-image limit, so every provider takes what we take). */
 export const maxImageBytes = 5 * 1024 * 1024
 
+/**
+ * What one image counts for in a request's token estimate: about what Anthropic charges for an image
+ * near its largest size (width × height / 750 for ~1.15 megapixels), an over-estimate for small ones,
+ * as the estimate means to be (see `Tokens`). The reference in the JSON is tiny; the image is not.
+ */
+export const estimatedTokens = 1_600
+
 /** The most images one message may carry. */
 export const maxImagesPerMessage = 20
 

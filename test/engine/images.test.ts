@@ -119,6 +119,22 @@ describe("runTurn with images", () => {
       expect(request!.messages[0]).toEqual({ role: "user", content: `look\n[image image/png, ${png.byteLength} bytes (${request!.messages[0]!.content.match(/\(([0-9a-f]{12})\)/)![1]}): this model does not take images]` })
     }).pipe(Effect.provide(engine())))
 
+  it.effect("each image counts in the context estimate: a request over the window with them is not sent", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // The text alone fits 2,000 tokens; with two images (1,600 each) it does not.
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }, { data: gif }] }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "context_overflow" })
+      expect(yield* Effect.flatMap(FakeModel, (model) => model.requestCount)).toBe(0)
+      const text = yield* collect(engine.runTurn({ sessionId: (yield* engine.createSession({ cwd: "/work", client: "test" })).sessionId, userMessage: "look" }))
+      expect(text.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(SessionEngineModule.layer({ compaction: { onOverflow: false } }).pipe(
+      Layer.provideMerge(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ images: true, maxContextTokens: 2_000 })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
+
   it.effect("a model that takes images gets their bytes with the request", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
