@@ -35,5 +35,8 @@ describe("chat /image", () => {
     const log = eventsOf((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
     const messages = log.filter((e) => e.type === "user.message").map((e) => e.payload as { content: string; images?: ReadonlyArray<{ mediaType: string }> })
     expect(messages.map((m) => [m.content, m.images?.map((i) => i.mediaType)])).toEqual([["what is it?", ["image/png"]], ["and this?", undefined]])
+    // The transcript names the image, never its bytes.
+    const transcript = (await run(["replay", sessionId, "--data-dir", dataDir])).stdout
+    expect(transcript).toMatch(/> what is it\?\n> \[image image\/png, \d+ bytes, [0-9a-f]{12}\]\n/)
   })
 })
