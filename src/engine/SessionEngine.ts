@@ -147,6 +147,11 @@ export interface WatchOptions {
    * of — another process may be driving it (default 250 milliseconds).
    */
   readonly watchPollInterval: Duration.DurationInput
+  /**
+   * How many live events a watched session's feed keeps at least (default 4,096; it holds up to
+   * twice that): a watcher further behind reads the events it missed from the store.
+   */
+  readonly watchCapacity: number
 }
 
 /** The session engine. */
@@ -288,7 +293,7 @@ export const make = (
     const services: Services.Services = {
       store,
       ids,
-      watchers: Watchers.make(),
+      watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
       tools: Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter)),
       permissions: Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways),

@@ -57,6 +57,7 @@ interface Feed {
 
 /** A new, empty hub. */
 export const make = (capacity: number = defaultCapacity): Watchers => {
+  if (!Number.isSafeInteger(capacity) || capacity < 1) capacity = defaultCapacity
   const feeds = new Map<string, Feed>()
   return {
     publish: (sessionId, events) => {
