@@ -6,7 +6,8 @@
  * batch to it once (synchronously, right after the batch is stored), whatever the number of
  * watchers, and wakes the watchers waiting for it. Each watcher keeps its own position in the feed
  * and takes everything past it at once — a watcher that was busy takes one big chunk, not many
- * small ones. The feed keeps the last `capacity` to 2 × `capacity` events; a watcher that falls
+ * small ones. The feed keeps the events some watcher has not taken yet, at most the last
+ * `capacity` to 2 × `capacity` of them (none once all have taken them); a watcher that falls
  * further behind (a stalled SSE client) finds the oldest gone: the next chunk it takes then skips
  * sequences, and the gap is read from the store (see {@link watch}) — so a slow watcher costs no
  * memory of its own and still sees every event once. A watcher subscribes BEFORE it reads the
@@ -40,6 +41,8 @@ export interface Watchers {
   readonly publish: (sessionId: string, events: ReadonlyArray<AgentEvent>) => void
   /** A place in the session's feed, from now on, given up when the scope closes. */
   readonly subscribe: (sessionId: string) => Effect.Effect<Subscription, never, Scope.Scope>
+  /** How many live events the hub keeps for a session: those its slowest watcher has not taken, bounded. */
+  readonly kept: (sessionId: string) => number
 }
 
 /** How many live events a session's feed keeps at least before the oldest make way (read again from the store). */
@@ -51,70 +54,79 @@ interface Feed {
   events: Array<AgentEvent>
   dropped: number
   watchers: number
-  /** Wakes the watchers waiting for the next publish (each at most once). */
-  waiting: Array<() => void>
+  /** How many watchers have not taken every kept event: at 0 the feed lets them all go. */
+  behind: number
+  /** Wakes the watchers waiting for the next publish. */
+  readonly waiting: Set<() => void>
 }
 
 /** A new, empty hub. */
 export const make = (capacity: number = defaultCapacity): Watchers => {
-  if (!Number.isSafeInteger(capacity) || capacity < 1) capacity = defaultCapacity
+  const keep = Number.isSafeInteger(capacity) && capacity >= 1 ? capacity : defaultCapacity
   const feeds = new Map<string, Feed>()
+  /** Once every watcher has taken every event, the feed holds none (an idle session costs nothing). */
+  const caughtUp = (feed: Feed) => {
+    if (--feed.behind > 0) return
+    feed.dropped += feed.events.length
+    feed.events = []
+  }
   return {
     publish: (sessionId, events) => {
       const feed = feeds.get(sessionId)
       if (feed === undefined || events.length === 0) return
       for (const event of events) feed.events.push(event)
-      // Trimmed to `capacity` once it holds twice that: the copy is paid once per `capacity` events.
-      if (feed.events.length > 2 * capacity) {
-        const excess = feed.events.length - capacity
+      // Every watcher now has something to take.
+      feed.behind = feed.watchers
+      // Trimmed to `keep` once it holds twice that: the copy is paid once per `keep` events.
+      if (feed.events.length > 2 * keep) {
+        const excess = feed.events.length - keep
         feed.events = feed.events.slice(excess)
         feed.dropped += excess
       }
-      const waiting = feed.waiting
-      if (waiting.length === 0) return
-      feed.waiting = []
+      if (feed.waiting.size === 0) return
+      const waiting = Array.from(feed.waiting)
+      feed.waiting.clear()
       for (const wake of waiting) wake()
     },
+    kept: (sessionId) => feeds.get(sessionId)?.events.length ?? 0,
     subscribe: (sessionId) =>
       Effect.acquireRelease(
         Effect.sync(() => {
           let feed = feeds.get(sessionId)
           if (feed === undefined) {
-            feed = { events: [], dropped: 0, watchers: 0, waiting: [] }
+            feed = { events: [], dropped: 0, watchers: 0, behind: 0, waiting: new Set() }
             feeds.set(sessionId, feed)
           }
           feed.watchers++
           const joined = feed
+          const end = () => joined.dropped + joined.events.length
           // Absolute position in the feed of the next event this watcher takes.
-          let position = joined.dropped + joined.events.length
+          let position = end()
           const takeNow = (): Chunk.Chunk<AgentEvent> => {
-            const from = Math.max(position, joined.dropped) - joined.dropped
-            position = joined.dropped + joined.events.length
-            return Chunk.unsafeFromArray(joined.events.slice(from))
+            if (position >= end()) return Chunk.empty()
+            const taken = joined.events.slice(Math.max(position, joined.dropped) - joined.dropped)
+            position = end()
+            caughtUp(joined)
+            return Chunk.unsafeFromArray(taken)
           }
           const take: Effect.Effect<Chunk.Chunk<AgentEvent>> = Effect.suspend(() =>
-            position < joined.dropped + joined.events.length
-              ? Effect.succeed(takeNow())
+            position < end()
+              ? Effect.sync(takeNow)
               : Effect.async<Chunk.Chunk<AgentEvent>>((resume) => {
-                let waiting = true
-                joined.waiting.push(() => {
-                  if (!waiting) return
-                  waiting = false
-                  resume(Effect.sync(takeNow))
-                })
-                // Interrupted while waiting: the wake-up, if it comes, does nothing.
-                return Effect.sync(() => {
-                  waiting = false
-                })
+                const wake = () => resume(Effect.sync(takeNow))
+                joined.waiting.add(wake)
+                // Interrupted while waiting: no wake-up.
+                return Effect.sync(() => joined.waiting.delete(wake))
               })
           )
-          return { feed: joined, subscription: { take } satisfies Subscription }
+          const leave = () => {
+            joined.watchers--
+            if (position < end()) caughtUp(joined)
+            if (joined.watchers === 0 && feeds.get(sessionId) === joined) feeds.delete(sessionId)
+          }
+          return { leave, subscription: { take } satisfies Subscription }
         }),
-        ({ feed }) =>
-          Effect.sync(() => {
-            feed.watchers--
-            if (feed.watchers === 0 && feeds.get(sessionId) === feed) feeds.delete(sessionId)
-          })
+        ({ leave }) => Effect.sync(leave)
       ).pipe(Effect.map(({ subscription }) => subscription))
   }
 }

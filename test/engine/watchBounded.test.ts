@@ -7,6 +7,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as Watchers from "../../src/engine/Watchers.js"
@@ -47,5 +50,35 @@ describe("Watchers: a slow watcher", () => {
       expect(Chunk.toReadonlyArray(seen).map((e) => e.sequence)).toEqual(Array.from({ length: 1_003 }, (_, i) => i + 1))
       // The gap the feed let go (4..) came from one store read.
       expect(reads).toEqual([4])
+    }))
+
+  it.scoped("keeps nothing once every watcher has taken every event, and lets a leaving laggard's events go", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make(8)
+      const fast = yield* hub.subscribe("sess_1")
+      const slowScope = yield* Scope.make()
+      const slow = yield* hub.subscribe("sess_1").pipe(Scope.extend(slowScope))
+      hub.publish("sess_1", [eventAt(1), eventAt(2), eventAt(3)])
+      expect(hub.kept("sess_1")).toBe(3)
+      expect(Chunk.toReadonlyArray(yield* fast.take).map((e) => e.sequence)).toEqual([1, 2, 3])
+      // The slow watcher has not taken them: kept.
+      expect(hub.kept("sess_1")).toBe(3)
+      expect(Chunk.toReadonlyArray(yield* slow.take).map((e) => e.sequence)).toEqual([1, 2, 3])
+      expect(hub.kept("sess_1")).toBe(0)
+      hub.publish("sess_1", [eventAt(4)])
+      yield* fast.take
+      expect(hub.kept("sess_1")).toBe(1)
+      // The slow one leaves without taking: nobody needs the event any more.
+      yield* Scope.close(slowScope, Exit.void)
+      expect(hub.kept("sess_1")).toBe(0)
+      // A watcher interrupted while it waits is not woken, and the next one still is.
+      const waiting = yield* Effect.fork(fast.take)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(waiting)
+      const next = yield* Effect.fork(fast.take)
+      yield* Effect.yieldNow()
+      hub.publish("sess_1", [eventAt(5)])
+      expect(Chunk.toReadonlyArray(yield* Fiber.join(next)).map((e) => e.sequence)).toEqual([5])
+      expect(hub.kept("sess_1")).toBe(0)
     }))
 })
