@@ -31,11 +31,13 @@ const connect = (onConnected: () => void): Client => {
     let connected = false
     res.on("data", (text: string) => {
       buffer += text
+      // Frames are read in place and the buffer cut once per read (cutting per frame copies the rest each time).
+      let at = 0
       let end: number
-      while ((end = buffer.indexOf("\n\n")) !== -1) {
-        const frame = buffer.slice(0, end)
-        buffer = buffer.slice(end + 2)
-        if (frame.startsWith(":")) {
+      while ((end = buffer.indexOf("\n\n", at)) !== -1) {
+        const start = at
+        at = end + 2
+        if (buffer.charCodeAt(start) === 58) { // ":" a comment
           if (!connected) {
             connected = true
             onConnected()
@@ -43,17 +45,18 @@ const connect = (onConnected: () => void): Client => {
           continue
         }
         // id: N\nevent: type\ndata: …
-        const id = Number(frame.slice(4, frame.indexOf("\n")))
+        const id = Number(buffer.slice(start + 4, buffer.indexOf("\n", start)))
         if (id !== last + 1) {
           rejectDone(new Error(`a client read id ${id} after ${last}`))
           return req.destroy()
         }
         last = id
-        if (frame.includes("\nevent: turn.completed\n")) {
+        if (buffer.startsWith("event: turn.completed\n", buffer.indexOf("\n", start) + 1)) {
           resolveDone(last)
           return req.destroy()
         }
       }
+      buffer = buffer.slice(at)
     })
     res.on("error", () => undefined)
   })

@@ -16,6 +16,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
+import { Buffer } from "node:buffer"
 import { AgentEvent } from "../index.js"
 
 /** One event as an SSE message. */
@@ -41,19 +42,24 @@ export const message = (event: AgentEvent.AgentEvent): Uint8Array => {
   return bytes
 }
 
+/**
+ * The last run of events written as one buffer, by its first event: the watchers of a session take
+ * the same batches from its feed, so a hundred clients share one buffer per batch as well. A run is
+ * the same when its first and last events and its length are (its sequences are consecutive, and a
+ * sequence of a session is one stored event).
+ */
+const runs = new WeakMap<AgentEvent.AgentEvent, { readonly last: AgentEvent.AgentEvent; readonly length: number; readonly bytes: Uint8Array }>()
+
 /** The messages of a chunk of events as one buffer: one write to the client's socket per chunk, not per event. */
 const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array => {
-  if (events.length === 1) return message(Chunk.unsafeHead(events))
-  const parts = Chunk.toReadonlyArray(Chunk.map(events, message))
-  let size = 0
-  for (const part of parts) size += part.length
-  const buffer = new Uint8Array(size)
-  let offset = 0
-  for (const part of parts) {
-    buffer.set(part, offset)
-    offset += part.length
-  }
-  return buffer
+  const first = Chunk.unsafeHead(events)
+  if (events.length === 1) return message(first)
+  const last = Chunk.unsafeLast(events)
+  const known = runs.get(first)
+  if (known !== undefined && known.last === last && known.length === events.length) return known.bytes
+  const bytes = Buffer.concat(Chunk.toReadonlyArray(Chunk.map(events, message)))
+  runs.set(first, { last, length: events.length, bytes })
+  return bytes
 }
 
 /** A comment line: ignored by `EventSource`, it keeps the connection alive. */
