@@ -194,7 +194,7 @@ export const command = Command.make(
       const permissions = perCwd(cwd, loaded.policy, flags)
       const model = yield* Models.layer(options)
       // Loaded only here: the HTTP stack costs start-up time for every other command.
-      const { Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
+      const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
       // `--host` given as a name (not an address) is a name clients use: allowed too.
@@ -255,6 +255,10 @@ export const command = Command.make(
           // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
           Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
         )
-      }).pipe(Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))))
+      }).pipe(
+        Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
+        // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
+        EventLoop.sliced()
+      )
     }).pipe(Effect.scoped)
 ).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))
