@@ -79,8 +79,11 @@ export const run = async (): Promise<Array<Row>> => {
     // A database each: the runs share no sessions, shard locks or runners.
     await pg.createDatabase("bounded")
     await pg.createDatabase("unbounded")
+    // Each contender's samples are printed as it ends: at full size a run takes tens of minutes.
     const bounded = await runnerChild(pg.url("bounded"), "1000")
+    console.log(`(row 14, idle sessions let go after 1 s: ${JSON.stringify(bounded)})`)
     const unbounded = await runnerChild(pg.url("unbounded"), "infinite")
+    console.log(`(row 14, never let go: ${JSON.stringify(unbounded)})`)
     const growth = (s: Sampled) => {
       const mid = Math.floor((s.heap.length - 1) / 2)
       return { first: s.heap[mid]! - s.heap[0]!, second: s.heap.at(-1)! - s.heap[mid]!, rssMid: s.rss[mid]!, rssEnd: s.rss.at(-1)! }

@@ -172,11 +172,10 @@ const pending = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const listing = Option.isSome(sessionId) ? undefined : yield* engine.sessionListing
       if (listing !== undefined) yield* warnDamaged(listing.damaged)
-      // The JSONL index knows which sessions wait (`awaitingApproval`): only their logs are read.
-      // The SQL stores' summaries do not say yet, so every session is asked there.
+      // Every store's listing says which sessions wait (`awaitingApproval`): only theirs are read.
       const ids = Option.isSome(sessionId)
         ? [sessionId.value]
-        : listing!.sessions.filter((s) => options.store !== "jsonl" || s.awaitingApproval !== undefined).map((s) => s.sessionId)
+        : listing!.sessions.filter((s) => s.awaitingApproval !== undefined).map((s) => s.sessionId)
       let found = 0
       for (const id of ids) {
         for (const call of yield* engine.pendingApprovals({ sessionId: id })) {

@@ -1,13 +1,36 @@
 /**
  * The session index of a JSONL data dir (`<dataDir>/index.json`): each session's summary and how
- * much of its log (bytes) the summary covers. Listing reads the index, then only what each log
- * gained since — a stat per session, and new lines only — so it never reads whole logs. A missing,
- * unreadable or stale entry (a log that shrank or was replaced) is rebuilt from the log; so is a
- * missing index. The index is written back atomically (temporary file, then rename).
+ * much of its log (bytes) the summary covers. A warm listing reads the index and the folder's names,
+ * not the logs: it learns which logs changed from the index's journal (`<dataDir>/index.journal`),
+ * which every writer of this version appends to —
+ *
+ * - `+ <id>` when it takes a session's writer lock, `- <id>` before it lets it go: while a session
+ *   is held, each listing checks its log (a `stat`, then only the lines it gained); once let go, the
+ *   next listing checks it once more;
+ * - `. <id>` after an append made without the writer lock (the port allows them).
+ *
+ * The index records how far into the journal it has read (and which journal: its inode), and which
+ * sessions are being written. So a warm listing costs a directory read, the index and the journal's
+ * new lines, plus a `stat` per session written since — never one per log.
+ *
+ * Logs this version did not write (an older effect-agent, a copy, a hand edit): a log whose name
+ * the index does not know is read when it appears in the folder, and a name gone is dropped. A log
+ * the index already covers that an older version appends to, or that is edited in place, is caught
+ * by the rotation: each listing also checks the next {@link verifiedPerListing} logs (in id order,
+ * from where the last one stopped), so every log is checked at least once every
+ * ⌈sessions / {@link verifiedPerListing}⌉ listings — every listing, up to that many sessions. A
+ * full check (every log's size) is made when there is no index, when it is of an older version (an
+ * older effect-agent listing the data dir writes one), when the journal is not the one it read
+ * (replaced or truncated), or after `repair` (which removes the index).
+ *
+ * A missing, unreadable or stale entry (a log that shrank or was replaced) is rebuilt from the log.
+ * The index is written back atomically (temporary file, then rename); the journal is only appended
+ * to (one `write(2)` per line, `O_APPEND`), so concurrent writers never tear each other's lines.
  *
  * @since 0.1.0
  * @internal
  */
+import { appendFileSync, readSync, openSync, closeSync, fstatSync } from "node:fs"
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -33,9 +56,75 @@ type Entry = typeof Entry.Type
 const IndexFile = Schema.Struct({
   format: Schema.Literal("effect-agent/index"),
   // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
-  version: Schema.Literal(2),
+  // 3: the journal (which one, how far read) and the sessions being written; older: a full check.
+  version: Schema.Literal(3),
+  journal: Schema.Struct({ inode: Schema.Number, offset: Schema.Int }),
+  writing: Schema.Array(Schema.String),
+  /** Where the next listing's rotation of checked logs starts (an index into the sorted ids). */
+  cursor: Schema.Int,
   sessions: Schema.Record({ key: Schema.String, value: Entry })
 })
+type IndexFile = typeof IndexFile.Type
+
+/**
+ * Logs each warm listing checks besides those the journal names (see the module's comment): a
+ * `stat` each, cheap next to the index itself, and enough that a small data dir is checked whole.
+ */
+export const verifiedPerListing = 256
+
+/** A journal line's operation: a writer lock taken, let go, or an append made without it. */
+export type JournalOp = "+" | "-" | "."
+
+/** What the journal said since the index last read it. */
+interface JournalRead {
+  readonly inode: number
+  /** The end of its last complete line. */
+  readonly offset: number
+  /** The sessions to check: written since. */
+  readonly changed: ReadonlySet<string>
+  /** The sessions being written now. */
+  readonly writing: ReadonlySet<string>
+}
+
+/**
+ * Reads the journal from `offset` (of the journal `inode`; another one, or one shorter than
+ * `offset`, is read from its start and reported as such), applying its lines to `writing`.
+ */
+const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+  let fd: number
+  try {
+    fd = openSync(file, "r")
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
+    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 }
+  }
+  try {
+    const stat = fstatSync(fd)
+    const same = stat.ino === from.inode && stat.size >= from.offset
+    const start = same ? from.offset : 0
+    const buffer = Buffer.allocUnsafe(stat.size - start)
+    let got = 0
+    while (got < buffer.length) {
+      const n = readSync(fd, buffer, got, buffer.length - got, start + got)
+      if (n === 0) break
+      got += n
+    }
+    const end = buffer.lastIndexOf(0x0a, got - 1) + 1
+    const changed = new Set<string>()
+    const writing = new Set(same ? writingBefore : [])
+    for (const line of buffer.toString("utf8", 0, end).split("\n")) {
+      const op = line[0]
+      const sessionId = line.slice(2)
+      if (line[1] !== " " || !Session.isValidId(sessionId)) continue
+      changed.add(sessionId)
+      if (op === "+") writing.add(sessionId)
+      else if (op === "-") writing.delete(sessionId)
+    }
+    return { read: { inode: stat.ino, offset: start + end, changed, writing }, same }
+  } finally {
+    closeSync(fd)
+  }
+}
 
 const decodeIndex = Schema.decodeUnknownEither(Schema.parseJson(IndexFile))
 
@@ -64,16 +153,35 @@ const withOperation = (failure: EventStoreFailure): EventStoreFailure =>
 export const make = (options: Options) => {
   const { fs, path } = options
   const indexFile = path.join(options.dataDir, "index.json")
+  const journalFile = path.join(options.dataDir, "index.journal")
 
-  const load: Effect.Effect<ReadonlyMap<string, Entry>> = fs.readFileString(indexFile).pipe(
-    Effect.map((text) => new Map(Either.match(decodeIndex(text), { onLeft: () => [], onRight: (i) => Object.entries(i.sessions) }))),
+  const load: Effect.Effect<IndexFile | undefined> = fs.readFileString(indexFile).pipe(
+    Effect.map((text) => Either.getOrUndefined(decodeIndex(text))),
     // A missing or unreadable index is rebuilt, never trusted.
-    Effect.orElseSucceed(() => new Map<string, Entry>())
+    Effect.orElseSucceed(() => undefined)
   )
 
-  const save = (sessions: Record<string, Entry>) => {
+  let journalWarned = false
+  /**
+   * Tells later listings that a session's log changes (see the module's comment). A journal that
+   * cannot be written costs a stale warm listing, never the append: one warning, then silence.
+   */
+  const note = (op: JournalOp, sessionId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      try {
+        appendFileSync(journalFile, `${op} ${sessionId}\n`, { mode: 0o600 })
+        return Effect.void
+      } catch (error) {
+        if (journalWarned) return Effect.void
+        journalWarned = true
+        return Effect.logWarning(`effect-agent: could not write the session index's journal ${journalFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+      }
+    })
+
+  const save = (sessions: Record<string, Entry>, journal: JournalRead, cursor: number) => {
     const temporary = `${indexFile}.${process.pid}.tmp`
-    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 2, sessions }), { mode: 0o600 }).pipe(
+    const file = { format: "effect-agent/index", version: 3, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], cursor, sessions }
+    return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
@@ -139,16 +247,38 @@ export const make = (options: Options) => {
       Effect.catchTag("SystemError", (e) => e.reason === "NotFound" ? Effect.succeed([]) : Effect.fail(e)),
       Effect.mapError(fromPlatform("list", options.sessionsDir))
     )
-    const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId)
-    const previous = yield* load
+    const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId).sort()
+    const index = yield* load
+    const previous = new Map(index === undefined ? [] : Object.entries(index.sessions))
+    // The journal is read before any log: a change it does not hold yet is announced after its
+    // write, so the next listing sees it (and a full check's `stat`s come after this read).
+    const { read: journal, same } = yield* Effect.try({
+      try: () => readJournal(journalFile, index?.journal ?? { inode: -1, offset: 0 }, index?.writing ?? []),
+      catch: (error) =>
+        new EventStoreFailure({ reason: "unavailable", operation: "list", path: journalFile, detail: `could not read the index's journal: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })
+    })
+    // Warm: only the logs the journal names, those being written and the names the index lacks.
+    const full = index === undefined || !same
+    const start = ids.length === 0 ? 0 : (index?.cursor ?? 0) % ids.length
+    const rotation = new Set(ids.length <= verifiedPerListing ? ids : [...ids, ...ids].slice(start, start + verifiedPerListing))
+    const cursor = ids.length === 0 ? 0 : (start + verifiedPerListing) % ids.length
+    const check = (sessionId: string) =>
+      full || !previous.has(sessionId) || journal.changed.has(sessionId) || journal.writing.has(sessionId) || rotation.has(sessionId)
     const next: Record<string, Entry> = {}
     const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
-    let changed = previous.size !== ids.length
-    yield* Effect.forEach(ids, (sessionId) =>
+    let changed = previous.size !== ids.length || journal.offset !== index?.journal.offset || journal.inode !== index.journal.inode ||
+      cursor !== index.cursor
+    const unchecked: Array<string> = []
+    for (const sessionId of ids) {
+      const known = previous.get(sessionId)
+      if (known !== undefined && !check(sessionId)) next[sessionId] = known
+      else unchecked.push(sessionId)
+    }
+    yield* Effect.forEach(unchecked, (sessionId) =>
       Effect.gen(function*() {
+        const known = previous.get(sessionId)
         const file = path.join(options.sessionsDir, `${sessionId}.jsonl`)
         const size = Number((yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))).size)
-        const known = previous.get(sessionId)
         if (known !== undefined && known.covered === size) {
           next[sessionId] = known
           return
@@ -164,10 +294,10 @@ export const make = (options: Options) => {
           })
         )
       ), { concurrency: 8, discard: true })
-    if (changed) yield* save(next)
+    if (changed) yield* save(next, journal, cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
     return { sessions: Object.values(next).map((entry) => entry.summary), damaged }
   })
 
-  return { refresh }
+  return { refresh, note }
 }
