@@ -157,9 +157,9 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     const { damaged, sessions: summaries } = yield* engine.sessionListing
     yield* warnDamaged(damaged)
     if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
-    for (const s of summaries) {
-      yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
-    }
+    if (summaries.length === 0) return
+    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
+    yield* Console.log(summaries.map((s) => `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`).join("\n"))
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
     Command.withDescription("List stored sessions, most recently active first")
   )

@@ -120,7 +120,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       for (const id of copies) writeFileSync(log(id), readFileSync(log("b"), "utf8").replaceAll("\"b", `"${id}`))
       expect(Object.keys(yield* sequences)).toHaveLength(300)
       const ids = ["a", "b", ...copies].sort()
-      const { cursor } = JSON.parse(readFileSync(index, "utf8")) as { cursor: number }
+      const cursor = Number(readFileSync(join(dataDir, "index.rotation"), "utf8"))
       const outside = ids[(cursor + SessionIndex.verifiedPerListing) % ids.length]!
       byHand(outside, 3)
       expect((yield* sequences)[outside]).toBe(2)

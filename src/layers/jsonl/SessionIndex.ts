@@ -30,7 +30,7 @@
  * @since 0.1.0
  * @internal
  */
-import { appendFileSync, readSync, openSync, closeSync, fstatSync } from "node:fs"
+import { appendFileSync, closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs"
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -56,15 +56,40 @@ type Entry = typeof Entry.Type
 const IndexFile = Schema.Struct({
   format: Schema.Literal("effect-agent/index"),
   // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
-  // 3: the journal (which one, how far read) and the sessions being written; older: a full check.
-  version: Schema.Literal(3),
-  journal: Schema.Struct({ inode: Schema.Number, offset: Schema.Int }),
-  writing: Schema.Array(Schema.String),
-  /** Where the next listing's rotation of checked logs starts (an index into the sorted ids). */
-  cursor: Schema.Int,
-  sessions: Schema.Record({ key: Schema.String, value: Entry })
+  // 3: the journal (which one, how far read) and the sessions being written. An index of version 2
+  // has none: its entries are kept, and checked against every log once (a full check).
+  version: Schema.Literal(2, 3),
+  journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int })),
+  writing: Schema.optional(Schema.Array(Schema.String)),
+  sessions: Schema.Object
 })
-type IndexFile = typeof IndexFile.Type
+type IndexFile = Omit<typeof IndexFile.Type, "sessions"> & { readonly sessions: Readonly<Record<string, unknown>> }
+
+/**
+ * The index, or `undefined` when it is not one. Its entries are checked one by one (`isEntry`) by
+ * whoever reads them, not decoded here: a damaged entry is rebuilt alone, and a warm listing of
+ * 10,000 sessions pays no schema decode per field.
+ */
+const decodeIndex = (text: string): IndexFile | undefined => {
+  const raw = Either.getOrUndefined(Either.try(() => JSON.parse(text) as unknown))
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
+  const sessions = (raw as { sessions?: unknown }).sessions
+  if (typeof sessions !== "object" || sessions === null || Array.isArray(sessions)) return undefined
+  return Either.match(decodeHeader({ ...raw, sessions: {} }), { onLeft: () => undefined, onRight: (header) => ({ ...header, sessions: sessions as Record<string, unknown> }) })
+}
+
+const isString = (u: unknown): u is string => typeof u === "string"
+const isInt = (u: unknown): u is number => Number.isSafeInteger(u)
+
+/** Whether an index entry has the shape of `Entry` (the index is this store's own cache; anything else is rebuilt). */
+const isEntry = (u: unknown): u is Entry => {
+  if (typeof u !== "object" || u === null) return false
+  const { covered, summary, version } = u as Record<string, unknown>
+  if (!isInt(covered) || !isInt(version) || typeof summary !== "object" || summary === null) return false
+  const s = summary as Record<string, unknown>
+  return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
+    isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString)))
+}
 
 /**
  * Logs each warm listing checks besides those the journal names (see the module's comment): a
@@ -126,7 +151,7 @@ const readJournal = (file: string, from: { readonly inode: number; readonly offs
   }
 }
 
-const decodeIndex = Schema.decodeUnknownEither(Schema.parseJson(IndexFile))
+const decodeHeader = Schema.decodeUnknownEither(IndexFile)
 
 /** What the index needs. */
 export interface Options {
@@ -156,7 +181,7 @@ export const make = (options: Options) => {
   const journalFile = path.join(options.dataDir, "index.journal")
 
   const load: Effect.Effect<IndexFile | undefined> = fs.readFileString(indexFile).pipe(
-    Effect.map((text) => Either.getOrUndefined(decodeIndex(text))),
+    Effect.map(decodeIndex),
     // A missing or unreadable index is rebuilt, never trusted.
     Effect.orElseSucceed(() => undefined)
   )
@@ -178,9 +203,28 @@ export const make = (options: Options) => {
       }
     })
 
-  const save = (sessions: Record<string, Entry>, journal: JournalRead, cursor: number) => {
+  // Where the next listing's rotation starts: a file of its own, so that a listing with nothing new
+  // writes a few bytes, not the index. Lost or unreadable, the rotation starts over.
+  const rotationFile = path.join(options.dataDir, "index.rotation")
+  const loadRotation = () => {
+    try {
+      const n = Number(readFileSync(rotationFile, "utf8"))
+      return Number.isSafeInteger(n) && n >= 0 ? n : 0
+    } catch {
+      return 0
+    }
+  }
+  const saveRotation = (cursor: number) => {
+    try {
+      writeFileSync(rotationFile, String(cursor), { mode: 0o600 })
+    } catch {
+      // As the index: a cache. A data dir that cannot be written checks the same logs each time.
+    }
+  }
+
+  const save = (sessions: Record<string, Entry>, journal: JournalRead) => {
     const temporary = `${indexFile}.${process.pid}.tmp`
-    const file = { format: "effect-agent/index", version: 3, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], cursor, sessions }
+    const file = { format: "effect-agent/index", version: 3, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
     return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
@@ -249,7 +293,7 @@ export const make = (options: Options) => {
     )
     const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId).sort()
     const index = yield* load
-    const previous = new Map(index === undefined ? [] : Object.entries(index.sessions))
+    const previous = new Map(index === undefined ? [] : Object.entries(index.sessions).filter((e): e is [string, Entry] => isEntry(e[1])))
     // The journal is read before any log: a change it does not hold yet is announced after its
     // write, so the next listing sees it (and a full check's `stat`s come after this read).
     const { read: journal, same } = yield* Effect.try({
@@ -259,15 +303,14 @@ export const make = (options: Options) => {
     })
     // Warm: only the logs the journal names, those being written and the names the index lacks.
     const full = index === undefined || !same
-    const start = ids.length === 0 ? 0 : (index?.cursor ?? 0) % ids.length
+    const start = ids.length === 0 ? 0 : loadRotation() % ids.length
     const rotation = new Set(ids.length <= verifiedPerListing ? ids : [...ids, ...ids].slice(start, start + verifiedPerListing))
     const cursor = ids.length === 0 ? 0 : (start + verifiedPerListing) % ids.length
     const check = (sessionId: string) =>
       full || !previous.has(sessionId) || journal.changed.has(sessionId) || journal.writing.has(sessionId) || rotation.has(sessionId)
     const next: Record<string, Entry> = {}
     const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
-    let changed = previous.size !== ids.length || journal.offset !== index?.journal.offset || journal.inode !== index.journal.inode ||
-      cursor !== index.cursor
+    let changed = previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode
     const unchecked: Array<string> = []
     for (const sessionId of ids) {
       const known = previous.get(sessionId)
@@ -294,7 +337,8 @@ export const make = (options: Options) => {
           })
         )
       ), { concurrency: 8, discard: true })
-    if (changed) yield* save(next, journal, cursor)
+    if (changed) yield* save(next, journal)
+    if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
     return { sessions: Object.values(next).map((entry) => entry.summary), damaged }
   })
