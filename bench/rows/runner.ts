@@ -27,7 +27,7 @@ interface Sampled {
 }
 
 /** A throwaway PostgreSQL on 127.0.0.1 (as root it runs as the OS user postgres, as the test setup does). */
-const startPostgres = async () => {
+export const startPostgres = async () => {
   const dir = mkdtempSync(join(tmpdir(), "effect-agent-bench-pg-"))
   chmodSync(dir, 0o777)
   const port = await freePort()
