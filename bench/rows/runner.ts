@@ -64,6 +64,7 @@ const runnerChild = async (url: string, idle: string): Promise<Sampled> => {
       maxBuffer: 16 * 1024 * 1024
     }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`runner child failed: ${stderr || error.message}`))
+      if (stderr !== "") console.log(`(row 14 child, ${idle}: ${stderr.trim().split("\n").length} samples on stderr)`)
       try {
         resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as Sampled)
       } catch {
