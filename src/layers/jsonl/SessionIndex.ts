@@ -269,10 +269,13 @@ export const make = (options: Options) => {
   /** The entry of a log read from the start. */
   const rebuild = (sessionId: string, file: string) =>
     Effect.gen(function*() {
+      // The bytes first, then the summary: a log that grows in between gets a summary ahead of what
+      // the entry says it covers, which the next extension finds (its first line's sequence does
+      // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
+      // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
+      const bytes = yield* options.fs.readFile(file)
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
-      // The summary covers the log up to the end of its last complete line; a torn tail is left to the next extension.
-      const bytes = yield* options.fs.readFile(file)
       const firstEnd = bytes.indexOf(0x0a)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
       const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
