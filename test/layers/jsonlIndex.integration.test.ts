@@ -87,7 +87,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       expect(last.sessions.map((s) => [s.sessionId, s.lastSequence, s.turnCount, s.awaitingApproval]).sort()).toEqual(
         ["w0", "w1", "w2", "w3", "w4", "w5"].map((id) => [id, 62, 15, ["call_last"]])
       )
-      // A fresh process's listing (this index, warm) says the same.
+      // Another store opened on the data dir, as the next CLI run would (the index warm), says the same.
       const other = yield* JsonlEventStore.make({ dataDir, readOnly: true })
       expect(byId((yield* other.listing).sessions)).toEqual(byId(last.sessions))
     }).pipe(Effect.provide(NodeContext.layer)), { timeout: 120_000 })
