@@ -157,9 +157,9 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     const { damaged, sessions: summaries } = yield* engine.sessionListing
     yield* warnDamaged(damaged)
     if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
-    for (const s of summaries) {
-      yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
-    }
+    if (summaries.length === 0) return
+    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
+    yield* Console.log(summaries.map((s) => `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`).join("\n"))
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
     Command.withDescription("List stored sessions, most recently active first")
   )
@@ -172,11 +172,10 @@ const pending = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const listing = Option.isSome(sessionId) ? undefined : yield* engine.sessionListing
       if (listing !== undefined) yield* warnDamaged(listing.damaged)
-      // The JSONL index knows which sessions wait (`awaitingApproval`): only their logs are read.
-      // The SQL stores' summaries do not say yet, so every session is asked there.
+      // Every store's listing says which sessions wait (`awaitingApproval`): only theirs are read.
       const ids = Option.isSome(sessionId)
         ? [sessionId.value]
-        : listing!.sessions.filter((s) => options.store !== "jsonl" || s.awaitingApproval !== undefined).map((s) => s.sessionId)
+        : listing!.sessions.filter((s) => s.awaitingApproval !== undefined).map((s) => s.sessionId)
       let found = 0
       for (const id of ids) {
         for (const call of yield* engine.pendingApprovals({ sessionId: id })) {

@@ -113,6 +113,19 @@ export const migrations = Migrator.fromRecord({
         holder TEXT NOT NULL,
         expires_at INTEGER NOT NULL
       )`
+  }),
+  "3_awaiting_approvals": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // The calls of each session's open turn that wait for the user's answer (what `pending` lists),
+    // kept by the appends in the same transaction as their events; filled once from the events here.
+    yield* sql`
+      CREATE TABLE awaiting_approvals (
+        session_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        PRIMARY KEY (session_id, tool_call_id)
+      ) WITHOUT ROWID`
+    yield* EventTables.backfillAwaiting(sql)
   })
 })
 
@@ -181,7 +194,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const sql = yield* SqlClient.SqlClient
     const { filename } = options
 
-    const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
+    const appendEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
       Effect.gen(function*() {
         const inserted = yield* sql<{ sequence: number }>`
           INSERT INTO events (session_id, sequence, type, timestamp, format_version, body)
@@ -199,7 +212,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
 
-    const { appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append })
+    const { append, appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
