@@ -19,6 +19,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
+import * as Help from "./Help.js"
 
 const mode = Flags.mode(
   "The permission mode sessions start in (default: the mode of your settings, else of the session's trusted .effect-agent/settings.json, else default; a project's file may narrow it); the editor can switch it per session"
@@ -83,5 +84,8 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeContext.layer))
     yield* AcpAgent.serve(AcpAgent.stdio(), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
   }).pipe(Effect.scoped)).pipe(
-    Command.withDescription("Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)")
+    Command.withDescription(Help.described(
+      "Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)",
+      ["node /path/to/effect-agent/dist/cli/bin.js acp   (the command an editor's agent_servers entry runs)"]
+    ))
   )

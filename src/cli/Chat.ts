@@ -28,6 +28,7 @@ import { withDrivingEngine } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
+import * as Help from "./Help.js"
 
 /** A line starting with this is queued as a follow-up instead of steering the running turn. */
 export const followUpPrefix = ">>"
@@ -393,5 +394,8 @@ export const command = Command.make(
     withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
       chat(engine, { sessionId: Option.getOrUndefined(session), cwd }))
 ).pipe(Command.withDescription(
-  `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`
+  Help.described(
+    `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`,
+    ["effect-agent chat", "effect-agent chat --session <id> --mode acceptEdits"]
+  )
 ))

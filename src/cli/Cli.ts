@@ -24,6 +24,7 @@ import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
+import * as Help from "./Help.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
@@ -116,7 +117,10 @@ const run = Command.make(
         }))
     })
 ).pipe(Command.withDescription(
-  "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
+  Help.described(
+    "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled",
+    ["effect-agent run \"Explain src/index.ts\"", "effect-agent run --session <id> \"Now add a test\"", "git diff | effect-agent run - --mode readOnly"]
+  )
 ))
 
 const replay = Command.make(
@@ -134,7 +138,7 @@ const replay = Command.make(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
+).pipe(Command.withDescription(Help.described("Print a session's transcript (or, with --json, its events)", ["effect-agent replay <id>", "effect-agent replay <id> --json | jq -c 'select(.type == \"tool.completed\")'"])))
 
 const exportScript = Command.make(
   "export-script",
@@ -145,7 +149,10 @@ const exportScript = Command.make(
       const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
       output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)"))
+).pipe(Command.withDescription(Help.described(
+    "Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)",
+    ["effect-agent export-script <id> > cassette.json && effect-agent run --script cassette.json \"same request\""]
+  )))
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
 const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
@@ -161,7 +168,7 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
       yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
     }
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
-    Command.withDescription("List stored sessions, most recently active first")
+    Command.withDescription(Help.described("List stored sessions, most recently active first", ["effect-agent sessions", "effect-agent sessions --store sqlite"]))
   )
 
 const pending = Command.make(
@@ -186,7 +193,7 @@ const pending = Command.make(
       }
       if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("List tool calls waiting for approval (answer them with approve or deny)"))
+).pipe(Command.withDescription(Help.described("List tool calls waiting for approval (answer them with approve or deny)", ["effect-agent pending"])))
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
 const answer = (decision: "allow" | "deny") =>
@@ -214,11 +221,14 @@ const answer = (decision: "allow" | "deny") =>
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
         }))
-  ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
+  ).pipe(Command.withDescription(Help.described(
+    `${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`,
+    [`effect-agent ${decision === "allow" ? "approve <session-id> <tool-call-id> --always" : "deny <session-id> <tool-call-id>"}`]
+  )))
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
-  Command.withDescription("An Effect-TS runtime for coding agents"),
+  Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
   Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
@@ -235,4 +245,4 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
 }
 
 /** Runs the CLI on `argv` (as `process.argv`). */
-export const main = (argv: ReadonlyArray<string>) => runCommand(messageFromStdinLast(argv))
+export const main = (argv: ReadonlyArray<string>) => Help.shaped(runCommand(messageFromStdinLast(argv)))
