@@ -24,6 +24,7 @@ const browser = chromium()
 interface PageElement {
   textContent: string | null
   value: string
+  disabled?: boolean
   dataset: Record<string, string | undefined>
   dispatchEvent: (event: unknown) => boolean
 }
@@ -200,7 +201,11 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.click("#cancel"))
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]"))
 
-      // Compact on a session this small: the server's answer (nothing to compact) is shown; nothing is stored.
+      // Compact on a session this small: asked for, it is compacted all but its last turn (the fake model
+      // writes the summary); asked again, the server's answer (nothing to compact) is shown and nothing is stored.
+      yield* Effect.promise(() => page.click("#compact"))
+      yield* Effect.promise(() => page.waitForSelector("[data-event='session.compacted']"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("compact")?.disabled === false))
       const before = (yield* storedEvents(server, sessionId)).length
       yield* Effect.promise(() => page.click("#compact"))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.textContent?.startsWith("Nothing to compact") === true))
