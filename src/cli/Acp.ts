@@ -82,7 +82,10 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
     const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeContext.layer))
-    yield* AcpAgent.serve(AcpAgent.stdio(), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
+    let inputError: unknown
+    yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
+    // The connection ended because of what the client sent, not because it closed: exit 1, saying why.
+    if (inputError !== undefined) return yield* new CliError({ reason: "invalid_input", message: `acp: ${AcpAgent.inputErrorMessage(inputError)}` })
   }).pipe(Effect.scoped)).pipe(
     Command.withDescription(Help.described(
       "Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)",
