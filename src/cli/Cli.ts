@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, SessionEngine } from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy } from "../index.js"
 import * as Acp from "./Acp.js"
 import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
@@ -23,6 +23,7 @@ import * as Watch from "./Watch.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
 import * as Models from "./Models.js"
@@ -114,7 +115,12 @@ const run = Command.make(
             : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
           const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
           yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
-        }))
+        })).pipe(
+          // One process at a time writes a session's log, so a second terminal cannot queue into it:
+          // say so, and where the message can be queued instead.
+          Effect.catchTag("SessionBusy", (busy): Effect.Effect<never, SessionBusy | CliError> =>
+            followUp ? Effect.fail(new CliError({ reason: "invalid_arguments", message: FollowUp.busyMessage(busy.message) })) : Effect.fail(busy))
+        )
     })
 ).pipe(Command.withDescription(
   Help.described(
