@@ -128,7 +128,7 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
 const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
   Effect.gen(function*() {
     const term = yield* terminal
-    const render = Render.make(output, { transcript: false })
+    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
     const note = (text: string) => render.note(text)
     // A watcher that fails (the store) ends the chat with its error.
     const watchFailed = yield* Deferred.make<never, EventStoreFailure | SessionNotFound | SessionBusy | InvalidInput>()

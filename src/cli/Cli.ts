@@ -53,7 +53,7 @@ const streamTurn = <E>(
   answers: "stdin" | "no" = "stdin"
 ) =>
   Effect.gen(function*() {
-    const render = Render.make(output, { transcript: false })
+    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
     const prompt = yield* Approvals.make
     let first = true
     let completion: AgentEvent.PayloadOf<"turn.completed"> | undefined
