@@ -174,6 +174,11 @@ const pendingSteersOf = (turn) => {
     el("div", { class: "steer pending", "data-pending": "steer", textContent: `steering: ${pending.text} — sent; the model reads it at its next step` })))
 }
 
+// The instructions files of the last turn's prompt: which, from where, and what they cost.
+const instructionsText = (parts) =>
+  parts === undefined ? "—" : parts.length === 0 ? "none"
+    : parts.map((p) => `${p.path} (${p.source === "user-file" ? "yours" : "project"}, ${p.tokens} tokens${p.truncated ? ", cut" : ""})`).join(" · ")
+
 const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
 
 const render = () => {
@@ -229,6 +234,7 @@ const render = () => {
       el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
       el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
       el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
+      el("dt", { textContent: "instructions" }), el("dd", { id: "instructions", textContent: instructionsText(view.instructions) }),
       el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
         live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),
     el("h2", { textContent: "Open calls" }),
