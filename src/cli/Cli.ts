@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, SessionEngine } from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy } from "../index.js"
 import * as Acp from "./Acp.js"
 import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
@@ -23,7 +23,9 @@ import * as Watch from "./Watch.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
+import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
+import * as Help from "./Help.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
@@ -51,7 +53,7 @@ const streamTurn = <E>(
   answers: "stdin" | "no" = "stdin"
 ) =>
   Effect.gen(function*() {
-    const render = Render.make(output, { transcript: false })
+    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
     const prompt = yield* Approvals.make
     let first = true
     let completion: AgentEvent.PayloadOf<"turn.completed"> | undefined
@@ -113,10 +115,18 @@ const run = Command.make(
             : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
           const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
           yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
-        }))
+        })).pipe(
+          // One process at a time writes a session's log, so a second terminal cannot queue into it:
+          // say so, and where the message can be queued instead.
+          Effect.catchTag("SessionBusy", (busy): Effect.Effect<never, SessionBusy | CliError> =>
+            followUp ? Effect.fail(new CliError({ reason: "invalid_arguments", message: FollowUp.busyMessage(busy.message) })) : Effect.fail(busy))
+        )
     })
 ).pipe(Command.withDescription(
-  "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
+  Help.described(
+    "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled",
+    ["effect-agent run \"Explain src/index.ts\"", "effect-agent run --session <id> \"Now add a test\"", "git diff | effect-agent run - --mode readOnly"]
+  )
 ))
 
 const replay = Command.make(
@@ -134,7 +144,7 @@ const replay = Command.make(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
+).pipe(Command.withDescription(Help.described("Print a session's transcript (or, with --json, its events)", ["effect-agent replay <id>", "effect-agent replay <id> --json | jq -c 'select(.type == \"tool.completed\")'"])))
 
 const exportScript = Command.make(
   "export-script",
@@ -145,7 +155,10 @@ const exportScript = Command.make(
       const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
       output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)"))
+).pipe(Command.withDescription(Help.described(
+    "Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)",
+    ["effect-agent export-script <id> > cassette.json && effect-agent run --script cassette.json \"same request\""]
+  )))
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
 const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
@@ -161,7 +174,7 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
     yield* Console.log(summaries.map((s) => `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`).join("\n"))
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
-    Command.withDescription("List stored sessions, most recently active first")
+    Command.withDescription(Help.described("List stored sessions, most recently active first", ["effect-agent sessions", "effect-agent sessions --store sqlite"]))
   )
 
 const pending = Command.make(
@@ -185,7 +198,7 @@ const pending = Command.make(
       }
       if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("List tool calls waiting for approval (answer them with approve or deny)"))
+).pipe(Command.withDescription(Help.described("List tool calls waiting for approval (answer them with approve or deny)", ["effect-agent pending"])))
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
 const answer = (decision: "allow" | "deny") =>
@@ -213,11 +226,14 @@ const answer = (decision: "allow" | "deny") =>
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
         }))
-  ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
+  ).pipe(Command.withDescription(Help.described(
+    `${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`,
+    [`effect-agent ${decision === "allow" ? "approve <session-id> <tool-call-id> --always" : "deny <session-id> <tool-call-id>"}`]
+  )))
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
-  Command.withDescription("An Effect-TS runtime for coding agents"),
+  Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
   Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
@@ -234,4 +250,4 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
 }
 
 /** Runs the CLI on `argv` (as `process.argv`). */
-export const main = (argv: ReadonlyArray<string>) => runCommand(messageFromStdinLast(argv))
+export const main = (argv: ReadonlyArray<string>) => Help.shaped(runCommand(messageFromStdinLast(argv)))

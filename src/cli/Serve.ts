@@ -36,6 +36,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
+import * as Help from "./Help.js"
 
 const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
 
@@ -261,4 +262,4 @@ export const command = Command.make(
         EventLoop.sliced()
       )
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))
+).pipe(Command.withDescription(Help.described("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)", ["effect-agent serve", "effect-agent serve --port 8787 --store sqlite"])))

@@ -415,7 +415,8 @@ export const make = (
           return yield* new TurnInProgress({ sessionId, turnId: state.openTurn.turnId })
         }
         yield* SessionDriver.closeDangling(engine, session)
-        return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual")
+        // The user asked for a compaction: with no window of theirs, a short session still gets one (all but its last turn).
+        return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual", undefined, keep === undefined)
       })).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId)))
       switch (outcome._tag) {
         case "Compacted":
