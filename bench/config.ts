@@ -51,5 +51,13 @@ export const config = {
   listSessions: num("LIST_SESSIONS", 10_000, 10_000),
   listReps: num("LIST_REPS", 5, 3),
   /** Row 12: sessions a cluster runner drives in sequence. */
-  runnerSessions: num("RUNNER_SESSIONS", 10_000, 1_000)
+  runnerSessions: num("RUNNER_SESSIONS", 10_000, 1_000),
+  /** Rows 15–16: deltas of the watched turn, SSE clients compared with one, and repetitions (rows 15–18). */
+  serveDeltas: num("SERVE_DELTAS", 10_000, 2_000),
+  serveClients: num("SERVE_CLIENTS", 100, 100),
+  serveReps: num("SERVE_REPS", 3, 1),
+  /** Rows 17–18: deltas of the turn during which /healthz is probed, and the watchers of each row. */
+  healthDeltas: num("HEALTH_DELTAS", 2_000, 2_000),
+  healthWatchers: num("HEALTH_WATCHERS", 50, 50),
+  healthWatchersMany: num("HEALTH_WATCHERS_MANY", 500, 500)
 }

@@ -23,7 +23,8 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [9], run: () => import("./rows/sessions.js").then((m) => m.run()) },
   { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) },
   { rows: [12, 13], run: () => import("./rows/listing.js").then((m) => m.run()) },
-  { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) }
+  { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) },
+  { rows: [15, 16, 17, 18], run: () => import("./rows/serve.js").then((m) => m.run()) }
 ]
 
 const main = async () => {

@@ -46,6 +46,8 @@ const program = Effect.gen(function*() {
     if (i % every === 0) {
       samples.heap.push(heap())
       samples.rss.push(process.memoryUsage().rss)
+      // Progress on stderr: a child that dies (the unbounded one at full size) still says how far it got.
+      process.stderr.write(`${JSON.stringify({ sessions: i, heap: samples.heap.at(-1), rss: samples.rss.at(-1) })}\n`)
     }
   }
   return { ...samples, maxRss: process.resourceUsage().maxRSS * 1024, ms: performance.now() - started }

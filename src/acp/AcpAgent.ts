@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type Json, type McpConfig, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -65,11 +65,7 @@ interface Served {
   running: Running | undefined
 }
 
-interface Call {
-  readonly toolCallId: string
-  readonly tool: string
-  readonly args: Json.Json
-}
+type Call = AcpMapper.Call
 
 /** An engine or stream error as the JSON-RPC error the client receives; `data.errorCode` names it. */
 export const requestErrorOf = (error: unknown): acp.RequestError => {
@@ -232,10 +228,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) =>
             Effect.gen(function*() {
-              for (const update of AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support })) {
+              if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
+              for (const update of AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id) })) {
                 yield* send(client, session.sessionId, update)
               }
-              if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
                 const call = calls.get(event.payload.toolCallId)
                 if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call))
@@ -345,9 +341,14 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined }
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.
+        const replayed = new Map<string, AcpMapper.Call>()
         yield* engine.replaySession({ sessionId }).pipe(
           Stream.mapError(requestErrorOf),
-          Stream.runForEach((event) => Effect.forEach(AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support }), (update) => send(client, sessionId, update), { discard: true }))
+          Stream.runForEach((event) => {
+            if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
+            const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id) })
+            return Effect.forEach(updates, (update) => send(client, sessionId, update), { discard: true })
+          })
         )
         const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))
         if (pending.length > 0) {
@@ -457,10 +458,36 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
 
 /**
  * The process's stdin and stdout as an ACP stream: stdout then carries nothing but protocol, so
- * logs must go to stderr.
+ * logs must go to stderr. The SDK ends the connection when the input fails — a message over its
+ * 32 MiB limit (`acp.MessageTooLargeError`), a read error — as if the client had closed it, so
+ * `onInputError` is told why: the CLI exits non-zero saying so instead of silently with 0.
  */
-export const stdio = (): acp.Stream =>
-  acp.ndJsonStream(
+export const stdio = (options: { readonly onInputError?: (error: unknown) => void } = {}): acp.Stream => {
+  const { readable, writable } = acp.ndJsonStream(
     Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
     Readable.toWeb(process.stdin) as unknown as ReadableStream<Uint8Array>
   )
+  const onInputError = options.onInputError
+  if (onInputError === undefined) return { readable, writable }
+  const reader = readable.getReader()
+  return {
+    writable,
+    readable: new ReadableStream({
+      pull: (controller) =>
+        reader.read().then(
+          ({ done, value }) => done ? controller.close() : controller.enqueue(value),
+          (error: unknown) => {
+            onInputError(error)
+            controller.close()
+          }
+        ),
+      cancel: (reason) => reader.cancel(reason)
+    })
+  }
+}
+
+/** Why the input ended the connection, in one line. */
+export const inputErrorMessage = (error: unknown): string =>
+  error instanceof acp.MessageTooLargeError
+    ? `a message on stdin is over the ${error.maxMessageBytes / (1024 * 1024)} MiB limit of a JSON-RPC line; the connection is closed`
+    : `reading stdin failed (${error instanceof Error ? error.message : String(error)}); the connection is closed`

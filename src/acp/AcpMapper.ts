@@ -103,18 +103,67 @@ export const toolLocations = (cwd: string, tool: string, args: Json.Json): Array
   return path === undefined ? [] : [{ path: resolvePath(cwd, path) }]
 }
 
+/**
+ * What an edit does to its file, as ACP's `diff` content, so the client shows a diff — in the call
+ * and in its permission prompt — rather than the arguments as JSON. From the arguments alone (as the
+ * other ACP agents do): `write_file` is the new content (`oldText: null`), `edit_file` the replaced
+ * text and its replacement.
+ */
+export const toolDiffs = (cwd: string, tool: string, args: Json.Json): Array<acp.ToolCallContent> => {
+  const path = field(args, "path")
+  if (path === undefined) return []
+  if (tool === "write_file") {
+    const content = field(args, "content")
+    return content === undefined ? [] : [{ type: "diff", path: resolvePath(cwd, path), oldText: null, newText: content }]
+  }
+  if (tool === "edit_file") {
+    const oldText = field(args, "oldString")
+    const newText = field(args, "newString")
+    return oldText === undefined || newText === undefined ? [] : [{ type: "diff", path: resolvePath(cwd, path), oldText, newText }]
+  }
+  return []
+}
+
 /** A call as ACP describes it: in `tool_call` and in a permission request. */
-export const toolCallOf = (cwd: string, call: { readonly toolCallId: string; readonly tool: string; readonly args: Json.Json }) => ({
-  toolCallId: call.toolCallId,
-  title: toolTitle(call.tool, call.args),
-  kind: toolKind(call.tool),
-  rawInput: call.args,
-  locations: toolLocations(cwd, call.tool, call.args)
-})
+export const toolCallOf = (cwd: string, call: Call) => {
+  const diffs = toolDiffs(cwd, call.tool, call.args)
+  return {
+    toolCallId: call.toolCallId,
+    title: toolTitle(call.tool, call.args),
+    kind: toolKind(call.tool),
+    rawInput: call.args,
+    locations: toolLocations(cwd, call.tool, call.args),
+    ...(diffs.length === 0 ? {} : { content: diffs })
+  }
+}
+
+/** A tool call as the mapper needs to know it. */
+export interface Call {
+  readonly toolCallId: string
+  readonly tool: string
+  readonly args: Json.Json
+}
 
 const text = (value: string): acp.ContentBlock => ({ type: "text", text: value })
 
 const toolContent = (value: string): Array<acp.ToolCallContent> => [{ type: "content", content: text(value) }]
+
+/** A command's output as a terminal block (Markdown, which clients render): fenced by more backticks than it holds. */
+export const consoleBlock = (output: string): string => {
+  const longest = Math.max(0, ...(output.match(/`+/g) ?? []).map((run) => run.length))
+  const fence = "`".repeat(Math.max(3, longest + 1))
+  return `${fence}console\n${output}${output.endsWith("\n") ? "" : "\n"}${fence}`
+}
+
+/**
+ * A finished call's content: ACP replaces the call's content with each update's, so an edit keeps its
+ * diff (the result follows it), and a command's output is a terminal block.
+ */
+const completedContent = (cwd: string, call: Call | undefined, result: string): Array<acp.ToolCallContent> => {
+  if (call === undefined) return toolContent(result)
+  if (call.tool === "shell") return toolContent(consoleBlock(result))
+  return [...toolDiffs(cwd, call.tool, call.args), ...toolContent(result)]
+}
 
 /** A payload field read defensively: the compaction events are matched by their type string (see {@link compactionUpdatesOf}). */
 const payloadField = (payload: unknown, name: string): unknown =>
@@ -165,7 +214,13 @@ const compactionUpdatesOf = (type: string, payload: unknown, support: ClientSupp
  */
 export const updatesOf = (
   event: AgentEvent.AgentEvent,
-  context: { readonly cwd: string; readonly phase: Phase; readonly support: ClientSupport }
+  context: {
+    readonly cwd: string
+    readonly phase: Phase
+    readonly support: ClientSupport
+    /** The calls requested so far in this stream (their diffs and commands shape the results' content). */
+    readonly callOf?: (toolCallId: string) => Call | undefined
+  }
 ): Array<acp.SessionUpdate> => {
   const compaction = compactionUpdatesOf(event.type, event.payload, context.support)
   if (compaction !== undefined) return compaction
@@ -188,7 +243,7 @@ export const updatesOf = (
         sessionUpdate: "tool_call_update",
         toolCallId: event.payload.toolCallId,
         status: "completed",
-        content: toolContent(event.payload.result),
+        content: completedContent(context.cwd, context.callOf?.(event.payload.toolCallId), event.payload.result),
         rawOutput: {
           result: event.payload.result,
           ...(event.payload.exitCode === undefined ? {} : { exitCode: event.payload.exitCode })

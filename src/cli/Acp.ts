@@ -19,6 +19,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
+import * as Help from "./Help.js"
 
 const mode = Flags.mode(
   "The permission mode sessions start in (default: the mode of your settings, else of the session's trusted .effect-agent/settings.json, else default; a project's file may narrow it); the editor can switch it per session"
@@ -81,7 +82,13 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
     const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeContext.layer))
-    yield* AcpAgent.serve(AcpAgent.stdio(), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
+    let inputError: unknown
+    yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
+    // The connection ended because of what the client sent, not because it closed: exit 1, saying why.
+    if (inputError !== undefined) return yield* new CliError({ reason: "invalid_input", message: `acp: ${AcpAgent.inputErrorMessage(inputError)}` })
   }).pipe(Effect.scoped)).pipe(
-    Command.withDescription("Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)")
+    Command.withDescription(Help.described(
+      "Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)",
+      ["node /path/to/effect-agent/dist/cli/bin.js acp   (the command an editor's agent_servers entry runs)"]
+    ))
   )

@@ -30,9 +30,19 @@ import * as Flags from "./Flags.js"
 import * as ImageFiles from "./ImageFiles.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
+import { CliError } from "./CliError.js"
+import * as Help from "./Help.js"
+import * as Resume from "./Resume.js"
 
 /** A line starting with this is queued as a follow-up instead of steering the running turn. */
 export const followUpPrefix = ">>"
+
+/**
+ * The command a line names when it looks like one (`/word`, alone or before arguments) — so a typo
+ * such as `/exti` is reported instead of being sent to the model. A path (`/etc/hosts is odd`) is a
+ * message: its first word has another slash.
+ */
+export const slashCommand = (line: string): string | undefined => /^\/[A-Za-z][\w-]*(?=\s|$)/.exec(line)?.[0]
 
 /** The idle prompt (on a terminal only). */
 const idlePrompt = "› "
@@ -46,6 +56,7 @@ const help = [
   "/drop    drop the queued follow-ups that have not started",
   "/exit    wait for the running turn and the queued follow-ups, then leave (so does Ctrl+D)",
   "/help    this text",
+  "//…      send a message that starts with /",
   "Ctrl+C at the idle prompt leaves at once."
 ].join("\n")
 
@@ -120,7 +131,7 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
 const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
   Effect.gen(function*() {
     const term = yield* terminal
-    const render = Render.make(output, { transcript: false })
+    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
     const note = (text: string) => render.note(text)
     // A watcher that fails (the store) ends the chat with its error.
     const watchFailed = yield* Deferred.make<never, EventStoreFailure | SessionNotFound | SessionBusy | InvalidInput>()
@@ -356,6 +367,8 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
             return false
           case "/help":
             note(help)
+            // The help text scrolled the prompt away: show it again (a running turn has none).
+            if (!running()) term.prompt(idlePrompt, "idle")
             return false
           case "/cancel":
             yield* cancel
@@ -374,17 +387,24 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
           yield* attach(text.slice("/image".length).trim())
           return false
         }
+        const command = slashCommand(text)
+        if (command !== undefined) {
+          note(`effect-agent: unknown command ${command} (/help lists the commands; start a message with // to send it as /…)`)
+          if (!running()) term.prompt(idlePrompt, "idle")
+          return false
+        }
         if (text.startsWith(followUpPrefix)) {
           const message = text.slice(followUpPrefix.length).trim()
           if (message === "") note(`[usage: ${followUpPrefix} <message>]`)
           else yield* queueFollowUp(message)
           return false
         }
-        // The message as typed (only surrounding whitespace trimmed).
+        // The message as typed (only surrounding whitespace trimmed; a leading "//" sends a "/").
+        const message = text.startsWith("//") ? text.slice(1) : text
         if (running()) {
           if (attached.length > 0) note("[a steer carries text only: the attached images wait for the next turn]")
-          yield* steer(text)
-        } else yield* startTurn(text)
+          yield* steer(message)
+        } else yield* startTurn(message)
         return false
       })
 
@@ -414,6 +434,8 @@ export const command = Command.make(
   "chat",
   {
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+    continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the most recently active session of the current directory")),
+    resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's first message (on a terminal)")),
     mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,
@@ -423,9 +445,17 @@ export const command = Command.make(
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, mcpConfig, mode, session, ...options }) =>
-    withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
-      chat(engine, { sessionId: Option.getOrUndefined(session), cwd }))
+  ({ allow, continue: continueLast, deny, mcpConfig, mode, resume, session, ...options }) =>
+    Effect.gen(function*() {
+      if ([Option.isSome(session), continueLast, resume].filter(Boolean).length > 1) {
+        return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
+      }
+      const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
+      return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd) => chat(engine, { sessionId, cwd }))
+    })
 ).pipe(Command.withDescription(
-  `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`
+  Help.described(
+    `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`,
+    ["effect-agent chat", "effect-agent chat --continue", "effect-agent chat --resume", "effect-agent chat --session <id> --mode acceptEdits"]
+  )
 ))

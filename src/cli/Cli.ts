@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, SessionEngine } from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy } from "../index.js"
 import * as Acp from "./Acp.js"
 import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
@@ -25,6 +25,7 @@ import * as Serve from "./Serve.js"
 import * as ExitCode from "./ExitCode.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
+import * as Help from "./Help.js"
 import * as ImageFiles from "./ImageFiles.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
@@ -53,7 +54,7 @@ const streamTurn = <E>(
   answers: "stdin" | "no" = "stdin"
 ) =>
   Effect.gen(function*() {
-    const render = Render.make(output, { transcript: false })
+    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
     const prompt = yield* Approvals.make
     let first = true
     let completion: AgentEvent.PayloadOf<"turn.completed"> | undefined
@@ -124,10 +125,18 @@ const run = Command.make(
             : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
           const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage, ...(images.length === 0 ? {} : { images }) })
           yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
-        }))
+        })).pipe(
+          // One process at a time writes a session's log, so a second terminal cannot queue into it:
+          // say so, and where the message can be queued instead.
+          Effect.catchTag("SessionBusy", (busy): Effect.Effect<never, SessionBusy | CliError> =>
+            followUp ? Effect.fail(new CliError({ reason: "invalid_arguments", message: FollowUp.busyMessage(busy.message) })) : Effect.fail(busy))
+        )
     })
 ).pipe(Command.withDescription(
-  "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled"
+  Help.described(
+    "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled",
+    ["effect-agent run \"Explain src/index.ts\"", "effect-agent run --session <id> \"Now add a test\"", "effect-agent run \"What is wrong here?\" --image screenshot.png", "git diff | effect-agent run - --mode readOnly"]
+  )
 ))
 
 const replay = Command.make(
@@ -145,7 +154,7 @@ const replay = Command.make(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's transcript (or, with --json, its events)"))
+).pipe(Command.withDescription(Help.described("Print a session's transcript (or, with --json, its events)", ["effect-agent replay <id>", "effect-agent replay <id> --json | jq -c 'select(.type == \"tool.completed\")'"])))
 
 const exportScript = Command.make(
   "export-script",
@@ -156,7 +165,10 @@ const exportScript = Command.make(
       const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
       output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)"))
+).pipe(Command.withDescription(Help.described(
+    "Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)",
+    ["effect-agent export-script <id> > cassette.json && effect-agent run --script cassette.json \"same request\""]
+  )))
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
 const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
@@ -168,11 +180,11 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     const { damaged, sessions: summaries } = yield* engine.sessionListing
     yield* warnDamaged(damaged)
     if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
-    for (const s of summaries) {
-      yield* Console.log(`${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`)
-    }
+    if (summaries.length === 0) return
+    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
+    yield* Console.log(summaries.map((s) => `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`).join("\n"))
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
-    Command.withDescription("List stored sessions, most recently active first")
+    Command.withDescription(Help.described("List stored sessions, most recently active first", ["effect-agent sessions", "effect-agent sessions --store sqlite"]))
   )
 
 const pending = Command.make(
@@ -183,11 +195,10 @@ const pending = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const listing = Option.isSome(sessionId) ? undefined : yield* engine.sessionListing
       if (listing !== undefined) yield* warnDamaged(listing.damaged)
-      // The JSONL index knows which sessions wait (`awaitingApproval`): only their logs are read.
-      // The SQL stores' summaries do not say yet, so every session is asked there.
+      // Every store's listing says which sessions wait (`awaitingApproval`): only theirs are read.
       const ids = Option.isSome(sessionId)
         ? [sessionId.value]
-        : listing!.sessions.filter((s) => options.store !== "jsonl" || s.awaitingApproval !== undefined).map((s) => s.sessionId)
+        : listing!.sessions.filter((s) => s.awaitingApproval !== undefined).map((s) => s.sessionId)
       let found = 0
       for (const id of ids) {
         for (const call of yield* engine.pendingApprovals({ sessionId: id })) {
@@ -197,7 +208,7 @@ const pending = Command.make(
       }
       if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
     }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(Command.withDescription("List tool calls waiting for approval (answer them with approve or deny)"))
+).pipe(Command.withDescription(Help.described("List tool calls waiting for approval (answer them with approve or deny)", ["effect-agent pending"])))
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
 const answer = (decision: "allow" | "deny") =>
@@ -225,11 +236,14 @@ const answer = (decision: "allow" | "deny") =>
           yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
           yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
         }))
-  ).pipe(Command.withDescription(`${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`))
+  ).pipe(Command.withDescription(Help.described(
+    `${decision === "allow" ? "Approve" : "Deny"} a call waiting for approval, then continue its turn`,
+    [`effect-agent ${decision === "allow" ? "approve <session-id> <tool-call-id> --always" : "deny <session-id> <tool-call-id>"}`]
+  )))
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
-  Command.withDescription("An Effect-TS runtime for coding agents"),
+  Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
   Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
@@ -246,4 +260,4 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
 }
 
 /** Runs the CLI on `argv` (as `process.argv`). */
-export const main = (argv: ReadonlyArray<string>) => runCommand(messageFromStdinLast(argv))
+export const main = (argv: ReadonlyArray<string>) => Help.shaped(runCommand(messageFromStdinLast(argv)))

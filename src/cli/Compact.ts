@@ -19,6 +19,7 @@ import { engineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
+import * as Help from "./Help.js"
 
 /** The `compact` command. */
 export const command = Command.make(
@@ -48,5 +49,8 @@ export const command = Command.make(
       }).pipe(Effect.provide(engineLayer(options, model)))
     })
 ).pipe(Command.withDescription(
-  "Compact a session's context now: the model summarises all but the most recent context (session.compacted); prints the summary. Exit codes: 0 compacted; 1 nothing to compact, the summary failed, a turn in progress, or the session or store could not be used; 130 interrupted"
+  Help.described(
+    "Compact a session's context now: the model summarises all but the most recent context (session.compacted); prints the summary. Exit codes: 0 compacted; 1 nothing to compact, the summary failed, a turn in progress, or the session or store could not be used; 130 interrupted",
+    ["effect-agent compact <id>"]
+  )
 ))

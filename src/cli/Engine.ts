@@ -46,7 +46,7 @@ const configurePolicy = (
   })
 
 /** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */
-const currentDirectory = Effect.try({
+export const currentDirectory = Effect.try({
   try: () => process.cwd(),
   catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
 }).pipe(Effect.flatMap(WorkingDirectory.canonical))

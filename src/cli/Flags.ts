@@ -14,6 +14,7 @@ import type * as Redacted from "effect/Redacted"
 import * as path from "node:path"
 import { JsonlEventStore, PermissionPolicy, type ProjectSettings, type PromptComposer, WebFetch, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as Help from "./Help.js"
 
 /** `--data-dir`, `--store` and `--database-url`. */
 export const storage = {
@@ -21,7 +22,7 @@ export const storage = {
     Options.withDefault(".effect-agent"),
     Options.withDescription("Where sessions are stored")
   ),
-  store: Options.choice("store", ["jsonl", "sqlite", "postgres"]).pipe(
+  store: Help.choice("store", ["jsonl", "sqlite", "postgres"]).pipe(
     Options.withDefault("jsonl" as const),
     Options.withDescription(
       "jsonl: a file per session (default); sqlite: one database, <data-dir>/effect-agent.sqlite; postgres: a PostgreSQL database (--database-url)"
@@ -96,7 +97,7 @@ export const toolOptions = (options: { readonly network: boolean; readonly dataD
 })
 
 /** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
-export const mode = (description: string) => Options.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
+export const mode = (description: string) => Help.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
 
 /** `--mcp-config <file>`: MCP servers for this run (they win over the user's mcp.json and a trusted .mcp.json; see `McpSettings`). */
 export const mcpConfig = Options.file("mcp-config", { exists: "yes" }).pipe(

@@ -27,3 +27,11 @@ export const stream = (engine: SessionEngine.SessionEngine.Service, sessionId: s
       Stream.ensuringWith((exit) => exit._tag === "Failure" ? engine.cancelTurn({ sessionId }) : Effect.void)
     )
   }))
+
+/**
+ * Why `run --follow-up` cannot queue into a session another process drives, and where to queue it:
+ * one process at a time writes a session's log (its lock or lease), and the follow-up queue is in
+ * that log.
+ */
+export const busyMessage = (busy: string): string =>
+  `${busy.replace(/; try again when that process ends$/, "")}. A follow-up is stored in the session's log, which only that process writes: queue it where the session is driven (">> message" in its chat, POST /sessions/<id>/followups on its serve), or run this again when that process ends`

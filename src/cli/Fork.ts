@@ -14,6 +14,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { FakeModelProvider, IdGenerator, SessionEngine } from "../index.js"
 import * as Flags from "./Flags.js"
+import * as Help from "./Help.js"
 
 /** The `fork` command. */
 export const command = Command.make(
@@ -40,4 +41,4 @@ export const command = Command.make(
         Layer.provide(NodeContext.layer)
       )
     ))
-).pipe(Command.withDescription("Fork a session at the end of a closed turn (default the last); prints the new session's id"))
+).pipe(Command.withDescription(Help.described("Fork a session at the end of a closed turn (default the last); prints the new session's id", ["effect-agent fork <id>", "effect-agent run --session \"$(effect-agent fork <id>)\" \"Try it another way\""])))

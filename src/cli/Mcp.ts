@@ -15,6 +15,7 @@ import { McpSettings, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import { terminalSafe } from "./Render.js"
+import * as Help from "./Help.js"
 
 const list = Command.make("list", { mcpConfig: Flags.mcpConfig }, ({ mcpConfig }) =>
   Effect.gen(function*() {
@@ -39,10 +40,13 @@ const list = Command.make("list", { mcpConfig: Flags.mcpConfig }, ({ mcpConfig }
     Effect.scoped,
     Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })),
     Effect.provide(NodeContext.layer)
-  )).pipe(Command.withDescription("Start each MCP server configured here once, list its tools and what they cost in every request's context (estimated tokens)"))
+  )).pipe(Command.withDescription(Help.described(
+    "Start each MCP server configured here once, list its tools and what they cost in every request's context (estimated tokens)",
+    ["effect-agent mcp list", "effect-agent mcp list --mcp-config servers.json"]
+  )))
 
 /** The `mcp` command. */
 export const command = Command.make("mcp").pipe(
-  Command.withDescription("MCP servers: list what is configured here and what it costs in context"),
+  Command.withDescription(Help.described("MCP servers: list what is configured here and what it costs in context", ["effect-agent mcp list"])),
   Command.withSubcommands([list])
 )

@@ -16,10 +16,11 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { FakeModelProvider, ModelProvider, ProjectSettings } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as Help from "./Help.js"
 
 /** The CLI's model options. */
 export const options = {
-  provider: Options.choice("provider", ["anthropic", "openai", "fake"]).pipe(
+  provider: Help.choice("provider", ["anthropic", "openai", "fake"]).pipe(
     Options.optional,
     Options.withDescription("The model provider (default: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY is, else the echo model)")
   ),

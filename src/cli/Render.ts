@@ -51,8 +51,42 @@ const shortResult = (result: string) => {
   return `${oneLine(lines[0] ?? "")}${more > 0 ? ` (+${more} line${more === 1 ? "" : "s"})` : ""}`
 }
 
-/** A renderer keeps a little state: whether stdout is mid-line, and the calls seen so far. */
-export const make = (output: Output, options: { readonly transcript: boolean }) => {
+/** Lines of an edit shown under its call; the rest is counted. */
+const diffLines = 12
+
+/**
+ * What an edit changes, as `-`/`+` lines: `edit_file` the replaced lines against their replacement
+ * (the lines both share at the start and the end left out), `write_file` the content it writes.
+ * Empty for other calls, or arguments that are not an edit's.
+ */
+export const editDiff = ({ args, tool }: CallInfo): ReadonlyArray<string> => {
+  const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
+  const lines = (text: string) => text.replace(/\n$/, "").split("\n")
+  if (tool === "write_file") {
+    const content = field("content")
+    return content === undefined ? [] : lines(content).map((line) => `+ ${line}`)
+  }
+  if (tool !== "edit_file") return []
+  const before = field("oldString")
+  const after = field("newString")
+  if (before === undefined || after === undefined) return []
+  const old = lines(before)
+  const next = lines(after)
+  let start = 0
+  while (start < old.length && start < next.length && old[start] === next[start]) start++
+  let end = 0
+  while (end < old.length - start && end < next.length - start && old[old.length - 1 - end] === next[next.length - 1 - end]) end++
+  return [...old.slice(start, old.length - end).map((line) => `- ${line}`), ...next.slice(start, next.length - end).map((line) => `+ ${line}`)]
+}
+
+const red = (text: string) => `\u001b[31m${text}\u001b[39m`
+const green = (text: string) => `\u001b[32m${text}\u001b[39m`
+
+/**
+ * A renderer keeps a little state: whether stdout is mid-line, and the calls seen so far. `color`:
+ * diff lines in red and green (for a terminal; off by default and when `NO_COLOR` is set).
+ */
+export const make = (output: Output, options: { readonly transcript: boolean; readonly color?: boolean }) => {
   let midLine = false
   const calls = new Map<string, CallInfo>()
   const out = (raw: string) => {
@@ -93,9 +127,18 @@ export const make = (output: Output, options: { readonly transcript: boolean }) 
         if (call !== undefined && event.payload.outsidePaths !== undefined) calls.set(event.payload.toolCallId, { ...call, outsidePaths: event.payload.outsidePaths })
         return
       }
-      case "model.tool_call_requested":
+      case "model.tool_call_requested": {
         calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
-        return note(`  ⚙ ${describeCall(event.payload)}`)
+        note(`  ⚙ ${describeCall(event.payload)}`)
+        // An edit shows what it changes, so its approval is a decision about the change itself.
+        const diff = options.transcript ? [] : editDiff(event.payload)
+        for (const line of diff.slice(0, diffLines)) {
+          const safe = `      ${terminalSafe(line)}`
+          output.err(`${options.color === true ? (line.startsWith("-") ? red(safe) : green(safe)) : safe}\n`)
+        }
+        if (diff.length > diffLines) note(`      … ${diff.length - diffLines} more line${diff.length - diffLines === 1 ? "" : "s"}`)
+        return
+      }
       case "permission.resolved": {
         const { actor, decision, policy } = event.payload
         if (decision === "allow" && actor === "policy") return

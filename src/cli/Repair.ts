@@ -13,6 +13,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { IdGenerator, JsonlEventStore } from "../index.js"
+import * as Help from "./Help.js"
 
 /** At most this many dropped lines are listed one by one. */
 const shown = 20
@@ -23,7 +24,7 @@ export const command = Command.make(
   {
     sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session whose log to repair")),
     dataDir: Options.directory("data-dir").pipe(Options.withDefault(".effect-agent"), Options.withDescription("Where sessions are stored")),
-    store: Options.choice("store", ["jsonl", "sqlite"]).pipe(Options.withDefault("jsonl" as const), Options.withDescription("The store (only JSONL logs can need repair)"))
+    store: Help.choice("store", ["jsonl", "sqlite"]).pipe(Options.withDefault("jsonl" as const), Options.withDescription("The store (only JSONL logs can need repair)"))
   },
   ({ dataDir, sessionId, store }) =>
     Effect.gen(function*() {
@@ -42,4 +43,4 @@ export const command = Command.make(
           `. The original is kept as ${report.backup}.`
       )
     }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeContext.layer))
-).pipe(Command.withDescription("Repair a session log that cannot be read (duplicate sequences from two writers); keeps the original as <file>.bak"))
+).pipe(Command.withDescription(Help.described("Repair a session log that cannot be read (duplicate sequences from two writers); keeps the original as <file>.bak", ["effect-agent repair <id>"])))

@@ -36,6 +36,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
+import * as Help from "./Help.js"
 
 const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
 
@@ -194,7 +195,7 @@ export const command = Command.make(
       const permissions = perCwd(cwd, loaded.policy, flags)
       const model = yield* Models.layer(options)
       // Loaded only here: the HTTP stack costs start-up time for every other command.
-      const { Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
+      const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
       const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
       // `--host` given as a name (not an address) is a name clients use: allowed too.
@@ -255,6 +256,10 @@ export const command = Command.make(
           // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
           Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
         )
-      }).pipe(Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))))
+      }).pipe(
+        Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
+        // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
+        EventLoop.sliced()
+      )
     }).pipe(Effect.scoped)
-).pipe(Command.withDescription("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)"))
+).pipe(Command.withDescription(Help.described("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)", ["effect-agent serve", "effect-agent serve --port 8787 --store sqlite"])))

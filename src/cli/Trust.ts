@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import { McpSettings, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Render.js"
+import * as Help from "./Help.js"
 
 const invalid = (error: { readonly message: string }) => new CliError({ reason: "invalid_file", message: error.message })
 
@@ -100,5 +101,8 @@ export const command = Command.make(
       }
     })
 ).pipe(Command.withDescription(
-  "Review a project's .effect-agent/settings.json and .mcp.json and trust those exact files (by SHA-256): until then the settings can only make the agent more careful and no MCP server of the project starts. --list, --revoke"
+  Help.described(
+    "Review a project's .effect-agent/settings.json and .mcp.json and trust those exact files (by SHA-256): until then the settings can only make the agent more careful and no MCP server of the project starts. --list, --revoke",
+    ["effect-agent trust", "effect-agent trust --list", "effect-agent trust --revoke"]
+  )
 ))

@@ -14,6 +14,7 @@ import { SessionEngine } from "../index.js"
 import { readingEngineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Render from "./Render.js"
+import * as Help from "./Help.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -36,4 +37,4 @@ export const command = Command.make(
         Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
       )
     }).pipe(Effect.provide(readingEngineLayer(storage)))
-).pipe(Command.withDescription("Print a session live, whichever process drives it, until Ctrl+C (--json: its events, one per line)"))
+).pipe(Command.withDescription(Help.described("Print a session live, whichever process drives it, until Ctrl+C (--json: its events, one per line)", ["effect-agent watch <id>", "effect-agent watch <id> --json"])))

@@ -50,6 +50,12 @@ export interface Options {
   /** Called when a session's entity starts on this runner (it owns the session from then). */
   readonly onOwned?: (sessionId: string) => Effect.Effect<void>
   /**
+   * Called when a session's entity stops on this runner (idle, or the runner stopping), once its
+   * engine has closed and released the session's writer lease: what a test awaits instead of
+   * polling the lease table.
+   */
+  readonly onReleased?: (sessionId: string) => Effect.Effect<void>
+  /**
    * How long a write waits while another process holds the session's writer lease (default 40
    * seconds). A runner that died on another machine holds its sessions' leases until they expire
    * (the store's lease ttl, 30 seconds by default): the next owner waits that out rather than
@@ -91,6 +97,9 @@ export const layer = (options: Options = {}) =>
       const address = yield* Entity.CurrentAddress
       const sessionId = address.entityId
       const engines = yield* Engines.Engines
+      // Added before the engine: finalizers run in reverse, so this one runs once the engine has closed.
+      const { onReleased } = options
+      if (onReleased !== undefined) yield* Effect.addFinalizer(() => onReleased(sessionId))
       // In the entity's scope: closed when the entity stops.
       const engine = yield* engines.make
       const turns = yield* Layer.build(Turns.layer).pipe(

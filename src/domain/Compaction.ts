@@ -56,6 +56,26 @@ export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number,
   return { summarised, firstKeptSequence: entries[first]?.sequence ?? nextSequence }
 }
 
+/**
+ * The cut of a compaction the user asked for when the recent window would keep everything (a short
+ * session): all but the last turn is summarised. `undefined` when there is nothing before that turn
+ * but an earlier summary.
+ */
+export const cutBeforeLastTurn = (transcript: Transcript.Transcript): Cut | undefined => {
+  const entries = Transcript.all(transcript)
+  let first = entries.length
+  const lastTurn = entries.at(-1)?.turnId
+  while (first > 0) {
+    const entry = entries[first - 1]!
+    if (entry.role === "summary" || entry.sequence === undefined || entry.turnId !== lastTurn) break
+    first--
+  }
+  const summarised = entries.slice(0, first)
+  const kept = entries[first]
+  if (kept?.sequence === undefined || !summarised.some((entry) => entry.role !== "summary")) return undefined
+  return { summarised, firstKeptSequence: kept.sequence }
+}
+
 /** One entry as plain text for the summary request. */
 const renderEntry = (entry: Transcript.TranscriptEntry): string => {
   switch (entry.role) {

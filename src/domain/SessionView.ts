@@ -11,7 +11,7 @@
  *
  * @since 0.5.0
  */
-import type { AgentEvent, Client, EventOfType, EventType, Risk, StopReason, Usage } from "./AgentEvent.js"
+import type { AgentEvent, Client, EventOfType, EventType, InstructionPart, Risk, StopReason, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
@@ -81,6 +81,8 @@ export interface View {
   readonly notes: Array<ViewNote & { readonly sequence: number }>
   /** The tokens of the next model request, as last stored (`context.built`, `session.compacted`). */
   contextTokens: number | undefined
+  /** The instructions files in the last turn's system prompt (`context.built`); `undefined` before any turn. */
+  instructions: ReadonlyArray<InstructionPart> | undefined
   /** Follow-ups queued and not yet started nor dropped, oldest first. */
   followUps: Array<{ readonly queueId: string; readonly content: string }>
   /** The compaction in progress (between `compaction.started` and its end). */
@@ -96,6 +98,7 @@ export const empty = (): View => ({
   openTurn: undefined,
   notes: [],
   contextTokens: undefined,
+  instructions: undefined,
   followUps: [],
   compacting: undefined
 })
@@ -144,6 +147,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   // What the next model request costs: shown in the state panel, not in the turn.
   "context.built": (view, event) => {
     view.contextTokens = event.payload.tokens.total
+    view.instructions = event.payload.instructions ?? []
   },
   "model.delta": (view, event) => {
     const last = view.openTurn?.items.at(-1)

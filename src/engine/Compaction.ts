@@ -121,11 +121,14 @@ export const run = (
   session: LiveSession.LiveSession,
   commit: Commit,
   reason: AgentEvent.CompactionReason,
-  tokensBefore?: number
+  tokensBefore?: number,
+  /** A compaction the user asked for, with no window of their own: when the window keeps everything, all but the last turn is summarised. */
+  allButLastTurn = false
 ): Effect.Effect<Outcome, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1)
+      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1) ??
+        (allButLastTurn ? Cut.cutBeforeLastTurn(session.live.transcript) : undefined)
       if (plan === undefined) return { _tag: "NothingToCompact" } as const
       const before = tokensBefore ?? (yield* tokensOf(services, session, session.live.transcript))
       const compactionId = yield* services.ids.next("compaction")

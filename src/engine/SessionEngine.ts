@@ -159,6 +159,11 @@ export interface WatchOptions {
    * of — another process may be driving it (default 250 milliseconds).
    */
   readonly watchPollInterval: Duration.DurationInput
+  /**
+   * How many live events a watched session's feed keeps at least (default 4,096; it holds up to
+   * twice that): a watcher further behind reads the events it missed from the store.
+   */
+  readonly watchCapacity: number
 }
 
 /** The session engine. */
@@ -269,7 +274,7 @@ export declare namespace SessionEngine {
      * as this engine stores them, across turns, each exactly once and in sequence order — no gap,
      * no duplicate, even for events stored while the watcher switches from the store to live. Never
      * ends by itself: interrupt it. Any number of watchers per session; a watcher never slows a
-     * turn (each has its own bounded queue; one that falls behind reads the gap from the store). A
+     * turn (watchers share one bounded feed per session; one that falls behind reads the gap from the store). A
      * session this engine does not hold the writer lock
      * of — another process may drive it — is followed by reading the store every
      * `watchPollInterval` (default 250 ms).
@@ -315,7 +320,7 @@ export const make = (
       store,
       blobs: Option.getOrUndefined(yield* Effect.serviceOption(BlobStore)),
       ids,
-      watchers: Watchers.make(),
+      watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
       tools: Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter)),
       permissions: Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways),
@@ -443,7 +448,8 @@ export const make = (
           return yield* new TurnInProgress({ sessionId, turnId: state.openTurn.turnId })
         }
         yield* SessionDriver.closeDangling(engine, session)
-        return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual")
+        // The user asked for a compaction: with no window of theirs, a short session still gets one (all but its last turn).
+        return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual", undefined, keep === undefined)
       })).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId)))
       switch (outcome._tag) {
         case "Compacted":
@@ -466,7 +472,7 @@ export const make = (
         const { sessionId } = input
         if (!Session.isValidId(sessionId)) return yield* new SessionNotFound({ sessionId })
         const from = Number.isSafeInteger(input.fromSequence) ? Math.max(1, input.fromSequence!) : 1
-        // Subscribed before the store is read: whatever is stored from now on reaches the queue.
+        // Subscribed before the store is read: whatever is stored from now on reaches the feed.
         const live = yield* services.watchers.subscribe(sessionId)
         if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
           return yield* new SessionNotFound({ sessionId })
@@ -474,7 +480,7 @@ export const make = (
         return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from, {
           read: (fromSequence) => store.read(sessionId, { fromSequence }),
           ticks: Stream.fromSchedule(Schedule.spaced(options.watchPollInterval ?? Duration.millis(250))),
-          // While this engine holds the writer lock, every write reaches the live queue.
+          // While this engine holds the writer lock, every write reaches the live feed.
           polling: () => !sessions.holdsWriter(sessionId)
         })
       })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))

@@ -93,12 +93,19 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       fsync: options.fsync === true
     })
 
-    const append = (event: AgentEvent.AgentEvent) => appends.append(event.sessionId, [event])
+    /** Sessions whose writer lock this store holds: their appends are announced to the index by the lock's `+`/`-`. */
+    const held = new Set<string>()
+
+    /** Appends, then tells the index's journal when no writer lock announced the session already. */
+    const appendNoted = (sessionId: string, events: ReadonlyArray<AgentEvent.AgentEvent>) =>
+      held.has(sessionId) ? appends.append(sessionId, events) : Effect.zipRight(appends.append(sessionId, events), index.note(".", sessionId))
+
+    const append = (event: AgentEvent.AgentEvent) => appendNoted(event.sessionId, [event])
 
     const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
       if (events.length === 0) return Effect.void
       const conflict = batchConflict(events)
-      return conflict === undefined ? appends.append(events[0]!.sessionId, events) : Effect.fail(conflict)
+      return conflict === undefined ? appendNoted(events[0]!.sessionId, events) : Effect.fail(conflict)
     }
 
     const readFile = (sessionId: string, file: string, fromSequence: number): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> =>
@@ -122,7 +129,14 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
 
     const acquireWriter = (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
       Session.isValidId(sessionId)
-        ? Effect.zipRight(appends.makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(Effect.zipRight(appends.holdWriter(sessionId)))
+        ? Effect.zipRight(appends.makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(
+          Effect.zipRight(appends.holdWriter(sessionId)),
+          // Announced while the lock is held: `-` is written before the lock goes (finalizers run in reverse).
+          Effect.zipRight(Effect.acquireRelease(
+            Effect.zipRight(index.note("+", sessionId), Effect.sync(() => held.add(sessionId))),
+            () => Effect.zipRight(Effect.sync(() => held.delete(sessionId)), index.note("-", sessionId))
+          ))
+        )
         : Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "lock", sessionId, detail: "invalid session id" }))
 
     return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })

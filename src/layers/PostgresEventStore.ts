@@ -91,7 +91,20 @@ export const migrations = Migrator.fromRecord({
         expires_at BIGINT NOT NULL
       )`
   }),
-  "2_blobs": SqlBlobStore.migratePostgres
+  "2_awaiting_approvals": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // The calls of each session's open turn that wait for the user's answer (what `pending` lists),
+    // kept by the appends in the same transaction as their events; filled once from the events here.
+    yield* sql`
+      CREATE TABLE awaiting_approvals (
+        session_id TEXT COLLATE "C" NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        PRIMARY KEY (session_id, tool_call_id)
+      )`
+    yield* EventTables.backfillAwaiting(sql)
+  }),
+  "3_blobs": SqlBlobStore.migratePostgres
 })
 
 /**
@@ -197,7 +210,7 @@ export const make = (
         ([row]) => row?.last ?? 0
       )
 
-    const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
+    const appendEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
       Effect.gen(function*() {
         const created = event.type === "session.created" ? event.payload : undefined
         // One statement: the event only at the session's next sequence, and the summary with it.
@@ -229,7 +242,7 @@ export const make = (
             : Effect.fail(failure("append", where, event.sessionId)(error)))
       )
 
-    const { appendAll, list, listing, read } = EventTables.make({ sql, where: where, failure, append })
+    const { append, appendAll, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,

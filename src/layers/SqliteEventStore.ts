@@ -116,7 +116,20 @@ export const migrations = Migrator.fromRecord({
         expires_at INTEGER NOT NULL
       )`
   }),
-  "3_blobs": SqlBlobStore.migrateSqlite
+  "3_awaiting_approvals": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // The calls of each session's open turn that wait for the user's answer (what `pending` lists),
+    // kept by the appends in the same transaction as their events; filled once from the events here.
+    yield* sql`
+      CREATE TABLE awaiting_approvals (
+        session_id TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        PRIMARY KEY (session_id, tool_call_id)
+      ) WITHOUT ROWID`
+    yield* EventTables.backfillAwaiting(sql)
+  }),
+  "4_blobs": SqlBlobStore.migrateSqlite
 })
 
 /** The SQLite (or file system) error code of an error or of its cause, e.g. `SQLITE_FULL`, `EACCES`. */
@@ -184,7 +197,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const sql = yield* SqlClient.SqlClient
     const { filename } = options
 
-    const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
+    const appendEvent = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> =>
       Effect.gen(function*() {
         const inserted = yield* sql<{ sequence: number }>`
           INSERT INTO events (session_id, sequence, type, timestamp, format_version, body)
@@ -202,7 +215,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
 
-    const { appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append })
+    const { append, appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,

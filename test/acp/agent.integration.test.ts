@@ -109,7 +109,9 @@ describe("effect-agent acp, driven by the SDK's client", () => {
       status: "pending",
       title: "Write notes.txt",
       rawInput: { path: "notes.txt", content: "v1\n" },
-      locations: [{ path: join(cwd, "notes.txt") }]
+      locations: [{ path: join(cwd, "notes.txt") }],
+      // The editor shows the write as a diff, in the prompt and in the call.
+      content: [{ type: "diff", path: join(cwd, "notes.txt"), oldText: null, newText: "v1\n" }]
     })
     expect(params.options.map((o) => o.kind)).toEqual(["allow_once", "allow_always", "reject_once", "reject_always"])
 
@@ -119,6 +121,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
       ["tool_call_update", "in_progress"],
       ["tool_call_update", "completed"]
     ])
+    expect(forCall.at(-1)).toMatchObject({ content: [{ type: "diff", path: join(cwd, "notes.txt"), newText: "v1\n" }, { type: "content" }] })
     expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("v1\n")
     expect(chunks(agent.updates)).toEqual(["Writing.", "Done."])
     await finish(agent)
@@ -382,6 +385,20 @@ describe("effect-agent acp, bad input", () => {
     // A client on a newer protocol gets the version we speak, and may decline it.
     expect(lines[1]).toMatchObject({ id: 1, result: { protocolVersion: 1 } })
     expect(lines[2]).toMatchObject({ id: 2, error: { code: -32601 } })
+  })
+
+  it("a line over the SDK's 32 MiB limit: exit 1 with one line on stderr saying why (it used to end silently with 0)", async () => {
+    const { args, cwd } = workspace({ responses: [] })
+    const raw = start(["acp", ...args], { cwd })
+    raw.child.stdin!.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1 } }) + "\n")
+    await raw.waitForStdout(/"id":1,"result"/)
+    raw.child.stdin!.on("error", () => {}) // the agent may close its stdin before the whole line is written
+    raw.child.stdin!.end(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"${"a".repeat(33 * 1024 * 1024)}"}}\n`)
+    const finished = await raw.done
+    expect(finished.code).toBe(1)
+    expect(finished.stderr).toMatch(/effect-agent: acp: a message on stdin is over the 32 MiB limit of a JSON-RPC line; the connection is closed\n$/)
+    // Nothing but protocol on stdout: the initialize answer.
+    expect(finished.stdout.trim().split("\n")).toHaveLength(1)
   })
 
   it("a client that disconnects mid-turn: the turn is cancelled, the log closed, the agent exits", async () => {

@@ -49,6 +49,54 @@ describe("AcpMapper on golden 1 (minimal)", () => {
   })
 })
 
+describe("AcpMapper: edits as diffs, commands as terminal blocks", () => {
+  const cwd = "/work/repo"
+  const event = <T extends AgentEvent.AgentEvent["type"]>(type: T, payload: AgentEvent.PayloadOf<T>, sequence: number) =>
+    ({ type, payload, sequence, eventId: `evt_${sequence}`, sessionId: "sess_1", turnId: "turn_1", createdAt: "2026-01-01T00:00:00.000Z", schemaVersion: 1 }) as unknown as AgentEvent.AgentEvent
+  const calls = new Map<string, AcpMapper.Call>()
+  const live = (e: AgentEvent.AgentEvent) => {
+    if (e.type === "model.tool_call_requested") calls.set(e.payload.toolCallId, e.payload)
+    return AcpMapper.updatesOf(e, { cwd, phase: "live", support: AcpMapper.baseline, callOf: (id) => calls.get(id) })
+  }
+
+  it("edit_file and write_file carry a diff of their file (absolute path) in the call, its permission prompt and its result", () => {
+    const edit = { toolCallId: "call_e", tool: "edit_file", args: { path: "src/a.ts", oldString: "let a = 1", newString: "const a = 1" } }
+    const diff = { type: "diff", path: "/work/repo/src/a.ts", oldText: "let a = 1", newText: "const a = 1" }
+    expect(live(event("model.tool_call_requested", edit, 1))).toEqual([{
+      sessionUpdate: "tool_call",
+      status: "pending",
+      toolCallId: "call_e",
+      title: "Edit src/a.ts",
+      kind: "edit",
+      rawInput: edit.args,
+      locations: [{ path: "/work/repo/src/a.ts" }],
+      content: [diff]
+    }])
+    expect(AcpMapper.permissionRequestOf("sess_1", cwd, edit).toolCall.content).toEqual([diff])
+    // ACP replaces a call's content with each update's: the result keeps the diff.
+    expect(live(event("tool.completed", { toolCallId: "call_e", result: "Replaced 1 occurrence in src/a.ts" }, 2))).toMatchObject([{
+      status: "completed",
+      content: [diff, { type: "content", content: text("Replaced 1 occurrence in src/a.ts") }]
+    }])
+    const write = { toolCallId: "call_w", tool: "write_file", args: { path: "../repo/new.txt", content: "hello\n" } }
+    expect(live(event("model.tool_call_requested", write, 3))).toMatchObject([{ content: [{ type: "diff", path: "/work/repo/new.txt", oldText: null, newText: "hello\n" }] }])
+    // Arguments that are not an edit's (the model's garbage) give no diff, never a crash.
+    expect(live(event("model.tool_call_requested", { toolCallId: "call_x", tool: "edit_file", args: { path: 3 } }, 4))[0]).not.toHaveProperty("content")
+  })
+
+  it("a command's output is a terminal block, fenced past any backticks it prints; the raw output stays in rawOutput", () => {
+    live(event("model.tool_call_requested", { toolCallId: "call_s", tool: "shell", args: { command: "cat notes.md" } }, 5))
+    const output = "exit code 0\n```js\nx\n```\n"
+    expect(live(event("tool.completed", { toolCallId: "call_s", result: output, exitCode: 0 }, 6))).toEqual([{
+      sessionUpdate: "tool_call_update",
+      toolCallId: "call_s",
+      status: "completed",
+      content: [{ type: "content", content: text("````console\n" + output + "````") }],
+      rawOutput: { result: output, exitCode: 0 }
+    }])
+  })
+})
+
 describe("AcpMapper on golden 2 (tools)", () => {
   const events = golden("tools.jsonl")
   const cwd = "/tmp/effect-agent-golden-tools"

@@ -177,7 +177,7 @@ const startOnTerminal = (args: ReadonlyArray<string>, cwd: string) => {
       if (closed && screen.slice(from).search(pattern) < 0) throw new Error(`the CLI exited before showing ${pattern}: ${JSON.stringify(screen)}`)
     }
   }
-  return { child, done, waitFor, type: (keys: string) => child.stdin.write(keys) }
+  return { child, done, waitFor, screen: () => screen, type: (keys: string) => child.stdin.write(keys) }
 }
 
 describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
@@ -213,5 +213,74 @@ describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
     expect(finished.screen).toContain("[turn cancelled]")
     const log = await replay(sessionOf(finished.screen)!)
     expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+})
+
+describe("effect-agent chat: commands, --continue and --resume", () => {
+  it("an unknown /command is an error and sends nothing; // sends a message that starts with /; a path is a message", async () => {
+    const cwd = join(dir, "slash")
+    mkdirSync(cwd, { recursive: true })
+    const chat = start(["chat", "--data-dir", dataDir], { cwd })
+    chat.child.stdin!.write("/exti\n")
+    await chat.waitForStderr(/unknown command \/exti/)
+    chat.child.stdin!.write("//exti is a typo\n")
+    await chat.waitForStdout(/Echo: \/exti is a typo\n/)
+    chat.child.stdin!.end("/etc/hosts is a file\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    const log = await replay(sessionOf(finished.stderr)!)
+    expect(log.filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["/exti is a typo", "/etc/hosts is a file"])
+  })
+
+  it("--continue goes back into the most recently active session of this directory; none there is exit 1, saying so", async () => {
+    const here = join(dir, "continue-here")
+    const elsewhere = join(dir, "continue-elsewhere")
+    mkdirSync(here, { recursive: true })
+    mkdirSync(elsewhere, { recursive: true })
+    const none = await run(["chat", "--continue", "--data-dir", dataDir], { cwd: here })
+    expect(none.code).toBe(1)
+    expect(none.stderr).toMatch(/no session in .*continue-here to continue/)
+
+    const older = await run(["run", "older", "--data-dir", dataDir], { cwd: here })
+    const newer = await run(["run", "newer", "--data-dir", dataDir], { cwd: here })
+    await run(["run", "other directory", "--data-dir", dataDir], { cwd: elsewhere })
+    const newerId = sessionOf(newer.stderr)!
+    expect(sessionOf(older.stderr)).not.toBe(newerId)
+
+    const chat = start(["chat", "--continue", "--data-dir", dataDir], { cwd: here })
+    chat.child.stdin!.end("again\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).toContain(`session ${newerId}`)
+    expect((await replay(newerId)).filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["newer", "again"])
+
+    const both = await run(["chat", "--continue", "--session", newerId, "--data-dir", dataDir], { cwd: here })
+    expect(both.code).toBe(1)
+    expect(both.stderr).toContain("give one")
+  })
+
+  it("--resume without a terminal is exit 1, pointing to --continue", async () => {
+    const resumed = await run(["chat", "--resume", "--data-dir", dataDir], { cwd: dir })
+    expect(resumed.code).toBe(1)
+    expect(resumed.stderr).toContain("--resume asks which session on a terminal")
+  })
+
+  it("--resume on a terminal lists this directory's sessions with their first message and continues the one chosen", async () => {
+    const cwd = join(dir, "resume")
+    mkdirSync(cwd, { recursive: true })
+    const first = sessionOf((await run(["run", "the first conversation", "--data-dir", dataDir], { cwd })).stderr)!
+    await run(["run", "the second conversation", "--data-dir", dataDir], { cwd })
+    const chat = startOnTerminal(["chat", "--resume", "--data-dir", dataDir], cwd)
+    const listed = await chat.waitFor(/Resume which\?/)
+    // Newest first: the first conversation is number 2.
+    expect(chat.screen().slice(0, listed)).toMatch(/1\. the second conversation[\s\S]*2\. the first conversation/)
+    chat.type("2\r")
+    await chat.waitFor(new RegExp(`session ${first}`), listed)
+    await chat.waitFor(/› /, listed)
+    chat.type("picked up again\r")
+    await chat.waitFor(/Echo: picked up again/, listed)
+    chat.type("\x03")
+    expect((await chat.done).code).toBe(0)
+    expect((await replay(first)).filter((e) => e.type === "user.message").map((e) => e.payload.content)).toEqual(["the first conversation", "picked up again"])
   })
 })

@@ -27,4 +27,30 @@ describe("Render", () => {
       expect(written).toContain("x\\x00y\\x1b[2J (+1 line)")
     }
   })
+
+  it("an edit shows its diff under the call during run and chat (lines shared at both ends left out; coloured on a terminal); a write its content; escaped; long ones cut", () => {
+    const requested = (sequence: number, tool: string, args: unknown) =>
+      ({ ...envelope, sequence, type: "model.tool_call_requested", payload: { toolCallId: `c${sequence}`, tool, args } }) as unknown as AgentEvent.AgentEvent
+    let err = ""
+    const render = Render.make({ out: () => {}, err: (t) => (err += t) }, { transcript: false })
+    render.event(requested(2, "edit_file", { path: "a.ts", oldString: "import x\nlet a = 1\nexport { a }", newString: "import x\nconst a = 1\nexport { a }" }))
+    expect(err).toBe("  ⚙ edit_file a.ts\n      - let a = 1\n      + const a = 1\n")
+    err = ""
+    render.event(requested(3, "write_file", { path: "b.txt", content: Array.from({ length: 20 }, (_, i) => `line ${i}\u001b[2J`).join("\n") + "\n" }))
+    const lines = err.trimEnd().split("\n")
+    expect(lines[1]).toBe("      + line 0\\x1b[2J")
+    expect(lines).toHaveLength(1 + 12 + 1)
+    expect(lines.at(-1)).toBe("      … 8 more lines")
+    // Arguments that are not an edit's: the call line alone.
+    err = ""
+    render.event(requested(4, "edit_file", { path: "a.ts", oldString: 3 }))
+    expect(err).toBe("  ⚙ edit_file a.ts\n")
+    let coloured = ""
+    Render.make({ out: () => {}, err: (t) => (coloured += t) }, { transcript: false, color: true }).event(requested(5, "edit_file", { path: "a", oldString: "x", newString: "y" }))
+    expect(coloured).toBe("  ⚙ edit_file a\n\u001b[31m      - x\u001b[39m\n\u001b[32m      + y\u001b[39m\n")
+    // replay's transcript keeps to the conversation.
+    let transcript = ""
+    Render.make({ out: (t) => (transcript += t), err: (t) => (transcript += t) }, { transcript: true }).event(requested(6, "edit_file", { path: "a", oldString: "x", newString: "y" }))
+    expect(transcript).toBe("  ⚙ edit_file a\n")
+  })
 })

@@ -68,6 +68,16 @@ for (const store of ["jsonl", "sqlite"] as const) {
       expect(lines[0]).toContain(`pid ${first.child.pid} on host ${hostname()}`)
       expect(await replay(id)).toEqual(before)
 
+      // A follow-up from a second terminal cannot be queued either (one process writes a session's
+      // log): it says so plainly, and where to queue it instead.
+      const followUp = await run(["run", "then this", "--session", id, "--follow-up", ...common], { cwd })
+      expect(followUp.code).toBe(1)
+      const said = followUp.stderr.trim().split("\n").filter((line) => !line.includes("built-in echo model"))
+      expect(said, followUp.stderr).toHaveLength(1)
+      expect(said[0]).toContain(`pid ${first.child.pid} on host ${hostname()}`)
+      expect(said[0]).toContain("queue it where the session is driven")
+      expect(await replay(id)).toEqual(before)
+
       // The first process goes on as if nothing happened.
       first.child.stdin!.end("n\n")
       const finished = await first.done

@@ -4,7 +4,8 @@
  * while a turn running detached far longer than that is kept to its end (the cluster's keep-alive)
  * and a turn waiting for the user is kept for `approvalHold`, then let go paused in the log; the
  * answer given later resumes it on a new entity. Time here is real (the cluster's reaper runs on
- * it): the test waits for what it checks, never for a time.
+ * it): the test waits for what it checks, never for a time — the session's events as they are
+ * stored (`watchSession`) and each entity's release (the runner's `onReleased`), never a poll.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -13,8 +14,9 @@ import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Ref from "effect/Ref"
-import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { KeepAlive } from "../../src/cluster.js"
 import { type AgentEvent, type FakeModelProvider, type SessionEngine, SessionState } from "../../src/index.js"
@@ -22,14 +24,23 @@ import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
-/** A runner whose idle entities go after a second; `owned` counts each start of a session's entity. */
-const runner = (url: string, owned: Ref.Ref<ReadonlyArray<string>>, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>) =>
+/**
+ * A runner whose idle entities go after a second; `owned` counts each start of a session's entity,
+ * `released` receives each session whose entity stopped (its engine closed, its lease released).
+ */
+const runner = (
+  url: string,
+  owned: Ref.Ref<ReadonlyArray<string>>,
+  released: Queue.Queue<string>,
+  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>
+) =>
   runnerInProcess(url, {
     shardsPerGroup: 4,
     shardLockTtl: Duration.seconds(3),
     maxIdleTime: Duration.seconds(1),
     approvalHold: Duration.seconds(2),
-    onOwned: (sessionId) => Ref.update(owned, (all) => [...all, sessionId])
+    onOwned: (sessionId) => Ref.update(owned, (all) => [...all, sessionId]),
+    onReleased: (sessionId) => Queue.offer(released, sessionId)
   }, responses)
 
 /** Whether a writer lease of the session is in the database: its entity's engine holds it while it lives. */
@@ -40,12 +51,14 @@ const leaseHeld = (url: string, sessionId: string) =>
     Effect.orDie
   )
 
-/** Waits until `check` holds (the limit only ends a hung test). */
-const until = <A, E>(what: string, check: Effect.Effect<A, E>, holds: (a: A) => boolean) =>
-  check.pipe(
-    Effect.filterOrFail(holds),
-    Effect.retry({ schedule: Schedule.spaced(Duration.millis(100)) }),
-    Effect.timeoutFail({ duration: Duration.seconds(60), onTimeout: () => new Error(`timed out waiting for ${what}`) })
+/** The limit only ends a hung test. */
+const atMost = (what: string) => Effect.timeoutFail({ duration: Duration.seconds(60), onTimeout: () => new Error(`timed out waiting for ${what}`) })
+
+/** Follows the session's events as they are stored until one satisfies `done`; answers it. */
+const untilEvent = (engine: SessionEngine.SessionEngine.Service, sessionId: string, what: string, done: (event: AgentEvent.AgentEvent) => boolean, fromSequence = 1) =>
+  Stream.runHead(Stream.filter(engine.watchSession({ sessionId, fromSequence }), done)).pipe(
+    Effect.map(Option.getOrThrow),
+    atMost(what)
   )
 
 const logOf = (engine: SessionEngine.SessionEngine.Service, sessionId: string) =>
@@ -59,26 +72,37 @@ describe("a runner's idle sessions", () => {
     Effect.gen(function*() {
       const url = yield* freshSchemaUrl("lifecycle")
       const owned = yield* Ref.make<ReadonlyArray<string>>([])
-      const { engine, turns } = yield* runner(url, owned, [slow, note, { chunks: ["noted"] }])
+      const released = yield* Queue.unbounded<string>()
+      const { engine, turns } = yield* runner(url, owned, released, [slow, note, { chunks: ["noted"] }])
+      /** The next release of the session's entity; afterwards its lease is gone. */
+      const releasedNow = (what: string) =>
+        Queue.take(released).pipe(
+          Effect.filterOrDie((id) => id === sessionId, () => new Error("another session was released")),
+          atMost(what),
+          Effect.zipRight(leaseHeld(url, sessionId)),
+          Effect.map((held) => expect(held).toBe(false))
+        )
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
 
       // A turn of 5 seconds, started detached: no message is open while it runs; the entity is kept.
       const turnId = yield* turns.start(sessionId, "take long")
-      const done = yield* until("the first turn to end", logOf(engine, sessionId), (log) => log.some((e) => e.type === "turn.completed"))
+      yield* untilEvent(engine, sessionId, "the first turn to end", (e) => e.type === "turn.completed")
+      const done = yield* logOf(engine, sessionId)
       expect(done.at(-1)).toMatchObject({ type: "turn.completed", turnId, payload: { stopReason: "final" } })
       expect(done.filter((e) => e.type === "model.delta")).toHaveLength(slow.chunks.length)
       expect(yield* Ref.get(owned)).toEqual([sessionId])
 
       // Idle now: the entity goes, its engine closes and releases the session's writer lease.
-      yield* until("the idle entity to release its lease", leaseHeld(url, sessionId), (held) => !held)
+      yield* releasedNow("the idle entity to release its lease")
 
       // The next message makes a new entity, which drives the session again; it waits for approval.
       yield* turns.start(sessionId, "note it")
-      const waiting = yield* until("the turn to wait for approval", engine.sessionState({ sessionId }), (state) => SessionState.pendingApprovals(state).length > 0)
+      yield* untilEvent(engine, sessionId, "the turn to wait for approval", (e) => e.type === "permission.resolved" && e.payload.decision === "ask")
+      const waiting = yield* engine.sessionState({ sessionId })
       expect((yield* Ref.get(owned)).filter((id) => id === sessionId)).toHaveLength(2)
       expect(yield* leaseHeld(url, sessionId)).toBe(true)
       // Past the approval hold the entity may go: the turn stays open, paused in the log, not cancelled.
-      yield* until("the waiting entity to release its lease", leaseHeld(url, sessionId), (held) => !held)
+      yield* releasedNow("the waiting entity to release its lease")
       const paused = yield* logOf(engine, sessionId)
       expect(paused.at(-1)).toMatchObject({ type: "permission.resolved", payload: { decision: "ask" } })
       expect(SessionState.isPaused(yield* engine.sessionState({ sessionId }))).toBe(true)
@@ -87,7 +111,8 @@ describe("a runner's idle sessions", () => {
       const toolCallId = SessionState.pendingApprovals(waiting)[0]!.toolCallId
       yield* engine.resolvePermission({ sessionId, toolCallId, decision: "allow" })
       yield* turns.resumeIfIdle(sessionId)
-      const log: ReadonlyArray<AgentEvent.AgentEvent> = yield* until("the resumed turn to end", logOf(engine, sessionId), (events) => events.at(-1)?.type === "turn.completed")
+      yield* untilEvent(engine, sessionId, "the resumed turn to end", (e) => e.type === "turn.completed", paused.length + 1)
+      const log = yield* logOf(engine, sessionId)
       expectWellFormedLog(log)
       expect(log.at(-1)).toMatchObject({ payload: { stopReason: "final" } })
       expect(log.filter((e) => e.type === "turn.completed").map((e) => e.type === "turn.completed" && e.payload.stopReason)).toEqual(["final", "final"])

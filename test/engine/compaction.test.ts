@@ -80,6 +80,34 @@ describe("compactSession (manual)", () => {
       expect(Either.getOrThrow(SessionState.replay(after))).toEqual(yield* engine.sessionState({ sessionId }))
     }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["The user said one, ", "then two."] }, { chunks: ["answer 3"] }]))))
 
+  it.effect("asked for with no window of its own, a short session (it all fits the window) is compacted all but its last turn; with an explicit window, the window rules", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(sessionId, "one")
+      yield* run(sessionId, "two")
+      // An explicit window that keeps everything: nothing to compact, nothing stored.
+      expect((yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 1_000_000 })))._tag).toBe("NothingToCompact")
+      const before = yield* replay(sessionId)
+      const result = yield* engine.compactSession({ sessionId })
+      // The last turn — its user message and its answer — is kept verbatim: the cut is where it began.
+      const two = before.find((e) => e.type === "user.message" && e.payload.content === "two")!
+      expect(result).toMatchObject({ reason: "manual", summary: "The user said one.", firstKeptSequence: two.sequence })
+      const [summaryRequest] = (yield* requests).filter(isSummaryRequest)
+      expect(summaryRequest!.messages[0]!.content).toContain("[User]\none")
+      expect(summaryRequest!.messages[0]!.content).not.toContain("two")
+      // Only the last turn and a summary are left: nothing more to take away.
+      expect((yield* Effect.flip(engine.compactSession({ sessionId })))._tag).toBe("NothingToCompact")
+      yield* run(sessionId, "three")
+      expect((yield* requests).at(-1)!.messages).toEqual([
+        summaryMessage("The user said one."),
+        { role: "user", content: "two" },
+        { role: "assistant", content: "answer 2", toolCalls: [] },
+        { role: "user", content: "three" }
+      ])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["The user said one."] }, { chunks: ["answer 3"] }]))))
+
   it.effect("an empty session, or one whose context all fits the verbatim budget, has nothing to compact: a typed error, nothing stored", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine

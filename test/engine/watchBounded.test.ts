@@ -1,12 +1,15 @@
 /**
- * A watcher that falls behind: its live queue is bounded (sliding), so a stalled consumer holds at
- * most `capacity` events; the oldest make way, and the gap they leave is read from the store — the
- * watcher still sees 1..n exactly once.
+ * A watcher that falls behind: the session's feed is bounded, so a stalled consumer holds at most
+ * 2 × `capacity` events; the oldest make way, and the gap they leave is read from the store — the
+ * watcher still sees 1..n exactly once. Watchers share the feed: what a watcher takes after a stall
+ * is one chunk.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as Watchers from "../../src/engine/Watchers.js"
@@ -15,25 +18,67 @@ const eventAt = (sequence: number) =>
   ({ id: `evt_${sequence}`, sessionId: "sess_1", turnId: "turn_1", sequence, timestamp: "t", type: "model.delta", payload: { text: "x" } }) as AgentEvent
 
 describe("Watchers: a slow watcher", () => {
-  it.scoped("holds at most its capacity of live events, and reads the gap from the store: every event once", () =>
+  it.scoped("holds at most twice the capacity of live events, and reads the gap from the store: every event once", () =>
     Effect.gen(function*() {
       const hub = Watchers.make(8)
       const log: Array<AgentEvent> = []
       const live = yield* hub.subscribe("sess_1")
+      const other = yield* hub.subscribe("sess_1")
       // 1..3 are stored before the watcher reads; then 1,000 more arrive while nobody consumes.
       for (let sequence = 1; sequence <= 3; sequence++) log.push(eventAt(sequence))
-      const fromStore = (from: number) => Stream.suspend(() => Stream.fromIterable(log.filter((e) => e.sequence >= from)))
+      const reads: Array<number> = []
+      const fromStore = (from: number) =>
+        Stream.suspend(() => {
+          reads.push(from)
+          return Stream.fromIterable(log.filter((e) => e.sequence >= from))
+        })
       const stored = Stream.fromIterable(log.slice())
       for (let sequence = 4; sequence <= 1_003; sequence++) {
         const event = eventAt(sequence)
         log.push(event)
         hub.publish("sess_1", [event])
       }
-      expect(yield* Queue.size(live)).toBe(8)
+      // A second watcher, stalled as long: what it takes at once is what the feed kept, the newest events.
+      const kept = Chunk.toReadonlyArray(yield* other.take)
+      expect(kept.length).toBeGreaterThanOrEqual(8)
+      expect(kept.length).toBeLessThanOrEqual(16)
+      expect(kept.at(-1)!.sequence).toBe(1_003)
       const seen = yield* Watchers.watch(live, stored, 1, { read: fromStore, ticks: Stream.never, polling: () => false }).pipe(
         Stream.take(1_003),
         Stream.runCollect
       )
       expect(Chunk.toReadonlyArray(seen).map((e) => e.sequence)).toEqual(Array.from({ length: 1_003 }, (_, i) => i + 1))
+      // The gap the feed let go (4..) came from one store read.
+      expect(reads).toEqual([4])
+    }))
+
+  it.scoped("keeps nothing once every watcher has taken every event, and lets a leaving laggard's events go", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make(8)
+      const fast = yield* hub.subscribe("sess_1")
+      const slowScope = yield* Scope.make()
+      const slow = yield* hub.subscribe("sess_1").pipe(Scope.extend(slowScope))
+      hub.publish("sess_1", [eventAt(1), eventAt(2), eventAt(3)])
+      expect(hub.kept("sess_1")).toBe(3)
+      expect(Chunk.toReadonlyArray(yield* fast.take).map((e) => e.sequence)).toEqual([1, 2, 3])
+      // The slow watcher has not taken them: kept.
+      expect(hub.kept("sess_1")).toBe(3)
+      expect(Chunk.toReadonlyArray(yield* slow.take).map((e) => e.sequence)).toEqual([1, 2, 3])
+      expect(hub.kept("sess_1")).toBe(0)
+      hub.publish("sess_1", [eventAt(4)])
+      yield* fast.take
+      expect(hub.kept("sess_1")).toBe(1)
+      // The slow one leaves without taking: nobody needs the event any more.
+      yield* Scope.close(slowScope, Exit.void)
+      expect(hub.kept("sess_1")).toBe(0)
+      // A watcher interrupted while it waits is not woken, and the next one still is.
+      const waiting = yield* Effect.fork(fast.take)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(waiting)
+      const next = yield* Effect.fork(fast.take)
+      yield* Effect.yieldNow()
+      hub.publish("sess_1", [eventAt(5)])
+      expect(Chunk.toReadonlyArray(yield* Fiber.join(next)).map((e) => e.sequence)).toEqual([5])
+      expect(hub.kept("sess_1")).toBe(0)
     }))
 })

@@ -60,6 +60,30 @@ const turnStarted = (sessionId: string, sequence: number, minute: number): Agent
   payload: { promptPreview: "p" }
 })
 
+const resolved = (sessionId: string, sequence: number, toolCallId: string, decision: "ask" | "allow" | "deny"): AgentEvent => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  turnId: "turn_1",
+  sequence,
+  timestamp: at(sequence),
+  type: "permission.resolved",
+  payload: { toolCallId, decision, actor: decision === "ask" ? "policy" : "user" }
+})
+
+const completed = (sessionId: string, sequence: number): AgentEvent => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  turnId: "turn_1",
+  sequence,
+  timestamp: at(sequence),
+  type: "turn.completed",
+  payload: { stopReason: "cancelled" }
+})
+
+/** Each listed session's calls waiting for approval, by id (sessions waiting for none left out). */
+const waitingOf = (store: EventStore.Service) =>
+  Effect.map(store.list, (sessions) => Object.fromEntries(sessions.flatMap((s) => s.awaitingApproval === undefined ? [] : [[s.sessionId, s.awaitingApproval]])))
+
 for (const [name, makeStore] of stores) {
   describe(`EventStore contract: ${name}`, () => {
     const test = (title: string, body: (store: EventStore.Service) => Effect.Effect<void, unknown, Scope.Scope>) =>
@@ -135,6 +159,26 @@ for (const [name, makeStore] of stores) {
           ["new", 0, 1, at(2)]
         ])
         expect(listed[0]).toMatchObject({ cwd: "/work/old", client: "test", createdAt: at(1) })
+      }))
+
+    test("listings say which calls wait for approval, kept by every append and batch (what `pending` reads)", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("a"))
+        yield* store.append(turnStarted("a", 2, 1))
+        yield* store.append(resolved("a", 3, "call_1", "ask"))
+        yield* store.append(resolved("a", 4, "call_2", "ask"))
+        yield* store.appendAll([created("b"), turnStarted("b", 2, 1), resolved("b", 3, "call_9", "ask")])
+        expect(yield* waitingOf(store)).toEqual({ a: ["call_1", "call_2"], b: ["call_9"] })
+        // An answer removes its call; the end of the turn clears the rest.
+        yield* store.append(resolved("a", 5, "call_1", "allow"))
+        expect(yield* waitingOf(store)).toEqual({ a: ["call_2"], b: ["call_9"] })
+        yield* store.appendAll([resolved("b", 4, "call_9", "deny"), completed("b", 5)])
+        yield* store.append(completed("a", 6))
+        expect(yield* waitingOf(store)).toEqual({})
+        // A refused append changes nothing there either.
+        expect((yield* Effect.either(store.append(resolved("a", 9, "call_7", "ask"))))._tag).toBe("Left")
+        expect((yield* Effect.either(store.appendAll([resolved("b", 6, "call_8", "ask"), resolved("b", 8, "call_8", "allow")])))._tag).toBe("Left")
+        expect(yield* waitingOf(store)).toEqual({})
       }))
 
     test("large payloads round-trip intact", (store) =>

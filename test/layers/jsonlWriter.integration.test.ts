@@ -281,6 +281,7 @@ describe("file modes", () => {
       expect([mode(dataDir), mode(sessionsDir(dataDir)), mode(lockDir)]).toEqual([0o700, 0o700, 0o700])
       expect(mode(join(sessionsDir(dataDir), "s.jsonl"))).toBe(0o600)
       expect(mode(join(dataDir, "index.json"))).toBe(0o600)
+      expect(mode(join(dataDir, "index.journal"))).toBe(0o600)
       for (const name of readdirSync(lockDir)) expect(mode(join(lockDir, name)), name).toBe(0o600)
     }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -22,6 +22,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
   type AgentEvent,
+  EventStore,
   FakeModelProvider,
   IdGenerator,
   JsonlEventStore,
@@ -53,6 +54,10 @@ export interface Options {
   readonly port?: number
   /** Host names (besides loopback ones) the server answers to. */
   readonly allowedHosts?: ReadonlyArray<string>
+  /** The engine's `watchCapacity` (how many live events a watched session's feed keeps). */
+  readonly watchCapacity?: number
+  /** Hears every read of the store that starts past the first event (a watcher reading a gap). */
+  readonly onReadFrom?: (sessionId: string, fromSequence: number) => void
 }
 
 const makeClient = (url: string, token: string) =>
@@ -87,8 +92,20 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive as never }),
       ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts })
     })
-    const engine = SessionEngine.layer().pipe(
-      Layer.provide(JsonlEventStore.layer({ dataDir: options.dataDir })),
+    const onReadFrom = options.onReadFrom
+    const jsonl = JsonlEventStore.layer({ dataDir: options.dataDir })
+    const store = onReadFrom === undefined ? jsonl : Layer.effect(
+      EventStore.EventStore,
+      Effect.map(EventStore.EventStore, (inner) => ({
+        ...inner,
+        read: (sessionId, readOptions) => {
+          if ((readOptions?.fromSequence ?? 1) > 1) onReadFrom(sessionId, readOptions!.fromSequence!)
+          return inner.read(sessionId, readOptions)
+        }
+      } satisfies EventStore.EventStore["Type"]))
+    ).pipe(Layer.provide(jsonl))
+    const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
+      Layer.provide(store),
       Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [], ...(options.images === undefined ? {} : { images: options.images }) })),
       Layer.provide(IdGenerator.layer),
       Layer.provide(WorkspaceTools.layer()),

@@ -100,6 +100,16 @@ describe("the viewer's fold", () => {
       expectSameAtEveryPrefix(log)
     }))
 
+  it("names the instructions files of the last turn's prompt (none before a turn; none when it had none)", () => {
+    const log = fromFile("fixtures/golden/tools.jsonl")
+    expect(Viewer.fold(log.slice(0, 1)).instructions).toBeUndefined()
+    const built = log.findIndex((e) => e.type === "context.built")
+    expect(Viewer.fold(log.slice(0, built + 1)).instructions).toEqual([])
+    const part = { name: "AGENTS.md", source: "project" as const, path: "AGENTS.md", sha256: "ab".repeat(32), tokens: 42 }
+    const withInstructions = log.map((e) => e.type === "context.built" ? { ...e, payload: { ...e.payload, instructions: [part] } } : e)
+    expect(Viewer.fold(withInstructions).instructions).toEqual([part])
+  })
+
   it("shows steers, follow-ups, a fork and compactions readably, where they happened; matches the projections on them", () => {
     const log = LongSession.steerAndFollowUps
     expectSameAtEveryPrefix(log)

@@ -1,13 +1,36 @@
 /**
  * The session index of a JSONL data dir (`<dataDir>/index.json`): each session's summary and how
- * much of its log (bytes) the summary covers. Listing reads the index, then only what each log
- * gained since — a stat per session, and new lines only — so it never reads whole logs. A missing,
- * unreadable or stale entry (a log that shrank or was replaced) is rebuilt from the log; so is a
- * missing index. The index is written back atomically (temporary file, then rename).
+ * much of its log (bytes) the summary covers. A warm listing reads the index and the folder's names,
+ * not the logs: it learns which logs changed from the index's journal (`<dataDir>/index.journal`),
+ * which every writer of this version appends to —
+ *
+ * - `+ <id>` when it takes a session's writer lock, `- <id>` before it lets it go: while a session
+ *   is held, each listing checks its log (a `stat`, then only the lines it gained); once let go, the
+ *   next listing checks it once more;
+ * - `. <id>` after an append made without the writer lock (the port allows them).
+ *
+ * The index records how far into the journal it has read (and which journal: its inode), and which
+ * sessions are being written. So a warm listing costs a directory read, the index and the journal's
+ * new lines, plus a `stat` per session written since — never one per log.
+ *
+ * Logs this version did not write (an older effect-agent, a copy, a hand edit): a log whose name
+ * the index does not know is read when it appears in the folder, and a name gone is dropped. A log
+ * the index already covers that an older version appends to, or that is edited in place, is caught
+ * by the rotation: each listing also checks the next {@link verifiedPerListing} logs (in id order,
+ * from where the last one stopped), so every log is checked at least once every
+ * ⌈sessions / {@link verifiedPerListing}⌉ listings — every listing, up to that many sessions. A
+ * full check (every log's size) is made when there is no index, when it is of an older version (an
+ * older effect-agent listing the data dir writes one), when the journal is not the one it read
+ * (replaced or truncated), or after `repair` (which removes the index).
+ *
+ * A missing, unreadable or stale entry (a log that shrank or was replaced) is rebuilt from the log.
+ * The index is written back atomically (temporary file, then rename); the journal is only appended
+ * to (one `write(2)` per line, `O_APPEND`), so concurrent writers never tear each other's lines.
  *
  * @since 0.1.0
  * @internal
  */
+import { appendFileSync, closeSync, fstatSync, openSync, readFileSync, readSync, writeFileSync } from "node:fs"
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -33,11 +56,102 @@ type Entry = typeof Entry.Type
 const IndexFile = Schema.Struct({
   format: Schema.Literal("effect-agent/index"),
   // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
-  version: Schema.Literal(2),
-  sessions: Schema.Record({ key: Schema.String, value: Entry })
+  // 3: the journal (which one, how far read) and the sessions being written. An index of version 2
+  // has none: its entries are kept, and checked against every log once (a full check).
+  version: Schema.Literal(2, 3),
+  journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int })),
+  writing: Schema.optional(Schema.Array(Schema.String)),
+  sessions: Schema.Object
 })
+type IndexFile = Omit<typeof IndexFile.Type, "sessions"> & { readonly sessions: Readonly<Record<string, unknown>> }
 
-const decodeIndex = Schema.decodeUnknownEither(Schema.parseJson(IndexFile))
+/**
+ * The index, or `undefined` when it is not one. Its entries are checked one by one (`isEntry`) by
+ * whoever reads them, not decoded here: a damaged entry is rebuilt alone, and a warm listing of
+ * 10,000 sessions pays no schema decode per field.
+ */
+const decodeIndex = (text: string): IndexFile | undefined => {
+  const raw = Either.getOrUndefined(Either.try(() => JSON.parse(text) as unknown))
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return undefined
+  const sessions = (raw as { sessions?: unknown }).sessions
+  if (typeof sessions !== "object" || sessions === null || Array.isArray(sessions)) return undefined
+  return Either.match(decodeHeader({ ...raw, sessions: {} }), { onLeft: () => undefined, onRight: (header) => ({ ...header, sessions: sessions as Record<string, unknown> }) })
+}
+
+const isString = (u: unknown): u is string => typeof u === "string"
+const isInt = (u: unknown): u is number => Number.isSafeInteger(u)
+
+/** Whether an index entry has the shape of `Entry` (the index is this store's own cache; anything else is rebuilt). */
+const isEntry = (u: unknown): u is Entry => {
+  if (typeof u !== "object" || u === null) return false
+  const { covered, summary, version } = u as Record<string, unknown>
+  if (!isInt(covered) || !isInt(version) || typeof summary !== "object" || summary === null) return false
+  const s = summary as Record<string, unknown>
+  return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
+    isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString)))
+}
+
+/**
+ * Logs each warm listing checks besides those the journal names (see the module's comment): a
+ * `stat` each, cheap next to the index itself, and enough that a small data dir is checked whole.
+ */
+export const verifiedPerListing = 256
+
+/** A journal line's operation: a writer lock taken, let go, or an append made without it. */
+export type JournalOp = "+" | "-" | "."
+
+/** What the journal said since the index last read it. */
+interface JournalRead {
+  readonly inode: number
+  /** The end of its last complete line. */
+  readonly offset: number
+  /** The sessions to check: written since. */
+  readonly changed: ReadonlySet<string>
+  /** The sessions being written now. */
+  readonly writing: ReadonlySet<string>
+}
+
+/**
+ * Reads the journal from `offset` (of the journal `inode`; another one, or one shorter than
+ * `offset`, is read from its start and reported as such), applying its lines to `writing`.
+ */
+const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+  let fd: number
+  try {
+    fd = openSync(file, "r")
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
+    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 }
+  }
+  try {
+    const stat = fstatSync(fd)
+    const same = stat.ino === from.inode && stat.size >= from.offset
+    const start = same ? from.offset : 0
+    const buffer = Buffer.allocUnsafe(stat.size - start)
+    let got = 0
+    while (got < buffer.length) {
+      const n = readSync(fd, buffer, got, buffer.length - got, start + got)
+      if (n === 0) break
+      got += n
+    }
+    const end = buffer.lastIndexOf(0x0a, got - 1) + 1
+    const changed = new Set<string>()
+    const writing = new Set(same ? writingBefore : [])
+    for (const line of buffer.toString("utf8", 0, end).split("\n")) {
+      const op = line[0]
+      const sessionId = line.slice(2)
+      if (line[1] !== " " || !Session.isValidId(sessionId)) continue
+      changed.add(sessionId)
+      if (op === "+") writing.add(sessionId)
+      else if (op === "-") writing.delete(sessionId)
+    }
+    return { read: { inode: stat.ino, offset: start + end, changed, writing }, same }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+const decodeHeader = Schema.decodeUnknownEither(IndexFile)
 
 /** What the index needs. */
 export interface Options {
@@ -64,16 +178,54 @@ const withOperation = (failure: EventStoreFailure): EventStoreFailure =>
 export const make = (options: Options) => {
   const { fs, path } = options
   const indexFile = path.join(options.dataDir, "index.json")
+  const journalFile = path.join(options.dataDir, "index.journal")
 
-  const load: Effect.Effect<ReadonlyMap<string, Entry>> = fs.readFileString(indexFile).pipe(
-    Effect.map((text) => new Map(Either.match(decodeIndex(text), { onLeft: () => [], onRight: (i) => Object.entries(i.sessions) }))),
+  const load: Effect.Effect<IndexFile | undefined> = fs.readFileString(indexFile).pipe(
+    Effect.map(decodeIndex),
     // A missing or unreadable index is rebuilt, never trusted.
-    Effect.orElseSucceed(() => new Map<string, Entry>())
+    Effect.orElseSucceed(() => undefined)
   )
 
-  const save = (sessions: Record<string, Entry>) => {
+  let journalWarned = false
+  /**
+   * Tells later listings that a session's log changes (see the module's comment). A journal that
+   * cannot be written costs a stale warm listing, never the append: one warning, then silence.
+   */
+  const note = (op: JournalOp, sessionId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      try {
+        appendFileSync(journalFile, `${op} ${sessionId}\n`, { mode: 0o600 })
+        return Effect.void
+      } catch (error) {
+        if (journalWarned) return Effect.void
+        journalWarned = true
+        return Effect.logWarning(`effect-agent: could not write the session index's journal ${journalFile}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
+      }
+    })
+
+  // Where the next listing's rotation starts: a file of its own, so that a listing with nothing new
+  // writes a few bytes, not the index. Lost or unreadable, the rotation starts over.
+  const rotationFile = path.join(options.dataDir, "index.rotation")
+  const loadRotation = () => {
+    try {
+      const n = Number(readFileSync(rotationFile, "utf8"))
+      return Number.isSafeInteger(n) && n >= 0 ? n : 0
+    } catch {
+      return 0
+    }
+  }
+  const saveRotation = (cursor: number) => {
+    try {
+      writeFileSync(rotationFile, String(cursor), { mode: 0o600 })
+    } catch {
+      // As the index: a cache. A data dir that cannot be written checks the same logs each time.
+    }
+  }
+
+  const save = (sessions: Record<string, Entry>, journal: JournalRead) => {
     const temporary = `${indexFile}.${process.pid}.tmp`
-    return fs.writeFileString(temporary, JSON.stringify({ format: "effect-agent/index", version: 2, sessions }), { mode: 0o600 }).pipe(
+    const file = { format: "effect-agent/index", version: 3, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
+    return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
@@ -117,10 +269,13 @@ export const make = (options: Options) => {
   /** The entry of a log read from the start. */
   const rebuild = (sessionId: string, file: string) =>
     Effect.gen(function*() {
+      // The bytes first, then the summary: a log that grows in between gets a summary ahead of what
+      // the entry says it covers, which the next extension finds (its first line's sequence does
+      // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
+      // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
+      const bytes = yield* options.fs.readFile(file)
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
-      // The summary covers the log up to the end of its last complete line; a torn tail is left to the next extension.
-      const bytes = yield* options.fs.readFile(file)
       const firstEnd = bytes.indexOf(0x0a)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
       const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
@@ -139,16 +294,37 @@ export const make = (options: Options) => {
       Effect.catchTag("SystemError", (e) => e.reason === "NotFound" ? Effect.succeed([]) : Effect.fail(e)),
       Effect.mapError(fromPlatform("list", options.sessionsDir))
     )
-    const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId)
-    const previous = yield* load
+    const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId).sort()
+    const index = yield* load
+    const previous = new Map(index === undefined ? [] : Object.entries(index.sessions).filter((e): e is [string, Entry] => isEntry(e[1])))
+    // The journal is read before any log: a change it does not hold yet is announced after its
+    // write, so the next listing sees it (and a full check's `stat`s come after this read).
+    const { read: journal, same } = yield* Effect.try({
+      try: () => readJournal(journalFile, index?.journal ?? { inode: -1, offset: 0 }, index?.writing ?? []),
+      catch: (error) =>
+        new EventStoreFailure({ reason: "unavailable", operation: "list", path: journalFile, detail: `could not read the index's journal: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })
+    })
+    // Warm: only the logs the journal names, those being written and the names the index lacks.
+    const full = index === undefined || !same
+    const start = ids.length === 0 ? 0 : loadRotation() % ids.length
+    const rotation = new Set(ids.length <= verifiedPerListing ? ids : [...ids, ...ids].slice(start, start + verifiedPerListing))
+    const cursor = ids.length === 0 ? 0 : (start + verifiedPerListing) % ids.length
+    const check = (sessionId: string) =>
+      full || !previous.has(sessionId) || journal.changed.has(sessionId) || journal.writing.has(sessionId) || rotation.has(sessionId)
     const next: Record<string, Entry> = {}
     const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
-    let changed = previous.size !== ids.length
-    yield* Effect.forEach(ids, (sessionId) =>
+    let changed = previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode
+    const unchecked: Array<string> = []
+    for (const sessionId of ids) {
+      const known = previous.get(sessionId)
+      if (known !== undefined && !check(sessionId)) next[sessionId] = known
+      else unchecked.push(sessionId)
+    }
+    yield* Effect.forEach(unchecked, (sessionId) =>
       Effect.gen(function*() {
+        const known = previous.get(sessionId)
         const file = path.join(options.sessionsDir, `${sessionId}.jsonl`)
         const size = Number((yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))).size)
-        const known = previous.get(sessionId)
         if (known !== undefined && known.covered === size) {
           next[sessionId] = known
           return
@@ -164,10 +340,11 @@ export const make = (options: Options) => {
           })
         )
       ), { concurrency: 8, discard: true })
-    if (changed) yield* save(next)
+    if (changed) yield* save(next, journal)
+    if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
     return { sessions: Object.values(next).map((entry) => entry.summary), damaged }
   })
 
-  return { refresh }
+  return { refresh, note }
 }

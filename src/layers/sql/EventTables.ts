@@ -17,6 +17,7 @@ import * as Stream from "effect/Stream"
 import * as AgentEvent from "../../domain/AgentEvent.js"
 import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
+import * as Session from "../../domain/Session.js"
 import type { SessionSummary } from "../../domain/Session.js"
 import { batchConflict, type EventStore } from "../../services/EventStore.js"
 
@@ -50,14 +51,96 @@ interface SessionRow {
   readonly last_sequence: number
 }
 
+/**
+ * The statement that keeps `awaiting_approvals` (the calls of a session's open turn waiting for the
+ * user: what `pending` lists) in step with an event, or `undefined` when the event changes nothing
+ * there. The change is `Session.awaitingChange`, the one every store applies.
+ */
+const awaitingStatement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) => {
+  const change = Session.awaitingChange(event)
+  if (change === undefined) return undefined
+  switch (change._tag) {
+    case "Add":
+      return sql`
+        INSERT INTO awaiting_approvals (session_id, tool_call_id, sequence)
+        VALUES (${event.sessionId}, ${change.toolCallId}, ${event.sequence})
+        ON CONFLICT (session_id, tool_call_id) DO NOTHING`
+    case "Remove":
+      return sql`DELETE FROM awaiting_approvals WHERE session_id = ${event.sessionId} AND tool_call_id = ${change.toolCallId}`
+    case "Clear":
+      return sql`DELETE FROM awaiting_approvals WHERE session_id = ${event.sessionId}`
+  }
+}
+
+interface AwaitingRow {
+  readonly session_id: string
+  readonly tool_call_id: string
+}
+
+/**
+ * The calls waiting for approval, folded from the stored events themselves: what fills
+ * `awaiting_approvals` when the migration that adds it runs on a database that has sessions, and
+ * what a read-only listing of a database not yet migrated answers with. Only the events that change
+ * it are read. A row that cannot be decoded changes nothing here (reading that session reports it).
+ */
+export const awaitingFromEvents = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlyArray<AwaitingRow & { readonly sequence: number }>, SqlError> =>
+  Effect.map(
+    sql<EventRow & { readonly session_id: string }>`
+      SELECT session_id, sequence, format_version, body FROM events
+      WHERE type IN ('permission.resolved', 'tool.failed', 'turn.completed') OR format_version < ${LogFormat.currentVersion}
+      ORDER BY session_id, sequence`,
+    (rows) => {
+      const waiting = new Map<string, Map<string, number>>()
+      for (const row of rows) {
+        const event = decodeRow(row)
+        if (Either.isLeft(event)) continue
+        const change = Session.awaitingChange(event.right)
+        if (change === undefined) continue
+        const calls = waiting.get(row.session_id) ?? new Map<string, number>()
+        waiting.set(row.session_id, calls)
+        if (change._tag === "Clear") calls.clear()
+        else if (change._tag === "Remove") calls.delete(change.toolCallId)
+        else if (!calls.has(change.toolCallId)) calls.set(change.toolCallId, row.sequence)
+      }
+      return Array.from(waiting, ([session_id, calls]) => Array.from(calls, ([tool_call_id, sequence]) => ({ session_id, tool_call_id, sequence }))).flat()
+    }
+  )
+
+/** Fills `awaiting_approvals` from the stored events: run once, by the migration that adds the table. */
+export const backfillAwaiting = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(awaitingFromEvents(sql), (rows) =>
+    Effect.forEach(rows, (row) =>
+      sql`INSERT INTO awaiting_approvals (session_id, tool_call_id, sequence) VALUES (${row.session_id}, ${row.tool_call_id}, ${row.sequence})`, { discard: true }))
+
+/** A stored row as an event: migrated from its format version, then decoded. */
+const decodeRow = (row: EventRow) =>
+  Either.flatMap(
+    Either.try({ try: () => JSON.parse(row.body) as unknown, catch: () => "not JSON" }),
+    (raw) => Either.flatMap(LogFormat.migrate(row.format_version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
+  )
+
 /** The shared operations of an SQL store. */
-export const make = ({ append, failure, sql, where }: Options): Pick<EventStore.Service, "appendAll" | "read" | "list" | "listing"> => {
+export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> => {
+  // An event that changes which calls wait for approval changes `awaiting_approvals` in the same
+  // transaction: the listing can never say a session waits when its log says otherwise.
+  const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
+    const awaiting = awaitingStatement(sql, event)
+    if (awaiting === undefined) return appendEvent(event)
+    return sql.withTransaction(Effect.zipRight(appendEvent(event), awaiting)).pipe(
+      Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
+    )
+  }
+
   // One transaction: a failure anywhere rolls the whole batch back.
   const appendAll = (events: ReadonlyArray<AgentEvent.AgentEvent>): Effect.Effect<void, EventStoreFailure> => {
     if (events.length === 0) return Effect.void
     const conflict = batchConflict(events)
     if (conflict !== undefined) return Effect.fail(conflict)
-    return sql.withTransaction(Effect.forEach(events, append, { discard: true })).pipe(
+    const step = (event: AgentEvent.AgentEvent) => {
+      const awaiting = awaitingStatement(sql, event)
+      return awaiting === undefined ? appendEvent(event) : Effect.zipRight(appendEvent(event), awaiting)
+    }
+    return sql.withTransaction(Effect.forEach(events, step, { discard: true })).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
     )
   }
@@ -69,10 +152,7 @@ export const make = ({ append, failure, sql, where }: Options): Pick<EventStore.
         WHERE session_id = ${sessionId} AND sequence >= ${from}
         ORDER BY sequence LIMIT ${pageSize}`.pipe(Effect.mapError(failure("read", where, sessionId)))
     const decode = (row: EventRow) => {
-      const event = Either.flatMap(
-        Either.try({ try: () => JSON.parse(row.body) as unknown, catch: () => "not JSON" }),
-        (raw) => Either.flatMap(LogFormat.migrate(row.format_version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
-      )
+      const event = decodeRow(row)
       return Either.isRight(event) && event.right.sequence === row.sequence && event.right.sessionId === sessionId
         ? Effect.succeed(event.right)
         : Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: row.sequence, path: where, detail: "a stored event is not valid" }))
@@ -83,26 +163,45 @@ export const make = ({ append, failure, sql, where }: Options): Pick<EventStore.
       )
   }
 
-  const list = sql<SessionRow>`
-    SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
-    WHERE cwd IS NOT NULL
-    ORDER BY last_activity_at DESC, session_id`.pipe(
-    Effect.map((rows) =>
-      rows.map((r): SessionSummary => ({
-        sessionId: r.session_id,
-        cwd: r.cwd,
-        client: r.client,
-        createdAt: r.created_at,
-        lastActivityAt: r.last_activity_at,
-        turnCount: r.turn_count,
-        lastSequence: r.last_sequence
-      }))
-    ),
+  // A database opened read-only before the migration that adds the table (an older version wrote
+  // it): the calls are folded from the events instead, as the migration would.
+  const awaitingRows = sql<AwaitingRow>`SELECT session_id, tool_call_id FROM awaiting_approvals ORDER BY session_id, sequence`.pipe(
+    Effect.orElse(() => awaitingFromEvents(sql))
+  )
+
+  const list = Effect.all([
+    sql<SessionRow>`
+      SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
+      WHERE cwd IS NOT NULL
+      ORDER BY last_activity_at DESC, session_id`,
+    awaitingRows
+  ]).pipe(
+    Effect.map(([rows, awaiting]) => {
+      const waiting = new Map<string, Array<string>>()
+      for (const a of awaiting) {
+        const calls = waiting.get(a.session_id)
+        if (calls === undefined) waiting.set(a.session_id, [a.tool_call_id])
+        else calls.push(a.tool_call_id)
+      }
+      return rows.map((r): SessionSummary => {
+        const calls = waiting.get(r.session_id)
+        return {
+          sessionId: r.session_id,
+          cwd: r.cwd,
+          client: r.client,
+          createdAt: r.created_at,
+          lastActivityAt: r.last_activity_at,
+          turnCount: r.turn_count,
+          lastSequence: r.last_sequence,
+          ...(calls === undefined ? {} : { awaitingApproval: calls })
+        }
+      })
+    }),
     Effect.mapError(failure("list", where))
   )
 
   // A row that cannot be read fails that session's read, not the listing: nothing is listed apart.
   const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
 
-  return { appendAll, read, list, listing }
+  return { append, appendAll, read, list, listing }
 }

@@ -11,6 +11,7 @@
 // Last-Event-ID when it reconnects by itself, and the page reopens with ?after=n when the browser
 // gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
 
+import { diffNode, editDiff, markdownNode, terminalNode } from "./rich.js"
 import { eventTypes, fold, openCalls, phase } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
@@ -38,7 +39,8 @@ const images = (refs) =>
 const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
 
 // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
-const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false }
+// `pendingSteers`: steers sent and not yet seen stored (the engine stores a steer at the turn's next step), shown meanwhile.
+const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [] }
 
 const api = async (method, path, body) => {
   const response = await fetch(path, {
@@ -74,7 +76,8 @@ const receive = (event) => {
   if (event.sequence <= last) return
   if (event.sequence !== last + 1) return reconnect()
   state.events.push(event)
-  if (event.type === "turn.completed") loadSessions().catch(report)
+  // The list's turn counts and activity follow the session live.
+  if (event.type === "turn.completed" || event.type === "turn.started") loadSessions().catch(report)
   schedule()
 }
 
@@ -100,6 +103,7 @@ const connect = () => {
 const reconnect = () => connect()
 
 const openSession = (sessionId) => {
+  drawer(false)
   state.sessionId = sessionId
   state.events = []
   state.scrubAt = undefined
@@ -131,13 +135,26 @@ const dropFollowUps = () => api("DELETE", `${sessionPath()}/followups`).catch(re
 const answer = (call, decision, remember) => () =>
   api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
 
+// What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
+// else as its arguments.
+const callBody = (call) => {
+  const diff = editDiff(call.tool, call.args)
+  if (diff !== undefined) return diffNode(call.args.path, diff)
+  if (call.tool === "shell" && typeof call.args?.command === "string") {
+    const output = call.status === "completed" ? show(call.result) : call.status === "running" ? call.progress : undefined
+    return terminalNode(call.args.command, output, call.status === "completed" ? call.exitCode : undefined)
+  }
+  return el("div", { class: "args", textContent: show(call.args) })
+}
+
 const renderCall = (call, live) => {
   const status = el("span", { class: `badge ${call.status === "completed" ? "ok" : call.status === "failed" || call.status === "denied" ? "bad" : "warn"}`, textContent: call.status.replace("_", " ") })
-  const node = el("div", { class: "call", "data-call": call.toolCallId, "data-status": call.status },
+  const node = el("div", { class: "call", "data-call": call.toolCallId, "data-status": call.status, "data-tool": call.tool },
     el("div", { class: "head" }, el("strong", { textContent: call.tool }), status, call.risk ? el("span", { class: "badge", textContent: call.risk }) : undefined, ...call.decisions.map(decisionBadge)),
-    el("div", { class: "args", textContent: show(call.args) }))
-  if (call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: call.progress }))
-  if (call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
+    callBody(call))
+  const terminal = call.tool === "shell" && typeof call.args?.command === "string"
+  if (!terminal && call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: call.progress }))
+  if (!terminal && call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
   if (call.status === "completed" && call.images !== undefined) node.append(images(call.images))
   if (call.status === "failed") node.append(el("div", { class: "result", textContent: `${call.errorCode}: ${call.message}` }))
   if (live && call.status === "awaiting_approval") {
@@ -155,6 +172,24 @@ const renderNote = (item) => {
   return node
 }
 
+// The steers sent to this turn that it has not stored yet: each stored steer settles the oldest pending one of its text.
+const pendingSteersOf = (turn) => {
+  const stored = turn.items.filter((item) => item.kind === "steer").map((item) => item.text)
+  state.pendingSteers = state.pendingSteers.filter((pending) => {
+    if (pending.turnId !== turn.turnId) return false
+    if (pending.seen < stored.length && stored.slice(pending.seen).includes(pending.text)) return false
+    return true
+  })
+  if (state.pendingSteers.length === 0) return undefined
+  return el("div", { class: "pending-steers" }, ...state.pendingSteers.map((pending) =>
+    el("div", { class: "steer pending", "data-pending": "steer", textContent: `steering: ${pending.text} — sent; the model reads it at its next step` })))
+}
+
+// The instructions files of the last turn's prompt: which, from where, and what they cost.
+const instructionsText = (parts) =>
+  parts === undefined ? "—" : parts.length === 0 ? "none"
+    : parts.map((p) => `${p.path} (${p.source === "user-file" ? "yours" : "project"}, ${p.tokens} tokens${p.truncated ? ", cut" : ""})`).join(" · ")
+
 const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
 
 const render = () => {
@@ -169,10 +204,11 @@ const render = () => {
     el("section", { class: "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }) },
       el("div", { class: "user", textContent: turn.user }, images(turn.userImages)),
       el("div", { class: "body" }, ...turn.items.map((item) =>
-        item.kind === "text" ? el("div", { class: "text", textContent: item.text })
+        item.kind === "text" ? markdownNode(item.text, "text markdown")
         : item.kind === "call" ? renderCall(item, live)
         : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
         : renderNote(item))),
+      live && turn === view.openTurn ? pendingSteersOf(turn) : undefined,
       turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined)
   // Turns and the session-level lines between them, in log order.
   const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => renderTurn(turn) })),
@@ -209,6 +245,7 @@ const render = () => {
       el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
       el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
       el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
+      el("dt", { textContent: "instructions" }), el("dd", { id: "instructions", textContent: instructionsText(view.instructions) }),
       el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
         live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),
     el("h2", { textContent: "Open calls" }),
@@ -228,6 +265,21 @@ $("composer").addEventListener("submit", (e) => {
   state.scrubAt = undefined
   // While a turn runs, a message steers it (seen by the model at its next step); otherwise it starts a turn.
   const route = state.running ? "steer" : "turns"
+  if (route === "steer") {
+    // Shown at once as pending, until the turn stores it.
+    const turn = fold(state.events).openTurn
+    const pending = { text: message, turnId: turn?.turnId, seen: turn === undefined ? 0 : turn.items.filter((item) => item.kind === "steer").length }
+    state.pendingSteers.push(pending)
+    $("message").value = ""
+    schedule()
+    api("POST", `${sessionPath()}/steer`, { message }).catch((error) => {
+      state.pendingSteers = state.pendingSteers.filter((p) => p !== pending)
+      $("message").value = message
+      schedule()
+      report(error)
+    })
+    return
+  }
   api("POST", `${sessionPath()}/${route}`, { message }).then(() => { $("message").value = "" }).catch(report)
 })
 $("followup").addEventListener("click", () => {
@@ -248,6 +300,9 @@ $("scrub").addEventListener("input", (e) => {
   render()
 })
 $("live").addEventListener("click", () => { state.scrubAt = undefined; render() })
+// On a narrow screen the sessions and the state are a drawer.
+const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
+$("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
 
 // For tests and the curious: the sequences received, in order.
 window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state }

@@ -1,0 +1,212 @@
+/**
+ * Rows 15–18: `serve` fan-out (issue 20). The built CLI's `serve` runs in a subprocess (JSONL store,
+ * a scripted model answering one turn with N deltas at once); real HTTP clients in another child
+ * process (`bench/serve-clients.ts`) watch `/live`, each checking it reads every id once, in order.
+ *
+ * - 15: one N-delta turn watched by 100 clients vs by 1: time until every client has read
+ *   `turn.completed` (goal ≤ 3×); the server's CPU per event per client and peak RSS in the detail.
+ * - 16: the server's peak RSS (VmHWM) with 100 clients vs 1 (goal ≤ 2×).
+ * - 17, 18: `/healthz` latency (max over the run; p50/p99 in the detail) while 50 and 500 watchers
+ *   connect and then follow a 2,000-delta turn, probed one request after another on fresh
+ *   connections from this (otherwise idle) process (goal < 50 ms).
+ *
+ * A fresh server per repetition, so peak RSS is that repetition's.
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { get, request } from "node:http"
+import { join } from "node:path"
+import { config } from "../config.js"
+import { scratch } from "../engine.js"
+import { format, median, quantile, ratioRow, type Row } from "../measure.js"
+import { ensureBuilt } from "./cli.js"
+
+const root = join(import.meta.dirname, "..", "..")
+const bin = join(root, "dist", "cli", "bin.js")
+const token = "bench-token-0123456789abcdef"
+const env = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/API_KEY$/.test(name) && !name.startsWith("NODE_OPTIONS"))),
+  EFFECT_AGENT_TOKEN: token
+}
+
+interface Server {
+  readonly url: string
+  readonly pid: number
+  readonly stop: () => Promise<void>
+}
+
+/** `serve` on a free port, answering one turn with `deltas` deltas. */
+const startServer = (deltas: number): Promise<Server> =>
+  new Promise((resolve, reject) => {
+    const dir = scratch("serve")
+    const script = join(dir, "script.json")
+    writeFileSync(script, JSON.stringify({ responses: [{ chunks: Array.from({ length: deltas }, (_, i) => `d${i} `) }] }))
+    const child: ChildProcess = spawn(process.execPath, [bin, "serve", "--port", "0", "--script", script, "--data-dir", join(dir, "data"), "--no-instructions"], {
+      cwd: dir,
+      env,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening on (http:\/\/[^\s]+)/.exec(output)
+      if (match === null) return
+      child.stdout!.off("data", onData)
+      child.stderr!.off("data", onData)
+      child.stdout!.resume()
+      child.stderr!.resume()
+      resolve({
+        url: match[1]!,
+        pid: child.pid!,
+        stop: () =>
+          new Promise<void>((done) => {
+            child.once("exit", () => done())
+            child.kill("SIGKILL")
+          })
+      })
+    }
+    child.stdout!.on("data", onData)
+    child.stderr!.on("data", onData)
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${output}`)))
+  })
+
+const call = (method: string, url: string, body?: unknown) =>
+  new Promise<unknown>((resolve, reject) => {
+    const req = request(url, { method, headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
+      let text = ""
+      res.setEncoding("utf8")
+      res.on("data", (t: string) => (text += t))
+      res.on("end", () => (res.statusCode! < 300 ? resolve(JSON.parse(text)) : reject(new Error(`${method} ${url}: ${res.statusCode} ${text}`))))
+    })
+    req.on("error", reject)
+    req.end(body === undefined ? undefined : JSON.stringify(body))
+  })
+
+/** User + system CPU of a process so far, in ms (Linux /proc). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+/** Peak resident set size of a process so far, in bytes (Linux /proc). */
+const peakRss = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024
+
+/** `/healthz` probed one request after another (fresh connection each) until `stop` resolves; the latencies in ms. */
+const probeHealth = (url: string, stop: Promise<unknown>) => {
+  const latencies: Array<number> = []
+  let stopped = false
+  void stop.finally(() => (stopped = true))
+  const once = () =>
+    new Promise<void>((resolve, reject) => {
+      const start = performance.now()
+      get(`${url}/healthz`, { agent: false }, (res) => {
+        res.resume()
+        res.on("end", () => {
+          latencies.push(performance.now() - start)
+          resolve()
+        })
+      }).on("error", reject)
+    })
+  const loop = async () => {
+    while (!stopped) await once()
+    return latencies
+  }
+  return loop()
+}
+
+interface Run {
+  readonly ms: number
+  readonly events: number
+  readonly clients: number
+  readonly cpuMs: number
+  readonly peakRss: number
+  readonly health: ReadonlyArray<number>
+}
+
+/** One repetition: a fresh server, `clients` watchers, one turn of `deltas` deltas. */
+const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<Run> => {
+  const server = await startServer(deltas)
+  try {
+    const session = await call("POST", `${server.url}/sessions`, {}) as { sessionId: string }
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "bench", "serve-clients.ts"), server.url, token, session.sessionId, String(clients)], {
+      cwd: root,
+      stdio: ["pipe", "pipe", "pipe"]
+    })
+    let out = ""
+    let err = ""
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()))
+    let cpuBefore = 0
+    const finished = new Promise<{ ms: number; events: number; clients: number }>((resolve, reject) => {
+      child.stdout.on("data", (c: Buffer) => {
+        out += c.toString()
+        if (out.startsWith("ready\n") && cpuBefore === 0) {
+          cpuBefore = cpuMs(server.pid)
+          child.stdin.write("go\n")
+        }
+      })
+      child.once("exit", (code) => {
+        if (code !== 0) return reject(new Error(`serve-clients exited ${code}: ${err}`))
+        resolve(JSON.parse(out.trim().split("\n").at(-1)!))
+      })
+    })
+    const health = probe ? probeHealth(server.url, finished.catch(() => undefined)) : Promise.resolve([])
+    const result = await finished
+    const cpu = cpuMs(server.pid) - cpuBefore
+    return { ...result, cpuMs: cpu, peakRss: peakRss(server.pid), health: await health }
+  } finally {
+    await server.stop()
+  }
+}
+
+const mbOf = (bytes: number) => format(bytes / 1048576, " MB")
+const range = (values: ReadonlyArray<number>, unit: string) => `${format(Math.min(...values), "")}–${format(Math.max(...values), unit)}`
+
+export const run = async (): Promise<Array<Row>> => {
+  ensureBuilt()
+  const deltas = config.serveDeltas
+  const many = config.serveClients
+  // Warm-up: the file cache and the JIT of this process; not measured.
+  await fanOut(Math.min(deltas, 1000), 1, false)
+  const one: Array<Run> = []
+  const hundred: Array<Run> = []
+  for (let rep = 0; rep < config.serveReps; rep++) {
+    // Alternate which goes first.
+    if (rep % 2 === 0) {
+      one.push(await fanOut(deltas, 1, false))
+      hundred.push(await fanOut(deltas, many, false))
+    } else {
+      hundred.push(await fanOut(deltas, many, false))
+      one.push(await fanOut(deltas, 1, false))
+    }
+  }
+  const perEvent = (r: Run) => (r.cpuMs * 1000) / (r.events * r.clients)
+  const describe = (name: string, runs: ReadonlyArray<Run>) =>
+    `${name}: ${format(median(runs.map((r) => r.ms)), " ms")} (${range(runs.map((r) => r.ms), " ms")}), server CPU ${format(median(runs.map(perEvent)), " µs")}/event/client (${range(runs.map(perEvent), " µs")}), peak RSS ${mbOf(median(runs.map((r) => r.peakRss)))} (${mbOf(Math.min(...runs.map((r) => r.peakRss)))}–${mbOf(Math.max(...runs.map((r) => r.peakRss)))})`
+  const events = one[0]!.events
+  const rows: Array<Row> = [
+    ratioRow(15, `\`serve\`: one ${deltas.toLocaleString("en-US")}-delta turn (${events.toLocaleString("en-US")} events) delivered to ${many} SSE clients vs 1, time until all have read it`, hundred.map((r, i) => r.ms / one[i]!.ms), {
+      text: "≤ 3×",
+      met: (m) => m <= 3
+    }, `${describe("1 client", one)}; ${describe(`${many} clients`, hundred)}`),
+    ratioRow(16, `\`serve\`: peak RSS with ${many} SSE clients vs 1 (the same turn)`, hundred.map((r, i) => r.peakRss / one[i]!.peakRss), {
+      text: "≤ 2×",
+      met: (m) => m <= 2
+    }, `1 client ${mbOf(median(one.map((r) => r.peakRss)))}, ${many} clients ${mbOf(median(hundred.map((r) => r.peakRss)))}`)
+  ]
+  for (const [id, watchers] of [[17, config.healthWatchers], [18, config.healthWatchersMany]] as const) {
+    const runs: Array<Run> = []
+    for (let rep = 0; rep < config.serveReps; rep++) runs.push(await fanOut(config.healthDeltas, watchers, true))
+    const all = runs.flatMap((r) => r.health)
+    const worst = runs.map((r) => Math.max(...r.health))
+    rows.push({
+      id,
+      measure: `\`serve\`: \`/healthz\` latency while ${watchers} watchers connect to and follow a ${config.healthDeltas.toLocaleString("en-US")}-delta turn (max per run, median of runs)`,
+      value: median(worst),
+      spread: `${range(worst, " ms")} (n=${runs.length})`,
+      unit: "ms",
+      goal: "< 50 ms",
+      met: median(worst) < 50 && Math.max(...worst) < 50,
+      detail: `${all.length} probes: p50 ${format(quantile(all, 0.5), " ms")}, p99 ${format(quantile(all, 0.99), " ms")}, max ${format(Math.max(...all), " ms")}; delivery to all ${format(median(runs.map((r) => r.ms)), " ms")} (${range(runs.map((r) => r.ms), " ms")}), peak RSS ${mbOf(median(runs.map((r) => r.peakRss)))}`
+    })
+  }
+  return rows
+}

@@ -1,0 +1,110 @@
+/**
+ * Help as users read it: a description with examples for every command, plain text when the output
+ * is not a terminal (or `NO_COLOR` is set), and lines wrapped to the terminal's width.
+ *
+ * @effect/cli renders its help and usage errors as ANSI text through `Console` (`log` for help,
+ * `error` for usage errors), in lines as long as the descriptions. Our own output never carries raw
+ * escape sequences (terminal text goes through `Render.terminalSafe`, JSON escapes control
+ * characters), so the text that does is @effect/cli's: only that is reshaped here.
+ *
+ * @since 0.1.0
+ */
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as Span from "@effect/cli/HelpDoc/Span"
+import * as Options from "@effect/cli/Options"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+
+/** A command's description followed by its examples, each a shell line. */
+export const described = (text: string, examples: ReadonlyArray<string>): HelpDoc.HelpDoc =>
+  examples.reduce(
+    (doc, example) => HelpDoc.sequence(doc, HelpDoc.p(Span.code(`  $ ${example}`))),
+    HelpDoc.sequence(HelpDoc.p(text), HelpDoc.p(examples.length === 1 ? "Example:" : "Examples:"))
+  )
+
+/**
+ * A flag taking one of `values`. @effect/cli's own choice option answers a bad value with "Expected
+ * one of the following cases: …", without naming the flag; this one says which flag, what it got and
+ * what it takes (`--mode: "yolo" is not one of default, acceptEdits, readOnly, bypass`).
+ */
+export const choice = <const A extends string>(name: string, values: ReadonlyArray<A>): Options.Options<A> =>
+  Options.text(name).pipe(
+    Options.withPseudoName(values.join(" | ")),
+    Options.mapEffect((value) =>
+      (values as ReadonlyArray<string>).includes(value)
+        ? Effect.succeed(value as A)
+        : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${JSON.stringify(value)} is not one of ${values.join(", ")}`)))
+    )
+  )
+
+// Control Sequence Introducer sequences (colours, bold) — the only escapes @effect/cli writes.
+const ansiSequence = /\u001b\[[0-9;]*[A-Za-z]/g
+
+const hasAnsi = (text: string): boolean => text.includes("\u001b[")
+
+/** The text without its escape sequences. */
+export const stripAnsi = (text: string): string => text.replace(ansiSequence, "")
+
+/** The width a line takes on screen (escape sequences take none). */
+const visibleLength = (text: string): number => stripAnsi(text).length
+
+/**
+ * Wraps each line longer than `width` at spaces, continuing at the line's own indentation (a usage
+ * line `$ run [--flag] …` continues under its first flag). A word longer than the width keeps its
+ * own line rather than being cut.
+ */
+export const wrap = (text: string, width: number): string =>
+  text.split("\n").map((line) => {
+    if (visibleLength(line) <= width) return line
+    const plainLine = stripAnsi(line)
+    const indent = plainLine.length - plainLine.trimStart().length
+    const continuation = " ".repeat(plainLine.trimStart().startsWith("$ ") ? indent + 2 : indent)
+    const words = line.slice(line.length - line.trimStart().length).split(" ")
+    const lines: Array<string> = []
+    let current = line.slice(0, line.length - line.trimStart().length)
+    let currentLength = visibleLength(current)
+    let empty = true
+    for (const word of words) {
+      const length = visibleLength(word)
+      if (!empty && currentLength + 1 + length > width) {
+        lines.push(current)
+        current = continuation + word
+        currentLength = continuation.length + length
+        continue
+      }
+      current += empty ? word : ` ${word}`
+      currentLength += (empty ? 0 : 1) + length
+      empty = false
+    }
+    lines.push(current)
+    return lines.join("\n")
+  }).join("\n")
+
+interface Stream {
+  readonly isTTY?: boolean | undefined
+  readonly columns?: number | undefined
+}
+
+/** Whether to write without colour: not a terminal, or `NO_COLOR` set to anything but "" (no-color.org). */
+export const isPlain = (stream: Stream, env: NodeJS.ProcessEnv = process.env): boolean =>
+  stream.isTTY !== true || (env.NO_COLOR !== undefined && env.NO_COLOR !== "")
+
+/** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none). */
+export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = process.env): string => {
+  const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
+  return wrap(isPlain(stream, env) ? stripAnsi(text) : text, width)
+}
+
+const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>
+  args.map((arg) => typeof arg === "string" && hasAnsi(arg) ? shape(arg, stream) : arg)
+
+/** Runs `effect` with @effect/cli's help and usage errors shaped for stdout and stderr. */
+export const shaped = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Console.consoleWith((console) =>
+    Console.withConsole(effect, {
+      ...console,
+      log: (...args) => console.log(...shapeArgs(args, process.stdout)),
+      error: (...args) => console.error(...shapeArgs(args, process.stderr))
+    })
+  )

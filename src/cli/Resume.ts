@@ -1,0 +1,91 @@
+/**
+ * `chat --continue` and `chat --resume`: the way back into a session without copying its id, as in
+ * Claude Code and Codex. `--continue` takes the most recently active session of the current
+ * directory; `--resume` lists that directory's sessions, newest first, each with its first message,
+ * and asks which (on a terminal only: piped input is the chat's own).
+ *
+ * @since 0.3.0
+ */
+import * as readline from "node:readline"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import { SessionEngine } from "../index.js"
+import { CliError } from "./CliError.js"
+import { currentDirectory, readingEngineLayer } from "./Engine.js"
+import type * as Flags from "./Flags.js"
+import * as Render from "./Render.js"
+
+/** How many sessions `--resume` offers. */
+const offered = 20
+
+/** A session's first message on one line, cut to `width` (a title until sessions have their own). */
+const firstMessage = (engine: SessionEngine.SessionEngine.Service, sessionId: string, width: number) =>
+  engine.replaySession({ sessionId }).pipe(
+    Stream.filter((event) => event.type === "user.message"),
+    Stream.take(1),
+    Stream.runHead,
+    Effect.map(Option.match({
+      onNone: () => "(no message yet)",
+      onSome: (event) => {
+        const line = Render.terminalSafe(event.type === "user.message" ? event.payload.content.replace(/\s+/g, " ").trim() : "")
+        return line.length > width ? `${line.slice(0, width - 1)}…` : line
+      }
+    })),
+    // A log that cannot be read is still offered: choosing it reports why.
+    Effect.orElseSucceed(() => "(cannot be read)")
+  )
+
+const ask = (question: string) =>
+  Effect.async<string | undefined>((resume) => {
+    const reader = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
+    let answered = false
+    reader.question(question, (answer) => {
+      answered = true
+      reader.close()
+      resume(Effect.succeed(answer))
+    })
+    reader.on("SIGINT", () => reader.close())
+    reader.on("close", () => {
+      if (!answered) resume(Effect.succeed(undefined))
+    })
+    return Effect.sync(() => reader.close())
+  })
+
+/** The session `chat --continue` or `chat --resume` goes back into. */
+export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
+  Effect.gen(function*() {
+    if (how === "resume" && (process.stdin.isTTY !== true || process.stderr.isTTY !== true)) {
+      return yield* new CliError({
+        reason: "invalid_arguments",
+        message: "--resume asks which session on a terminal; without one, use --continue or --session <id>"
+      })
+    }
+    const engine = yield* SessionEngine.SessionEngine
+    const cwd = yield* currentDirectory
+    // The listing comes most recently active first.
+    const here = (yield* engine.listSessions).filter((s) => s.cwd === cwd)
+    if (here.length === 0) {
+      return yield* new CliError({
+        reason: "invalid_arguments",
+        message: `no session in ${Render.terminalSafe(cwd)} to ${how} (start one with: effect-agent chat)`
+      })
+    }
+    if (how === "continue") return here[0]!.sessionId
+    const choices = here.slice(0, offered)
+    // A title has its own line, after "  1. ".
+    const columns = process.stderr.columns !== undefined && process.stderr.columns > 0 ? process.stderr.columns : 80
+    const width = Math.max(20, columns - 6)
+    const lines = yield* Effect.forEach(choices, (s, i) =>
+      Effect.map(firstMessage(engine, s.sessionId, width), (title) =>
+        `${String(i + 1).padStart(3)}. ${title}\n       ${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}`))
+    process.stderr.write(`Sessions in ${Render.terminalSafe(cwd)}, most recent first:\n${lines.join("\n")}\n`)
+    for (;;) {
+      const answer = yield* ask(`Resume which? [1-${choices.length}, Enter for 1, Ctrl+C to leave] `)
+      if (answer === undefined) return yield* new CliError({ reason: "invalid_arguments", message: "no session chosen" })
+      const index = answer.trim() === "" ? 1 : Number(answer.trim())
+      const chosen = Number.isInteger(index) ? choices[index - 1] : undefined
+      if (chosen !== undefined) return chosen.sessionId
+      process.stderr.write(`  ${JSON.stringify(answer.trim())} is not a number from 1 to ${choices.length}\n`)
+    }
+  }).pipe(Effect.provide(readingEngineLayer(storage)))

@@ -1,0 +1,160 @@
+// How the viewer shows what the model and the tools produced: answers as Markdown (model output is
+// untrusted HTML, so it goes through DOMPurify with a short list of tags and attributes, never
+// images, forms or styles), code blocks highlighted, edits as diffs, commands as terminal blocks.
+// Bundled into the page by `npm run build` with the libraries it names.
+
+import { diffLines } from "diff"
+import DOMPurify from "dompurify"
+import hljs from "highlight.js/lib/core"
+import bash from "highlight.js/lib/languages/bash"
+import css from "highlight.js/lib/languages/css"
+import diff from "highlight.js/lib/languages/diff"
+import go from "highlight.js/lib/languages/go"
+import javascript from "highlight.js/lib/languages/javascript"
+import json from "highlight.js/lib/languages/json"
+import markdown from "highlight.js/lib/languages/markdown"
+import python from "highlight.js/lib/languages/python"
+import rust from "highlight.js/lib/languages/rust"
+import sql from "highlight.js/lib/languages/sql"
+import typescript from "highlight.js/lib/languages/typescript"
+import xml from "highlight.js/lib/languages/xml"
+import yaml from "highlight.js/lib/languages/yaml"
+import { Marked } from "marked"
+
+for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
+  hljs.registerLanguage(name, language)
+}
+hljs.registerAliases(["sh", "shell", "console", "zsh"], { languageName: "bash" })
+hljs.registerAliases(["js", "jsx", "mjs", "cjs"], { languageName: "javascript" })
+hljs.registerAliases(["ts", "tsx"], { languageName: "typescript" })
+hljs.registerAliases(["html", "svg"], { languageName: "xml" })
+hljs.registerAliases(["py"], { languageName: "python" })
+hljs.registerAliases(["rs"], { languageName: "rust" })
+hljs.registerAliases(["yml"], { languageName: "yaml" })
+hljs.registerAliases(["md"], { languageName: "markdown" })
+
+const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c])
+
+const marked = new Marked({
+  gfm: true,
+  renderer: {
+    // A fenced block in a language we know is highlighted; any other is shown as it is (escaped).
+    code({ lang, text }) {
+      const language = (lang ?? "").trim().split(/\s+/, 1)[0]
+      const known = language !== "" && hljs.getLanguage(language) !== undefined
+      const body = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHtml(text)
+      return `<pre><code class="hljs${known ? ` language-${escapeHtml(language)}` : ""}">${body}</code></pre>\n`
+    },
+    // Raw HTML in the model's text is shown as text, not markup.
+    html({ text }) {
+      return escapeHtml(text)
+    }
+  }
+})
+
+// What Markdown may become. No <img> (a model could leak what it read through an image's URL), no
+// forms, inputs, styles or frames; links only to http(s) and mailto addresses.
+const allowed = {
+  ALLOWED_TAGS: ["p", "br", "strong", "em", "del", "s", "code", "pre", "span", "blockquote", "ul", "ol", "li", "h1", "h2", "h3", "h4", "h5", "h6", "a", "table", "thead", "tbody", "tr", "th", "td", "hr", "input"],
+  ALLOWED_ATTR: ["href", "title", "class", "start", "align", "type", "checked", "disabled"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i
+}
+
+DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+  // Task-list checkboxes are the only inputs Markdown makes: shown, never usable.
+  if (node.tagName === "INPUT" && node.getAttribute("type") !== "checkbox") node.remove()
+  if (node.tagName === "INPUT") node.setAttribute("disabled", "")
+  if (node.tagName === "A") {
+    node.setAttribute("target", "_blank")
+    node.setAttribute("rel", "noopener noreferrer nofollow")
+  }
+})
+
+// The page re-renders on every animation frame while text streams: each text is parsed once.
+const cache = new Map()
+
+/** The model's Markdown as sanitized HTML. */
+export const markdownHtml = (text) => {
+  const cached = cache.get(text)
+  if (cached !== undefined) return cached
+  const html = DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim()
+  if (cache.size > 500) cache.clear()
+  cache.set(text, html)
+  return html
+}
+
+/** A node holding the Markdown of `text`. */
+export const markdownNode = (text, className) => {
+  const node = document.createElement("div")
+  node.className = className
+  node.innerHTML = markdownHtml(text)
+  return node
+}
+
+const field = (args, name) => args !== null && typeof args === "object" && typeof args[name] === "string" ? args[name] : undefined
+
+/**
+ * An edit as diff lines, each `{ kind: "add" | "remove" | "same", text }`: `edit_file` the replaced
+ * text against its replacement, `write_file` the content it writes (its earlier content is not in the
+ * log). `undefined` for other calls, or arguments that are not an edit's.
+ */
+export const editDiff = (tool, args) => {
+  if (tool === "write_file") {
+    const content = field(args, "content")
+    return content === undefined ? undefined : lines(content).map((text) => ({ kind: "add", text }))
+  }
+  if (tool === "edit_file") {
+    const before = field(args, "oldString")
+    const after = field(args, "newString")
+    if (before === undefined || after === undefined) return undefined
+    return diffLines(before, after).flatMap((part) => lines(part.value).map((text) => ({ kind: part.added ? "add" : part.removed ? "remove" : "same", text })))
+  }
+  return undefined
+}
+
+const lines = (text) => {
+  const all = text.split("\n")
+  return all.at(-1) === "" ? all.slice(0, -1) : all
+}
+
+/** The diff of an edit as a block: `+`/`-` lines, coloured. */
+export const diffNode = (path, entries) => {
+  const node = document.createElement("div")
+  node.className = "diff"
+  const head = document.createElement("div")
+  head.className = "diff-path"
+  head.textContent = path
+  node.append(head)
+  const body = document.createElement("pre")
+  for (const { kind, text } of entries) {
+    const line = document.createElement("span")
+    line.className = `line ${kind}`
+    line.textContent = `${kind === "add" ? "+" : kind === "remove" ? "-" : " "} ${text}\n`
+    body.append(line)
+  }
+  node.append(body)
+  return node
+}
+
+/** A command and its output as a terminal block, with its exit code. */
+export const terminalNode = (command, output, exitCode) => {
+  const node = document.createElement("div")
+  node.className = "terminal"
+  const prompt = document.createElement("div")
+  prompt.className = "command"
+  prompt.textContent = `$ ${command}`
+  node.append(prompt)
+  if (output !== undefined) {
+    const body = document.createElement("pre")
+    body.textContent = output
+    node.append(body)
+  }
+  if (exitCode !== undefined) {
+    const code = document.createElement("div")
+    code.className = `exit ${exitCode === 0 ? "ok" : "bad"}`
+    code.dataset.exitCode = String(exitCode)
+    code.textContent = `exit ${exitCode}`
+    node.append(code)
+  }
+  return node
+}

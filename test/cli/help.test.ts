@@ -1,0 +1,57 @@
+import * as Command from "@effect/cli/Command"
+import * as Effect from "effect/Effect"
+import { describe, expect, it } from "vitest"
+import * as Help from "../../src/cli/Help.js"
+
+const bold = (text: string) => `\u001b[0;1m${text}\u001b[0m`
+
+describe("help text", () => {
+  it("is plain off a terminal and with NO_COLOR, coloured on a terminal without it", () => {
+    const text = `${bold("USAGE")}\n\n$ run`
+    expect(Help.shape(text, { isTTY: false })).toBe("USAGE\n\n$ run")
+    expect(Help.shape(text, { isTTY: true, columns: 120 }, { NO_COLOR: "1" })).toBe("USAGE\n\n$ run")
+    expect(Help.shape(text, { isTTY: true, columns: 120 }, {})).toBe(text)
+    // no-color.org: an empty NO_COLOR does not count.
+    expect(Help.shape(text, { isTTY: true, columns: 120 }, { NO_COLOR: "" })).toBe(text)
+  })
+
+  it("wraps long lines at spaces to the width, keeping the indentation; escapes take no width", () => {
+    const description = `  ${"word ".repeat(40).trim()}`
+    const wrapped = Help.wrap(description, 50).split("\n")
+    expect(wrapped.length).toBeGreaterThan(1)
+    for (const line of wrapped) {
+      expect(line.length).toBeLessThanOrEqual(50)
+      expect(line.startsWith("  word")).toBe(true)
+    }
+    expect(wrapped.join(" ").replace(/\s+/g, " ").trim()).toBe("word ".repeat(40).trim())
+    // A usage line continues under its first flag.
+    expect(Help.wrap("$ run [--aaaa text] [--bbbb text]", 20)).toBe("$ run [--aaaa text]\n  [--bbbb text]")
+    // Escape sequences do not count: this fits in 10 columns.
+    expect(Help.wrap(bold("0123456789"), 10)).toBe(bold("0123456789"))
+    // A word longer than the width keeps its own line, uncut.
+    expect(Help.wrap("a " + "x".repeat(30), 10)).toBe("a\n" + "x".repeat(30))
+  })
+
+  it("off a terminal, the width is 80", () => {
+    const text = "x ".repeat(100).trim()
+    for (const line of Help.shape(text, { isTTY: false, columns: 300 }).split("\n")) expect(line.length).toBeLessThanOrEqual(80)
+  })
+
+  it("a bad choice names its flag, the value and the choices", async () => {
+    const command = Command.make("pick", { mode: Help.choice("mode", ["default", "readOnly"]) }, () => Effect.void)
+    const run = Command.run(command, { name: "pick", version: "0" })
+    const errors: Array<string> = []
+    const original = console.error
+    console.error = (text: string) => void errors.push(text)
+    try {
+      const exit = await Effect.runPromiseExit(run(["node", "pick", "--mode", "yolo"]).pipe(Effect.provide(
+        // Command.run needs the platform's services only for built-ins this test does not use.
+        (await import("@effect/platform-node/NodeContext")).layer
+      )))
+      expect(exit._tag).toBe("Failure")
+    } finally {
+      console.error = original
+    }
+    expect(Help.stripAnsi(errors.join("\n"))).toContain(`--mode: "yolo" is not one of default, readOnly`)
+  })
+})

@@ -1,0 +1,112 @@
+/**
+ * `/live` with a client that stops reading: a real socket whose reader is paused, so TCP pushes
+ * back and the server cannot write to it. The server must neither hold the other clients nor keep
+ * the stalled client's events in memory: the session's feed lets the oldest go, and when the
+ * client reads again its watcher reads what it missed from the store — every event once, in order,
+ * each `data:` the stored line byte for byte.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { readFileSync } from "node:fs"
+import { get, type IncomingMessage } from "node:http"
+import { join } from "node:path"
+import type { AgentEvent } from "../../src/index.js"
+import { liveUntil, start, workspace } from "./harness.js"
+
+const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
+
+/** A `/live` reader on its own socket: reads until the first comment, then stops reading until `resume`. */
+const stalledReader = (url: string, token: string) => {
+  const received: Array<Buffer> = []
+  let bytes = 0
+  let response: IncomingMessage | undefined
+  let onText: (() => void) | undefined
+  const text = () => Buffer.concat(received).toString("utf8")
+  const connected = new Promise<void>((resolve, reject) => {
+    get(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream" }, agent: false }, (res) => {
+      response = res
+      res.on("data", (chunk: Buffer) => {
+        received.push(chunk)
+        bytes += chunk.length
+        if (bytes === chunk.length) {
+          // The first bytes (": connected"): stop reading. The socket's buffers fill, then TCP pushes back.
+          res.pause()
+          resolve()
+        }
+        onText?.()
+      })
+      res.on("error", () => undefined)
+    }).on("error", reject)
+  })
+  return {
+    connected,
+    bytes: () => bytes,
+    /** Reads again until `done` holds of the last bytes received; all that was received. */
+    resume: (done: (received: string) => boolean) =>
+      new Promise<string>((resolve) => {
+        let tail = ""
+        onText = () => {
+          // Checked on the tail only: the text is large.
+          tail = (tail + received.at(-1)!.toString("latin1")).slice(-2048)
+          if (done(tail)) {
+            onText = undefined
+            response!.destroy()
+            resolve(text())
+          }
+        }
+        response!.resume()
+      })
+  }
+}
+
+describe("/live with a stalled client", () => {
+  it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      // ~10 MB of events, beyond what the sockets' buffers hold, a delta at a time (each its own
+      // commit, as a real provider's stream arrives); the feed keeps the last 8 to 16.
+      const deltas = 400
+      const text = "x".repeat(25_000)
+      const gapReads: Array<{ readonly from: number; readonly afterResume: boolean }> = []
+      let resumed = false
+      const server = yield* start({
+        cwd,
+        dataDir,
+        watchCapacity: 8,
+        onReadFrom: (_, from) => gapReads.push({ from, afterResume: resumed }),
+        responses: [{ chunks: Array.from({ length: deltas }, () => text), delay: "1 millis" }]
+      })
+      const session = yield* server.client.sessions.create({ payload: {} })
+      const url = `${server.url}/sessions/${session.sessionId}/live`
+      const stalled = stalledReader(url, server.token)
+      yield* Effect.promise(() => stalled.connected)
+      const watching = Effect.promise(() => liveUntil(url, { token: server.token }, completed))
+      const [events] = yield* Effect.all([
+        watching,
+        server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "go" } })
+      ], { concurrency: "unbounded" })
+      const n = events.length
+      expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: n }, (_, i) => i + 1))
+      expect(n).toBeGreaterThan(deltas)
+      // The stalled client had read a fraction while the turn ran to its end.
+      const total = readFileSync(join(dataDir, "sessions", `${session.sessionId}.jsonl`), "utf8").length
+      expect(stalled.bytes()).toBeLessThan(total / 2)
+
+      resumed = true
+      const raw = yield* Effect.promise(() => stalled.resume((all) => all.includes(`id: ${n}\n`)))
+      // Every event once, in order, its data the stored line.
+      const stored = readFileSync(join(dataDir, "sessions", `${session.sessionId}.jsonl`), "utf8").trim().split("\n").slice(1)
+      expect(stored.length).toBe(n)
+      const ids = Array.from(raw.matchAll(/^id: (\d+)$/gm), (m) => Number(m[1]))
+      expect(ids).toEqual(Array.from({ length: n }, (_, i) => i + 1))
+      let at = 0
+      stored.forEach((line, index) => {
+        const frame = `id: ${index + 1}\nevent: ${(JSON.parse(line) as AgentEvent.AgentEvent).type}\ndata: ${line}\n\n`
+        const found = raw.indexOf(frame, at)
+        expect(found).toBeGreaterThanOrEqual(at)
+        at = found + frame.length
+      })
+      // What it missed while stalled came from the store, after it read again.
+      expect(gapReads.some((read) => read.afterResume && read.from > 1)).toBe(true)
+    }), 120_000)
+})
