@@ -21,6 +21,10 @@ export * as SessionState from "./domain/SessionState.js"
 export * as Transcript from "./domain/Transcript.js"
 /** What a UI shows of a session: the log folded into turns, calls and notes (the web viewer's fold). */
 export * as SessionView from "./domain/SessionView.js"
+/** Blobs: bytes named by their SHA-256 in a store's blob area, and the blob area's typed errors. */
+export * as Blob from "./domain/Blob.js"
+/** Images of messages and tool results: accepted formats (by magic bytes), caps, references, `ImageRefused`. */
+export * as Image from "./domain/Image.js"
 /** The typed errors. */
 export {
   ApprovalNotPending,
@@ -48,6 +52,8 @@ export * as TurnFsm from "./fsm/TurnFsm.js"
 
 /** The event store port. */
 export * as EventStore from "./services/EventStore.js"
+/** The blob store port: a store's content-addressed blob area. */
+export * as BlobStore from "./services/BlobStore.js"
 /** The id generator port and its random and sequential layers. */
 export * as IdGenerator from "./services/IdGenerator.js"
 /** The model provider port. */

@@ -300,7 +300,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         agentCapabilities: {
           loadSession: true,
           mcpCapabilities: { http: options.sessionServers !== undefined, sse: false },
-          promptCapabilities: { image: false, audio: false, embeddedContext: true },
+          promptCapabilities: { image: true, audio: false, embeddedContext: true },
           sessionCapabilities: { list: {} }
         },
         agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? "0.1.0" },
@@ -391,7 +391,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const arrivedAt = arrivals.requestAt(requestId)
         const session = yield* served(params.sessionId)
         const userMessage = AcpMapper.promptText(params.prompt)
-        if (userMessage.trim() === "") return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
+        const images = AcpMapper.promptImages(params.prompt)
+        if (Either.isLeft(images)) return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, images.left))
+        if (userMessage.trim() === "" && images.right.length === 0) {
+          return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
+        }
         const running = yield* claim(session, arrivedAt)
         // A session/cancel that arrived after this prompt was handled before it got here: it never starts.
         if (arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
@@ -402,7 +406,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         // turn then ends as it does for session/cancel.
         const onAbort = () => runFork(cancel(session, running))
         signal.addEventListener("abort", onAbort, { once: true })
-        const completed = yield* drive(client, session, running, engine.runTurn({ sessionId: session.sessionId, userMessage })).pipe(
+        const completed = yield* drive(client, session, running, engine.runTurn({ sessionId: session.sessionId, userMessage, ...(images.right.length === 0 ? {} : { images: images.right }) })).pipe(
           Effect.ensuring(Effect.sync(() => signal.removeEventListener("abort", onAbort))),
           Effect.ensuring(release(session, running))
         )

@@ -7,7 +7,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import type { AgentEvent, Json, McpConfig } from "../index.js"
+import { type AgentEvent, Image, type Json, type McpConfig } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -339,9 +339,9 @@ export const endingOf = (payload: AgentEvent.PayloadOf<"turn.completed">): Endin
 }
 
 /**
- * A prompt's content blocks as the user message. Text is kept as is; a linked or embedded resource
- * becomes a mention, with an embedded text resource's content quoted after it; images and audio are
- * not advertised, so they are only named.
+ * A prompt's content blocks as the user message's text. Text is kept as is; a linked or embedded
+ * resource becomes a mention, with an embedded text resource's content quoted after it; images go
+ * with the message as images (see {@link promptImages}); audio is not advertised, so it is only named.
  */
 export const promptText = (blocks: ReadonlyArray<acp.ContentBlock>): string =>
   blocks.map((block) => {
@@ -357,13 +357,28 @@ export const promptText = (blocks: ReadonlyArray<acp.ContentBlock>): string =>
           : `@${resource.uri}`
       }
       case "image":
-        return "[an image was attached; this agent cannot read images]"
+        return ""
       case "audio":
         return "[an audio clip was attached; this agent cannot hear audio]"
       default:
         return ""
     }
   }).filter((part) => part !== "").join("\n")
+
+/**
+ * A prompt's `image` blocks as the message's images, in order (`data` base64, `mimeType` the type the
+ * client says they are: the bytes must agree). Data that is not base64 is an error message; the
+ * images themselves are checked by the engine (format, size, count).
+ */
+export const promptImages = (blocks: ReadonlyArray<acp.ContentBlock>): Either.Either<ReadonlyArray<Image.ImageInput>, string> => {
+  const images: Array<Image.ImageInput> = []
+  for (const block of blocks) {
+    if (block.type !== "image") continue
+    if (!Image.isBase64(block.data)) return Either.left(`image #${images.length + 1}: data must be base64`)
+    images.push({ data: new Uint8Array(Buffer.from(block.data, "base64")), mediaType: block.mimeType })
+  }
+  return Either.right(images)
+}
 
 /**
  * The MCP servers a client named in `session/new` or `session/load`, in the configuration shape

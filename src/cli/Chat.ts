@@ -5,7 +5,8 @@
  * (`followup.queued`), to run as its own turn once the session is idle. While an approval question
  * is open the next line is its answer (y / n / a). Ctrl+C cancels the running turn, and at the idle
  * prompt exits; end of input (Ctrl+D, or the end of piped input) waits for the running turn and the
- * queued follow-ups, then exits 0.
+ * queued follow-ups, then exits 0. `/image <path>` attaches an image to the next message that starts a
+ * turn (checked at once; a steer or a follow-up carries text only, so the images wait for a turn).
  *
  * Everything shown comes from one watcher of the session (`watchSession`), so the turns of
  * follow-ups, which have no stream of their own, show like the others. As in `run`, the answer goes
@@ -22,10 +23,11 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import * as Flags from "./Flags.js"
+import * as ImageFiles from "./ImageFiles.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import { CliError } from "./CliError.js"
@@ -49,6 +51,7 @@ const help = [
   "Type a message and press Enter: it starts a turn.",
   "While a turn runs, a line steers it (the model reads it at its next step).",
   `${followUpPrefix} <message>  queue the message as a follow-up: its own turn, once the session is idle`,
+  "/image <path>  attach an image (PNG, JPEG, GIF, WebP) to your next message that starts a turn; /image alone drops the attached ones",
   "/cancel  cancel the running turn (so does Ctrl+C)",
   "/drop    drop the queued follow-ups that have not started",
   "/exit    wait for the running turn and the queued follow-ups, then leave (so does Ctrl+D)",
@@ -263,9 +266,34 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         return started
       })
 
-    /** Starts a turn, and returns once it has started, so a next line can steer it. */
+    /** Images attached with `/image`, waiting for the next message that starts a turn. */
+    const attached: Array<Image.ImageInput> = []
+
+    /** Starts a turn (with the attached images), and returns once it has started, so a next line can steer it. */
     const startTurn = (userMessage: string) =>
-      Effect.flatMap(session, (id) => drive(engine.runTurn({ sessionId: id, userMessage }), userMessage)).pipe(Effect.flatMap(Deferred.await))
+      Effect.flatMap(session, (id) => {
+        const images = attached.splice(0)
+        const turn = engine.runTurn({ sessionId: id, userMessage, ...(images.length === 0 ? {} : { images }) }).pipe(
+          // Another turn got there first: the message is queued as a follow-up, which carries text only; the images wait for the next turn.
+          Stream.tapError((error) => Effect.sync(() => error._tag === "TurnInProgress" && attached.unshift(...images)))
+        )
+        return drive(turn, userMessage)
+      }).pipe(Effect.flatMap(Deferred.await))
+
+    /** `/image <path>`: reads and checks the file now, so a bad one is said at once. */
+    const attach = (path: string) =>
+      path === ""
+        ? Effect.sync(() => note(`[dropped ${attached.splice(0).length} attached image(s)]`))
+        : ImageFiles.read(path, options.cwd).pipe(
+          Effect.flatMap((image) =>
+            Effect.sync(() => {
+              if (attached.length >= Image.maxImagesPerMessage) return note(`[a message may carry ${Image.maxImagesPerMessage} images: ${path} not attached]`)
+              attached.push(image)
+              note(`[${path} attached to your next message (${attached.length} image${attached.length === 1 ? "" : "s"})]`)
+            })
+          ),
+          Effect.catchTag("CliError", (error) => Effect.sync(() => note(`effect-agent: ${error.message}`)))
+        )
 
     /**
      * A turn left open in the log by a process that stopped while a call waited for the user: its
@@ -355,6 +383,10 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
             return false
           }
         }
+        if (text === "/image" || text.startsWith("/image ")) {
+          yield* attach(text.slice("/image".length).trim())
+          return false
+        }
         const command = slashCommand(text)
         if (command !== undefined) {
           note(`effect-agent: unknown command ${command} (/help lists the commands; start a message with // to send it as /…)`)
@@ -369,8 +401,10 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         }
         // The message as typed (only surrounding whitespace trimmed; a leading "//" sends a "/").
         const message = text.startsWith("//") ? text.slice(1) : text
-        if (running()) yield* steer(message)
-        else yield* startTurn(message)
+        if (running()) {
+          if (attached.length > 0) note("[a steer carries text only: the attached images wait for the next turn]")
+          yield* steer(message)
+        } else yield* startTurn(message)
         return false
       })
 

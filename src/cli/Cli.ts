@@ -26,6 +26,7 @@ import * as ExitCode from "./ExitCode.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
+import * as ImageFiles from "./ImageFiles.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
@@ -92,6 +93,10 @@ const run = Command.make(
       Args.withDescription("What to ask the agent; - reads the whole message from stdin (then every approval is answered no)")
     ),
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+    image: Options.text("image").pipe(
+      Options.repeated,
+      Options.withDescription("Send this image with the message (PNG, JPEG, GIF or WebP; at most 5 MiB each, 20 per message); repeatable")
+    ),
     followUp: Options.boolean("follow-up").pipe(
       Options.withDescription("Queue the message as a follow-up (followup.queued): it runs after the follow-ups queued before it, at once when the session is idle; prints the turns up to its own")
     ),
@@ -104,8 +109,13 @@ const run = Command.make(
     ...Models.options,
     ...Flags.storage
   },
-  ({ allow, deny, followUp, mcpConfig, message, mode, session, ...options }) =>
+  ({ allow, deny, followUp, image, mcpConfig, message, mode, session, ...options }) =>
     Effect.gen(function*() {
+      if (followUp && image.length > 0) {
+        return yield* new CliError({ reason: "invalid_arguments", message: "--image goes with a new turn, not with --follow-up (a queued follow-up carries text only)" })
+      }
+      // Read and checked before the engine starts: a refused image stores nothing.
+      const images = yield* ImageFiles.readAll(image)
       const fromStdin = message === "-"
       const userMessage = fromStdin ? yield* Stdin.readMessage : message
       yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
@@ -113,7 +123,7 @@ const run = Command.make(
           const sessionId = Option.isSome(session)
             ? session.value
             : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
-          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage })
+          const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage, ...(images.length === 0 ? {} : { images }) })
           yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
         })).pipe(
           // One process at a time writes a session's log, so a second terminal cannot queue into it:
@@ -125,7 +135,7 @@ const run = Command.make(
 ).pipe(Command.withDescription(
   Help.described(
     "Run one turn: stream the agent's answer to the terminal. Exit codes: 0 the turn ended final; 1 the command could not run (usage, settings, session, store); 3 the turn ended with an error; 130 cancelled",
-    ["effect-agent run \"Explain src/index.ts\"", "effect-agent run --session <id> \"Now add a test\"", "git diff | effect-agent run - --mode readOnly"]
+    ["effect-agent run \"Explain src/index.ts\"", "effect-agent run --session <id> \"Now add a test\"", "effect-agent run \"What is wrong here?\" --image screenshot.png", "git diff | effect-agent run - --mode readOnly"]
   )
 ))
 

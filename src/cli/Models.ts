@@ -50,6 +50,10 @@ const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recor
 const decodeScript = Schema.decodeUnknown(Schema.parseJson(ScriptFile), { onExcessProperty: "error" })
 
 /** Appends every request the model receives to a file, one JSON line each: what a script run sent. */
+/** A request's image bytes (a `Map` of blob hash to bytes) as JSON: each image in base64, by its hash. */
+const imagesAsBase64 = (_key: string, value: unknown) =>
+  value instanceof Map ? Object.fromEntries(Array.from(value, ([hash, bytes]: [string, Uint8Array]) => [hash, Buffer.from(bytes).toString("base64")])) : value
+
 const recordingTo = (file: string) =>
   Layer.effect(
     ModelProvider.ModelProvider,
@@ -59,7 +63,7 @@ const recordingTo = (file: string) =>
       return {
         ...inner,
         stream: (request) =>
-          Stream.unwrap(fs.writeFileString(file, JSON.stringify(request) + "\n", { flag: "a" }).pipe(
+          Stream.unwrap(fs.writeFileString(file, JSON.stringify(request, imagesAsBase64) + "\n", { flag: "a" }).pipe(
             Effect.orDie,
             Effect.as(inner.stream(request))
           ))

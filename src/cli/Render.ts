@@ -109,7 +109,11 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
   const event = (event: AgentEvent.AgentEvent) => {
     switch (event.type) {
       case "user.message":
-        if (options.transcript) out(`> ${event.payload.content}\n`)
+        if (options.transcript) {
+          out(`> ${event.payload.content}\n`)
+          // The images by what they are; their bytes are in the store's blob area, never on a terminal.
+          for (const image of event.payload.images ?? []) out(`> [image ${image.mediaType}, ${image.bytes} bytes, ${image.blob.slice(0, 12)}]\n`)
+        }
         return
       case "turn.steered":
         endLine()

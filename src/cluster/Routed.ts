@@ -15,7 +15,7 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, type EventStore, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
+import { EventStoreFailure, type EventStore, InvalidInput, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -78,7 +78,11 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
       return SessionEngine.SessionEngine.of({
         createSession: (input) => fresh((engine) => engine.createSession(input)),
         forkSession: (input) => fresh((engine) => engine.forkSession(input)),
-        runTurn: ({ sessionId, userMessage }) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
+        runTurn: ({ images, sessionId, userMessage }) =>
+          images !== undefined && images.length > 0
+            // The runners' RPC carries a message's text only: images are refused rather than dropped.
+            ? Stream.fail(new InvalidInput({ field: "images", detail: "images are not carried to cluster runners yet" }))
+            : ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
         resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
         resolvePermission: ({ decision, idempotencyKey, remember, sessionId, toolCallId }) =>
           owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false, idempotencyKey: keyOf(idempotencyKey) })),
@@ -101,7 +105,9 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         // It holds no lease: it follows the store (every `watchPollInterval`).
         watchSession: (input) => reader.watchSession(input),
         listSessions: reader.listSessions,
-        sessionListing: reader.sessionListing
+        sessionListing: reader.sessionListing,
+        // Read from the shared store, as replays are.
+        sessionImage: (input) => reader.sessionImage(input)
       })
     })
   )

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { ImageRef } from "./Image.js"
 import { Json } from "./Json.js"
 
 /** Who created a session. */
@@ -90,8 +91,11 @@ export const SessionCreated = sessionEvent("session.created", {
  */
 export const TurnStarted = turnEvent("turn.started", { promptPreview: Schema.String, queueId: Schema.optional(Schema.String) })
 
-/** The full user input of a turn. */
-export const UserMessage = turnEvent("user.message", { content: Schema.String })
+/**
+ * The full user input of a turn. `images`: the images sent with it, by reference to the store's blob
+ * area (see `Image.ImageRef`), present only when there are some.
+ */
+export const UserMessage = turnEvent("user.message", { content: Schema.String, images: Schema.optional(Schema.Array(ImageRef)) })
 
 /**
  * An instructions file that went into the system prompt (`AGENTS.md`, `CLAUDE.md`, the user's own):
@@ -169,11 +173,16 @@ export const ToolStarted = turnEvent("tool.started", { toolCallId: Schema.String
 /** A running tool reported progress (a long command's latest output). Never after the call ended. */
 export const ToolProgress = turnEvent("tool.progress", { toolCallId: Schema.String, message: Schema.String })
 
-/** A tool call finished; `result` is what the model sees. */
+/**
+ * A tool call finished; `result` is what the model sees. `images`: images the tool returned (e.g.
+ * `read_file` of a PNG for a model that takes images), by reference to the store's blob area; present
+ * only when there are some.
+ */
 export const ToolCompleted = turnEvent("tool.completed", {
   toolCallId: Schema.String,
   result: Schema.String,
-  exitCode: Schema.optional(Schema.Int)
+  exitCode: Schema.optional(Schema.Int),
+  images: Schema.optional(Schema.Array(ImageRef))
 })
 
 /** A tool call ended without a result: denied, invalid, unknown, failed, cancelled or interrupted. */

@@ -13,6 +13,7 @@
  */
 import type { AgentEvent, Client, EventOfType, EventType, InstructionPart, Risk, StopReason, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
+import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
@@ -26,6 +27,8 @@ export interface ViewCall {
   readonly decisions: Array<{ readonly decision: string; readonly actor: string; readonly policy?: string | undefined }>
   progress?: string
   result?: string
+  /** Images the tool returned (shown from `GET /sessions/:id/blobs/:hash`). */
+  images?: ReadonlyArray<ImageRef>
   exitCode?: number | undefined
   errorCode?: string
   message?: string
@@ -47,6 +50,8 @@ export interface ViewTurn {
   readonly turnId: string
   /** The user's message (its preview until `user.message`). */
   user: string
+  /** The images sent with the user's message, when there are some (the viewer shows them from `GET /sessions/:id/blobs/:hash`). */
+  userImages?: ReadonlyArray<ImageRef>
   readonly items: Array<ViewItem>
   /** How it ended, once it has. */
   end: { readonly stopReason: StopReason; readonly errorCode?: string | undefined; readonly usage?: Usage | undefined } | undefined
@@ -129,7 +134,9 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (queueId !== undefined) view.followUps = view.followUps.filter((f) => f.queueId !== queueId)
   },
   "user.message": (view, event) => {
-    if (view.openTurn !== undefined) view.openTurn.user = event.payload.content
+    if (view.openTurn === undefined) return
+    view.openTurn.user = event.payload.content
+    if (event.payload.images !== undefined) view.openTurn.userImages = event.payload.images
   },
   "turn.steered": (view, event) => push(view, { kind: "steer", text: event.payload.content }),
   // Which tools an MCP server offered (again, when its list changed): a note where it happened.
@@ -183,6 +190,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (call === undefined) return
     call.status = "completed"
     call.result = event.payload.result
+    if (event.payload.images !== undefined) call.images = event.payload.images
     call.exitCode = event.payload.exitCode
   },
   "tool.failed": (view, event) => {

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type { AgentEvent, EventOfType, EventType } from "./AgentEvent.js"
+import type { ImageRef } from "./Image.js"
 import type { Json } from "./Json.js"
 
 /** A tool call the model made, with its result once the call ended. */
@@ -13,7 +14,7 @@ export interface TranscriptToolCall {
   readonly toolCallId: string
   readonly tool: string
   readonly args: Json
-  readonly result?: { readonly content: string; readonly isError: boolean }
+  readonly result?: { readonly content: string; readonly isError: boolean; readonly images?: ReadonlyArray<ImageRef> | undefined }
 }
 
 /** What the assistant said in one model response: text and tool calls. */
@@ -31,6 +32,8 @@ export interface UserEntry {
   readonly role: "user"
   readonly turnId: string
   readonly content: string
+  /** The images sent with the message (references to blobs), when there are some. */
+  readonly images?: ReadonlyArray<ImageRef> | undefined
   /** The sequence of the event that began the entry (set by {@link reduce}); where a compaction may cut. */
   readonly sequence?: number
 }
@@ -70,7 +73,12 @@ export interface Transcript {
 
 /** A message as a model request carries it: tool results are messages of their own, in call order. */
 export type Message =
-  | { readonly role: "user"; readonly content: string }
+  | {
+    readonly role: "user"
+    readonly content: string
+    /** Images sent with the message, by blob reference: the request's `images` holds their bytes (see `ModelRequest`). */
+    readonly images?: ReadonlyArray<ImageRef>
+  }
   | {
     readonly role: "assistant"
     readonly content: string
@@ -82,6 +90,8 @@ export type Message =
     readonly tool: string
     readonly content: string
     readonly isError: boolean
+    /** Images the tool returned, by blob reference (their bytes: the request's `images`). */
+    readonly images?: ReadonlyArray<ImageRef>
   }
 
 /** An empty transcript. */
@@ -128,7 +138,11 @@ export const compacted = (transcript: Transcript, compaction: Compaction): Trans
   return { entries: [summary, ...kept], open: undefined }
 }
 
-const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean): Transcript => {
+/** A call's result; `images` only when there are some. */
+export const resultOf = (content: string, isError: boolean, images: ReadonlyArray<ImageRef> | undefined): NonNullable<TranscriptToolCall["result"]> =>
+  images === undefined || images.length === 0 ? { content, isError } : { content, isError, images }
+
+const withResult = (transcript: Transcript, toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): Transcript => {
   const { entries } = closed(transcript)
   // Results attach to their call, so messages() returns them in call order whatever the completion order.
   for (let i = entries.length - 1; i >= 0; i--) {
@@ -136,7 +150,7 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
     if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
     const updated: TranscriptEntry = {
       ...entry,
-      toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
+      toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: resultOf(content, isError, images) } : c))
     }
     return { entries: entries.with(i, updated), open: undefined }
   }
@@ -150,13 +164,13 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
  */
 export interface Changes<T> {
   /** A message of the user (a turn's `user.message`, a `turn.steered`): it ends the response streaming. */
-  readonly user: (transcript: T, turnId: string, content: string, sequence: number) => T
+  readonly user: (transcript: T, turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>) => T
   /** Text of the response streaming; `sequence` begins it when none streams. */
   readonly text: (transcript: T, turnId: string, text: string, sequence: number) => T
   /** A tool call of the response streaming; `sequence` begins it when none streams. */
   readonly call: (transcript: T, turnId: string, call: TranscriptToolCall, sequence: number) => T
   /** A call's result, attached to its call: it ends the response streaming. */
-  readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean) => T
+  readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>) => T
   /** A compaction (see {@link compacted}). */
   readonly compacted: (transcript: T, compaction: Compaction) => T
   /** Another event of a turn: the response streaming ends. */
@@ -184,12 +198,12 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "compaction.started": unchanged,
   "compaction.failed": unchanged,
   // A steer reaches the model as a user message, where it was stored in the turn.
-  "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
+  "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence, event.payload.images),
   "turn.steered": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
   "model.delta": (changes, transcript, event) => changes.text(transcript, event.turnId, event.payload.text, event.sequence),
   "model.tool_call_requested": (changes, transcript, event) =>
     changes.call(transcript, event.turnId, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }, event.sequence),
-  "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false),
+  "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false, event.payload.images),
   "tool.failed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.message, true),
   "session.compacted": (changes, transcript, event) =>
     changes.compacted(transcript, {
@@ -210,12 +224,16 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
 /** Applies one event to a transcript held as `changes` holds it: the one transcript fold. */
 export const apply = <T>(changes: Changes<T>, transcript: T, event: AgentEvent): T => (changesOf[event.type] as Change)(changes, transcript, event)
 
+/** A user entry; `images` only when there are some. */
+export const userEntry = (turnId: string, content: string, sequence: number, images: ReadonlyArray<ImageRef> | undefined): UserEntry =>
+  images === undefined || images.length === 0 ? { role: "user", turnId, content, sequence } : { role: "user", turnId, content, images, sequence }
+
 /** The changes of the immutable transcript: each gives a new transcript, sharing what did not change. */
 const immutable: Changes<Transcript> = {
-  user: (transcript, turnId, content, sequence) => ({ entries: [...closed(transcript).entries, { role: "user", turnId, content, sequence }], open: undefined }),
+  user: (transcript, turnId, content, sequence, images) => ({ entries: [...closed(transcript).entries, userEntry(turnId, content, sequence, images)], open: undefined }),
   text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
-  result: (transcript, toolCallId, content, isError) => withResult(transcript, toolCallId, content, isError),
+  result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
   close: (transcript) => closed(transcript)
 }
@@ -232,7 +250,9 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
 
 /** The messages of one entry (see {@link messages}). */
 export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
-  if (entry.role === "user") return [{ role: "user", content: entry.content }]
+  if (entry.role === "user") {
+    return [entry.images === undefined ? { role: "user", content: entry.content } : { role: "user", content: entry.content, images: entry.images }]
+  }
   if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)
   const assistant: Message = {
@@ -240,13 +260,10 @@ export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
     content: entry.content,
     toolCalls: answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
   }
-  const results = answered.map((c): Message => ({
-    role: "tool",
-    toolCallId: c.toolCallId,
-    tool: c.tool,
-    content: c.result!.content,
-    isError: c.result!.isError
-  }))
+  const results = answered.map((c): Message => {
+    const message = { role: "tool" as const, toolCallId: c.toolCallId, tool: c.tool, content: c.result!.content, isError: c.result!.isError }
+    return c.result!.images === undefined ? message : { ...message, images: c.result!.images }
+  })
   return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
 }
 

@@ -13,6 +13,7 @@ import * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as AgentEvent from "../domain/AgentEvent.js"
+import type { ImageRef } from "../domain/Image.js"
 import * as Json from "../domain/Json.js"
 
 type Draft<T extends AgentEvent.TurnEvent["type"]> = {
@@ -96,7 +97,11 @@ export const compactionFailed = (compactionId: string, errorCode: string): Draft
 })
 
 /** `user.message`. */
-export const userMessage = (content: string): Draft<"user.message"> => ({ type: "user.message", payload: { content } })
+export const userMessage = (content: string, images?: ReadonlyArray<ImageRef>): Draft<"user.message"> => ({
+  type: "user.message",
+  // `images` only when there are some: a message without stays byte for byte what it was.
+  payload: images === undefined || images.length === 0 ? { content } : { content, images }
+})
 
 /** `context.built`: token counts are whole and non-negative (an estimator may give fractions). */
 export const contextBuilt = (
@@ -182,12 +187,13 @@ export const toolProgress = (toolCallId: string, message: string): Draft<"tool.p
 })
 
 /** `tool.completed`: the result is tool output, escaped; an exit code that is not an integer is left out. */
-export const toolCompleted = (toolCallId: string, result: string, exitCode?: number): Draft<"tool.completed"> => ({
+export const toolCompleted = (toolCallId: string, result: string, exitCode?: number, images?: ReadonlyArray<ImageRef>): Draft<"tool.completed"> => ({
   type: "tool.completed",
   payload: {
     toolCallId,
     result: escapeControls(result),
-    ...(exitCode === undefined || !Number.isSafeInteger(exitCode) ? {} : { exitCode })
+    ...(exitCode === undefined || !Number.isSafeInteger(exitCode) ? {} : { exitCode }),
+    ...(images === undefined || images.length === 0 ? {} : { images })
   }
 })
 

@@ -11,6 +11,7 @@
  * @internal
  */
 import type { AgentEvent } from "../domain/AgentEvent.js"
+import type { ImageRef } from "../domain/Image.js"
 import * as Transcript from "../domain/Transcript.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 
@@ -22,10 +23,10 @@ const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
 
 /** The domain's transcript changes, made in place on a live transcript. */
 const inPlace: Transcript.Changes<LiveTranscript> = {
-  user: (live, turnId, content, sequence) => live.user(turnId, content, sequence),
+  user: (live, turnId, content, sequence, images) => live.user(turnId, content, sequence, images),
   text: (live, turnId, text, sequence) => live.text(turnId, text, sequence),
   call: (live, turnId, call, sequence) => live.call(turnId, call, sequence),
-  result: (live, toolCallId, content, isError) => live.result(toolCallId, content, isError),
+  result: (live, toolCallId, content, isError, images) => live.result(toolCallId, content, isError, images),
   compacted: (live, compaction) => live.compacted(compaction),
   close: (live) => live.closeResponse()
 }
@@ -68,9 +69,9 @@ export class LiveTranscript {
   }
 
   /** A message of the user (see `Transcript.Changes`). */
-  user(turnId: string, content: string, sequence: number): this {
+  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): this {
     this.close()
-    this.entries.push({ role: "user", turnId, content, sequence })
+    this.entries.push(Transcript.userEntry(turnId, content, sequence, images))
     this.changed()
     return this
   }
@@ -193,7 +194,7 @@ export class LiveTranscript {
   }
 
   /** A tool's result attaches to its call (searched from the latest entry), so messages keep call order. */
-  result(toolCallId: string, content: string, isError: boolean): this {
+  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
     this.close()
     this.changed()
     for (let i = this.entries.length - 1; i >= 0; i--) {
@@ -201,7 +202,7 @@ export class LiveTranscript {
       if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
       this.entries[i] = {
         ...entry,
-        toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: { content, isError } } : c))
+        toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: Transcript.resultOf(content, isError, images) } : c))
       }
       this.unrender(i)
       break

@@ -8,6 +8,7 @@
  */
 import type * as Duration from "effect/Duration"
 import type { Hooks } from "../services/AgentHooks.js"
+import type { BlobStore } from "../services/BlobStore.js"
 import type { ContextBuilder } from "../services/ContextBuilder.js"
 import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
@@ -65,6 +66,8 @@ export const defaultOptions: TurnOptions = {
 /** The engine's services and limits. */
 export interface Services {
   readonly store: EventStore.Service
+  /** The store's blob area (images); none when the store has none. */
+  readonly blobs: BlobStore.Service | undefined
   readonly ids: IdGenerator["Type"]
   /** Who watches sessions' live events (`watchSession`): every commit hands its events to them. */
   readonly watchers: Watchers

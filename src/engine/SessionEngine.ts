@@ -33,7 +33,10 @@ import {
 } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
+import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
+import type { BlobNotFound } from "../domain/Blob.js"
+import { BlobStore } from "../services/BlobStore.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import { EventStore, type Listing } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
@@ -43,6 +46,7 @@ import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
+import * as Images from "./Images.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import { LiveTranscript } from "./LiveTranscript.js"
@@ -63,7 +67,15 @@ export interface CreateSessionInput {
 /** Input of {@link SessionEngine.Service.runTurn}. */
 export interface RunTurnInput {
   readonly sessionId: string
+  /** The message's text; may be empty when it carries images. */
   readonly userMessage: string
+  /**
+   * Images sent with the message (PNG, JPEG, GIF or WebP, told by their bytes; at most
+   * `Image.maxImagesPerMessage`, each at most `Image.maxImageBytes`). Put in the store's blob area
+   * and referenced by `user.message`; one refused fails `InvalidInput` (field `images`) and nothing
+   * of the message is stored.
+   */
+  readonly images?: ReadonlyArray<Image.ImageInput>
 }
 
 /** Input of {@link SessionEngine.Service.steer} and {@link SessionEngine.Service.followUp}. */
@@ -274,7 +286,21 @@ export declare namespace SessionEngine {
     readonly listSessions: Effect.Effect<ReadonlyArray<Session.SessionSummary>, EventStoreFailure>
     /** The readable sessions (as `listSessions`) and the damaged ones, each with the reason it cannot be read. */
     readonly sessionListing: Effect.Effect<Listing, EventStoreFailure>
+    /**
+     * An image the session's log names (`user.message.images`, `tool.completed.images`), read from
+     * the store's blob area: its bytes and its media type. A blob the log does not name is
+     * `BlobNotFound`, whether or not it is stored; bytes that are no longer that image are an
+     * `EventStoreFailure` (`corrupt`) and are never returned.
+     */
+    readonly sessionImage: (input: SessionImageInput) => Effect.Effect<Images.SessionImage, SessionNotFound | BlobNotFound | EventStoreFailure>
   }
+}
+
+/** Input of {@link SessionEngine.Service.sessionImage}. */
+export interface SessionImageInput {
+  readonly sessionId: string
+  /** The image's blob hash, as the log names it. */
+  readonly blob: string
 }
 
 /**
@@ -292,6 +318,7 @@ export const make = (
     const ids = yield* IdGenerator
     const services: Services.Services = {
       store,
+      blobs: Option.getOrUndefined(yield* Effect.serviceOption(BlobStore)),
       ids,
       watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
@@ -341,9 +368,15 @@ export const make = (
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>(input.sessionId, (session) =>
-        input.userMessage.trim() === ""
-          ? Effect.fail(new InvalidInput({ field: "userMessage", detail: "must not be empty" }))
-          : SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage })).pipe(
+        Effect.gen(function*() {
+          const given = input.images ?? []
+          if (input.userMessage.trim() === "" && given.length === 0) {
+            return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
+          }
+          // Checked and stored before the turn is asked for: a refused image leaves no event.
+          const images = yield* Images.store(services.blobs, given)
+          return yield* SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage, ...(images.length === 0 ? {} : { images }) })
+        })).pipe(
           Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
         )
 
@@ -491,7 +524,12 @@ export const make = (
       pendingApprovals,
       sessionState,
       listSessions: store.list.pipe(Effect.withSpan("SessionEngine.listSessions")),
-      sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing"))
+      sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing")),
+      // The log is read first: an unknown session is SessionNotFound, not an unknown image.
+      sessionImage: (input) =>
+        Images.ofSession(services.blobs, replaySession(input), input.blob).pipe(
+          Effect.withSpan("SessionEngine.sessionImage", { attributes: { sessionId: input.sessionId } })
+        )
     })
   })
 

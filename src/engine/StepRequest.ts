@@ -10,11 +10,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import * as Image from "../domain/Image.js"
 import * as Tokens from "../domain/Tokens.js"
 import * as ContextBuilder from "../services/ContextBuilder.js"
 import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
+import * as Images from "./Images.js"
 import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
@@ -31,6 +33,14 @@ const instructionsOf = (parts: ReadonlyArray<ContextBuilder.PromptPart>): Readon
       ? [{ name: part.id, source: part.source, path: part.path, sha256: part.sha256, tokens: Tokens.estimate(part.content), truncated: part.truncated }]
       : []
   )
+
+/** The estimate with the images the request's messages name: each counts `Image.estimatedTokens` in the transcript. */
+const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest): ContextBuilder.TokenEstimate => {
+  let images = 0
+  for (const message of request.messages) if (message.role !== "assistant") images += message.images?.length ?? 0
+  const extra = images * Image.estimatedTokens
+  return extra === 0 ? tokens : { ...tokens, transcript: tokens.transcript + extra, total: tokens.total + extra }
+}
 
 /** The request of a step as built now, and its token estimate; nothing is stored. */
 const prepare = (turn: Turn): Effect.Effect<Prepared> =>
@@ -56,7 +66,7 @@ const prepare = (turn: Turn): Effect.Effect<Prepared> =>
       )
     return {
       request,
-      tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request),
+      tokens: withImages(request === built.request ? built.tokens : ContextBuilder.estimate(request), request),
       instructions: instructionsOf(built.parts)
     }
   })
@@ -101,5 +111,6 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Mod
       )
       return Option.none<ModelRequest>()
     }
-    return Option.some(request)
+    // The images' bytes, read from the blob area for this request (never part of the estimate's JSON).
+    return Option.some(yield* Images.attach(turn.services.blobs, provider.capabilities, request))
   })

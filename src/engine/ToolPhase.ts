@@ -19,6 +19,7 @@ import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
+import * as Images from "./Images.js"
 import type * as LiveSession from "./LiveSession.js"
 import { storeAccepted, type Turn, type UserDecision } from "./Turn.js"
 
@@ -136,6 +137,7 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
       sessionId: state.sessionId,
       turnId: turn.turnId,
       cwd: state.cwd,
+      acceptsImages: turn.services.provider.capabilities.images === true,
       progress: (message) =>
         turn.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.
@@ -152,9 +154,23 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
     )
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(turn, call, outcome.right)
+    const images = yield* toolImages(turn, tool, output)
     // Tool output is escaped here, in the one builder, before it reaches the log, the model or a terminal.
-    yield* turn.commit([EventDraft.toolCompleted(toolCallId, output.result, output.exitCode)])
+    yield* turn.commit([EventDraft.toolCompleted(toolCallId, images.result, output.exitCode, images.refs)])
   })
+
+/**
+ * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a
+ * store without a blob area) is left out, and the result says so: the call itself succeeded.
+ */
+const toolImages = (turn: Turn, tool: string, output: ToolOutput) =>
+  Images.store(turn.services.blobs, output.images ?? []).pipe(
+    Effect.map((refs) => ({ result: output.result, refs })),
+    Effect.catchTag("InvalidInput", (refused) =>
+      Effect.logWarning(`the ${tool} tool returned images that were refused`, refused).pipe(
+        Effect.as({ result: `${output.result}\n[the tool's images were left out: ${refused.detail}]`, refs: [] })
+      ))
+  )
 
 const afterResult = (turn: Turn, call: PreparedCall, output: ToolOutput) => {
   const hook = turn.services.hooks.afterToolResult

@@ -91,7 +91,7 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
           queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
         )
         if (started.length === 0) return undefined
-        yield* turn.commit([EventDraft.userMessage(message)])
+        yield* turn.commit([EventDraft.userMessage(message, work._tag === "New" ? work.images : undefined)])
         return { open: [], stepsDone: 0 }
       }
       case "Resume": {

@@ -23,6 +23,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
+import type { ImageRef } from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -72,8 +73,17 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
   return ProviderFailure.of("unknown", message, extra)
 }
 
+/** Images as `image` blocks with a base64 source (an image whose bytes the request lacks is left out: the engine put a note in its place). */
+const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, Uint8Array>) =>
+  refs.flatMap((image) => {
+    const bytes = images.get(image.blob)
+    return bytes === undefined
+      ? []
+      : [{ type: "image" as const, source: { type: "base64" as const, media_type: image.mediaType, data: Buffer.from(bytes).toString("base64") } }]
+  })
+
 /** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
-export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam> => {
+export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap<string, Uint8Array> = new Map()): Array<MessageParam> => {
   const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
   const push = (role: "user" | "assistant", blocks: ReadonlyArray<ContentBlockParam>) => {
     if (blocks.length === 0) return
@@ -84,7 +94,11 @@ export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam
   for (const message of messages) {
     switch (message.role) {
       case "user":
-        push("user", [{ type: "text", text: message.content }])
+        push("user", [
+          // Images first, as Anthropic advises; an empty text block is refused by the API, so none is sent.
+          ...imageBlocks(message.images ?? [], images),
+          ...(message.content === "" && message.images !== undefined ? [] : [{ type: "text" as const, text: message.content }])
+        ])
         break
       case "assistant":
         push("assistant", [
@@ -93,7 +107,15 @@ export const toMessages = (messages: ReadonlyArray<Message>): Array<MessageParam
         ])
         break
       case "tool":
-        push("user", [{ type: "tool_result", tool_use_id: message.toolCallId, content: message.content, is_error: message.isError }])
+        push("user", [{
+          type: "tool_result",
+          tool_use_id: message.toolCallId,
+          // A result with images is a list of blocks: its text, then the images.
+          content: message.images === undefined
+            ? message.content
+            : [{ type: "text" as const, text: message.content }, ...imageBlocks(message.images, images)],
+          is_error: message.isError
+        }])
         break
     }
   }
@@ -106,7 +128,7 @@ export const toRequest = (request: ModelProvider.ModelRequest, model: string, ma
   max_tokens: maxTokens,
   stream: true,
   ...(request.system === "" ? {} : { system: request.system }),
-  messages: toMessages(request.messages),
+  messages: toMessages(request.messages, request.images),
   ...(request.tools.length === 0
     ? {}
     : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
@@ -205,7 +227,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     capabilities: {
       provider: "anthropic",
       model,
-      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000)
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
+      images: true
     },
     stream: (request) =>
       toChunks(Support.fromSdk({

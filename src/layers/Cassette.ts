@@ -16,6 +16,8 @@
  * - A compaction's summary request is a response too: `session.compacted` answers with its summary,
  *   `compaction.failed` with a provider's reason that is not retried fails one at once, and
  *   `empty_summary` is a response without text.
+ * - A log whose messages or tool results carry images was made with a model that takes them: the
+ *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
  *
  * @since 0.1.0
  */
@@ -47,8 +49,14 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   const responses: Array<Response> = []
   let open: Response | undefined
   let lastOfTurn: Response | undefined
+  let images = false
   for (const event of events) {
     switch (event.type) {
+      case "user.message":
+      case "tool.completed":
+        // Only a model that takes images gets a tool's images: the replay's read_file must return them too.
+        images ||= event.payload.images !== undefined
+        break
       case "model.delta":
         open ??= pushed(responses, { chunks: [], toolCalls: [] })
         open.chunks.push(event.payload.text)
@@ -91,7 +99,6 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         break
       }
       case "session.created":
-      case "user.message":
       case "turn.steered":
       case "context.built":
       case "mcp.tools_listed":
@@ -99,7 +106,6 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "permission.resolved":
       case "tool.started":
       case "tool.progress":
-      case "tool.completed":
       case "tool.failed":
       case "followup.queued":
       case "followup.dropped":
@@ -112,7 +118,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
     }
     open = undefined
   }
-  return { responses: responses.map(encode) }
+  return images ? { responses: responses.map(encode), images } : { responses: responses.map(encode) }
 }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {

@@ -65,7 +65,9 @@ export type ScriptedResponse = typeof ScriptedResponse.Encoded
 /** A whole script: what a `--script` file for the CLI holds. */
 export const Script = Schema.Struct({
   responses: Schema.Array(ScriptedResponse),
-  maxContextTokens: Schema.optional(Schema.Int.pipe(Schema.positive()))
+  maxContextTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  /** Whether the scripted model takes images (default false: images reach it as notes, `read_file` of one gives text). */
+  images: Schema.optional(Schema.Boolean)
 })
 /** A whole script: what a `--script` file for the CLI holds. */
 export type Script = typeof Script.Encoded
@@ -75,6 +77,8 @@ export interface Options {
   readonly responses?: ReadonlyArray<ScriptedResponse> | undefined
   /** The context window it reports (default 128 000 tokens). */
   readonly maxContextTokens?: number | undefined
+  /** Whether it takes images (default false: images reach it as notes, `read_file` of one gives text). */
+  readonly images?: boolean | undefined
   /**
    * Keep every request received, for `FakeModel.requests` (default false: a long session would
    * otherwise hold every request it ever sent). The count is always kept.
@@ -153,7 +157,7 @@ export const make = (options: Options = {}) =>
       }))
 
     const provider = ModelProvider.ModelProvider.of({
-      capabilities: { provider: "fake", model: "scripted", maxContextTokens: options.maxContextTokens ?? 128_000 },
+      capabilities: { provider: "fake", model: "scripted", maxContextTokens: options.maxContextTokens ?? 128_000, ...(options.images === true ? { images: true } : {}) },
       stream: (request) =>
         Stream.unwrap(Effect.gen(function*() {
           const index = received++

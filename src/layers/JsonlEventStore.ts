@@ -29,8 +29,10 @@ import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, SessionNotFound } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
+import type { BlobStore } from "../services/BlobStore.js"
 import { batchConflict, byRecentActivity, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
+import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
 import { fromPlatform } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
@@ -221,6 +223,9 @@ export const repair = (
     return { ...report, repaired: true, backup, ...(plan.closedTurnId === undefined ? {} : { closedTurnId: plan.closedTurnId }) }
   }))
 
-/** The JSONL store as a layer; it needs a `FileSystem` and a `Path` (for example `NodeContext.layer`). */
-export const layer = (options: Options): Layer.Layer<EventStore, never, FileSystem.FileSystem | Path.Path> =>
-  Layer.scoped(EventStore, make(options))
+/**
+ * The JSONL store as a layer, with its blob area (`<dataDir>/blobs/`, see `blobs/FileBlobStore`); it
+ * needs a `FileSystem` and a `Path` (for example `NodeContext.layer`).
+ */
+export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, never, FileSystem.FileSystem | Path.Path> =>
+  Layer.merge(Layer.scoped(EventStore, make(options)), FileBlobStore.layer({ dataDir: options.dataDir }))

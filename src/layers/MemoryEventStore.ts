@@ -9,7 +9,9 @@ import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import { SessionBusy } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
+import type { BlobStore } from "../services/BlobStore.js"
 import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as MemoryBlobStore from "./blobs/MemoryBlobStore.js"
 
 /** Builds a memory store. */
 export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
@@ -72,5 +74,5 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
   return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
 })
 
-/** A fresh, empty memory store per layer build. */
-export const layer: Layer.Layer<EventStore> = Layer.effect(EventStore, make)
+/** A fresh, empty memory store per layer build, with its blob area. */
+export const layer: Layer.Layer<EventStore | BlobStore> = Layer.merge(Layer.effect(EventStore, make), MemoryBlobStore.layer)

@@ -8,6 +8,7 @@
 import OpenAI from "openai"
 import type {
   ChatCompletionChunk,
+  ChatCompletionContentPart,
   ChatCompletionCreateParamsStreaming,
   ChatCompletionMessageParam,
   ChatCompletionTool
@@ -21,6 +22,7 @@ import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
+import type { ImageRef } from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -72,14 +74,44 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
 }
 
 /** The transcript in the Chat Completions shape: the system prompt first, tool results as `tool` messages. */
-export const toMessages = (system: string, messages: ReadonlyArray<Message>): Array<ChatCompletionMessageParam> => [
-  ...(system === "" ? [] : [{ role: "system" as const, content: system }]),
-  ...messages.map((message): ChatCompletionMessageParam => {
+/** Images as `image_url` parts with data URLs (an image whose bytes the request lacks is left out: the engine put a note in its place). */
+const imageParts = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, Uint8Array>) =>
+  refs.flatMap((image) => {
+    const bytes = images.get(image.blob)
+    return bytes === undefined
+      ? []
+      : [{ type: "image_url" as const, image_url: { url: `data:${image.mediaType};base64,${Buffer.from(bytes).toString("base64")}` } }]
+  })
+
+/**
+ * The transcript in the Chat Completions shape: the system prompt first, tool results as `tool`
+ * messages. A `tool` message carries text only: the images of a run of tool results follow the run
+ * as one user message, each image introduced by the call it came from.
+ */
+export const toMessages = (
+  system: string,
+  messages: ReadonlyArray<Message>,
+  images: ReadonlyMap<string, Uint8Array> = new Map()
+): Array<ChatCompletionMessageParam> => {
+  const out: Array<ChatCompletionMessageParam> = system === "" ? [] : [{ role: "system", content: system }]
+  let toolImages: Array<ChatCompletionContentPart> = []
+  const flush = () => {
+    if (toolImages.length > 0) out.push({ role: "user", content: toolImages })
+    toolImages = []
+  }
+  for (const message of messages) {
+    if (message.role !== "tool") flush()
     switch (message.role) {
-      case "user":
-        return { role: "user", content: message.content }
+      case "user": {
+        // Images as data URLs in `image_url` parts; a message without stays a plain string.
+        const parts = imageParts(message.images ?? [], images)
+        out.push(parts.length === 0
+          ? { role: "user", content: message.content }
+          : { role: "user", content: [...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]), ...parts] })
+        break
+      }
       case "assistant":
-        return {
+        out.push({
           role: "assistant",
           content: message.content === "" ? null : message.content,
           ...(message.toolCalls.length === 0
@@ -91,20 +123,27 @@ export const toMessages = (system: string, messages: ReadonlyArray<Message>): Ar
                 function: { name: call.tool, arguments: JSON.stringify(call.args) }
               }))
             })
-        }
-      case "tool":
+        })
+        break
+      case "tool": {
         // Chat Completions has no error flag for tool results: the content says so.
-        return { role: "tool", tool_call_id: message.toolCallId, content: message.isError ? `Error: ${message.content}` : message.content }
+        out.push({ role: "tool", tool_call_id: message.toolCallId, content: message.isError ? `Error: ${message.content}` : message.content })
+        const parts = imageParts(message.images ?? [], images)
+        if (parts.length > 0) toolImages.push({ type: "text", text: `Images from the ${message.tool} call ${message.toolCallId}:` }, ...parts)
+        break
+      }
     }
-  })
-]
+  }
+  flush()
+  return out
+}
 
 /** The request body for one model request. */
 export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number | undefined): ChatCompletionCreateParamsStreaming => ({
   model,
   stream: true,
   stream_options: { include_usage: true },
-  messages: toMessages(request.system, request.messages),
+  messages: toMessages(request.system, request.messages, request.images),
   ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
   ...(request.tools.length === 0
     ? {}
@@ -191,7 +230,8 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     capabilities: {
       provider: "openai",
       model,
-      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000)
+      maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000),
+      images: true
     },
     stream: (request) =>
       toChunks(Support.fromSdk({

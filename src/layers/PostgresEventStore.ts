@@ -31,7 +31,10 @@ import * as Redacted from "effect/Redacted"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
+import { BlobStore } from "../services/BlobStore.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
+import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
+import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -100,7 +103,8 @@ export const migrations = Migrator.fromRecord({
         PRIMARY KEY (session_id, tool_call_id)
       )`
     yield* EventTables.backfillAwaiting(sql)
-  })
+  }),
+  "3_blobs": SqlBlobStore.migratePostgres
 })
 
 /**
@@ -121,15 +125,6 @@ export const migrate = Effect.gen(function*() {
   return yield* Migrator.make({})({ loader: migrations, table: migrationsTable })
 })
 
-/** The SQLSTATE (e.g. `23505`) or system error code (e.g. `ECONNREFUSED`) of an error or of its cause. */
-const codeOf = (error: unknown): string | undefined => {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 4; depth++) {
-    const code = (current as { code?: unknown }).code
-    if (typeof code === "string") return code
-    current = (current as { cause?: unknown }).cause
-  }
-  return undefined
-}
 
 /** The reason of a SQLSTATE or system error code. */
 const reasonOfCode = (code: string): EventStoreFailureReason => {
@@ -269,22 +264,24 @@ export const make = (
  */
 export const layerFromClient = (
   options: { readonly writerLease?: Lease.Settings; readonly where?: string } = {}
-): Layer.Layer<EventStore, EventStoreFailure, SqlClient.SqlClient> => {
+): Layer.Layer<EventStore | BlobStore, EventStoreFailure, SqlClient.SqlClient> => {
   const where = options.where ?? "postgresql"
   const migrated = Layer.effectDiscard(
     // A failing migration is a defect of the migrator: made typed here too.
     migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
   )
-  return Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })).pipe(
-    Layer.provide(migrated)
-  )
+  return Layer.merge(
+    Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })),
+    // The blob area is a table of the same schema (see `blobs/SqlBlobStore`).
+    Layer.effect(BlobStore, SqlBlobStore.make({ where }))
+  ).pipe(Layer.provide(migrated))
 }
 
 /**
  * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
  * reached or refuses the user), migrates the schema, and closes its connections with the layer.
  */
-export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailure> => {
+export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, EventStoreFailure> => {
   const where = describeUrl(options.url)
   const client = PgClient.layer({
     url: options.url,

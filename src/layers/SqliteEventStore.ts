@@ -35,8 +35,10 @@ import * as Layer from "effect/Layer"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
+import { BlobStore } from "../services/BlobStore.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as Directories from "./Directories.js"
+import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -126,7 +128,8 @@ export const migrations = Migrator.fromRecord({
         PRIMARY KEY (session_id, tool_call_id)
       ) WITHOUT ROWID`
     yield* EventTables.backfillAwaiting(sql)
-  })
+  }),
+  "4_blobs": SqlBlobStore.migrateSqlite
 })
 
 /** The SQLite (or file system) error code of an error or of its cause, e.g. `SQLITE_FULL`, `EACCES`. */
@@ -256,8 +259,10 @@ const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, Even
  * needs a `FileSystem` and a `Path` (for example `NodeContext.layer`) to create the file's folder.
  * With `readOnly`, see `Options.readOnly`.
  */
-export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailure, FileSystem.FileSystem | Path.Path> => {
-  if (options.readOnly === true) return Layer.effect(EventStore, make(options)).pipe(Layer.provide(readOnlyClient(options.filename)))
+export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, EventStoreFailure, FileSystem.FileSystem | Path.Path> => {
+  // The blob area is a table of the same database (see `blobs/SqlBlobStore`).
+  const stores = Layer.merge(Layer.effect(EventStore, make(options)), Layer.effect(BlobStore, SqlBlobStore.make({ where: options.filename })))
+  if (options.readOnly === true) return stores.pipe(Layer.provide(readOnlyClient(options.filename)))
   const prepareFolder = Layer.effectDiscard(Effect.gen(function*() {
     const path = yield* Path.Path
     const folder = path.dirname(path.resolve(options.filename))
@@ -290,5 +295,5 @@ export const layer = (options: Options): Layer.Layer<EventStore, EventStoreFailu
     Layer.catchAllCause((cause) => Layer.fail(openFailure(options.filename, Cause.squash(cause)))),
     Layer.provide(prepareFolder)
   )
-  return Layer.effect(EventStore, make(options)).pipe(Layer.provide(migrated), Layer.provide(client))
+  return stores.pipe(Layer.provide(migrated), Layer.provide(client))
 }

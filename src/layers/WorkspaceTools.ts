@@ -23,6 +23,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type { Risk } from "../domain/AgentEvent.js"
+import * as Image from "../domain/Image.js"
 import type { JsonObject } from "../domain/Json.js"
 import {
   type PathAccess,
@@ -224,20 +225,32 @@ export const make = (options: Options = {}) =>
         })
       )
 
-    const readText = (file: string, requested: string) =>
-      Effect.gen(function*() {
-        const bytes = yield* SafeFile.readFile(file, maxFile).pipe(Effect.catchAll(fileFailure(requested)))
-        if (isBinary(bytes)) return yield* fail("binary_file", `${requested} is a binary file`)
-        return new TextDecoder().decode(bytes)
-      })
+    /**
+     * A PNG, JPEG, GIF or WebP (by its magic bytes, whatever its name): an image part for a model
+     * that takes images, else a line of text saying what the file is.
+     */
+    const imageOf = (bytes: Uint8Array, requested: string, context: ToolContext): ToolOutput | undefined => {
+      const mediaType = Image.sniff(bytes)
+      if (mediaType === undefined) return undefined
+      const what = `${requested}: ${mediaType} image, ${bytes.byteLength} bytes`
+      return context.acceptsImages === true
+        ? { result: `[${what}]`, images: [{ data: bytes, mediaType }] }
+        : { result: `[${what}; this model does not take images, so its content cannot be shown]` }
+    }
 
     const readFile: Tool<typeof ReadFile.Type, typeof ReadFile.Encoded> = {
+      // The description stays as it was (it is in every request, and in the goldens' token counts): an image read says what it is in its result.
       description: "Read a text file. Long files: read parts with offset and limit (lines).",
       schema: ReadFile,
       inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "read"), (p) => ({ risk: "read", paths: [p] })),
       run: (input, call, context) =>
         Effect.gen(function*() {
-          const text = yield* readText(yield* target(call, context), input.path)
+          const file = yield* target(call, context)
+          const bytes = yield* SafeFile.readFile(file, maxFile).pipe(Effect.catchAll(fileFailure(input.path)))
+          const image = imageOf(bytes, input.path, context)
+          if (image !== undefined) return image
+          if (isBinary(bytes)) return yield* fail("binary_file", `${input.path} is a binary file`)
+          const text = new TextDecoder().decode(bytes)
           if (input.offset === undefined && input.limit === undefined) return { result: bound(text, maxResult) }
           const lines = text.split("\n")
           const start = (input.offset ?? 1) - 1

@@ -108,8 +108,14 @@ export const CreateSession = Schema.Struct({
   cwd: Schema.optional(Schema.String),
   mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 })
-/** `POST /sessions/:id/turns`. */
-export const StartTurn = Schema.Struct({ message: Schema.String })
+/**
+ * `POST /sessions/:id/turns`. `images`: PNG, JPEG, GIF or WebP, base64 in `data` (at most 5 MiB
+ * each decoded, 20 per message; `mediaType`, when given, must be what the bytes are).
+ */
+export const StartTurn = Schema.Struct({
+  message: Schema.String,
+  images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String })))
+})
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = Schema.Struct({ message: Schema.String })
 /**

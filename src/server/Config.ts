@@ -22,6 +22,8 @@ export interface Config {
   readonly allowedHosts: ReadonlyArray<string>
   /** Request bodies larger than this are refused 413. */
   readonly maxBodyBytes: number
+  /** The limit of a `POST /sessions/:id/turns` body instead, which may carry images. */
+  readonly maxTurnBodyBytes: number
   readonly defaultCwd: string
   /** How often `/live` sends a keep-alive comment while no event comes. */
   readonly keepAlive: Duration.Duration
@@ -50,6 +52,8 @@ export interface Options {
   readonly allowedHosts?: ReadonlyArray<string>
   /** Default 1 MiB. */
   readonly maxBodyBytes?: number
+  /** The limit of a turn's body, which may carry images in base64 (default 32 MiB: a few full-size images). */
+  readonly maxTurnBodyBytes?: number
   /** Default `process.cwd()`. */
   readonly defaultCwd?: string
   /** Default 15 seconds. */
@@ -65,6 +69,7 @@ export const make = (options: Options): Config => ({
   loginThrottle: Security.loginThrottle(),
   allowedHosts: (options.allowedHosts ?? []).map((host) => host.toLowerCase()),
   maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
+  maxTurnBodyBytes: options.maxTurnBodyBytes ?? Math.max(32 * 1024 * 1024, options.maxBodyBytes ?? 0),
   defaultCwd: options.defaultCwd ?? process.cwd(),
   keepAlive: Duration.decode(options.keepAlive ?? "15 seconds"),
   sessionServers: options.sessionServers

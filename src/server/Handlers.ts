@@ -44,6 +44,7 @@ import * as Access from "./Access.js"
 import { ServerConfig } from "./Config.js"
 import * as Live from "./Live.js"
 import { Turns } from "./Turns.js"
+import * as TurnImages from "./TurnImages.js"
 
 type EngineError =
   | EventStoreFailure
@@ -203,9 +204,9 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           Effect.catchAll(toWire)
         ))
       .handle("startTurn", ({ path, payload }) =>
-        turns.start(path.id, payload.message).pipe(
-          Effect.map((turnId) => ({ turnId })),
-          Effect.catchAll(toWire)
+        TurnImages.decode(payload.images).pipe(
+          Effect.flatMap((images) => turns.start(path.id, payload.message, images).pipe(Effect.catchAll(toWire))),
+          Effect.map((turnId) => ({ turnId }))
         ))
       .handle("cancel", ({ path }) =>
         exists(path.id).pipe(

@@ -29,6 +29,7 @@ import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
+import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
 import * as Turns from "./Turns.js"
 import * as Viewer from "./Viewer.js"
@@ -91,13 +92,15 @@ const guards = HttpApiBuilder.middleware(
         return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
       }
       const length = headers["content-length"]
-      const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${config.maxBodyBytes} bytes`)
-      if (length !== undefined && !(Number(length) <= config.maxBodyBytes)) return tooLarge
+      // A turn's body may carry images: it has a limit of its own.
+      const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url) ? config.maxTurnBodyBytes : config.maxBodyBytes
+      const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
+      if (length !== undefined && !(Number(length) <= limit)) return tooLarge
       // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
       if (length === undefined && headers["transfer-encoding"] !== undefined) {
         return errorResponse(411, "LengthRequired", "Send the request body with a Content-Length")
       }
-      const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(config.maxBodyBytes))
+      const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
       // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
       if (Access.isJsonBody(headers) && Number(length ?? "0") > 0) {
         const text = yield* request.text.pipe(bounded, Effect.option)
@@ -127,6 +130,7 @@ export const layer = (config: Config.Config, turns: Layer.Layer<Turns.Turns, nev
   Layer.mergeAll(
     HttpApiBuilder.api(Api).pipe(Layer.provide(Handlers.layer)),
     Viewer.layer,
+    Blobs.layer,
     guards
   ).pipe(
     Layer.provide(turns),

@@ -28,6 +28,11 @@ export interface ModelRequest {
   readonly system: string
   readonly messages: ReadonlyArray<Message>
   readonly tools: ReadonlyArray<ToolSpec>
+  /**
+   * The bytes of the images the messages reference, by blob hash (see `Message.images`): read from
+   * the store's blob area by the engine for each request. Absent when no message carries one.
+   */
+  readonly images?: ReadonlyMap<string, Uint8Array>
 }
 
 /** Why a model response ended. */
@@ -46,6 +51,11 @@ export interface Capabilities {
   readonly model: string
   /** The context window: prompt, transcript and tools together must fit. */
   readonly maxContextTokens: number
+  /**
+   * Whether the model takes images (user messages' and tools'); default false. A model that does
+   * not gets a note in each image's place, and `read_file` of an image gives it text.
+   */
+  readonly images?: boolean
 }
 
 /** The model provider port. */

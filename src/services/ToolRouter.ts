@@ -10,6 +10,7 @@ import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Risk } from "../domain/AgentEvent.js"
 import type { Json } from "../domain/Json.js"
+import type * as Image from "../domain/Image.js"
 import type { ToolSpec } from "./ModelProvider.js"
 
 /** A tool as the router offers it. */
@@ -78,12 +79,16 @@ export interface ToolContext {
   readonly cwd: string
   /** Reports progress; dropped once the call has ended. */
   readonly progress: (message: string) => Effect.Effect<void>
+  /** Whether the model takes images: a tool may then return some (`ToolOutput.images`), e.g. `read_file` of a PNG. */
+  readonly acceptsImages?: boolean | undefined
 }
 
-/** A tool's result: the text the model sees, bounded in size. */
+/** A tool's result: the text the model sees, bounded in size, and images, when the model takes them. */
 export interface ToolOutput {
   readonly result: string
   readonly exitCode?: number
+  /** Images for the model (checked and stored in the blob area by the engine; see `Image`). */
+  readonly images?: ReadonlyArray<Image.ImageInput>
 }
 
 /**

@@ -61,7 +61,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     expect(init.protocolVersion).toBe(1)
     expect(init.agentCapabilities).toMatchObject({
       loadSession: true,
-      promptCapabilities: { image: false, audio: false, embeddedContext: true },
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
       sessionCapabilities: { list: {} }
     })
     const session = await newSession(agent, cwd)

@@ -2,6 +2,8 @@
  * Cassettes: a session recorded through a real SDK (against the local wire server) becomes a script;
  * the scripted model replays it with the same ids and clock, and the log comes out the same.
  */
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -78,6 +80,7 @@ describe("Cassette", () => {
       // Ids too; time is one clock run on from the recording, so only the spacing of timestamps is compared.
       const withoutTime = (events: ReadonlyArray<AgentEvent>) => events.map(({ timestamp: _, ...rest }) => rest)
       const spacing = (events: ReadonlyArray<AgentEvent>) => events.map((e) => Date.parse(e.timestamp) - Date.parse(events[0]!.timestamp))
+      expect(replayed.map((e) => e.type)).toEqual(recorded.map((e) => e.type))
       expect(withoutTime(replayed)).toEqual(withoutTime(recorded))
       expect(spacing(replayed)).toEqual(spacing(recorded))
     }))
@@ -113,4 +116,47 @@ describe("Cassette", () => {
       { failure: { reason: "authentication" } }
     ])
   })
+})
+
+describe("Cassette with images", () => {
+  const png = new Uint8Array(readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png")))
+  const imageSession = Effect.gen(function*() {
+    const agent = yield* SessionEngine
+    const { sessionId } = yield* agent.createSession({ cwd: "/work", client: "test" })
+    yield* collect(agent.runTurn({ sessionId, userMessage: "what is this?", images: [{ data: png }] }))
+    yield* collect(agent.runTurn({ sessionId, userMessage: "and now?" }))
+    return yield* collect(agent.replaySession({ sessionId }))
+  })
+
+  it.effect("a session with an image, recorded through the Anthropic SDK, replays to the same log; the script says the model takes images", () =>
+    Effect.gen(function*() {
+      server.respond(...["text", "text"].map((n) => WireServer.recording("anthropic", n)))
+      const recorded = yield* imageSession.pipe(
+        Effect.provide(engine(AnthropicModelProvider.layer({ apiKey: Redacted.make("sk-ant-test"), baseURL: server.url })))
+      )
+      expect(recorded.find((e) => e.type === "user.message")!.payload).toHaveProperty("images")
+      const script = JSON.parse(JSON.stringify(Cassette.fromEvents(recorded))) as FakeModelProvider.Script
+      expect(script.images).toBe(true)
+      let seen: ReadonlyArray<unknown> = []
+      const replayed = yield* Effect.gen(function*() {
+        const log = yield* imageSession
+        seen = yield* Effect.flatMap(FakeModelProvider.FakeModel, (model) => model.requests)
+        return log
+      }).pipe(Effect.provide(SessionEngineModule.layer().pipe(
+        Layer.provide(MemoryEventStore.layer),
+        Layer.provide(IdGenerator.layerSequential),
+        Layer.provideMerge(FakeModelProvider.layer({ ...script, record: true })),
+        Layer.provide(Layer.mergeAll(tools, PermissionPolicy.layer({ mode: "bypass" })))
+      )))
+      const withoutTime = (events: ReadonlyArray<AgentEvent>) => events.map(({ timestamp: _, ...rest }) => rest)
+      expect(replayed.map((e) => e.type)).toEqual(recorded.map((e) => e.type))
+      expect(withoutTime(replayed)).toEqual(withoutTime(recorded))
+      expect(seen).toHaveLength(2)
+      // The replayed requests carry the image's bytes, read back from the blob area, in both turns.
+      for (const request of seen as ReadonlyArray<{ images?: ReadonlyMap<string, Uint8Array> }>) {
+        expect(Array.from(request.images!.values()).map((b) => b.byteLength)).toEqual([png.byteLength])
+      }
+      // A log without images makes a script without the flag, as before.
+      expect(Cassette.fromEvents(recorded.filter((e) => e.type !== "user.message"))).not.toHaveProperty("images")
+    }))
 })

@@ -46,6 +46,10 @@ export interface Options {
   readonly responses?: ReadonlyArray<FakeModelProvider.ScriptedResponse>
   readonly token?: string
   readonly maxBodyBytes?: number
+  /** The limit of a turn's body (default: `maxBodyBytes` when given, else the server's default). */
+  readonly maxTurnBodyBytes?: number
+  /** Whether the scripted model takes images (default false). */
+  readonly images?: boolean
   readonly keepAlive?: string
   readonly port?: number
   /** Host names (besides loopback ones) the server answers to. */
@@ -84,6 +88,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       token,
       defaultCwd: options.cwd,
       ...(options.maxBodyBytes === undefined ? {} : { maxBodyBytes: options.maxBodyBytes }),
+      ...((options.maxTurnBodyBytes ?? options.maxBodyBytes) === undefined ? {} : { maxTurnBodyBytes: options.maxTurnBodyBytes ?? options.maxBodyBytes }),
       ...(options.keepAlive === undefined ? {} : { keepAlive: options.keepAlive as never }),
       ...(options.allowedHosts === undefined ? {} : { allowedHosts: options.allowedHosts })
     })
@@ -101,7 +106,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
     ).pipe(Layer.provide(jsonl))
     const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
       Layer.provide(store),
-      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [] })),
+      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [], ...(options.images === undefined ? {} : { images: options.images }) })),
       Layer.provide(IdGenerator.layer),
       Layer.provide(WorkspaceTools.layer()),
       Layer.provide(PermissionPolicy.layer()),

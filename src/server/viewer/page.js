@@ -26,6 +26,16 @@ const el = (tag, props = {}, ...children) => {
   for (const child of children) if (child !== undefined && child !== null) node.append(child)
   return node
 }
+// An image the log names, from the authenticated route that serves only this session's images (never by URL from the log).
+const images = (refs) =>
+  refs === undefined || refs.length === 0 ? undefined : el("div", { class: "images" }, ...refs.map((image) =>
+    el("img", {
+      src: `/sessions/${encodeURIComponent(state.sessionId)}/blobs/${encodeURIComponent(image.blob)}`,
+      alt: `${image.mediaType}, ${image.bytes} bytes`,
+      title: `${image.mediaType}, ${image.bytes} bytes`,
+      loading: "lazy",
+      "data-blob": image.blob
+    })))
 const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
 
 // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
@@ -145,6 +155,7 @@ const renderCall = (call, live) => {
   const terminal = call.tool === "shell" && typeof call.args?.command === "string"
   if (!terminal && call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: call.progress }))
   if (!terminal && call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
+  if (call.status === "completed" && call.images !== undefined) node.append(images(call.images))
   if (call.status === "failed") node.append(el("div", { class: "result", textContent: `${call.errorCode}: ${call.message}` }))
   if (live && call.status === "awaiting_approval") {
     node.append(el("div", { class: "approval" },
@@ -191,7 +202,7 @@ const render = () => {
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
   const renderTurn = (turn) =>
     el("section", { class: "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }) },
-      el("div", { class: "user", textContent: turn.user }),
+      el("div", { class: "user", textContent: turn.user }, images(turn.userImages)),
       el("div", { class: "body" }, ...turn.items.map((item) =>
         item.kind === "text" ? markdownNode(item.text, "text markdown")
         : item.kind === "call" ? renderCall(item, live)

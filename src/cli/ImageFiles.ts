@@ -1,0 +1,66 @@
+/**
+ * `--image <file>` (run) and `/image <path>` (chat): image files the user named, read and checked
+ * before anything of the message is stored. A file outside the working directory is fine — the
+ * user named it on their own command line, no model chose it. Missing, unreadable, not a file,
+ * over the size cap (told by its size, before it is read) or not a PNG/JPEG/GIF/WebP by its bytes:
+ * a `CliError` naming the file and the reason.
+ *
+ * @since 0.6.0
+ */
+import { open } from "node:fs/promises"
+import { resolve } from "node:path"
+import * as Effect from "effect/Effect"
+import { Image } from "../index.js"
+import { CliError } from "./CliError.js"
+
+const plain = (code: string | undefined) => {
+  switch (code) {
+    case "ENOENT":
+      return "no such file"
+    case "EACCES":
+    case "EPERM":
+      return "permission denied"
+    case "EISDIR":
+      return "a directory, not an image file"
+    default:
+      return `cannot be read (${code ?? "error"})`
+  }
+}
+
+const refused = (file: string, detail: string) => new CliError({ reason: "invalid_file", message: `--image ${file}: ${detail}` })
+
+/** Reads one image file (relative to `cwd`), checked: its bytes and media type, or a `CliError`. */
+export const read = (file: string, cwd: string = process.cwd()): Effect.Effect<Image.ImageInput, CliError> =>
+  Effect.gen(function*() {
+    const bytes = yield* Effect.tryPromise({
+      try: async () => {
+        // One open: the size checked and the bytes read are of the same file.
+        const handle = await open(resolve(cwd, file), "r")
+        try {
+          const stat = await handle.stat()
+          if (stat.isDirectory()) throw Object.assign(new Error("directory"), { code: "EISDIR" })
+          if (!stat.isFile()) throw Object.assign(new Error("not a file"), { code: "ENOTFILE" })
+          if (stat.size > Image.maxImageBytes) return stat.size
+          return new Uint8Array(await handle.readFile())
+        } finally {
+          await handle.close()
+        }
+      },
+      catch: (error) => {
+        const code = (error as NodeJS.ErrnoException).code
+        return refused(file, code === "ENOTFILE" ? "not a regular file" : plain(code))
+      }
+    })
+    if (typeof bytes === "number") {
+      return yield* refused(file, `${Image.tooLargeDetail(bytes)} [too_large]`)
+    }
+    const checked = Image.check({ data: bytes }, undefined, file)
+    if (checked instanceof Image.ImageRefused) return yield* refused(file, `${checked.detail} [${checked.reason}]`)
+    return { data: bytes, mediaType: checked }
+  })
+
+/** Reads every `--image` file, in order; refuses more than a message may carry before reading any. */
+export const readAll = (files: ReadonlyArray<string>, cwd?: string): Effect.Effect<ReadonlyArray<Image.ImageInput>, CliError> =>
+  files.length > Image.maxImagesPerMessage
+    ? Effect.fail(new CliError({ reason: "invalid_arguments", message: `--image: ${files.length} images; a message may carry ${Image.maxImagesPerMessage}` }))
+    : Effect.forEach(files, (file) => read(file, cwd))

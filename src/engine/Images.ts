@@ -1,0 +1,147 @@
+/**
+ * Images in the engine: a user message's images checked (format by magic bytes, size, count) and
+ * put in the store's blob area before anything of the message is stored, and, for each model
+ * request, the bytes of the images its messages reference read back from the blob area — or, for a
+ * model that takes no images or a blob that cannot be read, a note in their place.
+ *
+ * @since 0.6.0
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import { type BlobFailure, BlobNotFound } from "../domain/Blob.js"
+import { EventStoreFailure, InvalidInput } from "../domain/Errors.js"
+import * as Image from "../domain/Image.js"
+import type { Message } from "../domain/Transcript.js"
+import type { BlobStore } from "../services/BlobStore.js"
+import type { Capabilities, ModelRequest } from "../services/ModelProvider.js"
+
+/** An image refused, as the engine's callers see it: `InvalidInput` on `images`, its message naming the image and the reason. */
+export const refused = (refusal: Image.ImageRefused): InvalidInput => new InvalidInput({ field: "images", detail: refusal.message })
+
+/** A blob area failure as the store failure it is (the blob area is part of the store). */
+const storeFailure = (failure: BlobFailure): EventStoreFailure =>
+  new EventStoreFailure({
+    reason: failure.reason === "invalid_hash" ? "unknown" : failure.reason,
+    operation: failure.operation === "put" ? "append" : "read",
+    detail: failure.message,
+    cause: failure
+  })
+
+/**
+ * Checks a message's images and puts them in the blob area, in order: their references, as
+ * `user.message.images` stores them. Refused as a whole (`InvalidInput`, nothing put) when one is
+ * not a PNG/JPEG/GIF/WebP, is empty or too large, or there are too many. Without a blob area
+ * (an engine built on a store that has none), images are refused.
+ */
+export const store = (
+  blobs: BlobStore.Service | undefined,
+  images: ReadonlyArray<Image.ImageInput>
+): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
+  Effect.gen(function*() {
+    if (images.length === 0) return []
+    const types = Image.checkAll(images)
+    if (types instanceof Image.ImageRefused) return yield* Effect.fail(refused(types))
+    if (blobs === undefined) {
+      return yield* new InvalidInput({ field: "images", detail: "this engine's store has no blob area (provide a BlobStore) to keep images in" })
+    }
+    return yield* Effect.forEach(images, (image, i) =>
+      blobs.put(image.data).pipe(
+        Effect.map((blob): Image.ImageRef => ({ blob, mediaType: types[i]!, bytes: image.data.byteLength })),
+        Effect.mapError(storeFailure)
+      ))
+  }).pipe(Effect.withSpan("Images.store", { attributes: { count: images.length } }))
+
+/** An image of a session: its bytes and media type (see `SessionEngine.sessionImage`). */
+export interface SessionImage {
+  readonly bytes: Uint8Array
+  readonly mediaType: Image.MediaType
+}
+
+/** The images an event names. */
+const imagesOf = (event: AgentEvent): ReadonlyArray<Image.ImageRef> =>
+  (event.type === "user.message" || event.type === "tool.completed") ? event.payload.images ?? [] : []
+
+/**
+ * An image a session's log names, read from the blob area: `BlobNotFound` for a blob the log does
+ * not name (whether or not it is stored: a session never reads another's images) or that is not
+ * stored; bytes that no longer are the image the log names (corrupt, or not that type) are a store
+ * failure, never returned.
+ */
+export const ofSession = <E>(
+  blobs: BlobStore.Service | undefined,
+  log: Stream.Stream<AgentEvent, E>,
+  blob: string
+): Effect.Effect<SessionImage, E | BlobNotFound | EventStoreFailure> =>
+  Effect.gen(function*() {
+    const named = yield* log.pipe(
+      Stream.map((event) => imagesOf(event).find((image) => image.blob === blob)),
+      Stream.filter((image) => image !== undefined),
+      Stream.runHead
+    )
+    if (named._tag === "None" || blobs === undefined) return yield* new BlobNotFound({ hash: blob.slice(0, 80) })
+    const bytes = yield* blobs.get(blob).pipe(
+      Effect.catchTag("BlobFailure", (failure) => Effect.fail(storeFailure(failure)))
+    )
+    if (Image.sniff(bytes) !== named.value.mediaType) {
+      return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${named.value.mediaType} image the log names` })
+    }
+    return { bytes, mediaType: named.value.mediaType } satisfies SessionImage
+  })
+
+/** What the model sees in place of an image it cannot be given. */
+const note = (image: Image.ImageRef, why: string) => `[image ${image.mediaType}, ${image.bytes} bytes (${image.blob.slice(0, 12)}): ${why}]`
+
+/** Appends notes to a message's text. */
+const withNotes = (content: string, notes: ReadonlyArray<string>) => notes.length === 0 ? content : [content, ...notes].filter((s) => s !== "").join("\n")
+
+const unavailable = (error: BlobNotFound | BlobFailure) =>
+  error._tag === "BlobNotFound" ? "not in the store's blob area" : `unreadable (${error.reason})`
+
+/**
+ * The request with the bytes of the images its user messages and tool results reference (`images`), read from the
+ * blob area once per request. An image the model cannot take (its provider says it takes none, or
+ * there is no blob area), or whose blob cannot be read (missing, corrupt: never sent), is replaced
+ * by a note in the message's text, so the request is still well-formed and the model knows.
+ */
+export const attach = (
+  blobs: BlobStore.Service | undefined,
+  capabilities: Capabilities,
+  request: ModelRequest
+): Effect.Effect<ModelRequest> =>
+  Effect.gen(function*() {
+    if (!request.messages.some((m) => m.role !== "assistant" && m.images !== undefined)) return request
+    const bytes = new Map<string, Uint8Array>()
+    const messages: Array<Message> = []
+    for (const message of request.messages) {
+      if (message.role === "assistant" || message.images === undefined) {
+        messages.push(message)
+        continue
+      }
+      const kept: Array<Image.ImageRef> = []
+      const notes: Array<string> = []
+      for (const image of message.images) {
+        if (capabilities.images !== true || blobs === undefined) {
+          notes.push(note(image, "this model does not take images"))
+          continue
+        }
+        if (!bytes.has(image.blob)) {
+          const read = yield* Effect.either(blobs.get(image.blob))
+          if (read._tag === "Left") {
+            yield* Effect.logWarning("an image of the conversation cannot be read; the model gets a note instead").pipe(
+              Effect.annotateLogs({ blob: image.blob, error: read.left.message })
+            )
+            notes.push(note(image, unavailable(read.left)))
+            continue
+          }
+          bytes.set(image.blob, read.right)
+        }
+        kept.push(image)
+      }
+      const { images: _, ...rest } = message
+      const changed = { ...rest, content: withNotes(message.content, notes) }
+      messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
+    }
+    return bytes.size === 0 ? { ...request, messages } : { ...request, messages, images: bytes }
+  })

@@ -1,0 +1,101 @@
+/**
+ * The blob area of the JSONL store: one file per blob at `<dataDir>/blobs/<aa>/<hash>` (`aa`: the
+ * hash's first two digits, so no folder grows past a few thousand files). A blob is written to a
+ * temporary file in its folder, flushed, then renamed onto its name: a crash leaves either no blob
+ * or the whole one, never a torn one (a stray temporary file at worst, never read).
+ *
+ * @since 0.6.0
+ */
+import { randomBytes } from "node:crypto"
+import { constants } from "node:fs"
+import { access, open, readFile, rename, rm } from "node:fs/promises"
+import { join } from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Blob from "../../domain/Blob.js"
+import { BlobStore } from "../../services/BlobStore.js"
+import * as Directories from "../Directories.js"
+import * as Sha256 from "./Sha256.js"
+
+/** Options of the file blob store. */
+export interface Options {
+  /** The data directory; blobs live in its `blobs/` folder. */
+  readonly dataDir: string
+}
+
+const codeOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code
+
+const reasonOf = (code: string | undefined): Blob.BlobFailureReason => {
+  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
+  return "unavailable"
+}
+
+/** A file system error as a failure: its code in plain words, never the path (it may reach the wire). */
+const failure = (operation: Blob.BlobFailure["operation"], hash: string | undefined) => (error: unknown) =>
+  new Blob.BlobFailure({
+    reason: reasonOf(codeOf(error)),
+    operation,
+    detail: Directories.plainWords(codeOf(error)) ?? `the blob area could not be ${operation === "put" ? "written" : "read"} (${codeOf(error) ?? "error"})`,
+    ...(hash === undefined ? {} : { hash }),
+    cause: error
+  })
+
+/** Builds the store on a data dir (its `blobs/` folder is made on the first put). */
+export const make = (options: Options): BlobStore.Service => {
+  const root = join(options.dataDir, "blobs")
+  const fileOf = (hash: string) => join(root, hash.slice(0, 2), hash)
+
+  const exists = (file: string) =>
+    Effect.tryPromise({ try: () => access(file, constants.F_OK), catch: (error) => error }).pipe(
+      Effect.as(true),
+      Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
+    )
+
+  const put: BlobStore.Service["put"] = (bytes) =>
+    Effect.gen(function*() {
+      const hash = Sha256.of(bytes)
+      const file = fileOf(hash)
+      if (yield* exists(file).pipe(Effect.mapError(failure("put", hash)))) return hash
+      const folder = join(root, hash.slice(0, 2))
+      const temporary = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.tmp`)
+      yield* Effect.try({ try: () => Directories.makeSync(folder, 0o700), catch: failure("put", hash) })
+      yield* Effect.tryPromise({ try: async () => {
+        const handle = await open(temporary, "wx", 0o600)
+        try {
+          await handle.writeFile(bytes)
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        // Atomic on one file system: a reader sees no file or the whole one. Two puts of the same
+        // bytes at once both rename whole, equal files: either wins.
+        await rename(temporary, file)
+      }, catch: failure("put", hash) }).pipe(
+        Effect.tapError(() => Effect.promise(() => rm(temporary, { force: true }).catch(() => undefined)))
+      )
+      return hash
+    }).pipe(Effect.withSpan("FileBlobStore.put"))
+
+  const get: BlobStore.Service["get"] = (hash) =>
+    Effect.gen(function*() {
+      if (!Blob.isHash(hash)) return yield* Effect.fail(Blob.invalidHash("get", hash))
+      const bytes = yield* Effect.tryPromise({
+        try: () => readFile(fileOf(hash)),
+        catch: (error): Blob.BlobNotFound | Blob.BlobFailure => codeOf(error) === "ENOENT" ? new Blob.BlobNotFound({ hash }) : failure("get", hash)(error)
+      })
+      const actual = Sha256.of(bytes)
+      if (actual !== hash) return yield* Effect.fail(Blob.corrupt(hash, actual))
+      return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+    }).pipe(Effect.withSpan("FileBlobStore.get"))
+
+  const has: BlobStore.Service["has"] = (hash) =>
+    Blob.isHash(hash)
+      ? exists(fileOf(hash)).pipe(Effect.mapError(failure("has", hash)))
+      : Effect.fail(Blob.invalidHash("has", hash))
+
+  return BlobStore.of({ put, get, has })
+}
+
+/** The file blob store as a layer. */
+export const layer = (options: Options): Layer.Layer<BlobStore> => Layer.succeed(BlobStore, make(options))

@@ -1,0 +1,65 @@
+/**
+ * ACP `image` content blocks in `session/prompt`, through the SDK's own client against
+ * `effect-agent acp` as a subprocess: the prompt capability is advertised, an image goes with the
+ * message (named by `user.message`, its bytes in the data dir's blob area and in the model's request),
+ * and a refused image is an invalid-params error that stores nothing.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { type Agent, chunks, logOf, startAgent } from "./client.js"
+
+const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
+const png = readFileSync(join(fixtures, "photo.png"))
+const svg = readFileSync(join(fixtures, "evil.svg"))
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-images-"))
+const running: Array<Agent> = []
+afterAll(() => {
+  for (const agent of running) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe("effect-agent acp: image content blocks", () => {
+  it("advertises images; an image block goes with the message to the model; a refused one stores nothing", async () => {
+    const cwd = join(dir, "work")
+    mkdirSync(cwd, { recursive: true })
+    const requests = join(dir, "requests.jsonl")
+    const script = join(dir, "script.json")
+    writeFileSync(script, JSON.stringify({ images: true, recordRequestsTo: requests, responses: [{ chunks: ["A gradient."] }] }))
+    const storage = ["--data-dir", join(dir, "data")]
+    const agent = startAgent(["--script", script, ...storage], { cwd })
+    running.push(agent)
+    const init = await agent.initialize()
+    expect(init.agentCapabilities?.promptCapabilities).toMatchObject({ image: true })
+    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+
+    const refused = await agent.agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "what is this?" }, { type: "image", mimeType: "image/png", data: svg.toString("base64") }]
+    }).then(() => undefined, (error: unknown) => error as acp.RequestError)
+    expect(refused?.code).toBe(-32602)
+    expect(refused?.message).toMatch(/unsupported_type/)
+
+    const answer = await agent.agent.request(acp.methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "what is this?" }, { type: "image", mimeType: "image/png", data: png.toString("base64") }]
+    })
+    expect(answer.stopReason).toBe("end_turn")
+    expect(chunks(agent.updates)).toEqual(["A gradient."])
+    agent.child.stdin.end()
+    await agent.exited
+
+    const log = await logOf(sessionId, storage)
+    // The refused prompt left nothing: one turn, whose message names the image.
+    expect(log.filter((e) => e.type === "turn.started")).toHaveLength(1)
+    const message = log.find((e) => e.type === "user.message")!.payload as { content: string; images: ReadonlyArray<{ blob: string; mediaType: string; bytes: number }> }
+    expect(message.content).toBe("what is this?")
+    expect(message.images).toEqual([{ blob: expect.stringMatching(/^[0-9a-f]{64}$/), mediaType: "image/png", bytes: png.byteLength }])
+    expect(readFileSync(join(dir, "data", "blobs", message.images[0]!.blob.slice(0, 2), message.images[0]!.blob))).toEqual(png)
+    const [request] = readFileSync(requests, "utf8").trim().split("\n").map((line) => JSON.parse(line))
+    expect(request.messages[0]).toEqual({ role: "user", content: "what is this?", images: message.images })
+    expect(request.images).toEqual({ [message.images[0]!.blob]: png.toString("base64") })
+  })
+})

@@ -1,0 +1,156 @@
+/**
+ * Images of a user message in the engine: checked by their bytes (PNG/JPEG/GIF/WebP), capped in size
+ * and count, refused whole with nothing stored, put once in the store's blob area and referenced by
+ * `user.message`; the transcript and replay carry the references; a model that takes no images gets
+ * a note in their place, and a blob that cannot be read is never sent.
+ */
+import { readFileSync } from "node:fs"
+import { resolve } from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Image from "../../src/domain/Image.js"
+import * as Transcript from "../../src/domain/Transcript.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import { FakeModel } from "../../src/layers/FakeModelProvider.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import { BlobStore } from "../../src/services/BlobStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import { collect, engineLayer } from "../helpers.js"
+
+const fixture = (name: string) => new Uint8Array(readFileSync(resolve(import.meta.dirname, "../../fixtures/images", name)))
+const png = fixture("photo.png")
+const gif = fixture("pixel.gif")
+const webp = fixture("pixel.webp")
+const jpeg = fixture("pixel.jpg")
+const svg = fixture("evil.svg")
+
+/** The engine on a memory store, its blob area included, and the scripted model (taking images or not). */
+const engine = (model: { readonly images?: boolean } = {}) =>
+  SessionEngineModule.layer().pipe(
+    Layer.provideMerge(MemoryEventStore.layer),
+    Layer.provideMerge(FakeModelProvider.layer({ record: true, ...model })),
+    Layer.provideMerge(IdGenerator.layerSequential)
+  )
+
+const storedTypes = (sessionId: string) => Effect.flatMap(EventStore, (store) => Effect.map(collect(store.read(sessionId)), (events) => events.map((e) => e.type)))
+
+describe("Image.sniff and Image.check", () => {
+  it("tells the four formats by their magic bytes, and nothing else", () => {
+    expect([png, jpeg, gif, webp].map(Image.sniff)).toEqual(["image/png", "image/jpeg", "image/gif", "image/webp"])
+    expect(Image.sniff(svg)).toBeUndefined()
+    // A declared type never makes bytes an image: an SVG sent as image/png is still refused.
+    expect(Image.check({ data: svg, mediaType: "image/png" })).toMatchObject({ _tag: "ImageRefused", reason: "unsupported_type" })
+    expect(Image.check({ data: png, mediaType: "image/gif" })).toMatchObject({ _tag: "ImageRefused", reason: "media_type_mismatch" })
+    expect(Image.check({ data: jpeg, mediaType: "image/jpg" })).toBe("image/jpeg")
+    expect(Image.check({ data: new Uint8Array(0) })).toMatchObject({ reason: "empty" })
+    expect(Image.sniff(Uint8Array.from([0x89, 0x50, 0x4e]))).toBeUndefined()
+    expect(Image.sniff(new TextEncoder().encode("RIFF\0\0\0\0WAVE"))).toBeUndefined()
+  })
+})
+
+describe("runTurn with images", () => {
+  it.effect("each image is put once in the blob area; user.message names them; the transcript carries them", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const blobs = yield* BlobStore
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }, { data: gif }, { data: png }] }))
+      const message = events.find((e) => e.type === "user.message")!
+      expect(message.type === "user.message" && message.payload.images?.map((i) => i.mediaType)).toEqual(["image/png", "image/gif", "image/png"])
+      const refs = message.type === "user.message" ? message.payload.images! : []
+      expect(refs[0]!.blob).toBe(refs[2]!.blob)
+      expect(refs[0]!.bytes).toBe(png.byteLength)
+      expect(Array.from(yield* blobs.get(refs[1]!.blob))).toEqual(Array.from(gif))
+      const replayed = Transcript.replay(yield* collect(engine.replaySession({ sessionId })))
+      expect(Transcript.messages(replayed)[0]).toEqual({ role: "user", content: "look", images: refs })
+    }).pipe(Effect.provide(engine({ images: true }))))
+
+  it.effect("a message without images stores user.message exactly as before (no images key)", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello", images: [] }))
+      expect(events.find((e) => e.type === "user.message")!.payload).toStrictEqual({ content: "hello" })
+    }).pipe(Effect.provide(engine())))
+
+  const refusals: ReadonlyArray<[string, ReadonlyArray<Image.ImageInput>, string]> = [
+    ["an SVG (a document that can run script)", [{ data: png }, { data: svg }], "Image #2 refused [unsupported_type]"],
+    ["an image over the 5 MiB cap", [{ data: Uint8Array.from([...png.subarray(0, 8), ...new Uint8Array(Image.maxImageBytes)]) }], "[too_large]"],
+    ["more than 20 images", Array.from({ length: Image.maxImagesPerMessage + 1 }, () => ({ data: gif })), "[too_many]"],
+    ["a declared type the bytes contradict", [{ data: gif, mediaType: "image/png" }], "[media_type_mismatch]"],
+    ["an empty image", [{ data: new Uint8Array(0) }], "[empty]"]
+  ]
+  for (const [what, images, reason] of refusals) {
+    it.effect(`refuses ${what}: InvalidInput on images, no event and no blob stored`, () =>
+      Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const blobs = yield* BlobStore
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        const failure = yield* Effect.flip(collect(engine.runTurn({ sessionId, userMessage: "look", images })))
+        expect(failure).toMatchObject({ _tag: "InvalidInput", field: "images" })
+        expect(failure.message).toContain(reason)
+        expect(yield* storedTypes(sessionId)).toEqual(["session.created"])
+        expect(yield* blobs.has(Buffer.from(yield* Effect.promise(() => crypto.subtle.digest("SHA-256", png))).toString("hex"))).toBe(false)
+        // The session is still usable.
+        yield* collect(engine.runTurn({ sessionId, userMessage: "again" }))
+      }).pipe(Effect.provide(engine({ images: true }))))
+  }
+
+  it.effect("an empty text with no image is refused as before; an image alone is a message", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      expect(yield* Effect.flip(collect(engine.runTurn({ sessionId, userMessage: " " })))).toMatchObject({ _tag: "InvalidInput", field: "userMessage" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "", images: [{ data: webp }] }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine({ images: true }))))
+
+  it.effect("a model that takes no images gets a note in their place, and no bytes", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }] }))
+      const [request] = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      expect(request!.images).toBeUndefined()
+      expect(request!.messages[0]).toEqual({ role: "user", content: `look\n[image image/png, ${png.byteLength} bytes (${request!.messages[0]!.content.match(/\(([0-9a-f]{12})\)/)![1]}): this model does not take images]` })
+    }).pipe(Effect.provide(engine())))
+
+  it.effect("each image counts in the context estimate: a request over the window with them is not sent", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // The text alone fits 2,000 tokens; with two images (1,600 each) it does not.
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }, { data: gif }] }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "context_overflow" })
+      expect(yield* Effect.flatMap(FakeModel, (model) => model.requestCount)).toBe(0)
+      const text = yield* collect(engine.runTurn({ sessionId: (yield* engine.createSession({ cwd: "/work", client: "test" })).sessionId, userMessage: "look" }))
+      expect(text.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(SessionEngineModule.layer({ compaction: { onOverflow: false } }).pipe(
+      Layer.provideMerge(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ images: true, maxContextTokens: 2_000 })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
+
+  it.effect("a model that takes images gets their bytes with the request", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }] }))
+      const [request] = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      const [ref] = (request!.messages[0] as { images: ReadonlyArray<Image.ImageRef> }).images
+      expect(Array.from(request!.images!.get(ref!.blob)!)).toEqual(Array.from(png))
+    }).pipe(Effect.provide(engine({ images: true }))))
+
+  it.effect("an engine whose store has no blob area refuses images (nothing stored) and still takes text", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const failure = yield* Effect.flip(collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }] })))
+      expect(failure.message).toContain("no blob area")
+      expect(yield* storedTypes(sessionId)).toEqual(["session.created"])
+    }).pipe(Effect.provide(engineLayer(Layer.effect(EventStore, MemoryEventStore.make), { images: true }))))
+})

@@ -1,0 +1,121 @@
+/**
+ * `read_file` of an image: for a model that takes images, an image part — stored in the blob area,
+ * named by `tool.completed.images`, and sent by each official SDK in the next request (Anthropic: an
+ * `image` block inside the `tool_result`; OpenAI Chat Completions: a user message after the tool
+ * messages, as a `tool` message carries text only); for one that does not, a line of text. Told by
+ * the file's magic bytes, whatever its name.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { BlobStore } from "../../src/services/BlobStore.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import type { ModelProvider } from "../../src/services/ModelProvider.js"
+import { collect } from "../helpers.js"
+import * as WireServer from "./WireServer.js"
+
+const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png"))
+const root = mkdtempSync(join(tmpdir(), "effect-agent-read-image-"))
+const cwd = join(root, "work")
+// The recorded tool-calls stream reads src/index.ts: here it is a PNG (told by its bytes, not its name).
+mkdirSync(join(cwd, "src"), { recursive: true })
+writeFileSync(join(cwd, "src/index.ts"), png)
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+let server: WireServer.WireServer
+beforeAll(async () => {
+  server = await WireServer.start()
+})
+afterAll(() => server.close())
+
+const engine = (model: Layer.Layer<ModelProvider>) =>
+  SessionEngineModule.layer().pipe(
+    Layer.provideMerge(MemoryEventStore.layer),
+    Layer.provide(IdGenerator.layerSequential),
+    Layer.provide(model),
+    Layer.provide(Layer.mergeAll(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)), PermissionPolicy.layer({ mode: "bypass" })))
+  )
+
+const readImage = Effect.gen(function*() {
+  const agent = yield* SessionEngine
+  const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+  return yield* collect(agent.runTurn({ sessionId, userMessage: "look at src/index.ts" }))
+})
+
+const completedRead = (events: ReadonlyArray<AgentEvent>) =>
+  events.find((e) => e.type === "tool.completed" && e.payload.result.includes("src/index.ts"))!.payload as {
+    result: string
+    images?: ReadonlyArray<{ blob: string; mediaType: string; bytes: number }>
+  }
+
+const vendors = [
+  {
+    name: "anthropic" as const,
+    layer: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("sk-ant-test"), baseURL: server.url }),
+    sentImages: (body: any) =>
+      body.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content : [])
+        .filter((b: any) => b.type === "tool_result" && Array.isArray(b.content))
+        .flatMap((b: any) => b.content.filter((c: any) => c.type === "image").map((c: any) => [c.source.media_type, c.source.data]))
+  },
+  {
+    name: "openai" as const,
+    layer: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("sk-openai-test"), baseURL: `${server.url}/v1` }),
+    sentImages: (body: any) => {
+      const roles = body.messages.map((m: any) => m.role)
+      // The images follow the run of tool messages, as a user message.
+      expect(roles.slice(-4)).toEqual(["assistant", "tool", "tool", "user"])
+      return body.messages.at(-1).content.filter((p: any) => p.type === "image_url").map((p: any) => {
+        const match = /^data:([^;]+);base64,(.*)$/.exec(p.image_url.url)!
+        return [match[1], match[2]]
+      })
+    }
+  }
+]
+
+describe("read_file of an image", () => {
+  for (const vendor of vendors) {
+    it.effect(`${vendor.name}: an image part, stored as a blob, named by tool.completed, sent by the SDK with the next request`, () =>
+      Effect.gen(function*() {
+        server.respond(WireServer.recording(vendor.name, "tool-calls"), WireServer.recording(vendor.name, "text"))
+        const before = server.received.length
+        const events = yield* readImage
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        const completed = completedRead(events)
+        expect(completed.result).toBe(`[src/index.ts: image/png image, ${png.byteLength} bytes]`)
+        expect(completed.images).toEqual([{ blob: expect.stringMatching(/^[0-9a-f]{64}$/), mediaType: "image/png", bytes: png.byteLength }])
+        expect(Buffer.from(yield* Effect.flatMap(BlobStore, (blobs) => blobs.get(completed.images![0]!.blob))).equals(png)).toBe(true)
+        const second = server.received[before + 1]!.body
+        expect(vendor.sentImages(second)).toEqual([["image/png", png.toString("base64")]])
+      }).pipe(Effect.provide(engine(vendor.layer()))))
+  }
+
+  it.effect("a model that takes no images gets a line of text, and nothing is stored as a blob", () =>
+    Effect.gen(function*() {
+      const events = yield* readImage
+      const completed = completedRead(events)
+      expect(completed).toEqual({
+        toolCallId: "call_1",
+        result: `[src/index.ts: image/png image, ${png.byteLength} bytes; this model does not take images, so its content cannot be shown]`
+      })
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({ responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/index.ts" } }] }, { chunks: ["ok"] }] })))))
+
+  it.effect("the scripted model takes them when its script says so", () =>
+    Effect.gen(function*() {
+      const events = yield* readImage
+      expect(completedRead(events).images).toHaveLength(1)
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/index.ts" } }] }, { chunks: ["ok"] }] })))))
+})
