@@ -36,12 +36,19 @@ const history: ReadonlyArray<AgentEvent> = ["waiting", "finished", "quiet"].flat
   ...(id === "finished" ? [event(id, 6, "turn.completed", { stopReason: "cancelled" })] : [])
 ])
 
-/** What an older version left: the events and summaries, without the table or its migration. */
+/**
+ * What an older version left: the events and summaries, without the table, its migration or any
+ * migration after it (the migrator runs only migrations newer than the newest it recorded, as an
+ * older version's database has none of them).
+ */
 const downgrade = (migration: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ readonly migration_id: number }>`SELECT migration_id FROM effect_agent_migrations WHERE name = ${migration}`
     yield* sql`DROP TABLE awaiting_approvals`
-    yield* sql`DELETE FROM effect_agent_migrations WHERE name = ${migration}`
+    // Later migrations' tables go with them (the blob area's).
+    yield* sql`DROP TABLE IF EXISTS blobs`
+    yield* sql`DELETE FROM effect_agent_migrations WHERE migration_id >= ${row!.migration_id}`
   })
 
 const waitingOf = (store: EventStore.Service) =>
