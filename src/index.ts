@@ -13,6 +13,7 @@
 export * as AgentEvent from "./domain/AgentEvent.js"
 /** JSON values, the shape of tool arguments. */
 export * as Json from "./domain/Json.js"
+export * as Edit from "./domain/Edit.js"
 /** Sessions and session summaries. */
 export * as Session from "./domain/Session.js"
 /** State replay: the pure reducer from events to session state. */

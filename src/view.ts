@@ -8,3 +8,4 @@
 
 /** What a UI shows of a session: the log folded into turns, calls and notes. */
 export * as SessionView from "./domain/SessionView.js"
+export * as Edit from "./domain/Edit.js"

@@ -7,7 +7,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Image, type Json, type McpConfig } from "../index.js"
+import { type AgentEvent, Edit, Image, type Json, type McpConfig } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -110,18 +110,8 @@ export const toolLocations = (cwd: string, tool: string, args: Json.Json): Array
  * text and its replacement.
  */
 export const toolDiffs = (cwd: string, tool: string, args: Json.Json): Array<acp.ToolCallContent> => {
-  const path = field(args, "path")
-  if (path === undefined) return []
-  if (tool === "write_file") {
-    const content = field(args, "content")
-    return content === undefined ? [] : [{ type: "diff", path: resolvePath(cwd, path), oldText: null, newText: content }]
-  }
-  if (tool === "edit_file") {
-    const oldText = field(args, "oldString")
-    const newText = field(args, "newString")
-    return oldText === undefined || newText === undefined ? [] : [{ type: "diff", path: resolvePath(cwd, path), oldText, newText }]
-  }
-  return []
+  const edit = Edit.of(tool, args)
+  return edit === undefined ? [] : [{ type: "diff", path: resolvePath(cwd, edit.path), oldText: edit.oldText, newText: edit.newText }]
 }
 
 /** A call as ACP describes it: in `tool_call` and in a permission request. */

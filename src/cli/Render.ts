@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { absurd } from "effect/Function"
-import { type AgentEvent, Json } from "../index.js"
+import { type AgentEvent, Edit, Json } from "../index.js"
 
 /** Where rendered text goes. */
 export interface Output {
@@ -60,18 +60,12 @@ const diffLines = 12
  * Empty for other calls, or arguments that are not an edit's.
  */
 export const editDiff = ({ args, tool }: CallInfo): ReadonlyArray<string> => {
-  const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
+  const edit = Edit.of(tool, args)
+  if (edit === undefined) return []
   const lines = (text: string) => text.replace(/\n$/, "").split("\n")
-  if (tool === "write_file") {
-    const content = field("content")
-    return content === undefined ? [] : lines(content).map((line) => `+ ${line}`)
-  }
-  if (tool !== "edit_file") return []
-  const before = field("oldString")
-  const after = field("newString")
-  if (before === undefined || after === undefined) return []
-  const old = lines(before)
-  const next = lines(after)
+  const next = lines(edit.newText)
+  if (edit.oldText === null) return next.map((line) => `+ ${line}`)
+  const old = lines(edit.oldText)
   let start = 0
   while (start < old.length && start < next.length && old[start] === next[start]) start++
   let end = 0

@@ -20,6 +20,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
+import { Edit } from "./viewer.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
   hljs.registerLanguage(name, language)
@@ -91,25 +92,16 @@ export const markdownNode = (text, className) => {
   return node
 }
 
-const field = (args, name) => args !== null && typeof args === "object" && typeof args[name] === "string" ? args[name] : undefined
-
 /**
  * An edit as diff lines, each `{ kind: "add" | "remove" | "same", text }`: `edit_file` the replaced
  * text against its replacement, `write_file` the content it writes (its earlier content is not in the
  * log). `undefined` for other calls, or arguments that are not an edit's.
  */
 export const editDiff = (tool, args) => {
-  if (tool === "write_file") {
-    const content = field(args, "content")
-    return content === undefined ? undefined : lines(content).map((text) => ({ kind: "add", text }))
-  }
-  if (tool === "edit_file") {
-    const before = field(args, "oldString")
-    const after = field(args, "newString")
-    if (before === undefined || after === undefined) return undefined
-    return diffLines(before, after).flatMap((part) => lines(part.value).map((text) => ({ kind: part.added ? "add" : part.removed ? "remove" : "same", text })))
-  }
-  return undefined
+  const edit = Edit.of(tool, args)
+  if (edit === undefined) return undefined
+  if (edit.oldText === null) return lines(edit.newText).map((text) => ({ kind: "add", text }))
+  return diffLines(edit.oldText, edit.newText).flatMap((part) => lines(part.value).map((text) => ({ kind: part.added ? "add" : part.removed ? "remove" : "same", text })))
 }
 
 const lines = (text) => {

@@ -5,7 +5,10 @@
  *
  * @since 0.5.0
  */
-import { SessionView } from "../../view.js"
+import { Edit, SessionView } from "../../view.js"
+
+/** See `Edit`: what an edit call does to its file. */
+export { Edit }
 
 /** See `SessionView`. */
 export type View = SessionView.View
