@@ -218,6 +218,8 @@ describe("the web session viewer in Chromium", () => {
       const forked = yield* storedEvents(server, forkId)
       expect(forked.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: sessionId, atSequence: before } })
       expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(3)
+      // The list is reloaded when the fork opens; its answer arrives after the fork's first event is drawn.
+      yield* Effect.promise(() => page.waitForSelector(`#sessions li[data-session='${forkId}'].current`))
       expect(yield* Effect.promise(() => page.locator(`#sessions li[data-session='${forkId}']`).count())).toBe(1)
       const log = yield* storedEvents(server, sessionId)
       expectWellFormedLog(log)

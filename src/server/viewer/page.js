@@ -60,8 +60,13 @@ const report = (error) => setStatus("error", error.message)
 
 const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text }
 
+// Several loads can be in flight (a turn ends while a fork opens): only the latest one's answer is drawn,
+// so a slower, older answer never replaces a newer list.
+let sessionsLoad = 0
 const loadSessions = async () => {
+  const load = ++sessionsLoad
   const sessions = await api("GET", "/sessions")
+  if (load !== sessionsLoad) return
   const list = $("sessions")
   list.replaceChildren(...sessions.map((s) =>
     el("li", { class: s.sessionId === state.sessionId ? "current" : "", "data-session": s.sessionId, onclick: () => openSession(s.sessionId) },
