@@ -108,6 +108,27 @@ describe("MCP servers in the CLI", () => {
     expect(none.stderr).toContain("No MCP servers are configured here.")
   }, 60_000)
 
+  it("mcp list: a server that fails to start is shown with its reason beside the others; the exit code is non-zero only when every one failed", async () => {
+    const p = project("list-broken", [])
+    const broken = { command: join(p.root, "no-such-program"), args: [] }
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify({ mcpServers: { ...serversFile(p).mcpServers, broken } }))
+    const some = await cli(p, ["mcp", "list", "--mcp-config", config])
+    expect(some.code, some.stderr).toBe(0)
+    const lines = some.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^fixture {2}8 tools {2}~\d+ tokens$/)
+    expect(lines).toContainEqual(expect.stringMatching(/^broken {2}failed \(start_failed\): /))
+    expect(lines.at(-1)).toMatch(/^total {2}~\d+ tokens in every request$/)
+
+    const onlyBroken = join(p.root, "broken.json")
+    writeFileSync(onlyBroken, JSON.stringify({ mcpServers: { broken, alsoBroken: broken } }))
+    const none = await cli(p, ["mcp", "list", "--mcp-config", onlyBroken])
+    expect(none.code).toBe(1)
+    expect(none.stdout).toMatch(/^broken {2}failed \(start_failed\): /m)
+    expect(none.stdout).toMatch(/^alsoBroken {2}failed \(start_failed\): /m)
+    expect(none.stderr).toContain("no MCP server started (2 failed)")
+  }, 60_000)
+
   it("the user's own mcp.json starts its servers", async () => {
     const p = project("user", [{ tool: "mcp__fixture__add", args: { a: 20, b: 22 } }])
     writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))

@@ -353,6 +353,12 @@ describe("the @effect/ai bridge never lets @effect/ai run a tool", () => {
     }).pipe(Effect.provide(EffectAiModelProvider.layer({ model: "scripted" }).pipe(Layer.provide(scripted(seen)))))
   })
 
+  it.effect("a call of a tool the request did not offer fails the response as server (@effect/ai decodes calls against the toolkit)", () =>
+    Effect.gen(function*() {
+      const failure = (yield* chunksOf({ ...hello, tools: [{ ...readFileSpec, name: "write_file" }] })).pipe(Either.flip, Either.getOrThrow)
+      expect(failure).toMatchObject({ _tag: "ProviderFailure", reason: "server" })
+    }).pipe(Effect.provide(EffectAiModelProvider.layer({ model: "scripted" }).pipe(Layer.provide(scripted([]))))))
+
   it.effect("the toolkit the bridge passes has no handler that runs anything: calling it dies", () =>
     Effect.gen(function*() {
       const toolkit = EffectAiModelProvider.toolkitOf([readFileSpec])
