@@ -92,6 +92,8 @@ export * as McpSettings from "./layers/mcp/McpSettings.js"
 export * as McpConfig from "./layers/mcp/McpConfig.js"
 /** The names MCP tools are offered under: `mcp__<server>__<tool>`. */
 export * as McpNames from "./layers/mcp/McpNames.js"
+/** A cassette standing in for MCP servers: their recorded tool lists and answers as a tool router (no SDK). */
+export * as McpCassette from "./layers/mcp/McpCassette.js"
 /** The project files the user trusts, by content hash, in the user's config folder. */
 export * as TrustStore from "./layers/TrustStore.js"
 /** The default context builder: a system prompt of named parts. */

@@ -18,6 +18,8 @@
  *   `empty_summary` is a response without text.
  * - A log whose messages or tool results carry images was made with a model that takes them: the
  *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
+ * - A log that used MCP servers gives the script each server's recorded tool list and answers
+ *   (`mcp`, see `McpCassette`): the cassette stands in for the servers too.
  *
  * @since 0.1.0
  */
@@ -26,6 +28,7 @@ import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
 import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
 import type { Json } from "../domain/Json.js"
 import type { Script, ScriptedResponse } from "./FakeModelProvider.js"
+import * as McpCassette from "./mcp/McpCassette.js"
 
 interface Response {
   chunks: Array<string>
@@ -46,11 +49,12 @@ const encode = (response: Response): ScriptedResponse => ({
 
 /** The script that answers a session's model requests as its log recorded them. */
 export const fromEvents = (events: Iterable<AgentEvent>): Script => {
+  const logged = Array.from(events)
   const responses: Array<Response> = []
   let open: Response | undefined
   let lastOfTurn: Response | undefined
   let images = false
-  for (const event of events) {
+  for (const event of logged) {
     switch (event.type) {
       case "user.message":
       case "tool.completed":
@@ -118,7 +122,8 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
     }
     open = undefined
   }
-  return images ? { responses: responses.map(encode), images } : { responses: responses.map(encode) }
+  const mcp = McpCassette.fromEvents(logged)
+  return { responses: responses.map(encode), ...(images ? { images } : {}), ...(mcp === undefined ? {} : { mcp }) }
 }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {
