@@ -43,6 +43,8 @@ export interface Configurable {
    * any configured server: their recorded tools and answers, and no process started.
    */
   readonly useRecorded: (recording: McpCassette.Recording, options?: StartOptions) => Effect.Effect<void>
+  /** Whether a session has servers of its own in this process. */
+  readonly hasSession: (sessionId: string) => boolean
   /** The same for one session, with the servers its client named (they win over the files'). */
   readonly configureSession: (sessionId: string, cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<void, CliError, FileSystem.FileSystem>
 }
@@ -113,6 +115,7 @@ export const configurable = (): Configurable => {
         shared = McpCassette.router(recording, base)
         yield* Console.error(`${options.prefix ?? "effect-agent:"} MCP servers answered from the script's recording (${Object.keys(recording).join(", ")}); no server is started.`)
       }),
+    hasSession: (sessionId) => perSession.has(sessionId),
     configureSession: (sessionId, cwd, servers, options = {}) =>
       Effect.gen(function*() {
         const started = yield* start(yield* load(cwd, servers, options), cwd, options)

@@ -174,6 +174,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const config = yield* ServerConfig
     /** Fails 404 (as JSON) before a stream response commits to a status. */
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
+    /** A session's MCP servers started again after a restart, before its turn (an unknown session is left to the turn to refuse). */
+    const restore = (sessionId: string): Effect.Effect<void> =>
+      config.restoreServers === undefined
+        ? Effect.void
+        : engine.sessionState({ sessionId }).pipe(
+          Effect.flatMap((state) => config.restoreServers!({ sessionId, cwd: state.cwd })),
+          Effect.catchAll(() => Effect.void)
+        )
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
@@ -205,6 +213,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         ))
       .handle("startTurn", ({ path, payload }) =>
         TurnImages.decode(payload.images).pipe(
+          Effect.tap(() => restore(path.id)),
           Effect.flatMap((images) => turns.start(path.id, payload.message, images).pipe(Effect.catchAll(toWire))),
           Effect.map((turnId) => ({ turnId }))
         ))
@@ -227,7 +236,8 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         ))
       .handle("steer", ({ path, payload }) =>
         engine.steer({ sessionId: path.id, message: payload.message }).pipe(Effect.as({ ok: true as const }), Effect.catchAll(toWire)))
-      .handle("followUp", ({ path, payload }) => engine.followUp({ sessionId: path.id, message: payload.message }).pipe(Effect.catchAll(toWire)))
+      .handle("followUp", ({ path, payload }) =>
+        restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
       .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
       // In the request's fiber: it answers once the compaction has ended, and a client that goes away cancels it.
       .handle("compact", ({ path, payload }) =>
