@@ -16,7 +16,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/v
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -31,6 +30,7 @@ import * as PromptComposer from "../../src/layers/PromptComposer.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { ModelProvider, type ModelRequest } from "../../src/services/ModelProvider.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
+import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
 
 const secret = "sk-effect-ai-secret-key"
@@ -56,10 +56,6 @@ describe("the @effect/ai bridge on OpenAiLanguageModel, against recorded wire st
     )
   const provider = (options: Partial<EffectAiModelProvider.Options> = {}) =>
     Layer.suspend(() => EffectAiModelProvider.layer({ model: "gpt-4.1-mini", provider: "openai", ...options }).pipe(Layer.provide(languageModel())))
-  const untilClosed = (before: number) =>
-    Effect.promise(async () => {
-      while (server.clientClosed() === before) await new Promise((done) => setImmediate(done))
-    })
   beforeAll(async () => {
     server = await WireServer.start()
   })
@@ -266,12 +262,7 @@ describe("the @effect/ai bridge on OpenAiLanguageModel, against recorded wire st
       Effect.gen(function*() {
         replayError("rate-limited")
         replay("text")
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const events = yield* engine.runTurn({ sessionId, userMessage: "hello" }).pipe(
-          Stream.tap((e) => e.type === "model.retry" ? TestClock.adjust(e.payload.delayMs) : Effect.void),
-          collect
-        )
+        const events = yield* ProviderTurns.turnWithRetries("hello")
         expect(events.find((e) => e.type === "model.retry")?.payload).toEqual({ attempt: 1, delayMs: 3000, errorCode: "rate_limited" })
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", usage: { inputTokens: 412, outputTokens: 15 } })
       }).pipe(Effect.provide(layer())))
@@ -290,18 +281,9 @@ describe("the @effect/ai bridge on OpenAiLanguageModel, against recorded wire st
     it.effect("cancel mid-stream: interrupting the turn aborts the HTTP request (the server sees the connection close)", () =>
       Effect.gen(function*() {
         replay("stall")
-        const before = server.clientClosed()
-        const engine = yield* SessionEngine
-        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-        const turn = yield* engine.runTurn({ sessionId, userMessage: "hello" }).pipe(
-          Stream.tap((e) => e.type === "model.delta" ? engine.cancelTurn({ sessionId }) : Effect.void),
-          collect,
-          Effect.fork
-        )
-        const events = yield* Fiber.join(turn)
+        const { closed, events } = yield* ProviderTurns.cancelledAtFirstDelta(server)
         expect(events.at(-1)!.payload).toEqual({ stopReason: "cancelled" })
-        yield* untilClosed(before)
-        expect(server.clientClosed()).toBe(before + 1)
+        expect(closed).toBe(1)
       }).pipe(Effect.provide(layer())))
   })
 })
