@@ -94,10 +94,11 @@ const readScript = (file: string) =>
 
 /**
  * The MCP servers a `--script` cassette recorded (see `McpCassette`): they answer instead of the
- * configured servers, so a replay starts none. None without `--script`, or when the script has none.
+ * configured servers, so a replay starts none. None without `--script` (or with another provider
+ * than the scripted one), or when the script has none.
  */
 export const recordedMcp = (choice: Choice) =>
-  Option.isNone(choice.script)
+  Option.isNone(choice.script) || Option.exists(choice.provider, (provider) => provider !== "fake")
     ? Effect.succeed(Option.none<McpCassette.Recording>())
     : Effect.map(readScript(choice.script.value), (script) => Option.fromNullable(script.mcp))
 

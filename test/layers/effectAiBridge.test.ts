@@ -1,7 +1,9 @@
 /**
  * The `@effect/ai` bridge: `@effect/ai-openai`'s `OpenAiLanguageModel` against a local server
  * replaying Responses-API wire streams (fixtures/providers/openai-responses/, and the Chat
- * Completions error bodies of fixtures/providers/openai/, which the Responses API shares), alone and
+ * Completions error bodies of fixtures/providers/openai/, which the Responses API shares; the
+ * Responses streams were written from OpenAI's documented stream events, not captured from the live
+ * API, and each event is checked against @effect/ai-openai's own schema by the tests), alone and
  * through the engine; and `@effect/ai`'s own `LanguageModel.make` with a scripted stream, to show
  * that no tool ever runs inside `@effect/ai`.
  */
@@ -333,6 +335,31 @@ describe("the @effect/ai bridge never lets @effect/ai run a tool", () => {
         ["user", [expect.objectContaining({ type: "text", text: "again" })]]
       ])
     }).pipe(Effect.provide(EffectAiModelProvider.layer({ model: "scripted" }).pipe(Layer.provide(scripted(seen)))))
+  })
+
+  it.effect("a tool result's images follow the run of tool results as a user message, each introduced by its call", () => {
+    const seen: Array<{ prompt: Prompt.Prompt; tools: ReadonlyArray<unknown> }> = []
+    const png = Uint8Array.from([0x89, 0x50, 0x4e, 0x47])
+    const blob = "b".repeat(64)
+    return Effect.gen(function*() {
+      yield* chunksOf({
+        system: "",
+        messages: [
+          { role: "user", content: "look" },
+          { role: "assistant", content: "", toolCalls: [{ toolCallId: "call_0", tool: "read_file", args: { path: "a.png" } }] },
+          { role: "tool", toolCallId: "call_0", tool: "read_file", content: "an image", isError: false, images: [{ blob, mediaType: "image/png", bytes: 4 }] }
+        ],
+        tools: [readFileSpec],
+        images: new Map([[blob, png]])
+      })
+      expect(seen[0]!.prompt.content.slice(2).map((m) => [m.role, m.content])).toEqual([
+        ["tool", [expect.objectContaining({ type: "tool-result", id: "call_0", result: "an image" })]],
+        ["user", [
+          expect.objectContaining({ type: "text", text: "Images from the read_file call call_0:" }),
+          expect.objectContaining({ type: "file", mediaType: "image/png", data: png })
+        ]]
+      ])
+    }).pipe(Effect.provide(EffectAiModelProvider.layer({ model: "scripted", images: true }).pipe(Layer.provide(scripted(seen)))))
   })
 
   it.effect("a call of a tool the request did not offer fails the response as server (@effect/ai decodes calls against the toolkit)", () =>
