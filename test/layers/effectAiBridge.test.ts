@@ -4,13 +4,16 @@
  * Completions error bodies of fixtures/providers/openai/, which the Responses API shares; the
  * Responses streams were written from OpenAI's documented stream events, not captured from the live
  * API, and each event is checked against @effect/ai-openai's own schema by the tests), alone and
- * through the engine; and `@effect/ai`'s own `LanguageModel.make` with a scripted stream, to show
- * that no tool ever runs inside `@effect/ai`.
+ * through the engine; `@effect/ai-anthropic`'s `AnthropicLanguageModel` against the recorded
+ * Messages streams of fixtures/providers/anthropic/; and `@effect/ai`'s own `LanguageModel.make`
+ * with a scripted stream, to show that no tool ever runs inside `@effect/ai`.
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
 import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
 import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
@@ -288,6 +291,58 @@ describe("the @effect/ai bridge on OpenAiLanguageModel, against recorded wire st
         expect(closed).toBe(1)
       }).pipe(Effect.provide(layer())))
   })
+})
+
+describe("the @effect/ai bridge on AnthropicLanguageModel, against the recorded Messages streams", () => {
+  let server: WireServer.WireServer
+  const replay = (...names: ReadonlyArray<string>) => server.respond(...names.map((n) => WireServer.recording("anthropic", n)))
+  const provider = Layer.suspend(() =>
+    EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+      Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+      Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make(secret), apiUrl: server.url })),
+      Layer.provide(FetchHttpClient.layer)
+    ))
+  beforeAll(async () => {
+    server = await WireServer.start()
+  })
+  afterAll(() => server.close())
+
+  it.effect("text, and text then two tool calls handed back to us; the provider's name comes from the @effect/ai Model", () =>
+    Effect.gen(function*() {
+      replay("text", "tool-calls")
+      expect((yield* ModelProvider).capabilities.provider).toBe("anthropic")
+      const text = Either.getOrThrow(yield* chunksOf())
+      expect(text.filter((c) => c._tag === "TextDelta").map((c) => c._tag === "TextDelta" && c.text).join("")).toBe("Hello! How can I help with your code today?")
+      expect(text.at(-1)).toMatchObject({ _tag: "Finish", reason: "stop", usage: { inputTokens: 412, outputTokens: 15 } })
+      const calls = Either.getOrThrow(yield* chunksOf({ ...hello, tools: [readFileSpec, { name: "grep", description: "Search", inputSchema: { type: "object" } }] }))
+      expect(calls.filter((c) => c._tag === "ToolCall")).toEqual([
+        { _tag: "ToolCall", toolCallId: "toolu_01T1x1fJ34qAmk2tNTrN7Up6", tool: "read_file", args: { path: "src/index.ts" } },
+        { _tag: "ToolCall", toolCallId: "toolu_01CfDNvYnMzmdYZVYbVdfRUa", tool: "grep", args: { pattern: "TODO", path: "src" } }
+      ])
+      expect(calls.at(-1)).toMatchObject({ _tag: "Finish", reason: "tool_calls" })
+      expect(server.received[1]!.path).toBe("/v1/messages")
+      expect(server.received[1]!.body.tools).toEqual([
+        expect.objectContaining({ name: "read_file", description: "Read a file", input_schema: readFileSpec.inputSchema }),
+        expect.objectContaining({ name: "grep", description: "Search", input_schema: { type: "object" } })
+      ])
+    }).pipe(Effect.provide(provider)))
+
+  const failures: ReadonlyArray<[string, ProviderFailureReason]> = [
+    ["rate-limited", "rate_limited"],
+    ["overloaded", "overloaded"],
+    ["unauthorized", "authentication"],
+    ["context-overflow", "context_overflow"],
+    ["error-mid-stream", "overloaded"]
+  ]
+  for (const [recording, reason] of failures) {
+    it.effect(`${recording} → ${reason}`, () =>
+      Effect.gen(function*() {
+        replay(recording)
+        const failure = (yield* chunksOf()).pipe(Either.flip, Either.getOrThrow)
+        expect(failure).toMatchObject({ _tag: "ProviderFailure", reason })
+        if (recording === "rate-limited") expect(failure.retryAfterMs).toBeGreaterThan(0)
+      }).pipe(Effect.provide(provider)))
+  }
 })
 
 describe("the @effect/ai bridge never lets @effect/ai run a tool", () => {
