@@ -3,8 +3,8 @@
  * replaying Responses-API wire streams (fixtures/providers/openai-responses/, and the Chat
  * Completions error bodies of fixtures/providers/openai/, which the Responses API shares; the
  * Responses streams were written from OpenAI's documented stream events, not captured from the live
- * API, and each event is checked against @effect/ai-openai's own schema by the tests), alone and
- * through the engine; `@effect/ai-anthropic`'s `AnthropicLanguageModel` against the recorded
+ * API: @effect/ai-openai skips an event its schema does not decode, so a wrong one shows here as a
+ * missing part), alone and through the engine; `@effect/ai-anthropic`'s `AnthropicLanguageModel` against the recorded
  * Messages streams of fixtures/providers/anthropic/; and `@effect/ai`'s own `LanguageModel.make`
  * with a scripted stream, to show that no tool ever runs inside `@effect/ai`.
  */
