@@ -227,18 +227,18 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
 export const toChunks = (
   parts: Stream.Stream<Response.AllParts<Record<string, Tool.Any>> | Response.StreamPart<Record<string, Tool.Any>>, ProviderFailure>
 ): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
-  Stream.mapConcatEffect(parts, (part): Effect.Effect<ReadonlyArray<ModelProvider.ModelChunk>, ProviderFailure> => {
+  Stream.filterMapEffect(parts, (part): Option.Option<Effect.Effect<ModelProvider.ModelChunk, ProviderFailure>> => {
     switch (part.type) {
       case "text-delta":
-        return Effect.succeed(part.delta === "" ? [] : [ModelProvider.textDelta(part.delta)])
+        return part.delta === "" ? Option.none() : Option.some(Effect.succeed(ModelProvider.textDelta(part.delta)))
       case "tool-call":
-        return Effect.succeed(part.providerExecuted ? [] : [ModelProvider.toolCall(part.id, part.name, part.params as Json)])
+        return part.providerExecuted ? Option.none() : Option.some(Effect.succeed(ModelProvider.toolCall(part.id, part.name, part.params as Json)))
       case "finish":
-        return Effect.succeed([ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))])
+        return Option.some(Effect.succeed(ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))))
       case "error":
-        return Effect.fail(errorPartFailure(part.error))
+        return Option.some(Effect.fail(errorPartFailure(part.error)))
       default:
-        return Effect.succeed([])
+        return Option.none()
     }
   })
 
