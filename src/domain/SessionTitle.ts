@@ -35,8 +35,9 @@ export const cut = (text: string, max: number): string => {
   const chars = Array.from(text)
   if (chars.length <= max) return text
   const head = chars.slice(0, max - 1).join("")
-  const space = head.lastIndexOf(" ")
-  // A boundary in the first half would throw most of the title away: a long word is cut instead.
+  // The head ends on a whole word when a space follows it; otherwise the word it cuts is dropped —
+  // unless that throws most of the title away (a boundary in its first half): a long word is cut.
+  const space = chars[max - 1] === " " ? head.length : head.lastIndexOf(" ")
   const kept = space >= head.length / 2 ? head.slice(0, space) : head
   return `${kept.trimEnd()}…`
 }
