@@ -169,6 +169,26 @@ const withTitle = (summary: SessionSummary, change: TitleChange): SessionSummary
   return title === undefined ? summary : { ...summary, title }
 }
 
+/** What a listing may be narrowed to: sessions of a directory (or under it), whose title or id holds every word of `search`. */
+export interface ListFilter {
+  readonly cwd?: string | undefined
+  readonly search?: string | undefined
+}
+
+/** Whether a session's cwd is `dir` or a directory under it. */
+const within = (cwd: string, dir: string): boolean => {
+  const base = dir.length > 1 && (dir.endsWith("/") || dir.endsWith("\\")) ? dir.slice(0, -1) : dir
+  return cwd === base || cwd.startsWith(base.endsWith("/") ? base : `${base}/`) || cwd.startsWith(`${base}\\`)
+}
+
+/** The summaries a filter keeps, in their order. An empty filter keeps them all. */
+export const filterSummaries = <S extends SessionSummary>(summaries: ReadonlyArray<S>, filter: ListFilter): ReadonlyArray<S> => {
+  const cwd = filter.cwd === undefined || filter.cwd === "" ? undefined : filter.cwd
+  const search = filter.search === undefined || filter.search.trim() === "" ? undefined : filter.search
+  if (cwd === undefined && search === undefined) return summaries
+  return summaries.filter((s) => (cwd === undefined || within(s.cwd, cwd)) && (search === undefined || SessionTitle.matches(search, s)))
+}
+
 /**
  * Session ids name files and keys: letters, digits, `_` and `-`, at most 128 characters. Anything
  * else (a path separator, `..`) is never a session.

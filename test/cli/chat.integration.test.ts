@@ -265,15 +265,17 @@ describe("effect-agent chat: commands, --continue and --resume", () => {
     expect(resumed.stderr).toContain("--resume asks which session on a terminal")
   })
 
-  it("--resume on a terminal lists this directory's sessions with their first message and continues the one chosen", async () => {
+  it("--resume on a terminal lists this directory's sessions with their titles and continues the one chosen", async () => {
     const cwd = join(dir, "resume")
     mkdirSync(cwd, { recursive: true })
     const first = sessionOf((await run(["run", "the first conversation", "--data-dir", dataDir], { cwd })).stderr)!
-    await run(["run", "the second conversation", "--data-dir", dataDir], { cwd })
+    const second = sessionOf((await run(["run", "the second conversation\nits second line", "--data-dir", dataDir], { cwd })).stderr)!
+    // A title the user gave wins over the first message.
+    expect((await run(["sessions", "rename", second, "Second, renamed", "--data-dir", dataDir])).code).toBe(0)
     const chat = startOnTerminal(["chat", "--resume", "--data-dir", dataDir], cwd)
     const listed = await chat.waitFor(/Resume which\?/)
     // Newest first: the first conversation is number 2.
-    expect(chat.screen().slice(0, listed)).toMatch(/1\. the second conversation[\s\S]*2\. the first conversation/)
+    expect(chat.screen().slice(0, listed)).toMatch(/1\. Second, renamed[\s\S]*2\. the first conversation/)
     chat.type("2\r")
     await chat.waitFor(new RegExp(`session ${first}`), listed)
     await chat.waitFor(/› /, listed)
