@@ -44,8 +44,8 @@ describe("AcpMapper on golden 1 (minimal)", () => {
 
   it("a replay (session/load) also gives the user's message, in log order", () => {
     expect(mapAll(events, "replay")).toEqual([
-      { sessionUpdate: "user_message_chunk", content: text("hello") },
       { sessionUpdate: "session_info_update", title: "hello" },
+      { sessionUpdate: "user_message_chunk", content: text("hello") },
       { sessionUpdate: "agent_message_chunk", content: text("hi") },
       { sessionUpdate: "agent_message_chunk", content: text(" there") }
     ])
@@ -111,8 +111,8 @@ describe("AcpMapper on golden 2 (tools)", () => {
 
   it("tool calls: tool_call pending with kind, title, rawInput and locations; then in_progress and completed with the result", () => {
     expect(mapAll(events, "replay")).toEqual([
-      { sessionUpdate: "user_message_chunk", content: text("rename src/foo.ts to bar.ts") },
       { sessionUpdate: "session_info_update", title: "rename src/foo.ts to bar.ts" },
+      { sessionUpdate: "user_message_chunk", content: text("rename src/foo.ts to bar.ts") },
       { sessionUpdate: "agent_message_chunk", content: text("I'll check") },
       { sessionUpdate: "agent_message_chunk", content: text(" that the file exists.") },
       {
@@ -265,8 +265,8 @@ describe("AcpMapper on the long-session events (steer, follow-ups, fork, compact
       { sessionUpdate: "agent_message_chunk", content: text("sunny") }
     ])
     expect(mapAll(lines, "replay")).toEqual([
-      { sessionUpdate: "user_message_chunk", content: text("start") },
       { sessionUpdate: "session_info_update", title: "start" },
+      { sessionUpdate: "user_message_chunk", content: text("start") },
       { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
       { sessionUpdate: "agent_message_chunk", content: text("sunny") },
       { sessionUpdate: "user_message_chunk", content: text("then tidy up") }
@@ -344,5 +344,27 @@ describe("AcpPermissions", () => {
     expect(AcpPermissions.modes.map((m) => m.id)).toEqual(["default", "acceptEdits", "readOnly", "bypass"])
     expect(AcpPermissions.isMode("bypass")).toBe(true)
     expect(AcpPermissions.isMode("plan")).toBe(false)
+  })
+})
+
+describe("AcpMapper: images", () => {
+  const ref = { blob: "a".repeat(64), mediaType: "image/png" as const, bytes: 1234 }
+  const base = { id: "evt_2", sessionId: "sess_1", turnId: "turn_1", timestamp: "2026-01-01T00:00:00.000Z" }
+  const message = Either.getOrThrow(AgentEvent.decodeJson(JSON.stringify({ ...base, sequence: 2, type: "user.message", payload: { content: "look", images: [ref, ref] } })))
+
+  it("a replayed message's images follow its text; one that could not be read is named in its place; a live message shows none", () => {
+    expect(AcpMapper.imagesShown(message, "live")).toEqual([])
+    expect(AcpMapper.imagesShown(message, "replay")).toEqual([ref, ref])
+    const updates = AcpMapper.updatesOf(message, { cwd: "/", phase: "replay", support: AcpMapper.baseline })
+    expect(AcpMapper.withImages(message, updates, [
+      { _tag: "read", mediaType: "image/png", base64: "AAAA" },
+      { _tag: "unavailable", ref, why: "not in the store" }
+    ])).toEqual([
+      // The session's first message: its title comes first, then the text and its images.
+      { sessionUpdate: "session_info_update", title: "look" },
+      { sessionUpdate: "user_message_chunk", content: text("look") },
+      { sessionUpdate: "user_message_chunk", content: { type: "image", mimeType: "image/png", data: "AAAA" } },
+      { sessionUpdate: "user_message_chunk", content: text("[image image/png, 1234 bytes: not in the store]") }
+    ])
   })
 })
