@@ -10,13 +10,11 @@ import { resolve } from "node:path"
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { type EventStore, FakeModelProvider, IdGenerator, Session, SessionEngine } from "../index.js"
-import { readingEngineLayer } from "./Engine.js"
+import { type EventStore, Session, SessionEngine } from "../index.js"
+import { readingEngineLayer, storeOnlyEngineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
 import * as Render from "./Render.js"
@@ -52,15 +50,7 @@ const rename = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const renamed = yield* engine.renameSession({ sessionId, title })
       yield* Console.log(`${sessionId}  ${Render.terminalSafe(renamed.title)}`)
-    }).pipe(Effect.provide(
-      // Naming a session stores one event: no model is called.
-      SessionEngine.layer().pipe(
-        Layer.provide(Flags.storeLayer(storage)),
-        Layer.provide(FakeModelProvider.layer()),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
-    ))
+    }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // Naming a session stores one event: no model is called.
 ).pipe(Command.withDescription(Help.described(
   "Name a session (stored as session.titled; its first message named it until then). Fails while another process drives the session",
   ["effect-agent sessions rename <id> \"Parser refactor\""]
