@@ -7,7 +7,7 @@
  * are the same fold of a prefix. The viewer's page bundles this module (see `scripts/bundle-cli.mjs`);
  * test/server/viewer.test.ts checks it against `SessionState` and `Transcript` on real logs.
  *
- * It imports types only, so the page's bundle carries nothing of Effect.
+ * It imports types only, and `SessionTitle` (which imports nothing), so the page's bundle carries nothing of Effect.
  *
  * @since 0.5.0
  */
