@@ -106,6 +106,14 @@ describe("the viewer's session list: titles, search, directory filter, rename", 
       yield* Effect.promise(() => page.press("#rename-title", "Enter"))
       yield* Effect.promise(() => page.waitForSelector("#status[data-state=error]"))
       expect(yield* Effect.promise(() => page.textContent("#status"))).toContain("must not be empty")
+      // The box stays open to try again; at 400 px it has the room to be typed in, on screen.
+      yield* Effect.promise(() => page.setViewportSize({ width: 400, height: 800 }))
+      const box = (yield* Effect.promise(() => page.locator("#rename-title").boundingBox()))!
+      expect(box.width).toBeGreaterThan(120)
+      expect(box.x + box.width).toBeLessThanOrEqual(400.5)
+      yield* Effect.promise(() => page.press("#rename-title", "Escape"))
+      expect(yield* Effect.promise(() => page.isVisible("#name"))).toBe(true)
+      yield* Effect.promise(() => page.setViewportSize({ width: 1440, height: 800 }))
       expect((yield* storedEvents(server, parser)).filter((e) => e.type === "session.titled")).toHaveLength(1)
 
       expect(yield* listed(page)).toHaveLength(3)

@@ -58,7 +58,8 @@ const api = async (method, path, body) => {
 }
 const report = (error) => setStatus("error", error.message)
 
-const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text }
+// The whole text in the title too: a narrow header may cut it.
+const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text; $("status").title = text }
 
 // Several loads can be in flight (a turn ends while a fork opens): only the latest one's answer is drawn,
 // so a slower, older answer never replaces a newer list.
