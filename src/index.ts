@@ -16,6 +16,8 @@ export * as Json from "./domain/Json.js"
 export * as Edit from "./domain/Edit.js"
 /** Sessions and session summaries. */
 export * as Session from "./domain/Session.js"
+/** Session titles: derived from the first message, or given by the user; made plain, one line. */
+export * as SessionTitle from "./domain/SessionTitle.js"
 /** State replay: the pure reducer from events to session state. */
 export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */

@@ -99,6 +99,18 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
     Layer.provide(NodeContext.layer)
   )
 
+/**
+ * The engine of the commands that write a session without calling a model (`fork`, `sessions
+ * rename`): the store opened for writing, no tools.
+ */
+export const storeOnlyEngineLayer = (storage: Flags.Storage) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(Flags.storeLayer(storage)),
+    Layer.provide(FakeModelProvider.layer()),
+    Layer.provide(IdGenerator.layer),
+    Layer.provide(NodeContext.layer)
+  )
+
 /** The flags that set a session's policy and tools: `--mode`, `--allow`, `--deny`, `--mcp-config`. */
 export interface PolicyFlags {
   readonly mode: Option.Option<PermissionPolicy.Mode>

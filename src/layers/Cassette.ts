@@ -114,6 +114,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "followup.queued":
       case "followup.dropped":
       case "session.forked":
+      case "session.titled":
       case "compaction.started":
         // Not the model's: they only end the response being read.
         break

@@ -129,7 +129,16 @@ export const migrations = Migrator.fromRecord({
       ) WITHOUT ROWID`
     yield* EventTables.backfillAwaiting(sql)
   }),
-  "4_blobs": SqlBlobStore.migrateSqlite
+  "4_blobs": SqlBlobStore.migrateSqlite,
+  "5_session_titles": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's title (see `Session.SessionSummary.title`), kept by the appends in the same
+    // transaction as their events; filled once from the events here. Added only when missing: a
+    // database whose migration records were lost keeps its column.
+    const columns = yield* sql<{ readonly name: string }>`SELECT name FROM pragma_table_info('sessions')`
+    if (!columns.some((c) => c.name === "title")) yield* sql`ALTER TABLE sessions ADD COLUMN title TEXT`
+    yield* EventTables.backfillTitles(sql)
+  })
 })
 
 /** The SQLite (or file system) error code of an error or of its cause, e.g. `SQLITE_FULL`, `EACCES`. */

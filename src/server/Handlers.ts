@@ -22,6 +22,7 @@ import {
   type NothingToResume,
   type NoTurnInProgress,
   type SessionBusy,
+  Session,
   SessionEngine,
   type SessionNotFound,
   SessionState,
@@ -35,6 +36,7 @@ import {
   CompactionFailed as CompactionFailedWire,
   Conflict,
   Forbidden,
+  ListFilter,
   NotFound,
   type SessionView,
   StoreFailure,
@@ -135,6 +137,7 @@ const view = (state: SessionState.SessionState, runningHere: boolean): SessionVi
     lastActivityAt: state.lastActivityAt,
     turnCount: state.turnCount,
     lastSequence: state.lastSequence,
+    ...(state.title === undefined ? {} : { title: state.title }),
     phase: state.compaction !== undefined
       ? "compacting"
       : open === undefined
@@ -205,7 +208,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           }
           return session
         }))
-      .handle("list", () => engine.listSessions.pipe(Effect.catchAll(toWire)))
+      .handle("list", () =>
+        Effect.gen(function*() {
+          const filter = yield* HttpServerRequest.schemaSearchParams(ListFilter).pipe(
+            Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "cwd and search are given once each" }))
+          )
+          const sessions = yield* engine.listSessions.pipe(Effect.catchAll(toWire))
+          return Session.filterSummaries(sessions, filter)
+        }))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(
           Effect.map((state) => view(state, turns.isRunning(path.id))),
@@ -239,6 +249,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
       .handle("followUp", ({ path, payload }) =>
         restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
       .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
+      .handle("rename", ({ path, payload }) => engine.renameSession({ sessionId: path.id, title: payload.title }).pipe(Effect.catchAll(toWire)))
       // In the request's fiber: it answers once the compaction has ended, and a client that goes away cancels it.
       .handle("compact", ({ path, payload }) =>
         engine.compactSession({
