@@ -257,6 +257,8 @@ export const updatesOf = (
     case "context.built":
     case "mcp.tools_listed":
     case "model.retry":
+    case "model.usage":
+    case "cache.break":
     case "permission.requested":
     case "permission.resolved":
     case "turn.completed":

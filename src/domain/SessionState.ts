@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
-import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
+import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, PromptPartHash, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 
 /** Where a tool call stands. */
@@ -108,6 +108,17 @@ export interface SessionState {
   readonly applied: ReadonlyArray<AppliedMessage>
   /** The hash of the tool list each MCP server last offered in this session (`mcp.tools_listed`); absent before any. */
   readonly toolLists?: Readonly<Record<string, string>> | undefined
+  /**
+   * The session's last model response that reported usage (`model.usage`): its prompt-cache reads and
+   * its request's part hashes, what the next response's are compared with (`cache.break`).
+   */
+  readonly lastRequest?: LastRequest | undefined
+}
+
+/** The prompt-cache reads and part hashes of the session's last model response that reported usage. */
+export interface LastRequest {
+  readonly cacheRead: number
+  readonly parts: ReadonlyArray<PromptPartHash>
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -245,6 +256,8 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "turn.steered": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "context.built": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "mcp.tools_listed": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "model.usage": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "cache.break": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.retry": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "tool.completed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
@@ -392,6 +405,14 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.right({ ...base, openTurn: turn })
     case "mcp.tools_listed":
       return Either.right({ ...base, openTurn: turn, toolLists: { ...state.toolLists, [event.payload.server]: event.payload.hash } })
+    case "model.usage":
+      return Either.right({
+        ...base,
+        openTurn: turn,
+        lastRequest: { cacheRead: event.payload.usage.cacheReadTokens ?? 0, parts: event.payload.parts ?? [] }
+      })
+    case "cache.break":
+      return Either.right({ ...base, openTurn: turn })
   }
 }
 

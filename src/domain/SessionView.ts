@@ -15,6 +15,7 @@ import type { AgentEvent, Client, EventOfType, EventType, InstructionPart, Risk,
 import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
+import { cacheBreakText } from "./UsageText.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
 export interface ViewCall {
@@ -54,7 +55,14 @@ export interface ViewTurn {
   userImages?: ReadonlyArray<ImageRef>
   readonly items: Array<ViewItem>
   /** How it ended, once it has. */
-  end: { readonly stopReason: StopReason; readonly errorCode?: string | undefined; readonly usage?: Usage | undefined } | undefined
+  end: {
+    readonly stopReason: StopReason
+    readonly errorCode?: string | undefined
+    readonly usage?: Usage | undefined
+    /** What the turn cost in dollars; `null` with `costUnknown` naming the model no price is known for. */
+    readonly cost?: number | null | undefined
+    readonly costUnknown?: string | undefined
+  } | undefined
   /** The sequence of its `turn.started`, to place it among the session-level lines. */
   readonly startedAt: number
   /** The follow-up this turn runs (`turn.started {queueId}`). */
@@ -87,6 +95,18 @@ export interface View {
   followUps: Array<{ readonly queueId: string; readonly content: string }>
   /** The compaction in progress (between `compaction.started` and its end). */
   compacting: string | undefined
+  /** The session's totals over its turns' usage and cost (`turn.completed`); `undefined` before any turn reported usage. */
+  totals: ViewTotals | undefined
+}
+
+/** A session's usage and cost, summed over its turns. `costUnknown`: the models without a price (their turns add no cost). */
+export interface ViewTotals {
+  inputTokens: number
+  outputTokens: number
+  cacheReadTokens: number
+  cacheWriteTokens: number
+  cost: number
+  readonly costUnknown: Array<string>
 }
 
 /** A fresh, empty view. */
@@ -100,7 +120,8 @@ export const empty = (): View => ({
   contextTokens: undefined,
   instructions: undefined,
   followUps: [],
-  compacting: undefined
+  compacting: undefined,
+  totals: undefined
 })
 
 /** Adds an item to the open turn, if any. */
@@ -201,10 +222,21 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     call.message = event.payload.message
   },
   "turn.completed": (view, event) => {
-    const { errorCode, stopReason, usage } = event.payload
-    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage }
+    const { cost, costUnknown, errorCode, stopReason, usage } = event.payload
+    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage, cost, costUnknown }
     view.openTurn = undefined
+    if (usage === undefined) return
+    const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }
+    totals.inputTokens += usage.inputTokens
+    totals.outputTokens += usage.outputTokens
+    totals.cacheReadTokens += usage.cacheReadTokens ?? 0
+    totals.cacheWriteTokens += usage.cacheWriteTokens ?? 0
+    if (typeof cost === "number") totals.cost += cost
+    if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)
   },
+  // Per-response usage adds up in `turn.completed`; only a break of the prompt cache is a line of the turn.
+  "model.usage": () => {},
+  "cache.break": (view, event) => push(view, { kind: "note", text: cacheBreakText(event.payload), event: event.type }),
   "followup.queued": (view, event) => {
     view.followUps.push({ queueId: event.payload.queueId, content: event.payload.content })
     note(view, event, `follow-up queued: ${event.payload.content}`)
