@@ -60,7 +60,7 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
     const mcp = McpServers.configurable()
-    const engine = SessionEngine.layer().pipe(
+    const engine = SessionEngine.layer(Flags.engineOptions(user)).pipe(
       Layer.provide(Flags.storeLayer(options)),
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),

@@ -221,7 +221,7 @@ export const command = Command.make(
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
       const { engine, turns } = runner === undefined
-        ? { engine: ports(SessionEngine.layer(), Flags.storeLayer(options)), turns: undefined }
+        ? { engine: ports(SessionEngine.layer(Flags.engineOptions(loaded.user)), Flags.storeLayer(options)), turns: undefined }
         : yield* Effect.gen(function*() {
           const { Engines, Runner } = yield* loadCluster
           // Built in the command's scope: the runner leaves the cluster when `serve` stops.
