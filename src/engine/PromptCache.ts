@@ -32,7 +32,8 @@ export const partHashes = ({ parts, request }: RequestParts): ReadonlyArray<Agen
     source: part.source,
     hash: part.sha256 === undefined ? hashOf(part.content) : part.sha256.slice(0, 16)
   })),
-  ...(request.tools.length === 0 ? [] : [{ part: "tools", source: "tools", hash: hashOf(JSON.stringify(request.tools)) }])
+  // The tools' names, descriptions and schemas as sent (the `tools` prompt part is only their mention).
+  ...(request.tools.length === 0 ? [] : [{ part: "tool definitions", source: "tools", hash: hashOf(JSON.stringify(request.tools)) }])
 ]
 
 /** The parts that differ between two requests: changed, added or gone (with the source each had). */
