@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
 import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, PromptPartHash, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
+import * as Session from "./Session.js"
 
 /** Where a tool call stands. */
 export type ToolCallStatus = "requested" | "permission_pending" | "awaiting_approval" | "allowed" | "denied" | "running"
@@ -113,7 +114,12 @@ export interface SessionState {
    * its request's part hashes, what the next response's are compared with (`cache.break`).
    */
   readonly lastRequest?: LastRequest | undefined
+  /** What the session's turns used and cost, summed (see `Session.addUsage`); absent until a turn reported usage. */
+  readonly totals?: UsageTotals | undefined
 }
+
+/** A session's usage and cost totals, as its summary carries them. */
+export type UsageTotals = ReturnType<typeof Session.addUsage>
 
 /** The prompt-cache reads and part hashes of the session's last model response that reported usage. */
 export interface LastRequest {
@@ -355,6 +361,10 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.right({
         ...base,
         openTurn: undefined,
+        ...(() => {
+          const used = Session.usageChange(event)
+          return used === undefined ? {} : { totals: Session.addUsage(state.totals ?? {}, used) }
+        })(),
         lastTurn: {
           turnId: event.turnId,
           stopReason: event.payload.stopReason,

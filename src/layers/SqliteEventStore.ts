@@ -40,6 +40,7 @@ import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as SessionUsage from "./sql/SessionUsage.js"
 import * as Lease from "./writer/Lease.js"
 
 /** Options of the SQLite store. */
@@ -129,7 +130,15 @@ export const migrations = Migrator.fromRecord({
       ) WITHOUT ROWID`
     yield* EventTables.backfillAwaiting(sql)
   }),
-  "4_blobs": SqlBlobStore.migrateSqlite
+  "4_blobs": SqlBlobStore.migrateSqlite,
+  // 5 is the session titles' (issue 23); the migrator takes the numbers in order, gaps and all.
+  "6_session_usage": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's usage and cost totals (what `sessions` lists), kept by the appends in the same
+    // transaction as their `turn.completed`; filled once from the events here.
+    yield* SessionUsage.createTable(sql, "sqlite")
+    yield* EventTables.backfillUsage(sql)
+  })
 })
 
 /** The SQLite (or file system) error code of an error or of its cause, e.g. `SQLITE_FULL`, `EACCES`. */

@@ -20,6 +20,7 @@ import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import type { SessionSummary } from "../../domain/Session.js"
 import { batchConflict, type EventStore } from "../../services/EventStore.js"
+import * as SessionUsage from "./SessionUsage.js"
 
 /** What a store gives the shared operations. */
 export interface Options {
@@ -112,6 +113,9 @@ export const backfillAwaiting = (sql: SqlClient.SqlClient): Effect.Effect<void, 
     Effect.forEach(rows, (row) =>
       sql`INSERT INTO awaiting_approvals (session_id, tool_call_id, sequence) VALUES (${row.session_id}, ${row.tool_call_id}, ${row.sequence})`, { discard: true }))
 
+/** Fills `session_usage` from the stored events: run once, by the migration that adds the table. */
+export const backfillUsage = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> => SessionUsage.backfill(sql, decodeRow)
+
 /** A stored row as an event: migrated from its format version, then decoded. */
 const decodeRow = (row: EventRow) =>
   Either.flatMap(
@@ -122,11 +126,15 @@ const decodeRow = (row: EventRow) =>
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> => {
   // An event that changes which calls wait for approval changes `awaiting_approvals` in the same
-  // transaction: the listing can never say a session waits when its log says otherwise.
+  // transaction, and a turn's usage its session's `session_usage`: the listing can never say other
+  // than the log.
+  const sideStatements = (event: AgentEvent.AgentEvent) =>
+    [awaitingStatement(sql, event), SessionUsage.statement(sql, event)].filter((s) => s !== undefined)
+
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
-    const awaiting = awaitingStatement(sql, event)
-    if (awaiting === undefined) return appendEvent(event)
-    return sql.withTransaction(Effect.zipRight(appendEvent(event), awaiting)).pipe(
+    const side = sideStatements(event)
+    if (side.length === 0) return appendEvent(event)
+    return sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(side, { discard: true }))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
     )
   }
@@ -137,8 +145,8 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     const conflict = batchConflict(events)
     if (conflict !== undefined) return Effect.fail(conflict)
     const step = (event: AgentEvent.AgentEvent) => {
-      const awaiting = awaitingStatement(sql, event)
-      return awaiting === undefined ? appendEvent(event) : Effect.zipRight(appendEvent(event), awaiting)
+      const side = sideStatements(event)
+      return side.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(side, { discard: true }))
     }
     return sql.withTransaction(Effect.forEach(events, step, { discard: true })).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
@@ -174,9 +182,11 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
       SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
       WHERE cwd IS NOT NULL
       ORDER BY last_activity_at DESC, session_id`,
-    awaitingRows
+    awaitingRows,
+    SessionUsage.rows(sql, decodeRow)
   ]).pipe(
-    Effect.map(([rows, awaiting]) => {
+    Effect.map(([rows, awaiting, usage]) => {
+      const totals = SessionUsage.totalsBySession(usage)
       const waiting = new Map<string, Array<string>>()
       for (const a of awaiting) {
         const calls = waiting.get(a.session_id)
@@ -193,7 +203,8 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
           lastActivityAt: r.last_activity_at,
           turnCount: r.turn_count,
           lastSequence: r.last_sequence,
-          ...(calls === undefined ? {} : { awaitingApproval: calls })
+          ...(calls === undefined ? {} : { awaitingApproval: calls }),
+          ...totals.get(r.session_id)
         }
       })
     }),
