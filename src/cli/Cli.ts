@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy } from "../index.js"
+import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy, UsageText } from "../index.js"
 import * as Acp from "./Acp.js"
 import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
@@ -182,7 +182,11 @@ const sessions = Command.make("sessions", Flags.storage, (options) =>
     if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
     if (summaries.length === 0) return
     // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
-    yield* Console.log(summaries.map((s) => `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`).join("\n"))
+    yield* Console.log(summaries.map((s) => {
+      // What the session used and cost, after its cwd, when its turns reported usage.
+      const totals = UsageText.totalsText(s)
+      return `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}${totals === undefined ? "" : `  ${Render.terminalSafe(totals)}`}`
+    }).join("\n"))
   }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
     Command.withDescription(Help.described("List stored sessions, most recently active first", ["effect-agent sessions", "effect-agent sessions --store sqlite"]))
   )

@@ -36,3 +36,15 @@ export const cacheBreakText = (payload: PayloadOf<"cache.break">): string => {
     : `changed: ${payload.changed.map((c) => `${c.part} (${c.source})`).join(", ")}`
   return `prompt cache break: read ${payload.previousCacheRead} → ${payload.cacheRead} tokens; ${changed}`
 }
+
+/**
+ * A session's totals for a listing: `tokens in 14 · out 10 · cache read 103 — $0.25`, and which models had no
+ * price (`; cost unknown for model-x`, then the dollars are of the other turns); none without usage.
+ */
+export const totalsText = (
+  totals: { readonly usage?: Usage | undefined; readonly cost?: number | undefined; readonly costUnknown?: ReadonlyArray<string> | undefined }
+): string | undefined => {
+  if (totals.usage === undefined) return undefined
+  const unknown = totals.costUnknown === undefined || totals.costUnknown.length === 0 ? "" : `; cost unknown for ${totals.costUnknown.join(", ")}`
+  return `tokens ${tokensText(totals.usage)} — ${dollars(totals.cost ?? 0)}${unknown}`
+}
