@@ -62,7 +62,8 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     const mcp = McpServers.configurable()
     const engine = SessionEngine.layer(Flags.engineOptions(user)).pipe(
       Layer.provide(Flags.storeLayer(options)),
-      Layer.provide(model),
+      // Beside the engine too: the agent reads the model's window for `usage_update`.
+      Layer.provideMerge(model),
       Layer.provide(IdGenerator.layer),
       Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
