@@ -6,12 +6,16 @@
  *   node --expose-gc --import tsx bench/child.ts replay <dataDir> <sessionId>
  *   node --expose-gc --import tsx bench/child.ts hydrate <dataDir> <sessionId>
  *   node --expose-gc --import tsx bench/child.ts readline <file>
+ *   node --expose-gc --import tsx bench/child.ts concurrent <sessions> <deltas>      (row 21: effect-agent)
+ *   node --expose-gc --import tsx bench/child.ts pi-concurrent <sessions> <deltas>   (row 21: pi-agent-core)
  */
+import { Agent } from "@mariozechner/pi-agent-core"
+import { fauxAssistantMessage, registerFauxProvider } from "@mariozechner/pi-ai"
 import { createReadStream } from "node:fs"
 import { createInterface } from "node:readline"
-import { Effect, Stream } from "effect"
-import { type AgentEvent, SessionEngine } from "../src/index.js"
-import { constantModel, engineRuntime, storeLayer } from "./engine.js"
+import { Effect, Layer, Stream } from "effect"
+import { type AgentEvent, ModelProvider, SessionEngine } from "../src/index.js"
+import { constantModel, count, deltaTexts, engineRuntime, storeLayer, touchPi } from "./engine.js"
 
 const [mode, ...args] = process.argv.slice(2)
 
@@ -50,6 +54,46 @@ const main = async () => {
         events++
       }
       return events
+    }
+    : mode === "concurrent"
+    ? async () => {
+      // N sessions at once, each one turn of D deltas handed over one per chunk, as an SDK stream hands them.
+      const [sessions, deltas] = args.map(Number) as [number, number]
+      const texts = deltaTexts(deltas)
+      const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+        capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+        stream: () => Stream.concat(Stream.fromIterable(texts.map(ModelProvider.textDelta)).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+      })))
+      try {
+        const counts = await rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+          Effect.forEach(Array.from({ length: sessions }), () =>
+            Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage: "hi" }))), { concurrency: "unbounded" })))
+        return counts.reduce((a, b) => a + b, 0)
+      } finally {
+        await rt.dispose()
+      }
+    }
+    : mode === "pi-concurrent"
+    ? async () => {
+      const [sessions, deltas] = args.map(Number) as [number, number]
+      const text = deltaTexts(deltas).join("")
+      const faux = registerFauxProvider({ tokenSize: { min: 1, max: 1 } })
+      try {
+        faux.setResponses(Array.from({ length: sessions }, () => fauxAssistantMessage(text)))
+        let events = 0
+        await Promise.all(Array.from({ length: sessions }, async () => {
+          const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "" } })
+          agent.subscribe((event) => {
+            events++
+            touchPi(event)
+          })
+          await agent.prompt("hi")
+          if (agent.state.errorMessage !== undefined) throw new Error(`pi-agent-core turn failed: ${agent.state.errorMessage}`)
+        }))
+        return events
+      } finally {
+        faux.unregister()
+      }
     }
     : () => Promise.reject(new Error(`unknown mode ${mode}`))
   global.gc?.()

@@ -59,5 +59,13 @@ export const config = {
   /** Rows 17–18: deltas of the turn during which /healthz is probed, and the watchers of each row. */
   healthDeltas: num("HEALTH_DELTAS", 2_000, 2_000),
   healthWatchers: num("HEALTH_WATCHERS", 50, 50),
-  healthWatchersMany: num("HEALTH_WATCHERS_MANY", 500, 500)
+  healthWatchersMany: num("HEALTH_WATCHERS_MANY", 500, 500),
+  // Rows 19–20: tool steps per turn, repetitions; trivial turns per run.
+  toolSteps: num("TOOL_STEPS", 50, 20),
+  toolStepReps: num("TOOL_STEP_REPS", 7, 3),
+  trivialTurns: num("TRIVIAL_TURNS", 200, 50),
+  // Row 21: concurrent sessions, deltas each, repetitions.
+  concurrentSessions: num("CONCURRENT_SESSIONS", 1_000, 1_000),
+  concurrentDeltas: num("CONCURRENT_DELTAS", 100, 100),
+  concurrentReps: num("CONCURRENT_REPS", 3, 1)
 }

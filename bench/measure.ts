@@ -47,7 +47,7 @@ export interface Row {
   /** The summary value compared with the goal (a ratio, or ms for the cancel latency). */
   readonly value: number
   readonly spread: string
-  readonly unit: "×" | "ms"
+  readonly unit: "×" | "ms" | " MB"
   readonly goal: string
   readonly met: boolean
   /** Raw figures behind the ratio, printed under the row. */

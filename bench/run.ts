@@ -24,7 +24,8 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [10, 11], run: () => import("./rows/sdkTurn.js").then((m) => m.run()) },
   { rows: [12, 13], run: () => import("./rows/listing.js").then((m) => m.run()) },
   { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) },
-  { rows: [15, 16, 17, 18], run: () => import("./rows/serve.js").then((m) => m.run()) }
+  { rows: [15, 16, 17, 18], run: () => import("./rows/serve.js").then((m) => m.run()) },
+  { rows: [19, 20, 21], run: () => import("./rows/steps.js").then((m) => m.run()) }
 ]
 
 const main = async () => {

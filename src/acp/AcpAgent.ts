@@ -147,6 +147,23 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         catch: () => new acp.RequestError(-32603, "the connection closed", { errorCode: "connection_closed" })
       })
 
+    /**
+     * An event's updates for the client, its images read from the blob area (see
+     * `AcpMapper.imagesShown`). An image that cannot be read is named in its place: the rest of the
+     * conversation is still shown.
+     */
+    const updatesWithImages = (sessionId: string, event: AgentEvent.AgentEvent, phase: AcpMapper.Phase, updates: Array<acp.SessionUpdate>) => {
+      const shown = AcpMapper.imagesShown(event, phase)
+      if (shown.length === 0) return Effect.succeed(updates)
+      return Effect.forEach(shown, (ref) =>
+        engine.sessionImage({ sessionId, blob: ref.blob }).pipe(
+          Effect.map((image): AcpMapper.ShownImage => ({ _tag: "read", mediaType: image.mediaType, base64: Buffer.from(image.bytes).toString("base64") })),
+          Effect.catchAll((error) =>
+            Effect.succeed<AcpMapper.ShownImage>({ _tag: "unavailable", ref, why: error._tag === "BlobNotFound" ? "not in the store" : "could not be read" })
+          )
+        )).pipe(Effect.map((images) => AcpMapper.withImages(event, updates, images)))
+    }
+
     const served = (sessionId: string) =>
       Effect.suspend(() => {
         const session = sessions.get(sessionId)
@@ -233,7 +250,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.runForEach((event) =>
             Effect.gen(function*() {
               if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
-              for (const update of AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id) })) {
+              const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id) })
+              for (const update of yield* updatesWithImages(session.sessionId, event, "live", updates)) {
                 yield* send(client, session.sessionId, update)
               }
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
@@ -359,7 +377,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.runForEach((event) => {
             if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
             const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id) })
-            return Effect.forEach(updates, (update) => send(client, sessionId, update), { discard: true })
+            return Effect.flatMap(
+              updatesWithImages(sessionId, event, "replay", updates),
+              (shown) => Effect.forEach(shown, (update) => send(client, sessionId, update), { discard: true })
+            )
           })
         )
         const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))

@@ -292,6 +292,47 @@ export const updatesOf = (
   }
 }
 
+/**
+ * The images an event names that the client is shown: a replayed user message's (a live one is the
+ * client's own prompt) and a tool result's, in order. Their bytes are in the store's blob area; the
+ * agent reads them and hands them to {@link withImages}.
+ */
+export const imagesShown = (event: AgentEvent.AgentEvent, phase: Phase): ReadonlyArray<Image.ImageRef> => {
+  if (event.type === "user.message") return phase === "replay" ? event.payload.images ?? [] : []
+  if (event.type === "tool.completed") return event.payload.images ?? []
+  return []
+}
+
+/** An image read for the client, or why it could not be (shown in its place as text). */
+export type ShownImage =
+  | { readonly _tag: "read"; readonly mediaType: string; readonly base64: string }
+  | { readonly _tag: "unavailable"; readonly ref: Image.ImageRef; readonly why: string }
+
+const imageBlock = (image: ShownImage): acp.ContentBlock =>
+  image._tag === "read"
+    ? { type: "image", mimeType: image.mediaType, data: image.base64 }
+    : text(`[image ${image.ref.mediaType}, ${image.ref.bytes} bytes: ${image.why}]`)
+
+/**
+ * An event's updates with its images added: a user message's as `user_message_chunk`s after its
+ * text, a tool result's as content after the result's own.
+ */
+export const withImages = (
+  event: AgentEvent.AgentEvent,
+  updates: Array<acp.SessionUpdate>,
+  images: ReadonlyArray<ShownImage>
+): Array<acp.SessionUpdate> => {
+  if (images.length === 0) return updates
+  if (event.type === "user.message") {
+    return [...updates, ...images.map((image): acp.SessionUpdate => ({ sessionUpdate: "user_message_chunk", content: imageBlock(image) }))]
+  }
+  return updates.map((update) =>
+    update.sessionUpdate === "tool_call_update"
+      ? { ...update, content: [...(update.content ?? []), ...images.map((image): acp.ToolCallContent => ({ type: "content", content: imageBlock(image) }))] }
+      : update
+  )
+}
+
 /** The four answers offered for every call the policy paused; the option id is its kind. */
 export const permissionOptions: ReadonlyArray<acp.PermissionOption> = [
   { optionId: "allow_once", name: "Allow", kind: "allow_once" },

@@ -11,8 +11,9 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { EventStore, type IdGenerator, type ModelProvider, SessionEngine } from "../index.js"
+import { BlobStore, EventStore, type IdGenerator, type ModelProvider, SessionEngine } from "../index.js"
 
 /** Makes engines on the runner's ports (store, model, ids, and the optional tools and permissions). */
 export class Engines extends Context.Tag("effect-agent/cluster/Engines")<Engines, {
@@ -20,6 +21,8 @@ export class Engines extends Context.Tag("effect-agent/cluster/Engines")<Engines
   readonly make: Effect.Effect<SessionEngine.SessionEngine.Service, never, Scope.Scope>
   /** The runner's store, for what only reads a session (its state is a fold of the log: no engine needed). */
   readonly store: EventStore.EventStore.Service
+  /** The store's blob area, when it has one: a message's images travel between runners through it. */
+  readonly blobs: BlobStore.BlobStore.Service | undefined
 }>() {}
 
 /** Engines on the ports found in the context (the optional ones too, as `SessionEngine.make` finds them). */
@@ -33,7 +36,8 @@ export const layer = (
       const ports = Context.omit(Scope.Scope)(context) as Context.Context<EventStore.EventStore | ModelProvider.ModelProvider | IdGenerator.IdGenerator>
       return {
         make: Effect.flatMap(Effect.context<Scope.Scope>(), (scope) => Effect.provide(SessionEngine.make(options), Context.merge(ports, scope))),
-        store: Context.get(ports, EventStore.EventStore)
+        store: Context.get(ports, EventStore.EventStore),
+        blobs: Option.getOrUndefined(Context.getOption(ports, BlobStore.BlobStore))
       }
     })
   )

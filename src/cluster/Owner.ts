@@ -25,8 +25,9 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, SessionEngine, SessionState } from "../index.js"
+import { EventStoreFailure, type Image, SessionEngine, SessionState } from "../index.js"
 import { Turns } from "../server.js"
+import * as CarriedImages from "./CarriedImages.js"
 import * as Engines from "./Engines.js"
 import * as KeepAlive from "./KeepAlive.js"
 import { SessionEntity } from "./SessionEntity.js"
@@ -97,6 +98,8 @@ export const layer = (options: Options = {}) =>
       const address = yield* Entity.CurrentAddress
       const sessionId = address.entityId
       const engines = yield* Engines.Engines
+      /** A message's carried images, read back from the shared blob area (see `CarriedImages`). */
+      const images = (refs: ReadonlyArray<Image.ImageRef> | undefined) => CarriedImages.take(engines.blobs, refs ?? [])
       // Added before the engine: finalizers run in reverse, so this one runs once the engine has closed.
       const { onReleased } = options
       if (onReleased !== undefined) yield* Effect.addFinalizer(() => onReleased(sessionId))
@@ -121,9 +124,12 @@ export const layer = (options: Options = {}) =>
         options.afterStored === undefined ? Effect.void : Effect.zipRight(storedInLog(engine, sessionId, key), options.afterStored(message, sessionId))
       if (options.onOwned !== undefined) yield* options.onOwned(sessionId)
       return SessionEntity.of({
-        StartTurn: ({ payload }) => driving(true, write(Effect.map(turns.start(sessionId, payload.message), (turnId) => ({ turnId })))),
+        StartTurn: ({ payload }) =>
+          driving(true, write(Effect.flatMap(images(payload.images), (given) => Effect.map(turns.start(sessionId, payload.message, given), (turnId) => ({ turnId }))))),
         RunTurn: ({ payload }) =>
-          Stream.unwrap(driving(true, Effect.succeed(writeStream(engine.runTurn({ sessionId, userMessage: payload.message }))))).pipe(Stream.ensuring(keeper.check)),
+          Stream.unwrap(driving(true, Effect.map(images(payload.images), (given) =>
+            writeStream(engine.runTurn({ sessionId, userMessage: payload.message, ...(given.length === 0 ? {} : { images: given }) })))))
+            .pipe(Stream.ensuring(keeper.check)),
         ResumeTurn: () => Stream.unwrap(driving(true, Effect.succeed(writeStream(engine.resumeTurn({ sessionId }))))).pipe(Stream.ensuring(keeper.check)),
         ResumeIfIdle: () => driving(true, turns.resumeIfIdle(sessionId)),
         CancelTurn: ({ payload }) => checked(engine.cancelTurn(payload.turnId === undefined ? { sessionId } : { sessionId, turnId: payload.turnId })),

@@ -15,8 +15,9 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, type EventStore, InvalidInput, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
+import { EventStoreFailure, type EventStore, type Image, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
 import { Turns } from "../server.js"
+import * as CarriedImages from "./CarriedImages.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
 
@@ -58,6 +59,12 @@ export const stateOf = (store: EventStore.EventStore.Service) => (sessionId: str
     Effect.withSpan("Routed.sessionState", { attributes: { sessionId } })
   )
 
+/** A message's images as the payload carries them: put in the shared blob area here, referenced in the message (absent when none). */
+const carriedBy = (blobs: Engines.Engines["Type"]["blobs"]) => (images: ReadonlyArray<Image.ImageInput> | undefined) =>
+  images === undefined || images.length === 0
+    ? Effect.succeed({})
+    : Effect.map(CarriedImages.put(blobs, images), (refs) => ({ images: refs }))
+
 /** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
 export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =
   Layer.scoped(
@@ -71,6 +78,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         Engines.withEngine(use).pipe(Effect.provideService(Engines.Engines, engines))
       const stored = storedIn(reader)
       const state = stateOf(engines.store)
+      const carried = carriedBy(engines.blobs)
       const owner = <A, E extends { readonly _tag: string }>(sessionId: string, send: Effect.Effect<A, E | ClusterFailure>) =>
         Effect.zipRight(stored(sessionId), orDieCluster(send))
       const ownerStream = <A, E extends { readonly _tag: string }>(sessionId: string, send: Stream.Stream<A, E | ClusterFailure>) =>
@@ -79,10 +87,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         createSession: (input) => fresh((engine) => engine.createSession(input)),
         forkSession: (input) => fresh((engine) => engine.forkSession(input)),
         runTurn: ({ images, sessionId, userMessage }) =>
-          images !== undefined && images.length > 0
-            // The runners' RPC carries a message's text only: images are refused rather than dropped.
-            ? Stream.fail(new InvalidInput({ field: "images", detail: "images are not carried to cluster runners yet" }))
-            : ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage })),
+          Stream.unwrap(Effect.map(carried(images), (refs) => ownerStream(sessionId, client(sessionId).RunTurn({ message: userMessage, ...refs })))),
         resumeTurn: ({ sessionId }) => ownerStream(sessionId, client(sessionId).ResumeTurn()),
         resolvePermission: ({ decision, idempotencyKey, remember, sessionId, toolCallId }) =>
           owner(sessionId, client(sessionId).ResolvePermission({ toolCallId, decision, remember: remember ?? false, idempotencyKey: keyOf(idempotencyKey) })),
@@ -116,16 +121,20 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
  * The HTTP server's turn registry on a runner: turns start on the owner and run there, detached
  * from the request and from this runner (see `Owner`).
  */
-export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding | SessionEngine.SessionEngine> = Layer.effect(
+export const turnsLayer: Layer.Layer<Turns.Turns, never, Sharding.Sharding | SessionEngine.SessionEngine | Engines.Engines> = Layer.effect(
   Turns.Turns,
   Effect.gen(function*() {
     const client = yield* SessionEntity.client
     const stored = storedIn(yield* SessionEngine.SessionEngine)
+    const carried = carriedBy((yield* Engines.Engines).blobs)
     // `isRunning` answers at once and the owner may be another runner: a session's phase is read from
     // its log instead (a turn whose approved call has not started yet shows as paused meanwhile).
     return Turns.Turns.of({
-      start: (sessionId, message) =>
-        Effect.zipRight(stored(sessionId), orDieCluster(Effect.map(client(sessionId).StartTurn({ message }), ({ turnId }) => turnId))),
+      start: (sessionId, message, images) =>
+        Effect.zipRight(
+          stored(sessionId),
+          Effect.flatMap(carried(images), (refs) => orDieCluster(Effect.map(client(sessionId).StartTurn({ message, ...refs }), ({ turnId }) => turnId)))
+        ),
       resumeIfIdle: (sessionId) =>
         Effect.zipRight(stored(sessionId), client(sessionId).ResumeIfIdle()).pipe(
           Effect.catchAll((error) => Effect.logWarning("resuming a turn failed", error))

@@ -15,7 +15,8 @@
  * dropping follow-ups are safe to repeat. `StartTurn` answers as soon as `turn.started` is stored
  * (the turn then runs on the owner whoever is connected): an owner that dies after storing it and
  * before answering leaves the message to be run again as a new turn — as `RunTurn`, which streams a
- * whole turn, may be — after the log's repair closed the first one.
+ * whole turn, may be — after the log's repair closed the first one. A turn's images travel as
+ * references to the shared store's blob area (see `CarriedImages`), never as bytes.
  *
  * @since 0.2.0
  */
@@ -27,6 +28,7 @@ import {
   ApprovalNotPending,
   CompactionFailed,
   EventStoreFailure,
+  Image,
   InvalidInput,
   NothingToCompact,
   NothingToResume,
@@ -41,14 +43,14 @@ export const StartFailure = Schema.Union(EventStoreFailure, SessionNotFound, Tur
 
 /** Starts a turn on the owner, detached from the caller; answers once `turn.started` is stored. */
 export const StartTurn = Rpc.make("StartTurn", {
-  payload: { message: Schema.String },
+  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)) },
   success: Schema.Struct({ turnId: Schema.String }),
   error: StartFailure
 })
 
 /** Runs a turn and streams its stored events (`SessionEngine.runTurn`); interrupting it cancels the turn. */
 export const RunTurn = Rpc.make("RunTurn", {
-  payload: { message: Schema.String },
+  payload: { message: Schema.String, images: Schema.optional(Schema.Array(Image.ImageRef)) },
   success: AgentEvent.AgentEvent,
   error: StartFailure,
   stream: true

@@ -349,3 +349,23 @@ describe("usage and cache breaks over ACP", () => {
     expect(AcpMapper.usageUpdateOf(2100, 200_000, undefined)).toEqual({ sessionUpdate: "usage_update", used: 2100, size: 200_000 })
   })
 })
+
+describe("AcpMapper: images", () => {
+  const ref = { blob: "a".repeat(64), mediaType: "image/png" as const, bytes: 1234 }
+  const base = { id: "evt_2", sessionId: "sess_1", turnId: "turn_1", timestamp: "2026-01-01T00:00:00.000Z" }
+  const message = Either.getOrThrow(AgentEvent.decodeJson(JSON.stringify({ ...base, sequence: 2, type: "user.message", payload: { content: "look", images: [ref, ref] } })))
+
+  it("a replayed message's images follow its text; one that could not be read is named in its place; a live message shows none", () => {
+    expect(AcpMapper.imagesShown(message, "live")).toEqual([])
+    expect(AcpMapper.imagesShown(message, "replay")).toEqual([ref, ref])
+    const updates = AcpMapper.updatesOf(message, { cwd: "/", phase: "replay", support: AcpMapper.baseline })
+    expect(AcpMapper.withImages(message, updates, [
+      { _tag: "read", mediaType: "image/png", base64: "AAAA" },
+      { _tag: "unavailable", ref, why: "not in the store" }
+    ])).toEqual([
+      { sessionUpdate: "user_message_chunk", content: text("look") },
+      { sessionUpdate: "user_message_chunk", content: { type: "image", mimeType: "image/png", data: "AAAA" } },
+      { sessionUpdate: "user_message_chunk", content: text("[image image/png, 1234 bytes: not in the store]") }
+    ])
+  })
+})

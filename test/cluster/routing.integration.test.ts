@@ -6,6 +6,8 @@
  * (`FollowUp`), compacts there (`CompactSession`) and steers the owner's turn (`Steer`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
  * other runner (as the HTTP approve route does), the turn resumes on its new owner.
  */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
@@ -185,5 +187,36 @@ describe("the routed engine of a runner", () => {
       expect(done.find((event) => event.type === "tool.completed")).toMatchObject({ payload: { toolCallId } })
       expect(done.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       expect((yield* Ref.get(owners)).get(sessionId)).toBe("here")
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+
+  it.live("a message's images reach the owner through the other runner, by the shared blob area: streamed (runTurn) and started (the HTTP turn route's registry)", () =>
+    Effect.gen(function*() {
+      const url = yield* freshSchemaUrl("routing_images")
+      const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
+      const here = yield* runner("here", url, owners, [])
+      yield* runner("owner", url, owners, [{ chunks: ["seen"] }, { chunks: ["seen again"] }])
+      const sessionId = yield* sessionOwnedBy(here.engine, owners, "owner")
+      const png = new Uint8Array(readFileSync(join(import.meta.dirname, "../../fixtures/images/photo.png")))
+      const gif = new Uint8Array(readFileSync(join(import.meta.dirname, "../../fixtures/images/pixel.gif")))
+
+      const streamed = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }] })))
+      expect(streamed.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      yield* here.turns.start(sessionId, "and this", [{ data: gif, mediaType: "image/gif" }])
+      const log = yield* Stream.runCollect(here.engine.replaySession({ sessionId })).pipe(
+        Effect.map(Chunk.toReadonlyArray),
+        Effect.filterOrFail((events) => events.filter((event) => event.type === "turn.completed").length === 2),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expectWellFormedLog(log)
+      const messages = log.flatMap((event) => event.type === "user.message" ? [event.payload] : [])
+      expect(messages.map((message) => message.images?.map((image) => image.mediaType))).toEqual([["image/png"], ["image/gif"]])
+      const image = yield* here.engine.sessionImage({ sessionId, blob: messages[0]!.images![0]!.blob })
+      expect(Buffer.from(image.bytes).equals(Buffer.from(png))).toBe(true)
+
+      // A refused image is refused at the door, as on one process: nothing is sent, nothing stored.
+      const svg = new Uint8Array(readFileSync(join(import.meta.dirname, "../../fixtures/images/evil.svg")))
+      const refused = yield* Effect.flip(Stream.runDrain(here.engine.runTurn({ sessionId, userMessage: "x", images: [{ data: svg }] })))
+      expect(refused).toMatchObject({ _tag: "InvalidInput", field: "images" })
+      expect(Chunk.size(yield* Stream.runCollect(here.engine.replaySession({ sessionId })))).toBe(log.length)
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 })

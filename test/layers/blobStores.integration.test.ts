@@ -123,8 +123,17 @@ for (const [name, makeStore] of stores) {
         yield* damage(hash)
         const failure = yield* Effect.flip(blobs.get(hash))
         expect(failure).toMatchObject({ _tag: "BlobFailure", reason: "corrupt", operation: "get", hash })
-        // A put of the right bytes does not hide the damage: content addressing trusts the name, so the row or file stays as it is.
         expect(failure.message).toContain("corrupt")
+      }))
+
+    test("a put of the right bytes repairs a damaged blob: an existing file or row is checked, not trusted by its name", ({ blobs, copies, damage }) =>
+      Effect.gen(function*() {
+        if (damage === undefined) return expect(name).toBe("memory")
+        const hash = yield* blobs.put(binary)
+        yield* damage(hash)
+        expect(yield* blobs.put(binary)).toBe(hash)
+        expect(Buffer.from(yield* blobs.get(hash)).equals(Buffer.from(binary))).toBe(true)
+        if (copies !== undefined) expect(yield* copies(hash)).toBe(1)
       }))
 
     test("the caller's buffer is not shared: changing it after the put changes nothing stored", ({ blobs }) =>

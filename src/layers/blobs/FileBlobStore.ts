@@ -52,11 +52,20 @@ export const make = (options: Options): BlobStore.Service => {
       Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
     )
 
+  /** Whether the file exists and its bytes hash to `hash`. */
+  const holds = (file: string, hash: string) =>
+    Effect.tryPromise({ try: () => readFile(file), catch: (error) => error }).pipe(
+      Effect.map((stored) => Sha256.of(stored) === hash),
+      Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
+    )
+
   const put: BlobStore.Service["put"] = (bytes) =>
     Effect.gen(function*() {
       const hash = Sha256.of(bytes)
       const file = fileOf(hash)
-      if (yield* exists(file).pipe(Effect.mapError(failure("put", hash)))) return hash
+      // A file already under the name is checked, not trusted: bytes damaged since (by hand, by the
+      // disk) are replaced by the right ones instead of staying corrupt for every later get.
+      if (yield* holds(file, hash).pipe(Effect.mapError(failure("put", hash)))) return hash
       const folder = join(root, hash.slice(0, 2))
       const temporary = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.tmp`)
       yield* Effect.try({ try: () => Directories.makeSync(folder, 0o700), catch: failure("put", hash) })

@@ -1,8 +1,9 @@
 /**
  * The blob area of the SQL stores (SQLite and PostgreSQL): a `blobs` table keyed by hash, created
- * by each store's migrations (`migrateSqlite`, `migratePostgres`). A put is one
- * `INSERT … ON CONFLICT DO NOTHING`: the same bytes twice are stored once, and a blob is a row the
- * database writes whole or not at all.
+ * by each store's migrations (`migrateSqlite`, `migratePostgres`). A put is one upsert: the same
+ * bytes twice are stored once, and a blob is a row the database writes whole or not at all. A row
+ * already there is rewritten only when its bytes differ — damaged by hand or by the disk — so the
+ * right bytes put again repair it instead of being trusted by the name.
  *
  * @since 0.6.0
  */
@@ -42,7 +43,7 @@ export const make = (options: { readonly where: string }): Effect.Effect<BlobSto
     const put: BlobStore.Service["put"] = (bytes) =>
       Effect.suspend(() => {
         const hash = Sha256.of(bytes)
-        return sql`INSERT INTO blobs (hash, size, bytes) VALUES (${hash}, ${bytes.byteLength}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)}) ON CONFLICT (hash) DO NOTHING`.pipe(
+        return sql`INSERT INTO blobs (hash, size, bytes) VALUES (${hash}, ${bytes.byteLength}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)}) ON CONFLICT (hash) DO UPDATE SET bytes = excluded.bytes, size = excluded.size WHERE blobs.bytes <> excluded.bytes`.pipe(
           Effect.mapError(failure("put", hash)),
           Effect.as(hash)
         )

@@ -1,0 +1,201 @@
+/**
+ * Rows 19–20 (issue 20): what a turn costs beyond its text.
+ *
+ * Row 19: a turn of N sequential tool steps, each one `read_file` of a real 4 KB file, then a short
+ * answer. effect-agent: the engine (memory store) with the workspace tools and the default policy
+ * (reads inside the cwd are allowed), the scripted model asking one call per step. pi-agent-core:
+ * its `Agent` over pi-ai's faux provider asking the same calls of a `readFile` tool that reads the
+ * same file with `fs.promises.readFile`. The result is our time per step over pi's (lower is better),
+ * goal ≤ 1×; CPU time per step for both is in the detail.
+ *
+ * Row 20: a trivial turn (one short answer, nothing else) in a warm engine and session: the median
+ * wall time per turn, goal ≤ 2 ms of engine overhead; pi-agent-core's time for the same turn is in
+ * the detail. Both sides consume every event with the same per-event work (`touch`).
+ *
+ * Row 21: 1,000 concurrent sessions × 100 deltas, each side in a fresh child process
+ * (`bench/child.ts concurrent` / `pi-concurrent`): our wall time over pi-agent-core's, goal ≤ 2×,
+ * and our peak RSS, goal ≤ 250 MB (both sides' in the detail). Our deltas come one per chunk, as
+ * an SDK stream hands them over.
+ */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { readFile } from "node:fs/promises"
+import { join } from "node:path"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { Agent, type AgentTool } from "@mariozechner/pi-agent-core"
+import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@mariozechner/pi-ai"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../../src/index.js"
+import { child } from "../children.js"
+import { config } from "../config.js"
+import { count, scratch, touchPi } from "../engine.js"
+import { format, interleave, median, type Row, ratioRow, ratios } from "../measure.js"
+
+/** A workspace with the file both sides read. */
+const workspace = () => {
+  const cwd = join(scratch("steps"), "work")
+  mkdirSync(cwd, { recursive: true })
+  writeFileSync(join(cwd, "a.txt"), "x".repeat(4095) + "\n")
+  return cwd
+}
+
+/** Wall and CPU time of an async run, in ms. */
+const timed = async (run: () => Promise<void>) => {
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  await run()
+  const used = process.cpuUsage(cpu)
+  return { wall: performance.now() - start, cpu: (used.user + used.system) / 1000 }
+}
+
+/** Our turn of `steps` read_file steps then an answer; answers ms per step (CPU ms per step in `cpu`). */
+const oursSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): Promise<number> => {
+  const responses = [
+    ...Array.from({ length: steps }, () => ({ toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }] })),
+    { chunks: ["done"] }
+  ]
+  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    FakeModelProvider.layer({ responses }),
+    IdGenerator.layer,
+    WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
+    PermissionPolicy.layer()
+  ))))
+  try {
+    const run = (userMessage: string) =>
+      rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+        Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage })))))
+    const time = await timed(async () => {
+      await run("read it")
+    })
+    cpu.push(time.cpu / steps)
+    return time.wall / steps
+  } finally {
+    await rt.dispose()
+  }
+}
+
+const piReadFile = (cwd: string): AgentTool => ({
+  name: "read_file",
+  label: "Read file",
+  description: "Reads a file of the workspace",
+  parameters: Type.Object({ path: Type.String() }),
+  execute: async (_id, params) => {
+    const { path } = params as { path: string }
+    const text = await readFile(join(cwd, path), "utf8")
+    return { content: [{ type: "text", text }], details: undefined }
+  }
+})
+
+/** pi-agent-core's turn of the same steps; answers ms per step (CPU ms per step in `cpu`). */
+const piSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): Promise<number> => {
+  const faux = registerFauxProvider({ tokenSize: { min: 1, max: 1 } })
+  try {
+    faux.setResponses([
+      ...Array.from({ length: steps }, (_, i) => fauxAssistantMessage(fauxToolCall("read_file", { path: "a.txt" }, { id: `call_${i}` }), { stopReason: "toolUse" })),
+      fauxAssistantMessage("done")
+    ])
+    const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "", tools: [piReadFile(cwd)] } })
+    agent.subscribe(touchPi)
+    const time = await timed(() => agent.prompt("read it"))
+    if (agent.state.errorMessage !== undefined) throw new Error(`pi-agent-core turn failed: ${agent.state.errorMessage}`)
+    const results = agent.state.messages.filter((m) => m.role === "toolResult").length
+    if (results !== steps) throw new Error(`pi-agent-core ran ${results} of ${steps} tool calls`)
+    cpu.push(time.cpu / steps)
+    return time.wall / steps
+  } finally {
+    faux.unregister()
+  }
+}
+
+/** `turns` trivial turns in one warm engine and session; answers the median ms per turn. */
+const oursTrivial = (turns: number) => async (): Promise<number> => {
+  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    FakeModelProvider.layer({ responses: Array.from({ length: turns + 1 }, () => ({ chunks: ["Hi."] })) }),
+    IdGenerator.layer
+  ))))
+  try {
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const { sessionId } = await rt.runPromise(engine.createSession({ cwd: "/bench", client: "test" }))
+    await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
+    const times: Array<number> = []
+    for (let i = 0; i < turns; i++) {
+      const start = performance.now()
+      await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "hi" })))
+      times.push(performance.now() - start)
+    }
+    return median(times)
+  } finally {
+    await rt.dispose()
+  }
+}
+
+const piTrivial = (turns: number) => async (): Promise<number> => {
+  const faux = registerFauxProvider({ tokenSize: { min: 1, max: 1 } })
+  try {
+    faux.setResponses(Array.from({ length: turns + 1 }, () => fauxAssistantMessage("Hi.")))
+    const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "" } })
+    agent.subscribe(touchPi)
+    await agent.prompt("warm up")
+    const times: Array<number> = []
+    for (let i = 0; i < turns; i++) {
+      const start = performance.now()
+      await agent.prompt("hi")
+      times.push(performance.now() - start)
+    }
+    if (agent.state.errorMessage !== undefined) throw new Error(`pi-agent-core turn failed: ${agent.state.errorMessage}`)
+    return median(times)
+  } finally {
+    faux.unregister()
+  }
+}
+
+export const run = async (): Promise<Array<Row>> => {
+  const cwd = workspace()
+  const steps = config.toolSteps
+  const oursCpu: Array<number> = []
+  const oursRss: Array<number> = []
+  const piRss: Array<number> = []
+  const piCpu: Array<number> = []
+  const [ours, pi] = await interleave(config.toolStepReps, [oursSteps(cwd, steps, oursCpu), piSteps(cwd, steps, piCpu)])
+  const turns = config.trivialTurns
+  const [trivial, piTurn] = await interleave(config.toolStepReps, [oursTrivial(turns), piTrivial(turns)])
+  const ms = (xs: ReadonlyArray<number>) => format(median(xs), " ms")
+  const sessions = String(config.concurrentSessions)
+  const deltas = String(config.concurrentDeltas)
+  const concurrent = await interleave(config.concurrentReps, [
+    () => child("concurrent", sessions, deltas).then((r) => { oursRss.push(r.maxRss); return r.ms }),
+    () => child("pi-concurrent", sessions, deltas).then((r) => { piRss.push(r.maxRss); return r.ms })
+  ])
+  const mb = (xs: ReadonlyArray<number>) => format(median(xs) / 1048576, " MB")
+  return [
+    ratioRow(19, `a turn of ${steps} sequential read_file steps (a real 4 KB file), time per step: effect-agent vs pi-agent-core 0.73.1`, ratios(ours!, pi!), {
+      text: "≤ 1.0×",
+      met: (m) => m <= 1.0
+    }, `effect-agent ${ms(ours!)} per step (CPU ${ms(oursCpu)}), pi-agent-core ${ms(pi!)} per step (CPU ${ms(piCpu)})`),
+    {
+      id: 20,
+      measure: "a trivial turn (one short answer) in a warm engine and session, memory store: median time per turn",
+      value: median(trivial!),
+      spread: `${format(Math.min(...trivial!), "")}–${format(Math.max(...trivial!), " ms")} (n=${trivial!.length} runs of ${turns})`,
+      unit: "ms",
+      goal: "≤ 2 ms",
+      met: median(trivial!) <= 2,
+      detail: `pi-agent-core ${ms(piTurn!)} per turn`
+    },
+    ratioRow(21, `${config.concurrentSessions.toLocaleString("en")} concurrent sessions × ${config.concurrentDeltas} deltas (one per chunk), wall time: effect-agent vs pi-agent-core`, ratios(concurrent[0]!, concurrent[1]!), {
+      text: "≤ 2×",
+      met: (m) => m <= 2
+    }, `effect-agent ${ms(concurrent[0]!)}, peak RSS ${mb(oursRss)}; pi-agent-core ${ms(concurrent[1]!)}, peak RSS ${mb(piRss)}`),
+    {
+      id: 21,
+      measure: `the same, effect-agent's peak RSS`,
+      value: median(oursRss) / 1048576,
+      spread: `${format(Math.min(...oursRss) / 1048576, "")}–${format(Math.max(...oursRss) / 1048576, " MB")} (n=${oursRss.length})`,
+      unit: " MB",
+      goal: "≤ 250 MB",
+      met: median(oursRss) <= 250 * 1048576,
+      detail: `pi-agent-core ${mb(piRss)}`
+    }
+  ]
+}
