@@ -8,7 +8,7 @@
 import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { run, scratch, sessionIdIn } from "./subprocess.js"
+import { run, scratch, sessionIdIn, start } from "./subprocess.js"
 
 const { dataDir, dir, replay } = scratch("costs")
 
@@ -65,6 +65,26 @@ describe("effect-agent run: what a turn costs", () => {
     expect(result.stderr).toContain("[tokens in 3 · out 1 — cost unknown for claude-unreleased-9]")
     const listed = await run(["sessions", "--data-dir", dataDir])
     expect(listed.stdout.split("\n").find((l) => l.startsWith(sessionIdIn(result.stderr)!))).toContain("— $0.00; cost unknown for claude-unreleased-9")
+  })
+
+  it("chat prints the summary line after each turn, with the answers alone on stdout", async () => {
+    const { env, repo } = setup(undefined, "claude-haiku-4-5")
+    const script = join(dir, "chat-script.json")
+    writeFileSync(script, JSON.stringify({
+      provider: "anthropic",
+      model: "claude-haiku-4-5",
+      responses: [{ chunks: ["first"], usage: { inputTokens: 1000, outputTokens: 100 } }, { chunks: ["second"], usage: { inputTokens: 2000, outputTokens: 0 } }]
+    }))
+    const chat = start(["chat", "--script", script, "--data-dir", dataDir], { cwd: repo, env })
+    chat.child.stdin!.write("one\n")
+    await chat.waitForStdout(/first\n/)
+    chat.child.stdin!.end("two\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.stdout).toBe("first\nsecond\n")
+    // The built-in claude-haiku-4-5: $1 in, $5 out per million.
+    expect(finished.stderr).toContain("[tokens in 1000 · out 100 — $0.0015]")
+    expect(finished.stderr).toContain("[tokens in 2000 · out 0 — $0.0020]")
   })
 
   it("a project's settings file cannot set prices: it is refused, naming the key", async () => {
