@@ -231,7 +231,8 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     totals.outputTokens += usage.outputTokens
     totals.cacheReadTokens += usage.cacheReadTokens ?? 0
     totals.cacheWriteTokens += usage.cacheWriteTokens ?? 0
-    if (typeof cost === "number") totals.cost += cost
+    // To a millionth of a dollar, as every summary keeps it: no float noise from adding turns.
+    if (typeof cost === "number") totals.cost = Math.round((totals.cost + cost) * 1_000_000) / 1_000_000
     if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)
   },
   // Per-response usage adds up in `turn.completed`; only a break of the prompt cache is a line of the turn.
