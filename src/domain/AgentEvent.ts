@@ -230,8 +230,8 @@ export const ModelUsage = turnEvent("model.usage", {
 
 /**
  * A response read less from the prompt cache than the session's previous one: the prompt's prefix
- * changed. `changed`: the parts whose content differs from the previous request's (empty when none
- * did — the cache expired, or the history before the cache point changed, as a compaction does).
+ * changed. `changed`: the parts whose content differs from the previous request's, and
+ * `{part: "history", source: "compaction"}` after a compaction; empty when none did (the cache expired).
  */
 export const CacheBreak = turnEvent("cache.break", {
   previousCacheRead: Count,

@@ -125,6 +125,8 @@ export type UsageTotals = ReturnType<typeof Session.addUsage>
 export interface LastRequest {
   readonly cacheRead: number
   readonly parts: ReadonlyArray<PromptPartHash>
+  /** A compaction (`session.compacted`) replaced the history since. */
+  readonly compacted?: true
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -456,7 +458,9 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
     openTurn: turn,
     compaction: event.type === "compaction.started"
       ? { compactionId, reason: event.payload.reason, ...(event.turnId === undefined ? {} : { turnId: event.turnId }) }
-      : undefined
+      : undefined,
+    // The history the last request's cache held is gone: the next request's cache break names it.
+    ...(event.type === "session.compacted" && state.lastRequest !== undefined ? { lastRequest: { ...state.lastRequest, compacted: true } } : {})
   })
 }
 

@@ -32,7 +32,7 @@ export const turnText = (completed: PayloadOf<"turn.completed">): string | undef
 /** A cache break: `prompt cache break: read 2048 → 0 tokens; changed: AGENTS.md (project)`. */
 export const cacheBreakText = (payload: PayloadOf<"cache.break">): string => {
   const changed = payload.changed.length === 0
-    ? "no prompt part changed (the cache expired, or the history before it changed)"
+    ? "no prompt part changed (the cache expired?)"
     : `changed: ${payload.changed.map((c) => `${c.part} (${c.source})`).join(", ")}`
   return `prompt cache break: read ${payload.previousCacheRead} → ${payload.cacheRead} tokens; ${changed}`
 }

@@ -50,6 +50,9 @@ export const changedParts = (
   ].map(({ part, source }) => ({ part, source }))
 }
 
+/** What a compaction since the last request changed: the history before the cache point. */
+const compactedHistory = { part: "history", source: "compaction" } as const
+
 /**
  * The drafts a response's usage adds: `model.usage`, and after it `cache.break` when the response
  * read fewer tokens from the cache than the session's last response that reported usage.
@@ -65,7 +68,7 @@ export const usageDrafts = (
   const broke = last !== undefined && read !== undefined && read < last.cacheRead
   return [
     EventDraft.modelUsage(usage, answeredBy, parts),
-    ...(broke ? [EventDraft.cacheBreak(last.cacheRead, read, changedParts(last.parts, parts))] : [])
+    ...(broke ? [EventDraft.cacheBreak(last.cacheRead, read, [...changedParts(last.parts, parts), ...(last.compacted ? [compactedHistory] : [])])] : [])
   ]
 }
 
