@@ -203,8 +203,8 @@ export const toolFailed = (toolCallId: string, errorCode: string, message: strin
   payload: { toolCallId, errorCode, message: escapeControls(message) }
 })
 
-/** Usage counts made whole and non-negative. */
-const usageOf = (usage: AgentEvent.Usage): AgentEvent.Usage => ({
+/** Usage counts made whole and non-negative (what is stored, and what a turn's cost is computed from). */
+export const usageOf = (usage: AgentEvent.Usage): AgentEvent.Usage => ({
   inputTokens: count(usage.inputTokens),
   outputTokens: count(usage.outputTokens),
   ...(usage.cacheReadTokens === undefined ? {} : { cacheReadTokens: count(usage.cacheReadTokens) }),

@@ -75,5 +75,6 @@ export const usageDrafts = (
 /** The cost fields of `turn.completed` for a turn's usage, from the engine's price table. */
 export const costOf = (services: Services, usage: AgentEvent.Usage): Pricing.TurnCost => {
   const { model, provider } = services.provider.capabilities
-  return Pricing.turnCost(usage, model, provider, Pricing.withOverrides(services.options.prices))
+  // Priced as stored: a provider's odd count (NaN, negative, fractional) costs what the log says it used.
+  return Pricing.turnCost(EventDraft.usageOf(usage), model, provider, Pricing.withOverrides(services.options.prices))
 }
