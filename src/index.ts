@@ -16,6 +16,8 @@ export * as Json from "./domain/Json.js"
 export * as Edit from "./domain/Edit.js"
 /** Sessions and session summaries. */
 export * as Session from "./domain/Session.js"
+/** Session titles: derived from the first message, or given by the user; made plain, one line. */
+export * as SessionTitle from "./domain/SessionTitle.js"
 /** State replay: the pure reducer from events to session state. */
 export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */
@@ -94,6 +96,8 @@ export * as McpSettings from "./layers/mcp/McpSettings.js"
 export * as McpConfig from "./layers/mcp/McpConfig.js"
 /** The names MCP tools are offered under: `mcp__<server>__<tool>`. */
 export * as McpNames from "./layers/mcp/McpNames.js"
+/** A cassette standing in for MCP servers: their recorded tool lists and answers as a tool router (no SDK). */
+export * as McpCassette from "./layers/mcp/McpCassette.js"
 /** The project files the user trusts, by content hash, in the user's config folder. */
 export * as TrustStore from "./layers/TrustStore.js"
 /** The default context builder: a system prompt of named parts. */

@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, ModelProvider, Pricing, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -63,6 +63,8 @@ interface Served {
   readonly sessionId: string
   readonly cwd: string
   running: Running | undefined
+  /** The session's title as the client was last told (`session_info_update`). */
+  title: string | undefined
 }
 
 type Call = AcpMapper.Call
@@ -250,7 +252,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.runForEach((event) =>
             Effect.gen(function*() {
               if (event.type === "model.tool_call_requested") calls.set(event.payload.toolCallId, event.payload)
-              const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id) })
+              const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "live", support, callOf: (id) => calls.get(id), title: session.title })
+              session.title = Session.applyTitle(session.title, Session.titleChange(event))
               for (const update of yield* updatesWithImages(session.sessionId, event, "live", updates)) {
                 yield* send(client, session.sessionId, update)
               }
@@ -347,7 +350,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const session = yield* engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
         yield* startServers({ sessionId: session.sessionId, cwd }, servers)
         if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
-        sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined })
+        sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined, title: undefined })
         const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))
         return { sessionId: session.sessionId, ...(modes === undefined ? {} : { modes }) } satisfies acp.NewSessionResponse
       })
@@ -368,21 +371,24 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const policy = yield* policyFor(state.cwd)
         yield* startServers({ sessionId, cwd: state.cwd }, yield* mcpServersOf(params.mcpServers ?? []))
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
-        const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined }
+        const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined, title: undefined }
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
+        let title: string | undefined
         yield* engine.replaySession({ sessionId }).pipe(
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) => {
             if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
-            const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id) })
+            const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id), title })
+            title = Session.applyTitle(title, Session.titleChange(event))
             return Effect.flatMap(
               updatesWithImages(sessionId, event, "replay", updates),
               (shown) => Effect.forEach(shown, (update) => send(client, sessionId, update), { discard: true })
             )
           })
         )
+        session.title = title
         const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))
         if (pending.length > 0) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
@@ -467,7 +473,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const cwd = params.cwd === undefined || params.cwd === null ? undefined : yield* asStored(params.cwd)
         const sessions = summaries
           .filter((s) => cwd === undefined || s.cwd === cwd || s.cwd === params.cwd)
-          .map((s): acp.SessionInfo => ({ sessionId: s.sessionId, cwd: s.cwd, updatedAt: s.lastActivityAt }))
+          .map((s): acp.SessionInfo => ({ sessionId: s.sessionId, cwd: s.cwd, updatedAt: s.lastActivityAt, ...(s.title === undefined ? {} : { title: s.title }) }))
         return { sessions } satisfies acp.ListSessionsResponse
       })
 

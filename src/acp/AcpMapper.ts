@@ -7,7 +7,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Edit, Image, type Json, type McpConfig, UsageText } from "../index.js"
+import { type AgentEvent, Edit, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -226,13 +226,20 @@ export const updatesOf = (
     readonly support: ClientSupport
     /** The calls requested so far in this stream (their diffs and commands shape the results' content). */
     readonly callOf?: (toolCallId: string) => Call | undefined
+    /** The session's title before this event: an event that changes it is told as `session_info_update`. */
+    readonly title?: string | undefined
   }
 ): Array<acp.SessionUpdate> => {
   const compaction = compactionUpdatesOf(event.type, event.payload, context.support)
   if (compaction !== undefined) return compaction
   switch (event.type) {
-    case "user.message":
-      return context.phase === "replay" ? [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }] : []
+    case "user.message": {
+      const titled = titleUpdateOf(event, context.title)
+      // The title first: a replayed message's images follow its text (see withImages).
+      return context.phase === "replay" ? [...titled, { sessionUpdate: "user_message_chunk", content: text(event.payload.content) }] : titled
+    }
+    case "session.titled":
+      return titleUpdateOf(event, context.title)
     case "turn.steered":
       // Not the client's own prompt (ACP has no steering request), so it is shown live too: a user message within the turn.
       return [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }]
@@ -290,6 +297,12 @@ export const updatesOf = (
       // ACP has no queue nor fork; a follow-up's turn shows through its own events (its user.message on replay).
       return []
   }
+}
+
+/** `session_info_update {title}` when the event gives the session a new title (its first message, or the user's rename). */
+const titleUpdateOf = (event: AgentEvent.AgentEvent, before: string | undefined): Array<acp.SessionUpdate> => {
+  const title = Session.applyTitle(before, Session.titleChange(event))
+  return title === undefined || title === before ? [] : [{ sessionUpdate: "session_info_update", title }]
 }
 
 /**

@@ -28,6 +28,7 @@ import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as ImageFiles from "./ImageFiles.js"
+import * as Markdown from "./Markdown.js"
 import * as Models from "./Models.js"
 import * as Render from "./Render.js"
 import { CliError } from "./CliError.js"
@@ -76,6 +77,12 @@ interface Terminal {
   /** After an answer read from a pipe, which is not echoed, so the question's line ends. */
   readonly answered: () => void
   readonly interactive: boolean
+  /**
+   * Writes output (the answer to stdout, the rest to stderr). On a terminal the line being typed is
+   * taken off the screen first and drawn again, with its prompt, under what was written — so the
+   * answer streaming and a half-typed steer never mix on one line.
+   */
+  readonly write: (stream: "out" | "err", text: string) => void
 }
 
 /**
@@ -91,7 +98,11 @@ const terminal: Effect.Effect<Terminal, never, Scope.Scope> = Effect.gen(functio
   })
   reader.on("line", (text) => Queue.unsafeOffer(inputs, { _tag: "Line", text }))
   reader.on("SIGINT", () => Queue.unsafeOffer(inputs, { _tag: "Interrupt" }))
-  reader.on("close", () => Queue.unsafeOffer(inputs, { _tag: "End" }))
+  let closed = false
+  reader.on("close", () => {
+    closed = true
+    Queue.unsafeOffer(inputs, { _tag: "End" })
+  })
   // Closing readline leaves raw mode and stops reading, so nothing keeps the process alive.
   yield* Effect.addFinalizer(() => Effect.sync(() => reader.close()))
   return {
@@ -105,6 +116,20 @@ const terminal: Effect.Effect<Terminal, never, Scope.Scope> = Effect.gen(functio
     },
     answered: () => {
       if (!interactive) output.err("\n")
+      // Drawn again under later output: the question answered is not.
+      else reader.setPrompt(idlePrompt)
+    },
+    write: (stream, text) => {
+      if (!interactive || closed) return void (stream === "out" ? output.out(text) : output.err(text))
+      // From the start of the prompt (the typed line may wrap over several rows) to the end of the screen.
+      const { rows } = reader.getCursorPos()
+      readline.moveCursor(process.stderr, 0, -rows)
+      readline.cursorTo(process.stderr, 0)
+      readline.clearScreenDown(process.stderr)
+      if (stream === "out") output.out(text)
+      else output.err(text)
+      // The prompt and the half-typed line, cursor where it was, under the output.
+      if (text.endsWith("\n")) reader.prompt(true)
     }
   }
 })
@@ -131,7 +156,18 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
 const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
   Effect.gen(function*() {
     const term = yield* terminal
-    const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
+    // The answer as Markdown on a terminal that takes styles (not when piped, nor with NO_COLOR).
+    const markdown = Help.isPlain(process.stdout) ? undefined : Markdown.make(yield* Effect.promise(Markdown.loadLexer))
+    // Line by line on a terminal: a line is shown once complete, so the prompt can be drawn under it.
+    const answerLines = markdown === undefined && !term.interactive ? undefined : Markdown.lineBuffer(markdown?.line ?? ((line) => line))
+    const screen: Render.Output = {
+      out: (text) => {
+        const lines = answerLines === undefined ? text : answerLines(text)
+        if (lines !== "") term.write("out", lines)
+      },
+      err: (text) => term.write("err", text)
+    }
+    const render = Render.make(screen, { transcript: false, color: !Help.isPlain(process.stderr) })
     const note = (text: string) => render.note(text)
     // A watcher that fails (the store) ends the chat with its error.
     const watchFailed = yield* Deferred.make<never, EventStoreFailure | SessionNotFound | SessionBusy | InvalidInput>()
@@ -181,6 +217,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         shown = event.sequence
         const extra = sessionNote(event)
         if (extra !== undefined) note(extra)
+        if (event.type === "turn.started") markdown?.reset()
         render.event(event)
         if (event.type === "turn.started") openTurn = event.turnId
         if (event.type === "turn.started" && event.payload.queueId !== undefined) settled.add(event.payload.queueId)
@@ -192,7 +229,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
           // Already asked (a resumed turn's question, asked before its events came).
           if (asks.some((a) => a.toolCallId === ask.toolCallId)) return
           if (ended) {
-            output.err(`${ask.question} no (the input has ended, so nobody can answer)\n`)
+            screen.err(`${ask.question} no (the input has ended, so nobody can answer)\n`)
             yield* answer(ask, Approvals.parse(undefined))
           } else {
             asks.push(ask)
@@ -328,7 +365,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
     const finish = Effect.gen(function*() {
       ended = true
       for (const ask of asks.splice(0)) {
-        output.err("no (the input has ended)\n")
+        screen.err("no (the input has ended)\n")
         yield* answer(ask, Approvals.parse(undefined))
       }
       if (busy()) note("[waiting for the running turn and the queued follow-ups; Ctrl+C cancels the turn]")
@@ -435,7 +472,7 @@ export const command = Command.make(
   {
     session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
     continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the most recently active session of the current directory")),
-    resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's first message (on a terminal)")),
+    resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's title (on a terminal)")),
     mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
     ...Flags.rules,
     mcpConfig: Flags.mcpConfig,

@@ -11,7 +11,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, Cassette, type EventStore, SessionEngine, type SessionBusy, UsageText } from "../index.js"
+import { type AgentEvent, Cassette, SessionEngine, type SessionBusy } from "../index.js"
 import * as Acp from "./Acp.js"
 import { readingEngineLayer, withDrivingEngine } from "./Engine.js"
 import * as Approvals from "./Approvals.js"
@@ -22,6 +22,7 @@ import * as Fork from "./Fork.js"
 import * as Watch from "./Watch.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
+import * as Sessions from "./Sessions.js"
 import * as ExitCode from "./ExitCode.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
@@ -170,27 +171,6 @@ const exportScript = Command.make(
     ["effect-agent export-script <id> > cassette.json && effect-agent run --script cassette.json \"same request\""]
   )))
 
-/** One line per session whose log cannot be read; the others are listed all the same. */
-const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
-  Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}`), { discard: true })
-
-const sessions = Command.make("sessions", Flags.storage, (options) =>
-  Effect.gen(function*() {
-    const engine = yield* SessionEngine.SessionEngine
-    const { damaged, sessions: summaries } = yield* engine.sessionListing
-    yield* warnDamaged(damaged)
-    if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
-    if (summaries.length === 0) return
-    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
-    yield* Console.log(summaries.map((s) => {
-      // What the session used and cost, after its cwd, when its turns reported usage.
-      const totals = UsageText.totalsText(s)
-      return `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}${totals === undefined ? "" : `  ${Render.terminalSafe(totals)}`}`
-    }).join("\n"))
-  }).pipe(Effect.provide(readingEngineLayer(options)))).pipe(
-    Command.withDescription(Help.described("List stored sessions, most recently active first", ["effect-agent sessions", "effect-agent sessions --store sqlite"]))
-  )
-
 const pending = Command.make(
   "pending",
   { sessionId: Args.text({ name: "sessionId" }).pipe(Args.optional), ...Flags.storage },
@@ -198,7 +178,7 @@ const pending = Command.make(
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       const listing = Option.isSome(sessionId) ? undefined : yield* engine.sessionListing
-      if (listing !== undefined) yield* warnDamaged(listing.damaged)
+      if (listing !== undefined) yield* Sessions.warnDamaged(listing.damaged)
       // Every store's listing says which sessions wait (`awaitingApproval`): only theirs are read.
       const ids = Option.isSome(sessionId)
         ? [sessionId.value]
@@ -248,7 +228,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, sessions, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, Sessions.command, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

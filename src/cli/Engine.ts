@@ -103,6 +103,18 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
     Layer.provide(NodeContext.layer)
   )
 
+/**
+ * The engine of the commands that write a session without calling a model (`fork`, `sessions
+ * rename`): the store opened for writing, no tools.
+ */
+export const storeOnlyEngineLayer = (storage: Flags.Storage) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(Flags.storeLayer(storage)),
+    Layer.provide(FakeModelProvider.layer()),
+    Layer.provide(IdGenerator.layer),
+    Layer.provide(NodeContext.layer)
+  )
+
 /** The flags that set a session's policy and tools: `--mode`, `--allow`, `--deny`, `--mcp-config`. */
 export interface PolicyFlags {
   readonly mode: Option.Option<PermissionPolicy.Mode>
@@ -124,6 +136,7 @@ export const withDrivingEngine = <A, E, R>(
 ) =>
   Effect.gen(function*() {
     const model = yield* Models.layer(options)
+    const recorded = yield* Models.recordedMcp(options)
     const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)
     const policy = Policy.configurable()
     const mcp = McpServers.configurable()
@@ -132,8 +145,10 @@ export const withDrivingEngine = <A, E, R>(
       // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
       yield* configurePolicy(policy, cwd, flags)
-      // The session's MCP servers start once its cwd (and so its .mcp.json) is known.
-      yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
+      // The session's MCP servers start once its cwd (and so its .mcp.json) is known — unless a
+      // cassette recorded them: then its recording answers, and no server starts.
+      if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
+      else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, engineOptions)))
   })

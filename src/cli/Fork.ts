@@ -7,12 +7,11 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { FakeModelProvider, IdGenerator, SessionEngine } from "../index.js"
+import { SessionEngine } from "../index.js"
+import { storeOnlyEngineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
 
@@ -32,13 +31,5 @@ export const command = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const fork = yield* engine.forkSession({ sessionId, ...(Option.isSome(at) ? { atSequence: at.value } : {}) })
       yield* Console.log(fork.sessionId)
-    }).pipe(Effect.provide(
-      // Forking copies a log: no model is called.
-      SessionEngine.layer().pipe(
-        Layer.provide(Flags.storeLayer(storage)),
-        Layer.provide(FakeModelProvider.layer()),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
-    ))
+    }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // Forking copies a log: no model is called.
 ).pipe(Command.withDescription(Help.described("Fork a session at the end of a closed turn (default the last); prints the new session's id", ["effect-agent fork <id>", "effect-agent run --session \"$(effect-agent fork <id>)\" \"Try it another way\""])))

@@ -2,7 +2,8 @@
  * `effect-agent mcp list`: the MCP servers a session in the current directory would start (your
  * `mcp.json`, a trusted `.mcp.json`, `--mcp-config`), each started once to read its tools, and what
  * their descriptions and schemas cost in every request's context (estimated tokens, as
- * `context.built` counts them).
+ * `context.built` counts them). Each server starts on its own: one that fails is shown with its
+ * reason (`start_failed`, `list_failed`, …) and the exit code is non-zero only when every one failed.
  *
  * @since 0.5.0
  */
@@ -10,6 +11,7 @@ import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { McpSettings, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
@@ -25,17 +27,33 @@ const list = Command.make("list", { mcpConfig: Flags.mcpConfig }, ({ mcpConfig }
     yield* Effect.forEach(loaded.notes, (note) => Console.error(`effect-agent: ${note}`), { discard: true })
     if (Object.keys(loaded.servers).length === 0) return yield* Console.error("No MCP servers are configured here.")
     const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
-    const tools = yield* McpTools.make({ servers: loaded.servers, cwd })
+    // Each server on its own: one that does not start is shown with its reason, and the others are still listed.
+    const results = yield* Effect.forEach(Object.entries(loaded.servers), ([name, server]) =>
+      Effect.either(Effect.map(McpTools.make({ servers: { [name]: server }, cwd }), (tools) => tools.listings())).pipe(
+        Effect.map((result) => ({ name, result }))
+      ), { concurrency: "unbounded" })
     let total = 0
-    for (const listing of tools.listings()) {
-      total += listing.tokens
-      yield* Console.log(`${terminalSafe(listing.server)}  ${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"}  ~${listing.tokens} tokens`)
-      for (const tool of listing.tools) {
-        const tokens = Tokens.estimateJson({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })
-        yield* Console.log(`  ${terminalSafe(tool.name)}  ~${tokens} tokens`)
+    let failed = 0
+    for (const { name, result } of results) {
+      if (Either.isLeft(result)) {
+        failed++
+        yield* Console.log(`${terminalSafe(name)}  failed (${result.left.reason}): ${terminalSafe(result.left.message)}`)
+        continue
+      }
+      for (const listing of result.right) {
+        total += listing.tokens
+        yield* Console.log(`${terminalSafe(listing.server)}  ${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"}  ~${listing.tokens} tokens`)
+        for (const tool of listing.tools) {
+          const tokens = Tokens.estimateJson({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })
+          yield* Console.log(`  ${terminalSafe(tool.name)}  ~${tokens} tokens`)
+        }
       }
     }
     yield* Console.log(`total  ~${total} tokens in every request`)
+    // Non-zero only when nothing could be listed at all.
+    if (failed === results.length) {
+      return yield* new CliError({ reason: "invalid_arguments", message: `no MCP server started (${failed} failed)` })
+    }
   }).pipe(
     Effect.scoped,
     Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })),

@@ -17,7 +17,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { type McpConfig, McpSettings, ToolRouter } from "../index.js"
+import { McpCassette, type McpConfig, McpSettings, ToolRouter } from "../index.js"
 import type { McpTools } from "../mcp.js"
 import { CliError } from "./CliError.js"
 
@@ -38,6 +38,13 @@ export interface Configurable {
    * every session.
    */
   readonly configure: (cwd: string, options: StartOptions & { readonly configFile: Option.Option<string> }) => Effect.Effect<void, CliError, FileSystem.FileSystem>
+  /**
+   * Binds the MCP servers a cassette recorded (`--script` with `mcp`) for every session, in place of
+   * any configured server: their recorded tools and answers, and no process started.
+   */
+  readonly useRecorded: (recording: McpCassette.Recording, options?: StartOptions) => Effect.Effect<void>
+  /** Whether a session has servers of its own in this process. */
+  readonly hasSession: (sessionId: string) => boolean
   /** The same for one session, with the servers its client named (they win over the files'). */
   readonly configureSession: (sessionId: string, cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<void, CliError, FileSystem.FileSystem>
 }
@@ -102,6 +109,13 @@ export const configurable = (): Configurable => {
         const started = yield* start(yield* load(cwd, given?.mcpServers, options), cwd, options)
         if (started !== undefined) shared = started.router
       }).pipe(asCliError),
+    useRecorded: (recording, options = {}) =>
+      Effect.gen(function*() {
+        if (base === undefined) return
+        shared = McpCassette.router(recording, base)
+        yield* Console.error(`${options.prefix ?? "effect-agent:"} MCP servers answered from the script's recording (${Object.keys(recording).join(", ")}); no server is started.`)
+      }),
+    hasSession: (sessionId) => perSession.has(sessionId),
     configureSession: (sessionId, cwd, servers, options = {}) =>
       Effect.gen(function*() {
         const started = yield* start(yield* load(cwd, servers, options), cwd, options)

@@ -15,7 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { FakeModelProvider, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
+import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
 
@@ -98,6 +98,26 @@ const apiKey = (name: string) =>
 const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Partial<A>) =>
   Config.map(config, (options) => ({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
 
+/** Reads and decodes a `--script` file; a bad one is one line naming the file and the first issue. */
+const readScript = (file: string) =>
+  Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
+    Effect.flatMap(decodeScript),
+    // One line: the first issue's path and message, not the schema's whole tree.
+    Effect.mapError((error) =>
+      new CliError({ reason: "invalid_file", message: `--script ${file}: ${error._tag === "ParseError" ? ProjectSettings.firstIssue(error) : error.message}` })
+    )
+  )
+
+/**
+ * The MCP servers a `--script` cassette recorded (see `McpCassette`): they answer instead of the
+ * configured servers, so a replay starts none. None without `--script` (or with another provider
+ * than the scripted one), or when the script has none.
+ */
+export const recordedMcp = (choice: Choice) =>
+  Option.isNone(choice.script) || Option.exists(choice.provider, (provider) => provider !== "fake")
+    ? Effect.succeed(Option.none<McpCassette.Recording>())
+    : Effect.map(readScript(choice.script.value), (script) => Option.fromNullable(script.mcp))
+
 /** The model layer for a choice. */
 export const layer = (choice: Choice) =>
   Effect.gen(function*() {
@@ -133,12 +153,7 @@ export const layer = (choice: Choice) =>
         : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
     }
     if (Option.isSome(choice.script)) {
-      const fs = yield* FileSystem.FileSystem
-      const file = choice.script.value
-      const { recordRequestsTo, ...script } = yield* decodeScript(yield* fs.readFileString(file)).pipe(
-        // One line: the first issue's path and message, not the schema's whole tree.
-        Effect.mapError((error) => new CliError({ reason: "invalid_file", message: `--script ${file}: ${ProjectSettings.firstIssue(error)}` }))
-      )
+      const { recordRequestsTo, ...script } = yield* readScript(choice.script.value)
       const fake = FakeModelProvider.layer(script)
       return recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake))
     }

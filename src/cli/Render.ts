@@ -182,6 +182,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       case "followup.queued":
       case "followup.dropped":
       case "session.forked":
+      case "session.titled":
         // Not shown: the run's own framing, or session-level events other views show.
         return
     }

@@ -1,16 +1,14 @@
 /**
  * `chat --continue` and `chat --resume`: the way back into a session without copying its id, as in
  * Claude Code and Codex. `--continue` takes the most recently active session of the current
- * directory; `--resume` lists that directory's sessions, newest first, each with its first message,
+ * directory; `--resume` lists that directory's sessions, newest first, each with its title,
  * and asks which (on a terminal only: piped input is the chat's own).
  *
  * @since 0.3.0
  */
 import * as readline from "node:readline"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
-import { SessionEngine } from "../index.js"
+import { Session, SessionEngine, SessionTitle } from "../index.js"
 import { CliError } from "./CliError.js"
 import { currentDirectory, readingEngineLayer } from "./Engine.js"
 import type * as Flags from "./Flags.js"
@@ -19,22 +17,9 @@ import * as Render from "./Render.js"
 /** How many sessions `--resume` offers. */
 const offered = 20
 
-/** A session's first message on one line, cut to `width` (a title until sessions have their own). */
-const firstMessage = (engine: SessionEngine.SessionEngine.Service, sessionId: string, width: number) =>
-  engine.replaySession({ sessionId }).pipe(
-    Stream.filter((event) => event.type === "user.message"),
-    Stream.take(1),
-    Stream.runHead,
-    Effect.map(Option.match({
-      onNone: () => "(no message yet)",
-      onSome: (event) => {
-        const line = Render.terminalSafe(event.type === "user.message" ? event.payload.content.replace(/\s+/g, " ").trim() : "")
-        return line.length > width ? `${line.slice(0, width - 1)}…` : line
-      }
-    })),
-    // A log that cannot be read is still offered: choosing it reports why.
-    Effect.orElseSucceed(() => "(cannot be read)")
-  )
+/** A session's title on one line, cut to `width` and made safe for the terminal (the listing carries it: no log is read). */
+const titleLine = (s: Session.SessionSummary, width: number) =>
+  s.title === undefined ? "(no message yet)" : SessionTitle.cut(Render.terminalSafe(SessionTitle.plain(s.title)), width)
 
 const ask = (question: string) =>
   Effect.async<string | undefined>((resume) => {
@@ -76,9 +61,9 @@ export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
     // A title has its own line, after "  1. ".
     const columns = process.stderr.columns !== undefined && process.stderr.columns > 0 ? process.stderr.columns : 80
     const width = Math.max(20, columns - 6)
-    const lines = yield* Effect.forEach(choices, (s, i) =>
-      Effect.map(firstMessage(engine, s.sessionId, width), (title) =>
-        `${String(i + 1).padStart(3)}. ${title}\n       ${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}`))
+    const lines = choices.map((s, i) =>
+      `${String(i + 1).padStart(3)}. ${titleLine(s, width)}\n       ${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}`
+    )
     process.stderr.write(`Sessions in ${Render.terminalSafe(cwd)}, most recent first:\n${lines.join("\n")}\n`)
     for (;;) {
       const answer = yield* ask(`Resume which? [1-${choices.length}, Enter for 1, Ctrl+C to leave] `)

@@ -35,6 +35,7 @@ import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
+import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
 import * as Help from "./Help.js"
 
@@ -202,13 +203,35 @@ export const command = Command.make(
       // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
       // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
       const mcp = McpServers.configurable()
+      const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+        mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
+      // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
+      // 0600), so that after a restart the session's next turn starts them again.
       const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-        mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(Effect.provide(NodeContext.layer))
+        startFor(session, servers).pipe(
+          Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
+            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
+          )),
+          Effect.provide(NodeContext.layer)
+        )
+      const restoring = new Set<string>()
+      const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
+        Effect.gen(function*() {
+          if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
+          restoring.add(session.sessionId)
+          const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
+          if (Option.isNone(kept)) return
+          yield* startFor(session, kept.value).pipe(
+            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
+          )
+        }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
       const config = ServerConfig.make({
         token,
         defaultCwd: cwd,
         allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost,
-        sessionServers: runner === undefined ? sessionServers : undefined
+        sessionServers: runner === undefined ? sessionServers : undefined,
+        restoreServers: runner === undefined ? restoreServers : undefined
       })
       const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore, E2, NodeContext.NodeContext>) => layer.pipe(
         Layer.provide(store),

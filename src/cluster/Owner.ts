@@ -139,6 +139,7 @@ export const layer = (options: Options = {}) =>
           checked(forWire(Effect.zipRight(engine.steer({ sessionId, ...payload }), stored("Steer", payload.idempotencyKey)))),
         FollowUp: ({ payload }) => driving(false, write(Effect.tap(engine.followUp({ sessionId, ...payload }), () => stored("FollowUp", payload.idempotencyKey)))),
         DropFollowUps: () => checked(write(engine.dropFollowUps({ sessionId }))),
+        RenameSession: ({ payload }) => checked(write(engine.renameSession({ sessionId, title: payload.title }))),
         CompactSession: ({ payload }) =>
           checked(write(engine.compactSession(
             payload.keepRecentTokens === undefined ? { sessionId } : { sessionId, keepRecentTokens: payload.keepRecentTokens }

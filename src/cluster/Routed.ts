@@ -101,6 +101,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
         followUp: ({ idempotencyKey, message, sessionId }) =>
           owner(sessionId, client(sessionId).FollowUp({ message, idempotencyKey: keyOf(idempotencyKey) })),
         dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
+        renameSession: ({ sessionId, title }) => owner(sessionId, client(sessionId).RenameSession({ title })),
         compactSession: ({ keepRecentTokens, sessionId }) =>
           owner(sessionId, client(sessionId).CompactSession(keepRecentTokens === undefined ? {} : { keepRecentTokens })),
         // Folded from the store: the owner may be another runner.

@@ -97,6 +97,13 @@ export const DropFollowUps = Rpc.make("DropFollowUps", {
   error: Schema.Union(EventStoreFailure, SessionNotFound, SessionBusy)
 })
 
+/** Names the session (`SessionEngine.renameSession`); naming it the same again stores nothing, so a second delivery is harmless. */
+export const RenameSession = Rpc.make("RenameSession", {
+  payload: { title: Schema.String },
+  success: Schema.Struct({ title: Schema.String }),
+  error: Schema.Union(EventStoreFailure, SessionNotFound, InvalidInput, SessionBusy)
+})
+
 /** Compacts the session's context now (`SessionEngine.compactSession`); answers with the `session.compacted` payload. */
 export const CompactSession = Rpc.make("CompactSession", {
   payload: { keepRecentTokens: Schema.optional(Schema.Int) },
@@ -115,5 +122,6 @@ export const SessionEntity = Entity.make("effect-agent/Session", [
   Steer,
   FollowUp,
   DropFollowUps,
+  RenameSession,
   CompactSession
 ])

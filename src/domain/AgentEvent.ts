@@ -276,6 +276,12 @@ export const FollowUpDropped = sessionEvent("followup.dropped", { queueIds: Sche
 /** The last event a fork copies: this session continues `fromSessionId` as it was at `atSequence` (session-level). */
 export const SessionForked = sessionEvent("session.forked", { fromSessionId: Schema.String, atSequence: Schema.Int.pipe(Schema.positive()) })
 
+/**
+ * The user named the session (session-level): from now on its title is `title`, whatever its first
+ * message says. Stored in the log, so replay and forks carry it; a later one replaces an earlier one.
+ */
+export const SessionTitled = sessionEvent("session.titled", { title: Schema.String })
+
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
 export const CompactionReason = Schema.Literal("manual", "threshold", "overflow")
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
@@ -334,7 +340,8 @@ export const AgentEvent = Schema.Union(
   SessionForked,
   CompactionStarted,
   SessionCompacted,
-  CompactionFailed
+  CompactionFailed,
+  SessionTitled
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */
@@ -350,7 +357,7 @@ export type EventOfType<T extends EventType> = Extract<AgentEvent, { readonly ty
 export type PayloadOf<T extends EventType> = EventOfType<T>["payload"]
 
 /** The events that belong to no turn and carry no `turnId`. */
-export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" }>
+export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" | "session.titled" }>
 
 /** Whether an event belongs to no turn (it carries no `turnId`): a session-level event, or a manual compaction's. */
 export const isSessionLevel = (event: AgentEvent): event is SessionLevelEvent | CompactionEvent => !("turnId" in event) || event.turnId === undefined

@@ -7,6 +7,7 @@ import * as Schema from "effect/Schema"
 import { Client, Usage } from "./AgentEvent.js"
 import type { AgentEvent } from "./AgentEvent.js"
 import type { SessionState } from "./SessionState.js"
+import * as SessionTitle from "./SessionTitle.js"
 
 /** A session, as read from its `session.created` event. */
 export const Session = Schema.Struct({
@@ -32,6 +33,11 @@ export const SessionSummary = Schema.Struct({
   turnCount: Schema.Int,
   lastSequence: Schema.Int,
   awaitingApproval: Schema.optional(Schema.Array(Schema.String)),
+  /**
+   * The session's title: the one the user gave (`session.titled`, the latest), else its first
+   * message's (see `SessionTitle.fromMessage`); absent before the first message. Plain text, one line.
+   */
+  title: Schema.optional(Schema.String),
   // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed`: present
   // once a turn reported usage. `cost`: the dollars of the turns priced; `costUnknown`: the models
   // of the turns that could not be (their turns add no cost, so `cost` is then a lower bound).
@@ -59,9 +65,38 @@ export const summaryOf = (state: SessionState): SessionSummary => {
     turnCount: state.turnCount,
     lastSequence: state.lastSequence,
     ...(awaiting.length === 0 ? {} : { awaitingApproval: awaiting }),
+    ...(state.title === undefined ? {} : { title: state.title }),
     ...state.totals
   }
 }
+
+/**
+ * How an event changes a session's title — a function of the event alone, so every store keeps it
+ * the same way (the SQL stores in their own statements): a user message titles a session that has
+ * no title yet (`Derive`), the user's own title replaces any (`Set`).
+ */
+export type TitleChange =
+  | { readonly _tag: "Derive"; readonly title: string }
+  | { readonly _tag: "Set"; readonly title: string }
+  | undefined
+
+/** The change an event makes to the session's title (`undefined`: none). */
+export const titleChange = (event: AgentEvent): TitleChange => {
+  switch (event.type) {
+    case "user.message": {
+      const title = SessionTitle.fromMessage(event.payload.content, event.payload.images?.length ?? 0)
+      return title === undefined ? undefined : { _tag: "Derive", title }
+    }
+    case "session.titled":
+      return { _tag: "Set", title: event.payload.title }
+    default:
+      return undefined
+  }
+}
+
+/** The title after a change. */
+export const applyTitle = (title: string | undefined, change: TitleChange): string | undefined =>
+  change === undefined ? title : change._tag === "Set" ? change.title : title ?? change.title
 
 /**
  * How an event changes which calls wait for the user — a function of the event alone, so every
@@ -163,13 +198,41 @@ export const summarize = (summary: SessionSummary | undefined, event: AgentEvent
     lastSequence: event.sequence,
     turnCount: event.type === "turn.started" ? summary.turnCount + 1 : summary.turnCount
   }
+  // A derived title is made once, from the first message: later messages skip the work.
+  const titled = event.type === "user.message" && summary.title !== undefined ? moved : withTitle(moved, titleChange(event))
   const used = usageChange(event)
-  const counted = used === undefined ? moved : { ...moved, ...addUsage(moved, used) }
+  const counted = used === undefined ? titled : { ...titled, ...addUsage(titled, used) }
   const change = awaitingChange(event)
   if (change === undefined) return counted
   const { awaitingApproval: before, ...rest } = counted
   const awaiting = applyAwaiting(before, change)
   return awaiting === undefined ? rest : { ...rest, awaitingApproval: awaiting }
+}
+
+const withTitle = (summary: SessionSummary, change: TitleChange): SessionSummary => {
+  if (change === undefined) return summary
+  const title = applyTitle(summary.title, change)
+  return title === undefined ? summary : { ...summary, title }
+}
+
+/** What a listing may be narrowed to: sessions of a directory (or under it), whose title or id holds every word of `search`. */
+export interface ListFilter {
+  readonly cwd?: string | undefined
+  readonly search?: string | undefined
+}
+
+/** Whether a session's cwd is `dir` or a directory under it. */
+const within = (cwd: string, dir: string): boolean => {
+  const base = dir.length > 1 && (dir.endsWith("/") || dir.endsWith("\\")) ? dir.slice(0, -1) : dir
+  return cwd === base || cwd.startsWith(base.endsWith("/") ? base : `${base}/`) || cwd.startsWith(`${base}\\`)
+}
+
+/** The summaries a filter keeps, in their order. An empty filter keeps them all. */
+export const filterSummaries = <S extends SessionSummary>(summaries: ReadonlyArray<S>, filter: ListFilter): ReadonlyArray<S> => {
+  const cwd = filter.cwd === undefined || filter.cwd === "" ? undefined : filter.cwd
+  const search = filter.search === undefined || filter.search.trim() === "" ? undefined : filter.search
+  if (cwd === undefined && search === undefined) return summaries
+  return summaries.filter((s) => (cwd === undefined || within(s.cwd, cwd)) && (search === undefined || SessionTitle.matches(search, s)))
 }
 
 /**

@@ -14,6 +14,7 @@ import * as TurnFsm from "../fsm/TurnFsm.js"
 import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, PromptPartHash, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
 import * as Session from "./Session.js"
+import * as SessionTitle from "./SessionTitle.js"
 
 /** Where a tool call stands. */
 export type ToolCallStatus = "requested" | "permission_pending" | "awaiting_approval" | "allowed" | "denied" | "running"
@@ -109,6 +110,8 @@ export interface SessionState {
   readonly applied: ReadonlyArray<AppliedMessage>
   /** The hash of the tool list each MCP server last offered in this session (`mcp.tools_listed`); absent before any. */
   readonly toolLists?: Readonly<Record<string, string>> | undefined
+  /** The session's title (see `Session.SessionSummary.title`); absent before the first message. */
+  readonly title?: string | undefined
   /**
    * The session's last model response that reported usage (`model.usage`): its prompt-cache reads and
    * its request's part hashes, what the next response's are compared with (`cache.break`).
@@ -305,7 +308,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
   }
   if (event.type === "session.created") return fail(event, "session.created may only begin a log")
   // Session-level events belong to no turn: they may come between or inside turns.
-  if (event.type === "followup.queued" || event.type === "followup.dropped" || event.type === "session.forked") {
+  if (event.type === "followup.queued" || event.type === "followup.dropped" || event.type === "session.forked" || event.type === "session.titled") {
     const moved: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
     switch (event.type) {
       case "followup.queued":
@@ -321,6 +324,8 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       }
       case "session.forked":
         return Either.right(moved)
+      case "session.titled":
+        return Either.right({ ...moved, title: event.payload.title })
     }
   }
   if (event.type === "compaction.started" || event.type === "session.compacted" || event.type === "compaction.failed") {
@@ -409,7 +414,11 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         openTurn: turn,
         applied: withApplied(state.applied, event.payload.idempotencyKey, (key) => ({ _tag: "TurnSteered", key, turnId: event.turnId }))
       })
-    case "user.message":
+    case "user.message": {
+      // The first message titles the session (unless the user named it first); later ones change nothing.
+      const title = state.title ?? SessionTitle.fromMessage(event.payload.content, event.payload.images?.length ?? 0)
+      return Either.right({ ...base, openTurn: turn, ...(title === undefined ? {} : { title }) })
+    }
     case "context.built":
     case "model.delta":
     case "model.retry":

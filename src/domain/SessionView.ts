@@ -7,7 +7,7 @@
  * are the same fold of a prefix. The viewer's page bundles this module (see `scripts/bundle-cli.mjs`);
  * test/server/viewer.test.ts checks it against `SessionState` and `Transcript` on real logs.
  *
- * It imports types only, so the page's bundle carries nothing of Effect.
+ * It imports types only, and `SessionTitle` (which imports nothing), so the page's bundle carries nothing of Effect.
  *
  * @since 0.5.0
  */
@@ -15,6 +15,7 @@ import type { AgentEvent, Client, EventOfType, EventType, InstructionPart, Risk,
 import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
+import * as SessionTitle from "./SessionTitle.js"
 import { cacheBreakText } from "./UsageText.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
@@ -95,6 +96,8 @@ export interface View {
   followUps: Array<{ readonly queueId: string; readonly content: string }>
   /** The compaction in progress (between `compaction.started` and its end). */
   compacting: string | undefined
+  /** The session's title (see `Session.SessionSummary.title`); `undefined` before the first message. */
+  title: string | undefined
   /** The session's totals over its turns' usage and cost (`turn.completed`); `undefined` before any turn reported usage. */
   totals: ViewTotals | undefined
 }
@@ -121,7 +124,8 @@ export const empty = (): View => ({
   instructions: undefined,
   followUps: [],
   compacting: undefined,
-  totals: undefined
+  totals: undefined,
+  title: undefined
 })
 
 /** Adds an item to the open turn, if any. */
@@ -155,6 +159,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (queueId !== undefined) view.followUps = view.followUps.filter((f) => f.queueId !== queueId)
   },
   "user.message": (view, event) => {
+    view.title ??= SessionTitle.fromMessage(event.payload.content, event.payload.images?.length ?? 0)
     if (view.openTurn === undefined) return
     view.openTurn.user = event.payload.content
     if (event.payload.images !== undefined) view.openTurn.userImages = event.payload.images
@@ -248,6 +253,10 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     note(view, event, `${dropped.size} queued follow-up${dropped.size === 1 ? "" : "s"} dropped`)
   },
   "session.forked": (view, event) => note(view, event, `forked from ${event.payload.fromSessionId} at #${event.payload.atSequence}`),
+  "session.titled": (view, event) => {
+    view.title = event.payload.title
+    note(view, event, `renamed: ${event.payload.title}`)
+  },
   "compaction.started": (view, event) => {
     view.compacting = event.payload.compactionId
     note(view, event, `compacting the conversation (${event.payload.reason}, ${event.payload.tokensBefore} tokens)…`)

@@ -192,6 +192,7 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "followup.queued": unchanged,
   "followup.dropped": unchanged,
   "session.forked": unchanged,
+  "session.titled": unchanged,
   "context.built": unchanged,
   "mcp.tools_listed": unchanged,
   "model.retry": unchanged,

@@ -71,6 +71,12 @@ export const followUpDropped = (queueIds: ReadonlyArray<string>): AgentEvent.Ses
   payload: { queueIds: [...queueIds] }
 })
 
+/** `session.titled` (session-level): the title as `SessionTitle.normalize` made it. */
+export const sessionTitled = (title: string): AgentEvent.SessionEventDraft => ({
+  type: "session.titled",
+  payload: { title }
+})
+
 /** `compaction.started`: token counts whole and non-negative. */
 export const compactionStarted = (compactionId: string, reason: AgentEvent.CompactionReason, tokensBefore: number): Draft<"compaction.started"> => ({
   type: "compaction.started",

@@ -33,6 +33,7 @@ import {
 } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
+import * as SessionTitle from "../domain/SessionTitle.js"
 import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import type { BlobNotFound } from "../domain/Blob.js"
@@ -105,6 +106,13 @@ export interface ForkSessionInput {
   readonly sessionId: string
   /** The fork point: the end of a closed turn (default: the end of the last one). */
   readonly atSequence?: number
+}
+
+/** Input of {@link SessionEngine.Service.renameSession}. */
+export interface RenameSessionInput {
+  readonly sessionId: string
+  /** The new title: made plain (control characters and escapes dropped, whitespace collapsed); 1 to 200 characters then. */
+  readonly title: string
 }
 
 /** Input of {@link SessionEngine.Service.compactSession}. */
@@ -256,6 +264,13 @@ export declare namespace SessionEngine {
     readonly compactSession: (
       input: CompactSessionInput
     ) => Effect.Effect<CompactionResult, EventStoreFailure | SessionNotFound | TurnInProgress | NothingToCompact | CompactionFailed | InvalidInput | SessionBusy>
+    /**
+     * Names the session: stores `session.titled {title}` (session-level; a turn may be running) and
+     * returns the title as stored — made plain, see `SessionTitle.normalize`. A title that is empty
+     * once made plain, or longer than 200 characters, fails `InvalidInput` (field `title`) and stores
+     * nothing; the session's current title given again stores nothing either.
+     */
+    readonly renameSession: (input: RenameSessionInput) => Effect.Effect<{ readonly title: string }, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
     readonly dropFollowUps: (input: SessionInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
     /**
@@ -410,6 +425,15 @@ export const make = (
       return { queueIds }
     })
 
+    const renameSession = Effect.fn("SessionEngine.renameSession")(function*(input: RenameSessionInput) {
+      const normalized = SessionTitle.normalize(input.title)
+      if ("invalid" in normalized) return yield* new InvalidInput({ field: "title", detail: normalized.invalid })
+      const session = yield* sessions.writable(input.sessionId)
+      if (session.live.state.title === normalized.title) return { title: normalized.title }
+      yield* commitSessionLevel(session, [EventDraft.sessionTitled(normalized.title)]).pipe(Effect.tapError(forgetIfStale(input.sessionId)))
+      return { title: normalized.title }
+    })
+
     const forkSession = Effect.fn("SessionEngine.forkSession")(function*(input: ForkSessionInput) {
       if (!Session.isValidId(input.sessionId)) return yield* new SessionNotFound({ sessionId: input.sessionId })
       const source = Chunk.toReadonlyArray(yield* Stream.runCollect(store.read(input.sessionId)))
@@ -516,6 +540,7 @@ export const make = (
       steer,
       followUp,
       dropFollowUps,
+      renameSession,
       compactSession,
       forkSession,
       replaySession,

@@ -18,6 +18,8 @@
  *   `empty_summary` is a response without text.
  * - A log whose messages or tool results carry images was made with a model that takes them: the
  *   script says so (`images: true`), so the replay's requests and `read_file` results are the same.
+ * - A log that used MCP servers gives the script each server's recorded tool list and answers
+ *   (`mcp`, see `McpCassette`): the cassette stands in for the servers too.
  *
  * @since 0.1.0
  */
@@ -26,6 +28,7 @@ import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
 import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
 import type { Json } from "../domain/Json.js"
 import type { Script, ScriptedResponse } from "./FakeModelProvider.js"
+import * as McpCassette from "./mcp/McpCassette.js"
 
 interface Response {
   chunks: Array<string>
@@ -46,6 +49,7 @@ const encode = (response: Response): ScriptedResponse => ({
 
 /** The script that answers a session's model requests as its log recorded them. */
 export const fromEvents = (events: Iterable<AgentEvent>): Script => {
+  const logged = Array.from(events)
   const responses: Array<Response> = []
   let open: Response | undefined
   let lastOfTurn: Response | undefined
@@ -54,7 +58,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   // The model that answered (the last `model.usage` names it): the replay says it is that one, so it prices turns alike.
   let answeredBy: { provider: string; model: string } | undefined
   let images = false
-  for (const event of events) {
+  for (const event of logged) {
     switch (event.type) {
       case "user.message":
       case "tool.completed":
@@ -123,6 +127,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "followup.queued":
       case "followup.dropped":
       case "session.forked":
+      case "session.titled":
       case "compaction.started":
         // Not the model's: they only end the response being read.
         break
@@ -131,7 +136,8 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
     }
     open = undefined
   }
-  return { responses: responses.map(encode), ...(images ? { images } : {}), ...answeredBy }
+  const mcp = McpCassette.fromEvents(logged)
+  return { responses: responses.map(encode), ...(images ? { images } : {}), ...(mcp === undefined ? {} : { mcp }), ...answeredBy }
 }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {

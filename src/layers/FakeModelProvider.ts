@@ -24,6 +24,7 @@ import { summaryInstruction } from "../domain/Compaction.js"
 import { ProviderFailure, ProviderFailureReason } from "../domain/Errors.js"
 import { Json } from "../domain/Json.js"
 import * as ModelProvider from "../services/ModelProvider.js"
+import * as McpCassette from "./mcp/McpCassette.js"
 
 const DurationInput = Schema.Union(
   Schema.NonNegative,
@@ -68,6 +69,11 @@ export const Script = Schema.Struct({
   maxContextTokens: Schema.optional(Schema.Int.pipe(Schema.positive())),
   /** Whether the scripted model takes images (default false: images reach it as notes, `read_file` of one gives text). */
   images: Schema.optional(Schema.Boolean),
+  /**
+   * The MCP servers the recorded session used: their tool lists and their answers, so a replay needs
+   * no server (`McpCassette`; the CLI's `run --script` binds them instead of starting servers).
+   */
+  mcp: Schema.optional(McpCassette.Recording),
   /**
    * The provider and model it says it is (default `fake` / `scripted`): a cassette names the model
    * that recorded it, so its replay prices turns as the recording did.

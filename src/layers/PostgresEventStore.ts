@@ -106,7 +106,13 @@ export const migrations = Migrator.fromRecord({
     yield* EventTables.backfillAwaiting(sql)
   }),
   "3_blobs": SqlBlobStore.migratePostgres,
-  // 4 is the session titles' (issue 23); the migrator takes the numbers in order, gaps and all.
+  "4_session_titles": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's title (see `Session.SessionSummary.title`), kept by the appends in the same
+    // transaction as their events; filled once from the events here.
+    yield* sql`ALTER TABLE sessions ADD COLUMN IF NOT EXISTS title TEXT`
+    yield* EventTables.backfillTitles(sql)
+  }),
   "5_session_usage": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     // Each session's usage and cost totals (what `sessions` lists), kept by the appends in the same

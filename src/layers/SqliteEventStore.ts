@@ -131,7 +131,15 @@ export const migrations = Migrator.fromRecord({
     yield* EventTables.backfillAwaiting(sql)
   }),
   "4_blobs": SqlBlobStore.migrateSqlite,
-  // 5 is the session titles' (issue 23); the migrator takes the numbers in order, gaps and all.
+  "5_session_titles": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's title (see `Session.SessionSummary.title`), kept by the appends in the same
+    // transaction as their events; filled once from the events here. Added only when missing: a
+    // database whose migration records were lost keeps its column.
+    const columns = yield* sql<{ readonly name: string }>`SELECT name FROM pragma_table_info('sessions')`
+    if (!columns.some((c) => c.name === "title")) yield* sql`ALTER TABLE sessions ADD COLUMN title TEXT`
+    yield* EventTables.backfillTitles(sql)
+  }),
   "6_session_usage": Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     // Each session's usage and cost totals (what `sessions` lists), kept by the appends in the same

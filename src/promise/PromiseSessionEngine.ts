@@ -70,6 +70,8 @@ export interface PromiseSessionEngine {
   readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
   /** Drops the queued follow-ups that have not started; resolves with their queue ids. */
   readonly dropFollowUps: (input: SessionEngine.SessionInput) => Promise<SessionEngine.FollowUpsDropped>
+  /** Names the session (`session.titled`); answers the title as stored. */
+  readonly renameSession: (input: SessionEngine.RenameSessionInput) => Promise<{ readonly title: string }>
   /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`). */
   readonly compactSession: (input: SessionEngine.CompactSessionInput & { readonly signal?: AbortSignal }) => Promise<SessionEngine.CompactionResult>
   /** Forks a session at the end of a closed turn (default: the last one); resolves with the new session. */
@@ -146,6 +148,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     steer: (input) => withEngine((engine) => engine.steer(input)),
     followUp: (input) => withEngine((engine) => engine.followUp(input)),
     dropFollowUps: (input) => withEngine((engine) => engine.dropFollowUps(input)),
+    renameSession: (input) => withEngine((engine) => engine.renameSession(input)),
     compactSession: ({ signal, ...input }) => withEngine((engine) => engine.compactSession(input), signal),
     forkSession: (input) => withEngine((engine) => engine.forkSession(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),

@@ -116,6 +116,14 @@ export const StartTurn = Schema.Struct({
   message: Schema.String,
   images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String })))
 })
+/** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
+export const Rename = Schema.Struct({ title: Schema.String })
+/**
+ * `GET /sessions?cwd=&search=`: only the sessions of a directory (or under it), whose title or id
+ * holds every word of `search`. Read by the handler from the query rather than declared on the
+ * endpoint, so the typed client's `sessions.list()` keeps taking no argument.
+ */
+export const ListFilter = Schema.Struct({ cwd: Schema.optional(Schema.String), search: Schema.optional(Schema.String) })
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = Schema.Struct({ message: Schema.String })
 /**
@@ -169,7 +177,9 @@ export class HealthGroup extends HttpApiGroup.make("health").add(
 /** The session routes, all behind the token. */
 export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(HttpApiEndpoint.post("create", "/sessions").setPayload(CreateSession).addSuccess(Session.Session, { status: 201 }))
-  .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(Session.SessionSummary)))
+  .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(Session.SessionSummary).annotations({
+    description: "Most recently active first, each with its title. Query: `cwd` (only that directory's sessions, or under it), `search` (every word in the title or id, any case)"
+  })))
   .add(HttpApiEndpoint.get("get", "/sessions/:id").setPath(SessionId).addSuccess(SessionView))
   .add(
     HttpApiEndpoint.post("startTurn", "/sessions/:id/turns").setPath(SessionId).setPayload(StartTurn).addSuccess(
@@ -199,6 +209,11 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(
     HttpApiEndpoint.del("dropFollowUps", "/sessions/:id/followups").setPath(SessionId).addSuccess(
       Schema.Struct({ queueIds: Schema.Array(Schema.String) }).annotations({ description: "The follow-ups dropped, oldest first" })
+    )
+  )
+  .add(
+    HttpApiEndpoint.post("rename", "/sessions/:id/title").setPath(SessionId).setPayload(Rename).addSuccess(
+      Rename.annotations({ description: "The title as stored (session.titled): control characters dropped, whitespace collapsed" })
     )
   )
   .add(

@@ -29,6 +29,8 @@ export interface Config {
   readonly keepAlive: Duration.Duration
   /** Starts the MCP servers a `POST /sessions` body names for that session; none: such a body is refused. */
   readonly sessionServers: SessionServers | undefined
+  /** Before a session's turn: starts again the servers its creation named, when this process has not (after a restart). */
+  readonly restoreServers: RestoreServers | undefined
 }
 
 /** Starts a session's MCP servers (with the user's and a trusted project's, as the embedder decides); the failure's message is the answer's. */
@@ -36,6 +38,9 @@ export type SessionServers = (
   session: { readonly sessionId: string; readonly cwd: string },
   servers: McpConfig.Servers
 ) => Effect.Effect<void, { readonly message: string }>
+
+/** Starts again, for a session about to run a turn, the MCP servers its creation named, if this process has not; never fails the turn. */
+export type RestoreServers = (session: { readonly sessionId: string; readonly cwd: string }) => Effect.Effect<void>
 
 /** The server's configuration. */
 export class ServerConfig extends Context.Tag("effect-agent/server/ServerConfig")<ServerConfig, Config>() {}
@@ -60,6 +65,8 @@ export interface Options {
   readonly keepAlive?: Duration.DurationInput
   /** Starts the MCP servers a session's creation names (default: none; such a request is refused 400). */
   readonly sessionServers?: SessionServers | undefined
+  /** Starts them again after a restart, before the session's next turn (default: never). */
+  readonly restoreServers?: RestoreServers | undefined
 }
 
 /** The configuration from options. */
@@ -72,7 +79,8 @@ export const make = (options: Options): Config => ({
   maxTurnBodyBytes: options.maxTurnBodyBytes ?? Math.max(32 * 1024 * 1024, options.maxBodyBytes ?? 0),
   defaultCwd: options.defaultCwd ?? process.cwd(),
   keepAlive: Duration.decode(options.keepAlive ?? "15 seconds"),
-  sessionServers: options.sessionServers
+  sessionServers: options.sessionServers,
+  restoreServers: options.restoreServers
 })
 
 /** The configuration as a layer. */

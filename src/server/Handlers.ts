@@ -22,6 +22,7 @@ import {
   type NothingToResume,
   type NoTurnInProgress,
   type SessionBusy,
+  Session,
   SessionEngine,
   type SessionNotFound,
   SessionState,
@@ -35,6 +36,7 @@ import {
   CompactionFailed as CompactionFailedWire,
   Conflict,
   Forbidden,
+  ListFilter,
   NotFound,
   type SessionView,
   StoreFailure,
@@ -135,6 +137,7 @@ const view = (state: SessionState.SessionState, runningHere: boolean): SessionVi
     lastActivityAt: state.lastActivityAt,
     turnCount: state.turnCount,
     lastSequence: state.lastSequence,
+    ...(state.title === undefined ? {} : { title: state.title }),
     phase: state.compaction !== undefined
       ? "compacting"
       : open === undefined
@@ -175,6 +178,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
     const config = yield* ServerConfig
     /** Fails 404 (as JSON) before a stream response commits to a status. */
     const exists = (sessionId: string) => Effect.catchAll(engine.sessionState({ sessionId }), toWire)
+    /** A session's MCP servers started again after a restart, before its turn (an unknown session is left to the turn to refuse). */
+    const restore = (sessionId: string): Effect.Effect<void> =>
+      config.restoreServers === undefined
+        ? Effect.void
+        : engine.sessionState({ sessionId }).pipe(
+          Effect.flatMap((state) => config.restoreServers!({ sessionId, cwd: state.cwd })),
+          Effect.catchAll(() => Effect.void)
+        )
     return handlers
       .handle("create", ({ payload }) =>
         Effect.gen(function*() {
@@ -198,7 +209,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           }
           return session
         }))
-      .handle("list", () => engine.listSessions.pipe(Effect.catchAll(toWire)))
+      .handle("list", () =>
+        Effect.gen(function*() {
+          const filter = yield* HttpServerRequest.schemaSearchParams(ListFilter).pipe(
+            Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "cwd and search are given once each" }))
+          )
+          const sessions = yield* engine.listSessions.pipe(Effect.catchAll(toWire))
+          return Session.filterSummaries(sessions, filter)
+        }))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(
           Effect.map((state) => view(state, turns.isRunning(path.id))),
@@ -206,6 +224,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         ))
       .handle("startTurn", ({ path, payload }) =>
         TurnImages.decode(payload.images).pipe(
+          Effect.tap(() => restore(path.id)),
           Effect.flatMap((images) => turns.start(path.id, payload.message, images).pipe(Effect.catchAll(toWire))),
           Effect.map((turnId) => ({ turnId }))
         ))
@@ -228,8 +247,10 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         ))
       .handle("steer", ({ path, payload }) =>
         engine.steer({ sessionId: path.id, message: payload.message }).pipe(Effect.as({ ok: true as const }), Effect.catchAll(toWire)))
-      .handle("followUp", ({ path, payload }) => engine.followUp({ sessionId: path.id, message: payload.message }).pipe(Effect.catchAll(toWire)))
+      .handle("followUp", ({ path, payload }) =>
+        restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
       .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
+      .handle("rename", ({ path, payload }) => engine.renameSession({ sessionId: path.id, title: payload.title }).pipe(Effect.catchAll(toWire)))
       // In the request's fiber: it answers once the compaction has ended, and a client that goes away cancels it.
       .handle("compact", ({ path, payload }) =>
         engine.compactSession({

@@ -75,9 +75,13 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     expect(chunks(agent.updates, "user_message_chunk")).toEqual([])
     expect(agent.updates.every((n) => n.sessionId === session.sessionId)).toBe(true)
 
+    // The first message titles the session: told as session_info_update, and listed with it.
+    expect(agent.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "session_info_update")).toEqual([
+      { sessionUpdate: "session_info_update", title: "say hello" }
+    ])
     const listed = await agent.agent.request(acp.methods.agent.session.list, { cwd })
     expect(listed.sessions.map((s) => s.sessionId)).toEqual([session.sessionId])
-    expect(listed.sessions[0]).toMatchObject({ cwd })
+    expect(listed.sessions[0]).toMatchObject({ cwd, title: "say hello" })
 
     expect(await finish(agent)).toEqual({ code: 0, signal: null })
     const log = await logOf(session.sessionId, storage)

@@ -7,7 +7,7 @@ import * as Either from "effect/Either"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { AcpMapper, AcpPermissions } from "../../src/acp.js"
-import { AgentEvent, PermissionEngine, PermissionPolicy } from "../../src/index.js"
+import { AgentEvent, PermissionEngine, PermissionPolicy, Session } from "../../src/index.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
 import * as LongSession from "../longSessionLog.js"
 
@@ -18,9 +18,15 @@ const golden = (name: string): Array<AgentEvent.AgentEvent> =>
     .slice(1) // the format header
     .map((line) => Either.getOrThrow(AgentEvent.decodeJson(line)))
 
+/** The updates of a log, the session's title followed as the agent follows it. */
 const mapAll = (events: ReadonlyArray<AgentEvent.AgentEvent>, phase: AcpMapper.Phase) => {
   const cwd = events[0]!.type === "session.created" ? events[0]!.payload.cwd : "/"
-  return events.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase, support: AcpMapper.baseline }))
+  let title: string | undefined
+  return events.flatMap((event) => {
+    const updates = AcpMapper.updatesOf(event, { cwd, phase, support: AcpMapper.baseline, title })
+    title = Session.applyTitle(title, Session.titleChange(event))
+    return updates
+  })
 }
 
 const text = (value: string) => ({ type: "text", text: value })
@@ -28,8 +34,9 @@ const text = (value: string) => ({ type: "text", text: value })
 describe("AcpMapper on golden 1 (minimal)", () => {
   const events = golden("minimal.jsonl")
 
-  it("a live turn: the model's deltas as agent_message_chunk, nothing else", () => {
+  it("a live turn: the session's new title (session_info_update), then the model's deltas as agent_message_chunk, nothing else", () => {
     expect(mapAll(events, "live")).toEqual([
+      { sessionUpdate: "session_info_update", title: "hello" },
       { sessionUpdate: "agent_message_chunk", content: text("hi") },
       { sessionUpdate: "agent_message_chunk", content: text(" there") }
     ])
@@ -37,6 +44,7 @@ describe("AcpMapper on golden 1 (minimal)", () => {
 
   it("a replay (session/load) also gives the user's message, in log order", () => {
     expect(mapAll(events, "replay")).toEqual([
+      { sessionUpdate: "session_info_update", title: "hello" },
       { sessionUpdate: "user_message_chunk", content: text("hello") },
       { sessionUpdate: "agent_message_chunk", content: text("hi") },
       { sessionUpdate: "agent_message_chunk", content: text(" there") }
@@ -103,6 +111,7 @@ describe("AcpMapper on golden 2 (tools)", () => {
 
   it("tool calls: tool_call pending with kind, title, rawInput and locations; then in_progress and completed with the result", () => {
     expect(mapAll(events, "replay")).toEqual([
+      { sessionUpdate: "session_info_update", title: "rename src/foo.ts to bar.ts" },
       { sessionUpdate: "user_message_chunk", content: text("rename src/foo.ts to bar.ts") },
       { sessionUpdate: "agent_message_chunk", content: text("I'll check") },
       { sessionUpdate: "agent_message_chunk", content: text(" that the file exists.") },
@@ -171,7 +180,23 @@ describe("AcpMapper on golden 2 (tools)", () => {
 
   it("no event type is sent raw: every update is one of the ACP baseline kinds", () => {
     const kinds = new Set(mapAll(events, "replay").map((u) => u.sessionUpdate))
-    expect([...kinds].sort()).toEqual(["agent_message_chunk", "tool_call", "tool_call_update", "user_message_chunk"])
+    expect([...kinds].sort()).toEqual(["agent_message_chunk", "session_info_update", "tool_call", "tool_call_update", "user_message_chunk"])
+  })
+
+  it("the title: told once from the first message, again when the user renames, never for later messages; plain text", () => {
+    const at = (sequence: number) => ({ id: `evt_${sequence}`, sessionId: "sess_1", sequence, timestamp: "1970-01-01T00:00:00.000Z" })
+    const message = (sequence: number, content: string) => ({ ...at(sequence), turnId: "turn_1", type: "user.message" as const, payload: { content } })
+    const log: Array<AgentEvent.AgentEvent> = [
+      { ...at(1), type: "session.created", payload: { cwd: "/work", client: "test" } },
+      message(2, "\x1b]0;pwned\x07\x1b[31mDeploy\x1b[0m <b>now</b>\nsecond line"),
+      message(3, "another"),
+      { ...at(4), type: "session.titled", payload: { title: "Renamed" } },
+      message(5, "more")
+    ]
+    expect(mapAll(log, "live").filter((u) => u.sessionUpdate === "session_info_update")).toEqual([
+      { sessionUpdate: "session_info_update", title: "Deploy <b>now</b>" },
+      { sessionUpdate: "session_info_update", title: "Renamed" }
+    ])
   })
 })
 
@@ -235,10 +260,12 @@ describe("AcpMapper on the long-session events (steer, follow-ups, fork, compact
 
   it("a steer is a user message chunk, live and on replay; the queue and the fork send nothing, a follow-up's turn shows as its own", () => {
     expect(mapAll(lines, "live")).toEqual([
+      { sessionUpdate: "session_info_update", title: "start" },
       { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
       { sessionUpdate: "agent_message_chunk", content: text("sunny") }
     ])
     expect(mapAll(lines, "replay")).toEqual([
+      { sessionUpdate: "session_info_update", title: "start" },
       { sessionUpdate: "user_message_chunk", content: text("start") },
       { sessionUpdate: "user_message_chunk", content: text("also mention the weather") },
       { sessionUpdate: "agent_message_chunk", content: text("sunny") },
@@ -363,6 +390,8 @@ describe("AcpMapper: images", () => {
       { _tag: "read", mediaType: "image/png", base64: "AAAA" },
       { _tag: "unavailable", ref, why: "not in the store" }
     ])).toEqual([
+      // The session's first message: its title comes first, then the text and its images.
+      { sessionUpdate: "session_info_update", title: "look" },
       { sessionUpdate: "user_message_chunk", content: text("look") },
       { sessionUpdate: "user_message_chunk", content: { type: "image", mimeType: "image/png", data: "AAAA" } },
       { sessionUpdate: "user_message_chunk", content: text("[image image/png, 1234 bytes: not in the store]") }

@@ -158,10 +158,10 @@ describe("effect-agent chat --session on a turn left waiting (subprocess)", () =
 })
 
 /** The CLI on a pseudo-terminal: util-linux `script` gives it one, and passes our bytes on as keystrokes. */
-const startOnTerminal = (args: ReadonlyArray<string>, cwd: string) => {
+const startOnTerminal = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => {
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
   const command = [process.execPath, binPath, ...args].map(quote).join(" ")
-  const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir() }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NO_COLOR: "", NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(), ...env }, stdio: ["pipe", "pipe", "pipe"] })
   let screen = ""
   const waiters: Array<() => void> = []
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -180,7 +180,96 @@ const startOnTerminal = (args: ReadonlyArray<string>, cwd: string) => {
   return { child, done, waitFor, screen: () => screen, type: (keys: string) => child.stdin.write(keys) }
 }
 
+/**
+ * What a terminal shows after `bytes`: the rows of text, as a (small) terminal applies them —
+ * printable characters at the cursor, CR, LF, and the cursor moves and erasures readline uses
+ * (CSI G, A, B, C, D, J, K); styles (CSI m) and other sequences change nothing visible here.
+ */
+const screenRows = (bytes: string): Array<string> => {
+  const rows: Array<Array<string>> = [[]]
+  let row = 0
+  let col = 0
+  const line = () => (rows[row] ??= [])
+  for (let i = 0; i < bytes.length; i++) {
+    const c = bytes[i]!
+    if (c === "\u001b") {
+      const csi = /^\u001b\[([0-9;?]*)([A-Za-z])/.exec(bytes.slice(i))
+      if (csi === null) continue
+      i += csi[0].length - 1
+      const n = csi[1] === "" ? undefined : Number(csi[1]!.split(";")[0])
+      switch (csi[2]) {
+        case "G": col = (n ?? 1) - 1; break
+        case "A": row = Math.max(0, row - (n ?? 1)); break
+        case "B": row += n ?? 1; break
+        case "C": col += n ?? 1; break
+        case "D": col = Math.max(0, col - (n ?? 1)); break
+        case "K": line().length = Math.min(line().length, col); break
+        case "J": line().length = Math.min(line().length, col); rows.length = row + 1; break
+      }
+      continue
+    }
+    if (c === "\r") col = 0
+    else if (c === "\n") { row++; col = 0; line() }
+    else if (c >= " ") { const l = line(); while (l.length < col) l.push(" "); l[col++] = c }
+  }
+  return rows.map((r) => (r ?? []).join("").trimEnd())
+}
+
 describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
+  it("the answer as Markdown: styled headings, bold, code and lists; plain text with NO_COLOR", async () => {
+    const answer = ["# Plan\n\nSome **bold** and `code` here.\n", "```ts\nconst x = **1**\n```\n", "- item one\n"]
+    for (const noColor of [false, true]) {
+      const { cwd, script } = setup(noColor ? "pty-md-plain" : "pty-md", [{ chunks: answer }])
+      const chat = startOnTerminal(["chat", "--script", script, "--data-dir", dataDir], cwd, noColor ? { NO_COLOR: "1" } : {})
+      await chat.waitFor(/› /)
+      chat.type("show some markdown\r")
+      await chat.waitFor(/item one/)
+      chat.type("\x03")
+      await chat.waitFor(/› /)
+      chat.type("\x03")
+      const { code, screen } = await chat.done
+      expect(code).toBe(0)
+      const shown = screen.slice(screen.indexOf("show some markdown"))
+      if (noColor) {
+        expect(shown).toContain("Some **bold** and `code` here.")
+        expect(shown).toContain("- item one")
+        // eslint-disable-next-line no-control-regex
+        expect(shown).not.toMatch(/\u001b\[(1|3|4|9|33|36)m/)
+      } else {
+        expect(shown).toContain("\u001b[1m\u001b[4mPlan\u001b[24m\u001b[22m")
+        expect(shown).toContain("Some \u001b[1mbold\u001b[22m and \u001b[36mcode\u001b[39m here.")
+        expect(shown).not.toContain("**bold**")
+        expect(shown).toContain("\u001b[33mconst x = **1**\u001b[39m")
+        expect(shown).toContain("\u001b[36m•\u001b[39m item one")
+      }
+    }
+  })
+
+  it("a half-typed line is drawn again under the streaming answer, never mixed into it; Enter then steers with it", async () => {
+    const lines = Array.from({ length: 14 }, (_, i) => `answer line ${i}\n`)
+    const { cwd, script } = setup("pty-typing", [{ chunks: lines, delay: 120 }, { chunks: ["after the steer\n"] }])
+    const chat = startOnTerminal(["chat", "--script", script, "--data-dir", dataDir], cwd)
+    await chat.waitFor(/› /)
+    chat.type("go\r")
+    const early = await chat.waitFor(/answer line 2/)
+    chat.type("half")
+    const later = await chat.waitFor(/answer line 9/, early)
+    chat.type(" typed")
+    await chat.waitFor(/answer line 11/, later)
+    chat.type("\r")
+    await chat.waitFor(/after the steer/, later)
+    chat.type("\x03")
+    const { code, screen } = await chat.done
+    expect(code).toBe(0)
+    const rows = screenRows(screen)
+    // Every line of the answer is a row of its own, whole: nothing typed landed inside one.
+    for (let i = 0; i < 14; i++) expect(rows, `answer line ${i}`).toContain(`answer line ${i}`)
+    expect(rows.filter((r) => /half/.test(r) && !/^› half/.test(r))).toEqual([])
+    const sessionId = sessionOf(screen)!
+    const log = await replay(sessionId)
+    expect(log.filter((e) => e.type === "turn.steered").map((e) => e.payload.content)).toEqual(["half typed"])
+  })
+
   it("Ctrl+C cancels the running turn (turn.completed {cancelled}); Ctrl+C at the idle prompt leaves, exit 0", async () => {
     const { cwd, script } = setup("pty", [waitingShell])
     const chat = startOnTerminal(["chat", "--script", script, "--allow", "shell:sh wait.sh", "--data-dir", dataDir], cwd)
@@ -265,15 +354,17 @@ describe("effect-agent chat: commands, --continue and --resume", () => {
     expect(resumed.stderr).toContain("--resume asks which session on a terminal")
   })
 
-  it("--resume on a terminal lists this directory's sessions with their first message and continues the one chosen", async () => {
+  it("--resume on a terminal lists this directory's sessions with their titles and continues the one chosen", async () => {
     const cwd = join(dir, "resume")
     mkdirSync(cwd, { recursive: true })
     const first = sessionOf((await run(["run", "the first conversation", "--data-dir", dataDir], { cwd })).stderr)!
-    await run(["run", "the second conversation", "--data-dir", dataDir], { cwd })
+    const second = sessionOf((await run(["run", "the second conversation\nits second line", "--data-dir", dataDir], { cwd })).stderr)!
+    // A title the user gave wins over the first message.
+    expect((await run(["sessions", "rename", second, "Second, renamed", "--data-dir", dataDir])).code).toBe(0)
     const chat = startOnTerminal(["chat", "--resume", "--data-dir", dataDir], cwd)
     const listed = await chat.waitFor(/Resume which\?/)
     // Newest first: the first conversation is number 2.
-    expect(chat.screen().slice(0, listed)).toMatch(/1\. the second conversation[\s\S]*2\. the first conversation/)
+    expect(chat.screen().slice(0, listed)).toMatch(/1\. Second, renamed[\s\S]*2\. the first conversation/)
     chat.type("2\r")
     await chat.waitFor(new RegExp(`session ${first}`), listed)
     await chat.waitFor(/› /, listed)

@@ -53,7 +53,7 @@ describe("listings of a JSONL data dir", () => {
     expect(listed.code, listed.stderr).toBe(0)
     expect(listed.stdout.trim().split("\n")).toHaveLength(copies + 2)
     const index = JSON.parse(readFileSync(join(dataDir, "index.json"), "utf8")) as { version: number; sessions: Record<string, { summary: { awaitingApproval?: ReadonlyArray<string> } }> }
-    expect(index.version).toBe(3)
+    expect(index.version).toBe(4)
     expect(Object.keys(index.sessions)).toHaveLength(copies + 2)
     expect(Object.entries(index.sessions).filter(([, entry]) => entry.summary.awaitingApproval !== undefined).map(([id]) => id)).toEqual([waiting])
 

@@ -108,6 +108,57 @@ describe("MCP servers in the CLI", () => {
     expect(none.stderr).toContain("No MCP servers are configured here.")
   }, 60_000)
 
+  it("mcp list: a server that fails to start is shown with its reason beside the others; the exit code is non-zero only when every one failed", async () => {
+    const p = project("list-broken", [])
+    const broken = { command: join(p.root, "no-such-program"), args: [] }
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify({ mcpServers: { ...serversFile(p).mcpServers, broken } }))
+    const some = await cli(p, ["mcp", "list", "--mcp-config", config])
+    expect(some.code, some.stderr).toBe(0)
+    const lines = some.stdout.trim().split("\n")
+    expect(lines[0]).toMatch(/^fixture {2}8 tools {2}~\d+ tokens$/)
+    expect(lines).toContainEqual(expect.stringMatching(/^broken {2}failed \(start_failed\): /))
+    expect(lines.at(-1)).toMatch(/^total {2}~\d+ tokens in every request$/)
+
+    const onlyBroken = join(p.root, "broken.json")
+    writeFileSync(onlyBroken, JSON.stringify({ mcpServers: { broken, alsoBroken: broken } }))
+    const none = await cli(p, ["mcp", "list", "--mcp-config", onlyBroken])
+    expect(none.code).toBe(1)
+    expect(none.stdout).toMatch(/^broken {2}failed \(start_failed\): /m)
+    expect(none.stdout).toMatch(/^alsoBroken {2}failed \(start_failed\): /m)
+    expect(none.stderr).toContain("no MCP server started (2 failed)")
+  }, 60_000)
+
+  it("export-script carries the MCP server's tools and answers: run --script replays the session with no server started", async () => {
+    const p = project("cassette", [{ tool: "mcp__fixture__echo", args: { text: "recorded" } }])
+    const config = join(p.root, "mcp.json")
+    writeFileSync(config, JSON.stringify(serversFile(p)))
+    const recorded = await runIn(p, ["--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(recorded.code, recorded.stderr).toBe(0)
+    expect(starts(p)).toBe(1)
+    const sessionId = /session (sess_\S+)/.exec(recorded.stderr)![1]!
+    const exported = await cli(p, ["export-script", sessionId, "--data-dir", p.dataDir])
+    expect(exported.code, exported.stderr).toBe(0)
+    const cassette = join(p.root, "cassette.json")
+    writeFileSync(cassette, exported.stdout)
+    expect(Object.keys(JSON.parse(exported.stdout).mcp)).toEqual(["fixture"])
+
+    // No --mcp-config, another data dir: the cassette answers for the server.
+    const replayDir = join(p.root, "replay")
+    const replayed = await cli(p, ["run", "go", "--script", cassette, "--data-dir", replayDir, "--allow", "mcp__fixture__echo"])
+    expect(replayed.code, replayed.stderr).toBe(0)
+    expect(replayed.stderr).toContain("MCP servers answered from the script's recording (fixture); no server is started.")
+    expect(starts(p)).toBe(1)
+    const eventsOf = async (dataDir: string, stderr: string) => {
+      const id = /session (sess_\S+)/.exec(stderr)![1]!
+      const log = (await cli(p, ["replay", id, "--json", "--data-dir", dataDir])).stdout
+      return log.trim().split("\n").map((line) => JSON.parse(line)).map((e: { type: string; payload: unknown }) => [e.type, e.payload])
+    }
+    const original = await eventsOf(p.dataDir, recorded.stderr)
+    expect(JSON.stringify(original)).toContain("echo: recorded")
+    expect(await eventsOf(replayDir, replayed.stderr)).toEqual(original)
+  }, 120_000)
+
   it("the user's own mcp.json starts its servers", async () => {
     const p = project("user", [{ tool: "mcp__fixture__add", args: { a: 20, b: 22 } }])
     writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))

@@ -3,7 +3,7 @@
  * with its own store, model and tools. Through the runner that does not own a session, the routed
  * engine streams a whole turn from the owner (`RunTurn`), answers its approval on the owner
  * (`ResolvePermission`), cancels a running turn there (`CancelTurn`) and queues a follow-up there
- * (`FollowUp`), compacts there (`CompactSession`) and steers the owner's turn (`Steer`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
+ * (`FollowUp`), compacts there (`CompactSession`), steers the owner's turn (`Steer`) and renames the session there (`RenameSession`); what it streams is what the owner stored. A runner that stops leaves a turn waiting for approval paused; answered through the
  * other runner (as the HTTP approve route does), the turn resumes on its new owner.
  */
 import { readFileSync } from "node:fs"
@@ -140,6 +140,12 @@ describe("the routed engine of a runner", () => {
       expect(steeredTypes.indexOf("turn.steered")).toBeGreaterThan(steeredTypes.indexOf("tool.completed"))
       expect(steeredTurn.find((event) => event.type === "turn.steered")).toMatchObject({ payload: { content: "then say steered" } })
       expect(steeredTurn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+
+      // A rename through this runner (RenameSession) is stored by the owner; this runner's listing and state read it.
+      expect(yield* here.renameSession({ sessionId, title: " Routed\ttitle " })).toEqual({ title: "Routed title" })
+      expect((yield* here.listSessions).find((s) => s.sessionId === sessionId)?.title).toBe("Routed title")
+      expect((yield* here.sessionState({ sessionId })).title).toBe("Routed title")
+      expect(yield* Effect.flip(here.renameSession({ sessionId, title: "\x1b[0m" }))).toMatchObject({ _tag: "InvalidInput", field: "title" })
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 
   it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>

@@ -100,7 +100,7 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
 const forbidden = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/
 
 /** The types that belong to no turn: not drafts of a turn. */
-const sessionLevel: ReadonlyArray<string> = ["session.created", "followup.queued", "followup.dropped", "session.forked"]
+const sessionLevel: ReadonlyArray<string> = ["session.created", "followup.queued", "followup.dropped", "session.forked", "session.titled"]
 
 describe("event builders", () => {
   it.prop("every builder gives an event the AgentEvent schema decodes and a store encodes", [anyDraft], ([draft]) => {

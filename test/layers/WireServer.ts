@@ -27,7 +27,7 @@ interface Recording {
 const fixtures = resolve(import.meta.dirname, "../../fixtures/providers")
 
 /** Reads `<vendor>/<name>.http`. */
-export const recording = (vendor: "anthropic" | "openai", name: string): Recording => {
+export const recording = (vendor: "anthropic" | "openai" | "openai-responses", name: string): Recording => {
   const text = readFileSync(resolve(fixtures, vendor, `${name}.http`), "utf8")
   const split = text.indexOf("\n\n")
   const [statusLine, ...headerLines] = text.slice(0, split).split("\n")

@@ -101,7 +101,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       const log = (id: string) => join(dataDir, "sessions", `${id}.jsonl`)
       const sequences = Effect.map(store.list, (sessions) => Object.fromEntries(sessions.map((s) => [s.sessionId, s.lastSequence])))
       expect(yield* sequences).toEqual({ a: 2, b: 2 })
-      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 3, writing: [] })
+      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 4, writing: [] })
 
       // A copy under a new name (an older version, a restore): found by the next warm listing.
       writeFileSync(log("c"), readFileSync(log("a"), "utf8").replaceAll("\"a", "\"c"))
@@ -131,7 +131,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       const current = JSON.parse(readFileSync(index, "utf8")) as { sessions: unknown }
       writeFileSync(index, JSON.stringify({ format: "effect-agent/index", version: 2, sessions: current.sessions }))
       expect((yield* sequences).b).toBe(3)
-      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 3 })
+      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 4 })
       // So does a journal that is not the one the index read (removed, replaced, truncated)…
       byHand("b", 4)
       yield* store.append(event("a", 4, "turn.started", { promptPreview: "p" }))

@@ -7,7 +7,6 @@ import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -23,6 +22,7 @@ import * as PromptComposer from "../../src/layers/PromptComposer.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { ModelProvider, type ModelRequest } from "../../src/services/ModelProvider.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
+import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
 
 interface Vendor {
@@ -61,11 +61,7 @@ for (const vendor of vendors) {
     let server: WireServer.WireServer
     const replay = (...names: ReadonlyArray<string>) => server.respond(...names.map((n) => WireServer.recording(vendor.name, n)))
     const provider = (extra?: Parameters<Vendor["layer"]>[1]) => Layer.suspend(() => vendor.layer(server.url, extra))
-    /** Waits until the server has seen one more connection closed by the client than `before`. */
-    const untilClosed = (before: number) =>
-      Effect.promise(async () => {
-        while (server.clientClosed() === before) await new Promise((done) => setImmediate(done))
-      })
+    const untilClosed = (before: number) => ProviderTurns.untilClosed(server, before)
     beforeAll(async () => {
       server = await WireServer.start()
     })
@@ -174,11 +170,8 @@ for (const vendor of vendors) {
         Effect.gen(function*() {
           replay("rate-limited", "text")
           const engine = yield* SessionEngine
-          const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-          const events = yield* engine.runTurn({ sessionId, userMessage: "hello" }).pipe(
-            Stream.tap((e) => e.type === "model.retry" ? TestClock.adjust(e.payload.delayMs) : Effect.void),
-            collect
-          )
+          const events = yield* ProviderTurns.turnWithRetries("hello")
+          const sessionId = events[0]!.sessionId
           expect(events.find((e) => e.type === "model.retry")?.payload).toEqual({ attempt: 1, delayMs: 3000, errorCode: "rate_limited" })
           expect(events.filter((e) => e.type === "model.delta").map((e) => e.payload.text).join("")).toBe("Hello! How can I help with your code today?")
           expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", usage: { inputTokens: 412, outputTokens: 15 } })
@@ -280,18 +273,9 @@ for (const vendor of vendors) {
       it.effect("cancel mid-stream: the server sees the connection closed, the turn ends cancelled", () =>
         Effect.gen(function*() {
           replay("stall")
-          const before = server.clientClosed()
-          const engine = yield* SessionEngine
-          const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-          const turn = yield* engine.runTurn({ sessionId, userMessage: "hello" }).pipe(
-            Stream.tap((e) => e.type === "model.delta" ? engine.cancelTurn({ sessionId }) : Effect.void),
-            collect,
-            Effect.fork
-          )
-          const events = yield* Fiber.join(turn)
+          const { closed, events } = yield* ProviderTurns.cancelledAtFirstDelta(server)
           expect(events.at(-1)!.payload).toEqual({ stopReason: "cancelled" })
-          yield* untilClosed(before)
-          expect(server.clientClosed()).toBe(before + 1)
+          expect(closed).toBe(1)
         }).pipe(Effect.provide(layer())))
     })
   })

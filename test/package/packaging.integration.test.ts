@@ -80,6 +80,8 @@ describe("the packed package", () => {
       effect: pinned,
       "@effect/platform": "0.97.2",
       "@effect/platform-node": "0.108.2",
+      // Installed, so that a root import reaching for it would load it (and fail the check below).
+      "@effect/ai": "0.37.0",
       "effect-agent": `file:${tarball}`
     })
     await npm(["install"], app)
@@ -102,12 +104,15 @@ export async function resolve(specifier, context, next) {
     await exec(process.execPath, ["--import", "./register.mjs", "main.mjs"], { cwd: app })
     const loaded = readFileSync(log, "utf8")
     expect(loaded).toContain("/node_modules/effect-agent/dist/index.js")
-    for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli", "@agentclientprotocol", "/zod/"]) {
+    for (const heavy of ["@anthropic-ai/sdk", "/openai/", "better-sqlite3", "@effect/sql-sqlite-node", "@effect/cli", "@agentclientprotocol", "/zod/", "/@effect/ai/"]) {
       expect(loaded, heavy).not.toContain(heavy)
     }
     // The subpaths load what they name.
     writeFileSync(join(app, "sub.mjs"), `const { AnthropicModelProvider } = await import("effect-agent/anthropic")\nconsole.log(typeof AnthropicModelProvider.layer)\n`)
     expect((await exec(process.execPath, ["sub.mjs"], { cwd: app })).trim()).toBe("function")
+    // The @effect/ai bridge is its own subpath, on the app's @effect/ai.
+    writeFileSync(join(app, "bridge.mjs"), `const { EffectAiModelProvider } = await import("effect-agent/effect-ai")\nconsole.log(typeof EffectAiModelProvider.layer)\n`)
+    expect((await exec(process.execPath, ["bridge.mjs"], { cwd: app })).trim()).toBe("function")
   }, 300_000)
 
   it("installs an `effect-agent` bin that answers, loading the CLI bundle and nothing the turn does not use", async () => {

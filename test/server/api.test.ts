@@ -196,6 +196,7 @@ describe("the HTTP API", () => {
         "/sessions/{id}/fork",
         "/sessions/{id}/live",
         "/sessions/{id}/steer",
+        "/sessions/{id}/title",
         "/sessions/{id}/turns"
       ])
       const operations = (spec.body as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }).paths

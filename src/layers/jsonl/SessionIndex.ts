@@ -63,7 +63,9 @@ const IndexFile = Schema.Struct({
   // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
   // 3: the journal (which one, how far read) and the sessions being written. An index of version 2
   // has none: its entries are kept, and checked against every log once (a full check).
-  version: Schema.Literal(2, 3),
+  // 4: summaries carry `title`; the entries of an older index lack it, so each is rebuilt from its
+  // log once (the backfill), then the index is saved as version 4.
+  version: Schema.Literal(2, 3, 4),
   journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int })),
   writing: Schema.optional(Schema.Array(Schema.String)),
   sessions: Schema.Object
@@ -94,6 +96,7 @@ const isEntry = (u: unknown): u is Entry => {
   const s = summary as Record<string, unknown>
   return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
     isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString))) &&
+    (s.title === undefined || isString(s.title)) &&
     isTotals(s)
 }
 
@@ -104,6 +107,9 @@ const isTotals = (s: Record<string, unknown>): boolean => {
     (s.cost === undefined || typeof s.cost === "number") &&
     (s.costUnknown === undefined || (Array.isArray(s.costUnknown) && s.costUnknown.every(isString)))
 }
+
+/** The index's version: what {@link IndexFile} says each one holds. */
+const indexVersion = 4
 
 /**
  * Logs each warm listing checks besides those the journal names (see the module's comment): a
@@ -238,7 +244,7 @@ export const make = (options: Options) => {
 
   const save = (sessions: Record<string, Entry>, journal: JournalRead) => {
     const temporary = `${indexFile}.${process.pid}.tmp`
-    const file = { format: "effect-agent/index", version: 3, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
+    const file = { format: "effect-agent/index", version: indexVersion, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
     return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
       Effect.zipRight(fs.rename(temporary, indexFile)),
@@ -310,7 +316,10 @@ export const make = (options: Options) => {
     )
     const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId).sort()
     const index = yield* load
-    const previous = new Map(index === undefined ? [] : Object.entries(index.sessions).filter((e): e is [string, Entry] => isEntry(e[1])))
+    // An older index's entries lack what this version's summaries carry (titles): none is kept.
+    const previous = new Map(
+      index === undefined || index.version < indexVersion ? [] : Object.entries(index.sessions).filter((e): e is [string, Entry] => isEntry(e[1]))
+    )
     // The journal is read before any log: a change it does not hold yet is announced after its
     // write, so the next listing sees it (and a full check's `stat`s come after this read).
     const { read: journal, same } = yield* Effect.try({
@@ -327,7 +336,7 @@ export const make = (options: Options) => {
       full || !previous.has(sessionId) || journal.changed.has(sessionId) || journal.writing.has(sessionId) || rotation.has(sessionId)
     const next: Record<string, Entry> = {}
     const damaged: Array<{ readonly sessionId: string; readonly failure: EventStoreFailure }> = []
-    let changed = previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode
+    let changed = index?.version !== indexVersion || previous.size !== ids.length || journal.offset !== index?.journal?.offset || journal.inode !== index.journal.inode
     const unchecked: Array<string> = []
     for (const sessionId of ids) {
       const known = previous.get(sessionId)

@@ -50,6 +50,7 @@ interface SessionRow {
   readonly last_activity_at: string
   readonly turn_count: number
   readonly last_sequence: number
+  readonly title?: string | null
 }
 
 /**
@@ -72,6 +73,51 @@ const awaitingStatement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEven
       return sql`DELETE FROM awaiting_approvals WHERE session_id = ${event.sessionId}`
   }
 }
+
+/**
+ * The statement that keeps a session's `title` column in step with an event (`Session.titleChange`,
+ * the change every store applies), or `undefined` when the event changes nothing there: a message
+ * titles a session with no title yet, the user's title replaces any.
+ */
+const titleStatement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) => {
+  const change = Session.titleChange(event)
+  if (change === undefined) return undefined
+  return change._tag === "Set"
+    ? sql`UPDATE sessions SET title = ${change.title} WHERE session_id = ${event.sessionId}`
+    : sql`UPDATE sessions SET title = ${change.title} WHERE session_id = ${event.sessionId} AND title IS NULL`
+}
+
+/** The statements that keep the listing's side tables and columns in step with an event, in the event's transaction. */
+const summaryStatements = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) =>
+  [awaitingStatement(sql, event), titleStatement(sql, event), SessionUsage.statement(sql, event)].filter((statement) => statement !== undefined)
+
+/**
+ * Each session's title, folded from the stored events themselves: what fills `sessions.title` when
+ * the migration that adds it runs on a database that has sessions, and what a read-only listing of a
+ * database not yet migrated answers with. Only the events that change it are read.
+ */
+export const titlesFromEvents = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlyMap<string, string>, SqlError> =>
+  Effect.map(
+    sql<EventRow & { readonly session_id: string }>`
+      SELECT session_id, sequence, format_version, body FROM events
+      WHERE type IN ('user.message', 'session.titled') OR format_version < ${LogFormat.currentVersion}
+      ORDER BY session_id, sequence`,
+    (rows) => {
+      const titles = new Map<string, string>()
+      for (const row of rows) {
+        const event = decodeRow(row)
+        if (Either.isLeft(event)) continue
+        const title = Session.applyTitle(titles.get(row.session_id), Session.titleChange(event.right))
+        if (title !== undefined) titles.set(row.session_id, title)
+      }
+      return titles
+    }
+  )
+
+/** Fills `sessions.title` from the stored events: run once, by the migration that adds the column. */
+export const backfillTitles = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(titlesFromEvents(sql), (titles) =>
+    Effect.forEach(titles, ([sessionId, title]) => sql`UPDATE sessions SET title = ${title} WHERE session_id = ${sessionId}`, { discard: true }))
 
 interface AwaitingRow {
   readonly session_id: string
@@ -125,16 +171,10 @@ const decodeRow = (row: EventRow) =>
 
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> => {
-  // An event that changes which calls wait for approval changes `awaiting_approvals` in the same
-  // transaction, and a turn's usage its session's `session_usage`: the listing can never say other
-  // than the log.
-  const sideStatements = (event: AgentEvent.AgentEvent) =>
-    [awaitingStatement(sql, event), SessionUsage.statement(sql, event)].filter((s) => s !== undefined)
-
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
-    const side = sideStatements(event)
-    if (side.length === 0) return appendEvent(event)
-    return sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(side, { discard: true }))).pipe(
+    const statements = summaryStatements(sql, event)
+    if (statements.length === 0) return appendEvent(event)
+    return sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
     )
   }
@@ -145,8 +185,8 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     const conflict = batchConflict(events)
     if (conflict !== undefined) return Effect.fail(conflict)
     const step = (event: AgentEvent.AgentEvent) => {
-      const side = sideStatements(event)
-      return side.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(side, { discard: true }))
+      const statements = summaryStatements(sql, event)
+      return statements.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))
     }
     return sql.withTransaction(Effect.forEach(events, step, { discard: true })).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
@@ -177,14 +217,24 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     Effect.orElse(() => awaitingFromEvents(sql))
   )
 
-  const list = Effect.all([
-    sql<SessionRow>`
-      SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
-      WHERE cwd IS NOT NULL
-      ORDER BY last_activity_at DESC, session_id`,
-    awaitingRows,
-    SessionUsage.rows(sql, decodeRow)
-  ]).pipe(
+  // Likewise a database before the migration that adds `sessions.title`: the titles are folded from the events.
+  const sessionRows = sql<SessionRow>`
+    SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence, title FROM sessions
+    WHERE cwd IS NOT NULL
+    ORDER BY last_activity_at DESC, session_id`.pipe(
+    Effect.orElse(() =>
+      Effect.zipWith(
+        sql<SessionRow>`
+          SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
+          WHERE cwd IS NOT NULL
+          ORDER BY last_activity_at DESC, session_id`,
+        titlesFromEvents(sql),
+        (rows, titles) => rows.map((row) => ({ ...row, title: titles.get(row.session_id) ?? null }))
+      )
+    )
+  )
+
+  const list = Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]).pipe(
     Effect.map(([rows, awaiting, usage]) => {
       const totals = SessionUsage.totalsBySession(usage)
       const waiting = new Map<string, Array<string>>()
@@ -204,6 +254,7 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
           turnCount: r.turn_count,
           lastSequence: r.last_sequence,
           ...(calls === undefined ? {} : { awaitingApproval: calls }),
+          ...(r.title === undefined || r.title === null ? {} : { title: r.title }),
           ...totals.get(r.session_id)
         }
       })

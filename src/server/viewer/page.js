@@ -58,22 +58,36 @@ const api = async (method, path, body) => {
 }
 const report = (error) => setStatus("error", error.message)
 
-const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text }
+// The whole text in the title too: a narrow header may cut it.
+const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text; $("status").title = text }
 
 // Several loads can be in flight (a turn ends while a fork opens): only the latest one's answer is drawn,
 // so a slower, older answer never replaces a newer list.
 let sessionsLoad = 0
+// The list is narrowed by the server (`?search=`, `?cwd=`), from the two boxes above it.
+const listQuery = () => {
+  const query = new URLSearchParams()
+  const search = $("search").value.trim()
+  const cwd = $("filter-cwd").value.trim()
+  if (search !== "") query.set("search", search)
+  if (cwd !== "") query.set("cwd", cwd)
+  const text = query.toString()
+  return text === "" ? "" : `?${text}`
+}
 const loadSessions = async () => {
   const load = ++sessionsLoad
-  const sessions = await api("GET", "/sessions")
+  const sessions = await api("GET", `/sessions${listQuery()}`)
   if (load !== sessionsLoad) return
   const list = $("sessions")
+  // Titles and paths are text from the log (a model's or a user's words): set as textContent, never as markup.
   list.replaceChildren(...sessions.map((s) =>
-    el("li", { class: s.sessionId === state.sessionId ? "current" : "", "data-session": s.sessionId, onclick: () => openSession(s.sessionId) },
+    el("li", { class: s.sessionId === state.sessionId ? "current" : "", "data-session": s.sessionId, title: s.title ?? s.sessionId, onclick: () => openSession(s.sessionId) },
+      el("div", { class: "title", textContent: s.title ?? "" }),
       el("div", { class: "id", textContent: s.sessionId }),
       el("div", { class: "meta", textContent: `${s.turnCount} turn${s.turnCount === 1 ? "" : "s"} · ${new Date(s.lastActivityAt).toLocaleString()} · ${s.cwd}` }),
       // What the session used and cost, from the listing (every store keeps the totals).
       s.usage === undefined ? undefined : el("div", { class: "meta", "data-totals": s.sessionId, textContent: totalsText(s) }))))
+  if (sessions.length === 0) list.append(el("li", { class: "empty", "data-empty": "sessions", textContent: listQuery() === "" ? "No sessions yet." : "No session matches." }))
 }
 
 // Exactly once, in order: see the module's note.
@@ -83,8 +97,8 @@ const receive = (event) => {
   if (event.sequence <= last) return
   if (event.sequence !== last + 1) return reconnect()
   state.events.push(event)
-  // The list's turn counts and activity follow the session live.
-  if (event.type === "turn.completed" || event.type === "turn.started") loadSessions().catch(report)
+  // The list's turn counts, activity and titles follow the session live.
+  if (event.type === "turn.completed" || event.type === "turn.started" || event.type === "session.titled") loadSessions().catch(report)
   schedule()
 }
 
@@ -117,6 +131,9 @@ const openSession = (sessionId) => {
   location.hash = sessionId
   $("title").textContent = sessionId
   $("title").className = ""
+  $("name").textContent = ""
+  $("rename").hidden = false
+  renaming(false)
   $("message").disabled = false
   $("send").disabled = false
   connect()
@@ -242,6 +259,10 @@ const render = () => {
   $("compact").disabled = !(state.idle && view.turns.length > 0)
   $("fork").disabled = !(state.idle && view.turns.length > 0)
 
+  // The session's title as of the view (text from the log: textContent).
+  $("name").textContent = view.title ?? ""
+  $("name").title = view.title ?? ""
+
   const calls = openCalls(view)
   $("state-title").textContent = live ? "State" : `State as of #${at}`
   $("state-body").className = ""
@@ -309,6 +330,31 @@ $("scrub").addEventListener("input", (e) => {
   render()
 })
 $("live").addEventListener("click", () => { state.scrubAt = undefined; render() })
+// Renaming: the pencil swaps the title for a box; Enter stores it (session.titled), Escape leaves it as it was.
+const renaming = (on) => {
+  $("rename-form").hidden = !on
+  $("name").hidden = on
+  if (on) {
+    $("rename-title").value = $("name").textContent
+    $("rename-title").focus()
+    $("rename-title").select()
+  }
+}
+$("rename").addEventListener("click", () => renaming($("rename-form").hidden))
+$("rename-title").addEventListener("keydown", (e) => { if (e.key === "Escape") renaming(false) })
+$("rename-form").addEventListener("submit", (e) => {
+  e.preventDefault()
+  const title = $("rename-title").value
+  if (state.sessionId === undefined) return
+  // The server's answer is the title as stored; the page shows it when the event arrives on /live. A refusal says why.
+  api("POST", `${sessionPath()}/title`, { title }).then(() => renaming(false)).catch(report)
+})
+// The list follows the boxes as the user types (one request per pause, the latest answer drawn).
+let filtering
+const refilter = () => { clearTimeout(filtering); filtering = setTimeout(() => loadSessions().catch(report), 150) }
+$("search").addEventListener("input", refilter)
+$("filter-cwd").addEventListener("input", refilter)
+$("filters").addEventListener("submit", (e) => { e.preventDefault(); loadSessions().catch(report) })
 // On a narrow screen the sessions and the state are a drawer.
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))

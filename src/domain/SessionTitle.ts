@@ -1,0 +1,76 @@
+/**
+ * A session's title: what lists show of it. Derived from its first user message until the user
+ * names it (`session.titled`). Both are plain, one-line text: a model or a user who writes terminal
+ * escapes, control characters or a megabyte of text into a message gets a short, inert title.
+ * Imports nothing: the viewer's page bundles it (through `SessionView`).
+ *
+ * @since 0.4.0
+ */
+
+/** The longest derived title, in characters (code points), its ellipsis included. */
+export const derivedLength = 60
+
+/** The longest title a user may give (`session.titled`), in characters (code points). */
+export const maxLength = 200
+
+/** How much of a message is looked at: a title is a few words, never a scan of a 1 MB message. */
+const scanned = 4096
+
+// Escape sequences are dropped whole (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, two-byte `ESC x`),
+// so no `[31m` is left behind; then any other C0/C1 control, and the bidirectional overrides that
+// reorder what a terminal or a page shows.
+// eslint-disable-next-line no-control-regex
+const escapes = /\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]?|\x1b[@-_]?/g
+// eslint-disable-next-line no-control-regex
+const controls = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+/** Unpaired UTF-16 surrogates (left by a cut): not text, and some terminals draw them as garbage. */
+const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
+
+/** Text as one plain line: escape sequences and control characters dropped, whitespace collapsed, trimmed. */
+export const plain = (text: string): string =>
+  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, "").replace(loneSurrogates, "").trim()
+
+/** `text` cut to at most `max` characters: at a word boundary when there is one late enough, with an ellipsis. */
+export const cut = (text: string, max: number): string => {
+  const chars = Array.from(text)
+  if (chars.length <= max) return text
+  const head = chars.slice(0, max - 1).join("")
+  // The head ends on a whole word when a space follows it; otherwise the word it cuts is dropped —
+  // unless that throws most of the title away (a boundary in its first half): a long word is cut.
+  const space = chars[max - 1] === " " ? head.length : head.lastIndexOf(" ")
+  const kept = space >= head.length / 2 ? head.slice(0, space) : head
+  return `${kept.trimEnd()}…`
+}
+
+/**
+ * The title a first message gives its session: its first line that has text on it, made plain and
+ * cut to {@link derivedLength}. A message of images only is named by them; an empty one gives none.
+ */
+export const fromMessage = (content: string, imageCount = 0): string | undefined => {
+  const head = content.slice(0, scanned)
+  const line = head.split(/\r?\n|\r/).map(plain).find((l) => l !== "") ?? ""
+  if (line !== "") return cut(line, derivedLength)
+  if (imageCount === 1) return "Image"
+  if (imageCount > 1) return `${imageCount} images`
+  return undefined
+}
+
+/**
+ * A title the user gives, as it is stored: made plain. `invalid` says why when it is empty once
+ * made plain or longer than {@link maxLength} characters.
+ */
+export const normalize = (title: string): { readonly title: string } | { readonly invalid: string } => {
+  const tooLong = { invalid: `must be at most ${maxLength} characters` }
+  // Checked before the text is scanned: a megabyte of title is refused at once.
+  if (title.length > maxLength * 8) return tooLong
+  const clean = plain(title)
+  if (clean === "") return { invalid: "must not be empty" }
+  return Array.from(clean).length > maxLength ? tooLong : { title: clean }
+}
+
+/** Whether a session matches a search: every word of `query` is in its title or its id, ignoring case. */
+export const matches = (query: string, session: { readonly sessionId: string; readonly title?: string | undefined }): boolean => {
+  const words = query.toLowerCase().split(/\s+/).filter((w) => w !== "")
+  const haystack = `${session.title ?? ""} ${session.sessionId}`.toLowerCase()
+  return words.every((w) => haystack.includes(w))
+}

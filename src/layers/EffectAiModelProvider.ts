@@ -1,0 +1,287 @@
+/**
+ * A model provider on any `@effect/ai` `LanguageModel` (the Effect 3 line, `@effect/ai` 0.37: its
+ * OpenAI, Anthropic, Google, Bedrock and OpenRouter providers, or one of your own).
+ *
+ * The engine keeps what it owns: tool execution, permissions and the log. The model sees our tools
+ * as `@effect/ai` tools whose parameters are our JSON Schemas, in a toolkit with no handlers, and
+ * the request is made with `disableToolCallResolution`, so `@effect/ai` hands every tool call back
+ * instead of running it; the toolkit's `handle` dies if anything ever calls it. Each streamed part
+ * becomes our chunk as it arrives (one text delta per text part); `AiError`s become
+ * `ProviderFailure`s.
+ *
+ * @since 0.6.0
+ */
+import * as AiError from "@effect/ai/AiError"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import { ProviderName } from "@effect/ai/Model"
+import type * as Prompt from "@effect/ai/Prompt"
+import type * as Response from "@effect/ai/Response"
+import * as Tool from "@effect/ai/Tool"
+import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import type { Usage } from "../domain/AgentEvent.js"
+import { ProviderFailure, type ProviderFailureReason } from "../domain/Errors.js"
+import type { ImageRef } from "../domain/Image.js"
+import type { Json } from "../domain/Json.js"
+import * as ModelProvider from "../services/ModelProvider.js"
+import * as Support from "./providers/Support.js"
+
+/** Options of the bridge: what the `LanguageModel` itself cannot say about the model behind it. */
+export interface Options {
+  /** The model's name, for logs and `model.requested` (the `LanguageModel` does not say). */
+  readonly model: string
+  /** The provider's name for logs (default: the `@effect/ai` `Model`'s provider name when the layer has one, else "effect-ai"). */
+  readonly provider?: string | undefined
+  /** The context window: prompt, transcript and tools together must fit (default 128,000 tokens). */
+  readonly maxContextTokens?: number | undefined
+  /** Whether the model takes images (default false: each image is replaced by a note, as for any model that does not). */
+  readonly images?: boolean | undefined
+  /** Fail with `network` when no part arrives for this long (default 2 minutes). */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/** The default context window, when `maxContextTokens` is not given. */
+export const defaultMaxContextTokens = 128_000
+
+/**
+ * The parameters of every bridged tool: any JSON object, shown to the model as the tool's own JSON
+ * Schema (the `jsonSchema` annotation is what `Tool.getJsonSchema` returns). Our tool router checks
+ * the arguments against the tool's schema when the engine prepares the call.
+ */
+const parametersOf = (inputSchema: object) =>
+  Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({ jsonSchema: inputSchema })
+
+/** Our tool definitions as `@effect/ai` tools. */
+export const toolOf = (spec: ModelProvider.ToolSpec) =>
+  Tool.make(spec.name, { description: spec.description }).setParameters(parametersOf(spec.inputSchema))
+
+/** Thrown into a fiber (a defect) if `@effect/ai` ever tried to run one of our tools itself. */
+export class ToolRunInsideEffectAi extends Schema.TaggedError<ToolRunInsideEffectAi>()("ToolRunInsideEffectAi", {
+  tool: Schema.String
+}) {}
+
+/**
+ * A toolkit of our tools with no handlers: the request is made with `disableToolCallResolution`,
+ * so `@effect/ai` never calls `handle`; were it to, the stream would die rather than run a tool
+ * outside the engine's permissions and log.
+ */
+export const toolkitOf = (specs: ReadonlyArray<ModelProvider.ToolSpec>): Toolkit.WithHandler<Record<string, Tool.Any>> => ({
+  tools: Object.fromEntries(specs.map((spec) => [spec.name, toolOf(spec)])),
+  handle: (name) => Effect.die(new ToolRunInsideEffectAi({ tool: String(name) })) as never
+})
+
+const fileParts = (refs: ReadonlyArray<ImageRef> | undefined, images: ReadonlyMap<string, Uint8Array>): Array<Prompt.FilePartEncoded> =>
+  (refs ?? []).flatMap((image) => {
+    const data = images.get(image.blob)
+    // An image whose bytes the request lacks is left out: the engine put a note in its place.
+    return data === undefined ? [] : [{ type: "file" as const, mediaType: image.mediaType, data }]
+  })
+
+/**
+ * The request as an `@effect/ai` prompt: the system prompt; user text and images; assistant text
+ * and tool calls; each run of tool results as one tool message. A tool message carries results
+ * only, so the images of a run of tool results follow it as one user message, each introduced by
+ * the call it came from (as the OpenAI adapter does).
+ */
+export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.MessageEncoded> => {
+  const images = request.images ?? new Map<string, Uint8Array>()
+  const out: Array<Prompt.MessageEncoded> = request.system === "" ? [] : [{ role: "system", content: request.system }]
+  let results: Array<Prompt.ToolResultPartEncoded> = []
+  let toolImages: Array<Prompt.UserMessagePartEncoded> = []
+  const flush = () => {
+    if (results.length > 0) out.push({ role: "tool", content: results })
+    if (toolImages.length > 0) out.push({ role: "user", content: toolImages })
+    results = []
+    toolImages = []
+  }
+  for (const message of request.messages) {
+    if (message.role !== "tool") flush()
+    switch (message.role) {
+      case "user":
+        out.push({
+          role: "user",
+          content: [...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]), ...fileParts(message.images, images)]
+        })
+        break
+      case "assistant":
+        out.push({
+          role: "assistant",
+          content: [
+            ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
+            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: call.tool, params: call.args, providerExecuted: false }))
+          ]
+        })
+        break
+      case "tool": {
+        results.push({ type: "tool-result", id: message.toolCallId, name: message.tool, isFailure: message.isError, result: message.content, providerExecuted: false })
+        const parts = fileParts(message.images, images)
+        if (parts.length > 0) toolImages.push({ type: "text", text: `Images from the ${message.tool} call ${message.toolCallId}:` }, ...parts)
+        break
+      }
+    }
+  }
+  flush()
+  return out
+}
+
+const finishReason = (reason: Response.FinishReason): ModelProvider.FinishReason => {
+  switch (reason) {
+    case "stop":
+      return "stop"
+    case "tool-calls":
+      return "tool_calls"
+    case "length":
+      return "length"
+    case "content-filter":
+      return "content_filter"
+    default:
+      return "other"
+  }
+}
+
+const count = (n: number | undefined) => n === undefined || !Number.isFinite(n) ? 0 : Math.max(0, Math.round(n))
+
+const usageOf = (usage: Response.Usage): Usage => ({
+  inputTokens: count(usage.inputTokens),
+  outputTokens: count(usage.outputTokens),
+  ...(usage.cachedInputTokens === undefined ? {} : { cacheReadTokens: count(usage.cachedInputTokens) })
+})
+
+/** Strings a vendor's error says about itself (its `code`, `type` and `message`, at the top or under `error`). */
+const errorWords = (error: unknown): string => {
+  const strings = (value: unknown): Array<string> => {
+    if (typeof value !== "object" || value === null) return typeof value === "string" ? [value] : []
+    const record = value as Record<string, unknown>
+    return ["code", "type", "message"].flatMap((key) => typeof record[key] === "string" ? [record[key] as string] : [])
+      .concat(typeof record.error === "object" ? strings(record.error) : [])
+  }
+  return strings(error).join(" ")
+}
+
+const contextOverflow = /context_length_exceeded|maximum context length|context (window|length)|too many tokens|prompt is too long/i
+
+/** What an error part's or error body's words say, when no status does. */
+const reasonOfWords = (words: string): ProviderFailureReason => {
+  if (contextOverflow.test(words)) return "context_overflow"
+  if (/rate_limit|rate limit/i.test(words)) return "rate_limited"
+  if (/overloaded/i.test(words)) return "overloaded"
+  if (/server_error|api_error|internal/i.test(words)) return "server"
+  if (/authentication|invalid_api_key|permission/i.test(words)) return "authentication"
+  if (/invalid_request/i.test(words)) return "invalid_request"
+  return "unknown"
+}
+
+/** An error part in the stream (a vendor's `error` event): its words decide the reason. */
+export const errorPartFailure = (error: unknown): ProviderFailure => {
+  const words = errorWords(error)
+  return ProviderFailure.of(reasonOfWords(words), words === "" ? "the model's stream reported an error" : words, { cause: error })
+}
+
+/** A case-insensitive reader of a header record (`@effect/platform` lowercases the names). */
+const headerReader = (headers: Readonly<Record<string, string>>) => ({
+  get: (name: string): string | null => headers[name.toLowerCase()] ?? null
+})
+
+/**
+ * Translates an `AiError`: a transport failure is `network`; a status decides as for the vendor
+ * SDKs (429 `rate_limited` with the server's `retry-after`, 401/403 `authentication`, 5xx
+ * `server`), a 400/413 whose body speaks of the context length `context_overflow`; a response that
+ * cannot be read (an undecodable body, tool arguments that are not JSON) `server`, since the vendor
+ * sent it and a new attempt may not; a request the provider cannot encode `invalid_request`.
+ * `now` (from the `Clock`) dates a `retry-after` given as an HTTP date.
+ */
+export const toFailure = (error: AiError.AiError, now: number): ProviderFailure => {
+  switch (error._tag) {
+    case "HttpRequestError":
+      return ProviderFailure.of(error.reason === "Transport" ? "network" : "invalid_request", error.message, { cause: error })
+    case "HttpResponseError": {
+      const status = error.response.status
+      const retryAfterMs = Support.retryAfterMs(headerReader(error.response.headers), now)
+      const extra = { cause: error, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
+      if (error.reason !== "StatusCode") return ProviderFailure.of("server", error.message, extra)
+      if ((status === 400 || status === 413) && contextOverflow.test(error.body ?? "")) {
+        return ProviderFailure.of("context_overflow", error.message, extra)
+      }
+      return ProviderFailure.of(Support.reasonOfStatus(status), error.message, extra)
+    }
+    case "MalformedOutput":
+      return ProviderFailure.of("server", error.message, { cause: error })
+    case "MalformedInput":
+      return ProviderFailure.of("invalid_request", error.message, { cause: error })
+    case "UnknownError":
+      return ProviderFailure.of("unknown", error.message, { cause: error })
+  }
+}
+
+/**
+ * The parts of `@effect/ai`'s stream as our chunks: each text delta as it arrives, each tool call
+ * when the model has finished it, the finish with its usage; an error part fails the stream.
+ * Reasoning, sources, metadata and the start/end markers are not ours to record; a tool call or
+ * result the provider ran itself (its built-in tools, never ours) is skipped.
+ */
+export const toChunks = (
+  parts: Stream.Stream<Response.AllParts<Record<string, Tool.Any>> | Response.StreamPart<Record<string, Tool.Any>>, ProviderFailure>
+): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
+  Stream.filterMapEffect(parts, (part): Option.Option<Effect.Effect<ModelProvider.ModelChunk, ProviderFailure>> => {
+    switch (part.type) {
+      case "text-delta":
+        return part.delta === "" ? Option.none() : Option.some(Effect.succeed(ModelProvider.textDelta(part.delta)))
+      case "tool-call":
+        return part.providerExecuted ? Option.none() : Option.some(Effect.succeed(ModelProvider.toolCall(part.id, part.name, part.params as Json)))
+      case "finish":
+        return Option.some(Effect.succeed(ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))))
+      case "error":
+        return Option.some(Effect.fail(errorPartFailure(part.error)))
+      default:
+        return Option.none()
+    }
+  })
+
+/**
+ * The provider on a `LanguageModel` service. Time (a `retry-after` date) comes from the `Clock`.
+ */
+export const fromLanguageModel = (
+  languageModel: LanguageModel.Service,
+  options: Options
+): Effect.Effect<ModelProvider.ModelProvider.Service> =>
+  Effect.gen(function*() {
+    const clock = yield* Effect.clock
+    const named = yield* Effect.serviceOption(ProviderName)
+    const idleTimeout = options.idleTimeout ?? Duration.minutes(2)
+    const stalled = () =>
+      ProviderFailure.of("network", `the response stream stalled: no part for ${Duration.format(Duration.decode(idleTimeout))}`)
+    return ModelProvider.ModelProvider.of({
+      capabilities: {
+        provider: options.provider ?? Option.getOrElse(named, () => "effect-ai"),
+        model: options.model,
+        maxContextTokens: options.maxContextTokens ?? defaultMaxContextTokens,
+        images: options.images === true
+      },
+      stream: (request) => {
+        const prompt = toPrompt(request)
+        const parts = request.tools.length === 0
+          ? languageModel.streamText({ prompt })
+          : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })
+        return toChunks(parts.pipe(
+          Stream.mapError((error) => toFailure(error, clock.unsafeCurrentTimeMillis())),
+          Stream.timeoutFail(stalled, idleTimeout)
+        ))
+      }
+    })
+  })
+
+/** The provider on the `LanguageModel` in context. */
+export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service, never, LanguageModel.LanguageModel> =>
+  Effect.flatMap(LanguageModel.LanguageModel, (languageModel) => fromLanguageModel(languageModel, options))
+
+/**
+ * The provider as a layer over a `LanguageModel` layer, e.g.
+ * `EffectAiModelProvider.layer({ model: "gpt-4.1" }).pipe(Layer.provide(OpenAiLanguageModel.model("gpt-4.1")))`.
+ */
+export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider, never, LanguageModel.LanguageModel> =>
+  Layer.effect(ModelProvider.ModelProvider, make(options))

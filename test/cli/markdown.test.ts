@@ -1,0 +1,44 @@
+/**
+ * The chat's Markdown on a terminal (issue 23): each complete line styled by what it is, inline
+ * Markdown through marked's lexer, code blocks kept verbatim, raw HTML shown as text; and the line
+ * buffer that hands streamed text on by whole lines.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Markdown from "../../src/cli/Markdown.js"
+
+const esc = "\u001b"
+
+describe("Markdown on the terminal", () => {
+  it("headings, emphasis, code, links, lists, quotes, rules and code blocks are styled; HTML stays text", async () => {
+    const md = Markdown.make(await Markdown.loadLexer())
+    expect(md.line("# Title")).toBe(`${esc}[1m${esc}[4mTitle${esc}[24m${esc}[22m`)
+    expect(md.line("## Sub **x**")).toBe(`${esc}[1mSub ${esc}[1mx${esc}[22m${esc}[22m`)
+    expect(md.line("a **bold** and *it* and `code` ~~no~~")).toBe(
+      `a ${esc}[1mbold${esc}[22m and ${esc}[3mit${esc}[23m and ${esc}[36mcode${esc}[39m ${esc}[9mno${esc}[29m`
+    )
+    expect(md.line("see [docs](https://example.com/d)")).toBe(`see ${esc}[4mdocs${esc}[24m ${esc}[2m(https://example.com/d)${esc}[22m`)
+    expect(md.line("- item **one**")).toBe(`${esc}[36m•${esc}[39m item ${esc}[1mone${esc}[22m`)
+    expect(md.line("  2. second")).toBe(`  ${esc}[36m2.${esc}[39m second`)
+    expect(md.line("- [x] done")).toBe(`${esc}[36m•${esc}[39m ☑ done`)
+    expect(md.line("> quoted")).toBe(`${esc}[2m│${esc}[22m ${esc}[3mquoted${esc}[23m`)
+    expect(md.line("---")).toBe(`${esc}[2m${"─".repeat(40)}${esc}[22m`)
+    expect(md.line("<b>not markup</b> <script>x</script>")).toBe("<b>not markup</b> <script>x</script>")
+    // A code block: its lines verbatim (no emphasis read inside), until the fence closes.
+    expect(md.line("```ts")).toBe(`${esc}[2m\`\`\`ts${esc}[22m`)
+    expect(md.line("const a = **b** // # not a heading")).toBe(`${esc}[33mconst a = **b** // # not a heading${esc}[39m`)
+    expect(md.line("```")).toBe(`${esc}[2m\`\`\`${esc}[22m`)
+    expect(md.line("**after**")).toBe(`${esc}[1mafter${esc}[22m`)
+    // A block left open by an answer does not swallow the next one.
+    md.line("~~~")
+    md.reset()
+    expect(md.line("*fresh*")).toBe(`${esc}[3mfresh${esc}[23m`)
+  })
+
+  it("the line buffer hands on whole lines only, in order, across chunk boundaries", () => {
+    const push = Markdown.lineBuffer((line) => `[${line}]`)
+    expect(push("he")).toBe("")
+    expect(push("llo\nwor")).toBe("[hello]\n")
+    expect(push("ld\n\nlast")).toBe("[world]\n[]\n")
+    expect(push("\n")).toBe("[last]\n")
+  })
+})
