@@ -1,6 +1,7 @@
 /**
  * The test PostgreSQL server (started once per run by test/postgresSetup.ts): each test takes a
- * schema of its own in it, so tests never see each other's rows.
+ * schema of its own in it, so tests never see each other's rows — or, for a cluster, a database of
+ * its own (see {@link freshDatabaseUrl}).
  */
 import { randomBytes } from "node:crypto"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -23,4 +24,23 @@ export const freshSchemaUrl = (label = "t"): Effect.Effect<string> =>
       Effect.orDie
     )
     return `${server}?options=${encodeURIComponent(`-c search_path=${schema}`)}`
+  })
+
+/**
+ * The URL of a fresh, empty database. A cluster test needs one: `@effect/cluster` locks its shards
+ * with PostgreSQL advisory locks, whose numbers depend only on the shard (not on the schema or the
+ * table prefix) and which are held per database — two clusters in two schemas of one database take
+ * each other's shards, and tests running side by side never settle.
+ */
+export const freshDatabaseUrl = (label = "t"): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const server = inject("postgresUrl")
+    const database = `${label.replace(/[^a-z0-9_]/gi, "_").toLowerCase()}_${process.pid}_${instance}_${made++}`
+    yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE DATABASE ${sql(database)}`).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(server), maxConnections: 1 })),
+      Effect.orDie
+    )
+    const url = new URL(server)
+    url.pathname = `/${database}`
+    return url.toString()
   })

@@ -21,7 +21,7 @@ import * as Stream from "effect/Stream"
 import { KeepAlive } from "../../src/cluster.js"
 import { type AgentEvent, type FakeModelProvider, type SessionEngine, SessionState } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
 /**
@@ -70,7 +70,7 @@ const note = { toolCalls: [{ tool: "note", args: { text: "x" } }] }
 describe("a runner's idle sessions", () => {
   it.live("are let go (engine closed, lease released) once idle; a detached turn far longer than the idle time runs to its end; a waiting turn is let go paused after the approval hold and resumed by its answer", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("lifecycle")
+      const url = yield* freshDatabaseUrl("lifecycle")
       const owned = yield* Ref.make<ReadonlyArray<string>>([])
       const released = yield* Queue.unbounded<string>()
       const { engine, turns } = yield* runner(url, owned, released, [slow, note, { chunks: ["noted"] }])

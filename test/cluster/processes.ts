@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, expect } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { type Running, start } from "../cli/subprocess.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { freshDatabaseUrl } from "../postgres.js"
 
 /** A runner process of a test. */
 export interface Runner {
@@ -71,7 +71,7 @@ export const testCluster = (name: string, options: { readonly token: string; rea
   })
   let url = ""
   beforeAll(async () => {
-    url = await Effect.runPromise(freshSchemaUrl(name))
+    url = await Effect.runPromise(freshDatabaseUrl(name))
   })
 
   const writeScript = (file: string, script: unknown) => {

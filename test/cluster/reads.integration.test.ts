@@ -15,7 +15,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import { Engines } from "../../src/cluster.js"
 import { SessionState } from "../../src/index.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
 /** Wraps a runner's `Engines` to count the engines it makes. */
@@ -27,7 +27,7 @@ const counted = (made: Ref.Ref<number>) => (base: ReturnType<typeof Engines.laye
 describe("reads through a runner", () => {
   it.live("fold the log from the store: no engine is made per sessionState or pendingApprovals call", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("reads")
+      const url = yield* freshDatabaseUrl("reads")
       const made = yield* Ref.make(0)
       const { engine, turns } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }], counted(made))
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })

@@ -21,7 +21,7 @@ import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { type AgentEvent, type FakeModelProvider, type SessionEngine } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
 
 /** A runner of the cluster with its own ports; `owners` records the sessions that arrive at it. */
@@ -54,7 +54,7 @@ const script = {
 describe("the routed engine of a runner", () => {
   it.live("streams, approves and cancels a turn on the session's owner through the other runner", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("routing")
+      const url = yield* freshDatabaseUrl("routing")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
       const here = (yield* runner("here", url, owners, [])).engine
       yield* runner("owner", url, owners, [...script.approval, ...script.slow, { chunks: ["followed"] }, { chunks: ["The summary."] }, ...script.steered])
@@ -150,7 +150,7 @@ describe("the routed engine of a runner", () => {
 
   it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("handover")
+      const url = yield* freshDatabaseUrl("handover")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
       const here = yield* runner("here", url, owners, [])
       const ownerScope = yield* Scope.make()
@@ -197,7 +197,7 @@ describe("the routed engine of a runner", () => {
 
   it.live("a message's images reach the owner through the other runner, by the shared blob area: streamed (runTurn) and started (the HTTP turn route's registry)", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("routing_images")
+      const url = yield* freshDatabaseUrl("routing_images")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
       const here = yield* runner("here", url, owners, [])
       yield* runner("owner", url, owners, [{ chunks: ["seen"] }, { chunks: ["seen again"] }])

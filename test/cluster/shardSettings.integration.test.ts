@@ -7,12 +7,12 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { ShardSettings } from "../../src/cluster.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { freshDatabaseUrl } from "../postgres.js"
 
 describe("ShardSettings.check", () => {
   it.live("records the first settings; the same pass, at once too; others fail ShardSettingsMismatch", () =>
     Effect.gen(function*() {
-      const url = yield* freshSchemaUrl("shard_settings")
+      const url = yield* freshDatabaseUrl("shard_settings")
       // Each runner has its own connections: four start at once on an empty database.
       const check = (settings: ShardSettings.ShardSettings) =>
         ShardSettings.check(settings).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
