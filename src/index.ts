@@ -24,6 +24,8 @@ export * as SessionState from "./domain/SessionState.js"
 export * as Transcript from "./domain/Transcript.js"
 /** What a UI shows of a session: the log folded into turns, calls and notes (the web viewer's fold). */
 export * as SessionView from "./domain/SessionView.js"
+export * as Pricing from "./domain/Pricing.js"
+export * as UsageText from "./domain/UsageText.js"
 /** Blobs: bytes named by their SHA-256 in a store's blob area, and the blob area's typed errors. */
 export * as Blob from "./domain/Blob.js"
 /** Images of messages and tool results: accepted formats (by magic bytes), caps, references, `ImageRefused`. */

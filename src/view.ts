@@ -9,3 +9,5 @@
 /** What a UI shows of a session: the log folded into turns, calls and notes. */
 export * as SessionView from "./domain/SessionView.js"
 export * as Edit from "./domain/Edit.js"
+/** The one-line texts of usage, cost and prompt-cache breaks, as the CLI and the viewer show them. */
+export * as UsageText from "./domain/UsageText.js"

@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, Session, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -112,6 +112,8 @@ const asStored = (cwd: string) => WorkingDirectory.canonical(cwd).pipe(Effect.or
 export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<void, never, SessionEngine.SessionEngine> =>
   Effect.scoped(Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
+    // The model's window, for `usage_update` (absent when the engine was given no provider here).
+    const model = Option.getOrUndefined(yield* Effect.serviceOption(ModelProvider.ModelProvider))?.capabilities
     const sessionModes = Option.getOrUndefined(yield* Effect.serviceOption(AcpPermissions.SessionModes))
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
@@ -243,6 +245,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       Effect.gen(function*() {
         const calls = new Map<string, Call>()
         let completed: AgentEvent.PayloadOf<"turn.completed"> | undefined
+        // The tokens of the turn's last request that reported usage: what is in the context now.
+        let used: number | undefined
         yield* events.pipe(
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) =>
@@ -262,7 +266,15 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
                 // Cancelled before its start was seen: the cancel may have found another turn (a queued follow-up's) running for it.
                 if (running.cancelled) yield* engine.cancelTurn({ sessionId: session.sessionId, turnId: event.turnId })
               }
-              if (event.type === "turn.completed") completed = event.payload
+              if (event.type === "model.usage") used = Pricing.totalInput(event.payload.usage, event.payload.provider)
+              if (event.type === "turn.completed") {
+                completed = event.payload
+                if (used !== undefined && model !== undefined) {
+                  const state = yield* Effect.option(engine.sessionState({ sessionId: session.sessionId }))
+                  const cost = Option.getOrUndefined(state)?.totals?.cost
+                  yield* send(client, session.sessionId, AcpMapper.usageUpdateOf(used, model.maxContextTokens, cost))
+                }
+              }
             })
           )
         )

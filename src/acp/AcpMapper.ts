@@ -7,20 +7,36 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Edit, Image, type Json, type McpConfig, Session } from "../index.js"
+import { type AgentEvent, Edit, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
   /** `clientCapabilities.session.compaction`: the client takes `compaction_update`. */
   readonly compaction: boolean
+  /** `clientCapabilities.session.notices`: the client takes `notice` (a prompt-cache break is one). */
+  readonly notices: boolean
 }
 
 /** A client that advertised nothing beyond the baseline. */
-export const baseline: ClientSupport = { compaction: false }
+export const baseline: ClientSupport = { compaction: false, notices: false }
 
 /** The support a client advertised in `initialize`. */
 export const supportOf = (capabilities: acp.ClientCapabilities | undefined): ClientSupport => ({
-  compaction: capabilities?.session?.compaction !== undefined && capabilities.session.compaction !== null
+  compaction: capabilities?.session?.compaction !== undefined && capabilities.session.compaction !== null,
+  notices: capabilities?.session?.notices !== undefined && capabilities.session.notices !== null
+})
+
+/**
+ * ACP's `usage_update` after a turn that reported usage: `used`, the tokens of the turn's last
+ * request (its input, cached or not — what is in the context now), `size`, the model's window, and
+ * the session's cost so far in US dollars (left out while no turn could be priced, which per the
+ * protocol leaves the last reported one).
+ */
+export const usageUpdateOf = (used: number, size: number, cost: number | undefined): acp.SessionUpdate => ({
+  sessionUpdate: "usage_update",
+  used,
+  size,
+  ...(cost === undefined ? {} : { cost: { amount: cost, currency: "USD" } })
 })
 
 /**
@@ -259,11 +275,17 @@ export const updatesOf = (
     case "compaction.failed":
       // Mapped above (by type string, whatever the client supports).
       return []
+    case "cache.break":
+      // Live only, and only to a client that shows notices (the protocol forbids them otherwise).
+      return context.phase === "live" && context.support.notices
+        ? [{ sessionUpdate: "notice", severity: "warning", title: "Prompt cache break", description: UsageText.cacheBreakText(event.payload) }]
+        : []
     case "session.created":
     case "turn.started":
     case "context.built":
     case "mcp.tools_listed":
     case "model.retry":
+    case "model.usage":
     case "permission.requested":
     case "permission.resolved":
     case "turn.completed":

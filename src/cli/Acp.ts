@@ -60,9 +60,10 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
     const mcp = McpServers.configurable()
-    const engine = SessionEngine.layer().pipe(
+    const engine = SessionEngine.layer(Flags.engineOptions(user)).pipe(
       Layer.provide(Flags.storeLayer(options)),
-      Layer.provide(model),
+      // Beside the engine too: the agent reads the model's window for `usage_update`.
+      Layer.provideMerge(model),
       Layer.provide(IdGenerator.layer),
       Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),

@@ -65,9 +65,10 @@ export const engineLayer = <E, R>(
   tools: WorkspaceTools.Options = {},
   mcp?: McpServers.Configurable,
   composer: PromptComposer.Options = {},
-  web?: { readonly allowPrivateNetwork: boolean }
+  web?: { readonly allowPrivateNetwork: boolean },
+  engineOptions: SessionEngine.Options = {}
 ) =>
-  SessionEngine.layer().pipe(
+  SessionEngine.layer(engineOptions).pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
@@ -77,14 +78,17 @@ export const engineLayer = <E, R>(
     Layer.provide(NodeContext.layer)
   )
 
-/** The prompt composer's options for `--no-instructions` and the user's own settings (`"instructions": false`). */
+/**
+ * The prompt composer's options for `--no-instructions` and the user's own settings (`"instructions":
+ * false`), and the engine's options from those settings (`prices`).
+ */
 export const composerFor = (noInstructions: boolean) =>
   Effect.gen(function*() {
     const configDir = yield* TrustStore.configDir
     const user = yield* ProjectSettings.readUser(configDir).pipe(
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message }))
     )
-    return Flags.composerOptions(noInstructions, user, configDir)
+    return { composer: Flags.composerOptions(noInstructions, user, configDir), engine: Flags.engineOptions(user) }
   }).pipe(Effect.provide(NodeContext.layer))
 
 /**
@@ -133,7 +137,7 @@ export const withDrivingEngine = <A, E, R>(
   Effect.gen(function*() {
     const model = yield* Models.layer(options)
     const recorded = yield* Models.recordedMcp(options)
-    const composer = yield* composerFor(options.noInstructions)
+    const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)
     const policy = Policy.configurable()
     const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
@@ -146,5 +150,5 @@ export const withDrivingEngine = <A, E, R>(
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, engineOptions)))
   })

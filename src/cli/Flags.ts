@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as path from "node:path"
-import { JsonlEventStore, PermissionPolicy, type ProjectSettings, type PromptComposer, WebFetch, WorkspaceTools } from "../index.js"
+import { JsonlEventStore, PermissionPolicy, type ProjectSettings, type PromptComposer, type SessionEngine, WebFetch, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
 
@@ -75,6 +75,10 @@ export const composerOptions = (
   noInstructions || user?.instructions === false
     ? { projectInstructions: false }
     : { projectInstructions: { userFile: path.join(configDir, userInstructionsFile) } }
+
+/** The engine's options from the user's own settings: what turns cost (`prices`, over the built-in table). */
+export const engineOptions = (user: ProjectSettings.UserFile | undefined): SessionEngine.Options =>
+  user?.prices === undefined ? {} : { prices: user.prices }
 
 /**
  * `--allow-private-network`: `web_fetch` may connect to private, loopback and link-local addresses

@@ -14,7 +14,8 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings } from "../index.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
 
@@ -32,6 +33,9 @@ export const options = {
   script: Options.file("script", { exists: "yes" }).pipe(
     Options.optional,
     Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
+  ),
+  noPromptCache: Options.boolean("no-prompt-cache").pipe(
+    Options.withDescription("Send Anthropic no prompt-cache breakpoints (as \"promptCaching\": false in your settings does); cached tokens are still reported")
   )
 }
 
@@ -41,7 +45,19 @@ export interface Choice {
   readonly model: Option.Option<string>
   readonly baseUrl: Option.Option<string>
   readonly script: Option.Option<string>
+  /** `--no-prompt-cache`; absent means false. */
+  readonly noPromptCache?: boolean | undefined
 }
+
+/** Whether Anthropic gets prompt-cache breakpoints: unless `--no-prompt-cache` or the user's settings (`"promptCaching": false`) say no. */
+const promptCaching = (choice: Choice) =>
+  choice.noPromptCache === true
+    ? Effect.succeed(false)
+    : Effect.flatMap(TrustStore.configDir, (configDir) => ProjectSettings.readUser(configDir)).pipe(
+      Effect.map((user) => user?.promptCaching !== false),
+      Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
+      Effect.provide(NodeContext.layer)
+    )
 
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
@@ -117,7 +133,8 @@ export const layer = (choice: Choice) =>
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
-      return AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, overrides))
+      const caching = yield* promptCaching(choice)
+      return AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }))
     }
     if (picked === "openai") {
       // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { absurd } from "effect/Function"
-import { type AgentEvent, Edit, Json } from "../index.js"
+import { type AgentEvent, Edit, Json, UsageText } from "../index.js"
 
 /** Where rendered text goes. */
 export interface Output {
@@ -158,6 +158,8 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         if (options.transcript) out(`[summary of the conversation so far]\n${summary}\n\n`)
         return
       }
+      case "cache.break":
+        return note(`  ⚠ ${UsageText.cacheBreakText(event.payload)}`)
       case "compaction.failed":
         return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {
@@ -165,12 +167,16 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         const { errorCode, stopReason } = event.payload
         if (stopReason === "cancelled") note("[turn cancelled]")
         if (stopReason === "error") note(`[turn ended with an error: ${errorCode ?? "unknown"}]`)
+        // What the turn used and cost, when its model reported usage.
+        const used = UsageText.turnText(event.payload)
+        if (used !== undefined) note(`[${used}]`)
         if (options.transcript) out("\n")
         return
       }
       case "session.created":
       case "turn.started":
       case "context.built":
+      case "model.usage":
       case "tool.started":
       case "tool.progress":
       case "followup.queued":

@@ -244,19 +244,19 @@ export const command = Command.make(
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
       const { engine, turns } = runner === undefined
-        ? { engine: ports(SessionEngine.layer(), Flags.storeLayer(options)), turns: undefined }
+        ? { engine: ports(SessionEngine.layer(Flags.engineOptions(loaded.user)), Flags.storeLayer(options)), turns: undefined }
         : yield* Effect.gen(function*() {
           const { Engines, Runner } = yield* loadCluster
           // Built in the command's scope: the runner leaves the cluster when `serve` stops.
           if (!runner.sharedWithStore) {
-            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(), Flags.storeLayer(options))))))
+            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(Flags.engineOptions(loaded.user)), Flags.storeLayer(options))))))
             return { engine: built, turns: built }
           }
           // One pool of connections for the store and the cluster on the same database.
           const { PostgresEventStore } = yield* Effect.promise(() => import("../postgres.js"))
           const pool = Layer.succeedContext(yield* Layer.build(Runner.client({ ...runner, maxConnections: sharedPoolSize })))
           const store = PostgresEventStore.layerFromClient({ where: PostgresEventStore.describeUrl(runner.databaseUrl), ...runner.lease }).pipe(Layer.provide(pool))
-          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(), store)), Layer.provide(pool))))
+          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(Flags.engineOptions(loaded.user)), store)), Layer.provide(pool))))
           return { engine: built, turns: built }
         })
       yield* Effect.gen(function*() {

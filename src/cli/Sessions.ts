@@ -13,7 +13,7 @@ import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { type EventStore, Session, SessionEngine } from "../index.js"
+import { type EventStore, Session, SessionEngine, UsageText } from "../index.js"
 import { readingEngineLayer, storeOnlyEngineLayer } from "./Engine.js"
 import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
@@ -33,10 +33,16 @@ const storedDirectory = (dir: string): string => {
   }
 }
 
-/** A session's line: id, last activity, turns, client, cwd, then its title — each made safe for the terminal. */
-const line = (s: Session.SessionSummary): string =>
-  `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}` +
-  (s.title === undefined ? "" : `  ${Render.terminalSafe(s.title)}`)
+/**
+ * A session's line: id, last activity, turns, client, cwd, what it used and cost (when its turns
+ * reported usage), then its title — each made safe for the terminal.
+ */
+const line = (s: Session.SessionSummary): string => {
+  const totals = UsageText.totalsText(s)
+  return `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}` +
+    (totals === undefined ? "" : `  ${Render.terminalSafe(totals)}`) +
+    (s.title === undefined ? "" : `  ${Render.terminalSafe(s.title)}`)
+}
 
 const rename = Command.make(
   "rename",

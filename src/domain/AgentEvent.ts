@@ -201,7 +201,42 @@ export const TurnCompleted = turnEvent("turn.completed", {
    * limit) or `content_filter`. The turn still ends `final`; the answer is incomplete.
    */
   finishReason: Schema.optional(Schema.Literal("length", "content_filter")),
-  usage: Schema.optional(Usage)
+  usage: Schema.optional(Usage),
+  /**
+   * Present with `usage`: what the turn cost in US dollars, from the price table (see `Pricing`);
+   * `null` when the table has no price for the model, which `costUnknown` names.
+   */
+  cost: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.nonNegative()))),
+  costUnknown: Schema.optional(Schema.String)
+})
+
+/** One part of a model request, by a cheap hash of its content: a system prompt part or the tools. */
+export const PromptPartHash = Schema.Struct({ part: Schema.String, source: Schema.String, hash: Schema.String })
+/** One part of a model request, by a cheap hash of its content. */
+export type PromptPartHash = typeof PromptPartHash.Type
+
+/**
+ * One model response's usage, as its provider reported it (stored only when it reported some), the
+ * provider and model that answered, and the hashes of the request's parts (its system prompt's named
+ * parts and its tools), so the next request can tell which part changed when the prompt cache's
+ * reads drop (`cache.break`).
+ */
+export const ModelUsage = turnEvent("model.usage", {
+  usage: Usage,
+  provider: Schema.String,
+  model: Schema.String,
+  parts: Schema.optional(Schema.Array(PromptPartHash))
+})
+
+/**
+ * A response read less from the prompt cache than the session's previous one: the prompt's prefix
+ * changed. `changed`: the parts whose content differs from the previous request's, and
+ * `{part: "history", source: "compaction"}` after a compaction; empty when none did (the cache expired).
+ */
+export const CacheBreak = turnEvent("cache.break", {
+  previousCacheRead: Count,
+  cacheRead: Count,
+  changed: Schema.Array(Schema.Struct({ part: Schema.String, source: Schema.String }))
 })
 
 /**
@@ -298,6 +333,8 @@ export const AgentEvent = Schema.Union(
   TurnCompleted,
   TurnSteered,
   McpToolsListed,
+  ModelUsage,
+  CacheBreak,
   FollowUpQueued,
   FollowUpDropped,
   SessionForked,

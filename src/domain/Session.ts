@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { Client } from "./AgentEvent.js"
+import { Client, Usage } from "./AgentEvent.js"
 import type { AgentEvent } from "./AgentEvent.js"
 import type { SessionState } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
@@ -37,7 +37,13 @@ export const SessionSummary = Schema.Struct({
    * The session's title: the one the user gave (`session.titled`, the latest), else its first
    * message's (see `SessionTitle.fromMessage`); absent before the first message. Plain text, one line.
    */
-  title: Schema.optional(Schema.String)
+  title: Schema.optional(Schema.String),
+  // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed`: present
+  // once a turn reported usage. `cost`: the dollars of the turns priced; `costUnknown`: the models
+  // of the turns that could not be (their turns add no cost, so `cost` is then a lower bound).
+  usage: Schema.optional(Usage),
+  cost: Schema.optional(Schema.Number),
+  costUnknown: Schema.optional(Schema.Array(Schema.String))
 })
 /** What a session list shows of each session. */
 export type SessionSummary = typeof SessionSummary.Type
@@ -59,7 +65,8 @@ export const summaryOf = (state: SessionState): SessionSummary => {
     turnCount: state.turnCount,
     lastSequence: state.lastSequence,
     ...(awaiting.length === 0 ? {} : { awaitingApproval: awaiting }),
-    ...(state.title === undefined ? {} : { title: state.title })
+    ...(state.title === undefined ? {} : { title: state.title }),
+    ...state.totals
   }
 }
 
@@ -130,6 +137,43 @@ export const applyAwaiting = (
   return next.length === 0 ? undefined : next
 }
 
+/** What a turn adds to a session's totals: its `turn.completed`'s usage and cost; `undefined` for any other event, or a turn without usage. */
+export interface UsageChange {
+  readonly usage: Usage
+  readonly cost: number
+  readonly costUnknown: string | undefined
+}
+
+/** The change an event makes to a session's usage totals (`undefined`: none) — one function, so every store keeps them alike. */
+export const usageChange = (event: AgentEvent): UsageChange | undefined => {
+  if (event.type !== "turn.completed" || event.payload.usage === undefined) return undefined
+  const { cost, costUnknown, usage } = event.payload
+  return { usage, cost: typeof cost === "number" ? cost : 0, costUnknown: cost === null ? costUnknown : undefined }
+}
+
+const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0))
+
+/** Totals with a turn's change added: usage summed, cost summed (to a millionth of a dollar), models without a price listed once. */
+export const addUsage = (
+  totals: Pick<SessionSummary, "usage" | "cost" | "costUnknown">,
+  change: UsageChange
+): Required<Pick<SessionSummary, "usage" | "cost">> & Pick<SessionSummary, "costUnknown"> => {
+  const before = totals.usage
+  const cacheReadTokens = add(before?.cacheReadTokens, change.usage.cacheReadTokens)
+  const cacheWriteTokens = add(before?.cacheWriteTokens, change.usage.cacheWriteTokens)
+  const unknown = change.costUnknown === undefined || totals.costUnknown?.includes(change.costUnknown) ? totals.costUnknown : [...(totals.costUnknown ?? []), change.costUnknown]
+  return {
+    usage: {
+      inputTokens: (before?.inputTokens ?? 0) + change.usage.inputTokens,
+      outputTokens: (before?.outputTokens ?? 0) + change.usage.outputTokens,
+      ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
+      ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
+    },
+    cost: Math.round(((totals.cost ?? 0) + change.cost) * 1_000_000) / 1_000_000,
+    ...(unknown === undefined ? {} : { costUnknown: unknown })
+  }
+}
+
 /**
  * Folds one event into a summary, without validating the log: listing stays cheap, and a log that
  * does not begin with `session.created` has no summary.
@@ -156,9 +200,11 @@ export const summarize = (summary: SessionSummary | undefined, event: AgentEvent
   }
   // A derived title is made once, from the first message: later messages skip the work.
   const titled = event.type === "user.message" && summary.title !== undefined ? moved : withTitle(moved, titleChange(event))
+  const used = usageChange(event)
+  const counted = used === undefined ? titled : { ...titled, ...addUsage(titled, used) }
   const change = awaitingChange(event)
-  if (change === undefined) return titled
-  const { awaitingApproval: before, ...rest } = titled
+  if (change === undefined) return counted
+  const { awaitingApproval: before, ...rest } = counted
   const awaiting = applyAwaiting(before, change)
   return awaiting === undefined ? rest : { ...rest, awaitingApproval: awaiting }
 }

@@ -11,8 +11,9 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
-import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
+import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, PromptPartHash, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
+import * as Session from "./Session.js"
 import * as SessionTitle from "./SessionTitle.js"
 
 /** Where a tool call stands. */
@@ -111,6 +112,24 @@ export interface SessionState {
   readonly toolLists?: Readonly<Record<string, string>> | undefined
   /** The session's title (see `Session.SessionSummary.title`); absent before the first message. */
   readonly title?: string | undefined
+  /**
+   * The session's last model response that reported usage (`model.usage`): its prompt-cache reads and
+   * its request's part hashes, what the next response's are compared with (`cache.break`).
+   */
+  readonly lastRequest?: LastRequest | undefined
+  /** What the session's turns used and cost, summed (see `Session.addUsage`); absent until a turn reported usage. */
+  readonly totals?: UsageTotals | undefined
+}
+
+/** A session's usage and cost totals, as its summary carries them. */
+export type UsageTotals = ReturnType<typeof Session.addUsage>
+
+/** The prompt-cache reads and part hashes of the session's last model response that reported usage. */
+export interface LastRequest {
+  readonly cacheRead: number
+  readonly parts: ReadonlyArray<PromptPartHash>
+  /** A compaction (`session.compacted`) replaced the history since. */
+  readonly compacted?: true
 }
 
 /** An event that cannot follow the events before it. Names the sequence; the log is never guessed at. */
@@ -248,6 +267,8 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "turn.steered": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "context.built": () => enter(TurnFsm.RunningPhase.ContextBuilding),
   "mcp.tools_listed": () => enter(TurnFsm.RunningPhase.ContextBuilding),
+  "model.usage": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "cache.break": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.retry": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "tool.completed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
@@ -347,6 +368,10 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.right({
         ...base,
         openTurn: undefined,
+        ...(() => {
+          const used = Session.usageChange(event)
+          return used === undefined ? {} : { totals: Session.addUsage(state.totals ?? {}, used) }
+        })(),
         lastTurn: {
           turnId: event.turnId,
           stopReason: event.payload.stopReason,
@@ -401,6 +426,14 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.right({ ...base, openTurn: turn })
     case "mcp.tools_listed":
       return Either.right({ ...base, openTurn: turn, toolLists: { ...state.toolLists, [event.payload.server]: event.payload.hash } })
+    case "model.usage":
+      return Either.right({
+        ...base,
+        openTurn: turn,
+        lastRequest: { cacheRead: event.payload.usage.cacheReadTokens ?? 0, parts: event.payload.parts ?? [] }
+      })
+    case "cache.break":
+      return Either.right({ ...base, openTurn: turn })
   }
 }
 
@@ -434,7 +467,9 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
     openTurn: turn,
     compaction: event.type === "compaction.started"
       ? { compactionId, reason: event.payload.reason, ...(event.turnId === undefined ? {} : { turnId: event.turnId }) }
-      : undefined
+      : undefined,
+    // The history the last request's cache held is gone: the next request's cache break names it.
+    ...(event.type === "session.compacted" && state.lastRequest !== undefined ? { lastRequest: { ...state.lastRequest, compacted: true } } : {})
   })
 }
 

@@ -16,6 +16,7 @@ import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
+import { cacheBreakText } from "./UsageText.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
 export interface ViewCall {
@@ -55,7 +56,14 @@ export interface ViewTurn {
   userImages?: ReadonlyArray<ImageRef>
   readonly items: Array<ViewItem>
   /** How it ended, once it has. */
-  end: { readonly stopReason: StopReason; readonly errorCode?: string | undefined; readonly usage?: Usage | undefined } | undefined
+  end: {
+    readonly stopReason: StopReason
+    readonly errorCode?: string | undefined
+    readonly usage?: Usage | undefined
+    /** What the turn cost in dollars; `null` with `costUnknown` naming the model no price is known for. */
+    readonly cost?: number | null | undefined
+    readonly costUnknown?: string | undefined
+  } | undefined
   /** The sequence of its `turn.started`, to place it among the session-level lines. */
   readonly startedAt: number
   /** The follow-up this turn runs (`turn.started {queueId}`). */
@@ -90,6 +98,18 @@ export interface View {
   compacting: string | undefined
   /** The session's title (see `Session.SessionSummary.title`); `undefined` before the first message. */
   title: string | undefined
+  /** The session's totals over its turns' usage and cost (`turn.completed`); `undefined` before any turn reported usage. */
+  totals: ViewTotals | undefined
+}
+
+/** A session's usage and cost, summed over its turns. `costUnknown`: the models without a price (their turns add no cost). */
+export interface ViewTotals {
+  inputTokens: number
+  outputTokens: number
+  cacheReadTokens: number
+  cacheWriteTokens: number
+  cost: number
+  readonly costUnknown: Array<string>
 }
 
 /** A fresh, empty view. */
@@ -104,6 +124,7 @@ export const empty = (): View => ({
   instructions: undefined,
   followUps: [],
   compacting: undefined,
+  totals: undefined,
   title: undefined
 })
 
@@ -206,10 +227,22 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     call.message = event.payload.message
   },
   "turn.completed": (view, event) => {
-    const { errorCode, stopReason, usage } = event.payload
-    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage }
+    const { cost, costUnknown, errorCode, stopReason, usage } = event.payload
+    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage, cost, costUnknown }
     view.openTurn = undefined
+    if (usage === undefined) return
+    const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }
+    totals.inputTokens += usage.inputTokens
+    totals.outputTokens += usage.outputTokens
+    totals.cacheReadTokens += usage.cacheReadTokens ?? 0
+    totals.cacheWriteTokens += usage.cacheWriteTokens ?? 0
+    // To a millionth of a dollar, as every summary keeps it: no float noise from adding turns.
+    if (typeof cost === "number") totals.cost = Math.round((totals.cost + cost) * 1_000_000) / 1_000_000
+    if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)
   },
+  // Per-response usage adds up in `turn.completed`; only a break of the prompt cache is a line of the turn.
+  "model.usage": () => {},
+  "cache.break": (view, event) => push(view, { kind: "note", text: cacheBreakText(event.payload), event: event.type }),
   "followup.queued": (view, event) => {
     view.followUps.push({ queueId: event.payload.queueId, content: event.payload.content })
     note(view, event, `follow-up queued: ${event.payload.content}`)

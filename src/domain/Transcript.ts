@@ -196,6 +196,8 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "context.built": unchanged,
   "mcp.tools_listed": unchanged,
   "model.retry": unchanged,
+  "model.usage": unchanged,
+  "cache.break": unchanged,
   "compaction.started": unchanged,
   "compaction.failed": unchanged,
   // A steer reaches the model as a user message, where it was stored in the turn.

@@ -209,7 +209,23 @@ export const toolFailed = (toolCallId: string, errorCode: string, message: strin
   payload: { toolCallId, errorCode, message: escapeControls(message) }
 })
 
-/** `turn.completed`: usage counts are whole and non-negative. */
+/** Usage counts made whole and non-negative (what is stored, and what a turn's cost is computed from). */
+export const usageOf = (usage: AgentEvent.Usage): AgentEvent.Usage => ({
+  inputTokens: count(usage.inputTokens),
+  outputTokens: count(usage.outputTokens),
+  ...(usage.cacheReadTokens === undefined ? {} : { cacheReadTokens: count(usage.cacheReadTokens) }),
+  ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: count(usage.cacheWriteTokens) })
+})
+
+/** A cost the schema accepts: finite and non-negative dollars, or `null` (no price: `costUnknown` names the model). */
+const costOf = (completion: AgentEvent.PayloadOf<"turn.completed">) => {
+  const { cost, costUnknown } = completion
+  if (cost === undefined) return {}
+  if (cost === null || !Number.isFinite(cost) || cost < 0) return { cost: null, ...(costUnknown === undefined ? {} : { costUnknown }) }
+  return { cost }
+}
+
+/** `turn.completed`: usage counts are whole and non-negative; a cost only with usage. */
 export const turnCompleted = (completion: AgentEvent.PayloadOf<"turn.completed">): Draft<"turn.completed"> => {
   const { usage } = completion
   return {
@@ -218,17 +234,35 @@ export const turnCompleted = (completion: AgentEvent.PayloadOf<"turn.completed">
       stopReason: completion.stopReason,
       ...(completion.errorCode === undefined ? {} : { errorCode: completion.errorCode }),
       ...(completion.finishReason === undefined ? {} : { finishReason: completion.finishReason }),
-      ...(usage === undefined ? {} : {
-        usage: {
-          inputTokens: count(usage.inputTokens),
-          outputTokens: count(usage.outputTokens),
-          ...(usage.cacheReadTokens === undefined ? {} : { cacheReadTokens: count(usage.cacheReadTokens) }),
-          ...(usage.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: count(usage.cacheWriteTokens) })
-        }
-      })
+      ...(usage === undefined ? {} : { usage: usageOf(usage), ...costOf(completion) })
     }
   }
 }
+
+/** `model.usage`: one response's usage, and the hashes of its request's parts when there are some. */
+export const modelUsage = (
+  usage: AgentEvent.Usage,
+  answeredBy: { readonly provider: string; readonly model: string },
+  parts: ReadonlyArray<AgentEvent.PromptPartHash>
+): Draft<"model.usage"> => ({
+  type: "model.usage",
+  payload: {
+    usage: usageOf(usage),
+    provider: answeredBy.provider,
+    model: answeredBy.model,
+    ...(parts.length === 0 ? {} : { parts })
+  }
+})
+
+/** `cache.break`: the prompt cache's reads dropped against the session's previous response; which parts changed. */
+export const cacheBreak = (
+  previousCacheRead: number,
+  cacheRead: number,
+  changed: ReadonlyArray<{ readonly part: string; readonly source: string }>
+): Draft<"cache.break"> => ({
+  type: "cache.break",
+  payload: { previousCacheRead: count(previousCacheRead), cacheRead: count(cacheRead), changed }
+})
 
 const payloadSchemas: ReadonlyMap<string, Schema.Schema.Any> = new Map(
   AgentEvent.AgentEvent.members.map((member) => [member.fields.type.literals[0], member.fields.payload as Schema.Schema.Any])

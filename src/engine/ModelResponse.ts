@@ -10,10 +10,11 @@ import * as Effect from "effect/Effect"
 import * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import { type FinishReason, type ModelChunk, type ModelRequest, takeArrived } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
 import type { Turn } from "./Turn.js"
 
@@ -59,7 +60,7 @@ const pendingCapacity = 4096
  * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
  * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
  */
-const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
     const guard = guardOf(turn)
     const calls: Array<ToolCallInput> = []
@@ -84,6 +85,8 @@ const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect
           case "Finish":
             tally.usage = addUsage(tally.usage, piece.usage)
             finishReason = piece.reason
+            // Stored in the response's last batch: no append of its own when the response has text or calls.
+            if (piece.usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, piece.usage, turn.services.provider.capabilities, built))
         }
       }
       if (drafts.length === 0) return Effect.void
@@ -109,7 +112,7 @@ const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect
       Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
         done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
-    return Mailbox.fromStream(turn.services.provider.stream(request), { capacity: pendingCapacity }).pipe(
+    return Mailbox.fromStream(turn.services.provider.stream(built.request), { capacity: pendingCapacity }).pipe(
       Effect.flatMap((arrived) => drain(arrived, true)),
       Effect.scoped,
       Effect.zipRight(Effect.suspend(() =>
@@ -130,11 +133,11 @@ const respond = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect
  * Streams a response, sending the request again after a retryable failure that came before any
  * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
  */
-export const stream = (turn: Turn, request: ModelRequest, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+export const stream = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Retry.loop(
     turn.services.options.retry,
     (attempt) =>
-      respond(turn, request, tally).pipe(
+      respond(turn, built, tally).pipe(
         Effect.withSpan("ModelResponse.request", {
           captureStackTrace: false,
           attributes: {

@@ -7,6 +7,7 @@
  * @internal
  */
 import type * as Duration from "effect/Duration"
+import type { PriceTable } from "../domain/Pricing.js"
 import type { Hooks } from "../services/AgentHooks.js"
 import type { BlobStore } from "../services/BlobStore.js"
 import type { ContextBuilder } from "../services/ContextBuilder.js"
@@ -51,6 +52,11 @@ export interface TurnOptions {
   readonly retry: Retry.Policy
   /** When and how the context is compacted. */
   readonly compaction: CompactionOptions
+  /**
+   * Prices per model (US dollars per million tokens) over the built-in table (`Pricing.builtin`):
+   * what `turn.completed`'s `cost` is computed from. A model in neither has `cost: null`.
+   */
+  readonly prices?: PriceTable | undefined
 }
 
 /** The defaults of {@link TurnOptions}. */

@@ -17,11 +17,13 @@ import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
+import type * as PromptCache from "./PromptCache.js"
 import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
 interface Prepared {
   readonly request: ModelRequest
+  readonly parts: ReadonlyArray<ContextBuilder.PromptPart>
   readonly tokens: ContextBuilder.TokenEstimate
   readonly instructions: ReadonlyArray<AgentEvent.InstructionPart>
 }
@@ -66,6 +68,7 @@ const prepare = (turn: Turn): Effect.Effect<Prepared> =>
       )
     return {
       request,
+      parts: built.parts,
       tokens: withImages(request === built.request ? built.tokens : ContextBuilder.estimate(request), request),
       instructions: instructionsOf(built.parts)
     }
@@ -89,16 +92,16 @@ const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => 
  * first (once per step) and is built again. Returns `None` when the request would not fit the
  * model's context window.
  */
-export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<ModelRequest>, EventStoreFailure> =>
+export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<PromptCache.RequestParts>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { provider } = turn.services
     yield* recordToolLists(turn)
-    let { instructions, request, tokens } = yield* prepare(turn)
+    let { instructions, parts, request, tokens } = yield* prepare(turn)
     const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
-      if (outcome._tag === "Compacted") ({ instructions, request, tokens } = yield* prepare(turn))
+      if (outcome._tag === "Compacted") ({ instructions, parts, request, tokens } = yield* prepare(turn))
     }
     if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
       yield* turn.commit([EventDraft.contextBuilt(tokens, instructions)])
@@ -109,8 +112,8 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Mod
       yield* Effect.logWarning("the context does not fit the model's window; no request sent").pipe(
         Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model })
       )
-      return Option.none<ModelRequest>()
+      return Option.none<PromptCache.RequestParts>()
     }
     // The images' bytes, read from the blob area for this request (never part of the estimate's JSON).
-    return Option.some(yield* Images.attach(turn.services.blobs, provider.capabilities, request))
+    return Option.some({ parts, request: yield* Images.attach(turn.services.blobs, provider.capabilities, request) })
   })

@@ -23,6 +23,7 @@ import type { FinishReason } from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
+import * as PromptCache from "./PromptCache.js"
 import * as StepRequest from "./StepRequest.js"
 import * as ToolPhase from "./ToolPhase.js"
 import { type Commit, storeAccepted, type Turn } from "./Turn.js"
@@ -188,8 +189,9 @@ const shouldStop = (turn: Turn) => {
     )
 }
 
-const withUsage = (completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
-  usage === undefined ? completion : { ...completion, usage }
+/** The completion with the turn's usage and what it cost (`PromptCache.costOf`), when its model reported usage. */
+const withUsage = (turn: Turn, completion: Completion, usage: AgentEvent.Usage | undefined): Completion =>
+  usage === undefined ? completion : { ...completion, usage, ...PromptCache.costOf(turn.services, usage) }
 
 /**
  * Ends a turn from how its steps ended. Interrupted with no cancel asked for — the engine is
@@ -200,7 +202,7 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
   Effect.gen(function*() {
     turn.cancel.close()
     if (Exit.isSuccess(exit)) {
-      yield* close(turn.session, turn.commit, withUsage(exit.value, usage))
+      yield* close(turn.session, turn.commit, withUsage(turn, exit.value, usage))
       return { _tag: "Closed" } as const
     }
     const storeFailure = Cause.failureOption(exit.cause)
@@ -212,12 +214,12 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
         yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
         return { _tag: "Paused" } as const
       }
-      yield* close(turn.session, turn.commit, withUsage({ stopReason: "cancelled" }, usage))
+      yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "cancelled" }, usage))
       return { _tag: "Closed" } as const
     }
     // A defect in the turn's work: logged with its cause, never written into an event.
     yield* Effect.logError("the turn failed unexpectedly", exit.cause)
-    yield* close(turn.session, turn.commit, withUsage({ stopReason: "error", errorCode: "internal_error" }, usage))
+    yield* close(turn.session, turn.commit, withUsage(turn, { stopReason: "error", errorCode: "internal_error" }, usage))
     return { _tag: "Closed" } as const
   })
 

@@ -28,8 +28,12 @@ import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
 
-/** Options of the Anthropic provider; `maxOutputTokens` defaults to 8192. */
-export type Options = Support.VendorOptions
+/**
+ * Options of the Anthropic provider; `maxOutputTokens` defaults to 8192. `promptCaching` (default
+ * true): cache breakpoints on the tools, the system prompt and the recent history (see
+ * {@link withCacheBreakpoints}); `false` sends none.
+ */
+export type Options = Support.VendorOptions & { readonly promptCaching?: boolean | undefined }
 
 /** The default model. */
 export const defaultModel = "claude-sonnet-5-5"
@@ -122,17 +126,47 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
   return out
 }
 
-/** The request body for one model request. */
-export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number): MessageCreateParamsStreaming => ({
-  model,
-  max_tokens: maxTokens,
-  stream: true,
-  ...(request.system === "" ? {} : { system: request.system }),
-  messages: toMessages(request.messages, request.images),
-  ...(request.tools.length === 0
-    ? {}
-    : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
-})
+/** The request body for one model request; with `promptCaching` (the default), its cache breakpoints. */
+export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number, promptCaching = true): MessageCreateParamsStreaming => {
+  const body: MessageCreateParamsStreaming = {
+    model,
+    max_tokens: maxTokens,
+    stream: true,
+    ...(request.system === "" ? {} : { system: request.system }),
+    messages: toMessages(request.messages, request.images),
+    ...(request.tools.length === 0
+      ? {}
+      : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
+  }
+  return promptCaching ? withCacheBreakpoints(body) : body
+}
+
+const ephemeral = { type: "ephemeral" } as const
+
+/** How many cache breakpoints the history gets: with the tools' and the system prompt's, the API's limit of four. */
+const historyBreakpoints = 2
+
+/**
+ * The body with Anthropic's prompt-cache breakpoints (`cache_control`): on the last tool (the tools
+ * are the prompt's first part), on the system prompt, and on the last block of the last two user
+ * messages (a user's message or tool results) — the last caches the conversation for the next
+ * request, the one before still matches it when a turn adds a step. Four in all, as the API allows.
+ */
+export const withCacheBreakpoints = (body: MessageCreateParamsStreaming): MessageCreateParamsStreaming => {
+  const tools = body.tools?.map((tool, i, all) => (i === all.length - 1 ? { ...tool, cache_control: ephemeral } : tool))
+  const system = typeof body.system === "string" ? [{ type: "text" as const, text: body.system, cache_control: ephemeral }] : body.system
+  let marked = 0
+  const messages = [...body.messages]
+  for (let i = messages.length - 1; i >= 0 && marked < historyBreakpoints; i--) {
+    const message = messages[i]!
+    if (message.role !== "user" || typeof message.content === "string" || message.content.length === 0) continue
+    const content = [...message.content]
+    content[content.length - 1] = { ...content.at(-1)!, cache_control: ephemeral } as ContentBlockParam
+    messages[i] = { ...message, content }
+    marked++
+  }
+  return { ...body, ...(tools === undefined ? {} : { tools }), ...(system === undefined ? {} : { system }), messages }
+}
 
 const finishReason = (reason: StopReason | null): ModelProvider.FinishReason => {
   switch (reason) {
@@ -232,7 +266,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
-        open: (signal) => client.messages.create(toRequest(request, model, maxTokens), { signal }),
+        open: (signal) => client.messages.create(toRequest(request, model, maxTokens, options.promptCaching ?? true), { signal }),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))

@@ -53,6 +53,10 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
   const responses: Array<Response> = []
   let open: Response | undefined
   let lastOfTurn: Response | undefined
+  // Whether the turn's responses recorded their own usage (`model.usage`): then its total says nothing more.
+  let usagePerResponse = false
+  // The model that answered (the last `model.usage` names it): the replay says it is that one, so it prices turns alike.
+  let answeredBy: { provider: string; model: string } | undefined
   let images = false
   for (const event of logged) {
     switch (event.type) {
@@ -89,6 +93,14 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       }
       case "turn.started":
         lastOfTurn = undefined
+        usagePerResponse = false
+        break
+      case "model.usage":
+        // The usage of the response just read (one without text or calls is a response too).
+        lastOfTurn = open ?? pushed(responses, { chunks: [], toolCalls: [] })
+        lastOfTurn.usage = event.payload.usage
+        usagePerResponse = true
+        answeredBy = { provider: event.payload.provider, model: event.payload.model }
         break
       case "turn.completed": {
         const { errorCode, stopReason, usage } = event.payload
@@ -99,13 +111,14 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
             lastOfTurn = pushed(responses, { chunks: [], toolCalls: [], failure: { reason: errorCode } })
           }
         }
-        if (usage !== undefined && lastOfTurn !== undefined) lastOfTurn.usage = usage
+        if (usage !== undefined && lastOfTurn !== undefined && !usagePerResponse) lastOfTurn.usage = usage
         break
       }
       case "session.created":
       case "turn.steered":
       case "context.built":
       case "mcp.tools_listed":
+      case "cache.break":
       case "permission.requested":
       case "permission.resolved":
       case "tool.started":
@@ -124,7 +137,7 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
     open = undefined
   }
   const mcp = McpCassette.fromEvents(logged)
-  return { responses: responses.map(encode), ...(images ? { images } : {}), ...(mcp === undefined ? {} : { mcp }) }
+  return { responses: responses.map(encode), ...(images ? { images } : {}), ...(mcp === undefined ? {} : { mcp }), ...answeredBy }
 }
 
 const pushed = (responses: Array<Response>, response: Response): Response => {

@@ -73,7 +73,13 @@ export const Script = Schema.Struct({
    * The MCP servers the recorded session used: their tool lists and their answers, so a replay needs
    * no server (`McpCassette`; the CLI's `run --script` binds them instead of starting servers).
    */
-  mcp: Schema.optional(McpCassette.Recording)
+  mcp: Schema.optional(McpCassette.Recording),
+  /**
+   * The provider and model it says it is (default `fake` / `scripted`): a cassette names the model
+   * that recorded it, so its replay prices turns as the recording did.
+   */
+  provider: Schema.optional(Schema.String),
+  model: Schema.optional(Schema.String)
 })
 /** A whole script: what a `--script` file for the CLI holds. */
 export type Script = typeof Script.Encoded
@@ -85,6 +91,9 @@ export interface Options {
   readonly maxContextTokens?: number | undefined
   /** Whether it takes images (default false: images reach it as notes, `read_file` of one gives text). */
   readonly images?: boolean | undefined
+  /** The provider and model it says it is (default `fake` / `scripted`). */
+  readonly provider?: string | undefined
+  readonly model?: string | undefined
   /**
    * Keep every request received, for `FakeModel.requests` (default false: a long session would
    * otherwise hold every request it ever sent). The count is always kept.
@@ -163,7 +172,7 @@ export const make = (options: Options = {}) =>
       }))
 
     const provider = ModelProvider.ModelProvider.of({
-      capabilities: { provider: "fake", model: "scripted", maxContextTokens: options.maxContextTokens ?? 128_000, ...(options.images === true ? { images: true } : {}) },
+      capabilities: { provider: options.provider ?? "fake", model: options.model ?? "scripted", maxContextTokens: options.maxContextTokens ?? 128_000, ...(options.images === true ? { images: true } : {}) },
       stream: (request) =>
         Stream.unwrap(Effect.gen(function*() {
           const index = received++

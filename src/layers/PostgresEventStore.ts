@@ -36,6 +36,7 @@ import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as SessionUsage from "./sql/SessionUsage.js"
 import * as Lease from "./writer/Lease.js"
 
 /** Options of the PostgreSQL store. */
@@ -111,6 +112,13 @@ export const migrations = Migrator.fromRecord({
     // transaction as their events; filled once from the events here.
     yield* sql`ALTER TABLE sessions ADD COLUMN IF NOT EXISTS title TEXT`
     yield* EventTables.backfillTitles(sql)
+  }),
+  "5_session_usage": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's usage and cost totals (what `sessions` lists), kept by the appends in the same
+    // transaction as their `turn.completed`; filled once from the events here.
+    yield* SessionUsage.createTable(sql, "pg")
+    yield* EventTables.backfillUsage(sql)
   })
 })
 

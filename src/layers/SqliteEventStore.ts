@@ -40,6 +40,7 @@ import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as SessionUsage from "./sql/SessionUsage.js"
 import * as Lease from "./writer/Lease.js"
 
 /** Options of the SQLite store. */
@@ -138,6 +139,13 @@ export const migrations = Migrator.fromRecord({
     const columns = yield* sql<{ readonly name: string }>`SELECT name FROM pragma_table_info('sessions')`
     if (!columns.some((c) => c.name === "title")) yield* sql`ALTER TABLE sessions ADD COLUMN title TEXT`
     yield* EventTables.backfillTitles(sql)
+  }),
+  "6_session_usage": Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // Each session's usage and cost totals (what `sessions` lists), kept by the appends in the same
+    // transaction as their `turn.completed`; filled once from the events here.
+    yield* SessionUsage.createTable(sql, "sqlite")
+    yield* EventTables.backfillUsage(sql)
   })
 })
 

@@ -157,7 +157,8 @@ const view = (state: SessionState.SessionState, runningHere: boolean): SessionVi
           ...(state.lastTurn.errorCode === undefined ? {} : { errorCode: state.lastTurn.errorCode })
         }
       }),
-    followUps: state.followUps.map(({ content, queueId }) => ({ queueId, content }))
+    followUps: state.followUps.map(({ content, queueId }) => ({ queueId, content })),
+    ...state.totals
   }
 }
 

@@ -249,8 +249,8 @@ describe("AcpMapper, the rest of the table", () => {
   })
 
   it("client support is read from the advertised capabilities", () => {
-    expect(AcpMapper.supportOf(undefined)).toEqual({ compaction: false })
-    expect(AcpMapper.supportOf({ session: { compaction: {} } })).toEqual({ compaction: true })
+    expect(AcpMapper.supportOf(undefined)).toEqual({ compaction: false, notices: false })
+    expect(AcpMapper.supportOf({ session: { compaction: {} } })).toEqual({ compaction: true, notices: false })
   })
 })
 
@@ -277,7 +277,7 @@ describe("AcpMapper on the long-session events (steer, follow-ups, fork, compact
   const mapWith = (support: AcpMapper.ClientSupport) => compactions.flatMap((event) => AcpMapper.updatesOf(event, { cwd, phase: "live", support }))
 
   it("compaction, for a client that advertised session.compaction: the compaction_update entity — in progress, completed with its summary, failed or cancelled", () => {
-    expect(mapWith({ compaction: true })).toEqual([
+    expect(mapWith({ compaction: true, notices: false })).toEqual([
       { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "in_progress" },
       { sessionUpdate: "compaction_update", compactionId: "cmp_1", status: "completed", summary: [text("We renamed foo.")] },
       { sessionUpdate: "compaction_update", compactionId: "cmp_2", status: "in_progress" },
@@ -344,6 +344,36 @@ describe("AcpPermissions", () => {
     expect(AcpPermissions.modes.map((m) => m.id)).toEqual(["default", "acceptEdits", "readOnly", "bypass"])
     expect(AcpPermissions.isMode("bypass")).toBe(true)
     expect(AcpPermissions.isMode("plan")).toBe(false)
+  })
+})
+
+describe("usage and cache breaks over ACP", () => {
+  const cacheBreak = {
+    id: "e9",
+    sessionId: "s",
+    turnId: "t",
+    sequence: 9,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    type: "cache.break" as const,
+    payload: { previousCacheRead: 2048, cacheRead: 0, changed: [{ part: "instructions:AGENTS.md", source: "project" }] }
+  }
+
+  it("a cache break is a warning notice, live, to a client that advertised session.notices; nothing otherwise", () => {
+    const withNotices = { ...AcpMapper.baseline, notices: true }
+    expect(AcpMapper.updatesOf(cacheBreak, { cwd: "/work", phase: "live", support: withNotices })).toEqual([{
+      sessionUpdate: "notice",
+      severity: "warning",
+      title: "Prompt cache break",
+      description: "prompt cache break: read 2048 → 0 tokens; changed: instructions:AGENTS.md (project)"
+    }])
+    expect(AcpMapper.updatesOf(cacheBreak, { cwd: "/work", phase: "live", support: AcpMapper.baseline })).toEqual([])
+    expect(AcpMapper.updatesOf(cacheBreak, { cwd: "/work", phase: "replay", support: withNotices })).toEqual([])
+    expect(AcpMapper.supportOf({ session: { notices: {} } } as never)).toEqual({ compaction: false, notices: true })
+  })
+
+  it("usage_update carries the context's tokens, the window, and the session's cost in USD when there is one", () => {
+    expect(AcpMapper.usageUpdateOf(2100, 200_000, 0.0125)).toEqual({ sessionUpdate: "usage_update", used: 2100, size: 200_000, cost: { amount: 0.0125, currency: "USD" } })
+    expect(AcpMapper.usageUpdateOf(2100, 200_000, undefined)).toEqual({ sessionUpdate: "usage_update", used: 2100, size: 200_000 })
   })
 })
 

@@ -75,8 +75,14 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
   fc.record({
     stopReason: fc.constantFrom(...AgentEvent.StopReason.literals),
     errorCode: fc.string(),
-    usage
+    usage,
+    cost: fc.oneof(anyNumber, fc.constant(null)),
+    costUnknown: fc.string()
   }, { requiredKeys: ["stopReason"] }).map(EventDraft.turnCompleted),
+  fc.tuple(usage, fc.record({ provider: fc.string(), model: fc.string() }), fc.array(fc.record({ part: fc.string(), source: fc.string(), hash: fc.string() })))
+    .map(([u, by, parts]) => EventDraft.modelUsage(u, by, parts)),
+  fc.tuple(anyNumber, anyNumber, fc.array(fc.record({ part: fc.string(), source: fc.string() })))
+    .map(([before, now, changed]) => EventDraft.cacheBreak(before, now, changed)),
   fc.tuple(fc.string(), fc.constantFrom(...AgentEvent.CompactionReason.literals), anyNumber).map(([id, reason, tokens]) =>
     EventDraft.compactionStarted(id, reason, tokens)),
   fc.record({

@@ -48,6 +48,7 @@ const downgrade = (migration: string) =>
     yield* sql`DROP TABLE awaiting_approvals`
     // Later migrations' tables go with them (the blob area's).
     yield* sql`DROP TABLE IF EXISTS blobs`
+    yield* sql`DROP TABLE IF EXISTS session_usage`
     yield* sql`DELETE FROM effect_agent_migrations WHERE migration_id >= ${row!.migration_id}`
   })
 

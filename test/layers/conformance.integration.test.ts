@@ -80,6 +80,23 @@ const completed = (sessionId: string, sequence: number): AgentEvent => ({
   payload: { stopReason: "cancelled" }
 })
 
+/** A turn's end with usage and its cost (`null`: no price for `unknown`), as the engine writes it. */
+const completedWithUsage = (sessionId: string, sequence: number, usage: object, cost: number | null, unknown?: string): AgentEvent => ({
+  id: `${sessionId}-${sequence}`,
+  sessionId,
+  turnId: `turn_${sequence}`,
+  sequence,
+  timestamp: at(sequence),
+  type: "turn.completed",
+  payload: { stopReason: "final", usage, cost, ...(unknown === undefined ? {} : { costUnknown: unknown }) } as any
+})
+
+/** Each listed session's usage totals, by id (sessions without usage left out). */
+const totalsOf = (store: EventStore.Service) =>
+  Effect.map(store.list, (sessions) =>
+    Object.fromEntries(sessions.flatMap((s) =>
+      s.usage === undefined ? [] : [[s.sessionId, { usage: s.usage, cost: s.cost, ...(s.costUnknown === undefined ? {} : { costUnknown: s.costUnknown }) }]])))
+
 /** Each listed session's calls waiting for approval, by id (sessions waiting for none left out). */
 const waitingOf = (store: EventStore.Service) =>
   Effect.map(store.list, (sessions) => Object.fromEntries(sessions.flatMap((s) => s.awaitingApproval === undefined ? [] : [[s.sessionId, s.awaitingApproval]])))
@@ -179,6 +196,23 @@ for (const [name, makeStore] of stores) {
         expect((yield* Effect.either(store.append(resolved("a", 9, "call_7", "ask"))))._tag).toBe("Left")
         expect((yield* Effect.either(store.appendAll([resolved("b", 6, "call_8", "ask"), resolved("b", 8, "call_8", "allow")])))._tag).toBe("Left")
         expect(yield* waitingOf(store)).toEqual({})
+      }))
+
+    test("listings carry each session's usage and cost totals, kept by every append and batch; a model without a price is named once", (store) =>
+      Effect.gen(function*() {
+        yield* store.appendAll([created("a"), turnStarted("a", 2, 1), completedWithUsage("a", 3, { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100 }, 0.25)])
+        yield* store.appendAll([created("b"), turnStarted("b", 2, 1), completed("b", 3)])
+        expect(yield* totalsOf(store)).toEqual({ a: { usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100 }, cost: 0.25 } })
+        yield* store.append(turnStarted("a", 4, 2))
+        yield* store.append(completedWithUsage("a", 5, { inputTokens: 1, outputTokens: 2, cacheReadTokens: 3, cacheWriteTokens: 4 }, null, "model-x"))
+        yield* store.appendAll([turnStarted("a", 6, 3), completedWithUsage("a", 7, { inputTokens: 1, outputTokens: 1 }, 0.000125)])
+        yield* store.appendAll([turnStarted("a", 8, 4), completedWithUsage("a", 9, { inputTokens: 2, outputTokens: 2 }, null, "model-x")])
+        expect(yield* totalsOf(store)).toEqual({
+          a: { usage: { inputTokens: 14, outputTokens: 10, cacheReadTokens: 103, cacheWriteTokens: 4 }, cost: 0.250125, costUnknown: ["model-x"] }
+        })
+        // A refused batch adds nothing.
+        expect((yield* Effect.either(store.appendAll([turnStarted("a", 10, 5), completedWithUsage("a", 12, { inputTokens: 9, outputTokens: 9 }, 1)])))._tag).toBe("Left")
+        expect((yield* totalsOf(store)).a!.usage).toEqual({ inputTokens: 14, outputTokens: 10, cacheReadTokens: 103, cacheWriteTokens: 4 })
       }))
 
     test("large payloads round-trip intact", (store) =>

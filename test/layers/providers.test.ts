@@ -214,14 +214,16 @@ for (const vendor of vendors) {
           const second = server.received[1]!.body
           const [readId, grepId] = events.filter((e) => e.type === "model.tool_call_requested").map((e) => e.payload.toolCallId)
           if (vendor.name === "anthropic") {
-            expect(second.system).toContain("Working directory: /work")
+            // Prompt caching is on by default: the system prompt, the last tool and the last two user messages carry a breakpoint.
+            const cached = { cache_control: { type: "ephemeral" } }
+            expect(second.system).toEqual([{ type: "text", text: expect.stringContaining("Working directory: /work"), ...cached }])
             expect(second.max_tokens).toBe(8192)
             expect(second.tools).toEqual([
               { name: "read_file", description: "test tool read_file", input_schema: { type: "object" } },
-              { name: "grep", description: "test tool grep", input_schema: { type: "object" } }
+              { name: "grep", description: "test tool grep", input_schema: { type: "object" }, ...cached }
             ])
             expect(second.messages).toEqual([
-              { role: "user", content: [{ type: "text", text: "find the TODOs" }] },
+              { role: "user", content: [{ type: "text", text: "find the TODOs", ...cached }] },
               {
                 role: "assistant",
                 content: [
@@ -234,7 +236,7 @@ for (const vendor of vendors) {
                 role: "user",
                 content: [
                   { type: "tool_result", tool_use_id: readId, content: "contents of src/index.ts", is_error: false },
-                  { type: "tool_result", tool_use_id: grepId, content: expect.stringContaining("Permission denied"), is_error: true }
+                  { type: "tool_result", tool_use_id: grepId, content: expect.stringContaining("Permission denied"), is_error: true, ...cached }
                 ]
               }
             ])

@@ -75,12 +75,18 @@ const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, 
   ["postgres", Effect.flatMap(freshSchemaUrl("titles"), (url) => storeOf(PostgresEventStore.layer({ url: Redacted.make(url) })))]
 ]
 
-/** What an older version left: no `title` column, no record of the migration that adds it. */
+/**
+ * What an older version left: no `title` column, no record of the migration that adds it nor of any
+ * after it (the migrator runs only migrations newer than the newest it recorded); later migrations'
+ * tables go with them (the usage totals').
+ */
 const withoutTitles = (migration: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ readonly migration_id: number }>`SELECT migration_id FROM effect_agent_migrations WHERE name = ${migration}`
     yield* sql`ALTER TABLE sessions DROP COLUMN title`
-    yield* sql`DELETE FROM effect_agent_migrations WHERE name = ${migration}`
+    yield* sql`DROP TABLE IF EXISTS session_usage`
+    yield* sql`DELETE FROM effect_agent_migrations WHERE migration_id >= ${row!.migration_id}`
   })
 
 describe("session titles in the listing", () => {

@@ -50,6 +50,8 @@ export interface Options {
   readonly maxTurnBodyBytes?: number
   /** Whether the scripted model takes images (default false). */
   readonly images?: boolean
+  /** The provider and model the scripted model says it is (what turns are priced as). */
+  readonly model?: { readonly provider: string; readonly model: string }
   readonly keepAlive?: string
   readonly port?: number
   /** Host names (besides loopback ones) the server answers to. */
@@ -106,7 +108,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
     ).pipe(Layer.provide(jsonl))
     const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
       Layer.provide(store),
-      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [], ...(options.images === undefined ? {} : { images: options.images }) })),
+      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [], ...(options.images === undefined ? {} : { images: options.images }), ...options.model })),
       Layer.provide(IdGenerator.layer),
       Layer.provide(WorkspaceTools.layer()),
       Layer.provide(PermissionPolicy.layer()),

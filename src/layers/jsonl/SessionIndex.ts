@@ -49,7 +49,12 @@ const Entry = Schema.Struct({
   /** Bytes of the log the summary covers (up to the end of its last complete line). */
   covered: Schema.Int,
   version: Schema.Int,
-  summary: Session.SessionSummary
+  summary: Session.SessionSummary,
+  /**
+   * The summary counts usage and cost (`Session.addUsage`). An entry without it was written before
+   * summaries did (or by an older version), so its totals may miss turns: it is rebuilt from its log.
+   */
+  totals: Schema.Literal(1)
 })
 type Entry = typeof Entry.Type
 
@@ -86,12 +91,21 @@ const isInt = (u: unknown): u is number => Number.isSafeInteger(u)
 /** Whether an index entry has the shape of `Entry` (the index is this store's own cache; anything else is rebuilt). */
 const isEntry = (u: unknown): u is Entry => {
   if (typeof u !== "object" || u === null) return false
-  const { covered, summary, version } = u as Record<string, unknown>
-  if (!isInt(covered) || !isInt(version) || typeof summary !== "object" || summary === null) return false
+  const { covered, summary, totals, version } = u as Record<string, unknown>
+  if (!isInt(covered) || !isInt(version) || totals !== 1 || typeof summary !== "object" || summary === null) return false
   const s = summary as Record<string, unknown>
   return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
     isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString))) &&
-    (s.title === undefined || isString(s.title))
+    (s.title === undefined || isString(s.title)) &&
+    isTotals(s)
+}
+
+/** Whether a summary's usage totals, if any, have their shape. */
+const isTotals = (s: Record<string, unknown>): boolean => {
+  const usage = s.usage as Record<string, unknown> | null | undefined
+  return (usage === undefined || (typeof usage === "object" && usage !== null && isInt(usage.inputTokens) && isInt(usage.outputTokens))) &&
+    (s.cost === undefined || typeof s.cost === "number") &&
+    (s.costUnknown === undefined || (Array.isArray(s.costUnknown) && s.costUnknown.every(isString)))
 }
 
 /** The index's version: what {@link IndexFile} says each one holds. */
@@ -263,7 +277,7 @@ export const make = (options: Options) => {
           })
         )
       )
-      return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary }) : Option.none<Entry>()
+      return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary, totals: 1 }) : Option.none<Entry>()
     }).pipe(
       // A line too long to fold in: the entry is rebuilt from the whole log, which names the line.
       Effect.catchTag("LineTooLong", () => Effect.succeed(Option.none<Entry>())),
@@ -285,7 +299,7 @@ export const make = (options: Options) => {
       const firstEnd = bytes.indexOf(0x0a)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
       const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
-      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
+      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary, totals: 1 })
     }).pipe(Effect.catchTags({ SystemError: fromFs(file, sessionId), BadArgument: fromFs(file, sessionId) }))
 
   /**

@@ -13,6 +13,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as Pricing from "../../domain/Pricing.js"
 import * as McpNames from "../mcp/McpNames.js"
 import * as PermissionPolicy from "../PermissionPolicy.js"
 import * as ProjectLimits from "./ProjectLimits.js"
@@ -102,13 +103,17 @@ const ProjectEnv = Env.pipe(
 
 /**
  * The user's own settings file (`<config dir>/settings.json`). `instructions: false` leaves the
- * project's and the user's instructions files out of the prompt — a key only the user's file has:
- * what a repository ships is prompt text, never configuration.
+ * project's and the user's instructions files out of the prompt; `prices` sets what turns cost per
+ * model (over the built-in table, see `Pricing`); `promptCaching: false` sends no cache breakpoints
+ * to Anthropic. Keys only the user's file has: what a repository ships is prompt text, never
+ * configuration — a project cannot change what the user is told a turn cost.
  */
 export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) =>
   Schema.Struct({
     ...settings("your settings", userRule(tools), Env).fields,
-    instructions: Schema.optionalWith(Schema.Boolean, { exact: true })
+    instructions: Schema.optionalWith(Schema.Boolean, { exact: true }),
+    prices: Schema.optionalWith(Pricing.PriceTable, { exact: true }),
+    promptCaching: Schema.optionalWith(Schema.Boolean, { exact: true })
   })
 /** The user's own settings. */
 export type UserSettings = Schema.Schema.Type<ReturnType<typeof userSettings>>

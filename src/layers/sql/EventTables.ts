@@ -20,6 +20,7 @@ import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import type { SessionSummary } from "../../domain/Session.js"
 import { batchConflict, type EventStore } from "../../services/EventStore.js"
+import * as SessionUsage from "./SessionUsage.js"
 
 /** What a store gives the shared operations. */
 export interface Options {
@@ -88,7 +89,7 @@ const titleStatement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) 
 
 /** The statements that keep the listing's side tables and columns in step with an event, in the event's transaction. */
 const summaryStatements = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) =>
-  [awaitingStatement(sql, event), titleStatement(sql, event)].filter((statement) => statement !== undefined)
+  [awaitingStatement(sql, event), titleStatement(sql, event), SessionUsage.statement(sql, event)].filter((statement) => statement !== undefined)
 
 /**
  * Each session's title, folded from the stored events themselves: what fills `sessions.title` when
@@ -158,6 +159,9 @@ export const backfillAwaiting = (sql: SqlClient.SqlClient): Effect.Effect<void, 
     Effect.forEach(rows, (row) =>
       sql`INSERT INTO awaiting_approvals (session_id, tool_call_id, sequence) VALUES (${row.session_id}, ${row.tool_call_id}, ${row.sequence})`, { discard: true }))
 
+/** Fills `session_usage` from the stored events: run once, by the migration that adds the table. */
+export const backfillUsage = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError> => SessionUsage.backfill(sql, decodeRow)
+
 /** A stored row as an event: migrated from its format version, then decoded. */
 const decodeRow = (row: EventRow) =>
   Either.flatMap(
@@ -167,8 +171,6 @@ const decodeRow = (row: EventRow) =>
 
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> => {
-  // An event that changes which calls wait for approval changes `awaiting_approvals` in the same
-  // transaction: the listing can never say a session waits when its log says otherwise.
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
     if (statements.length === 0) return appendEvent(event)
@@ -232,8 +234,9 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     )
   )
 
-  const list = Effect.all([sessionRows, awaitingRows]).pipe(
-    Effect.map(([rows, awaiting]) => {
+  const list = Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]).pipe(
+    Effect.map(([rows, awaiting, usage]) => {
+      const totals = SessionUsage.totalsBySession(usage)
       const waiting = new Map<string, Array<string>>()
       for (const a of awaiting) {
         const calls = waiting.get(a.session_id)
@@ -251,7 +254,8 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
           turnCount: r.turn_count,
           lastSequence: r.last_sequence,
           ...(calls === undefined ? {} : { awaitingApproval: calls }),
-          ...(r.title === undefined || r.title === null ? {} : { title: r.title })
+          ...(r.title === undefined || r.title === null ? {} : { title: r.title }),
+          ...totals.get(r.session_id)
         }
       })
     }),

@@ -12,7 +12,7 @@
 // gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
 
 import { diffNode, editDiff, markdownNode, terminalNode } from "./rich.js"
-import { eventTypes, fold, openCalls, phase } from "./viewer.js"
+import { eventTypes, fold, openCalls, phase, totalsText, turnText } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -84,7 +84,9 @@ const loadSessions = async () => {
     el("li", { class: s.sessionId === state.sessionId ? "current" : "", "data-session": s.sessionId, title: s.title ?? s.sessionId, onclick: () => openSession(s.sessionId) },
       el("div", { class: "title", textContent: s.title ?? "" }),
       el("div", { class: "id", textContent: s.sessionId }),
-      el("div", { class: "meta", textContent: `${s.turnCount} turn${s.turnCount === 1 ? "" : "s"} · ${new Date(s.lastActivityAt).toLocaleString()} · ${s.cwd}` }))))
+      el("div", { class: "meta", textContent: `${s.turnCount} turn${s.turnCount === 1 ? "" : "s"} · ${new Date(s.lastActivityAt).toLocaleString()} · ${s.cwd}` }),
+      // What the session used and cost, from the listing (every store keeps the totals).
+      s.usage === undefined ? undefined : el("div", { class: "meta", "data-totals": s.sessionId, textContent: totalsText(s) }))))
   if (sessions.length === 0) list.append(el("li", { class: "empty", "data-empty": "sessions", textContent: listQuery() === "" ? "No sessions yet." : "No session matches." }))
 }
 
@@ -231,7 +233,8 @@ const render = () => {
         : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
         : renderNote(item))),
       live && turn === view.openTurn ? pendingSteersOf(turn) : undefined,
-      turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined)
+      turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined,
+      turn.end?.usage ? el("div", { class: "meta", "data-turn-cost": turn.turnId, textContent: turnText(turn.end) }) : undefined)
   // Turns and the session-level lines between them, in log order.
   const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => renderTurn(turn) })),
     ...view.notes.map((item) => ({ at: item.sequence, node: () => renderNote(item) }))].sort((a, b) => a.at - b.at)
@@ -271,6 +274,7 @@ const render = () => {
       el("dt", { textContent: "cwd" }), el("dd", { textContent: view.session?.cwd ?? "" }),
       el("dt", { textContent: "open turn" }), el("dd", { textContent: view.openTurn?.turnId ?? "none" }),
       el("dt", { textContent: "context" }), el("dd", { textContent: view.contextTokens === undefined ? "—" : `${view.contextTokens} tokens` }),
+      el("dt", { textContent: "usage" }), el("dd", { id: "usage", textContent: view.totals === undefined ? "—" : totalsText({ ...view.totals, usage: view.totals }) }),
       el("dt", { textContent: "instructions" }), el("dd", { id: "instructions", textContent: instructionsText(view.instructions) }),
       el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
         live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),

@@ -1,0 +1,50 @@
+/**
+ * The one-line texts about usage, cost and prompt-cache breaks that the CLI, `replay` and the viewer
+ * show alike. Types only from the rest of the domain, so the viewer's bundle carries nothing of Effect.
+ *
+ * @since 0.9.0
+ */
+import type { PayloadOf, Usage } from "./AgentEvent.js"
+
+/** Dollars for a line: four decimals under a cent, else two… enough to tell a turn from the next. */
+export const dollars = (cost: number): string => `$${cost < 0.01 && cost > 0 ? cost.toFixed(4) : cost.toFixed(2)}`
+
+/** Token counts: `in 412 · out 15 · cache read 128 · cache write 0` (cache counts when reported). */
+export const tokensText = (usage: Usage): string =>
+  [
+    `in ${usage.inputTokens}`,
+    `out ${usage.outputTokens}`,
+    ...(usage.cacheReadTokens === undefined ? [] : [`cache read ${usage.cacheReadTokens}`]),
+    ...(usage.cacheWriteTokens === undefined ? [] : [`cache write ${usage.cacheWriteTokens}`])
+  ].join(" · ")
+
+/** A cost as recorded: dollars, or which model has no price. */
+export const costText = (cost: number | null | undefined, costUnknown: string | undefined): string | undefined =>
+  typeof cost === "number" ? dollars(cost) : costUnknown !== undefined ? `cost unknown for ${costUnknown}` : undefined
+
+/** A turn's summary line from its `turn.completed`: `tokens in 412 · out 15 · cache read 128 — $0.0012`; none without usage. */
+export const turnText = (completed: PayloadOf<"turn.completed">): string | undefined => {
+  if (completed.usage === undefined) return undefined
+  const cost = costText(completed.cost, completed.costUnknown)
+  return `tokens ${tokensText(completed.usage)}${cost === undefined ? "" : ` — ${cost}`}`
+}
+
+/** A cache break: `prompt cache break: read 2048 → 0 tokens; changed: AGENTS.md (project)`. */
+export const cacheBreakText = (payload: PayloadOf<"cache.break">): string => {
+  const changed = payload.changed.length === 0
+    ? "no prompt part changed (the cache expired?)"
+    : `changed: ${payload.changed.map((c) => `${c.part} (${c.source})`).join(", ")}`
+  return `prompt cache break: read ${payload.previousCacheRead} → ${payload.cacheRead} tokens; ${changed}`
+}
+
+/**
+ * A session's totals for a listing: `tokens in 14 · out 10 · cache read 103 — $0.25`, and which models had no
+ * price (`; cost unknown for model-x`, then the dollars are of the other turns); none without usage.
+ */
+export const totalsText = (
+  totals: { readonly usage?: Usage | undefined; readonly cost?: number | undefined; readonly costUnknown?: ReadonlyArray<string> | undefined }
+): string | undefined => {
+  if (totals.usage === undefined) return undefined
+  const unknown = totals.costUnknown === undefined || totals.costUnknown.length === 0 ? "" : `; cost unknown for ${totals.costUnknown.join(", ")}`
+  return `tokens ${tokensText(totals.usage)} — ${dollars(totals.cost ?? 0)}${unknown}`
+}

@@ -1,0 +1,148 @@
+/**
+ * The SQL stores' usage totals (`session_usage`): what each session's turns used and cost, kept by
+ * the appends in the same transaction as their `turn.completed` (as `awaiting_approvals` is), so a
+ * listing reads totals without reading logs. One row per session and model without a price (`''`
+ * for the priced turns), so a model's name is merged by the key, not by editing a JSON list.
+ *
+ * @since 0.9.0
+ * @internal
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as AgentEvent from "../../domain/AgentEvent.js"
+import * as Session from "../../domain/Session.js"
+
+/** One row: a session's totals over the turns of one unknown-price model (`''`: the priced turns). */
+export interface UsageRow {
+  readonly session_id: string
+  readonly unknown_model: string
+  readonly first_sequence: number | string
+  readonly input_tokens: number | string
+  readonly output_tokens: number | string
+  readonly cache_read_tokens: number | string | null
+  readonly cache_write_tokens: number | string | null
+  readonly cost: number | string
+}
+
+/** The table, in a dialect's column types (SQLite, or PostgreSQL with its byte-order collation and 64-bit counts). */
+export const createTable = (sql: SqlClient.SqlClient, dialect: "sqlite" | "pg") => {
+  const id = dialect === "pg" ? sql.unsafe(`TEXT COLLATE "C"`) : sql.unsafe("TEXT")
+  const count = dialect === "pg" ? sql.unsafe("BIGINT") : sql.unsafe("INTEGER")
+  const money = dialect === "pg" ? sql.unsafe("DOUBLE PRECISION") : sql.unsafe("REAL")
+  return sql`
+    CREATE TABLE session_usage (
+      session_id ${id} NOT NULL,
+      unknown_model TEXT NOT NULL,
+      first_sequence ${count} NOT NULL,
+      input_tokens ${count} NOT NULL,
+      output_tokens ${count} NOT NULL,
+      cache_read_tokens ${count},
+      cache_write_tokens ${count},
+      cost ${money} NOT NULL,
+      PRIMARY KEY (session_id, unknown_model)
+    )`
+}
+
+// A cache count stays NULL while no turn of the row reported one (as the summary leaves it out).
+const sumOrNull = (sql: SqlClient.SqlClient, column: string) =>
+  sql.unsafe(
+    `CASE WHEN session_usage.${column} IS NULL AND excluded.${column} IS NULL THEN NULL ` +
+      `ELSE COALESCE(session_usage.${column}, 0) + COALESCE(excluded.${column}, 0) END`
+  )
+
+const upsert = (sql: SqlClient.SqlClient, sessionId: string, sequence: number, change: Session.UsageChange) =>
+  sql`
+    INSERT INTO session_usage (session_id, unknown_model, first_sequence, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
+    VALUES (${sessionId}, ${change.costUnknown ?? ""}, ${sequence}, ${change.usage.inputTokens}, ${change.usage.outputTokens},
+      ${change.usage.cacheReadTokens ?? null}, ${change.usage.cacheWriteTokens ?? null}, ${change.cost})
+    ON CONFLICT (session_id, unknown_model) DO UPDATE SET
+      input_tokens = session_usage.input_tokens + excluded.input_tokens,
+      output_tokens = session_usage.output_tokens + excluded.output_tokens,
+      cache_read_tokens = ${sumOrNull(sql, "cache_read_tokens")},
+      cache_write_tokens = ${sumOrNull(sql, "cache_write_tokens")},
+      cost = session_usage.cost + excluded.cost`
+
+/** The statement that adds an event's usage to its session's totals (`Session.usageChange`), or `undefined` when it adds none. */
+export const statement = (sql: SqlClient.SqlClient, event: AgentEvent.AgentEvent) => {
+  const change = Session.usageChange(event)
+  return change === undefined ? undefined : upsert(sql, event.sessionId, event.sequence, change)
+}
+
+/**
+ * The totals folded from the stored `turn.completed` events themselves: what fills the table when
+ * the migration that adds it runs on a database with sessions, and what a read-only listing of a
+ * database not yet migrated answers with. A row that cannot be decoded adds nothing here.
+ */
+export const fromEvents = (
+  sql: SqlClient.SqlClient,
+  decode: (row: { readonly sequence: number; readonly format_version: number; readonly body: string }) => Either.Either<AgentEvent.AgentEvent, string>
+): Effect.Effect<ReadonlyArray<UsageRow>, SqlError> =>
+  Effect.map(
+    sql<{ readonly session_id: string; readonly sequence: number; readonly format_version: number; readonly body: string }>`
+      SELECT session_id, sequence, format_version, body FROM events WHERE type = 'turn.completed' ORDER BY session_id, sequence`,
+    (rows) => {
+      const totals = new Map<string, UsageRow>()
+      for (const row of rows) {
+        const event = decode(row)
+        const change = Either.isRight(event) ? Session.usageChange(event.right) : undefined
+        if (change === undefined) continue
+        const key = `${row.session_id}\u0000${change.costUnknown ?? ""}`
+        const before = totals.get(key)
+        const add = (a: number | string | null | undefined, b: number | undefined) =>
+          (a === null || a === undefined) && b === undefined ? null : Number(a ?? 0) + (b ?? 0)
+        totals.set(key, {
+          session_id: row.session_id,
+          unknown_model: change.costUnknown ?? "",
+          first_sequence: before?.first_sequence ?? Number(row.sequence),
+          input_tokens: Number(before?.input_tokens ?? 0) + change.usage.inputTokens,
+          output_tokens: Number(before?.output_tokens ?? 0) + change.usage.outputTokens,
+          cache_read_tokens: add(before?.cache_read_tokens, change.usage.cacheReadTokens),
+          cache_write_tokens: add(before?.cache_write_tokens, change.usage.cacheWriteTokens),
+          cost: Number(before?.cost ?? 0) + change.cost
+        })
+      }
+      return [...totals.values()]
+    }
+  )
+
+/** Fills the table from the stored events: run once, by the migration that adds it. */
+export const backfill = (
+  sql: SqlClient.SqlClient,
+  decode: Parameters<typeof fromEvents>[1]
+): Effect.Effect<void, SqlError> =>
+  Effect.flatMap(fromEvents(sql, decode), (rows) =>
+    Effect.forEach(rows, (row) =>
+      sql`
+        INSERT INTO session_usage (session_id, unknown_model, first_sequence, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost)
+        VALUES (${row.session_id}, ${row.unknown_model}, ${row.first_sequence}, ${row.input_tokens}, ${row.output_tokens},
+          ${row.cache_read_tokens}, ${row.cache_write_tokens}, ${row.cost})`, { discard: true }))
+
+/** The rows of the table; folded from the events when the table is not there (a database an older version wrote, opened read-only). */
+export const rows = (sql: SqlClient.SqlClient, decode: Parameters<typeof fromEvents>[1]): Effect.Effect<ReadonlyArray<UsageRow>, SqlError> =>
+  sql<UsageRow>`
+    SELECT session_id, unknown_model, first_sequence, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
+    FROM session_usage ORDER BY session_id, first_sequence`.pipe(Effect.orElse(() => fromEvents(sql, decode)))
+
+/** Each session's totals, as its summary carries them (rows in first-seen order per session). */
+export const totalsBySession = (usageRows: ReadonlyArray<UsageRow>): Map<string, ReturnType<typeof Session.addUsage>> => {
+  const totals = new Map<string, ReturnType<typeof Session.addUsage>>()
+  const ordered = [...usageRows].sort((a, b) => a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : Number(a.first_sequence) - Number(b.first_sequence))
+  for (const row of ordered) {
+    const count = (n: number | string | null) => (n === null ? undefined : Number(n))
+    const cacheReadTokens = count(row.cache_read_tokens)
+    const cacheWriteTokens = count(row.cache_write_tokens)
+    totals.set(row.session_id, Session.addUsage(totals.get(row.session_id) ?? {}, {
+      usage: {
+        inputTokens: Number(row.input_tokens),
+        outputTokens: Number(row.output_tokens),
+        ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
+        ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
+      },
+      cost: Number(row.cost),
+      costUnknown: row.unknown_model === "" ? undefined : row.unknown_model
+    }))
+  }
+  return totals
+}
