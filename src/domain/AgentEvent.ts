@@ -192,6 +192,17 @@ export const ToolFailed = turnEvent("tool.failed", {
   message: Schema.String
 })
 
+/**
+ * What model requests used and cost: `usage` when the provider reported it; with it, the cost in US
+ * dollars from the price table (see `Pricing`), `null` when the table has no price for the model,
+ * which `costUnknown` names.
+ */
+const costFields = {
+  usage: Schema.optional(Usage),
+  cost: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.nonNegative()))),
+  costUnknown: Schema.optional(Schema.String)
+}
+
 /** The last event of every turn. */
 export const TurnCompleted = turnEvent("turn.completed", {
   stopReason: StopReason,
@@ -201,13 +212,7 @@ export const TurnCompleted = turnEvent("turn.completed", {
    * limit) or `content_filter`. The turn still ends `final`; the answer is incomplete.
    */
   finishReason: Schema.optional(Schema.Literal("length", "content_filter")),
-  usage: Schema.optional(Usage),
-  /**
-   * Present with `usage`: what the turn cost in US dollars, from the price table (see `Pricing`);
-   * `null` when the table has no price for the model, which `costUnknown` names.
-   */
-  cost: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.nonNegative()))),
-  costUnknown: Schema.optional(Schema.String)
+  ...costFields
 })
 
 /** One part of a model request, by a cheap hash of its content: a system prompt part or the tools. */
@@ -309,7 +314,9 @@ export const SessionCompacted = turnOrSessionEvent("session.compacted", {
   summary: Schema.String,
   firstKeptSequence: Schema.Int.pipe(Schema.positive()),
   tokensBefore: Count,
-  tokensAfter: Count
+  tokensAfter: Count,
+  /** The summary request's usage and cost, when the provider reported usage (counted in the session's totals, not a turn's). */
+  ...costFields
 })
 
 /** A compaction ended without a summary (`cancelled`, `interrupted`, a provider's reason …): the context is left as it was. */

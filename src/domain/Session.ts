@@ -38,7 +38,7 @@ export const SessionSummary = Schema.Struct({
    * message's (see `SessionTitle.fromMessage`); absent before the first message. Plain text, one line.
    */
   title: Schema.optional(Schema.String),
-  // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed`: present
+  // What the session used and cost (issue 21 §6), summed over its turns' `turn.completed` and its compactions' `session.compacted`: present
   // once a turn reported usage. `cost`: the dollars of the turns priced; `costUnknown`: the models
   // of the turns that could not be (their turns add no cost, so `cost` is then a lower bound).
   usage: Schema.optional(Usage),
@@ -137,16 +137,20 @@ export const applyAwaiting = (
   return next.length === 0 ? undefined : next
 }
 
-/** What a turn adds to a session's totals: its `turn.completed`'s usage and cost; `undefined` for any other event, or a turn without usage. */
+/** What a turn or a compaction adds to a session's totals: the usage and cost of its `turn.completed` or `session.compacted`. */
 export interface UsageChange {
   readonly usage: Usage
   readonly cost: number
   readonly costUnknown: string | undefined
 }
 
-/** The change an event makes to a session's usage totals (`undefined`: none) — one function, so every store keeps them alike. */
+/**
+ * The change an event makes to a session's usage totals (`undefined`: none) — one function, so every
+ * store keeps them alike: a turn's (`turn.completed`) and a compaction's summary request's
+ * (`session.compacted`), which no turn counts.
+ */
 export const usageChange = (event: AgentEvent): UsageChange | undefined => {
-  if (event.type !== "turn.completed" || event.payload.usage === undefined) return undefined
+  if ((event.type !== "turn.completed" && event.type !== "session.compacted") || event.payload.usage === undefined) return undefined
   const { cost, costUnknown, usage } = event.payload
   return { usage, cost: typeof cost === "number" ? cost : 0, costUnknown: cost === null ? costUnknown : undefined }
 }

@@ -117,7 +117,7 @@ export interface SessionState {
    * its request's part hashes, what the next response's are compared with (`cache.break`).
    */
   readonly lastRequest?: LastRequest | undefined
-  /** What the session's turns used and cost, summed (see `Session.addUsage`); absent until a turn reported usage. */
+  /** What the session's turns and compactions used and cost, summed (see `Session.addUsage`); absent until one reported usage. */
   readonly totals?: UsageTotals | undefined
 }
 
@@ -368,10 +368,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       return Either.right({
         ...base,
         openTurn: undefined,
-        ...(() => {
-          const used = Session.usageChange(event)
-          return used === undefined ? {} : { totals: Session.addUsage(state.totals ?? {}, used) }
-        })(),
+        ...totalsWith(state, event),
         lastTurn: {
           turnId: event.turnId,
           stopReason: event.payload.stopReason,
@@ -469,8 +466,15 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
       ? { compactionId, reason: event.payload.reason, ...(event.turnId === undefined ? {} : { turnId: event.turnId }) }
       : undefined,
     // The history the last request's cache held is gone: the next request's cache break names it.
-    ...(event.type === "session.compacted" && state.lastRequest !== undefined ? { lastRequest: { ...state.lastRequest, compacted: true } } : {})
+    ...(event.type === "session.compacted" && state.lastRequest !== undefined ? { lastRequest: { ...state.lastRequest, compacted: true } } : {}),
+    ...totalsWith(state, event)
   })
+}
+
+/** The session's totals with what an event used added (`Session.usageChange`); nothing when it used nothing. */
+const totalsWith = (state: SessionState, event: AgentEvent): Pick<SessionState, "totals"> => {
+  const used = Session.usageChange(event)
+  return used === undefined ? {} : { totals: Session.addUsage(state.totals ?? {}, used) }
 }
 
 /** The applied messages with one more (the oldest forgotten past {@link rememberedKeys}); unchanged without a key. */

@@ -29,6 +29,8 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as Transcript from "../domain/Transcript.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as ModelResponse from "./ModelResponse.js"
+import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
 import { type Services, toolSpecs } from "./Services.js"
 import type { Commit } from "./Turn.js"
@@ -68,13 +70,24 @@ const tokensOf = (services: Services, session: LiveSession.LiveSession, transcri
     (built) => built.tokens.total
   )
 
+/** A summary request's answer: its text, and its usage when the provider reported it. */
+interface Answer {
+  readonly text: string
+  readonly usage: AgentEvent.Usage | undefined
+}
+
+const noAnswer: Answer = { text: "", usage: undefined }
+
 /** The model's text for one summary request, retried as a turn's request is. */
-const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effect<Either.Either<string, ProviderFailure>> =>
+const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effect<Either.Either<Answer, ProviderFailure>> =>
   Retry.loop(
     services.options.retry,
     () =>
       services.provider.stream(request).pipe(
-        Stream.runFold("", (text, chunk) => (chunk._tag === "TextDelta" ? text + chunk.text : text)),
+        Stream.runFold(noAnswer, (answer, chunk): Answer =>
+          chunk._tag === "TextDelta"
+            ? { text: answer.text + chunk.text, usage: answer.usage }
+            : chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage) } : answer),
         Effect.either
       ),
     (answer) => (Either.isLeft(answer) ? answer.left : undefined),
@@ -84,8 +97,8 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
       )
   )
 
-/** The summary of the entries before the cut, or the errorCode of why there is none. */
-const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<string, string>> =>
+/** The summary of the entries before the cut (with the request's usage), or the errorCode of why there is none. */
+const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<Answer, string>> =>
   Effect.gen(function*() {
     let entries = Cut.fitting(summarised, services.provider.capabilities.maxContextTokens)
     for (let retries = 0;; retries++) {
@@ -97,8 +110,8 @@ const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.Tran
       }
       const answer = yield* summarise(services, Cut.summaryRequest(entries))
       if (Either.isRight(answer)) {
-        const summary = answer.right.trim()
-        return summary === "" ? Either.left("empty_summary") : Either.right(summary)
+        const summary = answer.right.text.trim()
+        return summary === "" ? Either.left("empty_summary") : Either.right({ text: summary, usage: answer.right.usage })
       }
       if (answer.left.reason !== "context_overflow" || retries >= maxOverflowRetries) {
         yield* Effect.logWarning("the summary request failed; the context is left as it was").pipe(
@@ -145,7 +158,7 @@ export const run = (
         yield* commit([EventDraft.compactionFailed(compactionId, exit.value.left)])
         return { _tag: "Failed", compactionId, errorCode: exit.value.left } as const
       }
-      const summary = exit.value.right
+      const { text: summary, usage } = exit.value.right
       const turnId = started !== undefined && "turnId" in started ? started.turnId : undefined
       const after = yield* tokensOf(
         services,
@@ -164,7 +177,8 @@ export const run = (
         summary,
         firstKeptSequence: plan.firstKeptSequence,
         tokensBefore: before,
-        tokensAfter: after
+        tokensAfter: after,
+        ...(usage === undefined ? {} : { usage, ...PromptCache.costOf(services, usage) })
       }
       yield* commit([EventDraft.sessionCompacted(result)])
       return { _tag: "Compacted", result } as const

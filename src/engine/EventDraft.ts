@@ -92,7 +92,8 @@ export const sessionCompacted = (payload: AgentEvent.PayloadOf<"session.compacte
     summary: payload.summary,
     firstKeptSequence: Math.max(1, count(payload.firstKeptSequence)),
     tokensBefore: count(payload.tokensBefore),
-    tokensAfter: count(payload.tokensAfter)
+    tokensAfter: count(payload.tokensAfter),
+    ...(payload.usage === undefined ? {} : { usage: usageOf(payload.usage), ...costOf(payload) })
   }
 })
 
@@ -218,7 +219,7 @@ export const usageOf = (usage: AgentEvent.Usage): AgentEvent.Usage => ({
 })
 
 /** A cost the schema accepts: finite and non-negative dollars, or `null` (no price: `costUnknown` names the model). */
-const costOf = (completion: AgentEvent.PayloadOf<"turn.completed">) => {
+const costOf = (completion: Pick<AgentEvent.PayloadOf<"turn.completed">, "cost" | "costUnknown">) => {
   const { cost, costUnknown } = completion
   if (cost === undefined) return {}
   if (cost === null || !Number.isFinite(cost) || cost < 0) return { cost: null, ...(costUnknown === undefined ? {} : { costUnknown }) }

@@ -28,7 +28,8 @@ export type Response =
   | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined }
   | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
 
-const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
+/** Two usages summed (cache counts only when one of them has them). */
+export const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
   if (a === undefined || b === undefined) return a ?? b
   const sum = (x: number | undefined, y: number | undefined) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0))
   const cacheReadTokens = sum(a.cacheReadTokens, b.cacheReadTokens)

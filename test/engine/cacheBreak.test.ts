@@ -65,3 +65,28 @@ describe("a turn's cost", () => {
       Layer.provide(odd)
     ))))
 })
+
+describe("a compaction's cost", () => {
+  it.effect("the summary request's usage and cost are on session.compacted and in the session's totals, not in a turn's", () =>
+    Effect.gen(function*() {
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd: "/work", client: "test" })
+      yield* collect(agent.runTurn({ sessionId, userMessage: "one" }))
+      yield* collect(agent.runTurn({ sessionId, userMessage: "two" }))
+      yield* agent.compactSession({ sessionId })
+      const log = yield* collect(agent.replaySession({ sessionId }))
+      // 2 000 input × $1 + 500 output × $10 per million.
+      expect(log.find((e) => e.type === "session.compacted")!.payload).toMatchObject({ usage: { inputTokens: 2_000, outputTokens: 500 }, cost: 0.007 })
+      const turns = log.flatMap((e) => e.type === "turn.completed" ? [e.payload.cost] : [])
+      expect(turns).toEqual([0.00002, 0.00002])
+      const [summary] = (yield* agent.listSessions).filter((s) => s.sessionId === sessionId)
+      expect(summary).toMatchObject({ usage: { inputTokens: 2_020, outputTokens: 502 }, cost: 0.00704 })
+      expect((yield* agent.sessionState({ sessionId })).totals).toMatchObject({ cost: 0.00704 })
+    }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+      responses: [
+        { chunks: ["a"], usage: { inputTokens: 10, outputTokens: 1 } },
+        { chunks: ["b"], usage: { inputTokens: 10, outputTokens: 1 } },
+        { chunks: ["The summary."], usage: { inputTokens: 2_000, outputTokens: 500 } }
+      ]
+    }, { prices: { scripted: { input: 1, output: 10 } } }))))
+})
