@@ -94,16 +94,19 @@ describe("the viewer shows answers, edits and commands as users read them", () =
         cwd,
         dataDir,
         token,
+        // A priced model reporting usage, so the page (and docs/viewer.png) shows what each turn cost.
+        model: { provider: "anthropic", model: "claude-haiku-4-5" },
         responses: [
-          { chunks: hostileAnswer.match(/[\s\S]{1,7}/g)! },
+          { chunks: hostileAnswer.match(/[\s\S]{1,7}/g)!, usage: { inputTokens: 1200, outputTokens: 180 } },
           {
             chunks: ["Editing and checking."],
+            usage: { inputTokens: 1500, outputTokens: 60, cacheReadTokens: 1100 },
             toolCalls: [
               { tool: "edit_file", args: { path: "a.ts", oldString: "let a = 1", newString: "const a = 1" } },
               { tool: "shell", args: { command: "ls a.ts missing.txt" }, id: "call_shell" }
             ]
           },
-          { chunks: ["Done: `a` is a constant now."] }
+          { chunks: ["Done: `a` is a constant now."], usage: { inputTokens: 1700, outputTokens: 20, cacheReadTokens: 1500 } }
         ]
       })
       const { context } = yield* browser
@@ -162,6 +165,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       expect(yield* Effect.promise(() => page.isVisible("aside"))).toBe(false)
 
       yield* Effect.promise(() => page.setViewportSize({ width: 1440, height: 900 }))
+      expect(yield* Effect.promise(() => page.textContent("#usage"))).toBe("tokens in 4400 · out 260 · cache read 2600 · cache write 0 — $0.0060")
       const screenshot = process.env["EFFECT_AGENT_SCREENSHOT"]
       if (screenshot !== undefined && screenshot !== "") yield* Effect.promise(() => page.screenshot({ path: screenshot }))
       expect(errors).toEqual([])
