@@ -48,7 +48,8 @@ describe("run --image", () => {
     expect(content).toEqual([
       { type: "image", source: { type: "base64", media_type: "image/png", data: png.toString("base64") } },
       { type: "image", source: { type: "base64", media_type: "image/gif", data: gif.toString("base64") } },
-      { type: "text", text: "what are these?" }
+      // The last user message's last block is a prompt-cache breakpoint (caching is on by default).
+      { type: "text", text: "what are these?", cache_control: { type: "ephemeral" } }
     ])
     const sessionId = /session (sess_\S+)/.exec(result.stderr)![1]!
     const log = eventsOf((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)

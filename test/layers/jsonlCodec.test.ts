@@ -92,6 +92,16 @@ describe("the JSONL codec agrees with the schema", () => {
       { numRuns: 600 }
     ))
 
+  it("a turn's cost (a number or null, beside usage) takes the fast path; a negative or non-number cost does not", () => {
+    const completed = (payload: Record<string, unknown>) =>
+      ({ id: "evt_1", sessionId: "s", turnId: "t", sequence: 1, timestamp: "1970-01-01T00:00:00.000Z", type: "turn.completed", payload }) as unknown
+    const usage = { inputTokens: 1, outputTokens: 2 }
+    expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: 0.5 }))).toBe(true)
+    expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: null, costUnknown: "m" }))).toBe(true)
+    expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: -1 }))).toBe(false)
+    expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: "0.5" }))).toBe(false)
+  })
+
   it("an invalid event is never written: encodeLine refuses what the schema refuses", () => {
     const event = { ...AgentEvent.SessionCreated.make({ id: "e", sessionId: "s", sequence: 1, timestamp: "t", type: "session.created", payload: { cwd: "/", client: "test" } }) }
     expect(EventCodec.encodeLine({ ...event, sequence: 0 } as AgentEvent.AgentEvent)).toBeUndefined()

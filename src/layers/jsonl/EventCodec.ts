@@ -63,6 +63,22 @@ const tagOf = (ast: AST.AST): string | undefined => {
   return type !== undefined && !type.isOptional && type.type._tag === "Literal" && typeof type.type.literal === "string" ? type.type.literal : undefined
 }
 
+/** A schema of JSON scalars (strings, finite numbers, booleans, literals, undefined), refined or not. */
+const isScalar = (ast: AST.AST): boolean => {
+  switch (ast._tag) {
+    case "StringKeyword":
+    case "NumberKeyword":
+    case "BooleanKeyword":
+    case "UndefinedKeyword":
+    case "Literal":
+      return true
+    case "Refinement":
+      return isScalar(ast.from)
+    default:
+      return false
+  }
+}
+
 const union = (ast: AST.Union): Check => {
   const { types } = ast
   if (types.every((t) => t._tag === "Literal")) {
@@ -74,6 +90,12 @@ const union = (ast: AST.Union): Check => {
   if (defined.length === 1 && types.length === 2) {
     const check = compile(defined[0]!)
     return (value) => value === undefined || check(value)
+  }
+  // Values of the JSON scalars (`Schema.optional(Schema.NullOr(Schema.Number))`, flattened to one
+  // union): each decodes and encodes to itself whichever member takes it, so any member's check will do.
+  if (types.every(isScalar)) {
+    const checks = types.map(compile)
+    return (value) => checks.some((check) => check(value))
   }
   // Structs told apart by a literal `type`: only the member of that type could decode the value.
   const tags = types.map(tagOf)
