@@ -13,16 +13,16 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { McpConfig } from "../index.js"
+import { McpConfig, Session } from "../index.js"
 
 const Saved = Schema.parseJson(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 
 /** The folder of the kept files under the config folder. */
 export const folderName = "session-mcp"
 
-/** A session id as a file name: ids are `sess_` and letters, digits, `_` or `-`; anything else is never a file. */
+/** A session id as a file name: only a valid id (no separator, no `..`) is ever a file. */
 const fileOf = (configDir: string, sessionId: string): Option.Option<string> =>
-  /^[A-Za-z0-9_-]{1,128}$/.test(sessionId) ? Option.some(NodePath.join(configDir, folderName, `${sessionId}.json`)) : Option.none()
+  Session.isValidId(sessionId) ? Option.some(NodePath.join(configDir, folderName, `${sessionId}.json`)) : Option.none()
 
 /** Keeps `servers` for `sessionId` (nothing when there are none). */
 export const save = (configDir: string, sessionId: string, servers: McpConfig.Servers) =>

@@ -101,11 +101,11 @@ describe("upgrading a store to summaries with usage and cost totals", () => {
       const store = yield* JsonlEventStore.make({ dataDir })
       yield* Effect.forEach(history, store.append)
       expect(yield* totalsOf(store)).toEqual(expected)
-      // What an older version's index says of these sessions: the same summaries without totals, and no marker.
+      // What an older version's index says of these sessions: version 3, the same summaries without totals.
       const file = join(dataDir, "index.json")
-      const index = JSON.parse(readFileSync(file, "utf8")) as { sessions: Record<string, { summary: Record<string, unknown>; totals?: number }> }
+      const index = JSON.parse(readFileSync(file, "utf8")) as { version: number; sessions: Record<string, { summary: Record<string, unknown> }> }
+      index.version = 3
       for (const entry of Object.values(index.sessions)) {
-        delete entry.totals
         delete entry.summary.usage
         delete entry.summary.cost
         delete entry.summary.costUnknown

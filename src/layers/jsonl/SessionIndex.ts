@@ -49,12 +49,7 @@ const Entry = Schema.Struct({
   /** Bytes of the log the summary covers (up to the end of its last complete line). */
   covered: Schema.Int,
   version: Schema.Int,
-  summary: Session.SessionSummary,
-  /**
-   * The summary counts usage and cost (`Session.addUsage`). An entry without it was written before
-   * summaries did (or by an older version), so its totals may miss turns: it is rebuilt from its log.
-   */
-  totals: Schema.Literal(1)
+  summary: Session.SessionSummary
 })
 type Entry = typeof Entry.Type
 
@@ -63,8 +58,9 @@ const IndexFile = Schema.Struct({
   // 2: summaries carry `awaitingApproval`; an index of version 1 lacks it, so it is rebuilt.
   // 3: the journal (which one, how far read) and the sessions being written. An index of version 2
   // has none: its entries are kept, and checked against every log once (a full check).
-  // 4: summaries carry `title`; the entries of an older index lack it, so each is rebuilt from its
-  // log once (the backfill), then the index is saved as version 4.
+  // 4: summaries carry `title` and the usage totals (`Session.addUsage`); the entries of an older
+  // index lack them, so each is rebuilt from its log once (the backfill), then the index is saved
+  // as version 4.
   version: Schema.Literal(2, 3, 4),
   journal: Schema.optional(Schema.Struct({ inode: Schema.Number, offset: Schema.Int })),
   writing: Schema.optional(Schema.Array(Schema.String)),
@@ -91,8 +87,8 @@ const isInt = (u: unknown): u is number => Number.isSafeInteger(u)
 /** Whether an index entry has the shape of `Entry` (the index is this store's own cache; anything else is rebuilt). */
 const isEntry = (u: unknown): u is Entry => {
   if (typeof u !== "object" || u === null) return false
-  const { covered, summary, totals, version } = u as Record<string, unknown>
-  if (!isInt(covered) || !isInt(version) || totals !== 1 || typeof summary !== "object" || summary === null) return false
+  const { covered, summary, version } = u as Record<string, unknown>
+  if (!isInt(covered) || !isInt(version) || typeof summary !== "object" || summary === null) return false
   const s = summary as Record<string, unknown>
   return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
     isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString))) &&
@@ -277,7 +273,7 @@ export const make = (options: Options) => {
           })
         )
       )
-      return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary, totals: 1 }) : Option.none<Entry>()
+      return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary }) : Option.none<Entry>()
     }).pipe(
       // A line too long to fold in: the entry is rebuilt from the whole log, which names the line.
       Effect.catchTag("LineTooLong", () => Effect.succeed(Option.none<Entry>())),
@@ -299,7 +295,7 @@ export const make = (options: Options) => {
       const firstEnd = bytes.indexOf(0x0a)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
       const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
-      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary, totals: 1 })
+      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
     }).pipe(Effect.catchTags({ SystemError: fromFs(file, sessionId), BadArgument: fromFs(file, sessionId) }))
 
   /**
@@ -316,7 +312,7 @@ export const make = (options: Options) => {
     )
     const ids = names.filter((name) => name.endsWith(".jsonl")).map((name) => name.slice(0, -".jsonl".length)).filter(Session.isValidId).sort()
     const index = yield* load
-    // An older index's entries lack what this version's summaries carry (titles): none is kept.
+    // An older index's entries lack what this version's summaries carry (titles, totals): none is kept.
     const previous = new Map(
       index === undefined || index.version < indexVersion ? [] : Object.entries(index.sessions).filter((e): e is [string, Entry] => isEntry(e[1]))
     )
