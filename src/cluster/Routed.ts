@@ -15,9 +15,8 @@ import { randomUUID } from "node:crypto"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, type EventStore, type Image, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
+import { BlobStore, EventStoreFailure, type EventStore, type Image, Session, SessionEngine, SessionNotFound, SessionState } from "../index.js"
 import { Turns } from "../server.js"
-import * as CarriedImages from "./CarriedImages.js"
 import * as Engines from "./Engines.js"
 import { SessionEntity } from "./SessionEntity.js"
 
@@ -63,7 +62,7 @@ export const stateOf = (store: EventStore.EventStore.Service) => (sessionId: str
 const carriedBy = (blobs: Engines.Engines["Type"]["blobs"]) => (images: ReadonlyArray<Image.ImageInput> | undefined) =>
   images === undefined || images.length === 0
     ? Effect.succeed({})
-    : Effect.map(CarriedImages.put(blobs, images), (refs) => ({ images: refs }))
+    : Effect.map(BlobStore.putImages(blobs, images), (refs) => ({ images: refs }))
 
 /** The routed engine: needs the runner's sharding (for the entity's client) and `Engines`. */
 export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Sharding.Sharding | Engines.Engines> =

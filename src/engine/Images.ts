@@ -11,47 +11,14 @@ import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import { type BlobFailure, BlobNotFound } from "../domain/Blob.js"
-import { EventStoreFailure, InvalidInput } from "../domain/Errors.js"
+import { EventStoreFailure } from "../domain/Errors.js"
 import * as Image from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
-import type { BlobStore } from "../services/BlobStore.js"
+import { asStoreFailure, type BlobStore, putImages } from "../services/BlobStore.js"
 import type { Capabilities, ModelRequest } from "../services/ModelProvider.js"
 
-/** An image refused, as the engine's callers see it: `InvalidInput` on `images`, its message naming the image and the reason. */
-export const refused = (refusal: Image.ImageRefused): InvalidInput => new InvalidInput({ field: "images", detail: refusal.message })
-
-/** A blob area failure as the store failure it is (the blob area is part of the store). */
-const storeFailure = (failure: BlobFailure): EventStoreFailure =>
-  new EventStoreFailure({
-    reason: failure.reason === "invalid_hash" ? "unknown" : failure.reason,
-    operation: failure.operation === "put" ? "append" : "read",
-    detail: failure.message,
-    cause: failure
-  })
-
-/**
- * Checks a message's images and puts them in the blob area, in order: their references, as
- * `user.message.images` stores them. Refused as a whole (`InvalidInput`, nothing put) when one is
- * not a PNG/JPEG/GIF/WebP, is empty or too large, or there are too many. Without a blob area
- * (an engine built on a store that has none), images are refused.
- */
-export const store = (
-  blobs: BlobStore.Service | undefined,
-  images: ReadonlyArray<Image.ImageInput>
-): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
-  Effect.gen(function*() {
-    if (images.length === 0) return []
-    const types = Image.checkAll(images)
-    if (types instanceof Image.ImageRefused) return yield* Effect.fail(refused(types))
-    if (blobs === undefined) {
-      return yield* new InvalidInput({ field: "images", detail: "this engine's store has no blob area (provide a BlobStore) to keep images in" })
-    }
-    return yield* Effect.forEach(images, (image, i) =>
-      blobs.put(image.data).pipe(
-        Effect.map((blob): Image.ImageRef => ({ blob, mediaType: types[i]!, bytes: image.data.byteLength })),
-        Effect.mapError(storeFailure)
-      ))
-  }).pipe(Effect.withSpan("Images.store", { attributes: { count: images.length } }))
+/** Checks a message's images and puts them in the blob area (see `BlobStore.putImages`). */
+export const store = putImages
 
 /** An image of a session: its bytes and media type (see `SessionEngine.sessionImage`). */
 export interface SessionImage {
@@ -82,7 +49,7 @@ export const ofSession = <E>(
     )
     if (named._tag === "None" || blobs === undefined) return yield* new BlobNotFound({ hash: blob.slice(0, 80) })
     const bytes = yield* blobs.get(blob).pipe(
-      Effect.catchTag("BlobFailure", (failure) => Effect.fail(storeFailure(failure)))
+      Effect.catchTag("BlobFailure", (failure) => Effect.fail(asStoreFailure(failure)))
     )
     if (Image.sniff(bytes) !== named.value.mediaType) {
       return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${named.value.mediaType} image the log names` })

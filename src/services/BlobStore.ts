@@ -7,8 +7,10 @@
  * @since 0.6.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type { BlobFailure, BlobNotFound, Hash } from "../domain/Blob.js"
+import { EventStoreFailure, InvalidInput } from "../domain/Errors.js"
+import * as Image from "../domain/Image.js"
 
 /** The blob store port. */
 export class BlobStore extends Context.Tag("effect-agent/BlobStore")<BlobStore, BlobStore.Service>() {}
@@ -31,3 +33,36 @@ export declare namespace BlobStore {
     readonly has: (hash: string) => Effect.Effect<boolean, BlobFailure>
   }
 }
+
+/** A blob area failure as the store failure it is (the blob area is part of the store): what callers of the engine see. */
+export const asStoreFailure = (failure: BlobFailure): EventStoreFailure =>
+  new EventStoreFailure({
+    reason: failure.reason === "invalid_hash" ? "unknown" : failure.reason,
+    operation: failure.operation === "put" ? "append" : "read",
+    detail: failure.message,
+    cause: failure
+  })
+
+/**
+ * Checks a message's images and puts them in the blob area, in order: their references, as
+ * `user.message.images` stores them. Refused as a whole (`InvalidInput` on `images`, nothing put)
+ * when one is not a PNG/JPEG/GIF/WebP, is empty or too large, or there are too many. Without a blob
+ * area (a store that has none), images are refused.
+ */
+export const putImages = (
+  blobs: BlobStore.Service | undefined,
+  images: ReadonlyArray<Image.ImageInput>
+): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
+  Effect.gen(function*() {
+    if (images.length === 0) return []
+    const types = Image.checkAll(images)
+    if (types instanceof Image.ImageRefused) return yield* new InvalidInput({ field: "images", detail: types.message })
+    if (blobs === undefined) {
+      return yield* new InvalidInput({ field: "images", detail: "this store has no blob area (provide a BlobStore) to keep images in" })
+    }
+    return yield* Effect.forEach(images, (image, i) =>
+      blobs.put(image.data).pipe(
+        Effect.map((blob): Image.ImageRef => ({ blob, mediaType: types[i]!, bytes: image.data.byteLength })),
+        Effect.mapError(asStoreFailure)
+      ))
+  }).pipe(Effect.withSpan("BlobStore.putImages", { attributes: { count: images.length } }))
