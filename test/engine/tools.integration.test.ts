@@ -34,14 +34,15 @@ const isAlive = (pid: number): boolean => {
 /** The pids of processes whose command line contains `text`, once `count` of them run. */
 const waitForPids = async (text: string, count: number): Promise<Array<number>> => {
   for (;;) {
-    const pids = readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    // Each process's command line is read once: one may exit between two reads (the shell's wrapper does).
+    const sleeps = readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(text) && isAlive(pid)
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8")
+        return cmdline.startsWith("sleep") && cmdline.includes(text) && isAlive(pid)
       } catch {
         return false
       }
     })
-    const sleeps = pids.filter((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").startsWith("sleep"))
     if (sleeps.length >= count) return sleeps
     await new Promise((resolve) => setImmediate(resolve))
   }
