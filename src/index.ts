@@ -18,6 +18,7 @@ export * as Edit from "./domain/Edit.js"
 export * as Session from "./domain/Session.js"
 /** Session titles: derived from the first message, or given by the user; made plain, one line. */
 export * as SessionTitle from "./domain/SessionTitle.js"
+export * as Task from "./domain/Task.js"
 /** State replay: the pure reducer from events to session state. */
 export * as SessionState from "./domain/SessionState.js"
 /** Transcript replay: the pure reducer from events to the conversation. */
@@ -84,6 +85,7 @@ export * as WorkspaceTools from "./layers/WorkspaceTools.js"
 export * as Cassette from "./layers/Cassette.js"
 /** Tools of your own, from a Schema and an Effect, alone or beside the workspace tools. */
 export * as Toolkit from "./layers/Toolkit.js"
+export * as TaskTool from "./layers/TaskTool.js"
 export * as WebFetch from "./layers/web/WebFetch.js"
 export * as ProjectInstructions from "./layers/instructions/ProjectInstructions.js"
 /** The rule-based permission engine. */

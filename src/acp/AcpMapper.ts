@@ -275,6 +275,16 @@ export const updatesOf = (
     case "compaction.failed":
       // Mapped above (by type string, whatever the client supports).
       return []
+    case "subagent.started":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, title: `task: ${event.payload.description}`, content: toolContent(`subagent ${event.payload.childSessionId} started`) }]
+    case "subagent.progress":
+      // The tree's usage so far, as the task call's progress.
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, content: toolContent(`subagent ${event.payload.childSessionId}: ${UsageText.subagentText(event.payload)}`) }]
+    case "subagent.completed":
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, content: toolContent(UsageText.subagentEndText(event.payload)) }]
+    case "subagent.asked":
+      // Asked as a permission request of its own (see AcpPermissions), labelled with the child's task.
+      return []
     case "cache.break":
       // Live only, and only to a client that shows notices (the protocol forbids them otherwise).
       return context.phase === "live" && context.support.notices

@@ -160,6 +160,21 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       }
       case "cache.break":
         return note(`  ⚠ ${UsageText.cacheBreakText(event.payload)}`)
+      case "subagent.started": {
+        const { childSessionId, cwd, description, mode, tools } = event.payload
+        const narrowed = [
+          ...(tools === undefined ? [] : [`tools ${tools.join(", ")}`]),
+          ...(mode === "readOnly" ? ["read-only"] : [])
+        ]
+        return note(`    ↳ subagent ${childSessionId}: ${oneLine(description, 80)} (in ${oneLine(cwd, 200)}${narrowed.length === 0 ? "" : `; ${narrowed.join("; ")}`})`)
+      }
+      case "subagent.progress":
+        return note(`    ↳ subagent ${event.payload.childSessionId}: ${UsageText.subagentText(event.payload)}`)
+      case "subagent.asked":
+        // The question itself is asked by whoever answers (see Approvals): here only what it is about.
+        return note(`    ↳ subagent ${event.payload.childSessionId} (${oneLine(event.payload.description, 80)}) asks: ${describeCall(event.payload)} [${event.payload.risk}]`)
+      case "subagent.completed":
+        return note(`    ↳ ${UsageText.subagentEndText(event.payload)}`)
       case "compaction.failed":
         return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {

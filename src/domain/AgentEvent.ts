@@ -82,7 +82,9 @@ export const SessionCreated = sessionEvent("session.created", {
   cwd: Schema.String,
   client: Client,
   /** Present in a fork: the session and sequence (the end of a closed turn) it was copied from. */
-  forkedFrom: Schema.optional(Schema.Struct({ sessionId: Schema.String, sequence: Schema.Int.pipe(Schema.positive()) }))
+  forkedFrom: Schema.optional(Schema.Struct({ sessionId: Schema.String, sequence: Schema.Int.pipe(Schema.positive()) })),
+  /** Present in a subagent's session: the session and the `task` call that started it, and how deep it is (1 for a child of a top session). */
+  parent: Schema.optional(Schema.Struct({ sessionId: Schema.String, toolCallId: Schema.String, depth: Schema.Int.pipe(Schema.positive()) }))
 })
 
 /**
@@ -287,6 +289,64 @@ export const SessionForked = sessionEvent("session.forked", { fromSessionId: Sch
  */
 export const SessionTitled = sessionEvent("session.titled", { title: Schema.String })
 
+/**
+ * A `task` call started a subagent: a child session (`childSessionId`, whose `session.created` names
+ * this session and call) running `description` in `cwd` with the tools `tools` (absent: the same as
+ * this session's) and the permission mode `mode` (`inherit` or `readOnly`), at most `maxSteps` model
+ * requests. Stored in the parent's turn, after the call's `tool.started`.
+ */
+export const SubagentStarted = turnEvent("subagent.started", {
+  toolCallId: Schema.String,
+  childSessionId: Schema.String,
+  description: Schema.String,
+  cwd: Schema.String,
+  tools: Schema.optional(Schema.Array(Schema.String)),
+  mode: Schema.Literal("inherit", "readOnly"),
+  maxSteps: Schema.optional(Schema.Int.pipe(Schema.positive()))
+})
+
+/**
+ * What a running subagent (its own steps and those of its subagents) has used so far: model
+ * requests, token usage, cost. Stored in the parent's turn once per model response or tool result of
+ * the child, never per delta; the numbers are totals, so the last one is what it used.
+ */
+export const SubagentProgress = turnEvent("subagent.progress", {
+  toolCallId: Schema.String,
+  childSessionId: Schema.String,
+  steps: Count,
+  usage: Schema.optional(Usage),
+  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+})
+
+/**
+ * A subagent's call waits for the user: shown to whoever answers this session, labelled with the
+ * child's task, and answered on the child session (`resolvePermission({sessionId: childSessionId,
+ * toolCallId: childToolCallId})`), whose log records the answer.
+ */
+export const SubagentAsked = turnEvent("subagent.asked", {
+  toolCallId: Schema.String,
+  childSessionId: Schema.String,
+  description: Schema.String,
+  childToolCallId: Schema.String,
+  tool: Schema.String,
+  args: Json,
+  risk: Risk
+})
+
+/**
+ * A subagent ended: how its turn ended (`outcome`, and `errorCode` when it is `error`) and what its
+ * tree used in all. Stored before the `task` call's `tool.completed` / `tool.failed`.
+ */
+export const SubagentCompleted = turnEvent("subagent.completed", {
+  toolCallId: Schema.String,
+  childSessionId: Schema.String,
+  outcome: StopReason,
+  errorCode: Schema.optional(Schema.String),
+  steps: Count,
+  usage: Schema.optional(Usage),
+  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+})
+
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
 export const CompactionReason = Schema.Literal("manual", "threshold", "overflow")
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
@@ -348,7 +408,11 @@ export const AgentEvent = Schema.Union(
   CompactionStarted,
   SessionCompacted,
   CompactionFailed,
-  SessionTitled
+  SessionTitled,
+  SubagentStarted,
+  SubagentProgress,
+  SubagentAsked,
+  SubagentCompleted
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */

@@ -278,6 +278,11 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "permission.resolved": (event) => enter(event.payload.decision === "ask" ? TurnFsm.RunningPhase.AwaitingApproval : TurnFsm.RunningPhase.ToolPending),
   "tool.started": () => enter(TurnFsm.RunningPhase.ToolRunning),
   "tool.progress": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  // A subagent's events come while its `task` call runs (the calls' phase is recomputed from them).
+  "subagent.started": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "subagent.progress": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "subagent.asked": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "subagent.completed": () => enter(TurnFsm.RunningPhase.ToolRunning),
   "compaction.started": () => enter(TurnFsm.RunningPhase.Compaction),
   // The request is built again, from the compacted (or unchanged) context.
   "session.compacted": () => enter(TurnFsm.RunningPhase.ContextBuilding),
@@ -431,6 +436,15 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       })
     case "cache.break":
       return Either.right({ ...base, openTurn: turn })
+    case "subagent.started":
+    case "subagent.progress":
+    case "subagent.asked":
+    case "subagent.completed":
+      // Only while the `task` call that runs the subagent is running.
+      if (!turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId && c.status === "running")) {
+        return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not running`)
+      }
+      return Either.right({ ...base, openTurn: withCallsPhase(turn) })
   }
 }
 

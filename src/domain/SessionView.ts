@@ -16,7 +16,7 @@ import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
-import { cacheBreakText } from "./UsageText.js"
+import { cacheBreakText, subagentText } from "./UsageText.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
 export interface ViewCall {
@@ -28,12 +28,29 @@ export interface ViewCall {
   risk: Risk | undefined
   readonly decisions: Array<{ readonly decision: string; readonly actor: string; readonly policy?: string | undefined }>
   progress?: string
+  /** The subagent a `task` call runs: its session (a link to its own view), its task, and what its tree used so far. */
+  subagent?: ViewSubagent
   result?: string
   /** Images the tool returned (shown from `GET /sessions/:id/blobs/:hash`). */
   images?: ReadonlyArray<ImageRef>
   exitCode?: number | undefined
   errorCode?: string
   message?: string
+}
+
+/** A subagent under its `task` call: the tree view nests the child session's own view here, by its id. */
+export interface ViewSubagent {
+  readonly childSessionId: string
+  readonly description: string
+  readonly cwd: string
+  readonly tools: ReadonlyArray<string> | undefined
+  readonly mode: "inherit" | "readOnly"
+  /** What the child's tree used so far, as a line (`3 steps · tokens in 412 · out 15 — $0.0012`). */
+  used: string | undefined
+  /** The child's call waiting for the user, when one is. */
+  asking: { readonly toolCallId: string; readonly tool: string; readonly risk: Risk } | undefined
+  /** How the child's turn ended, once it has. */
+  outcome: string | undefined
 }
 
 /** A line about the session's life: `event` names the session-level event it tells of; `detail` holds a compaction's summary. */
@@ -79,6 +96,8 @@ export interface View {
       readonly client: Client
       readonly createdAt: string
       readonly forkedFrom: { readonly sessionId: string; readonly sequence: number } | undefined
+      /** A subagent's session: the session and `task` call that started it. */
+      readonly parent?: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number } | undefined
     }
     | undefined
   readonly turns: Array<ViewTurn>
@@ -148,8 +167,8 @@ const statusOfDecision = { ask: "awaiting_approval", allow: "allowed", deny: "de
 /** What each event type shows — one entry per type. */
 const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) => void } = {
   "session.created": (view, event) => {
-    const { client, cwd, forkedFrom } = event.payload
-    view.session = { sessionId: event.sessionId, cwd, client, createdAt: event.timestamp, forkedFrom }
+    const { client, cwd, forkedFrom, parent } = event.payload
+    view.session = { sessionId: event.sessionId, cwd, client, createdAt: event.timestamp, forkedFrom, ...(parent === undefined ? {} : { parent }) }
   },
   "turn.started": (view, event) => {
     const { promptPreview, queueId } = event.payload
@@ -243,6 +262,30 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   // Per-response usage adds up in `turn.completed`; only a break of the prompt cache is a line of the turn.
   "model.usage": () => {},
   "cache.break": (view, event) => push(view, { kind: "note", text: cacheBreakText(event.payload), event: event.type }),
+  "subagent.started": (view, event) => {
+    const call = callOf(view, event.payload.toolCallId)
+    if (call === undefined) return
+    const { childSessionId, cwd, description, mode, tools } = event.payload
+    call.subagent = { childSessionId, description, cwd, tools, mode, used: undefined, asking: undefined, outcome: undefined }
+  },
+  "subagent.progress": (view, event) => {
+    const subagent = callOf(view, event.payload.toolCallId)?.subagent
+    if (subagent === undefined) return
+    subagent.used = subagentText(event.payload)
+    // The child went on: the call it asked about was answered.
+    subagent.asking = undefined
+  },
+  "subagent.asked": (view, event) => {
+    const subagent = callOf(view, event.payload.toolCallId)?.subagent
+    if (subagent !== undefined) subagent.asking = { toolCallId: event.payload.childToolCallId, tool: event.payload.tool, risk: event.payload.risk }
+  },
+  "subagent.completed": (view, event) => {
+    const subagent = callOf(view, event.payload.toolCallId)?.subagent
+    if (subagent === undefined) return
+    subagent.used = subagentText(event.payload)
+    subagent.asking = undefined
+    subagent.outcome = event.payload.errorCode === undefined ? event.payload.outcome : `${event.payload.outcome} (${event.payload.errorCode})`
+  },
   "followup.queued": (view, event) => {
     view.followUps.push({ queueId: event.payload.queueId, content: event.payload.content })
     note(view, event, `follow-up queued: ${event.payload.content}`)

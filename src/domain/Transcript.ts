@@ -221,7 +221,12 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "permission.requested": closes,
   "permission.resolved": closes,
   "tool.started": closes,
-  "tool.progress": closes
+  "tool.progress": closes,
+  // A subagent's conversation is in its own log; the parent's model reads its final answer as the task's result.
+  "subagent.started": closes,
+  "subagent.progress": closes,
+  "subagent.asked": closes,
+  "subagent.completed": closes
 }
 
 /** Applies one event to a transcript held as `changes` holds it: the one transcript fold. */

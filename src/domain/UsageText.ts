@@ -48,3 +48,14 @@ export const totalsText = (
   const unknown = totals.costUnknown === undefined || totals.costUnknown.length === 0 ? "" : `; cost unknown for ${totals.costUnknown.join(", ")}`
   return `tokens ${tokensText(totals.usage)} — ${dollars(totals.cost ?? 0)}${unknown}`
 }
+
+/** What a subagent's tree used so far (`subagent.progress`, `subagent.completed`): `3 steps · tokens in 412 · out 15 — $0.0012`. */
+export const subagentText = (payload: PayloadOf<"subagent.progress"> | PayloadOf<"subagent.completed">): string =>
+  [
+    `${payload.steps} step${payload.steps === 1 ? "" : "s"}`,
+    ...(payload.usage === undefined ? [] : [`tokens ${tokensText(payload.usage)}`])
+  ].join(" · ") + (payload.cost === undefined ? "" : ` — ${dollars(payload.cost)}`)
+
+/** A subagent's end: `subagent sess_… ended final (3 steps · …)`. */
+export const subagentEndText = (payload: PayloadOf<"subagent.completed">): string =>
+  `subagent ${payload.childSessionId} ended ${payload.outcome}${payload.errorCode === undefined ? "" : ` (${payload.errorCode})`}: ${subagentText(payload)}`

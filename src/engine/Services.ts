@@ -16,7 +16,9 @@ import type { IdGenerator } from "../services/IdGenerator.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import type { ToolRouter } from "../services/ToolRouter.js"
+import type * as Task from "../domain/Task.js"
 import * as Retry from "./Retry.js"
+import type * as Subagents from "./Subagents.js"
 import type { Watchers } from "./Watchers.js"
 
 /**
@@ -57,6 +59,10 @@ export interface TurnOptions {
    * what `turn.completed`'s `cost` is computed from. A model in neither has `cost: null`.
    */
   readonly prices?: PriceTable | undefined
+  /** How deep subagents (`task` calls) nest (default 2: a subagent may start subagents, theirs may not). */
+  readonly maxSubagentDepth?: number | undefined
+  /** The budget of every top turn and the subagents it starts (a turn's own, `runTurn`'s `budget`, wins); default none. */
+  readonly budget?: Task.Budget | undefined
 }
 
 /** The defaults of {@link TurnOptions}. */
@@ -84,6 +90,8 @@ export interface Services {
   readonly context: ContextBuilder.Service
   readonly hooks: Hooks
   readonly options: TurnOptions
+  /** The subagents the `task` tool starts; none when the tools offer no `task`. */
+  readonly subagents?: Subagents.Runtime | undefined
 }
 
 /** The tools as a model request describes them. */

@@ -34,6 +34,7 @@ import {
 import * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as SessionTitle from "../domain/SessionTitle.js"
+import * as Task from "../domain/Task.js"
 import type * as Image from "../domain/Image.js"
 import { AgentHooks } from "../services/AgentHooks.js"
 import type { BlobNotFound } from "../domain/Blob.js"
@@ -52,6 +53,7 @@ import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import * as Services from "./Services.js"
+import * as Subagents from "./Subagents.js"
 import * as SessionDriver from "./SessionDriver.js"
 import type * as Turn from "./Turn.js"
 import * as Watchers from "./Watchers.js"
@@ -77,6 +79,12 @@ export interface RunTurnInput {
    * of the message is stored.
    */
   readonly images?: ReadonlyArray<Image.ImageInput>
+  /**
+   * A budget for this turn and every subagent it starts (over the engine's `budget`): crossing it
+   * ends the tree's turns at their next step boundary, `turn.completed {stopReason: "error",
+   * errorCode: "budget_exceeded"}`. Each limit is a positive number; `InvalidInput` (field `budget`) otherwise.
+   */
+  readonly budget?: Task.Budget
 }
 
 /** Input of {@link SessionEngine.Service.steer} and {@link SessionEngine.Service.followUp}. */
@@ -331,17 +339,24 @@ export const make = (
   Effect.gen(function*() {
     const store = yield* EventStore
     const ids = yield* IdGenerator
+    const baseTools = Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter))
+    const basePermissions = Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways)
+    // Subagents exist when the tools offer `task` (see TaskTool): their sessions' tools and permissions are narrowed.
+    const subagents = baseTools?.definitions.some((d) => d.name === Task.toolName) === true
+      ? Subagents.makeRuntime({ maxDepth: options.maxSubagentDepth, budget: options.budget })
+      : undefined
     const services: Services.Services = {
       store,
       blobs: Option.getOrUndefined(yield* Effect.serviceOption(BlobStore)),
       ids,
       watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
-      tools: Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter)),
-      permissions: Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways),
+      tools: baseTools === undefined || subagents === undefined ? baseTools : Subagents.router(baseTools, subagents),
+      permissions: subagents === undefined ? basePermissions : Subagents.permissions(basePermissions, subagents),
       context: Option.getOrElse(yield* Effect.serviceOption(ContextBuilder.ContextBuilder), () => ContextBuilder.transcriptOnly),
       hooks: Option.getOrElse(yield* Effect.serviceOption(AgentHooks), () => ({})),
-      options: { ...Services.defaultOptions, ...options }
+      options: { ...Services.defaultOptions, ...options },
+      subagents
     }
     const scope = yield* Effect.scope
     const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, (sessionId) => hydrate(store, sessionId))
@@ -361,9 +376,14 @@ export const make = (
       if (!AgentEvent.Client.literals.includes(input.client)) {
         return yield* new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
       }
+      return yield* created({ cwd: input.cwd, client: input.client })
+    })
+
+    /** Stores a new session's `session.created` (a subagent's names its parent) and holds it. */
+    const created = (payload: AgentEvent.PayloadOf<"session.created">) => Effect.gen(function*() {
       const sessionId = yield* ids.next("session")
       yield* sessions.holdWriter(sessionId)
-      const event = yield* LiveSession.sessionCreated(services, sessionId, { cwd: input.cwd, client: input.client })
+      const event = yield* LiveSession.sessionCreated(services, sessionId, payload)
       yield* store.append(event)
       const state = SessionState.fromCreated(event)
       yield* sessions.add(LiveSession.replayed(state, [event]))
@@ -389,11 +409,24 @@ export const make = (
             return yield* new InvalidInput({ field: "userMessage", detail: "must not be empty" })
           }
           // Checked and stored before the turn is asked for: a refused image leaves no event.
+          const budget = yield* checkBudget(input.budget)
           const images = yield* Images.store(services.blobs, given)
-          return yield* SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage, ...(images.length === 0 ? {} : { images }) })
+          return yield* SessionDriver.request(engine, session, {
+            _tag: "New",
+            userMessage: input.userMessage,
+            ...(images.length === 0 ? {} : { images }),
+            ...(budget === undefined ? {} : { budget })
+          })
         })).pipe(
           Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
         )
+
+    if (subagents !== undefined) {
+      subagents.api = {
+        createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
+        runTurn: (input) => runTurn(input)
+      }
+    }
 
     const resumeTurn = (input: SessionInput) =>
       turnStream(input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" })).pipe(
@@ -557,6 +590,15 @@ export const make = (
         )
     })
   })
+
+/** A turn's budget, checked: each limit a positive finite number. */
+const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget | undefined, InvalidInput> => {
+  if (budget === undefined) return Effect.succeed(undefined)
+  const bad = (["maxTokens", "maxCost"] as const).find((key) => budget[key] !== undefined && !(Number.isFinite(budget[key]) && budget[key]! > 0))
+  return bad === undefined
+    ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined ? undefined : budget)
+    : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
+}
 
 /** Loads a session by folding its log as it is read: the whole log is never held at once. */
 const hydrate = (store: EventStore.Service, sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>

@@ -20,6 +20,7 @@ import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
+import * as Subagents from "./Subagents.js"
 import type * as LiveSession from "./LiveSession.js"
 import { storeAccepted, type Turn, type UserDecision } from "./Turn.js"
 
@@ -133,7 +134,8 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
     const { toolCallId, tool, args } = call
     yield* turn.commit([EventDraft.toolStarted(toolCallId, tool, args)])
     const { state } = turn.session.live
-    const outcome = yield* turn.services.tools!.execute(call, {
+    // A `task` runs a subagent: the engine's work, with events of its own in this turn.
+    const outcome = Subagents.isTask(turn.services, call) ? yield* Subagents.run(turn, call) : yield* turn.services.tools!.execute(call, {
       sessionId: state.sessionId,
       turnId: turn.turnId,
       cwd: state.cwd,

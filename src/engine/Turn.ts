@@ -17,6 +17,7 @@ import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import type * as SessionState from "../domain/SessionState.js"
+import type * as Task from "../domain/Task.js"
 import * as LiveSession from "./LiveSession.js"
 import type { Services } from "./Services.js"
 
@@ -25,7 +26,7 @@ import type { Services } from "./Services.js"
  * log holds paused on the user's answer (`resumeTurn`).
  */
 export type Work =
-  | { readonly _tag: "New"; readonly userMessage: string; readonly images?: ReadonlyArray<ImageRef> }
+  | { readonly _tag: "New"; readonly userMessage: string; readonly images?: ReadonlyArray<ImageRef>; readonly budget?: Task.Budget | undefined }
   | { readonly _tag: "Queued"; readonly queueId: string; readonly content: string }
   | { readonly _tag: "Resume" }
 

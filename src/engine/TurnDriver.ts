@@ -25,6 +25,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import * as StepRequest from "./StepRequest.js"
+import * as Subagents from "./Subagents.js"
 import * as ToolPhase from "./ToolPhase.js"
 import { type Commit, storeAccepted, type Turn } from "./Turn.js"
 
@@ -134,6 +135,9 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
   Effect.gen(function*() {
     const { options } = turn.services
     yield* storeSteers(turn)
+    // The tree's budget and a subagent's own step limit are checked at every step boundary.
+    const stopped = Subagents.beforeStep(turn, step, tally.usage)
+    if (stopped !== undefined) return stopped
     const request = yield* StepRequest.build(turn, step)
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
     const response = yield* ModelResponse.stream(turn, request.value, tally)

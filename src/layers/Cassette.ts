@@ -129,6 +129,10 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "session.forked":
       case "session.titled":
       case "compaction.started":
+      case "subagent.started":
+      case "subagent.progress":
+      case "subagent.asked":
+      case "subagent.completed":
         // Not the model's: they only end the response being read.
         break
       default:

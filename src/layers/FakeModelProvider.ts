@@ -79,7 +79,13 @@ export const Script = Schema.Struct({
    * that recorded it, so its replay prices turns as the recording did.
    */
   provider: Schema.optional(Schema.String),
-  model: Schema.optional(Schema.String)
+  model: Schema.optional(Schema.String),
+  /**
+   * Scripts of subagents (`task` calls), by the task's prompt: a request whose first user message is
+   * one of these prompts — a subagent's conversation — takes the next response of that list, the
+   * others the next of `responses`. Subagents that run at once then each follow their own script.
+   */
+  subagents: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Array(ScriptedResponse) }))
 })
 /** A whole script: what a `--script` file for the CLI holds. */
 export type Script = typeof Script.Encoded
@@ -87,6 +93,8 @@ export type Script = typeof Script.Encoded
 /** Options of the fake model. */
 export interface Options {
   readonly responses?: ReadonlyArray<ScriptedResponse> | undefined
+  /** Scripts of subagents, by the task's prompt (see `Script.subagents`). */
+  readonly subagents?: Readonly<Record<string, ReadonlyArray<ScriptedResponse>>> | undefined
   /** The context window it reports (default 128 000 tokens). */
   readonly maxContextTokens?: number | undefined
   /** Whether it takes images (default false: images reach it as notes, `read_file` of one gives text). */
@@ -146,8 +154,25 @@ const chunksOf = (
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const script = (options.responses ?? []).map((response) => decodeResponse(response))
+    const bySubagent = new Map(Object.entries(options.subagents ?? {}).map(([prompt, responses]) => [prompt, responses.map((r) => decodeResponse(r))]))
+    const taken = new Map<string, number>()
+    /** The next scripted response for a request: from its subagent's script when its first user message is one's prompt. */
+    const next = (request: ModelProvider.ModelRequest, index: number) => {
+      const first = request.messages.find((m) => m.role === "user")?.content
+      const own = first === undefined ? undefined : bySubagent.get(first)
+      if (own === undefined) return script[index]
+      const at = taken.get(first!) ?? 0
+      taken.set(first!, at + 1)
+      return own[at]
+    }
     const requests: Array<ModelProvider.ModelRequest> = []
     let received = 0
+    let mainTaken = 0
+    /** The index in `responses` of a request that is not a subagent's (none taken for a subagent's). */
+    const mainIndex = (request: ModelProvider.ModelRequest) => {
+      const first = request.messages.find((m) => m.role === "user")?.content
+      return first !== undefined && bySubagent.has(first) ? -1 : mainTaken++
+    }
     const callIds = yield* Ref.make(0)
     const nextCallId = Ref.updateAndGet(callIds, (n) => n + 1).pipe(Effect.map((n) => `call_${n}`))
 
@@ -175,9 +200,9 @@ export const make = (options: Options = {}) =>
       capabilities: { provider: options.provider ?? "fake", model: options.model ?? "scripted", maxContextTokens: options.maxContextTokens ?? 128_000, ...(options.images === true ? { images: true } : {}) },
       stream: (request) =>
         Stream.unwrap(Effect.gen(function*() {
-          const index = received++
           if (options.record === true) requests.push(request)
-          const response = script[index]
+          received++
+          const response = next(request, mainIndex(request))
           return response === undefined
             ? Stream.fromIterable([...(request.system === summaryInstruction ? echoSummary(request) : echo(request)).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
             : respond(response)

@@ -1,0 +1,378 @@
+/**
+ * Subagents: a `task` call runs a child session — a real session with its own log, linked both ways
+ * (`subagent.started` / `subagent.completed` in the parent, `session.created.parent` in the child) —
+ * and its final answer is the call's result. A child works in its parent's cwd or one inside it
+ * (checked when the call is prepared, see `TaskTool`), with a subset of its parent's tools, a mode
+ * never wider than its parent's, its own step limit, and no `task` tool at the depth limit.
+ *
+ * A turn and the subagents it starts are one tree with one budget: every step of every session in it
+ * counts, as does every token each model response reported; crossing the budget ends each session of
+ * the tree at its next step boundary with `budget_exceeded`. The parent's log follows its children
+ * (`subagent.progress`, once per model response or tool result of a child, never per delta), and a
+ * child's call waiting for the user is told to the parent (`subagent.asked`) so that whoever answers
+ * the parent answers it, on the child session.
+ *
+ * A cancel of the parent interrupts the call, which interrupts the child's turn stream: the child's
+ * turn is cancelled and stored as such before the call ends.
+ *
+ * @since 0.10.0
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import type * as AgentEvent from "../domain/AgentEvent.js"
+import type { EventStoreFailure } from "../domain/Errors.js"
+import type * as Session from "../domain/Session.js"
+import * as Task from "../domain/Task.js"
+import type { PermissionEngine } from "../services/PermissionEngine.js"
+import { type PreparedCall, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
+import * as EventDraft from "./EventDraft.js"
+import * as PromptCache from "./PromptCache.js"
+import type { Services } from "./Services.js"
+import type { Turn } from "./Turn.js"
+
+/** What the engine lends the subagents: how to create a child session and run a turn of it. */
+export interface EngineApi {
+  readonly createChild: (input: {
+    readonly cwd: string
+    readonly client: AgentEvent.Client
+    readonly parent: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number }
+  }) => Effect.Effect<Session.Session, unknown>
+  readonly runTurn: (input: { readonly sessionId: string; readonly userMessage: string }) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+}
+
+/** What one session of a tree has used: its own steps and tokens, and which session started it. */
+interface Member {
+  readonly parent: string | undefined
+  steps: number
+  usage: AgentEvent.Usage | undefined
+}
+
+/** A turn and the subagents it started, with one budget. */
+export interface Tree {
+  readonly budget: Task.Budget | undefined
+  readonly members: Map<string, Member>
+}
+
+/** A running child session: where it hangs in its tree and what it may do. */
+interface Link {
+  readonly tree: Tree
+  readonly depth: number
+  /** Its tools; `undefined`: the same as the engine's. */
+  readonly tools: ReadonlySet<string> | undefined
+  readonly readOnly: boolean
+  readonly maxSteps: number | undefined
+}
+
+/** The subagents of one engine: the running children by session id, and the trees of top turns. */
+export interface Runtime {
+  readonly maxDepth: number
+  readonly budget: Task.Budget | undefined
+  readonly links: Map<string, Link>
+  readonly roots: WeakMap<Turn, Tree>
+  /** Set once the engine is built (the subagents run through its own operations). */
+  api: EngineApi | undefined
+}
+
+/** Options of the subagents (engine options `maxSubagentDepth`, `budget`). */
+export const makeRuntime = (options: { readonly maxDepth?: number | undefined; readonly budget?: Task.Budget | undefined }): Runtime => ({
+  maxDepth: Math.max(0, options.maxDepth ?? Task.defaultMaxDepth),
+  budget: options.budget,
+  links: new Map(),
+  roots: new WeakMap(),
+  api: undefined
+})
+
+/** Whether a prepared call is a `task` the engine runs. */
+export const isTask = (services: Services, call: PreparedCall): boolean => call.tool === Task.toolName && services.subagents !== undefined
+
+const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage): AgentEvent.Usage => {
+  const cacheRead = (a?.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0)
+  const cacheWrite = (a?.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0)
+  return {
+    inputTokens: (a?.inputTokens ?? 0) + b.inputTokens,
+    outputTokens: (a?.outputTokens ?? 0) + b.outputTokens,
+    ...(a?.cacheReadTokens === undefined && b.cacheReadTokens === undefined ? {} : { cacheReadTokens: cacheRead }),
+    ...(a?.cacheWriteTokens === undefined && b.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: cacheWrite })
+  }
+}
+
+/** What a session and the sessions below it used: steps, usage, cost. */
+interface Used {
+  readonly steps: number
+  readonly usage: AgentEvent.Usage | undefined
+  readonly cost: number | undefined
+}
+
+const tokensOf = (usage: AgentEvent.Usage | undefined): number =>
+  usage === undefined ? 0 : usage.inputTokens + usage.outputTokens + (usage.cacheReadTokens ?? 0) + (usage.cacheWriteTokens ?? 0)
+
+/** What `sessionId` and every session below it in `tree` used (the whole tree for its top session). */
+const usedBelow = (services: Services, tree: Tree, sessionId: string | undefined): Used => {
+  let steps = 0
+  let usage: AgentEvent.Usage | undefined
+  let cost: number | undefined
+  const isBelow = (id: string): boolean => {
+    if (sessionId === undefined || id === sessionId) return true
+    const parent = tree.members.get(id)?.parent
+    return parent !== undefined && isBelow(parent)
+  }
+  for (const [id, member] of tree.members) {
+    if (!isBelow(id)) continue
+    steps += member.steps
+    if (member.usage === undefined) continue
+    usage = addUsage(usage, member.usage)
+    const priced = PromptCache.costOf(services, member.usage)
+    // A model with no price adds no cost: the budget's dollars are of the models that have one.
+    if (priced.cost !== null) cost = Math.round(((cost ?? 0) + priced.cost) * 1_000_000) / 1_000_000
+  }
+  return { steps, usage, cost }
+}
+
+/** The tree a turn belongs to: its parent's, for a subagent's turn; its own, for a top turn. */
+const treeOf = (runtime: Runtime, turn: Turn): Tree => {
+  const link = runtime.links.get(turn.session.sessionId)
+  if (link !== undefined) return link.tree
+  const known = runtime.roots.get(turn)
+  if (known !== undefined) return known
+  const budget = (turn.work._tag === "New" ? turn.work.budget : undefined) ?? runtime.budget
+  const tree: Tree = { budget, members: new Map([[turn.session.sessionId, { parent: undefined, steps: 0, usage: undefined }]]) }
+  runtime.roots.set(turn, tree)
+  return tree
+}
+
+/** Whether a tree has used more than its budget. */
+const overBudget = (services: Services, tree: Tree): boolean => {
+  const { budget } = tree
+  if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined)) return false
+  const used = usedBelow(services, tree, undefined)
+  return (budget.maxTokens !== undefined && tokensOf(used.usage) > budget.maxTokens) ||
+    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost)
+}
+
+/**
+ * The step boundary of any turn, before its request: the tree's budget and a subagent's own step
+ * limit may end the turn here (`budget_exceeded`, `max_steps`); otherwise the step counts. `usage` is
+ * what the turn's responses reported so far: a top turn's own count (a child's is kept by its parent's
+ * call, which reads the child's events).
+ */
+export const beforeStep = (
+  turn: Turn,
+  step: number,
+  usage: AgentEvent.Usage | undefined
+): AgentEvent.PayloadOf<"turn.completed"> | undefined => {
+  const runtime = turn.services.subagents
+  if (runtime === undefined) return undefined
+  const tree = treeOf(runtime, turn)
+  const link = runtime.links.get(turn.session.sessionId)
+  const member = tree.members.get(turn.session.sessionId)
+  if (link === undefined && member !== undefined) member.usage = usage
+  if (overBudget(turn.services, tree)) return { stopReason: "error", errorCode: "budget_exceeded" }
+  if (link?.maxSteps !== undefined && step > link.maxSteps) return { stopReason: "error", errorCode: "max_steps" }
+  if (member !== undefined) member.steps += 1
+  return undefined
+}
+
+/** A session's tools, narrowed for a subagent: its subset, and no `task` at the depth limit. */
+export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.Service => {
+  const narrowed = (sessionRouter: ToolRouter.Service, link: Link): ToolRouter.Service => {
+    const allowed = (tool: string) =>
+      (tool !== Task.toolName || link.depth < runtime.maxDepth) && (link.tools === undefined || link.tools.has(tool))
+    return {
+      ...sessionRouter,
+      definitions: sessionRouter.definitions.filter((d) => allowed(d.name)),
+      prepare: (call, cwd) =>
+        allowed(call.tool)
+          ? sessionRouter.prepare(call, cwd).pipe(Effect.filterOrFail(
+            (prepared) => prepared.tool !== Task.toolName || wider(link, prepared.input as Task.Input).length === 0,
+            (prepared) => toolNotAllowed(wider(link, prepared.input as Task.Input))
+          ))
+          : Effect.fail(new ToolFailure({
+            errorCode: "unknown_tool",
+            message: call.tool === Task.toolName
+              ? `This subagent cannot start subagents: they nest at most ${runtime.maxDepth} deep.`
+              : `This subagent has no tool named "${call.tool}".`
+          }))
+    }
+  }
+  const forSession = (sessionId: string): ToolRouter.Service => {
+    const sessionRouter = base.forSession?.(sessionId) ?? base
+    const link = runtime.links.get(sessionId)
+    return link === undefined ? sessionRouter : narrowed(sessionRouter, link)
+  }
+  return { ...base, forSession }
+}
+
+/** The permission engine, narrowed for a read-only subagent: anything but a read is denied. */
+export const permissions = (base: PermissionEngine.Service, runtime: Runtime): PermissionEngine.Service => ({
+  decide: (request) =>
+    runtime.links.get(request.sessionId)?.readOnly === true && request.call.risk !== "read"
+      ? Effect.succeed({ decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" })
+      : base.decide(request)
+})
+
+/** The tools a task asks for that its parent session lacks. */
+const wider = (parent: Link | undefined, input: Task.Input): ReadonlyArray<string> =>
+  parent?.tools === undefined ? [] : (input.tools ?? []).filter((t) => !parent.tools!.has(t))
+
+const toolNotAllowed = (tools: ReadonlyArray<string>) =>
+  new ToolFailure({ errorCode: "tool_not_allowed", message: `A subagent can only have tools this session has; not: ${tools.join(", ")}.` })
+
+/** Why a task is refused before any session is made. */
+const refusal = (turn: Turn, input: Task.Input, runtime: Runtime): ToolFailure | undefined => {
+  const parent = runtime.links.get(turn.session.sessionId)
+  const depth = (parent?.depth ?? 0) + 1
+  if (depth > runtime.maxDepth) {
+    return new ToolFailure({ errorCode: "depth_exceeded", message: `Subagents nest at most ${runtime.maxDepth} deep.` })
+  }
+  const refused = wider(parent, input)
+  return refused.length > 0 ? toolNotAllowed(refused) : undefined
+}
+
+/** What the call's end says of the child's turn. */
+interface Ending {
+  outcome: AgentEvent.StopReason
+  errorCode: string | undefined
+}
+
+/**
+ * Runs a prepared `task` call: the child session, its one turn, and the parent's events about it.
+ * The child's failure (an error, a budget crossed) is the call's failure, never the parent turn's;
+ * only the parent's own store failing fails this.
+ */
+export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const runtime = turn.services.subagents!
+    const api = runtime.api!
+    const input = call.input as Task.Input
+    const refused = refusal(turn, input, runtime)
+    if (refused !== undefined) return Either.left(refused)
+    const parentSessionId = turn.session.sessionId
+    const parentLink = runtime.links.get(parentSessionId)
+    const tree = treeOf(runtime, turn)
+    const depth = (parentLink?.depth ?? 0) + 1
+    const created = yield* Effect.either(api.createChild({
+      cwd: input.cwd,
+      client: turn.session.live.state.client,
+      parent: { sessionId: parentSessionId, toolCallId: call.toolCallId, depth }
+    }))
+    if (Either.isLeft(created)) {
+      yield* Effect.logWarning("could not create a subagent's session", created.left)
+      return Either.left(new ToolFailure({ errorCode: "subagent_failed", message: "The subagent's session could not be created." }))
+    }
+    const childSessionId = created.right.sessionId
+    const tools = input.tools ?? (parentLink?.tools === undefined ? undefined : [...parentLink.tools])
+    runtime.links.set(childSessionId, {
+      tree,
+      depth,
+      tools: tools === undefined ? undefined : new Set(tools),
+      readOnly: input.mode === "readOnly" || parentLink?.readOnly === true,
+      maxSteps: input.maxSteps
+    })
+    tree.members.set(childSessionId, { parent: parentSessionId, steps: 0, usage: undefined })
+    const { toolCallId } = call
+    const description = EventDraft.escapeControls(input.description)
+    const commit = (draft: AgentEvent.TurnEventDraft) => turn.commit([draft])
+    const used = () => usedBelow(turn.services, tree, childSessionId)
+    const withUsed = () => {
+      const { cost, steps, usage } = used()
+      return { steps, ...(usage === undefined ? {} : { usage }), ...(cost === undefined ? {} : { cost }) }
+    }
+    const progress = Effect.suspend(() => commit({ type: "subagent.progress", payload: { toolCallId, childSessionId, ...withUsed() } }))
+    const ending: Ending = { outcome: "cancelled", errorCode: undefined }
+    const completed = Effect.suspend(() =>
+      commit({
+        type: "subagent.completed",
+        payload: { toolCallId, childSessionId, outcome: ending.outcome, ...(ending.errorCode === undefined ? {} : { errorCode: ending.errorCode }), ...withUsed() }
+      })
+    )
+
+    yield* commit({
+      type: "subagent.started",
+      payload: {
+        toolCallId,
+        childSessionId,
+        description,
+        cwd: input.cwd,
+        ...(tools === undefined ? {} : { tools }),
+        mode: input.mode,
+        ...(input.maxSteps === undefined ? {} : { maxSteps: input.maxSteps })
+      }
+    })
+
+    // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
+    const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
+    let answer = ""
+    const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
+      switch (event.type) {
+        case "model.delta":
+          answer += event.payload.text
+          return Effect.void
+        case "model.tool_call_requested":
+          // A response with calls is not the answer: the answer is the text of the response that ends the turn.
+          answer = ""
+          calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
+          return Effect.void
+        case "permission.requested": {
+          const known = calls.get(event.payload.toolCallId)
+          if (known !== undefined) known.risk = event.payload.risk
+          return Effect.void
+        }
+        case "permission.resolved": {
+          if (event.payload.decision !== "ask") return Effect.void
+          const known = calls.get(event.payload.toolCallId)
+          return Effect.asVoid(commit({
+            type: "subagent.asked",
+            payload: {
+              toolCallId,
+              childSessionId,
+              description,
+              childToolCallId: event.payload.toolCallId,
+              tool: known?.tool ?? "unknown",
+              args: known?.args ?? {},
+              risk: known?.risk ?? "write"
+            }
+          }))
+        }
+        case "model.usage": {
+          const member = tree.members.get(childSessionId)
+          if (member !== undefined) member.usage = addUsage(member.usage, event.payload.usage)
+          return Effect.asVoid(progress)
+        }
+        case "tool.completed":
+        case "tool.failed":
+        case "subagent.progress":
+          return Effect.asVoid(progress)
+        case "turn.completed":
+          ending.outcome = event.payload.stopReason
+          ending.errorCode = event.payload.errorCode
+          return Effect.void
+        default:
+          return Effect.void
+      }
+    }
+
+    // The parent's own store failing stops the call; the child's failures end it as the call's result.
+    const ran = yield* api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }).pipe(
+      Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
+      Stream.runForEach((event) => follow(event)),
+      Effect.either,
+      // A cancel of the parent: the child's turn stream was interrupted, so its turn is stored cancelled by now.
+      Effect.onInterrupt(() => Effect.ignore(completed)),
+      Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
+    )
+    if (Either.isLeft(ran)) {
+      if (ran.left._tag === "EventStoreFailure") return yield* Effect.fail(ran.left)
+      yield* Effect.logWarning("a subagent's turn failed", ran.left.failure)
+      ending.outcome = "error"
+      ending.errorCode = "subagent_failed"
+    }
+    yield* completed
+    if (ending.outcome === "final") return Either.right({ result: answer === "" ? "(the subagent gave no answer)" : answer })
+    const why = ending.outcome === "cancelled" ? "was cancelled" : `ended with an error: ${ending.errorCode ?? "unknown"}`
+    return Either.left(new ToolFailure({
+      errorCode: ending.errorCode === "budget_exceeded" ? "budget_exceeded" : "subagent_failed",
+      message: `The subagent (${childSessionId}) ${why}.${answer === "" ? "" : ` Its last words: ${answer}`}`
+    }))
+  })

@@ -1,0 +1,346 @@
+/**
+ * Subagents through the engine, with scripted models for parent and children: a `task` call runs a
+ * child session (its own log, linked both ways), whose final answer is the call's result; hostile
+ * calls (a cwd outside, tools or a mode wider than the parent's, endless recursion, many tasks at
+ * once, a child whose provider fails) are refused or contained; a child's ask reaches the parent's
+ * stream and is answered on the child; a cancel cascades; one budget stops the whole tree.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
+import * as NodeFs from "node:fs"
+import * as NodePath from "node:path"
+import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
+import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
+import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as TaskTool from "../../src/layers/TaskTool.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+
+const withTools = (model: FakeModelProvider.Options, options: Options = {}) =>
+  engineLayer(MemoryEventStore.layer, model, options).pipe(
+    Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+    Layer.provideMerge(PermissionPolicy.layer({}))
+  )
+
+const ofType = <T extends AgentEvent["type"]>(events: ReadonlyArray<AgentEvent>, type: T) =>
+  events.filter((e): e is EventOfType<T> => e.type === type)
+
+const logOf = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
+
+/** A workspace with a `sub` directory and a link `out` that leads outside it. */
+const workspace = Effect.map(tempDir, (dir) => {
+  const root = NodeFs.realpathSync(dir)
+  const cwd = NodePath.join(root, "ws")
+  NodeFs.mkdirSync(NodePath.join(cwd, "sub"), { recursive: true })
+  NodeFs.mkdirSync(NodePath.join(root, "elsewhere"))
+  NodeFs.writeFileSync(NodePath.join(cwd, "sub", "notes.txt"), "the notes\n")
+  NodeFs.symlinkSync(NodePath.join(root, "elsewhere"), NodePath.join(cwd, "out"))
+  return cwd
+})
+
+const task = (args: Record<string, unknown>, id?: string) => ({ tool: "task", args: { description: "look around", prompt: "child: read", ...args }, ...(id === undefined ? {} : { id }) })
+
+describe("subagents", () => {
+  it.scoped("a task runs a child session in a narrower cwd; its final answer is the call's result; both logs link and replay", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate" }))
+        const started = ofType(events, "subagent.started")
+        expect(started).toHaveLength(1)
+        const { childSessionId } = started[0]!.payload
+        expect(started[0]!.payload).toMatchObject({ toolCallId: "t1", description: "look around", cwd: NodePath.join(cwd, "sub"), mode: "inherit" })
+        const completed = ofType(events, "subagent.completed")
+        expect(completed.map((e) => e.payload)).toEqual([{ toolCallId: "t1", childSessionId, outcome: "final", steps: 2 }])
+        expect(ofType(events, "tool.completed").find((e) => e.payload.toolCallId === "t1")?.payload.result).toBe("the notes say hi")
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        expectWellFormedLog(yield* logOf(sessionId))
+
+        const child = yield* logOf(childSessionId)
+        expectWellFormedLog(child)
+        expect(child[0]).toMatchObject({ type: "session.created", payload: { cwd: NodePath.join(cwd, "sub"), client: "test", parent: { sessionId, toolCallId: "t1", depth: 1 } } })
+        expect(ofType(child, "user.message")[0]!.payload.content).toBe("child: read")
+        // The child read the file relative to its own cwd.
+        expect(ofType(child, "tool.completed")[0]!.payload.result).toContain("the notes")
+        // A real session: listed.
+        const listed = (yield* engine.listSessions).map((s) => s.sessionId)
+        expect(listed).toContain(childSessionId)
+        // The parent's own session.created has no parent field.
+        expect((yield* logOf(sessionId))[0]!.payload).toEqual({ cwd, client: "test" })
+      }).pipe(Effect.provide(withTools({
+        responses: [
+          { toolCalls: [task({ cwd: "sub" }, "t1")] },
+          { chunks: ["done"] }
+        ],
+        subagents: {
+          "child: read": [
+            { toolCalls: [{ tool: "read_file", args: { path: "notes.txt" } }] },
+            { chunks: ["the notes", " say hi"] }
+          ]
+        }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("hostile tasks are refused with typed errors and no child session: a cwd outside (`..`, a link), a tool the session lacks, a wider mode", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "escape" }))
+        const failed = Object.fromEntries(ofType(events, "tool.failed").map((e) => [e.payload.toolCallId, e.payload.errorCode]))
+        expect(failed).toEqual({
+          up: "cwd_outside",
+          link: "cwd_outside",
+          abs: "cwd_outside",
+          tool: "tool_not_allowed",
+          bypass: "mode_not_allowed",
+          accept: "mode_not_allowed"
+        })
+        // Refused while prepared: no permission asked, no session made.
+        expect(ofType(events, "permission.requested")).toHaveLength(0)
+        expect(ofType(events, "subagent.started")).toHaveLength(0)
+        expect(yield* engine.listSessions).toHaveLength(1)
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      }).pipe(Effect.provide(withTools({
+        responses: [
+          {
+            toolCalls: [
+              task({ cwd: ".." }, "up"),
+              task({ cwd: "out" }, "link"),
+              task({ cwd: "/" }, "abs"),
+              task({ tools: ["read_file", "launch_missiles"] }, "tool"),
+              task({ mode: "bypass" }, "bypass"),
+              task({ mode: "acceptEdits" }, "accept")
+            ]
+          },
+          { chunks: ["ok"] }
+        ]
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a child's tools are a subset: it cannot start a grandchild with a tool it lacks; a read-only child's write is denied", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }))
+        const children = ofType(events, "subagent.started").map((e) => e.payload)
+        expect(children.map((c) => [c.toolCallId, c.tools, c.mode])).toEqual([["narrow", ["read_file", "task"], "inherit"], ["ro", undefined, "readOnly"]])
+        const narrow = yield* logOf(children[0]!.childSessionId)
+        expect(ofType(narrow, "tool.failed").map((e) => e.payload.errorCode)).toEqual(["tool_not_allowed", "unknown_tool"])
+        const ro = yield* logOf(children[1]!.childSessionId)
+        expect(ofType(ro, "permission.resolved").map((e) => [e.payload.decision, e.payload.policy])).toEqual([["deny", "subagent/read-only"]])
+        expect(NodeFs.existsSync(NodePath.join(cwd, "x.txt"))).toBe(false)
+        expectWellFormedLog(narrow)
+        expectWellFormedLog(ro)
+      }).pipe(Effect.provide(withTools({
+        responses: [
+          { toolCalls: [task({ prompt: "narrow", tools: ["read_file", "task"] }, "narrow"), task({ prompt: "ro", mode: "readOnly" }, "ro")] },
+          { chunks: ["ok"] }
+        ],
+        subagents: {
+          narrow: [
+            { toolCalls: [task({ prompt: "wider", tools: ["shell"] }, "n1"), { tool: "shell", args: { command: "ls" }, id: "n2" }] },
+            { chunks: ["narrow done"] }
+          ],
+          ro: [
+            { toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "x" }, id: "r1" }] },
+            { chunks: ["ro done"] }
+          ]
+        }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a task that recurses forever stops at the depth limit (2): the grandchild is offered no task tool", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "recurse" }))
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        const sessions = yield* engine.listSessions
+        // The top session, a child, a grandchild: nothing deeper.
+        expect(sessions).toHaveLength(3)
+        const depths: Array<number> = []
+        for (const s of sessions) {
+          const log = yield* logOf(s.sessionId)
+          expectWellFormedLog(log)
+          const created = log[0] as EventOfType<"session.created">
+          depths.push(created.payload.parent?.depth ?? 0)
+          if (created.payload.parent?.depth === 2) {
+            expect(ofType(log, "tool.failed").map((e) => e.payload.errorCode)).toEqual(["unknown_tool"])
+          }
+        }
+        expect(depths.sort()).toEqual([0, 1, 2])
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ prompt: "again" })] }, { chunks: ["top done"] }],
+        // Every subagent with this prompt asks for one more: the same script, over and over.
+        // (Both take from one list, in request order: the child's first, the grandchild's two, the child's last.)
+        subagents: { again: [{ toolCalls: [task({ prompt: "again" })] }, { toolCalls: [task({ prompt: "again" })] }, { chunks: ["grandchild down"] }, { chunks: ["child down"] }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("sixty tasks in one step run at most toolConcurrency (3) at once, and every one closes in both logs", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const fiber = yield* Effect.fork(collect(engine.runTurn({ sessionId, userMessage: "fan out" })))
+        // Each child's answer waits a second of the test clock: the clock moves until the turn is done.
+        while ((yield* Fiber.poll(fiber))._tag === "None") {
+          yield* TestClock.adjust("1 second")
+          yield* Effect.yieldNow()
+        }
+        const events = yield* Fiber.join(fiber)
+        let running = 0
+        let most = 0
+        for (const e of events) {
+          if (e.type === "subagent.started") most = Math.max(most, ++running)
+          if (e.type === "subagent.completed") running--
+        }
+        expect(ofType(events, "subagent.completed")).toHaveLength(60)
+        expect(most).toBeGreaterThan(1)
+        expect(most).toBeLessThanOrEqual(3)
+        expect(ofType(events, "tool.completed").every((e) => e.payload.result === "leaf")).toBe(true)
+        expectWellFormedLog(yield* logOf(sessionId))
+        for (const s of yield* engine.listSessions) expectWellFormedLog(yield* logOf(s.sessionId))
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: Array.from({ length: 60 }, (_, i) => task({ prompt: "leaf" }, `c${i}`)) }, { chunks: ["fanned"] }],
+        subagents: { leaf: Array.from({ length: 60 }, () => ({ chunks: ["leaf"], delay: "1 second" })) }
+      }, { toolConcurrency: 3 })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a child whose provider fails ends the call with an error result; the parent turn goes on to its answer", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "try" }))
+        expect(ofType(events, "tool.failed").map((e) => e.payload.errorCode)).toEqual(["subagent_failed"])
+        expect(ofType(events, "subagent.completed")[0]!.payload).toMatchObject({ outcome: "error", errorCode: "authentication" })
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        expect(ofType(events, "model.delta").map((e) => e.payload.text).join("")).toBe("the child failed; carrying on")
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ prompt: "fail" })] }, { chunks: ["the child failed; carrying on"] }],
+        subagents: { fail: [{ failure: { reason: "authentication" } }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a child's ask reaches the parent's stream labelled with its task; answered on the child, recorded in the child's log", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "write" }).pipe(
+          Stream.tap((event) =>
+            event.type === "subagent.asked"
+              ? Effect.gen(function*() {
+                // Pending on the child, where the answer goes.
+                const pending = yield* engine.pendingApprovals({ sessionId: event.payload.childSessionId })
+                expect(pending.map((c) => c.toolCallId)).toEqual([event.payload.childToolCallId])
+                yield* engine.resolvePermission({ sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, decision: "allow" })
+              })
+              : Effect.void
+          )
+        ))
+        const asked = ofType(events, "subagent.asked")
+        expect(asked.map((e) => ({ ...e.payload, childSessionId: "-" }))).toEqual([{
+          toolCallId: "t1",
+          childSessionId: "-",
+          description: "write the file",
+          childToolCallId: "w1",
+          tool: "write_file",
+          args: { path: "x.txt", content: "hello" },
+          risk: "write"
+        }])
+        expect(NodeFs.readFileSync(NodePath.join(cwd, "x.txt"), "utf8")).toBe("hello")
+        const child = yield* logOf(asked[0]!.payload.childSessionId)
+        expect(ofType(child, "permission.resolved").map((e) => [e.payload.decision, e.payload.actor])).toEqual([["ask", "policy"], ["allow", "user"]])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ description: "write the file", prompt: "w" }, "t1")] }, { chunks: ["ok"] }],
+        subagents: { w: [{ toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "hello" }, id: "w1" }] }, { chunks: ["written"] }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("cancelling the parent cancels the running child: both stored cancelled, no call left open in either", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const fiber = yield* Effect.fork(collect(engine.runTurn({ sessionId, userMessage: "be slow" }).pipe(
+          // The child is waiting for its model (a delay the test clock never reaches): cancel the parent then.
+          Stream.tap((event) => event.type === "subagent.started" ? Effect.fork(engine.cancelTurn({ sessionId })) : Effect.void)
+        )))
+        const events = yield* Fiber.join(fiber)
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+        const completed = ofType(events, "subagent.completed")
+        expect(completed.map((e) => e.payload.outcome)).toEqual(["cancelled"])
+        expect(ofType(events, "tool.failed").map((e) => e.payload.errorCode)).toEqual(["cancelled"])
+        const child = yield* logOf(completed[0]!.payload.childSessionId)
+        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+        expectWellFormedLog(child)
+        expectWellFormedLog(yield* logOf(sessionId))
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ prompt: "slow" })] }, { chunks: ["never"] }],
+        subagents: { slow: [{ chunks: ["zzz"], delay: "1 hour" }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("one budget for the tree: a child's tokens count on the parent (subagent.progress); crossing maxTokens ends child and parent budget_exceeded", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go and spend", budget: { maxTokens: 1000 } }))
+        const progress = ofType(events, "subagent.progress")
+        expect(progress.length).toBeGreaterThan(0)
+        expect(progress[0]!.payload.usage).toEqual({ inputTokens: 900, outputTokens: 200 })
+        const completed = ofType(events, "subagent.completed")[0]!
+        expect(completed.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded", steps: 1, usage: { inputTokens: 900, outputTokens: 200 } })
+        expect(ofType(events, "tool.failed").map((e) => e.payload.errorCode)).toEqual(["budget_exceeded"])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        const child = yield* logOf(completed.payload.childSessionId)
+        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        // The child never made its second request.
+        expect(ofType(child, "model.usage")).toHaveLength(1)
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ prompt: "spend" })] }, { chunks: ["never asked"] }],
+        subagents: {
+          spend: [
+            { toolCalls: [{ tool: "read_file", args: { path: "sub/notes.txt" } }], usage: { inputTokens: 900, outputTokens: 200 } },
+            { chunks: ["never asked"] }
+          ]
+        }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a budget that is not a positive number is refused before anything is stored", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const error = yield* Effect.flip(collect(engine.runTurn({ sessionId, userMessage: "x", budget: { maxCost: -1 } })))
+        expect(error).toMatchObject({ _tag: "InvalidInput", field: "budget" })
+        expect(yield* logOf(sessionId)).toHaveLength(1)
+      }).pipe(Effect.provide(withTools({})))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
