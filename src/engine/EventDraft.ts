@@ -275,3 +275,62 @@ export const check = (draft: AgentEvent.TurnEventDraft): Either.Either<AgentEven
   if (schema === undefined) return Either.right(draft)
   return Either.map(Schema.validateEither(schema as Schema.Schema<unknown>)(draft.payload), () => draft)
 }
+
+/** What a subagent's tree used, as its events carry it: whole, non-negative counts; dollars finite and non-negative, else left out. */
+export interface SubagentUsed {
+  readonly steps: number
+  readonly usage?: AgentEvent.Usage | undefined
+  readonly cost?: number | undefined
+}
+
+const subagentUsed = (used: SubagentUsed) => ({
+  steps: count(used.steps),
+  ...(used.usage === undefined ? {} : { usage: usageOf(used.usage) }),
+  ...(used.cost === undefined || !Number.isFinite(used.cost) || used.cost < 0 ? {} : { cost: used.cost })
+})
+
+/** `subagent.started`: the task's description is the model's text, escaped. */
+export const subagentStarted = (started: AgentEvent.PayloadOf<"subagent.started">): Draft<"subagent.started"> => ({
+  type: "subagent.started",
+  payload: {
+    toolCallId: started.toolCallId,
+    childSessionId: started.childSessionId,
+    description: escapeControls(started.description),
+    cwd: started.cwd,
+    ...(started.tools === undefined ? {} : { tools: started.tools }),
+    mode: started.mode,
+    ...(started.maxSteps === undefined || !(Number.isSafeInteger(started.maxSteps) && started.maxSteps > 0) ? {} : { maxSteps: started.maxSteps })
+  }
+})
+
+/** `subagent.progress`: what the child's tree used so far. */
+export const subagentProgress = (toolCallId: string, childSessionId: string, used: SubagentUsed): Draft<"subagent.progress"> => ({
+  type: "subagent.progress",
+  payload: { toolCallId, childSessionId, ...subagentUsed(used) }
+})
+
+/** `subagent.asked`: the child's call, its arguments as JSON, the description escaped. */
+export const subagentAsked = (asked: {
+  readonly toolCallId: string
+  readonly childSessionId: string
+  readonly description: string
+  readonly childToolCallId: string
+  readonly tool: string
+  readonly args: unknown
+  readonly risk: AgentEvent.Risk
+}): Draft<"subagent.asked"> => ({
+  type: "subagent.asked",
+  payload: { ...asked, description: escapeControls(asked.description), args: toJson(asked.args) }
+})
+
+/** `subagent.completed`: how the child's turn ended and what its tree used in all. */
+export const subagentCompleted = (
+  toolCallId: string,
+  childSessionId: string,
+  outcome: AgentEvent.StopReason,
+  errorCode: string | undefined,
+  used: SubagentUsed
+): Draft<"subagent.completed"> => ({
+  type: "subagent.completed",
+  payload: { toolCallId, childSessionId, outcome, ...(errorCode === undefined ? {} : { errorCode }), ...subagentUsed(used) }
+})

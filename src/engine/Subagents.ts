@@ -272,34 +272,22 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     })
     tree.members.set(childSessionId, { parent: parentSessionId, steps: 0, usage: undefined })
     const { toolCallId } = call
-    const description = EventDraft.escapeControls(input.description)
+    const { description } = input
     const commit = (draft: AgentEvent.TurnEventDraft) => turn.commit([draft])
     const used = () => usedBelow(turn.services, tree, childSessionId)
-    const withUsed = () => {
-      const { cost, steps, usage } = used()
-      return { steps, ...(usage === undefined ? {} : { usage }), ...(cost === undefined ? {} : { cost }) }
-    }
-    const progress = Effect.suspend(() => commit({ type: "subagent.progress", payload: { toolCallId, childSessionId, ...withUsed() } }))
+    const progress = Effect.suspend(() => commit(EventDraft.subagentProgress(toolCallId, childSessionId, used())))
     const ending: Ending = { outcome: "cancelled", errorCode: undefined }
-    const completed = Effect.suspend(() =>
-      commit({
-        type: "subagent.completed",
-        payload: { toolCallId, childSessionId, outcome: ending.outcome, ...(ending.errorCode === undefined ? {} : { errorCode: ending.errorCode }), ...withUsed() }
-      })
-    )
+    const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
 
-    yield* commit({
-      type: "subagent.started",
-      payload: {
-        toolCallId,
-        childSessionId,
-        description,
-        cwd: input.cwd,
-        ...(tools === undefined ? {} : { tools }),
-        mode: input.mode,
-        ...(input.maxSteps === undefined ? {} : { maxSteps: input.maxSteps })
-      }
-    })
+    yield* commit(EventDraft.subagentStarted({
+      toolCallId,
+      childSessionId,
+      description,
+      cwd: input.cwd,
+      ...(tools === undefined ? {} : { tools }),
+      mode: input.mode,
+      ...(input.maxSteps === undefined ? {} : { maxSteps: input.maxSteps })
+    }))
 
     // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
     const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
@@ -322,18 +310,15 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
         case "permission.resolved": {
           if (event.payload.decision !== "ask") return Effect.void
           const known = calls.get(event.payload.toolCallId)
-          return Effect.asVoid(commit({
-            type: "subagent.asked",
-            payload: {
-              toolCallId,
-              childSessionId,
-              description,
-              childToolCallId: event.payload.toolCallId,
-              tool: known?.tool ?? "unknown",
-              args: known?.args ?? {},
-              risk: known?.risk ?? "write"
-            }
-          }))
+          return Effect.asVoid(commit(EventDraft.subagentAsked({
+            toolCallId,
+            childSessionId,
+            description,
+            childToolCallId: event.payload.toolCallId,
+            tool: known?.tool ?? "unknown",
+            args: known?.args ?? {},
+            risk: known?.risk ?? "write"
+          })))
         }
         case "model.usage": {
           const member = tree.members.get(childSessionId)

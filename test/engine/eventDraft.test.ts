@@ -93,7 +93,22 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
     tokensBefore: anyNumber,
     tokensAfter: anyNumber
   }).map(EventDraft.sessionCompacted),
-  fc.tuple(fc.string(), fc.string()).map(([id, code]) => EventDraft.compactionFailed(id, code))
+  fc.tuple(fc.string(), fc.string()).map(([id, code]) => EventDraft.compactionFailed(id, code)),
+  fc.record({
+    toolCallId: fc.string(),
+    childSessionId: fc.string(),
+    description: anyText,
+    cwd: fc.string(),
+    tools: fc.array(fc.string()),
+    mode: fc.constantFrom("inherit" as const, "readOnly" as const),
+    maxSteps: anyNumber
+  }, { requiredKeys: ["toolCallId", "childSessionId", "description", "cwd", "mode"] }).map(EventDraft.subagentStarted),
+  fc.tuple(fc.string(), fc.string(), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }))
+    .map(([id, child, used]) => EventDraft.subagentProgress(id, child, used)),
+  fc.record({ toolCallId: fc.string(), childSessionId: fc.string(), description: anyText, childToolCallId: fc.string(), tool: fc.string(), args: fc.anything({ withBigInt: false }), risk })
+    .map(EventDraft.subagentAsked),
+  fc.tuple(fc.string(), fc.string(), fc.constantFrom(...AgentEvent.StopReason.literals), fc.option(fc.string(), { nil: undefined }), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }))
+    .map(([id, child, outcome, code, used]) => EventDraft.subagentCompleted(id, child, outcome, code, used))
 )
 
 /** Controls that must never reach an event from tool output, nor a terminal. */
