@@ -139,6 +139,8 @@ interface Ask {
   readonly turnId: string
   readonly toolCallId: string
   readonly question: string
+  /** The subagent's session a question of a subagent is answered on (`subagent.asked`); none for the session's own. */
+  readonly childSessionId?: string
 }
 
 /** A line about session-level events the `run` renderer does not show. */
@@ -207,7 +209,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
       if (next !== undefined) term.prompt(`${next.question} ${Approvals.choices}`, "question")
     }
     const answer = (ask: Ask, reply: Approvals.Answer) =>
-      engine.resolvePermission({ sessionId: sessionId!, toolCallId: ask.toolCallId, ...reply }).pipe(
+      engine.resolvePermission({ sessionId: ask.childSessionId ?? sessionId!, toolCallId: ask.toolCallId, ...reply }).pipe(
         // The turn ended (cancelled) before the answer: nothing to do.
         Effect.catchTag("ApprovalNotPending", () => Effect.void)
       )
@@ -223,9 +225,14 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (event.type === "turn.started" && event.payload.queueId !== undefined) settled.add(event.payload.queueId)
         if (event.type === "followup.queued") queued.add(event.payload.queueId)
         if (event.type === "followup.dropped") for (const id of event.payload.queueIds) settled.add(id)
-        if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+        const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
+          ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+          : event.type === "subagent.asked"
+          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload) }
+          : undefined
+        if (asked !== undefined) {
           render.endLine()
-          const ask = { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+          const ask = asked
           // Already asked (a resumed turn's question, asked before its events came).
           if (asks.some((a) => a.toolCallId === ask.toolCallId)) return
           if (ended) {
@@ -479,6 +486,7 @@ export const command = Command.make(
     ...Flags.sandbox,
     ...Flags.instructions,
     ...Flags.web,
+    ...Flags.subagents,
     ...Models.options,
     ...Flags.storage
   },

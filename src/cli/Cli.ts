@@ -66,17 +66,22 @@ const streamTurn = <E>(
           first = false
           render.event(event)
           if (event.type === "turn.completed") completion = event.payload
-          if (event.type === "permission.resolved" && event.payload.decision === "ask") {
+          // A subagent's ask is answered here too, on the subagent's session (whose log records it).
+          const ask = event.type === "permission.resolved" && event.payload.decision === "ask"
+            ? { sessionId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+            : event.type === "subagent.asked"
+            ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload) }
+            : undefined
+          if (ask !== undefined) {
             render.endLine()
-            const { toolCallId } = event.payload
-            const question = `  Allow ${Render.describeCall(render.callOf(toolCallId))}?`
+            const { question, toolCallId } = ask
             const answer = answers === "no"
               ? yield* Effect.as(Effect.sync(() => output.err(`${question} no (the message came from stdin, so nobody can answer)\n`)), {
                 decision: "deny" as const,
                 remember: false
               })
               : yield* prompt.ask(question)
-            yield* engine.resolvePermission({ sessionId, toolCallId, ...answer })
+            yield* engine.resolvePermission({ sessionId: ask.sessionId, toolCallId, ...answer })
           }
         })
       ),
@@ -107,6 +112,7 @@ const run = Command.make(
     ...Flags.sandbox,
     ...Flags.instructions,
     ...Flags.web,
+    ...Flags.subagents,
     ...Models.options,
     ...Flags.storage
   },
@@ -210,6 +216,7 @@ const answer = (decision: "allow" | "deny") =>
       ...Flags.sandbox,
       ...Flags.instructions,
     ...Flags.web,
+      ...Flags.subagents,
       ...Models.options,
       ...Flags.storage
     },

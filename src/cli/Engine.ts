@@ -18,6 +18,7 @@ import {
   ProjectSettings,
   PromptComposer,
   SessionEngine,
+  TaskTool,
   TrustStore,
   WorkingDirectory,
   WorkspaceTools
@@ -52,9 +53,16 @@ export const currentDirectory = Effect.try({
 }).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
 /** The tools of a command: the workspace tools, `web_fetch` when the flags are given, the session's MCP servers' when configured. */
-const toolsOf = (tools: WorkspaceTools.Options, mcp: McpServers.Configurable | undefined, web: { readonly allowPrivateNetwork: boolean } | undefined) => {
+const toolsOf = (
+  tools: WorkspaceTools.Options,
+  mcp: McpServers.Configurable | undefined,
+  web: { readonly allowPrivateNetwork: boolean } | undefined,
+  subagents: boolean
+) => {
   const base = web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)
-  return mcp === undefined ? base : mcp.layer.pipe(Layer.provide(base))
+  const all = mcp === undefined ? base : mcp.layer.pipe(Layer.provide(base))
+  // The task tool beside all the others: a subagent may be given any of them.
+  return subagents ? TaskTool.layer.pipe(Layer.provide(all)) : all
 }
 
 /** The engine the CLI runs: the chosen store, the workspace tools, the rule-based policy, the prompt composer. */
@@ -66,13 +74,14 @@ export const engineLayer = <E, R>(
   mcp?: McpServers.Configurable,
   composer: PromptComposer.Options = {},
   web?: { readonly allowPrivateNetwork: boolean },
-  engineOptions: SessionEngine.Options = {}
+  engineOptions: SessionEngine.Options = {},
+  subagents = false
 ) =>
   SessionEngine.layer(engineOptions).pipe(
     Layer.provide(Flags.storeLayer(storage)),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(toolsOf(tools, mcp, web)),
+    Layer.provide(toolsOf(tools, mcp, web, subagents)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeContext.layer)
@@ -129,7 +138,7 @@ export interface PolicyFlags {
  * before anything is stored.
  */
 export const withDrivingEngine = <A, E, R>(
-  options: Flags.Storage & Models.Choice & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
+  options: Flags.Storage & Models.Choice & Flags.Subagents & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
@@ -138,6 +147,7 @@ export const withDrivingEngine = <A, E, R>(
     const model = yield* Models.layer(options)
     const recorded = yield* Models.recordedMcp(options)
     const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)
+    const budget = yield* Flags.budgetOf(options)
     const policy = Policy.configurable()
     const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
@@ -150,5 +160,5 @@ export const withDrivingEngine = <A, E, R>(
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       return yield* body(engine, cwd)
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, engineOptions)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))
   })

@@ -214,3 +214,35 @@ export const cluster = {
     Options.withDescription("With --cluster: the database of shard locks and runners (default: the store's --database-url)")
   )
 }
+
+/** The subagent flags: the `task` tool, and one budget for a turn and the subagents it starts. */
+export const subagents = {
+  subagents: Options.boolean("subagents").pipe(
+    Options.withDescription("Offer the task tool: the model may start subagents (child sessions with their own logs, in this directory or one inside it, with these tools or fewer, never wider permissions; nested at most 2 deep)")
+  ),
+  maxCost: Options.float("max-cost").pipe(
+    Options.optional,
+    Options.withDescription("Stop a turn and its subagents once they have cost more than this many US dollars (turn.completed errorCode budget_exceeded)")
+  ),
+  maxTokens: Options.integer("max-tokens").pipe(
+    Options.optional,
+    Options.withDescription("Stop a turn and its subagents once they have used more than this many tokens, input (with cache reads and writes) plus output")
+  )
+}
+
+/** What the subagent flags hold. */
+export interface Subagents {
+  readonly subagents?: boolean | undefined
+  readonly maxCost?: Option.Option<number> | undefined
+  readonly maxTokens?: Option.Option<number> | undefined
+}
+
+/** The engine's budget from the flags; none without `--max-cost` / `--max-tokens`. A limit that is not positive is refused. */
+export const budgetOf = (flags: Subagents): Effect.Effect<{ readonly maxCost?: number; readonly maxTokens?: number } | undefined, CliError> => {
+  const maxCost = flags.maxCost === undefined ? undefined : Option.getOrUndefined(flags.maxCost)
+  const maxTokens = flags.maxTokens === undefined ? undefined : Option.getOrUndefined(flags.maxTokens)
+  if ((maxCost !== undefined && !(maxCost > 0)) || (maxTokens !== undefined && !(maxTokens > 0))) {
+    return Effect.fail(new CliError({ reason: "invalid_arguments", message: "--max-cost and --max-tokens take a positive number" }))
+  }
+  return Effect.succeed(maxCost === undefined && maxTokens === undefined ? undefined : { ...(maxCost === undefined ? {} : { maxCost }), ...(maxTokens === undefined ? {} : { maxTokens }) })
+}

@@ -37,6 +37,10 @@ const oneLine = (text: string, max = 100) => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
+/** The question for a subagent's call waiting for the user (`subagent.asked`): labelled with the subagent's task and session. */
+export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">): string =>
+  `  Subagent "${oneLine(asked.description, 80)}" (${asked.childSessionId}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args })}?`
+
 /** A call in a few words: the command of `shell`, the path or pattern of the file tools. */
 export const describeCall = ({ args, outsidePaths, tool }: CallInfo): string => {
   const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)

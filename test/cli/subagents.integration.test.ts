@@ -1,0 +1,95 @@
+/**
+ * Subagents through the built CLI, a real subprocess: `run --subagents` offers the task tool; a
+ * child's ask is asked in the parent's terminal, labelled with the child's task, answered once and
+ * recorded in the child's log; `--max-tokens` stops the whole tree with `budget_exceeded`.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { start } from "./subprocess.js"
+
+const dir = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-subagents-")))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const logs = (dataDir: string): Array<ReadonlyArray<AgentEvent>> =>
+  readdirSync(join(dataDir, "sessions")).filter((f) => f.endsWith(".jsonl")).map((f) =>
+    readFileSync(join(dataDir, "sessions", f), "utf8").trim().split("\n").slice(1).map((line) => JSON.parse(line) as AgentEvent)
+  )
+
+const setup = (name: string, script: unknown) => {
+  const cwd = join(dir, name)
+  mkdirSync(join(cwd, "docs"), { recursive: true })
+  const file = join(dir, `${name}.json`)
+  writeFileSync(file, JSON.stringify(script))
+  return { cwd, script: file, dataDir: join(dir, `${name}-data`) }
+}
+
+describe("effect-agent run --subagents", () => {
+  it("a subagent's ask is asked in the terminal, labelled with its task; y runs it; the child's log records the answer", async () => {
+    const { cwd, dataDir, script } = setup("ask", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "write the notes", prompt: "child: write", cwd: "docs" } }] },
+        { chunks: ["Delegated."] }
+      ],
+      subagents: {
+        "child: write": [
+          { toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "from the child\n" } }] },
+          { chunks: ["Wrote the notes."] }
+        ]
+      }
+    })
+    const running = start(["run", "please delegate", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end("y\n")
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stdout).toBe("Delegated.\n")
+    expect(finished.stderr).toMatch(/Subagent "write the notes" \(sess_[^)]+\) asks: allow write_file notes\.txt\? \[y\]es \/ \[n\]o \/ \[a\]lways:/)
+    expect(finished.stderr).toContain("↳ subagent")
+    expect(readFileSync(join(cwd, "docs", "notes.txt"), "utf8")).toBe("from the child\n")
+    const all = logs(dataDir)
+    expect(all).toHaveLength(2)
+    for (const log of all) expectWellFormedLog(log)
+    const child = all.find((log) => (log[0] as AgentEvent & { payload: { parent?: unknown } }).payload.parent !== undefined)!
+    const decisions = child.filter((e) => e.type === "permission.resolved").map((e) => [(e.payload as { decision: string }).decision, (e.payload as { actor: string }).actor])
+    expect(decisions).toEqual([["ask", "policy"], ["allow", "user"]])
+    // Asked once: the question appears once.
+    expect(finished.stderr.match(/asks: allow/g)).toHaveLength(1)
+  })
+
+  it("--max-tokens stops the tree: the child and the parent end budget_exceeded, and the exit code says the turn failed", async () => {
+    const { cwd, dataDir, script } = setup("budget", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "spend", prompt: "child: spend" } }] },
+        { chunks: ["never"] }
+      ],
+      subagents: {
+        "child: spend": [
+          { toolCalls: [{ tool: "list_dir", args: { path: "." } }], usage: { inputTokens: 3000, outputTokens: 100 } },
+          { chunks: ["never"] }
+        ]
+      }
+    })
+    const running = start(["run", "spend a lot", "--subagents", "--max-tokens", "2000", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).not.toBe(0)
+    expect(finished.stderr).toContain("[turn ended with an error: budget_exceeded]")
+    const ends = logs(dataDir).map((log) => log.at(-1)!).map((e) => (e.payload as { errorCode?: string }).errorCode)
+    expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
+  })
+
+  it("without --subagents the model is offered no task tool", async () => {
+    const { cwd, dataDir, script } = setup("off", {
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "x", prompt: "y" } }] }, { chunks: ["ok"] }]
+    })
+    const running = start(["run", "try", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).toContain("✗ unknown_tool")
+    expect(logs(dataDir)).toHaveLength(1)
+  })
+})
