@@ -29,7 +29,7 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine } from "../index.js"
+import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, TaskTool } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -181,7 +181,7 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 /** The `serve` command. */
 export const command = Command.make(
   "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage, ...Flags.cluster },
+  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Flags.subagents, ...Models.options, ...Flags.storage, ...Flags.cluster },
   ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }) =>
     Effect.gen(function*() {
       if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
@@ -195,6 +195,8 @@ export const command = Command.make(
       const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
       const permissions = perCwd(cwd, loaded.policy, flags)
       const model = yield* Models.layer(options)
+      const budget = yield* Flags.budgetOf(options)
+      const engineOptions = budget === undefined ? Flags.engineOptions(loaded.user) : { ...Flags.engineOptions(loaded.user), budget }
       // Loaded only here: the HTTP stack costs start-up time for every other command.
       const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
       const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
@@ -203,6 +205,7 @@ export const command = Command.make(
       // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
       // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
       const mcp = McpServers.configurable()
+      const tools = mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
       const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
         mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
       // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
@@ -237,26 +240,26 @@ export const command = Command.make(
         Layer.provide(store),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))),
+        Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
         Layer.provide(permissions),
         Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
         Layer.provide(NodeContext.layer)
       )
       // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
       const { engine, turns } = runner === undefined
-        ? { engine: ports(SessionEngine.layer(Flags.engineOptions(loaded.user)), Flags.storeLayer(options)), turns: undefined }
+        ? { engine: ports(SessionEngine.layer(engineOptions), Flags.storeLayer(options)), turns: undefined }
         : yield* Effect.gen(function*() {
           const { Engines, Runner } = yield* loadCluster
           // Built in the command's scope: the runner leaves the cluster when `serve` stops.
           if (!runner.sharedWithStore) {
-            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(Flags.engineOptions(loaded.user)), Flags.storeLayer(options))))))
+            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), Flags.storeLayer(options))))))
             return { engine: built, turns: built }
           }
           // One pool of connections for the store and the cluster on the same database.
           const { PostgresEventStore } = yield* Effect.promise(() => import("../postgres.js"))
           const pool = Layer.succeedContext(yield* Layer.build(Runner.client({ ...runner, maxConnections: sharedPoolSize })))
           const store = PostgresEventStore.layerFromClient({ where: PostgresEventStore.describeUrl(runner.databaseUrl), ...runner.lease }).pipe(Layer.provide(pool))
-          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(Flags.engineOptions(loaded.user)), store)), Layer.provide(pool))))
+          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), store)), Layer.provide(pool))))
           return { engine: built, turns: built }
         })
       yield* Effect.gen(function*() {

@@ -30,6 +30,8 @@ export interface OpenToolCall {
   readonly outsidePaths?: ReadonlyArray<string>
   /** Who made the last permission decision, for a denial's message. */
   readonly decidedBy?: "policy" | "user"
+  /** The subagent a running `task` call runs (`subagent.started`): its session and task. */
+  readonly subagent?: { readonly childSessionId: string; readonly description: string }
 }
 
 /** The turn that has started and not completed. */
@@ -444,7 +446,15 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       if (!turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId && c.status === "running")) {
         return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not running`)
       }
-      return Either.right({ ...base, openTurn: withCallsPhase(turn) })
+      return Either.right({
+        ...base,
+        openTurn: withCallsPhase(event.type !== "subagent.started" ? turn : {
+          ...turn,
+          toolCalls: turn.toolCalls.map((c) =>
+            c.toolCallId === event.payload.toolCallId ? { ...c, subagent: { childSessionId: event.payload.childSessionId, description: event.payload.description } } : c
+          )
+        })
+      })
   }
 }
 

@@ -320,6 +320,9 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
             risk: known?.risk ?? "write"
           })))
         }
+        case "subagent.asked":
+          // A grandchild's ask goes up too, under this call: whoever answers the top session sees it.
+          return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
         case "model.usage": {
           const member = tree.members.get(childSessionId)
           if (member !== undefined) member.usage = addUsage(member.usage, event.payload.usage)

@@ -78,7 +78,12 @@ export const OpenCall = Schema.Struct({
   tool: Schema.String,
   args: Schema.Unknown,
   status: Schema.String,
-  risk: Schema.optional(Schema.String)
+  risk: Schema.optional(Schema.String),
+  /**
+   * A subagent's call waiting for the user, in its top session's `pendingApprovals`: the subagent's
+   * session (answer it at `POST /sessions/<sessionId>/approvals/<toolCallId>`) and its task.
+   */
+  subagent: Schema.optional(Schema.Struct({ sessionId: Schema.String, description: Schema.String }))
 })
 
 /** A follow-up waiting to run as its own turn. */
@@ -114,7 +119,9 @@ export const CreateSession = Schema.Struct({
  */
 export const StartTurn = Schema.Struct({
   message: Schema.String,
-  images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String })))
+  images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String }))),
+  /** One budget for the turn and the subagents it starts: tokens (input with cache reads and writes, plus output) and US dollars. */
+  budget: Schema.optional(Schema.Struct({ maxTokens: Schema.optional(Schema.Number), maxCost: Schema.optional(Schema.Number) }))
 })
 /** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
 export const Rename = Schema.Struct({ title: Schema.String })

@@ -119,6 +119,33 @@ export const authorizationLayer = Layer.effect(
     }))
 )
 
+/**
+ * The calls of the subagents running under a session's open `task` calls (and of theirs) that wait
+ * for the user, each labelled with its subagent's session and task. A subagent whose session cannot
+ * be read is left out (its own state says why).
+ */
+const subagentApprovals = (
+  engine: SessionEngine.SessionEngine.Service,
+  state: SessionState.SessionState
+): Effect.Effect<ReadonlyArray<SessionView["pendingApprovals"][number]>> =>
+  Effect.forEach(state.openTurn?.toolCalls.filter((c) => c.status === "running" && c.subagent !== undefined) ?? [], ({ subagent }) =>
+    engine.sessionState({ sessionId: subagent!.childSessionId }).pipe(
+      Effect.flatMap((child) =>
+        Effect.map(subagentApprovals(engine, child), (below) => [
+          ...SessionState.pendingApprovals(child).map((call) => ({
+            toolCallId: call.toolCallId,
+            tool: call.tool,
+            args: call.args,
+            status: call.status,
+            ...(call.risk === undefined ? {} : { risk: call.risk }),
+            subagent: { sessionId: child.sessionId, description: subagent!.description }
+          })),
+          ...below
+        ])
+      ),
+      Effect.orElseSucceed(() => [])
+    )).pipe(Effect.map((lists) => lists.flat()))
+
 const view = (state: SessionState.SessionState, runningHere: boolean): SessionView => {
   const open = state.openTurn
   const calls = (open?.toolCalls ?? []).map((call) => ({
@@ -219,13 +246,19 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         }))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(
-          Effect.map((state) => view(state, turns.isRunning(path.id))),
+          Effect.flatMap((state) =>
+            Effect.map(subagentApprovals(engine, state), (below) => {
+              const shown = view(state, turns.isRunning(path.id))
+              // A subagent waiting for the user pauses its top session too: whoever answers it answers them.
+              return below.length === 0 ? shown : { ...shown, phase: "paused" as const, pendingApprovals: [...shown.pendingApprovals, ...below] }
+            })
+          ),
           Effect.catchAll(toWire)
         ))
       .handle("startTurn", ({ path, payload }) =>
         TurnImages.decode(payload.images).pipe(
           Effect.tap(() => restore(path.id)),
-          Effect.flatMap((images) => turns.start(path.id, payload.message, images).pipe(Effect.catchAll(toWire))),
+          Effect.flatMap((images) => turns.start(path.id, payload.message, images, payload.budget).pipe(Effect.catchAll(toWire))),
           Effect.map((turnId) => ({ turnId }))
         ))
       .handle("cancel", ({ path }) =>

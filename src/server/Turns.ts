@@ -23,7 +23,12 @@ export type StartFailure = EventStoreFailure | SessionNotFound | TurnInProgress 
 /** The server's running turns. */
 export class Turns extends Context.Tag("effect-agent/server/Turns")<Turns, {
   /** Starts a turn; answers its id once `turn.started` is stored, or why it could not start. */
-  readonly start: (sessionId: string, message: string, images?: ReadonlyArray<Image.ImageInput>) => Effect.Effect<string, StartFailure>
+  readonly start: (
+    sessionId: string,
+    message: string,
+    images?: ReadonlyArray<Image.ImageInput>,
+    budget?: SessionEngine.RunTurnInput["budget"]
+  ) => Effect.Effect<string, StartFailure>
   /** Continues the turn the log holds paused, when no turn of the session runs here (after a restart). */
   readonly resumeIfIdle: (sessionId: string) => Effect.Effect<void>
   /** Whether a turn of the session runs in this server. */
@@ -77,10 +82,10 @@ export const layer = Layer.scoped(
     )
 
     return Turns.of({
-      start: (sessionId, message, images = []) =>
+      start: (sessionId, message, images = [], budget) =>
         Effect.gen(function*() {
           const first = yield* Deferred.make<string, StartFailure>()
-          yield* drive(sessionId, engine.runTurn({ sessionId, userMessage: message, ...(images.length === 0 ? {} : { images }) }), first)
+          yield* drive(sessionId, engine.runTurn({ sessionId, userMessage: message, ...(images.length === 0 ? {} : { images }), ...(budget === undefined ? {} : { budget }) }), first)
           return yield* Deferred.await(first)
         }),
       resumeIfIdle: (sessionId) =>

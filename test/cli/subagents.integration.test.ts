@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { start } from "./subprocess.js"
 

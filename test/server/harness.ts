@@ -28,6 +28,7 @@ import {
   JsonlEventStore,
   PermissionPolicy,
   SessionEngine,
+  TaskTool,
   WorkspaceTools
 } from "../../src/index.js"
 import { Api, Server, ServerConfig } from "../../src/server.js"
@@ -44,6 +45,8 @@ export interface Options {
   readonly dataDir: string
   readonly cwd: string
   readonly responses?: ReadonlyArray<FakeModelProvider.ScriptedResponse>
+  /** Offer the `task` tool, with these subagent scripts (by prompt). */
+  readonly subagents?: Readonly<Record<string, ReadonlyArray<FakeModelProvider.ScriptedResponse>>>
   readonly token?: string
   readonly maxBodyBytes?: number
   /** The limit of a turn's body (default: `maxBodyBytes` when given, else the server's default). */
@@ -108,9 +111,14 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
     ).pipe(Layer.provide(jsonl))
     const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
       Layer.provide(store),
-      Layer.provide(FakeModelProvider.layer({ responses: options.responses ?? [], ...(options.images === undefined ? {} : { images: options.images }), ...options.model })),
+      Layer.provide(FakeModelProvider.layer({
+        responses: options.responses ?? [],
+        ...(options.images === undefined ? {} : { images: options.images }),
+        ...(options.subagents === undefined ? {} : { subagents: options.subagents }),
+        ...options.model
+      })),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(WorkspaceTools.layer()),
+      Layer.provide(options.subagents === undefined ? WorkspaceTools.layer() : TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer()))),
       Layer.provide(PermissionPolicy.layer()),
       Layer.provide(NodeContext.layer)
     )
