@@ -221,7 +221,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         stopWaitingOnCancel: true
       })
 
-    const answer = (session: Served, running: Running, call: Call, request: Promise<acp.RequestPermissionResponse>) =>
+    const answer = (session: Served, running: Running, call: Call, request: Promise<acp.RequestPermissionResponse>, answeredOn = session.sessionId) =>
       Effect.gen(function*() {
         // A request settled by our own cancel, or by the connection closing, counts as cancelled.
         const response = yield* Effect.promise(() => request.then((r) => Option.some(r), () => Option.none()))
@@ -230,7 +230,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           onSome: (r) => AcpMapper.answerOf(r.outcome)
         })
         if (answer._tag === "Cancelled") return yield* cancel(session, running)
-        yield* engine.resolvePermission({ sessionId: session.sessionId, toolCallId: call.toolCallId, decision: answer.decision, remember: answer.remember }).pipe(
+        yield* engine.resolvePermission({ sessionId: answeredOn, toolCallId: call.toolCallId, decision: answer.decision, remember: answer.remember }).pipe(
           // The turn ended meanwhile (cancelled): the answer has nothing left to decide.
           Effect.catchTag("ApprovalNotPending", () => Effect.void),
           Effect.catchAll((error) => Effect.logWarning("effect-agent acp: could not store the user's answer", error).pipe(Effect.zipRight(cancel(session, running))))
@@ -260,6 +260,15 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
                 const call = calls.get(event.payload.toolCallId)
                 if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call))
+              }
+              if (event.type === "subagent.asked") {
+                // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
+                const { args, childSessionId, childToolCallId, tool } = event.payload
+                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload), {
+                  cancellationSignal: running.controller.signal,
+                  stopWaitingOnCancel: true
+                })
+                yield* answer(session, running, { toolCallId: childToolCallId, tool, args }, request, childSessionId)
               }
               if (event.type === "turn.started" && running.turnId === undefined) {
                 running.turnId = event.turnId

@@ -375,6 +375,22 @@ export const permissionRequestOf = (
   options: [...permissionOptions]
 })
 
+/**
+ * The permission request for a subagent's call (`subagent.asked`): the subagent's call, its title
+ * labelled with the subagent's task and session. The answer goes to the subagent's session.
+ */
+export const subagentPermissionRequestOf = (
+  sessionId: string,
+  cwd: string,
+  asked: AgentEvent.PayloadOf<"subagent.asked">
+): acp.RequestPermissionRequest => {
+  const request = permissionRequestOf(sessionId, cwd, { toolCallId: asked.childToolCallId, tool: asked.tool, args: asked.args })
+  return {
+    ...request,
+    toolCall: { ...request.toolCall, title: `Subagent "${asked.description}" (${asked.childSessionId}): ${request.toolCall.title ?? asked.tool}` }
+  }
+}
+
 /** What the user's answer means for the engine. */
 export type Answer =
   | { readonly _tag: "Decided"; readonly decision: "allow" | "deny"; readonly remember: boolean }

@@ -13,7 +13,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TrustStore } from "../index.js"
+import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TaskTool, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
@@ -46,7 +46,7 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
 )
 
 /** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
+export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Flags.subagents, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
@@ -60,12 +60,14 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
     const mcp = McpServers.configurable()
-    const engine = SessionEngine.layer(Flags.engineOptions(user)).pipe(
+    const budget = yield* Flags.budgetOf(options)
+    const tools = mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))
+    const engine = SessionEngine.layer(budget === undefined ? Flags.engineOptions(user) : { ...Flags.engineOptions(user), budget }).pipe(
       Layer.provide(Flags.storeLayer(options)),
       // Beside the engine too: the agent reads the model's window for `usage_update`.
       Layer.provideMerge(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))),
+      Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeContext.layer),
       // One table of session policies, read by the engine's permission decisions and written by

@@ -58,6 +58,8 @@ export interface Tree {
 /** A running child session: where it hangs in its tree and what it may do. */
 interface Link {
   readonly tree: Tree
+  /** The session that started it, and that session's cwd: its decisions bound the child's. */
+  readonly parent: { readonly sessionId: string; readonly cwd: string }
   readonly depth: number
   /** Its tools; `undefined`: the same as the engine's. */
   readonly tools: ReadonlySet<string> | undefined
@@ -204,13 +206,26 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
   return { ...base, forSession }
 }
 
-/** The permission engine, narrowed for a read-only subagent: anything but a read is denied. */
-export const permissions = (base: PermissionEngine.Service, runtime: Runtime): PermissionEngine.Service => ({
-  decide: (request) =>
-    runtime.links.get(request.sessionId)?.readOnly === true && request.call.risk !== "read"
-      ? Effect.succeed({ decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" })
-      : base.decide(request)
-})
+const strictness = { allow: 0, ask: 1, deny: 2 } as const
+
+/**
+ * The permission engine, narrowed for subagents: a read-only subagent's calls but reads are denied,
+ * and a subagent's decision is never wider than its parent's for the same call — whatever mode or
+ * rules the permission engine keeps per session (ACP's session modes, a server's per-cwd settings),
+ * the stricter of the two decisions stands. The parent's "always" answers do not carry over.
+ */
+export const permissions = (base: PermissionEngine.Service, runtime: Runtime): PermissionEngine.Service => {
+  const decide: PermissionEngine.Service["decide"] = (request) =>
+    Effect.gen(function*() {
+      const link = runtime.links.get(request.sessionId)
+      if (link === undefined) return yield* base.decide(request)
+      if (link.readOnly && request.call.risk !== "read") return { decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" } as const
+      const own = yield* base.decide(request)
+      const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
+      return strictness[parents.decision] > strictness[own.decision] ? { ...parents, policy: `parent/${parents.policy}` } : own
+    })
+  return { decide }
+}
 
 /** The tools a task asks for that its parent session lacks. */
 const wider = (parent: Link | undefined, input: Task.Input): ReadonlyArray<string> =>
@@ -265,6 +280,7 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     const tools = input.tools ?? (parentLink?.tools === undefined ? undefined : [...parentLink.tools])
     runtime.links.set(childSessionId, {
       tree,
+      parent: { sessionId: parentSessionId, cwd: turn.session.live.state.cwd },
       depth,
       tools: tools === undefined ? undefined : new Set(tools),
       readOnly: input.mode === "readOnly" || parentLink?.readOnly === true,

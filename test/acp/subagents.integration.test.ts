@@ -1,0 +1,69 @@
+/**
+ * Subagents over ACP: `effect-agent acp --subagents` as a real subprocess, driven by the ACP SDK's
+ * client. A subagent's ask becomes `session/request_permission` labelled with the subagent; the answer
+ * is recorded in the subagent's log; the tree's progress reaches the client as the task call's
+ * `tool_call_update` content.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { expectWellFormedLog } from "../helpers.js"
+import { type Agent, choose, logOf, startAgent } from "./client.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-subagents-"))
+const running: Array<Agent> = []
+afterAll(() => {
+  for (const agent of running) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe("effect-agent acp --subagents", () => {
+  it("a subagent's ask is a session/request_permission labelled with it; allow_once runs the call in the subagent, whose log records it", async () => {
+    const cwd = join(dir, "work")
+    mkdirSync(cwd, { recursive: true })
+    const script = join(dir, "script.json")
+    writeFileSync(script, JSON.stringify({
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "write the notes", prompt: "child: write" }, id: "task_1" }] },
+        { chunks: ["Delegated."] }
+      ],
+      subagents: {
+        "child: write": [
+          { toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "from the child\n" } }], usage: { inputTokens: 40, outputTokens: 5 } },
+          { chunks: ["Written."] }
+        ]
+      }
+    }))
+    const storage = ["--data-dir", join(dir, "data")]
+    const agent = startAgent(["--subagents", "--script", script, ...storage], { cwd, answer: choose("allow_once") })
+    running.push(agent)
+    await agent.initialize()
+    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+    const answer = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "delegate it" }] })
+    expect(answer.stopReason).toBe("end_turn")
+
+    expect(agent.asked).toHaveLength(1)
+    const { params } = agent.asked[0]!
+    expect(params.sessionId).toBe(sessionId)
+    expect(params.toolCall.title).toMatch(/^Subagent "write the notes" \(sess_[^)]+\): Write notes\.txt$/)
+    expect(params.toolCall.rawInput).toEqual({ path: "notes.txt", content: "from the child\n" })
+    expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("from the child\n")
+
+    // The task call's progress: what the subagent's tree used, as tool_call_update content.
+    const texts = agent.updates.map((n) => n.update).flatMap((u) =>
+      u.sessionUpdate === "tool_call_update" && u.toolCallId === "task_1" ? (u.content ?? []).flatMap((c) => c.type === "content" && c.content.type === "text" ? [c.content.text] : []) : []
+    )
+    expect(texts.some((t) => /subagent sess_\S+: 1 step · tokens in 40 · out 5/.test(t))).toBe(true)
+
+    agent.child.stdin.end()
+    await agent.exited
+    const parent = await logOf(sessionId, storage)
+    expectWellFormedLog(parent)
+    const started = parent.find((e) => e.type === "subagent.started")!.payload as { childSessionId: string }
+    const child = await logOf(started.childSessionId, storage)
+    expectWellFormedLog(child)
+    expect(child.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { actor: string; decision: string }).decision)).toEqual(["ask", "allow"])
+  })
+})
