@@ -19,6 +19,7 @@ import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
 import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as PermissionEngine from "../../src/services/PermissionEngine.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
@@ -330,6 +331,32 @@ describe("subagents", () => {
           ]
         }
       })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a subagent's decision is never wider than its parent's, whatever the permission engine keeps per session", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      // A permission engine with rules per directory: everything allowed in `sub`, writes denied elsewhere.
+      const perCwd = Layer.succeed(PermissionEngine.PermissionEngine, {
+        decide: (request) =>
+          Effect.succeed(request.cwd.endsWith("/sub") || request.call.risk === "read"
+            ? { decision: "allow" as const, policy: "test/allow" }
+            : { decision: "deny" as const, policy: "test/no-writes" })
+      })
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }))
+        const child = yield* logOf(ofType(events, "subagent.started")[0]!.payload.childSessionId)
+        expect(ofType(child, "permission.resolved").map((e) => [e.payload.decision, e.payload.policy])).toEqual([["deny", "parent/test/no-writes"]])
+        expect(NodeFs.existsSync(NodePath.join(cwd, "sub", "x.txt"))).toBe(false)
+      }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+        responses: [{ toolCalls: [task({ prompt: "write in sub", cwd: "sub" })] }, { chunks: ["ok"] }],
+        subagents: { "write in sub": [{ toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "x" } }] }, { chunks: ["tried"] }] }
+      }).pipe(
+        Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+        Layer.provideMerge(perCwd)
+      )))
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a budget that is not a positive number is refused before anything is stored", () =>
