@@ -315,7 +315,9 @@ export const SubagentProgress = turnEvent("subagent.progress", {
   childSessionId: Schema.String,
   steps: Count,
   usage: Schema.optional(Usage),
-  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+  /** The subagent's call (or a call of a subagent below it) the user just answered: its `subagent.asked` is settled. */
+  answered: Schema.optional(Schema.String)
 })
 
 /**

@@ -272,8 +272,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     const subagent = callOf(view, event.payload.toolCallId)?.subagent
     if (subagent === undefined) return
     subagent.used = subagentText(event.payload)
-    // The child went on: the call it asked about was answered.
-    subagent.asking = undefined
+    if (event.payload.answered !== undefined && event.payload.answered === subagent.asking?.toolCallId) subagent.asking = undefined
   },
   "subagent.asked": (view, event) => {
     const subagent = callOf(view, event.payload.toolCallId)?.subagent

@@ -304,9 +304,9 @@ export const subagentStarted = (started: AgentEvent.PayloadOf<"subagent.started"
 })
 
 /** `subagent.progress`: what the child's tree used so far. */
-export const subagentProgress = (toolCallId: string, childSessionId: string, used: SubagentUsed): Draft<"subagent.progress"> => ({
+export const subagentProgress = (toolCallId: string, childSessionId: string, used: SubagentUsed, answered?: string): Draft<"subagent.progress"> => ({
   type: "subagent.progress",
-  payload: { toolCallId, childSessionId, ...subagentUsed(used) }
+  payload: { toolCallId, childSessionId, ...subagentUsed(used), ...(answered === undefined ? {} : { answered }) }
 })
 
 /** `subagent.asked`: the child's call, its arguments as JSON, the description escaped. */

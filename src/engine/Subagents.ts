@@ -291,7 +291,8 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     const { description } = input
     const commit = (draft: AgentEvent.TurnEventDraft) => turn.commit([draft])
     const used = () => usedBelow(turn.services, tree, childSessionId)
-    const progress = Effect.suspend(() => commit(EventDraft.subagentProgress(toolCallId, childSessionId, used())))
+    const progressWith = (answered?: string) => Effect.suspend(() => commit(EventDraft.subagentProgress(toolCallId, childSessionId, used(), answered)))
+    const progress = progressWith()
     const ending: Ending = { outcome: "cancelled", errorCode: undefined }
     const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
 
@@ -324,6 +325,8 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
           return Effect.void
         }
         case "permission.resolved": {
+          // The user answered the child: whoever showed its question can settle it.
+          if (event.payload.actor === "user") return Effect.asVoid(progressWith(event.payload.toolCallId))
           if (event.payload.decision !== "ask") return Effect.void
           const known = calls.get(event.payload.toolCallId)
           return Effect.asVoid(commit(EventDraft.subagentAsked({
@@ -346,8 +349,10 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
         }
         case "tool.completed":
         case "tool.failed":
-        case "subagent.progress":
           return Effect.asVoid(progress)
+        case "subagent.progress":
+          // A grandchild's progress: this child's tree moved (and an answer below settles its question up here too).
+          return Effect.asVoid(progressWith(event.payload.answered))
         case "turn.completed":
           ending.outcome = event.payload.stopReason
           ending.errorCode = event.payload.errorCode

@@ -103,8 +103,8 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
     mode: fc.constantFrom("inherit" as const, "readOnly" as const),
     maxSteps: anyNumber
   }, { requiredKeys: ["toolCallId", "childSessionId", "description", "cwd", "mode"] }).map(EventDraft.subagentStarted),
-  fc.tuple(fc.string(), fc.string(), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }))
-    .map(([id, child, used]) => EventDraft.subagentProgress(id, child, used)),
+  fc.tuple(fc.string(), fc.string(), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }), fc.option(fc.string(), { nil: undefined }))
+    .map(([id, child, used, answered]) => EventDraft.subagentProgress(id, child, used, answered)),
   fc.record({ toolCallId: fc.string(), childSessionId: fc.string(), description: anyText, childToolCallId: fc.string(), tool: fc.string(), args: fc.anything({ withBigInt: false }), risk })
     .map(EventDraft.subagentAsked),
   fc.tuple(fc.string(), fc.string(), fc.constantFrom(...AgentEvent.StopReason.literals), fc.option(fc.string(), { nil: undefined }), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }))

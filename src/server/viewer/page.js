@@ -156,8 +156,27 @@ const decisionBadge = (d) => {
 const sessionPath = () => `/sessions/${encodeURIComponent(state.sessionId)}`
 const dropFollowUps = () => api("DELETE", `${sessionPath()}/followups`).catch(report)
 
-const answer = (call, decision, remember) => () =>
-  api("POST", `/sessions/${encodeURIComponent(state.sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
+const answer = (call, decision, remember, sessionId = state.sessionId) => () =>
+  api("POST", `/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
+
+// A task call's subagent, nested under it: its session (a link that opens it), its task, what its
+// tree used so far, how it ended — and, live, its call waiting for the user, answered on its session.
+const renderSubagent = (subagent, live) => {
+  const link = el("a", { href: `#${encodeURIComponent(subagent.childSessionId)}`, class: "subagent-link", textContent: subagent.childSessionId, onclick: (e) => { e.preventDefault(); openSession(subagent.childSessionId) } })
+  const node = el("div", { class: "subagent", "data-subagent": subagent.childSessionId },
+    el("div", { class: "head" }, el("strong", { textContent: "subagent" }), link, el("span", { class: "badge", textContent: subagent.mode === "readOnly" ? "read-only" : "inherits permissions" }),
+      subagent.outcome === undefined ? undefined : el("span", { class: `badge ${subagent.outcome === "final" ? "ok" : "bad"}`, textContent: subagent.outcome })),
+    el("div", { class: "args", textContent: subagent.description }))
+  if (subagent.used !== undefined) node.append(el("div", { class: "note", "data-event": "subagent.progress", textContent: subagent.used }))
+  if (live && subagent.asking !== undefined) {
+    const asking = subagent.asking
+    node.append(el("div", { class: "approval", "data-asking": asking.toolCallId },
+      el("span", { textContent: `asks: ${asking.tool} (${asking.risk}) ` }),
+      el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(asking, "allow", false, subagent.childSessionId) }),
+      el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(asking, "deny", false, subagent.childSessionId) })))
+  }
+  return node
+}
 
 // What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
 // else as its arguments.
@@ -181,6 +200,7 @@ const renderCall = (call, live) => {
   if (!terminal && call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
   if (call.status === "completed" && call.images !== undefined) node.append(images(call.images))
   if (call.status === "failed") node.append(el("div", { class: "result", textContent: `${call.errorCode}: ${call.message}` }))
+  if (call.subagent !== undefined) node.append(renderSubagent(call.subagent, live))
   if (live && call.status === "awaiting_approval") {
     node.append(el("div", { class: "approval" },
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(call, "allow", false) }),
