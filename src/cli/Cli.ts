@@ -7,6 +7,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Chunk from "effect/Chunk"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -169,8 +170,9 @@ const exportScript = Command.make(
   ({ sessionId, ...options }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
-      const events = yield* Stream.runCollect(engine.replaySession({ sessionId }))
-      output.out(JSON.stringify(Cassette.fromEvents(events), null, 2) + "\n")
+      const read = (id: string) => Effect.map(Stream.runCollect(engine.replaySession({ sessionId: id })), Chunk.toReadonlyArray)
+      // The subagents' logs too: a cassette of a session answers its subagents' requests as well.
+      output.out(JSON.stringify(yield* Cassette.fromTree(yield* read(sessionId), read), null, 2) + "\n")
     }).pipe(Effect.provide(readingEngineLayer(options)))
 ).pipe(Command.withDescription(Help.described(
     "Print a session's model responses as a --script file: replay it as a deterministic test (a cassette)",

@@ -23,6 +23,7 @@
  *
  * @since 0.1.0
  */
+import * as Effect from "effect/Effect"
 import { absurd } from "effect/Function"
 import type { AgentEvent, Usage } from "../domain/AgentEvent.js"
 import { ProviderFailureReason, retryableReasons } from "../domain/Errors.js"
@@ -148,3 +149,31 @@ const pushed = (responses: Array<Response>, response: Response): Response => {
   responses.push(response)
   return response
 }
+
+/**
+ * The script of a session and of the subagents its `task` calls started, theirs included: the
+ * session's responses as {@link fromEvents} gives them, and each subagent's under its task's prompt
+ * (`Script.subagents`), so that a replay answers parent and subagents alike. Subagents given the
+ * same prompt share one list, in the order they started: they replay exactly when they ran one
+ * after the other.
+ */
+export const fromTree = <E, R>(
+  events: ReadonlyArray<AgentEvent>,
+  read: (sessionId: string) => Effect.Effect<ReadonlyArray<AgentEvent>, E, R>
+): Effect.Effect<Script, E, R> =>
+  Effect.gen(function*() {
+    const subagents: Record<string, Array<ScriptedResponse>> = {}
+    const visit = (log: ReadonlyArray<AgentEvent>): Effect.Effect<void, E, R> =>
+      Effect.forEach(log.filter((e) => e.type === "subagent.started"), (started) =>
+        Effect.gen(function*() {
+          const child = yield* read((started.payload as { childSessionId: string }).childSessionId)
+          const prompt = child.find((e) => e.type === "user.message")?.payload as { content: string } | undefined
+          if (prompt === undefined) return
+          const list = subagents[prompt.content] ??= []
+          list.push(...fromEvents(child).responses)
+          yield* visit(child)
+        }), { discard: true })
+    yield* visit(events)
+    const script = fromEvents(events)
+    return Object.keys(subagents).length === 0 ? script : { ...script, subagents }
+  })

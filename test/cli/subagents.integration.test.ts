@@ -81,6 +81,40 @@ describe("effect-agent run --subagents", () => {
     expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
   })
 
+  it("export-script records the subagents' responses too: the cassette replays parent and child alike", async () => {
+    const { cwd, dataDir, script } = setup("cassette", {
+      responses: [
+        { chunks: ["Asking a helper."], toolCalls: [{ tool: "task", args: { description: "read", prompt: "child: read docs", cwd: "docs" } }] },
+        { chunks: ["The helper says: listed."] }
+      ],
+      subagents: {
+        "child: read docs": [
+          { toolCalls: [{ tool: "list_dir", args: { path: "." } }], usage: { inputTokens: 12, outputTokens: 3 } },
+          { chunks: ["listed"], usage: { inputTokens: 20, outputTokens: 2 } }
+        ]
+      }
+    })
+    const first = start(["run", "look at the docs", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    first.child.stdin!.end()
+    expect((await first.done).code).toBe(0)
+    const parent = logs(dataDir).find((log) => (log[0]!.payload as { parent?: unknown }).parent === undefined)!
+    const exported = start(["export-script", parent[0]!.sessionId, "--data-dir", dataDir], { cwd })
+    const cassette = JSON.parse((await exported.done).stdout) as { responses: Array<unknown>; subagents?: Record<string, Array<unknown>> }
+    expect(Object.keys(cassette.subagents ?? {})).toEqual(["child: read docs"])
+    expect(cassette.subagents!["child: read docs"]).toHaveLength(2)
+    const file = join(dir, "cassette-replay.json")
+    writeFileSync(file, JSON.stringify(cassette))
+    const replayData = join(dir, "cassette-replay-data")
+    const again = start(["run", "look at the docs", "--subagents", "--script", file, "--data-dir", replayData], { cwd })
+    again.child.stdin!.end()
+    const replayed = await again.done
+    expect(replayed.code).toBe(0)
+    expect(replayed.stdout).toBe("Asking a helper.\nThe helper says: listed.\n")
+    // The same logs but for ids and times: types and payloads line up, the child's included.
+    const shape = (log: ReadonlyArray<AgentEvent>) => log.map((e) => e.type)
+    expect(logs(replayData).map(shape).sort()).toEqual(logs(dataDir).map(shape).sort())
+  })
+
   it("without --subagents the model is offered no task tool", async () => {
     const { cwd, dataDir, script } = setup("off", {
       responses: [{ toolCalls: [{ tool: "task", args: { description: "x", prompt: "y" } }] }, { chunks: ["ok"] }]
