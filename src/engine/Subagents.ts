@@ -28,6 +28,7 @@ import * as Task from "../domain/Task.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import { type PreparedCall, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
+import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import type { Services } from "./Services.js"
 import type { Turn } from "./Turn.js"
@@ -89,17 +90,6 @@ export const makeRuntime = (options: { readonly maxDepth?: number | undefined; r
 /** Whether a prepared call is a `task` the engine runs. */
 export const isTask = (services: Services, call: PreparedCall): boolean => call.tool === Task.toolName && services.subagents !== undefined
 
-const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage): AgentEvent.Usage => {
-  const cacheRead = (a?.cacheReadTokens ?? 0) + (b.cacheReadTokens ?? 0)
-  const cacheWrite = (a?.cacheWriteTokens ?? 0) + (b.cacheWriteTokens ?? 0)
-  return {
-    inputTokens: (a?.inputTokens ?? 0) + b.inputTokens,
-    outputTokens: (a?.outputTokens ?? 0) + b.outputTokens,
-    ...(a?.cacheReadTokens === undefined && b.cacheReadTokens === undefined ? {} : { cacheReadTokens: cacheRead }),
-    ...(a?.cacheWriteTokens === undefined && b.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: cacheWrite })
-  }
-}
-
 /** What a session and the sessions below it used: steps, usage, cost. */
 interface Used {
   readonly steps: number
@@ -124,7 +114,7 @@ const usedBelow = (services: Services, tree: Tree, sessionId: string | undefined
     if (!isBelow(id)) continue
     steps += member.steps
     if (member.usage === undefined) continue
-    usage = addUsage(usage, member.usage)
+    usage = ModelResponse.addUsage(usage, member.usage)
     const priced = PromptCache.costOf(services, member.usage)
     // A model with no price adds no cost: the budget's dollars are of the models that have one.
     if (priced.cost !== null) cost = Math.round(((cost ?? 0) + priced.cost) * 1_000_000) / 1_000_000
@@ -344,7 +334,7 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
           return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
         case "model.usage": {
           const member = tree.members.get(childSessionId)
-          if (member !== undefined) member.usage = addUsage(member.usage, event.payload.usage)
+          if (member !== undefined) member.usage = ModelResponse.addUsage(member.usage, event.payload.usage)
           return Effect.asVoid(progress)
         }
         case "tool.completed":
