@@ -94,6 +94,8 @@ export interface SessionState {
   readonly sessionId: string
   readonly cwd: string
   readonly client: Client
+  /** A subagent's session: the session and `task` call that started it (`session.created.parent`). */
+  readonly parent?: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number } | undefined
   readonly createdAt: string
   readonly lastSequence: number
   readonly lastActivityAt: string
@@ -149,6 +151,7 @@ export const fromCreated = (event: EventOfType<"session.created">): SessionState
   sessionId: event.sessionId,
   cwd: event.payload.cwd,
   client: event.payload.client,
+  ...(event.payload.parent === undefined ? {} : { parent: event.payload.parent }),
   createdAt: event.timestamp,
   lastSequence: event.sequence,
   lastActivityAt: event.timestamp,

@@ -424,7 +424,9 @@ export const make = (
     if (subagents !== undefined) {
       subagents.api = {
         createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
-        runTurn: (input) => runTurn(input)
+        runTurn: (input) => runTurn(input),
+        isSubagent: (sessionId) =>
+          sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
       }
     }
 

@@ -41,6 +41,8 @@ export interface EngineApi {
     readonly parent: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number }
   }) => Effect.Effect<Session.Session, unknown>
   readonly runTurn: (input: { readonly sessionId: string; readonly userMessage: string }) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** Whether a session's log says it is a subagent's (`session.created.parent`). */
+  readonly isSubagent: (sessionId: string) => Effect.Effect<boolean>
 }
 
 /** What one session of a tree has used: its own steps and tokens, and which session started it. */
@@ -208,7 +210,14 @@ export const permissions = (base: PermissionEngine.Service, runtime: Runtime): P
   const decide: PermissionEngine.Service["decide"] = (request) =>
     Effect.gen(function*() {
       const link = runtime.links.get(request.sessionId)
-      if (link === undefined) return yield* base.decide(request)
+      if (link === undefined) {
+        // A subagent no parent runs any more (the agent restarted while it waited): it may not act on its own,
+        // its narrowing (tools, mode, the parent's decisions) being gone with its parent's call.
+        const orphan = runtime.api !== undefined && (yield* runtime.api.isSubagent(request.sessionId))
+        return orphan
+          ? { decision: "deny", policy: "subagent/orphaned", reason: "this subagent's parent no longer runs it" } as const
+          : yield* base.decide(request)
+      }
       if (link.readOnly && request.call.risk !== "read") return { decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" } as const
       const own = yield* base.decide(request)
       const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })

@@ -3,7 +3,7 @@
  * child's ask is asked in the parent's terminal, labelled with the child's task, answered once and
  * recorded in the child's log; `--max-tokens` stops the whole tree with `budget_exceeded`.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -113,6 +113,54 @@ describe("effect-agent run --subagents", () => {
     // The same logs but for ids and times: types and payloads line up, the child's included.
     const shape = (log: ReadonlyArray<AgentEvent>) => log.map((e) => e.type)
     expect(logs(replayData).map(shape).sort()).toEqual(logs(dataDir).map(shape).sort())
+  })
+
+  it("SIGKILL while a subagent waits for approval: both logs are repaired; the orphaned subagent runs the call the user approved, and no other", async () => {
+    const { cwd, dataDir, script } = setup("crash", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "write", prompt: "child: write it" }, id: "task_1" }] },
+        { chunks: ["never"] }
+      ],
+      subagents: {
+        "child: write it": [
+          // Ids of their own: the scripted model's default ids start again in each process.
+          { toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "x" }, id: "w_x" }] }
+        ]
+      }
+    })
+    const first = start(["run", "delegate the write", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    await first.waitForStderr(/asks: allow write_file x\.txt\?/)
+    first.child.kill("SIGKILL")
+    await first.done
+    const before = logs(dataDir)
+    const child = before.find((log) => (log[0]!.payload as { parent?: unknown }).parent !== undefined)!
+    const parent = before.find((log) => log !== child)!
+    const childId = child[0]!.sessionId
+    const callId = (child.find((e) => e.type === "permission.resolved")!.payload as { toolCallId: string }).toolCallId
+    // A new process's scripted model starts its lists again: the rest of the story, as it goes on.
+    const rest = join(dir, "crash-rest.json")
+    writeFileSync(rest, JSON.stringify({
+      responses: [{ chunks: ["Next turn."] }],
+      subagents: { "child: write it": [{ toolCalls: [{ tool: "write_file", args: { path: "y.txt", content: "y" }, id: "w_y" }] }, { chunks: ["wrote"] }] }
+    }))
+    // The parent's next turn repairs its log: the task call and the turn closed `interrupted`.
+    const next = start(["run", "go on", "--session", parent[0]!.sessionId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    next.child.stdin!.end()
+    expect((await next.done).code).toBe(0)
+    // The subagent's paused turn, answered on its own: no parent runs it, so its call is denied.
+    const approve = start(["approve", childId, callId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    approve.child.stdin!.end()
+    await approve.done
+    const after = logs(dataDir)
+    for (const log of after) expectWellFormedLog(log)
+    const parentAfter = after.find((log) => log[0]!.sessionId === parent[0]!.sessionId)!
+    expect(parentAfter.filter((e) => e.type === "turn.completed").map((e) => [(e.payload as { stopReason: string }).stopReason, (e.payload as { errorCode?: string }).errorCode])).toEqual([["error", "interrupted"], ["final", undefined]])
+    const childAfter = after.find((log) => log[0]!.sessionId === childId)!
+    // The call the user approved ran (it was decided under the subagent's narrowing before the crash);
+    // the next one is denied: nothing narrows an orphaned subagent any more.
+    expect(existsSync(join(cwd, "x.txt"))).toBe(true)
+    expect(childAfter.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { policy?: string }).policy).at(-1)).toBe("subagent/orphaned")
+    expect(existsSync(join(cwd, "y.txt"))).toBe(false)
   })
 
   it("without --subagents the model is offered no task tool", async () => {
