@@ -163,6 +163,32 @@ describe("effect-agent run --subagents", () => {
     expect(existsSync(join(cwd, "y.txt"))).toBe(false)
   })
 
+  it("chat --subagents: a subagent's question is asked inline and the next line answers it, on the subagent's session", async () => {
+    const { cwd, dataDir, script } = setup("chat", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "make a file", prompt: "child: make" } }] },
+        { chunks: ["Delegated."] }
+      ],
+      subagents: { "child: make": [{ toolCalls: [{ tool: "write_file", args: { path: "made.txt", content: "made\n" } }] }, { chunks: ["Made."] }] }
+    })
+    const chat = start(["chat", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    chat.child.stdin!.write("delegate the file\n")
+    await chat.waitForStderr(/Subagent "make a file" \(sess_[^)]+\) asks: allow write_file made\.txt\? \[y\]es \/ \[n\]o \/ \[a\]lways: /)
+    chat.child.stdin!.write("y\n")
+    await chat.waitForStdout(/Delegated\.\n/)
+    chat.child.stdin!.end()
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(readFileSync(join(cwd, "made.txt"), "utf8")).toBe("made\n")
+    const all = logs(dataDir)
+    for (const log of all) expectWellFormedLog(log)
+    const parent = all.find((log) => (log[0]!.payload as { parent?: unknown }).parent === undefined)!
+    // The answer was not a steer of the parent's turn.
+    expect(parent.filter((e) => e.type === "turn.steered")).toEqual([])
+    const child = all.find((log) => log !== parent)!
+    expect(child.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { actor: string }).actor)).toEqual(["policy", "user"])
+  })
+
   it("without --subagents the model is offered no task tool", async () => {
     const { cwd, dataDir, script } = setup("off", {
       responses: [{ toolCalls: [{ tool: "task", args: { description: "x", prompt: "y" } }] }, { chunks: ["ok"] }]
