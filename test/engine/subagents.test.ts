@@ -359,6 +359,41 @@ describe("subagents", () => {
       )))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("the engine's maxCost counts the whole tree's dollars: two subagents at once, each under it, together over it", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "two helpers" }))
+        // Each subagent's first response costs $0.60 (claude-haiku-4-5: 100k in at $1/M, 100k out at $5/M): $1.20 together, over $1.
+        const completed = ofType(events, "subagent.completed").map((e) => e.payload)
+        // (Which of the two sees the other's cost first is up to scheduling: one may make a second request.)
+        for (const c of completed) expect([0.6, 1.2]).toContain(c.cost)
+        expect(completed.some((c) => c.cost === 0.6)).toBe(true)
+        expect(completed.map((c) => c.errorCode)).toEqual(["budget_exceeded", "budget_exceeded"])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+      }).pipe(Effect.provide(withTools({
+        provider: "anthropic",
+        model: "claude-haiku-4-5",
+        responses: [{ toolCalls: [task({ prompt: "helper" }, "h1"), task({ prompt: "helper" }, "h2")] }, { chunks: ["never"] }],
+        subagents: {
+          helper: Array.from({ length: 4 }, () => ({
+            toolCalls: [{ tool: "list_dir", args: { path: "." } }],
+            usage: { inputTokens: 100_000, outputTokens: 100_000 },
+            delay: "1 second"
+          }))
+        }
+      }, { budget: { maxCost: 1 } })))
+    }).pipe(Effect.provide(NodeContext.layer), Effect.fork, Effect.flatMap((fiber) =>
+      Effect.gen(function*() {
+        while ((yield* Fiber.poll(fiber))._tag === "None") {
+          yield* TestClock.adjust("1 second")
+          yield* Effect.yieldNow()
+        }
+        return yield* Fiber.join(fiber)
+      }))))
+
   it.scoped("a budget that is not a positive number is refused before anything is stored", () =>
     Effect.gen(function*() {
       const cwd = yield* workspace
