@@ -485,6 +485,8 @@ export const make = (
       }
     })
 
+    const namedImages = new Images.NamedImages()
+
     const replaySession = (input: SessionInput) =>
       (Session.isValidId(input.sessionId) ? store.read(input.sessionId) : Stream.empty).pipe(
         Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId }))),
@@ -550,9 +552,16 @@ export const make = (
       sessionState,
       listSessions: store.list.pipe(Effect.withSpan("SessionEngine.listSessions")),
       sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing")),
-      // The log is read first: an unknown session is SessionNotFound, not an unknown image.
+      // The log is read first: an unknown session is SessionNotFound, not an unknown image. A
+      // session read before is read on from where that ended (an empty rest is no failure).
       sessionImage: (input) =>
-        Images.ofSession(services.blobs, replaySession(input), input.blob).pipe(
+        Images.ofSession(
+          services.blobs,
+          namedImages,
+          input.sessionId,
+          (fromSequence) => fromSequence <= 1 ? replaySession(input) : store.read(input.sessionId, { fromSequence }),
+          input.blob
+        ).pipe(
           Effect.withSpan("SessionEngine.sessionImage", { attributes: { sessionId: input.sessionId } })
         )
     })
