@@ -372,6 +372,7 @@ export const make = (
 
     /** A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws it, not started). */
     const turnStream = <E>(
+      span: string,
       sessionId: string,
       asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>
     ): Stream.Stream<AgentEvent.AgentEvent, E | EventStoreFailure | SessionNotFound | SessionBusy> =>
@@ -379,10 +380,14 @@ export const make = (
         const session = yield* sessions.writable(sessionId)
         const turn = yield* Effect.acquireRelease(asked(session), (turn) => SessionDriver.abandon(session, turn))
         return Mailbox.toStream(turn.sink!)
-      }))
+      }).pipe(
+        // The span lives in the stream's scope, as `Stream.withSpan`'s would, without a second scoped
+        // stream around this one: it ends when the stream does, and the turn's span is its child.
+        Effect.withSpanScoped(span, { captureStackTrace: false, attributes: { sessionId } })
+      ))
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
-      turnStream<InvalidInput | TurnInProgress | EventStoreFailure>(input.sessionId, (session) =>
+      turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
         Effect.gen(function*() {
           const given = input.images ?? []
           if (input.userMessage.trim() === "" && given.length === 0) {
@@ -391,14 +396,10 @@ export const make = (
           // Checked and stored before the turn is asked for: a refused image leaves no event.
           const images = yield* Images.store(services.blobs, given)
           return yield* SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage, ...(images.length === 0 ? {} : { images }) })
-        })).pipe(
-          Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
-        )
+        }))
 
     const resumeTurn = (input: SessionInput) =>
-      turnStream(input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" })).pipe(
-        Stream.withSpan("SessionEngine.resumeTurn", { attributes: { sessionId: input.sessionId } })
-      )
+      turnStream("SessionEngine.resumeTurn", input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)
