@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -18,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import {
   type ApprovalNotPending,
@@ -372,19 +374,31 @@ export const make = (
 
     /** A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws it, not started). */
     const turnStream = <E>(
-      span: string,
+      spanName: string,
       sessionId: string,
       asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>
     ): Stream.Stream<AgentEvent.AgentEvent, E | EventStoreFailure | SessionNotFound | SessionBusy> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const session = yield* sessions.writable(sessionId)
-        const turn = yield* Effect.acquireRelease(asked(session), (turn) => SessionDriver.abandon(session, turn))
-        return Mailbox.toStream(turn.sink!)
-      }).pipe(
-        // The span lives in the stream's scope, as `Stream.withSpan`'s would, without a second scoped
-        // stream around this one: it ends when the stream does, and the turn's span is its child.
-        Effect.withSpanScoped(span, { captureStackTrace: false, attributes: { sessionId } })
-      ))
+      Stream.suspend(() => {
+        // What the stream took, for its end to let go: set in the same uninterruptible step that asks
+        // for the turn, so the caller going away at any point after abandons it.
+        let taken: { readonly session: LiveSession.LiveSession; readonly turn: Turn.Turn } | undefined
+        let span: Tracer.Span | undefined
+        const take = Effect.flatMap(Effect.makeSpan(spanName, { captureStackTrace: false, attributes: { sessionId } }), (made) => {
+          span = made
+          return Effect.flatMap(sessions.writable(sessionId), (session) =>
+            Effect.uninterruptible(Effect.map(asked(session), (turn) => {
+              taken = { session, turn }
+              return Mailbox.toChannel(turn.sink!)
+            }))).pipe(Effect.withParentSpan(made))
+        })
+        // One channel from the mailbox, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
+        // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
+        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
+          Effect.zipRight(
+            taken === undefined ? Effect.void : SessionDriver.abandon(taken.session, taken.turn),
+            Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
+          )))
+      })
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
