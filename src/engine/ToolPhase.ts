@@ -88,7 +88,7 @@ const userDecision = (turn: Turn, call: PreparedCall, storeAsk: Effect.Effect<un
  * call resumed after a restart picks up where its decision stopped.
  */
 const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
-  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { attributes: callAttributes(turn, call) })
+  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
 /** What every span of a call carries. */
 const callAttributes = (turn: Turn, call: ToolCallInput) => ({
@@ -126,7 +126,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
 
 /** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
 const execute = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
-  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { attributes: callAttributes(turn, call) })
+  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
 const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
