@@ -160,6 +160,13 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       }
       case "cache.break":
         return note(`  ⚠ ${UsageText.cacheBreakText(event.payload)}`)
+      case "workspace.changed": {
+        const { changes, incomplete } = event.payload
+        const shown = changes.slice(0, 5).map((c) => c.path).join(", ")
+        return note(`    ↺ checkpoint: ${changes.length} file${changes.length === 1 ? "" : "s"} (${shown}${changes.length > 5 ? ", …" : ""})${incomplete === undefined ? "" : `; incomplete: ${incomplete}`}`)
+      }
+      case "session.rewound":
+        return note(`[rewound to #${event.payload.toSequence}: ${event.payload.changes.length} file${event.payload.changes.length === 1 ? "" : "s"} restored]`)
       case "compaction.failed":
         return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {

@@ -128,6 +128,8 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "followup.dropped":
       case "session.forked":
       case "session.titled":
+      case "session.rewound":
+      case "workspace.changed":
       case "compaction.started":
         // Not the model's: they only end the response being read.
         break
