@@ -11,10 +11,12 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import type * as Scope from "effect/Scope"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionState from "../../src/domain/SessionState.js"
@@ -85,11 +87,11 @@ const changingTurn = [
   { chunks: ["Done."] }
 ]
 
-const engineOn = <E, R>(store: Layer.Layer<EventStore | BlobStore, E, R>, responses: FakeModelProvider.Options["responses"]) =>
+const engineOn = <E, R>(store: Layer.Layer<EventStore | BlobStore, E, R>, responses: FakeModelProvider.Options["responses"], mode: PermissionPolicy.Mode) =>
   SessionEngineModule.layer().pipe(
     Layer.provideMerge(PreImages.layer()),
     Layer.provideMerge(WorkspaceTools.layer()),
-    Layer.provideMerge(PermissionPolicy.layer({ mode: "bypass" })),
+    Layer.provideMerge(PermissionPolicy.layer({ mode })),
     Layer.provideMerge(store),
     Layer.provideMerge(FakeModelProvider.layer({ record: true, ...(responses === undefined ? {} : { responses }) })),
     Layer.provideMerge(IdGenerator.layerSequential),
@@ -112,12 +114,13 @@ const withStoreDir = Effect.acquireRelease(
 const scenario = (
   makeStore: (dir: string) => Effect.Effect<StoreLayer>,
   responses: FakeModelProvider.Options["responses"],
-  body: (workspace: string) => Effect.Effect<void, unknown, SessionEngine | FakeModelProvider.FakeModel>
+  body: (workspace: string) => Effect.Effect<void, unknown, SessionEngine | FakeModelProvider.FakeModel | Scope.Scope>,
+  mode: PermissionPolicy.Mode = "bypass"
 ): Effect.Effect<void, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const workspace = yield* makeWorkspace
     const store = yield* makeStore(yield* withStoreDir)
-    yield* body(workspace).pipe(Effect.provide(engineOn(store, responses)))
+    yield* body(workspace).pipe(Effect.provide(engineOn(store, responses, mode)))
   })
 
 for (const [name, makeStore] of stores) {
@@ -199,3 +202,96 @@ for (const [name, makeStore] of stores) {
         })), 120_000)
   })
 }
+
+const memoryStore = stores[0]![1]
+
+/** Runs the changing turn after a first one; answers the point before it and the tree's hash there. */
+const changeWorkspace = (workspace: string) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine
+    const { sessionId } = yield* engine.createSession({ cwd: workspace, client: "test" })
+    yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+    const point = (yield* engine.sessionState({ sessionId })).lastSequence
+    const before = yield* Effect.promise(() => treeHash(workspace))
+    yield* collect(engine.runTurn({ sessionId, userMessage: "change things" }))
+    return { engine, sessionId, point, before }
+  })
+
+describe("rewind refuses, changing nothing", () => {
+  it.scoped("a file changed outside the agent since: refused naming it; with force, overwritten and named", () =>
+    scenario(memoryStore, [{ chunks: ["Hello."] }, ...changingTurn], (workspace) =>
+      Effect.gen(function*() {
+        const { before, engine, point, sessionId } = yield* changeWorkspace(workspace)
+        yield* Effect.promise(() => NodeFs.writeFile(NodePath.join(workspace, "c.txt"), "changed by the user\n"))
+        const changedOutside = yield* Effect.promise(() => treeHash(workspace))
+        const refused = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: point }))
+        expect(refused._tag).toBe("RewindRefused")
+        expect(refused._tag === "RewindRefused" && refused.reason).toBe("changed_outside")
+        expect(refused._tag === "RewindRefused" && refused.files).toEqual(["c.txt"])
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(changedOutside)
+        const events = yield* collect(engine.replaySession({ sessionId }))
+        expect(events.some((e) => e.type === "session.rewound")).toBe(false)
+        const forced = yield* engine.rewindSession({ sessionId, toSequence: point, force: true })
+        expect(forced.forced).toEqual(["c.txt"])
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
+        // What the force overwrote is kept: rewinding the rewind brings the user's change back.
+        yield* engine.rewindSession({ sessionId, toSequence: forced.sequence - 1 })
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(changedOutside)
+      })), 60_000)
+
+  it.scoped("a link planted in place of a file is never written through: refused; with force the link itself is replaced", () =>
+    scenario(memoryStore, [{ chunks: ["Hello."] }, ...changingTurn], (workspace) =>
+      Effect.gen(function*() {
+        const outside = yield* Effect.acquireRelease(
+          Effect.promise(() => NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-outside-"))),
+          (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+        )
+        const secret = NodePath.join(outside, "secret.txt")
+        yield* Effect.promise(() => NodeFs.writeFile(secret, "outside\n"))
+        const { before, engine, point, sessionId } = yield* changeWorkspace(workspace)
+        yield* Effect.promise(async () => {
+          await NodeFs.rm(NodePath.join(workspace, "e.txt"))
+          await NodeFs.symlink(secret, NodePath.join(workspace, "e.txt"))
+        })
+        const refused = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: point }))
+        expect(refused._tag === "RewindRefused" && refused.files).toEqual(["e.txt"])
+        yield* engine.rewindSession({ sessionId, toSequence: point, force: true })
+        expect(yield* Effect.promise(() => NodeFs.readFile(secret, "utf8"))).toBe("outside\n")
+        expect((yield* Effect.promise(() => NodeFs.lstat(NodePath.join(workspace, "e.txt")))).isFile()).toBe(true)
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
+      })), 60_000)
+
+  it.scoped("a turn waiting for the user: TurnInProgress, nothing stored, no file touched", () =>
+    scenario(memoryStore, [{ chunks: ["Hello."] }, { chunks: ["w"], toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "x" } }] }], (workspace) =>
+      Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: workspace, client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+        const point = (yield* engine.sessionState({ sessionId })).lastSequence
+        // The write asks (default mode): the turn waits for the user, its stream still read.
+        const asked = yield* Deferred.make<void>()
+        yield* Effect.forkScoped(collect(engine.runTurn({ sessionId, userMessage: "write" }).pipe(
+          Stream.tap((e) => e.type === "permission.resolved" && e.payload.decision === "ask" ? Deferred.succeed(asked, undefined) : Effect.void)
+        )))
+        yield* Deferred.await(asked)
+        const before = yield* Effect.promise(() => treeHash(workspace))
+        const busy = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: point }))
+        expect(busy._tag).toBe("TurnInProgress")
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
+        expect((yield* collect(engine.replaySession({ sessionId }))).some((e) => e.type === "session.rewound")).toBe(false)
+      }), "default"), 60_000)
+
+  it.scoped("a point inside a turn, the end, or past it: typed errors, nothing stored", () =>
+    scenario(memoryStore, [{ chunks: ["Hello."] }, ...changingTurn], (workspace) =>
+      Effect.gen(function*() {
+        const { engine, point, sessionId } = yield* changeWorkspace(workspace)
+        const inside = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: point + 3 }))
+        expect(inside._tag === "InvalidInput" && inside.field).toBe("toSequence")
+        const last = (yield* engine.sessionState({ sessionId })).lastSequence
+        const end = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: last }))
+        expect(end._tag === "RewindRefused" && end.reason).toBe("nothing_to_rewind")
+        const outOfRange = yield* Effect.flip(engine.rewindSession({ sessionId, toSequence: last + 5 }))
+        expect(outOfRange._tag).toBe("InvalidInput")
+        expect((yield* engine.sessionState({ sessionId })).lastSequence).toBe(last)
+      })), 60_000)
+})
