@@ -160,11 +160,6 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       }
       case "cache.break":
         return note(`  ⚠ ${UsageText.cacheBreakText(event.payload)}`)
-      case "workspace.changed": {
-        const { changes, incomplete } = event.payload
-        const shown = changes.slice(0, 5).map((c) => c.path).join(", ")
-        return note(`    ↺ checkpoint: ${changes.length} file${changes.length === 1 ? "" : "s"} (${shown}${changes.length > 5 ? ", …" : ""})${incomplete === undefined ? "" : `; incomplete: ${incomplete}`}`)
-      }
       case "session.rewound":
         return note(`[rewound to #${event.payload.toSequence}: ${event.payload.changes.length} file${event.payload.changes.length === 1 ? "" : "s"} restored]`)
       case "compaction.failed":
@@ -190,6 +185,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       case "followup.dropped":
       case "session.forked":
       case "session.titled":
+      case "workspace.changed":
         // Not shown: the run's own framing, or session-level events other views show.
         return
     }

@@ -19,7 +19,8 @@ import * as Flags from "./Flags.js"
 import * as Help from "./Help.js"
 import * as Render from "./Render.js"
 
-const marks = (change: { readonly before?: unknown; readonly after?: unknown }) => change.before === undefined ? "removed " : change.after === undefined ? "restored" : "reverted"
+/** What a rewind did to a file: its change's `before` is what the rewind found, `after` what it left. */
+const marks = (change: { readonly before?: unknown; readonly after?: unknown }) => change.after === undefined ? "removed " : change.before === undefined ? "restored" : "reverted"
 
 /** The `rewind` command. */
 export const command = Command.make(
