@@ -8,6 +8,7 @@ import { Client, Usage } from "./AgentEvent.js"
 import type { AgentEvent } from "./AgentEvent.js"
 import type { SessionState } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
+import { addCounts } from "./Tokens.js"
 
 /** A session, as read from its `session.created` event. */
 export const Session = Schema.Struct({
@@ -155,7 +156,7 @@ export const usageChange = (event: AgentEvent): UsageChange | undefined => {
   return { usage, cost: typeof cost === "number" ? cost : 0, costUnknown: cost === null ? costUnknown : undefined }
 }
 
-const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0))
+const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : addCounts(a ?? 0, b ?? 0))
 
 /** Totals with a turn's change added: usage summed, cost summed (to a millionth of a dollar), models without a price listed once. */
 export const addUsage = (
@@ -168,8 +169,8 @@ export const addUsage = (
   const unknown = change.costUnknown === undefined || totals.costUnknown?.includes(change.costUnknown) ? totals.costUnknown : [...(totals.costUnknown ?? []), change.costUnknown]
   return {
     usage: {
-      inputTokens: (before?.inputTokens ?? 0) + change.usage.inputTokens,
-      outputTokens: (before?.outputTokens ?? 0) + change.usage.outputTokens,
+      inputTokens: addCounts(before?.inputTokens ?? 0, change.usage.inputTokens),
+      outputTokens: addCounts(before?.outputTokens ?? 0, change.usage.outputTokens),
       ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
       ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
     },

@@ -26,9 +26,13 @@ const controls = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u
 /** Unpaired UTF-16 surrogates (left by a cut): not text, and some terminals draw them as garbage. */
 const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
-/** Text as one plain line: escape sequences and control characters dropped, whitespace collapsed, trimmed. */
+/**
+ * Text as one plain line: escape sequences and control characters dropped, whitespace collapsed, trimmed.
+ * Whitespace becomes a space before the controls go (a `\r` or form feed separates words), and runs
+ * of spaces are collapsed after, so a control between two spaces leaves one space, not two.
+ */
 export const plain = (text: string): string =>
-  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, "").replace(loneSurrogates, "").trim()
+  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, "").replace(loneSurrogates, "").replace(/ {2,}/g, " ").trim()
 
 /** `text` cut to at most `max` characters: at a word boundary when there is one late enough, with an ellipsis. */
 export const cut = (text: string, max: number): string => {

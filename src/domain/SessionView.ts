@@ -18,6 +18,7 @@ import type { ToolCallStatus } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
 import { onBranch } from "./Transcript.js"
 import { cacheBreakText } from "./UsageText.js"
+import { addCounts } from "./Tokens.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
 export interface ViewCall {
@@ -238,10 +239,10 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     view.openTurn = undefined
     if (usage === undefined) return
     const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }
-    totals.inputTokens += usage.inputTokens
-    totals.outputTokens += usage.outputTokens
-    totals.cacheReadTokens += usage.cacheReadTokens ?? 0
-    totals.cacheWriteTokens += usage.cacheWriteTokens ?? 0
+    totals.inputTokens = addCounts(totals.inputTokens, usage.inputTokens)
+    totals.outputTokens = addCounts(totals.outputTokens, usage.outputTokens)
+    totals.cacheReadTokens = addCounts(totals.cacheReadTokens, usage.cacheReadTokens ?? 0)
+    totals.cacheWriteTokens = addCounts(totals.cacheWriteTokens, usage.cacheWriteTokens ?? 0)
     // To a millionth of a dollar, as every summary keeps it: no float noise from adding turns.
     if (typeof cost === "number") totals.cost = Math.round((totals.cost + cost) * 1_000_000) / 1_000_000
     if (costUnknown !== undefined && !totals.costUnknown.includes(costUnknown)) totals.costUnknown.push(costUnknown)

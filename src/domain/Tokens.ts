@@ -11,3 +11,10 @@ export const estimate = (text: string): number => (text.length === 0 ? 0 : Math.
 
 /** Estimated tokens of a JSON value, as it is serialized for the model. */
 export const estimateJson = (value: unknown): number => estimate(JSON.stringify(value) ?? "")
+
+/**
+ * Two token counts added, saturating at the largest safe integer: a vendor that reports absurd
+ * usage (a count near 2^53 on every response) must not make a sum that is no longer a count — the
+ * schema would then refuse a turn's or a session's totals, and a listing with them.
+ */
+export const addCounts = (a: number, b: number): number => Math.min(Number.MAX_SAFE_INTEGER, a + b)

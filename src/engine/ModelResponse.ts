@@ -12,6 +12,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import { type FinishReason, type ModelChunk, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
+import { addCounts } from "../domain/Tokens.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as PromptCache from "./PromptCache.js"
@@ -31,12 +32,12 @@ export type Response =
 /** Two usages summed (cache counts only when one of them has them). */
 export const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
   if (a === undefined || b === undefined) return a ?? b
-  const sum = (x: number | undefined, y: number | undefined) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0))
+  const sum = (x: number | undefined, y: number | undefined) => (x === undefined && y === undefined ? undefined : addCounts(x ?? 0, y ?? 0))
   const cacheReadTokens = sum(a.cacheReadTokens, b.cacheReadTokens)
   const cacheWriteTokens = sum(a.cacheWriteTokens, b.cacheWriteTokens)
   return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
+    inputTokens: addCounts(a.inputTokens, b.inputTokens),
+    outputTokens: addCounts(a.outputTokens, b.outputTokens),
     ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
     ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
   }

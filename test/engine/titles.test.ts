@@ -39,6 +39,8 @@ describe("session titles", () => {
     // One very long word is cut inside it; a surrogate pair is never split.
     expect(SessionTitle.fromMessage("x".repeat(200))).toBe(`${"x".repeat(59)}…`)
     expect(SessionTitle.fromMessage(`${"a".repeat(58)}😀😀😀`)).toBe(`${"a".repeat(58)}😀…`)
+    // A control or lone surrogate between two spaces leaves one space; a form feed separates words.
+    expect(SessionTitle.fromMessage("a \x01 b \ud800 c\fd")).toBe("a b c d")
     expect(SessionTitle.fromMessage("", 1)).toBe("Image")
     expect(SessionTitle.fromMessage(" \n ", 3)).toBe("3 images")
     expect(SessionTitle.fromMessage("")).toBeUndefined()

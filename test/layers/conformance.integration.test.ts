@@ -215,6 +215,18 @@ for (const [name, makeStore] of stores) {
         expect((yield* totalsOf(store)).a!.usage).toEqual({ inputTokens: 14, outputTokens: 10, cacheReadTokens: 103, cacheWriteTokens: 4 })
       }))
 
+    test("usage totals saturate at the largest safe integer: turns that each report the most a count can hold still list valid counts", (store) =>
+      Effect.gen(function*() {
+        const most = Number.MAX_SAFE_INTEGER
+        const huge = { inputTokens: most, outputTokens: most, cacheReadTokens: most, cacheWriteTokens: 1 }
+        yield* store.appendAll([created("a"), turnStarted("a", 2, 1), completedWithUsage("a", 3, huge, 1)])
+        yield* store.appendAll([turnStarted("a", 4, 2), completedWithUsage("a", 5, huge, 1), turnStarted("a", 6, 3), completedWithUsage("a", 7, huge, 1)])
+        yield* store.appendAll([turnStarted("a", 8, 4), completedWithUsage("a", 9, huge, null, "model-x")])
+        expect(yield* totalsOf(store)).toEqual({
+          a: { usage: { inputTokens: most, outputTokens: most, cacheReadTokens: most, cacheWriteTokens: 4 }, cost: 3, costUnknown: ["model-x"] }
+        })
+      }))
+
     test("large payloads round-trip intact", (store) =>
       Effect.gen(function*() {
         const big = "x".repeat(1024 * 1024) + "end"

@@ -45,12 +45,17 @@ export const createTable = (sql: SqlClient.SqlClient, dialect: "sqlite" | "pg") 
     )`
 }
 
+/** `a + b` saturating at the largest safe integer, as `AgentEvent.addCounts` (in both dialects: SQLite has no `LEAST`). */
+const saturated = (a: string, b: string) => `CASE WHEN ${a} + ${b} > ${Number.MAX_SAFE_INTEGER} THEN ${Number.MAX_SAFE_INTEGER} ELSE ${a} + ${b} END`
+
 // A cache count stays NULL while no turn of the row reported one (as the summary leaves it out).
 const sumOrNull = (sql: SqlClient.SqlClient, column: string) =>
   sql.unsafe(
     `CASE WHEN session_usage.${column} IS NULL AND excluded.${column} IS NULL THEN NULL ` +
-      `ELSE COALESCE(session_usage.${column}, 0) + COALESCE(excluded.${column}, 0) END`
+      `ELSE ${saturated(`COALESCE(session_usage.${column}, 0)`, `COALESCE(excluded.${column}, 0)`)} END`
   )
+
+const sumOf = (sql: SqlClient.SqlClient, column: string) => sql.unsafe(saturated(`session_usage.${column}`, `excluded.${column}`))
 
 const upsert = (sql: SqlClient.SqlClient, sessionId: string, sequence: number, change: Session.UsageChange) =>
   sql`
@@ -58,8 +63,8 @@ const upsert = (sql: SqlClient.SqlClient, sessionId: string, sequence: number, c
     VALUES (${sessionId}, ${change.costUnknown ?? ""}, ${sequence}, ${change.usage.inputTokens}, ${change.usage.outputTokens},
       ${change.usage.cacheReadTokens ?? null}, ${change.usage.cacheWriteTokens ?? null}, ${change.cost})
     ON CONFLICT (session_id, unknown_model) DO UPDATE SET
-      input_tokens = session_usage.input_tokens + excluded.input_tokens,
-      output_tokens = session_usage.output_tokens + excluded.output_tokens,
+      input_tokens = ${sumOf(sql, "input_tokens")},
+      output_tokens = ${sumOf(sql, "output_tokens")},
       cache_read_tokens = ${sumOrNull(sql, "cache_read_tokens")},
       cache_write_tokens = ${sumOrNull(sql, "cache_write_tokens")},
       cost = session_usage.cost + excluded.cost`
