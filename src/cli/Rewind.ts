@@ -6,7 +6,7 @@
  * rewind itself can be rewound). Exit codes: 0 rewound; 1 refused (the list on stderr), a turn in
  * progress, a point inside a turn, or the session or store could not be used.
  *
- * @since 0.7.0
+ * @since 0.10.0
  */
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"

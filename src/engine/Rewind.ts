@@ -5,7 +5,7 @@
  * means undoing every change after it: a file's first change after the point says what it held there
  * (`before`), its last one what the agent left (`after`), which the rewind expects to find.
  *
- * @since 0.7.0
+ * @since 0.10.0
  * @internal
  */
 import * as Chunk from "effect/Chunk"

@@ -7,7 +7,7 @@
  * never through a link, and reports what it overwrote so that the rewind can be rewound.
  * Implementation: `PreImages` (layers/workspace).
  *
- * @since 0.7.0
+ * @since 0.10.0
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"

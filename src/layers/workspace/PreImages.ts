@@ -15,7 +15,7 @@
  * without following links (`SafeFile`), so a link planted in place of a file is never written
  * through — it is a change made outside the agent, refused unless forced, then removed and replaced.
  *
- * @since 0.7.0
+ * @since 0.10.0
  */
 import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
