@@ -295,3 +295,36 @@ describe("rewind refuses, changing nothing", () => {
         expect((yield* engine.sessionState({ sessionId })).lastSequence).toBe(last)
       })), 60_000)
 })
+
+describe("rewind from a hostile log", () => {
+  it.scoped("a log edited to name a path outside cwd is refused unsafe_path, and nothing is written anywhere", () =>
+    Effect.gen(function*() {
+      const workspace = yield* makeWorkspace
+      const storeDir = yield* withStoreDir
+      const dataDir = NodePath.join(storeDir, "data")
+      const store = JsonlEventStore.layer({ dataDir }).pipe(Layer.provide(NodeContext.layer)) as StoreLayer
+      const responses = [{ chunks: ["Hello."] }, { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "agent\n" } }] }, { chunks: ["Done."] }]
+      const { point, sessionId } = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: workspace, client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+        const point = (yield* engine.sessionState({ sessionId })).lastSequence
+        yield* collect(engine.runTurn({ sessionId, userMessage: "write" }))
+        return { point, sessionId }
+      }).pipe(Effect.provide(engineOn(store, responses, "bypass")))
+      // Someone with access to the data folder points the recorded change outside cwd.
+      const log = NodePath.join(dataDir, "sessions", `${sessionId}.jsonl`)
+      const text = yield* Effect.promise(() => NodeFs.readFile(log, "utf8"))
+      expect(text).toContain(`"path":"notes.txt"`)
+      const edited = text.split("\n").map((line) => line.includes(`"workspace.changed"`) ? line.replace(`"path":"notes.txt"`, `"path":"../escape.txt"`) : line).join("\n")
+      expect(edited).not.toBe(text)
+      yield* Effect.promise(() => NodeFs.writeFile(log, edited))
+      const before = yield* Effect.promise(() => treeHash(workspace))
+      const refused = yield* Effect.flip(Effect.flatMap(SessionEngine, (engine) => engine.rewindSession({ sessionId, toSequence: point })).pipe(
+        Effect.provide(engineOn(store, [], "bypass"))
+      ))
+      expect(refused).toMatchObject({ _tag: "RewindRefused", reason: "unsafe_path", files: ["../escape.txt"] })
+      expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
+      expect(yield* Effect.promise(() => NodeFs.access(NodePath.join(NodePath.dirname(workspace), "escape.txt")).then(() => true, () => false))).toBe(false)
+    }), 60_000)
+})
