@@ -17,6 +17,7 @@
  *
  * @since 0.10.0
  */
+import { createHash } from "node:crypto"
 import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
@@ -76,6 +77,24 @@ const readRegular = async (file: string): Promise<Uint8Array | undefined> => {
   try {
     if (!(await handle.stat()).isFile()) return undefined
     return new Uint8Array(await handle.readFile())
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/** The SHA-256 of a regular file, read in chunks (a file of any size), without following a link; undefined when it is gone or not a regular file. */
+const hashRegular = async (file: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    if (!(await handle.stat()).isFile()) return undefined
+    const hash = createHash("sha256")
+    const buffer = Buffer.allocUnsafe(1024 * 1024)
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null)
+      if (bytesRead === 0) return hash.digest("hex")
+      hash.update(buffer.subarray(0, bytesRead))
+    }
   } finally {
     await handle.close().catch(() => undefined)
   }
@@ -163,8 +182,7 @@ export const make = (options: Options = {}) =>
           const was = before.files.get(path)
           const now = after.files.get(path)
           if (was !== undefined && now !== undefined && sameStat(was, now)) continue
-          const afterBytes = now === undefined ? undefined : yield* Effect.promise(() => readRegular(NodePath.join(root, path)))
-          const afterHash = afterBytes === undefined ? undefined : Sha256.of(afterBytes)
+          const afterHash = now === undefined ? undefined : yield* Effect.promise(() => hashRegular(NodePath.join(root, path)))
           if (was === undefined) {
             if (afterHash !== undefined) changes.push({ path, after: afterHash })
             continue
