@@ -9,17 +9,25 @@
  *   node --expose-gc --import tsx bench/child.ts concurrent <sessions> <deltas>      (row 21: effect-agent)
  *   node --expose-gc --import tsx bench/child.ts pi-concurrent <sessions> <deltas>   (row 21: pi-agent-core)
  */
-import { Agent } from "@mariozechner/pi-agent-core"
-import { fauxAssistantMessage, registerFauxProvider } from "@mariozechner/pi-ai"
 import { createReadStream } from "node:fs"
 import { createInterface } from "node:readline"
-import { Effect, Layer, Stream } from "effect"
-import { type AgentEvent, ModelProvider, SessionEngine } from "../src/index.js"
-import { constantModel, count, deltaTexts, engineRuntime, storeLayer, touchPi } from "./engine.js"
+import type { AgentEvent } from "../src/index.js"
+import { deltaTexts, touchPi } from "./both.js"
 
 const [mode, ...args] = process.argv.slice(2)
 
+/** effect-agent and its bench helpers, loaded only by the modes that measure it. */
+const ours = async () => ({ ...(await import("effect")), ...(await import("../src/index.js")), ...(await import("./engine.js")) })
+
 const main = async () => {
+  // Each side loads only its own modules (pi-ai alone brings every provider SDK), before the RSS at
+  // start is read: a process's peak is its own contender's.
+  const { constantModel, count, Effect, engineRuntime, Layer, ModelProvider, SessionEngine, storeLayer, Stream } = mode === "pi-concurrent" || mode === "readline"
+    ? {} as Awaited<ReturnType<typeof ours>>
+    : await ours()
+  const { Agent, fauxAssistantMessage, registerFauxProvider } = mode === "pi-concurrent"
+    ? { ...(await import("@mariozechner/pi-agent-core")), ...(await import("@mariozechner/pi-ai")) }
+    : {} as typeof import("@mariozechner/pi-agent-core") & typeof import("@mariozechner/pi-ai")
   const work: () => Promise<number> = mode === "replay" || mode === "hydrate"
     ? () => {
       const [dataDir, sessionId] = args as [string, string]

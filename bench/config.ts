@@ -28,9 +28,11 @@ export const config = {
   appendReps: num("APPEND_REPS", 9, 5),
   /** Row 4: size of the replayed log (MB), repetitions, and the two log sizes whose replay RSS is compared. */
   replayMb: num("REPLAY_MB", 10, 10),
+  /** Row 4's second log (MB), replayed the same way. */
+  replayLargeMb: num("REPLAY_LARGE_MB", 100, 100),
   replayReps: num("REPLAY_REPS", 5, 3),
   rssSmallMb: num("RSS_SMALL_MB", 10, 10),
-  rssLargeMb: num("RSS_LARGE_MB", 40, 40),
+  rssLargeMb: num("RSS_LARGE_MB", 100, 40),
   /** Row 5: size of the hydrated session (MB) and child-process repetitions per contender. */
   hydrateMb: num("HYDRATE_MB", 100, 25),
   hydrateReps: num("HYDRATE_REPS", 2, 1),

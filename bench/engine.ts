@@ -79,27 +79,12 @@ export const scripted = (chunks: ReadonlyArray<string>, turns: number, extra: Pa
     ...(maxContextTokens === undefined ? {} : { maxContextTokens })
   })
 
-/** `n` distinct text deltas of 4 characters (what pi-ai's faux provider streams with token size 1). */
-export const deltaTexts = (n: number): Array<string> => Array.from({ length: n }, (_, i) => i.toString(36).padStart(4, "x").slice(-4))
-
 export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)
 
-/**
- * The per-event work of a consumer, the same on both sides of a row: look at the event's kind and
- * the text it carries. Its result only keeps the work from being optimised away.
- */
-let touched = 0
-export const touch = (event: AgentEvent.AgentEvent): void => {
-  touched += event.type.length + (event.type === "model.delta" ? event.payload.text.length : 0)
-}
-/** The same work on a pi-agent-core event (its text delta is carried by `message_update`). */
-export const touchPi = (event: { readonly type: string; readonly assistantMessageEvent?: { readonly type: string; readonly delta?: string } }): void => {
-  touched += event.type.length + (event.assistantMessageEvent?.type === "text_delta" ? event.assistantMessageEvent.delta?.length ?? 0 : 0)
-}
-process.on("exit", () => {
-  if (touched < 0) console.log(touched)
-})
+import { touch } from "./both.js"
+
+export { deltaTexts, touch, touchPi } from "./both.js"
 
 /**
  * Drains a turn's stream, consuming its events one by one (`touch`), and counts them. Pulled a chunk

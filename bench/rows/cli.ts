@@ -1,7 +1,8 @@
 /**
  * Row 8: CLI cold start: spawning the built CLI (`node dist/cli/bin.js run --provider fake "hi"`, the
- * echo model, in a fresh temporary cwd, no API keys) until the first byte of the answer on stdout,
- * against spawning `node -e ''` until it exits. dist is rebuilt first when any file in src/ is newer.
+ * echo model, in a fresh temporary cwd, no API keys) until it exits, against spawning `node -e ''` until
+ * it exits: both sides timed the same way (the CLI's first byte of the answer is in the detail). dist
+ * is rebuilt first when any file in src/ is newer.
  */
 import { spawn, spawnSync } from "node:child_process"
 import { existsSync, readdirSync, statSync } from "node:fs"
@@ -37,9 +38,9 @@ export const ensureBuilt = () => {
 
 const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/API_KEY$/.test(name) && !name.startsWith("NODE_OPTIONS")))
 
-/** Spawns and resolves with the ms until the first stdout byte (or until exit when `until` is "exit"). */
-const timeSpawn = (args: ReadonlyArray<string>, until: "first-byte" | "exit", cwd: string) =>
-  new Promise<number>((resolve, reject) => {
+/** Spawns and resolves with the ms until it exits, and until its first stdout byte (NaN when it printed nothing). */
+const timeSpawn = (args: ReadonlyArray<string>, cwd: string) =>
+  new Promise<{ readonly exit: number; readonly firstByte: number }>((resolve, reject) => {
     const start = performance.now()
     const child = spawn(process.execPath, args, { cwd, env, stdio: ["ignore", "pipe", "ignore"] })
     let firstByte = Number.NaN
@@ -51,17 +52,22 @@ const timeSpawn = (args: ReadonlyArray<string>, until: "first-byte" | "exit", cw
     child.once("close", (code) => {
       const total = performance.now() - start
       if (code !== 0) return reject(new Error(`${args.join(" ")} exited ${code}`))
-      if (until === "first-byte" && Number.isNaN(firstByte)) return reject(new Error(`${args.join(" ")} printed nothing`))
-      resolve(until === "exit" ? total : firstByte)
+      resolve({ exit: total, firstByte })
     })
   })
 
 export const run = async (): Promise<Array<Row>> => {
   ensureBuilt()
-  const cli = () => timeSpawn([bin, "run", "--provider", "fake", "hi"], "first-byte", scratch("cli"))
-  const bare = () => timeSpawn(["-e", ""], "exit", root)
+  const firstBytes: Array<number> = []
+  const cli = () =>
+    timeSpawn([bin, "run", "--provider", "fake", "hi"], scratch("cli")).then(({ exit, firstByte }) => {
+      if (Number.isNaN(firstByte)) throw new Error("the CLI printed nothing")
+      firstBytes.push(firstByte)
+      return exit
+    })
+  const bare = () => timeSpawn(["-e", ""], root).then(({ exit }) => exit)
   const [o, b] = await interleave(config.cliReps, [cli, bare])
   return [
-    ratioRow(8, "CLI cold start to the first byte of the answer vs `node -e ''`", ratios(o!, b!), { text: "≤ 4×", met: (m) => m <= 4 }, `CLI ${format(median(o!), " ms")}, node -e '' ${format(median(b!), " ms")}`)
+    ratioRow(8, "CLI cold start `run --provider fake hi` to its exit vs `node -e ''` to its exit", ratios(o!, b!), { text: "≤ 4×", met: (m) => m <= 4 }, `CLI ${format(median(o!), " ms")} (first byte of the answer at ${format(median(firstBytes.slice(-config.cliReps)), " ms")}), node -e '' ${format(median(b!), " ms")}`)
   ]
 }

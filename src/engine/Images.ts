@@ -30,31 +30,71 @@ export interface SessionImage {
 const imagesOf = (event: AgentEvent): ReadonlyArray<Image.ImageRef> =>
   (event.type === "user.message" || event.type === "tool.completed") ? event.payload.images ?? [] : []
 
+/** The images one session's log names, as far as it has been read. */
+interface Named {
+  readonly types: Map<string, Image.MediaType>
+  /** The last sequence read: a log only grows, so what it named stays named, and the rest is read from here. */
+  through: number
+}
+
+/**
+ * The images the logs of recently asked sessions name, by blob: a viewer or an editor loading a
+ * session asks for each of its images in turn, and reading the log once per image made that
+ * O(events × images). Now the first ask reads the log (from where the last read ended) and keeps
+ * every image it names; the next asks of that session read nothing. At most `capacity` sessions
+ * are kept, the least recently asked let go.
+ */
+export class NamedImages {
+  private readonly sessions = new Map<string, Named>()
+  constructor(private readonly capacity: number = 64) {}
+
+  /** The media type of `blob` as `sessionId`'s log names it, reading the part of the log not read yet only when needed. */
+  lookup<E>(sessionId: string, blob: string, readFrom: (fromSequence: number) => Stream.Stream<AgentEvent, E>): Effect.Effect<Image.MediaType | undefined, E> {
+    return Effect.suspend(() => {
+      const named = this.sessions.get(sessionId) ?? { types: new Map<string, Image.MediaType>(), through: 0 }
+      // Most recently asked last: the first is the one to let go.
+      this.sessions.delete(sessionId)
+      this.sessions.set(sessionId, named)
+      if (this.sessions.size > this.capacity) this.sessions.delete(this.sessions.keys().next().value!)
+      const known = named.types.get(blob)
+      if (known !== undefined) return Effect.succeed(known)
+      return readFrom(named.through + 1).pipe(
+        Stream.runForEach((event) =>
+          Effect.sync(() => {
+            for (const image of imagesOf(event)) named.types.set(image.blob, image.mediaType)
+            named.through = Math.max(named.through, event.sequence)
+          })
+        ),
+        Effect.map(() => named.types.get(blob))
+      )
+    })
+  }
+}
+
 /**
  * An image a session's log names, read from the blob area: `BlobNotFound` for a blob the log does
  * not name (whether or not it is stored: a session never reads another's images) or that is not
  * stored; bytes that no longer are the image the log names (corrupt, or not that type) are a store
- * failure, never returned.
+ * failure, never returned. `readFrom` reads the session's log from a sequence, failing for an
+ * unknown session; `named` keeps what it named between asks.
  */
 export const ofSession = <E>(
   blobs: BlobStore.Service | undefined,
-  log: Stream.Stream<AgentEvent, E>,
+  named: NamedImages,
+  sessionId: string,
+  readFrom: (fromSequence: number) => Stream.Stream<AgentEvent, E>,
   blob: string
 ): Effect.Effect<SessionImage, E | BlobNotFound | EventStoreFailure> =>
   Effect.gen(function*() {
-    const named = yield* log.pipe(
-      Stream.map((event) => imagesOf(event).find((image) => image.blob === blob)),
-      Stream.filter((image) => image !== undefined),
-      Stream.runHead
-    )
-    if (named._tag === "None" || blobs === undefined) return yield* new BlobNotFound({ hash: blob.slice(0, 80) })
+    const mediaType = yield* named.lookup(sessionId, blob, readFrom)
+    if (mediaType === undefined || blobs === undefined) return yield* new BlobNotFound({ hash: blob.slice(0, 80) })
     const bytes = yield* blobs.get(blob).pipe(
       Effect.catchTag("BlobFailure", (failure) => Effect.fail(asStoreFailure(failure)))
     )
-    if (Image.sniff(bytes) !== named.value.mediaType) {
-      return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${named.value.mediaType} image the log names` })
+    if (Image.sniff(bytes) !== mediaType) {
+      return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${mediaType} image the log names` })
     }
-    return { bytes, mediaType: named.value.mediaType } satisfies SessionImage
+    return { bytes, mediaType } satisfies SessionImage
   })
 
 /** What the model sees in place of an image it cannot be given. */

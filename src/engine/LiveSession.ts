@@ -9,6 +9,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import type * as Mailbox from "effect/Mailbox"
 import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
@@ -39,7 +40,41 @@ export interface LiveSession {
   /** Who drives the session: changed by `SessionDriver` alone. */
   readonly driver: Slot
   /** Held by each commit: batches of one session are stored one after the other. */
-  readonly writes: Effect.Semaphore
+  readonly writes: WriteLock
+}
+
+/**
+ * The lock each commit holds: batches of one session are stored one after the other, in the order
+ * their commits asked for it. Taken and let go without an effect of its own when nobody waits (the
+ * usual case: one turn commits at a time), which a semaphore's acquire/release machinery would cost
+ * on every batch. Only used by `commit`, whose whole work is uninterruptible, so a holder always
+ * lets go and a waiter is never interrupted while it waits.
+ */
+export class WriteLock {
+  private held = false
+  private readonly waiting: Array<() => void> = []
+
+  /** Runs `effect` holding the lock (waiting for it), and lets go however it ends. */
+  holding<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> {
+    return Effect.suspend(() => {
+      if (!this.held) {
+        this.held = true
+        return Effect.ensuring(effect, this.release)
+      }
+      return Effect.zipRight(this.wait, Effect.ensuring(effect, this.release))
+    })
+  }
+
+  /** Waits until a holder hands the lock over (it stays held: no one else takes it in between). */
+  private readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {
+    this.waiting.push(() => resume(Effect.void))
+  })
+
+  private readonly release: Effect.Effect<void> = Effect.sync(() => {
+    const next = this.waiting.shift()
+    if (next === undefined) this.held = false
+    else next()
+  })
 }
 
 /** A live session starting from a replayed state and transcript. */
@@ -51,7 +86,7 @@ export const make = (state: SessionState.SessionState, transcript: LiveTranscrip
   state,
   transcript,
   driver: { run: undefined, danglingReason: "interrupted", lock: Effect.unsafeMakeSemaphore(1), holders: 0, queuing: new Map() },
-  writes: Effect.unsafeMakeSemaphore(1)
+  writes: new WriteLock()
 })
 
 /** A live session of a replayed log. */
@@ -91,10 +126,14 @@ const idsFor = (ids: Services["ids"], count: number): Effect.Effect<ReadonlyArra
 /**
  * Commits a batch of drafts: under the session's lock, each draft the guard lets through becomes an
  * event (an id, sequence = last + 1, one timestamp from `Clock` for the batch), the batch is
- * appended to the store as one step, folded into the live state and transcript, and handed to the
- * watchers. A failed append changes nothing, so the next batch reuses the sequences and the log has
- * no gap. Returns the events committed (none when the guard refused them all), for the caller to
- * hand to its consumer. Uninterruptible: a batch is either wholly committed or not at all.
+ * appended to the store as one step, folded into the live state and transcript, handed to the
+ * watchers and then to `sink` (the turn's consumer, when it has one). A failed append changes
+ * nothing, so the next batch reuses the sequences and the log has no gap. Returns the events
+ * committed (none when the guard refused them all). Uninterruptible: a batch is either wholly
+ * committed and handed on, or not at all.
+ *
+ * Once per batch, so written without `Effect.gen`: the batch is built by a plain loop, and only
+ * the ids, the append and its span are effects.
  */
 export const commit = (
   services: Services,
@@ -102,53 +141,68 @@ export const commit = (
   /** The turn of the drafts; undefined for session-level drafts, which carry no turnId. */
   turnId: string | undefined,
   drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
-  guard?: Guard
+  guard?: Guard,
+  sink?: Mailbox.Mailbox<AgentEvent, EventStoreFailure>
 ): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
-  session.writes.withPermits(1)(Effect.gen(function*() {
-    const at = yield* timestamp
-    const { sessionId } = session
-    const fold = new SessionState.Folder(session.state)
-    // What a guard sees: the state folded so far, made only if the guard reads it.
-    const view: Live | undefined = guard === undefined ? undefined : {
-      get state() {
-        return fold.state
-      },
-      get transcript() {
-        return session.transcript.snapshot()
-      }
-    }
-    const events: Array<{ id: string } & AgentEvent> = []
-    let state: SessionState.SessionState
-    try {
-      for (const draft of drafts) {
-        // Judged on the state the drafts before it make: a tool call id repeated within a batch is a repeat.
-        if (guard !== undefined && !guard(view!, draft)) continue
-        const sequence = fold.lastSequence + 1
-        // The id is set once the batch is known; the keys keep the order every event is written in.
-        const event = (turnId === undefined
-          ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
-          : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
-        fold.add(event)
-        events.push(event)
-      }
-      state = fold.state
-    } catch (impossible) {
-      return yield* Effect.die(impossible)
-    }
-    if (events.length === 0) return events
+  Effect.uninterruptible(session.writes.holding(Effect.clockWith((clock) => {
+    const batch = build(session, turnId, drafts, guard, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
+    if (batch === undefined) return Effect.succeed<ReadonlyArray<AgentEvent>>([])
+    const { events, state } = batch
     // Ids are taken once the batch is known, so a refused draft uses no id (the fold does not read ids).
-    const ids = yield* idsFor(services.ids, events.length)
-    for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
-    // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
-    yield* services.store.appendAll(events).pipe(
-      // No stack trace: this span is on the hot path, once per batch.
-      Effect.withSpan("LiveSession.append", {
-        captureStackTrace: false,
-        attributes: { sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
-      })
-    )
-    session.state = state
-    for (const event of events) session.transcript.add(event)
-    services.watchers.publish(sessionId, events)
-    return events as ReadonlyArray<AgentEvent>
-  })).pipe(Effect.uninterruptible)
+    return Effect.flatMap(idsFor(services.ids, events.length), (ids) => {
+      for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
+      // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
+      return services.store.appendAll(events).pipe(
+        // No stack trace: this span is on the hot path, once per batch.
+        Effect.withSpan("LiveSession.append", {
+          captureStackTrace: false,
+          attributes: { sessionId: session.sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
+        }),
+        Effect.map(() => {
+          session.state = state
+          for (const event of events) session.transcript.add(event)
+          services.watchers.publish(session.sessionId, events)
+          // Unbounded: the consumer's mailbox takes the whole batch at once.
+          sink?.unsafeOfferAll(events)
+          return events as ReadonlyArray<AgentEvent>
+        })
+      )
+    })
+  })))
+
+/**
+ * The events of a batch, folded onto the session's state (not stored yet, nor made the session's):
+ * undefined when the guard refused every draft. Judged one draft at a time on the state the drafts
+ * before it make: a tool call id repeated within a batch is a repeat.
+ */
+const build = (
+  session: LiveSession,
+  turnId: string | undefined,
+  drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
+  guard: Guard | undefined,
+  at: string
+): { readonly events: Array<{ id: string } & AgentEvent>; readonly state: SessionState.SessionState } | undefined => {
+  const { sessionId } = session
+  const fold = new SessionState.Folder(session.state)
+  // What a guard sees: the state folded so far, made only if the guard reads it.
+  const view: Live | undefined = guard === undefined ? undefined : {
+    get state() {
+      return fold.state
+    },
+    get transcript() {
+      return session.transcript.snapshot()
+    }
+  }
+  const events: Array<{ id: string } & AgentEvent> = []
+  for (const draft of drafts) {
+    if (guard !== undefined && !guard(view!, draft)) continue
+    const sequence = fold.lastSequence + 1
+    // The id is set once the batch is known; the keys keep the order every event is written in.
+    const event = (turnId === undefined
+      ? { id: "", sessionId, sequence, timestamp: at, type: draft.type, payload: draft.payload }
+      : { id: "", sessionId, turnId, sequence, timestamp: at, type: draft.type, payload: draft.payload }) as { id: string } & AgentEvent
+    fold.add(event)
+    events.push(event)
+  }
+  return events.length === 0 ? undefined : { events, state: fold.state }
+}

@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -18,6 +19,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import type * as Tracer from "effect/Tracer"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import {
   type ApprovalNotPending,
@@ -396,17 +398,34 @@ export const make = (
 
     /** A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws it, not started). */
     const turnStream = <E>(
+      spanName: string,
       sessionId: string,
       asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>
     ): Stream.Stream<AgentEvent.AgentEvent, E | EventStoreFailure | SessionNotFound | SessionBusy> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const session = yield* sessions.writable(sessionId)
-        const turn = yield* Effect.acquireRelease(asked(session), (turn) => SessionDriver.abandon(session, turn))
-        return Mailbox.toStream(turn.sink!)
-      }))
+      Stream.suspend(() => {
+        // What the stream took, for its end to let go: set in the same uninterruptible step that asks
+        // for the turn, so the caller going away at any point after abandons it.
+        let taken: { readonly session: LiveSession.LiveSession; readonly turn: Turn.Turn } | undefined
+        let span: Tracer.Span | undefined
+        const take = Effect.flatMap(Effect.makeSpan(spanName, { captureStackTrace: false, attributes: { sessionId } }), (made) => {
+          span = made
+          return Effect.flatMap(sessions.writable(sessionId), (session) =>
+            Effect.uninterruptible(Effect.map(asked(session), (turn) => {
+              taken = { session, turn }
+              return Mailbox.toChannel(turn.sink!)
+            }))).pipe(Effect.withParentSpan(made))
+        })
+        // One channel from the mailbox, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
+        // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
+        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
+          Effect.zipRight(
+            taken === undefined ? Effect.void : SessionDriver.abandon(taken.session, taken.turn),
+            Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
+          )))
+      })
 
     const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
-      turnStream<InvalidInput | TurnInProgress | EventStoreFailure>(input.sessionId, (session) =>
+      turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
         Effect.gen(function*() {
           const given = input.images ?? []
           if (input.userMessage.trim() === "" && given.length === 0) {
@@ -415,14 +434,10 @@ export const make = (
           // Checked and stored before the turn is asked for: a refused image leaves no event.
           const images = yield* Images.store(services.blobs, given)
           return yield* SessionDriver.request(engine, session, { _tag: "New", userMessage: input.userMessage, ...(images.length === 0 ? {} : { images }) })
-        })).pipe(
-          Stream.withSpan("SessionEngine.runTurn", { attributes: { sessionId: input.sessionId } })
-        )
+        }))
 
     const resumeTurn = (input: SessionInput) =>
-      turnStream(input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" })).pipe(
-        Stream.withSpan("SessionEngine.resumeTurn", { attributes: { sessionId: input.sessionId } })
-      )
+      turnStream("SessionEngine.resumeTurn", input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)
@@ -517,6 +532,8 @@ export const make = (
       }
     })
 
+    const namedImages = new Images.NamedImages()
+
     const replaySession = (input: SessionInput) =>
       (Session.isValidId(input.sessionId) ? store.read(input.sessionId) : Stream.empty).pipe(
         Stream.orElseIfEmptyStream(() => Stream.fail(new SessionNotFound({ sessionId: input.sessionId }))),
@@ -583,9 +600,16 @@ export const make = (
       sessionState,
       listSessions: store.list.pipe(Effect.withSpan("SessionEngine.listSessions")),
       sessionListing: store.listing.pipe(Effect.withSpan("SessionEngine.sessionListing")),
-      // The log is read first: an unknown session is SessionNotFound, not an unknown image.
+      // The log is read first: an unknown session is SessionNotFound, not an unknown image. A
+      // session read before is read on from where that ended (an empty rest is no failure).
       sessionImage: (input) =>
-        Images.ofSession(services.blobs, replaySession(input), input.blob).pipe(
+        Images.ofSession(
+          services.blobs,
+          namedImages,
+          input.sessionId,
+          (fromSequence) => fromSequence <= 1 ? replaySession(input) : store.read(input.sessionId, { fromSequence }),
+          input.blob
+        ).pipe(
           Effect.withSpan("SessionEngine.sessionImage", { attributes: { sessionId: input.sessionId } })
         )
     })

@@ -89,7 +89,7 @@ const userDecision = (turn: Turn, call: PreparedCall, storeAsk: Effect.Effect<un
  * call resumed after a restart picks up where its decision stopped.
  */
 const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
-  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { attributes: callAttributes(turn, call) })
+  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
 /** What every span of a call carries. */
 const callAttributes = (turn: Turn, call: ToolCallInput) => ({
@@ -127,7 +127,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
 
 /** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
 const execute = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
-  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { attributes: callAttributes(turn, call) })
+  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
 const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
@@ -230,7 +230,8 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
     const permits = Math.max(1, turn.services.options.toolConcurrency)
     const slots = yield* Effect.makeSemaphore(permits)
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
-    for (const { call, decidedBy, status } of calls) {
+    for (let index = 0; index < calls.length; index++) {
+      const { call, decidedBy, status } = calls[index]!
       if (status === "running") {
         yield* toolFailed(turn, call.toolCallId, "interrupted", "The call was running when the agent stopped; it may or may not have finished.")
         continue
@@ -262,7 +263,11 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
         yield* execute(turn, prepared.right)
         continue
       }
-      running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(turn, prepared.right))))
+      // The last call, none running beside it, has nothing to run concurrently with: it runs in this
+      // fiber. A step of one call forks nothing. (With calls running, it is forked as they were, so the
+      // calls start in call order.)
+      if (index === calls.length - 1 && running.length === 0) yield* execute(turn, prepared.right)
+      else running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(turn, prepared.right))))
     }
     yield* Fiber.joinAll(running)
   }))

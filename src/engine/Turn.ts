@@ -182,7 +182,5 @@ export const commitTo = (
   sink?: Mailbox.Mailbox<AgentEvent, EventStoreFailure>
 ): Commit =>
 (drafts, guard) =>
-  sink === undefined
-    ? LiveSession.commit(services, session, turnId, drafts, guard)
-    // Stored and handed to the consumer as one step: a cancel between the two would lose an event from its stream.
-    : Effect.uninterruptible(Effect.tap(LiveSession.commit(services, session, turnId, drafts, guard), (events) => sink.offerAll(events)))
+  // Stored and handed to the consumer as one step: a cancel between the two would lose an event from its stream.
+  LiveSession.commit(services, session, turnId, drafts, guard, sink)

@@ -83,16 +83,19 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
   Effect.gen(function*() {
     const { work } = turn
     switch (work._tag) {
-      case "New":
+      case "New": {
+        // One batch: nothing can refuse a new turn's start, so its two events cost one commit.
+        yield* turn.commit([EventDraft.turnStarted(work.userMessage, undefined), EventDraft.userMessage(work.userMessage, work.images)])
+        return { open: [], stepsDone: 0 }
+      }
       case "Queued": {
-        const message = work._tag === "New" ? work.userMessage : work.content
-        const queueId = work._tag === "Queued" ? work.queueId : undefined
+        const { content, queueId } = work
         const started = yield* turn.commit(
-          [EventDraft.turnStarted(message, queueId)],
-          queueId === undefined ? undefined : (live) => live.state.followUps.some((f) => f.queueId === queueId)
+          [EventDraft.turnStarted(content, queueId)],
+          (live) => live.state.followUps.some((f) => f.queueId === queueId)
         )
         if (started.length === 0) return undefined
-        yield* turn.commit([EventDraft.userMessage(message, work._tag === "New" ? work.images : undefined)])
+        yield* turn.commit([EventDraft.userMessage(content, undefined)])
         return { open: [], stepsDone: 0 }
       }
       case "Resume": {

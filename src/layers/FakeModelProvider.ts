@@ -16,7 +16,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Usage } from "../domain/AgentEvent.js"
@@ -130,17 +129,15 @@ export const echo = (request: ModelProvider.ModelRequest): ReadonlyArray<string>
 
 const chunksOf = (
   response: typeof ScriptedResponse.Type,
-  nextCallId: Effect.Effect<string>
-): Effect.Effect<ReadonlyArray<ModelProvider.ModelChunk>> =>
-  Effect.map(
-    Effect.forEach(response.toolCalls, (call) =>
-      call.id === undefined ? Effect.map(nextCallId, (id) => ModelProvider.toolCall(id, call.tool, call.args)) : Effect.succeed(ModelProvider.toolCall(call.id, call.tool, call.args))),
-    (calls) => [
-      ...response.chunks.map(ModelProvider.textDelta),
-      ...calls,
-      ModelProvider.finish(response.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"), response.usage)
-    ]
-  )
+  nextCallId: () => string
+): ReadonlyArray<ModelProvider.ModelChunk> => {
+  const calls = response.toolCalls.map((call) => ModelProvider.toolCall(call.id ?? nextCallId(), call.tool, call.args))
+  return [
+    ...response.chunks.map(ModelProvider.textDelta),
+    ...calls,
+    ModelProvider.finish(response.finishReason ?? (calls.length > 0 ? "tool_calls" : "stop"), response.usage)
+  ]
+}
 
 /** Builds the fake model and its recorder. */
 export const make = (options: Options = {}) =>
@@ -148,11 +145,13 @@ export const make = (options: Options = {}) =>
     const script = (options.responses ?? []).map((response) => decodeResponse(response))
     const requests: Array<ModelProvider.ModelRequest> = []
     let received = 0
-    const callIds = yield* Ref.make(0)
-    const nextCallId = Ref.updateAndGet(callIds, (n) => n + 1).pipe(Effect.map((n) => `call_${n}`))
+    let callIds = 0
+    const nextCallId = () => `call_${++callIds}`
 
     const respond = (response: typeof ScriptedResponse.Type): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
-      Stream.unwrap(Effect.map(chunksOf(response, nextCallId), (chunks) => {
+      // Built when the stream runs (a request sent again runs it again), without an effect of its own.
+      Stream.suspend(() => {
+        const chunks = chunksOf(response, nextCallId)
         const failure = response.failure
         const emitted = failure === undefined ? chunks : chunks.slice(0, failure.afterChunks ?? 0)
         const delay = response.delay === undefined ? Duration.zero : Duration.decode(response.delay as Duration.DurationInput)
@@ -169,19 +168,19 @@ export const make = (options: Options = {}) =>
             ...(failure.retryAfterMs === undefined ? {} : { retryAfterMs: failure.retryAfterMs }),
             ...(failure.retryDelayMs === undefined ? {} : { retryDelayMs: failure.retryDelayMs })
           })))
-      }))
+      })
 
     const provider = ModelProvider.ModelProvider.of({
       capabilities: { provider: options.provider ?? "fake", model: options.model ?? "scripted", maxContextTokens: options.maxContextTokens ?? 128_000, ...(options.images === true ? { images: true } : {}) },
       stream: (request) =>
-        Stream.unwrap(Effect.gen(function*() {
+        Stream.suspend(() => {
           const index = received++
           if (options.record === true) requests.push(request)
           const response = script[index]
           return response === undefined
             ? Stream.fromIterable([...(request.system === summaryInstruction ? echoSummary(request) : echo(request)).map(ModelProvider.textDelta), ModelProvider.finish("stop")])
             : respond(response)
-        }))
+        })
     })
     return { provider, recorder: FakeModel.of({ requests: Effect.sync(() => [...requests]), requestCount: Effect.sync(() => received) }) }
   })

@@ -115,23 +115,30 @@ export const SessionView = Schema.Struct({
 export type SessionView = typeof SessionView.Type
 
 /**
+ * A request body that refuses what it does not declare (a 400 naming the field, down to nested
+ * objects) instead of ignoring it: a client that sends `images` with a steer, or `comand` for an MCP
+ * server, learns at once that none of it was used, rather than finding it silently dropped.
+ */
+const strict = <S extends Schema.Schema.Any>(body: S): S => body.annotations({ parseOptions: { onExcessProperty: "error" } }) as S
+
+/**
  * `POST /sessions`: the session's working directory (default: the server's), and MCP servers for
  * it in the configuration file's shape (`{"<name>": {"command", "args", "env"} | {"url", "headers"}}`).
  */
-export const CreateSession = Schema.Struct({
+export const CreateSession = strict(Schema.Struct({
   cwd: Schema.optional(Schema.String),
   mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
-})
+}))
 /**
  * `POST /sessions/:id/turns`. `images`: PNG, JPEG, GIF or WebP, base64 in `data` (at most 5 MiB
  * each decoded, 20 per message; `mediaType`, when given, must be what the bytes are).
  */
-export const StartTurn = Schema.Struct({
+export const StartTurn = strict(Schema.Struct({
   message: Schema.String,
   images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String })))
-})
+}))
 /** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
-export const Rename = Schema.Struct({ title: Schema.String })
+export const Rename = strict(Schema.Struct({ title: Schema.String }))
 /**
  * `GET /sessions?cwd=&search=`: only the sessions of a directory (or under it), whose title or id
  * holds every word of `search`. Read by the handler from the query rather than declared on the
@@ -139,13 +146,13 @@ export const Rename = Schema.Struct({ title: Schema.String })
  */
 export const ListFilter = Schema.Struct({ cwd: Schema.optional(Schema.String), search: Schema.optional(Schema.String) })
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
-export const SessionMessage = Schema.Struct({ message: Schema.String })
+export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 /**
  * A body whose fields are all optional: sent without a body at all (what the server decodes as
  * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
  */
 const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<Fields>) =>
-  Schema.transform(Schema.NullOr(body), Schema.typeSchema(body), {
+  Schema.transform(Schema.NullOr(strict(body)), Schema.typeSchema(body), {
     strict: true,
     decode: (given) => given ?? ({} as Schema.Struct.Type<Fields>),
     encode: (value) => value
@@ -167,7 +174,7 @@ export const Rewound = Schema.Struct({
 /** What a manual compaction stored: the `session.compacted` payload (CONTRACT.md §8), by the log's own schema. */
 export const Compacted = AgentEvent.SessionCompacted.fields.payload.annotations({ identifier: "SessionCompacted" })
 /** `POST /sessions/:id/approvals/:toolCallId`: `remember` also allows (or denies) later calls of the same scope. */
-export const Approval = Schema.Struct({ decision: Schema.Literal("allow", "deny"), remember: Schema.optional(Schema.Boolean) })
+export const Approval = strict(Schema.Struct({ decision: Schema.Literal("allow", "deny"), remember: Schema.optional(Schema.Boolean) }))
 
 /**
  * A stored event (CONTRACT.md §2), decoded by the log's own schema. Its JSON Schema is the envelope

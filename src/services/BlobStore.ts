@@ -43,6 +43,8 @@ export const asStoreFailure = (failure: BlobFailure): EventStoreFailure =>
     cause: failure
   })
 
+const noImages: Effect.Effect<ReadonlyArray<Image.ImageRef>> = Effect.succeed([])
+
 /**
  * Checks a message's images and puts them in the blob area, in order: their references, as
  * `user.message.images` stores them. Refused as a whole (`InvalidInput` on `images`, nothing put)
@@ -53,8 +55,8 @@ export const putImages = (
   blobs: BlobStore.Service | undefined,
   images: ReadonlyArray<Image.ImageInput>
 ): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
-  Effect.gen(function*() {
-    if (images.length === 0) return []
+  // Most messages and tool results carry none: nothing to check, put or trace (a span per turn and per tool call).
+  images.length === 0 ? noImages : Effect.gen(function*() {
     const types = Image.checkAll(images)
     if (types instanceof Image.ImageRefused) return yield* new InvalidInput({ field: "images", detail: types.message })
     if (blobs === undefined) {

@@ -9,6 +9,7 @@ import { resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import * as Image from "../../src/domain/Image.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -153,4 +154,44 @@ describe("runTurn with images", () => {
       expect(failure.message).toContain("no blob area")
       expect(yield* storedTypes(sessionId)).toEqual(["session.created"])
     }).pipe(Effect.provide(engineLayer(Layer.effect(EventStore, MemoryEventStore.make), { images: true }))))
+})
+
+describe("sessionImage", () => {
+  /** The memory store, counting the events its reads hand out (a whole log or its rest). */
+  const counting = Layer.effect(
+    EventStore,
+    Effect.map(EventStore, (store) => {
+      const read: EventStore.Service["read"] = (sessionId, options) => store.read(sessionId, options).pipe(Stream.tap(() => Effect.sync(() => readEvents.count++)))
+      return { ...store, read }
+    })
+  ).pipe(Layer.provideMerge(MemoryEventStore.layer))
+  const readEvents = { count: 0 }
+
+  it.effect("a session's images are found by reading its log once, then only what was appended since; another session's are not found", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const other = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const refsOf = (events: ReadonlyArray<{ readonly type: string; readonly payload: unknown }>) =>
+        events.flatMap((e) => e.type === "user.message" ? (e.payload as { images?: ReadonlyArray<{ blob: string }> }).images ?? [] : [])
+      const first = refsOf(yield* collect(engine.runTurn({ sessionId, userMessage: "one", images: [{ data: png }, { data: gif }] })))
+      const second = refsOf(yield* collect(engine.runTurn({ sessionId, userMessage: "two", images: [{ data: webp }] })))
+      const length = (yield* collect(engine.replaySession({ sessionId }))).length
+      readEvents.count = 0
+      for (const ref of [...first, ...second]) expect((yield* engine.sessionImage({ sessionId, blob: ref.blob })).bytes.byteLength).toBeGreaterThan(0)
+      // The whole log once for three images (it was read per image before).
+      expect(readEvents.count).toBe(length)
+      const third = refsOf(yield* collect(engine.runTurn({ sessionId, userMessage: "three", images: [{ data: jpeg }] })))
+      const grown = (yield* collect(engine.replaySession({ sessionId }))).length
+      readEvents.count = 0
+      expect((yield* engine.sessionImage({ sessionId, blob: third[0]!.blob })).mediaType).toBe("image/jpeg")
+      expect(readEvents.count).toBe(grown - length)
+      // Named by another session only: not this one's, whatever the blob area holds.
+      expect((yield* Effect.flip(engine.sessionImage({ sessionId: other.sessionId, blob: first[0]!.blob })))._tag).toBe("BlobNotFound")
+      expect((yield* Effect.flip(engine.sessionImage({ sessionId: "sess_nope", blob: first[0]!.blob })))._tag).toBe("SessionNotFound")
+    }).pipe(Effect.provide(SessionEngineModule.layer().pipe(
+      Layer.provideMerge(counting),
+      Layer.provideMerge(FakeModelProvider.layer({ images: true })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
 })

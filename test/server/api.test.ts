@@ -142,6 +142,22 @@ describe("the HTTP API", () => {
       const bad = yield* raw(`${url}/sessions/${session.sessionId}/turns`, { ...json({ text: 1 }), token: server.token })
       expect(bad.status).toBe(400)
       expectWireError(bad.body, "BadRequest")
+      // A field the route does not take is refused, naming it, not silently dropped: images sent
+      // with a steer or a follow-up (they go with a turn), a typo in a session's MCP server, a nested extra.
+      const before = (yield* storedEvents(server, session.sessionId)).length
+      for (const [path, body, field] of [
+        [`/sessions/${session.sessionId}/steer`, { message: "look", images: [{ data: "iVBORw0KGgo=" }] }, "images"],
+        [`/sessions/${session.sessionId}/followups`, { message: "later", images: [] }, "images"],
+        ["/sessions", { mcpServers: { files: { comand: "npx" } } }, "comand"],
+        [`/sessions/${session.sessionId}/title`, { title: "x", titel: "y" }, "titel"],
+        [`/sessions/${session.sessionId}/fork`, { atSequence: 1, at: 2 }, "at"]
+      ] as const) {
+        const refused = yield* raw(`${url}${path}`, { ...json(body), token: server.token })
+        expect(refused.status, path).toBe(400)
+        expectWireError(refused.body, "BadRequest")
+        expect((refused.body as { message: string }).message, path).toContain(`"${field}"`)
+      }
+      expect(yield* storedEvents(server, session.sessionId)).toHaveLength(before)
       const notJson = yield* raw(`${url}/sessions`, { method: "POST", body: "{", headers: { "content-type": "application/json" }, token: server.token })
       expect(notJson.status).toBe(400)
       expectWireError(notJson.body, "BadRequest")

@@ -250,8 +250,12 @@ describe("the server's token stays with its own origin", () => {
       const deep = yield* call(port, "/sessions", { method: "POST", headers, body: bodies[0]! })
       expect((deep.body as { message: string }).message).toMatch(/nested/)
       expect(yield* sessionCount(port, token)).toBe(1)
-      // Nesting a real client sends is fine.
-      expect((yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd, extra: [[[[{ a: [1] }]]]] }) })).status).toBe(201)
+      // Nesting a real client sends passes the depth check: decoded, and refused only for the field the route does not take.
+      const nested = yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd, extra: [[[[{ a: [1] }]]]] }) })
+      expect(nested.status).toBe(400)
+      expect((nested.body as { message: string }).message).toContain('"extra"')
+      expect((nested.body as { message: string }).message).not.toMatch(/nested/)
+      expect((yield* call(port, "/sessions", { method: "POST", headers, body: JSON.stringify({ cwd }) })).status).toBe(201)
     }))
 
   it.scopedLive("cwd: relative, '../../', missing or a file answers 400 with a reason; a link is stored as the directory it names", () =>
