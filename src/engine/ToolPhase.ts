@@ -152,7 +152,14 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
           Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
         )
       ),
-      Effect.either
+      Effect.either,
+      // A call cancelled while it ran (its process killed) may have changed files: they are recorded
+      // before the turn closes the call, so that a rewind undoes them too. Best effort: a cancel never fails.
+      Effect.onInterrupt(() =>
+        checkpoint === undefined ? Effect.void : Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
+          Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
+        )
+      )
     )
     if (checkpoint !== undefined) yield* recordChanges(turn, toolCallId, yield* checkpoint)
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
@@ -163,13 +170,13 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
   })
 
 /** `workspace.changed`, before the call's result, when the call changed files (or may have: an incomplete snapshot). */
-const recordChanges = (turn: Turn, toolCallId: string, capture: Capture) =>
+const recordChanges = (turn: Turn, toolCallId: string, capture: Capture, guard?: LiveSession.Guard) =>
   capture.changes.length === 0 && capture.incomplete === undefined
     ? Effect.void
     : turn.commit([{
       type: "workspace.changed",
       payload: { toolCallId, changes: capture.changes, ...(capture.incomplete === undefined ? {} : { incomplete: capture.incomplete }) }
-    }])
+    }], guard)
 
 /**
  * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a

@@ -13,6 +13,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -327,4 +328,35 @@ describe("rewind from a hostile log", () => {
       expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
       expect(yield* Effect.promise(() => NodeFs.access(NodePath.join(NodePath.dirname(workspace), "escape.txt")).then(() => true, () => false))).toBe(false)
     }), 60_000)
+})
+
+describe("rewind after a cancel", () => {
+  it.scoped("a command cancelled while it ran has its changes recorded before the call closes, and a rewind undoes them", () =>
+    scenario(memoryStore, [
+      { chunks: ["Hello."] },
+      { chunks: ["Slow."], toolCalls: [{ tool: "shell", args: { command: "sh -c 'echo changed > a.txt; rm d.txt; exec sleep 60'" } }] }
+    ], (workspace) =>
+      Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: workspace, client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+        const point = (yield* engine.sessionState({ sessionId })).lastSequence
+        const before = yield* Effect.promise(() => treeHash(workspace))
+        const started = yield* Deferred.make<void>()
+        const turn = yield* Effect.forkScoped(collect(engine.runTurn({ sessionId, userMessage: "slow" }).pipe(
+          Stream.tap((e) => e.type === "tool.started" ? Deferred.succeed(started, undefined) : Effect.void)
+        )))
+        yield* Deferred.await(started)
+        // The command has changed the files once d.txt is gone (it then sleeps).
+        yield* Effect.promise(async () => {
+          while (await NodeFs.access(NodePath.join(workspace, "d.txt")).then(() => true, () => false)) await new Promise((r) => setTimeout(r, 20))
+        })
+        yield* engine.cancelTurn({ sessionId })
+        const events = yield* Fiber.join(turn)
+        const types = events.map((e) => e.type)
+        expect(types.slice(-3)).toEqual(["workspace.changed", "tool.failed", "turn.completed"])
+        expect(events.find((e) => e.type === "workspace.changed")!.payload).toMatchObject({ changes: [{ path: "a.txt" }, { path: "d.txt" }] })
+        yield* engine.rewindSession({ sessionId, toSequence: point })
+        expect(yield* Effect.promise(() => treeHash(workspace))).toBe(before)
+      })), 60_000)
 })
