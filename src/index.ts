@@ -41,6 +41,7 @@ export {
   NothingToResume,
   NoTurnInProgress,
   ProviderFailure,
+  RewindRefused,
   SessionBusy,
   SessionNotFound,
   TurnInProgress
@@ -72,6 +73,8 @@ export * as PermissionEngine from "./services/PermissionEngine.js"
 export * as ContextBuilder from "./services/ContextBuilder.js"
 /** Hooks into the turn loop. */
 export * as AgentHooks from "./services/AgentHooks.js"
+/** Workspace checkpoints: pre-images of the files tool calls change, so that a rewind restores them. */
+export * as WorkspaceCheckpoints from "./services/WorkspaceCheckpoints.js"
 
 /** Event store in memory. */
 export * as MemoryEventStore from "./layers/MemoryEventStore.js"
@@ -81,6 +84,8 @@ export * as JsonlEventStore from "./layers/JsonlEventStore.js"
 export * as FakeModelProvider from "./layers/FakeModelProvider.js"
 /** The workspace tools: read, write, edit, list, grep, shell. */
 export * as WorkspaceTools from "./layers/WorkspaceTools.js"
+/** Workspace checkpoints kept in the store's blob area, with cwd snapshots for shell commands. */
+export * as PreImages from "./layers/workspace/PreImages.js"
 /** Cassettes: a recorded session as a script for the scripted model, for regression tests. */
 export * as Cassette from "./layers/Cassette.js"
 /** Tools of your own, from a Schema and an Effect, alone or beside the workspace tools. */

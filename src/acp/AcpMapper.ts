@@ -301,6 +301,10 @@ export const updatesOf = (
     case "turn.completed":
       // The client learns of these otherwise (the prompt's answer, a permission request) or not at all.
       return []
+    case "workspace.changed":
+    case "session.rewound":
+      // The files a call changed show in its diff; ACP has no rewind.
+      return []
     case "followup.queued":
     case "followup.dropped":
     case "session.forked":

@@ -20,6 +20,7 @@ import * as Chat from "./Chat.js"
 import * as Compact from "./Compact.js"
 import * as FollowUp from "./FollowUp.js"
 import * as Fork from "./Fork.js"
+import * as Rewind from "./Rewind.js"
 import * as Watch from "./Watch.js"
 import * as Repair from "./Repair.js"
 import * as Serve from "./Serve.js"
@@ -237,7 +238,7 @@ const answer = (decision: "allow" | "deny") =>
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
-  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Compact.command, Watch.command, Sessions.command, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
+  Command.withSubcommands([run, Chat.command, replay, exportScript, Fork.command, Rewind.command, Compact.command, Watch.command, Sessions.command, pending, answer("allow"), answer("deny"), Trust.command, Mcp.command, Acp.command, Serve.command, Repair.command])
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })

@@ -15,6 +15,7 @@ import {
   type ModelProvider,
   type PermissionEngine,
   PermissionPolicy,
+  PreImages,
   ProjectSettings,
   PromptComposer,
   SessionEngine,
@@ -78,7 +79,8 @@ export const engineLayer = <E, R>(
   subagents = false
 ) =>
   SessionEngine.layer(engineOptions).pipe(
-    Layer.provide(Flags.storeLayer(storage)),
+    // Workspace checkpoints: the files tool calls change are kept in the store's blob area, so a rewind restores them.
+    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(Flags.storeLayer(storage)))),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
     Layer.provide(toolsOf(tools, mcp, web, subagents)),
@@ -113,12 +115,13 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
   )
 
 /**
- * The engine of the commands that write a session without calling a model (`fork`, `sessions
- * rename`): the store opened for writing, no tools.
+ * The engine of the commands that write a session without calling a model (`fork`, `rewind`,
+ * `sessions rename`): the store opened for writing, the workspace checkpoints (a rewind restores
+ * files), no tools.
  */
 export const storeOnlyEngineLayer = (storage: Flags.Storage) =>
   SessionEngine.layer().pipe(
-    Layer.provide(Flags.storeLayer(storage)),
+    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(Flags.storeLayer(storage)))),
     Layer.provide(FakeModelProvider.layer()),
     Layer.provide(IdGenerator.layer),
     Layer.provide(NodeContext.layer)

@@ -179,6 +179,8 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         return note(`    ↳ subagent ${event.payload.childSessionId} (${oneLine(event.payload.description, 80)}) asks: ${describeCall(event.payload)} [${event.payload.risk}]`)
       case "subagent.completed":
         return note(`    ↳ ${UsageText.subagentEndText(event.payload)}`)
+      case "session.rewound":
+        return note(`[rewound to #${event.payload.toSequence}: ${event.payload.changes.length} file${event.payload.changes.length === 1 ? "" : "s"} restored]`)
       case "compaction.failed":
         return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {
@@ -202,6 +204,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       case "followup.dropped":
       case "session.forked":
       case "session.titled":
+      case "workspace.changed":
         // Not shown: the run's own framing, or session-level events other views show.
         return
     }

@@ -29,7 +29,7 @@ import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { isIP } from "node:net"
-import { type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PromptComposer, SessionEngine, TaskTool } from "../index.js"
+import { type BlobStore, type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PreImages, PromptComposer, SessionEngine, TaskTool } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import * as Flags from "./Flags.js"
@@ -236,8 +236,9 @@ export const command = Command.make(
         sessionServers: runner === undefined ? sessionServers : undefined,
         restoreServers: runner === undefined ? restoreServers : undefined
       })
-      const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore, E2, NodeContext.NodeContext>) => layer.pipe(
-        Layer.provide(store),
+      const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore | BlobStore.BlobStore, E2, NodeContext.NodeContext>) => layer.pipe(
+        // Workspace checkpoints beside the store: a rewind restores the files tool calls changed.
+        Layer.provide(PreImages.layer().pipe(Layer.provideMerge(store))),
         Layer.provide(model),
         Layer.provide(IdGenerator.layer),
         Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),

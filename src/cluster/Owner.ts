@@ -140,6 +140,7 @@ export const layer = (options: Options = {}) =>
         FollowUp: ({ payload }) => driving(false, write(Effect.tap(engine.followUp({ sessionId, ...payload }), () => stored("FollowUp", payload.idempotencyKey)))),
         DropFollowUps: () => checked(write(engine.dropFollowUps({ sessionId }))),
         RenameSession: ({ payload }) => checked(write(engine.renameSession({ sessionId, title: payload.title }))),
+        RewindSession: ({ payload }) => checked(write(engine.rewindSession({ sessionId, ...payload }))),
         CompactSession: ({ payload }) =>
           checked(write(engine.compactSession(
             payload.keepRecentTokens === undefined ? { sessionId } : { sessionId, keepRecentTokens: payload.keepRecentTokens }

@@ -101,6 +101,8 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
           owner(sessionId, client(sessionId).FollowUp({ message, idempotencyKey: keyOf(idempotencyKey) })),
         dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
         renameSession: ({ sessionId, title }) => owner(sessionId, client(sessionId).RenameSession({ title })),
+        rewindSession: ({ force, sessionId, toSequence }) =>
+          owner(sessionId, client(sessionId).RewindSession(force === undefined ? { toSequence } : { toSequence, force })),
         compactSession: ({ keepRecentTokens, sessionId }) =>
           owner(sessionId, client(sessionId).CompactSession(keepRecentTokens === undefined ? {} : { keepRecentTokens })),
         // Folded from the store: the owner may be another runner.

@@ -33,6 +33,7 @@ import {
   NothingToCompact,
   NothingToResume,
   NoTurnInProgress,
+  RewindRefused,
   SessionBusy,
   SessionNotFound,
   TurnInProgress
@@ -111,6 +112,23 @@ export const CompactSession = Rpc.make("CompactSession", {
   error: Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, NothingToCompact, CompactionFailed, InvalidInput, SessionBusy)
 })
 
+/**
+ * Rewinds the session (`SessionEngine.rewindSession`); answers with what it did. Delivered again, a
+ * second rewind to the same point finds the files as the first left them and stores a rewind that
+ * changes nothing.
+ */
+export const RewindSession = Rpc.make("RewindSession", {
+  payload: { toSequence: Schema.Int, force: Schema.optional(Schema.Boolean) },
+  success: Schema.Struct({
+    sequence: Schema.Int,
+    toSequence: Schema.Int,
+    changes: Schema.Array(AgentEvent.FileChange),
+    forced: Schema.Array(Schema.String),
+    incomplete: Schema.Array(Schema.String)
+  }),
+  error: Schema.Union(EventStoreFailure, SessionNotFound, TurnInProgress, InvalidInput, RewindRefused, SessionBusy)
+})
+
 /** The session entity. */
 export const SessionEntity = Entity.make("effect-agent/Session", [
   StartTurn,
@@ -123,5 +141,6 @@ export const SessionEntity = Entity.make("effect-agent/Session", [
   FollowUp,
   DropFollowUps,
   RenameSession,
-  CompactSession
+  CompactSession,
+  RewindSession
 ])

@@ -349,6 +349,50 @@ export const SubagentCompleted = turnEvent("subagent.completed", {
   cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
 })
 
+/**
+ * A file's content before a change, kept in the store's blob area: its SHA-256 (`blob`) and its
+ * permission bits. What a rewind writes back.
+ */
+export const FileImage = Schema.Struct({ blob: Schema.String, mode: Count })
+/** A file's content before a change, kept in the store's blob area. */
+export type FileImage = typeof FileImage.Type
+
+/**
+ * One file a tool call (or a rewind) changed, relative to the session's cwd with `/` separators.
+ * `before`: what it held before (absent: there was no file). `after`: the SHA-256 of what it held
+ * after (absent: no file), what a rewind expects to find there.
+ */
+export const FileChange = Schema.Struct({ path: Schema.String, before: Schema.optional(FileImage), after: Schema.optional(Schema.String) })
+/** One file a tool call or a rewind changed. */
+export type FileChange = typeof FileChange.Type
+
+/**
+ * The files of the session's cwd a tool call changed (`write_file`, `edit_file`, a shell command
+ * that can write), with their pre-images: stored before the call's `tool.completed`/`tool.failed`,
+ * only when a file changed and the engine keeps workspace checkpoints (`WorkspaceCheckpoints`).
+ * `incomplete`: why the snapshot may have missed changes (the scan passed its file or byte cap).
+ */
+export const WorkspaceChanged = turnEvent("workspace.changed", {
+  toolCallId: Schema.String,
+  changes: Schema.Array(FileChange),
+  incomplete: Schema.optional(Schema.String)
+})
+
+/**
+ * The session went back to `toSequence` (session-level): the events after it and before this one
+ * are an abandoned branch — still in the log, no longer in the conversation — and the files the
+ * agent changed since were restored. `changes`: what the rewind itself wrote, with pre-images of
+ * what it overwrote (so a rewind can be rewound). `forced`: files changed outside the agent that
+ * the caller chose to overwrite. `incomplete`: why some changes could not be known (a shell
+ * snapshot past its caps), so were not undone.
+ */
+export const SessionRewound = sessionEvent("session.rewound", {
+  toSequence: Schema.Int.pipe(Schema.positive()),
+  changes: Schema.Array(FileChange),
+  forced: Schema.optional(Schema.Array(Schema.String)),
+  incomplete: Schema.optional(Schema.Array(Schema.String))
+})
+
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
 export const CompactionReason = Schema.Literal("manual", "threshold", "overflow")
 /** Why a compaction ran: `compactSession`, the threshold share of the window, or a request over the window. */
@@ -414,7 +458,9 @@ export const AgentEvent = Schema.Union(
   SubagentStarted,
   SubagentProgress,
   SubagentAsked,
-  SubagentCompleted
+  SubagentCompleted,
+  WorkspaceChanged,
+  SessionRewound
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */
@@ -430,7 +476,7 @@ export type EventOfType<T extends EventType> = Extract<AgentEvent, { readonly ty
 export type PayloadOf<T extends EventType> = EventOfType<T>["payload"]
 
 /** The events that belong to no turn and carry no `turnId`. */
-export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" | "session.titled" }>
+export type SessionLevelEvent = Extract<AgentEvent, { readonly type: "session.created" | "followup.queued" | "followup.dropped" | "session.forked" | "session.titled" | "session.rewound" }>
 
 /** Whether an event belongs to no turn (it carries no `turnId`): a session-level event, or a manual compaction's. */
 export const isSessionLevel = (event: AgentEvent): event is SessionLevelEvent | CompactionEvent => !("turnId" in event) || event.turnId === undefined

@@ -189,3 +189,22 @@ export class CompactionFailed extends Schema.TaggedError<CompactionFailed>()("Co
     return `Compaction ${this.compactionId} of session ${this.sessionId} failed [${this.errorCode}]; the context is unchanged`
   }
 }
+
+/**
+ * A rewind that was refused, nothing stored and no file touched: `not_a_boundary` (the point is
+ * inside a turn or a compaction), `past_compaction` (a compaction after the point replaced the
+ * conversation before it — fork from the point instead), `nothing_to_rewind` (the point is the end),
+ * `changed_outside` (`files` were changed since the agent last wrote them: pass `force` to overwrite
+ * them), `unsafe_path` (`files` lead outside the session's cwd or through a link: never written),
+ * `no_checkpoints` (files must be restored and this engine keeps no workspace checkpoints),
+ * `io_error` (a file could not be written: the ones before it were restored, no event stored).
+ */
+export class RewindRefused extends Schema.TaggedError<RewindRefused>()("RewindRefused", {
+  reason: Schema.Literal("not_a_boundary", "past_compaction", "nothing_to_rewind", "changed_outside", "unsafe_path", "no_checkpoints", "io_error"),
+  detail: Schema.String,
+  files: Schema.optional(Schema.Array(Schema.String))
+}) {
+  override get message(): string {
+    return `Cannot rewind: ${this.detail}${this.files === undefined || this.files.length === 0 ? "" : ` (${this.files.join(", ")})`}`
+  }
+}

@@ -288,6 +288,7 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "subagent.progress": () => enter(TurnFsm.RunningPhase.ToolRunning),
   "subagent.asked": () => enter(TurnFsm.RunningPhase.ToolRunning),
   "subagent.completed": () => enter(TurnFsm.RunningPhase.ToolRunning),
+  "workspace.changed": () => enter(TurnFsm.RunningPhase.ToolRunning),
   "compaction.started": () => enter(TurnFsm.RunningPhase.Compaction),
   // The request is built again, from the compacted (or unchanged) context.
   "session.compacted": () => enter(TurnFsm.RunningPhase.ContextBuilding),
@@ -318,7 +319,9 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
   }
   if (event.type === "session.created") return fail(event, "session.created may only begin a log")
   // Session-level events belong to no turn: they may come between or inside turns.
-  if (event.type === "followup.queued" || event.type === "followup.dropped" || event.type === "session.forked" || event.type === "session.titled") {
+  if (
+    event.type === "followup.queued" || event.type === "followup.dropped" || event.type === "session.forked" || event.type === "session.titled" || event.type === "session.rewound"
+  ) {
     const moved: SessionState = { ...state, lastSequence: event.sequence, lastActivityAt: event.timestamp }
     switch (event.type) {
       case "followup.queued":
@@ -336,6 +339,14 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         return Either.right(moved)
       case "session.titled":
         return Either.right({ ...moved, title: event.payload.title })
+      case "session.rewound":
+        // A rewind goes back to a point between turns, so it is stored between turns. Remembered
+        // permissions, the title and the totals stay: a rewind undoes the conversation and the files,
+        // not the user's standing decisions nor what was spent.
+        if (state.openTurn !== undefined) return fail(event, `session.rewound while turn ${state.openTurn.turnId} is open`)
+        if (state.compaction !== undefined) return fail(event, `session.rewound while compaction ${state.compaction.compactionId} runs`)
+        if (event.payload.toSequence >= event.sequence) return fail(event, `session.rewound to ${event.payload.toSequence}, which is not before it`)
+        return Either.right(moved)
     }
   }
   if (event.type === "compaction.started" || event.type === "session.compacted" || event.type === "compaction.failed") {
@@ -458,6 +469,12 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
           )
         })
       })
+    case "workspace.changed":
+      // Stored while its call runs, beside others maybe: the most pressing call says the phase.
+      if (!turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId && c.status === "running")) {
+        return fail(event, `workspace.changed of tool call ${event.payload.toolCallId}, which is not running`)
+      }
+      return Either.right({ ...base, openTurn: withCallsPhase(turn) })
   }
 }
 

@@ -16,6 +16,7 @@ import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
+import { onBranch } from "./Transcript.js"
 import { cacheBreakText, subagentText } from "./UsageText.js"
 import { addCounts } from "./Tokens.js"
 
@@ -86,6 +87,8 @@ export interface ViewTurn {
   readonly startedAt: number
   /** The follow-up this turn runs (`turn.started {queueId}`). */
   readonly queueId: string | undefined
+  /** A rewind went back before it (`session.rewound`): it is on an abandoned branch, still shown, no longer in the conversation. */
+  abandoned?: true
 }
 
 /** The view of a session's log. */
@@ -120,6 +123,8 @@ export interface View {
   title: string | undefined
   /** The session's totals over its turns' usage and cost (`turn.completed`); `undefined` before any turn reported usage. */
   totals: ViewTotals | undefined
+  /** The session's rewinds, `[sequence, toSequence]`, oldest first (see `Transcript.onBranch`). */
+  readonly rewinds: Array<readonly [number, number]>
 }
 
 /** A session's usage and cost, summed over its turns. `costUnknown`: the models without a price (their turns add no cost). */
@@ -145,7 +150,8 @@ export const empty = (): View => ({
   followUps: [],
   compacting: undefined,
   totals: undefined,
-  title: undefined
+  title: undefined,
+  rewinds: []
 })
 
 /** Adds an item to the open turn, if any. */
@@ -299,6 +305,22 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   "session.titled": (view, event) => {
     view.title = event.payload.title
     note(view, event, `renamed: ${event.payload.title}`)
+  },
+  "workspace.changed": (view, event) => {
+    const { changes, incomplete } = event.payload
+    const names = changes.slice(0, 5).map((c) => `${c.before === undefined ? "+" : c.after === undefined ? "-" : "~"}${c.path}`).join(", ")
+    const more = changes.length > 5 ? ` and ${changes.length - 5} more` : ""
+    push(view, { kind: "note", text: `changed ${changes.length} file${changes.length === 1 ? "" : "s"}: ${names}${more}${incomplete === undefined ? "" : ` (snapshot incomplete: ${incomplete})`}`, event: event.type })
+  },
+  "session.rewound": (view, event) => {
+    const { changes, forced, toSequence } = event.payload
+    view.rewinds.push([event.sequence, toSequence])
+    for (const turn of view.turns) {
+      if (onBranch(turn.startedAt, event.sequence, view.rewinds)) delete turn.abandoned
+      else turn.abandoned = true
+    }
+    const files = changes.length === 0 ? "no files changed" : `${changes.length} file${changes.length === 1 ? "" : "s"} restored`
+    note(view, event, `rewound to #${toSequence}: ${files}${forced === undefined ? "" : `, ${forced.length} changed outside the agent overwritten`}`)
   },
   "compaction.started": (view, event) => {
     view.compacting = event.payload.compactionId

@@ -69,6 +69,62 @@ export interface Transcript {
    * copying the whole conversation.
    */
   readonly open: AssistantEntry | undefined
+  /** What rewinds took out of the conversation, kept so that a later rewind can bring it back; absent before the first rewind. */
+  readonly past?: Past | undefined
+}
+
+/**
+ * The entries rewinds took out of the conversation (an abandoned branch's), and the rewinds
+ * themselves (`[sequence, toSequence]`, oldest first): enough to rebuild the conversation at any
+ * point since the last compaction. A compaction clears it: a rewind never goes back past one.
+ */
+export interface Past {
+  readonly entries: ReadonlyArray<TranscriptEntry>
+  readonly rewinds: ReadonlyArray<readonly [number, number]>
+}
+
+/** What `session.rewound` says, as {@link rewound} applies it. */
+export interface Rewind {
+  readonly toSequence: number
+  /** The sequence of the `session.rewound` event. */
+  readonly sequence: number
+}
+
+/**
+ * Whether the event at `sequence` is part of the session as it was at `at`: walking back from `at`,
+ * a rewind jumps to its target, so the events between a rewind's target and the rewind are an
+ * abandoned branch. `rewinds`: `[sequence, toSequence]`, oldest first.
+ */
+export const onBranch = (sequence: number, at: number, rewinds: ReadonlyArray<readonly [number, number]>): boolean => {
+  let current = at
+  for (let i = rewinds.length - 1; i >= 0; i--) {
+    const [rewind, to] = rewinds[i]!
+    if (rewind > current) continue
+    if (sequence >= rewind) return sequence <= current
+    current = to
+    if (sequence > current) return false
+  }
+  return sequence <= current
+}
+
+/**
+ * A rewind applied: the conversation as it was at `toSequence` — the entries that began on its
+ * branch, from those held now and those earlier rewinds took out — and what it takes out kept in
+ * `past`. Exact for any point since the last compaction (the engine refuses a rewind past one).
+ */
+export const rewound = (transcript: Transcript, rewind: Rewind): Transcript => {
+  const { entries } = closed(transcript)
+  const rewinds = [...(transcript.past?.rewinds ?? []), [rewind.sequence, rewind.toSequence] as const]
+  const kept: Array<TranscriptEntry> = []
+  const out: Array<TranscriptEntry> = [...(transcript.past?.entries ?? [])]
+  for (const entry of entries) {
+    if (entry.role === "summary" || (entry.sequence ?? 0) <= rewind.toSequence) kept.push(entry)
+    else out.push(entry)
+  }
+  const back = out.filter((e) => e.role !== "summary" && (e.sequence ?? 0) <= rewind.toSequence && onBranch(e.sequence ?? 0, rewind.toSequence, rewinds))
+  const restored = new Set(back)
+  const all = [...kept, ...back].sort((a, b) => (a.role === "summary" ? -1 : b.role === "summary" ? 1 : (a.sequence ?? 0) - (b.sequence ?? 0)))
+  return { entries: all, open: undefined, past: { entries: out.filter((e) => !restored.has(e)), rewinds } }
 }
 
 /** A message as a model request carries it: tool results are messages of their own, in call order. */
@@ -173,6 +229,8 @@ export interface Changes<T> {
   readonly result: (transcript: T, toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>) => T
   /** A compaction (see {@link compacted}). */
   readonly compacted: (transcript: T, compaction: Compaction) => T
+  /** A rewind (see {@link rewound}). */
+  readonly rewound: (transcript: T, rewind: Rewind) => T
   /** Another event of a turn: the response streaming ends. */
   readonly close: (transcript: T) => T
 }
@@ -200,6 +258,8 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "cache.break": unchanged,
   "compaction.started": unchanged,
   "compaction.failed": unchanged,
+  "session.rewound": (changes, transcript, event) => changes.rewound(transcript, { toSequence: event.payload.toSequence, sequence: event.sequence }),
+  "workspace.changed": closes,
   // A steer reaches the model as a user message, where it was stored in the turn.
   "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence, event.payload.images),
   "turn.steered": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
@@ -243,11 +303,16 @@ const immutable: Changes<Transcript> = {
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
   result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
+  rewound: (transcript, rewind) => rewound(transcript, rewind),
   close: (transcript) => closed(transcript)
 }
 
 /** Applies one event. Events that do not change the conversation only close the current response. */
-export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => apply(immutable, transcript, event)
+export const reduce = (transcript: Transcript, event: AgentEvent): Transcript => {
+  const next = apply(immutable, transcript, event)
+  // What rewinds took out stays until a compaction clears it; the changes above build entries only.
+  return transcript.past === undefined || next.past !== undefined || event.type === "session.compacted" ? next : { ...next, past: transcript.past }
+}
 
 /** Replays a whole log into its transcript. */
 export const replay = (events: Iterable<AgentEvent>): Transcript => {

@@ -28,6 +28,7 @@ const inPlace: Transcript.Changes<LiveTranscript> = {
   call: (live, turnId, call, sequence) => live.call(turnId, call, sequence),
   result: (live, toolCallId, content, isError, images) => live.result(toolCallId, content, isError, images),
   compacted: (live, compaction) => live.compacted(compaction),
+  rewound: (live, rewind) => live.rewound(rewind),
   close: (live) => live.closeResponse()
 }
 
@@ -53,6 +54,8 @@ export class LiveTranscript {
   private readonly charsBefore: Array<number> = []
   private renderedEntries = 0
   private renderedChars = 0
+  /** What rewinds took out (see `Transcript.Past`); undefined before the first rewind. */
+  private past: Transcript.Past | undefined = undefined
   private cachedSnapshot: Transcript.Transcript | undefined = undefined
   private cachedRendering: Rendered | undefined = undefined
 
@@ -104,7 +107,9 @@ export class LiveTranscript {
   /** The transcript now, equal to `Transcript.replay` of the events added. */
   snapshot(): Transcript.Transcript {
     if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
-    const snapshot: Transcript.Transcript = { entries: this.entries.slice(), open: this.openEntry() }
+    const snapshot: Transcript.Transcript = this.past === undefined
+      ? { entries: this.entries.slice(), open: this.openEntry() }
+      : { entries: this.entries.slice(), open: this.openEntry(), past: this.past }
     this.cachedSnapshot = snapshot
     return snapshot
   }
@@ -170,6 +175,19 @@ export class LiveTranscript {
     const next = Transcript.compacted({ entries: this.entries, open: undefined }, compaction)
     this.entries.length = 0
     this.entries.push(...next.entries)
+    this.past = undefined
+    this.unrender(0)
+    this.changed()
+    return this
+  }
+
+  /** A rewind, as `Transcript.rewound` makes it; rendered again from the start (a rewind is rare). */
+  rewound(rewind: Transcript.Rewind): this {
+    this.close()
+    const next = Transcript.rewound({ entries: this.entries, open: undefined, past: this.past }, rewind)
+    this.entries.length = 0
+    this.entries.push(...next.entries)
+    this.past = next.past
     this.unrender(0)
     this.changed()
     return this

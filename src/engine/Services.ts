@@ -10,6 +10,7 @@ import type * as Duration from "effect/Duration"
 import type { PriceTable } from "../domain/Pricing.js"
 import type { Hooks } from "../services/AgentHooks.js"
 import type { BlobStore } from "../services/BlobStore.js"
+import type { WorkspaceCheckpoints } from "../services/WorkspaceCheckpoints.js"
 import type { ContextBuilder } from "../services/ContextBuilder.js"
 import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
@@ -86,6 +87,8 @@ export interface Services {
   readonly provider: ModelProvider.Service
   /** The tools; none when no `ToolRouter` is provided. */
   readonly tools: ToolRouter.Service | undefined
+  /** Workspace checkpoints (pre-images of the files tool calls change, for rewinds); none when not provided. */
+  readonly checkpoints?: WorkspaceCheckpoints.Service | undefined
   readonly permissions: PermissionEngine["Type"]
   readonly context: ContextBuilder.Service
   readonly hooks: Hooks

@@ -29,6 +29,7 @@ import {
   NothingToCompact,
   type NothingToResume,
   type NoTurnInProgress,
+  type RewindRefused,
   type SessionBusy,
   SessionNotFound,
   TurnInProgress
@@ -47,10 +48,12 @@ import { IdGenerator } from "../services/IdGenerator.js"
 import { ModelProvider } from "../services/ModelProvider.js"
 import * as PermissionEngine from "../services/PermissionEngine.js"
 import { type ToolCallInput, ToolRouter } from "../services/ToolRouter.js"
+import { WorkspaceCheckpoints } from "../services/WorkspaceCheckpoints.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
 import * as Images from "./Images.js"
+import * as Rewind from "./Rewind.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import { LiveTranscript } from "./LiveTranscript.js"
@@ -117,6 +120,12 @@ export interface ForkSessionInput {
   /** The fork point: the end of a closed turn (default: the end of the last one). */
   readonly atSequence?: number
 }
+
+/** Input of {@link SessionEngine.Service.rewindSession}. */
+export type RewindSessionInput = Rewind.RewindInput
+
+/** What {@link SessionEngine.Service.rewindSession} did. */
+export type SessionRewound = Rewind.Rewound
 
 /** Input of {@link SessionEngine.Service.renameSession}. */
 export interface RenameSessionInput {
@@ -292,6 +301,20 @@ export declare namespace SessionEngine {
      * `InvalidInput` and stores nothing. The engine holds the fork's writer lock from then on.
      */
     readonly forkSession: (input: ForkSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
+    /**
+     * Brings the session back to `toSequence`, a point between turns: the conversation continues
+     * from there, and the files of its cwd the agent changed since (`workspace.changed`, earlier
+     * rewinds) are restored — created ones removed, deleted ones back, changed ones with their old
+     * content and mode. Stored as `session.rewound` (session-level); the events after the point stay
+     * in the log as an abandoned branch, and a rewind can be rewound (to the sequence before it).
+     * Fails, storing nothing and touching no file: `TurnInProgress` while a turn runs or waits for the
+     * user; `InvalidInput` for a point inside a turn or compaction or out of range; `RewindRefused`
+     * — `nothing_to_rewind`, `past_compaction`, `changed_outside` (files changed outside the agent
+     * since, named; `force` overwrites them), `unsafe_path`, `no_checkpoints`.
+     */
+    readonly rewindSession: (
+      input: RewindSessionInput
+    ) => Effect.Effect<SessionRewound, EventStoreFailure | SessionNotFound | InvalidInput | RewindRefused | TurnInProgress | SessionBusy>
     /** Streams the stored events of a session in sequence order, unprojected. */
     readonly replaySession: (input: SessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /**
@@ -354,6 +377,7 @@ export const make = (
       watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
       tools: baseTools === undefined || subagents === undefined ? baseTools : Subagents.router(baseTools, subagents),
+      checkpoints: Option.getOrUndefined(yield* Effect.serviceOption(WorkspaceCheckpoints)),
       permissions: subagents === undefined ? basePermissions : Subagents.permissions(basePermissions, subagents),
       context: Option.getOrElse(yield* Effect.serviceOption(ContextBuilder.ContextBuilder), () => ContextBuilder.transcriptOnly),
       hooks: Option.getOrElse(yield* Effect.serviceOption(AgentHooks), () => ({})),
@@ -505,6 +529,14 @@ export const make = (
       return Session.fromState(state.right)
     })
 
+    const rewindSession = Effect.fn("SessionEngine.rewindSession")(function*(input: RewindSessionInput) {
+      if (!Number.isSafeInteger(input.toSequence) || input.toSequence < 1) {
+        return yield* new InvalidInput({ field: "toSequence", detail: "must be a sequence of the session, 1 or more" })
+      }
+      const session = yield* sessions.writable(input.sessionId)
+      return yield* Rewind.run(engine, session, input).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(input.sessionId)))
+    })
+
     const compactSession = Effect.fn("SessionEngine.compactSession")(function*(input: CompactSessionInput) {
       const keep = input.keepRecentTokens
       if (keep !== undefined && !(Number.isSafeInteger(keep) && keep >= 0)) {
@@ -595,6 +627,7 @@ export const make = (
       renameSession,
       compactSession,
       forkSession,
+      rewindSession,
       replaySession,
       watchSession,
       resolvePermission,

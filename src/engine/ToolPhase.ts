@@ -18,6 +18,7 @@ import type { EventStoreFailure } from "../domain/Errors.js"
 import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
+import type { Capture } from "../services/WorkspaceCheckpoints.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
 import * as Subagents from "./Subagents.js"
@@ -134,6 +135,7 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
     const { toolCallId, tool, args } = call
     yield* turn.commit([EventDraft.toolStarted(toolCallId, tool, args)])
     const { state } = turn.session.live
+    const checkpoint = turn.services.checkpoints === undefined ? undefined : yield* turn.services.checkpoints.watch(call, state.cwd)
     // A `task` runs a subagent: the engine's work, with events of its own in this turn.
     const outcome = Subagents.isTask(turn.services, call) ? yield* Subagents.run(turn, call) : yield* turn.services.tools!.execute(call, {
       sessionId: state.sessionId,
@@ -152,14 +154,31 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
           Effect.zipRight(Effect.fail(new ToolFailure({ errorCode: "tool_error", message: `The ${tool} tool failed unexpectedly.` })))
         )
       ),
-      Effect.either
+      Effect.either,
+      // A call cancelled while it ran (its process killed) may have changed files: they are recorded
+      // before the turn closes the call, so that a rewind undoes them too. Best effort: a cancel never fails.
+      Effect.onInterrupt(() =>
+        checkpoint === undefined ? Effect.void : Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
+          Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
+        )
+      )
     )
+    if (checkpoint !== undefined) yield* recordChanges(turn, toolCallId, yield* checkpoint)
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)
     const output = yield* afterResult(turn, call, outcome.right)
     const images = yield* toolImages(turn, tool, output)
     // Tool output is escaped here, in the one builder, before it reaches the log, the model or a terminal.
     yield* turn.commit([EventDraft.toolCompleted(toolCallId, images.result, output.exitCode, images.refs)])
   })
+
+/** `workspace.changed`, before the call's result, when the call changed files (or may have: an incomplete snapshot). */
+const recordChanges = (turn: Turn, toolCallId: string, capture: Capture, guard?: LiveSession.Guard) =>
+  capture.changes.length === 0 && capture.incomplete === undefined
+    ? Effect.void
+    : turn.commit([{
+      type: "workspace.changed",
+      payload: { toolCallId, changes: capture.changes, ...(capture.incomplete === undefined ? {} : { incomplete: capture.incomplete }) }
+    }], guard)
 
 /**
  * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a

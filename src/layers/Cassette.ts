@@ -129,6 +129,8 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
       case "followup.dropped":
       case "session.forked":
       case "session.titled":
+      case "session.rewound":
+      case "workspace.changed":
       case "compaction.started":
       case "subagent.started":
       case "subagent.progress":

@@ -20,6 +20,8 @@ import * as SessionEngine from "../engine/SessionEngine.js"
 import * as FakeModelProvider from "../layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../layers/JsonlEventStore.js"
 import * as WorkingDirectory from "../layers/WorkingDirectory.js"
+import * as PreImages from "../layers/workspace/PreImages.js"
+import type { BlobStore } from "../services/BlobStore.js"
 import type { EventStore } from "../services/EventStore.js"
 import * as IdGenerator from "../services/IdGenerator.js"
 import type { ModelProvider } from "../services/ModelProvider.js"
@@ -40,6 +42,12 @@ export interface Options {
    * platform (`FileSystem`, `Path`, …: `WorkspaceTools.layer()` does) is provided by Node's.
    */
   readonly services?: Layer.Layer<never, unknown, NodeContext.NodeContext>
+  /**
+   * Keep workspace checkpoints (`PreImages`: pre-images of the files tool calls change, in the
+   * store's blob area), so that `rewindSession` restores files: `true` for the default caps, or the
+   * caps. The store must provide a `BlobStore` (every built-in store does). Default: off.
+   */
+  readonly checkpoints?: boolean | PreImages.Options
   /** Limits and timings of turns. */
   readonly limits?: SessionEngine.Options
   /** Replaces the whole engine layer; the other options are then ignored. */
@@ -76,6 +84,8 @@ export interface PromiseSessionEngine {
   readonly compactSession: (input: SessionEngine.CompactSessionInput & { readonly signal?: AbortSignal }) => Promise<SessionEngine.CompactionResult>
   /** Forks a session at the end of a closed turn (default: the last one); resolves with the new session. */
   readonly forkSession: (input: SessionEngine.ForkSessionInput) => Promise<Session>
+  /** Rewinds the session and the files the agent changed to a point between turns; see `SessionEngine.rewindSession`. Rejects `RewindRefused` naming files changed outside the agent unless `force`. */
+  readonly rewindSession: (input: SessionEngine.RewindSessionInput) => Promise<SessionEngine.SessionRewound>
   readonly replaySession: (input: SessionEngine.SessionInput) => AsyncIterable<AgentEvent>
   /**
    * Watches a session: its stored events from `fromSequence`, then live ones across turns, each
@@ -91,11 +101,20 @@ export interface PromiseSessionEngine {
 
 const defaultLayer = (options: Options): Layer.Layer<SessionEngine.SessionEngine, unknown> =>
   SessionEngine.layer(options.limits).pipe(
-    Layer.provide(options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer))),
+    Layer.provide(withCheckpoints(
+      options.store ?? JsonlEventStore.layer({ dataDir: options.dataDir ?? ".effect-agent" }).pipe(Layer.provide(NodeContext.layer)),
+      options.checkpoints
+    )),
     Layer.provide(options.model ?? FakeModelProvider.layer()),
     Layer.provide(options.ids ?? IdGenerator.layer),
     Layer.provide((options.services ?? Layer.empty).pipe(Layer.provide(NodeContext.layer)))
   )
+
+/** The store, and the workspace checkpoints on its blob area when asked for. */
+const withCheckpoints = (store: Layer.Layer<EventStore, unknown>, checkpoints: Options["checkpoints"]) =>
+  checkpoints === undefined || checkpoints === false
+    ? store
+    : Layer.merge(store, PreImages.layer(checkpoints === true ? {} : checkpoints).pipe(Layer.provide(store as Layer.Layer<EventStore | BlobStore, unknown>)))
 
 /** Builds a Promise-based engine. Call `dispose()` when done. */
 export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine => {
@@ -151,6 +170,7 @@ export const makeSessionEngine = (options: Options = {}): PromiseSessionEngine =
     renameSession: (input) => withEngine((engine) => engine.renameSession(input)),
     compactSession: ({ signal, ...input }) => withEngine((engine) => engine.compactSession(input), signal),
     forkSession: (input) => withEngine((engine) => engine.forkSession(input)),
+    rewindSession: (input) => withEngine((engine) => engine.rewindSession(input)),
     replaySession: (input) => iterate((engine) => engine.replaySession(input)),
     watchSession: ({ signal, ...input }) =>
       iterate((engine) =>

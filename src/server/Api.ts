@@ -56,6 +56,20 @@ export class CompactionFailed extends Schema.Class<CompactionFailed>("Compaction
   errorFields("CompactionFailed"),
   HttpApiSchema.annotations({ status: 502 })
 ) {}
+/**
+ * 409: a rewind was refused, nothing changed (`reason`, see `RewindRefused`): `changed_outside`
+ * names the files changed outside the agent since it wrote them (send `force: true` to overwrite
+ * them), `unsafe_path` the paths that lead outside the session's cwd or through a link.
+ */
+export class RewindRefused extends Schema.Class<RewindRefused>("RewindRefused")(
+  {
+    error: Schema.Literal("RewindRefused"),
+    reason: Schema.String,
+    message: Schema.String,
+    files: Schema.optional(Schema.Array(Schema.String))
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
 /** 500: the store failed (its reason only; details go to the server's log). */
 export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(errorFields("EventStoreFailure"), HttpApiSchema.annotations({ status: 500 })) {}
 
@@ -154,6 +168,16 @@ const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<F
 export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) }))
 /** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one); the body may be left out. */
 export const Fork = optionalBody(Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) }))
+/** `POST /sessions/:id/rewind`: the point to go back to (the end of a closed turn), and whether to overwrite files changed outside the agent. */
+export const Rewind = Schema.Struct({ toSequence: Schema.Int.pipe(Schema.positive()), force: Schema.optional(Schema.Boolean) })
+/** What a rewind did: its `session.rewound` (sequence, payload) — the files restored, those forced, and what could not be known. */
+export const Rewound = Schema.Struct({
+  sequence: Schema.Int,
+  toSequence: Schema.Int,
+  changes: Schema.Array(AgentEvent.FileChange),
+  forced: Schema.Array(Schema.String),
+  incomplete: Schema.Array(Schema.String)
+}).annotations({ identifier: "SessionRewound" })
 /** What a manual compaction stored: the `session.compacted` payload (CONTRACT.md §8), by the log's own schema. */
 export const Compacted = AgentEvent.SessionCompacted.fields.payload.annotations({ identifier: "SessionCompacted" })
 /** `POST /sessions/:id/approvals/:toolCallId`: `remember` also allows (or denies) later calls of the same scope. */
@@ -234,6 +258,11 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
     HttpApiEndpoint.post("compact", "/sessions/:id/compact").setPath(SessionId).setPayload(Compact).addSuccess(
       Compacted.annotations({ description: "Answered once the compaction has ended; a client that disconnects first cancels it (compaction.failed {cancelled})" })
     ).addError(CompactionFailed)
+  )
+  .add(
+    HttpApiEndpoint.post("rewind", "/sessions/:id/rewind").setPath(SessionId).setPayload(Rewind).addSuccess(
+      Rewound.annotations({ description: "Rewound: the conversation continues from toSequence and the files the agent changed since are restored (session.rewound)" })
+    ).addError(RewindRefused)
   )
   .add(
     HttpApiEndpoint.post("fork", "/sessions/:id/fork").setPath(SessionId).setPayload(Fork).addSuccess(Session.Session, { status: 201 })

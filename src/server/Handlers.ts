@@ -19,6 +19,7 @@ import {
   type InvalidInput,
   McpNames,
   type NothingToCompact,
+  type RewindRefused,
   type NothingToResume,
   type NoTurnInProgress,
   type SessionBusy,
@@ -34,6 +35,7 @@ import {
   Authorization,
   BadRequest,
   CompactionFailed as CompactionFailedWire,
+  RewindRefused as RewindRefusedWire,
   Conflict,
   Forbidden,
   ListFilter,
@@ -93,6 +95,10 @@ const compactionFailed = (error: CompactionFailed) =>
       message: `The model gave no summary [${error.errorCode}]; compaction ${error.compactionId} failed and the context is unchanged`
     })
   )
+
+/** A refused rewind: 409 with its reason and the files it names. */
+const rewindRefused = (error: RewindRefused) =>
+  Effect.fail(new RewindRefusedWire({ error: "RewindRefused", reason: error.reason, message: error.message, ...(error.files === undefined ? {} : { files: error.files }) }))
 
 const badSequence = (what: string) => new BadRequest({ error: "BadRequest", message: `${what} must be a sequence number (a non-negative integer)` })
 
@@ -284,6 +290,12 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
       .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
       .handle("rename", ({ path, payload }) => engine.renameSession({ sessionId: path.id, title: payload.title }).pipe(Effect.catchAll(toWire)))
+      .handle("rewind", ({ path, payload }) =>
+        engine.rewindSession({ sessionId: path.id, toSequence: payload.toSequence, force: payload.force === true }).pipe(
+          Effect.catchAll((error): Effect.Effect<never, BadRequest | NotFound | Conflict | StoreFailure | RewindRefusedWire> =>
+            error._tag === "RewindRefused" ? rewindRefused(error) : toWire(error)
+          )
+        ))
       // In the request's fiber: it answers once the compaction has ended, and a client that goes away cancels it.
       .handle("compact", ({ path, payload }) =>
         engine.compactSession({

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import { run } from "./subprocess.js"
 
 const commands = [
-  [], ["run"], ["chat"], ["replay"], ["export-script"], ["fork"], ["compact"], ["watch"], ["sessions"], ["pending"],
+  [], ["run"], ["chat"], ["replay"], ["export-script"], ["fork"], ["rewind"], ["compact"], ["watch"], ["sessions"], ["pending"],
   ["approve"], ["deny"], ["trust"], ["mcp"], ["mcp", "list"], ["acp"], ["serve"], ["repair"]
 ]
 

@@ -146,6 +146,16 @@ describe("the routed engine of a runner", () => {
       expect((yield* here.listSessions).find((s) => s.sessionId === sessionId)?.title).toBe("Routed title")
       expect((yield* here.sessionState({ sessionId })).title).toBe("Routed title")
       expect(yield* Effect.flip(here.renameSession({ sessionId, title: "\x1b[0m" }))).toMatchObject({ _tag: "InvalidInput", field: "title" })
+
+      // A rewind through this runner (RewindSession) is stored by the owner: back to the end of the compaction.
+      const point = afterCompaction.at(-1)!.sequence
+      const rewound = yield* here.rewindSession({ sessionId, toSequence: point })
+      expect(rewound).toMatchObject({ toSequence: point, changes: [], forced: [] })
+      const afterRewind = Chunk.toReadonlyArray(yield* Stream.runCollect(here.replaySession({ sessionId })))
+      expectWellFormedLog(afterRewind)
+      expect(afterRewind.at(-1)).toMatchObject({ type: "session.rewound", sequence: rewound.sequence, payload: { toSequence: point } })
+      // The owner's typed error comes back as itself.
+      expect(yield* Effect.flip(here.rewindSession({ sessionId, toSequence: 2 }))).toMatchObject({ _tag: "InvalidInput", field: "toSequence" })
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 
   it.live("a runner that stops cancels its running turns and leaves a turn waiting for approval paused; the approval through the next owner resumes it", () =>

@@ -211,6 +211,7 @@ describe("the HTTP API", () => {
         "/sessions/{id}/followups",
         "/sessions/{id}/fork",
         "/sessions/{id}/live",
+        "/sessions/{id}/rewind",
         "/sessions/{id}/steer",
         "/sessions/{id}/title",
         "/sessions/{id}/turns"

@@ -28,6 +28,7 @@ import {
   JsonlEventStore,
   PermissionPolicy,
   SessionEngine,
+  PreImages,
   TaskTool,
   WorkspaceTools
 } from "../../src/index.js"
@@ -61,6 +62,10 @@ export interface Options {
   readonly allowedHosts?: ReadonlyArray<string>
   /** The engine's `watchCapacity` (how many live events a watched session's feed keeps). */
   readonly watchCapacity?: number
+  /** Keep workspace checkpoints (`PreImages`), so that rewinds restore files (default false). */
+  readonly checkpoints?: boolean
+  /** The permission policy (default: `PermissionPolicy.layer()`). */
+  readonly policy?: PermissionPolicy.Options
   /** Hears every read of the store that starts past the first event (a watcher reading a gap). */
   readonly onReadFrom?: (sessionId: string, fromSequence: number) => void
 }
@@ -110,7 +115,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       } satisfies EventStore.EventStore["Type"]))
     ).pipe(Layer.provide(jsonl))
     const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
-      Layer.provide(store),
+      Layer.provide(options.checkpoints === true ? Layer.merge(store, PreImages.layer().pipe(Layer.provide(jsonl))) : store),
       Layer.provide(FakeModelProvider.layer({
         responses: options.responses ?? [],
         ...(options.images === undefined ? {} : { images: options.images }),
@@ -119,7 +124,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       })),
       Layer.provide(IdGenerator.layer),
       Layer.provide(options.subagents === undefined ? WorkspaceTools.layer() : TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer()))),
-      Layer.provide(PermissionPolicy.layer()),
+      Layer.provide(PermissionPolicy.layer(options.policy)),
       Layer.provide(NodeContext.layer)
     )
     const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0 }).pipe(Layer.provideMerge(engine)), scope)

@@ -53,7 +53,7 @@ const api = async (method, path, body) => {
   if (response.status === 401) location.assign("/login")
   const text = await response.text()
   const data = text === "" ? undefined : JSON.parse(text)
-  if (!response.ok) throw new Error(data?.message ?? `HTTP ${response.status}`)
+  if (!response.ok) throw Object.assign(new Error(data?.message ?? `HTTP ${response.status}`), { body: data })
   return data
 }
 const report = (error) => setStatus("error", error.message)
@@ -245,7 +245,7 @@ const render = () => {
   const main = $("view")
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
   const renderTurn = (turn) =>
-    el("section", { class: "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }) },
+    el("section", { class: turn.abandoned ? "turn abandoned" : "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }), ...(turn.abandoned ? { "data-abandoned": "true", title: "Rewound: on an abandoned branch, no longer in the conversation" } : {}) },
       el("div", { class: "user", textContent: turn.user }, images(turn.userImages)),
       el("div", { class: "body" }, ...turn.items.map((item) =>
         item.kind === "text" ? markdownNode(item.text, "text markdown")
@@ -271,6 +271,10 @@ const render = () => {
   $("scrubbing").hidden = live
   $("scrubbing").textContent = live ? "" : `viewing the session as of #${at} of ${total}`
   $("live").hidden = live
+  // Rewind here: at a point between turns, while the session itself is idle (a rewind waits for no turn).
+  const between = !live && at >= 1 && view.openTurn === undefined && view.compacting === undefined
+  $("rewind").hidden = !between
+  $("rewind").disabled = !(between && phase(fold(state.events)) === "idle")
   $("cancel").disabled = !(live && view.openTurn !== undefined)
   state.running = live && view.openTurn !== undefined
   state.idle = live && phase(view) === "idle"
@@ -340,6 +344,25 @@ $("followup").addEventListener("click", () => {
 // A manual compaction answers once the model has written the summary; the log shows it meanwhile.
 $("compact").addEventListener("click", () => api("POST", `${sessionPath()}/compact`, {}).catch(report))
 $("fork").addEventListener("click", () => api("POST", `${sessionPath()}/fork`, {}).then((s) => openSession(s.sessionId)).catch(report))
+// Rewind to the point the timeline shows: asked once; files changed outside the agent are listed and overwritten only if confirmed.
+const rewindTo = (at, force) => api("POST", `${sessionPath()}/rewind`, force ? { toSequence: at, force: true } : { toSequence: at })
+$("rewind").addEventListener("click", () => {
+  const at = state.scrubAt
+  if (at === undefined || state.sessionId === undefined) return
+  if (!confirm(`Rewind the session to #${at}? The conversation continues from there and the files the agent changed since are restored.`)) return
+  rewindTo(at, false)
+    .catch((error) => {
+      const files = error.body?.reason === "changed_outside" ? error.body.files ?? [] : undefined
+      if (files === undefined || !confirm(`Changed outside the agent since it wrote them:\n${files.join("\n")}\n\nOverwrite them?`)) throw error
+      return rewindTo(at, true)
+    })
+    .then((done) => {
+      state.scrubAt = undefined
+      setStatus("live", `Rewound to #${done.toSequence}: ${done.changes.length} file${done.changes.length === 1 ? "" : "s"} restored`)
+      render()
+    })
+    .catch(report)
+})
 $("message").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit() }
 })

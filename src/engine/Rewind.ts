@@ -1,0 +1,145 @@
+/**
+ * A rewind's plan, from the log alone: where it may go, and what each file the agent changed since
+ * must become. Files went through every change in the order the log stored them (abandoned branches
+ * and earlier rewinds included, since a rewind restores files physically), so going back to a point
+ * means undoing every change after it: a file's first change after the point says what it held there
+ * (`before`), its last one what the agent left (`after`), which the rewind expects to find.
+ *
+ * @since 0.10.0
+ * @internal
+ */
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import type { AgentEvent, FileChange, SessionEventDraft } from "../domain/AgentEvent.js"
+import { type EventStoreFailure, InvalidInput, RewindRefused, TurnInProgress } from "../domain/Errors.js"
+import * as SessionState from "../domain/SessionState.js"
+import type { Restore, Restored } from "../services/WorkspaceCheckpoints.js"
+import * as Fork from "./Fork.js"
+import * as LiveSession from "./LiveSession.js"
+import * as SessionDriver from "./SessionDriver.js"
+
+/** What a rewind to a point must do. */
+export interface Plan {
+  readonly toSequence: number
+  readonly files: ReadonlyArray<Restore>
+  /** Why some changes after the point are not known (shell snapshots past their caps): they are not undone. */
+  readonly incomplete: ReadonlyArray<string>
+}
+
+/** The file changes an event records: a tool call's, or a rewind's own. */
+const changesOf = (event: AgentEvent): ReadonlyArray<FileChange> =>
+  event.type === "workspace.changed" || event.type === "session.rewound" ? event.payload.changes : []
+
+/**
+ * The plan of a rewind of `events` (the whole log) to `toSequence`: a point between turns
+ * (`InvalidInput` otherwise, as for a fork), before the end (`nothing_to_rewind`), with no compaction
+ * after it (`past_compaction`: the conversation before a compaction is its summary now).
+ */
+export const plan = (events: ReadonlyArray<AgentEvent>, toSequence: number): Either.Either<Plan, InvalidInput | RewindRefused> => {
+  const point = Fork.forkPoint(events, toSequence)
+  if (Either.isLeft(point)) {
+    return point.left.field === "atSequence"
+      ? Either.left(new InvalidInput({ field: "toSequence", detail: point.left.detail.replace("fork at", "rewind to") }))
+      : Either.left(point.left)
+  }
+  const last = events.at(-1)?.sequence ?? 0
+  if (toSequence >= last) return Either.left(new RewindRefused({ reason: "nothing_to_rewind", detail: `sequence ${toSequence} is the end of the session` }))
+  const after = events.filter((e) => e.sequence > toSequence)
+  const compaction = after.find((e) => e.type === "session.compacted")
+  if (compaction !== undefined) {
+    return Either.left(new RewindRefused({
+      reason: "past_compaction",
+      detail: `the conversation before #${compaction.sequence} was compacted into a summary; fork the session at ${toSequence} instead`
+    }))
+  }
+  const files = new Map<string, { target: FileChange["before"]; expected: string | undefined }>()
+  const incomplete: Array<string> = []
+  for (const event of after) {
+    for (const change of changesOf(event)) {
+      const known = files.get(change.path)
+      files.set(change.path, { target: known === undefined ? change.before : known.target, expected: change.after })
+    }
+    if (event.type === "workspace.changed" && event.payload.incomplete !== undefined) incomplete.push(event.payload.incomplete)
+    if (event.type === "session.rewound") incomplete.push(...(event.payload.incomplete ?? []))
+  }
+  return Either.right({
+    toSequence,
+    files: [...files].map(([path, { expected, target }]) => ({
+      path,
+      ...(target === undefined ? {} : { target }),
+      ...(expected === undefined ? {} : { expected })
+    })),
+    incomplete: [...new Set(incomplete)]
+  })
+}
+
+/** Input of a rewind (see `SessionEngine.rewindSession`). */
+export interface RewindInput {
+  readonly sessionId: string
+  readonly toSequence: number
+  /** Overwrite files changed outside the agent since it last wrote them (default: refuse, naming them). */
+  readonly force?: boolean | undefined
+}
+
+/** What a rewind did: its event's payload, and the event's sequence. */
+export interface Rewound {
+  readonly sequence: number
+  readonly toSequence: number
+  readonly changes: ReadonlyArray<FileChange>
+  readonly forced: ReadonlyArray<string>
+  readonly incomplete: ReadonlyArray<string>
+}
+
+/** `session.rewound`, built here with the rewind (session-level: no turnId). */
+const rewoundDraft = (toSequence: number, restored: Restored, incomplete: ReadonlyArray<string>): SessionEventDraft => ({
+  type: "session.rewound",
+  payload: {
+    toSequence,
+    changes: restored.changes,
+    ...(restored.forced.length === 0 ? {} : { forced: restored.forced }),
+    ...(incomplete.length === 0 ? {} : { incomplete })
+  }
+})
+
+/**
+ * Rewinds a held session with no turn running (`TurnInProgress` otherwise, a paused one included):
+ * closes what a crash left open, plans from the whole log, restores the files (nothing when the plan
+ * or a file check refuses), then stores `session.rewound`, which the folds apply to the state and
+ * the conversation.
+ */
+export const run = (
+  engine: SessionDriver.Engine,
+  session: LiveSession.LiveSession,
+  input: RewindInput
+): Effect.Effect<Rewound, EventStoreFailure | InvalidInput | RewindRefused | TurnInProgress> =>
+  SessionDriver.exclusive(
+    engine,
+    session,
+    Effect.gen(function*() {
+      const { services } = engine
+      const open = session.live.state.openTurn
+      if (open !== undefined && SessionState.isPaused(session.live.state)) {
+        return yield* new TurnInProgress({ sessionId: input.sessionId, turnId: open.turnId })
+      }
+      yield* SessionDriver.closeDangling(engine, session)
+      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(services.store.read(input.sessionId)))
+      const planned = yield* plan(events, input.toSequence)
+      const checkpoints = services.checkpoints
+      if (planned.files.length > 0 && checkpoints === undefined) {
+        return yield* new RewindRefused({ reason: "no_checkpoints", detail: "files must be restored and this engine keeps no workspace checkpoints (provide WorkspaceCheckpoints)" })
+      }
+      const restored = checkpoints === undefined || planned.files.length === 0
+        ? { changes: [], forced: [] }
+        : yield* checkpoints.restore({ cwd: session.live.state.cwd, files: planned.files, force: input.force === true })
+      yield* LiveSession.commit(services, session, undefined, [rewoundDraft(planned.toSequence, restored, planned.incomplete)])
+      return {
+        sequence: session.live.state.lastSequence,
+        toSequence: planned.toSequence,
+        changes: restored.changes,
+        forced: restored.forced,
+        incomplete: planned.incomplete
+      }
+    }).pipe(Effect.withSpan("Rewind.run", { attributes: { sessionId: input.sessionId, toSequence: input.toSequence } }))
+  )

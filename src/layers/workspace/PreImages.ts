@@ -1,0 +1,368 @@
+/**
+ * Workspace checkpoints kept in the store's blob area (the `WorkspaceCheckpoints` port).
+ *
+ * - `write_file` / `edit_file`: the file's content before the call is read (when it is inside the
+ *   session's cwd) and, if the call changed it, put in the blob area (by SHA-256: deduplicated).
+ * - `shell` at any risk but `read` (see `CommandRisk`): the files of cwd are scanned before and after
+ *   the command — `.git/` and what `.gitignore` files ignore left out (gitignore semantics by the
+ *   `ignore` package), links not followed — within caps (`maxFiles`, `maxBytes` of content held
+ *   while the command runs). Files are compared by size, mtime, ctime, inode and mode, then by hash;
+ *   the pre-images of changed and deleted files are put in the blob area, created files are noted.
+ *   Past a cap the snapshot says it is `incomplete`, and a rewind says so.
+ *
+ * A restore writes only inside cwd: every path is relative, without `..`, with no link on the way
+ * (a link in place of a folder is refused, `unsafe_path`); a file is written through a handle opened
+ * without following links (`SafeFile`), so a link planted in place of a file is never written
+ * through — it is a change made outside the agent, refused unless forced, then removed and replaced.
+ *
+ * @since 0.10.0
+ */
+import { createHash } from "node:crypto"
+import { constants } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import ignore, { type Ignore } from "ignore"
+import type { FileChange, FileImage } from "../../domain/AgentEvent.js"
+import { EventStoreFailure, RewindRefused } from "../../domain/Errors.js"
+import { asStoreFailure, BlobStore } from "../../services/BlobStore.js"
+import type { PreparedCall } from "../../services/ToolRouter.js"
+import { type Capture, type Restore, type Restored, WorkspaceCheckpoints } from "../../services/WorkspaceCheckpoints.js"
+import * as Sha256 from "../blobs/Sha256.js"
+import * as Paths from "./Paths.js"
+import * as SafeFile from "./SafeFile.js"
+
+/** Caps of a shell command's snapshot. */
+export interface Options {
+  /** Most files a snapshot looks at (default 10,000); past it the snapshot is incomplete. */
+  readonly maxFiles?: number
+  /** Most bytes of content a snapshot holds while the command runs (default 50 MiB); files past it have no pre-image. */
+  readonly maxBytes?: number
+}
+
+/** The default caps. */
+export const defaults = { maxFiles: 10_000, maxBytes: 50 * 1024 * 1024 } as const
+
+/** A file as a scan saw it; `bytes` when the scan kept its content. */
+interface Seen {
+  readonly size: number
+  readonly mtimeMs: number
+  readonly ctimeMs: number
+  readonly ino: number
+  readonly mode: number
+  readonly bytes?: Uint8Array | undefined
+}
+
+interface Scan {
+  readonly files: Map<string, Seen>
+  incomplete: string | undefined
+}
+
+const seenOf = (info: import("node:fs").Stats, bytes?: Uint8Array): Seen => ({
+  size: info.size,
+  mtimeMs: info.mtimeMs,
+  ctimeMs: info.ctimeMs,
+  ino: info.ino,
+  mode: info.mode & 0o7777,
+  bytes
+})
+
+const sameStat = (a: Seen, b: Seen) => a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.mode === b.mode
+
+/** Reads a regular file without following a link; undefined when it is gone or not a regular file. */
+const readRegular = async (file: string): Promise<Uint8Array | undefined> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    if (!(await handle.stat()).isFile()) return undefined
+    return new Uint8Array(await handle.readFile())
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/** The SHA-256 of a regular file, read in chunks (a file of any size), without following a link; undefined when it is gone or not a regular file. */
+const hashRegular = async (file: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    if (!(await handle.stat()).isFile()) return undefined
+    const hash = createHash("sha256")
+    const buffer = Buffer.allocUnsafe(1024 * 1024)
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null)
+      if (bytesRead === 0) return hash.digest("hex")
+      hash.update(buffer.subarray(0, bytesRead))
+    }
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/**
+ * The files of `root` (a real path), relative with `/`: `.git/` and gitignored paths left out, links
+ * and special files skipped. With `keep`, contents are read and held up to the byte cap.
+ */
+const scan = async (root: string, caps: Required<Options>, keep: boolean): Promise<Scan> => {
+  const result: Scan = { files: new Map(), incomplete: undefined }
+  let held = 0
+  const rules: Array<{ readonly base: string; readonly ig: Ignore }> = []
+  const ignored = (relative: string, isDir: boolean) =>
+    rules.some(({ base, ig }) => {
+      const inside = base === "" ? relative : relative.slice(base.length + 1)
+      return ig.ignores(isDir ? `${inside}/` : inside)
+    })
+  const visit = async (dir: string, relativeDir: string): Promise<void> => {
+    const gitignore = await readRegular(NodePath.join(dir, ".gitignore")).catch(() => undefined)
+    const pushed = gitignore !== undefined
+    if (pushed) rules.push({ base: relativeDir, ig: ignore().add(new TextDecoder().decode(gitignore)) })
+    try {
+      const entries = await NodeFs.readdir(dir, { withFileTypes: true }).catch(() => [])
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      for (const entry of entries) {
+        if (result.incomplete !== undefined && result.files.size >= caps.maxFiles) return
+        const relative = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`
+        if (entry.isDirectory()) {
+          if (entry.name === ".git" || ignored(relative, true)) continue
+          await visit(NodePath.join(dir, entry.name), relative)
+        } else if (entry.isFile()) {
+          if (ignored(relative, false)) continue
+          if (result.files.size >= caps.maxFiles) {
+            result.incomplete = `more than ${caps.maxFiles} files in the working directory`
+            return
+          }
+          const file = NodePath.join(dir, entry.name)
+          const info = await NodeFs.lstat(file).catch(() => undefined)
+          if (info === undefined || !info.isFile()) continue
+          let bytes: Uint8Array | undefined
+          if (keep) {
+            if (held + info.size > caps.maxBytes) result.incomplete ??= `more than ${caps.maxBytes} bytes in the working directory`
+            else {
+              bytes = await readRegular(file)
+              held += bytes?.byteLength ?? 0
+            }
+          }
+          result.files.set(relative, seenOf(info, bytes))
+        }
+      }
+    } finally {
+      if (pushed) rules.pop()
+    }
+  }
+  await visit(root, "")
+  return result
+}
+
+const storeFailure = (detail: string) => (cause: unknown) => new EventStoreFailure({ reason: "unknown", operation: "read", detail, cause })
+
+/** Builds the checkpoints; needs the store's blob area. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const blobs = yield* BlobStore
+    const caps = { maxFiles: options.maxFiles ?? defaults.maxFiles, maxBytes: options.maxBytes ?? defaults.maxBytes }
+    const put = (bytes: Uint8Array) => blobs.put(bytes).pipe(Effect.mapError(asStoreFailure))
+
+    /** A pre-image in the blob area; a failure to put it makes the change unknown, not the call failed. */
+    const imageOf = (seen: Seen): Effect.Effect<FileImage | undefined> =>
+      seen.bytes === undefined
+        ? Effect.succeed(undefined)
+        : put(seen.bytes).pipe(
+          Effect.map((blob) => ({ blob, mode: seen.mode })),
+          Effect.catchAll((failure) => Effect.as(Effect.logWarning("could not keep a file's pre-image", failure), undefined))
+        )
+
+    /** What changed between two scans; `incomplete` when a change could not be known. */
+    const compare = (before: Scan, after: Scan, root: string): Effect.Effect<Capture> =>
+      Effect.gen(function*() {
+        const changes: Array<FileChange> = []
+        let incomplete = before.incomplete ?? after.incomplete
+        const paths = [...new Set([...before.files.keys(), ...after.files.keys()])].sort()
+        for (const path of paths) {
+          const was = before.files.get(path)
+          const now = after.files.get(path)
+          if (was !== undefined && now !== undefined && sameStat(was, now)) continue
+          const afterHash = now === undefined ? undefined : yield* Effect.promise(() => hashRegular(NodePath.join(root, path)))
+          if (was === undefined) {
+            if (afterHash !== undefined) changes.push({ path, after: afterHash })
+            continue
+          }
+          if (was.bytes === undefined) {
+            incomplete ??= `${path} changed past the snapshot's byte cap`
+            continue
+          }
+          if (afterHash === Sha256.of(was.bytes) && now?.mode === was.mode) continue
+          const image = yield* imageOf(was)
+          if (image === undefined) {
+            incomplete ??= `the pre-image of ${path} could not be kept`
+            continue
+          }
+          changes.push(afterHash === undefined ? { path, before: image } : { path, before: image, after: afterHash })
+        }
+        return { changes, ...(incomplete === undefined ? {} : { incomplete }) }
+      })
+
+    /** One file a file tool writes: its content before, then what changed. */
+    const watchFile = (call: PreparedCall, cwd: string) =>
+      Effect.gen(function*() {
+        const target = call.paths[0]
+        if (target === undefined || !target.insideCwd) return undefined
+        const root = yield* Paths.realCwd(cwd)
+        const relative = NodePath.relative(root, target.resolved)
+        if (relative === "" || relative.startsWith("..") || NodePath.isAbsolute(relative)) return undefined
+        const path = relative.split(NodePath.sep).join("/")
+        const one = (keep: boolean) =>
+          Effect.promise(async (): Promise<Scan> => {
+            const info = await NodeFs.lstat(target.resolved).catch(() => undefined)
+            const files = new Map<string, Seen>()
+            if (info?.isFile() === true) {
+              const bytes = keep && info.size <= caps.maxBytes ? await readRegular(target.resolved) : undefined
+              files.set(path, seenOf(info, bytes))
+            }
+            return { files, incomplete: undefined }
+          })
+        const before = yield* one(true)
+        return Effect.flatMap(one(false), (after) => compare(before, after, root))
+      })
+
+    /** A shell command that can write: cwd before, then what changed. */
+    const watchTree = (cwd: string) =>
+      Effect.gen(function*() {
+        const root = yield* Paths.realCwd(cwd)
+        const before = yield* Effect.promise(() => scan(root, caps, true))
+        return Effect.flatMap(Effect.promise(() => scan(root, caps, false)), (after) => compare(before, after, root))
+      })
+
+    const watch = (call: PreparedCall, cwd: string): Effect.Effect<Effect.Effect<Capture> | undefined> => {
+      if (call.tool === "write_file" || call.tool === "edit_file") return watchFile(call, cwd)
+      if (call.tool === "shell" && call.risk !== "read") return watchTree(cwd)
+      return Effect.succeed(undefined)
+    }
+
+    const restore = (input: { readonly cwd: string; readonly files: ReadonlyArray<Restore>; readonly force: boolean }) =>
+      Effect.gen(function*() {
+        const root = yield* Paths.realCwd(input.cwd)
+        const unsafe: Array<string> = []
+        const changedOutside: Array<string> = []
+        const checked: Array<{ readonly restore: Restore; readonly full: string; readonly current: Current }> = []
+        for (const restore of input.files) {
+          const full = safePath(root, restore.path)
+          const current = full === undefined ? undefined : yield* Effect.promise(() => currentOf(root, full))
+          if (full === undefined || current === undefined || current.kind === "unsafe") {
+            unsafe.push(restore.path)
+            continue
+          }
+          const now = current.kind === "file" ? current.hash : current.kind === "absent" ? undefined : current.kind
+          if (now !== restore.expected) changedOutside.push(restore.path)
+          // A folder in place of a file is never removed: a rewind does not delete trees.
+          if (current.kind === "directory" && restore.target !== undefined) unsafe.push(restore.path)
+          else checked.push({ restore, full, current })
+        }
+        if (unsafe.length > 0) {
+          return yield* new RewindRefused({ reason: "unsafe_path", detail: "these paths lead outside the working directory or through a link or folder; nothing was changed", files: unsafe })
+        }
+        if (changedOutside.length > 0 && !input.force) {
+          return yield* new RewindRefused({
+            reason: "changed_outside",
+            detail: "these files were changed outside the agent since it last wrote them; rewind with force to overwrite them",
+            files: changedOutside
+          })
+        }
+        // Every content needed, read (and checked against its hash) before any file is touched.
+        const contents = new Map<string, Uint8Array>()
+        for (const { restore } of checked) {
+          if (restore.target !== undefined && !contents.has(restore.target.blob)) {
+            contents.set(restore.target.blob, yield* blobs.get(restore.target.blob).pipe(
+              Effect.mapError((e) => e._tag === "BlobNotFound" ? storeFailure(`the pre-image ${restore.target!.blob} is not in the blob area`)(e) : asStoreFailure(e))
+            ))
+          }
+        }
+        const changes: Array<FileChange> = []
+        for (const { current, full, restore } of checked) {
+          const target = restore.target
+          const same = target === undefined ? current.kind === "absent" : current.kind === "file" && current.hash === target.blob && current.mode === target.mode
+          if (same) continue
+          const before = current.kind === "file" ? { blob: yield* put(current.bytes), mode: current.mode } : undefined
+          yield* Effect.tryPromise({
+            try: async () => {
+              if (current.kind === "link" || current.kind === "special" || (current.kind === "file" && target === undefined)) await NodeFs.unlink(full)
+              if (target !== undefined) await writeRegular(full, contents.get(target.blob)!, target.mode)
+              else await removeEmptyFolders(root, NodePath.dirname(full))
+            },
+            catch: () =>
+              new RewindRefused({
+                reason: "io_error",
+                detail: `a file could not be written; the ${changes.length} file${changes.length === 1 ? "" : "s"} before it were restored, the others not`,
+                files: [restore.path]
+              })
+          })
+          changes.push({
+            path: restore.path,
+            ...(before === undefined ? {} : { before }),
+            ...(target === undefined ? {} : { after: target.blob })
+          })
+        }
+        const forced = input.force ? changedOutside : []
+        return { changes, forced } satisfies Restored
+      })
+
+    return WorkspaceCheckpoints.of({ watch, restore })
+  })
+
+/** What is at a path now. */
+type Current =
+  | { readonly kind: "absent" }
+  | { readonly kind: "file"; readonly hash: string; readonly mode: number; readonly bytes: Uint8Array }
+  | { readonly kind: "link" | "special" | "directory" | "unsafe" }
+
+/** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
+const safePath = (root: string, path: string): string | undefined => {
+  if (path === "" || path.includes("\0") || path.startsWith("/")) return undefined
+  const parts = path.split("/")
+  if (parts.some((p) => p === "" || p === "." || p === "..")) return undefined
+  return NodePath.join(root, ...parts)
+}
+
+/** What is at `full` now; `unsafe` when a folder on the way from `root` is a link or not a folder. */
+const currentOf = async (root: string, full: string): Promise<Current> => {
+  const parts = NodePath.relative(root, full).split(NodePath.sep)
+  let at = root
+  for (const part of parts.slice(0, -1)) {
+    at = NodePath.join(at, part)
+    const info = await NodeFs.lstat(at).catch(() => undefined)
+    if (info === undefined) return { kind: "absent" }
+    if (!info.isDirectory()) return { kind: "unsafe" }
+  }
+  const info = await NodeFs.lstat(full).catch(() => undefined)
+  if (info === undefined) return { kind: "absent" }
+  if (info.isSymbolicLink()) return { kind: "link" }
+  if (info.isDirectory()) return { kind: "directory" }
+  if (!info.isFile()) return { kind: "special" }
+  const bytes = await readRegular(full)
+  if (bytes === undefined) return { kind: "special" }
+  return { kind: "file", hash: Sha256.of(bytes), mode: info.mode & 0o7777, bytes }
+}
+
+/**
+ * Removes the folders a removed file leaves empty, up to (not including) cwd: the file was created
+ * after the point, and so, most likely, were they. `rmdir` removes only an empty folder, never a link.
+ */
+const removeEmptyFolders = async (root: string, dir: string) => {
+  for (let at = dir; at !== root && at.startsWith(`${root}${NodePath.sep}`); at = NodePath.dirname(at)) {
+    if (!(await NodeFs.rmdir(at).then(() => true, () => false))) return
+  }
+}
+
+/** Writes a regular file through `SafeFile` (folders made inside checked handles, no link followed), then sets its mode through a handle. */
+const writeRegular = async (full: string, bytes: Uint8Array, mode: number) => {
+  await Effect.runPromise(SafeFile.writeFile(full, bytes))
+  const handle = await NodeFs.open(full, constants.O_RDONLY | constants.O_NOFOLLOW)
+  try {
+    await handle.chmod(mode)
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The checkpoints as a layer; they need the store's blob area (every store's layer provides one). */
+export const layer = (options: Options = {}): Layer.Layer<WorkspaceCheckpoints, never, BlobStore> => Layer.effect(WorkspaceCheckpoints, make(options))

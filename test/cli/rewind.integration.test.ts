@@ -1,0 +1,73 @@
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { expectWellFormedLog } from "../helpers.js"
+import { run, scratch, sessionIdIn } from "./subprocess.js"
+
+const { dataDir, dir, replay } = scratch("rewind")
+
+const script = (name: string, responses: ReadonlyArray<unknown>) => {
+  const file = join(dir, `${name}.json`)
+  writeFileSync(file, JSON.stringify({ responses }))
+  return file
+}
+
+describe("effect-agent rewind (subprocess)", () => {
+  it("restores the files a turn wrote and removed through the shell; lists files changed outside the agent and exits 1 until --force", async () => {
+    const cwd = join(dir, "work")
+    await import("node:fs/promises").then((fs) => fs.mkdir(cwd, { recursive: true }))
+    writeFileSync(join(cwd, "keep.txt"), "keep\n")
+    const first = await run(["run", "one", "--data-dir", dataDir], { cwd })
+    expect(first.code).toBe(0)
+    const sessionId = sessionIdIn(first.stderr)!
+    const point = (await replay(sessionId)).length
+
+    const changing = script("changing", [
+      { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "new\n" } }] },
+      { chunks: ["Removing."], toolCalls: [{ tool: "shell", args: { command: "rm keep.txt" } }] },
+      { chunks: ["Done."] }
+    ])
+    const second = await run(["run", "change", "--session", sessionId, "--script", changing, "--mode", "bypass", "--data-dir", dataDir], { cwd })
+    expect(second.code).toBe(0)
+    expect(existsSync(join(cwd, "keep.txt"))).toBe(false)
+    expect(readFileSync(join(cwd, "a.txt"), "utf8")).toBe("new\n")
+
+    const rewound = await run(["rewind", sessionId, "--to", String(point), "--data-dir", dataDir])
+    expect(rewound.code).toBe(0)
+    expect(rewound.stdout).toContain(`rewound ${sessionId} to #${point}`)
+    expect(rewound.stdout).toContain("removed  a.txt")
+    expect(rewound.stdout).toContain("restored keep.txt")
+    expect(existsSync(join(cwd, "a.txt"))).toBe(false)
+    expect(readFileSync(join(cwd, "keep.txt"), "utf8")).toBe("keep\n")
+    const log = await replay(sessionId)
+    expectWellFormedLog(log)
+    expect(log.at(-1)).toMatchObject({ type: "session.rewound", payload: { toSequence: point } })
+
+    // The conversation goes on from the point.
+    const third = await run(["run", "three", "--session", sessionId, "--data-dir", dataDir], { cwd })
+    expect(third.stdout).toBe("Echo: three\n")
+
+    const writing = script("writing", [
+      { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "b.txt", content: "agent\n" } }] },
+      { chunks: ["Done."] }
+    ])
+    const beforeWrite = (await replay(sessionId)).length
+    expect((await run(["run", "write b", "--session", sessionId, "--script", writing, "--mode", "bypass", "--data-dir", dataDir], { cwd })).code).toBe(0)
+    writeFileSync(join(cwd, "b.txt"), "mine\n")
+    const refused = await run(["rewind", sessionId, "--to", String(beforeWrite), "--data-dir", dataDir])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("changed outside the agent")
+    expect(refused.stderr).toContain("  b.txt")
+    expect(refused.stderr).toContain("--force")
+    expect(refused.stderr).not.toMatch(/\n\s+at /)
+    expect(readFileSync(join(cwd, "b.txt"), "utf8")).toBe("mine\n")
+    const forced = await run(["rewind", sessionId, "--to", String(beforeWrite), "--force", "--data-dir", dataDir])
+    expect(forced.code).toBe(0)
+    expect(forced.stderr).toContain("overwritten (changed outside the agent): b.txt")
+    expect(existsSync(join(cwd, "b.txt"))).toBe(false)
+
+    const inside = await run(["rewind", sessionId, "--to", "3", "--data-dir", dataDir])
+    expect(inside.code).toBe(1)
+    expect(inside.stderr).toContain("inside an open turn")
+  })
+})

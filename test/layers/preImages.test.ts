@@ -1,0 +1,131 @@
+/**
+ * PreImages, the workspace checkpoints: what a shell snapshot sees (gitignore, .git, caps), and a
+ * restore given a hostile plan — paths out of cwd, through a linked folder — which must write
+ * nothing anywhere.
+ */
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as MemoryBlobStore from "../../src/layers/blobs/MemoryBlobStore.js"
+import * as Sha256 from "../../src/layers/blobs/Sha256.js"
+import * as PreImages from "../../src/layers/workspace/PreImages.js"
+import { BlobStore } from "../../src/services/BlobStore.js"
+import type { PreparedCall } from "../../src/services/ToolRouter.js"
+import { WorkspaceCheckpoints } from "../../src/services/WorkspaceCheckpoints.js"
+
+const folder = Effect.acquireRelease(
+  Effect.promise(async () => NodeFs.realpath(await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-preimages-")))),
+  (dir) => Effect.promise(() => NodeFs.rm(dir, { recursive: true, force: true }))
+)
+
+const write = (dir: string, files: Record<string, string>) =>
+  Effect.promise(async () => {
+    for (const [name, content] of Object.entries(files)) {
+      await NodeFs.mkdir(NodePath.dirname(NodePath.join(dir, name)), { recursive: true })
+      await NodeFs.writeFile(NodePath.join(dir, name), content)
+    }
+  })
+
+const shellCall = (command: string): PreparedCall => ({
+  toolCallId: "call_1",
+  tool: "shell",
+  args: { command },
+  risk: "destructive",
+  sequential: false,
+  paths: [],
+  scope: "shell",
+  input: { command }
+})
+
+const checkpoints = (options?: PreImages.Options) =>
+  PreImages.layer(options).pipe(Layer.provideMerge(MemoryBlobStore.layer))
+
+describe("PreImages: a shell command's snapshot", () => {
+  it.scoped("records changed, deleted and created files with pre-images, leaving out .git and what .gitignore ignores", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { ".gitignore": "*.log\nbuild/\n", "a.txt": "a\n", "c.txt": "c\n", ".git/HEAD": "ref\n", "sub/.gitignore": "local.txt\n", "sub/x.txt": "x\n" })
+      const { blobs, cp } = yield* Effect.all({ blobs: BlobStore, cp: WorkspaceCheckpoints })
+      const capture = (yield* cp.watch(shellCall("sh"), dir))!
+      yield* write(dir, { "a.txt": "A\n", "b.log": "ignored\n", "build/out": "ignored\n", ".git/HEAD": "other\n", "new.txt": "new\n", "sub/local.txt": "ignored\n" })
+      yield* Effect.promise(() => NodeFs.rm(NodePath.join(dir, "c.txt")))
+      const { changes, incomplete } = yield* capture
+      expect(incomplete).toBeUndefined()
+      expect(changes.map((c) => c.path)).toEqual(["a.txt", "c.txt", "new.txt"])
+      const [a, c, created] = changes
+      expect(a!.after).toBe(Sha256.of(new TextEncoder().encode("A\n")))
+      expect(new TextDecoder().decode(yield* blobs.get(a!.before!.blob))).toBe("a\n")
+      expect(c!.after).toBeUndefined()
+      expect(new TextDecoder().decode(yield* blobs.get(c!.before!.blob))).toBe("c\n")
+      expect(created!.before).toBeUndefined()
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("a read-only call is not watched", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      const cp = yield* WorkspaceCheckpoints
+      expect(yield* cp.watch({ ...shellCall("ls"), risk: "read" }, dir)).toBeUndefined()
+      expect(yield* cp.watch({ ...shellCall("x"), tool: "read_file" }, dir)).toBeUndefined()
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("past the file cap or the byte cap, the snapshot says it is incomplete", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { "1.txt": "1", "2.txt": "2", "3.txt": "3" })
+      const few = yield* Effect.provide(
+        Effect.flatMap(WorkspaceCheckpoints, (cp) => Effect.flatten(Effect.map(cp.watch(shellCall("x"), dir), (c) => c!))),
+        checkpoints({ maxFiles: 2 })
+      )
+      expect(few.incomplete).toBe("more than 2 files in the working directory")
+      yield* write(dir, { "big.txt": "0123456789" })
+      const small = yield* Effect.provide(
+        Effect.gen(function*() {
+          const cp = yield* WorkspaceCheckpoints
+          const capture = (yield* cp.watch(shellCall("x"), dir))!
+          yield* write(dir, { "big.txt": "changed" })
+          return yield* capture
+        }),
+        checkpoints({ maxBytes: 5 })
+      )
+      expect(small.incomplete).toMatch(/more than 5 bytes|past the snapshot's byte cap/)
+      expect(small.changes.map((c) => c.path)).not.toContain("big.txt")
+    }))
+})
+
+describe("PreImages: a restore from a hostile plan writes nothing", () => {
+  for (const path of ["../escape.txt", "/tmp/escape.txt", "a/../../escape.txt", "", "./a.txt", "linked/x.txt"]) {
+    it.scoped(`refuses ${JSON.stringify(path)} as unsafe_path`, () =>
+      Effect.gen(function*() {
+        const dir = yield* folder
+        const outside = yield* folder
+        yield* Effect.promise(() => NodeFs.symlink(outside, NodePath.join(dir, "linked")))
+        const { blobs, cp } = yield* Effect.all({ blobs: BlobStore, cp: WorkspaceCheckpoints })
+        const blob = yield* blobs.put(new TextEncoder().encode("payload"))
+        const refused = yield* Effect.flip(cp.restore({
+          cwd: dir,
+          files: [{ path: "ok.txt", target: { blob, mode: 0o644 } }, { path, target: { blob, mode: 0o644 } }],
+          force: true
+        }))
+        expect(refused._tag === "RewindRefused" && refused.reason).toBe("unsafe_path")
+        expect(yield* Effect.promise(() => NodeFs.readdir(outside))).toEqual([])
+        expect((yield* Effect.promise(() => NodeFs.readdir(dir))).sort()).toEqual(["linked"])
+        expect(yield* Effect.promise(() => NodeFs.access(NodePath.join(NodePath.dirname(dir), "escape.txt")).then(() => true, () => false))).toBe(false)
+      }).pipe(Effect.provide(checkpoints())))
+  }
+
+  it.scoped("a pre-image missing from the blob area fails before any file is touched", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      const cp = yield* WorkspaceCheckpoints
+      const failure = yield* Effect.flip(cp.restore({
+        cwd: dir,
+        files: [{ path: "a.txt", target: { blob: Sha256.of(new TextEncoder().encode("never stored")), mode: 0o644 } }],
+        force: false
+      }))
+      expect(failure._tag).toBe("EventStoreFailure")
+      expect(yield* Effect.promise(() => NodeFs.readdir(dir))).toEqual([])
+    }).pipe(Effect.provide(checkpoints())))
+})
