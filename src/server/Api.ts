@@ -169,7 +169,7 @@ export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.opt
 /** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one); the body may be left out. */
 export const Fork = optionalBody(Schema.Struct({ atSequence: Schema.optional(Schema.Int.pipe(Schema.positive())) }))
 /** `POST /sessions/:id/rewind`: the point to go back to (the end of a closed turn), and whether to overwrite files changed outside the agent. */
-export const Rewind = Schema.Struct({ toSequence: Schema.Int.pipe(Schema.positive()), force: Schema.optional(Schema.Boolean) })
+export const Rewind = strict(Schema.Struct({ toSequence: Schema.Int.pipe(Schema.positive()), force: Schema.optional(Schema.Boolean) }))
 /** What a rewind did: its `session.rewound` (sequence, payload) — the files restored, those forced, and what could not be known. */
 export const Rewound = Schema.Struct({
   sequence: Schema.Int,
