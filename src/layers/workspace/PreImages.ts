@@ -356,9 +356,11 @@ const removeEmptyFolders = async (root: string, dir: string) => {
 /** Writes a regular file through `SafeFile` (folders made inside checked handles, no link followed), then sets its mode through a handle. */
 const writeRegular = async (full: string, bytes: Uint8Array, mode: number) => {
   await Effect.runPromise(SafeFile.writeFile(full, bytes))
-  const handle = await NodeFs.open(full, constants.O_RDONLY | constants.O_NOFOLLOW)
+  // Non-blocking: a FIFO swapped in after the write would block a plain open for ever.
+  const handle = await NodeFs.open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
   try {
-    await handle.chmod(mode)
+    // Only the regular file just written: never a mode on a device or FIFO put there since.
+    if ((await handle.stat()).isFile()) await handle.chmod(mode)
   } finally {
     await handle.close()
   }
