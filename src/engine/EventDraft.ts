@@ -334,3 +334,20 @@ export const subagentCompleted = (
   type: "subagent.completed",
   payload: { toolCallId, childSessionId, outcome, ...(errorCode === undefined ? {} : { errorCode }), ...subagentUsed(used) }
 })
+
+/**
+ * `workspace.changed`: the files a call changed with their pre-images (see `WorkspaceCheckpoints`);
+ * `incomplete` when the snapshot passed a cap. A mode is a count, whatever a file system reported.
+ */
+export const workspaceChanged = (
+  toolCallId: string,
+  changes: ReadonlyArray<AgentEvent.FileChange>,
+  incomplete?: string
+): Draft<"workspace.changed"> => ({
+  type: "workspace.changed",
+  payload: {
+    toolCallId,
+    changes: changes.map((change) => change.before === undefined ? change : { ...change, before: { ...change.before, mode: count(change.before.mode) } }),
+    ...(incomplete === undefined ? {} : { incomplete })
+  }
+})

@@ -175,10 +175,7 @@ const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventS
 const recordChanges = (turn: Turn, toolCallId: string, capture: Capture, guard?: LiveSession.Guard) =>
   capture.changes.length === 0 && capture.incomplete === undefined
     ? Effect.void
-    : turn.commit([{
-      type: "workspace.changed",
-      payload: { toolCallId, changes: capture.changes, ...(capture.incomplete === undefined ? {} : { incomplete: capture.incomplete }) }
-    }], guard)
+    : turn.commit([EventDraft.workspaceChanged(toolCallId, capture.changes, capture.incomplete)], guard)
 
 /**
  * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a

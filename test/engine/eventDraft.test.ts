@@ -108,14 +108,23 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
   fc.record({ toolCallId: fc.string(), childSessionId: fc.string(), description: anyText, childToolCallId: fc.string(), tool: fc.string(), args: fc.anything({ withBigInt: false }), risk })
     .map(EventDraft.subagentAsked),
   fc.tuple(fc.string(), fc.string(), fc.constantFrom(...AgentEvent.StopReason.literals), fc.option(fc.string(), { nil: undefined }), fc.record({ steps: anyNumber, usage, cost: anyNumber }, { requiredKeys: ["steps"] }))
-    .map(([id, child, outcome, code, used]) => EventDraft.subagentCompleted(id, child, outcome, code, used))
+    .map(([id, child, outcome, code, used]) => EventDraft.subagentCompleted(id, child, outcome, code, used)),
+  fc.tuple(
+    fc.string(),
+    fc.array(fc.record({
+      path: fc.string(),
+      before: fc.option(fc.record({ blob: fc.string(), mode: anyNumber }), { nil: undefined }),
+      after: fc.option(fc.string(), { nil: undefined })
+    }, { requiredKeys: ["path"] })),
+    fc.option(fc.string(), { nil: undefined })
+  ).map(([id, changes, incomplete]) => EventDraft.workspaceChanged(id, changes, incomplete))
 )
 
 /** Controls that must never reach an event from tool output, nor a terminal. */
 const forbidden = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/
 
 /** The types that belong to no turn: not drafts of a turn. */
-const sessionLevel: ReadonlyArray<string> = ["session.created", "followup.queued", "followup.dropped", "session.forked", "session.titled"]
+const sessionLevel: ReadonlyArray<string> = ["session.created", "followup.queued", "followup.dropped", "session.forked", "session.titled", "session.rewound"]
 
 describe("event builders", () => {
   it.prop("every builder gives an event the AgentEvent schema decodes and a store encodes", [anyDraft], ([draft]) => {
