@@ -93,7 +93,7 @@ export interface Services {
   readonly context: ContextBuilder.Service
   readonly hooks: Hooks
   readonly options: TurnOptions
-  /** The subagents the `task` tool starts; none when the tools offer no `task`. */
+  /** The turns' trees and budgets, and the subagents the `task` tool starts (`offersTask`); absent only in engines built by hand. */
   readonly subagents?: Subagents.Runtime | undefined
 }
 

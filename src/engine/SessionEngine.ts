@@ -366,19 +366,22 @@ export const make = (
     const ids = yield* IdGenerator
     const baseTools = Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter))
     const basePermissions = Option.getOrElse(yield* Effect.serviceOption(PermissionEngine.PermissionEngine), () => PermissionEngine.askAlways)
-    // Subagents exist when the tools offer `task` (see TaskTool): their sessions' tools and permissions are narrowed.
-    const subagents = baseTools?.definitions.some((d) => d.name === Task.toolName) === true
-      ? Subagents.makeRuntime({ maxDepth: options.maxSubagentDepth, budget: options.budget })
-      : undefined
+    // Every turn is a tree with its budget (of one session when no subagent starts); subagents start
+    // when the tools offer `task` (see TaskTool), and their sessions' tools and permissions are narrowed.
+    const subagents = Subagents.makeRuntime({
+      offersTask: baseTools?.definitions.some((d) => d.name === Task.toolName) === true,
+      maxDepth: options.maxSubagentDepth,
+      budget: options.budget
+    })
     const services: Services.Services = {
       store,
       blobs: Option.getOrUndefined(yield* Effect.serviceOption(BlobStore)),
       ids,
       watchers: Watchers.make(options.watchCapacity),
       provider: yield* ModelProvider,
-      tools: baseTools === undefined || subagents === undefined ? baseTools : Subagents.router(baseTools, subagents),
+      tools: baseTools === undefined || !subagents.offersTask ? baseTools : Subagents.router(baseTools, subagents),
       checkpoints: Option.getOrUndefined(yield* Effect.serviceOption(WorkspaceCheckpoints)),
-      permissions: subagents === undefined ? basePermissions : Subagents.permissions(basePermissions, subagents),
+      permissions: subagents.offersTask ? Subagents.permissions(basePermissions, subagents) : basePermissions,
       context: Option.getOrElse(yield* Effect.serviceOption(ContextBuilder.ContextBuilder), () => ContextBuilder.transcriptOnly),
       hooks: Option.getOrElse(yield* Effect.serviceOption(AgentHooks), () => ({})),
       options: { ...Services.defaultOptions, ...options },
@@ -462,13 +465,11 @@ export const make = (
           })
         }))
 
-    if (subagents !== undefined) {
-      subagents.api = {
-        createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
-        runTurn: (input) => runTurn(input),
-        isSubagent: (sessionId) =>
-          sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
-      }
+    subagents.api = {
+      createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
+      runTurn: (input) => runTurn(input),
+      isSubagent: (sessionId) =>
+        sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
     }
 
     const resumeTurn = (input: SessionInput) =>

@@ -72,6 +72,8 @@ interface Link {
 
 /** The subagents of one engine: the running children by session id, and the trees of top turns. */
 export interface Runtime {
+  /** Whether the tools offer `task`: without it no subagent starts, but budgets still hold for single turns. */
+  readonly offersTask: boolean
   readonly maxDepth: number
   readonly budget: Task.Budget | undefined
   readonly links: Map<string, Link>
@@ -81,7 +83,12 @@ export interface Runtime {
 }
 
 /** Options of the subagents (engine options `maxSubagentDepth`, `budget`). */
-export const makeRuntime = (options: { readonly maxDepth?: number | undefined; readonly budget?: Task.Budget | undefined }): Runtime => ({
+export const makeRuntime = (options: {
+  readonly offersTask: boolean
+  readonly maxDepth?: number | undefined
+  readonly budget?: Task.Budget | undefined
+}): Runtime => ({
+  offersTask: options.offersTask,
   maxDepth: Math.max(0, options.maxDepth ?? Task.defaultMaxDepth),
   budget: options.budget,
   links: new Map(),
@@ -90,7 +97,7 @@ export const makeRuntime = (options: { readonly maxDepth?: number | undefined; r
 })
 
 /** Whether a prepared call is a `task` the engine runs. */
-export const isTask = (services: Services, call: PreparedCall): boolean => call.tool === Task.toolName && services.subagents !== undefined
+export const isTask = (services: Services, call: PreparedCall): boolean => call.tool === Task.toolName && services.subagents?.offersTask === true
 
 /** What a session and the sessions below it used: steps, usage, cost. */
 interface Used {

@@ -304,6 +304,29 @@ describe("subagents", () => {
       })))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("a budget holds without subagents too: a turn of one session (no task tool) crossing maxTokens ends budget_exceeded before its next request", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "spend", budget: { maxTokens: 1000 } }))
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        expect(ofType(events, "model.usage")).toHaveLength(1)
+        expectWellFormedLog(yield* logOf(sessionId))
+      }).pipe(Effect.provide(
+        engineLayer(MemoryEventStore.layer, {
+          responses: [
+            { toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }], usage: { inputTokens: 900, outputTokens: 200 } },
+            { chunks: ["never asked"] }
+          ]
+        }).pipe(
+          Layer.provideMerge(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))),
+          Layer.provideMerge(PermissionPolicy.layer({ mode: "bypass" }))
+        )
+      ))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("one budget for the tree: a child's tokens count on the parent (subagent.progress); crossing maxTokens ends child and parent budget_exceeded", () =>
     Effect.gen(function*() {
       const cwd = yield* workspace
