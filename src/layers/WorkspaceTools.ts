@@ -118,6 +118,13 @@ const Grep = Schema.Struct({
   path: Schema.optional(Schema.String).annotations({ description: "File or directory to search (default: the working directory)" }),
   ignoreCase: Schema.optional(Schema.Boolean)
 })
+/**
+ * The longest command line (characters). `sh -c` takes its line as one argument, which the kernel
+ * caps at 128 KiB (`MAX_ARG_STRLEN`); a longer line could not run, and parsing it and matching every
+ * rule against it would hold the event loop for seconds.
+ */
+export const maxCommandLength = 131_072
+
 const ShellArgs = Schema.Struct({
   command: Schema.String.pipe(Schema.minLength(1)).annotations({
     description: "One program and its arguments, quoted like a shell would. No pipes, redirection, chaining, globs or variables."
@@ -406,6 +413,10 @@ export const make = (options: Options = {}) =>
       schema: ShellArgs,
       inspect: (input, cwd) =>
         Effect.gen(function*() {
+          // Checked here, not in the schema: the schema the model is shown stays as it was.
+          if (input.command.length > maxCommandLength) {
+            return yield* fail("invalid_arguments", `command is longer than ${maxCommandLength} characters, more than a shell line can take`)
+          }
           const command = CommandLine.parse(input.command)
           if (command.unterminated) return yield* fail("invalid_arguments", "command has an unterminated quote")
           if (command.invalid !== undefined) return yield* fail("invalid_arguments", `command cannot be read: ${command.invalid}`)

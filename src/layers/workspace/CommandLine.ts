@@ -70,11 +70,18 @@ const hazardOf = (op: string): ReadonlyArray<ShellHazard> => {
   }
 }
 
+/** How deep substitutions may nest (`$(… $(…) …)`). */
+export const maxNesting = 64
+/** `substitutionEnd`'s answer for a nesting deeper than `maxNesting`. */
+const tooDeep = -1
+
 /**
  * The end (exclusive) of a `$(…)`, `${…}` or backtick substitution starting at `start` (at `$` or
  * the backtick), or `undefined` when it is left open. Quotes and nesting inside are followed.
  */
-const substitutionEnd = (text: string, start: number): number | undefined => {
+const substitutionEnd = (text: string, start: number, nesting = 0): number | undefined => {
+  // Deeper than any line a person writes: refused (`tooDeep`) rather than recursed until the stack overflows.
+  if (nesting > maxNesting) return tooDeep
   if (text[start] === "`") {
     for (let i = start + 1; i < text.length; i++) {
       if (text[i] === "\\") i++
@@ -98,16 +105,16 @@ const substitutionEnd = (text: string, start: number): number | undefined => {
       for (; j < text.length && text[j] !== "\""; j++) {
         if (text[j] === "\\") j++
         else if (text[j] === "$" && (text[j + 1] === "(" || text[j + 1] === "{") || text[j] === "`") {
-          const end = substitutionEnd(text, j)
-          if (end === undefined) return undefined
+          const end = substitutionEnd(text, j, nesting + 1)
+          if (end === undefined || end === tooDeep) return end
           j = end - 1
         }
       }
       if (j >= text.length) return undefined
       i = j
     } else if (c === "`" || (c === "$" && (text[i + 1] === "(" || text[i + 1] === "{"))) {
-      const end = substitutionEnd(text, i)
-      if (end === undefined) return undefined
+      const end = substitutionEnd(text, i, nesting + 1)
+      if (end === undefined || end === tooDeep) return end
       i = end - 1
     } else if (c === open) {
       depth++
@@ -143,11 +150,16 @@ export const tokenize = (text: string): { readonly tokens: ReadonlyArray<Token>;
     expands = false
     inWord = false
   }
-  /** Takes a substitution at `i` into the current word; returns the index after it, or undefined when open. */
+  let nestedTooDeep = false
+  /** A substitution left open, or nested too deep to read. */
+  const unreadable = () =>
+    nestedTooDeep ? { tokens: [], unterminated: false, invalid: `substitutions are nested deeper than ${maxNesting}` } : { tokens, unterminated: true }
+  /** Takes a substitution at `i` into the current word; returns the index after it, or undefined when open (or nested too deep). */
   const substitution = (i: number, q: boolean): number | undefined => {
     const c = text[i]!
     const end = c === "`" || text[i + 1] === "(" || text[i + 1] === "{" ? substitutionEnd(text, i) : variableEnd(i)
-    if (end === undefined) return undefined
+    if (end === tooDeep) nestedTooDeep = true
+    if (end === undefined || end === tooDeep) return undefined
     add(text.slice(i, end), q)
     expands = true
     return end
@@ -180,7 +192,7 @@ export const tokenize = (text: string): { readonly tokens: ReadonlyArray<Token>;
           j++
         } else if (d === "$" || d === "`") {
           const end = substitution(j, true)
-          if (end === undefined) return { tokens, unterminated: true }
+          if (end === undefined) return unreadable()
           j = end - 1
         } else {
           add(d, true)
@@ -201,7 +213,7 @@ export const tokenize = (text: string): { readonly tokens: ReadonlyArray<Token>;
     }
     if (c === "$" || c === "`") {
       const end = substitution(i, false)
-      if (end === undefined) return { tokens, unterminated: true }
+      if (end === undefined) return unreadable()
       i = end
       continue
     }
