@@ -468,12 +468,18 @@ export const make = (
     subagents.api = {
       createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
       runTurn: (input) => runTurn(input),
+      resumeTurn: (sessionId) => resumeOwn(sessionId),
+      cancelTurn: (sessionId) => SessionDriver.cancel(engine, sessionId),
+      session: (sessionId) => Effect.map(sessions.get(sessionId), (session) => session.live),
       isSubagent: (sessionId) =>
         sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
     }
 
-    const resumeTurn = (input: SessionInput) =>
-      turnStream("SessionEngine.resumeTurn", input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
+    const resumeOwn = (sessionId: string) =>
+      turnStream("SessionEngine.resumeTurn", sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
+
+    // A subagent whose parent's `task` call waits on it (after a restart) is resumed through that parent.
+    const resumeTurn = (input: SessionInput) => Stream.unwrap(Effect.map(Subagents.driverOf(services, input.sessionId), resumeOwn))
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)
@@ -555,6 +561,9 @@ export const make = (
           return yield* new TurnInProgress({ sessionId, turnId: state.openTurn.turnId })
         }
         yield* SessionDriver.closeDangling(engine, session)
+        // A turn paused on its subagents stays open.
+        const left = session.live.state.openTurn
+        if (left !== undefined) return yield* new TurnInProgress({ sessionId, turnId: left.turnId })
         // The user asked for a compaction: with no window of theirs, a short session still gets one (all but its last turn).
         return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual", undefined, keep === undefined)
       })).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId)))
@@ -598,7 +607,10 @@ export const make = (
       return (yield* sessions.get(input.sessionId)).live.state
     })
 
-    const pendingApprovals = (input: SessionInput) => Effect.map(sessionState(input), SessionState.pendingApprovals)
+    // A subagent's waiting calls are the parent's to answer too: listed with it, labelled (`askedBy`).
+    const pendingApprovals = (input: SessionInput) =>
+      Effect.flatMap(sessionState(input), (state) =>
+        Effect.map(Subagents.pendingBelow(services, state), (below) => [...SessionState.pendingApprovals(state), ...below]))
 
     /** What an "always" answer covers: the router's scope for the call, else the tool. */
     const scopeOf = (call: ToolCallInput, cwd: string): Effect.Effect<string> =>
@@ -610,11 +622,16 @@ export const make = (
       if (input.decision !== "allow" && input.decision !== "deny") {
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
-      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, {
-        decision: input.decision,
-        remember: input.remember === true,
-        idempotencyKey: input.idempotencyKey
-      }, scopeOf)
+      const answer = { decision: input.decision, remember: input.remember === true, idempotencyKey: input.idempotencyKey }
+      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, answer, scopeOf).pipe(
+        // Not this session's call: a subagent's below it, answered on its own session (the session's own calls come first).
+        Effect.catchTag("ApprovalNotPending", (notPending) =>
+          Effect.flatMap(sessionState(input), (state) =>
+            Effect.flatMap(Subagents.pendingBelow(services, state), (below) => {
+              const asker = below.find((call) => call.toolCallId === input.toolCallId)?.askedBy
+              return asker === undefined ? Effect.fail(notPending) : SessionDriver.answer(engine, asker.sessionId, input.toolCallId, answer, scopeOf)
+            })))
+      )
     })
 
     return SessionEngine.of({

@@ -101,10 +101,11 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
       }
       case "Resume": {
         const { state, transcript } = turn.session.live
-        const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, tool, toolCallId }): ToolPhase.StepCall => ({
+        const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, subagent, tool, toolCallId }): ToolPhase.StepCall => ({
           call: { toolCallId, tool, args },
           status,
-          ...(decidedBy === undefined ? {} : { decidedBy })
+          ...(decidedBy === undefined ? {} : { decidedBy }),
+          ...(subagent === undefined ? {} : { subagent })
         }))
         const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === turn.turnId).length
         return { open, stepsDone }
