@@ -419,11 +419,15 @@ export const make = (
       return Session.fromState(state)
     })
 
-    /** A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws it, not started). */
+    /**
+     * A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws
+     * it, not started) — unless `kept` says to leave it be (a subagent's turn, its parent stopped by a shutdown).
+     */
     const turnStream = <E>(
       spanName: string,
       sessionId: string,
-      asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>
+      asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>,
+      kept?: Effect.Effect<boolean>
     ): Stream.Stream<AgentEvent.AgentEvent, E | EventStoreFailure | SessionNotFound | SessionBusy> =>
       Stream.suspend(() => {
         // What the stream took, for its end to let go: set in the same uninterruptible step that asks
@@ -442,12 +446,14 @@ export const make = (
         // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
         return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
           Effect.zipRight(
-            taken === undefined ? Effect.void : SessionDriver.abandon(taken.session, taken.turn),
+            taken === undefined
+              ? Effect.void
+              : Effect.flatMap(kept ?? Effect.succeed(false), (keep) => keep ? Effect.void : SessionDriver.abandon(taken!.session, taken!.turn)),
             Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
           )))
       })
 
-    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
+    const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
         Effect.gen(function*() {
           const given = input.images ?? []
@@ -463,23 +469,25 @@ export const make = (
             ...(images.length === 0 ? {} : { images }),
             ...(budget === undefined ? {} : { budget })
           })
-        }))
+        }), kept)
+
+    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> => runTurnKept(input)
 
     subagents.api = {
       createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
-      runTurn: (input) => runTurn(input),
-      resumeTurn: (sessionId) => resumeOwn(sessionId),
+      runTurn: (input, kept) => runTurnKept(input, kept),
+      resumeTurn: (sessionId, kept) => resumeOwn(sessionId, kept),
       cancelTurn: (sessionId) => SessionDriver.cancel(engine, sessionId),
       session: (sessionId) => Effect.map(sessions.get(sessionId), (session) => session.live),
       isSubagent: (sessionId) =>
         sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
     }
 
-    const resumeOwn = (sessionId: string) =>
-      turnStream("SessionEngine.resumeTurn", sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
+    const resumeOwn = (sessionId: string, kept?: Effect.Effect<boolean>) =>
+      turnStream("SessionEngine.resumeTurn", sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }), kept)
 
     // A subagent whose parent's `task` call waits on it (after a restart) is resumed through that parent.
-    const resumeTurn = (input: SessionInput) => Stream.unwrap(Effect.map(Subagents.driverOf(services, input.sessionId), resumeOwn))
+    const resumeTurn = (input: SessionInput) => Stream.unwrap(Effect.map(Subagents.driverOf(services, input.sessionId), (sessionId) => resumeOwn(sessionId)))
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)

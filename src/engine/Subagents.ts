@@ -43,9 +43,13 @@ export interface EngineApi {
     readonly client: AgentEvent.Client
     readonly parent: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number }
   }) => Effect.Effect<Session.Session, unknown>
-  readonly runTurn: (input: { readonly sessionId: string; readonly userMessage: string }) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** `kept`: asked when the stream's reader goes away, whether to leave the turn be rather than cancel it. */
+  readonly runTurn: (
+    input: { readonly sessionId: string; readonly userMessage: string },
+    kept?: Effect.Effect<boolean>
+  ) => Stream.Stream<AgentEvent.AgentEvent, unknown>
   /** Continues a session's turn left open in its log (never handed to its parent, as the public `resumeTurn` may). */
-  readonly resumeTurn: (sessionId: string) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  readonly resumeTurn: (sessionId: string, kept?: Effect.Effect<boolean>) => Stream.Stream<AgentEvent.AgentEvent, unknown>
   /** Cancels a session's turn, running or paused in the log (as `cancelTurn`). */
   readonly cancelTurn: (sessionId: string) => Effect.Effect<void>
   /** A session's state and transcript, loaded from the store when the engine does not hold it. */
@@ -283,7 +287,7 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
   const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
   // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
   const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
-  const state = { answer: "" }
+  const state = { answer: "", ended: false }
   const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     switch (event.type) {
       case "model.delta":
@@ -331,12 +335,40 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
       case "turn.completed":
         ending.outcome = event.payload.stopReason
         ending.errorCode = event.payload.errorCode
+        state.ended = true
         return Effect.void
       default:
         return Effect.void
     }
   }
   return { follow, ending, completed, state }
+}
+
+/**
+ * Follows the child's turn to its end, its events through `following`. A cancel of the parent lets
+ * the child's stream go, which cancels the child's turn (stored `cancelled` by then), and stores
+ * `subagent.completed`. Any other stop — the engine shutting down — leaves a child that waits (on
+ * the user, or on subagents that do) paused in its log and the call open, `subagent.completed` not
+ * stored: the parent's turn is then paused on it, to be resumed after a restart.
+ */
+const followChild = (
+  turn: Turn,
+  childSessionId: string,
+  following: ReturnType<typeof follower>,
+  completedBefore: boolean,
+  stream: (kept: Effect.Effect<boolean>) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+): Effect.Effect<Either.Either<void, EventStoreFailure | { readonly _tag: "ChildFailed"; readonly failure: unknown }>> => {
+  const runtime = turn.services.subagents!
+  const kept = Effect.suspend(() => turn.cancel.requested ? Effect.succeed(false) : sessionWaits(runtime.api!, childSessionId, 1))
+  return stream(kept).pipe(
+    Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
+    Stream.runForEach((event) => following.follow(event)),
+    // The child's stream ended without its turn's end: a shutdown paused it; this call waits for the same shutdown.
+    Effect.zipRight(Effect.suspend(() => following.state.ended ? Effect.void : Effect.flatMap(kept, (keep) => keep ? Effect.never : Effect.void))),
+    Effect.either,
+    Effect.onInterrupt(() => Effect.flatMap(kept, (keep) => keep || completedBefore ? Effect.void : Effect.ignore(following.completed))),
+    Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
+  )
 }
 
 /** The call's result from how the child's turn ended and its answer. */
@@ -378,7 +410,8 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     const tools = input.tools ?? (parentLink?.tools === undefined ? undefined : [...parentLink.tools])
     link(turn, tree, childSessionId, { depth, tools, readOnly: input.mode === "readOnly" || parentLink?.readOnly === true, maxSteps: input.maxSteps })
     const { toolCallId } = call
-    const { completed, ending, follow, state } = follower(turn, tree, toolCallId, childSessionId, input.description)
+    const following = follower(turn, tree, toolCallId, childSessionId, input.description)
+    const { completed, ending, state } = following
 
     yield* turn.commit([EventDraft.subagentStarted({
       toolCallId,
@@ -391,14 +424,7 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     })])
 
     // The parent's own store failing stops the call; the child's failures end it as the call's result.
-    const ran = yield* api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }).pipe(
-      Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
-      Stream.runForEach((event) => follow(event)),
-      Effect.either,
-      // A cancel of the parent: the child's turn stream was interrupted, so its turn is stored cancelled by now.
-      Effect.onInterrupt(() => Effect.ignore(completed)),
-      Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
-    )
+    const ran = yield* followChild(turn, childSessionId, following, false, (kept) => api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }, kept))
     if (Either.isLeft(ran)) {
       if (ran.left._tag === "EventStoreFailure") return yield* Effect.fail(ran.left)
       yield* Effect.logWarning("a subagent's turn failed", ran.left.failure)
@@ -443,18 +469,18 @@ const maxFollowed = 8
  */
 export const treeWaits = (services: Services, state: SessionState.SessionState): Effect.Effect<boolean> => {
   const api = services.subagents?.api
-  if (api === undefined) return Effect.succeed(false)
-  const waits = (sessionId: string, depth: number): Effect.Effect<boolean> =>
-    depth > maxFollowed ? Effect.succeed(false) : api.session(sessionId).pipe(
-      Effect.flatMap(({ state }) =>
-        SessionState.isPaused(state)
-          ? Effect.succeed(true)
-          : Effect.exists(SessionState.waitingOnSubagents(state), (call) => waits(call.subagent.childSessionId, depth + 1))
-      ),
-      Effect.orElseSucceed(() => false)
-    )
-  return Effect.exists(SessionState.waitingOnSubagents(state), (call) => waits(call.subagent.childSessionId, 1))
+  return api === undefined ? Effect.succeed(false) : subagentsWait(api, state, 1)
 }
+
+const subagentsWait = (api: EngineApi, state: SessionState.SessionState, depth: number): Effect.Effect<boolean> =>
+  Effect.exists(SessionState.waitingOnSubagents(state), (call) => sessionWaits(api, call.subagent.childSessionId, depth))
+
+/** Whether a session's open turn waits: on the user, or on subagents that wait. */
+const sessionWaits = (api: EngineApi, sessionId: string, depth: number): Effect.Effect<boolean> =>
+  depth > maxFollowed ? Effect.succeed(false) : api.session(sessionId).pipe(
+    Effect.flatMap(({ state }) => SessionState.isPaused(state) ? Effect.succeed(true) : subagentsWait(api, state, depth + 1)),
+    Effect.orElseSucceed(() => false)
+  )
 
 /** How a child's turn ended, as its log says: none while a turn of it is open (or none started). */
 const endOf = (live: Live): { readonly ending: Ending; readonly answer: string } | undefined => {
@@ -489,7 +515,8 @@ export const resume = (turn: Turn, call: WaitingCall): Effect.Effect<Either.Eith
     const loaded = yield* Effect.either(api.session(childSessionId))
     const tree = treeOf(runtime, turn)
     const parentLink = runtime.links.get(turn.session.sessionId)
-    const { completed, ending, follow } = follower(turn, tree, toolCallId, childSessionId, subagent.description)
+    const following = follower(turn, tree, toolCallId, childSessionId, subagent.description)
+    const { completed, ending } = following
     const finish = (result: Either.Either<ToolOutput, ToolFailure>, outcome: Ending) => {
       ending.outcome = outcome.outcome
       ending.errorCode = outcome.errorCode
@@ -509,14 +536,8 @@ export const resume = (turn: Turn, call: WaitingCall): Effect.Effect<Either.Eith
         readOnly: subagent.mode === "readOnly" || parentLink?.readOnly === true,
         maxSteps: subagent.maxSteps
       })
-      const stream = child.turnCount === 0 ? api.runTurn({ sessionId: childSessionId, userMessage: prompt }) : api.resumeTurn(childSessionId)
-      const ran = yield* stream.pipe(
-        Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
-        Stream.runForEach((event) => follow(event)),
-        Effect.either,
-        Effect.onInterrupt(() => subagent.completed === true ? Effect.void : Effect.ignore(completed)),
-        Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
-      )
+      const ran = yield* followChild(turn, childSessionId, following, subagent.completed === true, (kept) =>
+        child.turnCount === 0 ? api.runTurn({ sessionId: childSessionId, userMessage: prompt }, kept) : api.resumeTurn(childSessionId, kept))
       // NothingToResume: the child's turn was left open by a crash, and its repair has just closed it.
       if (Either.isLeft(ran)) {
         if (ran.left._tag === "EventStoreFailure") return yield* Effect.fail(ran.left)

@@ -217,8 +217,10 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
     if (Option.isSome(storeFailure)) return yield* storeFailure.value
     if (Cause.isInterruptedOnly(exit.cause)) {
       const { state } = turn.session.live
-      if (!turn.cancel.requested && SessionState.isPaused(state)) {
-        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running") ?? []
+      // Waiting on the user, or on subagents that do: left paused, its `task` calls open with them.
+      if (!turn.cancel.requested && (SessionState.isPaused(state) || (yield* Subagents.treeWaits(turn.services, state)))) {
+        const waiting = new Set(SessionState.waitingOnSubagents(state).map((c) => c.toolCallId))
+        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running" && !waiting.has(c.toolCallId)) ?? []
         yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
         return { _tag: "Paused" } as const
       }

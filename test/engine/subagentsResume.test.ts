@@ -180,6 +180,43 @@ describe("a paused subagent after a restart", () => {
       }).pipe(Effect.provide(NodeContext.layer)))
   }
 
+  it.scoped("a clean stop (the engine's scope closing) leaves the tree paused as well: nothing cancelled, and the next process completes it", () =>
+    Effect.gen(function*() {
+      const root = NodeFs.realpathSync(yield* tempDir)
+      const cwd = NodePath.join(root, "ws")
+      NodeFs.mkdirSync(cwd)
+      const dataDir = NodePath.join(root, "data")
+      const first = yield* process(engineOn("jsonl", dataDir, {
+        responses: [{ toolCalls: [task("write the notes", "child: write", "t1"), task("look", "child: look", "t2")] }],
+        subagents: { "child: write": [{ toolCalls: [write("notes.txt", "w1")] }], "child: look": [{ chunks: ["looked"] }] }
+      }))
+      const { event, sessionId } = yield* first.provide(runUntil("delegate", cwd, isAsked))
+      const childSessionId = (event as EventOfType<"subagent.asked">).payload.childSessionId
+      yield* first.stop
+      const second = yield* process(engineOn("jsonl", dataDir, {
+        responses: [{ chunks: ["Done."] }],
+        subagents: { "child: write": [{ chunks: ["wrote notes.txt"] }] }
+      }))
+      yield* second.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const stopped = yield* logOf(sessionId)
+        // The stop closed nothing of the waiting call: no subagent.completed, no turn end, in either log.
+        expect(ofType(stopped, "subagent.completed").map((e) => e.payload.toolCallId)).toEqual(["t2"])
+        expect(turnEnds(stopped)).toEqual([])
+        expect(turnEnds(yield* logOf(childSessionId))).toEqual([])
+        expect((yield* engine.pendingApprovals({ sessionId })).map((c) => c.toolCallId)).toEqual(["w1"])
+        yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow" })
+        const resumed = yield* collect(engine.resumeTurn({ sessionId }))
+        expect(ofType(resumed, "tool.completed").map((e) => [e.payload.toolCallId, e.payload.result])).toEqual([["t1", "wrote notes.txt"]])
+        const parent = yield* logOf(sessionId)
+        expect(Object.fromEntries(ofType(parent, "tool.completed").map((e) => [e.payload.toolCallId, e.payload.result]))).toEqual({ t2: "looked", t1: "wrote notes.txt" })
+        expect(turnEnds(parent)).toEqual([["final", undefined]])
+        expectWellFormedLog(parent)
+        expectWellFormedLog(yield* logOf(childSessionId))
+      }))
+      yield* second.stop
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("answered and resumed on the child's own session: the parent (which waits on it) drives it, and ends", () =>
     Effect.gen(function*() {
       const { dataDir, sessionId, childSessionId } = yield* pausedTree("jsonl")

@@ -1,6 +1,6 @@
 /**
- * `effect-agent serve --subagents` as a real subprocess, killed (SIGKILL) while a subagent waits for
- * approval and started again over the same data dir: the parent is still paused, its
+ * `effect-agent serve --subagents` as a real subprocess, killed (SIGKILL) or stopped (SIGTERM) while a
+ * subagent waits for approval, and started again over the same data dir: the parent is still paused, its
  * `pendingApprovals` lists the subagent's ask (labelled with it); approving it at the subagent's
  * approval route resumes the tree, and the parent's turn ends with the subagent's answer as its
  * `task` call's result.
@@ -23,7 +23,7 @@ afterAll(() => {
 
 /** `serve --subagents` on a free port over `dataDir`, with a scripted model. */
 const launch = async (cwd: string, dataDir: string, name: string, script: unknown) => {
-  const file = join(dir, `${name}.json`)
+  const file = join(cwd, "..", `${name}.json`)
   writeFileSync(file, JSON.stringify(script))
   const server = start(["serve", "--port", "0", "--subagents", "--script", file, "--data-dir", dataDir], { cwd })
   running.push(server)
@@ -45,10 +45,10 @@ const launch = async (cwd: string, dataDir: string, name: string, script: unknow
 }
 
 describe("serve --subagents, restarted", () => {
-  it("SIGKILL while a subagent waits; after the restart the parent is paused on it, lists its ask, and approving it completes the parent", async () => {
-    const cwd = join(dir, "ws")
-    mkdirSync(cwd)
-    const dataDir = join(dir, "data")
+  it.each(["SIGKILL", "SIGTERM"] as const)("%s while a subagent waits; after the restart the parent is paused on it, lists its ask, and approving it completes the parent", async (signal) => {
+    const cwd = join(dir, signal, "ws")
+    mkdirSync(cwd, { recursive: true })
+    const dataDir = join(dir, signal, "data")
     const first = await launch(cwd, dataDir, "one", {
       responses: [{ toolCalls: [{ tool: "task", args: { description: "write a.txt", prompt: "child: write" }, id: "t1" }] }],
       subagents: { "child: write": [{ toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "child" }, id: "w1" }] }] }
@@ -57,7 +57,7 @@ describe("serve --subagents, restarted", () => {
     await first.call(`/sessions/${session.sessionId}/turns`, { method: "POST", body: { message: "delegate" } })
     const asked = await liveUntil(`${first.url}/sessions/${session.sessionId}/live`, { token: first.token }, (e) => e.type === "subagent.asked")
     const { childSessionId } = asked.at(-1)!.payload as { childSessionId: string }
-    first.server.child.kill("SIGKILL")
+    first.server.child.kill(signal)
     await first.server.done
 
     const second = await launch(cwd, dataDir, "two", {
