@@ -114,14 +114,20 @@ const runUntil = (message: string, cwd: string, until: (event: AgentEvent) => bo
     return { sessionId, event: yield* Deferred.await(reached) }
   })
 
+/** A fresh folder: the data dirs go in it, the sessions work in its `ws`. */
+const workspace = Effect.map(tempDir, (dir) => {
+  const root = NodeFs.realpathSync(dir)
+  const cwd = NodePath.join(root, "ws")
+  NodeFs.mkdirSync(cwd)
+  return { root, cwd }
+})
+
 const isAsked = (event: AgentEvent): event is EventOfType<"subagent.asked"> => event.type === "subagent.asked"
 
 /** The workspace, and a first process whose parent started a child that waits for approval of `w1`; then "killed". */
 const pausedTree = (store: Store, extra: { readonly childResponses?: ReadonlyArray<FakeModelProvider.ScriptedResponse> } = {}) =>
   Effect.gen(function*() {
-    const root = NodeFs.realpathSync(yield* tempDir)
-    const cwd = NodePath.join(root, "ws")
-    NodeFs.mkdirSync(cwd)
+    const { cwd, root } = yield* workspace
     const first = yield* process(engineOn(store, NodePath.join(root, "one"), {
       responses: [{ toolCalls: [task("write the notes", "child: write", "t1")] }],
       subagents: { "child: write": extra.childResponses ?? [{ toolCalls: [write("notes.txt", "w1")] }] }
@@ -182,9 +188,7 @@ describe("a paused subagent after a restart", () => {
 
   it.scoped("a clean stop (the engine's scope closing) leaves the tree paused as well: nothing cancelled, and the next process completes it", () =>
     Effect.gen(function*() {
-      const root = NodeFs.realpathSync(yield* tempDir)
-      const cwd = NodePath.join(root, "ws")
-      NodeFs.mkdirSync(cwd)
+      const { cwd, root } = yield* workspace
       const dataDir = NodePath.join(root, "data")
       const first = yield* process(engineOn("jsonl", dataDir, {
         responses: [{ toolCalls: [task("write the notes", "child: write", "t1"), task("look", "child: look", "t2")] }],
@@ -248,9 +252,7 @@ describe("a paused subagent after a restart", () => {
 
   it.scoped("a restart between the child's turn.completed and the parent's subagent.completed: the parent picks up the child's answer, once", () =>
     Effect.gen(function*() {
-      const root = NodeFs.realpathSync(yield* tempDir)
-      const cwd = NodePath.join(root, "ws")
-      NodeFs.mkdirSync(cwd)
+      const { cwd, root } = yield* workspace
       const one = NodePath.join(root, "one")
       const first = yield* process(engineOn("jsonl", one, {
         responses: [{ toolCalls: [task("look", "child: look", "t1")] }, { chunks: ["never sent"] }],
@@ -400,9 +402,7 @@ describe("a paused subagent after a restart", () => {
 
   it.scoped("several children paused at once, and a grandchild two deep: all listed on the top session, answered there, the tree completes", () =>
     Effect.gen(function*() {
-      const root = NodeFs.realpathSync(yield* tempDir)
-      const cwd = NodePath.join(root, "ws")
-      NodeFs.mkdirSync(cwd)
+      const { cwd, root } = yield* workspace
       const one = NodePath.join(root, "one")
       const first = yield* process(engineOn("jsonl", one, {
         responses: [{ toolCalls: [task("first", "child: a", "ta"), task("middle", "child: b", "tb")] }],

@@ -11,8 +11,9 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { type Running, start } from "../cli/subprocess.js"
+import type { Running } from "../cli/subprocess.js"
 import { liveUntil } from "./harness.js"
+import { startServe } from "./serveProcess.js"
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-serve-subagents-")))
 const running: Array<Running> = []
@@ -25,13 +26,8 @@ afterAll(() => {
 const launch = async (cwd: string, dataDir: string, name: string, script: unknown) => {
   const file = join(cwd, "..", `${name}.json`)
   writeFileSync(file, JSON.stringify(script))
-  const server = start(["serve", "--port", "0", "--subagents", "--script", file, "--data-dir", dataDir], { cwd })
+  const { server, token, url } = await startServe(["--subagents", "--script", file, "--data-dir", dataDir], { cwd })
   running.push(server)
-  let stderr = ""
-  server.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await server.waitForStderr(/viewer \(this URL works once\): \S+\n/)
-  const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!
-  const token = /token: (\S+)/.exec(stderr)![1]!
   const call = async <A>(path: string, init: { readonly method?: string; readonly body?: unknown } = {}): Promise<A> => {
     const response = await fetch(`${url}${path}`, {
       method: init.method ?? "GET",
