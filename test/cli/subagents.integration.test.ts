@@ -172,6 +172,32 @@ describe("effect-agent run --subagents", () => {
     expect(childAfter.filter((e) => e.type === "tool.completed")).toHaveLength(2)
   })
 
+  it("chat --session on a parent a kill left paused on its subagent: the subagent's question is asked, labelled; y resumes the tree to its end", async () => {
+    const { cwd, dataDir, script } = setup("chat-crash", {
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "write", prompt: "child: write it" }, id: "task_1" }] }],
+      subagents: { "child: write it": [{ toolCalls: [{ tool: "write_file", args: { path: "z.txt", content: "z" }, id: "w_z" }] }] }
+    })
+    const first = start(["run", "delegate the write", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    await first.waitForStderr(/asks: allow write_file z\.txt\?/)
+    first.child.kill("SIGKILL")
+    await first.done
+    const parentId = logs(dataDir).find((log) => (log[0]!.payload as { parent?: unknown }).parent === undefined)![0]!.sessionId
+    const rest = join(dir, "chat-crash-rest.json")
+    writeFileSync(rest, JSON.stringify({ responses: [{ chunks: ["Parent done."] }], subagents: { "child: write it": [{ chunks: ["wrote z"] }] } }))
+    const chat = start(["chat", "--session", parentId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    await chat.waitForStderr(/Subagent "write" \(sess_[^)]+\) asks: allow write_file z\.txt\?/)
+    chat.child.stdin!.write("y\n")
+    await chat.waitForStdout(/Parent done\.\n/)
+    chat.child.stdin!.end()
+    expect((await chat.done).code).toBe(0)
+    expect(readFileSync(join(cwd, "z.txt"), "utf8")).toBe("z")
+    const all = logs(dataDir)
+    for (const log of all) expectWellFormedLog(log)
+    const parent = all.find((log) => log[0]!.sessionId === parentId)!
+    expect(parent.filter((e) => e.type === "tool.completed").map((e) => (e.payload as { result: string }).result)).toEqual(["wrote z"])
+    expect(parent.filter((e) => e.type === "turn.completed").map((e) => (e.payload as { stopReason: string }).stopReason)).toEqual(["final"])
+  })
+
   it("chat --subagents: a subagent's question is asked inline and the next line answers it, on the subagent's session", async () => {
     const { cwd, dataDir, script } = setup("chat", {
       responses: [
