@@ -478,6 +478,8 @@ export const make = (
       runTurn: (input, kept) => runTurnKept(input, kept),
       resumeTurn: (sessionId, kept) => resumeOwn(sessionId, kept),
       cancelTurn: (sessionId) => SessionDriver.cancel(engine, sessionId),
+      repair: (sessionId) =>
+        Effect.flatMap(sessions.writable(sessionId), (session) => SessionDriver.exclusive(engine, session, SessionDriver.closeDangling(engine, session))),
       session: (sessionId) => Effect.map(sessions.get(sessionId), (session) => session.live),
       isSubagent: (sessionId) =>
         sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))

@@ -50,6 +50,8 @@ export interface EngineApi {
   ) => Stream.Stream<AgentEvent.AgentEvent, unknown>
   /** Continues a session's turn left open in its log (never handed to its parent, as the public `resumeTurn` may). */
   readonly resumeTurn: (sessionId: string, kept?: Effect.Effect<boolean>) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** Repairs a session's turn left open by a crash (as its next run would), when nothing of it waits. */
+  readonly repair: (sessionId: string) => Effect.Effect<void, unknown>
   /** Cancels a session's turn, running or paused in the log (as `cancelTurn`). */
   readonly cancelTurn: (sessionId: string) => Effect.Effect<void>
   /** A session's state and transcript, loaded from the store when the engine does not hold it. */
@@ -564,8 +566,8 @@ export const settle = (services: Services, session: Host["session"], commit: Com
       const { subagent, toolCallId } = call
       const { childSessionId } = subagent
       const live = api === undefined ? undefined : yield* Effect.option(api.session(childSessionId))
-      // A turn of the child left open: its own repair closes it (the stream then fails NothingToResume).
-      if (live?._tag === "Some" && live.value.state.openTurn !== undefined) yield* Effect.ignore(Stream.runDrain(api!.resumeTurn(childSessionId)))
+      // A turn of the child left open: its own repair closes it (and settles its own `task` calls first).
+      if (live?._tag === "Some" && live.value.state.openTurn !== undefined) yield* Effect.ignore(api!.repair(childSessionId))
       const read = api === undefined ? undefined : yield* Effect.option(api.session(childSessionId))
       const end = read?._tag === "Some" ? endOf(read.value) : undefined
       const ending: Ending = read?._tag !== "Some"

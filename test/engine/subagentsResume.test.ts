@@ -295,6 +295,39 @@ describe("a paused subagent after a restart", () => {
       }
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("a child a crash left working (not waiting): the parent is not paused; its next turn repairs both logs, the call ending as the child did", () =>
+    Effect.gen(function*() {
+      const { cwd, root } = yield* workspace
+      const one = NodePath.join(root, "one")
+      const first = yield* process(engineOn("jsonl", one, {
+        responses: [{ toolCalls: [task("look", "child: look", "t1")] }, { chunks: ["never sent"] }],
+        subagents: { "child: look": [{ chunks: ["never"] }] }
+      }))
+      const { sessionId } = yield* first.provide(runUntil("delegate", cwd, (e) => e.type === "turn.completed"))
+      const full = yield* first.provide(logOf(sessionId))
+      const childSessionId = ofType(full, "subagent.started")[0]!.payload.childSessionId
+      const child = yield* first.provide(logOf(childSessionId))
+      yield* first.stop
+      // Killed while the child's model streamed: the child's log ends at its message, the parent's before the call's end.
+      const two = NodePath.join(root, "two")
+      crashCopy("jsonl", one, two, { [sessionId]: ofType(full, "subagent.completed")[0]!.sequence - 1, [childSessionId]: ofType(child, "user.message")[0]!.sequence })
+      const second = yield* process(engineOn("jsonl", two, { responses: [{ chunks: ["Next."] }] }))
+      yield* second.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        expect(yield* engine.pendingApprovals({ sessionId })).toEqual([])
+        yield* collect(engine.runTurn({ sessionId, userMessage: "and now?" }))
+        const parent = yield* logOf(sessionId)
+        const repaired = yield* logOf(childSessionId)
+        expect(turnEnds(repaired)).toEqual([["error", "interrupted"]])
+        expect(ofType(parent, "subagent.completed").map((e) => [e.payload.outcome, e.payload.errorCode])).toEqual([["error", "interrupted"]])
+        expect(ofType(parent, "tool.failed").map((e) => [e.payload.toolCallId, e.payload.errorCode])).toEqual([["t1", "subagent_failed"]])
+        expect(turnEnds(parent)).toEqual([["error", "interrupted"], ["final", undefined]])
+        expectWellFormedLog(parent)
+        expectWellFormedLog(repaired)
+      }))
+      yield* second.stop
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("a second restart: after the answer is stored, and again while the resumed child asks once more", () =>
     Effect.gen(function*() {
       const { cwd, root, sessionId, childSessionId, dataDir } = yield* pausedTree("jsonl")
