@@ -223,16 +223,23 @@ export declare namespace SessionEngine {
      * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
      * on. Fails `ApprovalNotPending` when no call with that id is waiting — unless the answer carries
      * an `idempotencyKey` the session has seen with this call's answer: then it succeeds, changing nothing.
+     * A call of a subagent below the session (listed by `pendingApprovals` with `askedBy`) is answered
+     * on the subagent's session when the session has no waiting call of that id.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
     ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput | SessionBusy>
-    /** The calls of the session's open turn waiting for the user's decision. */
+    /**
+     * The calls of the session's open turn waiting for the user's decision, then those of the
+     * subagents its `task` calls wait on (and theirs), each with `askedBy`: the subagent's session and task.
+     */
     readonly pendingApprovals: (input: SessionInput) => Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>, EventStoreFailure | SessionNotFound>
     /**
      * Continues the turn the log holds paused — its process stopped while a call waited for the
-     * user — as a stream of its remaining events, from the log alone. Answer the waiting calls with
-     * `resolvePermission` before or after. Fails `NothingToResume` when no turn is paused.
+     * user, or on a subagent — as a stream of its remaining events, from the log alone. Answer the
+     * waiting calls with `resolvePermission` before or after. Fails `NothingToResume` when no turn is
+     * paused. A subagent whose parent's `task` call waits on it is resumed through that parent (the
+     * top one that waits): the stream is then that parent's turn, which resumes the subagent.
      */
     readonly resumeTurn: (
       input: SessionInput
