@@ -350,7 +350,25 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (waiting.length === 0) return
         const turnId = (yield* engine.sessionState({ sessionId: id })).openTurn?.turnId ?? ""
         note("[this session's last turn was left waiting for your approval: it goes on here]")
-        for (const call of waiting) asks.push({ turnId, toolCallId: call.toolCallId, question: `  Allow ${Render.describeCall(call)}?` })
+        // A subagent's call (its parent waits on it) is asked labelled with it, and answered on its session.
+        for (const call of waiting) {
+          asks.push(call.askedBy === undefined
+            ? { turnId, toolCallId: call.toolCallId, question: `  Allow ${Render.describeCall(call)}?` }
+            : {
+              turnId,
+              toolCallId: call.toolCallId,
+              childSessionId: call.askedBy.sessionId,
+              question: Render.subagentQuestion({
+                toolCallId: "",
+                childSessionId: call.askedBy.sessionId,
+                description: call.askedBy.description,
+                childToolCallId: call.toolCallId,
+                tool: call.tool,
+                args: call.args,
+                risk: call.risk ?? "write"
+              })
+            })
+        }
         askNext()
         // Not awaited: the resumed turn says nothing until its questions are answered, by the next lines.
         yield* drive(engine.resumeTurn({ sessionId: id }))

@@ -31,7 +31,27 @@ export interface OpenToolCall {
   /** Who made the last permission decision, for a denial's message. */
   readonly decidedBy?: "policy" | "user"
   /** The subagent a running `task` call runs (`subagent.started`): its session and task. */
-  readonly subagent?: { readonly childSessionId: string; readonly description: string }
+  readonly subagent?: OpenSubagent
+  /**
+   * Only in a session's `pendingApprovals` (the engine's): a call of a subagent below the session,
+   * waiting for the user — the subagent's session and task. Answered on either session.
+   */
+  readonly askedBy?: { readonly sessionId: string; readonly description: string }
+}
+
+/**
+ * The subagent a running `task` call runs, as `subagent.started` told it (what it may do, so that a
+ * restarted process narrows it again), and whether `subagent.completed` has told its end since.
+ */
+export interface OpenSubagent {
+  readonly childSessionId: string
+  readonly description: string
+  readonly cwd: string
+  readonly tools?: ReadonlyArray<string> | undefined
+  readonly mode: "inherit" | "readOnly"
+  readonly maxSteps?: number | undefined
+  /** `subagent.completed` is stored: the call only has its result left to store. */
+  readonly completed?: true
 }
 
 /** The turn that has started and not completed. */
@@ -462,12 +482,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       }
       return Either.right({
         ...base,
-        openTurn: withCallsPhase(event.type !== "subagent.started" ? turn : {
-          ...turn,
-          toolCalls: turn.toolCalls.map((c) =>
-            c.toolCallId === event.payload.toolCallId ? { ...c, subagent: { childSessionId: event.payload.childSessionId, description: event.payload.description } } : c
-          )
-        })
+        openTurn: withCallsPhase(withSubagent(turn, event))
       })
     case "workspace.changed":
       // Stored while its call runs, beside others maybe: the most pressing call says the phase.
@@ -475,6 +490,23 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         return fail(event, `workspace.changed of tool call ${event.payload.toolCallId}, which is not running`)
       }
       return Either.right({ ...base, openTurn: withCallsPhase(turn) })
+  }
+}
+
+/** The turn with what a subagent event tells of its `task` call: the subagent it started, or that it ended. */
+const withSubagent = (turn: OpenTurn, event: EventOfType<"subagent.started" | "subagent.progress" | "subagent.asked" | "subagent.completed">): OpenTurn => {
+  if (event.type !== "subagent.started" && event.type !== "subagent.completed") return turn
+  return {
+    ...turn,
+    toolCalls: turn.toolCalls.map((c) => {
+      if (c.toolCallId !== event.payload.toolCallId) return c
+      if (event.type === "subagent.completed") return c.subagent === undefined ? c : { ...c, subagent: { ...c.subagent, completed: true } }
+      const { childSessionId, cwd, description, maxSteps, mode, tools } = event.payload
+      return {
+        ...c,
+        subagent: { childSessionId, description, cwd, mode, ...(tools === undefined ? {} : { tools }), ...(maxSteps === undefined ? {} : { maxSteps }) }
+      }
+    })
   }
 }
 
@@ -614,3 +646,20 @@ export const pendingApprovals = (state: SessionState): ReadonlyArray<OpenToolCal
  */
 export const isPaused = (state: SessionState): boolean =>
   state.openTurn?.toolCalls.some((c) => c.status === "awaiting_approval" || (c.decidedBy === "user" && (c.status === "allowed" || c.status === "denied"))) === true
+
+/**
+ * The `task` calls of the open turn that wait on their subagent: running, the subagent started and
+ * its end not told yet (`subagent.completed`). A process that stopped leaves them so; the turn is then
+ * paused on its subagents (see {@link isWaiting}), and resuming it follows each subagent to its end.
+ */
+export const waitingOnSubagents = (state: SessionState): ReadonlyArray<OpenToolCall & { readonly subagent: OpenSubagent }> =>
+  (state.openTurn?.toolCalls ?? []).filter((c): c is OpenToolCall & { readonly subagent: OpenSubagent } =>
+    c.status === "running" && c.subagent !== undefined && c.subagent.completed !== true
+  )
+
+/**
+ * Whether the open turn waits — on the user ({@link isPaused}) or on a subagent
+ * ({@link waitingOnSubagents}) — rather than having been left open by a crash: it is resumed, not
+ * repaired.
+ */
+export const isWaiting = (state: SessionState): boolean => isPaused(state) || waitingOnSubagents(state).length > 0

@@ -124,6 +124,9 @@ export const run = (
         return yield* new TurnInProgress({ sessionId: input.sessionId, turnId: open.turnId })
       }
       yield* SessionDriver.closeDangling(engine, session)
+      // A turn paused on its subagents stays open.
+      const left = session.live.state.openTurn
+      if (left !== undefined) return yield* new TurnInProgress({ sessionId: input.sessionId, turnId: left.turnId })
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(services.store.read(input.sessionId)))
       const planned = yield* plan(events, input.toSequence)
       const checkpoints = services.checkpoints

@@ -44,6 +44,7 @@ import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
 import type { LiveSessions } from "./LiveSessions.js"
 import type { Services } from "./Services.js"
+import * as Subagents from "./Subagents.js"
 import * as Turn from "./Turn.js"
 import * as TurnDriver from "./TurnDriver.js"
 
@@ -94,7 +95,8 @@ export const isIdle = (slot: Slot): boolean => slot.run === undefined && slot.ho
 const runLoop = (engine: Engine, session: LiveSession.LiveSession, run: Run): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     yield* betweenTurns
-    yield* closeDangling(engine, session)
+    // A turn asked to resume is not dangling, whatever its subagents did meanwhile: it goes on from them.
+    if (run.requested?.work._tag !== "Resume") yield* closeDangling(engine, session)
     let turn = yield* nextTurn(engine, session, run)
     while (turn !== undefined) {
       yield* betweenTurns
@@ -214,7 +216,9 @@ const startRun = (engine: Engine, session: LiveSession.LiveSession, requested?: 
  * Closes what the log holds open with no run behind it: a compaction a stopped process left (closed
  * `compaction.failed {interrupted}`: the context is as it was before it), and a turn left open by a
  * crash or a store failure — its compaction, its open calls, then the turn, with the reason it was
- * left open. A turn paused on the user's answer is not dangling: it waits to be resumed.
+ * left open. A turn paused on the user's answer is not dangling: it waits to be resumed — nor is one
+ * whose `task` calls wait on subagents that wait (see `Subagents.treeWaits`); the `task` calls of
+ * one whose subagents do not wait end as their subagents did (`Subagents.settle`) before it closes.
  */
 export const closeDangling = (engine: Engine, session: LiveSession.LiveSession): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
@@ -226,12 +230,18 @@ export const closeDangling = (engine: Engine, session: LiveSession.LiveSession):
       )
       yield* LiveSession.commit(engine.services, session, undefined, [EventDraft.compactionFailed(compaction.compactionId, "interrupted")])
     }
-    if (open === undefined || SessionState.isPaused(state)) return
+    if (open === undefined || (yield* waits(engine, state))) return
     const errorCode = session.driver.danglingReason
     yield* Effect.logWarning("closing a turn left open").pipe(Effect.annotateLogs({ sessionId: session.sessionId, turnId: open.turnId, errorCode }))
-    yield* TurnDriver.close(session, Turn.commitTo(engine.services, session, open.turnId), { stopReason: "error", errorCode })
+    const commit = Turn.commitTo(engine.services, session, open.turnId)
+    yield* Subagents.settle(engine.services, session, commit)
+    yield* TurnDriver.close(session, commit, { stopReason: "error", errorCode })
     session.driver.danglingReason = "interrupted"
   })
+
+/** Whether the open turn waits — on the user, or on subagents that wait — rather than being left open by a crash. */
+const waits = (engine: Engine, state: SessionState.SessionState): Effect.Effect<boolean> =>
+  SessionState.isPaused(state) ? Effect.succeed(true) : Subagents.treeWaits(engine.services, state)
 
 // ---------------------------------------------------------------------------------------------
 // What callers ask of the driver
@@ -279,11 +289,12 @@ export function request(
     const open = state.openTurn
     let turnId: string
     if (work._tag === "New") {
-      if (open !== undefined && SessionState.isPaused(state)) return yield* new TurnInProgress({ sessionId, turnId: open.turnId })
+      if (open !== undefined && (yield* waits(engine, state))) return yield* new TurnInProgress({ sessionId, turnId: open.turnId })
       turnId = yield* engine.services.ids.next("turn")
     } else {
-      if (open !== undefined && !SessionState.isPaused(state) && run === undefined) yield* closeDangling(engine, session)
-      if (open === undefined || !SessionState.isPaused(state)) return yield* new NothingToResume({ sessionId })
+      // A turn waiting on its subagents resumes whatever they did meanwhile (ended, or left open by a crash).
+      if (open !== undefined && !SessionState.isWaiting(state) && run === undefined) yield* closeDangling(engine, session)
+      if (open === undefined || !SessionState.isWaiting(state)) return yield* new NothingToResume({ sessionId })
       turnId = open.turnId
     }
     // The turn's events go to the caller's stream; its span is a child of the caller's.
@@ -329,7 +340,7 @@ export const cancel = (engine: Engine, sessionId: string, turnId?: string): Effe
     const target = runningTurn(found.value, turnId)
     if (target !== undefined) return yield* cancelAndWait(target)
     const { state } = found.value.live
-    if (state.openTurn === undefined || !SessionState.isPaused(state)) return
+    if (state.openTurn === undefined || !SessionState.isWaiting(state)) return
     // Closing a paused turn is a write: it needs the session's writer lock.
     const writable = yield* Effect.either(engine.sessions.writable(sessionId))
     if (Either.isLeft(writable)) {
@@ -339,8 +350,10 @@ export const cancel = (engine: Engine, sessionId: string, turnId?: string): Effe
     yield* exclusive(engine, session, Effect.suspend(() => {
       const { state } = session.live
       const open = state.openTurn
-      if (open === undefined || !SessionState.isPaused(state) || (turnId !== undefined && turnId !== open.turnId)) return Effect.void
-      return TurnDriver.close(session, Turn.commitTo(engine.services, session, open.turnId), { stopReason: "cancelled" })
+      if (open === undefined || !SessionState.isWaiting(state) || (turnId !== undefined && turnId !== open.turnId)) return Effect.void
+      const commit = Turn.commitTo(engine.services, session, open.turnId)
+      // A cancel cascades: the subagents it waits on are cancelled first, each in its own log.
+      return Effect.zipRight(Subagents.cancelWaiting(engine.services, session, commit), TurnDriver.close(session, commit, { stopReason: "cancelled" }))
     })).pipe(
       // A run took the session meanwhile: its turn is the one to cancel.
       Effect.catchTag("TurnInProgress", () => {

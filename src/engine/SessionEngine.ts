@@ -223,16 +223,23 @@ export declare namespace SessionEngine {
      * Answers a call paused on `ask`: the turn stores `permission.resolved {actor: "user"}` and goes
      * on. Fails `ApprovalNotPending` when no call with that id is waiting — unless the answer carries
      * an `idempotencyKey` the session has seen with this call's answer: then it succeeds, changing nothing.
+     * A call of a subagent below the session (listed by `pendingApprovals` with `askedBy`) is answered
+     * on the subagent's session when the session has no waiting call of that id.
      */
     readonly resolvePermission: (
       input: ResolvePermissionInput
     ) => Effect.Effect<void, ApprovalNotPending | SessionNotFound | EventStoreFailure | InvalidInput | SessionBusy>
-    /** The calls of the session's open turn waiting for the user's decision. */
+    /**
+     * The calls of the session's open turn waiting for the user's decision, then those of the
+     * subagents its `task` calls wait on (and theirs), each with `askedBy`: the subagent's session and task.
+     */
     readonly pendingApprovals: (input: SessionInput) => Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>, EventStoreFailure | SessionNotFound>
     /**
      * Continues the turn the log holds paused — its process stopped while a call waited for the
-     * user — as a stream of its remaining events, from the log alone. Answer the waiting calls with
-     * `resolvePermission` before or after. Fails `NothingToResume` when no turn is paused.
+     * user, or on a subagent — as a stream of its remaining events, from the log alone. Answer the
+     * waiting calls with `resolvePermission` before or after. Fails `NothingToResume` when no turn is
+     * paused. A subagent whose parent's `task` call waits on it is resumed through that parent (the
+     * top one that waits): the stream is then that parent's turn, which resumes the subagent.
      */
     readonly resumeTurn: (
       input: SessionInput
@@ -419,11 +426,15 @@ export const make = (
       return Session.fromState(state)
     })
 
-    /** A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws it, not started). */
+    /**
+     * A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws
+     * it, not started) — unless `kept` says to leave it be (a subagent's turn, its parent stopped by a shutdown).
+     */
     const turnStream = <E>(
       spanName: string,
       sessionId: string,
-      asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>
+      asked: (session: LiveSession.LiveSession) => Effect.Effect<Turn.Turn, E>,
+      kept?: Effect.Effect<boolean>
     ): Stream.Stream<AgentEvent.AgentEvent, E | EventStoreFailure | SessionNotFound | SessionBusy> =>
       Stream.suspend(() => {
         // What the stream took, for its end to let go: set in the same uninterruptible step that asks
@@ -442,12 +453,14 @@ export const make = (
         // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
         return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
           Effect.zipRight(
-            taken === undefined ? Effect.void : SessionDriver.abandon(taken.session, taken.turn),
+            taken === undefined
+              ? Effect.void
+              : Effect.flatMap(kept ?? Effect.succeed(false), (keep) => keep ? Effect.void : SessionDriver.abandon(taken!.session, taken!.turn)),
             Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
           )))
       })
 
-    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> =>
+    const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>): ReturnType<SessionEngine.Service["runTurn"]> =>
       turnStream<InvalidInput | TurnInProgress | EventStoreFailure>("SessionEngine.runTurn", input.sessionId, (session) =>
         Effect.gen(function*() {
           const given = input.images ?? []
@@ -463,17 +476,27 @@ export const make = (
             ...(images.length === 0 ? {} : { images }),
             ...(budget === undefined ? {} : { budget })
           })
-        }))
+        }), kept)
+
+    const runTurn = (input: RunTurnInput): ReturnType<SessionEngine.Service["runTurn"]> => runTurnKept(input)
 
     subagents.api = {
       createChild: (input) => created({ cwd: input.cwd, client: input.client, parent: input.parent }),
-      runTurn: (input) => runTurn(input),
+      runTurn: (input, kept) => runTurnKept(input, kept),
+      resumeTurn: (sessionId, kept) => resumeOwn(sessionId, kept),
+      cancelTurn: (sessionId) => SessionDriver.cancel(engine, sessionId),
+      repair: (sessionId) =>
+        Effect.flatMap(sessions.writable(sessionId), (session) => SessionDriver.exclusive(engine, session, SessionDriver.closeDangling(engine, session))),
+      session: (sessionId) => Effect.map(sessions.get(sessionId), (session) => session.live),
       isSubagent: (sessionId) =>
         sessions.get(sessionId).pipe(Effect.map((session) => session.live.state.parent !== undefined), Effect.orElseSucceed(() => false))
     }
 
-    const resumeTurn = (input: SessionInput) =>
-      turnStream("SessionEngine.resumeTurn", input.sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }))
+    const resumeOwn = (sessionId: string, kept?: Effect.Effect<boolean>) =>
+      turnStream("SessionEngine.resumeTurn", sessionId, (session) => SessionDriver.request(engine, session, { _tag: "Resume" }), kept)
+
+    // A subagent whose parent's `task` call waits on it (after a restart) is resumed through that parent.
+    const resumeTurn = (input: SessionInput) => Stream.unwrap(Effect.map(Subagents.driverOf(services, input.sessionId), (sessionId) => resumeOwn(sessionId)))
 
     const cancelTurn = Effect.fn("SessionEngine.cancelTurn")(function*(input: CancelTurnInput) {
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)
@@ -555,6 +578,9 @@ export const make = (
           return yield* new TurnInProgress({ sessionId, turnId: state.openTurn.turnId })
         }
         yield* SessionDriver.closeDangling(engine, session)
+        // A turn paused on its subagents stays open.
+        const left = session.live.state.openTurn
+        if (left !== undefined) return yield* new TurnInProgress({ sessionId, turnId: left.turnId })
         // The user asked for a compaction: with no window of theirs, a short session still gets one (all but its last turn).
         return yield* Compaction.run(withKeep, session, (drafts) => commitSessionLevel(session, drafts), "manual", undefined, keep === undefined)
       })).pipe(Effect.tapErrorTag("EventStoreFailure", forgetIfStale(sessionId)))
@@ -598,7 +624,10 @@ export const make = (
       return (yield* sessions.get(input.sessionId)).live.state
     })
 
-    const pendingApprovals = (input: SessionInput) => Effect.map(sessionState(input), SessionState.pendingApprovals)
+    // A subagent's waiting calls are the parent's to answer too: listed with it, labelled (`askedBy`).
+    const pendingApprovals = (input: SessionInput) =>
+      Effect.flatMap(sessionState(input), (state) =>
+        Effect.map(Subagents.pendingBelow(services, state), (below) => [...SessionState.pendingApprovals(state), ...below]))
 
     /** What an "always" answer covers: the router's scope for the call, else the tool. */
     const scopeOf = (call: ToolCallInput, cwd: string): Effect.Effect<string> =>
@@ -610,11 +639,16 @@ export const make = (
       if (input.decision !== "allow" && input.decision !== "deny") {
         return yield* new InvalidInput({ field: "decision", detail: "must be allow or deny" })
       }
-      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, {
-        decision: input.decision,
-        remember: input.remember === true,
-        idempotencyKey: input.idempotencyKey
-      }, scopeOf)
+      const answer = { decision: input.decision, remember: input.remember === true, idempotencyKey: input.idempotencyKey }
+      yield* SessionDriver.answer(engine, input.sessionId, input.toolCallId, answer, scopeOf).pipe(
+        // Not this session's call: a subagent's below it, answered on its own session (the session's own calls come first).
+        Effect.catchTag("ApprovalNotPending", (notPending) =>
+          Effect.flatMap(sessionState(input), (state) =>
+            Effect.flatMap(Subagents.pendingBelow(services, state), (below) => {
+              const asker = below.find((call) => call.toolCallId === input.toolCallId)?.askedBy
+              return asker === undefined ? Effect.fail(notPending) : SessionDriver.answer(engine, asker.sessionId, input.toolCallId, answer, scopeOf)
+            })))
+      )
     })
 
     return SessionEngine.of({

@@ -24,14 +24,17 @@ import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type * as Session from "../domain/Session.js"
+import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
 import { type PreparedCall, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
+import type { Live } from "./LiveSession.js"
 import type { Services } from "./Services.js"
-import type { Turn } from "./Turn.js"
+import type { Commit, Turn } from "./Turn.js"
 
 /** What the engine lends the subagents: how to create a child session and run a turn of it. */
 export interface EngineApi {
@@ -40,7 +43,19 @@ export interface EngineApi {
     readonly client: AgentEvent.Client
     readonly parent: { readonly sessionId: string; readonly toolCallId: string; readonly depth: number }
   }) => Effect.Effect<Session.Session, unknown>
-  readonly runTurn: (input: { readonly sessionId: string; readonly userMessage: string }) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** `kept`: asked when the stream's reader goes away, whether to leave the turn be rather than cancel it. */
+  readonly runTurn: (
+    input: { readonly sessionId: string; readonly userMessage: string },
+    kept?: Effect.Effect<boolean>
+  ) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** Continues a session's turn left open in its log (never handed to its parent, as the public `resumeTurn` may). */
+  readonly resumeTurn: (sessionId: string, kept?: Effect.Effect<boolean>) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+  /** Repairs a session's turn left open by a crash (as its next run would), when nothing of it waits. */
+  readonly repair: (sessionId: string) => Effect.Effect<void, unknown>
+  /** Cancels a session's turn, running or paused in the log (as `cancelTurn`). */
+  readonly cancelTurn: (sessionId: string) => Effect.Effect<void>
+  /** A session's state and transcript, loaded from the store when the engine does not hold it. */
+  readonly session: (sessionId: string) => Effect.Effect<Live, unknown>
   /** Whether a session's log says it is a subagent's (`session.created.parent`). */
   readonly isSubagent: (sessionId: string) => Effect.Effect<boolean>
 }
@@ -257,6 +272,117 @@ interface Ending {
   errorCode: string | undefined
 }
 
+/** The session that runs a call (a turn, or the driver writing to a turn no run drives). */
+type Host = Pick<Turn, "services" | "session" | "commit">
+
+/**
+ * What the parent's turn does with the events of a child it follows: `subagent.progress` and
+ * `subagent.asked` as the child goes, the tree's usage, the answer so far (the last response's text),
+ * and `completed`, the call's `subagent.completed`.
+ */
+const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: string, description: string) => {
+  const commit = (draft: AgentEvent.TurnEventDraft) => host.commit([draft])
+  const used = () => usedBelow(host.services, tree, childSessionId)
+  const progressWith = (answered?: string) => Effect.suspend(() => commit(EventDraft.subagentProgress(toolCallId, childSessionId, used(), answered)))
+  const progress = progressWith()
+  const ending: Ending = { outcome: "cancelled", errorCode: undefined }
+  const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
+  // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
+  const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
+  const state = { answer: "", ended: false }
+  const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
+    switch (event.type) {
+      case "model.delta":
+        state.answer += event.payload.text
+        return Effect.void
+      case "model.tool_call_requested":
+        // A response with calls is not the answer: the answer is the text of the response that ends the turn.
+        state.answer = ""
+        calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
+        return Effect.void
+      case "permission.requested": {
+        const known = calls.get(event.payload.toolCallId)
+        if (known !== undefined) known.risk = event.payload.risk
+        return Effect.void
+      }
+      case "permission.resolved": {
+        // The user answered the child: whoever showed its question can settle it.
+        if (event.payload.actor === "user") return Effect.asVoid(progressWith(event.payload.toolCallId))
+        if (event.payload.decision !== "ask") return Effect.void
+        const known = calls.get(event.payload.toolCallId)
+        return Effect.asVoid(commit(EventDraft.subagentAsked({
+          toolCallId,
+          childSessionId,
+          description,
+          childToolCallId: event.payload.toolCallId,
+          tool: known?.tool ?? "unknown",
+          args: known?.args ?? {},
+          risk: known?.risk ?? "write"
+        })))
+      }
+      case "subagent.asked":
+        // A grandchild's ask goes up too, under this call: whoever answers the top session sees it.
+        return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
+      case "model.usage": {
+        const member = tree.members.get(childSessionId)
+        if (member !== undefined) member.usage = ModelResponse.addUsage(member.usage, event.payload.usage)
+        return Effect.asVoid(progress)
+      }
+      case "tool.completed":
+      case "tool.failed":
+        return Effect.asVoid(progress)
+      case "subagent.progress":
+        // A grandchild's progress: this child's tree moved (and an answer below settles its question up here too).
+        return Effect.asVoid(progressWith(event.payload.answered))
+      case "turn.completed":
+        ending.outcome = event.payload.stopReason
+        ending.errorCode = event.payload.errorCode
+        state.ended = true
+        return Effect.void
+      default:
+        return Effect.void
+    }
+  }
+  return { follow, ending, completed, state }
+}
+
+/**
+ * Follows the child's turn to its end, its events through `following`. A cancel of the parent lets
+ * the child's stream go, which cancels the child's turn (stored `cancelled` by then), and stores
+ * `subagent.completed`. Any other stop — the engine shutting down — leaves a child that waits (on
+ * the user, or on subagents that do) paused in its log and the call open, `subagent.completed` not
+ * stored: the parent's turn is then paused on it, to be resumed after a restart.
+ */
+const followChild = (
+  turn: Turn,
+  childSessionId: string,
+  following: ReturnType<typeof follower>,
+  completedBefore: boolean,
+  stream: (kept: Effect.Effect<boolean>) => Stream.Stream<AgentEvent.AgentEvent, unknown>
+): Effect.Effect<Either.Either<void, EventStoreFailure | { readonly _tag: "ChildFailed"; readonly failure: unknown }>> => {
+  const runtime = turn.services.subagents!
+  const kept = Effect.suspend(() => turn.cancel.requested ? Effect.succeed(false) : sessionWaits(runtime.api!, childSessionId, 1))
+  return stream(kept).pipe(
+    Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
+    Stream.runForEach((event) => following.follow(event)),
+    // The child's stream ended without its turn's end: a shutdown paused it; this call waits for the same shutdown.
+    Effect.zipRight(Effect.suspend(() => following.state.ended ? Effect.void : Effect.flatMap(kept, (keep) => keep ? Effect.never : Effect.void))),
+    Effect.either,
+    Effect.onInterrupt(() => Effect.flatMap(kept, (keep) => keep || completedBefore ? Effect.void : Effect.ignore(following.completed))),
+    Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
+  )
+}
+
+/** The call's result from how the child's turn ended and its answer. */
+const resultOf = (childSessionId: string, ending: Ending, answer: string): Either.Either<ToolOutput, ToolFailure> => {
+  if (ending.outcome === "final") return Either.right({ result: answer === "" ? "(the subagent gave no answer)" : answer })
+  const why = ending.outcome === "cancelled" ? "was cancelled" : `ended with an error: ${ending.errorCode ?? "unknown"}`
+  return Either.left(new ToolFailure({
+    errorCode: ending.errorCode === "budget_exceeded" ? "budget_exceeded" : "subagent_failed",
+    message: `The subagent (${childSessionId}) ${why}.${answer === "" ? "" : ` Its last words: ${answer}`}`
+  }))
+}
+
 /**
  * Runs a prepared `task` call: the child session, its one turn, and the parent's events about it.
  * The child's failure (an error, a budget crossed) is the call's failure, never the parent turn's;
@@ -284,99 +410,23 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     }
     const childSessionId = created.right.sessionId
     const tools = input.tools ?? (parentLink?.tools === undefined ? undefined : [...parentLink.tools])
-    runtime.links.set(childSessionId, {
-      tree,
-      parent: { sessionId: parentSessionId, cwd: turn.session.live.state.cwd },
-      depth,
-      tools: tools === undefined ? undefined : new Set(tools),
-      readOnly: input.mode === "readOnly" || parentLink?.readOnly === true,
-      maxSteps: input.maxSteps
-    })
-    tree.members.set(childSessionId, { parent: parentSessionId, steps: 0, usage: undefined })
+    link(turn, tree, childSessionId, { depth, tools, readOnly: input.mode === "readOnly" || parentLink?.readOnly === true, maxSteps: input.maxSteps })
     const { toolCallId } = call
-    const { description } = input
-    const commit = (draft: AgentEvent.TurnEventDraft) => turn.commit([draft])
-    const used = () => usedBelow(turn.services, tree, childSessionId)
-    const progressWith = (answered?: string) => Effect.suspend(() => commit(EventDraft.subagentProgress(toolCallId, childSessionId, used(), answered)))
-    const progress = progressWith()
-    const ending: Ending = { outcome: "cancelled", errorCode: undefined }
-    const completed = Effect.suspend(() => commit(EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, used())))
+    const following = follower(turn, tree, toolCallId, childSessionId, input.description)
+    const { completed, ending, state } = following
 
-    yield* commit(EventDraft.subagentStarted({
+    yield* turn.commit([EventDraft.subagentStarted({
       toolCallId,
       childSessionId,
-      description,
+      description: input.description,
       cwd: input.cwd,
       ...(tools === undefined ? {} : { tools }),
       mode: input.mode,
       ...(input.maxSteps === undefined ? {} : { maxSteps: input.maxSteps })
-    }))
-
-    // The child's calls, for the question its asks are told with; its answer so far (the last response's text).
-    const calls = new Map<string, { tool: string; args: AgentEvent.PayloadOf<"tool.started">["args"]; risk?: AgentEvent.Risk }>()
-    let answer = ""
-    const follow = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
-      switch (event.type) {
-        case "model.delta":
-          answer += event.payload.text
-          return Effect.void
-        case "model.tool_call_requested":
-          // A response with calls is not the answer: the answer is the text of the response that ends the turn.
-          answer = ""
-          calls.set(event.payload.toolCallId, { tool: event.payload.tool, args: event.payload.args })
-          return Effect.void
-        case "permission.requested": {
-          const known = calls.get(event.payload.toolCallId)
-          if (known !== undefined) known.risk = event.payload.risk
-          return Effect.void
-        }
-        case "permission.resolved": {
-          // The user answered the child: whoever showed its question can settle it.
-          if (event.payload.actor === "user") return Effect.asVoid(progressWith(event.payload.toolCallId))
-          if (event.payload.decision !== "ask") return Effect.void
-          const known = calls.get(event.payload.toolCallId)
-          return Effect.asVoid(commit(EventDraft.subagentAsked({
-            toolCallId,
-            childSessionId,
-            description,
-            childToolCallId: event.payload.toolCallId,
-            tool: known?.tool ?? "unknown",
-            args: known?.args ?? {},
-            risk: known?.risk ?? "write"
-          })))
-        }
-        case "subagent.asked":
-          // A grandchild's ask goes up too, under this call: whoever answers the top session sees it.
-          return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
-        case "model.usage": {
-          const member = tree.members.get(childSessionId)
-          if (member !== undefined) member.usage = ModelResponse.addUsage(member.usage, event.payload.usage)
-          return Effect.asVoid(progress)
-        }
-        case "tool.completed":
-        case "tool.failed":
-          return Effect.asVoid(progress)
-        case "subagent.progress":
-          // A grandchild's progress: this child's tree moved (and an answer below settles its question up here too).
-          return Effect.asVoid(progressWith(event.payload.answered))
-        case "turn.completed":
-          ending.outcome = event.payload.stopReason
-          ending.errorCode = event.payload.errorCode
-          return Effect.void
-        default:
-          return Effect.void
-      }
-    }
+    })])
 
     // The parent's own store failing stops the call; the child's failures end it as the call's result.
-    const ran = yield* api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }).pipe(
-      Stream.mapError((failure) => ({ _tag: "ChildFailed" as const, failure })),
-      Stream.runForEach((event) => follow(event)),
-      Effect.either,
-      // A cancel of the parent: the child's turn stream was interrupted, so its turn is stored cancelled by now.
-      Effect.onInterrupt(() => Effect.ignore(completed)),
-      Effect.ensuring(Effect.sync(() => runtime.links.delete(childSessionId)))
-    )
+    const ran = yield* followChild(turn, childSessionId, following, false, (kept) => api.runTurn({ sessionId: childSessionId, userMessage: input.prompt }, kept))
     if (Either.isLeft(ran)) {
       if (ran.left._tag === "EventStoreFailure") return yield* Effect.fail(ran.left)
       yield* Effect.logWarning("a subagent's turn failed", ran.left.failure)
@@ -384,10 +434,215 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
       ending.errorCode = "subagent_failed"
     }
     yield* completed
-    if (ending.outcome === "final") return Either.right({ result: answer === "" ? "(the subagent gave no answer)" : answer })
-    const why = ending.outcome === "cancelled" ? "was cancelled" : `ended with an error: ${ending.errorCode ?? "unknown"}`
-    return Either.left(new ToolFailure({
-      errorCode: ending.errorCode === "budget_exceeded" ? "budget_exceeded" : "subagent_failed",
-      message: `The subagent (${childSessionId}) ${why}.${answer === "" ? "" : ` Its last words: ${answer}`}`
-    }))
+    return resultOf(childSessionId, ending, state.answer)
   })
+
+/** The child is linked below `host`'s session in `tree`: narrowed as it was when it started, its usage counted in the tree. */
+const link = (
+  host: Host,
+  tree: Tree,
+  childSessionId: string,
+  narrowing: Pick<Link, "depth" | "readOnly" | "maxSteps"> & { readonly tools: ReadonlyArray<string> | undefined }
+): void => {
+  const runtime = host.services.subagents!
+  runtime.links.set(childSessionId, {
+    ...narrowing,
+    tree,
+    parent: { sessionId: host.session.sessionId, cwd: host.session.live.state.cwd },
+    tools: narrowing.tools === undefined ? undefined : new Set(narrowing.tools)
+  })
+  tree.members.set(childSessionId, { parent: host.session.sessionId, steps: 0, usage: undefined })
+}
+
+// ---------------------------------------------------------------------------------------------
+// After a restart: a turn paused on its subagents
+
+/** A `task` call left running in the log, with the subagent it started. */
+export type WaitingCall = SessionState.OpenToolCall & { readonly subagent: SessionState.OpenSubagent }
+
+/** How deep a tree of waiting sessions is followed: past any real nesting, so that a log edited into a cycle ends. */
+const maxFollowed = 8
+
+/**
+ * Whether the subagents a turn's `task` calls wait on (its log's {@link SessionState.waitingOnSubagents})
+ * wait themselves — on the user, or on subagents of theirs that do. Then the turn is paused on them:
+ * it is resumed, not repaired. A subagent that ended, was left open by a crash, or cannot be read
+ * does not wait.
+ */
+export const treeWaits = (services: Services, state: SessionState.SessionState): Effect.Effect<boolean> => {
+  const api = services.subagents?.api
+  return api === undefined ? Effect.succeed(false) : subagentsWait(api, state, 1)
+}
+
+const subagentsWait = (api: EngineApi, state: SessionState.SessionState, depth: number): Effect.Effect<boolean> =>
+  Effect.exists(SessionState.waitingOnSubagents(state), (call) => sessionWaits(api, call.subagent.childSessionId, depth))
+
+/** Whether a session's open turn waits: on the user, or on subagents that wait. */
+const sessionWaits = (api: EngineApi, sessionId: string, depth: number): Effect.Effect<boolean> =>
+  depth > maxFollowed ? Effect.succeed(false) : api.session(sessionId).pipe(
+    Effect.flatMap(({ state }) => SessionState.isPaused(state) ? Effect.succeed(true) : subagentsWait(api, state, depth + 1)),
+    Effect.orElseSucceed(() => false)
+  )
+
+/** How a child's turn ended, as its log says: none while a turn of it is open (or none started). */
+const endOf = (live: Live): { readonly ending: Ending; readonly answer: string } | undefined => {
+  const { lastTurn, openTurn } = live.state
+  if (openTurn !== undefined || lastTurn === undefined) return undefined
+  const said = Transcript.all(live.transcript).filter((e) => e.role === "assistant" && e.turnId === lastTurn.turnId)
+  return { ending: { outcome: lastTurn.stopReason, errorCode: lastTurn.errorCode }, answer: lastTurn.stopReason === "final" ? said.at(-1)?.content ?? "" : "" }
+}
+
+const tagOf = (failure: unknown): unknown => typeof failure === "object" && failure !== null && "_tag" in failure ? failure._tag : undefined
+
+/** The call's end when the child's session cannot be read (deleted, or its log corrupt): a typed error, never a wait. */
+const lost = (childSessionId: string, why: unknown): Either.Either<never, ToolFailure> => {
+  const reason = tagOf(why) === "SessionNotFound" ? "is gone" : "could not be read"
+  return Either.left(new ToolFailure({ errorCode: "subagent_lost", message: `The subagent's session (${childSessionId}) ${reason}.` }))
+}
+
+/**
+ * Resumes a `task` call a stopped process left running: the subagent is linked again (narrowed as
+ * `subagent.started` told it) and followed to its end — a turn it has paused is resumed (and waits
+ * for the user's answer, given on either session), one a crash left open is closed `interrupted`
+ * by its own repair, one that ended is read from its log (the answer picked up once), and one never
+ * started is started. `subagent.completed` is stored unless the log has it; then the call's result.
+ */
+export const resume = (turn: Turn, call: WaitingCall): Effect.Effect<Either.Either<ToolOutput, ToolFailure>, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const runtime = turn.services.subagents
+    const api = runtime?.api
+    const { subagent, toolCallId } = call
+    const { childSessionId } = subagent
+    if (runtime === undefined || api === undefined) return Either.left(new ToolFailure({ errorCode: "subagent_failed", message: "This engine runs no subagents." }))
+    const loaded = yield* Effect.either(api.session(childSessionId))
+    const tree = treeOf(runtime, turn)
+    const parentLink = runtime.links.get(turn.session.sessionId)
+    const following = follower(turn, tree, toolCallId, childSessionId, subagent.description)
+    const { completed, ending } = following
+    const finish = (result: Either.Either<ToolOutput, ToolFailure>, outcome: Ending) => {
+      ending.outcome = outcome.outcome
+      ending.errorCode = outcome.errorCode
+      return Effect.as(subagent.completed === true ? Effect.void : completed, result)
+    }
+    if (Either.isLeft(loaded)) {
+      yield* Effect.logWarning("a subagent's session could not be read", loaded.left)
+      return yield* finish(lost(childSessionId, loaded.left), { outcome: "error", errorCode: "subagent_lost" })
+    }
+    const child = loaded.right.state
+    const before = endOf(loaded.right)
+    if (before === undefined) {
+      const prompt = typeof call.args === "object" && call.args !== null && "prompt" in call.args && typeof call.args.prompt === "string" ? call.args.prompt : ""
+      link(turn, tree, childSessionId, {
+        depth: child.parent?.depth ?? (parentLink?.depth ?? 0) + 1,
+        tools: subagent.tools,
+        readOnly: subagent.mode === "readOnly" || parentLink?.readOnly === true,
+        maxSteps: subagent.maxSteps
+      })
+      const ran = yield* followChild(turn, childSessionId, following, subagent.completed === true, (kept) =>
+        child.turnCount === 0 ? api.runTurn({ sessionId: childSessionId, userMessage: prompt }, kept) : api.resumeTurn(childSessionId, kept))
+      // NothingToResume: the child's turn was left open by a crash, and its repair has just closed it.
+      if (Either.isLeft(ran)) {
+        if (ran.left._tag === "EventStoreFailure") return yield* Effect.fail(ran.left)
+        if (tagOf(ran.left.failure) !== "NothingToResume") yield* Effect.logWarning("a subagent's resumed turn failed", ran.left.failure)
+      }
+    }
+    const after = yield* Effect.either(api.session(childSessionId))
+    if (Either.isLeft(after)) return yield* finish(lost(childSessionId, after.left), { outcome: "error", errorCode: "subagent_lost" })
+    const end = endOf(after.right) ?? { ending: { outcome: "error" as const, errorCode: "subagent_failed" }, answer: "" }
+    return yield* finish(resultOf(childSessionId, end.ending, end.answer), end.ending)
+  })
+
+/**
+ * Settles the `task` calls of a turn a stopped process left open, when nothing of its tree waits
+ * for the user (see {@link treeWaits}): each subagent's turn left open is closed by its own repair,
+ * then the call ends as the subagent did — `subagent.completed`, and the answer it gave as the
+ * call's result, or its failure. Used by the repair that closes the turn (`interrupted`) afterwards.
+ */
+export const settle = (services: Services, session: Host["session"], commit: Commit): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const api = services.subagents?.api
+    const calls = (session.live.state.openTurn?.toolCalls ?? []).filter((c): c is WaitingCall => c.status === "running" && c.subagent !== undefined)
+    for (const call of calls) {
+      const { subagent, toolCallId } = call
+      const { childSessionId } = subagent
+      const live = api === undefined ? undefined : yield* Effect.option(api.session(childSessionId))
+      // A turn of the child left open: its own repair closes it (and settles its own `task` calls first).
+      if (live?._tag === "Some" && live.value.state.openTurn !== undefined) yield* Effect.ignore(api!.repair(childSessionId))
+      const read = api === undefined ? undefined : yield* Effect.option(api.session(childSessionId))
+      const end = read?._tag === "Some" ? endOf(read.value) : undefined
+      const ending: Ending = read?._tag !== "Some"
+        ? { outcome: "error", errorCode: "subagent_lost" }
+        : end?.ending ?? { outcome: "error", errorCode: "interrupted" }
+      const result = read?._tag !== "Some" ? lost(childSessionId, undefined) : resultOf(childSessionId, ending, end?.answer ?? "")
+      yield* commit([
+        ...(subagent.completed === true ? [] : [EventDraft.subagentCompleted(toolCallId, childSessionId, ending.outcome, ending.errorCode, { steps: 0 })]),
+        Either.isRight(result)
+          ? EventDraft.toolCompleted(toolCallId, result.right.result, undefined, [])
+          : EventDraft.toolFailed(toolCallId, result.left.errorCode, result.left.message)
+      ])
+    }
+  })
+
+/**
+ * Cancels the subagents a turn paused in the log waits on (each stored `cancelled` in its own log),
+ * and stores their end in the parent: `subagent.completed {cancelled}` (the turn's close then ends
+ * the calls `cancelled`).
+ */
+export const cancelWaiting = (services: Services, session: Host["session"], commit: Commit): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
+    const api = services.subagents?.api
+    const calls = SessionState.waitingOnSubagents(session.live.state)
+    if (api !== undefined) yield* Effect.forEach(calls, (call) => api.cancelTurn(call.subagent.childSessionId), { discard: true })
+    if (calls.length === 0) return
+    yield* commit(calls.map((call) => EventDraft.subagentCompleted(call.toolCallId, call.subagent.childSessionId, "cancelled", undefined, { steps: 0 })))
+  })
+
+/**
+ * The session whose turn to resume for `sessionId`: a subagent whose parent's `task` call still
+ * waits on it (in the parent's log) is resumed by its parent — the top one that waits — which
+ * narrows it again and takes its answer; any other session is its own.
+ */
+export const driverOf = (services: Services, sessionId: string): Effect.Effect<string> => {
+  const api = services.subagents?.api
+  if (api === undefined) return Effect.succeed(sessionId)
+  const up = (id: string, depth: number): Effect.Effect<string> =>
+    depth > maxFollowed ? Effect.succeed(id) : api.session(id).pipe(
+      Effect.flatMap(({ state }) => {
+        const parent = state.parent
+        if (parent === undefined) return Effect.succeed(id)
+        return api.session(parent.sessionId).pipe(
+          Effect.flatMap((above) =>
+            SessionState.waitingOnSubagents(above.state).some((c) => c.toolCallId === parent.toolCallId && c.subagent.childSessionId === id)
+              ? up(parent.sessionId, depth + 1)
+              : Effect.succeed(id)
+          )
+        )
+      }),
+      Effect.orElseSucceed(() => id)
+    )
+  return up(sessionId, 0)
+}
+
+/**
+ * The calls of the subagents a session's open `task` calls run (and of theirs) that wait for the
+ * user, each labelled with its subagent (`askedBy`). A subagent whose session cannot be read is left out.
+ */
+export const pendingBelow = (services: Services, state: SessionState.SessionState): Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>> => {
+  const api = services.subagents?.api
+  if (api === undefined) return Effect.succeed([])
+  const below = (state: SessionState.SessionState, depth: number): Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>> =>
+    depth > maxFollowed ? Effect.succeed([]) : Effect.map(
+      Effect.forEach(SessionState.waitingOnSubagents(state), ({ subagent }) =>
+        api.session(subagent.childSessionId).pipe(
+          Effect.flatMap(({ state: child }) =>
+            Effect.map(below(child, depth + 1), (deeper) => [
+              ...SessionState.pendingApprovals(child).map((call) => ({ ...call, askedBy: { sessionId: child.sessionId, description: subagent.description } })),
+              ...deeper
+            ])
+          ),
+          Effect.orElseSucceed(() => [])
+        )),
+      (lists) => lists.flat()
+    )
+  return below(state, 1)
+}

@@ -220,7 +220,16 @@ export interface StepCall {
   readonly call: ToolCallInput
   readonly status: OpenToolCall["status"]
   readonly decidedBy?: OpenToolCall["decidedBy"]
+  /** A `task` call's subagent, started before its process stopped: resumed, the call follows it to its end. */
+  readonly subagent?: OpenToolCall["subagent"]
 }
+
+/** A `task` call a stopped process left running, resumed: it follows its subagent, then stores the call's end. */
+const resumeTask = (turn: Turn, call: Subagents.WaitingCall): Effect.Effect<void, EventStoreFailure> =>
+  Effect.flatMap(Subagents.resume(turn, call), (outcome) =>
+    Either.isLeft(outcome)
+      ? toolFailed(turn, call.toolCallId, outcome.left.errorCode, outcome.left.message)
+      : turn.commit([EventDraft.toolCompleted(call.toolCallId, outcome.right.result)]))
 
 /**
  * Runs the tool calls of one model response to their end — or, when a paused turn is resumed in a
@@ -237,7 +246,12 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
     const slots = yield* Effect.makeSemaphore(permits)
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
     for (let index = 0; index < calls.length; index++) {
-      const { call, decidedBy, status } = calls[index]!
+      const { call, decidedBy, status, subagent } = calls[index]!
+      if (status === "running" && subagent !== undefined) {
+        // Waiting on its subagent (for the user, maybe): beside the other calls, holding no slot.
+        running.push(yield* Effect.forkScoped(resumeTask(turn, { ...call, status, subagent })))
+        continue
+      }
       if (status === "running") {
         yield* toolFailed(turn, call.toolCallId, "interrupted", "The call was running when the agent stopped; it may or may not have finished.")
         continue

@@ -101,10 +101,11 @@ const open = (turn: Turn): Effect.Effect<Opened | undefined, EventStoreFailure> 
       }
       case "Resume": {
         const { state, transcript } = turn.session.live
-        const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, tool, toolCallId }): ToolPhase.StepCall => ({
+        const open = (state.openTurn?.toolCalls ?? []).map(({ args, decidedBy, status, subagent, tool, toolCallId }): ToolPhase.StepCall => ({
           call: { toolCallId, tool, args },
           status,
-          ...(decidedBy === undefined ? {} : { decidedBy })
+          ...(decidedBy === undefined ? {} : { decidedBy }),
+          ...(subagent === undefined ? {} : { subagent })
         }))
         const stepsDone = Transcript.all(transcript).filter((e) => e.role === "assistant" && e.turnId === turn.turnId).length
         return { open, stepsDone }
@@ -216,8 +217,10 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
     if (Option.isSome(storeFailure)) return yield* storeFailure.value
     if (Cause.isInterruptedOnly(exit.cause)) {
       const { state } = turn.session.live
-      if (!turn.cancel.requested && SessionState.isPaused(state)) {
-        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running") ?? []
+      // Waiting on the user, or on subagents that do: left paused, its `task` calls open with them.
+      if (!turn.cancel.requested && (SessionState.isPaused(state) || (yield* Subagents.treeWaits(turn.services, state)))) {
+        const waiting = new Set(SessionState.waitingOnSubagents(state).map((c) => c.toolCallId))
+        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running" && !waiting.has(c.toolCallId)) ?? []
         yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
         return { _tag: "Paused" } as const
       }

@@ -74,8 +74,10 @@ export const layer = Layer.scoped(
       Effect.forEach([...running.keys()], (sessionId) =>
         engine.sessionState({ sessionId }).pipe(
           Effect.flatMap((state) =>
-            // A turn waiting for the user stays paused; any other turn is cancelled (and closed in the log).
-            SessionState.isPaused(state) ? Effect.void : engine.cancelTurn({ sessionId })
+            // A turn waiting for the user (or on a subagent that does) stays paused; any other turn is cancelled (and closed in the log).
+            SessionState.isPaused(state)
+              ? Effect.void
+              : Effect.flatMap(engine.pendingApprovals({ sessionId }), (waiting) => waiting.length > 0 ? Effect.void : engine.cancelTurn({ sessionId }))
           ),
           Effect.catchAll(() => engine.cancelTurn({ sessionId }))
         ), { concurrency: "unbounded", discard: true })

@@ -1,9 +1,10 @@
 /**
  * Subagents through the built CLI, a real subprocess: `run --subagents` offers the task tool; a
  * child's ask is asked in the parent's terminal, labelled with the child's task, answered once and
- * recorded in the child's log; `--max-tokens` stops the whole tree with `budget_exceeded`.
+ * recorded in the child's log; `--max-tokens` stops the whole tree with `budget_exceeded`; a
+ * subagent waiting when the process is killed is answered and resumed after it, through its parent.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -115,7 +116,7 @@ describe("effect-agent run --subagents", () => {
     expect(logs(replayData).map(shape).sort()).toEqual(logs(dataDir).map(shape).sort())
   })
 
-  it("SIGKILL while a subagent waits for approval: both logs are repaired; the orphaned subagent runs the call the user approved, and no other", async () => {
+  it("SIGKILL while a subagent waits for approval: the parent stays paused on it; pending lists the ask, approve resumes the tree through the parent, which ends with the child's answer", async () => {
     const { cwd, dataDir, script } = setup("crash", {
       responses: [
         { toolCalls: [{ tool: "task", args: { description: "write", prompt: "child: write it" }, id: "task_1" }] },
@@ -136,31 +137,65 @@ describe("effect-agent run --subagents", () => {
     const child = before.find((log) => (log[0]!.payload as { parent?: unknown }).parent !== undefined)!
     const parent = before.find((log) => log !== child)!
     const childId = child[0]!.sessionId
-    const callId = (child.find((e) => e.type === "permission.resolved")!.payload as { toolCallId: string }).toolCallId
+    const parentId = parent[0]!.sessionId
     // A new process's scripted model starts its lists again: the rest of the story, as it goes on.
     const rest = join(dir, "crash-rest.json")
     writeFileSync(rest, JSON.stringify({
-      responses: [{ chunks: ["Next turn."] }],
-      subagents: { "child: write it": [{ toolCalls: [{ tool: "write_file", args: { path: "y.txt", content: "y" }, id: "w_y" }] }, { chunks: ["wrote"] }] }
+      responses: [{ chunks: ["The child wrote both."] }],
+      subagents: { "child: write it": [{ toolCalls: [{ tool: "write_file", args: { path: "y.txt", content: "y" }, id: "w_y" }] }, { chunks: ["wrote x and y"] }] }
     }))
-    // The parent's next turn repairs its log: the task call and the turn closed `interrupted`.
-    const next = start(["run", "go on", "--session", parent[0]!.sessionId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
-    next.child.stdin!.end()
-    expect((await next.done).code).toBe(0)
-    // The subagent's paused turn, answered on its own: no parent runs it, so its call is denied.
-    const approve = start(["approve", childId, callId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
-    approve.child.stdin!.end()
-    await approve.done
+    // The parent is paused on its subagent, not a crash's: a new turn is refused, nothing is repaired.
+    const busy = start(["run", "go on", "--session", parentId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    busy.child.stdin!.end()
+    expect((await busy.done).code).not.toBe(0)
+    const pending = start(["pending", parentId, "--data-dir", dataDir], { cwd })
+    const listed = await pending.done
+    expect(listed.stdout).toContain(`${parentId}  w_x  write_file x.txt`)
+    // Approved on the subagent's session, as `pending` lists it there too: the parent resumes and drives it.
+    const approve = start(["approve", childId, "w_x", "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    approve.child.stdin!.end("y\n")
+    const approved = await approve.done
+    expect(approved.code).toBe(0)
+    expect(approved.stderr).toMatch(/Subagent "write" \(sess_[^)]+\) asks: allow write_file y\.txt\?/)
+    expect(approved.stdout).toBe("The child wrote both.\n")
     const after = logs(dataDir)
     for (const log of after) expectWellFormedLog(log)
-    const parentAfter = after.find((log) => log[0]!.sessionId === parent[0]!.sessionId)!
-    expect(parentAfter.filter((e) => e.type === "turn.completed").map((e) => [(e.payload as { stopReason: string }).stopReason, (e.payload as { errorCode?: string }).errorCode])).toEqual([["error", "interrupted"], ["final", undefined]])
+    const parentAfter = after.find((log) => log[0]!.sessionId === parentId)!
+    expect(parentAfter.filter((e) => e.type === "turn.completed").map((e) => (e.payload as { stopReason: string }).stopReason)).toEqual(["final"])
+    expect(parentAfter.filter((e) => e.type === "tool.completed").map((e) => (e.payload as { result: string }).result)).toEqual(["wrote x and y"])
     const childAfter = after.find((log) => log[0]!.sessionId === childId)!
-    // The call the user approved ran (it was decided under the subagent's narrowing before the crash);
-    // the next one is denied: nothing narrows an orphaned subagent any more.
-    expect(existsSync(join(cwd, "x.txt"))).toBe(true)
-    expect(childAfter.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { policy?: string }).policy).at(-1)).toBe("subagent/orphaned")
-    expect(existsSync(join(cwd, "y.txt"))).toBe(false)
+    // Both writes ran once, each answered by the user, neither `subagent/orphaned`.
+    expect(readFileSync(join(cwd, "x.txt"), "utf8")).toBe("x")
+    expect(readFileSync(join(cwd, "y.txt"), "utf8")).toBe("y")
+    expect(childAfter.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { policy?: string; actor: string }).policy ?? (e.payload as { actor: string }).actor))
+      .toEqual(["default/write", "user", "default/write", "user"])
+    expect(childAfter.filter((e) => e.type === "tool.completed")).toHaveLength(2)
+  })
+
+  it("chat --session on a parent a kill left paused on its subagent: the subagent's question is asked, labelled; y resumes the tree to its end", async () => {
+    const { cwd, dataDir, script } = setup("chat-crash", {
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "write", prompt: "child: write it" }, id: "task_1" }] }],
+      subagents: { "child: write it": [{ toolCalls: [{ tool: "write_file", args: { path: "z.txt", content: "z" }, id: "w_z" }] }] }
+    })
+    const first = start(["run", "delegate the write", "--subagents", "--script", script, "--data-dir", dataDir], { cwd })
+    await first.waitForStderr(/asks: allow write_file z\.txt\?/)
+    first.child.kill("SIGKILL")
+    await first.done
+    const parentId = logs(dataDir).find((log) => (log[0]!.payload as { parent?: unknown }).parent === undefined)![0]!.sessionId
+    const rest = join(dir, "chat-crash-rest.json")
+    writeFileSync(rest, JSON.stringify({ responses: [{ chunks: ["Parent done."] }], subagents: { "child: write it": [{ chunks: ["wrote z"] }] } }))
+    const chat = start(["chat", "--session", parentId, "--subagents", "--script", rest, "--data-dir", dataDir], { cwd })
+    await chat.waitForStderr(/Subagent "write" \(sess_[^)]+\) asks: allow write_file z\.txt\?/)
+    chat.child.stdin!.write("y\n")
+    await chat.waitForStdout(/Parent done\.\n/)
+    chat.child.stdin!.end()
+    expect((await chat.done).code).toBe(0)
+    expect(readFileSync(join(cwd, "z.txt"), "utf8")).toBe("z")
+    const all = logs(dataDir)
+    for (const log of all) expectWellFormedLog(log)
+    const parent = all.find((log) => log[0]!.sessionId === parentId)!
+    expect(parent.filter((e) => e.type === "tool.completed").map((e) => (e.payload as { result: string }).result)).toEqual(["wrote z"])
+    expect(parent.filter((e) => e.type === "turn.completed").map((e) => (e.payload as { stopReason: string }).stopReason)).toEqual(["final"])
   })
 
   it("chat --subagents: a subagent's question is asked inline and the next line answers it, on the subagent's session", async () => {

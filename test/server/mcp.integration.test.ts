@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { type Running, start } from "../cli/subprocess.js"
+import type { Running } from "../cli/subprocess.js"
+import { startServe } from "./serveProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-mcp-"))
 const running: Array<Running> = []
@@ -24,15 +25,10 @@ const launch = async (name: string, responses: ReadonlyArray<unknown>, env?: Rec
   mkdirSync(markers, { recursive: true })
   const script = join(dir, `${name}.json`)
   writeFileSync(script, JSON.stringify({ responses }))
-  const server = start(["serve", "--port", "0", "--script", script, "--data-dir", join(cwd, ".data")], { cwd, ...(env === undefined ? {} : { env }) })
+  const { server, stderr, token, url } = await startServe(["--script", script, "--data-dir", join(cwd, ".data")], { cwd, env })
   running.push(server)
-  let stderr = ""
-  server.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await server.waitForStderr(/viewer \(this URL works once\): \S+\n/)
-  const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!
-  const token = /token: (\S+)/.exec(stderr)![1]!
   const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
-  return { cwd, markers, url, headers, dataDir: join(cwd, ".data"), server, stderr: () => stderr }
+  return { cwd, markers, url, headers, dataDir: join(cwd, ".data"), server, stderr }
 }
 
 const until = async <A>(check: () => Promise<A | undefined>): Promise<A> => {
