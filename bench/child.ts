@@ -35,8 +35,9 @@ const main = async () => {
       const rt = engineRuntime(storeLayer({ kind: "jsonl", dataDir }), constantModel(["ok"], Number.MAX_SAFE_INTEGER))
       return (mode === "replay"
         ? rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
-          // Counted by a fold: `Stream.runForEachChunk` (effect 3.22) keeps what it consumed reachable from
-          // old space until a major GC, so a consumer written with it grows with the log whatever the store does.
+          // Counted by a fold: a `Stream.runForEachChunk` callback returning `Effect.sync(() => …)` keeps what
+          // it consumed reachable from old space until a major GC (a pretenured effect holding each chunk:
+          // bench/README.md), so a consumer written so grows with the log whatever the store does.
           Stream.runFold(engine.replaySession({ sessionId }), 0, (n) => n + 1)))
         : rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
           Effect.gen(function*() {

@@ -90,16 +90,23 @@ export { deltaTexts, touch, touchPi } from "./both.js"
  * Drains a turn's stream, consuming its events one by one (`touch`), and counts them. Pulled a chunk
  * at a time, then each event of the chunk in turn: `Stream.runFold` recurses once per element of a
  * chunk, and a turn's stream can hand over a chunk of 10,000 events, which overflows the stack.
+ *
+ * The callback does its work and returns `Effect.void`, like a plain callback on pi's side. Not
+ * `Effect.sync(() => …)`: that allocates an effect whose closure holds the chunk, at a constructor
+ * site V8 soon pretenures (effect's `sync` is shared by every `Effect.sync` of the program), so each
+ * dead effect sits in old space holding its chunk, and every event survives the scavenges until the
+ * next mark-compact (`bench/sinks.mjs` reproduces it without effect-agent; see bench/README.md).
  */
 export const count = <E, R>(stream: Stream.Stream<AgentEvent.AgentEvent, E, R>): Effect.Effect<number, E, R> =>
   Effect.suspend(() => {
     let n = 0
-    return Stream.runForEachChunk(stream, (chunk) => Effect.sync(() => {
+    return Stream.runForEachChunk(stream, (chunk) => {
       for (const event of chunk) {
         touch(event)
         n++
       }
-    })).pipe(Effect.map(() => n))
+      return Effect.void
+    }).pipe(Effect.map(() => n))
   })
 
 /** Runs one turn to its end and returns how many events it streamed. */

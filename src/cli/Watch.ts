@@ -34,7 +34,12 @@ export const command = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const render = Render.make(output, { transcript: true })
       yield* engine.watchSession({ sessionId }).pipe(
-        Stream.runForEach((event) => Effect.sync(() => json ? output.out(JSON.stringify(event) + "\n") : render.event(event)))
+        // Printed in the callback, a chunk at a time: an `Effect.sync` per event would hold each event
+        // from old space until a major GC (V8 pretenures effect's shared constructor; bench/README.md).
+        Stream.runForEachChunk((events) => {
+          for (const event of events) json ? output.out(JSON.stringify(event) + "\n") : render.event(event)
+          return Effect.void
+        })
       )
     }).pipe(Effect.provide(readingEngineLayer(storage)))
 ).pipe(Command.withDescription(Help.described("Print a session live, whichever process drives it, until Ctrl+C (--json: its events, one per line)", ["effect-agent watch <id>", "effect-agent watch <id> --json"])))
