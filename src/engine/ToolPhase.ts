@@ -256,9 +256,19 @@ export interface StepCall {
  * them and waits until they are stopped, before the turn closes them.
  */
 export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<void, EventStoreFailure> =>
-  Effect.scoped(Effect.gen(function*() {
-    const permits = Math.max(1, turn.services.options.toolConcurrency)
-    const slots = yield* Effect.makeSemaphore(permits)
+  // One call runs in this fiber (see below): it needs no scope to fork into, nor slots.
+  calls.length === 1 ? runCalls(turn, calls, undefined) : Effect.scoped(Effect.flatMap(
+    Effect.all([Effect.scope, Effect.makeSemaphore(Math.max(1, turn.services.options.toolConcurrency))]),
+    ([scope, slots]) => runCalls(turn, calls, (call) => Effect.forkIn(slots.withPermits(1)(call), scope))
+  ))
+
+/** The calls of `run`; `fork` starts a call beside the others (in the phase's scope, within the slots). */
+const runCalls = (
+  turn: Turn,
+  calls: ReadonlyArray<StepCall>,
+  fork: ((call: Effect.Effect<void, EventStoreFailure>) => Effect.Effect<Fiber.Fiber<void, EventStoreFailure>>) | undefined
+): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
     for (let index = 0; index < calls.length; index++) {
       const { call, decidedBy, status } = calls[index]!
@@ -302,7 +312,8 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
         yield* execute(turn, prepared.right, nothingPending)
         continue
       }
-      running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(turn, prepared.right, nothingPending))))
+      // Not the last call (`fork` is given whenever there are several).
+      running.push(yield* fork!(execute(turn, prepared.right, nothingPending)))
     }
-    yield* Fiber.joinAll(running)
-  }))
+    if (running.length > 0) yield* Fiber.joinAll(running)
+  })
