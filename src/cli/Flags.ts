@@ -43,6 +43,10 @@ export interface Storage {
   readonly databaseUrl?: Option.Option<Redacted.Redacted>
 }
 
+/** Where the options' sessions are, for messages: the data dir or database file, never a database URL. */
+export const storeName = ({ dataDir, store }: Storage): string =>
+  store === "postgres" ? "the PostgreSQL database" : store === "sqlite" ? `${dataDir}/effect-agent.sqlite` : dataDir
+
 /**
  * `--network`: commands in the sandbox may use the network. A flag only the user types: a project's
  * settings file cannot turn it on.
@@ -148,7 +152,7 @@ const sqliteLayer = (filename: string, readOnly: boolean) =>
   )
 
 /** PostgreSQL is an optional peer too: loaded only when chosen. The URL is never printed. */
-const postgresLayer = (url: Option.Option<Redacted.Redacted>) =>
+const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     if (Option.isNone(url)) {
       return yield* new CliError({ reason: "invalid_arguments", message: "--store postgres needs --database-url or EFFECT_AGENT_DATABASE_URL" })
@@ -161,7 +165,7 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>) =>
           message: "--store postgres needs the optional packages @effect/sql and @effect/sql-pg: npm install @effect/sql @effect/sql-pg"
         })
     })
-    return PostgresEventStore.layer({ url: url.value, ...(yield* leaseTtl) })
+    return PostgresEventStore.layer({ url: url.value, readOnly, ...(yield* leaseTtl) })
   }))
 
 /**
@@ -170,7 +174,7 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>) =>
  */
 export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
   store === "postgres"
-    ? postgresLayer(databaseUrl ?? Option.none())
+    ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
     : store === "sqlite"
     ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
     : JsonlEventStore.layer({ dataDir, readOnly })

@@ -49,6 +49,9 @@ const inline = (tokens: ReadonlyArray<Token>): string =>
     }
   }).join("")
 
+/** The longest line styled (characters); a longer one is printed unstyled. */
+export const longestStyled = 4096
+
 /** A renderer of one answer's lines: it remembers whether a code block is open. */
 export const make = (lexer: Lexer) => {
   let fence: string | undefined
@@ -56,6 +59,10 @@ export const make = (lexer: Lexer) => {
 
   /** One complete line (without its newline), styled. */
   const line = (text: string): string => {
+    // The model writes the line: marked's inline rules and the patterns below are superlinear on
+    // some long lines (100 KB of `_a` takes minutes, on the event loop). A line that long is shown
+    // as it is, in the code block's colour when one is open.
+    if (text.length > longestStyled) return fence === undefined ? text : yellow(text)
     const fenceMark = /^\s*(`{3,}|~{3,})/.exec(text)?.[1]
     if (fence !== undefined) {
       if (fenceMark !== undefined && fenceMark[0] === fence[0] && fenceMark.length >= fence.length && text.trim() === fenceMark) {

@@ -75,7 +75,7 @@ export const command = Command.make(
       const engine = yield* SessionEngine.SessionEngine
       const { damaged, sessions: summaries } = yield* engine.sessionListing
       yield* warnDamaged(damaged)
-      if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${options.dataDir}.`)
+      if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${Flags.storeName(options)}.`)
       const shown = Session.filterSummaries(summaries, {
         cwd: Option.getOrUndefined(Option.map(cwd, storedDirectory)),
         search: Option.getOrUndefined(search)

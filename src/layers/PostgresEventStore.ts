@@ -34,6 +34,7 @@ import * as LogFormat from "../domain/LogFormat.js"
 import { BlobStore } from "../services/BlobStore.js"
 import { EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
+import * as MemoryEventStore from "./MemoryEventStore.js"
 import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
@@ -51,6 +52,15 @@ export interface Options {
   readonly writerLease?: Lease.Settings
   /** The most connections the store opens (default 10). */
   readonly maxConnections?: number
+  /**
+   * Only read the database (the read commands: `sessions`, `pending`, `replay`, …), so that a user
+   * who may only read it — a role granted SELECT alone — still lists and replays: no migration runs
+   * and nothing is created or locked. A schema an older version left is read as it stands (the
+   * listing folds what its tables lack from the events); a database with none of our tables reads
+   * as an empty store. Appends and writer locks are refused (`permission_denied`) before any
+   * statement.
+   */
+  readonly readOnly?: boolean
 }
 
 /** The table the migrator records applied migrations in. */
@@ -196,11 +206,11 @@ const failure = (operation: EventStoreFailure["operation"], where: string, sessi
   })
 
 /** Any error met while connecting or migrating, as a store failure naming the server. */
-const openFailure = (where: string, error: unknown, what: string) => {
+const openFailure = (where: string, error: unknown, what: string, operation: "append" | "read" = "append") => {
   const code = codeOf(error)
   return new EventStoreFailure({
     reason: code === undefined ? "unavailable" : reasonOfCode(code),
-    operation: "append",
+    operation,
     path: where,
     detail: `${what}: ${explain(code, messageOf(error))}`,
     cause: error
@@ -305,5 +315,40 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
   }).pipe(
     Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
   )
-  return layerFromClient({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) }).pipe(Layer.provide(client))
+  const stores = options.readOnly === true
+    ? readOnlyStores(where)
+    : layerFromClient({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })
+  return stores.pipe(Layer.provide(client))
 }
+
+/** What a store opened read-only refuses, before any statement. */
+const readOnlyRefusal = (operation: "append" | "lock", where: string, sessionId: string) =>
+  new EventStoreFailure({ reason: "permission_denied", operation, sessionId, path: where, detail: "the store was opened read-only" })
+
+/**
+ * The stores of `Options.readOnly`: the schema as found, never migrated. Our `events` table missing
+ * (`to_regclass` answers null, and needs no privilege): nothing was ever stored here, an empty store.
+ */
+const readOnlyStores = (where: string): Layer.Layer<EventStore | BlobStore, EventStoreFailure, SqlClient.SqlClient> =>
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [found] = yield* sql<{ readonly present: boolean }>`SELECT to_regclass('events') IS NOT NULL AS present`.pipe(
+        Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "reading the schema failed", "read")))
+      )
+      if (found?.present !== true) return MemoryEventStore.layer
+      const store = yield* make({ where })
+      return Layer.merge(
+        Layer.succeed(
+          EventStore,
+          EventStore.of({
+            ...store,
+            append: (event) => Effect.fail(readOnlyRefusal("append", where, event.sessionId)),
+            appendAll: (events) => events.length === 0 ? Effect.void : Effect.fail(readOnlyRefusal("append", where, events[0]!.sessionId)),
+            acquireWriter: (sessionId) => Effect.fail(readOnlyRefusal("lock", where, sessionId))
+          })
+        ),
+        Layer.effect(BlobStore, SqlBlobStore.make({ where }))
+      )
+    })
+  )

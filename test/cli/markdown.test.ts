@@ -34,6 +34,18 @@ describe("Markdown on the terminal", () => {
     expect(md.line("*fresh*")).toBe(`${esc}[3mfresh${esc}[23m`)
   })
 
+  it("a hostile model's long line is printed unstyled, at once (the inline rules are superlinear on it)", async () => {
+    const md = Markdown.make(await Markdown.loadLexer())
+    const underscores = "_a".repeat(100_000)
+    expect(md.line(underscores)).toBe(underscores)
+    const heading = `# ${" ".repeat(200_000)}x`
+    expect(md.line(heading)).toBe(heading)
+    // Up to the limit, a line is styled as any other.
+    expect(md.line(`**${"b".repeat(Markdown.longestStyled - 4)}**`)).toBe(`${esc}[1m${"b".repeat(Markdown.longestStyled - 4)}${esc}[22m`)
+    md.line("```")
+    expect(md.line("c".repeat(Markdown.longestStyled + 1))).toBe(`${esc}[33m${"c".repeat(Markdown.longestStyled + 1)}${esc}[39m`)
+  })
+
   it("the line buffer hands on whole lines only, in order, across chunk boundaries", () => {
     const push = Markdown.lineBuffer((line) => `[${line}]`)
     expect(push("he")).toBe("")

@@ -55,6 +55,18 @@ const routes: Record<string, (req: Http.IncomingMessage, res: Http.ServerRespons
     res.writeHead(200, { "content-type": "text/html" })
     res.end(`${"<div>".repeat(50_000)}deep text<script>x()</script>${"</div>".repeat(50_000)}`)
   },
+  "/table": (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html" })
+    // ~950 KB: under the byte cap, and minutes of the converter's time on the main thread (its table
+    // layout grows faster than the rows).
+    res.end(`<table>${"<tr><td>cell</td></tr>".repeat(45_000)}</table>`)
+  },
+  "/deep-spaces": (_req, res) => {
+    res.writeHead(200, { "content-type": "text/html; charset=utf-8" })
+    // Too deep for the converter, so the plain-text fallback reads it: unclosed scripts and a long
+    // run of no-break spaces, each quadratic for a backtracking pattern.
+    res.end(`${"<div>".repeat(50_000)}deep text${"\u00a0".repeat(300_000)}end${"<script>".repeat(20_000)}`)
+  },
   "/loop": (_req, res) => {
     res.writeHead(302, { location: "/loop" })
     res.end()
@@ -194,6 +206,27 @@ describe("web_fetch", () => {
       expect(text).not.toContain("x()")
       expect(text).not.toContain("<div>")
     }))
+
+  it.live("hostile HTML: markup the converter is slow on runs off the main thread and is cut at its deadline, the text given plain", () =>
+    Effect.gen(function*() {
+      let ticks = 0
+      const ticking = Effect.forever(Effect.zipRight(Effect.sleep("20 millis"), Effect.sync(() => ticks++)))
+      const text = yield* Effect.raceFirst(WebFetch.fetchText(`${base}/table`, { ...local, convertTimeout: "2 seconds" }), Effect.zipRight(ticking, Effect.never))
+      expect(text).toContain("[… the page's markup took too long to convert; its plain text follows]")
+      expect(text.match(/cell/g)!.length).toBe(45_000)
+      expect(text).not.toContain("<td>")
+      // The event loop went on meanwhile: a conversion on it would have held every other fiber.
+      expect(ticks).toBeGreaterThan(0)
+    }), 60_000)
+
+  it.live("hostile HTML: the plain-text fallback takes time linear in the page (unclosed scripts, long runs of spaces)", () =>
+    Effect.gen(function*() {
+      const text = yield* WebFetch.fetchText(`${base}/deep-spaces`, { ...local, convertTimeout: "2 seconds" })
+      expect(text).toContain("deep text")
+      // What follows an unclosed <script> is script, as a browser reads it.
+      expect(text).toContain("end")
+      expect(text).not.toContain("<script>")
+    }), 60_000)
 
   it.live("URLs: only http and https, no credentials", () =>
     Effect.gen(function*() {

@@ -93,7 +93,11 @@ describe("/live with a stalled client", () => {
       expect(stalled.bytes()).toBeLessThan(total / 2)
 
       resumed = true
-      const raw = yield* Effect.promise(() => stalled.resume((all) => all.includes(`id: ${n}\n`)))
+      const raw = yield* Effect.promise(() => stalled.resume((tail) => {
+        // The last frame whole, not only its id line: a chunk can end inside it.
+        const last = tail.lastIndexOf(`id: ${n}\n`)
+        return last >= 0 && tail.indexOf("\n\n", last) >= 0
+      }))
       // Every event once, in order, its data the stored line.
       const stored = readFileSync(join(dataDir, "sessions", `${session.sessionId}.jsonl`), "utf8").trim().split("\n").slice(1)
       expect(stored.length).toBe(n)

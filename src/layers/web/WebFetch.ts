@@ -12,6 +12,8 @@
  * - redirects are followed (at most `maxRedirects`), each hop checked again the same way;
  * - one time limit for the whole fetch, redirects included; the body is read up to `maxBytes`
  *   (counted as it arrives, never trusting `Content-Length`), no compression asked for;
+ * - HTML is converted in a worker thread within a deadline (`HtmlText`): a page whose markup makes
+ *   the converter slow or throw holds neither the event loop nor the fetch;
  * - what the model sees is bounded (`maxResultBytes`) with a visible marker.
  *
  * Its risk is `network`: every mode but `bypass` asks (read-only sessions deny it) unless a rule
@@ -28,11 +30,11 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import type { NodeHtmlMarkdown } from "node-html-markdown"
 import { ToolFailure, ToolRouter } from "../../services/ToolRouter.js"
 import * as Toolkit from "../Toolkit.js"
 import { bound } from "../WorkspaceTools.js"
 import * as Addresses from "./Addresses.js"
+import * as HtmlText from "./HtmlText.js"
 
 /** How a name is resolved: `dns.lookup`'s shape with `all: true`. Tests give their own. */
 export type Resolve = (hostname: string) => Promise<ReadonlyArray<LookupAddress>>
@@ -48,6 +50,11 @@ export interface Options {
   readonly maxBytes?: number | undefined
   /** The time limit of a whole fetch, redirects included (default 30 s). */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * The time limit of converting a page's HTML to Markdown (default 10 s), done off the main thread;
+   * past it the page is given as plain text, with a marker (see `HtmlText`).
+   */
+  readonly convertTimeout?: Duration.DurationInput | undefined
   /** The most redirects followed (default 5). */
   readonly maxRedirects?: number | undefined
   /** The longest result the model sees, in bytes (default 32 KiB). */
@@ -207,46 +214,6 @@ const isHtml = (mediaType: string) => mediaType === "text/html" || mediaType ===
 const isText = (mediaType: string) =>
   mediaType.startsWith("text/") || /^application\/(?:json|xml|javascript|ecmascript|x-ndjson|yaml|x-yaml|toml|[\w.+-]+\+(?:json|xml))$/.test(mediaType)
 
-// Loaded on the first page to convert, not with the module: every CLI command loads this module
-// (the tools are built before the command runs), and the converter was a tenth of the CLI's start.
-let converter: Promise<NodeHtmlMarkdown> | undefined
-const loadConverter = () =>
-  converter ??= import("node-html-markdown").then(({ NodeHtmlMarkdown }) =>
-    new NodeHtmlMarkdown({
-      // Elements whose content is never readable text.
-      ignore: ["script", "style", "noscript", "template", "iframe", "svg", "canvas", "object", "embed", "head"],
-      keepDataImages: false
-    })
-  )
-
-const entities: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " }
-
-/** The page's text without its markup: the fallback for HTML the converter cannot take (nesting too deep for its recursion). */
-const plainText = (html: string) =>
-  html
-    .replace(/<(script|style|noscript|template|svg|head)\b[\s\S]*?<\/\1\s*>/gi, " ")
-    .replace(/<[^>]*>/g, " ")
-    .replace(/&(#x[0-9a-f]+|#\d+|\w+);/gi, (whole, entity: string) => {
-      if (entity.startsWith("#")) {
-        const code = entity[1] === "x" || entity[1] === "X" ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
-        return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
-      }
-      return entities[entity.toLowerCase()] ?? whole
-    })
-    .replace(/[ \t\r\f\v]+/g, " ")
-    .replace(/\s*\n\s*/g, "\n")
-    .trim()
-
-/** HTML as Markdown; plain text when the converter gives up. */
-export const htmlToMarkdown = (html: string): Effect.Effect<string> =>
-  Effect.map(Effect.promise(loadConverter), (loaded) => {
-    try {
-      return loaded.translate(html).trim()
-    } catch {
-      return plainText(html)
-    }
-  })
-
 const timeoutOf = (options: Options) => Duration.decode(options.timeout ?? "30 seconds")
 
 /** Fetches `text` under the options: the final URL, the status, the content type and the readable text. */
@@ -280,7 +247,7 @@ export const fetchText = (text: string, options: Options = {}): Effect.Effect<st
         return yield* failure("unsupported_content_type", `${current.href} is ${mediaType || "binary data"}; web_fetch reads HTML and text only`)
       }
       const body = decode(hop.body, hop.contentType)
-      const readable = isHtml(mediaType) ? yield* htmlToMarkdown(body) : body
+      const readable = isHtml(mediaType) ? yield* HtmlText.toReadable(body, options.convertTimeout ?? HtmlText.defaultDeadline) : body
       const cut = hop.cut ? `\n[… the page is over ${maxBytes} bytes; only the first ${maxBytes} were read]` : ""
       return `URL: ${current.href}\nStatus: ${hop.status}${hop.statusText === "" ? "" : ` ${hop.statusText}`}\nContent-Type: ${mediaType || "unknown"}\n\n${readable}${cut}`
     }
