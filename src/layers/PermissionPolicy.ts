@@ -89,6 +89,21 @@ const globRegex = (glob: string, separator: boolean): RegExp => {
   return new RegExp(`^${out}$`, "s")
 }
 
+/**
+ * A rule's path pattern, compiled once per rule: a decision is asked for every call, and compiling
+ * each rule's glob again made a policy with a few dozen rules cost more than the call's own checks.
+ * Keyed by the rule object (rules are immutable), so rules no longer used are let go.
+ */
+const compiledPaths = new WeakMap<Rule, { readonly glob: string; readonly pattern: RegExp }>()
+const pathPattern = (rule: Rule & { readonly path: string }): RegExp => {
+  const known = compiledPaths.get(rule)
+  // The glob is compared too: a rule object changed in place is compiled again, never matched by its old pattern.
+  if (known !== undefined && known.glob === rule.path) return known.pattern
+  const pattern = globRegex(rule.path, true)
+  compiledPaths.set(rule, { glob: rule.path, pattern })
+  return pattern
+}
+
 const relativeTo = (cwd: string, path: string) =>
   path === cwd ? "." : path.startsWith(cwd.endsWith("/") ? cwd : cwd + "/") ? path.slice(cwd.length + (cwd.endsWith("/") ? 0 : 1)) : path
 
@@ -136,7 +151,7 @@ const serverWide = (pattern: string, tool: string): boolean =>
 const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
-    const pattern = globRegex(rule.path, true)
+    const pattern = pathPattern(rule as Rule & { readonly path: string })
     const matching = (p: PathAccess) => pathMatches(rule, pattern, p, cwd)
     // An allow covers every path of the call; a deny or ask any one of them.
     const matched = rule.decision === "allow" ? call.paths.length > 0 && call.paths.every(matching) : call.paths.some(matching)
