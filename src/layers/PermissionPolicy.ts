@@ -35,6 +35,7 @@ import type { PathAccess, PreparedCall } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
+import * as Glob from "./workspace/Glob.js"
 
 /** How permissive the policy is where no rule matched. */
 export const Mode = Schema.Literal("default", "acceptEdits", "readOnly", "bypass")
@@ -71,37 +72,23 @@ export interface Options {
   readonly protectedPaths?: ReadonlyArray<string> | undefined
 }
 
-const escape = (text: string) => text.replace(/[.+^${}()|[\]\\]/g, "\\$&")
-
-/** A glob as a regular expression; `separator` decides whether `*` crosses `/`. */
-const globRegex = (glob: string, separator: boolean): RegExp => {
-  let out = ""
+/**
+ * A path rule's glob (`Glob`: linear, whatever the rule and the path): a double star crosses `/`
+ * (and with the slash after it may match nothing), `*` and `?` do not when `separator`.
+ */
+const pathGlob = (glob: string, separator: boolean): Glob.Glob => {
+  const units: Array<Glob.Unit> = []
   for (let i = 0; i < glob.length; i++) {
     const c = glob[i]!
     if (c === "*" && glob[i + 1] === "*") {
-      out += ".*"
+      units.push({ k: "star", crosses: true })
       i++
       if (glob[i + 1] === "/") i++
-    } else if (c === "*") out += separator ? "[^/]*" : ".*"
-    else if (c === "?") out += separator ? "[^/]" : "."
-    else out += escape(c)
+    } else if (c === "*") units.push({ k: "star", crosses: !separator })
+    else if (c === "?") units.push({ k: "one", crosses: !separator })
+    else units.push({ k: "lit", c })
   }
-  return new RegExp(`^${out}$`, "s")
-}
-
-/**
- * A rule's path pattern, compiled once per rule: a decision is asked for every call, and compiling
- * each rule's glob again made a policy with a few dozen rules cost more than the call's own checks.
- * Keyed by the rule object (rules are immutable), so rules no longer used are let go.
- */
-const compiledPaths = new WeakMap<Rule, { readonly glob: string; readonly pattern: RegExp }>()
-const pathPattern = (rule: Rule & { readonly path: string }): RegExp => {
-  const known = compiledPaths.get(rule)
-  // The glob is compared too: a rule object changed in place is compiled again, never matched by its old pattern.
-  if (known !== undefined && known.glob === rule.path) return known.pattern
-  const pattern = globRegex(rule.path, true)
-  compiledPaths.set(rule, { glob: rule.path, pattern })
-  return pattern
+  return Glob.compile(units)
 }
 
 const relativeTo = (cwd: string, path: string) =>
@@ -126,7 +113,7 @@ const asWritten = (requested: string): string => {
  * Whether a path pattern matches one path of a call: the resolved path only, for an allow; for a
  * deny or an ask (the careful decisions) the path as written as well.
  */
-const pathMatches = (rule: Rule, pattern: RegExp, p: PathAccess, cwd: string): boolean => {
+const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): boolean => {
   const absolute = rule.path!.startsWith("/")
   const resolved = absolute ? p.resolved : relativeOf(cwd, p)
   if (resolved !== undefined && pattern.test(resolved)) return true
@@ -151,7 +138,7 @@ const serverWide = (pattern: string, tool: string): boolean =>
 const matches = (rule: Rule, call: PreparedCall, cwd: string): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
-    const pattern = pathPattern(rule as Rule & { readonly path: string })
+    const pattern = pathGlob(rule.path, true)
     const matching = (p: PathAccess) => pathMatches(rule, pattern, p, cwd)
     // An allow covers every path of the call; a deny or ask any one of them.
     const matched = rule.decision === "allow" ? call.paths.length > 0 && call.paths.every(matching) : call.paths.some(matching)

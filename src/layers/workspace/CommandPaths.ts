@@ -28,6 +28,7 @@ import * as Effect from "effect/Effect"
 import type { PathAccess } from "../../services/ToolRouter.js"
 import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
+import * as Glob from "./Glob.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -282,24 +283,20 @@ export interface Caps {
   readonly timeBudgetMillis: number
 }
 
-const globRegex = (component: string, quoted: ReadonlyArray<boolean>): RegExp => {
-  let out = ""
+/** One path component's glob (`Glob`, linear): quoted characters literal, a bracket expression any one character (a superset is enough here). */
+const componentGlob = (component: string, quoted: ReadonlyArray<boolean>): Glob.Glob => {
+  const units: Array<Glob.Unit> = []
   for (let i = 0; i < component.length; i++) {
     const c = component[i]!
-    if (quoted[i]) out += c.replace(/[.+^${}()|[\]\\*?]/g, "\\$&")
-    else if (c === "*") out += ".*"
-    else if (c === "?") out += "."
-    else if (c === "[") {
-      // A bracket expression is one character, whatever it holds (a superset is enough here).
-      const end = component.indexOf("]", i + 2)
-      if (end < 0) out += "\\["
-      else {
-        out += "."
-        i = end
-      }
-    } else out += c.replace(/[.+^${}()|\\]/g, "\\$&")
+    if (quoted[i]) units.push({ k: "lit", c })
+    else if (c === "*") units.push({ k: "star", crosses: true })
+    else if (c === "?") units.push({ k: "one", crosses: true })
+    else if (c === "[" && component.indexOf("]", i + 2) >= 0) {
+      units.push({ k: "one", crosses: true })
+      i = component.indexOf("]", i + 2)
+    } else units.push({ k: "lit", c })
   }
-  return new RegExp(`^${out}$`, "s")
+  return Glob.compile(units)
 }
 
 /**
@@ -334,7 +331,7 @@ export const expandGlob = async (word: CommandLine.Word, cwd: string, home: stri
       current = current.map((dir) => NodePath.join(dir, component.text))
       continue
     }
-    const pattern = globRegex(component.text, component.quoted)
+    const pattern = componentGlob(component.text, component.quoted)
     const next: Array<string> = []
     for (const dir of current) {
       let entries: Array<Dirent>

@@ -12,6 +12,7 @@
  * @internal
  */
 import * as CommandLine from "./CommandLine.js"
+import * as Glob from "./Glob.js"
 
 type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -131,7 +132,7 @@ export const matches = (pattern: string, command: string): boolean => {
  * one of its simple commands, or the raw text with `*` matching anything.
  */
 export const matchesAnywhere = (pattern: string, command: string): boolean => {
-  if (rawGlob(pattern).test(command.trim())) return true
+  if (Glob.anyText(pattern).test(command.trim())) return true
   const compiled = compile(pattern)
   if (compiled === undefined) return false
   const parsed = CommandLine.tokenize(command)
@@ -169,5 +170,3 @@ export const wildcardCommands = (pattern: string, command: string): ReadonlyArra
 export const hazardsOf = (pattern: string | undefined): ReadonlySet<string> =>
   new Set(pattern === undefined ? [] : compile(pattern)?.hazards ?? [])
 
-const rawGlob = (glob: string): RegExp =>
-  new RegExp(`^${[...glob].map((c) => (c === "*" ? ".*" : c === "?" ? "." : c.replace(/[.+^${}()|[\]\\]/g, "\\$&"))).join("")}$`, "s")

@@ -3,7 +3,6 @@
 // images, forms or styles), code blocks highlighted, edits as diffs, commands as terminal blocks.
 // Bundled into the page by `npm run build` with the libraries it names.
 
-import { diffLines } from "diff"
 import DOMPurify from "dompurify"
 import hljs from "highlight.js/lib/core"
 import bash from "highlight.js/lib/languages/bash"
@@ -21,6 +20,7 @@ import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
 import { Edit } from "./viewer.js"
+export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
   hljs.registerLanguage(name, language)
@@ -90,23 +90,6 @@ export const markdownNode = (text, className) => {
   node.className = className
   node.innerHTML = markdownHtml(text)
   return node
-}
-
-/**
- * An edit as diff lines, each `{ kind: "add" | "remove" | "same", text }`: `edit_file` the replaced
- * text against its replacement, `write_file` the content it writes (its earlier content is not in the
- * log). `undefined` for other calls, or arguments that are not an edit's.
- */
-export const editDiff = (tool, args) => {
-  const edit = Edit.of(tool, args)
-  if (edit === undefined) return undefined
-  if (edit.oldText === null) return lines(edit.newText).map((text) => ({ kind: "add", text }))
-  return diffLines(edit.oldText, edit.newText).flatMap((part) => lines(part.value).map((text) => ({ kind: part.added ? "add" : part.removed ? "remove" : "same", text })))
-}
-
-const lines = (text) => {
-  const all = text.split("\n")
-  return all.at(-1) === "" ? all.slice(0, -1) : all
 }
 
 /** The diff of an edit as a block: `+`/`-` lines, coloured. */
