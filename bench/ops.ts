@@ -1,11 +1,13 @@
 /**
  * Counts the Effect operations (every op of every fiber, by a supervisor with op supervision) and the
  * fibers a warm engine spends on a trivial turn, and per `read_file` step of a turn of N steps — the
- * fixed structure of a turn, which a CPU profile spreads over the runtime's functions. Deterministic,
+ * fixed structure of a turn, which a CPU profile spreads over the runtime's functions — and the file
+ * system requests (trips to the libuv threadpool) of each. Deterministic,
  * unlike times on a shared machine; not a test.
  *
  *   node --import tsx bench/ops.ts
  */
+import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -25,11 +27,30 @@ class Counter extends Supervisor.AbstractSupervisor<void> {
   }
 }
 
-/** Runs `effect` counting its ops and fibers (and those of every fiber it forks). */
+/**
+ * Requests to the libuv threadpool (file system calls: each one a trip to a pool thread and back,
+ * which on a busy machine waits for both threads to be scheduled) made while `run` runs.
+ */
+const fsRequests = async (run: () => Promise<void>): Promise<number> => {
+  let requests = 0
+  const hook = createHook({
+    init: (_id, type) => {
+      if (type === "FSREQPROMISE" || type === "FSREQCALLBACK" || type === "STATWATCHER") requests++
+    }
+  }).enable()
+  try {
+    await run()
+  } finally {
+    hook.disable()
+  }
+  return requests
+}
+
+/** Runs `effect` counting its ops and fibers (and those of every fiber it forks), and its file system requests. */
 const counted = async <A, E>(rt: ManagedRuntime.ManagedRuntime<SessionEngine.SessionEngine, never>, effect: Effect.Effect<A, E, SessionEngine.SessionEngine>) => {
   const counter = new Counter()
-  await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
-  return counter
+  const fs = await fsRequests(() => rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))).then(() => undefined))
+  return { ops: counter.ops, fibers: counter.fibers, fs }
 }
 
 const measure = async (label: string, units: number, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>, cwd: string, turns: number) => {
@@ -46,7 +67,7 @@ const measure = async (label: string, units: number, responses: ReadonlyArray<Fa
     await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
     const turn = count(engine.runTurn({ sessionId, userMessage: "go" }))
     const counter = await counted(rt, Effect.repeatN(turn, turns - 1))
-    console.log(`${label}: ${(counter.ops / units).toFixed(0)} Effect ops, ${(counter.fibers / units).toFixed(2)} fibers`)
+    console.log(`${label}: ${(counter.ops / units).toFixed(0)} Effect ops, ${(counter.fibers / units).toFixed(2)} fibers, ${(counter.fs / units).toFixed(1)} file system requests`)
   } finally {
     await rt.dispose()
   }

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import type { OpenToolCall } from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
@@ -86,10 +87,22 @@ const userDecision = (turn: Turn, call: PreparedCall, storeAsk: Effect.Effect<un
   })
 
 /**
+ * Whether a call may run, and the permission events of a decision the policy took alone, left to be
+ * stored in one commit with what follows them (the call's `tool.started`, or its `tool.failed`):
+ * the same events in the same order, one lock, append and fold fewer.
+ */
+interface Decided {
+  readonly allowed: Either.Either<void, string>
+  readonly pending: ReadonlyArray<TurnEventDraft>
+}
+
+const nothingPending: ReadonlyArray<TurnEventDraft> = []
+
+/**
  * Decides a call: the policy, then, when it asks, the user. Returns whether the call may run. A
  * call resumed after a restart picks up where its decision stopped.
  */
-const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Decided, EventStoreFailure> =>
   Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
 /** What every span of a call carries. */
@@ -100,16 +113,22 @@ const callAttributes = (turn: Turn, call: ToolCallInput) => ({
   tool: call.tool
 })
 
-const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Either.Either<void, string>, EventStoreFailure> =>
+const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Decided, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId } = call
-    if (from === "awaiting_approval") return yield* userDecision(turn, call, Effect.void)
-    if (from === "requested") {
-      // Paths outside cwd are named by their real target, so the approval shows where a link leads
-      // (and, for one that only counts as outside, why).
-      const outsidePaths = [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
-      yield* turn.commit([EventDraft.permissionRequested({ toolCallId, tool: call.tool, risk: call.risk, outsidePaths })])
-    }
+    if (from === "awaiting_approval") return { allowed: yield* userDecision(turn, call, Effect.void), pending: nothingPending }
+    // Paths outside cwd are named by their real target, so the approval shows where a link leads
+    // (and, for one that only counts as outside, why).
+    const requested = from === "requested"
+      ? [EventDraft.permissionRequested({
+        toolCallId,
+        tool: call.tool,
+        risk: call.risk,
+        outsidePaths: [...new Set(call.paths.filter((p) => !p.insideCwd).map((p) => p.note === undefined ? p.resolved : `${p.resolved} (${p.note})`))]
+      })]
+      : nothingPending
+    // The policy reads nothing `permission.requested` changes: it decides before that event is
+    // stored, and the two are stored together (with the ask, or with what follows the decision).
     const { state } = turn.session.live
     const policy: PermissionDecision = yield* turn.services.permissions.decide({
       sessionId: state.sessionId,
@@ -118,22 +137,27 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       remembered: state.remembered
     })
     yield* Effect.annotateCurrentSpan({ decision: policy.decision, policy: policy.policy })
-    const resolved = turn.commit([EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })])
-    if (policy.decision === "ask") return yield* userDecision(turn, call, resolved)
-    yield* resolved
-    return policy.decision === "allow"
-      ? Either.void
-      : Either.left(`Permission denied by policy "${policy.policy}"${policy.reason === undefined ? "" : `: ${policy.reason}`}.`)
+    const resolved = [...requested, EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })]
+    if (policy.decision === "ask") return { allowed: yield* userDecision(turn, call, turn.commit(resolved)), pending: nothingPending }
+    return {
+      allowed: policy.decision === "allow"
+        ? Either.void
+        : Either.left(`Permission denied by policy "${policy.policy}"${policy.reason === undefined ? "" : `: ${policy.reason}`}.`),
+      pending: resolved
+    }
   })
 
-/** Runs an allowed call: `tool.started`, the tool, then `tool.completed` or `tool.failed`. */
-const execute = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
-  Effect.withSpan(executeOnce(turn, call), "ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) })
+/**
+ * Runs an allowed call: `tool.started` (stored with the decision's `pending` events), the tool,
+ * then `tool.completed` or `tool.failed`.
+ */
+const execute = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<TurnEventDraft>): Effect.Effect<void, EventStoreFailure> =>
+  Effect.withSpan(executeOnce(turn, call, pending), "ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) })
 
-const executeOnce = (turn: Turn, call: PreparedCall): Effect.Effect<void, EventStoreFailure> =>
+const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<TurnEventDraft>): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const { toolCallId, tool, args } = call
-    yield* turn.commit([EventDraft.toolStarted(toolCallId, tool, args)])
+    yield* turn.commit([...pending, EventDraft.toolStarted(toolCallId, tool, args)])
     const { state } = turn.session.live
     const checkpoint = turn.services.checkpoints === undefined ? undefined : yield* turn.services.checkpoints.watch(call, state.cwd)
     // A `task` runs a subagent: the engine's work, with events of its own in this turn.
@@ -241,9 +265,19 @@ const resumeTask = (turn: Turn, call: Subagents.WaitingCall): Effect.Effect<void
  * them and waits until they are stopped, before the turn closes them.
  */
 export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<void, EventStoreFailure> =>
-  Effect.scoped(Effect.gen(function*() {
-    const permits = Math.max(1, turn.services.options.toolConcurrency)
-    const slots = yield* Effect.makeSemaphore(permits)
+  // One call runs in this fiber (see below): it needs no scope to fork into, nor slots.
+  calls.length === 1 ? runCalls(turn, calls, undefined) : Effect.scoped(Effect.flatMap(
+    Effect.all([Effect.scope, Effect.makeSemaphore(Math.max(1, turn.services.options.toolConcurrency))]),
+    ([scope, slots]) => runCalls(turn, calls, (call) => Effect.forkIn(slots.withPermits(1)(call), scope))
+  ))
+
+/** The calls of `run`; `fork` starts a call beside the others (in the phase's scope, within the slots). */
+const runCalls = (
+  turn: Turn,
+  calls: ReadonlyArray<StepCall>,
+  fork: ((call: Effect.Effect<void, EventStoreFailure>) => Effect.Effect<Fiber.Fiber<void, EventStoreFailure>>) | undefined
+): Effect.Effect<void, EventStoreFailure> =>
+  Effect.gen(function*() {
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
     for (let index = 0; index < calls.length; index++) {
       const { call, decidedBy, status, subagent } = calls[index]!
@@ -272,22 +306,28 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
           continue
         }
       }
-      const allowed = status === "allowed" ? Either.void : yield* decide(turn, prepared.right, status)
+      const { allowed, pending } = status === "allowed" ? { allowed: Either.void, pending: nothingPending } : yield* decide(turn, prepared.right, status)
       if (Either.isLeft(allowed)) {
-        yield* toolFailed(turn, call.toolCallId, "permission_denied", allowed.left)
-        continue
-      }
-      if (prepared.right.sequential) {
-        // A sequential call is a barrier: the calls before it finish, it runs alone, then the rest go on.
-        yield* Fiber.joinAll(running.splice(0))
-        yield* execute(turn, prepared.right)
+        yield* turn.commit([...pending, EventDraft.toolFailed(call.toolCallId, "permission_denied", allowed.left)])
         continue
       }
       // The last call, none running beside it, has nothing to run concurrently with: it runs in this
-      // fiber. A step of one call forks nothing. (With calls running, it is forked as they were, so the
-      // calls start in call order.)
-      if (index === calls.length - 1 && running.length === 0) yield* execute(turn, prepared.right)
-      else running.push(yield* Effect.forkScoped(slots.withPermits(1)(execute(turn, prepared.right))))
+      // fiber, its decision stored with its start. A step of one call forks nothing and commits its
+      // decision once. (With calls running, it is forked as they were, so the calls start in call
+      // order; a decision is stored before anything else happens, as the calls are decided in order.)
+      if (index === calls.length - 1 && running.length === 0) {
+        yield* execute(turn, prepared.right, pending)
+        continue
+      }
+      if (pending.length > 0) yield* turn.commit(pending)
+      if (prepared.right.sequential) {
+        // A sequential call is a barrier: the calls before it finish, it runs alone, then the rest go on.
+        yield* Fiber.joinAll(running.splice(0))
+        yield* execute(turn, prepared.right, nothingPending)
+        continue
+      }
+      // Not the last call (`fork` is given whenever there are several).
+      running.push(yield* fork!(execute(turn, prepared.right, nothingPending)))
     }
-    yield* Fiber.joinAll(running)
-  }))
+    if (running.length > 0) yield* Fiber.joinAll(running)
+  })

@@ -199,6 +199,28 @@ export const make = (options: Options = {}) =>
         return now.resolved
       })
 
+    /**
+     * The approved file's bytes, with the path resolved again as `target` does. A read has no effect,
+     * and `SafeFile` opens only the approved real path: so the file is read while the path is checked
+     * (one trip to the threadpool fewer), and the bytes are given only when the check holds.
+     */
+    const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
+      const prepared = call.paths[0]!
+      return Effect.flatMap(
+        Effect.tryPromise({
+          try: (signal) => Promise.allSettled([Paths.resolveNow(path, context.cwd, prepared.requested, prepared.access), SafeFile.readFileNow(prepared.resolved, maxFile, signal)]),
+          catch: SafeFile.toFileError
+        }),
+        ([now, read]): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
+          if (now.status === "rejected") return Effect.die(now.reason)
+          if (now.value.resolved !== prepared.resolved || now.value.insideCwd !== prepared.insideCwd) {
+            return fail("path_changed", `${prepared.requested} changed while the call was being approved; try again`)
+          }
+          return read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason))
+        }
+      )
+    }
+
     /** A file error in the model's terms, naming the path as the call gave it. */
     const fileFailure = (requested: string) => (error: SafeFile.FileError): Effect.Effect<never, ToolFailure> => {
       switch (error.code) {
@@ -252,8 +274,7 @@ export const make = (options: Options = {}) =>
       inspect: (input, cwd) => Effect.map(resolve(cwd, input.path, "read"), (p) => ({ risk: "read", paths: [p] })),
       run: (input, call, context) =>
         Effect.gen(function*() {
-          const file = yield* target(call, context)
-          const bytes = yield* SafeFile.readFile(file, maxFile).pipe(Effect.catchAll(fileFailure(input.path)))
+          const bytes = yield* readChecked(call, context).pipe(Effect.catchTag("FileError", fileFailure(input.path)))
           const image = imageOf(bytes, input.path, context)
           if (image !== undefined) return image
           if (isBinary(bytes)) return yield* fail("binary_file", `${input.path} is a binary file`)

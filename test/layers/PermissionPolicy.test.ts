@@ -75,6 +75,18 @@ describe("PermissionPolicy", () => {
     expect(decide({ rules }, writeFile("/work/src/deep/a.ts")).policy).toBe("default/write")
   })
 
+  it("a rule's glob, compiled once, decides every later call as at first; a rule changed in place decides by its new glob", () => {
+    const rule = { name: "deny-secrets", tool: "read_file", path: "secrets/**", decision: "deny" as const }
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [rule]
+    for (let i = 0; i < 3; i++) {
+      expect(decide({ rules }, readFile("/work/secrets/key")).decision).toBe("deny")
+      expect(decide({ rules }, readFile("/work/src/a.ts")).decision).toBe("allow")
+    }
+    ;(rule as { path: string }).path = "src/**"
+    expect(decide({ rules }, readFile("/work/secrets/key")).decision).toBe("allow")
+    expect(decide({ rules }, readFile("/work/src/a.ts")).decision).toBe("deny")
+  })
+
   it("command hazards are denied in every mode unless a rule allows them", () => {
     for (const mode of PermissionPolicy.Mode.literals) {
       const d = decide({ mode }, shell("cat a | grep b", "read", ["pipe"]))

@@ -36,8 +36,18 @@ const errorCode = (error: unknown): string | undefined =>
  * The real path of the absolute path `target`: each component is looked at with `lstat`; a link is
  * replaced by its target (read with `readlink`, so a dangling link is followed too); once a
  * component does not exist, the rest is appended as given.
+ *
+ * A path that exists is resolved by the system's `realpath` in one call (one trip to the libuv
+ * threadpool instead of one per component: most of a `read_file` call's time was these trips). It
+ * follows links as the walk does, `..` after a link included; whatever it cannot resolve (a missing
+ * component, a dangling link, a loop, a folder it may not search) is left to the walk, which says
+ * what the path leads to, as before.
  */
-export const realPath = async (target: string): Promise<RealPath> => {
+export const realPath = (target: string): Promise<RealPath> =>
+  NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+
+/** `realPath` component by component. */
+export const walk = async (target: string): Promise<RealPath> => {
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
   let current = "/"
   let links = 0
@@ -100,24 +110,32 @@ export const resolve = (
   cwd: string,
   requested: string,
   access: "read" | "write"
-): Effect.Effect<PathAccess> =>
-  Effect.gen(function*() {
-    const root = yield* realCwd(cwd)
-    const expanded = requested === "~" || requested.startsWith("~/")
-      ? path.join(process.env.HOME ?? "/", requested.slice(1))
-      : requested
-    // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
-    const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
-    const real = yield* Effect.promise(() => realPath(absolute))
-    const inside = real.exact && isInside(path, root, real.path)
-    if (inside && access === "write") {
-      const names = yield* Effect.promise(() => hardLinks(real.path))
-      if (names > 1) {
-        return { requested, resolved: real.path, insideCwd: false, relative: undefined, access, note: `a file with ${names} names (hard links): a write changes it under every name, and the others may be outside the working directory` }
-      }
+): Effect.Effect<PathAccess> => Effect.promise(() => resolveNow(path, cwd, requested, access))
+
+/** `resolve` as a promise, for a tool that checks the path while it does other work. */
+export const resolveNow = async (
+  path: Pick<Path.Path, "join" | "isAbsolute" | "resolve" | "relative">,
+  cwd: string,
+  requested: string,
+  access: "read" | "write"
+): Promise<PathAccess> => {
+  const expanded = requested === "~" || requested.startsWith("~/")
+    ? path.join(process.env.HOME ?? "/", requested.slice(1))
+    : requested
+  // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
+  const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
+  // Both at once: neither depends on the other.
+  const [rootReal, real] = await Promise.all([realPath(NodePath.resolve(cwd)), realPath(absolute)])
+  const root = rootReal.path
+  const inside = real.exact && isInside(path, root, real.path)
+  if (inside && access === "write") {
+    const names = await hardLinks(real.path)
+    if (names > 1) {
+      return { requested, resolved: real.path, insideCwd: false, relative: undefined, access, note: `a file with ${names} names (hard links): a write changes it under every name, and the others may be outside the working directory` }
     }
-    return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
-  })
+  }
+  return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
+}
 
 /**
  * How many names a regular file has (1 when it is not a regular file or does not exist). A write

@@ -26,7 +26,7 @@
  * @since 0.1.0
  * @internal
  */
-import { constants, existsSync } from "node:fs"
+import { constants, existsSync, readlinkSync } from "node:fs"
 import type { Dir, Dirent, Stats } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -96,10 +96,14 @@ const checkAborted = (signal: AbortSignal | undefined) => {
   if (signal?.aborted === true) throw new FileError({ code: "io_error", detail: "aborted" })
 }
 
-/** Checks that `handle` is the file or folder at the real path `expected`. */
+/**
+ * Checks that `handle` is the file or folder at the real path `expected`. With `/proc/self/fd` the
+ * kernel answers from memory (the handle's own path, never a look at the file system it is on, which
+ * a stuck mount could hold): so it is asked directly, not through the threadpool.
+ */
 const verify = async (handle: FileHandle, expected: string): Promise<void> => {
   if (procFd) {
-    if ((await NodeFs.readlink(`/proc/self/fd/${handle.fd}`)) !== expected) fail("path_changed")
+    if (readlinkSync(`/proc/self/fd/${handle.fd}`) !== expected) fail("path_changed")
     return
   }
   const [own, named, real] = await Promise.all([
@@ -118,23 +122,49 @@ export interface Folder {
   readonly info: Stats
 }
 
+/** What opening an entry inside a checked folder needs of it. */
+export type FolderHandle = Pick<Folder, "handle" | "path">
+
 /** The name under which `name` inside `folder` is reached without resolving the folder's path again. */
-const inside = (folder: Folder, name: string) => (procFd ? `/proc/self/fd/${folder.handle.fd}/${name}` : NodePath.join(folder.path, name))
+const inside = (folder: FolderHandle, name: string) => (procFd ? `/proc/self/fd/${folder.handle.fd}/${name}` : NodePath.join(folder.path, name))
 
 const closeQuietly = (handle: FileHandle) => handle.close().catch(() => undefined)
 
 /** Opens the folder at the real path `expected` and checks that the handle is that folder. */
 export const openFolder = async (expected: string): Promise<Folder> => {
-  const handle = await NodeFs.open(expected, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK).catch(async (error) => {
+  const handle = await openFolderHandle(expected)
+  try {
+    const [, info] = await Promise.all([verify(handle, expected), handle.stat()])
+    if (!info.isDirectory()) fail("not_a_directory")
+    return { handle, path: expected, info }
+  } catch (error) {
+    await closeQuietly(handle)
+    throw toFileError(error)
+  }
+}
+
+const openFolderHandle = (expected: string): Promise<FileHandle> =>
+  NodeFs.open(expected, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK).catch(async (error) => {
     // With O_DIRECTORY, a link in the folder's place fails as "not a directory": say what it is.
     const now = codeOf(error) === "ENOTDIR" ? await NodeFs.lstat(expected).catch(() => undefined) : undefined
     throw now?.isSymbolicLink() === true ? new FileError({ code: "path_changed" }) : toFileError(error)
   })
+
+/**
+ * The folder at the real path `expected`, checked as `openFolder` does, to open the entry `name` in:
+ * its `lstat` (through the handle) is asked while the handle is checked, and used only once the
+ * folder has passed. Where `O_DIRECTORY` exists the open itself refused anything but a folder, so
+ * no `fstat` is asked (its answer is not needed to open a file inside).
+ */
+const openFolderFor = async (expected: string, name: string): Promise<{ readonly folder: FolderHandle; readonly entry: PromiseSettledResult<Stats> }> => {
+  const handle = await openFolderHandle(expected)
   try {
-    await verify(handle, expected)
-    const info = await handle.stat()
-    if (!info.isDirectory()) fail("not_a_directory")
-    return { handle, path: expected, info }
+    const entry = NodeFs.lstat(procFd ? `/proc/self/fd/${handle.fd}/${name}` : NodePath.join(expected, name))
+    const [verified, info, looked] = await Promise.allSettled([verify(handle, expected), O_DIRECTORY === 0 ? handle.stat() : undefined, entry])
+    if (verified.status === "rejected") throw verified.reason
+    if (info.status === "rejected") throw info.reason
+    if (info.value !== undefined && !info.value.isDirectory()) fail("not_a_directory")
+    return { folder: { handle, path: expected }, entry: looked }
   } catch (error) {
     await closeQuietly(handle)
     throw toFileError(error)
@@ -186,10 +216,17 @@ const processEnvironment = /^\/proc\/(?:\d+|self|thread-self)(?:\/task\/\d+)?\/e
  * Opens the regular file `name` inside `folder`. The kind is looked at before the open (so a device
  * is not even opened) and again on the handle (which is what counts).
  */
-export const openFileIn = async (folder: Folder, name: string, flags: number): Promise<{ readonly handle: FileHandle; readonly info: Stats }> => {
+export const openFileIn = async (
+  folder: FolderHandle,
+  name: string,
+  flags: number,
+  /** The `lstat` of `name` through `folder`, when it was already asked (`openFolderFor`). */
+  peeked?: PromiseSettledResult<Stats>
+): Promise<{ readonly handle: FileHandle; readonly info: Stats }> => {
   if (processEnvironment.test(NodePath.join(folder.path, name))) fail("secret_file")
   const at = inside(folder, name)
-  const before = await NodeFs.lstat(at).catch((error) => (codeOf(error) === "ENOENT" && (flags & constants.O_CREAT) !== 0 ? undefined : Promise.reject(toFileError(error))))
+  const looked = peeked === undefined ? NodeFs.lstat(at) : peeked.status === "fulfilled" ? Promise.resolve(peeked.value) : Promise.reject(peeked.reason)
+  const before = await looked.catch((error) => (codeOf(error) === "ENOENT" && (flags & constants.O_CREAT) !== 0 ? undefined : Promise.reject(toFileError(error))))
   if (before !== undefined) {
     if (before.isDirectory()) fail("is_directory")
     if (before.isSymbolicLink()) fail("path_changed")
@@ -199,10 +236,13 @@ export const openFileIn = async (folder: Folder, name: string, flags: number): P
     throw toFileError(error)
   })
   try {
-    const info = await handle.stat()
+    // Both at once; the kind is judged first, as when they ran one after the other.
+    const [stat, verified] = await Promise.allSettled([handle.stat(), verify(handle, NodePath.join(folder.path, name))])
+    if (stat.status === "rejected") throw stat.reason
+    const info = stat.value
     if (info.isDirectory()) fail("is_directory")
     if (!info.isFile()) fail("not_a_regular_file")
-    await verify(handle, NodePath.join(folder.path, name))
+    if (verified.status === "rejected") throw verified.reason
     return { handle, info }
   } catch (error) {
     await closeQuietly(handle)
@@ -210,21 +250,32 @@ export const openFileIn = async (folder: Folder, name: string, flags: number): P
   }
 }
 
-/** Reads a handle from its current position to the end, failing once more than `maxBytes` came. */
-export const readCapped = async (handle: FileHandle, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> => {
+/**
+ * Reads a handle from its current position to the end, failing once more than `maxBytes` came.
+ * `size`: the regular file's size from its `fstat`, when reading from its start. A short read that
+ * brings the total to exactly that size is the end (the read that would answer 0 is skipped); any
+ * other total reads on until a read answers 0, so a `/proc` file (size 0) or one that grew is read
+ * whole, and the cap counted while reading still holds.
+ */
+export const readCapped = async (handle: FileHandle, maxBytes: number, signal?: AbortSignal, size?: number): Promise<Uint8Array> => {
   const chunks: Array<Buffer> = []
   let total = 0
-  const buffer = Buffer.allocUnsafe(64 * 1024)
+  // Sized for the file when its size is known (a small file does not cost a 64 KiB buffer); a
+  // file that fills it is read on with the full size.
+  let buffer = Buffer.allocUnsafe(size !== undefined && size > 0 ? Math.min(64 * 1024, size + 1) : 64 * 1024)
   for (;;) {
     checkAborted(signal)
     // One byte past the cap is enough to know the file is too large.
-    const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, maxBytes + 1 - total), null)
+    const asked = Math.min(buffer.length, maxBytes + 1 - total)
+    const { bytesRead } = await handle.read(buffer, 0, asked, null)
     if (bytesRead === 0) break
     chunks.push(Buffer.from(buffer.subarray(0, bytesRead)))
     total += bytesRead
     if (total > maxBytes) fail("file_too_large")
+    if (bytesRead < asked && size !== undefined && size > 0 && total === size) break
+    if (bytesRead === buffer.length && buffer.length < 64 * 1024) buffer = Buffer.allocUnsafe(64 * 1024)
   }
-  return Buffer.concat(chunks, total)
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total)
 }
 
 /** Runs `use` on the regular file at the real path `expected`, opened with `flags`; closes everything after. */
@@ -232,34 +283,46 @@ const withFile = async <A>(
   expected: string,
   flags: number,
   options: { readonly createFolders?: boolean; readonly maxBytes?: number; readonly singleName?: boolean },
-  use: (handle: FileHandle) => Promise<A>
+  use: (handle: FileHandle, info: Stats) => Promise<A>
 ): Promise<A> => {
   const name = NodePath.basename(expected)
   const parent = NodePath.dirname(expected)
   if (parent === expected) fail("is_directory")
-  const folder = options.createFolders === true ? await openFolderCreating(parent) : await openFolder(parent)
-  try {
-    const { handle, info } = await openFileIn(folder, name, flags)
-    try {
-      // A regular file's size is a fast first answer; the cap while reading is the one that holds.
-      if (options.maxBytes !== undefined && info.size > options.maxBytes) fail("file_too_large")
-      // A hard link made since the check: the write would change a file that has another name.
-      if (options.singleName === true && info.nlink > 1) fail("path_changed")
-      return await use(handle)
-    } finally {
-      await closeQuietly(handle)
-    }
-  } finally {
+  const { folder, entry } = options.createFolders === true ? { folder: await openFolderCreating(parent), entry: undefined } : await openFolderFor(parent, name)
+  const { handle, info } = await openFileIn(folder, name, flags, entry).catch(async (error) => {
     await closeQuietly(folder.handle)
+    throw error
+  })
+  // The folder handle was needed to open the file, not to use it: it closes while the file is used.
+  const folderClosed = closeQuietly(folder.handle)
+  const closed = () => Promise.all([closeQuietly(handle), folderClosed])
+  let result: A
+  try {
+    // A regular file's size is a fast first answer; the cap while reading is the one that holds.
+    if (options.maxBytes !== undefined && info.size > options.maxBytes) fail("file_too_large")
+    // A hard link made since the check: the write would change a file that has another name.
+    if (options.singleName === true && info.nlink > 1) fail("path_changed")
+    result = await use(handle, info)
+  } catch (error) {
+    await closed()
+    throw error
   }
+  // A handle only read from is closed without waiting for it (a close of it cannot fail in a way
+  // that changes what was read); a written one is closed before the call counts as done.
+  if ((flags & (constants.O_WRONLY | constants.O_RDWR)) === 0) void closed()
+  else await closed()
+  return result
 }
 
 const run = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, FileError> =>
   Effect.tryPromise({ try: f, catch: toFileError })
 
 /** Reads the regular file at the real path `expected`, at most `maxBytes`. */
-export const readFile = (expected: string, maxBytes: number): Effect.Effect<Uint8Array, FileError> =>
-  run((signal) => withFile(expected, constants.O_RDONLY, { maxBytes }, (handle) => readCapped(handle, maxBytes, signal)))
+export const readFile = (expected: string, maxBytes: number): Effect.Effect<Uint8Array, FileError> => run((signal) => readFileNow(expected, maxBytes, signal))
+
+/** `readFile` as a promise (it rejects with a system error or a `FileError`: see `toFileError`). */
+export const readFileNow = (expected: string, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> =>
+  withFile(expected, constants.O_RDONLY, { maxBytes }, (handle, info) => readCapped(handle, maxBytes, signal, info.size))
 
 /**
  * Reads at most `maxBytes` from the start of the regular file at the real path `expected`; a longer
@@ -311,8 +374,8 @@ export const updateFile = <E>(
   options: { readonly singleName?: boolean } = {}
 ): Effect.Effect<void, FileError | E> =>
   run((signal) =>
-    withFile(expected, constants.O_RDWR, { maxBytes, ...options }, async (handle) => {
-      const changed = change(await readCapped(handle, maxBytes, signal))
+    withFile(expected, constants.O_RDWR, { maxBytes, ...options }, async (handle, info) => {
+      const changed = change(await readCapped(handle, maxBytes, signal, info.size))
       if (Either.isRight(changed)) await overwrite(handle, changed.right, signal)
       return changed
     })

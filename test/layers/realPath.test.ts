@@ -1,0 +1,127 @@
+/**
+ * Issue 20 (the tool step): `Paths.realPath` asks the system's `realpath` first (one threadpool trip)
+ * and walks the path component by component only when that fails. Both must say the same thing of
+ * every path a hostile repository can hold: links in and out, chains, `..` after a link, absolute
+ * and relative targets, dangling links, loops, a file used as a folder, missing components, a folder
+ * that may not be searched. The walk is the reference (it is what resolved every path before).
+ * And the read that now stops at a regular file's size still reads a file that grew, or a `/proc`
+ * file whose size says 0, to its end.
+ */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as Paths from "../../src/layers/workspace/Paths.js"
+import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
+
+const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(NodeOs.tmpdir(), "effect-agent-realpath-")))
+afterAll(() => {
+  NodeFs.chmodSync(NodePath.join(root, "ws", "locked"), 0o755)
+  NodeFs.rmSync(root, { recursive: true, force: true })
+})
+const ws = NodePath.join(root, "ws")
+const out = NodePath.join(root, "out")
+const at = (...parts: Array<string>) => NodePath.join(ws, ...parts)
+NodeFs.mkdirSync(at("src", "deep", "er"), { recursive: true })
+NodeFs.mkdirSync(out, { recursive: true })
+NodeFs.writeFileSync(at("src", "a.txt"), "a\n")
+NodeFs.writeFileSync(NodePath.join(out, "secret"), "s\n")
+NodeFs.symlinkSync(out, at("out_abs"))
+NodeFs.symlinkSync("../out", at("out_rel"))
+NodeFs.symlinkSync("src/deep", at("deep_link"))
+NodeFs.symlinkSync("deep_link/er", at("chain"))
+NodeFs.symlinkSync("nowhere/at/all", at("dangling"))
+NodeFs.symlinkSync(NodePath.join(out, "missing", "file"), at("dangling_out"))
+NodeFs.symlinkSync("loop_b", at("loop_a"))
+NodeFs.symlinkSync("loop_a", at("loop_b"))
+NodeFs.symlinkSync(".", at("self"))
+// A chain of 30 links: over glibc's older limit of 20, under the walk's (and Linux's) 40.
+for (let i = 0; i < 30; i++) NodeFs.symlinkSync(i === 29 ? "src/a.txt" : `hop${i + 1}`, at(`hop${i}`))
+// A chain of 45: more than anyone resolves.
+for (let i = 0; i < 45; i++) NodeFs.symlinkSync(i === 44 ? "src/a.txt" : `far${i + 1}`, at(`far${i}`))
+NodeFs.mkdirSync(at("locked", "inner"), { recursive: true })
+NodeFs.writeFileSync(at("locked", "inner", "f"), "f\n")
+NodeFs.chmodSync(at("locked"), 0o000)
+
+const requested = [
+  "src/a.txt",
+  "src/../src/a.txt",
+  "src/deep/er/../../a.txt",
+  "out_abs/secret",
+  "out_rel/secret",
+  "out_rel/../ws/src/a.txt",
+  "deep_link/..",
+  "deep_link/../a.txt",
+  "chain",
+  "chain/..",
+  "chain/../../a.txt",
+  "dangling",
+  "dangling/more",
+  "dangling_out",
+  "loop_a",
+  "loop_a/x",
+  "self/self/self/src/a.txt",
+  "hop0",
+  "far0",
+  "far0/..",
+  "src/a.txt/inside",
+  "src/a.txt/..",
+  "missing/../src/a.txt",
+  "missing/deeper/file",
+  "locked/inner/f",
+  "locked/../src/a.txt",
+  ".",
+  "..",
+  "../../../../..",
+  "/",
+  "//proc/self/../self/status",
+  "/proc/self/fd/0",
+  "/dev/null"
+]
+
+describe("Paths.realPath", () => {
+  it.each(requested)("%s resolves as the walk resolves it", async (path) => {
+    const absolute = path.startsWith("/") ? path : `${ws}/${path}`
+    expect(await Paths.realPath(absolute)).toEqual(await Paths.walk(absolute))
+  })
+
+  it("a link chain longer than the system's own limit is still followed, and a longer one than 40 is not exact", async () => {
+    expect(await Paths.realPath(at("hop0"))).toEqual({ path: at("src", "a.txt"), exact: true })
+    expect((await Paths.realPath(at("far0"))).exact).toBe(false)
+    expect((await Paths.realPath(at("loop_a"))).exact).toBe(false)
+  })
+})
+
+describe("SafeFile.readFile stops at a regular file's size only when that is where the file ends", () => {
+  it("a file that grew after its fstat is read to its end", async () => {
+    const file = NodePath.join(root, "grown.txt")
+    NodeFs.writeFileSync(file, "x".repeat(70_000))
+    const handle = await NodeFs.promises.open(file, "r")
+    try {
+      // As if fstat had said 10 bytes: the reads go on until one answers 0.
+      const bytes = await SafeFile.readCapped(handle, 1 << 20, undefined, 10)
+      expect(bytes.byteLength).toBe(70_000)
+    } finally {
+      await handle.close()
+    }
+  })
+
+  it("a /proc file (size 0) is read whole", async () => {
+    const handle = await NodeFs.promises.open("/proc/self/status", "r")
+    try {
+      const info = await handle.stat()
+      expect(info.size).toBe(0)
+      const text = Buffer.from(await SafeFile.readCapped(handle, 1 << 20, undefined, info.size)).toString("utf8")
+      expect(text).toContain("VmRSS")
+    } finally {
+      await handle.close()
+    }
+  })
+
+  it("a file read at its size is whole, and over the cap it still fails", async () => {
+    const file = NodePath.join(root, "exact.txt")
+    NodeFs.writeFileSync(file, "y".repeat(4096))
+    expect((await SafeFile.readFileNow(file, 1 << 20)).byteLength).toBe(4096)
+    await expect(SafeFile.readFileNow(file, 100)).rejects.toMatchObject({ code: "file_too_large" })
+  })
+})
