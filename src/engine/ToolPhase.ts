@@ -268,14 +268,24 @@ export const run = (turn: Turn, calls: ReadonlyArray<StepCall>): Effect.Effect<v
   // One call runs in this fiber (see below): it needs no scope to fork into, nor slots.
   calls.length === 1 ? runCalls(turn, calls, undefined) : Effect.scoped(Effect.flatMap(
     Effect.all([Effect.scope, Effect.makeSemaphore(Math.max(1, turn.services.options.toolConcurrency))]),
-    ([scope, slots]) => runCalls(turn, calls, (call) => Effect.forkIn(slots.withPermits(1)(call), scope))
+    ([scope, slots]) =>
+      runCalls(turn, calls, {
+        inSlot: (call) => Effect.forkIn(slots.withPermits(1)(call), scope),
+        free: (call) => Effect.forkIn(call, scope)
+      })
   ))
 
-/** The calls of `run`; `fork` starts a call beside the others (in the phase's scope, within the slots). */
+/** Starts a call beside the others, in the phase's scope. */
+type Fork = (call: Effect.Effect<void, EventStoreFailure>) => Effect.Effect<Fiber.Fiber<void, EventStoreFailure>>
+
+/**
+ * The calls of `run`. `forks` start a call beside the others: `inSlot` within the slots, `free`
+ * holding none (a call waiting on its subagent); none with a single call, which runs in this fiber.
+ */
 const runCalls = (
   turn: Turn,
   calls: ReadonlyArray<StepCall>,
-  fork: ((call: Effect.Effect<void, EventStoreFailure>) => Effect.Effect<Fiber.Fiber<void, EventStoreFailure>>) | undefined
+  forks: { readonly inSlot: Fork; readonly free: Fork } | undefined
 ): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
@@ -283,7 +293,9 @@ const runCalls = (
       const { call, decidedBy, status, subagent } = calls[index]!
       if (status === "running" && subagent !== undefined) {
         // Waiting on its subagent (for the user, maybe): beside the other calls, holding no slot.
-        running.push(yield* Effect.forkScoped(resumeTask(turn, { ...call, status, subagent })))
+        const resumed = resumeTask(turn, { ...call, status, subagent })
+        if (forks === undefined) yield* resumed
+        else running.push(yield* forks.free(resumed))
         continue
       }
       if (status === "running") {
@@ -326,8 +338,8 @@ const runCalls = (
         yield* execute(turn, prepared.right, nothingPending)
         continue
       }
-      // Not the last call (`fork` is given whenever there are several).
-      running.push(yield* fork!(execute(turn, prepared.right, nothingPending)))
+      // Not the last call (`forks` are given whenever there are several).
+      running.push(yield* forks!.inSlot(execute(turn, prepared.right, nothingPending)))
     }
     if (running.length > 0) yield* Fiber.joinAll(running)
   })
