@@ -372,12 +372,18 @@ export const permissionOptions: ReadonlyArray<acp.PermissionOption> = [
 export const permissionRequestOf = (
   sessionId: string,
   cwd: string,
-  call: { readonly toolCallId: string; readonly tool: string; readonly args: Json.Json }
-): acp.RequestPermissionRequest => ({
-  sessionId,
-  toolCall: { ...toolCallOf(cwd, call), status: "pending" },
-  options: [...permissionOptions]
-})
+  call: {
+    readonly toolCallId: string
+    readonly tool: string
+    readonly args: Json.Json
+    /** A subagent's call (listed so by `pendingApprovals` after a restart): its title labelled with the subagent. */
+    readonly askedBy?: { readonly sessionId: string; readonly description: string } | undefined
+  }
+): acp.RequestPermissionRequest => {
+  const toolCall = toolCallOf(cwd, call)
+  const title = call.askedBy === undefined ? toolCall.title : `Subagent "${call.askedBy.description}" (${call.askedBy.sessionId}): ${toolCall.title ?? call.tool}`
+  return { sessionId, toolCall: { ...toolCall, status: "pending", ...(title === undefined ? {} : { title }) }, options: [...permissionOptions] }
+}
 
 /**
  * The permission request for a subagent's call (`subagent.asked`): the subagent's call, its title
@@ -387,13 +393,13 @@ export const subagentPermissionRequestOf = (
   sessionId: string,
   cwd: string,
   asked: AgentEvent.PayloadOf<"subagent.asked">
-): acp.RequestPermissionRequest => {
-  const request = permissionRequestOf(sessionId, cwd, { toolCallId: asked.childToolCallId, tool: asked.tool, args: asked.args })
-  return {
-    ...request,
-    toolCall: { ...request.toolCall, title: `Subagent "${asked.description}" (${asked.childSessionId}): ${request.toolCall.title ?? asked.tool}` }
-  }
-}
+): acp.RequestPermissionRequest =>
+  permissionRequestOf(sessionId, cwd, {
+    toolCallId: asked.childToolCallId,
+    tool: asked.tool,
+    args: asked.args,
+    askedBy: { sessionId: asked.childSessionId, description: asked.description }
+  })
 
 /** What the user's answer means for the engine. */
 export type Answer =

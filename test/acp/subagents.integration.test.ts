@@ -66,4 +66,48 @@ describe("effect-agent acp --subagents", () => {
     expectWellFormedLog(child)
     expect(child.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { actor: string; decision: string }).decision)).toEqual(["ask", "allow"])
   })
+
+  it("the agent killed while a subagent asks: session/load of the parent asks the subagent's question again, labelled, and the answer resumes the whole tree", async () => {
+    const cwd = join(dir, "work-restart")
+    mkdirSync(cwd, { recursive: true })
+    const storage = ["--data-dir", join(dir, "data-restart")]
+    const before = join(dir, "before.json")
+    writeFileSync(before, JSON.stringify({
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "write the notes", prompt: "child: write" }, id: "task_1" }] }],
+      subagents: { "child: write": [{ toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "after the restart\n" } }] }] }
+    }))
+    const first = startAgent(["--subagents", "--script", before, ...storage], { cwd, answer: () => new Promise(() => undefined) })
+    running.push(first)
+    await first.initialize()
+    const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+    void first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "delegate it" }] }).catch(() => undefined)
+    await first.waitForAsked(1)
+    first.child.kill("SIGKILL")
+    await first.exited
+
+    // What the models say after the restart: the subagent's answer, then the parent's.
+    const after = join(dir, "after.json")
+    writeFileSync(after, JSON.stringify({ responses: [{ chunks: ["Delegated after the restart."] }], subagents: { "child: write": [{ chunks: ["Written."] }] } }))
+    const second = startAgent(["--subagents", "--script", after, ...storage], { cwd, answer: choose("allow_once") })
+    running.push(second)
+    await second.initialize()
+    await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] })
+    const asked = await second.waitForAsked(1)
+    expect(asked.params.sessionId).toBe(sessionId)
+    expect(asked.params.toolCall.title).toMatch(/^Subagent "write the notes" \(sess_[^)]+\): Write notes\.txt$/)
+    await second.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "text" && u.content.text === "Delegated after the restart.")
+    expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("after the restart\n")
+    // No prompt answers a resumed turn: its end is read from the log (each read is a CLI run).
+    let parent = await logOf(sessionId, storage)
+    while (parent.at(-1)?.type !== "turn.completed") parent = await logOf(sessionId, storage)
+    second.child.stdin.end()
+    await second.exited
+    expectWellFormedLog(parent)
+    expect(parent.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    const completed = parent.find((e) => e.type === "subagent.completed")!.payload as { childSessionId: string; outcome: string }
+    expect(completed.outcome).toBe("final")
+    const child = await logOf(completed.childSessionId, storage)
+    expectWellFormedLog(child)
+    expect(child.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { decision: string }).decision)).toEqual(["ask", "allow"])
+  })
 })
