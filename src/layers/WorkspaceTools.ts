@@ -188,16 +188,17 @@ export const make = (options: Options = {}) =>
     // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.
     const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => Paths.display(path, cwd, p.resolved))
 
+    /** The path as resolved again now, when it still is what was approved; `path_changed` otherwise. */
+    const unchanged = (prepared: PathAccess, now: PathAccess): Effect.Effect<string, ToolFailure> =>
+      now.resolved !== prepared.resolved || now.insideCwd !== prepared.insideCwd
+        ? fail("path_changed", `${prepared.requested} changed while the call was being approved; try again`)
+        : Effect.succeed(now.resolved)
+
     /** The path a tool may touch now: resolved again, so a link swapped since the permission check is caught. */
-    const target = (call: PreparedCall, context: ToolContext, index = 0) =>
-      Effect.gen(function*() {
-        const prepared = call.paths[index]!
-        const now = yield* resolve(context.cwd, prepared.requested, prepared.access)
-        if (now.resolved !== prepared.resolved || now.insideCwd !== prepared.insideCwd) {
-          return yield* fail("path_changed", `${prepared.requested} changed while the call was being approved; try again`)
-        }
-        return now.resolved
-      })
+    const target = (call: PreparedCall, context: ToolContext, index = 0) => {
+      const prepared = call.paths[index]!
+      return Effect.flatMap(resolve(context.cwd, prepared.requested, prepared.access), (now) => unchanged(prepared, now))
+    }
 
     /**
      * The approved file's bytes, with the path resolved again as `target` does. A read has no effect,
@@ -213,10 +214,7 @@ export const make = (options: Options = {}) =>
         }),
         ([now, read]): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
           if (now.status === "rejected") return Effect.die(now.reason)
-          if (now.value.resolved !== prepared.resolved || now.value.insideCwd !== prepared.insideCwd) {
-            return fail("path_changed", `${prepared.requested} changed while the call was being approved; try again`)
-          }
-          return read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason))
+          return Effect.zipRight(unchanged(prepared, now.value), read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason)))
         }
       )
     }
