@@ -12,8 +12,13 @@
  * other dependencies (the vendor SDKs, the ACP SDK, zod) and database drivers (better-sqlite3, pg):
  * they are imported from node_modules, and only by the chunks that need them — a chunk is loaded by
  * a dynamic `import()` in the sources (a provider's module, `sqlite.js`, `acp.js`, …), so a command
- * loads a vendor SDK, SQLite or the ACP code only when it is used. A new subcommand's heavy code
- * belongs behind such an `import()` too; a new driver of native code belongs in `drivers` below.
+ * loads a vendor SDK, SQLite or the ACP code only when it is used. The same holds for the commands
+ * themselves: the program loads the command tree (`src/cli/commands/`: names, flags, descriptions)
+ * and each command's handler is `import()`ed when it runs (`src/cli/Lazy.ts`), so `--help` loads no
+ * engine and `sessions` only its store. A new subcommand follows that split; a new driver of native
+ * code belongs in `drivers` below. Imports from the library's barrel (`src/index.ts`) are bundled as
+ * imports of the modules they name (barrel-imports.mjs): through the barrel, every chunk would reach
+ * the whole library.
  *
  * Run by `npm run build` after `tsc` (which also emits an unbundled `dist/cli/bin.js`, overwritten
  * here) and by the test suite's global setup; `npm run agent` runs it as `--if-stale` first.
@@ -30,6 +35,7 @@
 import * as esbuild from "esbuild"
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import { barrelImports, srcBarrel } from "./barrel-imports.mjs"
 import { inputsHash, outputs, readStamp, sameOutputs } from "./build.mjs"
 
 const root = resolve(import.meta.dirname, "..")
@@ -74,6 +80,8 @@ const result = await esbuild.build({
   // CommonJS code bundled in an ES module calls `require` for Node's own modules.
   banner: { js: "import { createRequire as __bundleCreateRequire } from \"node:module\"; const require = __bundleCreateRequire(import.meta.url);" },
   metafile: true,
+  // Each chunk gets the library modules its code names, not the whole barrel (see barrel-imports.mjs).
+  plugins: [barrelImports(srcBarrel(root))],
   logLevel: "warning"
 })
 

@@ -8,22 +8,20 @@
  *
  * @since 0.1.0
  */
-import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { IdGenerator, type McpConfig, PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, TaskTool, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
+import { toolsLayer } from "./Engine.js"
+import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Settings from "./Settings.js"
-import * as Help from "./Help.js"
+import type { Input } from "./commands/Acp.js"
 
-const mode = Flags.mode(
-  "The permission mode sessions start in (default: the mode of your settings, else of the session's trusted .effect-agent/settings.json, else default; a project's file may narrow it); the editor can switch it per session"
-)
 
 /**
  * While serving, stdout is the protocol channel: a client that closes it is a disconnect, handled
@@ -45,8 +43,8 @@ const keepRunningOnBrokenStdout = Effect.acquireRelease(
     })
 )
 
-/** The `acp` command. */
-export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Flags.subagents, ...Models.options, ...Flags.storage }, ({ allow, deny, mode, noInstructions, ...options }) =>
+/** `acp`. */
+export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input) =>
   Effect.gen(function*() {
     const flagRules = yield* Settings.parseFlags({ allow, deny })
     // Commands run with the environment of the user's own settings.
@@ -61,9 +59,9 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
     const mcp = McpServers.configurable()
     const budget = yield* Flags.budgetOf(options)
-    const tools = mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))
+    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))
     const engine = SessionEngine.layer(budget === undefined ? Flags.engineOptions(user) : { ...Flags.engineOptions(user), budget }).pipe(
-      Layer.provide(Flags.storeLayer(options)),
+      Layer.provide(FlagLayers.storeLayer(options)),
       // Beside the engine too: the agent reads the model's window for `usage_update`.
       Layer.provideMerge(model),
       Layer.provide(IdGenerator.layer),
@@ -89,9 +87,4 @@ export const command = Command.make("acp", { mode, ...Flags.rules, ...Flags.sand
     yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
     // The connection ended because of what the client sent, not because it closed: exit 1, saying why.
     if (inputError !== undefined) return yield* new CliError({ reason: "invalid_input", message: `acp: ${AcpAgent.inputErrorMessage(inputError)}` })
-  }).pipe(Effect.scoped)).pipe(
-    Command.withDescription(Help.described(
-      "Serve the agent to an editor over the Agent Client Protocol (JSON-RPC on stdin/stdout)",
-      ["node /path/to/effect-agent/dist/cli/bin.js acp   (the command an editor's agent_servers entry runs)"]
-    ))
-  )
+  }).pipe(Effect.scoped)

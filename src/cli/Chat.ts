@@ -15,8 +15,6 @@
  * @since 0.3.0
  */
 import * as readline from "node:readline"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -26,17 +24,15 @@ import * as Stream from "effect/Stream"
 import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
-import * as Flags from "./Flags.js"
+import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
 import * as ImageFiles from "./ImageFiles.js"
 import * as Markdown from "./Markdown.js"
-import * as Models from "./Models.js"
 import * as Render from "./Render.js"
-import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
+import { CliError } from "./CliError.js"
 import * as Resume from "./Resume.js"
 
-/** A line starting with this is queued as a follow-up instead of steering the running turn. */
-export const followUpPrefix = ">>"
+export { followUpPrefix }
 
 /**
  * The command a line names when it looks like one (`/word`, alone or before arguments) — so a typo
@@ -491,34 +487,12 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
     }
   }).pipe(Effect.scoped)
 
-/** The `chat` command. */
-export const command = Command.make(
-  "chat",
-  {
-    session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
-    continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the most recently active session of the current directory")),
-    resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's title (on a terminal)")),
-    mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
-    ...Flags.rules,
-    mcpConfig: Flags.mcpConfig,
-    ...Flags.sandbox,
-    ...Flags.instructions,
-    ...Flags.web,
-    ...Flags.subagents,
-    ...Models.options,
-    ...Flags.storage
-  },
-  ({ allow, continue: continueLast, deny, mcpConfig, mode, resume, session, ...options }) =>
-    Effect.gen(function*() {
-      if ([Option.isSome(session), continueLast, resume].filter(Boolean).length > 1) {
-        return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
-      }
-      const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
-      return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd) => chat(engine, { sessionId, cwd }))
-    })
-).pipe(Command.withDescription(
-  Help.described(
-    `An interactive session: each line is a message; while a turn runs a line steers it, and a line starting with ${followUpPrefix} is queued as a follow-up. Ctrl+C cancels the running turn, and at the idle prompt exits; end of input waits for the work in progress, then exits 0`,
-    ["effect-agent chat", "effect-agent chat --continue", "effect-agent chat --resume", "effect-agent chat --session <id> --mode acceptEdits"]
-  )
-))
+/** `chat`. */
+export const handler = ({ allow, continue: continueLast, deny, mcpConfig, mode, resume, session, ...options }: ChatInput) =>
+  Effect.gen(function*() {
+    if ([Option.isSome(session), continueLast, resume].filter(Boolean).length > 1) {
+      return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
+    }
+    const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
+    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd) => chat(engine, { sessionId, cwd }))
+  })

@@ -21,15 +21,20 @@ import {
   SessionEngine,
   TaskTool,
   TrustStore,
+  WebFetch,
   WorkingDirectory,
   WorkspaceTools
 } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
+
+/** The engine's service, for the handlers that load this module lazily (see Lazy.ts). */
+export { SessionEngine }
 
 /**
  * The policy of a session: the flags, the user's own settings, then the session's project settings
@@ -53,6 +58,10 @@ export const currentDirectory = Effect.try({
   catch: () => new InvalidInput({ field: "cwd", detail: "the current directory no longer exists" })
 }).pipe(Effect.flatMap(WorkingDirectory.canonical))
 
+/** The tools of a command that drives turns: the workspace tools and `web_fetch`. */
+export const toolsLayer = (workspace: WorkspaceTools.Options, options: { readonly allowPrivateNetwork: boolean }) =>
+  WebFetch.layer({ allowPrivate: options.allowPrivateNetwork }).pipe(Layer.provide(WorkspaceTools.layer(workspace)))
+
 /** The tools of a command: the workspace tools, `web_fetch` when the flags are given, the session's MCP servers' when configured. */
 const toolsOf = (
   tools: WorkspaceTools.Options,
@@ -60,7 +69,7 @@ const toolsOf = (
   web: { readonly allowPrivateNetwork: boolean } | undefined,
   subagents: boolean
 ) => {
-  const base = web === undefined ? WorkspaceTools.layer(tools) : Flags.toolsLayer(tools, web)
+  const base = web === undefined ? WorkspaceTools.layer(tools) : toolsLayer(tools, web)
   const all = mcp === undefined ? base : mcp.layer.pipe(Layer.provide(base))
   // The task tool beside all the others: a subagent may be given any of them.
   return subagents ? TaskTool.layer.pipe(Layer.provide(all)) : all
@@ -80,7 +89,7 @@ export const engineLayer = <E, R>(
 ) =>
   SessionEngine.layer(engineOptions).pipe(
     // Workspace checkpoints: the files tool calls change are kept in the store's blob area, so a rewind restores them.
-    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(Flags.storeLayer(storage)))),
+    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(FlagLayers.storeLayer(storage)))),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
     Layer.provide(toolsOf(tools, mcp, web, subagents)),
@@ -107,12 +116,13 @@ export const composerFor = (noInstructions: boolean) =>
  * `watch`): the store opened read-only, no model called, no tools, no writer lock taken.
  */
 export const readingEngineLayer = (storage: Flags.Storage) =>
-  SessionEngine.layer().pipe(
-    Layer.provide(Flags.storeLayer(storage, { readOnly: true })),
-    Layer.provide(FakeModelProvider.layer()),
-    Layer.provide(IdGenerator.layer),
-    Layer.provide(NodeContext.layer)
-  )
+  readingEngineOnStore.pipe(Layer.provide(FlagLayers.storeLayer(storage, { readOnly: true })), Layer.provide(NodeContext.layer))
+
+/** The engine of {@link readingEngineLayer} on a store the command has opened already (`pending`, after the listing). */
+export const readingEngineOnStore = SessionEngine.layer().pipe(
+  Layer.provide(FakeModelProvider.layer()),
+  Layer.provide(IdGenerator.layer)
+)
 
 /**
  * The engine of the commands that write a session without calling a model (`fork`, `rewind`,
@@ -121,7 +131,7 @@ export const readingEngineLayer = (storage: Flags.Storage) =>
  */
 export const storeOnlyEngineLayer = (storage: Flags.Storage) =>
   SessionEngine.layer().pipe(
-    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(Flags.storeLayer(storage)))),
+    Layer.provide(PreImages.layer().pipe(Layer.provideMerge(FlagLayers.storeLayer(storage)))),
     Layer.provide(FakeModelProvider.layer()),
     Layer.provide(IdGenerator.layer),
     Layer.provide(NodeContext.layer)

@@ -1,18 +1,17 @@
 /**
  * The options several commands share — where sessions are stored, the permission mode and the
- * `--allow` / `--deny` rules — and the store they choose.
+ * `--allow` / `--deny` rules. Definitions only, loaded by the command tree (and `--help`): the
+ * layers they choose (the store, the tools) are in FlagLayers.ts, loaded by the handlers.
  *
  * @since 0.1.0
  */
 import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
-import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as path from "node:path"
-import { JsonlEventStore, PermissionPolicy, type ProjectSettings, type PromptComposer, type SessionEngine, WebFetch, WorkspaceTools } from "../index.js"
+import type { PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
 
@@ -94,18 +93,21 @@ export const web = {
   )
 }
 
-/** The tools of a command that drives turns: the workspace tools and `web_fetch`. */
-export const toolsLayer = (workspace: WorkspaceTools.Options, options: { readonly allowPrivateNetwork: boolean }) =>
-  WebFetch.layer({ allowPrivate: options.allowPrivateNetwork }).pipe(Layer.provide(WorkspaceTools.layer(workspace)))
-
 /** What the tools of a command take from its flags: the network switch, and the data folder kept from commands. */
 export const toolOptions = (options: { readonly network: boolean; readonly dataDir: string }): WorkspaceTools.Options => ({
   network: options.network,
   hiddenPaths: [path.resolve(options.dataDir)]
 })
 
+/**
+ * Every permission mode, in the order `--help` lists them: `PermissionPolicy.Mode`'s literals, written
+ * out so that the command tree loads without the library (as a `Record`, the type checker holds
+ * them to the type: none missing, none extra).
+ */
+const modes: Record<PermissionPolicy.Mode, null> = { default: null, acceptEdits: null, readOnly: null, bypass: null }
+
 /** `--mode`; without it, the mode of the user's settings, else of a trusted `.effect-agent/settings.json`, else `default` (see `ProjectSettings`). */
-export const mode = (description: string) => Help.choice("mode", PermissionPolicy.Mode.literals).pipe(Options.optional, Options.withDescription(description))
+export const mode = (description: string) => Help.choice("mode", Object.keys(modes) as Array<PermissionPolicy.Mode>).pipe(Options.optional, Options.withDescription(description))
 
 /** `--mcp-config <file>`: MCP servers for this run (they win over the user's mcp.json and a trusted .mcp.json; see `McpSettings`). */
 export const mcpConfig = Options.file("mcp-config", { exists: "yes" }).pipe(
@@ -128,56 +130,6 @@ export const rules = {
     Options.withDescription("Deny calls, same syntax as --allow (e.g. 'shell:git push*'); a matching deny always wins")
   )
 }
-
-/**
- * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
- * how long a session driven from a machine that died stays busy for the others.
- */
-export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
-  Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
-  Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
-)
-
-/** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
-const sqliteLayer = (filename: string, readOnly: boolean) =>
-  Layer.unwrapEffect(
-    Effect.tryPromise({
-      try: () => import("../sqlite.js"),
-      catch: () =>
-        new CliError({
-          reason: "missing_package",
-          message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
-        })
-    }).pipe(Effect.flatMap(({ SqliteEventStore }) => Effect.map(leaseTtl, (lease) => SqliteEventStore.layer({ filename, readOnly, ...lease }))))
-  )
-
-/** PostgreSQL is an optional peer too: loaded only when chosen. The URL is never printed. */
-const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean) =>
-  Layer.unwrapEffect(Effect.gen(function*() {
-    if (Option.isNone(url)) {
-      return yield* new CliError({ reason: "invalid_arguments", message: "--store postgres needs --database-url or EFFECT_AGENT_DATABASE_URL" })
-    }
-    const { PostgresEventStore } = yield* Effect.tryPromise({
-      try: () => import("../postgres.js"),
-      catch: () =>
-        new CliError({
-          reason: "missing_package",
-          message: "--store postgres needs the optional packages @effect/sql and @effect/sql-pg: npm install @effect/sql @effect/sql-pg"
-        })
-    })
-    return PostgresEventStore.layer({ url: url.value, readOnly, ...(yield* leaseTtl) })
-  }))
-
-/**
- * The store the options chose. `readOnly`: for the commands that only read (`sessions`, `replay`,
- * `pending`, `watch`, `export-script`), which then work on a data dir this user cannot write.
- */
-export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
-  store === "postgres"
-    ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
-    : store === "sqlite"
-    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
-    : JsonlEventStore.layer({ dataDir, readOnly })
 
 /** `serve --cluster` and the runner's flags (see src/cluster/Runner.ts). */
 export const cluster = {

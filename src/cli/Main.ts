@@ -16,7 +16,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { main } from "./Cli.js"
 import * as ExitCode from "./ExitCode.js"
-import { terminalSafe } from "./Render.js"
+import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
 

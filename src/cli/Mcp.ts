@@ -7,7 +7,6 @@
  *
  * @since 0.5.0
  */
-import * as Command from "@effect/cli/Command"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -15,11 +14,11 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { McpSettings, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
-import * as Flags from "./Flags.js"
 import { terminalSafe } from "./Render.js"
-import * as Help from "./Help.js"
+import type { ListInput } from "./commands/Mcp.js"
 
-const list = Command.make("list", { mcpConfig: Flags.mcpConfig }, ({ mcpConfig }) =>
+/** `mcp list`. */
+export const list = ({ mcpConfig }: ListInput) =>
   Effect.gen(function*() {
     const cwd = process.cwd()
     const given = Option.isSome(mcpConfig) ? yield* McpSettings.readFile(mcpConfig.value) : undefined
@@ -58,13 +57,4 @@ const list = Command.make("list", { mcpConfig: Flags.mcpConfig }, ({ mcpConfig }
     Effect.scoped,
     Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })),
     Effect.provide(NodeContext.layer)
-  )).pipe(Command.withDescription(Help.described(
-    "Start each MCP server configured here once, list its tools and what they cost in every request's context (estimated tokens)",
-    ["effect-agent mcp list", "effect-agent mcp list --mcp-config servers.json"]
-  )))
-
-/** The `mcp` command. */
-export const command = Command.make("mcp").pipe(
-  Command.withDescription(Help.described("MCP servers: list what is configured here and what it costs in context", ["effect-agent mcp list"])),
-  Command.withSubcommands([list])
-)
+  )

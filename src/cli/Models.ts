@@ -4,7 +4,6 @@
  *
  * @since 0.1.0
  */
-import * as Options from "@effect/cli/Options"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
@@ -17,37 +16,9 @@ import * as Stream from "effect/Stream"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
-import * as Help from "./Help.js"
+import type { Choice } from "./ModelFlags.js"
 
-/** The CLI's model options. */
-export const options = {
-  provider: Help.choice("provider", ["anthropic", "openai", "fake"]).pipe(
-    Options.optional,
-    Options.withDescription("The model provider (default: anthropic if ANTHROPIC_API_KEY is set, else openai if OPENAI_API_KEY is, else the echo model)")
-  ),
-  model: Options.text("model").pipe(Options.optional, Options.withDescription("The model name")),
-  baseUrl: Options.text("base-url").pipe(
-    Options.optional,
-    Options.withDescription("The provider's API address, e.g. an OpenAI-compatible server such as http://localhost:11434/v1")
-  ),
-  script: Options.file("script", { exists: "yes" }).pipe(
-    Options.optional,
-    Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
-  ),
-  noPromptCache: Options.boolean("no-prompt-cache").pipe(
-    Options.withDescription("Send Anthropic no prompt-cache breakpoints (as \"promptCaching\": false in your settings does); cached tokens are still reported")
-  )
-}
-
-/** What the CLI was told about the model. */
-export interface Choice {
-  readonly provider: Option.Option<"anthropic" | "openai" | "fake">
-  readonly model: Option.Option<string>
-  readonly baseUrl: Option.Option<string>
-  readonly script: Option.Option<string>
-  /** `--no-prompt-cache`; absent means false. */
-  readonly noPromptCache?: boolean | undefined
-}
+export type { Choice } from "./ModelFlags.js"
 
 /** Whether Anthropic gets prompt-cache breakpoints: unless `--no-prompt-cache` or the user's settings (`"promptCaching": false`) say no. */
 const promptCaching = (choice: Choice) =>

@@ -7,6 +7,9 @@
  */
 import { absurd } from "effect/Function"
 import { type AgentEvent, Edit, Json, UsageText } from "../index.js"
+import { terminalSafe } from "./Terminal.js"
+
+export { terminalSafe }
 
 /** Where rendered text goes. */
 export interface Output {
@@ -21,16 +24,6 @@ export interface CallInfo {
   /** Real paths outside the working directory the call would touch (from `permission.requested`). */
   readonly outsidePaths?: ReadonlyArray<string> | undefined
 }
-
-/**
- * Text made safe for a terminal: control characters other than newline and tab, DEL and the C1
- * controls become visible escapes (`\x1b`), and carriage returns are dropped, so neither the
- * model's text nor a tool's output can move the cursor, clear the screen, retitle the window or
- * overwrite a line already shown (a `\r` would hide what came before it on the line).
- */
-export const terminalSafe = (text: string): string =>
-  // eslint-disable-next-line no-control-regex
-  text.replace(/\r/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
 
 const oneLine = (text: string, max = 100) => {
   const line = text.replace(/\s+/g, " ").trim()

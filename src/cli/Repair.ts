@@ -6,41 +6,30 @@
  *
  * @since 0.1.0
  */
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { IdGenerator, JsonlEventStore } from "../index.js"
-import * as Help from "./Help.js"
+import type { Input } from "./commands/Repair.js"
 
 /** At most this many dropped lines are listed one by one. */
 const shown = 20
 
-/** The `repair` command. */
-export const command = Command.make(
-  "repair",
-  {
-    sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session whose log to repair")),
-    dataDir: Options.directory("data-dir").pipe(Options.withDefault(".effect-agent"), Options.withDescription("Where sessions are stored")),
-    store: Help.choice("store", ["jsonl", "sqlite"]).pipe(Options.withDefault("jsonl" as const), Options.withDescription("The store (only JSONL logs can need repair)"))
-  },
-  ({ dataDir, sessionId, store }) =>
-    Effect.gen(function*() {
-      if (store === "sqlite") {
-        return yield* Console.log(`Nothing to repair: the SQLite store keeps each sequence once by its key.`)
-      }
-      const report = yield* JsonlEventStore.repair({ dataDir, sessionId })
-      if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${report.kept} events).`)
-      for (const d of report.dropped.slice(0, shown)) {
-        yield* Console.error(`  dropped line ${d.line}${d.sequence === undefined ? "" : ` (sequence ${d.sequence})`}: ${d.reason}`)
-      }
-      if (report.dropped.length > shown) yield* Console.error(`  … and ${report.dropped.length - shown} more lines`)
-      yield* Console.log(
-        `Repaired ${sessionId}: kept ${report.kept} events, dropped ${report.dropped.length} lines` +
-          (report.closedTurnId === undefined ? "" : `, closed turn ${report.closedTurnId} as interrupted`) +
-          `. The original is kept as ${report.backup}.`
-      )
-    }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeContext.layer))
-).pipe(Command.withDescription(Help.described("Repair a session log that cannot be read (duplicate sequences from two writers); keeps the original as <file>.bak", ["effect-agent repair <id>"])))
+/** `repair`. */
+export const handler = ({ dataDir, sessionId, store }: Input) =>
+  Effect.gen(function*() {
+    if (store === "sqlite") {
+      return yield* Console.log(`Nothing to repair: the SQLite store keeps each sequence once by its key.`)
+    }
+    const report = yield* JsonlEventStore.repair({ dataDir, sessionId })
+    if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${report.kept} events).`)
+    for (const d of report.dropped.slice(0, shown)) {
+      yield* Console.error(`  dropped line ${d.line}${d.sequence === undefined ? "" : ` (sequence ${d.sequence})`}: ${d.reason}`)
+    }
+    if (report.dropped.length > shown) yield* Console.error(`  … and ${report.dropped.length - shown} more lines`)
+    yield* Console.log(
+      `Repaired ${sessionId}: kept ${report.kept} events, dropped ${report.dropped.length} lines` +
+        (report.closedTurnId === undefined ? "" : `, closed turn ${report.closedTurnId} as interrupted`) +
+        `. The original is kept as ${report.backup}.`
+    )
+  }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeContext.layer))

@@ -8,50 +8,34 @@
  *
  * @since 0.10.0
  */
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { SessionEngine } from "../index.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
-import * as Flags from "./Flags.js"
-import * as Help from "./Help.js"
+import type { Input } from "./commands/Rewind.js"
 import * as Render from "./Render.js"
 
 /** What a rewind did to a file: its change's `before` is what the rewind found, `after` what it left. */
 const marks = (change: { readonly before?: unknown; readonly after?: unknown }) => change.after === undefined ? "removed " : change.before === undefined ? "restored" : "reverted"
 
-/** The `rewind` command. */
-export const command = Command.make(
-  "rewind",
-  {
-    sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to rewind")),
-    to: Options.integer("to").pipe(Options.withDescription("The sequence to go back to: the end of a closed turn (see `replay`)")),
-    force: Options.boolean("force").pipe(Options.withDescription("Overwrite files changed outside the agent since it wrote them (a rewind without it lists them)")),
-    ...Flags.storage
-  },
-  ({ force, sessionId, to, ...storage }) =>
-    Effect.gen(function*() {
-      const engine = yield* SessionEngine.SessionEngine
-      const rewound = yield* engine.rewindSession({ sessionId, toSequence: to, force }).pipe(
-        Effect.tapErrorTag("RewindRefused", (refused) =>
-          refused.reason === "changed_outside"
-            ? Console.error(
-              [
-                "effect-agent rewind: these files were changed outside the agent since it last wrote them:",
-                ...(refused.files ?? []).map((f) => `  ${Render.terminalSafe(f)}`),
-                `nothing was changed; to overwrite them: effect-agent rewind ${sessionId} --to ${to} --force`
-              ].join("\n")
-            )
-            : Effect.void)
-      )
-      yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${rewound.changes.length} file${rewound.changes.length === 1 ? "" : "s"} restored`)
-      for (const change of rewound.changes) yield* Console.log(`  ${marks(change)} ${Render.terminalSafe(change.path)}`)
-      for (const path of rewound.forced) yield* Console.error(`  overwritten (changed outside the agent): ${Render.terminalSafe(path)}`)
-      for (const why of rewound.incomplete) yield* Console.error(`  not restored, a snapshot was incomplete: ${Render.terminalSafe(why)}`)
-    }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // A rewind calls no model.
-).pipe(Command.withDescription(Help.described(
-  "Rewind a session to the end of a closed turn: the conversation continues from there and the files the agent changed since are restored (session.rewound; the rest of the log stays, an abandoned branch). Exit codes: 0 rewound; 1 refused (files changed outside the agent are listed: --force overwrites them), a turn in progress, or the session or store could not be used",
-  ["effect-agent replay <id>", "effect-agent rewind <id> --to 6", "effect-agent rewind <id> --to 6 --force"]
-)))
+/** `rewind`. */
+export const handler = ({ force, sessionId, to, ...storage }: Input) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const rewound = yield* engine.rewindSession({ sessionId, toSequence: to, force }).pipe(
+      Effect.tapErrorTag("RewindRefused", (refused) =>
+        refused.reason === "changed_outside"
+          ? Console.error(
+            [
+              "effect-agent rewind: these files were changed outside the agent since it last wrote them:",
+              ...(refused.files ?? []).map((f) => `  ${Render.terminalSafe(f)}`),
+              `nothing was changed; to overwrite them: effect-agent rewind ${sessionId} --to ${to} --force`
+            ].join("\n")
+          )
+          : Effect.void)
+    )
+    yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${rewound.changes.length} file${rewound.changes.length === 1 ? "" : "s"} restored`)
+    for (const change of rewound.changes) yield* Console.log(`  ${marks(change)} ${Render.terminalSafe(change.path)}`)
+    for (const path of rewound.forced) yield* Console.error(`  overwritten (changed outside the agent): ${Render.terminalSafe(path)}`)
+    for (const why of rewound.incomplete) yield* Console.error(`  not restored, a snapshot was incomplete: ${Render.terminalSafe(why)}`)
+  }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // A rewind calls no model.

@@ -19,8 +19,6 @@
  *
  * @since 0.2.0
  */
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -32,29 +30,14 @@ import { isIP } from "node:net"
 import { type BlobStore, type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PreImages, PromptComposer, SessionEngine, TaskTool } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
+import { toolsLayer } from "./Engine.js"
+import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
-import * as Help from "./Help.js"
-
-const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
-
-const port = Options.integer("port").pipe(
-  Options.withDefault(4477),
-  Options.withDescription("The port to listen on (0: any free port)")
-)
-const host = Options.text("host").pipe(
-  Options.withDefault("127.0.0.1"),
-  Options.withDescription("The address to listen on (default 127.0.0.1: this machine only)")
-)
-const allowedHost = Options.text("allowed-host").pipe(
-  Options.repeated,
-  Options.withDescription(
-    "A host name clients may reach the server by besides localhost and IP addresses (a reverse proxy's, this machine's DNS name), repeatable; requests naming any other host are refused (DNS rebinding)"
-  )
-)
+import type { Input } from "./commands/Serve.js"
 
 /**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
@@ -138,7 +121,7 @@ const clusterOptions = (flags: {
     if (flags.shardLockTtl < 1) return yield* invalid(`--shard-lock-ttl ${flags.shardLockTtl} must be at least 1 (seconds)`)
     const databaseUrl = Option.orElse(flags.clusterDatabaseUrl, () => flags.databaseUrl ?? Option.none())
     if (Option.isNone(databaseUrl)) return yield* invalid("--cluster needs --database-url (or EFFECT_AGENT_DATABASE_URL, or --cluster-database-url)")
-    const lease = yield* Flags.leaseTtl
+    const lease = yield* FlagLayers.leaseTtl
     const fault = killAfterStored()
     return {
       databaseUrl: databaseUrl.value,
@@ -178,115 +161,111 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
   )
 )
 
-/** The `serve` command. */
-export const command = Command.make(
-  "serve",
-  { port, host, allowedHost, mode, ...Flags.rules, ...Flags.sandbox, ...Flags.instructions, ...Flags.web, ...Flags.subagents, ...Models.options, ...Flags.storage, ...Flags.cluster },
-  ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }) =>
-    Effect.gen(function*() {
-      if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
-      // A server's normal stop: exit 0 once the shutdown is done.
-      yield* ExitCode.sigtermStopsCleanly
-      const runner = cluster
-        ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
-        : undefined
-      const cwd = process.cwd()
-      const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
-      const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
-      const permissions = perCwd(cwd, loaded.policy, flags)
-      const model = yield* Models.layer(options)
-      const budget = yield* Flags.budgetOf(options)
-      const engineOptions = budget === undefined ? Flags.engineOptions(loaded.user) : { ...Flags.engineOptions(loaded.user), budget }
-      // Loaded only here: the HTTP stack costs start-up time for every other command.
-      const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
-      const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
-      const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
-      // `--host` given as a name (not an address) is a name clients use: allowed too.
-      // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
-      // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
-      const mcp = McpServers.configurable()
-      const tools = mcp.layer.pipe(Layer.provide(Flags.toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
-      const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-        mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
-      // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
-      // 0600), so that after a restart the session's next turn starts them again.
-      const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-        startFor(session, servers).pipe(
-          Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
-            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
-          )),
-          Effect.provide(NodeContext.layer)
-        )
-      const restoring = new Set<string>()
-      const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
-        Effect.gen(function*() {
-          if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
-          restoring.add(session.sessionId)
-          const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
-          if (Option.isNone(kept)) return
-          yield* startFor(session, kept.value).pipe(
-            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
-            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
-          )
-        }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
-      const config = ServerConfig.make({
-        token,
-        defaultCwd: cwd,
-        allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost,
-        sessionServers: runner === undefined ? sessionServers : undefined,
-        restoreServers: runner === undefined ? restoreServers : undefined
-      })
-      const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore | BlobStore.BlobStore, E2, NodeContext.NodeContext>) => layer.pipe(
-        // Workspace checkpoints beside the store: a rewind restores the files tool calls changed.
-        Layer.provide(PreImages.layer().pipe(Layer.provideMerge(store))),
-        Layer.provide(model),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
-        Layer.provide(permissions),
-        Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
-        Layer.provide(NodeContext.layer)
+/** `serve`. */
+export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }: Input) =>
+  Effect.gen(function*() {
+    if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
+    // A server's normal stop: exit 0 once the shutdown is done.
+    yield* ExitCode.sigtermStopsCleanly
+    const runner = cluster
+      ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
+      : undefined
+    const cwd = process.cwd()
+    const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
+    const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
+    const permissions = perCwd(cwd, loaded.policy, flags)
+    const model = yield* Models.layer(options)
+    const budget = yield* Flags.budgetOf(options)
+    const engineOptions = budget === undefined ? Flags.engineOptions(loaded.user) : { ...Flags.engineOptions(loaded.user), budget }
+    // Loaded only here: the HTTP stack costs start-up time for every other command.
+    const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
+    const fromEnv = process.env["EFFECT_AGENT_TOKEN"]
+    const token = fromEnv !== undefined && fromEnv !== "" ? fromEnv : Security.randomToken()
+    // `--host` given as a name (not an address) is a name clients use: allowed too.
+    // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
+    // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
+    const mcp = McpServers.configurable()
+    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
+    const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+      mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
+    // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
+    // 0600), so that after a restart the session's next turn starts them again.
+    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+      startFor(session, servers).pipe(
+        Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
+          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
+        )),
+        Effect.provide(NodeContext.layer)
       )
-      // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
-      const { engine, turns } = runner === undefined
-        ? { engine: ports(SessionEngine.layer(engineOptions), Flags.storeLayer(options)), turns: undefined }
-        : yield* Effect.gen(function*() {
-          const { Engines, Runner } = yield* loadCluster
-          // Built in the command's scope: the runner leaves the cluster when `serve` stops.
-          if (!runner.sharedWithStore) {
-            const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), Flags.storeLayer(options))))))
-            return { engine: built, turns: built }
-          }
-          // One pool of connections for the store and the cluster on the same database.
-          const { PostgresEventStore } = yield* Effect.promise(() => import("../postgres.js"))
-          const pool = Layer.succeedContext(yield* Layer.build(Runner.client({ ...runner, maxConnections: sharedPoolSize })))
-          const store = PostgresEventStore.layerFromClient({ where: PostgresEventStore.describeUrl(runner.databaseUrl), ...runner.lease }).pipe(Layer.provide(pool))
-          const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), store)), Layer.provide(pool))))
+    const restoring = new Set<string>()
+    const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
+      Effect.gen(function*() {
+        if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
+        restoring.add(session.sessionId)
+        const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
+        if (Option.isNone(kept)) return
+        yield* startFor(session, kept.value).pipe(
+          Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
+        )
+      }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
+    const config = ServerConfig.make({
+      token,
+      defaultCwd: cwd,
+      allowedHosts: isIP(host) === 0 ? [...allowedHost, host] : allowedHost,
+      sessionServers: runner === undefined ? sessionServers : undefined,
+      restoreServers: runner === undefined ? restoreServers : undefined
+    })
+    const ports = <A, E, R, E2>(layer: Layer.Layer<A, E, R>, store: Layer.Layer<EventStore.EventStore | BlobStore.BlobStore, E2, NodeContext.NodeContext>) => layer.pipe(
+      // Workspace checkpoints beside the store: a rewind restores the files tool calls changed.
+      Layer.provide(PreImages.layer().pipe(Layer.provideMerge(store))),
+      Layer.provide(model),
+      Layer.provide(IdGenerator.layer),
+      Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
+      Layer.provide(permissions),
+      Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
+      Layer.provide(NodeContext.layer)
+    )
+    // A runner routes each session's writes to the runner that owns it; alone, the engine is here.
+    const { engine, turns } = runner === undefined
+      ? { engine: ports(SessionEngine.layer(engineOptions), FlagLayers.storeLayer(options)), turns: undefined }
+      : yield* Effect.gen(function*() {
+        const { Engines, Runner } = yield* loadCluster
+        // Built in the command's scope: the runner leaves the cluster when `serve` stops.
+        if (!runner.sharedWithStore) {
+          const built = Layer.succeedContext(yield* Layer.build(Runner.layer(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), FlagLayers.storeLayer(options))))))
           return { engine: built, turns: built }
-        })
-      yield* Effect.gen(function*() {
-        const url = yield* Server.url
-        const lines = [
-          `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
-          fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
-          `  viewer (this URL works once): ${url}/login?code=${config.loginCodes.issue()}`
-        ]
-        if (runner !== undefined) {
-          const listening = runner.listenHost ?? runner.host
-          lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group)`)
-          if (!isLoopback(listening)) {
-            lines.push(`  warning: the runners' port ${listening}:${runner.port} has no authentication: keep it on a network only the runners share (docs/scaling.md)`)
-          }
         }
-        if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
-        yield* Console.error(lines.join("\n"))
-        return yield* Effect.never.pipe(
-          // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
-          Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
-        )
-      }).pipe(
-        Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
-        // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
-        EventLoop.sliced()
+        // One pool of connections for the store and the cluster on the same database.
+        const { PostgresEventStore } = yield* Effect.promise(() => import("../postgres.js"))
+        const pool = Layer.succeedContext(yield* Layer.build(Runner.client({ ...runner, maxConnections: sharedPoolSize })))
+        const store = PostgresEventStore.layerFromClient({ where: PostgresEventStore.describeUrl(runner.databaseUrl), ...runner.lease }).pipe(Layer.provide(pool))
+        const built = Layer.succeedContext(yield* Layer.build(Runner.layerWithClient(runner).pipe(Layer.provide(ports(Engines.layer(engineOptions), store)), Layer.provide(pool))))
+        return { engine: built, turns: built }
+      })
+    yield* Effect.gen(function*() {
+      const url = yield* Server.url
+      const lines = [
+        `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
+        fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
+        `  viewer (this URL works once): ${url}/login?code=${config.loginCodes.issue()}`
+      ]
+      if (runner !== undefined) {
+        const listening = runner.listenHost ?? runner.host
+        lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group)`)
+        if (!isLoopback(listening)) {
+          lines.push(`  warning: the runners' port ${listening}:${runner.port} has no authentication: keep it on a network only the runners share (docs/scaling.md)`)
+        }
+      }
+      if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)
+      yield* Console.error(lines.join("\n"))
+      return yield* Effect.never.pipe(
+        // Said before the shutdown runs (running turns are cancelled and closed in the log, paused ones stay paused).
+        Effect.onInterrupt(() => Console.error("effect-agent serve: shutting down (a second signal stops it at once)"))
       )
-    }).pipe(Effect.scoped)
-).pipe(Command.withDescription(Help.described("Serve the HTTP + SSE API and the web session viewer (127.0.0.1 by default; a token guards every route)", ["effect-agent serve", "effect-agent serve --port 8787 --store sqlite"])))
+    }).pipe(
+      Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
+      // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
+      EventLoop.sliced()
+    )
+  }).pipe(Effect.scoped)

@@ -1,22 +1,22 @@
 /**
  * `effect-agent sessions [--cwd <dir>] [--search <text>]`: the stored sessions, most recently
  * active first, one line each with its title; `effect-agent sessions rename <id> <title>` names one
- * (`session.titled`).
+ * (`session.titled`); `effect-agent pending [<id>]` lists the calls waiting for approval. The
+ * handlers; the commands are in commands/Sessions.ts.
  *
  * @since 0.1.0
  */
 import { realpathSync } from "node:fs"
 import { resolve } from "node:path"
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { type EventStore, Session, SessionEngine, UsageText } from "../index.js"
-import { readingEngineLayer, storeOnlyEngineLayer } from "./Engine.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { EventStore, Session, UsageText } from "../index.js"
+import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
-import * as Help from "./Help.js"
+import type { ListInput, PendingInput, RenameInput } from "./commands/Sessions.js"
 import * as Render from "./Render.js"
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
@@ -44,54 +44,69 @@ const line = (s: Session.SessionSummary): string => {
     (s.title === undefined ? "" : `  ${Render.terminalSafe(s.title)}`)
 }
 
-const rename = Command.make(
-  "rename",
-  {
-    sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to name")),
-    title: Args.text({ name: "title" }).pipe(Args.withDescription("Its title: one line, 1 to 200 characters (control characters are dropped)")),
-    ...Flags.storage
-  },
-  ({ sessionId, title, ...storage }) =>
+/**
+ * The store the options chose, opened for reading. A listing needs no engine: `sessions` and
+ * `pending` (until a session waits) load neither the engine nor the tools (see Lazy.ts).
+ */
+const readingStore = (storage: Flags.Storage) => FlagLayers.storeLayer(storage, { readOnly: true }).pipe(Layer.provide(NodeContext.layer))
+
+/** The engine's module (and its service's tag): loaded only by the commands that need more than the listing. */
+const engineModule = Effect.promise(() => import("./Engine.js"))
+
+/** `sessions rename`. Naming a session stores one event: no model is called. */
+export const rename = ({ sessionId, title, ...storage }: RenameInput) =>
+  Effect.flatMap(engineModule, ({ SessionEngine, storeOnlyEngineLayer }) =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       const renamed = yield* engine.renameSession({ sessionId, title })
       yield* Console.log(`${sessionId}  ${Render.terminalSafe(renamed.title)}`)
-    }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // Naming a session stores one event: no model is called.
-).pipe(Command.withDescription(Help.described(
-  "Name a session (stored as session.titled; its first message named it until then). Fails while another process drives the session",
-  ["effect-agent sessions rename <id> \"Parser refactor\""]
-)))
+    }).pipe(Effect.provide(storeOnlyEngineLayer(storage))))
 
-/** The `sessions` command, with `rename`. */
-export const command = Command.make(
-  "sessions",
-  {
-    cwd: Options.text("cwd").pipe(Options.optional, Options.withDescription("Only the sessions of this directory or a directory under it")),
-    search: Options.text("search").pipe(Options.optional, Options.withDescription("Only the sessions whose title or id holds every word of this text (any case)")),
-    ...Flags.storage
-  },
-  ({ cwd, search, ...options }) =>
-    Effect.gen(function*() {
-      const engine = yield* SessionEngine.SessionEngine
-      const { damaged, sessions: summaries } = yield* engine.sessionListing
-      yield* warnDamaged(damaged)
-      if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${Flags.storeName(options)}.`)
-      const shown = Session.filterSummaries(summaries, {
-        cwd: Option.getOrUndefined(Option.map(cwd, storedDirectory)),
-        search: Option.getOrUndefined(search)
-      })
-      if (shown.length === 0) {
-        if (summaries.length > 0) yield* Console.error("No session matches.")
-        return
-      }
-      // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
-      yield* Console.log(shown.map(line).join("\n"))
-    }).pipe(Effect.provide(readingEngineLayer(options)))
-).pipe(
-  Command.withDescription(Help.described("List stored sessions, most recently active first, each with its title", [
-    "effect-agent sessions",
-    "effect-agent sessions --cwd . --search parser",
-    "effect-agent sessions --store sqlite"
-  ])),
-  Command.withSubcommands([rename])
-)
+/** `sessions`: the store's listing (what `SessionEngine.sessionListing` answers), without an engine. */
+export const list = ({ cwd, search, ...options }: ListInput) =>
+  Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const { damaged, sessions: summaries } = yield* store.listing
+    yield* warnDamaged(damaged)
+    if (summaries.length === 0 && damaged.length === 0) return yield* Console.error(`No sessions in ${Flags.storeName(options)}.`)
+    const shown = Session.filterSummaries(summaries, {
+      cwd: Option.getOrUndefined(Option.map(cwd, storedDirectory)),
+      search: Option.getOrUndefined(search)
+    })
+    if (shown.length === 0) {
+      if (summaries.length > 0) yield* Console.error("No session matches.")
+      return
+    }
+    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
+    yield* Console.log(shown.map(line).join("\n"))
+  }).pipe(Effect.provide(readingStore(options)))
+
+/**
+ * `pending`: every store's listing says which sessions wait (`awaitingApproval`): only theirs are
+ * read, by the engine, which is loaded only when one waits (or a session is named).
+ */
+export const pending = ({ sessionId, ...options }: PendingInput) =>
+  Effect.gen(function*() {
+    let ids: ReadonlyArray<string>
+    if (Option.isSome(sessionId)) {
+      ids = [sessionId.value]
+    } else {
+      const listing = yield* Effect.flatMap(EventStore.EventStore, (store) => store.listing)
+      yield* warnDamaged(listing.damaged)
+      ids = listing.sessions.filter((s) => s.awaitingApproval !== undefined).map((s) => s.sessionId)
+    }
+    let found = 0
+    if (ids.length > 0) {
+      const { readingEngineOnStore, SessionEngine } = yield* engineModule
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine.SessionEngine
+        for (const id of ids) {
+          for (const call of yield* engine.pendingApprovals({ sessionId: id })) {
+            found++
+            yield* Console.log(`${id}  ${call.toolCallId}  ${Render.describeCall(call)}${call.risk === undefined ? "" : `  (${call.risk})`}`)
+          }
+        }
+      }).pipe(Effect.provide(readingEngineOnStore))
+    }
+    if (found === 0) yield* Console.error("No tool calls are waiting for approval.")
+  }).pipe(Effect.provide(readingStore(options)))

@@ -7,9 +7,6 @@
  *
  * @since 0.4.0
  */
-import * as Args from "@effect/cli/Args"
-import * as Command from "@effect/cli/Command"
-import * as Options from "@effect/cli/Options"
 import * as NodePath from "node:path"
 import * as readline from "node:readline"
 import * as Console from "effect/Console"
@@ -18,7 +15,7 @@ import * as Option from "effect/Option"
 import { McpSettings, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Render.js"
-import * as Help from "./Help.js"
+import type { Input } from "./commands/Trust.js"
 
 const invalid = (error: { readonly message: string }) => new CliError({ reason: "invalid_file", message: error.message })
 
@@ -46,63 +43,49 @@ const list = (configDir: string) =>
     }
   })
 
-/** The `trust` command. */
-export const command = Command.make(
-  "trust",
-  {
-    dir: Args.text({ name: "dir" }).pipe(Args.withDescription("The project (default: the current directory)"), Args.optional),
-    yes: Options.boolean("yes").pipe(Options.withDescription("Trust without asking (after you have read the summary, e.g. from an earlier run)")),
-    list: Options.boolean("list").pipe(Options.withDescription("List the trusted files and whether each is still as it was trusted")),
-    revoke: Options.boolean("revoke").pipe(Options.withDescription("Stop trusting the project's settings file"))
-  },
-  (options) =>
-    Effect.gen(function*() {
-      const configDir = yield* TrustStore.configDir
-      if (options.list) return yield* list(configDir)
-      const cwd = NodePath.resolve(Option.getOrElse(options.dir, () => process.cwd()))
-      if (options.revoke) {
-        const paths = [yield* ProjectSettings.fileOf(cwd), yield* McpSettings.fileOf(cwd)]
-        for (const path of paths) {
-          const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
-          if (removed > 0 || path === paths[0]) {
-            yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
-          }
+/** `trust`. */
+export const handler = (options: Input) =>
+  Effect.gen(function*() {
+    const configDir = yield* TrustStore.configDir
+    if (options.list) return yield* list(configDir)
+    const cwd = NodePath.resolve(Option.getOrElse(options.dir, () => process.cwd()))
+    if (options.revoke) {
+      const paths = [yield* ProjectSettings.fileOf(cwd), yield* McpSettings.fileOf(cwd)]
+      for (const path of paths) {
+        const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
+        if (removed > 0 || path === paths[0]) {
+          yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
         }
-        return
       }
-      const project = yield* ProjectSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
-      const mcp = yield* McpSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
-      if (project === undefined && mcp === undefined) {
-        return yield* new CliError({ reason: "invalid_arguments", message: `there is no ${ProjectSettings.relativePath} or ${McpSettings.projectFileName} in ${terminalSafe(cwd)}` })
+      return
+    }
+    const project = yield* ProjectSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
+    const mcp = yield* McpSettings.inspect(cwd, configDir).pipe(Effect.mapError(invalid))
+    if (project === undefined && mcp === undefined) {
+      return yield* new CliError({ reason: "invalid_arguments", message: `there is no ${ProjectSettings.relativePath} or ${McpSettings.projectFileName} in ${terminalSafe(cwd)}` })
+    }
+    // The summaries escape every value of the files themselves; the terminal sees nothing it could act on.
+    const files = [
+      ...(project === undefined ? [] : [{ ...project, lines: ProjectSettings.summary(project) }]),
+      ...(mcp === undefined ? [] : [{ ...mcp, lines: McpSettings.summary(mcp) }])
+    ]
+    yield* Console.log(files.map((file) => file.lines.join("\n")).join("\n\n"))
+    const pending = files.filter((file) => file.trust !== "trusted")
+    if (pending.length === 0) return yield* Console.error(`effect-agent: already trusted, as ${files.length === 1 ? "it is" : "they are"}`)
+    if (!options.yes) {
+      if (process.stdin.isTTY !== true) {
+        return yield* new CliError({
+          reason: "invalid_arguments",
+          message: `stdin is not a terminal, so nothing was trusted; once you have read the above: ${ProjectSettings.trustCommand(cwd)} --yes`
+        })
       }
-      // The summaries escape every value of the files themselves; the terminal sees nothing it could act on.
-      const files = [
-        ...(project === undefined ? [] : [{ ...project, lines: ProjectSettings.summary(project) }]),
-        ...(mcp === undefined ? [] : [{ ...mcp, lines: McpSettings.summary(mcp) }])
-      ]
-      yield* Console.log(files.map((file) => file.lines.join("\n")).join("\n\n"))
-      const pending = files.filter((file) => file.trust !== "trusted")
-      if (pending.length === 0) return yield* Console.error(`effect-agent: already trusted, as ${files.length === 1 ? "it is" : "they are"}`)
-      if (!options.yes) {
-        if (process.stdin.isTTY !== true) {
-          return yield* new CliError({
-            reason: "invalid_arguments",
-            message: `stdin is not a terminal, so nothing was trusted; once you have read the above: ${ProjectSettings.trustCommand(cwd)} --yes`
-          })
-        }
-        const changed = pending.some((file) => file.trust === "changed")
-        const answer = yield* askOnTerminal(`${changed ? "It changed since you trusted it. " : ""}Trust ${pending.length === 1 ? "this file" : "these files"}? [y/N]: `)
-        if (!/^y(es)?$/i.test(answer.trim())) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
-      }
-      // The hash of the content shown above: if a file changed since, it is not trusted.
-      for (const file of pending) {
-        yield* TrustStore.trust(configDir, file.path, file.sha256).pipe(Effect.mapError(invalid))
-        yield* Console.error(`effect-agent: trusted ${terminalSafe(file.path)} (sha256 ${file.sha256.slice(0, 12)}…); any change to it makes it untrusted again`)
-      }
-    })
-).pipe(Command.withDescription(
-  Help.described(
-    "Review a project's .effect-agent/settings.json and .mcp.json and trust those exact files (by SHA-256): until then the settings can only make the agent more careful and no MCP server of the project starts. --list, --revoke",
-    ["effect-agent trust", "effect-agent trust --list", "effect-agent trust --revoke"]
-  )
-))
+      const changed = pending.some((file) => file.trust === "changed")
+      const answer = yield* askOnTerminal(`${changed ? "It changed since you trusted it. " : ""}Trust ${pending.length === 1 ? "this file" : "these files"}? [y/N]: `)
+      if (!/^y(es)?$/i.test(answer.trim())) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
+    }
+    // The hash of the content shown above: if a file changed since, it is not trusted.
+    for (const file of pending) {
+      yield* TrustStore.trust(configDir, file.path, file.sha256).pipe(Effect.mapError(invalid))
+      yield* Console.error(`effect-agent: trusted ${terminalSafe(file.path)} (sha256 ${file.sha256.slice(0, 12)}…); any change to it makes it untrusted again`)
+    }
+  })

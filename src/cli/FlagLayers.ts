@@ -1,0 +1,65 @@
+/**
+ * The store the shared flags choose (`--store`, `--data-dir`, `--database-url`). Loaded by the
+ * commands' handlers, not by the command tree (see Lazy.ts); the SQL stores' code only when chosen.
+ *
+ * @since 0.10.0
+ */
+import type * as Duration from "effect/Duration"
+import * as Config from "effect/Config"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
+import { JsonlEventStore } from "../index.js"
+import { CliError } from "./CliError.js"
+import type { Storage } from "./Flags.js"
+
+/**
+ * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
+ * how long a session driven from a machine that died stays busy for the others.
+ */
+export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
+  Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
+  Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
+)
+
+/** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */
+const sqliteLayer = (filename: string, readOnly: boolean) =>
+  Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: () => import("../sqlite.js"),
+      catch: () =>
+        new CliError({
+          reason: "missing_package",
+          message: "--store sqlite needs the optional packages @effect/sql and @effect/sql-sqlite-node: npm install @effect/sql @effect/sql-sqlite-node"
+        })
+    }).pipe(Effect.flatMap(({ SqliteEventStore }) => Effect.map(leaseTtl, (lease) => SqliteEventStore.layer({ filename, readOnly, ...lease }))))
+  )
+
+/** PostgreSQL is an optional peer too: loaded only when chosen. The URL is never printed. */
+const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    if (Option.isNone(url)) {
+      return yield* new CliError({ reason: "invalid_arguments", message: "--store postgres needs --database-url or EFFECT_AGENT_DATABASE_URL" })
+    }
+    const { PostgresEventStore } = yield* Effect.tryPromise({
+      try: () => import("../postgres.js"),
+      catch: () =>
+        new CliError({
+          reason: "missing_package",
+          message: "--store postgres needs the optional packages @effect/sql and @effect/sql-pg: npm install @effect/sql @effect/sql-pg"
+        })
+    })
+    return PostgresEventStore.layer({ url: url.value, readOnly, ...(yield* leaseTtl) })
+  }))
+
+/**
+ * The store the options chose. `readOnly`: for the commands that only read (`sessions`, `replay`,
+ * `pending`, `watch`, `export-script`), which then work on a data dir this user cannot write.
+ */
+export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
+  store === "postgres"
+    ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
+    : store === "sqlite"
+    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
+    : JsonlEventStore.layer({ dataDir, readOnly })

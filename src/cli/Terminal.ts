@@ -1,0 +1,16 @@
+/**
+ * Text made safe for the terminal. Its own module so that the program's start (Main.ts) reaches it
+ * without the renderer and the library it imports.
+ *
+ * @since 0.10.0
+ */
+
+/**
+ * Text made safe for a terminal: control characters other than newline and tab, DEL and the C1
+ * controls become visible escapes (`\x1b`), and carriage returns are dropped, so neither the
+ * model's text nor a tool's output can move the cursor, clear the screen, retitle the window or
+ * overwrite a line already shown (a `\r` would hide what came before it on the line).
+ */
+export const terminalSafe = (text: string): string =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/\r/g, "").replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
