@@ -19,7 +19,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
-import { Edit } from "./viewer.js"
+import { Edit, markdownStyleable } from "./viewer.js"
 export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
@@ -74,11 +74,23 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 // The page re-renders on every animation frame while text streams: each text is parsed once.
 const cache = new Map()
 
-/** The model's Markdown as sanitized HTML. */
+/** A text shown as it is: escaped, its lines kept. */
+const plainHtml = (text) => `<p class="plain">${escapeHtml(text)}</p>`
+
+/**
+ * The model's Markdown as sanitized HTML — or as plain text when it is of a shape marked is far from
+ * linear on (see `MarkdownLimits`: seconds to minutes of this tab, on every frame while it streams),
+ * or when marked fails on it.
+ */
 export const markdownHtml = (text) => {
   const cached = cache.get(text)
   if (cached !== undefined) return cached
-  const html = DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim()
+  let html
+  try {
+    html = markdownStyleable(text) ? DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim() : plainHtml(text)
+  } catch {
+    html = plainHtml(text)
+  }
   if (cache.size > 500) cache.clear()
   cache.set(text, html)
   return html
