@@ -178,6 +178,9 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       // `> ` nested 3,000 deep overflows marked's recursion; 8,000 `**a_` took it 9 s a parse, on every frame while streaming.
       const nested = `${"> ".repeat(3_000)}deep`
       const delimiters = "**a_".repeat(8_000)
+      // 40 KB of `0x` as TypeScript: highlight.js took 2.3 s at 32 KB, again at each render while it streamed.
+      const numbers = "0x".repeat(20_000)
+      const code = `\`\`\`ts\n${numbers}\n\`\`\``
       const server = yield* start({
         cwd,
         dataDir,
@@ -185,6 +188,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
         responses: [
           { chunks: [nested] },
           { chunks: [delimiters] },
+          { chunks: [code] },
           { chunks: ["Fine **again**."] }
         ]
       })
@@ -195,7 +199,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
       yield* Effect.promise(() => page.click("text=Start session"))
       yield* Effect.promise(() => page.waitForSelector("#title:has-text('sess_')"))
-      for (const [n, message] of ["nest", "delimit", "again"].entries()) {
+      for (const [n, message] of ["nest", "delimit", "code", "again"].entries()) {
         yield* Effect.promise(() => page.fill("#message", message))
         yield* Effect.promise(() => page.click("#send"))
         yield* Effect.promise(() => page.waitForSelector(`.turn:nth-of-type(${n + 1}) [data-end=final]`))
@@ -203,8 +207,11 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(1) .markdown p.plain"))).toBe(nested)
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(2) .markdown p.plain"))).toBe(delimiters)
       expect(yield* Effect.promise(() => page.locator(".turn:nth-of-type(1) .markdown blockquote, .turn:nth-of-type(2) .markdown strong").count())).toBe(0)
+      // A code block that long is shown as it is, unhighlighted.
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(3) .markdown pre code"))).toBe(numbers)
+      expect(yield* Effect.promise(() => page.locator(".turn:nth-of-type(3) .markdown pre code span").count())).toBe(0)
       // An ordinary answer after them is Markdown as ever.
-      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(3) .markdown strong"))).toBe("again")
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(4) .markdown strong"))).toBe("again")
       expect(errors).toEqual([])
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })
