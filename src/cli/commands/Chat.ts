@@ -5,10 +5,9 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import * as Flags from "../Flags.js"
 import * as Help from "../Help.js"
 import * as Lazy from "../Lazy.js"
-import * as ModelFlags from "../ModelFlags.js"
+import { driving } from "./Run.js"
 
 /** A line starting with this is queued as a follow-up instead of steering the running turn. */
 export const followUpPrefix = ">>"
@@ -17,15 +16,7 @@ export const config = {
   session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
   continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the most recently active session of the current directory")),
   resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's title (on a terminal)")),
-  mode: Flags.mode("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)"),
-  ...Flags.rules,
-  mcpConfig: Flags.mcpConfig,
-  ...Flags.sandbox,
-  ...Flags.instructions,
-  ...Flags.web,
-  ...Flags.subagents,
-  ...ModelFlags.options,
-  ...Flags.storage
+  ...driving("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)")
 }
 export type Input = Command.Command.ParseConfig<typeof config>
 

@@ -13,13 +13,9 @@ import * as ModelFlags from "../ModelFlags.js"
 
 const load = () => import("../Run.js")
 
-const mode = Flags.mode(
-  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: your settings' mode, else a trusted .effect-agent/settings.json's, else default (a project's file may narrow it; see effect-agent trust)"
-)
-
-/** The flags of a command that drives turns, after its own. */
-const driving = {
-  mode,
+/** The flags of a command that drives turns (`run`, `approve`, `deny`, `chat`), after its own: `--mode` (described for the command) first. */
+export const driving = (modeDescription: string) => ({
+  mode: Flags.mode(modeDescription),
   ...Flags.rules,
   mcpConfig: Flags.mcpConfig,
   ...Flags.sandbox,
@@ -28,7 +24,11 @@ const driving = {
   ...Flags.subagents,
   ...ModelFlags.options,
   ...Flags.storage
-}
+})
+
+const runDriving = driving(
+  "Permissions: default (reads allowed, writes and commands ask), acceptEdits (edits allowed too), readOnly, bypass (everything allowed). Default: your settings' mode, else a trusted .effect-agent/settings.json's, else default (a project's file may narrow it; see effect-agent trust)"
+)
 
 export const runConfig = {
   message: Args.text({ name: "message" }).pipe(
@@ -42,7 +42,7 @@ export const runConfig = {
   followUp: Options.boolean("follow-up").pipe(
     Options.withDescription("Queue the message as a follow-up (followup.queued): it runs after the follow-ups queued before it, at once when the session is idle; prints the turns up to its own")
   ),
-  ...driving
+  ...runDriving
 }
 export type RunInput = Command.Command.ParseConfig<typeof runConfig>
 
@@ -62,9 +62,9 @@ const call = {
 export const approveConfig = {
   ...call,
   always: Options.boolean("always").pipe(Options.withDescription("Allow later calls of the same tool too (for shell: the same program at the same risk)")),
-  ...driving
+  ...runDriving
 }
-export const denyConfig = { ...call, ...driving }
+export const denyConfig = { ...call, ...runDriving }
 export type AnswerInput = Command.Command.ParseConfig<typeof approveConfig> | Command.Command.ParseConfig<typeof denyConfig>
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
