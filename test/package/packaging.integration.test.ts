@@ -138,9 +138,11 @@ export async function resolve(specifier, context, next) {
     expect(answer).toContain("Echo: hi")
     const loaded = [...new Set(readFileSync(log, "utf8").trim().split("\n"))].filter((url) => !url.startsWith("node:") && !url.includes("/register.mjs") && !url.includes("/hooks.mjs"))
     expect(loaded).toContain(pathToFileURL(join(app, "node_modules/effect-agent/dist/cli/bin.js")).href)
-    // One bundle in a few chunks (its own copy of Effect, bundled), not the ~350 modules of the unbundled build.
+    // One bundle in chunks (its own copy of Effect, bundled), not the ~350 modules of the unbundled
+    // build: `run` loads the command tree, then its handler's chunks (about 40, the engine's code
+    // split by which commands share it; see scripts/bundle-cli.mjs).
     expect(loaded.filter((url) => url.includes("/node_modules/effect/") || url.includes("/node_modules/@effect/"))).toEqual([])
-    expect(loaded.length).toBeLessThan(25)
+    expect(loaded.length).toBeLessThan(60)
     // Nor a vendor SDK, SQLite, PostgreSQL, the ACP, HTTP or cluster code (their chunks are named after their entry points).
     for (const heavy of ["@anthropic-ai/sdk", "/openai", "sqlite", "postgres", "/pg/", "@agentclientprotocol", "/acp", "/server", "/cluster", "/zod/"]) {
       expect(loaded.join("\n"), heavy).not.toContain(heavy)
