@@ -7,10 +7,10 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Mailbox from "effect/Mailbox"
+import type * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import { type FinishReason, type ModelChunk, takeArrived } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, runAhead, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import * as EventDraft from "./EventDraft.js"
@@ -114,7 +114,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
         done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
-    return Mailbox.fromStream(turn.services.provider.stream(built.request), { capacity: pendingCapacity }).pipe(
+    return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
       Effect.flatMap((arrived) => drain(arrived, true)),
       Effect.scoped,
       Effect.zipRight(Effect.suspend(() =>

@@ -14,9 +14,9 @@ import type { WorkspaceCheckpoints } from "../services/WorkspaceCheckpoints.js"
 import type { ContextBuilder } from "../services/ContextBuilder.js"
 import type { EventStore } from "../services/EventStore.js"
 import type { IdGenerator } from "../services/IdGenerator.js"
-import type { ModelProvider } from "../services/ModelProvider.js"
+import type { ModelProvider, ToolSpec } from "../services/ModelProvider.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
-import type { ToolRouter } from "../services/ToolRouter.js"
+import type { ToolDefinition, ToolRouter } from "../services/ToolRouter.js"
 import type * as Task from "../domain/Task.js"
 import * as Retry from "./Retry.js"
 import type * as Subagents from "./Subagents.js"
@@ -97,6 +97,21 @@ export interface Services {
   readonly subagents?: Subagents.Runtime | undefined
 }
 
-/** The tools as a model request describes them. */
-export const toolSpecs = (services: Services) =>
-  services.tools?.definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema })) ?? []
+const specsOf = new WeakMap<ReadonlyArray<ToolDefinition>, ReadonlyArray<ToolSpec>>()
+const noTools: ReadonlyArray<ToolSpec> = []
+
+/**
+ * The tools as a model request describes them. Made once per list of definitions (a router hands
+ * out a new list when its tools change): every step's request reuses it, and with it the token
+ * estimate `ContextBuilder` keeps per list.
+ */
+export const toolSpecs = (services: Services): ReadonlyArray<ToolSpec> => {
+  const definitions = services.tools?.definitions
+  if (definitions === undefined) return noTools
+  let specs = specsOf.get(definitions)
+  if (specs === undefined) {
+    specs = definitions.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))
+    specsOf.set(definitions, specs)
+  }
+  return specs
+}

@@ -181,11 +181,12 @@ const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<Turn
       Effect.either,
       // A call cancelled while it ran (its process killed) may have changed files: they are recorded
       // before the turn closes the call, so that a rewind undoes them too. Best effort: a cancel never fails.
-      Effect.onInterrupt(() =>
-        checkpoint === undefined ? Effect.void : Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
-          Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
-        )
-      )
+      // (Without checkpoints there is nothing to record: no finalizer.)
+      (run) =>
+        checkpoint === undefined ? run : Effect.onInterrupt(run, () =>
+          Effect.flatMap(checkpoint, (capture) => recordChanges(turn, toolCallId, capture, whileRunning(toolCallId))).pipe(
+            Effect.catchAll((e) => Effect.logWarning("could not record what a cancelled call changed", e))
+          ))
     )
     if (checkpoint !== undefined) yield* recordChanges(turn, toolCallId, yield* checkpoint)
     if (Either.isLeft(outcome)) return yield* toolFailed(turn, toolCallId, outcome.left.errorCode, outcome.left.message)

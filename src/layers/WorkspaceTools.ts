@@ -42,6 +42,7 @@ import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
+import * as TimeLimit from "./workspace/TimeLimit.js"
 import * as Walk from "./workspace/Walk.js"
 import * as Shell from "./workspace/Shell.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
@@ -208,10 +209,9 @@ export const make = (options: Options = {}) =>
     const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
       const prepared = call.paths[0]!
       return Effect.flatMap(
-        Effect.tryPromise({
-          try: (signal) => Promise.allSettled([Paths.resolveNow(path, context.cwd, prepared.requested, prepared.access), SafeFile.readFileNow(prepared.resolved, maxFile, signal)]),
-          catch: SafeFile.toFileError
-        }),
+        // Its only wait, bounded as `timed` bounds a tool, with one fiber instead of two (`TimeLimit`).
+        TimeLimit.promiseWithin(fileTimeout, () => timedOut("read_file"), SafeFile.toFileError, (signal) =>
+          Promise.allSettled([Paths.resolveNow(path, context.cwd, prepared.requested, prepared.access), SafeFile.readFileNow(prepared.resolved, maxFile, signal)])),
         ([now, read]): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
           if (now.status === "rejected") return Effect.die(now.reason)
           return Effect.zipRight(unchanged(prepared, now.value), read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason)))
@@ -243,14 +243,11 @@ export const make = (options: Options = {}) =>
       }
     }
 
+    const timedOut = (tool: string) => new ToolFailure({ errorCode: "timeout", message: `${tool} did not finish within ${Duration.format(fileTimeout)} and was stopped` })
+
     /** Every file tool ends within `fileTimeout`, so a stuck file system never holds a turn. */
     const timed = (tool: string) => <A>(effect: Effect.Effect<A, ToolFailure>): Effect.Effect<A, ToolFailure> =>
-      effect.pipe(
-        Effect.timeoutFail({
-          duration: fileTimeout,
-          onTimeout: () => new ToolFailure({ errorCode: "timeout", message: `${tool} did not finish within ${Duration.format(fileTimeout)} and was stopped` })
-        })
-      )
+      Effect.timeoutFail(effect, { duration: fileTimeout, onTimeout: () => timedOut(tool) })
 
     /**
      * A PNG, JPEG, GIF or WebP (by its magic bytes, whatever its name): an image part for a model
@@ -282,7 +279,8 @@ export const make = (options: Options = {}) =>
           const start = (input.offset ?? 1) - 1
           const slice = lines.slice(start, input.limit === undefined ? undefined : start + input.limit)
           return { result: bound(slice.join("\n"), maxResult) }
-        }).pipe(timed("read_file"))
+        })
+      // Not `timed`: its only wait, the file system's, is bounded in `readChecked`.
     }
 
     const writeFile: Tool<typeof WriteFile.Type, typeof WriteFile.Encoded> = {

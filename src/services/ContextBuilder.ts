@@ -84,11 +84,24 @@ export const compose = (parts: ReadonlyArray<PromptPart>): string =>
     .map((part) => part.content.trim())
     .join("\n\n")
 
+const toolTokensOf = new WeakMap<ReadonlyArray<ToolSpec>, number>()
+
+/** The tokens of a request's tools: estimated once per list (the engine's steps reuse one, see `toolSpecs`). */
+const toolTokens = (tools: ReadonlyArray<ToolSpec>): number => {
+  if (tools.length === 0) return 0
+  let tokens = toolTokensOf.get(tools)
+  if (tokens === undefined) {
+    tokens = Tokens.estimateJson(tools)
+    toolTokensOf.set(tools, tokens)
+  }
+  return tokens
+}
+
 /** The token estimate of a request. */
 export const estimate = (request: ModelRequest): TokenEstimate => {
   const instruction = Tokens.estimate(request.system)
   const transcript = Tokens.estimateJson(request.messages)
-  const tools = request.tools.length === 0 ? 0 : Tokens.estimateJson(request.tools)
+  const tools = toolTokens(request.tools)
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
 
@@ -106,7 +119,7 @@ export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput)
   const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
   const instruction = Tokens.estimate(request.system)
   const transcript = Math.ceil(jsonLength / 4)
-  const tools = request.tools.length === 0 ? 0 : Tokens.estimateJson(request.tools)
+  const tools = toolTokens(request.tools)
   return { request, parts, tokens: { instruction, transcript, tools, total: instruction + transcript + tools } }
 }
 

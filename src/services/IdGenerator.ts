@@ -43,10 +43,17 @@ const encodeTime = (millis: number): string => {
 // The 16 characters after the time: 10 random ones drawn once (and again when the counter wraps),
 // then a 6-character counter. Unique within a process by the counter, across processes by the
 // random part (50 bits); building one costs a few lookups rather than a draw of random bytes.
+// Random bytes are drawn from the system a block at a time, each byte used once: a draw costs about
+// the same for 16 bytes as for 4 KB (15–25 µs on a busy 2-core machine), and a turn id needs 16.
+const pool = new Uint8Array(4096)
+let pooled = 0
 const randomChars = (n: number): string => {
-  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(n))
+  if (pooled < n) {
+    globalThis.crypto.getRandomValues(pool)
+    pooled = pool.length
+  }
   let out = ""
-  for (const byte of bytes) out += alphabet[byte & 31]
+  for (let i = 0; i < n; i++) out += alphabet[pool[--pooled]! & 31]
   return out
 }
 const counterSpan = 32 ** 6

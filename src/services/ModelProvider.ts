@@ -4,12 +4,15 @@
  *
  * @since 0.1.0
  */
+import * as Channel from "effect/Channel"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Mailbox from "effect/Mailbox"
+import * as Either from "effect/Either"
+import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import type * as Stream from "effect/Stream"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import type { ProviderFailure } from "../domain/Errors.js"
 import type { Json, JsonObject } from "../domain/Json.js"
@@ -91,6 +94,31 @@ const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
+
+/**
+ * A response's stream run ahead into a buffer of `capacity` pieces (held back when it is full), in
+ * a fiber of the scope, for `takeArrived` to take from. What `Mailbox.fromStream` does, with the
+ * stream pulled chunk by chunk (`Channel.toPull`) in the one fiber it forks: `Mailbox.fromStream`
+ * runs a channel writer in a second fiber, which the first waits for — per response a fiber and
+ * about 110 Effect operations more, per chunk the same (`bench/ops.ts`). Closing the scope stops the
+ * fiber, then closes the stream (a provider aborts its request), then the buffer.
+ */
+export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<Mailbox.ReadonlyMailbox<A, E>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.acquireRelease(Mailbox.make<A, E>({ capacity }), (buffer) => buffer.shutdown), (buffer) =>
+    Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
+      const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
+        onSuccess: (pulled) =>
+          Either.isRight(pulled)
+            ? Effect.zipRight(buffer.offerAll(pulled.right), pump)
+            // The stream's end, handed over on the event loop's next turn, as a network stream's end
+            // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
+            // consumer before the response is seen to end — so a steer sent on seeing the last delta
+            // is there when the step decides whether the turn is over.
+            : Effect.zipRight(nextMacrotask, buffer.end),
+        onFailure: (cause) => buffer.failCause(cause)
+      })
+      return Effect.as(Effect.forkScoped(pump), buffer)
+    }))
 
 /**
  * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as
