@@ -66,8 +66,7 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
     return yield* finish(turn, exit, tally.usage)
   })).pipe(
     Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause })),
-    // Everything the turn logs names its turn; its span is a child of the caller's (none for a follow-up's turn).
-    Effect.annotateLogs({ turnId: turn.turnId }),
+    // Its span is a child of the caller's (none for a follow-up's turn); its logs name it (`SessionDriver` annotates them).
     Effect.withSpan("TurnDriver.run", {
       captureStackTrace: false,
       attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, work: turn.work._tag },
