@@ -122,7 +122,7 @@ const stepsOf = (turn: Turn, tally: ModelResponse.Tally, opened: Opened): Effect
     }
     for (let step = opened.stepsDone + 1;; step++) {
       const completion = yield* oneStep(turn, tally, step).pipe(
-        Effect.withSpan("TurnDriver.step", { captureStackTrace: false, attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, step } })
+        OwnedSpan.within("TurnDriver.step", { captureStackTrace: false, attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, step } })
       )
       if (completion !== undefined) return completion
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
@@ -116,6 +117,12 @@ describe("observability", () => {
       for (const turn of turns) {
         expect(appendsOf(turn).length).toBeGreaterThan(0)
         expect(appendsOf(turn).every((append) => below(append, turn))).toBe(true)
+      }
+      // The cancelled turn's step and model request ended interrupted, as Effect.withSpan ends them.
+      const firstTurnId = Object.fromEntries(turns[0]!.attributes).turnId
+      for (const name of ["TurnDriver.step", "ModelResponse.request"]) {
+        const cut = spans.filter((s) => s.name === name && s.attributes.get("turnId") === firstTurnId)
+        expect(cut.map((s) => s.status._tag === "Ended" && Exit.isInterrupted(s.status.exit))).toEqual([true])
       }
       // Logs of the run name the turn they come from.
       for (const log of logs.filter((l) => l.annotations.turnId !== undefined)) expect(log.annotations.sessionId).toBe(sessionId)
