@@ -27,6 +27,8 @@ export * as Transcript from "./domain/Transcript.js"
 export * as SessionView from "./domain/SessionView.js"
 export * as Pricing from "./domain/Pricing.js"
 export * as UsageText from "./domain/UsageText.js"
+/** How much of a model's Markdown a UI may hand to a Markdown parser (the chat's and the viewer's caps). */
+export * as MarkdownLimits from "./domain/MarkdownLimits.js"
 /** Blobs: bytes named by their SHA-256 in a store's blob area, and the blob area's typed errors. */
 export * as Blob from "./domain/Blob.js"
 /** Images of messages and tool results: accepted formats (by magic bytes), caps, references, `ImageRefused`. */

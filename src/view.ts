@@ -11,3 +11,5 @@ export * as SessionView from "./domain/SessionView.js"
 export * as Edit from "./domain/Edit.js"
 /** The one-line texts of usage, cost and prompt-cache breaks, as the CLI and the viewer show them. */
 export * as UsageText from "./domain/UsageText.js"
+/** How much of a model's Markdown a UI may hand to a Markdown parser: past it, show the text plain. */
+export * as MarkdownLimits from "./domain/MarkdownLimits.js"

@@ -8,6 +8,7 @@
  * @since 0.6.0
  */
 import type { Lexer as MarkedLexer, Token } from "marked"
+import { MarkdownLimits } from "../index.js"
 
 const style = (open: number, close: number) => (text: string) => `\u001b[${open}m${text}\u001b[${close}m`
 const bold = style(1, 22)
@@ -50,7 +51,7 @@ const inline = (tokens: ReadonlyArray<Token>): string =>
   }).join("")
 
 /** The longest line styled (characters); a longer one is printed unstyled. */
-export const longestStyled = 4096
+export const longestStyled = MarkdownLimits.longestLine
 
 /** A renderer of one answer's lines: it remembers whether a code block is open. */
 export const make = (lexer: Lexer) => {
@@ -60,8 +61,9 @@ export const make = (lexer: Lexer) => {
   /** One complete line (without its newline), styled. */
   const line = (text: string): string => {
     // The model writes the line: marked's inline rules and the patterns below are superlinear on
-    // some long lines (100 KB of `_a` takes minutes, on the event loop). A line that long is shown
-    // as it is, in the code block's colour when one is open.
+    // some long lines (100 KB of `_a` takes minutes, on the event loop), and on runs of emphasis
+    // delimiters (`**a_` × 1,000: 0.4 s a line). Such a line is shown as it is, in the code block's
+    // colour when one is open (see MarkdownLimits).
     if (text.length > longestStyled) return fence === undefined ? text : yellow(text)
     const fenceMark = /^\s*(`{3,}|~{3,})/.exec(text)?.[1]
     if (fence !== undefined) {
@@ -75,6 +77,7 @@ export const make = (lexer: Lexer) => {
       fence = fenceMark
       return dim(text)
     }
+    if (!MarkdownLimits.lineStyleable(text)) return text
     const heading = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(text)
     if (heading !== null) return heading[1]!.length === 1 ? bold(underline(styled(heading[2]!))) : bold(styled(heading[2]!))
     if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(text)) return dim("─".repeat(40))

@@ -107,7 +107,10 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
           owner(sessionId, client(sessionId).CompactSession(keepRecentTokens === undefined ? {} : { keepRecentTokens })),
         // Folded from the store: the owner may be another runner.
         sessionState: ({ sessionId }) => state(sessionId),
-        pendingApprovals: ({ sessionId }) => Effect.map(state(sessionId), SessionState.pendingApprovals),
+        // With the asks of the subagents it waits on, labelled, as the engine's (answered through this session's owner).
+        pendingApprovals: ({ sessionId }) =>
+          Effect.flatMap(state(sessionId), (parent) =>
+            Effect.map(SessionState.pendingBelow(parent, state), (below) => [...SessionState.pendingApprovals(parent), ...below])),
         replaySession: (input) => reader.replaySession(input),
         // It holds no lease: it follows the store (every `watchPollInterval`).
         watchSession: (input) => reader.watchSession(input),

@@ -657,6 +657,35 @@ export const waitingOnSubagents = (state: SessionState): ReadonlyArray<OpenToolC
     c.status === "running" && c.subagent !== undefined && c.subagent.completed !== true
   )
 
+/** How deep a tree of waiting sessions is followed: past any real nesting, so that a log edited into a cycle ends. */
+export const maxSubagentDepth = 8
+
+/**
+ * The calls of the subagents a session's open `task` calls wait on ({@link waitingOnSubagents}), and
+ * of theirs, that wait for the user, each labelled with its subagent (`askedBy`). `read` gives a
+ * session's state (an engine's cache, or a fold of the store); a subagent it cannot read is left out.
+ */
+export const pendingBelow = <E, R>(
+  state: SessionState,
+  read: (sessionId: string) => Effect.Effect<SessionState, E, R>
+): Effect.Effect<ReadonlyArray<OpenToolCall>, never, R> => {
+  const below = (state: SessionState, depth: number): Effect.Effect<ReadonlyArray<OpenToolCall>, never, R> =>
+    depth > maxSubagentDepth ? Effect.succeed([]) : Effect.map(
+      Effect.forEach(waitingOnSubagents(state), ({ subagent }) =>
+        read(subagent.childSessionId).pipe(
+          Effect.flatMap((child) =>
+            Effect.map(below(child, depth + 1), (deeper) => [
+              ...pendingApprovals(child).map((call) => ({ ...call, askedBy: { sessionId: child.sessionId, description: subagent.description } })),
+              ...deeper
+            ])
+          ),
+          Effect.orElseSucceed(() => [])
+        )),
+      (lists) => lists.flat()
+    )
+  return below(state, 1)
+}
+
 /**
  * Whether the open turn waits — on the user ({@link isPaused}) or on a subagent
  * ({@link waitingOnSubagents}) — rather than having been left open by a crash: it is resumed, not

@@ -460,8 +460,8 @@ const link = (
 /** A `task` call left running in the log, with the subagent it started. */
 export type WaitingCall = SessionState.OpenToolCall & { readonly subagent: SessionState.OpenSubagent }
 
-/** How deep a tree of waiting sessions is followed: past any real nesting, so that a log edited into a cycle ends. */
-const maxFollowed = 8
+/** How deep a tree of waiting sessions is followed (see `SessionState.maxSubagentDepth`). */
+const maxFollowed = SessionState.maxSubagentDepth
 
 /**
  * Whether the subagents a turn's `task` calls wait on (its log's {@link SessionState.waitingOnSubagents})
@@ -629,20 +629,5 @@ export const driverOf = (services: Services, sessionId: string): Effect.Effect<s
  */
 export const pendingBelow = (services: Services, state: SessionState.SessionState): Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>> => {
   const api = services.subagents?.api
-  if (api === undefined) return Effect.succeed([])
-  const below = (state: SessionState.SessionState, depth: number): Effect.Effect<ReadonlyArray<SessionState.OpenToolCall>> =>
-    depth > maxFollowed ? Effect.succeed([]) : Effect.map(
-      Effect.forEach(SessionState.waitingOnSubagents(state), ({ subagent }) =>
-        api.session(subagent.childSessionId).pipe(
-          Effect.flatMap(({ state: child }) =>
-            Effect.map(below(child, depth + 1), (deeper) => [
-              ...SessionState.pendingApprovals(child).map((call) => ({ ...call, askedBy: { sessionId: child.sessionId, description: subagent.description } })),
-              ...deeper
-            ])
-          ),
-          Effect.orElseSucceed(() => [])
-        )),
-      (lists) => lists.flat()
-    )
-  return below(state, 1)
+  return api === undefined ? Effect.succeed([]) : SessionState.pendingBelow(state, (sessionId) => Effect.map(api.session(sessionId), (live) => live.state))
 }

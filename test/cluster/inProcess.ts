@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { Engines, Runner } from "../../src/cluster.js"
-import { FakeModelProvider, IdGenerator, SessionEngine } from "../../src/index.js"
+import { FakeModelProvider, IdGenerator, SessionEngine, TaskTool } from "../../src/index.js"
 import { PostgresEventStore } from "../../src/postgres.js"
 import { Turns } from "../../src/server.js"
 import { testTools } from "../helpers.js"
@@ -16,11 +16,23 @@ import { freePort } from "../ports.js"
 
 type EnginesLayer = ReturnType<typeof Engines.layer>
 
-/** Builds a runner on `url` with these options; `engines` wraps the runner's `Engines` (e.g. to count the engines made). */
+const note = testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } })
+
+type Script = ReadonlyArray<FakeModelProvider.ScriptedResponse> | FakeModelProvider.Options
+
+const optionsOf = (script: Script): FakeModelProvider.Options =>
+  Array.isArray(script) ? { responses: script as ReadonlyArray<FakeModelProvider.ScriptedResponse> } : script as FakeModelProvider.Options
+
+const toolsFor = (script: Script) => optionsOf(script).subagents === undefined ? note : TaskTool.layer.pipe(Layer.provideMerge(note))
+
+/**
+ * Builds a runner on `url` with these options; `engines` wraps the runner's `Engines` (e.g. to count
+ * the engines made). A script with `subagents` also gives the runner the `task` tool.
+ */
 export const runnerInProcess = (
   url: string,
   options: Omit<Runner.Options, "databaseUrl" | "port">,
-  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>,
+  script: Script,
   engines: (base: EnginesLayer) => EnginesLayer = (base) => base
 ) =>
   Effect.flatMap(Effect.promise(freePort), (port) =>
@@ -28,9 +40,9 @@ export const runnerInProcess = (
       Runner.layer({ databaseUrl: Redacted.make(url), port, ...options }).pipe(
         Layer.provide(engines(Engines.layer())),
         Layer.provide(PostgresEventStore.layer({ url: Redacted.make(url) })),
-        Layer.provide(FakeModelProvider.layer({ responses })),
+        Layer.provide(FakeModelProvider.layer(optionsOf(script))),
         Layer.provide(IdGenerator.layer),
-        Layer.provide(testTools({ note: { risk: "write", run: () => Effect.succeed({ result: "noted" }) } }))
+        Layer.provide(toolsFor(script))
       )
     ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
   )

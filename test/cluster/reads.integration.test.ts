@@ -53,4 +53,40 @@ describe("reads through a runner", () => {
       expect(yield* Effect.flip(engine.pendingApprovals({ sessionId: "../etc" }))).toMatchObject({ _tag: "SessionNotFound" })
       expect(yield* Ref.get(made)).toBe(before)
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
+
+  it.live("pendingApprovals of a parent paused on its subagent lists the subagent's ask, labelled, answered through the parent", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabaseUrl("reads_subagent")
+      const { engine, turns } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, {
+        responses: [{ toolCalls: [{ tool: "task", args: { description: "take notes", prompt: "child: note" } }] }, { chunks: ["parent done"] }],
+        subagents: { "child: note": [{ toolCalls: [{ tool: "note", args: { text: "x" } }] }, { chunks: ["child done"] }] }
+      })
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* turns.start(sessionId, "delegate")
+      // This runner's policy asks for every call: first the parent's `task`, then, once allowed, the subagent's `note`.
+      const waitFor = (tool: string) =>
+        engine.pendingApprovals({ sessionId }).pipe(
+          Effect.filterOrFail((calls) => calls.some((c) => c.tool === tool)),
+          Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+        )
+      const [task] = yield* waitFor("task")
+      expect(task!.askedBy).toBeUndefined()
+      yield* engine.resolvePermission({ sessionId, toolCallId: task!.toolCallId, decision: "allow" })
+      const pending = yield* waitFor("note")
+      expect(pending).toHaveLength(1)
+      const [call] = pending
+      expect(call).toMatchObject({ tool: "note", askedBy: { description: "take notes" } })
+      expect(call!.askedBy!.sessionId).not.toBe(sessionId)
+      // The same as the engine's own fold of the child's log, labelled.
+      expect(SessionState.pendingApprovals(yield* engine.sessionState({ sessionId: call!.askedBy!.sessionId })).map((c) => c.toolCallId)).toEqual([call!.toolCallId])
+
+      // Answered on the parent (passed down by its owner): the tree completes.
+      yield* engine.resolvePermission({ sessionId, toolCallId: call!.toolCallId, decision: "allow" })
+      const state = yield* engine.sessionState({ sessionId }).pipe(
+        Effect.filterOrFail((s) => s.openTurn === undefined && s.turnCount === 1),
+        Effect.retry({ schedule: Schedule.spaced(Duration.millis(50)), times: 400 })
+      )
+      expect(state.openTurn).toBeUndefined()
+      expect(yield* engine.pendingApprovals({ sessionId })).toEqual([])
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 60_000 })
 })

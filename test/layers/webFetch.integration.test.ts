@@ -3,6 +3,7 @@
  * the user's allowance, redirects re-checked, caps, content types, DNS answers that point inside,
  * hostile HTML.
  */
+import { readFileSync } from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
@@ -217,6 +218,26 @@ describe("web_fetch", () => {
       expect(text).not.toContain("<td>")
       // The event loop went on meanwhile: a conversion on it would have held every other fiber.
       expect(ticks).toBeGreaterThan(0)
+    }), 60_000)
+
+  it.live("hostile HTML: many slow pages at once convert on at most two threads, each within its deadline", () =>
+    Effect.gen(function*() {
+      // Each converter thread may take 256 MB; a model (or many sessions) fetching slow pages at once must not start one per page.
+      const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))![1])
+      const before = threads()
+      let peak = before
+      const sampling = Effect.forever(Effect.zipRight(Effect.sleep("10 millis"), Effect.sync(() => (peak = Math.max(peak, threads())))))
+      const pages = yield* Effect.raceFirst(
+        Effect.forEach(Array.from({ length: 8 }), () => WebFetch.fetchText(`${base}/table`, { ...local, convertTimeout: "3 seconds" }), { concurrency: "unbounded" }),
+        Effect.zipRight(sampling, Effect.never)
+      )
+      for (const text of pages) {
+        expect(text).toContain("[… the page's markup took too long to convert; its plain text follows]")
+        expect(text.match(/cell/g)!.length).toBe(45_000)
+      }
+      // Two converter threads, plus room for libuv's pool starting meanwhile; one per page would be eight.
+      expect(peak - before).toBeGreaterThanOrEqual(1)
+      expect(peak - before).toBeLessThanOrEqual(4)
     }), 60_000)
 
   it.live("hostile HTML: the plain-text fallback takes time linear in the page (unclosed scripts, long runs of spaces)", () =>

@@ -170,4 +170,49 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       if (screenshot !== undefined && screenshot !== "") yield* Effect.promise(() => page.screenshot({ path: screenshot }))
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
+
+  it.scopedLive("a hostile model's Markdown that marked cannot parse in time (or at all) is shown as plain text, and the page goes on", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const token = "viewer-rich-token-hostile-0123"
+      // `> ` nested 3,000 deep overflows marked's recursion; 8,000 `**a_` took it 9 s a parse, on every frame while streaming.
+      const nested = `${"> ".repeat(3_000)}deep`
+      const delimiters = "**a_".repeat(8_000)
+      // 40 KB of `0x` as TypeScript: highlight.js took 2.3 s at 32 KB, again at each render while it streamed.
+      const numbers = "0x".repeat(20_000)
+      const code = `\`\`\`ts\n${numbers}\n\`\`\``
+      const server = yield* start({
+        cwd,
+        dataDir,
+        token,
+        responses: [
+          { chunks: [nested] },
+          { chunks: [delimiters] },
+          { chunks: [code] },
+          { chunks: ["Fine **again**."] }
+        ]
+      })
+      const { context } = yield* browser
+      const page = yield* Effect.promise(() => context.newPage())
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click("text=Start session"))
+      yield* Effect.promise(() => page.waitForSelector("#title:has-text('sess_')"))
+      for (const [n, message] of ["nest", "delimit", "code", "again"].entries()) {
+        yield* Effect.promise(() => page.fill("#message", message))
+        yield* Effect.promise(() => page.click("#send"))
+        yield* Effect.promise(() => page.waitForSelector(`.turn:nth-of-type(${n + 1}) [data-end=final]`))
+      }
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(1) .markdown p.plain"))).toBe(nested)
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(2) .markdown p.plain"))).toBe(delimiters)
+      expect(yield* Effect.promise(() => page.locator(".turn:nth-of-type(1) .markdown blockquote, .turn:nth-of-type(2) .markdown strong").count())).toBe(0)
+      // A code block that long is shown as it is, unhighlighted.
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(3) .markdown pre code"))).toBe(numbers)
+      expect(yield* Effect.promise(() => page.locator(".turn:nth-of-type(3) .markdown pre code span").count())).toBe(0)
+      // An ordinary answer after them is Markdown as ever.
+      expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(4) .markdown strong"))).toBe("again")
+      expect(errors).toEqual([])
+      yield* Effect.promise(() => page.close())
+    }), { timeout: 120_000 })
 })

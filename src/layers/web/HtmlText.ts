@@ -44,6 +44,15 @@ const resolveConverter = () => converterPath ??= createRequire(import.meta.url).
 /** The converter's heap in the worker: a page is at most a few megabytes; a blow-up ends the worker, not the process. */
 const workerHeapMb = 256
 
+/**
+ * Converter threads running at once, in the whole process. Each may take {@link workerHeapMb} of heap
+ * and a core: a model fetching many slow pages (or many sessions each fetching one) waits for a
+ * thread instead of starting one per page. The wait counts against the page's deadline.
+ */
+export const maxConversions = 2
+
+const conversions = Effect.unsafeMakeSemaphore(maxConversions)
+
 /** Markdown from the worker, or none when it failed, threw or died. Interrupted (the deadline): the worker is terminated. */
 const convertInWorker = (html: string): Effect.Effect<Option.Option<string>> =>
   Effect.async<Option.Option<string>>((resume) => {
@@ -121,11 +130,12 @@ export const plainText = (html: string): string => {
 export const slowMarker = "[… the page's markup took too long to convert; its plain text follows]"
 
 /**
- * HTML as Markdown, converted off the main thread within `deadline`; plain text when the converter
+ * HTML as Markdown, converted off the main thread within `deadline` (counted from the call, so it
+ * includes waiting for a converter thread: see {@link maxConversions}); plain text when the converter
  * fails, and plain text after `slowMarker` when it runs out of time.
  */
 export const toReadable = (html: string, deadline: Duration.DurationInput): Effect.Effect<string> =>
-  convertInWorker(html).pipe(
+  conversions.withPermits(1)(convertInWorker(html)).pipe(
     Effect.timeout(deadline),
     Effect.map(Option.getOrElse(() => plainText(html))),
     Effect.catchTag("TimeoutException", () => Effect.sync(() => `${slowMarker}\n${plainText(html)}`)),

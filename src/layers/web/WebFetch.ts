@@ -51,8 +51,9 @@ export interface Options {
   /** The time limit of a whole fetch, redirects included (default 30 s). */
   readonly timeout?: Duration.DurationInput | undefined
   /**
-   * The time limit of converting a page's HTML to Markdown (default 10 s), done off the main thread;
-   * past it the page is given as plain text, with a marker (see `HtmlText`).
+   * The time limit of converting a page's HTML to Markdown (default 10 s), done off the main thread,
+   * waiting for a converter thread included (two at most per process); past it the page is given as
+   * plain text, with a marker (see `HtmlText`).
    */
   readonly convertTimeout?: Duration.DurationInput | undefined
   /** The most redirects followed (default 5). */

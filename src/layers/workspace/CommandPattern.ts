@@ -14,13 +14,13 @@
 import * as CommandLine from "./CommandLine.js"
 import * as Glob from "./Glob.js"
 
-type Unit =
+export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
   | { readonly k: "sep" }
   | { readonly k: "op"; readonly op: string }
   | { readonly k: "dyn"; readonly raw: string }
 
-type PatternUnit =
+export type PatternUnit =
   | { readonly k: "lit"; readonly c: string }
   | { readonly k: "star" }
   | { readonly k: "one" }
@@ -34,7 +34,33 @@ const sep = { k: "sep" } as const
 const globs = (word: CommandLine.Word) =>
   [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0])
 
+/**
+ * A line's units, kept for as long as its tokens are (`CommandLine.tokenize` keeps the last line's):
+ * a decision matches the same line against every rule, and a long line's units (one per character)
+ * took a decision seconds to make again per rule.
+ */
+const unitsMade = new WeakMap<ReadonlyArray<CommandLine.Token>, ReadonlyArray<Unit>>()
+
 const commandUnits = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> => {
+  const made = unitsMade.get(tokens)
+  if (made !== undefined) return made
+  const units = unitsOf(tokens)
+  unitsMade.set(tokens, units)
+  return units
+}
+
+/** The line's segments (see `CommandLine.segments`), kept as its units are. */
+const segmentsMade = new WeakMap<ReadonlyArray<CommandLine.Token>, ReadonlyArray<ReadonlyArray<CommandLine.Word>>>()
+
+const segmentsOf = (tokens: ReadonlyArray<CommandLine.Token>) => {
+  const made = segmentsMade.get(tokens)
+  if (made !== undefined) return made
+  const segments = CommandLine.segments(tokens)
+  segmentsMade.set(tokens, segments)
+  return segments
+}
+
+const unitsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> => {
   const throughShell = tokens.some((t) => t._tag === "Operator" || t.expands)
   const units: Array<Unit> = []
   let previousWord = false
@@ -94,22 +120,49 @@ const same = (p: PatternUnit, u: Unit): boolean => {
   }
 }
 
-/** Whether the pattern units match all of the command units (dynamic programming, no backtracking blow-up). */
+/**
+ * Whether the pattern units match all of the command units: the set of pattern positions reached so
+ * far, advanced one unit at a time (no backtracking blow-up; a pattern whose literal start differs
+ * is done at the first unit, so checking a long line against many rules stays cheap).
+ */
 const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>): boolean => {
-  const n = units.length
-  // next[j]: pattern[i + 1 …] matches units[j …].
-  let next: Array<boolean> = Array.from({ length: n + 1 }, (_, j) => j === n)
-  for (let i = pattern.length - 1; i >= 0; i--) {
-    const p = pattern[i]!
-    const current: Array<boolean> = new Array<boolean>(n + 1).fill(false)
-    for (let j = n; j >= 0; j--) {
-      current[j] = p.k === "star"
-        ? next[j]! || (j < n && free(units[j]!) && current[j + 1]!)
-        : j < n && same(p, units[j]!) && next[j + 1]!
+  const m = pattern.length
+  // The positions reached before the current unit, and those reached after it (swapped at each unit).
+  let current = new Int32Array(m + 1)
+  let following = new Int32Array(m + 1)
+  // The step at which a position was last added: a position is listed once per step.
+  const added = new Int32Array(m + 1).fill(-1)
+  let step = 0
+  /** Adds position `i` to `list` (holding `count`) and, a star matching nothing too, those after it; the new count. */
+  const add = (list: Int32Array, count: number, i: number): number => {
+    for (;;) {
+      if (added[i] === step) return count
+      added[i] = step
+      list[count++] = i
+      if (i === m || pattern[i]!.k !== "star") return count
+      i++
     }
-    next = current
   }
-  return next[0]!
+  let count = add(current, 0, 0)
+  for (const unit of units) {
+    step++
+    let reached = 0
+    for (let k = 0; k < count; k++) {
+      const i = current[k]!
+      if (i === m) continue
+      const p = pattern[i]!
+      // A star takes a free unit and stays; anything else takes the unit it is the same as and moves on.
+      const to = p.k === "star" ? (free(unit) ? i : -1) : same(p, unit) ? i + 1 : -1
+      if (to >= 0) reached = add(following, reached, to)
+    }
+    if (reached === 0) return false
+    const swap = current
+    current = following
+    following = swap
+    count = reached
+  }
+  for (let k = 0; k < count; k++) if (current[k] === m) return true
+  return false
 }
 
 /** A compiled pattern, or undefined when the pattern itself does not parse (it then matches nothing). */
@@ -118,6 +171,9 @@ export const compile = (pattern: string) => {
   if (parsed.unterminated || parsed.invalid !== undefined) return undefined
   return { units: patternUnits(parsed.tokens), hazards: CommandLine.hazardsOf(parsed.tokens) }
 }
+
+/** A command line's units as `matches` reads them (for the matcher's tests). */
+export const lineUnits = (command: string): ReadonlyArray<Unit> => commandUnits(CommandLine.tokenize(command).tokens)
 
 /** Whether `pattern` matches the whole command line (strictly: wildcards never match syntax). */
 export const matches = (pattern: string, command: string): boolean => {
@@ -137,7 +193,7 @@ export const matchesAnywhere = (pattern: string, command: string): boolean => {
   if (compiled === undefined) return false
   const parsed = CommandLine.tokenize(command)
   if (matchUnits(compiled.units, commandUnits(parsed.tokens))) return true
-  return CommandLine.segments(parsed.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
+  return segmentsOf(parsed.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */

@@ -141,10 +141,26 @@ const openSession = (sessionId) => {
   loadSessions().catch(report)
 }
 
+// A render that took long (a long session, a long answer) is not repeated on the very next frame:
+// the next waits four times as long first, so while events stream rendering takes at most about a
+// fifth of the tab's time, and typing, scrolling and the connection go on in between.
+const pacing = { end: 0, took: 0 }
 const schedule = () => {
   if (state.scheduled) return
   state.scheduled = true
-  requestAnimationFrame(() => { state.scheduled = false; render() })
+  const frame = () => requestAnimationFrame(() => {
+    state.scheduled = false
+    const start = performance.now()
+    try {
+      render()
+    } finally {
+      pacing.end = performance.now()
+      pacing.took = pacing.end - start
+    }
+  })
+  const wait = pacing.end + 4 * pacing.took - performance.now()
+  if (wait > 0) setTimeout(frame, wait)
+  else frame()
 }
 
 const decisionBadge = (d) => {

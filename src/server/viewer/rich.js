@@ -19,7 +19,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
-import { Edit } from "./viewer.js"
+import { Edit, markdownStyleable } from "./viewer.js"
 export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
@@ -36,14 +36,29 @@ hljs.registerAliases(["md"], { languageName: "markdown" })
 
 const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c])
 
+// highlight.js is superlinear on some code (32 KB of `0x` as TypeScript: 2.3 s; of `[[` as
+// Markdown: 2.4 s; 16 KB: under 1 s), and a block still streaming is highlighted again at each
+// render: a longer block is shown unhighlighted, and a block highlighted once is not highlighted again.
+const longestHighlighted = 16 * 1024
+const highlights = new Map()
+const highlighted = (text, language) => {
+  const key = `${language}\n${text}`
+  const cached = highlights.get(key)
+  if (cached !== undefined) return cached
+  const html = hljs.highlight(text, { language, ignoreIllegals: true }).value
+  if (highlights.size > 200) highlights.clear()
+  highlights.set(key, html)
+  return html
+}
+
 const marked = new Marked({
   gfm: true,
   renderer: {
     // A fenced block in a language we know is highlighted; any other is shown as it is (escaped).
     code({ lang, text }) {
       const language = (lang ?? "").trim().split(/\s+/, 1)[0]
-      const known = language !== "" && hljs.getLanguage(language) !== undefined
-      const body = known ? hljs.highlight(text, { language, ignoreIllegals: true }).value : escapeHtml(text)
+      const known = language !== "" && text.length <= longestHighlighted && hljs.getLanguage(language) !== undefined
+      const body = known ? highlighted(text, language) : escapeHtml(text)
       return `<pre><code class="hljs${known ? ` language-${escapeHtml(language)}` : ""}">${body}</code></pre>\n`
     },
     // Raw HTML in the model's text is shown as text, not markup.
@@ -74,11 +89,23 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 // The page re-renders on every animation frame while text streams: each text is parsed once.
 const cache = new Map()
 
-/** The model's Markdown as sanitized HTML. */
+/** A text shown as it is: escaped, its lines kept. */
+const plainHtml = (text) => `<p class="plain">${escapeHtml(text)}</p>`
+
+/**
+ * The model's Markdown as sanitized HTML — or as plain text when it is of a shape marked is far from
+ * linear on (see `MarkdownLimits`: seconds to minutes of this tab, on every frame while it streams),
+ * or when marked fails on it.
+ */
 export const markdownHtml = (text) => {
   const cached = cache.get(text)
   if (cached !== undefined) return cached
-  const html = DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim()
+  let html
+  try {
+    html = markdownStyleable(text) ? DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim() : plainHtml(text)
+  } catch {
+    html = plainHtml(text)
+  }
   if (cache.size > 500) cache.clear()
   cache.set(text, html)
   return html

@@ -5,10 +5,13 @@
  *
  * @since 0.5.0
  */
-import { Edit, SessionView, UsageText } from "../../view.js"
+import { Edit, MarkdownLimits, SessionView, UsageText } from "../../view.js"
 
 /** See `Edit`: what an edit call does to its file. */
 export { Edit }
+
+/** See `MarkdownLimits`: whether a text may be parsed as Markdown, or is shown plain. */
+export const { styleable: markdownStyleable } = MarkdownLimits
 
 /** See `UsageText`: the turn's and the session's usage and cost lines. */
 export const { totalsText, turnText } = UsageText
