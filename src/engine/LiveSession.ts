@@ -15,6 +15,7 @@ import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type * as Transcript from "../domain/Transcript.js"
 import { LiveTranscript } from "./LiveTranscript.js"
+import * as OwnedSpan from "./OwnedSpan.js"
 import type { Services } from "./Services.js"
 import type { Slot } from "./SessionDriver.js"
 
@@ -154,7 +155,7 @@ export const commit = (
       // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
       return services.store.appendAll(events).pipe(
         // No stack trace: this span is on the hot path, once per batch.
-        Effect.withSpan("LiveSession.append", {
+        OwnedSpan.within("LiveSession.append", {
           captureStackTrace: false,
           attributes: { sessionId: session.sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
         }),

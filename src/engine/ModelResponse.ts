@@ -15,6 +15,7 @@ import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
 import type { Turn } from "./Turn.js"
@@ -140,7 +141,7 @@ export const stream = (turn: Turn, built: PromptCache.RequestParts, tally: Tally
     turn.services.options.retry,
     (attempt) =>
       respond(turn, built, tally).pipe(
-        Effect.withSpan("ModelResponse.request", {
+        OwnedSpan.within("ModelResponse.request", {
           captureStackTrace: false,
           attributes: {
             sessionId: turn.session.sessionId,

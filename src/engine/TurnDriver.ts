@@ -23,6 +23,7 @@ import type { FinishReason } from "../services/ModelProvider.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
+import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
 import * as StepRequest from "./StepRequest.js"
 import * as Subagents from "./Subagents.js"
@@ -55,7 +56,12 @@ interface Opened {
  * cancelled, or left paused when it waits for the user (only the calls it cut short are closed).
  */
 export const run = (turn: Turn): Effect.Effect<Ending> =>
-  Effect.uninterruptible(Effect.gen(function*() {
+  // Its span is a child of the caller's (none for a follow-up's turn); its logs name it (`SessionDriver` annotates them).
+  OwnedSpan.around("TurnDriver.run", {
+    captureStackTrace: false,
+    attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, work: turn.work._tag },
+    ...(turn.parentSpan === undefined ? { root: true } : { parent: turn.parentSpan })
+  }, Effect.uninterruptible(Effect.gen(function*() {
     const opened = yield* open(turn)
     if (opened === undefined) return { _tag: "NotStarted" } as const
     const tally: ModelResponse.Tally = { usage: undefined }
@@ -64,16 +70,7 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
     const waited = yield* Effect.exit(Effect.interruptible(Fiber.await(steps)))
     const exit = Exit.isSuccess(waited) ? waited.value : yield* Fiber.interrupt(steps)
     return yield* finish(turn, exit, tally.usage)
-  })).pipe(
-    Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause })),
-    // Everything the turn logs names its turn; its span is a child of the caller's (none for a follow-up's turn).
-    Effect.annotateLogs({ turnId: turn.turnId }),
-    Effect.withSpan("TurnDriver.run", {
-      captureStackTrace: false,
-      attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, work: turn.work._tag },
-      ...(turn.parentSpan === undefined ? { root: true } : { parent: turn.parentSpan })
-    })
-  )
+  })).pipe(Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause }))))
 
 /**
  * Opens the turn: a new one or a follow-up's stores `turn.started` and `user.message` — a follow-up
@@ -125,7 +122,7 @@ const stepsOf = (turn: Turn, tally: ModelResponse.Tally, opened: Opened): Effect
     }
     for (let step = opened.stepsDone + 1;; step++) {
       const completion = yield* oneStep(turn, tally, step).pipe(
-        Effect.withSpan("TurnDriver.step", { captureStackTrace: false, attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, step } })
+        OwnedSpan.within("TurnDriver.step", { captureStackTrace: false, attributes: { sessionId: turn.session.sessionId, turnId: turn.turnId, step } })
       )
       if (completion !== undefined) return completion
     }

@@ -1,9 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import * as Tracer from "effect/Tracer"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
@@ -65,6 +69,64 @@ describe("observability", () => {
         Layer.provideMerge(PermissionPolicy.layer({ mode: "bypass" }))
       )
     )))
+
+  it.effect("a cancelled turn ends its spans, its closing append is the turn's child, and the next turn's spans hang from its own caller", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* recordingTracer
+      const logs: Array<{ message: unknown; annotations: Record<string, unknown> }> = []
+      const logger = Logger.make(({ annotations, message }) => {
+        logs.push({ message, annotations: Object.fromEntries(HashMap.toEntries(annotations)) })
+      })
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const first = yield* engine.runTurn({ sessionId, userMessage: "count" }).pipe(
+        Stream.tap((event) => event.type === "model.delta" && event.payload.text === "b" ? engine.cancelTurn({ sessionId }) : Effect.void),
+        collect,
+        Effect.withTracer(tracer),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Effect.fork
+      )
+      yield* TestClock.adjust("1 second")
+      expect((yield* Fiber.join(first)).at(-1)!.payload).toEqual({ stopReason: "cancelled" })
+      const second = yield* engine.runTurn({ sessionId, userMessage: "again" }).pipe(
+        collect,
+        Effect.withTracer(tracer),
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger)),
+        Effect.fork
+      )
+      yield* TestClock.adjust("1 second")
+      const again = yield* Fiber.join(second)
+      expect(again.at(-1)!.payload).toEqual({ stopReason: "final" })
+      const parentOf = (span: Tracer.Span) => Option.getOrUndefined(span.parent)?.spanId
+      const turns = spans.filter((s) => s.name === "TurnDriver.run")
+      const callers = spans.filter((s) => s.name === "SessionEngine.runTurn")
+      expect(turns).toHaveLength(2)
+      expect(turns.map(parentOf)).toEqual(callers.map((s) => s.spanId))
+      // Every span made ended: none is left open by the cancel.
+      expect(spans.filter((s) => s.status._tag !== "Ended").map((s) => s.name)).toEqual([])
+      // The appends of each turn — the cancelled one's closing batch included — are below that turn's span.
+      const byId = new Map(spans.map((s) => [s.spanId, s]))
+      const below = (span: Tracer.Span, ancestor: Tracer.Span): boolean => {
+        const parent = byId.get(parentOf(span) ?? "")
+        return parent !== undefined && (parent === ancestor || below(parent, ancestor))
+      }
+      const appendsOf = (turn: Tracer.Span) => {
+        const turnId = Object.fromEntries(turn.attributes).turnId
+        return spans.filter((s) => s.name === "LiveSession.append" && s.attributes.get("turnId") === turnId)
+      }
+      for (const turn of turns) {
+        expect(appendsOf(turn).length).toBeGreaterThan(0)
+        expect(appendsOf(turn).every((append) => below(append, turn))).toBe(true)
+      }
+      // The cancelled turn's step and model request ended interrupted, as Effect.withSpan ends them.
+      const firstTurnId = Object.fromEntries(turns[0]!.attributes).turnId
+      for (const name of ["TurnDriver.step", "ModelResponse.request"]) {
+        const cut = spans.filter((s) => s.name === name && s.attributes.get("turnId") === firstTurnId)
+        expect(cut.map((s) => s.status._tag === "Ended" && Exit.isInterrupted(s.status.exit))).toEqual([true])
+      }
+      // Logs of the run name the turn they come from.
+      for (const log of logs.filter((l) => l.annotations.turnId !== undefined)) expect(log.annotations.sessionId).toBe(sessionId)
+    }).pipe(Effect.provide(memoryEngine({ responses: [{ chunks: ["a", "b", "c", "d"], delay: 100 }, { chunks: ["ok"] }] }))))
 
   it.effect("a final answer cut by the model's token limit says so in turn.completed and in an annotated warning", () =>
     Effect.gen(function*() {

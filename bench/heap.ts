@@ -1,0 +1,66 @@
+/**
+ * Row 21's memory, measured without timing: the heap each turn in flight and each finished session
+ * holds. N sessions each start one turn whose model streams D deltas one per chunk and then waits;
+ * once every turn has stored its deltas and waits, a full GC, and the heap over the start is divided
+ * by N ("per turn in flight"); then the turns finish, a full GC, the same per session. Optional heap
+ * snapshots (`HEAP_SNAPSHOT_BEFORE`, `HEAP_SNAPSHOT_HELD`, `HEAP_SNAPSHOT_AFTER`: file paths) for
+ * `bench/heapdiff.mjs`. Not part of `npm run bench`:
+ *
+ *   node --expose-gc --import tsx bench/heap.ts [sessions=1000] [deltas=100]
+ */
+import { writeHeapSnapshot } from "node:v8"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { ModelProvider, SessionEngine } from "../src/index.js"
+import { deltaTexts } from "./both.js"
+import { engineRuntime, storeLayer } from "./engine.js"
+
+const [sessions = 1000, deltas = 100] = process.argv.slice(2).map(Number)
+if (global.gc === undefined) throw new Error("run with node --expose-gc")
+const gc = global.gc
+
+const texts = deltaTexts(deltas)
+const gate = Effect.runSync(Deferred.make<void>())
+let waiting = 0
+let events = 0
+const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+  capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+  stream: () =>
+    Stream.concat(
+      Stream.fromIterable(texts.map(ModelProvider.textDelta)).pipe(Stream.rechunk(1)),
+      Stream.concat(
+        Stream.drain(Stream.fromEffect(Effect.zipRight(Effect.sync(() => waiting++), Deferred.await(gate)))),
+        Stream.make(ModelProvider.finish("stop"))
+      )
+    )
+})))
+
+const heapMb = (snapshot?: string) => {
+  gc()
+  gc()
+  if (snapshot !== undefined && snapshot !== "") writeHeapSnapshot(snapshot)
+  return process.memoryUsage().heapUsed / 1048576
+}
+const settle = () => new Promise((resolve) => setTimeout(resolve, 20))
+
+const before = heapMb(process.env.HEAP_SNAPSHOT_BEFORE)
+const all = rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+  Effect.forEach(Array.from({ length: sessions }), () =>
+    Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) =>
+      Stream.runForEachChunk(engine.runTurn({ sessionId, userMessage: "hi" }), (chunk) => {
+        events += chunk.length
+        return Effect.void
+      })), { concurrency: "unbounded", discard: true })))
+// Every turn waits in its model's stream, and its consumer has read what it stored (start, message, deltas).
+while (waiting < sessions || events < sessions * (deltas + 2)) await settle()
+await settle()
+const held = heapMb(process.env.HEAP_SNAPSHOT_HELD)
+Effect.runSync(Deferred.succeed(gate, undefined))
+await all
+const after = heapMb(process.env.HEAP_SNAPSHOT_AFTER)
+await rt.dispose()
+const kb = (mb: number) => `${(mb * 1024 / sessions).toFixed(1)} KB`
+console.log(`${sessions} sessions × ${deltas} deltas: heap ${before.toFixed(1)} MB at start; per turn in flight ${kb(held - before)}; per finished session ${kb(after - before)}`)
+process.exit(0)
