@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { chromium as playwright } from "playwright-core"
+import { type BrowserContext, chromium as playwright } from "playwright-core"
 
 /** A browser context; `args` adds Chromium switches (e.g. host resolver rules). */
 export const browser = (args: ReadonlyArray<string> = []) =>
@@ -39,3 +39,24 @@ export const browser = (args: ReadonlyArray<string> = []) =>
         rmSync(profile, { recursive: true, force: true })
       })
   )
+
+/** What `openSession` needs of a running server: its address and its sign-in codes. */
+export interface Viewable {
+  readonly url: string
+  readonly config: { readonly loginCodes: { readonly issue: () => string } }
+}
+
+/**
+ * A new page of `context` signed in to `server`'s viewer with a one-time code, a new session
+ * started in it; `errors` collects the page's uncaught errors.
+ */
+export const openSession = (context: BrowserContext, server: Viewable) =>
+  Effect.promise(async () => {
+    const page = await context.newPage()
+    const errors: Array<string> = []
+    page.on("pageerror", (error) => errors.push(error.message))
+    await page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`)
+    await page.click("text=Start session")
+    await page.waitForSelector("#title:has-text('sess_')")
+    return { page, errors }
+  })

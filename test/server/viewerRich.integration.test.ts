@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, openSession } from "./chromium.js"
 import { start, workspace } from "./harness.js"
 
 const browser = chromium()
@@ -193,12 +193,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
         ]
       })
       const { context } = yield* browser
-      const page = yield* Effect.promise(() => context.newPage())
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => errors.push(error.message))
-      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
-      yield* Effect.promise(() => page.click("text=Start session"))
-      yield* Effect.promise(() => page.waitForSelector("#title:has-text('sess_')"))
+      const { errors, page } = yield* openSession(context, server)
       for (const [n, message] of ["nest", "delimit", "code", "again"].entries()) {
         yield* Effect.promise(() => page.fill("#message", message))
         yield* Effect.promise(() => page.click("#send"))

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, openSession } from "./chromium.js"
 import { start, storedEvents, workspace } from "./harness.js"
 
 const browser = chromium()
@@ -32,12 +32,7 @@ describe("the viewer's subagents", () => {
         }
       })
       const { context } = yield* browser
-      const page = yield* Effect.promise(() => context.newPage())
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => errors.push(error.message))
-      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
-      yield* Effect.promise(() => page.click("text=Start session"))
-      yield* Effect.promise(() => page.waitForSelector("#title:has-text('sess_')"))
+      const { errors, page } = yield* openSession(context, server)
       const parentId = (yield* Effect.promise(() => page.textContent("#title")))!.trim()
       yield* Effect.promise(() => page.fill("#message", "delegate"))
       yield* Effect.promise(() => page.click("#send"))
