@@ -62,7 +62,7 @@ describe("command patterns, matched in one pass", () => {
     expect(compared).toBeGreaterThan(300_000)
   }, 120_000)
 
-  it("a decision on a long line is the decision on its short form (the kept tokens never leak between lines)", () => {
+  it("a decision on a long line is the decision on its short form, whatever line was decided before", () => {
     const call = (text: string): PreparedCall => ({
       toolCallId: "c1",
       tool: "shell",

@@ -133,29 +133,8 @@ export interface Tokenized {
   readonly invalid?: string
 }
 
-/**
- * The last long line tokenized, and the last parsed: a permission decision reads the same line once
- * per rule it checks (tokenizing each rule's pattern in between, which is short and not kept), and
- * the router and the policy parse it again. On a long line the model wrote (up to 128 KiB) that
- * cost a third of a second each time — 27 s for 51 rules. Both are pure, their results never
- * mutated; one entry each holds what one decision needs.
- */
-let lastTokenized: { readonly text: string; readonly result: Tokenized } | undefined
-let lastParsed: Parsed | undefined
-
-/** Lines shorter than this are tokenized again each time: it costs less than keeping them. */
-const keptFrom = 1024
-
 /** Splits a command line into words and operators. */
 export const tokenize = (text: string): Tokenized => {
-  if (text.length < keptFrom) return tokenizeNow(text)
-  if (lastTokenized?.text === text) return lastTokenized.result
-  const result = tokenizeNow(text)
-  lastTokenized = { text, result }
-  return result
-}
-
-const tokenizeNow = (text: string): Tokenized => {
   // No program can receive a NUL byte in an argument, and `sh -c` would silently cut the line there.
   if (text.includes("\0")) return { tokens: [], unterminated: false, invalid: "it contains a NUL byte" }
   const tokens: Array<Token> = []
@@ -295,11 +274,12 @@ export const hazardsOf = (tokens: ReadonlyArray<Token>): ReadonlyArray<ShellHaza
 export const syntaxHazards: ReadonlySet<ShellHazard> = new Set(["chaining", "pipe", "redirection", "substitution", "background"])
 
 /** Splits and inspects a command line. */
-export const parse = (text: string): Parsed => {
-  if (lastParsed?.text === text) return lastParsed
-  const { invalid, tokens, unterminated } = tokenize(text)
+export const parse = (text: string): Parsed => parseTokenized(text, tokenize(text))
+
+/** Inspects a command line already split (`tokenize`): a caller that reads it several ways splits it once. */
+export const parseTokenized = (text: string, { invalid, tokens, unterminated }: Tokenized): Parsed => {
   const bad = unterminated || invalid !== undefined
-  return lastParsed = {
+  return {
     text,
     argv: bad ? [] : tokens.flatMap((t) => (t._tag === "Word" ? [t.value] : [])),
     hazards: bad ? [] : hazardsOf(tokens),

@@ -35,9 +35,8 @@ const globs = (word: CommandLine.Word) =>
   [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0])
 
 /**
- * A line's units, kept for as long as its tokens are (`CommandLine.tokenize` keeps the last line's):
- * a decision matches the same line against every rule, and a long line's units (one per character)
- * took a decision seconds to make again per rule.
+ * A line's units, kept for as long as its tokens are: a decision tokenizes the line once and matches
+ * it against every rule, and a long line's units (one per character) took seconds to make again per rule.
  */
 const unitsMade = new WeakMap<ReadonlyArray<CommandLine.Token>, ReadonlyArray<Unit>>()
 
@@ -175,25 +174,26 @@ export const compile = (pattern: string) => {
 /** A command line's units as `matches` reads them (for the matcher's tests). */
 export const lineUnits = (command: string): ReadonlyArray<Unit> => commandUnits(CommandLine.tokenize(command).tokens)
 
-/** Whether `pattern` matches the whole command line (strictly: wildcards never match syntax). */
-export const matches = (pattern: string, command: string): boolean => {
+/**
+ * Whether `pattern` matches the whole command line (strictly: wildcards never match syntax). `line` is
+ * the command tokenized, when the caller has it already.
+ */
+export const matches = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command)): boolean => {
   const compiled = compile(pattern)
-  const parsed = CommandLine.tokenize(command)
-  if (compiled === undefined || parsed.unterminated || parsed.invalid !== undefined) return false
-  return matchUnits(compiled.units, commandUnits(parsed.tokens))
+  if (compiled === undefined || line.unterminated || line.invalid !== undefined) return false
+  return matchUnits(compiled.units, commandUnits(line.tokens))
 }
 
 /**
  * Whether `pattern` matches the command line anywhere a deny rule should see it: the whole line, any
  * one of its simple commands, or the raw text with `*` matching anything.
  */
-export const matchesAnywhere = (pattern: string, command: string): boolean => {
+export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command)): boolean => {
   if (Glob.anyText(pattern).test(command.trim())) return true
   const compiled = compile(pattern)
   if (compiled === undefined) return false
-  const parsed = CommandLine.tokenize(command)
-  if (matchUnits(compiled.units, commandUnits(parsed.tokens))) return true
-  return segmentsOf(parsed.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
+  if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
+  return segmentsOf(line.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */
@@ -215,9 +215,13 @@ const hasWildcard = (words: ReadonlyArray<CommandLine.Word>) =>
  * an operator, so the pattern's commands and the line's line up one to one (when they do not, every
  * command of the line is returned).
  */
-export const wildcardCommands = (pattern: string, command: string): ReadonlyArray<ReadonlyArray<string>> => {
+export const wildcardCommands = (
+  pattern: string,
+  command: string,
+  line: CommandLine.Tokenized = CommandLine.tokenize(command)
+): ReadonlyArray<ReadonlyArray<string>> => {
   const patternCommands = commandsOf(CommandLine.tokenize(pattern).tokens)
-  const lineCommands = commandsOf(CommandLine.tokenize(command).tokens).map((words) => words.map((w) => w.value))
+  const lineCommands = commandsOf(line.tokens).map((words) => words.map((w) => w.value))
   if (patternCommands.length !== lineCommands.length) return lineCommands.filter((argv) => argv.length > 0)
   return lineCommands.filter((argv, i) => argv.length > 0 && hasWildcard(patternCommands[i]!))
 }
