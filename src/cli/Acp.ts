@@ -8,7 +8,6 @@
  *
  * @since 0.1.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -19,6 +18,7 @@ import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
+import * as NodeServices from "./NodeServices.js"
 import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Acp.js"
 
@@ -51,7 +51,7 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     const configDir = yield* TrustStore.configDir
     const user = yield* ProjectSettings.readUser(configDir).pipe(
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
-      Effect.provide(NodeContext.layer)
+      Effect.provide(NodeServices.layer)
     )
     const model = yield* Models.layer(options)
     // Loaded only here: the ACP SDK costs start-up time for every other command.
@@ -67,7 +67,7 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
       Layer.provide(IdGenerator.layer),
       Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
-      Layer.provide(NodeContext.layer),
+      Layer.provide(NodeServices.layer),
       // One table of session policies, read by the engine's permission decisions and written by
       // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).
       Layer.provideMerge(AcpPermissions.layer({ decide: PermissionPolicy.decide }))
@@ -77,12 +77,12 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     const sessionPolicy = (cwd: string) =>
       Settings.load(cwd, { mode: Option.getOrUndefined(mode), rules: flagRules }, { prefix: "effect-agent acp:" }).pipe(
         Effect.map((loaded) => loaded.policy),
-        Effect.provide(NodeContext.layer)
+        Effect.provide(NodeServices.layer)
       )
     yield* keepRunningOnBrokenStdout
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
     const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeContext.layer))
+      mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
     let inputError: unknown
     yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
     // The connection ended because of what the client sent, not because it closed: exit 1, saying why.

@@ -4,7 +4,6 @@
  *
  * @since 0.3.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -30,6 +29,7 @@ import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
+import * as NodeServices from "./NodeServices.js"
 import * as Policy from "./Policy.js"
 import * as Settings from "./Settings.js"
 
@@ -95,7 +95,7 @@ export const engineLayer = <E, R>(
     Layer.provide(toolsOf(tools, mcp, web, subagents)),
     Layer.provide(permissions),
     Layer.provide(PromptComposer.layer(composer)),
-    Layer.provide(NodeContext.layer)
+    Layer.provide(NodeServices.layer)
   )
 
 /**
@@ -109,14 +109,14 @@ export const composerFor = (noInstructions: boolean) =>
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message }))
     )
     return { composer: Flags.composerOptions(noInstructions, user, configDir), engine: Flags.engineOptions(user) }
-  }).pipe(Effect.provide(NodeContext.layer))
+  }).pipe(Effect.provide(NodeServices.layer))
 
 /**
  * The engine of the commands that only read (`sessions`, `replay`, `pending`, `export-script`,
  * `watch`): the store opened read-only, no model called, no tools, no writer lock taken.
  */
 export const readingEngineLayer = (storage: Flags.Storage) =>
-  readingEngineOnStore.pipe(Layer.provide(FlagLayers.storeLayer(storage, { readOnly: true })), Layer.provide(NodeContext.layer))
+  readingEngineOnStore.pipe(Layer.provide(FlagLayers.storeLayer(storage, { readOnly: true })), Layer.provide(NodeServices.layer))
 
 /** The engine of {@link readingEngineLayer} on a store the command has opened already (`pending`, after the listing). */
 export const readingEngineOnStore = SessionEngine.layer().pipe(
@@ -134,7 +134,7 @@ export const storeOnlyEngineLayer = (storage: Flags.Storage) =>
     Layer.provide(PreImages.layer().pipe(Layer.provideMerge(FlagLayers.storeLayer(storage)))),
     Layer.provide(FakeModelProvider.layer()),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(NodeContext.layer)
+    Layer.provide(NodeServices.layer)
   )
 
 /** The flags that set a session's policy and tools: `--mode`, `--allow`, `--deny`, `--mcp-config`. */

@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import * as ValidationError from "@effect/cli/ValidationError"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
@@ -16,6 +15,7 @@ import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { main } from "./Cli.js"
 import * as ExitCode from "./ExitCode.js"
+import * as NodeServices from "./NodeServices.js"
 import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
@@ -94,7 +94,7 @@ process.on("SIGTERM", onSigterm)
 
 main(process.argv).pipe(
   Effect.tapErrorCause(report),
-  Effect.provide(NodeContext.layer),
+  Effect.provide(NodeServices.layer),
   Effect.provide(stderrLogger),
   NodeRuntime.runMain({
     disableErrorReporting: true,

@@ -7,13 +7,13 @@
  *
  * @since 0.5.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { McpSettings, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as NodeServices from "./NodeServices.js"
 import { terminalSafe } from "./Render.js"
 import type { ListInput } from "./commands/Mcp.js"
 
@@ -56,5 +56,5 @@ export const list = ({ mcpConfig }: ListInput) =>
   }).pipe(
     Effect.scoped,
     Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })),
-    Effect.provide(NodeContext.layer)
+    Effect.provide(NodeServices.layer)
   )

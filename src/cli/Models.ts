@@ -13,10 +13,10 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import type { Choice } from "./ModelFlags.js"
+import * as NodeServices from "./NodeServices.js"
 
 export type { Choice } from "./ModelFlags.js"
 
@@ -27,7 +27,7 @@ const promptCaching = (choice: Choice) =>
     : Effect.flatMap(TrustStore.configDir, (configDir) => ProjectSettings.readUser(configDir)).pipe(
       Effect.map((user) => user?.promptCaching !== false),
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
-      Effect.provide(NodeContext.layer)
+      Effect.provide(NodeServices.layer)
     )
 
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */

@@ -6,10 +6,10 @@
  *
  * @since 0.1.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { IdGenerator, JsonlEventStore } from "../index.js"
+import * as NodeServices from "./NodeServices.js"
 import type { Input } from "./commands/Repair.js"
 
 /** At most this many dropped lines are listed one by one. */
@@ -32,4 +32,4 @@ export const handler = ({ dataDir, sessionId, store }: Input) =>
         (report.closedTurnId === undefined ? "" : `, closed turn ${report.closedTurnId} as interrupted`) +
         `. The original is kept as ${report.backup}.`
     )
-  }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeContext.layer))
+  }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeServices.layer))

@@ -12,10 +12,10 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { EventStore, Session, UsageText } from "../index.js"
 import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
+import * as NodeServices from "./NodeServices.js"
 import type { ListInput, PendingInput, RenameInput } from "./commands/Sessions.js"
 import * as Render from "./Render.js"
 
@@ -48,7 +48,7 @@ const line = (s: Session.SessionSummary): string => {
  * The store the options chose, opened for reading. A listing needs no engine: `sessions` and
  * `pending` (until a session waits) load neither the engine nor the tools (see Lazy.ts).
  */
-const readingStore = (storage: Flags.Storage) => FlagLayers.storeLayer(storage, { readOnly: true }).pipe(Layer.provide(NodeContext.layer))
+const readingStore = (storage: Flags.Storage) => FlagLayers.storeLayer(storage, { readOnly: true }).pipe(Layer.provide(NodeServices.layer))
 
 /** The engine's module (and its service's tag): loaded only by the commands that need more than the listing. */
 const engineModule = Effect.promise(() => import("./Engine.js"))

@@ -4,7 +4,10 @@
  *
  * @since 0.1.0
  */
+import type * as Either from "effect/Either"
+import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import type { ParseOptions } from "effect/SchemaAST"
 import { ImageRef } from "./Image.js"
 import { Json } from "./Json.js"
 
@@ -513,14 +516,21 @@ export const promptPreviewLength = 80
 /** The `promptPreview` of a user input: its first 80 characters (by code point, so no half surrogate). */
 export const promptPreview = (content: string): string => Array.from(content).slice(0, promptPreviewLength).join("")
 
+// The codecs below are compiled on their first call, not as the module loads: compiling the union's
+// parsers took a third of this module's load time, which every command paid, though a listing or
+// `--help` decodes nothing through the schema and the stores' fast path (EventCodec) encodes the
+// engine's events without it.
+let encode: ((event: AgentEvent) => unknown) | undefined
+let decodeFromJson: ((input: unknown, options?: ParseOptions) => Either.Either<AgentEvent, ParseResult.ParseError>) | undefined
+let decode: ((input: unknown, options?: ParseOptions) => Either.Either<AgentEvent, ParseResult.ParseError>) | undefined
+
 /** Encodes an event as one JSON line (no trailing newline), keys in envelope order. */
-export const encodeJson: (event: AgentEvent) => string = (() => {
-  const encode = Schema.encodeSync(AgentEvent)
-  return (event) => JSON.stringify(encode(event))
-})()
+export const encodeJson = (event: AgentEvent): string => JSON.stringify((encode ??= Schema.encodeSync(AgentEvent))(event))
 
 /** Decodes and validates an event from its JSON text. */
-export const decodeJson = Schema.decodeUnknownEither(Schema.parseJson(AgentEvent))
+export const decodeJson = (input: unknown, options?: ParseOptions): Either.Either<AgentEvent, ParseResult.ParseError> =>
+  (decodeFromJson ??= Schema.decodeUnknownEither(Schema.parseJson(AgentEvent)))(input, options)
 
 /** Validates an unknown value as an event. */
-export const decodeUnknown = Schema.decodeUnknownEither(AgentEvent)
+export const decodeUnknown = (input: unknown, options?: ParseOptions): Either.Either<AgentEvent, ParseResult.ParseError> =>
+  (decode ??= Schema.decodeUnknownEither(AgentEvent))(input, options)

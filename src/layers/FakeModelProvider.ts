@@ -116,7 +116,9 @@ export class FakeModel extends Context.Tag("effect-agent/FakeModel")<FakeModel, 
   readonly requestCount: Effect.Effect<number>
 }>() {}
 
-const decodeResponse = Schema.decodeSync(ScriptedResponse)
+// Compiled when a script is given, not as the module loads (the echo model never decodes one).
+let decodeScripted: ((response: ScriptedResponse) => typeof ScriptedResponse.Type) | undefined
+const decodeResponse = (response: ScriptedResponse): typeof ScriptedResponse.Type => (decodeScripted ??= Schema.decodeSync(ScriptedResponse))(response)
 
 const lastUserMessage = (request: ModelProvider.ModelRequest): string => {
   for (let i = request.messages.length - 1; i >= 0; i--) {

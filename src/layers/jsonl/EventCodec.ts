@@ -150,10 +150,11 @@ const compile = (ast: AST.AST): Check => {
   }
 }
 
+// Compiled on the first event, not as the module loads: a listing that reads no log never needs it.
+let canonical: Check | undefined
+
 /** Whether the schema accepts `value` as an event and would encode or decode it to itself, key order included. */
-export const isCanonical: (value: unknown) => value is AgentEvent.AgentEvent = compile(AgentEvent.AgentEvent.ast) as (
-  value: unknown
-) => value is AgentEvent.AgentEvent
+export const isCanonical = (value: unknown): value is AgentEvent.AgentEvent => (canonical ??= compile(AgentEvent.AgentEvent.ast))(value)
 
 /**
  * An event as its log line (no newline): `JSON.stringify` when the event is canonical, else the

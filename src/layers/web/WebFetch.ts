@@ -22,9 +22,7 @@
  * @since 0.5.0
  */
 import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns"
-import * as Dns from "node:dns"
-import * as Http from "node:http"
-import * as Https from "node:https"
+import type * as Http from "node:http"
 import { isIP } from "node:net"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -73,7 +71,9 @@ const Args = Schema.Struct({
 
 const failure = (errorCode: string, message: string) => new ToolFailure({ errorCode, message })
 
-const defaultResolve: Resolve = (hostname) => Dns.promises.lookup(hostname, { all: true, verbatim: true })
+// Node's HTTP, TLS and DNS modules are imported by the first fetch, not with this module: every
+// `run` offers the tool, few calls use it, and loading them cost every start some milliseconds.
+const defaultResolve: Resolve = (hostname) => import("node:dns").then((Dns) => Dns.promises.lookup(hostname, { all: true, verbatim: true }))
 
 /** A failure of a hop, carried through the Promise code as itself. */
 class Refused extends Error {
@@ -120,12 +120,12 @@ interface Hop {
 }
 
 /** One request: the status and, for a non-redirect, the body up to `maxBytes`. */
-const request = (url: URL, options: { readonly refused: (address: string) => boolean; readonly maxBytes: number; readonly resolve: Resolve }, signal: AbortSignal) =>
-  new Promise<Hop>((resolvePromise, reject) => {
+const request = async (url: URL, options: { readonly refused: (address: string) => boolean; readonly maxBytes: number; readonly resolve: Resolve }, signal: AbortSignal) => {
+  const client: Pick<typeof Http, "request"> = url.protocol === "https:" ? await import("node:https") : await import("node:http")
+  return new Promise<Hop>((resolvePromise, reject) => {
     const host = url.hostname.replace(/^\[|\]$/g, "")
     // An address literal is never looked up: it is judged here.
     if (isIP(host) !== 0 && options.refused(host)) return reject(new Refused(privateFailure(host, host)))
-    const client = url.protocol === "https:" ? Https : Http
     const req = client.request(url, {
       method: "GET",
       agent: false,
@@ -168,6 +168,7 @@ const request = (url: URL, options: { readonly refused: (address: string) => boo
     })
     req.end()
   })
+}
 
 const networkFailure = (url: URL, error: unknown): ToolFailure => {
   if (error instanceof Refused) return error.failure
