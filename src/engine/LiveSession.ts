@@ -55,14 +55,31 @@ export class WriteLock {
   private held = false
   private readonly waiting: Array<() => void> = []
 
-  /** Runs `effect` holding the lock (waiting for it), and lets go however it ends. */
+  /**
+   * Runs `effect` holding the lock (waiting for it), and lets go however it ends. Uninterruptible
+   * as the commit is, so letting go needs no finalizer of its own (`Effect.ensuring`'s region):
+   * the match around `effect` always runs.
+   */
   holding<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> {
     return Effect.suspend(() => {
       if (!this.held) {
         this.held = true
-        return Effect.ensuring(effect, this.release)
+        return this.lettingGo(effect)
       }
-      return Effect.zipRight(this.wait, Effect.ensuring(effect, this.release))
+      return Effect.zipRight(this.wait, this.lettingGo(effect))
+    })
+  }
+
+  private lettingGo<A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> {
+    return Effect.matchCauseEffect(effect, {
+      onFailure: (cause) => {
+        this.release()
+        return Effect.failCause(cause)
+      },
+      onSuccess: (value) => {
+        this.release()
+        return Effect.succeed(value)
+      }
     })
   }
 
@@ -71,11 +88,11 @@ export class WriteLock {
     this.waiting.push(() => resume(Effect.void))
   })
 
-  private readonly release: Effect.Effect<void> = Effect.sync(() => {
+  private release(): void {
     const next = this.waiting.shift()
     if (next === undefined) this.held = false
     else next()
-  })
+  }
 }
 
 /** A live session starting from a replayed state and transcript. */

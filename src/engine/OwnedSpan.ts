@@ -9,6 +9,7 @@
  * @since 0.5.0
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -17,24 +18,39 @@ import * as Tracer from "effect/Tracer"
 
 /**
  * Runs `self` in a new span (its children's parent), ended with `self`'s exit, as `Effect.withSpan`
- * does: one `onExit` ends the span and gives the fiber its context back, however `self` ends.
+ * does: the span is ended and the fiber given its context back in one step, however `self` ends.
  */
 export const within = (name: string, options: Tracer.SpanOptions) =>
 <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  // Uninterruptible until the `onExit` is in place: the context is never left holding the span.
+  // Uninterruptible until `self` runs under its match: the context is never left holding the span.
+  // The match is `onExit`'s without its own uninterruptible region (this one is already there).
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.makeSpan(name, options), (span) =>
-      Effect.flatMap(FiberRef.getAndUpdate(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span)), (previous) =>
-        Effect.onExit(restore(self), (exit) => Effect.zipRight(FiberRef.set(FiberRef.currentContext, previous), end(span, exit))))))
+      Effect.flatMap(enter(span), (previous) =>
+        Effect.matchCauseEffect(restore(self), {
+          onFailure: (cause) => leave(span, previous, Exit.failCause(cause)),
+          onSuccess: (value) => leave(span, previous, Exit.succeed(value))
+        }))))
 
-/** Ends a span as `Effect.withSpan` does: at the clock's time, or at 0 when timing is off; once. */
-const end = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
-  Effect.flatMap(FiberRef.get(FiberRef.currentTracerTimingEnabled), (timing) =>
-    Effect.clockWith((clock) =>
-      Effect.sync(() => {
-        if (span.status._tag !== "Ended") span.end(timing ? clock.unsafeCurrentTimeNanos() : BigInt(0), exit)
-      })
-    ))
+/** Makes `span` the fiber's current span; answers the context it replaced. */
+const enter = (span: Tracer.Span): Effect.Effect<Context.Context<never>> =>
+  FiberRef.getAndUpdate(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span))
+
+/**
+ * Gives the fiber its context back and ends the span as `Effect.withSpan` does — at the clock's
+ * time, or at 0 when timing is off; once — in one step; then ends as `exit` says.
+ */
+const leave = <A, E>(span: Tracer.Span, previous: Context.Context<never>, exit: Exit.Exit<A, E>): Effect.Effect<A, E> =>
+  Effect.zipRight(
+    FiberRef.set(FiberRef.currentContext, previous),
+    Effect.withFiberRuntime<A, E>((fiber) => {
+      if (span.status._tag !== "Ended") {
+        const timing = fiber.getFiberRef(FiberRef.currentTracerTimingEnabled)
+        span.end(timing ? Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeNanos() : BigInt(0), exit)
+      }
+      return exit
+    })
+  )
 
 /**
  * Runs `self` in a new span (its children's parent), ended with `self`'s value. Only for an effect
@@ -44,9 +60,4 @@ const end = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effec
  */
 export const around = <A, R>(name: string, options: Tracer.SpanOptions, self: Effect.Effect<A, never, R>): Effect.Effect<A, never, R> =>
   Effect.uninterruptible(Effect.flatMap(Effect.makeSpan(name, options), (span) =>
-    Effect.flatMap(FiberRef.getAndUpdate(FiberRef.currentContext, (context) => Context.add(context, Tracer.ParentSpan, span)), (previous) =>
-      Effect.flatMap(self, (value) =>
-        Effect.zipRight(
-          FiberRef.set(FiberRef.currentContext, previous),
-          Effect.as(end(span, Exit.succeed(value)), value)
-        )))))
+    Effect.flatMap(enter(span), (previous) => Effect.flatMap(self, (value) => leave(span, previous, Exit.succeed(value))))))

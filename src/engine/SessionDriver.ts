@@ -262,9 +262,25 @@ const waits = (engine: Engine, state: SessionState.SessionState): Effect.Effect<
 // ---------------------------------------------------------------------------------------------
 // What callers ask of the driver
 
-/** Runs `effect` holding the session's lock (waiting for it), counted as busy meanwhile. */
+/**
+ * Runs `effect` holding the session's lock (waiting for it), counted as busy meanwhile: what
+ * `lock.withPermits(1)(counted(session, effect))` does, with one region instead of three (once per
+ * turn: about 20 Effect operations fewer).
+ */
 const holding = <A, E>(session: LiveSession.LiveSession, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  session.driver.lock.withPermits(1)(counted(session, effect))
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(restore(session.driver.lock.take(1)), () => {
+      session.driver.holders++
+      const letGo = Effect.suspend(() => {
+        session.driver.holders--
+        return session.driver.lock.release(1)
+      })
+      return Effect.matchCauseEffect(restore(effect), {
+        onFailure: (cause) => Effect.zipRight(letGo, Effect.failCause(cause)),
+        onSuccess: (value) => Effect.as(letGo, value)
+      })
+    })
+  )
 
 const counted = <A, E>(session: LiveSession.LiveSession, effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.acquireUseRelease(Effect.sync(() => session.driver.holders++), () => effect, () => Effect.sync(() => session.driver.holders--))

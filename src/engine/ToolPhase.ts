@@ -22,6 +22,7 @@ import { type PreparedCall, type ToolCallInput, ToolFailure, type ToolOutput } f
 import type { Capture } from "../services/WorkspaceCheckpoints.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
+import * as OwnedSpan from "./OwnedSpan.js"
 import * as Subagents from "./Subagents.js"
 import type * as LiveSession from "./LiveSession.js"
 import { storeAccepted, type Turn, type UserDecision } from "./Turn.js"
@@ -103,7 +104,7 @@ const nothingPending: ReadonlyArray<TurnEventDraft> = []
  * call resumed after a restart picks up where its decision stopped.
  */
 const decide = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Effect<Decided, EventStoreFailure> =>
-  Effect.withSpan(decideOnce(turn, call, from), "ToolPhase.decide", { captureStackTrace: false, attributes: callAttributes(turn, call) })
+  decideOnce(turn, call, from).pipe(OwnedSpan.within("ToolPhase.decide", { captureStackTrace: false, attributes: callAttributes(turn, call) }))
 
 /** What every span of a call carries. */
 const callAttributes = (turn: Turn, call: ToolCallInput) => ({
@@ -152,7 +153,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
  * then `tool.completed` or `tool.failed`.
  */
 const execute = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<TurnEventDraft>): Effect.Effect<void, EventStoreFailure> =>
-  Effect.withSpan(executeOnce(turn, call, pending), "ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) })
+  executeOnce(turn, call, pending).pipe(OwnedSpan.within("ToolPhase.execute", { captureStackTrace: false, attributes: callAttributes(turn, call) }))
 
 const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<TurnEventDraft>): Effect.Effect<void, EventStoreFailure> =>
   Effect.gen(function*() {

@@ -26,16 +26,18 @@ export const promiseWithin = <A, E, T>(
     let expired = false
     const timer = Effect.zipRight(Effect.sleep(limit), Effect.sync(() => {
       expired = true
+      controller.abort()
       settle?.(Effect.fail(onTimeout()))
     }))
     return Effect.flatMap(Effect.fork(timer), (timerFiber) =>
       Effect.ensuring(
         Effect.async<A, E | T>((resume) => {
           let settled = false
+          // The work is aborted only when it is cut short (the limit, a cancel): a settled promise has
+          // nothing left to stop, and an abort builds a `DOMException` and dispatches an event.
           settle = (outcome) => {
             if (settled) return
             settled = true
-            controller.abort()
             resume(outcome)
           }
           if (expired) return settle(Effect.fail(onTimeout()))
