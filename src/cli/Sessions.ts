@@ -44,28 +44,6 @@ const line = (s: Session.SessionSummary): string => {
     (s.title === undefined ? "" : `  ${Render.terminalSafe(s.title)}`)
 }
 
-/** About how many characters each write of a listing carries. */
-const pieceChars = 64 * 1024
-
-/**
- * A listing's lines joined by newlines in pieces of about 64 KiB (each written with its own newline,
- * so the output is the lines one after another): 10,000 sessions are neither 10,000 writes nor one
- * string of several megabytes to flatten and encode at once — half the time, to a file or a pipe.
- */
-export const inPieces = <A>(items: ReadonlyArray<A>, render: (item: A) => string, chars = pieceChars): Array<string> => {
-  const pieces: Array<string> = []
-  let piece: string | undefined
-  for (const item of items) {
-    piece = piece === undefined ? render(item) : `${piece}\n${render(item)}`
-    if (piece.length >= chars) {
-      pieces.push(piece)
-      piece = undefined
-    }
-  }
-  if (piece !== undefined) pieces.push(piece)
-  return pieces
-}
-
 /**
  * The store the options chose, opened for reading. A listing needs no engine: `sessions` and
  * `pending` (until a session waits) load neither the engine nor the tools (see Lazy.ts).
@@ -99,7 +77,8 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
       if (summaries.length > 0) yield* Console.error("No session matches.")
       return
     }
-    yield* Effect.forEach(inPieces(shown, line), (piece) => Console.log(piece), { discard: true })
+    // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
+    yield* Console.log(shown.map(line).join("\n"))
   }).pipe(Effect.provide(readingStore(options)))
 
 /**
