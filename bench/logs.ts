@@ -4,7 +4,7 @@
  * ids, turn ids and sequences. Written straight to a JSONL file in the store's format (header line,
  * one event per line), or appended through a store's public `append`.
  */
-import { closeSync, mkdirSync, openSync, writeSync } from "node:fs"
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs"
 import { join } from "node:path"
 import { Chunk, Effect, Stream } from "effect"
 import { type AgentEvent, JsonlEventStore, SessionEngine } from "../src/index.js"
@@ -15,10 +15,13 @@ export interface Template {
   readonly turn: ReadonlyArray<AgentEvent.AgentEvent>
 }
 
-/** The events of one real turn of `deltas` text deltas, answering a user message of ~60 characters. */
-export const template = async (deltas: number): Promise<Template> => {
+/**
+ * The events of one real turn of `deltas` text deltas, answering a user message of ~60 characters;
+ * with `usage`, the model reports it (as real providers do), so the turn's `turn.completed` carries it.
+ */
+export const template = async (deltas: number, usage?: { readonly inputTokens: number; readonly outputTokens: number }): Promise<Template> => {
   const chunks = deltaTexts(deltas).map((text) => `${text} `)
-  const rt = engineRuntime(storeLayer({ kind: "memory" }), scripted(chunks, 1))
+  const rt = engineRuntime(storeLayer({ kind: "memory" }), scripted(chunks, 1, usage === undefined ? {} : { usage }))
   try {
     const sessionId = await createSession(rt)
     await runTurn(rt, sessionId, "please explain what this function does and why it is slow")
@@ -30,21 +33,36 @@ export const template = async (deltas: number): Promise<Template> => {
   }
 }
 
-/** The events of a session holding `turns` copies of the template's turn, in order. */
-export function* sessionEvents(t: Template, sessionId: string, turns: number): Generator<AgentEvent.AgentEvent> {
-  yield { ...t.created, sessionId }
+/**
+ * The events of a session holding `turns` copies of the template's turn, in order. `shiftMs` moves
+ * every timestamp (sessions made at different times, as real ones are, are not all last active at
+ * the same millisecond).
+ */
+export function* sessionEvents(t: Template, sessionId: string, turns: number, shiftMs = 0): Generator<AgentEvent.AgentEvent> {
+  const at = (timestamp: string) => (shiftMs === 0 ? timestamp : new Date(Date.parse(timestamp) + shiftMs).toISOString())
+  yield { ...t.created, sessionId, timestamp: at(t.created.timestamp) }
   let sequence = 1
   for (let n = 1; n <= turns; n++) {
     const turnId = `turn_bench${n}`
     for (const event of t.turn) {
       sequence++
-      yield { ...event, sessionId, turnId, sequence, id: `evt_bench${sequence}` } as AgentEvent.AgentEvent
+      yield { ...event, sessionId, turnId, sequence, id: `evt_bench${sequence}`, timestamp: at(event.timestamp) } as AgentEvent.AgentEvent
     }
   }
 }
 
 /** The header line of a JSONL log. */
 export const header = JSON.stringify({ format: JsonlEventStore.formatName, version: JsonlEventStore.formatVersion })
+
+/** Writes `<dataDir>/sessions/<sessionId>.jsonl` holding exactly the events of {@link sessionEvents}, in the store's format. */
+export const writeSession = (t: Template, dataDir: string, sessionId: string, turns: number, shiftMs = 0) => {
+  mkdirSync(join(dataDir, "sessions"), { recursive: true })
+  const file = join(dataDir, "sessions", `${sessionId}.jsonl`)
+  let text = header + "\n"
+  for (const event of sessionEvents(t, sessionId, turns, shiftMs)) text += JSON.stringify(event) + "\n"
+  writeFileSync(file, text)
+  return file
+}
 
 /**
  * Writes `<dataDir>/sessions/<sessionId>.jsonl` holding whole turns until it reaches `bytes`; returns

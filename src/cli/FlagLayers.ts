@@ -13,6 +13,7 @@ import type * as Redacted from "effect/Redacted"
 import { JsonlEventStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import type { Storage } from "./Flags.js"
+import { withoutFetchSniff } from "./PgLoad.js"
 
 /**
  * The SQL stores' writer lease ttl, `EFFECT_AGENT_WRITER_LEASE_TTL` (e.g. `10 seconds`; default 30 s):
@@ -43,7 +44,7 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean)
       return yield* new CliError({ reason: "invalid_arguments", message: "--store postgres needs --database-url or EFFECT_AGENT_DATABASE_URL" })
     }
     const { PostgresEventStore } = yield* Effect.tryPromise({
-      try: () => import("../postgres.js"),
+      try: () => withoutFetchSniff(() => import("../postgres.js")),
       catch: () =>
         new CliError({
           reason: "missing_package",

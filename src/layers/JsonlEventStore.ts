@@ -30,7 +30,7 @@ import { EventStoreFailure, type EventStoreFailureReason, type SessionBusy, Sess
 import * as LogFormat from "../domain/LogFormat.js"
 import * as Session from "../domain/Session.js"
 import type { BlobStore } from "../services/BlobStore.js"
-import { batchConflict, byRecentActivity, EventStore } from "../services/EventStore.js"
+import { batchConflict, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
@@ -124,7 +124,8 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       readOnly: options.readOnly === true
     })
 
-    const listing = Effect.map(index.refresh, ({ damaged, sessions }) => ({ sessions: [...sessions].sort(byRecentActivity), damaged }))
+    // The index answers in listing order (kept in the index: a warm listing does not sort).
+    const listing: EventStore.Service["listing"] = index.refresh
     const list = Effect.map(listing, (l) => l.sessions)
 
     const acquireWriter = (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>

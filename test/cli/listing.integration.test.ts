@@ -52,10 +52,10 @@ describe("listings of a JSONL data dir", () => {
     const listed = await run(["sessions", ...common])
     expect(listed.code, listed.stderr).toBe(0)
     expect(listed.stdout.trim().split("\n")).toHaveLength(copies + 2)
-    const index = JSON.parse(readFileSync(join(dataDir, "index.json"), "utf8")) as { version: number; sessions: Record<string, { summary: { awaitingApproval?: ReadonlyArray<string> } }> }
-    expect(index.version).toBe(4)
-    expect(Object.keys(index.sessions)).toHaveLength(copies + 2)
-    expect(Object.entries(index.sessions).filter(([, entry]) => entry.summary.awaitingApproval !== undefined).map(([id]) => id)).toEqual([waiting])
+    const index = JSON.parse(readFileSync(join(dataDir, "index.json"), "utf8")) as { version: number; sessions: Array<{ summary: { sessionId: string; awaitingApproval?: ReadonlyArray<string> } }> }
+    expect(index.version).toBe(5)
+    expect(index.sessions).toHaveLength(copies + 2)
+    expect(index.sessions.filter((entry) => entry.summary.awaitingApproval !== undefined).map((entry) => entry.summary.sessionId)).toEqual([waiting])
 
     // A finished session's log damaged in place: same size, so the index still covers it.
     const damaged = join(dataDir, "sessions", `${ids[0]}.jsonl`)

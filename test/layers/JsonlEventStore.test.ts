@@ -229,7 +229,7 @@ describe("JsonlEventStore", () => {
         yield* store.append(created("a"))
         expect((yield* store.list).map((s) => s.lastSequence)).toEqual([1])
         const index = JSON.parse(yield* fs.readFileString(`${dataDir}/index.json`))
-        expect(index.sessions.a).toMatchObject({ version: 1, summary: { sessionId: "a", lastSequence: 1 } })
+        expect(index).toMatchObject({ version: 5, sessions: [{ version: 1, summary: { sessionId: "a", lastSequence: 1 } }] })
         // New lines are folded in from where the index left off.
         yield* store.append({ ...delta("a", 2), type: "turn.started", turnId: "turn_1", payload: { promptPreview: "p" } })
         yield* store.append(delta("a", 3))

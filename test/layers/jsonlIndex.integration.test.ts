@@ -101,7 +101,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
       const log = (id: string) => join(dataDir, "sessions", `${id}.jsonl`)
       const sequences = Effect.map(store.list, (sessions) => Object.fromEntries(sessions.map((s) => [s.sessionId, s.lastSequence])))
       expect(yield* sequences).toEqual({ a: 2, b: 2 })
-      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 4, writing: [] })
+      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 5, writing: [] })
 
       // A copy under a new name (an older version, a restore): found by the next warm listing.
       writeFileSync(log("c"), readFileSync(log("a"), "utf8").replaceAll("\"a", "\"c"))
@@ -128,10 +128,11 @@ describe("the JSONL listing index, kept current by the writers", () => {
 
       // An index written by an older version (2: no journal) brings a full check at once.
       byHand("b", 3)
-      const current = JSON.parse(readFileSync(index, "utf8")) as { sessions: unknown }
-      writeFileSync(index, JSON.stringify({ format: "effect-agent/index", version: 2, sessions: current.sessions }))
+      const current = JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<{ summary: { sessionId: string } }> }
+      const keyed = Object.fromEntries(current.sessions.map((entry) => [entry.summary.sessionId, entry]))
+      writeFileSync(index, JSON.stringify({ format: "effect-agent/index", version: 2, sessions: keyed }))
       expect((yield* sequences).b).toBe(3)
-      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 4 })
+      expect(JSON.parse(readFileSync(index, "utf8"))).toMatchObject({ version: 5 })
       // So does a journal that is not the one the index read (removed, replaced, truncated)…
       byHand("b", 4)
       yield* store.append(event("a", 4, "turn.started", { promptPreview: "p" }))
@@ -144,5 +145,52 @@ describe("the JSONL listing index, kept current by the writers", () => {
       // Appends through the store are announced in the journal: seen by the next warm listing.
       yield* store.append(event("s297", 3, "turn.started", { promptPreview: "p" }))
       expect((yield* sequences).s297).toBe(3)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("the index keeps the listing's order: ties go by id as localeCompare orders them, cold or warm, whatever order the index was saved in", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* JsonlEventStore.make({ dataDir })
+      // Ids that differ in case, `_`, `-` and digits (some of them keys an object would reorder), all
+      // last active at the same time; and one active later, listed first.
+      const ties = ["b", "B", "a_1", "a-1", "a1", "A1", "a10", "a9", "a_", "a-", "Z", "z", "_a", "-a", "0", "9", "10", "sess_Ab", "sess_aB", "sess-ab"]
+      for (const id of ties) yield* store.append(event(id, 1, "session.created", { cwd: "/work", client: "test" }))
+      yield* store.appendAll([event("late", 1, "session.created", { cwd: "/work", client: "test" }), event("late", 2, "turn.started", { promptPreview: "p" })])
+      const expected = ["late", ...[...ties].sort((a, b) => a.localeCompare(b))]
+      const listed = Effect.map(store.list, (sessions) => sessions.map((s) => s.sessionId))
+      const index = join(dataDir, "index.json")
+      const saved = () => (JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<{ summary: { sessionId: string } }> }).sessions.map((entry) => entry.summary.sessionId)
+      expect(yield* listed).toEqual(expected)
+      expect(saved()).toEqual(expected)
+      expect(yield* listed).toEqual(expected)
+      // Saved in another order (by hand, or under another locale's collation): listed in order all the same, and saved back so.
+      const file = JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<unknown> }
+      writeFileSync(index, JSON.stringify({ ...file, sessions: [...file.sessions].reverse() }))
+      expect(yield* listed).toEqual(expected)
+      expect(saved()).toEqual(expected)
+      // An entry that is not one is rebuilt from its log alone; the others are kept.
+      const again = JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<unknown> }
+      writeFileSync(index, JSON.stringify({ ...again, sessions: again.sessions.map((entry, i) => (i === 3 ? { junk: true } : i === 4 ? null : entry)) }))
+      expect(yield* listed).toEqual(expected)
+      expect(saved()).toEqual(expected)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("an index of version 4 (entries keyed by id) is kept as it stands: no log read again, saved as version 5 in listing order", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* JsonlEventStore.make({ dataDir })
+      for (const id of ["a", "b", "c"]) yield* store.append(event(id, 1, "session.created", { cwd: `/work/${id}`, client: "test" }))
+      yield* store.append(event("b", 2, "turn.started", { promptPreview: "p" }))
+      expect((yield* store.list).map((s) => s.sessionId)).toEqual(["b", "a", "c"])
+      const index = join(dataDir, "index.json")
+      const current = JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<{ summary: { sessionId: string; title?: string } }> }
+      // What version 4 wrote: the same entries keyed by id. A title no log holds shows that the entry was kept, not rebuilt.
+      const keyed = Object.fromEntries(current.sessions.map((entry) => [entry.summary.sessionId, { ...entry, summary: { ...entry.summary, title: `kept ${entry.summary.sessionId}` } }]))
+      writeFileSync(index, JSON.stringify({ ...current, version: 4, sessions: keyed }))
+      const reopened = yield* JsonlEventStore.make({ dataDir, readOnly: true })
+      expect((yield* reopened.list).map((s) => [s.sessionId, s.title])).toEqual([["b", "kept b"], ["a", "kept a"], ["c", "kept c"]])
+      const saved = JSON.parse(readFileSync(index, "utf8")) as { version: number; sessions: Array<{ summary: { sessionId: string } }> }
+      expect(saved.version).toBe(5)
+      expect(saved.sessions.map((entry) => entry.summary.sessionId)).toEqual(["b", "a", "c"])
     }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -111,14 +111,16 @@ describe("session titles in the listing", () => {
       for (const e of history) yield* store.append(e)
       expect(yield* titlesOf(store)).toEqual(expected)
       const indexFile = join(dataDir, "index.json")
-      const index = JSON.parse(readFileSync(indexFile, "utf8")) as { version: number; sessions: Record<string, { summary: { title?: string } }> }
-      expect(index.version).toBe(4)
-      // As the previous version wrote it: version 3, summaries without titles, the journal read to its end.
-      for (const entry of Object.values(index.sessions)) delete entry.summary.title
-      writeFileSync(indexFile, JSON.stringify({ ...index, version: 3 }))
+      const index = JSON.parse(readFileSync(indexFile, "utf8")) as { version: number; sessions: Array<{ summary: { sessionId: string; title?: string } }> }
+      expect(index.version).toBe(5)
+      // As the previous version wrote it: version 3, entries keyed by id, summaries without titles, the journal read to its end.
+      for (const entry of index.sessions) delete entry.summary.title
+      writeFileSync(indexFile, JSON.stringify({ ...index, version: 3, sessions: Object.fromEntries(index.sessions.map((entry) => [entry.summary.sessionId, entry])) }))
       const reopened = yield* JsonlEventStore.make({ dataDir, readOnly: true })
       expect(yield* titlesOf(reopened)).toEqual(expected)
-      expect(JSON.parse(readFileSync(indexFile, "utf8"))).toMatchObject({ version: 4, sessions: { renamed: { summary: { title: "My own name" } } } })
+      const saved = JSON.parse(readFileSync(indexFile, "utf8")) as { version: number; sessions: Array<{ summary: { sessionId: string; title?: string } }> }
+      expect(saved.version).toBe(5)
+      expect(saved.sessions.find((entry) => entry.summary.sessionId === "renamed")).toMatchObject({ summary: { title: "My own name" } })
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("SQLite: the migration adds the column and fills it from the events; a read-only open of an older database folds them", () =>

@@ -103,14 +103,14 @@ describe("upgrading a store to summaries with usage and cost totals", () => {
       expect(yield* totalsOf(store)).toEqual(expected)
       // What an older version's index says of these sessions: version 3, the same summaries without totals.
       const file = join(dataDir, "index.json")
-      const index = JSON.parse(readFileSync(file, "utf8")) as { version: number; sessions: Record<string, { summary: Record<string, unknown> }> }
-      index.version = 3
-      for (const entry of Object.values(index.sessions)) {
+      const index = JSON.parse(readFileSync(file, "utf8")) as { version: number; sessions: Array<{ summary: Record<string, unknown> }> }
+      for (const entry of index.sessions) {
         delete entry.summary.usage
         delete entry.summary.cost
         delete entry.summary.costUnknown
       }
-      writeFileSync(file, JSON.stringify(index))
+      // Version 3 kept its entries keyed by id.
+      writeFileSync(file, JSON.stringify({ ...index, version: 3, sessions: Object.fromEntries(index.sessions.map((entry) => [entry.summary.sessionId, entry])) }))
       const reopened = yield* JsonlEventStore.make({ dataDir })
       expect(yield* totalsOf(reopened)).toEqual(expected)
       yield* reopened.appendAll(nextTurn)

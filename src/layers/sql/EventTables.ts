@@ -42,16 +42,20 @@ interface EventRow {
   readonly body: string
 }
 
-interface SessionRow {
-  readonly session_id: string
-  readonly cwd: string
-  readonly client: SessionSummary["client"]
-  readonly created_at: string
-  readonly last_activity_at: string
-  readonly turn_count: number
-  readonly last_sequence: number
-  readonly title?: string | null
-}
+/**
+ * A `sessions` row as the listing reads it, an array (`.values`): 10,000 rows as arrays cost the
+ * driver about half what objects with named fields do.
+ */
+type SessionValues = readonly [
+  session_id: string,
+  cwd: string,
+  client: SessionSummary["client"],
+  created_at: string,
+  last_activity_at: string,
+  turn_count: number,
+  last_sequence: number,
+  title: string | null
+]
 
 /**
  * The statement that keeps `awaiting_approvals` (the calls of a session's open turn waiting for the
@@ -218,18 +222,19 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
   )
 
   // Likewise a database before the migration that adds `sessions.title`: the titles are folded from the events.
-  const sessionRows = sql<SessionRow>`
+  const sessionRows: Effect.Effect<ReadonlyArray<SessionValues>, SqlError> = sql`
     SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence, title FROM sessions
     WHERE cwd IS NOT NULL
-    ORDER BY last_activity_at DESC, session_id`.pipe(
+    ORDER BY last_activity_at DESC, session_id`.values.pipe(
+    Effect.map((rows) => rows as ReadonlyArray<SessionValues>),
     Effect.orElse(() =>
       Effect.zipWith(
-        sql<SessionRow>`
+        sql`
           SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence FROM sessions
           WHERE cwd IS NOT NULL
-          ORDER BY last_activity_at DESC, session_id`,
+          ORDER BY last_activity_at DESC, session_id`.values,
         titlesFromEvents(sql),
-        (rows, titles) => rows.map((row) => ({ ...row, title: titles.get(row.session_id) ?? null }))
+        (rows, titles) => rows.map((row): SessionValues => [...row, titles.get(row[0] as string) ?? null] as unknown as SessionValues)
       )
     )
   )
@@ -243,19 +248,19 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
         if (calls === undefined) waiting.set(a.session_id, [a.tool_call_id])
         else calls.push(a.tool_call_id)
       }
-      return rows.map((r): SessionSummary => {
-        const calls = waiting.get(r.session_id)
+      return rows.map(([sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]): SessionSummary => {
+        const calls = waiting.get(sessionId)
         return {
-          sessionId: r.session_id,
-          cwd: r.cwd,
-          client: r.client,
-          createdAt: r.created_at,
-          lastActivityAt: r.last_activity_at,
-          turnCount: r.turn_count,
-          lastSequence: r.last_sequence,
+          sessionId,
+          cwd,
+          client,
+          createdAt,
+          lastActivityAt,
+          turnCount,
+          lastSequence,
           ...(calls === undefined ? {} : { awaitingApproval: calls }),
-          ...(r.title === undefined || r.title === null ? {} : { title: r.title }),
-          ...totals.get(r.session_id)
+          ...(title === undefined || title === null ? {} : { title }),
+          ...totals.get(sessionId)
         }
       })
     }),

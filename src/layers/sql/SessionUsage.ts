@@ -124,29 +124,47 @@ export const backfill = (
         VALUES (${row.session_id}, ${row.unknown_model}, ${row.first_sequence}, ${row.input_tokens}, ${row.output_tokens},
           ${row.cache_read_tokens}, ${row.cache_write_tokens}, ${row.cost})`, { discard: true }))
 
+/** A row of the table as the listing reads it, an array (`.values`, no object per row), in {@link UsageRow}'s column order. */
+export type UsageValues = readonly [
+  session_id: string,
+  unknown_model: string,
+  first_sequence: number | string,
+  input_tokens: number | string,
+  output_tokens: number | string,
+  cache_read_tokens: number | string | null,
+  cache_write_tokens: number | string | null,
+  cost: number | string
+]
+
 /** The rows of the table; folded from the events when the table is not there (a database an older version wrote, opened read-only). */
-export const rows = (sql: SqlClient.SqlClient, decode: Parameters<typeof fromEvents>[1]): Effect.Effect<ReadonlyArray<UsageRow>, SqlError> =>
-  sql<UsageRow>`
+export const rows = (sql: SqlClient.SqlClient, decode: Parameters<typeof fromEvents>[1]): Effect.Effect<ReadonlyArray<UsageValues>, SqlError> =>
+  sql`
     SELECT session_id, unknown_model, first_sequence, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
-    FROM session_usage ORDER BY session_id, first_sequence`.pipe(Effect.orElse(() => fromEvents(sql, decode)))
+    FROM session_usage ORDER BY session_id, first_sequence`.values.pipe(
+    Effect.map((values) => values as ReadonlyArray<UsageValues>),
+    Effect.orElse(() =>
+      Effect.map(fromEvents(sql, decode), (folded) =>
+        folded.map((r): UsageValues => [r.session_id, r.unknown_model, r.first_sequence, r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.cost]))
+    )
+  )
 
 /** Each session's totals, as its summary carries them (rows in first-seen order per session). */
-export const totalsBySession = (usageRows: ReadonlyArray<UsageRow>): Map<string, ReturnType<typeof Session.addUsage>> => {
+export const totalsBySession = (usageRows: ReadonlyArray<UsageValues>): Map<string, ReturnType<typeof Session.addUsage>> => {
   const totals = new Map<string, ReturnType<typeof Session.addUsage>>()
-  const ordered = [...usageRows].sort((a, b) => a.session_id < b.session_id ? -1 : a.session_id > b.session_id ? 1 : Number(a.first_sequence) - Number(b.first_sequence))
-  for (const row of ordered) {
-    const count = (n: number | string | null) => (n === null ? undefined : Number(n))
-    const cacheReadTokens = count(row.cache_read_tokens)
-    const cacheWriteTokens = count(row.cache_write_tokens)
-    totals.set(row.session_id, Session.addUsage(totals.get(row.session_id) ?? {}, {
+  const ordered = [...usageRows].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : Number(a[2]) - Number(b[2]))
+  const count = (n: number | string | null) => (n === null ? undefined : Number(n))
+  for (const [sessionId, unknownModel, , inputTokens, outputTokens, cacheRead, cacheWrite, cost] of ordered) {
+    const cacheReadTokens = count(cacheRead)
+    const cacheWriteTokens = count(cacheWrite)
+    totals.set(sessionId, Session.addUsage(totals.get(sessionId) ?? {}, {
       usage: {
-        inputTokens: Number(row.input_tokens),
-        outputTokens: Number(row.output_tokens),
+        inputTokens: Number(inputTokens),
+        outputTokens: Number(outputTokens),
         ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
         ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
       },
-      cost: Number(row.cost),
-      costUnknown: row.unknown_model === "" ? undefined : row.unknown_model
+      cost: Number(cost),
+      costUnknown: unknownModel === "" ? undefined : unknownModel
     }))
   }
   return totals
