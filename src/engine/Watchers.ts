@@ -20,6 +20,7 @@
  * @since 0.2.0
  * @internal
  */
+import type * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -82,7 +83,7 @@ interface Feed {
   /** The highest sequence published or seen by a watcher: the poll reads on from the next one. */
   through: number
   /** Why the poll of the store stopped, once it has failed: each watcher fails after taking what is kept. */
-  failure: { readonly error: unknown } | undefined
+  failure: Cause.Cause<unknown> | undefined
   /** The poll's fiber, while the feed has watchers. */
   poller: Fiber.RuntimeFiber<void> | undefined
 }
@@ -137,9 +138,11 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
     return Effect.sleep(poll.interval).pipe(
       Effect.zipRight(once),
       Effect.forever,
-      Effect.catchAll((error) =>
+      // A failed read, or a defect: every watcher ends with it (a poll that died silently would
+      // leave them waiting for writes they would never see).
+      Effect.catchAllCause((cause) =>
         Effect.sync(() => {
-          feed.failure = { error }
+          feed.failure = cause
           wakeAll(feed)
         })
       )
@@ -175,7 +178,7 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
             caughtUp(joined)
             return Chunk.unsafeFromArray(taken)
           }
-          const failed = () => Effect.fail(joined.failure!.error as E)
+          const failed = () => Effect.failCause(joined.failure as Cause.Cause<E>)
           const take: Effect.Effect<Chunk.Chunk<AgentEvent>, E> = Effect.suspend(() =>
             position < end()
               ? Effect.sync(takeNow)
