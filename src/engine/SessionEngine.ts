@@ -16,7 +16,6 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as Tracer from "effect/Tracer"
@@ -182,8 +181,9 @@ export type Options = Partial<Services.TurnOptions & LiveSessions.CacheOptions &
 /** How watchers follow sessions other processes write. */
 export interface WatchOptions {
   /**
-   * How often a watcher reads the store for a session this engine does not hold the writer lock
-   * of — another process may be driving it (default 250 milliseconds).
+   * How often the store is read for a watched session this engine does not hold the writer lock
+   * of — another process may be driving it (default 250 milliseconds): one read per session,
+   * whatever the number of its watchers.
    */
   readonly watchPollInterval: Duration.DurationInput
   /**
@@ -332,7 +332,7 @@ export declare namespace SessionEngine {
      * turn (watchers share one bounded feed per session; one that falls behind reads the gap from the store). A
      * session this engine does not hold the writer lock
      * of — another process may drive it — is followed by reading the store every
-     * `watchPollInterval` (default 250 ms).
+     * `watchPollInterval` (default 250 ms), once for all of its watchers.
      */
     readonly watchSession: (input: WatchSessionInput) => Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure | SessionNotFound>
     /** The session's state as the engine sees it now: turn state and phase, open tool calls, last sequence. */
@@ -608,16 +608,17 @@ export const make = (
         if (!Session.isValidId(sessionId)) return yield* new SessionNotFound({ sessionId })
         const from = Number.isSafeInteger(input.fromSequence) ? Math.max(1, input.fromSequence!) : 1
         // Subscribed before the store is read: whatever is stored from now on reaches the feed.
-        const live = yield* services.watchers.subscribe(sessionId)
-        if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
-          return yield* new SessionNotFound({ sessionId })
-        }
-        return Watchers.watch(live, store.read(sessionId, { fromSequence: from }), from, {
-          read: (fromSequence) => store.read(sessionId, { fromSequence }),
-          ticks: Stream.fromSchedule(Schedule.spaced(options.watchPollInterval ?? Duration.millis(250))),
+        const read = (fromSequence: number) => store.read(sessionId, { fromSequence })
+        const live = yield* services.watchers.subscribe(sessionId, {
+          interval: options.watchPollInterval ?? Duration.millis(250),
+          read,
           // While this engine holds the writer lock, every write reaches the live feed.
           polling: () => !sessions.holdsWriter(sessionId)
         })
+        if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
+          return yield* new SessionNotFound({ sessionId })
+        }
+        return Watchers.watch(live, read(from), from, read)
       })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))
 
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {

@@ -20,27 +20,49 @@
  * @since 0.2.0
  * @internal
  */
+import type * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 
 /** A watcher's place in its session's feed. */
-export interface Subscription {
+export interface Subscription<E = never> {
   /**
    * Every event published since the last take, at once (waits while there is none). After a
    * stall longer than the feed keeps, the oldest of them are missing: their sequences are skipped.
+   * Fails once the session's poll of the store has failed and every event before it is taken.
    */
-  readonly take: Effect.Effect<Chunk.Chunk<AgentEvent>>
+  readonly take: Effect.Effect<Chunk.Chunk<AgentEvent>, E>
+  /** Tells the feed the watcher has seen the session up to `sequence`: the poll reads on from there. */
+  readonly seen: (sequence: number) => void
+}
+
+/**
+ * How a session's feed follows writes no live publish carries (another process driving the
+ * session): one poll of the store per watched session, not one per watcher.
+ */
+export interface Poll<E> {
+  /** How long between two reads. */
+  readonly interval: Duration.DurationInput
+  /** The stored events from a sequence on. */
+  readonly read: (fromSequence: number) => Stream.Stream<AgentEvent, E>
+  /** Whether to read the store now: only when this engine does not write the session itself. */
+  readonly polling: () => boolean
 }
 
 /** The engine's watcher hub. */
 export interface Watchers {
   /** Hands stored events of one session, in sequence order, to its watchers. Synchronous and cheap when none watch. */
   readonly publish: (sessionId: string, events: ReadonlyArray<AgentEvent>) => void
-  /** A place in the session's feed, from now on, given up when the scope closes. */
-  readonly subscribe: (sessionId: string) => Effect.Effect<Subscription, never, Scope.Scope>
+  /**
+   * A place in the session's feed, from now on, given up when the scope closes. With `poll`, the
+   * session's first watcher starts the feed's poll of the store (its last watcher stops it).
+   */
+  readonly subscribe: <E = never>(sessionId: string, poll?: Poll<E>) => Effect.Effect<Subscription<E>, never, Scope.Scope>
   /** How many live events the hub keeps for a session: those its slowest watcher has not taken, bounded. */
   readonly kept: (sessionId: string) => number
 }
@@ -58,6 +80,12 @@ interface Feed {
   behind: number
   /** Wakes the watchers waiting for the next publish. */
   readonly waiting: Set<() => void>
+  /** The highest sequence published or seen by a watcher: the poll reads on from the next one. */
+  through: number
+  /** Why the poll of the store stopped, once it has failed: each watcher fails after taking what is kept. */
+  failure: Cause.Cause<unknown> | undefined
+  /** The poll's fiber, while the feed has watchers. */
+  poller: Fiber.RuntimeFiber<void> | undefined
 }
 
 /** A new, empty hub. */
@@ -70,11 +98,18 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
     feed.dropped += feed.events.length
     feed.events = []
   }
-  return {
-    publish: (sessionId, events) => {
-      const feed = feeds.get(sessionId)
-      if (feed === undefined || events.length === 0) return
-      for (const event of events) feed.events.push(event)
+  const wakeAll = (feed: Feed) => {
+    if (feed.waiting.size === 0) return
+    const waiting = Array.from(feed.waiting)
+    feed.waiting.clear()
+    for (const wake of waiting) wake()
+  }
+  const append = (feed: Feed, events: ReadonlyArray<AgentEvent>) => {
+    if (events.length === 0) return
+    for (const event of events) {
+      feed.events.push(event)
+      if (event.sequence > feed.through) feed.through = event.sequence
+    }
       // Every watcher now has something to take.
       feed.behind = feed.watchers
       // Trimmed to `keep` once it holds twice that: the copy is paid once per `keep` events.
@@ -83,19 +118,53 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
         feed.events = feed.events.slice(excess)
         feed.dropped += excess
       }
-      if (feed.waiting.size === 0) return
-      const waiting = Array.from(feed.waiting)
-      feed.waiting.clear()
-      for (const wake of waiting) wake()
+    wakeAll(feed)
+  }
+  /**
+   * The feed's poll: every interval, while this engine does not write the session, the events stored
+   * past the highest sequence the feed knows are appended to it, for every watcher at once — where
+   * each watcher used to read the store on a tick of its own. Nothing is read before a watcher has
+   * read the store itself (the feed knows no sequence yet).
+   */
+  const pollOf = <E>(feed: Feed, poll: Poll<E>): Effect.Effect<void> => {
+    const once = Effect.suspend(() =>
+      feed.through === 0 || !poll.polling()
+        ? Effect.void
+        : Stream.runForEachChunk(poll.read(feed.through + 1), (chunk) => {
+          append(feed, Chunk.toReadonlyArray(chunk))
+          return Effect.void
+        })
+    )
+    return Effect.sleep(poll.interval).pipe(
+      Effect.zipRight(once),
+      Effect.forever,
+      // A failed read, or a defect: every watcher ends with it (a poll that died silently would
+      // leave them waiting for writes they would never see).
+      Effect.catchAllCause((cause) =>
+        Effect.sync(() => {
+          feed.failure = cause
+          wakeAll(feed)
+        })
+      )
+    )
+  }
+  return {
+    publish: (sessionId, events) => {
+      const feed = feeds.get(sessionId)
+      if (feed === undefined) return
+      append(feed, events)
     },
     kept: (sessionId) => feeds.get(sessionId)?.events.length ?? 0,
-    subscribe: (sessionId) =>
+    subscribe: <E>(sessionId: string, poll?: Poll<E>) =>
       Effect.acquireRelease(
-        Effect.sync(() => {
+        Effect.gen(function*() {
           let feed = feeds.get(sessionId)
           if (feed === undefined) {
-            feed = { events: [], dropped: 0, watchers: 0, behind: 0, waiting: new Set() }
+            feed = { events: [], dropped: 0, watchers: 0, behind: 0, waiting: new Set(), through: 0, failure: undefined, poller: undefined }
             feeds.set(sessionId, feed)
+            // Forked as a daemon, not in the first watcher's scope: the feed outlives that watcher
+            // while others watch; the last one to leave stops it.
+            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(pollOf(feed, poll))
           }
           feed.watchers++
           const joined = feed
@@ -109,51 +178,50 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
             caughtUp(joined)
             return Chunk.unsafeFromArray(taken)
           }
-          const take: Effect.Effect<Chunk.Chunk<AgentEvent>> = Effect.suspend(() =>
+          const failed = () => Effect.failCause(joined.failure as Cause.Cause<E>)
+          const take: Effect.Effect<Chunk.Chunk<AgentEvent>, E> = Effect.suspend(() =>
             position < end()
               ? Effect.sync(takeNow)
-              : Effect.async<Chunk.Chunk<AgentEvent>>((resume) => {
-                const wake = () => resume(Effect.sync(takeNow))
+              : joined.failure !== undefined
+              ? failed()
+              : Effect.async<Chunk.Chunk<AgentEvent>, E>((resume) => {
+                const wake = () => resume(position < end() || joined.failure === undefined ? Effect.sync(takeNow) : failed())
                 joined.waiting.add(wake)
                 // Interrupted while waiting: no wake-up.
                 return Effect.sync(() => joined.waiting.delete(wake))
               })
           )
+          const seen = (sequence: number) => {
+            if (sequence > joined.through) joined.through = sequence
+          }
           const leave = () => {
             joined.watchers--
             if (position < end()) caughtUp(joined)
-            if (joined.watchers === 0 && feeds.get(sessionId) === joined) feeds.delete(sessionId)
+            if (joined.watchers > 0) return Effect.void
+            if (feeds.get(sessionId) === joined) feeds.delete(sessionId)
+            return joined.poller === undefined ? Effect.void : Fiber.interruptFork(joined.poller)
           }
-          return { leave, subscription: { take } satisfies Subscription }
+          return { leave, subscription: { take, seen } satisfies Subscription<E> }
         }),
-        ({ leave }) => Effect.sync(leave)
+        ({ leave }) => Effect.suspend(leave)
       ).pipe(Effect.map(({ subscription }) => subscription))
   }
 }
 
-/** How a watcher reads the store beyond its first read: to fill a gap, and to follow another process's writes. */
-export interface Follow<E> {
-  /** The stored events from a sequence on. */
-  readonly read: (fromSequence: number) => Stream.Stream<AgentEvent, E>
-  /** Ticks at which the store is read for events no live queue carries. */
-  readonly ticks: Stream.Stream<unknown>
-  /** Whether to read the store at a tick: only when this engine does not write the session itself. */
-  readonly polling: () => boolean
-}
-
 /**
  * The watch stream: `stored` (the store's events from the start sequence) then the live feed, each
- * live event kept only when its sequence is past the last one emitted. The store is read at each
- * tick while another process may write the session, and an event that skips sequences (written
- * after another process's, or after the ones a stalled watcher's feed let go) first brings the ones
- * in between from the store: still no gap and no duplicate. The feed is handled a chunk at a time:
- * an event costs a comparison, and only a chunk with a gap builds a stream (the store read).
+ * live event kept only when its sequence is past the last one emitted. An event that skips
+ * sequences (written after another process's, or after the ones a stalled watcher's feed let go)
+ * first brings the ones in between from the store (`read`): still no gap and no duplicate. The
+ * feed is handled a chunk at a time: an event costs a comparison, and only a chunk with a gap
+ * builds a stream (the store read). Writes of another process reach the feed by its poll (see
+ * {@link Watchers.subscribe}), which reads on from what the watchers have seen.
  */
 export const watch = <E>(
-  live: Subscription,
+  live: Subscription<E>,
   stored: Stream.Stream<AgentEvent, E>,
   fromSequence: number,
-  follow: Follow<E>
+  read: (fromSequence: number) => Stream.Stream<AgentEvent, E>
 ): Stream.Stream<AgentEvent, E> =>
   Stream.suspend(() => {
     let last = fromSequence - 1
@@ -185,19 +253,22 @@ export const watch = <E>(
         return Stream.concat(
           Stream.fromChunk(Chunk.unsafeFromArray(kept)),
           Stream.concat(
-            Stream.suspend(() => follow.read(last + 1)).pipe(Stream.takeWhile((e) => e.sequence < event.sequence), Stream.filter(fresh)),
+            Stream.suspend(() => read(last + 1)).pipe(Stream.takeWhile((e) => e.sequence < event.sequence), Stream.filter(fresh)),
             Stream.suspend(() => Stream.concat(fresh(event) ? Stream.make(event) : Stream.empty, deliver(rest)))
           )
         )
       }
       return Stream.fromChunk(Chunk.unsafeFromArray(kept))
     }
-    const feed = Stream.repeatEffectChunk(live.take)
-    const polled = follow.ticks.pipe(
-      Stream.flatMap(() => (follow.polling() ? Stream.suspend(() => follow.read(last + 1)) : Stream.empty))
-    )
     return Stream.concat(
       Stream.filter(stored, after),
-      Stream.merge(feed, polled).pipe(Stream.chunks, Stream.flatMap(deliver))
+      // The store read done: the feed's poll (if any) reads on from here.
+      Stream.flatMap(
+        Stream.repeatEffect(Effect.suspend(() => {
+          live.seen(last)
+          return live.take
+        })),
+        deliver
+      )
     )
   })

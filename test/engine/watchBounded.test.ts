@@ -43,7 +43,7 @@ describe("Watchers: a slow watcher", () => {
       expect(kept.length).toBeGreaterThanOrEqual(8)
       expect(kept.length).toBeLessThanOrEqual(16)
       expect(kept.at(-1)!.sequence).toBe(1_003)
-      const seen = yield* Watchers.watch(live, stored, 1, { read: fromStore, ticks: Stream.never, polling: () => false }).pipe(
+      const seen = yield* Watchers.watch(live, stored, 1, fromStore).pipe(
         Stream.take(1_003),
         Stream.runCollect
       )
@@ -81,4 +81,36 @@ describe("Watchers: a slow watcher", () => {
       expect(Chunk.toReadonlyArray(yield* Fiber.join(next)).map((e) => e.sequence)).toEqual([5])
       expect(hub.kept("sess_1")).toBe(0)
     }))
+
+  it.live("a session's poll reads on from what its watchers have seen, for all of them at once; a failed poll ends each watch once it has taken what was kept", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make(8)
+      const log = [eventAt(1), eventAt(2)]
+      const reads: Array<number> = []
+      let failing = false
+      const poll: Watchers.Poll<string> = {
+        interval: "5 millis",
+        read: (from) =>
+          Stream.suspend(() => {
+            reads.push(from)
+            return failing ? Stream.fail("the store is gone") : Stream.fromIterable(log.filter((e) => e.sequence >= from))
+          }),
+        polling: () => true
+      }
+      const first = yield* hub.subscribe("sess_1", poll)
+      const second = yield* hub.subscribe("sess_1", poll)
+      // Nothing is read before a watcher has read the store itself and said how far it got.
+      yield* Effect.sleep("30 millis")
+      expect(reads).toEqual([])
+      first.seen(2)
+      // Another process writes 3 and 4: one poll brings them to both watchers.
+      log.push(eventAt(3), eventAt(4))
+      expect(Chunk.toReadonlyArray(yield* first.take).map((e) => e.sequence)).toEqual([3, 4])
+      expect(Chunk.toReadonlyArray(yield* second.take).map((e) => e.sequence)).toEqual([3, 4])
+      expect(reads[0]).toBe(3)
+      expect(reads.every((from) => from === 3 || from === 5)).toBe(true)
+      failing = true
+      expect(yield* Effect.flip(first.take)).toBe("the store is gone")
+      expect(yield* Effect.flip(second.take)).toBe("the store is gone")
+    }).pipe(Effect.scoped))
 })

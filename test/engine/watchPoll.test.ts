@@ -1,0 +1,78 @@
+/**
+ * Watchers of a session another process drives follow it by reading the store: once per
+ * `watchPollInterval` for the session, whatever the number of its watchers (each watcher read the
+ * store on a tick of its own before: 500 `/live` clients of an idle session were 2,000 store reads
+ * a second), and still every event once, in order.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+
+const interval = 20
+
+/** An engine of its own on the JSONL store in `dataDir` (as another process would have), counting its store's reads. */
+const engineOn = (dataDir: string, responses: number, reads: { count: number }) => {
+  const counting = Layer.effect(
+    EventStore,
+    Effect.map(EventStore, (store) =>
+      EventStore.of({
+        ...store,
+        read: (sessionId, options) => {
+          reads.count++
+          return store.read(sessionId, options)
+        }
+      }))
+  ).pipe(Layer.provide(JsonlEventStore.layer({ dataDir })))
+  return Effect.map(
+    Layer.build(engineLayer(counting, { responses: Array.from({ length: responses }, (_, i) => ({ chunks: [`answer ${i}`, "."] })) }, {
+      watchPollInterval: `${interval} millis`
+    })),
+    (context) => context.unsafeMap.get(SessionEngine.key) as SessionEngine["Type"]
+  )
+}
+
+describe("watchSession across processes, many watchers", () => {
+  it.live("the store is read once per interval for the session, not once per watcher, and every watcher sees every event once", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const writerReads = { count: 0 }
+      const watcherReads = { count: 0 }
+      const writer = yield* engineOn(dataDir, 2, writerReads)
+      const watcher = yield* engineOn(dataDir, 0, watcherReads)
+      const { sessionId } = yield* writer.createSession({ cwd: "/work", client: "test" })
+      yield* collect(writer.runTurn({ sessionId, userMessage: "one" }))
+      const watchers = 20
+      const watching = yield* Effect.forEach(Array.from({ length: watchers }), () => {
+        let ended = 0
+        return collect(watcher.watchSession({ sessionId }).pipe(Stream.takeUntil((e) => e.type === "turn.completed" && ++ended === 2))).pipe(Effect.fork)
+      })
+      // Every watcher has read the store (its first read, and the session's existence check): now only polls read it.
+      while (watcherReads.count < 2 * watchers) yield* Effect.sleep("5 millis")
+      yield* Effect.sleep(`${2 * interval} millis`)
+      const before = watcherReads.count
+      const start = performance.now()
+      yield* Effect.sleep(`${10 * interval} millis`)
+      const polls = watcherReads.count - before
+      const elapsed = performance.now() - start
+      // One poll a session every interval at most (a late one may be under way): a watcher's own
+      // tick each would be 20 times that.
+      expect(polls).toBeLessThanOrEqual(Math.ceil(elapsed / interval) + 1)
+      expect(polls).toBeGreaterThan(0)
+
+      // Another process writes a turn: every watcher gets all of it, once, in order, from the shared poll.
+      yield* collect(writer.runTurn({ sessionId, userMessage: "two" }))
+      const log = yield* collect(writer.replaySession({ sessionId }))
+      for (const fiber of watching) {
+        const seen = yield* Fiber.join(fiber)
+        expect(seen).toEqual(log)
+        expectWellFormedLog(seen)
+      }
+    }).pipe(Effect.provide(NodeContext.layer), Effect.scoped))
+})
