@@ -163,8 +163,10 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
             feed = { events: [], dropped: 0, watchers: 0, behind: 0, waiting: new Set(), through: 0, failure: undefined, poller: undefined }
             feeds.set(sessionId, feed)
             // Forked as a daemon, not in the first watcher's scope: the feed outlives that watcher
-            // while others watch; the last one to leave stops it.
-            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(pollOf(feed, poll))
+            // while others watch; the last one to leave stops it. Interruptible, though forked from
+            // this uninterruptible acquire: else that stop would never land, and the poll's timer
+            // would keep the process alive after its last watcher.
+            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(feed, poll)))
           }
           feed.watchers++
           const joined = feed

@@ -113,4 +113,28 @@ describe("Watchers: a slow watcher", () => {
       expect(yield* Effect.flip(first.take)).toBe("the store is gone")
       expect(yield* Effect.flip(second.take)).toBe("the store is gone")
     }).pipe(Effect.scoped))
+
+  it.live("the poll stops when the session's last watcher leaves", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make(8)
+      let reads = 0
+      const poll: Watchers.Poll<never> = {
+        interval: "5 millis",
+        read: () => Stream.suspend(() => {
+          reads++
+          return Stream.empty
+        }),
+        polling: () => true
+      }
+      const scope = yield* Scope.make()
+      const first = yield* hub.subscribe("sess_1", poll).pipe(Scope.extend(scope))
+      yield* hub.subscribe("sess_1", poll).pipe(Scope.extend(scope))
+      first.seen(1)
+      while (reads < 3) yield* Effect.sleep("5 millis")
+      yield* Scope.close(scope, Exit.void)
+      yield* Effect.sleep("20 millis")
+      const after = reads
+      yield* Effect.sleep("50 millis")
+      expect(reads).toBe(after)
+    }))
 })
