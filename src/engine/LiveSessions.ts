@@ -18,12 +18,12 @@ import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type { EventStoreFailure, SessionBusy } from "../domain/Errors.js"
 import { SessionNotFound } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import type { EventStore } from "../services/EventStore.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as Pulled from "./Pulled.js"
 import * as SessionDriver from "./SessionDriver.js"
 
 /** How many sessions an engine holds, and for how long. */
@@ -213,13 +213,16 @@ export const make = (
     const stored = (sessionId: string): Effect.Effect<void, LoadError> =>
       !Session.isValidId(sessionId)
         ? Effect.fail(new SessionNotFound({ sessionId }))
-        : Effect.flatMap(Stream.runHead(store.read(sessionId)), (first) => Option.isSome(first) ? Effect.void : Effect.fail(new SessionNotFound({ sessionId })))
+        : Effect.flatMap(Pulled.head(store.read(sessionId)), (first) => Option.isSome(first) ? Effect.void : Effect.fail(new SessionNotFound({ sessionId })))
 
     const writable = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy> =>
       Effect.suspend(() => {
         const writer = writers.get(sessionId)
         if (writer?.held === true && writer.releasing === undefined) return get(sessionId)
-        return Effect.zipRight(entries.has(sessionId) ? Effect.void : stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId)))
+        if (entries.has(sessionId)) return Effect.zipRight(holdWriter(sessionId), get(sessionId))
+        // A load lets the fibers ready to run go first: in a burst of sessions asked for at once, those
+        // still held start their turns (and stop being idle) before this load's `bound` picks whom to let go.
+        return Effect.zipRight(Effect.yieldNow(), Effect.zipRight(stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId))))
       })
 
     const add = (session: LiveSession.LiveSession) =>
