@@ -40,6 +40,7 @@ export const defaultCacheOptions: CacheOptions = { maxLiveSessions: 256, idleTim
 type LoadError = EventStoreFailure | SessionNotFound
 
 interface Entry {
+  readonly sessionId: string
   readonly loading: Deferred.Deferred<LiveSession.LiveSession, LoadError>
   /** Set once loaded. */
   session: LiveSession.LiveSession | undefined
@@ -137,10 +138,12 @@ export const make = (
     const bound: Effect.Effect<void> = Effect.suspend(() => {
       const victims: Array<string> = []
       let excess = entries.size - max
-      for (const [sessionId, entry] of entries) {
+      // By value, not `[id, entry]` pairs: with many sessions busy, each call walks past all of them
+      // (row 21: 1,000 turns at once), and a pair would be allocated for each.
+      for (const entry of entries.values()) {
         if (excess <= 0) break
-        if (!idle(sessionId, entry)) continue
-        victims.push(sessionId)
+        if (!idle(entry.sessionId, entry)) continue
+        victims.push(entry.sessionId)
         excess--
       }
       return Effect.forEach(victims, release, { discard: true })
@@ -163,7 +166,7 @@ export const make = (
           touch(sessionId)
           return existing.session !== undefined ? Effect.succeed(existing.session) : Deferred.await(existing.loading)
         }
-        const entry: Entry = { loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
+        const entry: Entry = { sessionId, loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
         entries.set(sessionId, entry)
         return hydrate(sessionId).pipe(
           // A failed load is not remembered: the session may be created, or the store recover.
@@ -228,6 +231,7 @@ export const make = (
     const add = (session: LiveSession.LiveSession) =>
       Effect.suspend(() => {
         entries.set(session.sessionId, {
+          sessionId: session.sessionId,
           loading: Deferred.unsafeMake(FiberId.none),
           session,
           lastUsed: clock.unsafeCurrentTimeMillis()
