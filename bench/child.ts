@@ -68,10 +68,12 @@ const main = async () => {
     ? async () => {
       // N sessions at once, each one turn of D deltas handed over one per chunk, as an SDK stream hands them.
       const [sessions, deltas] = args.map(Number) as [number, number]
-      const texts = deltaTexts(deltas)
+      // The deltas are made once and shared by every session's response, as pi's faux provider is
+      // handed the same text for each: per session the model allocates only its stream.
+      const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
       const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
         capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
-        stream: () => Stream.concat(Stream.fromIterable(texts.map(ModelProvider.textDelta)).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+        stream: () => Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
       })))
       try {
         const counts = await rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>

@@ -21,7 +21,8 @@ const [sessions = 1000, deltas = 100] = process.argv.slice(2).map(Number)
 if (global.gc === undefined) throw new Error("run with node --expose-gc")
 const gc = global.gc
 
-const texts = deltaTexts(deltas)
+// Made once and shared by every session's response, as in row 21's child.
+const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
 const gate = Effect.runSync(Deferred.make<void>())
 let waiting = 0
 let events = 0
@@ -29,7 +30,7 @@ const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProv
   capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
   stream: () =>
     Stream.concat(
-      Stream.fromIterable(texts.map(ModelProvider.textDelta)).pipe(Stream.rechunk(1)),
+      Stream.fromIterable(chunks).pipe(Stream.rechunk(1)),
       Stream.concat(
         Stream.drain(Stream.fromEffect(Effect.zipRight(Effect.sync(() => waiting++), Deferred.await(gate)))),
         Stream.make(ModelProvider.finish("stop"))

@@ -11,9 +11,9 @@ import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
-import { count, scratch } from "./engine.js"
+import { Effect, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
+import { count, deltaTexts, scratch } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -73,6 +73,45 @@ const measure = async (label: string, units: number, responses: ReadonlyArray<Fa
   }
 }
 
+/**
+ * Row 21's parts: what a session costs before its turn (`createSession`), a turn whose model hands
+ * over one delta per chunk (the ops each delta adds: a turn of 101 deltas against one of 1), and a
+ * turn of a session the engine's cache had let go (more than `maxLiveSessions` created since), which
+ * is loaded again from the store with its writer lock: what most of row 21's 1,000 sessions pay, as
+ * they are all created before their turns start.
+ */
+const concurrentParts = async () => {
+  let deltas = 1
+  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+      stream: () => Stream.concat(Stream.fromIterable(deltaTexts(deltas).map(ModelProvider.textDelta)).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+    })),
+    IdGenerator.layer
+  ))))
+  try {
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const create = engine.createSession({ cwd: "/bench", client: "test" })
+    const turn = (sessionId: string) => count(engine.runTurn({ sessionId, userMessage: "hi" }))
+    for (let i = 0; i < 5; i++) await rt.runPromise(Effect.flatMap(create, ({ sessionId }) => turn(sessionId)))
+    const created = await counted(rt, create)
+    const { sessionId } = await rt.runPromise(create)
+    const one = await counted(rt, turn(sessionId))
+    deltas = 101
+    const many = await counted(rt, turn(sessionId))
+    deltas = 1
+    // Enough sessions created after it for the cache (256 by default) to let it go.
+    await rt.runPromise(Effect.repeatN(create, 300))
+    const reloaded = await counted(rt, turn(sessionId))
+    console.log(`createSession: ${created.ops} Effect ops`)
+    console.log(`a turn of one delta: ${one.ops} Effect ops, ${one.fibers} fibers; each delta more, one per chunk: ${((many.ops - one.ops) / 100).toFixed(1)} Effect ops`)
+    console.log(`the same turn of a session the cache had let go (loaded again): ${reloaded.ops} Effect ops, ${reloaded.fibers} fibers`)
+  } finally {
+    await rt.dispose()
+  }
+}
+
 const main = async () => {
   const cwd = join(scratch("ops"), "work")
   mkdirSync(cwd, { recursive: true })
@@ -84,6 +123,7 @@ const main = async () => {
     ...Array.from({ length: steps }, () => ({ toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }] })),
     { chunks: ["done"] }
   ], cwd, 1)
+  await concurrentParts()
 }
 
 main().then(() => process.exit(0), (error) => {

@@ -18,12 +18,12 @@ import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type { EventStoreFailure, SessionBusy } from "../domain/Errors.js"
 import { SessionNotFound } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import type { EventStore } from "../services/EventStore.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as Pulled from "./Pulled.js"
 import * as SessionDriver from "./SessionDriver.js"
 
 /** How many sessions an engine holds, and for how long. */
@@ -40,6 +40,7 @@ export const defaultCacheOptions: CacheOptions = { maxLiveSessions: 256, idleTim
 type LoadError = EventStoreFailure | SessionNotFound
 
 interface Entry {
+  readonly sessionId: string
   readonly loading: Deferred.Deferred<LiveSession.LiveSession, LoadError>
   /** Set once loaded. */
   session: LiveSession.LiveSession | undefined
@@ -137,10 +138,12 @@ export const make = (
     const bound: Effect.Effect<void> = Effect.suspend(() => {
       const victims: Array<string> = []
       let excess = entries.size - max
-      for (const [sessionId, entry] of entries) {
+      // By value, not `[id, entry]` pairs: with many sessions busy, each call walks past all of them
+      // (row 21: 1,000 turns at once), and a pair would be allocated for each.
+      for (const entry of entries.values()) {
         if (excess <= 0) break
-        if (!idle(sessionId, entry)) continue
-        victims.push(sessionId)
+        if (!idle(entry.sessionId, entry)) continue
+        victims.push(entry.sessionId)
         excess--
       }
       return Effect.forEach(victims, release, { discard: true })
@@ -163,7 +166,7 @@ export const make = (
           touch(sessionId)
           return existing.session !== undefined ? Effect.succeed(existing.session) : Deferred.await(existing.loading)
         }
-        const entry: Entry = { loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
+        const entry: Entry = { sessionId, loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
         entries.set(sessionId, entry)
         return hydrate(sessionId).pipe(
           // A failed load is not remembered: the session may be created, or the store recover.
@@ -213,18 +216,22 @@ export const make = (
     const stored = (sessionId: string): Effect.Effect<void, LoadError> =>
       !Session.isValidId(sessionId)
         ? Effect.fail(new SessionNotFound({ sessionId }))
-        : Effect.flatMap(Stream.runHead(store.read(sessionId)), (first) => Option.isSome(first) ? Effect.void : Effect.fail(new SessionNotFound({ sessionId })))
+        : Effect.flatMap(Pulled.head(store.read(sessionId)), (first) => Option.isSome(first) ? Effect.void : Effect.fail(new SessionNotFound({ sessionId })))
 
     const writable = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy> =>
       Effect.suspend(() => {
         const writer = writers.get(sessionId)
         if (writer?.held === true && writer.releasing === undefined) return get(sessionId)
-        return Effect.zipRight(entries.has(sessionId) ? Effect.void : stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId)))
+        if (entries.has(sessionId)) return Effect.zipRight(holdWriter(sessionId), get(sessionId))
+        // A load lets the fibers ready to run go first: in a burst of sessions asked for at once, those
+        // still held start their turns (and stop being idle) before this load's `bound` picks whom to let go.
+        return Effect.zipRight(Effect.yieldNow(), Effect.zipRight(stored(sessionId), Effect.zipRight(holdWriter(sessionId), get(sessionId))))
       })
 
     const add = (session: LiveSession.LiveSession) =>
       Effect.suspend(() => {
         entries.set(session.sessionId, {
+          sessionId: session.sessionId,
           loading: Deferred.unsafeMake(FiberId.none),
           session,
           lastUsed: clock.unsafeCurrentTimeMillis()

@@ -56,6 +56,7 @@ import * as Rewind from "./Rewind.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
 import { LiveTranscript } from "./LiveTranscript.js"
+import * as Pulled from "./Pulled.js"
 import * as Services from "./Services.js"
 import * as Subagents from "./Subagents.js"
 import * as SessionDriver from "./SessionDriver.js"
@@ -696,24 +697,26 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
 }
 
 /** Loads a session by folding its log as it is read: the whole log is never held at once. */
+const continueReading = Effect.succeed(true)
+
 const hydrate = (store: EventStore.Service, sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
   Effect.suspend(() => {
     let folded: SessionState.SessionState | undefined
     const transcript = new LiveTranscript()
-    return store.read(sessionId).pipe(
-      Stream.runForEachChunk((chunk) => {
-        for (const event of chunk) {
-          const state = folded === undefined ? SessionState.start(event) : SessionState.reduce(folded, event)
-          if (Either.isLeft(state)) {
-            return Effect.fail(
-              new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: state.left.sequence, detail: state.left.message })
-            )
-          }
-          folded = state.right
-          transcript.add(event)
+    // Pulled in this fiber: a stream's run would fork one per load (see `Pulled`).
+    return Pulled.forEachChunk(store.read(sessionId), (chunk) => {
+      for (const event of chunk) {
+        const state = folded === undefined ? SessionState.start(event) : SessionState.reduce(folded, event)
+        if (Either.isLeft(state)) {
+          return Effect.fail(
+            new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: state.left.sequence, detail: state.left.message })
+          )
         }
-        return Effect.void
-      }),
+        folded = state.right
+        transcript.add(event)
+      }
+      return continueReading
+    }).pipe(
       Effect.flatMap(() => folded === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(LiveSession.make(folded, transcript)))
     )
   })

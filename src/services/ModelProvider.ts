@@ -107,14 +107,17 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
   Effect.flatMap(Effect.acquireRelease(Mailbox.make<A, E>({ capacity }), (buffer) => buffer.shutdown), (buffer) =>
     Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
       const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
-        onSuccess: (pulled) =>
-          Either.isRight(pulled)
-            ? Effect.zipRight(buffer.offerAll(pulled.right), pump)
-            // The stream's end, handed over on the event loop's next turn, as a network stream's end
-            // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
-            // consumer before the response is seen to end — so a steer sent on seeing the last delta
-            // is there when the step decides whether the turn is over.
-            : Effect.zipRight(nextMacrotask, buffer.end),
+        onSuccess: (pulled) => {
+          // The stream's end, handed over on the event loop's next turn, as a network stream's end
+          // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
+          // consumer before the response is seen to end — so a steer sent on seeing the last delta
+          // is there when the step decides whether the turn is over.
+          if (Either.isLeft(pulled)) return Effect.zipRight(nextMacrotask, buffer.end)
+          // Put in at once while there is room (the usual case), with no effect of its own per chunk:
+          // a provider handing over one delta per chunk pulls as many times as it has deltas.
+          const rest = buffer.unsafeOfferAll(pulled.right)
+          return Chunk.isEmpty(rest) ? pump : Effect.zipRight(buffer.offerAll(rest), pump)
+        },
         onFailure: (cause) => buffer.failCause(cause)
       })
       return Effect.as(Effect.forkScoped(pump), buffer)
