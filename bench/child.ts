@@ -1,7 +1,8 @@
 /**
  * A child process measuring one memory-bound operation from a clean start, so peak RSS
  * (`process.resourceUsage().maxRSS`) belongs to that operation alone. Prints one JSON line:
- * `{ rssStart, maxRss, ms, events }` (bytes, ms).
+ * `{ rssStart, maxRss, ms, events }` (bytes, ms). The bench runs it compiled (`bench/children.ts`);
+ * by hand, through tsx:
  *
  *   node --expose-gc --import tsx bench/child.ts replay <dataDir> <sessionId>
  *   node --expose-gc --import tsx bench/child.ts hydrate <dataDir> <sessionId>
