@@ -22,7 +22,8 @@ import { format, median, quantile, ratioRow, type Row } from "../measure.js"
 import { ensureBuilt } from "./cli.js"
 
 const root = join(import.meta.dirname, "..", "..")
-const bin = join(root, "dist", "cli", "bin.js")
+/** The CLI served; `BENCH_SERVE_BIN` names another build's (an A/B against a copy of main's dist). */
+const bin = process.env["BENCH_SERVE_BIN"] ?? join(root, "dist", "cli", "bin.js")
 const token = "bench-token-0123456789abcdef"
 const env = {
   ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/API_KEY$/.test(name) && !name.startsWith("NODE_OPTIONS"))),
@@ -161,7 +162,7 @@ const mbOf = (bytes: number) => format(bytes / 1048576, " MB")
 const range = (values: ReadonlyArray<number>, unit: string) => `${format(Math.min(...values), "")}–${format(Math.max(...values), unit)}`
 
 export const run = async (): Promise<Array<Row>> => {
-  ensureBuilt()
+  if (process.env["BENCH_SERVE_BIN"] === undefined) ensureBuilt()
   const deltas = config.serveDeltas
   const many = config.serveClients
   // Warm-up: the file cache and the JIT of this process; not measured.

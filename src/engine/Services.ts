@@ -7,6 +7,7 @@
  * @internal
  */
 import type * as Duration from "effect/Duration"
+import type { EventStoreFailure } from "../domain/Errors.js"
 import type { PriceTable } from "../domain/Pricing.js"
 import type { Hooks } from "../services/AgentHooks.js"
 import type { BlobStore } from "../services/BlobStore.js"
@@ -83,7 +84,7 @@ export interface Services {
   readonly blobs: BlobStore.Service | undefined
   readonly ids: IdGenerator["Type"]
   /** Who watches sessions' live events (`watchSession`): every commit hands its events to them. */
-  readonly watchers: Watchers
+  readonly watchers: Watchers<EventStoreFailure>
   readonly provider: ModelProvider.Service
   /** The tools; none when no `ToolRouter` is provided. */
   readonly tools: ToolRouter.Service | undefined

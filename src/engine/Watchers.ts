@@ -54,15 +54,15 @@ export interface Poll<E> {
   readonly polling: () => boolean
 }
 
-/** The engine's watcher hub. */
-export interface Watchers {
+/** The engine's watcher hub; `E`: how its sessions' polls of the store fail (the store's `EventStoreFailure` for an engine). */
+export interface Watchers<E = never> {
   /** Hands stored events of one session, in sequence order, to its watchers. Synchronous and cheap when none watch. */
   readonly publish: (sessionId: string, events: ReadonlyArray<AgentEvent>) => void
   /**
    * A place in the session's feed, from now on, given up when the scope closes. With `poll`, the
    * session's first watcher starts the feed's poll of the store (its last watcher stops it).
    */
-  readonly subscribe: <E = never>(sessionId: string, poll?: Poll<E>) => Effect.Effect<Subscription<E>, never, Scope.Scope>
+  readonly subscribe: (sessionId: string, poll?: Poll<E>) => Effect.Effect<Subscription<E>, never, Scope.Scope>
   /** How many live events the hub keeps for a session: those its slowest watcher has not taken, bounded. */
   readonly kept: (sessionId: string) => number
 }
@@ -71,7 +71,7 @@ export interface Watchers {
 export const defaultCapacity = 4096
 
 /** The recent events of one watched session, and who waits for the next ones. */
-interface Feed {
+interface Feed<E> {
   /** The kept events; `events[0]` is the `dropped`-th event ever published to this feed. */
   events: Array<AgentEvent>
   dropped: number
@@ -83,28 +83,28 @@ interface Feed {
   /** The highest sequence published or seen by a watcher: the poll reads on from the next one. */
   through: number
   /** Why the poll of the store stopped, once it has failed: each watcher fails after taking what is kept. */
-  failure: Cause.Cause<unknown> | undefined
+  failure: Cause.Cause<E> | undefined
   /** The poll's fiber, while the feed has watchers. */
   poller: Fiber.RuntimeFiber<void> | undefined
 }
 
 /** A new, empty hub. */
-export const make = (capacity: number = defaultCapacity): Watchers => {
+export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E> => {
   const keep = Number.isSafeInteger(capacity) && capacity >= 1 ? capacity : defaultCapacity
-  const feeds = new Map<string, Feed>()
+  const feeds = new Map<string, Feed<E>>()
   /** Once every watcher has taken every event, the feed holds none (an idle session costs nothing). */
-  const caughtUp = (feed: Feed) => {
+  const caughtUp = (feed: Feed<E>) => {
     if (--feed.behind > 0) return
     feed.dropped += feed.events.length
     feed.events = []
   }
-  const wakeAll = (feed: Feed) => {
+  const wakeAll = (feed: Feed<E>) => {
     if (feed.waiting.size === 0) return
     const waiting = Array.from(feed.waiting)
     feed.waiting.clear()
     for (const wake of waiting) wake()
   }
-  const append = (feed: Feed, events: ReadonlyArray<AgentEvent>) => {
+  const append = (feed: Feed<E>, events: ReadonlyArray<AgentEvent>) => {
     if (events.length === 0) return
     for (const event of events) {
       feed.events.push(event)
@@ -126,7 +126,7 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
    * each watcher used to read the store on a tick of its own. Nothing is read before a watcher has
    * read the store itself (the feed knows no sequence yet).
    */
-  const pollOf = <E>(feed: Feed, poll: Poll<E>): Effect.Effect<void> => {
+  const pollOf = (sessionId: string, feed: Feed<E>, poll: Poll<E>): Effect.Effect<void> => {
     const once = Effect.suspend(() =>
       feed.through === 0 || !poll.polling()
         ? Effect.void
@@ -139,10 +139,13 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
       Effect.zipRight(once),
       Effect.forever,
       // A failed read, or a defect: every watcher ends with it (a poll that died silently would
-      // leave them waiting for writes they would never see).
+      // leave them waiting for writes they would never see). The feed leaves the hub at once: a
+      // watcher that subscribes while the failed ones are still open starts a fresh poll rather
+      // than inheriting the failure.
       Effect.catchAllCause((cause) =>
         Effect.sync(() => {
           feed.failure = cause
+          if (feeds.get(sessionId) === feed) feeds.delete(sessionId)
           wakeAll(feed)
         })
       )
@@ -155,7 +158,7 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
       append(feed, events)
     },
     kept: (sessionId) => feeds.get(sessionId)?.events.length ?? 0,
-    subscribe: <E>(sessionId: string, poll?: Poll<E>) =>
+    subscribe: (sessionId, poll) =>
       Effect.acquireRelease(
         Effect.gen(function*() {
           let feed = feeds.get(sessionId)
@@ -166,7 +169,7 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
             // while others watch; the last one to leave stops it. Interruptible, though forked from
             // this uninterruptible acquire: else that stop would never land, and the poll's timer
             // would keep the process alive after its last watcher.
-            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(feed, poll)))
+            if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(sessionId, feed, poll)))
           }
           feed.watchers++
           const joined = feed
@@ -180,14 +183,14 @@ export const make = (capacity: number = defaultCapacity): Watchers => {
             caughtUp(joined)
             return Chunk.unsafeFromArray(taken)
           }
-          const failed = () => Effect.failCause(joined.failure as Cause.Cause<E>)
+          /** What is kept first; then the poll's failure, if it failed. */
+          const next = (): Effect.Effect<Chunk.Chunk<AgentEvent>, E> | undefined =>
+            position < end() ? Effect.sync(takeNow) : joined.failure === undefined ? undefined : Effect.failCause(joined.failure)
           const take: Effect.Effect<Chunk.Chunk<AgentEvent>, E> = Effect.suspend(() =>
-            position < end()
-              ? Effect.sync(takeNow)
-              : joined.failure !== undefined
-              ? failed()
-              : Effect.async<Chunk.Chunk<AgentEvent>, E>((resume) => {
-                const wake = () => resume(position < end() || joined.failure === undefined ? Effect.sync(takeNow) : failed())
+            next() ??
+              Effect.async<Chunk.Chunk<AgentEvent>, E>((resume) => {
+                // Woken by a publish or by the poll's failure: either gives `next` something.
+                const wake = () => resume(next() ?? Effect.sync(takeNow))
                 joined.waiting.add(wake)
                 // Interrupted while waiting: no wake-up.
                 return Effect.sync(() => joined.waiting.delete(wake))

@@ -12,9 +12,9 @@
 import * as Sse from "@effect/experimental/Sse"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Chunk from "effect/Chunk"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
+import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Buffer } from "node:buffer"
 import { AgentEvent } from "../index.js"
@@ -68,20 +68,120 @@ export const keepAliveComment = ": keep-alive\n\n"
 const keepAliveBytes = utf8.encode(keepAliveComment)
 const connectedBytes = utf8.encode(": connected\n\n")
 
-/** The SSE response for a stream of events. */
-export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
-  const frames = events.pipe(
-    Stream.mapChunks((chunk) => (Chunk.isEmpty(chunk) ? Chunk.empty<Uint8Array>() : Chunk.of(concatenated(chunk)))),
-    // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
-    Stream.catchAll((error) => Stream.fromEffect(Effect.logWarning("a live stream ended", error)).pipe(Stream.drain))
-  )
-  const pings = Stream.repeatEffectWithSchedule(Effect.succeed(keepAliveBytes), Schedule.spaced(keepAlive)).pipe(Stream.drop(1))
-  return HttpServerResponse.stream(
-    // A first comment flushes the headers at once, so a client knows it is connected before any event.
-    Stream.concat(Stream.make(connectedBytes), Stream.merge(frames, pings, { haltStrategy: "left" })),
-    {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+/**
+ * What passes from a client's watch to its response: at most one buffer, so a client that does not
+ * read holds its watch (which then finds its oldest events gone from the session's feed and reads
+ * them from the store when it goes on — see `Watchers`), never a growing queue. Plain callbacks,
+ * no Effect queue: a batch costs a hand-over, not a queue's fibers and signals.
+ */
+class Mailbox {
+  private slot: Uint8Array | undefined
+  private ended = false
+  /** The response waiting for bytes. */
+  private reader: ((bytes: Uint8Array | undefined) => void) | undefined
+  /** The watch waiting for the slot to empty, with its bytes. */
+  private writer: { readonly bytes: Uint8Array; readonly resume: () => void } | undefined
+
+  constructor(first: Uint8Array) {
+    this.slot = first
+  }
+
+  /** Hands `bytes` over: at once when the slot is free, else once the response has taken what it holds. */
+  readonly put = (bytes: Uint8Array): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (this.deliver(bytes)) return Effect.void
+      return Effect.async<void>((resume) => {
+        this.writer = { bytes, resume: () => resume(Effect.void) }
+        return Effect.sync(() => {
+          this.writer = undefined
+        })
+      })
+    })
+
+  /** A keep-alive comment, when nothing is waiting to be written (else the connection is busy anyway). */
+  readonly ping = (): void => {
+    if (this.slot === undefined && !this.ended) this.deliver(keepAliveBytes)
+  }
+
+  /** No more bytes: the response ends once it has written what the slot holds. */
+  readonly end = (): void => {
+    this.ended = true
+    if (this.slot === undefined) this.wake(undefined)
+  }
+
+  /** The next bytes to write; `None` once ended. */
+  readonly take: Effect.Effect<Chunk.Chunk<Uint8Array>, Option.Option<never>> = Effect.suspend(() => {
+    const bytes = this.next()
+    if (bytes !== undefined) return Effect.succeed(Chunk.of(bytes))
+    if (this.ended) return Effect.fail(Option.none())
+    return Effect.async<Chunk.Chunk<Uint8Array>, Option.Option<never>>((resume) => {
+      this.reader = (given) => resume(given === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(given)))
+      return Effect.sync(() => {
+        this.reader = undefined
+      })
+    })
+  })
+
+  /** Into the slot, or straight to a waiting response; false when the slot is taken. */
+  private deliver(bytes: Uint8Array): boolean {
+    if (this.slot !== undefined) return false
+    if (this.reader !== undefined) this.wake(bytes)
+    else this.slot = bytes
+    return true
+  }
+
+  private wake(bytes: Uint8Array | undefined) {
+    const reader = this.reader
+    this.reader = undefined
+    reader?.(bytes)
+  }
+
+  /** Empties the slot, and lets a waiting writer's bytes in. */
+  private next(): Uint8Array | undefined {
+    const bytes = this.slot
+    this.slot = undefined
+    const writer = this.writer
+    if (bytes !== undefined && writer !== undefined) {
+      this.writer = undefined
+      this.slot = writer.bytes
+      writer.resume()
     }
-  )
+    return bytes
+  }
+}
+
+/**
+ * The SSE response for a stream of events. One fiber runs the watch and hands each chunk's shared
+ * bytes over (see {@link Mailbox}); the response's own fiber writes them. A keep-alive comment
+ * goes out after `keepAlive` without a write (a timer of the runtime, re-armed by each write, not a
+ * schedule merged into the stream: a merge costs two more fibers per client and a hand-off between
+ * them per chunk).
+ */
+export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
+  const body = Stream.unwrapScoped(Effect.gen(function*() {
+    // A first comment flushes the headers at once, so a client knows it is connected before any event.
+    const box = new Mailbox(connectedBytes)
+    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : box.put(concatenated(chunk)))).pipe(
+      // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
+      Effect.catchAll((error) => Effect.logWarning("a live stream ended", error)),
+      Effect.ensuring(Effect.sync(box.end)),
+      Effect.forkScoped
+    )
+    const ms = Math.max(1, Duration.toMillis(keepAlive))
+    const timer = setTimeout(function ping() {
+      box.ping()
+      timer.refresh()
+    }, ms)
+    // The server's lifetime is its listening socket's: a client's timer never keeps the process up.
+    timer.unref()
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(timer)))
+    return Stream.repeatEffectChunkOption(Effect.map(box.take, (bytes) => {
+      timer.refresh()
+      return bytes
+    }))
+  }))
+  return HttpServerResponse.stream(body, {
+    contentType: "text/event-stream",
+    headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+  })
 }

@@ -84,7 +84,7 @@ describe("Watchers: a slow watcher", () => {
 
   it.live("a session's poll reads on from what its watchers have seen, for all of them at once; a failed poll ends each watch once it has taken what was kept", () =>
     Effect.gen(function*() {
-      const hub = Watchers.make(8)
+      const hub = Watchers.make<string>(8)
       const log = [eventAt(1), eventAt(2)]
       const reads: Array<number> = []
       let failing = false
@@ -112,6 +112,25 @@ describe("Watchers: a slow watcher", () => {
       failing = true
       expect(yield* Effect.flip(first.take)).toBe("the store is gone")
       expect(yield* Effect.flip(second.take)).toBe("the store is gone")
+    }).pipe(Effect.scoped))
+
+  it.live("a failed poll leaves the hub: a watcher that joins while the failed one is still open starts a fresh poll", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make<string>(8)
+      const log = [eventAt(1), eventAt(2), eventAt(3)]
+      const failing: Watchers.Poll<string> = { interval: "5 millis", read: () => Stream.fail("the store is gone"), polling: () => true }
+      const working: Watchers.Poll<string> = {
+        interval: "5 millis",
+        read: (from) => Stream.suspend(() => Stream.fromIterable(log.filter((e) => e.sequence >= from))),
+        polling: () => true
+      }
+      const first = yield* hub.subscribe("sess_1", failing)
+      first.seen(1)
+      expect(yield* Effect.flip(first.take)).toBe("the store is gone")
+      // `first` has not left (its scope is open): the next watcher must not inherit its failure.
+      const second = yield* hub.subscribe("sess_1", working)
+      second.seen(1)
+      expect(Chunk.toReadonlyArray(yield* second.take).map((e) => e.sequence)).toEqual([2, 3])
     }).pipe(Effect.scoped))
 
   it.live("the poll stops when the session's last watcher leaves", () =>
