@@ -63,8 +63,10 @@ const external = [...Object.keys(pkg.dependencies ?? {}).filter((name) => !effec
 // The same program as one CommonJS file, `dist/cli/main.cjs`: what bin.js runs on Node 20 with V8's
 // code cache (src/cli/CodeCache.ts; Node 20 caches no ES module). A lazily imported module stays
 // behind an initialiser that runs at its first `import()`, so evaluation is as lazy as the chunks';
-// `import()`s of the packages left outside (vendor SDKs, drivers) stay `import()`s. No source map:
-// `EFFECT_AGENT_DEBUG=1` runs the ES chunks, whose maps name the sources.
+// the packages left outside (vendor SDKs, drivers, Node's modules) are `require`d, also where the
+// sources `import()` them: `import()` from a `vm.Script` is experimental on Node 20 (a warning on
+// stderr), and every such package ships CommonJS (an ES-only one would fail the CLI's tests, which
+// run this file). No source map: `EFFECT_AGENT_DEBUG=1` runs the ES chunks, whose maps name the sources.
 const commonJs = await esbuild.build({
   absWorkingDir: root,
   entryPoints: { main: "src/cli/Main.ts" },
@@ -77,6 +79,7 @@ const commonJs = await esbuild.build({
   external,
   minifyWhitespace: true,
   minifySyntax: true,
+  supported: { "dynamic-import": false },
   define: { "import.meta.url": "__importMetaUrl" },
   banner: { js: "var __importMetaUrl=require(\"node:url\").pathToFileURL(__filename).href;" },
   plugins: [barrelImports(srcBarrel(root))],

@@ -117,8 +117,7 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
     return false
   }
   const bundleHash = typeof EFFECT_AGENT_CLI_BUNDLE_HASH === "string" ? EFFECT_AGENT_CLI_BUNDLE_HASH : undefined
-  // `import()` from a vm.Script of the vendor SDKs (ES modules) needs Node ≥ 20.12's default loader.
-  if (bundleHash === undefined || (vm.constants as Record<string, unknown> | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER === undefined) return false
+  if (bundleHash === undefined) return false
   const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
   const file = join(folder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
   let cachedData: Buffer | undefined
@@ -136,7 +135,8 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   }
   // CommonJS's own wrapper (`Module.wrap`, which the ES namespace of node:module does not export).
   const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n});`
-  const script = new vm.Script(wrapped, { filename: options.bundle, cachedData, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER })
+  // The bundle has no `import()`: what it loads from outside is `require`d (see scripts/bundle-cli.mjs).
+  const script = new vm.Script(wrapped, { filename: options.bundle, cachedData })
   if (cachedData === undefined || script.cachedDataRejected === true) {
     process.once("exit", () => save(folder, file, bundleHash, script.createCachedData()))
   }
