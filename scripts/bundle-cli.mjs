@@ -20,6 +20,9 @@
  * imports of the modules they name (barrel-imports.mjs): through the barrel, every chunk would reach
  * the whole library.
  *
+ * Also `dist/cli/main.cjs`: the same program as one CommonJS file, which bin.js runs on Node 20 with
+ * V8's code cache (src/cli/CodeCache.ts); the launcher is told its content hash (the cache's key).
+ *
  * Run by `npm run build` after `tsc` (which also emits an unbundled `dist/cli/bin.js`, overwritten
  * here) and by the test suite's global setup; `npm run agent` runs it as `--if-stale` first.
  *
