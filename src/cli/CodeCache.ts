@@ -15,10 +15,10 @@
  * The cache file is named by the bundle's content hash (V8 itself checks only the source's length,
  * its own version and its flags), Node's version, the architecture, Node's flags and the command. It
  * is written to a temporary file and renamed, so processes running at once never read half of one;
- * a cache V8 rejects is compiled without and replaced; a folder that cannot be written (or is not
- * this user's) runs the ES chunks, as before, and says nothing. `EFFECT_AGENT_DEBUG=1` runs without
- * it (source maps apply to the ES chunks), and so does `EFFECT_AGENT_NO_CODE_CACHE=1`;
- * `EFFECT_AGENT_CODE_CACHE_DIR` chooses the folder.
+ * a cache V8 rejects is compiled without and replaced; a folder that cannot be written, is not
+ * this user's or that others can write runs the ES chunks, as before, and says nothing.
+ * `EFFECT_AGENT_DEBUG=1` runs without it (source maps apply to the ES chunks), and so does
+ * `EFFECT_AGENT_NO_CODE_CACHE=1`; `EFFECT_AGENT_CODE_CACHE_DIR` chooses the folder.
  *
  * @since 0.12.0
  * @internal
@@ -50,13 +50,19 @@ export const defaultFolder = (env: NodeJS.ProcessEnv = process.env): string => {
   return base === undefined || base === "" ? join(tmpdir(), `effect-agent-${process.getuid?.() ?? "user"}`, "code-cache") : join(base, "effect-agent", "code-cache")
 }
 
-/** The folder, made if missing, when this user owns it and can write it; otherwise undefined (no cache). */
+/**
+ * The folder, made if missing, when this user owns it, no one else can write it and this user can;
+ * otherwise undefined (no cache). A cache is code: one another user could write (a shared tmp dir, a
+ * folder opened to a group) is never read.
+ */
 const usableFolder = (folder: string): string | undefined => {
   try {
     mkdirSync(folder, { recursive: true, mode: 0o700 })
-    // Another user's folder (a shared tmp dir) could hand this process code: never read it.
     const uid = process.getuid?.()
-    if (uid !== undefined && statSync(folder).uid !== uid) return undefined
+    if (uid !== undefined) {
+      const stat = statSync(folder)
+      if (stat.uid !== uid || (stat.mode & 0o022) !== 0) return undefined
+    }
     accessSync(folder, constants.W_OK)
     return folder
   } catch {
@@ -117,15 +123,15 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
     return false
   }
   const bundleHash = typeof EFFECT_AGENT_CLI_BUNDLE_HASH === "string" ? EFFECT_AGENT_CLI_BUNDLE_HASH : undefined
-  if (bundleHash === undefined) return false
+  // No folder to keep a cache in: the ES chunks start faster than the bundle compiled whole.
+  if (bundleHash === undefined || usableFolder(folder) === undefined) return false
   const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
   const file = join(folder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
   let cachedData: Buffer | undefined
   try {
     cachedData = readFileSync(file)
   } catch {
-    // None yet: made by this run, if the folder can be written; if not, the ES chunks start faster than the bundle compiled whole.
-    if (usableFolder(folder) === undefined) return false
+    // None yet: this run makes it.
   }
   let source: string
   try {

@@ -101,6 +101,27 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
     }
   })
 
+  it("a folder others can write is never read: a cache in it is code another user could have put there", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    await sessions(folder)
+    const [cache] = cachesIn(folder)
+    const file = join(folder, cache!)
+    // Damaged data in it: were it read, it would be replaced (see above).
+    const planted = Buffer.alloc(statSync(file).size, 7)
+    writeFileSync(file, planted)
+    chmodSync(folder, 0o777)
+    try {
+      const result = await sessions(folder)
+      expect(result.stdout).toBe(want)
+      expect(result.stderr).toBe("")
+      expect(readFileSync(file).equals(planted)).toBe(true)
+      expect(cachesIn(folder)).toEqual([cache])
+    } finally {
+      chmodSync(folder, 0o700)
+    }
+  })
+
   it("EFFECT_AGENT_NO_CODE_CACHE=1 and EFFECT_AGENT_DEBUG=1 write no cache", async () => {
     const want = await expected()
     const folder = freshFolder()
