@@ -25,8 +25,8 @@ import { startPostgres } from "./runner.js"
 const root = join(import.meta.dirname, "..", "..")
 const bin = join(root, "dist", "cli", "bin.js")
 
-/** The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's, made by the first (cold) run of each command. */
-const env = { ...process.env, EFFECT_AGENT_CODE_CACHE_DIR: scratch("listing-code-cache") }
+/** The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's (set by `run`), made by the first (cold) run of each command. */
+const env: Record<string, string | undefined> = { ...process.env }
 
 /** Runs `node <args>` to exit and answers the ms it took (a failing run is an error, not a time). */
 const timeRun = (args: ReadonlyArray<string>) =>
@@ -56,6 +56,7 @@ const timeRow = (id: number, measure: string, samples: ReadonlyArray<number>, ba
 
 export const run = async (): Promise<Array<Row>> => {
   ensureBuilt()
+  env.EFFECT_AGENT_CODE_CACHE_DIR = scratch("listing-code-cache")
   const n = config.listSessions
   const t = await template(5, { inputTokens: 1_200, outputTokens: 80 })
   // Session i starts i seconds after the first: ids and times in the same order, as generated ids are.
