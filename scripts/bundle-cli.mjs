@@ -20,6 +20,9 @@
  * imports of the modules they name (barrel-imports.mjs): through the barrel, every chunk would reach
  * the whole library.
  *
+ * Also `dist/cli/main.cjs`: the same program as one CommonJS file, which bin.js runs on Node 20 with
+ * V8's code cache (src/cli/CodeCache.ts); the launcher is told its content hash (the cache's key).
+ *
  * Run by `npm run build` after `tsc` (which also emits an unbundled `dist/cli/bin.js`, overwritten
  * here) and by the test suite's global setup; `npm run agent` runs it as `--if-stale` first.
  *
@@ -33,6 +36,7 @@
  * `npm run -s agent -- export-script <id> > file` writes the command's output only.
  */
 import * as esbuild from "esbuild"
+import { createHash } from "node:crypto"
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { barrelImports, srcBarrel } from "./barrel-imports.mjs"
@@ -59,9 +63,40 @@ const effectEcosystem = (name) => name === "effect" || name.startsWith("@effect/
 const drivers = ["better-sqlite3", "pg", "pg-*"]
 const external = [...Object.keys(pkg.dependencies ?? {}).filter((name) => !effectEcosystem(name)), ...drivers]
 
+// The same program as one CommonJS file, `dist/cli/main.cjs`: what bin.js runs on Node 20 with V8's
+// code cache (src/cli/CodeCache.ts; Node 20 caches no ES module). A lazily imported module stays
+// behind an initialiser that runs at its first `import()`, so evaluation is as lazy as the chunks';
+// the packages left outside (vendor SDKs, drivers, Node's modules) are `require`d, also where the
+// sources `import()` them: `import()` from a `vm.Script` is experimental on Node 20 (a warning on
+// stderr), and every such package ships CommonJS (an ES-only one would fail the CLI's tests, which
+// run this file). No source map: `EFFECT_AGENT_DEBUG=1` runs the ES chunks, whose maps name the sources.
+const commonJs = await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: { main: "src/cli/Main.ts" },
+  outdir,
+  outExtension: { ".js": ".cjs" },
+  bundle: true,
+  format: "cjs",
+  platform: "node",
+  target: "node20",
+  external,
+  minifyWhitespace: true,
+  minifySyntax: true,
+  supported: { "dynamic-import": false },
+  define: { "import.meta.url": "__importMetaUrl" },
+  banner: { js: "var __importMetaUrl=require(\"node:url\").pathToFileURL(__filename).href;" },
+  plugins: [barrelImports(srcBarrel(root))],
+  write: false,
+  logLevel: "warning"
+})
+const mainCjs = commonJs.outputFiles[0]
+// The cache's key: V8 checks a cache against the source's length only, so the launcher names it by content.
+const bundleHash = createHash("sha256").update(mainCjs.contents).digest("hex").slice(0, 16)
+
 const result = await esbuild.build({
   absWorkingDir: root,
   entryPoints: { bin: "src/cli/bin.ts" },
+  define: { EFFECT_AGENT_CLI_BUNDLE_HASH: JSON.stringify(bundleHash) },
   outdir,
   entryNames: "[name]",
   chunkNames: "chunks/[name]-[hash]",
@@ -84,6 +119,9 @@ const result = await esbuild.build({
   plugins: [barrelImports(srcBarrel(root))],
   logLevel: "warning"
 })
+
+mkdirSync(outdir, { recursive: true })
+writeFileSync(join(outdir, "main.cjs"), mainCjs.contents)
 
 // Chunks are named by their content's hash: drop the ones this build did not write.
 const bundled = new Set(Object.keys(result.metafile.outputs).map((file) => resolve(root, file)))

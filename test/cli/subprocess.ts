@@ -12,6 +12,9 @@ const root = resolve(import.meta.dirname, "../..")
 /** The built executable, as the package's `bin` names it (`EFFECT_AGENT_TEST_BIN`: another build, e.g. an older one, to see a test fail on it). */
 export const binPath = process.env.EFFECT_AGENT_TEST_BIN ?? resolve(root, "dist/cli/bin.js")
 
+/** The suite's compile cache folder (see `start`). */
+export const testCodeCacheDir = join(tmpdir(), `effect-agent-test-code-cache-${process.getuid?.() ?? "user"}`)
+
 let configDir: string | undefined
 /**
  * The user's config folder the CLI runs with unless a test gives one (`EFFECT_AGENT_CONFIG_DIR`): an
@@ -70,7 +73,14 @@ export const start = (
     readonly prefix?: ReadonlyArray<string>
   } = {}
 ): Running => {
-  const env: Record<string, string | undefined> = { ...process.env, EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(), ...options.env }
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(),
+    // The compile cache (src/cli/CodeCache.ts) of the suite's runs, not the user's: one folder for
+    // every test file, which their processes share as concurrent users' do.
+    EFFECT_AGENT_CODE_CACHE_DIR: testCodeCacheDir,
+    ...options.env
+  }
   for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) if (options.env?.[key] === undefined) delete env[key]
   const unshare = options.hostname === undefined ? undefined : otherHostFlags()
   if (options.hostname !== undefined && unshare === undefined) throw new Error("this machine cannot run a process under another host name")

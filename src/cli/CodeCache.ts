@@ -1,0 +1,153 @@
+/**
+ * The CLI's compile cache: what V8 compiled in an earlier run of the same command, handed back to V8
+ * so that a start does not compile effect, @effect/cli and the engine again (issue 20 row 8, issue
+ * 24 item 5; docs/benchmarks.md has the numbers).
+ *
+ * - Node ≥ 22.1 has one: `module.enableCompileCache` (ES modules and CommonJS), turned on here
+ *   with this module's folder; the program is then the ES chunks, as without a cache.
+ * - Node 20 has none for ES modules. There the program also ships as one CommonJS file
+ *   (`dist/cli/main.cjs`, scripts/bundle-cli.mjs), compiled here with `vm.Script` and V8's
+ *   `cachedData`. The cache is made at the first run of each command (`createCachedData()` at exit,
+ *   so it holds every function that run compiled, not only the top level as a cache made at compile
+ *   time would: that is why this is not `v8-compile-cache`, whose caches are made at compile time,
+ *   written in place rather than renamed, and which covers `require` only).
+ *
+ * The cache file is named by the bundle's content hash (V8 itself checks only the source's length,
+ * its own version and its flags), Node's version, the architecture, Node's flags and the command. It
+ * is written to a temporary file and renamed, so processes running at once never read half of one;
+ * a cache V8 rejects is compiled without and replaced; a folder that cannot be written, is not
+ * this user's or that others can write runs the ES chunks, as before, and says nothing.
+ * `EFFECT_AGENT_DEBUG=1` runs without it (source maps apply to the ES chunks), and so does
+ * `EFFECT_AGENT_NO_CODE_CACHE=1`; `EFFECT_AGENT_CODE_CACHE_DIR` chooses the folder.
+ *
+ * @since 0.12.0
+ * @internal
+ */
+import { accessSync, constants, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import * as NodeModule from "node:module"
+import { homedir, tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import * as vm from "node:vm"
+
+/** The CommonJS program's content hash, set by scripts/bundle-cli.mjs (absent when the CLI runs unbundled). */
+declare const EFFECT_AGENT_CLI_BUNDLE_HASH: string | undefined
+
+/** Where this user's caches go, as other CLIs put them: XDG on Linux, the platform's cache folder elsewhere. */
+export const defaultFolder = (env: NodeJS.ProcessEnv = process.env): string => {
+  const home = (() => {
+    try {
+      return homedir()
+    } catch {
+      return ""
+    }
+  })()
+  const xdg = env.XDG_CACHE_HOME
+  const base = process.platform === "win32"
+    ? env.LOCALAPPDATA
+    : process.platform === "darwin"
+    ? home === "" ? undefined : join(home, "Library", "Caches")
+    : xdg !== undefined && xdg.startsWith("/") ? xdg : home === "" ? undefined : join(home, ".cache")
+  return base === undefined || base === "" ? join(tmpdir(), `effect-agent-${process.getuid?.() ?? "user"}`, "code-cache") : join(base, "effect-agent", "code-cache")
+}
+
+/**
+ * The folder, made if missing, when this user owns it, no one else can write it and this user can;
+ * otherwise undefined (no cache). A cache is code: one another user could write (a shared tmp dir, a
+ * folder opened to a group) is never read.
+ */
+const usableFolder = (folder: string): string | undefined => {
+  try {
+    mkdirSync(folder, { recursive: true, mode: 0o700 })
+    const uid = process.getuid?.()
+    if (uid !== undefined) {
+      const stat = statSync(folder)
+      if (stat.uid !== uid || (stat.mode & 0o022) !== 0) return undefined
+    }
+    accessSync(folder, constants.W_OK)
+    return folder
+  } catch {
+    return undefined
+  }
+}
+
+/** A short, stable hash of a string (FNV-1a): which flags Node runs with, in a file name. */
+const shortHash = (text: string): string => {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return (h >>> 0).toString(16).padStart(8, "0")
+}
+
+/** The command a run's cache is for: each command compiles its own part of the program. */
+const commandOf = (argv: ReadonlyArray<string>): string => {
+  const first = argv[2]
+  return first !== undefined && /^[a-z][a-z-]{0,31}$/.test(first) ? first : "other"
+}
+
+/** Caches of other bundles (an older install) and temporary files left by a killed process, a day untouched, are removed. */
+const staleAfterMs = 24 * 60 * 60 * 1000
+
+/** Writes `data` to `file` through a temporary file and a rename, then prunes. A failure is silent: this is a cache. */
+const save = (folder: string, file: string, bundleHash: string, data: Buffer) => {
+  const temporary = `${file}.${process.pid}.tmp`
+  try {
+    writeFileSync(temporary, data, { mode: 0o600 })
+    renameSync(temporary, file)
+  } catch {
+    rmSync(temporary, { force: true })
+    return
+  }
+  try {
+    const now = Date.now()
+    for (const name of readdirSync(folder)) {
+      if (!name.endsWith(".tmp") && (!name.endsWith(".v8") || name.startsWith(bundleHash))) continue
+      const path = join(folder, name)
+      if (now - statSync(path).mtimeMs > staleAfterMs) rmSync(path, { force: true })
+    }
+  } catch {
+    // Pruning is housekeeping: another process may have removed the same file.
+  }
+}
+
+/**
+ * Starts the program from its CommonJS bundle with the compile cache, and answers true; or answers
+ * false when the caller must import the ES program itself (the cache then being Node's own, or none).
+ */
+export const start = (options: { readonly bundle: string; readonly env?: NodeJS.ProcessEnv; readonly argv?: ReadonlyArray<string> }): boolean => {
+  const env = options.env ?? process.env
+  if (env.EFFECT_AGENT_NO_CODE_CACHE === "1" || env.EFFECT_AGENT_DEBUG === "1") return false
+  const folder = env.EFFECT_AGENT_CODE_CACHE_DIR || defaultFolder(env)
+  const enableCompileCache = (NodeModule as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache
+  if (typeof enableCompileCache === "function") {
+    const nodeFolder = join(folder, "node")
+    if (usableFolder(nodeFolder) !== undefined) enableCompileCache(nodeFolder)
+    return false
+  }
+  const bundleHash = typeof EFFECT_AGENT_CLI_BUNDLE_HASH === "string" ? EFFECT_AGENT_CLI_BUNDLE_HASH : undefined
+  // No folder to keep a cache in: the ES chunks start faster than the bundle compiled whole.
+  if (bundleHash === undefined || usableFolder(folder) === undefined) return false
+  const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
+  const file = join(folder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
+  let cachedData: Buffer | undefined
+  try {
+    cachedData = readFileSync(file)
+  } catch {
+    // None yet: this run makes it.
+  }
+  let source: string
+  try {
+    source = readFileSync(options.bundle, "utf8")
+  } catch {
+    return false
+  }
+  // CommonJS's own wrapper (`Module.wrap`, which the ES namespace of node:module does not export).
+  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n});`
+  // The bundle has no `import()`: what it loads from outside is `require`d (see scripts/bundle-cli.mjs).
+  const script = new vm.Script(wrapped, { filename: options.bundle, cachedData })
+  if (cachedData === undefined || script.cachedDataRejected === true) {
+    process.once("exit", () => save(folder, file, bundleHash, script.createCachedData()))
+  }
+  const module = { exports: {} }
+  const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void
+  run.call(module.exports, module.exports, NodeModule.createRequire(options.bundle), module, options.bundle, dirname(options.bundle))
+  return true
+}

@@ -1,0 +1,159 @@
+/**
+ * The CLI's compile cache (src/cli/CodeCache.ts) on the built CLI, as real subprocesses: the first
+ * run of a command writes its cache, the next runs use it unchanged; a damaged cache is compiled
+ * without and replaced; a folder that cannot be written or the opt-out runs as before and writes
+ * nothing; processes started at once share the folder (one whole cache, no temporary file left);
+ * `EFFECT_AGENT_DEBUG=1` stacks still name the sources. Every run's answer is the same.
+ */
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { run, sessionIdIn } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-code-cache-"))
+const dataDir = join(dir, "data")
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Node 20 has no compile cache of its own: there the CLI keeps V8's, which these tests read (Node ≥ 22.1 keeps its own). */
+const nodeHasCompileCache = typeof (await import("node:module") as { enableCompileCache?: unknown }).enableCompileCache === "function"
+
+let folders = 0
+const freshFolder = () => join(dir, `cache-${++folders}`)
+
+/** `sessions` with the cache in `folder` (and any other env), expecting it to succeed. */
+const sessions = async (folder: string, env: Record<string, string> = {}) => {
+  const result = await run(["sessions", "--data-dir", dataDir], { env: { EFFECT_AGENT_CODE_CACHE_DIR: folder, ...env } })
+  expect(result.code, result.stderr).toBe(0)
+  return result
+}
+
+/** The cache files of `sessions` in a folder (none when it does not exist). */
+const cachesIn = (folder: string) => {
+  try {
+    return readdirSync(folder).filter((name) => name.endsWith("-sessions.v8"))
+  } catch {
+    return []
+  }
+}
+
+let listing = ""
+const expected = async () => {
+  if (listing === "") {
+    const made = await run(["run", "hello from the cache test", "--provider", "fake", "--data-dir", dataDir], { cwd: dir, env: { EFFECT_AGENT_NO_CODE_CACHE: "1" } })
+    expect(sessionIdIn(made.stderr), made.stderr).toBeDefined()
+    listing = (await run(["sessions", "--data-dir", dataDir], { env: { EFFECT_AGENT_NO_CODE_CACHE: "1" } })).stdout
+    expect(listing).toMatch(/hello from the cache test/)
+  }
+  return listing
+}
+
+describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => {
+  it("the first run writes the command's cache; the next one uses it as it is; both answer the same", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    expect((await sessions(folder)).stdout).toBe(want)
+    const [cache] = cachesIn(folder)
+    expect(cache).toBeDefined()
+    const before = statSync(join(folder, cache!))
+    expect(before.size).toBeGreaterThan(100_000)
+    expect((await sessions(folder)).stdout).toBe(want)
+    // Accepted: not written again (a rejected cache is replaced by a rename, a new inode).
+    const after = statSync(join(folder, cache!))
+    expect([after.ino, after.mtimeMs]).toEqual([before.ino, before.mtimeMs])
+    expect(readdirSync(folder).filter((name) => name.endsWith(".tmp"))).toEqual([])
+  })
+
+  it("a damaged cache is compiled without and replaced by a good one", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    await sessions(folder)
+    const [cache] = cachesIn(folder)
+    const file = join(folder, cache!)
+    const good = readFileSync(file)
+    // Same length, other bytes: V8 rejects it (its header and checksum no longer match).
+    writeFileSync(file, Buffer.alloc(good.length, 7))
+    expect((await sessions(folder)).stdout).toBe(want)
+    const replaced = readFileSync(file)
+    expect(replaced.equals(Buffer.alloc(good.length, 7))).toBe(false)
+    const kept = statSync(file)
+    expect((await sessions(folder)).stdout).toBe(want)
+    expect(statSync(file).ino).toBe(kept.ino)
+  })
+
+  it("a folder that cannot be made or written: the same answer, nothing written, nothing said", async () => {
+    const want = await expected()
+    // A path under a regular file cannot be made, whoever runs the test (root writes any folder).
+    const blocker = join(dir, "not-a-folder")
+    writeFileSync(blocker, "")
+    const result = await sessions(join(blocker, "cache"))
+    expect(result.stdout).toBe(want)
+    expect(result.stderr).toBe("")
+    const readOnly = freshFolder()
+    mkdirSync(readOnly)
+    chmodSync(readOnly, 0o500)
+    try {
+      const second = await sessions(readOnly)
+      expect(second.stdout).toBe(want)
+      expect(second.stderr).toBe("")
+    } finally {
+      chmodSync(readOnly, 0o700)
+    }
+  })
+
+  it("a folder others can write is never read: a cache in it is code another user could have put there", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    await sessions(folder)
+    const [cache] = cachesIn(folder)
+    const file = join(folder, cache!)
+    // Damaged data in it: were it read, it would be replaced (see above).
+    const planted = Buffer.alloc(statSync(file).size, 7)
+    writeFileSync(file, planted)
+    chmodSync(folder, 0o777)
+    try {
+      const result = await sessions(folder)
+      expect(result.stdout).toBe(want)
+      expect(result.stderr).toBe("")
+      expect(readFileSync(file).equals(planted)).toBe(true)
+      expect(cachesIn(folder)).toEqual([cache])
+    } finally {
+      chmodSync(folder, 0o700)
+    }
+  })
+
+  it("EFFECT_AGENT_NO_CODE_CACHE=1 and EFFECT_AGENT_DEBUG=1 write no cache", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    expect((await sessions(folder, { EFFECT_AGENT_NO_CODE_CACHE: "1" })).stdout).toBe(want)
+    expect((await sessions(folder, { EFFECT_AGENT_DEBUG: "1" })).stdout).toBe(want)
+    expect(cachesIn(folder)).toEqual([])
+  })
+
+  it("processes started at once share one folder: each answers, one whole cache, no temporary file left", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    const results = await Promise.all(Array.from({ length: 4 }, () => sessions(folder)))
+    for (const result of results) expect(result.stdout).toBe(want)
+    expect(cachesIn(folder)).toHaveLength(1)
+    expect(readdirSync(folder).filter((name) => name.endsWith(".tmp"))).toEqual([])
+    const [cache] = cachesIn(folder)
+    const before = statSync(join(folder, cache!))
+    // Whole: the next run accepts it.
+    expect((await sessions(folder)).stdout).toBe(want)
+    expect(statSync(join(folder, cache!)).ino).toBe(before.ino)
+  })
+
+  it("with a cache in place, EFFECT_AGENT_DEBUG=1 still prints a failure's stack with the sources' names", async () => {
+    const folder = freshFolder()
+    const env = { EFFECT_AGENT_CODE_CACHE_DIR: folder }
+    await run(["replay", "no-such-session", "--data-dir", dataDir], { env })
+    expect(readdirSync(folder).some((name) => name.endsWith("-replay.v8"))).toBe(true)
+    const debug = await run(["replay", "no-such-session", "--data-dir", dataDir], { env: { ...env, EFFECT_AGENT_DEBUG: "1" } })
+    expect(debug.code).toBe(1)
+    expect(debug.stderr).toMatch(/\/src\/[\w/]+\.ts:\d+:\d+/)
+    const plain = await run(["replay", "no-such-session", "--data-dir", dataDir], { env })
+    expect(plain.code).toBe(1)
+    expect(plain.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^effect-agent: .*no-such-session/)])
+  })
+})
