@@ -51,6 +51,13 @@ export const defaultFolder = (env: NodeJS.ProcessEnv = process.env): string => {
 }
 
 /**
+ * The folder this process keeps its cache in (`EFFECT_AGENT_CODE_CACHE_DIR`, else the default). Its
+ * writes always ask (cli/Settings.ts makes it a protected folder): a cache file is code every later
+ * start runs.
+ */
+export const folder = (env: NodeJS.ProcessEnv = process.env): string => env.EFFECT_AGENT_CODE_CACHE_DIR || defaultFolder(env)
+
+/**
  * The folder, made if missing, when this user owns it, no one else can write it and this user can;
  * otherwise undefined (no cache). A cache is code: one another user could write (a shared tmp dir, a
  * folder opened to a group) is never read.
@@ -115,18 +122,18 @@ const save = (folder: string, file: string, bundleHash: string, data: Buffer) =>
 export const start = (options: { readonly bundle: string; readonly env?: NodeJS.ProcessEnv; readonly argv?: ReadonlyArray<string> }): boolean => {
   const env = options.env ?? process.env
   if (env.EFFECT_AGENT_NO_CODE_CACHE === "1" || env.EFFECT_AGENT_DEBUG === "1") return false
-  const folder = env.EFFECT_AGENT_CODE_CACHE_DIR || defaultFolder(env)
+  const cacheFolder = folder(env)
   const enableCompileCache = (NodeModule as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache
   if (typeof enableCompileCache === "function") {
-    const nodeFolder = join(folder, "node")
+    const nodeFolder = join(cacheFolder, "node")
     if (usableFolder(nodeFolder) !== undefined) enableCompileCache(nodeFolder)
     return false
   }
   const bundleHash = typeof EFFECT_AGENT_CLI_BUNDLE_HASH === "string" ? EFFECT_AGENT_CLI_BUNDLE_HASH : undefined
   // No folder to keep a cache in: the ES chunks start faster than the bundle compiled whole.
-  if (bundleHash === undefined || usableFolder(folder) === undefined) return false
+  if (bundleHash === undefined || usableFolder(cacheFolder) === undefined) return false
   const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
-  const file = join(folder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
+  const file = join(cacheFolder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
   let cachedData: Buffer | undefined
   try {
     cachedData = readFileSync(file)
@@ -144,7 +151,7 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   // The bundle has no `import()`: what it loads from outside is `require`d (see scripts/bundle-cli.mjs).
   const script = new vm.Script(wrapped, { filename: options.bundle, cachedData })
   if (cachedData === undefined || script.cachedDataRejected === true) {
-    process.once("exit", () => save(folder, file, bundleHash, script.createCachedData()))
+    process.once("exit", () => save(cacheFolder, file, bundleHash, script.createCachedData()))
   }
   const module = { exports: {} }
   const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { McpNames, type PermissionPolicy, ProjectSettings } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as CodeCache from "./CodeCache.js"
 
 /** The tools of the workspace, the only names a rule may give (besides `*`): a typo must not make a rule silently match nothing. */
 export const toolNames = ProjectSettings.workspaceTools
@@ -61,7 +62,8 @@ export const load = (
   flags: { readonly mode: PermissionPolicy.Mode | undefined; readonly rules: ReadonlyArray<PermissionPolicy.Rule> },
   options: { readonly prefix?: string } = {}
 ) =>
-  ProjectSettings.load({ cwd, mode: flags.mode, rules: flags.rules }).pipe(
+  // The compile cache's folder is code every later start runs: no mode or rule lets the model write it.
+  ProjectSettings.load({ cwd, mode: flags.mode, rules: flags.rules, protectedPaths: [CodeCache.folder()] }).pipe(
     Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
     Effect.tap((loaded) => Effect.forEach(loaded.notes, (note) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}`), { discard: true }))
   )

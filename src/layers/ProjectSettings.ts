@@ -77,6 +77,11 @@ export interface LoadOptions {
   readonly rules?: ReadonlyArray<PermissionPolicy.Rule> | undefined
   /** The tool names rules may give (default the workspace tools). */
   readonly tools?: ReadonlyArray<string> | undefined
+  /**
+   * More folders whose writes always ask, as the config folder's do: what the embedding program
+   * runs or trusts later (the CLI's compile cache), which no mode or rule may open to the model.
+   */
+  readonly protectedPaths?: ReadonlyArray<string> | undefined
 }
 
 /** A session's settings, resolved. */
@@ -252,11 +257,13 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
   const fromProject = applied(project, base)
   const note = project === undefined ? undefined : noteOf(project, options.cwd, base)
   if (note !== undefined) notes.push(note)
-  const realConfig = yield* Paths.realCwd(configDir)
+  // Each as given and as its real path: a rule or a call may reach it through either.
+  const protectedFolders = [configDir, ...(options.protectedPaths ?? [])]
+  const realFolders = yield* Effect.forEach(protectedFolders, Paths.realCwd)
   const policy: PermissionPolicy.Options = {
     mode: options.mode ?? fromProject.mode ?? base,
     rules: [...(options.rules ?? []), ...(user?.rules ?? []), ...fromProject.rules],
-    protectedPaths: [...new Set([NodePath.resolve(configDir), realConfig])]
+    protectedPaths: [...new Set([...protectedFolders.map((folder) => NodePath.resolve(folder)), ...realFolders])]
   }
   const env: Environment.Options = {
     allow: [...(user?.env?.allow ?? []), ...(fromProject.env.allow ?? [])],

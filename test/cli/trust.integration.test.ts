@@ -396,3 +396,20 @@ describe("item 5: rules mean the resolved path", () => {
     expect(readFileSync(join(p.outside, "secret.txt"), "utf8")).toContain("OUTSIDE-SECRET")
   })
 })
+
+describe("the CLI's compile cache is code: no mode or rule lets the model write it", () => {
+  it("acceptEdits with a {write_file: **} rule still asks before writing into the code cache folder (a session started above it)", async () => {
+    // A session started in the home folder has ~/.cache inside its cwd: a cache file planted there
+    // would run in every later start of the CLI.
+    const p = project("code-cache", undefined, [
+      { tool: "write_file", args: { path: "cache/effect-agent/code-cache/planted.v8", content: "bytecode" } },
+      { tool: "write_file", args: { path: "src/fine.txt", content: "fine\n" } }
+    ])
+    const done = await runIn(p, ["--mode", "acceptEdits", "--allow", "write_file:**"], { EFFECT_AGENT_CODE_CACHE_DIR: join(p.cwd, "cache", "effect-agent", "code-cache") })
+    expect(done.code).toBe(0)
+    expect(existsSync(join(p.cwd, "cache", "effect-agent", "code-cache", "planted.v8"))).toBe(false)
+    expect(await logOf(p, done.stderr)).toContain("protected-path")
+    // The mode still does what it is for.
+    expect(readFileSync(join(p.cwd, "src", "fine.txt"), "utf8")).toBe("fine\n")
+  })
+})
