@@ -23,10 +23,10 @@
  * @since 0.12.0
  * @internal
  */
-import { accessSync, constants, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
-import { dirname, join } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import * as vm from "node:vm"
 
 /** The CommonJS program's content hash, set by scripts/bundle-cli.mjs (absent when the CLI runs unbundled). */
@@ -58,22 +58,59 @@ export const defaultFolder = (env: NodeJS.ProcessEnv = process.env): string => {
 export const folder = (env: NodeJS.ProcessEnv = process.env): string => env.EFFECT_AGENT_CODE_CACHE_DIR || defaultFolder(env)
 
 /**
- * The folder, made if missing, when this user owns it, no one else can write it and this user can;
- * otherwise undefined (no cache). A cache is code: one another user could write (a shared tmp dir, a
- * folder opened to a group) is never read.
+ * The folder's real path, made if missing, when this user owns it, no one else can write it and this
+ * user can; otherwise undefined (no cache). A cache is code: one another user could write (a shared
+ * tmp dir, a folder opened to a group) is never read, and neither is one below a folder another user
+ * could write, who could rename ours away and put theirs in its place between this check and the
+ * read (a sticky folder such as /tmp is fine: there others cannot rename what is not theirs).
  */
 const usableFolder = (folder: string): string | undefined => {
   try {
     mkdirSync(folder, { recursive: true, mode: 0o700 })
+    const real = realpathSync(folder)
     const uid = process.getuid?.()
     if (uid !== undefined) {
-      const stat = statSync(folder)
-      if (stat.uid !== uid || (stat.mode & 0o022) !== 0) return undefined
+      if (!ownedAndPrivate(statSync(real), uid)) return undefined
+      if (!ancestorsSafe(resolve(folder), uid) || !ancestorsSafe(real, uid)) return undefined
     }
-    accessSync(folder, constants.W_OK)
-    return folder
+    accessSync(real, constants.W_OK)
+    return real
   } catch {
     return undefined
+  }
+}
+
+/** Owned by this user, and no one else may write it. */
+const ownedAndPrivate = (stat: Stats, uid: number) => stat.uid === uid && (stat.mode & 0o022) === 0
+
+/** S_ISVTX (node:fs's constants lack it). */
+const stickyBit = 0o1000
+
+/** Every folder above `path` is this user's or root's, and no one else can write it unless it is sticky. */
+const ancestorsSafe = (path: string, uid: number): boolean => {
+  for (let current = path, parent = dirname(current); parent !== current; current = parent, parent = dirname(current)) {
+    const stat = statSync(parent)
+    if (stat.uid !== uid && stat.uid !== 0) return false
+    if ((stat.mode & 0o022) !== 0 && (stat.mode & stickyBit) === 0) return false
+  }
+  return true
+}
+
+/**
+ * The cache file's bytes when this user owns it and no one else can write it (the folder is private,
+ * but may have been made by hand with looser modes); undefined when there is none or it is not.
+ */
+const readOwnCache = (file: string): Buffer | undefined => {
+  let fd: number | undefined
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW)
+    const uid = process.getuid?.()
+    if (uid !== undefined && !ownedAndPrivate(fstatSync(fd), uid)) return undefined
+    return readFileSync(fd)
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
@@ -122,24 +159,20 @@ const save = (folder: string, file: string, bundleHash: string, data: Buffer) =>
 export const start = (options: { readonly bundle: string; readonly env?: NodeJS.ProcessEnv; readonly argv?: ReadonlyArray<string> }): boolean => {
   const env = options.env ?? process.env
   if (env.EFFECT_AGENT_NO_CODE_CACHE === "1" || env.EFFECT_AGENT_DEBUG === "1") return false
-  const cacheFolder = folder(env)
   const enableCompileCache = (NodeModule as { enableCompileCache?: (dir?: string) => unknown }).enableCompileCache
   if (typeof enableCompileCache === "function") {
-    const nodeFolder = join(cacheFolder, "node")
-    if (usableFolder(nodeFolder) !== undefined) enableCompileCache(nodeFolder)
+    const nodeFolder = usableFolder(join(folder(env), "node"))
+    if (nodeFolder !== undefined) enableCompileCache(nodeFolder)
     return false
   }
   const bundleHash = typeof EFFECT_AGENT_CLI_BUNDLE_HASH === "string" ? EFFECT_AGENT_CLI_BUNDLE_HASH : undefined
   // No folder to keep a cache in: the ES chunks start faster than the bundle compiled whole.
-  if (bundleHash === undefined || usableFolder(cacheFolder) === undefined) return false
+  const cacheFolder = bundleHash === undefined ? undefined : usableFolder(folder(env))
+  if (bundleHash === undefined || cacheFolder === undefined) return false
   const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
   const file = join(cacheFolder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
-  let cachedData: Buffer | undefined
-  try {
-    cachedData = readFileSync(file)
-  } catch {
-    // None yet: this run makes it.
-  }
+  // None yet (or not this user's alone): this run makes it.
+  const cachedData = readOwnCache(file)
   let source: string
   try {
     source = readFileSync(options.bundle, "utf8")

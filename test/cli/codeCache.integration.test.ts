@@ -122,6 +122,51 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
     }
   })
 
+  it("a folder below one others can write is never read: they could swap ours for theirs between the check and the read", async () => {
+    const want = await expected()
+    const shared = join(dir, "shared-open")
+    const folder = join(shared, "cache")
+    await sessions(folder)
+    const [cache] = cachesIn(folder)
+    const file = join(folder, cache!)
+    const planted = Buffer.alloc(statSync(file).size, 7)
+    writeFileSync(file, planted)
+    chmodSync(shared, 0o777)
+    try {
+      const result = await sessions(folder)
+      expect(result.stdout).toBe(want)
+      expect(result.stderr).toBe("")
+      expect(readFileSync(file).equals(planted)).toBe(true)
+    } finally {
+      chmodSync(shared, 0o755)
+    }
+  })
+
+  it("below a sticky shared folder (as /tmp is) the cache is kept: others cannot rename what is not theirs", async () => {
+    const want = await expected()
+    const shared = join(dir, "shared-sticky")
+    mkdirSync(shared)
+    chmodSync(shared, 0o1777)
+    const folder = join(shared, "cache")
+    expect((await sessions(folder)).stdout).toBe(want)
+    expect(cachesIn(folder)).toHaveLength(1)
+  })
+
+  it("a cache file others can write is not read: it is replaced by this run's own", async () => {
+    const want = await expected()
+    const folder = freshFolder()
+    await sessions(folder)
+    const [cache] = cachesIn(folder)
+    const file = join(folder, cache!)
+    chmodSync(file, 0o666)
+    const before = statSync(file)
+    expect((await sessions(folder)).stdout).toBe(want)
+    const after = statSync(file)
+    // Not read, so this run wrote its own through a new file: another inode, this user's mode.
+    expect(after.ino).not.toBe(before.ino)
+    expect(after.mode & 0o777).toBe(0o600)
+  })
+
   it("EFFECT_AGENT_NO_CODE_CACHE=1 and EFFECT_AGENT_DEBUG=1 write no cache", async () => {
     const want = await expected()
     const folder = freshFolder()
