@@ -6,6 +6,7 @@
  * unlike times on a shared machine; not a test.
  *
  *   node --import tsx bench/ops.ts
+ *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
  */
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -82,7 +83,8 @@ const measure = async (label: string, units: number, responses: ReadonlyArray<Fa
  */
 const concurrentParts = async () => {
   let deltas = 1
-  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+  // A cache of 256 sessions, so that 300 sessions created after one let it go (the default holds 1,024).
+  const rt = ManagedRuntime.make(SessionEngine.layer({ maxLiveSessions: 256 }).pipe(Layer.provide(Layer.mergeAll(
     MemoryEventStore.layer,
     Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
       capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
@@ -101,7 +103,7 @@ const concurrentParts = async () => {
     deltas = 101
     const many = await counted(rt, turn(sessionId))
     deltas = 1
-    // Enough sessions created after it for the cache (256 by default) to let it go.
+    // Enough sessions created after it for the cache (256 here) to let it go.
     await rt.runPromise(Effect.repeatN(create, 300))
     const reloaded = await counted(rt, turn(sessionId))
     console.log(`createSession: ${created.ops} Effect ops`)
@@ -112,7 +114,34 @@ const concurrentParts = async () => {
   }
 }
 
+/**
+ * Row 21's whole run, counted: N sessions created at once, each one turn of D deltas handed over one
+ * per chunk (as `bench/child.ts concurrent` runs them), with the engine's default cache. Slow (every op
+ * of the run is counted): only with `concurrent` on the command line.
+ */
+const concurrentRun = async (sessions: number, deltas: number) => {
+  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
+  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+      stream: () => Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+    })),
+    IdGenerator.layer
+  ))))
+  try {
+    const run = Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+      Effect.forEach(Array.from({ length: sessions }), () =>
+        Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage: "hi" }))), { concurrency: "unbounded" }))
+    const whole = await counted(rt, run)
+    console.log(`row 21's whole run (${sessions} sessions × ${deltas} deltas): ${(whole.ops / 1e6).toFixed(2)} M Effect ops, ${whole.fibers} fibers`)
+  } finally {
+    await rt.dispose()
+  }
+}
+
 const main = async () => {
+  if (process.argv[2] === "concurrent") return concurrentRun(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 100))
   const cwd = join(scratch("ops"), "work")
   mkdirSync(cwd, { recursive: true })
   writeFileSync(join(cwd, "a.txt"), "x".repeat(4095) + "\n")

@@ -40,10 +40,19 @@ const events = (sessionId: string, n: number) => [created(sessionId), ...Array.f
 
 /** The real file system, counting writes, flushes and stats; flushes wait while `gate.closed`. */
 const counting = () => {
-  const count = { writes: 0, syncs: 0, stats: 0 }
+  const count = { writes: 0, syncs: 0, stats: 0, opens: 0, closes: 0 }
   const gate = { closed: false, held: [] as Array<() => void>, failNext: false }
   const io: AppendIo.Io = {
     ...AppendIo.node,
+    open: (path) => {
+      const fd = AppendIo.node.open(path)
+      count.opens++
+      return fd
+    },
+    close: (fd) => {
+      count.closes++
+      AppendIo.node.close(fd)
+    },
     write: (fd, data) => {
       count.writes++
       return AppendIo.node.write(fd, data)
@@ -109,6 +118,27 @@ describe("JSONL appends", () => {
       for (const event of events("loose", 10)) yield* store.append(event)
       // The first append of a session reads the log's end instead; each later one checks its size.
       expect(disk.count.stats).toBe(9)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("the logs of sessions this process holds stay open up to a bound: the least recently appended to is closed, and its next append goes on from its end", () =>
+    Effect.gen(function*() {
+      const { store, disk } = yield* setup()
+      const ids = Array.from({ length: 300 }, (_, i) => `s${i}`)
+      for (const id of ids) {
+        yield* store.acquireWriter(id)
+        yield* store.appendAll(events(id, 2))
+      }
+      // One open handle per held session without the bound: 300, where a process's limit may be 1,024 for everything.
+      expect(disk.count.opens - disk.count.closes).toBe(256)
+      // The first sessions' logs were closed: appending again reads each log's end (no `stat`: the lock is held).
+      for (const id of ids.slice(0, 10)) yield* store.appendAll([delta(id, 3), delta(id, 4)])
+      expect(disk.count.opens - disk.count.closes).toBe(256)
+      expect(disk.count.stats).toBe(0)
+      for (const id of [ids[0]!, ids[9]!, ids[299]!]) {
+        expect(sequences(yield* collect(store.read(id)))).toEqual(upTo(id === ids[299] ? 2 : 4))
+      }
+      const stale = yield* Effect.either(store.append(delta(ids[0]!, 4)))
+      expect(Either.isLeft(stale) && stale.left.reason).toBe("sequence_conflict")
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("taking the lock again looks at the log afresh: a line another process added meanwhile is seen", () =>

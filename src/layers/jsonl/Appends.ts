@@ -155,6 +155,15 @@ const concatLines = (parts: ReadonlyArray<Lines>): Lines =>
 /** How many append handles of sessions this process does not hold the lock of stay open. */
 const maxOpenFiles = 32
 
+/**
+ * How many append handles of sessions this process holds the lock of stay open: a held session's log
+ * stays open between appends, and an engine may hold many sessions (its cache, and every session
+ * whose turn runs), so without a bound the store would take a descriptor per session held and fail
+ * `EMFILE` where the process's limit is low (1,024 is common). The least recently appended to is
+ * closed first; its next append reads the log's end again, as after taking the lock.
+ */
+const maxHeldOpenFiles = 256
+
 /** The append path of a store; its open logs are closed when the scope closes. */
 export const make = (options: Options): Effect.Effect<Appends, never, FileSystem.FileSystem | Scope.Scope> =>
   Effect.gen(function*() {
@@ -240,8 +249,8 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         if (fsync) yield* handle.sync
       }))
 
-    // Open logs by session; those of sessions this process does not hold the lock of are few (least
-    // recently used first). Appenders are only ever used, opened or closed in synchronous steps, so
+    // Open logs by session, least recently used first; those of sessions this process does not hold
+    // the lock of are few, those it holds bounded too (`maxHeldOpenFiles`). Appenders are only ever used, opened or closed in synchronous steps, so
     // no append ever sees one half made or half closed.
     const appenders = new Map<string, Appender>()
     /** Appends waiting for (or holding) a session's lock: a later append must not pass them. */
@@ -302,12 +311,15 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         if (tail.size < 0) yield* makeSessionsDir(sessionId)
         return yield* Effect.try({
           try: (): Appender => {
-            // The others' handles first: at most `maxOpenFiles` of sessions this process does not hold.
+            // The others' handles first: at most `maxOpenFiles` of sessions this process does not hold,
+            // `maxHeldOpenFiles` of those it holds (least recently used first, by the map's order).
+            const trusted = held.has(sessionId)
+            const limit = trusted ? maxHeldOpenFiles : maxOpenFiles
             let open = 0
-            for (const other of appenders.values()) if (!other.trusted) open++
+            for (const other of appenders.values()) if (other.trusted === trusted) open++
             for (const other of appenders.values()) {
-              if (open < maxOpenFiles) break
-              if (!other.trusted && !other.flushing && !waiting.has(other.sessionId)) {
+              if (open < limit) break
+              if (other.trusted === trusted && !other.flushing && !waiting.has(other.sessionId)) {
                 drop(other)
                 open--
               }
@@ -321,7 +333,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
               size: Math.max(tail.size, 0),
               last,
               accepted: last,
-              trusted: held.has(sessionId),
+              trusted,
               queue: [],
               flushing: false
             }
@@ -495,10 +507,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         // The fast way: an open log this store knows the end of, and no earlier append still waiting.
         // It runs in one synchronous step (or queues behind a flush), so nothing can interrupt it half way.
         if (appender !== undefined && !waiting.has(sessionId) && current(appender)) {
-          if (!appender.trusted) {
-            appenders.delete(sessionId)
-            appenders.set(sessionId, appender)
-          }
+          // Most recently used last: the handles closed first when too many are open are the others'.
+          appenders.delete(sessionId)
+          appenders.set(sessionId, appender)
           return outcome(commit(appender, events))
         }
         return appendSlowly(sessionId, events)
