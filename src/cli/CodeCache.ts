@@ -183,6 +183,18 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   if (cachedData === undefined || script.cachedDataRejected === true) makeCacheOnce(() => save(cacheFolder, file, bundleHash, script.createCachedData()))
   const module = { exports: {} }
   const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void
-  run.call(module.exports, module.exports, NodeModule.createRequire(options.bundle), module, options.bundle, dirname(options.bundle))
+  // No stack traces while the program's top level runs: effect's Utils module reads a
+  // `new Error().stack` as it loads (to see whether a minifier removed its call wrapper), and V8,
+  // to number that stack's lines, scans the whole 2.9 MB bundle for line ends (0.033·10⁹
+  // instructions, 2% of a listing). Without frames the check answers "removed" and effect wraps its
+  // calls in a `try`, which behaves the same. Stacks are never shown here (`EFFECT_AGENT_DEBUG=1`,
+  // which shows them, runs the ES chunks); the limit is back before anything asynchronous runs.
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    run.call(module.exports, module.exports, NodeModule.createRequire(options.bundle), module, options.bundle, dirname(options.bundle))
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
+  }
   return true
 }
