@@ -23,7 +23,8 @@ import { ensureBuilt } from "./cli.js"
 import { startPostgres } from "./runner.js"
 
 const root = join(import.meta.dirname, "..", "..")
-const bin = join(root, "dist", "cli", "bin.js")
+/** The CLI listed with: this build's, or another's (`BENCH_CLI_BIN=<a build>/cli/bin.js`, e.g. a copy of main's dist for an A/B). */
+const bin = process.env.BENCH_CLI_BIN ?? join(root, "dist", "cli", "bin.js")
 
 /** The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's (set by `run`), made by the first (cold) run of each command. */
 const env: Record<string, string | undefined> = { ...process.env }
@@ -55,7 +56,7 @@ const timeRow = (id: number, measure: string, samples: ReadonlyArray<number>, ba
 })
 
 export const run = async (): Promise<Array<Row>> => {
-  ensureBuilt()
+  if (process.env.BENCH_CLI_BIN === undefined) ensureBuilt()
   env.EFFECT_AGENT_CODE_CACHE_DIR = scratch("listing-code-cache")
   const n = config.listSessions
   const t = await template(5, { inputTokens: 1_200, outputTokens: 80 })

@@ -8,9 +8,10 @@
  * - Node 20 has none for ES modules. There the program also ships as one CommonJS file
  *   (`dist/cli/main.cjs`, scripts/bundle-cli.mjs), compiled here with `vm.Script` and V8's
  *   `cachedData`. The cache is made at the first run of each command (`createCachedData()` at exit,
- *   so it holds every function that run compiled, not only the top level as a cache made at compile
- *   time would: that is why this is not `v8-compile-cache`, whose caches are made at compile time,
- *   written in place rather than renamed, and which covers `require` only).
+ *   or at its first full GC if that comes first: see `makeCacheOnce`), so it holds every function
+ *   that run compiled, not only the top level as a cache made at compile time would: that is why
+ *   this is not `v8-compile-cache`, whose caches are made at compile time, written in place rather
+ *   than renamed, and which covers `require` only).
  *
  * The cache file is named by the bundle's content hash (V8 itself checks only the source's length,
  * its own version and its flags), Node's version, the architecture, Node's flags and the command. It
@@ -27,6 +28,7 @@ import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readd
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
+import { constants as performanceConstants, PerformanceObserver } from "node:perf_hooks"
 import * as vm from "node:vm"
 
 /** The CommonJS program's content hash, set by scripts/bundle-cli.mjs (absent when the CLI runs unbundled). */
@@ -153,6 +155,34 @@ const save = (folder: string, file: string, bundleHash: string, data: Buffer) =>
 }
 
 /**
+ * Runs `make` once: when the process exits, or at the end of its first full GC if one comes first.
+ *
+ * V8 drops the bytecode of a function that has not run for a few full GCs (`--bytecode-old-age`, 5),
+ * and `createCachedData()` holds only the functions that still have theirs. A start's code runs once,
+ * at the start: a long first run of a command (a turn, a listing that builds the index) would leave
+ * a cache without it, the program's top level included, which every later start of that command
+ * would compile again — a warm `sessions` over 10,000 JSONL sessions ran 2.10·10⁹ instructions with
+ * the cache its cold first run left, 1.60·10⁹ with one made by a warm run (docs/benchmarks.md). No
+ * bytecode is old at the first full GC, so the cache taken then holds the whole start; what the run
+ * compiles after it is compiled again by later runs, which is the command's own work, not its start.
+ */
+export const makeCacheOnce = (make: () => void) => {
+  let made = false
+  const once = () => {
+    if (made) return
+    made = true
+    observer.disconnect()
+    make()
+  }
+  const observer = new PerformanceObserver((list) => {
+    const major = (entry: object) => (entry as { readonly detail?: { readonly kind?: number } }).detail?.kind === performanceConstants.NODE_PERFORMANCE_GC_MAJOR
+    if (list.getEntries().some(major)) once()
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  process.once("exit", once)
+}
+
+/**
  * Starts the program from its CommonJS bundle with the compile cache, and answers true; or answers
  * false when the caller must import the ES program itself (the cache then being Node's own, or none).
  */
@@ -183,11 +213,21 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   const wrapped = `(function (exports, require, module, __filename, __dirname) { ${source}\n});`
   // The bundle has no `import()`: what it loads from outside is `require`d (see scripts/bundle-cli.mjs).
   const script = new vm.Script(wrapped, { filename: options.bundle, cachedData })
-  if (cachedData === undefined || script.cachedDataRejected === true) {
-    process.once("exit", () => save(cacheFolder, file, bundleHash, script.createCachedData()))
-  }
+  if (cachedData === undefined || script.cachedDataRejected === true) makeCacheOnce(() => save(cacheFolder, file, bundleHash, script.createCachedData()))
   const module = { exports: {} }
   const run = script.runInThisContext() as (exports: object, require: NodeJS.Require, module: object, filename: string, dirname: string) => void
-  run.call(module.exports, module.exports, NodeModule.createRequire(options.bundle), module, options.bundle, dirname(options.bundle))
+  // No stack traces while the program's top level runs: effect's Utils module reads a
+  // `new Error().stack` as it loads (to see whether a minifier removed its call wrapper), and V8,
+  // to number that stack's lines, scans the whole 2.9 MB bundle for line ends (0.033·10⁹
+  // instructions, 2% of a listing). Without frames the check answers "removed" and effect wraps its
+  // calls in a `try`, which behaves the same. Stacks are never shown here (`EFFECT_AGENT_DEBUG=1`,
+  // which shows them, runs the ES chunks); the limit is back before anything asynchronous runs.
+  const stackTraceLimit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    run.call(module.exports, module.exports, NodeModule.createRequire(options.bundle), module, options.bundle, dirname(options.bundle))
+  } finally {
+    Error.stackTraceLimit = stackTraceLimit
+  }
   return true
 }
