@@ -19,8 +19,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type * as AST from "effect/SchemaAST"
-import * as SchemaAST from "effect/SchemaAST"
+import * as AST from "effect/SchemaAST"
 import * as AgentEvent from "../../domain/AgentEvent.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 
@@ -68,8 +67,8 @@ export const numberBounds = (ast: AST.AST): NumberBounds | undefined => {
   if (ast._tag !== "Refinement") return undefined
   const from = numberBounds(ast.from)
   if (from === undefined) return undefined
-  const id = ast.annotations[SchemaAST.SchemaIdAnnotationId]
-  const json = ast.annotations[SchemaAST.JSONSchemaAnnotationId] as Record<string, unknown> | undefined
+  const id = ast.annotations[AST.SchemaIdAnnotationId]
+  const json = ast.annotations[AST.JSONSchemaAnnotationId] as Record<string, unknown> | undefined
   if (id === Schema.IntSchemaId) return { ...from, integer: true }
   if (id === Schema.GreaterThanSchemaId && typeof json?.exclusiveMinimum === "number") {
     return json.exclusiveMinimum >= from.min ? { ...from, min: json.exclusiveMinimum, exclusive: true } : from
