@@ -11,6 +11,8 @@ import * as Arbitrary from "effect/Arbitrary"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as FastCheck from "effect/FastCheck"
+import * as Schema from "effect/Schema"
+import type * as SchemaAST from "effect/SchemaAST"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as EventCodec from "../../src/layers/jsonl/EventCodec.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
@@ -100,6 +102,59 @@ describe("the JSONL codec agrees with the schema", () => {
     expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: null, costUnknown: "m" }))).toBe(true)
     expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: -1 }))).toBe(false)
     expect(EventCodec.isCanonical(completed({ stopReason: "final", usage, cost: "0.5" }))).toBe(false)
+  })
+
+  it("every number refinement of the event schema read as bounds agrees with its own filter, and none is left unread", () => {
+    // Every refinement in the event schema's AST, however deep.
+    const refinements: Array<SchemaAST.Refinement> = []
+    const seen = new Set<SchemaAST.AST>()
+    const walk = (ast: SchemaAST.AST): void => {
+      if (seen.has(ast)) return
+      seen.add(ast)
+      switch (ast._tag) {
+        case "Refinement":
+          refinements.push(ast)
+          return walk(ast.from)
+        case "TypeLiteral":
+          return ast.propertySignatures.forEach((p) => walk(p.type))
+        case "Union":
+          return ast.types.forEach(walk)
+        case "TupleType":
+          return [...ast.elements.map((e) => e.type), ...ast.rest.map((r) => r.type)].forEach(walk)
+        case "Suspend":
+          return walk(ast.f())
+        case "Transformation":
+          walk(ast.from)
+          return walk(ast.to)
+      }
+    }
+    walk(AgentEvent.AgentEvent.ast)
+    expect(refinements.length).toBeGreaterThan(0)
+    const base = (ast: SchemaAST.AST): SchemaAST.AST => (ast._tag === "Refinement" ? base(ast.from) : ast)
+    const values = [
+      0, -0, 1, -1, 2, 0.5, -0.5, 1.5, 42, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, -Number.MAX_SAFE_INTEGER, 2 ** 60, Number.MIN_VALUE,
+      "1", "", "a".repeat(64), "0123456789abcdef".repeat(4), "0123456789ABCDEF".repeat(4), null, undefined, true
+    ]
+    for (const refinement of refinements) {
+      // Refined numbers (counts, sequences, attempts) are read as bounds, checked inline.
+      if (base(refinement)._tag === "NumberKeyword") expect(EventCodec.numberBounds(refinement)).toBeDefined()
+      const bySchema = Schema.is(Schema.make(refinement))
+      const check = EventCodec.checkOf(refinement)
+      for (const value of values) expect([String(refinement), value, check(value)]).toEqual([String(refinement), value, bySchema(value)])
+      // The schema takes NaN and the infinities as numbers; JSON has none, and the fast check leaves them to the schema.
+      for (const value of [NaN, Infinity, -Infinity]) expect(check(value)).toBe(false)
+    }
+  })
+
+  it("a refinement the check does not know keeps its own filter", () => {
+    const even = Schema.Number.pipe(Schema.filter((n) => n % 2 === 0))
+    expect(EventCodec.numberBounds(even.ast)).toBeUndefined()
+    const check = EventCodec.checkOf(even.ast)
+    expect([check(2), check(3), check("2")]).toEqual([true, false, false])
+    // Effect's own bounds, told by their schema id, chained in any order.
+    const chained = Schema.Number.pipe(Schema.greaterThanOrEqualTo(3), Schema.int(), Schema.greaterThan(5))
+    const bounds = EventCodec.checkOf(chained.ast)
+    expect([4, 5, 6, 6.5, 7].map(bounds)).toEqual([4, 5, 6, 6.5, 7].map(Schema.is(chained)))
   })
 
   it("an invalid event is never written: encodeLine refuses what the schema refuses", () => {

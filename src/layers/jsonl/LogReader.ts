@@ -85,9 +85,15 @@ export class Decoder {
       // A version-0 log has no header: its first line is already an event.
       if (first.value.isHeader) return undefined
     }
-    const decoded = EventCodec.fromParsed(raw, this.version)
-    if (Either.isLeft(decoded)) return this.fail(number, decoded.left)
-    const event = decoded.right
+    // The lines this library wrote are canonical: taken as parsed, with no `Either` made per line.
+    let event: AgentEvent.AgentEvent
+    if (this.version === LogFormat.currentVersion && EventCodec.isCanonical(raw)) {
+      event = raw
+    } else {
+      const decoded = EventCodec.fromParsed(raw, this.version)
+      if (Either.isLeft(decoded)) return this.fail(number, decoded.left)
+      event = decoded.right
+    }
     if (event.sessionId !== this.options.sessionId) return this.fail(number, `event of another session (${event.sessionId})`)
     if (event.sequence !== this.expected) {
       // Duplicates are what two processes writing one log at once leave behind (before writer locks).
