@@ -8,7 +8,12 @@
 import * as Schema from "effect/Schema"
 import type { Usage } from "./AgentEvent.js"
 
-const Rate = Schema.Number.pipe(Schema.nonNegative())
+/**
+ * Dollars per million tokens, at most a million: no model costs near it, and a bound keeps every cost
+ * finite (a safe-integer count of tokens at this rate is). An infinite or overflowing rate (`1e400`
+ * parses as Infinity) would make a cost that JSON writes as `null`, which the log cannot read back.
+ */
+const Rate = Schema.Number.pipe(Schema.between(0, 1_000_000))
 
 /** One model's prices, US dollars per million tokens. `cacheRead`/`cacheWrite` default to `input`. */
 export const Price = Schema.Struct({

@@ -4,6 +4,8 @@
  * session's summary keeps.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import * as Pricing from "../../src/domain/Pricing.js"
 import * as Session from "../../src/domain/Session.js"
 import * as UsageText from "../../src/domain/UsageText.js"
@@ -34,6 +36,12 @@ describe("Pricing", () => {
     expect(Pricing.turnCost({ inputTokens: 5, outputTokens: 5, cacheReadTokens: 5 }, "claude-haiku-4-5", "anthropic", table)).toEqual({ cost: 0 })
     expect(Pricing.turnCost({ inputTokens: 5, outputTokens: 5 }, "claude-unreleased-9", "anthropic", table)).toEqual({ cost: null, costUnknown: "claude-unreleased-9" })
     expect(Pricing.pricesAsOf).toMatch(/^\d{4}-\d{2}-\d{2}$/)
+  })
+  it("a price a settings file gives is a finite rate up to $1,000,000 per million tokens: an overflowing cost would be stored as null and leave a log its store cannot read", () => {
+    const decode = (json: string) => Schema.decodeUnknownEither(Pricing.PriceTable)(JSON.parse(json))
+    expect(Either.isRight(decode(`{"m":{"input":3,"output":15,"cacheRead":0,"cacheWrite":1000000}}`))).toBe(true)
+    // JSON.parse reads 1e400 as Infinity; 1e300 is finite but its cost of a few tokens is not.
+    for (const rate of ["1e400", "-1e400", "1e300", "1000001", "-1"]) expect(Either.isLeft(decode(`{"m":{"input":${rate},"output":1}}`)), rate).toBe(true)
   })
 })
 
