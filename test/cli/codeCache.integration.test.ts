@@ -101,16 +101,19 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
     }
   })
 
-  it("a folder others can write is never read: a cache in it is code another user could have put there", async () => {
+  /**
+   * A cache made in `folder`, overwritten with damaged data (were it read, it would be replaced: see
+   * above), then `open` made writable by others (mode `opened`): the next run neither reads nor
+   * replaces it, and answers as before.
+   */
+  const plantedStaysUnread = async (folder: string, open: string, opened: number, restore: number) => {
     const want = await expected()
-    const folder = freshFolder()
     await sessions(folder)
     const [cache] = cachesIn(folder)
     const file = join(folder, cache!)
-    // Damaged data in it: were it read, it would be replaced (see above).
     const planted = Buffer.alloc(statSync(file).size, 7)
     writeFileSync(file, planted)
-    chmodSync(folder, 0o777)
+    chmodSync(open, opened)
     try {
       const result = await sessions(folder)
       expect(result.stdout).toBe(want)
@@ -118,28 +121,18 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
       expect(readFileSync(file).equals(planted)).toBe(true)
       expect(cachesIn(folder)).toEqual([cache])
     } finally {
-      chmodSync(folder, 0o700)
+      chmodSync(open, restore)
     }
+  }
+
+  it("a folder others can write is never read: a cache in it is code another user could have put there", async () => {
+    const folder = freshFolder()
+    await plantedStaysUnread(folder, folder, 0o777, 0o700)
   })
 
   it("a folder below one others can write is never read: they could swap ours for theirs between the check and the read", async () => {
-    const want = await expected()
     const shared = join(dir, "shared-open")
-    const folder = join(shared, "cache")
-    await sessions(folder)
-    const [cache] = cachesIn(folder)
-    const file = join(folder, cache!)
-    const planted = Buffer.alloc(statSync(file).size, 7)
-    writeFileSync(file, planted)
-    chmodSync(shared, 0o777)
-    try {
-      const result = await sessions(folder)
-      expect(result.stdout).toBe(want)
-      expect(result.stderr).toBe("")
-      expect(readFileSync(file).equals(planted)).toBe(true)
-    } finally {
-      chmodSync(shared, 0o755)
-    }
+    await plantedStaysUnread(join(shared, "cache"), shared, 0o777, 0o755)
   })
 
   it("below a sticky shared folder (as /tmp is) the cache is kept: others cannot rename what is not theirs", async () => {
