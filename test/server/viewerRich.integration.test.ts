@@ -163,6 +163,9 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       yield* Effect.promise(() => page.waitForSelector("#sessions li", { state: "visible" }))
       yield* Effect.promise(() => page.click("#sessions li"))
       expect(yield* Effect.promise(() => page.isVisible("aside"))).toBe(false)
+      // Choosing the session opens it again: the view is emptied (totals "—") and its events are read anew,
+      // so wait until the totals are back before reading them (a busy machine showed the "—" in between).
+      yield* Effect.promise(() => page.locator("#usage", { hasText: "tokens" }).waitFor({ state: "attached" }))
 
       yield* Effect.promise(() => page.setViewportSize({ width: 1440, height: 900 }))
       expect(yield* Effect.promise(() => page.textContent("#usage"))).toBe("tokens in 4400 · out 260 · cache read 2600 · cache write 0 — $0.0060")
