@@ -97,8 +97,15 @@ export const costOf = (usage: Usage, price: Price, provider: string): number => 
 /** A turn's cost as `turn.completed` records it: dollars, or `null` and the model no price is known for. */
 export type TurnCost = { readonly cost: number } | { readonly cost: null; readonly costUnknown: string }
 
-/** A turn's cost from its usage, the model that answered, its provider and the price table. */
+const isPrice = Schema.is(Price)
+
+/**
+ * A turn's cost from its usage, the model that answered, its provider and the price table. A price
+ * outside {@link Price}'s bounds (an embedder's `prices` option is typed, not decoded: Infinity, NaN,
+ * a negative or overflowing rate) is no price: the cost is unknown and names the model, never an
+ * infinite cost that JSON would write as `null` where the log's schema wants a number.
+ */
 export const turnCost = (usage: Usage, model: string, provider: string, table: PriceTable): TurnCost => {
   const price = priceOf(table, model)
-  return price === undefined ? { cost: null, costUnknown: model } : { cost: costOf(usage, price, provider) }
+  return price === undefined || !isPrice(price) ? { cost: null, costUnknown: model } : { cost: costOf(usage, price, provider) }
 }

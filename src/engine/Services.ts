@@ -58,7 +58,8 @@ export interface TurnOptions {
   readonly compaction: CompactionOptions
   /**
    * Prices per model (US dollars per million tokens) over the built-in table (`Pricing.builtin`):
-   * what `turn.completed`'s `cost` is computed from. A model in neither has `cost: null`.
+   * what `turn.completed`'s `cost` is computed from. A model in neither has `cost: null`, and so
+   * does one whose price here is outside `Pricing.Price`'s bounds (finite, 0 to 1,000,000).
    */
   readonly prices?: PriceTable | undefined
   /** How deep subagents (`task` calls) nest (default 2: a subagent may start subagents, theirs may not). */

@@ -64,6 +64,25 @@ describe("a turn's cost", () => {
       Layer.provide(IdGenerator.layerSequential),
       Layer.provide(odd)
     ))))
+
+  // An embedder's `prices` option is typed, not decoded: a rate read from its own config can be
+  // Infinity (`1e400`), overflow a cost (`1e300`), or be negative. Each leaves the turn's cost unknown
+  // (named), as a model missing from the table would, never an infinite cost JSON writes as `null`.
+  for (const [name, rate] of [["infinite", Number.POSITIVE_INFINITY], ["overflowing", 1e300], ["negative", -1], ["NaN", Number.NaN]] as const) {
+    it.effect(`an engine option's ${name} rate leaves the cost unknown, and the log reads back`, () =>
+      Effect.gen(function*() {
+        const agent = yield* SessionEngine
+        const { sessionId } = yield* agent.createSession({ cwd: "/work", client: "test" })
+        yield* collect(agent.runTurn({ sessionId, userMessage: "one" }))
+        const log = yield* collect(agent.replaySession({ sessionId }))
+        expect(log.at(-1)!.payload).toMatchObject({ stopReason: "final", cost: null, costUnknown: "claude-haiku-4-5" })
+        expect((yield* agent.sessionState({ sessionId })).totals).toMatchObject({ costUnknown: ["claude-haiku-4-5"] })
+      }).pipe(Effect.provide(SessionEngineModule.layer({ prices: { "claude-haiku-4-5": { input: rate, output: 1 } } }).pipe(
+        Layer.provide(MemoryEventStore.layer),
+        Layer.provide(IdGenerator.layerSequential),
+        Layer.provide(odd)
+      ))))
+  }
 })
 
 describe("a compaction's cost", () => {
