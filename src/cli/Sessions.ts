@@ -82,8 +82,9 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
   }).pipe(Effect.provide(readingStore(options)))
 
 /**
- * `pending`: every store's listing says which sessions wait (`awaitingApproval`): only theirs are
- * read, by the engine, which is loaded only when one waits (or a session is named).
+ * `pending`: every store's listing says which sessions wait (`awaitingApproval`; the SQL stores
+ * answer that alone, `awaitingListing`): only theirs are read, by the engine, which is loaded only
+ * when one waits (or a session is named).
  */
 export const pending = ({ sessionId, ...options }: PendingInput) =>
   Effect.gen(function*() {
@@ -91,7 +92,8 @@ export const pending = ({ sessionId, ...options }: PendingInput) =>
     if (Option.isSome(sessionId)) {
       ids = [sessionId.value]
     } else {
-      const listing = yield* Effect.flatMap(EventStore.EventStore, (store) => store.listing)
+      // A store that can answer for the waiting sessions alone does (the SQL stores: no row of a session that does not wait).
+      const listing = yield* Effect.flatMap(EventStore.EventStore, (store) => store.awaitingListing ?? store.listing)
       yield* warnDamaged(listing.damaged)
       ids = listing.sessions.filter((s) => s.awaitingApproval !== undefined).map((s) => s.sessionId)
     }

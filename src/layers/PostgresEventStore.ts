@@ -267,7 +267,7 @@ export const make = (
             : Effect.fail(failure("append", where, event.sessionId)(error)))
       )
 
-    const { append, appendAll, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent })
+    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
@@ -279,7 +279,7 @@ export const make = (
       )
     })
 
-    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
+    return EventStore.of({ append, appendAll, read, list, listing, awaitingListing, acquireWriter })
   })
 
 /**

@@ -232,7 +232,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
             : Effect.fail(failure("append", filename, event.sessionId)(error)))
       )
 
-    const { append, appendAll, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent })
+    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: filename, failure, append: appendEvent })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
@@ -240,7 +240,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
       failure: (sessionId) => failure("lock", filename, sessionId)
     })
 
-    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
+    return EventStore.of({ append, appendAll, read, list, listing, awaitingListing, acquireWriter })
   })
 
 const migrate = Layer.effectDiscard(

@@ -59,6 +59,13 @@ export declare namespace EventStore {
     /** Summaries of the readable sessions and the damaged ones; fails only when the store itself cannot be listed. */
     readonly listing: Effect.Effect<Listing, EventStoreFailure>
     /**
+     * `listing` narrowed to the sessions waiting for approval (`awaitingApproval` set), in the
+     * listing's order, with the damaged sessions: what `effect-agent pending` reads. Optional: a
+     * store offers it when it answers this for less than its whole listing (the SQL stores read
+     * only the waiting sessions' rows instead of every session's); without it, filter `listing`.
+     */
+    readonly awaitingListing?: Effect.Effect<Listing, EventStoreFailure>
+    /**
      * Holds the session's writer lock for the scope: one process (one engine) drives a session at a
      * time. Fails `SessionBusy` naming the holder when a live one holds it, having changed nothing;
      * a lock left by a dead process is taken over. Appends do not check the lock (the sequence check

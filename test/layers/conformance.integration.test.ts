@@ -198,6 +198,25 @@ for (const [name, makeStore] of stores) {
         expect(yield* waitingOf(store)).toEqual({})
       }))
 
+    test("awaitingListing, where a store has one (the SQL stores), is the listing narrowed to the waiting sessions: same order, same summaries", (store) =>
+      Effect.gen(function*() {
+        expect(store.awaitingListing !== undefined).toBe(name === "sqlite" || name === "postgres")
+        const narrowed = Effect.map(store.listing, (listing) => ({ ...listing, sessions: listing.sessions.filter((s) => s.awaitingApproval !== undefined) }))
+        const awaiting = store.awaitingListing ?? narrowed
+        expect(yield* awaiting).toEqual({ sessions: [], damaged: [] })
+        // a waits with usage of an earlier turn; b waited, then its turn ended; c waits, last active latest; d never waited.
+        yield* store.appendAll([created("a"), turnStarted("a", 2, 1), completedWithUsage("a", 3, { inputTokens: 10, outputTokens: 5 }, 0.25), turnStarted("a", 4, 4)])
+        yield* store.append(resolved("a", 5, "call_1", "ask"))
+        yield* store.appendAll([created("b"), turnStarted("b", 2, 1), resolved("b", 3, "call_2", "ask"), completed("b", 4)])
+        yield* store.appendAll([created("c"), turnStarted("c", 2, 1), resolved("c", 3, "call_3", "ask"), resolved("c", 4, "call_4", "ask")])
+        yield* store.append({ ...resolved("c", 5, "call_5", "ask"), timestamp: at(30) })
+        yield* store.appendAll([created("d"), turnStarted("d", 2, 7), completedWithUsage("d", 3, { inputTokens: 1, outputTokens: 1 }, null, "model-x")])
+        const expected = yield* narrowed
+        expect(expected.sessions.map((s) => [s.sessionId, s.awaitingApproval])).toEqual([["c", ["call_3", "call_4", "call_5"]], ["a", ["call_1"]]])
+        expect(expected.sessions[1]!.usage).toEqual({ inputTokens: 10, outputTokens: 5 })
+        expect(yield* awaiting).toEqual(expected)
+      }))
+
     test("listings carry each session's usage and cost totals, kept by every append and batch; a model without a price is named once", (store) =>
       Effect.gen(function*() {
         yield* store.appendAll([created("a"), turnStarted("a", 2, 1), completedWithUsage("a", 3, { inputTokens: 10, outputTokens: 5, cacheReadTokens: 100 }, 0.25)])

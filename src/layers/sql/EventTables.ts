@@ -174,7 +174,7 @@ const decodeRow = (row: EventRow) =>
   )
 
 /** The shared operations of an SQL store. */
-export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> => {
+export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
     if (statements.length === 0) return appendEvent(event)
@@ -239,36 +239,57 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     )
   )
 
-  const list = Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]).pipe(
-    Effect.map(([rows, awaiting, usage]) => {
-      const totals = SessionUsage.totalsBySession(usage)
-      const waiting = new Map<string, Array<string>>()
-      for (const a of awaiting) {
-        const calls = waiting.get(a.session_id)
-        if (calls === undefined) waiting.set(a.session_id, [a.tool_call_id])
-        else calls.push(a.tool_call_id)
+  /** The summaries of the sessions' rows, with their waiting calls and usage totals. */
+  const summaries = (rows: ReadonlyArray<SessionValues>, awaiting: ReadonlyArray<AwaitingRow>, usage: ReadonlyArray<SessionUsage.UsageValues>) => {
+    const totals = SessionUsage.totalsBySession(usage)
+    const waiting = new Map<string, Array<string>>()
+    for (const a of awaiting) {
+      const calls = waiting.get(a.session_id)
+      if (calls === undefined) waiting.set(a.session_id, [a.tool_call_id])
+      else calls.push(a.tool_call_id)
+    }
+    return rows.map(([sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]): SessionSummary => {
+      const calls = waiting.get(sessionId)
+      return {
+        sessionId,
+        cwd,
+        client,
+        createdAt,
+        lastActivityAt,
+        turnCount,
+        lastSequence,
+        ...(calls === undefined ? {} : { awaitingApproval: calls }),
+        ...(title === undefined || title === null ? {} : { title }),
+        ...totals.get(sessionId)
       }
-      return rows.map(([sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]): SessionSummary => {
-        const calls = waiting.get(sessionId)
-        return {
-          sessionId,
-          cwd,
-          client,
-          createdAt,
-          lastActivityAt,
-          turnCount,
-          lastSequence,
-          ...(calls === undefined ? {} : { awaitingApproval: calls }),
-          ...(title === undefined || title === null ? {} : { title }),
-          ...totals.get(sessionId)
-        }
-      })
-    }),
+    })
+  }
+
+  const list = Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]).pipe(
+    Effect.map(([rows, awaiting, usage]) => summaries(rows, awaiting, usage)),
     Effect.mapError(failure("list", where))
   )
 
   // A row that cannot be read fails that session's read, not the listing: nothing is listed apart.
   const listing = Effect.map(list, (sessions) => ({ sessions, damaged: [] }))
 
-  return { append, appendAll, read, list, listing }
+  // `pending`'s listing: the rows of the sessions in `awaiting_approvals` only (none, usually),
+  // where the whole listing decodes every session's row and usage (10,000 sessions: 20,000 rows,
+  // most of a listing's time). A database without the table or the title column (an older
+  // version's, opened read-only) is listed whole and filtered, as `listing` folds it.
+  const waitingSessionRows = sql`
+    SELECT session_id, cwd, client, created_at, last_activity_at, turn_count, last_sequence, title FROM sessions
+    WHERE cwd IS NOT NULL AND session_id IN (SELECT session_id FROM awaiting_approvals)
+    ORDER BY last_activity_at DESC, session_id`.values
+  const awaitingListing = Effect.all([
+    waitingSessionRows,
+    sql<AwaitingRow>`SELECT session_id, tool_call_id FROM awaiting_approvals ORDER BY session_id, sequence`,
+    SessionUsage.waitingRows(sql)
+  ]).pipe(
+    Effect.map(([rows, awaiting, usage]) => summaries(rows as ReadonlyArray<SessionValues>, awaiting, usage)),
+    Effect.orElse(() => Effect.map(list, (sessions) => sessions.filter((s) => s.awaitingApproval !== undefined))),
+    Effect.map((sessions) => ({ sessions, damaged: [] }))
+  )
+
+  return { append, appendAll, read, list, listing, awaitingListing }
 }

@@ -136,6 +136,13 @@ export type UsageValues = readonly [
   cost: number | string
 ]
 
+/** The rows of the sessions waiting for approval (`awaiting_approvals`), for `pending`'s listing; no fallback (the caller lists whole). */
+export const waitingRows = (sql: SqlClient.SqlClient): Effect.Effect<ReadonlyArray<UsageValues>, SqlError> =>
+  sql`
+    SELECT session_id, unknown_model, first_sequence, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
+    FROM session_usage WHERE session_id IN (SELECT session_id FROM awaiting_approvals)
+    ORDER BY session_id, first_sequence`.values.pipe(Effect.map((values) => values as ReadonlyArray<UsageValues>))
+
 /** The rows of the table; folded from the events when the table is not there (a database an older version wrote, opened read-only). */
 export const rows = (sql: SqlClient.SqlClient, decode: Parameters<typeof fromEvents>[1]): Effect.Effect<ReadonlyArray<UsageValues>, SqlError> =>
   sql`
