@@ -62,6 +62,14 @@ const effectEcosystem = (name) => name === "effect" || name.startsWith("@effect/
 /** Drivers of the optional stores: native code, installed with the store's peer packages. */
 const drivers = ["better-sqlite3", "pg", "pg-*"]
 const external = [...Object.keys(pkg.dependencies ?? {}).filter((name) => !effectEcosystem(name)), ...drivers]
+/**
+ * What `main.cjs` leaves outside: the same, but for PostgreSQL's driver, which it carries (`pg` and
+ * its pure-JavaScript packages, ~200 KB): a package `require`d from node_modules is compiled from
+ * source on every start (Node 20 has no compile cache), while the bundle's code is under the CLI's
+ * code cache (`pg` was 0.09·10⁹ instructions of every `--store postgres` command). `pg-native` (native
+ * code, which `pg` loads only when asked for) and `pg-cloudflare` (Cloudflare Workers only) stay out.
+ */
+const externalOfMainCjs = [...external.filter((name) => name !== "pg" && name !== "pg-*"), "pg-native", "pg-cloudflare"]
 
 // The same program as one CommonJS file, `dist/cli/main.cjs`: what bin.js runs on Node 20 with V8's
 // code cache (src/cli/CodeCache.ts; Node 20 caches no ES module). A lazily imported module stays
@@ -79,7 +87,7 @@ const commonJs = await esbuild.build({
   format: "cjs",
   platform: "node",
   target: "node20",
-  external,
+  external: externalOfMainCjs,
   minifyWhitespace: true,
   minifySyntax: true,
   supported: { "dynamic-import": false },
