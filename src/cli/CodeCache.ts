@@ -123,10 +123,24 @@ const shortHash = (text: string): string => {
   return (h >>> 0).toString(16).padStart(8, "0")
 }
 
-/** The command a run's cache is for: each command compiles its own part of the program. */
-const commandOf = (argv: ReadonlyArray<string>): string => {
+/**
+ * What a run's cache is for: the command, since each compiles its own part of the program, and the
+ * SQL store `--store` names, whose code (the driver, `@effect/sql`) a cache made by a run on another
+ * store lacks — a `sessions --store postgres` with the cache a JSONL `sessions` made compiled `pg`
+ * and the store on every start (0.045·10⁹ instructions of a `pending`). The default store, JSONL,
+ * keeps the command's name alone. Only a name the CLI knows counts: anything else is the command's.
+ */
+export const cacheNameOf = (argv: ReadonlyArray<string>): string => {
   const first = argv[2]
-  return first !== undefined && /^[a-z][a-z-]{0,31}$/.test(first) ? first : "other"
+  const command = first !== undefined && /^[a-z][a-z-]{0,31}$/.test(first) ? first : "other"
+  let store: string | undefined
+  for (let i = 3; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg === "--") break
+    if (arg === "--store") store = argv[i + 1]
+    else if (arg.startsWith("--store=")) store = arg.slice("--store=".length)
+  }
+  return store === "sqlite" || store === "postgres" ? `${command}-${store}` : command
 }
 
 /** Caches of other bundles (an older install) and temporary files left by a killed process, a day untouched, are removed. */
@@ -200,7 +214,7 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   const cacheFolder = bundleHash === undefined ? undefined : usableFolder(folder(env))
   if (bundleHash === undefined || cacheFolder === undefined) return false
   const key = `${process.version}-${process.arch}-${shortHash([...process.execArgv, env.NODE_OPTIONS ?? ""].join("\0"))}`
-  const file = join(cacheFolder, `${bundleHash}-${key}-${commandOf(options.argv ?? process.argv)}.v8`)
+  const file = join(cacheFolder, `${bundleHash}-${key}-${cacheNameOf(options.argv ?? process.argv)}.v8`)
   // None yet (or not this user's alone): this run makes it.
   const cachedData = readOwnCache(file)
   let source: string

@@ -8,7 +8,7 @@
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { expect, it } from "vitest"
-import { makeCacheOnce } from "../../src/cli/CodeCache.js"
+import { cacheNameOf, makeCacheOnce } from "../../src/cli/CodeCache.js"
 
 setFlagsFromString("--expose-gc")
 const fullGc = runInNewContext("gc") as () => void
@@ -29,4 +29,17 @@ it("the cache is made at the first full GC, once, not left to the exit", async (
   fullGc()
   await new Promise((resolve) => setTimeout(resolve, 50))
   expect(made).toBe(1)
+})
+
+it("a cache is named by the command and the SQL store --store names: a run on another store compiles that store's code", () => {
+  const name = (...args: Array<string>) => cacheNameOf(["node", "bin.js", ...args])
+  expect(name("sessions", "--data-dir", "d")).toBe("sessions")
+  expect(name("sessions", "--store", "postgres", "--database-url", "postgres://x")).toBe("sessions-postgres")
+  expect(name("pending", "--store=sqlite")).toBe("pending-sqlite")
+  // JSONL is the default store: the command's own name, as before.
+  expect(name("sessions", "--store", "jsonl")).toBe("sessions")
+  // Only the names the CLI knows; what follows `--` is not an option.
+  expect(name("sessions", "--store", "../../elsewhere")).toBe("sessions")
+  expect(name("run", "--", "--store", "sqlite")).toBe("run")
+  expect(name("--version")).toBe("other")
 })
