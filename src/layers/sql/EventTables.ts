@@ -57,6 +57,17 @@ type SessionValues = readonly [
   title: string | null
 ]
 
+/** A row of the listing's join of `sessions` and `session_usage`: the session's values, then one usage row's (all null for a session without usage). */
+type JoinedValues = readonly [
+  ...SessionValues,
+  unknown_model: string | null,
+  input_tokens: number | string | null,
+  output_tokens: number | string | null,
+  cache_read_tokens: number | string | null,
+  cache_write_tokens: number | string | null,
+  cost: number | string | null
+]
+
 /**
  * The statement that keeps `awaiting_approvals` (the calls of a session's open turn waiting for the
  * user: what `pending` lists) in step with an event, or `undefined` when the event changes nothing
@@ -239,34 +250,74 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     )
   )
 
-  /** The summaries of the sessions' rows, with their waiting calls and usage totals. */
-  const summaries = (rows: ReadonlyArray<SessionValues>, awaiting: ReadonlyArray<AwaitingRow>, usage: ReadonlyArray<SessionUsage.UsageValues>) => {
-    const totals = SessionUsage.totalsBySession(usage)
+  /** The calls waiting for approval, by session. */
+  const waitingBySession = (awaiting: ReadonlyArray<AwaitingRow>) => {
     const waiting = new Map<string, Array<string>>()
     for (const a of awaiting) {
       const calls = waiting.get(a.session_id)
       if (calls === undefined) waiting.set(a.session_id, [a.tool_call_id])
       else calls.push(a.tool_call_id)
     }
-    return rows.map(([sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]): SessionSummary => {
-      const calls = waiting.get(sessionId)
-      return {
-        sessionId,
-        cwd,
-        client,
-        createdAt,
-        lastActivityAt,
-        turnCount,
-        lastSequence,
-        ...(calls === undefined ? {} : { awaitingApproval: calls }),
-        ...(title === undefined || title === null ? {} : { title }),
-        ...totals.get(sessionId)
-      }
-    })
+    return waiting
   }
 
-  const list = Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]).pipe(
-    Effect.map(([rows, awaiting, usage]) => summaries(rows, awaiting, usage)),
+  /** A session's summary from its row, its waiting calls and its usage totals. */
+  const summary = (
+    [sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]: SessionValues,
+    calls: ReadonlyArray<string> | undefined,
+    totals: ReturnType<typeof SessionUsage.addRow> | undefined
+  ): SessionSummary => ({
+    sessionId,
+    cwd,
+    client,
+    createdAt,
+    lastActivityAt,
+    turnCount,
+    lastSequence,
+    ...(calls === undefined ? {} : { awaitingApproval: calls }),
+    ...(title === undefined || title === null ? {} : { title }),
+    ...totals
+  })
+
+  /** The summaries of the sessions' rows, with their waiting calls and usage totals. */
+  const summaries = (rows: ReadonlyArray<SessionValues>, awaiting: ReadonlyArray<AwaitingRow>, usage: ReadonlyArray<SessionUsage.UsageValues>) => {
+    const totals = SessionUsage.totalsBySession(usage)
+    const waiting = waitingBySession(awaiting)
+    return rows.map((row) => summary(row, waiting.get(row[0]), totals.get(row[0])))
+  }
+
+  // The listing's sessions with their usage rows, in one query: a session's row once per usage
+  // row (one, mostly: the priced turns; one more per model without a price), in the listing's
+  // order, then its rows' first turns. 10,000 sessions are 10,000 rows to decode instead of 20,000
+  // in two queries (~20 % less of the driver's time) and no sort of the usage rows by session. A
+  // database without `session_usage` or `sessions.title` (an older version's, opened read-only)
+  // is listed by the queries that fold what is missing from the events.
+  const joinedRows = sql`
+    SELECT s.session_id, s.cwd, s.client, s.created_at, s.last_activity_at, s.turn_count, s.last_sequence, s.title,
+      u.unknown_model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost
+    FROM sessions s LEFT JOIN session_usage u ON u.session_id = s.session_id
+    WHERE s.cwd IS NOT NULL
+    ORDER BY s.last_activity_at DESC, s.session_id, u.first_sequence`.values
+  const joined = (rows: ReadonlyArray<ReadonlyArray<unknown>>, awaiting: ReadonlyArray<AwaitingRow>) => {
+    const waiting = waitingBySession(awaiting)
+    const listed: Array<SessionSummary> = []
+    for (let i = 0; i < rows.length;) {
+      const row = rows[i] as unknown as JoinedValues
+      let totals: ReturnType<typeof SessionUsage.addRow> | undefined
+      for (; i < rows.length && (rows[i] as unknown as JoinedValues)[0] === row[0]; i++) {
+        const [, , , , , , , , unknownModel, inputTokens, outputTokens, cacheRead, cacheWrite, cost] = rows[i] as unknown as JoinedValues
+        if (unknownModel !== null) totals = SessionUsage.addRow(totals, unknownModel, inputTokens!, outputTokens!, cacheRead, cacheWrite, cost!)
+      }
+      listed.push(summary(row as unknown as SessionValues, waiting.get(row[0]), totals))
+    }
+    return listed
+  }
+
+  const list = Effect.all([joinedRows, awaitingRows]).pipe(
+    Effect.map(([rows, awaiting]) => joined(rows, awaiting)),
+    Effect.orElse(() =>
+      Effect.map(Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]), ([rows, awaiting, usage]) => summaries(rows, awaiting, usage))
+    ),
     Effect.mapError(failure("list", where))
   )
 

@@ -155,24 +155,39 @@ export const rows = (sql: SqlClient.SqlClient, decode: Parameters<typeof fromEve
     )
   )
 
-/** Each session's totals, as its summary carries them (rows in first-seen order per session). */
+/**
+ * One row's turns added to a session's totals (`undefined`: none yet). The counts and cost are
+ * numbers or, from PostgreSQL's 64-bit columns, their text.
+ */
+export const addRow = (
+  totals: ReturnType<typeof Session.addUsage> | undefined,
+  unknownModel: string,
+  inputTokens: number | string,
+  outputTokens: number | string,
+  cacheRead: number | string | null,
+  cacheWrite: number | string | null,
+  cost: number | string
+): ReturnType<typeof Session.addUsage> => {
+  const cacheReadTokens = cacheRead === null ? undefined : Number(cacheRead)
+  const cacheWriteTokens = cacheWrite === null ? undefined : Number(cacheWrite)
+  return Session.addUsage(totals ?? {}, {
+    usage: {
+      inputTokens: Number(inputTokens),
+      outputTokens: Number(outputTokens),
+      ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
+      ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
+    },
+    cost: Number(cost),
+    costUnknown: unknownModel === "" ? undefined : unknownModel
+  })
+}
+
+/** Each session's totals, its rows added in the order of their first turn. */
 export const totalsBySession = (usageRows: ReadonlyArray<UsageValues>): Map<string, ReturnType<typeof Session.addUsage>> => {
   const totals = new Map<string, ReturnType<typeof Session.addUsage>>()
   const ordered = [...usageRows].sort((a, b) => a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : Number(a[2]) - Number(b[2]))
-  const count = (n: number | string | null) => (n === null ? undefined : Number(n))
   for (const [sessionId, unknownModel, , inputTokens, outputTokens, cacheRead, cacheWrite, cost] of ordered) {
-    const cacheReadTokens = count(cacheRead)
-    const cacheWriteTokens = count(cacheWrite)
-    totals.set(sessionId, Session.addUsage(totals.get(sessionId) ?? {}, {
-      usage: {
-        inputTokens: Number(inputTokens),
-        outputTokens: Number(outputTokens),
-        ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
-        ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
-      },
-      cost: Number(cost),
-      costUnknown: unknownModel === "" ? undefined : unknownModel
-    }))
+    totals.set(sessionId, addRow(totals.get(sessionId), unknownModel, inputTokens, outputTokens, cacheRead, cacheWrite, cost))
   }
   return totals
 }
