@@ -26,7 +26,7 @@ const root = join(import.meta.dirname, "..", "..")
 /** The CLI listed with: this build's, or another's (`BENCH_CLI_BIN=<a build>/cli/bin.js`, e.g. a copy of main's dist for an A/B). */
 const bin = process.env.BENCH_CLI_BIN ?? join(root, "dist", "cli", "bin.js")
 
-/** The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's (set by `run`), made by the first (cold) run of each command. */
+/** The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's (set by `run`), made by the first run of each command and store: JSONL's by the cold listing, the SQL stores' by the interleave's warm-up. */
 const env: Record<string, string | undefined> = { ...process.env }
 
 /** Runs `node <args>` to exit and answers the ms it took (a failing run is an error, not a time). */
@@ -100,9 +100,9 @@ export const run = async (): Promise<Array<Row>> => {
   return [
     timeRow(12, `\`sessions\` over ${size} JSONL sessions, the index warm (built CLI, to exit)`, sj!, bj!, `cold (no index nor compile cache yet) ${format(cold, " ms")}`),
     timeRow(12, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
-    timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query on the sessions table"),
-    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the sessions table and awaiting_approvals: no session read"),
-    timeRow(13, `\`sessions\` over ${size} PostgreSQL sessions (built CLI, to exit)`, sp, bp, "one query on the sessions table"),
-    timeRow(13, `\`pending\` over ${size} PostgreSQL sessions, none waiting (built CLI, to exit)`, pp, bp, "the sessions table and awaiting_approvals: no session read")
+    timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query: sessions joined with session_usage"),
+    timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the rows of the sessions in awaiting_approvals only: none read"),
+    timeRow(13, `\`sessions\` over ${size} PostgreSQL sessions (built CLI, to exit)`, sp, bp, "one query: sessions joined with session_usage"),
+    timeRow(13, `\`pending\` over ${size} PostgreSQL sessions, none waiting (built CLI, to exit)`, pp, bp, "the rows of the sessions in awaiting_approvals only: none read")
   ]
 }
