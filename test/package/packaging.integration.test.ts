@@ -5,7 +5,8 @@
  * the installed `effect-agent` bin answering a turn from its bundle.
  */
 import { execFile } from "node:child_process"
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -15,7 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 const root = resolve(import.meta.dirname, "../..")
 const readme = readFileSync(join(root, "README.md"), "utf8")
 const scratch = mkdtempSync(join(tmpdir(), "effect-agent-pack-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }), 120_000)
+// Removed asynchronously: three installed projects are tens of thousands of files, and a synchronous
+// removal that long on a busy machine blocks the worker's messages to vitest, which then times out.
+afterAll(() => rm(scratch, { recursive: true, force: true }), 120_000)
 
 // Child processes run asynchronously: a long synchronous install or build would block the test
 // worker's own messages to vitest, which then times out on a busy machine.
