@@ -6,8 +6,10 @@
  * turn's events, those microtask chains hold the loop for seconds: no socket is read, no timer
  * fires, `/healthz` does not answer. This one slices by time instead: fibers keep running in
  * microtasks (as fast as before) until the current slice is `sliceMs` old, then wait for the next
- * turn of the loop (`setImmediate`, after I/O is polled) — so a request waits about one slice,
- * however much work is queued.
+ * turn of the loop (`setImmediate`, after I/O is polled), and a fiber yields in the middle of its
+ * run once the slice is used (a request's first run in Node's callback, a loop over thousands of
+ * events) — so the loop turns about once a slice, however much work is queued. The queued work
+ * itself waits in one queue, first come first served; fibers named urgent (`/healthz`'s) go ahead.
  *
  * @since 0.3.0
  */

@@ -63,21 +63,31 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
 }
 
 /**
- * At most this many events are encoded and handed over in one step. A turn's batch can hold
- * thousands of events (a scripted or fast model's whole answer), and encoding one costs tens of
- * µs: one step over all of them would hold the event loop for tens of ms, which no scheduler can
- * cut. Between pieces the watch yields, so the loop (`/healthz`, other clients) gets its turn once
- * the server's time slice is used (see `EventLoop`). The bytes on the wire are the same.
+ * At most this many events are encoded in one step. A turn's batch can hold thousands of events (a
+ * scripted or fast model's whole answer), and encoding one costs tens of µs: one step over all of
+ * them would hold the event loop for tens of ms, which no scheduler can cut. Between pieces the
+ * watch yields, so the loop (`/healthz`, other clients) gets its turn once the server's time slice
+ * is used (see `EventLoop`). The batch is still handed over and written as one buffer (a write per
+ * piece would cost every client a socket write per 128 events), and the bytes are the same.
  */
-export const eventsPerWrite = 128
+export const eventsPerStep = 128
 
-/** A chunk's bytes handed over a piece at a time (see {@link eventsPerWrite}). */
+/** Whether a chunk's buffer is made already (another client took the same batch). */
+const concatenatedAlready = (events: Chunk.Chunk<AgentEvent.AgentEvent>): boolean => {
+  const known = runs.get(Chunk.unsafeHead(events))
+  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length
+}
+
+/** A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep}). */
 const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
-  if (events.length <= eventsPerWrite) return box.put(concatenated(events))
-  return Effect.forEach(
-    Chunk.chunksOf(events, eventsPerWrite),
-    (piece, index) => (index === 0 ? box.put(concatenated(piece)) : Effect.zipRight(Effect.yieldNow(), box.put(concatenated(piece)))),
-    { discard: true }
+  if (events.length <= eventsPerStep || concatenatedAlready(events)) return box.put(concatenated(events))
+  return Effect.zipRight(
+    Effect.forEach(
+      Chunk.chunksOf(events, eventsPerStep),
+      (piece) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Chunk.forEach(piece, message))),
+      { discard: true }
+    ),
+    Effect.suspend(() => box.put(concatenated(events)))
   )
 }
 

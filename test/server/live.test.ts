@@ -105,7 +105,7 @@ describe("/live", () => {
 
   it.scopedLive("a batch of a thousand events committed at once reaches every client whole, in order, once each", () =>
     Effect.gen(function*() {
-      // `/live` writes a big batch a piece at a time (Live.eventsPerWrite), yielding between pieces.
+      // `/live` encodes a big batch a piece at a time (Live.eventsPerStep), yielding between pieces.
       const { cwd, dataDir } = workspace()
       const chunks = Array.from({ length: 1_000 }, (_, i) => `b${i} `)
       const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["warm"] }, { chunks }] })
