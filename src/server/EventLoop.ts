@@ -6,19 +6,37 @@
  * turn's events, those microtask chains hold the loop for seconds: no socket is read, no timer
  * fires, `/healthz` does not answer. This one slices by time instead: fibers keep running in
  * microtasks (as fast as before) until the current slice is `sliceMs` old, then wait for the next
- * turn of the loop (`setImmediate`, after I/O is polled) — so a request waits about one slice,
- * however much work is queued.
+ * turn of the loop (`setImmediate`, after I/O is polled), and a fiber yields in the middle of its
+ * run once the slice is used (a request's first run in Node's callback, a loop over thousands of
+ * events) — so the loop turns about once a slice, however much work is queued. The queued work
+ * itself waits in one queue, first come first served; fibers named urgent (`/healthz`'s) go ahead.
  *
  * @since 0.3.0
  */
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
 import * as Scheduler from "effect/Scheduler"
 
 /** How long fibers may run before the event loop gets a turn, by default. */
 export const defaultSliceMs = 8
 
-/** A scheduler that gives the event loop a turn at least every `sliceMs` of fiber work. */
-export const scheduler = (sliceMs: number = defaultSliceMs): Scheduler.Scheduler => {
+/** Which fibers go ahead of all queued work (see {@link scheduler}). */
+export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean
+
+/**
+ * The priority this scheduler gives the tasks of urgent fibers: its queue is in priority order,
+ * lowest first, and Effect's default priority is 0.
+ */
+const urgentPriority = -1
+
+/**
+ * A scheduler that gives the event loop a turn at least every `sliceMs` of fiber work. Every fiber
+ * waits its turn in one queue, a slice of work per turn of the loop; a fiber `urgent` names (a
+ * liveness probe's) goes ahead of the queue instead, so it waits for the current slice only — asked
+ * for each of its tasks, from its very first, as no setting a fiber makes for itself could be.
+ */
+export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent): Scheduler.Scheduler => {
   // One queue for every fiber (Effect's own keeps one per fiber, and a turn of the loop then runs
   // each runnable fiber once: hundreds of them hold it as long as before).
   let queue = new Scheduler.PriorityBuckets()
@@ -28,12 +46,20 @@ export const scheduler = (sliceMs: number = defaultSliceMs): Scheduler.Scheduler
   const endSlice = () => {
     deadline = -1
   }
+  // At most one run is queued or running at a time (`scheduled`): the tasks a run's fibers schedule
+  // are taken by that run's loop, and one run left queued per turn of the loop is enough. (When a
+  // run let tasks queue another run while it went on, each slice's end added a run to the next
+  // turn and the next turn's runs each did at least one task: thousands of runs a turn, doubling,
+  // held the loop for most of a second with 500 clients.)
   const run = () => {
-    scheduled = false
     if (deadline < 0) {
       deadline = performance.now() + sliceMs
       // Runs on the loop's next turn: the work after that starts a new slice.
       setImmediate(endSlice)
+    } else if (performance.now() >= deadline) {
+      // Queued in a microtask just before the slice ran out: wait for the loop's turn.
+      setImmediate(run)
+      return
     }
     while (queue.buckets.length > 0) {
       const buckets = queue.buckets
@@ -49,26 +75,47 @@ export const scheduler = (sliceMs: number = defaultSliceMs): Scheduler.Scheduler
             for (let r = b + 1; r < buckets.length; r++) for (const task of buckets[r]![1]) rest.scheduleTask(task, buckets[r]![0])
             for (const [priority, later] of queue.buckets) for (const task of later) rest.scheduleTask(task, priority)
             queue = rest
-            if (queue.buckets.length > 0) {
-              scheduled = true
-              setImmediate(run)
-            }
+            if (queue.buckets.length > 0) setImmediate(run)
+            else scheduled = false
             return
           }
         }
       }
     }
+    scheduled = false
   }
-  return Scheduler.make((task, priority) => {
-    queue.scheduleTask(task, priority)
+  /** Whether the current slice is used up; a fiber running outside one (a request's first run, in Node's callback) starts one. */
+  const sliceOver = () => {
+    if (deadline < 0) {
+      deadline = performance.now() + sliceMs
+      setImmediate(endSlice)
+      return false
+    }
+    return performance.now() >= deadline
+  }
+  return Scheduler.make((task, priority, fiber) => {
+    queue.scheduleTask(task, urgent !== undefined && fiber !== undefined && urgent(fiber) ? urgentPriority : priority)
     if (scheduled) return
     scheduled = true
     // Within the slice, as Effect's scheduler does, in a microtask; past it, after the loop has turned.
     if (deadline < 0 || performance.now() < deadline) queueMicrotask(run)
     else setImmediate(run)
+  }, (fiber) => {
+    // A fiber also yields in the middle of its run once the slice is used: counting ops alone
+    // (Effect's rule, 2,048 of them) lets one run last as long as its ops take — a request's
+    // first run inside Node's callback, or a loop over a turn's thousands of events. The clock
+    // is read every `opsPerClockRead` ops only.
+    const ops = fiber.currentOpCount
+    if (ops > fiber.getFiberRef(FiberRef.currentMaxOpsBeforeYield) || (ops % opsPerClockRead === 0 && sliceOver())) {
+      return fiber.getFiberRef(FiberRef.currentSchedulingPriority)
+    }
+    return false
   })
 }
 
+/** How many ops a fiber runs between two reads of the clock (a read costs about as much as an op). */
+const opsPerClockRead = 32
+
 /** Runs `effect` (and every fiber it forks, such as a server's request handlers) on {@link scheduler}. */
-export const sliced = (sliceMs: number = defaultSliceMs) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withScheduler(effect, scheduler(sliceMs))
+export const sliced = (sliceMs: number = defaultSliceMs, urgent?: Urgent) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withScheduler(effect, scheduler(sliceMs, urgent))

@@ -62,6 +62,35 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
   return bytes
 }
 
+/**
+ * At most this many events are encoded in one step. A turn's batch can hold thousands of events (a
+ * scripted or fast model's whole answer), and encoding one costs tens of µs: one step over all of
+ * them would hold the event loop for tens of ms, which no scheduler can cut. Between pieces the
+ * watch yields, so the loop (`/healthz`, other clients) gets its turn once the server's time slice
+ * is used (see `EventLoop`). The batch is still handed over and written as one buffer (a write per
+ * piece would cost every client a socket write per 128 events), and the bytes are the same.
+ */
+export const eventsPerStep = 128
+
+/** Whether a chunk's buffer is made already (another client took the same batch). */
+const concatenatedAlready = (events: Chunk.Chunk<AgentEvent.AgentEvent>): boolean => {
+  const known = runs.get(Chunk.unsafeHead(events))
+  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length
+}
+
+/** A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep}). */
+const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
+  if (events.length <= eventsPerStep || concatenatedAlready(events)) return box.put(concatenated(events))
+  return Effect.zipRight(
+    Effect.forEach(
+      Chunk.chunksOf(events, eventsPerStep),
+      (piece) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Chunk.forEach(piece, message))),
+      { discard: true }
+    ),
+    Effect.suspend(() => box.put(concatenated(events)))
+  )
+}
+
 /** A comment line: ignored by `EventSource`, it keeps the connection alive. */
 export const keepAliveComment = ": keep-alive\n\n"
 
@@ -161,7 +190,7 @@ export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, kee
   const body = Stream.unwrapScoped(Effect.gen(function*() {
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
     const box = new Mailbox(connectedBytes)
-    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : box.put(concatenated(chunk)))).pipe(
+    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : handOver(box, chunk))).pipe(
       // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
       Effect.catchAll((error) => Effect.logWarning("a live stream ended", error)),
       Effect.ensuring(Effect.sync(box.end)),

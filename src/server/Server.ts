@@ -21,6 +21,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -29,6 +30,7 @@ import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
+import type * as EventLoop from "./EventLoop.js"
 import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
 import * as Turns from "./Turns.js"
@@ -172,6 +174,20 @@ export const serve = (
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
 }
+
+/**
+ * Whether a fiber serves `/healthz`: for `EventLoop.sliced`, which runs such fibers ahead of the
+ * work already queued. While hundreds of clients follow a turn the queue holds seconds of work, and
+ * a liveness probe answered after it would say the server hangs when it is only busy. Asked of the
+ * fiber's request (in its context from its start), not set by a route: a request runs dozens of
+ * steps (the platform's span, the guards, the router) before it reaches any route or middleware.
+ */
+export const servesHealth: EventLoop.Urgent = (fiber) => {
+  const request = Context.getOption(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+  return request._tag === "Some" && healthPath.test(request.value.url)
+}
+
+const healthPath = /^\/healthz(?:\?|$)/
 
 /** The `http://host:port` a server listens on. */
 export const url = Effect.map(HttpServer.HttpServer, (server) =>

@@ -4,8 +4,11 @@
  * before the loop turns once. Counted in work done, not in time: no timing assumption.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import { EventLoop } from "../../src/server.js"
+import * as Fiber from "effect/Fiber"
+import { EventLoop, Server } from "../../src/server.js"
 
 const fibers = 200
 const steps = 1_000
@@ -38,5 +41,91 @@ describe("EventLoop.scheduler", () => {
       Effect.forEach(Array.from({ length: 5_000 }, (_, i) => i), (i) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => void seen.push(i))), { discard: true }).pipe(EventLoop.sliced(1))
     )
     expect(seen).toEqual(Array.from({ length: 5_000 }, (_, i) => i))
+  })
+
+  it("runs about one slice of work per turn of the loop, however long the work goes on", async () => {
+    // A slice of 0 ms ends after each task: the loop must then turn after every task or two. (Runs
+    // used to pile up — each slice's end queued a run for the next turn beside the one a fiber
+    // had queued — so the work done per turn doubled turn after turn.)
+    let done = 0
+    const perTurn: Array<number> = []
+    let last = 0
+    let working = true
+    const count = () => {
+      perTurn.push(done - last)
+      last = done
+      if (working) setImmediate(count)
+    }
+    setImmediate(count)
+    const work = Effect.forEach(
+      Array.from({ length: 50 }),
+      () => Effect.forEach(Array.from({ length: 40 }), () => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => void done++)), { discard: true }),
+      { concurrency: "unbounded", discard: true }
+    )
+    await Effect.runPromise(work.pipe(EventLoop.sliced(0)))
+    working = false
+    expect(done).toBe(50 * 40)
+    expect(Math.max(...perTurn)).toBeLessThanOrEqual(4)
+  })
+
+  it("has a fiber yield in the middle of a run once the slice is used, not only after 2,048 ops", async () => {
+    // Each op here is long (a busy loop of 1 ms, past the slice of 0 ms): the loop turns between
+    // ops, where Effect's own rule would run 2,048 of them first.
+    let done = 0
+    let atTurn = -1
+    setImmediate(() => (atTurn = done))
+    const busy = () => {
+      const until = performance.now() + 1
+      while (performance.now() < until) { /* work */ }
+    }
+    await Effect.runPromise(
+      Effect.forEach(Array.from({ length: 200 }), () => Effect.sync(() => { busy(); done++ }), { discard: true }).pipe(EventLoop.sliced(0))
+    )
+    expect(done).toBe(200)
+    expect(atTurn).toBeGreaterThanOrEqual(0)
+    expect(atTurn).toBeLessThan(200)
+  })
+
+  it("runs the fibers `urgent` names ahead of the queued work, from their first step", async () => {
+    class Probe extends Context.Tag("test/Probe")<Probe, true>() {}
+    const urgent: EventLoop.Urgent = (fiber) => Context.getOption(fiber.currentContext, Probe)._tag === "Some"
+    /** How many steps of 50 busy fibers ran while a probe of 5 steps (urgent or not) went from start to end. */
+    const stepsWhileProbing = async (probeIsUrgent: boolean) => {
+      let done = 0
+      const busy = Effect.forEach(
+        Array.from({ length: 50 }),
+        () => Effect.forEach(Array.from({ length: 40 }), () => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => void done++)), { discard: true }),
+        { concurrency: "unbounded", discard: true }
+      )
+      const probe = Effect.gen(function*() {
+        const start = done
+        for (let i = 0; i < 5; i++) yield* Effect.yieldNow()
+        return done - start
+      })
+      return Effect.runPromise(
+        Effect.gen(function*() {
+          const work = yield* Effect.fork(busy)
+          // Once the busy fibers have all queued their steps.
+          yield* Effect.repeat(Effect.yieldNow(), { until: () => done > 100 })
+          const waited = yield* (probeIsUrgent ? Effect.provideService(probe, Probe, true) : probe)
+          yield* Fiber.join(work)
+          return waited
+        }).pipe(EventLoop.sliced(0, urgent))
+      )
+    }
+    expect(await stepsWhileProbing(true)).toBeLessThan(20)
+    expect(await stepsWhileProbing(false)).toBeGreaterThan(100)
+  })
+
+  it("names the fibers serving /healthz urgent for serve, and no other request's", async () => {
+    const servesHealthAt = (url: string) =>
+      Effect.runSync(Effect.withFiberRuntime((fiber) => Effect.succeed(Server.servesHealth(fiber))).pipe(
+        Effect.provideService(HttpServerRequest.HttpServerRequest, HttpServerRequest.fromWeb(new Request(`http://127.0.0.1${url}`)))
+      ))
+    expect(servesHealthAt("/healthz")).toBe(true)
+    expect(servesHealthAt("/healthz?x=1")).toBe(true)
+    expect(servesHealthAt("/healthzz")).toBe(false)
+    expect(servesHealthAt("/sessions/s1/live")).toBe(false)
+    expect(Effect.runSync(Effect.withFiberRuntime((fiber) => Effect.succeed(Server.servesHealth(fiber))))).toBe(false)
   })
 })

@@ -103,6 +103,35 @@ describe("/live", () => {
       expect(sequences(stored)).toEqual(range(1, stored.length))
     }))
 
+  it.scopedLive("a batch of a thousand events committed at once reaches every client whole, in order, once each", () =>
+    Effect.gen(function*() {
+      // `/live` encodes a big batch a piece at a time (Live.eventsPerStep), yielding between pieces.
+      const { cwd, dataDir } = workspace()
+      const chunks = Array.from({ length: 1_000 }, (_, i) => `b${i} `)
+      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["warm"] }, { chunks }] })
+      const session = yield* server.client.sessions.create({ payload: {} })
+      yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "first" } })
+      const url = liveUrl(server.url, session.sessionId)
+      // Each client has read the first turn (so the second reaches it live, as the engine commits it) before the second starts.
+      const caughtUp: Array<Promise<void>> = []
+      const clients = Array.from({ length: 3 }, () => {
+        let signal!: () => void
+        caughtUp.push(new Promise<void>((resolve) => (signal = resolve)))
+        let turns = 0
+        return liveUntil(url, { token: server.token }, (event) => {
+          if (!completed(event)) return false
+          if (++turns === 1) signal()
+          return turns === 2
+        })
+      })
+      yield* Effect.promise(() => Promise.all(caughtUp))
+      yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "second" } })
+      const received = yield* Effect.promise(() => Promise.all(clients))
+      const stored = yield* storedEvents(server, session.sessionId)
+      expect(stored.filter((e) => e.type === "model.delta").length).toBeGreaterThan(1_000)
+      for (const events of received) expect(events).toEqual(stored)
+    }))
+
   it.scopedLive("a turn keeps running when every client has disconnected", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
