@@ -71,4 +71,25 @@ describe("a data dir that came with the repository", () => {
     expect(lstatSync(repo.planted("index.journal")).isFIFO()).toBe(true)
     expect(existsSync(join(repo.cwd, ".effect-agent", "sessions"))).toBe(true)
   })
+
+  it("a named pipe or an endless device in a log's place is listed as damaged, and the listing ends", async () => {
+    const repo = repository("logs")
+    const first = await runOrKill(["run", "hello", "--script", repo.script], repo.cwd)
+    expect(first.code, first.stderr).toBe(0)
+    mkdirSync(repo.planted("sessions"), { recursive: true })
+    execFileSync("mkfifo", [repo.planted("sessions/sess_01M8W3QN8TTW24BHQC0Q1TEJN5.jsonl")])
+    symlinkSync("/dev/zero", repo.planted("sessions/sess_01M8W3QN8TTW24BHQC0Q1TEJN6.jsonl"))
+    for (const args of [["sessions"], ["sessions"], ["replay", "sess_01M8W3QN8TTW24BHQC0Q1TEJN5"], ["replay", "sess_01M8W3QN8TTW24BHQC0Q1TEJN6"]]) {
+      const done = await runOrKill(args, repo.cwd)
+      expect(done.signal, `${args.join(" ")} was killed: it hung`).toBe(null)
+      if (args[0] === "sessions") {
+        // The user's own session is listed; the two planted names are reported, not read.
+        expect(done.stdout.trim().split("\n"), done.stderr).toHaveLength(1)
+        expect(done.stderr).toContain("not a regular file")
+      } else {
+        expect(done.code).not.toBe(0)
+        expect(done.stderr).toContain("not a regular file")
+      }
+    }
+  })
 })

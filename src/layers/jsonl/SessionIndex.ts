@@ -331,6 +331,10 @@ export const make = (options: Options) => {
 
   const fromFs = (file: string, sessionId: string) => (error: PlatformError) => Effect.fail(fromPlatform("list", file, sessionId)(error))
 
+  /** A log's name on something that is not a regular file (a named pipe or a device planted in a shipped data dir would hold the listing, or never end). */
+  const notRegular = (sessionId: string, file: string) =>
+    Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "list", sessionId, path: file, detail: "not a regular file" }))
+
   /** The entry of a log read from the start. */
   const rebuild = (sessionId: string, file: string) =>
     Effect.gen(function*() {
@@ -338,6 +342,9 @@ export const make = (options: Options) => {
       // the entry says it covers, which the next extension finds (its first line's sequence does
       // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
       // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
+      // The log is read whole below, by path: only a regular file.
+      const info = yield* options.fs.stat(file)
+      if (info.type !== "File") return yield* notRegular(sessionId, file)
       const bytes = yield* options.fs.readFile(file)
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
@@ -420,7 +427,9 @@ export const make = (options: Options) => {
       Effect.gen(function*() {
         const known = previous.get(sessionId)
         const file = path.join(options.sessionsDir, `${sessionId}.jsonl`)
-        const size = Number((yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))).size)
+        const info = yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))
+        if (info.type !== "File") return yield* notRegular(sessionId, file)
+        const size = Number(info.size)
         if (known !== undefined && known.covered === size) {
           entries.push(known)
           return
