@@ -70,14 +70,28 @@ const field = (args: Json.Json, name: string): string | undefined =>
     ? (args as Record<string, string>)[name]
     : undefined
 
+// Bidirectional controls and invisible format characters: an editor that applies the bidi
+// algorithm would show `echo "x‮ ;y"` in another order than it runs (Trojan Source).
+const formatCharacters = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+
 /** One line, at most `max` characters: a title is a label, not a transcript. */
-const oneLine = (text: string, max = 120) => {
-  const line = text.replace(/\s+/g, " ").trim()
+const shortLine = (text: string, max = 120) => {
+  const line = text.replace(/\s+/g, " ").trim().replace(formatCharacters, escaped)
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
-/** A short human title for a call, e.g. "Read src/a.ts" or "Run `ls`". */
-export const toolTitle = (tool: string, args: Json.Json): string => {
+/** The whole text on one line: line breaks, tabs and other controls shown as escapes, nothing cut. */
+const wholeLine = (text: string) =>
+  // eslint-disable-next-line no-control-regex
+  text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).replace(formatCharacters, escaped)
+
+/**
+ * A short human title for a call, e.g. "Read src/a.ts" or "Run `ls`"; `whole` for a permission
+ * request, whose answer is about all of the call: nothing past a cut goes unseen.
+ */
+export const toolTitle = (tool: string, args: Json.Json, whole = false): string => {
+  const oneLine = (text: string, max?: number) => (whole ? wholeLine(text) : shortLine(text, max))
   const path = field(args, "path")
   switch (tool) {
     case "read_file":
@@ -380,7 +394,7 @@ export const permissionRequestOf = (
     readonly askedBy?: { readonly sessionId: string; readonly description: string } | undefined
   }
 ): acp.RequestPermissionRequest => {
-  const toolCall = toolCallOf(cwd, call)
+  const toolCall = { ...toolCallOf(cwd, call), title: toolTitle(call.tool, call.args, true) }
   const title = call.askedBy === undefined ? toolCall.title : `Subagent "${call.askedBy.description}" (${call.askedBy.sessionId}): ${toolCall.title ?? call.tool}`
   return { sessionId, toolCall: { ...toolCall, status: "pending", ...(title === undefined ? {} : { title }) }, options: [...permissionOptions] }
 }

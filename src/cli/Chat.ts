@@ -222,7 +222,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (event.type === "followup.queued") queued.add(event.payload.queueId)
         if (event.type === "followup.dropped") for (const id of event.payload.queueIds) settled.add(id)
         const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
-          ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+          ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId)) }
           : event.type === "subagent.asked"
           ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload) }
           : undefined
@@ -349,7 +349,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         // A subagent's call (its parent waits on it) is asked labelled with it, and answered on its session.
         for (const call of waiting) {
           asks.push(call.askedBy === undefined
-            ? { turnId, toolCallId: call.toolCallId, question: `  Allow ${Render.describeCall(call)}?` }
+            ? { turnId, toolCallId: call.toolCallId, question: Render.approvalQuestion(call) }
             : {
               turnId,
               toolCallId: call.toolCallId,

@@ -30,15 +30,37 @@ const oneLine = (text: string, max = 100) => {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
-/** The question for a subagent's call waiting for the user (`subagent.asked`): labelled with the subagent's task and session. */
+/** The question for a subagent's call waiting for the user (`subagent.asked`): labelled with the subagent's task and session; the call whole. */
 export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">): string =>
-  `  Subagent "${oneLine(asked.description, 80)}" (${asked.childSessionId}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args })}?`
+  `  Subagent "${visible(oneLine(asked.description, 80))}" (${asked.childSessionId}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args }, true)}?`
 
-/** A call in a few words: the command of `shell`, the path or pattern of the file tools. */
-export const describeCall = ({ args, outsidePaths, tool }: CallInfo): string => {
+/** The question asked before a call runs: the call whole, since the answer is about all of it. */
+export const approvalQuestion = (call: CallInfo): string => `  Allow ${describeCall(call, true)}?`
+
+// Bidirectional controls and invisible format characters: a terminal (or an editor) that applies
+// the bidi algorithm would show `echo "x‮ ;y"` in another order than it runs (Trojan Source).
+const formatCharacters = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+/** Text safe for the terminal, with bidi and invisible format characters shown as escapes too. */
+const visible = (text: string) => terminalSafe(text.replace(formatCharacters, escaped))
+/** Text whole on one line: line breaks and tabs shown as escapes (not collapsed, not dropped), the rest as `visible`. */
+const wholeLine = (text: string) => visible(text.replace(/[\r\n\t]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : "\\r")))
+
+/** The workspace's tools, whose other arguments (a range, a time limit, an edit shown as a diff) the question may leave out. */
+const summarized: ReadonlySet<string> = new Set(["shell", "read_file", "write_file", "edit_file", "list_dir", "grep"])
+
+/**
+ * A call in a few words: the command of `shell`, the path or pattern of the file tools, else its
+ * arguments; cut to one short line for the notes of a run, or `whole` — for the question that
+ * approves it, so that nothing past the cut (an upload at the end of a long `curl`) goes unseen.
+ */
+export const describeCall = ({ args, outsidePaths, tool }: CallInfo, whole = false): string => {
   const field = (name: string) => (Json.isObject(args) && typeof args[name] === "string" ? (args[name] as string) : undefined)
-  const summary = field("command") ?? field("path") ?? field("pattern")
-  return terminalSafe(`${tool}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${oneLine(JSON.stringify(args), 80)}`) : ` ${oneLine(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => oneLine(p, 200)).join(", ")})`))
+  // The question shows every argument of a tool whose other arguments it does not know (an MCP
+  // server's `{command, host}` is more than its command).
+  const summary = whole && !summarized.has(tool) ? undefined : field("command") ?? field("path") ?? field("pattern")
+  const shown = (text: string, max: number) => (whole ? wholeLine(text) : visible(oneLine(text, max)))
+  return `${visible(tool)}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${shown(JSON.stringify(args), 80)}`) : ` ${shown(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => shown(p, 200)).join(", ")})`)
 }
 
 /** A short view of a result: its first line, and how many more there are. */

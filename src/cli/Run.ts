@@ -50,7 +50,7 @@ const streamTurn = <E>(
           if (event.type === "turn.completed") completion = event.payload
           // A subagent's ask is answered here too, on the subagent's session (whose log records it).
           const ask = event.type === "permission.resolved" && event.payload.decision === "ask"
-            ? { sessionId, toolCallId: event.payload.toolCallId, question: `  Allow ${Render.describeCall(render.callOf(event.payload.toolCallId))}?` }
+            ? { sessionId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId)) }
             : event.type === "subagent.asked"
             ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload) }
             : undefined

@@ -28,6 +28,17 @@ describe("Render", () => {
     }
   })
 
+  it("the approval question shows the whole call, one line, with bidi and invisible format characters escaped; the call's note stays short", () => {
+    const hidden = `git commit -m "${"fix ".repeat(30)}" --amend --no-verify`
+    expect(Render.approvalQuestion({ tool: "shell", args: { command: hidden } })).toBe(`  Allow shell ${hidden}?`)
+    expect(Render.approvalQuestion({ tool: "shell", args: { command: "echo \"x\u202e ;y\u2066\" a\u200bb\nc\td" } })).toBe("  Allow shell echo \"x\\u202e ;y\\u2066\" a\\u200bb\\nc\\td?")
+    const args = { to: "a@example.com", body: "x".repeat(200), bcc: "collect@example.net" }
+    expect(Render.approvalQuestion({ tool: "mcp__mail__send", args })).toBe(`  Allow mcp__mail__send ${JSON.stringify(args)}?`)
+    expect(Render.approvalQuestion({ tool: "mcp__ops__run", args: { command: "uptime", host: "production" } })).toBe(`  Allow mcp__ops__run {"command":"uptime","host":"production"}?`)
+    expect(Render.describeCall({ tool: "shell", args: { command: hidden } }).length).toBeLessThan(90)
+    expect(Render.describeCall({ tool: "shell", args: { command: "cat a\u202eb" } })).toBe("shell cat a\\u202eb")
+  })
+
   it("an edit shows its diff under the call during run and chat (lines shared at both ends left out; coloured on a terminal); a write its content; escaped; long ones cut", () => {
     const requested = (sequence: number, tool: string, args: unknown) =>
       ({ ...envelope, sequence, type: "model.tool_call_requested", payload: { toolCallId: `c${sequence}`, tool, args } }) as unknown as AgentEvent.AgentEvent

@@ -133,7 +133,11 @@ describe("what a project's file may never say, trusted or not", () => {
       "PATH", "HOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "DYLD_INSERT_LIBRARIES", "GIT_CONFIG_COUNT", "GIT_SSH_COMMAND", "NODE_OPTIONS", "NODE_PATH",
       "BASH_ENV", "ENV", "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
       "npm_config_script_shell", "NPM_CONFIG_NODE_OPTIONS", "SHELLOPTS", "PS4", "PROMPT_COMMAND", "IFS", "XDG_CONFIG_HOME", "GCONV_PATH",
-      "OPENSSL_CONF", "EDITOR", "PAGER", "CARGO_BUILD_RUSTC_WRAPPER", "RUSTC_WRAPPER", "GOFLAGS", "CC", "MAKEFLAGS", "path"
+      "OPENSSL_CONF", "EDITOR", "PAGER", "CARGO_BUILD_RUSTC_WRAPPER", "RUSTC_WRAPPER", "GOFLAGS", "CC", "MAKEFLAGS", "path",
+      // Options and configuration that make an otherwise plain program run one (tar's --to-command,
+      // rg's --pre, man's pager, make's --eval, a compiler's subprograms, ccache's and CMake's launchers).
+      "TAR_OPTIONS", "RIPGREP_CONFIG_PATH", "MANOPT", "GNUMAKEFLAGS", "GCC_EXEC_PREFIX", "COMPILER_PATH", "CCACHE_PREFIX",
+      "CMAKE_C_COMPILER_LAUNCHER", "CMAKE_TOOLCHAIN_FILE", "ZIPOPT", "PERLLIB", "PKG_CONFIG", "GH_PAGER", "GH_BROWSER", "SYSTEMD_PAGER", "SUDO_EDITOR"
     ]) {
       expect(refused({ env: { set: { [name]: "x" } } }), name).toBe(`env.set.${name}: a project's settings cannot set ${name}: it decides which program runs or what it loads`)
     }

@@ -83,6 +83,28 @@ describe("the issue's cases: \"always\" never covers a link out", () => {
   })
 })
 
+describe("names tar takes from elsewhere: a list of files, an archive's absolute members", () => {
+  const tarRule: PermissionPolicy.Options = { rules: [{ name: "tar", tool: "shell", command: "tar *", decision: "allow" }] }
+
+  it("a list of file names (`-T`) asks in every form, old-style letters included (`tar cfT out.tar list`)", async () => {
+    NodeFs.writeFileSync(NodePath.join(cwd, "list.txt"), `${out}/secret.txt\n`)
+    for (const command of ["tar -cf x.tar -T list.txt", "tar -cf x.tar -Tlist.txt", "tar -cf x.tar --files-from=list.txt", "tar cfT x.tar list.txt", "tar cTf list.txt x.tar"]) {
+      const call = await prepare(command)
+      expect(decide(call, await always("tar cf x.tar src"), tarRule).decision, command).toBe("ask")
+    }
+  })
+
+  it("extracting with absolute names (`-P`, `--absolute-names`) writes where the archive says: it asks", async () => {
+    for (const command of ["tar -xPf in.tar", "tar xPf in.tar", "tar -xf in.tar --absolute-names", "tar -x --abs -f in.tar", "unzip -: in.zip"]) {
+      const call = await prepare(command)
+      expect(decide(call, await always("tar xf in.tar"), tarRule).decision, command).toBe("ask")
+    }
+    // Plain extraction stays inside (GNU tar strips a leading / and refuses `..` members).
+    expect(decide(await prepare("tar -xf in.tar"), [], tarRule).decision).toBe("allow")
+    expect(decide(await prepare("tar czf x.tgz src"), [], tarRule).decision).toBe("allow")
+  })
+})
+
 describe("words that name files are resolved, links included, whatever form they take", () => {
   const forms: ReadonlyArray<string> = [
     // attached and separate option values

@@ -233,6 +233,57 @@ describe("\"always\" is not wider than what the user saw", () => {
     }
   })
 
+  it("an option that names a program to run is a way to run another program: neither \"always\" nor a rule's wildcard covers it", async () => {
+    // Each pair: an ordinary invocation the user may approve with "always", then the same program
+    // told on the line to run something else (tar's checkpoint action, zip's test command, man's
+    // pager, an editor's or a debugger's command, a compiler's wrapper, wget's askpass, make's eval).
+    const pairs: ReadonlyArray<readonly [string, string]> = [
+      ["tar -czf out.tgz a.txt", "tar -cf x.tar a.txt --checkpoint=1 --checkpoint-action=exec=touch\\ x"],
+      ["tar -czf out.tgz a.txt", "tar -xf x.tar --to-command=sh"],
+      ["tar -czf out.tgz a.txt", "tar -xf x.tar --to-com=sh"],
+      ["tar -czf out.tgz a.txt", "tar -I 'touch x' -cf y.tar a.txt"],
+      ["tar -czf out.tgz a.txt", "tar cIf 'touch x' y.tar a.txt"],
+      ["tar -czf out.tgz a.txt", "tar --use-compress-program='touch x' -cf y.tar a.txt"],
+      ["tar -czf out.tgz a.txt", "tar -cf y.tar -F 'touch x' a.txt"],
+      ["zip -r out.zip a.txt", "zip -T -TT 'touch x' out.zip a.txt"],
+      ["zip -r out.zip a.txt", "zip -T --unzip-command='touch x' out.zip a.txt"],
+      ["man ls", "man -P 'touch x' ls"],
+      ["man ls", "man --pager='touch x' ls"],
+      ["man ls", "man -H'touch x' ls"],
+      ["vim a.txt", "vim -c '!touch x' a.txt"],
+      ["emacs --batch a.txt", "emacs --batch --eval '(shell-command \"touch x\")'"],
+      ["less a.txt", "less '+!touch x' a.txt"],
+      ["gdb -batch a.out", "gdb -batch -ex 'shell touch x' a.out"],
+      ["gcc -o a a.c", "gcc -wrapper touch,x a.c"],
+      ["gcc -o a a.c", "gcc -fplugin=x.so a.c"],
+      ["cc -o a a.c", "cc -Bbin a.c"],
+      ["wget https://example.com/", "wget --use-askpass=./x https://example.com/"],
+      ["wget https://example.com/", "wget -e use_askpass=./x https://example.com/"],
+      ["make", "make --eval='$(shell touch x)'"],
+      ["make", "make 'CC=touch x' all"],
+      ["cmake --build build", "cmake -E env touch x"],
+      ["uvx ruff check", "uvx touch-x"],
+      ["docker ps", "docker run alpine touch x"],
+      ["uv sync", "uv run touch x"],
+      ["go test ./...", "go test -exec ./x ./..."],
+      ["cargo test", "cargo --config 'target.x.runner=\"touch\"' test"]
+    ]
+    for (const [first, second] of pairs) {
+      const call = await prepare(second)
+      expect(decide({}, call, await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
+      const program = second.split(" ")[0]!
+      for (const pattern of ["*", `${program} *`]) {
+        expect(decide({ rules: [{ name: "wide", tool: "shell", command: pattern, decision: "allow" }] }, call).decision, `${second} under ${pattern}`).toBe("ask")
+      }
+      // Naming the exact line still allows it.
+      expect(decide({ rules: [{ name: "exact", tool: "shell", command: second, decision: "allow" }] }, call).decision, `${second} named`).toBe("allow")
+    }
+    // The ordinary invocations still generalise.
+    for (const command of ["tar -czf out.tgz a.txt", "tar xzf out.tgz", "zip -r out.zip a.txt", "man ls", "gcc -O2 -o a a.c", "wget -q -O page.html https://example.com/", "make test", "cmake --build build"]) {
+      expect((await prepare(command)).scope, command).toMatch(/^shell:[a-z]+:/)
+    }
+  })
+
   it("a program given by path is not the program of that name", async () => {
     expect((await prepare("./cat a.txt")).risk).toBe("write")
     expect(decide({}, await prepare("./git status"), await always("git status")).decision).toBe("ask")

@@ -16,7 +16,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, openSync, readSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -144,7 +144,14 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
   const failed = fromNode("read", file, sessionId)
   const openLog = Effect.suspend((): Effect.Effect<number | undefined, EventStoreFailure> => {
     try {
-      return Effect.succeed(openSync(file, "r"))
+      // Without blocking: a named pipe in a log's place (a data dir a repository shipped) would hold
+      // the whole process in open(2). Only a regular file is a log.
+      const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+      if (!fstatSync(fd).isFile()) {
+        closeSync(fd)
+        return Effect.fail(corrupt(file, sessionId, undefined, "not a regular file"))
+      }
+      return Effect.succeed(fd)
     } catch (error) {
       return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(failed(error))
     }

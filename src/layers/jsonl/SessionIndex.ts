@@ -35,7 +35,7 @@
  * @since 0.1.0
  * @internal
  */
-import { appendFileSync, closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from "node:fs"
+import { constants, fstatSync, readdirSync, readSync, statSync } from "node:fs"
 import type { PlatformError } from "@effect/platform/Error"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
@@ -50,6 +50,7 @@ import * as Session from "../../domain/Session.js"
 import { byRecentActivity } from "../../services/EventStore.js"
 import { fromNode, fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
+import * as PlainFiles from "./PlainFiles.js"
 
 const Entry = Schema.Struct({
   /** Bytes of the log the summary covers (up to the end of its last complete line). */
@@ -173,39 +174,41 @@ interface JournalRead {
  * `offset`, is read from its start and reported as such), applying its lines to `writing`.
  */
 const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
-  let fd: number
   try {
-    fd = openSync(file, "r")
+    return PlainFiles.withRegular(file, constants.O_RDONLY, (fd) => readOpenJournal(fd, from, writingBefore))
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error
-    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 }
+    // Missing, or not a regular file of the data dir's own (a link or a pipe a repository planted):
+    // no journal, so the listing checks every log.
+    const code = (error as NodeJS.ErrnoException).code
+    if (code !== "ENOENT" && code !== "ELOOP" && code !== "EINVAL") throw error
+    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && code === "ENOENT" }
   }
-  try {
-    const stat = fstatSync(fd)
-    const same = stat.ino === from.inode && stat.size >= from.offset
-    const start = same ? from.offset : 0
-    const buffer = Buffer.allocUnsafe(stat.size - start)
-    let got = 0
-    while (got < buffer.length) {
-      const n = readSync(fd, buffer, got, buffer.length - got, start + got)
-      if (n === 0) break
-      got += n
-    }
-    const end = buffer.lastIndexOf(0x0a, got - 1) + 1
-    const changed = new Set<string>()
-    const writing = new Set(same ? writingBefore : [])
-    for (const line of buffer.toString("utf8", 0, end).split("\n")) {
-      const op = line[0]
-      const sessionId = line.slice(2)
-      if (line[1] !== " " || !Session.isValidId(sessionId)) continue
-      changed.add(sessionId)
-      if (op === "+") writing.add(sessionId)
-      else if (op === "-") writing.delete(sessionId)
-    }
-    return { read: { inode: stat.ino, offset: start + end, changed, writing }, same }
-  } finally {
-    closeSync(fd)
+}
+
+/** Reads an open journal (see `readJournal`). */
+const readOpenJournal = (fd: number, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+  const stat = fstatSync(fd)
+  const same = stat.ino === from.inode && stat.size >= from.offset
+  const start = same ? from.offset : 0
+  const buffer = Buffer.allocUnsafe(stat.size - start)
+  let got = 0
+  while (got < buffer.length) {
+    const n = readSync(fd, buffer, got, buffer.length - got, start + got)
+    if (n === 0) break
+    got += n
   }
+  const end = buffer.lastIndexOf(0x0a, got - 1) + 1
+  const changed = new Set<string>()
+  const writing = new Set(same ? writingBefore : [])
+  for (const line of buffer.toString("utf8", 0, end).split("\n")) {
+    const op = line[0]
+    const sessionId = line.slice(2)
+    if (line[1] !== " " || !Session.isValidId(sessionId)) continue
+    changed.add(sessionId)
+    if (op === "+") writing.add(sessionId)
+    else if (op === "-") writing.delete(sessionId)
+  }
+  return { read: { inode: stat.ino, offset: start + end, changed, writing }, same }
 }
 
 const decodeHeader = Schema.decodeUnknownEither(IndexFile)
@@ -241,7 +244,7 @@ export const make = (options: Options) => {
   // `readFileString` (a buffer, then `TextDecoder`) decodes several times slower.
   const load: Effect.Effect<IndexFile | undefined> = Effect.sync(() => {
     try {
-      return decodeIndex(readFileSync(indexFile, "utf8"))
+      return decodeIndex(PlainFiles.readText(indexFile))
     } catch {
       // A missing or unreadable index is rebuilt, never trusted.
       return undefined
@@ -256,7 +259,7 @@ export const make = (options: Options) => {
   const note = (op: JournalOp, sessionId: string): Effect.Effect<void> =>
     Effect.suspend(() => {
       try {
-        appendFileSync(journalFile, `${op} ${sessionId}\n`, { mode: 0o600 })
+        PlainFiles.appendText(journalFile, `${op} ${sessionId}\n`)
         return Effect.void
       } catch (error) {
         if (journalWarned) return Effect.void
@@ -270,7 +273,7 @@ export const make = (options: Options) => {
   const rotationFile = path.join(options.dataDir, "index.rotation")
   const loadRotation = () => {
     try {
-      const n = Number(readFileSync(rotationFile, "utf8"))
+      const n = Number(PlainFiles.readText(rotationFile))
       return Number.isSafeInteger(n) && n >= 0 ? n : 0
     } catch {
       return 0
@@ -278,7 +281,7 @@ export const make = (options: Options) => {
   }
   const saveRotation = (cursor: number) => {
     try {
-      writeFileSync(rotationFile, String(cursor), { mode: 0o600 })
+      PlainFiles.writeText(rotationFile, String(cursor))
     } catch {
       // As the index: a cache. A data dir that cannot be written checks the same logs each time.
     }
@@ -328,6 +331,10 @@ export const make = (options: Options) => {
 
   const fromFs = (file: string, sessionId: string) => (error: PlatformError) => Effect.fail(fromPlatform("list", file, sessionId)(error))
 
+  /** A log's name on something that is not a regular file (a named pipe or a device planted in a shipped data dir would hold the listing, or never end). */
+  const notRegular = (sessionId: string, file: string) =>
+    Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "list", sessionId, path: file, detail: "not a regular file" }))
+
   /** The entry of a log read from the start. */
   const rebuild = (sessionId: string, file: string) =>
     Effect.gen(function*() {
@@ -335,6 +342,9 @@ export const make = (options: Options) => {
       // the entry says it covers, which the next extension finds (its first line's sequence does
       // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
       // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
+      // The log is read whole below, by path: only a regular file.
+      const info = yield* options.fs.stat(file)
+      if (info.type !== "File") return yield* notRegular(sessionId, file)
       const bytes = yield* options.fs.readFile(file)
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
@@ -417,7 +427,9 @@ export const make = (options: Options) => {
       Effect.gen(function*() {
         const known = previous.get(sessionId)
         const file = path.join(options.sessionsDir, `${sessionId}.jsonl`)
-        const size = Number((yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))).size)
+        const info = yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))
+        if (info.type !== "File") return yield* notRegular(sessionId, file)
+        const size = Number(info.size)
         if (known !== undefined && known.covered === size) {
           entries.push(known)
           return

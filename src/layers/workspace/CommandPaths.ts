@@ -247,9 +247,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       })
     }
     for (const w of args) word(w, bases)
-    if (program === "tar" && args.some((w) => w.value === "-T" || /^-[A-Za-z]*T/.test(w.value))) {
-      unknown.push({ word: "-T", why: "a list of file names read when the command runs" })
+    if (program === "tar") {
+      // Option letters: dash clusters, and the first word without a dash (old-style `tar cfT x.tar list`).
+      const letters = args.map((w, i) => (i === 0 && !w.value.startsWith("-") ? w.value : /^-[^-]/.test(w.value) ? w.value.slice(1) : "")).join("")
+      if (letters.includes("T")) unknown.push({ word: "-T", why: "a list of file names read when the command runs" })
+      if (letters.includes("P") || args.some((w) => w.value.length >= 4 && "--absolute-names".startsWith(w.value))) {
+        unknown.push({ word: "-P", why: "an archive's member names, kept absolute" })
+      }
     }
+    // `unzip -:` keeps an archive's `../` members.
+    if (program === "unzip" && args.some((w) => /^-[^-]*:/.test(w.value))) unknown.push({ word: "-:", why: "an archive's member names, `../` kept" })
     for (const tree of treesOf(argv)) {
       trees.push(tree)
       if (!tree.startsWith("/")) for (const base of bases) trees.push(NodePath.join(base, tree))

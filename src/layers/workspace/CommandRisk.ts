@@ -69,15 +69,67 @@ const readPrograms: Record<string, OptionRule> = {
   uniq: { shortArg: "fsw", longArg: ["--skip-fields", "--skip-chars", "--check-chars", "--all-repeated", "--group"], positionals: (args) => args.length <= 1 }
 }
 
-/** Programs whose arguments are (or can be) another command or a program text. */
-const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx)$/
+/**
+ * Programs whose arguments are (or can be) another command or a program text: interpreters,
+ * wrappers, and editors, pagers and debuggers, whose command-line commands (`vim -c '!…'`,
+ * `less '+!…'`, `gdb -ex 'shell …'`, `emacs --eval`) run anything.
+ */
+const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|emacs|emacsclient|gdb|lldb|less|more|most)$/
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program)
 /** Package manager subcommands that run a command given on the line. */
 const packageRunners = new Set(["exec", "x", "dlx", "create"])
 
+/** Short options of a word: every letter of a `-xyz` cluster (a value glued to a letter reads as letters too, which errs towards asking). */
+const shortLetters = (word: string): string => (word.startsWith("-") && !word.startsWith("--") ? word.slice(1) : "")
+/** Whether a word is a long option that `denied` names or abbreviates (GNU tools take any unambiguous prefix). */
+const longNames = (word: string, denied: ReadonlyArray<string>): boolean => {
+  if (!word.startsWith("--")) return false
+  const name = word.split("=")[0]!
+  return name.length > 2 && denied.some((d) => d.startsWith(name))
+}
+
+/**
+ * Programs that an option or operand can tell to run a program, load code or read a configuration
+ * that does (`tar --to-command=sh`, `zip -TT cmd`, `man -P cmd`, `gcc -wrapper`, `wget
+ * --use-askpass`, `make --eval`, `cmake -E env`, `docker run`, `uv run`, `go test -exec`): such an
+ * invocation is remembered for its exact line, and a rule's wildcard never stands for it. Every word
+ * is looked at, values and operands too, so a word the classifier misreads errs towards asking.
+ */
+const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean> = {
+  // Old-style `tar cIf prog …`: the first word's letters are options too.
+  tar: (args) =>
+    args.some((a, i) =>
+      /[IF]/.test(i === 0 && !a.startsWith("-") ? a : shortLetters(a)) ||
+      longNames(a, ["--to-command", "--checkpoint-action", "--use-compress-program", "--rsh-command", "--rmt-command", "--info-script", "--new-volume-script"])
+    ),
+  zip: (args) => args.some((a) => shortLetters(a).includes("TT") || longNames(a, ["--unzip-command"])),
+  // The pager, the browser, and a configuration file (which can define the pager).
+  man: (args) => args.some((a) => /[PHC]/.test(shortLetters(a)) || longNames(a, ["--pager", "--html", "--config-file"])),
+  wget: (args) => args.some((a) => shortLetters(a).includes("e") || longNames(a, ["--execute", "--use-askpass", "--config"])),
+  // `--eval`, and a variable set on the line (`CC=…`, `SHELL=…`), which the makefile's recipes run.
+  make: (args) => args.some((a) => shortLetters(a).includes("E") || longNames(a, ["--eval"]) || (!a.startsWith("-") && a.includes("="))),
+  // `-E` runs a command (`cmake -E env …`), `-P`/`-C` a script, `-D` can name a compiler launcher.
+  cmake: (args) => args.some((a) => /^-[EPCD]/.test(a)),
+  // A wrapper or a plugin, a folder of programs to run (`-B`), specs, options read from a file (`@file`).
+  ...Object.fromEntries(
+    ["gcc", "g++", "cc", "c++", "clang", "clang++", "ld"].map((program) => [
+      program,
+      (args: ReadonlyArray<string>) => args.some((a) => /^(-wrapper$|-B|--?specs|-Xclang$|--?ld-path|-fuse-ld=.*\/|@)/.test(a) || a.includes("plugin"))
+    ])
+  ),
+  ...Object.fromEntries(
+    ["docker", "podman", "nerdctl"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => ["run", "exec", "create", "start", "debug"].includes(a))])
+  ),
+  kubectl: (args) => args.some((a) => ["exec", "run", "debug", "attach", "cp"].includes(a)),
+  ...Object.fromEntries(["uv", "poetry", "pipenv", "pdm", "hatch", "conda", "mamba", "dotnet"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => a === "run" || a === "exec" || a === "tool")])),
+  // A program given by name (`go test -exec`, `-toolexec`, `-vettool`) or through configuration (`cargo --config`).
+  go: (args) => args.some((a) => /^--?(exec|toolexec|vettool)(=|$)/.test(a) || a === "generate"),
+  cargo: (args) => args.some((a) => longNames(a, ["--config"]) || a === "-Z" || a.startsWith("-Z"))
+}
+
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
-const networkPrograms = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
+const networkPrograms: ReadonlySet<string> = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
 
 /** Arguments split into options and operands: short letters seen, long names (with dashes), option values, operands. */
 export interface ParsedArguments {
@@ -341,6 +393,8 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   if (named === "sed") return sed(args)
   const rule = Object.hasOwn(readPrograms, named) ? readPrograms[named] : undefined
   if (rule !== undefined) return optionsAreReads(rule, args) ? general("read") : exact()
+  const runsNamed = Object.hasOwn(runsNamedPrograms, program) ? runsNamedPrograms[program] : undefined
+  if (runsNamed !== undefined && runsNamed(args)) return exact(networkPrograms.has(program) ? "network" : "write")
   if (destructivePrograms.has(program)) return general("destructive")
   if (networkPrograms.has(program)) return general("network")
   if ((program === "npm" || program === "pnpm" || program === "yarn" || program === "bun") && packageRunners.has(args[0] ?? "")) return exact()

@@ -56,12 +56,17 @@ const steeringNames = new Set([
   "RUSTDOC", "CC", "CXX", "CPP", "LD", "AR", "AS", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "MAKEFLAGS", "MFLAGS", "MAKEFILES",
   "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GOROOT", "GOENV", "LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "PHPRC",
   "PHP_INI_SCAN_DIR", "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON", "R_ENVIRON_USER", "R_LIBS", "R_LIBS_USER", "VIRTUAL_ENV",
-  "CONDA_PREFIX", "KUBECONFIG", "DOCKER_HOST", "DOCKER_CONFIG"
+  "CONDA_PREFIX", "KUBECONFIG", "DOCKER_HOST", "DOCKER_CONFIG",
+  // Options and configuration read from the environment that make a plain program run another one:
+  // tar's (`--to-command`), rg's (`--pre`), man's (`-P`), zip's (`-TT`), make's (`--eval`), a
+  // compiler's subprograms, pkg-config's program, pagers and editors of gh, systemd and sudoedit.
+  "TAR_OPTIONS", "RIPGREP_CONFIG_PATH", "MANOPT", "ZIPOPT", "GNUMAKEFLAGS", "GCC_EXEC_PREFIX", "COMPILER_PATH", "PKG_CONFIG", "PERLLIB",
+  "GH_PAGER", "GH_BROWSER", "GH_EDITOR", "SYSTEMD_PAGER", "SYSTEMD_EDITOR", "SUDO_EDITOR"
 ])
 const steeringPrefixes = [
   "LD_", "DYLD_", "GIT_", "BASH_", "PYTHON", "PERL5", "PERL_", "RUBY", "NPM_CONFIG_", "YARN_", "PNPM_", "BUN_", "DENO_", "COREPACK_",
   "NVM_", "VOLTA_", "PYENV_", "RBENV_", "PIP_", "PIPX_", "PIPENV_", "POETRY_", "UV_", "CARGO_", "RUSTUP_", "XDG_", "SSH_", "DOTNET_",
-  "COMPLUS_", "CORECLR_", "ELECTRON_", "AWS_"
+  "COMPLUS_", "CORECLR_", "ELECTRON_", "AWS_", "CMAKE_", "CCACHE_"
 ]
 
 /**

@@ -1,0 +1,56 @@
+/**
+ * The data dir's own small files (the listing index, its journal, its rotation), read and written
+ * only as regular files, never through a link.
+ *
+ * The CLI's default data dir is `.effect-agent/` in the current directory, so a cloned repository
+ * can ship one: a link planted as `index.journal` would have each run append to the file it names
+ * (outside the workspace), and a named pipe there would block the process in `open(2)` — the whole
+ * process, signals included. So each file is opened with `O_NOFOLLOW` (a link fails `ELOOP`) and
+ * `O_NONBLOCK` (a pipe opens at once, or fails `ENXIO` for a write), and used only when `fstat`
+ * says it is a regular file; anything else fails `EINVAL`, which the callers treat as a file that
+ * cannot be used (a cache: rebuilt, or left alone).
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync, writeSync } from "node:fs"
+
+const notRegular = () => Object.assign(new Error("not a regular file"), { code: "EINVAL" })
+
+/** Opens `file` with `flags`, without following a link or blocking on a pipe; only a regular file is kept open. */
+const openRegular = (file: string, flags: number, mode?: number): number => {
+  const fd = openSync(file, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode)
+  try {
+    if (!fstatSync(fd).isFile()) throw notRegular()
+    return fd
+  } catch (error) {
+    closeSync(fd)
+    throw error
+  }
+}
+
+/** Runs `use` on a regular file's descriptor, closing it after. */
+export const withRegular = <A>(file: string, flags: number, use: (fd: number) => A, mode?: number): A => {
+  const fd = openRegular(file, flags, mode)
+  try {
+    return use(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** A regular file's text (`ENOENT` when missing, `ELOOP` for a link, `EINVAL` for anything but a regular file). */
+export const readText = (file: string): string => withRegular(file, constants.O_RDONLY, (fd) => readFileSync(fd, "utf8"))
+
+/** Appends `text` to a regular file (made `0600` when missing) in one `write(2)`. */
+export const appendText = (file: string, text: string): void => {
+  withRegular(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, (fd) => writeSync(fd, text), 0o600)
+}
+
+/** Replaces a regular file's content with `text` (made `0600` when missing). */
+export const writeText = (file: string, text: string): void => {
+  withRegular(file, constants.O_WRONLY | constants.O_CREAT, (fd) => {
+    ftruncateSync(fd, 0)
+    writeSync(fd, text, 0)
+  }, 0o600)
+}

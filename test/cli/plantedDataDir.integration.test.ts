@@ -1,0 +1,95 @@
+/**
+ * A repository that ships its own `.effect-agent/` (the CLI's default data dir is that folder of the
+ * current directory): the listing index's files in it are the repository's, not the user's. A link
+ * planted in place of `index.journal`, `index.rotation` or `index.json` is never written or read
+ * through (the user's files outside stay as they were), and a named pipe there never holds the CLI
+ * (opening one blocks the whole process, Ctrl+C and SIGTERM included). Each run is killed if it
+ * does not end, so a hang fails the test rather than holding the suite.
+ */
+import { execFileSync } from "node:child_process"
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { type Finished, start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-planted-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Runs the CLI in `cwd`; a run still going after a minute is killed (SIGKILL: a blocked process ignores SIGTERM). */
+const runOrKill = async (args: ReadonlyArray<string>, cwd: string): Promise<Finished> => {
+  const running = start(args, { cwd })
+  running.child.stdin!.end()
+  const timer = setTimeout(() => running.child.kill("SIGKILL"), 60_000)
+  try {
+    return await running.done
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** A cloned repository with a `.effect-agent/` of its own and a script whose model says hi. */
+const repository = (name: string) => {
+  const cwd = join(dir, name)
+  mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+  const script = join(dir, `${name}.script.json`)
+  writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["hi"] }] }))
+  return { cwd, script, planted: (file: string) => join(cwd, ".effect-agent", file) }
+}
+
+describe("a data dir that came with the repository", () => {
+  it("links in place of the index's files are not written through: the files they name stay as they were", async () => {
+    const repo = repository("links")
+    const victims = ["journal", "rotation", "index"].map((name) => {
+      const file = join(dir, `users-${name}.txt`)
+      writeFileSync(file, `the user's ${name} file\n`)
+      return file
+    })
+    symlinkSync(victims[0]!, repo.planted("index.journal"))
+    symlinkSync(victims[1]!, repo.planted("index.rotation"))
+    symlinkSync(victims[2]!, repo.planted("index.json"))
+    for (const args of [["run", "hello", "--script", repo.script], ["sessions"], ["run", "again", "--script", repo.script], ["sessions"]]) {
+      const done = await runOrKill(args, repo.cwd)
+      expect(done.signal, args.join(" ")).toBe(null)
+      expect(done.code, `${args.join(" ")}: ${done.stderr}`).toBe(0)
+    }
+    expect(victims.map((file) => readFileSync(file, "utf8"))).toEqual(["the user's journal file\n", "the user's rotation file\n", "the user's index file\n"])
+    // The listing still lists the sessions (read from their logs).
+    const listed = await runOrKill(["sessions"], repo.cwd)
+    expect(listed.stdout.trim().split("\n")).toHaveLength(2)
+  })
+
+  it("a named pipe in place of the journal or the index never holds the CLI", async () => {
+    const repo = repository("fifos")
+    execFileSync("mkfifo", [repo.planted("index.journal")])
+    execFileSync("mkfifo", [repo.planted("index.json")])
+    for (const args of [["run", "hello", "--script", repo.script], ["sessions"]]) {
+      const done = await runOrKill(args, repo.cwd)
+      expect(done.signal, `${args.join(" ")} was killed: it hung`).toBe(null)
+      expect(done.code, `${args.join(" ")}: ${done.stderr}`).toBe(0)
+    }
+    expect(lstatSync(repo.planted("index.journal")).isFIFO()).toBe(true)
+    expect(existsSync(join(repo.cwd, ".effect-agent", "sessions"))).toBe(true)
+  })
+
+  it("a named pipe or an endless device in a log's place is listed as damaged, and the listing ends", async () => {
+    const repo = repository("logs")
+    const first = await runOrKill(["run", "hello", "--script", repo.script], repo.cwd)
+    expect(first.code, first.stderr).toBe(0)
+    mkdirSync(repo.planted("sessions"), { recursive: true })
+    execFileSync("mkfifo", [repo.planted("sessions/sess_01M8W3QN8TTW24BHQC0Q1TEJN5.jsonl")])
+    symlinkSync("/dev/zero", repo.planted("sessions/sess_01M8W3QN8TTW24BHQC0Q1TEJN6.jsonl"))
+    for (const args of [["sessions"], ["sessions"], ["replay", "sess_01M8W3QN8TTW24BHQC0Q1TEJN5"], ["replay", "sess_01M8W3QN8TTW24BHQC0Q1TEJN6"]]) {
+      const done = await runOrKill(args, repo.cwd)
+      expect(done.signal, `${args.join(" ")} was killed: it hung`).toBe(null)
+      if (args[0] === "sessions") {
+        // The user's own session is listed; the two planted names are reported, not read.
+        expect(done.stdout.trim().split("\n"), done.stderr).toHaveLength(1)
+        expect(done.stderr).toContain("not a regular file")
+      } else {
+        expect(done.code).not.toBe(0)
+        expect(done.stderr).toContain("not a regular file")
+      }
+    }
+  })
+})
