@@ -50,15 +50,19 @@ export const message = (event: AgentEvent.AgentEvent): Uint8Array => {
  */
 const runs = new WeakMap<AgentEvent.AgentEvent, { readonly last: AgentEvent.AgentEvent; readonly length: number; readonly bytes: Uint8Array }>()
 
+/** The buffer of a run of events when it is made already (another client took the same batch). */
+const knownRun = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array | undefined => {
+  const known = runs.get(Chunk.unsafeHead(events))
+  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length ? known.bytes : undefined
+}
+
 /** The messages of a chunk of events as one buffer: one write to the client's socket per chunk, not per event. */
 const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array => {
-  const first = Chunk.unsafeHead(events)
-  if (events.length === 1) return message(first)
-  const last = Chunk.unsafeLast(events)
-  const known = runs.get(first)
-  if (known !== undefined && known.last === last && known.length === events.length) return known.bytes
+  if (events.length === 1) return message(Chunk.unsafeHead(events))
+  const known = knownRun(events)
+  if (known !== undefined) return known
   const bytes = Buffer.concat(Chunk.toReadonlyArray(Chunk.map(events, message)))
-  runs.set(first, { last, length: events.length, bytes })
+  runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes })
   return bytes
 }
 
@@ -72,15 +76,9 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
  */
 export const eventsPerStep = 128
 
-/** Whether a chunk's buffer is made already (another client took the same batch). */
-const concatenatedAlready = (events: Chunk.Chunk<AgentEvent.AgentEvent>): boolean => {
-  const known = runs.get(Chunk.unsafeHead(events))
-  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length
-}
-
 /** A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep}). */
 const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
-  if (events.length <= eventsPerStep || concatenatedAlready(events)) return box.put(concatenated(events))
+  if (events.length <= eventsPerStep || knownRun(events) !== undefined) return box.put(concatenated(events))
   return Effect.zipRight(
     Effect.forEach(
       Chunk.chunksOf(events, eventsPerStep),
