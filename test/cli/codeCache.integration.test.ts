@@ -7,7 +7,7 @@
  */
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { run, sessionIdIn } from "./subprocess.js"
 
@@ -35,6 +35,13 @@ const cachesIn = (folder: string) => {
   } catch {
     return []
   }
+}
+
+/** A listing run in `folder` that leaves its cache there: the cache file's path. */
+const cacheMadeIn = async (folder: string) => {
+  await sessions(folder)
+  const [cache] = cachesIn(folder)
+  return join(folder, cache!)
 }
 
 let listing = ""
@@ -67,9 +74,7 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
   it("a damaged cache is compiled without and replaced by a good one", async () => {
     const want = await expected()
     const folder = freshFolder()
-    await sessions(folder)
-    const [cache] = cachesIn(folder)
-    const file = join(folder, cache!)
+    const file = await cacheMadeIn(folder)
     const good = readFileSync(file)
     // Same length, other bytes: V8 rejects it (its header and checksum no longer match).
     writeFileSync(file, Buffer.alloc(good.length, 7))
@@ -108,9 +113,7 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
    */
   const plantedStaysUnread = async (folder: string, open: string, opened: number, restore: number) => {
     const want = await expected()
-    await sessions(folder)
-    const [cache] = cachesIn(folder)
-    const file = join(folder, cache!)
+    const file = await cacheMadeIn(folder)
     const planted = Buffer.alloc(statSync(file).size, 7)
     writeFileSync(file, planted)
     chmodSync(open, opened)
@@ -119,7 +122,7 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
       expect(result.stdout).toBe(want)
       expect(result.stderr).toBe("")
       expect(readFileSync(file).equals(planted)).toBe(true)
-      expect(cachesIn(folder)).toEqual([cache])
+      expect(cachesIn(folder)).toEqual([basename(file)])
     } finally {
       chmodSync(open, restore)
     }
@@ -148,9 +151,7 @@ describe.skipIf(nodeHasCompileCache)("the CLI's V8 code cache (Node 20)", () => 
   it("a cache file others can write is not read: it is replaced by this run's own", async () => {
     const want = await expected()
     const folder = freshFolder()
-    await sessions(folder)
-    const [cache] = cachesIn(folder)
-    const file = join(folder, cache!)
+    const file = await cacheMadeIn(folder)
     chmodSync(file, 0o666)
     const before = statSync(file)
     expect((await sessions(folder)).stdout).toBe(want)
