@@ -9,6 +9,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { startServe } from "../server/serveProcess.js"
 import { scratch, sessionIdIn, start } from "./subprocess.js"
 
 const { dir } = scratch("started")
@@ -106,5 +107,30 @@ describe("a session log shipped in a repository is not the user's", () => {
     const all = await cli(p.repo, p.victim, ["adopt", "--all", "--yes"])
     expect(all.code).toBe(0)
     expect(all.stderr).toContain(`adopted ${p.sessionId}`)
+  })
+
+  it("serve lists and shows it, but answers 409 SessionUntrusted to a turn on it, having run and stored nothing", async () => {
+    const p = await plantedRepository("serve")
+    const served = await startServe(["--script", p.touch, "--no-instructions"], { cwd: p.repo, env: { EFFECT_AGENT_CONFIG_DIR: p.victim } })
+    try {
+      const headers = { authorization: `Bearer ${served.token}`, "content-type": "application/json" }
+      const listed = await fetch(`${served.url}/sessions`, { headers })
+      expect(listed.status).toBe(200)
+      expect(await listed.text()).toContain(p.sessionId)
+      const events = await fetch(`${served.url}/sessions/${p.sessionId}/events`, { headers })
+      expect(events.status).toBe(200)
+      const before = await events.text()
+      const turn = await fetch(`${served.url}/sessions/${p.sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "go" }) })
+      expect(turn.status).toBe(409)
+      expect(await turn.json()).toMatchObject({ error: "SessionUntrusted" })
+      expect(existsSync(join(p.repo, "planted-ran"))).toBe(false)
+      expect(await (await fetch(`${served.url}/sessions/${p.sessionId}/events`, { headers })).text()).toBe(before)
+      // A session the server starts is its user's: driven as usual.
+      const created = await fetch(`${served.url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd: p.repo }) })
+      expect(created.status).toBe(201)
+    } finally {
+      served.server.child.kill("SIGTERM")
+      await served.server.done
+    }
   })
 })
