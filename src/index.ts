@@ -109,6 +109,8 @@ export * as McpNames from "./layers/mcp/McpNames.js"
 export * as McpCassette from "./layers/mcp/McpCassette.js"
 /** The project files the user trusts, by content hash, in the user's config folder. */
 export * as TrustStore from "./layers/TrustStore.js"
+/** The sessions this user started, recorded in the user's config folder, and a store that drives only those. */
+export * as StartedSessions from "./layers/StartedSessions.js"
 /** The default context builder: a system prompt of named parts. */
 export * as PromptComposer from "./layers/PromptComposer.js"
 /** A session's working directory, checked and made canonical (its real path) before the session is created. */

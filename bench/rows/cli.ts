@@ -62,6 +62,9 @@ export const run = async (): Promise<Array<Row>> => {
   // The CLI's compile cache (src/cli/CodeCache.ts) in a folder of this run's: the warm-up run makes
   // it, as a user's first run does; the samples are the starts after it.
   env.EFFECT_AGENT_CODE_CACHE_DIR = scratch("code-cache")
+  // A config folder of this run's too: each run records the session it starts there (StartedSessions),
+  // as a user's runs do in theirs, and the bench leaves the machine's own folder alone.
+  env.EFFECT_AGENT_CONFIG_DIR = scratch("config")
   const firstBytes: Array<number> = []
   const cli = () =>
     timeSpawn([bin, "run", "--provider", "fake", "hi"], scratch("cli")).then(({ exit, firstByte }) => {

@@ -27,7 +27,9 @@ const bin = process.env["BENCH_SERVE_BIN"] ?? join(root, "dist", "cli", "bin.js"
 const token = "bench-token-0123456789abcdef"
 const env = {
   ...Object.fromEntries(Object.entries(process.env).filter(([name]) => !/API_KEY$/.test(name) && !name.startsWith("NODE_OPTIONS"))),
-  EFFECT_AGENT_TOKEN: token
+  EFFECT_AGENT_TOKEN: token,
+  // The sessions the server starts are recorded in a config folder (StartedSessions): this run's, not the machine's.
+  EFFECT_AGENT_CONFIG_DIR: scratch("serve-config")
 }
 
 interface Server {

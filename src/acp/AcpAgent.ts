@@ -86,6 +86,13 @@ export const requestErrorOf = (error: unknown): acp.RequestError => {
     case "SessionBusy":
       return new acp.RequestError(-32603, "the session is driven by another process", { errorCode: "session_busy", sessionId: tagged.sessionId })
     case "EventStoreFailure":
+      if (tagged.reason === "untrusted") {
+        return new acp.RequestError(
+          -32603,
+          "the session was not started by this user here (its log may have come with a repository): review it, then adopt it with effect-agent adopt",
+          { errorCode: "session_untrusted", sessionId: tagged.sessionId }
+        )
+      }
       // The store's detail can name files; the client gets the kind of failure only.
       return new acp.RequestError(-32603, `the event store failed to ${String(tagged.operation)} (${String(tagged.reason)})`, {
         errorCode: "event_store_failure",

@@ -9,6 +9,7 @@
  */
 import * as Command from "@effect/cli/Command"
 import * as Acp from "./commands/Acp.js"
+import * as Adopt from "./commands/Adopt.js"
 import * as Chat from "./commands/Chat.js"
 import * as Compact from "./commands/Compact.js"
 import * as Fork from "./commands/Fork.js"
@@ -40,6 +41,7 @@ export const command = Command.make("effect-agent").pipe(
     Run.approve,
     Run.deny,
     Trust.command,
+    Adopt.command,
     Mcp.command,
     Acp.command,
     Serve.command,

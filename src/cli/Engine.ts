@@ -157,6 +157,7 @@ export const withDrivingEngine = <A, E, R>(
   body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
+    if (sessionId !== undefined) yield* FlagLayers.requireStarted(options, sessionId).pipe(Effect.provide(NodeServices.layer))
     const model = yield* Models.layer(options)
     const recorded = yield* Models.recordedMcp(options)
     const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)

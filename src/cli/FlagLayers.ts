@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { JsonlEventStore } from "../index.js"
+import { EventStore, JsonlEventStore, StartedSessions, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import type { Storage } from "./Flags.js"
 import { withoutFetchSniff } from "./PgLoad.js"
@@ -54,13 +54,47 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean)
     return PostgresEventStore.layer({ url: url.value, readOnly, ...(yield* leaseTtl) })
   }))
 
+/** How the CLI tells the user to adopt a session it refuses. */
+export const adoptHint: StartedSessions.AdoptHint = (sessionId) =>
+  `if it is yours, or once you have read it, adopt it: effect-agent adopt ${sessionId}`
+
 /**
  * The store the options chose. `readOnly`: for the commands that only read (`sessions`, `replay`,
  * `pending`, `watch`, `export-script`), which then work on a data dir this user cannot write.
+ *
+ * A data dir's store for writing (JSONL, SQLite) is guarded by `StartedSessions`: it drives only the
+ * sessions this user started or adopted, since a data dir — by default `.effect-agent/` of the current
+ * directory — may have come with a repository. A PostgreSQL database is the user's own configuration,
+ * shared by their runners on other machines: it is not guarded.
  */
 export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
   store === "postgres"
     ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
-    : store === "sqlite"
-    ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly)
-    : JsonlEventStore.layer({ dataDir, readOnly })
+    : guarded(store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly) : JsonlEventStore.layer({ dataDir, readOnly }), readOnly)
+
+const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, E, RIn>, readOnly: boolean) =>
+  readOnly
+    ? store
+    : Layer.unwrapEffect(Effect.map(TrustStore.configDir, (dir) => store.pipe(StartedSessions.layer({ dir, adoptHint }))))
+
+/**
+ * Fails, before anything starts, when the session is stored but is not one this user started or
+ * adopted (the guarded store would refuse its first write): `chat --session` says so before its
+ * first prompt, not after the first message. The store is opened read-only for it.
+ */
+export const requireStarted = (storage: Storage, sessionId: string) =>
+  storage.store === "postgres"
+    ? Effect.void
+    : Effect.gen(function*() {
+      const dir = yield* TrustStore.configDir
+      const store = yield* EventStore.EventStore
+      yield* StartedSessions.verify(dir, store, sessionId, adoptHint).pipe(Effect.catchIf(
+        (failure) => failure.reason === "untrusted",
+        () =>
+          new CliError({
+            reason: "invalid_arguments",
+            message: `session ${sessionId} was not started by you here (its log may have come with a repository). ` +
+              `If it is yours, or once you have read it (effect-agent replay ${sessionId}), adopt it: effect-agent adopt ${sessionId}`
+          })
+      ))
+    }).pipe(Effect.provide(storeLayer(storage, { readOnly: true })))

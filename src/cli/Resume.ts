@@ -8,10 +8,11 @@
  */
 import * as readline from "node:readline"
 import * as Effect from "effect/Effect"
-import { Session, SessionEngine, SessionTitle } from "../index.js"
+import { Session, SessionEngine, SessionTitle, StartedSessions, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { currentDirectory, readingEngineLayer } from "./Engine.js"
 import type * as Flags from "./Flags.js"
+import * as NodeServices from "./NodeServices.js"
 import * as Render from "./Render.js"
 
 /** How many sessions `--resume` offers. */
@@ -37,6 +38,10 @@ const ask = (question: string) =>
     return Effect.sync(() => reader.close())
   })
 
+/** The sessions of `all` that this user started or adopted. */
+const mine = (all: ReadonlyArray<Session.SessionSummary>) =>
+  Effect.flatMap(TrustStore.configDir, (dir) => Effect.filter(all, (s) => StartedSessions.isStarted(dir, s))).pipe(Effect.provide(NodeServices.layer))
+
 /** The session `chat --continue` or `chat --resume` goes back into. */
 export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
   Effect.gen(function*() {
@@ -49,11 +54,17 @@ export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
     const engine = yield* SessionEngine.SessionEngine
     const cwd = yield* currentDirectory
     // The listing comes most recently active first.
-    const here = (yield* engine.listSessions).filter((s) => s.cwd === cwd)
+    const all = (yield* engine.listSessions).filter((s) => s.cwd === cwd)
+    // Only the user's own: a log that came with the repository is neither offered nor taken (StartedSessions).
+    const here = storage.store === "postgres" ? all : yield* mine(all)
     if (here.length === 0) {
+      const foreign = all.length
       return yield* new CliError({
         reason: "invalid_arguments",
-        message: `no session in ${Render.terminalSafe(cwd)} to ${how} (start one with: effect-agent chat)`
+        message: foreign === 0
+          ? `no session in ${Render.terminalSafe(cwd)} to ${how} (start one with: effect-agent chat)`
+          : `no session of yours in ${Render.terminalSafe(cwd)} to ${how}: ${foreign} stored here ${foreign === 1 ? "was" : "were"} not started by you ` +
+            `(a log can come with a repository; \`effect-agent sessions\` lists them). Read one (effect-agent replay <id>), then adopt it if it is yours: effect-agent adopt <id>`
       })
     }
     if (how === "continue") return here[0]!.sessionId

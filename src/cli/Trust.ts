@@ -8,30 +8,16 @@
  * @since 0.4.0
  */
 import * as NodePath from "node:path"
-import * as readline from "node:readline"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { McpSettings, ProjectSettings, TrustStore } from "../index.js"
+import { askOnTerminal, isYes } from "./Ask.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Render.js"
 import type { Input } from "./commands/Trust.js"
 
 const invalid = (error: { readonly message: string }) => new CliError({ reason: "invalid_file", message: error.message })
-
-/** One line typed on the terminal, after `question` on stderr. */
-const askOnTerminal = (question: string) =>
-  Effect.async<string>((resume) => {
-    const reader = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
-    let answered = false
-    reader.question(question, (line) => {
-      answered = true
-      reader.close()
-      resume(Effect.succeed(line))
-    })
-    reader.on("close", () => answered || resume(Effect.succeed("")))
-    return Effect.sync(() => reader.close())
-  })
 
 const list = (configDir: string) =>
   Effect.gen(function*() {
@@ -81,7 +67,7 @@ export const handler = (options: Input) =>
       }
       const changed = pending.some((file) => file.trust === "changed")
       const answer = yield* askOnTerminal(`${changed ? "It changed since you trusted it. " : ""}Trust ${pending.length === 1 ? "this file" : "these files"}? [y/N]: `)
-      if (!/^y(es)?$/i.test(answer.trim())) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
+      if (!isYes(answer)) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })
     }
     // The hash of the content shown above: if a file changed since, it is not trusted.
     for (const file of pending) {

@@ -15,6 +15,8 @@ export const EventStoreFailureReason = Schema.Literal(
   "corrupt",
   "torn_line",
   "line_too_long",
+  // The session's log is not one this user started (see StartedSessions): not driven until adopted.
+  "untrusted",
   "unknown"
 )
 /** Why the event store failed. */

@@ -34,11 +34,12 @@ export class NotFound extends Schema.Class<NotFound>("NotFound")(
 ) {}
 /**
  * 409: the session is not in a state that allows it — a turn runs (or none does, for a steer), no
- * call waits, another process drives it, there is nothing to compact.
+ * call waits, another process drives it, there is nothing to compact, or it is not one the server's
+ * user started (`SessionUntrusted`: its log may have come with a repository; `effect-agent adopt`).
  */
 export class Conflict extends Schema.Class<Conflict>("Conflict")(
   {
-    error: Schema.Literal("TurnInProgress", "ApprovalNotPending", "SessionBusy", "NothingToResume", "NoTurnInProgress", "NothingToCompact"),
+    error: Schema.Literal("TurnInProgress", "ApprovalNotPending", "SessionBusy", "NothingToResume", "NoTurnInProgress", "NothingToCompact", "SessionUntrusted"),
     message: Schema.String
   },
   HttpApiSchema.annotations({ status: 409 })

@@ -81,6 +81,14 @@ export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | No
     case "InvalidInput":
       return Effect.fail(new BadRequest({ error: "BadRequest", message: error.message }))
     case "EventStoreFailure":
+      if (error.reason === "untrusted") {
+        return Effect.fail(
+          new Conflict({
+            error: "SessionUntrusted",
+            message: `Session ${error.sessionId ?? ""} was not started by this server's user (its log may have come with a repository): review it, then adopt it with effect-agent adopt`
+          })
+        )
+      }
       return Effect.logError("the event store failed", error).pipe(
         Effect.zipRight(Effect.fail(new StoreFailure({ error: "EventStoreFailure", message: `The event store failed (${error.reason})` })))
       )

@@ -1,0 +1,72 @@
+/**
+ * `effect-agent adopt <sessionId>... | --all [--yes]`: takes on sessions this user did not start
+ * here (see `StartedSessions`): the CLI drives only sessions it recorded as started by this user, so
+ * that a log shipped in a repository's `.effect-agent/` never hands a session its "always" answers
+ * or its cwd. A session of yours from before sessions were recorded, or one you chose to take on,
+ * is adopted here: the command shows what each session allowed (its remembered answers, its cwd,
+ * what waits in it) and asks — on a terminal only: without one, nothing is adopted unless `--yes`
+ * says so.
+ *
+ * @since 0.12.0
+ */
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import { Session, SessionEngine, type SessionState, StartedSessions, TrustStore } from "../index.js"
+import { askOnTerminal, isYes } from "./Ask.js"
+import { CliError } from "./CliError.js"
+import { readingEngineLayer } from "./Engine.js"
+import type { Input } from "./commands/Adopt.js"
+import * as NodeServices from "./NodeServices.js"
+import { terminalSafe } from "./Terminal.js"
+
+/** What a session would bring with it, one fact per line, every value escaped for the terminal. */
+const summary = (state: SessionState.SessionState): ReadonlyArray<string> => {
+  const waiting = state.openTurn?.toolCalls.filter((call) => call.status === "awaiting_approval").length ?? 0
+  const origin = state.parent === undefined ? "" : `, a subagent of ${terminalSafe(state.parent.sessionId)}`
+  return [
+    `session ${terminalSafe(state.sessionId)}`,
+    `  cwd       ${terminalSafe(state.cwd)}  (its tools work here)`,
+    `  created   ${terminalSafe(state.createdAt)} by ${state.client}${origin}`,
+    ...(state.title === undefined ? [] : [`  title     ${terminalSafe(state.title)}`]),
+    `  turns     ${state.turnCount}`,
+    ...(state.remembered.length === 0
+      ? ["  always    (no remembered answers)"]
+      : state.remembered.map((r) => `  always    ${r.decision} ${terminalSafe(r.scope)}`)),
+    ...(waiting === 0 ? [] : [`  waiting   ${waiting} call${waiting === 1 ? "" : "s"} for your approval`]),
+    ...(state.followUps.length === 0 ? [] : [`  queued    ${state.followUps.length} follow-up message${state.followUps.length === 1 ? "" : "s"}, to run as turns`])
+  ]
+}
+
+const invalid = (message: string) => new CliError({ reason: "invalid_arguments", message })
+
+/** `adopt`. */
+export const handler = ({ all, sessionIds, yes, ...storage }: Input) =>
+  Effect.gen(function*() {
+    if (storage.store === "postgres") return yield* invalid("sessions in PostgreSQL are not checked for who started them: there is nothing to adopt")
+    if (all === (sessionIds.length > 0)) return yield* invalid("name the sessions to adopt, or give --all")
+    const dir = yield* TrustStore.configDir
+    const engine = yield* SessionEngine.SessionEngine
+    const named = all ? (yield* engine.listSessions).map((s) => s.sessionId) : sessionIds
+    const states = yield* Effect.forEach(named, (sessionId) =>
+      engine.sessionState({ sessionId }).pipe(
+        Effect.catchTag("SessionNotFound", () => Effect.fail(invalid(`no session ${terminalSafe(sessionId)} in the store`)))
+      ))
+    const started = yield* Effect.forEach(states, (state) => StartedSessions.isStarted(dir, Session.fromState(state)))
+    const pending = states.filter((_, i) => !started[i])
+    for (const state of states.filter((_, i) => started[i])) yield* Console.error(`effect-agent: ${terminalSafe(state.sessionId)} is yours already`)
+    if (pending.length === 0) return
+    yield* Console.log(pending.map((state) => summary(state).join("\n")).join("\n\n"))
+    if (!yes) {
+      if (process.stdin.isTTY !== true) {
+        return yield* invalid(`stdin is not a terminal, so nothing was adopted; once you have read the above: effect-agent adopt ${all ? "--all" : sessionIds.join(" ")} --yes`)
+      }
+      const answer = yield* askOnTerminal(
+        `Adopt ${pending.length === 1 ? "this session" : `these ${pending.length} sessions`}? Their "always" answers then apply when you continue them. [y/N]: `
+      )
+      if (!isYes(answer)) return yield* invalid("nothing was adopted")
+    }
+    for (const state of pending) {
+      yield* StartedSessions.record(dir, Session.fromState(state))
+      yield* Console.error(`effect-agent: adopted ${terminalSafe(state.sessionId)}`)
+    }
+  }).pipe(Effect.provide(readingEngineLayer(storage)), Effect.provide(NodeServices.layer))
