@@ -23,8 +23,8 @@ import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Agent, type AgentTool } from "@mariozechner/pi-agent-core"
 import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@mariozechner/pi-ai"
-import { Effect, Layer, ManagedRuntime } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../../src/index.js"
+import { Chunk, Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { EventStore, FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../../src/index.js"
 import { child } from "../children.js"
 import { config } from "../config.js"
 import { count, scratch, touchPi } from "../engine.js"
@@ -53,22 +53,34 @@ const oursSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): 
     ...Array.from({ length: steps }, () => ({ toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }] })),
     { chunks: ["done"] }
   ]
-  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
-    MemoryEventStore.layer,
+  // A turn of `steps` calls makes `steps + 1` model requests: above the engine's default limit (25)
+  // when the row runs 50 steps, which would end the turn at the 25th request (`max_steps`).
+  const store = MemoryEventStore.layer
+  const rt = ManagedRuntime.make(Layer.merge(SessionEngine.layer({ maxSteps: steps + 1 }).pipe(Layer.provide(Layer.mergeAll(
+    store,
     FakeModelProvider.layer({ responses }),
     IdGenerator.layer,
     WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
     PermissionPolicy.layer()
-  ))))
+  ))), store))
   try {
     const run = (userMessage: string) =>
       rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
-        Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage })))))
+        Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) =>
+          Effect.as(count(engine.runTurn({ sessionId, userMessage })), sessionId))))
     // The engine is built before the clock starts, as pi's Agent is.
     await rt.runtime()
+    let sessionId = ""
     const time = await timed(async () => {
-      await run("read it")
+      sessionId = await run("read it")
     })
+    // Every call ran and the turn ended with the answer, as checked on pi's side.
+    const events = await rt.runPromise(Effect.flatMap(EventStore.EventStore, (store) => Stream.runCollect(store.read(sessionId))))
+    const completed = Chunk.filter(events, (e) => e.type === "tool.completed").length
+    const last = Chunk.unsafeLast(events)
+    if (completed !== steps || last.type !== "turn.completed" || last.payload.stopReason !== "final") {
+      throw new Error(`effect-agent ran ${completed} of ${steps} tool calls and ended with ${JSON.stringify(last.payload)}`)
+    }
     cpu.push(time.cpu / steps)
     return time.wall / steps
   } finally {
