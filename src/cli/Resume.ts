@@ -6,9 +6,9 @@
  *
  * @since 0.3.0
  */
-import * as readline from "node:readline"
 import * as Effect from "effect/Effect"
 import { Session, SessionEngine, SessionTitle, StartedSessions, TrustStore } from "../index.js"
+import { askLine } from "./Ask.js"
 import { CliError } from "./CliError.js"
 import { currentDirectory, readingEngineLayer } from "./Engine.js"
 import type * as Flags from "./Flags.js"
@@ -21,22 +21,6 @@ const offered = 20
 /** A session's title on one line, cut to `width` and made safe for the terminal (the listing carries it: no log is read). */
 const titleLine = (s: Session.SessionSummary, width: number) =>
   s.title === undefined ? "(no message yet)" : SessionTitle.cut(Render.terminalSafe(SessionTitle.plain(s.title)), width)
-
-const ask = (question: string) =>
-  Effect.async<string | undefined>((resume) => {
-    const reader = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true })
-    let answered = false
-    reader.question(question, (answer) => {
-      answered = true
-      reader.close()
-      resume(Effect.succeed(answer))
-    })
-    reader.on("SIGINT", () => reader.close())
-    reader.on("close", () => {
-      if (!answered) resume(Effect.succeed(undefined))
-    })
-    return Effect.sync(() => reader.close())
-  })
 
 /** The sessions of `all` that this user started or adopted. */
 const mine = (all: ReadonlyArray<Session.SessionSummary>) =>
@@ -77,7 +61,7 @@ export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
     )
     process.stderr.write(`Sessions in ${Render.terminalSafe(cwd)}, most recent first:\n${lines.join("\n")}\n`)
     for (;;) {
-      const answer = yield* ask(`Resume which? [1-${choices.length}, Enter for 1, Ctrl+C to leave] `)
+      const answer = yield* askLine(`Resume which? [1-${choices.length}, Enter for 1, Ctrl+C to leave] `)
       if (answer === undefined) return yield* new CliError({ reason: "invalid_arguments", message: "no session chosen" })
       const index = answer.trim() === "" ? 1 : Number(answer.trim())
       const chosen = Number.isInteger(index) ? choices[index - 1] : undefined
