@@ -39,9 +39,41 @@ const storedDirectory = (dir: string): string => {
  */
 const line = (s: Session.SessionSummary): string => {
   const totals = UsageText.totalsText(s)
-  return `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}` +
-    (totals === undefined ? "" : `  ${Render.terminalSafe(totals)}`) +
-    (s.title === undefined ? "" : `  ${Render.terminalSafe(s.title)}`)
+  let text = `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`
+  if (totals !== undefined) text += `  ${Render.terminalSafe(totals)}`
+  if (s.title !== undefined) text += `  ${Render.terminalSafe(s.title)}`
+  return text
+}
+
+/**
+ * The listing's lines as the UTF-8 bytes written, each line ending in a newline: the lines are
+ * encoded into one buffer a few kilobytes at a time as they are made, so that 10,000 lines are
+ * never alive at once as strings (pieces of text the young generation copies at each scavenge),
+ * then joined into a string of several megabytes and encoded again by the write.
+ */
+export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): Buffer => {
+  // A listing's line is ~190 bytes; the buffer doubles when a piece does not fit.
+  let bytes = Buffer.allocUnsafe(Math.max(64 * 1024, summaries.length * 256))
+  let end = 0
+  const encode = (piece: string) => {
+    // At most three bytes per UTF-16 unit.
+    if (end + piece.length * 3 > bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(bytes.length * 2, end + piece.length * 3))
+      bytes.copy(grown, 0, 0, end)
+      bytes = grown
+    }
+    end += bytes.write(piece, end, "utf8")
+  }
+  let piece = ""
+  for (const summary of summaries) {
+    piece += `${line(summary)}\n`
+    if (piece.length >= 16 * 1024) {
+      encode(piece)
+      piece = ""
+    }
+  }
+  encode(piece)
+  return bytes.subarray(0, end)
 }
 
 /**
@@ -78,7 +110,8 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
       return
     }
     // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
-    yield* Console.log(shown.map(line).join("\n"))
+    const bytes = listingBytes(shown)
+    yield* Effect.sync(() => process.stdout.write(bytes))
   }).pipe(Effect.provide(readingStore(options)))
 
 /**

@@ -158,7 +158,11 @@ export const usageChange = (event: AgentEvent): UsageChange | undefined => {
 
 const add = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : addCounts(a ?? 0, b ?? 0))
 
-/** Totals with a turn's change added: usage summed, cost summed (to a millionth of a dollar), models without a price listed once. */
+/**
+ * Totals with a turn's change added: usage summed, cost summed (to a millionth of a dollar), models
+ * without a price listed once. The objects are built field by field, not spread: a listing of the
+ * SQL stores adds 10,000 sessions' rows.
+ */
 export const addUsage = (
   totals: Pick<SessionSummary, "usage" | "cost" | "costUnknown">,
   change: UsageChange
@@ -166,17 +170,21 @@ export const addUsage = (
   const before = totals.usage
   const cacheReadTokens = add(before?.cacheReadTokens, change.usage.cacheReadTokens)
   const cacheWriteTokens = add(before?.cacheWriteTokens, change.usage.cacheWriteTokens)
-  const unknown = change.costUnknown === undefined || totals.costUnknown?.includes(change.costUnknown) ? totals.costUnknown : [...(totals.costUnknown ?? []), change.costUnknown]
-  return {
-    usage: {
-      inputTokens: addCounts(before?.inputTokens ?? 0, change.usage.inputTokens),
-      outputTokens: addCounts(before?.outputTokens ?? 0, change.usage.outputTokens),
-      ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
-      ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
-    },
-    cost: Math.round(((totals.cost ?? 0) + change.cost) * 1_000_000) / 1_000_000,
-    ...(unknown === undefined ? {} : { costUnknown: unknown })
+  const unknown = change.costUnknown === undefined || totals.costUnknown?.includes(change.costUnknown)
+    ? totals.costUnknown
+    : totals.costUnknown === undefined ? [change.costUnknown] : [...totals.costUnknown, change.costUnknown]
+  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
+    inputTokens: addCounts(before?.inputTokens ?? 0, change.usage.inputTokens),
+    outputTokens: addCounts(before?.outputTokens ?? 0, change.usage.outputTokens)
   }
+  if (cacheReadTokens !== undefined) usage.cacheReadTokens = cacheReadTokens
+  if (cacheWriteTokens !== undefined) usage.cacheWriteTokens = cacheWriteTokens
+  const added: { usage: Usage; cost: number; costUnknown?: ReadonlyArray<string> } = {
+    usage,
+    cost: Math.round(((totals.cost ?? 0) + change.cost) * 1_000_000) / 1_000_000
+  }
+  if (unknown !== undefined) added.costUnknown = unknown
+  return added
 }
 
 /**

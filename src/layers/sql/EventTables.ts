@@ -261,23 +261,35 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
     return waiting
   }
 
-  /** A session's summary from its row, its waiting calls and its usage totals. */
+  /**
+   * A session's summary from its row, its waiting calls and its usage totals: the fields in the
+   * order the other stores give them, set one by one (a listing makes 10,000 of these; the row is
+   * read by index, not destructured, and no object is spread).
+   */
   const summary = (
-    [sessionId, cwd, client, createdAt, lastActivityAt, turnCount, lastSequence, title]: SessionValues,
+    row: SessionValues,
     calls: ReadonlyArray<string> | undefined,
     totals: ReturnType<typeof SessionUsage.addRow> | undefined
-  ): SessionSummary => ({
-    sessionId,
-    cwd,
-    client,
-    createdAt,
-    lastActivityAt,
-    turnCount,
-    lastSequence,
-    ...(calls === undefined ? {} : { awaitingApproval: calls }),
-    ...(title === undefined || title === null ? {} : { title }),
-    ...totals
-  })
+  ): SessionSummary => {
+    const built: { -readonly [K in keyof SessionSummary]: SessionSummary[K] } = {
+      sessionId: row[0],
+      cwd: row[1],
+      client: row[2],
+      createdAt: row[3],
+      lastActivityAt: row[4],
+      turnCount: row[5],
+      lastSequence: row[6]
+    }
+    if (calls !== undefined) built.awaitingApproval = calls
+    const title = row[7]
+    if (title !== undefined && title !== null) built.title = title
+    if (totals !== undefined) {
+      built.usage = totals.usage
+      built.cost = totals.cost
+      if (totals.costUnknown !== undefined) built.costUnknown = totals.costUnknown
+    }
+    return built
+  }
 
   /** The summaries of the sessions' rows, with their waiting calls and usage totals. */
   const summaries = (rows: ReadonlyArray<SessionValues>, awaiting: ReadonlyArray<AwaitingRow>, usage: ReadonlyArray<SessionUsage.UsageValues>) => {
@@ -301,14 +313,17 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
   const joined = (rows: ReadonlyArray<ReadonlyArray<unknown>>, awaiting: ReadonlyArray<AwaitingRow>) => {
     const waiting = waitingBySession(awaiting)
     const listed: Array<SessionSummary> = []
-    for (let i = 0; i < rows.length;) {
-      const row = rows[i] as unknown as JoinedValues
+    const joinedRows = rows as ReadonlyArray<JoinedValues>
+    for (let i = 0; i < joinedRows.length;) {
+      const row = joinedRows[i]!
+      const sessionId = row[0]
       let totals: ReturnType<typeof SessionUsage.addRow> | undefined
-      for (; i < rows.length && (rows[i] as unknown as JoinedValues)[0] === row[0]; i++) {
-        const [, , , , , , , , unknownModel, inputTokens, outputTokens, cacheRead, cacheWrite, cost] = rows[i] as unknown as JoinedValues
-        if (unknownModel !== null) totals = SessionUsage.addRow(totals, unknownModel, inputTokens!, outputTokens!, cacheRead, cacheWrite, cost!)
+      // The session's usage rows follow its first; read by index (a destructuring per row is an iterator's walk).
+      for (let usage = row; usage[0] === sessionId; usage = joinedRows[i]!) {
+        if (usage[8] !== null) totals = SessionUsage.addRow(totals, usage[8], usage[9]!, usage[10]!, usage[11], usage[12], usage[13]!)
+        if (++i === joinedRows.length) break
       }
-      listed.push(summary(row as unknown as SessionValues, waiting.get(row[0]), totals))
+      listed.push(summary(row as unknown as SessionValues, waiting.get(sessionId), totals))
     }
     return listed
   }
