@@ -310,7 +310,9 @@ const verify = (filename: string, complete: boolean) =>
 const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
   const open = (file: string) => Layer.provideMerge(hardened, SqliteClient.layer({ filename: file, readonly: true, disableWAL: true }))
   // Opening succeeds either way; the first read tells whether SQLite can share the file from here.
-  const probe = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT count(*) FROM sqlite_master`))
+  // It reads the schema, which must be the migrations' (perhaps behind): a view of a repository's
+  // own in a table's place could make a listing endless.
+  const probe = Layer.effectDiscard(verify(filename, false))
   const inPlace = probe.pipe(Layer.provideMerge(open(filename)))
   const copy = Layer.unwrapScoped(
     Effect.gen(function*() {

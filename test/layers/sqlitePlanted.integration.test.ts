@@ -50,6 +50,9 @@ describe("a SQLite database that came with the repository", () => {
         const after = new Database(filename, { readonly: true })
         expect(after.prepare("SELECT count(*) AS n FROM events WHERE session_id = 'b'").get()).toEqual({ n: 0 })
         after.close()
+        // Read only (`sessions --store sqlite`), it is refused too: a view in a table's place could be endless.
+        const read = yield* Effect.either(Effect.scoped(Effect.flatMap(storeOf(SqliteEventStore.layer({ filename, readOnly: true })), (store) => store.list)))
+        expect(Either.isLeft(read), "a read-only store opened it").toBe(true)
       }).pipe(Effect.provide(NodeContext.layer)))
   }
 })
