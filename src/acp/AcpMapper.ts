@@ -111,7 +111,8 @@ export const toolTitle = (tool: string, args: Json.Json, whole = false): string 
       return command === undefined ? "Run a command" : `Run \`${oneLine(command)}\``
     }
     default:
-      return tool
+      // An MCP server's tool: its name is the server's text.
+      return oneLine(tool)
   }
 }
 
@@ -290,7 +291,7 @@ export const updatesOf = (
       // Mapped above (by type string, whatever the client supports).
       return []
     case "subagent.started":
-      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, title: `task: ${event.payload.description}`, content: toolContent(`subagent ${event.payload.childSessionId} started`) }]
+      return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, title: `task: ${shortLine(event.payload.description)}`, content: toolContent(`subagent ${event.payload.childSessionId} started`) }]
     case "subagent.progress":
       // The tree's usage so far, as the task call's progress.
       return [{ sessionUpdate: "tool_call_update", toolCallId: event.payload.toolCallId, content: toolContent(`subagent ${event.payload.childSessionId}: ${UsageText.subagentText(event.payload)}`) }]
@@ -395,7 +396,7 @@ export const permissionRequestOf = (
   }
 ): acp.RequestPermissionRequest => {
   const toolCall = { ...toolCallOf(cwd, call), title: toolTitle(call.tool, call.args, true) }
-  const title = call.askedBy === undefined ? toolCall.title : `Subagent "${call.askedBy.description}" (${call.askedBy.sessionId}): ${toolCall.title ?? call.tool}`
+  const title = call.askedBy === undefined ? toolCall.title : `Subagent "${wholeLine(call.askedBy.description)}" (${wholeLine(call.askedBy.sessionId)}): ${toolCall.title ?? call.tool}`
   return { sessionId, toolCall: { ...toolCall, status: "pending", ...(title === undefined ? {} : { title }) }, options: [...permissionOptions] }
 }
 

@@ -5,20 +5,56 @@
  *
  * @since 0.1.0
  */
+import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Options from "@effect/cli/Options"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import { lstatSync } from "node:fs"
 import * as path from "node:path"
 import type { PermissionPolicy, ProjectSettings, PromptComposer, SessionEngine, WorkspaceTools } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as Help from "./Help.js"
 
+/** The data dir when none is given: a folder of the current directory, which a cloned repository can ship. */
+const defaultDataDir = ".effect-agent"
+
+/** Whether `file` is a symbolic link (false when it is missing). */
+const isLink = (file: string): boolean => {
+  try {
+    return lstatSync(file).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+
+/**
+ * A data dir refused because a link in it would send the store's writes where the link points: a
+ * repository's shipped `.effect-agent` that is a link (to another project's data dir, a folder of
+ * yours), or a data dir whose own `sessions/`, `blobs/` or database file is one. The store makes
+ * these itself, never as links; a data dir you name that is a link yourself is yours and followed.
+ */
+export const linkedDataDir = (dataDir: string): string | undefined => {
+  if (dataDir === defaultDataDir && isLink(dataDir)) return `${dataDir} is a link`
+  for (const own of ["sessions", "blobs", "effect-agent.sqlite", "effect-agent.sqlite-wal", "effect-agent.sqlite-shm"]) {
+    if (isLink(path.join(dataDir, own))) return `${path.join(dataDir, own)} is a link`
+  }
+  return undefined
+}
+
 /** `--data-dir`, `--store` and `--database-url`. */
 export const storage = {
   dataDir: Options.directory("data-dir").pipe(
-    Options.withDefault(".effect-agent"),
+    Options.withDefault(defaultDataDir),
+    Options.mapTryCatch((dataDir) => {
+      const linked = linkedDataDir(dataDir)
+      if (linked !== undefined) throw new Error(linked)
+      return dataDir
+    }, (error) =>
+      HelpDoc.p(
+        `${(error as Error).message}: the store would write where it points. A data dir that came with a repository can be anyone's; remove the link, or name the folder you mean with --data-dir`
+      )),
     Options.withDescription("Where sessions are stored")
   ),
   store: Help.choice("store", ["jsonl", "sqlite", "postgres"]).pipe(

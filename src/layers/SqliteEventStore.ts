@@ -30,6 +30,7 @@ import { chmodSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as AgentEvent from "../domain/AgentEvent.js"
@@ -247,11 +248,71 @@ const migrate = Layer.effectDiscard(
   Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(Effect.mapError((error) => error.cause ?? error))
 )
 
+/**
+ * Run before anything else on a connection: the functions a schema's triggers, views, defaults and
+ * checks may call are SQLite's harmless ones only (a database file can come with a repository).
+ */
+const hardened = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`))
+
+/** One object of a schema, as `sqlite_master` has it. */
+interface SchemaObject {
+  readonly type: string
+  readonly name: string
+  readonly tbl_name: string
+  readonly sql: string | null
+}
+
+const schemaOf = (sql: SqlClient.SqlClient) =>
+  sql<SchemaObject>`SELECT type, name, tbl_name, sql FROM sqlite_master WHERE substr(name, 1, 7) <> 'sqlite_' ORDER BY type, name`
+
+/** The schema the migrations make, from an empty database in memory (once per process). */
+const expectedSchema = Effect.runSync(Effect.cached(
+  Effect.scoped(Effect.flatMap(Layer.build(migrate.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))), (context) => schemaOf(Context.get(context, SqlClient.SqlClient))))
+))
+
+/**
+ * What makes a database's schema not the one the migrations make, or undefined. Before the
+ * migrations (`complete` false) a database may be behind, but may hold nothing they do not make,
+ * and its triggers and views are theirs word for word; after them it is theirs exactly. A
+ * repository's database with a trigger of its own would run it inside each of the user's appends.
+ */
+const schemaDifference = (actual: ReadonlyArray<SchemaObject>, expected: ReadonlyArray<SchemaObject>, complete: boolean): string | undefined => {
+  const byName = new Map(expected.map((o) => [o.name, o]))
+  for (const object of actual) {
+    const mine = byName.get(object.name)
+    if (mine === undefined || mine.type !== object.type) return `${object.type} ${JSON.stringify(object.name)}`
+    if ((complete || object.type === "trigger" || object.type === "view") && (mine.sql !== object.sql || mine.tbl_name !== object.tbl_name)) {
+      return `${object.type} ${JSON.stringify(object.name)} as defined`
+    }
+  }
+  if (complete && actual.length !== expected.length) return "a missing table or index"
+  return undefined
+}
+
+/** Fails unless the database's schema is the migrations' (see `schemaDifference`). */
+const verify = (filename: string, complete: boolean) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const expected = yield* expectedSchema.pipe(Effect.mapError((error) => openFailure(filename, error, "migrating an empty schema failed")))
+    const actual = yield* schemaOf(sql).pipe(Effect.mapError((error) => openFailure(filename, error)))
+    const difference = schemaDifference(actual, expected, complete)
+    if (difference !== undefined) {
+      return yield* new EventStoreFailure({
+        reason: "corrupt",
+        operation: "append",
+        path: filename,
+        detail: `the database's schema is not the one effect-agent makes (${difference}): a database that came with a repository can run SQL of its own in your appends; remove it, or use another --data-dir`
+      })
+    }
+  })
+
 /** The client of a store that is only read (see `Options.readOnly`). */
 const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
-  const open = (file: string) => SqliteClient.layer({ filename: file, readonly: true, disableWAL: true })
+  const open = (file: string) => Layer.provideMerge(hardened, SqliteClient.layer({ filename: file, readonly: true, disableWAL: true }))
   // Opening succeeds either way; the first read tells whether SQLite can share the file from here.
-  const probe = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT count(*) FROM sqlite_master`))
+  // It reads the schema, which must be the migrations' (perhaps behind): a view of a repository's
+  // own in a table's place could make a listing endless.
+  const probe = Layer.effectDiscard(verify(filename, false))
   const inPlace = probe.pipe(Layer.provideMerge(open(filename)))
   const copy = Layer.unwrapScoped(
     Effect.gen(function*() {
@@ -306,8 +367,18 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
       Effect.catchAll((error) => codeOf(error) === "EEXIST" ? Effect.void : Effect.fail(openFailure(options.filename, error)))
     )
   }))
-  const migrated = migrate.pipe(Layer.mapError((error) => openFailure(options.filename, error, "migrating the schema failed")))
-  const client = SqliteClient.layer({ filename: options.filename }).pipe(
+  // The schema checked before the migrations run anything on it, and after.
+  const migrated = Layer.effectDiscard(
+    Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(
+      Effect.mapError((error) => openFailure(options.filename, error.cause ?? error, "migrating the schema failed")),
+      Effect.zipRight(verify(options.filename, true))
+    )
+  )
+  const checked = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`).pipe(
+    Effect.mapError((error) => openFailure(options.filename, error)),
+    Effect.zipRight(verify(options.filename, false))
+  ))
+  const client = Layer.provideMerge(checked, SqliteClient.layer({ filename: options.filename })).pipe(
     // The driver throws while opening (a folder that is not writable, a read-only disk): a defect, made typed here.
     Layer.catchAllCause((cause) => Layer.fail(openFailure(options.filename, Cause.squash(cause)))),
     Layer.provide(prepareFolder)

@@ -472,7 +472,7 @@ export const make = (options: Options = {}) =>
             warnedUnsandboxed = true
             yield* Effect.logWarning(weaker)
           }
-          const env = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd })
+          const env = Environment.withSafeGit(Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd }))
           const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()

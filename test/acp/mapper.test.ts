@@ -161,6 +161,20 @@ describe("AcpMapper on golden 2 (tools)", () => {
     expect(AcpMapper.toolCallOf(cwd, { toolCallId: "call_9", tool: "shell", args: { command } }).title.length).toBeLessThan(130)
   })
 
+  it("a subagent's task, written by the model, is escaped like a command wherever it labels a call: the task: title and the permission request", () => {
+    const description = "fix tests\u202e ;gnihton od\nnext"
+    const shown = "fix tests\\u202e ;gnihton od\\nnext"
+    const started: AgentEvent.AgentEvent = {
+      id: "evt_1", sessionId: "sess_1", sequence: 1, timestamp: "1970-01-01T00:00:00.000Z", turnId: "turn_1",
+      type: "subagent.started",
+      payload: { toolCallId: "call_1", childSessionId: "sess_2", description, cwd, mode: "inherit" }
+    } as AgentEvent.AgentEvent
+    const [update] = AcpMapper.updatesOf(started, { cwd, phase: "live", support: AcpMapper.baseline })
+    expect(update).toMatchObject({ sessionUpdate: "tool_call_update", title: `task: ${shown.replace("\\n", " ")}` })
+    const request = AcpMapper.permissionRequestOf("sess_1", cwd, { toolCallId: "call_9", tool: "shell", args: { command: "ls" }, askedBy: { sessionId: "sess_2", description } })
+    expect(request.toolCall.title).toBe(`Subagent "${shown}" (sess_2): Run \`ls\``)
+  })
+
   it("the policy's ask is a permission request with the four option kinds, not an update", () => {
     const ask = events.find((e) => e.type === "permission.resolved" && e.payload.decision === "ask")!
     expect(AcpMapper.updatesOf(ask, { cwd, phase: "live", support: AcpMapper.baseline })).toEqual([])

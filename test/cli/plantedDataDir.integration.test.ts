@@ -7,7 +7,7 @@
  * does not end, so a hang fails the test rather than holding the suite.
  */
 import { execFileSync } from "node:child_process"
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -90,6 +90,30 @@ describe("a data dir that came with the repository", () => {
         expect(done.code).not.toBe(0)
         expect(done.stderr).toContain("not a regular file")
       }
+    }
+  })
+
+  it("a data dir that is a link, or whose sessions/ or blobs/ folder or database file is one, is refused: nothing is written where it points", async () => {
+    for (const [name, plant] of [
+      ["linked-dir", (cwd: string, outside: string) => {
+        rmSync(join(cwd, ".effect-agent"), { recursive: true })
+        symlinkSync(outside, join(cwd, ".effect-agent"))
+      }],
+      ["linked-sessions", (cwd: string, outside: string) => symlinkSync(outside, join(cwd, ".effect-agent", "sessions"))],
+      ["linked-blobs", (cwd: string, outside: string) => symlinkSync(outside, join(cwd, ".effect-agent", "blobs"))],
+      ["linked-sqlite", (cwd: string, outside: string) => symlinkSync(join(outside, "other.sqlite"), join(cwd, ".effect-agent", "effect-agent.sqlite"))]
+    ] as const) {
+      const repo = repository(name)
+      // Another project's data dir, or a folder of the user's: the link's target.
+      const outside = join(dir, `${name}-outside`)
+      mkdirSync(outside)
+      plant(repo.cwd, outside)
+      for (const args of [["run", "hello", "--script", repo.script], ["run", "hello", "--script", repo.script, "--store", "sqlite"], ["sessions"]]) {
+        const done = await runOrKill(args, repo.cwd)
+        expect(done.code, `${name}: ${args.join(" ")} ran`).not.toBe(0)
+        expect(done.stderr, name).toContain("is a link")
+      }
+      expect(readdirSync(outside), name).toEqual([])
     }
   })
 })

@@ -284,6 +284,48 @@ describe("\"always\" is not wider than what the user saw", () => {
     }
   })
 
+  it("an option that loads a library or a handler that runs a program is a way to run another program too (ssh-keygen -D, openssl engine, xdg-open, sqlite3 .shell, …)", async () => {
+    // Each pair: an ordinary invocation the user may approve with "always", then the same program
+    // told to load code (a PKCS#11 or FIDO provider, an OpenSSL engine, provider or configuration,
+    // curl's engine or config file) or to run a command (gpg's photo viewer, sdiff's diff program,
+    // sqlite3's and psql's shell escapes, m4's syscmd), or a program that hands a file to whatever
+    // the desktop runs for it or schedules a command for later.
+    const pairs: ReadonlyArray<readonly [string, string]> = [
+      ["ssh-keygen -l -f key.pub", "ssh-keygen -D ./x.so"],
+      ["ssh-keygen -l -f key.pub", "ssh-keygen -t ed25519-sk -w ./x.so -f k"],
+      ["ssh-add -l", "ssh-add -s ./x.so"],
+      ["ssh-add -l", "ssh-add -S ./x.so k"],
+      ["openssl x509 -in c.pem -noout -text", "openssl engine dynamic -pre SO_PATH:./x.so -pre LOAD"],
+      ["openssl x509 -in c.pem -noout -text", "openssl req -engine ./x.so -new"],
+      ["openssl x509 -in c.pem -noout -text", "openssl x509 -provider-path . -provider x -in c.pem"],
+      ["openssl x509 -in c.pem -noout -text", "openssl req -config x.cnf -new"],
+      ["openssl x509 -in c.pem -noout -text", "openssl rsa -in k.pem -inform engine"],
+      ["curl https://example.com/", "curl --engine ./x.so https://example.com/"],
+      ["curl https://example.com/", "curl -K x.cfg"],
+      ["gpg --verify a.sig", "gpg --photo-viewer 'touch x' --list-options show-photos --list-keys"],
+      ["sdiff a.txt b.txt", "sdiff --diff-program='touch x' a.txt b.txt"],
+      ["sqlite3 db.sqlite .tables", "sqlite3 db.sqlite '.shell touch x'"],
+      ["psql -l", "psql -c '\\! touch x'"],
+      ["m4 a.m4", "m4 x.m4"],
+      ["xdg-open a.txt", "xdg-open x.desktop"],
+      ["crontab -l", "crontab x.cron"],
+      ["systemd-run --version", "systemd-run --user touch x"]
+    ]
+    for (const [first, second] of pairs) {
+      const call = await prepare(second)
+      expect(decide({}, call, await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
+      const program = second.split(" ")[0]!
+      for (const pattern of ["*", `${program} *`]) {
+        expect(decide({ rules: [{ name: "wide", tool: "shell", command: pattern, decision: "allow" }] }, call).decision, `${second} under ${pattern}`).toBe("ask")
+      }
+      expect(decide({ rules: [{ name: "exact", tool: "shell", command: second, decision: "allow" }] }, call).decision, `${second} named`).toBe("allow")
+    }
+    // The ordinary invocations of the programs that only sometimes load code still generalise.
+    for (const command of ["ssh-keygen -l -f key.pub", "ssh-add -l", "openssl x509 -in c.pem -noout -text", "curl https://example.com/", "gpg --verify a.sig", "sdiff a.txt b.txt"]) {
+      expect((await prepare(command)).scope, command).toMatch(/^shell:[a-z0-9-]+:/)
+    }
+  })
+
   it("a program given by path is not the program of that name", async () => {
     expect((await prepare("./cat a.txt")).risk).toBe("write")
     expect(decide({}, await prepare("./git status"), await always("git status")).decision).toBe("ask")

@@ -253,3 +253,22 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(yield* output(`ln ${outside}/target.txt linked.txt`)).toMatch(/\[exit code [1-9]/)
     }))
 })
+
+describe("a bare repository shipped inside the workspace", () => {
+  // A repository can commit a folder that is a bare repository (HEAD, config, objects, refs: no
+  // name git refuses); its config names programs git runs (core.fsmonitor), and `git -C evil status`
+  // — a read, to anyone reading the line — would run them. Commands get safe.bareRepository=explicit.
+  it.effect("git run in it refuses it, and its config runs nothing, sandboxed or not", () =>
+    Effect.gen(function*() {
+      for (const sandbox of ["off", "auto"] as const) {
+        const { cwd, output } = yield* workspace({ sandbox })
+        execFileSync("git", ["init", "-q", "--bare", "evil"], { cwd })
+        NodeFs.writeFileSync(NodePath.join(cwd, "evil", "config"), `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = ..\n\tfsmonitor = "touch ${cwd}/PWNED; false"\n`)
+        const said = yield* output("git -C evil status")
+        expect(NodeFs.existsSync(NodePath.join(cwd, "PWNED")), `${sandbox}: ${said}`).toBe(false)
+        expect(said, sandbox).toContain("safe.bareRepository")
+        // The workspace's own repository still works.
+        expect(yield* output("git status --short"), sandbox).not.toContain("fatal")
+      }
+    }))
+})

@@ -7,7 +7,7 @@
  * @since 0.6.0
  */
 import { randomBytes } from "node:crypto"
-import { constants } from "node:fs"
+import { constants, lstatSync } from "node:fs"
 import { access, open, readFile, rename, rm } from "node:fs/promises"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -68,7 +68,17 @@ export const make = (options: Options): BlobStore.Service => {
       if (yield* holds(file, hash).pipe(Effect.mapError(failure("put", hash)))) return hash
       const folder = join(root, hash.slice(0, 2))
       const temporary = join(folder, `.${hash}.${randomBytes(6).toString("hex")}.tmp`)
-      yield* Effect.try({ try: () => Directories.makeSync(folder, 0o700), catch: failure("put", hash) })
+      yield* Effect.try({
+        try: () => {
+          Directories.makeSync(folder, 0o700)
+          // The store makes these folders itself, never as links: a link here (a data dir that came
+          // with a repository) would take the blob where it points.
+          for (const own of [root, folder]) {
+            if (lstatSync(own).isSymbolicLink()) throw Object.assign(new Error(`${own} is a link`), { code: "ELOOP" })
+          }
+        },
+        catch: failure("put", hash)
+      })
       yield* Effect.tryPromise({ try: async () => {
         const handle = await open(temporary, "wx", 0o600)
         try {

@@ -35,10 +35,10 @@
  * @since 0.1.0
  * @internal
  */
-import { constants, fstatSync, readdirSync, readSync, statSync } from "node:fs"
-import type { PlatformError } from "@effect/platform/Error"
+import { closeSync, constants, fstatSync, open, readdirSync, readFileSync, readSync, statSync } from "node:fs"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -48,9 +48,12 @@ import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import { byRecentActivity } from "../../services/EventStore.js"
-import { fromNode, fromPlatform } from "./FileFailure.js"
+import { fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as PlainFiles from "./PlainFiles.js"
+
+/** How much of a grown log is read at a time. */
+const chunkBytes = 64 * 1024
 
 const Entry = Schema.Struct({
   /** Bytes of the log the summary covers (up to the end of its last complete line). */
@@ -304,13 +307,59 @@ export const make = (options: Options) => {
     )
   }
 
-  /** The entry of a log that gained bytes since `entry`: its new complete lines folded in. */
-  const extend = (file: string, entry: Entry, size: number) =>
+  /**
+   * A log opened for reading without blocking (a named pipe in its place opens at once) and kept
+   * only when it is a regular file, with its size then.
+   */
+  const openLog = (sessionId: string, file: string) =>
+    // In libuv's pool, as the `stat` it replaces was: a listing looping while logs are written still
+    // lets the event loop turn at each log it checks.
+    Effect.async<number, EventStoreFailure>((resume) => {
+      let interrupted = false
+      open(file, constants.O_RDONLY | constants.O_NONBLOCK, (error, fd) => {
+        // A listing interrupted meanwhile: the descriptor is nobody's.
+        if (interrupted) {
+          if (error === null) closeSync(fd)
+          return
+        }
+        resume(error === null ? Effect.succeed(fd) : Effect.fail(fromNode("list", file, sessionId)(error)))
+      })
+      return Effect.sync(() => {
+        interrupted = true
+      })
+    }).pipe(Effect.flatMap((fd) => {
+      try {
+        const stat = fstatSync(fd)
+        if (stat.isFile()) return Effect.succeed({ fd, size: stat.size })
+        closeSync(fd)
+        return notRegular(sessionId, file)
+      } catch (error) {
+        closeSync(fd)
+        return Effect.fail(fromNode("list", file, sessionId)(error))
+      }
+    }))
+
+  /** Bytes `from` to `to` of the open log `fd`, in chunks (fewer at its end). */
+  const chunksOf = (file: string, fd: number, from: number, to: number): Stream.Stream<Uint8Array, EventStoreFailure> =>
+    Stream.unfoldChunkEffect(from, (offset) =>
+      offset >= to
+        ? Effect.succeed(Option.none())
+        : Effect.try({
+          try: () => {
+            const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, to - offset))
+            const n = readSync(fd, buffer, 0, buffer.length, offset)
+            return n === 0 ? Option.none() : Option.some([Chunk.of(buffer.subarray(0, n) as Uint8Array), offset + n] as const)
+          },
+          catch: fromNode("list", file)
+        }))
+
+  /** The entry of a log that gained bytes since `entry`: its new complete lines folded in, read from the open log `fd`. */
+  const extend = (file: string, fd: number, entry: Entry, size: number) =>
     Effect.gen(function*() {
       let covered = entry.covered
       let summary: Session.SessionSummary | undefined = entry.summary
       let valid = true
-      yield* LogLines.linesOf(options.fs.stream(file, { offset: entry.covered, bytesToRead: size - entry.covered }), { maxLineBytes: options.maxLineBytes }).pipe(
+      yield* LogLines.linesOf(chunksOf(file, fd, entry.covered, size), { maxLineBytes: options.maxLineBytes }).pipe(
         Stream.takeWhile((line) => line.terminated),
         Stream.runForEach((line) =>
           Effect.sync(() => {
@@ -325,34 +374,28 @@ export const make = (options: Options) => {
       return valid && summary !== undefined ? Option.some<Entry>({ covered, version: entry.version, summary }) : Option.none<Entry>()
     }).pipe(
       // A line too long to fold in: the entry is rebuilt from the whole log, which names the line.
-      Effect.catchTag("LineTooLong", () => Effect.succeed(Option.none<Entry>())),
-      Effect.mapError(fromPlatform("list", file))
+      Effect.catchTag("LineTooLong", () => Effect.succeed(Option.none<Entry>()))
     )
-
-  const fromFs = (file: string, sessionId: string) => (error: PlatformError) => Effect.fail(fromPlatform("list", file, sessionId)(error))
 
   /** A log's name on something that is not a regular file (a named pipe or a device planted in a shipped data dir would hold the listing, or never end). */
   const notRegular = (sessionId: string, file: string) =>
     Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "list", sessionId, path: file, detail: "not a regular file" }))
 
-  /** The entry of a log read from the start. */
-  const rebuild = (sessionId: string, file: string) =>
+  /** The entry of a log read from the start, from the open log `fd`. */
+  const rebuild = (sessionId: string, file: string, fd: number) =>
     Effect.gen(function*() {
       // The bytes first, then the summary: a log that grows in between gets a summary ahead of what
       // the entry says it covers, which the next extension finds (its first line's sequence does
       // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
       // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
-      // The log is read whole below, by path: only a regular file.
-      const info = yield* options.fs.stat(file)
-      if (info.type !== "File") return yield* notRegular(sessionId, file)
-      const bytes = yield* options.fs.readFile(file)
+      const bytes = yield* Effect.try({ try: () => readFileSync(fd), catch: fromNode("list", file, sessionId) })
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
       const firstEnd = bytes.indexOf(0x0a)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
       const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
       return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
-    }).pipe(Effect.catchTags({ SystemError: fromFs(file, sessionId), BadArgument: fromFs(file, sessionId) }))
+    })
 
   // The folder's names with Node's own synchronous read: 10,000 of them in a third of the time of
   // the platform's (a promise and a worker-thread hop), and a listing has nothing to do meanwhile.
@@ -427,18 +470,20 @@ export const make = (options: Options) => {
       Effect.gen(function*() {
         const known = previous.get(sessionId)
         const file = path.join(options.sessionsDir, `${sessionId}.jsonl`)
-        const info = yield* fs.stat(file).pipe(Effect.mapError(fromPlatform("list", file, sessionId)))
-        if (info.type !== "File") return yield* notRegular(sessionId, file)
-        const size = Number(info.size)
-        if (known !== undefined && known.covered === size) {
-          entries.push(known)
-          return
-        }
-        changed = true
-        fresh = true
-        const grown = known !== undefined && size > known.covered ? yield* extend(file, known, size) : Option.none<Entry>()
-        const entry = Option.isSome(grown) ? grown : yield* rebuild(sessionId, file)
-        if (Option.isSome(entry)) entries.push(entry.value)
+        // Opened once, and everything below reads that descriptor: a log looked at by name and
+        // read by name again could be swapped in between for a named pipe, which blocks a read.
+        yield* Effect.acquireUseRelease(openLog(sessionId, file), ({ fd, size }) =>
+          Effect.gen(function*() {
+            if (known !== undefined && known.covered === size) {
+              entries.push(known)
+              return
+            }
+            changed = true
+            fresh = true
+            const grown = known !== undefined && size > known.covered ? yield* extend(file, fd, known, size) : Option.none<Entry>()
+            const entry = Option.isSome(grown) ? grown : yield* rebuild(sessionId, file, fd)
+            if (Option.isSome(entry)) entries.push(entry.value)
+          }), ({ fd }) => Effect.sync(() => closeSync(fd)))
       }).pipe(
         Effect.catchAll((failure) =>
           Effect.sync(() => {

@@ -72,9 +72,12 @@ const readPrograms: Record<string, OptionRule> = {
 /**
  * Programs whose arguments are (or can be) another command or a program text: interpreters,
  * wrappers, and editors, pagers and debuggers, whose command-line commands (`vim -c '!…'`,
- * `less '+!…'`, `gdb -ex 'shell …'`, `emacs --eval`) run anything.
+ * `less '+!…'`, `gdb -ex 'shell …'`, `emacs --eval`) run anything; database shells and macro
+ * processors with a shell escape (`sqlite3 db '.shell …'`, `psql -c '\! …'`, m4's `syscmd`);
+ * openers that hand a file to whatever the desktop runs for it (`xdg-open x.desktop`); and
+ * schedulers that run a command later, outside the sandbox (`at`, `crontab`, `systemd-run`).
  */
-const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|emacs|emacsclient|gdb|lldb|less|more|most)$/
+const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|ed|emacs|emacsclient|gdb|lldb|less|more|most|m4|dc|sqlite3|psql|mysql|mariadb|xdg-open|gio|kde-open[0-9]*|gnome-open|exo-open|open|see|run-mailcap|sensible-browser|sensible-editor|sensible-pager|x-www-browser|www-browser|at|batch|crontab|systemd-run|ssh-agent)$/
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program)
 /** Package manager subcommands that run a command given on the line. */
@@ -125,7 +128,20 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   ...Object.fromEntries(["uv", "poetry", "pipenv", "pdm", "hatch", "conda", "mamba", "dotnet"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => a === "run" || a === "exec" || a === "tool")])),
   // A program given by name (`go test -exec`, `-toolexec`, `-vettool`) or through configuration (`cargo --config`).
   go: (args) => args.some((a) => /^--?(exec|toolexec|vettool)(=|$)/.test(a) || a === "generate"),
-  cargo: (args) => args.some((a) => longNames(a, ["--config"]) || a === "-Z" || a.startsWith("-Z"))
+  cargo: (args) => args.some((a) => longNames(a, ["--config"]) || a === "-Z" || a.startsWith("-Z")),
+  // A library loaded into the process: a PKCS#11 provider (`-D`, `ssh-add -s`/`-e`), a FIDO one (`-w`, `ssh-add -S`).
+  "ssh-keygen": (args) => args.some((a) => /[Dw]/.test(shortLetters(a))),
+  "ssh-add": (args) => args.some((a) => /[seS]/.test(shortLetters(a))),
+  // An engine or a provider (a shared library), or a configuration that loads one; `engine` is
+  // also the subcommand and a key format (`-inform engine`).
+  openssl: (args) => args.some((a) => a.includes("engine") || /^-(provider|provider-path|config|propquery)$/.test(a)),
+  // An OpenSSL engine, or a config file (which can name one).
+  curl: (args) => args.some((a) => shortLetters(a).includes("K") || longNames(a, ["--engine", "--config"])),
+  // Programs gpg runs (a photo viewer, its agent, dirmngr, the keyserver helpers' folder) or options read from a file.
+  ...Object.fromEntries(["gpg", "gpg2"].map((program) => [program, (args: ReadonlyArray<string>) =>
+    args.some((a) => longNames(a, ["--photo-viewer", "--exec-path", "--agent-program", "--dirmngr-program", "--options", "--load-extension", "--homedir"]))])),
+  // The diff program it runs.
+  ...Object.fromEntries(["sdiff", "diff3"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => longNames(a, ["--diff-program"]))]))
 }
 
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])

@@ -109,3 +109,21 @@ export const build = (
   env.PWD = options.cwd
   return { ...env, ...options.set }
 }
+
+/**
+ * `env` with git told to use a bare repository only when named (`safe.bareRepository=explicit`,
+ * appended to any `GIT_CONFIG_COUNT` list already there). A repository can commit a folder that is
+ * a bare repository — `HEAD`, `config`, `objects/`, no name git refuses — whose config names
+ * programs git runs (`core.fsmonitor`, with `core.worktree` pointing back): `git -C that status`,
+ * or `git status` run inside it, would run them.
+ */
+export const withSafeGit = (env: Readonly<Record<string, string>>): Record<string, string> => {
+  const given = Number(env.GIT_CONFIG_COUNT ?? "0")
+  const count = Number.isSafeInteger(given) && given >= 0 ? given : 0
+  return {
+    ...env,
+    GIT_CONFIG_COUNT: String(count + 1),
+    [`GIT_CONFIG_KEY_${count}`]: "safe.bareRepository",
+    [`GIT_CONFIG_VALUE_${count}`]: "explicit"
+  }
+}
