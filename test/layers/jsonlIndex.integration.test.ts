@@ -69,6 +69,9 @@ describe("the JSONL listing index, kept current by the writers", () => {
       const seen = new Map<string, number>()
       let listings = 0
       while (!exited) {
+        // A turn of the event loop between listings: a warm listing with nothing new is synchronous
+        // (one `stat` per log), and a loop of them alone would never let the child's exit be seen.
+        yield* Effect.promise(() => new Promise<void>((ok) => setImmediate(ok)))
         const { damaged, sessions } = yield* store.listing
         listings++
         expect(damaged).toEqual([])
