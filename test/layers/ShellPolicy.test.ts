@@ -179,6 +179,22 @@ describe("CommandLine.parse finds every kind of shell syntax", () => {
 
 describe("\"always\" is not wider than what the user saw", () => {
   const always = async (command: string): Promise<ReadonlyArray<RememberedPermission>> => [{ scope: (await prepare(command)).scope, decision: "allow", sequence: 1 }]
+  /**
+   * For each pair (an ordinary invocation, the same program told to run or load another): "always"
+   * on the first does not cover the second, nor does a wildcard rule (`*`, `<program> *`); a rule
+   * naming the exact line still allows it.
+   */
+  const expectExactLineOnly = async (pairs: ReadonlyArray<readonly [string, string]>) => {
+    for (const [first, second] of pairs) {
+      const call = await prepare(second)
+      expect(decide({}, call, await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
+      const program = second.split(" ")[0]!
+      for (const pattern of ["*", `${program} *`]) {
+        expect(decide({ rules: [{ name: "wide", tool: "shell", command: pattern, decision: "allow" }] }, call).decision, `${second} under ${pattern}`).toBe("ask")
+      }
+      expect(decide({ rules: [{ name: "exact", tool: "shell", command: second, decision: "allow" }] }, call).decision, `${second} named`).toBe("allow")
+    }
+  }
 
   it("[a]lways on `git status`, then `git -c alias.x=\"!touch /tmp/x\" x` asks", async () => {
     const remembered = await always("git status")
@@ -268,16 +284,7 @@ describe("\"always\" is not wider than what the user saw", () => {
       ["go test ./...", "go test -exec ./x ./..."],
       ["cargo test", "cargo --config 'target.x.runner=\"touch\"' test"]
     ]
-    for (const [first, second] of pairs) {
-      const call = await prepare(second)
-      expect(decide({}, call, await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
-      const program = second.split(" ")[0]!
-      for (const pattern of ["*", `${program} *`]) {
-        expect(decide({ rules: [{ name: "wide", tool: "shell", command: pattern, decision: "allow" }] }, call).decision, `${second} under ${pattern}`).toBe("ask")
-      }
-      // Naming the exact line still allows it.
-      expect(decide({ rules: [{ name: "exact", tool: "shell", command: second, decision: "allow" }] }, call).decision, `${second} named`).toBe("allow")
-    }
+    await expectExactLineOnly(pairs)
     // The ordinary invocations still generalise.
     for (const command of ["tar -czf out.tgz a.txt", "tar xzf out.tgz", "zip -r out.zip a.txt", "man ls", "gcc -O2 -o a a.c", "wget -q -O page.html https://example.com/", "make test", "cmake --build build"]) {
       expect((await prepare(command)).scope, command).toMatch(/^shell:[a-z]+:/)
@@ -311,15 +318,7 @@ describe("\"always\" is not wider than what the user saw", () => {
       ["crontab -l", "crontab x.cron"],
       ["systemd-run --version", "systemd-run --user touch x"]
     ]
-    for (const [first, second] of pairs) {
-      const call = await prepare(second)
-      expect(decide({}, call, await always(first)).decision, `${second} after always on ${first}`).toBe("ask")
-      const program = second.split(" ")[0]!
-      for (const pattern of ["*", `${program} *`]) {
-        expect(decide({ rules: [{ name: "wide", tool: "shell", command: pattern, decision: "allow" }] }, call).decision, `${second} under ${pattern}`).toBe("ask")
-      }
-      expect(decide({ rules: [{ name: "exact", tool: "shell", command: second, decision: "allow" }] }, call).decision, `${second} named`).toBe("allow")
-    }
+    await expectExactLineOnly(pairs)
     // The ordinary invocations of the programs that only sometimes load code still generalise.
     for (const command of ["ssh-keygen -l -f key.pub", "ssh-add -l", "openssl x509 -in c.pem -noout -text", "curl https://example.com/", "gpg --verify a.sig", "sdiff a.txt b.txt"]) {
       expect((await prepare(command)).scope, command).toMatch(/^shell:[a-z0-9-]+:/)
