@@ -22,9 +22,20 @@ const offered = 20
 const titleLine = (s: Session.SessionSummary, width: number) =>
   s.title === undefined ? "(no message yet)" : SessionTitle.cut(Render.terminalSafe(SessionTitle.plain(s.title)), width)
 
-/** The sessions of `all` that this user started or adopted. */
-const mine = (all: ReadonlyArray<Session.SessionSummary>) =>
-  Effect.flatMap(TrustStore.configDir, (dir) => Effect.filter(all, (s) => StartedSessions.isStarted(dir, s))).pipe(Effect.provide(NodeServices.layer))
+/**
+ * The first `limit` sessions of `all` that this user started or adopted, in `all`'s order: one record
+ * read per session looked at, and no more sessions looked at than it takes (`--continue` wants one).
+ */
+const mine = (all: ReadonlyArray<Session.SessionSummary>, limit: number) =>
+  Effect.gen(function*() {
+    const dir = yield* TrustStore.configDir
+    const found: Array<Session.SessionSummary> = []
+    for (const s of all) {
+      if (found.length >= limit) break
+      if (yield* StartedSessions.isStarted(dir, s)) found.push(s)
+    }
+    return found
+  }).pipe(Effect.provide(NodeServices.layer))
 
 /** The session `chat --continue` or `chat --resume` goes back into. */
 export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
@@ -40,7 +51,7 @@ export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
     // The listing comes most recently active first.
     const all = (yield* engine.listSessions).filter((s) => s.cwd === cwd)
     // Only the user's own: a log that came with the repository is neither offered nor taken (StartedSessions).
-    const here = storage.store === "postgres" ? all : yield* mine(all)
+    const here = storage.store === "postgres" ? all : yield* mine(all, how === "continue" ? 1 : offered)
     if (here.length === 0) {
       const foreign = all.length
       return yield* new CliError({
