@@ -37,7 +37,10 @@ export interface Subscription<E = never> {
    * Fails once the session's poll of the store has failed and every event before it is taken.
    */
   readonly take: Effect.Effect<Chunk.Chunk<AgentEvent>, E>
-  /** Tells the feed the watcher has seen the session up to `sequence`: the poll reads on from there. */
+  /**
+   * Tells the feed the watcher has seen the session up to `sequence` (it read the store itself when
+   * it joined): once every watcher has, the poll reads on from there.
+   */
   readonly seen: (sequence: number) => void
 }
 
@@ -75,13 +78,14 @@ interface Feed<E> {
   /** The kept events; `events[0]` is the `dropped`-th event ever published to this feed. */
   events: Array<AgentEvent>
   dropped: number
-  watchers: number
+  /** Each watcher's last seen sequence (see `seen`); `undefined` until it has read the store. */
+  readonly members: Set<{ seen: number | undefined }>
   /** How many watchers have not taken every kept event: at 0 the feed lets them all go. */
   behind: number
   /** Wakes the watchers waiting for the next publish. */
   readonly waiting: Set<() => void>
-  /** The highest sequence published or seen by a watcher: the poll reads on from the next one. */
-  through: number
+  /** The highest sequence published to the feed (by the engine or the poll). */
+  appended: number
   /** Why the poll of the store stopped, once it has failed: each watcher fails after taking what is kept. */
   failure: Cause.Cause<E> | undefined
   /** The poll's fiber, while the feed has watchers. */
@@ -108,10 +112,10 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
     if (events.length === 0) return
     for (const event of events) {
       feed.events.push(event)
-      if (event.sequence > feed.through) feed.through = event.sequence
+      if (event.sequence > feed.appended) feed.appended = event.sequence
     }
       // Every watcher now has something to take.
-      feed.behind = feed.watchers
+      feed.behind = feed.members.size
       // Trimmed to `keep` once it holds twice that: the copy is paid once per `keep` events.
       if (feed.events.length > 2 * keep) {
         const excess = feed.events.length - keep
@@ -121,20 +125,39 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
     wakeAll(feed)
   }
   /**
+   * Where the poll reads on from: past what the feed holds, and past what every watcher has seen
+   * already — never past what one of them lacks. A watcher that joins reads the store itself and may
+   * read events the poll has not read yet; the watchers that were there before it get those from the
+   * poll alone (reading on from the newcomer's sequence, as this did once, kept a session's last
+   * events from them until the next write). Worked out afresh at each poll, so a watcher still
+   * reading the store need not hold the others back (a client that never reads must not stall them):
+   * once it has read, its sequence counts; what the poll appended meanwhile is in its feed, and what
+   * was skipped before the appended events is a gap it reads from the store. Nothing is read before
+   * some watcher has read the store (it would read the whole log).
+   */
+  const readFrom = (feed: Feed<E>): number | undefined => {
+    let lowest = Infinity
+    for (const member of feed.members) {
+      if (member.seen !== undefined && member.seen < lowest) lowest = member.seen
+    }
+    const from = Math.max(feed.appended, lowest === Infinity ? 0 : lowest)
+    return from === 0 ? undefined : from + 1
+  }
+  /**
    * The feed's poll: every interval, while this engine does not write the session, the events stored
-   * past the highest sequence the feed knows are appended to it, for every watcher at once — where
-   * each watcher used to read the store on a tick of its own. Nothing is read before a watcher has
-   * read the store itself (the feed knows no sequence yet).
+   * past what the feed and its watchers have (see `readFrom`) are appended to it, for every watcher at
+   * once — where each watcher used to read the store on a tick of its own.
    */
   const pollOf = (sessionId: string, feed: Feed<E>, poll: Poll<E>): Effect.Effect<void> => {
-    const once = Effect.suspend(() =>
-      feed.through === 0 || !poll.polling()
+    const once = Effect.suspend(() => {
+      const from = poll.polling() ? readFrom(feed) : undefined
+      return from === undefined
         ? Effect.void
-        : Stream.runForEachChunk(poll.read(feed.through + 1), (chunk) => {
+        : Stream.runForEachChunk(poll.read(from), (chunk) => {
           append(feed, Chunk.toReadonlyArray(chunk))
           return Effect.void
         })
-    )
+    })
     return Effect.sleep(poll.interval).pipe(
       Effect.zipRight(once),
       Effect.forever,
@@ -163,7 +186,7 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
         Effect.gen(function*() {
           let feed = feeds.get(sessionId)
           if (feed === undefined) {
-            feed = { events: [], dropped: 0, watchers: 0, behind: 0, waiting: new Set(), through: 0, failure: undefined, poller: undefined }
+            feed = { events: [], dropped: 0, members: new Set(), behind: 0, waiting: new Set(), appended: 0, failure: undefined, poller: undefined }
             feeds.set(sessionId, feed)
             // Forked as a daemon, not in the first watcher's scope: the feed outlives that watcher
             // while others watch; the last one to leave stops it. Interruptible, though forked from
@@ -171,7 +194,8 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
             // would keep the process alive after its last watcher.
             if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(sessionId, feed, poll)))
           }
-          feed.watchers++
+          const member: { seen: number | undefined } = { seen: undefined }
+          feed.members.add(member)
           const joined = feed
           const end = () => joined.dropped + joined.events.length
           // Absolute position in the feed of the next event this watcher takes.
@@ -197,12 +221,12 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
               })
           )
           const seen = (sequence: number) => {
-            if (sequence > joined.through) joined.through = sequence
+            if (member.seen === undefined || sequence > member.seen) member.seen = sequence
           }
           const leave = () => {
-            joined.watchers--
+            joined.members.delete(member)
             if (position < end()) caughtUp(joined)
-            if (joined.watchers > 0) return Effect.void
+            if (joined.members.size > 0) return Effect.void
             if (feeds.get(sessionId) === joined) feeds.delete(sessionId)
             return joined.poller === undefined ? Effect.void : Fiber.interruptFork(joined.poller)
           }
@@ -220,7 +244,7 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
  * first brings the ones in between from the store (`read`): still no gap and no duplicate. The
  * feed is handled a chunk at a time: an event costs a comparison, and only a chunk with a gap
  * builds a stream (the store read). Writes of another process reach the feed by its poll (see
- * {@link Watchers.subscribe}), which reads on from what the watchers have seen.
+ * {@link Watchers.subscribe}), which reads on from what every watcher has seen.
  */
 export const watch = <E>(
   live: Subscription<E>,

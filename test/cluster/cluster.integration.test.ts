@@ -23,14 +23,14 @@ import type { AgentEvent } from "../../src/index.js"
 import { otherHostFlags, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freePort } from "../ports.js"
-import { readSse, type Runner, testCluster, until } from "./processes.js"
+import { readSse, type Runner, testCluster, until, within } from "./processes.js"
 
 const token = "cluster-test-token-0123456789abcdef"
 const shards = 12
 
 /** Writer leases that outlast the shard locks (3 s) yet are short enough to wait out: a runner on another machine is known dead only by its leases' expiry. */
 const cluster = testCluster("cluster", { token, writerLeaseTtl: "8 seconds" })
-const { cwd, env, eventsOf, post, running, untilEvent, writeScript } = cluster
+const { cwd, env, eventsOf, exitOf, post, running, runnersTail, untilEvent, writeScript } = cluster
 
 const runnerArgs = (runnerPort: number, script: string, extra: ReadonlyArray<string> = []) => [
   "serve", "--port", "0", "--cluster", "--store", "postgres", "--runner-port", String(runnerPort),
@@ -105,7 +105,7 @@ describe("serve --cluster", () => {
     // Both runners hold shards, all of them between them: the assignment has settled.
     // A safety net, not a timing: the assignment settles in seconds on a quiet machine, but two runners
     // starting on 2 busy cores (CI failed once at the default minute) take their time.
-    await until("the shards to be spread over both runners", spreadOverTwo, 150_000)
+    await until("the shards to be spread over both runners", spreadOverTwo, 150_000, runnersTail)
 
     // One pool per runner: the store's connections and the cluster's are the same few, named for the runner.
     const pool = await connectionNamesOf(a.process.child.pid!)
@@ -161,7 +161,11 @@ describe("serve --cluster", () => {
     const after = (await eventsOf(a.http, watched)).length
     const live = await fetch(`${a.http}/sessions/${watched}/live?after=${after}`, { headers: { authorization: `Bearer ${token}` } })
     expect(live.status).toBe(200)
-    const liveText = readSse(live, (text) => /event: turn\.completed[\s\S]*event: turn\.completed/.test(text))
+    let liveSoFar = ""
+    const liveText = readSse(live, (text) => {
+      liveSoFar = text
+      return /event: turn\.completed[\s\S]*event: turn\.completed/.test(text)
+    })
 
     // Second turns on B's sessions, started through A; B streams them slowly. Kill B mid-turn.
     const second = await Promise.all(onB.map(async (sessionId) => {
@@ -172,7 +176,7 @@ describe("serve --cluster", () => {
     await Promise.all(onB.map((sessionId, i) =>
       untilEvent(a.http, sessionId, (event) => event.type === "model.delta" && event.turnId === second[i])))
     b.process.child.kill("SIGKILL")
-    const killed = await b.process.done
+    const killed = await exitOf(b, "the killed runner B to exit")
     expect(killed.signal).toBe("SIGKILL")
 
     // The next turn on each of B's sessions, through A: it waits for the shard to move, repairs, runs.
@@ -208,7 +212,8 @@ describe("serve --cluster", () => {
       expect(a.stderr()).toMatch(new RegExp(`took over the writer lease of session ${sessionId} left by .*, ${remote ? "whose lease expired" : "which is gone"}`))
     }
     // The live stream through A saw the killed turn closed and the next one too, each event once.
-    const text = await liveText
+    // (It once waited for ever: another client's `/live` read the last events from the store first, and the shared poll skipped them.)
+    const text = await within(`A's live stream of ${watched} to show the killed turn and the next one closed`, () => liveText, 90_000, () => `\nwhat it had read: …${liveSoFar.slice(-1000)}${runnersTail()}`)
     const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]))
     expect(ids).toEqual(ids.map((_, i) => after + 1 + i))
     expect(text).toContain("event: model.delta")
@@ -222,9 +227,9 @@ describe("serve --cluster", () => {
     // A runner that stops (SIGINT) hands its sessions over: it releases their writer leases, and
     // the runner left drives them from then on.
     const c = await launch(await freePort(), quick)
-    await until("the shards to be spread over A and C", spreadOverTwo)
+    await until("the shards to be spread over A and C", spreadOverTwo, 60_000, runnersTail)
     a.process.child.kill("SIGINT")
-    await a.process.done
+    await exitOf(a, "runner A to stop after SIGINT")
     expect(await leaseCount()).toBe(0)
     const last = await Promise.all(sessions.map(async (sessionId) => {
       const started = await post(c.http, `/sessions/${sessionId}/turns`, { message: "last" })

@@ -28,13 +28,34 @@ export interface Runner {
  * nothing announces (the shard assignment, which runner a session arrived at); a session's events
  * are awaited live (`untilEvent`).
  */
-export const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 60_000): Promise<A> => {
+export const until = async <A>(what: string, check: () => Promise<A | undefined>, limitMs = 60_000, context: () => string = () => ""): Promise<A> => {
   const end = Date.now() + limitMs
   for (;;) {
     const value = await check()
     if (value !== undefined) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${context()}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/**
+ * Bounds a wait nothing else bounds and names it, so a hung step fails saying what it waited for
+ * (with `context()`, e.g. the runners' last lines) instead of at the test's timeout with no clue.
+ * Not a timing: the limit only ends a hung test.
+ */
+export const within = async <A>(what: string, wait: (signal: AbortSignal) => Promise<A>, limitMs = 90_000, context: () => string = () => ""): Promise<A> => {
+  const controller = new AbortController()
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort()
+      reject(new Error(`timed out after ${limitMs / 1000} s waiting for ${what}${context()}`))
+    }, limitMs)
+  })
+  try {
+    return await Promise.race([wait(controller.signal), expired])
+  } finally {
+    clearTimeout(timer)
   }
 }
 
@@ -65,6 +86,10 @@ export const testCluster = (name: string, options: { readonly token: string; rea
   const cwd = join(dir, "work")
   mkdirSync(cwd, { recursive: true })
   const running: Array<Running> = []
+  const launched: Array<{ readonly name: string; readonly stderr: () => string }> = []
+  /** The last lines each runner printed: what a timed-out wait reports. */
+  const runnersTail = () =>
+    launched.map((runner) => `\n--- ${runner.name}, last lines:\n${runner.stderr().split("\n").slice(-15).join("\n")}`).join("")
   afterAll(() => {
     for (const r of running) r.child.kill("SIGKILL")
     rmSync(dir, { recursive: true, force: true })
@@ -93,7 +118,8 @@ export const testCluster = (name: string, options: { readonly token: string; rea
     running.push(process)
     let stderr = ""
     process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-    await process.waitForStderr(/viewer \(this URL works once\)/)
+    launched.push({ name: `runner on port ${runnerPort} (pid ${process.child.pid})`, stderr: () => stderr })
+    await within(`the runner on port ${runnerPort} to serve`, () => process.waitForStderr(/viewer \(this URL works once\)/), 120_000, runnersTail)
     return {
       process,
       runnerPort,
@@ -105,16 +131,18 @@ export const testCluster = (name: string, options: { readonly token: string; rea
 
   const headers = { authorization: `Bearer ${options.token}`, "content-type": "application/json" }
 
-  const post = async (base: string, path: string, body?: unknown) => {
-    const response = await fetch(`${base}${path}`, { method: "POST", headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
-    return { status: response.status, body: await response.json() as Record<string, unknown> }
-  }
+  const post = (base: string, path: string, body?: unknown) =>
+    within(`the answer to POST ${base}${path}`, async (signal) => {
+      const response = await fetch(`${base}${path}`, { method: "POST", headers, signal, ...(body === undefined ? {} : { body: JSON.stringify(body) }) })
+      return { status: response.status, body: await response.json() as Record<string, unknown> }
+    }, 90_000, runnersTail)
 
-  const eventsOf = async (base: string, sessionId: string): Promise<Array<AgentEvent.AgentEvent>> => {
-    const response = await fetch(`${base}/sessions/${sessionId}/events`, { headers })
-    expect(response.status).toBe(200)
-    return await response.json() as Array<AgentEvent.AgentEvent>
-  }
+  const eventsOf = (base: string, sessionId: string): Promise<Array<AgentEvent.AgentEvent>> =>
+    within(`the events of ${sessionId} through ${base}`, async (signal) => {
+      const response = await fetch(`${base}/sessions/${sessionId}/events`, { headers, signal })
+      expect(response.status).toBe(200)
+      return await response.json() as Array<AgentEvent.AgentEvent>
+    }, 90_000, runnersTail)
 
   /** Follows a session's events through a runner's `/live` (SSE) until one satisfies `done`, and returns it: each arrives as it is stored. */
   const untilEvent = async <E extends AgentEvent.AgentEvent>(
@@ -122,21 +150,27 @@ export const testCluster = (name: string, options: { readonly token: string; rea
     sessionId: string,
     done: ((event: AgentEvent.AgentEvent) => event is E) | ((event: AgentEvent.AgentEvent) => boolean)
   ): Promise<E> => {
-    const response = await fetch(`${base}/sessions/${sessionId}/live`, { headers: { authorization: `Bearer ${options.token}` } })
-    expect(response.status).toBe(200)
-    let seen = 0
-    let found: AgentEvent.AgentEvent | undefined
-    await readSse(response, (text) => {
-      // Complete frames only: the last one may have arrived in part.
-      const frames = text.slice(0, text.lastIndexOf("\n\n") + 1)
-      const events = [...frames.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as AgentEvent.AgentEvent)
-      found = events.slice(seen).find(done)
-      seen = events.length
-      return found !== undefined
-    })
-    if (found === undefined) throw new Error(`the live stream of ${sessionId} ended before the event waited for`)
-    return found as E
+    let seen: Array<AgentEvent.AgentEvent> = []
+    const describeSeen = () => `; the last events seen: ${seen.slice(-3).map((event) => `${event.sequence} ${event.type}`).join(", ")}${runnersTail()}`
+    return within(`an awaited event of ${sessionId} through ${base}/live`, async (signal) => {
+      const response = await fetch(`${base}/sessions/${sessionId}/live`, { headers: { authorization: `Bearer ${options.token}` }, signal })
+      expect(response.status).toBe(200)
+      let found: AgentEvent.AgentEvent | undefined
+      await readSse(response, (text) => {
+        // Complete frames only: the last one may have arrived in part.
+        const frames = text.slice(0, text.lastIndexOf("\n\n") + 1)
+        const events = [...frames.matchAll(/^data: (.*)$/gm)].map((match) => JSON.parse(match[1]!) as AgentEvent.AgentEvent)
+        found = events.slice(seen.length).find(done)
+        seen = events
+        return found !== undefined
+      })
+      if (found === undefined) throw new Error(`the live stream of ${sessionId} ended before the event waited for${describeSeen()}`)
+      return found as E
+    }, 90_000, describeSeen)
   }
 
-  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf, untilEvent }
+  /** A runner's exit, bounded. */
+  const exitOf = (runner: Runner, what: string) => within(what, () => runner.process.done, 90_000, runnersTail)
+
+  return { dir, cwd, running, url: () => url, writeScript, env, launch, post, eventsOf, untilEvent, exitOf, runnersTail }
 }
