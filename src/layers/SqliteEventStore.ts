@@ -30,7 +30,6 @@ import { chmodSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Cause from "effect/Cause"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as AgentEvent from "../domain/AgentEvent.js"
@@ -42,6 +41,7 @@ import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
+import * as SqliteSchema from "./sql/SqliteSchema.js"
 import * as Lease from "./writer/Lease.js"
 
 /** Options of the SQLite store. */
@@ -254,21 +254,9 @@ const migrate = Layer.effectDiscard(
  */
 const hardened = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`))
 
-/** One object of a schema, as `sqlite_master` has it. */
-interface SchemaObject {
-  readonly type: string
-  readonly name: string
-  readonly tbl_name: string
-  readonly sql: string | null
-}
-
-const schemaOf = (sql: SqlClient.SqlClient) =>
-  sql<SchemaObject>`SELECT type, name, tbl_name, sql FROM sqlite_master WHERE substr(name, 1, 7) <> 'sqlite_' ORDER BY type, name`
-
-/** The schema the migrations make, from an empty database in memory (once per process). */
-const expectedSchema = Effect.runSync(Effect.cached(
-  Effect.scoped(Effect.flatMap(Layer.build(migrate.pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" })))), (context) => schemaOf(Context.get(context, SqlClient.SqlClient))))
-))
+/** The schema of the database on `sql`, as `SqliteSchema.expected` lists the migrations' (user objects only, same order). */
+export const schemaOf = (sql: SqlClient.SqlClient) =>
+  sql<SqliteSchema.SchemaObject>`SELECT type, name, tbl_name, sql FROM sqlite_master WHERE substr(name, 1, 7) <> 'sqlite_' ORDER BY type, name`
 
 /**
  * What makes a database's schema not the one the migrations make, or undefined. Before the
@@ -276,7 +264,7 @@ const expectedSchema = Effect.runSync(Effect.cached(
  * and its triggers and views are theirs word for word; after them it is theirs exactly. A
  * repository's database with a trigger of its own would run it inside each of the user's appends.
  */
-const schemaDifference = (actual: ReadonlyArray<SchemaObject>, expected: ReadonlyArray<SchemaObject>, complete: boolean): string | undefined => {
+const schemaDifference = (actual: ReadonlyArray<SqliteSchema.SchemaObject>, expected: ReadonlyArray<SqliteSchema.SchemaObject>, complete: boolean): string | undefined => {
   const byName = new Map(expected.map((o) => [o.name, o]))
   for (const object of actual) {
     const mine = byName.get(object.name)
@@ -293,9 +281,8 @@ const schemaDifference = (actual: ReadonlyArray<SchemaObject>, expected: Readonl
 const verify = (filename: string, complete: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const expected = yield* expectedSchema.pipe(Effect.mapError((error) => openFailure(filename, error, "migrating an empty schema failed")))
     const actual = yield* schemaOf(sql).pipe(Effect.mapError((error) => openFailure(filename, error)))
-    const difference = schemaDifference(actual, expected, complete)
+    const difference = schemaDifference(actual, SqliteSchema.expected, complete)
     if (difference !== undefined) {
       return yield* new EventStoreFailure({
         reason: "corrupt",
