@@ -108,9 +108,10 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     yield* Effect.forkScoped(watch)
     // The events the SDK has handed over since the last hand-over to `arrived`. An SDK yields the
     // events of one socket read in consecutive microtasks; they are handed over together, once the
-    // event loop moves on (`setImmediate`), because each offer to an effect `Mailbox` schedules a
-    // task of effect's scheduler to wake its taker — a few microseconds an event, most of the
-    // adapter's cost with one event per SSE message (bench row 10).
+    // event loop moves on (`setImmediate`), rather than one `Mailbox` offer each: an offer schedules
+    // a task of effect's scheduler to wake the taker (a loop over an async generator: 2.5 µs an
+    // event, 4.9 with an offer each). Row 10's warm turns cost the same either way; its first,
+    // cold turn less (docs/benchmarks.md).
     let pending: Array<A> = []
     let scheduled = false
     // While `arrived` is full: the hand-over waiting for room. Nothing else is handed over meanwhile (order).
@@ -163,10 +164,10 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
   }))
 
 /**
- * `Stream.mapConcat` for a vendor's events: each event's pieces gathered into one array per chunk.
+ * `Stream.mapConcat` for a vendor's events: each chunk's pieces gathered into one array, where
  * `Stream.mapConcat` makes a `Chunk` of each event's pieces and appends them one by one into a tree
- * of chunks, which the engine then flattens again: with the dozens of SSE events a read hands over
- * at once, that was a few microseconds an event (bench row 10).
+ * of chunks, which the engine then flattens again (a chunk holds the dozens of SSE events a read
+ * handed over).
  */
 export const mapConcatArrays = <A, B, E>(
   stream: Stream.Stream<A, E>,
