@@ -19,7 +19,7 @@ import { createSession, engineRuntime, runTurn, scratch, storeLayer, touchPi } f
 import { format, interleave, median, ratioRow, ratios, type Row } from "../measure.js"
 
 /** Starts the fake vendor in a child process; resolves with its URL. */
-const startVendor = async (deltas: number): Promise<{ readonly url: string; readonly child: ChildProcess }> => {
+export const startVendor = async (deltas: number): Promise<{ readonly url: string; readonly child: ChildProcess }> => {
   const child = spawn(process.execPath, ["--import", "tsx", join(import.meta.dirname, "..", "vendor.ts")], {
     stdio: ["ignore", "pipe", "inherit"],
     env: { ...process.env, BENCH_VENDOR_DELTAS: String(deltas) }

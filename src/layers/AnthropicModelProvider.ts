@@ -195,7 +195,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     const tools = new Map<number, { id: string; name: string; json: string }>()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
-    return Stream.mapConcat(events, (event): ReadonlyArray<ModelProvider.ModelChunk> => {
+    return Support.mapConcatArrays(events, (event): ReadonlyArray<ModelProvider.ModelChunk> => {
       switch (event.type) {
         case "message_start": {
           const u = event.message.usage

@@ -182,7 +182,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     const tools = new Map<number, { id: string; name: string; args: string }>()
     let finish: string | null = null
     let usage: Usage | undefined
-    const body = Stream.mapConcat(chunks, (chunk): ReadonlyArray<ModelProvider.ModelChunk> => {
+    const body = Support.mapConcatArrays(chunks, (chunk): ReadonlyArray<ModelProvider.ModelChunk> => {
       if (chunk.usage != null) {
         const cached = chunk.usage.prompt_tokens_details?.cached_tokens
         usage = {

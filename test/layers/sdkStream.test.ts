@@ -1,0 +1,47 @@
+/**
+ * `Support.fromSdk`: an SDK's async iterator as a stream — every event in order, however many arrive
+ * before the engine takes any (more than its buffer holds, with no turn of the event loop between
+ * them), and the iterator's failure after the events that came before it.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import { ProviderFailure } from "../../src/domain/Errors.js"
+import * as Support from "../../src/layers/providers/Support.js"
+
+/** An SDK stream: `count` events, each a microtask after the last (never a macrotask), then `end`. */
+const sdk = (count: number, end?: Error) => async (): Promise<AsyncIterable<number>> => ({
+  async *[Symbol.asyncIterator]() {
+    for (let i = 0; i < count; i++) yield i
+    if (end !== undefined) throw end
+  }
+})
+
+const stream = (open: () => Promise<AsyncIterable<number>>) =>
+  Support.fromSdk({ open, toFailure: (error) => ProviderFailure.of("network", String(error)), idleTimeout: "1 minute" })
+
+describe("Support.fromSdk", () => {
+  it.live("hands over every event in order, more than its buffer holds arriving at once", () =>
+    Effect.gen(function*() {
+      const events = yield* Stream.runCollect(stream(sdk(10_000)))
+      expect(Chunk.toReadonlyArray(events)).toEqual(Array.from({ length: 10_000 }, (_, i) => i))
+    }))
+
+  it.live("hands over the same to a consumer slower than the SDK", () =>
+    Effect.gen(function*() {
+      const seen: Array<number> = []
+      yield* Stream.runForEachChunk(stream(sdk(9_000)), (chunk) =>
+        Effect.zipRight(Effect.sleep("1 millis"), Effect.sync(() => seen.push(...chunk))))
+      expect(seen).toEqual(Array.from({ length: 9_000 }, (_, i) => i))
+    }))
+
+  it.live("fails after the events that came before the failure", () =>
+    Effect.gen(function*() {
+      const seen: Array<number> = []
+      const result = yield* Stream.runForEach(stream(sdk(5_000, new Error("reset"))), (n) => Effect.sync(() => seen.push(n))).pipe(Effect.either)
+      expect(Either.isLeft(result) && result.left.reason).toBe("network")
+      expect(seen).toEqual(Array.from({ length: 5_000 }, (_, i) => i))
+    }))
+})
