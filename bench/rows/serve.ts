@@ -8,13 +8,13 @@
  * - 16: the server's peak RSS (VmHWM) with 100 clients vs 1 (goal ≤ 2×).
  * - 17, 18: `/healthz` latency (max over the run; p50/p99 in the detail) while 50 and 500 watchers
  *   connect and then follow a 2,000-delta turn, probed one request after another on fresh
- *   connections from this (otherwise idle) process (goal < 50 ms).
+ *   connections from a small process of its own (`bench/health-probe.mjs`; goal < 50 ms).
  *
  * A fresh server per repetition, so peak RSS is that repetition's.
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
-import { get, request } from "node:http"
+import { request } from "node:http"
 import { join } from "node:path"
 import { config } from "../config.js"
 import { scratch } from "../engine.js"
@@ -93,27 +93,28 @@ const cpuMs = (pid: number) => {
 /** Peak resident set size of a process so far, in bytes (Linux /proc). */
 const peakRss = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024
 
-/** `/healthz` probed one request after another (fresh connection each) until `stop` resolves; the latencies in ms. */
-const probeHealth = (url: string, stop: Promise<unknown>) => {
-  const latencies: Array<number> = []
-  let stopped = false
-  void stop.finally(() => (stopped = true))
-  const once = () =>
-    new Promise<void>((resolve, reject) => {
-      const start = performance.now()
-      get(`${url}/healthz`, { agent: false }, (res) => {
-        res.resume()
-        res.on("end", () => {
-          latencies.push(performance.now() - start)
-          resolve()
-        })
-      }).on("error", reject)
+/**
+ * `/healthz` probed one request after another (fresh connection each) by `bench/health-probe.mjs`, a
+ * process of its own, until `stop` resolves; the latencies in ms. Resolves `started` once the first
+ * probe is answered (not counted).
+ */
+const probeHealth = (url: string) => {
+  const child = spawn(process.execPath, [join(root, "bench", "health-probe.mjs"), url], { stdio: ["pipe", "pipe", "inherit"] })
+  let out = ""
+  let onReady!: () => void
+  const started = new Promise<void>((resolve) => (onReady = resolve))
+  const latencies = new Promise<ReadonlyArray<number>>((resolve, reject) => {
+    child.stdout.on("data", (c: Buffer) => {
+      out += c.toString()
+      if (out.startsWith("ready\n")) onReady()
     })
-  const loop = async () => {
-    while (!stopped) await once()
+    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").at(-1)!)) : reject(new Error(`health-probe exited ${code}`))))
+  })
+  const stop = () => {
+    child.stdin.end()
     return latencies
   }
-  return loop()
+  return { started, stop }
 }
 
 interface Run {
@@ -130,6 +131,9 @@ const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<
   const server = await startServer(deltas)
   try {
     const session = await call("POST", `${server.url}/sessions`, {}) as { sessionId: string }
+    // Probing from before the first watcher connects.
+    const prober = probe ? probeHealth(server.url) : undefined
+    if (prober !== undefined) await prober.started
     const child = spawn(process.execPath, ["--import", "tsx", join(root, "bench", "serve-clients.ts"), server.url, token, session.sessionId, String(clients)], {
       cwd: root,
       stdio: ["pipe", "pipe", "pipe"]
@@ -151,10 +155,9 @@ const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<
         resolve(JSON.parse(out.trim().split("\n").at(-1)!))
       })
     })
-    const health = probe ? probeHealth(server.url, finished.catch(() => undefined)) : Promise.resolve([])
-    const result = await finished
+    const result = await finished.finally(() => prober?.stop())
     const cpu = cpuMs(server.pid) - cpuBefore
-    return { ...result, cpuMs: cpu, peakRss: peakRss(server.pid), health: await health }
+    return { ...result, cpuMs: cpu, peakRss: peakRss(server.pid), health: prober === undefined ? [] : await prober.stop() }
   } finally {
     await server.stop()
   }

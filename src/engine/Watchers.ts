@@ -90,6 +90,12 @@ interface Feed<E> {
   failure: Cause.Cause<E> | undefined
   /** The poll's fiber, while the feed has watchers. */
   poller: Fiber.RuntimeFiber<void> | undefined
+  /**
+   * The last batch appended, as one chunk, and its position in the feed: a watcher whose take is
+   * exactly that batch (one keeping up) takes this chunk, shared with every other such watcher,
+   * rather than a copy of its own. Let go with the kept events.
+   */
+  latest: { readonly start: number; readonly chunk: Chunk.Chunk<AgentEvent> } | undefined
 }
 
 /** A new, empty hub. */
@@ -101,6 +107,7 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
     if (--feed.behind > 0) return
     feed.dropped += feed.events.length
     feed.events = []
+    feed.latest = undefined
   }
   const wakeAll = (feed: Feed<E>) => {
     if (feed.waiting.size === 0) return
@@ -110,6 +117,8 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
   }
   const append = (feed: Feed<E>, events: ReadonlyArray<AgentEvent>) => {
     if (events.length === 0) return
+    // A batch is never changed once stored and handed on: its array can be shared as it is.
+    feed.latest = { start: feed.dropped + feed.events.length, chunk: Chunk.unsafeFromArray(events) }
     for (const event of events) {
       feed.events.push(event)
       if (event.sequence > feed.appended) feed.appended = event.sequence
@@ -186,7 +195,7 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
         Effect.gen(function*() {
           let feed = feeds.get(sessionId)
           if (feed === undefined) {
-            feed = { events: [], dropped: 0, members: new Set(), behind: 0, waiting: new Set(), appended: 0, failure: undefined, poller: undefined }
+            feed = { events: [], dropped: 0, members: new Set(), behind: 0, waiting: new Set(), appended: 0, failure: undefined, poller: undefined, latest: undefined }
             feeds.set(sessionId, feed)
             // Forked as a daemon, not in the first watcher's scope: the feed outlives that watcher
             // while others watch; the last one to leave stops it. Interruptible, though forked from
@@ -202,10 +211,15 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
           let position = end()
           const takeNow = (): Chunk.Chunk<AgentEvent> => {
             if (position >= end()) return Chunk.empty()
-            const taken = joined.events.slice(Math.max(position, joined.dropped) - joined.dropped)
+            const latest = joined.latest
+            // Keeping up: the last batch is all there is to take, the same chunk for every such watcher
+            // (a hundred SSE clients of a turn cost no copy of its batches each).
+            const taken = latest !== undefined && latest.start === position && position >= joined.dropped && latest.start + latest.chunk.length === end()
+              ? latest.chunk
+              : Chunk.unsafeFromArray(joined.events.slice(Math.max(position, joined.dropped) - joined.dropped))
             position = end()
             caughtUp(joined)
-            return Chunk.unsafeFromArray(taken)
+            return taken
           }
           /** What is kept first; then the poll's failure, if it failed. */
           const next = (): Effect.Effect<Chunk.Chunk<AgentEvent>, E> | undefined =>
@@ -267,6 +281,14 @@ export const watch = <E>(
     /** The events of a live chunk not seen yet, each after whatever the store has before it. */
     const deliver = (chunk: Chunk.Chunk<AgentEvent>): Stream.Stream<AgentEvent, E> => {
       const events = Chunk.toReadonlyArray(chunk)
+      // The usual case, every event the next one: the chunk as it is (the feed's, shared by the
+      // watchers keeping up), no copy.
+      let next = 0
+      while (next < events.length && events[next]!.sequence === last + 1 + next) next++
+      if (next === events.length) {
+        if (next > 0) last = events[next - 1]!.sequence
+        return Stream.fromChunk(chunk)
+      }
       const kept: Array<AgentEvent> = []
       for (let i = 0; i < events.length; i++) {
         const event = events[i]!

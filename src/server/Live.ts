@@ -43,26 +43,46 @@ export const message = (event: AgentEvent.AgentEvent): Uint8Array => {
 }
 
 /**
- * The last run of events written as one buffer, by its first event: the watchers of a session take
- * the same batches from its feed, so a hundred clients share one buffer per batch as well. A run is
+ * A run of events written as one buffer, by its first event: the watchers of a session take the
+ * same batches from its feed, so a hundred clients share one buffer per batch as well. A run is
  * the same when its first and last events and its length are (its sequences are consecutive, and a
- * sequence of a session is one stored event).
+ * sequence of a session is one stored event). While the first client to take a big batch encodes
+ * it (a piece at a time, see {@link eventsPerStep}), the run is known but its bytes are not yet:
+ * the other clients wait for them rather than each going over the batch again.
  */
-const runs = new WeakMap<AgentEvent.AgentEvent, { readonly last: AgentEvent.AgentEvent; readonly length: number; readonly bytes: Uint8Array }>()
+interface Run {
+  readonly last: AgentEvent.AgentEvent
+  readonly length: number
+  /** Undefined while the batch is being encoded. */
+  bytes: Uint8Array | undefined
+  /** The clients waiting for the bytes; each is handed them, or undefined if the encoding was given up. */
+  readonly waiting: Set<(bytes: Uint8Array | undefined) => void>
+}
 
-/** The buffer of a run of events when it is made already (another client took the same batch). */
-const knownRun = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array | undefined => {
+const runs = new WeakMap<AgentEvent.AgentEvent, Run>()
+
+/** The run of a chunk of events when another client took the same batch (its bytes may be on their way). */
+const runOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Run | undefined => {
   const known = runs.get(Chunk.unsafeHead(events))
-  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length ? known.bytes : undefined
+  return known !== undefined && known.last === Chunk.unsafeLast(events) && known.length === events.length ? known : undefined
+}
+
+/** The run's bytes are known (or it is given up, `undefined`): every waiting client is handed them. */
+const settle = (run: Run, bytes: Uint8Array | undefined) => {
+  run.bytes = bytes
+  const waiting = Array.from(run.waiting)
+  run.waiting.clear()
+  for (const resume of waiting) resume(bytes)
 }
 
 /** The messages of a chunk of events as one buffer: one write to the client's socket per chunk, not per event. */
 const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array => {
   if (events.length === 1) return message(Chunk.unsafeHead(events))
-  const known = knownRun(events)
-  if (known !== undefined) return known
+  const known = runOf(events)
+  if (known?.bytes !== undefined) return known.bytes
   const bytes = Buffer.concat(Chunk.toReadonlyArray(Chunk.map(events, message)))
-  runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes })
+  if (known !== undefined) settle(known, bytes)
+  else runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes, waiting: new Set() })
   return bytes
 }
 
@@ -76,16 +96,47 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
  */
 export const eventsPerStep = 128
 
-/** A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep}). */
+/**
+ * A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep})
+ * by the first client to take it; the clients taking the same batch meanwhile wait for its bytes
+ * (with a hundred clients, each used to go over the batch a piece at a time itself: 10,000 events
+ * were 78 pieces, yields and lookups per client, and most of the server's allocation in a turn).
+ */
 const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
-  if (events.length <= eventsPerStep || knownRun(events) !== undefined) return box.put(concatenated(events))
-  return Effect.zipRight(
-    Effect.forEach(
-      Chunk.chunksOf(events, eventsPerStep),
-      (piece) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Chunk.forEach(piece, message))),
-      { discard: true }
+  if (events.length <= eventsPerStep) return box.put(concatenated(events))
+  const known = runOf(events)
+  if (known?.bytes !== undefined) return box.put(known.bytes)
+  if (known !== undefined) {
+    // Another client is encoding this batch: its bytes, or (that client gone mid-way) this one's turn to encode it.
+    return Effect.flatMap(
+      Effect.async<Uint8Array | undefined>((resume) => {
+        const handed = (bytes: Uint8Array | undefined) => resume(Effect.succeed(bytes))
+        known.waiting.add(handed)
+        return Effect.sync(() => {
+          known.waiting.delete(handed)
+        })
+      }),
+      (bytes) => (bytes === undefined ? handOver(box, events) : box.put(bytes))
+    )
+  }
+  const head = Chunk.unsafeHead(events)
+  const run: Run = { last: Chunk.unsafeLast(events), length: events.length, bytes: undefined, waiting: new Set() }
+  runs.set(head, run)
+  return Effect.forEach(
+    Chunk.chunksOf(events, eventsPerStep),
+    (piece) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Chunk.forEach(piece, message))),
+    { discard: true }
+  ).pipe(
+    Effect.map(() => concatenated(events)),
+    // This client gone before the bytes were made: the run is forgotten, and a waiting client encodes it.
+    Effect.onInterrupt(() =>
+      Effect.sync(() => {
+        if (run.bytes !== undefined) return
+        if (runs.get(head) === run) runs.delete(head)
+        settle(run, undefined)
+      })
     ),
-    Effect.suspend(() => box.put(concatenated(events)))
+    Effect.flatMap(box.put)
   )
 }
 
