@@ -44,4 +44,29 @@ describe("Support.fromSdk", () => {
       expect(Either.isLeft(result) && result.left.reason).toBe("network")
       expect(seen).toEqual(Array.from({ length: 5_000 }, (_, i) => i))
     }))
+
+  it.live("lets go of the SDK's iterator when the consumer leaves with the buffer full", () =>
+    Effect.gen(function*() {
+      // An endless response read while nobody takes: the buffer fills, and the read waits for room.
+      let finished: () => void = () => {}
+      const ended = new Promise<void>((resolve) => (finished = resolve))
+      const open = async (signal: AbortSignal): Promise<AsyncIterable<number>> => ({
+        async *[Symbol.asyncIterator]() {
+          try {
+            for (let i = 0;; i++) {
+              if (signal.aborted) throw new Error("aborted")
+              yield i
+            }
+          } finally {
+            finished()
+          }
+        }
+      })
+      const first = yield* Stream.runHead(Support.fromSdk({ open, toFailure: (error) => ProviderFailure.of("network", String(error)), idleTimeout: "1 minute" }))
+      expect(first._tag).toBe("Some")
+      // The consumer is gone: the read must end (its iterator finished), not wait for room for ever.
+      // (A bound only so that a regression fails rather than hangs.)
+      const outcome = yield* Effect.promise(() => Promise.race([ended.then(() => "ended"), new Promise((resolve) => setTimeout(() => resolve("still waiting"), 10_000))]))
+      expect(outcome).toBe("ended")
+    }))
 })
