@@ -80,11 +80,14 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
   if (events.length === 1) return message(Chunk.unsafeHead(events))
   const known = runOf(events)
   if (known?.bytes !== undefined) return known.bytes
-  const bytes = Buffer.concat(Chunk.toReadonlyArray(Chunk.map(events, message)))
-  if (known !== undefined) settle(known, bytes)
-  else runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes, waiting: new Set() })
+  const bytes = joined(events)
+  // A run still being encoded is left to the client encoding it, which settles it.
+  if (known === undefined) runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes, waiting: new Set() })
   return bytes
 }
+
+const joined = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
+  Buffer.concat(Chunk.toReadonlyArray(Chunk.map(events, message)))
 
 /**
  * At most this many events are encoded in one step. A turn's batch can hold thousands of events (a
@@ -127,7 +130,14 @@ const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Eff
     (piece) => Effect.zipRight(Effect.yieldNow(), Effect.sync(() => Chunk.forEach(piece, message))),
     { discard: true }
   ).pipe(
-    Effect.map(() => concatenated(events)),
+    // The run this client holds is settled, not whichever the map holds by then: a client taking a
+    // batch with the same first event but another length replaces the map's entry, and the clients
+    // waiting on this one must still be handed its bytes.
+    Effect.map(() => {
+      const bytes = joined(events)
+      settle(run, bytes)
+      return bytes
+    }),
     // This client gone before the bytes were made: the run is forgotten, and a waiting client encodes it.
     Effect.onInterrupt(() =>
       Effect.sync(() => {

@@ -29,20 +29,29 @@ const collect = (stream: Stream.Stream<Uint8Array>, size: number) =>
     Stream.runFoldWhile(Buffer.alloc(0), (all) => all.length < size, (all, bytes) => Buffer.concat([all, bytes]))
   )
 
+/** A stored turn of 1,000 deltas, the bytes its events make, and fresh copies of its events (encodings are cached by event object). */
+const storedTurn = Effect.gen(function*() {
+  const { cwd, dataDir } = workspace()
+  const chunks = Array.from({ length: 1_000 }, (_, i) => `s${i} `)
+  const server = yield* start({ cwd, dataDir, responses: [{ chunks }] })
+  const { sessionId } = yield* server.client.sessions.create({ payload: {} })
+  yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "go" } })
+  const stored = Chunk.toReadonlyArray(yield* server.engine.watchSession({ sessionId }).pipe(Stream.takeUntil(completed), Stream.runCollect))
+  expect(stored.length).toBeGreaterThan(Live.eventsPerStep * 4)
+  return {
+    stored,
+    bytesOf: (events: ReadonlyArray<AgentEvent.AgentEvent>) => Buffer.concat(events.map(Live.message)),
+    batch: () => Chunk.unsafeFromArray(stored.map((event) => ({ ...event }) as AgentEvent.AgentEvent))
+  }
+})
+
+const live = (events: Chunk.Chunk<AgentEvent.AgentEvent>) => Stream.concat(Stream.fromChunk(events), Stream.never)
+
 describe("/live shared encoding", () => {
   it.scopedLive("clients taking the same big batch get the same bytes, also when the one encoding it goes away", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const chunks = Array.from({ length: 1_000 }, (_, i) => `s${i} `)
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks }] })
-      const { sessionId } = yield* server.client.sessions.create({ payload: {} })
-      yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "go" } })
-      const stored = yield* server.engine.watchSession({ sessionId }).pipe(Stream.takeUntil(completed), Stream.runCollect)
-      expect(stored.length).toBeGreaterThan(Live.eventsPerStep * 4)
-      const expected = Buffer.concat(Chunk.toReadonlyArray(stored).map(Live.message))
-      // A fresh copy of the events for each round: the encodings are cached by event object.
-      const batch = () => Chunk.unsafeFromArray(Chunk.toReadonlyArray(stored).map((event) => ({ ...event }) as AgentEvent.AgentEvent))
-      const live = (events: Chunk.Chunk<AgentEvent.AgentEvent>) => Stream.concat(Stream.fromChunk(events), Stream.never)
+      const { batch, bytesOf, stored } = yield* storedTurn
+      const expected = bytesOf(stored)
 
       // Three clients of one batch: one encoding, the same bytes for all.
       const shared = batch()
@@ -60,5 +69,27 @@ describe("/live shared encoding", () => {
         const bytes = yield* Fiber.join(others)
         for (const b of bytes) expect(b.equals(expected)).toBe(true)
       }
+    }))
+
+  it.scopedLive("a client behind, whose batch starts with the same event as one being encoded, leaves the clients waiting for that one served", () =>
+    Effect.gen(function*() {
+      const { batch } = yield* storedTurn
+      // Two clients take the session's batch; one that fell behind takes it with the next batch (the same first event, more events).
+      const all = batch()
+      const events = Chunk.toReadonlyArray(all)
+      const first = Chunk.unsafeFromArray(events.slice(0, Math.floor(events.length / 2)))
+      const expected = Buffer.concat(Chunk.toReadonlyArray(first).map(Live.message))
+      const expectedAll = Buffer.concat(events.map(Live.message))
+      const [a, b, behind] = yield* Effect.all([
+        collect(body(live(first)), expected.length),
+        collect(body(live(first)), expected.length),
+        collect(body(live(all)), expectedAll.length)
+      ], { concurrency: "unbounded" }).pipe(
+        // A bound only so that a regression fails rather than hangs.
+        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("a client waited for ever for a batch's bytes") })
+      )
+      expect(a.equals(expected)).toBe(true)
+      expect(b.equals(expected)).toBe(true)
+      expect(behind.equals(expectedAll)).toBe(true)
     }))
 })
