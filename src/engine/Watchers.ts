@@ -73,13 +73,18 @@ export interface Watchers<E = never> {
 /** How many live events a session's feed keeps at least before the oldest make way (read again from the store). */
 export const defaultCapacity = 4096
 
+/** One watcher of a feed: the last sequence it has seen, `undefined` until it has read the store. */
+interface Member {
+  seen: number | undefined
+}
+
 /** The recent events of one watched session, and who waits for the next ones. */
 interface Feed<E> {
   /** The kept events; `events[0]` is the `dropped`-th event ever published to this feed. */
   events: Array<AgentEvent>
   dropped: number
-  /** Each watcher's last seen sequence (see `seen`); `undefined` until it has read the store. */
-  readonly members: Set<{ seen: number | undefined }>
+  /** Each watcher, by the last sequence it has seen (see `readFrom`). */
+  readonly members: Set<Member>
   /** How many watchers have not taken every kept event: at 0 the feed lets them all go. */
   behind: number
   /** Wakes the watchers waiting for the next publish. */
@@ -203,7 +208,7 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
             // would keep the process alive after its last watcher.
             if (poll !== undefined) feed.poller = yield* Effect.forkDaemon(Effect.interruptible(pollOf(sessionId, feed, poll)))
           }
-          const member: { seen: number | undefined } = { seen: undefined }
+          const member: Member = { seen: undefined }
           feed.members.add(member)
           const joined = feed
           const end = () => joined.dropped + joined.events.length
