@@ -29,6 +29,8 @@ export * as Pricing from "./domain/Pricing.js"
 export * as UsageText from "./domain/UsageText.js"
 /** How much of a model's Markdown a UI may hand to a Markdown parser (the chat's and the viewer's caps). */
 export * as MarkdownLimits from "./domain/MarkdownLimits.js"
+/** The bidirectional and invisible format characters a UI escapes or drops before showing text (Trojan Source). */
+export * as FormatCharacters from "./domain/FormatCharacters.js"
 /** Blobs: bytes named by their SHA-256 in a store's blob area, and the blob area's typed errors. */
 export * as Blob from "./domain/Blob.js"
 /** Images of messages and tool results: accepted formats (by magic bytes), caps, references, `ImageRefused`. */

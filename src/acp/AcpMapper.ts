@@ -7,7 +7,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk"
 import * as Either from "effect/Either"
-import { type AgentEvent, Edit, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
+import { type AgentEvent, Edit, FormatCharacters, Image, type Json, type McpConfig, Session, UsageText } from "../index.js"
 
 /** What the client said it supports, beyond the updates every client must accept. */
 export interface ClientSupport {
@@ -70,21 +70,17 @@ const field = (args: Json.Json, name: string): string | undefined =>
     ? (args as Record<string, string>)[name]
     : undefined
 
-// Bidirectional controls and invisible format characters: an editor that applies the bidi
-// algorithm would show `echo "x‮ ;y"` in another order than it runs (Trojan Source).
-const formatCharacters = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
-const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
 
 /** One line, at most `max` characters: a title is a label, not a transcript. */
 const shortLine = (text: string, max = 120) => {
-  const line = text.replace(/\s+/g, " ").trim().replace(formatCharacters, escaped)
+  const line = FormatCharacters.escapeFormat(text.replace(/\s+/g, " ").trim())
   return line.length > max ? `${line.slice(0, max - 1)}…` : line
 }
 
 /** The whole text on one line: line breaks, tabs and other controls shown as escapes, nothing cut. */
 const wholeLine = (text: string) =>
   // eslint-disable-next-line no-control-regex
-  text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).replace(formatCharacters, escaped)
+  text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).replace(FormatCharacters.formatCharacters, FormatCharacters.escaped)
 
 /**
  * A short human title for a call, e.g. "Read src/a.ts" or "Run `ls`"; `whole` for a permission

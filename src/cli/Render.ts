@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { absurd } from "effect/Function"
-import { type AgentEvent, Edit, Json, UsageText } from "../index.js"
+import { type AgentEvent, Edit, FormatCharacters, Json, UsageText } from "../index.js"
 import { terminalSafe } from "./Terminal.js"
 
 export { terminalSafe }
@@ -37,12 +37,8 @@ export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">):
 /** The question asked before a call runs: the call whole, since the answer is about all of it. */
 export const approvalQuestion = (call: CallInfo): string => `  Allow ${describeCall(call, true)}?`
 
-// Bidirectional controls and invisible format characters: a terminal (or an editor) that applies
-// the bidi algorithm would show `echo "x‮ ;y"` in another order than it runs (Trojan Source).
-const formatCharacters = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
-const escaped = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
-/** Text safe for the terminal, with bidi and invisible format characters shown as escapes too. */
-const visible = (text: string) => terminalSafe(text.replace(formatCharacters, escaped))
+/** Text safe for the terminal, with bidi and invisible format characters shown as escapes too (Trojan Source). */
+const visible = (text: string) => terminalSafe(FormatCharacters.escapeFormat(text))
 /** Text whole on one line: line breaks and tabs shown as escapes (not collapsed, not dropped), the rest as `visible`. */
 const wholeLine = (text: string) => visible(text.replace(/[\r\n\t]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : "\\r")))
 

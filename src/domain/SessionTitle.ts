@@ -2,10 +2,11 @@
  * A session's title: what lists show of it. Derived from its first user message until the user
  * names it (`session.titled`). Both are plain, one-line text: a model or a user who writes terminal
  * escapes, control characters or a megabyte of text into a message gets a short, inert title.
- * Imports nothing: the viewer's page bundles it (through `SessionView`).
+ * Imports only `FormatCharacters` (which imports nothing): the viewer's page bundles it (through `SessionView`).
  *
  * @since 0.4.0
  */
+import * as FormatCharacters from "./FormatCharacters.js"
 
 /** The longest derived title, in characters (code points), its ellipsis included. */
 export const derivedLength = 60
@@ -17,12 +18,14 @@ export const maxLength = 200
 const scanned = 4096
 
 // Escape sequences are dropped whole (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, two-byte `ESC x`),
-// so no `[31m` is left behind; then any other C0/C1 control, and the bidirectional overrides that
-// reorder what a terminal or a page shows.
+// so no `[31m` is left behind; then any other C0/C1 control, and the bidirectional and invisible
+// format characters that reorder or hide what a terminal or a page shows (see `FormatCharacters`).
 // eslint-disable-next-line no-control-regex
 const escapes = /\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]?|\x1b[@-_]?/g
-// eslint-disable-next-line no-control-regex
-const controls = /[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+// (Tab and line feed are whitespace, collapsed before this.)
+const controls = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`, "g")
+/** Zero-width (non-)joiners shape letters (Persian, emoji sequences) and hide nothing: kept; the rest of `controls` dropped. */
+const keepJoiners = (c: string) => (c === "\u200c" || c === "\u200d" ? c : "")
 /** Unpaired UTF-16 surrogates (left by a cut): not text, and some terminals draw them as garbage. */
 const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
@@ -32,7 +35,7 @@ const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * of spaces are collapsed after, so a control between two spaces leaves one space, not two.
  */
 export const plain = (text: string): string =>
-  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, "").replace(loneSurrogates, "").replace(/ {2,}/g, " ").trim()
+  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, keepJoiners).replace(loneSurrogates, "").replace(/ {2,}/g, " ").trim()
 
 /** `text` cut to at most `max` characters: at a word boundary when there is one late enough, with an ellipsis. */
 export const cut = (text: string, max: number): string => {

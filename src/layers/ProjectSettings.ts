@@ -29,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
+import * as FormatCharacters from "../domain/FormatCharacters.js"
 import type * as PermissionPolicy from "./PermissionPolicy.js"
 import * as SettingsFile from "./settings/SettingsFile.js"
 import { SettingsError } from "./settings/SettingsFile.js"
@@ -273,10 +274,10 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
 })
 
 // C0 and C1 controls, and the format characters that reorder or hide text on a terminal.
-const controls = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+const controls = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`, "g")
 
 /** Text with its control and bidirectional-format characters written as `\u…` escapes, so a summary shows what is there. */
-export const escapeControls = (text: string): string => text.replace(controls, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+export const escapeControls = (text: string): string => text.replace(controls, FormatCharacters.escaped)
 
 /** A value from a file, quoted with every control and format character escaped. */
 const quote = (text: string) => escapeControls(JSON.stringify(text))

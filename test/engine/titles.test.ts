@@ -41,6 +41,11 @@ describe("session titles", () => {
     expect(SessionTitle.fromMessage(`${"a".repeat(58)}😀😀😀`)).toBe(`${"a".repeat(58)}😀…`)
     // A control or lone surrogate between two spaces leaves one space; a form feed separates words.
     expect(SessionTitle.fromMessage("a \x01 b \ud800 c\fd")).toBe("a b c d")
+    // Every bidi and invisible format character the terminal and ACP escape is dropped (the Arabic
+    // letter mark, a zero-width space, a word joiner; a byte-order mark is whitespace to JavaScript, a space); joiners, which shape
+    // Persian words and emoji sequences and hide nothing, stay.
+    expect(SessionTitle.fromMessage("ab\u061cc d\u200be\u2060f\ufeffg")).toBe("abc def g")
+    expect(SessionTitle.fromMessage("می\u200cخواهم 👩\u200d💻")).toBe("می\u200cخواهم 👩\u200d💻")
     expect(SessionTitle.fromMessage("", 1)).toBe("Image")
     expect(SessionTitle.fromMessage(" \n ", 3)).toBe("3 images")
     expect(SessionTitle.fromMessage("")).toBeUndefined()

@@ -77,7 +77,9 @@ describe("the project's settings file: schema", () => {
       [{ rules: [{ decision: "deny" }] }, `rules[0].name: is missing`],
       // Names go into the log and onto terminals.
       [{ rules: [{ name: "ok\u001b[2J", decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],
-      [{ rules: [{ name: "x".repeat(201), decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`]
+      [{ rules: [{ name: "x".repeat(201), decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],
+      // The Arabic letter mark is a bidi control too (it was missing from this list while the terminal's had it).
+      [{ rules: [{ name: "tests\u061c", decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`]
     ]
     for (const [json, expected] of cases) {
       const message = leftMessage(ProjectSettings.parseProject(JSON.stringify(json), shown))

@@ -13,6 +13,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as FormatCharacters from "../../domain/FormatCharacters.js"
 import * as Pricing from "../../domain/Pricing.js"
 import * as McpNames from "../mcp/McpNames.js"
 import * as PermissionPolicy from "../PermissionPolicy.js"
@@ -60,9 +61,11 @@ const settings = <R extends Schema.Schema.Any, E extends Schema.Schema.Any>(whos
     env: Schema.optionalWith(env, { exact: true })
   })
 
+const unprintable = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`)
+
 /** A rule's name is recorded in the log (`policy`) and shown on terminals: one short line of printable text. */
 const RuleName = Schema.String.pipe(
-  Schema.filter((name) => (name.length > 0 && name.length <= 200 && !/[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/.test(name)) || "a rule's name is one line of 1 to 200 printable characters")
+  Schema.filter((name) => (name.length > 0 && name.length <= 200 && !unprintable.test(name)) || "a rule's name is one line of 1 to 200 printable characters")
 )
 
 /** A rule with a tool name the workspace knows. */
