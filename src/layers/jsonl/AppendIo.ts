@@ -8,12 +8,12 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, fchmodSync, fsync, ftruncateSync, openSync, statSync, writeSync } from "node:fs"
+import { closeSync, constants, fchmodSync, fsync, ftruncateSync, openSync, statSync, writeSync } from "node:fs"
 import * as Context from "effect/Context"
 
 /** The append operations; each throws (or calls back with) a `node:fs` error. */
 export interface Io {
-  /** Opens (creating, owner only) a file for appending. */
+  /** Opens (creating, owner only) a file for appending; a link in its place fails (`ELOOP`), not followed. */
   readonly open: (path: string) => number
   /** Makes a file owner-only whatever the umask. */
   readonly chmod: (fd: number) => void
@@ -30,7 +30,7 @@ export interface Io {
 
 /** The real file system. */
 export const node: Io = {
-  open: (path) => openSync(path, "a", 0o600),
+  open: (path) => openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600),
   chmod: (fd) => fchmodSync(fd, 0o600),
   write: (fd, data) => (typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data)),
   truncate: (fd, size) => ftruncateSync(fd, size),

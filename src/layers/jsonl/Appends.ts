@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, fstatSync, openSync, readSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -36,7 +36,7 @@ import * as Directories from "../Directories.js"
 import * as KeyedLock from "../KeyedLock.js"
 import { AppendIo } from "./AppendIo.js"
 import * as EventCodec from "./EventCodec.js"
-import { fromNode, fromPlatform } from "./FileFailure.js"
+import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
 
@@ -185,11 +185,11 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
       Effect.suspend(() => {
         let fd: number
         try {
-          fd = openSync(file, "r")
+          fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW)
         } catch (error) {
           return (error as NodeJS.ErrnoException).code === "ENOENT"
             ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
-            : Effect.fail(fromNode("append", file, sessionId)(error))
+            : Effect.fail(fromLogOpen("append", file, sessionId)(error))
         }
         let found: TailScan
         try {
@@ -340,7 +340,8 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
             appenders.set(sessionId, appender)
             return appender
           },
-          catch: fromNode("append", file, sessionId)
+          // A link put in the log's place since its end was read is refused here too (`io.open`'s `O_NOFOLLOW`).
+          catch: fromLogOpen("append", file, sessionId)
         })
       })
 

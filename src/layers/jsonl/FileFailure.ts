@@ -34,6 +34,18 @@ const nodeReason = (error: unknown): EventStoreFailureReason => {
   return "unavailable"
 }
 
+/**
+ * What opening a log that is a link fails with. The store makes its logs itself, never as links, so
+ * one is something planted (a repository's shipped data dir pointing at a log of another project, or
+ * at any file of the user's): it is opened with `O_NOFOLLOW`, neither read as this session nor written.
+ */
+export const linkedLog = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) =>
+  new EventStoreFailure({ reason: "corrupt", operation, path, detail: "a link, not a log", ...(sessionId === undefined ? {} : { sessionId }) })
+
+/** `fromNode` for the `O_NOFOLLOW` open of a log: a link there (`ELOOP`) is {@link linkedLog}. */
+export const fromLogOpen = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: unknown) =>
+  (error as NodeJS.ErrnoException | undefined)?.code === "ELOOP" ? linkedLog(operation, path, sessionId) : fromNode(operation, path, sessionId)(error)
+
 /** Translates an error thrown by `node:fs`, naming the path it concerns (its code, never a stack). */
 export const fromNode = (operation: EventStoreFailure["operation"], path: string, sessionId?: string) => (error: unknown) =>
   new EventStoreFailure({

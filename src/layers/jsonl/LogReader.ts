@@ -26,7 +26,7 @@ import type * as AgentEvent from "../../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as EventCodec from "./EventCodec.js"
-import { fromNode } from "./FileFailure.js"
+import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
@@ -145,15 +145,15 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
   const openLog = Effect.suspend((): Effect.Effect<number | undefined, EventStoreFailure> => {
     try {
       // Without blocking: a named pipe in a log's place (a data dir a repository shipped) would hold
-      // the whole process in open(2). Only a regular file is a log.
-      const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK)
+      // the whole process in open(2). Only a regular file is a log, and never one through a link.
+      const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
       if (!fstatSync(fd).isFile()) {
         closeSync(fd)
         return Effect.fail(corrupt(file, sessionId, undefined, "not a regular file"))
       }
       return Effect.succeed(fd)
     } catch (error) {
-      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(failed(error))
+      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(fromLogOpen("read", file, sessionId)(error))
     }
   })
   const closeLog = (fd: number | undefined) =>

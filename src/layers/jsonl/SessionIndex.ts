@@ -48,7 +48,7 @@ import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import { byRecentActivity } from "../../services/EventStore.js"
-import { fromNode } from "./FileFailure.js"
+import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as PlainFiles from "./PlainFiles.js"
 
@@ -316,13 +316,13 @@ export const make = (options: Options) => {
     // lets the event loop turn at each log it checks.
     Effect.async<number, EventStoreFailure>((resume) => {
       let interrupted = false
-      open(file, constants.O_RDONLY | constants.O_NONBLOCK, (error, fd) => {
+      open(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW, (error, fd) => {
         // A listing interrupted meanwhile: the descriptor is nobody's.
         if (interrupted) {
           if (error === null) closeSync(fd)
           return
         }
-        resume(error === null ? Effect.succeed(fd) : Effect.fail(fromNode("list", file, sessionId)(error)))
+        resume(error === null ? Effect.succeed(fd) : Effect.fail(fromLogOpen("list", file, sessionId)(error)))
       })
       return Effect.sync(() => {
         interrupted = true
