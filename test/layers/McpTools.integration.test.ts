@@ -293,22 +293,34 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       }))
   }
 
-  it.scoped("results are capped; the server runs with the allow-listed environment plus its config's env", () =>
+  it.scoped("results are capped; the server runs with the allow-listed environment plus its config's env, git told to use bare repositories only when named", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
       process.env.MCP_TEST_SECRET_TOKEN = "do-not-pass"
       yield* Effect.addFinalizer(() => Effect.sync(() => delete process.env.MCP_TEST_SECRET_TOKEN))
       const { events } = yield* turns({
         cwd,
-        servers: { fixture: stdioServer(cwd, { GIVEN: "by-config" }) },
+        // The config's own git setting is kept, and safe.bareRepository comes after it (a server
+        // running git in a clone that committed a bare repository folder must not run its config).
+        servers: { fixture: stdioServer(cwd, { GIVEN: "by-config", GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "user.name", GIT_CONFIG_VALUE_0: "t" }) },
         policy: allowAll,
         options: { maxResultBytes: 100 },
-        responses: [{ toolCalls: [call("big", { bytes: 5000 }), call("env", { name: "MCP_TEST_SECRET_TOKEN" }), call("env", { name: "GIVEN" })] }, { chunks: ["done"] }]
+        responses: [{
+          toolCalls: [
+            call("big", { bytes: 5000 }),
+            call("env", { name: "MCP_TEST_SECRET_TOKEN" }),
+            call("env", { name: "GIVEN" }),
+            call("env", { name: "GIT_CONFIG_COUNT" }),
+            call("env", { name: "GIT_CONFIG_KEY_1" }),
+            call("env", { name: "GIT_CONFIG_VALUE_1" })
+          ]
+        }, { chunks: ["done"] }]
       }, ["go"])
       const byId = Object.fromEntries(ends(events).map((e) => [e.toolCallId, "result" in e ? e.result : e.errorCode]))
       expect(byId.call_1).toMatch(/^x{100}\n\[… truncated: 4900 more bytes\]$/)
       expect(byId.call_2).toBe("MCP_TEST_SECRET_TOKEN=(unset)")
       expect(byId.call_3).toBe("GIVEN=by-config")
+      expect([byId.call_4, byId.call_5, byId.call_6]).toEqual(["GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_1=safe.bareRepository", "GIT_CONFIG_VALUE_1=explicit"])
     }))
 
   it.scoped("two tools that would share a name are an error naming both; a server that cannot start names itself", () =>

@@ -102,10 +102,12 @@ const transportOf = (options: Options): Transport => {
   if (!McpConfig.isStdio(server)) {
     return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } })
   }
-  const env = {
+  // Git told to use a bare repository only when named, as for shell commands: a server that runs
+  // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
+  const env = Environment.withSafeGit({
     ...Environment.build(options.sourceEnv ?? process.env, { ...options.env, hidden: options.hiddenEnv ?? [], cwd: options.cwd }),
     ...server.env
-  }
+  })
   const [command, ...args] = [...options.prefix, server.command, ...(server.args ?? [])]
   return new StdioClientTransport({ command: command!, args, env, cwd: options.cwd, stderr: "pipe" })
 }
