@@ -71,7 +71,7 @@ export const run = async (): Promise<Array<Row>> => {
   const vendor = await startVendor(n)
   try {
     const url = vendor.url
-    const [memory, pi, jsonl] = await interleave(config.turnReps, [oursTurn(url, "memory"), piTurn(url), oursTurn(url, "jsonl")])
+    const [memory, pi, jsonl] = await interleave(config.sdkTurnReps, [oursTurn(url, "memory"), piTurn(url), oursTurn(url, "jsonl")])
     const us = (xs: ReadonlyArray<number>) => `${format(median(xs), "")} µs CPU/event`
     // Events per CPU second, ours over pi's: pi's CPU per event over ours.
     return [
