@@ -227,7 +227,8 @@ const openFailure = (where: string, error: unknown, what: string, operation: "ap
  * incremental sort of the rare rows last active at the same time: the first row leaves at once, and
  * the server works while the client decodes. Planner settings choose a plan, never the rows or
  * their order. A failing join (a database an older version left, read-only) rolls the transaction
- * back, and the listing folds what is missing as before.
+ * back, and the listing folds what is missing as before. (Listed inside a caller's transaction, the
+ * transaction here is a savepoint, and the settings last until the caller's ends; nothing lists so.)
  */
 const streamingListing = (sql: SqlClient.SqlClient) => <A>(query: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
   sql.withTransaction(
