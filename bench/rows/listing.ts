@@ -102,7 +102,7 @@ export const run = async (): Promise<Array<Row>> => {
     timeRow(12, `\`pending\` over ${size} JSONL sessions, none waiting, the index warm (built CLI, to exit)`, pj!, bj!, "reads the index only"),
     timeRow(13, `\`sessions\` over ${size} SQLite sessions (built CLI, to exit)`, ss!, bs!, "one query: sessions joined with session_usage"),
     timeRow(13, `\`pending\` over ${size} SQLite sessions, none waiting (built CLI, to exit)`, ps!, bs!, "the rows of the sessions in awaiting_approvals only: none read"),
-    timeRow(13, `\`sessions\` over ${size} PostgreSQL sessions (built CLI, to exit)`, sp, bp, "one query: sessions joined with session_usage"),
+    timeRow(13, `\`sessions\` over ${size} PostgreSQL sessions (built CLI, to exit)`, sp, bp, "one query: sessions joined with session_usage, planned to stream (index scan, nested loop)"),
     timeRow(13, `\`pending\` over ${size} PostgreSQL sessions, none waiting (built CLI, to exit)`, pp, bp, "the rows of the sessions in awaiting_approvals only: none read")
   ]
 }

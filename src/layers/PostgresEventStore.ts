@@ -219,6 +219,23 @@ const openFailure = (where: string, error: unknown, what: string, operation: "ap
 
 
 /**
+ * The listing's join run so that its rows stream: planned as it stands, PostgreSQL hashes one
+ * table, joins and sorts every row before it sends the first (10,000 sessions: tens of ms in which
+ * the client only waits, then the client decodes while the server is idle). With hash and merge
+ * joins and full sorts off for this one statement (`SET LOCAL`, in a transaction of its own) it is
+ * planned as an index scan of `sessions_by_activity`, a nested loop on `session_usage`'s key and an
+ * incremental sort of the rare rows last active at the same time: the first row leaves at once, and
+ * the server works while the client decodes. Planner settings choose a plan, never the rows or
+ * their order. A failing join (a database an older version left, read-only) rolls the transaction
+ * back, and the listing folds what is missing as before. (Listed inside a caller's transaction, the
+ * transaction here is a savepoint, and the settings last until the caller's ends; nothing lists so.)
+ */
+const streamingListing = (sql: SqlClient.SqlClient) => <A>(query: Effect.Effect<A, SqlError>): Effect.Effect<A, SqlError> =>
+  sql.withTransaction(
+    Effect.zipRight(sql.unsafe("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_sort = off"), query)
+  )
+
+/**
  * Builds the store on a migrated PostgreSQL client (see `migrate`). `where` names the database in
  * failures (default: "postgresql").
  */
@@ -228,6 +245,7 @@ export const make = (
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const where = options.where ?? "postgresql"
+    const listingPlan = streamingListing(sql)
 
     const lastSequence = (sessionId: string) =>
       Effect.map(
@@ -267,7 +285,7 @@ export const make = (
             : Effect.fail(failure("append", where, event.sessionId)(error)))
       )
 
-    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent })
+    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent, listingPlan })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,

@@ -234,6 +234,29 @@ for (const [name, makeStore] of stores) {
         expect((yield* totalsOf(store)).a!.usage).toEqual({ inputTokens: 14, outputTokens: 10, cacheReadTokens: 103, cacheWriteTokens: 4 })
       }))
 
+    test("listing order: sessions last active at the same moment by id, each one's unpriced models in the order of their first turn", (store) =>
+      Effect.gen(function*() {
+        // The SQL listings read one row per session and unpriced model, in the listing's order: the
+        // rows of a session stay together and in turn order however the database plans the join.
+        const usage = { inputTokens: 1, outputTokens: 1 }
+        for (const id of ["m", "c", "x"]) {
+          yield* store.appendAll([
+            created(id),
+            turnStarted(id, 2, 1),
+            completedWithUsage(id, 3, usage, null, "model-z"),
+            turnStarted(id, 4, 2),
+            completedWithUsage(id, 5, usage, 0.5),
+            turnStarted(id, 6, 3),
+            completedWithUsage(id, 7, usage, null, "model-a")
+          ])
+          yield* store.append(turnStarted(id, 8, 40))
+        }
+        yield* store.appendAll([created("late"), turnStarted("late", 2, 41)])
+        const listed = yield* store.list
+        expect(listed.map((s) => s.sessionId)).toEqual(["late", "c", "m", "x"])
+        for (const s of listed.slice(1)) expect([s.costUnknown, s.cost, s.usage]).toEqual([["model-z", "model-a"], 0.5, { inputTokens: 3, outputTokens: 3 }])
+      }))
+
     test("usage totals saturate at the largest safe integer: turns that each report the most a count can hold still list valid counts", (store) =>
       Effect.gen(function*() {
         const most = Number.MAX_SAFE_INTEGER

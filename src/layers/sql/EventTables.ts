@@ -31,6 +31,11 @@ export interface Options {
   readonly failure: (operation: EventStoreFailure["operation"], where: string, sessionId?: string) => (error: SqlError) => EventStoreFailure
   /** The store's append of one event. */
   readonly append: (event: AgentEvent.AgentEvent) => Effect.Effect<void, EventStoreFailure>
+  /**
+   * How the store runs the listing's join (default: as it is). PostgreSQL runs it under planner
+   * settings that make it stream (see `PostgresEventStore`); the rows and their order are the same.
+   */
+  readonly listingPlan?: <A>(query: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError>
 }
 
 /** Rows read per query when streaming a session. */
@@ -185,7 +190,7 @@ const decodeRow = (row: EventRow) =>
   )
 
 /** The shared operations of an SQL store. */
-export const make = ({ append: appendEvent, failure, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
+export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
     if (statements.length === 0) return appendEvent(event)
@@ -304,12 +309,13 @@ export const make = ({ append: appendEvent, failure, sql, where }: Options): Pic
   // in two queries (~20 % less of the driver's time) and no sort of the usage rows by session. A
   // database without `session_usage` or `sessions.title` (an older version's, opened read-only)
   // is listed by the queries that fold what is missing from the events.
-  const joinedRows = sql`
+  const joinedQuery = sql`
     SELECT s.session_id, s.cwd, s.client, s.created_at, s.last_activity_at, s.turn_count, s.last_sequence, s.title,
       u.unknown_model, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.cost
     FROM sessions s LEFT JOIN session_usage u ON u.session_id = s.session_id
     WHERE s.cwd IS NOT NULL
     ORDER BY s.last_activity_at DESC, s.session_id, u.first_sequence`.values
+  const joinedRows = listingPlan === undefined ? joinedQuery : listingPlan(joinedQuery)
   const joined = (rows: ReadonlyArray<ReadonlyArray<unknown>>, awaiting: ReadonlyArray<AwaitingRow>) => {
     const waiting = waitingBySession(awaiting)
     const listed: Array<SessionSummary> = []
