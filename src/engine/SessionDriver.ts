@@ -102,7 +102,7 @@ const runLoop = (engine: Engine, session: LiveSession.LiveSession, run: Run): Ef
     let turn = yield* nextTurn(engine, session, run)
     while (turn !== undefined) {
       yield* betweenTurns
-      // Everything the turn logs names its turn (its steps' fiber takes the annotation when forked).
+      // Everything the turn logs names its turn (its steps run in this fiber).
       yield* annotate("turnId", turn.turnId)
       const ending = yield* TurnDriver.run(turn)
       yield* unannotate("turnId")

@@ -7,10 +7,13 @@
  * @since 0.5.0
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
 import type * as Mailbox from "effect/Mailbox"
 import type * as Tracer from "effect/Tracer"
 import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
@@ -48,7 +51,8 @@ export interface Steer {
 /**
  * Where a turn stands with cancellation:
  * - `running`: nobody asked to cancel it, and it has not decided how it ends; it takes steers.
- * - `requested`: a cancel asked for it before its steps ran; they are interrupted as they start.
+ * - `requested`: a cancel asked for it before its steps ran (they are interrupted as they start), or
+ *   after they had ended (nothing is left to interrupt).
  * - `delivered`: its steps were interrupted by a cancel.
  * - `closed`: it decided how it ends without a cancel (a final answer, a limit, an error, a shutdown):
  *   a cancel finds nothing more to stop, and steers are refused.
@@ -57,10 +61,30 @@ export interface Steer {
  */
 export type CancelState = "running" | "requested" | "delivered" | "closed"
 
-/** A turn's cancellation: the one state a cancel, the guard, a steer and the turn's end all read. */
+/**
+ * Who a cancel's interruption comes from, whoever asked for it: the run's fiber, which runs the
+ * steps, takes back exactly this interruption once they have ended (see {@link Cancel.detach}) and
+ * keeps any other — a shutdown's stops the run between turns.
+ */
+const cancelledBy: FiberId.FiberId = FiberId.make(-1, 0)
+
+/** `cause`'s interruptions but the cancel's. */
+const withoutCancel = (cause: Cause.Cause<never>): Cause.Cause<never> => {
+  let kept: Cause.Cause<never> = Cause.empty
+  for (const id of Cause.interruptors(cause)) {
+    if (!Equal.equals(id, cancelledBy)) kept = Cause.sequential(kept, Cause.interrupt(id))
+  }
+  return kept
+}
+
+/**
+ * A turn's cancellation: the one state a cancel, the guard, a steer and the turn's end all read. A
+ * turn's steps run in its run's own fiber, interruptible, between {@link attach} and {@link detach}: a
+ * cancel interrupts that fiber while they run, or as soon as they start when asked for before.
+ */
 export class Cancel {
   private current: CancelState = "running"
-  private steps: Fiber.Fiber<unknown, unknown> | undefined = undefined
+  private steps: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
 
   /** The state now. */
   get state(): CancelState {
@@ -73,32 +97,38 @@ export class Cancel {
   }
 
   /** Asks to cancel the turn: its steps are interrupted now, or as soon as they start. Nothing happens once asked or closed. */
-  readonly request: Effect.Effect<void> = Effect.fiberIdWith((by) =>
-    Effect.suspend(() => {
-      if (this.current !== "running") return Effect.void
-      this.current = "requested"
-      return this.deliver(by)
-    })
-  )
+  readonly request: Effect.Effect<void> = Effect.suspend(() => {
+    if (this.current !== "running") return Effect.void
+    this.current = "requested"
+    return this.deliver()
+  })
 
-  /** The turn's steps run in `fiber`: a cancel asked for before is delivered at once. */
-  readonly attach = (fiber: Fiber.Fiber<unknown, unknown>): Effect.Effect<void> =>
-    Effect.fiberIdWith((by) =>
-      Effect.suspend(() => {
-        this.steps = fiber
-        return this.current === "requested" ? this.deliver(by) : Effect.void
-      })
-    )
+  /** The turn's steps are about to run in `fiber` (the run's): a cancel asked for before is delivered at once. */
+  readonly attach = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      this.steps = fiber
+      return this.current === "requested" ? this.deliver() : Effect.void
+    })
+
+  /**
+   * The turn's steps have ended: a later cancel finds nothing to interrupt, and the run's fiber takes
+   * back the interruption a cancel sent it (every message sent to a fiber is taken before its next
+   * step, so none can come after this one), keeping a shutdown's. Run by that fiber, uninterruptible.
+   */
+  readonly detach: Effect.Effect<void> = Effect.suspend(() => {
+    this.steps = undefined
+    return this.current === "delivered" ? FiberRef.update(FiberRef.interruptedCause, withoutCancel) : Effect.void
+  })
 
   /** The turn has decided how it ends (no cancel asked for): a later cancel finds nothing to stop. */
   close(): void {
     if (this.current === "running") this.current = "closed"
   }
 
-  private deliver(by: FiberId.FiberId): Effect.Effect<void> {
+  private deliver(): Effect.Effect<void> {
     if (this.steps === undefined) return Effect.void
     this.current = "delivered"
-    return Fiber.interruptAsFork(this.steps, by)
+    return Fiber.interruptAsFork(this.steps, cancelledBy)
   }
 }
 

@@ -3,8 +3,8 @@
  * calls it left open), then steps — build the request (`StepRequest`), stream the model's response
  * (`ModelResponse`), run its tool calls (`ToolPhase`) — until a response asks for no tools; then
  * close, with exactly one `turn.completed` however the turn ends: final, provider error, a limit, a
- * cancel or an unexpected defect. The steps run in a fiber of their own, which a cancel interrupts
- * (see `Turn.Cancel`); the driver waits for them and closes the turn. A store failure stops the turn
+ * cancel or an unexpected defect. The steps run in the run's own fiber, interruptible, which a cancel
+ * interrupts while they run (see `Turn.Cancel`); then the driver closes the turn. A store failure stops the turn
  * at once: it stays open in the log until the session's next run closes it.
  *
  * @since 0.1.0
@@ -13,7 +13,6 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
@@ -51,9 +50,10 @@ interface Opened {
 }
 
 /**
- * Runs a turn to its end. Uninterruptible but for waiting on its steps: a cancel interrupts the
- * steps' fiber; a shutdown interrupts the wait, and the steps are stopped before the turn closes —
- * cancelled, or left paused when it waits for the user (only the calls it cut short are closed).
+ * Runs a turn to its end. Uninterruptible but for its steps: a cancel or a shutdown interrupts them
+ * and the turn closes — cancelled, or, for a shutdown, left paused when it waits for the user (only
+ * the calls it cut short are closed). The steps were a fiber of their own until December 2026; run
+ * here, a turn costs a fork, a wait and the fiber's copy of the run's fiber refs fewer.
  */
 export const run = (turn: Turn): Effect.Effect<Ending> =>
   // Its span is a child of the caller's (none for a follow-up's turn); its logs name it (`SessionDriver` annotates them).
@@ -65,10 +65,10 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
     const opened = yield* open(turn)
     if (opened === undefined) return { _tag: "NotStarted" } as const
     const tally: ModelResponse.Tally = { usage: undefined }
-    const steps = yield* Effect.fork(Effect.interruptible(stepsOf(turn, tally, opened)))
-    yield* turn.cancel.attach(steps)
-    const waited = yield* Effect.exit(Effect.interruptible(Fiber.await(steps)))
-    const exit = Exit.isSuccess(waited) ? waited.value : yield* Fiber.interrupt(steps)
+    // The steps run in this fiber, interruptible: no fiber of their own to fork, wait for and join.
+    yield* Effect.withFiberRuntime((fiber) => turn.cancel.attach(fiber))
+    const exit = yield* Effect.exit(Effect.interruptible(stepsOf(turn, tally, opened)))
+    yield* turn.cancel.detach
     return yield* finish(turn, exit, tally.usage)
   })).pipe(Effect.catchAllCause((cause) => Effect.succeed<Ending>({ _tag: "Failed", cause }))))
 

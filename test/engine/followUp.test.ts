@@ -1,9 +1,11 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
+import * as Exit from "effect/Exit"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -238,6 +240,53 @@ describe("follow-ups", () => {
         )
       ))
       expect(turnsOf(log).map((t) => [t.message, t.stopReason])).toEqual([["first", "cancelled"], ["queued", "cancelled"]])
+      expectWellFormedLog(log)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("a cancel and a shutdown together: the turn closes cancelled and the run stops there, its queue left in the log", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const started = yield* Deferred.make<void>()
+      const interrupted = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // A tool that runs until interrupted, then holds the turn's steps in its finalizer until the test releases them.
+      const held = testTools({
+        wait: {
+          run: () =>
+            Deferred.succeed(started, undefined).pipe(
+              Effect.zipRight(Effect.never),
+              Effect.onInterrupt(() => Effect.zipRight(Deferred.succeed(interrupted, undefined), Deferred.await(release)))
+            )
+        }
+      })
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        engineLayer(JsonlEventStore.layer({ dataDir }), { responses: [waitCall, { chunks: ["never asked"] }] }).pipe(Layer.provideMerge(held), Layer.provideMerge(allowAll)),
+        scope
+      )
+      const { queueId, sessionId } = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "first" })).pipe(Effect.fork)
+        yield* Deferred.await(started)
+        const { queueId } = yield* engine.followUp({ sessionId, message: "second" })
+        // The cancel reaches the steps (the tool is interrupted and holds them); then the engine shuts down.
+        yield* engine.cancelTurn({ sessionId }).pipe(Effect.fork)
+        yield* Deferred.await(interrupted)
+        return { queueId, sessionId }
+      }).pipe(Effect.provide(context))
+      const stop = yield* Effect.fork(Scope.close(scope, Exit.void))
+      // The shutdown's interruption is on its way to the run before the steps end.
+      yield* Effect.sleep("50 millis")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(stop)
+      // Another process: the first turn ended cancelled, the run stopped for the shutdown, and the follow-up waits in the log.
+      const { followUps, log } = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        return { log: yield* collect(engine.replaySession({ sessionId })), followUps: (yield* engine.sessionState({ sessionId })).followUps }
+      }).pipe(Effect.provide(engineLayer(JsonlEventStore.layer({ dataDir }), {})))
+      expect(turnsOf(log)).toEqual([{ queueId: undefined, message: "first", stopReason: "cancelled" }])
+      expect(followUps.map((f) => f.queueId)).toEqual([queueId])
       expectWellFormedLog(log)
     }).pipe(Effect.provide(NodeContext.layer)))
 })
