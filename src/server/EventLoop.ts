@@ -23,11 +23,11 @@ export const defaultSliceMs = 8
 
 /**
  * How long fibers may run before the loop turns while connections are arriving (see {@link scheduler}):
- * Node (libuv since 1.45) accepts one connection per turn of the loop, so a burst of N connections
- * takes N turns to accept, whatever the listen backlog — a connection behind them (a `/healthz`
- * probe) waits for all those turns.
+ * none — a task, then the loop's turn. Node (libuv since 1.45) accepts one connection per turn of
+ * the loop, so a burst of N connections takes N turns to accept, whatever the listen backlog, and a
+ * connection behind them (a `/healthz` probe) waits for all those turns and their slices.
  */
-export const arrivingSliceMs = 1
+export const arrivingSliceMs = 0
 
 /** Which fibers go ahead of all queued work (see {@link scheduler}). */
 export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean

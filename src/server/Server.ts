@@ -201,7 +201,7 @@ const arrivingWindowMs = 5
 
 /**
  * Whether connections are arriving (one was accepted in the last few ms): for `EventLoop.sliced`,
- * which then lets the loop turn after a shorter slice. Node accepts one connection per turn of the
+ * which then lets the loop turn after each task. Node accepts one connection per turn of the
  * loop, so while 500 clients connect at once every turn's slice of fiber work delays the rest — and
  * a `/healthz` probe queued behind them waited for 500 slices (seconds; row 18's worst probes).
  */
