@@ -266,6 +266,6 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     }).pipe(
       Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
       // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
-      EventLoop.sliced(EventLoop.defaultSliceMs, Server.servesHealth)
+      EventLoop.sliced(EventLoop.defaultSliceMs, Server.servesHealth, Server.connectionsArriving)
     )
   }).pipe(Effect.scoped)

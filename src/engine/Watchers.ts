@@ -25,6 +25,7 @@ import * as Chunk from "effect/Chunk"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
@@ -316,15 +317,39 @@ export const watch = <E>(
       }
       return Stream.fromChunk(Chunk.unsafeFromArray(kept))
     }
+    /** A live chunk that is not simply the next events (a gap, or events already seen): the next segment starts with it. */
+    let irregular: Chunk.Chunk<AgentEvent> | undefined
+    /**
+     * The feed's chunks as they are, for as long as each holds just the next events: one take and
+     * one comparison per event per chunk, no stream of its own (a stream per chunk — a `flatMap` —
+     * cost a channel executor per chunk per watcher: with hundreds of SSE clients, most of the
+     * server's work in a turn). It ends at the first other chunk, left in `irregular`.
+     */
+    const regular = Stream.repeatEffectChunkOption(Effect.suspend(() => {
+      // What this watcher has: the feed's poll (if any) reads on from there.
+      live.seen(last)
+      return Effect.flatMap(Effect.mapError(live.take, Option.some), (chunk) => {
+        const events = Chunk.toReadonlyArray(chunk)
+        let next = 0
+        while (next < events.length && events[next]!.sequence === last + 1 + next) next++
+        if (next < events.length) {
+          irregular = chunk
+          return Effect.fail(Option.none())
+        }
+        // The usual case: the chunk as it is (the feed's, shared by the watchers keeping up), no copy.
+        if (next > 0) last = events[next - 1]!.sequence
+        return Effect.succeed(chunk)
+      })
+    }))
+    /** A segment of the live part: the chunk the last one ended at (its gap read from the store), then regular chunks. */
+    const segment = Stream.suspend(() => {
+      const first = irregular
+      irregular = undefined
+      return first === undefined ? regular : Stream.concat(deliver(first), regular)
+    })
     return Stream.concat(
       Stream.filter(stored, after),
-      // The store read done: the feed's poll (if any) reads on from here.
-      Stream.flatMap(
-        Stream.repeatEffect(Effect.suspend(() => {
-          live.seen(last)
-          return live.take
-        })),
-        deliver
-      )
+      // The store read done; a new segment only after a chunk that was not simply the next events.
+      Stream.flatMap(Stream.repeatValue(undefined), () => segment)
     )
   })

@@ -21,6 +21,14 @@ import * as Scheduler from "effect/Scheduler"
 /** How long fibers may run before the event loop gets a turn, by default. */
 export const defaultSliceMs = 8
 
+/**
+ * How long fibers may run before the loop turns while connections are arriving (see {@link scheduler}):
+ * none — a task, then the loop's turn. Node (libuv since 1.45) accepts one connection per turn of
+ * the loop, so a burst of N connections takes N turns to accept, whatever the listen backlog, and a
+ * connection behind them (a `/healthz` probe) waits for all those turns and their slices.
+ */
+export const arrivingSliceMs = 0
+
 /** Which fibers go ahead of all queued work (see {@link scheduler}). */
 export type Urgent = (fiber: Fiber.RuntimeFiber<unknown, unknown>) => boolean
 
@@ -36,7 +44,9 @@ const urgentPriority = -1
  * liveness probe's) goes ahead of the queue instead, so it waits for the current slice only — asked
  * for each of its tasks, from its very first, as no setting a fiber makes for itself could be.
  */
-export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent): Scheduler.Scheduler => {
+export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arriving?: () => boolean): Scheduler.Scheduler => {
+  /** A new slice's end: short while connections are arriving (`arriving`), so that the loop turns, and accepts the next, sooner. */
+  const sliceEnd = () => performance.now() + (arriving !== undefined && arriving() ? Math.min(sliceMs, arrivingSliceMs) : sliceMs)
   // One queue for every fiber (Effect's own keeps one per fiber, and a turn of the loop then runs
   // each runnable fiber once: hundreds of them hold it as long as before).
   let queue = new Scheduler.PriorityBuckets()
@@ -53,7 +63,7 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent): Sc
   // held the loop for most of a second with 500 clients.)
   const run = () => {
     if (deadline < 0) {
-      deadline = performance.now() + sliceMs
+      deadline = sliceEnd()
       // Runs on the loop's next turn: the work after that starts a new slice.
       setImmediate(endSlice)
     } else if (performance.now() >= deadline) {
@@ -87,7 +97,7 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent): Sc
   /** Whether the current slice is used up; a fiber running outside one (a request's first run, in Node's callback) starts one. */
   const sliceOver = () => {
     if (deadline < 0) {
-      deadline = performance.now() + sliceMs
+      deadline = sliceEnd()
       setImmediate(endSlice)
       return false
     }
@@ -117,5 +127,5 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent): Sc
 const opsPerClockRead = 32
 
 /** Runs `effect` (and every fiber it forks, such as a server's request handlers) on {@link scheduler}. */
-export const sliced = (sliceMs: number = defaultSliceMs, urgent?: Urgent) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withScheduler(effect, scheduler(sliceMs, urgent))
+export const sliced = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arriving?: () => boolean) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withScheduler(effect, scheduler(sliceMs, urgent, arriving))

@@ -161,6 +161,7 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = createServer()
+  server.on("connection", connectionAccepted)
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
@@ -188,6 +189,23 @@ export const servesHealth: EventLoop.Urgent = (fiber) => {
 }
 
 const healthPath = /^\/healthz(?:\?|$)/
+
+/** When a server of this process last accepted a connection (`performance.now()`). */
+let lastAccepted = Number.NEGATIVE_INFINITY
+const connectionAccepted = () => {
+  lastAccepted = performance.now()
+}
+
+/** A connection accepted this recently says more may be waiting in the listen queue. */
+const arrivingWindowMs = 5
+
+/**
+ * Whether connections are arriving (one was accepted in the last few ms): for `EventLoop.sliced`,
+ * which then lets the loop turn after each task. Node accepts one connection per turn of the
+ * loop, so while 500 clients connect at once every turn's slice of fiber work delays the rest — and
+ * a `/healthz` probe queued behind them waited for 500 slices (seconds; row 18's worst probes).
+ */
+export const connectionsArriving = (): boolean => performance.now() - lastAccepted < arrivingWindowMs
 
 /** The `http://host:port` a server listens on. */
 export const url = Effect.map(HttpServer.HttpServer, (server) =>

@@ -156,4 +156,75 @@ describe("Watchers: a slow watcher", () => {
       yield* Effect.sleep("50 millis")
       expect(reads).toBe(after)
     }))
+  it.scoped("a watcher that falls behind again after catching up reads each gap from the store, and takes the chunks between as they are", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make(8)
+      const log: Array<AgentEvent> = []
+      const reads: Array<number> = []
+      const fromStore = (from: number) =>
+        Stream.suspend(() => {
+          reads.push(from)
+          return Stream.fromIterable(log.filter((e) => e.sequence >= from))
+        })
+      const live = yield* hub.subscribe("sess_1")
+      let sequence = 0
+      const publish = (count: number) => {
+        const batch = Array.from({ length: count }, () => eventAt(++sequence))
+        log.push(...batch)
+        hub.publish("sess_1", batch)
+        return batch
+      }
+      const pull = yield* Stream.toPull(Watchers.watch(live, Stream.empty, 1, fromStore))
+      const taken: Array<number> = []
+      const chunks: Array<Chunk.Chunk<AgentEvent>> = []
+      const takeUpTo = (upTo: number) =>
+        Effect.gen(function*() {
+          while (taken.at(-1) !== upTo) {
+            const chunk = yield* pull
+            chunks.push(chunk)
+            taken.push(...Chunk.toReadonlyArray(chunk).map((e) => e.sequence))
+          }
+        })
+      // Behind by 100 (the feed keeps 8–16): the gap from the store.
+      publish(100)
+      yield* takeUpTo(100)
+      // Keeping up: each batch is the chunk published, as it is.
+      const kept = publish(3)
+      yield* takeUpTo(103)
+      expect(Chunk.toReadonlyArray(chunks.at(-1)!)).toEqual(kept)
+      publish(2)
+      yield* takeUpTo(105)
+      // Behind again, in two batches: a second gap, read from the store from where the watcher is.
+      publish(50)
+      publish(50)
+      yield* takeUpTo(205)
+      publish(1)
+      yield* takeUpTo(206)
+      expect(taken).toEqual(Array.from({ length: 206 }, (_, i) => i + 1))
+      expect(reads.length).toBe(2)
+      expect(reads[0]).toBe(1)
+      expect(reads[1]).toBe(106)
+    }))
+
+  it.live("a watch fails with its session's poll once it has delivered what the feed kept", () =>
+    Effect.gen(function*() {
+      const hub = Watchers.make<string>(8)
+      const log = [eventAt(1)]
+      let failing = false
+      const poll: Watchers.Poll<string> = {
+        interval: "5 millis",
+        read: (from) => Stream.suspend(() => (failing ? Stream.fail("the store is gone") : Stream.fromIterable(log.filter((e) => e.sequence >= from)))),
+        polling: () => true
+      }
+      const live = yield* hub.subscribe("sess_1", poll)
+      const seen: Array<number> = []
+      const watching = yield* Effect.fork(
+        Stream.runForEach(Watchers.watch(live, Stream.fromIterable(log.slice()), 1, poll.read), (e) => Effect.sync(() => seen.push(e.sequence)))
+      )
+      log.push(eventAt(2), eventAt(3))
+      while (seen.length < 3) yield* Effect.sleep("5 millis")
+      failing = true
+      expect(yield* Effect.flip(Fiber.join(watching))).toBe("the store is gone")
+      expect(seen).toEqual([1, 2, 3])
+    }).pipe(Effect.scoped))
 })

@@ -86,6 +86,31 @@ describe("EventLoop.scheduler", () => {
     expect(atTurn).toBeLessThan(200)
   })
 
+  it("turns the loop after a short slice while connections are arriving (Node accepts one per turn)", async () => {
+    // A slice of a minute: without `arriving` the 200 ms of work runs before the loop turns; with
+    // connections arriving, the slice is `arrivingSliceMs` and the loop turns long before the end.
+    const busy = () => {
+      const until = performance.now() + 1
+      while (performance.now() < until) { /* work */ }
+    }
+    const doneAtFirstTurn = async (arriving: boolean) => {
+      let done = 0
+      let atTurn = -1
+      setImmediate(() => (atTurn = done))
+      await Effect.runPromise(
+        Effect.forEach(Array.from({ length: 200 }), () => Effect.sync(() => { busy(); done++ }), { discard: true }).pipe(EventLoop.sliced(60_000, undefined, () => arriving))
+      )
+      expect(done).toBe(200)
+      // The loop's first turn, if it had not come during the work.
+      await new Promise((resolve) => setImmediate(resolve))
+      return atTurn
+    }
+    expect(await doneAtFirstTurn(false)).toBe(200)
+    const arriving = await doneAtFirstTurn(true)
+    expect(arriving).toBeGreaterThanOrEqual(0)
+    expect(arriving).toBeLessThan(200)
+  })
+
   it("runs the fibers `urgent` names ahead of the queued work, from their first step", async () => {
     class Probe extends Context.Tag("test/Probe")<Probe, true>() {}
     const urgent: EventLoop.Urgent = (fiber) => Context.getOption(fiber.currentContext, Probe)._tag === "Some"
