@@ -18,7 +18,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type * as Tracer from "effect/Tracer"
+import * as Tracer from "effect/Tracer"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import {
   type ApprovalNotPending,
@@ -603,13 +603,26 @@ export const make = (
         Stream.withSpan("SessionEngine.replaySession", { attributes: { sessionId: input.sessionId } })
       )
 
+    /**
+     * The watch's span lasts as long as the watch, and is the parent of what it does with the store
+     * (the subscription, the first read, a gap's read) — not of each batch it takes from the live
+     * feed: a span provided to the whole stream is set up again at every pull, about a third of a
+     * watcher's cost per batch (with hundreds of SSE clients, each takes every batch).
+     */
     const watchSession = (input: WatchSessionInput): ReturnType<SessionEngine.Service["watchSession"]> =>
       Stream.unwrapScoped(Effect.gen(function*() {
+        const { sessionId } = input
+        const span = yield* Effect.makeSpanScoped("SessionEngine.watchSession", { attributes: { sessionId } })
+        return yield* Effect.withParentSpan(watchWithin(input, span), span)
+      }))
+
+    const watchWithin = (input: WatchSessionInput, span: Tracer.Span) =>
+      Effect.gen(function*() {
         const { sessionId } = input
         if (!Session.isValidId(sessionId)) return yield* new SessionNotFound({ sessionId })
         const from = Number.isSafeInteger(input.fromSequence) ? Math.max(1, input.fromSequence!) : 1
         // Subscribed before the store is read: whatever is stored from now on reaches the feed.
-        const read = (fromSequence: number) => store.read(sessionId, { fromSequence })
+        const read = (fromSequence: number) => Stream.provideService(store.read(sessionId, { fromSequence }), Tracer.ParentSpan, span)
         const live = yield* services.watchers.subscribe(sessionId, {
           interval: options.watchPollInterval ?? Duration.millis(250),
           read,
@@ -620,7 +633,7 @@ export const make = (
           return yield* new SessionNotFound({ sessionId })
         }
         return Watchers.watch(live, read(from), from, read)
-      })).pipe(Stream.withSpan("SessionEngine.watchSession", { attributes: { sessionId: input.sessionId } }))
+      })
 
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {
       return (yield* sessions.get(input.sessionId)).live.state

@@ -150,3 +150,24 @@ describe("observability", () => {
       expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
     }).pipe(Effect.provide(memoryEngine({ responses: [{ chunks: ["Once upon a"], finishReason: "length" }, { chunks: ["ok"] }] }))))
 })
+
+describe("observability of a watch", () => {
+  it.effect("watchSession has one span for the whole watch, ended when the watch ends; an unknown session's ends failed", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* recordingTracer
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "hi" }))
+      const watched = yield* Stream.runCollect(Stream.take(engine.watchSession({ sessionId }), 3)).pipe(Effect.withTracer(tracer))
+      expect(Array.from(watched).map((e) => e.sequence)).toEqual([1, 2, 3])
+      const watches = spans.filter((s) => s.name === "SessionEngine.watchSession")
+      expect(watches.map((s) => [Object.fromEntries(s.attributes), s.status._tag])).toEqual([[{ sessionId }, "Ended"]])
+      expect(Exit.isSuccess((watches[0]!.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>).exit)).toBe(true)
+
+      const unknown = yield* Stream.runCollect(engine.watchSession({ sessionId: "sess_01M8W3QN8TTW24BHQC0Q1TEJN5" })).pipe(Effect.withTracer(tracer), Effect.flip)
+      expect(unknown._tag).toBe("SessionNotFound")
+      const failed = spans.filter((s) => s.name === "SessionEngine.watchSession")[1]!
+      expect(failed.status._tag).toBe("Ended")
+      expect(Exit.isFailure((failed.status as Extract<Tracer.SpanStatus, { _tag: "Ended" }>).exit)).toBe(true)
+    }).pipe(Effect.provide(memoryEngine({ responses: [{ chunks: ["hello"] }] }))))
+})
