@@ -70,7 +70,6 @@ const field = (args: Json.Json, name: string): string | undefined =>
     ? (args as Record<string, string>)[name]
     : undefined
 
-
 /** One line, at most `max` characters: a title is a label, not a transcript. */
 const shortLine = (text: string, max = 120) => {
   const line = FormatCharacters.escapeFormat(text.replace(/\s+/g, " ").trim())
@@ -80,7 +79,7 @@ const shortLine = (text: string, max = 120) => {
 /** The whole text on one line: line breaks, tabs and other controls shown as escapes, nothing cut. */
 const wholeLine = (text: string) =>
   // eslint-disable-next-line no-control-regex
-  text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)).replace(FormatCharacters.formatCharacters, FormatCharacters.escaped)
+  FormatCharacters.escapeFormat(text.replace(/[\x00-\x1f\x7f-\x9f]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : c === "\r" ? "\\r" : `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)))
 
 /**
  * A short human title for a call, e.g. "Read src/a.ts" or "Run `ls`"; `whole` for a permission

@@ -7,17 +7,27 @@
  * @since 0.12.0
  */
 
-/** The characters' class, for building patterns: U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF. */
-export const characterClass = "\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff"
+// U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF.
+const formatClass = "\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff"
+// The C0 and C1 control characters.
+const controlClass = "\\u0000-\\u001f\\u007f-\\u009f"
 
-/** The C0 and C1 control characters' class. */
-export const controlClass = "\\u0000-\\u001f\\u007f-\\u009f"
+const format = new RegExp(`[${formatClass}]`, "g")
+const unprintable = new RegExp(`[${controlClass}${formatClass}]`, "g")
 
-/** Every format character, globally. */
-export const formatCharacters = new RegExp(`[${characterClass}]`, "g")
-
-/** A character written as its `\uXXXX` escape. */
-export const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
 
 /** Text with its format characters written as `\u…` escapes, so what is there shows. */
-export const escapeFormat = (text: string): string => text.replace(formatCharacters, escaped)
+export const escapeFormat = (text: string): string => text.replace(format, escaped)
+
+/** Text with its control and format characters written as `\u…` escapes. */
+export const escapeUnprintable = (text: string): string => text.replace(unprintable, escaped)
+
+/** Whether text holds no control or format character. */
+export const isPrintable = (text: string): boolean => text.search(unprintable) === -1
+
+/**
+ * Text with its control and format characters dropped — but the zero-width (non-)joiners, which
+ * shape letters (Persian words, emoji sequences) and hide nothing.
+ */
+export const dropUnprintable = (text: string): string => text.replace(unprintable, (c) => (c === "\u200c" || c === "\u200d" ? c : ""))

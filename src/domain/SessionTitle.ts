@@ -19,13 +19,10 @@ const scanned = 4096
 
 // Escape sequences are dropped whole (CSI `ESC [ … final`, OSC `ESC ] … BEL|ESC \`, two-byte `ESC x`),
 // so no `[31m` is left behind; then any other C0/C1 control, and the bidirectional and invisible
-// format characters that reorder or hide what a terminal or a page shows (see `FormatCharacters`).
+// format characters that reorder or hide what a terminal or a page shows (`FormatCharacters`; tab
+// and line feed are whitespace, collapsed before).
 // eslint-disable-next-line no-control-regex
 const escapes = /\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x9b[0-?]*[ -/]*[@-~]?|\x1b[@-_]?/g
-// (Tab and line feed are whitespace, collapsed before this.)
-const controls = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`, "g")
-/** Zero-width (non-)joiners shape letters (Persian, emoji sequences) and hide nothing: kept; the rest of `controls` dropped. */
-const keepJoiners = (c: string) => (c === "\u200c" || c === "\u200d" ? c : "")
 /** Unpaired UTF-16 surrogates (left by a cut): not text, and some terminals draw them as garbage. */
 const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
 
@@ -35,7 +32,7 @@ const loneSurrogates = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * of spaces are collapsed after, so a control between two spaces leaves one space, not two.
  */
 export const plain = (text: string): string =>
-  text.replace(escapes, "").replace(/\s+/g, " ").replace(controls, keepJoiners).replace(loneSurrogates, "").replace(/ {2,}/g, " ").trim()
+  FormatCharacters.dropUnprintable(text.replace(escapes, "").replace(/\s+/g, " ")).replace(loneSurrogates, "").replace(/ {2,}/g, " ").trim()
 
 /** `text` cut to at most `max` characters: at a word boundary when there is one late enough, with an ellipsis. */
 export const cut = (text: string, max: number): string => {

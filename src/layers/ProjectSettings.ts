@@ -273,11 +273,8 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
   return { policy, env, configDir, user, project, notes } satisfies Loaded
 })
 
-// C0 and C1 controls, and the format characters that reorder or hide text on a terminal.
-const controls = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`, "g")
-
 /** Text with its control and bidirectional-format characters written as `\u…` escapes, so a summary shows what is there. */
-export const escapeControls = (text: string): string => text.replace(controls, FormatCharacters.escaped)
+export const escapeControls = FormatCharacters.escapeUnprintable
 
 /** A value from a file, quoted with every control and format character escaped. */
 const quote = (text: string) => escapeControls(JSON.stringify(text))

@@ -61,11 +61,9 @@ const settings = <R extends Schema.Schema.Any, E extends Schema.Schema.Any>(whos
     env: Schema.optionalWith(env, { exact: true })
   })
 
-const unprintable = new RegExp(`[${FormatCharacters.controlClass}${FormatCharacters.characterClass}]`)
-
 /** A rule's name is recorded in the log (`policy`) and shown on terminals: one short line of printable text. */
 const RuleName = Schema.String.pipe(
-  Schema.filter((name) => (name.length > 0 && name.length <= 200 && !unprintable.test(name)) || "a rule's name is one line of 1 to 200 printable characters")
+  Schema.filter((name) => (name.length > 0 && name.length <= 200 && FormatCharacters.isPrintable(name)) || "a rule's name is one line of 1 to 200 printable characters")
 )
 
 /** A rule with a tool name the workspace knows. */
