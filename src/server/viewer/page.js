@@ -61,9 +61,6 @@ const report = (error) => setStatus("error", error.message)
 // The whole text in the title too: a narrow header may cut it.
 const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text; $("status").title = text }
 
-// Several loads can be in flight (a turn ends while a fork opens): only the latest one's answer is drawn,
-// so a slower, older answer never replaces a newer list.
-let sessionsLoad = 0
 // The list is narrowed by the server (`?search=`, `?cwd=`), from the two boxes above it.
 const listQuery = () => {
   const query = new URLSearchParams()
@@ -75,9 +72,7 @@ const listQuery = () => {
   return text === "" ? "" : `?${text}`
 }
 const loadSessions = async () => {
-  const load = ++sessionsLoad
   const sessions = await api("GET", `/sessions${listQuery()}`)
-  if (load !== sessionsLoad) return
   const list = $("sessions")
   // Titles and paths are text from the log (a model's or a user's words): set as textContent, never as markup.
   list.replaceChildren(...sessions.map((s) =>
@@ -90,6 +85,25 @@ const loadSessions = async () => {
   if (sessions.length === 0) list.append(el("li", { class: "empty", "data-empty": "sessions", textContent: listQuery() === "" ? "No sessions yet." : "No session matches." }))
 }
 
+// One listing in flight at a time: what asks for the list while one loads (a long session's
+// history arriving, where each turn's start and end changes the list; typing in the filters) asks
+// for one more after it, not one each — a listing is every session of the data dir.
+const listing = { loading: false, again: false }
+const refreshSessions = () => {
+  if (listing.loading) {
+    listing.again = true
+    return
+  }
+  listing.loading = true
+  loadSessions().catch(report).finally(() => {
+    listing.loading = false
+    if (listing.again) {
+      listing.again = false
+      refreshSessions()
+    }
+  })
+}
+
 // Exactly once, in order: see the module's note.
 const receive = (event) => {
   if (event.sessionId !== state.sessionId) return
@@ -98,7 +112,7 @@ const receive = (event) => {
   if (event.sequence !== last + 1) return reconnect()
   state.events.push(event)
   // The list's turn counts, activity and titles follow the session live.
-  if (event.type === "turn.completed" || event.type === "turn.started" || event.type === "session.titled") loadSessions().catch(report)
+  if (event.type === "turn.completed" || event.type === "turn.started" || event.type === "session.titled") refreshSessions()
   schedule()
 }
 
@@ -138,7 +152,7 @@ const openSession = (sessionId) => {
   $("send").disabled = false
   connect()
   schedule()
-  loadSessions().catch(report)
+  refreshSessions()
 }
 
 // A render that took long (a long session, a long answer) is not repeated on the very next frame:
@@ -408,12 +422,12 @@ $("rename-form").addEventListener("submit", (e) => {
   // The server's answer is the title as stored; the page shows it when the event arrives on /live. A refusal says why.
   api("POST", `${sessionPath()}/title`, { title }).then(() => renaming(false)).catch(report)
 })
-// The list follows the boxes as the user types (one request per pause, the latest answer drawn).
+// The list follows the boxes as the user types (one request per pause; the one after a listing in flight reads the boxes as they are then).
 let filtering
-const refilter = () => { clearTimeout(filtering); filtering = setTimeout(() => loadSessions().catch(report), 150) }
+const refilter = () => { clearTimeout(filtering); filtering = setTimeout(refreshSessions, 150) }
 $("search").addEventListener("input", refilter)
 $("filter-cwd").addEventListener("input", refilter)
-$("filters").addEventListener("submit", (e) => { e.preventDefault(); loadSessions().catch(report) })
+$("filters").addEventListener("submit", (e) => { e.preventDefault(); refreshSessions() })
 // On a narrow screen the sessions and the state are a drawer.
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
@@ -421,5 +435,5 @@ $("panels").addEventListener("click", () => drawer(!document.body.classList.cont
 // For tests and the curious: the sequences received, in order.
 window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state }
 
-loadSessions().catch(report)
+refreshSessions()
 if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))

@@ -1,0 +1,60 @@
+/**
+ * The viewer's session list, in a real headless Chromium: opening a long session replays its whole
+ * history over `/live`, and every turn's start and end in it changes the list. The page reloads
+ * the list once per change it sees *while no reload is in flight*, and once more after one — not once
+ * per event: a session of 60 turns asked for the whole listing 120 times while its history arrived
+ * (each listing is every session of the data dir).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { Request, Route } from "playwright-core"
+import { browser as chromium } from "./chromium.js"
+import { start, workspace } from "./harness.js"
+
+const browser = chromium()
+const turns = 60
+
+/** What the page functions use of the browser's globals (the tests are compiled without the DOM's types). */
+interface PageGlobals {
+  readonly document: {
+    querySelectorAll: (selector: string) => { readonly length: number }
+    querySelector: (selector: string) => { readonly textContent: string | null } | null
+  }
+}
+const isListing = (url: URL) => url.pathname === "/sessions"
+
+describe("the viewer's session list", () => {
+  it.scopedLive("a long session's history arriving reloads the list once more after the reload in flight, not once per turn", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789" })
+      const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
+      for (let i = 0; i < turns; i++) yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: `turn ${i}` }))
+
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.waitForSelector(`[data-session="${sessionId}"]`))
+
+      // From here, each listing the page asks for is held until the session's whole history is shown.
+      const held: Array<Route> = []
+      let holding = true
+      yield* Effect.promise(() => page.route(isListing, (route) => holding ? held.push(route) : route.continue()))
+      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+      yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll(".turn [data-end=final]").length === n, turns))
+      // One listing (the open's) is in flight; the 120 changes behind it wait for it.
+      expect(held.length).toBe(1)
+      const after: Array<Request> = []
+      page.on("request", (request) => { if (isListing(new URL(request.url()))) after.push(request) })
+      holding = false
+      yield* Effect.promise(() => Promise.all(held.map((route) => route.continue())))
+      // Then exactly one more, which finds the list as it is now.
+      yield* Effect.promise(() => page.waitForEvent("requestfinished", (request) => after.includes(request)))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector("[data-session] .meta")?.textContent?.startsWith("60 turns") === true))
+      expect(after.length).toBe(1)
+      expect(errors).toEqual([])
+    }), { timeout: 60_000 })
+})
