@@ -1,13 +1,20 @@
 /**
- * The viewer's session list, in a real headless Chromium: opening a long session replays its whole
- * history over `/live`, and every turn's start and end in it changes the list. The page reloads
- * the list once per change it sees *while no reload is in flight*, and once more after one — not once
- * per event: a session of 60 turns asked for the whole listing 120 times while its history arrived
- * (each listing is every session of the data dir).
+ * A long session in the viewer, in a real headless Chromium.
+ *
+ * - The session list: opening a session replays its whole history over `/live`, and every turn's
+ *   start and end in it changes the list. The page reloads the list once per change it sees *while
+ *   no reload is in flight*, and once more after one — not once per event: a session of 60 turns
+ *   asked for the whole listing 120 times while its history arrived (each listing is every session
+ *   of the data dir).
+ * - Its texts: the page renders the whole session on each frame while events stream in; a session
+ *   of more than 500 texts had every one parsed as Markdown again on every frame (the cache was
+ *   cleared when full). A text shown again is not parsed again, however many the session has.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
 import type { Request, Route } from "playwright-core"
 import { browser as chromium } from "./chromium.js"
 import { start, workspace } from "./harness.js"
@@ -56,5 +63,34 @@ describe("the viewer's session list", () => {
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector("[data-session] .meta")?.textContent?.startsWith("60 turns") === true))
       expect(after.length).toBe(1)
       expect(errors).toEqual([])
+    }), { timeout: 60_000 })
+
+  it.scopedLive("a session of more texts than the old cache held: the next render parses none of them again", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      writeFileSync(join(cwd, "notes.txt"), "notes\n")
+      // 22 turns of 24 reads and an answer: 550 texts, each its own.
+      const turnCount = 22
+      const responses = Array.from({ length: turnCount }, (_, turn) => [
+        ...Array.from({ length: 24 }, (_, step) => ({ chunks: [`Turn ${turn}, step ${step}: *reading* the notes.`], toolCalls: [{ tool: "read_file", args: { path: "notes.txt" } }] })),
+        { chunks: [`Turn ${turn}: **done**.`] }
+      ]).flat()
+      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789", responses })
+      const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
+      for (let i = 0; i < turnCount; i++) yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: `turn ${i}` }))
+
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+      yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll(".turn [data-end=final]").length === n, turnCount))
+      const parses = () => page.evaluate(() => (globalThis as unknown as { effectAgentViewer: { markdownParses: () => number } }).effectAgentViewer.markdownParses())
+      const shown = yield* Effect.promise(parses)
+      expect(shown).toBeGreaterThanOrEqual(turnCount * 25)
+
+      // A new event (a rename) renders the session again: nothing parsed again.
+      yield* server.engine.renameSession({ sessionId, title: "Long session" })
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector("#name")?.textContent === "Long session"))
+      expect(yield* Effect.promise(parses)).toBe(shown)
     }), { timeout: 60_000 })
 })

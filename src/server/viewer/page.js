@@ -11,7 +11,7 @@
 // Last-Event-ID when it reconnects by itself, and the page reopens with ?after=n when the browser
 // gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
 
-import { diffNode, editDiff, markdownNode, terminalNode } from "./rich.js"
+import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
 import { eventTypes, fold, openCalls, phase, totalsText, turnText } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
@@ -335,6 +335,7 @@ const render = () => {
     el("h2", { textContent: "Open calls" }),
     calls.length === 0 ? el("div", { class: "empty", id: "open-calls", textContent: "none" })
       : el("ul", { id: "open-calls" }, ...calls.map((c) => el("li", { "data-call": c.toolCallId, textContent: `${c.tool} — ${c.status.replace("_", " ")}` }))))
+  rendered()
 }
 
 $("new-session").addEventListener("submit", (e) => {
@@ -432,8 +433,8 @@ $("filters").addEventListener("submit", (e) => { e.preventDefault(); refreshSess
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
 
-// For tests and the curious: the sequences received, in order.
-window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state }
+// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
+window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
 
 refreshSessions()
 if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))

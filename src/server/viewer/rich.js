@@ -19,7 +19,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
-import { Edit, markdownStyleable } from "./viewer.js"
+import { Edit, markdownStyleable, RenderCache } from "./viewer.js"
 export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
@@ -40,16 +40,9 @@ const escapeHtml = (text) => text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<
 // Markdown: 2.4 s; 16 KB: under 1 s), and a block still streaming is highlighted again at each
 // render: a longer block is shown unhighlighted, and a block highlighted once is not highlighted again.
 const longestHighlighted = 16 * 1024
-const highlights = new Map()
-const highlighted = (text, language) => {
-  const key = `${language}\n${text}`
-  const cached = highlights.get(key)
-  if (cached !== undefined) return cached
-  const html = hljs.highlight(text, { language, ignoreIllegals: true }).value
-  if (highlights.size > 200) highlights.clear()
-  highlights.set(key, html)
-  return html
-}
+const highlights = RenderCache.make()
+const highlighted = (text, language) =>
+  highlights.get(`${language}\n${text}`, () => hljs.highlight(text, { language, ignoreIllegals: true }).value)
 
 const marked = new Marked({
   gfm: true,
@@ -86,8 +79,19 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
   }
 })
 
-// The page re-renders on every animation frame while text streams: each text is parsed once.
-const cache = new Map()
+// The page re-renders on every animation frame while text streams: each text is parsed once, and
+// kept while the page shows it (see `RenderCache`).
+const texts = RenderCache.make()
+let parses = 0
+
+/** Ends a render: the caches let go of the texts it did not show. */
+export const rendered = () => {
+  texts.rendered()
+  highlights.rendered()
+}
+
+/** How many texts were parsed as Markdown so far (for tests: a text shown again is not parsed again). */
+export const markdownParses = () => parses
 
 /** A text shown as it is: escaped, its lines kept. */
 const plainHtml = (text) => `<p class="plain">${escapeHtml(text)}</p>`
@@ -97,19 +101,14 @@ const plainHtml = (text) => `<p class="plain">${escapeHtml(text)}</p>`
  * linear on (see `MarkdownLimits`: seconds to minutes of this tab, on every frame while it streams),
  * or when marked fails on it.
  */
-export const markdownHtml = (text) => {
-  const cached = cache.get(text)
-  if (cached !== undefined) return cached
-  let html
+export const markdownHtml = (text) => texts.get(text, () => {
+  parses++
   try {
-    html = markdownStyleable(text) ? DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim() : plainHtml(text)
+    return markdownStyleable(text) ? DOMPurify.sanitize(marked.parse(text, { async: false }), allowed).trim() : plainHtml(text)
   } catch {
-    html = plainHtml(text)
+    return plainHtml(text)
   }
-  if (cache.size > 500) cache.clear()
-  cache.set(text, html)
-  return html
-}
+})
 
 /** A node holding the Markdown of `text`. */
 export const markdownNode = (text, className) => {

@@ -7,6 +7,9 @@
  */
 import { Edit, MarkdownLimits, SessionView, UsageText } from "../../view.js"
 
+/** See `RenderCache`: what the page makes of each text, kept while it shows the text. */
+export * as RenderCache from "./RenderCache.js"
+
 /** See `Edit`: what an edit call does to its file. */
 export { Edit }
 
