@@ -12,7 +12,7 @@
 // gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
 
 import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
-import { eventTypes, fold, openCalls, phase, totalsText, turnText } from "./viewer.js"
+import { empty, eventTypes, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -141,6 +141,8 @@ const openSession = (sessionId) => {
   drawer(false)
   state.sessionId = sessionId
   state.events = []
+  liveFold.view = empty()
+  liveFold.folded = 0
   state.scrubAt = undefined
   location.hash = sessionId
   $("title").textContent = sessionId
@@ -266,12 +268,21 @@ const instructionsText = (parts) =>
 
 const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
 
+// The view of every event received, folded as they arrive (the fold changes its view in place, so
+// folding the new events into it is the fold of all of them): a render while events stream folds only
+// what is new. A view "as of" an earlier event (the timeline) is folded from the start.
+const liveFold = { view: empty(), folded: 0 }
+const liveView = () => {
+  for (; liveFold.folded < state.events.length; liveFold.folded++) step(liveFold.view, state.events[liveFold.folded])
+  return liveFold.view
+}
+
 const render = () => {
   if (state.sessionId === undefined) return
   const total = state.events.length
   const at = state.scrubAt === undefined ? total : Math.min(state.scrubAt, total)
   const live = at === total
-  const view = fold(state.events.slice(0, at))
+  const view = live ? liveView() : fold(state.events.slice(0, at))
   const main = $("view")
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
   const renderTurn = (turn) =>
@@ -304,7 +315,7 @@ const render = () => {
   // Rewind here: at a point between turns, while the session itself is idle (a rewind waits for no turn).
   const between = !live && at >= 1 && view.openTurn === undefined && view.compacting === undefined
   $("rewind").hidden = !between
-  $("rewind").disabled = !(between && phase(fold(state.events)) === "idle")
+  $("rewind").disabled = !(between && phase(liveView()) === "idle")
   $("cancel").disabled = !(live && view.openTurn !== undefined)
   state.running = live && view.openTurn !== undefined
   state.idle = live && phase(view) === "idle"
@@ -352,7 +363,7 @@ $("composer").addEventListener("submit", (e) => {
   const route = state.running ? "steer" : "turns"
   if (route === "steer") {
     // Shown at once as pending, until the turn stores it.
-    const turn = fold(state.events).openTurn
+    const turn = liveView().openTurn
     const pending = { text: message, turnId: turn?.turnId, seen: turn === undefined ? 0 : turn.items.filter((item) => item.kind === "steer").length }
     state.pendingSteers.push(pending)
     $("message").value = ""
