@@ -277,6 +277,40 @@ const liveView = () => {
   return liveFold.view
 }
 
+// The live view's turns that have ended and its lines between turns, each drawn once and kept (by
+// the view's own object, for as long as the view holds it): a turn that has ended changes only when a
+// rewind abandons it or takes it back, a line never. So while a turn streams, a render draws that turn
+// alone, and a long session's earlier turns stay in the document as they are — a selection in them too.
+const drawn = new WeakMap()
+const drawnOnce = (item, draw) => {
+  let node = drawn.get(item)
+  if (node === undefined) drawn.set(item, node = draw(item))
+  return node
+}
+const drawnTurn = (turn, draw) => {
+  if (turn.end === undefined) return draw(turn)
+  const kept = drawn.get(turn)
+  if (kept !== undefined && kept.abandoned === turn.abandoned) return kept.node
+  const node = draw(turn)
+  drawn.set(turn, { node, abandoned: turn.abandoned })
+  return node
+}
+
+// Makes `nodes` the children of `parent`, moving only what is not in its place already: a node kept
+// across renders is not taken out of the document.
+const place = (parent, nodes) => {
+  let at = parent.firstChild
+  for (const node of nodes) {
+    if (node === at) at = at.nextSibling
+    else parent.insertBefore(node, at)
+  }
+  while (at !== null) {
+    const next = at.nextSibling
+    at.remove()
+    at = next
+  }
+}
+
 const render = () => {
   if (state.sessionId === undefined) return
   const total = state.events.length
@@ -296,11 +330,12 @@ const render = () => {
       live && turn === view.openTurn ? pendingSteersOf(turn) : undefined,
       turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined,
       turn.end?.usage ? el("div", { class: "meta", "data-turn-cost": turn.turnId, textContent: turnText(turn.end) }) : undefined)
-  // Turns and the session-level lines between them, in log order.
-  const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => renderTurn(turn) })),
-    ...view.notes.map((item) => ({ at: item.sequence, node: () => renderNote(item) }))].sort((a, b) => a.at - b.at)
-  main.replaceChildren(...timeline.map((entry) => entry.node()))
-  if (view.turns.length === 0) main.append(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
+  // Turns and the session-level lines between them, in log order; in the live view, what has ended is drawn once.
+  const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => live ? drawnTurn(turn, renderTurn) : renderTurn(turn) })),
+    ...view.notes.map((item) => ({ at: item.sequence, node: () => live ? drawnOnce(item, renderNote) : renderNote(item) }))].sort((a, b) => a.at - b.at)
+  const nodes = timeline.map((entry) => entry.node())
+  if (view.turns.length === 0) nodes.push(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
+  place(main, nodes)
   if (live && nearBottom) main.scrollTop = main.scrollHeight
 
   const scrub = $("scrub")
