@@ -148,11 +148,16 @@ export const StartTurn = strict(Schema.Struct({
 /** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
 export const Rename = strict(Schema.Struct({ title: Schema.String }))
 /**
- * `GET /sessions?cwd=&search=`: only the sessions of a directory (or under it), whose title or id
- * holds every word of `search`. Read by the handler from the query rather than declared on the
- * endpoint, so the typed client's `sessions.list()` keeps taking no argument.
+ * `GET /sessions?cwd=&search=&limit=`: only the sessions of a directory (or under it), whose title or
+ * id holds every word of `search`; the `limit` most recently active of them (1 to 100,000). Read by
+ * the handler from the query rather than declared on the endpoint, so the typed client's
+ * `sessions.list()` keeps taking no argument.
  */
-export const ListFilter = Schema.Struct({ cwd: Schema.optional(Schema.String), search: Schema.optional(Schema.String) })
+export const ListFilter = Schema.Struct({
+  cwd: Schema.optional(Schema.String),
+  search: Schema.optional(Schema.String),
+  limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100_000)))
+})
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 /**
@@ -217,7 +222,7 @@ export class HealthGroup extends HttpApiGroup.make("health").add(
 export class SessionsGroup extends HttpApiGroup.make("sessions")
   .add(HttpApiEndpoint.post("create", "/sessions").setPayload(CreateSession).addSuccess(Session.Session, { status: 201 }))
   .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(Session.SessionSummary).annotations({
-    description: "Most recently active first, each with its title. Query: `cwd` (only that directory's sessions, or under it), `search` (every word in the title or id, any case)"
+    description: "Most recently active first, each with its title. Query: `cwd` (only that directory's sessions, or under it), `search` (every word in the title or id, any case), `limit` (the most recently active that many)"
   })))
   .add(HttpApiEndpoint.get("get", "/sessions/:id").setPath(SessionId).addSuccess(SessionView))
   .add(

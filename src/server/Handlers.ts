@@ -253,10 +253,11 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
       .handle("list", () =>
         Effect.gen(function*() {
           const filter = yield* HttpServerRequest.schemaSearchParams(ListFilter).pipe(
-            Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "cwd and search are given once each" }))
+            Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "cwd, search and limit are given once each; limit is a whole number from 1 to 100000" }))
           )
           const sessions = yield* engine.listSessions.pipe(Effect.catchAll(toWire))
-          return Session.filterSummaries(sessions, filter)
+          const kept = Session.filterSummaries(sessions, filter)
+          return filter.limit === undefined ? kept : kept.slice(0, filter.limit)
         }))
       .handle("get", ({ path }) =>
         engine.sessionState({ sessionId: path.id }).pipe(

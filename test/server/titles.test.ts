@@ -12,7 +12,7 @@ import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from 
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
 
 describe("session titles over HTTP", () => {
-  it.scopedLive("list and state carry the title; POST /sessions/:id/title renames; ?cwd= and ?search= narrow the list", () =>
+  it.scopedLive("list and state carry the title; POST /sessions/:id/title renames; ?cwd= and ?search= narrow the list, ?limit= cuts it", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
       const other = join(cwd, "sub", "project")
@@ -55,5 +55,15 @@ describe("session titles over HTTP", () => {
       expect(yield* ids("?search=deploy%20site&cwd=%2Fnowhere")).toEqual([])
       const twice = yield* raw(`${server.url}/sessions?search=a&search=b`, { token: server.token })
       expect(twice.status).toBe(400)
+      // ?limit= keeps the most recently active that many, after the filters; anything but 1..100000 is 400.
+      const all = yield* ids("")
+      expect(yield* ids("?limit=1")).toEqual(all.slice(0, 1))
+      expect(yield* ids("?limit=5")).toEqual(all)
+      expect(yield* ids(`?limit=1&cwd=${encodeURIComponent(join(cwd, "sub"))}`)).toEqual([second.sessionId])
+      for (const limit of ["0", "-1", "1.5", "x", "100001", "1&limit=2"]) {
+        const refused = yield* raw(`${server.url}/sessions?limit=${limit}`, { token: server.token })
+        expect(refused.status).toBe(400)
+        expectWireError(refused.body, "BadRequest")
+      }
     }))
 })

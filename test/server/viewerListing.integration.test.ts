@@ -104,4 +104,26 @@ describe("the viewer's session list", () => {
       }))
       expect(marks).toEqual(Array.from({ length: turnCount }, (_, i) => i))
     }), { timeout: 60_000 })
+
+  it.scopedLive("a data dir of more sessions than the list shows: the 200 most recent, and Show all", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789" })
+      for (let i = 0; i < 203; i++) yield* server.engine.createSession({ cwd, client: "web" })
+      const { context } = yield* browser
+      const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
+      const asked: Array<string> = []
+      page.on("request", (request) => { if (isListing(new URL(request.url()))) asked.push(new URL(request.url()).search) })
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.waitForSelector("[data-more=sessions] button"))
+      const shown = () => page.$$eval("[data-session]", (nodes) => nodes.map((node) => (node as unknown as { dataset: Record<string, string> }).dataset["session"]!))
+      // The server's 200 most recently active, in its order.
+      const newest = (yield* server.client.sessions.list()).slice(0, 200).map((s) => s.sessionId)
+      expect(yield* Effect.promise(shown)).toEqual(newest)
+      expect(asked).toEqual(["?limit=201"])
+      yield* Effect.promise(() => page.click("[data-more=sessions] button"))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelectorAll("[data-session]").length === 203))
+      expect(yield* Effect.promise(() => page.locator("[data-more]").count())).toBe(0)
+      expect(asked.at(-1)).toBe("")
+    }), { timeout: 60_000 })
 })

@@ -61,18 +61,26 @@ const report = (error) => setStatus("error", error.message)
 // The whole text in the title too: a narrow header may cut it.
 const setStatus = (kind, text) => { $("status").dataset.state = kind; $("status").textContent = text; $("status").title = text }
 
-// The list is narrowed by the server (`?search=`, `?cwd=`), from the two boxes above it.
-const listQuery = () => {
+// The list is narrowed by the server (`?search=`, `?cwd=`), from the two boxes above it, and holds the
+// `shownSessions` most recently active of what they match until "Show all" (a data dir of 10,000
+// sessions is about 2 MB of listing and 10,000 entries to draw, on every turn's start and end).
+const shownSessions = 200
+const filterQuery = () => {
   const query = new URLSearchParams()
   const search = $("search").value.trim()
   const cwd = $("filter-cwd").value.trim()
   if (search !== "") query.set("search", search)
   if (cwd !== "") query.set("cwd", cwd)
-  const text = query.toString()
-  return text === "" ? "" : `?${text}`
+  return query
 }
 const loadSessions = async () => {
-  const sessions = await api("GET", `/sessions${listQuery()}`)
+  const query = filterQuery()
+  const filtered = query.toString() !== ""
+  // One more than is shown: whether there are more to show.
+  if (!listing.all) query.set("limit", String(shownSessions + 1))
+  const answered = await api("GET", `/sessions?${query}`)
+  const more = !listing.all && answered.length > shownSessions
+  const sessions = more ? answered.slice(0, shownSessions) : answered
   const list = $("sessions")
   // Titles and paths are text from the log (a model's or a user's words): set as textContent, never as markup.
   list.replaceChildren(...sessions.map((s) =>
@@ -82,13 +90,17 @@ const loadSessions = async () => {
       el("div", { class: "meta", textContent: `${s.turnCount} turn${s.turnCount === 1 ? "" : "s"} · ${new Date(s.lastActivityAt).toLocaleString()} · ${s.cwd}` }),
       // What the session used and cost, from the listing (every store keeps the totals).
       s.usage === undefined ? undefined : el("div", { class: "meta", "data-totals": s.sessionId, textContent: totalsText(s) }))))
-  if (sessions.length === 0) list.append(el("li", { class: "empty", "data-empty": "sessions", textContent: listQuery() === "" ? "No sessions yet." : "No session matches." }))
+  if (more) {
+    list.append(el("li", { class: "empty", "data-more": "sessions" },
+      el("button", { textContent: `Show all — these are the ${shownSessions} most recent`, onclick: () => { listing.all = true; refreshSessions() } })))
+  }
+  if (sessions.length === 0) list.append(el("li", { class: "empty", "data-empty": "sessions", textContent: filtered ? "No session matches." : "No sessions yet." }))
 }
 
 // One listing in flight at a time: what asks for the list while one loads (a long session's
 // history arriving, where each turn's start and end changes the list; typing in the filters) asks
-// for one more after it, not one each — a listing is every session of the data dir.
-const listing = { loading: false, again: false }
+// for one more after it, not one each. `all`: "Show all" was pressed.
+const listing = { loading: false, again: false, all: false }
 const refreshSessions = () => {
   if (listing.loading) {
     listing.again = true
