@@ -22,10 +22,12 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage } from "node:http"
+import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
@@ -145,6 +147,40 @@ export interface Listen {
   readonly host?: string
   /** Default 4477; 0 picks a free port. */
   readonly port?: number
+  /**
+   * How long a connection may take to send a request's headers: from connecting (one that sends
+   * nothing is closed then) and from a request's first byte (a trickle of header lines answers 408).
+   * Default 20 seconds. A request under way (a `/live` stream, a body) is not limited by it.
+   */
+  readonly headersTimeout?: Duration.DurationInput
+}
+
+/** The default of `Listen.headersTimeout`. */
+export const defaultHeadersTimeout = Duration.seconds(20)
+
+/**
+ * A Node HTTP server whose connections must send a request in time. Node's own `headersTimeout`
+ * holds only once a request's first byte came (checked every `connectionsCheckingInterval`, 30 s by
+ * default): a connection that sends nothing stayed open for good, each one a file descriptor of the
+ * agent's process, without any token. So each connection gets a socket timeout until its first
+ * request arrives (Node then destroys the socket: no listener of the server's `timeout` event says
+ * otherwise); from then on Node's keep-alive timeout and its checks take over.
+ */
+const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
+  const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
+  const server = createServer({
+    headersTimeout: millis,
+    requestTimeout: Math.max(millis, 300_000),
+    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(millis / 4)))
+  })
+  server.on("connection", (socket: Socket) => {
+    connectionAccepted()
+    socket.setTimeout(millis)
+  })
+  const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
+  server.on("request", underway)
+  server.on("upgrade", underway)
+  return server
 }
 
 /** The default port of `effect-agent serve`. */
@@ -160,8 +196,7 @@ export const serve = (
   listen: Listen = {},
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
-  const server = createServer()
-  server.on("connection", connectionAccepted)
+  const server = nodeServer(listen.headersTimeout)
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
