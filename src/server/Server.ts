@@ -61,6 +61,9 @@ const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; read
   return typeof error === "object" && error !== null ? error : {}
 }
 
+/** The limit of a `POST /login` body, `{"token": "…"}`: whoever connects may send one. */
+const maxLoginBodyBytes = 4096
+
 /** The deepest nesting a JSON body may have: every body this API takes is two or three levels deep. */
 const maxJsonDepth = 64
 
@@ -108,8 +111,13 @@ const guarded = (config: Config.Config, app: HttpApp.Default): HttpApp.Default =
       return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
     }
     const length = headers["content-length"]
-    // A turn's body may carry images: it has a limit of its own.
-    const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url) ? config.maxTurnBodyBytes : config.maxBodyBytes
+    // A turn's body may carry images: it has a limit of its own. The sign-in form's is a token.
+    const signIn = method === "POST" && /^\/login(?:\?|$)/.test(request.url)
+    const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url)
+      ? config.maxTurnBodyBytes
+      : signIn
+      ? Math.min(maxLoginBodyBytes, config.maxBodyBytes)
+      : config.maxBodyBytes
     const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
     if (length !== undefined && !(Number(length) <= limit)) return tooLarge
     // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
@@ -118,7 +126,9 @@ const guarded = (config: Config.Config, app: HttpApp.Default): HttpApp.Default =
     }
     const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
     // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
-    if (Access.isJsonBody(headers) && Number(length ?? "0") > 0) {
+    // Read only for a request with a credential (the sign-in form's excepted): one without any is
+    // refused 401 unread, instead of this server holding up to 32 MiB for whoever connects.
+    if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.credential(config.token, headers) !== undefined)) {
       const text = yield* request.text.pipe(bounded, Effect.option)
       if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
         return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)

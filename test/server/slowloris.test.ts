@@ -70,4 +70,46 @@ describe("idle and slow connections (slowloris)", () => {
       const all = yield* seen.await.pipe(Effect.flatten)
       expect(all.map((event) => event.type)).toContain("model.delta")
     }), 30_000)
+
+  it.scopedLive("a body is not read before the request shows a credential: 401 at once, not after 32 MiB", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port } = server
+      // Headers announcing a turn's largest body, and a first KiB of it: no token.
+      const answer = yield* Effect.promise(() =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port, "127.0.0.1", () => {
+            socket.write(
+              `POST /sessions/sess_x/turns HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+                `Content-Length: ${server.config.maxTurnBodyBytes}\r\n\r\n{"message": "${"a".repeat(1024)}`
+            )
+          })
+          let text = ""
+          socket.on("data", (chunk) => {
+            text += chunk.toString("utf8")
+            if (text.includes("\r\n\r\n")) {
+              socket.destroy()
+              resolve(text.split("\r\n")[0]!)
+            }
+          })
+          socket.on("error", () => {})
+          // The rest of the body never comes: an answer that waits for it does not come in time.
+          setTimeout(() => {
+            socket.destroy()
+            resolve("no answer")
+          }, 5000)
+        })
+      )
+      expect(answer).toBe("HTTP/1.1 401 Unauthorized")
+      // The one body read without a credential, the sign-in form's, is a token: 4 KiB at most.
+      const login = yield* Effect.promise(() =>
+        send(port, "/login", {
+          method: "POST",
+          headers: { "content-type": "application/json", "sec-fetch-site": "same-origin" },
+          body: JSON.stringify({ token: "x".repeat(5000) })
+        })
+      )
+      expect(login.status).toBe(413)
+    }), 30_000)
 })
