@@ -3,7 +3,9 @@
  * `X-Content-Type-Options: nosniff` on the JSON API, its errors, the NDJSON and SSE streams, not
  * only on the viewer's pages and images. The API's answers carry text the model and the tools wrote
  * (`<script>` included); a browser that guessed HTML for one opened in a tab would run it as the
- * server's own page, where the viewer's cookie works. No answer carries a CORS header.
+ * server's own page, where the viewer's cookie works. No answer carries a CORS header; the pages
+ * say where they may load from, that they are not framed, and keep their address from other sites
+ * (an integration test: the pages are the built ones, in dist/).
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -41,6 +43,18 @@ describe("response headers", () => {
         expect(answer.headers["x-content-type-options"], name).toBe("nosniff")
         expect(Object.keys(answer.headers).filter((h) => h.startsWith("access-control-")), name).toEqual([])
       }
+      // The pages: their own scripts only, never framed, their address (which holds no token: the
+      // one-time code is spent and redirected from) never sent to another site.
+      for (const [name, path] of [["viewer", "/"], ["sign-in", "/login"]] as const) {
+        const page = yield* Effect.promise(() => send(port, path, { headers: bearer }))
+        expect(page.status, name).toBe(200)
+        expect(page.headers["referrer-policy"], name).toBe("same-origin")
+        expect(page.headers["content-security-policy"], name).toMatch(/default-src 'none'; script-src 'self';.*frame-ancestors 'none'/)
+        expect(page.headers["x-frame-options"], name).toBe("DENY")
+      }
+      const code = yield* Effect.promise(() => send(port, `/login?code=${server.config.loginCodes.issue()}`))
+      expect([code.status, code.headers["location"]]).toEqual([303, "/"])
+
       // The live stream's headers, read without waiting for its end.
       const live = yield* Effect.promise(() =>
         fetch(`${server.url}/sessions/${id}/live?after=0`, { headers: bearer }).then(async (response) => {
