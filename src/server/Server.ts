@@ -9,7 +9,10 @@
  * `Content-Length`, unread (one sent without a length, chunked, is refused 411, unread too; the
  * limit also bounds what is read); JSON nested deeper than 64 levels answers 400 before it is
  * decoded; unknown routes answer 404; a body that does not decode answers 400 — all as
- * `{error, message}`. No CORS headers are ever sent, so other sites' scripts cannot read any answer.
+ * `{error, message}`. No body is read before the request shows a credential (but the sign-in
+ * form's, 4 KiB). No CORS headers are ever sent, so other sites' scripts cannot read any answer;
+ * every answer carries `X-Content-Type-Options: nosniff`. `serve` closes a connection that sends
+ * no request's headers within `headersTimeout`.
  *
  * @since 0.2.0
  */
@@ -92,58 +95,58 @@ const nosniff = HttpApp.appendPreResponseHandler((_request, response) =>
   Effect.succeed(HttpServerResponse.setHeader(response, "x-content-type-options", "nosniff"))
 )
 
-/** The guards (see the module's note). Answers made from a failure too (the API's 401s) pass the pre-response handler. */
+/** The guards (see the module's note). */
 const guards = HttpApiBuilder.middleware(
-  Effect.map(Config.ServerConfig, (config) => (app: HttpApp.Default): HttpApp.Default => Effect.zipRight(nosniff, guarded(config, app)))
-)
-
-/** The checks of one request, then the app (see the module's note). */
-const guarded = (config: Config.Config, app: HttpApp.Default): HttpApp.Default =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const { method } = request
-    const headers = Access.headersOf(request)
-    if (!Access.hostAllowed(headers["host"], config.allowedHosts)) {
-      return errorResponse(403, "Forbidden", "The request must name this server by a loopback name, an address or a host name it was configured with")
-    }
-    if (Access.fromOtherOrigin(method, headers)) return errorResponse(403, "Forbidden", "Requests from other origins' pages are refused")
-    if (Access.bodyRefused(method, headers)) {
-      return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
-    }
-    const length = headers["content-length"]
-    // A turn's body may carry images: it has a limit of its own. The sign-in form's is a token.
-    const signIn = method === "POST" && /^\/login(?:\?|$)/.test(request.url)
-    const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url)
-      ? config.maxTurnBodyBytes
-      : signIn
-      ? Math.min(maxLoginBodyBytes, config.maxBodyBytes)
-      : config.maxBodyBytes
-    const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
-    if (length !== undefined && !(Number(length) <= limit)) return tooLarge
-    // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
-    if (length === undefined && headers["transfer-encoding"] !== undefined) {
-      return errorResponse(411, "LengthRequired", "Send the request body with a Content-Length")
-    }
-    const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
-    // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
-    // Read only for a request with a credential (the sign-in form's excepted): one without any is
-    // refused 401 unread, instead of this server holding up to 32 MiB for whoever connects.
-    if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.credential(config.token, headers) !== undefined)) {
-      const text = yield* request.text.pipe(bounded, Effect.option)
-      if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
-        return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)
+  Effect.map(Config.ServerConfig, (config) => (app: HttpApp.Default): HttpApp.Default =>
+    Effect.gen(function*() {
+      // Answers made from a failure too (the API's 401s) pass the pre-response handler.
+      yield* nosniff
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const { method } = request
+      const headers = Access.headersOf(request)
+      if (!Access.hostAllowed(headers["host"], config.allowedHosts)) {
+        return errorResponse(403, "Forbidden", "The request must name this server by a loopback name, an address or a host name it was configured with")
       }
-    }
-    const exit = yield* app.pipe(bounded, Effect.exit)
-    if (exit._tag === "Success") return normalize(exit.value)
-    const failure = failureOf(exit.cause)
-    if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")
-    if (failure._tag === "RequestError") return errorResponse(400, "BadRequest", "The request body could not be read as JSON")
-    if (failure._tag === "HttpApiDecodeError") {
-      return errorResponse(400, "BadRequest", typeof failure.message === "string" ? failure.message : "The request does not match the route")
-    }
-    return yield* Effect.failCause(exit.cause)
-  })
+      if (Access.fromOtherOrigin(method, headers)) return errorResponse(403, "Forbidden", "Requests from other origins' pages are refused")
+      if (Access.bodyRefused(method, headers)) {
+        return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
+      }
+      const length = headers["content-length"]
+      // A turn's body may carry images: it has a limit of its own. The sign-in form's is a token.
+      const signIn = method === "POST" && /^\/login(?:\?|$)/.test(request.url)
+      const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url)
+        ? config.maxTurnBodyBytes
+        : signIn
+        ? Math.min(maxLoginBodyBytes, config.maxBodyBytes)
+        : config.maxBodyBytes
+      const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
+      if (length !== undefined && !(Number(length) <= limit)) return tooLarge
+      // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
+      if (length === undefined && headers["transfer-encoding"] !== undefined) {
+        return errorResponse(411, "LengthRequired", "Send the request body with a Content-Length")
+      }
+      const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
+      // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
+      // Read only for a request with a credential (the sign-in form's excepted): one without any is
+      // refused 401 unread, instead of this server holding up to 32 MiB for whoever connects.
+      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.credential(config.token, headers) !== undefined)) {
+        const text = yield* request.text.pipe(bounded, Effect.option)
+        if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
+          return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)
+        }
+      }
+      const exit = yield* app.pipe(bounded, Effect.exit)
+      if (exit._tag === "Success") return normalize(exit.value)
+      const failure = failureOf(exit.cause)
+      if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")
+      if (failure._tag === "RequestError") return errorResponse(400, "BadRequest", "The request body could not be read as JSON")
+      if (failure._tag === "HttpApiDecodeError") {
+        return errorResponse(400, "BadRequest", typeof failure.message === "string" ? failure.message : "The request does not match the route")
+      }
+      return yield* Effect.failCause(exit.cause)
+    })
+  )
+)
 
 /**
  * The API, the viewer and the guards, for `HttpApiBuilder.serve()` (or `toWebHandler`) on any
