@@ -9,12 +9,15 @@
  * `Content-Length`, unread (one sent without a length, chunked, is refused 411, unread too; the
  * limit also bounds what is read); JSON nested deeper than 64 levels answers 400 before it is
  * decoded; unknown routes answer 404; a body that does not decode answers 400 — all as
- * `{error, message}`. No CORS headers are ever sent, so other sites' scripts cannot read any answer.
+ * `{error, message}`. No body is read before the request shows a credential (but the sign-in
+ * form's, 4 KiB). No CORS headers are ever sent, so other sites' scripts cannot read any answer;
+ * every answer carries `X-Content-Type-Options: nosniff`. `serve` closes a connection that sends
+ * no request's headers within `headersTimeout`.
  *
  * @since 0.2.0
  */
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
@@ -22,10 +25,12 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { createServer } from "node:http"
+import { createServer, type IncomingMessage } from "node:http"
+import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
@@ -59,6 +64,9 @@ const failureOf = (cause: Cause.Cause<unknown>): { readonly _tag?: unknown; read
   return typeof error === "object" && error !== null ? error : {}
 }
 
+/** The limit of a `POST /login` body, `{"token": "…"}`: whoever connects may send one. */
+const maxLoginBodyBytes = 4096
+
 /** The deepest nesting a JSON body may have: every body this API takes is two or three levels deep. */
 const maxJsonDepth = 64
 
@@ -79,10 +87,20 @@ const nestsDeeperThan = (text: string, limit: number): boolean => {
   return false
 }
 
+/**
+ * Every answer is to be taken as the type it says: the API's carry text the model and the tools
+ * wrote, and a browser guessing HTML for one opened in a tab would run it as this server's own page.
+ */
+const nosniff = HttpApp.appendPreResponseHandler((_request, response) =>
+  Effect.succeed(HttpServerResponse.setHeader(response, "x-content-type-options", "nosniff"))
+)
+
 /** The guards (see the module's note). */
 const guards = HttpApiBuilder.middleware(
   Effect.map(Config.ServerConfig, (config) => (app: HttpApp.Default): HttpApp.Default =>
     Effect.gen(function*() {
+      // Answers made from a failure too (the API's 401s) pass the pre-response handler.
+      yield* nosniff
       const request = yield* HttpServerRequest.HttpServerRequest
       const { method } = request
       const headers = Access.headersOf(request)
@@ -94,8 +112,13 @@ const guards = HttpApiBuilder.middleware(
         return errorResponse(415, "UnsupportedMediaType", "Send the request body as JSON (Content-Type: application/json)")
       }
       const length = headers["content-length"]
-      // A turn's body may carry images: it has a limit of its own.
-      const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url) ? config.maxTurnBodyBytes : config.maxBodyBytes
+      // A turn's body may carry images: it has a limit of its own. The sign-in form's is a token.
+      const signIn = method === "POST" && /^\/login(?:\?|$)/.test(request.url)
+      const limit = method === "POST" && /^\/sessions\/[^/?]+\/turns(?:\?|$)/.test(request.url)
+        ? config.maxTurnBodyBytes
+        : signIn
+        ? Math.min(maxLoginBodyBytes, config.maxBodyBytes)
+        : config.maxBodyBytes
       const tooLarge = errorResponse(413, "PayloadTooLarge", `Request bodies are limited to ${limit} bytes`)
       if (length !== undefined && !(Number(length) <= limit)) return tooLarge
       // A body without a length (chunked) is refused unread: every client of this API sends JSON with a length.
@@ -104,7 +127,9 @@ const guards = HttpApiBuilder.middleware(
       }
       const bounded = HttpIncomingMessage.withMaxBodySize(Option.some(limit))
       // Decoding errors describe the value they met, recursively: a body nested 100k deep would overflow the stack there.
-      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0) {
+      // Read only for a request with a credential (the sign-in form's excepted): one without any is
+      // refused 401 unread, instead of this server holding up to 32 MiB for whoever connects.
+      if (Access.isJsonBody(headers) && Number(length ?? "0") > 0 && (signIn || Access.credential(config.token, headers) !== undefined)) {
         const text = yield* request.text.pipe(bounded, Effect.option)
         if (Option.isSome(text) && nestsDeeperThan(text.value, maxJsonDepth)) {
           return errorResponse(400, "BadRequest", `The request body is JSON nested more than ${maxJsonDepth} levels deep`)
@@ -145,6 +170,40 @@ export interface Listen {
   readonly host?: string
   /** Default 4477; 0 picks a free port. */
   readonly port?: number
+  /**
+   * How long a connection may take to send a request's headers: from connecting (one that sends
+   * nothing is closed then) and from a request's first byte (a trickle of header lines answers 408).
+   * Default 20 seconds. A request under way (a `/live` stream, a body) is not limited by it.
+   */
+  readonly headersTimeout?: Duration.DurationInput
+}
+
+/** The default of `Listen.headersTimeout`. */
+export const defaultHeadersTimeout = Duration.seconds(20)
+
+/**
+ * A Node HTTP server whose connections must send a request in time. Node's own `headersTimeout`
+ * holds only once a request's first byte came (checked every `connectionsCheckingInterval`, 30 s by
+ * default): a connection that sends nothing stayed open for good, each one a file descriptor of the
+ * agent's process, without any token. So each connection gets a socket timeout until its first
+ * request arrives (Node then destroys the socket: no listener of the server's `timeout` event says
+ * otherwise); from then on Node's keep-alive timeout and its checks take over.
+ */
+const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
+  const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
+  const server = createServer({
+    headersTimeout: millis,
+    requestTimeout: Math.max(millis, 300_000),
+    connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(millis / 4)))
+  })
+  server.on("connection", (socket: Socket) => {
+    connectionAccepted()
+    socket.setTimeout(millis)
+  })
+  const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
+  server.on("request", underway)
+  server.on("upgrade", underway)
+  return server
 }
 
 /** The default port of `effect-agent serve`. */
@@ -160,8 +219,7 @@ export const serve = (
   listen: Listen = {},
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
-  const server = createServer()
-  server.on("connection", connectionAccepted)
+  const server = nodeServer(listen.headersTimeout)
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.

@@ -26,7 +26,7 @@ const optionsOf = (script: Script): FakeModelProvider.Options =>
 const toolsFor = (script: Script) => optionsOf(script).subagents === undefined ? note : TaskTool.layer.pipe(Layer.provideMerge(note))
 
 /**
- * Builds a runner on `url` with these options; `engines` wraps the runner's `Engines` (e.g. to count
+ * Builds a runner on `url` with these options (its engine, its turns and the runners' port it listens on); `engines` wraps the runner's `Engines` (e.g. to count
  * the engines made). A script with `subagents` also gives the runner the `task` tool.
  */
 export const runnerInProcess = (
@@ -44,5 +44,5 @@ export const runnerInProcess = (
         Layer.provide(IdGenerator.layer),
         Layer.provide(toolsFor(script))
       )
-    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns) })))
+    ).pipe(Effect.map((context) => ({ engine: Context.get(context, SessionEngine.SessionEngine), turns: Context.get(context, Turns.Turns), port })))
   )

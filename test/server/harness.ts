@@ -68,6 +68,8 @@ export interface Options {
   readonly policy?: PermissionPolicy.Options
   /** Hears every read of the store that starts past the first event (a watcher reading a gap). */
   readonly onReadFrom?: (sessionId: string, fromSequence: number) => void
+  /** How long a connection may take to send a request's headers (the server's `Listen.headersTimeout`). */
+  readonly headersTimeout?: string
 }
 
 const makeClient = (url: string, token: string) =>
@@ -127,7 +129,7 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       Layer.provide(PermissionPolicy.layer(options.policy)),
       Layer.provide(NodeContext.layer)
     )
-    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0 }).pipe(Layer.provideMerge(engine)), scope)
+    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0, ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout as never }) }).pipe(Layer.provideMerge(engine)), scope)
     const url = yield* Effect.provide(Server.url, context)
     const port = Number(new URL(url).port)
     const client = yield* makeClient(url, token)

@@ -1,0 +1,115 @@
+/**
+ * A local process (or, with a non-loopback `--host`, a network peer) holding the server's
+ * connections without the token (audit 3, item 4). Node's HTTP server times out a request whose
+ * headers arrive too slowly, but never a connection that sends nothing at all: 100 such connections
+ * stayed open for good (each a file descriptor of the agent's process, shared with its session logs
+ * and tools), and so would 10,000. Now a connection has `headersTimeout` to send its first request's
+ * headers, whether it sent nothing or a trickle; a request under way (a `/live` stream) is not cut.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { connect, type Socket } from "node:net"
+import { liveUntil, start, workspace } from "./harness.js"
+import { send } from "./requests.js"
+
+const opened = (port: number) =>
+  new Promise<Socket>((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => resolve(socket))
+    socket.once("error", reject)
+  })
+
+/** Whether the server closed the socket within `ms` (a bound far above the timeout, not a measurement). */
+const closedWithin = (socket: Socket, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (socket.destroyed || socket.readableEnded) return resolve(true)
+    const timer = setTimeout(() => resolve(false), ms)
+    socket.once("close", () => {
+      clearTimeout(timer)
+      resolve(true)
+    })
+    socket.on("error", () => {})
+    socket.resume()
+  })
+
+describe("idle and slow connections (slowloris)", () => {
+  it.scopedLive("100 silent and 100 trickling connections neither block the server nor stay open", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, headersTimeout: "400 millis" })
+      const { port, token } = server
+      const silent = yield* Effect.promise(() => Promise.all(Array.from({ length: 100 }, () => opened(port))))
+      const trickling = yield* Effect.promise(() => Promise.all(Array.from({ length: 100 }, () => opened(port))))
+      const trickle = setInterval(() => {
+        for (const socket of trickling) if (!socket.destroyed) socket.write("X-Slow: 1\r\n")
+      }, 50)
+      for (const socket of trickling) socket.write(`GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`)
+      try {
+        // The server still answers, with and without the token.
+        expect((yield* Effect.promise(() => send(port, "/healthz"))).status).toBe(200)
+        expect((yield* Effect.promise(() => send(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }))).status).toBe(200)
+        // And closes every connection that sent no whole request in time.
+        const closed = yield* Effect.promise(() => Promise.all([...silent, ...trickling].map((socket) => closedWithin(socket, 10_000))))
+        expect(closed.filter((c) => !c).length).toBe(0)
+      } finally {
+        clearInterval(trickle)
+        for (const socket of [...silent, ...trickling]) socket.destroy()
+      }
+    }), 30_000)
+
+  it.scopedLive("a request under way is not cut: a /live stream outlasts the headers timeout", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, headersTimeout: "200 millis", keepAlive: "10 seconds", responses: [{ chunks: ["late"] }] })
+      const session = yield* server.client.sessions.create({ payload: { cwd } })
+      const events = Effect.promise(() =>
+        liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token: server.token }, (event) => event.type === "turn.completed"))
+      const seen = yield* Effect.fork(events)
+      // Nothing is sent on the stream for several times the headers timeout, then the turn runs.
+      yield* Effect.sleep("1500 millis")
+      yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "hi" } })
+      const all = yield* seen.await.pipe(Effect.flatten)
+      expect(all.map((event) => event.type)).toContain("model.delta")
+    }), 30_000)
+
+  it.scopedLive("a body is not read before the request shows a credential: 401 at once, not after 32 MiB", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port } = server
+      // Headers announcing a turn's largest body, and a first KiB of it: no token.
+      const answer = yield* Effect.promise(() =>
+        new Promise<string>((resolve) => {
+          const socket = connect(port, "127.0.0.1", () => {
+            socket.write(
+              `POST /sessions/sess_x/turns HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\n` +
+                `Content-Length: ${server.config.maxTurnBodyBytes}\r\n\r\n{"message": "${"a".repeat(1024)}`
+            )
+          })
+          let text = ""
+          socket.on("data", (chunk) => {
+            text += chunk.toString("utf8")
+            if (text.includes("\r\n\r\n")) {
+              socket.destroy()
+              resolve(text.split("\r\n")[0]!)
+            }
+          })
+          socket.on("error", () => {})
+          // The rest of the body never comes: an answer that waits for it does not come in time.
+          setTimeout(() => {
+            socket.destroy()
+            resolve("no answer")
+          }, 5000)
+        })
+      )
+      expect(answer).toBe("HTTP/1.1 401 Unauthorized")
+      // The one body read without a credential, the sign-in form's, is a token: 4 KiB at most.
+      const login = yield* Effect.promise(() =>
+        send(port, "/login", {
+          method: "POST",
+          headers: { "content-type": "application/json", "sec-fetch-site": "same-origin" },
+          body: JSON.stringify({ token: "x".repeat(5000) })
+        })
+      )
+      expect(login.status).toBe(413)
+    }), 30_000)
+})
