@@ -35,9 +35,11 @@ const storedDirectory = (dir: string): string => {
 
 /**
  * A session's line: id, last activity, turns, client, cwd, what it used and cost (when its turns
- * reported usage), then its title — each made safe for the terminal.
+ * reported usage), then its title — each made safe for the terminal. The listing writes the same
+ * text straight into its bytes (`listingBytes`); this is the line as text, which the tests hold
+ * the bytes to.
  */
-const line = (s: Session.SessionSummary): string => {
+export const line = (s: Session.SessionSummary): string => {
   const totals = UsageText.totalsText(s)
   let text = `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`
   if (totals !== undefined) text += `  ${Render.terminalSafe(totals)}`
@@ -45,34 +47,102 @@ const line = (s: Session.SessionSummary): string => {
   return text
 }
 
+/** The separators of the totals that are not ASCII, as UTF-8. */
+const dot = Buffer.from(" · ", "utf8")
+const dash = Buffer.from(" — ", "utf8")
+
 /**
- * The listing's lines as the UTF-8 bytes written, each line ending in a newline: the lines are
- * encoded into one buffer a few kilobytes at a time as they are made, so that 10,000 lines are
- * never alive at once as strings (pieces of text the young generation copies at each scavenge),
- * then joined into a string of several megabytes and encoded again by the write.
+ * The listing as the UTF-8 bytes written: each session's `line` and a newline, written field by
+ * field into one buffer. No line is made as a string: 10,000 lines built of template pieces,
+ * numbers and totals made ~10 MB of short-lived strings, whose scavenges copied the listing's
+ * 10,000 summaries (alive until the end) each time — more than the lines themselves cost. ASCII is
+ * copied here; a field with anything else is encoded by Node's UTF-8 writer from its first such
+ * character, so the bytes are those of `Buffer.from(lines.join(""))`. The totals are
+ * `UsageText.totalsText`'s text, written in the same order (test/cli/listingBytes.test.ts holds
+ * the bytes to `line` for every kind of summary); `terminalSafe` maps character by character, so
+ * making the cwd, the title and the models' names safe one by one is making the line's parts safe.
  */
 export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): Buffer => {
-  // A listing's line is ~190 bytes; the buffer doubles when a piece does not fit.
+  // A listing's line is ~190 bytes; the buffer doubles when a field does not fit.
   let bytes = Buffer.allocUnsafe(Math.max(64 * 1024, summaries.length * 256))
   let end = 0
-  const encode = (piece: string) => {
-    // At most three bytes per UTF-16 unit.
-    if (end + piece.length * 3 > bytes.length) {
-      const grown = Buffer.allocUnsafe(Math.max(bytes.length * 2, end + piece.length * 3))
+  const room = (length: number) => {
+    if (end + length > bytes.length) {
+      const grown = Buffer.allocUnsafe(Math.max(bytes.length * 2, end + length))
       bytes.copy(grown, 0, 0, end)
       bytes = grown
     }
-    end += bytes.write(piece, end, "utf8")
   }
-  let piece = ""
-  for (const summary of summaries) {
-    piece += `${line(summary)}\n`
-    if (piece.length >= 16 * 1024) {
-      encode(piece)
-      piece = ""
+  const text = (value: string) => {
+    const length = value.length
+    // At most three bytes per UTF-16 unit.
+    room(length * 3)
+    for (let i = 0; i < length; i++) {
+      const c = value.charCodeAt(i)
+      if (c >= 0x80) {
+        end += i + bytes.write(i === 0 ? value : value.slice(i), end + i, "utf8")
+        return
+      }
+      bytes[end + i] = c
     }
+    end += length
   }
-  encode(piece)
+  // The text itself when nothing in it needs an escape (one test, no copy).
+  const safe = (value: string) => text(Render.terminalSafe(value))
+  const raw = (constant: Buffer) => {
+    room(constant.length)
+    constant.copy(bytes, end)
+    end += constant.length
+  }
+  const gap = () => {
+    room(2)
+    bytes[end++] = 32
+    bytes[end++] = 32
+  }
+  for (const s of summaries) {
+    text(s.sessionId)
+    gap()
+    text(s.lastActivityAt)
+    gap()
+    text(String(s.turnCount))
+    text(s.turnCount === 1 ? " turn" : " turns")
+    gap()
+    text(s.client)
+    gap()
+    safe(s.cwd)
+    // UsageText.totalsText: `tokens in 14 · out 10 · cache read 103 — $0.25; cost unknown for model-x`.
+    const usage = s.usage
+    if (usage !== undefined) {
+      gap()
+      text("tokens in ")
+      text(String(usage.inputTokens))
+      raw(dot)
+      text("out ")
+      text(String(usage.outputTokens))
+      if (usage.cacheReadTokens !== undefined) {
+        raw(dot)
+        text("cache read ")
+        text(String(usage.cacheReadTokens))
+      }
+      if (usage.cacheWriteTokens !== undefined) {
+        raw(dot)
+        text("cache write ")
+        text(String(usage.cacheWriteTokens))
+      }
+      raw(dash)
+      text(UsageText.dollars(s.cost ?? 0))
+      if (s.costUnknown !== undefined && s.costUnknown.length > 0) {
+        text("; cost unknown for ")
+        safe(s.costUnknown.join(", "))
+      }
+    }
+    if (s.title !== undefined) {
+      gap()
+      safe(s.title)
+    }
+    room(1)
+    bytes[end++] = 10
+  }
   return bytes.subarray(0, end)
 }
 

@@ -329,7 +329,8 @@ export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: 
         if (usage[8] !== null) totals = SessionUsage.addRow(totals, usage[8], usage[9]!, usage[10]!, usage[11], usage[12], usage[13]!)
         if (++i === joinedRows.length) break
       }
-      listed.push(summary(row as unknown as SessionValues, waiting.get(sessionId), totals))
+      // No session waits, mostly: no lookup (hashing each row's fresh id) then.
+      listed.push(summary(row as unknown as SessionValues, waiting.size === 0 ? undefined : waiting.get(sessionId), totals))
     }
     return listed
   }
