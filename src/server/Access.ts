@@ -22,7 +22,9 @@
  * - **Credentials.** The bearer token (`Authorization: Bearer`), or the viewer's cookie (see
  *   `Security`). The cookie is sent by the browser on its own, so it opens reads; a state-changing
  *   request with it must also prove it comes from the viewer's own page: `Origin` is this server's,
- *   or `Sec-Fetch-Site: same-origin`.
+ *   or `Sec-Fetch-Site: same-origin` — and carry the page's key (`Security.pageKey`), which only
+ *   that page holds: a server on another port of the host receives the cookie too, and can replay
+ *   it from outside a browser with any `Origin`.
  *
  * @since 0.4.0
  */
@@ -138,10 +140,21 @@ export const credential = (token: Redacted.Redacted<string>, headers: Headers): 
   return undefined
 }
 
+/** The viewer page's key for the port the request was sent to. */
+export const pageKeyOf = (token: Redacted.Redacted<string>, headers: Headers): Redacted.Redacted<string> =>
+  Security.pageKey(token, parseHost(headers["host"])?.port ?? "80")
+
 /** Why a request's credential does not let it through, or undefined when it does. */
-export const refusal = (token: Redacted.Redacted<string>, method: string, headers: Headers): "unauthorized" | "not-own-page" | undefined => {
+export const refusal = (
+  token: Redacted.Redacted<string>,
+  method: string,
+  headers: Headers
+): "unauthorized" | "not-own-page" | "no-page-key" | undefined => {
   const found = credential(token, headers)
   if (found === undefined) return "unauthorized"
-  if (found === "cookie" && isStateChanging(method) && !fromOwnPage(headers)) return "not-own-page"
+  if (found === "cookie" && isStateChanging(method)) {
+    if (!fromOwnPage(headers)) return "not-own-page"
+    if (!Security.matches(pageKeyOf(token, headers), headers[Security.pageKeyHeader])) return "no-page-key"
+  }
   return undefined
 }

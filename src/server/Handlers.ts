@@ -128,6 +128,8 @@ export const authorizationLayer = Layer.effect(
               return Effect.fail(new Forbidden({ error: "Forbidden", message: "The viewer's cookie changes nothing from outside the viewer's own page" }))
             case "unauthorized":
               return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "A valid token is required (Authorization: Bearer <token>)" }))
+            case "no-page-key":
+              return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "Sign in to the viewer again: this change needs the key its page gets at sign-in" }))
           }
         })
     }))

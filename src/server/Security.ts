@@ -69,6 +69,21 @@ export const sessionSecret = (token: Redacted.Redacted<string>, port: string): R
   Redacted.make(createHmac("sha256", Redacted.value(token)).update(`effect-agent viewer session\u0000${port}`, "utf8").digest("base64url"))
 
 /**
+ * The viewer page's key for a port: an HMAC of the port under the token, under a label of its own.
+ * Browsers send a host's cookies to every port of it, so a server on another port of 127.0.0.1 —
+ * one a command of the agent started, opened in the same browser — receives the viewer's cookie,
+ * and outside a browser it can send it back with any `Origin`. So a state-changing request with the
+ * cookie must also carry this key ({@link pageKeyHeader}): the sign-in hands it to the viewer's page
+ * only (in the redirect's fragment, or the sign-in form's answer), which keeps it in its origin's
+ * storage — per port, unlike cookies. Derived like the cookie, so a restart with the same token keeps it.
+ */
+export const pageKey = (token: Redacted.Redacted<string>, port: string): Redacted.Redacted<string> =>
+  Redacted.make(createHmac("sha256", Redacted.value(token)).update(`effect-agent viewer page key\u0000${port}`, "utf8").digest("base64url"))
+
+/** The header a state-changing request with the viewer's cookie carries the page's key in. */
+export const pageKeyHeader = "x-effect-agent-key"
+
+/**
  * The `Set-Cookie` value of the viewer's cookie: HttpOnly (the page's script never sees it),
  * SameSite=Strict (no other site's page or link sends it), the whole path, for the browser's session.
  */

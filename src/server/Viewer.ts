@@ -22,6 +22,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
@@ -109,7 +110,9 @@ export const layer = HttpApiBuilder.Router.use((router) =>
         const code = new URL(request.url, "http://localhost").searchParams.get("code")
         if (code === null) return loginPage(200)
         if (!config.loginCodes.consume(code)) return loginPage(401, "That one-time URL was used already: sign in with the token.")
-        return signIn(request, HttpServerResponse.empty({ status: 303 }).pipe(HttpServerResponse.setHeader("location", "/")))
+        // The page's key in the fragment: the browser keeps it, and sends it to no server.
+        const key = Redacted.value(Access.pageKeyOf(config.token, Access.headersOf(request)))
+        return signIn(request, HttpServerResponse.empty({ status: 303 }).pipe(HttpServerResponse.setHeader("location", `/#key=${key}`)))
       })
     )
     // The sign-in form's script posts here: the viewer's own page only, the token as JSON, rate limited.
@@ -133,7 +136,10 @@ export const layer = HttpApiBuilder.Router.use((router) =>
           return json(401, "Unauthorized", "That is not the server's token")
         }
         config.loginThrottle.succeeded()
-        return signIn(request, HttpServerResponse.empty({ status: 204 }))
+        // The page's key in a header of the answer, which only the sign-in page's script reads.
+        return signIn(request, HttpServerResponse.empty({ status: 204 })).pipe(
+          HttpServerResponse.setHeader(Security.pageKeyHeader, Redacted.value(Access.pageKeyOf(config.token, Access.headersOf(request))))
+        )
       })
     )
     const spec = OpenApi.fromApi(Api)

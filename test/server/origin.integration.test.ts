@@ -103,7 +103,11 @@ describe("the server's token stays with its own origin", () => {
       const { port, token } = server
       const login = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)
       expect(login.status).toBe(303)
-      expect(login.headers["location"]).toBe("/")
+      // The viewer's page gets its key in the fragment (never sent to a server); see below.
+      const pageKey = /^\/#key=([A-Za-z0-9_-]{43})$/.exec(String(login.headers["location"]))?.[1]
+      expect(pageKey).toBeDefined()
+      expect(pageKey).not.toContain(token)
+      const keyed = { "x-effect-agent-key": pageKey! }
       expect(setCookie(login)).toMatch(new RegExp(`^effect_agent_session_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict$`))
       const cookie = cookiePair(login)
       const secret = cookie.split("=")[1]!
@@ -127,14 +131,26 @@ describe("the server's token stays with its own origin", () => {
       }
       expectForbidden(yield* call(port, "/sessions", { headers: { cookie, origin: `http://127.0.0.1:${port + 1}` } }), "another port's fetch")
 
-      // Writes with the cookie need the viewer's own Origin (or Sec-Fetch-Site: same-origin).
+      // Writes with the cookie need the viewer's own Origin (or Sec-Fetch-Site: same-origin) and the page's key.
       const create = (headers: Record<string, string>) =>
-        call(port, "/sessions", { method: "POST", headers: { cookie, "content-type": json, ...headers }, body: "{}" })
+        call(port, "/sessions", { method: "POST", headers: { cookie, "content-type": json, ...keyed, ...headers }, body: "{}" })
       expectForbidden(yield* create({}), "no Origin, no Sec-Fetch-Site (not a page of this origin)")
       expectForbidden(yield* create({ origin: `http://127.0.0.1:${port + 1}` }), "another port's Origin")
       expectForbidden(yield* create({ origin: `http://localhost:${port}` }), "the same port under another name")
       expectForbidden(yield* create({ origin: "null" }), "an opaque Origin")
       expectForbidden(yield* create({ origin: `http://127.0.0.1:${port}`, "sec-fetch-site": "same-site" }), "a forged Origin with the browser's own same-site")
+      // A server on another port of this host receives the cookie (browsers send a host's cookies to
+      // every port) and, outside a browser, can send it back with this server's Origin: without the
+      // page's key — which it never sees — it changes nothing.
+      for (const [key, why] of [[undefined, "no key"], ["", "an empty key"], [`${pageKey}x`, "a wrong key"], [cookie.split("=")[1]!, "the cookie's value as the key"]] as const) {
+        const replayed = yield* call(port, "/sessions", {
+          method: "POST",
+          headers: { cookie, "content-type": json, origin: `http://127.0.0.1:${port}`, ...(key === undefined ? {} : { "x-effect-agent-key": key }) },
+          body: "{}"
+        })
+        expect(replayed.status, why).toBe(401)
+        expectWireError(replayed.body, "Unauthorized")
+      }
       expect(yield* sessionCount(port, token)).toBe(0)
       expect((yield* create({ origin: `http://127.0.0.1:${port}` })).status).toBe(201)
       expect((yield* create({ "sec-fetch-site": "same-origin" })).status).toBe(201)
@@ -143,7 +159,7 @@ describe("the server's token stays with its own origin", () => {
       const viaLocalhost = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`, { headers: { host: `localhost:${port}` } })
       expect((yield* call(port, "/sessions", {
         method: "POST",
-        headers: { host: `localhost:${port}`, cookie: cookiePair(viaLocalhost), origin: `http://localhost:${port}`, "content-type": json },
+        headers: { host: `localhost:${port}`, cookie: cookiePair(viaLocalhost), origin: `http://localhost:${port}`, "content-type": json, ...keyed },
         body: "{}"
       })).status).toBe(201)
 
@@ -187,6 +203,8 @@ describe("the server's token stays with its own origin", () => {
 
       const right = yield* call(port, "/login", { method: "POST", headers: own, body: JSON.stringify({ token }) })
       expect(right.status).toBe(204)
+      // The sign-in form's script gets the page's key from its answer (the one-time URL's is in its fragment).
+      expect(right.headers["x-effect-agent-key"]).toBe(/#key=(.*)$/.exec(String((yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)).headers["location"]))?.[1])
       expect(setCookie(right)).toMatch(new RegExp(`^effect_agent_session_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict$`))
       expect((yield* call(port, "/sessions", { headers: { cookie: cookiePair(right) } })).status).toBe(200)
       expect(cookiePair(right)).toBe(yield* loginCookie(port, server.config.loginCodes.issue()))

@@ -23,6 +23,8 @@ form.addEventListener("submit", async (event) => {
       body: JSON.stringify({ token })
     })
     if (response.status === 204) {
+      // The viewer page's key, for the changes it asks for (see page.js).
+      localStorage.setItem("effect-agent-page-key", response.headers.get("x-effect-agent-key") ?? "")
       location.replace("/")
       return
     }

@@ -42,11 +42,23 @@ const show = (value) => typeof value === "string" ? value : JSON.stringify(value
 // `pendingSteers`: steers sent and not yet seen stored (the engine stores a steer at the turn's next step), shown meanwhile.
 const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [] }
 
+// The page's key (see the server's Security.pageKey): every change the page asks for carries it. The
+// sign-in hands it over in the fragment of the URL it opens the viewer at (or the sign-in form keeps
+// it); it is kept in this origin's storage — per port, where the cookie is per host — and taken out
+// of the address bar at once.
+const pageKeyItem = "effect-agent-page-key"
+if (location.hash.startsWith("#key=")) {
+  localStorage.setItem(pageKeyItem, location.hash.slice("#key=".length))
+  history.replaceState(null, "", location.pathname + location.search)
+}
+
 const api = async (method, path, body) => {
+  const headers = method === "GET" ? {} : { "x-effect-agent-key": localStorage.getItem(pageKeyItem) ?? "" }
+  if (body !== undefined) headers["content-type"] = "application/json"
   const response = await fetch(path, {
     method,
     credentials: "same-origin",
-    headers: body === undefined ? {} : { "content-type": "application/json" },
+    headers,
     body: body === undefined ? undefined : JSON.stringify(body)
   })
   // Signed out (the token changed, or the cookie is gone): back to the sign-in form.
