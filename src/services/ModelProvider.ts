@@ -10,6 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
+import type * as FiberId from "effect/FiberId"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -125,35 +126,40 @@ export interface RunAhead<A, E> {
  */
 export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
   Effect.flatMap(Effect.acquireRelease(Mailbox.make<A, E>({ capacity }), (buffer) => buffer.shutdown), (buffer) =>
-    Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) =>
-      Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-        let starting = true
-        const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
-          onSuccess: (pulled) => {
-            // The stream's end, handed over on the event loop's next turn, as a network stream's end
-            // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
-            // consumer before the response is seen to end — so a steer sent on seeing the last delta
-            // is there when the step decides whether the turn is over. (Reached while starting, the
-            // reader does that wait: `whole`.)
-            if (Either.isLeft(pulled)) return starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end)
-            // Put in at once while there is room (the usual case), with no effect of its own per chunk:
-            // a provider handing over one delta per chunk pulls as many times as it has deltas.
-            const rest = buffer.unsafeOfferAll(pulled.right)
-            return Chunk.isEmpty(rest) ? pump : Effect.zipRight(buffer.offerAll(rest), pump)
-          },
-          onFailure: (cause) => buffer.failCause(cause)
-        })
-        // Started and handed to the scope in one uninterruptible step: never left running unowned. Its
-        // fiber refs are this fiber's forked, as `Effect.fork` makes them (an interruption this fiber
-        // has received is not the new one's).
-        return Effect.uninterruptible(Effect.suspend((): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> => {
-          const fiber = Runtime.runFork(runtime, pump, { updateRefs: (refs, id) => FiberRefs.forkAs(refs, id) })
+    Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
+      let starting = true
+      const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
+        onSuccess: (pulled) => {
+          // The stream's end, handed over on the event loop's next turn, as a network stream's end
+          // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
+          // consumer before the response is seen to end — so a steer sent on seeing the last delta
+          // is there when the step decides whether the turn is over. (Reached while starting, the
+          // reader does that wait: `whole`.)
+          if (Either.isLeft(pulled)) return starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end)
+          // Put in at once while there is room (the usual case), with no effect of its own per chunk:
+          // a provider handing over one delta per chunk pulls as many times as it has deltas.
+          const rest = buffer.unsafeOfferAll(pulled.right)
+          return Chunk.isEmpty(rest) ? pump : Effect.zipRight(buffer.offerAll(rest), pump)
+        },
+        onFailure: (cause) => buffer.failCause(cause)
+      })
+      // This fiber's runtime (its flags as they are here, before the uninterruptible step below), used
+      // once: nothing that lives on with the fiber running ahead keeps it (it holds this fiber's refs as they were).
+      return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+        // Started and handed to the scope in one uninterruptible step: never left running unowned.
+        Effect.uninterruptible(Effect.suspend(() => {
+          const fiber = Runtime.runFork(runtime, pump, { updateRefs: forkedRefs })
           starting = false
-          return fiber.unsafePoll() !== null
-            ? Effect.succeed({ arrived: buffer, whole: true })
-            : Effect.as(Effect.addFinalizer(() => Fiber.interrupt(fiber)), { arrived: buffer, whole: false })
-        }))
-      })))
+          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer)
+        })))
+    }))
+
+/** The fiber refs of a fiber started by `runAhead`: its starter's, forked, as `Effect.fork` makes them (an interruption the starter has received is not the new fiber's). */
+const forkedRefs = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => FiberRefs.forkAs(refs, id)
+
+/** A fiber running ahead, owned by the scope (interrupted when it closes); made here so that its finalizer keeps only the fiber. */
+const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
+  Effect.as(Effect.addFinalizer(() => Fiber.interrupt(fiber)), { arrived, whole: false })
 
 /**
  * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as
