@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import { type FinishReason, type ModelChunk, runAhead, takeArrived } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import * as EventDraft from "./EventDraft.js"
@@ -116,7 +116,9 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
     return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
-      Effect.flatMap((arrived) => drain(arrived, true)),
+      // A response read whole as it started is committed at once; the event loop then runs once before
+      // it is seen to end, as the end of one still running ahead comes (`runAhead`).
+      Effect.flatMap(({ arrived, whole }) => whole ? Effect.zipRight(drain(arrived, true), nextMacrotask) : drain(arrived, true)),
       Effect.scoped,
       Effect.zipRight(Effect.suspend(() =>
         finishReason === "length" || finishReason === "content_filter"

@@ -9,8 +9,12 @@ import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Fiber from "effect/Fiber"
+import type * as FiberId from "effect/FiberId"
+import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
@@ -90,29 +94,48 @@ export const finish = (reason: FinishReason, usage?: Usage): ModelChunk =>
  * parses event by event, one microtask each) is there to be taken. Not a timer: no delay, and
  * nothing under a `TestClock` waits on it.
  */
-const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
+export const nextMacrotask: Effect.Effect<void> = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })
 
+/** A response's stream run ahead ({@link runAhead}). */
+export interface RunAhead<A, E> {
+  /** What the stream has handed over, for `takeArrived` to take from. */
+  readonly arrived: Mailbox.ReadonlyMailbox<A, E>
+  /**
+   * The stream ended (or failed) while it was being started: all of it is in `arrived` and nothing
+   * runs ahead. Its end was not held back for a turn of the event loop (see `runAhead`): the reader
+   * lets the loop run once itself, after it has taken and handed on the last pieces.
+   */
+  readonly whole: boolean
+}
+
 /**
  * A response's stream run ahead into a buffer of `capacity` pieces (held back when it is full), in
- * a fiber of the scope, for `takeArrived` to take from. What `Mailbox.fromStream` does, with the
- * stream pulled chunk by chunk (`Channel.toPull`) in the one fiber it forks: `Mailbox.fromStream`
- * runs a channel writer in a second fiber, which the first waits for — per response a fiber and
- * about 110 Effect operations more, per chunk the same (`bench/ops.ts`). Closing the scope stops the
- * fiber, then closes the stream (a provider aborts its request), then the buffer.
+ * a fiber of its own, for `takeArrived` to take from. The fiber starts at once, in this step rather
+ * than the scheduler's next (`Runtime.runFork` starts a fiber immediately): a stream that hands
+ * over everything without waiting — a scripted or cached response — is read to its end right here
+ * and the fiber is gone before the reader takes anything (`whole`), so a turn in flight neither
+ * holds nor waits on it; a stream that waits (a vendor's response) leaves the fiber running ahead
+ * of the reader, as `Mailbox.fromStream` would, with the stream pulled chunk by chunk
+ * (`Channel.toPull`) in that one fiber (`Mailbox.fromStream` forks a second, a channel writer, which
+ * the first waits for — per response a fiber and about 110 Effect operations more, per chunk the
+ * same). Closing the scope stops the fiber, then closes the stream (a provider aborts its request),
+ * then the buffer.
  */
-export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<Mailbox.ReadonlyMailbox<A, E>, never, Scope.Scope> =>
+export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
   Effect.flatMap(Effect.acquireRelease(Mailbox.make<A, E>({ capacity }), (buffer) => buffer.shutdown), (buffer) =>
     Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
+      let starting = true
       const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
         onSuccess: (pulled) => {
           // The stream's end, handed over on the event loop's next turn, as a network stream's end
           // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
           // consumer before the response is seen to end — so a steer sent on seeing the last delta
-          // is there when the step decides whether the turn is over.
-          if (Either.isLeft(pulled)) return Effect.zipRight(nextMacrotask, buffer.end)
+          // is there when the step decides whether the turn is over. (Reached while starting, the
+          // reader does that wait: `whole`.)
+          if (Either.isLeft(pulled)) return starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end)
           // Put in at once while there is room (the usual case), with no effect of its own per chunk:
           // a provider handing over one delta per chunk pulls as many times as it has deltas.
           const rest = buffer.unsafeOfferAll(pulled.right)
@@ -120,8 +143,23 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
         },
         onFailure: (cause) => buffer.failCause(cause)
       })
-      return Effect.as(Effect.forkScoped(pump), buffer)
+      // This fiber's runtime (its flags as they are here, before the uninterruptible step below), used
+      // once: nothing that lives on with the fiber running ahead keeps it (it holds this fiber's refs as they were).
+      return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+        // Started and handed to the scope in one uninterruptible step: never left running unowned.
+        Effect.uninterruptible(Effect.suspend(() => {
+          const fiber = Runtime.runFork(runtime, pump, { updateRefs: forkedRefs })
+          starting = false
+          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer)
+        })))
     }))
+
+/** The fiber refs of a fiber started by `runAhead`: its starter's, forked, as `Effect.fork` makes them (an interruption the starter has received is not the new fiber's). */
+const forkedRefs = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => FiberRefs.forkAs(refs, id)
+
+/** A fiber running ahead, owned by the scope (interrupted when it closes); made here so that its finalizer keeps only the fiber. */
+const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
+  Effect.as(Effect.addFinalizer(() => Fiber.interrupt(fiber)), { arrived, whole: false })
 
 /**
  * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as

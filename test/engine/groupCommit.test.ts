@@ -161,6 +161,31 @@ describe("group commit of a response", () => {
       }).pipe(Effect.provide(engineOn(watched.layer, model)))
     }))
 
+  it.effect("a response that hands over some at once and then waits: what came is stored, and a cancel interrupts the wait", () =>
+    Effect.gen(function*() {
+      const watched = yield* watchedStore(false)
+      const interrupted = yield* Deferred.make<void>()
+      // Read at once as the response starts, then a wait nothing ends: the read goes on ahead of the step.
+      const model = provider(() =>
+        Stream.fromIterable(deltas(3).map(ModelProvider.textDelta)).pipe(
+          Stream.rechunk(1),
+          Stream.concat(Stream.fromEffect(Effect.onInterrupt(Effect.never, () => Deferred.succeed(interrupted, undefined))))
+        )
+      )
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine.SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        const turn = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(collect, Effect.fork)
+        yield* Deferred.await(watched.stored)
+        expect(watched.deltaBatches).toEqual([deltas(3)])
+        yield* engine.cancelTurn({ sessionId })
+        yield* Deferred.await(interrupted)
+        const events = yield* Fiber.join(turn)
+        expect(typesOf(events)).toEqual(["turn.started", "user.message", "model.delta", "model.delta", "model.delta", "turn.completed"])
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "cancelled" })
+      }).pipe(Effect.provide(engineOn(watched.layer, model)))
+    }))
+
   it.effect("how the provider chunks its stream does not change the stored log", () =>
     Effect.gen(function*() {
       const texts = deltas(300)
