@@ -217,7 +217,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
           if (event.delta.type === "input_json_delta") {
             const tool = tools.get(event.index)
-            if (tool !== undefined) tool.json += event.delta.partial_json
+            if (tool !== undefined) tool.json = Support.appendStreamed(tool.json, event.delta.partial_json)
           }
           return []
         case "content_block_stop": {

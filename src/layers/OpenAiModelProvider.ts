@@ -198,8 +198,8 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
         const tool = tools.get(piece.index) ?? { id: "", name: "", args: "" }
         tools.set(piece.index, {
           id: piece.id ?? tool.id,
-          name: tool.name + (piece.function?.name ?? ""),
-          args: tool.args + (piece.function?.arguments ?? "")
+          name: Support.appendStreamed(tool.name, piece.function?.name ?? ""),
+          args: Support.appendStreamed(tool.args, piece.function?.arguments ?? "")
         })
       }
       return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]

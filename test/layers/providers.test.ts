@@ -101,6 +101,28 @@ for (const vendor of vendors) {
         ])
       }).pipe(Effect.provide(provider())))
 
+    it.effect("a call whose streamed arguments go past 4 Mi characters: dropped for a note the tool's schema refuses; the next call is whole", () =>
+      Effect.gen(function*() {
+        // The recording's first call, with five pieces of 1 MiB after its first: what an endpoint
+        // could stream without end (each piece was kept until the call completed).
+        const recorded = WireServer.recording(vendor.name, "tool-calls")
+        const filler = "a".repeat(1024 * 1024)
+        const anchor = vendor.name === "anthropic" ? String.raw`"partial_json":"{\"path\": \"src/"}}` : String.raw`"arguments":"{\"path\":"}}]}`
+        const events = recorded.body.split("\n\n")
+        const at = events.findIndex((event) => event.includes(anchor))
+        expect(at).toBeGreaterThan(0)
+        const piece = vendor.name === "anthropic"
+          ? `event: content_block_delta\ndata: ${JSON.stringify({ type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: filler } })}`
+          : `data: ${JSON.stringify({ id: "chatcmpl-CQx2TcAlls0123456789abcdEF", object: "chat.completion.chunk", created: 1764418801, model: "gpt-4.1-mini-2025-04-14", choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: filler } }] }, logprobs: null, finish_reason: null }], usage: null })}`
+        server.respond({ ...recorded, body: [...events.slice(0, at + 1), ...Array.from({ length: 5 }, () => piece), ...events.slice(at + 1)].join("\n\n") })
+        const chunks = Either.getOrThrow(yield* chunksOf())
+        const calls = chunks.filter((chunk) => chunk._tag === "ToolCall")
+        expect(calls.map((call) => [call.tool, call.args])).toEqual([
+          ["read_file", "(the call's arguments were over 4194304 characters and were not kept)"],
+          ["grep", { pattern: "TODO", path: "src" }]
+        ])
+      }).pipe(Effect.provide(provider())))
+
     it.effect("an error event in the middle of the stream fails it after the text before it", () =>
       Effect.gen(function*() {
         replay("error-mid-stream")

@@ -189,6 +189,22 @@ export const contextWindow = (
   fallback: number
 ): number => Option.getOrElse(Option.fromNullable(table.find(([prefix]) => model.startsWith(prefix))?.[1]), () => fallback)
 
+/**
+ * The most characters of a tool call's streamed arguments (or name) kept: 4 Mi. A model's own are far
+ * shorter (its output is capped by its max tokens), but an endpoint you point `baseURL` at can stream
+ * a call's pieces without end, and each is kept until the call completes. Past the limit the pieces
+ * are dropped and the call's arguments are {@link argumentsOverLimit}: text, not JSON, which every
+ * tool's schema refuses — the call fails, the model is told, the turn goes on.
+ */
+export const maxStreamedChars = 4 * 1024 * 1024
+
+/** What a tool call's arguments are once its pieces went over {@link maxStreamedChars}. */
+export const argumentsOverLimit = `(the call's arguments were over ${maxStreamedChars} characters and were not kept)`
+
+/** A tool call's streamed text with its next piece, up to {@link maxStreamedChars}. */
+export const appendStreamed = (text: string, piece: string): string =>
+  text === argumentsOverLimit || text.length + piece.length > maxStreamedChars ? argumentsOverLimit : text + piece
+
 /** A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema to refuse. */
 export const parseArgs = (json: string): Json => {
   if (json.trim() === "") return {}
