@@ -52,8 +52,19 @@ const writer = (kind: Kind, database: string, args: ReadonlyArray<string>) => {
   let err = ""
   let onReady: () => void = () => {}
   let onLine: () => void = () => {}
-  const ready = new Promise<void>((ok) => (onReady = ok))
-  const reported = new Promise<void>((ok) => (onLine = ok))
+  let gone: (error: Error) => void = () => {}
+  const ready = new Promise<void>((ok, fail) => {
+    onReady = ok
+    gone = fail
+  })
+  const reported = new Promise<void>((ok, fail) => {
+    onLine = ok
+    const before = gone
+    gone = (error) => {
+      before(error)
+      fail(error)
+    }
+  })
   child.stdout.setEncoding("utf8").on("data", (c: string) => {
     out += c
     if (out.startsWith("ready\n")) onReady()
@@ -61,6 +72,9 @@ const writer = (kind: Kind, database: string, args: ReadonlyArray<string>) => {
   })
   child.stderr.setEncoding("utf8").on("data", (c: string) => (err += c))
   const done = new Promise<{ code: number | null; err: string }>((ok) => child.on("close", (code) => ok({ code, err })))
+  // A writer that ends before it is ready or has reported fails the test with what it said, rather
+  // than leaving it to time out.
+  void done.then(({ code, err }) => gone(new Error(`the writer ended (exit ${code}) before it was ready and had reported: ${out}${err}`)))
   const report = () => JSON.parse(out.replace(/^ready\n/, "").trim()) as Record<string, unknown>
   return { child, ready, reported, done, report, stderr: () => err }
 }
