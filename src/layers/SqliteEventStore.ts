@@ -30,8 +30,10 @@ import { chmodSync, closeSync, copyFileSync, existsSync, mkdtempSync, openSync, 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
@@ -273,25 +275,36 @@ const schemaDifference = (actual: ReadonlyArray<SqliteSchema.SchemaObject>, expe
       return `${object.type} ${JSON.stringify(object.name)} as defined`
     }
   }
-  if (complete && actual.length !== expected.length) return "a missing table or index"
+  if (complete && actual.length !== expected.length) return incomplete
   return undefined
 }
 
+/** What `schemaDifference` says of a schema that is the migrations' so far, but not all of them. */
+const incomplete = "a missing table or index"
+
+/** The refusal of a database whose schema is not the migrations'. */
+const foreignSchema = (filename: string, difference: string) =>
+  new EventStoreFailure({
+    reason: "corrupt",
+    operation: "append",
+    path: filename,
+    detail: `the database's schema is not the one effect-agent makes (${difference}): a database that came with a repository can run SQL of its own in your appends; remove it, or use another --data-dir`
+  })
+
+/** How the database's schema differs from the migrations' (see `schemaDifference`), or undefined. */
+const differenceOf = (filename: string, complete: boolean) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    schemaOf(sql).pipe(
+      Effect.mapError((error) => openFailure(filename, error)),
+      Effect.map((actual) => schemaDifference(actual, SqliteSchema.expected, complete))
+    ))
+
 /** Fails unless the database's schema is the migrations' (see `schemaDifference`). */
 const verify = (filename: string, complete: boolean) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const actual = yield* schemaOf(sql).pipe(Effect.mapError((error) => openFailure(filename, error)))
-    const difference = schemaDifference(actual, SqliteSchema.expected, complete)
-    if (difference !== undefined) {
-      return yield* new EventStoreFailure({
-        reason: "corrupt",
-        operation: "append",
-        path: filename,
-        detail: `the database's schema is not the one effect-agent makes (${difference}): a database that came with a repository can run SQL of its own in your appends; remove it, or use another --data-dir`
-      })
-    }
-  })
+  Effect.flatMap(differenceOf(filename, complete), (difference) => difference === undefined ? Effect.void : Effect.fail(foreignSchema(filename, difference)))
+
+/** The migrations are another process's, under way (see `layer`). */
+class MigratingElsewhere extends Data.TaggedError("MigratingElsewhere")<{}> {}
 
 /** The client of a store that is only read (see `Options.readOnly`). */
 const readOnlyClient = (filename: string): Layer.Layer<SqlClient.SqlClient, EventStoreFailure> => {
@@ -354,11 +367,21 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
       Effect.catchAll((error) => codeOf(error) === "EEXIST" ? Effect.void : Effect.fail(openFailure(options.filename, error)))
     )
   }))
-  // The schema checked before the migrations run anything on it, and after.
+  // The schema checked before the migrations run anything on it, and after. Two processes opening a
+  // new database at once both run the migrator; the one that finds the other's under way (their rows
+  // already inserted, in its transaction) returns at once, with tables still missing. It waits for
+  // them: the migrator runs again, and the schema is checked again, while all that differs is what
+  // the migrations have not made yet (at most 10 s). Before, that process refused the database as
+  // one that came with a repository.
   const migrated = Layer.effectDiscard(
     Migrator.make({})({ loader: migrations, table: "effect_agent_migrations" }).pipe(
       Effect.mapError((error) => openFailure(options.filename, error.cause ?? error, "migrating the schema failed")),
-      Effect.zipRight(verify(options.filename, true))
+      Effect.zipRight(differenceOf(options.filename, true)),
+      Effect.flatMap((difference): Effect.Effect<void, EventStoreFailure | MigratingElsewhere> =>
+        difference === undefined ? Effect.void : difference === incomplete ? Effect.fail(new MigratingElsewhere()) : Effect.fail(foreignSchema(options.filename, difference))
+      ),
+      Effect.retry({ while: (error: EventStoreFailure | MigratingElsewhere) => error._tag === "MigratingElsewhere", schedule: Schedule.spaced("50 millis"), times: 200 }),
+      Effect.catchTag("MigratingElsewhere", () => Effect.fail(foreignSchema(options.filename, incomplete)))
     )
   )
   const checked = Layer.effectDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`PRAGMA trusted_schema = OFF`).pipe(
