@@ -3,8 +3,7 @@ import * as Session from "../../src/domain/Session.js"
 import * as SessionUsage from "../../src/layers/sql/SessionUsage.js"
 
 describe("SessionUsage.addRow (the SQL listing's usage totals)", () => {
-  // A session's first row is built without `Session.addUsage` (no change object, no empty
-  // totals): it must be what addUsage makes of it, field for field and in the same order.
+  // A session's first row: what addUsage makes of it, field for field and in the same order.
   const rows: ReadonlyArray<Parameters<typeof SessionUsage.addRow>> = [
     [undefined, "", 1_200, 80, null, null, 0],
     [undefined, "scripted", 1_200, 80, null, null, 0],

@@ -14,7 +14,6 @@ import * as Either from "effect/Either"
 import type * as AgentEvent from "../../domain/AgentEvent.js"
 import type { Usage } from "../../domain/AgentEvent.js"
 import * as Session from "../../domain/Session.js"
-import { addCounts } from "../../domain/Tokens.js"
 
 /** One row: a session's totals over the turns of one unknown-price model (`''`: the priced turns). */
 export interface UsageRow {
@@ -170,37 +169,11 @@ export const addRow = (
   cacheWrite: number | string | null,
   cost: number | string
 ): ReturnType<typeof Session.addUsage> => {
-  if (totals === undefined) return firstRow(unknownModel, inputTokens, outputTokens, cacheRead, cacheWrite, cost)
   // Field by field, not spread: a listing adds 10,000 sessions' rows.
   const usage: { -readonly [K in keyof Usage]: Usage[K] } = { inputTokens: Number(inputTokens), outputTokens: Number(outputTokens) }
   if (cacheRead !== null) usage.cacheReadTokens = Number(cacheRead)
   if (cacheWrite !== null) usage.cacheWriteTokens = Number(cacheWrite)
-  return Session.addUsage(totals, { usage, cost: Number(cost), costUnknown: unknownModel === "" ? undefined : unknownModel })
-}
-
-/**
- * A session's first row as totals: what `Session.addUsage` makes of it added to no totals (the
- * same fields in the same order, the counts saturated and the cost rounded as it does), built
- * without the change and the empty totals it would be given — most sessions have one row, and a
- * listing makes 10,000 of these.
- */
-const firstRow = (
-  unknownModel: string,
-  inputTokens: number | string,
-  outputTokens: number | string,
-  cacheRead: number | string | null,
-  cacheWrite: number | string | null,
-  cost: number | string
-): ReturnType<typeof Session.addUsage> => {
-  const usage: { -readonly [K in keyof Usage]: Usage[K] } = {
-    inputTokens: addCounts(0, Number(inputTokens)),
-    outputTokens: addCounts(0, Number(outputTokens))
-  }
-  if (cacheRead !== null) usage.cacheReadTokens = addCounts(0, Number(cacheRead))
-  if (cacheWrite !== null) usage.cacheWriteTokens = addCounts(0, Number(cacheWrite))
-  const totals: { usage: Usage; cost: number; costUnknown?: ReadonlyArray<string> } = { usage, cost: Math.round((0 + Number(cost)) * 1_000_000) / 1_000_000 }
-  if (unknownModel !== "") totals.costUnknown = [unknownModel]
-  return totals
+  return Session.addUsage(totals ?? {}, { usage, cost: Number(cost), costUnknown: unknownModel === "" ? undefined : unknownModel })
 }
 
 /** Each session's totals, its rows added in the order of their first turn. */
