@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import { main } from "./Cli.js"
 import * as ExitCode from "./ExitCode.js"
 import * as NodeServices from "./NodeServices.js"
+import * as PromptExit from "./PromptExit.js"
 import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
@@ -101,6 +102,11 @@ main(process.argv).pipe(
     // runMain would install its own pretty logger, on stdout.
     disablePrettyLogger: true,
     // 0 final, 1 the command could not run, 3 the turn ended with an error, 130 cancelled (see ExitCode.ts).
-    teardown: (exit, onExit) => onExit(ExitCode.of(exit, stoppedBy))
+    // A command that asked ends at once once its output is written (see PromptExit.ts); the others when the loop runs dry.
+    teardown: (exit, onExit) => {
+      const code = ExitCode.of(exit, stoppedBy)
+      onExit(code)
+      PromptExit.exitIfRequested(code)
+    }
   })
 )

@@ -16,6 +16,7 @@ import { EventStore, Session, UsageText } from "../index.js"
 import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as NodeServices from "./NodeServices.js"
+import * as PromptExit from "./PromptExit.js"
 import type { ListInput, PendingInput, RenameInput } from "./commands/Sessions.js"
 import * as Render from "./Render.js"
 
@@ -182,7 +183,11 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
     // One write for the whole list: 10,000 sessions are 10,000 lines, not 10,000 writes.
     const bytes = listingBytes(shown)
     yield* Effect.sync(() => process.stdout.write(bytes))
-  }).pipe(Effect.provide(readingStore(options)))
+  }).pipe(
+    Effect.provide(readingStore(options)),
+    // Nothing is left running once the store is closed: the process need not wait for the loop to run dry.
+    Effect.zipLeft(PromptExit.request)
+  )
 
 /**
  * `pending`: every store's listing says which sessions wait (`awaitingApproval`; the SQL stores
