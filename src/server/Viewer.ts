@@ -1,10 +1,12 @@
 /**
  * The web session viewer's routes (CONTRACT.md §7.3): the page and its script module, the sign-in
  * routes that set the viewer's cookie, and `/openapi.json`. The page, its script and the OpenAPI
- * document need the token (the cookie, or a bearer header); the sign-in page does not. They open
- * with the cookie alone — the page's key, which every session route asks of the cookie (`Access`),
- * is in the page's storage, and a browser loading a page or a `<script>` sends no header of the
- * page's — and they hold nothing of any session: the same text for every server of this version.
+ * document need the token (the cookie, or a bearer header); the sign-in page does not. The page and
+ * its script open with the cookie alone — a browser loading a page or a `<script>` sends no header
+ * of the page's, and the page's key, which every other route asks of the cookie (`Access`), is in
+ * the page's storage, read by that script — and hold nothing of any session: the same text for
+ * every server of this version. The OpenAPI document, which the page does not need, asks the cookie
+ * for the key as the session routes do.
  *
  * Two ways in, both ending in the viewer's cookie (see `Security` and `Access`) and a redirect to the
  * viewer: the one-time URL `serve` prints (`GET /login?code=…`, each code works once), and the sign-in
@@ -90,9 +92,12 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       HttpServerResponse.text(text, { contentType: "text/javascript; charset=utf-8" }).pipe(
         HttpServerResponse.setHeaders({ "cache-control": "no-store", "x-content-type-options": "nosniff" })
       )
-    /** These need a credential: the bearer token or the viewer's cookie (Access), without the page's key (see the module's note). */
+    /** What the page needs to start needs a credential: the bearer token or the viewer's cookie (Access), without the page's key (see the module's note). */
     const withCredential = (ok: HttpServerResponse.HttpServerResponse, refused: HttpServerResponse.HttpServerResponse) =>
       Effect.map(HttpServerRequest.HttpServerRequest, (request) => Access.credential(config.token, Access.headersOf(request)) === undefined ? refused : ok)
+    /** Anything else: the bearer token, or the viewer's cookie with the page's key, as the session routes. */
+    const withKey = (ok: HttpServerResponse.HttpServerResponse) =>
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) => Access.refusal(config.token, request.method, Access.headersOf(request)) === undefined ? ok : unauthorized)
     /** Signs the browser in: the cookie for the port it reached the server at. */
     const signIn = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) =>
       response.pipe(HttpServerResponse.setHeaders({
@@ -147,6 +152,6 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       })
     )
     const spec = OpenApi.fromApi(Api)
-    yield* router.get("/openapi.json", withCredential(HttpServerResponse.unsafeJson(spec), unauthorized))
+    yield* router.get("/openapi.json", withKey(HttpServerResponse.unsafeJson(spec)))
   })
 )

@@ -275,13 +275,18 @@ describe("the server's token stays with its own origin", () => {
         expect(keyed.text, `${path} with the page's key`).toContain(holds)
         expect((yield* peek(port, path, { authorization: `Bearer ${token}`, ...extra }, holds)).status, `${path} with the token`).toBe(200)
       }
-      // What the page needs to boot, and holds no session data, opens with the cookie alone (or with nothing).
-      for (const path of ["/", "/viewer.js", "/openapi.json", "/login", "/login.js", "/healthz"]) {
+      // What the page needs to start, and holds no session data, opens with the cookie alone (or with nothing).
+      for (const path of ["/", "/viewer.js", "/login", "/login.js", "/healthz"]) {
         const answer = yield* call(port, path, { headers: { cookie } })
         expect(answer.status, path).toBe(200)
         expect(answer.text, path).not.toContain(id)
         expect(answer.text, path).not.toContain(secretPrompt)
       }
+      // The OpenAPI document (no session data, but the page does not need it) asks the cookie for the key too.
+      expect((yield* call(port, "/openapi.json", { headers: { cookie } })).status).toBe(401)
+      expect((yield* call(port, "/openapi.json", { headers: { cookie, "x-effect-agent-key": `${pageKey}x` } })).status).toBe(401)
+      expect((yield* call(port, "/openapi.json", { headers: { cookie, "x-effect-agent-key": pageKey } })).status).toBe(200)
+      expect((yield* call(port, "/openapi.json", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200)
       // Nothing was answered meanwhile: the call still waits.
       expect((yield* server.client.sessions.get({ path: { id } })).pendingApprovals).toHaveLength(1)
     }))
