@@ -8,7 +8,8 @@
  * `serve` starts in, which is also the cwd of new sessions that name none.
  *
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
- * once to stderr with a one-time URL that opens the viewer (it sets the token as a cookie).
+ * once to stderr with a one-time URL that opens the viewer (it sets the viewer's cookie, a secret
+ * derived from the token, and hands the page its key: see `Security`).
  *
  * With `--cluster` (and `--store postgres`) the process is a runner of a cluster on the database
  * (CONTRACT.md §9, src/cluster/, docs/scaling.md): each session is driven by the runner that owns

@@ -20,11 +20,12 @@
  *   any origin may send without asking (a `<form>`, `fetch(…, {mode: "no-cors"})`,
  *   `navigator.sendBeacon`); a body without a type is refused too.
  * - **Credentials.** The bearer token (`Authorization: Bearer`), or the viewer's cookie (see
- *   `Security`). The cookie is sent by the browser on its own, so it opens reads; a state-changing
- *   request with it must also prove it comes from the viewer's own page: `Origin` is this server's,
- *   or `Sec-Fetch-Site: same-origin` — and carry the page's key (`Security.pageKey`), which only
- *   that page holds: a server on another port of the host receives the cookie too, and can replay
- *   it from outside a browser with any `Origin`.
+ *   `Security`) with the page's key (`Security.pageKey`) beside it. The browser sends the cookie on
+ *   its own — to a server on another port of the host too, which can replay it from outside a
+ *   browser with any `Origin` — so the cookie alone opens nothing here: every request with it, reads
+ *   included, carries the key, which only the viewer's page holds. A state-changing one must also
+ *   prove it comes from that page: `Origin` is this server's, or `Sec-Fetch-Site: same-origin`. (The
+ *   viewer's page and script, which hold no session's data, open with the cookie alone: see `Viewer`.)
  *
  * @since 0.4.0
  */
@@ -144,7 +145,11 @@ export const credential = (token: Redacted.Redacted<string>, headers: Headers): 
 export const pageKeyOf = (token: Redacted.Redacted<string>, headers: Headers): Redacted.Redacted<string> =>
   Security.pageKey(token, parseHost(headers["host"])?.port ?? "80")
 
-/** Why a request's credential does not let it through, or undefined when it does. */
+/**
+ * Why a request's credential does not let it through the session routes, or undefined when it does.
+ * The key is read from its header only, never from the URL: a URL ends in logs, traces and tools
+ * that show requests, where headers marked secret are left out.
+ */
 export const refusal = (
   token: Redacted.Redacted<string>,
   method: string,
@@ -152,8 +157,8 @@ export const refusal = (
 ): "unauthorized" | "not-own-page" | "no-page-key" | undefined => {
   const found = credential(token, headers)
   if (found === undefined) return "unauthorized"
-  if (found === "cookie" && isStateChanging(method)) {
-    if (!fromOwnPage(headers)) return "not-own-page"
+  if (found === "cookie") {
+    if (isStateChanging(method) && !fromOwnPage(headers)) return "not-own-page"
     if (!Security.matches(pageKeyOf(token, headers), headers[Security.pageKeyHeader])) return "no-page-key"
   }
   return undefined

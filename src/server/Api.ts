@@ -76,9 +76,10 @@ export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(err
 
 /**
  * The token check of every route but `/healthz`: the bearer header. The viewer's page uses its
- * HttpOnly cookie instead (`EventSource` cannot send headers), named per port
- * (`effect_agent_session_<port>`), which opens reads, and writes only from the viewer's own page
- * (see `Access`); API clients use the bearer token.
+ * HttpOnly cookie instead, named per port (`effect_agent_session_<port>`), with the page's key in
+ * `X-Effect-Agent-Key` on every request (the cookie reaches every port of the host; the key only
+ * the viewer's page), and writes only from the viewer's own page (see `Access`); API clients use
+ * the bearer token.
  */
 export class Authorization extends HttpApiMiddleware.Tag<Authorization>()("effect-agent/server/Authorization", {
   failure: Schema.Union(Unauthorized, Forbidden),

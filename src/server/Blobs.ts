@@ -1,10 +1,11 @@
 /**
  * `GET /sessions/:id/blobs/:hash`: an image a session's log names (a message's, a tool result's),
- * for the viewer's timeline and any client with the token (the bearer header or the viewer's
- * cookie). Only a blob the session's log names is served — never another session's, never a blob by
- * its hash alone — and only as one of the four raster types the log recorded from the bytes' magic
- * numbers. An image is untrusted input: it goes out with `nosniff`, a CSP that lets nothing run
- * (`default-src 'none'; sandbox`, should it be opened as a document) and `Cross-Origin-Resource-Policy:
+ * for the viewer's timeline and any client with the token (the bearer header, or the viewer's
+ * cookie with its page's key: the page fetches it, as an `<img src>` cannot send the key). Only a
+ * blob the session's log names is served — never another session's, never a blob by its hash alone
+ * — and only as one of the four raster types the log recorded from the bytes' magic numbers. An
+ * image is untrusted input: it goes out with `nosniff`, a CSP that lets nothing run (`default-src
+ * 'none'; sandbox`, should it be opened as a document) and `Cross-Origin-Resource-Policy:
  * same-origin`, so no other site embeds it.
  *
  * @since 0.6.0

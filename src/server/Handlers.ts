@@ -111,8 +111,8 @@ const rewindRefused = (error: RewindRefused) =>
 const badSequence = (what: string) => new BadRequest({ error: "BadRequest", message: `${what} must be a sequence number (a non-negative integer)` })
 
 /**
- * The token check behind every session route: the bearer header, else the viewer's cookie — which
- * changes something only from the viewer's own page (see `Access`).
+ * The token check behind every session route: the bearer header, else the viewer's cookie with its
+ * page's key — which changes something only from the viewer's own page too (see `Access`).
  */
 export const authorizationLayer = Layer.effect(
   Authorization,
@@ -129,7 +129,7 @@ export const authorizationLayer = Layer.effect(
             case "unauthorized":
               return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "A valid token is required (Authorization: Bearer <token>)" }))
             case "no-page-key":
-              return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "Sign in to the viewer again: this change needs the key its page gets at sign-in" }))
+              return Effect.fail(new Unauthorized({ error: "Unauthorized", message: "Sign in to the viewer again: the viewer's cookie needs the key its page gets at sign-in" }))
           }
         })
     }))

@@ -16,6 +16,7 @@
  *
  * @since 0.2.0
  */
+import * as Headers from "@effect/platform/Headers"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApp from "@effect/platform/HttpApp"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
@@ -38,6 +39,7 @@ import * as Config from "./Config.js"
 import type * as EventLoop from "./EventLoop.js"
 import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
+import * as Security from "./Security.js"
 import * as Turns from "./Turns.js"
 import * as Viewer from "./Viewer.js"
 
@@ -149,6 +151,16 @@ const guards = HttpApiBuilder.middleware(
 )
 
 /**
+ * The page's key is a secret header, as `authorization` and `cookie` are: the platform's span of
+ * each request records every header of the request and of its answer (the sign-in form's hands the
+ * key out) except the names it is told are secret, and an embedder's tracer exports them.
+ */
+const secretHeaders = Layer.fiberRefLocallyScopedWith(
+  Headers.currentRedactedNames,
+  (names) => names.includes(Security.pageKeyHeader) ? names : [...names, Security.pageKeyHeader]
+)
+
+/**
  * The API, the viewer and the guards, for `HttpApiBuilder.serve()` (or `toWebHandler`) on any
  * `@effect/platform` server. Needs a `SessionEngine`; turns started over HTTP run in this layer's
  * scope (see `Turns`); `turns` replaces that registry (a cluster runner's starts turns on their owners).
@@ -158,7 +170,8 @@ export const layer = (config: Config.Config, turns: Layer.Layer<Turns.Turns, nev
     HttpApiBuilder.api(Api).pipe(Layer.provide(Handlers.layer)),
     Viewer.layer,
     Blobs.layer,
-    guards
+    guards,
+    secretHeaders
   ).pipe(
     Layer.provide(turns),
     Layer.provide(Layer.succeed(Config.ServerConfig, config))

@@ -1,7 +1,12 @@
 /**
  * The web session viewer's routes (CONTRACT.md §7.3): the page and its script module, the sign-in
  * routes that set the viewer's cookie, and `/openapi.json`. The page, its script and the OpenAPI
- * document need the token (the cookie, or a bearer header); the sign-in page does not.
+ * document need the token (the cookie, or a bearer header); the sign-in page does not. The page and
+ * its script open with the cookie alone — a browser loading a page or a `<script>` sends no header
+ * of the page's, and the page's key, which every other route asks of the cookie (`Access`), is in
+ * the page's storage, read by that script — and hold nothing of any session: the same text for
+ * every server of this version. The OpenAPI document, which the page does not need, asks the cookie
+ * for the key as the session routes do.
  *
  * Two ways in, both ending in the viewer's cookie (see `Security` and `Access`) and a redirect to the
  * viewer: the one-time URL `serve` prints (`GET /login?code=…`, each code works once), and the sign-in
@@ -49,12 +54,13 @@ const readFiles = () => {
 
 /**
  * What a page may do: its own origin only, no inline script, no framing, no form sent anywhere (the
- * sign-in form is sent by its script). `Referrer-Policy: same-origin` keeps the page's URL from
- * other sites while its own requests still carry their `Origin` (`no-referrer` would make it `null`).
+ * sign-in form is sent by its script). Images from its own origin, or from `blob:` URLs its script
+ * made of the images it fetched with its key. `Referrer-Policy: same-origin` keeps the page's URL
+ * from other sites while its own requests still carry their `Origin` (`no-referrer` would make it `null`).
  */
 const pageHeaders = {
   "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
@@ -86,9 +92,12 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       HttpServerResponse.text(text, { contentType: "text/javascript; charset=utf-8" }).pipe(
         HttpServerResponse.setHeaders({ "cache-control": "no-store", "x-content-type-options": "nosniff" })
       )
-    /** Reads need a credential: the bearer token or the viewer's cookie (Access). */
+    /** What the page needs to start needs a credential: the bearer token or the viewer's cookie (Access), without the page's key (see the module's note). */
     const withCredential = (ok: HttpServerResponse.HttpServerResponse, refused: HttpServerResponse.HttpServerResponse) =>
       Effect.map(HttpServerRequest.HttpServerRequest, (request) => Access.credential(config.token, Access.headersOf(request)) === undefined ? refused : ok)
+    /** Anything else: the bearer token, or the viewer's cookie with the page's key, as the session routes. */
+    const withKey = (ok: HttpServerResponse.HttpServerResponse) =>
+      Effect.map(HttpServerRequest.HttpServerRequest, (request) => Access.refusal(config.token, request.method, Access.headersOf(request)) === undefined ? ok : unauthorized)
     /** Signs the browser in: the cookie for the port it reached the server at. */
     const signIn = (request: HttpServerRequest.HttpServerRequest, response: HttpServerResponse.HttpServerResponse) =>
       response.pipe(HttpServerResponse.setHeaders({
@@ -143,6 +152,6 @@ export const layer = HttpApiBuilder.Router.use((router) =>
       })
     )
     const spec = OpenApi.fromApi(Api)
-    yield* router.get("/openapi.json", withCredential(HttpServerResponse.unsafeJson(spec), unauthorized))
+    yield* router.get("/openapi.json", withKey(HttpServerResponse.unsafeJson(spec)))
   })
 )

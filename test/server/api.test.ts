@@ -112,9 +112,11 @@ describe("the HTTP API", () => {
         expect(almost.status, path).toBe(401)
       }
       expect((yield* raw(`${url}/sessions`, { ...json({}), token: "nope" })).status).toBe(401)
-      // The viewer's cookie (per port, a secret derived from the token; origin.integration.test.ts has the rest).
+      // The viewer's cookie (per port, a secret derived from the token) with its page's key; origin.integration.test.ts has the rest.
       const secret = Redacted.value(Security.sessionSecret(Redacted.make(server.token), String(server.port)))
-      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=${secret}` } })).status).toBe(200)
+      const key = Redacted.value(Security.pageKey(Redacted.make(server.token), String(server.port)))
+      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=${secret}`, "x-effect-agent-key": key } })).status).toBe(200)
+      expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=${secret}` } })).status).toBe(401)
       expect((yield* raw(`${url}/sessions`, { headers: { cookie: `effect_agent_session_${server.port}=wrong` } })).status).toBe(401)
 
       // Typed errors through the client.

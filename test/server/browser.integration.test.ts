@@ -14,9 +14,10 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
+import { Live } from "../../src/server.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { browser as chromium } from "./chromium.js"
-import { start, storedEvents, workspace } from "./harness.js"
+import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
+import { liveUntil, start, storedEvents, workspace } from "./harness.js"
 
 const browser = chromium()
 
@@ -64,6 +65,7 @@ describe("the web session viewer in Chromium", () => {
       const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
       const errors: Array<string> = []
       page.on("pageerror", (error) => errors.push(error.message))
+      const requests = sessionRequests(page, first.url)
 
       // Without the cookie the page is refused; the one-time URL sets it (HttpOnly, SameSite=Strict) and works once.
       const refused = yield* Effect.promise(() => page.goto(`${first.url}/`))
@@ -149,6 +151,19 @@ describe("the web session viewer in Chromium", () => {
       expect(yield* Effect.promise(() => page.textContent(".turn:nth-of-type(6) .text"))).toBe("Echo: one more")
       expect(yield* Effect.promise(() => page.textContent("#follow-ups"))).toBe("none queued")
       expect(errors).toEqual([])
+      // Every read and change the page made carried its key in a header, none in a URL: the list, the
+      // live stream (reopened after the restart), the approval, the turns, the cancel.
+      expectKeyed(requests, yield* Effect.promise(() => pageKeyOf(page)))
+      const paths = new Set(requests.map((r) => `${r.method} ${new URL(r.url).pathname.replace(sessionId, ":id").replace(/approvals\/[^/]+$/, "approvals/:call")}`))
+      expect([...paths].sort()).toEqual([
+        "GET /sessions",
+        "GET /sessions/:id/live",
+        "POST /sessions",
+        "POST /sessions/:id/approvals/:call",
+        "POST /sessions/:id/cancel",
+        "POST /sessions/:id/turns"
+      ])
+      expect(requests.filter((r) => r.url.includes("/live")).length).toBeGreaterThan(1)
     }), { timeout: 120_000 })
 
   it.scopedLive("Send steers a running turn, Queue as follow-up queues one, Drop drops, Compact answers its error, Fork opens the fork", () =>
@@ -224,6 +239,46 @@ describe("the web session viewer in Chromium", () => {
       const log = yield* storedEvents(server, sessionId)
       expectWellFormedLog(log)
       expect(log.find((e) => e.type === "followup.dropped")).toBeDefined()
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("the live stream is read with the page's key; an event past a gap reopens it from the last event shown", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["one", " two", " three", " four"] }] })
+      const session = yield* server.client.sessions.create({ payload: {} })
+      yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "count" } })
+      yield* Effect.promise(() => liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token: server.token }, (e) => e.type === "turn.completed"))
+      const stored = yield* storedEvents(server, session.sessionId)
+      expect(stored.length).toBeGreaterThan(5)
+
+      const { context } = yield* browser
+      const page = yield* Effect.promise(() => context.newPage())
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      const requests = sessionRequests(page, server.url)
+      // The first stream the page opens is not the server's: events 1 to 3, then 5 — event 4 lost on the way.
+      const livePath = `/sessions/${session.sessionId}/live`
+      let served = 0
+      yield* Effect.promise(() =>
+        page.route((url) => url.pathname === livePath, (route) =>
+          served++ > 0
+            ? route.continue()
+            : route.fulfill({ status: 200, contentType: "text/event-stream", body: [...stored.slice(0, 3), stored[4]!].map(Live.encode).join("") }))
+      )
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click(`[data-session="${session.sessionId}"]`))
+      yield* Effect.promise(() =>
+        page.waitForFunction((n) => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences().length === n, stored.length)
+      )
+      // Every event once, in order: the gap reopened the stream after event 3, and the server's own stream filled it.
+      const shown = yield* Effect.promise(() => page.evaluate(() => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences()))
+      expect(shown).toEqual(stored.map((e) => e.sequence))
+      yield* Effect.promise(() => page.waitForSelector(".turn [data-end=final]"))
+      expect(yield* Effect.promise(() => page.textContent(".turn .text"))).toBe("one two three four")
+      const live = requests.filter((r) => new URL(r.url).pathname === livePath).map((r) => new URL(r.url).search)
+      expect(live).toEqual(["?after=0", "?after=3"])
+      expectKeyed(requests, yield* Effect.promise(() => pageKeyOf(page)))
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })

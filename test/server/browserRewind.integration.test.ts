@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { Page } from "playwright-core"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
 import { start, storedEvents, workspace } from "./harness.js"
 
 const browser = chromium()
@@ -49,6 +49,7 @@ describe("the viewer's rewind control in Chromium", () => {
       const errors: Array<string> = []
       const dialogs: Array<string> = []
       page.on("pageerror", (error) => errors.push(error.message))
+      const requests = sessionRequests(page, server.url)
       page.on("dialog", (dialog) => {
         dialogs.push(dialog.message())
         void dialog.accept()
@@ -92,5 +93,8 @@ describe("the viewer's rewind control in Chromium", () => {
         { toSequence: 1, forced: ["a.txt"] }
       ])
       expect(errors).toEqual([])
+      // The rewinds and every read went with the page's key.
+      expectKeyed(requests, yield* Effect.promise(() => pageKeyOf(page)))
+      expect(requests.filter((r) => r.method === "POST" && r.url.endsWith("/rewind")).length).toBeGreaterThan(0)
     }), { timeout: 120_000 })
 })

@@ -10,8 +10,10 @@
  *
  * What browsers do with cookies, shown as it is: a host's cookies go to every port of that host, so
  * the hostile page's own server does receive the viewer's cookie. Its page cannot read it (HttpOnly),
- * it is not the token (a bearer header with it opens nothing), and through the browser it changes
- * nothing. See docs/security.md for what that leaves.
+ * it is not the token (a bearer header with it opens nothing), through the browser it changes
+ * nothing, and replayed from outside a browser it reads nothing: every session route asks the cookie
+ * for the page's key, which only the viewer's page holds. A viewer page without the key goes back to
+ * the sign-in form. See docs/security.md for what that leaves.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -21,7 +23,7 @@ import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import type { BrowserContext } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, pageKeyOf } from "./chromium.js"
 import { liveUntil, start, storedEvents, workspace } from "./harness.js"
 import { send } from "./requests.js"
 
@@ -202,8 +204,16 @@ describe("the server's token stays with its own origin, in Chromium", () => {
       const received = evil.cookies.join("; ")
       expect(received).not.toContain(token)
       const leaked = /effect_agent_session_\d+=([^;]+)/.exec(received)?.[1]
-      if (leaked !== undefined) {
-        expect((yield* Effect.promise(() => send(server.port, "/sessions", { headers: { authorization: `Bearer ${leaked}` } }))).status).toBe(401)
+      expect(leaked).toBeDefined()
+      expect((yield* Effect.promise(() => send(server.port, "/sessions", { headers: { authorization: `Bearer ${leaked}` } }))).status).toBe(401)
+      // Replayed as the cookie it is, from outside a browser, with any Origin: it reads no session (the
+      // page's key is not in it). origin.integration.test.ts has every read route.
+      for (const path of ["/sessions", `/sessions/${session.sessionId}`, `/sessions/${session.sessionId}/events`]) {
+        for (const origin of [{}, { origin: server.url }]) {
+          const replayed = yield* Effect.promise(() => send(server.port, path, { headers: { cookie: `effect_agent_session_${server.port}=${leaked}`, ...origin } }))
+          expect(replayed.status, path).toBe(401)
+          expect(replayed.text, path).not.toContain("write owned.txt")
+        }
       }
 
       // DNS rebinding: a page at evil.example on the server's own port (as if its name now resolved to 127.0.0.1).
@@ -278,6 +288,38 @@ describe("the server's token stays with its own origin, in Chromium", () => {
       ])
       // The token went in no URL and no history entry.
       expect(page.url()).not.toContain(token)
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a viewer page without the page's key (one opened before reads needed it) goes back to the sign-in form, which opens the viewer again", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const token = "browser-no-key-token-0123456789"
+      const server = yield* start({ cwd, dataDir, token })
+      const session = yield* server.client.sessions.create({ payload: {} })
+      const { context } = yield* browser
+      const page = yield* newPage(context)
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.waitForSelector(`#sessions li[data-session='${session.sessionId}']`))
+
+      // The cookie stays, the key is gone: reopening the viewer on the session ends at the sign-in form.
+      yield* Effect.promise(() =>
+        page.evaluate(() => (globalThis as unknown as { localStorage: { removeItem: (name: string) => void } }).localStorage.removeItem("effect-agent-page-key"))
+      )
+      yield* Effect.promise(() => page.goto("about:blank"))
+      yield* Effect.promise(() => Promise.all([page.waitForURL(`${server.url}/login`), page.goto(`${server.url}/#${session.sessionId}`)]))
+      yield* Effect.promise(() => page.waitForSelector("#token"))
+      expect(yield* Effect.promise(() => context.cookies(server.url))).toHaveLength(1)
+      expect(yield* Effect.promise(() => pageKeyOf(page))).toBeNull()
+
+      // The form hands the page its key again: the viewer lists and opens the session.
+      yield* Effect.promise(() => page.fill("#token", token))
+      yield* Effect.promise(() => Promise.all([page.waitForURL(`${server.url}/`), page.click("#sign-in")]))
+      yield* Effect.promise(() => page.click(`#sessions li[data-session='${session.sessionId}']`))
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as { document: { getElementById: (id: string) => { dataset: Record<string, string> } | null } }).document.getElementById("status")?.dataset["state"] === "live"))
+      expect(yield* Effect.promise(() => pageKeyOf(page))).toMatch(/^[A-Za-z0-9_-]{43}$/)
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })

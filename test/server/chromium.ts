@@ -5,10 +5,11 @@
  */
 import chromium from "@sparticuz/chromium"
 import * as Effect from "effect/Effect"
+import { expect } from "vitest"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type BrowserContext, chromium as playwright } from "playwright-core"
+import { type BrowserContext, chromium as playwright, type Page } from "playwright-core"
 
 /** A browser context; `args` adds Chromium switches (e.g. host resolver rules). */
 export const browser = (args: ReadonlyArray<string> = []) =>
@@ -60,3 +61,34 @@ export const openSession = (context: BrowserContext, server: Viewable) =>
     await page.waitForSelector("#title:has-text('sess_')")
     return { page, errors }
   })
+
+/** A request a page sent to a server's session routes: its method, URL and the page's key header it carried. */
+export interface SessionRequest {
+  readonly method: string
+  readonly url: string
+  readonly key: string | undefined
+}
+
+/**
+ * Records the requests `page` sends to `url`'s session routes (`/sessions…`: the list, states, the
+ * live stream, images, changes), to check that each carries the page's key — in its header, never in
+ * its URL.
+ */
+export const sessionRequests = (page: Page, url: string): ReadonlyArray<SessionRequest> => {
+  const seen: Array<SessionRequest> = []
+  page.on("request", (request) => {
+    if (request.url().startsWith(`${url}/sessions`)) seen.push({ method: request.method(), url: request.url(), key: request.headers()["x-effect-agent-key"] })
+  })
+  return seen
+}
+
+/** The page's key, as the viewer keeps it (its origin's localStorage). */
+export const pageKeyOf = (page: Page): Promise<string | null> =>
+  page.evaluate(() => (globalThis as unknown as { localStorage: { getItem: (name: string) => string | null } }).localStorage.getItem("effect-agent-page-key"))
+
+/** Every request sent carried the page's key in its header, and none in its URL. */
+export const expectKeyed = (requests: ReadonlyArray<SessionRequest>, key: string | null) => {
+  expect(key).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  expect(requests.filter((r) => r.key !== key)).toEqual([])
+  expect(requests.filter((r) => r.url.includes(key!))).toEqual([])
+}

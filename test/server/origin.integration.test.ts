@@ -8,9 +8,12 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
-import { mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
-import { join } from "node:path"
-import { expectWireError, start, workspace } from "./harness.js"
+import * as Redacted from "effect/Redacted"
+import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
+import { request } from "node:http"
+import { join, resolve } from "node:path"
+import { Security } from "../../src/server.js"
+import { expectWireError, liveUntil, start, storedEvents, workspace } from "./harness.js"
 import { type Answer, cookiePair, send, setCookie } from "./requests.js"
 
 const call = (port: number, path: string, init: Parameters<typeof send>[2] = {}) => Effect.promise(() => send(port, path, init))
@@ -25,6 +28,31 @@ const loginCookie = (port: number, code: string) =>
 
 const sessionCount = (port: number, token: string) =>
   Effect.map(call(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }), (answer) => (answer.body as Array<unknown>).length)
+
+/**
+ * A GET that may answer a stream that does not end (`/live`): its status and its text up to the
+ * end, or up to the first chunk holding `until` (then the connection is closed).
+ */
+const peek = (port: number, path: string, headers: Record<string, string>, until: string) =>
+  Effect.promise(() =>
+    new Promise<{ readonly status: number; readonly text: string }>((done, fail) => {
+      const req = request({ host: "127.0.0.1", port, path, headers: { host: `127.0.0.1:${port}`, ...headers } }, (response) => {
+        let text = ""
+        const finish = () => {
+          response.destroy()
+          done({ status: response.statusCode ?? 0, text })
+        }
+        response.setEncoding("latin1")
+        response.on("data", (chunk: string) => {
+          text += chunk
+          if (text.includes(until)) finish()
+        })
+        response.on("end", finish)
+      })
+      req.on("error", fail)
+      req.end()
+    })
+  )
 
 const expectForbidden = (answer: Answer, what: string) => {
   expect(answer.status, what).toBe(403)
@@ -96,7 +124,7 @@ describe("the server's token stays with its own origin", () => {
       expect((yield* call(port, `/sessions/${session.sessionId}/compact`, { method: "POST", headers: bearer })).status).toBe(409)
     }))
 
-  it.scopedLive("the viewer's cookie: per port, not the token, reads only unless the request proves it comes from the viewer's own page", () =>
+  it.scopedLive("the viewer's cookie: per port, not the token, opens nothing without the page's key, writes only from the viewer's own page", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
       const server = yield* start({ cwd, dataDir })
@@ -116,20 +144,23 @@ describe("the server's token stays with its own origin", () => {
       expect(secret).not.toContain(token)
       expect((yield* call(port, "/sessions", { headers: { authorization: `Bearer ${secret}` } })).status).toBe(401)
       // The old, port-less cookie carrying the token itself is no longer a credential; nor is this cookie under another port's name.
-      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_token=${token}` } })).status).toBe(401)
-      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_session_${port + 1}=${secret}` } })).status).toBe(401)
+      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_token=${token}`, ...keyed } })).status).toBe(401)
+      expect((yield* call(port, "/sessions", { headers: { cookie: `effect_agent_session_${port + 1}=${secret}`, ...keyed } })).status).toBe(401)
 
-      // Reads: the page's own GETs carry no Origin; a same-origin fetch says so in Sec-Fetch-Site; a navigation is "none".
-      expect((yield* call(port, "/sessions", { headers: { cookie } })).status).toBe(200)
-      expect((yield* call(port, "/sessions", { headers: { cookie, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" } })).status).toBe(200)
+      // Reads: the page's own fetches carry its key and no Origin, or say same-origin in Sec-Fetch-Site; a navigation
+      // to the page is "none" (the page needs no key: a browser sends none when loading it, and it holds no session's data).
+      expect((yield* call(port, "/sessions", { headers: { cookie, ...keyed } })).status).toBe(200)
+      expect((yield* call(port, "/sessions", { headers: { cookie, ...keyed, "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" } })).status).toBe(200)
       expect((yield* call(port, "/", { headers: { cookie, "sec-fetch-site": "none", "sec-fetch-mode": "navigate" } })).status).toBe(200)
+      // The cookie alone reads no session (the next test has every route).
+      expect((yield* call(port, "/sessions", { headers: { cookie } })).status).toBe(401)
       // A page of another port is "same-site" (cookies ignore ports), of another site "cross-site": refused, whatever it loads.
       for (const site of ["same-site", "cross-site"]) {
         for (const mode of ["no-cors", "cors"]) {
-          expectForbidden(yield* call(port, "/sessions", { headers: { cookie, "sec-fetch-site": site, "sec-fetch-mode": mode } }), `${site} ${mode}`)
+          expectForbidden(yield* call(port, "/sessions", { headers: { cookie, ...keyed, "sec-fetch-site": site, "sec-fetch-mode": mode } }), `${site} ${mode}`)
         }
       }
-      expectForbidden(yield* call(port, "/sessions", { headers: { cookie, origin: `http://127.0.0.1:${port + 1}` } }), "another port's fetch")
+      expectForbidden(yield* call(port, "/sessions", { headers: { cookie, ...keyed, origin: `http://127.0.0.1:${port + 1}` } }), "another port's fetch")
 
       // Writes with the cookie need the viewer's own Origin (or Sec-Fetch-Site: same-origin) and the page's key.
       const create = (headers: Record<string, string>) =>
@@ -174,6 +205,92 @@ describe("the server's token stays with its own origin", () => {
       expect(yield* sessionCount(port, token)).toBe(4)
     }))
 
+  it.scopedLive("a replayed cookie reads nothing without the page's key: every session route answers 401 and no session data", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      // A session holding what a reader should not see: a prompt, an image, a call waiting for approval.
+      const server = yield* start({
+        cwd,
+        dataDir,
+        images: true,
+        responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "plan.txt", content: "the-written-secret" } }] }]
+      })
+      const { port, token } = server
+      const secretPrompt = "the-secret-prompt-7f3a"
+      const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png"))
+      const session = yield* server.client.sessions.create({ payload: {} })
+      yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: secretPrompt, images: [{ data: png.toString("base64") }] } })
+      yield* Effect.promise(() =>
+        liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token }, (e) => e.type === "permission.resolved" && e.payload.decision === "ask")
+      )
+      const message = (yield* storedEvents(server, session.sessionId)).find((e) => e.type === "user.message")!
+      const blob = (message.payload as { images: ReadonlyArray<{ blob: string }> }).images[0]!.blob
+
+      // What a server on another port of 127.0.0.1 receives from the browser: the cookie, not the key.
+      const login = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)
+      const pageKey = /#key=(.*)$/.exec(String(login.headers["location"]))![1]!
+      const cookie = cookiePair(login)
+      const id = session.sessionId
+      // Each read route, with what its answer holds of the session when it answers.
+      const reads: ReadonlyArray<readonly [string, Record<string, string>, string]> = [
+        ["/sessions", {}, secretPrompt],
+        ["/sessions?search=secret", {}, secretPrompt],
+        [`/sessions/${id}`, {}, "plan.txt"],
+        [`/sessions/${id}/events`, {}, secretPrompt],
+        [`/sessions/${id}/events?after=0`, { accept: "application/x-ndjson" }, secretPrompt],
+        [`/sessions/${id}/live`, { accept: "text/event-stream" }, secretPrompt],
+        [`/sessions/${id}/live?after=0`, {}, secretPrompt],
+        [`/sessions/${id}/blobs/${blob}`, {}, "PNG"]
+      ]
+      const otherPortKey = Redacted.value(Security.pageKey(Redacted.make(token), String(port + 1)))
+      const replays: ReadonlyArray<readonly [string | undefined, string]> = [
+        [undefined, "no key"],
+        ["", "an empty key"],
+        [`${pageKey}x`, "a wrong key"],
+        [pageKey.slice(0, -1), "a cut key"],
+        [cookie.split("=")[1]!, "the cookie's value as the key"],
+        [otherPortKey, "another port's key"]
+      ]
+      // Outside a browser it can say it is anything: no Origin, the viewer's own, Sec-Fetch-Site same-origin.
+      const disguises: ReadonlyArray<Record<string, string>> = [{}, { origin: `http://127.0.0.1:${port}` }, { "sec-fetch-site": "same-origin", "sec-fetch-mode": "cors" }]
+      for (const [path, extra, holds] of reads) {
+        for (const [key, why] of replays) {
+          for (const disguise of disguises) {
+            const headers = { cookie, ...extra, ...disguise, ...(key === undefined ? {} : { "x-effect-agent-key": key }) }
+            const answer = yield* peek(port, path, headers, holds)
+            const what = `${path} with ${why} ${JSON.stringify(disguise)}`
+            expect(answer.status, what).toBe(401)
+            expectWireError(JSON.parse(answer.text), "Unauthorized")
+            expect(answer.text, what).not.toContain(holds)
+            expect(answer.text, what).not.toContain(id)
+          }
+        }
+        // HEAD says nothing either; and the key is taken from its header only, never from the URL.
+        expect((yield* call(port, path, { method: "HEAD", headers: { cookie, ...extra } })).status, `HEAD ${path}`).toBe(401)
+        const inQuery = yield* peek(port, `${path}${path.includes("?") ? "&" : "?"}key=${pageKey}`, { cookie, ...extra }, holds)
+        expect(inQuery.status, `${path} with the key in its URL`).toBe(401)
+        // The viewer's page sends the key: it reads; the bearer token reads as before.
+        const keyed = yield* peek(port, path, { cookie, ...extra, "x-effect-agent-key": pageKey }, holds)
+        expect(keyed.status, `${path} with the page's key`).toBe(200)
+        expect(keyed.text, `${path} with the page's key`).toContain(holds)
+        expect((yield* peek(port, path, { authorization: `Bearer ${token}`, ...extra }, holds)).status, `${path} with the token`).toBe(200)
+      }
+      // What the page needs to start, and holds no session data, opens with the cookie alone (or with nothing).
+      for (const path of ["/", "/viewer.js", "/login", "/login.js", "/healthz"]) {
+        const answer = yield* call(port, path, { headers: { cookie } })
+        expect(answer.status, path).toBe(200)
+        expect(answer.text, path).not.toContain(id)
+        expect(answer.text, path).not.toContain(secretPrompt)
+      }
+      // The OpenAPI document (no session data, but the page does not need it) asks the cookie for the key too.
+      expect((yield* call(port, "/openapi.json", { headers: { cookie } })).status).toBe(401)
+      expect((yield* call(port, "/openapi.json", { headers: { cookie, "x-effect-agent-key": `${pageKey}x` } })).status).toBe(401)
+      expect((yield* call(port, "/openapi.json", { headers: { cookie, "x-effect-agent-key": pageKey } })).status).toBe(200)
+      expect((yield* call(port, "/openapi.json", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200)
+      // Nothing was answered meanwhile: the call still waits.
+      expect((yield* server.client.sessions.get({ path: { id } })).pendingApprovals).toHaveLength(1)
+    }))
+
   it.scoped("/login: a form that takes the token, same-origin only, JSON only, rate limited (on the TestClock)", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
@@ -206,7 +323,7 @@ describe("the server's token stays with its own origin", () => {
       // The sign-in form's script gets the page's key from its answer (the one-time URL's is in its fragment).
       expect(right.headers["x-effect-agent-key"]).toBe(/#key=(.*)$/.exec(String((yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)).headers["location"]))?.[1])
       expect(setCookie(right)).toMatch(new RegExp(`^effect_agent_session_${port}=[A-Za-z0-9_-]{43}; Path=/; HttpOnly; SameSite=Strict$`))
-      expect((yield* call(port, "/sessions", { headers: { cookie: cookiePair(right) } })).status).toBe(200)
+      expect((yield* call(port, "/sessions", { headers: { cookie: cookiePair(right), "x-effect-agent-key": String(right.headers["x-effect-agent-key"]) } })).status).toBe(200)
       expect(cookiePair(right)).toBe(yield* loginCookie(port, server.config.loginCodes.issue()))
 
       // A wrong token: 401, then every attempt waits (even the right token), each wrong one twice as long.

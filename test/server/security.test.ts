@@ -90,6 +90,14 @@ describe("Access", () => {
     expect(Access.credential(token, headers(`effect_agent_session_4478=${secret}`))).toBeUndefined()
     expect(Access.credential(token, { host: "127.0.0.1:4478", cookie: `effect_agent_session_4478=${secret}` })).toBeUndefined()
     expect(Access.refusal(token, "POST", headers(`effect_agent_session_4477=${secret}`))).toBe("not-own-page")
-    expect(Access.refusal(token, "GET", headers(`effect_agent_session_4477=${secret}`))).toBeUndefined()
+    // Reads with the cookie need the page's key too (a server on another port of the host receives the cookie).
+    const key = Redacted.value(Security.pageKey(token, "4477"))
+    for (const method of ["GET", "HEAD"]) {
+      expect(Access.refusal(token, method, headers(`effect_agent_session_4477=${secret}`))).toBe("no-page-key")
+      expect(Access.refusal(token, method, { ...headers(`effect_agent_session_4477=${secret}`), "x-effect-agent-key": "" })).toBe("no-page-key")
+      expect(Access.refusal(token, method, { ...headers(`effect_agent_session_4477=${secret}`), "x-effect-agent-key": secret })).toBe("no-page-key")
+      expect(Access.refusal(token, method, { ...headers(`effect_agent_session_4477=${secret}`), "x-effect-agent-key": key })).toBeUndefined()
+      expect(Access.refusal(token, method, { host: "127.0.0.1:4477", authorization: "Bearer the-token-0123456789" })).toBeUndefined()
+    }
   })
 })

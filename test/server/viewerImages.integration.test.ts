@@ -1,13 +1,14 @@
 /**
  * Images in the viewer's timeline, in a real headless Chromium: a message's image and a `read_file`
- * image are shown from the authenticated route (`GET /sessions/:id/blobs/:hash`, the viewer's cookie),
- * decoded by the browser as the raster images they are.
+ * image are shown from the authenticated route (`GET /sessions/:id/blobs/:hash`, the viewer's cookie
+ * and its page's key: fetched by the page, shown from `blob:` URLs), decoded by the browser as the
+ * raster images they are.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
 import { liveUntil, raw, start, workspace } from "./harness.js"
 
 const browser = chromium()
@@ -15,6 +16,7 @@ const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/pho
 const gif = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/pixel.gif"))
 
 interface PageImage {
+  readonly src: string
   readonly complete: boolean
   readonly naturalWidth: number
   readonly naturalHeight: number
@@ -47,6 +49,7 @@ describe("images in the viewer", () => {
       const page = yield* Effect.promise(() => context.newPage())
       const errors: Array<string> = []
       page.on("pageerror", (error) => errors.push(error.message))
+      const requests = sessionRequests(page, server.url)
       // Without the cookie, the image route refuses too.
       const refused = yield* Effect.promise(() => context.request.get(`${server.url}/sessions/${session.sessionId}/blobs/${"0".repeat(64)}`))
       expect(refused.status()).toBe(401)
@@ -66,6 +69,29 @@ describe("images in the viewer", () => {
       expect(sizes).toEqual([[48, 32], [1, 1]])
       expect(yield* Effect.promise(() => page.getAttribute(".turn .user img", "alt"))).toBe(`image/png, ${png.byteLength} bytes`)
       expect(yield* Effect.promise(() => page.locator(".call .images img").count())).toBe(1)
+      // Fetched with the page's key, once each, and shown from blob: URLs of the page's own.
+      const sources = yield* Effect.promise(() =>
+        page.evaluate(() => Array.from((globalThis as unknown as PageGlobals).document.querySelectorAll(".images img")).map((i) => i.src))
+      )
+      expect(sources.every((src) => src.startsWith(`blob:${server.url}/`))).toBe(true)
+      const fetched = requests.filter((r) => r.url.includes("/blobs/"))
+      expect(fetched).toHaveLength(2)
+      expectKeyed(requests, yield* Effect.promise(() => pageKeyOf(page)))
+      // The timeline as of before the answer draws the message's image again, from what the page holds.
+      yield* Effect.promise(() =>
+        page.evaluate(() => {
+          const range = (globalThis as unknown as { document: { getElementById: (id: string) => { value: string; dispatchEvent: (e: unknown) => void } } }).document.getElementById("scrub")
+          range.value = "3"
+          range.dispatchEvent(new Event("input", { bubbles: true }))
+        })
+      )
+      yield* Effect.promise(() =>
+        page.waitForFunction(() => {
+          const images = Array.from((globalThis as unknown as PageGlobals).document.querySelectorAll(".images img"))
+          return images.length === 1 && images[0]!.complete && images[0]!.naturalWidth === 48
+        })
+      )
+      expect(requests.filter((r) => r.url.includes("/blobs/"))).toHaveLength(2)
       expect(errors).toEqual([])
     }), 120_000)
 })

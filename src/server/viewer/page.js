@@ -5,14 +5,15 @@
 // The view is `fold(events)`, a pure function of the events, so the view of the whole log and the
 // view "as of" sequence N (the timeline) are the same function applied to a prefix.
 //
-// Live events come from /live (SSE) with EventSource. Every event carries its sequence: the page
-// keeps only event n + 1 after event n — anything at or below the last one shown is a duplicate and
-// skipped; anything beyond n + 1 is a gap and the stream is reopened from n. EventSource sends
-// Last-Event-ID when it reconnects by itself, and the page reopens with ?after=n when the browser
-// gave up (a server restart), so neither a dropped connection nor a restart loses or repeats events.
+// Live events come from /live (SSE), read with fetch (./liveStream.js: every read sends the page's
+// key, which EventSource cannot). Every event carries its sequence: the page keeps only event n + 1
+// after event n — anything at or below the last one shown is a duplicate and skipped; anything
+// beyond n + 1 is a gap and the stream is reopened from n. When the stream ends (a dropped
+// connection, a server restart) the page reopens it with ?after=n, so neither loses or repeats events.
 
+import { follow } from "./liveStream.js"
 import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
-import { empty, eventTypes, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
+import { empty, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -27,42 +28,85 @@ const el = (tag, props = {}, ...children) => {
   return node
 }
 // An image the log names, from the authenticated route that serves only this session's images (never by URL from the log).
+// Fetched with the page's key (an <img src> cannot send it) once it comes near the screen, and shown
+// from a blob: URL kept while the session is open: a render of the timeline draws it again at once.
+// `imageCache`: the open session's images, blob → a promise of its URL; replaced, its URLs revoked,
+// when a session is opened.
+let imageCache = { sessionId: undefined, urls: new Map(), closed: false }
+const imageUrl = (cache, blob) => {
+  let url = cache.urls.get(blob)
+  if (url === undefined) {
+    url = read(`/sessions/${encodeURIComponent(cache.sessionId)}/blobs/${encodeURIComponent(blob)}`)
+      .then((response) => response.ok ? response.blob() : Promise.reject(new Error(`HTTP ${response.status}`)))
+      .then((bytes) => cache.closed ? undefined : URL.createObjectURL(bytes))
+    // One that failed is asked again when it is drawn again.
+    url.catch(() => { if (cache.urls.get(blob) === url) cache.urls.delete(blob) })
+    cache.urls.set(blob, url)
+  }
+  return url
+}
+const openImages = (sessionId) => {
+  imageCache.closed = true
+  for (const url of imageCache.urls.values()) url.then((href) => href === undefined || URL.revokeObjectURL(href), () => {})
+  imageCache = { sessionId, urls: new Map(), closed: false }
+}
+// Each image drawn and not loaded yet: what loads it. Watched while it is in the document (see `watchImages`).
+const imageLoads = new WeakMap()
+const nearScreen = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue
+    nearScreen.unobserve(entry.target)
+    imageLoads.get(entry.target)?.()
+  }
+}, { rootMargin: "400px" })
+const watchImages = (parent) => {
+  nearScreen.disconnect()
+  for (const node of parent.querySelectorAll("img[data-blob]:not([src])")) nearScreen.observe(node)
+}
 const images = (refs) =>
-  refs === undefined || refs.length === 0 ? undefined : el("div", { class: "images" }, ...refs.map((image) =>
-    el("img", {
-      src: `/sessions/${encodeURIComponent(state.sessionId)}/blobs/${encodeURIComponent(image.blob)}`,
-      alt: `${image.mediaType}, ${image.bytes} bytes`,
-      title: `${image.mediaType}, ${image.bytes} bytes`,
-      loading: "lazy",
-      "data-blob": image.blob
-    })))
+  refs === undefined || refs.length === 0 ? undefined : el("div", { class: "images" }, ...refs.map((image) => {
+    const node = el("img", { alt: `${image.mediaType}, ${image.bytes} bytes`, title: `${image.mediaType}, ${image.bytes} bytes`, "data-blob": image.blob })
+    const cache = imageCache
+    imageLoads.set(node, () => imageUrl(cache, image.blob).then((href) => { if (href !== undefined) node.src = href }, () => {}))
+    return node
+  }))
 const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
 
 // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
 // `pendingSteers`: steers sent and not yet seen stored (the engine stores a steer at the turn's next step), shown meanwhile.
-const state = { sessionId: undefined, events: [], source: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [] }
+const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [] }
 
-// The page's key (see the server's Security.pageKey): every change the page asks for carries it. The
-// sign-in hands it over in the fragment of the URL it opens the viewer at (or the sign-in form keeps
-// it); it is kept in this origin's storage — per port, where the cookie is per host — and taken out
-// of the address bar at once.
+// The page's key (see the server's Security.pageKey): every request the page makes carries it — the
+// server refuses the viewer's cookie without it, reads included. The sign-in hands it over in the
+// fragment of the URL it opens the viewer at (or the sign-in form keeps it); it is kept in this
+// origin's storage — per port, where the cookie is per host — and taken out of the address bar at once.
 const pageKeyItem = "effect-agent-page-key"
 if (location.hash.startsWith("#key=")) {
   localStorage.setItem(pageKeyItem, location.hash.slice("#key=".length))
   history.replaceState(null, "", location.pathname + location.search)
 }
+const pageKey = () => localStorage.getItem(pageKeyItem) ?? ""
+
+// Signed out (the token changed, the cookie is gone, or this page holds no key — one opened before
+// reads needed it): back to the sign-in form, which hands out both.
+const signedOut = (response) => {
+  if (response.status === 401) location.assign("/login")
+  return response
+}
+
+/** A GET of the page's own origin, with its key. */
+const read = (path) =>
+  fetch(path, { credentials: "same-origin", headers: { "x-effect-agent-key": pageKey() } }).then(signedOut)
 
 const api = async (method, path, body) => {
-  const headers = method === "GET" ? {} : { "x-effect-agent-key": localStorage.getItem(pageKeyItem) ?? "" }
+  const headers = { "x-effect-agent-key": pageKey() }
   if (body !== undefined) headers["content-type"] = "application/json"
   const response = await fetch(path, {
     method,
     credentials: "same-origin",
     headers,
     body: body === undefined ? undefined : JSON.stringify(body)
-  })
-  // Signed out (the token changed, or the cookie is gone): back to the sign-in form.
-  if (response.status === 401) location.assign("/login")
+  }).then(signedOut)
   const text = await response.text()
   const data = text === "" ? undefined : JSON.parse(text)
   if (!response.ok) throw Object.assign(new Error(data?.message ?? `HTTP ${response.status}`), { body: data })
@@ -141,23 +185,20 @@ const receive = (event) => {
 }
 
 const connect = () => {
-  state.source?.close()
-  const source = new EventSource(`/sessions/${encodeURIComponent(state.sessionId)}/live?after=${state.events.length}`)
-  state.source = source
-  source.onopen = () => setStatus("live", "live")
-  source.onmessage = undefined
-  source.onerror = () => {
-    if (source.readyState === EventSource.CLOSED) {
-      // The browser gave up (the server was down, or answered an error): reopen from the last event shown.
+  state.stopLive?.()
+  clearTimeout(state.retry)
+  // Every event's data is the stored event, whatever its SSE name (its type, or none for types newer than this page).
+  const stop = follow(`/sessions/${encodeURIComponent(state.sessionId)}/live?after=${state.events.length}`, pageKey(), {
+    onOpen: () => setStatus("live", "live"),
+    onEvent: (message) => receive(JSON.parse(message.data)),
+    onEnd: (status) => {
+      if (status === 401) return location.assign("/login")
+      // The connection dropped (the server went away, or answered an error): reopen from the last event shown.
       setStatus("reconnecting", "reconnecting…")
-      clearTimeout(state.retry)
-      state.retry = setTimeout(() => { if (state.source === source) connect() }, 1000)
-    } else setStatus("reconnecting", "reconnecting…")
-  }
-  // Every event type is its own SSE event name: listen to each one the log knows, and to the
-  // unnamed default for types newer than this page.
-  for (const type of eventTypes) source.addEventListener(type, (message) => receive(JSON.parse(message.data)))
-  source.addEventListener("message", (message) => receive(JSON.parse(message.data)))
+      state.retry = setTimeout(() => { if (state.stopLive === stop) connect() }, 1000)
+    }
+  })
+  state.stopLive = stop
 }
 const reconnect = () => connect()
 
@@ -165,6 +206,7 @@ const openSession = (sessionId) => {
   drawer(false)
   state.sessionId = sessionId
   state.events = []
+  openImages(sessionId)
   liveFold.view = empty()
   liveFold.folded = 0
   state.scrubAt = undefined
@@ -360,6 +402,7 @@ const render = () => {
   const nodes = timeline.map((entry) => entry.node())
   if (view.turns.length === 0) nodes.push(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
   place(main, nodes)
+  watchImages(main)
   if (live && nearBottom) main.scrollTop = main.scrollHeight
 
   const scrub = $("scrub")
