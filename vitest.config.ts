@@ -8,7 +8,8 @@ import { configDefaults, defineConfig } from "vitest/config"
  *   test/unitSetup.ts and test/architecture.test.ts hold the rule. `npm run test:unit`.
  * - `integration`: files named `*.integration.test.ts` — the CLI and the ACP agent as
  *   subprocesses, shell commands, the test PostgreSQL, Chromium, `npm pack`. Their global setup
- *   builds dist when it is stale (test/globalSetup.ts) and starts PostgreSQL (test/postgresSetup.ts).
+ *   builds dist when it is stale (test/globalSetup.ts), starts PostgreSQL (test/postgresSetup.ts) and
+ *   unpacks Chromium once (test/chromiumSetup.ts).
  *   `npm run test:integration`.
  * `npm test` (and `vitest run`) runs both.
  */
@@ -44,7 +45,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: [integration],
-          globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
+          globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts", "test/chromiumSetup.ts"],
           // A process per file, as before: what a file leaves running (servers, processes, pools) ends with it.
           isolate: true,
           // Only a safety net against a hung test: a test that runs a dozen CLI processes one after
