@@ -82,6 +82,8 @@ export interface LiveSessions {
   readonly forget: (sessionId: string) => void
   /** Whether the session is held (or loading). */
   readonly has: (sessionId: string) => boolean
+  /** The session if it is held and loaded, without loading it (nor marking it used). */
+  readonly loaded: (sessionId: string) => LiveSession.LiveSession | undefined
   /** Whether this engine holds the session's writer lock (then no other process writes it). */
   readonly holdsWriter: (sessionId: string) => boolean
   /** Marks the session used now. */
@@ -251,6 +253,7 @@ export const make = (
       add,
       forget: (sessionId) => void entries.delete(sessionId),
       has: (sessionId) => entries.has(sessionId),
+      loaded: (sessionId) => entries.get(sessionId)?.session,
       holdsWriter: (sessionId) => writers.get(sessionId)?.held === true,
       touch,
       size: () => entries.size

@@ -616,6 +616,21 @@ export const make = (
         return yield* Effect.withParentSpan(watchWithin(input, span), span)
       }))
 
+    /**
+     * Whether the store holds nothing of a session from `from` on, known without reading it: this
+     * engine writes the session (no other process does) and its state ends before `from`. A batch's
+     * events reach the state and the watchers' feed at once, after the store has them (see
+     * `LiveSession.commit`), so an event the state does not show yet reaches a watcher subscribed
+     * before this through the feed. A client resuming from the session's last event (an
+     * `EventSource` reconnecting, `?after=` its end) then costs no read of the log: on a JSONL
+     * store, a read from a sequence goes through the log from its first line.
+     */
+    const pastTheEnd = (sessionId: string, from: number): boolean => {
+      if (!sessions.holdsWriter(sessionId)) return false
+      const session = sessions.loaded(sessionId)
+      return session !== undefined && from > session.state.lastSequence
+    }
+
     const watchWithin = (input: WatchSessionInput, span: Tracer.Span) =>
       Effect.gen(function*() {
         const { sessionId } = input
@@ -632,7 +647,7 @@ export const make = (
         if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
           return yield* new SessionNotFound({ sessionId })
         }
-        return Watchers.watch(live, read(from), from, read)
+        return Watchers.watch(live, pastTheEnd(sessionId, from) ? Stream.empty : read(from), from, read)
       })
 
     const sessionState = Effect.fn("SessionEngine.sessionState")(function*(input: SessionInput) {

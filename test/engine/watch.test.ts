@@ -36,6 +36,21 @@ const gatedStore = Layer.effect(EventStore, Effect.gen(function*() {
 }))
 const gateLayer = Layer.sync(Gate, () => ({ current: undefined }))
 
+/** A memory store counting its reads from a sequence (a watcher's stored part, a gap's read). */
+class Reads extends Effect.Tag("test/Reads")<Reads, { fromSequence: Array<number> }>() {}
+const countedStore = Layer.effect(EventStore, Effect.gen(function*() {
+  const store = yield* MemoryEventStore.make
+  const reads = yield* Reads
+  return {
+    ...store,
+    read: (sessionId, options) => {
+      if (options?.fromSequence !== undefined) reads.fromSequence.push(options.fromSequence)
+      return store.read(sessionId, options)
+    }
+  } satisfies EventStore["Type"]
+}))
+const readsLayer = Layer.sync(Reads, () => ({ fromSequence: [] }))
+
 const turn = { chunks: ["a", "b", "c"], delay: 10 }
 
 /** A watcher that stops after the session's `turns`-th turn.completed. */
@@ -126,6 +141,28 @@ describe("watchSession", () => {
       const whole = yield* Effect.fork(watchTurns(engine, sessionId, 2, 2))
       expect(sequences(yield* Fiber.join(whole))).toEqual(sequences(log.slice(1)))
     }).pipe(Effect.provide(memoryEngine({ responses: [{ chunks: ["a"] }, { chunks: ["b"] }] }))))
+
+  it.scoped("a watcher from past the end of a session this engine writes reads nothing from the store, and sees the next turn", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const reads = yield* Reads
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
+      const end = (yield* engine.sessionState({ sessionId })).lastSequence
+      reads.fromSequence.length = 0
+      // An EventSource reconnecting with the last id it read: the session's end.
+      const watcher = yield* Effect.fork(watchTurns(engine, sessionId, 1, end + 1))
+      // Subscribed before the next turn commits (its events then reach it through the feed only).
+      yield* Effect.repeatN(Effect.yieldNow(), 20)
+      yield* collect(engine.runTurn({ sessionId, userMessage: "two" }))
+      const log = yield* collect(engine.replaySession({ sessionId }))
+      expect(sequences(yield* Fiber.join(watcher))).toEqual(sequences(log.filter((e) => e.sequence > end)))
+      expect(reads.fromSequence).toEqual([])
+      // From within the log, the store is read as before.
+      const within = yield* Effect.fork(watchTurns(engine, sessionId, 1, end))
+      expect(sequences(yield* Fiber.join(within))).toEqual(sequences(log.filter((e) => e.sequence >= end && e.sequence <= end)))
+      expect(reads.fromSequence).toEqual([end])
+    }).pipe(Effect.provide(engineLayer(countedStore, { responses: [{ chunks: ["a"] }, { chunks: ["b"] }] }).pipe(Layer.provideMerge(readsLayer)))))
 
   it.scoped("a watcher is interrupted, not ended, and an unknown session fails SessionNotFound", () =>
     Effect.gen(function*() {

@@ -8,6 +8,8 @@ import * as FastCheck from "effect/FastCheck"
 import * as AgentEvent from "../../src/domain/AgentEvent.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as AppendIo from "../../src/layers/jsonl/AppendIo.js"
+import * as LogReader from "../../src/layers/jsonl/LogReader.js"
+import * as Stream from "effect/Stream"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect, tempDir } from "../helpers.js"
 
@@ -58,6 +60,36 @@ describe("JsonlEventStore", () => {
       expect(yield* collect(store.read("s1"))).toEqual([created("s1"), delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字")])
       expect(yield* collect(store.read("s1", { fromSequence: 2 }))).toEqual([delta("s1", 2, "multi\nline \u2028 \"quoted\" 🌍 漢字")])
       expect(yield* collect(store.read("unknown"))).toEqual([])
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a log smaller than a chunk, read whole, gives what a read a chunk at a time gives: the events, then the failure after them", () =>
+    Effect.gen(function*() {
+      const { writeRaw, file } = yield* setup()
+      const logs: ReadonlyArray<readonly [string, string]> = [
+        ["valid", header + "\n" + line(created("s1")) + line(delta("s1", 2)) + line(delta("s1", 3))],
+        ["corrupt third event", header + "\n" + line(created("s1")) + line(delta("s1", 2)) + "{nope\n" + line(delta("s1", 4))],
+        ["gap", header + "\n" + line(created("s1")) + line(delta("s1", 3))],
+        ["torn last line", header + "\n" + line(created("s1")) + line(delta("s1", 2)).slice(0, -1)]
+      ]
+      for (const [name, text] of logs) {
+        yield* writeRaw("s1", text)
+        for (const recovery of ["skip-trailing-partial", "strict"] as const) {
+          for (const fromSequence of [1, 2]) {
+            const read = (chunkBytes?: number) =>
+              LogReader.events({ sessionId: "s1", file: file("s1"), recovery, maxLineBytes: 1 << 20, fromSequence, ...(chunkBytes === undefined ? {} : { chunkBytes }) }).pipe(
+                Stream.either,
+                Stream.runCollect,
+                Effect.map((chunk) => Array.from(chunk))
+              )
+            // The default chunk holds the whole log; 16 bytes read it a piece at a time.
+            const whole = yield* read()
+            expect([name, recovery, fromSequence, whole]).toEqual([name, recovery, fromSequence, yield* read(16)])
+            if (fromSequence === 1) expect(whole.length).toBeGreaterThan(0)
+          }
+        }
+      }
+      const missing = LogReader.events({ sessionId: "s2", file: file("s2"), recovery: "strict", maxLineBytes: 1 << 20 })
+      expect(yield* collect(missing)).toEqual([])
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("refuses a sequence that is not last + 1", () =>

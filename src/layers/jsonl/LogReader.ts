@@ -165,7 +165,8 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
         // Closing a descriptor fails only when it is already unusable.
       }
     })
-  return Stream.acquireRelease(openLog, closeLog).pipe(
+  /** A larger log, a chunk at a time. */
+  const chunked = Stream.acquireRelease(openLog, closeLog).pipe(
     Stream.flatMap((fd) => {
       if (fd === undefined) return Stream.empty
       const decoder = new Decoder(options)
@@ -194,4 +195,57 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
       return Stream.repeatEffectChunkOption(pull)
     })
   )
+  const chunkBytes = options.chunkBytes ?? defaultChunkBytes
+  /**
+   * A log smaller than a chunk, read whole in one step (opened, read to its end, closed): its
+   * events, then its failure if any. `undefined` for a larger log, read a chunk at a time below. An
+   * SSE client connecting reads its session's log, often a few events: the chunked read's stream
+   * stages (acquire and release, a stream per log, a pull per chunk) cost several times the reading.
+   */
+  const whole = Effect.suspend((): Effect.Effect<Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> | undefined, EventStoreFailure> => {
+    let fd: number
+    try {
+      fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(Stream.empty) : Effect.fail(fromLogOpen("read", file, sessionId)(error))
+    }
+    try {
+      const stat = fstatSync(fd)
+      if (!stat.isFile()) return Effect.fail(corrupt(file, sessionId, undefined, "not a regular file"))
+      if (stat.size >= chunkBytes) return Effect.succeed(undefined)
+      const decoder = new Decoder(options)
+      // Room for what is appended meanwhile; a log that grows past it is read on to its end, as a chunked read would be.
+      const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, stat.size + 1024))
+      const events: Array<AgentEvent.AgentEvent> = []
+      let failure: EventStoreFailure | undefined
+      while (failure === undefined) {
+        let bytesRead: number
+        try {
+          bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
+        } catch (error) {
+          // After the events read before it, as a chunked read fails.
+          failure = failed(error)
+          break
+        }
+        if (bytesRead === 0) {
+          failure = decoder.end()
+          break
+        }
+        const [decoded, stopped] = decoder.push(buffer.subarray(0, bytesRead))
+        for (const event of decoded) events.push(event)
+        failure = stopped
+      }
+      const read = Stream.fromChunk(Chunk.unsafeFromArray(events))
+      return Effect.succeed(failure === undefined ? read : Stream.concat(read, Stream.fail(failure)))
+    } catch (error) {
+      return Effect.fail(failed(error))
+    } finally {
+      try {
+        closeSync(fd)
+      } catch {
+        // Closing a descriptor fails only when it is already unusable.
+      }
+    }
+  })
+  return Stream.unwrap(Effect.map(whole, (read) => read ?? chunked))
 }
