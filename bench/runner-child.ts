@@ -4,9 +4,17 @@
  * on its owner (this runner) to the end. After every tenth of them it takes a full GC and samples
  * the heap's data and the RSS. Prints one JSON line: `{ heap: number[], rss: number[], maxRss, ms }`.
  *
+ * With a finite idle time each sample is taken once the runner has let every idle session go (the
+ * cluster's gauge of live session entities reads 0). `@effect/cluster` looks for idle entities every
+ * 5 s at the most often (its reaper: `max(min(30 s, maxIdleTime), 5 s)`), so a runner letting
+ * sessions go after 1 s still holds those of the last 1–6 s, ≈ 92 KB each: sampled at once, the
+ * heap measured how many sessions ran in the last seconds (a faster machine, more of them: samples
+ * of 57 or 92 MB in one run), not whether sessions are released.
+ *
  *   node --expose-gc --import tsx bench/runner-child.ts <databaseUrl> <sessions> <maxIdleMs|infinite> <runnerPort>
  */
-import { Duration, Effect, Layer, Redacted, Stream } from "effect"
+import * as ClusterMetrics from "@effect/cluster/ClusterMetrics"
+import { Duration, Effect, Layer, Metric, Redacted, Schedule, Stream } from "effect"
 import { getHeapSpaceStatistics } from "node:v8"
 import { Engines, Runner } from "../src/cluster.js"
 import { FakeModelProvider, IdGenerator, SessionEngine } from "../src/index.js"
@@ -21,6 +29,17 @@ const heap = () => {
   global.gc?.()
   return getHeapSpaceStatistics().reduce((sum, space) => (space.space_name.startsWith("code_") ? sum : sum + space.space_used_size), 0)
 }
+
+/** The session entities the runner holds. */
+const liveSessions = Metric.value(ClusterMetrics.entities.pipe(Metric.tagged("type", "effect-agent/Session")))
+
+/** Waits until the runner holds no session (a runner that never lets one go: not waited for); fails after a minute. */
+const released = idle === "infinite" ? Effect.void : liveSessions.pipe(
+  Effect.filterOrFail((gauge) => gauge.value === 0n, (gauge) => `the runner still holds ${gauge.value} sessions`),
+  Effect.retry({ schedule: Schedule.spaced("100 millis"), times: 600 }),
+  Effect.orDie,
+  Effect.asVoid
+)
 
 const runner = Runner.layer({
   databaseUrl: Redacted.make(url),
@@ -44,6 +63,7 @@ const program = Effect.gen(function*() {
     const { sessionId } = yield* engine.createSession({ cwd: "/bench", client: "test" })
     yield* Stream.runDrain(engine.runTurn({ sessionId, userMessage: `session ${i}` }))
     if (i % every === 0) {
+      yield* released
       samples.heap.push(heap())
       samples.rss.push(process.memoryUsage().rss)
       // Progress on stderr: a child that dies (the unbounded one at full size) still says how far it got.

