@@ -136,116 +136,118 @@ const defaultChunkBytes = 64 * 1024
  *
  * The file is opened and read with synchronous calls: a 64 KiB read from the page cache takes
  * microseconds, while handing each read to libuv's thread pool and back cost more than decoding the
- * chunk on a busy machine (a third of a replay's time). The fiber still yields between chunks as the
- * runtime schedules it, so a long replay does not hold the event loop.
+ * chunk on a busy machine (a third of a replay's time). A log smaller than a chunk (an SSE client
+ * connecting reads its session's log, often a few events) is read whole in one step and handed on as
+ * one chunk: a pull per chunk would cost several times the reading. A larger one is read a chunk per
+ * pull, and the fiber yields between chunks as the runtime schedules it, so a long replay does not
+ * hold the event loop.
  */
 export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> => {
   const { file, sessionId } = options
   const failed = fromNode("read", file, sessionId)
-  const openLog = Effect.suspend((): Effect.Effect<number | undefined, EventStoreFailure> => {
+  const chunkBytes = options.chunkBytes ?? defaultChunkBytes
+
+  /** The log, open, with its size; undefined when there is none, the failure when it cannot be read. */
+  const openLog = (): { readonly fd: number; readonly size: number } | undefined | EventStoreFailure => {
+    let fd: number
     try {
       // Without blocking: a named pipe in a log's place (a data dir a repository shipped) would hold
       // the whole process in open(2). Only a regular file is a log, and never one through a link.
-      const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
-      if (!fstatSync(fd).isFile()) {
-        closeSync(fd)
-        return Effect.fail(corrupt(file, sessionId, undefined, "not a regular file"))
-      }
-      return Effect.succeed(fd)
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(undefined) : Effect.fail(fromLogOpen("read", file, sessionId)(error))
-    }
-  })
-  const closeLog = (fd: number | undefined) =>
-    Effect.sync(() => {
-      if (fd === undefined) return
-      try {
-        closeSync(fd)
-      } catch {
-        // Closing a descriptor fails only when it is already unusable.
-      }
-    })
-  /** A larger log, a chunk at a time. */
-  const chunked = Stream.acquireRelease(openLog, closeLog).pipe(
-    Stream.flatMap((fd) => {
-      if (fd === undefined) return Stream.empty
-      const decoder = new Decoder(options)
-      const buffer = Buffer.allocUnsafe(options.chunkBytes ?? defaultChunkBytes)
-      let done = false
-      let failure: EventStoreFailure | undefined
-      // Each pull reads one chunk and hands on its events; a failure comes on the pull after them.
-      const pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<EventStoreFailure>> = Effect.suspend(() => {
-        if (failure !== undefined) return Effect.fail(Option.some(failure))
-        if (done) return Effect.fail(Option.none())
-        let bytesRead: number
-        try {
-          bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
-        } catch (error) {
-          return Effect.fail(Option.some(failed(error)))
-        }
-        if (bytesRead === 0) {
-          done = true
-          failure = decoder.end()
-          return Effect.fail(failure === undefined ? Option.none() : Option.some(failure))
-        }
-        const [events, stopped] = decoder.push(buffer.subarray(0, bytesRead))
-        failure = stopped
-        return Effect.succeed(Chunk.unsafeFromArray(events))
-      })
-      return Stream.repeatEffectChunkOption(pull)
-    })
-  )
-  const chunkBytes = options.chunkBytes ?? defaultChunkBytes
-  /**
-   * A log smaller than a chunk, read whole in one step (opened, read to its end, closed): its
-   * events, then its failure if any. `undefined` for a larger log, read a chunk at a time below. An
-   * SSE client connecting reads its session's log, often a few events: the chunked read's stream
-   * stages (acquire and release, a stream per log, a pull per chunk) cost several times the reading.
-   */
-  const whole = Effect.suspend((): Effect.Effect<Stream.Stream<AgentEvent.AgentEvent, EventStoreFailure> | undefined, EventStoreFailure> => {
-    let fd: number
-    try {
       fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
     } catch (error) {
-      return (error as NodeJS.ErrnoException).code === "ENOENT" ? Effect.succeed(Stream.empty) : Effect.fail(fromLogOpen("read", file, sessionId)(error))
+      return (error as NodeJS.ErrnoException).code === "ENOENT" ? undefined : fromLogOpen("read", file, sessionId)(error)
     }
     try {
       const stat = fstatSync(fd)
-      if (!stat.isFile()) return Effect.fail(corrupt(file, sessionId, undefined, "not a regular file"))
-      if (stat.size >= chunkBytes) return Effect.succeed(undefined)
-      const decoder = new Decoder(options)
-      // Room for what is appended meanwhile; a log that grows past it is read on to its end, as a chunked read would be.
-      const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, stat.size + 1024))
-      const events: Array<AgentEvent.AgentEvent> = []
-      let failure: EventStoreFailure | undefined
-      while (failure === undefined) {
-        let bytesRead: number
-        try {
-          bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
-        } catch (error) {
-          // After the events read before it, as a chunked read fails.
-          failure = failed(error)
-          break
-        }
-        if (bytesRead === 0) {
-          failure = decoder.end()
-          break
-        }
-        const [decoded, stopped] = decoder.push(buffer.subarray(0, bytesRead))
-        for (const event of decoded) events.push(event)
-        failure = stopped
-      }
-      const read = Stream.fromChunk(Chunk.unsafeFromArray(events))
-      return Effect.succeed(failure === undefined ? read : Stream.concat(read, Stream.fail(failure)))
+      if (stat.isFile()) return { fd, size: stat.size }
+      closeLog(fd)
+      return corrupt(file, sessionId, undefined, "not a regular file")
     } catch (error) {
-      return Effect.fail(failed(error))
-    } finally {
-      try {
-        closeSync(fd)
-      } catch {
-        // Closing a descriptor fails only when it is already unusable.
+      closeLog(fd)
+      return failed(error)
+    }
+  }
+
+  /**
+   * Reads on into `decoder`: the events the bytes complete and the failure after them (the read's
+   * own, or the decoder's), with `done` at the end of the file.
+   */
+  const readNext = (fd: number, decoder: Decoder, buffer: Buffer) => {
+    let bytesRead: number
+    try {
+      bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
+    } catch (error) {
+      return { events: [], failure: failed(error), done: true }
+    }
+    if (bytesRead === 0) return { events: [], failure: decoder.end(), done: true }
+    const [events, failure] = decoder.push(buffer.subarray(0, bytesRead))
+    return { events, failure, done: false }
+  }
+
+  /** A small log whole: its events, then its failure if any. */
+  const whole = (fd: number, size: number) => {
+    const decoder = new Decoder(options)
+    // Room for what is appended meanwhile; a log that grows past it is read on to its end, as a chunked read would be.
+    const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, size + 1024))
+    const events: Array<AgentEvent.AgentEvent> = []
+    for (;;) {
+      const next = readNext(fd, decoder, buffer)
+      for (const event of next.events) events.push(event)
+      if (next.failure !== undefined || next.done) {
+        const read = Stream.fromChunk(Chunk.unsafeFromArray(events))
+        return next.failure === undefined ? read : Stream.concat(read, Stream.fail(next.failure))
       }
     }
+  }
+
+  /** A larger log, a chunk per pull; a failure comes on the pull after the events read before it. */
+  const chunked = (fd: number) => {
+    const decoder = new Decoder(options)
+    const buffer = Buffer.allocUnsafe(chunkBytes)
+    let done = false
+    let failure: EventStoreFailure | undefined
+    const pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<EventStoreFailure>> = Effect.suspend(() => {
+      if (failure !== undefined) return Effect.fail(Option.some(failure))
+      if (done) return Effect.fail(Option.none())
+      const next = readNext(fd, decoder, buffer)
+      done = next.done
+      failure = next.failure
+      if (next.events.length === 0 && (done || failure !== undefined)) return Effect.fail(Option.fromNullable(failure))
+      return Effect.succeed(Chunk.unsafeFromArray(next.events))
+    })
+    return Stream.repeatEffectChunkOption(pull)
+  }
+
+  /** The log opened as an effect (a larger log's stream opens it so). */
+  const opened = Effect.suspend(() => {
+    const log = openLog()
+    return log instanceof EventStoreFailure ? Effect.fail(log) : Effect.succeed(log)
   })
-  return Stream.unwrap(Effect.map(whole, (read) => read ?? chunked))
+  // A small log is opened, read and closed in one synchronous step: nothing is left to release. A
+  // larger one is opened again by its stream, whose release closes it however the stream ends (the
+  // first descriptor, handed over instead, would leak if the reader were interrupted in between).
+  return Stream.unwrap(Effect.suspend(() => {
+    const log = openLog()
+    if (log instanceof EventStoreFailure) return Effect.fail(log)
+    if (log === undefined) return Effect.succeed(Stream.empty)
+    try {
+      if (log.size < chunkBytes) return Effect.succeed(whole(log.fd, log.size))
+    } finally {
+      closeLog(log.fd)
+    }
+    return Effect.succeed(
+      Stream.acquireRelease(opened, (again) => Effect.sync(() => again === undefined || closeLog(again.fd))).pipe(
+        Stream.flatMap((again) => (again === undefined ? Stream.empty : chunked(again.fd)))
+      )
+    )
+  }))
+}
+
+/** Closing a descriptor fails only when it is already unusable. */
+const closeLog = (fd: number) => {
+  try {
+    closeSync(fd)
+  } catch {
+    // Nothing to do: the descriptor is gone either way.
+  }
 }
