@@ -29,4 +29,4 @@ export type ViewItem = SessionView.ViewItem
 export type ViewTurn = SessionView.ViewTurn
 
 /** See `SessionView`. */
-export const { empty, eventTypes, fold, openCalls, pendingApprovals, phase, step } = SessionView
+export const { empty, fold, openCalls, pendingApprovals, phase, step } = SessionView
