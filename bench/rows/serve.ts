@@ -90,6 +90,28 @@ const cpuMs = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) * 10
 }
+/**
+ * Resolves once the server's CPU time has not moved for `stillMs` (it is idle), or after `maxMs`.
+ * A client reads `: connected` as soon as its response starts, before the server has subscribed it
+ * and read the session's stored events: with 100 clients, 50–100 ms of that work (0.5–1 ms of CPU
+ * a client) was still queued when the last one read it, and the turn's first batch was stored
+ * 120–330 ms after the turn's request instead of 13–40 ms — row 15 timed the end of the
+ * connections (rows 17–18's subject) as well as the turn's fan-out. Linux reports CPU time in
+ * 10 ms ticks: still over `stillMs` means no work queued, not a pause between two tasks.
+ */
+const idle = async (pid: number, stillMs = 100, maxMs = 10_000) => {
+  const start = performance.now()
+  let last = cpuMs(pid)
+  let since = performance.now()
+  while (performance.now() - since < stillMs && performance.now() - start < maxMs) {
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const now = cpuMs(pid)
+    if (now !== last) {
+      last = now
+      since = performance.now()
+    }
+  }
+}
 /** Peak resident set size of a process so far, in bytes (Linux /proc). */
 const peakRss = (pid: number) => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024
 
@@ -142,12 +164,18 @@ const fanOut = async (deltas: number, clients: number, probe: boolean): Promise<
     let err = ""
     child.stderr.on("data", (c: Buffer) => (err += c.toString()))
     let cpuBefore = 0
+    let ready = false
     const finished = new Promise<{ ms: number; events: number; clients: number }>((resolve, reject) => {
       child.stdout.on("data", (c: Buffer) => {
         out += c.toString()
-        if (out.startsWith("ready\n") && cpuBefore === 0) {
-          cpuBefore = cpuMs(server.pid)
-          child.stdin.write("go\n")
+        if (out.startsWith("ready\n") && !ready) {
+          ready = true
+          // Rows 15–16 time the turn's fan-out to connected watchers: the turn starts once the server
+          // is done connecting them. Rows 17–18 probe while they connect: the turn starts at once.
+          void (probe ? Promise.resolve() : idle(server.pid)).then(() => {
+            cpuBefore = cpuMs(server.pid)
+            child.stdin.write("go\n")
+          })
         }
       })
       child.once("exit", (code) => {
