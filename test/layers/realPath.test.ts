@@ -10,7 +10,8 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Mounts from "../../src/layers/workspace/Mounts.js"
 import * as Paths from "../../src/layers/workspace/Paths.js"
 import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
 
@@ -42,6 +43,10 @@ for (let i = 0; i < 45; i++) NodeFs.symlinkSync(i === 44 ? "src/a.txt" : `far${i
 NodeFs.mkdirSync(at("locked", "inner"), { recursive: true })
 NodeFs.writeFileSync(at("locked", "inner", "f"), "f\n")
 NodeFs.chmodSync(at("locked"), 0o000)
+// Links into /proc: `/proc/self/root` leads to `/` again, `/proc/<pid>/root` into another process's
+// mount namespace (where a sandboxed command may have mounted a FUSE file system that never answers).
+NodeFs.symlinkSync(`/proc/self/root${ws}/src`, at("via_proc"))
+NodeFs.symlinkSync(`/proc/self/root${ws}`, at("via_proc_dir"))
 
 const requested = [
   "src/a.txt",
@@ -76,13 +81,37 @@ const requested = [
   "/",
   "//proc/self/../self/status",
   "/proc/self/fd/0",
-  "/dev/null"
+  "/dev/null",
+  "via_proc/a.txt",
+  "via_proc_dir/src/../src/a.txt"
 ]
+
+/** Paths the synchronous resolution answers itself (every step on this test's local file system), and paths it leaves to the asynchronous way. */
+const ordinary = ["src/a.txt", "src/deep/er/../../a.txt", "out_rel/../ws/src/a.txt", "chain/../../a.txt", "dangling/more", "loop_a", "hop0", "far0/..", "src/a.txt/inside", "missing/deeper/file", "."]
+const notOrdinary = requested.filter((p) => p.includes("proc") || p.startsWith("/dev"))
 
 describe("Paths.realPath", () => {
   it.each(requested)("%s resolves as the walk resolves it", async (path) => {
     const absolute = path.startsWith("/") ? path : `${ws}/${path}`
     expect(await Paths.realPath(absolute)).toEqual(await Paths.walk(absolute))
+  })
+
+  describe("synchronously (Paths.realPathNow)", () => {
+    beforeAll(() => Mounts.refresh())
+
+    it.each(requested)("%s resolves as the walk resolves it, or is left to the asynchronous way", async (path) => {
+      const absolute = path.startsWith("/") ? path : `${ws}/${path}`
+      const now = Paths.realPathNow(absolute)
+      if (now !== undefined) expect(now).toEqual(await Paths.walk(absolute))
+      if (ordinary.includes(path)) expect(now).toBeDefined()
+      if (notOrdinary.includes(path)) expect(now).toBeUndefined()
+    })
+
+    it("never looks into /proc, nor follows a link there: that is left to the asynchronous way", async () => {
+      expect(Paths.realPathNow("/proc/self/status")).toBeUndefined()
+      expect(Paths.realPathNow(at("via_proc", "a.txt"))).toBeUndefined()
+      expect(await Paths.realPath(at("via_proc", "a.txt"))).toEqual({ path: at("src", "a.txt"), exact: true })
+    })
   })
 
   it("a link chain longer than the system's own limit is still followed, and a longer one than 40 is not exact", async () => {

@@ -13,12 +13,14 @@
  * @since 0.1.0
  * @internal
  */
+import { closeSync, constants, existsSync, lstatSync, openSync, readlinkSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import type { PathAccess } from "../../services/ToolRouter.js"
+import * as Mounts from "./Mounts.js"
 
 /** How many links one resolution follows before it gives up (Linux's own limit is 40). */
 export const maxLinks = 40
@@ -37,14 +39,116 @@ const errorCode = (error: unknown): string | undefined =>
  * replaced by its target (read with `readlink`, so a dangling link is followed too); once a
  * component does not exist, the rest is appended as given.
  *
- * A path that exists is resolved by the system's `realpath` in one call (one trip to the libuv
- * threadpool instead of one per component: most of a `read_file` call's time was these trips). It
- * follows links as the walk does, `..` after a link included; whatever it cannot resolve (a missing
- * component, a dangling link, a loop, a folder it may not search) is left to the walk, which says
- * what the path leads to, as before.
+ * A path on a local file system is walked with synchronous calls (`realPathNow`: no trip to the
+ * libuv threadpool, which cost a `read_file` step more than anything else). Otherwise the system's
+ * `realpath` resolves it in one trip; it follows links as the walk does, `..` after a link included;
+ * whatever it cannot resolve (a missing component, a dangling link, a loop, a folder it may not
+ * search) is left to the walk, which says what the path leads to, as before.
  */
-export const realPath = (target: string): Promise<RealPath> =>
-  NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+export const realPath = (target: string): Promise<RealPath> => {
+  const now = realPathNow(target)
+  return now !== undefined ? Promise.resolve(now) : NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+}
+
+const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
+const folderFlags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)
+
+/** The folder at `at` opened without following a link; `undefined` when it is not a folder (a link, a file) or not there. */
+const openFolder = (at: string): number | undefined => {
+  try {
+    return openSync(at, folderFlags)
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === "ENOTDIR" || code === "ELOOP" || code === "ENOENT") return undefined
+    throw error
+  }
+}
+
+/**
+ * `walk` with synchronous system calls, when every step is ordinary; `undefined` otherwise (then the
+ * asynchronous way answers). A threadpool trip costs the main thread far more than an `lstat` from
+ * the cache, and a `read_file` step resolved four paths. No call may wait on what a model can put in
+ * the workspace, so:
+ *
+ * - every name looked at is on a local file system (`Mounts`): a link into a network or FUSE mount,
+ *   an automount point or `/proc` (whose `/proc/<pid>/root` leads into other mount namespaces, where
+ *   a sandboxed command may have mounted a FUSE file system that never answers) is not followed
+ *   here;
+ * - each name is looked at inside its folder's handle (`/proc/self/fd/N/name`), the folders opened
+ *   one at a time from `/` with `O_NOFOLLOW`: a folder swapped for a link since it was looked at is
+ *   never followed, so the lookup cannot be led elsewhere between two steps;
+ * - a folder that cannot be opened (one that may not be read), or any other error than a missing
+ *   name, leaves the answer to the asynchronous way.
+ */
+export const realPathNow = (target: string): RealPath | undefined => {
+  if (!procFd) return undefined
+  const pending = target.split("/").filter((c) => c !== "" && c !== ".")
+  // The open folders from `/` to `current`, when `current` is a folder (`leaf` when it is not).
+  const folders: Array<number> = []
+  let current = "/"
+  let leaf = false
+  let links = 0
+  let missing = false
+  try {
+    folders.push(openSync("/", folderFlags))
+    while (pending.length > 0) {
+      const component = pending.shift()!
+      if (component === "..") {
+        if (leaf) leaf = false
+        else if (!missing && current !== "/") closeSync(folders.pop()!)
+        current = NodePath.dirname(current)
+        continue
+      }
+      const next = NodePath.join(current, component)
+      // As the walk finds: nothing below a missing name or a file exists.
+      if (missing || leaf) {
+        missing = true
+        current = next
+        continue
+      }
+      if (!Mounts.isLocal(next)) return undefined
+      const at = `/proc/self/fd/${folders[folders.length - 1]}/${component}`
+      // Most names on the way are folders: opened at once (a link or a file fails the open, and is then
+      // looked at); the last is most often a file, looked at first (a failed call builds an error).
+      const folder = pending.length > 0 ? openFolder(at) : undefined
+      if (folder !== undefined) {
+        folders.push(folder)
+        current = next
+        continue
+      }
+      const info = lstatSync(at, { throwIfNoEntry: false })
+      if (info === undefined) {
+        missing = true
+        current = next
+      } else if (info.isDirectory()) {
+        folders.push(openSync(at, folderFlags))
+        current = next
+      } else if (info.isSymbolicLink()) {
+        if (++links > maxLinks) return { path: NodePath.resolve(target), exact: false }
+        const link = readlinkSync(at)
+        if (link.startsWith("/")) {
+          while (folders.length > 1) closeSync(folders.pop()!)
+          current = "/"
+        }
+        pending.unshift(...link.split("/").filter((c) => c !== "" && c !== "."))
+      } else {
+        leaf = true
+        current = next
+      }
+    }
+    return { path: current, exact: true }
+  } catch {
+    return undefined
+  } finally {
+    for (const fd of folders) {
+      try {
+        closeSync(fd)
+      } catch {
+        // A folder only looked into: nothing to lose.
+      }
+    }
+  }
+}
 
 /** `realPath` component by component. */
 export const walk = async (target: string): Promise<RealPath> => {
