@@ -206,9 +206,18 @@ export const make = (options: Options = {}) =>
      * and `SafeFile` opens only the approved real path: so the file is read while the path is checked
      * (one trip to the threadpool fewer), and the bytes are given only when the check holds.
      */
-    const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
-      const prepared = call.paths[0]!
-      return Effect.flatMap(
+    const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> =>
+      Effect.suspend(() => {
+        const prepared = call.paths[0]!
+        // A small file on a local file system: checked and read with synchronous calls, nothing to
+        // wait for nor to time (`SafeFile.readSmallNow`); anything unusual is answered the asynchronous way.
+        const now = Paths.resolveSync(path, context.cwd, prepared.requested, prepared.access)
+        const small = now === undefined ? undefined : SafeFile.readSmallNow(prepared.resolved, maxFile)
+        return now !== undefined && small !== undefined ? Effect.as(unchanged(prepared, now), small) : readAsync(prepared, context)
+      })
+
+    const readAsync = (prepared: PathAccess, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> =>
+      Effect.flatMap(
         // Its only wait, bounded as `timed` bounds a tool, with one fiber instead of two (`TimeLimit`).
         TimeLimit.promiseWithin(fileTimeout, () => timedOut("read_file"), SafeFile.toFileError, (signal) =>
           Promise.allSettled([Paths.resolveNow(path, context.cwd, prepared.requested, prepared.access), SafeFile.readFileNow(prepared.resolved, maxFile, signal)])),
@@ -217,7 +226,6 @@ export const make = (options: Options = {}) =>
           return Effect.zipRight(unchanged(prepared, now.value), read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason)))
         }
       )
-    }
 
     /** A file error in the model's terms, naming the path as the call gave it. */
     const fileFailure = (requested: string) => (error: SafeFile.FileError): Effect.Effect<never, ToolFailure> => {

@@ -107,6 +107,25 @@ describe("Paths.realPath", () => {
       if (notOrdinary.includes(path)) expect(now).toBeUndefined()
     })
 
+    /** What `Paths.resolveNow` answered before, from the walk: the cwd and the path resolved apart. */
+    const walked = async (cwd: string, path: string) => {
+      const root = (await Paths.walk(NodePath.resolve(cwd))).path
+      const real = await Paths.walk(path.startsWith("/") ? path : `${NodePath.resolve(cwd)}/${path}`)
+      const inside = real.exact && Paths.isInside(NodePath, root, real.path)
+      return { requested: path, resolved: real.path, insideCwd: inside, relative: inside ? NodePath.relative(root, real.path) || "." : undefined, access: "read" }
+    }
+
+    // The cwd and a relative path are walked in one pass: the cwd's real path is where the walk stood
+    // once the cwd's names were looked at, through links in the cwd too.
+    for (const cwd of [ws, at("deep_link"), at("chain"), at("out_rel"), at("self", "src"), at("missing", "cwd")]) {
+      it.each(requested)(`%s from ${NodePath.relative(root, cwd)} resolves as the cwd and the path walked apart`, async (path) => {
+        const now = Paths.resolveSync(NodePath, cwd, path, "read")
+        if (now !== undefined) expect(now).toEqual(await walked(cwd, path))
+        if (ordinary.includes(path) && cwd === ws) expect(now).toBeDefined()
+        expect(await Paths.resolveNow(NodePath, cwd, path, "read")).toEqual(await walked(cwd, path))
+      })
+    }
+
     it("never looks into /proc, nor follows a link there: that is left to the asynchronous way", async () => {
       expect(Paths.realPathNow("/proc/self/status")).toBeUndefined()
       expect(Paths.realPathNow(at("via_proc", "a.txt"))).toBeUndefined()

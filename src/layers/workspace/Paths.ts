@@ -80,9 +80,18 @@ const openFolder = (at: string): number | undefined => {
  * - a folder that cannot be opened (one that may not be read), or any other error than a missing
  *   name, leaves the answer to the asynchronous way.
  */
-export const realPathNow = (target: string): RealPath | undefined => {
+export const realPathNow = (target: string): RealPath | undefined => walkNow(target, -1)?.real
+
+/**
+ * `realPathNow`, and where the walk stood once every name but the last `tail` of `target` had been
+ * looked at (links met on the way followed): with `target` a folder's path and `tail` more names
+ * joined to it, that is the folder's real path, as `realPathNow(folder)` would say — so one walk
+ * answers both.
+ */
+const walkNow = (target: string, tail: number): { readonly real: RealPath; readonly head: string | undefined } | undefined => {
   if (!procFd) return undefined
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
+  let head: string | undefined
   // The open folders from `/` to `current`, when `current` is a folder (`leaf` when it is not).
   const folders: Array<number> = []
   let current = "/"
@@ -91,8 +100,11 @@ export const realPathNow = (target: string): RealPath | undefined => {
   let missing = false
   try {
     folders.push(openSync("/", folderFlags))
-    while (pending.length > 0) {
-      const component = pending.shift()!
+    for (;;) {
+      // The names still to look at are the last `tail` ones: nothing before them is left.
+      if (head === undefined && pending.length === tail) head = current
+      const component = pending.shift()
+      if (component === undefined) break
       if (component === "..") {
         if (leaf) leaf = false
         else if (!missing && current !== "/") closeSync(folders.pop()!)
@@ -124,7 +136,7 @@ export const realPathNow = (target: string): RealPath | undefined => {
         folders.push(openSync(at, folderFlags))
         current = next
       } else if (info.isSymbolicLink()) {
-        if (++links > maxLinks) return { path: NodePath.resolve(target), exact: false }
+        if (++links > maxLinks) return head === undefined && tail >= 0 ? undefined : { real: { path: NodePath.resolve(target), exact: false }, head }
         const link = readlinkSync(at)
         if (link.startsWith("/")) {
           while (folders.length > 1) closeSync(folders.pop()!)
@@ -136,7 +148,7 @@ export const realPathNow = (target: string): RealPath | undefined => {
         current = next
       }
     }
-    return { path: current, exact: true }
+    return { real: { path: current, exact: true }, head }
   } catch {
     return undefined
   } finally {
@@ -214,20 +226,59 @@ export const resolve = (
   cwd: string,
   requested: string,
   access: "read" | "write"
-): Effect.Effect<PathAccess> => Effect.promise(() => resolveNow(path, cwd, requested, access))
+): Effect.Effect<PathAccess> =>
+  Effect.suspend(() => {
+    const now = resolveSync(path, cwd, requested, access)
+    return now !== undefined ? Effect.succeed(now) : Effect.promise(() => resolveAsync(path, cwd, requested, access))
+  })
 
 /** `resolve` as a promise, for a tool that checks the path while it does other work. */
-export const resolveNow = async (
+export const resolveNow = (
   path: Pick<Path.Path, "join" | "isAbsolute" | "resolve" | "relative">,
   cwd: string,
   requested: string,
   access: "read" | "write"
 ): Promise<PathAccess> => {
+  const now = resolveSync(path, cwd, requested, access)
+  return now !== undefined ? Promise.resolve(now) : resolveAsync(path, cwd, requested, access)
+}
+
+type PathOps = Pick<Path.Path, "join" | "isAbsolute" | "resolve" | "relative">
+
+/** The requested path made absolute: `~` expanded, a relative one joined to the cwd. */
+const absoluteOf = (path: PathOps, cwd: string, requested: string) => {
   const expanded = requested === "~" || requested.startsWith("~/")
     ? path.join(process.env.HOME ?? "/", requested.slice(1))
     : requested
   // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
-  const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
+  return { expanded, absolute: path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}` }
+}
+
+/**
+ * `resolveNow` answered with synchronous calls (`realPathNow`'s walk), when every step is ordinary:
+ * a relative path and its cwd in one walk. `undefined` otherwise, and for a write inside the cwd
+ * (its hard links are counted the asynchronous way).
+ */
+export const resolveSync = (path: PathOps, cwd: string, requested: string, access: "read" | "write"): PathAccess | undefined => {
+  const { expanded, absolute } = absoluteOf(path, cwd, requested)
+  let root: string | undefined
+  let real: RealPath | undefined
+  if (path.isAbsolute(expanded)) {
+    root = realPathNow(NodePath.resolve(cwd))?.path
+    real = realPathNow(absolute)
+  } else {
+    const walked = walkNow(absolute, expanded.split("/").filter((c) => c !== "" && c !== ".").length)
+    root = walked?.head
+    real = walked?.real
+  }
+  if (root === undefined || real === undefined) return undefined
+  const inside = real.exact && isInside(path, root, real.path)
+  if (inside && access === "write") return undefined
+  return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
+}
+
+const resolveAsync = async (path: PathOps, cwd: string, requested: string, access: "read" | "write"): Promise<PathAccess> => {
+  const { absolute } = absoluteOf(path, cwd, requested)
   // Both at once: neither depends on the other.
   const [rootReal, real] = await Promise.all([realPath(NodePath.resolve(cwd)), realPath(absolute)])
   const root = rootReal.path
