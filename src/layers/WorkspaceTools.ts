@@ -86,7 +86,10 @@ export interface Options {
   readonly maxWalkDepth?: number
   /** How long `grep` walks before it stops and reports what it found (default 10 s). */
   readonly walkTimeBudget?: Duration.DurationInput
-  /** The time limit of every file tool (default 30 s): past it the call fails with `timeout`. */
+  /**
+   * The time limit of every file tool (default 30 s): past it the call fails with `timeout`. A small
+   * local file read with synchronous calls (`SafeFile.readSmallNow`) is not waited for, so not timed.
+   */
   readonly fileTimeout?: Duration.DurationInput
 }
 
@@ -538,7 +541,8 @@ export const make = (options: Options = {}) =>
 
     const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> =>
       Effect.gen(function*() {
-        const tool = tools[call.tool]
+        // Its own names only: a name every object inherits (`constructor`, `toString`, `__proto__`) is no tool.
+        const tool = Object.hasOwn(tools, call.tool) ? tools[call.tool] : undefined
         if (tool === undefined) {
           return yield* fail("unknown_tool", `There is no tool named "${call.tool}". Available: ${Object.keys(tools).join(", ")}`)
         }
