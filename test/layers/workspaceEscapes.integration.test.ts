@@ -495,6 +495,33 @@ describe("special files", () => {
       expect(Buffer.from(SafeFile.readSmallNow(NodePath.join(tree.cwd, "a.txt"), 1 << 20)!).toString()).toBe(`${INSIDE}\n`)
     }))
 
+  /**
+   * A process that may open a file (a command, sandboxed or not: same user) can take a write lease on
+   * it; another process's open then waits until the holder lets go or the kernel breaks the lease
+   * (`/proc/sys/fs/lease-break-time`, 45 s by default) — inside a synchronous call, the whole agent
+   * would wait. Opened `O_NONBLOCK`, it fails at once (EAGAIN) on both ways.
+   */
+  it.live("a file another process holds a write lease on is not waited for", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      yield* Effect.promise(() => Mounts.refresh())
+      const file = NodePath.join(tree.cwd, "leased.txt")
+      NodeFs.writeFileSync(file, `${INSIDE}\n`)
+      // F_SETLEASE (1024) with F_WRLCK (1); SIGIO, which tells the holder to let go, is ignored.
+      const holder = spawn("perl", ["-e", '$SIG{IO} = "IGNORE"; open(my $fh, "+<", $ARGV[0]) or die; fcntl($fh, 1024, 1) or die "lease: $!"; $| = 1; print "ready\\n"; sleep 60', file], { stdio: ["ignore", "pipe", "inherit"] })
+      try {
+        yield* Effect.async<void>((resume) => {
+          holder.stdout.once("data", () => resume(Effect.void))
+        })
+        expect(SafeFile.readSmallNow(file, 1 << 20)).toBeUndefined()
+        const { attempt } = yield* harness(tree.cwd, "default")
+        const outcome = yield* attempt("read_file", { path: "leased.txt" })
+        expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.message).toBe("leased.txt: could not be accessed (EAGAIN)")
+      } finally {
+        holder.kill("SIGKILL")
+      }
+    }))
+
   it.live("the synchronous read leaves to the asynchronous one: a folder on the way that is a link, a large, empty or over-the-cap file, /proc", () =>
     Effect.gen(function*() {
       const tree = makeTree()
