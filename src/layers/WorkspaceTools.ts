@@ -207,7 +207,7 @@ export const make = (options: Options = {}) =>
     /**
      * The approved file's bytes, with the path resolved again as `target` does. A read has no effect,
      * and `SafeFile` opens only the approved real path: so the file is read while the path is checked
-     * (one trip to the threadpool fewer), and the bytes are given only when the check holds.
+     * (at once when both are synchronous, else side by side), and the bytes are given only when the check holds.
      */
     const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> =>
       Effect.suspend(() => {
@@ -539,6 +539,14 @@ export const make = (options: Options = {}) =>
       return { name, description: tool.description, inputSchema, sequential: tool.sequential === true }
     })
 
+    // Each tool's arguments decoder, made once (not per call), answering at once: the schemas are synchronous.
+    const decoders: Record<string, (args: unknown) => Either.Either<unknown, ParseResult.ParseError>> = Object.fromEntries(
+      Object.entries(tools).map(([name, tool]) => {
+        const decode = Schema.decodeUnknownEither(tool.schema as Schema.Schema<unknown, unknown>)
+        return [name, (args: unknown) => decode(args, { onExcessProperty: "error" })]
+      })
+    )
+
     const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> =>
       Effect.gen(function*() {
         // Its own names only: a name every object inherits (`constructor`, `toString`, `__proto__`) is no tool.
@@ -546,9 +554,11 @@ export const make = (options: Options = {}) =>
         if (tool === undefined) {
           return yield* fail("unknown_tool", `There is no tool named "${call.tool}". Available: ${Object.keys(tools).join(", ")}`)
         }
-        const input = yield* Schema.decodeUnknown(tool.schema)(call.args, { onExcessProperty: "error" }).pipe(
-          Effect.mapError((error) => new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(error) }))
-        )
+        const decoded = decoders[call.tool]!(call.args)
+        if (Either.isLeft(decoded)) {
+          return yield* Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) }))
+        }
+        const input = decoded.right as never
         const inspected = yield* tool.inspect(input, cwd)
         return {
           ...call,
