@@ -126,6 +126,25 @@ describe("Paths.realPath", () => {
       })
     }
 
+    it("nothing on a mount that is not local is looked at synchronously: the asynchronous way answers the same", async () => {
+      // This test's folder as if it were an NFS mount.
+      Mounts.assume(`22 1 253:1 / / rw shared:1 - ext4 /dev/vda rw\n40 22 0:50 / ${root} rw shared:9 - nfs4 server:/x rw\n`)
+      try {
+        expect(Paths.realPathNow(at("src", "a.txt"))).toBeUndefined()
+        expect(Paths.resolveSync(NodePath, ws, "src/a.txt", "read")).toBeUndefined()
+        expect(SafeFile.readSmallNow(at("src", "a.txt"), 1000)).toBeUndefined()
+        expect(await Paths.realPath(at("out_rel", "secret"))).toEqual(await Paths.walk(at("out_rel", "secret")))
+        expect(Buffer.from(await SafeFile.readFileNow(at("src", "a.txt"), 1000)).toString()).toBe("a\n")
+        // A root that is not local: not even `/` is opened.
+        Mounts.assume("22 1 0:30 / / rw - nfs srv:/ rw\n")
+        expect(Paths.realPathNow("/")).toBeUndefined()
+      } finally {
+        await Mounts.refresh()
+      }
+      expect(Paths.realPathNow(at("src", "a.txt"))).toEqual({ path: at("src", "a.txt"), exact: true })
+      expect(Buffer.from(SafeFile.readSmallNow(at("src", "a.txt"), 1000)!).toString()).toBe("a\n")
+    })
+
     it("never looks into /proc, nor follows a link there: that is left to the asynchronous way", async () => {
       expect(Paths.realPathNow("/proc/self/status")).toBeUndefined()
       expect(Paths.realPathNow(at("via_proc", "a.txt"))).toBeUndefined()

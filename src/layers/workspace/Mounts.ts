@@ -72,11 +72,20 @@ export const refresh = (): Promise<void> => {
 }
 
 /**
+ * Takes `mountinfo` as the mount table until the next `refresh` (which nothing starts meanwhile): for
+ * tests, to see what a path on a mount that is not local is given.
+ */
+export const assume = (mountinfo: string): void => {
+  known = { points: notLocal(mountinfo), at: Infinity }
+}
+
+/**
  * Whether the real path `path` is on a local file system by the last copy of the mount table. Never
  * waits: a copy over a second old is read again in the background (and is trusted for another second
  * meanwhile); without a fresh enough copy the answer is `false`.
  */
 export const isLocal = (path: string): boolean => {
+  // An assumed table (`at` Infinity) has a negative age: never read again until `refresh`.
   const age = known === undefined ? Infinity : Date.now() - known.at
   if (age > maxAge) void refresh()
   return known !== undefined && age <= 2 * maxAge && outside(known.points, path)

@@ -89,7 +89,8 @@ export const realPathNow = (target: string): RealPath | undefined => walkNow(tar
  * answers both.
  */
 const walkNow = (target: string, tail: number): { readonly real: RealPath; readonly head: string | undefined } | undefined => {
-  if (!procFd) return undefined
+  // Not even `/` is opened unless it is local (and the mount table has been read).
+  if (!procFd || !Mounts.isLocal("/")) return undefined
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
   let head: string | undefined
   // The open folders from `/` to `current`, when `current` is a folder (`leaf` when it is not).
