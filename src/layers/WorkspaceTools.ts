@@ -40,6 +40,7 @@ import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
+import * as Mounts from "./workspace/Mounts.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
 import * as TimeLimit from "./workspace/TimeLimit.js"
@@ -184,6 +185,9 @@ export const make = (options: Options = {}) =>
     const maxWalkDepth = options.maxWalkDepth ?? 32
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
     const fileTimeout = Duration.decode(options.fileTimeout ?? "30 seconds")
+
+    // The mount table, read now (in the background) so that a session's first read can be synchronous.
+    void Mounts.refresh()
 
     // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
     const { withLock: withFileLock } = yield* KeyedLock.make<string>()
