@@ -145,6 +145,29 @@ describe("Paths.realPath", () => {
       expect(Buffer.from(SafeFile.readSmallNow(at("src", "a.txt"), 1000)!).toString()).toBe("a\n")
     })
 
+    /**
+     * A link's target may be a path of thousands of names, and 40 links each lead to one: the walk
+     * would look at each name with a system call on the event loop — 80,000 calls holding every
+     * session for a good part of a second, for one call. The synchronous walk stops early and
+     * leaves such a path to the asynchronous way.
+     */
+    it("a path of more names than any ordinary one is left to the asynchronous way", async () => {
+      const deep = Array.from({ length: Paths.maxNamesNow + 10 }, () => "d").join("/")
+      NodeFs.mkdirSync(at("deep", deep), { recursive: true })
+      NodeFs.symlinkSync(`deep/${deep}`, at("to_deep"))
+      expect(Paths.realPathNow(at("to_deep"))).toBeUndefined()
+      expect(await Paths.realPath(at("to_deep"))).toEqual({ path: at("deep", deep), exact: true })
+      // Below the bound, answered at once.
+      const shallow = Array.from({ length: 20 }, () => "d").join("/")
+      expect(Paths.realPathNow(at("deep", shallow))).toEqual({ path: at("deep", shallow), exact: true })
+      // And a file that deep is read the asynchronous way.
+      NodeFs.writeFileSync(at("deep", deep, "f.txt"), "deep\n")
+      expect(SafeFile.readSmallNow(at("deep", deep, "f.txt"), 1000)).toBeUndefined()
+      expect(Buffer.from(await SafeFile.readFileNow(at("deep", deep, "f.txt"), 1000)).toString()).toBe("deep\n")
+      NodeFs.writeFileSync(at("deep", shallow, "f.txt"), "shallow\n")
+      expect(Buffer.from(SafeFile.readSmallNow(at("deep", shallow, "f.txt"), 1000)!).toString()).toBe("shallow\n")
+    })
+
     it("never looks into /proc, nor follows a link there: that is left to the asynchronous way", async () => {
       expect(Paths.realPathNow("/proc/self/status")).toBeUndefined()
       expect(Paths.realPathNow(at("via_proc", "a.txt"))).toBeUndefined()

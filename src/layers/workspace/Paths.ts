@@ -25,6 +25,9 @@ import * as Mounts from "./Mounts.js"
 /** How many links one resolution follows before it gives up (Linux's own limit is 40). */
 export const maxLinks = 40
 
+/** How many names the synchronous walk looks at before it leaves a path to the asynchronous way. */
+export const maxNamesNow = 256
+
 /** Where a path really leads. `exact: false` when a link chain could not be resolved. */
 export interface RealPath {
   readonly path: string
@@ -93,6 +96,7 @@ const walkNow = (target: string, tail: number): { readonly real: RealPath; reado
   if (!procFd || !Mounts.isLocal("/")) return undefined
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
   let head: string | undefined
+  let looked = 0
   // The open folders from `/` to `current`, when `current` is a folder (`leaf` when it is not).
   const folders: Array<number> = []
   let current = "/"
@@ -119,7 +123,9 @@ const walkNow = (target: string, tail: number): { readonly real: RealPath; reado
         current = next
         continue
       }
-      if (!Mounts.isLocal(next)) return undefined
+      // Thousands of names (a link's target may hold as many, and 40 links each lead to one) are too
+      // many system calls to make on the event loop: the asynchronous way makes them.
+      if (++looked > maxNamesNow || !Mounts.isLocal(next)) return undefined
       const at = `/proc/self/fd/${folders[folders.length - 1]}/${component}`
       // Most names on the way are folders: opened at once (a link or a file fails the open, and is then
       // looked at); the last is most often a file, looked at first (a failed call builds an error).

@@ -35,6 +35,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Mounts from "./Mounts.js"
+import * as Paths from "./Paths.js"
 
 /** Why a file could not be used. */
 export type FileErrorCode =
@@ -372,7 +373,7 @@ export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | u
   if (!procFd || !expected.startsWith("/") || processEnvironment.test(expected) || !Mounts.isLocal(expected)) return undefined
   const names = expected.split("/").filter((n) => n !== "")
   const name = names.pop()
-  if (name === undefined || name === ".." || names.includes("..")) return undefined
+  if (name === undefined || name === ".." || names.includes("..") || names.length > Paths.maxNamesNow) return undefined
   const limit = Math.min(maxBytes, smallFileBytes)
   let folder: number | undefined
   let file: number | undefined
