@@ -40,6 +40,7 @@ import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
+import * as Mounts from "./workspace/Mounts.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
 import * as TimeLimit from "./workspace/TimeLimit.js"
@@ -86,7 +87,10 @@ export interface Options {
   readonly maxWalkDepth?: number
   /** How long `grep` walks before it stops and reports what it found (default 10 s). */
   readonly walkTimeBudget?: Duration.DurationInput
-  /** The time limit of every file tool (default 30 s): past it the call fails with `timeout`. */
+  /**
+   * The time limit of every file tool (default 30 s): past it the call fails with `timeout`. A small
+   * local file read with synchronous calls (`SafeFile.readSmallNow`) is not waited for, so not timed.
+   */
   readonly fileTimeout?: Duration.DurationInput
 }
 
@@ -182,6 +186,9 @@ export const make = (options: Options = {}) =>
     const walkTimeBudget = Duration.decode(options.walkTimeBudget ?? "10 seconds")
     const fileTimeout = Duration.decode(options.fileTimeout ?? "30 seconds")
 
+    // The mount table, read now (in the background) so that a session's first read can be synchronous.
+    void Mounts.refresh()
+
     // Writes to one file are serialized: an edit reads, changes and writes under its file's lock.
     const { withLock: withFileLock } = yield* KeyedLock.make<string>()
 
@@ -204,11 +211,20 @@ export const make = (options: Options = {}) =>
     /**
      * The approved file's bytes, with the path resolved again as `target` does. A read has no effect,
      * and `SafeFile` opens only the approved real path: so the file is read while the path is checked
-     * (one trip to the threadpool fewer), and the bytes are given only when the check holds.
+     * (at once when both are synchronous, else side by side), and the bytes are given only when the check holds.
      */
-    const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> => {
-      const prepared = call.paths[0]!
-      return Effect.flatMap(
+    const readChecked = (call: PreparedCall, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> =>
+      Effect.suspend(() => {
+        const prepared = call.paths[0]!
+        // A small file on a local file system: checked and read with synchronous calls, nothing to
+        // wait for nor to time (`SafeFile.readSmallNow`); anything unusual is answered the asynchronous way.
+        const now = Paths.resolveSync(path, context.cwd, prepared.requested, prepared.access)
+        const small = now === undefined ? undefined : SafeFile.readSmallNow(prepared.resolved, maxFile)
+        return now !== undefined && small !== undefined ? Effect.as(unchanged(prepared, now), small) : readAsync(prepared, context)
+      })
+
+    const readAsync = (prepared: PathAccess, context: ToolContext): Effect.Effect<Uint8Array, ToolFailure | SafeFile.FileError> =>
+      Effect.flatMap(
         // Its only wait, bounded as `timed` bounds a tool, with one fiber instead of two (`TimeLimit`).
         TimeLimit.promiseWithin(fileTimeout, () => timedOut("read_file"), SafeFile.toFileError, (signal) =>
           Promise.allSettled([Paths.resolveNow(path, context.cwd, prepared.requested, prepared.access), SafeFile.readFileNow(prepared.resolved, maxFile, signal)])),
@@ -217,7 +233,6 @@ export const make = (options: Options = {}) =>
           return Effect.zipRight(unchanged(prepared, now.value), read.status === "fulfilled" ? Effect.succeed(read.value) : Effect.fail(SafeFile.toFileError(read.reason)))
         }
       )
-    }
 
     /** A file error in the model's terms, naming the path as the call gave it. */
     const fileFailure = (requested: string) => (error: SafeFile.FileError): Effect.Effect<never, ToolFailure> => {
@@ -528,15 +543,26 @@ export const make = (options: Options = {}) =>
       return { name, description: tool.description, inputSchema, sequential: tool.sequential === true }
     })
 
+    // Each tool's arguments decoder, made once (not per call), answering at once: the schemas are synchronous.
+    const decoders: Record<string, (args: unknown) => Either.Either<unknown, ParseResult.ParseError>> = Object.fromEntries(
+      Object.entries(tools).map(([name, tool]) => {
+        const decode = Schema.decodeUnknownEither(tool.schema as Schema.Schema<unknown, unknown>)
+        return [name, (args: unknown) => decode(args, { onExcessProperty: "error" })]
+      })
+    )
+
     const prepare = (call: ToolCallInput, cwd: string): Effect.Effect<PreparedCall, ToolFailure> =>
       Effect.gen(function*() {
-        const tool = tools[call.tool]
+        // Its own names only: a name every object inherits (`constructor`, `toString`, `__proto__`) is no tool.
+        const tool = Object.hasOwn(tools, call.tool) ? tools[call.tool] : undefined
         if (tool === undefined) {
           return yield* fail("unknown_tool", `There is no tool named "${call.tool}". Available: ${Object.keys(tools).join(", ")}`)
         }
-        const input = yield* Schema.decodeUnknown(tool.schema)(call.args, { onExcessProperty: "error" }).pipe(
-          Effect.mapError((error) => new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(error) }))
-        )
+        const decoded = decoders[call.tool]!(call.args)
+        if (Either.isLeft(decoded)) {
+          return yield* Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) }))
+        }
+        const input = decoded.right as never
         const inspected = yield* tool.inspect(input, cwd)
         return {
           ...call,

@@ -10,7 +10,8 @@
 import * as NodeFs from "node:fs"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Mounts from "../../src/layers/workspace/Mounts.js"
 import * as Paths from "../../src/layers/workspace/Paths.js"
 import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
 
@@ -42,6 +43,10 @@ for (let i = 0; i < 45; i++) NodeFs.symlinkSync(i === 44 ? "src/a.txt" : `far${i
 NodeFs.mkdirSync(at("locked", "inner"), { recursive: true })
 NodeFs.writeFileSync(at("locked", "inner", "f"), "f\n")
 NodeFs.chmodSync(at("locked"), 0o000)
+// Links into /proc: `/proc/self/root` leads to `/` again, `/proc/<pid>/root` into another process's
+// mount namespace (where a sandboxed command may have mounted a FUSE file system that never answers).
+NodeFs.symlinkSync(`/proc/self/root${ws}/src`, at("via_proc"))
+NodeFs.symlinkSync(`/proc/self/root${ws}`, at("via_proc_dir"))
 
 const requested = [
   "src/a.txt",
@@ -76,13 +81,98 @@ const requested = [
   "/",
   "//proc/self/../self/status",
   "/proc/self/fd/0",
-  "/dev/null"
+  "/dev/null",
+  "via_proc/a.txt",
+  "via_proc_dir/src/../src/a.txt"
 ]
+
+/** Paths the synchronous resolution answers itself (every step on this test's local file system), and paths it leaves to the asynchronous way. */
+const ordinary = ["src/a.txt", "src/deep/er/../../a.txt", "out_rel/../ws/src/a.txt", "chain/../../a.txt", "dangling/more", "loop_a", "hop0", "far0/..", "src/a.txt/inside", "missing/deeper/file", "."]
+const notOrdinary = requested.filter((p) => p.includes("proc") || p.startsWith("/dev"))
 
 describe("Paths.realPath", () => {
   it.each(requested)("%s resolves as the walk resolves it", async (path) => {
     const absolute = path.startsWith("/") ? path : `${ws}/${path}`
     expect(await Paths.realPath(absolute)).toEqual(await Paths.walk(absolute))
+  })
+
+  describe("synchronously (Paths.realPathNow)", () => {
+    beforeAll(() => Mounts.refresh())
+
+    it.each(requested)("%s resolves as the walk resolves it, or is left to the asynchronous way", async (path) => {
+      const absolute = path.startsWith("/") ? path : `${ws}/${path}`
+      const now = Paths.realPathNow(absolute)
+      if (now !== undefined) expect(now).toEqual(await Paths.walk(absolute))
+      if (ordinary.includes(path)) expect(now).toBeDefined()
+      if (notOrdinary.includes(path)) expect(now).toBeUndefined()
+    })
+
+    /** What `Paths.resolveNow` answered before, from the walk: the cwd and the path resolved apart. */
+    const walked = async (cwd: string, path: string) => {
+      const root = (await Paths.walk(NodePath.resolve(cwd))).path
+      const real = await Paths.walk(path.startsWith("/") ? path : `${NodePath.resolve(cwd)}/${path}`)
+      const inside = real.exact && Paths.isInside(NodePath, root, real.path)
+      return { requested: path, resolved: real.path, insideCwd: inside, relative: inside ? NodePath.relative(root, real.path) || "." : undefined, access: "read" }
+    }
+
+    // The cwd and a relative path are walked in one pass: the cwd's real path is where the walk stood
+    // once the cwd's names were looked at, through links in the cwd too.
+    for (const cwd of [ws, at("deep_link"), at("chain"), at("out_rel"), at("self", "src"), at("missing", "cwd")]) {
+      it.each(requested)(`%s from ${NodePath.relative(root, cwd)} resolves as the cwd and the path walked apart`, async (path) => {
+        const now = Paths.resolveSync(NodePath, cwd, path, "read")
+        if (now !== undefined) expect(now).toEqual(await walked(cwd, path))
+        if (ordinary.includes(path) && cwd === ws) expect(now).toBeDefined()
+        expect(await Paths.resolveNow(NodePath, cwd, path, "read")).toEqual(await walked(cwd, path))
+      })
+    }
+
+    it("nothing on a mount that is not local is looked at synchronously: the asynchronous way answers the same", async () => {
+      // This test's folder as if it were an NFS mount.
+      Mounts.assume(`22 1 253:1 / / rw shared:1 - ext4 /dev/vda rw\n40 22 0:50 / ${root} rw shared:9 - nfs4 server:/x rw\n`)
+      try {
+        expect(Paths.realPathNow(at("src", "a.txt"))).toBeUndefined()
+        expect(Paths.resolveSync(NodePath, ws, "src/a.txt", "read")).toBeUndefined()
+        expect(SafeFile.readSmallNow(at("src", "a.txt"), 1000)).toBeUndefined()
+        expect(await Paths.realPath(at("out_rel", "secret"))).toEqual(await Paths.walk(at("out_rel", "secret")))
+        expect(Buffer.from(await SafeFile.readFileNow(at("src", "a.txt"), 1000)).toString()).toBe("a\n")
+        // A root that is not local: not even `/` is opened.
+        Mounts.assume("22 1 0:30 / / rw - nfs srv:/ rw\n")
+        expect(Paths.realPathNow("/")).toBeUndefined()
+      } finally {
+        await Mounts.refresh()
+      }
+      expect(Paths.realPathNow(at("src", "a.txt"))).toEqual({ path: at("src", "a.txt"), exact: true })
+      expect(Buffer.from(SafeFile.readSmallNow(at("src", "a.txt"), 1000)!).toString()).toBe("a\n")
+    })
+
+    /**
+     * A link's target may be a path of thousands of names, and 40 links each lead to one: the walk
+     * would look at each name with a system call on the event loop — 80,000 calls holding every
+     * session for a good part of a second, for one call. The synchronous walk stops early and
+     * leaves such a path to the asynchronous way.
+     */
+    it("a path of more names than any ordinary one is left to the asynchronous way", async () => {
+      const deep = Array.from({ length: Paths.maxNamesNow + 10 }, () => "d").join("/")
+      NodeFs.mkdirSync(at("deep", deep), { recursive: true })
+      NodeFs.symlinkSync(`deep/${deep}`, at("to_deep"))
+      expect(Paths.realPathNow(at("to_deep"))).toBeUndefined()
+      expect(await Paths.realPath(at("to_deep"))).toEqual({ path: at("deep", deep), exact: true })
+      // Below the bound, answered at once.
+      const shallow = Array.from({ length: 20 }, () => "d").join("/")
+      expect(Paths.realPathNow(at("deep", shallow))).toEqual({ path: at("deep", shallow), exact: true })
+      // And a file that deep is read the asynchronous way.
+      NodeFs.writeFileSync(at("deep", deep, "f.txt"), "deep\n")
+      expect(SafeFile.readSmallNow(at("deep", deep, "f.txt"), 1000)).toBeUndefined()
+      expect(Buffer.from(await SafeFile.readFileNow(at("deep", deep, "f.txt"), 1000)).toString()).toBe("deep\n")
+      NodeFs.writeFileSync(at("deep", shallow, "f.txt"), "shallow\n")
+      expect(Buffer.from(SafeFile.readSmallNow(at("deep", shallow, "f.txt"), 1000)!).toString()).toBe("shallow\n")
+    })
+
+    it("never looks into /proc, nor follows a link there: that is left to the asynchronous way", async () => {
+      expect(Paths.realPathNow("/proc/self/status")).toBeUndefined()
+      expect(Paths.realPathNow(at("via_proc", "a.txt"))).toBeUndefined()
+      expect(await Paths.realPath(at("via_proc", "a.txt"))).toEqual({ path: at("src", "a.txt"), exact: true })
+    })
   })
 
   it("a link chain longer than the system's own limit is still followed, and a longer one than 40 is not exact", async () => {

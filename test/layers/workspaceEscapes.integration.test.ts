@@ -27,6 +27,7 @@ import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as Render from "../../src/cli/Render.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as Mounts from "../../src/layers/workspace/Mounts.js"
 import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { PreparedCall, ToolContext, ToolFailure, ToolOutput } from "../../src/services/ToolRouter.js"
@@ -457,6 +458,90 @@ describe("special files", () => {
       // And the process's own file writes still go through.
       const after = yield* attempt("write_file", { path: "after.txt", content: "fine" })
       expect(after.stage === "ran" && Either.isRight(after.result)).toBe(true)
+    }))
+
+  /**
+   * A small file is read with synchronous system calls (`SafeFile.readSmallNow`): a FIFO must never
+   * reach them (a blocking open or read would hold the whole process, not one threadpool thread), nor
+   * a device, nor a link to either, inside or outside, nor a FIFO put in a file's place after the call
+   * was prepared. Each is refused at once, and the synchronous read leaves every one of them alone.
+   */
+  it.live("FIFOs and devices, behind links inside and outside and swapped in after the check, are refused at once and never read synchronously", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      yield* Effect.promise(() => Mounts.refresh())
+      execFileSync("mkfifo", [NodePath.join(tree.cwd, "fifo")])
+      execFileSync("mkfifo", [NodePath.join(tree.out, "fifo_out")])
+      NodeFs.symlinkSync("fifo", NodePath.join(tree.cwd, "to_fifo"))
+      NodeFs.symlinkSync(NodePath.join(tree.out, "fifo_out"), NodePath.join(tree.cwd, "to_fifo_out"))
+      NodeFs.symlinkSync("/dev/null", NodePath.join(tree.cwd, "to_null"))
+      NodeFs.symlinkSync("/dev/zero", NodePath.join(tree.cwd, "to_zero"))
+      for (const real of [NodePath.join(tree.cwd, "fifo"), NodePath.join(tree.out, "fifo_out"), "/dev/null", "/dev/zero", NodePath.join(tree.cwd, "to_fifo")]) {
+        expect(SafeFile.readSmallNow(real, 1 << 20), real).toBeUndefined()
+      }
+      const { tools, context, attempt } = yield* harness(tree.cwd, "bypass")
+      for (const path of ["fifo", "to_fifo", "to_fifo_out", "to_null", "to_zero"]) {
+        const outcome = yield* attempt("read_file", { path })
+        expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.errorCode, path).toBe("not_a_regular_file")
+      }
+      // A regular file when the call is prepared, a FIFO (with no writer) when it runs.
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "later"), "regular\n")
+      const call = yield* tools.prepare({ toolCallId: "swap", tool: "read_file", args: { path: "later" } }, tree.cwd)
+      NodeFs.rmSync(NodePath.join(tree.cwd, "later"))
+      execFileSync("mkfifo", [NodePath.join(tree.cwd, "later")])
+      const swapped = yield* Effect.either(tools.execute(call, context))
+      expect(Either.isLeft(swapped) && swapped.left.errorCode).toBe("not_a_regular_file")
+      // And an ordinary file is read synchronously, the same bytes as the asynchronous way.
+      expect(Buffer.from(SafeFile.readSmallNow(NodePath.join(tree.cwd, "a.txt"), 1 << 20)!).toString()).toBe(`${INSIDE}\n`)
+    }))
+
+  /**
+   * A process that may open a file (a command, sandboxed or not: same user) can take a write lease on
+   * it; another process's open then waits until the holder lets go or the kernel breaks the lease
+   * (`/proc/sys/fs/lease-break-time`, 45 s by default) — inside a synchronous call, the whole agent
+   * would wait. Opened `O_NONBLOCK`, it fails at once (EAGAIN) on both ways.
+   */
+  it.live("a file another process holds a write lease on is not waited for", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      yield* Effect.promise(() => Mounts.refresh())
+      const file = NodePath.join(tree.cwd, "leased.txt")
+      NodeFs.writeFileSync(file, `${INSIDE}\n`)
+      // F_SETLEASE (1024) with F_WRLCK (1); SIGIO, which tells the holder to let go, is ignored.
+      const holder = spawn("perl", ["-e", '$SIG{IO} = "IGNORE"; open(my $fh, "+<", $ARGV[0]) or die; fcntl($fh, 1024, 1) or die "lease: $!"; $| = 1; print "ready\\n"; sleep 60', file], { stdio: ["ignore", "pipe", "inherit"] })
+      try {
+        yield* Effect.async<void>((resume) => {
+          holder.stdout.once("data", () => resume(Effect.void))
+        })
+        expect(SafeFile.readSmallNow(file, 1 << 20)).toBeUndefined()
+        const { attempt } = yield* harness(tree.cwd, "default")
+        const outcome = yield* attempt("read_file", { path: "leased.txt" })
+        expect(outcome.stage === "ran" && Either.isLeft(outcome.result) && outcome.result.left.message).toBe("leased.txt: could not be accessed (EAGAIN)")
+      } finally {
+        holder.kill("SIGKILL")
+      }
+    }))
+
+  it.live("the synchronous read leaves to the asynchronous one: a folder on the way that is a link, a large, empty or over-the-cap file, /proc", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      yield* Effect.promise(() => Mounts.refresh())
+      // As if `d` had been swapped for a link to a folder outside after the check: never followed.
+      NodeFs.writeFileSync(NodePath.join(tree.out, "outdir", "a.txt"), OUTSIDE)
+      NodeFs.symlinkSync(NodePath.join(tree.out, "outdir"), NodePath.join(tree.cwd, "d"))
+      expect(SafeFile.readSmallNow(NodePath.join(tree.cwd, "d", "a.txt"), 1 << 20)).toBeUndefined()
+      expect(yield* Effect.flip(SafeFile.readFile(NodePath.join(tree.cwd, "d", "a.txt"), 1 << 20))).toMatchObject({ code: "path_changed" })
+      const large = NodePath.join(tree.cwd, "large.txt")
+      NodeFs.writeFileSync(large, "y".repeat(SafeFile.smallFileBytes + 1))
+      expect(SafeFile.readSmallNow(large, 1 << 20)).toBeUndefined()
+      expect((yield* SafeFile.readFile(large, 1 << 20)).byteLength).toBe(SafeFile.smallFileBytes + 1)
+      expect(SafeFile.readSmallNow(NodePath.join(tree.cwd, "a.txt"), 4)).toBeUndefined()
+      expect(yield* Effect.flip(SafeFile.readFile(NodePath.join(tree.cwd, "a.txt"), 4))).toMatchObject({ code: "file_too_large" })
+      NodeFs.writeFileSync(NodePath.join(tree.cwd, "empty"), "")
+      expect(SafeFile.readSmallNow(NodePath.join(tree.cwd, "empty"), 1 << 20)).toBeUndefined()
+      expect((yield* SafeFile.readFile(NodePath.join(tree.cwd, "empty"), 1 << 20)).byteLength).toBe(0)
+      expect(SafeFile.readSmallNow("/proc/self/status", 1 << 20)).toBeUndefined()
+      expect(SafeFile.readSmallNow(`/proc/${process.pid}/environ`, 1 << 20)).toBeUndefined()
     }))
 
   it.live("/dev/zero in bypass mode is refused, not read into memory", () =>

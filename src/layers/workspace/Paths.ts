@@ -13,15 +13,20 @@
  * @since 0.1.0
  * @internal
  */
+import { closeSync, constants, existsSync, lstatSync, openSync, readlinkSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Effect from "effect/Effect"
 import type { PathAccess } from "../../services/ToolRouter.js"
+import * as Mounts from "./Mounts.js"
 
 /** How many links one resolution follows before it gives up (Linux's own limit is 40). */
 export const maxLinks = 40
+
+/** How many names the synchronous walk looks at before it leaves a path to the asynchronous way. */
+export const maxNamesNow = 256
 
 /** Where a path really leads. `exact: false` when a link chain could not be resolved. */
 export interface RealPath {
@@ -37,14 +42,132 @@ const errorCode = (error: unknown): string | undefined =>
  * replaced by its target (read with `readlink`, so a dangling link is followed too); once a
  * component does not exist, the rest is appended as given.
  *
- * A path that exists is resolved by the system's `realpath` in one call (one trip to the libuv
- * threadpool instead of one per component: most of a `read_file` call's time was these trips). It
- * follows links as the walk does, `..` after a link included; whatever it cannot resolve (a missing
- * component, a dangling link, a loop, a folder it may not search) is left to the walk, which says
- * what the path leads to, as before.
+ * A path on a local file system is walked with synchronous calls (`realPathNow`: no trip to the
+ * libuv threadpool, which cost a `read_file` step more than anything else). Otherwise the system's
+ * `realpath` resolves it in one trip; it follows links as the walk does, `..` after a link included;
+ * whatever it cannot resolve (a missing component, a dangling link, a loop, a folder it may not
+ * search) is left to the walk, which says what the path leads to, as before.
  */
-export const realPath = (target: string): Promise<RealPath> =>
-  NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+export const realPath = (target: string): Promise<RealPath> => {
+  const now = realPathNow(target)
+  return now !== undefined ? Promise.resolve(now) : NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+}
+
+const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
+const folderFlags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)
+
+/** The folder at `at` opened without following a link; `undefined` when it is not a folder (a link, a file) or not there. */
+const openFolder = (at: string): number | undefined => {
+  try {
+    return openSync(at, folderFlags)
+  } catch (error) {
+    const code = errorCode(error)
+    if (code === "ENOTDIR" || code === "ELOOP" || code === "ENOENT") return undefined
+    throw error
+  }
+}
+
+/**
+ * `walk` with synchronous system calls, when every step is ordinary; `undefined` otherwise (then the
+ * asynchronous way answers). A threadpool trip costs the main thread far more than an `lstat` from
+ * the cache, and a `read_file` step resolved four paths. No call may wait on what a model can put in
+ * the workspace, so:
+ *
+ * - every name looked at is on a local file system (`Mounts`): a link into a network or FUSE mount,
+ *   an automount point or `/proc` (whose `/proc/<pid>/root` leads into other mount namespaces, where
+ *   a sandboxed command may have mounted a FUSE file system that never answers) is not followed
+ *   here;
+ * - each name is looked at inside its folder's handle (`/proc/self/fd/N/name`), the folders opened
+ *   one at a time from `/` with `O_NOFOLLOW`: a folder swapped for a link since it was looked at is
+ *   never followed, so the lookup cannot be led elsewhere between two steps;
+ * - a folder that cannot be opened (one that may not be read), or any other error than a missing
+ *   name, leaves the answer to the asynchronous way.
+ */
+export const realPathNow = (target: string): RealPath | undefined => walkNow(target, -1)?.real
+
+/**
+ * `realPathNow`, and where the walk stood once every name but the last `tail` of `target` had been
+ * looked at (links met on the way followed): with `target` a folder's path and `tail` more names
+ * joined to it, that is the folder's real path, as `realPathNow(folder)` would say — so one walk
+ * answers both.
+ */
+const walkNow = (target: string, tail: number): { readonly real: RealPath; readonly head: string | undefined } | undefined => {
+  // Not even `/` is opened unless it is local (and the mount table has been read).
+  if (!procFd || !Mounts.isLocal("/")) return undefined
+  const pending = target.split("/").filter((c) => c !== "" && c !== ".")
+  let head: string | undefined
+  let looked = 0
+  // The open folders from `/` to `current`, when `current` is a folder (`leaf` when it is not).
+  const folders: Array<number> = []
+  let current = "/"
+  let leaf = false
+  let links = 0
+  let missing = false
+  try {
+    folders.push(openSync("/", folderFlags))
+    for (;;) {
+      // The names still to look at are the last `tail` ones: nothing before them is left.
+      if (head === undefined && pending.length === tail) head = current
+      const component = pending.shift()
+      if (component === undefined) break
+      if (component === "..") {
+        if (leaf) leaf = false
+        else if (!missing && current !== "/") closeSync(folders.pop()!)
+        current = NodePath.dirname(current)
+        continue
+      }
+      const next = NodePath.join(current, component)
+      // As the walk finds: nothing below a missing name or a file exists.
+      if (missing || leaf) {
+        missing = true
+        current = next
+        continue
+      }
+      // Thousands of names (a link's target may hold as many, and 40 links each lead to one) are too
+      // many system calls to make on the event loop: the asynchronous way makes them.
+      if (++looked > maxNamesNow || !Mounts.isLocal(next)) return undefined
+      const at = `/proc/self/fd/${folders[folders.length - 1]}/${component}`
+      // Most names on the way are folders: opened at once (a link or a file fails the open, and is then
+      // looked at); the last is most often a file, looked at first (a failed call builds an error).
+      const folder = pending.length > 0 ? openFolder(at) : undefined
+      if (folder !== undefined) {
+        folders.push(folder)
+        current = next
+        continue
+      }
+      const info = lstatSync(at, { throwIfNoEntry: false })
+      if (info === undefined) {
+        missing = true
+        current = next
+      } else if (info.isDirectory()) {
+        folders.push(openSync(at, folderFlags))
+        current = next
+      } else if (info.isSymbolicLink()) {
+        if (++links > maxLinks) return head === undefined && tail >= 0 ? undefined : { real: { path: NodePath.resolve(target), exact: false }, head }
+        const link = readlinkSync(at)
+        if (link.startsWith("/")) {
+          while (folders.length > 1) closeSync(folders.pop()!)
+          current = "/"
+        }
+        pending.unshift(...link.split("/").filter((c) => c !== "" && c !== "."))
+      } else {
+        leaf = true
+        current = next
+      }
+    }
+    return { real: { path: current, exact: true }, head }
+  } catch {
+    return undefined
+  } finally {
+    for (const fd of folders) {
+      try {
+        closeSync(fd)
+      } catch {
+        // A folder only looked into: nothing to lose.
+      }
+    }
+  }
+}
 
 /** `realPath` component by component. */
 export const walk = async (target: string): Promise<RealPath> => {
@@ -110,20 +233,59 @@ export const resolve = (
   cwd: string,
   requested: string,
   access: "read" | "write"
-): Effect.Effect<PathAccess> => Effect.promise(() => resolveNow(path, cwd, requested, access))
+): Effect.Effect<PathAccess> =>
+  Effect.suspend(() => {
+    const now = resolveSync(path, cwd, requested, access)
+    return now !== undefined ? Effect.succeed(now) : Effect.promise(() => resolveAsync(path, cwd, requested, access))
+  })
 
 /** `resolve` as a promise, for a tool that checks the path while it does other work. */
-export const resolveNow = async (
+export const resolveNow = (
   path: Pick<Path.Path, "join" | "isAbsolute" | "resolve" | "relative">,
   cwd: string,
   requested: string,
   access: "read" | "write"
 ): Promise<PathAccess> => {
+  const now = resolveSync(path, cwd, requested, access)
+  return now !== undefined ? Promise.resolve(now) : resolveAsync(path, cwd, requested, access)
+}
+
+type PathOps = Pick<Path.Path, "join" | "isAbsolute" | "resolve" | "relative">
+
+/** The requested path made absolute: `~` expanded, a relative one joined to the cwd. */
+const absoluteOf = (path: PathOps, cwd: string, requested: string) => {
   const expanded = requested === "~" || requested.startsWith("~/")
     ? path.join(process.env.HOME ?? "/", requested.slice(1))
     : requested
   // Joined, not normalized: `link/..` is the link's target's parent, as the system would see it.
-  const absolute = path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}`
+  return { expanded, absolute: path.isAbsolute(expanded) ? expanded : `${path.resolve(cwd)}/${expanded}` }
+}
+
+/**
+ * `resolveNow` answered with synchronous calls (`realPathNow`'s walk), when every step is ordinary:
+ * a relative path and its cwd in one walk. `undefined` otherwise, and for a write inside the cwd
+ * (its hard links are counted the asynchronous way).
+ */
+export const resolveSync = (path: PathOps, cwd: string, requested: string, access: "read" | "write"): PathAccess | undefined => {
+  const { expanded, absolute } = absoluteOf(path, cwd, requested)
+  let root: string | undefined
+  let real: RealPath | undefined
+  if (path.isAbsolute(expanded)) {
+    root = realPathNow(NodePath.resolve(cwd))?.path
+    real = realPathNow(absolute)
+  } else {
+    const walked = walkNow(absolute, expanded.split("/").filter((c) => c !== "" && c !== ".").length)
+    root = walked?.head
+    real = walked?.real
+  }
+  if (root === undefined || real === undefined) return undefined
+  const inside = real.exact && isInside(path, root, real.path)
+  if (inside && access === "write") return undefined
+  return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
+}
+
+const resolveAsync = async (path: PathOps, cwd: string, requested: string, access: "read" | "write"): Promise<PathAccess> => {
+  const { absolute } = absoluteOf(path, cwd, requested)
   // Both at once: neither depends on the other.
   const [rootReal, real] = await Promise.all([realPath(NodePath.resolve(cwd)), realPath(absolute)])
   const root = rootReal.path

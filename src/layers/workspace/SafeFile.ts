@@ -26,7 +26,7 @@
  * @since 0.1.0
  * @internal
  */
-import { constants, existsSync, readlinkSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync } from "node:fs"
 import type { Dir, Dirent, Stats } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -34,6 +34,8 @@ import * as NodePath from "node:path"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Mounts from "./Mounts.js"
+import * as Paths from "./Paths.js"
 
 /** Why a file could not be used. */
 export type FileErrorCode =
@@ -127,6 +129,14 @@ export type FolderHandle = Pick<Folder, "handle" | "path">
 
 /** The name under which `name` inside `folder` is reached without resolving the folder's path again. */
 const inside = (folder: FolderHandle, name: string) => (procFd ? `/proc/self/fd/${folder.handle.fd}/${name}` : NodePath.join(folder.path, name))
+
+const closeSyncQuietly = (fd: number) => {
+  try {
+    closeSync(fd)
+  } catch {
+    // Nothing was written through it: what was read stands.
+  }
+}
 
 const closeQuietly = (handle: FileHandle) => handle.close().catch(() => undefined)
 
@@ -320,9 +330,86 @@ const run = <A>(f: (signal: AbortSignal) => Promise<A>): Effect.Effect<A, FileEr
 /** Reads the regular file at the real path `expected`, at most `maxBytes`. */
 export const readFile = (expected: string, maxBytes: number): Effect.Effect<Uint8Array, FileError> => run((signal) => readFileNow(expected, maxBytes, signal))
 
-/** `readFile` as a promise (it rejects with a system error or a `FileError`: see `toFileError`). */
-export const readFileNow = (expected: string, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> =>
-  withFile(expected, constants.O_RDONLY, { maxBytes }, (handle, info) => readCapped(handle, maxBytes, signal, info.size))
+/**
+ * `readFile` as a promise (it rejects with a system error or a `FileError`: see `toFileError`). A
+ * small ordinary file is read at once (`readSmallNow`); anything else through the threadpool.
+ */
+export const readFileNow = (expected: string, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array> => {
+  const small = readSmallNow(expected, maxBytes)
+  return small !== undefined
+    ? Promise.resolve(small)
+    : withFile(expected, constants.O_RDONLY, { maxBytes }, (handle, info) => readCapped(handle, maxBytes, signal, info.size))
+}
+
+/** The largest file `readSmallNow` reads (bytes): one read of a local file, a few microseconds from the page cache. */
+export const smallFileBytes = 64 * 1024
+
+/**
+ * The regular file at the real path `expected` read with synchronous system calls, when everything
+ * about it is ordinary; `undefined` otherwise, and then the asynchronous read decides (and says why it
+ * refuses: this never fails). A trip through the libuv threadpool costs the main thread far more than
+ * the system call it carries (a `read_file` step made nine); here a small file costs six calls and no
+ * trip. The same checks as the asynchronous read, made so that no call can wait on what a model can
+ * put in the workspace:
+ *
+ * - only on Linux (`/proc/self/fd`), and only on a local file system (`Mounts`): never a network or
+ *   FUSE mount, an automount point, `/proc`, `/sys` or `/dev`, where a lookup or a read may wait;
+ * - the folder is reached from `/` one name at a time, each opened inside the one before with
+ *   `O_NOFOLLOW`, so a folder swapped for a link since the check is never followed (a link to a FUSE
+ *   mount of another mount namespace, through `/proc/<pid>/root`, could otherwise hold the lookup);
+ *   the folder's real path is checked after, as the file's is;
+ * - the entry's `lstat` must be a regular file before the open, the open is `O_NONBLOCK | O_NOFOLLOW
+ *   | O_NOCTTY` (a FIFO put there since does not wait for a writer), and its `fstat` must be a regular
+ *   file of at most `smallFileBytes` (and `maxBytes`) before a byte is read: a FIFO, device, socket,
+ *   link, empty or larger file goes the asynchronous way;
+ * - the read stops one byte past the size `fstat` gave: a file that grew since is read again the
+ *   asynchronous way, with the cap counted while reading.
+ *
+ * A synchronous call cannot be interrupted: a cancel or the tool's time limit waits for it. On a
+ * local file system six calls and a read of at most 64 KiB are bounded by the disk (the page cache
+ * answers in microseconds); the time limit is for the asynchronous read, which can be long.
+ */
+export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | undefined => {
+  if (!procFd || !expected.startsWith("/") || processEnvironment.test(expected) || !Mounts.isLocal(expected)) return undefined
+  const names = expected.split("/").filter((n) => n !== "")
+  const name = names.pop()
+  if (name === undefined || name === ".." || names.includes("..") || names.length > Paths.maxNamesNow) return undefined
+  const limit = Math.min(maxBytes, smallFileBytes)
+  let folder: number | undefined
+  let file: number | undefined
+  try {
+    folder = openSync("/", constants.O_RDONLY | O_DIRECTORY | O_NONBLOCK)
+    for (const part of names) {
+      const next: number = openSync(`/proc/self/fd/${folder}/${part}`, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK)
+      closeSync(folder)
+      folder = next
+    }
+    if (readlinkSync(`/proc/self/fd/${folder}`) !== NodePath.dirname(expected)) return undefined
+    const at = `/proc/self/fd/${folder}/${name}`
+    if (!lstatSync(at).isFile()) return undefined
+    file = openSync(at, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+    const info = fstatSync(file)
+    if (!info.isFile() || info.size === 0 || info.size > limit) return undefined
+    if (readlinkSync(`/proc/self/fd/${file}`) !== expected) return undefined
+    // One byte past the size: a file that grew since its `fstat` is left to the asynchronous read.
+    const buffer = Buffer.allocUnsafe(info.size + 1)
+    let total = 0
+    for (;;) {
+      const read = readSync(file, buffer, total, buffer.length - total, null)
+      if (read === 0) break
+      total += read
+      if (total > info.size) return undefined
+      // A short read to exactly the size is the end (as in `readCapped`).
+      if (total === info.size) break
+    }
+    return buffer.subarray(0, total)
+  } catch {
+    return undefined
+  } finally {
+    if (file !== undefined) closeSyncQuietly(file)
+    if (folder !== undefined) closeSyncQuietly(folder)
+  }
+}
 
 /**
  * Reads at most `maxBytes` from the start of the regular file at the real path `expected`; a longer
