@@ -28,9 +28,10 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { createServer, type IncomingMessage } from "node:http"
+import { createServer, type IncomingMessage, type Server as NodeServer } from "node:http"
 import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
@@ -242,10 +243,47 @@ export const serve = (
   ))
   return HttpApiBuilder.serve().pipe(
     Layer.provideMerge(closeConnections),
+    Layer.provideMerge(startRequestsAsTasks(server)),
     Layer.provide(layer(config, turns)),
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
 }
+
+/**
+ * Starts each request but `/healthz` as a task of the server's scheduler (the one `serve` is built
+ * on: `EventLoop.scheduler` for `effect-agent serve`) instead of inside Node's `request` callback.
+ * Node reads every readable socket in one turn of its loop: when hundreds of clients connect at once
+ * their requests arrive together, and each one's fiber used to start there — the platform's span,
+ * the guards and the router, dozens of steps and their allocations per request, 20–60 ms of one
+ * turn for 500 `/live` clients — before the loop could accept the next connection; a `/healthz`
+ * probe queued behind them in the listen queue waited for all of it. As a task, a request's start
+ * takes its place in the scheduler's queue (first come, first served, sliced with all other fiber
+ * work: a steady stream of requests starves nothing), and the turn holds only Node's parsing. A
+ * liveness probe still starts at once and goes ahead of the queue (see {@link servesHealth}).
+ */
+const startRequestsAsTasks = (server: NodeServer) =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
+    const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
+    const hooked = function(this: NodeServer, event: string | symbol, ...args: Array<unknown>): boolean {
+      const request = args[0] as IncomingMessage
+      if (event !== "request" || healthPath.test(request.url ?? "")) return emit.call(this, event, ...args)
+      // Its headers came: the connection's time to send them no longer runs (see `nodeServer`), however long the queue.
+      request.socket.setTimeout(0)
+      scheduler.scheduleTask(() => {
+        // A client gone before its request started has nothing to be answered, and the platform's
+        // handler, which stops a request's fiber when its client goes away, would never hear of it.
+        if (!request.socket.destroyed) emit.call(this, event, ...args)
+      }, 0)
+      return true
+    }
+    server.emit = hooked as NodeServer["emit"]
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        server.emit = emit as NodeServer["emit"]
+      })
+    )
+  }))
 
 /**
  * Whether a fiber serves `/healthz`: for `EventLoop.sliced`, which runs such fibers ahead of the
