@@ -249,17 +249,9 @@ export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, kee
   const body = Stream.unwrapScoped(Effect.gen(function*() {
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
     const box = new Mailbox(connectedBytes)
-    // The watch pulled in a loop of this response's one forked fiber, not run with
-    // `Stream.runForEachChunk`: a stream's run forks a fiber of its own for its channel, which the
-    // client's going away then interrupts and joins too (a fiber's teardown is most of what a close
-    // costs the server, ≈ 1–2 ms of CPU a client, while the other clients are still reading).
-    const pull = yield* Stream.toPull(events)
-    const pump: Effect.Effect<never, Option.Option<E>> = Effect.forever(
-      Effect.flatMap(pull, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : handOver(box, chunk)))
-    )
-    yield* pump.pipe(
+    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : handOver(box, chunk))).pipe(
       // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
-      Effect.catchAll((error) => Option.isSome(error) ? Effect.logWarning("a live stream ended", error.value) : Effect.void),
+      Effect.catchAll((error) => Effect.logWarning("a live stream ended", error)),
       Effect.ensuring(Effect.sync(box.end)),
       Effect.forkScoped
     )
