@@ -1,8 +1,8 @@
 /**
- * A `/live` response's end: the watch is pulled by the response's one forked fiber (`Live.ts`), so
- * what a stream's run used to do for it — close the watch when the client goes away, end the
- * response when the watch ends or fails — is the response's own. Each case waits for the watch's
- * finalizer or the body's end itself: a watch left open fails by the test's timeout.
+ * A `/live` response's end: the client going away closes the watch, once (its forked fiber
+ * interrupted, the watch's finalizers run: the feed's membership, the span); a watch that ends or
+ * fails ends the response after its last bytes. Each case waits for the watch's finalizer or the
+ * body's end itself: a watch left open fails by the test's timeout.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
