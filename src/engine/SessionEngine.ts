@@ -612,7 +612,9 @@ export const make = (
     const watchSession = (input: WatchSessionInput): ReturnType<SessionEngine.Service["watchSession"]> =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const { sessionId } = input
-        const span = yield* Effect.makeSpanScoped("SessionEngine.watchSession", { attributes: { sessionId } })
+        // No call site captured: the watch ends by interruption whenever its client goes away, and a
+        // span that ends interrupted formats its stack (tens of µs a watcher) to name this line.
+        const span = yield* Effect.makeSpanScoped("SessionEngine.watchSession", { attributes: { sessionId }, captureStackTrace: false })
         return yield* Effect.withParentSpan(watchWithin(input, span), span)
       }))
 
