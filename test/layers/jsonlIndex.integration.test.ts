@@ -7,13 +7,14 @@
  * that is not the one read, or no index).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { appendFileSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Logger from "effect/Logger"
 import * as Stream from "effect/Stream"
 import { afterAll } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
@@ -176,6 +177,31 @@ describe("the JSONL listing index, kept current by the writers", () => {
       writeFileSync(index, JSON.stringify({ ...again, sessions: again.sessions.map((entry, i) => (i === 3 ? { junk: true } : i === 4 ? null : entry)) }))
       expect(yield* listed).toEqual(expected)
       expect(saved()).toEqual(expected)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("listings at once in one process each save the index whole: no save takes another's temporary file", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* JsonlEventStore.make({ dataDir })
+      const ids = Array.from({ length: 100 }, (_, i) => `s${i}`)
+      for (const id of ids) yield* store.append(event(id, 1, "session.created", { cwd: "/work", client: "test" }))
+      const warnings: Array<string> = []
+      const collecting = Logger.make(({ logLevel, message }) => {
+        if (logLevel._tag === "Warning") warnings.push(String(message))
+      })
+      const index = join(dataDir, "index.json")
+      // Each round starts cold (no index), so every listing of it saves one; all run at once.
+      for (let round = 0; round < 2; round++) {
+        rmSync(index, { force: true })
+        const listings = yield* Effect.all(Array.from({ length: 20 }, () => store.list), { concurrency: "unbounded" }).pipe(
+          Effect.provide(Logger.replace(Logger.defaultLogger, collecting))
+        )
+        for (const sessions of listings) expect(sessions).toHaveLength(ids.length)
+        const saved = JSON.parse(readFileSync(index, "utf8")) as { sessions: Array<unknown> }
+        expect(saved.sessions).toHaveLength(ids.length)
+      }
+      expect(warnings).toEqual([])
+      expect(readdirSync(dataDir).filter((name) => name.endsWith(".tmp"))).toEqual([])
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("an index of version 4 (entries keyed by id) is kept as it stands: no log read again, saved as version 5 in listing order", () =>

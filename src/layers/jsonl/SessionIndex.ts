@@ -290,8 +290,12 @@ export const make = (options: Options) => {
     }
   }
 
+  // Each save writes a temporary file of its own: two listings of one process saving at once (a
+  // server's clients listing a cold data dir) shared one name, and the first rename took the file
+  // the other was still writing — its rename failed, or renamed a file written by both.
+  let saves = 0
   const save = (sessions: ReadonlyArray<Entry>, journal: JournalRead) => {
-    const temporary = `${indexFile}.${process.pid}.tmp`
+    const temporary = `${indexFile}.${process.pid}.${++saves}.tmp`
     const file = { format: "effect-agent/index", version: indexVersion, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
     return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
       Effect.zipRight(fs.chmod(temporary, 0o600)),
@@ -299,10 +303,11 @@ export const make = (options: Options) => {
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
       // line, no stack: the error's own message names the file and the reason.
       Effect.catchAll((error) =>
-        options.readOnly === true
-          // Left behind by a failed rename, the temporary file is removed; a read-only dir has none.
-          ? Effect.ignore(fs.remove(temporary))
-          : Effect.logWarning(`effect-agent: could not save the session index: ${error.message}`)
+        // Left behind by a failed write or rename, the temporary file is removed (a read-only dir has none).
+        Effect.zipRight(
+          Effect.ignore(fs.remove(temporary)),
+          options.readOnly === true ? Effect.void : Effect.logWarning(`effect-agent: could not save the session index: ${error.message}`)
+        )
       )
     )
   }
