@@ -216,8 +216,10 @@ const finish = (turn: Turn, exit: Exit.Exit<Completion, EventStoreFailure>, usag
       const { state } = turn.session.live
       // Waiting on the user, or on subagents that do: left paused, its `task` calls open with them.
       if (!turn.cancel.requested && (SessionState.isPaused(state) || (yield* Subagents.treeWaits(turn.services, state)))) {
-        const waiting = new Set(SessionState.waitingOnSubagents(state).map((c) => c.toolCallId))
-        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running" && !waiting.has(c.toolCallId)) ?? []
+        // A `task` call stays open with its subagent: one that waits is followed again when resumed,
+        // and one whose subagent's end is stored (the stop came before the call's result) has its
+        // result read from the subagent's log then — its subagent finished, nothing was cut short.
+        const running = state.openTurn?.toolCalls.filter((c) => c.status === "running" && c.subagent === undefined) ?? []
         yield* turn.commit(running.map((call) => EventDraft.toolFailed(call.toolCallId, "interrupted", "The call was stopped when the agent shut down.")))
         return { _tag: "Paused" } as const
       }

@@ -22,6 +22,7 @@ import { createRequire } from "node:module"
 import * as NodePath from "node:path"
 import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import { AgentHooks } from "../../src/services/AgentHooks.js"
 import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
@@ -185,6 +186,42 @@ describe("a paused subagent after a restart", () => {
         yield* second.stop
       }).pipe(Effect.provide(NodeContext.layer)))
   }
+
+  it.scoped("a clean stop after a subagent's end is stored but before its call's result: the call is not failed, the next process stores the result", () =>
+    Effect.gen(function*() {
+      const { cwd, root } = yield* workspace
+      const dataDir = NodePath.join(root, "data")
+      // Holds t2 between its subagent.completed and its tool.completed (the hook runs on the call's
+      // output before the result is stored), so the stop lands exactly there, every run.
+      const held = yield* Deferred.make<void>()
+      const holding = Layer.succeed(AgentHooks, {
+        afterToolResult: (call, output) =>
+          call.tool === "task" && output.result === "looked" ? Effect.zipRight(Deferred.succeed(held, undefined), Effect.never) : Effect.succeed(output)
+      })
+      const first = yield* process(engineOn("jsonl", dataDir, {
+        responses: [{ toolCalls: [task("write the notes", "child: write", "t1"), task("look", "child: look", "t2")] }],
+        subagents: { "child: write": [{ toolCalls: [write("notes.txt", "w1")] }], "child: look": [{ chunks: ["looked"] }] }
+      }).pipe(Layer.provideMerge(holding)))
+      const { sessionId } = yield* first.provide(runUntil("delegate", cwd, isAsked))
+      yield* Deferred.await(held)
+      yield* first.stop
+      const stopped = yield* Effect.provide(logOf(sessionId), engineOn("jsonl", dataDir, {}))
+      expect(ofType(stopped, "subagent.completed").map((e) => e.payload.toolCallId)).toEqual(["t2"])
+      // Its subagent ended and answered: the stop does not fail the call as cut short.
+      expect(ofType(stopped, "tool.failed")).toEqual([])
+      const second = yield* process(engineOn("jsonl", dataDir, { responses: [{ chunks: ["Done."] }], subagents: { "child: write": [{ chunks: ["wrote notes.txt"] }] } }))
+      yield* second.provide(Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        yield* engine.resolvePermission({ sessionId, toolCallId: "w1", decision: "allow" })
+        yield* collect(engine.resumeTurn({ sessionId }))
+        const parent = yield* logOf(sessionId)
+        expect(Object.fromEntries(ofType(parent, "tool.completed").map((e) => [e.payload.toolCallId, e.payload.result]))).toEqual({ t2: "looked", t1: "wrote notes.txt" })
+        expect(ofType(parent, "subagent.completed").map((e) => e.payload.toolCallId)).toEqual(["t2", "t1"])
+        expect(turnEnds(parent)).toEqual([["final", undefined]])
+        expectWellFormedLog(parent)
+      }))
+      yield* second.stop
+    }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a clean stop (the engine's scope closing) leaves the tree paused as well: nothing cancelled, and the next process completes it", () =>
     Effect.gen(function*() {

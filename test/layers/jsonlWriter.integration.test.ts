@@ -210,8 +210,8 @@ describe("the session index", () => {
       const dataDir = yield* tempDir
       const store = yield* storeIn(dataDir)
       yield* store.append(created("s"))
-      // The index's temporary file cannot be written: a folder sits at its path.
-      mkdirSync(join(dataDir, `index.json.${process.pid}.tmp`))
+      // The index cannot be put in place: a folder (not empty) sits at its path, so the rename fails.
+      mkdirSync(join(dataDir, "index.json", "in-the-way"), { recursive: true })
       const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
       const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ cause, message }) => logged.push({ message, cause })))
       expect((yield* store.list.pipe(Effect.provide(capture))).map((s) => s.sessionId)).toEqual(["s"])
@@ -221,6 +221,8 @@ describe("the session index", () => {
       expect(message).toMatch(/^effect-agent: could not save the session index: .*index\.json/)
       expect(message).not.toContain("\n")
       expect(Cause.isEmpty(logged[0]!.cause)).toBe(true)
+      // Its temporary file is not left behind.
+      expect(readdirSync(dataDir).filter((name) => name.endsWith(".tmp"))).toEqual([])
     }).pipe(Effect.provide(NodeContext.layer)))
 })
 
