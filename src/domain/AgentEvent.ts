@@ -204,7 +204,7 @@ export const ToolFailed = turnEvent("tool.failed", {
  */
 const costFields = {
   usage: Schema.optional(Usage),
-  cost: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.nonNegative()))),
+  cost: Schema.optional(Schema.NullOr(Schema.Number.pipe(Schema.finite(), Schema.nonNegative()))),
   costUnknown: Schema.optional(Schema.String)
 }
 
@@ -318,7 +318,7 @@ export const SubagentProgress = turnEvent("subagent.progress", {
   childSessionId: Schema.String,
   steps: Count,
   usage: Schema.optional(Usage),
-  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+  cost: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative())),
   /** The subagent's call (or a call of a subagent below it) the user just answered: its `subagent.asked` is settled. */
   answered: Schema.optional(Schema.String)
 })
@@ -349,7 +349,7 @@ export const SubagentCompleted = turnEvent("subagent.completed", {
   errorCode: Schema.optional(Schema.String),
   steps: Count,
   usage: Schema.optional(Usage),
-  cost: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+  cost: Schema.optional(Schema.Number.pipe(Schema.finite(), Schema.nonNegative()))
 })
 
 /**

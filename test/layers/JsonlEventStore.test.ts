@@ -219,6 +219,21 @@ describe("JsonlEventStore", () => {
       )
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("a cost JSON cannot hold (Infinity, NaN) is refused at append with a typed error; the log stays readable", () =>
+    Effect.gen(function*() {
+      const { store } = yield* setup()
+      // JSON writes Infinity and NaN as null: stored, the line would not read back as the event it was
+      // (found by the property above, seed -1468194898).
+      for (const cost of [Number.POSITIVE_INFINITY, Number.NaN]) {
+        const sessionId = `cost_${String(cost)}`
+        yield* store.append(created(sessionId))
+        const completed = { id: `${sessionId}_2`, sessionId, turnId: "turn_1", sequence: 2, timestamp: "2026-01-01T00:00:00.000Z", type: "subagent.completed", payload: { toolCallId: "t1", childSessionId: "c1", outcome: "error", steps: 0, cost } } as AgentEvent.AgentEvent
+        const appended = yield* Effect.either(store.append(completed))
+        expect(Either.isLeft(appended) && appended.left._tag).toBe("EventStoreFailure")
+        expect((yield* collect(store.read(sessionId))).map((e) => e.type)).toEqual(["session.created"])
+      }
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   describe("older log versions", () => {
     const fixture = new URL("../../fixtures/logs/v0/sess_prototype.jsonl", import.meta.url).pathname
 
