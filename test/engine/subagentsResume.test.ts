@@ -231,8 +231,15 @@ describe("a paused subagent after a restart", () => {
         responses: [{ toolCalls: [task("write the notes", "child: write", "t1"), task("look", "child: look", "t2")] }],
         subagents: { "child: write": [{ toolCalls: [write("notes.txt", "w1")] }], "child: look": [{ chunks: ["looked"] }] }
       }))
-      const { event, sessionId } = yield* first.provide(runUntil("delegate", cwd, isAsked))
-      const childSessionId = (event as EventOfType<"subagent.asked">).payload.childSessionId
+      // Stopped once the child of t1 asks and t2 has its result: a stop while t2's child still runs
+      // cancels it (a clean stop cancels what runs), which is not this test's case.
+      let childSessionId = ""
+      let looked = false
+      const { sessionId } = yield* first.provide(runUntil("delegate", cwd, (event) => {
+        if (isAsked(event)) childSessionId = event.payload.childSessionId
+        if (event.type === "tool.completed" && event.payload.toolCallId === "t2") looked = true
+        return childSessionId !== "" && looked
+      }))
       yield* first.stop
       const second = yield* process(engineOn("jsonl", dataDir, {
         responses: [{ chunks: ["Done."] }],

@@ -58,7 +58,7 @@ const unbounded: NumberBounds = { integer: false, min: -Infinity, exclusive: fal
 /**
  * A refinement effect's `Schema` made with one of its own number filters, as the numbers a predicate
  * of ours stands for: `int` (`Number.isSafeInteger`), `greaterThan(m)` (`> m`), `greaterThanOrEqualTo(m)`
- * (`>= m`), told by the schema id and the bound those filters annotate. `undefined` for any other
+ * (`>= m`), `finite` (every bound is finite), told by the schema id and the bound those filters annotate. `undefined` for any other
  * refinement, which keeps its own filter. (test/layers/jsonlCodec.test.ts holds that every
  * refinement of the event schema read this way agrees with its filter.)
  */
@@ -70,6 +70,8 @@ export const numberBounds = (ast: AST.AST): NumberBounds | undefined => {
   const id = ast.annotations[AST.SchemaIdAnnotationId]
   const json = ast.annotations[AST.JSONSchemaAnnotationId] as Record<string, unknown> | undefined
   if (id === Schema.IntSchemaId) return { ...from, integer: true }
+  // Bounds hold finite numbers only (`inBounds`): `finite` adds nothing to them.
+  if (id === Schema.FiniteSchemaId) return from
   if (id === Schema.GreaterThanSchemaId && typeof json?.exclusiveMinimum === "number") {
     return json.exclusiveMinimum >= from.min ? { ...from, min: json.exclusiveMinimum, exclusive: true } : from
   }
