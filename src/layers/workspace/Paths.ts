@@ -53,8 +53,47 @@ export const realPath = (target: string): Promise<RealPath> => {
   return now !== undefined ? Promise.resolve(now) : NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
 }
 
-const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
+/** Whether a name can be looked at inside an open folder's handle (`/proc/self/fd/N/name`): Linux with `/proc`. */
+export const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
 const folderFlags = constants.O_RDONLY | (constants.O_DIRECTORY ?? 0) | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0)
+
+/** Closes a descriptor only looked through: a failure loses nothing. */
+export const closeQuietlyNow = (fd: number): void => {
+  try {
+    closeSync(fd)
+  } catch {
+    // Nothing was written through it.
+  }
+}
+
+/**
+ * The real folder `folder` opened with synchronous calls: from `/`, each name opened inside the
+ * folder before it with `O_NOFOLLOW` (a name swapped for a link is never followed), then checked to
+ * be that folder. `undefined` when a step is not ordinary — a link or a file on the way, a path not
+ * on a local file system (`Mounts`), deeper than `maxNamesNow`, or a call that fails. The caller
+ * closes the descriptor.
+ */
+export const openRealFolderNow = (folder: string): number | undefined => {
+  const names = folder.split("/").filter((n) => n !== "")
+  if (!procFd || !folder.startsWith("/") || names.includes("..") || names.includes(".") || names.length > maxNamesNow || !Mounts.isLocal(folder)) return undefined
+  let fd: number | undefined
+  try {
+    fd = openSync("/", folderFlags)
+    for (const name of names) {
+      const next: number = openSync(`/proc/self/fd/${fd}/${name}`, folderFlags)
+      closeSync(fd)
+      fd = next
+    }
+    if (readlinkSync(`/proc/self/fd/${fd}`) !== NodePath.resolve(folder)) return undefined
+    const opened = fd
+    fd = undefined
+    return opened
+  } catch {
+    return undefined
+  } finally {
+    if (fd !== undefined) closeQuietlyNow(fd)
+  }
+}
 
 /** The folder at `at` opened without following a link; `undefined` when it is not a folder (a link, a file) or not there. */
 const openFolder = (at: string): number | undefined => {
@@ -159,13 +198,7 @@ const walkNow = (target: string, tail: number): { readonly real: RealPath; reado
   } catch {
     return undefined
   } finally {
-    for (const fd of folders) {
-      try {
-        closeSync(fd)
-      } catch {
-        // A folder only looked into: nothing to lose.
-      }
-    }
+    for (const fd of folders) closeQuietlyNow(fd)
   }
 }
 

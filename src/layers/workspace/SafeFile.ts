@@ -26,7 +26,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readlinkSync, readSync } from "node:fs"
+import { constants, fstatSync, lstatSync, openSync, readlinkSync, readSync } from "node:fs"
 import type { Dir, Dirent, Stats } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import type { FileHandle } from "node:fs/promises"
@@ -58,7 +58,7 @@ const O_DIRECTORY = constants.O_DIRECTORY ?? 0
 const O_NOCTTY = constants.O_NOCTTY ?? 0
 
 /** Whether handles can be looked up by number: then a handle's real path is read back from the kernel. */
-const procFd = process.platform === "linux" && existsSync("/proc/self/fd")
+const { procFd } = Paths
 
 const codeOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error ? String((error as { code: unknown }).code) : undefined
@@ -129,14 +129,6 @@ export type FolderHandle = Pick<Folder, "handle" | "path">
 
 /** The name under which `name` inside `folder` is reached without resolving the folder's path again. */
 const inside = (folder: FolderHandle, name: string) => (procFd ? `/proc/self/fd/${folder.handle.fd}/${name}` : NodePath.join(folder.path, name))
-
-const closeSyncQuietly = (fd: number) => {
-  try {
-    closeSync(fd)
-  } catch {
-    // Nothing was written through it: what was read stands.
-  }
-}
 
 const closeQuietly = (handle: FileHandle) => handle.close().catch(() => undefined)
 
@@ -370,21 +362,16 @@ export const smallFileBytes = 64 * 1024
  * answers in microseconds); the time limit is for the asynchronous read, which can be long.
  */
 export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | undefined => {
+  // The file itself may be a mount point (a file bind-mounted from a FUSE file system): checked as its folder is.
   if (!procFd || !expected.startsWith("/") || processEnvironment.test(expected) || !Mounts.isLocal(expected)) return undefined
   const names = expected.split("/").filter((n) => n !== "")
   const name = names.pop()
-  if (name === undefined || name === ".." || names.includes("..") || names.length > Paths.maxNamesNow) return undefined
+  if (name === undefined || name === "..") return undefined
   const limit = Math.min(maxBytes, smallFileBytes)
-  let folder: number | undefined
+  const folder = Paths.openRealFolderNow(`/${names.join("/")}`)
+  if (folder === undefined) return undefined
   let file: number | undefined
   try {
-    folder = openSync("/", constants.O_RDONLY | O_DIRECTORY | O_NONBLOCK)
-    for (const part of names) {
-      const next: number = openSync(`/proc/self/fd/${folder}/${part}`, constants.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK)
-      closeSync(folder)
-      folder = next
-    }
-    if (readlinkSync(`/proc/self/fd/${folder}`) !== NodePath.dirname(expected)) return undefined
     const at = `/proc/self/fd/${folder}/${name}`
     if (!lstatSync(at).isFile()) return undefined
     file = openSync(at, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
@@ -406,8 +393,8 @@ export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | u
   } catch {
     return undefined
   } finally {
-    if (file !== undefined) closeSyncQuietly(file)
-    if (folder !== undefined) closeSyncQuietly(folder)
+    if (file !== undefined) Paths.closeQuietlyNow(file)
+    Paths.closeQuietlyNow(folder)
   }
 }
 
