@@ -203,6 +203,9 @@ export const defaultHeadersTimeout = Duration.seconds(20)
  * request arrives (Node then destroys the socket: no listener of the server's `timeout` event says
  * otherwise); from then on Node's keep-alive timeout and its checks take over.
  */
+/** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
+const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
+
 const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
   const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
   const server = createServer({
@@ -214,7 +217,6 @@ const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
     connectionAccepted()
     socket.setTimeout(millis)
   })
-  const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
   server.on("request", underway)
   server.on("upgrade", underway)
   return server
@@ -268,8 +270,8 @@ const startRequestsAsTasks = (server: NodeServer) =>
     const hooked = function(this: NodeServer, event: string | symbol, ...args: Array<unknown>): boolean {
       const request = args[0] as IncomingMessage
       if (event !== "request" || healthPath.test(request.url ?? "")) return emit.call(this, event, ...args)
-      // Its headers came: the connection's time to send them no longer runs (see `nodeServer`), however long the queue.
-      request.socket.setTimeout(0)
+      // At once, not when it starts: however long the queue, a request that came is not timed out.
+      underway(request)
       scheduler.scheduleTask(() => {
         // A client gone before its request started has nothing to be answered, and the platform's
         // handler, which stops a request's fiber when its client goes away, would never hear of it.
