@@ -342,7 +342,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           yield* exists(path.id)
           const request = yield* HttpServerRequest.HttpServerRequest
           const after = yield* resumeAfter(request, urlParams.after)
-          return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive)
+          return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive, Live.directResponse(request))
         }))
   }))
 

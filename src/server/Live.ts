@@ -10,13 +10,16 @@
  * @since 0.2.0
  */
 import * as Sse from "@effect/experimental/Sse"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { Buffer } from "node:buffer"
+import { IncomingMessage } from "node:http"
 import { AgentEvent } from "../index.js"
 
 /** One event as an SSE message. */
@@ -100,15 +103,15 @@ const joined = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
 export const eventsPerStep = 128
 
 /**
- * A chunk's bytes handed over, a big one encoded a piece at a time first (see {@link eventsPerStep})
- * by the first client to take it; the clients taking the same batch meanwhile wait for its bytes
- * (with a hundred clients, each used to go over the batch a piece at a time itself: 10,000 events
- * were 78 pieces, yields and lookups per client, and most of the server's allocation in a turn).
+ * A chunk's bytes, a big one encoded a piece at a time first (see {@link eventsPerStep}) by the
+ * first client to take it; the clients taking the same batch meanwhile wait for its bytes (with a
+ * hundred clients, each used to go over the batch a piece at a time itself: 10,000 events were 78
+ * pieces, yields and lookups per client, and most of the server's allocation in a turn).
  */
-const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<void> => {
-  if (events.length <= eventsPerStep) return box.put(concatenated(events))
+const bytesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<Uint8Array> => {
+  if (events.length <= eventsPerStep) return Effect.succeed(concatenated(events))
   const known = runOf(events)
-  if (known?.bytes !== undefined) return box.put(known.bytes)
+  if (known?.bytes !== undefined) return Effect.succeed(known.bytes)
   if (known !== undefined) {
     // Another client is encoding this batch: its bytes, or (that client gone mid-way) this one's turn to encode it.
     return Effect.flatMap(
@@ -119,7 +122,7 @@ const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Eff
           known.waiting.delete(handed)
         })
       }),
-      (bytes) => (bytes === undefined ? handOver(box, events) : box.put(bytes))
+      (bytes) => (bytes === undefined ? bytesOf(events) : Effect.succeed(bytes))
     )
   }
   const head = Chunk.unsafeHead(events)
@@ -145,8 +148,7 @@ const handOver = (box: Mailbox, events: Chunk.Chunk<AgentEvent.AgentEvent>): Eff
         if (runs.get(head) === run) runs.delete(head)
         settle(run, undefined)
       })
-    ),
-    Effect.flatMap(box.put)
+    )
   )
 }
 
@@ -239,17 +241,93 @@ class Mailbox {
 }
 
 /**
- * The SSE response for a stream of events. One fiber runs the watch and hands each chunk's shared
- * bytes over (see {@link Mailbox}); the response's own fiber writes them. A keep-alive comment
- * goes out after `keepAlive` without a write (a timer of the runtime, re-armed by each write, not a
- * schedule merged into the stream: a merge costs two more fibers per client and a hand-off between
- * them per chunk).
+ * A response the keep-alive comment can be written to directly, between the body's writes: Node's
+ * `ServerResponse` (`http.ServerResponse` has all of these), which `@effect/platform-node` writes
+ * each chunk of a stream body to with one `write` — a whole batch of frames — so a comment written
+ * between two of them never splits a frame.
  */
-export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
+export interface DirectResponse {
+  /** Set once the platform has called `writeHead`. */
+  readonly headersSent: boolean
+  readonly writableEnded: boolean
+  /** The connection is gone. */
+  readonly destroyed: boolean
+  /** The socket is full: the platform waits for `drain` before it writes on. */
+  readonly writableNeedDrain: boolean
+  readonly write: (bytes: Uint8Array) => boolean
+  readonly once: (event: "close", listener: () => void) => unknown
+}
+
+/**
+ * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
+ * {@link response}); `undefined` for another server (the web handler's, Bun's).
+ */
+export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined =>
+  request.source instanceof IncomingMessage ? NodeHttpServerRequest.toServerResponse(request) : undefined
+
+const sseHeaders = {
+  contentType: "text/event-stream",
+  headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+} as const
+
+/**
+ * The SSE response for a stream of events. With a {@link DirectResponse} (a Node server's) the
+ * body is the watch itself, its chunks mapped to their shared bytes: the platform's run of the
+ * body pulls the watch and writes each batch, waiting for the socket to drain before it pulls on
+ * (so a client that does not read holds its watch: it then finds its oldest events gone from the
+ * session's feed and reads them from the store when it goes on — see `Watchers`); the keep-alive
+ * comment is written to the response by a Node timer re-armed by each batch. A response is then
+ * two fibers (the request's and its body's run) — a client's close interrupts those two, where a
+ * watch forked beside the body made four (the close was most of a client's cost, 1.2–3.5 ms).
+ * Without one (the in-process web handler), see {@link mailboxResponse}.
+ */
+export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration, direct?: DirectResponse) =>
+  direct === undefined ? mailboxResponse(events, keepAlive) : directBody(events, keepAlive, direct)
+
+const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration, direct: DirectResponse) => {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const ms = Math.max(1, Duration.toMillis(keepAlive))
+  // Armed when the body's run starts (its first pull, `: connected`), so no comment precedes that one.
+  const arm = () => {
+    timer = setTimeout(function ping() {
+      // A response that ended or whose client went away takes nothing more (and its timer is done).
+      if (direct.writableEnded || direct.destroyed) return
+      // One waiting for its socket to drain is busy anyway.
+      if (!direct.writableNeedDrain) direct.write(keepAliveBytes)
+      timer!.refresh()
+    }, ms)
+    // The server's lifetime is its listening socket's: a client's timer never keeps the process up.
+    timer.unref()
+    direct.once("close", () => clearTimeout(timer))
+    return connectedBytes
+  }
+  const written = (bytes: Uint8Array) => {
+    timer?.refresh()
+    return Chunk.of(bytes)
+  }
+  const body = Stream.concat(
+    // A first comment flushes the headers at once, so a client knows it is connected before any event.
+    Stream.sync(arm),
+    Stream.mapChunksEffect(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.succeed(Chunk.empty()) : Effect.map(bytesOf(chunk), written))).pipe(
+      // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
+      Stream.catchAll((error) => Stream.drain(Stream.fromEffect(Effect.logWarning("a live stream ended", error))))
+    )
+  )
+  return HttpServerResponse.stream(body, sseHeaders)
+}
+
+/**
+ * The SSE response where the body is all there is to write to (the in-process web handler). One
+ * fiber runs the watch and hands each chunk's shared bytes over (see {@link Mailbox}); the
+ * response's own fiber writes them. A keep-alive comment goes out after `keepAlive` without a
+ * write (a timer of the runtime, re-armed by each write, not a schedule merged into the stream: a
+ * merge costs two more fibers per client and a hand-off between them per chunk).
+ */
+export const mailboxResponse = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
   const body = Stream.unwrapScoped(Effect.gen(function*() {
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
     const box = new Mailbox(connectedBytes)
-    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : handOver(box, chunk))).pipe(
+    yield* Stream.runForEachChunk(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.void : Effect.flatMap(bytesOf(chunk), box.put))).pipe(
       // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
       Effect.catchAll((error) => Effect.logWarning("a live stream ended", error)),
       Effect.ensuring(Effect.sync(box.end)),
@@ -268,8 +346,5 @@ export const response = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, kee
       return bytes
     }))
   }))
-  return HttpServerResponse.stream(body, {
-    contentType: "text/event-stream",
-    headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
-  })
+  return HttpServerResponse.stream(body, sseHeaders)
 }
