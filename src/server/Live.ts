@@ -247,8 +247,6 @@ class Mailbox {
  * between two of them never splits a frame.
  */
 export interface DirectResponse {
-  /** Set once the platform has called `writeHead`. */
-  readonly headersSent: boolean
   readonly writableEnded: boolean
   /** The connection is gone. */
   readonly destroyed: boolean

@@ -34,7 +34,6 @@ const nodeResponse = () => {
   let onClose: (() => void) | undefined
   const state = { ended: false, destroyed: false, needDrain: false, looked: 0, armed: false }
   const direct: Live.DirectResponse = {
-    headersSent: true,
     get writableEnded() {
       return state.ended
     },
