@@ -86,7 +86,11 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
         if (first[1].length === 0) queue.buckets.shift()
         return task
       }
-      if (first === undefined) return undefined
+      if (first === undefined) {
+        // Done: the round's tasks (closures over their fibers) are let go.
+        round = []
+        return undefined
+      }
       round = queue.buckets
       queue.buckets = []
       bucket = 0
