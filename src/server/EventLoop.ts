@@ -4,9 +4,10 @@
  * Effect's default scheduler runs a yielding fiber again in a microtask up to 2,048 times before
  * it lets the event loop turn (a `setTimeout`). With hundreds of `/live` clients each writing a
  * turn's events, those microtask chains hold the loop for seconds: no socket is read, no timer
- * fires, `/healthz` does not answer. This one slices by time instead: fibers keep running in
- * microtasks (as fast as before) until the current slice is `sliceMs` old, then wait for the next
- * turn of the loop (`setImmediate`, after I/O is polled), and a fiber yields in the middle of its
+ * fires, `/healthz` does not answer. This one slices by time instead: fibers keep running, a task
+ * per tick (`process.nextTick`, as fast as before; the sockets a task's writes corked are written
+ * between two, and that time counts), until the current slice is `sliceMs` old, then wait for the
+ * next turn of the loop (`setImmediate`, after I/O is polled), and a fiber yields in the middle of its
  * run once the slice is used (a request's first run in Node's callback, a loop over thousands of
  * events) — so the loop turns about once a slice, however much work is queued. The queued work
  * itself waits in one queue, first come first served; fibers named urgent (`/healthz`'s) go ahead.
@@ -49,50 +50,101 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
   const sliceEnd = () => performance.now() + (arriving !== undefined && arriving() ? Math.min(sliceMs, arrivingSliceMs) : sliceMs)
   // One queue for every fiber (Effect's own keeps one per fiber, and a turn of the loop then runs
   // each runnable fiber once: hundreds of them hold it as long as before).
-  let queue = new Scheduler.PriorityBuckets()
+  const queue = new Scheduler.PriorityBuckets()
+  /**
+   * The tasks being run, taken from `queue` as a whole (what they schedule waits for the next round),
+   * and where the run is in them. A round may outlast its slice: the next slice goes on with it.
+   */
+  let round: Array<[number, Array<Scheduler.Task>]> = []
+  let bucket = 0
+  let index = 0
   let scheduled = false
   /** When the current slice ends; -1 until work starts after the loop has turned. */
   let deadline = -1
   const endSlice = () => {
     deadline = -1
   }
+  /**
+   * The next task: the round's, in priority order, unless a more urgent one was queued since (a
+   * probe's: it goes ahead of the round's rest); then the next round. Undefined when nothing is
+   * queued. (Copying what was left of the round behind the queued work at each slice's end, as this
+   * did once, cost a copy of the whole queue per slice: with a task a slice while connections
+   * arrive, quadratic in the queue.)
+   */
+  const nextTask = (): Scheduler.Task | undefined => {
+    for (;;) {
+      const first = queue.buckets[0]
+      if (bucket < round.length) {
+        const [priority, tasks] = round[bucket]!
+        if (index >= tasks.length) {
+          bucket++
+          index = 0
+          continue
+        }
+        if (first === undefined || first[0] >= priority) return tasks[index++]
+        const task = first[1].shift()
+        if (first[1].length === 0) queue.buckets.shift()
+        return task
+      }
+      if (first === undefined) {
+        // Done: the round's tasks (closures over their fibers) are let go.
+        round = []
+        return undefined
+      }
+      round = queue.buckets
+      queue.buckets = []
+      bucket = 0
+      index = 0
+    }
+  }
+  /** Whether any task is left, in the round or queued. */
+  const pending = (): boolean => {
+    if (queue.buckets.length > 0) return true
+    while (bucket < round.length && index >= round[bucket]![1].length) {
+      bucket++
+      index = 0
+    }
+    return bucket < round.length
+  }
   // At most one run is queued or running at a time (`scheduled`): the tasks a run's fibers schedule
-  // are taken by that run's loop, and one run left queued per turn of the loop is enough. (When a
-  // run let tasks queue another run while it went on, each slice's end added a run to the next
-  // turn and the next turn's runs each did at least one task: thousands of runs a turn, doubling,
-  // held the loop for most of a second with 500 clients.)
+  // are taken by that run, and one run left queued per turn of the loop is enough. (When a run let
+  // tasks queue another run while it went on, each slice's end added a run to the next turn and
+  // the next turn's runs each did at least one task: thousands of runs a turn, doubling, held the
+  // loop for most of a second with 500 clients.)
+  //
+  // A run does one task per tick (`process.nextTick`), not all of its slice in one call: Node defers
+  // part of what a task does to ticks of its own, queued ahead of the run's next one — a response's
+  // `write` corks its socket and writes it (`writev`, the kernel copying the bytes) in a tick. Run in
+  // one call, a slice in which 500 clients were handed a turn's big batch wrote 500 sockets after
+  // it, 100–250 ms before the loop could turn, which no clock in the run saw; a tick at a time, the
+  // next task finds that time on the clock.
   const run = () => {
     if (deadline < 0) {
       deadline = sliceEnd()
       // Runs on the loop's next turn: the work after that starts a new slice.
       setImmediate(endSlice)
     } else if (performance.now() >= deadline) {
-      // Queued in a microtask just before the slice ran out: wait for the loop's turn.
+      // Queued just before the slice ran out: wait for the loop's turn.
       setImmediate(run)
       return
     }
-    while (queue.buckets.length > 0) {
-      const buckets = queue.buckets
-      queue.buckets = []
-      for (let b = 0; b < buckets.length; b++) {
-        const tasks = buckets[b]![1]
-        for (let i = 0; i < tasks.length; i++) {
-          tasks[i]!()
-          if (performance.now() >= deadline) {
-            // Out of time: what is left goes first next time, ahead of what the tasks just scheduled.
-            const rest = new Scheduler.PriorityBuckets()
-            for (let t = i + 1; t < tasks.length; t++) rest.scheduleTask(tasks[t]!, buckets[b]![0])
-            for (let r = b + 1; r < buckets.length; r++) for (const task of buckets[r]![1]) rest.scheduleTask(task, buckets[r]![0])
-            for (const [priority, later] of queue.buckets) for (const task of later) rest.scheduleTask(task, priority)
-            queue = rest
-            if (queue.buckets.length > 0) setImmediate(run)
-            else scheduled = false
-            return
-          }
-        }
-      }
+    runTask()
+  }
+  /** One task (a run does at least one), then the next step in a tick of its own. */
+  const runTask = () => {
+    const task = nextTask()
+    if (task === undefined) {
+      scheduled = false
+      return
     }
-    scheduled = false
+    task()
+    process.nextTick(step)
+  }
+  const step = () => {
+    if (performance.now() < deadline) return runTask()
+    // The slice is used, by the last task or by the ticks it left: the rest waits for the loop's turn.
+    if (pending()) setImmediate(run)
+    else scheduled = false
   }
   /** Whether the current slice is used up; a fiber running outside one (a request's first run, in Node's callback) starts one. */
   const sliceOver = () => {
@@ -107,8 +159,8 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
     queue.scheduleTask(task, urgent !== undefined && fiber !== undefined && urgent(fiber) ? urgentPriority : priority)
     if (scheduled) return
     scheduled = true
-    // Within the slice, as Effect's scheduler does, in a microtask; past it, after the loop has turned.
-    if (deadline < 0 || performance.now() < deadline) queueMicrotask(run)
+    // Within the slice, at once after the current callback and the ticks it left (see `run`); past it, after the loop has turned.
+    if (deadline < 0 || performance.now() < deadline) process.nextTick(run)
     else setImmediate(run)
   }, (fiber) => {
     // A fiber also yields in the middle of its run once the slice is used: counting ops alone

@@ -86,6 +86,31 @@ describe("EventLoop.scheduler", () => {
     expect(atTurn).toBeLessThan(200)
   })
 
+  it("counts the work Node defers to a task's ticks (a response's corked write) in the slice", async () => {
+    // A response's `write` only corks its socket and queues a tick that writes (`writev`) once the
+    // current callback is done: 500 clients' writes of a big batch, queued in one slice, were
+    // 100–250 ms of kernel copies after it, before the loop could turn. Here the first task's tick
+    // takes the rest of a 50 ms slice; the loop must turn before the second task runs (a
+    // `setImmediate` the first queued runs before it), not after both tasks and both ticks.
+    const order: Array<string> = []
+    const task = (name: string) =>
+      Effect.sync(() => {
+        order.push(name)
+        if (name === "first") setImmediate(() => order.push("turn"))
+        process.nextTick(() => {
+          order.push(`${name}'s write`)
+          const until = performance.now() + 60
+          while (performance.now() < until) { /* the kernel copying a big batch */ }
+        })
+      })
+    await Effect.runPromise(
+      // From a yield: both tasks run in the scheduler's runs (a fiber's very first steps run where it is started).
+      Effect.zipRight(Effect.yieldNow(), Effect.zipRight(task("first"), Effect.zipRight(Effect.yieldNow(), task("second")))).pipe(EventLoop.sliced(50))
+    )
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(order.slice(0, 4)).toEqual(["first", "first's write", "turn", "second"])
+  })
+
   it("turns the loop after a short slice while connections are arriving (Node accepts one per turn)", async () => {
     // A slice of a minute: without `arriving` the 200 ms of work runs before the loop turns; with
     // connections arriving, the slice is `arrivingSliceMs` and the loop turns long before the end.
