@@ -46,8 +46,22 @@ class PerFiber extends Supervisor.AbstractSupervisor<void> {
   /** With OPS_TRACE set, each suspension and resumption in order, with the fiber's last op before it. */
   readonly trace: Array<string> | undefined = process.env.OPS_TRACE ? [] : undefined
   private readonly last = new Map<number, string>()
+  /** With OPS_KINDS set, each fiber's ops by kind (`_op`). */
+  readonly kinds = new Map<number, Map<string, number>>()
   override onEffect(fiber: Fiber.RuntimeFiber<unknown, unknown>, effect: unknown) {
     this.of(fiber).ops++
+    if (process.env.OPS_KINDS) {
+      const id = fiber.id().id
+      let k = this.kinds.get(id)
+      if (k === undefined) this.kinds.set(id, k = new Map())
+      const e = effect as { _op?: string; effect_instruction_i0?: unknown; effect_instruction_i1?: unknown; commit?: unknown }
+      let op = e._op ?? "?"
+      if (process.env.OPS_KINDS === "sites" && (op === "UpdateRuntimeFlags" || op === "WithRuntime" || op === "Commit" || op === "Sync")) {
+        const f = op === "UpdateRuntimeFlags" ? e.effect_instruction_i1 : op === "Commit" ? e.commit : e.effect_instruction_i0
+        op += " " + String(f).replace(/\s+/g, " ").slice(0, 90)
+      }
+      k.set(op, (k.get(op) ?? 0) + 1)
+    }
     if (this.trace !== undefined) {
       const e = effect as { _op?: string; effect_instruction_i0?: { name?: string } }
       this.last.set(fiber.id().id, `${e._op}${typeof e.effect_instruction_i0 === "function" ? " " + String(e.effect_instruction_i0).replace(/\s+/g, " ").slice(0, 160) : ""}`)
@@ -61,7 +75,7 @@ class PerFiber extends Supervisor.AbstractSupervisor<void> {
     this.of(fiber).suspensions++
     if (this.trace !== undefined) {
       const stack = ((fiber as unknown as { _stack: Array<{ _op: string; effect_instruction_i1?: unknown; effect_instruction_i2?: unknown }> })._stack ?? [])
-      const frames = stack.slice(-12).reverse().filter((f) => f._op !== "RevertFlags" && !String(f.effect_instruction_i1).startsWith("cause1 =>")).map((f) => `      ${f._op}: ${String(f.effect_instruction_i1 ?? f.effect_instruction_i2 ?? "").replace(/\s+/g, " ").slice(0, 110)}`)
+      const frames = stack.slice(process.env.OPS_TRACE === "all" ? 0 : -12).reverse().filter((f) => f._op !== "RevertFlags" && !String(f.effect_instruction_i1).startsWith("cause1 =>")).map((f) => `      ${f._op}: ${String(f.effect_instruction_i1 ?? f.effect_instruction_i2 ?? "").replace(/\s+/g, " ").slice(0, 110)}`)
       this.trace.push(`#${fiber.id().id} suspends after ${this.last.get(fiber.id().id)}\n${frames.join("\n")}`)
     }
   }
@@ -218,6 +232,7 @@ const turnFibers = async (deltas: number) => {
       console.log(`fiber #${id}${f.parent === undefined ? "" : ` (of #${f.parent})`}: ${f.ops} ops, ${f.suspensions} suspensions — started at ${f.label}`)
     }
     if (perFiber.trace !== undefined) console.log(perFiber.trace.join("\n"))
+    for (const [id, kinds] of perFiber.kinds) console.log(`#${id}: ${[...kinds].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ")}`)
     console.log(`a turn of ${deltas} deltas, one per chunk: ${ops} Effect ops, ${suspensions} suspensions, ${perFiber.fibers.size} fibers (the caller's own fiber counted with its ops)`)
   } finally {
     await rt.dispose()
