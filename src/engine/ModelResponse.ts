@@ -115,11 +115,18 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
         done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
+    let whole = false
     return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
-      // A response read whole as it started is committed at once; the event loop then runs once before
-      // it is seen to end, as the end of one still running ahead comes (`runAhead`).
-      Effect.flatMap(({ arrived, whole }) => whole ? Effect.zipRight(drain(arrived, true), nextMacrotask) : drain(arrived, true)),
+      Effect.flatMap((started) => {
+        whole = started.whole
+        return drain(started.arrived, true)
+      }),
       Effect.scoped,
+      // A response read whole as it started is committed at once; the event loop then runs once before
+      // it is seen to end, as the end of one still running ahead comes (`runAhead`) — after its scope
+      // has closed: what read the provider's stream (its channel's executors, the buffer) is let go
+      // before the wait, not kept by each of many turns waiting at once (bench row 21).
+      Effect.zipLeft(Effect.suspend(() => whole ? nextMacrotask : Effect.void)),
       Effect.zipRight(Effect.suspend(() =>
         finishReason === "length" || finishReason === "content_filter"
           ? Effect.zipRight(
