@@ -26,10 +26,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
-import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type { AgentEvent } from "../domain/AgentEvent.js"
 import {
   ApprovalNotPending,
   type EventStoreFailure,
@@ -49,6 +47,7 @@ import type { Services } from "./Services.js"
 import * as StartedNow from "./StartedNow.js"
 import * as Subagents from "./Subagents.js"
 import * as Turn from "./Turn.js"
+import { TurnSink } from "./TurnSink.js"
 import * as TurnDriver from "./TurnDriver.js"
 
 /** The engine a driver works in. */
@@ -341,7 +340,7 @@ export function request(
     }
     // The turn's events go to the caller's stream; its span is a child of the caller's.
     const span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
-    const turn = Turn.make(engine.services, session, turnId, work, { sink: yield* Mailbox.make<AgentEvent, EventStoreFailure>(), span })
+    const turn = Turn.make(engine.services, session, turnId, work, { sink: new TurnSink(), span })
     // A resumed turn's waits are registered before it runs, so an answer given right away is never lost.
     for (const call of work._tag === "Resume" ? SessionState.pendingApprovals(state) : []) {
       turn.approvals.set(call.toolCallId, yield* Deferred.make<Turn.UserDecision>())
