@@ -20,12 +20,17 @@ import { count, deltaTexts, scratch } from "./engine.js"
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
   fibers = 0
+  /** Suspensions that wait (see `PerFiber.onSuspend`). */
+  waits = 0
   readonly value = Effect.void
   override onStart() {
     this.fibers++
   }
   override onEffect() {
     this.ops++
+  }
+  override onSuspend(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    if ((fiber as unknown as { _queue: Array<unknown> })._queue.length === 0 && fiber.unsafePoll() === null) this.waits++
   }
 }
 
@@ -114,7 +119,7 @@ const fsRequests = async (run: () => Promise<void>): Promise<number> => {
 const counted = async <A, E>(rt: ManagedRuntime.ManagedRuntime<SessionEngine.SessionEngine, never>, effect: Effect.Effect<A, E, SessionEngine.SessionEngine>) => {
   const counter = new Counter()
   const fs = await fsRequests(() => rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))).then(() => undefined))
-  return { ops: counter.ops, fibers: counter.fibers, fs }
+  return { ops: counter.ops, fibers: counter.fibers, waits: counter.waits, fs }
 }
 
 const measure = async (label: string, units: number, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>, cwd: string, turns: number) => {
@@ -197,7 +202,7 @@ const concurrentRun = async (sessions: number, deltas: number) => {
       Effect.forEach(Array.from({ length: sessions }), () =>
         Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage: "hi" }))), { concurrency: "unbounded" }))
     const whole = await counted(rt, run)
-    console.log(`row 21's whole run (${sessions} sessions × ${deltas} deltas): ${(whole.ops / 1e6).toFixed(2)} M Effect ops, ${whole.fibers} fibers`)
+    console.log(`row 21's whole run (${sessions} sessions × ${deltas} deltas): ${(whole.ops / 1e6).toFixed(2)} M Effect ops, ${whole.fibers} fibers, ${(whole.waits / sessions).toFixed(1)} waits a session`)
   } finally {
     await rt.dispose()
   }
