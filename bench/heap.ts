@@ -6,7 +6,11 @@
  * snapshots (`HEAP_SNAPSHOT_BEFORE`, `HEAP_SNAPSHOT_HELD`, `HEAP_SNAPSHOT_AFTER`: file paths) for
  * `bench/heapdiff.mjs`. Not part of `npm run bench`:
  *
- *   node --expose-gc --import tsx bench/heap.ts [sessions=1000] [deltas=100]
+ *   node --expose-gc --import tsx bench/heap.ts [sessions=1000] [deltas=100] [whole]
+ *
+ * With `whole`, the model hands its response over without waiting, as row 21's does (the response is
+ * read whole as it starts: `ModelProvider.runAhead`), and "in flight" is when every turn waits for the
+ * event loop's turn before its response is seen to end: the heap is read as the last of them asks for it.
  */
 import { writeHeapSnapshot } from "node:v8"
 import * as Deferred from "effect/Deferred"
@@ -17,7 +21,8 @@ import { ModelProvider, SessionEngine } from "../src/index.js"
 import { deltaTexts } from "./both.js"
 import { engineRuntime, storeLayer } from "./engine.js"
 
-const [sessions = 1000, deltas = 100] = process.argv.slice(2).map(Number)
+const [sessions = 1000, deltas = 100] = process.argv.slice(2, 4).map(Number)
+const whole = process.argv[4] === "whole"
 if (global.gc === undefined) throw new Error("run with node --expose-gc")
 const gc = global.gc
 
@@ -29,7 +34,7 @@ let events = 0
 const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
   capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
   stream: () =>
-    Stream.concat(
+    whole ? Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))) : Stream.concat(
       Stream.fromIterable(chunks).pipe(Stream.rechunk(1)),
       Stream.concat(
         Stream.drain(Stream.fromEffect(Effect.zipRight(Effect.sync(() => waiting++), Deferred.await(gate)))),
@@ -47,6 +52,19 @@ const heapMb = (snapshot?: string) => {
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20))
 
 const before = heapMb(process.env.HEAP_SNAPSHOT_BEFORE)
+// `whole`: the heap as the last turn asks for its wait (every other one waits already, none has gone on).
+let atWait: number | undefined
+if (whole) {
+  const setImmediate0 = globalThis.setImmediate
+  let asked = 0
+  globalThis.setImmediate = ((f: (...args: Array<unknown>) => void, ...args: Array<unknown>) => {
+    if (++asked === sessions) {
+      atWait = heapMb(process.env.HEAP_SNAPSHOT_HELD)
+      console.log(`every turn waits: its consumers have read ${events} events of the ${sessions * (deltas + 2)} stored by then`)
+    }
+    return setImmediate0(f, ...args)
+  }) as typeof setImmediate
+}
 const all = rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
   Effect.forEach(Array.from({ length: sessions }), () =>
     Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) =>
@@ -54,12 +72,19 @@ const all = rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =
         events += chunk.length
         return Effect.void
       })), { concurrency: "unbounded", discard: true })))
-// Every turn waits in its model's stream, and its consumer has read what it stored (start, message, deltas).
-while (waiting < sessions || events < sessions * (deltas + 2)) await settle()
-await settle()
-const held = heapMb(process.env.HEAP_SNAPSHOT_HELD)
-Effect.runSync(Deferred.succeed(gate, undefined))
-await all
+let held: number
+if (whole) {
+  await all
+  if (atWait === undefined) throw new Error("the turns did not all wait at once")
+  held = atWait
+} else {
+  // Every turn waits in its model's stream, and its consumer has read what it stored (start, message, deltas).
+  while (waiting < sessions || events < sessions * (deltas + 2)) await settle()
+  await settle()
+  held = heapMb(process.env.HEAP_SNAPSHOT_HELD)
+  Effect.runSync(Deferred.succeed(gate, undefined))
+  await all
+}
 const after = heapMb(process.env.HEAP_SNAPSHOT_AFTER)
 await rt.dispose()
 const kb = (mb: number) => `${(mb * 1024 / sessions).toFixed(1)} KB`

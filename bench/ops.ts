@@ -7,24 +7,92 @@
  *
  *   node --import tsx bench/ops.ts
  *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
+ *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
  */
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
+import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
 import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
 import { count, deltaTexts, scratch } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
   fibers = 0
+  /** Suspensions that wait (see `PerFiber.onSuspend`). */
+  waits = 0
   readonly value = Effect.void
   override onStart() {
     this.fibers++
   }
   override onEffect() {
     this.ops++
+  }
+  override onSuspend(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    if ((fiber as unknown as { _queue: Array<unknown> })._queue.length === 0 && fiber.unsafePoll() === null) this.waits++
+  }
+}
+
+/**
+ * Counts each fiber's ops and suspensions apart, and names it by where it was started: the first
+ * frame of the project's own code (or the bench's) on the stack that started it.
+ */
+class PerFiber extends Supervisor.AbstractSupervisor<void> {
+  readonly fibers = new Map<number, { readonly label: string; readonly parent: number | undefined; ops: number; suspensions: number }>()
+  readonly value = Effect.void
+  override onStart(_context: unknown, _effect: unknown, parent: { _tag: string; value?: Fiber.RuntimeFiber<unknown, unknown> }, fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    const frames = (new Error().stack ?? "").split("\n").slice(2)
+    const ours = (f: string) => /\/(src|bench)\//.test(f) && !f.includes("node_modules") && !f.includes("bench/ops.ts")
+    const own = frames.find(ours) ?? "?"
+    const where = own.replace(/^\s*at\s*/, "").replace(/\(.*\/(src|bench)\//, "($1/")
+    this.fibers.set(fiber.id().id, { label: where, parent: parent._tag === "Some" ? parent.value!.id().id : undefined, ops: 0, suspensions: 0 })
+  }
+  /** With OPS_TRACE set, each suspension and resumption in order, with the fiber's last op before it. */
+  readonly trace: Array<string> | undefined = process.env.OPS_TRACE ? [] : undefined
+  private readonly last = new Map<number, string>()
+  /** With OPS_KINDS set, each fiber's ops by kind (`_op`). */
+  readonly kinds = new Map<number, Map<string, number>>()
+  override onEffect(fiber: Fiber.RuntimeFiber<unknown, unknown>, effect: unknown) {
+    this.of(fiber).ops++
+    if (process.env.OPS_KINDS) {
+      const id = fiber.id().id
+      let k = this.kinds.get(id)
+      if (k === undefined) this.kinds.set(id, k = new Map())
+      const e = effect as { _op?: string; effect_instruction_i0?: unknown; effect_instruction_i1?: unknown; commit?: unknown }
+      let op = e._op ?? "?"
+      if (process.env.OPS_KINDS === "sites" && (op === "UpdateRuntimeFlags" || op === "WithRuntime" || op === "Commit" || op === "Sync")) {
+        const f = op === "UpdateRuntimeFlags" ? e.effect_instruction_i1 : op === "Commit" ? e.commit : e.effect_instruction_i0
+        op += " " + String(f).replace(/\s+/g, " ").slice(0, 90)
+      }
+      k.set(op, (k.get(op) ?? 0) + 1)
+    }
+    if (this.trace !== undefined) {
+      const e = effect as { _op?: string; effect_instruction_i0?: { name?: string } }
+      this.last.set(fiber.id().id, `${e._op}${typeof e.effect_instruction_i0 === "function" ? " " + String(e.effect_instruction_i0).replace(/\s+/g, " ").slice(0, 160) : ""}`)
+    }
+  }
+  override onSuspend(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    // An async op resumed in its own registration (a free semaphore's take) leaves its resumption in the
+    // fiber's queue, run on this stack: not a wait. Nor is the fiber's end.
+    const queued = (fiber as unknown as { _queue: Array<unknown> })._queue.length > 0
+    if (queued || fiber.unsafePoll() !== null) return
+    this.of(fiber).suspensions++
+    if (this.trace !== undefined) {
+      const stack = ((fiber as unknown as { _stack: Array<{ _op: string; effect_instruction_i1?: unknown; effect_instruction_i2?: unknown }> })._stack ?? [])
+      const frames = stack.slice(process.env.OPS_TRACE === "all" ? 0 : -12).reverse().filter((f) => f._op !== "RevertFlags" && !String(f.effect_instruction_i1).startsWith("cause1 =>")).map((f) => `      ${f._op}: ${String(f.effect_instruction_i1 ?? f.effect_instruction_i2 ?? "").replace(/\s+/g, " ").slice(0, 110)}`)
+      this.trace.push(`#${fiber.id().id} suspends after ${this.last.get(fiber.id().id)}\n${frames.join("\n")}`)
+    }
+  }
+  override onResume(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    this.trace?.push(`#${fiber.id().id} resumes`)
+  }
+  /** A fiber started before the supervisor was (the caller's own) is counted under its id alone. */
+  private of(fiber: Fiber.RuntimeFiber<unknown, unknown>) {
+    const id = fiber.id().id
+    let f = this.fibers.get(id)
+    if (f === undefined) this.fibers.set(id, f = { label: "the caller's fiber", parent: undefined, ops: 0, suspensions: 0 })
+    return f
   }
 }
 
@@ -51,7 +119,7 @@ const fsRequests = async (run: () => Promise<void>): Promise<number> => {
 const counted = async <A, E>(rt: ManagedRuntime.ManagedRuntime<SessionEngine.SessionEngine, never>, effect: Effect.Effect<A, E, SessionEngine.SessionEngine>) => {
   const counter = new Counter()
   const fs = await fsRequests(() => rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))).then(() => undefined))
-  return { ops: counter.ops, fibers: counter.fibers, fs }
+  return { ops: counter.ops, fibers: counter.fibers, waits: counter.waits, fs }
 }
 
 const measure = async (label: string, units: number, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>, cwd: string, turns: number) => {
@@ -134,13 +202,50 @@ const concurrentRun = async (sessions: number, deltas: number) => {
       Effect.forEach(Array.from({ length: sessions }), () =>
         Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => count(engine.runTurn({ sessionId, userMessage: "hi" }))), { concurrency: "unbounded" }))
     const whole = await counted(rt, run)
-    console.log(`row 21's whole run (${sessions} sessions × ${deltas} deltas): ${(whole.ops / 1e6).toFixed(2)} M Effect ops, ${whole.fibers} fibers`)
+    console.log(`row 21's whole run (${sessions} sessions × ${deltas} deltas): ${(whole.ops / 1e6).toFixed(2)} M Effect ops, ${whole.fibers} fibers, ${(whole.waits / sessions).toFixed(1)} waits a session`)
+  } finally {
+    await rt.dispose()
+  }
+}
+
+/**
+ * One of row 21's turns (a held session, D deltas one per chunk, read by the bench's `count`), fiber
+ * by fiber: each fiber's ops and suspensions and where it was started.
+ */
+const turnFibers = async (deltas: number) => {
+  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
+  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
+      stream: () => Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+    })),
+    IdGenerator.layer
+  ))))
+  try {
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const turn = (sessionId: string) => count(engine.runTurn({ sessionId, userMessage: "hi" }))
+    for (let i = 0; i < 5; i++) await rt.runPromise(Effect.flatMap(engine.createSession({ cwd: "/bench", client: "test" }), ({ sessionId }) => turn(sessionId)))
+    const { sessionId } = await rt.runPromise(engine.createSession({ cwd: "/bench", client: "test" }))
+    const perFiber = new PerFiber()
+    await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(turn(sessionId), perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
+    let ops = 0
+    let suspensions = 0
+    for (const [id, f] of perFiber.fibers) {
+      ops += f.ops
+      suspensions += f.suspensions
+      console.log(`fiber #${id}${f.parent === undefined ? "" : ` (of #${f.parent})`}: ${f.ops} ops, ${f.suspensions} suspensions — started at ${f.label}`)
+    }
+    if (perFiber.trace !== undefined) console.log(perFiber.trace.join("\n"))
+    for (const [id, kinds] of perFiber.kinds) console.log(`#${id}: ${[...kinds].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ")}`)
+    console.log(`a turn of ${deltas} deltas, one per chunk: ${ops} Effect ops, ${suspensions} suspensions, ${perFiber.fibers.size} fibers (the caller's own fiber counted with its ops)`)
   } finally {
     await rt.dispose()
   }
 }
 
 const main = async () => {
+  if (process.argv[2] === "fibers") return turnFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "concurrent") return concurrentRun(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 100))
   const cwd = join(scratch("ops"), "work")
   mkdirSync(cwd, { recursive: true })

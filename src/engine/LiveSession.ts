@@ -9,7 +9,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type * as Mailbox from "effect/Mailbox"
 import type { AgentEvent, EventOfType, SessionEventDraft, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
@@ -18,6 +17,7 @@ import { LiveTranscript } from "./LiveTranscript.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import type { Services } from "./Services.js"
 import type { Slot } from "./SessionDriver.js"
+import type { TurnSink } from "./TurnSink.js"
 
 /** What the engine knows of a session: the fold of its log. */
 export interface Live {
@@ -160,7 +160,7 @@ export const commit = (
   turnId: string | undefined,
   drafts: ReadonlyArray<TurnEventDraft | SessionEventDraft>,
   guard?: Guard,
-  sink?: Mailbox.Mailbox<AgentEvent, EventStoreFailure>
+  sink?: TurnSink
 ): Effect.Effect<ReadonlyArray<AgentEvent>, EventStoreFailure> =>
   Effect.uninterruptible(session.writes.holding(Effect.clockWith((clock) => {
     const batch = build(session, turnId, drafts, guard, new Date(clock.unsafeCurrentTimeMillis()).toISOString())
@@ -180,8 +180,8 @@ export const commit = (
           session.state = state
           for (const event of events) session.transcript.add(event)
           services.watchers.publish(session.sessionId, events)
-          // Unbounded: the consumer's mailbox takes the whole batch at once.
-          sink?.unsafeOfferAll(events)
+          // Unbounded: the consumer's sink takes the whole batch at once.
+          sink?.offerAll(events)
           return events as ReadonlyArray<AgentEvent>
         })
       )

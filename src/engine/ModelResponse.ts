@@ -25,9 +25,12 @@ export interface Tally {
   usage: AgentEvent.Usage | undefined
 }
 
-/** A streamed response: its tool calls and why it finished, or the provider failure that ended it and whether any of it was stored. */
+/**
+ * A streamed response: its tool calls and why it finished (and whether it was read whole as it
+ * started, for {@link stream}'s wait), or the provider failure that ended it and whether any of it was stored.
+ */
 export type Response =
-  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined }
+  | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined; readonly whole: boolean }
   | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
 
 /** Two usages summed (cache counts only when one of them has them). */
@@ -115,10 +118,12 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
         done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
 
+    let whole = false
     return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
-      // A response read whole as it started is committed at once; the event loop then runs once before
-      // it is seen to end, as the end of one still running ahead comes (`runAhead`).
-      Effect.flatMap(({ arrived, whole }) => whole ? Effect.zipRight(drain(arrived, true), nextMacrotask) : drain(arrived, true)),
+      Effect.flatMap((started) => {
+        whole = started.whole
+        return drain(started.arrived, true)
+      }),
       Effect.scoped,
       Effect.zipRight(Effect.suspend(() =>
         finishReason === "length" || finishReason === "content_filter"
@@ -128,7 +133,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
           )
           : Effect.void
       )),
-      Effect.map((): Response => ({ _tag: "Answered", calls, finishReason })),
+      Effect.map((): Response => ({ _tag: "Answered", calls, finishReason, whole })),
       Effect.catchTag("ProviderFailure", (failure) =>
         Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
     )
@@ -137,8 +142,18 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
 /**
  * Streams a response, sending the request again after a retryable failure that came before any
  * of the response was stored: `model.retry` is stored, then the engine waits (through `Clock`).
+ *
+ * A response read whole as it started is committed at once; the event loop then runs once before it
+ * is seen to end, as the end of one still running ahead comes (`runAhead`), so that a steer sent on
+ * seeing its last delta makes one more step. That wait is here, once everything that read the
+ * response is let go — its scope (the provider stream's channel executors, the buffer), its span, the
+ * retry loop — rather than inside them: each of many turns waiting at once kept them (bench row 21:
+ * `bench/heap.ts … whole`, 109 → 90 KB a turn in flight).
  */
 export const stream = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
+  Effect.tap(attempts(turn, built, tally), (response) => response._tag === "Answered" && response.whole ? nextMacrotask : Effect.void)
+
+const attempts = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Retry.loop(
     turn.services.options.retry,
     (attempt) =>

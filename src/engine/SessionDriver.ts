@@ -26,10 +26,8 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
-import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
-import type { AgentEvent } from "../domain/AgentEvent.js"
 import {
   ApprovalNotPending,
   type EventStoreFailure,
@@ -46,8 +44,10 @@ import * as EventDraft from "./EventDraft.js"
 import * as LiveSession from "./LiveSession.js"
 import type { LiveSessions } from "./LiveSessions.js"
 import type { Services } from "./Services.js"
+import * as StartedNow from "./StartedNow.js"
 import * as Subagents from "./Subagents.js"
 import * as Turn from "./Turn.js"
+import { TurnSink } from "./TurnSink.js"
 import * as TurnDriver from "./TurnDriver.js"
 
 /** The engine a driver works in. */
@@ -219,13 +219,22 @@ const runEnded = (engine: Engine, session: LiveSession.LiveSession, run: Run, ex
  * run is uninterruptible but where it says ({@link betweenTurns}, and a turn's wait for its steps),
  * and its fiber starts so (it is forked from an uninterruptible region): its end is always dealt
  * with, even when the engine shuts down before the fiber has taken a step.
+ *
+ * A caller's turn starts at once (`StartedNow`): the run's fiber runs in this step until its first
+ * wait, so the turn has stored its start — and a response read whole (scripted, cached), the
+ * response — before the caller takes its first events: neither the run's start nor the caller's
+ * first take is a round of the scheduler across every turn in flight (bench row 21). `request`
+ * holds the session's lock meanwhile; the run never takes it, and what it may call that would
+ * (`wake`, `exclusive`) gives up or waits for it, as with any holder. The queue's run (`wake`)
+ * starts on the scheduler's next turn, as before: a follow-up's sender is not made to run its turn.
  */
 const startRun = (engine: Engine, session: LiveSession.LiveSession, requested?: Turn.Turn): Effect.Effect<void> =>
   Effect.uninterruptible(Effect.suspend(() => {
     const run: Run = { current: undefined, requested }
     session.driver.run = run
     const loop = Effect.zipRight(annotate("sessionId", session.sessionId), runLoop(engine, session, run))
-    return Effect.asVoid(Effect.forkIn(Effect.uninterruptible(Effect.onExit(loop, (exit) => runEnded(engine, session, run, exit))), engine.scope))
+    const program = Effect.uninterruptible(Effect.onExit(loop, (exit) => runEnded(engine, session, run, exit)))
+    return requested === undefined ? Effect.asVoid(Effect.forkIn(program, engine.scope)) : StartedNow.forkIn(program, engine.scope)
   }))
 
 /**
@@ -331,7 +340,7 @@ export function request(
     }
     // The turn's events go to the caller's stream; its span is a child of the caller's.
     const span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
-    const turn = Turn.make(engine.services, session, turnId, work, { sink: yield* Mailbox.make<AgentEvent, EventStoreFailure>(), span })
+    const turn = Turn.make(engine.services, session, turnId, work, { sink: new TurnSink(), span })
     // A resumed turn's waits are registered before it runs, so an answer given right away is never lost.
     for (const call of work._tag === "Resume" ? SessionState.pendingApprovals(state) : []) {
       turn.approvals.set(call.toolCallId, yield* Deferred.make<Turn.UserDecision>())

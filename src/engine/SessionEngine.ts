@@ -14,7 +14,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
@@ -447,7 +446,7 @@ export const make = (
           return Effect.flatMap(sessions.writable(sessionId), (session) =>
             Effect.uninterruptible(Effect.map(asked(session), (turn) => {
               taken = { session, turn }
-              return Mailbox.toChannel(turn.sink!)
+              return turn.sink!.channel
             }))).pipe(Effect.withParentSpan(made))
         })
         // One channel from the mailbox, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,

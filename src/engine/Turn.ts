@@ -14,7 +14,6 @@ import * as Equal from "effect/Equal"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as FiberRef from "effect/FiberRef"
-import type * as Mailbox from "effect/Mailbox"
 import type * as Tracer from "effect/Tracer"
 import type { AgentEvent, TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
@@ -23,6 +22,7 @@ import type * as SessionState from "../domain/SessionState.js"
 import type * as Task from "../domain/Task.js"
 import * as LiveSession from "./LiveSession.js"
 import type { Services } from "./Services.js"
+import type { TurnSink } from "./TurnSink.js"
 
 /**
  * What a turn runs: a new user message (`runTurn`), a queued follow-up (`followUp`), or the turn the
@@ -154,7 +154,7 @@ export interface Turn {
    */
   readonly accepted: Map<string, SessionState.AppliedMessage>
   /** Where its events go once stored: the consumer of its stream (`runTurn`, `resumeTurn`); none for a follow-up's turn. */
-  readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure> | undefined
+  readonly sink: TurnSink | undefined
   /** Done once the turn has ended and its end has been dealt with (its stream ended, the run moved on). */
   readonly ended: Deferred.Deferred<void>
   /** The span of the caller who asked for the turn, parent of the turn's own; none for a follow-up's turn. */
@@ -169,7 +169,7 @@ export const make = (
   session: LiveSession.LiveSession,
   turnId: string,
   work: Work,
-  caller?: { readonly sink: Mailbox.Mailbox<AgentEvent, EventStoreFailure>; readonly span: Tracer.AnySpan | undefined }
+  caller?: { readonly sink: TurnSink; readonly span: Tracer.AnySpan | undefined }
 ): Turn => ({
   // A session may have tools of its own (MCP servers its client named): its turns use them.
   services: services.tools?.forSession === undefined ? services : { ...services, tools: services.tools.forSession(session.sessionId) },
@@ -210,7 +210,7 @@ export const commitTo = (
   services: Services,
   session: LiveSession.LiveSession,
   turnId: string,
-  sink?: Mailbox.Mailbox<AgentEvent, EventStoreFailure>
+  sink?: TurnSink
 ): Commit =>
 (drafts, guard) =>
   // Stored and handed to the consumer as one step: a cancel between the two would lose an event from its stream.

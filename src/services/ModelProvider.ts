@@ -15,7 +15,7 @@ import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import type { ProviderFailure } from "../domain/Errors.js"
@@ -125,7 +125,7 @@ export interface RunAhead<A, E> {
  * then the buffer.
  */
 export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
-  Effect.flatMap(Effect.acquireRelease(Mailbox.make<A, E>({ capacity }), (buffer) => buffer.shutdown), (buffer) =>
+  Effect.flatMap(buffered<A, E>(capacity), (buffer) =>
     Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
       let starting = true
       const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
@@ -153,6 +153,15 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
           return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer)
         })))
     }))
+
+/**
+ * The buffer, shut down when the scope closes. Its finalizer is the scope's own (`Scope.addFinalizer`),
+ * not `Effect.acquireRelease`'s, which records the fiber refs at the acquire and diffs and patches them
+ * around the release, once per response: shutting a mailbox down reads none of them.
+ */
+const buffered = <A, E>(capacity: number): Effect.Effect<Mailbox.Mailbox<A, E>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.scope, (scope) =>
+    Effect.uninterruptible(Effect.flatMap(Mailbox.make<A, E>({ capacity }), (buffer) => Effect.as(Scope.addFinalizer(scope, buffer.shutdown), buffer))))
 
 /** The fiber refs of a fiber started by `runAhead`: its starter's, forked, as `Effect.fork` makes them (an interruption the starter has received is not the new fiber's). */
 const forkedRefs = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => FiberRefs.forkAs(refs, id)

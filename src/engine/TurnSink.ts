@@ -1,0 +1,86 @@
+/**
+ * Where a turn's events go once stored, for its caller's stream (`runTurn`, `resumeTurn`): what
+ * `Mailbox` gave the engine before — unbounded, offered to without an effect, ended or failed once,
+ * read as a channel of the chunks handed over since the last read, everything offered before the end
+ * read before it — with one reader and nothing more.
+ *
+ * Effect's `Mailbox` wakes a waiting reader through a task of the scheduler, scheduled by each offer
+ * (and the woken fiber is then scheduled itself): two rounds of the scheduler a hand-over, and a task
+ * scheduled while nobody waited wakes the next reader with nothing to read — which is every turn once
+ * its run starts at once and hands its first events over before its caller reads (`StartedNow`; bench
+ * row 21: 1,000 turns in flight, each round of the scheduler a round across all of them). Here an
+ * offer resumes the waiting reader itself.
+ *
+ * @since 0.6.0
+ * @internal
+ */
+import * as Channel from "effect/Channel"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Cause from "effect/Cause"
+import type { AgentEvent } from "../domain/AgentEvent.js"
+import type { EventStoreFailure } from "../domain/Errors.js"
+
+const ended = Effect.succeed([Chunk.empty<AgentEvent>(), true] as const)
+
+/** A turn's events on their way to its caller. */
+export class TurnSink {
+  private pending: Array<AgentEvent> = []
+  private exit: Exit.Exit<void, EventStoreFailure> | undefined = undefined
+  private reader: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+
+  /** Hands `events` over (dropped once the sink has ended), resuming the reader if it waits. */
+  offerAll(events: ReadonlyArray<AgentEvent>): void {
+    if (this.exit !== undefined) return
+    for (const event of events) this.pending.push(event)
+    this.wake()
+  }
+
+  /** Ends the stream once what was handed over has been read. */
+  readonly end: Effect.Effect<void> = Effect.sync(() => this.done(Exit.void))
+
+  /** Fails the stream with `cause` once what was handed over has been read. */
+  failCause(cause: Cause.Cause<EventStoreFailure>): Effect.Effect<void> {
+    return Effect.sync(() => this.done(Exit.failCause(cause)))
+  }
+
+  /** The events as a channel: each read takes everything handed over since the last, waiting for some. */
+  readonly channel: Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, EventStoreFailure, unknown, void, unknown> = Channel.suspend(() => this.loop)
+
+  private readonly loop: Channel.Channel<Chunk.Chunk<AgentEvent>, unknown, EventStoreFailure, unknown, void, unknown> = Channel.flatMap(
+    Channel.fromEffect(Effect.suspend(() => this.take)),
+    ([events, done]) => done ? Channel.void : Channel.zipRight(Channel.write(events), this.loop)
+  )
+
+  private done(exit: Exit.Exit<void, EventStoreFailure>): void {
+    if (this.exit !== undefined) return
+    this.exit = exit
+    this.wake()
+  }
+
+  private wake(): void {
+    const reader = this.reader
+    if (reader === undefined) return
+    this.reader = undefined
+    reader(Effect.void)
+  }
+
+  private readonly take: Effect.Effect<readonly [Chunk.Chunk<AgentEvent>, boolean], EventStoreFailure> = Effect.suspend(() => {
+    if (this.pending.length > 0) {
+      const events = Chunk.unsafeFromArray(this.pending)
+      this.pending = []
+      return Effect.succeed([events, false] as const)
+    }
+    if (this.exit !== undefined) return Exit.isSuccess(this.exit) ? ended : Effect.failCause(this.exit.cause)
+    return Effect.zipRight(this.wait, this.take)
+  })
+
+  private readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {
+    this.reader = resume
+    // A reader that goes away (its stream interrupted) is not resumed.
+    return Effect.sync(() => {
+      if (this.reader === resume) this.reader = undefined
+    })
+  })
+}

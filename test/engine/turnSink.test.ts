@@ -1,0 +1,70 @@
+/**
+ * TurnSink: a turn's events on their way to its caller's stream — what the engine took from effect's
+ * `Mailbox` before: everything handed over before the end (or the failure) is read before it, in
+ * order, in chunks of what arrived since the last read; nothing handed over after the end.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import { EventStoreFailure } from "../../src/domain/Errors.js"
+import { TurnSink } from "../../src/engine/TurnSink.js"
+
+/** A stand-in event: the sink hands events on and never reads them. */
+const event = (sequence: number) => ({ sequence }) as unknown as AgentEvent
+const sequences = (chunks: ReadonlyArray<Chunk.Chunk<AgentEvent>>) => chunks.map((chunk) => Chunk.toReadonlyArray(chunk).map((e) => e.sequence))
+
+describe("TurnSink", () => {
+  it.effect("what was handed over before the end is read before it, a chunk per read of what arrived since the last", () =>
+    Effect.gen(function*() {
+      const sink = new TurnSink()
+      sink.offerAll([event(1), event(2)])
+      sink.offerAll([event(3)])
+      yield* sink.end
+      sink.offerAll([event(4)])
+      const chunks = yield* Stream.runCollect(Stream.fromChannel(sink.channel).pipe(Stream.chunks))
+      expect(sequences(Chunk.toReadonlyArray(chunks))).toEqual([[1, 2, 3]])
+    }))
+
+  it.effect("a waiting reader is resumed by the next hand-over, and by the end", () =>
+    Effect.gen(function*() {
+      const sink = new TurnSink()
+      const read = yield* Effect.fork(Stream.runCollect(Stream.fromChannel(sink.channel).pipe(Stream.chunks)))
+      yield* Effect.yieldNow()
+      sink.offerAll([event(1)])
+      yield* Effect.yieldNow()
+      sink.offerAll([event(2), event(3)])
+      yield* Effect.yieldNow()
+      yield* sink.end
+      expect(sequences(Chunk.toReadonlyArray(yield* Fiber.join(read)))).toEqual([[1], [2, 3]])
+    }))
+
+  it.effect("a failure comes after what was handed over before it", () =>
+    Effect.gen(function*() {
+      const sink = new TurnSink()
+      const failure = new EventStoreFailure({ reason: "unavailable", operation: "append", detail: "down" })
+      sink.offerAll([event(1)])
+      yield* sink.failCause(Cause.fail(failure))
+      yield* sink.end
+      const read: Array<number> = []
+      const exit = yield* Effect.exit(Stream.runForEach(Stream.fromChannel(sink.channel), (e) => Effect.sync(() => read.push(e.sequence))))
+      expect(read).toEqual([1])
+      expect(exit).toEqual(Exit.fail(failure))
+    }))
+
+  it.effect("a reader that went away while it waited is not resumed; the next reader reads what came", () =>
+    Effect.gen(function*() {
+      const sink = new TurnSink()
+      const first = yield* Effect.fork(Stream.runCollect(Stream.fromChannel(sink.channel)))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(first)
+      sink.offerAll([event(1)])
+      yield* sink.end
+      const second = yield* Stream.runCollect(Stream.fromChannel(sink.channel))
+      expect(Chunk.toReadonlyArray(second).map((e) => e.sequence)).toEqual([1])
+    }))
+})
