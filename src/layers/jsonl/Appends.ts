@@ -347,8 +347,10 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
 
     /** The lines of a batch, or why none of it may be written. */
     const linesOf = (appender: Appender, events: ReadonlyArray<AgentEvent.AgentEvent>): Lines | EventStoreFailure => {
-      // The hot path: a streamed response's deltas, encoded straight to bytes.
-      const run = EventCodec.encodeDeltaRun(events, maxLineBytes)
+      // The hot path: a streamed response's deltas, encoded straight to bytes. One event is cheaper as
+      // one `JSON.stringify`: the run's shared parts and its buffer are four typed arrays made per
+      // batch, which pay off over many lines only (one delta appended: 3.5 → 2.9 µs, bench row 3).
+      const run = events.length > 1 ? EventCodec.encodeDeltaRun(events, maxLineBytes) : undefined
       if (run !== undefined) return run
       let data = ""
       for (const event of events) {
