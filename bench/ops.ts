@@ -182,14 +182,10 @@ const concurrentParts = async () => {
   }
 }
 
-/**
- * Row 21's whole run, counted: N sessions created at once, each one turn of D deltas handed over one
- * per chunk (as `bench/child.ts concurrent` runs them), with the engine's default cache. Slow (every op
- * of the run is counted): only with `concurrent` on the command line.
- */
-const concurrentRun = async (sessions: number, deltas: number) => {
+/** An engine as row 21's child builds it: the memory store, a model handing over D deltas one per chunk, the default cache. */
+const rowRuntime = (deltas: number) => {
   const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
-  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
+  return ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
     MemoryEventStore.layer,
     Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
       capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
@@ -197,6 +193,15 @@ const concurrentRun = async (sessions: number, deltas: number) => {
     })),
     IdGenerator.layer
   ))))
+}
+
+/**
+ * Row 21's whole run, counted: N sessions created at once, each one turn of D deltas handed over one
+ * per chunk (as `bench/child.ts concurrent` runs them), with the engine's default cache. Slow (every op
+ * of the run is counted): only with `concurrent` on the command line.
+ */
+const concurrentRun = async (sessions: number, deltas: number) => {
+  const rt = rowRuntime(deltas)
   try {
     const run = Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
       Effect.forEach(Array.from({ length: sessions }), () =>
@@ -213,15 +218,7 @@ const concurrentRun = async (sessions: number, deltas: number) => {
  * by fiber: each fiber's ops and suspensions and where it was started.
  */
 const turnFibers = async (deltas: number) => {
-  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
-  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
-    MemoryEventStore.layer,
-    Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
-      capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
-      stream: () => Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
-    })),
-    IdGenerator.layer
-  ))))
+  const rt = rowRuntime(deltas)
   try {
     const engine = await rt.runPromise(SessionEngine.SessionEngine)
     const turn = (sessionId: string) => count(engine.runTurn({ sessionId, userMessage: "hi" }))

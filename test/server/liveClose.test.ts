@@ -13,17 +13,9 @@ import type * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
+import { liveEvent } from "./liveEvents.js"
 
-const event = (sequence: number): AgentEvent.AgentEvent =>
-  ({
-    id: `e${sequence}`,
-    sessionId: "s",
-    turnId: "t",
-    sequence,
-    timestamp: "2026-12-03T00:00:00.000Z",
-    type: "turn.started",
-    payload: { promptPreview: "go" }
-  }) as AgentEvent.AgentEvent
+const event = liveEvent
 
 /**
  * A Node response as `Live` sees it, which counts how often the keep-alive timer looked at it

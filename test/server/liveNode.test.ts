@@ -16,17 +16,9 @@ import * as Stream from "effect/Stream"
 import { createServer, get } from "node:http"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
+import { liveEvent } from "./liveEvents.js"
 
-const event = (sequence: number): AgentEvent.AgentEvent =>
-  ({
-    id: `e${sequence}`,
-    sessionId: "s",
-    turnId: "t",
-    sequence,
-    timestamp: "2026-12-03T00:00:00.000Z",
-    type: "turn.started",
-    payload: { promptPreview: "go" }
-  }) as AgentEvent.AgentEvent
+const event = liveEvent
 
 /** A Node server answering every request with `Live.response` over `watch`; its URL and whether the body was written directly. */
 const serve = (watch: Stream.Stream<AgentEvent.AgentEvent>, keepAlive: Duration.Duration) =>
