@@ -449,7 +449,7 @@ export const make = (
               return turn.sink!.channel
             }))).pipe(Effect.withParentSpan(made))
         })
-        // One channel from the mailbox, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
+        // One channel from the turn's sink, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
         // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
         return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
           Effect.zipRight(
