@@ -224,9 +224,10 @@ describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
       await chat.waitFor(/› /)
       chat.type("show some markdown\r")
       await chat.waitFor(/item one/)
-      chat.type("\x03")
-      await chat.waitFor(/› /)
-      chat.type("\x03")
+      // The answer's last line can be on the screen before its turn has ended: `/exit` waits for the
+      // turn, then leaves. (Two Ctrl+C's raced: the first left at once if the turn had ended, and the
+      // second, reaching a terminal no longer in raw mode, was a SIGINT to the exiting process — 130.)
+      chat.type("/exit\r")
       const { code, screen } = await chat.done
       expect(code).toBe(0)
       const shown = screen.slice(screen.indexOf("show some markdown"))
@@ -258,7 +259,8 @@ describe("effect-agent chat on a terminal (script -qfec, a pty)", () => {
     await chat.waitFor(/answer line 11/, later)
     chat.type("\r")
     await chat.waitFor(/after the steer/, later)
-    chat.type("\x03")
+    // The steered turn may still be ending: `/exit` waits for it (a Ctrl+C then would cancel it and stay).
+    chat.type("/exit\r")
     const { code, screen } = await chat.done
     expect(code).toBe(0)
     const rows = screenRows(screen)
