@@ -13,7 +13,6 @@ import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Fiber from "effect/Fiber"
-import type * as FiberId from "effect/FiberId"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
@@ -44,9 +43,8 @@ export const forkIn = <A, E>(effect: Effect.Effect<A, E>, scope: Scope.Scope): E
         ? Effect.asVoid(Effect.forkIn(effect, scope))
         : Effect.flatMap(Effect.runtime<never>(), (runtime) =>
           Effect.sync(() => {
-            fiber = Runtime.runFork(runtime, Effect.onExit(effect, (exit) => Scope.close(own, exit)), { updateRefs: forkedRefs })
+            // Its refs forked from the starter's, as `Effect.fork` makes them: an interruption the starter has received is not the new fiber's.
+            fiber = Runtime.runFork(runtime, Effect.onExit(effect, (exit) => Scope.close(own, exit)), { updateRefs: FiberRefs.forkAs })
           })))
   })
 
-/** The fiber refs of a fiber started here: its starter's, forked, as `Effect.fork` makes them (an interruption the starter has received is not the new fiber's). */
-const forkedRefs = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => FiberRefs.forkAs(refs, id)

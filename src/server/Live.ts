@@ -321,7 +321,7 @@ const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAliv
  * write (a timer of the runtime, re-armed by each write, not a schedule merged into the stream: a
  * merge costs two more fibers per client and a hand-off between them per chunk).
  */
-export const mailboxResponse = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
+const mailboxResponse = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAlive: Duration.Duration) => {
   const body = Stream.unwrapScoped(Effect.gen(function*() {
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
     const box = new Mailbox(connectedBytes)

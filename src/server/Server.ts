@@ -195,6 +195,9 @@ export interface Listen {
 /** The default of `Listen.headersTimeout`. */
 export const defaultHeadersTimeout = Duration.seconds(20)
 
+/** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
+const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
+
 /**
  * A Node HTTP server whose connections must send a request in time. Node's own `headersTimeout`
  * holds only once a request's first byte came (checked every `connectionsCheckingInterval`, 30 s by
@@ -203,9 +206,6 @@ export const defaultHeadersTimeout = Duration.seconds(20)
  * request arrives (Node then destroys the socket: no listener of the server's `timeout` event says
  * otherwise); from then on Node's keep-alive timeout and its checks take over.
  */
-/** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
-const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
-
 const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
   const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
   const server = createServer({

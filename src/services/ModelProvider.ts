@@ -10,7 +10,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Fiber from "effect/Fiber"
-import type * as FiberId from "effect/FiberId"
 import * as FiberRefs from "effect/FiberRefs"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -148,7 +147,8 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
       return Effect.flatMap(Effect.runtime<never>(), (runtime) =>
         // Started and handed to the scope in one uninterruptible step: never left running unowned.
         Effect.uninterruptible(Effect.suspend(() => {
-          const fiber = Runtime.runFork(runtime, pump, { updateRefs: forkedRefs })
+          // Its refs forked from this fiber's, as `Effect.fork` makes them: an interruption this fiber has received is not the new one's.
+          const fiber = Runtime.runFork(runtime, pump, { updateRefs: FiberRefs.forkAs })
           starting = false
           return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer)
         })))
@@ -163,8 +163,6 @@ const buffered = <A, E>(capacity: number): Effect.Effect<Mailbox.Mailbox<A, E>, 
   Effect.flatMap(Effect.scope, (scope) =>
     Effect.uninterruptible(Effect.flatMap(Mailbox.make<A, E>({ capacity }), (buffer) => Effect.as(Scope.addFinalizer(scope, buffer.shutdown), buffer))))
 
-/** The fiber refs of a fiber started by `runAhead`: its starter's, forked, as `Effect.fork` makes them (an interruption the starter has received is not the new fiber's). */
-const forkedRefs = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => FiberRefs.forkAs(refs, id)
 
 /** A fiber running ahead, owned by the scope (interrupted when it closes); made here so that its finalizer keeps only the fiber. */
 const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
