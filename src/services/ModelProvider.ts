@@ -127,19 +127,35 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
   Effect.flatMap(buffered<A, E>(capacity), (buffer) =>
     Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
       let starting = true
-      const pump: Effect.Effect<void> = Effect.matchCauseEffect(pull, {
-        onSuccess: (pulled) => {
-          // The stream's end, handed over on the event loop's next turn, as a network stream's end
-          // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
-          // consumer before the response is seen to end — so a steer sent on seeing the last delta
-          // is there when the step decides whether the turn is over. (Reached while starting, the
-          // reader does that wait: `whole`.)
-          if (Either.isLeft(pulled)) return starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end)
-          // Put in at once while there is room (the usual case), with no effect of its own per chunk:
-          // a provider handing over one delta per chunk pulls as many times as it has deltas.
-          const rest = buffer.unsafeOfferAll(pulled.right)
-          return Chunk.isEmpty(rest) ? pump : Effect.zipRight(buffer.offerAll(rest), pump)
+      let ended = false
+      // What a full buffer did not take, offered (waiting for room) before the next pull.
+      let held: Chunk.Chunk<A> | undefined
+      // One loop rather than a `matchCauseEffect` per pull: a provider handing over one delta per
+      // chunk pulls as many times as it has deltas, and each pull is then only the channel's own ops.
+      // Put in at once while there is room (the usual case), with no effect of its own per chunk.
+      const pulls = Effect.whileLoop({
+        while: () => !ended,
+        body: () => {
+          const rest = held
+          if (rest === undefined) return pull
+          held = undefined
+          return Effect.zipRight(buffer.offerAll(rest), pull)
         },
+        step: (pulled) => {
+          if (Either.isLeft(pulled)) ended = true
+          else {
+            const rest = buffer.unsafeOfferAll(pulled.right)
+            if (!Chunk.isEmpty(rest)) held = rest
+          }
+        }
+      })
+      const pump: Effect.Effect<void> = Effect.matchCauseEffect(pulls, {
+        // The stream's end, handed over on the event loop's next turn, as a network stream's end
+        // comes in a read of its own: the last pieces are taken, committed and handed to the turn's
+        // consumer before the response is seen to end — so a steer sent on seeing the last delta
+        // is there when the step decides whether the turn is over. (Reached while starting, the
+        // reader does that wait: `whole`.)
+        onSuccess: () => starting ? buffer.end : Effect.zipRight(nextMacrotask, buffer.end),
         onFailure: (cause) => buffer.failCause(cause)
       })
       // This fiber's runtime (its flags as they are here, before the uninterruptible step below), used
