@@ -8,13 +8,14 @@
  *   node --import tsx bench/ops.ts
  *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
  *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
+ *   node --import tsx bench/ops.ts floor [deltas=100]    (the same without the engine: `bench/child.ts effect-floor`)
  */
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
+import { Chunk, Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
+import { type AgentEvent, FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
 import { count, deltaTexts, scratch } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
@@ -241,8 +242,41 @@ const turnFibers = async (deltas: number) => {
   }
 }
 
+/**
+ * Row 21's turn without the engine, fiber by fiber, as `bench/child.ts effect-floor` runs it: the
+ * model's stream read ahead (`ModelProvider.runAhead`) and taken whole, then the caller's
+ * `Stream.runForEachChunk` (`count`) over the turn's events in its three hand-overs — the Effect
+ * operations an engine between a provider's `Stream` and its caller's `Stream` cannot do without.
+ */
+const floorFibers = async (deltas: number) => {
+  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
+  const event = (type: string, payload: object) => ({ type, payload }) as unknown as AgentEvent.AgentEvent
+  const handed = [
+    [event("turn.started", {}), event("user.message", { text: "hi" })],
+    deltaTexts(deltas).map((text) => event("model.delta", { text })),
+    [event("turn.completed", {})]
+  ]
+  const turn = Effect.zipRight(
+    Effect.scoped(Effect.flatMap(
+      ModelProvider.runAhead(Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))), 4096),
+      ({ arrived }) => arrived.takeAll
+    )),
+    count(Stream.fromChunks(...handed.map((c) => Chunk.unsafeFromArray(c))))
+  )
+  for (let i = 0; i < 5; i++) await Effect.runPromise(turn)
+  const perFiber = new PerFiber()
+  await Effect.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(turn, perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
+  let ops = 0
+  for (const [id, f] of perFiber.fibers) {
+    ops += f.ops
+    console.log(`fiber #${id}${f.parent === undefined ? "" : ` (of #${f.parent})`}: ${f.ops} ops, ${f.suspensions} suspensions — started at ${f.label}`)
+  }
+  console.log(`row 21's turn of ${deltas} deltas without the engine (the model read ahead, the caller's Stream.runForEachChunk): ${ops} Effect ops, ${perFiber.fibers.size} fibers`)
+}
+
 const main = async () => {
   if (process.argv[2] === "fibers") return turnFibers(Number(process.argv[3] ?? 100))
+  if (process.argv[2] === "floor") return floorFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "concurrent") return concurrentRun(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 100))
   const cwd = join(scratch("ops"), "work")
   mkdirSync(cwd, { recursive: true })

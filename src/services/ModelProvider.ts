@@ -130,6 +130,15 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
       let ended = false
       // What a full buffer did not take, offered (waiting for room) before the next pull.
       let held: Chunk.Chunk<A> | undefined
+      // Puts in what there is room for, one piece at a time (`unsafeOfferAll` makes an array and a
+      // chunk of the rest on every call, and iterates the chunk: ~200 bytes a pull of one delta);
+      // answers the rest, if any.
+      const offered = (chunk: Chunk.Chunk<A>): Chunk.Chunk<A> | undefined => {
+        for (let i = 0; i < chunk.length; i++) {
+          if (!buffer.unsafeOffer(Chunk.unsafeGet(chunk, i))) return Chunk.drop(chunk, i)
+        }
+        return undefined
+      }
       // One loop rather than a `matchCauseEffect` per pull: a provider handing over one delta per
       // chunk pulls as many times as it has deltas, and each pull is then only the channel's own ops.
       // Put in at once while there is room (the usual case), with no effect of its own per chunk.
@@ -143,10 +152,7 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
         },
         step: (pulled) => {
           if (Either.isLeft(pulled)) ended = true
-          else {
-            const rest = buffer.unsafeOfferAll(pulled.right)
-            if (!Chunk.isEmpty(rest)) held = rest
-          }
+          else held = offered(pulled.right)
         }
       })
       const pump: Effect.Effect<void> = Effect.matchCauseEffect(pulls, {
