@@ -14,7 +14,8 @@
  * Both sides are the library's own services, wrapped: a `SocketServer` whose connections' reads
  * start only after the proof and whose writes wait for it, and the `Runners.RpcClientProtocol` of
  * `@effect/platform-node`, whose sockets answer the challenge before their first write. `layer`
- * composes them as `NodeClusterSocket.layer` composes its unguarded ones (SQL storage, msgpack).
+ * composes them as `NodeClusterSocket.layer` composes its unguarded ones (SQL storage, msgpack),
+ * and lets a runner that lost the race to create the storage's tables try again.
  *
  * @since 0.2.0
  */
@@ -37,6 +38,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { ClusterSecret } from "./ClusterSecret.js"
@@ -218,12 +220,15 @@ export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, 
  */
 export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>) => {
   const clients = layerClientProtocol
+  // Two runners starting at once on an empty database both create `@effect/cluster`'s tables: one
+  // fails on PostgreSQL's catalog (a duplicate type) and tries again, finding them made.
+  const created = Schedule.spaced(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(3)))
   const transport = SocketRunner.layer.pipe(Layer.provide([layerSocketServer, clients]))
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clients))
   return transport.pipe(
     Layer.provide(health),
-    Layer.provideMerge(Layer.orDie(SqlMessageStorage.layer)),
-    Layer.provide(Layer.orDie(SqlRunnerStorage.layer)),
+    Layer.provideMerge(Layer.orDie(Layer.retry(SqlMessageStorage.layer, created))),
+    Layer.provide(Layer.orDie(Layer.retry(SqlRunnerStorage.layer, created))),
     Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
