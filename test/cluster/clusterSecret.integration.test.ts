@@ -42,7 +42,7 @@ describe("ClusterSecret", () => {
       expect(refused.message).not.toContain("too short")
     }))
 
-  it.live("two runners started at once on an empty database route a turn to each other", () =>
+  const routes = (clusterSecret?: Redacted.Redacted<string>) =>
     Effect.gen(function*() {
       const url = yield* freshDatabaseUrl("cluster_secret_runners")
       const owners = yield* Ref.make<ReadonlyMap<string, string>>(new Map())
@@ -50,6 +50,7 @@ describe("ClusterSecret", () => {
         runnerInProcess(url, {
           shardsPerGroup: 6,
           shardLockTtl: Duration.seconds(3),
+          ...(clusterSecret === undefined ? {} : { clusterSecret }),
           onOwned: (sessionId) => Ref.update(owners, (map) => new Map([...map, [sessionId, name]]))
         }, responses)
       const [here] = yield* Effect.all([runner("here", []), runner("owner", [{ chunks: ["from the owner"] }])], { concurrency: "unbounded" })
@@ -62,5 +63,9 @@ describe("ClusterSecret", () => {
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(here.engine.runTurn({ sessionId, userMessage: "hello" })))
       expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       expect(events.filter((event) => event.type === "model.delta").map((event) => event.payload.text).join("")).toBe("from the owner")
-    }).pipe(Effect.scoped), { timeout: 120_000 })
+    }).pipe(Effect.scoped)
+
+  it.live("two runners started at once on an empty database route a turn to each other", () => routes(), { timeout: 120_000 })
+
+  it.live("two runners with the same secret given route a turn to each other", () => routes(Redacted.make("a secret the operator chose")), { timeout: 120_000 })
 })
