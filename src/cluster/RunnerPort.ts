@@ -103,6 +103,8 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
         const failed = yield* Deferred.make<never, Socket.SocketError>()
         let collected = new Uint8Array(0)
         let open = false
+        // Refused: the rest of the connection is dropped unread, so it gets one answer, not one per 32 bytes it sends.
+        let refused = false
         let opened: Uint8Array | undefined
         // A silent or slow connection: closed when the handshake has not ended in time.
         yield* Effect.sleep(handshakeTimeout).pipe(
@@ -121,6 +123,7 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
         }
         const onChunk = (chunk: string | Uint8Array) => {
           if (open) return handler(bytesOf(chunk))
+          if (refused) return
           const bytes = bytesOf(chunk)
           const missing = side.expect - collected.length
           if (bytes.length < missing) {
@@ -131,6 +134,7 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
           collected = new Uint8Array(0)
           const outcome = side.received(opened, head)
           if (Exit.isFailure(outcome)) {
+            refused = true
             Deferred.unsafeDone(failed, Exit.failCause(outcome.cause))
             return
           }

@@ -50,18 +50,23 @@ const ping = (port: number, secret: Redacted.Redacted<Uint8Array>) =>
     Effect.timeout("10 seconds")
   )
 
-/** Everything a raw connection receives until the runner closes it, or until a protocol message (`Pong`, `Exit`) decodes from it. */
+/**
+ * Everything a raw connection receives until the runner closes it, or until a protocol message
+ * (`Pong`, `Exit`) decodes from it: from what follows the challenge, when the port sent one.
+ */
 const answerOf = (socket: Socket) =>
   new Promise<{ readonly received: Buffer; readonly message: unknown }>((resolve) => {
-    const parser = RpcSerialization.msgPack.unsafeMake()
     let received = Buffer.alloc(0)
+    const magic = Buffer.from(RunnerPort.challengeMagic)
     socket.on("data", (chunk: Buffer) => {
       received = Buffer.concat([received, chunk])
+      const challenged = received.subarray(0, magic.length).equals(magic.subarray(0, Math.min(magic.length, received.length)))
+      if (challenged && received.length <= RunnerPort.challengeLength) return
       let decoded: ReadonlyArray<unknown> = []
       try {
-        decoded = parser.decode(chunk)
+        decoded = RpcSerialization.msgPack.unsafeMake().decode(challenged ? received.subarray(RunnerPort.challengeLength) : received)
       } catch {
-        // Not the protocol (the challenge of a guarded port): no message.
+        // Not (yet) a whole message.
       }
       const message = decoded.find((value) => typeof value === "object" && value !== null && "_tag" in value)
       if (message !== undefined) resolve({ received, message })
@@ -113,6 +118,9 @@ describe("the runners' port", () => {
       const wrong = yield* exchange((challenge) => Buffer.concat([hmac(new Uint8Array(32), challenge), protocolPing()]))
       expect(wrong.message).toBeUndefined()
       expect(wrong.received.length).toBe(RunnerPort.challengeLength)
+      // A wrong answer and then the right one: one answer per connection, closed.
+      const second = yield* exchange((challenge) => Buffer.concat([hmac(new Uint8Array(32), challenge), hmac(Redacted.value(secret), challenge), protocolPing()]))
+      expect(second.message).toBeUndefined()
       // A right answer replayed on another connection (a capture of the wire): its nonce differs, closed.
       let captured: Buffer | undefined
       const first = yield* exchange((challenge) => {
