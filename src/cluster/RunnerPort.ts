@@ -225,14 +225,17 @@ export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, 
 export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>) => {
   const clients = layerClientProtocol
   // Two runners starting at once on an empty database both create `@effect/cluster`'s tables: one
-  // fails on PostgreSQL's catalog (a duplicate type) and tries again, finding them made.
+  // fails on PostgreSQL's catalog (a duplicate type or relation; the message storage's migrator
+  // dies of it) and tries again, finding them made. A failure that lasts is the runner's defect still.
   const created = Schedule.spaced(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(3)))
+  const retried = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
+    storage.pipe(Layer.catchAllCause((cause) => Layer.fail(cause)), Layer.retry(created), Layer.catchAll((cause) => Layer.failCause(cause)), Layer.orDie)
   const transport = SocketRunner.layer.pipe(Layer.provide([layerSocketServer, clients]))
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clients))
   return transport.pipe(
     Layer.provide(health),
-    Layer.provideMerge(Layer.orDie(Layer.retry(SqlMessageStorage.layer, created))),
-    Layer.provide(Layer.orDie(Layer.retry(SqlRunnerStorage.layer, created))),
+    Layer.provideMerge(retried(SqlMessageStorage.layer)),
+    Layer.provide(retried(SqlRunnerStorage.layer)),
     Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
     Layer.provide(RpcSerialization.layerMsgPack)
   )
