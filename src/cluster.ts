@@ -28,3 +28,9 @@ export * as Runner from "./cluster/Runner.js"
 
 /** The shard settings every runner must share, checked at start. */
 export * as ShardSettings from "./cluster/ShardSettings.js"
+
+/** The cluster secret that connections to the runners' port prove they know. */
+export * as ClusterSecret from "./cluster/ClusterSecret.js"
+
+/** The runners' port with its handshake: the guarded socket server and connections. */
+export * as RunnerPort from "./cluster/RunnerPort.js"

@@ -179,7 +179,7 @@ export const cluster = {
   runnerListen: Options.text("runner-listen").pipe(
     Options.optional,
     Options.withDescription(
-      "With --cluster: the address the runners' port listens on (default: --runner-host). The port has no authentication: a wildcard (0.0.0.0, ::) needs --runner-listen-wildcard"
+      "With --cluster: the address the runners' port listens on (default: --runner-host). The port checks the cluster secret but has no TLS: a wildcard (0.0.0.0, ::) needs --runner-listen-wildcard"
     )
   ),
   runnerListenWildcard: Options.boolean("runner-listen-wildcard").pipe(

@@ -15,12 +15,15 @@
  * (CONTRACT.md §9, src/cluster/, docs/scaling.md): each session is driven by the runner that owns
  * it, and this server sends what changes a session there; a runner with other shard settings
  * refuses to start. The store and the cluster share one connection pool when they share the
- * database. The runners' port has no authentication: it listens where other runners reach it
- * (`--runner-host`) or at `--runner-listen`, never on every interface without `--runner-listen-wildcard`.
+ * database. A connection to the runners' port must prove it knows the cluster secret (the cluster
+ * database's, or `EFFECT_AGENT_CLUSTER_SECRET`), but the runners' traffic has no TLS: the port
+ * listens where other runners reach it (`--runner-host`) or at `--runner-listen`, never on every
+ * interface without `--runner-listen-wildcard`.
  *
  * @since 0.2.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -89,6 +92,15 @@ const killAfterStored = (): ((message: string) => Effect.Effect<void>) | undefin
       : Effect.void
 }
 
+/**
+ * The cluster secret an operator gives, `EFFECT_AGENT_CLUSTER_SECRET` (the same on every runner; at
+ * least 16 characters, checked by the runner): else the runners share the cluster database's.
+ */
+const clusterSecretFromEnv = Config.option(Config.redacted("EFFECT_AGENT_CLUSTER_SECRET")).pipe(
+  Effect.map(Option.getOrUndefined),
+  Effect.mapError(() => new CliError({ reason: "invalid_arguments", message: "EFFECT_AGENT_CLUSTER_SECRET could not be read" }))
+)
+
 /** `--cluster`'s runner options, checked; the cluster's database is the store's unless given. */
 const clusterOptions = (flags: {
   readonly clusterDatabaseUrl: Option.Option<Redacted.Redacted>
@@ -110,10 +122,10 @@ const clusterOptions = (flags: {
       return yield* invalid(`--runner-host ${flags.runnerHost} is not an address other runners can reach: give this machine's address on the runners' private network`)
     }
     const listen = Option.getOrUndefined(flags.runnerListen)
-    // No token guards the runners' port: every interface is a choice made on purpose, with a firewall.
+    // The runners' traffic is not encrypted: every interface is a choice made on purpose, with a firewall.
     if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {
       return yield* invalid(
-        `--runner-listen ${listen} listens on every interface, and the runners' port has no authentication: give the address of the runners' private network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
+        `--runner-listen ${listen} listens on every interface, and the runners' traffic is not encrypted (no TLS): give the address of the runners' private network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
       )
     }
     if (flags.runnerPort < 1 || flags.runnerPort > 65535) return yield* invalid(`--runner-port ${flags.runnerPort} is not a port (1-65535)`)
@@ -123,6 +135,7 @@ const clusterOptions = (flags: {
     const databaseUrl = Option.orElse(flags.clusterDatabaseUrl, () => flags.databaseUrl ?? Option.none())
     if (Option.isNone(databaseUrl)) return yield* invalid("--cluster needs --database-url (or EFFECT_AGENT_DATABASE_URL, or --cluster-database-url)")
     const lease = yield* FlagLayers.leaseTtl
+    const clusterSecret = yield* clusterSecretFromEnv
     const fault = killAfterStored()
     return {
       databaseUrl: databaseUrl.value,
@@ -136,6 +149,7 @@ const clusterOptions = (flags: {
       ...("writerLease" in lease ? { leaseWait: Duration.sum(lease.writerLease.ttl, Duration.seconds(10)) } : {}),
       host: flags.runnerHost,
       port: flags.runnerPort,
+      ...(clusterSecret === undefined ? {} : { clusterSecret }),
       shardsPerGroup: flags.shardsPerGroup,
       shardLockTtl: Duration.seconds(flags.shardLockTtl),
       // Which runner drives which session, for operators (and tests): one line when a session arrives.
@@ -253,9 +267,9 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       ]
       if (runner !== undefined) {
         const listening = runner.listenHost ?? runner.host
-        lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group)`)
+        lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group; cluster secret from ${runner.clusterSecret === undefined ? "the cluster database" : "EFFECT_AGENT_CLUSTER_SECRET"})`)
         if (!isLoopback(listening)) {
-          lines.push(`  warning: the runners' port ${listening}:${runner.port} has no authentication: keep it on a network only the runners share (docs/scaling.md)`)
+          lines.push(`  warning: the runners' port ${listening}:${runner.port} has no TLS: whoever reads the network reads the runners' traffic; keep it on a network only the runners share (docs/scaling.md)`)
         }
       }
       if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)

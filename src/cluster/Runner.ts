@@ -7,11 +7,12 @@
  * When a runner dies, its shard locks lapse after `shardLockTtl` and its shards move to the
  * runners left; the sessions they hold continue there (see `Owner`).
  *
- * The runners' port speaks `@effect/cluster`'s protocol as it is: plain TCP, no TLS and no
- * authentication (the socket transport of `@effect/cluster` 0.60 and `@effect/platform-node` has
- * neither, nor a hook for one). Whoever reaches the port can send any session any message, so it
- * must be reachable by the runners only: a private network, or a firewall. The runner listens on
- * the address it is reached at (`host`) unless `listenHost` says otherwise.
+ * The runners' port speaks `@effect/cluster`'s protocol over TCP after a handshake (`RunnerPort`):
+ * every connection proves it knows the cluster secret (`ClusterSecret`: the cluster database's, or
+ * `clusterSecret`) before one byte of it reaches the protocol, and is closed otherwise. There is no
+ * TLS: whoever can read the runners' network reads their traffic (sessions' messages, approvals),
+ * so the port belongs on a private network or behind a firewall still. The runner listens on the
+ * address it is reached at (`host`) unless `listenHost` says otherwise.
  *
  * `layer` opens its own connections to the cluster's database; `layerWithClient` uses the SQL
  * client of its context, so a runner whose store is on the same database shares one pool.
@@ -19,7 +20,6 @@
  * @since 0.2.0
  */
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
-import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
@@ -27,8 +27,10 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as ClusterSecret from "./ClusterSecret.js"
 import * as Owner from "./Owner.js"
 import * as Routed from "./Routed.js"
+import * as RunnerPort from "./RunnerPort.js"
 import * as ShardSettings from "./ShardSettings.js"
 
 /** How a runner joins its cluster, on a SQL client of its own context (see `layerWithClient`). */
@@ -46,6 +48,11 @@ export interface ClientOptions extends Owner.Options {
    * long its sessions wait before another runner takes them. Locks are renewed three times as often.
    */
   readonly shardLockTtl?: Duration.DurationInput
+  /**
+   * The secret connections to the runners' port prove they know (at least 16 characters; the same
+   * on every runner). Default: 32 random bytes the first runner writes to the cluster's database.
+   */
+  readonly clusterSecret?: Redacted.Redacted<string>
 }
 
 /** How a runner joins its cluster, with connections of its own to the cluster's database. */
@@ -92,22 +99,21 @@ const sharding = (options: ClientOptions) => {
   const every = Duration.divide(ttl, 3).pipe(Option.getOrElse(() => ttl))
   const settings: ShardSettings.ShardSettings = { shardsPerGroup: options.shardsPerGroup ?? defaultShardsPerGroup, shardGroups: ["default"] }
   const checked = Layer.effectDiscard(ShardSettings.check(settings))
-  return NodeClusterSocket.layer({
-    storage: "sql",
-    shardingConfig: {
-      runnerAddress: Option.some(address),
-      runnerListenAddress: Option.some(listen),
-      shardsPerGroup: settings.shardsPerGroup,
-      availableShardGroups: settings.shardGroups,
-      assignedShardGroups: settings.shardGroups,
-      shardLockExpiration: ttl,
-      shardLockRefreshInterval: every,
-      refreshAssignmentsInterval: Duration.min(every, Duration.seconds(3)),
-      runnerHealthCheckInterval: Duration.min(ttl, Duration.minutes(1)),
-      entityMessagePollInterval: Duration.min(every, Duration.seconds(10)),
-      sendRetryInterval: Duration.millis(100)
-    }
+  const secret = ClusterSecret.layer(options.clusterSecret)
+  return RunnerPort.layer({
+    runnerAddress: Option.some(address),
+    runnerListenAddress: Option.some(listen),
+    shardsPerGroup: settings.shardsPerGroup,
+    availableShardGroups: settings.shardGroups,
+    assignedShardGroups: settings.shardGroups,
+    shardLockExpiration: ttl,
+    shardLockRefreshInterval: every,
+    refreshAssignmentsInterval: Duration.min(every, Duration.seconds(3)),
+    runnerHealthCheckInterval: Duration.min(ttl, Duration.minutes(1)),
+    entityMessagePollInterval: Duration.min(every, Duration.seconds(10)),
+    sendRetryInterval: Duration.millis(100)
   }).pipe(
+    Layer.provide(secret),
     Layer.catchAll((error) =>
       Layer.fail(new RunnerFailure({ detail: error._tag === "SocketServerError" ? `listening on ${listen.host}:${listen.port} failed` : error.message }))
     ),

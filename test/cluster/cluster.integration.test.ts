@@ -252,18 +252,26 @@ describe("serve --cluster", () => {
     for (const wildcard of ["0.0.0.0", "::"]) {
       const refused = await run(runnerArgs(await freePort(), quick, ["--runner-listen", wildcard]), { cwd, env: env() })
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toContain(`--runner-listen ${wildcard} listens on every interface, and the runners' port has no authentication`)
+      expect(refused.stderr).toContain(`--runner-listen ${wildcard} listens on every interface, and the runners' traffic is not encrypted (no TLS)`)
       expect(refused.stderr).toContain("--runner-listen-wildcard")
     }
-    // Allowed on purpose: it starts, and says the port has no authentication.
+    // Allowed on purpose: it starts, and says the port's traffic is readable on the network.
     const runnerPort = await freePort()
     const allowed = start(runnerArgs(runnerPort, quick, ["--runner-listen", "0.0.0.0", "--runner-listen-wildcard"]), { cwd, env: env() })
     running.push(allowed)
     await allowed.waitForStderr(/viewer \(this URL works once\)/)
     allowed.child.kill("SIGINT")
     const { stderr } = await allowed.done
-    expect(stderr).toContain(`cluster runner: 127.0.0.1:${runnerPort} (listening on 0.0.0.0)`)
-    expect(stderr).toContain(`warning: the runners' port 0.0.0.0:${runnerPort} has no authentication`)
+    expect(stderr).toContain(`cluster runner: 127.0.0.1:${runnerPort} (listening on 0.0.0.0) (${shards} shards per group; cluster secret from the cluster database)`)
+    expect(stderr).toContain(`warning: the runners' port 0.0.0.0:${runnerPort} has no TLS: whoever reads the network reads the runners' traffic`)
+  })
+
+  it("refuses a cluster secret shorter than 16 characters, without showing it", { timeout: 60_000 }, async () => {
+    const quick = writeScript("quick-secret.json", { responses: [] })
+    const refused = await run(runnerArgs(await freePort(), quick), { cwd, env: { ...env(), EFFECT_AGENT_CLUSTER_SECRET: "tiny-secret" } })
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain("the secret given is shorter than 16 characters")
+    expect(refused.stderr).not.toContain("tiny-secret")
   })
 
   it("refuses --cluster without the PostgreSQL store", async () => {
