@@ -24,7 +24,7 @@ const ours = async () => ({ ...(await import("effect")), ...(await import("../sr
 const main = async () => {
   // Each side loads only its own modules (pi-ai alone brings every provider SDK), before the RSS at
   // start is read: a process's peak is its own contender's.
-  const { Chunk, constantModel, count, Effect, engineRuntime, Layer, ModelProvider, SessionEngine, storeLayer, Stream } = mode === "pi-concurrent" || mode === "readline"
+  const { constantModel, count, Effect, engineRuntime, floorTurn, Layer, ModelProvider, SessionEngine, storeLayer, Stream } = mode === "pi-concurrent" || mode === "readline"
     ? {} as Awaited<ReturnType<typeof ours>>
     : await ours()
   const { Agent, fauxAssistantMessage, registerFauxProvider } = mode === "pi-concurrent"
@@ -88,26 +88,11 @@ const main = async () => {
     }
     : mode === "effect-floor"
     ? async () => {
-      // Row 21 without the engine: what of a turn is effect's stream machinery at both of its ends,
-      // which any engine reading a provider's `Stream` and handing its caller a `Stream` pays — the
-      // model's stream (the same one) read ahead by `ModelProvider.runAhead` and taken whole, and the
-      // caller's `Stream.runForEachChunk` (`count`) over the turn's events in the three chunks a turn
-      // hands over. No session, no store, no event made: a floor, not a contender.
+      // Row 21 without the engine (`floorTurn`): the model's stream read ahead and the caller's
+      // `Stream.runForEachChunk`, a floor, not a contender. FLOOR_PART=model or consumer measures one end alone.
       const [sessions, deltas] = args.map(Number) as [number, number]
-      const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
-      const event = (type: string, payload: object) => ({ type, payload }) as unknown as AgentEvent.AgentEvent
-      const handed = [
-        [event("turn.started", {}), event("user.message", { text: "hi" })],
-        deltaTexts(deltas).map((text) => event("model.delta", { text })),
-        [event("turn.completed", {})]
-      ]
-      // FLOOR_PART=model or consumer measures one end alone.
+      const { consumer, model } = floorTurn(deltas)
       const part = process.env.FLOOR_PART
-      const model = Effect.scoped(Effect.flatMap(
-        ModelProvider.runAhead(Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))), 4096),
-        ({ arrived }) => Effect.as(arrived.takeAll, 0)
-      ))
-      const consumer = count(Stream.fromChunks(...handed.map((c) => Chunk.unsafeFromArray(c))))
       const turn = part === "model" ? model : part === "consumer" ? consumer : Effect.zipRight(model, consumer)
       const counts = await Effect.runPromise(Effect.forEach(Array.from({ length: sessions }), () => turn, { concurrency: "unbounded" }))
       return counts.reduce((a, b) => a + b, 0)

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Effect, Layer, ManagedRuntime, Stream } from "effect"
+import { Chunk, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import {
   type AgentEvent,
   EventStore,
@@ -82,7 +82,7 @@ export const scripted = (chunks: ReadonlyArray<string>, turns: number, extra: Pa
 export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)
 
-import { touch } from "./both.js"
+import { deltaTexts, touch } from "./both.js"
 
 export { deltaTexts, touch, touchPi } from "./both.js"
 
@@ -108,6 +108,30 @@ export const count = <E, R>(stream: Stream.Stream<AgentEvent.AgentEvent, E, R>):
       return Effect.void
     }).pipe(Effect.map(() => n))
   })
+
+/**
+ * Row 21's turn without the engine (`bench/child.ts effect-floor`, `bench/ops.ts floor`): what any
+ * engine between a provider's `Stream` and its caller's `Stream` pays — the model's stream (row 21's)
+ * read ahead by `ModelProvider.runAhead` and taken whole, and the caller's `Stream.runForEachChunk`
+ * (`count`) over a turn's events in the three chunks a turn hands over. No session, no store, no
+ * event made: a floor, not a contender.
+ */
+export const floorTurn = (deltas: number): { readonly model: Effect.Effect<number>; readonly consumer: Effect.Effect<number> } => {
+  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
+  const event = (type: string, payload: object) => ({ type, payload }) as unknown as AgentEvent.AgentEvent
+  const handed = [
+    [event("turn.started", {}), event("user.message", { text: "hi" })],
+    deltaTexts(deltas).map((text) => event("model.delta", { text })),
+    [event("turn.completed", {})]
+  ]
+  return {
+    model: Effect.scoped(Effect.flatMap(
+      ModelProvider.runAhead(Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))), 4096),
+      ({ arrived }) => Effect.as(arrived.takeAll, 0)
+    )),
+    consumer: count(Stream.fromChunks(...handed.map((c) => Chunk.unsafeFromArray(c))))
+  }
+}
 
 /** Runs one turn to its end and returns how many events it streamed. */
 export const runTurn = (rt: EngineRuntime, sessionId: string, userMessage = "hi"): Promise<number> =>

@@ -14,9 +14,9 @@ import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Chunk, Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
-import { type AgentEvent, FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
-import { count, deltaTexts, scratch } from "./engine.js"
+import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
+import { count, deltaTexts, floorTurn, scratch } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -249,20 +249,8 @@ const turnFibers = async (deltas: number) => {
  * operations an engine between a provider's `Stream` and its caller's `Stream` cannot do without.
  */
 const floorFibers = async (deltas: number) => {
-  const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
-  const event = (type: string, payload: object) => ({ type, payload }) as unknown as AgentEvent.AgentEvent
-  const handed = [
-    [event("turn.started", {}), event("user.message", { text: "hi" })],
-    deltaTexts(deltas).map((text) => event("model.delta", { text })),
-    [event("turn.completed", {})]
-  ]
-  const turn = Effect.zipRight(
-    Effect.scoped(Effect.flatMap(
-      ModelProvider.runAhead(Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))), 4096),
-      ({ arrived }) => arrived.takeAll
-    )),
-    count(Stream.fromChunks(...handed.map((c) => Chunk.unsafeFromArray(c))))
-  )
+  const { consumer, model } = floorTurn(deltas)
+  const turn = Effect.zipRight(model, consumer)
   for (let i = 0; i < 5; i++) await Effect.runPromise(turn)
   const perFiber = new PerFiber()
   await Effect.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(turn, perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
