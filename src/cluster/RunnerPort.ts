@@ -1,19 +1,31 @@
 /**
- * The runners' port with a credential: every connection proves it knows the cluster secret
- * (`ClusterSecret`) before one byte of it reaches `@effect/cluster`'s protocol decoder.
+ * The runners' port with a credential, proven both ways: every connection proves it knows the
+ * cluster secret (`ClusterSecret`) before one byte of it reaches `@effect/cluster`'s protocol
+ * decoder, and the runner that accepted it proves it too before the connecting one sends a byte of
+ * the protocol.
  *
- * The handshake is a challenge and its answer. On each connection the runner that accepted it sends
- * `challengeMagic` and a fresh 32-byte nonce; the connecting runner answers
- * HMAC-SHA256(secret, `proofContext` ‖ nonce), and only then sends the protocol. The accepting
- * runner compares the answer in constant time and closes the connection on a wrong one, or when
- * no answer has come within `handshakeTimeout`; before the answer it keeps at most the answer's 32
- * bytes. The secret itself never crosses the wire, and an answer is good for its nonce only: a
- * captured handshake replayed on a new connection fails. The traffic after the handshake is not
- * encrypted (no TLS): on a network others can read, they can read it.
+ * The handshake (version 2) is three messages. When the connection opens, the connecting runner
+ * sends `helloMagic` and a fresh 32-byte nonce, and the accepting runner sends `challengeMagic` and
+ * a fresh nonce of its own. Once it has the hello, the accepting runner sends its proof; the
+ * connecting runner checks it and only then sends its own proof, then the protocol. Each proof is
+ * HMAC-SHA256(secret, its role's context ‖ both nonces ‖ the accepting runner's `host:port`, as the
+ * cluster knows it): a proof is good for one connection only (a captured handshake replayed on
+ * another fails), neither side's proof can be sent back as the other's, and a port that relays to
+ * another runner gets that runner's proof, for its own address, which does not pass here. Both
+ * sides compare in constant time; the accepting runner closes a connection whose proof is wrong or
+ * has not come within `handshakeTimeout`, keeping at most 32 bytes of it at a time until then; the
+ * connecting runner does the same, having sent its hello only: a port
+ * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
+ * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
+ * that did not open and connects again. The secret itself never crosses the wire, nor is it in an
+ * error. A runner of version 1 is refused either way (its challenge is not this version's, its
+ * answer is not a hello): a cluster's runners must all run the same version. The traffic after the
+ * handshake is not encrypted (no TLS): on a network others can read, they can read it, and one who
+ * can also rewrite it between two live runners can take over a connection after its handshake.
  *
  * Both sides are the library's own services, wrapped: a `SocketServer` whose connections' reads
- * start only after the proof and whose writes wait for it, and the `Runners.RpcClientProtocol` of
- * `@effect/platform-node`, whose sockets answer the challenge before their first write. `layer`
+ * start only after the handshake and whose writes wait for it, and the `Runners.RpcClientProtocol` of
+ * `@effect/platform-node`, whose sockets do their side of it before their first write. `layer`
  * composes them as `NodeClusterSocket.layer` composes its unguarded ones (SQL storage, msgpack),
  * and lets a runner that lost the race to create the storage's tables try again.
  *
@@ -37,31 +49,65 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { ClusterSecret } from "./ClusterSecret.js"
 
-/** What the accepting runner sends first: the handshake's name and version, then the nonce. */
-export const challengeMagic = new TextEncoder().encode("effect-agent runners 1\n")
+/** What the accepting runner sends first: the handshake's name and version, then its nonce. */
+export const challengeMagic = new TextEncoder().encode("effect-agent runners 2\n")
 
-/** The nonce's length, and the answer's (HMAC-SHA256). */
+/** What the connecting runner sends first: the handshake's name and version, then its nonce. */
+export const helloMagic = new TextEncoder().encode("effect-agent runners 2 hello\n")
+
+/** Each nonce's length, and each proof's (HMAC-SHA256). */
 export const nonceLength = 32
 export const proofLength = 32
 
-/** The challenge's length. */
+/** The challenge's length (without the proof that follows it). */
 export const challengeLength = challengeMagic.length + nonceLength
 
-/** What the answer is bound to besides the nonce: this handshake, so the key proves nothing elsewhere. */
-const proofContext = new TextEncoder().encode("effect-agent runner proof 1\n")
+/** The hello's length. */
+export const helloLength = helloMagic.length + nonceLength
 
-/** How long a connection has to finish the handshake before it is closed. */
+/** Which side a proof comes from. */
+export type Role = "accepting" | "connecting"
+
+/**
+ * What a proof is bound to besides the nonces and the address: this handshake and the side that
+ * proves, so the key proves nothing elsewhere and neither side's proof can be sent back as the other's.
+ */
+const contexts: Record<Role, Uint8Array> = {
+  accepting: new TextEncoder().encode("effect-agent runners 2: accepting runner's proof\n"),
+  connecting: new TextEncoder().encode("effect-agent runners 2: connecting runner's proof\n")
+}
+
+/** How long a connection has to finish the handshake before it is closed (by either side). */
 export const handshakeTimeout = Duration.seconds(5)
 
-/** The answer to a challenge's nonce. */
-export const proof = (secret: Redacted.Redacted<Uint8Array>, nonce: Uint8Array): Uint8Array =>
-  new Uint8Array(createHmac("sha256", Redacted.value(secret)).update(proofContext).update(nonce).digest())
+/** What both proofs of one connection cover: both nonces, and the accepting runner's address as the cluster knows it. */
+export interface Transcript {
+  readonly connectingNonce: Uint8Array
+  readonly acceptingNonce: Uint8Array
+  readonly address: RunnerAddress.RunnerAddress
+}
+
+/**
+ * A side's proof: HMAC-SHA256(secret, its role's context ‖ the connecting nonce ‖ the accepting
+ * nonce ‖ `host:port`). The nonces have a fixed length and the port has no colon, so no two
+ * transcripts share these bytes.
+ */
+export const proof = (secret: Redacted.Redacted<Uint8Array>, role: Role, transcript: Transcript): Uint8Array =>
+  new Uint8Array(
+    createHmac("sha256", Redacted.value(secret))
+      .update(contexts[role])
+      .update(transcript.connectingNonce)
+      .update(transcript.acceptingNonce)
+      .update(`${transcript.address.host}:${transcript.address.port}`)
+      .digest()
+  )
 
 const concat = (a: Uint8Array, b: Uint8Array) => {
   const joined = new Uint8Array(a.length + b.length)
@@ -70,18 +116,26 @@ const concat = (a: Uint8Array, b: Uint8Array) => {
   return joined
 }
 
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && timingSafeEqual(a, b)
+
 const encoder = new TextEncoder()
 const bytesOf = (chunk: string | Uint8Array) => typeof chunk === "string" ? encoder.encode(chunk) : chunk
 
-/** What each side does with the handshake's bytes once it has `expect` of them. */
-interface Side {
-  /** Sent when the connection opens (the challenge), or nothing. */
-  readonly opening: () => Uint8Array | undefined
-  /** How many bytes the other side sends before the protocol. */
+/** One step of a handshake: it reads `expect` bytes, then says what to send back and what comes next (nothing: the protocol). */
+interface Step {
   readonly expect: number
-  /** The bytes received: what to send back (the answer), `undefined` when nothing; fails when wrong. */
-  readonly received: (opened: Uint8Array | undefined, bytes: Uint8Array) => Exit.Exit<Uint8Array | undefined, Socket.SocketError>
-  /** How this side ends a connection whose handshake did not end in time. */
+  readonly received: (bytes: Uint8Array) => Exit.Exit<{ readonly reply?: Uint8Array; readonly next?: Step }, Socket.SocketError>
+}
+
+/** One connection's handshake, as one side holds it: what it sends when the connection opens, and its first step. */
+interface Handshake {
+  readonly opening: Uint8Array
+  readonly first: Step
+}
+
+/** A side of the handshake: a fresh one for each connection, and how this side ends one that did not finish in time. */
+interface Side {
+  readonly start: () => Handshake
   readonly expired: () => Socket.SocketError
 }
 
@@ -101,49 +155,58 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
         proven.unsafeClose()
         const write = yield* Scope.extend(socket.writer, scope)
         const failed = yield* Deferred.make<never, Socket.SocketError>()
+        // The replies go out after the opening: the other side's bytes may arrive before this side's `onOpen` ran.
+        const openingSent = Effect.unsafeMakeLatch(false)
+        const handshake = side.start()
+        let step: Step | undefined = handshake.first
         let collected = new Uint8Array(0)
         let open = false
-        // Refused: the rest of the connection is dropped unread, so it gets one answer, not one per 32 bytes it sends.
+        // Refused: the rest of the connection is dropped unread, so it gets one answer, not one per step of bytes it sends.
         let refused = false
-        let opened: Uint8Array | undefined
         // A silent or slow connection: closed when the handshake has not ended in time.
         yield* Effect.sleep(handshakeTimeout).pipe(
           Effect.zipRight(Effect.suspend(() => open ? Effect.void : Deferred.fail(failed, side.expired()))),
           Effect.forkIn(scope)
         )
-        const afterProof = (rest: Uint8Array, answer: Uint8Array | undefined) => {
+        const send = (replies: ReadonlyArray<Uint8Array>) =>
+          replies.length === 0 ? Effect.void : openingSent.whenOpen(Effect.forEach(replies, write, { discard: true }))
+        const onChunk = (chunk: string | Uint8Array) => {
+          if (open) return handler(bytesOf(chunk))
+          if (refused) return
+          let bytes = bytesOf(chunk)
+          const replies: Array<Uint8Array> = []
+          while (step !== undefined) {
+            const missing = step.expect - collected.length
+            if (bytes.length < missing) {
+              collected = concat(collected, bytes)
+              return send(replies)
+            }
+            const head = concat(collected, bytes.subarray(0, missing))
+            collected = new Uint8Array(0)
+            bytes = bytes.subarray(missing)
+            const outcome = step.received(head)
+            if (Exit.isFailure(outcome)) {
+              refused = true
+              Deferred.unsafeDone(failed, Exit.failCause(outcome.cause))
+              return
+            }
+            if (outcome.value.reply !== undefined) replies.push(outcome.value.reply)
+            step = outcome.value.next
+          }
           open = true
-          const handed = rest.length > 0 ? handler(rest) : undefined
+          const handed = bytes.length > 0 ? handler(bytes) : undefined
           return Effect.gen(function*() {
-            if (answer !== undefined) yield* write(answer)
+            yield* send(replies)
             proven.unsafeOpen()
             if (options?.onOpen) yield* options.onOpen
             if (Effect.isEffect(handed)) yield* handed
           })
         }
-        const onChunk = (chunk: string | Uint8Array) => {
-          if (open) return handler(bytesOf(chunk))
-          if (refused) return
-          const bytes = bytesOf(chunk)
-          const missing = side.expect - collected.length
-          if (bytes.length < missing) {
-            collected = concat(collected, bytes)
-            return
-          }
-          const head = concat(collected, bytes.subarray(0, missing))
-          collected = new Uint8Array(0)
-          const outcome = side.received(opened, head)
-          if (Exit.isFailure(outcome)) {
-            refused = true
-            Deferred.unsafeDone(failed, Exit.failCause(outcome.cause))
-            return
-          }
-          return afterProof(bytes.subarray(missing), outcome.value)
-        }
-        const onOpen = Effect.suspend(() => {
-          opened = side.opening()
-          return opened === undefined ? Effect.void : write(opened).pipe(Effect.catchAll((error) => Deferred.fail(failed, error)), Effect.asVoid)
-        })
+        const onOpen = write(handshake.opening).pipe(
+          Effect.zipRight(openingSent.open),
+          Effect.catchAll((error) => Deferred.fail(failed, error)),
+          Effect.asVoid
+        )
         return yield* socket.runRaw(onChunk, { onOpen }).pipe(Effect.raceFirst(Deferred.await(failed)))
       })
     ).pipe(Effect.ensuring(Effect.sync(() => proven.unsafeClose())))
@@ -155,62 +218,109 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
   })
 }
 
+/** A step that reads `magic` and goes on to `next`, or fails with `wrong()`. */
+const expectMagic = (magic: Uint8Array, wrong: () => Socket.SocketError, next: Step): Step => ({
+  expect: magic.length,
+  received: (bytes) => sameBytes(bytes, magic) ? Exit.succeed({ next }) : Exit.fail(wrong())
+})
+
 /** A normal close for the RPC server (nothing to log per stranger), a policy violation by its code. */
 const refused = () => new Socket.SocketCloseError({ reason: "Close", code: 1008 })
 
-/** The accepting side: sends the challenge, checks the answer in constant time. */
-const accepting = (secret: Redacted.Redacted<Uint8Array>): Side => ({
-  opening: () => concat(challengeMagic, new Uint8Array(randomBytes(nonceLength))),
-  expect: proofLength,
-  received: (challenge, answer) =>
-    challenge !== undefined && timingSafeEqual(answer, proof(secret, challenge.subarray(challengeMagic.length)))
-      ? Exit.succeed(undefined)
-      : Exit.fail(refused()),
+/**
+ * The accepting side, at `address` (the runner's, as the cluster knows it): sends its challenge at
+ * once; given the hello, proves itself; then checks the connecting side's proof in constant time.
+ */
+const accepting = (secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Side => ({
+  start: () => {
+    const acceptingNonce = new Uint8Array(randomBytes(nonceLength))
+    const answer = (transcript: Transcript): Step => ({
+      expect: proofLength,
+      received: (given) => sameBytes(given, proof(secret, "connecting", transcript)) ? Exit.succeed({}) : Exit.fail(refused())
+    })
+    const hello: Step = {
+      expect: nonceLength,
+      received: (connectingNonce) => {
+        const transcript = { connectingNonce, acceptingNonce, address }
+        return Exit.succeed({ reply: proof(secret, "accepting", transcript), next: answer(transcript) })
+      }
+    }
+    return { opening: concat(challengeMagic, acceptingNonce), first: expectMagic(helloMagic, refused, hello) }
+  },
   expired: refused
 })
 
+/** The connecting side's failures: reasons the RPC client takes for a connection that did not open (it connects again). */
+const notOpened = (detail: string) => new Socket.SocketGenericError({ reason: "Open", cause: new Error(detail) })
 
-/** The connecting side: answers the challenge. */
-const connecting = (secret: Redacted.Redacted<Uint8Array>): Side => ({
-  opening: () => undefined,
-  expect: challengeLength,
-  received: (_, challenge) =>
-    timingSafeEqual(challenge.subarray(0, challengeMagic.length), challengeMagic)
-      ? Exit.succeed(proof(secret, challenge.subarray(challengeMagic.length)))
-      : Exit.fail(new Socket.SocketGenericError({ reason: "Open", cause: new Error("the runners' port did not send the handshake's challenge") })),
+/**
+ * The connecting side, to `address`: sends its hello at once; checks the challenge's version and the
+ * accepting side's proof in constant time, and only then proves itself. A port that cannot prove
+ * the secret gets the hello only, never a proof nor a protocol byte.
+ */
+const connecting = (secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Side => ({
+  start: () => {
+    const connectingNonce = new Uint8Array(randomBytes(nonceLength))
+    const challenge: Step = {
+      expect: nonceLength + proofLength,
+      received: (bytes) => {
+        const transcript = { connectingNonce, acceptingNonce: bytes.subarray(0, nonceLength), address }
+        return sameBytes(bytes.subarray(nonceLength), proof(secret, "accepting", transcript))
+          ? Exit.succeed({ reply: proof(secret, "connecting", transcript) })
+          : Exit.fail(notOpened("the runners' port did not prove the cluster secret"))
+      }
+    }
+    const otherVersion = () => notOpened("the runners' port did not send this version's challenge (another version of effect-agent, or not a runner)")
+    return { opening: concat(helloMagic, connectingNonce), first: expectMagic(challengeMagic, otherVersion, challenge) }
+  },
   // Transient for the RPC client: it connects again.
-  expired: () => new Socket.SocketGenericError({ reason: "OpenTimeout", cause: new Error("the runners' port sent no challenge in time") })
+  expired: () => new Socket.SocketGenericError({ reason: "OpenTimeout", cause: new Error("the runners' port did not finish the handshake in time") })
 })
 
-/** A socket that answers the runners' port's challenge before its first write. */
-export const connectingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>): Socket.Socket => guarded(socket, connecting(secret))
+/** A socket to the runner at `address` that proves the cluster secret, once that runner proved it, before its first write. */
+export const connectingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Socket.Socket =>
+  guarded(socket, connecting(secret, address))
 
-/** A connection to the runners' port that hands its bytes on only after a right answer. */
-export const acceptingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>): Socket.Socket => guarded(socket, accepting(secret))
+/** A connection to the runners' port of the runner at `address` that proves it and hands its bytes on only after the other side's right proof. */
+export const acceptingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Socket.Socket =>
+  guarded(socket, accepting(secret, address))
 
-/** A socket server whose connections must prove the cluster secret. */
-export const guardServer = (server: SocketServer.SocketServer["Type"], secret: Redacted.Redacted<Uint8Array>): SocketServer.SocketServer["Type"] =>
+/** A socket server of the runner at `address` whose connections must prove the cluster secret (and are proven it). */
+export const guardServer = (
+  server: SocketServer.SocketServer["Type"],
+  secret: Redacted.Redacted<Uint8Array>,
+  address: RunnerAddress.RunnerAddress
+): SocketServer.SocketServer["Type"] =>
   SocketServer.SocketServer.of({
     address: server.address,
-    run: (handler) => server.run((socket) => handler(acceptingSocket(socket, secret)))
+    run: (handler) => server.run((socket) => handler(acceptingSocket(socket, secret, address)))
   })
 
-/** The runners' port, listening at the sharding config's address, guarded. */
+/**
+ * The runners' port, listening at the sharding config's address, guarded. Its proofs name the
+ * runner's address (`runnerAddress`, which the others connect to, even when it listens elsewhere).
+ */
 export const layerSocketServer: Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError, ShardingConfig.ShardingConfig | ClusterSecret> = Layer.effect(
   SocketServer.SocketServer,
-  Effect.zipWith(SocketServer.SocketServer, ClusterSecret, guardServer)
+  Effect.gen(function*() {
+    const config = yield* ShardingConfig.ShardingConfig
+    if (Option.isNone(config.runnerAddress)) return yield* Effect.dieMessage("RunnerPort.layerSocketServer: ShardingConfig.runnerAddress is None")
+    return guardServer(yield* SocketServer.SocketServer, yield* ClusterSecret, config.runnerAddress.value)
+  })
 ).pipe(Layer.provide(NodeClusterSocket.layerSocketServer))
 
-/** Connections to other runners (as `NodeClusterSocket.layerClientProtocol` opens them) that answer the challenge. */
+/** Connections to other runners (as `NodeClusterSocket.layerClientProtocol` opens them) that take part in the handshake. */
 export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, RpcSerialization.RpcSerialization | ClusterSecret> = Layer.effect(
   Runners.RpcClientProtocol,
   Effect.gen(function*() {
     const serialization = yield* RpcSerialization.RpcSerialization
     const secret = yield* ClusterSecret
     return Effect.fnUntraced(function*(address: RunnerAddress.RunnerAddress) {
-      const socket = yield* NodeSocket.makeNet({ openTimeout: 1000, timeout: 5500, host: address.host, port: address.port })
+      // No Nagle: the connecting side's proof and its first request are two small writes in a row, and
+      // the second would wait for the first's ACK, which the accepting side delays ~40 ms (it has nothing to send).
+      const socket = yield* NodeSocket.makeNet({ openTimeout: 1000, timeout: 5500, host: address.host, port: address.port, noDelay: true })
       return yield* RpcClient.makeProtocolSocket().pipe(
-        Effect.provideService(Socket.Socket, connectingSocket(socket, secret)),
+        Effect.provideService(Socket.Socket, connectingSocket(socket, secret, address)),
         Effect.provideService(RpcSerialization.RpcSerialization, serialization)
       )
     }, Effect.orDie)

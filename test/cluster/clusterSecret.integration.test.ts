@@ -1,7 +1,7 @@
 /**
  * The cluster secret (`ClusterSecret`, on the test PostgreSQL): runners starting at once on an
  * empty database agree on one, and two runners started at once route a session's turn to each
- * other with it (their connections answer each other's challenge). A secret given is used as it
+ * other with it (each end of their connections proves it to the other). A secret given is used as it
  * is, and one too short is refused.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
