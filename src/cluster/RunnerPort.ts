@@ -18,8 +18,9 @@
  * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
  * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
  * that did not open and connects again. The secret itself never crosses the wire, nor is it in an
- * error. A runner of version 1 is refused either way (its challenge is not this version's, its
- * answer is not a hello): a cluster's runners must all run the same version. The traffic after the
+ * error. Another version is refused either way — a runner with no handshake (an earlier release)
+ * or with version 1's (a development version, in which only the connecting side proved itself):
+ * its first bytes are not this version's. A cluster's runners must all run the same version. The traffic after the
  * handshake is not encrypted (no TLS): on a network others can read, they can read it, and one who
  * can also rewrite it between two live runners can take over a connection after its handshake.
  *
