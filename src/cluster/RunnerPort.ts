@@ -162,8 +162,8 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
         let step: Step | undefined = handshake.first
         let collected = new Uint8Array(0)
         let open = false
-        // Refused: the rest of the connection is dropped unread, so it gets one answer, not one per step of bytes it sends.
-        let refused = false
+        // Rejected: the rest of the connection is dropped unread, so it gets one answer, not one per step of bytes it sends.
+        let rejected = false
         // A silent or slow connection: closed when the handshake has not ended in time.
         yield* Effect.sleep(handshakeTimeout).pipe(
           Effect.zipRight(Effect.suspend(() => open ? Effect.void : Deferred.fail(failed, side.expired()))),
@@ -173,7 +173,7 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
           replies.length === 0 ? Effect.void : openingSent.whenOpen(Effect.forEach(replies, write, { discard: true }))
         const onChunk = (chunk: string | Uint8Array) => {
           if (open) return handler(bytesOf(chunk))
-          if (refused) return
+          if (rejected) return
           let bytes = bytesOf(chunk)
           const replies: Array<Uint8Array> = []
           while (step !== undefined) {
@@ -187,7 +187,7 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
             bytes = bytes.subarray(missing)
             const outcome = step.received(head)
             if (Exit.isFailure(outcome)) {
-              refused = true
+              rejected = true
               Deferred.unsafeDone(failed, Exit.failCause(outcome.cause))
               return
             }
