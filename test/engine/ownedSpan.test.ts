@@ -1,0 +1,125 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Tracer from "effect/Tracer"
+import * as OwnedSpan from "../../src/engine/OwnedSpan.js"
+
+// Live clock: the spans' start and end times are read from it, and a test clock reads 0.
+/**
+ * `OwnedSpan` puts its spans in the fiber's context itself instead of through `Effect.withSpan`'s
+ * scoped regions: what a tracer is handed, what the span's children and `Effect.currentSpan` see,
+ * and how it ends must still be what `Effect.withSpan` gives, in every case the engine's spans meet.
+ */
+type Call = { readonly name: string; readonly parent: string | undefined; readonly links: number; readonly kind: string; readonly timed: boolean }
+
+/** A tracer over the default one that records each call and span, by name rather than by id (ids differ between two runs). */
+const recording = Effect.map(Effect.tracer, (base) => {
+  const calls: Array<Call> = []
+  const spans: Array<Tracer.Span> = []
+  const tracer = Tracer.make({
+    span: (name, parent, context, links, startTime, kind, options) => {
+      const span = base.span(name, parent, context, links, startTime, kind, options)
+      calls.push({
+        name,
+        parent: Option.match(parent, { onNone: () => undefined, onSome: (p) => (p._tag === "Span" ? p.name : `external ${p.spanId}`) }),
+        links: links.length,
+        kind,
+        timed: startTime !== BigInt(0)
+      })
+      spans.push(span)
+      return span
+    },
+    context: base.context
+  })
+  return { tracer, calls, spans }
+})
+
+const seen = (spans: ReadonlyArray<Tracer.Span>) =>
+  spans.map((s) => ({
+    name: s.name,
+    attributes: Object.fromEntries(s.attributes),
+    status: s.status._tag,
+    exit: s.status._tag === "Ended" ? Exit.isSuccess(s.status.exit) ? "success" : Cause.isInterruptedOnly(s.status.exit.cause) ? "interrupted" : "failure" : undefined,
+    ended: s.status._tag === "Ended" && s.status.endTime !== BigInt(0)
+  }))
+
+/** What `inner` sees inside the span: its current span's name, and the parent of a span made there. */
+const inner = (fail: boolean) =>
+  Effect.gen(function*() {
+    const current = yield* Effect.orElseSucceed(Effect.currentSpan, () => ({ name: "none" }))
+    yield* Effect.void.pipe(Effect.withSpan("child"))
+    if (fail) return yield* Effect.fail("no")
+    return current.name
+  })
+
+/** The same program around one span, made by `Effect.withSpan` or by `OwnedSpan`. */
+const program = (wrap: (self: Effect.Effect<string, string>) => Effect.Effect<string, string>, fail: boolean) =>
+  Effect.gen(function*() {
+    const during = yield* Effect.exit(wrap(inner(fail)))
+    // The context is given back: the current span after is the one before.
+    const after = yield* Effect.option(Effect.currentSpan)
+    return { during: Exit.isSuccess(during) ? during.value : "failed", after: Option.getOrUndefined(after)?.name }
+  })
+
+const cases: ReadonlyArray<readonly [string, (e: Effect.Effect<any, any>) => Effect.Effect<any, any>]> = [
+  ["in a caller's span", (e) => e.pipe(Effect.withSpan("caller"))],
+  ["with the fiber's span annotations and links", (e) =>
+    e.pipe(
+      Effect.annotateSpans({ who: "fiber", attempt: 0 }),
+      Effect.linkSpans(Tracer.externalSpan({ spanId: "l1", traceId: "t1" }), { why: "test" }),
+      Effect.withSpan("caller")
+    )],
+  ["under an external parent", (e) => e.pipe(Effect.withParentSpan(Tracer.externalSpan({ spanId: "x1", traceId: "t1" })))],
+  ["with timing off", (e) => e.pipe(Effect.withTracerTiming(false), Effect.withSpan("caller"))],
+  ["with the tracer off", (e) => e.pipe(Effect.withTracerEnabled(false), Effect.withSpan("caller"))],
+  ["under a span that disables propagation", (e) =>
+    e.pipe(Effect.withSpan("quiet", { context: Tracer.DisablePropagation.context(true) }), Effect.withSpan("caller"))]
+]
+
+const options = (extra: Tracer.SpanOptions = {}): Tracer.SpanOptions => ({
+  captureStackTrace: false,
+  attributes: { sessionId: "s1", attempt: 1 },
+  ...extra
+})
+
+describe("OwnedSpan", () => {
+  for (const [label, around] of cases) {
+    for (const fail of [false, true]) {
+      for (const [variant, extra] of [["", {}], [" as a root", { root: true }], [" with a kind and links", { kind: "client" as const, links: [{ _tag: "SpanLink" as const, span: Tracer.externalSpan({ spanId: "l2", traceId: "t2" }), attributes: {} }] }]] as const) {
+        it.live(`within: ${label}${variant}${fail ? ", failing" : ""}, the same spans as Effect.withSpan`, () =>
+          Effect.gen(function*() {
+            const expected = yield* recording
+            const a = yield* program((self) => self.pipe(Effect.withSpan("span", options(extra))), fail).pipe(around, Effect.withTracer(expected.tracer))
+            const actual = yield* recording
+            const b = yield* program(OwnedSpan.within("span", options(extra)), fail).pipe(around, Effect.withTracer(actual.tracer))
+            expect(b).toEqual(a)
+            expect(actual.calls).toEqual(expected.calls)
+            expect(seen(actual.spans)).toEqual(seen(expected.spans))
+          }))
+      }
+    }
+  }
+
+  it.live("around: the same spans as Effect.withSpan, and the context given back", () =>
+    Effect.gen(function*() {
+      const expected = yield* recording
+      const a = yield* program((self) => self.pipe(Effect.withSpan("span", options())), false).pipe(Effect.withSpan("caller"), Effect.withTracer(expected.tracer))
+      const actual = yield* recording
+      const b = yield* program((self) => OwnedSpan.around("span", options(), Effect.orDie(self)), false).pipe(Effect.withSpan("caller"), Effect.withTracer(actual.tracer))
+      expect(b).toEqual(a)
+      expect(actual.calls).toEqual(expected.calls)
+      expect(seen(actual.spans)).toEqual(seen(expected.spans))
+    }))
+
+  it.live("within: an interrupted effect ends its span interrupted", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* recording
+      const fiber = yield* Effect.never.pipe(OwnedSpan.within("span", options()), Effect.withTracer(tracer), Effect.fork)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(fiber)
+      expect(seen(spans)).toEqual([{ name: "span", attributes: { sessionId: "s1", attempt: 1 }, status: "Ended", exit: "interrupted", ended: true }])
+    }))
+})
