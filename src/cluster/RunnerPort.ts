@@ -13,7 +13,9 @@
  * another fails), neither side's proof can be sent back as the other's, and a port that relays to
  * another runner gets that runner's proof, for its own address, which does not pass here. Both
  * sides compare in constant time; the accepting runner closes a connection whose proof is wrong or
- * has not come within `handshakeTimeout`, keeping at most 32 bytes of it at a time until then; the
+ * has not come within `handshakeTimeout`, keeping at most 32 bytes of it at a time until then, and
+ * holds at most `maxPendingHandshakes` connections in the handshake (one more closes the oldest of
+ * the source address that has the most); the
  * connecting runner does the same, having sent its hello only: a port
  * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
  * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
