@@ -193,8 +193,8 @@ export interface Listen {
    */
   readonly headersTimeout?: Duration.DurationInput
   /**
-   * How many connections may be open that have not yet sent a request with a credential (the token
-   * or the viewer's cookie): one more closes the oldest of them. Default 1024.
+   * How many connections may be open that have not yet sent a request with a credential (the token,
+   * or the viewer's cookie with the page's key): one more closes the oldest of them. Default 1024.
    */
   readonly maxUnauthenticatedConnections?: number
 }
@@ -206,7 +206,8 @@ export const defaultHeadersTimeout = Duration.seconds(20)
 export const defaultMaxUnauthenticatedConnections = 1024
 
 /**
- * The connections that have not yet sent a request with a credential, at most `max`: one more
+ * The connections that have not yet sent a request with a credential (the token, or the viewer's
+ * cookie with the page's key), at most `max`: one more
  * closes the oldest. The timeouts bound how long each is held, not how many: a client that opens
  * connections faster than they time out (or that trickles `POST /login`'s body, up to the request
  * timeout) held as many of the process's file descriptors as it opened, until its sessions' logs,
@@ -228,7 +229,11 @@ const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, ma
     socket.once("close", () => strangers.delete(socket))
   })
   const known = (request: IncomingMessage) => {
-    if (strangers.has(request.socket) && Access.credential(token, request.headers as Access.Headers) !== undefined) strangers.delete(request.socket)
+    // The session routes' own test: the viewer's cookie alone, which another server of this host may
+    // have been sent, does not count (its body would be read, and held up to the request timeout).
+    if (strangers.has(request.socket) && Access.refusal(token, request.method ?? "GET", request.headers as Access.Headers) === undefined) {
+      strangers.delete(request.socket)
+    }
   }
   server.on("request", known)
   server.on("upgrade", known)
