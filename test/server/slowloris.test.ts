@@ -11,7 +11,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import { connect, type Socket } from "node:net"
+import { Security } from "../../src/server.js"
 import { liveUntil, start, workspace } from "./harness.js"
 import { send } from "./requests.js"
 
@@ -94,12 +96,17 @@ describe("idle and slow connections (slowloris)", () => {
       // Then, without a credential: a sign-in whose body never finishes, and silent connections, one by one.
       const login = watched(yield* Effect.promise(() => opened(port)))
       login.write(`POST /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nSec-Fetch-Site: same-origin\r\nContent-Length: 4000\r\n\r\n{"token": "`)
+      // And the viewer's cookie alone (which another server of this host may have been sent), without
+      // the page's key: its body is read, and never finishes.
+      const cookieOnly = watched(yield* Effect.promise(() => opened(port)))
+      const cookie = `${Security.cookieName(String(port))}=${Redacted.value(Security.sessionSecret(Redacted.make(token), String(port)))}`
+      cookieOnly.write(`POST /sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nCookie: ${cookie}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"cwd": "`)
       const silent: Array<Socket> = []
-      for (let i = 0; i < max + 30; i++) silent.push(watched(yield* Effect.promise(() => opened(port))))
+      for (let i = 0; i < max + 29; i++) silent.push(watched(yield* Effect.promise(() => opened(port))))
       try {
         // 81 strangers, 50 kept: the 31 oldest are closed, in the order they came.
         yield* Effect.promise(() => closed(31))
-        expect(closes).toEqual([login, ...silent.slice(0, 30)])
+        expect(closes).toEqual([login, cookieOnly, ...silent.slice(0, 29)])
         // The stream with the token, older than all of them, is still open: it was never among them.
         expect(live.destroyed || live.readableEnded).toBe(false)
         expect((yield* Effect.promise(() => send(port, "/healthz"))).status).toBe(200)
