@@ -13,7 +13,9 @@
  * another fails), neither side's proof can be sent back as the other's, and a port that relays to
  * another runner gets that runner's proof, for its own address, which does not pass here. Both
  * sides compare in constant time; the accepting runner closes a connection whose proof is wrong or
- * has not come within `handshakeTimeout`, keeping at most 32 bytes of it at a time until then; the
+ * has not come within `handshakeTimeout`, keeping at most 32 bytes of it at a time until then, and
+ * holds at most `maxPendingHandshakes` connections in the handshake (one more closes the oldest of
+ * the source address that has the most); the
  * connecting runner does the same, having sent its hello only: a port
  * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
  * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
@@ -50,6 +52,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
@@ -87,6 +90,74 @@ const contexts: Record<Role, Uint8Array> = {
 
 /** How long a connection has to finish the handshake before it is closed (by either side). */
 export const handshakeTimeout = Duration.seconds(5)
+
+/**
+ * How many connections of a runners' port may be in the handshake at once. Each holds a fiber, a
+ * timer and a descriptor for up to `handshakeTimeout`, before it proved anything: without a bound
+ * whoever reaches the port holds as many as it opens. A runner's own handshake takes about a
+ * millisecond, and a cluster's runners connect to a port a few at a time, so 64 leaves them room.
+ */
+export const maxPendingHandshakes = 64
+
+/**
+ * The connections of a runners' port in the handshake now, tagged with the port (`port`): at most
+ * `maxPendingHandshakes`.
+ */
+export const pendingHandshakes = Metric.gauge("effect_agent_runner_pending_handshakes", {
+  description: "connections of the runners' port that have not finished the handshake"
+})
+
+/**
+ * The connections of one port in the handshake, at most `limit`. One more evicts one: the oldest of
+ * the source address that holds the most of them. A flood from one address then evicts its own
+ * connections, never a runner's from another address; from the runner's own address (a local user)
+ * it evicts the oldest, which a runner's handshake, done in about a millisecond, is not unless the
+ * flood opens `limit` connections within it.
+ */
+export interface Pending {
+  /** A connection from `source` enters; `evict` closes it if it must make room. What it returns: it left (proven or closed). */
+  readonly enter: (source: string, evict: () => void) => () => void
+}
+
+/** An empty set of connections in the handshake, reporting its size to `sized`. */
+export const pending = (limit: number, sized: (size: number) => void = () => {}): Pending => {
+  const waiting = new Map<object, { readonly source: string; readonly evict: () => void }>()
+  const bySource = new Map<string, number>()
+  const remove = (key: object) => {
+    const entry = waiting.get(key)
+    if (entry === undefined) return undefined
+    waiting.delete(key)
+    const left = bySource.get(entry.source)! - 1
+    if (left === 0) bySource.delete(entry.source)
+    else bySource.set(entry.source, left)
+    return entry
+  }
+  return {
+    enter: (source, evict) => {
+      if (waiting.size >= limit) {
+        const most = Math.max(...bySource.values())
+        // The map keeps the order of entry: the first of that source is its oldest.
+        for (const [key, entry] of waiting) {
+          if (bySource.get(entry.source) === most) {
+            remove(key)
+            entry.evict()
+            break
+          }
+        }
+      }
+      const key = {}
+      waiting.set(key, { source, evict })
+      bySource.set(source, (bySource.get(source) ?? 0) + 1)
+      sized(waiting.size)
+      return () => {
+        if (remove(key) !== undefined) sized(waiting.size)
+      }
+    }
+  }
+}
+
+/** A connection's place among those in the handshake: it enters when its handshake starts and leaves once proven or closed. */
+type Admission = (evict: () => void) => () => void
 
 /** What both proofs of one connection cover: both nonces, and the accepting runner's address as the cluster knows it. */
 export interface Transcript {
@@ -145,7 +216,7 @@ interface Side {
  * it, and writes wait until it is done. Each run is a connection of its own (a client's socket
  * reconnects by running again), with a handshake of its own.
  */
-const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
+const guarded = (socket: Socket.Socket, side: Side, admission?: Admission): Socket.Socket => {
   const proven = Effect.unsafeMakeLatch(false)
   const run = <_, E, R>(
     handler: (chunk: Uint8Array) => Effect.Effect<_, E, R> | void,
@@ -164,6 +235,9 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
         let open = false
         // Rejected: the rest of the connection is dropped unread, so it gets one answer, not one per step of bytes it sends.
         let rejected = false
+        // One connection too many in the handshake: the one evicted is closed as one that took too long.
+        const leave = admission?.(() => Deferred.unsafeDone(failed, Exit.fail(side.expired())))
+        if (leave !== undefined) yield* Scope.addFinalizer(scope, Effect.sync(leave))
         // A silent or slow connection: closed when the handshake has not ended in time.
         yield* Effect.sleep(handshakeTimeout).pipe(
           Effect.zipRight(Effect.suspend(() => open ? Effect.void : Deferred.fail(failed, side.expired()))),
@@ -195,6 +269,7 @@ const guarded = (socket: Socket.Socket, side: Side): Socket.Socket => {
             step = outcome.value.next
           }
           open = true
+          leave?.()
           const handed = bytes.length > 0 ? handler(bytes) : undefined
           return Effect.gen(function*() {
             yield* send(replies)
@@ -282,20 +357,40 @@ const connecting = (secret: Redacted.Redacted<Uint8Array>, address: RunnerAddres
 export const connectingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Socket.Socket =>
   guarded(socket, connecting(secret, address))
 
-/** A connection to the runners' port of the runner at `address` that proves it and hands its bytes on only after the other side's right proof. */
-export const acceptingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Socket.Socket =>
-  guarded(socket, accepting(secret, address))
+/**
+ * A connection to the runners' port of the runner at `address` that proves it and hands its bytes on
+ * only after the other side's right proof; while in the handshake, it holds a place among `admission`'s.
+ */
+export const acceptingSocket = (
+  socket: Socket.Socket,
+  secret: Redacted.Redacted<Uint8Array>,
+  address: RunnerAddress.RunnerAddress,
+  admission?: Admission
+): Socket.Socket => guarded(socket, accepting(secret, address), admission)
 
-/** A socket server of the runner at `address` whose connections must prove the cluster secret (and are proven it). */
+/**
+ * A socket server of the runner at `address` whose connections must prove the cluster secret (and
+ * are proven it), at most `maxPendingHandshakes` at a time in the handshake (`pending`).
+ */
 export const guardServer = (
   server: SocketServer.SocketServer["Type"],
   secret: Redacted.Redacted<Uint8Array>,
   address: RunnerAddress.RunnerAddress
-): SocketServer.SocketServer["Type"] =>
-  SocketServer.SocketServer.of({
+): SocketServer.SocketServer["Type"] => {
+  const gauge = pendingHandshakes.pipe(Metric.tagged("port", String(server.address._tag === "TcpAddress" ? server.address.port : server.address.path)))
+  const inHandshake = pending(maxPendingHandshakes, (size) => gauge.unsafeUpdate(size, []))
+  return SocketServer.SocketServer.of({
     address: server.address,
-    run: (handler) => server.run((socket) => handler(acceptingSocket(socket, secret, address)))
+    run: (handler) =>
+      server.run((socket) =>
+        Effect.flatMap(Effect.serviceOption(NodeSocket.NetSocket), (connection) => {
+          // The peer's address, to evict from the source with the most connections in the handshake.
+          const source = Option.match(connection, { onNone: () => "", onSome: (net) => net.remoteAddress ?? "" })
+          return handler(acceptingSocket(socket, secret, address, (evict) => inHandshake.enter(source, evict)))
+        })
+      )
   })
+}
 
 /**
  * The runners' port, listening at the sharding config's address, guarded. Its proofs name the

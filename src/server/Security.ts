@@ -24,30 +24,52 @@ export const matches = (token: Redacted.Redacted<string>, given: string | Redact
   return timingSafeEqual(digest(candidate), digest(expected)) && candidate.length > 0
 }
 
-/** Single-use codes: each opens the viewer once (it sets the cookie), then is forgotten. */
+/**
+ * How long a login code opens the viewer. `serve` prints its code at start, for the user who
+ * started it to open at once; later the code is only a line of a terminal's scrollback, a shell's
+ * log or a shared screen, where someone else may read it. The token, typed into the sign-in form,
+ * opens the viewer after that.
+ */
+export const loginCodeLifetimeMillis = 10 * 60 * 1000
+
+/** How many codes are held at once: one more drops the oldest. `serve` issues one. */
+export const maxLoginCodes = 16
+
+/** What a code opened: the viewer, nothing (used already, never issued, or dropped), or nothing because its time was up. */
+export type CodeUse = "signedIn" | "unknown" | "expired"
+
+/** Single-use codes: each opens the viewer once (it sets the cookie), within its lifetime, then is forgotten. */
 export interface LoginCodes {
-  /** A new code, valid until used. */
-  readonly issue: () => string
-  /** Uses a code: true once for each code issued. */
-  readonly consume: (code: string) => boolean
+  /** A new code, valid until used or until its lifetime from `now` (milliseconds; the wall clock by default) is up. */
+  readonly issue: (now?: number) => string
+  /** Uses a code at `now` (milliseconds, the clock `issue` was given): `signedIn` once for each code issued, within its lifetime. */
+  readonly consume: (code: string, now: number) => CodeUse
 }
 
-/** An empty set of login codes. */
-export const loginCodes = (): LoginCodes => {
-  const live = new Set<string>()
+/**
+ * An empty set of login codes, each valid for `lifetimeMillis` and at most `max` held at once. An
+ * expired code is held until used or dropped, so its use is told apart from a wrong one.
+ */
+export const loginCodes = (options: { readonly lifetimeMillis?: number; readonly max?: number } = {}): LoginCodes => {
+  const lifetime = options.lifetimeMillis ?? loginCodeLifetimeMillis
+  const max = Math.max(1, options.max ?? maxLoginCodes)
+  // Insertion order: the first is the oldest.
+  const held = new Map<string, number>()
   return {
-    issue: () => {
+    issue: (now = Date.now()) => {
       const code = randomBytes(24).toString("base64url")
-      live.add(code)
+      while (held.size >= max) held.delete(held.keys().next().value!)
+      held.set(code, now + lifetime)
       return code
     },
-    consume: (code) => {
-      // Compared in constant time against every live code (there are one or two).
+    consume: (code, now) => {
+      // Compared in constant time against every held code (a few at most).
       let found: string | undefined
-      for (const candidate of live) if (matches(Redacted.make(candidate), code)) found = candidate
-      if (found === undefined) return false
-      live.delete(found)
-      return true
+      for (const candidate of held.keys()) if (matches(Redacted.make(candidate), code)) found = candidate
+      if (found === undefined) return "unknown"
+      const expiresAt = held.get(found)!
+      held.delete(found)
+      return now < expiresAt ? "signedIn" : "expired"
     }
   }
 }

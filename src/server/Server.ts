@@ -12,7 +12,8 @@
  * `{error, message}`. No body is read before the request shows a credential (but the sign-in
  * form's, 4 KiB). No CORS headers are ever sent, so other sites' scripts cannot read any answer;
  * every answer carries `X-Content-Type-Options: nosniff`. `serve` closes a connection that sends
- * no request's headers within `headersTimeout`.
+ * no request's headers within `headersTimeout`, and keeps at most `maxUnauthenticatedConnections`
+ * open that sent no request with a credential (one more closes the oldest).
  *
  * @since 0.2.0
  */
@@ -31,6 +32,7 @@ import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import { createServer, type IncomingMessage, type Server as NodeServer } from "node:http"
 import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
@@ -190,10 +192,52 @@ export interface Listen {
    * Default 20 seconds. A request under way (a `/live` stream, a body) is not limited by it.
    */
   readonly headersTimeout?: Duration.DurationInput
+  /**
+   * How many connections may be open that have not yet sent a request with a credential (the token,
+   * or the viewer's cookie with the page's key): one more closes the oldest of them. Default 1024.
+   */
+  readonly maxUnauthenticatedConnections?: number
 }
 
 /** The default of `Listen.headersTimeout`. */
 export const defaultHeadersTimeout = Duration.seconds(20)
+
+/** The default of `Listen.maxUnauthenticatedConnections`. */
+export const defaultMaxUnauthenticatedConnections = 1024
+
+/**
+ * The connections that have not yet sent a request with a credential (the token, or the viewer's
+ * cookie with the page's key), at most `max`: one more
+ * closes the oldest. The timeouts bound how long each is held, not how many: a client that opens
+ * connections faster than they time out (or that trickles `POST /login`'s body, up to the request
+ * timeout) held as many of the process's file descriptors as it opened, until its sessions' logs,
+ * its tools and new clients got none. A connection leaves once a request of it shows a credential,
+ * so a `/live` stream, a turn's body or an API client's kept-alive connection is never closed for
+ * room; a client with the token sends its request within a millisecond of connecting, so a flood
+ * closes it only by opening `max` connections within that time.
+ */
+const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, max: number) => {
+  // Insertion order: the first is the oldest.
+  const strangers = new Set<Socket>()
+  server.on("connection", (socket: Socket) => {
+    if (strangers.size >= max) {
+      const oldest: Socket = strangers.values().next().value!
+      strangers.delete(oldest)
+      oldest.destroy()
+    }
+    strangers.add(socket)
+    socket.once("close", () => strangers.delete(socket))
+  })
+  const known = (request: IncomingMessage) => {
+    // The session routes' own test: the viewer's cookie alone, which another server of this host may
+    // have been sent, does not count (its body would be read, and held up to the request timeout).
+    if (strangers.has(request.socket) && Access.refusal(token, request.method ?? "GET", request.headers as Access.Headers) === undefined) {
+      strangers.delete(request.socket)
+    }
+  }
+  server.on("request", known)
+  server.on("upgrade", known)
+}
 
 /** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
 const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
@@ -236,6 +280,7 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = nodeServer(listen.headersTimeout)
+  boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.

@@ -9,7 +9,7 @@
  * for the key as the session routes do.
  *
  * Two ways in, both ending in the viewer's cookie (see `Security` and `Access`) and a redirect to the
- * viewer: the one-time URL `serve` prints (`GET /login?code=…`, each code works once), and the sign-in
+ * viewer: the one-time URL `serve` prints (`GET /login?code=…`, each code works once, within 10 minutes), and the sign-in
  * form (`GET /login`), for after the browser was closed: its script posts the token as JSON to
  * `POST /login`, which takes it only from this origin's own page (no other page can sign a browser
  * in) and is rate limited.
@@ -115,10 +115,13 @@ export const layer = HttpApiBuilder.Router.use((router) =>
     // The one-time URL printed at start, or the sign-in form.
     yield* router.get(
       "/login",
-      Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
         const code = new URL(request.url, "http://localhost").searchParams.get("code")
         if (code === null) return loginPage(200)
-        if (!config.loginCodes.consume(code)) return loginPage(401, "That one-time URL was used already: sign in with the token.")
+        const use = config.loginCodes.consume(code, yield* Clock.currentTimeMillis)
+        if (use === "expired") return loginPage(401, "That one-time URL has expired: it works only for a while after the server printed it. Sign in with the token.")
+        if (use === "unknown") return loginPage(401, "That one-time URL was used already: sign in with the token.")
         // The page's key in the fragment: the browser keeps it, and sends it to no server.
         const key = Redacted.value(Access.pageKeyOf(config.token, Access.headersOf(request)))
         return signIn(request, HttpServerResponse.empty({ status: 303 }).pipe(HttpServerResponse.setHeader("location", `/#key=${key}`)))

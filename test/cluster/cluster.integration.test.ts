@@ -259,7 +259,7 @@ describe("serve --cluster", () => {
     const runnerPort = await freePort()
     const allowed = start(runnerArgs(runnerPort, quick, ["--runner-listen", "0.0.0.0", "--runner-listen-wildcard"]), { cwd, env: env() })
     running.push(allowed)
-    await allowed.waitForStderr(/viewer \(this URL works once\)/)
+    await allowed.waitForStderr(/viewer \(this URL works once, within 10 minutes\)/)
     allowed.child.kill("SIGINT")
     const { stderr } = await allowed.done
     expect(stderr).toContain(`cluster runner: 127.0.0.1:${runnerPort} (listening on 0.0.0.0) (${shards} shards per group; cluster secret from the cluster database)`)

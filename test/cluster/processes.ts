@@ -119,7 +119,7 @@ export const testCluster = (name: string, options: { readonly token: string; rea
     let stderr = ""
     process.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
     launched.push({ name: `runner on port ${runnerPort} (pid ${process.child.pid})`, stderr: () => stderr })
-    await within(`the runner on port ${runnerPort} to serve`, () => process.waitForStderr(/viewer \(this URL works once\)/), 120_000, runnersTail)
+    await within(`the runner on port ${runnerPort} to serve`, () => process.waitForStderr(/viewer \(this URL works once, within 10 minutes\)/), 120_000, runnersTail)
     return {
       process,
       runnerPort,

@@ -7,7 +7,9 @@
  * its hello only, fails its call and connects again. And what a local process can send without any credential
  * (audit 3, item 4): a hundred connections that send nothing, and connections that send garbage —
  * bytes that are not the protocol, a value that claims 4 G entries. The runner goes on serving: the
- * port answers a `Ping` of a client with the secret, and a turn runs to its end.
+ * port answers a `Ping` of a client with the secret, and a turn runs to its end. And a flood of
+ * connections that never prove anything: at most `maxPendingHandshakes` are held in the handshake
+ * at once (the oldest are closed to make room), and a runner with the secret still gets through.
  */
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as Runners from "@effect/cluster/Runners"
@@ -22,6 +24,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
 import * as Layer from "effect/Layer"
+import * as Metric from "effect/Metric"
 import * as Stream from "effect/Stream"
 import * as Chunk from "effect/Chunk"
 import { createHmac, randomBytes } from "node:crypto"
@@ -283,6 +286,61 @@ describe("the runners' port", () => {
         expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       } finally {
         for (const socket of [...silent, ...noisy]) socket.destroy()
+      }
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
+
+  it.live("a flood of connections in the handshake holds at most 64 of them: the oldest are closed, and a runner with the secret gets through", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabaseUrl("runner_port_flood")
+      const { port } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3) }, [])
+      const secret = yield* secretOf(url)
+      const inHandshake = Metric.value(RunnerPort.pendingHandshakes.pipe(Metric.tagged("port", String(port)))).pipe(Effect.map((state) => state.value))
+      const flood: Array<Socket> = []
+      let closed = 0
+      const closing: Array<() => void> = []
+      /** A connection that sends nothing, once the runner's challenge came (the runner counted it among those in the handshake by then). */
+      const challenged = () =>
+        opened(port).then((socket) =>
+          new Promise<Socket>((resolve) => {
+            flood.push(socket)
+            socket.on("error", () => {})
+            let received = 0
+            socket.on("data", (chunk: Buffer) => {
+              received += chunk.length
+              if (received >= wire.challengeLength) resolve(socket)
+            })
+            socket.on("close", () => {
+              closed += 1
+              closing.forEach((check) => check())
+              resolve(socket)
+            })
+          })
+        )
+      const closedAtLeast = (count: number) =>
+        new Promise<void>((done) => {
+          const check = () => closed >= count && done()
+          closing.push(check)
+          check()
+        })
+      const batches = 5
+      const batch = 50
+      let most = 0
+      try {
+        for (let i = 0; i < batches; i++) {
+          yield* Effect.promise(() => Promise.all(Array.from({ length: batch }, challenged)))
+          most = Math.max(most, yield* inHandshake)
+        }
+        expect(RunnerPort.maxPendingHandshakes).toBe(64)
+        // Never more than the bound in the handshake, each batch's connections counted.
+        expect(most).toBeLessThanOrEqual(RunnerPort.maxPendingHandshakes)
+        expect(most).toBeGreaterThan(0)
+        // The ones evicted to make room are closed.
+        yield* Effect.promise(() => closedAtLeast(batches * batch - RunnerPort.maxPendingHandshakes))
+        // With the flood's newest still in the handshake, a runner with the secret gets through.
+        yield* ping(port, secret)
+        expect(yield* inHandshake).toBeLessThanOrEqual(RunnerPort.maxPendingHandshakes)
+      } finally {
+        for (const socket of flood) socket.destroy()
       }
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
 

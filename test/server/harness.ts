@@ -70,6 +70,8 @@ export interface Options {
   readonly onReadFrom?: (sessionId: string, fromSequence: number) => void
   /** How long a connection may take to send a request's headers (the server's `Listen.headersTimeout`). */
   readonly headersTimeout?: string
+  /** How many connections may be open without having sent a request with a credential (the server's `Listen.maxUnauthenticatedConnections`). */
+  readonly maxUnauthenticatedConnections?: number
 }
 
 const makeClient = (url: string, token: string) =>
@@ -129,7 +131,9 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
       Layer.provide(PermissionPolicy.layer(options.policy)),
       Layer.provide(NodeContext.layer)
     )
-    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0, ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout as never }) }).pipe(Layer.provideMerge(engine)), scope)
+    const context = yield* Layer.buildWithScope(Server.serve(config, { port: options.port ?? 0, ...(options.headersTimeout === undefined ? {} : { headersTimeout: options.headersTimeout as never }),
+      ...(options.maxUnauthenticatedConnections === undefined ? {} : { maxUnauthenticatedConnections: options.maxUnauthenticatedConnections })
+    }).pipe(Layer.provideMerge(engine)), scope)
     const url = yield* Effect.provide(Server.url, context)
     const port = Number(new URL(url).port)
     const client = yield* makeClient(url, token)

@@ -6,6 +6,8 @@
  * Chromium runs the same attacks as a page would in browserSecurity.integration.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as TestClock from "effect/TestClock"
 import * as Redacted from "effect/Redacted"
@@ -289,6 +291,42 @@ describe("the server's token stays with its own origin", () => {
       expect((yield* call(port, "/openapi.json", { headers: { authorization: `Bearer ${token}` } })).status).toBe(200)
       // Nothing was answered meanwhile: the call still waits.
       expect((yield* server.client.sessions.get({ path: { id } })).pendingApprovals).toHaveLength(1)
+    }))
+
+  it.scoped("/login?code=…: a code signs in once, within 10 minutes (on the TestClock); an expired one is refused and the page says so", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      const server = yield* start({ cwd, dataDir })
+      const { port } = server
+      const issue = Effect.map(Clock.currentTimeMillis, (now) => server.config.loginCodes.issue(now))
+      const signsIn = (answer: Answer) => {
+        expect(answer.status).toBe(303)
+        expect(setCookie(answer)).toMatch(new RegExp(`^effect_agent_session_${port}=`))
+      }
+      const refused = (answer: Answer, note: string, code: string) => {
+        expect(answer.status).toBe(401)
+        expect(setCookie(answer)).toBeUndefined()
+        expect(answer.headers["location"]).toBeUndefined()
+        // The sign-in form, with a note that says why; nothing of the code.
+        expect(answer.text).toContain(`<form id="login"`)
+        expect(answer.text).toContain(note)
+        expect(answer.text).not.toContain(code)
+      }
+      // A fresh code signs in once.
+      const fresh = yield* issue
+      signsIn(yield* call(port, `/login?code=${fresh}`))
+      refused(yield* call(port, `/login?code=${fresh}`), "That one-time URL was used already", fresh)
+      // A second before its time is up it still does.
+      const late = yield* issue
+      yield* TestClock.adjust(Duration.millis(Security.loginCodeLifetimeMillis - 1000))
+      signsIn(yield* call(port, `/login?code=${late}`))
+      // Read later from a terminal's scrollback, after its 10 minutes: refused, and used up by the attempt.
+      const old = yield* issue
+      yield* TestClock.adjust("10 minutes")
+      refused(yield* call(port, `/login?code=${old}`), "That one-time URL has expired", old)
+      refused(yield* call(port, `/login?code=${old}`), "That one-time URL was used already", old)
+      // A new code works.
+      signsIn(yield* call(port, `/login?code=${yield* issue}`))
     }))
 
   it.scoped("/login: a form that takes the token, same-origin only, JSON only, rate limited (on the TestClock)", () =>

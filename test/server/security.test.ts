@@ -40,6 +40,32 @@ describe("Security", () => {
     throttle.failed(now)
     expect(throttle.attempt(now)).toEqual({ _tag: "Wait", retryAfterMillis: 1000 })
   })
+
+  it("login codes: each signs in once, within its lifetime by the clock it is given; at most 16 held, the oldest dropped", () => {
+    const codes = Security.loginCodes()
+    const minute = 60_000
+    const issuedAt = 1_000_000
+    const fresh = codes.issue(issuedAt)
+    expect(fresh).toMatch(/^[A-Za-z0-9_-]{32}$/)
+    expect(codes.consume(fresh, issuedAt + 9 * minute)).toBe("signedIn")
+    expect(codes.consume(fresh, issuedAt + 9 * minute)).toBe("unknown")
+    // Ten minutes: its time is up (and the attempt uses it up).
+    const late = codes.issue(issuedAt)
+    expect(codes.consume(late, issuedAt + Security.loginCodeLifetimeMillis - 1)).toBe("signedIn")
+    const expired = codes.issue(issuedAt)
+    expect(codes.consume(expired, issuedAt + Security.loginCodeLifetimeMillis)).toBe("expired")
+    expect(codes.consume(expired, issuedAt)).toBe("unknown")
+    expect(codes.consume("not-a-code", issuedAt)).toBe("unknown")
+    expect(Security.loginCodeLifetimeMillis).toBe(10 * minute)
+    // The bound: the 17th drops the first; the other sixteen still sign in.
+    expect(Security.maxLoginCodes).toBe(16)
+    const issued = Array.from({ length: Security.maxLoginCodes + 1 }, () => codes.issue(issuedAt))
+    expect(codes.consume(issued[0]!, issuedAt)).toBe("unknown")
+    for (const code of issued.slice(1)) expect(codes.consume(code, issuedAt)).toBe("signedIn")
+    // A lifetime of its own.
+    const short = Security.loginCodes({ lifetimeMillis: minute })
+    expect(short.consume(short.issue(issuedAt), issuedAt + minute)).toBe("expired")
+  })
 })
 
 describe("Access", () => {

@@ -39,9 +39,9 @@ const launch = async (
   running.push(server)
   let stderr = ""
   server.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await server.waitForStderr(/viewer \(this URL works once\): \S+\n/)
+  await server.waitForStderr(/viewer \(this URL works once, within 10 minutes\): \S+\n/)
   const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!
-  const login = /works once\): (\S+)/.exec(stderr)![1]!
+  const login = /works once, within 10 minutes\): (\S+)/.exec(stderr)![1]!
   const token = /token: (\S+)/.exec(stderr)![1]!
   return { server, url, login, token, printed: () => stderr }
 }

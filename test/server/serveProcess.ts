@@ -12,7 +12,7 @@ export const startServe = async (
   const server = start(["serve", "--port", "0", ...args], { cwd: options.cwd, ...(options.env === undefined ? {} : { env: options.env }) })
   let stderr = ""
   server.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
-  await server.waitForStderr(/viewer \(this URL works once\): \S+\n/)
+  await server.waitForStderr(/viewer \(this URL works once, within 10 minutes\): \S+\n/)
   const url = /listening on (http:\/\/\S+)/.exec(stderr)![1]!
   const token = /token: (\S+)/.exec(stderr)![1]!
   return { server, url, token, stderr: () => stderr }

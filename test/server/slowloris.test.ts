@@ -5,10 +5,15 @@
  * stayed open for good (each a file descriptor of the agent's process, shared with its session logs
  * and tools), and so would 10,000. Now a connection has `headersTimeout` to send its first request's
  * headers, whether it sent nothing or a trickle; a request under way (a `/live` stream) is not cut.
+ * The timeouts bound how long, not how many: at most `maxUnauthenticatedConnections` connections
+ * that sent no request with a credential stay open, one more closing the oldest of them, and a
+ * connection with the token is never among them.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import { connect, type Socket } from "node:net"
+import { Security } from "../../src/server.js"
 import { liveUntil, start, workspace } from "./harness.js"
 import { send } from "./requests.js"
 
@@ -53,6 +58,61 @@ describe("idle and slow connections (slowloris)", () => {
       } finally {
         clearInterval(trickle)
         for (const socket of [...silent, ...trickling]) socket.destroy()
+      }
+    }), 30_000)
+
+  it.scopedLive("connections without a credential beyond the bound close the oldest of them; a /live stream with the token and new clients are served", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      // The timeouts close nothing during the test: only the bound does.
+      const max = 50
+      const server = yield* start({ cwd, dataDir, headersTimeout: "10 minutes", maxUnauthenticatedConnections: max })
+      const { port, token } = server
+      const session = yield* server.client.sessions.create({ payload: { cwd } })
+      const closes: Array<Socket> = []
+      const waiting: Array<() => void> = []
+      const watched = (socket: Socket) => {
+        socket.on("error", () => {})
+        socket.once("close", () => {
+          closes.push(socket)
+          waiting.forEach((check) => check())
+        })
+        return socket
+      }
+      const closed = (count: number) =>
+        new Promise<void>((done) => {
+          const check = () => closes.length >= count && done()
+          waiting.push(check)
+          check()
+        })
+      // The oldest connection: a /live stream with the token, answered.
+      const live = watched(yield* Effect.promise(() => opened(port)))
+      yield* Effect.promise(() =>
+        new Promise<void>((answered) => {
+          live.on("data", (chunk: Buffer) => chunk.toString("utf8").startsWith("HTTP/1.1 200") && answered())
+          live.write(`GET /sessions/${session.sessionId}/live HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+        })
+      )
+      // Then, without a credential: a sign-in whose body never finishes, and silent connections, one by one.
+      const login = watched(yield* Effect.promise(() => opened(port)))
+      login.write(`POST /login HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nSec-Fetch-Site: same-origin\r\nContent-Length: 4000\r\n\r\n{"token": "`)
+      // And the viewer's cookie alone (which another server of this host may have been sent), without
+      // the page's key: its body is read, and never finishes.
+      const cookieOnly = watched(yield* Effect.promise(() => opened(port)))
+      const cookie = `${Security.cookieName(String(port))}=${Redacted.value(Security.sessionSecret(Redacted.make(token), String(port)))}`
+      cookieOnly.write(`POST /sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nCookie: ${cookie}\r\nContent-Type: application/json\r\nContent-Length: 4000\r\n\r\n{"cwd": "`)
+      const silent: Array<Socket> = []
+      for (let i = 0; i < max + 29; i++) silent.push(watched(yield* Effect.promise(() => opened(port))))
+      try {
+        // 81 strangers, 50 kept: the 31 oldest are closed, in the order they came.
+        yield* Effect.promise(() => closed(31))
+        expect(closes).toEqual([login, cookieOnly, ...silent.slice(0, 29)])
+        // The stream with the token, older than all of them, is still open: it was never among them.
+        expect(live.destroyed || live.readableEnded).toBe(false)
+        expect((yield* Effect.promise(() => send(port, "/healthz"))).status).toBe(200)
+        expect((yield* Effect.promise(() => send(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }))).status).toBe(200)
+      } finally {
+        for (const socket of [live, login, ...silent]) socket.destroy()
       }
     }), 30_000)
 
