@@ -41,8 +41,12 @@ export interface Tool<A, I, R> {
 /** Any tool, whatever its argument types. */
 export type Any = Tool<any, any, any>
 
-/** What running a list of tools needs. */
-export type Requirements<Tools extends ReadonlyArray<Any>> = Tools[number] extends Tool<any, any, infer R> ? R : never
+/**
+ * What running a list of tools needs. An empty list needs nothing: its element type is `never`, and
+ * inferring `R` from `never` would give `unknown`, a requirement no context meets.
+ */
+export type Requirements<Tools extends ReadonlyArray<Any>> =
+  [Tools[number]] extends [never] ? never : Tools[number] extends Tool<any, any, infer R> ? R : never
 
 /** Declares a tool; the identity, for inference of its argument types. */
 export const tool = <A, I, R = never>(definition: Tool<A, I, R>): Tool<A, I, R> => definition

@@ -11,7 +11,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as Toolkit from "../../src/layers/Toolkit.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
-import { ToolFailure } from "../../src/services/ToolRouter.js"
+import { ToolFailure, ToolRouter } from "../../src/services/ToolRouter.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
 
 class Forecasts extends Context.Tag("test/Forecasts")<Forecasts, { readonly of: (city: string) => string }>() {}
@@ -76,4 +76,16 @@ describe("Toolkit", () => {
       expect(router.definitions.find((d) => d.name === "weather")?.inputSchema).toMatchObject({ type: "object", required: ["city"] })
       expect(names).toEqual(expect.arrayContaining(["read_file", "shell", "weather"]))
     }).pipe(Effect.provide(NodeContext.layer), Effect.provide(Layer.succeed(Forecasts, { of: () => "" }))))
+
+  // A type-level check first: with no tools, the layer's requirement was inferred as `unknown`
+  // (an empty tuple's element type is never, and inferring from never gives unknown), which no
+  // context satisfies; this did not type-check before (npm test's tsc step, or tsc --noEmit).
+  it.effect("a toolkit of no tools needs nothing: alone, it offers none; extending, it offers the router's below", () =>
+    Effect.gen(function*() {
+      const alone = yield* Effect.provide(ToolRouter, Toolkit.layer([]))
+      expect(alone.definitions).toEqual([])
+      const below = Toolkit.layer([Toolkit.tool({ name: "below", description: "A tool below", parameters: Schema.Struct({}), run: () => Effect.succeed("") })])
+      const extended = yield* Effect.provide(ToolRouter, Toolkit.extend([]).pipe(Layer.provide(below)))
+      expect(extended.definitions.map((d) => d.name)).toEqual(["below"])
+    }))
 })

@@ -1,8 +1,10 @@
 /**
  * The package as an embedder gets it: packed with `npm pack`, installed into fresh projects from the
  * npm registry. Checks one copy of Effect next to an app that pins another 3.x, the README's install
- * line and embedding example (strict type-check under `nodenext`, then run), a light root import, and
- * the installed `effect-agent` bin answering a turn from its bundle.
+ * line and embedding example (strict type-check under `nodenext`, then run), every other TypeScript
+ * block of the README and the embedding and testing guides (type-checked the same way), the types
+ * of what an embedder's own library exports (declaration emit), a light root import, and the
+ * installed `effect-agent` bin answering a turn from its bundle.
  */
 import { execFile } from "node:child_process"
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
@@ -44,6 +46,48 @@ const embeddingExample = () => {
   return match[1]!
 }
 
+/**
+ * The TypeScript blocks an embedder copies: every one of the README's "As a library", the embedding
+ * guide and the testing guide's first part (its second is about this repository's own suite), but
+ * the README's embedding example, which is checked and run on its own. A block importing a package
+ * the README's install line does not install (`notInstalled`) is left out; every other one is
+ * checked, so a new block cannot slip past.
+ */
+const notInstalled = ["@effect/opentelemetry", "@opentelemetry/", "@effect/ai", "@effect/vitest"]
+const docsSnippets = () => {
+  const blocks = (text: string, name: string) =>
+    [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ name: `${name}-${i}`, code: m[1]! }))
+  const guide = (file: string) => readFileSync(join(root, "docs", file), "utf8")
+  const all = [
+    ...blocks(readme.slice(readme.indexOf("## As a library")), "readme").slice(1),
+    ...blocks(guide("embedding.md"), "embedding"),
+    ...blocks(guide("testing.md").split("# This repository's test suite")[0]!, "testing")
+  ]
+  const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1]!)
+  return all.filter((block) => !imports(block.code).some((from) => notInstalled.some((p) => from.startsWith(p))))
+}
+
+/**
+ * What an embedder's own library exports, compiled with `declaration: true`: each type must be
+ * nameable from the package's entry points, or tsc fails with TS2742 ("cannot be named without a
+ * reference to …/node_modules/effect-agent/dist/…"). None of the ports, domain types or errors is
+ * imported by name here, as in a file that only builds layers.
+ */
+const embedderLibrary = `import { Effect } from "effect"
+import { FakeModelProvider, JsonlEventStore, MemoryEventStore, PermissionPolicy, PromptComposer, SessionEngine, Toolkit, WorkspaceTools } from "effect-agent"
+
+export const Store = MemoryEventStore.layer
+export const Files = JsonlEventStore.layer({ dataDir: ".effect-agent" })
+export const Model = FakeModelProvider.layer({ responses: [{ chunks: ["Hello!"] }] })
+export const Tools = WorkspaceTools.layer()
+export const Policy = PermissionPolicy.layer({ mode: "default" })
+export const Prompt = PromptComposer.layer({ instructions: "Be brief." })
+export const Engine = SessionEngine.layer({ maxSteps: 10 })
+export const Extra = Toolkit.extend([])
+export const newSession = (cwd: string) => Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd, client: "cli" }))
+export const state = (sessionId: string) => Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.sessionState({ sessionId }))
+`
+
 const newProject = (name: string, dependencies: Record<string, string> = {}) => {
   const dir = join(scratch, name)
   mkdirSync(dir)
@@ -62,17 +106,27 @@ beforeAll(async () => {
 }, 120_000)
 
 describe("the packed package", () => {
-  it("installs with the README's line, and the README's embedding example type-checks strictly and runs", async () => {
+  it("installs with the README's line; the docs' TypeScript and an embedder's exported layers type-check strictly, and the README's example runs", async () => {
     const app = newProject("readme-app")
     copyFileSync(tarball, join(app, basename(tarball)))
     await npm(installLine(), app)
     writeFileSync(join(app, "example.ts"), embeddingExample())
+    writeFileSync(join(app, "library.ts"), embedderLibrary)
+    mkdirSync(join(app, "snippets"))
+    const snippets = docsSnippets().map(({ code, name }) => {
+      writeFileSync(join(app, "snippets", `${name}.ts`), code)
+      return `snippets/${name}.ts`
+    })
+    // One tsc run for all of them: the README's example, every snippet, and the library's declarations.
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, outDir: "out" },
-      files: ["example.ts"]
+      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, declaration: true, outDir: "out" },
+      files: ["example.ts", "library.ts", ...snippets]
     }))
     const tsc = join(root, "node_modules/typescript/bin/tsc")
-    await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app })
+    // tsc writes its errors to stdout: the failure shows them.
+    await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app }).catch((error: { stdout?: string }) => {
+      throw new Error(`tsc failed on the packed package:\n${error.stdout ?? String(error)}`)
+    })
     const output = await exec(process.execPath, ["out/example.js"], { cwd: app })
     expect(output).toContain("Hello!")
   }, 300_000)
