@@ -92,16 +92,21 @@ server.kill("SIGKILL")
 
 const at = (t) => `+${(t - start).toFixed(0)}`
 const ms = (n) => (n === undefined || Number.isNaN(n) ? "?" : n.toFixed(1))
-// The last connection from a port (loopback reuses ports quickly): a probe's is accepted after it connects.
-const accepted = new Map(stamped.conns.map(([t, port]) => [port, t]))
-const answered = new Map(stamped.health.map((h) => [h.port, h]))
+// Loopback reuses ports quickly: a probe's connection is the first from its port accepted after it started.
+const byPort = (entries, portOf, timeOf) => {
+  const map = new Map()
+  for (const entry of entries) map.set(portOf(entry), [...(map.get(portOf(entry)) ?? []), entry])
+  return (probe) => (map.get(probe.port) ?? []).find((entry) => timeOf(entry) >= probe.start)
+}
+const acceptOf = byPort(stamped.conns, ([, port]) => port, ([t]) => t)
+const answerOf = byPort(stamped.health, (h) => h.port, (h) => h.request)
 const liveAccepts = stamped.conns.filter(([t, port]) => t > start && !probes.some((p) => p.port === port)).map(([t]) => t)
 const burstEnd = liveAccepts[Math.min(Number(watchers) - 1, liveAccepts.length - 1)]
 console.log(`${probes.length} probes, worst ${ms(Math.max(...probes.map((p) => p.end - p.start)))} ms; clients started at +0, all connected ${at(burstEnd)} (first ${at(liveAccepts[0])}), ready ${at(ready)}, done ${at(end)}; ${clientsOut.trim().split("\n").at(-1)}`)
 const tally = {}
 for (const probe of probes.filter((p) => p.end - p.start > over)) {
-  const accept = accepted.get(probe.port)
-  const health = answered.get(probe.port)
+  const accept = acceptOf(probe)?.[0]
+  const health = answerOf(probe)
   const parts = {
     "TCP connect": probe.connect - probe.start,
     "listen queue": accept - probe.connect,
