@@ -1,0 +1,50 @@
+/**
+ * Preloaded into `serve` by `bench/probe-split/run.mjs` (`node --import`): stamps, on the machine's
+ * monotonic clock (ms), each accepted connection and `/healthz` request by the client's port, each
+ * `/healthz` response's `finish`, each GC, and each turn of the loop over 4 ms (a 1 ms timer: wall,
+ * the process's CPU, the main thread's time on a CPU and waiting for one). On SIGUSR2 it writes them
+ * as JSON to `$PROBE_SPLIT_OUT`.
+ */
+import { openSync, readSync, writeFileSync } from "node:fs"
+import net from "node:net"
+import { PerformanceObserver } from "node:perf_hooks"
+
+const now = () => Number(process.hrtime.bigint()) / 1e6
+const offset = now() - performance.now()
+const out = { conns: [], health: [], gaps: [], gcs: [] }
+const schedFd = openSync("/proc/thread-self/schedstat", "r")
+const buffer = Buffer.alloc(128)
+const sched = () => {
+  const length = readSync(schedFd, buffer, 0, buffer.length, 0)
+  const [running, waiting] = buffer.toString("latin1", 0, length).split(" ")
+  return [Number(running) / 1e6, Number(waiting) / 1e6]
+}
+// On the prototype: the server's own hook on its `emit` (requests started as tasks) calls through to it.
+const emit = net.Server.prototype.emit
+net.Server.prototype.emit = function(event, ...args) {
+  if (event === "connection") out.conns.push([now(), args[0].remotePort])
+  if (event === "request" && args[0].url === "/healthz") {
+    const stamp = { port: args[0].socket.remotePort, request: now() }
+    out.health.push(stamp)
+    args[1].once("finish", () => (stamp.finish = now()))
+  }
+  return emit.call(this, event, ...args)
+}
+let last = now()
+let lastCpu = process.cpuUsage()
+let lastSched = sched()
+setInterval(() => {
+  const wall = now()
+  const cpu = process.cpuUsage()
+  const [running, waiting] = sched()
+  if (wall - last > 4) {
+    out.gaps.push({ start: last, end: wall, cpu: (cpu.user + cpu.system - lastCpu.user - lastCpu.system) / 1000, running: running - lastSched[0], waiting: waiting - lastSched[1] })
+  }
+  last = wall
+  lastCpu = cpu
+  lastSched = [running, waiting]
+}, 1).unref()
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) out.gcs.push({ start: entry.startTime + offset, ms: entry.duration, kind: entry.detail?.kind })
+}).observe({ entryTypes: ["gc"] })
+process.on("SIGUSR2", () => writeFileSync(process.env["PROBE_SPLIT_OUT"], JSON.stringify(out)))
