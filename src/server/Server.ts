@@ -33,6 +33,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import { closeSync, openSync } from "node:fs"
 import { createServer, type IncomingMessage, type Server as NodeServer } from "node:http"
 import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
@@ -251,6 +252,7 @@ const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
  * otherwise); from then on Node's keep-alive timeout and its checks take over.
  */
 const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
+  growDescriptorTable()
   const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
   const server = createServer({
     headersTimeout: millis,
@@ -264,6 +266,32 @@ const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
   server.on("request", underway)
   server.on("upgrade", underway)
   return server
+}
+
+/** How many descriptors the process's table has room for, beyond those open, before clients connect. */
+const descriptorsAhead = 1024
+
+let tableGrown = false
+/**
+ * Grows the process's table of file descriptors once, before any client connects: opens
+ * `/dev/null` `descriptorsAhead` times and closes them all (Linux never shrinks the table). Linux
+ * doubles the table when a new descriptor does not fit (64, 128, 256, 512 …), and in a process with
+ * threads (V8's and libuv's) each doubling waits for an RCU grace period (`expand_fdtable`,
+ * `synchronize_rcu`): the main thread slept 15–34 ms inside `accept4`, twice while 500 clients
+ * connected at once, and a `/healthz` probe behind them waited for both (docs/benchmarks.md,
+ * split18). At the process's descriptor limit, or with no `/dev/null`, it stops early: the table
+ * then grows as connections come, as before.
+ */
+const growDescriptorTable = () => {
+  if (tableGrown) return
+  tableGrown = true
+  const opened: Array<number> = []
+  try {
+    for (let i = 0; i < descriptorsAhead; i++) opened.push(openSync("/dev/null", "r"))
+  } catch {
+    // Best effort (see above).
+  }
+  for (const fd of opened) closeSync(fd)
 }
 
 /** The default port of `effect-agent serve`. */
