@@ -33,7 +33,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { closeSync, openSync } from "node:fs"
+import { closeSync, openSync, readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type Server as NodeServer } from "node:http"
 import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
@@ -271,23 +271,45 @@ const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
 /** How many descriptors the process's table has room for, beyond those open, before clients connect. */
 const descriptorsAhead = 1024
 
+/**
+ * How many descriptors to open to grow the table, under the process's soft limit on open files
+ * (`/proc/self/limits`' "Max open files", undefined where it cannot be read): at most half the
+ * limit, so that the opens never reach it — a file opened meanwhile on libuv's threads (a session's
+ * log, a tool's file) would fail with `EMFILE`. None off Linux, where the limit is not read and the
+ * doublings' wait is Linux's.
+ */
+export const descriptorsToOpen = (softLimit: number | undefined): number =>
+  softLimit === undefined ? 0 : Math.max(0, Math.min(descriptorsAhead, Math.floor(softLimit / 2)))
+
+/** The soft limit on open files from `/proc/self/limits`; undefined where there is none to read. */
+const openFilesLimit = (): number | undefined => {
+  try {
+    const line = /^Max open files\s+(\S+)/m.exec(readFileSync("/proc/self/limits", "latin1"))
+    if (line === null) return undefined
+    return line[1] === "unlimited" ? Number.MAX_SAFE_INTEGER : Number(line[1]) || undefined
+  } catch {
+    return undefined
+  }
+}
+
 let tableGrown = false
 /**
  * Grows the process's table of file descriptors once, before any client connects: opens
- * `/dev/null` `descriptorsAhead` times and closes them all (Linux never shrinks the table). Linux
- * doubles the table when a new descriptor does not fit (64, 128, 256, 512 …), and in a process with
- * threads (V8's and libuv's) each doubling waits for an RCU grace period (`expand_fdtable`,
+ * `/dev/null` up to `descriptorsAhead` times and closes them all (Linux never shrinks the table).
+ * Linux doubles the table when a new descriptor does not fit (64, 128, 256, 512 …), and in a process
+ * with threads (V8's and libuv's) each doubling waits for an RCU grace period (`expand_fdtable`,
  * `synchronize_rcu`): the main thread slept 15–34 ms inside `accept4`, twice while 500 clients
  * connected at once, and a `/healthz` probe behind them waited for both (docs/benchmarks.md,
- * split18). At the process's descriptor limit, or with no `/dev/null`, it stops early: the table
- * then grows as connections come, as before.
+ * split18). Best effort: with no `/dev/null` or a low limit (`descriptorsToOpen`) the table grows
+ * less, or as connections come, as before.
  */
 const growDescriptorTable = () => {
   if (tableGrown) return
   tableGrown = true
+  const count = descriptorsToOpen(openFilesLimit())
   const opened: Array<number> = []
   try {
-    for (let i = 0; i < descriptorsAhead; i++) opened.push(openSync("/dev/null", "r"))
+    for (let i = 0; i < count; i++) opened.push(openSync("/dev/null", "r"))
   } catch {
     // Best effort (see above).
   }

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { Running } from "../cli/subprocess.js"
+import { descriptorsToOpen } from "../../src/server/Server.js"
 import { startServe } from "./serveProcess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-fds-"))
@@ -24,5 +25,15 @@ describe.runIf(process.platform === "linux")("serve's descriptor table", () => {
     running.push(server)
     const size = Number(/FDSize:\s+(\d+)/.exec(readFileSync(`/proc/${server.child.pid}/status`, "utf8"))![1])
     expect(size).toBeGreaterThanOrEqual(1024)
+  })
+})
+
+describe("how far serve grows the table", () => {
+  it("opens at most 1,024, at most half the soft limit on open files, none where the limit is unknown", () => {
+    expect(descriptorsToOpen(20_000)).toBe(1024)
+    expect(descriptorsToOpen(Number.MAX_SAFE_INTEGER)).toBe(1024)
+    expect(descriptorsToOpen(1024)).toBe(512)
+    expect(descriptorsToOpen(1)).toBe(0)
+    expect(descriptorsToOpen(undefined)).toBe(0)
   })
 })
