@@ -215,9 +215,12 @@ export const defaultMaxUnauthenticatedConnections = 1024
  * its tools and new clients got none. A connection leaves once a request of it shows a credential,
  * so a `/live` stream, a turn's body or an API client's kept-alive connection is never closed for
  * room; a client with the token sends its request within a millisecond of connecting, so a flood
- * closes it only by opening `max` connections within that time.
+ * closes it only by opening `max` connections within that time. Answers what to call with each
+ * request as Node reads it — not when its start's turn in the scheduler comes
+ * (`startRequestsAsTasks`), which may be seconds later on a busy server, while a flood would take
+ * the connection for a stranger's.
  */
-const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, max: number) => {
+const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, max: number): (request: IncomingMessage) => void => {
   // Insertion order: the first is the oldest.
   const strangers = new Set<Socket>()
   server.on("connection", (socket: Socket) => {
@@ -236,8 +239,8 @@ const boundStrangers = (server: NodeServer, token: Redacted.Redacted<string>, ma
       strangers.delete(request.socket)
     }
   }
-  server.on("request", known)
   server.on("upgrade", known)
+  return known
 }
 
 /** A request's headers came: its connection's time to send them (see `nodeServer`) no longer runs. */
@@ -330,7 +333,7 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = nodeServer(listen.headersTimeout)
-  boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+  const requestRead = boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
@@ -340,7 +343,7 @@ export const serve = (
   ))
   return HttpApiBuilder.serve().pipe(
     Layer.provideMerge(closeConnections),
-    Layer.provideMerge(startRequestsAsTasks(server)),
+    Layer.provideMerge(startRequestsAsTasks(server, requestRead)),
     Layer.provide(layer(config, turns)),
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
@@ -357,14 +360,17 @@ export const serve = (
  * takes its place in the scheduler's queue (first come, first served, sliced with all other fiber
  * work: a steady stream of requests starves nothing), and the turn holds only Node's parsing. A
  * liveness probe still starts at once and goes ahead of the queue (see {@link servesHealth}).
+ * `requestRead` hears of every request at once, as Node reads it (the connections' bound).
  */
-const startRequestsAsTasks = (server: NodeServer) =>
+const startRequestsAsTasks = (server: NodeServer, requestRead: (request: IncomingMessage) => void) =>
   Layer.scopedDiscard(Effect.gen(function*() {
     const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
     const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
     const hooked = function(this: NodeServer, event: string | symbol, ...args: Array<unknown>): boolean {
+      if (event !== "request") return emit.call(this, event, ...args)
       const request = args[0] as IncomingMessage
-      if (event !== "request" || healthPath.test(request.url ?? "")) return emit.call(this, event, ...args)
+      requestRead(request)
+      if (healthPath.test(request.url ?? "")) return emit.call(this, event, ...args)
       // At once, not when it starts: however long the queue, a request that came is not timed out.
       underway(request)
       scheduler.scheduleTask(() => {

@@ -12,6 +12,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import * as Scheduler from "effect/Scheduler"
 import { connect, type Socket } from "node:net"
 import { Security } from "../../src/server.js"
 import { liveUntil, start, workspace } from "./harness.js"
@@ -113,6 +114,53 @@ describe("idle and slow connections (slowloris)", () => {
         expect((yield* Effect.promise(() => send(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }))).status).toBe(200)
       } finally {
         for (const socket of [live, login, ...silent]) socket.destroy()
+      }
+    }), 30_000)
+
+  it.scopedLive("a request with the token leaves the strangers when Node reads it, not when its start's turn in the scheduler comes", () =>
+    Effect.gen(function*() {
+      // The server's scheduler, held: the starts of requests (tasks of no fiber) wait, as behind a
+      // busy queue — `serve` starts each request but /healthz as a task of its scheduler.
+      let held = true
+      const waiting: Array<() => void> = []
+      const holding: Scheduler.Scheduler = {
+        shouldYield: (fiber) => Scheduler.defaultScheduler.shouldYield(fiber),
+        scheduleTask: (task, priority, fiber) => {
+          if (held && fiber === undefined) waiting.push(task)
+          else Scheduler.defaultScheduler.scheduleTask(task, priority, fiber)
+        }
+      }
+      const { cwd, dataDir } = workspace()
+      const max = 10
+      held = false
+      const server = yield* start({ cwd, dataDir, headersTimeout: "10 minutes", maxUnauthenticatedConnections: max }).pipe(Effect.withScheduler(holding))
+      const { port, token } = server
+      held = true
+      const client = yield* Effect.promise(() => opened(port))
+      client.on("error", () => {})
+      let answer = ""
+      client.on("data", (chunk: Buffer) => (answer += chunk.toString("utf8")))
+      client.write(`GET /sessions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${token}\r\n\r\n`)
+      // Read by Node: its start waits in the queue.
+      while (waiting.length === 0) yield* Effect.sleep("5 millis")
+      // Strangers enough to close the oldest five of them.
+      const silent: Array<Socket> = []
+      let closes = 0
+      for (let i = 0; i < max + 5; i++) {
+        const socket = yield* Effect.promise(() => opened(port))
+        socket.on("error", () => {})
+        socket.once("close", () => closes++)
+        silent.push(socket)
+      }
+      try {
+        while (closes < 5) yield* Effect.sleep("5 millis")
+        expect(client.destroyed || client.readableEnded).toBe(false)
+        held = false
+        for (const task of waiting.splice(0)) Scheduler.defaultScheduler.scheduleTask(task, 0)
+        while (!answer.includes("\r\n\r\n") && !client.destroyed) yield* Effect.sleep("5 millis")
+        expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 200 OK")
+      } finally {
+        for (const socket of [client, ...silent]) socket.destroy()
       }
     }), 30_000)
 
