@@ -48,7 +48,8 @@ const embeddingExample = () => {
 
 /**
  * The TypeScript blocks an embedder copies: every one of the README's "As a library", the embedding
- * guide and the testing guide's first part (its second is about this repository's own suite), but
+ * guide, the sessions, instructions, MCP and server guides, and the testing guide's first part (its
+ * second is about this repository's own suite), but
  * the README's embedding example, which is checked and run on its own. A block importing a package
  * the README's install line does not install (`notInstalled`) is left out; every other one is
  * checked, so a new block cannot slip past.
@@ -61,7 +62,8 @@ const docsSnippets = () => {
   const all = [
     ...blocks(readme.slice(readme.indexOf("## As a library")), "readme").slice(1),
     ...blocks(guide("embedding.md"), "embedding"),
-    ...blocks(guide("testing.md").split("# This repository's test suite")[0]!, "testing")
+    ...blocks(guide("testing.md").split("# This repository's test suite")[0]!, "testing"),
+    ...["sessions", "instructions", "mcp", "server"].flatMap((name) => blocks(guide(`${name}.md`), name))
   ]
   const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1]!)
   return all.filter((block) => !imports(block.code).some((from) => notInstalled.some((p) => from.startsWith(p))))
