@@ -7,6 +7,8 @@
  *   node --expose-gc --import tsx bench/child.ts replay <dataDir> <sessionId>
  *   node --expose-gc --import tsx bench/child.ts hydrate <dataDir> <sessionId>
  *   node --expose-gc --import tsx bench/child.ts readline <file>
+ *   node --expose-gc --import tsx bench/child.ts fork <dataDir> <sessionId>                  (row 22)
+ *   node --expose-gc --import tsx bench/child.ts rewind <dataDir> <sessionId> <toSequence>   (row 23)
  *   node --expose-gc --import tsx bench/child.ts concurrent <sessions> <deltas>      (row 21: effect-agent)
  *   node --expose-gc --import tsx bench/child.ts pi-concurrent <sessions> <deltas>   (row 21: pi-agent-core)
  *   node --expose-gc --import tsx bench/child.ts effect-floor <sessions> <deltas>    (row 21 without the engine: see below)
@@ -56,6 +58,16 @@ const main = async () => {
             }
             return events
           })))).finally(() => rt.dispose())
+    }
+    : mode === "fork" || mode === "rewind"
+    ? () => {
+      const [dataDir, sessionId, toSequence] = args as [string, string, string]
+      const rt = engineRuntime(storeLayer({ kind: "jsonl", dataDir }), constantModel(["ok"]))
+      return rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+        mode === "fork"
+          // The fork's last sequence: its copy of the source and its session.forked.
+          ? Effect.flatMap(engine.forkSession({ sessionId }), (fork) => Effect.map(engine.sessionState({ sessionId: fork.sessionId }), (state) => state.lastSequence))
+          : Effect.map(engine.rewindSession({ sessionId, toSequence: Number(toSequence) }), (rewound) => rewound.sequence))).finally(() => rt.dispose())
     }
     : mode === "readline"
     ? async () => {

@@ -41,6 +41,9 @@ export const config = {
   hydrateMb: num("HYDRATE_MB", 100, 25),
   hydrateReps: num("HYDRATE_REPS", 2, 1),
   rssReps: num("RSS_REPS", 2, 1),
+  /** Rows 22–23: size of the forked and rewound session (MB) and child-process repetitions per contender. */
+  forkMb: num("FORK_MB", 100, 25),
+  forkReps: num("FORK_REPS", 2, 1),
   /** Row 6: turn number measured in the long session, deltas per stored turn, deltas of a measured turn, repetitions, turns per sample. */
   growthTurns: num("GROWTH_TURNS", 2_000, 2_000),
   growthStoredDeltas: num("GROWTH_STORED_DELTAS", 20, 20),

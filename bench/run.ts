@@ -25,7 +25,8 @@ const suites: ReadonlyArray<Suite> = [
   { rows: [12, 13], run: () => import("./rows/listing.js").then((m) => m.run()) },
   { rows: [14], run: () => import("./rows/runner.js").then((m) => m.run()) },
   { rows: [15, 16, 17, 18], run: () => import("./rows/serve.js").then((m) => m.run()) },
-  { rows: [19, 20, 21], run: () => import("./rows/steps.js").then((m) => m.run()) }
+  { rows: [19, 20, 21], run: () => import("./rows/steps.js").then((m) => m.run()) },
+  { rows: [22, 23], run: () => import("./rows/forkRewind.js").then((m) => m.run()) }
 ]
 
 const main = async () => {
