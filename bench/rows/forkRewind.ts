@@ -28,6 +28,9 @@ export const run = async (): Promise<Array<Row>> => {
 
   // 22. Fork vs replay.
   const grew: Record<string, Array<number>> = { fork: [], replay: [], rewind: [], hydrate: [] }
+  /** Each child's time for its operation (ms): the detail line shows what streaming costs in time. */
+  const took: Record<string, Array<number>> = { fork: [], replay: [], rewind: [], hydrate: [] }
+  const seconds = (mode: string) => `${(median(took[mode]!) / 1000).toFixed(1)} s`
   const forkOnce = async () => {
     const dir = mkdtempSync(join(dataDir, "forking-"))
     mkdirSync(join(dir, "sessions"))
@@ -35,6 +38,7 @@ export const run = async (): Promise<Array<Row>> => {
     try {
       const r = await child("fork", dir, sessionId)
       grew.fork!.push(r.maxRss - r.rssStart)
+      took.fork!.push(r.ms)
       return r.maxRss
     } finally {
       rmSync(dir, { recursive: true, force: true })
@@ -43,25 +47,27 @@ export const run = async (): Promise<Array<Row>> => {
   const replayOnce = async () => {
     const r = await child("replay", dataDir, sessionId)
     grew.replay!.push(r.maxRss - r.rssStart)
+    took.replay!.push(r.ms)
     return r.maxRss
   }
   const [replayed, forked] = await interleave(config.forkReps, [replayOnce, forkOnce], { warmups: 0 })
   rows.push(ratioRow(22, `forking a ${config.forkMb} MB session (forkSession in a fresh engine) vs replaying it, peak RSS`, ratios(forked!, replayed!), {
     text: "≤ 1.25×",
     met: (m) => m <= 1.25
-  }, `peak RSS fork ${mb(median(forked!))}, replay ${mb(median(replayed!))}; growth over the process's start ${mb(median(grew.fork!))} vs ${mb(median(grew.replay!))} (${big.turns} turns, ${mb(big.size)})`))
+  }, `peak RSS fork ${mb(median(forked!))}, replay ${mb(median(replayed!))}; growth over the process's start ${mb(median(grew.fork!))} vs ${mb(median(grew.replay!))} (${big.turns} turns, ${mb(big.size)}); time fork ${seconds("fork")}, replay ${seconds("replay")}`))
 
   // 23. Rewind vs hydration; both append to the log (a session.rewound, a short turn): a few events a run.
   const firstTurnEnd = String(1 + t.turn.length)
   const peak = (mode: "rewind" | "hydrate") => async () => {
     const r = await (mode === "rewind" ? child("rewind", dataDir, sessionId, firstTurnEnd) : child("hydrate", dataDir, sessionId))
     grew[mode]!.push(r.maxRss - r.rssStart)
+    took[mode]!.push(r.ms)
     return r.maxRss
   }
   const [hydrated, rewound] = await interleave(config.forkReps, [peak("hydrate"), peak("rewind")], { warmups: 0 })
   rows.push(ratioRow(23, `rewinding a ${config.forkMb} MB session to its first turn (rewindSession in a fresh engine) vs hydrating it, peak RSS`, ratios(rewound!, hydrated!), {
     text: "≤ 1.1×",
     met: (m) => m <= 1.1
-  }, `peak RSS rewind ${mb(median(rewound!))}, hydrate ${mb(median(hydrated!))}; growth over the process's start ${mb(median(grew.rewind!))} vs ${mb(median(grew.hydrate!))}`))
+  }, `peak RSS rewind ${mb(median(rewound!))}, hydrate ${mb(median(hydrated!))}; growth over the process's start ${mb(median(grew.rewind!))} vs ${mb(median(grew.hydrate!))}; time rewind ${seconds("rewind")}, hydrate ${seconds("hydrate")}`))
   return rows
 }

@@ -138,7 +138,7 @@ export const sessionCreated = (
 export type Guard = (live: Live, draft: TurnEventDraft | SessionEventDraft) => boolean
 
 /** An id per event of a batch, in one call when the generator can. */
-const idsFor = (ids: Services["ids"], count: number): Effect.Effect<ReadonlyArray<string>> =>
+export const idsFor = (ids: Services["ids"], count: number): Effect.Effect<ReadonlyArray<string>> =>
   ids.nextMany !== undefined ? ids.nextMany("event", count) : Effect.all(Array.from({ length: count }, () => ids.next("event")))
 
 /**

@@ -8,16 +8,16 @@
  * @since 0.10.0
  * @internal
  */
-import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Stream from "effect/Stream"
 import type { AgentEvent, FileChange, SessionEventDraft } from "../domain/AgentEvent.js"
 import { type EventStoreFailure, InvalidInput, RewindRefused, TurnInProgress } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
+import type { EventStore } from "../services/EventStore.js"
 import type { Restore, Restored } from "../services/WorkspaceCheckpoints.js"
 import * as Fork from "./Fork.js"
 import * as LiveSession from "./LiveSession.js"
+import * as Pulled from "./Pulled.js"
 import * as SessionDriver from "./SessionDriver.js"
 
 /** What a rewind to a point must do. */
@@ -33,47 +33,87 @@ const changesOf = (event: AgentEvent): ReadonlyArray<FileChange> =>
   event.type === "workspace.changed" || event.type === "session.rewound" ? event.payload.changes : []
 
 /**
- * The plan of a rewind of `events` (the whole log) to `toSequence`: a point between turns
- * (`InvalidInput` otherwise, as for a fork), before the end (`nothing_to_rewind`), with no compaction
- * after it (`past_compaction`: the conversation before a compaction is its summary now).
+ * The plan of a rewind to `toSequence`, folded from the session's log as it is read: a point between
+ * turns (`InvalidInput` otherwise, as for a fork), before the end (`nothing_to_rewind`), with no
+ * compaction after it (`past_compaction`: the conversation before a compaction is its summary now).
+ * It keeps the session's state, and per file changed after the point its first `before` and last
+ * `after` — never the events: a session of any length plans in the memory its hydration takes
+ * (docs/benchmarks.md, row 23). `add` every event in order (while it answers `true`), then `result`.
  */
-export const plan = (events: ReadonlyArray<AgentEvent>, toSequence: number): Either.Either<Plan, InvalidInput | RewindRefused> => {
-  const point = Fork.forkPoint(events, toSequence)
-  if (Either.isLeft(point)) {
-    return point.left.field === "atSequence"
-      ? Either.left(new InvalidInput({ field: "toSequence", detail: point.left.detail.replace("fork at", "rewind to") }))
-      : Either.left(point.left)
+export class Planner {
+  /** Checks the point, and that the whole log folds (as a fork's search does, read to the end). */
+  private readonly point: Fork.PointSearch
+  private last = 0
+  private compaction: number | undefined = undefined
+  private readonly files = new Map<string, { target: FileChange["before"]; expected: string | undefined }>()
+  private readonly incomplete = new Set<string>()
+
+  constructor(readonly toSequence: number) {
+    this.point = new Fork.PointSearch(toSequence)
   }
-  const last = events.at(-1)?.sequence ?? 0
-  if (toSequence >= last) return Either.left(new RewindRefused({ reason: "nothing_to_rewind", detail: `sequence ${toSequence} is the end of the session` }))
-  const after = events.filter((e) => e.sequence > toSequence)
-  const compaction = after.find((e) => e.type === "session.compacted")
-  if (compaction !== undefined) {
-    return Either.left(new RewindRefused({
-      reason: "past_compaction",
-      detail: `the conversation before #${compaction.sequence} was compacted into a summary; fork the session at ${toSequence} instead`
-    }))
-  }
-  const files = new Map<string, { target: FileChange["before"]; expected: string | undefined }>()
-  const incomplete: Array<string> = []
-  for (const event of after) {
+
+  /** Folds the next event; `false` once the log cannot be read further. */
+  add(event: AgentEvent): boolean {
+    this.point.add(event)
+    if (this.point.failed) return false
+    this.last = event.sequence
+    if (event.sequence <= this.toSequence) return true
+    if (event.type === "session.compacted") this.compaction ??= event.sequence
     for (const change of changesOf(event)) {
-      const known = files.get(change.path)
-      files.set(change.path, { target: known === undefined ? change.before : known.target, expected: change.after })
+      const known = this.files.get(change.path)
+      this.files.set(change.path, { target: known === undefined ? change.before : known.target, expected: change.after })
     }
-    if (event.type === "workspace.changed" && event.payload.incomplete !== undefined) incomplete.push(event.payload.incomplete)
-    if (event.type === "session.rewound") incomplete.push(...(event.payload.incomplete ?? []))
+    if (event.type === "workspace.changed" && event.payload.incomplete !== undefined) this.incomplete.add(event.payload.incomplete)
+    if (event.type === "session.rewound") for (const why of event.payload.incomplete ?? []) this.incomplete.add(why)
+    return true
   }
-  return Either.right({
-    toSequence,
-    files: [...files].map(([path, { expected, target }]) => ({
-      path,
-      ...(target === undefined ? {} : { target }),
-      ...(expected === undefined ? {} : { expected })
-    })),
-    incomplete: [...new Set(incomplete)]
-  })
+
+  /** The plan, or why there is none. */
+  get result(): Either.Either<Plan, InvalidInput | RewindRefused> {
+    const point = this.point.result
+    if (Either.isLeft(point)) {
+      return point.left.field === "atSequence"
+        ? Either.left(new InvalidInput({ field: "toSequence", detail: point.left.detail.replace("fork at", "rewind to") }))
+        : Either.left(point.left)
+    }
+    const { toSequence } = this
+    if (toSequence >= this.last) return Either.left(new RewindRefused({ reason: "nothing_to_rewind", detail: `sequence ${toSequence} is the end of the session` }))
+    if (this.compaction !== undefined) {
+      return Either.left(new RewindRefused({
+        reason: "past_compaction",
+        detail: `the conversation before #${this.compaction} was compacted into a summary; fork the session at ${toSequence} instead`
+      }))
+    }
+    return Either.right({
+      toSequence,
+      files: [...this.files].map(([path, { expected, target }]) => ({
+        path,
+        ...(target === undefined ? {} : { target }),
+        ...(expected === undefined ? {} : { expected })
+      })),
+      incomplete: [...this.incomplete]
+    })
+  }
 }
+
+/** The plan of a rewind of `events` (the whole log) to `toSequence`: see {@link Planner}. */
+export const plan = (events: Iterable<AgentEvent>, toSequence: number): Either.Either<Plan, InvalidInput | RewindRefused> => {
+  const planner = new Planner(toSequence)
+  for (const event of events) if (!planner.add(event)) break
+  return planner.result
+}
+
+/** Plans from the stored log, read a chunk at a time in this fiber (see `Pulled`). */
+const planFromStore = (store: EventStore.Service, sessionId: string, toSequence: number): Effect.Effect<Plan, EventStoreFailure | InvalidInput | RewindRefused> =>
+  Effect.suspend(() => {
+    const planner = new Planner(toSequence)
+    return Pulled.forEachChunk(store.read(sessionId), (chunk) => {
+      for (const event of chunk) if (!planner.add(event)) return stop
+      return readOn
+    }).pipe(Effect.zipRight(Effect.suspend(() => planner.result)))
+  })
+const readOn = Effect.succeed(true)
+const stop = Effect.succeed(false)
 
 /** Input of a rewind (see `SessionEngine.rewindSession`). */
 export interface RewindInput {
@@ -105,7 +145,7 @@ const rewoundDraft = (toSequence: number, restored: Restored, incomplete: Readon
 
 /**
  * Rewinds a held session with no turn running (`TurnInProgress` otherwise, a paused one included):
- * closes what a crash left open, plans from the whole log, restores the files (nothing when the plan
+ * closes what a crash left open, plans from the whole log (folded as it is read), restores the files (nothing when the plan
  * or a file check refuses), then stores `session.rewound`, which the folds apply to the state and
  * the conversation.
  */
@@ -127,8 +167,7 @@ export const run = (
       // A turn paused on its subagents stays open.
       const left = session.live.state.openTurn
       if (left !== undefined) return yield* new TurnInProgress({ sessionId: input.sessionId, turnId: left.turnId })
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(services.store.read(input.sessionId)))
-      const planned = yield* plan(events, input.toSequence)
+      const planned = yield* planFromStore(services.store, input.sessionId, input.toSequence)
       const checkpoints = services.checkpoints
       if (planned.files.length > 0 && checkpoints === undefined) {
         return yield* new RewindRefused({ reason: "no_checkpoints", detail: "files must be restored and this engine keeps no workspace checkpoints (provide WorkspaceCheckpoints)" })

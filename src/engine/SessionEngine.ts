@@ -7,7 +7,6 @@
  * @since 0.1.0
  */
 import * as Channel from "effect/Channel"
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
@@ -534,23 +533,16 @@ export const make = (
 
     const forkSession = Effect.fn("SessionEngine.forkSession")(function*(input: ForkSessionInput) {
       if (!Session.isValidId(input.sessionId)) return yield* new SessionNotFound({ sessionId: input.sessionId })
-      const source = Chunk.toReadonlyArray(yield* Stream.runCollect(store.read(input.sessionId)))
-      if (source.length === 0) return yield* new SessionNotFound({ sessionId: input.sessionId })
-      const atSequence = yield* Fork.forkPoint(source, input.atSequence)
+      // The source is read twice, holding none of it: to the fork point to check it, then to copy it.
+      const point = yield* Fork.search(store, input.sessionId, input.atSequence)
+      if (point.events === 0) return yield* new SessionNotFound({ sessionId: input.sessionId })
+      const atSequence = yield* point.result
       const sessionId = yield* ids.next("session")
       yield* sessions.holdWriter(sessionId)
-      const eventIds = ids.nextMany !== undefined
-        ? yield* ids.nextMany("event", atSequence + 1)
-        : yield* Effect.all(Array.from({ length: atSequence + 1 }, () => ids.next("event")))
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const events = Fork.forkLog(source, atSequence, sessionId, eventIds, now)
-      // session.created first, alone: a store creates the session with it; the rest as one batch.
-      yield* store.append(events[0]!)
-      yield* store.appendAll(events.slice(1))
-      const state = SessionState.replay(events)
-      if (Either.isLeft(state) || state.right === undefined) return yield* Effect.die(new Error("a fork's log must replay"))
-      yield* sessions.add(LiveSession.replayed(state.right, events))
-      return Session.fromState(state.right)
+      const fork = yield* Fork.write(store, ids, input.sessionId, atSequence, sessionId, now)
+      yield* sessions.add(fork)
+      return Session.fromState(fork.state)
     })
 
     const rewindSession = Effect.fn("SessionEngine.rewindSession")(function*(input: RewindSessionInput) {

@@ -9,6 +9,7 @@ import * as Transcript from "../../src/domain/Transcript.js"
 import { LiveTranscript } from "../../src/engine/LiveTranscript.js"
 import * as Rewind from "../../src/engine/Rewind.js"
 import * as Either from "effect/Either"
+import { referenceRewindPlan } from "../engine/forkReference.js"
 
 /** A log of turns (each a user message and an answer), with rewinds where `rewindTo` says. */
 const logOf = (steps: ReadonlyArray<{ readonly turn: string } | { readonly rewindTo: number }>): Array<AgentEvent> => {
@@ -82,5 +83,9 @@ describe("a rewind's plan", () => {
     ])
     expect(planned.incomplete).toEqual(["more than 2 files in the working directory"])
     expect(Either.isLeft(Rewind.plan(log, 7))).toBe(true)
+    // Folded as the log is read, the plan is the one made from the collected log, at every point.
+    for (let toSequence = 0; toSequence <= log.length + 1; toSequence++) {
+      expect(Rewind.plan(log, toSequence), `rewind to ${toSequence}`).toEqual(referenceRewindPlan(log, toSequence))
+    }
   })
 })

@@ -1,7 +1,7 @@
 /**
  * A fork's log, written as the source is read (in bounded batches), must be the log the fork wrote
- * when it held the whole source at once: the functions below are that first implementation, kept
- * verbatim as the reference (Fork.ts at 1251f1a). Every fork point of varied logs — the engine's own
+ * when it held the whole source at once: that first implementation is kept verbatim as the reference
+ * (forkReference.ts; Fork.ts at 1251f1a), and so is the rewind's plan over the collected log. Every fork point of varied logs — the engine's own
  * turns (a long streamed answer crossing several batches, tool calls, a follow-up, a compaction, a
  * title, a rewind), the golden fixtures, a log whose last turn a crash left open — is forked by the
  * engine and compared with the reference line for line (JSON text, so key order counts), and bad
@@ -16,70 +16,14 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as AgentEventM from "../../src/domain/AgentEvent.js"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
-import { InvalidInput } from "../../src/domain/Errors.js"
 import * as Session from "../../src/domain/Session.js"
 import * as SessionState from "../../src/domain/SessionState.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer, expectWellFormedLog, right, testTools } from "../helpers.js"
-
-// ---- The reference: the fork as it was written before it streamed (verbatim). ----
-
-const referenceForkPoint = (source: ReadonlyArray<AgentEvent>, atSequence: number | undefined): Either.Either<number, InvalidInput> => {
-  const closedAt = new Set<number>([1])
-  let lastClosedTurn = 1
-  let state: SessionState.SessionState | undefined
-  for (const event of source) {
-    const next = state === undefined ? SessionState.start(event) : SessionState.reduce(state, event)
-    if (Either.isLeft(next)) return Either.left(new InvalidInput({ field: "sessionId", detail: `the session's log cannot be read: ${next.left.message}` }))
-    state = next.right
-    if (state.openTurn === undefined && state.compaction === undefined) closedAt.add(event.sequence)
-    if (event.type === "turn.completed" || ((event.type === "session.compacted" || event.type === "compaction.failed") && state.openTurn === undefined)) {
-      lastClosedTurn = event.sequence
-    }
-  }
-  if (atSequence === undefined) return Either.right(lastClosedTurn)
-  const last = state?.lastSequence ?? 0
-  if (!Number.isSafeInteger(atSequence) || atSequence < 1 || atSequence > last) {
-    return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))
-  }
-  if (!closedAt.has(atSequence)) {
-    return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside an open turn or compaction: fork at the end of a closed turn` }))
-  }
-  return Either.right(atSequence)
-}
-
-const referenceForkLog = (
-  source: ReadonlyArray<AgentEvent>,
-  atSequence: number,
-  sessionId: string,
-  eventIds: ReadonlyArray<string>,
-  timestamp: string
-): ReadonlyArray<AgentEvent> => {
-  const created = source[0]!
-  if (created.type !== "session.created") throw new Error("a log begins with session.created")
-  const copied = source.slice(1, atSequence).map((event, i): AgentEvent => ({ ...event, id: eventIds[i + 1]!, sessionId }))
-  return [
-    {
-      id: eventIds[0]!,
-      sessionId,
-      sequence: 1,
-      timestamp,
-      type: "session.created",
-      payload: { cwd: created.payload.cwd, client: created.payload.client, forkedFrom: { sessionId: created.sessionId, sequence: atSequence } }
-    },
-    ...copied,
-    {
-      id: eventIds[atSequence]!,
-      sessionId,
-      sequence: atSequence + 1,
-      timestamp,
-      type: "session.forked",
-      payload: { fromSessionId: created.sessionId, atSequence }
-    }
-  ]
-}
+import * as Rewind from "../../src/engine/Rewind.js"
+import { referenceForkLog, referenceForkPoint, referenceRewindPlan } from "./forkReference.js"
+import { collect, engineLayer, expectWellFormedLog, failingStore, right, testTools } from "../helpers.js"
 
 // ---- Helpers ----
 
@@ -199,6 +143,11 @@ describe("forkSession writes the log it wrote before it streamed", () => {
         expect(source.some((e) => e.type === type), type).toBe(true)
       }
       expect(yield* forksAsBefore(sessionId)).toBeGreaterThan(5)
+      // A rewind's plan, folded as the log is read, is the plan made from the collected log.
+      for (const toSequence of pointsOf(source)) {
+        if (toSequence === undefined) continue
+        expect(Rewind.plan(source, toSequence), `rewind to ${toSequence}`).toEqual(referenceRewindPlan(source, toSequence))
+      }
     }).pipe(Effect.provide(engine)))
 
   it.effect("the golden logs, and a log whose last turn a crash left open", () =>
@@ -215,4 +164,68 @@ describe("forkSession writes the log it wrote before it streamed", () => {
       // The default point is the last closed turn's end, not the log's end.
       expect(Either.getOrThrow(referenceForkPoint(crashed, undefined))).toBeLessThan(crashed.length)
     }).pipe(Effect.provide(engine)))
+})
+
+describe("a fork whose store fails midway", () => {
+  /** The fork's `n`th event (1-based) fails to append, counting the source's events stored before it. */
+  const failingAt = (sourceEvents: number, n: number) =>
+    engineLayer(failingStore(MemoryEventStore.layer, [sourceEvents + n]), { responses: [{ chunks: longAnswer }, { chunks: ["two"] }, { chunks: ["in the fork"] }] })
+
+  // The source: session.created, a turn of 1,500 deltas (events 2..1,504), a short turn (1,505..1,508).
+  const sourceEvents = 1_508
+
+  it.effect("fails with the store's failure; what it stored is a prefix of the fork in whole batches, without session.forked; the cut turn is closed when the fork is used", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(sessionId, "a long story")
+      yield* run(sessionId, "two")
+      const source = yield* replay(sessionId)
+      expect(source.length).toBe(sourceEvents)
+      const error = yield* Effect.flip(engine.forkSession({ sessionId }))
+      expect(error._tag).toBe("EventStoreFailure")
+      // The fork's id is the next sequential one; what was stored of it stays (the store has no delete).
+      const forkId = "sess_2"
+      const partial = yield* replay(forkId)
+      const first = Number(partial[0]!.id.slice("evt_".length))
+      const reference = referenceForkLog(source, sourceEvents, forkId, Array.from({ length: sourceEvents + 1 }, (_, i) => `evt_${first + i}`), partial[0]!.timestamp)
+      expect(lines(partial)).toEqual(lines(reference.slice(0, partial.length)))
+      // Written in batches: those before the failing one are kept (not the source at once, not event by event).
+      expect(partial.length).toBeGreaterThan(1)
+      expect(partial.length).toBeLessThan(1_000)
+      expect(partial.some((e) => e.type === "session.forked")).toBe(false)
+      // Cut inside the long turn: using the fork closes that turn, as for a crash, and the next turn runs.
+      expect((yield* engine.sessionState({ sessionId: forkId })).openTurn).toBeDefined()
+      const next = yield* run(forkId, "go on")
+      expect(next.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      const after = yield* replay(forkId)
+      expectWellFormedLog(after)
+      expect(after.slice(0, partial.length)).toEqual(partial)
+      // The source is untouched.
+      expect(yield* replay(sessionId)).toEqual(source)
+    }).pipe(Effect.provide(failingAt(sourceEvents, 1_000))))
+
+  it.effect("failing on its last event (session.forked) leaves the whole copy without the marker", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(sessionId, "a long story")
+      yield* run(sessionId, "two")
+      expect((yield* Effect.flip(engine.forkSession({ sessionId })))._tag).toBe("EventStoreFailure")
+      const partial = yield* replay("sess_2")
+      expect(partial.length).toBe(sourceEvents)
+      expect(partial.at(-1)!.type).toBe("turn.completed")
+      expect(Either.isRight(SessionState.replay(partial))).toBe(true)
+    }).pipe(Effect.provide(failingAt(sourceEvents, sourceEvents + 1))))
+
+  it.effect("failing on session.created stores nothing of the fork", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(sessionId, "a long story")
+      yield* run(sessionId, "two")
+      const sessions = (yield* engine.listSessions).length
+      expect((yield* Effect.flip(engine.forkSession({ sessionId })))._tag).toBe("EventStoreFailure")
+      expect((yield* engine.listSessions).length).toBe(sessions)
+    }).pipe(Effect.provide(failingAt(sourceEvents, 1))))
 })
