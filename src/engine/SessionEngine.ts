@@ -305,6 +305,9 @@ export declare namespace SessionEngine {
      * source is untouched; the fork's transcript, remembered permissions (and follow-ups still
      * queued) are the source's at that point. A point inside an open turn, or past the end, fails
      * `InvalidInput` and stores nothing. The engine holds the fork's writer lock from then on.
+     * The source is read as a stream (the fork's memory does not grow with its length); a store
+     * failure midway fails the call and leaves the fork's log cut at a batch's end, without its
+     * closing `session.forked` (docs/sessions.md, Fork).
      */
     readonly forkSession: (input: ForkSessionInput) => Effect.Effect<Session.Session, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
     /**
