@@ -32,6 +32,7 @@ import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import { X509Certificate } from "node:crypto"
 import { isIP } from "node:net"
 import * as Tls from "node:tls"
 
@@ -78,7 +79,15 @@ const material = (tls: RunnerTls) => ({
 
 /** Checks the material once, at start: a TLS context builds from it (the key matches the certificate). */
 export const check = (tls: RunnerTls): Effect.Effect<void, InvalidTls> =>
-  Effect.try({ try: () => void Tls.createSecureContext(material(tls)), catch: (error) => new InvalidTls({ code: codeOf(error) }) })
+  Effect.try({
+    try: () => {
+      const options = material(tls)
+      Tls.createSecureContext(options)
+      // OpenSSL skips a CA that holds no certificate: parsed here, or every handshake would fail later.
+      new X509Certificate(options.ca)
+    },
+    catch: (error) => new InvalidTls({ code: codeOf(error) })
+  })
 
 /**
  * A log line for failures that repeat: the first of a key at once, then at most one per `logEvery`

@@ -35,7 +35,7 @@ import * as Stream from "effect/Stream"
 import type { FakeModelProvider } from "../../src/index.js"
 import { freshDatabaseUrl } from "../postgres.js"
 import { runnerInProcess } from "./inProcess.js"
-import { ClusterSecret, RunnerPort, type RunnerTls } from "../../src/cluster.js"
+import { ClusterSecret, RunnerPort, RunnerTls } from "../../src/cluster.js"
 import { type Certificates, makeCertificates } from "./certificates.js"
 
 let certificates: Certificates
@@ -284,4 +284,15 @@ describe("the runners' port over TLS", () => {
       yield* ping(certificates.runnerA)
       expect(Exit.isFailure(yield* Effect.exit(ping(undefined)))).toBe(true)
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
+
+  it.live("material that does not build is refused with OpenSSL's code, never the material", () =>
+    Effect.gen(function*() {
+      yield* RunnerTls.check(certificates.runnerA)
+      const mismatched = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, key: certificates.runnerB.key }))
+      expect(mismatched.message).toBe("The runners' TLS certificate, key or CA cannot be used (ERR_OSSL_X509_KEY_VALUES_MISMATCH)")
+      // A CA with no certificate in it: OpenSSL alone would take it, and every handshake would fail.
+      const noCa = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, ca: "not a certificate" }))
+      expect(noCa.message).toContain("cannot be used (")
+      expectNoMaterial(mismatched.message + noCa.message)
+    }))
 })
