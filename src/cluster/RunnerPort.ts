@@ -159,6 +159,14 @@ export const pending = (limit: number, sized: (size: number) => void = () => {})
   }
 }
 
+/**
+ * The connections of a runners' port with TLS in the TLS handshake now (before the secret's), tagged
+ * with the port (`port`): at most `maxPendingHandshakes`.
+ */
+export const pendingTlsHandshakes = Metric.gauge("effect_agent_runner_pending_tls_handshakes", {
+  description: "connections of the runners' port (with TLS) that have not finished the TLS handshake"
+})
+
 /** A connection's place among those in the handshake: it enters when its handshake starts and leaves once proven or closed. */
 type Admission = (evict: () => void) => () => void
 
@@ -418,8 +426,10 @@ export const layerSocketServerWith = (
         const listen = Option.orElse(config.runnerListenAddress, () => config.runnerAddress)
         if (Option.isNone(listen)) return yield* Effect.dieMessage("RunnerPort.layerSocketServerWith: ShardingConfig.runnerListenAddress is None")
         // The TLS handshake is bounded as the secret's is: a place among at most `maxPendingHandshakes`, for at most `handshakeTimeout`.
-        const inTls = pending(maxPendingHandshakes)
-        return yield* RunnerTls.server(tls, listen.value, handshakeTimeout, inTls.enter)
+        return yield* RunnerTls.server(tls, listen.value, handshakeTimeout, (port) => {
+          const gauge = pendingTlsHandshakes.pipe(Metric.tagged("port", String(port)))
+          return pending(maxPendingHandshakes, (size) => gauge.unsafeUpdate(size, [])).enter
+        })
       })
     )
   return Layer.effect(

@@ -121,13 +121,14 @@ export type Admission = (source: string, evict: () => void) => () => void
  * is one) whose sockets are its connections once their TLS handshake is done, with a client
  * certificate of the cluster CA. A connection whose handshake fails (no certificate, another CA's,
  * not TLS) is closed without a byte of the protocol, and logged. The handshake has `handshakeTimeout`,
- * and at most as many connections are in it at once as `admission` holds.
+ * and at most as many connections are in it at once as the admission of the port it listens on
+ * (`admissionOf`) holds.
  */
 export const server = (
   tls: RunnerTls,
   listen: { readonly host: string; readonly port: number },
   handshakeTimeout: Duration.Duration,
-  admission: Admission
+  admissionOf: (port: number) => Admission
 ): Effect.Effect<SocketServer.SocketServer["Type"], SocketServer.SocketServerError, Scope.Scope> =>
   Effect.gen(function*() {
     const runtime = yield* Effect.runtime<never>()
@@ -149,6 +150,8 @@ export const server = (
       inHandshake.get(key)?.()
       inHandshake.delete(key)
     }
+    // The port is known once listening (it may be 0 until then); no connection arrives before.
+    let admission: Admission = () => () => {}
     net.on("connection", (raw) => {
       const key = peer(raw)
       inHandshake.set(key, admission(raw.remoteAddress ?? "", () => raw.destroy()))
@@ -156,6 +159,8 @@ export const server = (
     })
     net.on("secureConnection", (socket) => leave(peer(socket)))
     net.on("tlsClientError", (error, socket) => {
+      // With a listener here Node leaves the connection open (a handshake timed out too): closed now.
+      socket.destroy()
       leave(peer(socket))
       Runtime.runFork(runtime)(
         log(socket.remoteAddress ?? "", `the runners' port refused a connection from ${socket.remoteAddress ?? "an unknown address"} in the TLS handshake (${codeOf(error)}): every runner of the cluster needs TLS with a certificate of the cluster CA`)
@@ -196,6 +201,7 @@ export const server = (
         }).pipe(Effect.raceFirst(Effect.mapError(Deferred.await(failed), (cause) => new SocketServer.SocketServerError({ reason: "Unknown", cause }))))
       })
     const address = net.address()
+    admission = admissionOf(typeof address === "object" && address !== null ? address.port : 0)
     return SocketServer.SocketServer.of({
       address: typeof address === "string" || address === null
         ? { _tag: "UnixAddress", path: String(address) }

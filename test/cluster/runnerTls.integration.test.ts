@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { randomBytes } from "node:crypto"
@@ -284,6 +285,46 @@ describe("the runners' port over TLS", () => {
       yield* ping(certificates.runnerA)
       expect(Exit.isFailure(yield* Effect.exit(ping(undefined)))).toBe(true)
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
+
+  it.live("a flood of connections that never start TLS holds at most maxPendingHandshakes of them, a runner still gets through, and the silent ones are closed in time", () =>
+    Effect.gen(function*() {
+      const { address, port } = yield* observed(certificates.runnerA)
+      const flood = 3 * RunnerPort.maxPendingHandshakes
+      const closed = { count: 0 }
+      const sockets = yield* Effect.promise(() =>
+        Promise.all(Array.from({ length: flood }, () =>
+          new Promise<import("node:net").Socket>((resolve) => {
+            const socket = connect(port.port, "127.0.0.1", () => resolve(socket))
+            socket.on("error", () => {})
+            socket.on("close", () => void closed.count++)
+          })))
+      )
+      try {
+        // The oldest are closed to make room: all but the last maxPendingHandshakes (not waiting for the handshake's time).
+        yield* Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            const check = () => closed.count >= flood - RunnerPort.maxPendingHandshakes ? resolve() : void setTimeout(check, 20)
+            check()
+          })
+        )
+        // Never more than the bound in the TLS handshake (the gauge the port keeps of them).
+        const inTls = Metric.value(RunnerPort.pendingTlsHandshakes.pipe(Metric.tagged("port", String(port.port))))
+        const most = (yield* inTls).value
+        expect(most).toBeGreaterThan(0)
+        expect(most).toBeLessThanOrEqual(RunnerPort.maxPendingHandshakes)
+        expect(yield* echoOf(address, certificates.runnerB, "through the flood")).toContain("through the flood")
+        // And the flood's newest, silent, are closed once the handshake's time is up (Node leaves them open otherwise).
+        yield* Effect.promise(() =>
+          new Promise<void>((resolve) => {
+            const check = () => closed.count >= flood ? resolve() : void setTimeout(check, 20)
+            check()
+          })
+        )
+        expect((yield* inTls).value).toBe(0)
+      } finally {
+        for (const socket of sockets) socket.destroy()
+      }
+    }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.live("material that does not build is refused with OpenSSL's code, never the material", () =>
     Effect.gen(function*() {
