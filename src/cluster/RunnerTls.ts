@@ -223,6 +223,8 @@ export const connect = (
   NodeSocket.fromDuplex(
     Effect.scopeWith((scope) => {
       let conn: Tls.TLSSocket | undefined
+      // Whether TCP connected: a failure before is a runner that is not there (not a TLS matter, nothing to log).
+      let connected = false
       return Scope.addFinalizer(scope, Effect.sync(() => conn?.closed === false ? conn.destroySoon() : undefined)).pipe(
         Effect.zipRight(Effect.async<Tls.TLSSocket, unknown>((resume) => {
           conn = Tls.connect({
@@ -234,16 +236,26 @@ export const connect = (
           })
           // No Nagle, as for the plaintext port: the handshake's and the protocol's small writes go out at once.
           conn.setNoDelay(true)
+          conn.once("connect", () => {
+            connected = true
+          })
           conn.once("secureConnect", () => resume(Effect.succeed(conn!)))
           conn.on("error", (cause) => resume(Effect.fail(cause)))
         })),
         Effect.tapError((cause) =>
-          options.log(
-            `${address.host}:${address.port}`,
-            `the TLS handshake with the runners' port ${address.host}:${address.port} failed (${codeOf(cause)}): every runner of the cluster needs TLS with a certificate of the cluster CA, for the address it is reached at`
-          )
+          connected
+            ? options.log(
+              `${address.host}:${address.port}`,
+              `the TLS handshake with the runners' port ${address.host}:${address.port} failed (${codeOf(cause)}): every runner of the cluster needs TLS with a certificate of the cluster CA, for the address it is reached at`
+            )
+            : Effect.void
         ),
-        Effect.mapError((cause) => new Socket.SocketGenericError({ reason: "Open", cause: new Error(`the TLS handshake with the runners' port failed (${codeOf(cause)})`) }))
+        Effect.mapError((cause) =>
+          new Socket.SocketGenericError({
+            reason: "Open",
+            cause: new Error(connected ? `the TLS handshake with the runners' port failed (${codeOf(cause)})` : `connecting to the runners' port failed (${codeOf(cause)})`)
+          })
+        )
       )
     }),
     { openTimeout: options.openTimeout }

@@ -35,6 +35,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { FakeModelProvider } from "../../src/index.js"
 import { freshDatabaseUrl } from "../postgres.js"
+import { freePort } from "../ports.js"
 import { runnerInProcess } from "./inProcess.js"
 import { ClusterSecret, RunnerPort, RunnerTls } from "../../src/cluster.js"
 import { type Certificates, makeCertificates } from "./certificates.js"
@@ -241,6 +242,12 @@ describe("the runners' port over TLS", () => {
       expect(clientLogs.some((line) => line.includes(`the TLS handshake with the runners' port ${plainPort.address.host}:${plainPort.address.port} failed (`))).toBe(true)
       clientLogs.forEach(expectNoMaterial)
       if (Exit.isFailure(tlsAtPlain)) expectNoMaterial(String(tlsAtPlain.cause))
+
+      // A port no one listens on (a runner that is down) is not a TLS matter: a failure, no TLS line.
+      const downLogs: Array<string> = []
+      const down = yield* Effect.exit(echoOf(RunnerAddress.make("127.0.0.1", yield* Effect.promise(freePort)), certificates.runnerB, "to no one", (_key, line) => Effect.sync(() => void downLogs.push(line))))
+      expect(Exit.isFailure(down)).toBe(true)
+      expect(downLogs).toEqual([])
     }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.live("two runners over TLS: a turn streams from the session's owner through the other runner", () =>
