@@ -159,11 +159,14 @@ export const server = (
     })
     net.on("secureConnection", (socket) => leave(peer(socket)))
     net.on("tlsClientError", (error, socket) => {
+      // Read before the socket is destroyed: its address may not be known after.
+      const key = peer(socket)
+      const from = socket.remoteAddress
       // With a listener here Node leaves the connection open (a handshake timed out too): closed now.
       socket.destroy()
-      leave(peer(socket))
+      leave(key)
       Runtime.runFork(runtime)(
-        log(socket.remoteAddress ?? "", `the runners' port refused a connection from ${socket.remoteAddress ?? "an unknown address"} in the TLS handshake (${codeOf(error)}): every runner of the cluster needs TLS with a certificate of the cluster CA`)
+        log(from ?? "", `the runners' port refused a connection from ${from ?? "an unknown address"} in the TLS handshake (${codeOf(error)}): every runner of the cluster needs TLS with a certificate of the cluster CA`)
       )
     })
     net.on("error", (error) => Deferred.unsafeDone(failed, Exit.fail(error)))
