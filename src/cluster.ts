@@ -34,3 +34,6 @@ export * as ClusterSecret from "./cluster/ClusterSecret.js"
 
 /** The runners' port with its handshake: the guarded socket server and connections. */
 export * as RunnerPort from "./cluster/RunnerPort.js"
+
+/** Mutual TLS for the runners' port (opt-in): a runner's certificate, key and the cluster CA. */
+export * as RunnerTls from "./cluster/RunnerTls.js"

@@ -179,7 +179,7 @@ export const cluster = {
   runnerListen: Options.text("runner-listen").pipe(
     Options.optional,
     Options.withDescription(
-      "With --cluster: the address the runners' port listens on (default: --runner-host). The port checks the cluster secret but has no TLS: a wildcard (0.0.0.0, ::) needs --runner-listen-wildcard"
+      "With --cluster: the address the runners' port listens on (default: --runner-host). The port checks the cluster secret, and has TLS only with --runner-tls-*: a wildcard (0.0.0.0, ::) needs --runner-listen-wildcard"
     )
   ),
   runnerListenWildcard: Options.boolean("runner-listen-wildcard").pipe(
@@ -200,6 +200,20 @@ export const cluster = {
   shardLockTtl: Options.integer("shard-lock-ttl").pipe(
     Options.withDefault(35),
     Options.withDescription("With --cluster: seconds a dead runner's sessions wait before another runner takes them (default 35)")
+  ),
+  runnerTlsCert: Options.text("runner-tls-cert").pipe(
+    Options.optional,
+    Options.withDescription(
+      "With --cluster: this runner's TLS certificate (PEM) for the runners' port, naming its --runner-host (IP or DNS SAN). With --runner-tls-key and --runner-tls-ca: mutual TLS between runners (all three or none)"
+    )
+  ),
+  runnerTlsKey: Options.text("runner-tls-key").pipe(
+    Options.optional,
+    Options.withDescription("With --cluster: the private key (PEM) of --runner-tls-cert; the file must not be readable by every user")
+  ),
+  runnerTlsCa: Options.text("runner-tls-ca").pipe(
+    Options.optional,
+    Options.withDescription("With --cluster: the cluster CA's certificate (PEM): the runners' certificates are checked against it only")
   ),
   clusterDatabaseUrl: Options.redacted("cluster-database-url").pipe(
     Options.optional,

@@ -16,9 +16,10 @@
  * it, and this server sends what changes a session there; a runner with other shard settings
  * refuses to start. The store and the cluster share one connection pool when they share the
  * database. A connection to the runners' port must prove it knows the cluster secret (the cluster
- * database's, or `EFFECT_AGENT_CLUSTER_SECRET`), but the runners' traffic has no TLS: the port
- * listens where other runners reach it (`--runner-host`) or at `--runner-listen`, never on every
- * interface without `--runner-listen-wildcard`.
+ * database's, or `EFFECT_AGENT_CLUSTER_SECRET`); the runners' traffic is encrypted only with
+ * `--runner-tls-cert`, `--runner-tls-key` and `--runner-tls-ca` (mutual TLS with a cluster CA,
+ * `RunnerTlsFiles`). The port listens where other runners reach it (`--runner-host`) or at
+ * `--runner-listen`, never on every interface without `--runner-listen-wildcard`.
  *
  * @since 0.2.0
  */
@@ -40,6 +41,7 @@ import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
+import * as RunnerTlsFiles from "./RunnerTlsFiles.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Serve.js"
@@ -109,6 +111,9 @@ const clusterOptions = (flags: {
   readonly runnerListen: Option.Option<string>
   readonly runnerListenWildcard: boolean
   readonly runnerPort: number
+  readonly runnerTlsCert: Option.Option<string>
+  readonly runnerTlsKey: Option.Option<string>
+  readonly runnerTlsCa: Option.Option<string>
   readonly sessionIdleTimeout: number
   readonly shardLockTtl: number
   readonly shardsPerGroup: number
@@ -123,10 +128,14 @@ const clusterOptions = (flags: {
       return yield* invalid(`--runner-host ${flags.runnerHost} is not an address other runners can reach: give this machine's address on the runners' private network`)
     }
     const listen = Option.getOrUndefined(flags.runnerListen)
-    // The runners' traffic is not encrypted: every interface is a choice made on purpose, with a firewall.
+    const tls = yield* RunnerTlsFiles.load(flags)
+    // Every interface is a choice made on purpose, with a firewall: without TLS the runners' traffic
+    // is readable there, and with it strangers still reach the handshakes.
     if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {
       return yield* invalid(
-        `--runner-listen ${listen} listens on every interface, and the runners' traffic is not encrypted (no TLS): give the address of the runners' private network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
+        tls === undefined
+          ? `--runner-listen ${listen} listens on every interface, and the runners' traffic is not encrypted (no TLS): give the address of the runners' private network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
+          : `--runner-listen ${listen} listens on every interface: give the address of the runners' network, or add --runner-listen-wildcard if a firewall keeps the port to the runners (see docs/scaling.md)`
       )
     }
     if (flags.runnerPort < 1 || flags.runnerPort > 65535) return yield* invalid(`--runner-port ${flags.runnerPort} is not a port (1-65535)`)
@@ -151,6 +160,7 @@ const clusterOptions = (flags: {
       host: flags.runnerHost,
       port: flags.runnerPort,
       ...(clusterSecret === undefined ? {} : { clusterSecret }),
+      ...(tls === undefined ? {} : { tls }),
       shardsPerGroup: flags.shardsPerGroup,
       shardLockTtl: Duration.seconds(flags.shardLockTtl),
       // Which runner drives which session, for operators (and tests): one line when a session arrives.
@@ -178,13 +188,13 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 )
 
 /** `serve`. */
-export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }: Input) =>
+export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, runnerTlsCa, runnerTlsCert, runnerTlsKey, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }: Input) =>
   Effect.gen(function*() {
     if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
     // A server's normal stop: exit 0 once the shutdown is done.
     yield* ExitCode.sigtermStopsCleanly
     const runner = cluster
-      ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
+      ? yield* clusterOptions({ clusterDatabaseUrl, runnerHost, runnerListen, runnerListenWildcard, runnerPort, runnerTlsCa, runnerTlsCert, runnerTlsKey, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options })
       : undefined
     const cwd = process.cwd()
     const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
@@ -268,9 +278,16 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       ]
       if (runner !== undefined) {
         const listening = runner.listenHost ?? runner.host
-        lines.push(`  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group; cluster secret from ${runner.clusterSecret === undefined ? "the cluster database" : "EFFECT_AGENT_CLUSTER_SECRET"})`)
+        const tls = "tls" in runner
+        lines.push(
+          `  cluster runner: ${runner.host}:${runner.port}${listening === runner.host ? "" : ` (listening on ${listening})`} (${runner.shardsPerGroup} shards per group; cluster secret from ${runner.clusterSecret === undefined ? "the cluster database" : "EFFECT_AGENT_CLUSTER_SECRET"}) ${tls ? "over TLS (mutual, certificates of the cluster CA)" : "without TLS"}`
+        )
         if (!isLoopback(listening)) {
-          lines.push(`  warning: the runners' port ${listening}:${runner.port} has no TLS: whoever reads the network reads the runners' traffic; keep it on a network only the runners share (docs/scaling.md)`)
+          lines.push(
+            tls
+              ? `  the runners' port ${listening}:${runner.port} is on the network; its traffic is encrypted (TLS) and only runners with a certificate of the cluster CA get past its handshake (docs/scaling.md)`
+              : `  warning: the runners' port ${listening}:${runner.port} has no TLS: whoever reads the network reads the runners' traffic; keep it on a network only the runners share, or give it --runner-tls-cert, --runner-tls-key and --runner-tls-ca (docs/scaling.md)`
+          )
         }
       }
       if (!isLoopback(host)) lines.push(`  warning: listening on ${host}: other machines can reach this server; anyone with the token drives the agent`)

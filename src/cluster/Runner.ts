@@ -9,10 +9,12 @@
  *
  * The runners' port speaks `@effect/cluster`'s protocol over TCP after a handshake (`RunnerPort`):
  * every connection proves it knows the cluster secret (`ClusterSecret`: the cluster database's, or
- * `clusterSecret`) before one byte of it reaches the protocol, and is closed otherwise. There is no
- * TLS: whoever can read the runners' network reads their traffic (sessions' messages, approvals),
- * so the port belongs on a private network or behind a firewall still. The runner listens on the
- * address it is reached at (`host`) unless `listenHost` says otherwise.
+ * `clusterSecret`) before one byte of it reaches the protocol, and is closed otherwise. Without
+ * `tls` the traffic is not encrypted: whoever can read the runners' network reads it (sessions'
+ * messages, approvals), so the port belongs on a private network or behind a firewall. With `tls`
+ * (`RunnerTls`) the port speaks mutual TLS with the cluster CA, and the handshake runs inside it:
+ * every runner of the cluster must then have it. The runner listens on the address it is reached
+ * at (`host`) unless `listenHost` says otherwise.
  *
  * `layer` opens its own connections to the cluster's database; `layerWithClient` uses the SQL
  * client of its context, so a runner whose store is on the same database shares one pool.
@@ -23,6 +25,7 @@ import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
@@ -31,6 +34,7 @@ import * as ClusterSecret from "./ClusterSecret.js"
 import * as Owner from "./Owner.js"
 import * as Routed from "./Routed.js"
 import * as RunnerPort from "./RunnerPort.js"
+import * as RunnerTls from "./RunnerTls.js"
 import * as ShardSettings from "./ShardSettings.js"
 
 /** How a runner joins its cluster, on a SQL client of its own context (see `layerWithClient`). */
@@ -53,6 +57,12 @@ export interface ClientOptions extends Owner.Options {
    * on every runner). Default: 32 random bytes the first runner writes to the cluster's database.
    */
   readonly clusterSecret?: Redacted.Redacted<string>
+  /**
+   * Mutual TLS on the runners' port (default none): this runner's certificate and key (PEM, the key
+   * `Redacted`) and the cluster CA's certificate. The certificate must name `host` (an IP SAN for an
+   * address, a DNS SAN for a name): the other runners check it there. The same on every runner.
+   */
+  readonly tls?: RunnerTls.RunnerTls | undefined
 }
 
 /** How a runner joins its cluster, with connections of its own to the cluster's database. */
@@ -98,7 +108,11 @@ const sharding = (options: ClientOptions) => {
   const ttl = Duration.decode(options.shardLockTtl ?? Duration.seconds(35))
   const every = Duration.divide(ttl, 3).pipe(Option.getOrElse(() => ttl))
   const settings: ShardSettings.ShardSettings = { shardsPerGroup: options.shardsPerGroup ?? defaultShardsPerGroup, shardGroups: ["default"] }
-  const checked = Layer.effectDiscard(ShardSettings.check(settings))
+  // A TLS material that does not build fails the start, with OpenSSL's code (never the material).
+  const tls = options.tls
+  const checked = Layer.effectDiscard(
+    tls === undefined ? ShardSettings.check(settings) : Effect.zipRight(RunnerTls.check(tls), ShardSettings.check(settings))
+  )
   const secret = ClusterSecret.layer(options.clusterSecret)
   return RunnerPort.layer({
     runnerAddress: Option.some(address),
@@ -112,7 +126,7 @@ const sharding = (options: ClientOptions) => {
     runnerHealthCheckInterval: Duration.min(ttl, Duration.minutes(1)),
     entityMessagePollInterval: Duration.min(every, Duration.seconds(10)),
     sendRetryInterval: Duration.millis(100)
-  }).pipe(
+  }, { tls }).pipe(
     Layer.provide(secret),
     Layer.catchAll((error) =>
       Layer.fail(new RunnerFailure({ detail: error._tag === "SocketServerError" ? `listening on ${listen.host}:${listen.port} failed` : error.message }))

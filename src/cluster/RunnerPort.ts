@@ -22,9 +22,11 @@
  * that did not open and connects again. The secret itself never crosses the wire, nor is it in an
  * error. Another version is refused either way — a runner with no handshake (an earlier release)
  * or with version 1's (a development version, in which only the connecting side proved itself):
- * its first bytes are not this version's. A cluster's runners must all run the same version. The traffic after the
- * handshake is not encrypted (no TLS): on a network others can read, they can read it, and one who
- * can also rewrite it between two live runners can take over a connection after its handshake.
+ * its first bytes are not this version's. A cluster's runners must all run the same version. Without
+ * TLS the traffic after the handshake is not encrypted: on a network others can read, they can read
+ * it, and one who can also rewrite it between two live runners can take over a connection after its
+ * handshake. With `tls` (`RunnerTls`: mutual TLS with a cluster CA) the port speaks TLS first and the
+ * handshake, byte for byte the same, runs inside it.
  *
  * Both sides are the library's own services, wrapped: a `SocketServer` whose connections' reads
  * start only after the handshake and whose writes wait for it, and the `Runners.RpcClientProtocol` of
@@ -59,6 +61,7 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { ClusterSecret } from "./ClusterSecret.js"
+import * as RunnerTls from "./RunnerTls.js"
 
 /** What the accepting runner sends first: the handshake's name and version, then its nonce. */
 export const challengeMagic = new TextEncoder().encode("effect-agent runners 2\n")
@@ -155,6 +158,14 @@ export const pending = (limit: number, sized: (size: number) => void = () => {})
     }
   }
 }
+
+/**
+ * The connections of a runners' port with TLS in the TLS handshake now (before the secret's), tagged
+ * with the port (`port`): at most `maxPendingHandshakes`.
+ */
+export const pendingTlsHandshakes = Metric.gauge("effect_agent_runner_pending_tls_handshakes", {
+  description: "connections of the runners' port (with TLS) that have not finished the TLS handshake"
+})
 
 /** A connection's place among those in the handshake: it enters when its handshake starts and leaves once proven or closed. */
 type Admission = (evict: () => void) => () => void
@@ -392,51 +403,104 @@ export const guardServer = (
   })
 }
 
-/**
- * The runners' port, listening at the sharding config's address, guarded. Its proofs name the
- * runner's address (`runnerAddress`, which the others connect to, even when it listens elsewhere).
- */
-export const layerSocketServer: Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError, ShardingConfig.ShardingConfig | ClusterSecret> = Layer.effect(
-  SocketServer.SocketServer,
-  Effect.gen(function*() {
-    const config = yield* ShardingConfig.ShardingConfig
-    if (Option.isNone(config.runnerAddress)) return yield* Effect.dieMessage("RunnerPort.layerSocketServer: ShardingConfig.runnerAddress is None")
-    return guardServer(yield* SocketServer.SocketServer, yield* ClusterSecret, config.runnerAddress.value)
-  })
-).pipe(Layer.provide(NodeClusterSocket.layerSocketServer))
+/** The runners' transport's options: TLS (`RunnerTls`) or none (plaintext, the secret's handshake only). */
+export interface Options {
+  readonly tls?: RunnerTls.RunnerTls | undefined
+}
 
-/** Connections to other runners (as `NodeClusterSocket.layerClientProtocol` opens them) that take part in the handshake. */
-export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, RpcSerialization.RpcSerialization | ClusterSecret> = Layer.effect(
-  Runners.RpcClientProtocol,
-  Effect.gen(function*() {
-    const serialization = yield* RpcSerialization.RpcSerialization
-    const secret = yield* ClusterSecret
-    return Effect.fnUntraced(function*(address: RunnerAddress.RunnerAddress) {
+/**
+ * The runners' port, listening at the sharding config's address (with `tls`, over mutual TLS),
+ * guarded. Its proofs name the runner's address (`runnerAddress`, which the others connect to,
+ * even when it listens elsewhere).
+ */
+export const layerSocketServerWith = (
+  options: Options
+): Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError, ShardingConfig.ShardingConfig | ClusterSecret> => {
+  const tls = options.tls
+  const listening: Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError, ShardingConfig.ShardingConfig> = tls === undefined
+    ? NodeClusterSocket.layerSocketServer
+    : Layer.scoped(
+      SocketServer.SocketServer,
+      Effect.gen(function*() {
+        const config = yield* ShardingConfig.ShardingConfig
+        const listen = Option.orElse(config.runnerListenAddress, () => config.runnerAddress)
+        if (Option.isNone(listen)) return yield* Effect.dieMessage("RunnerPort.layerSocketServerWith: ShardingConfig.runnerListenAddress is None")
+        // The TLS handshake is bounded as the secret's is: a place among at most `maxPendingHandshakes`, for at most `handshakeTimeout`.
+        return yield* RunnerTls.server(tls, listen.value, handshakeTimeout, (port) => {
+          const gauge = pendingTlsHandshakes.pipe(Metric.tagged("port", String(port)))
+          return pending(maxPendingHandshakes, (size) => gauge.unsafeUpdate(size, [])).enter
+        })
+      })
+    )
+  return Layer.effect(
+    SocketServer.SocketServer,
+    Effect.gen(function*() {
+      const config = yield* ShardingConfig.ShardingConfig
+      if (Option.isNone(config.runnerAddress)) return yield* Effect.dieMessage("RunnerPort.layerSocketServer: ShardingConfig.runnerAddress is None")
+      return guardServer(yield* SocketServer.SocketServer, yield* ClusterSecret, config.runnerAddress.value)
+    })
+  ).pipe(Layer.provide(listening))
+}
+
+/** The runners' port without TLS (see `layerSocketServerWith`). */
+export const layerSocketServer: Layer.Layer<SocketServer.SocketServer, SocketServer.SocketServerError, ShardingConfig.ShardingConfig | ClusterSecret> =
+  layerSocketServerWith({})
+
+/**
+ * A connection to the runner at `address` (with `tls`, over mutual TLS) that proves the cluster
+ * secret before its first write, once that runner proved it. `log` says why a TLS handshake failed.
+ */
+export const clientSocket = (
+  address: RunnerAddress.RunnerAddress,
+  secret: Redacted.Redacted<Uint8Array>,
+  options: Options & { readonly log?: (key: string, line: string) => Effect.Effect<void> }
+): Effect.Effect<Socket.Socket, Socket.SocketError> =>
+  Effect.map(
+    options.tls === undefined
       // No Nagle: the connecting side's proof and its first request are two small writes in a row, and
       // the second would wait for the first's ACK, which the accepting side delays ~40 ms (it has nothing to send).
-      const socket = yield* NodeSocket.makeNet({ openTimeout: 1000, timeout: 5500, host: address.host, port: address.port, noDelay: true })
-      return yield* RpcClient.makeProtocolSocket().pipe(
-        Effect.provideService(Socket.Socket, connectingSocket(socket, secret, address)),
-        Effect.provideService(RpcSerialization.RpcSerialization, serialization)
-      )
-    }, Effect.orDie)
-  })
-)
+      ? NodeSocket.makeNet({ openTimeout: 1000, timeout: 5500, host: address.host, port: address.port, noDelay: true })
+      : RunnerTls.connect(options.tls, address, { openTimeout: 1000, log: options.log ?? RunnerTls.throttled() }),
+    (socket) => connectingSocket(socket, secret, address)
+  )
+
+/** Connections to other runners (as `NodeClusterSocket.layerClientProtocol` opens them, with `tls` over mutual TLS) that take part in the handshake. */
+export const layerClientProtocolWith = (options: Options): Layer.Layer<Runners.RpcClientProtocol, never, RpcSerialization.RpcSerialization | ClusterSecret> =>
+  Layer.effect(
+    Runners.RpcClientProtocol,
+    Effect.gen(function*() {
+      const serialization = yield* RpcSerialization.RpcSerialization
+      const secret = yield* ClusterSecret
+      // One log of TLS failures per runner's clients: a peer that keeps failing is one line per `RunnerTls.logEvery`.
+      const log = RunnerTls.throttled()
+      return Effect.fnUntraced(function*(address: RunnerAddress.RunnerAddress) {
+        const socket = yield* clientSocket(address, secret, { ...options, log })
+        return yield* RpcClient.makeProtocolSocket().pipe(
+          Effect.provideService(Socket.Socket, socket),
+          Effect.provideService(RpcSerialization.RpcSerialization, serialization)
+        )
+      }, Effect.orDie)
+    })
+  )
+
+/** Connections to other runners without TLS (see `layerClientProtocolWith`). */
+export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, RpcSerialization.RpcSerialization | ClusterSecret> =
+  layerClientProtocolWith({})
 
 /**
- * `NodeClusterSocket.layer({ storage: "sql" })` with the guarded port and connections: the runner's
- * transport (server and clients), its peers' health checks (which connect too), SQL storage of
- * runners and messages, msgpack.
+ * `NodeClusterSocket.layer({ storage: "sql" })` with the guarded port and connections (over mutual
+ * TLS with `options.tls`): the runner's transport (server and clients), its peers' health checks
+ * (which connect too), SQL storage of runners and messages, msgpack.
  */
-export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>) => {
-  const clients = layerClientProtocol
+export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Type"]>, options: Options = {}) => {
+  const clients = layerClientProtocolWith(options)
   // Two runners starting at once on an empty database both create `@effect/cluster`'s tables: one
   // fails on PostgreSQL's catalog (a duplicate type or relation; the message storage's migrator
   // dies of it) and tries again, finding them made. A failure that lasts is the runner's defect still.
   const created = Schedule.spaced(Duration.millis(200)).pipe(Schedule.intersect(Schedule.recurs(3)))
   const retried = <A, E, R>(storage: Layer.Layer<A, E, R>) =>
     storage.pipe(Layer.catchAllCause((cause) => Layer.fail(cause)), Layer.retry(created), Layer.catchAll((cause) => Layer.failCause(cause)), Layer.orDie)
-  const transport = SocketRunner.layer.pipe(Layer.provide([layerSocketServer, clients]))
+  const transport = SocketRunner.layer.pipe(Layer.provide([layerSocketServerWith(options), clients]))
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clients))
   return transport.pipe(
     Layer.provide(health),

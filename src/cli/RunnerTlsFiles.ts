@@ -1,0 +1,85 @@
+/**
+ * `serve --cluster`'s TLS flags (`--runner-tls-cert`, `--runner-tls-key`, `--runner-tls-ca`): the
+ * files, read once at start, as the runner's `RunnerTls` material. All three or none (none: the
+ * runners' port without TLS). The key file must not be readable by every user of the machine
+ * (mode `o+r`), as ssh refuses such a key: a runner's key is the cluster's membership, and a key
+ * anyone can read is no one's. Group-readable is allowed (a group of the runner's service, a
+ * Kubernetes secret's `defaultMode: 0440`).
+ *
+ * Errors name the flag and the system's code, never a path or a byte of the files: they are shown
+ * where the runner starts, and may be collected with its logs.
+ *
+ * @since 0.2.0
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { closeSync, fstatSync, openSync, readFileSync } from "node:fs"
+import { createSecureContext } from "node:tls"
+import { X509Certificate } from "node:crypto"
+import { CliError } from "./CliError.js"
+
+/** The material as the runner takes it (`RunnerTls.RunnerTls`), without loading the cluster's code here. */
+export interface Material {
+  readonly certificate: Uint8Array
+  readonly key: Redacted.Redacted<Uint8Array>
+  readonly ca: Uint8Array
+}
+
+const invalid = (message: string) => new CliError({ reason: "invalid_arguments", message })
+
+const codeOf = (error: unknown) => {
+  const code = (error as { readonly code?: unknown }).code
+  return typeof code === "string" ? code : "unusable"
+}
+
+/** A file's bytes, and its mode as read from the same descriptor (no window between the check and the read). */
+const read = (flag: string, path: string) =>
+  Effect.try({
+    try: () => {
+      const fd = openSync(path, "r")
+      try {
+        const mode = fstatSync(fd).mode
+        return { bytes: new Uint8Array(readFileSync(fd)), mode }
+      } finally {
+        closeSync(fd)
+      }
+    },
+    catch: (error) => invalid(`--${flag}: the file cannot be read (${codeOf(error)})`)
+  })
+
+/** The flags' files, read; `undefined` when none is given. */
+export const load = (flags: {
+  readonly runnerTlsCert: Option.Option<string>
+  readonly runnerTlsKey: Option.Option<string>
+  readonly runnerTlsCa: Option.Option<string>
+}): Effect.Effect<Material | undefined, CliError> =>
+  Effect.gen(function*() {
+    const given = { "runner-tls-cert": flags.runnerTlsCert, "runner-tls-key": flags.runnerTlsKey, "runner-tls-ca": flags.runnerTlsCa }
+    const missing = Object.entries(given).filter(([, path]) => Option.isNone(path)).map(([flag]) => `--${flag}`)
+    if (missing.length === 3) return undefined
+    if (missing.length > 0) {
+      return yield* invalid(
+        `--runner-tls-cert, --runner-tls-key and --runner-tls-ca go together (all three for TLS between runners, none without): ${missing.join(" and ")} missing`
+      )
+    }
+    const certificate = yield* read("runner-tls-cert", Option.getOrThrow(flags.runnerTlsCert))
+    const key = yield* read("runner-tls-key", Option.getOrThrow(flags.runnerTlsKey))
+    const ca = yield* read("runner-tls-ca", Option.getOrThrow(flags.runnerTlsCa))
+    // Windows has no such mode bits: its ACLs are the operator's to set.
+    if (process.platform !== "win32" && (key.mode & 0o004) !== 0) {
+      return yield* invalid(
+        `--runner-tls-key: the key file is readable by every user of this machine (mode ${(key.mode & 0o777).toString(8).padStart(4, "0")}): make it readable by the runner's user only (chmod 600)`
+      )
+    }
+    // Checked here, before the runner connects anywhere: a PEM that does not parse, a key that is not the certificate's (OpenSSL's code only).
+    yield* Effect.try({
+      try: () => {
+        createSecureContext({ cert: Buffer.from(certificate.bytes), key: Buffer.from(key.bytes), ca: Buffer.from(ca.bytes) })
+        // OpenSSL skips a CA file that holds no certificate: parsed here, or every handshake would fail later.
+        new X509Certificate(ca.bytes)
+      },
+      catch: (error) => invalid(`The runners' TLS certificate, key or CA cannot be used (${codeOf(error)})`)
+    })
+    return { certificate: certificate.bytes, key: Redacted.make(key.bytes), ca: ca.bytes }
+  })
