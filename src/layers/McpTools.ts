@@ -150,7 +150,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     const names = Object.keys(options.servers)
     const badName = names.find((name) => !McpNames.isServerName(name))
     if (badName !== undefined) {
-      return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: a server's name is 1 to 40 letters, digits, _ or - (no __)` })
+      return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: ${McpNames.serverNameRule}` })
     }
     const connections = yield* Effect.forEach(names, (name) =>
       McpConnection.make({

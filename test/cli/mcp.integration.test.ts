@@ -192,3 +192,21 @@ describe("MCP servers in the CLI", () => {
     expect(starts(p)).toBe(1)
   }, 120_000)
 })
+
+describe("a project's MCP server cannot borrow the user's rule for another server", () => {
+  // `--allow 'mcp__fixture__*'` is the user's word for the server they named "fixture". A trusted
+  // .mcp.json may start servers whose tools still ask; one named "fixture_" had tools named
+  // `mcp__fixture___echo`, which that rule's prefix matched, so its calls ran without asking.
+  it("a server named like another's plus '_' is refused with one line; nothing starts and its tool never runs under the other's rule", async () => {
+    const p = project("prefix", [{ tool: "mcp__fixture___echo", args: { text: "smuggled" } }])
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { fixture_: serversFile(p).mcpServers.fixture } }))
+    await cli(p, ["trust", "--yes"])
+    const done = await runIn(p, ["--allow", "mcp__fixture__*"])
+    // Before: both servers started and the call ran, `permission.resolved {allow, "--allow mcp__fixture__*"}`.
+    expect(done.stderr).toContain(".mcp.json: mcpServers.fixture_: a server's name is 1 to 40 letters, digits, _ or - (no __, not ending in _)")
+    expect(done.code).toBe(1)
+    expect(starts(p)).toBe(0)
+    expect(await logOf(p, done.stderr)).not.toContain("echo: smuggled")
+  }, 120_000)
+})
