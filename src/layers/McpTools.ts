@@ -53,6 +53,12 @@ export interface Options {
   readonly servers: McpConfig.Servers
   /** Where stdio servers start (default the process's current directory). */
   readonly cwd?: string | undefined
+  /**
+   * Where a server starts instead of `cwd`, by name (`McpSettings.load`'s `folders`: the user's own
+   * servers start in the folder of the file that names them, not in the repository — a launcher
+   * such as `npx` or `python -m` runs what it finds in the folder it starts in).
+   */
+  readonly folders?: Readonly<Record<string, string>> | undefined
   /** Names passed on from the agent's environment and fixed values, as for shell commands (`WorkspaceTools` `env`). */
   readonly env?: Environment.Options | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
@@ -156,7 +162,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
       McpConnection.make({
         name,
         server: options.servers[name]!,
-        cwd: options.cwd ?? process.cwd(),
+        cwd: options.folders?.[name] ?? options.cwd ?? process.cwd(),
         env: options.env,
         hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
         prefix: sandboxPrefix,

@@ -48,6 +48,8 @@ export interface LoadOptions {
   readonly configDir?: string | undefined
   /** Servers the user gives now (`--mcp-config`, a client's list): they win over both files. */
   readonly servers?: McpConfig.Servers | undefined
+  /** The folder of the file `servers` come from (`--mcp-config`'s): they start there. None: a client's list, started in `cwd`. */
+  readonly serversFolder?: string | undefined
 }
 
 /** The servers of a session, resolved. */
@@ -56,6 +58,15 @@ export interface Loaded {
   readonly project: Project | undefined
   /** Lines to show the user: the project's servers that were not started, and how to trust them. */
   readonly notes: ReadonlyArray<string>
+  /**
+   * Where a server starts when not in `cwd`, by name (`McpTools` `folders`): a server of the user's
+   * own `mcp.json` starts in the config folder, one of `--mcp-config`'s in that file's folder. A
+   * launcher looks for what to run in the folder it starts in — `npx` a package in
+   * `node_modules/.bin`, `python -m` a module, `uvx` the project's index — so a server the user named
+   * for every project, started in a clone, ran the clone's code. The project's own (trusted) servers
+   * and a client's start in `cwd`.
+   */
+  readonly folders: Readonly<Record<string, string>>
 }
 
 const parsed = (text: string, shown: string) =>
@@ -117,8 +128,20 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
       } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
     )
   }
-  const servers = McpConfig.merge(project?.trust === "trusted" ? project.file.mcpServers : undefined, user?.mcpServers, options.servers)
-  return { servers, project, notes } satisfies Loaded
+  const projectServers = project?.trust === "trusted" ? project.file.mcpServers : undefined
+  const servers = McpConfig.merge(projectServers, user?.mcpServers, options.servers)
+  // Later sources win a name, and so does their folder: none for the project's and a client's (they start in cwd).
+  const folders: Record<string, string> = {}
+  const from = (named: McpConfig.Servers | undefined, folder: string | undefined) => {
+    for (const name of Object.keys(named ?? {})) {
+      if (folder === undefined) delete folders[name]
+      else folders[name] = folder
+    }
+  }
+  from(projectServers, undefined)
+  from(user?.mcpServers, NodePath.resolve(configDir))
+  from(options.servers, options.serversFolder === undefined ? undefined : NodePath.resolve(options.serversFolder))
+  return { servers, project, notes, folders } satisfies Loaded
 })
 
 /** What a project's `.mcp.json` starts once trusted, one line a server, for the user to read before trusting it. */
