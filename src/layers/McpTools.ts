@@ -23,7 +23,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type { JsonObject } from "../domain/Json.js"
+import { type JsonObject, nestsDeeperThan } from "../domain/Json.js"
 import * as Tokens from "../domain/Tokens.js"
 import {
   type PreparedCall,
@@ -247,6 +247,10 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}".` }))
       }
       return target.connection.callTool(target.tool, call.input as Record<string, unknown>).pipe(
+        Effect.filterOrFail(
+          (result) => result.structuredContent === undefined || !nestsDeeperThan(result.structuredContent, McpConnection.maxJsonDepth),
+          () => new ToolFailure({ errorCode: "mcp_invalid_response", message: `MCP server "${target.server}": its result nests more than ${McpConnection.maxJsonDepth} levels deep` })
+        ),
         Effect.flatMap((result) => {
           const text = bound(resultText(result), maxResult)
           return result.isError === true

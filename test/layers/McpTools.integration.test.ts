@@ -345,4 +345,24 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       expect(description.length).toBeLessThan(5000)
       expect(description).toMatch(/description cut at 4096 characters\)$/)
     }))
+
+  // JSON.parse reads what JSON.stringify cannot write again: a result or a schema nested 200,000 deep.
+  // Before, the result's stringify threw inside the call (a defect, not a tool failure), and the
+  // list's hash threw while the servers were being started.
+  it.scoped("a hostile server's answers nested too deep: the call fails mcp_invalid_response and the turn goes on; such a schema is a typed list_failed", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const deep = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname], env })
+      const { events } = yield* turns({
+        servers: { hostile: deep() },
+        responses: [{ toolCalls: [{ tool: "mcp__hostile__deep", args: {} }] }, { chunks: ["went on"] }],
+        policy: { rules: [{ name: "hostile", decision: "allow", tool: "mcp__hostile__*" }] },
+        cwd
+      }, ["go"])
+      expect(ends(events)).toEqual([expect.objectContaining({ errorCode: "mcp_invalid_response" })])
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expectWellFormedLog(events)
+      const schema = yield* Effect.flip(McpTools.make({ servers: { hostile: deep({ DEEP_SCHEMA: "1" }) }, cwd }).pipe(Effect.scoped))
+      expect(schema).toMatchObject({ _tag: "McpError", reason: "list_failed", message: expect.stringContaining("\"deep\"") })
+    }))
 })
