@@ -69,6 +69,8 @@ export interface Options {
   readonly connectTimeout?: Duration.DurationInput | undefined
   /** Longest result the model sees, in bytes (default 32 KiB). */
   readonly maxResultBytes?: number | undefined
+  /** The most bytes an HTTP server's answer may have, or one line of its event stream (default 16 MiB); past it the call fails `mcp_invalid_response`. */
+  readonly maxAnswerBytes?: number | undefined
 }
 
 /** One server's tools as offered to the model, and their hash (what the log records). */
@@ -167,7 +169,8 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
         hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
         prefix: sandboxPrefix,
         connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),
-        callTimeout
+        callTimeout,
+        maxAnswerBytes: options.maxAnswerBytes
       }))
     yield* Effect.addFinalizer(() => Effect.forEach(connections, (c) => c.close, { concurrency: "unbounded", discard: true }))
 

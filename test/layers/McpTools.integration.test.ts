@@ -365,4 +365,37 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       const schema = yield* Effect.flip(McpTools.make({ servers: { hostile: deep({ DEEP_SCHEMA: "1" }) }, cwd }).pipe(Effect.scoped))
       expect(schema).toMatchObject({ _tag: "McpError", reason: "list_failed", message: expect.stringContaining("\"deep\"") })
     }))
+
+  // The SDK reads an HTTP server's JSON answer whole and an event stream's line whole, without a
+  // limit: a server that never ended one held all it sent in memory until the call's time limit
+  // (60 s: gigabytes on a fast link). The fixture sends 4 MiB and leaves the answer open; the cap
+  // here is 1 MiB. Before, each call ended `timeout` after holding all of it.
+  for (const answer of ["json", "sse"] as const) {
+    it.scoped(`http: an answer that never ends (${answer}) is cut at the cap: the call fails mcp_invalid_response and the turn goes on`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = yield* Effect.acquireRelease(
+          Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
+            const portFile = join(cwd, "port")
+            const child = spawn(process.execPath, [new URL("../fixtures/mcp/endless-http.mjs", import.meta.url).pathname, portFile], { env: { ...process.env, ANSWER: answer }, stdio: "ignore" })
+            const poll = setInterval(() => {
+              const port = existsSync(portFile) ? readFileSync(portFile, "utf8") : ""
+              if (port === "") return
+              clearInterval(poll)
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
+            }, 20)
+          }),
+          (s) => Effect.sync(s.stop)
+        )
+        const { events } = yield* turns({
+          servers: { endless: { url: server.url } },
+          responses: [{ toolCalls: [{ tool: "mcp__endless__flood", args: {} }] }, { chunks: ["went on"] }],
+          policy: { rules: [{ name: "endless", decision: "allow", tool: "mcp__endless__*" }] },
+          options: { maxAnswerBytes: 1024 * 1024 },
+          cwd
+        }, ["go"])
+        expect(ends(events)).toEqual([expect.objectContaining({ errorCode: "mcp_invalid_response" })])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      }), 120_000)
+  }
 })

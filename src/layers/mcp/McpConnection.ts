@@ -26,6 +26,7 @@ import * as Schema from "effect/Schema"
 import * as Json from "../../domain/Json.js"
 import { ToolFailure } from "../../services/ToolRouter.js"
 import * as Environment from "../workspace/Environment.js"
+import * as BoundedFetch from "./BoundedFetch.js"
 import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
 
@@ -72,6 +73,8 @@ export interface Options {
   readonly prefix: ReadonlyArray<string>
   readonly connectTimeout: Duration.Duration
   readonly callTimeout: Duration.Duration
+  /** The most bytes of one answer of an HTTP server (default `BoundedFetch.maxAnswerBytes`). */
+  readonly maxAnswerBytes?: number | undefined
 }
 
 interface Live {
@@ -110,7 +113,7 @@ const programMissing = (program: string, cwd: string, path: string | undefined):
 const transportOf = (options: Options): Transport => {
   const { server } = options
   if (!McpConfig.isStdio(server)) {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } })
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: BoundedFetch.make(options.maxAnswerBytes) })
   }
   // Git told to use a bare repository only when named, as for shell commands: a server that runs
   // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
