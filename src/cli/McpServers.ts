@@ -120,7 +120,9 @@ export const configurable = (): Configurable => {
     hasSession: (sessionId) => perSession.has(sessionId),
     configureSession: (sessionId, cwd, servers, options = {}) =>
       Effect.gen(function*() {
-        const started = yield* start(yield* load(cwd, servers, undefined, options), cwd, options)
+        // The client's servers start where your own do, not in the repository (see `McpSettings.clientFolder`).
+        const folder = yield* McpSettings.clientFolder()
+        const started = yield* start(yield* load(cwd, servers, folder, options), cwd, options)
         const previous = perSession.get(sessionId)
         if (started === undefined) perSession.delete(sessionId)
         else perSession.set(sessionId, started)

@@ -13,6 +13,8 @@
  *
  * @since 0.5.0
  */
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -48,7 +50,7 @@ export interface LoadOptions {
   readonly configDir?: string | undefined
   /** Servers the user gives now (`--mcp-config`, a client's list): they win over both files. */
   readonly servers?: McpConfig.Servers | undefined
-  /** The folder of the file `servers` come from (`--mcp-config`'s): they start there. None: a client's list, started in `cwd`. */
+  /** Where `servers` start: the folder of the file they come from (`--mcp-config`'s), `clientFolder` for a client's list. None: in `cwd`. */
   readonly serversFolder?: string | undefined
 }
 
@@ -64,7 +66,7 @@ export interface Loaded {
    * launcher looks for what to run in the folder it starts in — `npx` a package in
    * `node_modules/.bin`, `python -m` a module, `uvx` the project's index — so a server the user named
    * for every project, started in a clone, ran the clone's code. The project's own (trusted) servers
-   * and a client's start in `cwd`.
+   * start in `cwd`; a client's where `serversFolder` says.
    */
   readonly folders: Readonly<Record<string, string>>
 }
@@ -142,6 +144,18 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
   from(user?.mcpServers, NodePath.resolve(configDir))
   from(options.servers, options.serversFolder === undefined ? undefined : NodePath.resolve(options.serversFolder))
   return { servers, project, notes, folders } satisfies Loaded
+})
+
+/**
+ * Where servers a client names for a session (an ACP editor's, a `POST /sessions` body's) start: the
+ * user's config folder, or their home when it does not exist — never the session's cwd, where a
+ * launcher (`npx`, `python -m`, `uvx`) would run what the repository ships. An editor names the
+ * same servers for every project it opens.
+ */
+export const clientFolder = Effect.fn("McpSettings.clientFolder")(function*(configDir?: string) {
+  const dir = configDir ?? (yield* TrustStore.configDir)
+  const isFolder = yield* Effect.promise(() => NodeFs.stat(dir).then((stats) => stats.isDirectory(), () => false))
+  return isFolder ? dir : NodeOs.homedir()
 })
 
 /** What a project's `.mcp.json` starts once trusted, one line a server, for the user to read before trusting it. */
