@@ -7,6 +7,7 @@
  *
  * @since 0.5.0
  */
+import * as NodePath from "node:path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -22,13 +23,14 @@ export const list = ({ mcpConfig }: ListInput) =>
   Effect.gen(function*() {
     const cwd = process.cwd()
     const given = Option.isSome(mcpConfig) ? yield* McpSettings.readFile(mcpConfig.value) : undefined
-    const loaded = yield* McpSettings.load({ cwd, servers: given?.mcpServers })
+    const serversFolder = Option.isSome(mcpConfig) ? NodePath.dirname(NodePath.resolve(mcpConfig.value)) : undefined
+    const loaded = yield* McpSettings.load({ cwd, servers: given?.mcpServers, serversFolder })
     yield* Effect.forEach(loaded.notes, (note) => Console.error(`effect-agent: ${note}`), { discard: true })
     if (Object.keys(loaded.servers).length === 0) return yield* Console.error("No MCP servers are configured here.")
     const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
     // Each server on its own: one that does not start is shown with its reason, and the others are still listed.
     const results = yield* Effect.forEach(Object.entries(loaded.servers), ([name, server]) =>
-      Effect.either(Effect.map(McpTools.make({ servers: { [name]: server }, cwd }), (tools) => tools.listings())).pipe(
+      Effect.either(Effect.map(McpTools.make({ servers: { [name]: server }, cwd, folders: loaded.folders }), (tools) => tools.listings())).pipe(
         Effect.map((result) => ({ name, result }))
       ), { concurrency: "unbounded" })
     let total = 0

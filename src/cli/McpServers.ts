@@ -9,6 +9,7 @@
  *
  * @since 0.5.0
  */
+import * as NodePath from "node:path"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -63,24 +64,24 @@ export const configurable = (): Configurable => {
   const router = (): ToolRouter.ToolRouter.Service => shared ?? base!
 
   /** Starts `servers` in a scope of their own (closed with the command's), or nothing when there are none. */
-  const start = (servers: McpConfig.Servers, cwd: string, options: StartOptions) =>
+  const start = ({ folders, servers }: Pick<McpSettings.Loaded, "servers" | "folders">, cwd: string, options: StartOptions) =>
     Effect.gen(function*() {
       if (Object.keys(servers).length === 0 || base === undefined || scope === undefined) return undefined
       // The SDK is loaded only by a run that starts a server (see scripts/bundle-cli.mjs).
       const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
       const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-      return yield* McpTools.make({ servers, cwd, env: options.env }, base).pipe(
+      return yield* McpTools.make({ servers, cwd, folders, env: options.env }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))
       )
     })
 
-  const load = (cwd: string, servers: McpConfig.Servers | undefined, options: StartOptions) =>
+  const load = (cwd: string, servers: McpConfig.Servers | undefined, serversFolder: string | undefined, options: StartOptions) =>
     Effect.gen(function*() {
-      const loaded = yield* McpSettings.load({ cwd, servers })
+      const loaded = yield* McpSettings.load({ cwd, servers, serversFolder })
       yield* Effect.forEach(loaded.notes, (note) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}`), { discard: true })
-      return loaded.servers
+      return loaded
     })
 
   const asCliError = <A, R>(effect: Effect.Effect<A, McpSettings.SettingsError | McpTools.McpError, R>) =>
@@ -106,7 +107,8 @@ export const configurable = (): Configurable => {
     configure: (cwd, options) =>
       Effect.gen(function*() {
         const given = Option.isSome(options.configFile) ? yield* McpSettings.readFile(options.configFile.value) : undefined
-        const started = yield* start(yield* load(cwd, given?.mcpServers, options), cwd, options)
+        const folder = Option.isSome(options.configFile) ? NodePath.dirname(NodePath.resolve(options.configFile.value)) : undefined
+        const started = yield* start(yield* load(cwd, given?.mcpServers, folder, options), cwd, options)
         if (started !== undefined) shared = started.router
       }).pipe(asCliError),
     useRecorded: (recording, options = {}) =>
@@ -118,7 +120,9 @@ export const configurable = (): Configurable => {
     hasSession: (sessionId) => perSession.has(sessionId),
     configureSession: (sessionId, cwd, servers, options = {}) =>
       Effect.gen(function*() {
-        const started = yield* start(yield* load(cwd, servers, options), cwd, options)
+        // The client's servers start where your own do, not in the repository (see `McpSettings.clientFolder`).
+        const folder = yield* McpSettings.clientFolder()
+        const started = yield* start(yield* load(cwd, servers, folder, options), cwd, options)
         const previous = perSession.get(sessionId)
         if (started === undefined) perSession.delete(sessionId)
         else perSession.set(sessionId, started)

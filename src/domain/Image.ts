@@ -34,6 +34,13 @@ export const maxImageBytes = 5 * 1024 * 1024
  */
 export const estimatedTokens = 1_600
 
+/**
+ * The most pixels an image may have on a side: Anthropic refuses an image over 8000 × 8000. The size
+ * is read from the header, and a few bytes can say 100,000: an image in the transcript is sent again
+ * with every request, so one such image made every later request of its session fail.
+ */
+export const maxImageSide = 8000
+
 /** The most images one message may carry. */
 export const maxImagesPerMessage = 20
 
@@ -93,6 +100,56 @@ export class ImageRefused extends Schema.TaggedError<ImageRefused>()("ImageRefus
   }
 }
 
+/** Width and height as an image's header says, or undefined when the header is cut short or not understood. */
+export const dimensions = (bytes: Uint8Array): { readonly width: number; readonly height: number } | undefined => {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  const has = (end: number) => bytes.byteLength >= end
+  switch (sniff(bytes)) {
+    case "image/png":
+      // The IHDR chunk comes first: width and height, big-endian, at 16 and 20.
+      return has(24) ? { width: view.getUint32(16), height: view.getUint32(20) } : undefined
+    case "image/gif":
+      return has(10) ? { width: view.getUint16(6, true), height: view.getUint16(8, true) } : undefined
+    case "image/webp": {
+      if (!has(30)) return undefined
+      const chunk = String.fromCharCode(...bytes.subarray(12, 16))
+      if (chunk === "VP8 ") return { width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff }
+      if (chunk === "VP8L") {
+        const bits = view.getUint32(21, true)
+        return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 }
+      }
+      if (chunk === "VP8X") return { width: (view.getUint32(24, true) & 0xffffff) + 1, height: (view.getUint32(27, true) & 0xffffff) + 1 }
+      return undefined
+    }
+    case "image/jpeg": {
+      // Segments from after SOI: the first start-of-frame (C0-CF but DHT C4, JPG C8, DAC CC) says the size.
+      let at = 2
+      while (has(at + 4)) {
+        if (bytes[at] !== 0xff) return undefined
+        const marker = bytes[at + 1]!
+        // Fill bytes, and markers without a length (TEM, RST0-7).
+        if (marker === 0xff) {
+          at += 1
+          continue
+        }
+        if (marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {
+          at += 2
+          continue
+        }
+        if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+          return has(at + 9) ? { width: view.getUint16(at + 7), height: view.getUint16(at + 5) } : undefined
+        }
+        // Start of scan or end of image before a frame: no size to read.
+        if (marker === 0xda || marker === 0xd9) return undefined
+        at += 2 + view.getUint16(at + 2)
+      }
+      return undefined
+    }
+    default:
+      return undefined
+  }
+}
+
 /** What an image over the cap is told: its size against the cap, in bytes (a rounded MiB would read "5.0 is over 5.0"). */
 export const tooLargeDetail = (bytes: number): string => `${bytes} bytes is over the ${maxImageBytes} bytes (5 MiB) an image may be`
 
@@ -109,6 +166,10 @@ export const check = (image: ImageInput, index?: number, file?: string): MediaTy
   const sniffed = sniff(image.data)
   if (sniffed === undefined) {
     return new ImageRefused({ reason: "unsupported_type", detail: "only PNG, JPEG, GIF and WebP images are accepted (told by their first bytes)", ...where })
+  }
+  const size = dimensions(image.data)
+  if (size !== undefined && (size.width > maxImageSide || size.height > maxImageSide)) {
+    return new ImageRefused({ reason: "too_large", detail: `${size.width}×${size.height} pixels is over the ${maxImageSide} pixels a side an image may be`, ...where })
   }
   const declared = image.mediaType?.trim().toLowerCase()
   if (declared !== undefined && declared !== "" && declared !== sniffed && !(declared === "image/jpg" && sniffed === "image/jpeg")) {

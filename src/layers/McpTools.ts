@@ -23,7 +23,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type { JsonObject } from "../domain/Json.js"
+import { type JsonObject, nestsDeeperThan } from "../domain/Json.js"
 import * as Tokens from "../domain/Tokens.js"
 import {
   type PreparedCall,
@@ -53,6 +53,12 @@ export interface Options {
   readonly servers: McpConfig.Servers
   /** Where stdio servers start (default the process's current directory). */
   readonly cwd?: string | undefined
+  /**
+   * Where a server starts instead of `cwd`, by name (`McpSettings.load`'s `folders`: the user's own
+   * servers start in the folder of the file that names them, not in the repository — a launcher
+   * such as `npx` or `python -m` runs what it finds in the folder it starts in).
+   */
+  readonly folders?: Readonly<Record<string, string>> | undefined
   /** Names passed on from the agent's environment and fixed values, as for shell commands (`WorkspaceTools` `env`). */
   readonly env?: Environment.Options | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
@@ -63,6 +69,8 @@ export interface Options {
   readonly connectTimeout?: Duration.DurationInput | undefined
   /** Longest result the model sees, in bytes (default 32 KiB). */
   readonly maxResultBytes?: number | undefined
+  /** The most bytes an HTTP server's answer may have, or one line of its event stream (default 16 MiB); past it the call fails `mcp_invalid_response`. */
+  readonly maxAnswerBytes?: number | undefined
 }
 
 /** One server's tools as offered to the model, and their hash (what the log records). */
@@ -150,18 +158,19 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     const names = Object.keys(options.servers)
     const badName = names.find((name) => !McpNames.isServerName(name))
     if (badName !== undefined) {
-      return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: a server's name is 1 to 40 letters, digits, _ or - (no __)` })
+      return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: ${McpNames.serverNameRule}` })
     }
     const connections = yield* Effect.forEach(names, (name) =>
       McpConnection.make({
         name,
         server: options.servers[name]!,
-        cwd: options.cwd ?? process.cwd(),
+        cwd: options.folders?.[name] ?? options.cwd ?? process.cwd(),
         env: options.env,
         hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
         prefix: sandboxPrefix,
         connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),
-        callTimeout
+        callTimeout,
+        maxAnswerBytes: options.maxAnswerBytes
       }))
     yield* Effect.addFinalizer(() => Effect.forEach(connections, (c) => c.close, { concurrency: "unbounded", discard: true }))
 
@@ -241,6 +250,10 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}".` }))
       }
       return target.connection.callTool(target.tool, call.input as Record<string, unknown>).pipe(
+        Effect.filterOrFail(
+          (result) => result.structuredContent === undefined || !nestsDeeperThan(result.structuredContent, McpConnection.maxJsonDepth),
+          () => new ToolFailure({ errorCode: "mcp_invalid_response", message: `MCP server "${target.server}": its result nests more than ${McpConnection.maxJsonDepth} levels deep` })
+        ),
         Effect.flatMap((result) => {
           const text = bound(resultText(result), maxResult)
           return result.isError === true

@@ -236,7 +236,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const named = Object.keys(servers)
           const badName = named.find((name) => !McpNames.isServerName(name))
           if (badName !== undefined) {
-            return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: `mcpServers: ${JSON.stringify(badName)} is not a server name (1 to 40 letters, digits, _ or -, no __)` }))
+            return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: `mcpServers: ${JSON.stringify(badName)} is not a server name (1 to 40 letters, digits, _ or -, no __, not ending in _)` }))
           }
           if (named.length > 0 && config.sessionServers === undefined) {
             return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: "mcpServers: this server starts no MCP servers" }))

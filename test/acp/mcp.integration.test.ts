@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { isolatedConfigDir } from "../cli/subprocess.js"
 import { type Agent, choose, logOf, startAgent } from "./client.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-mcp-"))
@@ -94,6 +95,25 @@ describe("ACP session/new with mcpServers", () => {
       (error: acp.RequestError) => error
     )
     expect(JSON.stringify(missing?.data)).toContain("mcp_server_failed")
+    await finish(agent)
+  }, 60_000)
+
+  // An editor names the same servers for every project it opens (Zed's context servers): started in
+  // the session's cwd, `npx -y <package>` ran what a clone's node_modules/.bin had, `python -m` a
+  // module of the clone. They start in the user's config folder now, as the servers of their mcp.json.
+  it("a client's stdio server starts in the user's config folder, not in the session's cwd", async () => {
+    const { args, cwd, markers } = workspace("folder", { responses: [{ toolCalls: [{ tool: "mcp__local__env", args: { name: "PWD" } }] }, { chunks: ["done"] }] })
+    const agent = startAgent(args, { cwd, answer: choose("allow_once") })
+    running.push(agent.child)
+    await agent.initialize()
+    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, {
+      cwd,
+      mcpServers: [{ name: "local", command: process.execPath, args: [serverScript], env: [{ name: "MARKER_DIR", value: markers }] }]
+    })
+    const answer = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "go" }] })
+    expect(answer.stopReason).toBe("end_turn")
+    const completed = agent.updates.map((n) => n.update).flatMap((u) => u.sessionUpdate === "tool_call_update" && u.status === "completed" ? [u.rawOutput] : [])
+    expect(completed).toEqual([{ result: `PWD=${isolatedConfigDir()}` }])
     await finish(agent)
   }, 60_000)
 })

@@ -4,9 +4,9 @@
  * fixture (test/fixtures/mcp/server.mjs); it writes a line to MARKER_DIR/started each time it starts,
  * so "nothing was spawned" is a file that does not exist. A scripted model makes the calls.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { dirname, join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { start } from "./subprocess.js"
 
@@ -190,5 +190,70 @@ describe("MCP servers in the CLI", () => {
     const changed = await runIn(p, ["--allow", "mcp__fixture__*"])
     expect(changed.stderr).toContain("(it changed since you trusted it)")
     expect(starts(p)).toBe(1)
+  }, 120_000)
+})
+
+describe("a project's MCP server cannot borrow the user's rule for another server", () => {
+  // `--allow 'mcp__fixture__*'` is the user's word for the server they named "fixture". A trusted
+  // .mcp.json may start servers whose tools still ask; one named "fixture_" had tools named
+  // `mcp__fixture___echo`, which that rule's prefix matched, so its calls ran without asking.
+  it("a server named like another's plus '_' is refused with one line; nothing starts and its tool never runs under the other's rule", async () => {
+    const p = project("prefix", [{ tool: "mcp__fixture___echo", args: { text: "smuggled" } }])
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify(serversFile(p)))
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { fixture_: serversFile(p).mcpServers.fixture } }))
+    await cli(p, ["trust", "--yes"])
+    const done = await runIn(p, ["--allow", "mcp__fixture__*"])
+    // Before: both servers started and the call ran, `permission.resolved {allow, "--allow mcp__fixture__*"}`.
+    expect(done.stderr).toContain(".mcp.json: mcpServers.fixture_: a server's name is 1 to 40 letters, digits, _ or - (no __, not ending in _)")
+    expect(done.code).toBe(1)
+    expect(starts(p)).toBe(0)
+    expect(await logOf(p, done.stderr)).not.toContain("echo: smuggled")
+  }, 120_000)
+})
+
+describe("your own MCP servers do not start in the repository", () => {
+  // The docs' own example, `npx -y @modelcontextprotocol/server-github` in your mcp.json, started in
+  // the session's cwd: npx runs a package the project has in node_modules/.bin, so a clone that
+  // ships one ran its code, as you, outside the sandbox, before any question — without your trusting
+  // anything (python -m, a relative PATH entry, uvx's project config do the same).
+  it("a server of your mcp.json launched by npx does not run a package the repository ships", async () => {
+    const p = project("own-folder", [])
+    const pkg = join(p.cwd, "node_modules", "@effect-agent-test", "mcp-server")
+    mkdirSync(pkg, { recursive: true })
+    mkdirSync(join(p.cwd, "node_modules", ".bin"))
+    writeFileSync(join(p.cwd, "package.json"), JSON.stringify({ name: "clone", dependencies: { "@effect-agent-test/mcp-server": "*" } }))
+    writeFileSync(join(pkg, "package.json"), JSON.stringify({ name: "@effect-agent-test/mcp-server", version: "1.0.0", bin: { "mcp-server": "index.js" } }))
+    writeFileSync(join(pkg, "index.js"), `#!${process.execPath}\nrequire("node:fs").writeFileSync(require("node:path").join(process.env.MARKER_DIR, "repository-code-ran"), "")\n`)
+    chmodSync(join(pkg, "index.js"), 0o755)
+    symlinkSync("../@effect-agent-test/mcp-server/index.js", join(p.cwd, "node_modules", ".bin", "mcp-server"))
+    const npx = join(dirname(process.execPath), "npx")
+    // Offline: where the package is not the project's, npx fails at once instead of asking a registry.
+    const server = { command: existsSync(npx) ? npx : "npx", args: ["-y", "@effect-agent-test/mcp-server"], env: { MARKER_DIR: p.markers, npm_config_offline: "true" } }
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify({ mcpServers: { gh: server } }))
+    const done = await runIn(p)
+    expect(existsSync(join(p.markers, "repository-code-ran")), done.stderr).toBe(false)
+    expect(done.stderr).toContain("MCP server \"gh\" did not start")
+  }, 120_000)
+
+  it("a server of your mcp.json starts in your config folder; one of --mcp-config's in that file's folder; a trusted project's in the project", async () => {
+    const p = project("folders", [])
+    const script = { responses: [{ toolCalls: [{ tool: "mcp__fixture__env", args: { name: "PWD" } }, { tool: "mcp__flagged__env", args: { name: "PWD" } }, { tool: "mcp__project__env", args: { name: "PWD" } }] }, { chunks: ["done"] }] }
+    writeFileSync(p.script, JSON.stringify(script))
+    const fixture = serversFile(p).mcpServers.fixture
+    writeFileSync(join(p.config, "mcp.json"), JSON.stringify({ mcpServers: { fixture } }))
+    const flagFolder = join(p.root, "flag-folder")
+    mkdirSync(flagFolder)
+    writeFileSync(join(flagFolder, "mcp.json"), JSON.stringify({ mcpServers: { flagged: fixture } }))
+    writeFileSync(join(p.cwd, ".mcp.json"), JSON.stringify({ mcpServers: { project: fixture } }))
+    await cli(p, ["trust", "--yes"])
+    const done = await runIn(p, ["--mcp-config", join(flagFolder, "mcp.json"), "--allow", "mcp__fixture__*", "--allow", "mcp__flagged__*", "--allow", "mcp__project__*"])
+    expect(done.code, done.stderr).toBe(0)
+    // The calls run together: their results are matched by call, not by order.
+    const completed = (await logOf(p, done.stderr)).split("\n").filter((line) => line.includes("\"type\":\"tool.completed\"")).map((line) => JSON.parse(line).payload)
+    expect(Object.fromEntries(completed.map((c: { toolCallId: string; result: string }) => [c.toolCallId, c.result]))).toEqual({
+      call_1: `PWD=${p.config}`,
+      call_2: `PWD=${flagFolder}`,
+      call_3: `PWD=${p.cwd}`
+    })
   }, 120_000)
 })

@@ -53,6 +53,43 @@ describe("Image.sniff and Image.check", () => {
   })
 })
 
+/** `png` saying it is `width` × `height` (its IHDR's fields; the pixels stay a few bytes). */
+const pngSized = (width: number, height: number) => {
+  const bytes = Uint8Array.from(png)
+  new DataView(bytes.buffer).setUint32(16, width)
+  new DataView(bytes.buffer).setUint32(20, height)
+  return bytes
+}
+
+/** `jpeg` saying it is `width` × `height` (its start-of-frame's fields, found by walking its segments). */
+const jpegSized = (width: number, height: number) => {
+  const bytes = Uint8Array.from(jpeg)
+  const view = new DataView(bytes.buffer)
+  let at = 2
+  while (!(bytes[at + 1]! >= 0xc0 && bytes[at + 1]! <= 0xcf && ![0xc4, 0xc8, 0xcc].includes(bytes[at + 1]!))) at += 2 + view.getUint16(at + 2)
+  view.setUint16(at + 5, height)
+  view.setUint16(at + 7, width)
+  return bytes
+}
+
+// A few bytes can say an image is 100,000 pixels wide: Anthropic refuses an image over 8000 pixels a
+// side, and an image in the transcript is sent again with every request, so one such read (a
+// repository's logo.png) made every later request of the session fail.
+describe("Image dimensions", () => {
+  it("reads each format's size from its header; an image over 8000 pixels a side is refused too_large", () => {
+    expect(Image.check({ data: pngSized(100_000, 1) })).toMatchObject({ _tag: "ImageRefused", reason: "too_large", detail: expect.stringContaining("100000×1 pixels") })
+    expect(Image.check({ data: pngSized(8000, 8000) })).toBe("image/png")
+    expect([png, jpeg, gif, webp].map((bytes) => Image.dimensions(bytes))).toEqual([{ width: 48, height: 32 }, { width: 1, height: 1 }, { width: 1, height: 1 }, { width: 1, height: 1 }])
+    expect(Image.check({ data: pngSized(1, 8001) })).toMatchObject({ reason: "too_large" })
+    expect(Image.check({ data: jpegSized(9000, 10) })).toMatchObject({ reason: "too_large", detail: expect.stringContaining("9000×10 pixels") })
+    const wideGif = Uint8Array.from(gif)
+    new DataView(wideGif.buffer).setUint16(6, 65_000, true)
+    expect(Image.check({ data: wideGif })).toMatchObject({ reason: "too_large" })
+    // A header cut short says no size: the provider is left to judge it, as before.
+    expect(Image.dimensions(png.subarray(0, 20))).toBeUndefined()
+  })
+})
+
 describe("runTurn with images", () => {
   it.effect("each image is put once in the blob area; user.message names them; the transcript carries them", () =>
     Effect.gen(function*() {
@@ -81,6 +118,7 @@ describe("runTurn with images", () => {
   const refusals: ReadonlyArray<[string, ReadonlyArray<Image.ImageInput>, string]> = [
     ["an SVG (a document that can run script)", [{ data: png }, { data: svg }], "Image #2 refused [unsupported_type]"],
     ["an image over the 5 MiB cap", [{ data: Uint8Array.from([...png.subarray(0, 8), ...new Uint8Array(Image.maxImageBytes)]) }], "[too_large]"],
+    ["an image over 8000 pixels a side (in a few bytes)", [{ data: pngSized(100_000, 100_000) }], "[too_large]"],
     ["more than 20 images", Array.from({ length: Image.maxImagesPerMessage + 1 }, () => ({ data: gif })), "[too_many]"],
     ["a declared type the bytes contradict", [{ data: gif, mediaType: "image/png" }], "[media_type_mismatch]"],
     ["an empty image", [{ data: new Uint8Array(0) }], "[empty]"]

@@ -14,6 +14,9 @@ describe("MCP configuration files", () => {
     expect(bad({ mcpServers: { a: { type: "sse", url: "http://h/sse" } } })).toContain("\"sse\" transport is not supported")
     expect(bad({ mcpServers: { "a b": { command: "x" } } })).toContain("a server's name")
     expect(bad({ mcpServers: { "a__b": { command: "x" } } })).toContain("a server's name")
+    // `docs_`'s tools would be `mcp__docs___…`, which `mcp__docs__*` (every tool of `docs`) matches.
+    expect(bad({ mcpServers: { "docs_": { command: "x" } } })).toContain("not ending in _")
+    expect(McpConfig.parse(JSON.stringify({ mcpServers: { "_docs": { command: "x" }, "docs-": { command: "x" }, "a_b": { command: "x" } } }), "f.json")._tag).toBe("Right")
     expect(bad({ mcpServers: { a: { url: "file:///etc/passwd" } } })).toMatch(/^f\.json: mcpServers\.a/)
     expect(bad({ servers: {} })).toMatch(/^f\.json: /)
     expect(McpConfig.parse("{", "f.json")).toMatchObject({ _tag: "Left", left: expect.stringContaining("not valid JSON") })

@@ -345,4 +345,57 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       expect(description.length).toBeLessThan(5000)
       expect(description).toMatch(/description cut at 4096 characters\)$/)
     }))
+
+  // JSON.parse reads what JSON.stringify cannot write again: a result or a schema nested 200,000 deep.
+  // Before, the result's stringify threw inside the call (a defect, not a tool failure), and the
+  // list's hash threw while the servers were being started.
+  it.scoped("a hostile server's answers nested too deep: the call fails mcp_invalid_response and the turn goes on; such a schema is a typed list_failed", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const deep = (env: Record<string, string> = {}) => ({ command: process.execPath, args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname], env })
+      const { events } = yield* turns({
+        servers: { hostile: deep() },
+        responses: [{ toolCalls: [{ tool: "mcp__hostile__deep", args: {} }] }, { chunks: ["went on"] }],
+        policy: { rules: [{ name: "hostile", decision: "allow", tool: "mcp__hostile__*" }] },
+        cwd
+      }, ["go"])
+      expect(ends(events)).toEqual([expect.objectContaining({ errorCode: "mcp_invalid_response" })])
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expectWellFormedLog(events)
+      const schema = yield* Effect.flip(McpTools.make({ servers: { hostile: deep({ DEEP_SCHEMA: "1" }) }, cwd }).pipe(Effect.scoped))
+      expect(schema).toMatchObject({ _tag: "McpError", reason: "list_failed", message: expect.stringContaining("\"deep\"") })
+    }))
+
+  // The SDK reads an HTTP server's JSON answer whole and an event stream's line whole, without a
+  // limit: a server that never ended one held all it sent in memory until the call's time limit
+  // (60 s: gigabytes on a fast link). The fixture sends 4 MiB and leaves the answer open; the cap
+  // here is 1 MiB. Before, each call ended `timeout` after holding all of it.
+  for (const answer of ["json", "sse"] as const) {
+    it.scoped(`http: an answer that never ends (${answer}) is cut at the cap: the call fails mcp_invalid_response and the turn goes on`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = yield* Effect.acquireRelease(
+          Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
+            const portFile = join(cwd, "port")
+            const child = spawn(process.execPath, [new URL("../fixtures/mcp/endless-http.mjs", import.meta.url).pathname, portFile], { env: { ...process.env, ANSWER: answer }, stdio: "ignore" })
+            const poll = setInterval(() => {
+              const port = existsSync(portFile) ? readFileSync(portFile, "utf8") : ""
+              if (port === "") return
+              clearInterval(poll)
+              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
+            }, 20)
+          }),
+          (s) => Effect.sync(s.stop)
+        )
+        const { events } = yield* turns({
+          servers: { endless: { url: server.url } },
+          responses: [{ toolCalls: [{ tool: "mcp__endless__flood", args: {} }] }, { chunks: ["went on"] }],
+          policy: { rules: [{ name: "endless", decision: "allow", tool: "mcp__endless__*" }] },
+          options: { maxAnswerBytes: 1024 * 1024 },
+          cwd
+        }, ["go"])
+        expect(ends(events)).toEqual([expect.objectContaining({ errorCode: "mcp_invalid_response" })])
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      }), 120_000)
+  }
 })

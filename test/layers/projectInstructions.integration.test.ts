@@ -73,6 +73,20 @@ describe("project instructions", () => {
       expect(parts[0]!.content).toContain("project rules")
     }))
 
+  // Git refuses a repository another user owns (safe.directory, CVE-2022-24765): anyone can make
+  // /tmp/.git and /tmp/AGENTS.md, and a session in /tmp/clone read that AGENTS.md as its
+  // repository's. The test's files are its own user's, so the session's user is said to be another.
+  it.effect("a .git another user owns marks no repository: only cwd's own file is read", () =>
+    Effect.gen(function*() {
+      const shared = tree({ ".git": null, "AGENTS.md": "planted by another user", "clone/AGENTS.md": "the clone's rules" })
+      const someoneElse = (process.getuid?.() ?? 1000) + 1
+      const parts = yield* load(join(shared, "clone"), { owner: someoneElse })
+      expect(parts.map((p) => p.path)).toEqual(["AGENTS.md"])
+      expect(parts[0]!.content).toContain("the clone's rules")
+      // The user's own repository is read as before.
+      expect((yield* load(join(shared, "clone"), { owner: process.getuid?.() ?? 1000 })).map((p) => p.path)).toEqual(["../AGENTS.md", "AGENTS.md"])
+    }))
+
   it.effect("a file linking out of its workspace is not read: cwd's out of cwd, one above cwd out of the repository", () =>
     Effect.gen(function*() {
       const secret = tree({ "id_rsa": "PRIVATE KEY" })

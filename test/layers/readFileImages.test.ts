@@ -113,6 +113,23 @@ describe("read_file of an image", () => {
       })
     }).pipe(Effect.provide(engine(FakeModelProvider.layer({ responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/index.ts" } }] }, { chunks: ["ok"] }] })))))
 
+  // A repository's PNG of a few bytes that says it is 100,000 pixels wide: kept, it was sent again with
+  // every later request of the session, which the provider refused (over 8000 pixels a side).
+  it.effect("an image whose header says it is over 8000 pixels a side is left out of the result with a note; nothing is stored", () =>
+    Effect.gen(function*() {
+      const huge = Uint8Array.from(png)
+      new DataView(huge.buffer).setUint32(16, 100_000)
+      writeFileSync(join(cwd, "src/huge.png"), huge)
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+      const events = yield* collect(agent.runTurn({ sessionId, userMessage: "look" }))
+      const completed = events.find((e) => e.type === "tool.completed")!.payload as { result: string; images?: ReadonlyArray<unknown> }
+      expect(completed.images ?? []).toEqual([])
+      expect(completed.result).toContain("[the tool's images were left out:")
+      expect(completed.result).toContain("100000×32 pixels")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/huge.png" } }] }, { chunks: ["ok"] }] })))))
+
   it.effect("the scripted model takes them when its script says so", () =>
     Effect.gen(function*() {
       const events = yield* readImage

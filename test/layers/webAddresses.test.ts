@@ -14,6 +14,15 @@ describe("web_fetch's address rules", () => {
     ) expect([address, Addresses.isPrivate(address)]).toEqual([address, true])
   })
 
+  it("refuses the IPv6 ranges IANA's registry says are not globally reachable", () => {
+    // 64:ff9b:1::/48 is NAT64 for a site's own translator (RFC 8215): 64:ff9b:1::a00:1 can be 10.0.0.1 there.
+    // The others: benchmarking (2001:2::/48), documentation (3fff::/20), SRv6 SIDs (5f00::/16), dummy prefix (100:0:0:1::/64).
+    for (const address of ["64:ff9b:1::a00:1", "64:ff9b:1:ffff::1", "2001:2::1", "3fff::1", "3fff:fff::1", "5f00::1", "100:0:0:1::1"]) {
+      expect([address, Addresses.isPrivate(address)]).toEqual([address, true])
+    }
+    for (const address of ["64:ff9b:2::1", "2001:3::1", "4000::1", "5f01::1"]) expect([address, Addresses.isPrivate(address)]).toEqual([address, false])
+  })
+
   it("allows public unicast, IPv4 and IPv6, NAT64 of a public address", () => {
     for (const address of ["8.8.8.8", "93.184.216.34", "100.63.255.255", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "64:ff9b::808:808"]) {
       expect([address, Addresses.isPrivate(address)]).toEqual([address, false])

@@ -158,6 +158,8 @@ describe("web_fetch", () => {
       })
       expect(failed(yield* fetched(`http://evil.test:${port}/page`, { resolve: evil(["93.184.216.34", "10.0.0.5"]) })).errorCode).toBe("private_address")
       expect(failed(yield* fetched(`http://evil.test:${port}/page`, { resolve: evil(["100.64.0.1"]) })).errorCode).toBe("private_address")
+      // NAT64 for a site's own translator (64:ff9b:1::/48): 10.0.0.1 behind it.
+      expect(failed(yield* fetched(`http://evil.test:${port}/page`, { resolve: evil(["64:ff9b:1::a00:1"]) })).errorCode).toBe("private_address")
       expect(hits.length).toBe(before)
     }))
 

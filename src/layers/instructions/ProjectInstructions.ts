@@ -37,6 +37,12 @@ export interface Options {
   readonly maxTotalBytes?: number | undefined
   /** The folder the search never goes above (default the user's home). */
   readonly home?: string | undefined
+  /**
+   * The user whose `.git` marks a repository's root (default the process's uid; none where the
+   * platform has no uids). A `.git` another user owns is not a root, as git's `safe.directory`
+   * rule says: anyone can make `/tmp/.git` and `/tmp/AGENTS.md`.
+   */
+  readonly owner?: number | undefined
 }
 
 /** The names looked for in each folder, the first found wins. */
@@ -61,19 +67,25 @@ export interface Instruction extends PromptPart {
   readonly truncated: boolean
 }
 
-const exists = (path: string) => NodeFs.lstat(path).then(() => true, () => false)
+/** Who owns `path` (not following a link), or undefined when it does not exist. */
+const ownerOf = (path: string) => NodeFs.lstat(path).then((stats) => stats.uid, () => undefined)
 
 /**
  * The folders whose files are read, from the repository's root down to `cwd` (real paths), and the
- * root. With no `.git` between `cwd` and the top (home or `/`), `cwd` alone.
+ * root. With no `.git` between `cwd` and the top (home or `/`), or the nearest one owned by another
+ * user than `owner`, `cwd` alone.
  */
-export const folders = (cwd: string, home: string): Promise<{ readonly root: string; readonly folders: ReadonlyArray<string> }> => {
+export const folders = (cwd: string, home: string, owner?: number): Promise<{ readonly root: string; readonly folders: ReadonlyArray<string> }> => {
   const walk = async () => {
     const chain: Array<string> = []
     let current = cwd
     for (;;) {
       chain.push(current)
-      if (await exists(NodePath.join(current, ".git"))) return { root: current, folders: chain.reverse() }
+      const gitOwner = await ownerOf(NodePath.join(current, ".git"))
+      if (gitOwner !== undefined) {
+        // Another user's repository (a `/tmp/.git` anyone could make) is none of the session's: cwd's own file only.
+        return owner === undefined || gitOwner === owner ? { root: current, folders: chain.reverse() } : { root: cwd, folders: [cwd] }
+      }
       const parent = NodePath.dirname(current)
       // Never above the user's home or the file system's root.
       if (current === home || parent === current) return { root: cwd, folders: [cwd] }
@@ -146,7 +158,8 @@ export const load = Effect.fn("ProjectInstructions.load")(function*(cwd: string,
     const read = yield* readOne(NodePath.join(base, NodePath.basename(file)), base, cap)
     if (read !== undefined) add("user-file", `<config>/${NodePath.basename(file)}`, userPriority, read, cap)
   }
-  const { folders: chain, root } = yield* Effect.promise(() => folders(realCwd, home))
+  const owner = options.owner ?? process.getuid?.()
+  const { folders: chain, root } = yield* Effect.promise(() => folders(realCwd, home, owner))
   for (const [index, folder] of chain.entries()) {
     if (left <= 0) break
     // cwd's own file stays inside cwd; a file above it stays inside the repository's root.

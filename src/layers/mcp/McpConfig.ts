@@ -61,7 +61,7 @@ export const File = Schema.Struct({
   mcpServers: Schema.Record({ key: Schema.String, value: Server }).pipe(
     Schema.filter((servers) => {
       const bad = Object.keys(servers).find((name) => !McpNames.isServerName(name))
-      return bad === undefined ? undefined : { path: [bad], message: "a server's name is 1 to 40 letters, digits, _ or - (no __)" }
+      return bad === undefined ? undefined : { path: [bad], message: McpNames.serverNameRule }
     })
   )
 })

@@ -23,8 +23,10 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as Json from "../../domain/Json.js"
 import { ToolFailure } from "../../services/ToolRouter.js"
 import * as Environment from "../workspace/Environment.js"
+import * as BoundedFetch from "./BoundedFetch.js"
 import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
 
@@ -40,6 +42,15 @@ const maxPages = 100
 export const maxDescriptionChars = 4096
 const capped = (description: string): string =>
   description.length <= maxDescriptionChars ? description : `${description.slice(0, maxDescriptionChars)}… (description cut at ${maxDescriptionChars} characters)`
+
+/**
+ * The deepest nesting kept of what a server sends to be written out again (a tool's input schema, a
+ * result's `structuredContent`): far deeper than any schema or result needs, far below what
+ * `JSON.stringify` — which recurses — can write. JSON.parse reads a value nested 200,000 deep, and
+ * writing it again threw `RangeError` from where it was hashed or shown: a hostile server's list
+ * ended the run with "unexpected error".
+ */
+export const maxJsonDepth = 256
 
 /** A tool as a server describes it: its own name, description and input schema. */
 export interface ServerTool {
@@ -62,6 +73,8 @@ export interface Options {
   readonly prefix: ReadonlyArray<string>
   readonly connectTimeout: Duration.Duration
   readonly callTimeout: Duration.Duration
+  /** The most bytes of one answer of an HTTP server (default `BoundedFetch.maxAnswerBytes`). */
+  readonly maxAnswerBytes?: number | undefined
 }
 
 interface Live {
@@ -100,7 +113,7 @@ const programMissing = (program: string, cwd: string, path: string | undefined):
 const transportOf = (options: Options): Transport => {
   const { server } = options
   if (!McpConfig.isStdio(server)) {
-    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } } })
+    return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: { ...server.headers } }, fetch: BoundedFetch.make(options.maxAnswerBytes) })
   }
   // Git told to use a bare repository only when named, as for shell commands: a server that runs
   // git in a clone (a git server, a linter) would otherwise run a committed bare repository's config.
@@ -169,6 +182,14 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
           catch: (error) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${describeError(error)}` })
         }).pipe(Effect.tapError(() => drop(current)))
+        const deep = page.tools.find((t: SdkTool) => Json.nestsDeeperThan(t.inputSchema, maxJsonDepth))
+        if (deep !== undefined) {
+          yield* drop(current)
+          return yield* new McpError({
+            reason: "list_failed",
+            message: `MCP server "${options.name}": the input schema of its tool ${JSON.stringify(deep.name.slice(0, 100))} nests more than ${maxJsonDepth} levels deep`
+          })
+        }
         tools.push(...page.tools.map((t: SdkTool): ServerTool => ({ name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema })))
         cursor = page.nextCursor
         // A server that pages forever (empty pages included) is refused, not listed forever.

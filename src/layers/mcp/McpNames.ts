@@ -16,5 +16,13 @@ export const toolName = (server: string, tool: string): string => `${prefix}${sa
 /** Whether a name is an MCP tool's, or a rule's pattern for every tool of a server (`mcp__<server>__*`). */
 export const isToolName = (name: string): boolean => /^mcp__[A-Za-z0-9_-]+__(?:[A-Za-z0-9_-]+|\*)$/.test(name)
 
-/** Whether a server's name can be part of tool names: 1 to 40 letters, digits, `_` or `-`, no `__`. */
-export const isServerName = (name: string): boolean => /^[A-Za-z0-9_-]{1,40}$/.test(name) && !name.includes("__")
+/**
+ * Whether a server's name can be part of tool names: 1 to 40 letters, digits, `_` or `-`, no `__`,
+ * not ending in `_`. So `<server>__` is where the server's name ends in any tool name: a server
+ * named `docs_` would name its tools `mcp__docs___…`, which a rule for every tool of `docs`
+ * (`mcp__docs__*`) also matches — another server's tools allowed by the user's word for `docs`.
+ */
+export const isServerName = (name: string): boolean => /^[A-Za-z0-9_-]{1,40}$/.test(name) && !name.includes("__") && !name.endsWith("_")
+
+/** What `isServerName` asks, for the one line that refuses a name. */
+export const serverNameRule = "a server's name is 1 to 40 letters, digits, _ or - (no __, not ending in _)"

@@ -13,6 +13,8 @@
  *
  * @since 0.5.0
  */
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -48,6 +50,8 @@ export interface LoadOptions {
   readonly configDir?: string | undefined
   /** Servers the user gives now (`--mcp-config`, a client's list): they win over both files. */
   readonly servers?: McpConfig.Servers | undefined
+  /** Where `servers` start: the folder of the file they come from (`--mcp-config`'s), `clientFolder` for a client's list. None: in `cwd`. */
+  readonly serversFolder?: string | undefined
 }
 
 /** The servers of a session, resolved. */
@@ -56,6 +60,15 @@ export interface Loaded {
   readonly project: Project | undefined
   /** Lines to show the user: the project's servers that were not started, and how to trust them. */
   readonly notes: ReadonlyArray<string>
+  /**
+   * Where a server starts when not in `cwd`, by name (`McpTools` `folders`): a server of the user's
+   * own `mcp.json` starts in the config folder, one of `--mcp-config`'s in that file's folder. A
+   * launcher looks for what to run in the folder it starts in — `npx` a package in
+   * `node_modules/.bin`, `python -m` a module, `uvx` the project's index — so a server the user named
+   * for every project, started in a clone, ran the clone's code. The project's own (trusted) servers
+   * start in `cwd`; a client's where `serversFolder` says.
+   */
+  readonly folders: Readonly<Record<string, string>>
 }
 
 const parsed = (text: string, shown: string) =>
@@ -117,8 +130,32 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
       } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
     )
   }
-  const servers = McpConfig.merge(project?.trust === "trusted" ? project.file.mcpServers : undefined, user?.mcpServers, options.servers)
-  return { servers, project, notes } satisfies Loaded
+  const projectServers = project?.trust === "trusted" ? project.file.mcpServers : undefined
+  const servers = McpConfig.merge(projectServers, user?.mcpServers, options.servers)
+  // Later sources win a name, and so does their folder: none for the project's and a client's (they start in cwd).
+  const folders: Record<string, string> = {}
+  const from = (named: McpConfig.Servers | undefined, folder: string | undefined) => {
+    for (const name of Object.keys(named ?? {})) {
+      if (folder === undefined) delete folders[name]
+      else folders[name] = folder
+    }
+  }
+  from(projectServers, undefined)
+  from(user?.mcpServers, NodePath.resolve(configDir))
+  from(options.servers, options.serversFolder === undefined ? undefined : NodePath.resolve(options.serversFolder))
+  return { servers, project, notes, folders } satisfies Loaded
+})
+
+/**
+ * Where servers a client names for a session (an ACP editor's, a `POST /sessions` body's) start: the
+ * user's config folder, or their home when it does not exist — never the session's cwd, where a
+ * launcher (`npx`, `python -m`, `uvx`) would run what the repository ships. An editor names the
+ * same servers for every project it opens.
+ */
+export const clientFolder = Effect.fn("McpSettings.clientFolder")(function*(configDir?: string) {
+  const dir = configDir ?? (yield* TrustStore.configDir)
+  const isFolder = yield* Effect.promise(() => NodeFs.stat(dir).then((stats) => stats.isDirectory(), () => false))
+  return isFolder ? dir : NodeOs.homedir()
 })
 
 /** What a project's `.mcp.json` starts once trusted, one line a server, for the user to read before trusting it. */

@@ -3,8 +3,10 @@
  * Refused: "this" network and the unspecified addresses (`0.0.0.0/8`, `::`), loopback, private
  * (RFC 1918, IPv6 unique local), link-local (the cloud metadata service 169.254.169.254 among
  * them), CGNAT `100.64.0.0/10`, benchmarking, documentation and reserved ranges, multicast and
- * broadcast, and every IPv4-mapped IPv6 address (`::ffff:127.0.0.1` is 127.0.0.1). IPv6 forms that
- * embed an IPv4 address (NAT64 `64:ff9b::/96`, 6to4 `2002::/16`) are judged by that address.
+ * broadcast, and every IPv4-mapped IPv6 address (`::ffff:127.0.0.1` is 127.0.0.1) — every range
+ * IANA's special-purpose registries say is not globally reachable, local-use NAT64
+ * `64:ff9b:1::/48` among them. IPv6 forms that embed an IPv4 address (NAT64 `64:ff9b::/96`, 6to4
+ * `2002::/16`) are judged by that address.
  *
  * The check uses Node's own `net.BlockList`; an address is judged after DNS resolution, and the
  * connection is made to the address that was judged (see `WebFetch`).
@@ -43,8 +45,14 @@ for (
     ["::1", 128],
     ["::ffff:0:0", 96],
     ["::", 96],
+    // NAT64 for a site's own translator (RFC 8215): what it reaches is the site's, private addresses included.
+    ["64:ff9b:1::", 48],
     ["100::", 64],
+    ["100:0:0:1::", 64],
+    ["2001:2::", 48],
     ["2001:db8::", 32],
+    ["3fff::", 20],
+    ["5f00::", 16],
     ["fc00::", 7],
     ["fe80::", 10],
     ["fec0::", 10],
