@@ -159,6 +159,13 @@ export const ListFilter = Schema.Struct({
   search: Schema.optional(Schema.String),
   limit: Schema.optional(Schema.NumberFromString.pipe(Schema.int(), Schema.between(1, 100_000)))
 })
+/**
+ * `POST /sessions/:id/cancel?turnId=`: the turn the client means. A Stop clicked as that turn ends
+ * lands while the session's next turn (a queued follow-up's) runs: named, it cancels nothing. Read
+ * by the handler (as `ListFilter` is), not declared on the endpoint: declared, the typed client
+ * would make every caller pass it.
+ */
+export const CancelTarget = Schema.Struct({ turnId: Schema.optional(Schema.NonEmptyString) })
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 /**
@@ -232,7 +239,14 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       { status: 202 }
     )
   )
-  .add(HttpApiEndpoint.post("cancel", "/sessions/:id/cancel").setPath(SessionId).addSuccess(Schema.Struct({ ok: Schema.Literal(true) })))
+  .add(
+    HttpApiEndpoint.post("cancel", "/sessions/:id/cancel").setPath(SessionId).addSuccess(
+      Schema.Struct({ ok: Schema.Literal(true) }).annotations({
+        description:
+          "Answered once the turn has closed. Query: `turnId` (optional), the turn meant: only that turn is cancelled, so a cancel for a turn that has ended does nothing"
+      })
+    )
+  )
   .add(
     HttpApiEndpoint.post("approve", "/sessions/:id/approvals/:toolCallId")
       .setPath(Schema.Struct({ id: Schema.String, toolCallId: Schema.String }))

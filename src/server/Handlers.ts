@@ -36,6 +36,7 @@ import {
   BadRequest,
   CompactionFailed as CompactionFailedWire,
   RewindRefused as RewindRefusedWire,
+  CancelTarget,
   Conflict,
   Forbidden,
   ListFilter,
@@ -279,8 +280,11 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           Effect.map((turnId) => ({ turnId }))
         ))
       .handle("cancel", ({ path }) =>
-        exists(path.id).pipe(
-          Effect.zipRight(engine.cancelTurn({ sessionId: path.id })),
+        HttpServerRequest.schemaSearchParams(CancelTarget).pipe(
+          Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "turnId is given once, and is not empty" })),
+          Effect.tap(() => exists(path.id)),
+          // Named, only that turn: a Stop for a turn that has ended meanwhile leaves the next one (a follow-up's) running.
+          Effect.flatMap(({ turnId }) => engine.cancelTurn(turnId === undefined ? { sessionId: path.id } : { sessionId: path.id, turnId })),
           Effect.as({ ok: true as const })
         ))
       .handle("approve", ({ path, payload }) =>

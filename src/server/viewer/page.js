@@ -510,7 +510,11 @@ $("rewind").addEventListener("click", () => {
 $("message").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("composer").requestSubmit() }
 })
-$("cancel").addEventListener("click", () => api("POST", `${sessionPath()}/cancel`).catch(report))
+// The Stop is for the turn shown running: named, it does nothing if that turn has ended meanwhile and the next one (a queued follow-up's) runs.
+$("cancel").addEventListener("click", () => {
+  const turnId = liveView().openTurn?.turnId
+  api("POST", `${sessionPath()}/cancel${turnId === undefined ? "" : `?turnId=${encodeURIComponent(turnId)}`}`).catch(report)
+})
 $("scrub").addEventListener("input", (e) => {
   const at = Number(e.target.value)
   state.scrubAt = at >= state.events.length ? undefined : at
