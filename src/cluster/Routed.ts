@@ -96,7 +96,8 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
             Effect.catchTags({ SessionNotFound: () => Effect.void }),
             Effect.catchAll((error) => Effect.logWarning("cancelling a turn failed", error))
           ),
-        steer: ({ idempotencyKey, message, sessionId }) => owner(sessionId, client(sessionId).Steer({ message, idempotencyKey: keyOf(idempotencyKey) })),
+        steer: ({ idempotencyKey, message, sessionId, turnId }) =>
+          owner(sessionId, client(sessionId).Steer({ message, idempotencyKey: keyOf(idempotencyKey), ...(turnId === undefined ? {} : { turnId }) })),
         followUp: ({ idempotencyKey, message, sessionId }) =>
           owner(sessionId, client(sessionId).FollowUp({ message, idempotencyKey: keyOf(idempotencyKey) })),
         dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),

@@ -79,9 +79,9 @@ export const ResolvePermission = Rpc.make("ResolvePermission", {
   error: Schema.Union(ApprovalNotPending, SessionNotFound, EventStoreFailure, InvalidInput, SessionBusy)
 })
 
-/** Sends a message into the running turn (`SessionEngine.steer`). */
+/** Sends a message into the running turn (`SessionEngine.steer`): only into the turn named `turnId`, when given. */
 export const Steer = Rpc.make("Steer", {
-  payload: { message: Schema.String, idempotencyKey },
+  payload: { message: Schema.String, idempotencyKey, turnId: Schema.optional(Schema.String) },
   error: Schema.Union(NoTurnInProgress, SessionNotFound, InvalidInput, EventStoreFailure)
 })
 

@@ -438,15 +438,23 @@ const keyReused = (sessionId: string) =>
  * `NoTurnInProgress` when no turn runs, or the one running has decided how it ends (or is
  * cancelled): a steer then is refused rather than accepted and never stored. A steer sent again with
  * its key — stored already, or waiting for its step boundary — is accepted and changes nothing
- * (whether or not a turn runs now): it never goes to another turn.
+ * (whether or not a turn runs now): it never goes to another turn. With `turnId`, only that turn
+ * takes it: checked in the same step that hands it over, so a turn that ended meanwhile never
+ * passes its steer on to the next one.
  */
-export const steer = (session: LiveSession.LiveSession, message: Turn.Steer): Effect.Effect<void, NoTurnInProgress | InvalidInput> =>
+export const steer = (
+  session: LiveSession.LiveSession,
+  message: Turn.Steer,
+  turnId?: string
+): Effect.Effect<void, NoTurnInProgress | InvalidInput> =>
   Effect.suspend((): Effect.Effect<void, NoTurnInProgress | InvalidInput> => {
     const key = message.idempotencyKey
     const earlier = applied(session, key)
     if (earlier !== undefined) return earlier._tag === "TurnSteered" ? Effect.void : Effect.fail(keyReused(session.sessionId))
     const turn = session.driver.run?.current
-    if (turn === undefined || turn.cancel.state !== "running") return Effect.fail(new NoTurnInProgress({ sessionId: session.sessionId }))
+    if (turn === undefined || turn.cancel.state !== "running" || (turnId !== undefined && turn.turnId !== turnId)) {
+      return Effect.fail(new NoTurnInProgress({ sessionId: session.sessionId }))
+    }
     turn.steers.push(message)
     if (key !== undefined) turn.accepted.set(key, { _tag: "TurnSteered", key, turnId: turn.turnId })
     return Effect.void

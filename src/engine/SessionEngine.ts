@@ -160,6 +160,12 @@ export interface WatchSessionInput {
   readonly fromSequence?: number
 }
 
+/** Input of {@link SessionEngine.Service.steer}. */
+export interface SteerInput extends SessionMessageInput {
+  /** The turn the message is for; when another runs (or none), the steer is refused. */
+  readonly turnId?: string | undefined
+}
+
 /** Input of {@link SessionEngine.Service.resolvePermission}. */
 export interface ResolvePermissionInput {
   readonly sessionId: string
@@ -258,9 +264,11 @@ export declare namespace SessionEngine {
      * given, a limit or error reached, a cancel). Steers accepted before a turn ends on an error or a
      * cancel are not stored (a warning is logged). With an `idempotencyKey` already seen — stored
      * with a `turn.steered`, or accepted and waiting for the step boundary — it succeeds and changes
-     * nothing, whether or not a turn runs now.
+     * nothing, whether or not a turn runs now. With `turnId`, only that turn takes it: a steer
+     * written for a turn that has ended meanwhile fails `NoTurnInProgress`, rather than going to
+     * the turn that runs now (a queued follow-up's).
      */
-    readonly steer: (input: SessionMessageInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
+    readonly steer: (input: SteerInput) => Effect.Effect<void, NoTurnInProgress | SessionNotFound | InvalidInput | EventStoreFailure>
     /**
      * Queues a message to run as its own turn once the session is idle: stored at once as
      * `followup.queued` (no turnId), and run oldest first, each turn's `turn.started` naming its
@@ -504,10 +512,10 @@ export const make = (
       yield* SessionDriver.cancel(engine, input.sessionId, input.turnId)
     })
 
-    const steer = Effect.fn("SessionEngine.steer")(function*(input: SessionMessageInput) {
+    const steer = Effect.fn("SessionEngine.steer")(function*(input: SteerInput) {
       if (input.message.trim() === "") return yield* new InvalidInput({ field: "message", detail: "must not be empty" })
       const session = yield* sessions.get(input.sessionId)
-      yield* SessionDriver.steer(session, { content: input.message, idempotencyKey: input.idempotencyKey })
+      yield* SessionDriver.steer(session, { content: input.message, idempotencyKey: input.idempotencyKey }, input.turnId)
     })
 
     const followUp = Effect.fn("SessionEngine.followUp")(function*(input: SessionMessageInput) {

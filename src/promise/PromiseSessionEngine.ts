@@ -72,8 +72,8 @@ export interface PromiseSessionEngine {
   readonly pendingApprovals: (input: SessionEngine.SessionInput) => Promise<ReadonlyArray<OpenToolCall>>
   /** Cancels the running turn and resolves once it has ended. Never rejects. */
   readonly cancelTurn: (input: SessionEngine.CancelTurnInput) => Promise<void>
-  /** Sends a message into the running turn (stored as `turn.steered` at its next step boundary); rejects `NoTurnInProgress` when none runs. */
-  readonly steer: (input: SessionEngine.SessionMessageInput) => Promise<void>
+  /** Sends a message into the running turn (stored as `turn.steered` at its next step boundary); rejects `NoTurnInProgress` when none runs (or, with `turnId`, when that turn does not). */
+  readonly steer: (input: SessionEngine.SteerInput) => Promise<void>
   /** Queues a message to run as its own turn once the session is idle (`followup.queued`); resolves with its queue id. */
   readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
   /** Drops the queued follow-ups that have not started; resolves with their queue ids. */

@@ -169,6 +169,12 @@ export const CancelTarget = Schema.Struct({ turnId: Schema.optional(Schema.NonEm
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 /**
+ * `POST /sessions/:id/steer`: the message, and the turn it was written for (optional): a steer
+ * landing after that turn ended, while the next one (a queued follow-up's) runs, is refused (409
+ * `NoTurnInProgress`) rather than given to the turn it was not written for.
+ */
+export const SteerMessage = strict(Schema.Struct({ message: Schema.String, turnId: Schema.optional(Schema.NonEmptyString) }))
+/**
  * A body whose fields are all optional: sent without a body at all (what the server decodes as
  * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
  */
@@ -254,7 +260,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
       .addSuccess(Schema.Struct({ ok: Schema.Literal(true) }))
   )
   .add(
-    HttpApiEndpoint.post("steer", "/sessions/:id/steer").setPath(SessionId).setPayload(SessionMessage).addSuccess(
+    HttpApiEndpoint.post("steer", "/sessions/:id/steer").setPath(SessionId).setPayload(SteerMessage).addSuccess(
       Schema.Struct({ ok: Schema.Literal(true) }).annotations({ description: "Accepted: stored as turn.steered at the running turn's next step boundary" }),
       { status: 202 }
     )

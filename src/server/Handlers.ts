@@ -300,7 +300,10 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           Effect.catchAll(toWire)
         ))
       .handle("steer", ({ path, payload }) =>
-        engine.steer({ sessionId: path.id, message: payload.message }).pipe(Effect.as({ ok: true as const }), Effect.catchAll(toWire)))
+        engine.steer({ sessionId: path.id, message: payload.message, ...(payload.turnId === undefined ? {} : { turnId: payload.turnId }) }).pipe(
+          Effect.as({ ok: true as const }),
+          Effect.catchAll(toWire)
+        ))
       .handle("followUp", ({ path, payload }) =>
         restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
       .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))

@@ -470,7 +470,8 @@ $("composer").addEventListener("submit", (e) => {
     state.pendingSteers.push(pending)
     $("message").value = ""
     schedule()
-    api("POST", `${sessionPath()}/steer`, { message }).catch((error) => {
+    // Named: a steer landing after that turn ended is refused (and put back here), never given to the next turn.
+    api("POST", `${sessionPath()}/steer`, turn === undefined ? { message } : { message, turnId: turn.turnId }).catch((error) => {
       state.pendingSteers = state.pendingSteers.filter((p) => p !== pending)
       $("message").value = message
       schedule()

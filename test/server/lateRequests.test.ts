@@ -1,10 +1,11 @@
 /**
- * A Stop that lands a moment too late over HTTP: the client meant the turn it was showing, which
- * has ended meanwhile, and the session's queued follow-up runs now. `POST /sessions/:id/cancel`
- * with `?turnId=` cancels that turn only: a late cancel is a no-op (CONTRACT.md §3, "every adapter
- * keeps this"), and the follow-up's turn goes on. Without `turnId` the route cancels whatever runs,
- * as before. No timing: the first turn is ended by a cancel the test makes, and the follow-up's
- * model waits on a delay the test never lets pass.
+ * A Stop, or a message, that lands a moment too late over HTTP: the client meant the turn it was
+ * showing, which has ended meanwhile, and the session's queued follow-up runs now.
+ * `POST /sessions/:id/cancel?turnId=` cancels that turn only: a late cancel is a no-op (CONTRACT.md
+ * §3, "every adapter keeps this"), and the follow-up's turn goes on. `POST /sessions/:id/steer
+ * {message, turnId}` is refused (409 `NoTurnInProgress`) rather than fed to the follow-up's turn.
+ * Without `turnId` both act on whatever runs, as before. No timing: the first turn is ended by a
+ * cancel the test makes, and the follow-up's model waits on a delay the test never lets pass.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -13,7 +14,7 @@ import * as Stream from "effect/Stream"
 import { expectWellFormedLog } from "../helpers.js"
 import { raw, start, storedEvents, workspace } from "./harness.js"
 
-describe("the HTTP API: a late cancel", () => {
+describe("the HTTP API: a late cancel or steer", () => {
   it.scopedLive("a cancel naming a turn that has ended leaves the follow-up's turn running; without a turn id it cancels what runs", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
@@ -31,6 +32,14 @@ describe("the HTTP API: a late cancel", () => {
         Stream.runHead
       )
       const second = Option.getOrThrow(started)
+
+      // The viewer's message for the first turn, sent before it saw that turn end: refused, nothing stored.
+      const json = (body: unknown) => ({ method: "POST", token: server.token, body: JSON.stringify(body), headers: { "content-type": "application/json" } })
+      const lateSteer = yield* raw(`${server.url}/sessions/${session.sessionId}/steer`, json({ message: "meant for the first turn", turnId: first }))
+      expect(lateSteer.status).toBe(409)
+      expect(lateSteer.body).toMatchObject({ error: "NoTurnInProgress" })
+      const steer = yield* raw(`${server.url}/sessions/${session.sessionId}/steer`, json({ message: "meant for the follow-up", turnId: second }))
+      expect(steer.status).toBe(202)
 
       // The viewer's Stop for the first turn, sent before it saw that turn end.
       const late = yield* raw(`${server.url}/sessions/${session.sessionId}/cancel?turnId=${first}`, { method: "POST", token: server.token })
