@@ -123,10 +123,14 @@ describe("the routed engine of a runner", () => {
 
       // A steer through this runner (Steer): refused with no turn running, stored in the owner's turn while one waits.
       expect(yield* Effect.flip(here.steer({ sessionId, message: "too early" }))).toMatchObject({ _tag: "NoTurnInProgress" })
+      // One naming a turn that has ended is refused by the owner while another runs: the turn id crosses the cluster.
+      const lateSteer: Array<string> = []
       const steeredTurn = yield* here.runTurn({ sessionId, userMessage: "note again" }).pipe(
         Stream.tap((event) =>
           event.type === "permission.resolved" && event.payload.decision === "ask"
-            ? here.steer({ sessionId, message: "then say steered" }).pipe(
+            ? here.steer({ sessionId, message: "meant for the first turn", turnId: turnIdOf(streamed[0]!)! }).pipe(
+              Effect.match({ onFailure: (error) => lateSteer.push(error._tag), onSuccess: () => lateSteer.push("accepted") }),
+              Effect.zipRight(here.steer({ sessionId, message: "then say steered" })),
               Effect.zipRight(here.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" })),
               Effect.orDie,
               Effect.fork
@@ -140,6 +144,8 @@ describe("the routed engine of a runner", () => {
       expect(steeredTypes.indexOf("turn.steered")).toBeGreaterThan(steeredTypes.indexOf("tool.completed"))
       expect(steeredTurn.find((event) => event.type === "turn.steered")).toMatchObject({ payload: { content: "then say steered" } })
       expect(steeredTurn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expect(lateSteer).toEqual(["NoTurnInProgress"])
+      expect(steeredTurn.filter((event) => event.type === "turn.steered")).toHaveLength(1)
 
       // A rename through this runner (RenameSession) is stored by the owner; this runner's listing and state read it.
       expect(yield* here.renameSession({ sessionId, title: " Routed\ttitle " })).toEqual({ title: "Routed title" })
