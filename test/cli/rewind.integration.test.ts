@@ -60,6 +60,8 @@ describe("effect-agent rewind (subprocess)", () => {
     expect(refused.stderr).toContain("  b.txt")
     expect(refused.stderr).toContain("--force")
     expect(refused.stderr).not.toMatch(/\n\s+at /)
+    // Said once: the list and the command to run, not the same refusal again as a line of its own.
+    expect(refused.stderr).not.toContain("Cannot rewind")
     expect(readFileSync(join(cwd, "b.txt"), "utf8")).toBe("mine\n")
     const forced = await run(["rewind", sessionId, "--to", String(beforeWrite), "--force", "--data-dir", dataDir])
     expect(forced.code).toBe(0)
