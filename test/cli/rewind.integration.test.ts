@@ -70,6 +70,6 @@ describe("effect-agent rewind (subprocess)", () => {
 
     const inside = await run(["rewind", sessionId, "--to", "3", "--data-dir", dataDir])
     expect(inside.code).toBe(1)
-    expect(inside.stderr).toContain("inside an open turn")
+    expect(inside.stderr).toContain("sequence 3 is inside a turn or compaction: rewind to the end of a closed turn (the nearest before it: 1)")
   })
 })
