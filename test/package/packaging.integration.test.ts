@@ -53,10 +53,13 @@ const embeddingExample = () => {
  * guide, the sessions, instructions, MCP, server and ACP guides, and the testing guide's first part (its
  * second is about this repository's own suite; its tests, on `@effect/vitest`, are run below), but
  * the README's embedding example, which is checked and run on its own. A block importing a package
- * the README's install line does not install (`notInstalled`) is left out; every other one is
- * checked, so a new block cannot slip past.
+ * the README's install line does not install (`notInstalled`: OpenTelemetry's, and vitest's, whose
+ * blocks run in a test of their own) is left out; every other one is checked, so a new block cannot
+ * slip past — the `@effect/ai` bridge's too, with the optional peers it names installed.
  */
-const notInstalled = ["@effect/opentelemetry", "@opentelemetry/", "@effect/ai", "@effect/vitest"]
+const notInstalled = ["@effect/opentelemetry", "@opentelemetry/", "@effect/vitest"]
+/** The optional peers the embedding guide's `@effect/ai` block names, installed after the README's line (versions as here, from the npm cache). */
+const effectAiPeers = ["@effect/ai", "@effect/ai-openai"]
 const docsSnippets = () => {
   const blocks = (text: string, name: string) =>
     [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ name: `${name}-${i}`, code: m[1]! }))
@@ -123,6 +126,7 @@ describe("the packed package", () => {
     const app = newProject("readme-app")
     copyFileSync(tarball, join(app, basename(tarball)))
     await npm(installLine(), app)
+    await npm(["install", ...effectAiPeers.map((name) => `${name}@${installedVersion(name)}`)], app)
     writeFileSync(join(app, "example.ts"), embeddingExample())
     writeFileSync(join(app, "library.ts"), embedderLibrary)
     mkdirSync(join(app, "snippets"))
