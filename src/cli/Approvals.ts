@@ -57,8 +57,16 @@ export const make: Effect.Effect<{ readonly ask: (question: string) => Effect.Ef
     ask: (question) =>
       Effect.sync(() => process.stderr.write(`${question} ${choices}`)).pipe(
         Effect.zipRight(readLine),
-        // A terminal echoes what the user typed; piped input does not, so the line is ended here.
-        Effect.tap(() => Effect.sync(() => process.stdin.isTTY === true || process.stderr.write("\n"))),
+        // A terminal echoes what the user typed; piped input does not, so the line is ended here. An
+        // input that ended (a closed pipe, </dev/null, Ctrl+D) is said so: the call is denied, and
+        // the user who typed nothing should not read it as their own "n".
+        Effect.tap((line) =>
+          Effect.sync(() =>
+            line === undefined
+              ? process.stderr.write("no answer (the input ended): no\n")
+              : process.stdin.isTTY === true || process.stderr.write("\n")
+          )
+        ),
         Effect.map(parse)
       )
   }

@@ -36,8 +36,15 @@ export class TurnCancelled extends Schema.TaggedError<TurnCancelled>()("TurnCanc
   }
 }
 
-/** Whether a failure is a turn outcome the renderer has already shown (so nothing more is printed). */
-export const isShownOutcome = (error: unknown): boolean => error instanceof TurnEndedWithError || error instanceof TurnCancelled
+/**
+ * The command could not do what was asked and has said why in its own words (a list, the command to
+ * run instead): exit 1 with nothing more printed — the one-line form would say it a second time.
+ */
+export class AlreadyReported extends Schema.TaggedError<AlreadyReported>()("AlreadyReported", { message: Schema.String }) {}
+
+/** Whether a failure has already been shown (a turn's outcome by the renderer, or a command's own report): nothing more is printed. */
+export const isShownOutcome = (error: unknown): boolean =>
+  error instanceof TurnEndedWithError || error instanceof TurnCancelled || error instanceof AlreadyReported
 
 /** Whether the running command ends cleanly when SIGTERM stops it (a server's normal way to stop). */
 let sigtermIsCleanStop = false

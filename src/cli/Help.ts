@@ -90,10 +90,18 @@ interface Stream {
 export const isPlain = (stream: Stream, env: NodeJS.ProcessEnv = process.env): boolean =>
   stream.isTTY !== true || (env.NO_COLOR !== undefined && env.NO_COLOR !== "")
 
-/** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none). */
+/**
+ * Without the padding @effect/cli puts after each command of the root's list (a column of spaces
+ * for descriptions it does not show): spaces at a line's end dropped, blank lines one at a time.
+ * `effect-agent --help` was 282 lines, 129 of them spaces only.
+ */
+const unpadded = (text: string): string =>
+  text.split("\n").map((line) => line.replace(/[ \t]+((?:\u001b\[[0-9;]*m)*)$/, "$1")).join("\n").replace(/\n{3,}/g, "\n\n")
+
+/** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none), unpadded. */
 export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = process.env): string => {
   const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
-  return wrap(isPlain(stream, env) ? stripAnsi(text) : text, width)
+  return unpadded(wrap(isPlain(stream, env) ? stripAnsi(text) : text, width))
 }
 
 const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>

@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import { SessionEngine } from "../index.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Rewind.js"
+import * as ExitCode from "./ExitCode.js"
 import * as Render from "./Render.js"
 
 /** What a rewind did to a file: its change's `before` is what the rewind found, `after` what it left. */
@@ -32,7 +33,11 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
               `nothing was changed; to overwrite them: effect-agent rewind ${sessionId} --to ${to} --force`
             ].join("\n")
           )
-          : Effect.void)
+          : Effect.void),
+      // Said above in full: exit 1 without the same refusal again as one line.
+      Effect.mapError((error) =>
+        error._tag === "RewindRefused" && error.reason === "changed_outside" ? new ExitCode.AlreadyReported({ message: error.message }) : error
+      )
     )
     yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${rewound.changes.length} file${rewound.changes.length === 1 ? "" : "s"} restored`)
     for (const change of rewound.changes) yield* Console.log(`  ${marks(change)} ${Render.terminalSafe(change.path)}`)

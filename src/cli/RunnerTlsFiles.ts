@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs"
 import { createSecureContext } from "node:tls"
-import { X509Certificate } from "node:crypto"
+import { createPrivateKey, X509Certificate } from "node:crypto"
 import { CliError } from "./CliError.js"
 
 /** The material as the runner takes it (`RunnerTls.RunnerTls`), without loading the cluster's code here. */
@@ -48,6 +48,10 @@ const read = (flag: string, path: string) =>
     catch: (error) => invalid(`--${flag}: the file cannot be read (${codeOf(error)})`)
   })
 
+/** One flag's file as `what` (a certificate, a key), or the error naming the flag and OpenSSL's code. */
+const parse = <A>(flag: string, what: string, make: () => A) =>
+  Effect.try({ try: make, catch: (error) => invalid(`--${flag}: the file holds no ${what} (${codeOf(error)})`) })
+
 /** The flags' files, read; `undefined` when none is given. */
 export const load = (flags: {
   readonly runnerTlsCert: Option.Option<string>
@@ -72,13 +76,18 @@ export const load = (flags: {
         `--runner-tls-key: the key file is readable by every user of this machine (mode ${(key.mode & 0o777).toString(8).padStart(4, "0")}): make it readable by the runner's user only (chmod 600)`
       )
     }
-    // Checked here, before the runner connects anywhere: a PEM that does not parse, a key that is not the certificate's (OpenSSL's code only).
+    // Checked here, before the runner connects anywhere, file by file so that the error names the flag
+    // whose file is wrong (OpenSSL's code only): an operator with three files should not have to guess.
+    const parsedCertificate = yield* parse("runner-tls-cert", "PEM certificate", () => new X509Certificate(certificate.bytes))
+    const privateKey = yield* parse("runner-tls-key", "PEM private key", () => createPrivateKey(Buffer.from(key.bytes)))
+    // OpenSSL skips a CA file that holds no certificate: parsed here, or every handshake would fail later.
+    yield* parse("runner-tls-ca", "PEM certificate", () => new X509Certificate(ca.bytes))
+    if (!parsedCertificate.checkPrivateKey(privateKey)) {
+      return yield* invalid("--runner-tls-key: the key is not the one of --runner-tls-cert's certificate")
+    }
+    // What is left for OpenSSL to refuse (a key type TLS does not take, …): the three together.
     yield* Effect.try({
-      try: () => {
-        createSecureContext({ cert: Buffer.from(certificate.bytes), key: Buffer.from(key.bytes), ca: Buffer.from(ca.bytes) })
-        // OpenSSL skips a CA file that holds no certificate: parsed here, or every handshake would fail later.
-        new X509Certificate(ca.bytes)
-      },
+      try: () => createSecureContext({ cert: Buffer.from(certificate.bytes), key: Buffer.from(key.bytes), ca: Buffer.from(ca.bytes) }),
       catch: (error) => invalid(`The runners' TLS certificate, key or CA cannot be used (${codeOf(error)})`)
     })
     return { certificate: certificate.bytes, key: Redacted.make(key.bytes), ca: ca.bytes }

@@ -29,8 +29,8 @@ import * as Pulled from "./Pulled.js"
  * Where a fork may start: a sequence after which no turn and no compaction is open (the end of a
  * closed turn, or a session-level event between turns). Without `atSequence`, the end of the last
  * closed turn — or of a manual compaction after it, so that the fork keeps the compacted context —
- * (1 when the session has none). A point inside an open turn or compaction, before 1 or past the
- * end is `InvalidInput`; so is a log that cannot be folded up to where it was read.
+ * (1 when the session has none). A point inside a turn or compaction (the error names the nearest
+ * point before it), before 1 or past the end is `InvalidInput`; so is a log that cannot be folded up to where it was read.
  *
  * A fold: `add` the source's events in order while it answers `true`, then read `result`. It keeps
  * the state of the session and two sequences, never the events. With a point asked for, it answers
@@ -40,6 +40,8 @@ import * as Pulled from "./Pulled.js"
 export class PointSearch {
   private state: SessionState.SessionState | undefined = undefined
   private lastClosedTurn = 1
+  /** The last point before the one asked for where no turn or compaction was open: named when the point is refused. */
+  private closedBefore = 1
   /** Whether the point asked for is one where no turn or compaction is open (1 always is). */
   private atClosed: boolean
   private unreadable: InvalidInput | undefined = undefined
@@ -64,7 +66,9 @@ export class PointSearch {
     }
     const state = next.right
     this.state = state
-    if (event.sequence === this.atSequence && state.openTurn === undefined && state.compaction === undefined) this.atClosed = true
+    const between = state.openTurn === undefined && state.compaction === undefined
+    if (event.sequence === this.atSequence && between) this.atClosed = true
+    if (between && this.atSequence !== undefined && event.sequence < this.atSequence) this.closedBefore = event.sequence
     if (event.type === "turn.completed" || ((event.type === "session.compacted" || event.type === "compaction.failed") && state.openTurn === undefined)) {
       this.lastClosedTurn = event.sequence
     }
@@ -86,7 +90,8 @@ export class PointSearch {
       return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))
     }
     if (!this.atClosed) {
-      return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside an open turn or compaction: fork at the end of a closed turn` }))
+      // The nearest point before it, so that the user has one to pass (the sequences are in `replay --json`).
+      return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside a turn or compaction: fork at the end of a closed turn (the nearest before it: ${this.closedBefore})` }))
     }
     return Either.right(atSequence)
   }

@@ -13,6 +13,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
 import { AgentEvent, McpConfig, Session } from "../index.js"
 
@@ -315,4 +316,9 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
 {}
 
 /** The whole API. */
-export class Api extends HttpApi.make("effect-agent").add(HealthGroup).add(SessionsGroup) {}
+export class Api extends HttpApi.make("effect-agent").add(HealthGroup).add(SessionsGroup)
+  // The OpenAPI document's `info`, which clients generated from it are named after (else "Api" 0.0.1);
+  // the package's version, as the CLI and the ACP agent report it.
+  .annotate(OpenApi.Title, "effect-agent")
+  .annotate(OpenApi.Version, "0.1.0")
+{}

@@ -117,6 +117,17 @@ describe("the CLI with tools", () => {
       expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     }
   })
+
+  it("an input that ends before the answer denies the call and says so (not as if the user had typed n)", async () => {
+    const { cwd, script } = setup("no-answer")
+    const running = start(["run", "update the notes", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).toContain("Allow write_file out.txt? [y]es / [n]o / [a]lways: no answer (the input ended): no\n")
+    expect(finished.stderr).toContain("✗ permission_denied")
+    expect(existsSync(join(cwd, "out.txt"))).toBe(false)
+  })
 })
 
 describe("the CLI with real providers (against the replay server)", () => {

@@ -35,8 +35,12 @@ describe("effect-agent fork, run --follow-up (subprocess)", () => {
 
     const inside = await run(["fork", source, "--at", "2", "--data-dir", dataDir])
     expect(inside.code).toBe(1)
-    expect(inside.stderr).toContain("inside an open turn")
+    expect(inside.stderr).toContain("sequence 2 is inside a turn or compaction: fork at the end of a closed turn (the nearest before it: 1)")
     expect(inside.stderr).not.toMatch(/\n\s+at /)
+    // Inside the second turn, the point it names is the end of the first: one the user can pass.
+    const second = await run(["fork", source, "--at", String(end1 + 2), "--data-dir", dataDir])
+    expect(second.code).toBe(1)
+    expect(second.stderr).toContain(`(the nearest before it: ${end1})`)
     const missing = await run(["fork", "sess_missing", "--data-dir", dataDir])
     expect(missing.code).toBe(1)
   })

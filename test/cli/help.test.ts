@@ -1,6 +1,8 @@
 import * as Command from "@effect/cli/Command"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { describe, expect, it } from "vitest"
+import * as Cli from "../../src/cli/Cli.js"
 import * as Help from "../../src/cli/Help.js"
 
 const bold = (text: string) => `\u001b[0;1m${text}\u001b[0m`
@@ -35,6 +37,22 @@ describe("help text", () => {
   it("off a terminal, the width is 80", () => {
     const text = "x ".repeat(100).trim()
     for (const line of Help.shape(text, { isTTY: false, columns: 300 }).split("\n")) expect(line.length).toBeLessThanOrEqual(80)
+  })
+
+  it("effect-agent --help lists the commands without @effect/cli's padding: no line ends in spaces, no two blank lines in a row", async () => {
+    const printed: Array<string> = []
+    const help = Console.consoleWith((console) =>
+      Console.withConsole(Cli.main(["node", "effect-agent", "--help"]), {
+        ...console,
+        log: (...args: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(args.join(" ")))
+      })
+    )
+    await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
+    const text = printed.join("\n")
+    expect(text).toContain("- rewind --to integer")
+    const lines = text.split("\n")
+    expect(lines.filter((line) => /\s$/.test(line))).toEqual([])
+    expect(text).not.toMatch(/\n\n\n/)
   })
 
   it("a bad choice names its flag, the value and the choices", async () => {

@@ -60,6 +60,8 @@ describe("effect-agent rewind (subprocess)", () => {
     expect(refused.stderr).toContain("  b.txt")
     expect(refused.stderr).toContain("--force")
     expect(refused.stderr).not.toMatch(/\n\s+at /)
+    // Said once: the list and the command to run, not the same refusal again as a line of its own.
+    expect(refused.stderr).not.toContain("Cannot rewind")
     expect(readFileSync(join(cwd, "b.txt"), "utf8")).toBe("mine\n")
     const forced = await run(["rewind", sessionId, "--to", String(beforeWrite), "--force", "--data-dir", dataDir])
     expect(forced.code).toBe(0)
@@ -68,6 +70,6 @@ describe("effect-agent rewind (subprocess)", () => {
 
     const inside = await run(["rewind", sessionId, "--to", "3", "--data-dir", dataDir])
     expect(inside.code).toBe(1)
-    expect(inside.stderr).toContain("inside an open turn")
+    expect(inside.stderr).toContain("sequence 3 is inside a turn or compaction: rewind to the end of a closed turn (the nearest before it: 1)")
   })
 })

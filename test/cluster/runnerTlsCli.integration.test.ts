@@ -64,14 +64,20 @@ describe("serve --cluster with TLS between runners", () => {
 
     // Another runner's key with this certificate: the material does not build, and the runner does not start.
     const mismatched = await run(runnerArgs(await freePort(), quick, [cert!, certPath!, key!, join(certificates.dir, "runner-b.key"), ca!, caPath!]), { cwd, env: env() })
-    expectRefused(mismatched, "The runners' TLS certificate, key or CA cannot be used (")
+    // Each names the flag whose file is wrong (docs/scaling.md: "naming the flag and OpenSSL's code"):
+    // an operator with three files must not have to guess which one.
+    expectRefused(mismatched, "--runner-tls-key: the key is not the one of --runner-tls-cert's certificate")
     const garbage = join(certificates.dir, "garbage.crt")
     writeFileSync(garbage, "not a certificate\n")
     const notPem = await run(runnerArgs(await freePort(), quick, [cert!, garbage, key!, keyPath!, ca!, caPath!]), { cwd, env: env() })
-    expectRefused(notPem, "The runners' TLS certificate, key or CA cannot be used (")
+    expectRefused(notPem, "--runner-tls-cert: the file holds no PEM certificate (")
+    const garbageKey = join(certificates.dir, "garbage.key")
+    writeFileSync(garbageKey, "not a key\n", { mode: 0o600 })
+    const notKey = await run(runnerArgs(await freePort(), quick, [cert!, certPath!, key!, garbageKey, ca!, caPath!]), { cwd, env: env() })
+    expectRefused(notKey, "--runner-tls-key: the file holds no PEM private key (")
     // A CA file with no certificate in it (OpenSSL alone would skip it, and every handshake fail later).
     const noCa = await run(runnerArgs(await freePort(), quick, [cert!, certPath!, key!, keyPath!, ca!, garbage]), { cwd, env: env() })
-    expectRefused(noCa, "The runners' TLS certificate, key or CA cannot be used (")
+    expectRefused(noCa, "--runner-tls-ca: the file holds no PEM certificate (")
   })
 
   it("starts two runners over TLS and drives a session owned by one through the other", { timeout: 300_000 }, async () => {

@@ -28,7 +28,8 @@ export const referenceForkPoint = (source: ReadonlyArray<AgentEvent>, atSequence
     return Either.left(new InvalidInput({ field: "atSequence", detail: `must be a sequence of the session, 1..${last}` }))
   }
   if (!closedAt.has(atSequence)) {
-    return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside an open turn or compaction: fork at the end of a closed turn` }))
+    const before = [...closedAt].reduce((nearest, sequence) => sequence < atSequence && sequence > nearest ? sequence : nearest, 1)
+    return Either.left(new InvalidInput({ field: "atSequence", detail: `sequence ${atSequence} is inside a turn or compaction: fork at the end of a closed turn (the nearest before it: ${before})` }))
   }
   return Either.right(atSequence)
 }

@@ -2,7 +2,9 @@
  * The package as an embedder gets it: packed with `npm pack`, installed into fresh projects from the
  * npm registry. Checks one copy of Effect next to an app that pins another 3.x, the README's install
  * line and embedding example (strict type-check under `nodenext`, then run), every other TypeScript
- * block of the README and the embedding and testing guides (type-checked the same way), the types
+ * block of the README and the embedding, testing, sessions, instructions, MCP, server and ACP guides
+ * (type-checked the same way), the testing guide's tests run in a user's own vitest (its golden log
+ * the same bytes run after run), the types
  * of what an embedder's own library exports (declaration emit), a light root import, and the
  * installed `effect-agent` bin answering a turn from its bundle.
  */
@@ -48,13 +50,16 @@ const embeddingExample = () => {
 
 /**
  * The TypeScript blocks an embedder copies: every one of the README's "As a library", the embedding
- * guide, the sessions, instructions, MCP and server guides, and the testing guide's first part (its
- * second is about this repository's own suite), but
+ * guide, the sessions, instructions, MCP, server and ACP guides, and the testing guide's first part (its
+ * second is about this repository's own suite; its tests, on `@effect/vitest`, are run below), but
  * the README's embedding example, which is checked and run on its own. A block importing a package
- * the README's install line does not install (`notInstalled`) is left out; every other one is
- * checked, so a new block cannot slip past.
+ * the README's install line does not install (`notInstalled`: OpenTelemetry's, and vitest's, whose
+ * blocks run in a test of their own) is left out; every other one is checked, so a new block cannot
+ * slip past — the `@effect/ai` bridge's too, with the optional peers it names installed.
  */
-const notInstalled = ["@effect/opentelemetry", "@opentelemetry/", "@effect/ai", "@effect/vitest"]
+const notInstalled = ["@effect/opentelemetry", "@opentelemetry/", "@effect/vitest"]
+/** The optional peers the embedding guide's `@effect/ai` block names, installed after the README's line (versions as here, from the npm cache). */
+const effectAiPeers = ["@effect/ai", "@effect/ai-openai"]
 const docsSnippets = () => {
   const blocks = (text: string, name: string) =>
     [...text.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ name: `${name}-${i}`, code: m[1]! }))
@@ -63,11 +68,20 @@ const docsSnippets = () => {
     ...blocks(readme.slice(readme.indexOf("## As a library")), "readme").slice(1),
     ...blocks(guide("embedding.md"), "embedding"),
     ...blocks(guide("testing.md").split("# This repository's test suite")[0]!, "testing"),
-    ...["sessions", "instructions", "mcp", "server"].flatMap((name) => blocks(guide(`${name}.md`), name))
+    ...["sessions", "instructions", "mcp", "server", "acp"].flatMap((name) => blocks(guide(`${name}.md`), name))
   ]
   const imports = (code: string) => [...code.matchAll(/from "([^"]+)"/g)].map((m) => m[1]!)
   return all.filter((block) => !imports(block.code).some((from) => notInstalled.some((p) => from.startsWith(p))))
 }
+
+/** The testing guide's tests for a user's own agent: the blocks of its first part, as test files. */
+const testingGuideTests = () => {
+  const firstPart = readFileSync(join(root, "docs/testing.md"), "utf8").split("# This repository's test suite")[0]!
+  return [...firstPart.matchAll(/```ts\n([\s\S]*?)```/g)].map((m, i) => ({ file: `test/guide-${i}.test.ts`, code: m[1]! }))
+}
+
+/** The version of a dev dependency installed here: the user's app gets the same one, from the npm cache. */
+const installedVersion = (name: string) => JSON.parse(readFileSync(join(root, "node_modules", name, "package.json"), "utf8")).version as string
 
 /**
  * What an embedder's own library exports, compiled with `declaration: true`: each type must be
@@ -112,6 +126,7 @@ describe("the packed package", () => {
     const app = newProject("readme-app")
     copyFileSync(tarball, join(app, basename(tarball)))
     await npm(installLine(), app)
+    await npm(["install", ...effectAiPeers.map((name) => `${name}@${installedVersion(name)}`)], app)
     writeFileSync(join(app, "example.ts"), embeddingExample())
     writeFileSync(join(app, "library.ts"), embedderLibrary)
     mkdirSync(join(app, "snippets"))
@@ -131,6 +146,40 @@ describe("the packed package", () => {
     })
     const output = await exec(process.execPath, ["out/example.js"], { cwd: app })
     expect(output).toContain("Hello!")
+  }, 300_000)
+
+  it("the testing guide's tests type-check and pass in a user's own vitest, and its golden log is the same bytes on every run", async () => {
+    const app = newProject("testing-app")
+    copyFileSync(tarball, join(app, basename(tarball)))
+    await npm([...installLine(), `vitest@${installedVersion("vitest")}`, `@effect/vitest@${installedVersion("@effect/vitest")}`], app)
+    mkdirSync(join(app, "test"))
+    const tests = testingGuideTests()
+    expect(tests.length).toBeGreaterThanOrEqual(2)
+    for (const { code, file } of tests) writeFileSync(join(app, file), code)
+    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
+      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, noEmit: true },
+      include: ["test"]
+    }))
+    await exec(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: app }).catch((error: { stdout?: string }) => {
+      throw new Error(`tsc failed on the testing guide's tests:\n${error.stdout ?? String(error)}`)
+    })
+    // The user's vitest, not this suite's: none of this worker's VITEST_* variables reach it. CI
+    // makes a snapshot that differs fail instead of being written again.
+    const env: Record<string, string | undefined> = { ...process.env, CI: "1" }
+    for (const key of Object.keys(env)) if (key.startsWith("VITEST") || key === "NODE_OPTIONS") delete env[key]
+    const vitest = (ci: boolean) =>
+      exec(process.execPath, [join(app, "node_modules/vitest/vitest.mjs"), "run", ...(ci ? [] : ["--update"])], { cwd: app, env: ci ? env : { ...env, CI: undefined } })
+        .catch((error: { stdout?: string; stderr?: string }) => {
+          throw new Error(`the testing guide's tests failed:\n${error.stdout ?? ""}${error.stderr ?? String(error)}`)
+        })
+    await vitest(false)
+    const golden = readFileSync(join(app, "test/__snapshots__/answers.jsonl"), "utf8")
+    // The TestClock's time and sequential ids: nothing in the log depends on the machine or the moment.
+    expect(golden.split("\n")[0]).toBe(`{"id":"evt_1","sessionId":"sess_1","sequence":1,"timestamp":"1970-01-01T00:00:00.000Z","type":"session.created","payload":{"cwd":"/repo","client":"test"}}`)
+    expect(golden.trimEnd().split("\n").at(-1)).toContain(`"type":"turn.completed","payload":{"stopReason":"final"}`)
+    // Again, in a fresh process, as CI runs it: the same bytes, or toMatchFileSnapshot fails the run.
+    await vitest(true)
+    expect(readFileSync(join(app, "test/__snapshots__/answers.jsonl"), "utf8")).toBe(golden)
   }, 300_000)
 
   it("an app pinning another effect 3.x ends with exactly one copy of effect, and the root import loads nothing heavy", async () => {

@@ -15,6 +15,8 @@ import { IdGenerator, JsonlEventStore, FakeModelProvider, SessionEngine } from "
 import { Security, Server, ServerConfig } from "../../src/server.js"
 import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from "./harness.js"
 
+const packageVersion = (JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string }).version
+
 const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), headers: { "content-type": "application/json" } })
 
 describe("the HTTP API", () => {
@@ -201,6 +203,8 @@ describe("the HTTP API", () => {
       const server = yield* start({ cwd, dataDir })
       const spec = yield* raw(`${server.url}/openapi.json`, { token: server.token })
       expect(spec.status).toBe(200)
+      // Named after the package (a client generated from it was called "Api" 0.0.1 before).
+      expect((spec.body as { info: unknown }).info).toEqual({ title: "effect-agent", version: packageVersion })
       const paths = Object.keys((spec.body as { paths: Record<string, unknown> }).paths).sort()
       expect(paths).toEqual([
         "/healthz",

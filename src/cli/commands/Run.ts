@@ -37,7 +37,7 @@ export const runConfig = {
   session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
   image: Options.text("image").pipe(
     Options.repeated,
-    Options.withDescription("Send this image with the message (PNG, JPEG, GIF or WebP; at most 5 MiB each, 20 per message); repeatable")
+    Options.withDescription("Send this image with the message (PNG, JPEG, GIF or WebP; at most 5 MiB and 8000 pixels a side each, 20 per message); repeatable")
   ),
   followUp: Options.boolean("follow-up").pipe(
     Options.withDescription("Queue the message as a follow-up (followup.queued): it runs after the follow-ups queued before it, at once when the session is idle; prints the turns up to its own")
