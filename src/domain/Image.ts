@@ -44,6 +44,13 @@ export const maxImageSide = 8000
 /** The most images one message may carry. */
 export const maxImagesPerMessage = 20
 
+/**
+ * A request of more than `maxImagesAtFullSide` images may carry none over `maxManyImagesSide`
+ * pixels a side (Anthropic's rule): past that count, such an image is sent as a note (`Images.attach`).
+ */
+export const maxImagesAtFullSide = 20
+export const maxManyImagesSide = 2000
+
 /** An image as a caller hands it in: its bytes and, optionally, the media type the caller says it has. */
 export interface ImageInput {
   readonly data: Uint8Array

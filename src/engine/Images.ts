@@ -150,5 +150,31 @@ export const attach = (
       const changed = { ...rest, content: withNotes(message.content, notes) }
       messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
     }
-    return bytes.size === 0 ? { ...request, messages } : { ...request, messages, images: bytes }
+    if (bytes.size === 0) return { ...request, messages }
+    return { ...request, messages: withinManyImagesSide(messages, bytes), images: bytes }
   })
+
+/**
+ * Anthropic refuses an image over 2000 pixels a side in a request of more than 20 images, and the
+ * whole request with it. Every image of the transcript is sent again with each request, so one
+ * large screenshot then 20 more images made every later request of the session fail: in such a
+ * request each image over that size (as its header says) is replaced by a note, the rest are sent.
+ */
+const withinManyImagesSide = (messages: ReadonlyArray<Message>, bytes: ReadonlyMap<string, Uint8Array>): ReadonlyArray<Message> => {
+  const count = messages.reduce((n, m) => n + (m.role === "assistant" ? 0 : m.images?.length ?? 0), 0)
+  if (count <= Image.maxImagesAtFullSide) return messages
+  return messages.map((message) => {
+    if (message.role === "assistant" || message.images === undefined) return message
+    const notes: Array<string> = []
+    const kept = message.images.filter((image) => {
+      const size = Image.dimensions(bytes.get(image.blob)!)
+      if (size === undefined || (size.width <= Image.maxManyImagesSide && size.height <= Image.maxManyImagesSide)) return true
+      notes.push(note(image, `${size.width}×${size.height} pixels, over the ${Image.maxManyImagesSide} a side a request of more than ${Image.maxImagesAtFullSide} images may carry`))
+      return false
+    })
+    if (notes.length === 0) return message
+    const { images: _, ...rest } = message
+    const changed = { ...rest, content: withNotes(message.content, notes) }
+    return kept.length === 0 ? changed : { ...changed, images: kept }
+  })
+}

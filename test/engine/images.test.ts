@@ -184,6 +184,29 @@ describe("runTurn with images", () => {
       expect(Array.from(request!.images!.get(ref!.blob)!)).toEqual(Array.from(png))
     }).pipe(Effect.provide(engine({ images: true }))))
 
+  // Anthropic refuses an image over 2000 pixels a side in a request that carries more than 20
+  // images. Every image of the transcript is sent again with every request: one 3000-pixel
+  // screenshot read early, then 20 more images, and every later request of the session failed.
+  it.effect("a request with more than 20 images gets a note in place of each over 2000 pixels a side; with 20 it is sent", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const wide = pngSized(3000, 100)
+      yield* collect(engine.runTurn({ sessionId, userMessage: "one", images: [{ data: wide }] }))
+      yield* collect(engine.runTurn({ sessionId, userMessage: "nineteen", images: Array.from({ length: 19 }, (_, i) => ({ data: pngSized(10 + i, 10) })) }))
+      yield* collect(engine.runTurn({ sessionId, userMessage: "one more", images: [{ data: pngSized(2000, 2000) }] }))
+      const requests = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      const sent = requests.map((request) =>
+        request.messages.flatMap((m) => m.role === "assistant" ? [] : (m.images ?? [])).map((ref) => Image.dimensions(request.images!.get(ref.blob)!)!.width)
+      )
+      // 1 image, then 20: the 3000-pixel one is sent; then 21: it is not, the 2000-pixel one is.
+      expect(sent.map((widths) => [widths.length, widths.includes(3000)])).toEqual([[1, true], [20, true], [20, false]])
+      expect(sent[2]).toContain(2000)
+      const first = requests[2]!.messages[0]!
+      expect("images" in first).toBe(false)
+      expect(first.content).toMatch(/^one\n\[image image\/png, \d+ bytes \([0-9a-f]{12}\): 3000×100 pixels, over the 2000 a side a request of more than 20 images may carry\]$/)
+    }).pipe(Effect.provide(engine({ images: true }))))
+
   it.effect("an engine whose store has no blob area refuses images (nothing stored) and still takes text", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
