@@ -44,6 +44,21 @@ export const maxImageSide = 8000
 /** The most images one message may carry. */
 export const maxImagesPerMessage = 20
 
+/**
+ * A request of more than `maxImagesAtFullSide` images may carry none over `maxManyImagesSide`
+ * pixels a side (Anthropic's rule): past that count, such an image is sent as a note (`Images.attach`).
+ */
+export const maxImagesAtFullSide = 20
+export const maxManyImagesSide = 2000
+
+/**
+ * The most images one request carries, and the most bytes of them: Anthropic takes 100 images a
+ * request (a 200k-token model's) and 32 MB a request, base64 (4/3 of the bytes) included. Past
+ * them, the oldest images of the transcript are sent as a note (`Images.attach`).
+ */
+export const maxImagesPerRequest = 100
+export const maxImageBytesPerRequest = 20 * 1024 * 1024
+
 /** An image as a caller hands it in: its bytes and, optionally, the media type the caller says it has. */
 export interface ImageInput {
   readonly data: Uint8Array

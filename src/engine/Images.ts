@@ -150,5 +150,52 @@ export const attach = (
       const changed = { ...rest, content: withNotes(message.content, notes) }
       messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
     }
-    return bytes.size === 0 ? { ...request, messages } : { ...request, messages, images: bytes }
+    if (bytes.size === 0) return { ...request, messages }
+    return { ...request, messages: withinRequestLimits(messages, bytes), images: bytes }
   })
+
+/**
+ * Requests within Anthropic's limits on images, which refuse the whole request: at most
+ * `Image.maxImagesPerRequest` images and `Image.maxImageBytesPerRequest` of them (a request is at
+ * most 32 MB, base64 included), and none over 2000 pixels a side in a request of more than 20. Every
+ * image of the transcript is sent again with each request, so a session that read many or large
+ * images (a repository of screenshots) had every later request refused. Now the newest images within
+ * the count and the bytes are sent, and the older ones as a note; then, in a request of more than 20,
+ * each over 2000 a side as a note too. The log and the blob keep every image.
+ */
+const withinRequestLimits = (messages: ReadonlyArray<Message>, bytes: ReadonlyMap<string, Uint8Array>): ReadonlyArray<Message> => {
+  const refs = (m: Message) => m.role === "assistant" ? [] : m.images ?? []
+  // Newest first: the images kept within the count and the bytes.
+  const within = new Set<Image.ImageRef>()
+  let total = 0
+  for (const image of messages.flatMap(refs).reverse()) {
+    const size = bytes.get(image.blob)!.byteLength
+    if (within.size >= Image.maxImagesPerRequest || total + size > Image.maxImageBytesPerRequest) break
+    within.add(image)
+    total += size
+  }
+  const many = within.size > Image.maxImagesAtFullSide
+  const why = (image: Image.ImageRef): string | undefined => {
+    if (!within.has(image)) {
+      return `left out, a request carries at most ${Image.maxImagesPerRequest} images and ${Image.maxImageBytesPerRequest / (1024 * 1024)} MiB of them, the newest`
+    }
+    if (!many) return undefined
+    const size = Image.dimensions(bytes.get(image.blob)!)
+    return size === undefined || (size.width <= Image.maxManyImagesSide && size.height <= Image.maxManyImagesSide)
+      ? undefined
+      : `${size.width}×${size.height} pixels, over the ${Image.maxManyImagesSide} a side a request of more than ${Image.maxImagesAtFullSide} images may carry`
+  }
+  return messages.map((message) => {
+    if (message.role === "assistant" || message.images === undefined) return message
+    const notes: Array<string> = []
+    const kept = message.images.filter((image) => {
+      const reason = why(image)
+      if (reason !== undefined) notes.push(note(image, reason))
+      return reason === undefined
+    })
+    if (notes.length === 0) return message
+    const { images: _, ...rest } = message
+    const changed = { ...rest, content: withNotes(message.content, notes) }
+    return kept.length === 0 ? changed : { ...changed, images: kept }
+  })
+}

@@ -198,6 +198,8 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
     return {
       ...sessionRouter,
       definitions: sessionRouter.definitions.filter((d) => allowed(d.name)),
+      // The child's cwd was checked (a real path inside its parent's) when its task started: each call holds it to that.
+      execute: (call, context) => sessionRouter.execute(call, { ...context, pinnedCwd: true }),
       prepare: (call, cwd) =>
         allowed(call.tool)
           ? sessionRouter.prepare(call, cwd).pipe(Effect.filterOrFail(

@@ -12,6 +12,7 @@
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Duration from "effect/Duration"
@@ -575,10 +576,24 @@ export const make = (options: Options = {}) =>
         }
       })
 
-    const execute = (call: PreparedCall, context: ToolContext) => tools[call.tool]!.run(call.input, call, context)
+    const execute = (call: PreparedCall, context: ToolContext) =>
+      context.pinnedCwd === true
+        ? Effect.zipRight(stillWhereItWas(context.cwd), tools[call.tool]!.run(call.input, call, context))
+        : tools[call.tool]!.run(call.input, call, context)
 
     return ToolRouter.of({ definitions, prepare, execute })
   })
+
+/**
+ * A pinned cwd (a subagent's, see `ToolContext.pinnedCwd`) that no longer is its own real path: a
+ * folder on the way was swapped for a link since its task checked it, and the call would read,
+ * write or run where that link leads, outside the parent's workspace. Checked as each call starts.
+ */
+const stillWhereItWas = (cwd: string): Effect.Effect<void, ToolFailure> =>
+  Effect.flatMap(Paths.realCwd(cwd), (real) =>
+    real === NodePath.resolve(cwd)
+      ? Effect.void
+      : Effect.fail(new ToolFailure({ errorCode: "cwd_moved", message: "This subagent's working directory was swapped for a link or moved since its task started (it leads to another folder now): its calls are refused. The parent may start the task again." })))
 
 /** The workspace tools as a layer; they need a `FileSystem` and a `Path` (`NodeContext.layer`). */
 export const layer = (options: Options = {}): Layer.Layer<ToolRouter, never, FileSystem.FileSystem | Path.Path> =>

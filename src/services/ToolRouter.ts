@@ -81,6 +81,12 @@ export interface ToolContext {
   readonly progress: (message: string) => Effect.Effect<void>
   /** Whether the model takes images: a tool may then return some (`ToolOutput.images`), e.g. `read_file` of a PNG. */
   readonly acceptsImages?: boolean | undefined
+  /**
+   * Whether `cwd` must still be the real path it was when the session started (a subagent's: its
+   * task checked it inside the parent's). A tool that works in the cwd then fails `cwd_moved` when
+   * it resolves elsewhere now — swapped for a link after the check, it would lead anywhere.
+   */
+  readonly pinnedCwd?: boolean | undefined
 }
 
 /** A tool's result: the text the model sees, bounded in size, and images, when the model takes them. */

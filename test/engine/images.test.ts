@@ -184,6 +184,59 @@ describe("runTurn with images", () => {
       expect(Array.from(request!.images!.get(ref!.blob)!)).toEqual(Array.from(png))
     }).pipe(Effect.provide(engine({ images: true }))))
 
+  // Anthropic refuses an image over 2000 pixels a side in a request that carries more than 20
+  // images. Every image of the transcript is sent again with every request: one 3000-pixel
+  // screenshot read early, then 20 more images, and every later request of the session failed.
+  it.effect("a request with more than 20 images gets a note in place of each over 2000 pixels a side; with 20 it is sent", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const wide = pngSized(3000, 100)
+      yield* collect(engine.runTurn({ sessionId, userMessage: "one", images: [{ data: wide }] }))
+      yield* collect(engine.runTurn({ sessionId, userMessage: "nineteen", images: Array.from({ length: 19 }, (_, i) => ({ data: pngSized(10 + i, 10) })) }))
+      yield* collect(engine.runTurn({ sessionId, userMessage: "one more", images: [{ data: pngSized(2000, 2000) }] }))
+      const requests = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      const sent = requests.map((request) =>
+        request.messages.flatMap((m) => m.role === "assistant" ? [] : (m.images ?? [])).map((ref) => Image.dimensions(request.images!.get(ref.blob)!)!.width)
+      )
+      // 1 image, then 20: the 3000-pixel one is sent; then 21: it is not, the 2000-pixel one is.
+      expect(sent.map((widths) => [widths.length, widths.includes(3000)])).toEqual([[1, true], [20, true], [20, false]])
+      expect(sent[2]).toContain(2000)
+      const first = requests[2]!.messages[0]!
+      expect("images" in first).toBe(false)
+      expect(first.content).toMatch(/^one\n\[image image\/png, \d+ bytes \([0-9a-f]{12}\): 3000×100 pixels, over the 2000 a side a request of more than 20 images may carry\]$/)
+    }).pipe(Effect.provide(engine({ images: true }))))
+
+  // Anthropic takes at most 100 images a request (200k-token models) and 32 MB a request, base64
+  // included: five 4.5 MiB screenshots read over a session, or 101 small images, and every later
+  // request carried them all and was refused.
+  it.effect("a request carries the newest images within 100 and 20 MiB; the older get a note", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const heavy = (i: number) => {
+        const bytes = new Uint8Array(4.5 * 1024 * 1024)
+        bytes.set(pngSized(100 + i, 100))
+        return bytes
+      }
+      for (let i = 0; i < 5; i++) yield* collect(engine.runTurn({ sessionId, userMessage: `heavy ${i}`, images: [{ data: heavy(i) }] }))
+      const sent = (request: { readonly messages: ReadonlyArray<Transcript.Message>; readonly images?: ReadonlyMap<string, Uint8Array> | undefined }) =>
+        request.messages.flatMap((m) => m.role === "assistant" ? [] : (m.images ?? [])).map((ref) => Image.dimensions(request.images!.get(ref.blob)!)!.width)
+      const requests = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      expect(requests.map(sent)).toEqual([[100], [100, 101], [100, 101, 102], [100, 101, 102, 103], [101, 102, 103, 104]])
+      expect(requests[4]!.messages[0]!.content).toMatch(/^heavy 0\n\[image image\/png, 4718592 bytes \([0-9a-f]{12}\): left out, a request carries at most 100 images and 20 MiB of them, the newest\]$/)
+      const { sessionId: many } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      for (let turn = 0; turn < 6; turn++) {
+        yield* collect(engine.runTurn({ sessionId: many, userMessage: `twenty ${turn}`, images: Array.from({ length: 20 }, (_, i) => ({ data: pngSized(turn * 20 + i + 1, 1) })) }))
+      }
+      const last = sent((yield* Effect.flatMap(FakeModel, (model) => model.requests)).at(-1)!)
+      expect([last.length, last[0], last.at(-1)]).toEqual([100, 21, 120])
+    }).pipe(Effect.provide(SessionEngineModule.layer({ compaction: { onOverflow: false } }).pipe(
+      Layer.provideMerge(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ record: true, images: true, maxContextTokens: 10_000_000 })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
+
   it.effect("an engine whose store has no blob area refuses images (nothing stored) and still takes text", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine

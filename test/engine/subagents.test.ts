@@ -279,6 +279,51 @@ describe("subagents", () => {
       })))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  // The task's cwd is checked when the task starts; the child then works in that path for many
+  // steps. Swapped for a link meanwhile (the parent's own command in the same step can, as `sub` is
+  // inside its workspace: `sleep 1; rm -r sub; ln -s ~ sub`), the child's workspace became the
+  // link's target: its reads there were "inside its cwd" for its rules and its parent's alike, so a
+  // read of `.ssh/id_rsa` asked nothing. Here the swap happens while the child's write waits for
+  // its approval, and the child reads a file of the link's target next.
+  it.scoped("a child's cwd swapped for a link after the task started: its calls fail cwd_moved, nothing read or written outside", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      const elsewhere = NodePath.join(NodePath.dirname(cwd), "elsewhere")
+      NodeFs.writeFileSync(NodePath.join(elsewhere, "secret.txt"), "the secret\n")
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }).pipe(
+          Stream.tap((event) =>
+            event.type === "subagent.asked"
+              ? Effect.gen(function*() {
+                NodeFs.rmSync(NodePath.join(cwd, "sub"), { recursive: true })
+                NodeFs.symlinkSync(elsewhere, NodePath.join(cwd, "sub"))
+                yield* engine.resolvePermission({ sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, decision: "allow" })
+              })
+              : Effect.void
+          )
+        ))
+        const child = yield* logOf(ofType(events, "subagent.started")[0]!.payload.childSessionId)
+        const ends = [...ofType(child, "tool.completed"), ...ofType(child, "tool.failed")].map((e) =>
+          [e.payload.toolCallId, e.type === "tool.failed" ? e.payload.errorCode : e.payload.result]
+        )
+        expect(ends).toEqual([["w1", "cwd_moved"], ["r1", "cwd_moved"]])
+        expect(NodeFs.existsSync(NodePath.join(elsewhere, "x.txt"))).toBe(false)
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        expectWellFormedLog(child)
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task({ cwd: "sub", description: "work in sub", prompt: "w" }, "t1")] }, { chunks: ["ok"] }],
+        subagents: {
+          w: [
+            { toolCalls: [{ tool: "write_file", args: { path: "x.txt", content: "hello" }, id: "w1" }] },
+            { toolCalls: [{ tool: "read_file", args: { path: "secret.txt" }, id: "r1" }] },
+            { chunks: ["done"] }
+          ]
+        }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("cancelling the parent cancels the running child: both stored cancelled, no call left open in either", () =>
     Effect.gen(function*() {
       const cwd = yield* workspace

@@ -366,6 +366,27 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       expect(schema).toMatchObject({ _tag: "McpError", reason: "list_failed", message: expect.stringContaining("\"deep\"") })
     }))
 
+  // A server's list goes into every model request and into the log (mcp.tools_listed). Before, one
+  // page of 20,000 tools was kept whole (only a next page was not asked for past 10,000), and a tool
+  // whose schema was 2 MB as well: every later request carried them, past any model's context.
+  it.scoped("a hostile server's list too large: more than 1,000 tools or more than 1 MiB of tools is a typed list_failed", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const wide = (env: Record<string, string>) => ({ command: process.execPath, args: [new URL("../fixtures/mcp/wide.mjs", import.meta.url).pathname], env })
+      // What came of listing: the error, or how many tools were offered (small either way, to print).
+      const listing = (env: Record<string, string>) =>
+        McpTools.make({ servers: { hostile: wide(env) }, cwd }).pipe(
+          Effect.map((tools) => ({ listed: tools.listings()[0]!.tools.length })),
+          Effect.catchAll((error) => Effect.succeed({ reason: error.reason, message: error.message })),
+          Effect.scoped
+        )
+      expect(yield* listing({ TOOLS: "20000" })).toEqual({ reason: "list_failed", message: expect.stringContaining("more than 1000 tools") })
+      expect(yield* listing({ SCHEMA_BYTES: String(2 * 1024 * 1024) })).toEqual({ reason: "list_failed", message: expect.stringMatching(/more than 1 MiB .*"t0"/) })
+      // At the limits: 1,000 small tools, or one tool with a 512 KiB schema, are listed.
+      expect(yield* listing({ TOOLS: "1000" })).toEqual({ listed: 1000 })
+      expect(yield* listing({ SCHEMA_BYTES: String(512 * 1024) })).toEqual({ listed: 1 })
+    }))
+
   // The SDK reads an HTTP server's JSON answer whole and an event stream's line whole, without a
   // limit: a server that never ended one held all it sent in memory until the call's time limit
   // (60 s: gigabytes on a fast link). The fixture sends 4 MiB and leaves the answer open; the cap

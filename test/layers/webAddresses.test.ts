@@ -23,6 +23,18 @@ describe("web_fetch's address rules", () => {
     for (const address of ["64:ff9b:2::1", "2001:3::1", "4000::1", "5f01::1"]) expect([address, Addresses.isPrivate(address)]).toEqual([address, false])
   })
 
+  it("refuses Teredo (2001::/32) and the rest of 2001::/23 but its globally reachable exceptions", () => {
+    // Teredo's last 32 bits are the client's IPv4 address inverted: a relay tunnels to it over UDP, so
+    // 2001:0:4136:e378:8000:63bf:f5ff:fffe is 10.0.0.1 as the relay sees it. IANA: 2001::/23 is not
+    // globally reachable, 2001::/32 "N/A"; the exceptions below are.
+    for (const address of ["2001:0:4136:e378:8000:63bf:f5ff:fffe", "2001::1", "2001:0:5ef5:79fd:0:0:f7f7:f7f7", "2001:1::4", "2001:100::1", "2001:1ff::1"]) {
+      expect([address, Addresses.isPrivate(address)]).toEqual([address, true])
+    }
+    for (const address of ["2001:1::1", "2001:1::2", "2001:1::3", "2001:3::1", "2001:4:112::1", "2001:20::1", "2001:30::1", "2001:200::1", "2001:4860::8888"]) {
+      expect([address, Addresses.isPrivate(address)]).toEqual([address, false])
+    }
+  })
+
   it("allows public unicast, IPv4 and IPv6, NAT64 of a public address", () => {
     for (const address of ["8.8.8.8", "93.184.216.34", "100.63.255.255", "100.128.0.1", "172.32.0.1", "2606:4700::1111", "64:ff9b::808:808"]) {
       expect([address, Addresses.isPrivate(address)]).toEqual([address, false])

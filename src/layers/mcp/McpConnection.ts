@@ -38,6 +38,15 @@ export class McpError extends Schema.TaggedError<McpError>()("McpError", {
 
 /** The most pages of a tool list read from one server. */
 const maxPages = 100
+/**
+ * The most tools one server may list, and the most bytes its tools (names, descriptions, input
+ * schemas as JSON) may come to. A server's list goes into every model request and into the log: a
+ * list past these is refused (`list_failed`), not sent, since alone it passes any model's context
+ * or request size (Anthropic's is 32 MB) and every later request of the session would fail.
+ */
+export const maxTools = 1000
+export const maxListBytes = 1024 * 1024
+
 /** The longest tool description kept (a server's text goes into every request and into the log). */
 export const maxDescriptionChars = 4096
 const capped = (description: string): string =>
@@ -177,6 +186,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       const tools: Array<ServerTool> = []
       let cursor: string | undefined
       let pages = 0
+      let listBytes = 0
       do {
         const page = yield* Effect.tryPromise({
           try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
@@ -190,14 +200,27 @@ export const make = (options: Options): Effect.Effect<Connection> =>
             message: `MCP server "${options.name}": the input schema of its tool ${JSON.stringify(deep.name.slice(0, 100))} nests more than ${maxJsonDepth} levels deep`
           })
         }
-        tools.push(...page.tools.map((t: SdkTool): ServerTool => ({ name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema })))
+        for (const t of page.tools as ReadonlyArray<SdkTool>) {
+          const tool: ServerTool = { name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema }
+          listBytes += Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description) + Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {}))
+          const refused = tools.length >= maxTools
+            ? `lists more than ${maxTools} tools`
+            : listBytes > maxListBytes
+            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${JSON.stringify(tool.name.slice(0, 100))}`
+            : undefined
+          if (refused !== undefined) {
+            yield* drop(current)
+            return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" ${refused}: every model request would carry them` })
+          }
+          tools.push(tool)
+        }
         cursor = page.nextCursor
         // A server that pages forever (empty pages included) is refused, not listed forever.
         if (cursor !== undefined && ++pages >= maxPages) {
           yield* drop(current)
           return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools` })
         }
-      } while (cursor !== undefined && tools.length < 10_000)
+      } while (cursor !== undefined)
       return tools
     })
 

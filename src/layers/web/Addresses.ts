@@ -5,7 +5,8 @@
  * them), CGNAT `100.64.0.0/10`, benchmarking, documentation and reserved ranges, multicast and
  * broadcast, and every IPv4-mapped IPv6 address (`::ffff:127.0.0.1` is 127.0.0.1) — every range
  * IANA's special-purpose registries say is not globally reachable, local-use NAT64
- * `64:ff9b:1::/48` among them. IPv6 forms that embed an IPv4 address (NAT64 `64:ff9b::/96`, 6to4
+ * `64:ff9b:1::/48` and the IETF protocol assignments `2001::/23` (Teredo `2001::/32` among them,
+ * whose relays tunnel to the IPv4 address it carries) but their reachable exceptions. IPv6 forms that embed an IPv4 address (NAT64 `64:ff9b::/96`, 6to4
  * `2002::/16`) are judged by that address.
  *
  * The check uses Node's own `net.BlockList`; an address is judged after DNS resolution, and the
@@ -49,7 +50,10 @@ for (
     ["64:ff9b:1::", 48],
     ["100::", 64],
     ["100:0:0:1::", 64],
-    ["2001:2::", 48],
+    // IETF protocol assignments, Teredo 2001::/32 among them: a relay tunnels a Teredo address to the
+    // IPv4 address its last 32 bits carry (inverted), which can be a private one on the relay's side.
+    // The globally reachable exceptions are in `reachable6`.
+    ["2001::", 23],
     ["2001:db8::", 32],
     ["3fff::", 20],
     ["5f00::", 16],
@@ -59,6 +63,19 @@ for (
     ["ff00::", 8]
   ] as const
 ) blocked6.addSubnet(network, prefix, "ipv6")
+// IANA's "globally reachable" exceptions inside 2001::/23: anycast DNS/PCP/SRP, AMT, AS112, ORCHIDv2, drone IDs.
+const reachable6 = new BlockList()
+for (
+  const [network, prefix] of [
+    ["2001:1::1", 128],
+    ["2001:1::2", 128],
+    ["2001:1::3", 128],
+    ["2001:3::", 32],
+    ["2001:4:112::", 48],
+    ["2001:20::", 28],
+    ["2001:30::", 28]
+  ] as const
+) reachable6.addSubnet(network, prefix, "ipv6")
 
 /** The 8 groups of an IPv6 address, or undefined when it is not one. */
 const groupsOf = (address: string): ReadonlyArray<number> | undefined => {
@@ -93,7 +110,7 @@ export const isPrivate = (address: string): boolean => {
   if (isIPv4(bare)) return blocked.check(bare, "ipv4")
   if (!isIPv6(bare)) return true
   const unzoned = bare.replace(/%.*$/, "")
-  if (blocked6.check(unzoned, "ipv6")) return true
+  if (blocked6.check(unzoned, "ipv6")) return !reachable6.check(unzoned, "ipv6")
   const inner = embeddedIPv4(unzoned)
   return inner !== undefined && blocked.check(inner, "ipv4")
 }
