@@ -27,6 +27,7 @@ import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
 import * as ImageFiles from "./ImageFiles.js"
 import * as Markdown from "./Markdown.js"
+import type * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
 import * as Help from "./Help.js"
 import { CliError } from "./CliError.js"
@@ -151,7 +152,11 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
 }
 
 /** The chat loop on an engine whose policy is configured. */
-const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
+const chat = (
+  engine: SessionEngine.SessionEngine.Service,
+  options: { readonly sessionId: string | undefined; readonly cwd: string },
+  policy?: Pick<Policy.Configurable, "takeAskReason">
+) =>
   Effect.gen(function*() {
     const term = yield* terminal
     // The answer as Markdown on a terminal that takes styles (not when piped, nor with NO_COLOR).
@@ -222,7 +227,7 @@ const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly s
         if (event.type === "followup.queued") queued.add(event.payload.queueId)
         if (event.type === "followup.dropped") for (const id of event.payload.queueIds) settled.add(id)
         const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
-          ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId)) }
+          ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(event.sessionId, event.payload.toolCallId)) }
           : event.type === "subagent.asked"
           ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload) }
           : undefined
@@ -494,5 +499,5 @@ export const handler = ({ allow, continue: continueLast, deny, mcpConfig, mode, 
       return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
     }
     const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
-    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd) => chat(engine, { sessionId, cwd }))
+    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd, policy) => chat(engine, { sessionId, cwd }, policy))
   })

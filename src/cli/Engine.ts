@@ -154,7 +154,7 @@ export const withDrivingEngine = <A, E, R>(
   options: Flags.Storage & Models.Choice & Flags.Subagents & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
-  body: (engine: SessionEngine.SessionEngine.Service, cwd: string) => Effect.Effect<A, E, R>
+  body: (engine: SessionEngine.SessionEngine.Service, cwd: string, policy: Pick<Policy.Configurable, "takeAskReason">) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
     if (sessionId !== undefined) yield* FlagLayers.requireStarted(options, sessionId).pipe(Effect.provide(NodeServices.layer))
@@ -173,6 +173,6 @@ export const withDrivingEngine = <A, E, R>(
       // cassette recorded them: then its recording answers, and no server starts.
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
-      return yield* body(engine, cwd)
+      return yield* body(engine, cwd, policy)
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))
   })

@@ -19,14 +19,45 @@ export interface Configurable {
   /** A live view for `WorkspaceTools.layer({ env })`: the tools read it for each command. */
   readonly env: Env
   readonly configure: (options: PermissionPolicy.Options, env?: Env) => Effect.Effect<void>
+  /**
+   * Why the policy asked about a call, when a rule of the user's did not cover it (see
+   * `PermissionDecision.reason`), taken once by the question that asks it. The events record only
+   * the ask, so the reason is carried here, from the decision to this process' own question.
+   */
+  readonly takeAskReason: (sessionId: string, toolCallId: string) => AskReason | undefined
 }
+
+/** What a question adds about a call the user's rule did not cover. */
+export interface AskReason {
+  readonly reason: string
+  readonly allowCommand?: string | undefined
+}
+
+/** Asks whose question has not been asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
+const keptReasons = 256
 
 /** A configurable policy; until configured it decides as the default mode with no rules. */
 export const configurable = (): Configurable => {
   let options: PermissionPolicy.Options = { mode: "default" }
   let env: Env = {}
+  const reasons = new Map<string, AskReason>()
+  const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
+  const decide = (request: PermissionEngine.PermissionRequest) => {
+    const decided = PermissionPolicy.decide(options, request)
+    if (decided.decision === "ask" && decided.reason !== undefined) {
+      reasons.set(keyOf(request.sessionId, request.call.toolCallId), { reason: decided.reason, allowCommand: decided.allowCommand })
+      if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
+    }
+    return decided
+  }
   return {
-    layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => PermissionPolicy.decide(options, request)) }),
+    layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(request)) }),
+    takeAskReason: (sessionId, toolCallId) => {
+      const key = keyOf(sessionId, toolCallId)
+      const reason = reasons.get(key)
+      reasons.delete(key)
+      return reason
+    },
     // Getters: the tools spread this object when a command starts, so they see what `configure` set.
     env: {
       get allow() {

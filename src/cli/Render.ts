@@ -7,6 +7,7 @@
  */
 import { absurd } from "effect/Function"
 import { type AgentEvent, Edit, FormatCharacters, Json, UsageText } from "../index.js"
+import type { AskReason } from "./Policy.js"
 import { terminalSafe } from "./Terminal.js"
 
 export { terminalSafe }
@@ -34,8 +35,24 @@ const oneLine = (text: string, max = 100) => {
 export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">): string =>
   `  Subagent "${visible(oneLine(asked.description, 80))}" (${asked.childSessionId}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args }, true)}?`
 
-/** The question asked before a call runs: the call whole, since the answer is about all of it. */
-export const approvalQuestion = (call: CallInfo): string => `  Allow ${describeCall(call, true)}?`
+/**
+ * The question asked before a call runs: the call whole, since the answer is about all of it — and,
+ * when a rule of the user's seemed to cover it (`--allow 'shell:sed *'` and `sed -i …`), why it did
+ * not and what to allow instead, so the user need not guess why their rule was passed over.
+ */
+export const approvalQuestion = (call: CallInfo, uncovered?: AskReason): string =>
+  `  Allow ${describeCall(call, true)}?${uncovered === undefined ? "" : ` (${wholeLine(uncovered.reason)}; ${suggestion(call.tool, uncovered.allowCommand)})`}`
+
+/** Lines longer than this are not repeated as a suggested rule: the question shows them once already. */
+const suggestedLength = 200
+
+/** The flag that would allow the call, quoted for a POSIX shell — when the command line is one a flag can carry as it is. */
+const suggestion = (tool: string, allowCommand: string | undefined): string =>
+  allowCommand === undefined || allowCommand.length > suggestedLength || wholeLine(allowCommand) !== allowCommand
+    ? "allow it with a rule that spells the command out, or answer here"
+    : `allow it with --allow ${shellQuoted(`${tool}:${allowCommand}`)} or answer here`
+
+const shellQuoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
 
 /** Text safe for the terminal, with bidi and invisible format characters shown as escapes too (Trojan Source). */
 const visible = (text: string) => terminalSafe(FormatCharacters.escapeFormat(text))

@@ -17,6 +17,7 @@ import * as ExitCode from "./ExitCode.js"
 import * as FollowUp from "./FollowUp.js"
 import * as Help from "./Help.js"
 import * as ImageFiles from "./ImageFiles.js"
+import type * as Policy from "./Policy.js"
 import * as Render from "./Render.js"
 import * as Stdin from "./Stdin.js"
 
@@ -34,7 +35,8 @@ const streamTurn = <E>(
   engine: SessionEngine.SessionEngine.Service,
   sessionId: string,
   stream: Stream.Stream<AgentEvent.AgentEvent, E>,
-  answers: "stdin" | "no" = "stdin"
+  answers: "stdin" | "no" = "stdin",
+  policy?: Pick<Policy.Configurable, "takeAskReason">
 ) =>
   Effect.gen(function*() {
     const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
@@ -50,7 +52,7 @@ const streamTurn = <E>(
           if (event.type === "turn.completed") completion = event.payload
           // A subagent's ask is answered here too, on the subagent's session (whose log records it).
           const ask = event.type === "permission.resolved" && event.payload.decision === "ask"
-            ? { sessionId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId)) }
+            ? { sessionId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(sessionId, event.payload.toolCallId)) }
             : event.type === "subagent.asked"
             ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload) }
             : undefined
@@ -84,13 +86,13 @@ export const run = ({ allow, deny, followUp, image, mcpConfig, message, mode, se
     const images = yield* ImageFiles.readAll(image)
     const fromStdin = message === "-"
     const userMessage = fromStdin ? yield* Stdin.readMessage : message
-    yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd) =>
+    yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd, policy) =>
       Effect.gen(function*() {
         const sessionId = Option.isSome(session)
           ? session.value
           : (yield* engine.createSession({ cwd, client: "cli" })).sessionId
         const turn = followUp ? FollowUp.stream(engine, sessionId, userMessage) : engine.runTurn({ sessionId, userMessage, ...(images.length === 0 ? {} : { images }) })
-        yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin")
+        yield* streamTurn(engine, sessionId, turn, fromStdin ? "no" : "stdin", policy)
       })).pipe(
         // One process at a time writes a session's log, so a second terminal cannot queue into it:
         // say so, and where the message can be queued instead.
@@ -101,9 +103,9 @@ export const run = ({ allow, deny, followUp, image, mcpConfig, message, mode, se
 
 /** `approve` and `deny`: store the answer, then continue the paused turn in this terminal. */
 export const answer = (decision: "allow" | "deny", { allow, deny, mcpConfig, mode, sessionId, toolCallId, ...options }: AnswerInput) =>
-  withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine) =>
+  withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, _cwd, policy) =>
     Effect.gen(function*() {
       const remember = "always" in options && options.always === true
       yield* engine.resolvePermission({ sessionId, toolCallId, decision, remember })
-      yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }))
+      yield* streamTurn(engine, sessionId, engine.resumeTurn({ sessionId }), "stdin", policy)
     }))

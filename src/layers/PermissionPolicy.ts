@@ -150,7 +150,11 @@ const lineOf = (call: PreparedCall): Line | undefined => {
   return { tokenized, parsed: CommandLine.parseTokenized(call.command.text, tokenized) }
 }
 
-const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string): boolean => {
+/**
+ * Whether `rule` matches the call. `evenIfWildcardRunsAnother` skips the one check that refuses an
+ * allow whose wildcard stood for a way to run another program: what `uncoveredBy` asks to explain an ask.
+ */
+const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string, evenIfWildcardRunsAnother = false): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
     const pattern = pathGlob(rule.path, true)
@@ -165,7 +169,7 @@ const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: st
       ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false
-    if (rule.decision === "allow" && wildcardRunsAnother(rule.command, call.command.text, line.tokenized)) return false
+    if (rule.decision === "allow" && !evenIfWildcardRunsAnother && wildcardRunsAnother(rule.command, call.command.text, line.tokenized)) return false
   }
   // An allow rule must spell out every hazard of the command itself: a wildcard never stands for one.
   if (rule.decision === "allow" && call.command !== undefined) {
@@ -194,6 +198,30 @@ const modeDecision = (mode: Mode, call: PreparedCall): PermissionDecision => {
     case "default":
       if (!isCommand && call.risk === "read") return { decision: "allow", policy: "default/read" }
       return { decision: "ask", policy: isCommand ? "default/command" : "default/write" }
+  }
+}
+
+/** The command named in a reason, cut: the question shows the whole line already. */
+const shortened = (text: string) => (text.length > 80 ? `${text.slice(0, 79)}…` : text)
+
+/**
+ * Why the mode asks about a command an allow rule seemed to cover: the first allow rule that matched
+ * it but for a wildcard standing for an invocation that could write or run another program (`sed *`
+ * and `sed -i …`), and the command line itself as the pattern that would allow it — checked, so a
+ * line whose own words read as wildcards or hazards is never suggested. Only computed for an ask:
+ * the user answering it is who needs to know what their rule did not cover, and what to write.
+ */
+const uncoveredBy = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): Pick<PermissionDecision, "reason" | "allowCommand"> => {
+  if (call.command === undefined || line === undefined) return {}
+  const rule = rules.find((r) => r.decision === "allow" && r.command !== undefined && matches(r, call, line, cwd, true))
+  if (rule === undefined) return {}
+  const refused = CommandPattern.wildcardCommands(rule.command!, call.command.text, line.tokenized)
+    .find((argv) => isAssignment(argv[0]!) || !CommandRisk.classify(argv).general)
+  const exact: Rule = { name: "suggested", decision: "allow", tool: call.tool, command: call.command.text }
+  return {
+    reason: `your rule ${rule.name} does not cover it: a rule's wildcard never stands for a command that could write or run ` +
+      `another program, or whose options are not all known reads${refused === undefined ? "" : ` (here ${shortened(refused.join(" "))})`}`,
+    ...(matches(exact, call, line, cwd) ? { allowCommand: call.command.text } : {})
   }
 }
 
@@ -259,7 +287,8 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   if (first !== undefined) return { decision: first.decision, policy: first.name }
   const remembered = request.remembered.find((r) => r.scope === call.scope)
   if (remembered !== undefined) return { decision: remembered.decision, policy: "remembered" }
-  return modeDecision(mode, call)
+  const decided = modeDecision(mode, call)
+  return decided.decision === "ask" ? { ...decided, ...uncoveredBy(options.rules ?? [], call, line, cwd) } : decided
 }
 
 /** The policy as the permission engine. */

@@ -23,8 +23,13 @@ export interface PermissionRequest {
 export interface PermissionDecision {
   readonly decision: Decision
   readonly policy: string
-  /** Why, in words the model can act on; sent with a denial. */
+  /**
+   * Why, in words the model can act on; sent with a denial. On an ask, what the user's own rule did
+   * not cover, for the question (never stored: the events keep their shape).
+   */
   readonly reason?: string
+  /** On an ask: a command pattern that would allow this call (the command line itself, checked against the policy). */
+  readonly allowCommand?: string
 }
 
 /** The permission engine port. */

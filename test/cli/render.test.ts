@@ -35,6 +35,14 @@ describe("Render", () => {
     const args = { to: "a@example.com", body: "x".repeat(200), bcc: "collect@example.net" }
     expect(Render.approvalQuestion({ tool: "mcp__mail__send", args })).toBe(`  Allow mcp__mail__send ${JSON.stringify(args)}?`)
     expect(Render.approvalQuestion({ tool: "mcp__ops__run", args: { command: "uptime", host: "production" } })).toBe(`  Allow mcp__ops__run {"command":"uptime","host":"production"}?`)
+    // Why a rule of the user's did not cover it, and the flag that would, quoted for a shell (or no flag, for a line one cannot carry).
+    const reason = "your rule --allow shell:sed * does not cover it"
+    expect(Render.approvalQuestion({ tool: "shell", args: { command: "sed -i 's/a/b/' f.txt" } }, { reason, allowCommand: "sed -i 's/a/b/' f.txt" })).toBe(
+      `  Allow shell sed -i 's/a/b/' f.txt? (${reason}; allow it with --allow 'shell:sed -i '\\''s/a/b/'\\'' f.txt' or answer here)`
+    )
+    expect(Render.approvalQuestion({ tool: "shell", args: { command: "sed -i s/a/b/ f\u202e.txt" } }, { reason: "r\u202e", allowCommand: "sed -i s/a/b/ f\u202e.txt" })).toBe(
+      "  Allow shell sed -i s/a/b/ f\\u202e.txt? (r\\u202e; allow it with a rule that spells the command out, or answer here)"
+    )
     expect(Render.describeCall({ tool: "shell", args: { command: hidden } }).length).toBeLessThan(90)
     expect(Render.describeCall({ tool: "shell", args: { command: "cat a\u202eb" } })).toBe("shell cat a\\u202eb")
   })

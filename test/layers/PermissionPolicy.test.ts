@@ -139,4 +139,24 @@ describe("PermissionPolicy", () => {
     expect(decide({ mode: "default", rules }, writeFile("/work/.git/hooks/pre-commit"))).toMatchObject({ decision: "ask", policy: "protected-path" })
     expect(decide({ mode: "default", rules: [{ name: "no-hooks", decision: "deny" as const, path: ".git/hooks/*" }] }, writeFile("/work/.git/hooks/pre-commit")).decision).toBe("deny")
   })
+
+  it("an ask says which allow rule's wildcard did not cover the command, and the line that would allow it (checked)", () => {
+    const rules: ReadonlyArray<PermissionPolicy.Rule> = [
+      { name: "--allow shell:ls *", decision: "allow", tool: "shell", command: "ls *" },
+      { name: "--allow shell:sed *", decision: "allow", tool: "shell", command: "sed *" }
+    ]
+    const asked = decide({ rules }, shell("sed -i s/a/b/ f.txt"))
+    expect(asked).toMatchObject({ decision: "ask", policy: "default/command", allowCommand: "sed -i s/a/b/ f.txt" })
+    expect(asked.reason).toBe(
+      "your rule --allow shell:sed * does not cover it: a rule's wildcard never stands for a command that could write or run another program, " +
+        "or whose options are not all known reads (here sed -i s/a/b/ f.txt)"
+    )
+    // The suggested line as a rule allows the call.
+    expect(decide({ rules: [{ name: "exact", decision: "allow", tool: "shell", command: asked.allowCommand! }] }, shell("sed -i s/a/b/ f.txt")).decision).toBe("allow")
+    // No rule came near: the ask is the mode's, with nothing to explain.
+    expect(decide({ rules }, shell("touch x"))).toEqual({ decision: "ask", policy: "default/command" })
+    // The rule does allow a plain read; a denial keeps its own reason.
+    expect(decide({ rules }, shell("sed -n 1p f.txt", "read")).decision).toBe("allow")
+    expect(decide({ rules: [...rules, { name: "no-sed", decision: "deny", tool: "shell", command: "sed -i *" }] }, shell("sed -i s/a/b/ f.txt")).reason).toBe('the rule "no-sed" forbids it')
+  })
 })

@@ -1,0 +1,95 @@
+/**
+ * An approval question says why the user's own rule did not cover the call: `--allow 'shell:sed *'`
+ * never allows `sed -i …` (a wildcard never stands for an invocation that writes or runs another
+ * program), and a user who only read "Allow shell sed -i …?" could not tell why, nor what to write
+ * instead. Through the built CLI, answering on stdin; the stored events keep their shape.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
+import { run, start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-askreason-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const sessionOf = (stderr: string) => /session (\S+)/.exec(stderr)?.[1]
+
+/** A project whose model runs `sed -i s/a/b/ f.txt` once, then answers "done". */
+const project = (name: string) => {
+  const cwd = join(dir, name)
+  mkdirSync(cwd, { recursive: true })
+  writeFileSync(join(cwd, "f.txt"), "a\n")
+  const script = join(cwd, "script.json")
+  const call = { tool: "shell", args: { command: "sed -i s/a/b/ f.txt" } }
+  writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["Working."], toolCalls: [call] }, { chunks: ["done"] }] }))
+  return { cwd, script, dataDir: join(cwd, "data") }
+}
+
+const answering = async (args: ReadonlyArray<string>, cwd: string, input: string) => {
+  const running = start(args, { cwd })
+  running.child.stdin!.end(input)
+  return running.done
+}
+
+const logOf = async (sessionId: string, dataDir: string): Promise<Array<AgentEvent.AgentEvent>> => {
+  const replayed = await run(["replay", sessionId, "--json", "--data-dir", dataDir])
+  expect(replayed.code).toBe(0)
+  return replayed.stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
+}
+
+describe("an ask names the rule that did not cover the call", () => {
+  it("run --allow 'shell:sed *': the question says why sed -i is asked and what to allow instead", async () => {
+    const p = project("sed")
+    const done = await answering(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:sed *"], p.cwd, "y\n")
+    expect(done.code).toBe(0)
+    expect(done.stderr).toContain(
+      "  Allow shell sed -i s/a/b/ f.txt? (your rule --allow shell:sed * does not cover it: a rule's wildcard never stands for a command " +
+        "that could write or run another program, or whose options are not all known reads (here sed -i s/a/b/ f.txt); " +
+        "allow it with --allow 'shell:sed -i s/a/b/ f.txt' or answer here) [y]es / [n]o / [a]lways: "
+    )
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+    // The events are what they were: the ask's reason is the terminal's, not the log's.
+    const log = await logOf(sessionOf(done.stderr)!, p.dataDir)
+    expectWellFormedLog(log)
+    const resolved = log.filter((e) => e.type === "permission.resolved").map((e) => e.payload)
+    expect(resolved).toEqual([
+      { toolCallId: expect.any(String), decision: "ask", policy: "default/command", actor: "policy" },
+      { toolCallId: expect.any(String), decision: "allow", actor: "user" }
+    ])
+    const requested = log.find((e) => e.type === "permission.requested")!.payload
+    expect(Object.keys(requested).sort()).toEqual(["risk", "tool", "toolCallId"])
+  })
+
+  it("chat --allow 'shell:sed *': the inline question says the same, and y answers it", async () => {
+    const p = project("chat")
+    const chat = start(["chat", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:sed *"], { cwd: p.cwd })
+    chat.child.stdin!.write("edit it\n")
+    await chat.waitForStderr(/Allow shell sed -i s\/a\/b\/ f\.txt\? \(your rule --allow shell:sed \* does not cover it: .*; allow it with --allow 'shell:sed -i s\/a\/b\/ f\.txt' or answer here\) \[y\]es/)
+    chat.child.stdin!.write("y\n")
+    await chat.waitForStdout(/done\n/)
+    chat.child.stdin!.end()
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
+  it("the rule the question suggests allows the call without asking", async () => {
+    const p = project("suggested")
+    const done = await answering(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:sed -i s/a/b/ f.txt"], p.cwd, "")
+    expect(done.code).toBe(0)
+    expect(done.stderr).not.toContain("[y]es")
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
+  it("an ask no rule came near says nothing about rules", async () => {
+    const p = project("norule")
+    const done = await answering(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:ls *"], p.cwd, "n\n")
+    expect(done.code).toBe(0)
+    expect(done.stderr).toContain("Allow shell sed -i s/a/b/ f.txt? [y]es / [n]o / [a]lways:")
+    expect(done.stderr).not.toContain("does not cover")
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("a\n")
+  })
+})
