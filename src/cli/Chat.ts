@@ -63,10 +63,10 @@ const output: Render.Output = {
 }
 
 /** What the user did: a line, Ctrl+C on the terminal, or the end of input. */
-type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "Interrupt" } | { readonly _tag: "End" }
+export type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "Interrupt" } | { readonly _tag: "End" }
 
-/** What the chat reads from and asks on. */
-interface Terminal {
+/** What the chat reads from and asks on (stdin and the screen; a test passes a scripted one). */
+export interface Terminal {
   readonly take: Effect.Effect<Input>
   /** Shows a question or the idle prompt: on a terminal, readline's prompt; otherwise only questions, on stderr. */
   readonly prompt: (text: string, kind: "question" | "idle") => void
@@ -150,10 +150,14 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
   }
 }
 
-/** The chat loop on an engine whose policy is configured. */
-const chat = (engine: SessionEngine.SessionEngine.Service, options: { readonly sessionId: string | undefined; readonly cwd: string }) =>
+/** The chat loop on an engine whose policy is configured, reading from `input` (stdin unless a test scripts it). */
+export const chat = (
+  engine: SessionEngine.SessionEngine.Service,
+  options: { readonly sessionId: string | undefined; readonly cwd: string },
+  input: Effect.Effect<Terminal, never, Scope.Scope> = terminal
+) =>
   Effect.gen(function*() {
-    const term = yield* terminal
+    const term = yield* input
     // The answer as Markdown on a terminal that takes styles (not when piped, nor with NO_COLOR).
     const markdown = Help.isPlain(process.stdout) ? undefined : Markdown.make(yield* Effect.promise(Markdown.loadLexer))
     // Line by line on a terminal: a line is shown once complete, so the prompt can be drawn under it.
