@@ -374,8 +374,15 @@ export const chat = (
         yield* drive(engine.resumeTurn({ sessionId: id }))
       })
 
+    /**
+     * The turn the user acts on is the one on screen: named, a steer or Ctrl+C arriving as it ends
+     * is refused / does nothing instead of landing on the next turn (a queued follow-up's). None
+     * named before the watcher shows a turn the chat started: whatever turn runs.
+     */
+    const onScreen = () => (openTurn === undefined ? {} : { turnId: openTurn })
+
     const steer = (message: string) =>
-      engine.steer({ sessionId: sessionId!, message }).pipe(
+      engine.steer({ sessionId: sessionId!, message, ...onScreen() }).pipe(
         Effect.zipRight(Effect.sync(() => note("[steering the running turn]"))),
         // The turn has already decided how it ends: the message becomes the next turn instead.
         Effect.catchTag("NoTurnInProgress", () => queueFollowUp(message, "the turn was ending"))
@@ -383,7 +390,7 @@ export const chat = (
 
     const cancel = Effect.gen(function*() {
       if (!running() && asks.length === 0) return note("[no turn is running]")
-      yield* engine.cancelTurn({ sessionId: sessionId! })
+      yield* engine.cancelTurn({ sessionId: sessionId!, ...onScreen() })
     })
 
     /** End of input: open questions are answered no (as in `run`), the work in progress finishes. */
