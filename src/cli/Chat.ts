@@ -64,10 +64,10 @@ const output: Render.Output = {
 }
 
 /** What the user did: a line, Ctrl+C on the terminal, or the end of input. */
-type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "Interrupt" } | { readonly _tag: "End" }
+export type Input = { readonly _tag: "Line"; readonly text: string } | { readonly _tag: "Interrupt" } | { readonly _tag: "End" }
 
-/** What the chat reads from and asks on. */
-interface Terminal {
+/** What the chat reads from and asks on (stdin and the screen; a test passes a scripted one). */
+export interface Terminal {
   readonly take: Effect.Effect<Input>
   /** Shows a question or the idle prompt: on a terminal, readline's prompt; otherwise only questions, on stderr. */
   readonly prompt: (text: string, kind: "question" | "idle") => void
@@ -151,14 +151,15 @@ const sessionNote = (event: AgentEvent.AgentEvent): string | undefined => {
   }
 }
 
-/** The chat loop on an engine whose policy is configured. */
-const chat = (
+/** The chat loop on an engine whose policy is configured, reading from `input` (stdin unless a test scripts it). */
+export const chat = (
   engine: SessionEngine.SessionEngine.Service,
   options: { readonly sessionId: string | undefined; readonly cwd: string },
+  input: Effect.Effect<Terminal, never, Scope.Scope> = terminal,
   policy?: Pick<Policy.Configurable, "takeAskReason">
 ) =>
   Effect.gen(function*() {
-    const term = yield* terminal
+    const term = yield* input
     // The answer as Markdown on a terminal that takes styles (not when piped, nor with NO_COLOR).
     const markdown = Help.isPlain(process.stdout) ? undefined : Markdown.make(yield* Effect.promise(Markdown.loadLexer))
     // Line by line on a terminal: a line is shown once complete, so the prompt can be drawn under it.
@@ -375,8 +376,15 @@ const chat = (
         yield* drive(engine.resumeTurn({ sessionId: id }))
       })
 
+    /**
+     * The turn the user acts on is the one on screen: named, a steer or Ctrl+C arriving as it ends
+     * is refused / does nothing instead of landing on the next turn (a queued follow-up's). None
+     * named before the watcher shows a turn the chat started: whatever turn runs.
+     */
+    const onScreen = () => (openTurn === undefined ? {} : { turnId: openTurn })
+
     const steer = (message: string) =>
-      engine.steer({ sessionId: sessionId!, message }).pipe(
+      engine.steer({ sessionId: sessionId!, message, ...onScreen() }).pipe(
         Effect.zipRight(Effect.sync(() => note("[steering the running turn]"))),
         // The turn has already decided how it ends: the message becomes the next turn instead.
         Effect.catchTag("NoTurnInProgress", () => queueFollowUp(message, "the turn was ending"))
@@ -384,7 +392,7 @@ const chat = (
 
     const cancel = Effect.gen(function*() {
       if (!running() && asks.length === 0) return note("[no turn is running]")
-      yield* engine.cancelTurn({ sessionId: sessionId! })
+      yield* engine.cancelTurn({ sessionId: sessionId!, ...onScreen() })
     })
 
     /** End of input: open questions are answered no (as in `run`), the work in progress finishes. */
@@ -499,5 +507,5 @@ export const handler = ({ allow, continue: continueLast, deny, mcpConfig, mode, 
       return yield* new CliError({ reason: "invalid_arguments", message: "--session, --continue and --resume each choose the session: give one" })
     }
     const sessionId = continueLast || resume ? yield* Resume.pick(options, continueLast ? "continue" : "resume") : Option.getOrUndefined(session)
-    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd, policy) => chat(engine, { sessionId, cwd }, policy))
+    return yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, sessionId, (engine, cwd, policy) => chat(engine, { sessionId, cwd }, terminal, policy))
   })
