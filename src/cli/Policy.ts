@@ -44,8 +44,12 @@ export const configurable = (): Configurable => {
   const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
   const decide = (request: PermissionEngine.PermissionRequest) => {
     const decided = PermissionPolicy.decide(options, request)
+    const key = keyOf(request.sessionId, request.call.toolCallId)
+    // The latest decision about a call is the one its question follows: an earlier one's reason
+    // (a subagent's call checked against its parent's session too) never outlives it.
+    reasons.delete(key)
     if (decided.decision === "ask" && decided.reason !== undefined) {
-      reasons.set(keyOf(request.sessionId, request.call.toolCallId), { reason: decided.reason, allowCommand: decided.allowCommand })
+      reasons.set(key, { reason: decided.reason, allowCommand: decided.allowCommand })
       if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
     }
     return decided
