@@ -115,6 +115,9 @@ export class ImageRefused extends Schema.TaggedError<ImageRefused>()("ImageRefus
   }
 }
 
+/** A little-endian 24-bit number at `at` (WebP's VP8X sizes). */
+const uint24 = (bytes: Uint8Array, at: number) => bytes[at]! | (bytes[at + 1]! << 8) | (bytes[at + 2]! << 16)
+
 /** Width and height as an image's header says, or undefined when the header is cut short or not understood. */
 export const dimensions = (bytes: Uint8Array): { readonly width: number; readonly height: number } | undefined => {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -133,7 +136,8 @@ export const dimensions = (bytes: Uint8Array): { readonly width: number; readonl
         const bits = view.getUint32(21, true)
         return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 }
       }
-      if (chunk === "VP8X") return { width: (view.getUint32(24, true) & 0xffffff) + 1, height: (view.getUint32(27, true) & 0xffffff) + 1 }
+      // Two 24-bit fields at 24 and 27: read as three bytes each, as a 32-bit read of the second would pass a 30-byte file's end.
+      if (chunk === "VP8X") return { width: uint24(bytes, 24) + 1, height: uint24(bytes, 27) + 1 }
       return undefined
     }
     case "image/jpeg": {

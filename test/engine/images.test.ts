@@ -87,6 +87,11 @@ describe("Image dimensions", () => {
     expect(Image.check({ data: wideGif })).toMatchObject({ reason: "too_large" })
     // A header cut short says no size: the provider is left to judge it, as before.
     expect(Image.dimensions(png.subarray(0, 20))).toBeUndefined()
+    // Every format's header cut at each length says no size, never a read past the end (a VP8X WebP of 30 bytes threw).
+    const vp8x = Uint8Array.from([...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8X"), ...new Array(18).fill(0)])
+    for (const bytes of [png, jpeg, gif, webp, vp8x]) {
+      for (let end = 0; end < Math.min(bytes.byteLength, 64); end++) expect(() => Image.dimensions(bytes.subarray(0, end))).not.toThrow()
+    }
   })
 })
 

@@ -130,6 +130,21 @@ describe("read_file of an image", () => {
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/huge.png" } }] }, { chunks: ["ok"] }] })))))
 
+  // A WebP file of 30 bytes whose header names an extended (VP8X) chunk: its size is read past the
+  // file's end. That threw a RangeError out of the image check, and the turn ended as a defect.
+  it.effect("a WebP file cut short inside its header is still judged by its bytes: the turn goes on", () =>
+    Effect.gen(function*() {
+      const cut = new Uint8Array(30)
+      cut.set(Buffer.from("RIFF"), 0)
+      cut.set(Buffer.from("WEBPVP8X"), 8)
+      writeFileSync(join(cwd, "src/cut.webp"), cut)
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+      const events = yield* collect(agent.runTurn({ sessionId, userMessage: "look" }))
+      expect(events.some((e) => e.type === "tool.completed")).toBe(true)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/cut.webp" } }] }, { chunks: ["ok"] }] })))))
+
   it.effect("the scripted model takes them when its script says so", () =>
     Effect.gen(function*() {
       const events = yield* readImage
