@@ -4,6 +4,7 @@
  * `user.message`; the transcript and replay carry the references; a model that takes no images gets
  * a note in their place, and a blob that cannot be read is never sent.
  */
+import * as fc from "effect/FastCheck"
 import { readFileSync } from "node:fs"
 import { resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
@@ -92,6 +93,20 @@ describe("Image dimensions", () => {
     for (const bytes of [png, jpeg, gif, webp, vp8x]) {
       for (let end = 0; end < Math.min(bytes.byteLength, 64); end++) expect(() => Image.dimensions(bytes.subarray(0, end))).not.toThrow()
     }
+  })
+})
+
+// Any bytes after a format's magic: the size is read or not, never past the end (a hostile repository's file).
+describe("Image.check on hostile bytes", () => {
+  it("never throws for any bytes behind each format's magic", () => {
+    const magics = [[0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], [0xff, 0xd8, 0xff], [...Buffer.from("GIF89a")], [...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8X")], [...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8L")], [...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8 ")]]
+    fc.assert(
+      fc.property(fc.constantFrom(...magics), fc.integer({ min: 0, max: 64 }).chain((n) => fc.uint8Array({ minLength: n, maxLength: n })), (magic, rest) => {
+        const bytes = Uint8Array.from([...magic, ...rest])
+        expect(() => Image.check({ data: bytes })).not.toThrow()
+      }),
+      { numRuns: 2000, seed: 20261204 }
+    )
   })
 })
 
