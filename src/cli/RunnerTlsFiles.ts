@@ -15,8 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { closeSync, fstatSync, openSync, readFileSync } from "node:fs"
-import { createSecureContext } from "node:tls"
-import { createPrivateKey, X509Certificate } from "node:crypto"
+import type * as Cluster from "../cluster.js"
 import { CliError } from "./CliError.js"
 
 /** The material as the runner takes it (`RunnerTls.RunnerTls`), without loading the cluster's code here. */
@@ -48,9 +47,22 @@ const read = (flag: string, path: string) =>
     catch: (error) => invalid(`--${flag}: the file cannot be read (${codeOf(error)})`)
   })
 
-/** One flag's file as `what` (a certificate, a key), or the error naming the flag and OpenSSL's code. */
-const parse = <A>(flag: string, what: string, make: () => A) =>
-  Effect.try({ try: make, catch: (error) => invalid(`--${flag}: the file holds no ${what} (${codeOf(error)})`) })
+/** `RunnerTls.keyMismatch`, held to it by its type (the cluster's code is loaded only with `--cluster`). */
+const keyMismatch: typeof Cluster.RunnerTls.keyMismatch = "ERR_OSSL_X509_KEY_VALUES_MISMATCH"
+
+const flagOf = { certificate: "runner-tls-cert", key: "runner-tls-key", ca: "runner-tls-ca" } as const
+
+/**
+ * `RunnerTls.check`'s refusal of the files, naming the flag whose file is wrong (OpenSSL's code
+ * only): an operator with three files should not have to guess.
+ */
+export const refusal = (error: Cluster.RunnerTls.InvalidTls): CliError => {
+  if (error.input === undefined) return invalid(error.message)
+  if (error.input === "key") {
+    return invalid(error.code === keyMismatch ? "--runner-tls-key: the key is not the one of --runner-tls-cert's certificate" : `--runner-tls-key: the file holds no PEM private key (${error.code})`)
+  }
+  return invalid(`--${flagOf[error.input]}: the file holds no PEM certificate (${error.code})`)
+}
 
 /** The flags' files, read; `undefined` when none is given. */
 export const load = (flags: {
@@ -76,19 +88,5 @@ export const load = (flags: {
         `--runner-tls-key: the key file is readable by every user of this machine (mode ${(key.mode & 0o777).toString(8).padStart(4, "0")}): make it readable by the runner's user only (chmod 600)`
       )
     }
-    // Checked here, before the runner connects anywhere, file by file so that the error names the flag
-    // whose file is wrong (OpenSSL's code only): an operator with three files should not have to guess.
-    const parsedCertificate = yield* parse("runner-tls-cert", "PEM certificate", () => new X509Certificate(certificate.bytes))
-    const privateKey = yield* parse("runner-tls-key", "PEM private key", () => createPrivateKey(Buffer.from(key.bytes)))
-    // OpenSSL skips a CA file that holds no certificate: parsed here, or every handshake would fail later.
-    yield* parse("runner-tls-ca", "PEM certificate", () => new X509Certificate(ca.bytes))
-    if (!parsedCertificate.checkPrivateKey(privateKey)) {
-      return yield* invalid("--runner-tls-key: the key is not the one of --runner-tls-cert's certificate")
-    }
-    // What is left for OpenSSL to refuse (a key type TLS does not take, …): the three together.
-    yield* Effect.try({
-      try: () => createSecureContext({ cert: Buffer.from(certificate.bytes), key: Buffer.from(key.bytes), ca: Buffer.from(ca.bytes) }),
-      catch: (error) => invalid(`The runners' TLS certificate, key or CA cannot be used (${codeOf(error)})`)
-    })
     return { certificate: certificate.bytes, key: Redacted.make(key.bytes), ca: ca.bytes }
   })

@@ -129,6 +129,12 @@ const clusterOptions = (flags: {
     }
     const listen = Option.getOrUndefined(flags.runnerListen)
     const tls = yield* RunnerTlsFiles.load(flags)
+    // Checked here, before the runner connects anywhere, by the runner's own check: a refusal names the flag.
+    if (tls !== undefined) {
+      yield* Effect.flatMap(loadCluster, (cluster) => cluster.RunnerTls.check(tls)).pipe(
+        Effect.catchTag("InvalidTls", (error) => Effect.fail(RunnerTlsFiles.refusal(error)))
+      )
+    }
     // Every interface is a choice made on purpose, with a firewall: without TLS the runners' traffic
     // is readable there, and with it strangers still reach the handshakes.
     if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {

@@ -32,7 +32,7 @@ import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { X509Certificate } from "node:crypto"
+import { createPrivateKey, X509Certificate } from "node:crypto"
 import { isIP } from "node:net"
 import * as Tls from "node:tls"
 
@@ -52,12 +52,28 @@ export const minVersion = "TLSv1.2"
 /** At most one log line per peer in this time, for a failure that repeats (a client reconnects, a stranger floods). */
 export const logEvery = Duration.seconds(10)
 
-/** The material could not be used (a PEM that does not parse, a key that is not the certificate's): OpenSSL's code, never the material. */
+/** Which of the three inputs a failure is about (`InvalidTls.input`). */
+export const Input = Schema.Literal("certificate", "key", "ca")
+export type Input = typeof Input.Type
+
+/** `InvalidTls.code` when the key is not the certificate's (OpenSSL's code for it). */
+export const keyMismatch = "ERR_OSSL_X509_KEY_VALUES_MISMATCH" as const
+
+const inputNames: Record<Input, string> = { certificate: "certificate", key: "key", ca: "CA certificate" }
+
+/**
+ * The material could not be used: OpenSSL's code, never the material; `input` names which of the
+ * three is wrong when one alone is (a PEM that does not parse, a key that is not the certificate's),
+ * so an operator with three files need not guess.
+ */
 export class InvalidTls extends Schema.TaggedError<InvalidTls>()("InvalidTls", {
-  code: Schema.String
+  code: Schema.String,
+  input: Schema.optional(Input)
 }) {
   override get message(): string {
-    return `The runners' TLS certificate, key or CA cannot be used (${this.code})`
+    if (this.input === undefined) return `The runners' TLS certificate, key or CA cannot be used (${this.code})`
+    if (this.code === keyMismatch) return "The runners' TLS key is not the one of its certificate"
+    return `The runners' TLS ${inputNames[this.input]} cannot be used (${this.code})`
   }
 }
 
@@ -77,16 +93,22 @@ const material = (tls: RunnerTls) => ({
   minVersion
 } as const)
 
-/** Checks the material once, at start: a TLS context builds from it (the key matches the certificate). */
+/** One input parsed on its own: a failure names it. */
+const parsed = <A>(input: Input, parse: () => A) => Effect.try({ try: parse, catch: (error) => new InvalidTls({ code: codeOf(error), input }) })
+
+/**
+ * Checks the material once, at start, input by input: the certificate, the key and the CA each parse
+ * (OpenSSL alone skips a CA that holds no certificate, and every handshake would fail later), the key
+ * is the certificate's, then a TLS context builds from the three (what is left for OpenSSL to refuse).
+ */
 export const check = (tls: RunnerTls): Effect.Effect<void, InvalidTls> =>
-  Effect.try({
-    try: () => {
-      const options = material(tls)
-      Tls.createSecureContext(options)
-      // OpenSSL skips a CA that holds no certificate: parsed here, or every handshake would fail later.
-      new X509Certificate(options.ca)
-    },
-    catch: (error) => new InvalidTls({ code: codeOf(error) })
+  Effect.gen(function*() {
+    const options = material(tls)
+    const certificate = yield* parsed("certificate", () => new X509Certificate(options.cert))
+    const key = yield* parsed("key", () => createPrivateKey(options.key))
+    yield* parsed("ca", () => new X509Certificate(options.ca))
+    if (!certificate.checkPrivateKey(key)) return yield* new InvalidTls({ code: keyMismatch, input: "key" })
+    yield* Effect.try({ try: () => Tls.createSecureContext(options), catch: (error) => new InvalidTls({ code: codeOf(error) }) })
   })
 
 /**

@@ -337,10 +337,17 @@ describe("the runners' port over TLS", () => {
     Effect.gen(function*() {
       yield* RunnerTls.check(certificates.runnerA)
       const mismatched = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, key: certificates.runnerB.key }))
-      expect(mismatched.message).toBe("The runners' TLS certificate, key or CA cannot be used (ERR_OSSL_X509_KEY_VALUES_MISMATCH)")
+      // Each failure names the input that is wrong: an embedder with three inputs need not guess.
+      expect(mismatched).toMatchObject({ input: "key", code: RunnerTls.keyMismatch })
+      expect(mismatched.message).toBe("The runners' TLS key is not the one of its certificate")
       // A CA with no certificate in it: OpenSSL alone would take it, and every handshake would fail.
       const noCa = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, ca: "not a certificate" }))
-      expect(noCa.message).toContain("cannot be used (")
-      expectNoMaterial(mismatched.message + noCa.message)
+      expect(noCa.input).toBe("ca")
+      expect(noCa.message).toMatch(/^The runners' TLS CA certificate cannot be used \(\w+/)
+      const noCertificate = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, certificate: "not a certificate" }))
+      expect(noCertificate.input).toBe("certificate")
+      const noKey = yield* Effect.flip(RunnerTls.check({ ...certificates.runnerA, key: Redacted.make("not a key") }))
+      expect(noKey.input).toBe("key")
+      expectNoMaterial(mismatched.message + noCa.message + noCertificate.message + noKey.message)
     }))
 })
