@@ -6,8 +6,7 @@
 import * as acp from "@agentclientprotocol/sdk"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
 import { Readable, Writable } from "node:stream"
-import type { AgentEvent } from "../../src/index.js"
-import { binPath, isolatedConfigDir, run } from "../cli/subprocess.js"
+import { binPath, isolatedConfigDir, replayLog } from "../cli/subprocess.js"
 
 /** A permission request the agent sent, and how the test answers it. */
 export interface Asked {
@@ -116,9 +115,5 @@ export const startAgent = (args: ReadonlyArray<string>, options: { readonly cwd:
 export const chunks = (updates: ReadonlyArray<acp.SessionNotification>, kind: "agent_message_chunk" | "user_message_chunk" = "agent_message_chunk") =>
   updates.flatMap(({ update }) => update.sessionUpdate === kind && update.content.type === "text" ? [update.content.text] : [])
 
-/** The stored log of a session, read through the CLI. */
-export const logOf = async (sessionId: string, storage: ReadonlyArray<string>): Promise<Array<AgentEvent.AgentEvent>> => {
-  const replayed = await run(["replay", sessionId, "--json", ...storage])
-  if (replayed.code !== 0) throw new Error(`replay failed: ${replayed.stderr}`)
-  return replayed.stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
-}
+/** A session's stored events, by the CLI's `replay --json` over `storage`. */
+export const logOf = replayLog

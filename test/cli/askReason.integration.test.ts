@@ -8,9 +8,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { run, start } from "./subprocess.js"
+import { replayLog, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-askreason-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -34,11 +33,7 @@ const answering = async (args: ReadonlyArray<string>, cwd: string, input: string
   return running.done
 }
 
-const logOf = async (sessionId: string, dataDir: string): Promise<Array<AgentEvent.AgentEvent>> => {
-  const replayed = await run(["replay", sessionId, "--json", "--data-dir", dataDir])
-  expect(replayed.code).toBe(0)
-  return replayed.stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
-}
+const logOf = (sessionId: string, dataDir: string) => replayLog(sessionId, ["--data-dir", dataDir])
 
 describe("an ask names the rule that did not cover the call", () => {
   it("run --allow 'shell:sed *': the question says why sed -i is asked and what to allow instead", async () => {

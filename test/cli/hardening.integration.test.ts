@@ -9,9 +9,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { run, start } from "./subprocess.js"
+import { replayLog, run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-hardening-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -34,11 +33,7 @@ const runClosed = async (args: ReadonlyArray<string>, cwd: string, input = "") =
   return running.done
 }
 
-const logOf = async (sessionId: string, dataDir: string): Promise<Array<AgentEvent.AgentEvent>> => {
-  const replayed = await run(["replay", sessionId, "--json", "--data-dir", dataDir])
-  expect(replayed.code).toBe(0)
-  return replayed.stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
-}
+const logOf = (sessionId: string, dataDir: string) => replayLog(sessionId, ["--data-dir", dataDir])
 
 const noStack = (stderr: string) => expect(stderr).not.toMatch(/\bat .+:\d+:\d+|node_modules|\/dist\//)
 

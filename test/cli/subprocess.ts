@@ -133,6 +133,13 @@ export const run = (args: ReadonlyArray<string>, options: { readonly cwd?: strin
 export const eventsOf = (stdout: string): Array<AgentEvent.AgentEvent> =>
   stdout.trim().split("\n").map((line) => JSON.parse(line) as AgentEvent.AgentEvent)
 
+/** A session's stored events by the CLI's `replay --json` over `storage` (`--data-dir <dir>`, `--store …`); a failed replay throws with its stderr. */
+export const replayLog = async (sessionId: string, storage: ReadonlyArray<string>): Promise<Array<AgentEvent.AgentEvent>> => {
+  const replayed = await run(["replay", sessionId, "--json", ...storage])
+  if (replayed.code !== 0) throw new Error(`replay failed: ${replayed.stderr}`)
+  return eventsOf(replayed.stdout)
+}
+
 /** The session id a command named on stderr (`session <id>`). */
 export const sessionIdIn = (stderr: string): string | undefined => /session (sess_\S+)/.exec(stderr)?.[1]
 
