@@ -14,7 +14,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
-import { closeSync, fstatSync, openSync, readFileSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs"
 import type * as Cluster from "../cluster.js"
 import { CliError } from "./CliError.js"
 
@@ -32,20 +32,29 @@ const codeOf = (error: unknown) => {
   return typeof code === "string" ? code : "unusable"
 }
 
-/** A file's bytes, and its mode as read from the same descriptor (no window between the check and the read). */
+/** More than any PEM of a certificate chain, a key or a CA: a file past it is not one. */
+const maxFileBytes = 1024 * 1024
+
+/**
+ * A file's bytes, and its mode as read from the same descriptor (no window between the check and the
+ * read). A regular file only: opened without blocking (a FIFO would wait for a writer) and refused
+ * unless regular (`/dev/zero` never ends), and at most `maxFileBytes`.
+ */
 const read = (flag: string, path: string) =>
   Effect.try({
     try: () => {
-      const fd = openSync(path, "r")
+      const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
       try {
-        const mode = fstatSync(fd).mode
-        return { bytes: new Uint8Array(readFileSync(fd)), mode }
+        const stats = fstatSync(fd)
+        if (!stats.isFile()) return invalid(`--${flag}: not a regular file`)
+        if (stats.size > maxFileBytes) return invalid(`--${flag}: the file is over ${maxFileBytes} bytes, more than a PEM certificate or key`)
+        return { bytes: new Uint8Array(readFileSync(fd)), mode: stats.mode }
       } finally {
         closeSync(fd)
       }
     },
     catch: (error) => invalid(`--${flag}: the file cannot be read (${codeOf(error)})`)
-  })
+  }).pipe(Effect.flatMap((read) => read instanceof CliError ? Effect.fail(read) : Effect.succeed(read)))
 
 /** `RunnerTls.keyMismatch`, held to it by its type (the cluster's code is loaded only with `--cluster`). */
 const keyMismatch: typeof Cluster.RunnerTls.keyMismatch = "ERR_OSSL_X509_KEY_VALUES_MISMATCH"

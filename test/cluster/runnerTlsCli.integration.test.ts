@@ -5,6 +5,7 @@
  * (saying so, and that the traffic is encrypted when the port is on the network) and a session
  * owned by one is driven through the other — over TLS, end to end.
  */
+import { execFileSync } from "node:child_process"
 import { chmodSync, copyFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -52,6 +53,14 @@ describe("serve --cluster with TLS between runners", () => {
     expectRefused(partial, "--runner-tls-cert, --runner-tls-key and --runner-tls-ca go together (all three for TLS between runners, none without): --runner-tls-key missing")
     const alone = await run(runnerArgs(await freePort(), quick, [key!, keyPath!]), { cwd, env: env() })
     expectRefused(alone, "--runner-tls-cert and --runner-tls-ca missing")
+
+    // A special file: /dev/zero never ends (it was read until memory ran out), a FIFO blocks its opener.
+    const endless = await run(runnerArgs(await freePort(), quick, [cert!, "/dev/zero", key!, keyPath!, ca!, caPath!]), { cwd, env: env() })
+    expectRefused(endless, "--runner-tls-cert: not a regular file")
+    const fifo = join(certificates.dir, "fifo.crt")
+    execFileSync("mkfifo", [fifo])
+    const blocking = await run(runnerArgs(await freePort(), quick, [cert!, certPath!, key!, keyPath!, ca!, fifo]), { cwd, env: env() })
+    expectRefused(blocking, "--runner-tls-ca: not a regular file")
 
     const unreadable = await run(runnerArgs(await freePort(), quick, [cert!, certPath!, key!, join(certificates.dir, "no-such.key"), ca!, caPath!]), { cwd, env: env() })
     expectRefused(unreadable, "--runner-tls-key: the file cannot be read (ENOENT)")
