@@ -48,8 +48,8 @@ export const config = {
   growthTurns: num("GROWTH_TURNS", 2_000, 2_000),
   growthStoredDeltas: num("GROWTH_STORED_DELTAS", 20, 20),
   growthDeltas: num("GROWTH_DELTAS", 20, 20),
-  growthReps: num("GROWTH_REPS", 25, 15),
-  growthBatch: num("GROWTH_BATCH", 5, 5),
+  growthReps: num("GROWTH_REPS", 40, 20),
+  growthBatch: num("GROWTH_BATCH", 20, 20),
   /** Row 7: cancellations measured per store. */
   cancelReps: num("CANCEL_REPS", 200, 50),
   /** Row 8: CLI cold starts measured. */
