@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { absurd } from "effect/Function"
-import { type AgentEvent, Edit, FormatCharacters, Json, UsageText } from "../index.js"
+import { type AgentEvent, Edit, FormatCharacters, Json, Transcript, UsageText } from "../index.js"
 import type { AskReason } from "./Policy.js"
 import { terminalSafe } from "./Terminal.js"
 
@@ -115,6 +115,17 @@ const green = (text: string) => `\u001b[32m${text}\u001b[39m`
 export const make = (output: Output, options: { readonly transcript: boolean; readonly color?: boolean }) => {
   let midLine = false
   const calls = new Map<string, CallInfo>()
+  // The images the current turn brought (its message's, its tools'): a refused turn leaves them out from then on.
+  let imagesTurn: string | undefined
+  let turnImages = 0
+  const countImages = (turnId: string, images: ReadonlyArray<unknown> | undefined) => {
+    if (images === undefined || images.length === 0) return
+    if (imagesTurn !== turnId) {
+      imagesTurn = turnId
+      turnImages = 0
+    }
+    turnImages += images.length
+  }
   const out = (raw: string) => {
     const text = terminalSafe(raw)
     if (text === "") return
@@ -135,6 +146,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
   const event = (event: AgentEvent.AgentEvent) => {
     switch (event.type) {
       case "user.message":
+        countImages(event.turnId, event.payload.images)
         if (options.transcript) {
           out(`> ${event.payload.content}\n`)
           // The images by what they are; their bytes are in the store's blob area, never on a terminal.
@@ -172,6 +184,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         return note(`    ${decision === "ask" ? "needs your approval" : `${decision === "allow" ? "allowed" : "denied"} ${who}`}`)
       }
       case "tool.completed":
+        countImages(event.turnId, event.payload.images)
         return note(`    ✓ ${shortResult(event.payload.result) || "(no output)"}`)
       case "tool.failed":
         return note(`    ✗ ${event.payload.errorCode}: ${oneLine(event.payload.message)}`)
@@ -216,6 +229,10 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         const { errorCode, stopReason } = event.payload
         if (stopReason === "cancelled") note("[turn cancelled]")
         if (stopReason === "error") note(`[turn ended with an error: ${errorCode ?? "unknown"}]`)
+        if (Transcript.refusedTurn(event) && imagesTurn === event.turnId && turnImages > 0) {
+          const n = turnImages === 1 ? "its image is" : `its ${turnImages} images are`
+          note(`[the provider refused the turn's request: ${n} left out of later requests; attach or read ${turnImages === 1 ? "it" : "them"} again to send ${turnImages === 1 ? "it" : "them"}]`)
+        }
         // What the turn used and cost, when its model reported usage.
         const used = UsageText.turnText(event.payload)
         if (used !== undefined) note(`[${used}]`)

@@ -169,6 +169,12 @@ export const dimensions = (bytes: Uint8Array): { readonly width: number; readonl
   }
 }
 
+/**
+ * What the model reads in place of an image it is not given: the image's type, size and the start of
+ * its blob (so it can tell which one), and why.
+ */
+export const note = (image: ImageRef, why: string): string => `[image ${image.mediaType}, ${image.bytes} bytes (${image.blob.slice(0, 12)}): ${why}]`
+
 /** What an image over the cap is told: its size against the cap, in bytes (a rounded MiB would read "5.0 is over 5.0"). */
 export const tooLargeDetail = (bytes: number): string => `${bytes} bytes is over the ${maxImageBytes} bytes (5 MiB) an image may be`
 

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type { AgentEvent, EventOfType, EventType } from "./AgentEvent.js"
-import type { ImageRef } from "./Image.js"
+import { type ImageRef, note } from "./Image.js"
 import type { Json } from "./Json.js"
 
 /** A tool call the model made, with its result once the call ended. */
@@ -231,8 +231,72 @@ export interface Changes<T> {
   readonly compacted: (transcript: T, compaction: Compaction) => T
   /** A rewind (see {@link rewound}). */
   readonly rewound: (transcript: T, rewind: Rewind) => T
+  /**
+   * The provider refused a request of turn `turnId` as invalid (see {@link refusedTurn}): the images
+   * the turn brought are left out of later requests, each as a note (see {@link withoutImages}).
+   */
+  readonly refused: (transcript: T, turnId: string) => T
   /** Another event of a turn: the response streaming ends. */
   readonly close: (transcript: T) => T
+}
+
+/**
+ * Whether a turn ended because the provider refused its request as invalid (`invalid_request`: an
+ * HTTP 400, which the same request would get again). A request carries every image of the
+ * conversation, so one image the provider cannot process ("Could not process image") made every
+ * later request of the session fail the same way, text-only messages included. The likeliest cause
+ * of such a refusal is what the turn added, and what it added that is not text is its images: they
+ * are left out from then on. Vendors' messages for it vary ("Could not process image", "Invalid
+ * request."), so the refusal's kind decides, not its words; a turn refused for another reason loses
+ * its images from later requests too, and its notes say how to send them again.
+ */
+export const refusedTurn = (event: EventOfType<"turn.completed">): boolean =>
+  event.payload.stopReason === "error" && event.payload.errorCode === "invalid_request"
+
+/** What the model reads in place of an image of a refused turn. */
+export const refusedImageNote = (image: ImageRef): string =>
+  note(image, "left out, the provider refused the request that first carried it (invalid_request); read or attach it again to send it")
+
+const withNotesOf = (content: string, images: ReadonlyArray<ImageRef>) => [content, ...images.map(refusedImageNote)].filter((s) => s !== "").join("\n")
+
+/**
+ * An entry without its images — a user message's, its tool results' — each replaced by a note in
+ * the text it came with; the same entry when it has none.
+ */
+export const withoutImages = (entry: TranscriptEntry): TranscriptEntry => {
+  if (entry.role === "user") {
+    if (entry.images === undefined) return entry
+    const { images, ...rest } = entry
+    return { ...rest, content: withNotesOf(entry.content, images) }
+  }
+  if (entry.role === "summary" || !entry.toolCalls.some((c) => c.result?.images !== undefined)) return entry
+  return {
+    ...entry,
+    toolCalls: entry.toolCalls.map((c) => {
+      if (c.result?.images === undefined) return c
+      return { ...c, result: resultOf(withNotesOf(c.result.content, c.result.images), c.result.isError, undefined) }
+    })
+  }
+}
+
+/**
+ * The index of the first entry of the last turn's run of entries when that turn is `turnId`'s
+ * (entries of one turn are contiguous, and a turn ends after its entries), `entries.length` when
+ * the last entry is another turn's.
+ */
+export const turnStart = (entries: ReadonlyArray<TranscriptEntry>, turnId: string): number => {
+  let i = entries.length
+  while (i > 0 && entries[i - 1]!.turnId === turnId) i--
+  return i
+}
+
+/** The transcript with the images of turn `turnId`'s entries left out (see {@link refusedTurn}). */
+export const refused = (transcript: Transcript, turnId: string): Transcript => {
+  const closedOne = closed(transcript)
+  const start = turnStart(closedOne.entries, turnId)
+  if (start === closedOne.entries.length) return closedOne
+  const entries = closedOne.entries.slice(0, start).concat(closedOne.entries.slice(start).map(withoutImages))
+  return { ...closedOne, entries }
 }
 
 type Change = <T>(changes: Changes<T>, transcript: T, event: AgentEvent) => T
@@ -277,7 +341,8 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
       turnId: event.turnId
     }),
   "turn.started": closes,
-  "turn.completed": closes,
+  "turn.completed": (changes, transcript, event) =>
+    refusedTurn(event) ? changes.refused(changes.close(transcript), event.turnId) : changes.close(transcript),
   "permission.requested": closes,
   "permission.resolved": closes,
   "tool.started": closes,
@@ -304,6 +369,7 @@ const immutable: Changes<Transcript> = {
   result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
   rewound: (transcript, rewind) => rewound(transcript, rewind),
+  refused: (transcript, turnId) => refused(transcript, turnId),
   close: (transcript) => closed(transcript)
 }
 

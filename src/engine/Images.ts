@@ -97,8 +97,7 @@ export const ofSession = <E>(
     return { bytes, mediaType } satisfies SessionImage
   })
 
-/** What the model sees in place of an image it cannot be given. */
-const note = (image: Image.ImageRef, why: string) => `[image ${image.mediaType}, ${image.bytes} bytes (${image.blob.slice(0, 12)}): ${why}]`
+const note = Image.note
 
 /** Appends notes to a message's text. */
 const withNotes = (content: string, notes: ReadonlyArray<string>) => notes.length === 0 ? content : [content, ...notes].filter((s) => s !== "").join("\n")

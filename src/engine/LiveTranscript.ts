@@ -36,6 +36,7 @@ const inPlace: Transcript.Changes<LiveTranscript> = {
   result: (live, toolCallId, content, isError, images) => live.result(toolCallId, content, isError, images),
   compacted: (live, compaction) => live.compacted(compaction),
   rewound: (live, rewind) => live.rewound(rewind),
+  refused: (live, turnId) => live.refused(turnId),
   close: (live) => live.closeResponse()
 }
 
@@ -210,6 +211,24 @@ export class LiveTranscript {
     this.past = next.past
     this.unrender(0)
     this.changed()
+    return this
+  }
+
+  /** A refused turn's images left out, as `Transcript.refused` does; its entries rendered again. */
+  refused(turnId: string): this {
+    this.close()
+    const start = Transcript.turnStart(this.entries, turnId)
+    let first = this.entries.length
+    for (let i = start; i < this.entries.length; i++) {
+      const entry = Transcript.withoutImages(this.entries[i]!)
+      if (entry === this.entries[i]) continue
+      this.entries[i] = entry
+      first = Math.min(first, i)
+    }
+    if (first < this.entries.length) {
+      this.unrender(first)
+      this.changed()
+    }
     return this
   }
 

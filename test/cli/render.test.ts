@@ -72,4 +72,23 @@ describe("Render", () => {
     Render.make({ out: (t) => (transcript += t), err: (t) => (transcript += t) }, { transcript: true }).event(requested(6, "edit_file", { path: "a", oldString: "x", newString: "y" }))
     expect(transcript).toBe("  ⚙ edit_file a\n")
   })
+
+  it("a turn whose request the provider refused as invalid says its images are left out from then on; not one without images", () => {
+    const image = { blob: "ab".repeat(32), mediaType: "image/png", bytes: 67 }
+    const turn = (turnId: string, images: ReadonlyArray<unknown> | undefined, errorCode: string) => [
+      { ...envelope, turnId, sequence: 2, type: "user.message", payload: { content: "look", ...(images === undefined ? {} : { images }) } },
+      { ...envelope, turnId, sequence: 3, type: "turn.completed", payload: { stopReason: "error", errorCode } }
+    ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
+    const rendered = (events: ReadonlyArray<AgentEvent.AgentEvent>) => {
+      let err = ""
+      const render = Render.make({ out: () => {}, err: (t) => (err += t) }, { transcript: false })
+      for (const event of events) render.event(event)
+      return err
+    }
+    expect(rendered(turn("turn_1", [image, image], "invalid_request"))).toContain("[the provider refused the turn's request: its 2 images are left out of later requests; attach or read them again to send them]")
+    expect(rendered(turn("turn_1", undefined, "invalid_request"))).toBe("[turn ended with an error: invalid_request]\n")
+    expect(rendered(turn("turn_1", [image], "overloaded"))).toBe("[turn ended with an error: overloaded]\n")
+    // Images of an earlier turn are not this turn's.
+    expect(rendered([...turn("turn_1", [image], "overloaded"), ...turn("turn_2", undefined, "invalid_request")])).not.toContain("left out")
+  })
 })

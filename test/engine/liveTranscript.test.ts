@@ -19,19 +19,24 @@ import { collect, memoryEngine, typesOf } from "../helpers.js"
 
 const callId = FastCheck.constantFrom("c1", "c2", "c3")
 const text = FastCheck.string({ maxLength: 5 })
+const image = { blob: "ab".repeat(32), mediaType: "image/png", bytes: 67 }
 /** Events of any order the transcript's reducer may meet (it checks no order: SessionState does). */
 const step: FastCheck.Arbitrary<{ readonly type: string; readonly payload: object } | "render"> = FastCheck.oneof(
   FastCheck.constant("render" as const),
   text.map((content) => ({ type: "user.message", payload: { content } })),
+  text.map((content) => ({ type: "user.message", payload: { content, images: [image] } })),
   text.map((content) => ({ type: "turn.steered", payload: { content } })),
   text.map((t) => ({ type: "model.delta", payload: { text: t } })),
   text.map((t) => ({ type: "model.delta", payload: { text: t } })),
   callId.map((toolCallId) => ({ type: "model.tool_call_requested", payload: { toolCallId, tool: "look", args: { at: toolCallId } } })),
   FastCheck.tuple(callId, text).map(([toolCallId, result]) => ({ type: "tool.completed", payload: { toolCallId, result } })),
+  FastCheck.tuple(callId, text).map(([toolCallId, result]) => ({ type: "tool.completed", payload: { toolCallId, result, images: [image] } })),
   FastCheck.tuple(callId, text).map(([toolCallId, message]) => ({ type: "tool.failed", payload: { toolCallId, errorCode: "x", message } })),
   callId.map((toolCallId) => ({ type: "tool.started", payload: { toolCallId, tool: "look", args: {} } })),
   FastCheck.constant({ type: "context.built", payload: { tokens: { instruction: 0, transcript: 0, tools: 0, total: 0 } } }),
   FastCheck.constant({ type: "turn.completed", payload: { stopReason: "final" } }),
+  // The provider refused the turn's request: its images are left out from then on.
+  FastCheck.constant({ type: "turn.completed", payload: { stopReason: "error", errorCode: "invalid_request" } }),
   FastCheck.constant({ type: "compaction.started", payload: { compactionId: "cmp_1", reason: "threshold", tokensBefore: 9 } }),
   FastCheck.constant({ type: "compaction.failed", payload: { compactionId: "cmp_1", errorCode: "cancelled" } }),
   // A cut anywhere in the log so far (or past it): the summary first, the entries from the cut kept.
