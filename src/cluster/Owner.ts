@@ -138,7 +138,7 @@ export const layer = (options: Options = {}) =>
         Steer: ({ payload }) =>
           checked(forWire(Effect.zipRight(engine.steer({ sessionId, ...payload }), stored("Steer", payload.idempotencyKey)))),
         FollowUp: ({ payload }) => driving(false, write(Effect.tap(engine.followUp({ sessionId, ...payload }), () => stored("FollowUp", payload.idempotencyKey)))),
-        DropFollowUps: () => checked(write(engine.dropFollowUps({ sessionId }))),
+        DropFollowUps: ({ payload }) => checked(write(engine.dropFollowUps({ sessionId, queueIds: payload.queueIds }))),
         RenameSession: ({ payload }) => checked(write(engine.renameSession({ sessionId, title: payload.title }))),
         RewindSession: ({ payload }) => checked(write(engine.rewindSession({ sessionId, ...payload }))),
         CompactSession: ({ payload }) =>

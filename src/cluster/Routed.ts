@@ -100,7 +100,7 @@ export const engineLayer: Layer.Layer<SessionEngine.SessionEngine, never, Shardi
           owner(sessionId, client(sessionId).Steer({ message, idempotencyKey: keyOf(idempotencyKey), ...(turnId === undefined ? {} : { turnId }) })),
         followUp: ({ idempotencyKey, message, sessionId }) =>
           owner(sessionId, client(sessionId).FollowUp({ message, idempotencyKey: keyOf(idempotencyKey) })),
-        dropFollowUps: ({ sessionId }) => owner(sessionId, client(sessionId).DropFollowUps()),
+        dropFollowUps: ({ queueIds, sessionId }) => owner(sessionId, client(sessionId).DropFollowUps(queueIds === undefined ? {} : { queueIds })),
         renameSession: ({ sessionId, title }) => owner(sessionId, client(sessionId).RenameSession({ title })),
         rewindSession: ({ force, sessionId, toSequence }) =>
           owner(sessionId, client(sessionId).RewindSession(force === undefined ? { toSequence } : { toSequence, force })),

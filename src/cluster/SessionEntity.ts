@@ -92,8 +92,9 @@ export const FollowUp = Rpc.make("FollowUp", {
   error: Schema.Union(EventStoreFailure, SessionNotFound, InvalidInput, SessionBusy)
 })
 
-/** Drops the queued follow-ups (`SessionEngine.dropFollowUps`). */
+/** Drops the queued follow-ups (`SessionEngine.dropFollowUps`): those named by `queueIds` when given. */
 export const DropFollowUps = Rpc.make("DropFollowUps", {
+  payload: { queueIds: Schema.optional(Schema.Array(Schema.String)) },
   success: Schema.Struct({ queueIds: Schema.Array(Schema.String) }),
   error: Schema.Union(EventStoreFailure, SessionNotFound, SessionBusy)
 })

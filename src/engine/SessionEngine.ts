@@ -107,6 +107,15 @@ export interface FollowUpQueued {
   readonly queueId: string
 }
 
+/**
+ * Input of {@link SessionEngine.Service.dropFollowUps}. `queueIds`: only these follow-ups (those of
+ * them still queued); without it, every queued one. A client drops what it showed its user: a
+ * follow-up another client queued after that is not its to drop.
+ */
+export interface DropFollowUpsInput extends SessionInput {
+  readonly queueIds?: ReadonlyArray<string> | undefined
+}
+
 /** What {@link SessionEngine.Service.dropFollowUps} returns: the follow-ups dropped, oldest first. */
 export interface FollowUpsDropped {
   readonly queueIds: ReadonlyArray<string>
@@ -304,8 +313,11 @@ export declare namespace SessionEngine {
      * nothing; the session's current title given again stores nothing either.
      */
     readonly renameSession: (input: RenameSessionInput) => Effect.Effect<{ readonly title: string }, EventStoreFailure | SessionNotFound | InvalidInput | SessionBusy>
-    /** Drops every queued follow-up that has not started (`followup.dropped`); the running turn goes on. */
-    readonly dropFollowUps: (input: SessionInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
+    /**
+     * Drops the queued follow-ups that have not started (`followup.dropped`) — those named by
+     * `queueIds` when given, else all; the running turn goes on.
+     */
+    readonly dropFollowUps: (input: DropFollowUpsInput) => Effect.Effect<FollowUpsDropped, EventStoreFailure | SessionNotFound | SessionBusy>
     /**
      * Forks a session at the end of a closed turn (default: the last one): a new session whose log
      * is `session.created {cwd, client, forkedFrom: {sessionId, sequence}}`, a copy of the source's
@@ -524,9 +536,10 @@ export const make = (
       return { queueId: yield* SessionDriver.followUp(engine, session, { content: input.message, idempotencyKey: input.idempotencyKey }) }
     })
 
-    const dropFollowUps = Effect.fn("SessionEngine.dropFollowUps")(function*(input: SessionInput) {
+    const dropFollowUps = Effect.fn("SessionEngine.dropFollowUps")(function*(input: DropFollowUpsInput) {
       const session = yield* sessions.writable(input.sessionId)
-      const queueIds = session.live.state.followUps.map((f) => f.queueId)
+      const named = input.queueIds === undefined ? undefined : new Set(input.queueIds)
+      const queueIds = session.live.state.followUps.map((f) => f.queueId).filter((id) => named === undefined || named.has(id))
       if (queueIds.length === 0) return { queueIds }
       // A follow-up whose turn starts meanwhile is no longer queued: the fold keeps only those still queued.
       yield* commitSessionLevel(session, [EventDraft.followUpDropped(queueIds)]).pipe(Effect.tapError(forgetIfStale(input.sessionId)))

@@ -77,7 +77,7 @@ export interface PromiseSessionEngine {
   /** Queues a message to run as its own turn once the session is idle (`followup.queued`); resolves with its queue id. */
   readonly followUp: (input: SessionEngine.SessionMessageInput) => Promise<SessionEngine.FollowUpQueued>
   /** Drops the queued follow-ups that have not started; resolves with their queue ids. */
-  readonly dropFollowUps: (input: SessionEngine.SessionInput) => Promise<SessionEngine.FollowUpsDropped>
+  readonly dropFollowUps: (input: SessionEngine.DropFollowUpsInput) => Promise<SessionEngine.FollowUpsDropped>
   /** Names the session (`session.titled`); answers the title as stored. */
   readonly renameSession: (input: SessionEngine.RenameSessionInput) => Promise<{ readonly title: string }>
   /** Compacts the session's context now; see `SessionEngine.compactSession`. `signal` aborts it (`compaction.failed {cancelled}`). */

@@ -167,6 +167,14 @@ export const ListFilter = Schema.Struct({
  * would make every caller pass it.
  */
 export const CancelTarget = Schema.Struct({ turnId: Schema.optional(Schema.NonEmptyString) })
+/**
+ * `DELETE /sessions/:id/followups?queueId=…&queueId=…`: the follow-ups the client means (those it
+ * showed), at most 1,000. Without it every queued one is dropped — including one another client
+ * queued after this one last drew the list. Read by the handler, as `CancelTarget` is.
+ */
+export const FollowUpsToDrop = Schema.Struct({
+  queueId: Schema.optional(Schema.Union(Schema.NonEmptyString, Schema.Array(Schema.NonEmptyString).pipe(Schema.maxItems(1_000))))
+})
 /** `POST /sessions/:id/steer` and `POST /sessions/:id/followups`: a message for the running turn, or for a turn of its own later. */
 export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
 /**
@@ -274,7 +282,9 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
   )
   .add(
     HttpApiEndpoint.del("dropFollowUps", "/sessions/:id/followups").setPath(SessionId).addSuccess(
-      Schema.Struct({ queueIds: Schema.Array(Schema.String) }).annotations({ description: "The follow-ups dropped, oldest first" })
+      Schema.Struct({ queueIds: Schema.Array(Schema.String) }).annotations({
+        description: "The follow-ups dropped, oldest first. Query: `queueId` (optional, repeatable), only those follow-ups (the ones still queued); without it, every queued one"
+      })
     )
   )
   .add(

@@ -37,6 +37,7 @@ import {
   CompactionFailed as CompactionFailedWire,
   RewindRefused as RewindRefusedWire,
   CancelTarget,
+  FollowUpsToDrop,
   Conflict,
   Forbidden,
   ListFilter,
@@ -306,7 +307,16 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
         ))
       .handle("followUp", ({ path, payload }) =>
         restore(path.id).pipe(Effect.zipRight(engine.followUp({ sessionId: path.id, message: payload.message })), Effect.catchAll(toWire)))
-      .handle("dropFollowUps", ({ path }) => engine.dropFollowUps({ sessionId: path.id }).pipe(Effect.catchAll(toWire)))
+      .handle("dropFollowUps", ({ path }) =>
+        HttpServerRequest.schemaSearchParams(FollowUpsToDrop).pipe(
+          Effect.mapError(() => new BadRequest({ error: "BadRequest", message: "each queueId is not empty, and there are at most 1,000" })),
+          // Named, only those: a follow-up another client queued after this one drew its list stays queued.
+          Effect.flatMap(({ queueId }) =>
+            engine.dropFollowUps({ sessionId: path.id, ...(queueId === undefined ? {} : { queueIds: typeof queueId === "string" ? [queueId] : queueId }) }).pipe(
+              Effect.catchAll(toWire)
+            )
+          )
+        ))
       .handle("rename", ({ path, payload }) => engine.renameSession({ sessionId: path.id, title: payload.title }).pipe(Effect.catchAll(toWire)))
       .handle("rewind", ({ path, payload }) =>
         engine.rewindSession({ sessionId: path.id, toSequence: payload.toSequence, force: payload.force === true }).pipe(

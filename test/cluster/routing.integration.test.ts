@@ -125,12 +125,20 @@ describe("the routed engine of a runner", () => {
       expect(yield* Effect.flip(here.steer({ sessionId, message: "too early" }))).toMatchObject({ _tag: "NoTurnInProgress" })
       // One naming a turn that has ended is refused by the owner while another runs: the turn id crosses the cluster.
       const lateSteer: Array<string> = []
+      const dropped: Array<ReadonlyArray<string>> = []
       const steeredTurn = yield* here.runTurn({ sessionId, userMessage: "note again" }).pipe(
         Stream.tap((event) =>
           event.type === "permission.resolved" && event.payload.decision === "ask"
             ? here.steer({ sessionId, message: "meant for the first turn", turnId: turnIdOf(streamed[0]!)! }).pipe(
               Effect.match({ onFailure: (error) => lateSteer.push(error._tag), onSuccess: () => lateSteer.push("accepted") }),
               Effect.zipRight(here.steer({ sessionId, message: "then say steered" })),
+              // Two follow-ups queued behind the waiting turn; one dropped by name (DropFollowUps names it across the cluster), then the rest.
+              Effect.zipRight(Effect.all([here.followUp({ sessionId, message: "a" }), here.followUp({ sessionId, message: "b" })])),
+              Effect.flatMap(([a, b]) =>
+                Effect.all([here.dropFollowUps({ sessionId, queueIds: [b.queueId] }), here.dropFollowUps({ sessionId })]).pipe(
+                  Effect.map((results) => dropped.push([a.queueId, b.queueId], ...results.map((d) => d.queueIds)))
+                )
+              ),
               Effect.zipRight(here.resolvePermission({ sessionId, toolCallId: event.payload.toolCallId, decision: "allow" })),
               Effect.orDie,
               Effect.fork
@@ -145,6 +153,8 @@ describe("the routed engine of a runner", () => {
       expect(steeredTurn.find((event) => event.type === "turn.steered")).toMatchObject({ payload: { content: "then say steered" } })
       expect(steeredTurn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       expect(lateSteer).toEqual(["NoTurnInProgress"])
+      const [[a, b], first, rest] = dropped as [[string, string], ReadonlyArray<string>, ReadonlyArray<string>]
+      expect([first, rest]).toEqual([[b], [a]])
       expect(steeredTurn.filter((event) => event.type === "turn.steered")).toHaveLength(1)
 
       // A rename through this runner (RenameSession) is stored by the owner; this runner's listing and state read it.

@@ -131,7 +131,10 @@ describe("follow-ups", () => {
         const engine = yield* SessionEngine
         const a = yield* engine.followUp({ sessionId, message: "dropped one" })
         const b = yield* engine.followUp({ sessionId, message: "dropped two" })
-        expect(yield* engine.dropFollowUps({ sessionId })).toEqual({ queueIds: [a.queueId, b.queueId] })
+        // Named: only those still queued of the ones named; nothing stored when none is.
+        expect(yield* engine.dropFollowUps({ sessionId, queueIds: ["fu_unknown"] })).toEqual({ queueIds: [] })
+        expect(yield* engine.dropFollowUps({ sessionId, queueIds: [b.queueId] })).toEqual({ queueIds: [b.queueId] })
+        expect(yield* engine.dropFollowUps({ sessionId })).toEqual({ queueIds: [a.queueId] })
         expect(yield* engine.dropFollowUps({ sessionId })).toEqual({ queueIds: [] })
         yield* Deferred.succeed(gate, undefined)
         yield* Fiber.join(turn)
@@ -142,7 +145,7 @@ describe("follow-ups", () => {
           { queueId: undefined, message: "first", stopReason: "final" },
           { queueId: c.queueId, message: "kept", stopReason: "final" }
         ])
-        expect(log.find((e) => e.type === "followup.dropped")!.payload).toEqual({ queueIds: [a.queueId, b.queueId] })
+        expect(log.filter((e) => e.type === "followup.dropped").map((e) => e.payload)).toEqual([{ queueIds: [b.queueId] }, { queueIds: [a.queueId] }])
         expect((yield* Effect.flip(engine.followUp({ sessionId, message: " " })))._tag).toBe("InvalidInput")
         expectWellFormedLog(log)
       })))

@@ -210,7 +210,11 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.waitForSelector("[data-call][data-status=awaiting_approval]"))
       yield* Effect.promise(() => page.fill("#message", "never runs"))
       yield* Effect.promise(() => page.click("#followup"))
+      // The page drops what it shows, by id: a follow-up another client queued after it drew the list stays queued.
+      const shown = (yield* Effect.promise(() => fetch(`${server.url}/sessions/${sessionId}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json()))) as { followUps: ReadonlyArray<{ queueId: string }> }
+      const dropRequest = page.waitForRequest((r) => r.method() === "DELETE" && r.url().includes("/followups"))
       yield* Effect.promise(() => page.click("#drop-followups"))
+      expect(new URL((yield* Effect.promise(() => dropRequest)).url()).searchParams.getAll("queueId")).toEqual(shown.followUps.map((f) => f.queueId))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("follow-ups")?.textContent === "none queued"))
       yield* Effect.promise(() => page.click("#cancel"))
       yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]"))

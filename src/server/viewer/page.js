@@ -252,7 +252,10 @@ const decisionBadge = (d) => {
 }
 
 const sessionPath = () => `/sessions/${encodeURIComponent(state.sessionId)}`
-const dropFollowUps = () => api("DELETE", `${sessionPath()}/followups`).catch(report)
+// Drops the follow-ups the page shows (the server takes at most 1,000 at once): one another client
+// queued after the page drew them stays queued.
+const dropFollowUps = (queueIds) => () =>
+  api("DELETE", `${sessionPath()}/followups?${queueIds.slice(0, 1000).map((id) => `queueId=${encodeURIComponent(id)}`).join("&")}`).catch(report)
 
 const answer = (call, decision, remember, sessionId = state.sessionId) => () =>
   api("POST", `/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(call.toolCallId)}`, { decision, remember }).catch(report)
@@ -444,7 +447,7 @@ const render = () => {
       el("dt", { textContent: "usage" }), el("dd", { id: "usage", textContent: view.totals === undefined ? "—" : totalsText({ ...view.totals, usage: view.totals }) }),
       el("dt", { textContent: "instructions" }), el("dd", { id: "instructions", textContent: instructionsText(view.instructions) }),
       el("dt", { textContent: "follow-ups" }), el("dd", { id: "follow-ups", textContent: view.followUps.length === 0 ? "none queued" : view.followUps.map((f) => f.content).join(" · ") },
-        live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps }) : undefined)),
+        live && view.followUps.length > 0 ? el("button", { id: "drop-followups", textContent: "Drop", style: "margin-left:6px;padding:0 6px", onclick: dropFollowUps(view.followUps.map((f) => f.queueId)) }) : undefined)),
     el("h2", { textContent: "Open calls" }),
     calls.length === 0 ? el("div", { class: "empty", id: "open-calls", textContent: "none" })
       : el("ul", { id: "open-calls" }, ...calls.map((c) => el("li", { "data-call": c.toolCallId, textContent: `${c.tool} — ${c.status.replace("_", " ")}` }))))
