@@ -125,6 +125,14 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
     const sessions = new Map<string, Served>()
+    /**
+     * The loads in progress, by session: a load holds its session from its first step to its answer
+     * (then, when it re-asks a paused turn's approvals, as that turn's `running`). A prompt or another
+     * load meanwhile is refused `turn_in_progress`: a prompt claiming the session during the replay
+     * made the load fail at its end, after the client had been shown the whole conversation, and the
+     * paused turn's approval was never asked.
+     */
+    const loading = new Map<string, Running>()
     const arrivals = Arrivals.make()
     let support = AcpMapper.baseline
 
@@ -179,10 +187,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return session === undefined ? Effect.fail(acp.RequestError.sessionNotFound(sessionId)) : Effect.succeed(session)
       })
 
-    /** Claims the session for a turn, for the request that arrived at `arrivedAt`: one at a time per session. */
+    /** Claims the session for a turn, for the request that arrived at `arrivedAt`: one at a time per session, none while it loads. */
     const claim = (session: Served, arrivedAt: number) =>
       Effect.suspend(() => {
-        if (session.running !== undefined) return Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId: session.sessionId }))
+        if (session.running !== undefined || loading.has(session.sessionId)) return Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId: session.sessionId }))
         const running: Running = { controller: new AbortController(), cancelled: false, arrivedAt, turnId: undefined }
         session.running = running
         return Effect.succeed(running)
@@ -199,7 +207,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
      * it: its own turn when its start is seen). Only turns of this connection: a client cannot close
      * another's.
      */
-    const cancel = (session: Served, running: Running) =>
+    const cancel = (session: { readonly sessionId: string }, running: Running) =>
       Effect.suspend(() => {
         running.cancelled = true
         running.controller.abort()
@@ -213,12 +221,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
      */
     const cancelNotified = (sessionId: string) =>
       Effect.suspend(() => {
-        const session = sessions.get(sessionId)
-        const running = session?.running
-        if (session === undefined || running === undefined || !arrivals.cancelledAfter(sessionId, running.arrivedAt)) {
+        // A load in progress counts as the session's turn: a cancel during it closes the turn it
+        // would resume (the load then asks nothing again).
+        const running = sessions.get(sessionId)?.running ?? loading.get(sessionId)
+        if (running === undefined || !arrivals.cancelledAfter(sessionId, running.arrivedAt)) {
           return Effect.logDebug("effect-agent acp: session/cancel with no turn of this connection to cancel").pipe(Effect.annotateLogs({ sessionId }))
         }
-        return cancel(session, running)
+        return cancel({ sessionId }, running)
       })
 
     /** Asks the client about a paused call; the answer goes to the engine. */
@@ -371,12 +380,28 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return { sessionId: session.sessionId, ...(modes === undefined ? {} : { modes }) } satisfies acp.NewSessionResponse
       })
 
+    /** Holds the session for a load, from its first step (see `loading`); fails while a turn runs or another load holds it. */
+    const holdForLoad = (sessionId: string, arrivedAt: number) =>
+      Effect.suspend(() => {
+        if (sessions.get(sessionId)?.running !== undefined || loading.has(sessionId)) {
+          return Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
+        }
+        const running: Running = { controller: new AbortController(), cancelled: false, arrivedAt, turnId: undefined }
+        loading.set(sessionId, running)
+        return Effect.succeed(running)
+      })
+
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
+      Effect.flatMap(holdForLoad(params.sessionId, arrivals.requestAt(requestId)), (running) =>
+        loadHeld(params, client, running).pipe(
+          Effect.ensuring(Effect.sync(() => {
+            if (loading.get(params.sessionId) === running) loading.delete(params.sessionId)
+          }))
+        ))
+
+    const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running) =>
       Effect.gen(function*() {
-        const arrivedAt = arrivals.requestAt(requestId)
         const { sessionId } = params
-        const existing = sessions.get(sessionId)
-        if (existing?.running !== undefined) return yield* Effect.fail(requestErrorOf({ _tag: "TurnInProgress", sessionId }))
         const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
         if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
           return yield* Effect.fail(acp.RequestError.invalidParams(
@@ -387,7 +412,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const policy = yield* policyFor(state.cwd)
         yield* startServers({ sessionId, cwd: state.cwd }, yield* mcpServersOf(params.mcpServers ?? []))
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
-        const session: Served = existing ?? { sessionId, cwd: state.cwd, running: undefined, title: undefined }
+        const session: Served = sessions.get(sessionId) ?? { sessionId, cwd: state.cwd, running: undefined, title: undefined }
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
@@ -406,10 +431,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         )
         session.title = title
         const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))
-        if (pending.length > 0) {
+        // A session/cancel during the load closed the paused turn: nothing is left to ask.
+        if (pending.length > 0 && !running.cancelled) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
           // background: the client may take its time, and the paused turn goes on from the answers.
-          const running = yield* claim(session, arrivedAt)
+          // The load's hold becomes the turn's claim in one step: no prompt gets in between.
+          session.running = running
+          loading.delete(sessionId)
           const asked = pending.map((call) => ({ call, request: permissionRequest(client, session, running, call) }))
           yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
         }

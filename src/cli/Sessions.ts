@@ -42,7 +42,9 @@ const storedDirectory = (dir: string): string => {
  */
 export const line = (s: Session.SessionSummary): string => {
   const totals = UsageText.totalsText(s)
-  let text = `${s.sessionId}  ${s.lastActivityAt}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${s.client}  ${Render.terminalSafe(s.cwd)}`
+  // Every text field is made safe, the time and the client too: a listing may come from a
+  // repository's index (`.effect-agent/index.json`), which holds them as any string.
+  let text = `${s.sessionId}  ${Render.terminalSafe(s.lastActivityAt)}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${Render.terminalSafe(s.client)}  ${Render.terminalSafe(s.cwd)}`
   if (totals !== undefined) text += `  ${Render.terminalSafe(totals)}`
   if (s.title !== undefined) text += `  ${Render.terminalSafe(s.title)}`
   return text
@@ -103,12 +105,12 @@ export const listingBytes = (summaries: ReadonlyArray<Session.SessionSummary>): 
   for (const s of summaries) {
     text(s.sessionId)
     gap()
-    text(s.lastActivityAt)
+    safe(s.lastActivityAt)
     gap()
     text(String(s.turnCount))
     text(s.turnCount === 1 ? " turn" : " turns")
     gap()
-    text(s.client)
+    safe(s.client)
     gap()
     safe(s.cwd)
     // UsageText.totalsText: `tokens in 14 · out 10 · cache read 103 — $0.25; cost unknown for model-x`.

@@ -332,6 +332,14 @@ export const make = (options: Options = {}) =>
               if (count > 1 && input.replaceAll !== true) {
                 return Either.left(new ToolFailure({ errorCode: "ambiguous_match", message: `oldString occurs ${count} times in ${input.path}; give more context or set replaceAll` }))
               }
+              // The result is held to the size the file may be read at, checked before it is built:
+              // `replaceAll` of a one-letter oldString in a 2 MiB file with a 200-letter newString made
+              // a 400 MB file (900 MB of memory, seconds of the event loop), and a larger one threw.
+              const replaced = input.replaceAll === true ? count : 1
+              const size = Buffer.byteLength(text) + replaced * (Buffer.byteLength(input.newString) - Buffer.byteLength(input.oldString))
+              if (size > maxFile) {
+                return Either.left(new ToolFailure({ errorCode: "file_too_large", message: `the edit would make ${input.path} ${size} bytes, over the ${maxFile}-byte limit` }))
+              }
               const updated = input.replaceAll === true ? text.split(input.oldString).join(input.newString) : text.replace(input.oldString, () => input.newString)
               return Either.right(new TextEncoder().encode(updated))
             }, { singleName: call.paths[0]!.insideCwd }).pipe(Effect.catchTag("FileError", fileFailure(input.path)))

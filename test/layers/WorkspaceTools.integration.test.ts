@@ -135,6 +135,26 @@ describe("WorkspaceTools", () => {
         expect(yield* fs.readFileString(`${cwd}/deep/new/file.txt`)).toBe("A$&$1A")
       }).pipe(Effect.provide(NodeContext.layer)))
 
+    it.scoped("an edit whose result would be over maxFileBytes is refused file_too_large and changes nothing (a one-letter replaceAll made a file 200 times the limit)", () =>
+      Effect.gen(function*() {
+        const { call, write, fs, cwd } = yield* workspace({ maxFileBytes: 10_000 })
+        yield* write("a.txt", "a".repeat(10_000))
+        // 10,000 occurrences of 1 byte, each becoming 200: 2,000,000 bytes.
+        expect(failure(yield* call("edit_file", { path: "a.txt", oldString: "a", newString: "b".repeat(200), replaceAll: true }))).toMatchObject({
+          errorCode: "file_too_large",
+          message: "the edit would make a.txt 2000000 bytes, over the 10000-byte limit"
+        })
+        expect((yield* fs.stat(`${cwd}/a.txt`)).size).toBe(BigInt(10_000))
+        // One replacement too, counted in UTF-8 bytes (é is two).
+        yield* write("b.txt", "x")
+        expect(failure(yield* call("edit_file", { path: "b.txt", oldString: "x", newString: "é".repeat(5_001) }))).toMatchObject({ errorCode: "file_too_large" })
+        ok(yield* call("edit_file", { path: "b.txt", oldString: "x", newString: "é".repeat(4_999) + "y" }))
+        expect((yield* fs.stat(`${cwd}/b.txt`)).size).toBe(BigInt(9_999))
+        // Up to the limit, and shrinking edits, still work.
+        ok(yield* call("edit_file", { path: "a.txt", oldString: "a", newString: "", replaceAll: true }))
+        expect(yield* fs.readFileString(`${cwd}/a.txt`)).toBe("")
+      }).pipe(Effect.provide(NodeContext.layer)))
+
     it.scoped("concurrent edits of one file are serialized: none is lost", () =>
       Effect.gen(function*() {
         const { call, write, fs, cwd } = yield* workspace()

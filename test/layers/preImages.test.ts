@@ -63,6 +63,54 @@ describe("PreImages: a shell command's snapshot", () => {
       expect(created!.before).toBeUndefined()
     }).pipe(Effect.provide(checkpoints())))
 
+  it.scoped("a .gitignore of more rules than a snapshot applies is not applied (a clone's 200,000 rules cost 175 ms of the event loop per entry); one within the limits is", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      const { ignoreFileBytes, ignoreRulesInForce, ignoreRulesRead } = PreImages.ignoreLimits
+      // Rules that match nothing, then one that matches: over the limit, none of them applies.
+      const rules = (n: number, last: string) => Array.from({ length: n - 1 }, (_, i) => `nothing${i}/*.x`).concat(last).join("\n")
+      yield* write(dir, {
+        "a/.gitignore": rules(ignoreRulesInForce, "a.log"),
+        "a/a.log": "1",
+        // Its parent's rules and its own are over the rules in force together.
+        "a/deep/.gitignore": "deep.log\n",
+        "a/deep/deep.log": "1",
+        "b/.gitignore": rules(ignoreRulesInForce + 1, "b.log"),
+        "b/b.log": "1",
+        // Comments and blank lines are not rules.
+        "c/.gitignore": `# a comment\n\n${rules(10, "c.log")}\n`,
+        "c/c.log": "1",
+        "d/.gitignore": `${"#".repeat(ignoreFileBytes)}\nd.log\n`,
+        "d/d.log": "1"
+      })
+      const cp = yield* WorkspaceCheckpoints
+      const capture = (yield* cp.watch(shellCall("sh"), dir))!
+      yield* write(dir, { "a/a.log": "2", "a/deep/deep.log": "2", "b/b.log": "2", "c/c.log": "2", "d/d.log": "2" })
+      const { changes } = yield* capture
+      expect(changes.map((c) => c.path)).toEqual(["a/deep/deep.log", "b/b.log", "d/d.log"])
+      expect(ignoreRulesRead).toBeGreaterThan(ignoreRulesInForce)
+    }).pipe(Effect.provide(checkpoints())))
+
+  it.scoped("the rules read by one snapshot are bounded too: past them, a later .gitignore is not applied", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      const { ignoreRulesInForce, ignoreRulesRead } = PreImages.ignoreLimits
+      const files: Record<string, string> = {}
+      // Sibling folders, each within the rules in force, together past the rules read.
+      const folders = Math.ceil(ignoreRulesRead / ignoreRulesInForce) + 1
+      for (let i = 0; i < folders; i++) {
+        files[`p${String(i).padStart(2, "0")}/.gitignore`] = Array.from({ length: ignoreRulesInForce - 1 }, (_, j) => `nothing${j}/*.x`).concat("x.log").join("\n")
+        files[`p${String(i).padStart(2, "0")}/x.log`] = "1"
+      }
+      yield* write(dir, files)
+      const cp = yield* WorkspaceCheckpoints
+      const capture = (yield* cp.watch(shellCall("sh"), dir))!
+      yield* write(dir, Object.fromEntries(Object.keys(files).filter((f) => f.endsWith(".log")).map((f) => [f, "2"])))
+      const { changes } = yield* capture
+      const applied = ignoreRulesRead / ignoreRulesInForce
+      expect(changes.map((c) => c.path)).toEqual(Array.from({ length: folders - applied }, (_, i) => `p${String(applied + i).padStart(2, "0")}/x.log`))
+    }).pipe(Effect.provide(checkpoints())))
+
   it.scoped("a read-only call is not watched", () =>
     Effect.gen(function*() {
       const dir = yield* folder

@@ -8,7 +8,7 @@
  */
 import { randomBytes } from "node:crypto"
 import { constants, lstatSync } from "node:fs"
-import { access, open, readFile, rename, rm } from "node:fs/promises"
+import { access, open, rename, rm } from "node:fs/promises"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -41,6 +41,25 @@ const failure = (operation: Blob.BlobFailure["operation"], hash: string | undefi
     cause: error
   })
 
+/**
+ * A blob file's bytes, read only when it is a regular file, opened without following a link and
+ * without blocking (else `EINVAL`, or `ELOOP` for a link). The store writes its blobs by renaming a
+ * file of its own onto the name, never as a link or a pipe; but a data dir can come with a repository
+ * (the CLI's default is `.effect-agent/` in the current directory), and `readFile` of a link to
+ * `/dev/zero` read until it held 2 GiB, of `/dev/tty` waited for the terminal, and of a named pipe
+ * held a thread of libuv's pool in `open(2)` for good — every file operation of the process waits
+ * once four are held.
+ */
+const readRegular = async (file: string): Promise<Buffer> => {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    if (!(await handle.stat()).isFile()) throw Object.assign(new Error("not a regular file"), { code: "EINVAL" })
+    return await handle.readFile()
+  } finally {
+    await handle.close()
+  }
+}
+
 /** Builds the store on a data dir (its `blobs/` folder is made on the first put). */
 export const make = (options: Options): BlobStore.Service => {
   const root = join(options.dataDir, "blobs")
@@ -52,11 +71,11 @@ export const make = (options: Options): BlobStore.Service => {
       Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
     )
 
-  /** Whether the file exists and its bytes hash to `hash`. */
+  /** Whether the file exists and its bytes hash to `hash` (a link or anything but a regular file does not: the put replaces it). */
   const holds = (file: string, hash: string) =>
-    Effect.tryPromise({ try: () => readFile(file), catch: (error) => error }).pipe(
+    Effect.tryPromise({ try: () => readRegular(file), catch: (error) => error }).pipe(
       Effect.map((stored) => Sha256.of(stored) === hash),
-      Effect.catchIf((error) => codeOf(error) === "ENOENT", () => Effect.succeed(false))
+      Effect.catchIf((error) => ["ENOENT", "ELOOP", "EINVAL"].includes(codeOf(error) ?? ""), () => Effect.succeed(false))
     )
 
   const put: BlobStore.Service["put"] = (bytes) =>
@@ -100,7 +119,7 @@ export const make = (options: Options): BlobStore.Service => {
     Effect.gen(function*() {
       if (!Blob.isHash(hash)) return yield* Effect.fail(Blob.invalidHash("get", hash))
       const bytes = yield* Effect.tryPromise({
-        try: () => readFile(fileOf(hash)),
+        try: () => readRegular(fileOf(hash)),
         catch: (error): Blob.BlobNotFound | Blob.BlobFailure => codeOf(error) === "ENOENT" ? new Blob.BlobNotFound({ hash }) : failure("get", hash)(error)
       })
       const actual = Sha256.of(bytes)

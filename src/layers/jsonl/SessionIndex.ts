@@ -44,6 +44,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { Client } from "../../domain/AgentEvent.js"
 import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
@@ -127,6 +128,9 @@ const inListingOrder = (entries: ReadonlyArray<Entry>): boolean => {
 }
 
 const isString = (u: unknown): u is string => typeof u === "string"
+const clients: ReadonlySet<unknown> = new Set(Client.literals)
+/** A client the log's schema allows: an index can come with a repository, and anything else is rebuilt from the log. */
+const isClient = (u: unknown): boolean => clients.has(u)
 const isInt = (u: unknown): u is number => Number.isSafeInteger(u)
 
 /** Whether an index entry has the shape of `Entry` (the index is this store's own cache; anything else is rebuilt). */
@@ -135,7 +139,7 @@ const isEntry = (u: unknown): u is Entry => {
   const { covered, summary, version } = u as Record<string, unknown>
   if (!isInt(covered) || !isInt(version) || typeof summary !== "object" || summary === null) return false
   const s = summary as Record<string, unknown>
-  return isString(s.sessionId) && isString(s.cwd) && isString(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
+  return isString(s.sessionId) && isString(s.cwd) && isClient(s.client) && isString(s.createdAt) && isString(s.lastActivityAt) &&
     isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString))) &&
     (s.title === undefined || isString(s.title)) &&
     isTotals(s)
