@@ -87,6 +87,16 @@ const shortResult = (result: string) => {
 const diffLines = 12
 
 /**
+ * Characters of one such line shown; the rest is counted. A `write_file` of one 2 MB line was
+ * printed whole under its call, two megabytes on the terminal.
+ */
+const diffLineChars = 400
+
+/** A line of an edit cut to {@link diffLineChars}, saying how much is left out. */
+export const shownDiffLine = (line: string): string =>
+  line.length <= diffLineChars ? line : `${line.slice(0, diffLineChars)} … (${line.length - diffLineChars} more characters)`
+
+/**
  * What an edit changes, as `-`/`+` lines: `edit_file` the replaced lines against their replacement
  * (the lines both share at the start and the end left out), `write_file` the content it writes.
  * Empty for other calls, or arguments that are not an edit's.
@@ -171,7 +181,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         // An edit shows what it changes, so its approval is a decision about the change itself.
         const diff = options.transcript ? [] : editDiff(event.payload)
         for (const line of diff.slice(0, diffLines)) {
-          const safe = `      ${terminalSafe(line)}`
+          const safe = `      ${terminalSafe(shownDiffLine(line))}`
           output.err(`${options.color === true ? (line.startsWith("-") ? red(safe) : green(safe)) : safe}\n`)
         }
         if (diff.length > diffLines) note(`      … ${diff.length - diffLines} more line${diff.length - diffLines === 1 ? "" : "s"}`)

@@ -60,6 +60,10 @@ describe("Render", () => {
     expect(lines[1]).toBe("      + line 0\\x1b[2J")
     expect(lines).toHaveLength(1 + 12 + 1)
     expect(lines.at(-1)).toBe("      … 8 more lines")
+    // One line of 2 MB is cut to its first 400 characters, the rest counted (it was printed whole).
+    err = ""
+    render.event(requested(6, "write_file", { path: "c.txt", content: "y".repeat(2_000_000) }))
+    expect(err).toBe(`  ⚙ write_file c.txt\n      + ${"y".repeat(398)} … (1999602 more characters)\n`)
     // Arguments that are not an edit's: the call line alone.
     err = ""
     render.event(requested(4, "edit_file", { path: "a.ts", oldString: 3 }))
