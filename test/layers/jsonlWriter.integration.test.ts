@@ -3,8 +3,8 @@
  * at once (a typed error naming the line and the repair command; `repair` keeps the first writer's
  * events), damaged logs in listings, the line size cap, and owner-only file modes.
  */
-import { spawnSync } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { execFileSync, spawnSync } from "node:child_process"
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -122,6 +122,30 @@ describe("JSONL writer lock", () => {
       expect(held).toHaveLength(1)
       expect(JSON.parse(readFileSync(join(dir, held[0]!), "utf8"))).toMatchObject({ pid: process.pid, hostname: hostname() })
       yield* Scope.close(scope, Exit.void)
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("JSONL writer lock records that a repository planted", () => {
+  // A data dir can come with a clone. A record that is a link is not followed (a link to /dev/tty or a
+  // pipe blocked the main thread for good, to /dev/zero read until memory ran out): it reads as no
+  // holder, as an unreadable record does, and the lock is taken over.
+  it.scoped("a record that is a link, even to a live holder's record, or a named pipe, or too large, is no holder: taken over at once", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* storeIn(dataDir)
+      const live = join(dataDir, "live.json")
+      writeFileSync(live, JSON.stringify({ pid: 1, hostname: hostname(), startTime: startTimeOf(1), startedAt: at, nonce: "n" }))
+      const planted = (sessionId: string, make: (record: string) => void) => {
+        const dir = join(sessionsDir(dataDir), `${sessionId}.jsonl.lock`)
+        mkdirSync(dir, { recursive: true })
+        make(join(dir, "1.json"))
+      }
+      planted("linked", (record) => symlinkSync(live, record))
+      yield* Effect.scoped(store.acquireWriter("linked"))
+      planted("piped", (record) => execFileSync("mkfifo", [record]))
+      yield* Effect.scoped(store.acquireWriter("piped"))
+      planted("large", (record) => writeFileSync(record, JSON.stringify({ pid: 1, hostname: hostname(), startTime: startTimeOf(1), startedAt: at, nonce: "n".repeat(70_000) })))
+      yield* Effect.scoped(store.acquireWriter("large"))
     }).pipe(Effect.provide(NodeContext.layer)))
 })
 

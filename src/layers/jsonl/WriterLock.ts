@@ -17,7 +17,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, fsyncSync, linkSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from "node:fs"
+import { closeSync, constants, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
 import * as Directories from "../Directories.js"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -83,6 +83,35 @@ const removeQuietly = (file: string) => {
   }
 }
 
+/** The most a lock record may be: a holder's record is a line of JSON of a few hundred bytes. */
+const maxRecordBytes = 64 * 1024
+
+/**
+ * A lock record's text, or undefined when it is not a regular file of at most `maxRecordBytes`
+ * (read as no holder: this store writes records whole, as regular files). Opened without following
+ * a link and without blocking: a data dir can come with a repository, and `readFileSync` of a record
+ * that was a link to `/dev/tty` or a named pipe blocked the main thread for good (`/dev/zero`: read
+ * until memory ran out). Throws `ENOENT` when it is gone.
+ */
+const readRecord = (file: string): string | undefined => {
+  let fd: number
+  try {
+    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch (error) {
+    if (codeOf(error) === "ELOOP") return undefined
+    throw error
+  }
+  try {
+    const info = fstatSync(fd)
+    if (!info.isFile() || info.size > maxRecordBytes) return undefined
+    const buffer = Buffer.alloc(maxRecordBytes + 1)
+    const read = readSync(fd, buffer, 0, buffer.length, 0)
+    return read > maxRecordBytes ? undefined : buffer.toString("utf8", 0, read)
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** The lock folder of a log file. */
 export const lockDirOf = (logFile: string) => `${logFile}.lock`
 
@@ -98,14 +127,14 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   const highest = all.length === 0 ? 0 : Math.max(...all)
   let takenOverFrom: Holder.Holder | undefined
   if (highest > 0) {
-    let text: string
+    let text: string | undefined
     try {
-      text = readFileSync(join(dir, `${highest}.json`), "utf8")
+      text = readRecord(join(dir, `${highest}.json`))
     } catch (error) {
       if (codeOf(error) === "ENOENT") return { _tag: "Retry" }
       throw error
     }
-    const holder = Holder.parse(text)
+    const holder = text === undefined ? undefined : Holder.parse(text)
     const released = names.includes(`${highest}.released`)
     // An unreadable record cannot be a live holder's: records are published whole.
     if (holder !== undefined && !released) {
