@@ -222,8 +222,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       })
 
     /** Asks the client about a paused call; the answer goes to the engine. */
-    const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call) =>
-      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call), {
+    const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call, uncovered?: AcpMapper.Uncovered) =>
+      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call, uncovered), {
         cancellationSignal: running.controller.signal,
         stopWaitingOnCancel: true
       })
@@ -266,7 +266,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               }
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
                 const call = calls.get(event.payload.toolCallId)
-                if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call))
+                // Why the policy asked, when the user's own rule did not cover the call: said in the request, as the CLI's question says it.
+                const uncovered = sessionModes?.takeAskReason?.(session.sessionId, event.payload.toolCallId)
+                if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call, uncovered))
               }
               if (event.type === "subagent.asked") {
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
