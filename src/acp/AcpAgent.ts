@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, version, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -354,7 +354,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           promptCapabilities: { image: true, audio: false, embeddedContext: true },
           sessionCapabilities: { list: {} }
         },
-        agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? "0.1.0" },
+        agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? version },
         authMethods: []
       }
     }
