@@ -55,6 +55,23 @@ describe("help text", () => {
     expect(text).not.toMatch(/\n\n\n/)
   })
 
+  // @effect/cli names a redacted flag's value "redacted": `--database-url redacted` read as if the
+  // value were the word. It is a URL.
+  it("run --help shows the database URL flags' value as a url", async () => {
+    const printed: Array<string> = []
+    const help = Console.consoleWith((console) =>
+      Console.withConsole(Cli.main(["node", "effect-agent", "run", "--help"]), {
+        ...console,
+        log: (...args: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(args.join(" ")))
+      })
+    )
+    await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
+    const text = Help.stripAnsi(printed.join("\n")).replace(/\s+/g, " ")
+    expect(text).toContain("[--database-url url]")
+    expect(text).toContain("--database-url url ")
+    expect(text).not.toContain("redacted")
+  })
+
   it("a bad choice names its flag, the value and the choices", async () => {
     const command = Command.make("pick", { mode: Help.choice("mode", ["default", "readOnly"]) }, () => Effect.void)
     const run = Command.run(command, { name: "pick", version: "0" })
