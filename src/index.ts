@@ -54,6 +54,8 @@ export {
 export * as Compaction from "./domain/Compaction.js"
 /** Token estimates. */
 export * as Tokens from "./domain/Tokens.js"
+/** The package's version, as the CLI, the ACP agent and the server report it. */
+export { version } from "./domain/Version.js"
 /** Log format versions and their migrations. */
 export * as LogFormat from "./domain/LogFormat.js"
 export type { EventStoreFailureReason, ProviderFailureReason } from "./domain/Errors.js"

@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, version, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -231,8 +231,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       })
 
     /** Asks the client about a paused call; the answer goes to the engine. */
-    const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call) =>
-      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call), {
+    const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call, uncovered?: AcpMapper.Uncovered) =>
+      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call, uncovered), {
         cancellationSignal: running.controller.signal,
         stopWaitingOnCancel: true
       })
@@ -275,7 +275,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               }
               if (event.type === "permission.resolved" && event.payload.decision === "ask") {
                 const call = calls.get(event.payload.toolCallId)
-                if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call))
+                // Why the policy asked, when the user's own rule did not cover the call: said in the request, as the CLI's question says it.
+                const uncovered = sessionModes?.takeAskReason?.(session.sessionId, event.payload.toolCallId)
+                if (call !== undefined) yield* answer(session, running, call, permissionRequest(client, session, running, call, uncovered))
               }
               if (event.type === "subagent.asked") {
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
@@ -361,7 +363,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           promptCapabilities: { image: true, audio: false, embeddedContext: true },
           sessionCapabilities: { list: {} }
         },
-        agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? "0.1.0" },
+        agentInfo: { name: options.name ?? "effect-agent", version: options.version ?? version },
         authMethods: []
       }
     }

@@ -378,7 +378,33 @@ export const permissionOptions: ReadonlyArray<acp.PermissionOption> = [
   { optionId: "reject_always", name: "Always reject", kind: "reject_always" }
 ]
 
-/** The `session/request_permission` params for a call waiting for the user. */
+/** Why the policy asked: the user's rule that did not cover the call (see `PermissionDecision.reason`). */
+export interface Uncovered {
+  readonly reason: string
+  /** A command pattern that would allow the call. */
+  readonly allowCommand?: string | undefined
+}
+
+/** Suggested rules longer than this are not repeated: the title shows the command once already. */
+const suggestedLength = 200
+
+/**
+ * The reason as a line of the request's content: what the rule did not cover, and the rule that
+ * would allow the call (a flag or settings rule of the `tool:command` form) when one can carry the
+ * command line as it is.
+ */
+export const uncoveredText = (tool: string, uncovered: Uncovered): string => {
+  const { allowCommand } = uncovered
+  const suggestion = allowCommand === undefined || allowCommand.length > suggestedLength || wholeLine(allowCommand) !== allowCommand
+    ? "To allow it without asking, write a rule that spells the command out; or answer here."
+    : `To allow it without asking, add the rule ${wholeLine(tool)}:${allowCommand} (--allow, or an allow rule in your settings); or answer here.`
+  return `Asked because ${wholeLine(uncovered.reason)}. ${suggestion}`
+}
+
+/**
+ * The `session/request_permission` params for a call waiting for the user; `uncovered` (why the
+ * policy asked, when the user's own rule did not cover the call) is added to the call's content.
+ */
 export const permissionRequestOf = (
   sessionId: string,
   cwd: string,
@@ -388,9 +414,13 @@ export const permissionRequestOf = (
     readonly args: Json.Json
     /** A subagent's call (listed so by `pendingApprovals` after a restart): its title labelled with the subagent. */
     readonly askedBy?: { readonly sessionId: string; readonly description: string } | undefined
-  }
+  },
+  uncovered?: Uncovered
 ): acp.RequestPermissionRequest => {
-  const toolCall = { ...toolCallOf(cwd, call), title: toolTitle(call.tool, call.args, true) }
+  const called = toolCallOf(cwd, call)
+  // Editors show a permission request's title and content: the reason goes after the call's own content (a diff).
+  const content = uncovered === undefined ? called.content : [...(called.content ?? []), ...toolContent(uncoveredText(call.tool, uncovered))]
+  const toolCall = { ...called, title: toolTitle(call.tool, call.args, true), ...(content === undefined ? {} : { content }) }
   const title = call.askedBy === undefined ? toolCall.title : `Subagent "${wholeLine(call.askedBy.description)}" (${wholeLine(call.askedBy.sessionId)}): ${toolCall.title ?? call.tool}`
   return { sessionId, toolCall: { ...toolCall, status: "pending", ...(title === undefined ? {} : { title }) }, options: [...permissionOptions] }
 }

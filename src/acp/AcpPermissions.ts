@@ -45,6 +45,12 @@ export declare namespace SessionModes {
     readonly set: (sessionId: string, mode: PermissionPolicy.Mode) => Effect.Effect<void>
     /** Sets the session's policy when it is opened: its mode (else `initial`) and its own rules. */
     readonly configure: (sessionId: string, policy: SessionPolicy) => Effect.Effect<void>
+    /**
+     * Why the policy asked about a call, when a rule of the user's did not cover it, taken once by
+     * the permission request that asks it (the events keep only the ask). Absent in a table of an
+     * embedder's own: its requests then carry no reason.
+     */
+    readonly takeAskReason?: ((sessionId: string, toolCallId: string) => PermissionPolicy.AskReason | undefined) | undefined
   }
 }
 
@@ -69,6 +75,7 @@ export const make = (options: Options = {}) =>
     const table = yield* Ref.make(new Map<string, Entry>())
     const initial = options.initial ?? "default"
     const decide = options.decide ?? PermissionPolicy.decide
+    const reasons = PermissionPolicy.askReasons()
     const entry = (sessionId: string) => Effect.map(Ref.get(table), (entries): Entry => entries.get(sessionId) ?? { mode: initial, rules: [] })
     const put = (sessionId: string, next: (current: Entry) => Entry) =>
       Ref.update(table, (entries) => new Map(entries).set(sessionId, next(entries.get(sessionId) ?? { mode: initial, rules: [] })))
@@ -76,11 +83,13 @@ export const make = (options: Options = {}) =>
       initial,
       get: (sessionId) => Effect.map(entry(sessionId), (e) => e.mode),
       set: (sessionId, mode) => put(sessionId, (current) => ({ ...current, mode })),
-      configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [], protectedPaths: policy.protectedPaths }))
+      configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [], protectedPaths: policy.protectedPaths })),
+      takeAskReason: reasons.take
     }
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
       decide: (request) =>
-        Effect.map(entry(request.sessionId), ({ mode, protectedPaths, rules }) => decide({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths }, request))
+        Effect.map(entry(request.sessionId), ({ mode, protectedPaths, rules }) =>
+          reasons.note(request, decide({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths }, request)))
     }
     return { sessionModes, permissions }
   })

@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import * as Command from "@effect/cli/Command"
+import { version } from "../index.js"
 import * as Acp from "./commands/Acp.js"
 import * as Adopt from "./commands/Adopt.js"
 import * as Chat from "./commands/Chat.js"
@@ -49,7 +50,7 @@ export const command = Command.make("effect-agent").pipe(
   ])
 )
 
-const runCommand = Command.run(command, { name: "effect-agent", version: "0.1.0" })
+const runCommand = Command.run(command, { name: "effect-agent", version })
 
 /**
  * `run -` with options after the `-`: @effect/cli reads the lone `-` as the start of a flag and then

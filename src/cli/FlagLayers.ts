@@ -56,7 +56,7 @@ const postgresLayer = (url: Option.Option<Redacted.Redacted>, readOnly: boolean)
 
 /** How the CLI tells the user to adopt a session it refuses. */
 export const adoptHint: StartedSessions.AdoptHint = (sessionId) =>
-  `if it is yours, or once you have read it, adopt it: effect-agent adopt ${sessionId}`
+  `if it is yours, or once you have read it (effect-agent replay ${sessionId}), adopt it: effect-agent adopt ${sessionId}`
 
 /**
  * The store the options chose. `readOnly`: for the commands that only read (`sessions`, `replay`,

@@ -65,6 +65,8 @@ export const storage = {
   ),
   // Redacted: never printed. The environment keeps it off the process list.
   databaseUrl: Options.redacted("database-url").pipe(
+    // @effect/cli would show the value as "redacted", as if that were the word to type.
+    Options.withPseudoName("url"),
     Options.withFallbackConfig(Config.redacted("EFFECT_AGENT_DATABASE_URL")),
     Options.optional,
     Options.withDescription("With --store postgres: the database, postgres://user:password@host:5432/db (or EFFECT_AGENT_DATABASE_URL)")
@@ -216,6 +218,7 @@ export const cluster = {
     Options.withDescription("With --cluster: the cluster CA's certificate (PEM): the runners' certificates are checked against it only")
   ),
   clusterDatabaseUrl: Options.redacted("cluster-database-url").pipe(
+    Options.withPseudoName("url"),
     Options.optional,
     Options.withDescription("With --cluster: the database of shard locks and runners (default: the store's --database-url)")
   )

@@ -28,40 +28,17 @@ export interface Configurable {
 }
 
 /** What a question adds about a call the user's rule did not cover. */
-export interface AskReason {
-  readonly reason: string
-  readonly allowCommand?: string | undefined
-}
-
-/** Asks whose question has not been asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
-const keptReasons = 256
+export type AskReason = PermissionPolicy.AskReason
 
 /** A configurable policy; until configured it decides as the default mode with no rules. */
 export const configurable = (): Configurable => {
   let options: PermissionPolicy.Options = { mode: "default" }
   let env: Env = {}
-  const reasons = new Map<string, AskReason>()
-  const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
-  const decide = (request: PermissionEngine.PermissionRequest) => {
-    const decided = PermissionPolicy.decide(options, request)
-    const key = keyOf(request.sessionId, request.call.toolCallId)
-    // The latest decision about a call is the one its question follows: an earlier one's reason
-    // (a subagent's call checked against its parent's session too) never outlives it.
-    reasons.delete(key)
-    if (decided.decision === "ask" && decided.reason !== undefined) {
-      reasons.set(key, { reason: decided.reason, allowCommand: decided.allowCommand })
-      if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
-    }
-    return decided
-  }
+  const reasons = PermissionPolicy.askReasons()
+  const decide = (request: PermissionEngine.PermissionRequest) => reasons.note(request, PermissionPolicy.decide(options, request))
   return {
     layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(request)) }),
-    takeAskReason: (sessionId, toolCallId) => {
-      const key = keyOf(sessionId, toolCallId)
-      const reason = reasons.get(key)
-      reasons.delete(key)
-      return reason
-    },
+    takeAskReason: reasons.take,
     // Getters: the tools spread this object when a command starts, so they see what `configure` set.
     env: {
       get allow() {

@@ -11,6 +11,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import { SessionEngine } from "../index.js"
+import { CliError } from "./CliError.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Rewind.js"
 import * as ExitCode from "./ExitCode.js"
@@ -36,7 +37,12 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
           : Effect.void),
       // Said above in full: exit 1 without the same refusal again as one line.
       Effect.mapError((error) =>
-        error._tag === "RewindRefused" && error.reason === "changed_outside" ? new ExitCode.AlreadyReported({ message: error.message }) : error
+        error._tag === "RewindRefused" && error.reason === "changed_outside"
+          ? new ExitCode.AlreadyReported({ message: error.message })
+          // The API's field is the user's --to: named by the flag they typed ("Invalid toSequence: …" read as a bug).
+          : error._tag === "InvalidInput" && error.field === "toSequence"
+          ? new CliError({ reason: "invalid_arguments", message: `--to ${to}: ${error.detail}` })
+          : error
       )
     )
     yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${rewound.changes.length} file${rewound.changes.length === 1 ? "" : "s"} restored`)

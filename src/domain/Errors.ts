@@ -37,6 +37,9 @@ export class EventStoreFailure extends Schema.TaggedError<EventStoreFailure>()("
   cause: Schema.optional(Schema.Defect)
 }) {
   override get message(): string {
+    // Not a failure of the store but a refusal the user acts on: its detail, in plain words, says
+    // what happened and how to adopt the session (the tag and `reason` are for code).
+    if (this.reason === "untrusted") return this.detail
     const where = this.path === undefined ? "" : ` (${this.path}${this.line === undefined ? "" : `:${this.line}`})`
     return `Event store ${this.operation} failed [${this.reason}]: ${this.detail}${where}`
   }

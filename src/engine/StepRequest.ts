@@ -22,6 +22,7 @@ import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
 
 interface Prepared {
+  /** The request as sent: its images' bytes attached, or notes in their place. */
   readonly request: ModelRequest
   readonly parts: ReadonlyArray<ContextBuilder.PromptPart>
   readonly tokens: ContextBuilder.TokenEstimate
@@ -36,11 +37,23 @@ const instructionsOf = (parts: ReadonlyArray<ContextBuilder.PromptPart>): Readon
       : []
   )
 
-/** The estimate with the images the request's messages name: each counts `Image.estimatedTokens` in the transcript. */
-const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest): ContextBuilder.TokenEstimate => {
+/**
+ * The estimate of the request as it is sent (`sent`: `request` with its images attached, see
+ * `Images.attach`): each image it carries counts `Image.estimatedTokens` in the transcript; an image
+ * sent as a note instead (a model that takes none, a blob that cannot be read, one over a request's
+ * limits) counts as the note's text, which `estimate` — of the request before the notes — left out.
+ */
+const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest, sent: ModelRequest): ContextBuilder.TokenEstimate => {
   let images = 0
-  for (const message of request.messages) if (message.role !== "assistant") images += message.images?.length ?? 0
-  const extra = images * Image.estimatedTokens
+  // How much longer the messages' JSON got: notes added to their text, references of the images they replace taken out.
+  let chars = 0
+  request.messages.forEach((message, i) => {
+    const out = sent.messages[i]
+    if (message.role === "assistant" || out === undefined || out.role === "assistant") return
+    images += out.images?.length ?? 0
+    if (out.content !== message.content || out.images?.length !== message.images?.length) chars += JSON.stringify(out).length - JSON.stringify(message).length
+  })
+  const extra = images * Image.estimatedTokens + Math.ceil(chars / 4)
   return extra === 0 ? tokens : { ...tokens, transcript: tokens.transcript + extra, total: tokens.total + extra }
 }
 
@@ -66,10 +79,13 @@ const prepare = (turn: Turn): Effect.Effect<Prepared> =>
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
+    // The images' bytes, read from the blob area for this request (never part of the estimate's JSON):
+    // which are sent and which become notes decides what the request counts.
+    const sent = yield* Images.attach(services.blobs, services.provider.capabilities, request)
     return {
-      request,
+      request: sent,
       parts: built.parts,
-      tokens: withImages(request === built.request ? built.tokens : ContextBuilder.estimate(request), request),
+      tokens: withImages(request === built.request ? built.tokens : ContextBuilder.estimate(request), request, sent),
       instructions: instructionsOf(built.parts)
     }
   })
@@ -114,6 +130,5 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
       )
       return Option.none<PromptCache.RequestParts>()
     }
-    // The images' bytes, read from the blob area for this request (never part of the estimate's JSON).
-    return Option.some({ parts, request: yield* Images.attach(turn.services.blobs, provider.capabilities, request) })
+    return Option.some({ parts, request })
   })

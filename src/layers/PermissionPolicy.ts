@@ -294,3 +294,48 @@ export const decide = (options: Options, request: PermissionRequest): Permission
 /** The policy as the permission engine. */
 export const layer = (options: Options = {}): Layer.Layer<PermissionEngine> =>
   Layer.succeed(PermissionEngine, { decide: (request) => Effect.succeed(decide(options, request)) })
+
+/** What a question adds about a call the user's rule did not cover (see `PermissionDecision.reason`). */
+export interface AskReason {
+  readonly reason: string
+  readonly allowCommand?: string | undefined
+}
+
+/** The reasons kept for questions not asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
+const keptReasons = 256
+
+/** The reasons of asks, from the decision to the question that asks it (see {@link askReasons}). */
+export interface AskReasons {
+  /** Notes a decision about a call (the latest decision about a call is the one its question follows); returns it. */
+  readonly note: (request: PermissionRequest, decided: PermissionDecision) => PermissionDecision
+  /** The reason of the ask about this call, taken once. */
+  readonly take: (sessionId: string, toolCallId: string) => AskReason | undefined
+}
+
+/**
+ * Carries an ask's reason from the permission engine to the surface asking the user (the CLI's
+ * question, an editor's permission request): the events record only the ask, never the reason, so
+ * the process that decided keeps it for its own question.
+ */
+export const askReasons = (): AskReasons => {
+  const reasons = new Map<string, AskReason>()
+  const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
+  return {
+    note: (request, decided) => {
+      const key = keyOf(request.sessionId, request.call.toolCallId)
+      // An earlier decision's reason (a subagent's call checked against its parent's session too) never outlives it.
+      reasons.delete(key)
+      if (decided.decision === "ask" && decided.reason !== undefined) {
+        reasons.set(key, { reason: decided.reason, allowCommand: decided.allowCommand })
+        if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
+      }
+      return decided
+    },
+    take: (sessionId, toolCallId) => {
+      const key = keyOf(sessionId, toolCallId)
+      const reason = reasons.get(key)
+      reasons.delete(key)
+      return reason
+    }
+  }
+}

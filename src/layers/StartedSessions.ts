@@ -137,7 +137,7 @@ export const untrusted = (sessionId: string, hint: AdoptHint = defaultHint) =>
     reason: "untrusted",
     operation: "lock",
     sessionId,
-    detail: `session ${sessionId} was not started by this user here (a log can come with a repository); ${hint(sessionId)}`
+    detail: `session ${sessionId} was not started by this user here (its log may have come with a repository), so it was left as it is; ${hint(sessionId)}`
   })
 
 /**

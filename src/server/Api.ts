@@ -15,7 +15,7 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as Schema from "effect/Schema"
-import { AgentEvent, McpConfig, Session } from "../index.js"
+import { AgentEvent, McpConfig, Session, version } from "../index.js"
 
 const errorFields = <Tag extends string>(tag: Tag) => ({ error: Schema.Literal(tag), message: Schema.String })
 
@@ -328,7 +328,7 @@ export class SessionsGroup extends HttpApiGroup.make("sessions")
 /** The whole API. */
 export class Api extends HttpApi.make("effect-agent").add(HealthGroup).add(SessionsGroup)
   // The OpenAPI document's `info`, which clients generated from it are named after (else "Api" 0.0.1);
-  // the package's version, as the CLI and the ACP agent report it.
+  // the package's version (src/domain/Version.ts), as the CLI and the ACP agent report it.
   .annotate(OpenApi.Title, "effect-agent")
-  .annotate(OpenApi.Version, "0.1.0")
+  .annotate(OpenApi.Version, version)
 {}

@@ -161,6 +161,21 @@ describe("AcpMapper on golden 2 (tools)", () => {
     expect(AcpMapper.toolCallOf(cwd, { toolCallId: "call_9", tool: "shell", args: { command } }).title.length).toBeLessThan(130)
   })
 
+  it("an ask's reason follows the call's own content; a command no rule can carry as it is gets no rule suggested", () => {
+    const reason = { reason: "your rule --allow shell:sed * does not cover it", allowCommand: "sed -i s/a/b/ f.txt" }
+    const reasonOf = (request: ReturnType<typeof AcpMapper.permissionRequestOf>) => request.toolCall.content?.at(-1)
+    expect(reasonOf(AcpMapper.permissionRequestOf("sess_1", cwd, { toolCallId: "c", tool: "shell", args: { command: "sed -i s/a/b/ f.txt" } }, reason))).toEqual({
+      type: "content",
+      content: text("Asked because your rule --allow shell:sed * does not cover it. To allow it without asking, add the rule shell:sed -i s/a/b/ f.txt (--allow, or an allow rule in your settings); or answer here.")
+    })
+    // A line break in the command: written as an escape in the reason, and no rule suggested (a rule could not carry it as shown).
+    const multiline = AcpMapper.permissionRequestOf("sess_1", cwd, { toolCallId: "c", tool: "shell", args: { command: "sed -i x\nf" } }, { reason: "here (sed -i x\nf)", allowCommand: "sed -i x\nf" })
+    expect(reasonOf(multiline)).toEqual({ type: "content", content: text("Asked because here (sed -i x\\nf). To allow it without asking, write a rule that spells the command out; or answer here.") })
+    // An edit's diff stays first.
+    const edit = AcpMapper.permissionRequestOf("sess_1", cwd, { toolCallId: "c", tool: "write_file", args: { path: "a.txt", content: "x" } }, { reason: "r" })
+    expect(edit.toolCall.content?.map((c) => c.type)).toEqual(["diff", "content"])
+  })
+
   it("a subagent's task, written by the model, is escaped like a command wherever it labels a call: the task: title and the permission request", () => {
     const description = "fix tests\u202e ;gnihton od\nnext"
     const shown = "fix tests\\u202e ;gnihton od\\nnext"

@@ -55,6 +55,52 @@ describe("help text", () => {
     expect(text).not.toMatch(/\n\n\n/)
   })
 
+  // @effect/cli names a redacted flag's value "redacted": `--database-url redacted` read as if the
+  // value were the word. It is a URL.
+  it("run --help shows the database URL flags' value as a url", async () => {
+    const printed: Array<string> = []
+    const help = Console.consoleWith((console) =>
+      Console.withConsole(Cli.main(["node", "effect-agent", "run", "--help"]), {
+        ...console,
+        log: (...args: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(args.join(" ")))
+      })
+    )
+    await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
+    const text = Help.stripAnsi(printed.join("\n")).replace(/\s+/g, " ")
+    expect(text).toContain("[--database-url url]")
+    expect(text).toContain("--database-url url ")
+    expect(text).not.toContain("redacted")
+  })
+
+  // Each argument says what it is: replay, export-script, approve, deny and pending showed their
+  // session and call ids as nothing but @effect/cli's "A user-defined piece of text."
+  it("every command's arguments have a description of their own", async () => {
+    const helpOf = async (args: ReadonlyArray<string>) => {
+      const printed: Array<string> = []
+      const help = Console.consoleWith((console) =>
+        Console.withConsole(Cli.main(["node", "effect-agent", ...args, "--help"]), {
+          ...console,
+          log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(parts.join(" ")))
+        })
+      )
+      await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
+      return Help.stripAnsi(printed.join("\n"))
+    }
+    const commands = [["replay"], ["export-script"], ["approve"], ["deny"], ["pending"], ["run"], ["rewind"], ["fork"], ["compact"], ["watch"], ["adopt"], ["repair"], ["trust"], ["sessions", "rename"]]
+    for (const command of commands) {
+      const text = await helpOf(command)
+      const section = text.split("ARGUMENTS")[1]?.split("OPTIONS")[0] ?? ""
+      // An argument's block: its name, @effect/cli's type line, then ours.
+      const blocks = section.split(/\n(?=<)/).filter((block) => block.trim().startsWith("<"))
+      expect(blocks.length, command.join(" ")).toBeGreaterThan(0)
+      for (const block of blocks) {
+        const lines = block.split("\n").map((line) => line.trim()).filter((line) => line !== "" && !line.startsWith("<"))
+        const own = lines.filter((line) => !/^(A user-defined piece of text\.|This argument is optional\.|This argument may be repeated.*)$/.test(line))
+        expect(own, `${command.join(" ")}: ${block.trim().split("\n")[0]}`).not.toEqual([])
+      }
+    }
+  })
+
   it("a bad choice names its flag, the value and the choices", async () => {
     const command = Command.make("pick", { mode: Help.choice("mode", ["default", "readOnly"]) }, () => Effect.void)
     const run = Command.run(command, { name: "pick", version: "0" })

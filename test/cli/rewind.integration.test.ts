@@ -70,6 +70,8 @@ describe("effect-agent rewind (subprocess)", () => {
 
     const inside = await run(["rewind", sessionId, "--to", "3", "--data-dir", dataDir])
     expect(inside.code).toBe(1)
-    expect(inside.stderr).toContain("sequence 3 is inside a turn or compaction: rewind to the end of a closed turn (the nearest before it: 1)")
+    // Named by the flag the user typed, not the API's field ("Invalid toSequence: …").
+    expect(inside.stderr).toContain("effect-agent: --to 3: sequence 3 is inside a turn or compaction: rewind to the end of a closed turn (the nearest before it: 1)")
+    expect(inside.stderr).not.toContain("toSequence")
   })
 })

@@ -57,7 +57,11 @@ describe("a session log shipped in a repository is not the user's", () => {
     // Nor through `approve`/`deny`, `fork` or `compact`: the store refuses every write.
     const forked = await cli(p.repo, p.victim, ["fork", p.sessionId])
     expect(forked.code).toBe(1)
-    expect(forked.stderr).toContain("[untrusted]")
+    // In plain words, not the store's jargon ("Event store lock failed [untrusted]: …"): what happened and how to adopt it.
+    expect(forked.stderr).toContain(`effect-agent: session ${p.sessionId} was not started by this user here (its log may have come with a repository), so it was left as it is`)
+    expect(forked.stderr).toContain(`adopt it: effect-agent adopt ${p.sessionId}`)
+    expect(forked.stderr).not.toContain("[untrusted]")
+    expect(forked.stderr).not.toContain("Event store")
     expect(readdirSync(join(p.repo, ".effect-agent", "sessions")).filter((f) => f.endsWith(".jsonl"))).toEqual([`${p.sessionId}.jsonl`])
   })
 

@@ -194,6 +194,40 @@ describe("runTurn with images", () => {
       Layer.provideMerge(IdGenerator.layerSequential)
     ))))
 
+  // An image sent as a note (a model that takes none, one over a request's limits) is its note's
+  // text, a few dozen tokens: it counted 1,600 as if it were sent, so a session of many images
+  // reached its window (context_overflow, or a compaction) though the requests were small.
+  it.effect("an image sent as a note counts as its text in the context estimate, not as an image", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      // Two images as notes fit 2,000 tokens; as images (1,600 each) they would not.
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }, { data: gif }] }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      const [request] = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+      expect(request!.messages[0]!.content).toContain("this model does not take images")
+    }).pipe(Effect.provide(SessionEngineModule.layer({ compaction: { onOverflow: false } }).pipe(
+      Layer.provideMerge(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ record: true, maxContextTokens: 2_000 })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
+
+  it.effect("images left out over a request's 100 count as their notes: 120 small images fit a window of 100 images and some text", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      for (let turn = 0; turn < 6; turn++) {
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: `twenty ${turn}`, images: Array.from({ length: 20 }, (_, i) => ({ data: pngSized(turn * 20 + i + 1, 1) })) }))
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }
+      const last = (yield* Effect.flatMap(FakeModel, (model) => model.requests)).at(-1)!
+      expect(last.messages.flatMap((m) => m.role === "assistant" ? [] : (m.images ?? []))).toHaveLength(100)
+    }).pipe(Effect.provide(SessionEngineModule.layer({ compaction: { onOverflow: false } }).pipe(
+      Layer.provideMerge(MemoryEventStore.layer),
+      Layer.provideMerge(FakeModelProvider.layer({ record: true, images: true, maxContextTokens: Image.maxImagesPerRequest * Image.estimatedTokens + 10_000 })),
+      Layer.provideMerge(IdGenerator.layerSequential)
+    ))))
+
   it.effect("a model that takes images gets their bytes with the request", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine

@@ -88,6 +88,9 @@ describe("StartedSessions", () => {
       for (const refusal of refusals) {
         expect(refusal.reason).toBe("untrusted")
         expect(refusal.message).toContain(`session ${planted.sessionId} was not started by this user here`)
+        // Plain words, not the store's "Event store lock failed [untrusted]: …"; the typed error keeps its tag and fields.
+        expect(refusal.message.startsWith(`session ${planted.sessionId} was not started`)).toBe(true)
+        expect(refusal).toMatchObject({ _tag: "EventStoreFailure", reason: "untrusted", operation: "lock", sessionId: planted.sessionId })
       }
       // Nothing was stored: the planted log is as it was, and the refused fork left no session.
       const after = yield* Effect.provide(

@@ -13,7 +13,7 @@ import * as Lazy from "../Lazy.js"
 const load = () => import("../Replay.js")
 
 export const replayConfig = {
-  sessionId: Args.text({ name: "sessionId" }),
+  sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to print (its id, as sessions lists it)")),
   json: Options.boolean("json").pipe(Options.withDescription("Print the stored events, one JSON object per line")),
   ...Flags.storage
 }
@@ -24,7 +24,7 @@ export const replay = Command.make("replay", replayConfig, (input) => Lazy.handl
   Command.withDescription(Help.described("Print a session's transcript (or, with --json, its events)", ["effect-agent replay <id>", "effect-agent replay <id> --json | jq -c 'select(.type == \"tool.completed\")'"]))
 )
 
-export const exportScriptConfig = { sessionId: Args.text({ name: "sessionId" }), ...Flags.storage }
+export const exportScriptConfig = { sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session whose model responses to print")), ...Flags.storage }
 export type ExportScriptInput = Command.Command.ParseConfig<typeof exportScriptConfig>
 
 /** The `export-script` command. */

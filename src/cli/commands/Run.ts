@@ -55,8 +55,8 @@ export const run = Command.make("run", runConfig, (input) => Lazy.handler(load, 
 ))
 
 const call = {
-  sessionId: Args.text({ name: "sessionId" }),
-  toolCallId: Args.text({ name: "toolCallId" })
+  sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session whose turn waits (as pending lists it)")),
+  toolCallId: Args.text({ name: "toolCallId" }).pipe(Args.withDescription("The call to answer (as pending lists it)"))
 }
 
 export const approveConfig = {

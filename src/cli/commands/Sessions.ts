@@ -41,7 +41,10 @@ export const command = Command.make("sessions", listConfig, (input) => Lazy.hand
   Command.withSubcommands([rename])
 )
 
-export const pendingConfig = { sessionId: Args.text({ name: "sessionId" }).pipe(Args.optional), ...Flags.storage }
+export const pendingConfig = {
+  sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("Only this session's calls (default: every session's)"), Args.optional),
+  ...Flags.storage
+}
 export type PendingInput = Command.Command.ParseConfig<typeof pendingConfig>
 
 /** The `pending` command. */

@@ -1,0 +1,80 @@
+/**
+ * An editor's permission request says why the user's own rule did not cover the call, as the CLI's
+ * question does (test/cli/askReason.integration): `effect-agent acp --allow 'shell:sed *'` asked
+ * about `sed -i …` with nothing but the command, so a Zed user could not tell why their rule did not
+ * apply nor what to write instead. The reason travels in the request's tool call content, never in
+ * the log. Through the built CLI, with the ACP SDK's own client.
+ */
+import * as acp from "@agentclientprotocol/sdk"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { expectWellFormedLog } from "../helpers.js"
+import { type Agent, choose, logOf, startAgent } from "./client.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-askreason-"))
+const running: Array<Agent> = []
+afterAll(() => {
+  for (const agent of running) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** A project whose model runs `command` once, then answers "done". */
+const project = (name: string, command: string) => {
+  const root = join(dir, name)
+  const cwd = join(root, "work")
+  mkdirSync(cwd, { recursive: true })
+  writeFileSync(join(cwd, "f.txt"), "a\n")
+  const script = join(root, "script.json")
+  writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["Working."], toolCalls: [{ tool: "shell", args: { command } }] }, { chunks: ["done"] }] }))
+  const storage = ["--data-dir", join(root, "data")]
+  return { cwd, storage, args: ["--script", script, ...storage] }
+}
+
+const texts = (toolCall: acp.ToolCallUpdate) =>
+  (toolCall.content ?? []).flatMap((c) => (c.type === "content" && c.content.type === "text" ? [c.content.text] : []))
+
+const turn = async (args: ReadonlyArray<string>, cwd: string) => {
+  const agent = startAgent(args, { cwd, answer: choose("allow_once") })
+  running.push(agent)
+  await agent.initialize()
+  const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+  const response = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "edit it" }] })
+  agent.child.stdin.end()
+  await agent.exited
+  return { agent, sessionId, response }
+}
+
+describe("effect-agent acp: a permission request names the rule that did not cover the call", () => {
+  it("--allow 'shell:sed *' and sed -i: the request's content says why, and which rule would allow it", async () => {
+    const p = project("sed", "sed -i s/a/b/ f.txt")
+    const { agent, response, sessionId } = await turn([...p.args, "--allow", "shell:sed *"], p.cwd)
+    expect(response.stopReason).toBe("end_turn")
+    expect(agent.asked).toHaveLength(1)
+    const { toolCall } = agent.asked[0]!.params
+    expect(toolCall.title).toBe("Run `sed -i s/a/b/ f.txt`")
+    expect(texts(toolCall)).toEqual([
+      "Asked because your rule --allow shell:sed * does not cover it: a rule's wildcard never stands for a command " +
+        "that could write or run another program, or whose options are not all known reads (here sed -i s/a/b/ f.txt). " +
+        "To allow it without asking, add the rule shell:sed -i s/a/b/ f.txt (--allow, or an allow rule in your settings); or answer here."
+    ])
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+    // The events are what they were: the reason is the editor's, not the log's.
+    const log = await logOf(sessionId, p.storage)
+    expectWellFormedLog(log)
+    expect(log.filter((e) => e.type === "permission.resolved").map((e) => e.payload)).toEqual([
+      { toolCallId: "call_1", decision: "ask", policy: "default/command", actor: "policy" },
+      { toolCallId: "call_1", decision: "allow", actor: "user" }
+    ])
+    const requested = log.find((e) => e.type === "permission.requested")!.payload
+    expect(Object.keys(requested).sort()).toEqual(["risk", "tool", "toolCallId"])
+  })
+
+  it("an ask no rule of the user's touched carries no reason: the request is as before", async () => {
+    const p = project("plain", "sed -i s/a/b/ f.txt")
+    const { agent } = await turn(p.args, p.cwd)
+    expect(agent.asked).toHaveLength(1)
+    expect(agent.asked[0]!.params.toolCall.content ?? []).toEqual([])
+  })
+})
