@@ -26,24 +26,38 @@ export interface PngStream {
 /** Why the bytes are not a whole image (a sentence), a PNG's pixel stream still to check, or `undefined`: whole. */
 export type Structure = string | PngStream | undefined
 
-let crcTable: Uint32Array | undefined
+let crcTables: Uint32Array | undefined
 
 /**
- * CRC-32 (ISO 3309, as PNG's chunks carry it) of `bytes[start, end)`. Table-driven here: `zlib.crc32`
- * exists only from Node 20.15 and the domain imports nothing but effect.
+ * CRC-32 (ISO 3309, as PNG's chunks carry it) of `bytes[start, end)`. In JavaScript, as `zlib.crc32`
+ * exists only from Node 20.15 and the domain imports nothing but effect; eight bytes a step (eight
+ * tables of 256, "slicing by 8"), several times faster than a byte a step on a 5 MiB file.
  */
 export const crc32 = (bytes: Uint8Array, start = 0, end = bytes.byteLength): number => {
-  if (crcTable === undefined) {
-    crcTable = new Uint32Array(256)
+  if (crcTables === undefined) {
+    crcTables = new Uint32Array(8 * 256)
     for (let n = 0; n < 256; n++) {
       let c = n
       for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
-      crcTable[n] = c >>> 0
+      crcTables[n] = c >>> 0
+    }
+    // Table k: the CRC of a byte followed by k zero bytes.
+    for (let k = 1; k < 8; k++) {
+      for (let n = 0; n < 256; n++) {
+        const previous = crcTables[(k - 1) * 256 + n]!
+        crcTables[k * 256 + n] = (previous >>> 8) ^ crcTables[previous & 0xff]!
+      }
     }
   }
-  const table = crcTable
+  const t = crcTables
   let c = 0xffffffff
-  for (let i = start; i < end; i++) c = table[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8)
+  let i = start
+  for (; i + 8 <= end; i += 8) {
+    c ^= bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24)
+    c = t[1792 + (c & 0xff)]! ^ t[1536 + ((c >>> 8) & 0xff)]! ^ t[1280 + ((c >>> 16) & 0xff)]! ^ t[1024 + (c >>> 24)]! ^
+      t[768 + bytes[i + 4]!]! ^ t[512 + bytes[i + 5]!]! ^ t[256 + bytes[i + 6]!]! ^ t[bytes[i + 7]!]!
+  }
+  for (; i < end; i++) c = t[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8)
   return (c ^ 0xffffffff) >>> 0
 }
 

@@ -92,7 +92,7 @@ describe("Image dimensions", () => {
     const wideGif = Uint8Array.from(gif)
     new DataView(wideGif.buffer).setUint16(6, 65_000, true)
     expect(Image.check({ data: wideGif })).toMatchObject({ reason: "too_large" })
-    // A header cut short says no size: the provider is left to judge it, as before.
+    // A header cut short says no size (Image.check refuses it unreadable: imageStructure.test).
     expect(Image.dimensions(png.subarray(0, 20))).toBeUndefined()
     // Every format's header cut at each length says no size, never a read past the end (a VP8X WebP of 30 bytes threw).
     const vp8x = Uint8Array.from([...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8X"), ...new Array(18).fill(0)])
