@@ -7,12 +7,14 @@
  */
 import { readdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
+import * as zlib from "node:zlib"
 import { deflateRawSync, deflateSync, constants } from "node:zlib"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as fc from "effect/FastCheck"
 import * as Image from "../../src/domain/Image.js"
+import { crc32 } from "../../src/domain/ImageStructure.js"
 import { ihdr, png, pngChunk, pngSignature } from "../imageFiles.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
@@ -161,4 +163,13 @@ describe("a decompression bomb", () => {
       // 2 MiB of zeros as 1024 rows of 2048 bytes (a filter byte and 2047 pixels).
       expect(yield* verdict(pngWithPixels(2047, 1024, zeros(2)))).toBe("image/png")
     }))
+})
+
+describe("crc32", () => {
+  it("agrees with zlib's for every start and length (eight bytes a step, then the rest)", () => {
+    const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 131 + 7) & 0xff)
+    for (let start = 0; start < 10; start++) {
+      for (let end = start; end <= bytes.byteLength; end += 7) expect(crc32(bytes, start, end)).toBe(zlib.crc32(bytes.subarray(start, end)))
+    }
+  })
 })
