@@ -371,10 +371,27 @@ const bitstream = (b: Uint8Array, chunk: Chunk): string | undefined => {
   return `the WebP has no image data (a ${chunk.type.trim()} chunk where VP8 or VP8L was expected)`
 }
 
-/** A frame's or still image's chunks: an optional ALPH (lossy with alpha), then its bitstream. */
-const imageData = (b: Uint8Array, chunks: ReadonlyArray<Chunk>): string | undefined => {
+const u24le = (b: Uint8Array, at: number) => b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16)
+
+/** The size a VP8 or VP8L bitstream says (its header already checked by `bitstream`). */
+const bitstreamSize = (b: Uint8Array, chunk: Chunk): { readonly width: number; readonly height: number } => {
+  if (chunk.type === "VP8 ") return { width: (b[chunk.from + 6]! | (b[chunk.from + 7]! << 8)) & 0x3fff, height: (b[chunk.from + 8]! | (b[chunk.from + 9]! << 8)) & 0x3fff }
+  const bits = u32le(b, chunk.from + 1)
+  return { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 }
+}
+
+/**
+ * A frame's or still image's chunks: an optional ALPH (lossy with alpha), then its bitstream, which
+ * must be of the size the container says (the canvas of an extended still, a frame's own): libwebp
+ * refuses a file whose sizes disagree.
+ */
+const imageData = (b: Uint8Array, chunks: ReadonlyArray<Chunk>, size?: { readonly width: number; readonly height: number }): string | undefined => {
   const image = chunks.find((c) => c.type === "VP8 " || c.type === "VP8L")
-  return image === undefined ? "the WebP has no image data (no VP8 or VP8L chunk)" : bitstream(b, image)
+  if (image === undefined) return "the WebP has no image data (no VP8 or VP8L chunk)"
+  const why = bitstream(b, image)
+  if (why !== undefined || size === undefined) return why
+  const own = bitstreamSize(b, image)
+  return own.width === size.width && own.height === size.height ? undefined : `the WebP's image is ${own.width}×${own.height} but its container says ${size.width}×${size.height}`
 }
 
 const webp = (b: Uint8Array): Structure => {
@@ -390,7 +407,8 @@ const webp = (b: Uint8Array): Structure => {
   if (first.type !== "VP8X") return bitstream(b, first)
   if (first.to - first.from < 10) return "the WebP's VP8X chunk is cut short"
   const rest = chunks.slice(1)
-  if ((b[first.from]! & 0x02) === 0) return imageData(b, rest)
+  const canvas = { width: u24le(b, first.from + 4) + 1, height: u24le(b, first.from + 7) + 1 }
+  if ((b[first.from]! & 0x02) === 0) return imageData(b, rest, canvas)
   // Animated: an ANIM chunk, then frames (ANMF), each a 16-byte header and its image's chunks.
   if (!rest.some((c) => c.type === "ANIM")) return "the animated WebP has no ANIM chunk"
   const frames = rest.filter((c) => c.type === "ANMF")
@@ -399,7 +417,11 @@ const webp = (b: Uint8Array): Structure => {
     if (frame.to - frame.from < 16) return "the WebP's animation frame is cut short"
     const inner = riffChunks(b, frame.from + 16, frame.to)
     if (typeof inner === "string") return inner
-    const why = imageData(b, inner)
+    // Its offset (in pairs of pixels) and size, which must lie within the canvas.
+    const x = 2 * u24le(b, frame.from), y = 2 * u24le(b, frame.from + 3)
+    const size = { width: u24le(b, frame.from + 6) + 1, height: u24le(b, frame.from + 9) + 1 }
+    if (x + size.width > canvas.width || y + size.height > canvas.height) return "the WebP's animation frame lies outside its canvas"
+    const why = imageData(b, inner, size)
     if (why !== undefined) return why
   }
   return undefined

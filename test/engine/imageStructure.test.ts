@@ -133,6 +133,13 @@ describe("cut, damaged or garbage images are refused unreadable, never thrown", 
       }
     }))
 
+  it.effect("an extended WebP whose image is not of its canvas's size (libwebp refuses it)", () =>
+    Effect.gen(function*() {
+      const wider = Uint8Array.from(read("valid/alpha.webp"))
+      wider[24]! += 1
+      expect(yield* verdict(wider)).toMatch(/^unreadable: the WebP's image is 20×20 but its container says 21×20/)
+    }))
+
   it.effect("a header whose size cannot be read is refused unreadable", () =>
     Effect.gen(function*() {
       expect(yield* verdict(read("photo.png").subarray(0, 20))).toMatch(/^unreadable: the image\/png header does not say/)
