@@ -54,8 +54,7 @@ export const read = (file: string, cwd: string = process.cwd()): Effect.Effect<I
     if (typeof bytes === "number") {
       return yield* refused(file, `${Image.tooLargeDetail(bytes)} [too_large]`)
     }
-    const checked = Image.check({ data: bytes }, undefined, file)
-    if (checked instanceof Image.ImageRefused) return yield* refused(file, `${checked.detail} [${checked.reason}]`)
+    const checked = yield* Image.verify({ data: bytes }, undefined, file).pipe(Effect.mapError((why) => refused(file, `${why.detail} [${why.reason}]`)))
     return { data: bytes, mediaType: checked }
   })
 

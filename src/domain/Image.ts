@@ -5,7 +5,9 @@
  *
  * @since 0.6.0
  */
+import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as ImageStructure from "./ImageStructure.js"
 
 /** The media types accepted: raster formats both providers take. SVG (a document that can run script) never is. */
 export const MediaType = Schema.Literal("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -180,9 +182,17 @@ export const tooLargeDetail = (bytes: number): string => `${bytes} bytes is over
 
 /**
  * The media type of one image, or why it is refused: empty, over {@link maxImageBytes}, not one of
- * the four formats by its magic bytes, or declared as another type than its bytes are.
+ * the four formats by its magic bytes, declared as another type than its bytes are, or not a whole
+ * file of its format (`unreadable`: a header without a size, a cut or damaged body — see
+ * `ImageStructure`). A PNG's pixel stream is checked by {@link verify} only (it is inflated).
  */
 export const check = (image: ImageInput, index?: number, file?: string): MediaType | ImageRefused => {
+  const judged = judge(image, index, file)
+  return judged instanceof ImageRefused ? judged : judged.mediaType
+}
+
+/** {@link check}'s judgement, with a PNG's pixel stream still to inflate. */
+const judge = (image: ImageInput, index?: number, file?: string): ImageRefused | { readonly mediaType: MediaType; readonly pixels?: ImageStructure.PngStream } => {
   const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
   if (image.data.byteLength === 0) return new ImageRefused({ reason: "empty", detail: "the image has no bytes", ...where })
   if (image.data.byteLength > maxImageBytes) {
@@ -200,8 +210,72 @@ export const check = (image: ImageInput, index?: number, file?: string): MediaTy
   if (declared !== undefined && declared !== "" && declared !== sniffed && !(declared === "image/jpg" && sniffed === "image/jpeg")) {
     return new ImageRefused({ reason: "media_type_mismatch", detail: `declared ${image.mediaType!.slice(0, 60)} but the bytes are ${sniffed}`, ...where })
   }
-  return sniffed
+  // A size the header does not say (cut short, not understood) or of no pixels: no provider reads such an image.
+  if (size === undefined || size.width === 0 || size.height === 0) {
+    return new ImageRefused({ reason: "unreadable", detail: `the ${sniffed} header does not say the image's size (cut short or damaged)`, ...where })
+  }
+  const structure = ImageStructure.structure(image.data, sniffed)
+  if (typeof structure === "string") return new ImageRefused({ reason: "unreadable", detail: structure, ...where })
+  return structure === undefined ? { mediaType: sniffed } : { mediaType: sniffed, pixels: structure }
 }
+
+/**
+ * Inflates a PNG's pixel stream (its IDAT data) and follows it as it comes, keeping none of it: a
+ * reason when it is not a whole zlib stream, has a row without a filter type, or is shorter or
+ * longer than the header says; stopped as soon as it is longer (a file of a few kilobytes can
+ * inflate to gigabytes). The platform's `DecompressionStream` (native zlib, off the event loop;
+ * the domain imports nothing but effect).
+ */
+const pngPixels = (stream: ImageStructure.PngStream, signal: AbortSignal): Promise<string | undefined> => {
+  const rows = ImageStructure.pngRowChecker(stream.rows)
+  let next = 0
+  const source = new ReadableStream<Uint8Array>({
+    pull: (controller) => {
+      if (next < stream.idat.length) controller.enqueue(stream.idat[next++]!)
+      else controller.close()
+    }
+  })
+  const reader = source.pipeThrough(new DecompressionStream("deflate")).getReader()
+  const stop = () => reader.cancel().catch(() => undefined)
+  signal.addEventListener("abort", stop, { once: true })
+  const read = async (): Promise<string | undefined> => {
+    try {
+      while (true) {
+        const { done, value } = await reader.read()
+        if (done) return rows.end()
+        const why = rows.push(value)
+        if (why !== undefined) {
+          void stop()
+          return why
+        }
+      }
+    } catch {
+      return "the PNG's pixel data is not a whole zlib stream (cut short or damaged)"
+    } finally {
+      signal.removeEventListener("abort", stop)
+    }
+  }
+  return read()
+}
+
+/**
+ * {@link check}, and for a PNG its pixel stream too (inflated and counted, never kept): what every
+ * image the engine stores goes through, a message's or a tool's. A PNG whose chunks are whole but
+ * whose pixels do not inflate to what its header says is refused `unreadable` like any other
+ * damaged image.
+ */
+export const verify = (image: ImageInput, index?: number, file?: string): Effect.Effect<MediaType, ImageRefused> =>
+  Effect.suspend(() => {
+    const judged = judge(image, index, file)
+    if (judged instanceof ImageRefused) return Effect.fail(judged)
+    const { mediaType, pixels } = judged
+    if (pixels === undefined) return Effect.succeed(mediaType)
+    const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
+    return Effect.flatMap(
+      Effect.promise((signal) => pngPixels(pixels, signal)),
+      (why) => why === undefined ? Effect.succeed(mediaType) : Effect.fail(new ImageRefused({ reason: "unreadable", detail: why, ...where }))
+    )
+  })
 
 /** The media types of a message's images in order, or the first reason to refuse them (too many, or one refused). */
 export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<MediaType> | ImageRefused => {
@@ -216,3 +290,9 @@ export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<Media
   }
   return types
 }
+
+/** {@link checkAll} with each image {@link verify}'d: the media types in order, or the first reason to refuse them. */
+export const verifyAll = (images: ReadonlyArray<ImageInput>): Effect.Effect<ReadonlyArray<MediaType>, ImageRefused> =>
+  images.length > maxImagesPerMessage
+    ? Effect.fail(new ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${maxImagesPerMessage}` }))
+    : Effect.forEach(images, (image, index) => verify(image, index))

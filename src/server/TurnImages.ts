@@ -39,5 +39,9 @@ export const decode = (images: ReadonlyArray<WireImage> | undefined): Effect.Eff
       if (checked instanceof Image.ImageRefused) return Effect.fail(refusal(checked))
       decoded.push(input)
     }
-    return Effect.succeed(decoded)
+    // Then each PNG's pixel stream (inflated, off the event loop), once every image passed the cheap checks.
+    return Effect.forEach(decoded, (input, index) => Image.verify(input, index), { discard: true }).pipe(
+      Effect.mapError(refusal),
+      Effect.as(decoded)
+    )
   })

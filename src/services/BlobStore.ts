@@ -48,7 +48,8 @@ const noImages: Effect.Effect<ReadonlyArray<Image.ImageRef>> = Effect.succeed([]
 /**
  * Checks a message's images and puts them in the blob area, in order: their references, as
  * `user.message.images` stores them. Refused as a whole (`InvalidInput` on `images`, nothing put)
- * when one is not a PNG/JPEG/GIF/WebP, is empty or too large, or there are too many. Without a blob
+ * when one is not a PNG/JPEG/GIF/WebP, is empty, too large or not a whole file of its format
+ * (`Image.verify`), or there are too many. Without a blob
  * area (a store that has none), images are refused.
  */
 export const putImages = (
@@ -57,8 +58,8 @@ export const putImages = (
 ): Effect.Effect<ReadonlyArray<Image.ImageRef>, InvalidInput | EventStoreFailure> =>
   // Most messages and tool results carry none: nothing to check, put or trace (a span per turn and per tool call).
   images.length === 0 ? noImages : Effect.gen(function*() {
-    const types = Image.checkAll(images)
-    if (types instanceof Image.ImageRefused) return yield* new InvalidInput({ field: "images", detail: types.message })
+    // Verified whole (a PNG's pixel stream inflated too): a damaged image kept would be sent again with every later request, and refused.
+    const types = yield* Image.verifyAll(images).pipe(Effect.mapError((refused) => new InvalidInput({ field: "images", detail: refused.message })))
     if (blobs === undefined) {
       return yield* new InvalidInput({ field: "images", detail: "this store has no blob area (provide a BlobStore) to keep images in" })
     }

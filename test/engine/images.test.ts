@@ -22,6 +22,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect, engineLayer } from "../helpers.js"
+import { png as wholePng } from "../imageFiles.js"
 
 const fixture = (name: string) => new Uint8Array(readFileSync(resolve(import.meta.dirname, "../../fixtures/images", name)))
 const png = fixture("photo.png")
@@ -54,8 +55,13 @@ describe("Image.sniff and Image.check", () => {
   })
 })
 
-/** `png` saying it is `width` × `height` (its IHDR's fields; the pixels stay a few bytes). */
+/**
+ * A PNG of `width` × `height`: within 8000 a side a whole one (its pixels are checked now: `png` with
+ * other IHDR fields is a damaged file, refused `unreadable`); over it, `png` saying so in its IHDR
+ * (refused `too_large` by the header alone, before its body is looked at).
+ */
 const pngSized = (width: number, height: number) => {
+  if (width <= Image.maxImageSide && height <= Image.maxImageSide) return wholePng(width, height)
   const bytes = Uint8Array.from(png)
   new DataView(bytes.buffer).setUint32(16, width)
   new DataView(bytes.buffer).setUint32(20, height)
@@ -86,7 +92,7 @@ describe("Image dimensions", () => {
     const wideGif = Uint8Array.from(gif)
     new DataView(wideGif.buffer).setUint16(6, 65_000, true)
     expect(Image.check({ data: wideGif })).toMatchObject({ reason: "too_large" })
-    // A header cut short says no size: the provider is left to judge it, as before.
+    // A header cut short says no size (Image.check refuses it unreadable: imageStructure.test).
     expect(Image.dimensions(png.subarray(0, 20))).toBeUndefined()
     // Every format's header cut at each length says no size, never a read past the end (a VP8X WebP of 30 bytes threw).
     const vp8x = Uint8Array.from([...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8X"), ...new Array(18).fill(0)])
@@ -106,6 +112,17 @@ describe("Image.check on hostile bytes", () => {
         expect(() => Image.check({ data: bytes })).not.toThrow()
       }),
       { numRuns: 2000, seed: 20261204 }
+    )
+  })
+
+  it("Image.verify on any bytes behind each format's magic ends in a media type or a refusal, never a defect", async () => {
+    const magics = [[0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], [0xff, 0xd8, 0xff], [...Buffer.from("GIF89a")], [...Buffer.from("RIFF"), 0, 0, 0, 0, ...Buffer.from("WEBPVP8X")]]
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...magics), fc.uint8Array({ maxLength: 96 }), async (magic, rest) => {
+        const exit = await Effect.runPromiseExit(Effect.either(Image.verify({ data: Uint8Array.from([...magic, ...rest]) })))
+        expect(exit._tag).toBe("Success")
+      }),
+      { numRuns: 1000, seed: 20261204 }
     )
   })
 })
@@ -268,11 +285,7 @@ describe("runTurn with images", () => {
     Effect.gen(function*() {
       const engine = yield* SessionEngine
       const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      const heavy = (i: number) => {
-        const bytes = new Uint8Array(4.5 * 1024 * 1024)
-        bytes.set(pngSized(100 + i, 100))
-        return bytes
-      }
+      const heavy = (i: number) => wholePng(100 + i, 100, { bytes: 4.5 * 1024 * 1024 })
       for (let i = 0; i < 5; i++) yield* collect(engine.runTurn({ sessionId, userMessage: `heavy ${i}`, images: [{ data: heavy(i) }] }))
       const sent = (request: { readonly messages: ReadonlyArray<Transcript.Message>; readonly images?: ReadonlyMap<string, Uint8Array> | undefined }) =>
         request.messages.flatMap((m) => m.role === "assistant" ? [] : (m.images ?? [])).map((ref) => Image.dimensions(request.images!.get(ref.blob)!)!.width)

@@ -145,6 +145,42 @@ describe("read_file of an image", () => {
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ toolCalls: [{ tool: "read_file", args: { path: "src/cut.webp" } }] }, { chunks: ["ok"] }] })))))
 
+  // A repository's PNG cut short (a truncated download) or a JPEG of garbage after its header: its
+  // header was all that was checked, so it was stored, and sent again with every later request of the
+  // session, which the provider refused ("Could not process image"): the session was dead.
+  it.effect("anthropic: a cut PNG read by read_file is left out with a note, and no later request carries it", () =>
+    Effect.gen(function*() {
+      const dir = mkdtempSync(join(root, "cut-"))
+      mkdirSync(join(dir, "src"))
+      writeFileSync(join(dir, "src/index.ts"), png.subarray(0, Math.floor(png.byteLength / 2)))
+      server.respond(WireServer.recording("anthropic", "tool-calls"), WireServer.recording("anthropic", "text"), WireServer.recording("anthropic", "text"))
+      const before = server.received.length
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd: dir, client: "test" })
+      const events = yield* collect(agent.runTurn({ sessionId, userMessage: "look at src/index.ts" }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      const completed = completedRead(events)
+      expect(completed.images ?? []).toEqual([])
+      expect(completed.result).toMatch(/\[the tool's images were left out: Image #1 refused \[unreadable\]: the PNG is cut short/)
+      const next = yield* collect(agent.runTurn({ sessionId, userMessage: "and now?" }))
+      expect(next.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      const bodies = server.received.slice(before).map((r) => r.body)
+      expect(bodies).toHaveLength(3)
+      for (const body of bodies) expect(JSON.stringify(body)).not.toContain(`"type":"image"`)
+    }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
+
+  it.effect("a message's JPEG with garbage after its header is refused, nothing stored or sent", () =>
+    Effect.gen(function*() {
+      const jpeg = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/pixel.jpg"))
+      const garbage = Buffer.concat([jpeg.subarray(0, 20), Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 37 + 11) & 0xff))])
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+      const failure = yield* Effect.flip(collect(agent.runTurn({ sessionId, userMessage: "look", images: [{ data: garbage }] })))
+      expect(failure).toMatchObject({ _tag: "InvalidInput", field: "images" })
+      expect(failure.message).toContain("[unreadable]")
+      expect((yield* collect(agent.replaySession({ sessionId }))).map((e) => e.type)).toEqual(["session.created"])
+    }).pipe(Effect.provide(engine(FakeModelProvider.layer({ images: true, responses: [{ chunks: ["ok"] }] })))))
+
   it.effect("the scripted model takes them when its script says so", () =>
     Effect.gen(function*() {
       const events = yield* readImage

@@ -1,0 +1,182 @@
+/**
+ * An image must be a whole file of its format, not only a header: a cut or damaged body is refused
+ * `unreadable` (a provider refuses it — "Could not process image" — and an image of the transcript is
+ * sent again with every later request, so one killed every later request of its session). Valid
+ * images of every kind pass: 16-bit and interlaced PNGs, APNG, CMYK and progressive JPEGs, animated
+ * GIF and WebP, lossy/lossless/alpha WebP.
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { join, resolve } from "node:path"
+import * as zlib from "node:zlib"
+import { deflateRawSync, deflateSync, constants } from "node:zlib"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as fc from "effect/FastCheck"
+import * as Image from "../../src/domain/Image.js"
+import { crc32 } from "../../src/domain/ImageStructure.js"
+import { ihdr, png, pngChunk, pngSignature } from "../imageFiles.js"
+
+const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
+const read = (path: string) => new Uint8Array(readFileSync(join(fixtures, path)))
+const valid = [
+  ...["photo.png", "pixel.gif", "pixel.jpg", "pixel.webp"],
+  ...readdirSync(join(fixtures, "valid")).map((name) => `valid/${name}`)
+].map((name) => [name, read(name)] as const)
+
+/** `Image.verify`'s answer: the media type, or the refusal's reason and detail. */
+const verdict = (data: Uint8Array) =>
+  Effect.map(Effect.either(Image.verify({ data })), (r) => Either.isRight(r) ? r.right : `${r.left.reason}: ${r.left.detail}`)
+
+/** An APNG: IHDR, acTL, fcTL, IDAT (the default image), fcTL and fdAT (a second frame), IEND. */
+const apng = () => {
+  const rows = deflateSync(Buffer.alloc(4 * (1 + 4 * 4), 0x00))
+  const frameControl = (sequence: number) => {
+    const data = Buffer.alloc(26)
+    data.writeUInt32BE(sequence, 0)
+    data.writeUInt32BE(4, 4)
+    data.writeUInt32BE(4, 8)
+    return pngChunk("fcTL", data)
+  }
+  const frameData = Buffer.concat([Buffer.from([0, 0, 0, 2]), rows])
+  return new Uint8Array(Buffer.concat([
+    pngSignature,
+    ihdr(4, 4, 8, 6),
+    pngChunk("acTL", Buffer.from([0, 0, 0, 2, 0, 0, 0, 0])),
+    frameControl(0),
+    pngChunk("IDAT", rows),
+    frameControl(1),
+    pngChunk("fdAT", frameData),
+    pngChunk("IEND")
+  ]))
+}
+
+/** A PNG of `width` × `height` 8-bit grey pixels whose IDATs are `pixels` (as given, any bytes). */
+const pngWithPixels = (width: number, height: number, pixels: Uint8Array, interlace = 0) =>
+  new Uint8Array(Buffer.concat([pngSignature, ihdr(width, height, 8, 0, interlace), pngChunk("IDAT", pixels), pngChunk("IEND")]))
+
+describe("whole images pass", () => {
+  it.effect("every fixture, APNG, a 1-bit 8000 × 8000 PNG, interlaced PNGs of every small size", () =>
+    Effect.gen(function*() {
+      for (const [name, bytes] of valid) expect([name, yield* verdict(bytes)]).toEqual([name, Image.sniff(bytes)])
+      expect(yield* verdict(apng())).toBe("image/png")
+      expect(yield* verdict(png(8000, 8000))).toBe("image/png")
+      // Adam7 passes with no column or no row have no filter bytes: every size up to 17 a side.
+      for (let w = 1; w <= 17; w++) {
+        for (let h = 1; h <= 17; h++) {
+          const rows = [[0, 0, 8, 8], [4, 0, 8, 8], [0, 4, 4, 8], [2, 0, 4, 4], [0, 2, 2, 4], [1, 0, 2, 2], [0, 1, 1, 2]].flatMap(([x0, y0, dx, dy]) => {
+            const cols = w > x0! ? Math.ceil((w - x0!) / dx!) : 0
+            const count = h > y0! ? Math.ceil((h - y0!) / dy!) : 0
+            return cols === 0 ? [] : Array.from({ length: count }, () => 1 + cols)
+          })
+          const raw = Buffer.alloc(rows.reduce((a, b) => a + b, 0))
+          expect([w, h, yield* verdict(pngWithPixels(w, h, deflateSync(raw), 1))]).toEqual([w, h, "image/png"])
+        }
+      }
+    }))
+
+  it.effect("bytes after a format's end (a phone photo's second picture after the JPEG's EOI) are left as they are", () =>
+    Effect.gen(function*() {
+      for (const [name, bytes] of valid) expect([name, yield* verdict(new Uint8Array([...bytes, ...read("pixel.jpg")]))]).toEqual([name, Image.sniff(bytes)])
+    }))
+})
+
+describe("cut, damaged or garbage images are refused unreadable, never thrown", () => {
+  it.effect("each fixture cut at every length", () =>
+    Effect.gen(function*() {
+      for (const [name, bytes] of valid) {
+        for (let end = 1; end < bytes.byteLength; end++) {
+          const answer = yield* verdict(bytes.subarray(0, end))
+          // Shorter than the magic bytes: not told as an image at all.
+          const reason = end < 12 ? /^(unreadable|unsupported_type):/ : /^unreadable:/
+          expect([name, end, reason.test(answer) || answer]).toEqual([name, end, true])
+        }
+      }
+    }))
+
+  it.effect("a PNG with any one byte after its signature changed (its CRCs and zlib stream see it)", () =>
+    Effect.gen(function*() {
+      for (const [name, bytes] of valid.filter(([name]) => name.endsWith(".png"))) {
+        for (let at = 8; at < bytes.byteLength; at++) {
+          const damaged = Uint8Array.from(bytes)
+          damaged[at]! ^= 0x5a
+          const answer = yield* verdict(damaged)
+          expect([name, at, typeof answer === "string" && /^(unreadable|too_large):/.test(answer)]).toEqual([name, at, true])
+        }
+      }
+    }))
+
+  it.effect("a PNG whose chunks are whole but whose pixel stream is short, long, not zlib, or has a row without a filter type", () =>
+    Effect.gen(function*() {
+      const rows = (n: number, filter = 0) => Buffer.concat(Array.from({ length: n }, () => Buffer.from([filter, 1, 2, 3, 4])))
+      expect(yield* verdict(pngWithPixels(4, 3, deflateSync(rows(3))))).toBe("image/png")
+      expect(yield* verdict(pngWithPixels(4, 3, deflateSync(rows(2))))).toMatch(/^unreadable: .*short of the 15/)
+      expect(yield* verdict(pngWithPixels(4, 3, deflateSync(rows(4))))).toMatch(/^unreadable: .*longer than the 15/)
+      expect(yield* verdict(pngWithPixels(4, 3, deflateSync(rows(3)).subarray(0, 8)))).toMatch(/^unreadable: .*not a whole zlib stream/)
+      expect(yield* verdict(pngWithPixels(4, 3, deflateSync(rows(3, 9))))).toMatch(/^unreadable: .*row filter 9/)
+      expect(yield* verdict(pngWithPixels(4, 3, new Uint8Array(40)))).toMatch(/^unreadable: .*not a whole zlib stream/)
+    }))
+
+  it.effect("garbage after each format's header (2,000 seeded samples)", () =>
+    Effect.gen(function*() {
+      const headers: ReadonlyArray<[string, Uint8Array]> = [
+        ["png", read("photo.png").subarray(0, 33)],
+        ["jpeg", read("pixel.jpg").subarray(0, 20)],
+        ["gif", read("pixel.gif").subarray(0, 13)],
+        ["webp", read("valid/lossy.webp").subarray(0, 30)]
+      ]
+      const samples = fc.sample(fc.tuple(fc.constantFrom(...headers), fc.uint8Array({ minLength: 1, maxLength: 300 })), { numRuns: 2000, seed: 20261204 })
+      for (const [[format, header], garbage] of samples) {
+        const bytes = new Uint8Array([...header, ...garbage])
+        const answer = yield* verdict(bytes)
+        expect([format, typeof answer === "string" && answer.startsWith("unreadable:")]).toEqual([format, true])
+      }
+    }))
+
+  it.effect("an extended WebP whose image is not of its canvas's size (libwebp refuses it)", () =>
+    Effect.gen(function*() {
+      const wider = Uint8Array.from(read("valid/alpha.webp"))
+      wider[24]! += 1
+      expect(yield* verdict(wider)).toMatch(/^unreadable: the WebP's image is 20×20 but its container says 21×20/)
+    }))
+
+  it.effect("a header whose size cannot be read is refused unreadable", () =>
+    Effect.gen(function*() {
+      expect(yield* verdict(read("photo.png").subarray(0, 20))).toMatch(/^unreadable: the image\/png header does not say/)
+      const noFrame = new Uint8Array([0xff, 0xd8, 0xff, 0xd9])
+      expect(yield* verdict(noFrame)).toMatch(/^unreadable:/)
+      expect(Image.check({ data: noFrame })).toMatchObject({ _tag: "ImageRefused", reason: "unreadable" })
+    }))
+})
+
+describe("a decompression bomb", () => {
+  /** A zlib stream of `mebibytes` MiB of zeros in about a kilobyte per MiB: one sync-flushed piece repeated. */
+  const zeros = (mebibytes: number) => {
+    const piece = deflateRawSync(Buffer.alloc(1024 * 1024), { finishFlush: constants.Z_SYNC_FLUSH })
+    const adler = Buffer.alloc(4)
+    adler.writeUInt32BE((((mebibytes * 1024 * 1024) % 65521) << 16 | 1) >>> 0)
+    return Buffer.concat([Buffer.from([0x78, 0x9c]), ...Array.from({ length: mebibytes }, () => piece), Buffer.from([0x03, 0x00]), adler])
+  }
+
+  it.effect("a 1 × 1 PNG whose pixels inflate to 4 GiB is refused at once, its pixels never held", () =>
+    Effect.gen(function*() {
+      const bomb = pngWithPixels(1, 1, zeros(4096))
+      expect(bomb.byteLength).toBeLessThan(Image.maxImageBytes)
+      expect(yield* verdict(bomb)).toMatch(/^unreadable: the PNG's pixel data is longer than the 2 bytes its header says/)
+    }))
+
+  it.effect("the stream of zeros itself is whole (so the refusal is the size, not a broken stream)", () =>
+    Effect.gen(function*() {
+      // 2 MiB of zeros as 1024 rows of 2048 bytes (a filter byte and 2047 pixels).
+      expect(yield* verdict(pngWithPixels(2047, 1024, zeros(2)))).toBe("image/png")
+    }))
+})
+
+describe("crc32", () => {
+  it("agrees with zlib's for every start and length (eight bytes a step, then the rest)", () => {
+    const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 131 + 7) & 0xff)
+    for (let start = 0; start < 10; start++) {
+      for (let end = start; end <= bytes.byteLength; end += 7) expect(crc32(bytes, start, end)).toBe(zlib.crc32(bytes.subarray(start, end)))
+    }
+  })
+})
