@@ -17,13 +17,14 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fstatSync, fsyncSync, linkSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
+import { closeSync, constants, fsyncSync, linkSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
 import * as Directories from "../Directories.js"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../../domain/Errors.js"
 import * as Holder from "../writer/Holder.js"
+import * as PlainFiles from "./PlainFiles.js"
 
 /** What acquiring found: the dead holder it took over from, if any. */
 export interface Acquired {
@@ -88,27 +89,21 @@ const maxRecordBytes = 64 * 1024
 
 /**
  * A lock record's text, or undefined when it is not a regular file of at most `maxRecordBytes`
- * (read as no holder: this store writes records whole, as regular files). Opened without following
- * a link and without blocking: a data dir can come with a repository, and `readFileSync` of a record
- * that was a link to `/dev/tty` or a named pipe blocked the main thread for good (`/dev/zero`: read
- * until memory ran out). Throws `ENOENT` when it is gone.
+ * (read as no holder: this store writes records whole, as regular files). Read through
+ * `PlainFiles` (no link followed, no blocking): a data dir can come with a repository, and
+ * `readFileSync` of a record that was a link to `/dev/tty` or a named pipe blocked the main thread
+ * for good (`/dev/zero`: read until memory ran out). Throws `ENOENT` when it is gone.
  */
 const readRecord = (file: string): string | undefined => {
-  let fd: number
   try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+    return PlainFiles.withRegular(file, constants.O_RDONLY, (fd) => {
+      const buffer = Buffer.alloc(maxRecordBytes + 1)
+      const read = readSync(fd, buffer, 0, buffer.length, 0)
+      return read > maxRecordBytes ? undefined : buffer.toString("utf8", 0, read)
+    })
   } catch (error) {
-    if (codeOf(error) === "ELOOP") return undefined
+    if (codeOf(error) === "ELOOP" || codeOf(error) === "EINVAL") return undefined
     throw error
-  }
-  try {
-    const info = fstatSync(fd)
-    if (!info.isFile() || info.size > maxRecordBytes) return undefined
-    const buffer = Buffer.alloc(maxRecordBytes + 1)
-    const read = readSync(fd, buffer, 0, buffer.length, 0)
-    return read > maxRecordBytes ? undefined : buffer.toString("utf8", 0, read)
-  } finally {
-    closeSync(fd)
   }
 }
 
