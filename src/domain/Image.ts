@@ -269,13 +269,26 @@ export const verify = (image: ImageInput, index?: number, file?: string): Effect
     const judged = judge(image, index, file)
     if (judged instanceof ImageRefused) return Effect.fail(judged)
     const { mediaType, pixels } = judged
-    if (pixels === undefined) return Effect.succeed(mediaType)
+    if (pixels === undefined || inflated.has(image.data)) return Effect.succeed(mediaType)
     const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
     return Effect.flatMap(
       Effect.promise((signal) => pngPixels(pixels, signal)),
-      (why) => why === undefined ? Effect.succeed(mediaType) : Effect.fail(new ImageRefused({ reason: "unreadable", detail: why, ...where }))
+      (why) => {
+        if (why !== undefined) return Effect.fail(new ImageRefused({ reason: "unreadable", detail: why, ...where }))
+        inflated.add(image.data)
+        return Effect.succeed(mediaType)
+      }
     )
   })
+
+/**
+ * The PNGs whose pixel stream {@link verify} inflated whole, by their bytes' array: a surface (the
+ * CLI's `--image`, the server's request body) verifies an image before it starts a turn, and the
+ * engine verifies the same array again as it stores it — the inflate, up to seconds for an 8000 ×
+ * 8000 PNG, ran twice. The cheap checks still run every time, and they cover the pixel stream's
+ * bytes (each chunk's CRC), so an array changed since is judged anew.
+ */
+const inflated = new WeakSet<Uint8Array>()
 
 /** The media types of a message's images in order, or the first reason to refuse them (too many, or one refused). */
 export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<MediaType> | ImageRefused => {

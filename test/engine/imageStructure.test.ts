@@ -172,6 +172,37 @@ describe("a decompression bomb", () => {
     }))
 })
 
+describe("the pixel stream is inflated once per image", () => {
+  // The CLI's --image and the server's body verify an image, then the engine verifies the same array
+  // as it stores it: the inflate ran twice (seconds for an 8000 × 8000 PNG).
+  it.effect("verify, then verifyAll of the same array, inflates once; another array of the same bytes is inflated again", () =>
+    Effect.gen(function*() {
+      const Native = globalThis.DecompressionStream
+      let streams = 0
+      globalThis.DecompressionStream = class extends Native {
+        constructor(format: ConstructorParameters<typeof Native>[0]) {
+          super(format)
+          streams++
+        }
+      }
+      try {
+        const image = png(64, 64)
+        yield* Image.verify({ data: image })
+        yield* Image.verifyAll([{ data: image, mediaType: "image/png" }])
+        expect(streams).toBe(1)
+        yield* Image.verify({ data: Uint8Array.from(image) })
+        expect(streams).toBe(2)
+        // A refusal is never remembered: the same damaged array is refused again.
+        const damaged = pngWithPixels(4, 4, new Uint8Array(3))
+        expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
+        expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
+        expect(streams).toBe(4)
+      } finally {
+        globalThis.DecompressionStream = Native
+      }
+    }))
+})
+
 describe("crc32", () => {
   it("agrees with zlib's for every start and length (eight bytes a step, then the rest)", () => {
     const bytes = Uint8Array.from({ length: 300 }, (_, i) => (i * 131 + 7) & 0xff)
