@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import { IdGenerator, JsonlEventStore } from "../index.js"
 import * as NodeServices from "./NodeServices.js"
 import type { Input } from "./commands/Repair.js"
+import { terminalSafe } from "./Terminal.js"
 
 /** At most this many dropped lines are listed one by one. */
 const shown = 20
@@ -23,13 +24,14 @@ export const handler = ({ dataDir, sessionId, store }: Input) =>
     }
     const report = yield* JsonlEventStore.repair({ dataDir, sessionId })
     if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${report.kept} events).`)
+    // A dropped line's reason names the ids the log holds (a repository's data dir can say any string).
     for (const d of report.dropped.slice(0, shown)) {
-      yield* Console.error(`  dropped line ${d.line}${d.sequence === undefined ? "" : ` (sequence ${d.sequence})`}: ${d.reason}`)
+      yield* Console.error(`  dropped line ${d.line}${d.sequence === undefined ? "" : ` (sequence ${d.sequence})`}: ${terminalSafe(d.reason)}`)
     }
     if (report.dropped.length > shown) yield* Console.error(`  … and ${report.dropped.length - shown} more lines`)
     yield* Console.log(
       `Repaired ${sessionId}: kept ${report.kept} events, dropped ${report.dropped.length} lines` +
-        (report.closedTurnId === undefined ? "" : `, closed turn ${report.closedTurnId} as interrupted`) +
+        (report.closedTurnId === undefined ? "" : `, closed turn ${terminalSafe(report.closedTurnId)} as interrupted`) +
         `. The original is kept as ${report.backup}.`
     )
   }).pipe(Effect.provide(IdGenerator.layer), Effect.provide(NodeServices.layer))

@@ -215,7 +215,8 @@ export const pending = ({ sessionId, ...options }: PendingInput) =>
         for (const id of ids) {
           for (const call of yield* engine.pendingApprovals({ sessionId: id })) {
             found++
-            yield* Console.log(`${id}  ${call.toolCallId}  ${Render.describeCall(call)}${call.risk === undefined ? "" : `  (${call.risk})`}`)
+            // The call's id is the log's (a repository's data dir can say any string): shown safe for the terminal.
+            yield* Console.log(`${Render.terminalSafe(id)}  ${Render.terminalSafe(call.toolCallId)}  ${Render.describeCall(call)}${call.risk === undefined ? "" : `  (${call.risk})`}`)
           }
         }
       }).pipe(Effect.provide(readingEngineOnStore))

@@ -95,4 +95,15 @@ describe("Render", () => {
     // Images of an earlier turn are not this turn's.
     expect(rendered([...turn("turn_1", [image], "overloaded"), ...turn("turn_2", undefined, "invalid_request")])).not.toContain("left out")
   })
+  it("a subagent's question shows its session id escaped (a log's, when a session is resumed)", () => {
+    const question = Render.subagentQuestion({
+      childSessionId: "sess_\u001b]0;owned\u0007",
+      childToolCallId: "c1",
+      description: "look",
+      tool: "shell",
+      args: { command: "ls" }
+    } as unknown as AgentEvent.PayloadOf<"subagent.asked">)
+    expect(question).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/)
+    expect(question).toContain("(sess_\\x1b]0;owned\\x07) asks")
+  })
 })
