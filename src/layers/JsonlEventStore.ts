@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { existsSync, linkSync, renameSync, rmSync } from "node:fs"
+import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -34,7 +34,7 @@ import { batchConflict, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
-import { fromPlatform } from "./jsonl/FileFailure.js"
+import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as Repair from "./jsonl/Repair.js"
@@ -175,7 +175,6 @@ export const repair = (
   options: Options & { readonly sessionId: string }
 ): Effect.Effect<RepairReport, EventStoreFailure | SessionBusy | SessionNotFound, FileSystem.FileSystem | Path.Path | IdGenerator> =>
   Effect.scoped(Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
     const path = yield* Path.Path
     const ids = yield* IdGenerator
     const { sessionId } = options
@@ -183,13 +182,41 @@ export const repair = (
     const file = path.join(options.dataDir, "sessions", `${sessionId}.jsonl`)
     const failed = (detail: string, cause?: unknown, reason: EventStoreFailureReason = "unavailable") =>
       new EventStoreFailure({ reason, operation: "repair", sessionId, path: file, detail, ...(cause === undefined ? {} : { cause }) })
-    if (!(yield* fs.exists(file).pipe(Effect.orElseSucceed(() => false)))) return yield* new SessionNotFound({ sessionId })
+    if (lstatSync(file, { throwIfNoEntry: false }) === undefined) return yield* new SessionNotFound({ sessionId })
     yield* WriterLock.acquire(sessionId, file)
-    const lines = Chunk.toReadonlyArray(yield* Stream.runCollect(LogLines.linesOf(fs.stream(file), { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes })).pipe(
+    // Opened as every read of a log is: never through a link, never waiting on a pipe, only a regular
+    // file (a repository's data dir can put a link to another project's log, or a named pipe, in a
+    // log's place: repair read what the link named, and a pipe held it in open(2) for good).
+    const fd = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          const opened = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
+          if (fstatSync(opened).isFile()) return opened
+          closeSync(opened)
+          throw Object.assign(new Error("not a regular file"), { code: "ENOTREGULAR" })
+        },
+        catch: (error) =>
+          (error as NodeJS.ErrnoException).code === "ENOTREGULAR"
+            ? failed("not a regular file; nothing was changed", undefined, "corrupt")
+            : fromLogOpen("repair", file, sessionId)(error)
+      }),
+      (opened) => Effect.sync(() => closeSync(opened))
+    )
+    const chunk = Buffer.allocUnsafe(64 * 1024)
+    const bytes = Stream.repeatEffectOption(Effect.suspend(() => {
+      let read: number
+      try {
+        read = readSync(fd, chunk, 0, chunk.byteLength, null)
+      } catch (error) {
+        return Effect.fail(Option.some(fromNode("repair", file, sessionId)(error)))
+      }
+      return read === 0 ? Effect.fail(Option.none()) : Effect.succeed(Uint8Array.prototype.slice.call(chunk, 0, read))
+    }))
+    const lines = Chunk.toReadonlyArray(yield* Stream.runCollect(LogLines.linesOf(bytes, { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes })).pipe(
       Effect.mapError((e) =>
         e._tag === "LineTooLong"
           ? failed(`line ${e.number} is longer than ${e.maxLineBytes} bytes`, undefined, "line_too_long")
-          : fromPlatform("repair", file, sessionId)(e)
+          : e
       )
     ))
     const first = lines.length === 0 ? Option.none() : LogLines.firstLine(lines[0]!.text)

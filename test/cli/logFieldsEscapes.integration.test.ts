@@ -5,10 +5,11 @@
  * `call_\x1b]0;PWNED\x07…` retitled the window of whoever ran either there (OSC 52 would have
  * written their clipboard). Both lines are now made safe for the terminal.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
-import { run, scratch } from "./subprocess.js"
+import { describe, expect, it, onTestFinished } from "vitest"
+import { run, scratch, start } from "./subprocess.js"
 
 const { dir } = scratch("log-fields-escapes")
 
@@ -70,5 +71,42 @@ describe("a clone's log: its ids reach the terminal escaped", () => {
     raw(repaired.stdout)
     raw(repaired.stderr)
     expect(repaired.stderr).toContain("event of another session (sess_\\x1b]0;PWNED\\x07")
+  })
+})
+
+/**
+ * `repair` read a log by name, through a link and blocking: a clone's `sessions/<id>.jsonl` that is
+ * a link to another project's log had that log copied into the clone's data dir (the link renamed to
+ * `.bak`), and a named pipe there held `repair` in open(2) for good (a first SIGTERM and Ctrl+C
+ * included). It now opens a log as every read does: never through a link, never waiting on a pipe.
+ */
+describe("repair: a log that is not a regular file", () => {
+  it("a link to another project's log is not followed, and nothing is written", async () => {
+    const cwd = clone("repair-link")
+    const elsewhere = join(dir, "other-project-log.jsonl")
+    // A log repair would rewrite: a second `session.created` is dropped.
+    const other = logOf("sess_l", [["session.created", undefined, { cwd: "/secret", client: "cli" }], ["session.created", undefined, { cwd: "/secret", client: "cli" }]])
+    writeFileSync(elsewhere, other)
+    const log = join(cwd, ".effect-agent", "sessions", "sess_l.jsonl")
+    symlinkSync(elsewhere, log)
+    const repaired = await run(["repair", "sess_l"], { cwd })
+    expect(repaired.code).not.toBe(0)
+    expect(repaired.stderr).toContain("a link, not a log")
+    expect(lstatSync(log).isSymbolicLink()).toBe(true)
+    expect(readFileSync(elsewhere, "utf8")).toBe(other)
+    expect(readdirSync(join(cwd, ".effect-agent", "sessions")).filter((f) => f.startsWith("sess_l.jsonl.")).sort()).toEqual(["sess_l.jsonl.lock"])
+  })
+
+  it("a named pipe is refused at once, without a writer", async () => {
+    const cwd = clone("repair-fifo")
+    const log = join(cwd, ".effect-agent", "sessions", "sess_p.jsonl")
+    execFileSync("mkfifo", [log])
+    const running = start(["repair", "sess_p"], { cwd })
+    // Killed however the test ends (on the old code it never ends by itself).
+    onTestFinished(() => void running.child.kill("SIGKILL"))
+    // The gate: the CLI ends on its own; on the old code it waited in open(2) for a writer that never comes.
+    const finished = await running.done
+    expect(finished.code).not.toBe(0)
+    expect(finished.stderr).toContain("not a regular file")
   })
 })
