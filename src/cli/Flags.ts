@@ -37,8 +37,32 @@ const isLink = (file: string): boolean => {
  */
 export const linkedDataDir = (dataDir: string): string | undefined => {
   if (dataDir === defaultDataDir && isLink(dataDir)) return `${dataDir} is a link`
-  for (const own of ["sessions", "blobs", "effect-agent.sqlite", "effect-agent.sqlite-wal", "effect-agent.sqlite-shm"]) {
+  for (const own of ["sessions", "blobs", ...sqliteFiles]) {
     if (isLink(path.join(dataDir, own))) return `${path.join(dataDir, own)} is a link`
+  }
+  return undefined
+}
+
+/** The SQLite store's database and the files SQLite opens beside it (a hot `-journal` is read before anything else). */
+const sqliteFiles = ["effect-agent.sqlite", "effect-agent.sqlite-wal", "effect-agent.sqlite-shm", "effect-agent.sqlite-journal"]
+
+/**
+ * A data dir whose database file (or one SQLite opens beside it) is there but not a regular file: a
+ * named pipe, a socket or a device. SQLite opens them blocking, on the main thread: a clone's
+ * `effect-agent.sqlite` (or `-journal`) that is a named pipe held `sessions --store sqlite` in
+ * `open(2)` for good — Ctrl+C and SIGTERM included, as the thread that would handle them was the one
+ * waiting. The store makes them itself, only as regular files.
+ */
+export const specialDataDirFile = (dataDir: string): string | undefined => {
+  for (const own of sqliteFiles) {
+    const file = path.join(dataDir, own)
+    let stat
+    try {
+      stat = lstatSync(file)
+    } catch {
+      continue
+    }
+    if (!stat.isFile() && !stat.isSymbolicLink()) return `${file} is not a regular file`
   }
   return undefined
 }
@@ -49,11 +73,13 @@ export const storage = {
     Options.withDefault(defaultDataDir),
     Options.mapTryCatch((dataDir) => {
       const linked = linkedDataDir(dataDir)
-      if (linked !== undefined) throw new Error(linked)
+      if (linked !== undefined) throw new Error(`${linked}: the store would write where it points`)
+      const special = specialDataDirFile(dataDir)
+      if (special !== undefined) throw new Error(`${special}: the store would wait on it for good`)
       return dataDir
     }, (error) =>
       HelpDoc.p(
-        `${(error as Error).message}: the store would write where it points. A data dir that came with a repository can be anyone's; remove the link, or name the folder you mean with --data-dir`
+        `${(error as Error).message}. A data dir that came with a repository can be anyone's; remove it, or name the folder you mean with --data-dir`
       )),
     Options.withDescription("Where sessions are stored")
   ),

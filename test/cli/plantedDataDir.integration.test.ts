@@ -72,6 +72,24 @@ describe("a data dir that came with the repository", () => {
     expect(existsSync(join(repo.cwd, ".effect-agent", "sessions"))).toBe(true)
   })
 
+  it("a named pipe in place of the SQLite database or its hot journal is refused; it never holds the CLI", async () => {
+    // SQLite opens them blocking on the main thread: Ctrl+C and SIGTERM waited with it (only SIGKILL ended it).
+    for (const file of ["effect-agent.sqlite", "effect-agent.sqlite-journal"]) {
+      const repo = repository(`sqlite-fifo-${file.replace(/\W/g, "-")}`)
+      const made = await runOrKill(["run", "hello", "--script", repo.script, "--store", "sqlite"], repo.cwd)
+      expect(made.code, made.stderr).toBe(0)
+      rmSync(repo.planted(file), { force: true })
+      execFileSync("mkfifo", [repo.planted(file)])
+      for (const args of [["sessions", "--store", "sqlite"], ["run", "hello", "--script", repo.script, "--store", "sqlite"]]) {
+        const done = await runOrKill(args, repo.cwd)
+        expect(done.signal, `${file}: ${args.join(" ")} was killed: it hung`).toBe(null)
+        expect(done.code, `${file}: ${args.join(" ")}`).not.toBe(0)
+        expect(done.stderr).toContain(`${file} is not a regular file`)
+      }
+      expect(lstatSync(repo.planted(file)).isFIFO()).toBe(true)
+    }
+  })
+
   it("a named pipe or an endless device in a log's place is listed as damaged, and the listing ends", async () => {
     const repo = repository("logs")
     const first = await runOrKill(["run", "hello", "--script", repo.script], repo.cwd)
