@@ -7,6 +7,7 @@
  *
  * @since 0.6.0
  */
+import { constants } from "node:fs"
 import { open } from "node:fs/promises"
 import { resolve } from "node:path"
 import * as Effect from "effect/Effect"
@@ -34,8 +35,10 @@ export const read = (file: string, cwd: string = process.cwd()): Effect.Effect<I
   Effect.gen(function*() {
     const bytes = yield* Effect.tryPromise({
       try: async () => {
-        // One open: the size checked and the bytes read are of the same file.
-        const handle = await open(resolve(cwd, file), "r")
+        // One open: the size checked and the bytes read are of the same file. Without blocking: a
+        // named pipe (one a command of the session made in the workspace, say, for `/image`) would
+        // hold the open for good, and the CLI with it; it is opened at once and refused below.
+        const handle = await open(resolve(cwd, file), constants.O_RDONLY | constants.O_NONBLOCK)
         try {
           const stat = await handle.stat()
           if (stat.isDirectory()) throw Object.assign(new Error("directory"), { code: "EISDIR" })

@@ -3,6 +3,7 @@
  * the working directory: the user named it), the official Anthropic SDK against the local wire
  * server — the request body it sent carries the image — and clear one-line errors that store nothing.
  */
+import { execFileSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -25,6 +26,7 @@ writeFileSync(join(cwd, "pixel.gif"), gif)
 writeFileSync(join(cwd, "drawing.svg"), readFileSync(join(fixtures, "evil.svg")))
 // A PNG by its first bytes, over the 5 MiB cap.
 writeFileSync(join(cwd, "huge.png"), Buffer.concat([png.subarray(0, 8), Buffer.alloc(5 * 1024 * 1024 + 1)]))
+execFileSync("mkfifo", [join(cwd, "pipe.png")])
 
 let server: WireServer.WireServer
 beforeAll(async () => {
@@ -72,6 +74,9 @@ describe("run --image", () => {
     ["an SVG", ["--image", "pixel.gif", "--image", "drawing.svg"], /^--image drawing\.svg: only PNG, JPEG, GIF and WebP images are accepted .*\[unsupported_type\]$/],
     ["a file over 5 MiB", ["--image", "huge.png"], /^--image huge\.png: 5242889 bytes is over the 5242880 bytes \(5 MiB\) an image may be \[too_large\]$/],
     ["a directory", ["--image", "."], /^--image \.: a directory, not an image file$/],
+    // Opened without blocking: before, the open waited for a writer for good (the session's own
+    // command can make one in the workspace for a later `/image`).
+    ["a named pipe", ["--image", "pipe.png"], /^--image pipe\.png: not a regular file$/],
     ["--image with --follow-up", ["--image", "pixel.gif", "--follow-up"], /--image goes with a new turn/]
   ]
   for (const [what, args, message] of refusals) {
