@@ -12,6 +12,7 @@ import { Cassette, SessionEngine } from "../index.js"
 import type { ExportScriptInput, ReplayInput } from "./commands/Replay.js"
 import { readingEngineLayer } from "./Engine.js"
 import * as Render from "./Render.js"
+import { terminalSafeJson } from "./Terminal.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -31,7 +32,8 @@ export const replay = ({ json, sessionId, ...options }: ReplayInput) =>
         if (json) {
           let lines = ""
           for (const event of events) lines += JSON.stringify(event) + "\n"
-          if (lines !== "") output.out(lines)
+          // DEL and C1 controls escaped too (JSON.stringify leaves them): the same values, nothing a terminal acts on.
+          if (lines !== "") output.out(terminalSafeJson(lines))
         } else {
           for (const event of events) render.event(event)
         }
@@ -45,5 +47,5 @@ export const exportScript = ({ sessionId, ...options }: ExportScriptInput) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
     const read = (id: string) => Effect.map(Stream.runCollect(engine.replaySession({ sessionId: id })), Chunk.toReadonlyArray)
-    output.out(JSON.stringify(yield* Cassette.fromTree(yield* read(sessionId), read), null, 2) + "\n")
+    output.out(terminalSafeJson(JSON.stringify(yield* Cassette.fromTree(yield* read(sessionId), read), null, 2)) + "\n")
   }).pipe(Effect.provide(readingEngineLayer(options)))

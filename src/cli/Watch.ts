@@ -11,6 +11,7 @@ import { SessionEngine } from "../index.js"
 import { readingEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Watch.js"
 import * as Render from "./Render.js"
+import { terminalSafeJson } from "./Terminal.js"
 
 const output: Render.Output = {
   out: (text) => process.stdout.write(text),
@@ -26,7 +27,7 @@ export const handler = ({ json, sessionId, ...storage }: Input) =>
       // Printed in the callback, a chunk at a time: an `Effect.sync` per event would hold each event
       // from old space until a major GC (V8 pretenures effect's shared constructor; bench/README.md).
       Stream.runForEachChunk((events) => {
-        for (const event of events) json ? output.out(JSON.stringify(event) + "\n") : render.event(event)
+        for (const event of events) json ? output.out(terminalSafeJson(JSON.stringify(event)) + "\n") : render.event(event)
         return Effect.void
       })
     )

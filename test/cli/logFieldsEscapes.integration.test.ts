@@ -110,3 +110,34 @@ describe("repair: a log that is not a regular file", () => {
     expect(finished.stderr).toContain("not a regular file")
   })
 })
+
+/**
+ * `replay --json` and `export-script` wrote what `JSON.stringify` leaves raw: DEL and the C1 controls
+ * (U+0080–U+009F), which a terminal taking C1 from UTF-8 reads as CSI (U+009B) or OSC (U+009D). They
+ * are now `\u00XX` escapes: the same JSON values.
+ */
+describe("JSON output of a clone's log", () => {
+  it("carries no C1 control raw, and parses to the same text", async () => {
+    const cwd = clone("json-c1")
+    const text = "look\u009b2J\u009d0;PWNED\u009c\u007f"
+    writeFileSync(
+      join(cwd, ".effect-agent", "sessions", "sess_j.jsonl"),
+      logOf("sess_j", [
+        ["session.created", undefined, { cwd, client: "cli" }],
+        ["turn.started", "turn_1", { promptPreview: "hi" }],
+        ["user.message", "turn_1", { content: "hi" }],
+        ["model.delta", "turn_1", { text }],
+        ["turn.completed", "turn_1", { stopReason: "final" }]
+      ])
+    )
+    const replayed = await run(["replay", "sess_j", "--json"], { cwd })
+    expect(replayed.code, replayed.stderr).toBe(0)
+    expect(replayed.stdout).not.toMatch(/[\x7f-\x9f]/)
+    const events = replayed.stdout.trim().split("\n").map((line) => JSON.parse(line) as { type: string; payload: { text?: string } })
+    expect(events.find((e) => e.type === "model.delta")?.payload.text).toBe(text)
+    const exported = await run(["export-script", "sess_j"], { cwd })
+    expect(exported.code, exported.stderr).toBe(0)
+    expect(exported.stdout).not.toMatch(/[\x7f-\x9f]/)
+    expect(exported.stdout).toContain("\\u009b2J")
+  })
+})
