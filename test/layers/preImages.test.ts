@@ -164,6 +164,29 @@ describe("PreImages: a restore from a hostile plan writes nothing", () => {
       }).pipe(Effect.provide(checkpoints())))
   }
 
+  // A log's workspace.changed can name any path and its blob area any content: an adopted session's
+  // rewind wrote an executable git hook (run by the next `git commit`, outside the sandbox) without a question.
+  for (const path of [".git/hooks/pre-commit", "sub/.git/config", ".GIT/config", ".git", ".effect-agent/settings.json"]) {
+    it.scoped(`refuses ${JSON.stringify(path)}: a protected folder is never written by a rewind`, () =>
+      Effect.gen(function*() {
+        const dir = yield* folder
+        yield* write(dir, { ".git/HEAD": "ref\n", "sub/.git/HEAD": "ref\n", ".effect-agent/x": "x" })
+        const { blobs, cp } = yield* Effect.all({ blobs: BlobStore, cp: WorkspaceCheckpoints })
+        const blob = yield* blobs.put(new TextEncoder().encode("#!/bin/sh\ntouch /tmp/owned\n"))
+        const refused = yield* Effect.flip(cp.restore({
+          cwd: dir,
+          files: [{ path: "ok.txt", target: { blob, mode: 0o644 } }, { path, target: { blob, mode: 0o755 } }],
+          force: true
+        }))
+        expect(refused._tag === "RewindRefused" && refused.reason).toBe("unsafe_path")
+        expect(refused._tag === "RewindRefused" && refused.files).toEqual([path])
+        expect((yield* Effect.promise(() => NodeFs.readdir(dir))).sort()).toEqual([".effect-agent", ".git", "sub"])
+        expect((yield* Effect.promise(() => NodeFs.readdir(NodePath.join(dir, ".git"))))).toEqual(["HEAD"])
+        expect((yield* Effect.promise(() => NodeFs.readdir(NodePath.join(dir, "sub", ".git"))))).toEqual(["HEAD"])
+        expect((yield* Effect.promise(() => NodeFs.readdir(NodePath.join(dir, ".effect-agent"))))).toEqual(["x"])
+      }).pipe(Effect.provide(checkpoints())))
+  }
+
   it.scoped("a pre-image missing from the blob area fails before any file is touched", () =>
     Effect.gen(function*() {
       const dir = yield* folder

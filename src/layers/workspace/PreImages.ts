@@ -274,6 +274,14 @@ export const make = (options: Options = {}) =>
         const unsafe: Array<string> = []
         const changedOutside: Array<string> = []
         const checked: Array<{ readonly restore: Restore; readonly full: string; readonly current: Current }> = []
+        const fenced = input.files.filter((restore) => protectedPath(restore.path)).map((restore) => restore.path)
+        if (fenced.length > 0) {
+          return yield* new RewindRefused({
+            reason: "unsafe_path",
+            detail: "these paths are in .git/ or .effect-agent/, which a rewind never writes; nothing was changed",
+            files: fenced
+          })
+        }
         for (const restore of input.files) {
           const full = safePath(root, restore.path)
           const current = full === undefined ? undefined : yield* Effect.promise(() => currentOf(root, full))
@@ -345,6 +353,17 @@ type Current =
   | { readonly kind: "link" | "special" | "directory" | "unsafe" }
 
 /** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
+/**
+ * A path a rewind never writes: in any `.git` (hooks and config run code on the next git command,
+ * outside the sandbox) or the cwd's `.effect-agent/` (settings, logs). The files a rewind restores
+ * come from the log's `workspace.changed` events and their pre-images from its blob area, both of
+ * which an adopted session's data dir (a repository's) can say; a write of the agent there asked.
+ */
+const protectedPath = (path: string): boolean => {
+  const parts = path.split("/")
+  return parts.some((part) => part.toLowerCase() === ".git") || parts[0]?.toLowerCase() === ".effect-agent"
+}
+
 const safePath = (root: string, path: string): string | undefined => {
   if (path === "" || path.includes("\0") || path.startsWith("/")) return undefined
   const parts = path.split("/")
