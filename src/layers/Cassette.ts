@@ -165,10 +165,16 @@ export const fromTree = <E, R>(
 ): Effect.Effect<Script, E, R> =>
   Effect.gen(function*() {
     const subagents: Record<string, Array<ScriptedResponse>> = {}
+    // Each session read once: a log's `childSessionId` is any id its author wrote, its own or an
+    // ancestor's included, and a cycle was followed for good (memory growing with each round).
+    const seen = new Set<string>(events[0] === undefined ? [] : [events[0].sessionId])
     const visit = (log: ReadonlyArray<AgentEvent>): Effect.Effect<void, E, R> =>
       Effect.forEach(log.filter((e) => e.type === "subagent.started"), (started) =>
         Effect.gen(function*() {
-          const child = yield* read((started.payload as { childSessionId: string }).childSessionId)
+          const childSessionId = (started.payload as { childSessionId: string }).childSessionId
+          if (seen.has(childSessionId)) return
+          seen.add(childSessionId)
+          const child = yield* read(childSessionId)
           const prompt = child.find((e) => e.type === "user.message")?.payload as { content: string } | undefined
           if (prompt === undefined) return
           const list = subagents[prompt.content] ??= []
