@@ -669,9 +669,18 @@ export const pendingBelow = <E, R>(
   state: SessionState,
   read: (sessionId: string) => Effect.Effect<SessionState, E, R>
 ): Effect.Effect<ReadonlyArray<OpenToolCall>, never, R> => {
+  // Each session is followed once: a log's `childSessionId` is any id its author wrote, and twenty
+  // open `task` calls of a session naming itself made the depth bound alone 20^8 reads (`pending`,
+  // a read never refused, of a repository's log: 8 such calls already took a minute).
+  const seen = new Set<string>([state.sessionId])
+  const firstVisit = (sessionId: string): boolean => {
+    if (seen.has(sessionId)) return false
+    seen.add(sessionId)
+    return true
+  }
   const below = (state: SessionState, depth: number): Effect.Effect<ReadonlyArray<OpenToolCall>, never, R> =>
     depth > maxSubagentDepth ? Effect.succeed([]) : Effect.map(
-      Effect.forEach(waitingOnSubagents(state), ({ subagent }) =>
+      Effect.forEach(waitingOnSubagents(state).filter(({ subagent }) => firstVisit(subagent.childSessionId)), ({ subagent }) =>
         read(subagent.childSessionId).pipe(
           Effect.flatMap((child) =>
             Effect.map(below(child, depth + 1), (deeper) => [

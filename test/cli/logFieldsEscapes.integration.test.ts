@@ -141,3 +141,67 @@ describe("JSON output of a clone's log", () => {
     expect(exported.stdout).toContain("\\u009b2J")
   })
 })
+
+/**
+ * `export-script` follows a log's subagents (`subagent.started {childSessionId}`) to their logs:
+ * a log naming itself, or two naming each other, were followed for good — the CLI never ended and
+ * its memory grew. Each session is read once now.
+ */
+describe("export-script: subagents that lead back", () => {
+  it("a log naming itself or its parent as a subagent ends", async () => {
+    const cwd = clone("export-cycle")
+    const withChild = (sessionId: string, child: string) =>
+      logOf(sessionId, [
+        ["session.created", undefined, { cwd, client: "cli" }],
+        ["turn.started", "turn_1", { promptPreview: "hi" }],
+        ["user.message", "turn_1", { content: `hi from ${sessionId}` }],
+        ["subagent.started", "turn_1", { toolCallId: "c1", childSessionId: child, description: "d", cwd, mode: "inherit" }],
+        ["turn.completed", "turn_1", { stopReason: "final" }]
+      ])
+    writeFileSync(join(cwd, ".effect-agent", "sessions", "sess_self.jsonl"), withChild("sess_self", "sess_self"))
+    writeFileSync(join(cwd, ".effect-agent", "sessions", "sess_p.jsonl"), withChild("sess_p", "sess_c"))
+    writeFileSync(join(cwd, ".effect-agent", "sessions", "sess_c.jsonl"), withChild("sess_c", "sess_p"))
+    for (const sessionId of ["sess_self", "sess_p"]) {
+      const running = start(["export-script", sessionId], { cwd })
+      onTestFinished(() => void running.child.kill("SIGKILL"))
+      // The gate: the CLI ends by itself (on the old code it never did).
+      const finished = await running.done
+      expect(finished.code, finished.stderr).toBe(0)
+      expect(() => JSON.parse(finished.stdout)).not.toThrow()
+    }
+  })
+})
+
+/**
+ * `pending <id>` follows the subagents a session's open `task` calls wait on, to 8 levels: a log
+ * whose twenty open calls each named the session itself was 20^8 reads (eight such calls took a
+ * minute). Each session is followed once now.
+ */
+describe("pending: open task calls that name their own session", () => {
+  it("ends", async () => {
+    const cwd = clone("pending-fanout")
+    const calls = Array.from({ length: 20 }, (_, i) => `c${i}`)
+    const args = { description: "d", prompt: "p" }
+    writeFileSync(
+      join(cwd, ".effect-agent", "sessions", "sess_f.jsonl"),
+      logOf("sess_f", [
+        ["session.created", undefined, { cwd, client: "cli" }],
+        ["turn.started", "turn_1", { promptPreview: "hi" }],
+        ["user.message", "turn_1", { content: "hi" }],
+        ...calls.map((toolCallId) => ["model.tool_call_requested", "turn_1", { toolCallId, tool: "task", args }] as const),
+        ...calls.flatMap((toolCallId) => [
+          ["permission.requested", "turn_1", { toolCallId, tool: "task", risk: "read" }] as const,
+          ["permission.resolved", "turn_1", { toolCallId, decision: "allow", policy: "p", actor: "policy" }] as const,
+          ["tool.started", "turn_1", { toolCallId, tool: "task", args }] as const,
+          ["subagent.started", "turn_1", { toolCallId, childSessionId: "sess_f", description: "d", cwd, mode: "inherit" }] as const
+        ])
+      ])
+    )
+    const running = start(["pending", "sess_f"], { cwd })
+    onTestFinished(() => void running.child.kill("SIGKILL"))
+    // The gate: the CLI ends by itself.
+    const finished = await running.done
+    expect(finished.code, finished.stderr).toBe(0)
+    expect(finished.stderr).toContain("No tool calls are waiting for approval.")
+  })
+})
