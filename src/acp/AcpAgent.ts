@@ -20,7 +20,7 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, version, WorkingDirectory } from "../index.js"
+import { type AgentEvent, type McpConfig, ModelProvider, PermissionPolicy, Pricing, Session, SessionEngine, version, WorkingDirectory } from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -282,7 +282,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               if (event.type === "subagent.asked") {
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
                 const { args, childSessionId, childToolCallId, tool } = event.payload
-                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload), {
+                // Why the policy asked, as for the session's own calls (decided on the subagent's session and on this one).
+                const uncovered = sessionModes?.takeAskReason === undefined
+                  ? undefined
+                  : PermissionPolicy.subagentAskReason(sessionModes.takeAskReason, session.sessionId, event.payload)
+                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered), {
                   cancellationSignal: running.controller.signal,
                   stopWaitingOnCancel: true
                 })

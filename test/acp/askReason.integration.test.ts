@@ -71,6 +71,22 @@ describe("effect-agent acp: a permission request names the rule that did not cov
     expect(Object.keys(requested).sort()).toEqual(["risk", "tool", "toolCallId"])
   })
 
+  it("a subagent's request says why too (it carried no reason before)", async () => {
+    const p = project("subagent", "sed -i s/a/b/ f.txt")
+    const script = p.args[1]!
+    writeFileSync(script, JSON.stringify({
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "edit f", prompt: "child: edit" } }] }, { chunks: ["Delegated."] }],
+      subagents: { "child: edit": [{ toolCalls: [{ tool: "shell", args: { command: "sed -i s/a/b/ f.txt" } }] }, { chunks: ["Edited."] }] }
+    }))
+    const { agent, response } = await turn([...p.args, "--subagents", "--allow", "shell:sed *"], p.cwd)
+    expect(response.stopReason).toBe("end_turn")
+    expect(agent.asked).toHaveLength(1)
+    const { toolCall } = agent.asked[0]!.params
+    expect(toolCall.title).toMatch(/^Subagent "edit f" \(sess_[^)]+\): Run `sed -i s\/a\/b\/ f\.txt`$/)
+    expect(texts(toolCall).at(-1)).toMatch(/^Asked because your rule --allow shell:sed \* does not cover it: .*To allow it without asking, add the rule shell:sed -i s\/a\/b\/ f\.txt /)
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
   it("an ask no rule of the user's touched carries no reason: the request is as before", async () => {
     const p = project("plain", "sed -i s/a/b/ f.txt")
     const { agent } = await turn(p.args, p.cwd)
