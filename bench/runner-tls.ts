@@ -20,8 +20,8 @@ import * as Redacted from "effect/Redacted"
 import { randomBytes } from "node:crypto"
 import { loadavg } from "node:os"
 import { ClusterSecret, RunnerPort, type RunnerTls } from "../src/cluster.js"
-import { makeCertificates } from "../test/cluster/certificates.js"
-import { freePort } from "../test/ports.js"
+import { makeCertificates } from "./support/certificates.js"
+import { freePort } from "./support/ports.js"
 
 const rounds = Number(process.argv[2] ?? 8)
 const trips = Number(process.env["BENCH_TLS_TRIPS"] ?? 2000)

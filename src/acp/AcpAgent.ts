@@ -20,7 +20,20 @@ import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type McpConfig, ModelProvider, Pricing, Session, SessionEngine, version, WorkingDirectory } from "../index.js"
+import {
+  type AgentEvent,
+  type McpConfig,
+  ModelProvider,
+  PermissionEngine,
+  PermissionPolicy,
+  Pricing,
+  Session,
+  SessionEngine,
+  type SessionState,
+  ToolRouter,
+  version,
+  WorkingDirectory
+} from "../index.js"
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
@@ -122,6 +135,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     // The model's window, for `usage_update` (absent when the engine was given no provider here).
     const model = Option.getOrUndefined(yield* Effect.serviceOption(ModelProvider.ModelProvider))?.capabilities
     const sessionModes = Option.getOrUndefined(yield* Effect.serviceOption(AcpPermissions.SessionModes))
+    // The engine's tools and policy, when given beside it (`effect-agent acp`): a paused call asked
+    // again after a load is decided again with them, for the reason of its ask (see `reasonAgain`).
+    const router = Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter.ToolRouter))
+    const permissions = Option.getOrUndefined(yield* Effect.serviceOption(PermissionEngine.PermissionEngine))
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const runFork = yield* FiberSet.runtime(fibers)<never>()
     const sessions = new Map<string, Served>()
@@ -282,7 +299,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
               if (event.type === "subagent.asked") {
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
                 const { args, childSessionId, childToolCallId, tool } = event.payload
-                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload), {
+                // Why the policy asked, as for the session's own calls (decided on the subagent's session and on this one).
+                const uncovered = sessionModes?.takeAskReason === undefined
+                  ? undefined
+                  : PermissionPolicy.subagentAskReason(sessionModes.takeAskReason, session.sessionId, event.payload)
+                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered), {
                   cancellationSignal: running.controller.signal,
                   stopWaitingOnCancel: true
                 })
@@ -393,6 +414,26 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return Effect.succeed(running)
       })
 
+    /**
+     * Why the policy asked about a call a stopped process left waiting, asked again after a load.
+     * The events keep only the ask (`permission.resolved {ask}` and its policy), and the process that
+     * decided kept the reason; so the call is prepared and decided again with the session's policy
+     * now, and that decision's reason is given only when it is the stored ask again (same policy): it
+     * is then the reason the original ask had. A subagent's call (`askedBy`) is given none: its
+     * parent's process, which narrowed it, is gone.
+     */
+    const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall, askedBy: string | undefined) =>
+      Effect.gen(function*() {
+        const take = sessionModes?.takeAskReason
+        if (call.askedBy !== undefined || askedBy === undefined || router === undefined || permissions === undefined || take === undefined) return undefined
+        const tools = router.forSession?.(state.sessionId) ?? router
+        const prepared = yield* Effect.option(tools.prepare({ toolCallId: call.toolCallId, tool: call.tool, args: call.args }, state.cwd))
+        if (Option.isNone(prepared)) return undefined
+        const decided = yield* permissions.decide({ sessionId: state.sessionId, cwd: state.cwd, call: prepared.value, remembered: state.remembered })
+        const reason = take(state.sessionId, call.toolCallId)
+        return decided.decision === "ask" && decided.policy === askedBy ? reason : undefined
+      })
+
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
       Effect.flatMap(holdForLoad(params.sessionId, arrivals.requestAt(requestId)), (running) =>
         loadHeld(params, client, running).pipe(
@@ -418,11 +459,16 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
+        // The policy of each ask, by call: a paused call's reason is given again only for the same ask.
+        const askedBy = new Map<string, string>()
         let title: string | undefined
         yield* engine.replaySession({ sessionId }).pipe(
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) => {
             if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
+            if (event.type === "permission.resolved" && event.payload.decision === "ask" && event.payload.policy !== undefined) {
+              askedBy.set(event.payload.toolCallId, event.payload.policy)
+            }
             const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id), title })
             title = Session.applyTitle(title, Session.titleChange(event))
             return Effect.flatMap(
@@ -440,7 +486,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           // The load's hold becomes the turn's claim in one step: no prompt gets in between.
           session.running = running
           loading.delete(sessionId)
-          const asked = pending.map((call) => ({ call, request: permissionRequest(client, session, running, call) }))
+          const reasons = yield* Effect.forEach(pending, (call) => reasonAgain(state, call, askedBy.get(call.toolCallId)))
+          const asked = pending.map((call, i) => ({ call, request: permissionRequest(client, session, running, call, reasons[i]) }))
           yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
         }
         const mode = sessionModes === undefined ? undefined : yield* sessionModes.get(sessionId)

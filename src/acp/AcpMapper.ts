@@ -432,14 +432,15 @@ export const permissionRequestOf = (
 export const subagentPermissionRequestOf = (
   sessionId: string,
   cwd: string,
-  asked: AgentEvent.PayloadOf<"subagent.asked">
+  asked: AgentEvent.PayloadOf<"subagent.asked">,
+  uncovered?: Uncovered
 ): acp.RequestPermissionRequest =>
   permissionRequestOf(sessionId, cwd, {
     toolCallId: asked.childToolCallId,
     tool: asked.tool,
     args: asked.args,
     askedBy: { sessionId: asked.childSessionId, description: asked.description }
-  })
+  }, uncovered)
 
 /** What the user's answer means for the engine. */
 export type Answer =

@@ -65,7 +65,8 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
       // Beside the engine too: the agent reads the model's window for `usage_update`.
       Layer.provideMerge(model),
       Layer.provide(IdGenerator.layer),
-      Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
+      // Beside the engine too: a paused call asked again after a load is decided again, for its ask's reason.
+      Layer.provideMerge(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeServices.layer),
       // One table of session policies, read by the engine's permission decisions and written by

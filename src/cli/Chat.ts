@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
@@ -230,7 +230,7 @@ export const chat = (
         const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
           ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(event.sessionId, event.payload.toolCallId)) }
           : event.type === "subagent.asked"
-          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload) }
+          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAskReason, event.sessionId, event.payload)) }
           : undefined
         if (asked !== undefined) {
           render.endLine()

@@ -13,13 +13,17 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { SessionEngine } from "../index.js"
 import { engineLayer } from "./Engine.js"
+import * as FlagLayers from "./FlagLayers.js"
 import type { Input } from "./commands/Compact.js"
 import * as Models from "./Models.js"
+import * as NodeServices from "./NodeServices.js"
 import * as Render from "./Render.js"
 
 /** `compact`. */
 export const handler = ({ keepRecentTokens, sessionId, ...options }: Input) =>
   Effect.gen(function*() {
+    // An unknown session is refused before the model is chosen (and its note printed).
+    yield* FlagLayers.requireExisting(options, sessionId).pipe(Effect.provide(NodeServices.layer))
     const model = yield* Models.layer(options)
     yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine

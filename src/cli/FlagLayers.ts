@@ -10,7 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import { EventStore, JsonlEventStore, StartedSessions, TrustStore } from "../index.js"
+import * as Stream from "effect/Stream"
+import { EventStore, JsonlEventStore, SessionNotFound, StartedSessions, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import type { Storage } from "./Flags.js"
 import { withoutFetchSniff } from "./PgLoad.js"
@@ -78,23 +79,37 @@ const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, 
     : Layer.unwrapEffect(Effect.map(TrustStore.configDir, (dir) => store.pipe(StartedSessions.layer({ dir, adoptHint }))))
 
 /**
- * Fails, before anything starts, when the session is stored but is not one this user started or
- * adopted (the guarded store would refuse its first write): `chat --session` says so before its
- * first prompt, not after the first message. The store is opened read-only for it.
+ * Fails with `SessionNotFound` when no session `sessionId` is stored, as the engine would — but
+ * before the command chooses its model, so the refusal is its only line (not after the echo model's
+ * note).
+ */
+const requireStored = (sessionId: string) =>
+  Effect.flatMap(EventStore.EventStore, (store) => Stream.runHead(store.read(sessionId))).pipe(
+    Effect.flatMap((head) => Option.isNone(head) ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.void)
+  )
+
+/** {@link requireStored} on the options' store, opened read-only for it (`compact`). */
+export const requireExisting = (storage: Storage, sessionId: string) =>
+  requireStored(sessionId).pipe(Effect.provide(storeLayer(storage, { readOnly: true })))
+
+/**
+ * Fails, before anything starts, when the session is not stored, or is stored but is not one this
+ * user started or adopted (the guarded store would refuse its first write): `chat --session` says so
+ * before its first prompt, not after the first message. The store is opened read-only for it.
  */
 export const requireStarted = (storage: Storage, sessionId: string) =>
-  storage.store === "postgres"
-    ? Effect.void
-    : Effect.gen(function*() {
-      const dir = yield* TrustStore.configDir
-      const store = yield* EventStore.EventStore
-      yield* StartedSessions.verify(dir, store, sessionId, adoptHint).pipe(Effect.catchIf(
-        (failure) => failure.reason === "untrusted",
-        () =>
-          new CliError({
-            reason: "invalid_arguments",
-            message: `session ${sessionId} was not started by you here (its log may have come with a repository). ` +
-              `If it is yours, or once you have read it (effect-agent replay ${sessionId}), adopt it: effect-agent adopt ${sessionId}`
-          })
-      ))
-    }).pipe(Effect.provide(storeLayer(storage, { readOnly: true })))
+  Effect.gen(function*() {
+    yield* requireStored(sessionId)
+    if (storage.store === "postgres") return
+    const dir = yield* TrustStore.configDir
+    const store = yield* EventStore.EventStore
+    yield* StartedSessions.verify(dir, store, sessionId, adoptHint).pipe(Effect.catchIf(
+      (failure) => failure.reason === "untrusted",
+      () =>
+        new CliError({
+          reason: "invalid_arguments",
+          message: `session ${sessionId} was not started by you here (its log may have come with a repository). ` +
+            `If it is yours, or once you have read it (effect-agent replay ${sessionId}), adopt it: effect-agent adopt ${sessionId}`
+        })
+    ))
+  }).pipe(Effect.provide(storeLayer(storage, { readOnly: true })))

@@ -32,16 +32,21 @@ const oneLine = (text: string, max = 100) => {
 }
 
 /** The question for a subagent's call waiting for the user (`subagent.asked`): labelled with the subagent's task and session; the call whole. */
-export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">): string =>
-  `  Subagent "${visible(oneLine(asked.description, 80))}" (${visible(asked.childSessionId)}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args }, true)}?`
+export const subagentQuestion = (asked: AgentEvent.PayloadOf<"subagent.asked">, uncovered?: AskReason): string =>
+  `  Subagent "${visible(oneLine(asked.description, 80))}" (${visible(asked.childSessionId)}) asks: allow ${describeCall({ tool: asked.tool, args: asked.args }, true)}?${
+    becauseOf(asked.tool, uncovered)
+  }`
 
 /**
  * The question asked before a call runs: the call whole, since the answer is about all of it — and,
  * when a rule of the user's seemed to cover it (`--allow 'shell:sed *'` and `sed -i …`), why it did
  * not and what to allow instead, so the user need not guess why their rule was passed over.
  */
-export const approvalQuestion = (call: CallInfo, uncovered?: AskReason): string =>
-  `  Allow ${describeCall(call, true)}?${uncovered === undefined ? "" : ` (${wholeLine(uncovered.reason)}; ${suggestion(call.tool, uncovered.allowCommand)})`}`
+export const approvalQuestion = (call: CallInfo, uncovered?: AskReason): string => `  Allow ${describeCall(call, true)}?${becauseOf(call.tool, uncovered)}`
+
+/** Why the question is asked, after it: what the user's rule did not cover and what to allow instead. */
+const becauseOf = (tool: string, uncovered: AskReason | undefined): string =>
+  uncovered === undefined ? "" : ` (${wholeLine(uncovered.reason)}; ${suggestion(tool, uncovered.allowCommand)})`
 
 /** Lines longer than this are not repeated as a suggested rule: the question shows them once already. */
 const suggestedLength = 200

@@ -8,7 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { AgentEvent, SessionBusy, SessionEngine } from "../index.js"
+import { type AgentEvent, PermissionPolicy, type SessionBusy, type SessionEngine } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { CliError } from "./CliError.js"
 import type { AnswerInput, RunInput } from "./commands/Run.js"
@@ -54,7 +54,7 @@ const streamTurn = <E>(
           const ask = event.type === "permission.resolved" && event.payload.decision === "ask"
             ? { sessionId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(sessionId, event.payload.toolCallId)) }
             : event.type === "subagent.asked"
-            ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload) }
+            ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAskReason, sessionId, event.payload)) }
             : undefined
           if (ask !== undefined) {
             render.endLine()

@@ -97,6 +97,25 @@ export const ofSession = <E>(
     return { bytes, mediaType } satisfies SessionImage
   })
 
+/**
+ * The blob area as one step reads it: each blob read at most once, its bytes (or why it cannot be
+ * read) kept for the step — a step that compacts builds its request twice, and the second build
+ * attaches the same images.
+ */
+export const readOnce = (blobs: BlobStore.Service | undefined): BlobStore.Service | undefined => {
+  if (blobs === undefined) return undefined
+  const read = new Map<string, Effect.Effect<Uint8Array, BlobNotFound | BlobFailure>>()
+  return {
+    ...blobs,
+    get: (hash) =>
+      Effect.suspend(() => {
+        const known = read.get(hash)
+        if (known !== undefined) return known
+        return Effect.tap(Effect.either(blobs.get(hash)), (result) => Effect.sync(() => read.set(hash, result))).pipe(Effect.flatten)
+      })
+  }
+}
+
 const note = Image.note
 
 /** Appends notes to a message's text. */

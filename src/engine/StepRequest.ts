@@ -57,8 +57,15 @@ const withImages = (tokens: ContextBuilder.TokenEstimate, request: ModelRequest,
   return extra === 0 ? tokens : { ...tokens, transcript: tokens.transcript + extra, total: tokens.total + extra }
 }
 
-/** The request of a step as built now, and its token estimate; nothing is stored. */
-const prepare = (turn: Turn): Effect.Effect<Prepared> =>
+/** The request of a step as built now, before its images are read: its estimate leaves them out. */
+interface Built {
+  readonly request: ModelRequest
+  readonly parts: ReadonlyArray<ContextBuilder.PromptPart>
+  readonly tokens: ContextBuilder.TokenEstimate
+}
+
+/** The request of a step as built now, the `transformContext` hook applied; nothing is read from the blob area, nothing stored. */
+const buildRequest = (turn: Turn): Effect.Effect<Built> =>
   Effect.gen(function*() {
     const { services } = turn
     const { state, transcript } = turn.session.live
@@ -79,16 +86,36 @@ const prepare = (turn: Turn): Effect.Effect<Prepared> =>
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
-    // The images' bytes, read from the blob area for this request (never part of the estimate's JSON):
-    // which are sent and which become notes decides what the request counts.
-    const sent = yield* Images.attach(services.blobs, services.provider.capabilities, request)
-    return {
-      request: sent,
-      parts: built.parts,
-      tokens: withImages(request === built.request ? built.tokens : ContextBuilder.estimate(request), request, sent),
-      instructions: instructionsOf(built.parts)
-    }
+    return { request, parts: built.parts, tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request) }
   })
+
+/**
+ * The least the request's estimate can be once its images are read, whatever each turns out to be:
+ * sent (`Image.estimatedTokens`) or a note in the message's text (longer text) — its references
+ * taken out of the JSON at most. Over the window, the request overflows without reading one.
+ */
+const leastTokens = ({ request, tokens }: Built): number => {
+  let references = 0
+  for (const message of request.messages) {
+    if (message.role === "assistant" || message.images === undefined) continue
+    const { images: _, ...rest } = message
+    references += JSON.stringify(message).length - JSON.stringify(rest).length
+  }
+  return references === 0 ? tokens.total : tokens.total + Math.ceil(-references / 4)
+}
+
+/**
+ * The request with its images' bytes, read from the blob area (`blobs`: the step's, each blob read
+ * once — see `Images.readOnce`), and its estimate: which images are sent and which become notes
+ * decides what the request counts.
+ */
+const attach = (turn: Turn, blobs: ReturnType<typeof Images.readOnce>, built: Built): Effect.Effect<Prepared> =>
+  Effect.map(Images.attach(blobs, turn.services.provider.capabilities, built.request), (sent) => ({
+    request: sent,
+    parts: built.parts,
+    tokens: withImages(built.tokens, built.request, sent),
+    instructions: instructionsOf(built.parts)
+  }))
 
 /**
  * Stores `mcp.tools_listed` for each outside source whose tools the session has not recorded yet, or
@@ -106,29 +133,46 @@ const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => 
  * Builds the request of a step; `context.built` is stored for the first step when the runtime
  * added anything. A request past the compaction threshold, or over the window, compacts the context
  * first (once per step) and is built again. Returns `None` when the request would not fit the
- * model's context window.
+ * model's context window. The images' blobs are read once in a step (a compaction's second build
+ * reuses them), and not at all for a request that overflows whatever they turn out to be, unless
+ * something records its estimate first (`context.built`, a compaction).
  */
 export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<PromptCache.RequestParts>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { provider } = turn.services
+    const limit = provider.capabilities.maxContextTokens
+    const refused = Effect.zipRight(
+      Effect.logWarning("the context does not fit the model's window; no request sent"),
+      Effect.succeed(Option.none<PromptCache.RequestParts>())
+    )
     yield* recordToolLists(turn)
-    let { instructions, parts, request, tokens } = yield* prepare(turn)
+    const blobs = Images.readOnce(turn.services.blobs)
+    let built = yield* buildRequest(turn)
+    // Over the window with or without its images, and nothing to record (no compaction on overflow,
+    // no `context.built`): refused before any image is read.
+    const records = step === 1 && (built.tokens.instruction > 0 || built.tokens.tools > 0)
+    if (!records && leastTokens(built) > limit && Compaction.trigger(turn.services, leastTokens(built)) === undefined) {
+      return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastTokens(built), maxContextTokens: limit, model: provider.capabilities.model }))
+    }
+    let { instructions, parts, request, tokens } = yield* attach(turn, blobs, built)
     const reason = Compaction.trigger(turn.services, tokens.total)
     if (reason !== undefined) {
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
-      if (outcome._tag === "Compacted") ({ instructions, parts, request, tokens } = yield* prepare(turn))
+      if (outcome._tag === "Compacted") {
+        built = yield* buildRequest(turn)
+        if (!records && leastTokens(built) > limit) {
+          return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastTokens(built), maxContextTokens: limit, model: provider.capabilities.model }))
+        }
+        ;({ instructions, parts, request, tokens } = yield* attach(turn, blobs, built))
+      }
     }
-    if (step === 1 && (tokens.instruction > 0 || tokens.tools > 0)) {
+    if (records) {
       yield* turn.commit([EventDraft.contextBuilt(tokens, instructions)])
     }
     // The overflow preflight: a request over the context window is never sent.
-    const limit = provider.capabilities.maxContextTokens
     if (tokens.total > limit) {
-      yield* Effect.logWarning("the context does not fit the model's window; no request sent").pipe(
-        Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model })
-      )
-      return Option.none<PromptCache.RequestParts>()
+      return yield* refused.pipe(Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model }))
     }
     return Option.some({ parts, request })
   })

@@ -339,3 +339,20 @@ export const askReasons = (): AskReasons => {
     }
   }
 }
+
+/**
+ * The reason of a subagent's ask (`subagent.asked`), taken by the session that asks the user: the
+ * subagent's call is decided on the subagent's session and again on its parent's (see
+ * `Subagents.permissions`), and the stricter decision stands. The subagent's own reason when it has
+ * one, else the parent's (whose ask then stood, or asked about the same call too); both are taken,
+ * so neither is left waiting for a question that will not come.
+ */
+export const subagentAskReason = (
+  take: AskReasons["take"],
+  sessionId: string,
+  asked: { readonly childSessionId: string; readonly childToolCallId: string }
+): AskReason | undefined => {
+  const own = take(asked.childSessionId, asked.childToolCallId)
+  const parents = take(sessionId, asked.childToolCallId)
+  return own ?? parents
+}

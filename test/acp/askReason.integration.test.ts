@@ -71,6 +71,50 @@ describe("effect-agent acp: a permission request names the rule that did not cov
     expect(Object.keys(requested).sort()).toEqual(["risk", "tool", "toolCallId"])
   })
 
+  it("a subagent's request says why too (it carried no reason before)", async () => {
+    const p = project("subagent", "sed -i s/a/b/ f.txt")
+    const script = p.args[1]!
+    writeFileSync(script, JSON.stringify({
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "edit f", prompt: "child: edit" } }] }, { chunks: ["Delegated."] }],
+      subagents: { "child: edit": [{ toolCalls: [{ tool: "shell", args: { command: "sed -i s/a/b/ f.txt" } }] }, { chunks: ["Edited."] }] }
+    }))
+    const { agent, response } = await turn([...p.args, "--subagents", "--allow", "shell:sed *"], p.cwd)
+    expect(response.stopReason).toBe("end_turn")
+    expect(agent.asked).toHaveLength(1)
+    const { toolCall } = agent.asked[0]!.params
+    expect(toolCall.title).toMatch(/^Subagent "edit f" \(sess_[^)]+\): Run `sed -i s\/a\/b\/ f\.txt`$/)
+    expect(texts(toolCall).at(-1)).toMatch(/^Asked because your rule --allow shell:sed \* does not cover it: .*To allow it without asking, add the rule shell:sed -i s\/a\/b\/ f\.txt /)
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
+  it("a paused call asked again after session/load says why too (it carried no reason before)", async () => {
+    const p = project("reload", "sed -i s/a/b/ f.txt")
+    const first = startAgent([...p.args, "--allow", "shell:sed *"], { cwd: p.cwd })
+    running.push(first)
+    await first.initialize()
+    const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
+    void first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "edit it" }] }).catch(() => undefined)
+    await first.waitForAsked(1)
+    first.child.kill("SIGKILL")
+    await first.exited
+
+    const after = join(dir, "reload-after.json")
+    writeFileSync(after, JSON.stringify({ responses: [{ chunks: ["done"] }] }))
+    const second = startAgent(["--script", after, ...p.storage, "--allow", "shell:sed *"], { cwd: p.cwd, answer: choose("allow_once") })
+    running.push(second)
+    await second.initialize()
+    await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: p.cwd, mcpServers: [] })
+    const asked = await second.waitForAsked(1)
+    expect(asked.params.toolCall.toolCallId).toBe("call_1")
+    expect(texts(asked.params.toolCall).at(-1)).toMatch(
+      /^Asked because your rule --allow shell:sed \* does not cover it: .*To allow it without asking, add the rule shell:sed -i s\/a\/b\/ f\.txt /
+    )
+    await second.waitForUpdate((u) => u.sessionUpdate === "agent_message_chunk" && u.content.type === "text" && u.content.text === "done")
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+    second.child.stdin.end()
+    await second.exited
+  })
+
   it("an ask no rule of the user's touched carries no reason: the request is as before", async () => {
     const p = project("plain", "sed -i s/a/b/ f.txt")
     const { agent } = await turn(p.args, p.cwd)

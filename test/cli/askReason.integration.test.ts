@@ -79,6 +79,21 @@ describe("an ask names the rule that did not cover the call", () => {
     expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
   })
 
+  it("run --subagents: a subagent's question says it too (it carried no reason before)", async () => {
+    const p = project("subagent")
+    const call = { tool: "shell", args: { command: "sed -i s/a/b/ f.txt" } }
+    writeFileSync(p.script, JSON.stringify({
+      responses: [{ toolCalls: [{ tool: "task", args: { description: "edit f", prompt: "child: edit" } }] }, { chunks: ["Delegated."] }],
+      subagents: { "child: edit": [{ toolCalls: [call] }, { chunks: ["Edited."] }] }
+    }))
+    const done = await answering(["run", "delegate", "--subagents", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:sed *"], p.cwd, "y\n")
+    expect(done.code).toBe(0)
+    expect(done.stderr).toMatch(
+      /Subagent "edit f" \(sess_[^)]+\) asks: allow shell sed -i s\/a\/b\/ f\.txt\? \(your rule --allow shell:sed \* does not cover it: .*; allow it with --allow 'shell:sed -i s\/a\/b\/ f\.txt' or answer here\) \[y\]es/
+    )
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
   it("an ask no rule came near says nothing about rules", async () => {
     const p = project("norule")
     const done = await answering(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:ls *"], p.cwd, "n\n")

@@ -22,7 +22,7 @@ import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { otherHostFlags, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freePort } from "../ports.js"
+import { freePort } from "../../bench/support/ports.js"
 import { readSse, type Runner, testCluster, until, within } from "./processes.js"
 
 const token = "cluster-test-token-0123456789abcdef"

@@ -12,7 +12,7 @@ import { FakeModelProvider, IdGenerator, SessionEngine, TaskTool } from "../../s
 import { PostgresEventStore } from "../../src/postgres.js"
 import { Turns } from "../../src/server.js"
 import { testTools } from "../helpers.js"
-import { freePort } from "../ports.js"
+import { freePort } from "../../bench/support/ports.js"
 
 type EnginesLayer = ReturnType<typeof Engines.layer>
 

@@ -12,7 +12,7 @@
 import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { freePort } from "../ports.js"
+import { freePort } from "../../bench/support/ports.js"
 import { ofType, type Runner, testCluster, until } from "./processes.js"
 
 const cluster = testCluster("redelivery", { token: "redelivery-test-token-0123456789abcdef", writerLeaseTtl: "8 seconds" })

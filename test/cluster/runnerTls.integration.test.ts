@@ -35,10 +35,10 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import type { FakeModelProvider } from "../../src/index.js"
 import { freshDatabaseUrl } from "../postgres.js"
-import { freePort } from "../ports.js"
+import { freePort } from "../../bench/support/ports.js"
 import { runnerInProcess } from "./inProcess.js"
 import { ClusterSecret, RunnerPort, RunnerTls } from "../../src/cluster.js"
-import { type Certificates, makeCertificates } from "./certificates.js"
+import { type Certificates, makeCertificates } from "../../bench/support/certificates.js"
 
 let certificates: Certificates
 beforeAll(() => {

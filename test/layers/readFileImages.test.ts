@@ -5,50 +5,20 @@
  * messages, as a `tool` message carries text only); for one that does not, a line of text. Told by
  * the file's magic bytes, whatever its name.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
-import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
-import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
-import * as IdGenerator from "../../src/services/IdGenerator.js"
-import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import { collect } from "../helpers.js"
+import { engine, png, setup, vendorLayers } from "./imageWorkspace.js"
 import * as WireServer from "./WireServer.js"
 
-const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png"))
-const root = mkdtempSync(join(tmpdir(), "effect-agent-read-image-"))
-const cwd = join(root, "work")
 // The recorded tool-calls stream reads src/index.ts: here it is a PNG (told by its bytes, not its name).
-mkdirSync(join(cwd, "src"), { recursive: true })
-writeFileSync(join(cwd, "src/index.ts"), png)
-afterAll(() => rmSync(root, { recursive: true, force: true }))
-
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
-
-const engine = (model: Layer.Layer<ModelProvider>) =>
-  SessionEngineModule.layer().pipe(
-    Layer.provideMerge(MemoryEventStore.layer),
-    Layer.provide(IdGenerator.layerSequential),
-    Layer.provide(model),
-    Layer.provide(Layer.mergeAll(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)), PermissionPolicy.layer({ mode: "bypass" })))
-  )
+const { cwd, root, server } = setup("read-image")
 
 const readImage = Effect.gen(function*() {
   const agent = yield* SessionEngine
@@ -65,7 +35,7 @@ const completedRead = (events: ReadonlyArray<AgentEvent>) =>
 const vendors = [
   {
     name: "anthropic" as const,
-    layer: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("sk-ant-test"), baseURL: server.url }),
+    layer: vendorLayers(server).anthropic,
     sentImages: (body: any) =>
       body.messages.flatMap((m: any) => Array.isArray(m.content) ? m.content : [])
         .filter((b: any) => b.type === "tool_result" && Array.isArray(b.content))
@@ -73,7 +43,7 @@ const vendors = [
   },
   {
     name: "openai" as const,
-    layer: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("sk-openai-test"), baseURL: `${server.url}/v1` }),
+    layer: vendorLayers(server).openai,
     sentImages: (body: any) => {
       const roles = body.messages.map((m: any) => m.role)
       // The images follow the run of tool messages, as a user message.
@@ -90,15 +60,15 @@ describe("read_file of an image", () => {
   for (const vendor of vendors) {
     it.effect(`${vendor.name}: an image part, stored as a blob, named by tool.completed, sent by the SDK with the next request`, () =>
       Effect.gen(function*() {
-        server.respond(WireServer.recording(vendor.name, "tool-calls"), WireServer.recording(vendor.name, "text"))
-        const before = server.received.length
+        server().respond(WireServer.recording(vendor.name, "tool-calls"), WireServer.recording(vendor.name, "text"))
+        const before = server().received.length
         const events = yield* readImage
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
         const completed = completedRead(events)
         expect(completed.result).toBe(`[src/index.ts: image/png image, ${png.byteLength} bytes]`)
         expect(completed.images).toEqual([{ blob: expect.stringMatching(/^[0-9a-f]{64}$/), mediaType: "image/png", bytes: png.byteLength }])
         expect(Buffer.from(yield* Effect.flatMap(BlobStore, (blobs) => blobs.get(completed.images![0]!.blob))).equals(png)).toBe(true)
-        const second = server.received[before + 1]!.body
+        const second = server().received[before + 1]!.body
         expect(vendor.sentImages(second)).toEqual([["image/png", png.toString("base64")]])
       }).pipe(Effect.provide(engine(vendor.layer()))))
   }
@@ -153,8 +123,8 @@ describe("read_file of an image", () => {
       const dir = mkdtempSync(join(root, "cut-"))
       mkdirSync(join(dir, "src"))
       writeFileSync(join(dir, "src/index.ts"), png.subarray(0, Math.floor(png.byteLength / 2)))
-      server.respond(WireServer.recording("anthropic", "tool-calls"), WireServer.recording("anthropic", "text"), WireServer.recording("anthropic", "text"))
-      const before = server.received.length
+      server().respond(WireServer.recording("anthropic", "tool-calls"), WireServer.recording("anthropic", "text"), WireServer.recording("anthropic", "text"))
+      const before = server().received.length
       const agent = yield* SessionEngine
       const { sessionId } = yield* agent.createSession({ cwd: dir, client: "test" })
       const events = yield* collect(agent.runTurn({ sessionId, userMessage: "look at src/index.ts" }))
@@ -164,7 +134,7 @@ describe("read_file of an image", () => {
       expect(completed.result).toMatch(/\[the tool's images were left out: Image #1 refused \[unreadable\]: the PNG is cut short/)
       const next = yield* collect(agent.runTurn({ sessionId, userMessage: "and now?" }))
       expect(next.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-      const bodies = server.received.slice(before).map((r) => r.body)
+      const bodies = server().received.slice(before).map((r) => r.body)
       expect(bodies).toHaveLength(3)
       for (const body of bodies) expect(JSON.stringify(body)).not.toContain(`"type":"image"`)
     }).pipe(Effect.provide(engine(vendors[0]!.layer()))))

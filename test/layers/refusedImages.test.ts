@@ -7,57 +7,26 @@
  * note the model can act on. Through each official SDK against a local server replaying the
  * vendor's recorded refusal; the bodies the SDK sent are what is asserted.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { beforeEach, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Transcript from "../../src/domain/Transcript.js"
-import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
-import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { EventStore } from "../../src/services/EventStore.js"
-import * as IdGenerator from "../../src/services/IdGenerator.js"
-import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import { collect } from "../helpers.js"
+import { engine, png, setup, vendorLayers } from "./imageWorkspace.js"
 import * as WireServer from "./WireServer.js"
 
-const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png"))
-const root = mkdtempSync(join(tmpdir(), "effect-agent-refused-image-"))
-const cwd = join(root, "work")
 // The recorded tool-calls stream reads src/index.ts: here it is a PNG the provider will refuse.
-mkdirSync(join(cwd, "src"), { recursive: true })
-writeFileSync(join(cwd, "src/index.ts"), png)
-afterAll(() => rmSync(root, { recursive: true, force: true }))
-
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
+const { cwd, server } = setup("refused-image")
 beforeEach(() => {
-  server.received.length = 0
+  server().received.length = 0
 })
 
+const layers = vendorLayers(server)
 const vendors = [
-  { name: "anthropic" as const, layer: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("sk-ant-test"), baseURL: server.url }) },
-  { name: "openai" as const, layer: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("sk-openai-test"), baseURL: `${server.url}/v1` }) }
+  { name: "anthropic" as const, layer: layers.anthropic },
+  { name: "openai" as const, layer: layers.openai }
 ]
-
-const engine = (model: Layer.Layer<ModelProvider>) =>
-  SessionEngineModule.layer().pipe(
-    Layer.provideMerge(MemoryEventStore.layer),
-    Layer.provide(IdGenerator.layerSequential),
-    Layer.provide(model),
-    Layer.provide(Layer.mergeAll(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)), PermissionPolicy.layer({ mode: "bypass" })))
-  )
 
 /** Whether a request body carries an image anywhere (Anthropic `image` blocks, OpenAI `image_url` parts). */
 const carriesImage = (body: unknown): boolean => /"type":"image(_url)?"/.test(JSON.stringify(body))
@@ -67,17 +36,17 @@ for (const vendor of vendors) {
   describe(`${vendor.name}: a request refused for an image`, () => {
     it.effect("a user's attached image: the turn fails invalid_request; the next turn is sent without it, with a note, and answers", () =>
       Effect.gen(function*() {
-        server.respond(WireServer.recording(vendor.name, "image-refused"), WireServer.recording(vendor.name, "text"), WireServer.recording(vendor.name, "text"))
+        server().respond(WireServer.recording(vendor.name, "image-refused"), WireServer.recording(vendor.name, "text"), WireServer.recording(vendor.name, "text"))
         const agent = yield* SessionEngine
         const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
         const first = yield* collect(agent.runTurn({ sessionId, userMessage: "what is this?", images: [{ data: png }] }))
         expect(first.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "invalid_request" })
-        expect(carriesImage(server.received[0]!.body)).toBe(true)
+        expect(carriesImage(server().received[0]!.body)).toBe(true)
 
         const second = yield* collect(agent.runTurn({ sessionId, userMessage: "never mind, say hi" }))
         expect(second.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-        const sent = JSON.stringify(server.received[1]!.body)
-        expect(carriesImage(server.received[1]!.body)).toBe(false)
+        const sent = JSON.stringify(server().received[1]!.body)
+        expect(carriesImage(server().received[1]!.body)).toBe(false)
         expect(sent).not.toContain(png64)
         expect(sent).toContain("what is this?")
         expect(sent).toContain("left out, the provider refused the request that first carried it (invalid_request)")
@@ -90,22 +59,22 @@ for (const vendor of vendors) {
 
         // An image attached again later is sent: only the refused turn's images are left out.
         yield* collect(agent.runTurn({ sessionId, userMessage: "and this one?", images: [{ data: png }] }))
-        expect(carriesImage(server.received[2]!.body)).toBe(true)
+        expect(carriesImage(server().received[2]!.body)).toBe(true)
       }).pipe(Effect.provide(engine(vendor.layer()))))
 
     it.effect("a repository's image read by read_file: the step's request is refused; the next turn goes on without it", () =>
       Effect.gen(function*() {
-        server.respond(WireServer.recording(vendor.name, "tool-calls"), WireServer.recording(vendor.name, "image-refused"), WireServer.recording(vendor.name, "text"))
+        server().respond(WireServer.recording(vendor.name, "tool-calls"), WireServer.recording(vendor.name, "image-refused"), WireServer.recording(vendor.name, "text"))
         const agent = yield* SessionEngine
         const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
         const first = yield* collect(agent.runTurn({ sessionId, userMessage: "look at src/index.ts" }))
         expect(first.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "invalid_request" })
-        expect(carriesImage(server.received[1]!.body)).toBe(true)
+        expect(carriesImage(server().received[1]!.body)).toBe(true)
 
         const second = yield* collect(agent.runTurn({ sessionId, userMessage: "go on" }))
         expect(second.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-        expect(carriesImage(server.received[2]!.body)).toBe(false)
-        expect(JSON.stringify(server.received[2]!.body)).toContain("[image image/png, ")
+        expect(carriesImage(server().received[2]!.body)).toBe(false)
+        expect(JSON.stringify(server().received[2]!.body)).toContain("[image image/png, ")
       }).pipe(Effect.provide(engine(vendor.layer()))))
   })
 }

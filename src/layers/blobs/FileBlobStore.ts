@@ -15,6 +15,7 @@ import * as Layer from "effect/Layer"
 import * as Blob from "../../domain/Blob.js"
 import { BlobStore } from "../../services/BlobStore.js"
 import * as Directories from "../Directories.js"
+import { readRegular } from "../RegularFiles.js"
 import * as Sha256 from "./Sha256.js"
 
 /** Options of the file blob store. */
@@ -41,24 +42,12 @@ const failure = (operation: Blob.BlobFailure["operation"], hash: string | undefi
     cause: error
   })
 
-/**
- * A blob file's bytes, read only when it is a regular file, opened without following a link and
- * without blocking (else `EINVAL`, or `ELOOP` for a link). The store writes its blobs by renaming a
- * file of its own onto the name, never as a link or a pipe; but a data dir can come with a repository
- * (the CLI's default is `.effect-agent/` in the current directory), and `readFile` of a link to
- * `/dev/zero` read until it held 2 GiB, of `/dev/tty` waited for the terminal, and of a named pipe
- * held a thread of libuv's pool in `open(2)` for good — every file operation of the process waits
- * once four are held.
- */
-const readRegular = async (file: string): Promise<Buffer> => {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
-  try {
-    if (!(await handle.stat()).isFile()) throw Object.assign(new Error("not a regular file"), { code: "EINVAL" })
-    return await handle.readFile()
-  } finally {
-    await handle.close()
-  }
-}
+// A blob file is read only when it is a regular file, opened without following a link and without
+// blocking (RegularFiles.readRegular). The store writes its blobs by renaming a file of its own onto
+// the name, never as a link or a pipe; but a data dir can come with a repository (the CLI's default
+// is `.effect-agent/` in the current directory), and `readFile` of a link to `/dev/zero` read until
+// it held 2 GiB, of `/dev/tty` waited for the terminal, and of a named pipe held a thread of libuv's
+// pool in `open(2)` for good — every file operation of the process waits once four are held.
 
 /** Builds the store on a data dir (its `blobs/` folder is made on the first put). */
 export const make = (options: Options): BlobStore.Service => {

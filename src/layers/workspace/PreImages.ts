@@ -30,6 +30,7 @@ import { asStoreFailure, BlobStore } from "../../services/BlobStore.js"
 import type { PreparedCall } from "../../services/ToolRouter.js"
 import { type Capture, type Restore, type Restored, WorkspaceCheckpoints } from "../../services/WorkspaceCheckpoints.js"
 import * as Sha256 from "../blobs/Sha256.js"
+import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "./Paths.js"
 import * as SafeFile from "./SafeFile.js"
 
@@ -86,29 +87,12 @@ const seenOf = (info: import("node:fs").Stats, bytes?: Uint8Array): Seen => ({
 const sameStat = (a: Seen, b: Seen) => a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs && a.ino === b.ino && a.mode === b.mode
 
 /** Reads a regular file without following a link; undefined when it is gone, not a regular file, or over `maxBytes`. */
-const readRegular = async (file: string, maxBytes?: number): Promise<Uint8Array | undefined> => {
-  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
-  if (handle === undefined) return undefined
-  try {
-    if (!(await handle.stat()).isFile()) return undefined
-    if (maxBytes !== undefined) {
-      // Read one byte past the cap: a file that grew since its stat is refused too.
-      const buffer = Buffer.alloc(maxBytes + 1)
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
-      return bytesRead > maxBytes ? undefined : new Uint8Array(buffer.subarray(0, bytesRead))
-    }
-    return new Uint8Array(await handle.readFile())
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
-}
+const readRegular = (file: string, maxBytes?: number): Promise<Uint8Array | undefined> =>
+  RegularFiles.readRegular(file, maxBytes).then((bytes) => new Uint8Array(bytes), () => undefined)
 
 /** The SHA-256 of a regular file, read in chunks (a file of any size), without following a link; undefined when it is gone or not a regular file. */
-const hashRegular = async (file: string): Promise<string | undefined> => {
-  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
-  if (handle === undefined) return undefined
-  try {
-    if (!(await handle.stat()).isFile()) return undefined
+const hashRegular = (file: string): Promise<string | undefined> =>
+  RegularFiles.withRegular(file, async (handle) => {
     const hash = createHash("sha256")
     const buffer = Buffer.allocUnsafe(1024 * 1024)
     for (;;) {
@@ -116,10 +100,7 @@ const hashRegular = async (file: string): Promise<string | undefined> => {
       if (bytesRead === 0) return hash.digest("hex")
       hash.update(buffer.subarray(0, bytesRead))
     }
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
-}
+  }).catch(() => undefined)
 
 /**
  * The files of `root` (a real path), relative with `/`: `.git/` and gitignored paths left out, links

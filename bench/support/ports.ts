@@ -1,4 +1,4 @@
-/** Ports for tests' servers. */
+/** Ports for the servers of tests and benchmarks. */
 import { createServer } from "node:net"
 
 /** A port of 127.0.0.1 no one listens on now (the kernel's pick); the server binds it a moment later. */

@@ -1,8 +1,8 @@
 /**
- * Test-only TLS material for the runners' port, made with `openssl` at test time in a temporary
- * folder (removed by `remove`): a cluster CA, runner certificates it signs for 127.0.0.1 (IP SAN),
- * one it signs for another name only, and a second CA with a certificate of its own (not the
- * cluster's). EC P-256 keys: quick to make. As docs/scaling.md tells operators to make them.
+ * TLS material for the runners' port in tests and benchmarks (bench/runner-tls.ts), never for use:
+ * made with `openssl` at run time in a temporary folder (removed by `remove`): a cluster CA, runner
+ * certificates it signs for 127.0.0.1 (IP SAN), one it signs for another name only, and a second CA
+ * with a certificate of its own (not the cluster's). EC P-256 keys: quick to make. As docs/scaling.md tells operators to make them.
  */
 import { execFileSync } from "node:child_process"
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"

@@ -1,0 +1,40 @@
+/**
+ * Reading a file only when it is a regular file: opened without following a link (`O_NOFOLLOW`:
+ * `ELOOP`) and without blocking (`O_NONBLOCK`: a named pipe opens at once instead of holding a
+ * thread of libuv's pool in `open(2)` for good), then used only when `fstat` says it is a regular
+ * file (else `EINVAL`). For the files a data dir or a workspace holds that may have come with a
+ * repository: the blob area's files (FileBlobStore) and the workspace's files a checkpoint keeps
+ * (PreImages). The synchronous twin for the JSONL store's own small files is `jsonl/PlainFiles`.
+ *
+ * @since 0.6.0
+ * @internal
+ */
+import { constants } from "node:fs"
+import { type FileHandle, open } from "node:fs/promises"
+
+const failed = (message: string, code: string) => Object.assign(new Error(message), { code })
+
+/** Runs `use` on a regular file opened for reading, closing it after (a failed close loses nothing read). */
+export const withRegular = async <A>(file: string, use: (handle: FileHandle) => Promise<A>): Promise<A> => {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  try {
+    if (!(await handle.stat()).isFile()) throw failed("not a regular file", "EINVAL")
+    return await use(handle)
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
+/**
+ * A regular file's bytes (`ENOENT` when missing, `ELOOP` for a link, `EINVAL` for anything but a
+ * regular file). With `maxBytes`, at most that many are read, and a file holding more fails `EFBIG`
+ * — one byte past the cap is read, so a file that grew since its stat is refused too.
+ */
+export const readRegular = (file: string, maxBytes?: number): Promise<Buffer> =>
+  withRegular(file, async (handle) => {
+    if (maxBytes === undefined) return handle.readFile()
+    const buffer = Buffer.alloc(maxBytes + 1)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    if (bytesRead > maxBytes) throw failed(`the file holds more than ${maxBytes} bytes`, "EFBIG")
+    return buffer.subarray(0, bytesRead)
+  })
