@@ -333,7 +333,6 @@ type Current =
   | { readonly kind: "file"; readonly hash: string; readonly mode: number; readonly bytes: Uint8Array }
   | { readonly kind: "link" | "special" | "directory" | "unsafe" }
 
-/** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 /**
  * A path a rewind never writes: in any `.git` (hooks and config run code on the next git command,
  * outside the sandbox) or the cwd's `.effect-agent/` (settings, logs). The files a rewind restores
@@ -345,6 +344,7 @@ const protectedPath = (path: string): boolean => {
   return parts.some((part) => part.toLowerCase() === ".git") || parts[0]?.toLowerCase() === ".effect-agent"
 }
 
+/** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 const safePath = (root: string, path: string): string | undefined => {
   if (path === "" || path.includes("\0") || path.startsWith("/")) return undefined
   const parts = path.split("/")
