@@ -248,7 +248,23 @@ export interface StepCall {
   readonly decidedBy?: OpenToolCall["decidedBy"]
   /** A `task` call's subagent, started before its process stopped: resumed, the call follows it to its end. */
   readonly subagent?: OpenToolCall["subagent"]
+  /** Cut by the model's output limit before its arguments were whole: answered, never run. */
+  readonly cut?: boolean
 }
+
+/**
+ * Whether a call of a response is one the model's output limit cut: the response ended `length`
+ * and the call's arguments did not parse (the adapters keep what came as a string). Arguments that
+ * parse are a whole JSON object — a cut leaves its braces open — so a response's earlier calls, and
+ * a last one the limit spared, run.
+ */
+export const cutByLimit = (finishReason: string | undefined, call: ToolCallInput): boolean =>
+  finishReason === "length" && typeof call.args === "string"
+
+/** What the model is told of a cut call: why it did not run, and what to do instead. */
+export const cutMessage =
+  "The call was not run: your response reached the model's output limit (max tokens) before this call's arguments were complete. " +
+  "Send smaller calls instead — for a long file, write a first part with write_file, then add the rest in further calls (edit_file)."
 
 /** A `task` call a stopped process left running, resumed: it follows its subagent, then stores the call's end. */
 const resumeTask = (turn: Turn, call: Subagents.WaitingCall): Effect.Effect<void, EventStoreFailure> =>
@@ -292,7 +308,11 @@ const runCalls = (
   Effect.gen(function*() {
     const running: Array<Fiber.Fiber<void, EventStoreFailure>> = []
     for (let index = 0; index < calls.length; index++) {
-      const { call, decidedBy, status, subagent } = calls[index]!
+      const { call, cut, decidedBy, status, subagent } = calls[index]!
+      if (cut === true) {
+        yield* toolFailed(turn, call.toolCallId, "invalid_arguments", cutMessage)
+        continue
+      }
       if (status === "running" && subagent !== undefined) {
         // Waiting on its subagent (for the user, maybe): beside the other calls, holding no slot.
         const resumed = resumeTask(turn, { ...call, status, subagent })

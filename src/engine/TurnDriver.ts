@@ -160,7 +160,7 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
     if (step >= options.maxSteps || (state.openTurn?.toolCallCount ?? 0) > options.maxToolCalls) {
       return { stopReason: "error", errorCode: "max_steps" }
     }
-    yield* ToolPhase.run(turn, response.calls.map((call) => ({ call, status: "requested" as const })))
+    yield* ToolPhase.run(turn, response.calls.map((call) => ({ call, status: "requested" as const, cut: ToolPhase.cutByLimit(response.finishReason, call) })))
     if (yield* shouldStop(turn)) return { stopReason: "final" }
     return undefined
   })

@@ -107,7 +107,7 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
       case "assistant":
         push("assistant", [
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: call.tool, input: call.args }))
+          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: call.tool, input: Support.argsObject(call.args) }))
         ])
         break
       case "tool":
@@ -237,8 +237,13 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
             ...(event.usage.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: event.usage.cache_creation_input_tokens })
           }
           return []
-        case "message_stop":
-          return [ModelProvider.finish(finishReason(stop), usage)]
+        case "message_stop": {
+          // A tool block never stopped (the stream cut inside it): its call, with what came of its
+          // arguments as a string (even none), which no tool takes — never `{}`, which some would.
+          const unfinished = [...tools.values()].map((tool) => ModelProvider.toolCall(tool.id, tool.name, tool.json))
+          tools.clear()
+          return [...unfinished, ModelProvider.finish(finishReason(stop), usage)]
+        }
         default:
           return []
       }

@@ -113,7 +113,7 @@ export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.Mess
           role: "assistant",
           content: [
             ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: call.tool, params: call.args, providerExecuted: false }))
+            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: call.tool, params: Support.argsObject(call.args), providerExecuted: false }))
           ]
         })
         break

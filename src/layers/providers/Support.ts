@@ -215,6 +215,16 @@ export const parseArgs = (json: string): Json => {
   }
 }
 
+/**
+ * A call's arguments as a request sends them back: an object, which is all both APIs take. The
+ * arguments a model streamed that did not parse (cut by its output limit, or malformed) were kept
+ * as the string it sent; sent back as they were, Anthropic refuses the request (`tool_use.input`
+ * must be an object) — every later request of the session with it. The call's result says what was
+ * wrong with them.
+ */
+export const argsObject = (args: unknown): Record<string, unknown> =>
+  typeof args === "object" && args !== null && !Array.isArray(args) ? args as Record<string, unknown> : {}
+
 /** What both vendor providers are configured with. */
 export interface VendorOptions {
   readonly apiKey: Redacted.Redacted<string>

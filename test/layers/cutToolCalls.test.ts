@@ -1,0 +1,94 @@
+/**
+ * A response cut by the model's output limit (Anthropic `max_tokens`, OpenAI `length`) in the middle
+ * of a tool call's arguments — a model writing a long file through `write_file` — must not run that
+ * call, must tell the model why in words it can act on, and must not break the session: Anthropic
+ * takes a `tool_use` block's `input` only as an object, so sending the cut arguments back as they
+ * came (a string) made every later request of the session fail `invalid_request`. Through each
+ * official SDK against a local server replaying the vendor's stream; the bodies the SDK sent next
+ * are what is asserted.
+ */
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { beforeEach, describe, expect, it } from "@effect/vitest"
+import type { RawMessageStreamEvent } from "@anthropic-ai/sdk/resources/messages"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as ModelProvider from "../../src/services/ModelProvider.js"
+import { collect } from "../helpers.js"
+import { engine, setup, vendorLayers } from "./imageWorkspace.js"
+import * as WireServer from "./WireServer.js"
+
+const { cwd, server } = setup("cut-tool-call")
+beforeEach(() => {
+  server().received.length = 0
+})
+
+const layers = vendorLayers(server)
+const vendors = [
+  { name: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut" },
+  { name: "openai" as const, layer: layers.openai, cut: "tool-call-cut" }
+]
+
+/** The arguments the next request sends back for the cut call (Anthropic `input`, OpenAI `arguments` parsed). */
+const sentBack = (body: any): unknown => {
+  for (const message of body.messages) {
+    if (message.role !== "assistant") continue
+    for (const block of Array.isArray(message.content) ? message.content : []) if (block.type === "tool_use") return block.input
+    for (const call of message.tool_calls ?? []) return JSON.parse(call.function.arguments)
+  }
+  return undefined
+}
+
+for (const vendor of vendors) {
+  describe(`${vendor.name}: a tool call cut by the output limit`, () => {
+    it.effect("is not run; the model is told it was cut and how to go on; the next request is valid and the turn answers", () =>
+      Effect.gen(function*() {
+        server().respond(WireServer.recording(vendor.name, vendor.cut), WireServer.recording(vendor.name, "text"), WireServer.recording(vendor.name, "text"))
+        const agent = yield* SessionEngine
+        const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+        const events = yield* collect(agent.runTurn({ sessionId, userMessage: "write the report" }))
+
+        const failed = events.find((e) => e.type === "tool.failed")
+        expect(failed?.payload).toMatchObject({ errorCode: "invalid_arguments" })
+        expect((failed!.payload as { message: string }).message).toMatch(/output limit/)
+        expect((failed!.payload as { message: string }).message).toMatch(/smaller/)
+        expect(events.some((e) => e.type === "tool.started")).toBe(false)
+        expect(existsSync(join(cwd, "REPORT.md"))).toBe(false)
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+
+        // The call goes back as an object (what both APIs take), with the reason as its result.
+        const next = server().received[1]!.body
+        const args = sentBack(next)
+        expect(typeof args === "object" && args !== null && !Array.isArray(args)).toBe(true)
+        expect(JSON.stringify(next)).toContain("output limit")
+
+        // The session goes on: a later turn is sent and answered.
+        const later = yield* collect(agent.runTurn({ sessionId, userMessage: "and now?" }))
+        expect(later.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expect(typeof sentBack(server().received[2]!.body)).toBe("object")
+      }).pipe(Effect.provide(engine(vendor.layer()))))
+  })
+}
+
+describe("anthropic: a tool block the stream never stopped", () => {
+  it.effect("becomes a call whose arguments are what came, as a string (even none), never an empty object", () =>
+    Effect.gen(function*() {
+      const start = (index: number, id: string) => ({ type: "content_block_start", index, content_block: { type: "tool_use", id, name: "bash", input: {} } })
+      const events = [
+        start(0, "toolu_a"),
+        { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"command\": \"rm -rf bu" } },
+        start(1, "toolu_b"),
+        { type: "message_delta", delta: { stop_reason: "max_tokens", stop_sequence: null }, usage: { output_tokens: 10 } },
+        { type: "message_stop" }
+      ] as unknown as ReadonlyArray<RawMessageStreamEvent>
+      const chunks = Chunk.toReadonlyArray(yield* Stream.runCollect(AnthropicModelProvider.toChunks(Stream.fromIterable(events))))
+      expect(chunks).toEqual([
+        ModelProvider.toolCall("toolu_a", "bash", "{\"command\": \"rm -rf bu"),
+        ModelProvider.toolCall("toolu_b", "bash", ""),
+        ModelProvider.finish("length", { inputTokens: 0, outputTokens: 10 })
+      ])
+    }))
+})
