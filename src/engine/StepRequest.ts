@@ -151,8 +151,9 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
     // Over the window with or without its images, and nothing to record (no compaction on overflow,
     // no `context.built`): refused before any image is read.
     const records = step === 1 && (built.tokens.instruction > 0 || built.tokens.tools > 0)
-    if (!records && leastTokens(built) > limit && Compaction.trigger(turn.services, leastTokens(built)) === undefined) {
-      return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastTokens(built), maxContextTokens: limit, model: provider.capabilities.model }))
+    const least = records ? 0 : leastTokens(built)
+    if (least > limit && Compaction.trigger(turn.services, least) === undefined) {
+      return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: least, maxContextTokens: limit, model: provider.capabilities.model }))
     }
     let { instructions, parts, request, tokens } = yield* attach(turn, blobs, built)
     const reason = Compaction.trigger(turn.services, tokens.total)
@@ -161,8 +162,9 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
       // Failed or nothing to compact: the request goes on as it was, if it fits.
       if (outcome._tag === "Compacted") {
         built = yield* buildRequest(turn)
-        if (!records && leastTokens(built) > limit) {
-          return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastTokens(built), maxContextTokens: limit, model: provider.capabilities.model }))
+        const leastAfter = records ? 0 : leastTokens(built)
+        if (leastAfter > limit) {
+          return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastAfter, maxContextTokens: limit, model: provider.capabilities.model }))
         }
         ;({ instructions, parts, request, tokens } = yield* attach(turn, blobs, built))
       }

@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, existsSync, fstatSync, linkSync, lstatSync, openSync, readSync, renameSync, rmSync } from "node:fs"
+import { closeSync, constants, existsSync, linkSync, lstatSync, readSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -37,6 +37,7 @@ import * as Appends from "./jsonl/Appends.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
+import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 import * as WriterLock from "./jsonl/WriterLock.js"
@@ -189,14 +190,9 @@ export const repair = (
     // log's place: repair read what the link named, and a pipe held it in open(2) for good).
     const fd = yield* Effect.acquireRelease(
       Effect.try({
-        try: () => {
-          const opened = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW)
-          if (fstatSync(opened).isFile()) return opened
-          closeSync(opened)
-          throw Object.assign(new Error("not a regular file"), { code: "ENOTREGULAR" })
-        },
+        try: () => PlainFiles.openRegular(file, constants.O_RDONLY),
         catch: (error) =>
-          (error as NodeJS.ErrnoException).code === "ENOTREGULAR"
+          (error as NodeJS.ErrnoException).code === "EINVAL"
             ? failed("not a regular file; nothing was changed", undefined, "corrupt")
             : fromLogOpen("repair", file, sessionId)(error)
       }),

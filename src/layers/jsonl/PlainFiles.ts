@@ -17,8 +17,11 @@ import { closeSync, constants, fstatSync, ftruncateSync, openSync, readFileSync,
 
 const notRegular = () => Object.assign(new Error("not a regular file"), { code: "EINVAL" })
 
-/** Opens `file` with `flags`, without following a link or blocking on a pipe; only a regular file is kept open. */
-const openRegular = (file: string, flags: number, mode?: number): number => {
+/**
+ * Opens `file` with `flags`, without following a link or blocking on a pipe; only a regular file is
+ * kept open (anything else fails `EINVAL`, closed). The caller closes the descriptor.
+ */
+export const openRegular = (file: string, flags: number, mode?: number): number => {
   const fd = openSync(file, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, mode)
   try {
     if (!fstatSync(fd).isFile()) throw notRegular()
