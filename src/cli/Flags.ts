@@ -20,49 +20,37 @@ import * as Help from "./Help.js"
 /** The data dir when none is given: a folder of the current directory, which a cloned repository can ship. */
 const defaultDataDir = ".effect-agent"
 
-/** Whether `file` is a symbolic link (false when it is missing). */
-const isLink = (file: string): boolean => {
-  try {
-    return lstatSync(file).isSymbolicLink()
-  } catch {
-    return false
-  }
-}
-
-/**
- * A data dir refused because a link in it would send the store's writes where the link points: a
- * repository's shipped `.effect-agent` that is a link (to another project's data dir, a folder of
- * yours), or a data dir whose own `sessions/`, `blobs/` or database file is one. The store makes
- * these itself, never as links; a data dir you name that is a link yourself is yours and followed.
- */
-export const linkedDataDir = (dataDir: string): string | undefined => {
-  if (dataDir === defaultDataDir && isLink(dataDir)) return `${dataDir} is a link`
-  for (const own of ["sessions", "blobs", ...sqliteFiles]) {
-    if (isLink(path.join(dataDir, own))) return `${path.join(dataDir, own)} is a link`
-  }
-  return undefined
-}
-
 /** The SQLite store's database and the files SQLite opens beside it (a hot `-journal` is read before anything else). */
 const sqliteFiles = ["effect-agent.sqlite", "effect-agent.sqlite-wal", "effect-agent.sqlite-shm", "effect-agent.sqlite-journal"]
 
+/** What `file` is, by `lstat` (undefined when it is missing or cannot be looked at). */
+const kindOf = (file: string): "link" | "file" | "other" | undefined => {
+  try {
+    const stat = lstatSync(file)
+    return stat.isSymbolicLink() ? "link" : stat.isFile() ? "file" : "other"
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * A data dir whose database file (or one SQLite opens beside it) is there but not a regular file: a
- * named pipe, a socket or a device. SQLite opens them blocking, on the main thread: a clone's
- * `effect-agent.sqlite` (or `-journal`) that is a named pipe held `sessions --store sqlite` in
- * `open(2)` for good — Ctrl+C and SIGTERM included, as the thread that would handle them was the one
- * waiting. The store makes them itself, only as regular files.
+ * Why a data dir is refused, or undefined. The store makes its own files and folders itself, never
+ * as links nor as special files, so a repository's shipped data dir is the one place they come from:
+ * - a link would send the store's writes where it points: a shipped `.effect-agent` that is one (to
+ *   another project's data dir, a folder of yours), or a data dir whose own `sessions/`, `blobs/` or
+ *   database file is one (a data dir you name that is a link yourself is yours, and followed);
+ * - a database file, or one SQLite opens beside it, that is a named pipe, a socket or a device: SQLite
+ *   opens them blocking, on the main thread — a clone's `effect-agent.sqlite` (or `-journal`) that was
+ *   a named pipe held `sessions --store sqlite` in `open(2)` for good, Ctrl+C and SIGTERM included.
  */
-export const specialDataDirFile = (dataDir: string): string | undefined => {
-  for (const own of sqliteFiles) {
+export const refusedDataDir = (dataDir: string): string | undefined => {
+  const linked = (file: string) => `${file} is a link: the store would write where it points`
+  if (dataDir === defaultDataDir && kindOf(dataDir) === "link") return linked(dataDir)
+  for (const own of ["sessions", "blobs", ...sqliteFiles]) {
     const file = path.join(dataDir, own)
-    let stat
-    try {
-      stat = lstatSync(file)
-    } catch {
-      continue
-    }
-    if (!stat.isFile() && !stat.isSymbolicLink()) return `${file} is not a regular file`
+    const kind = kindOf(file)
+    if (kind === "link") return linked(file)
+    if (kind === "other" && sqliteFiles.includes(own)) return `${file} is not a regular file: the store would wait on it for good`
   }
   return undefined
 }
@@ -72,10 +60,8 @@ export const storage = {
   dataDir: Options.directory("data-dir").pipe(
     Options.withDefault(defaultDataDir),
     Options.mapTryCatch((dataDir) => {
-      const linked = linkedDataDir(dataDir)
-      if (linked !== undefined) throw new Error(`${linked}: the store would write where it points`)
-      const special = specialDataDirFile(dataDir)
-      if (special !== undefined) throw new Error(`${special}: the store would wait on it for good`)
+      const refused = refusedDataDir(dataDir)
+      if (refused !== undefined) throw new Error(refused)
       return dataDir
     }, (error) =>
       HelpDoc.p(
