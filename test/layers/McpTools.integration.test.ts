@@ -208,6 +208,38 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
       }))
   }
 
+  for (const transport of ["stdio", "http"] as const) {
+    it.scoped(`${transport}: a cancel mid-call to a server that ignores it and never answers ends the turn cancelled, and the next turn's call is answered`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = transport === "stdio" ? stdioServer(cwd) : { url: (yield* httpServer(cwd)).url }
+        // No time limit could end the call: the test's clock is a TestClock, so only the cancel can.
+        const layer = engineWith({
+          cwd,
+          servers: { fixture: server },
+          policy: allowAll,
+          responses: [{ toolCalls: [call("hang")] }, { toolCalls: [call("echo", { text: "next" })] }, { chunks: ["done"] }]
+        })
+        const events = yield* Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const session = yield* engine.createSession({ cwd, client: "test" })
+          const fiber = yield* engine.runTurn({ sessionId: session.sessionId, userMessage: "go" }).pipe(Stream.runCollect, Effect.fork)
+          // The server has the request once it says it hangs.
+          yield* untilWritten(cwd, "hanging")
+          yield* engine.cancelTurn({ sessionId: session.sessionId })
+          yield* Fiber.join(fiber)
+          yield* Stream.runDrain(engine.runTurn({ sessionId: session.sessionId, userMessage: "again" }))
+          return yield* collect(engine.replaySession({ sessionId: session.sessionId }))
+        }).pipe(Effect.provide(layer))
+        expectWellFormedLog(events)
+        expect(ends(events)).toEqual([
+          expect.objectContaining({ toolCallId: "call_1", errorCode: "cancelled" }),
+          expect.objectContaining({ result: "echo: next" })
+        ])
+        expect(events.filter((e) => e.type === "turn.completed").map((e) => e.payload.stopReason)).toEqual(["cancelled", "final"])
+      }))
+  }
+
   it.scoped("stdio: a server that crashes mid-call is a typed failure, the turn goes on, and the next call starts it again", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
