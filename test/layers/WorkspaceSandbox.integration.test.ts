@@ -188,6 +188,34 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
     }))
 
+  it.effect(`${branch} a command cannot send git elsewhere for its config and hooks: a .git/commondir it makes is removed, a linked worktree's stays read-only`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"], { cwd })
+      // A linked worktree beside the workspace: its git folder, .git/worktrees/<its name>, is inside the workspace.
+      const linked = NodePath.join(root, `linked-${NodePath.basename(cwd)}`)
+      execFileSync("git", ["worktree", "add", "-q", linked], { cwd })
+      const marker = NodePath.join(outside, `PWNED-${NodePath.basename(cwd)}`)
+      // A git folder in the workspace (which a command may write) whose config runs a program.
+      execFileSync("cp", ["-r", ".git", "evil"], { cwd })
+      NodeFs.rmSync(NodePath.join(cwd, "evil", "worktrees"), { recursive: true })
+      NodeFs.writeFileSync(NodePath.join(cwd, "evil", "config"), `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ${marker}; false"\n`)
+      // git reads a git folder's `commondir` for where its config and hooks are: pointed there, the
+      // user's next `git status` (outside the sandbox) would run that program.
+      const said = yield* output(`sh -c 'echo ../evil > .git/commondir; echo ../../../evil > .git/worktrees/${NodePath.basename(linked)}/commondir'`)
+      execFileSync("git", ["status"], { cwd, stdio: "ignore" })
+      execFileSync("git", ["status"], { cwd: linked, stdio: "ignore" })
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+      expect(said).toContain("Read-only file system")
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "commondir"))).toBe(false)
+      expect(NodeFs.readFileSync(NodePath.join(cwd, ".git", "worktrees", NodePath.basename(linked), "commondir"), "utf8")).toBe("../..\n")
+      // The result says what was undone.
+      expect(said).toContain(".git/commondir")
+      // Git still works in both.
+      expect(yield* output("git status --short")).not.toContain("fatal")
+      expect(execFileSync("git", ["status", "--short"], { cwd: linked, encoding: "utf8" })).toBe("")
+    }))
+
   it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
     Effect.gen(function*() {
       // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.

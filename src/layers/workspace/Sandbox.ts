@@ -183,17 +183,48 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
  * themselves, so that no command can rename one away and put a folder of its own in its place; then
  * the paths kept read-only (a `.git` file — a worktree's or submodule's pointer — among them). A git
  * folder without `hooks/` gets an empty one, so that none can be made.
+ *
+ * A git folder's `commondir` names the folder git takes its config and hooks from: a linked
+ * worktree's (`.git/worktrees/<name>/commondir`, used by git in that worktree, outside `cwd`) is kept
+ * read-only with its `config.worktree`; in the repository's own git folders there is none (git
+ * never makes one there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string> }> => {
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string> }> => {
   const gitDir = NodePath.join(cwd, ".git")
   const kind = await NodeFs.lstat(gitDir).catch(() => undefined)
   const gitDirs = kind?.isDirectory() === true ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
-  const inGit = gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks"].map((name) => NodePath.join(dir, name)))
+  const worktrees = (await Promise.all(gitDirs.map(async (dir) => {
+    const names = await NodeFs.readdir(NodePath.join(dir, "worktrees")).catch(() => [] as Array<string>)
+    return names.map((name) => NodePath.join(dir, "worktrees", name))
+  }))).flat()
+  const inGit = [
+    ...gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
+    ...worktrees.flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
+  ]
   const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...(kind?.isFile() === true ? [gitDir] : [])]
-  const existing = await Promise.all(candidates.map(async (path) => ((await NodeFs.lstat(path).catch(() => undefined)) === undefined ? [] : [path])))
-  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())] }
+  const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
+  const existing = await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))
+  const redirects = gitDirs.map((dir) => NodePath.join(dir, "commondir"))
+  const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
+  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())], redirects: absent.flat() }
 }
+
+/**
+ * Removes what a command made at `paths` (the `commondir` of the repository's git folders, absent
+ * before it ran) and says which, relative to `cwd`. Run once the command's namespace is gone: no
+ * process of it is left to make one again.
+ */
+const undoRedirects = (cwd: string, paths: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const removed: Array<string> = []
+    for (const path of paths) {
+      if ((await NodeFs.lstat(path).catch(() => undefined)) === undefined) continue
+      await NodeFs.rm(path, { recursive: true, force: true })
+      removed.push(NodePath.relative(cwd, path))
+    }
+    return removed
+  })
 
 /**
  * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
@@ -217,7 +248,7 @@ export const hiddenSockets = (uid: number, runtimeDir: string | undefined): Read
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string> }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -254,7 +285,7 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join("")
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects }
 }
 
 /**
@@ -264,10 +295,10 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
 export const workspaceLaunch = (
   programs: Programs,
   profile: Profile
-): Effect.Effect<{ readonly prefix: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> }, never, Scope.Scope> =>
+): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const table = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
@@ -290,7 +321,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects) }
   })
 
 /** What the setup runs with: nothing of the command's. */
@@ -388,6 +419,11 @@ export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
 export interface Launch {
   readonly prefix: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
+  /**
+   * Run once the command is gone, its namespace with it (interrupted too): undoes what the command
+   * made that would change what the user's next git command runs, and names it (paths relative to cwd).
+   */
+  readonly after?: Effect.Effect<ReadonlyArray<string>>
 }
 
 /**
