@@ -216,6 +216,46 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(execFileSync("git", ["status", "--short"], { cwd: linked, encoding: "utf8" })).toBe("")
     }))
 
+  it.effect(`${branch} repositories below cwd are pinned like cwd's own: a folder of clones, a bare repository named by .git, an embedded submodule`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      const git = (args: ReadonlyArray<string>, at: string) =>
+        execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: at, stdio: "pipe", encoding: "utf8" })
+      // A folder of clones (the workspace is one too), a repository cloned inside it and committed as a
+      // submodule without .gitmodules (its git folder embedded: `sub/.git`), and the bare-repository
+      // layout of worktree users: `.git` is a file naming `.bare`, the worktrees beside it.
+      const clone = NodePath.join(cwd, "clones", "one")
+      NodeFs.mkdirSync(clone, { recursive: true })
+      git(["init", "-q"], clone)
+      git(["commit", "-q", "--allow-empty", "-m", "x"], clone)
+      const sub = NodePath.join(cwd, "sub")
+      NodeFs.mkdirSync(sub)
+      git(["init", "-q"], sub)
+      git(["commit", "-q", "--allow-empty", "-m", "x"], sub)
+      git(["add", "sub"], cwd)
+      const layout = NodePath.join(cwd, "layout")
+      NodeFs.mkdirSync(layout)
+      git(["clone", "-q", "--bare", clone, ".bare"], layout)
+      NodeFs.writeFileSync(NodePath.join(layout, ".git"), "gitdir: ./.bare\n")
+      git(["worktree", "add", "-q", "main"], layout)
+      const marker = NodePath.join(outside, `PWNED-below-${NodePath.basename(cwd)}`)
+      // The lines a command appends to each config (written here: the workspace is the command's to write).
+      NodeFs.writeFileSync(NodePath.join(cwd, "fsmonitor.conf"), `[core]\n\tfsmonitor = "touch ${marker}; false"\n`)
+      const said = yield* output(`sh -c 'for config in clones/one/.git/config sub/.git/config layout/.bare/config; do cat fsmonitor.conf >> $config; done; touch clones/one/.git/hooks/pre-commit; echo "gitdir: ../../clones/one/.git" > layout/main/.git'`)
+      for (const at of [clone, cwd, sub, NodePath.join(layout, "main")]) git(["status"], at)
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+      expect(said).toContain("Read-only file system")
+      expect(NodeFs.existsSync(NodePath.join(clone, ".git", "hooks", "pre-commit"))).toBe(false)
+      expect(NodeFs.readFileSync(NodePath.join(layout, "main", ".git"), "utf8")).toContain(".bare/worktrees/main")
+      // Nor can a folder holding one be moved away, a repository of the command's own put in its place.
+      for (const move of ["mv clones/one clones/moved", "mv clones clones-moved", "mv layout/main layout/moved", "mv sub/.git sub/git"]) {
+        expect(yield* output(move), move).toMatch(/\[exit code [1-9]/)
+      }
+      // Git still works in each.
+      expect(yield* output("git -C clones/one -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m y")).toBe("(no output)")
+      expect(yield* output("git -C layout/main status --short")).toBe("(no output)")
+    }))
+
   it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
     Effect.gen(function*() {
       // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.

@@ -179,35 +179,107 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
 }
 
 /**
+ * How far below cwd repositories are looked for (folder levels: 2 finds `clones/one/.git`), and
+ * how many folders are read doing it: each command pays for the search.
+ */
+export const gitSearch = { depth: 2, maxFolders: 256 } as const
+
+/** The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO ("" when it cannot be read). */
+const readGitFile = (file: string): Promise<string> =>
+  NodeFs.readFile(file, { encoding: "utf8", flag: constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK }).then((text) => text.slice(0, 4096), () => "")
+
+/** The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a `commondir`'s line. */
+const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
+  const named = new RegExp(`^${prefix.source}(.+?)\\r?$`, "m").exec(await readGitFile(file))?.[1]
+  return named === undefined ? undefined : NodeFs.realpath(NodePath.resolve(NodePath.dirname(file), named)).catch(() => undefined)
+}
+
+/** The folders of `path` below `cwd` (not `cwd` itself, not `path`), the outermost first. */
+const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
+  const folders: Array<string> = []
+  for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir) && dir !== NodePath.dirname(dir); dir = NodePath.dirname(dir)) folders.unshift(dir)
+  return folders
+}
+
+/**
  * What to pin inside `cwd`: git folders (the repository's and its submodules') are bound over
  * themselves, so that no command can rename one away and put a folder of its own in its place; then
  * the paths kept read-only (a `.git` file — a worktree's or submodule's pointer — among them). A git
  * folder without `hooks/` gets an empty one, so that none can be made.
  *
+ * Not only cwd's own: the repositories below it, `gitSearch.depth` folder levels down within
+ * `gitSearch.maxFolders` folders read (a folder of clones, a clone committed as a submodule with
+ * its git folder in it), the git folder a `.git` file names when it is inside cwd (the layout of
+ * worktree users, `.git` naming `.bare`), and the `.git` files of linked worktrees inside cwd. The
+ * folders on the way to each are bound over themselves too, so that none can be renamed away with
+ * the repository in it and a repository of the command's own put in its place.
+ *
  * A git folder's `commondir` names the folder git takes its config and hooks from: a linked
- * worktree's (`.git/worktrees/<name>/commondir`, used by git in that worktree, outside `cwd`) is kept
- * read-only with its `config.worktree`; in the repository's own git folders there is none (git
- * never makes one there), and one a command makes is removed once it has run (`redirects`).
+ * worktree's (`<git>/worktrees/<name>/commondir`, used by git in that worktree) is kept read-only
+ * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
+ * there), and one a command makes is removed once it has run (`redirects`).
  */
 const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string> }> => {
-  const gitDir = NodePath.join(cwd, ".git")
-  const kind = await NodeFs.lstat(gitDir).catch(() => undefined)
-  const gitDirs = kind?.isDirectory() === true ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
+  const gitDirs = new Set<string>()
+  const gitFiles = new Set<string>()
+  const worktreeDirs = new Set<string>()
+  const addGitDir = async (dir: string) => {
+    if (gitDirs.has(dir) || !isInside(cwd, dir) || dir === cwd) return
+    if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) return
+    gitDirs.add(dir)
+    for (const sub of await submoduleGitDirs(dir)) gitDirs.add(sub)
+    for (const name of await NodeFs.readdir(NodePath.join(dir, "worktrees")).catch(() => [] as Array<string>)) {
+      const worktree = NodePath.join(dir, "worktrees", name)
+      worktreeDirs.add(worktree)
+      // Where that worktree's `.git` file is: pinned when inside cwd.
+      const named = (await readGitFile(NodePath.join(worktree, "gitdir"))).trim()
+      if (NodePath.isAbsolute(named) && isInside(cwd, named) && (await NodeFs.lstat(named).catch(() => undefined))?.isFile() === true) gitFiles.add(named)
+    }
+  }
+  // The folders down to `gitSearch.depth`, breadth first, within `gitSearch.maxFolders`; links are not followed.
+  let level: Array<string> = [cwd]
+  let read = 0
+  for (let depth = 0; depth <= gitSearch.depth && level.length > 0; depth++) {
+    const next: Array<string> = []
+    // A level's folders are read at once: one after the other, 50 of them cost a command tens of milliseconds.
+    const folders = level.slice(0, Math.max(0, gitSearch.maxFolders - read))
+    read += folders.length
+    const listed = await Promise.all(folders.map((folder) => NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])))
+    for (const [i, entries] of listed.entries()) {
+      const folder = folders[i]!
+      for (const entry of entries) {
+        const path = NodePath.join(folder, entry.name)
+        if (entry.name === ".git") {
+          if (entry.isDirectory()) await addGitDir(path)
+          else if (entry.isFile()) {
+            gitFiles.add(path)
+            const target = await namedFolder(path, /gitdir: */)
+            // A linked worktree's git folder names its repository's in `commondir`.
+            const common = target === undefined ? undefined : await namedFolder(NodePath.join(target, "commondir"), /(?:)/)
+            if (target !== undefined && common === undefined) await addGitDir(target)
+            if (common !== undefined) await addGitDir(common)
+          }
+        } else if (entry.isDirectory() && entry.name !== "node_modules" && depth < gitSearch.depth) {
+          next.push(path)
+        }
+      }
+    }
+    level = next
+  }
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
-  const worktrees = (await Promise.all(gitDirs.map(async (dir) => {
-    const names = await NodeFs.readdir(NodePath.join(dir, "worktrees")).catch(() => [] as Array<string>)
-    return names.map((name) => NodePath.join(dir, "worktrees", name))
-  }))).flat()
   const inGit = [
-    ...gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
-    ...worktrees.flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
+    ...[...gitDirs].flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
+    ...[...worktreeDirs].flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
   ]
-  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...(kind?.isFile() === true ? [gitDir] : [])]
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles]
   const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
-  const existing = await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))
-  const redirects = gitDirs.map((dir) => NodePath.join(dir, "commondir"))
+  const existing = [...new Set((await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))).flat())]
+  // Outermost first: a folder bound after one inside it would cover that one's mount.
+  const anchors = [...new Set([...[...gitDirs, ...existing].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
+    .sort((a, b) => a.split(NodePath.sep).length - b.split(NodePath.sep).length)
+  const redirects = [...gitDirs].filter((dir) => !worktreeDirs.has(dir)).map((dir) => NodePath.join(dir, "commondir"))
   const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
-  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())], redirects: absent.flat() }
+  return { anchors, readOnly: existing, redirects: absent.flat() }
 }
 
 /**
