@@ -256,6 +256,31 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(yield* output("git -C layout/main status --short")).toBe("(no output)")
     }))
 
+  it.effect(`${branch} a session in the home folder: commands cannot write its start-up files, dot folders or folders on PATH; its other folders stay writable`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      NodeFs.writeFileSync(NodePath.join(cwd, ".bashrc"), "# mine\n")
+      for (const folder of ["Documents", ".local/bin", ".cache/effect-agent/code-cache", "tools/bin"]) NodeFs.mkdirSync(NodePath.join(cwd, folder), { recursive: true })
+      const saved = { HOME: process.env.HOME, PATH: process.env.PATH }
+      process.env.HOME = cwd
+      process.env.PATH = `${NodePath.join(cwd, "tools", "bin")}:${saved.PATH}`
+      try {
+        // What the user's next login, shell, git or effect-agent start runs, outside the sandbox.
+        const said = yield* output("sh -c 'echo touch /x >> .bashrc; echo touch /x > .bash_profile; touch .gitconfig .local/bin/git .cache/effect-agent/code-cache/x tools/bin/git Documents/notes.txt 2>&1; echo done'")
+        expect(said).toContain("Read-only file system")
+        expect(said).toContain("done")
+        expect(NodeFs.readFileSync(NodePath.join(cwd, ".bashrc"), "utf8")).toBe("# mine\n")
+        for (const made of [".bash_profile", ".gitconfig", ".local/bin/git", ".cache/effect-agent/code-cache/x", "tools/bin/git"]) {
+          expect(NodeFs.existsSync(NodePath.join(cwd, made)), made).toBe(false)
+        }
+        // A folder of the user's (not a dot folder, nothing on PATH) is the session's to work in.
+        expect(NodeFs.existsSync(NodePath.join(cwd, "Documents", "notes.txt"))).toBe(true)
+      } finally {
+        process.env.HOME = saved.HOME
+        process.env.PATH = saved.PATH
+      }
+    }))
+
   it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
     Effect.gen(function*() {
       // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.

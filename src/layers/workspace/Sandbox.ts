@@ -316,6 +316,29 @@ export const hiddenSockets = (uid: number, runtimeDir: string | undefined): Read
 ]
 
 /**
+ * A session whose cwd is the user's home folder, or holds it, would let commands write what runs
+ * later outside the sandbox: the shells' start-up files (`.bashrc`, a new `.bash_profile` that bash
+ * reads instead of `.profile`), `.gitconfig`, `.config/` (autostart, systemd units, git, fish),
+ * `.local/bin` and every folder on `PATH`, effect-agent's compile cache. So the home folder is
+ * read-only there, but for its folders that are not dot folders and hold nothing on `PATH` (nor are
+ * `bin`): `Documents`, `projects` and the like stay the session's to work in. The mount lines, in order.
+ */
+const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<ReadonlyArray<ReadonlyArray<string>>> => {
+  const home = await NodeFs.realpath(process.env.HOME ?? NodeOs.homedir()).catch(() => undefined)
+  if (home === undefined || home === "/" || !isInside(cwd, home)) return []
+  const onPath = await Promise.all(
+    (path ?? "").split(NodePath.delimiter).filter((dir) => NodePath.isAbsolute(dir)).map((dir) => NodeFs.realpath(dir).catch(() => dir))
+  )
+  const lines: Array<ReadonlyArray<string>> = [[home, home, "none", "rbind"], ["none", home, "none", "remount,bind,ro"]]
+  for (const entry of await NodeFs.readdir(home, { withFileTypes: true }).catch(() => [])) {
+    const folder = NodePath.join(home, entry.name)
+    if (!entry.isDirectory() || entry.name.startsWith(".") || entry.name === "bin" || onPath.some((dir) => isInside(folder, dir))) continue
+    lines.push([folder, folder, "none", "rbind"], ["none", folder, "none", "remount,bind,rw"])
+  }
+  return lines
+}
+
+/**
  * The mount table the setup applies, in order: the namespace's `/proc`; a private `/tmp` and `/dev/shm`; the working
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
@@ -344,8 +367,10 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
   for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
   // Only what exists, and what the private folders do not cover anyway.
   const visible = (path: string) => isInside(cwd, path) || !folders.some((folder) => isInside(folder, path))
+  lines.push(...(await homeInWorkspace(cwd, profile.env.PATH)))
   const pins = await workspacePins(cwd)
-  for (const path of pins.anchors) lines.push([path, path, "none", "bind"])
+  // Recursive: a folder bound over itself keeps what is mounted below it.
+  for (const path of pins.anchors) lines.push([path, path, "none", "rbind"])
   for (const path of pins.readOnly) lines.push([path, path, "none", "bind,ro"])
   const hidden = new Set<string>()
   for (const path of [...profile.hidden, ...hiddenSockets(process.getuid?.() ?? 0, profile.env.XDG_RUNTIME_DIR ?? process.env.XDG_RUNTIME_DIR)]) {
