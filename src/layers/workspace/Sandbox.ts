@@ -184,9 +184,23 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
  */
 export const gitSearch = { depth: 2, maxFolders: 256 } as const
 
-/** The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO ("" when it cannot be read). */
-const readGitFile = (file: string): Promise<string> =>
-  NodeFs.readFile(file, { encoding: "utf8", flag: constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK }).then((text) => text.slice(0, 4096), () => "")
+/**
+ * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
+ * ("" when it cannot be read): only that much is read, however large a command made it.
+ */
+const readGitFile = async (file: string): Promise<string> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return ""
+  try {
+    const buffer = Buffer.alloc(4096)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    return buffer.toString("utf8", 0, bytesRead)
+  } catch {
+    return ""
+  } finally {
+    await handle.close()
+  }
+}
 
 /** The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a `commondir`'s line. */
 const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
