@@ -501,7 +501,10 @@ export const make = (options: Options = {}) =>
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()
-          const result = yield* Shell.run({
+          // What the command made that would change what the user's next git command runs is undone
+          // once it is gone, interrupted too (`Sandbox.Launch.after`).
+          const after = launch.after ?? Effect.succeed([] as ReadonlyArray<string>)
+          const result = yield* Effect.onInterrupt(Shell.run({
             argv: command.argv,
             // Shell syntax only reaches a shell when a rule allowed it (the permission engine denies hazards otherwise).
             ...(command.hazards.some((h) => CommandLine.syntaxHazards.has(h)) ? { shellText: command.text } : {}),
@@ -519,7 +522,11 @@ export const make = (options: Options = {}) =>
               const line = text.trim().split("\n").at(-1)
               if (line !== undefined && line !== "") Runtime.runFork(runtime)(context.progress(line.slice(0, 200)))
             }
-          })
+          }), () => after)
+          const undone = yield* after
+          const undoneNote = undone.length === 0
+            ? ""
+            : `\n[removed ${undone.join(", ")}, which the command made: it would have sent git to another folder for its config and hooks]`
           const truncated = (r: { readonly truncatedBytes: number }) => r.truncatedBytes > 0 ? `\n[… truncated: ${r.truncatedBytes} more bytes]` : ""
           switch (result._tag) {
             case "SpawnFailed":
@@ -528,10 +535,10 @@ export const make = (options: Options = {}) =>
                 result.code === "ENOENT" ? `${command.argv[0]}: command not found` : `${command.argv[0]} could not be started (${result.code})`
               )
             case "TimedOut":
-              return yield* fail("timeout", `The command did not finish within ${Duration.format(timeout)} and was stopped.${result.output === "" ? "" : `\nOutput so far:\n${result.output}${truncated(result)}`}`)
+              return yield* fail("timeout", `The command did not finish within ${Duration.format(timeout)} and was stopped.${result.output === "" ? "" : `\nOutput so far:\n${result.output}${truncated(result)}`}${undoneNote}`)
             case "Exited":
               return {
-                result: `${result.output}${truncated(result)}${result.exitCode === 0 ? "" : `\n[exit code ${result.exitCode}]`}` || "(no output)",
+                result: (`${result.output}${truncated(result)}${result.exitCode === 0 ? "" : `\n[exit code ${result.exitCode}]`}` || "(no output)") + undoneNote,
                 exitCode: result.exitCode
               }
           }

@@ -188,6 +188,99 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "hooks", "pre-commit"))).toBe(false)
     }))
 
+  it.effect(`${branch} a command cannot send git elsewhere for its config and hooks: a .git/commondir it makes is removed, a linked worktree's stays read-only`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"], { cwd })
+      // A linked worktree beside the workspace: its git folder, .git/worktrees/<its name>, is inside the workspace.
+      const linked = NodePath.join(root, `linked-${NodePath.basename(cwd)}`)
+      execFileSync("git", ["worktree", "add", "-q", linked], { cwd })
+      const marker = NodePath.join(outside, `PWNED-${NodePath.basename(cwd)}`)
+      // A git folder in the workspace (which a command may write) whose config runs a program.
+      execFileSync("cp", ["-r", ".git", "evil"], { cwd })
+      NodeFs.rmSync(NodePath.join(cwd, "evil", "worktrees"), { recursive: true })
+      NodeFs.writeFileSync(NodePath.join(cwd, "evil", "config"), `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch ${marker}; false"\n`)
+      // git reads a git folder's `commondir` for where its config and hooks are: pointed there, the
+      // user's next `git status` (outside the sandbox) would run that program.
+      const said = yield* output(`sh -c 'echo ../evil > .git/commondir; echo ../../../evil > .git/worktrees/${NodePath.basename(linked)}/commondir'`)
+      execFileSync("git", ["status"], { cwd, stdio: "ignore" })
+      execFileSync("git", ["status"], { cwd: linked, stdio: "ignore" })
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+      expect(said).toContain("Read-only file system")
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".git", "commondir"))).toBe(false)
+      expect(NodeFs.readFileSync(NodePath.join(cwd, ".git", "worktrees", NodePath.basename(linked), "commondir"), "utf8")).toBe("../..\n")
+      // The result says what was undone.
+      expect(said).toContain(".git/commondir")
+      // Git still works in both.
+      expect(yield* output("git status --short")).not.toContain("fatal")
+      expect(execFileSync("git", ["status", "--short"], { cwd: linked, encoding: "utf8" })).toBe("")
+    }))
+
+  it.effect(`${branch} repositories below cwd are pinned like cwd's own: a folder of clones, a bare repository named by .git, an embedded submodule`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      const git = (args: ReadonlyArray<string>, at: string) =>
+        execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], { cwd: at, stdio: "pipe", encoding: "utf8" })
+      // A folder of clones (the workspace is one too), a repository cloned inside it and committed as a
+      // submodule without .gitmodules (its git folder embedded: `sub/.git`), and the bare-repository
+      // layout of worktree users: `.git` is a file naming `.bare`, the worktrees beside it.
+      const clone = NodePath.join(cwd, "clones", "one")
+      NodeFs.mkdirSync(clone, { recursive: true })
+      git(["init", "-q"], clone)
+      git(["commit", "-q", "--allow-empty", "-m", "x"], clone)
+      const sub = NodePath.join(cwd, "sub")
+      NodeFs.mkdirSync(sub)
+      git(["init", "-q"], sub)
+      git(["commit", "-q", "--allow-empty", "-m", "x"], sub)
+      git(["add", "sub"], cwd)
+      const layout = NodePath.join(cwd, "layout")
+      NodeFs.mkdirSync(layout)
+      git(["clone", "-q", "--bare", clone, ".bare"], layout)
+      NodeFs.writeFileSync(NodePath.join(layout, ".git"), "gitdir: ./.bare\n")
+      git(["worktree", "add", "-q", "main"], layout)
+      const marker = NodePath.join(outside, `PWNED-below-${NodePath.basename(cwd)}`)
+      // The lines a command appends to each config (written here: the workspace is the command's to write).
+      NodeFs.writeFileSync(NodePath.join(cwd, "fsmonitor.conf"), `[core]\n\tfsmonitor = "touch ${marker}; false"\n`)
+      const said = yield* output(`sh -c 'for config in clones/one/.git/config sub/.git/config layout/.bare/config; do cat fsmonitor.conf >> $config; done; touch clones/one/.git/hooks/pre-commit; echo "gitdir: ../../clones/one/.git" > layout/main/.git'`)
+      for (const at of [clone, cwd, sub, NodePath.join(layout, "main")]) git(["status"], at)
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+      expect(said).toContain("Read-only file system")
+      expect(NodeFs.existsSync(NodePath.join(clone, ".git", "hooks", "pre-commit"))).toBe(false)
+      expect(NodeFs.readFileSync(NodePath.join(layout, "main", ".git"), "utf8")).toContain(".bare/worktrees/main")
+      // Nor can a folder holding one be moved away, a repository of the command's own put in its place.
+      for (const move of ["mv clones/one clones/moved", "mv clones clones-moved", "mv layout/main layout/moved", "mv sub/.git sub/git"]) {
+        expect(yield* output(move), move).toMatch(/\[exit code [1-9]/)
+      }
+      // Git still works in each.
+      expect(yield* output("git -C clones/one -c user.name=t -c user.email=t@example.com commit -q --allow-empty -m y")).toBe("(no output)")
+      expect(yield* output("git -C layout/main status --short")).toBe("(no output)")
+    }))
+
+  it.effect(`${branch} a session in the home folder: commands cannot write its start-up files, dot folders or folders on PATH; its other folders stay writable`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      NodeFs.writeFileSync(NodePath.join(cwd, ".bashrc"), "# mine\n")
+      for (const folder of ["Documents", ".local/bin", ".cache/effect-agent/code-cache", "tools/bin"]) NodeFs.mkdirSync(NodePath.join(cwd, folder), { recursive: true })
+      const saved = { HOME: process.env.HOME, PATH: process.env.PATH }
+      process.env.HOME = cwd
+      process.env.PATH = `${NodePath.join(cwd, "tools", "bin")}:${saved.PATH}`
+      try {
+        // What the user's next login, shell, git or effect-agent start runs, outside the sandbox.
+        const said = yield* output("sh -c 'echo touch /x >> .bashrc; echo touch /x > .bash_profile; touch .gitconfig .local/bin/git .cache/effect-agent/code-cache/x tools/bin/git Documents/notes.txt 2>&1; echo done'")
+        expect(said).toContain("Read-only file system")
+        expect(said).toContain("done")
+        expect(NodeFs.readFileSync(NodePath.join(cwd, ".bashrc"), "utf8")).toBe("# mine\n")
+        for (const made of [".bash_profile", ".gitconfig", ".local/bin/git", ".cache/effect-agent/code-cache/x", "tools/bin/git"]) {
+          expect(NodeFs.existsSync(NodePath.join(cwd, made)), made).toBe(false)
+        }
+        // A folder of the user's (not a dot folder, nothing on PATH) is the session's to work in.
+        expect(NodeFs.existsSync(NodePath.join(cwd, "Documents", "notes.txt"))).toBe(true)
+      } finally {
+        process.env.HOME = saved.HOME
+        process.env.PATH = saved.PATH
+      }
+    }))
+
   it.effect(`${branch} the sockets of the user's session and of the machine's services are out of reach; so are the user's terminals`, () =>
     Effect.gen(function*() {
       // The user's runtime folder (session bus, systemd --user, agents), with a service listening in it.

@@ -179,21 +179,138 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
 }
 
 /**
+ * How far below cwd repositories are looked for (folder levels: 2 finds `clones/one/.git`), and
+ * how many folders are read doing it: each command pays for the search.
+ */
+export const gitSearch = { depth: 2, maxFolders: 256 } as const
+
+/**
+ * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
+ * ("" when it cannot be read): only that much is read, however large a command made it.
+ */
+const readGitFile = async (file: string): Promise<string> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return ""
+  try {
+    const buffer = Buffer.alloc(4096)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    return buffer.toString("utf8", 0, bytesRead)
+  } catch {
+    return ""
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a `commondir`'s line. */
+const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
+  const named = new RegExp(`^${prefix.source}(.+?)\\r?$`, "m").exec(await readGitFile(file))?.[1]
+  return named === undefined ? undefined : NodeFs.realpath(NodePath.resolve(NodePath.dirname(file), named)).catch(() => undefined)
+}
+
+/** The folders of `path` below `cwd` (not `cwd` itself, not `path`), the outermost first. */
+const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
+  const folders: Array<string> = []
+  for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir) && dir !== NodePath.dirname(dir); dir = NodePath.dirname(dir)) folders.unshift(dir)
+  return folders
+}
+
+/**
  * What to pin inside `cwd`: git folders (the repository's and its submodules') are bound over
  * themselves, so that no command can rename one away and put a folder of its own in its place; then
  * the paths kept read-only (a `.git` file — a worktree's or submodule's pointer — among them). A git
  * folder without `hooks/` gets an empty one, so that none can be made.
+ *
+ * Not only cwd's own: the repositories below it, `gitSearch.depth` folder levels down within
+ * `gitSearch.maxFolders` folders read (a folder of clones, a clone committed as a submodule with
+ * its git folder in it), the git folder a `.git` file names when it is inside cwd (the layout of
+ * worktree users, `.git` naming `.bare`), and the `.git` files of linked worktrees inside cwd. The
+ * folders on the way to each are bound over themselves too, so that none can be renamed away with
+ * the repository in it and a repository of the command's own put in its place.
+ *
+ * A git folder's `commondir` names the folder git takes its config and hooks from: a linked
+ * worktree's (`<git>/worktrees/<name>/commondir`, used by git in that worktree) is kept read-only
+ * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
+ * there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string> }> => {
-  const gitDir = NodePath.join(cwd, ".git")
-  const kind = await NodeFs.lstat(gitDir).catch(() => undefined)
-  const gitDirs = kind?.isDirectory() === true ? [gitDir, ...(await submoduleGitDirs(gitDir))] : []
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string> }> => {
+  const gitDirs = new Set<string>()
+  const gitFiles = new Set<string>()
+  const worktreeDirs = new Set<string>()
+  const addGitDir = async (dir: string) => {
+    if (gitDirs.has(dir) || !isInside(cwd, dir) || dir === cwd) return
+    if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) return
+    gitDirs.add(dir)
+    for (const sub of await submoduleGitDirs(dir)) gitDirs.add(sub)
+    for (const name of await NodeFs.readdir(NodePath.join(dir, "worktrees")).catch(() => [] as Array<string>)) {
+      const worktree = NodePath.join(dir, "worktrees", name)
+      worktreeDirs.add(worktree)
+      // Where that worktree's `.git` file is: pinned when inside cwd.
+      const named = (await readGitFile(NodePath.join(worktree, "gitdir"))).trim()
+      if (NodePath.isAbsolute(named) && isInside(cwd, named) && (await NodeFs.lstat(named).catch(() => undefined))?.isFile() === true) gitFiles.add(named)
+    }
+  }
+  // The folders down to `gitSearch.depth`, breadth first, within `gitSearch.maxFolders`; links are not followed.
+  let level: Array<string> = [cwd]
+  let read = 0
+  for (let depth = 0; depth <= gitSearch.depth && level.length > 0; depth++) {
+    const next: Array<string> = []
+    // A level's folders are read at once: one after the other, 50 of them cost a command tens of milliseconds.
+    const folders = level.slice(0, Math.max(0, gitSearch.maxFolders - read))
+    read += folders.length
+    const listed = await Promise.all(folders.map((folder) => NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])))
+    for (const [i, entries] of listed.entries()) {
+      const folder = folders[i]!
+      for (const entry of entries) {
+        const path = NodePath.join(folder, entry.name)
+        if (entry.name === ".git") {
+          if (entry.isDirectory()) await addGitDir(path)
+          else if (entry.isFile()) {
+            gitFiles.add(path)
+            const target = await namedFolder(path, /gitdir: */)
+            // A linked worktree's git folder names its repository's in `commondir`.
+            const common = target === undefined ? undefined : await namedFolder(NodePath.join(target, "commondir"), /(?:)/)
+            if (target !== undefined && common === undefined) await addGitDir(target)
+            if (common !== undefined) await addGitDir(common)
+          }
+        } else if (entry.isDirectory() && entry.name !== "node_modules" && depth < gitSearch.depth) {
+          next.push(path)
+        }
+      }
+    }
+    level = next
+  }
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
-  const inGit = gitDirs.flatMap((dir) => ["config", "config.worktree", "hooks"].map((name) => NodePath.join(dir, name)))
-  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...(kind?.isFile() === true ? [gitDir] : [])]
-  const existing = await Promise.all(candidates.map(async (path) => ((await NodeFs.lstat(path).catch(() => undefined)) === undefined ? [] : [path])))
-  return { anchors: gitDirs, readOnly: [...new Set(existing.flat())] }
+  const inGit = [
+    ...[...gitDirs].flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
+    ...[...worktreeDirs].flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
+  ]
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles]
+  const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
+  const existing = [...new Set((await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))).flat())]
+  // Outermost first: a folder bound after one inside it would cover that one's mount.
+  const anchors = [...new Set([...[...gitDirs, ...existing].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
+    .sort((a, b) => a.split(NodePath.sep).length - b.split(NodePath.sep).length)
+  const redirects = [...gitDirs].filter((dir) => !worktreeDirs.has(dir)).map((dir) => NodePath.join(dir, "commondir"))
+  const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
+  return { anchors, readOnly: existing, redirects: absent.flat() }
 }
+
+/**
+ * Removes what a command made at `paths` (the `commondir` of the repository's git folders, absent
+ * before it ran) and says which, relative to `cwd`. Run once the command's namespace is gone: no
+ * process of it is left to make one again.
+ */
+const undoRedirects = (cwd: string, paths: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const removed: Array<string> = []
+    for (const path of paths) {
+      if ((await NodeFs.lstat(path).catch(() => undefined)) === undefined) continue
+      await NodeFs.rm(path, { recursive: true, force: true })
+      removed.push(NodePath.relative(cwd, path))
+    }
+    return removed
+  })
 
 /**
  * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
@@ -213,11 +330,34 @@ export const hiddenSockets = (uid: number, runtimeDir: string | undefined): Read
 ]
 
 /**
+ * A session whose cwd is the user's home folder, or holds it, would let commands write what runs
+ * later outside the sandbox: the shells' start-up files (`.bashrc`, a new `.bash_profile` that bash
+ * reads instead of `.profile`), `.gitconfig`, `.config/` (autostart, systemd units, git, fish),
+ * `.local/bin` and every folder on `PATH`, effect-agent's compile cache. So the home folder is
+ * read-only there, but for its folders that are not dot folders and hold nothing on `PATH` (nor are
+ * `bin`): `Documents`, `projects` and the like stay the session's to work in. The mount lines, in order.
+ */
+const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<ReadonlyArray<ReadonlyArray<string>>> => {
+  const home = await NodeFs.realpath(process.env.HOME ?? NodeOs.homedir()).catch(() => undefined)
+  if (home === undefined || home === "/" || !isInside(cwd, home)) return []
+  const onPath = await Promise.all(
+    (path ?? "").split(NodePath.delimiter).filter((dir) => NodePath.isAbsolute(dir)).map((dir) => NodeFs.realpath(dir).catch(() => dir))
+  )
+  const lines: Array<ReadonlyArray<string>> = [[home, home, "none", "rbind"], ["none", home, "none", "remount,bind,ro"]]
+  for (const entry of await NodeFs.readdir(home, { withFileTypes: true }).catch(() => [])) {
+    const folder = NodePath.join(home, entry.name)
+    if (!entry.isDirectory() || entry.name.startsWith(".") || entry.name === "bin" || onPath.some((dir) => isInside(folder, dir))) continue
+    lines.push([folder, folder, "none", "rbind"], ["none", folder, "none", "remount,bind,rw"])
+  }
+  return lines
+}
+
+/**
  * The mount table the setup applies, in order: the namespace's `/proc`; a private `/tmp` and `/dev/shm`; the working
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<string> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string> }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -241,8 +381,10 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
   for (const m of mounts) if (m.writable && m.path !== cwd && isInside(cwd, m.path)) lines.push(["none", m.path, "none", "remount,bind,rw"])
   // Only what exists, and what the private folders do not cover anyway.
   const visible = (path: string) => isInside(cwd, path) || !folders.some((folder) => isInside(folder, path))
+  lines.push(...(await homeInWorkspace(cwd, profile.env.PATH)))
   const pins = await workspacePins(cwd)
-  for (const path of pins.anchors) lines.push([path, path, "none", "bind"])
+  // Recursive: a folder bound over itself keeps what is mounted below it.
+  for (const path of pins.anchors) lines.push([path, path, "none", "rbind"])
   for (const path of pins.readOnly) lines.push([path, path, "none", "bind,ro"])
   const hidden = new Set<string>()
   for (const path of [...profile.hidden, ...hiddenSockets(process.getuid?.() ?? 0, profile.env.XDG_RUNTIME_DIR ?? process.env.XDG_RUNTIME_DIR)]) {
@@ -254,7 +396,7 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join("")
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects }
 }
 
 /**
@@ -264,10 +406,10 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
 export const workspaceLaunch = (
   programs: Programs,
   profile: Profile
-): Effect.Effect<{ readonly prefix: ReadonlyArray<string>; readonly env: Readonly<Record<string, string>> }, never, Scope.Scope> =>
+): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const table = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
@@ -290,7 +432,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects) }
   })
 
 /** What the setup runs with: nothing of the command's. */
@@ -388,6 +530,11 @@ export const detect: Effect.Effect<Isolation> = Effect.gen(function*() {
 export interface Launch {
   readonly prefix: ReadonlyArray<string>
   readonly env: Readonly<Record<string, string>>
+  /**
+   * Run once the command is gone, its namespace with it (interrupted too): undoes what the command
+   * made that would change what the user's next git command runs, and names it (paths relative to cwd).
+   */
+  readonly after?: Effect.Effect<ReadonlyArray<string>>
 }
 
 /**
