@@ -4,13 +4,14 @@
  * that a log shipped in a repository's `.effect-agent/` never hands a session its "always" answers
  * or its cwd. A session of yours from before sessions were recorded, or one you chose to take on,
  * is adopted here: the command shows what each session allowed (its remembered answers, its cwd,
- * what waits in it) and asks — on a terminal only: without one, nothing is adopted unless `--yes`
- * says so.
+ * what waits in it, the files a rewind of it could restore) and asks — on a terminal only: without
+ * one, nothing is adopted unless `--yes` says so.
  *
  * @since 0.12.0
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import { Session, SessionEngine, type SessionState, StartedSessions, TrustStore } from "../index.js"
 import { askOnTerminal, isYes } from "./Ask.js"
 import { CliError } from "./CliError.js"
@@ -19,8 +20,31 @@ import type { Input } from "./commands/Adopt.js"
 import * as NodeServices from "./NodeServices.js"
 import { terminalSafe } from "./Terminal.js"
 
+/**
+ * The paths a rewind of a session could write or remove in its cwd, once each, in the order its log
+ * names them: those of the changes after its last compaction (no rewind goes back past one). A
+ * rewind takes them, and the contents it writes, from the log's `workspace.changed` events and its
+ * blobs — which a log that came with a repository can make say anything — and asks only about files
+ * changed since the log's last change of them: so they are shown before the log is trusted.
+ */
+const restorable = (engine: SessionEngine.SessionEngine["Type"], sessionId: string) =>
+  Effect.suspend(() => {
+    let paths = new Set<string>()
+    return engine.replaySession({ sessionId }).pipe(
+      Stream.runForEachChunk((events) =>
+        Effect.sync(() => {
+          for (const event of events) {
+            if (event.type === "session.compacted") paths = new Set()
+            else if (event.type === "workspace.changed" || event.type === "session.rewound") for (const change of event.payload.changes) paths.add(change.path)
+          }
+        })
+      ),
+      Effect.map(() => [...paths])
+    )
+  })
+
 /** What a session would bring with it, one fact per line, every value escaped for the terminal. */
-const summary = (state: SessionState.SessionState): ReadonlyArray<string> => {
+const summary = (state: SessionState.SessionState, restores: ReadonlyArray<string>): ReadonlyArray<string> => {
   const waiting = state.openTurn?.toolCalls.filter((call) => call.status === "awaiting_approval").length ?? 0
   const origin = state.parent === undefined ? "" : `, a subagent of ${terminalSafe(state.parent.sessionId)}`
   return [
@@ -33,7 +57,13 @@ const summary = (state: SessionState.SessionState): ReadonlyArray<string> => {
       ? ["  always    (no remembered answers)"]
       : state.remembered.map((r) => `  always    ${r.decision} ${terminalSafe(r.scope)}`)),
     ...(waiting === 0 ? [] : [`  waiting   ${waiting} call${waiting === 1 ? "" : "s"} for your approval`]),
-    ...(state.followUps.length === 0 ? [] : [`  queued    ${state.followUps.length} follow-up message${state.followUps.length === 1 ? "" : "s"}, to run as turns`])
+    ...(state.followUps.length === 0 ? [] : [`  queued    ${state.followUps.length} follow-up message${state.followUps.length === 1 ? "" : "s"}, to run as turns`]),
+    ...(restores.length === 0
+      ? ["  rewind    (no files: a rewind of it restores none)"]
+      : [
+        `  rewind    ${restores.length} file${restores.length === 1 ? "" : "s"} in its cwd a rewind of it may write or remove, as its log says (asking only about files changed since):`,
+        ...restores.map((path) => `              ${terminalSafe(path)}`)
+      ])
   ]
 }
 
@@ -55,7 +85,11 @@ export const handler = ({ all, sessionIds, yes, ...storage }: Input) =>
     const pending = states.filter((_, i) => !started[i])
     for (const state of states.filter((_, i) => started[i])) yield* Console.error(`effect-agent: ${terminalSafe(state.sessionId)} is yours already`)
     if (pending.length === 0) return
-    yield* Console.log(pending.map((state) => summary(state).join("\n")).join("\n\n"))
+    const restores = yield* Effect.forEach(pending, (state) =>
+      restorable(engine, state.sessionId).pipe(
+        Effect.catchTag("SessionNotFound", () => Effect.fail(invalid(`no session ${terminalSafe(state.sessionId)} in the store`)))
+      ))
+    yield* Console.log(pending.map((state, i) => summary(state, restores[i]!).join("\n")).join("\n\n"))
     if (!yes) {
       if (process.stdin.isTTY !== true) {
         return yield* invalid(`stdin is not a terminal, so nothing was adopted; once you have read the above: effect-agent adopt ${all ? "--all" : sessionIds.join(" ")} --yes`)

@@ -16,7 +16,7 @@ import type { Json } from "./Json.js"
 import type { ImageRef } from "./Image.js"
 import type { ToolCallStatus } from "./SessionState.js"
 import * as SessionTitle from "./SessionTitle.js"
-import { onBranch } from "./Transcript.js"
+import * as Branches from "./Branches.js"
 import { cacheBreakText, subagentText } from "./UsageText.js"
 import { addCounts } from "./Tokens.js"
 
@@ -125,6 +125,8 @@ export interface View {
   totals: ViewTotals | undefined
   /** The session's rewinds, `[sequence, toSequence]`, oldest first (see `Transcript.onBranch`). */
   readonly rewinds: Array<readonly [number, number]>
+  /** The branches the rewinds made, and the one the session is on (what a rewind changes is found from it). */
+  branches: Branches.Branches
 }
 
 /** A session's usage and cost, summed over its turns. `costUnknown`: the models without a price (their turns add no cost). */
@@ -151,8 +153,22 @@ export const empty = (): View => ({
   compacting: undefined,
   totals: undefined,
   title: undefined,
-  rewinds: []
+  rewinds: [],
+  branches: Branches.initial
 })
+
+/** The turns that began in `range` (the turns are in the order they began). */
+const forTurns = (view: View, range: Branches.Range, f: (turn: ViewTurn) => void) => {
+  const { turns } = view
+  let lo = 0
+  let hi = turns.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (turns[mid]!.startedAt <= range.after) lo = mid + 1
+    else hi = mid
+  }
+  for (let i = lo; i < turns.length && turns[i]!.startedAt <= range.upTo; i++) f(turns[i]!)
+}
 
 /** Adds an item to the open turn, if any. */
 const push = (view: View, item: ViewItem) => {
@@ -315,10 +331,12 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   "session.rewound": (view, event) => {
     const { changes, forced, toSequence } = event.payload
     view.rewinds.push([event.sequence, toSequence])
-    for (const turn of view.turns) {
-      if (onBranch(turn.startedAt, event.sequence, view.rewinds)) delete turn.abandoned
-      else turn.abandoned = true
-    }
+    // Only the turns of the branches the session leaves or goes back onto change (see `Branches`):
+    // marking every turn again at each rewind made a log of thousands of rewinds freeze the page.
+    const change = Branches.rewind(view.branches, event.sequence, toSequence)
+    view.branches = change.next
+    for (const range of change.left) forTurns(view, range, (turn) => (turn.abandoned = true))
+    for (const range of change.back) forTurns(view, range, (turn) => delete turn.abandoned)
     const files = changes.length === 0 ? "no files changed" : `${changes.length} file${changes.length === 1 ? "" : "s"} restored`
     note(view, event, `rewound to #${toSequence}: ${files}${forced === undefined ? "" : `, ${forced.length} changed outside the agent overwritten`}`)
   },

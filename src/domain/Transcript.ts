@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type { AgentEvent, EventOfType, EventType } from "./AgentEvent.js"
+import * as Branches from "./Branches.js"
 import { type ImageRef, note } from "./Image.js"
 import type { Json } from "./Json.js"
 
@@ -74,13 +75,14 @@ export interface Transcript {
 }
 
 /**
- * The entries rewinds took out of the conversation (an abandoned branch's), and the rewinds
- * themselves (`[sequence, toSequence]`, oldest first): enough to rebuild the conversation at any
- * point since the last compaction. A compaction clears it: a rewind never goes back past one.
+ * What rewinds took out of the conversation, kept so that a later rewind can bring it back: the
+ * branches of the log since the last compaction (see `Branches`), and the entries of each branch
+ * but the newest as they were when the session last left it, in sequence order (the first
+ * branch's summary first). A compaction clears it: a rewind never goes back past one.
  */
 export interface Past {
-  readonly entries: ReadonlyArray<TranscriptEntry>
-  readonly rewinds: ReadonlyArray<readonly [number, number]>
+  readonly branches: Branches.Branches
+  readonly entries: Branches.Grown<ReadonlyArray<TranscriptEntry>>
 }
 
 /** What `session.rewound` says, as {@link rewound} applies it. */
@@ -107,24 +109,79 @@ export const onBranch = (sequence: number, at: number, rewinds: ReadonlyArray<re
   return sequence <= current
 }
 
+const sequenceOf = (entry: TranscriptEntry) => entry.sequence ?? 0
+
+/** The index of the first entry of `entries` from `from` on (in sequence order from there) that began after `after`. */
+const firstAfter = (entries: ReadonlyArray<TranscriptEntry>, after: number, from: number): number => {
+  let lo = from
+  let hi = entries.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (sequenceOf(entries[mid]!) <= after) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** Where a list of entries is in sequence order from: after its summary, when it begins with one. */
+const afterSummary = (entries: ReadonlyArray<TranscriptEntry>) => (entries[0]?.role === "summary" ? 1 : 0)
+
+/**
+ * What a rewind does to the entries held (in sequence order, the summary first): the first `keep`
+ * stay, `back` follows them; `past` is what is kept for later rewinds. {@link rewound} and the
+ * engine's live transcript (which changes its entries in place) both apply it.
+ */
+export interface RewindChange {
+  readonly keep: number
+  readonly back: ReadonlyArray<TranscriptEntry>
+  readonly past: Past
+}
+
+/**
+ * A rewind, as the entries held must change: what costs is what leaves the conversation and what
+ * comes back (see `Branches`), never every entry or rewind so far. The entries the session leaves
+ * are kept as they are now: the newest branch's all at once (each branch is left as the newest
+ * once), an older one's only when an event changed one of them since it came back (a result
+ * attached to an old call: only a log `SessionState` refuses can do it).
+ */
+export const rewindChange = (entries: ReadonlyArray<TranscriptEntry>, past: Past | undefined, rewind: Rewind): RewindChange => {
+  const branches = past?.branches ?? Branches.initial
+  const newest = branches.all.length - 1
+  const start = branches.all.items[newest]!.start
+  let kept = Branches.grown(past?.entries ?? Branches.none<ReadonlyArray<TranscriptEntry>>(), entries.slice(newest === 0 ? 0 : firstAfter(entries, start - 1, afterSummary(entries))))
+  const change = Branches.rewind(branches, rewind.sequence, rewind.toSequence)
+  const keep = firstAfter(entries, change.shared, afterSummary(entries))
+  // The entries left, in sequence order, are those of the ranges left, in order.
+  let i = keep
+  for (const range of change.left) {
+    const branch = kept.items[range.branch]!
+    let j = firstAfter(branch, range.after, afterSummary(branch))
+    let changed: Array<TranscriptEntry> | undefined = undefined
+    for (; i < entries.length && sequenceOf(entries[i]!) <= range.upTo; i++, j++) {
+      if (range.branch === newest || j >= branch.length || branch[j] === entries[i]) continue
+      changed ??= branch.slice()
+      changed[j] = entries[i]!
+    }
+    if (changed !== undefined) kept = Branches.replaced(kept, range.branch, changed)
+  }
+  const back: Array<TranscriptEntry> = []
+  for (const range of change.back) {
+    const branch = kept.items[range.branch]!
+    for (let j = firstAfter(branch, range.after, afterSummary(branch)); j < branch.length && sequenceOf(branch[j]!) <= range.upTo; j++) back.push(branch[j]!)
+  }
+  return { keep, back, past: { branches: change.next, entries: kept } }
+}
+
 /**
  * A rewind applied: the conversation as it was at `toSequence` — the entries that began on its
- * branch, from those held now and those earlier rewinds took out — and what it takes out kept in
- * `past`. Exact for any point since the last compaction (the engine refuses a rewind past one).
+ * branch (see {@link onBranch}), from those held now and those earlier rewinds took out — and
+ * what it takes out kept in `past`. Exact for any point since the last compaction (the engine
+ * refuses a rewind past one).
  */
 export const rewound = (transcript: Transcript, rewind: Rewind): Transcript => {
   const { entries } = closed(transcript)
-  const rewinds = [...(transcript.past?.rewinds ?? []), [rewind.sequence, rewind.toSequence] as const]
-  const kept: Array<TranscriptEntry> = []
-  const out: Array<TranscriptEntry> = [...(transcript.past?.entries ?? [])]
-  for (const entry of entries) {
-    if (entry.role === "summary" || (entry.sequence ?? 0) <= rewind.toSequence) kept.push(entry)
-    else out.push(entry)
-  }
-  const back = out.filter((e) => e.role !== "summary" && (e.sequence ?? 0) <= rewind.toSequence && onBranch(e.sequence ?? 0, rewind.toSequence, rewinds))
-  const restored = new Set(back)
-  const all = [...kept, ...back].sort((a, b) => (a.role === "summary" ? -1 : b.role === "summary" ? 1 : (a.sequence ?? 0) - (b.sequence ?? 0)))
-  return { entries: all, open: undefined, past: { entries: out.filter((e) => !restored.has(e)), rewinds } }
+  const change = rewindChange(entries, transcript.past, rewind)
+  return { entries: entries.slice(0, change.keep).concat(change.back), open: undefined, past: change.past }
 }
 
 /** A message as a model request carries it: tool results are messages of their own, in call order. */

@@ -202,14 +202,18 @@ export class LiveTranscript {
     return this
   }
 
-  /** A rewind, as `Transcript.rewound` makes it; rendered again from the start (a rewind is rare). */
+  /**
+   * A rewind, as `Transcript.rewound` makes it, in place: the entries after the point where the
+   * branches part are dropped and those of the branch at the target pushed (what it costs is what
+   * changes, see `Transcript.rewindChange`); only those are rendered again.
+   */
   rewound(rewind: Transcript.Rewind): this {
     this.close()
-    const next = Transcript.rewound({ entries: this.entries, open: undefined, past: this.past }, rewind)
-    this.entries.length = 0
-    this.entries.push(...next.entries)
-    this.past = next.past
-    this.unrender(0)
+    const change = Transcript.rewindChange(this.entries, this.past, rewind)
+    this.entries.length = change.keep
+    for (const entry of change.back) this.entries.push(entry)
+    this.past = change.past
+    this.unrender(change.keep)
     this.changed()
     return this
   }

@@ -29,12 +29,12 @@ const cli = (cwd: string, config: string, args: ReadonlyArray<string>, input = "
 }
 
 /** A repository whose author left a session in its `.effect-agent/` with "always" for `touch`. */
-const plantedRepository = async (name: string) => {
+const plantedRepository = async (name: string, authorScript = script(`${name}-author`, "touch by-author"), answers = "a\n") => {
   const repo = join(dir, name, "repo")
   mkdirSync(repo, { recursive: true })
   const author = join(dir, name, "author-config")
   const victim = join(dir, name, "victim-config")
-  const made = await cli(repo, author, ["run", "go", "--script", script(`${name}-author`, "touch by-author")], "a\n")
+  const made = await cli(repo, author, ["run", "go", "--script", authorScript], answers)
   expect(made.code).toBe(0)
   expect(existsSync(join(repo, "by-author"))).toBe(true)
   const sessionId = sessionIdIn(made.stderr)!
@@ -100,6 +100,29 @@ describe("a session log shipped in a repository is not the user's", () => {
     const driven = await cli(p.repo, p.victim, ["run", "go", "--script", p.touch, "--session", p.sessionId])
     expect(driven.code).toBe(0)
     expect(existsSync(join(p.repo, "planted-ran"))).toBe(true)
+  })
+
+  it("adopt lists the files a rewind of the session could write or remove, escaped for the terminal, before it is trusted", async () => {
+    // The author's calls made two files, one named with a terminal's escape sequence (a window title).
+    const author = join(dir, "restores-author.json")
+    writeFileSync(author, JSON.stringify({
+      responses: [
+        { chunks: ["Working."], toolCalls: [{ tool: "shell", args: { command: "touch by-author" } }, { tool: "write_file", args: { path: "x\u001b]0;owned\u0007y", content: "planted\n" } }] },
+        { chunks: ["done"] }
+      ]
+    }))
+    const p = await plantedRepository("restores", author, "a\na\n")
+    const shown = await cli(p.repo, p.victim, ["adopt", p.sessionId])
+    expect(shown.code).toBe(1)
+    const lines = shown.stdout.split("\n")
+    const at = lines.findIndex((line) => /^ {2}rewind {4}\d+ files in its cwd a rewind of it may write or remove/.test(line))
+    expect(at).toBeGreaterThan(0)
+    const listed: Array<string> = []
+    for (let i = at + 1; i < lines.length && lines[i]!.startsWith(" ".repeat(14)); i++) listed.push(lines[i]!.trim())
+    // (The shell's snapshot may also have seen the log itself change: a path a rewind refuses to write, `unsafe_path`.)
+    expect(listed).toEqual(expect.arrayContaining(["by-author", "x\\x1b]0;owned\\x07y"]))
+    expect(shown.stdout).not.toContain("\x1b")
+    expect(shown.stdout).not.toContain("\x07")
   })
 
   it("adopt refuses an unknown session and a call that names none; --all adopts every session not the user's yet", async () => {

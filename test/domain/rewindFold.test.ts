@@ -9,6 +9,8 @@ import * as Transcript from "../../src/domain/Transcript.js"
 import { LiveTranscript } from "../../src/engine/LiveTranscript.js"
 import * as Rewind from "../../src/engine/Rewind.js"
 import * as Either from "effect/Either"
+import * as FastCheck from "effect/FastCheck"
+import * as SessionView from "../../src/domain/SessionView.js"
 import { referenceRewindPlan } from "../engine/forkReference.js"
 
 /** A log of turns (each a user message and an answer), with rewinds where `rewindTo` says. */
@@ -87,5 +89,156 @@ describe("a rewind's plan", () => {
     for (let toSequence = 0; toSequence <= log.length + 1; toSequence++) {
       expect(Rewind.plan(log, toSequence), `rewind to ${toSequence}`).toEqual(referenceRewindPlan(log, toSequence))
     }
+  })
+})
+
+/**
+ * The conversation at every rewind, the slow way: every entry the log began (as last held) that is
+ * on the branch at the rewind's target (`Transcript.onBranch`), in sequence order — what
+ * `Transcript.rewound` must give, however it gets there.
+ */
+const referenceReplay = (events: ReadonlyArray<AgentEvent>): ReadonlyArray<Transcript.TranscriptEntry> => {
+  let transcript: Transcript.Transcript = Transcript.empty
+  let out: Array<Transcript.TranscriptEntry> = []
+  let rewinds: Array<readonly [number, number]> = []
+  for (const event of events) {
+    if (event.type === "session.rewound") {
+      const to = event.payload.toSequence
+      rewinds.push([event.sequence, to])
+      const pool = [...out, ...Transcript.all(transcript)]
+      const on = (e: Transcript.TranscriptEntry) => e.role === "summary" || ((e.sequence ?? 0) <= to && Transcript.onBranch(e.sequence ?? 0, to, rewinds))
+      const entries = pool.filter(on).sort((a, b) => (a.role === "summary" ? -1 : b.role === "summary" ? 1 : (a.sequence ?? 0) - (b.sequence ?? 0)))
+      out = pool.filter((e) => !on(e))
+      transcript = { entries, open: undefined }
+      continue
+    }
+    if (event.type === "session.compacted") {
+      out = []
+      rewinds = []
+    }
+    transcript = Transcript.reduce({ entries: transcript.entries, open: transcript.open }, event)
+  }
+  return Transcript.all(transcript)
+}
+
+describe("rewinds onto branches of branches", () => {
+  it("a rewind to a point on a branch that hangs off a branch an earlier rewind came back from keeps only that branch's entries (main kept the other one's too)", () => {
+    // a, b, c end at 5, 9, 13; back to 5 (#14); d, e end at 18, 22; back to 9 (#23, the abandoned b); f ends at 27; back to 18 (the end of d).
+    const events = logOf([{ turn: "a" }, { turn: "b" }, { turn: "c" }, { rewindTo: 5 }, { turn: "d" }, { turn: "e" }, { rewindTo: 9 }, { turn: "f" }, { rewindTo: 18 }])
+    expect(contents(events.slice(0, 27))).toEqual(["a", "re a", "b", "re b", "f", "re f"])
+    // The branch at 18 is 18..15, the rewind #14, then 5..1: a and d, not b (on the branch at 9 only).
+    expect(contents(events)).toEqual(["a", "re a", "d", "re d"])
+    expect(Transcript.all(Transcript.replay(events))).toEqual(referenceReplay(events))
+    expect(LiveTranscript.of(events).snapshot()).toEqual(Transcript.replay(events))
+  })
+
+  /** A log of turns and rewinds, each rewind to a point between turns chosen by `pick` among those so far. */
+  const randomLog = (steps: ReadonlyArray<number | "turn" | "calls">): Array<AgentEvent> => {
+    const events: Array<AgentEvent> = []
+    const base = (type: string) => ({ id: `evt_${events.length + 1}`, sessionId: "sess_1", sequence: events.length + 1, timestamp: "1970-01-01T00:00:00.000Z", type })
+    events.push({ ...base("session.created"), payload: { cwd: "/tmp", client: "test" } } as AgentEvent)
+    const points = [1]
+    let n = 0
+    for (const step of steps) {
+      if (typeof step === "number") {
+        if (events.length < 2) continue
+        events.push({ ...base("session.rewound"), payload: { toSequence: points[step % points.length]!, changes: [] } } as AgentEvent)
+        points.push(events.length)
+        continue
+      }
+      const turnId = `turn_${++n}`
+      events.push({ ...base("turn.started"), turnId, payload: { promptPreview: `t${n}` } } as AgentEvent)
+      events.push({ ...base("user.message"), turnId, payload: { content: `t${n}` } } as AgentEvent)
+      events.push({ ...base("model.delta"), turnId, payload: { text: `re t${n}` } } as AgentEvent)
+      if (step === "calls") {
+        events.push({ ...base("model.tool_call_requested"), turnId, payload: { toolCallId: `c${n}`, tool: "look", args: {} } } as AgentEvent)
+        events.push({ ...base("tool.completed"), turnId, payload: { toolCallId: `c${n}`, result: `r${n}` } } as AgentEvent)
+        events.push({ ...base("model.delta"), turnId, payload: { text: `after r${n}` } } as AgentEvent)
+      }
+      events.push({ ...base("turn.completed"), turnId, payload: { stopReason: "final" } } as AgentEvent)
+      points.push(events.length)
+    }
+    return events
+  }
+
+  it("property: over turns and rewinds to any point between turns (rewinds of rewinds, branches of branches), the replay is the reference's and the live transcript the replay's, at every rewind", () =>
+    FastCheck.assert(FastCheck.property(
+      FastCheck.array(FastCheck.oneof(FastCheck.constant("turn" as const), FastCheck.constant("calls" as const), FastCheck.nat(1000)), { maxLength: 40 }),
+      (steps) => {
+        const events = randomLog(steps)
+        const live = new LiveTranscript()
+        for (let i = 0; i < events.length; i++) {
+          live.add(events[i]!)
+          if (events[i]!.type !== "session.rewound" && i !== events.length - 1) continue
+          const prefix = events.slice(0, i + 1)
+          const replayed = Transcript.replay(prefix)
+          expect(Transcript.all(replayed)).toEqual(referenceReplay(prefix))
+          expect(live.snapshot()).toEqual(replayed)
+          expect(live.rendered()).toEqual(Transcript.rendered(replayed))
+        }
+      }
+    )))
+})
+
+describe("the cost of a rewind", () => {
+  /**
+   * Entries whose `sequence` counts its reads: every comparison a rewind makes reads it (main's
+   * filtered and sorted every entry any rewind had taken out, at each rewind, and walked every
+   * rewind for each of them).
+   */
+  let reads = 0
+  const counted = (turnId: string, content: string, sequence: number): Transcript.TranscriptEntry => {
+    const entry = { role: "user" as const, turnId, content }
+    Object.defineProperty(entry, "sequence", { enumerable: true, get: () => (reads++, sequence) })
+    return entry as Transcript.TranscriptEntry
+  }
+
+  it("a log of 500 retries (a turn, then a rewind back before it) reads each entry's sequence a bounded number of times: linear, not the square", () => {
+    reads = 0
+    let transcript: Transcript.Transcript = Transcript.empty
+    let sequence = 1
+    let lastKept = 1
+    const retries = 500
+    for (let i = 0; i < retries; i++) {
+      // Two turns' entries (each a user message), then a rewind to before the second: one is kept every time.
+      transcript = { ...transcript, entries: [...transcript.entries, counted(`turn_${i}`, `kept ${i}`, ++sequence)] }
+      lastKept = ++sequence
+      transcript = { ...transcript, entries: [...transcript.entries, counted(`turn_${i}b`, `retried ${i}`, ++sequence)] }
+      transcript = Transcript.rewound(transcript, { sequence: ++sequence, toSequence: lastKept })
+    }
+    expect(transcript.entries.map((e) => e.content)).toEqual(Array.from({ length: retries }, (_, i) => `kept ${i}`))
+    // A rewind reads what it leaves and a binary search's worth: about 2 × log2(1,000) + a few a rewind.
+    // Main read every entry taken out so far at every rewind, and sorted: over 250,000 here.
+    expect(reads).toBeLessThan(retries * 40)
+  })
+
+  it("the viewer's fold of 500 retries reads each turn's start a bounded number of times (main read every turn's at every rewind)", () => {
+    let startReads = 0
+    const retries = 500
+    const view = SessionView.empty()
+    let sequence = 0
+    const event = (type: string, turnId: string | undefined, payload: object) =>
+      SessionView.step(view, { id: `evt_${++sequence}`, sessionId: "sess_1", sequence, timestamp: "1970-01-01T00:00:00.000Z", type, ...(turnId === undefined ? {} : { turnId }), payload } as unknown as AgentEvent)
+    const turn = (turnId: string, content: string) => {
+      event("turn.started", turnId, { promptPreview: content })
+      // Count the reads of its start from now on.
+      const shown = view.turns.at(-1)!
+      const startedAt = shown.startedAt
+      Object.defineProperty(shown, "startedAt", { enumerable: true, get: () => (startReads++, startedAt) })
+      event("user.message", turnId, { content })
+      event("turn.completed", turnId, { stopReason: "final" })
+      return sequence
+    }
+    event("session.created", undefined, { cwd: "/tmp", client: "test" })
+    for (let i = 0; i < retries; i++) {
+      // A turn kept, a turn retried: the rewind goes back to the end of the kept one.
+      const kept = turn(`turn_${i}`, `kept ${i}`)
+      turn(`turn_${i}b`, `retried ${i}`)
+      event("session.rewound", undefined, { toSequence: kept, changes: [] })
+    }
+    expect(view.turns.filter((t) => t.abandoned !== true).map((t) => t.user)).toEqual(Array.from({ length: retries }, (_, i) => `kept ${i}`))
+    expect(view.turns.filter((t) => t.abandoned === true)).toHaveLength(retries)
+    // Main: every turn's at every rewind, 250,000 here.
+    expect(startReads).toBeLessThan(retries * 40)
   })
 })

@@ -39,6 +39,8 @@ const step: FastCheck.Arbitrary<{ readonly type: string; readonly payload: objec
   FastCheck.constant({ type: "turn.completed", payload: { stopReason: "error", errorCode: "invalid_request" } }),
   FastCheck.constant({ type: "compaction.started", payload: { compactionId: "cmp_1", reason: "threshold", tokensBefore: 9 } }),
   FastCheck.constant({ type: "compaction.failed", payload: { compactionId: "cmp_1", errorCode: "cancelled" } }),
+  // A rewind to any point (SessionState would refuse one at or after itself): entries leave, and come back.
+  FastCheck.integer({ min: 1, max: 45 }).map((toSequence) => ({ type: "session.rewound", payload: { toSequence, changes: [] } })),
   // A cut anywhere in the log so far (or past it): the summary first, the entries from the cut kept.
   FastCheck.tuple(text, FastCheck.integer({ min: 1, max: 45 })).map(([summary, firstKeptSequence]) => ({
     type: "session.compacted",

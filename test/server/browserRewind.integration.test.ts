@@ -3,7 +3,7 @@
  * "Rewind here" (confirmed), and the session and its files go back — the later turn shown as
  * rewound; a file changed outside the agent is listed and overwritten only once confirmed.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -96,5 +96,48 @@ describe("the viewer's rewind control in Chromium", () => {
       // The rewinds and every read went with the page's key.
       expectKeyed(requests, yield* Effect.promise(() => pageKeyOf(page)))
       expect(requests.filter((r) => r.method === "POST" && r.url.endsWith("/rewind")).length).toBeGreaterThan(0)
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a log of 300 retries (a turn kept, a turn rewound, each time) shows every rewound turn as rewound and the others not", () =>
+    Effect.gen(function*() {
+      const { cwd, dataDir } = workspace()
+      // The session is made by a server, its retries written to its log while none runs, then read by another.
+      const first = yield* start({ cwd, dataDir })
+      const { sessionId } = yield* first.client.sessions.create({ payload: {} })
+      yield* first.stop
+      const retries = 300
+      const lines: Array<string> = []
+      let sequence = 1
+      const event = (type: string, turnId: string | undefined, payload: object) =>
+        lines.push(JSON.stringify({ id: `evt_r${++sequence}`, sessionId, sequence, timestamp: "2026-01-01T00:00:00.000Z", type, ...(turnId === undefined ? {} : { turnId }), payload }))
+      const turn = (turnId: string, content: string) => {
+        event("turn.started", turnId, { promptPreview: content })
+        event("user.message", turnId, { content })
+        event("model.delta", turnId, { text: `re ${content}` })
+        event("turn.completed", turnId, { stopReason: "final" })
+        return sequence
+      }
+      for (let i = 0; i < retries; i++) {
+        const kept = turn(`turn_k${i}`, `kept ${i}`)
+        turn(`turn_r${i}`, `retried ${i}`)
+        event("session.rewound", undefined, { toSequence: kept, changes: [] })
+      }
+      appendFileSync(join(dataDir, "sessions", `${sessionId}.jsonl`), lines.join("\n") + "\n")
+      const server = yield* start({ cwd, dataDir })
+      const { context } = yield* browser
+      const page = yield* Effect.promise(() => context.newPage())
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+      yield* Effect.promise(() =>
+        page.waitForFunction((n) => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences().length === n, sequence)
+      )
+      yield* Effect.promise(() => page.waitForSelector(`.turn[data-turn="turn_r${retries - 1}"][data-abandoned]`))
+      const abandoned = yield* Effect.promise(() => page.locator(".turn[data-abandoned] .user").allTextContents())
+      const kept = yield* Effect.promise(() => page.locator(".turn:not([data-abandoned]) .user").allTextContents())
+      expect(abandoned).toEqual(Array.from({ length: retries }, (_, i) => `retried ${i}`))
+      expect(kept).toEqual(Array.from({ length: retries }, (_, i) => `kept ${i}`))
+      expect(errors).toEqual([])
     }), { timeout: 120_000 })
 })
