@@ -38,6 +38,12 @@ export const grown = <T>(list: Grown<T>, item: T): Grown<T> => {
   return { items, length: list.length + 1 }
 }
 
+/**
+ * `list` as a version of its own: a later version appends to the array an older one shares, so a
+ * value handed out of a fold (a snapshot) takes its items, up to its length, in an array of its own.
+ */
+export const settled = <T>(list: Grown<T>): Grown<T> => ({ items: list.items.slice(0, list.length), length: list.length })
+
 /** `list` with item `i` replaced: a copy, since older versions read the item too. */
 export const replaced = <T>(list: Grown<T>, i: number, item: T): Grown<T> => {
   const items = list.items.slice(0, list.length)

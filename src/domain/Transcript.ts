@@ -79,11 +79,24 @@ export interface Transcript {
  * branches of the log since the last compaction (see `Branches`), and the entries of each branch
  * but the newest as they were when the session last left it, in sequence order (the first
  * branch's summary first). A compaction clears it: a rewind never goes back past one.
+ *
+ * Its lists are shared by the versions of one fold (a later rewind appends to them in place, see
+ * `Branches.Grown`): a transcript kept while the fold goes on keeps {@link settledPast} of its
+ * past, as the engine's snapshots do, or compares by `all`/`messages` rather than whole.
  */
 export interface Past {
   readonly branches: Branches.Branches
   readonly entries: Branches.Grown<ReadonlyArray<TranscriptEntry>>
 }
+
+/**
+ * `past` as a value of its own, for a transcript handed out while the fold goes on: its lists are
+ * shared with the fold's later versions, which append to them in place (see `Branches.Grown`).
+ */
+export const settledPast = (past: Past): Past => ({
+  branches: { all: Branches.settled(past.branches.all), top: past.branches.top },
+  entries: Branches.settled(past.entries)
+})
 
 /** What `session.rewound` says, as {@link rewound} applies it. */
 export interface Rewind {

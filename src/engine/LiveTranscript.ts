@@ -130,7 +130,7 @@ export class LiveTranscript {
     if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
     const snapshot: Transcript.Transcript = this.past === undefined
       ? { entries: this.entries.slice(), open: this.openEntry() }
-      : { entries: this.entries.slice(), open: this.openEntry(), past: this.past }
+      : { entries: this.entries.slice(), open: this.openEntry(), past: Transcript.settledPast(this.past) }
     this.cachedSnapshot = snapshot
     return snapshot
   }

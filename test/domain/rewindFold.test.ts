@@ -242,3 +242,17 @@ describe("the cost of a rewind", () => {
     expect(startReads).toBeLessThan(retries * 40)
   })
 })
+
+describe("a snapshot handed out", () => {
+  it("stays what it was when later rewinds fold in more (the live transcript's folds share their lists: a snapshot holds its own)", () => {
+    // a, b, c end at 5, 9, 13; back to 5 (#14); d ends at 18; back to 9 (#19); e ends at 23; back to 18 (#24).
+    const events = logOf([{ turn: "a" }, { turn: "b" }, { turn: "c" }, { rewindTo: 5 }, { turn: "d" }, { rewindTo: 9 }, { turn: "e" }, { rewindTo: 18 }])
+    const live = new LiveTranscript()
+    const snapshots: Array<readonly [number, Transcript.Transcript]> = []
+    for (const [i, event] of events.entries()) {
+      live.add(event)
+      if (event.type === "session.rewound") snapshots.push([i + 1, live.snapshot()])
+    }
+    for (const [length, snapshot] of snapshots) expect(snapshot).toEqual(Transcript.replay(events.slice(0, length)))
+  })
+})
