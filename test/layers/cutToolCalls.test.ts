@@ -15,6 +15,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as ToolPhase from "../../src/engine/ToolPhase.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as ModelProvider from "../../src/services/ModelProvider.js"
 import { collect } from "../helpers.js"
@@ -69,6 +70,43 @@ for (const vendor of vendors) {
         const later = yield* collect(agent.runTurn({ sessionId, userMessage: "and now?" }))
         expect(later.at(-1)!.payload).toMatchObject({ stopReason: "final" })
         expect(typeof sentBack(server().received[2]!.body)).toBe("object")
+      }).pipe(Effect.provide(engine(vendor.layer()))))
+  })
+}
+
+/**
+ * A call the limit cut before any of its arguments came: the adapters read a finished call with no
+ * argument text as `{}`, which a tool with no required argument (list_dir) would run. The response
+ * has a finished no-argument call first (OpenAI `{}`; an Anthropic block closed with no
+ * `input_json_delta`), which runs as before, then the cut one (OpenAI: `""` when `length` came;
+ * Anthropic: a block never stopped). Hand-written after the recordings above.
+ */
+const cutEmpty = [
+  { name: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" },
+  { name: "openai" as const, layer: layers.openai, cut: "tool-call-cut-empty", finished: "call_Ew3nR7tY1uI5oP9aS2dF6gH0", cutId: "call_Jk4lZ8xC2vB6nM0qW3eR7tY1" }
+]
+
+for (const vendor of cutEmpty) {
+  describe(`${vendor.name}: a tool call cut by the output limit before any argument came`, () => {
+    it.effect("is not run as {}: it ends cut; the finished no-argument call before it runs", () =>
+      Effect.gen(function*() {
+        server().respond(WireServer.recording(vendor.name, vendor.cut), WireServer.recording(vendor.name, "text"))
+        const agent = yield* SessionEngine
+        const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+        const events = yield* collect(agent.runTurn({ sessionId, userMessage: "what is here?" }))
+
+        const of = (id: string, type: string) => events.filter((e) => e.type === type && (e.payload as { toolCallId?: string }).toolCallId === id)
+        expect(of(vendor.finished, "tool.started")).toHaveLength(1)
+        expect(of(vendor.finished, "tool.completed")).toHaveLength(1)
+        expect(of(vendor.cutId, "tool.started")).toHaveLength(0)
+        expect(of(vendor.cutId, "tool.failed").map((e) => e.payload)).toEqual([
+          expect.objectContaining({ errorCode: "invalid_arguments", message: ToolPhase.cutMessage })
+        ])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        // Both calls go back as objects.
+        const body = JSON.stringify(server().received[1]!.body)
+        expect(body).toContain("output limit")
+        expect(typeof sentBack(server().received[1]!.body)).toBe("object")
       }).pipe(Effect.provide(engine(vendor.layer()))))
   })
 }
