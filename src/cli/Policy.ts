@@ -27,6 +27,15 @@ export interface Configurable {
   readonly takeAskReason: (sessionId: string, toolCallId: string) => AskReason | undefined
 }
 
+/**
+ * What a command's questions read of the policy: the reasons of its asks; and, to ask a paused
+ * turn's calls again after a restart, the engine's tools and policy, which decide them again for
+ * their reasons (`PermissionPolicy.reasonAgain`).
+ */
+export interface Questions extends Pick<Configurable, "takeAskReason"> {
+  readonly again?: PermissionPolicy.DecideAgain | undefined
+}
+
 /** What a question adds about a call the user's rule did not cover. */
 export type AskReason = PermissionPolicy.AskReason
 
