@@ -300,9 +300,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
                 const { args, childSessionId, childToolCallId, tool } = event.payload
                 // Why the policy asked, as for the session's own calls (decided on the subagent's session and on this one).
-                const uncovered = sessionModes?.takeAskReason === undefined
+                const uncovered = sessionModes?.takeAsk === undefined
                   ? undefined
-                  : PermissionPolicy.subagentAskReason(sessionModes.takeAskReason, session.sessionId, event.payload)
+                  : PermissionPolicy.subagentAskReason(sessionModes.takeAsk, session.sessionId, event.payload)
                 const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered), {
                   cancellationSignal: running.controller.signal,
                   stopWaitingOnCancel: true

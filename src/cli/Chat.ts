@@ -230,7 +230,7 @@ export const chat = (
         const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
           ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(event.sessionId, event.payload.toolCallId)) }
           : event.type === "subagent.asked"
-          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAskReason, event.sessionId, event.payload)) }
+          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAsk, event.sessionId, event.payload)) }
           : undefined
         if (asked !== undefined) {
           render.endLine()

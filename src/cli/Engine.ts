@@ -176,6 +176,6 @@ export const withDrivingEngine = <A, E, R>(
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
       const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
-      return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, again })
+      return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))
   })

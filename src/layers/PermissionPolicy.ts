@@ -303,7 +303,7 @@ export interface AskReason {
   readonly allowCommand?: string | undefined
 }
 
-/** The reasons kept for questions not asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
+/** The asks kept for questions not asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
 const keptReasons = 256
 
 /** The reasons of asks, from the decision to the question that asks it (see {@link askReasons}). */
@@ -312,6 +312,11 @@ export interface AskReasons {
   readonly note: (request: PermissionRequest, decided: PermissionDecision) => PermissionDecision
   /** The reason of the ask about this call, taken once. */
   readonly take: (sessionId: string, toolCallId: string) => AskReason | undefined
+  /**
+   * The ask about this call, taken once: whether the latest decision about it asked (`undefined`
+   * when it did not, or was taken), and its reason if it gave one (see {@link subagentAskReason}).
+   */
+  readonly takeAsk: (sessionId: string, toolCallId: string) => { readonly reason: AskReason | undefined } | undefined
 }
 
 /**
@@ -320,43 +325,48 @@ export interface AskReasons {
  * the process that decided keeps it for its own question.
  */
 export const askReasons = (): AskReasons => {
-  const reasons = new Map<string, AskReason>()
+  // Each ask, with its reason (`null` for an ask that gave none).
+  const asks = new Map<string, AskReason | null>()
   const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
+  const takeAsk: AskReasons["takeAsk"] = (sessionId, toolCallId) => {
+    const key = keyOf(sessionId, toolCallId)
+    const asked = asks.get(key)
+    asks.delete(key)
+    return asked === undefined ? undefined : { reason: asked ?? undefined }
+  }
   return {
     note: (request, decided) => {
       const key = keyOf(request.sessionId, request.call.toolCallId)
-      // An earlier decision's reason (a subagent's call checked against its parent's session too) never outlives it.
-      reasons.delete(key)
-      if (decided.decision === "ask" && decided.reason !== undefined) {
-        reasons.set(key, { reason: decided.reason, allowCommand: decided.allowCommand })
-        if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
+      // An earlier decision's ask (a subagent's call checked against its parent's session too) never outlives it.
+      asks.delete(key)
+      if (decided.decision === "ask") {
+        asks.set(key, decided.reason === undefined ? null : { reason: decided.reason, allowCommand: decided.allowCommand })
+        if (asks.size > keptReasons) asks.delete(asks.keys().next().value!)
       }
       return decided
     },
-    take: (sessionId, toolCallId) => {
-      const key = keyOf(sessionId, toolCallId)
-      const reason = reasons.get(key)
-      reasons.delete(key)
-      return reason
-    }
+    take: (sessionId, toolCallId) => takeAsk(sessionId, toolCallId)?.reason,
+    takeAsk
   }
 }
 
 /**
  * The reason of a subagent's ask (`subagent.asked`), taken by the session that asks the user: the
  * subagent's call is decided on the subagent's session and again on its parent's (see
- * `Subagents.permissions`), and the stricter decision stands. The subagent's own reason when it has
- * one, else the parent's (whose ask then stood, or asked about the same call too); both are taken,
- * so neither is left waiting for a question that will not come.
+ * `Subagents.permissions`), and the stricter decision stands, the subagent's own on a tie. So the
+ * reason is the one of the policy whose ask stood: the subagent's own when its own decision asked
+ * (with the reason it gave, or none — never the parent's, whose rule is not what asked), else the
+ * parent's (its own allowed; the parent's ask was stricter). Both are taken, so neither is left
+ * waiting for a question that will not come.
  */
 export const subagentAskReason = (
-  take: AskReasons["take"],
+  takeAsk: AskReasons["takeAsk"],
   sessionId: string,
   asked: { readonly childSessionId: string; readonly childToolCallId: string }
 ): AskReason | undefined => {
-  const own = take(asked.childSessionId, asked.childToolCallId)
-  const parents = take(sessionId, asked.childToolCallId)
-  return own ?? parents
+  const own = takeAsk(asked.childSessionId, asked.childToolCallId)
+  const parents = takeAsk(sessionId, asked.childToolCallId)
+  return own === undefined ? parents?.reason : own.reason
 }
 
 /** What deciding a call again takes (see {@link reasonAgain}): the engine's own tools and permission engine. */
