@@ -300,9 +300,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
                 // A subagent's call: asked of this client, labelled with the subagent; answered on the subagent's session.
                 const { args, childSessionId, childToolCallId, tool } = event.payload
                 // Why the policy asked, as for the session's own calls (decided on the subagent's session and on this one).
-                const uncovered = sessionModes?.takeAskReason === undefined
+                const uncovered = sessionModes?.takeAsk === undefined
                   ? undefined
-                  : PermissionPolicy.subagentAskReason(sessionModes.takeAskReason, session.sessionId, event.payload)
+                  : PermissionPolicy.subagentAskReason(sessionModes.takeAsk, session.sessionId, event.payload)
                 const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered), {
                   cancellationSignal: running.controller.signal,
                   stopWaitingOnCancel: true
@@ -414,25 +414,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return Effect.succeed(running)
       })
 
-    /**
-     * Why the policy asked about a call a stopped process left waiting, asked again after a load.
-     * The events keep only the ask (`permission.resolved {ask}` and its policy), and the process that
-     * decided kept the reason; so the call is prepared and decided again with the session's policy
-     * now, and that decision's reason is given only when it is the stored ask again (same policy): it
-     * is then the reason the original ask had. A subagent's call (`askedBy`) is given none: its
-     * parent's process, which narrowed it, is gone.
-     */
-    const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall, askedBy: string | undefined) =>
-      Effect.gen(function*() {
-        const take = sessionModes?.takeAskReason
-        if (call.askedBy !== undefined || askedBy === undefined || router === undefined || permissions === undefined || take === undefined) return undefined
-        const tools = router.forSession?.(state.sessionId) ?? router
-        const prepared = yield* Effect.option(tools.prepare({ toolCallId: call.toolCallId, tool: call.tool, args: call.args }, state.cwd))
-        if (Option.isNone(prepared)) return undefined
-        const decided = yield* permissions.decide({ sessionId: state.sessionId, cwd: state.cwd, call: prepared.value, remembered: state.remembered })
-        const reason = take(state.sessionId, call.toolCallId)
-        return decided.decision === "ask" && decided.policy === askedBy ? reason : undefined
-      })
+    /** Why the policy asked about a paused call asked again after a load (see `PermissionPolicy.reasonAgain`). */
+    const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall, askedBy: string | undefined) => {
+      const take = sessionModes?.takeAskReason
+      return router === undefined || permissions === undefined || take === undefined
+        ? Effect.succeed(undefined)
+        : PermissionPolicy.reasonAgain({ tools: router, permissions, take }, state, call, askedBy)
+    }
 
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
       Effect.flatMap(holdForLoad(params.sessionId, arrivals.requestAt(requestId)), (running) =>
@@ -466,9 +454,8 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) => {
             if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
-            if (event.type === "permission.resolved" && event.payload.decision === "ask" && event.payload.policy !== undefined) {
-              askedBy.set(event.payload.toolCallId, event.payload.policy)
-            }
+            const ask = PermissionPolicy.askOf(event)
+            if (ask !== undefined) askedBy.set(ask.toolCallId, ask.policy)
             const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id), title })
             title = Session.applyTitle(title, Session.titleChange(event))
             return Effect.flatMap(

@@ -51,6 +51,8 @@ export declare namespace SessionModes {
      * embedder's own: its requests then carry no reason.
      */
     readonly takeAskReason?: ((sessionId: string, toolCallId: string) => PermissionPolicy.AskReason | undefined) | undefined
+    /** The ask about a call, with its reason if any, taken once: a subagent's request's (`PermissionPolicy.subagentAskReason`). */
+    readonly takeAsk?: PermissionPolicy.AskReasons["takeAsk"] | undefined
   }
 }
 
@@ -84,7 +86,8 @@ export const make = (options: Options = {}) =>
       get: (sessionId) => Effect.map(entry(sessionId), (e) => e.mode),
       set: (sessionId, mode) => put(sessionId, (current) => ({ ...current, mode })),
       configure: (sessionId, policy) => put(sessionId, () => ({ mode: policy.mode ?? initial, rules: policy.rules ?? [], protectedPaths: policy.protectedPaths })),
-      takeAskReason: reasons.take
+      takeAskReason: reasons.take,
+      takeAsk: reasons.takeAsk
     }
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
       decide: (request) =>

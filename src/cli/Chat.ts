@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound, type SessionState } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
@@ -156,7 +156,7 @@ export const chat = (
   engine: SessionEngine.SessionEngine.Service,
   options: { readonly sessionId: string | undefined; readonly cwd: string },
   input: Effect.Effect<Terminal, never, Scope.Scope> = terminal,
-  policy?: Pick<Policy.Configurable, "takeAskReason">
+  policy?: Policy.Questions
 ) =>
   Effect.gen(function*() {
     const term = yield* input
@@ -230,7 +230,7 @@ export const chat = (
         const asked: Ask | undefined = event.type === "permission.resolved" && event.payload.decision === "ask"
           ? { turnId: event.turnId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(event.sessionId, event.payload.toolCallId)) }
           : event.type === "subagent.asked"
-          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAskReason, event.sessionId, event.payload)) }
+          ? { turnId: event.turnId, toolCallId: event.payload.childToolCallId, childSessionId: event.payload.childSessionId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAsk, event.sessionId, event.payload)) }
           : undefined
         if (asked !== undefined) {
           render.endLine()
@@ -342,6 +342,24 @@ export const chat = (
         )
 
     /**
+     * Why the policy asked about each call a stopped process left waiting, as the question said it
+     * then (see `PermissionPolicy.reasonAgain`): the policy of each ask is read from the session's
+     * log — only when one of the calls is the session's own (a subagent's gets no reason).
+     */
+    const reasonsAgain = (id: string, state: SessionState.SessionState, waiting: ReadonlyArray<SessionState.OpenToolCall>) =>
+      Effect.gen(function*() {
+        const again = policy?.again
+        if (again === undefined || waiting.every((call) => call.askedBy !== undefined)) return waiting.map(() => undefined)
+        const askedBy = new Map<string, string>()
+        yield* Stream.runForEach(engine.replaySession({ sessionId: id }), (event) =>
+          Effect.sync(() => {
+            const ask = PermissionPolicy.askOf(event)
+            if (ask !== undefined) askedBy.set(ask.toolCallId, ask.policy)
+          }))
+        return yield* Effect.forEach(waiting, (call) => PermissionPolicy.reasonAgain(again, state, call, askedBy.get(call.toolCallId)))
+      })
+
+    /**
      * A turn left open in the log by a process that stopped while a call waited for the user: its
      * questions are asked here, then it goes on (`resumeTurn`), before anything else runs.
      */
@@ -350,12 +368,14 @@ export const chat = (
         const waiting = yield* engine.pendingApprovals({ sessionId: id })
         // A turn left open while running, not waiting: the next turn closes it (interrupted).
         if (waiting.length === 0) return
-        const turnId = (yield* engine.sessionState({ sessionId: id })).openTurn?.turnId ?? ""
+        const state = yield* engine.sessionState({ sessionId: id })
+        const turnId = state.openTurn?.turnId ?? ""
+        const reasons = yield* reasonsAgain(id, state, waiting)
         note("[this session's last turn was left waiting for your approval: it goes on here]")
         // A subagent's call (its parent waits on it) is asked labelled with it, and answered on its session.
-        for (const call of waiting) {
+        for (const [i, call] of waiting.entries()) {
           asks.push(call.askedBy === undefined
-            ? { turnId, toolCallId: call.toolCallId, question: Render.approvalQuestion(call) }
+            ? { turnId, toolCallId: call.toolCallId, question: Render.approvalQuestion(call, reasons[i]) }
             : {
               turnId,
               toolCallId: call.toolCallId,

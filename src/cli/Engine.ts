@@ -12,13 +12,14 @@ import {
   IdGenerator,
   InvalidInput,
   type ModelProvider,
-  type PermissionEngine,
+  PermissionEngine,
   PermissionPolicy,
   PreImages,
   ProjectSettings,
   PromptComposer,
   SessionEngine,
   TaskTool,
+  ToolRouter,
   TrustStore,
   WebFetch,
   WorkingDirectory,
@@ -92,8 +93,9 @@ export const engineLayer = <E, R>(
     Layer.provide(PreImages.layer().pipe(Layer.provideMerge(FlagLayers.storeLayer(storage)))),
     Layer.provide(model),
     Layer.provide(IdGenerator.layer),
-    Layer.provide(toolsOf(tools, mcp, web, subagents)),
-    Layer.provide(permissions),
+    // Beside the engine too: `chat` decides a paused call again, for the reason of its ask (PermissionPolicy.reasonAgain).
+    Layer.provideMerge(toolsOf(tools, mcp, web, subagents)),
+    Layer.provideMerge(permissions),
     Layer.provide(PromptComposer.layer(composer)),
     Layer.provide(NodeServices.layer)
   )
@@ -154,7 +156,7 @@ export const withDrivingEngine = <A, E, R>(
   options: Flags.Storage & Models.Choice & Flags.Subagents & { readonly network: boolean; readonly noInstructions: boolean; readonly allowPrivateNetwork: boolean },
   flags: PolicyFlags,
   sessionId: string | undefined,
-  body: (engine: SessionEngine.SessionEngine.Service, cwd: string, policy: Pick<Policy.Configurable, "takeAskReason">) => Effect.Effect<A, E, R>
+  body: (engine: SessionEngine.SessionEngine.Service, cwd: string, policy: Policy.Questions) => Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
     if (sessionId !== undefined) yield* FlagLayers.requireStarted(options, sessionId).pipe(Effect.provide(NodeServices.layer))
@@ -173,6 +175,7 @@ export const withDrivingEngine = <A, E, R>(
       // cassette recorded them: then its recording answers, and no server starts.
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
-      return yield* body(engine, cwd, policy)
+      const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
+      return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))
   })

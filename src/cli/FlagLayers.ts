@@ -81,16 +81,16 @@ const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, 
 /**
  * Fails with `SessionNotFound` when no session `sessionId` is stored, as the engine would — but
  * before the command chooses its model, so the refusal is its only line (not after the echo model's
- * note).
+ * note). Otherwise its first event.
  */
 const requireStored = (sessionId: string) =>
   Effect.flatMap(EventStore.EventStore, (store) => Stream.runHead(store.read(sessionId))).pipe(
-    Effect.flatMap((head) => Option.isNone(head) ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.void)
+    Effect.flatMap((head) => Option.isNone(head) ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(head.value))
   )
 
 /** {@link requireStored} on the options' store, opened read-only for it (`compact`). */
 export const requireExisting = (storage: Storage, sessionId: string) =>
-  requireStored(sessionId).pipe(Effect.provide(storeLayer(storage, { readOnly: true })))
+  requireStored(sessionId).pipe(Effect.asVoid, Effect.provide(storeLayer(storage, { readOnly: true })))
 
 /**
  * Fails, before anything starts, when the session is not stored, or is stored but is not one this
@@ -99,11 +99,11 @@ export const requireExisting = (storage: Storage, sessionId: string) =>
  */
 export const requireStarted = (storage: Storage, sessionId: string) =>
   Effect.gen(function*() {
-    yield* requireStored(sessionId)
+    const first = yield* requireStored(sessionId)
     if (storage.store === "postgres") return
     const dir = yield* TrustStore.configDir
-    const store = yield* EventStore.EventStore
-    yield* StartedSessions.verify(dir, store, sessionId, adoptHint).pipe(Effect.catchIf(
+    // The first event read once: StartedSessions.verify would read it again.
+    yield* StartedSessions.verifyFirst(dir, sessionId, first, adoptHint).pipe(Effect.catchIf(
       (failure) => failure.reason === "untrusted",
       () =>
         new CliError({

@@ -25,6 +25,17 @@ export interface Configurable {
    * the ask, so the reason is carried here, from the decision to this process' own question.
    */
   readonly takeAskReason: (sessionId: string, toolCallId: string) => AskReason | undefined
+  /** The ask about a call, with its reason if any, taken once: a subagent's question's (`PermissionPolicy.subagentAskReason`). */
+  readonly takeAsk: PermissionPolicy.AskReasons["takeAsk"]
+}
+
+/**
+ * What a command's questions read of the policy: the reasons of its asks; and, to ask a paused
+ * turn's calls again after a restart, the engine's tools and policy, which decide them again for
+ * their reasons (`PermissionPolicy.reasonAgain`).
+ */
+export interface Questions extends Pick<Configurable, "takeAskReason" | "takeAsk"> {
+  readonly again?: PermissionPolicy.DecideAgain | undefined
 }
 
 /** What a question adds about a call the user's rule did not cover. */
@@ -39,6 +50,7 @@ export const configurable = (): Configurable => {
   return {
     layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(request)) }),
     takeAskReason: reasons.take,
+    takeAsk: reasons.takeAsk,
     // Getters: the tools spread this object when a command starts, so they see what `configure` set.
     env: {
       get allow() {

@@ -36,7 +36,7 @@ const streamTurn = <E>(
   sessionId: string,
   stream: Stream.Stream<AgentEvent.AgentEvent, E>,
   answers: "stdin" | "no" = "stdin",
-  policy?: Pick<Policy.Configurable, "takeAskReason">
+  policy?: Policy.Questions
 ) =>
   Effect.gen(function*() {
     const render = Render.make(output, { transcript: false, color: !Help.isPlain(process.stderr) })
@@ -54,7 +54,7 @@ const streamTurn = <E>(
           const ask = event.type === "permission.resolved" && event.payload.decision === "ask"
             ? { sessionId, toolCallId: event.payload.toolCallId, question: Render.approvalQuestion(render.callOf(event.payload.toolCallId), policy?.takeAskReason(sessionId, event.payload.toolCallId)) }
             : event.type === "subagent.asked"
-            ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAskReason, sessionId, event.payload)) }
+            ? { sessionId: event.payload.childSessionId, toolCallId: event.payload.childToolCallId, question: Render.subagentQuestion(event.payload, policy && PermissionPolicy.subagentAskReason(policy.takeAsk, sessionId, event.payload)) }
             : undefined
           if (ask !== undefined) {
             render.endLine()

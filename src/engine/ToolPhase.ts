@@ -254,7 +254,8 @@ export interface StepCall {
 
 /**
  * Whether a call of a response is one the model's output limit cut: the response ended `length`
- * and the call's arguments did not parse (the adapters keep what came as a string). Arguments that
+ * and the call's arguments did not parse (the adapters keep what came as a string: `""` for a last
+ * call the limit cut before its first byte, where a finished call with none is `{}`). Arguments that
  * parse are a whole JSON object — a cut leaves its braces open — so a response's earlier calls, and
  * a last one the limit spared, run.
  */

@@ -218,28 +218,73 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
   }
 }
 
+/** A call of ours whose parameters `@effect/ai` has begun to hand over (`tool-params-start`), not yet whole. */
+interface OpenCall {
+  readonly name: string
+  text: string
+}
+
+/**
+ * Whether a failure of the stream is `@effect/ai`'s provider failing to parse the arguments of a
+ * call that is still open: its `MalformedOutput`, with the text that came not JSON. The Responses
+ * API closes a call the output limit cut (`status: "incomplete"`, then `response.incomplete`), and
+ * Anthropic the block, with the arguments that came; `@effect/ai-openai` and `-anthropic` parse
+ * them there, fail the whole stream, and never reach the end that says why.
+ */
+const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, OpenCall>): boolean =>
+  (failure.cause as { _tag?: unknown } | undefined)?._tag === "MalformedOutput" &&
+  [...open.values()].some((call) => typeof Support.parseArgs(call.text, true) === "string")
+
 /**
  * The parts of `@effect/ai`'s stream as our chunks: each text delta as it arrives, each tool call
  * when the model has finished it, the finish with its usage; an error part fails the stream.
  * Reasoning, sources, metadata and the start/end markers are not ours to record; a tool call or
  * result the provider ran itself (its built-in tools, never ours) is skipped.
+ *
+ * A call the output limit cut is kept, as the vendor adapters keep it: each call's argument text is
+ * gathered from its `tool-params-delta` parts, and a call that never became whole is handed on with
+ * that text as a string (even none), which the engine does not run. One still open at the finish
+ * comes before it. One whose arguments made the provider's parse fail ends the response there, with
+ * the finish `length`: `@effect/ai` gives no other end, and arguments the vendor closed that are not
+ * JSON are arguments its output limit cut (the engine tells the model so and asks for smaller calls).
  */
 export const toChunks = (
   parts: Stream.Stream<Response.AllParts<Record<string, Tool.Any>> | Response.StreamPart<Record<string, Tool.Any>>, ProviderFailure>
 ): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
-  Stream.filterMapEffect(parts, (part): Option.Option<Effect.Effect<ModelProvider.ModelChunk, ProviderFailure>> => {
-    switch (part.type) {
-      case "text-delta":
-        return part.delta === "" ? Option.none() : Option.some(Effect.succeed(ModelProvider.textDelta(part.delta)))
-      case "tool-call":
-        return part.providerExecuted ? Option.none() : Option.some(Effect.succeed(ModelProvider.toolCall(part.id, part.name, part.params as Json)))
-      case "finish":
-        return Option.some(Effect.succeed(ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))))
-      case "error":
-        return Option.some(Effect.fail(errorPartFailure(part.error)))
-      default:
-        return Option.none()
+  Stream.suspend(() => {
+    const open = new Map<string, OpenCall>()
+    const unfinished = (): Array<ModelProvider.ModelChunk> => {
+      const calls = [...open].map(([id, call]) => ModelProvider.toolCall(id, call.name, call.text))
+      open.clear()
+      return calls
     }
+    const some = (chunks: ReadonlyArray<ModelProvider.ModelChunk>) => Option.some(Effect.succeed(chunks))
+    // One pull a part that gives chunks, none for one that gives nothing: a text delta goes on as it came.
+    const chunks = Stream.flattenIterables(Stream.filterMapEffect(parts, (part): Option.Option<Effect.Effect<ReadonlyArray<ModelProvider.ModelChunk>, ProviderFailure>> => {
+      switch (part.type) {
+        case "text-delta":
+          return part.delta === "" ? Option.none() : some([ModelProvider.textDelta(part.delta)])
+        case "tool-params-start":
+          if (!part.providerExecuted) open.set(part.id, { name: part.name, text: "" })
+          return Option.none()
+        case "tool-params-delta": {
+          const call = open.get(part.id)
+          if (call !== undefined) call.text = Support.appendStreamed(call.text, part.delta)
+          return Option.none()
+        }
+        case "tool-call":
+          open.delete(part.id)
+          return part.providerExecuted ? Option.none() : some([ModelProvider.toolCall(part.id, part.name, part.params as Json)])
+        case "finish":
+          return some([...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))])
+        case "error":
+          return Option.some(Effect.fail(errorPartFailure(part.error)))
+        default:
+          return Option.none()
+      }
+    }))
+    return Stream.catchAll(chunks, (failure) =>
+      failedOnOpenCall(failure, open) ? Stream.fromIterable([...unfinished(), ModelProvider.finish("length")]) : Stream.fail(failure))
   })
 
 /**

@@ -204,14 +204,17 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       }
       return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
     })
-    const end = Stream.suspend(() =>
-      Stream.fromIterable([
-        ...[...tools.entries()].sort(([a], [b]) => a - b).map(([index, t]) =>
-          ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args))
+    const end = Stream.suspend(() => {
+      const calls = [...tools.entries()].sort(([a], [b]) => a - b)
+      // The limit can cut only the last call: the model had finished each one before it.
+      const cutAt = finish === "length" ? calls.length - 1 : -1
+      return Stream.fromIterable([
+        ...calls.map(([index, t], i) =>
+          ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))
         ),
         ModelProvider.finish(finishReason(finish), usage)
       ])
-    )
+    })
     return Stream.concat(body, end)
   })
 

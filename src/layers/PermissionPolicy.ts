@@ -28,10 +28,12 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { Decision } from "../domain/AgentEvent.js"
+import { type AgentEvent, Decision } from "../domain/AgentEvent.js"
+import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
-import type { PathAccess, PreparedCall } from "../services/ToolRouter.js"
+import type { PathAccess, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
@@ -301,7 +303,7 @@ export interface AskReason {
   readonly allowCommand?: string | undefined
 }
 
-/** The reasons kept for questions not asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
+/** The asks kept for questions not asked yet, at most this many (oldest forgotten): a question never asked holds none forever. */
 const keptReasons = 256
 
 /** The reasons of asks, from the decision to the question that asks it (see {@link askReasons}). */
@@ -310,6 +312,11 @@ export interface AskReasons {
   readonly note: (request: PermissionRequest, decided: PermissionDecision) => PermissionDecision
   /** The reason of the ask about this call, taken once. */
   readonly take: (sessionId: string, toolCallId: string) => AskReason | undefined
+  /**
+   * The ask about this call, taken once: whether the latest decision about it asked (`undefined`
+   * when it did not, or was taken), and its reason if it gave one (see {@link subagentAskReason}).
+   */
+  readonly takeAsk: (sessionId: string, toolCallId: string) => { readonly reason: AskReason | undefined } | undefined
 }
 
 /**
@@ -318,41 +325,88 @@ export interface AskReasons {
  * the process that decided keeps it for its own question.
  */
 export const askReasons = (): AskReasons => {
-  const reasons = new Map<string, AskReason>()
+  // Each ask, with its reason (`null` for an ask that gave none).
+  const asks = new Map<string, AskReason | null>()
   const keyOf = (sessionId: string, toolCallId: string) => `${sessionId}\u0000${toolCallId}`
+  const takeAsk: AskReasons["takeAsk"] = (sessionId, toolCallId) => {
+    const key = keyOf(sessionId, toolCallId)
+    const asked = asks.get(key)
+    asks.delete(key)
+    return asked === undefined ? undefined : { reason: asked ?? undefined }
+  }
   return {
     note: (request, decided) => {
       const key = keyOf(request.sessionId, request.call.toolCallId)
-      // An earlier decision's reason (a subagent's call checked against its parent's session too) never outlives it.
-      reasons.delete(key)
-      if (decided.decision === "ask" && decided.reason !== undefined) {
-        reasons.set(key, { reason: decided.reason, allowCommand: decided.allowCommand })
-        if (reasons.size > keptReasons) reasons.delete(reasons.keys().next().value!)
+      // An earlier decision's ask (a subagent's call checked against its parent's session too) never outlives it.
+      asks.delete(key)
+      if (decided.decision === "ask") {
+        asks.set(key, decided.reason === undefined ? null : { reason: decided.reason, allowCommand: decided.allowCommand })
+        if (asks.size > keptReasons) asks.delete(asks.keys().next().value!)
       }
       return decided
     },
-    take: (sessionId, toolCallId) => {
-      const key = keyOf(sessionId, toolCallId)
-      const reason = reasons.get(key)
-      reasons.delete(key)
-      return reason
-    }
+    take: (sessionId, toolCallId) => takeAsk(sessionId, toolCallId)?.reason,
+    takeAsk
   }
 }
 
 /**
  * The reason of a subagent's ask (`subagent.asked`), taken by the session that asks the user: the
  * subagent's call is decided on the subagent's session and again on its parent's (see
- * `Subagents.permissions`), and the stricter decision stands. The subagent's own reason when it has
- * one, else the parent's (whose ask then stood, or asked about the same call too); both are taken,
- * so neither is left waiting for a question that will not come.
+ * `Subagents.permissions`), and the stricter decision stands, the subagent's own on a tie. So the
+ * reason is the one of the policy whose ask stood: the subagent's own when its own decision asked
+ * (with the reason it gave, or none — never the parent's, whose rule is not what asked), else the
+ * parent's (its own allowed; the parent's ask was stricter). Both are taken, so neither is left
+ * waiting for a question that will not come.
  */
 export const subagentAskReason = (
-  take: AskReasons["take"],
+  takeAsk: AskReasons["takeAsk"],
   sessionId: string,
   asked: { readonly childSessionId: string; readonly childToolCallId: string }
 ): AskReason | undefined => {
-  const own = take(asked.childSessionId, asked.childToolCallId)
-  const parents = take(sessionId, asked.childToolCallId)
-  return own ?? parents
+  const own = takeAsk(asked.childSessionId, asked.childToolCallId)
+  const parents = takeAsk(sessionId, asked.childToolCallId)
+  return own === undefined ? parents?.reason : own.reason
 }
+
+/** What deciding a call again takes (see {@link reasonAgain}): the engine's own tools and permission engine. */
+export interface DecideAgain {
+  /** The engine's tools: the call is prepared again, as the engine prepared it. */
+  readonly tools: ToolRouter.Service
+  /** The engine's permission engine, whose decisions leave their reasons where `take` finds them. */
+  readonly permissions: PermissionEngine.Service
+  readonly take: AskReasons["take"]
+}
+
+/**
+ * The call and policy of an ask a session's log stores (`permission.resolved {ask}`): read from the
+ * log by whoever asks a paused turn's calls again, for {@link reasonAgain}.
+ */
+export const askOf = (event: AgentEvent): { readonly toolCallId: string; readonly policy: string } | undefined =>
+  event.type === "permission.resolved" && event.payload.decision === "ask" && event.payload.policy !== undefined
+    ? { toolCallId: event.payload.toolCallId, policy: event.payload.policy }
+    : undefined
+
+/**
+ * Why the policy asked about a call a stopped process left waiting, for the question asked again
+ * (ACP after `session/load`, `chat` on the session). The events keep only the ask and its policy
+ * (`askedBy`), and the process that decided kept the reason; so the call is prepared and decided
+ * again with the session's policy now, and that decision's reason is given only when it is the
+ * stored ask again (same policy): it is then the reason the original ask had. A subagent's call is
+ * given none: its parent's process, which narrowed it, is gone.
+ */
+export const reasonAgain = (
+  again: DecideAgain,
+  state: SessionState,
+  call: OpenToolCall,
+  askedBy: string | undefined
+): Effect.Effect<AskReason | undefined> =>
+  Effect.gen(function*() {
+    if (call.askedBy !== undefined || askedBy === undefined) return undefined
+    const tools = again.tools.forSession?.(state.sessionId) ?? again.tools
+    const prepared = yield* Effect.option(tools.prepare({ toolCallId: call.toolCallId, tool: call.tool, args: call.args }, state.cwd))
+    if (Option.isNone(prepared)) return undefined
+    const decided = yield* again.permissions.decide({ sessionId: state.sessionId, cwd: state.cwd, call: prepared.value, remembered: state.remembered })
+    const reason = again.take(state.sessionId, call.toolCallId)
+    return decided.decision === "ask" && decided.policy === askedBy ? reason : undefined
+  })

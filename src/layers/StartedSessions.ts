@@ -141,6 +141,21 @@ export const untrusted = (sessionId: string, hint: AdoptHint = defaultHint) =>
   })
 
 /**
+ * {@link verify} on a stored session's first event, for a caller that has read it already: succeeds
+ * when it is the `session.created` of a session the user started; fails `untrusted` otherwise.
+ */
+export const verifyFirst = (
+  dir: string,
+  sessionId: string,
+  first: AgentEvent,
+  hint?: AdoptHint
+): Effect.Effect<void, EventStoreFailure, FileSystem.FileSystem> =>
+  Effect.gen(function*() {
+    if (first.type === "session.created" && (yield* isStarted(dir, sessionOf(first)))) return
+    return yield* untrusted(sessionId, hint)
+  })
+
+/**
  * Succeeds when `sessionId` is not stored yet or is a session the user started; fails `untrusted`
  * otherwise (a log that does not begin with `session.created` included).
  */
@@ -150,13 +165,7 @@ export const verify = (
   sessionId: string,
   hint?: AdoptHint
 ): Effect.Effect<void, EventStoreFailure, FileSystem.FileSystem> =>
-  Effect.gen(function*() {
-    const head = yield* Stream.runHead(store.read(sessionId))
-    if (Option.isNone(head)) return
-    const created = head.value
-    if (created.type === "session.created" && (yield* isStarted(dir, sessionOf(created)))) return
-    return yield* untrusted(sessionId, hint)
-  })
+  Effect.flatMap(Stream.runHead(store.read(sessionId)), (head) => Option.isNone(head) ? Effect.void : verifyFirst(dir, sessionId, head.value, hint))
 
 /**
  * Records a stored session as the user's, once they have reviewed it: its `session.created`, or none

@@ -94,6 +94,44 @@ describe("an ask names the rule that did not cover the call", () => {
     expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
   })
 
+  /** A `run` left waiting on the question about `sed -i`, its process killed: the session's id. */
+  const leftWaiting = async (p: ReturnType<typeof project>) => {
+    const first = start(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:sed *"], { cwd: p.cwd })
+    await first.waitForStderr(/Allow shell sed -i s\/a\/b\/ f\.txt\?/)
+    first.child.kill("SIGKILL")
+    const sessionId = sessionOf((await first.done).stderr)!
+    // The model of the next process: what comes after the call.
+    const rest = join(p.cwd, "rest.json")
+    writeFileSync(rest, JSON.stringify({ responses: [{ chunks: ["done"] }] }))
+    return { sessionId, rest }
+  }
+
+  it("chat --session on a turn a stopped process left waiting: the question asked again says why too (it carried no reason before)", async () => {
+    const p = project("chat-again")
+    const { rest, sessionId } = await leftWaiting(p)
+    const chat = start(["chat", "--session", sessionId, "--script", rest, "--data-dir", p.dataDir, "--allow", "shell:sed *"], { cwd: p.cwd })
+    await chat.waitForStderr(
+      /left waiting for your approval[\s\S]*Allow shell sed -i s\/a\/b\/ f\.txt\? \(your rule --allow shell:sed \* does not cover it: .*; allow it with --allow 'shell:sed -i s\/a\/b\/ f\.txt' or answer here\) \[y\]es/
+    )
+    chat.child.stdin!.end("y\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.stdout).toBe("done\n")
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
+  })
+
+  it("chat --continue without the rule: the same ask, asked again with no reason (the rule it named is not given now)", async () => {
+    const p = project("chat-again-norule")
+    const { rest } = await leftWaiting(p)
+    const chat = start(["chat", "--continue", "--script", rest, "--data-dir", p.dataDir], { cwd: p.cwd })
+    await chat.waitForStderr(/left waiting for your approval[\s\S]*Allow shell sed -i s\/a\/b\/ f\.txt\? \[y\]es/)
+    chat.child.stdin!.end("n\n")
+    const finished = await chat.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).not.toContain("does not cover")
+    expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("a\n")
+  })
+
   it("an ask no rule came near says nothing about rules", async () => {
     const p = project("norule")
     const done = await answering(["run", "edit it", "--script", p.script, "--data-dir", p.dataDir, "--allow", "shell:ls *"], p.cwd, "n\n")

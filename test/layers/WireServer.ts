@@ -47,6 +47,8 @@ export interface WireServer {
   readonly clientClosed: () => number
   /** Queues the responses for the next requests, in order. */
   readonly respond: (...recordings: ReadonlyArray<Recording>) => void
+  /** Forgets what was received and what is still queued: a test that failed leaves nothing for the next. */
+  readonly reset: () => void
   readonly close: () => Promise<void>
 }
 
@@ -101,6 +103,10 @@ export const start = async (): Promise<WireServer> => {
     received,
     clientClosed: () => closed,
     respond: (...recordings) => queue.push(...recordings),
+    reset: () => {
+      queue.length = 0
+      received.length = 0
+    },
     close: () =>
       new Promise<void>((done) => {
         for (const res of open) res.destroy()

@@ -4,18 +4,28 @@
  * call, must tell the model why in words it can act on, and must not break the session: Anthropic
  * takes a `tool_use` block's `input` only as an object, so sending the cut arguments back as they
  * came (a string) made every later request of the session fail `invalid_request`. Through each
- * official SDK against a local server replaying the vendor's stream; the bodies the SDK sent next
- * are what is asserted.
+ * official SDK against a local server replaying the vendor's stream, and through the `@effect/ai`
+ * bridge (`@effect/ai-anthropic` on the same Messages streams, `@effect/ai-openai` on a Responses
+ * stream); the bodies the client sent next are what is asserted.
  */
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { beforeEach, describe, expect, it } from "@effect/vitest"
 import type { RawMessageStreamEvent } from "@anthropic-ai/sdk/resources/messages"
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as OpenAiClient from "@effect/ai-openai/OpenAiClient"
+import * as OpenAiLanguageModel from "@effect/ai-openai/OpenAiLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as ToolPhase from "../../src/engine/ToolPhase.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import * as ModelProvider from "../../src/services/ModelProvider.js"
 import { collect } from "../helpers.js"
 import { engine, setup, vendorLayers } from "./imageWorkspace.js"
@@ -23,13 +33,24 @@ import * as WireServer from "./WireServer.js"
 
 const { cwd, server } = setup("cut-tool-call")
 beforeEach(() => {
-  server().received.length = 0
+  server().reset()
 })
 
 const layers = vendorLayers(server)
+/**
+ * `@effect/ai-anthropic`'s `AnthropicLanguageModel` through the bridge, on the same Messages
+ * streams: it parses a closed block's arguments itself, and failed the whole stream on cut ones.
+ */
+const effectAiAnthropic = () =>
+  EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+    Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+    Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("sk-ant-effect-ai-test"), apiUrl: server().url })),
+    Layer.provide(FetchHttpClient.layer)
+  )
 const vendors = [
-  { name: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut" },
-  { name: "openai" as const, layer: layers.openai, cut: "tool-call-cut" }
+  { name: "anthropic", wire: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut" },
+  { name: "openai", wire: "openai" as const, layer: layers.openai, cut: "tool-call-cut" },
+  { name: "effect-ai (Anthropic)", wire: "anthropic" as const, layer: effectAiAnthropic, cut: "tool-use-cut" }
 ]
 
 /** The arguments the next request sends back for the cut call (Anthropic `input`, OpenAI `arguments` parsed). */
@@ -46,7 +67,7 @@ for (const vendor of vendors) {
   describe(`${vendor.name}: a tool call cut by the output limit`, () => {
     it.effect("is not run; the model is told it was cut and how to go on; the next request is valid and the turn answers", () =>
       Effect.gen(function*() {
-        server().respond(WireServer.recording(vendor.name, vendor.cut), WireServer.recording(vendor.name, "text"), WireServer.recording(vendor.name, "text"))
+        server().respond(WireServer.recording(vendor.wire, vendor.cut), WireServer.recording(vendor.wire, "text"), WireServer.recording(vendor.wire, "text"))
         const agent = yield* SessionEngine
         const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
         const events = yield* collect(agent.runTurn({ sessionId, userMessage: "write the report" }))
@@ -72,6 +93,89 @@ for (const vendor of vendors) {
       }).pipe(Effect.provide(engine(vendor.layer()))))
   })
 }
+
+/**
+ * A call the limit cut before any of its arguments came: the adapters read a finished call with no
+ * argument text as `{}`, which a tool with no required argument (list_dir) would run. The response
+ * has a finished no-argument call first (OpenAI `{}`; an Anthropic block closed with no
+ * `input_json_delta`), which runs as before, then the cut one (OpenAI: `""` when `length` came;
+ * Anthropic: a block never stopped). Hand-written after the recordings above.
+ */
+const cutEmpty = [
+  { name: "anthropic", wire: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" },
+  { name: "openai", wire: "openai" as const, layer: layers.openai, cut: "tool-call-cut-empty", finished: "call_Ew3nR7tY1uI5oP9aS2dF6gH0", cutId: "call_Jk4lZ8xC2vB6nM0qW3eR7tY1" },
+  { name: "effect-ai (Anthropic)", wire: "anthropic" as const, layer: effectAiAnthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" }
+]
+
+for (const vendor of cutEmpty) {
+  describe(`${vendor.name}: a tool call cut by the output limit before any argument came`, () => {
+    it.effect("is not run as {}: it ends cut; the finished no-argument call before it runs", () =>
+      Effect.gen(function*() {
+        server().respond(WireServer.recording(vendor.wire, vendor.cut), WireServer.recording(vendor.wire, "text"))
+        const agent = yield* SessionEngine
+        const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+        const events = yield* collect(agent.runTurn({ sessionId, userMessage: "what is here?" }))
+
+        const of = (id: string, type: string) => events.filter((e) => e.type === type && (e.payload as { toolCallId?: string }).toolCallId === id)
+        expect(of(vendor.finished, "tool.started")).toHaveLength(1)
+        expect(of(vendor.finished, "tool.completed")).toHaveLength(1)
+        expect(of(vendor.cutId, "tool.started")).toHaveLength(0)
+        expect(of(vendor.cutId, "tool.failed").map((e) => e.payload)).toEqual([
+          expect.objectContaining({ errorCode: "invalid_arguments", message: ToolPhase.cutMessage })
+        ])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        // Both calls go back as objects.
+        const body = JSON.stringify(server().received[1]!.body)
+        expect(body).toContain("output limit")
+        expect(typeof sentBack(server().received[1]!.body)).toBe("object")
+      }).pipe(Effect.provide(engine(vendor.layer()))))
+  })
+}
+
+/**
+ * The Responses API through `@effect/ai` (`@effect/ai-openai`'s `OpenAiLanguageModel` and the
+ * bridge): a cut call's item is closed `incomplete` with the arguments that came, then the response
+ * ends `response.incomplete` (`incomplete_details.reason: "max_output_tokens"`). Hand-written after
+ * OpenAI's documented stream events; a finished `list_dir` call comes before the cut one.
+ */
+describe("effect-ai (OpenAI Responses): a tool call cut by the output limit", () => {
+  const bridge = () =>
+    EffectAiModelProvider.layer({ model: "gpt-4.1-mini", provider: "openai" }).pipe(
+      Layer.provide(OpenAiLanguageModel.layer({ model: "gpt-4.1-mini", config: { strict: false } })),
+      Layer.provide(OpenAiClient.layer({ apiKey: Redacted.make("sk-effect-ai-test"), apiUrl: `${server().url}/v1` })),
+      Layer.provide(FetchHttpClient.layer)
+    )
+  /** The arguments the next request sends back for a call (a Responses `function_call` input item). */
+  const sentBackFor = (body: any, callId: string): unknown => {
+    const item = (body.input as Array<any>).find((i) => i.type === "function_call" && i.call_id === callId)
+    return item === undefined ? undefined : JSON.parse(item.arguments)
+  }
+
+  it.effect("is not run; the call before it runs; the model is told; the next request is valid and the turn answers", () =>
+    Effect.gen(function*() {
+      server().respond(WireServer.recording("openai-responses", "tool-call-cut"), WireServer.recording("openai-responses", "text"))
+      const agent = yield* SessionEngine
+      const { sessionId } = yield* agent.createSession({ cwd, client: "test" })
+      const events = yield* collect(agent.runTurn({ sessionId, userMessage: "write the report" }))
+
+      const of = (id: string, type: string) => events.filter((e) => e.type === type && (e.payload as { toolCallId?: string }).toolCallId === id)
+      const finished = "call_Lp2oK9iJ4uH7yG1tF6rD3eS8"
+      const cut = "call_Vb5nM1qW8eR3tY6uI0oP2aS4"
+      expect(of(finished, "tool.completed")).toHaveLength(1)
+      expect(of(cut, "tool.started")).toHaveLength(0)
+      expect(of(cut, "tool.failed").map((e) => e.payload)).toEqual([
+        expect.objectContaining({ errorCode: "invalid_arguments", message: ToolPhase.cutMessage })
+      ])
+      expect(existsSync(join(cwd, "REPORT.md"))).toBe(false)
+      expect(events.some((e) => e.type === "model.retry")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expect(server().received).toHaveLength(2)
+      const next = server().received[1]!.body
+      expect(sentBackFor(next, finished)).toEqual({})
+      expect(sentBackFor(next, cut)).toEqual({})
+      expect(JSON.stringify(next)).toContain("output limit")
+    }).pipe(Effect.provide(engine(bridge()))))
+})
 
 describe("anthropic: a tool block the stream never stopped", () => {
   it.effect("becomes a call whose arguments are what came, as a string (even none), never an empty object", () =>

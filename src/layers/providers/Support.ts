@@ -205,9 +205,15 @@ export const argumentsOverLimit = `(the call's arguments were over ${maxStreamed
 export const appendStreamed = (text: string, piece: string): string =>
   text === argumentsOverLimit || text.length + piece.length > maxStreamedChars ? argumentsOverLimit : text + piece
 
-/** A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema to refuse. */
-export const parseArgs = (json: string): Json => {
-  if (json.trim() === "") return {}
+/**
+ * A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema
+ * to refuse. No text at all is `{}` (a call with no arguments) — unless the call is `cut`: the last
+ * of a response that ended at the output limit, which may have stopped before its first byte. That
+ * one stays `""`, which no tool takes and the engine reads as cut; `{}` would run a tool with no
+ * required argument (list_dir) on a call the model never finished.
+ */
+export const parseArgs = (json: string, cut = false): Json => {
+  if (json.trim() === "") return cut ? "" : {}
   try {
     return JSON.parse(json) as Json
   } catch {
