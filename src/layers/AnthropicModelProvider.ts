@@ -188,14 +188,26 @@ const finishReason = (reason: StopReason | null): ModelProvider.FinishReason => 
 
 /**
  * Maps the Messages stream to chunks: text deltas as they come, each tool call once its
- * `input_json_delta` pieces are complete, and a finish with usage at `message_stop`.
+ * `input_json_delta` pieces are complete (one with none, at the next event: see `held`), and a
+ * finish with usage at `message_stop`.
  */
 export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const tools = new Map<number, { id: string; name: string; json: string }>()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
-    return Support.mapConcatArrays(events, (event): ReadonlyArray<ModelProvider.ModelChunk> => {
+    // A tool block closed with no argument text: a finished call with none (`{}`) — unless it is the
+    // response's last and the output limit ended the response, which cut it before its first byte
+    // (Anthropic closes the blocks it cuts). So it is handed on at the next event, once that says it
+    // was not the last, or at the end, with the stop reason known.
+    let held: { readonly id: string; readonly name: string } | undefined = undefined
+    const release = (cut: boolean): ReadonlyArray<ModelProvider.ModelChunk> => {
+      if (held === undefined) return []
+      const call = ModelProvider.toolCall(held.id, held.name, cut ? "" : {})
+      held = undefined
+      return [call]
+    }
+    const chunksOf = (event: RawMessageStreamEvent): ReadonlyArray<ModelProvider.ModelChunk> => {
       switch (event.type) {
         case "message_start": {
           const u = event.message.usage
@@ -224,7 +236,9 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           const tool = tools.get(event.index)
           if (tool === undefined) return []
           tools.delete(event.index)
-          return [ModelProvider.toolCall(tool.id, tool.name, Support.parseArgs(tool.json))]
+          if (tool.json.trim() !== "") return [ModelProvider.toolCall(tool.id, tool.name, Support.parseArgs(tool.json))]
+          held = { id: tool.id, name: tool.name }
+          return []
         }
         case "message_delta":
           stop = event.delta.stop_reason ?? stop
@@ -242,12 +256,14 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // arguments as a string (even none), which no tool takes — never `{}`, which some would.
           const unfinished = [...tools.values()].map((tool) => ModelProvider.toolCall(tool.id, tool.name, tool.json))
           tools.clear()
-          return [...unfinished, ModelProvider.finish(finishReason(stop), usage)]
+          return [...release(stop === "max_tokens"), ...unfinished, ModelProvider.finish(finishReason(stop), usage)]
         }
         default:
           return []
       }
-    })
+    }
+    return Support.mapConcatArrays(events, (event) =>
+      held === undefined || event.type === "message_delta" || event.type === "message_stop" ? chunksOf(event) : [...release(false), ...chunksOf(event)])
   })
 
 /** Builds the provider; time (a `retry-after` date) comes from the `Clock`. */

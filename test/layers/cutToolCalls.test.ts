@@ -177,6 +177,41 @@ describe("effect-ai (OpenAI Responses): a tool call cut by the output limit", ()
     }).pipe(Effect.provide(engine(bridge()))))
 })
 
+describe("anthropic: a tool block closed with no argument text", () => {
+  const start = (index: number, id: string) => ({ type: "content_block_start", index, content_block: { type: "tool_use", id, name: "list_dir", input: {} } })
+  const stop = (index: number) => ({ type: "content_block_stop", index })
+  const end = (reason: string) => [{ type: "message_delta", delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: 10 } }, { type: "message_stop" }]
+  const chunksOf = (events: ReadonlyArray<unknown>) =>
+    Effect.map(Stream.runCollect(AnthropicModelProvider.toChunks(Stream.fromIterable(events as ReadonlyArray<RawMessageStreamEvent>))), Chunk.toReadonlyArray)
+
+  it.effect("is cut when it is the last block of a response the output limit ended (Anthropic closes the block it cuts), and a finished call with none otherwise", () =>
+    Effect.gen(function*() {
+      // The last block, max_tokens: the limit cut it before its first byte.
+      expect(yield* chunksOf([start(0, "toolu_a"), stop(0), start(1, "toolu_b"), stop(1), ...end("max_tokens")])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ModelProvider.toolCall("toolu_b", "list_dir", ""),
+        ModelProvider.finish("length", { inputTokens: 0, outputTokens: 10 })
+      ])
+      // The model finished it: the response ended for its tool calls.
+      expect(yield* chunksOf([start(0, "toolu_a"), stop(0), ...end("tool_use")])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ModelProvider.finish("tool_calls", { inputTokens: 0, outputTokens: 10 })
+      ])
+      // Text after it: not the last block, so finished, and handed on before the text.
+      expect(yield* chunksOf([
+        start(0, "toolu_a"),
+        stop(0),
+        { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } },
+        { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "and" } },
+        ...end("max_tokens")
+      ])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ModelProvider.textDelta("and"),
+        ModelProvider.finish("length", { inputTokens: 0, outputTokens: 10 })
+      ])
+    }))
+})
+
 describe("anthropic: a tool block the stream never stopped", () => {
   it.effect("becomes a call whose arguments are what came, as a string (even none), never an empty object", () =>
     Effect.gen(function*() {
