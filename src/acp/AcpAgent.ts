@@ -415,11 +415,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       })
 
     /** Why the policy asked about a paused call asked again after a load (see `PermissionPolicy.reasonAgain`). */
-    const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall, askedBy: string | undefined) => {
+    const reasonAgain = (state: SessionState.SessionState, call: SessionState.OpenToolCall) => {
       const take = sessionModes?.takeAskReason
       return router === undefined || permissions === undefined || take === undefined
         ? Effect.succeed(undefined)
-        : PermissionPolicy.reasonAgain({ tools: router, permissions, take }, state, call, askedBy)
+        : PermissionPolicy.reasonAgain({ tools: router, permissions, take }, state, call)
     }
 
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
@@ -447,15 +447,11 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         sessions.set(sessionId, session)
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
-        // The policy of each ask, by call: a paused call's reason is given again only for the same ask.
-        const askedBy = new Map<string, string>()
         let title: string | undefined
         yield* engine.replaySession({ sessionId }).pipe(
           Stream.mapError(requestErrorOf),
           Stream.runForEach((event) => {
             if (event.type === "model.tool_call_requested") replayed.set(event.payload.toolCallId, event.payload)
-            const ask = PermissionPolicy.askOf(event)
-            if (ask !== undefined) askedBy.set(ask.toolCallId, ask.policy)
             const updates = AcpMapper.updatesOf(event, { cwd: session.cwd, phase: "replay", support, callOf: (id) => replayed.get(id), title })
             title = Session.applyTitle(title, Session.titleChange(event))
             return Effect.flatMap(
@@ -473,7 +469,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           // The load's hold becomes the turn's claim in one step: no prompt gets in between.
           session.running = running
           loading.delete(sessionId)
-          const reasons = yield* Effect.forEach(pending, (call) => reasonAgain(state, call, askedBy.get(call.toolCallId)))
+          const reasons = yield* Effect.forEach(pending, (call) => reasonAgain(state, call))
           const asked = pending.map((call, i) => ({ call, request: permissionRequest(client, session, running, call, reasons[i]) }))
           yield* FiberSet.run(fibers, resumeAfter(client, session, running, asked))
         }

@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound, type SessionState } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
@@ -342,24 +342,6 @@ export const chat = (
         )
 
     /**
-     * Why the policy asked about each call a stopped process left waiting, as the question said it
-     * then (see `PermissionPolicy.reasonAgain`): the policy of each ask is read from the session's
-     * log — only when one of the calls is the session's own (a subagent's gets no reason).
-     */
-    const reasonsAgain = (id: string, state: SessionState.SessionState, waiting: ReadonlyArray<SessionState.OpenToolCall>) =>
-      Effect.gen(function*() {
-        const again = policy?.again
-        if (again === undefined || waiting.every((call) => call.askedBy !== undefined)) return waiting.map(() => undefined)
-        const askedBy = new Map<string, string>()
-        yield* Stream.runForEach(engine.replaySession({ sessionId: id }), (event) =>
-          Effect.sync(() => {
-            const ask = PermissionPolicy.askOf(event)
-            if (ask !== undefined) askedBy.set(ask.toolCallId, ask.policy)
-          }))
-        return yield* Effect.forEach(waiting, (call) => PermissionPolicy.reasonAgain(again, state, call, askedBy.get(call.toolCallId)))
-      })
-
-    /**
      * A turn left open in the log by a process that stopped while a call waited for the user: its
      * questions are asked here, then it goes on (`resumeTurn`), before anything else runs.
      */
@@ -370,7 +352,9 @@ export const chat = (
         if (waiting.length === 0) return
         const state = yield* engine.sessionState({ sessionId: id })
         const turnId = state.openTurn?.turnId ?? ""
-        const reasons = yield* reasonsAgain(id, state, waiting)
+        // Why the policy asked, as the question said it then (see `PermissionPolicy.reasonAgain`).
+        const again = policy?.again
+        const reasons = yield* Effect.forEach(waiting, (call) => again === undefined ? Effect.succeed(undefined) : PermissionPolicy.reasonAgain(again, state, call))
         note("[this session's last turn was left waiting for your approval: it goes on here]")
         // A subagent's call (its parent waits on it) is asked labelled with it, and answered on its session.
         for (const [i, call] of waiting.entries()) {

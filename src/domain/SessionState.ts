@@ -30,6 +30,12 @@ export interface OpenToolCall {
   readonly outsidePaths?: ReadonlyArray<string>
   /** Who made the last permission decision, for a denial's message. */
   readonly decidedBy?: "policy" | "user"
+  /**
+   * The policy whose ask the call waits on (`permission.resolved {ask}`'s `policy`): a question asked
+   * again after a restart gives the ask's reason only when the same policy asks again
+   * (`PermissionPolicy.reasonAgain`).
+   */
+  readonly askedByPolicy?: string
   /** The subagent a running `task` call runs (`subagent.started`): its session and task. */
   readonly subagent?: OpenSubagent
   /**
@@ -244,7 +250,8 @@ const reduceToolEvent = (
         return fail(event, "the user resolved a call the policy had not asked about")
       }
       const status: ToolCallStatus = decision === "ask" ? "awaiting_approval" : decision === "allow" ? "allowed" : "denied"
-      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status, decidedBy: actor })))
+      const policy = decision === "ask" ? event.payload.policy : undefined
+      return Either.right(updateCall(turn, call.toolCallId, ({ askedByPolicy: _, ...c }) => ({ ...c, status, decidedBy: actor, ...(policy === undefined ? {} : { askedByPolicy: policy }) })))
     }
     case "tool.started":
       return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "running" })))

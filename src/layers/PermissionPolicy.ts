@@ -30,7 +30,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { type AgentEvent, Decision } from "../domain/AgentEvent.js"
+import { Decision } from "../domain/AgentEvent.js"
 import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
 import type { PathAccess, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
@@ -379,18 +379,9 @@ export interface DecideAgain {
 }
 
 /**
- * The call and policy of an ask a session's log stores (`permission.resolved {ask}`): read from the
- * log by whoever asks a paused turn's calls again, for {@link reasonAgain}.
- */
-export const askOf = (event: AgentEvent): { readonly toolCallId: string; readonly policy: string } | undefined =>
-  event.type === "permission.resolved" && event.payload.decision === "ask" && event.payload.policy !== undefined
-    ? { toolCallId: event.payload.toolCallId, policy: event.payload.policy }
-    : undefined
-
-/**
  * Why the policy asked about a call a stopped process left waiting, for the question asked again
  * (ACP after `session/load`, `chat` on the session). The events keep only the ask and its policy
- * (`askedBy`), and the process that decided kept the reason; so the call is prepared and decided
+ * (the call's `askedByPolicy`), and the process that decided kept the reason; so the call is prepared and decided
  * again with the session's policy now, and that decision's reason is given only when it is the
  * stored ask again (same policy): it is then the reason the original ask had. A subagent's call is
  * given none: its parent's process, which narrowed it, is gone.
@@ -398,15 +389,14 @@ export const askOf = (event: AgentEvent): { readonly toolCallId: string; readonl
 export const reasonAgain = (
   again: DecideAgain,
   state: SessionState,
-  call: OpenToolCall,
-  askedBy: string | undefined
+  call: OpenToolCall
 ): Effect.Effect<AskReason | undefined> =>
   Effect.gen(function*() {
-    if (call.askedBy !== undefined || askedBy === undefined) return undefined
+    if (call.askedBy !== undefined || call.askedByPolicy === undefined) return undefined
     const tools = again.tools.forSession?.(state.sessionId) ?? again.tools
     const prepared = yield* Effect.option(tools.prepare({ toolCallId: call.toolCallId, tool: call.tool, args: call.args }, state.cwd))
     if (Option.isNone(prepared)) return undefined
     const decided = yield* again.permissions.decide({ sessionId: state.sessionId, cwd: state.cwd, call: prepared.value, remembered: state.remembered })
     const reason = again.take(state.sessionId, call.toolCallId)
-    return decided.decision === "ask" && decided.policy === askedBy ? reason : undefined
+    return decided.decision === "ask" && decided.policy === call.askedByPolicy ? reason : undefined
   })
