@@ -15,8 +15,9 @@
  * 2. A command with hazards (chaining, pipes, redirection, substitution, `sudo`, recursive `rm`) is
  *    denied unless a rule allowed it — in every mode.
  * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows),
- *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `protectedPaths`) —
- *    whatever an allow rule says.
+ *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `.husky/`, `protectedPaths`,
+ *    and what the workspace marked `runsLater`: the home folder's start-up files when cwd holds it,
+ *    git's hooks folder) — whatever an allow rule says.
  * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
  *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
  *    could run something else; see `CommandRisk`).
@@ -38,6 +39,7 @@ import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
 import * as Glob from "./workspace/Glob.js"
+import * as RunsLater from "./workspace/RunsLater.js"
 
 /** How permissive the policy is where no rule matched. */
 export const Mode = Schema.Literal("default", "acceptEdits", "readOnly", "bypass")
@@ -227,15 +229,20 @@ const uncoveredBy = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line 
   }
 }
 
-/** Folders inside a workspace whose files decide what later runs do. */
-const protectedFolders = new Set([".git", ".effect-agent"])
+/**
+ * Folders inside a workspace whose files decide what later runs do, wherever they are and in any
+ * case: git's, the agent's, husky's (`.husky/`, whose scripts git's hooks run once husky is
+ * installed), and editors' (`.vscode/`, `.idea/`: a task run when the folder opens, the interpreter
+ * or `git` a setting names). Commands are not kept from the editors' (docs/security.md says why).
+ */
+const protectedFolders = new Set([".git", ".effect-agent", RunsLater.husky, ".vscode", ".idea"])
 
 const isInsideOf = (parent: string, path: string) => path === parent || path.startsWith(parent.endsWith("/") ? parent : `${parent}/`)
 
 const isProtected = (cwd: string, p: PathAccess, protectedPaths: ReadonlyArray<string>) =>
   [relativeTo(cwd, p.resolved), p.relative ?? "", p.requested].some((path) =>
     path.split(/[\\/]+/).some((segment) => protectedFolders.has(segment.toLowerCase()))
-  ) || protectedPaths.some((parent) => isInsideOf(parent, p.resolved))
+  ) || protectedPaths.some((parent) => isInsideOf(parent, p.resolved)) || p.runsLater !== undefined
 
 /**
  * What stands whatever an allow rule says: a path outside cwd asks (a write there is denied in

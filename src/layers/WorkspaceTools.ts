@@ -43,6 +43,7 @@ import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Mounts from "./workspace/Mounts.js"
 import * as Paths from "./workspace/Paths.js"
+import * as RunsLater from "./workspace/RunsLater.js"
 import * as SafeFile from "./workspace/SafeFile.js"
 import * as TimeLimit from "./workspace/TimeLimit.js"
 import * as Walk from "./workspace/Walk.js"
@@ -584,12 +585,35 @@ export const make = (options: Options = {}) =>
           ...call,
           risk: inspected.risk,
           sequential: tool.sequential === true,
-          paths: inspected.paths,
+          paths: yield* markRunsLater(cwd, inspected.paths),
           ...(inspected.command === undefined ? {} : { command: { text: inspected.command.text, argv: inspected.command.argv, hazards: inspected.command.hazards } }),
           scope: inspected.scope ?? call.tool,
           input
         }
       })
+
+    /**
+     * Marks the writes inside cwd that would run later outside the sandbox (`RunsLater`: what the
+     * sandbox keeps read-only for commands), so that the policy protects them: the path where it
+     * leads and as written (a link `.zshrc` into `dotfiles/` is the start-up file the shell reads).
+     */
+    const markRunsLater = (cwd: string, paths: ReadonlyArray<PathAccess>): Effect.Effect<ReadonlyArray<PathAccess>> =>
+      !paths.some((p) => p.access === "write" && p.insideCwd)
+        ? Effect.succeed(paths)
+        : Effect.promise(async () => {
+          const real = await NodeFs.realpath(path.resolve(cwd)).catch(() => path.resolve(cwd))
+          const [home, hooks] = await Promise.all([
+            RunsLater.homeHeldBy(real, options.env?.set?.PATH ?? process.env.PATH),
+            RunsLater.hooksFoldersOf(real)
+          ])
+          const facts = { home, hooks }
+          return paths.map((p) => {
+            if (p.access !== "write" || !p.insideCwd) return p
+            const asWritten = path.resolve(real, p.requested.startsWith("~/") ? path.join(process.env.HOME ?? NodeOs.homedir(), p.requested.slice(2)) : p.requested)
+            const runsLater = RunsLater.reasonFor(facts, p.resolved) ?? RunsLater.reasonFor(facts, asWritten)
+            return runsLater === undefined ? p : { ...p, runsLater }
+          })
+        })
 
     const execute = (call: PreparedCall, context: ToolContext) =>
       context.pinnedCwd === true

@@ -44,6 +44,12 @@ export interface PathAccess {
    * hard link), a word only the shell knows the value of, a tree too large to check for links.
    */
   readonly note?: string
+  /**
+   * Why a write here would run later outside the sandbox (a start-up file of the home folder a cwd
+   * holds, a git hooks folder): what the command sandbox keeps read-only. The policy protects it
+   * as it does `.git/`.
+   */
+  readonly runsLater?: string | undefined
 }
 
 /** What makes a command line dangerous to run without a rule that allows it. */

@@ -275,6 +275,13 @@ describe(`the workspace sandbox ${branch}`, () => {
         }
         // A folder of the user's (not a dot folder, nothing on PATH) is the session's to work in.
         expect(NodeFs.existsSync(NodePath.join(cwd, "Documents", "notes.txt"))).toBe(true)
+        // A start-up file kept in such a folder (a dotfile manager's `.zshrc` -> `dotfiles/zshrc`) is read-only where it leads.
+        NodeFs.mkdirSync(NodePath.join(cwd, "dotfiles"))
+        NodeFs.writeFileSync(NodePath.join(cwd, "dotfiles", "zshrc"), "# mine\n")
+        NodeFs.symlinkSync("dotfiles/zshrc", NodePath.join(cwd, ".zshrc"))
+        expect(yield* output("sh -c 'echo touch /x >> dotfiles/zshrc; echo touch /x >> .zshrc; touch dotfiles/other'")).toContain("Read-only file system")
+        expect(NodeFs.readFileSync(NodePath.join(cwd, "dotfiles", "zshrc"), "utf8")).toBe("# mine\n")
+        expect(NodeFs.existsSync(NodePath.join(cwd, "dotfiles", "other"))).toBe(true)
       } finally {
         process.env.HOME = saved.HOME
         process.env.PATH = saved.PATH

@@ -44,6 +44,7 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Paths from "./Paths.js"
+import * as RunsLater from "./RunsLater.js"
 
 /** What the user asks for: `auto` isolates as well as the OS allows, `required` fails commands without the workspace sandbox, `off` never isolates. */
 export type Mode = "auto" | "required" | "off"
@@ -184,23 +185,7 @@ const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArra
  */
 export const gitSearch = { depth: 2, maxFolders: 256 } as const
 
-/**
- * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
- * ("" when it cannot be read): only that much is read, however large a command made it.
- */
-const readGitFile = async (file: string): Promise<string> => {
-  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
-  if (handle === undefined) return ""
-  try {
-    const buffer = Buffer.alloc(4096)
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
-    return buffer.toString("utf8", 0, bytesRead)
-  } catch {
-    return ""
-  } finally {
-    await handle.close()
-  }
-}
+const readGitFile = RunsLater.readGitFile
 
 /** The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a `commondir`'s line. */
 const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
@@ -338,17 +323,15 @@ export const hiddenSockets = (uid: number, runtimeDir: string | undefined): Read
  * `bin`): `Documents`, `projects` and the like stay the session's to work in. The mount lines, in order.
  */
 const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<ReadonlyArray<ReadonlyArray<string>>> => {
-  const home = await NodeFs.realpath(process.env.HOME ?? NodeOs.homedir()).catch(() => undefined)
-  if (home === undefined || home === "/" || !isInside(cwd, home)) return []
-  const onPath = await Promise.all(
-    (path ?? "").split(NodePath.delimiter).filter((dir) => NodePath.isAbsolute(dir)).map((dir) => NodeFs.realpath(dir).catch(() => dir))
-  )
-  const lines: Array<ReadonlyArray<string>> = [[home, home, "none", "rbind"], ["none", home, "none", "remount,bind,ro"]]
-  for (const entry of await NodeFs.readdir(home, { withFileTypes: true }).catch(() => [])) {
-    const folder = NodePath.join(home, entry.name)
-    if (!entry.isDirectory() || entry.name.startsWith(".") || entry.name === "bin" || onPath.some((dir) => isInside(folder, dir))) continue
-    lines.push([folder, folder, "none", "rbind"], ["none", folder, "none", "remount,bind,rw"])
+  const home = await RunsLater.homeHeldBy(cwd, path)
+  if (home === undefined) return []
+  const lines: Array<ReadonlyArray<string>> = [[home.path, home.path, "none", "rbind"], ["none", home.path, "none", "remount,bind,ro"]]
+  for (const entry of await NodeFs.readdir(home.path, { withFileTypes: true }).catch(() => [])) {
+    const folder = NodePath.join(home.path, entry.name)
+    if (entry.isDirectory() && RunsLater.writableInHome(home, entry.name)) lines.push([folder, folder, "none", "rbind"], ["none", folder, "none", "remount,bind,rw"])
   }
+  // A start-up file kept in a folder of the user's is read-only where it leads (see `RunsLater.Home.linked`).
+  for (const target of home.linked) lines.push([target, target, "none", "bind,ro"])
   return lines
 }
 

@@ -1,0 +1,177 @@
+/**
+ * What a write can leave behind that runs later outside the sandbox, without a question: the home
+ * folder's start-up files and folders on `PATH` (for a session whose cwd holds the home folder), and
+ * git's hooks folders (`core.hooksPath`, husky's `.husky/`). One definition, read by both guards: the
+ * command sandbox keeps these read-only (`Sandbox`'s mount table), and the workspace tools mark a
+ * write there (`PathAccess.runsLater`) so that the permission policy protects it like `.git/` —
+ * asked in every mode that asks, never covered by "always", denied in `readOnly`. Before, the two
+ * were separate: the sandbox kept `~/.bashrc` read-only for commands while `write_file` wrote it in
+ * `acceptEdits` without asking.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { constants } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
+import * as Paths from "./Paths.js"
+
+const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
+
+/** The user's home folder, for a session whose cwd holds it: its real path and the real folders on `PATH`. */
+export interface Home {
+  readonly path: string
+  readonly onPath: ReadonlyArray<string>
+  /**
+   * Where the home folder's links that are kept read-only lead, when that is in one of its folders
+   * the session may write: a dotfile manager's `.zshrc` -> `dotfiles/zshrc` is the start-up file the
+   * shell reads.
+   */
+  readonly linked: ReadonlyArray<string>
+}
+
+/**
+ * The home folder when `cwd` (a real path) is it or holds it — only then does a session's write reach
+ * what the user's next login, shell or `git` runs without leaving the workspace (a session elsewhere
+ * asks for any path outside its cwd anyway). `path` is the `PATH` commands get.
+ */
+export const homeHeldBy = async (cwd: string, path: string | undefined): Promise<Home | undefined> => {
+  const home = await NodeFs.realpath(process.env.HOME ?? NodeOs.homedir()).catch(() => undefined)
+  if (home === undefined || home === "/" || !isInside(cwd, home)) return undefined
+  // A folder on PATH that does not exist yet (`~/go/bin`) counts as it is written: making it puts programs on PATH.
+  const onPath = await Promise.all(
+    (path ?? "").split(NodePath.delimiter).filter((dir) => NodePath.isAbsolute(dir)).map((dir) => NodeFs.realpath(dir).catch(() => NodePath.resolve(dir)))
+  )
+  const partial = { path: home, onPath, linked: [] }
+  const linked: Array<string> = []
+  for (const entry of await NodeFs.readdir(home, { withFileTypes: true }).catch(() => [])) {
+    if (!entry.isSymbolicLink() || writableInHome(partial, entry.name)) continue
+    const target = await NodeFs.realpath(NodePath.join(home, entry.name)).catch(() => undefined)
+    if (target !== undefined && isInside(home, target) && !readOnlyInHome(partial, target)) linked.push(target)
+  }
+  return { ...partial, linked }
+}
+
+/**
+ * Whether the home folder's entry `name` is a folder the session may write: not a dot folder
+ * (`.config`, `.local`, `.ssh`: start-up files, units, keys), not `bin`, and holding no folder on
+ * `PATH`. Everything else in the home folder — its files (`.bashrc`, a new `.bash_profile`,
+ * `.gitconfig`) and new entries — is kept read-only.
+ */
+export const writableInHome = (home: Home, name: string): boolean =>
+  name !== "" && !name.startsWith(".") && name.toLowerCase() !== "bin" && !home.onPath.some((dir) => isInside(NodePath.join(home.path, name), dir))
+
+/** Whether `path` (absolute, normalized) is in the home folder but not below one of its folders the session may write. */
+export const readOnlyInHome = (home: Home, path: string): boolean => {
+  if (!isInside(home.path, path)) return false
+  const segments = NodePath.relative(home.path, path).split(NodePath.sep)
+  return segments.length < 2 || !writableInHome(home, segments[0]!) || home.linked.some((target) => isInside(target, path))
+}
+
+/**
+ * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
+ * ("" when it cannot be read): only that much is read, however large a command made it.
+ */
+export const readGitFile = async (file: string): Promise<string> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return ""
+  try {
+    const buffer = Buffer.alloc(4096)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    return buffer.toString("utf8", 0, bytesRead)
+  } catch {
+    return ""
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * `core.hooksPath` in a git config's text (the last one set wins, as in git), unquoted. Sections are
+ * case-insensitive, so are keys; a value in double quotes loses them. `include`s are not followed.
+ */
+export const hooksPathIn = (config: string): string | undefined => {
+  let section = ""
+  let found: string | undefined
+  for (const raw of config.split(/\r?\n/)) {
+    let line = raw.trim()
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$/.exec(line)
+    if (header !== null) {
+      section = header[1]!.toLowerCase()
+      line = header[2]!.trim()
+    }
+    if (section !== "core") continue
+    const entry = /^hookspath\s*=\s*(.*)$/i.exec(line)
+    if (entry === null) continue
+    let value = entry[1]!.replace(/\s[;#].*$/, "").trim()
+    if (value.startsWith("\"") && value.endsWith("\"") && value.length >= 2) value = value.slice(1, -1)
+    found = value
+  }
+  return found === "" ? undefined : found
+}
+
+/**
+ * The folder `core.hooksPath` names, absolute: `~/` is the home folder, a relative path is taken
+ * from the worktree's root (where git runs hooks).
+ */
+export const hooksFolder = (value: string, worktree: string): string =>
+  value === "~" || value.startsWith("~/")
+    ? NodePath.join(process.env.HOME ?? NodeOs.homedir(), value.slice(1))
+    : NodePath.resolve(worktree, value)
+
+/**
+ * The real path `path` leads to, a missing tail joined to its deepest existing folder's real path
+ * (`undefined` when nothing on the way can be resolved).
+ */
+export const realOrPlanned = async (path: string): Promise<string | undefined> => {
+  const tail: Array<string> = []
+  for (let at = path; ; at = NodePath.dirname(at)) {
+    const real = await NodeFs.realpath(at).catch(() => undefined)
+    if (real !== undefined) return NodePath.join(real, ...tail)
+    if (at === NodePath.dirname(at)) return undefined
+    tail.unshift(NodePath.basename(at))
+  }
+}
+
+/** Husky's folder at a worktree's root: its `_/` is the hooks folder git runs, and the scripts there run the ones beside it. */
+export const husky = ".husky"
+
+/**
+ * The hooks folders of the repository `cwd` is in (found as git finds it, from cwd up): the folder
+ * its `core.hooksPath` names, as written and where it leads. For the file tools' writes; the
+ * sandbox reads the same setting of every repository it pins.
+ */
+export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>> => {
+  for (let dir = cwd; ; dir = NodePath.dirname(dir)) {
+    const dotGit = NodePath.join(dir, ".git")
+    const info = await NodeFs.stat(dotGit).catch(() => undefined)
+    if (info !== undefined) {
+      let gitDir = dotGit
+      if (info.isFile()) {
+        const named = /^gitdir: *(.+?)\r?$/m.exec(await readGitFile(dotGit))?.[1]
+        if (named === undefined) return []
+        gitDir = NodePath.resolve(dir, named)
+      }
+      const common = (await readGitFile(NodePath.join(gitDir, "commondir"))).trim()
+      const configDir = common === "" ? gitDir : NodePath.resolve(gitDir, common)
+      const value = hooksPathIn(await readGitFile(NodePath.join(configDir, "config")))
+      if (value === undefined) return []
+      const folder = hooksFolder(value, dir)
+      const real = await realOrPlanned(folder)
+      return [...new Set([folder, ...(real === undefined ? [] : [real])])]
+    }
+    if (dir === NodePath.dirname(dir)) return []
+  }
+}
+
+/**
+ * Why a write to `path` (absolute, normalized) runs later outside the sandbox, if it does: in the
+ * read-only part of a home folder the cwd holds, or in a hooks folder.
+ */
+export const reasonFor = (facts: { readonly home: Home | undefined; readonly hooks: ReadonlyArray<string> }, path: string): string | undefined =>
+  facts.home !== undefined && readOnlyInHome(facts.home, path)
+    ? "the home folder's start-up files, dot folders and folders on PATH run later, outside the sandbox"
+    : facts.hooks.some((folder) => isInside(folder, path))
+    ? "git runs the hooks in this folder (core.hooksPath) at your next commit, outside the sandbox"
+    : undefined
