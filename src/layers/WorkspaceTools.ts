@@ -527,7 +527,7 @@ export const make = (options: Options = {}) =>
           const undone = yield* after
           const undoneNote = undone.length === 0
             ? ""
-            : `\n[removed ${undone.join(", ")}, which the command made: it would have sent git to another folder for its config and hooks]`
+            : `\n[undid ${undone.join(", ")}, which the command made or changed: it would have sent git to another folder for its config or hooks]`
           const truncated = (r: { readonly truncatedBytes: number }) => r.truncatedBytes > 0 ? `\n[… truncated: ${r.truncatedBytes} more bytes]` : ""
           switch (result._tag) {
             case "SpawnFailed":

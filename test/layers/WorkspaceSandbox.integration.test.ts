@@ -256,6 +256,94 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(yield* output("git -C layout/main status --short")).toBe("(no output)")
     }))
 
+  it.effect(`${branch} git's hooks folder (core.hooksPath) and husky's .husky/ are read-only like .git/hooks: existing, missing, through a link, from a repository above cwd`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      const marker = NodePath.join(outside, `hooked-${process.pid}-${Date.now()}`)
+      const hook = `#!/bin/sh\ntouch ${marker}\n`
+      const commit = (at: string) => {
+        try {
+          execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "x"], { cwd: at, stdio: "ignore" })
+        } catch {
+          // a hook that failed is no hook that ran: the marker says
+        }
+      }
+      // husky's layout: git runs .husky/_/pre-commit, which runs .husky/pre-commit.
+      NodeFs.mkdirSync(NodePath.join(cwd, ".husky", "_"), { recursive: true })
+      NodeFs.writeFileSync(NodePath.join(cwd, ".husky", "pre-commit"), "#!/bin/sh\ntrue\n", { mode: 0o755 })
+      NodeFs.writeFileSync(NodePath.join(cwd, ".husky", "_", "pre-commit"), "#!/bin/sh\nsh -e \"${0%/*}/../pre-commit\"\n", { mode: 0o755 })
+      execFileSync("git", ["config", "core.hooksPath", ".husky/_"], { cwd })
+      const said = yield* output(`sh -c 'printf "${hook}" > .husky/pre-commit; printf "${hook}" > .husky/_/pre-commit; printf "${hook}" > .husky/_/post-commit; chmod +x .husky/_/post-commit'`)
+      expect(said).toContain("Read-only file system")
+      commit(cwd)
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+
+      // A hooks folder that does not exist yet cannot be made by a command.
+      execFileSync("git", ["config", "core.hooksPath", "tools/githooks"], { cwd })
+      const made = yield* output(`sh -c 'mkdir -p tools/githooks; printf "${hook}" > tools/githooks/pre-commit; chmod +x tools/githooks/pre-commit; echo done'`)
+      expect(made).toContain("done")
+      commit(cwd)
+      expect(NodeFs.existsSync(marker), made).toBe(false)
+      expect(NodeFs.readdirSync(NodePath.join(cwd, "tools", "githooks"))).toEqual([])
+
+      // A hooks folder reached through a link: read-only where it leads, and the link put back if a command swaps it.
+      NodeFs.mkdirSync(NodePath.join(cwd, "scripts", "hooks"), { recursive: true })
+      NodeFs.symlinkSync("scripts/hooks", NodePath.join(cwd, "linked-hooks"))
+      execFileSync("git", ["config", "core.hooksPath", "linked-hooks"], { cwd })
+      const linked = yield* output(`sh -c 'printf "${hook}" > scripts/hooks/pre-commit; rm linked-hooks && mkdir linked-hooks && printf "${hook}" > linked-hooks/pre-commit && chmod +x linked-hooks/pre-commit; echo done'`)
+      expect(linked).toContain("Read-only file system")
+      expect(linked).toContain("linked-hooks")
+      expect(NodeFs.readlinkSync(NodePath.join(cwd, "linked-hooks"))).toBe("scripts/hooks")
+      commit(cwd)
+      expect(NodeFs.existsSync(marker), linked).toBe(false)
+
+      // A session in a folder of a repository whose hooks folder is in that folder.
+      const sub = NodePath.join(cwd, "pkg")
+      NodeFs.mkdirSync(NodePath.join(sub, "hooks"), { recursive: true })
+      execFileSync("git", ["config", "core.hooksPath", "pkg/hooks"], { cwd })
+      const tools = yield* WorkspaceTools.make({ sandbox: "required", hiddenPaths: [dataDir] })
+      const context: ToolContext = { sessionId: "s", turnId: "t", cwd: sub, progress: () => Effect.void }
+      const inSub = yield* Effect.either(Effect.flatMap(
+        tools.prepare({ toolCallId: "c", tool: "shell", args: { command: `sh -c 'printf "${hook}" > hooks/pre-commit; chmod +x hooks/pre-commit'` } }, sub),
+        (call) => tools.execute(call, context)
+      ))
+      expect(Either.isRight(inSub) && inSub.right.result).toContain("Read-only file system")
+      commit(cwd)
+      expect(NodeFs.existsSync(marker)).toBe(false)
+      // The rest of the workspace stays writable, and git works.
+      expect(yield* output("sh -c 'echo x > tools/build.sh && git add tools/build.sh && echo ok'")).toBe("ok\n")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.effect(`${branch} a .git that is a link to a folder inside cwd is pinned where it leads, and the link is put back if a command swaps it`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      const marker = NodePath.join(outside, `linked-git-${process.pid}-${Date.now()}`)
+      NodeFs.renameSync(NodePath.join(cwd, ".git"), NodePath.join(cwd, ".repo"))
+      NodeFs.symlinkSync(".repo", NodePath.join(cwd, ".git"))
+      const said = yield* output(`sh -c 'printf "[core]\\n\\tfsmonitor = touch ${marker}; false\\n" >> .git/config; printf "#!/bin/sh\\ntouch ${marker}\\n" > .repo/hooks/pre-commit; echo done'`)
+      expect(said).toContain("Read-only file system")
+      execFileSync("git", ["status"], { cwd, stdio: "ignore" })
+      expect(NodeFs.existsSync(marker), said).toBe(false)
+      // Swapped for a folder of the command's own: put back once the command is gone.
+      const swapped = yield* output(`sh -c 'rm .git && cp -r .repo .git && printf "[core]\\n\\tfsmonitor = touch ${marker}; false\\n" >> .git/config; echo done'`)
+      expect(swapped).toContain(".git")
+      expect(NodeFs.readlinkSync(NodePath.join(cwd, ".git"))).toBe(".repo")
+      execFileSync("git", ["status"], { cwd, stdio: "ignore" })
+      expect(NodeFs.existsSync(marker), swapped).toBe(false)
+      expect(yield* output("git status --short")).not.toContain("fatal")
+      // The same for a repository below cwd, whose .git link the walk used to pass over.
+      const nested = NodePath.join(cwd, "nested")
+      NodeFs.mkdirSync(nested)
+      execFileSync("git", ["init", "-q"], { cwd: nested })
+      NodeFs.renameSync(NodePath.join(nested, ".git"), NodePath.join(nested, ".repo"))
+      NodeFs.symlinkSync(".repo", NodePath.join(nested, ".git"))
+      const below = yield* output(`sh -c 'printf "[core]\\n\\tfsmonitor = touch ${marker}; false\\n" >> nested/.git/config; mv nested/.repo nested/.old; echo done'`)
+      expect(below).toContain("Read-only file system")
+      expect(below).toContain("busy")
+      execFileSync("git", ["status"], { cwd: nested, stdio: "ignore" })
+      expect(NodeFs.existsSync(marker), below).toBe(false)
+    }))
+
   it.effect(`${branch} a session in the home folder: commands cannot write its start-up files, dot folders or folders on PATH; its other folders stay writable`, () =>
     Effect.gen(function*() {
       const { cwd, output } = yield* workspace()

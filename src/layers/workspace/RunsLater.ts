@@ -138,31 +138,56 @@ export const realOrPlanned = async (path: string): Promise<string | undefined> =
 export const husky = ".husky"
 
 /**
- * The hooks folders of the repository `cwd` is in (found as git finds it, from cwd up): the folder
- * its `core.hooksPath` names, as written and where it leads. For the file tools' writes; the
- * sandbox reads the same setting of every repository it pins.
+ * Where git takes a worktree's hooks setting from: the git folder whose `config` holds the
+ * repository's settings (a linked worktree's common one), the worktree's own git folder (its
+ * `config.worktree`), and the worktree's root, from which a relative `core.hooksPath` is taken.
+ */
+export interface Worktree {
+  readonly gitDir: string
+  readonly ownGitDir: string
+  readonly root: string
+}
+
+/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none). */
+export const hooksFolderOf = async (worktree: Worktree): Promise<string | undefined> => {
+  const value = hooksPathIn(`${await readGitFile(NodePath.join(worktree.gitDir, "config"))}\n${await readGitFile(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
+  return value === undefined ? undefined : hooksFolder(value, worktree.root)
+}
+
+/** The worktree `dir/.git` makes, as git reads it: a folder, or a file naming one (whose `commondir` names the repository's). */
+export const worktreeAt = async (dir: string): Promise<Worktree | undefined> => {
+  const dotGit = NodePath.join(dir, ".git")
+  const info = await NodeFs.stat(dotGit).catch(() => undefined)
+  if (info === undefined) return undefined
+  let ownGitDir = dotGit
+  if (info.isFile()) {
+    const named = /^gitdir: *(.+?)\r?$/m.exec(await readGitFile(dotGit))?.[1]
+    if (named === undefined) return undefined
+    ownGitDir = NodePath.resolve(dir, named)
+  }
+  const common = (await readGitFile(NodePath.join(ownGitDir, "commondir"))).trim()
+  return { gitDir: common === "" ? ownGitDir : NodePath.resolve(ownGitDir, common), ownGitDir, root: dir }
+}
+
+/** The worktree `cwd` is in, found as git finds it: from cwd up. */
+export const worktreeOf = async (cwd: string): Promise<Worktree | undefined> => {
+  for (let dir = cwd; ; dir = NodePath.dirname(dir)) {
+    if ((await NodeFs.lstat(NodePath.join(dir, ".git")).catch(() => undefined)) !== undefined) return worktreeAt(dir)
+    if (dir === NodePath.dirname(dir)) return undefined
+  }
+}
+
+/**
+ * The hooks folder of the repository `cwd` is in: the folder its `core.hooksPath` names, as written
+ * and where it leads (also where it would be made). For the file tools' writes; the sandbox pins
+ * the same folder of every repository it pins.
  */
 export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>> => {
-  for (let dir = cwd; ; dir = NodePath.dirname(dir)) {
-    const dotGit = NodePath.join(dir, ".git")
-    const info = await NodeFs.stat(dotGit).catch(() => undefined)
-    if (info !== undefined) {
-      let gitDir = dotGit
-      if (info.isFile()) {
-        const named = /^gitdir: *(.+?)\r?$/m.exec(await readGitFile(dotGit))?.[1]
-        if (named === undefined) return []
-        gitDir = NodePath.resolve(dir, named)
-      }
-      const common = (await readGitFile(NodePath.join(gitDir, "commondir"))).trim()
-      const configDir = common === "" ? gitDir : NodePath.resolve(gitDir, common)
-      const value = hooksPathIn(await readGitFile(NodePath.join(configDir, "config")))
-      if (value === undefined) return []
-      const folder = hooksFolder(value, dir)
-      const real = await realOrPlanned(folder)
-      return [...new Set([folder, ...(real === undefined ? [] : [real])])]
-    }
-    if (dir === NodePath.dirname(dir)) return []
-  }
+  const worktree = await worktreeOf(cwd)
+  const folder = worktree === undefined ? undefined : await hooksFolderOf(worktree)
+  if (folder === undefined) return []
+  const real = await realOrPlanned(folder)
+  return [...new Set([folder, ...(real === undefined ? [] : [real])])]
 }
 
 /**

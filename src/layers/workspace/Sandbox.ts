@@ -13,7 +13,7 @@
  *   session's cwd (bound over itself, with what is mounted below it, writable) and a fresh, empty
  *   tmpfs on `/tmp` and `/dev/shm` (`TMPDIR` points there; it lives as long as the command). Inside
  *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`),
- *   a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
+ *   git's hooks folder (`core.hooksPath`, husky's `.husky/`), a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
  *   rest of `.git` stays writable, so that `git add` and `git commit` work). Git folders are mount
  *   points, so that a command cannot rename one away and make another. Credentials
  *   under the user's home (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`,
@@ -218,10 +218,14 @@ const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
  * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
  * there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string> }> => {
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link> }> => {
   const gitDirs = new Set<string>()
   const gitFiles = new Set<string>()
   const worktreeDirs = new Set<string>()
+  // Where git takes each worktree's `core.hooksPath` from, and a relative one from (see `hooksPins`).
+  const worktrees: Array<RunsLater.Worktree> = []
+  // Links inside cwd that git follows to what is pinned (a `.git` link): put back after the command if it changed them.
+  const followed: Array<string> = []
   const addGitDir = async (dir: string) => {
     if (gitDirs.has(dir) || !isInside(cwd, dir) || dir === cwd) return
     if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) return
@@ -232,7 +236,10 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
       worktreeDirs.add(worktree)
       // Where that worktree's `.git` file is: pinned when inside cwd.
       const named = (await readGitFile(NodePath.join(worktree, "gitdir"))).trim()
-      if (NodePath.isAbsolute(named) && isInside(cwd, named) && (await NodeFs.lstat(named).catch(() => undefined))?.isFile() === true) gitFiles.add(named)
+      if (NodePath.isAbsolute(named) && isInside(cwd, named) && (await NodeFs.lstat(named).catch(() => undefined))?.isFile() === true) {
+        gitFiles.add(named)
+        worktrees.push({ gitDir: dir, ownGitDir: worktree, root: NodePath.dirname(named) })
+      }
     }
   }
   // The folders down to `gitSearch.depth`, breadth first, within `gitSearch.maxFolders`; links are not followed.
@@ -249,14 +256,27 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
       for (const entry of entries) {
         const path = NodePath.join(folder, entry.name)
         if (entry.name === ".git") {
-          if (entry.isDirectory()) await addGitDir(path)
-          else if (entry.isFile()) {
+          if (entry.isDirectory()) {
+            await addGitDir(path)
+            worktrees.push({ gitDir: path, ownGitDir: path, root: folder })
+          } else if (entry.isFile()) {
             gitFiles.add(path)
             const target = await namedFolder(path, /gitdir: */)
             // A linked worktree's git folder names its repository's in `commondir`.
             const common = target === undefined ? undefined : await namedFolder(NodePath.join(target, "commondir"), /(?:)/)
             if (target !== undefined && common === undefined) await addGitDir(target)
             if (common !== undefined) await addGitDir(common)
+            if (target !== undefined) worktrees.push({ gitDir: common ?? target, ownGitDir: target, root: folder })
+          } else if (entry.isSymbolicLink()) {
+            // Git follows a `.git` link. Resolved once, and the folder it led to is what gets pinned,
+            // when it is inside cwd (one outside is read-only with the rest); the link itself cannot be
+            // bound over, so it is put back after the command if the command changed it.
+            const real = await NodeFs.realpath(path).catch(() => undefined)
+            if (real !== undefined && isInside(cwd, real) && real !== cwd && (await NodeFs.lstat(real).catch(() => undefined))?.isDirectory() === true) {
+              await addGitDir(real)
+              followed.push(path)
+              worktrees.push({ gitDir: real, ownGitDir: real, root: folder })
+            }
           }
         } else if (entry.isDirectory() && entry.name !== "node_modules" && depth < gitSearch.depth) {
           next.push(path)
@@ -266,33 +286,115 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     level = next
   }
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
+  // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
+  const above = await RunsLater.worktreeOf(cwd)
+  if (above !== undefined && above.root !== cwd && !isInside(cwd, above.root)) worktrees.push(above)
+  const hooks = await hooksPins(cwd, worktrees)
+  followed.push(...hooks.followed)
   const inGit = [
     ...[...gitDirs].flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
     ...[...worktreeDirs].flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
   ]
-  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles]
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles, ...hooks.folders]
   const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
   const existing = [...new Set((await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))).flat())]
   // Outermost first: a folder bound after one inside it would cover that one's mount.
-  const anchors = [...new Set([...[...gitDirs, ...existing].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
+  const anchors = [...new Set([...[...gitDirs, ...existing, ...followed].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
     .sort((a, b) => a.split(NodePath.sep).length - b.split(NodePath.sep).length)
   const redirects = [...gitDirs].filter((dir) => !worktreeDirs.has(dir)).map((dir) => NodePath.join(dir, "commondir"))
   const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
-  return { anchors, readOnly: existing, redirects: absent.flat() }
+  const links = await Promise.all([...new Set(followed)].map(async (path): Promise<ReadonlyArray<Link>> => {
+    const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
+    return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
+  }))
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat() }
+}
+
+/** A link git follows to something pinned, as it was before the command: its text, and its folder's real path. */
+interface Link {
+  readonly path: string
+  readonly text: string
+  readonly parent: string
+}
+
+/**
+ * Git's hooks folders inside cwd, kept read-only like `.git/hooks`: git runs what is there at the
+ * user's next commit, outside the sandbox. For each worktree, the folder its `core.hooksPath` names
+ * (from the pinned config; relative to the worktree's root) — made empty first when it does not
+ * exist yet, one folder at a time and never through a link, so that no command can make it — and
+ * husky's `.husky/` at the root when it is there (husky's `core.hooksPath` is `.husky/_`, whose
+ * scripts run the ones in `.husky/`). Each is resolved once and the folder it led to is what is
+ * bound; the links inside cwd on the way to it are returned to be put back if a command changes them.
+ * A hooks folder that is cwd itself, or holds it, is not pinned (the session could write nothing).
+ */
+const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<{ readonly folders: ReadonlyArray<string>; readonly followed: ReadonlyArray<string> }> => {
+  const folders = new Set<string>()
+  const followed: Array<string> = []
+  for (const worktree of worktrees) {
+    const named = await RunsLater.hooksFolderOf(worktree)
+    for (const [folder, make] of [[named, true], [NodePath.join(worktree.root, RunsLater.husky), false]] as const) {
+      if (folder === undefined) continue
+      const real = await RunsLater.realOrPlanned(folder)
+      if (real === undefined || real === cwd || !isInside(cwd, real) || folders.has(real)) continue
+      const there = (await NodeFs.lstat(real).catch(() => undefined)) !== undefined
+      if (!there && !(make && (await madeFolder(real)))) continue
+      folders.add(real)
+      followed.push(...(await linksOnTheWay(cwd, folder)))
+    }
+  }
+  return { folders: [...folders], followed }
+}
+
+/**
+ * Makes the missing folders of `real` (a real path but for its missing tail) one at a time, each
+ * checked to be a folder and not a link once made: a link put in the way is never followed.
+ */
+const madeFolder = async (real: string): Promise<boolean> => {
+  const missing: Array<string> = []
+  for (let at = real; (await NodeFs.lstat(at).catch(() => undefined)) === undefined; at = NodePath.dirname(at)) missing.unshift(at)
+  for (const folder of missing) {
+    await NodeFs.mkdir(folder).catch(() => undefined)
+    const info = await NodeFs.lstat(folder).catch(() => undefined)
+    if (info === undefined || !info.isDirectory()) return false
+  }
+  return (await NodeFs.realpath(real).catch(() => undefined)) === real
+}
+
+/** The links inside cwd on the way from it to `path` as written (git follows each of them). */
+const linksOnTheWay = async (cwd: string, path: string): Promise<ReadonlyArray<string>> => {
+  if (!isInside(cwd, path)) return []
+  const links: Array<string> = []
+  let at = cwd
+  for (const name of NodePath.relative(cwd, path).split(NodePath.sep).filter((n) => n !== "")) {
+    at = NodePath.join(at, name)
+    const info = await NodeFs.lstat(at).catch(() => undefined)
+    if (info === undefined) break
+    if (info.isSymbolicLink()) links.push(at)
+  }
+  return links
 }
 
 /**
  * Removes what a command made at `paths` (the `commondir` of the repository's git folders, absent
- * before it ran) and says which, relative to `cwd`. Run once the command's namespace is gone: no
- * process of it is left to make one again.
+ * before it ran), puts back the links git follows to what is pinned (a `.git` link, a link on the
+ * way to a hooks folder) that it changed, and says which, relative to `cwd`. Run once the command's
+ * namespace is gone: no process of it is left to make one again. A link whose folder now leads
+ * elsewhere is left alone: nothing is removed but where it was.
  */
-const undoRedirects = (cwd: string, paths: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>> =>
+const undoRedirects = (cwd: string, paths: ReadonlyArray<string>, links: ReadonlyArray<Link> = []): Effect.Effect<ReadonlyArray<string>> =>
   Effect.promise(async () => {
     const removed: Array<string> = []
     for (const path of paths) {
       if ((await NodeFs.lstat(path).catch(() => undefined)) === undefined) continue
       await NodeFs.rm(path, { recursive: true, force: true })
       removed.push(NodePath.relative(cwd, path))
+    }
+    for (const link of links) {
+      if ((await NodeFs.readlink(link.path).catch(() => undefined)) === link.text) continue
+      if ((await NodeFs.realpath(NodePath.dirname(link.path)).catch(() => undefined)) !== link.parent) continue
+      await NodeFs.rm(link.path, { recursive: true, force: true })
+      await NodeFs.symlink(link.text, link.path).catch(() => undefined)
+      removed.push(NodePath.relative(cwd, link.path))
     }
     return removed
   })
@@ -340,7 +442,7 @@ const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<R
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string> }> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link> }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -379,7 +481,7 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects }
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links }
 }
 
 /**
@@ -392,7 +494,7 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const { redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { links, redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
@@ -415,7 +517,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects) }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links) }
   })
 
 /** What the setup runs with: nothing of the command's. */
