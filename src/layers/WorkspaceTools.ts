@@ -525,9 +525,13 @@ export const make = (options: Options = {}) =>
             }
           }), () => after)
           const undone = yield* after
-          const undoneNote = undone.length === 0
+          const made = yield* (launch.made ?? Effect.succeed([] as ReadonlyArray<string>))
+          const undoneNote = (undone.length === 0
             ? ""
-            : `\n[undid ${undone.join(", ")}, which the command made or changed: it would have sent git to another folder for its config or hooks]`
+            : `\n[undid ${undone.join(", ")}, which the command made or changed: it would have sent git to another folder for its config or hooks]`) +
+            (made.length === 0
+              ? ""
+              : `\n[the command made git repositories whose settings or hooks run programs: ${made.join("; ")}. Git run there — and \`git status\` in a repository that has one staged as a submodule — runs them outside the sandbox; check them before you do]`)
           const truncated = (r: { readonly truncatedBytes: number }) => r.truncatedBytes > 0 ? `\n[… truncated: ${r.truncatedBytes} more bytes]` : ""
           switch (result._tag) {
             case "SpawnFailed":

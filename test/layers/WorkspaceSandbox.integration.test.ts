@@ -344,6 +344,20 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(NodeFs.existsSync(marker), below).toBe(false)
     }))
 
+  it.effect(`${branch} a repository a command makes is not pinned, but what in it runs programs is said in the result, and kept`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      // A plain `git init` holds nothing that runs (its hooks are samples): nothing to say.
+      expect(yield* output("git init -q plain")).toBe("(no output)")
+      const said = yield* output(`sh -c 'git init -q made && git -C made config core.fsmonitor "touch /x" && git -C made config filter.lfs.smudge "touch /x" && printf "#!/bin/sh\\n" > made/.git/hooks/pre-commit'`)
+      expect(said).toContain("made/.git (core.fsmonitor, filter.smudge, hooks/pre-commit)")
+      expect(said).toContain("outside the sandbox")
+      // Said, never removed: it may be the user's work.
+      expect(NodeFs.readFileSync(NodePath.join(cwd, "made", ".git", "config"), "utf8")).toContain("fsmonitor")
+      // Once there before a command, it is pinned like any repository and not said again.
+      expect(yield* output("true")).toBe("(no output)")
+    }))
+
   it.effect(`${branch} a session in the home folder: commands cannot write its start-up files, dot folders or folders on PATH; its other folders stay writable`, () =>
     Effect.gen(function*() {
       const { cwd, output } = yield* workspace()

@@ -73,11 +73,11 @@ export const readOnlyInHome = (home: Home, path: string): boolean => {
  * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
  * ("" when it cannot be read): only that much is read, however large a command made it.
  */
-export const readGitFile = async (file: string): Promise<string> => {
+export const readGitFile = async (file: string, bytes = 4096): Promise<string> => {
   const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
   if (handle === undefined) return ""
   try {
-    const buffer = Buffer.alloc(4096)
+    const buffer = Buffer.alloc(bytes)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     return buffer.toString("utf8", 0, bytesRead)
   } catch {
@@ -109,6 +109,52 @@ export const hooksPathIn = (config: string): string | undefined => {
     found = value
   }
   return found === "" ? undefined : found
+}
+
+/**
+ * The settings in a git config's text that make git run a program, or read settings from elsewhere
+ * (`include.path`), as `section.key` (a subsection's name left out): what a repository a command
+ * made itself can hold for the user's next `git` in it to run, outside the sandbox.
+ */
+export const programSettingsIn = (config: string): ReadonlyArray<string> => {
+  const found = new Set<string>()
+  let section = ""
+  for (const raw of config.split(/\r?\n/)) {
+    let line = raw.trim()
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$/.exec(line)
+    if (header !== null) {
+      section = header[1]!.toLowerCase()
+      line = header[2]!.trim()
+    }
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line)
+    if (entry === null || section === "") continue
+    const key = entry[1]!.toLowerCase()
+    const value = (entry[2] ?? "").trim()
+    const runs = (programKeys[section.split(".")[0]!] ?? []).includes(key) ||
+      (section === "alias" && /^"?!/.test(value)) || ["include", "includeif", "pager"].includes(section)
+    if (runs) found.add(`${section}.${key}`)
+  }
+  return [...found]
+}
+
+/** Per section, the keys whose value is a program git runs (or a place it reads settings from). */
+const programKeys: Readonly<Record<string, ReadonlyArray<string>>> = {
+  core: ["fsmonitor", "hookspath", "sshcommand", "pager", "editor", "askpass", "gitproxy", "worktree"],
+  sequence: ["editor"],
+  diff: ["external", "command", "textconv"],
+  merge: ["driver"],
+  filter: ["clean", "smudge", "process"],
+  credential: ["helper"],
+  gpg: ["program"],
+  remote: ["uploadpack", "receivepack", "vcs"],
+  uploadpack: ["packobjectshook"],
+  difftool: ["cmd", "path"],
+  mergetool: ["cmd", "path"],
+  browser: ["cmd", "path"],
+  web: ["browser"],
+  ssh: ["variant"],
+  init: ["templatedir"],
+  protocol: ["allow"]
 }
 
 /**

@@ -218,7 +218,39 @@ const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
  * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
  * there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link> }> => {
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string> }> => {
+  const { followed, gitDirs, gitFiles, worktreeDirs, worktrees } = await findRepositories(cwd)
+  for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
+  // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
+  const above = await RunsLater.worktreeOf(cwd)
+  if (above !== undefined && above.root !== cwd && !isInside(cwd, above.root)) worktrees.push(above)
+  const hooks = await hooksPins(cwd, worktrees)
+  followed.push(...hooks.followed)
+  const inGit = [
+    ...[...gitDirs].flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
+    ...[...worktreeDirs].flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
+  ]
+  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles, ...hooks.folders]
+  const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
+  const existing = [...new Set((await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))).flat())]
+  // Outermost first: a folder bound after one inside it would cover that one's mount.
+  const anchors = [...new Set([...[...gitDirs, ...existing, ...followed].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
+    .sort((a, b) => a.split(NodePath.sep).length - b.split(NodePath.sep).length)
+  const redirects = [...gitDirs].filter((dir) => !worktreeDirs.has(dir)).map((dir) => NodePath.join(dir, "commondir"))
+  const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
+  const links = await Promise.all([...new Set(followed)].map(async (path): Promise<ReadonlyArray<Link>> => {
+    const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
+    return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
+  }))
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs }
+}
+
+/**
+ * The repositories inside cwd (see `workspacePins`), found without changing anything: their git
+ * folders (submodules' too), `.git` files, linked worktrees' git folders, each worktree's settings
+ * and the `.git` links followed.
+ */
+const findRepositories = async (cwd: string) => {
   const gitDirs = new Set<string>()
   const gitFiles = new Set<string>()
   const worktreeDirs = new Set<string>()
@@ -285,30 +317,31 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     }
     level = next
   }
-  for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
-  // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
-  const above = await RunsLater.worktreeOf(cwd)
-  if (above !== undefined && above.root !== cwd && !isInside(cwd, above.root)) worktrees.push(above)
-  const hooks = await hooksPins(cwd, worktrees)
-  followed.push(...hooks.followed)
-  const inGit = [
-    ...[...gitDirs].flatMap((dir) => ["config", "config.worktree", "hooks", "commondir"].map((name) => NodePath.join(dir, name))),
-    ...[...worktreeDirs].flatMap((dir) => ["commondir", "config.worktree"].map((name) => NodePath.join(dir, name)))
-  ]
-  const candidates = [...readOnlyInWorkspace.map((p) => NodePath.join(cwd, p)), ...inGit, ...gitFiles, ...hooks.folders]
-  const exists = async (path: string) => (await NodeFs.lstat(path).catch(() => undefined)) !== undefined
-  const existing = [...new Set((await Promise.all(candidates.map(async (path) => ((await exists(path)) ? [path] : [])))).flat())]
-  // Outermost first: a folder bound after one inside it would cover that one's mount.
-  const anchors = [...new Set([...[...gitDirs, ...existing, ...followed].flatMap((path) => foldersBetween(cwd, path)), ...gitDirs])]
-    .sort((a, b) => a.split(NodePath.sep).length - b.split(NodePath.sep).length)
-  const redirects = [...gitDirs].filter((dir) => !worktreeDirs.has(dir)).map((dir) => NodePath.join(dir, "commondir"))
-  const absent = await Promise.all(redirects.map(async (path) => ((await exists(path)) ? [] : [path])))
-  const links = await Promise.all([...new Set(followed)].map(async (path): Promise<ReadonlyArray<Link>> => {
-    const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
-    return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
-  }))
-  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat() }
+  return { gitDirs, gitFiles, worktreeDirs, worktrees, followed }
 }
+
+/**
+ * What the repositories a command made can run later, outside the sandbox: each git folder the same
+ * bounded search finds now that it did not before the command (`git init sub`, a submodule added
+ * under `.git/modules`), with the settings of its config that run a program (`RunsLater.programSettingsIn`)
+ * and the hooks it holds (its `hooks/` but the `.sample`s git makes). Said in the tool's result, never
+ * removed: it may be the user's work. Its config is read up to 64 KiB; a larger one is said to be
+ * unchecked.
+ */
+const madeRepositories = (cwd: string, before: ReadonlySet<string>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const notes: Array<string> = []
+    const { gitDirs } = await findRepositories(cwd)
+    for (const dir of gitDirs) {
+      if (before.has(dir)) continue
+      const config = await RunsLater.readGitFile(NodePath.join(dir, "config"), 65_537)
+      const settings = config.length > 65_536 ? ["(a config larger than 64 KiB, not checked)"] : RunsLater.programSettingsIn(config)
+      const hooks = (await NodeFs.readdir(NodePath.join(dir, "hooks")).catch(() => [] as Array<string>)).filter((name) => !name.endsWith(".sample"))
+      const what = [...settings, ...hooks.map((name) => `hooks/${name}`)]
+      if (what.length > 0) notes.push(`${NodePath.relative(cwd, dir)} (${what.slice(0, 8).join(", ")}${what.length > 8 ? ", …" : ""})`)
+    }
+    return notes
+  })
 
 /** A link git follows to something pinned, as it was before the command: its text, and its folder's real path. */
 interface Link {
@@ -442,7 +475,7 @@ const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<R
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link> }> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string> }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -481,7 +514,7 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links }
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links, gitDirs: pins.gitDirs }
 }
 
 /**
@@ -494,7 +527,7 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const { links, redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { gitDirs, links, redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
@@ -517,7 +550,7 @@ export const workspaceLaunch = (
       ...counted(commandEnvironment(profile.env)),
       "--"
     ]
-    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links) }
+    return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), made: madeRepositories(cwd, gitDirs) }
   })
 
 /** What the setup runs with: nothing of the command's. */
@@ -620,6 +653,11 @@ export interface Launch {
    * made that would change what the user's next git command runs, and names it (paths relative to cwd).
    */
   readonly after?: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Run after `after`: the git folders the command made whose config runs a program or that hold
+   * hooks, each with what (paths relative to cwd). Said, never removed.
+   */
+  readonly made?: Effect.Effect<ReadonlyArray<string>>
 }
 
 /**
