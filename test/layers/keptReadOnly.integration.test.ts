@@ -14,6 +14,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest"
 import * as Effect from "effect/Effect"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as RunsLater from "../../src/layers/workspace/RunsLater.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { PreparedCall } from "../../src/services/ToolRouter.js"
 
@@ -128,5 +129,16 @@ describe("git's hooks and editors' settings in any workspace: .husky/, the folde
     execFileSync("git", ["config", "core.hooksPath", "githooks"], { cwd })
     await expectProtected(cwd, "write_file", "githooks/pre-commit")
     await expectProtected(cwd, "write_file", "scripts/hooks/pre-commit")
+  })
+})
+
+describe("reading a git config for what runs programs", () => {
+  it("core.hooksPath: the last one wins, in any case, quoted or not; settings that run programs are named", () => {
+    expect(RunsLater.hooksPathIn("[core]\n\thooksPath = a\n[Core]\n\tHOOKSPATH = \"b c\" # why\n")).toBe("b c")
+    expect(RunsLater.hooksPathIn("[user]\n\thooksPath = a\n")).toBeUndefined()
+    expect(RunsLater.programSettingsIn([
+      "[core]", "\trepositoryformatversion = 0", "\tfsmonitor = touch x", "[diff \"x\"]", "\ttextconv = cat",
+      "[alias]", "\tst = status", "\tboom = !touch x", "[includeIf \"gitdir:/\"]", "\tpath = ../x", "[user]", "\tname = t"
+    ].join("\n"))).toEqual(["core.fsmonitor", "diff.textconv", "alias.boom", "includeif.path"])
   })
 })

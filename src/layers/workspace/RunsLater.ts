@@ -87,37 +87,19 @@ export const readGitFile = async (file: string, bytes = 4096): Promise<string> =
   }
 }
 
-/**
- * `core.hooksPath` in a git config's text (the last one set wins, as in git), unquoted. Sections are
- * case-insensitive, so are keys; a value in double quotes loses them. `include`s are not followed.
- */
-export const hooksPathIn = (config: string): string | undefined => {
-  let section = ""
-  let found: string | undefined
-  for (const raw of config.split(/\r?\n/)) {
-    let line = raw.trim()
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$/.exec(line)
-    if (header !== null) {
-      section = header[1]!.toLowerCase()
-      line = header[2]!.trim()
-    }
-    if (section !== "core") continue
-    const entry = /^hookspath\s*=\s*(.*)$/i.exec(line)
-    if (entry === null) continue
-    let value = entry[1]!.replace(/\s[;#].*$/, "").trim()
-    if (value.startsWith("\"") && value.endsWith("\"") && value.length >= 2) value = value.slice(1, -1)
-    found = value
-  }
-  return found === "" ? undefined : found
+/** One setting of a git config's text: its section (lower case, a subsection's name left out), key (lower case) and value. */
+interface Setting {
+  readonly section: string
+  readonly key: string
+  readonly value: string
 }
 
 /**
- * The settings in a git config's text that make git run a program, or read settings from elsewhere
- * (`include.path`), as `section.key` (a subsection's name left out): what a repository a command
- * made itself can hold for the user's next `git` in it to run, outside the sandbox.
+ * The settings of a git config's text, in order. Sections and keys are case-insensitive; a value
+ * loses a trailing comment and its double quotes. `include`s are not followed (they are settings too).
  */
-export const programSettingsIn = (config: string): ReadonlyArray<string> => {
-  const found = new Set<string>()
+const settingsIn = (config: string): ReadonlyArray<Setting> => {
+  const settings: Array<Setting> = []
   let section = ""
   for (const raw of config.split(/\r?\n/)) {
     let line = raw.trim()
@@ -128,13 +110,29 @@ export const programSettingsIn = (config: string): ReadonlyArray<string> => {
     }
     const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line)
     if (entry === null || section === "") continue
-    const key = entry[1]!.toLowerCase()
-    const value = (entry[2] ?? "").trim()
-    const runs = (programKeys[section.split(".")[0]!] ?? []).includes(key) ||
-      (section === "alias" && /^"?!/.test(value)) || ["include", "includeif", "pager"].includes(section)
-    if (runs) found.add(`${section}.${key}`)
+    let value = (entry[2] ?? "").replace(/\s[;#].*$/, "").trim()
+    if (value.startsWith("\"") && value.endsWith("\"") && value.length >= 2) value = value.slice(1, -1)
+    settings.push({ section, key: entry[1]!.toLowerCase(), value })
   }
-  return [...found]
+  return settings
+}
+
+/** `core.hooksPath` in a git config's text (the last one set wins, as in git). */
+export const hooksPathIn = (config: string): string | undefined => {
+  const value = settingsIn(config).filter((s) => s.section === "core" && s.key === "hookspath").at(-1)?.value
+  return value === "" ? undefined : value
+}
+
+/**
+ * The settings in a git config's text that make git run a program, or read settings from elsewhere
+ * (`include.path`), as `section.key` (a subsection's name left out): what a repository a command
+ * made itself can hold for the user's next `git` in it to run, outside the sandbox.
+ */
+export const programSettingsIn = (config: string): ReadonlyArray<string> => {
+  const runs = ({ key, section, value }: Setting) =>
+    (programKeys[section.split(".")[0]!] ?? []).includes(key) || (section === "alias" && value.startsWith("!")) ||
+    ["include", "includeif", "pager"].includes(section)
+  return [...new Set(settingsIn(config).filter(runs).map((s) => `${s.section}.${s.key}`))]
 }
 
 /** Per section, the keys whose value is a program git runs (or a place it reads settings from). */
