@@ -132,6 +132,25 @@ describe("git's hooks and editors' settings in any workspace: .husky/, the folde
   })
 })
 
+describe("git folders not named .git: the file tools' writes there ask like .git's", () => {
+  it("a .git link to .repo, a .git file naming .bare (worktree users' layout)", async () => {
+    const linked = NodePath.join(root, "repo-git-link")
+    NodeFs.mkdirSync(linked)
+    execFileSync("git", ["init", "-q"], { cwd: linked })
+    NodeFs.renameSync(NodePath.join(linked, ".git"), NodePath.join(linked, ".repo"))
+    NodeFs.symlinkSync(".repo", NodePath.join(linked, ".git"))
+    await expectProtected(linked, "write_file", ".repo/config")
+    await expectProtected(linked, "write_file", ".repo/hooks/pre-commit")
+    const bare = NodePath.join(root, "repo-bare-layout")
+    NodeFs.mkdirSync(bare)
+    execFileSync("git", ["init", "-q", "--bare", ".bare"], { cwd: bare })
+    NodeFs.writeFileSync(NodePath.join(bare, ".git"), "gitdir: ./.bare\n")
+    await expectProtected(bare, "write_file", ".bare/config")
+    await expectProtected(bare, "write_file", ".bare/hooks/post-checkout")
+    await expectEditable(bare, "write_file", "notes.md")
+  })
+})
+
 describe("reading a git config for what runs programs", () => {
   it("core.hooksPath: the last one wins, in any case, quoted or not; settings that run programs are named", () => {
     expect(RunsLater.hooksPathIn("[core]\n\thooksPath = a\n[Core]\n\tHOOKSPATH = \"b c\" # why\n")).toBe("b c")

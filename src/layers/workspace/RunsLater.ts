@@ -222,16 +222,19 @@ export const worktreeOf = async (cwd: string): Promise<Worktree | undefined> => 
 }
 
 /**
- * The hooks folder of the repository `cwd` is in: the folder its `core.hooksPath` names, as written
- * and where it leads (also where it would be made). For the file tools' writes; the sandbox pins
+ * The folders of the repository `cwd` is in whose files git runs or takes its settings from: its
+ * git folders where they really are, and the folder its `core.hooksPath` names, as written and where
+ * it leads (also where it would be made). For the file tools' writes; the sandbox pins
  * the same folder of every repository it pins.
  */
 export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>> => {
   const worktree = await worktreeOf(cwd)
-  const folder = worktree === undefined ? undefined : await hooksFolderOf(worktree)
-  if (folder === undefined) return []
-  const real = await realOrPlanned(folder)
-  return [...new Set([folder, ...(real === undefined ? [] : [real])])]
+  if (worktree === undefined) return []
+  // Its git folders where they really are: a `.git` link or file may lead to one not named `.git` (`.bare`).
+  const gitDirs = await Promise.all([worktree.gitDir, worktree.ownGitDir].map((dir) => NodeFs.realpath(dir).catch(() => undefined)))
+  const folder = await hooksFolderOf(worktree)
+  const real = folder === undefined ? undefined : await realOrPlanned(folder)
+  return [...new Set([...gitDirs, folder, real].filter((path) => path !== undefined))]
 }
 
 /**
@@ -242,5 +245,5 @@ export const reasonFor = (facts: { readonly home: Home | undefined; readonly hoo
   facts.home !== undefined && readOnlyInHome(facts.home, path)
     ? "the home folder's start-up files, dot folders and folders on PATH run later, outside the sandbox"
     : facts.hooks.some((folder) => isInside(folder, path))
-    ? "git runs the hooks in this folder (core.hooksPath) at your next commit, outside the sandbox"
+    ? "git takes its settings or hooks from this folder (a git folder, core.hooksPath) and runs them outside the sandbox"
     : undefined
