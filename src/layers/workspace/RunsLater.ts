@@ -234,7 +234,9 @@ export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>
   const gitDirs = await Promise.all([worktree.gitDir, worktree.ownGitDir].map((dir) => NodeFs.realpath(dir).catch(() => undefined)))
   const folder = await hooksFolderOf(worktree)
   const real = folder === undefined ? undefined : await realOrPlanned(folder)
-  return [...new Set([...gitDirs, folder, real].filter((path) => path !== undefined))]
+  // A hooks folder that is cwd or holds it is left out, as the sandbox leaves it: every write would ask.
+  const hooks = [folder, real].filter((path) => path !== undefined && !isInside(path, cwd))
+  return [...new Set([...gitDirs, ...hooks].filter((path) => path !== undefined))]
 }
 
 /**
