@@ -27,6 +27,26 @@ describe("effect-agent --help, piped", () => {
   })
 })
 
+// @effect/cli answered "'abc' is not a float" and "Path '/nope.json' must exist", naming no flag.
+describe("a bad number or file names its flag", () => {
+  it.each([
+    [["run", "hi", "--max-cost", "abc"], `--max-cost: "abc" is not a number`],
+    [["rewind", "sess_x", "--to", "1.5"], `--to: "1.5" is not a whole number`],
+    [["run", "hi", "--script", "/nonexistent/script.json"], `--script "/nonexistent/script.json": no such file`]
+  ] as const)("%j", async (args, line) => {
+    const { code, stderr, stdout } = await run(args)
+    expect(code).toBe(1)
+    expect(stdout).toBe("")
+    expect(stderr).toContain(line)
+  })
+
+  it("--help no longer calls every text, number and file value 'A user-defined piece of text.'", async () => {
+    const { stdout } = await run(["run", "--help"])
+    expect(stdout).toContain("--max-cost float")
+    expect(stdout).not.toContain("A user-defined piece of text.")
+  })
+})
+
 // A typo got @effect/cli's words for it: the value after a mistyped flag named as the unknown one,
 // "Invalid subcommand for effect-agent" for a flag or subcommand of `sessions`, a flag that needs a
 // value dropped at the end of the line (the turn ran without it).
