@@ -11,9 +11,9 @@ import type { EventStoreFailure } from "../domain/Errors.js"
 const isStoreFailure = (error: unknown): error is EventStoreFailure =>
   typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "EventStoreFailure"
 
-/** `; effect-agent repair <id> …` for a corrupt line of a JSONL log, else "". */
+/** `; effect-agent repair <id> …` for a corrupt line of a JSONL log whose detail does not say it already (a duplicate sequence's does), else "". */
 export const repairHint = (error: unknown): string =>
   isStoreFailure(error) && error.reason === "corrupt" && error.operation !== "repair" && error.sessionId !== undefined &&
-    error.path?.endsWith(".jsonl") === true
+    error.path?.endsWith(".jsonl") === true && !error.detail.includes("effect-agent repair")
     ? `; effect-agent repair ${error.sessionId} keeps the events it can read (the original is kept as .bak)`
     : ""
