@@ -8,6 +8,10 @@
  * @since 0.1.0
  */
 import * as Command from "@effect/cli/Command"
+import * as HelpDoc from "@effect/cli/HelpDoc"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
 import { version } from "../index.js"
 import * as Acp from "./commands/Acp.js"
 import * as Adopt from "./commands/Adopt.js"
@@ -23,31 +27,35 @@ import * as Serve from "./commands/Serve.js"
 import * as Sessions from "./commands/Sessions.js"
 import * as Trust from "./commands/Trust.js"
 import * as Watch from "./commands/Watch.js"
+import * as Argv from "./Argv.js"
 import * as Help from "./Help.js"
+
+/** The commands, in the order `--help` lists them. */
+const commands = [
+  Run.run,
+  Chat.command,
+  Replay.replay,
+  Replay.exportScript,
+  Fork.command,
+  Rewind.command,
+  Compact.command,
+  Watch.command,
+  Sessions.command,
+  Sessions.pending,
+  Run.approve,
+  Run.deny,
+  Trust.command,
+  Adopt.command,
+  Mcp.command,
+  Acp.command,
+  Serve.command,
+  Repair.command
+] as const
 
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
   Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
-  Command.withSubcommands([
-    Run.run,
-    Chat.command,
-    Replay.replay,
-    Replay.exportScript,
-    Fork.command,
-    Rewind.command,
-    Compact.command,
-    Watch.command,
-    Sessions.command,
-    Sessions.pending,
-    Run.approve,
-    Run.deny,
-    Trust.command,
-    Adopt.command,
-    Mcp.command,
-    Acp.command,
-    Serve.command,
-    Repair.command
-  ])
+  Command.withSubcommands(commands)
 )
 
 const runCommand = Command.run(command, { name: "effect-agent", version })
@@ -62,5 +70,17 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
   return [...argv.slice(0, at), ...argv.slice(at + 1), "--", "-"]
 }
 
-/** Runs the CLI on `argv` (as `process.argv`). */
-export const main = (argv: ReadonlyArray<string>) => Help.shaped(runCommand(messageFromStdinLast(argv)))
+/**
+ * Runs the CLI on `argv` (as `process.argv`). A mistyped command or flag is one line naming it
+ * (Argv.ts), failing as @effect/cli's usage errors do: exit 1, nothing more printed.
+ */
+export const main = (argv: ReadonlyArray<string>) =>
+  Effect.suspend(() => {
+    const line = messageFromStdinLast(argv)
+    const checked = Argv.check(commands, line.slice(2))
+    return checked._tag === "Line"
+      ? Help.shaped(runCommand([...line.slice(0, 2), ...checked.args]))
+      : Console.error(`effect-agent: ${checked.problem}`).pipe(
+        Effect.zipRight(Effect.fail(ValidationError.invalidArgument(HelpDoc.p(checked.problem))))
+      )
+  })

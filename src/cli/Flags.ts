@@ -160,7 +160,7 @@ const modes: Record<PermissionPolicy.Mode, null> = { default: null, acceptEdits:
 export const mode = (description: string) => Help.choice("mode", Object.keys(modes) as Array<PermissionPolicy.Mode>).pipe(Options.optional, Options.withDescription(description))
 
 /** `--mcp-config <file>`: MCP servers for this run (they win over the user's mcp.json and a trusted .mcp.json; see `McpSettings`). */
-export const mcpConfig = Options.file("mcp-config", { exists: "yes" }).pipe(
+export const mcpConfig = Help.existingFile("mcp-config").pipe(
   Options.optional,
   Options.withDescription(
     "MCP servers for this run: a JSON file {\"mcpServers\": {\"<name>\": {\"command\", \"args\", \"env\"} | {\"url\", \"headers\"}}}; their tools are mcp__<name>__<tool> and ask before they run"
@@ -199,19 +199,19 @@ export const cluster = {
   runnerListenWildcard: Options.boolean("runner-listen-wildcard").pipe(
     Options.withDescription("With --cluster: allow --runner-listen on every interface (0.0.0.0, ::), when a firewall keeps the port to the runners")
   ),
-  sessionIdleTimeout: Options.integer("session-idle-timeout").pipe(
+  sessionIdleTimeout: Help.number("session-idle-timeout", "integer").pipe(
     Options.withDefault(300),
     Options.withDescription("With --cluster: seconds an idle session stays loaded on its runner (default 300); a working session stays")
   ),
-  runnerPort: Options.integer("runner-port").pipe(
+  runnerPort: Help.number("runner-port", "integer").pipe(
     Options.withDefault(34431),
     Options.withDescription("With --cluster: the port of the runners' traffic (default 34431)")
   ),
-  shardsPerGroup: Options.integer("shards-per-group").pipe(
+  shardsPerGroup: Help.number("shards-per-group", "integer").pipe(
     Options.withDefault(300),
     Options.withDescription("With --cluster: how many shards sessions are spread over; the same on every runner (default 300)")
   ),
-  shardLockTtl: Options.integer("shard-lock-ttl").pipe(
+  shardLockTtl: Help.number("shard-lock-ttl", "integer").pipe(
     Options.withDefault(35),
     Options.withDescription("With --cluster: seconds a dead runner's sessions wait before another runner takes them (default 35)")
   ),
@@ -241,11 +241,11 @@ export const subagents = {
   subagents: Options.boolean("subagents").pipe(
     Options.withDescription("Offer the task tool: the model may start subagents (child sessions with their own logs, in this directory or one inside it, with these tools or fewer, never wider permissions; nested at most 2 deep)")
   ),
-  maxCost: Options.float("max-cost").pipe(
+  maxCost: Help.number("max-cost", "float").pipe(
     Options.optional,
     Options.withDescription("Stop a turn and its subagents once they have cost more than this many US dollars (turn.completed errorCode budget_exceeded)")
   ),
-  maxTokens: Options.integer("max-tokens").pipe(
+  maxTokens: Help.number("max-tokens", "integer").pipe(
     Options.optional,
     Options.withDescription("Stop a turn and its subagents once they have used more than this many tokens, input (with cache reads and writes) plus output")
   )

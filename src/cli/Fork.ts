@@ -8,6 +8,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { SessionEngine } from "../index.js"
+import { CliError } from "./CliError.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Fork.js"
 
@@ -15,6 +16,13 @@ import type { Input } from "./commands/Fork.js"
 export const handler = ({ at, sessionId, ...storage }: Input) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine.SessionEngine
-    const fork = yield* engine.forkSession({ sessionId, ...(Option.isSome(at) ? { atSequence: at.value } : {}) })
+    const fork = yield* engine.forkSession({ sessionId, ...(Option.isSome(at) ? { atSequence: at.value } : {}) }).pipe(
+      // The API's field is the user's --at: named by the flag they typed, as rewind names --to ("Invalid atSequence: …" read as a bug).
+      Effect.mapError((error) =>
+        error._tag === "InvalidInput" && error.field === "atSequence" && Option.isSome(at)
+          ? new CliError({ reason: "invalid_arguments", message: `--at ${at.value}: ${error.detail}` })
+          : error
+      )
+    )
     yield* Console.log(fork.sessionId)
   }).pipe(Effect.provide(storeOnlyEngineLayer(storage))) // Forking copies a log: no model is called.

@@ -13,6 +13,7 @@ import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as Span from "@effect/cli/HelpDoc/Span"
 import * as Options from "@effect/cli/Options"
 import * as ValidationError from "@effect/cli/ValidationError"
+import { statSync } from "node:fs"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 
@@ -37,6 +38,40 @@ export const choice = <const A extends string>(name: string, values: ReadonlyArr
         : Effect.fail(ValidationError.invalidValue(HelpDoc.p(`--${name}: ${JSON.stringify(value)} is not one of ${values.join(", ")}`)))
     )
   )
+
+const invalid = (text: string) => Effect.fail(ValidationError.invalidValue(HelpDoc.p(text)))
+
+/**
+ * A number flag. @effect/cli's own answers a bad value with "'abc' is not a float", naming neither
+ * the flag nor what it takes in words; this one says `--max-cost: "abc" is not a number`.
+ */
+export const number = (name: string, kind: "integer" | "float"): Options.Options<number> =>
+  Options.text(name).pipe(
+    Options.withPseudoName(kind),
+    Options.mapEffect((value) => {
+      const parsed = value.trim() === "" ? Number.NaN : Number(value)
+      if (kind === "integer" ? Number.isSafeInteger(parsed) : Number.isFinite(parsed)) return Effect.succeed(parsed)
+      return invalid(`--${name}: ${JSON.stringify(value)} is not ${kind === "integer" ? "a whole number" : "a number"}`)
+    })
+  )
+
+/** A flag naming a file that must exist. @effect/cli's says "Path '…' must exist", without the flag. */
+export const existingFile = (name: string): Options.Options<string> =>
+  Options.text(name).pipe(
+    Options.withPseudoName("file"),
+    Options.mapEffect((value) => {
+      const kind = statKind(value)
+      return kind === "file" ? Effect.succeed(value) : invalid(`--${name} ${JSON.stringify(value)}: ${kind === "none" ? "no such file" : "not a file"}`)
+    })
+  )
+
+const statKind = (path: string): "file" | "other" | "none" => {
+  try {
+    return statSync(path).isFile() ? "file" : "other"
+  } catch {
+    return "none"
+  }
+}
 
 // Control Sequence Introducer sequences (colours, bold) — the only escapes @effect/cli writes.
 const ansiSequence = /\u001b\[[0-9;]*[A-Za-z]/g
@@ -98,10 +133,17 @@ export const isPlain = (stream: Stream, env: NodeJS.ProcessEnv = process.env): b
 const unpadded = (text: string): string =>
   text.split("\n").map((line) => line.replace(/[ \t]+((?:\u001b\[[0-9;]*m)*)$/, "$1")).join("\n").replace(/\n{3,}/g, "\n\n")
 
+/**
+ * @effect/cli's line for a text value, under every such flag and argument: it says nothing the
+ * usage (`--session text`) does not, and the number and file flags are text flags parsed here (see
+ * `number`, `existingFile`), so it would call them text.
+ */
+const textTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of text\.(?:\u001b\[[0-9;]*m)*\n/gm
+
 /** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none), unpadded. */
 export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = process.env): string => {
   const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
-  return unpadded(wrap(isPlain(stream, env) ? stripAnsi(text) : text, width))
+  return unpadded(wrap((isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, ""), width))
 }
 
 const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>

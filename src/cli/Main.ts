@@ -8,6 +8,7 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
 import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
@@ -17,6 +18,7 @@ import { main } from "./Cli.js"
 import * as ExitCode from "./ExitCode.js"
 import * as NodeServices from "./NodeServices.js"
 import * as PromptExit from "./PromptExit.js"
+import { repairHint } from "./RepairHint.js"
 import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
@@ -45,10 +47,16 @@ const stderrLogger = debug
   ? Layer.merge(Logger.replace(Logger.defaultLogger, Logger.prettyLogger({ stderr: true })), Logger.minimumLogLevel(LogLevel.Debug))
   : Layer.merge(Logger.replace(Logger.defaultLogger, oneLineLogger), Logger.minimumLogLevel(LogLevel.Warning))
 
-// `effect-agent replay … | head` closes stdout early; that is not an error.
+// `effect-agent replay … | head` closes stdout early; that is not an error. The program is stopped
+// as Ctrl+C stops it, not exited on the spot: `run … | head -1` left its turn open in the log (no
+// `turn.completed`), to be closed `interrupted` by whichever process next ran the session; now the
+// turn is cancelled and its close stored first. It still exits 0 (see the teardown below).
+let stdoutClosed = false
 process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-  if (error.code === "EPIPE") process.exit(0)
-  throw error
+  if (error.code !== "EPIPE") throw error
+  if (stdoutClosed) return
+  stdoutClosed = true
+  process.kill(process.pid, "SIGINT")
 })
 
 // The runtime handles the first SIGINT by interrupting the program — a running turn is cancelled and
@@ -72,7 +80,7 @@ const report = (cause: Cause.Cause<unknown>) =>
     // A turn that ended with an error or was cancelled: the renderer has said so; the exit code tells the rest.
     if (Option.isSome(failure) && ExitCode.isShownOutcome(failure.value)) return
     const error = Cause.squash(cause)
-    process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}\n`)
+    process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}${repairHint(error)}\n`)
     if (debug) process.stderr.write(Cause.pretty(cause) + "\n")
   })
 
@@ -104,7 +112,8 @@ main(process.argv).pipe(
     // 0 final, 1 the command could not run, 3 the turn ended with an error, 130 cancelled (see ExitCode.ts).
     // A command that asked ends at once once its output is written (see PromptExit.ts); the others when the loop runs dry.
     teardown: (exit, onExit) => {
-      const code = ExitCode.of(exit, stoppedBy)
+      // A program stopped because its reader went away ends 0, as it did when it exited at once.
+      const code = stdoutClosed && Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? ExitCode.codes.ok : ExitCode.of(exit, stoppedBy)
       onExit(code)
       PromptExit.exitIfRequested(code)
     }

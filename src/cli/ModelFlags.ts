@@ -19,7 +19,7 @@ export const options = {
     Options.optional,
     Options.withDescription("The provider's API address, e.g. an OpenAI-compatible server such as http://localhost:11434/v1")
   ),
-  script: Options.file("script", { exists: "yes" }).pipe(
+  script: Help.existingFile("script").pipe(
     Options.optional,
     Options.withDescription("A JSON file of scripted model responses, answered by the fake model")
   ),

@@ -86,6 +86,14 @@ export const run = ({ allow, deny, followUp, image, mcpConfig, message, mode, se
     const images = yield* ImageFiles.readAll(image)
     const fromStdin = message === "-"
     const userMessage = fromStdin ? yield* Stdin.readMessage : message
+    // Refused before the engine starts: the engine refuses it too ("Invalid userMessage"), but only
+    // after a new session was stored, so each empty message left a session of 0 turns in the list.
+    if (userMessage.trim() === "" && (followUp || images.length === 0)) {
+      return yield* new CliError({
+        reason: "invalid_arguments",
+        message: fromStdin ? "the message on stdin is empty" : "the message is empty: give it as the argument, or - to read it from stdin"
+      })
+    }
     yield* withDrivingEngine(options, { mode, allow, deny, mcpConfig }, Option.getOrUndefined(session), (engine, cwd, policy) =>
       Effect.gen(function*() {
         const sessionId = Option.isSome(session)

@@ -19,10 +19,11 @@ import * as NodeServices from "./NodeServices.js"
 import * as PromptExit from "./PromptExit.js"
 import type { ListInput, PendingInput, RenameInput } from "./commands/Sessions.js"
 import * as Render from "./Render.js"
+import { repairHint } from "./RepairHint.js"
 
 /** One line per session whose log cannot be read; the others are listed all the same. */
 export const warnDamaged = (damaged: EventStore.Listing["damaged"]) =>
-  Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}`), { discard: true })
+  Effect.forEach(damaged, (d) => Console.error(`effect-agent: session ${d.sessionId} cannot be read: ${d.failure.message}${repairHint(d.failure)}`), { discard: true })
 
 /** A directory as sessions store it: absolute, links resolved when it still exists (a removed one is kept as given). */
 const storedDirectory = (dir: string): string => {

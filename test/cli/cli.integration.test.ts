@@ -64,7 +64,8 @@ describe("the CLI as a subprocess", () => {
     for (const args of [["replay", "sess_missing"], ["run", "hi", "--session", "../../etc/passwd"], ["run", "  "]]) {
       const result = await run([...args, "--data-dir", dataDir])
       expect(result.code).toBe(1)
-      expect(result.stderr).toMatch(/effect-agent: (Session not found|Invalid userMessage)/)
+      // An empty message is said in plain words, not by the engine's field ("Invalid userMessage"): see emptyMessage.
+      expect(result.stderr).toMatch(/effect-agent: (Session not found|the message is empty)/)
       expect(result.stderr).not.toMatch(/\bat .+:\d+:\d+/)
     }
   })

@@ -36,6 +36,10 @@ describe("effect-agent fork, run --follow-up (subprocess)", () => {
     const inside = await run(["fork", source, "--at", "2", "--data-dir", dataDir])
     expect(inside.code).toBe(1)
     expect(inside.stderr).toContain("sequence 2 is inside a turn or compaction: fork at the end of a closed turn (the nearest before it: 1)")
+    // Named by the flag the user typed, not the API's field ("Invalid atSequence: …"), as rewind names --to.
+    expect(inside.stderr).toBe("effect-agent: --at 2: sequence 2 is inside a turn or compaction: fork at the end of a closed turn (the nearest before it: 1)\n")
+    const past = await run(["fork", source, "--at", "9999", "--data-dir", dataDir])
+    expect(past.stderr).toMatch(/^effect-agent: --at 9999: must be a sequence of the session, 1\.\.\d+\n$/)
     expect(inside.stderr).not.toMatch(/\n\s+at /)
     // Inside the second turn, the point it names is the end of the first: one the user can pass.
     const second = await run(["fork", source, "--at", String(end1 + 2), "--data-dir", dataDir])

@@ -13,7 +13,7 @@ import * as Lazy from "../Lazy.js"
 
 export const config = {
   sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to compact")),
-  keepRecentTokens: Options.integer("keep-recent-tokens").pipe(
+  keepRecentTokens: Help.number("keep-recent-tokens", "integer").pipe(
     Options.optional,
     Options.withDescription("Tokens of the most recent context kept verbatim (default: a fifth of the model's window)")
   ),

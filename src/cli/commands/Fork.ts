@@ -12,7 +12,7 @@ import * as Lazy from "../Lazy.js"
 
 export const config = {
   sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to fork")),
-  at: Options.integer("at").pipe(
+  at: Help.number("at", "integer").pipe(
     Options.optional,
     Options.withDescription("The sequence to fork at: the end of a closed turn (default: the end of the last one)")
   ),

@@ -12,7 +12,7 @@ import * as Lazy from "../Lazy.js"
 
 export const config = {
   sessionId: Args.text({ name: "sessionId" }).pipe(Args.withDescription("The session to rewind")),
-  to: Options.integer("to").pipe(Options.withDescription("The sequence to go back to: the end of a closed turn (see `replay`)")),
+  to: Help.number("to", "integer").pipe(Options.withDescription("The sequence to go back to: the end of a closed turn (see `replay`)")),
   force: Options.boolean("force").pipe(Options.withDescription("Overwrite files changed outside the agent since it wrote them (a rewind without it lists them)")),
   ...Flags.storage
 }

@@ -12,7 +12,7 @@ import * as ModelFlags from "../ModelFlags.js"
 
 const mode = Flags.mode("Permissions of every session: default, acceptEdits, readOnly, bypass (default: your settings' mode, else that of each session's trusted .effect-agent/settings.json, else default)")
 
-const port = Options.integer("port").pipe(
+const port = Help.number("port", "integer").pipe(
   Options.withDefault(4477),
   Options.withDescription("The port to listen on (0: any free port)")
 )
