@@ -427,6 +427,39 @@ describe("subagents", () => {
       )))
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("a subagent's own decision names the top session of its tree (topSession), a grandchild's too; the top session's own names none", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      const seen: Array<PermissionEngine.PermissionRequest> = []
+      const recording = Layer.succeed(PermissionEngine.PermissionEngine, {
+        decide: (request) => Effect.sync(() => (seen.push(request), { decision: "allow" as const, policy: "test/allow" }))
+      })
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }))
+        const child = ofType(events, "subagent.started")[0]!.payload.childSessionId
+        const grandchild = ofType(yield* logOf(child), "subagent.started")[0]!.payload.childSessionId
+        const named = (id: string) => seen.filter((r) => r.sessionId === id && r.call.tool === "list_dir").map((r) => r.topSession)
+        expect(named(grandchild)).toEqual([{ sessionId, cwd }])
+        // The child's own call, and the grandchild's decided again on the child's session (the stricter stands).
+        expect(named(child)).toEqual([{ sessionId, cwd }, { sessionId, cwd }])
+        // The top session's decisions (its own task call, its children's calls decided again on it) name none.
+        const top = seen.filter((r) => r.sessionId === sessionId)
+        expect(top.length).toBeGreaterThan(0)
+        expect(top.filter((r) => r.topSession !== undefined)).toEqual([])
+      }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+        responses: [{ toolCalls: [task({ prompt: "child" })] }, { chunks: ["ok"] }],
+        subagents: {
+          child: [{ toolCalls: [task({ prompt: "grandchild", cwd: "sub" }), { tool: "list_dir", args: { path: "." } }] }, { chunks: ["child done"] }],
+          grandchild: [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }] }, { chunks: ["grandchild done"] }]
+        }
+      }).pipe(
+        Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+        Layer.provideMerge(recording)
+      )))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("the engine's maxCost counts the whole tree's dollars: two subagents at once, each under it, together over it", () =>
     Effect.gen(function*() {
       const cwd = yield* workspace
