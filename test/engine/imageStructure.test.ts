@@ -15,6 +15,7 @@ import * as Either from "effect/Either"
 import * as fc from "effect/FastCheck"
 import * as Image from "../../src/domain/Image.js"
 import { crc32 } from "../../src/domain/ImageStructure.js"
+import * as TurnImages from "../../src/server/TurnImages.js"
 import { ihdr, png, pngChunk, pngSignature } from "../imageFiles.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
@@ -200,6 +201,50 @@ describe("the pixel stream is inflated once per image", () => {
       } finally {
         globalThis.DecompressionStream = Native
       }
+    }))
+})
+
+describe("several images: every one is examined before any is inflated", () => {
+  /** Runs `effect` counting the zlib streams it opens (each PNG's inflate opens one). */
+  const counting = <A, E>(effect: Effect.Effect<A, E>) =>
+    Effect.suspend(() => {
+      const Native = globalThis.DecompressionStream
+      let streams = 0
+      globalThis.DecompressionStream = class extends Native {
+        constructor(format: ConstructorParameters<typeof Native>[0]) {
+          super(format)
+          streams++
+        }
+      }
+      return Effect.either(effect).pipe(
+        Effect.map((result) => ({ result, streams })),
+        Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native)))
+      )
+    })
+  const svg = new Uint8Array(readFileSync(join(fixtures, "evil.svg")))
+
+  it.effect("verifyAll: a later image's cheap refusal comes before the earlier PNG's inflate", () =>
+    Effect.gen(function*() {
+      const { result, streams } = yield* counting(Image.verifyAll([{ data: png(64, 64) }, { data: svg }]))
+      expect(Either.isLeft(result) && [result.left.reason, result.left.index]).toEqual(["unsupported_type", 1])
+      expect(streams).toBe(0)
+      // Both pass the cheap checks: both inflated, in order, the damaged one refused.
+      const second = yield* counting(Image.verifyAll([{ data: png(64, 64) }, { data: pngWithPixels(4, 4, new Uint8Array(3)) }]))
+      expect(Either.isLeft(second.result) && [second.result.left.reason, second.result.left.index]).toEqual(["unreadable", 1])
+      expect(second.streams).toBe(2)
+    }))
+
+  it.effect("the server's body (TurnImages.decode): the same rule, each image's structure walked once", () =>
+    Effect.gen(function*() {
+      const wire = (data: Uint8Array) => ({ data: Buffer.from(data).toString("base64") })
+      const { result, streams } = yield* counting(TurnImages.decode([wire(pngWithPixels(4, 4, new Uint8Array(3))), wire(svg)]))
+      expect(Either.isLeft(result) && result.left.message).toMatch(/^Image #2 refused \[unsupported_type\]/)
+      expect(streams).toBe(0)
+      const damaged = yield* counting(TurnImages.decode([wire(png(8, 8)), wire(pngWithPixels(4, 4, new Uint8Array(3)))]))
+      expect(Either.isLeft(damaged.result) && damaged.result.left.message).toMatch(/^Image #2 refused \[unreadable\]: the PNG's pixel data is not a whole zlib stream/)
+      const whole = yield* counting(TurnImages.decode([wire(png(8, 8)), { ...wire(read("pixel.gif")), mediaType: "image/gif" }]))
+      expect(Either.isRight(whole.result) && whole.result.right.map((i) => i.mediaType)).toEqual([undefined, "image/gif"])
+      expect(whole.streams).toBe(1)
     }))
 })
 
