@@ -190,6 +190,18 @@ export const beforeStep = (
   return undefined
 }
 
+/** The session at the top of a running child's tree: the one whose configuration the tree shares. */
+const topOf = (runtime: Runtime, link: Link): Link["parent"] => {
+  let top = link.parent
+  // Links only ever point up (a child is made by a running parent); the bound is the nesting's.
+  for (let depth = 0; depth <= runtime.maxDepth; depth++) {
+    const above = runtime.links.get(top.sessionId)
+    if (above === undefined) break
+    top = above.parent
+  }
+  return top
+}
+
 /** A session's tools, narrowed for a subagent: its subset, and no `task` at the depth limit. */
 export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.Service => {
   const narrowed = (sessionRouter: ToolRouter.Service, link: Link): ToolRouter.Service => {
@@ -215,26 +227,16 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
     }
   }
   const forSession = (sessionId: string): ToolRouter.Service => {
-    const sessionRouter = base.forSession?.(sessionId) ?? base
     const link = runtime.links.get(sessionId)
+    // A subagent's session has no tools of its own (MCP servers are given per session by its
+    // client: ACP's session/new, the server's body): it is narrowed from its tree's top session's.
+    const sessionRouter = base.forSession?.(link === undefined ? sessionId : topOf(runtime, link).sessionId) ?? base
     return link === undefined ? sessionRouter : narrowed(sessionRouter, link)
   }
   return { ...base, forSession }
 }
 
 const strictness = { allow: 0, ask: 1, deny: 2 } as const
-
-/** The session at the top of a running child's tree: the one whose configuration the tree shares. */
-const topOf = (runtime: Runtime, link: Link): Link["parent"] => {
-  let top = link.parent
-  // Links only ever point up (a child is made by a running parent); the bound is the nesting's.
-  for (let depth = 0; depth <= runtime.maxDepth; depth++) {
-    const above = runtime.links.get(top.sessionId)
-    if (above === undefined) break
-    top = above.parent
-  }
-  return top
-}
 
 /**
  * The permission engine, narrowed for subagents: a read-only subagent's calls but reads are denied,
