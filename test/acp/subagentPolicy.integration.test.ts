@@ -51,6 +51,16 @@ const childDecisions = async (sessionId: string, storage: ReadonlyArray<string>)
 const prompt = (agent: Agent, sessionId: string) =>
   agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "delegate it" }] })
 
+/** Switches the session to acceptEdits, prompts it, and expects its subagent's edit of notes.txt made unasked; then closes the agent. */
+const editUnasked = async (agent: Agent, sessionId: string, cwd: string) => {
+  await agent.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" })
+  expect((await prompt(agent, sessionId)).stopReason).toBe("end_turn")
+  expect(agent.asked).toEqual([])
+  expect(readFileSync(join(cwd, "notes.txt"), "utf8")).toBe("from the child\n")
+  agent.child.stdin.end()
+  await agent.exited
+}
+
 describe("effect-agent acp --subagents: a subagent's session shares its parent's policy", () => {
   it("a parent in acceptEdits (session/set_mode): its subagent's edit is not asked", async () => {
     const p = project("accept-edits", delegating([{ tool: "write_file", args: { path: "notes.txt", content: "from the child\n" } }]))
@@ -58,12 +68,7 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
     running.push(agent)
     await agent.initialize()
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
-    await agent.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" })
-    expect((await prompt(agent, sessionId)).stopReason).toBe("end_turn")
-    expect(agent.asked).toEqual([])
-    expect(readFileSync(join(p.cwd, "notes.txt"), "utf8")).toBe("from the child\n")
-    agent.child.stdin.end()
-    await agent.exited
+    await editUnasked(agent, sessionId, p.cwd)
     expect(await childDecisions(sessionId, p.storage)).toEqual([{ toolCallId: "call_1", decision: "allow", policy: "accept-edits/edit", actor: "policy" }])
   })
 
@@ -141,11 +146,6 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
     running.push(second)
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: p.cwd, mcpServers: [] })
-    await second.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" })
-    expect((await prompt(second, sessionId)).stopReason).toBe("end_turn")
-    expect(second.asked).toEqual([])
-    expect(readFileSync(join(p.cwd, "notes.txt"), "utf8")).toBe("from the child\n")
-    second.child.stdin.end()
-    await second.exited
+    await editUnasked(second, sessionId, p.cwd)
   })
 })

@@ -243,54 +243,45 @@ describe("a decompression bomb", () => {
     }))
 })
 
+/** Runs `body` with a count of the zlib streams opened meanwhile (each PNG's inflate opens one). */
+const countingStreams = <A, E>(body: (streams: () => number) => Effect.Effect<A, E>) =>
+  Effect.suspend(() => {
+    const Native = globalThis.DecompressionStream
+    let streams = 0
+    globalThis.DecompressionStream = class extends Native {
+      constructor(format: ConstructorParameters<typeof Native>[0]) {
+        super(format)
+        streams++
+      }
+    }
+    return body(() => streams).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
+  })
+
 describe("the pixel stream is inflated once per image", () => {
   // The CLI's --image and the server's body verify an image, then the engine verifies the same array
   // as it stores it: the inflate ran twice (seconds for an 8000 × 8000 PNG).
   it.effect("verify, then verifyAll of the same array, inflates once; another array of the same bytes is inflated again", () =>
-    Effect.gen(function*() {
-      const Native = globalThis.DecompressionStream
-      let streams = 0
-      globalThis.DecompressionStream = class extends Native {
-        constructor(format: ConstructorParameters<typeof Native>[0]) {
-          super(format)
-          streams++
-        }
-      }
-      try {
+    countingStreams((streams) =>
+      Effect.gen(function*() {
         const image = png(64, 64)
         yield* Image.verify({ data: image })
         yield* Image.verifyAll([{ data: image, mediaType: "image/png" }])
-        expect(streams).toBe(1)
+        expect(streams()).toBe(1)
         yield* Image.verify({ data: Uint8Array.from(image) })
-        expect(streams).toBe(2)
+        expect(streams()).toBe(2)
         // A refusal is never remembered: the same damaged array is refused again.
         const damaged = pngWithPixels(4, 4, new Uint8Array(3))
         expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
         expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
-        expect(streams).toBe(4)
-      } finally {
-        globalThis.DecompressionStream = Native
-      }
-    }))
+        expect(streams()).toBe(4)
+      })
+    ))
 })
 
 describe("several images: every one is examined before any is inflated", () => {
-  /** Runs `effect` counting the zlib streams it opens (each PNG's inflate opens one). */
+  /** `effect`'s result, and how many zlib streams it opened. */
   const counting = <A, E>(effect: Effect.Effect<A, E>) =>
-    Effect.suspend(() => {
-      const Native = globalThis.DecompressionStream
-      let streams = 0
-      globalThis.DecompressionStream = class extends Native {
-        constructor(format: ConstructorParameters<typeof Native>[0]) {
-          super(format)
-          streams++
-        }
-      }
-      return Effect.either(effect).pipe(
-        Effect.map((result) => ({ result, streams })),
-        Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native)))
-      )
-    })
+    countingStreams((streams) => Effect.map(Effect.either(effect), (result) => ({ result, streams: streams() })))
   const svg = new Uint8Array(readFileSync(join(fixtures, "evil.svg")))
 
   it.effect("verifyAll: a later image's cheap refusal comes before the earlier PNG's inflate", () =>
