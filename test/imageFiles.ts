@@ -1,7 +1,7 @@
 /**
  * Whole image files made in a test (zlib and hand-built bytes): a PNG of any size within the caps
  * (its pixels all zero, so a few kilobytes even at 8000 × 8000), padded to a given size by a private
- * ancillary chunk when asked, and an APNG.
+ * ancillary chunk when asked, and an APNG; a GIF of one frame whose LZW codes a test writes.
  */
 import { deflateSync } from "node:zlib"
 import { crc32 } from "../src/domain/ImageStructure.js"
@@ -38,4 +38,56 @@ export const png = (width: number, height: number, options: { readonly bytes?: n
   if (options.bytes !== undefined) parts.push(pngChunk("ruSt", new Uint8Array(options.bytes - length - 12)))
   parts.push(pngChunk("IEND"))
   return new Uint8Array(Buffer.concat(parts))
+}
+
+/**
+ * LZW codes packed as a GIF decoder reads them (least significant bit first), each at the width the
+ * decoder reads it at: `minimumSize + 1` bits after a clear code, one more bit each time the table's
+ * next entry reaches the width's limit (up to 12). Any codes, so that a test can write a damaged stream.
+ */
+export const lzwBytes = (minimumSize: number, codes: ReadonlyArray<number>): Uint8Array => {
+  const clear = 1 << minimumSize
+  const out: Array<number> = []
+  let bits = 0
+  let held = 0
+  let size = minimumSize + 1
+  let next = clear + 2
+  let first = true
+  for (const code of codes) {
+    bits |= code << held
+    held += size
+    while (held >= 8) {
+      out.push(bits & 0xff)
+      bits >>>= 8
+      held -= 8
+    }
+    if (code === clear) {
+      size = minimumSize + 1
+      next = clear + 2
+      first = true
+    } else if (first) {
+      first = false
+    } else if (next < 4096) {
+      next++
+      if (next === 1 << size && size < 12) size++
+    }
+  }
+  if (held > 0) out.push(bits & 0xff)
+  return new Uint8Array(out)
+}
+
+/** A GIF89a of one `width` × `height` frame (a two-colour table) whose image data is `data`, in sub-blocks of up to 255 bytes. */
+export const gif = (width: number, height: number, data: Uint8Array, minimumSize = 2): Uint8Array => {
+  const u16 = (n: number) => [n & 0xff, n >> 8]
+  const blocks: Array<number> = []
+  for (let at = 0; at < data.byteLength; at += 255) {
+    const piece = data.subarray(at, at + 255)
+    blocks.push(piece.byteLength, ...piece)
+  }
+  return new Uint8Array([
+    ...Buffer.from("GIF89a", "latin1"), ...u16(width), ...u16(height), 0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff,
+    0x2c, ...u16(0), ...u16(0), ...u16(width), ...u16(height), 0,
+    minimumSize, ...blocks, 0,
+    0x3b
+  ])
 }

@@ -89,9 +89,17 @@ export const make = (options: Options = {}) =>
       takeAskReason: reasons.take,
       takeAsk: reasons.takeAsk
     }
+    // A subagent's session is never configured (only session/new and session/load are): it shares
+    // the policy of the top session of its tree, as it is at each decision — the mode the editor
+    // chose for that session, a switch during the subagent's turn included.
+    const policyOf = (request: PermissionEngine.PermissionRequest) =>
+      Effect.map(Ref.get(table), (entries): Entry =>
+        entries.get(request.sessionId) ??
+          (request.topSession === undefined ? undefined : entries.get(request.topSession.sessionId)) ??
+          { mode: initial, rules: [] })
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
       decide: (request) =>
-        Effect.map(entry(request.sessionId), ({ mode, protectedPaths, rules }) =>
+        Effect.map(policyOf(request), ({ mode, protectedPaths, rules }) =>
           reasons.note(request, decide({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths }, request)))
     }
     return { sessionModes, permissions }

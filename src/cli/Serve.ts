@@ -49,6 +49,8 @@ import type { Input } from "./commands/Serve.js"
 /**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
  * session. Settings are loaded once per cwd; ones that cannot be loaded make their sessions' calls ask.
+ * A subagent's session, whose cwd may be a folder inside its parent's, follows the settings of the
+ * top session of its tree (`topSession`), as `run`'s one policy serves its subagents.
  */
 const perCwd = (
   serverCwd: string,
@@ -67,7 +69,7 @@ const perCwd = (
     )
   return Layer.succeed(PermissionEngine.PermissionEngine, {
     decide: (request) =>
-      Effect.map(optionsOf(request.cwd), (found) =>
+      Effect.map(optionsOf(request.topSession?.cwd ?? request.cwd), (found) =>
         found === undefined
           ? { decision: "ask" as const, policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
           : PermissionPolicy.decide(found, request))

@@ -187,12 +187,25 @@ export const tooLargeDetail = (bytes: number): string => `${bytes} bytes is over
  * `ImageStructure`). A PNG's pixel stream is checked by {@link verify} only (it is inflated).
  */
 export const check = (image: ImageInput, index?: number, file?: string): MediaType | ImageRefused => {
-  const judged = judge(image, index, file)
-  return judged instanceof ImageRefused ? judged : judged.mediaType
+  const examined = examine(image, index, file)
+  return examined instanceof ImageRefused ? examined : examined.mediaType
 }
 
-/** {@link check}'s judgement, with a PNG's pixel stream still to inflate. */
-const judge = (image: ImageInput, index?: number, file?: string): ImageRefused | { readonly mediaType: MediaType; readonly pixels?: ImageStructure.PngStream } => {
+/** An image the cheap checks passed ({@link examine}): its media type, and a PNG's pixel stream still to inflate ({@link inflate}). */
+export interface Examined {
+  readonly image: ImageInput
+  readonly mediaType: MediaType
+  readonly pixels?: ImageStructure.PngStream | undefined
+  /** Where the image is, for a refusal: its index in the message, what the user called it. */
+  readonly where: { readonly index?: number; readonly file?: string }
+}
+
+/**
+ * {@link check}'s judgement, its structure walked once: the image and its media type, with a PNG's
+ * pixel stream still to inflate. A surface that takes several images examines them all before it
+ * inflates any ({@link inflate}): a later image's cheap refusal comes before any inflate.
+ */
+export const examine = (image: ImageInput, index?: number, file?: string): ImageRefused | Examined => {
   const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
   if (image.data.byteLength === 0) return new ImageRefused({ reason: "empty", detail: "the image has no bytes", ...where })
   if (image.data.byteLength > maxImageBytes) {
@@ -216,7 +229,7 @@ const judge = (image: ImageInput, index?: number, file?: string): ImageRefused |
   }
   const structure = ImageStructure.structure(image.data, sniffed)
   if (typeof structure === "string") return new ImageRefused({ reason: "unreadable", detail: structure, ...where })
-  return structure === undefined ? { mediaType: sniffed } : { mediaType: sniffed, pixels: structure }
+  return structure === undefined ? { image, mediaType: sniffed, where } : { image, mediaType: sniffed, pixels: structure, where }
 }
 
 /**
@@ -266,11 +279,14 @@ const pngPixels = (stream: ImageStructure.PngStream, signal: AbortSignal): Promi
  */
 export const verify = (image: ImageInput, index?: number, file?: string): Effect.Effect<MediaType, ImageRefused> =>
   Effect.suspend(() => {
-    const judged = judge(image, index, file)
-    if (judged instanceof ImageRefused) return Effect.fail(judged)
-    const { mediaType, pixels } = judged
+    const examined = examine(image, index, file)
+    return examined instanceof ImageRefused ? Effect.fail(examined) : inflate(examined)
+  })
+
+/** The rest of {@link verify} for an image {@link examine} passed: a PNG's pixel stream inflated (once per array of bytes). */
+export const inflate = ({ image, mediaType, pixels, where }: Examined): Effect.Effect<MediaType, ImageRefused> =>
+  Effect.suspend(() => {
     if (pixels === undefined || inflated.has(image.data)) return Effect.succeed(mediaType)
-    const where = { ...(index === undefined ? {} : { index }), ...(file === undefined ? {} : { file }) }
     return Effect.flatMap(
       Effect.promise((signal) => pngPixels(pixels, signal)),
       (why) => {
@@ -304,8 +320,21 @@ export const checkAll = (images: ReadonlyArray<ImageInput>): ReadonlyArray<Media
   return types
 }
 
-/** {@link checkAll} with each image {@link verify}'d: the media types in order, or the first reason to refuse them. */
+/**
+ * {@link checkAll} with each image {@link verify}'d: the media types in order, or the first reason to
+ * refuse them. Every image is examined before any is inflated: a later image's cheap refusal comes
+ * before any inflate.
+ */
 export const verifyAll = (images: ReadonlyArray<ImageInput>): Effect.Effect<ReadonlyArray<MediaType>, ImageRefused> =>
-  images.length > maxImagesPerMessage
-    ? Effect.fail(new ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${maxImagesPerMessage}` }))
-    : Effect.forEach(images, (image, index) => verify(image, index))
+  Effect.suspend(() => {
+    if (images.length > maxImagesPerMessage) {
+      return Effect.fail(new ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${maxImagesPerMessage}` }))
+    }
+    const examined: Array<Examined> = []
+    for (const [index, image] of images.entries()) {
+      const one = examine(image, index)
+      if (one instanceof ImageRefused) return Effect.fail(one)
+      examined.push(one)
+    }
+    return Effect.forEach(examined, inflate)
+  })

@@ -4,8 +4,8 @@
  * image"), and an image of the transcript is sent again with every later request, so one such image
  * (a repository's file read by `read_file`, a truncated download) made every later request of its
  * session fail. No decoder: each format's structure is walked, bounded by the file's length (every
- * read is checked against it), and a PNG's pixel stream is inflated and counted, never kept
- * (`pngPixels`).
+ * read is checked against it), a PNG's pixel stream is inflated and counted, never kept
+ * (`pngPixels`), and a GIF frame's LZW codes are followed and their pixels counted (`lzwFrame`).
  *
  * @since 0.6.0
  */
@@ -283,19 +283,92 @@ const jpeg = (b: Uint8Array): Structure => {
 // ---------------------------------------------------------------------------------------------
 // GIF
 
+/** The most entries an LZW table holds: codes are at most 12 bits. */
+const lzwTableSize = 4096
+
+/**
+ * Follows a frame's LZW data — the data sub-blocks from `from` (its first size byte) — counting the
+ * pixels its codes stand for, never making them: each table entry is kept as its length only, so the
+ * work is one step a code, whatever the pixels come to. The data must give the frame's `pixels`: a
+ * code past the table (a decoder refuses it: "broken data stream") or data that ends before the
+ * frame's pixels are whole (cut short, or an end code too early) is a reason. What follows the
+ * frame's last pixel (an end code, or none; codes a decoder never reads) is left as it is. Answers
+ * the end of the sub-blocks, or -1 when the file ends inside them.
+ */
+const lzwFrame = (b: Uint8Array, from: number, minimumSize: number, pixels: number): number | string => {
+  const length = b.byteLength
+  const clear = 1 << minimumSize
+  const end = clear + 1
+  const lengths = new Uint16Array(lzwTableSize)
+  let next = end + 1
+  let size = minimumSize + 1
+  let previous = -1
+  let made = 0
+  // The bits not yet read (LSB first), and the sub-block they are read from.
+  let bits = 0
+  let held = 0
+  let at = from
+  let left = 0
+  while (made < pixels) {
+    while (held < size) {
+      if (left === 0) {
+        if (at >= length) return -1
+        left = b[at++]!
+        if (left === 0) return gifShort(made, pixels)
+      }
+      if (at >= length) return -1
+      bits |= b[at++]! << held
+      held += 8
+      left--
+    }
+    const code = bits & ((1 << size) - 1)
+    bits >>>= size
+    held -= size
+    if (code === clear) {
+      next = end + 1
+      size = minimumSize + 1
+      previous = -1
+      continue
+    }
+    if (code === end) return gifShort(made, pixels)
+    if (previous < 0) {
+      // After a clear (or at the start) only a root code: there is no entry yet.
+      if (code > clear) return gifPast
+      made += 1
+    } else {
+      // A code not yet in the table but the next one: the entry being made (the previous code's string and its first pixel).
+      if (code > next || (code === next && next >= lzwTableSize)) return gifPast
+      const entry = (previous < clear ? 1 : lengths[previous]!) + 1
+      made += code === next ? entry : code < clear ? 1 : lengths[code]!
+      if (next < lzwTableSize) {
+        lengths[next] = entry
+        next++
+        if (next === 1 << size && size < 12) size++
+      }
+    }
+    previous = code
+  }
+  // What follows the frame's last pixel, a decoder never reads: the sub-blocks are skipped.
+  return subBlocksEnd(b, at + left)
+}
+
+/** The end of a run of data sub-blocks whose next size byte is at `from`, or -1 when the file ends inside it. */
+const subBlocksEnd = (b: Uint8Array, from: number): number => {
+  let at = from
+  while (at < b.byteLength) {
+    const size = b[at]!
+    at += 1 + size
+    if (size === 0) return at
+  }
+  return -1
+}
+
+const gifShort = (made: number, pixels: number) => `the GIF's image data ends at ${made} of the ${pixels} pixels its frame says (cut short or damaged)`
+const gifPast = "the GIF's image data has a code past its LZW table (damaged)"
+
 const gif = (b: Uint8Array): Structure => {
   const length = b.byteLength
   const cut = "the GIF is cut short (no trailer)"
-  /** The end of a run of data sub-blocks starting at `at`, or -1 when the file ends inside it. */
-  const subBlocks = (from: number): number => {
-    let at = from
-    while (at < length) {
-      const size = b[at]!
-      at += 1 + size
-      if (size === 0) return at
-    }
-    return -1
-  }
   if (length < 13) return cut
   const colourTable = (packed: number) => packed & 0x80 ? 3 << ((packed & 0x07) + 1) : 0
   let at = 13 + colourTable(b[10]!)
@@ -306,14 +379,17 @@ const gif = (b: Uint8Array): Structure => {
     if (block === 0x3b) return images === 0 ? "the GIF has no image" : undefined
     if (block === 0x21) {
       if (at + 2 > length) return cut
-      at = subBlocks(at + 2)
+      at = subBlocksEnd(b, at + 2)
     } else if (block === 0x2c) {
       if (at + 10 > length) return cut
+      const pixels = (b[at + 5]! | (b[at + 6]! << 8)) * (b[at + 7]! | (b[at + 8]! << 8))
       at += 10 + colourTable(b[at + 9]!)
       if (at >= length) return cut
       // LZW codes are at most 12 bits: a minimum code size over 11 cannot be decoded.
       if (b[at]! > 11) return `the GIF's image data says an LZW code size of ${b[at]}`
-      at = subBlocks(at + 1)
+      const ended = lzwFrame(b, at + 1, b[at]!, pixels)
+      if (typeof ended === "string") return ended
+      at = ended
       images++
     } else {
       return `the GIF has an unknown block 0x${block.toString(16)} at byte ${at}`

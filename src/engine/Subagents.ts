@@ -190,6 +190,18 @@ export const beforeStep = (
   return undefined
 }
 
+/** The session at the top of a running child's tree: the one whose configuration the tree shares. */
+const topOf = (runtime: Runtime, link: Link): Link["parent"] => {
+  let top = link.parent
+  // Links only ever point up (a child is made by a running parent); the bound is the nesting's.
+  for (let depth = 0; depth <= runtime.maxDepth; depth++) {
+    const above = runtime.links.get(top.sessionId)
+    if (above === undefined) break
+    top = above.parent
+  }
+  return top
+}
+
 /** A session's tools, narrowed for a subagent: its subset, and no `task` at the depth limit. */
 export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.Service => {
   const narrowed = (sessionRouter: ToolRouter.Service, link: Link): ToolRouter.Service => {
@@ -215,8 +227,10 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
     }
   }
   const forSession = (sessionId: string): ToolRouter.Service => {
-    const sessionRouter = base.forSession?.(sessionId) ?? base
     const link = runtime.links.get(sessionId)
+    // A subagent's session has no tools of its own (MCP servers are given per session by its
+    // client: ACP's session/new, the server's body): it is narrowed from its tree's top session's.
+    const sessionRouter = base.forSession?.(link === undefined ? sessionId : topOf(runtime, link).sessionId) ?? base
     return link === undefined ? sessionRouter : narrowed(sessionRouter, link)
   }
   return { ...base, forSession }
@@ -228,7 +242,9 @@ const strictness = { allow: 0, ask: 1, deny: 2 } as const
  * The permission engine, narrowed for subagents: a read-only subagent's calls but reads are denied,
  * and a subagent's decision is never wider than its parent's for the same call — whatever mode or
  * rules the permission engine keeps per session (ACP's session modes, a server's per-cwd settings),
- * the stricter of the two decisions stands. The parent's "always" answers do not carry over.
+ * the stricter of the two decisions stands. The parent's "always" answers do not carry over. The
+ * subagent's own decision names the top session of its tree (`topSession`): such an engine decides it
+ * with that session's configuration, as the CLI's one policy decides every session of its process.
  */
 export const permissions = (base: PermissionEngine.Service, runtime: Runtime): PermissionEngine.Service => {
   const decide: PermissionEngine.Service["decide"] = (request) =>
@@ -243,7 +259,7 @@ export const permissions = (base: PermissionEngine.Service, runtime: Runtime): P
           : yield* base.decide(request)
       }
       if (link.readOnly && request.call.risk !== "read") return { decision: "deny", policy: "subagent/read-only", reason: "this subagent is read-only" } as const
-      const own = yield* base.decide(request)
+      const own = yield* base.decide({ ...request, topSession: topOf(runtime, link) })
       const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
       return strictness[parents.decision] > strictness[own.decision] ? { ...parents, policy: `parent/${parents.policy}` } : own
     })

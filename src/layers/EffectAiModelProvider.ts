@@ -218,6 +218,12 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
   }
 }
 
+/** A part of `@effect/ai`'s stream, as `streamText` gives them. */
+type Part = Response.AllParts<Record<string, Tool.Any>> | Response.StreamPart<Record<string, Tool.Any>>
+
+const isEmptyObject = (value: unknown): boolean =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && Object.keys(value).length === 0
+
 /** A call of ours whose parameters `@effect/ai` has begun to hand over (`tool-params-start`), not yet whole. */
 interface OpenCall {
   readonly name: string
@@ -247,10 +253,14 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
  * comes before it. One whose arguments made the provider's parse fail ends the response there, with
  * the finish `length`: `@effect/ai` gives no other end, and arguments the vendor closed that are not
  * JSON are arguments its output limit cut (the engine tells the model so and asks for smaller calls).
+ * And a call closed with no argument text (no `tool-params-delta`), which the provider parses to
+ * `{}`, is cut when it is the response's last and the response finished `length`: Anthropic closes
+ * the block its `max_tokens` cut before the first byte, and `@effect/ai-anthropic` hands it on as a
+ * finished call with no arguments, which a tool with no required argument would run. So such a call
+ * is handed on at the next part — as it came, once that part shows it was not the last — or at the
+ * finish, with `""` (cut) when the finish is `length`.
  */
-export const toChunks = (
-  parts: Stream.Stream<Response.AllParts<Record<string, Tool.Any>> | Response.StreamPart<Record<string, Tool.Any>>, ProviderFailure>
-): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
+export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const open = new Map<string, OpenCall>()
     const unfinished = (): Array<ModelProvider.ModelChunk> => {
@@ -258,33 +268,53 @@ export const toChunks = (
       open.clear()
       return calls
     }
-    const some = (chunks: ReadonlyArray<ModelProvider.ModelChunk>) => Option.some(Effect.succeed(chunks))
-    // One pull a part that gives chunks, none for one that gives nothing: a text delta goes on as it came.
-    const chunks = Stream.flattenIterables(Stream.filterMapEffect(parts, (part): Option.Option<Effect.Effect<ReadonlyArray<ModelProvider.ModelChunk>, ProviderFailure>> => {
+    // A call closed with no argument text and parsed to `{}`: held until the next part says whether it was the last.
+    let held: ModelProvider.ModelChunk | undefined
+    const release = (cut: boolean): Array<ModelProvider.ModelChunk> => {
+      const call = held
+      held = undefined
+      return call?._tag !== "ToolCall" ? [] : [cut ? ModelProvider.toolCall(call.toolCallId, call.tool, "") : call]
+    }
+    const chunksOf = (part: Part): ReadonlyArray<ModelProvider.ModelChunk> | ProviderFailure => {
       switch (part.type) {
         case "text-delta":
-          return part.delta === "" ? Option.none() : some([ModelProvider.textDelta(part.delta)])
+          return part.delta === "" ? [] : [ModelProvider.textDelta(part.delta)]
         case "tool-params-start":
           if (!part.providerExecuted) open.set(part.id, { name: part.name, text: "" })
-          return Option.none()
+          return []
         case "tool-params-delta": {
           const call = open.get(part.id)
           if (call !== undefined) call.text = Support.appendStreamed(call.text, part.delta)
-          return Option.none()
+          return []
         }
-        case "tool-call":
+        case "tool-call": {
+          const started = open.get(part.id)
           open.delete(part.id)
-          return part.providerExecuted ? Option.none() : some([ModelProvider.toolCall(part.id, part.name, part.params as Json)])
+          if (part.providerExecuted) return []
+          const call = ModelProvider.toolCall(part.id, part.name, part.params as Json)
+          if (started === undefined || started.text.trim() !== "" || !isEmptyObject(part.params)) return [call]
+          held = call
+          return []
+        }
         case "finish":
-          return some([...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))])
+          return [...release(part.reason === "length"), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
-          return Option.some(Effect.fail(errorPartFailure(part.error)))
+          return errorPartFailure(part.error)
         default:
-          return Option.none()
+          return []
       }
+    }
+    // One pull a part that gives chunks, none for one that gives nothing: a text delta goes on as it came.
+    const chunks = Stream.flattenIterables(Stream.filterMapEffect(parts, (part) => {
+      // Any part but the finish after a held call shows it was not the response's last: it was finished.
+      const before = part.type === "finish" ? [] : release(false)
+      const own = chunksOf(part)
+      if (own instanceof ProviderFailure) return Option.some(Effect.fail(own))
+      const all = before.length === 0 ? own : [...before, ...own]
+      return all.length === 0 ? Option.none() : Option.some(Effect.succeed(all))
     }))
     return Stream.catchAll(chunks, (failure) =>
-      failedOnOpenCall(failure, open) ? Stream.fromIterable([...unfinished(), ModelProvider.finish("length")]) : Stream.fail(failure))
+      failedOnOpenCall(failure, open) ? Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")]) : Stream.fail(failure))
   })
 
 /**

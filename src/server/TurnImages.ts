@@ -28,20 +28,21 @@ export const decode = (images: ReadonlyArray<WireImage> | undefined): Effect.Eff
     if (images.length > Image.maxImagesPerMessage) {
       return Effect.fail(refusal(new Image.ImageRefused({ reason: "too_many", detail: `${images.length} images; a message may carry ${Image.maxImagesPerMessage}` })))
     }
-    const decoded: Array<Image.ImageInput> = []
+    // Each image is examined (its structure walked once) as it is decoded; then each PNG's pixel
+    // stream is inflated (off the event loop), once every image passed the cheap checks: a later
+    // image's cheap refusal comes before any inflate.
+    const examined: Array<Image.Examined> = []
     for (const [index, image] of images.entries()) {
       // Checked before decoding: Node's decoder skips what is not base64 instead of refusing it.
       if (!Image.isBase64(image.data)) {
         return Effect.fail(new BadRequest({ error: "BadRequest", message: `Image #${index + 1}: data must be base64 (RFC 4648, with padding, no line breaks)` }))
       }
-      const input = { data: new Uint8Array(Buffer.from(image.data, "base64")), mediaType: image.mediaType }
-      const checked = Image.check(input, index)
-      if (checked instanceof Image.ImageRefused) return Effect.fail(refusal(checked))
-      decoded.push(input)
+      const one = Image.examine({ data: new Uint8Array(Buffer.from(image.data, "base64")), mediaType: image.mediaType }, index)
+      if (one instanceof Image.ImageRefused) return Effect.fail(refusal(one))
+      examined.push(one)
     }
-    // Then each PNG's pixel stream (inflated, off the event loop), once every image passed the cheap checks.
-    return Effect.forEach(decoded, (input, index) => Image.verify(input, index), { discard: true }).pipe(
+    return Effect.forEach(examined, Image.inflate, { discard: true }).pipe(
       Effect.mapError(refusal),
-      Effect.as(decoded)
+      Effect.as(examined.map((one) => one.image))
     )
   })

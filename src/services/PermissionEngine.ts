@@ -17,6 +17,13 @@ export interface PermissionRequest {
   readonly call: PreparedCall
   /** The user's "always" decisions so far in this session. */
   readonly remembered: ReadonlyArray<RememberedPermission>
+  /**
+   * For a subagent's call: the session at the top of its tree (its parent, or its parent's parent…),
+   * whose configuration the subagent's session shares: a subagent's session is never configured
+   * itself, so an engine that keeps a policy per session (ACP's session modes) or per cwd (a
+   * server's settings) decides the call with the top session's. Absent for a session's own calls.
+   */
+  readonly topSession?: { readonly sessionId: string; readonly cwd: string } | undefined
 }
 
 /** A decision and the name of the rule that made it (recorded as `policy` in the event). */

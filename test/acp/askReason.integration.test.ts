@@ -72,10 +72,10 @@ describe("effect-agent acp: a permission request names the rule that did not cov
   })
 
   // The reason is that of the policy whose ask stood (PermissionPolicy.subagentAskReason). A subagent's
-  // session here has no rules of its own (sessions are configured on session/new and session/load), so
-  // its own policy asks with no reason, and on that tie its ask stands: the parent's reason, whose
-  // advice (add the rule) would not stop this question, is not given.
-  it("a subagent's request carries the reason of the policy that asked: its own, none here (not the parent's rule)", async () => {
+  // session shares its parent's rules (the request names the top session of its tree), so its own
+  // policy asks with the same reason, and on that tie its ask stands: the request says why, as the
+  // parent's own would. (Before, a subagent's session had no rules: its ask stood with no reason.)
+  it("a subagent's request carries the reason of the policy that asked: its own, which shares the agent's --allow rules", async () => {
     const p = project("subagent", "sed -i s/a/b/ f.txt")
     const script = p.args[1]!
     writeFileSync(script, JSON.stringify({
@@ -87,7 +87,9 @@ describe("effect-agent acp: a permission request names the rule that did not cov
     expect(agent.asked).toHaveLength(1)
     const { toolCall } = agent.asked[0]!.params
     expect(toolCall.title).toMatch(/^Subagent "edit f" \(sess_[^)]+\): Run `sed -i s\/a\/b\/ f\.txt`$/)
-    expect(texts(toolCall).filter((text) => text.startsWith("Asked because"))).toEqual([])
+    expect(texts(toolCall).filter((text) => text.startsWith("Asked because"))).toEqual([
+      expect.stringMatching(/^Asked because your rule --allow shell:sed \* does not cover it: .*To allow it without asking, add the rule shell:sed -i s\/a\/b\/ f\.txt /)
+    ])
     expect(readFileSync(join(p.cwd, "f.txt"), "utf8")).toBe("b\n")
   })
 

@@ -5,7 +5,7 @@
  * A subagent's call is decided on its own session and again on its parent's (`Subagents.permissions`):
  * the stricter decision stands, the subagent's own on a tie. Its question must carry the reason of the
  * policy whose ask stood — a parent's rule that did not cover the call is not what asked when the
- * subagent's own policy asked too (an ACP subagent's session has no rules of its own), and its advice
+ * subagent's own policy asked too (an embedder's engine may keep other rules for the subagent's session), and its advice
  * ("allow it with …") would not stop the question.
  */
 import * as Effect from "effect/Effect"

@@ -15,7 +15,8 @@ import * as Either from "effect/Either"
 import * as fc from "effect/FastCheck"
 import * as Image from "../../src/domain/Image.js"
 import { crc32 } from "../../src/domain/ImageStructure.js"
-import { ihdr, png, pngChunk, pngSignature } from "../imageFiles.js"
+import * as TurnImages from "../../src/server/TurnImages.js"
+import { gif, ihdr, lzwBytes, png, pngChunk, pngSignature } from "../imageFiles.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
 const read = (path: string) => new Uint8Array(readFileSync(join(fixtures, path)))
@@ -149,6 +150,76 @@ describe("cut, damaged or garbage images are refused unreadable, never thrown", 
     }))
 })
 
+describe("a GIF's LZW data", () => {
+  // The block structure of a GIF was walked, but not what its image data says: a frame whose codes
+  // ended short of its pixels, or named an entry its table does not have, passed, and a decoder
+  // refuses it (gifsicle: "missing 50 pixels of image data", "code out of range"; ImageMagick:
+  // "corrupt image"; Pillow: "broken data stream") — an image the provider cannot read, sent again
+  // with every later request. The codes are followed and their pixels counted, never made.
+  const zeros = (n: number) => Array.from({ length: n }, () => 0)
+  // Two colours: codes 0-3 are pixels, 4 clears the table, 5 ends the data, 6 is the first entry.
+  const frame = (width: number, height: number, codes: ReadonlyArray<number>) => gif(width, height, lzwBytes(2, codes))
+
+  it.effect("codes that give the frame's pixels pass: an end code or none, codes after the last pixel never read", () =>
+    Effect.gen(function*() {
+      expect(yield* verdict(frame(10, 10, [4, ...zeros(100), 5]))).toBe("image/gif")
+      expect(yield* verdict(frame(10, 10, [4, ...zeros(100)]))).toBe("image/gif")
+      expect(yield* verdict(frame(10, 10, [4, ...zeros(100), 0, 0, 31]))).toBe("image/gif")
+      // Entries of the table: 0, then 6 (the entry being made: 0 0), then 7 (0 0 0) — six pixels.
+      expect(yield* verdict(frame(3, 2, [4, 0, 6, 7, 5]))).toBe("image/gif")
+      // Codes of 9 bits and more (the table grows past 256 entries, a clear resets it), and no clear at the start.
+      expect(yield* verdict(gif(300, 300, lzwBytes(8, [...zeros(40000), 256, ...zeros(50000), 257]), 8))).toBe("image/gif")
+    }))
+
+  it.effect("codes that end short of the frame's pixels are refused: an early end code, or the data's end", () =>
+    Effect.gen(function*() {
+      const short = /^unreadable: the GIF's image data ends at 50 of the 100 pixels its frame says/
+      expect(yield* verdict(frame(10, 10, [4, ...zeros(50), 5]))).toMatch(short)
+      expect(yield* verdict(frame(10, 10, [4, ...zeros(50)]))).toMatch(short)
+      expect(yield* verdict(frame(7, 1, [4, 0, 6, 7, 5]))).toMatch(/^unreadable: the GIF's image data ends at 6 of the 7 pixels/)
+    }))
+
+  it.effect("a code past the table is refused: past the entry being made, or an entry right after a clear", () =>
+    Effect.gen(function*() {
+      const past = /^unreadable: the GIF's image data has a code past its LZW table/
+      expect(yield* verdict(frame(10, 10, [4, 0, 7, ...zeros(98), 5]))).toMatch(past)
+      expect(yield* verdict(frame(10, 10, [4, 6, ...zeros(99), 5]))).toMatch(past)
+      expect(yield* verdict(frame(10, 10, [4, 0, 0, 4, 6, ...zeros(98), 5]))).toMatch(past)
+    }))
+
+  it.effect("an animated GIF fixture whose frames' data is cut inside whole sub-blocks is refused, not only the file cut", () =>
+    Effect.gen(function*() {
+      // The same GIF with each frame's data cut to its first two bytes, in one sub-block: the block structure stays whole.
+      const bytes = read("valid/animated.gif")
+      const damaged: Array<number> = []
+      let at = 0
+      let touched = 0
+      const copy = (to: number) => {
+        while (at < to) damaged.push(bytes[at++]!)
+      }
+      // Walk the blocks: the header and colour table, then extensions and frames up to the trailer.
+      const table = (packed: number) => packed & 0x80 ? 3 << ((packed & 0x07) + 1) : 0
+      copy(13 + table(bytes[10]!))
+      while (bytes[at] !== 0x3b) {
+        if (bytes[at] === 0x21) {
+          copy(at + 2)
+          while (bytes[at] !== 0) copy(at + 1 + bytes[at]!)
+          copy(at + 1)
+        } else {
+          copy(at + 10 + table(bytes[at + 9]!) + 1)
+          damaged.push(2, bytes[at + 1]!, bytes[at + 2]!, 0)
+          while (bytes[at] !== 0) at += 1 + bytes[at]!
+          at++
+          touched++
+        }
+      }
+      copy(bytes.byteLength)
+      expect(touched).toBeGreaterThan(1)
+      expect(yield* verdict(bytes)).toBe("image/gif")
+      expect(yield* verdict(new Uint8Array(damaged))).toMatch(/^unreadable: the GIF's image data ends at \d+ of the \d+ pixels/)
+    }))
+})
+
 describe("a decompression bomb", () => {
   /** A zlib stream of `mebibytes` MiB of zeros in about a kilobyte per MiB: one sync-flushed piece repeated. */
   const zeros = (mebibytes: number) => {
@@ -172,34 +243,69 @@ describe("a decompression bomb", () => {
     }))
 })
 
+/** Runs `body` with a count of the zlib streams opened meanwhile (each PNG's inflate opens one). */
+const countingStreams = <A, E>(body: (streams: () => number) => Effect.Effect<A, E>) =>
+  Effect.suspend(() => {
+    const Native = globalThis.DecompressionStream
+    let streams = 0
+    globalThis.DecompressionStream = class extends Native {
+      constructor(format: ConstructorParameters<typeof Native>[0]) {
+        super(format)
+        streams++
+      }
+    }
+    return body(() => streams).pipe(Effect.ensuring(Effect.sync(() => (globalThis.DecompressionStream = Native))))
+  })
+
 describe("the pixel stream is inflated once per image", () => {
   // The CLI's --image and the server's body verify an image, then the engine verifies the same array
   // as it stores it: the inflate ran twice (seconds for an 8000 × 8000 PNG).
   it.effect("verify, then verifyAll of the same array, inflates once; another array of the same bytes is inflated again", () =>
-    Effect.gen(function*() {
-      const Native = globalThis.DecompressionStream
-      let streams = 0
-      globalThis.DecompressionStream = class extends Native {
-        constructor(format: ConstructorParameters<typeof Native>[0]) {
-          super(format)
-          streams++
-        }
-      }
-      try {
+    countingStreams((streams) =>
+      Effect.gen(function*() {
         const image = png(64, 64)
         yield* Image.verify({ data: image })
         yield* Image.verifyAll([{ data: image, mediaType: "image/png" }])
-        expect(streams).toBe(1)
+        expect(streams()).toBe(1)
         yield* Image.verify({ data: Uint8Array.from(image) })
-        expect(streams).toBe(2)
+        expect(streams()).toBe(2)
         // A refusal is never remembered: the same damaged array is refused again.
         const damaged = pngWithPixels(4, 4, new Uint8Array(3))
         expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
         expect(Either.isLeft(yield* Effect.either(Image.verify({ data: damaged })))).toBe(true)
-        expect(streams).toBe(4)
-      } finally {
-        globalThis.DecompressionStream = Native
-      }
+        expect(streams()).toBe(4)
+      })
+    ))
+})
+
+describe("several images: every one is examined before any is inflated", () => {
+  /** `effect`'s result, and how many zlib streams it opened. */
+  const counting = <A, E>(effect: Effect.Effect<A, E>) =>
+    countingStreams((streams) => Effect.map(Effect.either(effect), (result) => ({ result, streams: streams() })))
+  const svg = new Uint8Array(readFileSync(join(fixtures, "evil.svg")))
+
+  it.effect("verifyAll: a later image's cheap refusal comes before the earlier PNG's inflate", () =>
+    Effect.gen(function*() {
+      const { result, streams } = yield* counting(Image.verifyAll([{ data: png(64, 64) }, { data: svg }]))
+      expect(Either.isLeft(result) && [result.left.reason, result.left.index]).toEqual(["unsupported_type", 1])
+      expect(streams).toBe(0)
+      // Both pass the cheap checks: both inflated, in order, the damaged one refused.
+      const second = yield* counting(Image.verifyAll([{ data: png(64, 64) }, { data: pngWithPixels(4, 4, new Uint8Array(3)) }]))
+      expect(Either.isLeft(second.result) && [second.result.left.reason, second.result.left.index]).toEqual(["unreadable", 1])
+      expect(second.streams).toBe(2)
+    }))
+
+  it.effect("the server's body (TurnImages.decode): the same rule, each image's structure walked once", () =>
+    Effect.gen(function*() {
+      const wire = (data: Uint8Array) => ({ data: Buffer.from(data).toString("base64") })
+      const { result, streams } = yield* counting(TurnImages.decode([wire(pngWithPixels(4, 4, new Uint8Array(3))), wire(svg)]))
+      expect(Either.isLeft(result) && result.left.message).toMatch(/^Image #2 refused \[unsupported_type\]/)
+      expect(streams).toBe(0)
+      const damaged = yield* counting(TurnImages.decode([wire(png(8, 8)), wire(pngWithPixels(4, 4, new Uint8Array(3)))]))
+      expect(Either.isLeft(damaged.result) && damaged.result.left.message).toMatch(/^Image #2 refused \[unreadable\]: the PNG's pixel data is not a whole zlib stream/)
+      const whole = yield* counting(TurnImages.decode([wire(png(8, 8)), { ...wire(read("pixel.gif")), mediaType: "image/gif" }]))
+      expect(Either.isRight(whole.result) && whole.result.right.map((i) => i.mediaType)).toEqual([undefined, "image/gif"])
+      expect(whole.streams).toBe(1)
     }))
 })
 

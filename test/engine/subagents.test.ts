@@ -20,6 +20,7 @@ import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as PermissionEngine from "../../src/services/PermissionEngine.js"
+import * as ToolRouter from "../../src/services/ToolRouter.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
@@ -424,6 +425,74 @@ describe("subagents", () => {
       }).pipe(
         Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
         Layer.provideMerge(perCwd)
+      )))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a subagent's own decision names the top session of its tree (topSession), a grandchild's too; the top session's own names none", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      const seen: Array<PermissionEngine.PermissionRequest> = []
+      const recording = Layer.succeed(PermissionEngine.PermissionEngine, {
+        decide: (request) => Effect.sync(() => (seen.push(request), { decision: "allow" as const, policy: "test/allow" }))
+      })
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }))
+        const child = ofType(events, "subagent.started")[0]!.payload.childSessionId
+        const grandchild = ofType(yield* logOf(child), "subagent.started")[0]!.payload.childSessionId
+        const named = (id: string) => seen.filter((r) => r.sessionId === id && r.call.tool === "list_dir").map((r) => r.topSession)
+        expect(named(grandchild)).toEqual([{ sessionId, cwd }])
+        // The child's own call, and the grandchild's decided again on the child's session (the stricter stands).
+        expect(named(child)).toEqual([{ sessionId, cwd }, { sessionId, cwd }])
+        // The top session's decisions (its own task call, its children's calls decided again on it) name none.
+        const top = seen.filter((r) => r.sessionId === sessionId)
+        expect(top.length).toBeGreaterThan(0)
+        expect(top.filter((r) => r.topSession !== undefined)).toEqual([])
+      }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+        responses: [{ toolCalls: [task({ prompt: "child" })] }, { chunks: ["ok"] }],
+        subagents: {
+          child: [{ toolCalls: [task({ prompt: "grandchild", cwd: "sub" }), { tool: "list_dir", args: { path: "." } }] }, { chunks: ["child done"] }],
+          grandchild: [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }] }, { chunks: ["grandchild done"] }]
+        }
+      }).pipe(
+        Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+        Layer.provideMerge(recording)
+      )))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a subagent has the tools its top session has of its own (MCP servers given for that session), narrowed as ever", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      // Sessions whose client gave them a tool of their own (as ACP's session/new gives MCP servers).
+      const own = new Set<string>()
+      const ping = { name: "mcp__srv__ping", description: "ping", inputSchema: { type: "object", properties: {} }, sequential: false }
+      const sessionTools = Layer.effect(ToolRouter.ToolRouter, Effect.map(ToolRouter.ToolRouter, (base): ToolRouter.ToolRouter.Service => {
+        const withPing: ToolRouter.ToolRouter.Service = {
+          ...base,
+          definitions: [...base.definitions, ping],
+          prepare: (call, at) =>
+            call.tool === ping.name
+              ? Effect.succeed({ ...call, risk: "read" as const, sequential: false, paths: [], scope: ping.name, input: {} })
+              : base.prepare(call, at),
+          execute: (call, context) => call.tool === ping.name ? Effect.succeed({ result: "pong" }) : base.execute(call, context)
+        }
+        return { ...base, forSession: (id) => own.has(id) ? withPing : base }
+      }))
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        own.add(sessionId)
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "go" }))
+        const child = yield* logOf(ofType(events, "subagent.started")[0]!.payload.childSessionId)
+        expect(ofType(child, "tool.completed").map((e) => e.payload.result)).toEqual(["pong"])
+        expect(ofType(child, "tool.failed")).toEqual([])
+      }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, {
+        responses: [{ toolCalls: [task({ prompt: "ping it", cwd: "sub" })] }, { chunks: ["ok"] }],
+        subagents: { "ping it": [{ toolCalls: [{ tool: "mcp__srv__ping", args: {} }] }, { chunks: ["pinged"] }] }
+      }).pipe(
+        Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(sessionTools), Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+        Layer.provideMerge(PermissionPolicy.layer({}))
       )))
     }).pipe(Effect.provide(NodeContext.layer)))
 

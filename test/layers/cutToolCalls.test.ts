@@ -99,12 +99,16 @@ for (const vendor of vendors) {
  * argument text as `{}`, which a tool with no required argument (list_dir) would run. The response
  * has a finished no-argument call first (OpenAI `{}`; an Anthropic block closed with no
  * `input_json_delta`), which runs as before, then the cut one (OpenAI: `""` when `length` came;
- * Anthropic: a block never stopped). Hand-written after the recordings above.
+ * Anthropic: a block never stopped, or one closed with no `input_json_delta` — Anthropic closes the
+ * block `max_tokens` cut, and `@effect/ai-anthropic` parsed it to `{}`, so the bridge ran it).
+ * Hand-written after the recordings above.
  */
 const cutEmpty = [
   { name: "anthropic", wire: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" },
   { name: "openai", wire: "openai" as const, layer: layers.openai, cut: "tool-call-cut-empty", finished: "call_Ew3nR7tY1uI5oP9aS2dF6gH0", cutId: "call_Jk4lZ8xC2vB6nM0qW3eR7tY1" },
-  { name: "effect-ai (Anthropic)", wire: "anthropic" as const, layer: effectAiAnthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" }
+  { name: "effect-ai (Anthropic)", wire: "anthropic" as const, layer: effectAiAnthropic, cut: "tool-use-cut-empty", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" },
+  { name: "anthropic, the cut block closed", wire: "anthropic" as const, layer: layers.anthropic, cut: "tool-use-cut-closed", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" },
+  { name: "effect-ai (Anthropic), the cut block closed", wire: "anthropic" as const, layer: effectAiAnthropic, cut: "tool-use-cut-closed", finished: "toolu_01Wc7oRf3Mx0AyU5lSk9Qn4T", cutId: "toolu_01Xd8pSg4Ny1BzV6mTl0Ro5U" }
 ]
 
 for (const vendor of cutEmpty) {
@@ -209,6 +213,48 @@ describe("anthropic: a tool block closed with no argument text", () => {
         ModelProvider.textDelta("and"),
         ModelProvider.finish("length", { inputTokens: 0, outputTokens: 10 })
       ])
+    }))
+})
+
+describe("effect-ai: a call closed with no argument text", () => {
+  type Part = Parameters<typeof EffectAiModelProvider.toChunks>[0] extends Stream.Stream<infer A, any, any> ? A : never
+  /** A call as `@effect/ai-anthropic` gives a block closed with no `input_json_delta`: started, ended, parsed to `{}`. */
+  const closedEmpty = (id: string) => [
+    { type: "tool-params-start", id, name: "list_dir", providerExecuted: false },
+    { type: "tool-params-end", id },
+    { type: "tool-call", id, name: "list_dir", params: {}, providerExecuted: false }
+  ]
+  const usage = { inputTokens: 1, outputTokens: 10, totalTokens: 11 }
+  const finish = (reason: string) => ({ type: "finish", reason, usage })
+  const chunksOf = (parts: ReadonlyArray<unknown>) =>
+    Effect.map(Stream.runCollect(EffectAiModelProvider.toChunks(Stream.fromIterable(parts as ReadonlyArray<Part>))), Chunk.toReadonlyArray)
+  const ended = (reason: ModelProvider.FinishReason) => ModelProvider.finish(reason, { inputTokens: 1, outputTokens: 10 })
+
+  it.effect("is cut when it is the response's last and the response finished length; a finished call with none otherwise", () =>
+    Effect.gen(function*() {
+      expect(yield* chunksOf([...closedEmpty("toolu_a"), ...closedEmpty("toolu_b"), finish("length")])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ModelProvider.toolCall("toolu_b", "list_dir", ""),
+        ended("length")
+      ])
+      expect(yield* chunksOf([...closedEmpty("toolu_a"), finish("tool-calls")])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ended("tool_calls")
+      ])
+      // Text after it: not the last, so finished, and handed on before the text.
+      expect(yield* chunksOf([...closedEmpty("toolu_a"), { type: "text-start", id: "1" }, { type: "text-delta", id: "1", delta: "and" }, finish("length")])).toEqual([
+        ModelProvider.toolCall("toolu_a", "list_dir", {}),
+        ModelProvider.textDelta("and"),
+        ended("length")
+      ])
+      // Arguments that came in deltas, or in the call alone (no tool-params-start): a finished call, as before.
+      expect(yield* chunksOf([
+        { type: "tool-params-start", id: "toolu_a", name: "list_dir", providerExecuted: false },
+        { type: "tool-params-delta", id: "toolu_a", delta: "{}" },
+        { type: "tool-call", id: "toolu_a", name: "list_dir", params: {}, providerExecuted: false },
+        { type: "tool-call", id: "toolu_b", name: "list_dir", params: {}, providerExecuted: false },
+        finish("length")
+      ])).toEqual([ModelProvider.toolCall("toolu_a", "list_dir", {}), ModelProvider.toolCall("toolu_b", "list_dir", {}), ended("length")])
     }))
 })
 
