@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { EventStoreFailure } from "../domain/Errors.js"
+import type { EventStoreFailure } from "../index.js"
 
 // By its tag, not instanceof: the program's error reporter loads no store code to recognise one.
 const isStoreFailure = (error: unknown): error is EventStoreFailure =>
