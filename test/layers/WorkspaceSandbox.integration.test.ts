@@ -328,6 +328,9 @@ describe(`the workspace sandbox ${branch}`, () => {
       const swapped = yield* output(`sh -c 'rm .git && cp -r .repo .git && printf "[core]\\n\\tfsmonitor = touch ${marker}; false\\n" >> .git/config; echo done'`)
       expect(swapped).toContain(".git")
       expect(NodeFs.readlinkSync(NodePath.join(cwd, ".git"))).toBe(".repo")
+      // What the command put there is kept beside it, not deleted: it may be the user's work.
+      expect(swapped).toContain(".git.set-aside")
+      expect(NodeFs.readFileSync(NodePath.join(cwd, ".git.set-aside", "config"), "utf8")).toContain("fsmonitor")
       execFileSync("git", ["status"], { cwd, stdio: "ignore" })
       expect(NodeFs.existsSync(marker), swapped).toBe(false)
       expect(yield* output("git status --short")).not.toContain("fatal")

@@ -410,7 +410,8 @@ const linksOnTheWay = async (cwd: string, path: string): Promise<ReadonlyArray<s
 /**
  * Removes what a command made at `paths` (the `commondir` of the repository's git folders, absent
  * before it ran), puts back the links git follows to what is pinned (a `.git` link, a link on the
- * way to a hooks folder) that it changed, and says which, relative to `cwd`. Run once the command's
+ * way to a hooks folder) that it changed — a file or folder put in a link's place is set aside, not
+ * deleted — and says which, relative to `cwd`. Run once the command's
  * namespace is gone: no process of it is left to make one again. A link whose folder now leads
  * elsewhere is left alone: nothing is removed but where it was.
  */
@@ -425,12 +426,27 @@ const undoRedirects = (cwd: string, paths: ReadonlyArray<string>, links: Readonl
     for (const link of links) {
       if ((await NodeFs.readlink(link.path).catch(() => undefined)) === link.text) continue
       if ((await NodeFs.realpath(NodePath.dirname(link.path)).catch(() => undefined)) !== link.parent) continue
-      await NodeFs.rm(link.path, { recursive: true, force: true })
+      const info = await NodeFs.lstat(link.path).catch(() => undefined)
+      // A changed link is only a name: replaced. A file or folder put in its place may hold the
+      // user's work (a vendored copy): set aside beside it, never deleted.
+      const aside = info === undefined || info.isSymbolicLink() ? undefined : await setAside(link.path)
+      if (aside === undefined) await NodeFs.rm(link.path, { force: true })
       await NodeFs.symlink(link.text, link.path).catch(() => undefined)
-      removed.push(NodePath.relative(cwd, link.path))
+      const relative = NodePath.relative(cwd, link.path)
+      removed.push(aside === undefined ? relative : `${relative} (what the command put there is now ${NodePath.relative(cwd, aside)})`)
     }
     return removed
   })
+
+/** Renames `path` to the first free `<path>.set-aside[-n]` beside it (a rename in one folder: nothing copied, nothing lost). */
+const setAside = async (path: string): Promise<string> => {
+  for (let n = 1; ; n++) {
+    const aside = `${path}.set-aside${n === 1 ? "" : `-${n}`}`
+    if ((await NodeFs.lstat(aside).catch(() => undefined)) !== undefined) continue
+    await NodeFs.rename(path, aside)
+    return aside
+  }
+}
 
 /**
  * The folders every command gets fresh and empty (for itself alone): `/tmp` and `/dev/shm`, and
