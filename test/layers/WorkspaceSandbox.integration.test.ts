@@ -310,6 +310,13 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(Either.isRight(inSub) && inSub.right.result).toContain("Read-only file system")
       commit(cwd)
       expect(NodeFs.existsSync(marker)).toBe(false)
+      // A hooksPath set after 4 KiB of other settings (many branches; the last one set wins) is seen too.
+      const branches = Array.from({ length: 200 }, (_, i) => `[branch "feature-${i}"]\n\tremote = origin\n\tmerge = refs/heads/feature-${i}\n`).join("")
+      NodeFs.appendFileSync(NodePath.join(cwd, ".git", "config"), `${branches}[core]\n\thooksPath = late-hooks\n`)
+      const late = yield* output(`sh -c 'mkdir -p late-hooks; printf "${hook}" > late-hooks/pre-commit; chmod +x late-hooks/pre-commit; echo done'`)
+      commit(cwd)
+      expect(NodeFs.existsSync(marker), late).toBe(false)
+      expect(NodeFs.readdirSync(NodePath.join(cwd, "late-hooks"))).toEqual([])
       // The rest of the workspace stays writable, and git works.
       expect(yield* output("sh -c 'echo x > tools/build.sh && git add tools/build.sh && echo ok'")).toBe("ok\n")
     }).pipe(Effect.provide(NodeContext.layer)))

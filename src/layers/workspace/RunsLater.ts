@@ -70,7 +70,7 @@ export const readOnlyInHome = (home: Home, path: string): boolean => {
 }
 
 /**
- * The first 4 KiB of a small file of git's, opened without following a link or waiting on a FIFO
+ * The first `bytes` (4 KiB unless told) of a small file of git's, opened without following a link or waiting on a FIFO
  * ("" when it cannot be read): only that much is read, however large a command made it.
  */
 export const readGitFile = async (file: string, bytes = 4096): Promise<string> => {
@@ -86,6 +86,15 @@ export const readGitFile = async (file: string, bytes = 4096): Promise<string> =
     await handle.close()
   }
 }
+
+/**
+ * How much of a git config is read: a repository's config with many remotes and branches passes
+ * 4 KiB, and a `core.hooksPath` set after them (the last one wins) must still be seen.
+ */
+export const configLimit = 65_536
+
+/** A git config's text, up to one byte past {@link configLimit}: longer than the limit means not read whole. */
+export const readGitConfig = (file: string): Promise<string> => readGitFile(file, configLimit + 1)
 
 /** One setting of a git config's text: its section (lower case, a subsection's name left out), key (lower case) and value. */
 interface Setting {
@@ -194,7 +203,7 @@ export interface Worktree {
 
 /** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none). */
 export const hooksFolderOf = async (worktree: Worktree): Promise<string | undefined> => {
-  const value = hooksPathIn(`${await readGitFile(NodePath.join(worktree.gitDir, "config"))}\n${await readGitFile(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
+  const value = hooksPathIn(`${await readGitConfig(NodePath.join(worktree.gitDir, "config"))}\n${await readGitConfig(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
   return value === undefined ? undefined : hooksFolder(value, worktree.root)
 }
 

@@ -334,8 +334,8 @@ const madeRepositories = (cwd: string, before: ReadonlySet<string>): Effect.Effe
     const { gitDirs } = await findRepositories(cwd)
     for (const dir of gitDirs) {
       if (before.has(dir)) continue
-      const config = await RunsLater.readGitFile(NodePath.join(dir, "config"), 65_537)
-      const settings = config.length > 65_536 ? ["(a config larger than 64 KiB, not checked)"] : RunsLater.programSettingsIn(config)
+      const config = await RunsLater.readGitConfig(NodePath.join(dir, "config"))
+      const settings = config.length > RunsLater.configLimit ? ["(a config larger than 64 KiB, not checked)"] : RunsLater.programSettingsIn(config)
       const hooks = (await NodeFs.readdir(NodePath.join(dir, "hooks")).catch(() => [] as Array<string>)).filter((name) => !name.endsWith(".sample"))
       const what = [...settings, ...hooks.map((name) => `hooks/${name}`)]
       if (what.length > 0) notes.push(`${NodePath.relative(cwd, dir)} (${what.slice(0, 8).join(", ")}${what.length > 8 ? ", …" : ""})`)
