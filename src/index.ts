@@ -27,6 +27,8 @@ export * as Transcript from "./domain/Transcript.js"
 export * as SessionView from "./domain/SessionView.js"
 export * as Pricing from "./domain/Pricing.js"
 export * as UsageText from "./domain/UsageText.js"
+/** "1 line", "2 lines": a count with its noun. */
+export * as Plural from "./domain/Plural.js"
 /** How much of a model's Markdown a UI may hand to a Markdown parser (the chat's and the viewer's caps). */
 export * as MarkdownLimits from "./domain/MarkdownLimits.js"
 /** The bidirectional and invisible format characters a UI escapes or drops before showing text (Trojan Source). */

@@ -21,7 +21,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
+import { type AgentEvent, type EventStoreFailure, Image, type InvalidInput, PermissionPolicy, Plural, type SessionBusy, SessionEngine, type SessionNotFound } from "../index.js"
 import * as Approvals from "./Approvals.js"
 import { withDrivingEngine } from "./Engine.js"
 import { type Input as ChatInput, followUpPrefix } from "./commands/Chat.js"
@@ -335,7 +335,7 @@ export const chat = (
             Effect.sync(() => {
               if (attached.length >= Image.maxImagesPerMessage) return note(`[a message may carry ${Image.maxImagesPerMessage} images: ${path} not attached]`)
               attached.push(image)
-              note(`[${path} attached to your next message (${attached.length} image${attached.length === 1 ? "" : "s"})]`)
+              note(`[${path} attached to your next message (${Plural.count(attached.length, "image")})]`)
             })
           ),
           Effect.catchTag("CliError", (error) => Effect.sync(() => note(`effect-agent: ${error.message}`)))
@@ -453,7 +453,7 @@ export const chat = (
           case "/drop": {
             const { queueIds } = sessionId === undefined ? { queueIds: [] } : yield* engine.dropFollowUps({ sessionId })
             for (const id of queueIds) settled.add(id)
-            note(`[dropped ${queueIds.length} queued follow-up${queueIds.length === 1 ? "" : "s"}]`)
+            note(`[dropped ${Plural.count(queueIds.length, "queued follow-up")}]`)
             changed()
             return false
           }

@@ -12,7 +12,7 @@ import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import { McpSettings, Tokens } from "../index.js"
+import { McpSettings, Plural, Tokens } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as NodeServices from "./NodeServices.js"
 import { terminalSafe } from "./Render.js"
@@ -43,7 +43,7 @@ export const list = ({ mcpConfig }: ListInput) =>
       }
       for (const listing of result.right) {
         total += listing.tokens
-        yield* Console.log(`${terminalSafe(listing.server)}  ${listing.tools.length} tool${listing.tools.length === 1 ? "" : "s"}  ~${listing.tokens} tokens`)
+        yield* Console.log(`${terminalSafe(listing.server)}  ${Plural.count(listing.tools.length, "tool")}  ~${listing.tokens} tokens`)
         for (const tool of listing.tools) {
           const tokens = Tokens.estimateJson({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })
           yield* Console.log(`  ${terminalSafe(tool.name)}  ~${tokens} tokens`)

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { absurd } from "effect/Function"
-import { type AgentEvent, Edit, FormatCharacters, Json, Transcript, UsageText } from "../index.js"
+import { type AgentEvent, Edit, FormatCharacters, Json, Plural, Transcript, UsageText } from "../index.js"
 import type { AskReason } from "./Policy.js"
 import { terminalSafe } from "./Terminal.js"
 
@@ -85,7 +85,7 @@ export const describeCall = ({ args, outsidePaths, tool }: CallInfo, whole = fal
 const shortResult = (result: string) => {
   const lines = result.trimEnd().split("\n")
   const more = lines.length - 1
-  return `${oneLine(lines[0] ?? "")}${more > 0 ? ` (+${more} line${more === 1 ? "" : "s"})` : ""}`
+  return `${oneLine(lines[0] ?? "")}${more > 0 ? ` (+${Plural.count(more, "line")})` : ""}`
 }
 
 /** Lines of an edit shown under its call; the rest is counted. */
@@ -189,7 +189,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
           const safe = `      ${terminalSafe(shownDiffLine(line))}`
           output.err(`${options.color === true ? (line.startsWith("-") ? red(safe) : green(safe)) : safe}\n`)
         }
-        if (diff.length > diffLines) note(`      … ${diff.length - diffLines} more line${diff.length - diffLines === 1 ? "" : "s"}`)
+        if (diff.length > diffLines) note(`      … ${Plural.count(diff.length - diffLines, "more line")}`)
         return
       }
       case "permission.resolved": {
@@ -205,7 +205,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         return note(`    ✗ ${event.payload.errorCode}: ${oneLine(event.payload.message)}`)
       case "mcp.tools_listed": {
         const count = event.payload.tools.length
-        return note(`  ⚙ MCP server ${event.payload.server}: ${count} tool${count === 1 ? "" : "s"} (${event.payload.hash.slice(0, 12)})`)
+        return note(`  ⚙ MCP server ${event.payload.server}: ${Plural.count(count, "tool")} (${event.payload.hash.slice(0, 12)})`)
       }
       case "model.retry":
         return note(`  … ${event.payload.errorCode}; retrying in ${Math.round(event.payload.delayMs / 100) / 10}s (attempt ${event.payload.attempt})`)
@@ -236,7 +236,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
       case "subagent.completed":
         return note(`    ↳ ${UsageText.subagentEndText(event.payload)}`)
       case "session.rewound":
-        return note(`[rewound to #${event.payload.toSequence}: ${event.payload.changes.length} file${event.payload.changes.length === 1 ? "" : "s"} restored]`)
+        return note(`[rewound to #${event.payload.toSequence}: ${Plural.count(event.payload.changes.length, "file")} restored]`)
       case "compaction.failed":
         return note(`  ⟳ compaction failed: ${event.payload.errorCode}; the context is unchanged`)
       case "turn.completed": {

@@ -8,7 +8,7 @@
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { IdGenerator, JsonlEventStore } from "../index.js"
+import { IdGenerator, JsonlEventStore, Plural } from "../index.js"
 import * as NodeServices from "./NodeServices.js"
 import type { Input } from "./commands/Repair.js"
 import { terminalSafe } from "./Terminal.js"
@@ -23,14 +23,14 @@ export const handler = ({ dataDir, sessionId, store }: Input) =>
       return yield* Console.log(`Nothing to repair: the SQLite store keeps each sequence once by its key.`)
     }
     const report = yield* JsonlEventStore.repair({ dataDir, sessionId })
-    if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${report.kept} events).`)
+    if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${Plural.count(report.kept, "event")}).`)
     // A dropped line's reason names the ids the log holds (a repository's data dir can say any string).
     for (const d of report.dropped.slice(0, shown)) {
       yield* Console.error(`  dropped line ${d.line}${d.sequence === undefined ? "" : ` (sequence ${d.sequence})`}: ${terminalSafe(d.reason)}`)
     }
-    if (report.dropped.length > shown) yield* Console.error(`  … and ${report.dropped.length - shown} more lines`)
+    if (report.dropped.length > shown) yield* Console.error(`  … and ${Plural.count(report.dropped.length - shown, "more line")}`)
     yield* Console.log(
-      `Repaired ${sessionId}: kept ${report.kept} events, dropped ${report.dropped.length} lines` +
+      `Repaired ${sessionId}: kept ${Plural.count(report.kept, "event")}, dropped ${Plural.count(report.dropped.length, "line")}` +
         (report.closedTurnId === undefined ? "" : `, closed turn ${terminalSafe(report.closedTurnId)} as interrupted`) +
         `. The original is kept as ${report.backup}.`
     )

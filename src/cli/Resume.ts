@@ -7,7 +7,7 @@
  * @since 0.3.0
  */
 import * as Effect from "effect/Effect"
-import { Session, SessionEngine, SessionTitle, StartedSessions, TrustStore } from "../index.js"
+import { Plural, Session, SessionEngine, SessionTitle, StartedSessions, TrustStore } from "../index.js"
 import { askLine } from "./Ask.js"
 import { CliError } from "./CliError.js"
 import { currentDirectory, readingEngineLayer } from "./Engine.js"
@@ -68,7 +68,7 @@ export const pick = (storage: Flags.Storage, how: "continue" | "resume") =>
     const columns = process.stderr.columns !== undefined && process.stderr.columns > 0 ? process.stderr.columns : 80
     const width = Math.max(20, columns - 6)
     const lines = choices.map((s, i) =>
-      `${String(i + 1).padStart(3)}. ${titleLine(s, width)}\n       ${s.sessionId}  ${Render.terminalSafe(s.lastActivityAt)}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}`
+      `${String(i + 1).padStart(3)}. ${titleLine(s, width)}\n       ${s.sessionId}  ${Render.terminalSafe(s.lastActivityAt)}  ${Plural.count(s.turnCount, "turn")}`
     )
     process.stderr.write(`Sessions in ${Render.terminalSafe(cwd)}, most recent first:\n${lines.join("\n")}\n`)
     for (;;) {

@@ -10,7 +10,7 @@
  */
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
-import { SessionEngine } from "../index.js"
+import { Plural, SessionEngine } from "../index.js"
 import { CliError } from "./CliError.js"
 import { storeOnlyEngineLayer } from "./Engine.js"
 import type { Input } from "./commands/Rewind.js"
@@ -45,7 +45,7 @@ export const handler = ({ force, sessionId, to, ...storage }: Input) =>
           : error
       )
     )
-    yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${rewound.changes.length} file${rewound.changes.length === 1 ? "" : "s"} restored`)
+    yield* Console.log(`rewound ${sessionId} to #${rewound.toSequence} (session.rewound #${rewound.sequence}): ${Plural.count(rewound.changes.length, "file")} restored`)
     for (const change of rewound.changes) yield* Console.log(`  ${marks(change)} ${Render.terminalSafe(change.path)}`)
     for (const path of rewound.forced) yield* Console.error(`  overwritten (changed outside the agent): ${Render.terminalSafe(path)}`)
     for (const why of rewound.incomplete) yield* Console.error(`  not restored, a snapshot was incomplete: ${Render.terminalSafe(why)}`)

@@ -19,6 +19,7 @@ import * as SessionTitle from "./SessionTitle.js"
 import * as Branches from "./Branches.js"
 import { cacheBreakText, subagentText } from "./UsageText.js"
 import { addCounts } from "./Tokens.js"
+import * as Plural from "./Plural.js"
 
 /** A tool call as the viewer shows it: how far it got, each decision, and how it ended. */
 export interface ViewCall {
@@ -210,7 +211,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   // Which tools an MCP server offered (again, when its list changed): a note where it happened.
   "mcp.tools_listed": (view, event) => {
     const { server, tools } = event.payload
-    note(view, event, `MCP server ${server}: ${tools.length} tool${tools.length === 1 ? "" : "s"}`, tools.map((t) => t.name).join(", "))
+    note(view, event, `MCP server ${server}: ${Plural.count(tools.length, "tool")}`, tools.map((t) => t.name).join(", "))
   },
   // What the next model request costs: shown in the state panel, not in the turn.
   "context.built": (view, event) => {
@@ -315,7 +316,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   "followup.dropped": (view, event) => {
     const dropped = new Set(event.payload.queueIds)
     view.followUps = view.followUps.filter((f) => !dropped.has(f.queueId))
-    note(view, event, `${dropped.size} queued follow-up${dropped.size === 1 ? "" : "s"} dropped`)
+    note(view, event, `${Plural.count(dropped.size, "queued follow-up")} dropped`)
   },
   "session.forked": (view, event) => note(view, event, `forked from ${event.payload.fromSessionId} at #${event.payload.atSequence}`),
   "session.titled": (view, event) => {
@@ -326,7 +327,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     const { changes, incomplete } = event.payload
     const names = changes.slice(0, 5).map((c) => `${c.before === undefined ? "+" : c.after === undefined ? "-" : "~"}${c.path}`).join(", ")
     const more = changes.length > 5 ? ` and ${changes.length - 5} more` : ""
-    push(view, { kind: "note", text: `changed ${changes.length} file${changes.length === 1 ? "" : "s"}: ${names}${more}${incomplete === undefined ? "" : ` (snapshot incomplete: ${incomplete})`}`, event: event.type })
+    push(view, { kind: "note", text: `changed ${Plural.count(changes.length, "file")}: ${names}${more}${incomplete === undefined ? "" : ` (snapshot incomplete: ${incomplete})`}`, event: event.type })
   },
   "session.rewound": (view, event) => {
     const { changes, forced, toSequence } = event.payload
@@ -337,7 +338,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     view.branches = change.next
     for (const range of change.left) forTurns(view, range, (turn) => (turn.abandoned = true))
     for (const range of change.back) forTurns(view, range, (turn) => delete turn.abandoned)
-    const files = changes.length === 0 ? "no files changed" : `${changes.length} file${changes.length === 1 ? "" : "s"} restored`
+    const files = changes.length === 0 ? "no files changed" : `${Plural.count(changes.length, "file")} restored`
     note(view, event, `rewound to #${toSequence}: ${files}${forced === undefined ? "" : `, ${forced.length} changed outside the agent overwritten`}`)
   },
   "compaction.started": (view, event) => {

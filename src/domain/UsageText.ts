@@ -5,6 +5,7 @@
  * @since 0.9.0
  */
 import type { PayloadOf, Usage } from "./AgentEvent.js"
+import * as Plural from "./Plural.js"
 
 /** Dollars for a line: four decimals under a cent, else two… enough to tell a turn from the next. */
 export const dollars = (cost: number): string => `$${cost < 0.01 && cost > 0 ? cost.toFixed(4) : cost.toFixed(2)}`
@@ -52,7 +53,7 @@ export const totalsText = (
 /** What a subagent's tree used so far (`subagent.progress`, `subagent.completed`): `3 steps · tokens in 412 · out 15 — $0.0012`. */
 export const subagentText = (payload: PayloadOf<"subagent.progress"> | PayloadOf<"subagent.completed">): string =>
   [
-    `${payload.steps} step${payload.steps === 1 ? "" : "s"}`,
+    Plural.count(payload.steps, "step"),
     ...(payload.usage === undefined ? [] : [`tokens ${tokensText(payload.usage)}`])
   ].join(" · ") + (payload.cost === undefined ? "" : ` — ${dollars(payload.cost)}`)
 

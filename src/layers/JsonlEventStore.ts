@@ -41,6 +41,7 @@ import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
 import * as WriterLock from "./jsonl/WriterLock.js"
+import * as Plural from "../domain/Plural.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
 export type Recovery = LogReader.Recovery
@@ -243,7 +244,7 @@ export const repair = (
       },
       catch: (error) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
     })
-    yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${plan.kept.length} events, dropped ${plan.dropped.length} lines`)
+    yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(plan.kept.length, "event")}, dropped ${Plural.count(plan.dropped.length, "line")}`)
     return { ...report, repaired: true, backup, ...(plan.closedTurnId === undefined ? {} : { closedTurnId: plan.closedTurnId }) }
   }))
 

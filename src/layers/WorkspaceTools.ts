@@ -51,6 +51,7 @@ import * as Shell from "./workspace/Shell.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
 import * as Environment from "./workspace/Environment.js"
 import * as Sandbox from "./workspace/Sandbox.js"
+import * as Plural from "../domain/Plural.js"
 
 /** Options of the workspace tools. */
 export interface Options {
@@ -311,7 +312,7 @@ export const make = (options: Options = {}) =>
           // Approved as a file inside cwd: it must still have no other name when opened.
           const singleName = call.paths[0]!.insideCwd
           yield* withFileLock(file)(SafeFile.writeFile(file, bytes, { singleName }).pipe(Effect.catchAll(fileFailure(input.path))))
-          return { result: `Wrote ${bytes.length} bytes to ${yield* shown(context, call.paths[0]!)}` }
+          return { result: `Wrote ${Plural.count(bytes.length, "byte")} to ${yield* shown(context, call.paths[0]!)}` }
         }).pipe(timed("write_file"))
     }
 
@@ -383,7 +384,7 @@ export const make = (options: Options = {}) =>
             return { lines, more, outside }
           }).pipe(Effect.catchAll(fileFailure(requested)))
           const notes = [
-            ...(listing.outside > 0 ? [`[${listing.outside} link${listing.outside === 1 ? "" : "s"} lead${listing.outside === 1 ? "s" : ""} outside the working directory: not followed]`] : []),
+            ...(listing.outside > 0 ? [`[${Plural.count(listing.outside, "link leads", "links lead")} outside the working directory: not followed]`] : []),
             ...(listing.more ? [`[… listing stopped after ${maxWalkEntries} entries]`] : [])
           ]
           if (listing.lines.length === 0) return { result: "(empty directory)" }
@@ -434,7 +435,7 @@ export const make = (options: Options = {}) =>
           const notes = [
             ...(more > 0 ? [`[… ${more} more matches]`] : []),
             ...(summary.skippedLinks > 0
-              ? [`[skipped ${summary.skippedLinks} link${summary.skippedLinks === 1 ? "" : "s"} that lead${summary.skippedLinks === 1 ? "s" : ""} outside the working directory]`]
+              ? [`[skipped ${Plural.count(summary.skippedLinks, "link that leads", "links that lead")} outside the working directory]`]
               : []),
             ...summary.stopped.map((stop) =>
               stop === "entries"

