@@ -13,6 +13,7 @@ import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { EventStore, JsonlEventStore, SessionNotFound, StartedSessions, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as DataDirIgnore from "./DataDirIgnore.js"
 import type { Storage } from "./Flags.js"
 import { withoutFetchSniff } from "./PgLoad.js"
 
@@ -71,7 +72,10 @@ export const adoptHint: StartedSessions.AdoptHint = (sessionId) =>
 export const storeLayer = ({ dataDir, databaseUrl, store }: Storage, { readOnly = false }: { readonly readOnly?: boolean } = {}) =>
   store === "postgres"
     ? postgresLayer(databaseUrl ?? Option.none(), readOnly)
-    : guarded(store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly) : JsonlEventStore.layer({ dataDir, readOnly }), readOnly)
+    : guarded(store === "sqlite" ? sqliteLayer(`${dataDir}/effect-agent.sqlite`, readOnly) : JsonlEventStore.layer({ dataDir, readOnly }), readOnly).pipe(
+      // A data dir written to keeps its logs out of git (see DataDirIgnore).
+      readOnly ? (layer) => layer : Layer.merge(DataDirIgnore.layer(dataDir))
+    )
 
 const guarded = <ROut, E, RIn>(store: Layer.Layer<ROut | EventStore.EventStore, E, RIn>, readOnly: boolean) =>
   readOnly

@@ -39,6 +39,37 @@ const script = (at: string, responses: ReadonlyArray<object>) => {
 const git = (cwd: string, ...args: Array<string>) =>
   execFileSync("git", args, { cwd, encoding: "utf8", env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", HOME: cwd } })
 
+describe("the data dir is kept out of git", () => {
+  it("a run in a repository leaves git status clean but for the shareable settings.json; a .gitignore there is never replaced", async () => {
+    const repo = folder("repo")
+    git(repo, "init", "-q")
+    const done = await cli(repo, ["run", "hi", "--script", script(dir, [{ chunks: ["hello"] }])])
+    expect(done.code, done.stderr).toBe(0)
+    expect(existsSync(join(repo, ".effect-agent", "sessions"))).toBe(true)
+    // Before, `?? .effect-agent/`: the logs one `git add .` away from a commit.
+    expect(git(repo, "status", "--porcelain", "--untracked-files=all")).toBe("")
+    // The project's settings file is meant to be committed: git still sees it.
+    writeFileSync(join(repo, ".effect-agent", "settings.json"), "{}\n")
+    expect(git(repo, "status", "--porcelain", "--untracked-files=all")).toBe("?? .effect-agent/settings.json\n")
+
+    // The user's own file stays as it is (an empty one keeps the logs visible, if that is what they want).
+    const own = folder("own")
+    git(own, "init", "-q")
+    mkdirSync(join(own, ".effect-agent"))
+    writeFileSync(join(own, ".effect-agent", ".gitignore"), "")
+    expect((await cli(own, ["run", "hi"])).code).toBe(0)
+    expect(readFileSync(join(own, ".effect-agent", ".gitignore"), "utf8")).toBe("")
+
+    // A link a repository shipped in its place is not followed.
+    const linked = folder("linked")
+    mkdirSync(join(linked, ".effect-agent"))
+    const target = join(linked, "elsewhere.txt")
+    symlinkSync(target, join(linked, ".effect-agent", ".gitignore"))
+    expect((await cli(linked, ["run", "hi"])).code).toBe(0)
+    expect(existsSync(target)).toBe(false)
+  })
+})
+
 describe("counts in the singular", () => {
   it("repair of a log with one bad line: dropped 1 line", async () => {
     const cwd = folder("repair")
