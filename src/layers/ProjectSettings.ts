@@ -31,17 +31,21 @@ import * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as FormatCharacters from "../domain/FormatCharacters.js"
 import type * as PermissionPolicy from "./PermissionPolicy.js"
+import * as JsonSyntax from "./settings/JsonSyntax.js"
 import * as SettingsFile from "./settings/SettingsFile.js"
 import { SettingsError } from "./settings/SettingsFile.js"
 import * as TrustStore from "./TrustStore.js"
 import type * as Environment from "./workspace/Environment.js"
 import * as Paths from "./workspace/Paths.js"
 import * as SafeFile from "./workspace/SafeFile.js"
+import * as Plural from "../domain/Plural.js"
 
 /** A settings or trust file that cannot be used as it is; `message` is one line naming the file and the entry. */
 export { SettingsError }
 /** The one-line form of a schema's parse error: `rules[1].decision: Expected …`. */
 export const firstIssue = SettingsFile.firstIssue
+/** `JSON.parse` of a file's text, or its syntax error in one line: `shown:line:column: not valid JSON: what: the line`. */
+export const parseJson = JsonSyntax.parse
 /** The workspace tools' names: the tools a rule may name unless `tools` says otherwise. */
 export const workspaceTools = SettingsFile.workspaceTools
 
@@ -203,7 +207,7 @@ const ignoredOf = (project: Project, base: PermissionPolicy.Mode): ReadonlyArray
   const { env, mode, rules } = project.settings
   const allows = (rules ?? []).filter((rule) => rule.decision === "allow").length
   return [
-    ...(allows === 0 ? [] : [`${allows} allow rule${allows === 1 ? "" : "s"}`]),
+    ...(allows === 0 ? [] : [Plural.count(allows, "allow rule")]),
     ...(mode !== undefined && width[mode] > width[base] ? [`mode ${mode}`] : []),
     ...((env?.allow ?? []).length > 0 || Object.keys(env?.set ?? {}).length > 0 ? ["env"] : [])
   ]
@@ -231,7 +235,7 @@ const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): str
   const { env, mode, rules } = project.settings
   const parts = [
     ...(mode === undefined ? [] : [`mode ${mode}`]),
-    ...(rules === undefined || rules.length === 0 ? [] : [`${rules.length} rule${rules.length === 1 ? "" : "s"}`]),
+    ...(rules === undefined || rules.length === 0 ? [] : [Plural.count(rules.length, "rule")]),
     ...(env?.allow === undefined && env?.set === undefined ? [] : ["environment"])
   ]
   return parts.length === 0 ? undefined : `${escapeControls(project.shown)}${project.trust === "trusted" ? " (trusted)" : ""}: ${parts.join(", ")}.`

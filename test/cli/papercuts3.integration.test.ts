@@ -82,3 +82,18 @@ describe("counts in the singular", () => {
     expect(done.stdout).not.toContain("1 lines")
   })
 })
+
+describe("a rule without a name", () => {
+  it("in the user's settings is named after itself, and the log records that name", async () => {
+    const cwd = folder("unnamed")
+    const config = folder("unnamed-config")
+    const data = join(cwd, "data")
+    writeFileSync(join(config, "settings.json"), JSON.stringify({ rules: [{ decision: "deny", tool: "shell", command: "rm *" }] }))
+    const file = script(cwd, [{ toolCalls: [{ tool: "shell", args: { command: "rm nothing.txt" } }] }, { chunks: ["done"] }])
+    const done = await cli(cwd, ["run", "go", "--script", file, "--data-dir", data], { EFFECT_AGENT_CONFIG_DIR: config })
+    expect(done.code, done.stderr).toBe(0)
+    const events = await replayLog(sessionIdIn(done.stderr)!, ["--data-dir", data])
+    const decision = events.find((e) => e.type === "permission.resolved")
+    expect(decision?.payload).toMatchObject({ decision: "deny", policy: "deny shell:rm *" })
+  })
+})

@@ -74,7 +74,6 @@ describe("the project's settings file: schema", () => {
       [{ rules: [{ name: "any", decision: "allow", command: "rm *" }] }, `rules[0]: an allow rule in a project's settings must name a tool and its command or path (allow a whole tool with --allow)`],
       [{ rule: [] }, `rule: is unexpected, expected: "mode" | "rules" | "env"`],
       [{ rules: [{ name: "x", decision: "deny", tool: "Shell" }] }, `rules[0].tool: unknown tool "Shell" (tools: read_file, write_file, edit_file, list_dir, grep, shell, web_fetch, or *)`],
-      [{ rules: [{ decision: "deny" }] }, `rules[0].name: is missing`],
       // Names go into the log and onto terminals.
       [{ rules: [{ name: "ok\u001b[2J", decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],
       [{ rules: [{ name: "x".repeat(201), decision: "deny" }] }, `rules[0].name: a rule's name is one line of 1 to 200 printable characters`],
@@ -86,7 +85,10 @@ describe("the project's settings file: schema", () => {
       expect(message).toBe(`${shown}: ${expected}`)
     }
     expect(leftMessage(ProjectSettings.parseProject("[]", shown)).startsWith(`${shown}: Expected {`)).toBe(true)
-    expect(leftMessage(ProjectSettings.parseProject("{\"rules\":", shown))).toMatch(/^\.effect-agent\/settings\.json: not valid JSON/)
+    expect(leftMessage(ProjectSettings.parseProject("{\"rules\":", shown))).toBe(".effect-agent/settings.json:1:10: not valid JSON: the file ends too early: {\"rules\":")
+    // A rule's name is optional: one without is named after itself, as a flag would be.
+    const unnamed = ProjectSettings.parseProject(JSON.stringify({ rules: [{ decision: "deny" }, { decision: "deny", tool: "shell", command: "rm *" }] }), shown)
+    expect(Either.getOrThrow(unnamed).rules?.map((rule) => rule.name)).toEqual(["deny *", "deny shell:rm *"])
   })
 })
 
@@ -258,7 +260,7 @@ describe("ProjectSettings.load", () => {
       const none = await load(setup())
       expect(none.project).toBeUndefined()
       expect(none.notes).toEqual([])
-      expect(await failure(load(setup("{ not json")))).toMatch(/settings\.json: not valid JSON/)
+      expect(await failure(load(setup("{ not json")))).toMatch(/settings\.json:1:3: not valid JSON: expected a property name in double quotes, found 'n': \{ not json$/)
       const fifo = setup()
       // A FIFO named settings.json (a hostile repository could ship one): refused at once, never waited on.
       const made = (await import("node:child_process")).spawnSync("mkfifo", [join(fifo.cwd, ".effect-agent", "settings.json")])
@@ -280,7 +282,7 @@ describe("ProjectSettings.load", () => {
       writeFileSync(join(at.configDir, "trusted.json"), "garbage")
       const loaded = await load(at)
       expect(loaded.project?.trust).toBe("untrusted")
-      expect(loaded.notes[0]).toMatch(/trusted\.json: not valid JSON .*; every project's settings are treated as untrusted$/)
+      expect(loaded.notes[0]).toMatch(/trusted\.json:1:1: not valid JSON: .*; every project's settings are treated as untrusted$/)
     }))
 
   it.effect("trust is for the file where it is: the same content in another folder, or reached through a link, is untrusted", () =>

@@ -17,6 +17,7 @@ import * as FormatCharacters from "../../domain/FormatCharacters.js"
 import * as Pricing from "../../domain/Pricing.js"
 import * as McpNames from "../mcp/McpNames.js"
 import * as PermissionPolicy from "../PermissionPolicy.js"
+import * as JsonSyntax from "./JsonSyntax.js"
 import * as ProjectLimits from "./ProjectLimits.js"
 
 /** A settings or trust file that cannot be used as it is: `reason` says how, `message` names the file and the entry in one line. */
@@ -66,8 +67,29 @@ const RuleName = Schema.String.pipe(
   Schema.filter((name) => (name.length > 0 && name.length <= 200 && FormatCharacters.isPrintable(name)) || "a rule's name is one line of 1 to 200 printable characters")
 )
 
-/** A rule with a tool name the workspace knows. */
-const userRule = (tools: ReadonlyArray<string>) => Schema.Struct({ ...PermissionPolicy.Rule.fields, name: RuleName, tool: Schema.optional(toolName(tools)) })
+/**
+ * The name of a rule written without one: the rule itself, as a flag would give it
+ * (`allow shell:npm test`), or — when that is not one short printable line — its decision and tool.
+ */
+export const ruleName = (rule: { readonly decision: string; readonly tool?: string | undefined; readonly command?: string | undefined; readonly path?: string | undefined }): string => {
+  const pattern = rule.command ?? rule.path
+  const short = `${rule.decision} ${rule.tool ?? "*"}`
+  const full = pattern === undefined ? short : `${short}:${pattern}`
+  return full.length <= 200 && FormatCharacters.isPrintable(full) ? full : short
+}
+
+/**
+ * A rule with a tool name the workspace knows. Its `name` (recorded in the log as the decision's
+ * `policy`) is optional: a rule without one is named after itself ({@link ruleName}).
+ */
+const userRule = (tools: ReadonlyArray<string>) => {
+  const fields = { ...PermissionPolicy.Rule.fields, tool: Schema.optional(toolName(tools)) }
+  return Schema.transform(
+    Schema.Struct({ ...fields, name: Schema.optional(RuleName) }),
+    Schema.typeSchema(Schema.Struct({ ...fields, name: RuleName })),
+    { strict: true, decode: (rule) => ({ ...rule, name: rule.name ?? ruleName(rule) }), encode: (rule) => rule }
+  )
+}
 
 /**
  * A project's rule: an `allow` must say what it allows (a tool, and its command or path: allowing a
@@ -147,14 +169,11 @@ export const firstIssue = (error: ParseResult.ParseError): string => {
 
 /** Parses a settings file's text with `schema`; the error is one line (`shown` names the file). */
 export const parse = <A, I>(schema: Schema.Schema<A, I>, text: string, shown: string): Either.Either<A, string> => {
-  let json: unknown
-  try {
-    json = JSON.parse(text)
-  } catch (error) {
-    return Either.left(`${shown}: not valid JSON (${error instanceof Error ? error.message : String(error)})`)
-  }
+  // A syntax error says where, as an editor does: `file:line:column`, the problem and the line.
+  const json = JsonSyntax.parse(text, shown)
+  if (!json.ok) return Either.left(json.message)
   return Either.mapLeft(
-    Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(json),
+    Schema.decodeUnknownEither(schema, { onExcessProperty: "error", errors: "first" })(json.value),
     (error) => `${shown}: ${firstIssue(error)}`
   )
 }
