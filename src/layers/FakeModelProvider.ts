@@ -26,9 +26,26 @@ import { Json } from "../domain/Json.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as McpCassette from "./mcp/McpCassette.js"
 
-const DurationInput = Schema.Union(
-  Schema.NonNegative,
-  Schema.String.pipe(Schema.filter((s) => Option.isSome(Duration.decodeUnknown(s)), { message: () => "a duration such as \"50 millis\"" }))
+/** The short forms a script's `delay` takes besides Effect's (`"300 millis"`): `300ms`, `2s`, `1.5m`, `1h`. */
+const shortDuration = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$/
+const shortUnits = { ms: "millis", s: "seconds", m: "minutes", h: "hours" } as const
+
+/**
+ * A script's `delay` as a duration: a number is milliseconds; a string is `300ms`, `2s`, `1.5m`,
+ * `1h` or one of Effect's duration strings (`"300 millis"`, `"2 seconds"`); undefined when it is none.
+ */
+export const decodeDelay = (input: number | string): Duration.Duration | undefined => {
+  if (typeof input === "number") return Number.isFinite(input) && input >= 0 ? Duration.millis(input) : undefined
+  const short = shortDuration.exec(input)
+  if (short !== null) return Duration.decode(`${Number(short[1])} ${shortUnits[short[2] as keyof typeof shortUnits]}`)
+  return Option.getOrUndefined(Duration.decodeUnknown(input.trim()))
+}
+
+/** A number of milliseconds or a duration string (see {@link decodeDelay}), with one message for whatever it is not. */
+const DurationInput = Schema.Union(Schema.Number, Schema.String).pipe(
+  Schema.filter((input) => decodeDelay(input) !== undefined, {
+    message: () => "a delay is milliseconds (200) or a duration: \"300ms\", \"2s\", \"1.5m\", \"2 seconds\""
+  })
 )
 
 /** One scripted model response. */
@@ -40,7 +57,7 @@ export const ScriptedResponse = Schema.Struct({
     Schema.Array(Schema.Struct({ tool: Schema.String, args: Json, id: Schema.optional(Schema.String) })),
     { default: () => [] }
   ),
-  /** Wait this long (milliseconds, or a duration string) before each chunk. */
+  /** Wait this long before each chunk: milliseconds (`200`), or a duration (`"300ms"`, `"2s"`, `"2 seconds"`). */
   delay: Schema.optional(DurationInput),
   /**
    * Fail with this reason after `afterChunks` chunks (default 0: before any). `retryAfterMs`: the
@@ -191,7 +208,7 @@ export const make = (options: Options = {}) =>
         const chunks = chunksOf(response, nextCallId)
         const failure = response.failure
         const emitted = failure === undefined ? chunks : chunks.slice(0, failure.afterChunks ?? 0)
-        const delay = response.delay === undefined ? Duration.zero : Duration.decode(response.delay as Duration.DurationInput)
+        const delay = response.delay === undefined ? Duration.zero : decodeDelay(response.delay) ?? Duration.zero
         const step = (chunk: ModelProvider.ModelChunk) => {
           const emit = Duration.isZero(delay) ? Effect.succeed(chunk) : Effect.as(Effect.sleep(delay), chunk)
           // A provider that ignores the abort: each chunk arrives even after interruption was requested.

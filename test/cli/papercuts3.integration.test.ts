@@ -70,6 +70,22 @@ describe("the data dir is kept out of git", () => {
   })
 })
 
+describe("--script delays as people write them", () => {
+  it("\"5ms\", \"0.01s\" and a number of milliseconds are delays; anything else names the forms it takes", async () => {
+    const cwd = folder("delays")
+    for (const delay of ["5ms", "0.01s", 5, "5 millis"]) {
+      const done = await cli(cwd, ["run", "hi", "--script", script(cwd, [{ chunks: ["a", "b"], delay }])])
+      expect(done.code, `${delay}: ${done.stderr}`).toBe(0)
+      expect(done.stdout).toContain("ab")
+    }
+    const bad = await cli(cwd, ["run", "hi", "--script", script(cwd, [{ chunks: ["a"], delay: "3 parsecs" }])])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toBe(
+      `effect-agent: --script ${join(cwd, "script.json")}: responses[0].delay: a delay is milliseconds (200) or a duration: "300ms", "2s", "1.5m", "2 seconds"\n`
+    )
+  })
+})
+
 describe("counts in the singular", () => {
   it("repair of a log with one bad line: dropped 1 line", async () => {
     const cwd = folder("repair")
