@@ -12,7 +12,7 @@
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { Session, SessionEngine, type SessionState, StartedSessions, TrustStore } from "../index.js"
+import { Plural, Session, SessionEngine, type SessionState, StartedSessions, TrustStore } from "../index.js"
 import { askOnTerminal, isYes } from "./Ask.js"
 import { CliError } from "./CliError.js"
 import { readingEngineLayer } from "./Engine.js"
@@ -56,21 +56,24 @@ const summary = (state: SessionState.SessionState, restores: ReadonlyArray<strin
     ...(state.remembered.length === 0
       ? ["  always    (no remembered answers)"]
       : state.remembered.map((r) => `  always    ${r.decision} ${terminalSafe(r.scope)}`)),
-    ...(waiting === 0 ? [] : [`  waiting   ${waiting} call${waiting === 1 ? "" : "s"} for your approval`]),
-    ...(state.followUps.length === 0 ? [] : [`  queued    ${state.followUps.length} follow-up message${state.followUps.length === 1 ? "" : "s"}, to run as turns`]),
+    ...(waiting === 0 ? [] : [`  waiting   ${Plural.count(waiting, "call")} for your approval`]),
+    ...(state.followUps.length === 0 ? [] : [`  queued    ${Plural.count(state.followUps.length, "follow-up message")}, to run as turns`]),
     ...(restores.length === 0
       ? ["  rewind    (no files: a rewind of it restores none)"]
       : [
-        `  rewind    ${restores.length} file${restores.length === 1 ? "" : "s"} in its cwd a rewind of it may write or remove, as its log says (asking only about files changed since):`,
+        `  rewind    ${Plural.count(restores.length, "file")} in its cwd a rewind of it may write or remove, as its log says (asking only about files changed since):`,
         ...restores.map((path) => `              ${terminalSafe(path)}`)
       ])
   ]
 }
 
+/** How many sessions `adopt --all` names one by one; past it, their count. */
+const fewSessions = 5
+
 const invalid = (message: string) => new CliError({ reason: "invalid_arguments", message })
 
 /** `adopt`. */
-export const handler = ({ all, sessionIds, yes, ...storage }: Input) =>
+export const handler = ({ all, sessionIds, verbose, yes, ...storage }: Input) =>
   Effect.gen(function*() {
     if (storage.store === "postgres") return yield* invalid("sessions in PostgreSQL are not checked for who started them: there is nothing to adopt")
     if (all === (sessionIds.length > 0)) return yield* invalid("name the sessions to adopt, or give --all")
@@ -83,7 +86,11 @@ export const handler = ({ all, sessionIds, yes, ...storage }: Input) =>
       ))
     const started = yield* Effect.forEach(states, (state) => StartedSessions.isStarted(dir, Session.fromState(state)))
     const pending = states.filter((_, i) => !started[i])
-    for (const state of states.filter((_, i) => started[i])) yield* Console.error(`effect-agent: ${terminalSafe(state.sessionId)} is yours already`)
+    const yours = states.filter((_, i) => started[i])
+    // `--all` in a data dir of hundreds of sessions: their counts, each session only when few (or --verbose).
+    const each = (count: number) => !all || verbose || count <= fewSessions
+    if (each(yours.length)) for (const state of yours) yield* Console.error(`effect-agent: ${terminalSafe(state.sessionId)} is yours already`)
+    else yield* Console.error(`effect-agent: ${Plural.count(yours.length, "session is", "sessions are")} yours already (--verbose lists them)`)
     if (pending.length === 0) return
     const restores = yield* Effect.forEach(pending, (state) =>
       restorable(engine, state.sessionId).pipe(
@@ -101,6 +108,7 @@ export const handler = ({ all, sessionIds, yes, ...storage }: Input) =>
     }
     for (const state of pending) {
       yield* StartedSessions.record(dir, Session.fromState(state))
-      yield* Console.error(`effect-agent: adopted ${terminalSafe(state.sessionId)}`)
+      if (each(pending.length)) yield* Console.error(`effect-agent: adopted ${terminalSafe(state.sessionId)}`)
     }
+    if (!each(pending.length)) yield* Console.error(`effect-agent: adopted ${Plural.count(pending.length, "session")}`)
   }).pipe(Effect.provide(readingEngineLayer(storage)), Effect.provide(NodeServices.layer))

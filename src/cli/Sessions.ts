@@ -6,13 +6,14 @@
  *
  * @since 0.1.0
  */
-import { realpathSync } from "node:fs"
+import { existsSync, realpathSync } from "node:fs"
 import { resolve } from "node:path"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import { EventStore, Session, UsageText } from "../index.js"
+import { EventStore, Plural, Session, UsageText } from "../index.js"
+import { CliError } from "./CliError.js"
 import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as NodeServices from "./NodeServices.js"
@@ -45,7 +46,7 @@ export const line = (s: Session.SessionSummary): string => {
   const totals = UsageText.totalsText(s)
   // Every text field is made safe, the time and the client too: a listing may come from a
   // repository's index (`.effect-agent/index.json`), which holds them as any string.
-  let text = `${s.sessionId}  ${Render.terminalSafe(s.lastActivityAt)}  ${s.turnCount} turn${s.turnCount === 1 ? "" : "s"}  ${Render.terminalSafe(s.client)}  ${Render.terminalSafe(s.cwd)}`
+  let text = `${s.sessionId}  ${Render.terminalSafe(s.lastActivityAt)}  ${Plural.count(s.turnCount, "turn")}  ${Render.terminalSafe(s.client)}  ${Render.terminalSafe(s.cwd)}`
   if (totals !== undefined) text += `  ${Render.terminalSafe(totals)}`
   if (s.title !== undefined) text += `  ${Render.terminalSafe(s.title)}`
   return text
@@ -180,6 +181,10 @@ export const list = ({ cwd, search, ...options }: ListInput) =>
       search: Option.getOrUndefined(search)
     })
     if (shown.length === 0) {
+      // A folder that is gone can still have sessions (they are listed above); one that never was is most likely a typo.
+      if (Option.isSome(cwd) && !existsSync(cwd.value)) {
+        return yield* new CliError({ reason: "invalid_arguments", message: `--cwd ${Render.terminalSafe(cwd.value)}: no such folder, and no session ran there` })
+      }
       if (summaries.length > 0) yield* Console.error("No session matches.")
       return
     }

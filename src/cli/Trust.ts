@@ -37,11 +37,16 @@ export const handler = (options: Input) =>
     const cwd = NodePath.resolve(Option.getOrElse(options.dir, () => process.cwd()))
     if (options.revoke) {
       const paths = [yield* ProjectSettings.fileOf(cwd), yield* McpSettings.fileOf(cwd)]
+      let revoked = 0
       for (const path of paths) {
         const removed = yield* TrustStore.revoke(configDir, path).pipe(Effect.mapError(invalid))
-        if (removed > 0 || path === paths[0]) {
-          yield* Console.error(removed > 0 ? `effect-agent: no longer trusted: ${terminalSafe(path)}` : `effect-agent: ${terminalSafe(path)} was not trusted`)
-        }
+        if (removed > 0) yield* Console.error(`effect-agent: no longer trusted: ${terminalSafe(path)}`)
+        revoked += removed
+      }
+      // Nothing to revoke fails, as git does for removing what is not there: a revoke run in the wrong
+      // folder (or for a project never trusted) must not read as done in a script.
+      if (revoked === 0) {
+        return yield* new CliError({ reason: "invalid_arguments", message: `${terminalSafe(paths[0]!)} was not trusted: nothing to revoke` })
       }
       return
     }

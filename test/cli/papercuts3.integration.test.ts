@@ -86,6 +86,51 @@ describe("--script delays as people write them", () => {
   })
 })
 
+describe("sessions --cwd of a folder that is not there", () => {
+  it("says so, exit 1; a folder removed since still lists the sessions that ran there", async () => {
+    const data = join(folder("cwd-data"), "data")
+    const gone = folder("gone")
+    const id = sessionIdIn((await cli(gone, ["run", "hi", "--data-dir", data])).stderr)!
+    expect(id).toBeDefined()
+    const missing = join(dir, "no-such-folder")
+    const typo = await cli(dir, ["sessions", "--cwd", missing, "--data-dir", data])
+    expect(typo.code).toBe(1)
+    expect(typo.stderr).toBe(`effect-agent: --cwd ${missing}: no such folder, and no session ran there\n`)
+    rmSync(gone, { recursive: true })
+    const listed = await cli(dir, ["sessions", "--cwd", gone, "--data-dir", data])
+    expect(listed.code, listed.stderr).toBe(0)
+    expect(listed.stdout).toContain(id)
+  })
+})
+
+describe("adopt --all counts", () => {
+  it("past five sessions: the counts, the ids with --verbose", async () => {
+    const cwd = folder("adopt")
+    const data = join(cwd, "data")
+    const other = folder("adopt-other-config")
+    const ids: Array<string> = []
+    for (let i = 0; i < 6; i++) ids.push(sessionIdIn((await cli(cwd, ["run", `hi ${i}`, "--data-dir", data], { EFFECT_AGENT_CONFIG_DIR: other })).stderr)!)
+    const mine = folder("adopt-config")
+    const adopted = await cli(cwd, ["adopt", "--all", "--yes", "--data-dir", data], { EFFECT_AGENT_CONFIG_DIR: mine })
+    expect(adopted.code, adopted.stderr).toBe(0)
+    expect(adopted.stderr).toBe("effect-agent: adopted 6 sessions\n")
+    const again = await cli(cwd, ["adopt", "--all", "--yes", "--data-dir", data], { EFFECT_AGENT_CONFIG_DIR: mine })
+    expect(again.stderr).toBe("effect-agent: 6 sessions are yours already (--verbose lists them)\n")
+    const verbose = await cli(cwd, ["adopt", "--all", "--verbose", "--data-dir", data], { EFFECT_AGENT_CONFIG_DIR: mine })
+    for (const id of ids) expect(verbose.stderr).toContain(`effect-agent: ${id} is yours already\n`)
+  })
+})
+
+describe("trust --revoke of a file that is not trusted", () => {
+  it("fails, as git does for removing what is not there", async () => {
+    const cwd = folder("revoke")
+    const config = folder("revoke-config")
+    const done = await cli(cwd, ["trust", "--revoke"], { EFFECT_AGENT_CONFIG_DIR: config })
+    expect(done.code).toBe(1)
+    expect(done.stderr).toBe(`effect-agent: ${cwd}/.effect-agent/settings.json was not trusted: nothing to revoke\n`)
+  })
+})
+
 describe("counts in the singular", () => {
   it("repair of a log with one bad line: dropped 1 line", async () => {
     const cwd = folder("repair")

@@ -14,6 +14,7 @@ export const config = {
   sessionIds: Args.text({ name: "sessionId" }).pipe(Args.withDescription("A session to adopt"), Args.repeated),
   all: Options.boolean("all").pipe(Options.withDescription("Every stored session that is not yours yet")),
   yes: Options.boolean("yes").pipe(Options.withDescription("Adopt without asking (after you have read the summary, e.g. from an earlier run)")),
+  verbose: Options.boolean("verbose").pipe(Options.withDescription("With --all: a line for each session adopted or yours already, not only their counts")),
   ...Flags.storage
 }
 export type Input = Command.Command.ParseConfig<typeof config>
