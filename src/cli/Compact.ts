@@ -24,7 +24,8 @@ export const handler = ({ keepRecentTokens, sessionId, ...options }: Input) =>
   Effect.gen(function*() {
     // An unknown session is refused before the model is chosen (and its note printed).
     yield* FlagLayers.requireExisting(options, sessionId).pipe(Effect.provide(NodeServices.layer))
-    const model = yield* Models.layer(options)
+    // Which model answers is said when it is asked: a session with nothing to compact says only that.
+    const model = Models.announcedAtFirstRequest(yield* Models.chosen(options))
     yield* Effect.gen(function*() {
       const engine = yield* SessionEngine.SessionEngine
       const result = yield* engine.compactSession({

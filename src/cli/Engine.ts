@@ -160,7 +160,8 @@ export const withDrivingEngine = <A, E, R>(
 ) =>
   Effect.gen(function*() {
     if (sessionId !== undefined) yield* FlagLayers.requireStarted(options, sessionId).pipe(Effect.provide(NodeServices.layer))
-    const model = yield* Models.layer(options)
+    // Which model answers is said once the session's settings and MCP servers are read: an error in them comes first and alone.
+    const { layer: model, notice } = yield* Models.chosen(options)
     const recorded = yield* Models.recordedMcp(options)
     const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)
     const budget = yield* Flags.budgetOf(options)
@@ -175,6 +176,7 @@ export const withDrivingEngine = <A, E, R>(
       // cassette recorded them: then its recording answers, and no server starts.
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
       else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
+      yield* notice
       const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
       return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })
     }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
@@ -34,7 +35,7 @@ const promptCaching = (choice: Choice) =>
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
 // A key the script does not know is an error naming it: a typo (`"chunk"` for `"chunks"`) would
 // otherwise decode as an empty answer and the run would exit 0.
-const decodeScript = Schema.decodeUnknown(Schema.parseJson(ScriptFile), { onExcessProperty: "error" })
+const decodeScript = Schema.decodeUnknown(ScriptFile, { onExcessProperty: "error" })
 
 /** Appends every request the model receives to a file, one JSON line each: what a script run sent. */
 /** A request's image bytes (a `Map` of blob hash to bytes) as JSON: each image in base64, by its hash. */
@@ -72,10 +73,16 @@ const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Pa
 /** Reads and decodes a `--script` file; a bad one is one line naming the file and the first issue. */
 const readScript = (file: string) =>
   Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(file)).pipe(
-    Effect.flatMap(decodeScript),
+    Effect.flatMap((text): Effect.Effect<typeof ScriptFile.Type, CliError | ParseResult.ParseError> => {
+      // A syntax error says where: `--script file:line:column: not valid JSON: …`.
+      const json = ProjectSettings.parseJson(text, `--script ${file}`)
+      return json.ok ? decodeScript(json.value) : Effect.fail(new CliError({ reason: "invalid_file", message: json.message }))
+    }),
     // One line: the first issue's path and message, not the schema's whole tree.
     Effect.mapError((error) =>
-      new CliError({ reason: "invalid_file", message: `--script ${file}: ${error._tag === "ParseError" ? ProjectSettings.firstIssue(error) : error.message}` })
+      error._tag === "CliError"
+        ? error
+        : new CliError({ reason: "invalid_file", message: `--script ${file}: ${error._tag === "ParseError" ? ProjectSettings.firstIssue(error) : error.message}` })
     )
   )
 
@@ -89,8 +96,11 @@ export const recordedMcp = (choice: Choice) =>
     ? Effect.succeed(Option.none<McpCassette.Recording>())
     : Effect.map(readScript(choice.script.value), (script) => Option.fromNullable(script.mcp))
 
-/** The model layer for a choice. */
-export const layer = (choice: Choice) =>
+/**
+ * The model layer for a choice, and its notice (which model answers), to print once nothing else
+ * can fail first: a command that then fails on a bad settings file or `.mcp.json` says only that.
+ */
+export const chosen = (choice: Choice) =>
   Effect.gen(function*() {
     const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
     const anthropicKey = yield* apiKey("ANTHROPIC_API_KEY")
@@ -103,9 +113,11 @@ export const layer = (choice: Choice) =>
       }
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
-      yield* Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`)
       const caching = yield* promptCaching(choice)
-      return AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }))
+      return {
+        notice: Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`),
+        layer: AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }))
+      }
     }
     if (picked === "openai") {
       // A local OpenAI-compatible server (Ollama, LM Studio, vLLM) usually needs no key.
@@ -116,18 +128,44 @@ export const layer = (choice: Choice) =>
         })
       }
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
-      yield* Console.error(
+      const notice = Console.error(
         `effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`
       )
-      return Option.isSome(openAiKey)
-        ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
-        : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
+      return {
+        notice,
+        layer: Option.isSome(openAiKey)
+          ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
+          : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
+      }
     }
     if (Option.isSome(choice.script)) {
       const { recordRequestsTo, ...script } = yield* readScript(choice.script.value)
       const fake = FakeModelProvider.layer(script)
-      return recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake))
+      return { notice: Effect.void, layer: recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake)) }
     }
-    yield* Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model.")
-    return FakeModelProvider.layer()
+    return {
+      notice: Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model."),
+      layer: FakeModelProvider.layer()
+    }
   })
+
+/**
+ * The model layer of a choice that says which model answers at its first request: a command that
+ * may not call it (`compact` of a session with nothing to compact) says only what it did.
+ */
+export const announcedAtFirstRequest = <E, R>({ layer, notice }: { readonly layer: Layer.Layer<ModelProvider.ModelProvider, E, R>; readonly notice: Effect.Effect<void> }) =>
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Effect.map(ModelProvider.ModelProvider, (inner) => {
+      let announced = false
+      const announce = Effect.suspend(() => {
+        if (announced) return Effect.void
+        announced = true
+        return notice
+      })
+      return { ...inner, stream: (request) => Stream.unwrap(Effect.as(announce, inner.stream(request))) }
+    })
+  ).pipe(Layer.provide(layer))
+
+/** The model layer for a choice, its notice printed at once. */
+export const layer = (choice: Choice) => Effect.flatMap(chosen(choice), ({ layer, notice }) => Effect.as(notice, layer))

@@ -86,6 +86,40 @@ describe("--script delays as people write them", () => {
   })
 })
 
+describe("an error comes before the model's notice, and alone", () => {
+  it("a broken project settings file or .mcp.json: its error is the only line", async () => {
+    const cwd = folder("first")
+    mkdirSync(join(cwd, ".effect-agent"))
+    writeFileSync(join(cwd, ".effect-agent", "settings.json"), "{\"mode\": \"readOnly\",}\n")
+    const settings = await cli(cwd, ["run", "hi"])
+    expect(settings.code).toBe(1)
+    expect(settings.stderr).toBe("effect-agent: .effect-agent/settings.json:1:21: not valid JSON: a comma before '}' (JSON allows no trailing comma): {\"mode\": \"readOnly\",}\n")
+
+    const mcp = folder("first-mcp")
+    writeFileSync(join(mcp, ".mcp.json"), "{\n  \"mcpServers\": {\n    \"x\": {\"command\": \"echo\",}\n  }\n}\n")
+    const done = await cli(mcp, ["run", "hi"])
+    expect(done.code).toBe(1)
+    expect(done.stderr).toBe("effect-agent: .mcp.json:3:29: not valid JSON: a comma before '}' (JSON allows no trailing comma): \"x\": {\"command\": \"echo\",}\n")
+  })
+})
+
+describe("JSON syntax errors say file:line:column and show the line", () => {
+  it("a --script file, the user's settings: the line, escaped for the terminal", async () => {
+    const cwd = folder("syntax")
+    const file = join(cwd, "bad.json")
+    writeFileSync(file, "{\"responses\": [\n  {\"chunks\": ['a']}\n]}\n")
+    const bad = await cli(cwd, ["run", "hi", "--script", file])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toBe(`effect-agent: --script ${file}:2:15: not valid JSON: a string in single quotes (JSON takes double quotes): {"chunks": ['a']}\n`)
+
+    const config = folder("config")
+    writeFileSync(join(config, "settings.json"), "{\n\"rules\": [\x1b[2J\n]}\n")
+    const user = await cli(cwd, ["run", "hi"], { EFFECT_AGENT_CONFIG_DIR: config })
+    expect(user.code).toBe(1)
+    expect(user.stderr).toBe(`effect-agent: ${join(config, "settings.json")}:2:11: not valid JSON: expected a value, found '\\x1b': "rules": [\\x1b[2J\n`)
+  })
+})
+
 describe("sessions --cwd of a folder that is not there", () => {
   it("says so, exit 1; a folder removed since still lists the sessions that ran there", async () => {
     const data = join(folder("cwd-data"), "data")
@@ -156,5 +190,16 @@ describe("a rule without a name", () => {
     const events = await replayLog(sessionIdIn(done.stderr)!, ["--data-dir", data])
     const decision = events.find((e) => e.type === "permission.resolved")
     expect(decision?.payload).toMatchObject({ decision: "deny", policy: "deny shell:rm *" })
+  })
+})
+
+describe("the docs' examples, walked as a new user", () => {
+  it("compact of a session with nothing to compact says only that, not which model would have answered", async () => {
+    const cwd = folder("compact")
+    const data = join(cwd, "data")
+    const id = sessionIdIn((await cli(cwd, ["run", "hi", "--data-dir", data])).stderr)!
+    const done = await cli(cwd, ["compact", id, "--data-dir", data])
+    expect(done.code).toBe(1)
+    expect(done.stderr).toBe(`effect-agent: Session ${id} has nothing to compact: its recent context is kept verbatim as it is\n`)
   })
 })
