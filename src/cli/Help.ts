@@ -140,10 +140,44 @@ const unpadded = (text: string): string =>
  */
 const textTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of text\.(?:\u001b\[[0-9;]*m)*\n/gm
 
+/**
+ * @effect/cli's line under a redacted flag (`--database-url`), which says only that the text is
+ * secret: the flag's own description says what it takes, and that the URL is never printed.
+ */
+const confidentialLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of text that is confidential\.(?:\u001b\[[0-9;]*m)*\n/gm
+
+/**
+ * A repeatable flag in a usage line: @effect/cli writes `--allow text...`, which reads as required;
+ * it may be given zero or more times, as `[--allow text]...` says. (An option's own heading, at
+ * the start of its line, is left as it is.)
+ */
+const repeatedFlag = /(?<= )--([a-z][a-z0-9-]*) ([a-z]+)\.\.\./g
+
+/**
+ * A subcommand in the root's list: @effect/cli writes its parent's whole usage before its name
+ * (`- sessions [--cwd text] … rename …`), so the parent read as listed twice. Its line is the
+ * parent's line (the one before it that it starts with) and the rest: the parent's flags go.
+ */
+const subcommandLines = (text: string): string => {
+  const lines = text.split("\n")
+  let parent: string | undefined
+  return lines.map((line) => {
+    if (!line.startsWith("  - ")) return line
+    const trimmed = line.trimEnd()
+    if (parent !== undefined && trimmed.startsWith(`${parent} `)) {
+      const name = parent.slice(4).split(" ", 1)[0]!
+      return `  - ${name} ${line.slice(parent.length + 1)}`
+    }
+    parent = trimmed
+    return line
+  }).join("\n")
+}
+
 /** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none), unpadded. */
 export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = process.env): string => {
   const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
-  return unpadded(wrap((isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, ""), width))
+  const tidy = subcommandLines((isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, "").replace(confidentialLine, ""))
+  return unpadded(wrap(tidy.replace(repeatedFlag, "[--$1 $2]..."), width))
 }
 
 const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>

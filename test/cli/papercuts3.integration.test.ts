@@ -193,6 +193,21 @@ describe("a rule without a name", () => {
   })
 })
 
+describe("the help's usage lines", () => {
+  it("a repeatable flag is optional, a subcommand is listed once by its own flags, a secret flag's type line is gone", async () => {
+    const root = await cli(dir, ["--help"])
+    expect(root.code).toBe(0)
+    expect(root.stdout).toContain("[--allow text]...")
+    expect(root.stdout).not.toMatch(/(?<!\[)--allow text\.\.\./)
+    const flat = root.stdout.replace(/\n {2}(?! *-)/g, " ")
+    expect(flat).toContain("- sessions rename [--data-dir directory]")
+    expect(flat).not.toMatch(/- sessions \[--cwd[^\n]*rename/)
+    const run = await cli(dir, ["run", "--help"])
+    expect(run.stdout).not.toContain("confidential")
+    expect(run.stdout).toContain("--database-url url")
+  })
+})
+
 describe("the docs' examples, walked as a new user", () => {
   it("compact of a session with nothing to compact says only that, not which model would have answered", async () => {
     const cwd = folder("compact")
