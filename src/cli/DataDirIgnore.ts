@@ -16,6 +16,9 @@ import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 
+/** The folder name a data dir has by default, and the only one a `.gitignore` is written into. */
+const folderName = ".effect-agent"
+
 /** What the file says: why, then the rules (the folder's own files only; `settings.json` kept for git). */
 export const content = [
   "# Written by effect-agent: its session logs and blobs hold what the tools read, secrets included.",
@@ -25,8 +28,14 @@ export const content = [
   ""
 ].join("\n")
 
-/** Writes `<dataDir>/.gitignore` when the data dir is a folder (not a link) and has none; any failure leaves things as they are. */
+/**
+ * Writes `<dataDir>/.gitignore` when the data dir is a folder named `.effect-agent` (not a link) and
+ * has none; any failure leaves things as they are. Only a folder of that name: a `--data-dir .` (or
+ * any folder of the user's own choosing, which may be a project's root) must never have all its
+ * files ignored.
+ */
 export const ensure = (dataDir: string): void => {
+  if (NodePath.basename(NodePath.resolve(dataDir)) !== folderName) return
   try {
     if (!lstatSync(dataDir).isDirectory()) return
     const fd = openSync(NodePath.join(dataDir, ".gitignore"), "wx", 0o644)

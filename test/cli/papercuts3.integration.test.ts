@@ -67,6 +67,11 @@ describe("the data dir is kept out of git", () => {
     symlinkSync(target, join(linked, ".effect-agent", ".gitignore"))
     expect((await cli(linked, ["run", "hi"])).code).toBe(0)
     expect(existsSync(target)).toBe(false)
+
+    // A data dir of another name is the user's choice, and may be a project's root: nothing is written there.
+    const root = folder("root")
+    expect((await cli(root, ["run", "hi", "--data-dir", "."])).code).toBe(0)
+    expect(existsSync(join(root, ".gitignore"))).toBe(false)
   })
 })
 
