@@ -104,24 +104,94 @@ interface Setting {
 }
 
 /**
- * The settings of a git config's text, in order. Sections and keys are case-insensitive; a value
- * loses a trailing comment and its double quotes. `include`s are not followed (they are settings too).
+ * The settings of a git config's text, in order, read as git reads them (its `config.c`): sections
+ * and keys are case-insensitive (a `[section "sub"]`'s name is left out); a value runs to the end of
+ * its line but for a `\` continuation, loses a `#` or `;` comment outside quotes (even with no space
+ * before it: `a#b` is `a`), its double quotes wherever they are (`"x"y"z"` is `xyz`), and has its
+ * escapes (`\t`, `\n`, `\b`, `\\`, `\"`) read; white space outside quotes is trimmed at its ends
+ * and a run of it inside is kept. A line git would refuse ends the reading there: git refuses the
+ * whole file then, and runs nothing of it. `include`s are not followed (they are settings too).
+ * Before, a line-by-line reading took `hooksPath = a#b` as `a#b` and `a\` + `/b` as `a\`: the
+ * folder pinned was not the one git runs.
  */
 const settingsIn = (config: string): ReadonlyArray<Setting> => {
   const settings: Array<Setting> = []
+  const text = config.replace(/^\uFEFF/, "").replace(/\r\n/g, "\n")
+  let at = 0
   let section = ""
-  for (const raw of config.split(/\r?\n/)) {
-    let line = raw.trim()
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$/.exec(line)
-    if (header !== null) {
-      section = header[1]!.toLowerCase()
-      line = header[2]!.trim()
+  const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\r" || c === "\v" || c === "\f"
+  const skipSpaces = () => {
+    while (isSpace(text[at])) at++
+  }
+  /** A value from `at` to its line's end (undefined: git refuses it). */
+  const value = (): string | undefined => {
+    let out = ""
+    let spaces = ""
+    let quote = false
+    let comment = false
+    skipSpaces()
+    for (;;) {
+      const c = text[at++]
+      if (c === undefined || c === "\n") return quote ? undefined : out
+      if (comment) continue
+      if (!quote && (isSpace(c))) {
+        if (out !== "") spaces += " "
+        continue
+      }
+      if (!quote && (c === "#" || c === ";")) {
+        comment = true
+        continue
+      }
+      out += spaces
+      spaces = ""
+      if (c === "\\") {
+        const next = text[at++]
+        if (next === "\n") continue
+        const escaped = next === "t" ? "\t" : next === "n" ? "\n" : next === "b" ? "\b" : next === "\\" || next === "\"" ? next : undefined
+        if (escaped === undefined) return undefined
+        out += escaped
+        continue
+      }
+      if (c === "\"") {
+        quote = !quote
+        continue
+      }
+      out += c
     }
-    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line)
-    if (entry === null || section === "") continue
-    let value = (entry[2] ?? "").replace(/\s[;#].*$/, "").trim()
-    if (value.startsWith("\"") && value.endsWith("\"") && value.length >= 2) value = value.slice(1, -1)
-    settings.push({ section, key: entry[1]!.toLowerCase(), value })
+  }
+  while (at < text.length) {
+    const c = text[at]!
+    if (c === "\n" || isSpace(c)) {
+      at++
+      continue
+    }
+    if (c === "#" || c === ";") {
+      const end = text.indexOf("\n", at)
+      at = end === -1 ? text.length : end + 1
+      continue
+    }
+    if (c === "[") {
+      const header = /^\[([A-Za-z0-9.-]+)(?:[ \t]+"(?:[^"\\\n]|\\.)*")?\]/.exec(text.slice(at, at + 4096))
+      if (header === null) break
+      section = header[1]!.toLowerCase()
+      at += header[0].length
+      continue
+    }
+    const key = /^[A-Za-z][A-Za-z0-9-]*/.exec(text.slice(at, at + 1024))
+    if (key === null || section === "") break
+    at += key[0].length
+    skipSpaces()
+    let read: string | undefined = ""
+    if (text[at] === "=") {
+      at++
+      read = value()
+    } else if (text[at] !== "\n" && at < text.length) {
+      break
+    } else {
+      at++
+    }
+    if (read === undefined) break
+    settings.push({ section, key: key[0].toLowerCase(), value: read })
   }
   return settings
 }
