@@ -271,7 +271,68 @@ export interface Worktree {
   readonly root: string
 }
 
-/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none). */
+/** How deep git follows includes (its own limit). */
+const includeDepth = 10
+
+/**
+ * The settings of the config file `file` in the order git reads them, each `include.path` and
+ * `includeIf.<condition>.path` followed in place (relative to the including file's folder, `~/` the
+ * home folder; every condition is taken as met: the files are the user's and pinned, so whichever
+ * git takes is covered), and every file included, read or not (one that does not exist yet is
+ * read once it does).
+ */
+const configOf = async (file: string, depth = 0, included: Array<string> = []): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly included: Array<string> }> => {
+  const settings: Array<Setting> = []
+  for (const setting of settingsIn(await readGitConfig(file))) {
+    settings.push(setting)
+    const include = setting.key === "path" && (setting.section === "include" || setting.section === "includeif") && setting.value !== ""
+    if (!include || depth >= includeDepth || /^~[^/]/.test(setting.value)) continue
+    const path = hooksFolder(setting.value, NodePath.dirname(file))
+    if (included.includes(path)) continue
+    included.push(path)
+    settings.push(...(await configOf(path, depth + 1, included)).settings)
+  }
+  return { settings, included }
+}
+
+/**
+ * The user's own git configs, in the order git reads them before a repository's: the system's
+ * (unless `GIT_CONFIG_NOSYSTEM`), then `GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` (or
+ * `~/.config/git/config`) and `~/.gitconfig`. A relative `core.hooksPath` set there (`.githooks`,
+ * each repository's own) names a folder inside every repository.
+ */
+const userConfigs = (): ReadonlyArray<string> => {
+  const home = process.env.HOME ?? NodeOs.homedir()
+  const xdg = process.env.XDG_CONFIG_HOME !== undefined && NodePath.isAbsolute(process.env.XDG_CONFIG_HOME) ? process.env.XDG_CONFIG_HOME : NodePath.join(home, ".config")
+  const system = process.env.GIT_CONFIG_NOSYSTEM === undefined || process.env.GIT_CONFIG_NOSYSTEM === "" ? [process.env.GIT_CONFIG_SYSTEM ?? "/etc/gitconfig"] : []
+  const global = process.env.GIT_CONFIG_GLOBAL !== undefined && process.env.GIT_CONFIG_GLOBAL !== "" ? [process.env.GIT_CONFIG_GLOBAL] : [NodePath.join(xdg, "git", "config"), NodePath.join(home, ".gitconfig")]
+  return [...system, ...global]
+}
+
+/** What a worktree's git settings name that git runs or reads later: its hooks folders, and the files its configs include. */
+export interface GitSettings {
+  /**
+   * Every folder a `core.hooksPath` names, absolute and as written: not only the one that wins (a
+   * conditional include may decide which does), from the user's configs too, each relative one
+   * from the worktree's root and from the root `core.worktree` names.
+   */
+  readonly hooks: ReadonlyArray<string>
+  /** The files the repository's configs include (`include.path`, `includeIf`), absolute, followed as git follows them. */
+  readonly included: ReadonlyArray<string>
+}
+
+/** The git settings of a worktree (see {@link GitSettings}). */
+export const gitSettingsOf = async (worktree: Worktree): Promise<GitSettings> => {
+  const user = await Promise.all(userConfigs().map((file) => configOf(file)))
+  const own = await Promise.all([NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")].map((file) => configOf(file)))
+  const settings = [...user, ...own].flatMap((config) => config.settings).filter((s) => s.section === "core")
+  const roots = [worktree.root, ...settings.filter((s) => s.key === "worktree" && s.value !== "").map((s) => hooksFolder(s.value, worktree.gitDir))]
+  const values = [...new Set(settings.filter((s) => s.key === "hookspath" && s.value !== "").map((s) => s.value))]
+  const hooks = values.flatMap((value) => roots.map((root) => hooksFolder(value, root)))
+  return { hooks: [...new Set(hooks)], included: [...new Set(own.flatMap((config) => config.included))] }
+}
+
+/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none): the one that wins, from the repository's own configs. */
 export const hooksFolderOf = async (worktree: Worktree): Promise<string | undefined> => {
   const value = hooksPathIn(`${await readGitConfig(NodePath.join(worktree.gitDir, "config"))}\n${await readGitConfig(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
   return value === undefined ? undefined : hooksFolder(value, worktree.root)
@@ -302,8 +363,8 @@ export const worktreeOf = async (cwd: string): Promise<Worktree | undefined> => 
 
 /**
  * The folders of the repository `cwd` is in whose files git runs or takes its settings from: its
- * git folders where they really are, and the folder its `core.hooksPath` names, as written and where
- * it leads (also where it would be made). For the file tools' writes; the sandbox pins
+ * git folders where they really are, the folders its `core.hooksPath` names (see `gitSettingsOf`)
+ * and the files its configs include, as written and where they lead (also where they would be made). For the file tools' writes; the sandbox pins
  * the same folder of every repository it pins.
  */
 export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>> => {
@@ -311,10 +372,11 @@ export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>
   if (worktree === undefined) return []
   // Its git folders where they really are: a `.git` link or file may lead to one not named `.git` (`.bare`).
   const gitDirs = await Promise.all([worktree.gitDir, worktree.ownGitDir].map((dir) => NodeFs.realpath(dir).catch(() => undefined)))
-  const folder = await hooksFolderOf(worktree)
-  const real = folder === undefined ? undefined : await realOrPlanned(folder)
+  const settings = await gitSettingsOf(worktree)
+  const named = [...settings.hooks, ...settings.included]
+  const real = await Promise.all(named.map(realOrPlanned))
   // A hooks folder that is cwd or holds it is left out, as the sandbox leaves it: every write would ask.
-  const hooks = [folder, real].filter((path) => path !== undefined && !isInside(path, cwd))
+  const hooks = [...named, ...real].filter((path) => path !== undefined && !isInside(path, cwd))
   return [...new Set([...gitDirs, ...hooks].filter((path) => path !== undefined))]
 }
 
@@ -326,5 +388,5 @@ export const reasonFor = (facts: { readonly home: Home | undefined; readonly hoo
   facts.home !== undefined && readOnlyInHome(facts.home, path)
     ? "the home folder's start-up files, dot folders and folders on PATH run later, outside the sandbox"
     : facts.hooks.some((folder) => isInside(folder, path))
-    ? "git takes its settings or hooks from this folder (a git folder, core.hooksPath) and runs them outside the sandbox"
+    ? "git takes its settings or hooks from here (a git folder, core.hooksPath, a config's include) and runs them outside the sandbox"
     : undefined
