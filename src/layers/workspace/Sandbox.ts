@@ -114,7 +114,10 @@ IFS='
 '
 fail() { echo "effect-agent: the command sandbox could not be set up ($*); the command did not run" >&2; exit 125; }
 uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8 sh=$9; shift 9
-cd "$cwd" || fail "cannot enter the working directory"
+# Entered by name, so checked to be the folder it names: one swapped for a link since the mount
+# table was made (a subagent's cwd, inside its parent's workspace) would lead elsewhere.
+entered() { cd "$cwd" && [ "$(pwd -P)" = "$cwd" ] || fail "the working directory $cwd is not where it was (a link now, or moved)"; }
+entered
 n=$1; shift
 if "$mount" --all -t noproc -O rw -o remount,bind,ro 2>/dev/null; then
   shift "$n"
@@ -128,7 +131,7 @@ fi
 # /proc, the private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp
 # may now cover), what stays read-only in it, and what is hidden: see the table.
 said=$("$mount" --all --no-canonicalize --fstab "$fstab" 2>&1) || fail "$(echo "$said" | { read -r line; echo "$line"; })"
-cd "$cwd" || fail "cannot enter the working directory"
+entered
 if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
 # The command's environment comes as arguments, set only once in the inner namespace: no
 # LD_PRELOAD of the command's reaches a program that runs with the outer one's capabilities.
