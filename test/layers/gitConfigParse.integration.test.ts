@@ -70,3 +70,11 @@ describe("reading core.hooksPath as git does", () => {
     }
   })
 })
+
+describe("where core.hooksPath leads", () => {
+  it("~name/ is that user's home, as git expands it", () => {
+    const home = execFileSync("sh", ["-c", "getent passwd root | cut -d: -f6"], { encoding: "utf8" }).trim()
+    expect(RunsLater.hooksFolder("~root/hooks", "/work/repo")).toBe(join(home, "hooks"))
+    expect(RunsLater.hooksFolder("~no-such-user-here/hooks", "/work/repo")).toBe("/work/repo/~no-such-user-here/hooks")
+  })
+})

@@ -11,7 +11,7 @@
  * @since 0.1.0
  * @internal
  */
-import { constants } from "node:fs"
+import { constants, readFileSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -238,10 +238,25 @@ const programKeys: Readonly<Record<string, ReadonlyArray<string>>> = {
  * The folder `core.hooksPath` names, absolute: `~/` is the home folder, a relative path is taken
  * from the worktree's root (where git runs hooks).
  */
-export const hooksFolder = (value: string, worktree: string): string =>
-  value === "~" || value.startsWith("~/")
-    ? NodePath.join(process.env.HOME ?? NodeOs.homedir(), value.slice(1))
-    : NodePath.resolve(worktree, value)
+export const hooksFolder = (value: string, worktree: string): string => {
+  if (value === "~" || value.startsWith("~/")) return NodePath.join(process.env.HOME ?? NodeOs.homedir(), value.slice(1))
+  // `~name/`: that user's home, as git expands it (before, taken as a folder named `~name` in the worktree).
+  const other = /^~([^/]+)(\/.*)?$/.exec(value)
+  const home = other === null ? undefined : homeOfUser(other[1]!)
+  return home !== undefined ? NodePath.join(home, other![2] ?? "") : NodePath.resolve(worktree, value)
+}
+
+/** The home folder of the user `name`, from `/etc/passwd` (`undefined` when there is none). */
+const homeOfUser = (name: string): string | undefined => {
+  let passwd = ""
+  try {
+    passwd = readFileSync("/etc/passwd", "utf8")
+  } catch {
+    return undefined
+  }
+  const fields = passwd.split("\n").map((line) => line.split(":")).find((f) => f[0] === name && f.length >= 7)
+  return fields !== undefined && NodePath.isAbsolute(fields[5]!) ? fields[5] : undefined
+}
 
 /**
  * The real path `path` leads to, a missing tail joined to its deepest existing folder's real path
@@ -286,7 +301,7 @@ const configOf = async (file: string, depth = 0, included: Array<string> = []): 
   for (const setting of settingsIn(await readGitConfig(file))) {
     settings.push(setting)
     const include = setting.key === "path" && (setting.section === "include" || setting.section === "includeif") && setting.value !== ""
-    if (!include || depth >= includeDepth || /^~[^/]/.test(setting.value)) continue
+    if (!include || depth >= includeDepth) continue
     const path = hooksFolder(setting.value, NodePath.dirname(file))
     if (included.includes(path)) continue
     included.push(path)
