@@ -77,6 +77,13 @@ export interface Loaded {
    * start in `cwd`; a client's where `serversFolder` says.
    */
   readonly folders: Readonly<Record<string, string>>
+  /**
+   * For each of the project's servers that starts, whether it may start again in this session
+   * (`McpTools` `mayStart`): only while the `.mcp.json` and the files it names are as they were
+   * trusted. A server stopped (a crash, a timeout) is started again by its next call, and runs the
+   * workspace's files as they are then — which the model may have rewritten since.
+   */
+  readonly recheck: Readonly<Record<string, Effect.Effect<void, SettingsError>>>
 }
 
 const parsed = (text: string, shown: string) =>
@@ -112,6 +119,19 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: s
   const sha256 = McpFiles.combinedHash(TrustStore.sha256(bytes.value), files)
   return { path, shown, sha256, trust: TrustStore.status(trusted, path, sha256), file, files } satisfies Project
 })
+
+/** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
+const stillTrusted = (cwd: string, project: Project): Effect.Effect<void, SettingsError> =>
+  Effect.flatMap(
+    readProject(cwd, [{ path: project.path, sha256: project.sha256, trustedAt: "" }]),
+    (now) =>
+      now?.trust === "trusted"
+        ? Effect.void
+        : Effect.fail(new SettingsError({
+          reason: "invalid",
+          message: `${ProjectSettings.escapeControls(project.shown)} or a file its servers run changed since the session started; review and trust it again with: ${ProjectSettings.trustCommand(cwd)}`
+        }))
+  )
 
 /**
  * Whether a trusted `.mcp.json` (a `TrustStore` entry) is still as it was trusted, the files its
@@ -161,7 +181,13 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
   from(projectServers, undefined)
   from(user?.mcpServers, NodePath.resolve(configDir))
   from(options.servers, options.serversFolder === undefined ? undefined : NodePath.resolve(options.serversFolder))
-  return { servers, project, notes, folders } satisfies Loaded
+  const recheck: Record<string, Effect.Effect<void, SettingsError>> = {}
+  if (project !== undefined && projectServers !== undefined) {
+    const still = stillTrusted(options.cwd, project)
+    // The project's servers that no later source replaced.
+    for (const name of Object.keys(projectServers)) if (servers[name] === projectServers[name]) recheck[name] = still
+  }
+  return { servers, project, notes, folders, recheck } satisfies Loaded
 })
 
 /**
