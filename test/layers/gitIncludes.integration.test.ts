@@ -84,6 +84,14 @@ describe(`git settings past the pinned config ${branch}`, () => {
     NodeFs.writeFileSync(NodePath.join(root, "outside-conf", "hooks.gitconfig"), "[core]\n\thooksPath = inc-hooks\n")
     NodeFs.appendFileSync(NodePath.join(included, ".git", "config"), `[include]\n\tpath = ${NodePath.join(root, "outside-conf", "hooks.gitconfig")}\n`)
     await expectProtected(included, "inc-hooks/pre-commit")
+    // A file your own config includes, in the workspace.
+    const team = repository()
+    NodeFs.writeFileSync(NodePath.join(home, ".gitconfig"), `[include]\n\tpath = ${NodePath.join(team, "team.gitconfig")}\n`)
+    try {
+      await expectProtected(team, "team.gitconfig")
+    } finally {
+      NodeFs.rmSync(NodePath.join(home, ".gitconfig"))
+    }
   })
 
   if (detected._tag !== "Workspace") return

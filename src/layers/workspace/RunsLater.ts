@@ -332,7 +332,7 @@ export interface GitSettings {
    * from the worktree's root and from the root `core.worktree` names.
    */
   readonly hooks: ReadonlyArray<string>
-  /** The files the repository's configs include (`include.path`, `includeIf`), absolute, followed as git follows them. */
+  /** The files the repository's configs and the user's own include (`include.path`, `includeIf`), absolute, followed as git follows them. */
   readonly included: ReadonlyArray<string>
 }
 
@@ -344,7 +344,8 @@ export const gitSettingsOf = async (worktree: Worktree): Promise<GitSettings> =>
   const roots = [worktree.root, ...settings.filter((s) => s.key === "worktree" && s.value !== "").map((s) => hooksFolder(s.value, worktree.gitDir))]
   const values = [...new Set(settings.filter((s) => s.key === "hookspath" && s.value !== "").map((s) => s.value))]
   const hooks = values.flatMap((value) => roots.map((root) => hooksFolder(value, root)))
-  return { hooks: [...new Set(hooks)], included: [...new Set(own.flatMap((config) => config.included))] }
+  // Your own configs' includes too: one may name a file in the workspace (`~/projects/dotfiles/git.conf` with cwd at home).
+  return { hooks: [...new Set(hooks)], included: [...new Set([...user, ...own].flatMap((config) => config.included))] }
 }
 
 /** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none): the one that wins, from the repository's own configs. */
