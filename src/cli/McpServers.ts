@@ -64,13 +64,14 @@ export const configurable = (): Configurable => {
   const router = (): ToolRouter.ToolRouter.Service => shared ?? base!
 
   /** Starts `servers` in a scope of their own (closed with the command's), or nothing when there are none. */
-  const start = ({ folders, servers }: Pick<McpSettings.Loaded, "servers" | "folders">, cwd: string, options: StartOptions) =>
+  const start = ({ folders, recheck, servers }: Pick<McpSettings.Loaded, "servers" | "folders" | "recheck">, cwd: string, options: StartOptions) =>
     Effect.gen(function*() {
       if (Object.keys(servers).length === 0 || base === undefined || scope === undefined) return undefined
       // The SDK is loaded only by a run that starts a server (see scripts/bundle-cli.mjs).
       const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
       const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-      return yield* McpTools.make({ servers, cwd, folders, env: options.env }, base).pipe(
+      // A trusted project's server is started again (after a crash) only while its files are as trusted.
+      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))

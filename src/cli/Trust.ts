@@ -24,7 +24,10 @@ const list = (configDir: string) =>
     const entries = yield* TrustStore.entries(configDir).pipe(Effect.mapError(invalid))
     if (entries.length === 0) return yield* Console.error("No project settings are trusted.")
     for (const entry of entries) {
-      const status = yield* ProjectSettings.entryStatus(entry).pipe(Effect.orElseSucceed(() => "unreadable" as const))
+      // A `.mcp.json`'s trust covers the files its servers name too.
+      const status = yield* (NodePath.basename(entry.path) === McpSettings.projectFileName ? McpSettings.entryStatus(entry) : ProjectSettings.entryStatus(entry)).pipe(
+        Effect.orElseSucceed(() => "unreadable" as const)
+      )
       yield* Console.log(`${status}  ${terminalSafe(entry.path)}  sha256:${entry.sha256.slice(0, 12)}  ${entry.trustedAt}`)
     }
   })

@@ -61,6 +61,11 @@ export interface Options {
   readonly folders?: Readonly<Record<string, string>> | undefined
   /** Names passed on from the agent's environment and fixed values, as for shell commands (`WorkspaceTools` `env`). */
   readonly env?: Environment.Options | undefined
+  /**
+   * Checked before a server is started again in the session, by name (`McpSettings.Loaded.recheck`:
+   * a trusted project's server starts again only while its `.mcp.json` and files are as trusted).
+   */
+  readonly mayStart?: Readonly<Record<string, Effect.Effect<void, { readonly message: string }>>> | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
   readonly hiddenEnv?: ReadonlyArray<string> | undefined
   /** A call's time limit (default 60 s). */
@@ -170,7 +175,8 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
         prefix: sandboxPrefix,
         connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),
         callTimeout,
-        maxAnswerBytes: options.maxAnswerBytes
+        maxAnswerBytes: options.maxAnswerBytes,
+        mayStart: options.mayStart?.[name]
       }))
     yield* Effect.addFinalizer(() => Effect.forEach(connections, (c) => c.close, { concurrency: "unbounded", discard: true }))
 

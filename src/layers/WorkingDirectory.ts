@@ -13,7 +13,7 @@
  */
 import * as Effect from "effect/Effect"
 import { realpath, stat } from "node:fs/promises"
-import { isAbsolute } from "node:path"
+import { isAbsolute, parse } from "node:path"
 import { InvalidInput } from "../domain/Errors.js"
 
 const invalid = (detail: string) => new InvalidInput({ field: "cwd", detail })
@@ -36,7 +36,8 @@ const why = (error: unknown): string => {
 
 /**
  * The real path of an existing directory, or `InvalidInput {field: "cwd"}` saying why not: not
- * absolute, missing, not a directory, not reachable.
+ * absolute, missing, not a directory, not reachable, the file system's root (reached through a link
+ * or `..` too).
  */
 export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: string) {
   if (cwd.trim() === "") return yield* invalid("must not be empty")
@@ -45,5 +46,10 @@ export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: 
   const real = yield* Effect.tryPromise({ try: () => realpath(cwd), catch: (error) => invalid(why(error)) })
   const info = yield* Effect.tryPromise({ try: () => stat(real), catch: (error) => invalid(why(error)) })
   if (!info.isDirectory()) return yield* invalid("is not a directory")
+  // At the root every file of the machine is inside the workspace: `/etc/profile.d`, `/usr/local/bin`
+  // would be edits like any other in acceptEdits, `/etc/shadow` a read inside the project.
+  if (parse(real).root === real) {
+    return yield* invalid("is the root of the file system: every file of the machine would be inside the session's workspace; choose a project folder")
+  }
   return real
 })

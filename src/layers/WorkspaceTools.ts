@@ -499,7 +499,9 @@ export const make = (options: Options = {}) =>
             yield* Effect.logWarning(weaker)
           }
           const env = Environment.withSafeGit(Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd }))
-          const launch = yield* sandbox.launch({ cwd: yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
+          // A pinned cwd is its real path as checked (`stillWhereItWas`): resolved again here, a link
+          // swapped in since would make where it leads the sandbox's workspace.
+          const launch = yield* sandbox.launch({ cwd: context.pinnedCwd === true ? NodePath.resolve(context.cwd) : yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
           let lastProgress = clock.unsafeCurrentTimeMillis()

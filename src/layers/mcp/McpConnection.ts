@@ -84,6 +84,12 @@ export interface Options {
   readonly callTimeout: Duration.Duration
   /** The most bytes of one answer of an HTTP server (default `BoundedFetch.maxAnswerBytes`). */
   readonly maxAnswerBytes?: number | undefined
+  /**
+   * Checked before the server is started again (after a crash, a timeout): a project's server runs
+   * the workspace's files as they are then, so it starts again only while they are as trusted
+   * (`McpSettings.Loaded.recheck`). Its failure's message says why.
+   */
+  readonly mayStart?: Effect.Effect<void, { readonly message: string }> | undefined
 }
 
 interface Live {
@@ -154,6 +160,9 @@ export const make = (options: Options): Effect.Effect<Connection> =>
 
     const start = Effect.gen(function*() {
       const { server } = options
+      if (starts > 0 && options.mayStart !== undefined) {
+        yield* Effect.mapError(options.mayStart, (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" was not started again: ${error.message}` }))
+      }
       if (McpConfig.isStdio(server)) {
         const path = server.env?.PATH ?? (options.sourceEnv ?? process.env).PATH
         if (programMissing(server.command, options.cwd, path)) {

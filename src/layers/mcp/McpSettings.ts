@@ -24,6 +24,7 @@ import { SettingsError } from "../settings/SettingsFile.js"
 import * as TrustStore from "../TrustStore.js"
 import * as Paths from "../workspace/Paths.js"
 import * as McpConfig from "./McpConfig.js"
+import * as McpFiles from "./McpFiles.js"
 
 /** A file that cannot be used as it is; `message` is one line naming it and the entry. */
 export { SettingsError }
@@ -38,9 +39,16 @@ export interface Project {
   /** The real path of the cwd joined with `.mcp.json`: what trust is recorded for. */
   readonly path: string
   readonly shown: string
+  /**
+   * What trust records: the file's SHA-256, or — when its servers name files of the project
+   * (`McpFiles`: `node tools/mcp.js`) — one over it and what those files hold, so that a changed
+   * script makes the file untrusted again.
+   */
   readonly sha256: string
   readonly trust: TrustStore.Status
   readonly file: McpConfig.File
+  /** The project's files its servers name, and what is there now (see `McpFiles`). */
+  readonly files: ReadonlyArray<McpFiles.Bound>
 }
 
 /** What to load. */
@@ -69,6 +77,13 @@ export interface Loaded {
    * start in `cwd`; a client's where `serversFolder` says.
    */
   readonly folders: Readonly<Record<string, string>>
+  /**
+   * For each of the project's servers that starts, whether it may start again in this session
+   * (`McpTools` `mayStart`): only while the `.mcp.json` and the files it names are as they were
+   * trusted. A server stopped (a crash, a timeout) is started again by its next call, and runs the
+   * workspace's files as they are then — which the model may have rewritten since.
+   */
+  readonly recheck: Readonly<Record<string, Effect.Effect<void, SettingsError>>>
 }
 
 const parsed = (text: string, shown: string) =>
@@ -100,8 +115,31 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: s
   const bytes = yield* ProjectSettings.readBytes(path, shown)
   if (Option.isNone(bytes)) return undefined
   const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
-  const sha256 = TrustStore.sha256(bytes.value)
-  return { path, shown, sha256, trust: TrustStore.status(trusted, path, sha256), file } satisfies Project
+  const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), file.mcpServers))
+  const sha256 = McpFiles.combinedHash(TrustStore.sha256(bytes.value), files)
+  return { path, shown, sha256, trust: TrustStore.status(trusted, path, sha256), file, files } satisfies Project
+})
+
+/** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
+const stillTrusted = (cwd: string, project: Project): Effect.Effect<void, SettingsError> =>
+  Effect.flatMap(
+    readProject(cwd, [{ path: project.path, sha256: project.sha256, trustedAt: "" }]),
+    (now) =>
+      now?.trust === "trusted"
+        ? Effect.void
+        : Effect.fail(new SettingsError({
+          reason: "invalid",
+          message: `${ProjectSettings.escapeControls(project.shown)} or a file its servers run changed since the session started; review and trust it again with: ${ProjectSettings.trustCommand(cwd)}`
+        }))
+  )
+
+/**
+ * Whether a trusted `.mcp.json` (a `TrustStore` entry) is still as it was trusted, the files its
+ * servers name included (for `trust --list`).
+ */
+export const entryStatus = Effect.fn("McpSettings.entryStatus")(function*(entry: TrustStore.Entry) {
+  const project = yield* readProject(NodePath.dirname(entry.path), [entry])
+  return project === undefined ? "missing" as const : project.trust === "trusted" ? "trusted" as const : "changed" as const
 })
 
 /** Reads the project's `.mcp.json` of `cwd` with the user's trust entries, for `trust`. */
@@ -143,7 +181,13 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
   from(projectServers, undefined)
   from(user?.mcpServers, NodePath.resolve(configDir))
   from(options.servers, options.serversFolder === undefined ? undefined : NodePath.resolve(options.serversFolder))
-  return { servers, project, notes, folders } satisfies Loaded
+  const recheck: Record<string, Effect.Effect<void, SettingsError>> = {}
+  if (project !== undefined && projectServers !== undefined) {
+    const still = stillTrusted(options.cwd, project)
+    // The project's servers that no later source replaced.
+    for (const name of Object.keys(projectServers)) if (servers[name] === projectServers[name]) recheck[name] = still
+  }
+  return { servers, project, notes, folders, recheck } satisfies Loaded
 })
 
 /**
@@ -168,7 +212,22 @@ export const summary = (project: Project): ReadonlyArray<string> => {
       ? ["It starts no MCP server."]
       : [
         "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
-        ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`)
+        ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`),
+        ...filesSummary(project.files)
       ])
+  ]
+}
+
+/** The lines saying which of the project's files trust covers too (`McpFiles`), and what it does not cover. */
+const filesSummary = (files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<string> => {
+  if (files.length === 0) return []
+  const present = files.filter((f) => f.state !== "absent" && !f.path.endsWith("/"))
+  const absent = files.length - present.length - files.filter((f) => f.path.endsWith("/")).length
+  return [
+    "Trust also covers the project's files these servers name (a change to one, or a file made where none is, makes it untrusted again):",
+    ...present.slice(0, 20).map((f) => `  ${ProjectSettings.escapeControls(f.path)}${f.state === "folder" ? "/" : ""}`),
+    ...(present.length > 20 ? [`  … and ${present.length - 20} more`] : []),
+    ...(absent > 0 ? [`  (and ${absent} name${absent === 1 ? "" : "s"} where no file is now)`] : []),
+    "Not covered: what those files load in turn (imports, packages npx or uv run finds): trust that as you would run it yourself."
   ]
 }

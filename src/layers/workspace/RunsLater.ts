@@ -11,7 +11,7 @@
  * @since 0.1.0
  * @internal
  */
-import { constants } from "node:fs"
+import { constants, readFileSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -104,24 +104,94 @@ interface Setting {
 }
 
 /**
- * The settings of a git config's text, in order. Sections and keys are case-insensitive; a value
- * loses a trailing comment and its double quotes. `include`s are not followed (they are settings too).
+ * The settings of a git config's text, in order, read as git reads them (its `config.c`): sections
+ * and keys are case-insensitive (a `[section "sub"]`'s name is left out); a value runs to the end of
+ * its line but for a `\` continuation, loses a `#` or `;` comment outside quotes (even with no space
+ * before it: `a#b` is `a`), its double quotes wherever they are (`"x"y"z"` is `xyz`), and has its
+ * escapes (`\t`, `\n`, `\b`, `\\`, `\"`) read; white space outside quotes is trimmed at its ends
+ * and a run of it inside is kept. A line git would refuse ends the reading there: git refuses the
+ * whole file then, and runs nothing of it. `include`s are not followed (they are settings too).
+ * Before, a line-by-line reading took `hooksPath = a#b` as `a#b` and `a\` + `/b` as `a\`: the
+ * folder pinned was not the one git runs.
  */
 const settingsIn = (config: string): ReadonlyArray<Setting> => {
   const settings: Array<Setting> = []
+  const text = config.replace(/^\uFEFF/, "").replace(/\r\n/g, "\n")
+  let at = 0
   let section = ""
-  for (const raw of config.split(/\r?\n/)) {
-    let line = raw.trim()
-    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"[^"]*")?\s*\]\s*(.*)$/.exec(line)
-    if (header !== null) {
-      section = header[1]!.toLowerCase()
-      line = header[2]!.trim()
+  const isSpace = (c: string | undefined) => c === " " || c === "\t" || c === "\r" || c === "\v" || c === "\f"
+  const skipSpaces = () => {
+    while (isSpace(text[at])) at++
+  }
+  /** A value from `at` to its line's end (undefined: git refuses it). */
+  const value = (): string | undefined => {
+    let out = ""
+    let spaces = ""
+    let quote = false
+    let comment = false
+    skipSpaces()
+    for (;;) {
+      const c = text[at++]
+      if (c === undefined || c === "\n") return quote ? undefined : out
+      if (comment) continue
+      if (!quote && (isSpace(c))) {
+        if (out !== "") spaces += " "
+        continue
+      }
+      if (!quote && (c === "#" || c === ";")) {
+        comment = true
+        continue
+      }
+      out += spaces
+      spaces = ""
+      if (c === "\\") {
+        const next = text[at++]
+        if (next === "\n") continue
+        const escaped = next === "t" ? "\t" : next === "n" ? "\n" : next === "b" ? "\b" : next === "\\" || next === "\"" ? next : undefined
+        if (escaped === undefined) return undefined
+        out += escaped
+        continue
+      }
+      if (c === "\"") {
+        quote = !quote
+        continue
+      }
+      out += c
     }
-    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$/.exec(line)
-    if (entry === null || section === "") continue
-    let value = (entry[2] ?? "").replace(/\s[;#].*$/, "").trim()
-    if (value.startsWith("\"") && value.endsWith("\"") && value.length >= 2) value = value.slice(1, -1)
-    settings.push({ section, key: entry[1]!.toLowerCase(), value })
+  }
+  while (at < text.length) {
+    const c = text[at]!
+    if (c === "\n" || isSpace(c)) {
+      at++
+      continue
+    }
+    if (c === "#" || c === ";") {
+      const end = text.indexOf("\n", at)
+      at = end === -1 ? text.length : end + 1
+      continue
+    }
+    if (c === "[") {
+      const header = /^\[([A-Za-z0-9.-]+)(?:[ \t]+"(?:[^"\\\n]|\\.)*")?\]/.exec(text.slice(at, at + 4096))
+      if (header === null) break
+      section = header[1]!.toLowerCase()
+      at += header[0].length
+      continue
+    }
+    const key = /^[A-Za-z][A-Za-z0-9-]*/.exec(text.slice(at, at + 1024))
+    if (key === null || section === "") break
+    at += key[0].length
+    skipSpaces()
+    let read: string | undefined = ""
+    if (text[at] === "=") {
+      at++
+      read = value()
+    } else if (text[at] !== "\n" && at < text.length) {
+      break
+    } else {
+      at++
+    }
+    if (read === undefined) break
+    settings.push({ section, key: key[0].toLowerCase(), value: read })
   }
   return settings
 }
@@ -168,10 +238,25 @@ const programKeys: Readonly<Record<string, ReadonlyArray<string>>> = {
  * The folder `core.hooksPath` names, absolute: `~/` is the home folder, a relative path is taken
  * from the worktree's root (where git runs hooks).
  */
-export const hooksFolder = (value: string, worktree: string): string =>
-  value === "~" || value.startsWith("~/")
-    ? NodePath.join(process.env.HOME ?? NodeOs.homedir(), value.slice(1))
-    : NodePath.resolve(worktree, value)
+export const hooksFolder = (value: string, worktree: string): string => {
+  if (value === "~" || value.startsWith("~/")) return NodePath.join(process.env.HOME ?? NodeOs.homedir(), value.slice(1))
+  // `~name/`: that user's home, as git expands it (before, taken as a folder named `~name` in the worktree).
+  const other = /^~([^/]+)(\/.*)?$/.exec(value)
+  const home = other === null ? undefined : homeOfUser(other[1]!)
+  return home !== undefined ? NodePath.join(home, other![2] ?? "") : NodePath.resolve(worktree, value)
+}
+
+/** The home folder of the user `name`, from `/etc/passwd` (`undefined` when there is none). */
+const homeOfUser = (name: string): string | undefined => {
+  let passwd = ""
+  try {
+    passwd = readFileSync("/etc/passwd", "utf8")
+  } catch {
+    return undefined
+  }
+  const fields = passwd.split("\n").map((line) => line.split(":")).find((f) => f[0] === name && f.length >= 7)
+  return fields !== undefined && NodePath.isAbsolute(fields[5]!) ? fields[5] : undefined
+}
 
 /**
  * The real path `path` leads to, a missing tail joined to its deepest existing folder's real path
@@ -201,7 +286,69 @@ export interface Worktree {
   readonly root: string
 }
 
-/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none). */
+/** How deep git follows includes (its own limit). */
+const includeDepth = 10
+
+/**
+ * The settings of the config file `file` in the order git reads them, each `include.path` and
+ * `includeIf.<condition>.path` followed in place (relative to the including file's folder, `~/` the
+ * home folder; every condition is taken as met: the files are the user's and pinned, so whichever
+ * git takes is covered), and every file included, read or not (one that does not exist yet is
+ * read once it does).
+ */
+const configOf = async (file: string, depth = 0, included: Array<string> = []): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly included: Array<string> }> => {
+  const settings: Array<Setting> = []
+  for (const setting of settingsIn(await readGitConfig(file))) {
+    settings.push(setting)
+    const include = setting.key === "path" && (setting.section === "include" || setting.section === "includeif") && setting.value !== ""
+    if (!include || depth >= includeDepth) continue
+    const path = hooksFolder(setting.value, NodePath.dirname(file))
+    if (included.includes(path)) continue
+    included.push(path)
+    settings.push(...(await configOf(path, depth + 1, included)).settings)
+  }
+  return { settings, included }
+}
+
+/**
+ * The user's own git configs, in the order git reads them before a repository's: the system's
+ * (unless `GIT_CONFIG_NOSYSTEM`), then `GIT_CONFIG_GLOBAL`, else `$XDG_CONFIG_HOME/git/config` (or
+ * `~/.config/git/config`) and `~/.gitconfig`. A relative `core.hooksPath` set there (`.githooks`,
+ * each repository's own) names a folder inside every repository.
+ */
+const userConfigs = (): ReadonlyArray<string> => {
+  const home = process.env.HOME ?? NodeOs.homedir()
+  const xdg = process.env.XDG_CONFIG_HOME !== undefined && NodePath.isAbsolute(process.env.XDG_CONFIG_HOME) ? process.env.XDG_CONFIG_HOME : NodePath.join(home, ".config")
+  const system = process.env.GIT_CONFIG_NOSYSTEM === undefined || process.env.GIT_CONFIG_NOSYSTEM === "" ? [process.env.GIT_CONFIG_SYSTEM ?? "/etc/gitconfig"] : []
+  const global = process.env.GIT_CONFIG_GLOBAL !== undefined && process.env.GIT_CONFIG_GLOBAL !== "" ? [process.env.GIT_CONFIG_GLOBAL] : [NodePath.join(xdg, "git", "config"), NodePath.join(home, ".gitconfig")]
+  return [...system, ...global]
+}
+
+/** What a worktree's git settings name that git runs or reads later: its hooks folders, and the files its configs include. */
+export interface GitSettings {
+  /**
+   * Every folder a `core.hooksPath` names, absolute and as written: not only the one that wins (a
+   * conditional include may decide which does), from the user's configs too, each relative one
+   * from the worktree's root and from the root `core.worktree` names.
+   */
+  readonly hooks: ReadonlyArray<string>
+  /** The files the repository's configs and the user's own include (`include.path`, `includeIf`), absolute, followed as git follows them. */
+  readonly included: ReadonlyArray<string>
+}
+
+/** The git settings of a worktree (see {@link GitSettings}). */
+export const gitSettingsOf = async (worktree: Worktree): Promise<GitSettings> => {
+  const user = await Promise.all(userConfigs().map((file) => configOf(file)))
+  const own = await Promise.all([NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")].map((file) => configOf(file)))
+  const settings = [...user, ...own].flatMap((config) => config.settings).filter((s) => s.section === "core")
+  const roots = [worktree.root, ...settings.filter((s) => s.key === "worktree" && s.value !== "").map((s) => hooksFolder(s.value, worktree.gitDir))]
+  const values = [...new Set(settings.filter((s) => s.key === "hookspath" && s.value !== "").map((s) => s.value))]
+  const hooks = values.flatMap((value) => roots.map((root) => hooksFolder(value, root)))
+  // Your own configs' includes too: one may name a file in the workspace (`~/projects/dotfiles/git.conf` with cwd at home).
+  return { hooks: [...new Set(hooks)], included: [...new Set([...user, ...own].flatMap((config) => config.included))] }
+}
+
+/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none): the one that wins, from the repository's own configs. */
 export const hooksFolderOf = async (worktree: Worktree): Promise<string | undefined> => {
   const value = hooksPathIn(`${await readGitConfig(NodePath.join(worktree.gitDir, "config"))}\n${await readGitConfig(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
   return value === undefined ? undefined : hooksFolder(value, worktree.root)
@@ -232,8 +379,8 @@ export const worktreeOf = async (cwd: string): Promise<Worktree | undefined> => 
 
 /**
  * The folders of the repository `cwd` is in whose files git runs or takes its settings from: its
- * git folders where they really are, and the folder its `core.hooksPath` names, as written and where
- * it leads (also where it would be made). For the file tools' writes; the sandbox pins
+ * git folders where they really are, the folders its `core.hooksPath` names (see `gitSettingsOf`)
+ * and the files its configs include, as written and where they lead (also where they would be made). For the file tools' writes; the sandbox pins
  * the same folder of every repository it pins.
  */
 export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>> => {
@@ -241,10 +388,11 @@ export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>
   if (worktree === undefined) return []
   // Its git folders where they really are: a `.git` link or file may lead to one not named `.git` (`.bare`).
   const gitDirs = await Promise.all([worktree.gitDir, worktree.ownGitDir].map((dir) => NodeFs.realpath(dir).catch(() => undefined)))
-  const folder = await hooksFolderOf(worktree)
-  const real = folder === undefined ? undefined : await realOrPlanned(folder)
+  const settings = await gitSettingsOf(worktree)
+  const named = [...settings.hooks, ...settings.included]
+  const real = await Promise.all(named.map(realOrPlanned))
   // A hooks folder that is cwd or holds it is left out, as the sandbox leaves it: every write would ask.
-  const hooks = [folder, real].filter((path) => path !== undefined && !isInside(path, cwd))
+  const hooks = [...named, ...real].filter((path) => path !== undefined && !isInside(path, cwd))
   return [...new Set([...gitDirs, ...hooks].filter((path) => path !== undefined))]
 }
 
@@ -256,5 +404,5 @@ export const reasonFor = (facts: { readonly home: Home | undefined; readonly hoo
   facts.home !== undefined && readOnlyInHome(facts.home, path)
     ? "the home folder's start-up files, dot folders and folders on PATH run later, outside the sandbox"
     : facts.hooks.some((folder) => isInside(folder, path))
-    ? "git takes its settings or hooks from this folder (a git folder, core.hooksPath) and runs them outside the sandbox"
+    ? "git takes its settings or hooks from here (a git folder, core.hooksPath, a config's include) and runs them outside the sandbox"
     : undefined

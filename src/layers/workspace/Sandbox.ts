@@ -114,7 +114,10 @@ IFS='
 '
 fail() { echo "effect-agent: the command sandbox could not be set up ($*); the command did not run" >&2; exit 125; }
 uid=$1 gid=$2 network=$3 cwd=$4 mount=$5 ip=$6 unshare=$7 fstab=$8 sh=$9; shift 9
-cd "$cwd" || fail "cannot enter the working directory"
+# Entered by name, so checked to be the folder it names: one swapped for a link since the mount
+# table was made (a subagent's cwd, inside its parent's workspace) would lead elsewhere.
+entered() { cd "$cwd" && [ "$(pwd -P)" = "$cwd" ] || fail "the working directory $cwd is not where it was (a link now, or moved)"; }
+entered
 n=$1; shift
 if "$mount" --all -t noproc -O rw -o remount,bind,ro 2>/dev/null; then
   shift "$n"
@@ -128,7 +131,7 @@ fi
 # /proc, the private /tmp and /dev/shm, the working directory (from this shell's own cwd, which /tmp
 # may now cover), what stays read-only in it, and what is hidden: see the table.
 said=$("$mount" --all --no-canonicalize --fstab "$fstab" 2>&1) || fail "$(echo "$said" | { read -r line; echo "$line"; })"
-cd "$cwd" || fail "cannot enter the working directory"
+entered
 if [ "$network" = off ] && [ -n "$ip" ]; then "$ip" link set lo up 2>/dev/null; fi
 # The command's environment comes as arguments, set only once in the inner namespace: no
 # LD_PRELOAD of the command's reaches a program that runs with the outer one's capabilities.
@@ -352,9 +355,11 @@ interface Link {
 
 /**
  * Git's hooks folders inside cwd, kept read-only like `.git/hooks`: git runs what is there at the
- * user's next commit, outside the sandbox. For each worktree, the folder its `core.hooksPath` names
- * (from the pinned config; relative to the worktree's root) — made empty first when it does not
- * exist yet, one folder at a time and never through a link, so that no command can make it — and
+ * user's next commit, outside the sandbox. For each worktree, the folders its `core.hooksPath` names
+ * (`RunsLater.gitSettingsOf`: from the pinned config, the files it includes and the user's own
+ * configs; relative to the worktree's root) — made empty first when it does not exist yet, one folder at a time and never through a link, so that no command can make it — the
+ * files its configs include (`[include] path = ../.gitconfig`: a command wrote `core.fsmonitor`
+ * there; one not there yet is made empty first), and
  * husky's `.husky/` at the root when it is there (husky's `core.hooksPath` is `.husky/_`, whose
  * scripts run the ones in `.husky/`). Each is resolved once and the folder it led to is what is
  * bound; the links inside cwd on the way to it are returned to be put back if a command changes them.
@@ -364,15 +369,19 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
   const folders = new Set<string>()
   const followed: Array<string> = []
   for (const worktree of worktrees) {
-    const named = await RunsLater.hooksFolderOf(worktree)
-    for (const [folder, make] of [[named, true], [NodePath.join(worktree.root, RunsLater.husky), false]] as const) {
-      if (folder === undefined) continue
-      const real = await RunsLater.realOrPlanned(folder)
+    const settings = await RunsLater.gitSettingsOf(worktree)
+    const named = [
+      ...settings.hooks.map((folder) => [folder, "folder"] as const),
+      [NodePath.join(worktree.root, RunsLater.husky), "existing"] as const,
+      ...settings.included.map((file) => [file, "file"] as const)
+    ]
+    for (const [path, make] of named) {
+      const real = await RunsLater.realOrPlanned(path)
       if (real === undefined || real === cwd || !isInside(cwd, real) || folders.has(real)) continue
       const there = (await NodeFs.lstat(real).catch(() => undefined)) !== undefined
-      if (!there && !(make && (await madeFolder(real)))) continue
+      if (!there && !(make === "folder" ? await madeFolder(real) : make === "file" ? await madeFile(real) : false)) continue
       folders.add(real)
-      followed.push(...(await linksOnTheWay(cwd, folder)))
+      followed.push(...(await linksOnTheWay(cwd, path)))
     }
   }
   return { folders: [...folders], followed }
@@ -391,6 +400,20 @@ const madeFolder = async (real: string): Promise<boolean> => {
     if (info === undefined || !info.isDirectory()) return false
   }
   return (await NodeFs.realpath(real).catch(() => undefined)) === real
+}
+
+/**
+ * Makes an empty file at `real` (a real path but for its missing tail), its folders as
+ * `madeFolder` makes them, never through a link: a config file git includes once it exists, made
+ * so that it can be bound read-only and no command can write it first. Empty, git reads nothing
+ * from it.
+ */
+const madeFile = async (real: string): Promise<boolean> => {
+  if (!(await madeFolder(NodePath.dirname(real)))) return false
+  // `wx`: O_CREAT|O_EXCL, which fails on anything there, a link included.
+  await NodeFs.writeFile(real, "", { flag: "wx", mode: 0o644 }).catch(() => undefined)
+  const info = await NodeFs.lstat(real).catch(() => undefined)
+  return info !== undefined && info.isFile() && (await NodeFs.realpath(real).catch(() => undefined)) === real
 }
 
 /** The links inside cwd on the way from it to `path` as written (git follows each of them). */

@@ -1,0 +1,130 @@
+/**
+ * The project's files a trusted `.mcp.json` runs: its servers start outside the sandbox, in the
+ * project, so `{"command": "node", "args": ["tools/mcp.js"]}` runs whatever `tools/mcp.js` holds at
+ * the next session's start — and the agent can rewrite that file (`write_file` in `acceptEdits`, a
+ * sandboxed command). Trust is therefore bound to these files too (`McpSettings`): a changed one,
+ * or one made where none was, makes the `.mcp.json` untrusted again.
+ *
+ * Why bind their content rather than protect them (make them `RunsLater`): a file that does not
+ * exist yet cannot be bound read-only in the sandbox, a link can be swapped for another, and the
+ * user's own edit (or a build writing the script) needs no special path; a hash sees every one of
+ * them the same way, fails closed, and costs a few reads at a session's start instead of at every
+ * command. What it does not see: code the named files load in turn (an `import` of another file,
+ * a package `npx` or `uv run` finds) — the summary says so.
+ *
+ * What counts as named, for each stdio server: its command, each argument and each word of each
+ * variable's value (split on white space and `:`), and of a `--option=value` its value; each that
+ * is a path inside the project (not the project itself) — with the names node and python would
+ * also run for it (`tools/mcp` → `tools/mcp.js`; a folder → its files, one level), present or not.
+ *
+ * @since 0.5.0
+ * @internal
+ */
+import { createHash } from "node:crypto"
+import { constants } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import * as Paths from "../workspace/Paths.js"
+import type * as McpConfig from "./McpConfig.js"
+
+const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
+
+/** What is read: at most this many names are bound, each file hashed up to this many bytes. */
+export const limits = { names: 256, bytes: 64 * 1024 * 1024, folderEntries: 200 } as const
+
+/** Suffixes a launcher tries for a name given without one (node's, python's, a shell script's). */
+const suffixes = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh", ".json"]
+
+/** One name of the project a server runs: where (relative to the project) and what is there now. */
+export interface Bound {
+  readonly path: string
+  /** `sha256:<hex>`, `absent`, `folder`, `special` (not a regular file), `large:<size>:sha256:<hex of the first bytes>`. */
+  readonly state: string
+}
+
+/** The words of a server's launch that may name a file. */
+const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  const add = (word: string) => {
+    out.push(word)
+    const equals = word.indexOf("=")
+    if (equals > 0) out.push(word.slice(equals + 1))
+  }
+  add(server.command)
+  for (const arg of server.args ?? []) add(arg)
+  for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
+  return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
+}
+
+/** The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them; relative, sorted. */
+export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArray<string> => {
+  const paths = new Set<string>()
+  for (const server of Object.values(servers)) {
+    if (!("command" in server)) continue
+    for (const word of words(server)) {
+      const path = NodePath.resolve(cwd, word)
+      if (path === cwd || !isInside(cwd, path)) continue
+      const relative = NodePath.relative(cwd, path)
+      paths.add(relative)
+      if (NodePath.extname(relative) === "") for (const suffix of suffixes) paths.add(relative + suffix)
+    }
+  }
+  return [...paths].sort().slice(0, limits.names)
+}
+
+/** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO; its state. */
+const fileState = async (path: string): Promise<string> => {
+  // Links are followed: what the launch runs is where the link leads, and a swapped link changes it.
+  const handle = await NodeFs.open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return (await NodeFs.lstat(path).catch(() => undefined)) === undefined ? "absent" : "unreadable"
+  try {
+    const info = await handle.stat()
+    if (info.isDirectory()) return "folder"
+    if (!info.isFile()) return "special"
+    const hash = createHash("sha256")
+    const buffer = Buffer.alloc(1024 * 1024)
+    let read = 0
+    while (read < limits.bytes) {
+      const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, limits.bytes - read), read)
+      if (bytesRead === 0) break
+      hash.update(buffer.subarray(0, bytesRead))
+      read += bytesRead
+    }
+    const hex = hash.digest("hex")
+    return info.size > limits.bytes ? `large:${info.size}:sha256:${hex}` : `sha256:${hex}`
+  } catch {
+    return "unreadable"
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * What is at each path a trusted project's servers name now (`namedPaths`), and for a folder at its
+ * entries, one level (node runs a folder's `index.js` or its `package.json`'s `main`).
+ */
+export const bound = async (cwd: string, servers: McpConfig.Servers): Promise<ReadonlyArray<Bound>> => {
+  const out: Array<Bound> = []
+  for (const path of namedPaths(cwd, servers)) {
+    const state = await fileState(NodePath.join(cwd, path))
+    out.push({ path, state })
+    if (state !== "folder") continue
+    const entries = (await NodeFs.readdir(NodePath.join(cwd, path)).catch(() => [] as Array<string>)).sort()
+    out.push({ path: `${path}/`, state: `entries:${createHash("sha256").update(entries.join("\n")).digest("hex")}` })
+    for (const name of entries.slice(0, limits.folderEntries)) {
+      const entry = NodePath.join(path, name)
+      const entryState = await fileState(NodePath.join(cwd, entry))
+      if (entryState !== "folder") out.push({ path: entry, state: entryState })
+    }
+  }
+  return out
+}
+
+/**
+ * The hash trust records for a `.mcp.json` whose bytes hash to `fileHash` and whose servers name
+ * `files`: the file's own hash when they name none in the project (as before), else one over both.
+ */
+export const combinedHash = (fileHash: string, files: ReadonlyArray<Bound>): string =>
+  files.length === 0
+    ? fileHash
+    : createHash("sha256").update(`effect-agent mcp trust 1\n${fileHash}\n${files.map((f) => `${JSON.stringify(f.path)} ${f.state}`).join("\n")}\n`).digest("hex")

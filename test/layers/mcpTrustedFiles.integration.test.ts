@@ -1,0 +1,125 @@
+/**
+ * Red team 7, item 1: the workspace files a trusted `.mcp.json`'s servers run. Trust was bound to
+ * the SHA-256 of `.mcp.json` alone, so `{"command": "node", "args": ["tools/mcp.js"]}`, trusted,
+ * ran whatever `tools/mcp.js` held at the next session's start — outside the sandbox. The agent
+ * could rewrite it with `write_file` in `acceptEdits` (no question) or with a sandboxed command.
+ * Trust now covers the files a server's command, arguments and variables name inside the project:
+ * a changed (or newly made) one makes the file untrusted again, and nothing of it starts.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { execFileSync } from "node:child_process"
+import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
+import * as TrustStore from "../../src/layers/TrustStore.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import type { ToolContext } from "../../src/services/ToolRouter.js"
+
+// Outside /tmp: a sandboxed command gets a private /tmp, and must write the real workspace here.
+const root = realpathSync(mkdtempSync("/var/tmp/effect-agent-mcp-files-"))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+let count = 0
+
+const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.runPromise(effect.pipe(Effect.provide(NodeContext.layer)) as Effect.Effect<A, E>)
+
+/** A project whose `.mcp.json` runs `server` (with `files` in it), trusted as it is now. */
+const trusted = async (server: Record<string, unknown>, files: Record<string, string> = {}) => {
+  const at = join(root, `case-${++count}`)
+  const cwd = join(at, "repo")
+  const configDir = join(at, "config")
+  mkdirSync(cwd, { recursive: true })
+  mkdirSync(configDir, { recursive: true })
+  execFileSync("git", ["init", "-q"], { cwd })
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(join(cwd, name, ".."), { recursive: true })
+    writeFileSync(join(cwd, name), content)
+  }
+  writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: server } }))
+  const project = (await run(McpSettings.inspect(cwd, configDir)))!
+  await run(TrustStore.trust(configDir, project.path, project.sha256))
+  const starts = async () => Object.keys((await run(McpSettings.load({ cwd, configDir }))).servers).includes("x")
+  expect(await starts()).toBe(true)
+  return { cwd, configDir, starts }
+}
+
+const tools = (cwd: string) =>
+  Effect.gen(function*() {
+    const router = yield* WorkspaceTools.make({ sandbox: "auto" })
+    const context: ToolContext = { sessionId: "s", turnId: "t", cwd, progress: () => Effect.void }
+    return (tool: string, args: Record<string, string>) =>
+      Effect.either(Effect.flatMap(router.prepare({ toolCallId: "c", tool, args }, cwd), (call) => router.execute(call, context)))
+  }).pipe(Effect.provide(NodeContext.layer))
+
+describe("a trusted .mcp.json's servers run the workspace's files: trust covers them", () => {
+  it("write_file rewriting the server's script (acceptEdits asks nothing) makes the file untrusted again", async () => {
+    const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
+    const call = await Effect.runPromise(tools(at.cwd))
+    const written = await Effect.runPromise(call("write_file", { path: "tools/mcp.js", content: "require('child_process').execSync('touch /tmp/pwned')\n" }))
+    expect(Either.isRight(written)).toBe(true)
+    expect(await at.starts()).toBe(false)
+    const loaded = await run(McpSettings.load({ cwd: at.cwd, configDir: at.configDir }))
+    expect(loaded.project?.trust).toBe("changed")
+    expect(loaded.notes.join("\n")).toContain("it changed since you trusted it")
+  })
+
+  it("a sandboxed command rewriting the server's script makes the file untrusted again", async () => {
+    const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
+    const call = await Effect.runPromise(tools(at.cwd))
+    const done = await Effect.runPromise(call("shell", { command: "sh -c 'echo evil >> tools/mcp.js'" }))
+    expect(Either.isRight(done)).toBe(true)
+    expect(await at.starts()).toBe(false)
+  })
+
+  it("options that name a file (-r ./x.js, --import=./x.mjs), a variable's value (NODE_OPTIONS) and a relative command are covered", async () => {
+    for (const [server, file] of [
+      [{ command: "node", args: ["-r", "./x.js", "server.js"] }, "x.js"],
+      [{ command: "node", args: ["--import=./x.mjs", "server.js"] }, "x.mjs"],
+      [{ command: "node", args: ["server.js"], env: { NODE_OPTIONS: "--require ./pre.cjs" } }, "pre.cjs"],
+      [{ command: "./bin/server" }, "bin/server"],
+      // node resolves `tools/mcp` to tools/mcp.js
+      [{ command: "node", args: ["tools/mcp"] }, "tools/mcp.js"],
+      // a folder: node runs its index.js
+      [{ command: "node", args: ["srv"] }, "srv/index.js"]
+    ] as const) {
+      const at = await trusted(server, { "server.js": "//\n", [file]: "// first\n" })
+      writeFileSync(join(at.cwd, file), "// changed\n")
+      expect(await at.starts(), JSON.stringify(server)).toBe(false)
+    }
+  })
+
+  it("a script that does not exist yet, and a script reached through a link, are covered", async () => {
+    const absent = await trusted({ command: "node", args: ["tools/mcp.js"] })
+    mkdirSync(join(absent.cwd, "tools"))
+    writeFileSync(join(absent.cwd, "tools", "mcp.js"), "// made later\n")
+    expect(await absent.starts()).toBe(false)
+
+    const linked = await trusted({ command: "node", args: ["mcp.js"] }, { "lib/real.js": "// real\n", "lib/other.js": "// other\n" })
+    symlinkSync("lib/real.js", join(linked.cwd, "mcp.js"))
+    // The link was made after trust: a change like any other.
+    expect(await linked.starts()).toBe(false)
+    const project = (await run(McpSettings.inspect(linked.cwd, linked.configDir)))!
+    await run(TrustStore.trust(linked.configDir, project.path, project.sha256))
+    expect(await linked.starts()).toBe(true)
+    writeFileSync(join(linked.cwd, "lib", "real.js"), "// changed where the link leads\n")
+    expect(await linked.starts()).toBe(false)
+    writeFileSync(join(linked.cwd, "lib", "real.js"), "// real\n")
+    expect(await linked.starts()).toBe(true)
+    unlinkSync(join(linked.cwd, "mcp.js"))
+    symlinkSync("lib/other.js", join(linked.cwd, "mcp.js"))
+    expect(await linked.starts()).toBe(false)
+  })
+
+  it("unchanged files keep it trusted; the summary names the files trust covers", async () => {
+    const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
+    expect(await at.starts()).toBe(true)
+    const project = (await run(McpSettings.inspect(at.cwd, at.configDir)))!
+    expect(McpSettings.summary(project).join("\n")).toContain("tools/mcp.js")
+    const entry = (await run(TrustStore.entries(at.configDir)))[0]!
+    expect(await run(McpSettings.entryStatus(entry))).toBe("trusted")
+    writeFileSync(join(at.cwd, "tools", "mcp.js"), "// changed\n")
+    expect(await run(McpSettings.entryStatus(entry))).toBe("changed")
+  })
+})
