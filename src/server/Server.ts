@@ -40,6 +40,7 @@ import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
+import * as DecodeMessage from "./DecodeMessage.js"
 import type * as EventLoop from "./EventLoop.js"
 import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
@@ -49,15 +50,15 @@ import * as Viewer from "./Viewer.js"
 
 const errorResponse = (status: number, error: string, message: string) => HttpServerResponse.unsafeJson({ error, message }, { status })
 
-/** A 400 from the API's own decoding (`HttpApiDecodeError`) said as `{error: "BadRequest", message}`. */
+/** A 400 from the API's own decoding (`HttpApiDecodeError`) said as `{error: "BadRequest", message}`, the message one line (see DecodeMessage). */
 const normalize = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
   if (response.status !== 400) return response
   if (response.body._tag === "Empty") return errorResponse(400, "BadRequest", "The request body could not be read")
   if (response.body._tag !== "Uint8Array") return response
   try {
-    const body = JSON.parse(new TextDecoder().decode(response.body.body)) as { _tag?: string; message?: string }
+    const body = JSON.parse(new TextDecoder().decode(response.body.body)) as { _tag?: string; issues?: unknown }
     if (body._tag !== "HttpApiDecodeError") return response
-    return errorResponse(400, "BadRequest", typeof body.message === "string" ? body.message : "The request does not match the route")
+    return errorResponse(400, "BadRequest", DecodeMessage.fromError(body) ?? "The request does not match the route")
   } catch {
     return response
   }
@@ -147,7 +148,7 @@ const guards = HttpApiBuilder.middleware(
       if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")
       if (failure._tag === "RequestError") return errorResponse(400, "BadRequest", "The request body could not be read as JSON")
       if (failure._tag === "HttpApiDecodeError") {
-        return errorResponse(400, "BadRequest", typeof failure.message === "string" ? failure.message : "The request does not match the route")
+        return errorResponse(400, "BadRequest", DecodeMessage.fromError(failure as { readonly issues?: unknown }) ?? "The request does not match the route")
       }
       return yield* Effect.failCause(exit.cause)
     })
