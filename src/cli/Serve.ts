@@ -24,7 +24,6 @@
  * @since 0.2.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -282,7 +281,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       const lines = [
         `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
         fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
-        `  viewer (this URL works once, within 10 minutes): ${url}/login?code=${config.loginCodes.issue(yield* Clock.currentTimeMillis)}`
+        `  viewer (this URL works once, within 10 minutes): ${url}/login?code=${yield* config.loginCodes.issueNow}`
       ]
       if (runner !== undefined) {
         const listening = runner.listenHost ?? runner.host
