@@ -136,6 +136,10 @@ const clusterOptions = (flags: {
         Effect.catchTag("InvalidTls", (error) => Effect.fail(RunnerTlsFiles.refusal(error)))
       )
     }
+    // Rotated files (cert-manager, certbot) are read again on SIGHUP or when they change: the
+    // runner's new connections, both ways, use them; no restart.
+    const reloading = tls === undefined ? undefined : (yield* loadCluster).RunnerTls.reloadable(tls)
+    if (reloading !== undefined) yield* Effect.forkScoped(RunnerTlsFiles.watch(flags, reloading.replace))
     // Every interface is a choice made on purpose, with a firewall: without TLS the runners' traffic
     // is readable there, and with it strangers still reach the handshakes.
     if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {
@@ -167,7 +171,7 @@ const clusterOptions = (flags: {
       host: flags.runnerHost,
       port: flags.runnerPort,
       ...(clusterSecret === undefined ? {} : { clusterSecret }),
-      ...(tls === undefined ? {} : { tls }),
+      ...(reloading === undefined ? {} : { tls: reloading }),
       shardsPerGroup: flags.shardsPerGroup,
       shardLockTtl: Duration.seconds(flags.shardLockTtl),
       // Which runner drives which session, for operators (and tests): one line when a session arrives.
