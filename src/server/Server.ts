@@ -351,6 +351,45 @@ export const serve = (
 }
 
 /**
+ * What `serve` does to its own Node HTTP server, for an embedder that mounts {@link layer} on a
+ * server of its own (`NodeHttpServer.layer(() => server, …)` with `HttpApiBuilder.serve()`): each
+ * connection must send a request's headers within `headersTimeout` (else closed); at most
+ * `maxUnauthenticatedConnections` connections that sent no request with a credential stay open
+ * (one more closes the oldest); and each request but `/healthz` starts as a task of the scheduler
+ * instead of inside Node's `request` callback (see `startRequestsAsTasks`), with the accepted
+ * connections told to {@link connectionsArriving}. Give the whole program `EventLoop.sliced(
+ * EventLoop.defaultSliceMs, servesHealth, connectionsArriving)` as `effect-agent serve` does, so that
+ * `/healthz` answers under load. Without this layer such an embedder had none of it: a client that
+ * connects and sends nothing held a descriptor for good. The listeners go when its scope closes.
+ */
+export const guardNodeServer = (
+  server: NodeServer,
+  config: Config.Config,
+  listen: Pick<Listen, "headersTimeout" | "maxUnauthenticatedConnections"> = {}
+): Layer.Layer<never> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(listen.headersTimeout ?? defaultHeadersTimeout))))
+    const before = new Map((["connection", "request", "upgrade"] as const).map((event) => [event, new Set(server.listeners(event))]))
+    server.headersTimeout = millis
+    server.requestTimeout = Math.max(millis, 300_000)
+    server.on("connection", (socket: Socket) => {
+      connectionAccepted()
+      socket.setTimeout(millis)
+    })
+    server.on("request", underway)
+    server.on("upgrade", underway)
+    const requestRead = boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const [event, kept] of before) {
+          for (const listener of server.listeners(event)) if (!kept.has(listener)) server.off(event, listener as (...args: Array<unknown>) => void)
+        }
+      })
+    )
+    return startRequestsAsTasks(server, requestRead)
+  }))
+
+/**
  * Starts each request but `/healthz` as a task of the server's scheduler (the one `serve` is built
  * on: `EventLoop.scheduler` for `effect-agent serve`) instead of inside Node's `request` callback.
  * Node reads every readable socket in one turn of its loop: when hundreds of clients connect at once
