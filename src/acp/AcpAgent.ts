@@ -6,8 +6,10 @@
  * One connection serves many sessions, each with at most one turn at a time. A turn runs for a
  * `session/prompt` (answered with its stop reason after its last update) or, after `session/load`
  * of a session paused on an approval, in the background once the re-asked approval is answered.
- * When the connection closes — the client went away or stdin ended — every running turn is
- * cancelled and its log closed before `serve` returns.
+ * When the client closes its input (stdin ended), the requests it sent are still answered: the
+ * connection ends once they are and no turn runs (a question the turn would ask the client is
+ * dismissed, which cancels it). When the connection closes — the client went away, a write failed —
+ * every running turn is cancelled and its log closed before `serve` returns.
  *
  * @since 0.1.0
  */
@@ -37,6 +39,7 @@ import {
 import * as AcpMapper from "./AcpMapper.js"
 import * as AcpPermissions from "./AcpPermissions.js"
 import * as Arrivals from "./Arrivals.js"
+import * as EndOfInput from "./EndOfInput.js"
 
 /** Options of the agent. */
 export interface Options {
@@ -151,6 +154,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
      */
     const loading = new Map<string, Running>()
     const arrivals = Arrivals.make()
+    // The client closing its input (a script's pipe) ends the connection once what it asked for is
+    // answered and no turn of this connection runs (see EndOfInput).
+    const endOfInput = EndOfInput.make(() => loading.size > 0 || [...sessions.values()].some((s) => s.running !== undefined))
     let support = AcpMapper.baseline
 
     /**
@@ -216,6 +222,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const release = (session: Served, running: Running) =>
       Effect.sync(() => {
         if (session.running === running) session.running = undefined
+        endOfInput.check()
       })
 
     /**
@@ -247,12 +254,22 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         return cancel({ sessionId }, running)
       })
 
+    /**
+     * Asks the client for permission, the question withdrawn when the turn is cancelled. A client
+     * whose input ended can answer nothing: its questions are settled as dismissed (which cancels the
+     * turn, as the user dismissing it does), and none is sent after.
+     */
+    const askPermission = (client: acp.AgentContext, running: Running, params: acp.RequestPermissionRequest) =>
+      endOfInput.signal.aborted
+        ? Promise.reject(new Error("the client's input ended"))
+        : client.request(acp.methods.client.session.requestPermission, params, {
+          cancellationSignal: AbortSignal.any([running.controller.signal, endOfInput.signal]),
+          stopWaitingOnCancel: true
+        })
+
     /** Asks the client about a paused call; the answer goes to the engine. */
     const permissionRequest = (client: acp.AgentContext, session: Served, running: Running, call: Call, uncovered?: AcpMapper.Uncovered) =>
-      client.request(acp.methods.client.session.requestPermission, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call, uncovered), {
-        cancellationSignal: running.controller.signal,
-        stopWaitingOnCancel: true
-      })
+      askPermission(client, running, AcpMapper.permissionRequestOf(session.sessionId, session.cwd, call, uncovered))
 
     const answer = (session: Served, running: Running, call: Call, request: Promise<acp.RequestPermissionResponse>, answeredOn = session.sessionId) =>
       Effect.gen(function*() {
@@ -303,10 +320,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
                 const uncovered = sessionModes?.takeAsk === undefined
                   ? undefined
                   : PermissionPolicy.subagentAskReason(sessionModes.takeAsk, session.sessionId, event.payload)
-                const request = client.request(acp.methods.client.session.requestPermission, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered), {
-                  cancellationSignal: running.controller.signal,
-                  stopWaitingOnCancel: true
-                })
+                const request = askPermission(client, running, AcpMapper.subagentPermissionRequestOf(session.sessionId, session.cwd, event.payload, uncovered))
                 yield* answer(session, running, { toolCallId: childToolCallId, tool, args }, request, childSessionId)
               }
               if (event.type === "turn.started" && running.turnId === undefined) {
@@ -562,7 +576,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
       .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))
       .onNotification(acp.methods.agent.session.cancel, ({ params }) => handle(cancelNotified(params.sessionId)))
 
-    const connection = app.connect(arrivals.observe(stream))
+    const connection = app.connect(arrivals.observe(endOfInput.observe(stream)))
     yield* Effect.addFinalizer(() => Effect.sync(() => connection.close()))
     yield* Effect.promise(() => connection.closed)
     // The client is gone: cancel what still runs (each turn stores its close), then the fiber set's

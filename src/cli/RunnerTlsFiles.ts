@@ -1,6 +1,7 @@
 /**
  * `serve --cluster`'s TLS flags (`--runner-tls-cert`, `--runner-tls-key`, `--runner-tls-ca`): the
- * files, read once at start, as the runner's `RunnerTls` material. All three or none (none: the
+ * files, read at start as the runner's `RunnerTls` material, and read again (`watch`) on SIGHUP or
+ * when one of them changed, so a rotated certificate needs no restart. All three or none (none: the
  * runners' port without TLS). The key file must not be readable by every user of the machine
  * (mode `o+r`), as ssh refuses such a key: a runner's key is the cluster's membership, and a key
  * anyone can read is no one's. Group-readable is allowed (a group of the runner's service, a
@@ -11,10 +12,13 @@
  *
  * @since 0.2.0
  */
+import * as Console from "effect/Console"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import * as Redacted from "effect/Redacted"
-import { closeSync, constants, fstatSync, openSync, readFileSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from "node:fs"
 import type * as Cluster from "../cluster.js"
 import { CliError } from "./CliError.js"
 
@@ -98,4 +102,61 @@ export const load = (flags: {
       )
     }
     return { certificate: certificate.bytes, key: Redacted.make(key.bytes), ca: ca.bytes }
+  })
+
+/** How often `watch` looks whether a file changed. */
+export const watchEvery = Duration.seconds(30)
+
+/**
+ * What a file is now, cheaply: its inode, size and times (a renamed-in file, a rewritten one, a link
+ * switched to another target as a Kubernetes secret's volume does); or why it cannot be looked at.
+ */
+const stamp = (paths: ReadonlyArray<string>) =>
+  paths.map((path) => {
+    try {
+      const stats = statSync(path)
+      return `${stats.ino}:${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}`
+    } catch (error) {
+      return codeOf(error)
+    }
+  }).join("|")
+
+/**
+ * Reads the files again on SIGHUP, and when one of them changed (looked at every `every`), and gives
+ * the material to `replace` (the runner's `RunnerTls.Reloadable`): the connections made after use
+ * it. Refused — a file missing or half written, a key that is not the certificate's, a key file every
+ * user can read — the runner keeps what it has and one line on stderr says why (once per change:
+ * the next change, or SIGHUP, tries again). Runs until its scope closes.
+ */
+export const watch = (
+  flags: { readonly runnerTlsCert: Option.Option<string>; readonly runnerTlsKey: Option.Option<string>; readonly runnerTlsCa: Option.Option<string> },
+  replace: (material: Material) => Effect.Effect<void, Cluster.RunnerTls.InvalidTls>,
+  options: { readonly every?: Duration.DurationInput } = {}
+) =>
+  Effect.gen(function*() {
+    const paths = [flags.runnerTlsCert, flags.runnerTlsKey, flags.runnerTlsCa].flatMap((path) => Option.isSome(path) ? [path.value] : [])
+    const hangups = yield* Queue.sliding<void>(1)
+    const onHangup = () => Queue.unsafeOffer(hangups, undefined)
+    yield* Effect.acquireRelease(Effect.sync(() => process.on("SIGHUP", onHangup)), () => Effect.sync(() => process.off("SIGHUP", onHangup)))
+    const every = Duration.decode(options.every ?? watchEvery)
+    let seen = stamp(paths)
+    const reload = (why: string) =>
+      load(flags).pipe(
+        Effect.flatMap((material) => material === undefined ? Effect.void : Effect.mapError(replace(material), refusal)),
+        Effect.zipRight(Console.error(`effect-agent serve: the runners' TLS certificate, key and CA were read again (${why}): new connections use them`)),
+        Effect.catchAll((error) =>
+          Console.error(`effect-agent serve: the runners' TLS files were not reloaded (${why}): ${error.message}; the runner keeps the certificate it has`)
+        ),
+        // The watcher outlives anything one reading does: the next change or SIGHUP tries again.
+        Effect.catchAllDefect(() => Console.error(`effect-agent serve: the runners' TLS files were not reloaded (${why}): they could not be used; the runner keeps the certificate it has`))
+      )
+    const next = Effect.raceFirst(Effect.as(Queue.take(hangups), "SIGHUP" as const), Effect.as(Effect.sleep(every), "poll" as const))
+    return yield* Effect.forever(Effect.gen(function*() {
+      const woke = yield* next
+      const now = stamp(paths)
+      const changed = now !== seen
+      seen = now
+      if (woke === "SIGHUP") return yield* reload("SIGHUP")
+      if (changed) yield* reload("a file changed")
+    }))
   })

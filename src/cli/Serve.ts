@@ -24,7 +24,6 @@
  * @since 0.2.0
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
@@ -137,6 +136,10 @@ const clusterOptions = (flags: {
         Effect.catchTag("InvalidTls", (error) => Effect.fail(RunnerTlsFiles.refusal(error)))
       )
     }
+    // Rotated files (cert-manager, certbot) are read again on SIGHUP or when they change: the
+    // runner's new connections, both ways, use them; no restart.
+    const reloading = tls === undefined ? undefined : (yield* loadCluster).RunnerTls.reloadable(tls)
+    if (reloading !== undefined) yield* Effect.forkScoped(RunnerTlsFiles.watch(flags, reloading.replace))
     // Every interface is a choice made on purpose, with a firewall: without TLS the runners' traffic
     // is readable there, and with it strangers still reach the handshakes.
     if (listen !== undefined && isUnspecified(listen) && !flags.runnerListenWildcard) {
@@ -168,7 +171,7 @@ const clusterOptions = (flags: {
       host: flags.runnerHost,
       port: flags.runnerPort,
       ...(clusterSecret === undefined ? {} : { clusterSecret }),
-      ...(tls === undefined ? {} : { tls }),
+      ...(reloading === undefined ? {} : { tls: reloading }),
       shardsPerGroup: flags.shardsPerGroup,
       shardLockTtl: Duration.seconds(flags.shardLockTtl),
       // Which runner drives which session, for operators (and tests): one line when a session arrives.
@@ -282,7 +285,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       const lines = [
         `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
         fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
-        `  viewer (this URL works once, within 10 minutes): ${url}/login?code=${config.loginCodes.issue(yield* Clock.currentTimeMillis)}`
+        `  viewer (this URL works once, within 10 minutes): ${url}/login?code=${yield* config.loginCodes.issueNow}`
       ]
       if (runner !== undefined) {
         const listening = runner.listenHost ?? runner.host

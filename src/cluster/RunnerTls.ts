@@ -46,6 +46,48 @@ export interface RunnerTls {
   readonly ca: string | Uint8Array
 }
 
+/**
+ * Material that can be replaced while the runner runs (a certificate rotated by cert-manager or
+ * certbot): it reads as the current material, so each new connection the runner opens uses it, and
+ * the runner's port (`server`) builds its context again for the connections it accepts after.
+ * Connections already open keep the material they were made with.
+ */
+export interface Reloadable extends RunnerTls {
+  /** Checks `tls` (`check`), then makes it the current material; refused, the current one stays. */
+  readonly replace: (tls: RunnerTls) => Effect.Effect<void, InvalidTls>
+  /** Calls `listener` after each replacement; returns its removal. */
+  readonly onReplaced: (listener: () => void) => () => void
+}
+
+/** Whether the material is `Reloadable`. */
+export const isReloadable = (tls: RunnerTls): tls is Reloadable => "replace" in tls && "onReplaced" in tls
+
+/** Reloadable material, `initial` first. */
+export const reloadable = (initial: RunnerTls): Reloadable => {
+  let current = initial
+  const listeners = new Set<() => void>()
+  return {
+    get certificate() {
+      return current.certificate
+    },
+    get key() {
+      return current.key
+    },
+    get ca() {
+      return current.ca
+    },
+    replace: (tls) =>
+      Effect.map(check(tls), () => {
+        current = { certificate: tls.certificate, key: tls.key, ca: tls.ca }
+        for (const listener of listeners) listener()
+      }),
+    onReplaced: (listener) => {
+      listeners.add(listener)
+      return () => void listeners.delete(listener)
+    }
+  }
+}
+
 /** The oldest TLS version spoken; 1.3 is negotiated whenever both sides have it. */
 export const minVersion = "TLSv1.2"
 
@@ -165,6 +207,18 @@ export const server = (
       handshakeTimeout: Duration.toMillis(handshakeTimeout),
       noDelay: true
     }, (socket) => onSecure(socket))
+    // Replaced material (`Reloadable`): the connections accepted from now on are made with it. It
+    // was checked before; a context that still fails to build keeps the one before, and says so.
+    if (isReloadable(tls)) {
+      const stop = tls.onReplaced(() => {
+        try {
+          net.setSecureContext(material(tls))
+        } catch (error) {
+          Runtime.runFork(runtime)(Effect.logError(`the runners' port kept its TLS certificate: the new one cannot be used (${codeOf(error)})`))
+        }
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(stop))
+    }
     // A connection's place in the handshake, by its peer's address and port (the TLS socket's are its raw socket's).
     const inHandshake = new Map<string, () => void>()
     const peer = (socket: { readonly remoteAddress?: string | undefined; readonly remotePort?: number | undefined }) => `${socket.remoteAddress ?? ""}:${socket.remotePort ?? ""}`

@@ -7,7 +7,8 @@
  */
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type { McpConfig } from "../index.js"
@@ -69,10 +70,10 @@ export interface Options {
   readonly restoreServers?: RestoreServers | undefined
 }
 
-/** The configuration from options. */
-export const make = (options: Options): Config => ({
+/** The configuration from options; its login codes' time is `clock` (default: the live clock). */
+export const make = (options: Options, clock?: Clock.Clock): Config => ({
   token: typeof options.token === "string" ? Redacted.make(options.token) : options.token,
-  loginCodes: Security.loginCodes(),
+  loginCodes: Security.loginCodes(clock === undefined ? {} : { clock }),
   loginThrottle: Security.loginThrottle(),
   allowedHosts: (options.allowedHosts ?? []).map((host) => host.toLowerCase()),
   maxBodyBytes: options.maxBodyBytes ?? 1024 * 1024,
@@ -83,5 +84,5 @@ export const make = (options: Options): Config => ({
   restoreServers: options.restoreServers
 })
 
-/** The configuration as a layer. */
-export const layer = (options: Options) => Layer.succeed(ServerConfig, make(options))
+/** The configuration as a layer, its login codes on the `Clock` of the fiber that builds it (a test's `TestClock`). */
+export const layer = (options: Options) => Layer.effect(ServerConfig, Effect.map(Effect.clock, (clock) => make(options, clock)))

@@ -7,6 +7,8 @@
  * @since 0.2.0
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 
 /** A fresh random token (32 bytes, base64url). */
@@ -38,39 +40,56 @@ export const maxLoginCodes = 16
 /** What a code opened: the viewer, nothing (used already, never issued, or dropped), or nothing because its time was up. */
 export type CodeUse = "signedIn" | "unknown" | "expired"
 
-/** Single-use codes: each opens the viewer once (it sets the cookie), within its lifetime, then is forgotten. */
+/**
+ * Single-use codes: each opens the viewer once (it sets the cookie), within its lifetime, then is
+ * forgotten. Time is an effect `Clock`: the fiber's (`issueNow`, `consumeNow`), or for a plain
+ * `issue()` the one the codes were made with (`ServerConfig.layer` gives its own fiber's) — never
+ * the wall clock behind a test's `TestClock`, where a code issued at the real time and used at the
+ * test's would outlive its ten minutes.
+ */
 export interface LoginCodes {
-  /** A new code, valid until used or until its lifetime from `now` (milliseconds; the wall clock by default) is up. */
+  /** A new code, valid until used or until its lifetime from `now` (milliseconds; by default the codes' `Clock`) is up. */
   readonly issue: (now?: number) => string
   /** Uses a code at `now` (milliseconds, the clock `issue` was given): `signedIn` once for each code issued, within its lifetime. */
   readonly consume: (code: string, now: number) => CodeUse
+  /** `issue` at the fiber's `Clock` time. */
+  readonly issueNow: Effect.Effect<string>
+  /** `consume` at the fiber's `Clock` time. */
+  readonly consumeNow: (code: string) => Effect.Effect<CodeUse>
 }
 
 /**
  * An empty set of login codes, each valid for `lifetimeMillis` and at most `max` held at once. An
  * expired code is held until used or dropped, so its use is told apart from a wrong one.
  */
-export const loginCodes = (options: { readonly lifetimeMillis?: number; readonly max?: number } = {}): LoginCodes => {
+export const loginCodes = (
+  options: { readonly lifetimeMillis?: number; readonly max?: number; readonly clock?: Clock.Clock } = {}
+): LoginCodes => {
   const lifetime = options.lifetimeMillis ?? loginCodeLifetimeMillis
+  const clock = options.clock ?? Clock.make()
   const max = Math.max(1, options.max ?? maxLoginCodes)
   // Insertion order: the first is the oldest.
   const held = new Map<string, number>()
+  const issue = (now = clock.unsafeCurrentTimeMillis()) => {
+    const code = randomBytes(24).toString("base64url")
+    while (held.size >= max) held.delete(held.keys().next().value!)
+    held.set(code, now + lifetime)
+    return code
+  }
+  const consume = (code: string, now: number): CodeUse => {
+    // Compared in constant time against every held code (a few at most).
+    let found: string | undefined
+    for (const candidate of held.keys()) if (matches(Redacted.make(candidate), code)) found = candidate
+    if (found === undefined) return "unknown"
+    const expiresAt = held.get(found)!
+    held.delete(found)
+    return now < expiresAt ? "signedIn" : "expired"
+  }
   return {
-    issue: (now = Date.now()) => {
-      const code = randomBytes(24).toString("base64url")
-      while (held.size >= max) held.delete(held.keys().next().value!)
-      held.set(code, now + lifetime)
-      return code
-    },
-    consume: (code, now) => {
-      // Compared in constant time against every held code (a few at most).
-      let found: string | undefined
-      for (const candidate of held.keys()) if (matches(Redacted.make(candidate), code)) found = candidate
-      if (found === undefined) return "unknown"
-      const expiresAt = held.get(found)!
-      held.delete(found)
-      return now < expiresAt ? "signedIn" : "expired"
-    }
+    issue,
+    consume,
+    issueNow: Effect.map(Clock.currentTimeMillis, issue),
+    consumeNow: (code) => Effect.map(Clock.currentTimeMillis, (now) => consume(code, now))
   }
 }
 

@@ -40,6 +40,7 @@ import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import * as Config from "./Config.js"
+import * as DecodeMessage from "./DecodeMessage.js"
 import type * as EventLoop from "./EventLoop.js"
 import * as Blobs from "./Blobs.js"
 import * as Handlers from "./Handlers.js"
@@ -49,15 +50,15 @@ import * as Viewer from "./Viewer.js"
 
 const errorResponse = (status: number, error: string, message: string) => HttpServerResponse.unsafeJson({ error, message }, { status })
 
-/** A 400 from the API's own decoding (`HttpApiDecodeError`) said as `{error: "BadRequest", message}`. */
+/** A 400 from the API's own decoding (`HttpApiDecodeError`) said as `{error: "BadRequest", message}`, the message one line (see DecodeMessage). */
 const normalize = (response: HttpServerResponse.HttpServerResponse): HttpServerResponse.HttpServerResponse => {
   if (response.status !== 400) return response
   if (response.body._tag === "Empty") return errorResponse(400, "BadRequest", "The request body could not be read")
   if (response.body._tag !== "Uint8Array") return response
   try {
-    const body = JSON.parse(new TextDecoder().decode(response.body.body)) as { _tag?: string; message?: string }
+    const body = JSON.parse(new TextDecoder().decode(response.body.body)) as { _tag?: string; issues?: unknown }
     if (body._tag !== "HttpApiDecodeError") return response
-    return errorResponse(400, "BadRequest", typeof body.message === "string" ? body.message : "The request does not match the route")
+    return errorResponse(400, "BadRequest", DecodeMessage.fromError(body) ?? "The request does not match the route")
   } catch {
     return response
   }
@@ -147,7 +148,7 @@ const guards = HttpApiBuilder.middleware(
       if (failure._tag === "RouteNotFound") return errorResponse(404, "NotFound", "No such route")
       if (failure._tag === "RequestError") return errorResponse(400, "BadRequest", "The request body could not be read as JSON")
       if (failure._tag === "HttpApiDecodeError") {
-        return errorResponse(400, "BadRequest", typeof failure.message === "string" ? failure.message : "The request does not match the route")
+        return errorResponse(400, "BadRequest", DecodeMessage.fromError(failure as { readonly issues?: unknown }) ?? "The request does not match the route")
       }
       return yield* Effect.failCause(exit.cause)
     })
@@ -348,6 +349,45 @@ export const serve = (
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
 }
+
+/**
+ * What `serve` does to its own Node HTTP server, for an embedder that mounts {@link layer} on a
+ * server of its own (`NodeHttpServer.layer(() => server, …)` with `HttpApiBuilder.serve()`): each
+ * connection must send a request's headers within `headersTimeout` (else closed); at most
+ * `maxUnauthenticatedConnections` connections that sent no request with a credential stay open
+ * (one more closes the oldest); and each request but `/healthz` starts as a task of the scheduler
+ * instead of inside Node's `request` callback (see `startRequestsAsTasks`), with the accepted
+ * connections told to {@link connectionsArriving}. Give the whole program `EventLoop.sliced(
+ * EventLoop.defaultSliceMs, servesHealth, connectionsArriving)` as `effect-agent serve` does, so that
+ * `/healthz` answers under load. Without this layer such an embedder had none of it: a client that
+ * connects and sends nothing held a descriptor for good. The listeners go when its scope closes.
+ */
+export const guardNodeServer = (
+  server: NodeServer,
+  config: Config.Config,
+  listen: Pick<Listen, "headersTimeout" | "maxUnauthenticatedConnections"> = {}
+): Layer.Layer<never> =>
+  Layer.unwrapScoped(Effect.gen(function*() {
+    const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(listen.headersTimeout ?? defaultHeadersTimeout))))
+    const before = new Map((["connection", "request", "upgrade"] as const).map((event) => [event, new Set(server.listeners(event))]))
+    server.headersTimeout = millis
+    server.requestTimeout = Math.max(millis, 300_000)
+    server.on("connection", (socket: Socket) => {
+      connectionAccepted()
+      socket.setTimeout(millis)
+    })
+    server.on("request", underway)
+    server.on("upgrade", underway)
+    const requestRead = boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const [event, kept] of before) {
+          for (const listener of server.listeners(event)) if (!kept.has(listener)) server.off(event, listener as (...args: Array<unknown>) => void)
+        }
+      })
+    )
+    return startRequestsAsTasks(server, requestRead)
+  }))
 
 /**
  * Starts each request but `/healthz` as a task of the server's scheduler (the one `serve` is built

@@ -119,7 +119,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
         const request = yield* HttpServerRequest.HttpServerRequest
         const code = new URL(request.url, "http://localhost").searchParams.get("code")
         if (code === null) return loginPage(200)
-        const use = config.loginCodes.consume(code, yield* Clock.currentTimeMillis)
+        const use = yield* config.loginCodes.consumeNow(code)
         if (use === "expired") return loginPage(401, "That one-time URL has expired: it works only for a while after the server printed it. Sign in with the token.")
         if (use === "unknown") return loginPage(401, "That one-time URL was used already: sign in with the token.")
         // The page's key in the fragment: the browser keeps it, and sends it to no server.

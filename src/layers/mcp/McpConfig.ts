@@ -44,12 +44,19 @@ export const Http = Schema.Struct({
 /** A server reached over Streamable HTTP. */
 export type Http = typeof Http.Type
 
+/** The keys a refused server has, for its message: a misspelt one (`comand`) is then named. */
+const givenKeys = (actual: unknown): string => {
+  if (typeof actual !== "object" || actual === null || Array.isArray(actual)) return ""
+  const keys = Object.keys(actual)
+  return keys.length === 0 ? ", not {}" : `, not {${keys.slice(0, 10).map((key) => JSON.stringify(key.slice(0, 40))).join(", ")}}`
+}
+
 /** One configured server. */
 export const Server = Schema.Union(Stdio, Http).annotations({
   message: (issue) => ({
     message: typeof issue.actual === "object" && issue.actual !== null && (issue.actual as { type?: unknown }).type === "sse"
       ? "the \"sse\" transport is not supported: use the server's Streamable HTTP endpoint (type \"http\")"
-      : "a server is {\"command\", \"args\"?, \"env\"?} or {\"url\", \"headers\"?}",
+      : `a server is {"command", "args"?, "env"?} or {"url", "headers"?}${givenKeys(issue.actual)}`,
     override: true
   })
 })

@@ -1,0 +1,115 @@
+/**
+ * A scripted client — a shell pipe, a script that writes its requests and closes its side — still
+ * gets its answers: `effect-agent acp` ends on stdin's end only once the requests it read are answered
+ * and no turn runs. It used to end at once, the requests in flight unanswered (a prompt's turn
+ * cancelled). A turn that would ask the client a question after its input ended cannot be answered:
+ * the question is dismissed, the turn cancelled and its log closed. Real subprocesses, raw JSON-RPC
+ * lines on stdin.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { expectWellFormedLog } from "../helpers.js"
+import { start } from "../cli/subprocess.js"
+import { logOf } from "./client.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-eof-"))
+const started: Array<ReturnType<typeof start>> = []
+afterAll(() => {
+  for (const agent of started) agent.child.kill("SIGKILL")
+  rmSync(dir, { recursive: true, force: true })
+})
+
+let count = 0
+const workspace = (script: unknown) => {
+  const root = join(dir, `t${++count}`)
+  const cwd = join(root, "work")
+  mkdirSync(cwd, { recursive: true })
+  const scriptFile = join(root, "script.json")
+  writeFileSync(scriptFile, JSON.stringify(script))
+  const storage = ["--data-dir", join(root, "data")]
+  return { cwd, storage, args: ["acp", "--script", scriptFile, ...storage] }
+}
+
+const line = (id: number, method: string, params: unknown) => JSON.stringify({ jsonrpc: "2.0", id, method, params }) + "\n"
+const initialize = line(1, "initialize", { protocolVersion: 1, clientCapabilities: {} })
+
+type Message = { readonly id?: number; readonly method?: string; readonly result?: Record<string, unknown>; readonly error?: unknown; readonly params?: any }
+const messagesOf = (stdout: string): Array<Message> => stdout.trim().split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as Message)
+const answerTo = (messages: ReadonlyArray<Message>, id: number) => messages.find((m) => m.id === id && m.method === undefined)
+
+const launch = (args: ReadonlyArray<string>, cwd: string) => {
+  const agent = start(args, { cwd })
+  agent.child.stdin!.on("error", () => {})
+  started.push(agent)
+  let stdout = ""
+  agent.child.stdout!.on("data", (chunk: string) => (stdout += chunk))
+  return { ...agent, stdout: () => stdout }
+}
+
+describe("effect-agent acp: stdin closed with requests in flight", () => {
+  it("a shell pipe (initialize, two session/new, then EOF) gets every answer and exits 0", async () => {
+    const { args, cwd } = workspace({ responses: [] })
+    const agent = launch(args, cwd)
+    agent.child.stdin!.end(initialize + line(2, "session/new", { cwd, mcpServers: [] }) + line(3, "session/new", { cwd, mcpServers: [] }))
+    const finished = await agent.done
+    expect(finished.code).toBe(0)
+    const messages = messagesOf(finished.stdout)
+    expect(answerTo(messages, 1)?.result).toMatchObject({ protocolVersion: 1 })
+    expect(answerTo(messages, 2)?.result?.sessionId).toMatch(/^sess_/)
+    expect(answerTo(messages, 3)?.result?.sessionId).toMatch(/^sess_/)
+  })
+
+  it("prompts of two sessions, then EOF: both turns finish, both prompts answer end_turn, the logs end final, exit 0", async () => {
+    // Slow enough that the turns still run when the agent reads the end of its input.
+    const { args, cwd, storage } = workspace({
+      responses: [
+        { chunks: Array.from({ length: 10 }, (_, i) => `a${i} `), delay: 30 },
+        { chunks: Array.from({ length: 10 }, (_, i) => `b${i} `), delay: 30 }
+      ]
+    })
+    const agent = launch(args, cwd)
+    agent.child.stdin!.write(initialize + line(2, "session/new", { cwd, mcpServers: [] }) + line(3, "session/new", { cwd, mcpServers: [] }))
+    await agent.waitForStdout(/"id":2,"result"[^\n]*\n[^]*"id":3,"result"|"id":3,"result"[^\n]*\n[^]*"id":2,"result"/)
+    const opened = messagesOf(agent.stdout())
+    const first = String(answerTo(opened, 2)?.result?.sessionId)
+    const second = String(answerTo(opened, 3)?.result?.sessionId)
+    agent.child.stdin!.end(
+      line(4, "session/prompt", { sessionId: first, prompt: [{ type: "text", text: "count" }] }) +
+        line(5, "session/prompt", { sessionId: second, prompt: [{ type: "text", text: "count" }] })
+    )
+    const finished = await agent.done
+    expect(finished.code).toBe(0)
+    const messages = messagesOf(finished.stdout)
+    expect(answerTo(messages, 4)).toMatchObject({ result: { stopReason: "end_turn" } })
+    expect(answerTo(messages, 5)).toMatchObject({ result: { stopReason: "end_turn" } })
+    const text = (sessionId: string) =>
+      messages.filter((m) => m.method === "session/update" && m.params?.sessionId === sessionId && m.params?.update?.sessionUpdate === "agent_message_chunk")
+        .map((m) => m.params.update.content.text).join("")
+    expect([text(first), text(second)].sort()).toEqual([
+      Array.from({ length: 10 }, (_, i) => `a${i} `).join(""),
+      Array.from({ length: 10 }, (_, i) => `b${i} `).join("")
+    ])
+    for (const sessionId of [first, second]) {
+      const log = await logOf(sessionId, storage)
+      expectWellFormedLog(log)
+      expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    }
+  })
+
+  it("a prompt whose turn must ask the client, then EOF: the question is dismissed, the prompt answers cancelled, the log is closed, exit 0", async () => {
+    const { args, cwd, storage } = workspace({ responses: [{ toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] }] })
+    const agent = launch(args, cwd)
+    agent.child.stdin!.write(initialize + line(2, "session/new", { cwd, mcpServers: [] }))
+    await agent.waitForStdout(/"id":2,"result"/)
+    const sessionId = String(answerTo(messagesOf(agent.stdout()), 2)?.result?.sessionId)
+    agent.child.stdin!.end(line(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: "write notes" }] }))
+    const finished = await agent.done
+    expect(finished.code).toBe(0)
+    expect(answerTo(messagesOf(finished.stdout), 3)).toMatchObject({ result: { stopReason: "cancelled" } })
+    const log = await logOf(sessionId, storage)
+    expectWellFormedLog(log)
+    expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
+  })
+})
