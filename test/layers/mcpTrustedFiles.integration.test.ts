@@ -112,6 +112,28 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
     expect(await linked.starts()).toBe(false)
   })
 
+  it("a server's data stays the server's: a database it writes and a folder it serves change without untrusting it", async () => {
+    // The MCP documentation's own examples: a SQLite server writing its database, a filesystem
+    // server given a folder of the project. Neither file is code a launcher runs; binding them made
+    // every session after the server's first write (or the agent's first edit in docs/) ask for trust again.
+    const sqlite = await trusted({ command: "uvx", args: ["mcp-server-sqlite", "--db-path", "./test.db"] }, { "test.db": "SQLite format 3\0" })
+    writeFileSync(join(sqlite.cwd, "test.db"), "SQLite format 3\0 with a table")
+    expect(await sqlite.starts()).toBe(true)
+
+    const served = await trusted({ command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "./docs"] }, { "docs/guide.md": "# Guide\n" })
+    writeFileSync(join(served.cwd, "docs", "guide.md"), "# Guide, edited\n")
+    writeFileSync(join(served.cwd, "docs", "new.md"), "# New\n")
+    expect(await served.starts()).toBe(true)
+    // What a launcher would run from that folder is still bound.
+    writeFileSync(join(served.cwd, "docs", "index.js"), "// now a folder node would run\n")
+    expect(await served.starts()).toBe(false)
+
+    // A folder's package.json names the file node runs from it.
+    const pkg = await trusted({ command: "node", args: ["srv"] }, { "srv/package.json": JSON.stringify({ main: "server.mjs" }), "srv/server.mjs": "// first\n" })
+    writeFileSync(join(pkg.cwd, "srv", "server.mjs"), "// changed\n")
+    expect(await pkg.starts()).toBe(false)
+  })
+
   it("unchanged files keep it trusted; the summary names the files trust covers", async () => {
     const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
     expect(await at.starts()).toBe(true)

@@ -15,7 +15,13 @@
  * What counts as named, for each stdio server: its command, each argument and each word of each
  * variable's value (split on white space and `:`), and of a `--option=value` its value; each that
  * is a path inside the project (not the project itself) — with the names node and python would
- * also run for it (`tools/mcp` → `tools/mcp.js`; a folder → its files, one level), present or not.
+ * also run for it (`tools/mcp` → `tools/mcp.js`; a folder → the files a launcher runs from it,
+ * `index.js`, `package.json`, `__main__.py`, …), present or not.
+ *
+ * What a server keeps as its data is not bound: a file whose name says it is a database, a log or
+ * a document (`--db-path ./test.db`), and a folder's other files (a filesystem server given
+ * `./docs`). The server writes them itself, the user and the agent edit them; bound, each such
+ * write made every later session ask for trust again, which teaches nothing but to say yes.
  *
  * @since 0.5.0
  * @internal
@@ -30,10 +36,20 @@ import type * as McpConfig from "./McpConfig.js"
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
 /** What is read: at most this many names are bound, each file hashed up to this many bytes. */
-export const limits = { names: 256, bytes: 64 * 1024 * 1024, folderEntries: 200 } as const
+export const limits = { names: 256, bytes: 64 * 1024 * 1024 } as const
 
 /** Suffixes a launcher tries for a name given without one (node's, python's, a shell script's). */
 const suffixes = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh", ".json"]
+
+/** The files a launcher runs from a folder it is given: node's (its `index.*`, or `package.json`'s `main`), python's. */
+const folderEntries = ["index.js", "index.mjs", "index.cjs", "index.ts", "index.mts", "index.cts", "package.json", "__main__.py"]
+
+/**
+ * Names of data, not code: what a server reads and writes as it runs (a database, a log, rows), or
+ * a document. No launcher runs one, and none names a program to run (a configuration file does —
+ * `.json`, `.yaml`, `.toml` stay bound).
+ */
+const dataExtensions = new Set([".db", ".sqlite", ".sqlite3", ".db3", ".duckdb", ".log", ".jsonl", ".ndjson", ".csv", ".tsv", ".parquet", ".md", ".markdown"])
 
 /** One name of the project a server runs: where (relative to the project) and what is there now. */
 export interface Bound {
@@ -65,6 +81,7 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArr
       const path = NodePath.resolve(cwd, word)
       if (path === cwd || !isInside(cwd, path)) continue
       const relative = NodePath.relative(cwd, path)
+      if (dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
       paths.add(relative)
       if (NodePath.extname(relative) === "") for (const suffix of suffixes) paths.add(relative + suffix)
     }
@@ -100,8 +117,9 @@ const fileState = async (path: string): Promise<string> => {
 }
 
 /**
- * What is at each path a trusted project's servers name now (`namedPaths`), and for a folder at its
- * entries, one level (node runs a folder's `index.js` or its `package.json`'s `main`).
+ * What is at each path a trusted project's servers name now (`namedPaths`), and for a folder what is
+ * at the files a launcher runs from it (`folderEntries`, present or not; `package.json` names its
+ * `main`, which node runs in their place).
  */
 export const bound = async (cwd: string, servers: McpConfig.Servers): Promise<ReadonlyArray<Bound>> => {
   const out: Array<Bound> = []
@@ -109,15 +127,27 @@ export const bound = async (cwd: string, servers: McpConfig.Servers): Promise<Re
     const state = await fileState(NodePath.join(cwd, path))
     out.push({ path, state })
     if (state !== "folder") continue
-    const entries = (await NodeFs.readdir(NodePath.join(cwd, path)).catch(() => [] as Array<string>)).sort()
-    out.push({ path: `${path}/`, state: `entries:${createHash("sha256").update(entries.join("\n")).digest("hex")}` })
-    for (const name of entries.slice(0, limits.folderEntries)) {
-      const entry = NodePath.join(path, name)
+    const main = await packageMain(cwd, path)
+    for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
       const entryState = await fileState(NodePath.join(cwd, entry))
       if (entryState !== "folder") out.push({ path: entry, state: entryState })
     }
   }
   return out
+}
+
+/** The file a folder's `package.json` names as its `main`, relative to the project, when it is inside it. */
+const packageMain = async (cwd: string, folder: string): Promise<string | undefined> => {
+  const text = await NodeFs.readFile(NodePath.join(cwd, folder, "package.json"), { encoding: "utf8", flag: constants.O_RDONLY | constants.O_NONBLOCK }).catch(() => undefined)
+  if (text === undefined || text.length > 1024 * 1024) return undefined
+  try {
+    const main: unknown = JSON.parse(text)?.main
+    if (typeof main !== "string" || main === "") return undefined
+    const path = NodePath.resolve(cwd, folder, main)
+    return path !== cwd && isInside(cwd, path) ? NodePath.relative(cwd, path) : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /**

@@ -221,13 +221,13 @@ export const summary = (project: Project): ReadonlyArray<string> => {
 /** The lines saying which of the project's files trust covers too (`McpFiles`), and what it does not cover. */
 const filesSummary = (files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<string> => {
   if (files.length === 0) return []
-  const present = files.filter((f) => f.state !== "absent" && !f.path.endsWith("/"))
-  const absent = files.length - present.length - files.filter((f) => f.path.endsWith("/")).length
+  const present = files.filter((f) => f.state !== "absent")
+  const absent = files.length - present.length
   return [
     "Trust also covers the project's files these servers name (a change to one, or a file made where none is, makes it untrusted again):",
     ...present.slice(0, 20).map((f) => `  ${ProjectSettings.escapeControls(f.path)}${f.state === "folder" ? "/" : ""}`),
     ...(present.length > 20 ? [`  … and ${present.length - 20} more`] : []),
     ...(absent > 0 ? [`  (and ${absent} name${absent === 1 ? "" : "s"} where no file is now)`] : []),
-    "Not covered: what those files load in turn (imports, packages npx or uv run finds): trust that as you would run it yourself."
+    "Not covered: what those files load in turn (imports, packages npx or uv run finds), and a server's data (a named folder's other files, databases, logs, documents): trust that as you would run it yourself."
   ]
 }
