@@ -134,6 +134,18 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
     expect(await pkg.starts()).toBe(false)
   })
 
+  it("a file trusted by an earlier version (its hash alone) is untrusted, and the note says trust widened, not that it changed", async () => {
+    const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
+    const project = (await run(McpSettings.inspect(at.cwd, at.configDir)))!
+    await run(TrustStore.revoke(at.configDir, project.path))
+    const { readFileSync } = await import("node:fs")
+    await run(TrustStore.trust(at.configDir, project.path, TrustStore.sha256(readFileSync(join(at.cwd, ".mcp.json")))))
+    expect(await at.starts()).toBe(false)
+    const loaded = await run(McpSettings.load({ cwd: at.cwd, configDir: at.configDir }))
+    expect(loaded.notes.join("\n")).toContain("trust now also covers the files its servers run")
+    expect(loaded.notes.join("\n")).not.toContain("it changed since you trusted it")
+  })
+
   it("unchanged files keep it trusted; the summary names the files trust covers", async () => {
     const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
     expect(await at.starts()).toBe(true)

@@ -49,6 +49,11 @@ export interface Project {
   readonly file: McpConfig.File
   /** The project's files its servers name, and what is there now (see `McpFiles`). */
   readonly files: ReadonlyArray<McpFiles.Bound>
+  /**
+   * The file is as an earlier version trusted it, when trust covered the file alone: it reads
+   * `changed` (its files were never reviewed), and the note says why rather than "it changed".
+   */
+  readonly widened?: true
 }
 
 /** What to load. */
@@ -116,8 +121,12 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: s
   if (Option.isNone(bytes)) return undefined
   const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
   const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), file.mcpServers))
-  const sha256 = McpFiles.combinedHash(TrustStore.sha256(bytes.value), files)
-  return { path, shown, sha256, trust: TrustStore.status(trusted, path, sha256), file, files } satisfies Project
+  const fileHash = TrustStore.sha256(bytes.value)
+  const sha256 = McpFiles.combinedHash(fileHash, files)
+  const trust = TrustStore.status(trusted, path, sha256)
+  // Trusted by an earlier version, whose trust was the file's hash alone: not "changed", widened.
+  const widened = trust === "changed" && files.length > 0 && TrustStore.status(trusted, path, fileHash) === "trusted"
+  return { path, shown, sha256, trust, file, files, ...(widened ? { widened } : {}) } satisfies Project
 })
 
 /** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
@@ -163,7 +172,13 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
   const names = project === undefined ? [] : Object.keys(project.file.mcpServers)
   if (project !== undefined && project.trust !== "trusted" && names.length > 0) {
     notes.push(
-      `${ProjectSettings.escapeControls(project.shown)} is not trusted${project.trust === "changed" ? " (it changed since you trusted it)" : ""}, so its MCP server${
+      `${ProjectSettings.escapeControls(project.shown)} is not trusted${
+        project.widened === true
+          ? " (trust now also covers the files its servers run, which you have not reviewed)"
+          : project.trust === "changed"
+          ? " (it changed since you trusted it)"
+          : ""
+      }, so its MCP server${
         names.length === 1 ? "" : "s"
       } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
     )
