@@ -82,7 +82,12 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
       // node resolves `tools/mcp` to tools/mcp.js
       [{ command: "node", args: ["tools/mcp"] }, "tools/mcp.js"],
       // a folder: node runs its index.js
-      [{ command: "node", args: ["srv"] }, "srv/index.js"]
+      [{ command: "node", args: ["srv"] }, "srv/index.js"],
+      // a command line in an argument, as a shell runs it
+      [{ command: "sh", args: ["-c", "cd . && node tools/mcp.js --stdio"] }, "tools/mcp.js"],
+      // what a package manager runs is its package.json's script; make's, its Makefile's rule
+      [{ command: "npm", args: ["run", "mcp"] }, "package.json"],
+      [{ command: "sh", args: ["-c", "exec make mcp"] }, "Makefile"]
     ] as const) {
       const at = await trusted(server, { "server.js": "//\n", [file]: "// first\n" })
       writeFileSync(join(at.cwd, file), "// changed\n")

@@ -58,16 +58,42 @@ export interface Bound {
   readonly state: string
 }
 
-/** The words of a server's launch that may name a file. */
+/**
+ * The files a program reads its commands from when it is run in the project, unnamed: a package
+ * manager's `package.json` scripts (`npm run mcp`, `yarn start`), a `Makefile`'s rules, a
+ * `justfile`'s recipes. What they run is what the server runs.
+ */
+const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
+  npm: ["package.json"],
+  pnpm: ["package.json"],
+  yarn: ["package.json"],
+  bun: ["package.json"],
+  make: ["Makefile", "makefile", "GNUmakefile"],
+  just: ["justfile", "Justfile", ".justfile"]
+}
+
+/**
+ * The words of a server's launch that may name a file: the command, each argument, each word of
+ * each variable's value, and of an argument that holds a command line (`sh -c "node tools/mcp.js"`)
+ * each of its words; of `--option=value` its value too. With them, the files a program among those
+ * words reads its commands from (`programFiles`).
+ */
 const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const out: Array<string> = []
   const add = (word: string) => {
     out.push(word)
     const equals = word.indexOf("=")
     if (equals > 0) out.push(word.slice(equals + 1))
+    for (const file of programFiles[word.split("/").at(-1) ?? ""] ?? []) out.push(file)
+  }
+  const addLine = (line: string) => {
+    add(line)
+    // A shell's separators and quotes: the words of a command line an argument holds.
+    const pieces = line.split(/[\s;&|()<>'"`]+/)
+    if (pieces.length > 1) for (const piece of pieces) add(piece)
   }
   add(server.command)
-  for (const arg of server.args ?? []) add(arg)
+  for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
