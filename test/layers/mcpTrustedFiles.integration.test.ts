@@ -151,6 +151,17 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
     expect(loaded.notes.join("\n")).not.toContain("it changed since you trusted it")
   })
 
+  it("a .mcp.json naming more paths than trust can cover is refused, not bound in part", async () => {
+    // Binding the first names alphabetically left the others unbound: a script among them was run as it was then.
+    const cwd = join(root, `case-${++count}`)
+    mkdirSync(cwd, { recursive: true })
+    const line = Array.from({ length: 120 }, (_, i) => `step${i}`).join(" && ") + " && node zz/mcp.js"
+    writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: { command: "sh", args: ["-c", line] } } }))
+    const inspected = await Effect.runPromise(Effect.either(McpSettings.inspect(cwd, join(cwd, "config"))).pipe(Effect.provide(NodeContext.layer)))
+    expect(Either.isLeft(inspected)).toBe(true)
+    if (Either.isLeft(inspected)) expect(inspected.left.message).toContain("more than the 1024 trust can cover")
+  })
+
   it("unchanged files keep it trusted; the summary names the files trust covers", async () => {
     const at = await trusted({ command: "node", args: ["tools/mcp.js"] }, { "tools/mcp.js": "// the server\n" })
     expect(await at.starts()).toBe(true)

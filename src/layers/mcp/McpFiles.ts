@@ -35,8 +35,12 @@ import type * as McpConfig from "./McpConfig.js"
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
-/** What is read: at most this many names are bound, each file hashed up to this many bytes. */
-export const limits = { names: 256, bytes: 64 * 1024 * 1024 } as const
+/**
+ * What is read: each file hashed up to `bytes`; at most `names` names, for the reads a session's
+ * start makes (a `.mcp.json` naming more is refused, `McpSettings`: binding some of them would
+ * leave the others unbound).
+ */
+export const limits = { names: 1024, bytes: 64 * 1024 * 1024 } as const
 
 /** Suffixes a launcher tries for a name given without one (node's, python's, a shell script's). */
 const suffixes = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh", ".json"]
@@ -98,7 +102,7 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
 
-/** The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them; relative, sorted. */
+/** The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them; relative, sorted, all of them. */
 export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArray<string> => {
   const paths = new Set<string>()
   for (const server of Object.values(servers)) {
@@ -112,7 +116,7 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArr
       if (NodePath.extname(relative) === "") for (const suffix of suffixes) paths.add(relative + suffix)
     }
   }
-  return [...paths].sort().slice(0, limits.names)
+  return [...paths].sort()
 }
 
 /** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO; its state. */
@@ -143,13 +147,13 @@ const fileState = async (path: string): Promise<string> => {
 }
 
 /**
- * What is at each path a trusted project's servers name now (`namedPaths`), and for a folder what is
+ * What is at each path a trusted project's servers name (`namedPaths`) now, and for a folder what is
  * at the files a launcher runs from it (`folderEntries`, present or not; `package.json` names its
  * `main`, which node runs in their place).
  */
-export const bound = async (cwd: string, servers: McpConfig.Servers): Promise<ReadonlyArray<Bound>> => {
+export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<ReadonlyArray<Bound>> => {
   const out: Array<Bound> = []
-  for (const path of namedPaths(cwd, servers)) {
+  for (const path of named) {
     const state = await fileState(NodePath.join(cwd, path))
     out.push({ path, state })
     if (state !== "folder") continue

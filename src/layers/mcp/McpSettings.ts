@@ -120,7 +120,14 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: s
   const bytes = yield* ProjectSettings.readBytes(path, shown)
   if (Option.isNone(bytes)) return undefined
   const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
-  const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), file.mcpServers))
+  const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
+  if (named.length > McpFiles.limits.names) {
+    return yield* new SettingsError({
+      reason: "invalid",
+      message: `${shown}: its servers name ${named.length} paths of the project, more than the ${McpFiles.limits.names} trust can cover; start them from a script it names`
+    })
+  }
+  const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
   const fileHash = TrustStore.sha256(bytes.value)
   const sha256 = McpFiles.combinedHash(fileHash, files)
   const trust = TrustStore.status(trusted, path, sha256)
