@@ -73,8 +73,9 @@ export const handler = (options: Input) =>
           message: `stdin is not a terminal, so nothing was trusted; once you have read the above: ${ProjectSettings.trustCommand(cwd)} --yes`
         })
       }
-      const widened = pending.some((file) => "widened" in file && file.widened === true)
-      const changed = pending.some((file) => file.trust === "changed" && !("widened" in file && file.widened === true))
+      const isWidened = (file: (typeof pending)[number]) => "widened" in file && file.widened === true
+      const widened = pending.some(isWidened)
+      const changed = pending.some((file) => file.trust === "changed" && !isWidened(file))
       const why = `${changed ? "It changed since you trusted it. " : ""}${widened ? "Trust now also covers the files its MCP servers run (listed above). " : ""}`
       const answer = yield* askOnTerminal(`${why}Trust ${pending.length === 1 ? "this file" : "these files"}? [y/N]: `)
       if (!isYes(answer)) return yield* new CliError({ reason: "invalid_arguments", message: "not trusted" })

@@ -348,12 +348,6 @@ export const gitSettingsOf = async (worktree: Worktree): Promise<GitSettings> =>
   return { hooks: [...new Set(hooks)], included: [...new Set([...user, ...own].flatMap((config) => config.included))] }
 }
 
-/** The folder `core.hooksPath` names for a worktree, absolute and as written (`undefined` when it names none): the one that wins, from the repository's own configs. */
-export const hooksFolderOf = async (worktree: Worktree): Promise<string | undefined> => {
-  const value = hooksPathIn(`${await readGitConfig(NodePath.join(worktree.gitDir, "config"))}\n${await readGitConfig(NodePath.join(worktree.ownGitDir, "config.worktree"))}`)
-  return value === undefined ? undefined : hooksFolder(value, worktree.root)
-}
-
 /** The worktree `dir/.git` makes, as git reads it: a folder, or a file naming one (whose `commondir` names the repository's). */
 export const worktreeAt = async (dir: string): Promise<Worktree | undefined> => {
   const dotGit = NodePath.join(dir, ".git")
