@@ -257,20 +257,38 @@ const underway = (request: IncomingMessage) => request.socket.setTimeout(0)
  */
 const nodeServer = (headersTimeout: Duration.DurationInput | undefined) => {
   growDescriptorTable()
-  const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
+  const millis = headersMillis(headersTimeout)
   const server = createServer({
     headersTimeout: millis,
     requestTimeout: Math.max(millis, 300_000),
     connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.round(millis / 4)))
   })
+  limitHeadersTime(server, millis)
+  return server
+}
+
+/** `headersTimeout` (default `defaultHeadersTimeout`) in whole milliseconds, at least one. */
+const headersMillis = (headersTimeout: Duration.DurationInput | undefined) =>
+  Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
+
+/**
+ * Each connection must send a request's headers within `millis` (see `nodeServer`): Node's own
+ * limits, and a socket timeout until the first request, counted as an accepted connection.
+ */
+const limitHeadersTime = (server: NodeServer, millis: number) => {
+  server.headersTimeout = millis
+  server.requestTimeout = Math.max(millis, 300_000)
   server.on("connection", (socket: Socket) => {
     connectionAccepted()
     socket.setTimeout(millis)
   })
   server.on("request", underway)
   server.on("upgrade", underway)
-  return server
 }
+
+/** The bound on connections without a credential (`boundStrangers`) that `listen` asks for. */
+const strangersBound = (server: NodeServer, config: Config.Config, listen: Pick<Listen, "maxUnauthenticatedConnections">) =>
+  boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
 
 /** How many descriptors the process's table has room for, beyond those open, before clients connect. */
 const descriptorsAhead = 1024
@@ -334,7 +352,7 @@ export const serve = (
   turns: Layer.Layer<Turns.Turns, never, SessionEngine.SessionEngine> = Turns.layer
 ) => {
   const server = nodeServer(listen.headersTimeout)
-  const requestRead = boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+  const requestRead = strangersBound(server, config, listen)
   const closeConnections = Layer.scopedDiscard(Effect.addFinalizer(() =>
     Effect.sync(() => {
       // `close` alone would wait for every open `/live` stream to end.
@@ -368,17 +386,9 @@ export const guardNodeServer = (
   listen: Pick<Listen, "headersTimeout" | "maxUnauthenticatedConnections"> = {}
 ): Layer.Layer<never> =>
   Layer.unwrapScoped(Effect.gen(function*() {
-    const millis = Math.max(1, Math.round(Duration.toMillis(Duration.decode(listen.headersTimeout ?? defaultHeadersTimeout))))
     const before = new Map((["connection", "request", "upgrade"] as const).map((event) => [event, new Set(server.listeners(event))]))
-    server.headersTimeout = millis
-    server.requestTimeout = Math.max(millis, 300_000)
-    server.on("connection", (socket: Socket) => {
-      connectionAccepted()
-      socket.setTimeout(millis)
-    })
-    server.on("request", underway)
-    server.on("upgrade", underway)
-    const requestRead = boundStrangers(server, config.token, Math.max(1, listen.maxUnauthenticatedConnections ?? defaultMaxUnauthenticatedConnections))
+    limitHeadersTime(server, headersMillis(listen.headersTimeout))
+    const requestRead = strangersBound(server, config, listen)
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => {
         for (const [event, kept] of before) {
