@@ -10,7 +10,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { execFileSync } from "node:child_process"
 import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
@@ -160,6 +160,24 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
     const inspected = await Effect.runPromise(Effect.either(McpSettings.inspect(cwd, join(cwd, "config"))).pipe(Effect.provide(NodeContext.layer)))
     expect(Either.isLeft(inspected)).toBe(true)
     if (Either.isLeft(inspected)) expect(inspected.left.message).toContain("more than the 1024 trust can cover")
+    // A session's start reads nothing of a .mcp.json never trusted: it says so and starts none.
+    const loaded = await run(McpSettings.load({ cwd, configDir: join(cwd, "config") }))
+    expect(loaded.project?.trust).toBe("untrusted")
+    expect(loaded.notes.join("\n")).toContain("is not trusted")
+  })
+
+  it("files holding more than trust reads in all (links to one large file) are refused, not hashed again and again", async () => {
+    const cwd = join(root, `case-${++count}`)
+    mkdirSync(join(cwd, "tools"), { recursive: true })
+    // Sparse: 64 MiB that takes no disk; five links to it would be 320 MiB of reading.
+    const large = join(root, `large-${count}.js`)
+    writeFileSync(large, "")
+    truncateSync(large, 64 * 1024 * 1024)
+    for (let i = 0; i < 5; i++) symlinkSync(large, join(cwd, "tools", `m${i}.js`))
+    writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: { command: "node", args: [0, 1, 2, 3, 4].map((i) => `tools/m${i}.js`) } } }))
+    const inspected = await Effect.runPromise(Effect.either(McpSettings.inspect(cwd, join(cwd, "config"))).pipe(Effect.provide(NodeContext.layer)))
+    expect(Either.isLeft(inspected)).toBe(true)
+    if (Either.isLeft(inspected)) expect(inspected.left.message).toContain("MiB trust reads")
   })
 
   it("unchanged files keep it trusted; the summary names the files trust covers", async () => {

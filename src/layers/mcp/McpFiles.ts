@@ -36,11 +36,12 @@ import type * as McpConfig from "./McpConfig.js"
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
 /**
- * What is read: each file hashed up to `bytes`; at most `names` names, for the reads a session's
- * start makes (a `.mcp.json` naming more is refused, `McpSettings`: binding some of them would
- * leave the others unbound).
+ * What is read: each file hashed up to `bytes`, `totalBytes` in all; at most `names` names — the
+ * reads a session's start makes. A `.mcp.json` naming more, or files holding more (links to one
+ * large file count once each), is refused (`McpSettings`): binding some of them would leave the
+ * others unbound.
  */
-export const limits = { names: 1024, bytes: 64 * 1024 * 1024 } as const
+export const limits = { names: 1024, bytes: 64 * 1024 * 1024, totalBytes: 256 * 1024 * 1024 } as const
 
 /** Suffixes a launcher tries for a name given without one (node's, python's, a shell script's). */
 const suffixes = [".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".py", ".sh", ".json"]
@@ -119,8 +120,11 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArr
   return [...paths].sort()
 }
 
-/** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO; its state. */
-const fileState = async (path: string): Promise<string> => {
+/** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */
+export const overBudget = "over-budget"
+
+/** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`; its state. */
+const fileState = async (path: string, budget: { left: number }): Promise<string> => {
   // Links are followed: what the launch runs is where the link leads, and a swapped link changes it.
   const handle = await NodeFs.open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
   if (handle === undefined) return (await NodeFs.lstat(path).catch(() => undefined)) === undefined ? "absent" : "unreadable"
@@ -128,6 +132,9 @@ const fileState = async (path: string): Promise<string> => {
     const info = await handle.stat()
     if (info.isDirectory()) return "folder"
     if (!info.isFile()) return "special"
+    const reading = Math.min(info.size, limits.bytes)
+    if (reading > budget.left) return overBudget
+    budget.left -= reading
     const hash = createHash("sha256")
     const buffer = Buffer.alloc(1024 * 1024)
     let read = 0
@@ -153,13 +160,14 @@ const fileState = async (path: string): Promise<string> => {
  */
 export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<ReadonlyArray<Bound>> => {
   const out: Array<Bound> = []
+  const budget = { left: limits.totalBytes }
   for (const path of named) {
-    const state = await fileState(NodePath.join(cwd, path))
+    const state = await fileState(NodePath.join(cwd, path), budget)
     out.push({ path, state })
     if (state !== "folder") continue
     const main = await packageMain(cwd, path)
     for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
-      const entryState = await fileState(NodePath.join(cwd, entry))
+      const entryState = await fileState(NodePath.join(cwd, entry), budget)
       if (entryState !== "folder") out.push({ path: entry, state: entryState })
     }
   }

@@ -113,21 +113,24 @@ export const readUser = Effect.fn("McpSettings.readUser")(function*(configDir: s
 /** Where the project's `.mcp.json` of `cwd` is, as trust records it: the real path of `cwd` joined with `.mcp.json`. */
 export const fileOf = (cwd: string): Effect.Effect<string> => Effect.map(Paths.realCwd(cwd), (real) => NodePath.join(real, projectFileName))
 
-/** Reads the project's `.mcp.json` of `cwd` and whether the user trusts it; none when there is none. */
-export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: string, trusted: ReadonlyArray<TrustStore.Entry>) {
+/**
+ * Reads the project's `.mcp.json` of `cwd` and whether the user trusts it; none when there is none.
+ * With `onlyIfKnown`, the files its servers name are read only when `trusted` has an entry for it:
+ * a `.mcp.json` the user never trusted is untrusted whatever they hold, and a cloned repository's
+ * (links to large files outside it) costs no reads at each session's start. Its `sha256` is then
+ * the file's alone — not what `trust` records, which reads them (`inspect`).
+ */
+export const readProject = Effect.fn("McpSettings.readProject")(function*(
+  cwd: string,
+  trusted: ReadonlyArray<TrustStore.Entry>,
+  { onlyIfKnown = false }: { readonly onlyIfKnown?: boolean } = {}
+) {
   const path = yield* fileOf(cwd)
   const shown = ProjectSettings.shownPath(NodePath.join(NodePath.resolve(cwd), projectFileName))
   const bytes = yield* ProjectSettings.readBytes(path, shown)
   if (Option.isNone(bytes)) return undefined
   const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
-  const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
-  if (named.length > McpFiles.limits.names) {
-    return yield* new SettingsError({
-      reason: "invalid",
-      message: `${shown}: its servers name ${named.length} paths of the project, more than the ${McpFiles.limits.names} trust can cover; start them from a script it names`
-    })
-  }
-  const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
+  const files = onlyIfKnown && !trusted.some((entry) => entry.path === path) ? [] : yield* boundFiles(path, shown, file)
   const fileHash = TrustStore.sha256(bytes.value)
   const sha256 = McpFiles.combinedHash(fileHash, files)
   const trust = TrustStore.status(trusted, path, sha256)
@@ -135,6 +138,21 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(cwd: s
   const widened = trust === "changed" && files.length > 0 && TrustStore.status(trusted, path, fileHash) === "trusted"
   return { path, shown, sha256, trust, file, files, ...(widened ? { widened } : {}) } satisfies Project
 })
+
+/** The project's files the servers of `file` (at `path`) name, and what they hold (`McpFiles`); more than trust reads fails. */
+const boundFiles = (path: string, shown: string, file: McpConfig.File) =>
+  Effect.gen(function*() {
+    const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${shown}: ${why}; start them from a script it names` })
+    const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
+    if (named.length > McpFiles.limits.names) {
+      return yield* refused(`its servers name ${named.length} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
+    }
+    const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
+    if (files.some((bound) => bound.state === McpFiles.overBudget)) {
+      return yield* refused(`the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads`)
+    }
+    return files
+  })
 
 /** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
 const stillTrusted = (cwd: string, project: Project): Effect.Effect<void, SettingsError> =>
@@ -175,7 +193,7 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
       Effect.as(Effect.sync(() => notes.push(`${error.message}; no project's MCP servers are started`)), [] as ReadonlyArray<TrustStore.Entry>))
   )
   const user = yield* readUser(configDir)
-  const project = yield* readProject(options.cwd, trusted)
+  const project = yield* readProject(options.cwd, trusted, { onlyIfKnown: true })
   const names = project === undefined ? [] : Object.keys(project.file.mcpServers)
   if (project !== undefined && project.trust !== "trusted" && names.length > 0) {
     notes.push(
