@@ -53,7 +53,10 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
       Effect.mapError((error) => new CliError({ reason: "invalid_file", message: error.message })),
       Effect.provide(NodeServices.layer)
     )
-    const model = yield* Models.layer(options)
+    // Nothing is said at start: stdout is the protocol, and an editor starts the agent before anyone
+    // asks it anything (Zed at each new thread), filing whatever it writes on stderr in its log. Which
+    // model answers goes there once, at the first model request, where it explains the answers.
+    const model = Models.announcedAtFirstRequest(yield* Models.chosen(options))
     // Loaded only here: the ACP SDK costs start-up time for every other command.
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.

@@ -99,6 +99,7 @@ export const recordedMcp = (choice: Choice) =>
 /**
  * The model layer for a choice, and its notice (which model answers), to print once nothing else
  * can fail first: a command that then fails on a bad settings file or `.mcp.json` says only that.
+ * `model` names it in words for a line of the command's own (`serve`'s start banner).
  */
 export const chosen = (choice: Choice) =>
   Effect.gen(function*() {
@@ -114,8 +115,10 @@ export const chosen = (choice: Choice) =>
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
+      const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
       return {
-        notice: Console.error(`effect-agent: answering with anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}.`),
+        model,
+        notice: Console.error(`effect-agent: answering with ${model}.`),
         layer: AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }))
       }
     }
@@ -128,11 +131,10 @@ export const chosen = (choice: Choice) =>
         })
       }
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
-      const notice = Console.error(
-        `effect-agent: answering with openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}.`
-      )
+      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}`
       return {
-        notice,
+        model,
+        notice: Console.error(`effect-agent: answering with ${model}.`),
         layer: Option.isSome(openAiKey)
           ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
           : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
@@ -141,9 +143,10 @@ export const chosen = (choice: Choice) =>
     if (Option.isSome(choice.script)) {
       const { recordRequestsTo, ...script } = yield* readScript(choice.script.value)
       const fake = FakeModelProvider.layer(script)
-      return { notice: Effect.void, layer: recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake)) }
+      return { model: `the scripted model (${choice.script.value})`, notice: Effect.void, layer: recordRequestsTo === undefined ? fake : recordingTo(recordRequestsTo).pipe(Layer.provide(fake)) }
     }
     return {
+      model: "the built-in echo model (no API key set: ANTHROPIC_API_KEY, OPENAI_API_KEY)",
       notice: Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model."),
       layer: FakeModelProvider.layer()
     }
@@ -167,5 +170,3 @@ export const announcedAtFirstRequest = <E, R>({ layer, notice }: { readonly laye
     })
   ).pipe(Layer.provide(layer))
 
-/** The model layer for a choice, its notice printed at once. */
-export const layer = (choice: Choice) => Effect.flatMap(chosen(choice), ({ layer, notice }) => Effect.as(notice, layer))

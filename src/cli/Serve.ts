@@ -211,7 +211,9 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
     const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
     const permissions = perCwd(cwd, loaded.policy, flags)
-    const model = yield* Models.layer(options)
+    // Which model answers is a line of the start banner, with the address and the token, not a
+    // notice of its own printed before the server is up (docs/server.md).
+    const { layer: model, model: answering } = yield* Models.chosen(options)
     const budget = yield* Flags.budgetOf(options)
     const engineOptions = budget === undefined ? Flags.engineOptions(loaded.user) : { ...Flags.engineOptions(loaded.user), budget }
     // Loaded only here: the HTTP stack costs start-up time for every other command.
@@ -284,6 +286,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       const url = yield* Server.url
       const lines = [
         `effect-agent serve: listening on ${url} (sessions in ${options.store === "postgres" ? "postgresql" : options.dataDir})`,
+        `  model: ${answering}`,
         fromEnv !== undefined && fromEnv !== "" ? "  token: from EFFECT_AGENT_TOKEN" : `  token: ${token}`,
         `  viewer (this URL works once, within 10 minutes): ${url}/login?code=${yield* config.loginCodes.issueNow}`
       ]

@@ -1,0 +1,79 @@
+/**
+ * Papercuts of the daily surfaces, round 4, through the built CLI as a new user meets them: what
+ * `serve` and `acp` say at start, the root `--help` as an overview, and the README's and
+ * docs/cli.md's commands walked in order. Each case failed on the CLI before (`EFFECT_AGENT_TEST_BIN`).
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { startServe } from "../server/serveProcess.js"
+import { start } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-papercuts4-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+let made = 0
+/** A fresh folder of this file's. */
+const folder = (name: string) => {
+  const path = join(dir, `${name}-${++made}`)
+  mkdirSync(path, { recursive: true })
+  return path
+}
+
+/** `effect-agent <args>` in `cwd`, stdin closed at once, no API key (the echo model unless a script answers). */
+const cli = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const running = start(args, { cwd, env })
+  running.child.stdin!.end()
+  return running.done
+}
+
+const echoNotice = "effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model."
+
+// Both printed the echo model's notice as a line of its own at start, before anything was asked.
+describe("what serve and acp say at start", () => {
+  it("serve names the model in its start banner, under the address, not as a notice before it", async () => {
+    const cwd = folder("serve")
+    const { server, stderr } = await startServe(["--data-dir", join(cwd, "data")], { cwd })
+    try {
+      const lines = stderr().split("\n")
+      expect(lines[0]).toMatch(/^effect-agent serve: listening on http:\/\/127\.0\.0\.1:\d+ \(sessions in /)
+      expect(lines[1]).toBe("  model: the built-in echo model (no API key set: ANTHROPIC_API_KEY, OPENAI_API_KEY)")
+      expect(lines[2]).toMatch(/^ {2}token: /)
+      expect(stderr()).not.toContain(echoNotice)
+    } finally {
+      server.child.kill("SIGTERM")
+      await server.done
+    }
+  })
+
+  it("acp says nothing before the first model request, then the model once on stderr; stdout is JSON-RPC alone", async () => {
+    const cwd = folder("acp")
+    const agent = start(["acp", "--data-dir", join(cwd, "data")], { cwd })
+    const send = (id: number, method: string, params: object) =>
+      agent.child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`)
+    const answered = (id: number) => new RegExp(`"id":${id},"result"`)
+    let stdout = ""
+    let stderr = ""
+    agent.child.stdout!.on("data", (chunk: string) => (stdout += chunk))
+    agent.child.stderr!.on("data", (chunk: string) => (stderr += chunk))
+    send(1, "initialize", { protocolVersion: 1, clientCapabilities: {} })
+    await agent.waitForStdout(answered(1))
+    send(2, "session/new", { cwd, mcpServers: [] })
+    await agent.waitForStdout(answered(2))
+    // An editor starts the agent for a thread before the user types: nothing in its log yet.
+    expect(stderr).toBe("")
+    const sessionId = /"sessionId":"(sess_[^"]+)"/.exec(stdout)![1]!
+    send(3, "session/prompt", { sessionId, prompt: [{ type: "text", text: "hi" }] })
+    await agent.waitForStdout(answered(3))
+    send(4, "session/prompt", { sessionId, prompt: [{ type: "text", text: "again" }] })
+    await agent.waitForStdout(answered(4))
+    agent.child.stdin!.end()
+    const done = await agent.done
+    expect(done.code, done.stderr).toBe(0)
+    expect(done.stderr).toBe(`${echoNotice}\n`)
+    const lines = done.stdout.split("\n")
+    expect(lines.pop()).toBe("")
+    for (const line of lines) expect((JSON.parse(line) as { jsonrpc?: string }).jsonrpc, line).toBe("2.0")
+  })
+})
