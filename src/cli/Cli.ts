@@ -52,11 +52,90 @@ const commands = [
   Repair.command
 ] as const
 
+const description = "An Effect-TS runtime for coding agents"
+
 /** The root command. */
 export const command = Command.make("effect-agent").pipe(
-  Command.withDescription(Help.described("An Effect-TS runtime for coding agents", ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
+  Command.withDescription(Help.described(description, ["effect-agent run \"Hello, agent\"", "effect-agent <command> --help"])),
   Command.withSubcommands(commands)
 )
+
+// A command's name, of each command in turn: the overview below must give every one a line.
+type NameOf<C> = C extends Command.Command<infer N, infer _R, infer _E, infer _A> ? N : never
+type Name = NameOf<(typeof commands)[number]>
+
+/** Each command's line in the root's overview: what it is for, in a few words (its own --help says the rest). */
+const summaries: Record<Name, string> = {
+  run: "Run one turn and stream its answer; --session <id> continues",
+  chat: "An interactive session: steer a turn, queue follow-ups, approve",
+  replay: "Print a session's transcript (--json: its events)",
+  "export-script": "Print a session as a --script file (a cassette)",
+  fork: "Branch a session at the end of a turn; prints the new id",
+  rewind: "Take a session back to the end of a turn, its files included",
+  compact: "Summarise all but a session's recent context now",
+  watch: "Follow a session live, whichever process drives it",
+  sessions: "List sessions, newest first; sessions rename <id> <title>",
+  pending: "List tool calls waiting for approval",
+  approve: "Approve a waiting tool call, then continue its turn",
+  deny: "Deny a waiting tool call, then continue its turn",
+  trust: "Review a project's settings and .mcp.json, and trust them",
+  adopt: "Take on sessions you did not start here",
+  mcp: "MCP servers: mcp list shows what is configured here",
+  acp: "Serve the agent to an editor (Agent Client Protocol, stdio)",
+  serve: "Serve the HTTP/SSE API and the web viewer on 127.0.0.1",
+  repair: "Repair a session log that cannot be read"
+}
+
+/**
+ * What `effect-agent --help` (and `effect-agent` alone) prints: a short overview, as git, npm and gh
+ * give — the usage, each command in one line, the global flags, where to read more. @effect/cli's own
+ * root help listed every command with all its flags (150 lines before a new user found `run`);
+ * those are in each command's own `--help`.
+ */
+export const overview = (): string => {
+  const names = Object.keys(summaries) as Array<Name>
+  const width = Math.max(...names.map((name) => name.length)) + 2
+  const row = (left: string, right: string) => `  ${left.padEnd(width)}${right}`
+  return [
+    `effect-agent ${version}: ${description}`,
+    "",
+    "USAGE",
+    "",
+    "  $ effect-agent <command> [options] [arguments]",
+    "",
+    "COMMANDS",
+    "",
+    ...names.map((name) => row(name, summaries[name])),
+    "",
+    "OPTIONS",
+    "",
+    row("-h, --help", "This overview; effect-agent <command> --help for a command's"),
+    row("", "flags, arguments and examples"),
+    row("--version", "Print the version"),
+    row("--completions", "sh | bash | fish | zsh: print a shell completion script"),
+    "",
+    "Examples:",
+    "",
+    "  $ effect-agent run \"Hello, agent\"",
+    "  $ effect-agent chat",
+    "  $ effect-agent run --help",
+    "",
+    "Without ANTHROPIC_API_KEY or OPENAI_API_KEY a built-in echo model answers.",
+    "Every command and flag: docs/cli.md in this package (and README.md)."
+  ].join("\n")
+}
+
+/**
+ * Whether the line asks for the root's help: nothing, or --help / -h with no command (global flags
+ * such as --log-level aside).
+ */
+const asksRootHelp = (args: ReadonlyArray<string>): boolean => {
+  const end = args.indexOf("--")
+  const options = end < 0 ? args : args.slice(0, end)
+  if (args.length === 0) return true
+  const command = options.find((arg, i) => !arg.startsWith("-") && !(i > 0 && ["--log-level", "--completions"].includes(options[i - 1]!)))
+  return command === undefined && end < 0 && (options.includes("--help") || options.includes("-h"))
+}
 
 const runCommand = Command.run(command, { name: "effect-agent", version })
 
@@ -76,6 +155,7 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
  */
 export const main = (argv: ReadonlyArray<string>) =>
   Effect.suspend(() => {
+    if (asksRootHelp(argv.slice(2))) return Console.log(overview())
     const line = messageFromStdinLast(argv)
     const checked = Argv.check(commands, line.slice(2))
     return checked._tag === "Line"

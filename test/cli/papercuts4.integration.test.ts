@@ -77,3 +77,34 @@ describe("what serve and acp say at start", () => {
     for (const line of lines) expect((JSON.parse(line) as { jsonrpc?: string }).jsonrpc, line).toBe("2.0")
   })
 })
+
+// The root's --help was @effect/cli's: 153 lines, every command with all its flags, @effect/cli's
+// own flags each in five lines, and `run` first seen on line 69.
+describe("effect-agent --help is an overview", () => {
+  const commands = ["run", "chat", "replay", "export-script", "fork", "rewind", "compact", "watch", "sessions", "pending", "approve", "deny", "trust", "adopt", "mcp", "acp", "serve", "repair"]
+
+  it("the usage, each command in one line, the global flags and where to read more, in a screen", async () => {
+    const cwd = folder("help")
+    const help = await cli(cwd, ["--help"])
+    expect(help.code).toBe(0)
+    expect(help.stderr).toBe("")
+    const lines = help.stdout.split("\n")
+    expect(lines.length).toBeLessThanOrEqual(45)
+    expect(help.stdout).toContain("$ effect-agent <command> [options] [arguments]")
+    for (const name of commands) expect(lines.filter((line) => line.startsWith(`  ${name} `)), name).toHaveLength(1)
+    // No command's flags: those are in `effect-agent <command> --help`.
+    expect(help.stdout).not.toContain("--data-dir")
+    expect(help.stdout).toContain("effect-agent <command> --help")
+    expect(help.stdout).toContain("docs/cli.md")
+    for (const flag of ["--help", "--version", "--completions"]) expect(help.stdout).toContain(flag)
+    // -h, and nothing at all, print the same.
+    expect((await cli(cwd, ["-h"])).stdout).toBe(help.stdout)
+    expect((await cli(cwd, [])).stdout).toBe(help.stdout)
+  })
+
+  it("each command's own --help keeps its flags", async () => {
+    const help = await cli(folder("help"), ["rewind", "--help"])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain("--to integer")
+  })
+})
