@@ -125,6 +125,13 @@ export const overview = (): string => {
   ].join("\n")
 }
 
+/** The command a line names (and its subcommand, `sessions rename`), if it names one. */
+const commandOf = (args: ReadonlyArray<string>): string | undefined => {
+  const words = args.slice(0, 2).filter((arg) => !arg.startsWith("-"))
+  if (words.length === 0 || words[0] !== args[0]) return undefined
+  return words[0] === "sessions" && words[1] === "rename" || words[0] === "mcp" && words[1] === "list" ? words.join(" ") : words[0]
+}
+
 /**
  * Whether the line asks for the root's help: nothing, or --help / -h with no command (global flags
  * such as --log-level aside).
@@ -159,7 +166,7 @@ export const main = (argv: ReadonlyArray<string>) =>
     const line = messageFromStdinLast(argv)
     const checked = Argv.check(commands, line.slice(2))
     return checked._tag === "Line"
-      ? Help.shaped(runCommand([...line.slice(0, 2), ...checked.args]))
+      ? Help.shaped(runCommand([...line.slice(0, 2), ...checked.args]), commandOf(checked.args))
       : Console.error(`effect-agent: ${checked.problem}`).pipe(
         Effect.zipRight(Effect.fail(ValidationError.invalidArgument(HelpDoc.p(checked.problem))))
       )

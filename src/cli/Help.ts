@@ -183,12 +183,39 @@ export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = pro
 const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>
   args.map((arg) => typeof arg === "string" && hasAnsi(arg) ? shape(arg, stream) : arg)
 
-/** Runs `effect` with @effect/cli's help and usage errors shaped for stdout and stderr. */
-export const shaped = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+/**
+ * @effect/cli's usage error as the CLI's other errors read: `effect-agent: ` first, and no blank line
+ * after it. It wrote `--max-cost: "abc" is not a number` and `Missing argument <sessionId>` bare,
+ * followed by an empty line, where every other error of the CLI is one line naming the program;
+ * a missing argument or required flag names the command and where its arguments are listed too. @effect/cli's error
+ * is a rendered paragraph, so it ends with a newline (the CLI's own lines never do).
+ */
+export const usageError = (text: string, command: string | undefined): string => {
+  const line = stripAnsi(text).trim()
+  if (line.includes("\n") || line.startsWith("effect-agent")) return line
+  const missing = /^Missing argument (.*)$/.exec(line)
+  if (missing !== null && command !== undefined) {
+    return `effect-agent: ${command}: missing argument ${missing[1]}; effect-agent ${command} --help lists the arguments`
+  }
+  const required = /^Expected to find option: '(.*)'$/.exec(line)
+  if (required !== null && command !== undefined) {
+    return `effect-agent: ${command}: ${required[1]} is required; effect-agent ${command} --help says what it takes`
+  }
+  return `effect-agent: ${line}`
+}
+
+/**
+ * Runs `effect` with @effect/cli's help and usage errors shaped for stdout and stderr; `command` is
+ * the command the line names, for a usage error to name it.
+ */
+export const shaped = <A, E, R>(effect: Effect.Effect<A, E, R>, command?: string): Effect.Effect<A, E, R> =>
   Console.consoleWith((console) =>
     Console.withConsole(effect, {
       ...console,
       log: (...args) => console.log(...shapeArgs(args, process.stdout)),
-      error: (...args) => console.error(...shapeArgs(args, process.stderr))
+      error: (...args) =>
+        args.length === 1 && typeof args[0] === "string" && args[0].endsWith("\n")
+          ? console.error(usageError(args[0], command))
+          : console.error(...shapeArgs(args, process.stderr))
     })
   )

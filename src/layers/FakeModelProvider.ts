@@ -147,9 +147,11 @@ const lastUserMessage = (request: ModelProvider.ModelRequest): string => {
 }
 
 /** What the script run out answers to a compaction's summary request: short, so compacting a session with the built-in model shrinks it. */
-export const echoSummary = (request: ModelProvider.ModelRequest): ReadonlyArray<string> => [
-  `Echo summary: ${request.messages.length === 0 ? 0 : (request.messages[0]!.content.match(/^\[(User|Assistant|Tool call|Tool result)/gm) ?? []).length} earlier items were compacted.`
-]
+export const echoSummary = (request: ModelProvider.ModelRequest): ReadonlyArray<string> => {
+  const items = request.messages.length === 0 ? 0 : (request.messages[0]!.content.match(/^\[(User|Assistant|Tool call|Tool result)/gm) ?? []).length
+  // "1 earlier item was compacted", not "1 earlier items were".
+  return [`Echo summary: ${items} earlier ${items === 1 ? "item was" : "items were"} compacted.`]
+}
 
 /** The echo answer, split at word boundaries so it streams. */
 export const echo = (request: ModelProvider.ModelRequest): ReadonlyArray<string> =>

@@ -108,3 +108,33 @@ describe("effect-agent --help is an overview", () => {
     expect(help.stdout).toContain("--to integer")
   })
 })
+
+describe("the README's and docs/cli.md's commands, walked as a new user", () => {
+  // @effect/cli's own errors were bare and followed by a blank line (`Missing argument <sessionId>\n\n`),
+  // where every other error of the CLI is one line naming the program; a missing argument named no command.
+  it.each([
+    [["replay"], "effect-agent: replay: missing argument <sessionId>; effect-agent replay --help lists the arguments"],
+    [["sessions", "rename", "sess_x"], "effect-agent: sessions rename: missing argument <title>; effect-agent sessions rename --help lists the arguments"],
+    [["rewind", "sess_x"], "effect-agent: rewind: --to is required; effect-agent rewind --help says what it takes"],
+    [["run", "hi", "--max-cost", "abc"], `effect-agent: --max-cost: "abc" is not a number`],
+    [["run", "hi", "--mcp-config", "mcp.json"], `effect-agent: --mcp-config "mcp.json": no such file`]
+  ] as const)("%j: one line naming the program (and the command), exit 1", async (args, line) => {
+    const done = await cli(folder("usage"), args)
+    expect(done.code).toBe(1)
+    expect(done.stdout).toBe("")
+    expect(done.stderr).toBe(`${line}\n`)
+  })
+
+  it("compact's echo summary of one item says it in the singular", async () => {
+    const cwd = folder("compact")
+    const data = join(cwd, "data")
+    const first = await cli(cwd, ["run", "one", "--data-dir", data])
+    const id = /session (sess_\S+)/.exec(first.stderr)![1]!
+    for (const message of ["two", "three"]) expect((await cli(cwd, ["run", message, "--session", id, "--data-dir", data])).code).toBe(0)
+    expect((await cli(cwd, ["compact", id, "--data-dir", data])).code).toBe(0)
+    // Compacted again at once: the summary before, one item, is all it summarises.
+    const done = await cli(cwd, ["compact", id, "--data-dir", data, "--keep-recent-tokens", "1"])
+    expect(done.code, done.stderr).toBe(0)
+    expect(done.stdout.trimEnd().split("\n").at(-1)).toBe("Echo summary: 1 earlier item was compacted.")
+  })
+})
