@@ -4,39 +4,25 @@
  * process left paused, and the bad input of a real connection.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { run, start } from "../cli/subprocess.js"
-import { type Agent, type Answerer, choose, chunks, logOf, startAgent } from "./client.js"
+import { acpScratch, type Agent, type Answerer, choose, chunks, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp")
+const { dir } = scratch
 
-let count = 0
 /** A fresh workspace, data dir and script for one test. */
 const workspace = (script: unknown) => {
-  const root = join(dir, `t${++count}`)
-  const cwd = join(root, "work")
-  mkdirSync(cwd, { recursive: true })
-  const scriptFile = join(root, "script.json")
-  writeFileSync(scriptFile, JSON.stringify(script))
-  const storage = ["--data-dir", join(root, "data")]
-  return { cwd, storage, args: ["--script", scriptFile, ...storage], scriptFile }
+  const { root, cwd, storage, scriptFile } = scratch.project(script)
+  return { root, cwd, storage, args: ["--script", scriptFile, ...storage], scriptFile }
 }
 
-const launch = (args: ReadonlyArray<string>, cwd: string, answer?: Answerer) => {
-  const agent = startAgent(args, { cwd, ...(answer === undefined ? {} : { answer }) })
-  running.push(agent)
-  return agent
-}
+const launch = (args: ReadonlyArray<string>, cwd: string, answer?: Answerer) =>
+  scratch.launch(args, { cwd, ...(answer === undefined ? {} : { answer }) })
 
 const newSession = (agent: Agent, cwd: string) => agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
 
@@ -282,7 +268,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
   })
 
   it("session/load of a session an earlier process left paused: replays it, re-asks the approval, then the turn goes on", async () => {
-    const { args, cwd, storage } = workspace(writeScript)
+    const { args, cwd, root, storage } = workspace(writeScript)
     const first = launch(args, cwd)
     await first.initialize()
     const { sessionId } = await newSession(first, cwd)
@@ -291,7 +277,7 @@ describe("effect-agent acp, driven by the SDK's client", () => {
     first.child.kill("SIGKILL")
     await first.exited
 
-    const afterScript = join(dir, `after-${count}.json`)
+    const afterScript = join(root, "after.json")
     writeFileSync(afterScript, JSON.stringify({ responses: [{ chunks: ["Done after reload."] }] }))
     const second = launch(["--script", afterScript, ...storage], cwd, choose("allow_once"))
     await second.initialize()

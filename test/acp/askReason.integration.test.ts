@@ -6,38 +6,27 @@
  * the log. Through the built CLI, with the ACP SDK's own client.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { type Agent, choose, logOf, startAgent } from "./client.js"
+import { acpScratch, choose, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-askreason-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-askreason")
+const { dir } = scratch
 
 /** A project whose model runs `command` once, then answers "done". */
 const project = (name: string, command: string) => {
-  const root = join(dir, name)
-  const cwd = join(root, "work")
-  mkdirSync(cwd, { recursive: true })
+  const { cwd, storage, scriptFile } = scratch.project({ responses: [{ chunks: ["Working."], toolCalls: [{ tool: "shell", args: { command } }] }, { chunks: ["done"] }] }, name)
   writeFileSync(join(cwd, "f.txt"), "a\n")
-  const script = join(root, "script.json")
-  writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["Working."], toolCalls: [{ tool: "shell", args: { command } }] }, { chunks: ["done"] }] }))
-  const storage = ["--data-dir", join(root, "data")]
-  return { cwd, storage, args: ["--script", script, ...storage] }
+  return { cwd, storage, args: ["--script", scriptFile, ...storage] }
 }
 
 const texts = (toolCall: acp.ToolCallUpdate) =>
   (toolCall.content ?? []).flatMap((c) => (c.type === "content" && c.content.type === "text" ? [c.content.text] : []))
 
 const turn = async (args: ReadonlyArray<string>, cwd: string) => {
-  const agent = startAgent(args, { cwd, answer: choose("allow_once") })
-  running.push(agent)
+  const agent = scratch.launch(args, { cwd, answer: choose("allow_once") })
   await agent.initialize()
   const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
   const response = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "edit it" }] })
@@ -95,8 +84,7 @@ describe("effect-agent acp: a permission request names the rule that did not cov
 
   it("a paused call asked again after session/load says why too (it carried no reason before)", async () => {
     const p = project("reload", "sed -i s/a/b/ f.txt")
-    const first = startAgent([...p.args, "--allow", "shell:sed *"], { cwd: p.cwd })
-    running.push(first)
+    const first = scratch.launch([...p.args, "--allow", "shell:sed *"], { cwd: p.cwd })
     await first.initialize()
     const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
     void first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "edit it" }] }).catch(() => undefined)
@@ -106,8 +94,7 @@ describe("effect-agent acp: a permission request names the rule that did not cov
 
     const after = join(dir, "reload-after.json")
     writeFileSync(after, JSON.stringify({ responses: [{ chunks: ["done"] }] }))
-    const second = startAgent(["--script", after, ...p.storage, "--allow", "shell:sed *"], { cwd: p.cwd, answer: choose("allow_once") })
-    running.push(second)
+    const second = scratch.launch(["--script", after, ...p.storage, "--allow", "shell:sed *"], { cwd: p.cwd, answer: choose("allow_once") })
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: p.cwd, mcpServers: [] })
     const asked = await second.waitForAsked(1)

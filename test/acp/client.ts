@@ -5,7 +5,11 @@
  */
 import * as acp from "@agentclientprotocol/sdk"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { Readable, Writable } from "node:stream"
+import { afterAll } from "vitest"
 import { binPath, isolatedConfigDir, replayLog } from "../cli/subprocess.js"
 
 /** A permission request the agent sent, and how the test answers it. */
@@ -117,3 +121,40 @@ export const chunks = (updates: ReadonlyArray<acp.SessionNotification>, kind: "a
 
 /** A session's stored events, by the CLI's `replay --json` over `storage`. */
 export const logOf = replayLog
+
+/** A process a test starts: killed after the test file if a failing test left it running. */
+interface Killable {
+  readonly child: { readonly kill: (signal: NodeJS.Signals) => unknown }
+}
+
+/**
+ * A test file's scratch for ACP runs: a folder (removed after the file), the agents the file starts
+ * (killed after it, should a failing test leave one running), and a project per test.
+ */
+export const acpScratch = (name: string) => {
+  const dir = mkdtempSync(join(tmpdir(), `effect-agent-${name}-`))
+  const running: Array<Killable> = []
+  afterAll(() => {
+    for (const agent of running) agent.child.kill("SIGKILL")
+    rmSync(dir, { recursive: true, force: true })
+  })
+  let count = 0
+  /** A project: its working folder `work`, and beside it a store and a script file of `script`; in `folder` or a fresh one. */
+  const project = (script: unknown, folder = `t${++count}`) => {
+    const root = join(dir, folder)
+    const cwd = join(root, "work")
+    mkdirSync(cwd, { recursive: true })
+    const scriptFile = join(root, "script.json")
+    writeFileSync(scriptFile, JSON.stringify(script))
+    const storage = ["--data-dir", join(root, "data")]
+    return { root, cwd, storage, scriptFile }
+  }
+  /** `process`, killed after the file if still running. */
+  const track = <A extends Killable>(process: A): A => {
+    running.push(process)
+    return process
+  }
+  /** `effect-agent acp <args>` with the SDK's client (`startAgent`), killed after the file if still running. */
+  const launch = (args: ReadonlyArray<string>, options: Parameters<typeof startAgent>[1]) => track(startAgent(args, options))
+  return { dir, project, track, launch }
+}

@@ -6,29 +6,15 @@
  * the question is dismissed, the turn cancelled and its log closed. Real subprocesses, raw JSON-RPC
  * lines on stdin.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
 import { start } from "../cli/subprocess.js"
-import { logOf } from "./client.js"
+import { acpScratch, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-eof-"))
-const started: Array<ReturnType<typeof start>> = []
-afterAll(() => {
-  for (const agent of started) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-eof")
 
-let count = 0
 const workspace = (script: unknown) => {
-  const root = join(dir, `t${++count}`)
-  const cwd = join(root, "work")
-  mkdirSync(cwd, { recursive: true })
-  const scriptFile = join(root, "script.json")
-  writeFileSync(scriptFile, JSON.stringify(script))
-  const storage = ["--data-dir", join(root, "data")]
+  const { cwd, storage, scriptFile } = scratch.project(script)
   return { cwd, storage, args: ["acp", "--script", scriptFile, ...storage] }
 }
 
@@ -40,9 +26,8 @@ const messagesOf = (stdout: string): Array<Message> => stdout.trim().split("\n")
 const answerTo = (messages: ReadonlyArray<Message>, id: number) => messages.find((m) => m.id === id && m.method === undefined)
 
 const launch = (args: ReadonlyArray<string>, cwd: string) => {
-  const agent = start(args, { cwd })
+  const agent = scratch.track(start(args, { cwd }))
   agent.child.stdin!.on("error", () => {})
-  started.push(agent)
   let stdout = ""
   agent.child.stdout!.on("data", (chunk: string) => (stdout += chunk))
   return { ...agent, stdout: () => stdout }

@@ -7,21 +7,16 @@
  * process shows both again, their bytes read back from the blob area.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import { type Agent, chunks, logOf, startAgent } from "./client.js"
+import { describe, expect, it } from "vitest"
+import { acpScratch, chunks, logOf } from "./client.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
 const png = readFileSync(join(fixtures, "photo.png"))
 const svg = readFileSync(join(fixtures, "evil.svg"))
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-images-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-images")
+const { dir } = scratch
 
 describe("effect-agent acp: image content blocks", () => {
   it("advertises images; an image block goes with the message to the model; a refused one stores nothing", async () => {
@@ -36,8 +31,7 @@ describe("effect-agent acp: image content blocks", () => {
     ] }))
     writeFileSync(join(cwd, "photo.png"), png)
     const storage = ["--data-dir", join(dir, "data")]
-    const agent = startAgent(["--script", script, ...storage], { cwd })
-    running.push(agent)
+    const agent = scratch.launch(["--script", script, ...storage], { cwd })
     const init = await agent.initialize()
     expect(init.agentCapabilities?.promptCapabilities).toMatchObject({ image: true })
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
@@ -81,8 +75,7 @@ describe("effect-agent acp: image content blocks", () => {
     expect(request.images).toEqual({ [message.images[0]!.blob]: png.toString("base64") })
 
     // Loaded in another process: the user's image and the tool's, in log order, read back from the blob area.
-    const second = startAgent(["--script", script, ...storage], { cwd })
-    running.push(second)
+    const second = scratch.launch(["--script", script, ...storage], { cwd })
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] })
     expect(imagesOf(second.updates)).toEqual([{ from: "user", content: asImage }, { from: "tool", content: asImage }])

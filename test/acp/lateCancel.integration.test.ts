@@ -4,19 +4,14 @@
  * answers `end_turn`, and every later prompt works. One cancel, two, a hundred; several rounds each.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { type Agent, logOf, startAgent } from "./client.js"
+import { acpScratch, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-late-cancel-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-late-cancel")
+const { dir } = scratch
 
 /** A prompt that never answers fails the test with a clear message (a safety net, not a timing assumption). */
 const answersWithin = <A>(promise: Promise<A>, what: string) =>
@@ -30,8 +25,7 @@ describe("effect-agent acp: a late session/cancel", () => {
       mkdirSync(cwd, { recursive: true })
       const storage = ["--data-dir", join(root, "data")]
       // No script: the built-in echo model answers every prompt.
-      const agent = startAgent(storage, { cwd })
-      running.push(agent)
+      const agent = scratch.launch(storage, { cwd })
       await agent.initialize()
       const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
       const prompt = (text: string) => agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] })

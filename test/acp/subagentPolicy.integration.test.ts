@@ -7,29 +7,18 @@
  * own client.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { type Agent, choose, logOf, startAgent } from "./client.js"
+import { acpScratch, type Agent, choose, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-subagent-policy-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-subagent-policy")
 
 /** A project folder, its store, and a script file of `script`. */
 const project = (name: string, script: unknown) => {
-  const root = join(dir, name)
-  const cwd = join(root, "work")
-  mkdirSync(cwd, { recursive: true })
-  const file = join(root, "script.json")
-  writeFileSync(file, JSON.stringify(script))
-  const storage = ["--data-dir", join(root, "data")]
-  return { root, cwd, storage, args: ["--subagents", "--script", file, ...storage] }
+  const { root, cwd, storage, scriptFile } = scratch.project(script, name)
+  return { root, cwd, storage, args: ["--subagents", "--script", scriptFile, ...storage] }
 }
 
 /** A parent that delegates once to a subagent whose model makes `calls`, one response each, then answers. */
@@ -64,8 +53,7 @@ const editUnasked = async (agent: Agent, sessionId: string, cwd: string) => {
 describe("effect-agent acp --subagents: a subagent's session shares its parent's policy", () => {
   it("a parent in acceptEdits (session/set_mode): its subagent's edit is not asked", async () => {
     const p = project("accept-edits", delegating([{ tool: "write_file", args: { path: "notes.txt", content: "from the child\n" } }]))
-    const agent = startAgent(p.args, { cwd: p.cwd, answer: choose("reject_once") })
-    running.push(agent)
+    const agent = scratch.launch(p.args, { cwd: p.cwd, answer: choose("reject_once") })
     await agent.initialize()
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
     await editUnasked(agent, sessionId, p.cwd)
@@ -74,8 +62,7 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
 
   it("an --allow rule covers a subagent's command", async () => {
     const p = project("allow", delegating([{ tool: "shell", args: { command: "touch made.txt" } }]))
-    const agent = startAgent([...p.args, "--allow", "shell:touch made.txt"], { cwd: p.cwd, answer: choose("reject_once") })
-    running.push(agent)
+    const agent = scratch.launch([...p.args, "--allow", "shell:touch made.txt"], { cwd: p.cwd, answer: choose("reject_once") })
     await agent.initialize()
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
     expect((await prompt(agent, sessionId)).stopReason).toBe("end_turn")
@@ -95,8 +82,7 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
       responses: [{ toolCalls: [{ tool: "task", args: { description: "do it", prompt: "child: do it" }, id: "task_1" }] }],
       subagents: { "child: do it": [{ toolCalls: [{ tool: "shell", args: { command: "touch made.txt" }, id: "run_1" }] }] }
     })
-    const first = startAgent(p.args, { cwd: p.cwd })
-    running.push(first)
+    const first = scratch.launch(p.args, { cwd: p.cwd })
     await first.initialize()
     const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
     void prompt(first, sessionId).catch(() => undefined)
@@ -112,12 +98,11 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
     let modeSet: () => void = () => undefined
     const switched = new Promise<void>((resolve) => (modeSet = resolve))
     let asked = 0
-    const second = startAgent(["--subagents", "--script", after, ...p.storage], {
+    const second = scratch.launch(["--subagents", "--script", after, ...p.storage], {
       cwd: p.cwd,
       // The question asked again (the command) is allowed once the mode is switched; any other is rejected.
       answer: () => (asked++ === 0 ? switched.then(() => ({ outcome: { outcome: "selected", optionId: "allow_once" } })) : Promise.resolve({ outcome: { outcome: "selected", optionId: "reject_once" } }))
     })
-    running.push(second)
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: p.cwd, mcpServers: [] })
     await second.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" })
@@ -135,15 +120,13 @@ describe("effect-agent acp --subagents: a subagent's session shares its parent's
 
   it("a parent loaded, then prompted: its new subagent follows the mode chosen after the load", async () => {
     const p = project("load-then-prompt", delegating([{ tool: "write_file", args: { path: "notes.txt", content: "from the child\n" } }]))
-    const first = startAgent(p.args, { cwd: p.cwd })
-    running.push(first)
+    const first = scratch.launch(p.args, { cwd: p.cwd })
     await first.initialize()
     const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd: p.cwd, mcpServers: [] })
     first.child.stdin.end()
     await first.exited
 
-    const second = startAgent(p.args, { cwd: p.cwd, answer: choose("reject_once") })
-    running.push(second)
+    const second = scratch.launch(p.args, { cwd: p.cwd, answer: choose("reject_once") })
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd: p.cwd, mcpServers: [] })
     await editUnasked(second, sessionId, p.cwd)

@@ -5,19 +5,14 @@
  * `tool_call_update` content.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { expectWellFormedLog } from "../helpers.js"
-import { type Agent, choose, logOf, startAgent } from "./client.js"
+import { acpScratch, choose, logOf } from "./client.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-subagents-"))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-subagents")
+const { dir } = scratch
 
 describe("effect-agent acp --subagents", () => {
   it("a subagent's ask is a session/request_permission labelled with it; allow_once runs the call in the subagent, whose log records it", async () => {
@@ -37,8 +32,7 @@ describe("effect-agent acp --subagents", () => {
       }
     }))
     const storage = ["--data-dir", join(dir, "data")]
-    const agent = startAgent(["--subagents", "--script", script, ...storage], { cwd, answer: choose("allow_once") })
-    running.push(agent)
+    const agent = scratch.launch(["--subagents", "--script", script, ...storage], { cwd, answer: choose("allow_once") })
     await agent.initialize()
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
     const answer = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "delegate it" }] })
@@ -76,8 +70,7 @@ describe("effect-agent acp --subagents", () => {
       responses: [{ toolCalls: [{ tool: "task", args: { description: "write the notes", prompt: "child: write" }, id: "task_1" }] }],
       subagents: { "child: write": [{ toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "after the restart\n" } }] }] }
     }))
-    const first = startAgent(["--subagents", "--script", before, ...storage], { cwd, answer: () => new Promise(() => undefined) })
-    running.push(first)
+    const first = scratch.launch(["--subagents", "--script", before, ...storage], { cwd, answer: () => new Promise(() => undefined) })
     await first.initialize()
     const { sessionId } = await first.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
     void first.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "delegate it" }] }).catch(() => undefined)
@@ -88,8 +81,7 @@ describe("effect-agent acp --subagents", () => {
     // What the models say after the restart: the subagent's answer, then the parent's.
     const after = join(dir, "after.json")
     writeFileSync(after, JSON.stringify({ responses: [{ chunks: ["Delegated after the restart."] }], subagents: { "child: write": [{ chunks: ["Written."] }] } }))
-    const second = startAgent(["--subagents", "--script", after, ...storage], { cwd, answer: choose("allow_once") })
-    running.push(second)
+    const second = scratch.launch(["--subagents", "--script", after, ...storage], { cwd, answer: choose("allow_once") })
     await second.initialize()
     await second.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] })
     const asked = await second.waitForAsked(1)

@@ -4,18 +4,13 @@
  * model's window, and what the session has cost so far in USD.
  */
 import * as acp from "@agentclientprotocol/sdk"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import { type Agent, startAgent } from "./client.js"
+import { describe, expect, it } from "vitest"
+import { acpScratch } from "./client.js"
 
-const dir = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-acp-usage-")))
-const running: Array<Agent> = []
-afterAll(() => {
-  for (const agent of running) agent.child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true })
-})
+const scratch = acpScratch("acp-usage")
+const dir = realpathSync(scratch.dir)
 
 describe("effect-agent acp: usage", () => {
   it("sends usage_update {used, size, cost} after each turn that reported usage; the session's cost adds up", async () => {
@@ -32,8 +27,7 @@ describe("effect-agent acp: usage", () => {
         { chunks: ["two"], usage: { inputTokens: 100, outputTokens: 10, cacheReadTokens: 500 } }
       ]
     }))
-    const agent = startAgent(["--script", script, "--data-dir", join(dir, "data")], { cwd })
-    running.push(agent)
+    const agent = scratch.launch(["--script", script, "--data-dir", join(dir, "data")], { cwd })
     await agent.initialize()
     const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
     for (const text of ["first", "second"]) {
