@@ -8,12 +8,10 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { IdGenerator, JsonlEventStore, FakeModelProvider, SessionEngine } from "../../src/index.js"
 import { Security, Server, ServerConfig } from "../../src/server.js"
-import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from "./harness.js"
+import { embedderEngine, expectWireError, liveUntil, raw, startIn, storedEvents, workspace } from "./harness.js"
 
 const packageVersion = (JSON.parse(readFileSync(join(import.meta.dirname, "../../package.json"), "utf8")) as { version: string }).version
 
@@ -22,10 +20,7 @@ const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), h
 describe("the HTTP API", () => {
   it.scopedLive("every route through HttpApiClient: create, list, get, turns, events (JSON and NDJSON), approvals, cancel", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, dataDir, server } = yield* startIn({
         responses: [
           { chunks: ["Hello", " there"] },
           { chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "one" } }] },
@@ -87,8 +82,7 @@ describe("the HTTP API", () => {
 
   it.scopedLive("a cancel stops a running turn and answers after it closed", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["a", "b", "c", "d"], delay: "10 seconds" }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["a", "b", "c", "d"], delay: "10 seconds" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "slow" } })
       yield* server.client.sessions.cancel({ path: { id: session.sessionId } })
@@ -98,8 +92,7 @@ describe("the HTTP API", () => {
 
   it.scopedLive("errors: 401 without or with a wrong token, 404, 409, 400, 413, all as {error, message}", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, maxBodyBytes: 1000, responses: [{ chunks: ["slow"], delay: "10 seconds" }] })
+      const { server } = yield* startIn({ maxBodyBytes: 1000, responses: [{ chunks: ["slow"], delay: "10 seconds" }] })
       const { url } = server
 
       // /healthz alone is open.
@@ -199,8 +192,7 @@ describe("the HTTP API", () => {
 
   it.scopedLive("/openapi.json describes the routes from the same definitions", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { server } = yield* startIn()
       const spec = yield* raw(`${server.url}/openapi.json`, { token: server.token })
       expect(spec.status).toBe(200)
       // Named after the package (a client generated from it was called "Api" 0.0.1 before).
@@ -231,12 +223,7 @@ describe("the HTTP API", () => {
   it.live("an embedder mounts the same API as a Layer in its own @effect/platform app (here a web handler)", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
-      const engine = SessionEngine.layer().pipe(
-        Layer.provide(JsonlEventStore.layer({ dataDir })),
-        Layer.provide(FakeModelProvider.layer()),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
+      const engine = embedderEngine(dataDir)
       const { dispose, handler } = HttpApiBuilder.toWebHandler(
         // The app's own host name is named: any other (but localhost and addresses) is refused, as DNS rebinding would send it.
         Layer.mergeAll(

@@ -9,15 +9,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServer from "@effect/platform/HttpServer"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { createServer } from "node:http"
 import { connect, type Socket } from "node:net"
-import { FakeModelProvider, IdGenerator, JsonlEventStore, SessionEngine } from "../../src/index.js"
 import { Server, ServerConfig } from "../../src/server.js"
-import { workspace } from "./harness.js"
+import { embedderEngine, workspace } from "./harness.js"
 
 const opened = (port: number) =>
   new Promise<Socket>((resolve, reject) => {
@@ -30,12 +28,7 @@ describe("Server.guardNodeServer: serve's guards on an embedder's own Node serve
   it.scopedLive("a silent connection is closed after headersTimeout; strangers are bounded; requests are answered", () =>
     Effect.gen(function*() {
       const { cwd, dataDir } = workspace()
-      const engine = SessionEngine.layer().pipe(
-        Layer.provide(JsonlEventStore.layer({ dataDir })),
-        Layer.provide(FakeModelProvider.layer()),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
+      const engine = embedderEngine(dataDir)
       const node = createServer()
       const config = ServerConfig.make({ token: "embedded-token", defaultCwd: cwd })
       const app = HttpApiBuilder.serve().pipe(

@@ -140,6 +140,22 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
     return { url, port, token, config, client, engine: Context.get(context, SessionEngine.SessionEngine), stop: Scope.close(scope, Exit.void) }
   })
 
+/** A fresh workspace (see `workspace`) and a server started on it with `options`: its folders and the server. */
+export const startIn = (options: Omit<Options, "cwd" | "dataDir"> = {}) =>
+  Effect.suspend(() => {
+    const made = workspace()
+    return Effect.map(start({ ...options, cwd: made.cwd, dataDir: made.dataDir }), (server) => ({ ...made, server }))
+  })
+
+/** The engine an embedder mounts the API on in these tests: a JSONL store in `dataDir`, the scripted (by default echo) model, random ids. */
+export const embedderEngine = (dataDir: string, model?: FakeModelProvider.Options) =>
+  SessionEngine.layer().pipe(
+    Layer.provide(JsonlEventStore.layer({ dataDir })),
+    Layer.provide(FakeModelProvider.layer(model)),
+    Layer.provide(IdGenerator.layer),
+    Layer.provide(NodeContext.layer)
+  )
+
 /** Reads `/live` as an `EventSource` would, handing each SSE event to `onEvent` until it returns true or the signal aborts. */
 export const readLive = async (
   url: string,

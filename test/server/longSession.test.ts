@@ -12,7 +12,7 @@ import * as Schedule from "effect/Schedule"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
-import { expectWireError, liveUntil, raw, type Running, start, storedEvents, workspace } from "./harness.js"
+import { expectWireError, liveUntil, raw, type Running, startIn, storedEvents } from "./harness.js"
 
 /** A request to one of the server's routes with the token, and a JSON body when given. */
 const send = (server: Running, path: string, method: string, body?: unknown) =>
@@ -48,10 +48,7 @@ const isAsk = (e: AgentEvent.AgentEvent) => e.type === "permission.resolved" && 
 describe("the long-session routes", () => {
   it.scopedLive("steer and follow-ups: a steer reaches the paused turn, a queued follow-up runs after it, a drop empties the queue", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         responses: [writeCall("a.txt"), { chunks: ["Done."] }, { chunks: ["Next done."] }, writeCall("b.txt")]
       })
       const { client } = server
@@ -123,10 +120,7 @@ describe("the long-session routes", () => {
 
   it.scopedLive("compact: nothing to compact 409, bad input 400, the compacting phase, a client that goes away cancels it, success, the model's failure 502", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { server } = yield* startIn({
         responses: [
           { chunks: ["answer 1"] },
           { chunks: ["answer 2"] },
@@ -194,8 +188,7 @@ describe("the long-session routes", () => {
 
   it.scopedLive("fork: 201 with a new session that lists, its log ending session.forked; a bad point 400, a missing session 404", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }] })
       const { client } = server
       const source = yield* client.sessions.create({ payload: {} })
       const id = { id: source.sessionId }

@@ -7,15 +7,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, startIn, storedEvents } from "./harness.js"
 
 describe("subagents over HTTP", () => {
   it.scopedLive("a subagent's ask is in the parent's pendingApprovals; approving it on the subagent's session runs the call", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         responses: [
           { toolCalls: [{ tool: "task", args: { description: "write a.txt", prompt: "child: write" } }] },
           { chunks: ["Delegated."] }
@@ -57,10 +54,7 @@ describe("subagents over HTTP", () => {
 
   it.scopedLive("a turn's budget field stops the tree (budget_exceeded); a budget that is not positive is a 400", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         responses: [{ toolCalls: [{ tool: "task", args: { description: "spend", prompt: "child: spend" } }] }, { chunks: ["never"] }],
         subagents: { "child: spend": [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }], usage: { inputTokens: 500, outputTokens: 10 } }, { chunks: ["never"] }] }
       })

@@ -7,14 +7,12 @@
  * out. Here a tracer that keeps every span sees the server answer the viewer's requests.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Tracer from "effect/Tracer"
-import { FakeModelProvider, IdGenerator, JsonlEventStore, SessionEngine } from "../../src/index.js"
 import { Security, Server, ServerConfig } from "../../src/server.js"
-import { workspace } from "./harness.js"
+import { embedderEngine, workspace } from "./harness.js"
 import { cookiePair, send } from "./requests.js"
 
 /** A tracer that makes spans as Effect's own does, and keeps them. */
@@ -38,12 +36,7 @@ describe("the page's key in the server's traces", () => {
       const token = "trace-token-0123456789"
       const config = ServerConfig.make({ token, defaultCwd: cwd })
       const { spans, tracer } = yield* keeping
-      const engine = SessionEngine.layer().pipe(
-        Layer.provide(JsonlEventStore.layer({ dataDir })),
-        Layer.provide(FakeModelProvider.layer({ responses: [] })),
-        Layer.provide(IdGenerator.layer),
-        Layer.provide(NodeContext.layer)
-      )
+      const engine = embedderEngine(dataDir, { responses: [] })
       const context = yield* Layer.build(Server.serve(config, { port: 0 }).pipe(Layer.provide(engine), Layer.provide(Layer.setTracer(tracer))))
       const url = yield* Effect.provide(Server.url, context)
       const port = Number(new URL(url).port)
