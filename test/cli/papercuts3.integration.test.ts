@@ -6,29 +6,14 @@
  * help's usage lines. Each case failed on the CLI before (`EFFECT_AGENT_TEST_BIN`).
  */
 import { execFileSync } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
-import { replayLog, sessionIdIn, start } from "./subprocess.js"
+import { describe, expect, it } from "vitest"
+import { folders, replayLog, runClosed, sessionIdIn } from "./subprocess.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-papercuts3-"))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-let made = 0
-/** A fresh folder of this file's. */
-const folder = (name: string) => {
-  const path = join(dir, `${name}-${++made}`)
-  mkdirSync(path, { recursive: true })
-  return path
-}
-
+const { dir, folder } = folders("papercuts3")
 /** `effect-agent <args>` in `cwd`, stdin closed at once, no API key (the echo model unless a script answers). */
-const cli = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const running = start(args, { cwd, env })
-  running.child.stdin!.end()
-  return running.done
-}
+const cli = runClosed
 
 const script = (at: string, responses: ReadonlyArray<object>) => {
   const file = join(at, "script.json")

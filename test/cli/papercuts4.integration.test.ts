@@ -3,30 +3,14 @@
  * `serve` and `acp` say at start, the root `--help` as an overview, and the README's and
  * docs/cli.md's commands walked in order. Each case failed on the CLI before (`EFFECT_AGENT_TEST_BIN`).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { startServe } from "../server/serveProcess.js"
-import { start } from "./subprocess.js"
+import { folders, runClosed, start } from "./subprocess.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-agent-papercuts4-"))
-afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-let made = 0
-/** A fresh folder of this file's. */
-const folder = (name: string) => {
-  const path = join(dir, `${name}-${++made}`)
-  mkdirSync(path, { recursive: true })
-  return path
-}
-
+const { folder } = folders("papercuts4")
 /** `effect-agent <args>` in `cwd`, stdin closed at once, no API key (the echo model unless a script answers). */
-const cli = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const running = start(args, { cwd, env })
-  running.child.stdin!.end()
-  return running.done
-}
+const cli = runClosed
 
 const echoNotice = "effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model."
 

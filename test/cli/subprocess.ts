@@ -2,7 +2,7 @@
  * Runs the built CLI (`node dist/cli/bin.js`, built by test/globalSetup.ts) as a real subprocess, for tests.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
@@ -153,4 +153,24 @@ export const scratch = (name: string) => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
   const replay = async (sessionId: string) => eventsOf((await run(["replay", sessionId, "--json", "--data-dir", dataDir])).stdout)
   return { dir, dataDir, replay }
+}
+
+/** `effect-agent <args>` in `cwd` to its end, its stdin closed at once (no API key: the echo model unless a script answers). */
+export const runClosed = (cwd: string, args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const running = start(args, { cwd, env })
+  running.child.stdin!.end()
+  return running.done
+}
+
+/** A test file's scratch folder (removed after the file), and a fresh folder in it for each call of `folder`. */
+export const folders = (name: string) => {
+  const dir = mkdtempSync(join(tmpdir(), `effect-agent-${name}-`))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+  let made = 0
+  const folder = (label: string) => {
+    const path = join(dir, `${label}-${++made}`)
+    mkdirSync(path, { recursive: true })
+    return path
+  }
+  return { dir, folder }
 }
