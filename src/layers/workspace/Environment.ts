@@ -92,9 +92,18 @@ const matcher = (names: ReadonlyArray<string>) => {
 }
 
 /**
+ * `PATH` with only its absolute folders. An empty entry (`:/usr/bin`, what `PATH=$EXTRA:$PATH`
+ * makes when `EXTRA` is empty), `.` or any relative one (`node_modules/.bin`) is searched from the
+ * folder the command runs in — the workspace, which a cloned repository fills and the model writes:
+ * `git status`, approved as git, ran the repository's own `./git`.
+ */
+export const searchPath = (path: string): string =>
+  path.split(":").filter((folder) => folder.startsWith("/")).join(":")
+
+/**
  * The environment for a command: the allowed names from `source` (a wildcard never passes a
  * credential-looking name, see `looksSecret`), minus `hidden`, plus `set`, with `PWD` naming the
- * directory it runs in.
+ * directory it runs in and `PATH` searching absolute folders only (`searchPath`).
  */
 export const build = (
   source: Readonly<Record<string, string | undefined>>,
@@ -107,7 +116,9 @@ export const build = (
     if (value !== undefined && allowed(name) && !hidden.has(name)) env[name] = value
   }
   env.PWD = options.cwd
-  return { ...env, ...options.set }
+  const built: Record<string, string> = { ...env, ...options.set }
+  if (built.PATH !== undefined) built.PATH = searchPath(built.PATH)
+  return built
 }
 
 /**

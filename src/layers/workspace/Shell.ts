@@ -52,7 +52,7 @@ const killGroup = (pid: number | undefined) => {
 const missing = (program: string, cwd: string, path: string | undefined): string | undefined => {
   const candidates = program.includes("/")
     ? [resolvePath(cwd, program)]
-    : (path ?? "").split(":").filter((d) => d !== "").map((d) => resolvePath(cwd, d, program))
+    : (path ?? "").split(":").filter((d) => d.startsWith("/")).map((d) => resolvePath(d, program))
   let code = "ENOENT"
   for (const file of candidates) {
     try {
