@@ -82,6 +82,24 @@ export const steersPrograms = (name: string): boolean => {
   return steeringNames.has(upper) || steeringPrefixes.some((prefix) => upper.startsWith(prefix))
 }
 
+const connectionNames = new Set([
+  "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "SOCKS_PROXY", "SOCKS5_PROXY", "RSYNC_PROXY",
+  "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE", "HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "NIX_SSL_CERT_FILE", "SSLKEYLOGFILE", "WEBSOCKET_CLIENT_CA_BUNDLE"
+])
+
+/**
+ * Whether setting a variable decides where a program's connections go or which certificates it
+ * trusts: proxies (`HTTPS_PROXY`, `ALL_PROXY`, any case, and `GLOBAL_AGENT_*`), certificate authorities
+ * (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, …), `NODE_TLS_REJECT_UNAUTHORIZED`,
+ * and `SSLKEYLOGFILE` (TLS keys written to a file). A project's settings never set these: the
+ * commands and MCP servers they reach carry the user's tokens.
+ */
+export const steersConnections = (name: string): boolean => {
+  const upper = name.toUpperCase()
+  return connectionNames.has(upper) || upper.startsWith("GLOBAL_AGENT_")
+}
+
 /** Whether a string is a variable name a shell accepts (`BASH_FUNC_ls%%` is not). */
 export const isName = (name: string): boolean => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
 
