@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import * as NodePath from "node:path"
 
 /** What the user adds to the allow-list. */
 export interface Options {
@@ -116,7 +117,7 @@ const matcher = (names: ReadonlyArray<string>) => {
  * `git status`, approved as git, ran the repository's own `./git`.
  */
 export const searchPath = (path: string): string =>
-  path.split(":").filter((folder) => folder.startsWith("/")).join(":")
+  path.split(NodePath.delimiter).filter((folder) => folder !== "" && NodePath.isAbsolute(folder)).join(NodePath.delimiter)
 
 /**
  * The environment for a command: the allowed names from `source` (a wildcard never passes a
