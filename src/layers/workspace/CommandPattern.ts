@@ -124,7 +124,10 @@ const same = (p: PatternUnit, u: Unit): boolean => {
  * far, advanced one unit at a time (no backtracking blow-up; a pattern whose literal start differs
  * is done at the first unit, so checking a long line against many rules stays cheap).
  */
-const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>): boolean => {
+const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<number> = []): boolean => {
+  // Where a match may also begin (unit indices, ascending): the pattern's start is added again there.
+  let nextStart = 0
+  const lastStart = starts.at(-1) ?? -1
   const m = pattern.length
   // The positions reached before the current unit, and those reached after it (swapped at each unit).
   let current = new Int32Array(m + 1)
@@ -143,7 +146,11 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
     }
   }
   let count = add(current, 0, 0)
-  for (const unit of units) {
+  for (let u = 0; u < units.length; u++) {
+    const unit = units[u]!
+    while (nextStart < starts.length && starts[nextStart]! <= u) {
+      if (starts[nextStart++] === u) count = add(current, count, 0)
+    }
     step++
     let reached = 0
     for (let k = 0; k < count; k++) {
@@ -154,7 +161,7 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
       const to = p.k === "star" ? (free(unit) ? i : -1) : same(p, unit) ? i + 1 : -1
       if (to >= 0) reached = add(following, reached, to)
     }
-    if (reached === 0) return false
+    if (reached === 0 && u >= lastStart) return false
     const swap = current
     current = following
     following = swap
@@ -184,16 +191,49 @@ export const matches = (pattern: string, command: string, line: CommandLine.Toke
   return matchUnits(compiled.units, commandUnits(line.tokens))
 }
 
+/** The program a pattern names in its first word, when that word is plain text (no wildcard, no substitution). */
+const programNamed = (pattern: string): string | undefined => {
+  const first = CommandLine.tokenize(pattern).tokens[0]
+  if (first === undefined || first._tag !== "Word" || first.expands || first.value === "") return undefined
+  return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
+}
+
+/**
+ * Where, in a simple command's units, a command run under `program`'s name may begin: at each word
+ * that names it — by that name after a wrapper (`command git …`, `env X=1 git …`, `nice git …`), or
+ * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name).
+ * One pass over the words, and the matcher takes every start in the same linear pass, however many
+ * such words a line holds. Over-reporting (`echo git push`) only makes a deny rule deny more.
+ */
+const startsUnder = (program: string, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<number> => {
+  // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
+  const throughShell = words.some((w) => w.expands)
+  const starts: Array<number> = []
+  let at = 0
+  words.forEach((word, i) => {
+    if (i > 0) at++
+    const dynamic = word.expands || (throughShell && globs(word))
+    if (!dynamic && word.value.endsWith(program) && word.value.split("/").at(-1) === program && (i > 0 || word.value !== program)) {
+      starts.push(at + word.value.length - program.length)
+    }
+    at += dynamic ? 1 : word.value.length
+  })
+  return starts
+}
+
 /**
  * Whether `pattern` matches the command line anywhere a deny rule should see it: the whole line, any
- * one of its simple commands, or the raw text with `*` matching anything.
+ * one of its simple commands, the command a simple command runs under the pattern's program (by a
+ * path to it, or after a wrapper: `/usr/bin/git push`, `command git push`, see `startsUnder`), or the
+ * raw text with `*` matching anything.
  */
 export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command)): boolean => {
   if (Glob.anyText(pattern).test(command.trim())) return true
   const compiled = compile(pattern)
   if (compiled === undefined) return false
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
-  return segmentsOf(line.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
+  const program = programNamed(pattern)
+  return segmentsOf(line.tokens).some((words) => matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, words)))
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */

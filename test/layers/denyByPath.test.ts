@@ -1,0 +1,55 @@
+/**
+ * A deny rule names a program, and holds however the command names it. `--deny 'shell:git push*'`
+ * matched `git push` but not `/usr/bin/git push`, nor `command git push`, `env X=1 git push`,
+ * `nice git push` or `timeout 9 git push`: with `--allow 'shell:*'` beside it, the first ran
+ * without a question (a program given by its path is any program to the wildcard), and in `bypass`
+ * every one of them ran. A deny rule now also matches the command from any word that names its
+ * program (by that name or a path to it), so what a wrapper or a path runs is denied too.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+
+const cwd = mkdtempSync(join(tmpdir(), "effect-agent-deny-by-path-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+
+const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
+const rules: ReadonlyArray<PermissionPolicy.Rule> = [
+  { name: "no-push", tool: "shell", command: "git push*", decision: "deny" },
+  { name: "anything", tool: "shell", command: "*", decision: "allow" }
+]
+const decide = async (mode: PermissionPolicy.Mode, command: string) => {
+  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
+  return PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call, remembered: [] })
+}
+
+describe("a deny rule holds however the command names its program", () => {
+  for (const command of [
+    "git push", "/usr/bin/git push", "/usr/bin/../bin/git push origin main", "./git push", "command git push", "env X=1 git push",
+    "nice -n 5 git push", "timeout 9 git push --force", "nohup /usr/bin/git push"
+  ]) {
+    for (const mode of ["default", "bypass"] as const) {
+      it(`${JSON.stringify(command)} is denied in ${mode}`, async () => {
+        expect(await decide(mode, command)).toMatchObject({ decision: "deny", policy: "no-push" })
+      })
+    }
+  }
+
+  it("a line naming the program at every word is still read in one pass", async () => {
+    // 18,000 words that name git before the one that runs: each is a place a match may begin.
+    const command = `env ${"-u git ".repeat(18_000)}git push`
+    expect(await decide("bypass", command)).toMatchObject({ decision: "deny", policy: "no-push" })
+  })
+
+  it("other commands of the program are not denied", async () => {
+    expect(await decide("default", "/usr/bin/git status")).toEqual({ decision: "allow", policy: "anything" })
+    expect(await decide("default", "git pushed-branch-name")).toMatchObject({ decision: "deny" })
+    expect(await decide("default", "echo pushing")).toEqual({ decision: "allow", policy: "anything" })
+  })
+})
