@@ -1,7 +1,7 @@
 /**
  * A deny rule names a program, and holds however the command names it. `--deny 'shell:git push*'`
  * matched `git push` but not `/usr/bin/git push`, nor `command git push`, `env X=1 git push`,
- * `nice git push` or `timeout 9 git push`: with `--allow 'shell:*'` beside it, the first ran
+ * `nice git push`, `timeout 9 git push` or `git --no-pager push`: with `--allow 'shell:*'` beside it, the first ran
  * without a question (a program given by its path is any program to the wildcard), and in `bypass`
  * every one of them ran. A deny rule now also matches the command from any word that names its
  * program (by that name or a path to it), so what a wrapper or a path runs is denied too.
@@ -32,7 +32,9 @@ const decide = async (mode: PermissionPolicy.Mode, command: string) => {
 describe("a deny rule holds however the command names its program", () => {
   for (const command of [
     "git push", "/usr/bin/git push", "/usr/bin/../bin/git push origin main", "./git push", "command git push", "env X=1 git push",
-    "nice -n 5 git push", "timeout 9 git push --force", "nohup /usr/bin/git push"
+    "nice -n 5 git push", "timeout 9 git push --force", "nohup /usr/bin/git push",
+    // Git's own options before the subcommand.
+    "git --no-pager push", "git --no-optional-locks push origin", "git -C . push", "git -c a.b=c --no-pager push", "/usr/bin/git --git-dir .git push"
   ]) {
     for (const mode of ["default", "bypass"] as const) {
       it(`${JSON.stringify(command)} is denied in ${mode}`, async () => {
@@ -49,6 +51,7 @@ describe("a deny rule holds however the command names its program", () => {
 
   it("other commands of the program are not denied", async () => {
     expect(await decide("default", "/usr/bin/git status")).toEqual({ decision: "allow", policy: "anything" })
+    expect(await decide("default", "git --no-pager log --grep push")).toEqual({ decision: "allow", policy: "anything" })
     expect(await decide("default", "git pushed-branch-name")).toMatchObject({ decision: "deny" })
     expect(await decide("default", "echo pushing")).toEqual({ decision: "allow", policy: "anything" })
   })

@@ -124,10 +124,10 @@ const same = (p: PatternUnit, u: Unit): boolean => {
  * far, advanced one unit at a time (no backtracking blow-up; a pattern whose literal start differs
  * is done at the first unit, so checking a long line against many rules stays cheap).
  */
-const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<number> = []): boolean => {
-  // Where a match may also begin (unit indices, ascending): the pattern's start is added again there.
+const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<Start> = []): boolean => {
+  // Where a match may also begin or go on (ascending unit indices): the position is added again there.
   let nextStart = 0
-  const lastStart = starts.at(-1) ?? -1
+  const lastStart = starts.at(-1)?.at ?? -1
   const m = pattern.length
   // The positions reached before the current unit, and those reached after it (swapped at each unit).
   let current = new Int32Array(m + 1)
@@ -148,8 +148,9 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
   let count = add(current, 0, 0)
   for (let u = 0; u < units.length; u++) {
     const unit = units[u]!
-    while (nextStart < starts.length && starts[nextStart]! <= u) {
-      if (starts[nextStart++] === u) count = add(current, count, 0)
+    while (nextStart < starts.length && starts[nextStart]!.at <= u) {
+      const start = starts[nextStart++]!
+      if (start.at === u) count = add(current, count, start.position)
     }
     step++
     let reached = 0
@@ -198,27 +199,45 @@ const programNamed = (pattern: string): string | undefined => {
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
+/** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
+interface Start {
+  readonly at: number
+  readonly position: number
+}
+
+/** Git's options before its subcommand that take the next word as their value (`git -C dir push`). */
+const gitValued = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--attr-source"])
+
 /**
  * Where, in a simple command's units, a command run under `program`'s name may begin: at each word
  * that names it — by that name after a wrapper (`command git …`, `env X=1 git …`, `nice git …`), or
- * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name).
- * One pass over the words, and the matcher takes every start in the same linear pass, however many
- * such words a line holds. Over-reporting (`echo git push`) only makes a deny rule deny more.
+ * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name) —
+ * and, for git, where its subcommand begins after global options (`git --no-pager -C . push`), at
+ * the pattern's `afterProgram` (its position after the program's word). One pass over the words,
+ * and the matcher takes every start in the same linear pass, however many such words a line holds.
+ * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
-const startsUnder = (program: string, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<number> => {
+const startsUnder = (program: string, afterProgram: number | undefined, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Start> => {
   // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
   const throughShell = words.some((w) => w.expands)
-  const starts: Array<number> = []
+  const dynamic = words.map((word) => word.expands || (throughShell && globs(word)))
+  const offsets: Array<number> = []
   let at = 0
   words.forEach((word, i) => {
     if (i > 0) at++
-    const dynamic = word.expands || (throughShell && globs(word))
-    if (!dynamic && word.value.endsWith(program) && word.value.split("/").at(-1) === program && (i > 0 || word.value !== program)) {
-      starts.push(at + word.value.length - program.length)
-    }
-    at += dynamic ? 1 : word.value.length
+    offsets.push(at)
+    at += dynamic[i] ? 1 : word.value.length
   })
-  return starts
+  const starts: Array<Start> = []
+  words.forEach((word, i) => {
+    if (dynamic[i] || word.value.split("/").at(-1) !== program) return
+    if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
+    if (program !== "git" || afterProgram === undefined) return
+    let sub = i + 1
+    while (sub < words.length && words[sub]!.value.startsWith("-")) sub += gitValued.has(words[sub]!.value) ? 2 : 1
+    if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
+  })
+  return starts.sort((a, b) => a.at - b.at)
 }
 
 /**
@@ -233,7 +252,10 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   if (compiled === undefined) return false
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
   const program = programNamed(pattern)
-  return segmentsOf(line.tokens).some((words) => matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, words)))
+  const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
+  return segmentsOf(line.tokens).some((words) =>
+    matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))
+  )
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */
