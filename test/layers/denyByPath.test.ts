@@ -34,7 +34,9 @@ describe("a deny rule holds however the command names its program", () => {
     "git push", "/usr/bin/git push", "/usr/bin/../bin/git push origin main", "./git push", "command git push", "env X=1 git push",
     "nice -n 5 git push", "timeout 9 git push --force", "nohup /usr/bin/git push",
     // Git's own options before the subcommand.
-    "git --no-pager push", "git --no-optional-locks push origin", "git -C . push", "git -c a.b=c --no-pager push", "/usr/bin/git --git-dir .git push"
+    "git --no-pager push", "git --no-optional-locks push origin", "git -C . push", "git -c a.b=c --no-pager push", "/usr/bin/git --git-dir .git push",
+    // A shell's script.
+    "bash -c 'git push'", "/bin/sh -c 'cd . && git push'", "env bash -ec \"nice git push\"", "sh -c \"sh -c 'git push'\""
   ]) {
     for (const mode of ["default", "bypass"] as const) {
       it(`${JSON.stringify(command)} is denied in ${mode}`, async () => {

@@ -246,16 +246,30 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
  * path to it, or after a wrapper: `/usr/bin/git push`, `command git push`, see `startsUnder`), or the
  * raw text with `*` matching anything.
  */
-export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command)): boolean => {
+export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command), depth = 0): boolean => {
   if (Glob.anyText(pattern).test(command.trim())) return true
   const compiled = compile(pattern)
   if (compiled === undefined) return false
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
   const program = programNamed(pattern)
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
-  return segmentsOf(line.tokens).some((words) =>
-    matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))
-  )
+  return segmentsOf(line.tokens).some((words) => {
+    if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
+    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
+    const script = depth < 4 ? shellScript(words) : undefined
+    return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+  })
+}
+
+const shells = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "busybox"])
+
+/** The script of the first shell's `-c` in a simple command (`sh -c '…'`, `env bash -ec '…'`), if any. */
+const shellScript = (words: ReadonlyArray<CommandLine.Word>): string | undefined => {
+  const shell = words.findIndex((word) => !word.expands && shells.has(word.value.split("/").at(-1)!))
+  if (shell < 0) return undefined
+  const flag = words.findIndex((word, i) => i > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(word.value))
+  const script = flag < 0 ? undefined : words[flag + 1]
+  return script === undefined || script.expands ? undefined : script.value
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */
