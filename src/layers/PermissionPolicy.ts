@@ -7,8 +7,9 @@
  *    shell syntax, so `cat *` never allows `cat a; touch x`. An allow rule also covers a command's
  *    hazards only if its own pattern spells them out (`rm *` does not allow `rm -rf /`), and its
  *    wildcards never stand for a way to run another program (`*` does not allow `bash -c …`, `git *`
- *    does not allow `git -c …`: see `CommandRisk`); a deny rule matches more widely: the whole line,
- *    any one of its commands, or the raw text.
+ *    does not allow `git -c …`: see `CommandRisk`); a deny or ask rule matches more widely: the whole
+ *    line, any one of its commands (its program named by a path or after a wrapper, a shell's `-c`
+ *    script: see `CommandPattern.matchesAnywhere`), or the raw text.
  *    A path pattern matches the path the call resolves to (after `..` and links), relative to the
  *    real cwd — or, for a pattern starting with `/`, the absolute real path — never the string the
  *    model wrote; deny and ask rules match that string too, so a link never hides a fenced-off path.
@@ -169,7 +170,8 @@ const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: st
   }
   if (rule.command !== undefined) {
     if (call.command === undefined || line === undefined) return false
-    const matched = rule.decision === "deny"
+    // A deny or an ask (the careful decisions) sees every command the line may run; an allow the line as written.
+    const matched = rule.decision !== "allow"
       ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false

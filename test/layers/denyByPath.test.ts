@@ -58,3 +58,16 @@ describe("a deny rule holds however the command names its program", () => {
     expect(await decide("default", "echo pushing")).toEqual({ decision: "allow", policy: "anything" })
   })
 })
+
+describe("an ask rule holds the same way", () => {
+  const asking: ReadonlyArray<PermissionPolicy.Rule> = [
+    { name: "ask-push", tool: "shell", command: "git push*", decision: "ask" },
+    { name: "anything", tool: "shell", command: "*", decision: "allow" }
+  ]
+  for (const command of ["git push", "/usr/bin/git push", "git --no-pager push", "command git push"]) {
+    it(`${JSON.stringify(command)} asks in default`, async () => {
+      const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
+      expect(PermissionPolicy.decide({ mode: "default", rules: asking }, { sessionId: "s", cwd, call, remembered: [] })).toMatchObject({ decision: "ask", policy: "ask-push" })
+    })
+  }
+})
