@@ -269,12 +269,24 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
   return undefined
 }
 
+/**
+ * Whether an ask rule matched only one command of a line (or what runs under its program) while
+ * the line holds shell syntax the rule does not spell out: such a line stays denied by the hazard
+ * check, as it was when an ask rule matched the line as written only.
+ */
+const askPassesSyntax = (rule: Rule, call: PreparedCall, line: Line | undefined): boolean => {
+  if (rule.decision !== "ask" || rule.command === undefined || call.command === undefined || line === undefined) return false
+  if (CommandPattern.matches(rule.command, call.command.text, line.tokenized)) return false
+  const spelled = CommandPattern.hazardsOf(rule.command)
+  return hazardsOf(call, line).some((h) => !spelled.has(h))
+}
+
 /** The decision of the policy for one request; pure. */
 export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
   const { call, cwd } = request
   const mode = options.mode ?? "default"
   const line = lineOf(call)
-  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, line, cwd))
+  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, line, cwd) && !askPassesSyntax(rule, call, line))
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   const first = matching[0]

