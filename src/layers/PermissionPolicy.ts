@@ -7,8 +7,9 @@
  *    shell syntax, so `cat *` never allows `cat a; touch x`. An allow rule also covers a command's
  *    hazards only if its own pattern spells them out (`rm *` does not allow `rm -rf /`), and its
  *    wildcards never stand for a way to run another program (`*` does not allow `bash -c …`, `git *`
- *    does not allow `git -c …`: see `CommandRisk`); a deny rule matches more widely: the whole line,
- *    any one of its commands, or the raw text.
+ *    does not allow `git -c …`: see `CommandRisk`); a deny or ask rule matches more widely: the whole
+ *    line, any one of its commands (its program named by a path or after a wrapper, a shell's `-c`
+ *    script: see `CommandPattern.matchesAnywhere`), or the raw text.
  *    A path pattern matches the path the call resolves to (after `..` and links), relative to the
  *    real cwd — or, for a pattern starting with `/`, the absolute real path — never the string the
  *    model wrote; deny and ask rules match that string too, so a link never hides a fenced-off path.
@@ -169,7 +170,8 @@ const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: st
   }
   if (rule.command !== undefined) {
     if (call.command === undefined || line === undefined) return false
-    const matched = rule.decision === "deny"
+    // A deny or an ask (the careful decisions) sees every command the line may run; an allow the line as written.
+    const matched = rule.decision !== "allow"
       ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false
@@ -267,12 +269,24 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
   return undefined
 }
 
+/**
+ * Whether an ask rule matched only one command of a line (or what runs under its program) while
+ * the line holds shell syntax the rule does not spell out: such a line stays denied by the hazard
+ * check, as it was when an ask rule matched the line as written only.
+ */
+const askPassesSyntax = (rule: Rule, call: PreparedCall, line: Line | undefined): boolean => {
+  if (rule.decision !== "ask" || rule.command === undefined || call.command === undefined || line === undefined) return false
+  if (CommandPattern.matches(rule.command, call.command.text, line.tokenized)) return false
+  const spelled = CommandPattern.hazardsOf(rule.command)
+  return hazardsOf(call, line).some((h) => !spelled.has(h))
+}
+
 /** The decision of the policy for one request; pure. */
 export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
   const { call, cwd } = request
   const mode = options.mode ?? "default"
   const line = lineOf(call)
-  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, line, cwd))
+  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, line, cwd) && !askPassesSyntax(rule, call, line))
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   const first = matching[0]

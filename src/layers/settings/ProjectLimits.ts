@@ -8,7 +8,8 @@
  *   a wildcard choose a subcommand that decides whether another command runs (`git *` → `git -c …`,
  *   `npm *` → `npm exec …`);
  * - allow a path outside the project or inside `.git/` or `.effect-agent/`;
- * - set a variable that decides which program runs or what it loads (`Environment.steersPrograms`);
+ * - set a variable that decides which program runs or what it loads (`Environment.steersPrograms`),
+ *   or where programs' connections go and whom they trust (`Environment.steersConnections`);
  * - pass on the user's variables by wildcard, or any that looks like a credential
  *   (`Environment.looksSecret`) even by exact name.
  *
@@ -77,6 +78,8 @@ export const setName = (name: string): string | undefined =>
     ? `${JSON.stringify(name)} is not a variable name`
     : Environment.steersPrograms(name)
     ? `a project's settings cannot set ${name}: it decides which program runs or what it loads`
+    : Environment.steersConnections(name)
+    ? `a project's settings cannot set ${name}: it decides where programs' connections go or which certificates they trust`
     : undefined
 
 /** Why a project's `env.allow` may not pass on `name`, if it may not. */

@@ -4,6 +4,7 @@
  * candidate, and so is every part of a word a program may read as a path:
  *
  * - the value of `--name=value`, of `name=value` (`dd if=…`, `make VAR=…`) and of `@file` (response files);
+ * - the path of a `file:` URL (`curl file:///etc/passwd`), `%XX` decoded;
  * - the rest of a short option cluster (`-fPATH`, `-o/x`, `-I/usr/include`): every suffix after the
  *   option letter, since which letters take a value differs from program to program;
  * - relative words again against a `-C dir` / `--directory=dir` (git, make, tar work from there);
@@ -166,6 +167,26 @@ const partsOf = (value: string): ReadonlyArray<string> => {
   return parts
 }
 
+/**
+ * The path a `file:` URL names (`curl file:///etc/passwd` reads it as `cat` would): after the
+ * host, if any, `%XX` decoded (curl decodes them), also cut at a query or fragment; `unknown` when
+ * the program expands it itself (curl's `{a,b}` and `[1-3]`) or it cannot be decoded.
+ */
+const fileUrlPaths = (url: string): { readonly paths: ReadonlyArray<string> } | { readonly unknown: string } => {
+  let rest = url.slice("file:".length)
+  if (rest.startsWith("//")) {
+    const slash = rest.indexOf("/", 2)
+    rest = slash < 0 ? "/" : rest.slice(slash)
+  }
+  if (/[{}[\]]/.test(rest)) return { unknown: "a URL pattern the program expands" }
+  try {
+    const path = decodeURIComponent(rest)
+    return { paths: [path, path.split(/[?#]/)[0]!].filter((p) => p !== "") }
+  } catch {
+    return { unknown: "a URL that cannot be decoded" }
+  }
+}
+
 /** Whether a shell would expand the word as a file name pattern. */
 const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
 
@@ -221,8 +242,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         continue
       }
       if (fileLists.test(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
-      files.push(part)
-      if (!part.startsWith("/") && !part.startsWith("~")) for (const base of bases) files.push(NodePath.join(base, part))
+      const texts = [part]
+      if (/^file:/i.test(part)) {
+        const url = fileUrlPaths(part)
+        if ("unknown" in url) unknown.push({ word: part, why: url.unknown })
+        else texts.push(...url.paths)
+      }
+      for (const file of texts) {
+        files.push(file)
+        if (!file.startsWith("/") && !file.startsWith("~")) for (const base of bases) files.push(NodePath.join(base, file))
+      }
     }
   }
 

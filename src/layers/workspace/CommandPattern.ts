@@ -124,7 +124,10 @@ const same = (p: PatternUnit, u: Unit): boolean => {
  * far, advanced one unit at a time (no backtracking blow-up; a pattern whose literal start differs
  * is done at the first unit, so checking a long line against many rules stays cheap).
  */
-const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>): boolean => {
+const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<Start> = []): boolean => {
+  // Where a match may also begin or go on (ascending unit indices): the position is added again there.
+  let nextStart = 0
+  const lastStart = starts.at(-1)?.at ?? -1
   const m = pattern.length
   // The positions reached before the current unit, and those reached after it (swapped at each unit).
   let current = new Int32Array(m + 1)
@@ -143,7 +146,12 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
     }
   }
   let count = add(current, 0, 0)
-  for (const unit of units) {
+  for (let u = 0; u < units.length; u++) {
+    const unit = units[u]!
+    while (nextStart < starts.length && starts[nextStart]!.at <= u) {
+      const start = starts[nextStart++]!
+      if (start.at === u) count = add(current, count, start.position)
+    }
     step++
     let reached = 0
     for (let k = 0; k < count; k++) {
@@ -154,7 +162,7 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
       const to = p.k === "star" ? (free(unit) ? i : -1) : same(p, unit) ? i + 1 : -1
       if (to >= 0) reached = add(following, reached, to)
     }
-    if (reached === 0) return false
+    if (reached === 0 && u >= lastStart) return false
     const swap = current
     current = following
     following = swap
@@ -184,16 +192,84 @@ export const matches = (pattern: string, command: string, line: CommandLine.Toke
   return matchUnits(compiled.units, commandUnits(line.tokens))
 }
 
+/** The program a pattern names in its first word, when that word is plain text (no wildcard, no substitution). */
+const programNamed = (pattern: string): string | undefined => {
+  const first = CommandLine.tokenize(pattern).tokens[0]
+  if (first === undefined || first._tag !== "Word" || first.expands || first.value === "") return undefined
+  return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
+}
+
+/** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
+interface Start {
+  readonly at: number
+  readonly position: number
+}
+
+/** Git's options before its subcommand that take the next word as their value (`git -C dir push`). */
+const gitValued = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--attr-source"])
+
+/**
+ * Where, in a simple command's units, a command run under `program`'s name may begin: at each word
+ * that names it — by that name after a wrapper (`command git …`, `env X=1 git …`, `nice git …`), or
+ * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name) —
+ * and, for git, where its subcommand begins after global options (`git --no-pager -C . push`), at
+ * the pattern's `afterProgram` (its position after the program's word). One pass over the words,
+ * and the matcher takes every start in the same linear pass, however many such words a line holds.
+ * Over-reporting (`echo git push`) only makes a deny rule deny more.
+ */
+const startsUnder = (program: string, afterProgram: number | undefined, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Start> => {
+  // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
+  const throughShell = words.some((w) => w.expands)
+  const dynamic = words.map((word) => word.expands || (throughShell && globs(word)))
+  const offsets: Array<number> = []
+  let at = 0
+  words.forEach((word, i) => {
+    if (i > 0) at++
+    offsets.push(at)
+    at += dynamic[i] ? 1 : word.value.length
+  })
+  const starts: Array<Start> = []
+  words.forEach((word, i) => {
+    if (dynamic[i] || word.value.split("/").at(-1) !== program) return
+    if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
+    if (program !== "git" || afterProgram === undefined) return
+    let sub = i + 1
+    while (sub < words.length && words[sub]!.value.startsWith("-")) sub += gitValued.has(words[sub]!.value) ? 2 : 1
+    if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
+  })
+  return starts.sort((a, b) => a.at - b.at)
+}
+
 /**
  * Whether `pattern` matches the command line anywhere a deny rule should see it: the whole line, any
- * one of its simple commands, or the raw text with `*` matching anything.
+ * one of its simple commands, the command a simple command runs under the pattern's program (by a
+ * path to it, or after a wrapper: `/usr/bin/git push`, `command git push`, see `startsUnder`), or the
+ * raw text with `*` matching anything.
  */
-export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command)): boolean => {
+export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command), depth = 0): boolean => {
   if (Glob.anyText(pattern).test(command.trim())) return true
   const compiled = compile(pattern)
   if (compiled === undefined) return false
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
-  return segmentsOf(line.tokens).some((words) => matchUnits(compiled.units, commandUnits(words)))
+  const program = programNamed(pattern)
+  const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
+  return segmentsOf(line.tokens).some((words) => {
+    if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
+    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
+    const script = depth < 4 ? shellScript(words) : undefined
+    return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+  })
+}
+
+const shells = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "busybox"])
+
+/** The script of the first shell's `-c` in a simple command (`sh -c '…'`, `env bash -ec '…'`), if any. */
+const shellScript = (words: ReadonlyArray<CommandLine.Word>): string | undefined => {
+  const shell = words.findIndex((word) => !word.expands && shells.has(word.value.split("/").at(-1)!))
+  if (shell < 0) return undefined
+  const flag = words.findIndex((word, i) => i > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(word.value))
+  const script = flag < 0 ? undefined : words[flag + 1]
+  return script === undefined || script.expands ? undefined : script.value
 }
 
 /** A token list split at its operators, empty commands kept, so a pattern's commands line up with a line's it matches. */

@@ -78,8 +78,27 @@ const readPrograms: Record<string, OptionRule> = {
  * schedulers that run a command later, outside the sandbox (`at`, `crontab`, `systemd-run`).
  */
 const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|ed|emacs|emacsclient|gdb|lldb|less|more|most|m4|dc|sqlite3|psql|mysql|mariadb|xdg-open|gio|kde-open[0-9]*|gnome-open|exo-open|open|see|run-mailcap|sensible-browser|sensible-editor|sensible-pager|x-www-browser|www-browser|at|batch|crontab|systemd-run|ssh-agent)$/
+/**
+ * More programs whose job is to run the command after them (with a CPU set, limits, a fake root, a
+ * display, another group, out of a Flatpak's sandbox, under a debugger or a proxy, when files
+ * change …), shells and interpreters besides the common ones, and the shell's own words that run
+ * code (`! cmd`, `coproc`, `source`, `.`, `trap`, a compound command's keyword, `mapfile -C`,
+ * `enable -f`, `hash -p`): a line through a shell can start with them.
+ */
+const runsCommandsToo = new Set([
+  "taskset", "chrt", "prlimit", "numactl", "setarch", "linux32", "linux64", "i386", "x86_64", "fakeroot", "fakechroot", "faketime",
+  "eatmydata", "nocache", "trickle", "valgrind", "catchsegv", "perf", "rr", "sg", "newgrp", "pkexec", "sudoedit", "firejail", "bwrap",
+  "flatpak", "flatpak-spawn", "runcon", "cgexec", "chpst", "daemonize", "start-stop-daemon", "dbus-run-session", "dbus-launch",
+  "xvfb-run", "systemd-inhibit", "caffeinate", "unbuffer", "rlwrap", "torsocks", "tsocks", "proxychains", "proxychains4", "socat",
+  "entr", "watchexec", "nodemon", "ifne", "chronic", "vipe", "sem", "lckdo", "hyperfine", "capsh", "toybox",
+  "ash", "yash", "posh", "oksh", "loksh", "rbash", "pwsh", "powershell", "nu", "xonsh", "elvish", "rc", "es",
+  "irb", "erb", "ipython", "luajit", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ghci", "runghc", "runhaskell", "jshell",
+  "groovy", "scala", "kotlin", "elixir", "iex", "erl", "escript", "tsx", "ts-node", "vite-node", "wish",
+  "!", ".", "source", "coproc", "trap", "function", "if", "then", "else", "elif", "while", "until", "for", "do", "case", "select", "{",
+  "fc", "mapfile", "readarray", "enable", "hash"
+])
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
-export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program)
+export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program) || runsCommandsToo.has(program)
 /** Package manager subcommands that run a command given on the line. */
 const packageRunners = new Set(["exec", "x", "dlx", "create"])
 
@@ -401,7 +420,7 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   const given = argv[0] ?? ""
   const program = given.split("/").at(-1) ?? ""
   const args = argv.slice(1)
-  if (runsCommands.test(program)) return exact(program === "ssh" || program === "rsync" || program === "scp" || program === "sftp" ? "network" : "write")
+  if (runsOtherPrograms(program)) return exact(program === "ssh" || program === "rsync" || program === "scp" || program === "sftp" ? "network" : "write")
   // A path to a program is not the program of that name: `./cat` may be anything.
   const named = given.includes("/") ? "" : program
   if (named === "git") return git(args)

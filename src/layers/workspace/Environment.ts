@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import * as NodePath from "node:path"
 
 /** What the user adds to the allow-list. */
 export interface Options {
@@ -82,6 +83,24 @@ export const steersPrograms = (name: string): boolean => {
   return steeringNames.has(upper) || steeringPrefixes.some((prefix) => upper.startsWith(prefix))
 }
 
+const connectionNames = new Set([
+  "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "FTP_PROXY", "SOCKS_PROXY", "SOCKS5_PROXY", "RSYNC_PROXY",
+  "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
+  "CURL_CA_BUNDLE", "HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "NIX_SSL_CERT_FILE", "SSLKEYLOGFILE", "WEBSOCKET_CLIENT_CA_BUNDLE"
+])
+
+/**
+ * Whether setting a variable decides where a program's connections go or which certificates it
+ * trusts: proxies (`HTTPS_PROXY`, `ALL_PROXY`, any case, and `GLOBAL_AGENT_*`), certificate authorities
+ * (`NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE`, `REQUESTS_CA_BUNDLE`, …), `NODE_TLS_REJECT_UNAUTHORIZED`,
+ * and `SSLKEYLOGFILE` (TLS keys written to a file). A project's settings never set these: the
+ * commands and MCP servers they reach carry the user's tokens.
+ */
+export const steersConnections = (name: string): boolean => {
+  const upper = name.toUpperCase()
+  return connectionNames.has(upper) || upper.startsWith("GLOBAL_AGENT_")
+}
+
 /** Whether a string is a variable name a shell accepts (`BASH_FUNC_ls%%` is not). */
 export const isName = (name: string): boolean => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
 
@@ -92,9 +111,18 @@ const matcher = (names: ReadonlyArray<string>) => {
 }
 
 /**
+ * `PATH` with only its absolute folders. An empty entry (`:/usr/bin`, what `PATH=$EXTRA:$PATH`
+ * makes when `EXTRA` is empty), `.` or any relative one (`node_modules/.bin`) is searched from the
+ * folder the command runs in — the workspace, which a cloned repository fills and the model writes:
+ * `git status`, approved as git, ran the repository's own `./git`.
+ */
+export const searchPath = (path: string): string =>
+  path.split(NodePath.delimiter).filter((folder) => folder !== "" && NodePath.isAbsolute(folder)).join(NodePath.delimiter)
+
+/**
  * The environment for a command: the allowed names from `source` (a wildcard never passes a
  * credential-looking name, see `looksSecret`), minus `hidden`, plus `set`, with `PWD` naming the
- * directory it runs in.
+ * directory it runs in and `PATH` searching absolute folders only (`searchPath`).
  */
 export const build = (
   source: Readonly<Record<string, string | undefined>>,
@@ -107,7 +135,9 @@ export const build = (
     if (value !== undefined && allowed(name) && !hidden.has(name)) env[name] = value
   }
   env.PWD = options.cwd
-  return { ...env, ...options.set }
+  const built: Record<string, string> = { ...env, ...options.set }
+  if (built.PATH !== undefined) built.PATH = searchPath(built.PATH)
+  return built
 }
 
 /**

@@ -43,6 +43,7 @@ import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as Environment from "./Environment.js"
 import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
 
@@ -87,10 +88,14 @@ export const hiddenInHome: ReadonlyArray<string> = [
 /** Inside the workspace: what decides what later runs do (git's configuration and hooks, the agent's settings), kept read-only. */
 export const readOnlyInWorkspace: ReadonlyArray<string> = [".git/config", ".git/config.worktree", ".git/hooks", ".effect-agent"]
 
-/** The absolute path of a program on `PATH`, if there is one. */
+/**
+ * The absolute path of a program in an absolute folder of `PATH`, if there is one. A relative
+ * folder (`.`, `bin`) is left out: it names a folder from wherever the process stands, a cloned
+ * repository for the CLI, and what is found there would run outside the sandbox.
+ */
 export const which = (program: string, path: string | undefined): string | undefined => {
   for (const dir of (path ?? "").split(NodePath.delimiter)) {
-    if (dir === "") continue
+    if (!NodePath.isAbsolute(dir)) continue
     const file = NodePath.join(dir, program)
     try {
       accessSync(file, constants.X_OK)
@@ -613,7 +618,7 @@ interface Probe {
 /** Runs `argv` with a minimal environment in `cwd`. */
 const probe = (argv: ReadonlyArray<string>, expected: string, cwd?: string): Effect.Effect<Probe> =>
   Effect.async<Probe>((resume) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: { PATH: Environment.searchPath(process.env.PATH ?? "/usr/bin:/bin") }, detached: true, ...(cwd === undefined ? {} : { cwd }) })
     let out = ""
     let err = ""
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {

@@ -9,7 +9,7 @@
  */
 import { spawn } from "node:child_process"
 import { accessSync, constants, statSync } from "node:fs"
-import { resolve as resolvePath } from "node:path"
+import { delimiter, isAbsolute, resolve as resolvePath } from "node:path"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 
@@ -52,7 +52,7 @@ const killGroup = (pid: number | undefined) => {
 const missing = (program: string, cwd: string, path: string | undefined): string | undefined => {
   const candidates = program.includes("/")
     ? [resolvePath(cwd, program)]
-    : (path ?? "").split(":").filter((d) => d !== "").map((d) => resolvePath(cwd, d, program))
+    : (path ?? "").split(delimiter).filter((d) => d !== "" && isAbsolute(d)).map((d) => resolvePath(d, program))
   let code = "ENOENT"
   for (const file of candidates) {
     try {
