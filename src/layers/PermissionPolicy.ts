@@ -231,20 +231,11 @@ const uncoveredBy = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line 
   }
 }
 
-/**
- * Folders inside a workspace whose files decide what later runs do, wherever they are and in any
- * case: git's, the agent's, husky's (`.husky/`, whose scripts git's hooks run once husky is
- * installed), and editors' (`.vscode/`, `.idea/`: a task run when the folder opens, the interpreter
- * or `git` a setting names). Commands are not kept from the editors' (docs/security.md says why).
- */
-const protectedFolders = new Set([".git", ".effect-agent", RunsLater.husky, ".vscode", ".idea"])
-
 const isInsideOf = (parent: string, path: string) => path === parent || path.startsWith(parent.endsWith("/") ? parent : `${parent}/`)
 
 const isProtected = (cwd: string, p: PathAccess, protectedPaths: ReadonlyArray<string>) =>
-  [relativeTo(cwd, p.resolved), p.relative ?? "", p.requested].some((path) =>
-    path.split(/[\\/]+/).some((segment) => protectedFolders.has(segment.toLowerCase()))
-  ) || protectedPaths.some((parent) => isInsideOf(parent, p.resolved)) || p.runsLater !== undefined
+  [relativeTo(cwd, p.resolved), p.relative ?? "", p.requested].some(RunsLater.inProtectedFolder) ||
+  protectedPaths.some((parent) => isInsideOf(parent, p.resolved)) || p.runsLater !== undefined
 
 /**
  * What stands whatever an allow rule says: a path outside cwd asks (a write there is denied in

@@ -187,6 +187,44 @@ describe("PreImages: a restore from a hostile plan writes nothing", () => {
       }).pipe(Effect.provide(checkpoints())))
   }
 
+  // The rest of what the file tools protect: an adopted log's rewind wrote `.husky/pre-commit` (run by
+  // git's hook at the next commit), `.vscode/tasks.json` (run when the editor opens the folder), the
+  // folder `core.hooksPath` names and a home folder's start-up file, all outside the sandbox.
+  for (const path of [".husky/pre-commit", ".vscode/tasks.json", "sub/.IDEA/workspace.xml"]) {
+    it.scoped(`refuses ${JSON.stringify(path)}: what the file tools protect a rewind never writes`, () =>
+      Effect.gen(function*() {
+        const dir = yield* folder
+        const { blobs, cp } = yield* Effect.all({ blobs: BlobStore, cp: WorkspaceCheckpoints })
+        const blob = yield* blobs.put(new TextEncoder().encode("#!/bin/sh\ntouch /tmp/owned\n"))
+        const refused = yield* Effect.flip(cp.restore({ cwd: dir, files: [{ path: "ok.txt", target: { blob, mode: 0o644 } }, { path, target: { blob, mode: 0o755 } }], force: true }))
+        expect(refused._tag === "RewindRefused" && refused.reason).toBe("unsafe_path")
+        expect(refused._tag === "RewindRefused" && refused.files).toEqual([path])
+        expect(yield* Effect.promise(() => NodeFs.readdir(dir))).toEqual([])
+      }).pipe(Effect.provide(checkpoints())))
+  }
+
+  it.scoped("refuses the folder the repository's core.hooksPath names, and a home folder's start-up file when cwd holds home", () =>
+    Effect.gen(function*() {
+      const dir = yield* folder
+      yield* write(dir, { ".git/HEAD": "ref: refs/heads/main\n", ".git/config": "[core]\n\thooksPath = githooks\n" })
+      const { blobs, cp } = yield* Effect.all({ blobs: BlobStore, cp: WorkspaceCheckpoints })
+      const blob = yield* blobs.put(new TextEncoder().encode("#!/bin/sh\ntouch /tmp/owned\n"))
+      const hooks = yield* Effect.flip(cp.restore({ cwd: dir, files: [{ path: "githooks/pre-commit", target: { blob, mode: 0o755 } }], force: true }))
+      expect(hooks._tag === "RewindRefused" && hooks.reason).toBe("unsafe_path")
+      expect((yield* Effect.promise(() => NodeFs.readdir(dir))).sort()).toEqual([".git"])
+      // The session's cwd holds the home folder: `.bashrc` runs at the user's next login.
+      const home = NodePath.join(dir, "home")
+      yield* Effect.promise(() => NodeFs.mkdir(home))
+      const before = process.env.HOME
+      yield* Effect.acquireRelease(Effect.sync(() => { process.env.HOME = home }), () => Effect.sync(() => { process.env.HOME = before }))
+      const rc = yield* Effect.flip(cp.restore({ cwd: dir, files: [{ path: "home/.bashrc", target: { blob, mode: 0o644 } }], force: true }))
+      expect(rc._tag === "RewindRefused" && rc.reason).toBe("unsafe_path")
+      expect(yield* Effect.promise(() => NodeFs.readdir(home))).toEqual([])
+      // What the session may write in it is restored as before.
+      yield* cp.restore({ cwd: dir, files: [{ path: "home/notes/a.txt", target: { blob, mode: 0o644 } }], force: true })
+      expect(yield* Effect.promise(() => NodeFs.readdir(NodePath.join(home, "notes")))).toEqual(["a.txt"])
+    }).pipe(Effect.provide(checkpoints())))
+
   it.scoped("a pre-image missing from the blob area fails before any file is touched", () =>
     Effect.gen(function*() {
       const dir = yield* folder

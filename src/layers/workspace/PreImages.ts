@@ -32,6 +32,7 @@ import { type Capture, type Restore, type Restored, WorkspaceCheckpoints } from 
 import * as Sha256 from "../blobs/Sha256.js"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "./Paths.js"
+import * as RunsLater from "./RunsLater.js"
 import * as SafeFile from "./SafeFile.js"
 
 /** Caps of a shell command's snapshot. */
@@ -255,11 +256,22 @@ export const make = (options: Options = {}) =>
         const unsafe: Array<string> = []
         const changedOutside: Array<string> = []
         const checked: Array<{ readonly restore: Restore; readonly full: string; readonly current: Current }> = []
-        const fenced = input.files.filter((restore) => protectedPath(restore.path)).map((restore) => restore.path)
+        // What the file tools protect, read as they read it: the protected folders by name, and what
+        // RunsLater says runs later (the repository's hooks folders and included configs, a home
+        // folder's start-up files when cwd holds it).
+        const runsLater = {
+          home: yield* Effect.promise(() => RunsLater.homeHeldBy(root, process.env.PATH)),
+          hooks: yield* Effect.promise(() => RunsLater.hooksFoldersOf(root))
+        }
+        const fenced = input.files.filter((restore) => {
+          const full = safePath(root, restore.path)
+          return RunsLater.inProtectedFolder(restore.path) || (full !== undefined && RunsLater.reasonFor(runsLater, full) !== undefined)
+        }).map((restore) => restore.path)
         if (fenced.length > 0) {
           return yield* new RewindRefused({
             reason: "unsafe_path",
-            detail: "these paths are in .git/ or .effect-agent/, which a rewind never writes; nothing was changed",
+            detail: "these paths are where files decide what later runs do (.git/, .effect-agent/, .husky/, .vscode/, .idea/, git's hooks " +
+              "folder or an included config, a home folder's start-up files), which a rewind never writes; nothing was changed",
             files: fenced
           })
         }
@@ -332,17 +344,6 @@ type Current =
   | { readonly kind: "absent" }
   | { readonly kind: "file"; readonly hash: string; readonly mode: number; readonly bytes: Uint8Array }
   | { readonly kind: "link" | "special" | "directory" | "unsafe" }
-
-/**
- * A path a rewind never writes: in any `.git` (hooks and config run code on the next git command,
- * outside the sandbox) or the cwd's `.effect-agent/` (settings, logs). The files a rewind restores
- * come from the log's `workspace.changed` events and their pre-images from its blob area, both of
- * which an adopted session's data dir (a repository's) can say; a write of the agent there asked.
- */
-const protectedPath = (path: string): boolean => {
-  const parts = path.split("/")
-  return parts.some((part) => part.toLowerCase() === ".git") || parts[0]?.toLowerCase() === ".effect-agent"
-}
 
 /** The path inside `root` a log's relative path names, or undefined when it is not one (absolute, `..`, empty parts, NUL). */
 const safePath = (root: string, path: string): string | undefined => {

@@ -276,6 +276,19 @@ export const realOrPlanned = async (path: string): Promise<string | undefined> =
 export const husky = ".husky"
 
 /**
+ * Folders inside a workspace whose files decide what later runs do, wherever they are and in any
+ * case: git's, the agent's, husky's (`.husky/`, whose scripts git's hooks run once husky is
+ * installed), and editors' (`.vscode/`, `.idea/`: a task run when the folder opens, the interpreter
+ * or `git` a setting names). The file tools ask before writing there and a rewind never does;
+ * commands are not kept from the editors' (docs/security.md says why).
+ */
+const protectedFolderNames: ReadonlySet<string> = new Set([".git", ".effect-agent", husky, ".vscode", ".idea"])
+
+/** Whether a path (relative or absolute) has a part naming one of the protected folders, in any case. */
+export const inProtectedFolder = (path: string): boolean =>
+  path.split(/[\\/]+/).some((segment) => protectedFolderNames.has(segment.toLowerCase()))
+
+/**
  * Where git takes a worktree's hooks setting from: the git folder whose `config` holds the
  * repository's settings (a linked worktree's common one), the worktree's own git folder (its
  * `config.worktree`), and the worktree's root, from which a relative `core.hooksPath` is taken.
