@@ -205,6 +205,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
     })
     const end = Stream.suspend(() => {
+      if (finish === null) return Support.endedEarly(() => false, "a finish_reason")
       const calls = [...tools.entries()].sort(([a], [b]) => a - b)
       // The limit can cut only the last call: the model had finished each one before it.
       const cutAt = finish === "length" ? calls.length - 1 : -1

@@ -4,6 +4,9 @@
  * and — the part a vendor holds against the session for good — what the next request sends back.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -11,12 +14,14 @@ import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
+import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
 
 let server: WireServer.WireServer
@@ -40,6 +45,13 @@ const engine = (provider: () => Layer.Layer<ModelProvider>) =>
     ))
 const anthropic = () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url })
 const openai = () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1` })
+/** `@effect/ai-anthropic` through the bridge, on the same Messages streams. */
+const effectAiAnthropic = () =>
+  EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+    Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+    Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
+    Layer.provide(FetchHttpClient.layer)
+  )
 
 /** A streamed response: each event as an SSE message (Anthropic's carry their `event:` name), OpenAI's ended by `[DONE]`. */
 const sse = (events: ReadonlyArray<Record<string, unknown>>, done = false) => ({
@@ -189,3 +201,75 @@ describe("tool call ids a vendor would refuse to see again", () => {
     }).pipe(Effect.provide(engine(openai))))
 })
 
+/**
+ * A connection closed before the vendor's end of the response (Anthropic `message_stop`, OpenAI a
+ * `finish_reason`): both SDKs read it as a plain end of the stream, and the adapters took it for the
+ * response — the turn ended `final` on half an answer.
+ */
+describe("a stream cut before the vendor's end of the response", () => {
+  const vendors = [
+    {
+      name: "anthropic",
+      layer: anthropic,
+      cut: (text: string) => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...(text === "" ? [] : [{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }])]),
+      cutCall: () => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } }]),
+      answer: a.answer
+    },
+    {
+      name: "effect-ai (Anthropic)",
+      layer: effectAiAnthropic,
+      cut: (text: string) => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...(text === "" ? [] : [{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }])]),
+      cutCall: () => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } }]),
+      answer: a.answer
+    },
+    {
+      name: "openai",
+      layer: openai,
+      cut: (text: string) => sse([o.chunk({ role: "assistant", content: "" }), ...(text === "" ? [] : [o.chunk({ content: text })])]),
+      cutCall: () => sse([o.chunk({ role: "assistant", content: "" }), o.chunk({ tool_calls: [{ index: 0, id: "call_cut", type: "function", function: { name: "read_file", arguments: "{\"path\": \"a" } }] })]),
+      answer: o.answer
+    }
+  ]
+  for (const vendor of vendors) {
+    it.effect(`${vendor.name}: after some text — the turn ends with a network error, the text stored once, nothing sent again`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cut("Half an ans"), vendor.answer())
+        const { events, sessionId } = yield* turn("explain")
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "network" })
+        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["Half an ans"])
+        expect(server.received).toHaveLength(1)
+        expectWellFormedLog(yield* replay(sessionId))
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: before anything was stored — retried, and the answer is the retry's alone`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cut(""), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "network" }])
+        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["done"])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: inside a tool call's arguments — the call is neither stored nor run; the request is sent again`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cutCall(), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("read a")
+        expect(events.some((e) => e.type === "model.tool_call_requested" || e.type === "tool.started")).toBe(false)
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "network" }])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+})
+
+describe("anthropic: events after message_stop", () => {
+  it.effect("are no part of the response: not shown, not stored, not sent back", () =>
+    Effect.gen(function*() {
+      const whole = a.answer()
+      server.respond({ ...whole, body: whole.body + sse([{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " and more" } }, a.start]).body }, a.answer())
+      const { events, sessionId } = yield* turn("hello")
+      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["done"])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      yield* turn("again", sessionId)
+      expect(JSON.stringify(server.received[1]!.body)).not.toContain("and more")
+    }).pipe(Effect.provide(engine(anthropic))))
+})

@@ -182,6 +182,17 @@ export const mapConcatArrays = <A, B, E>(
     return Chunk.unsafeFromArray(out)
   })
 
+/**
+ * The end of a vendor's stream, unless `whole()` says it ended as the vendor ends a response
+ * (`expected`: what marks that end). A stream the connection cut reads as a plain end through both
+ * SDKs; taken as the response, it ended the turn `final` on half an answer, and a call the cut left
+ * open ran. It is a `network` failure, which the engine retries when none of the response was stored.
+ */
+export const endedEarly = (whole: () => boolean, expected: string): Stream.Stream<never, ProviderFailure> =>
+  Stream.suspend(() =>
+    whole() ? Stream.empty : Stream.fail(ProviderFailure.of("network", `the response stream ended before ${expected}: the connection was closed early`))
+  )
+
 /** The context window of a model: the first matching prefix in a table, else a default. */
 export const contextWindow = (
   table: ReadonlyArray<readonly [prefix: string, tokens: number]>,
