@@ -222,12 +222,18 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           }
           return []
         }
-        case "content_block_start":
+        case "content_block_start": {
+          // A block started again at the index of a tool block never stopped: that call is not lost
+          // (it was, overwritten) but handed on as one the stream never stopped (see message_stop).
+          const replaced = tools.get(event.index)
+          tools.delete(event.index)
+          const before = replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]
           if (event.content_block.type === "tool_use") {
             tools.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: "" })
           }
-          if (event.content_block.type === "text" && event.content_block.text !== "") return [ModelProvider.textDelta(event.content_block.text)]
-          return []
+          if (event.content_block.type === "text" && event.content_block.text !== "") return [...before, ModelProvider.textDelta(event.content_block.text)]
+          return before
+        }
         case "content_block_delta":
           if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
           if (event.delta.type === "input_json_delta") {

@@ -182,6 +182,9 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     const tools = new Map<number, { id: string; name: string; args: string }>()
     let finish: string | null = null
     let usage: Usage | undefined
+    // The model refused (`refusal` deltas): its words are the answer the user sees, and the turn says
+    // it was refused (`content_filter`) rather than answered, though OpenAI ends it `stop`.
+    let refused = false
     const body = Support.mapConcatArrays(chunks, (chunk): ReadonlyArray<ModelProvider.ModelChunk> => {
       if (chunk.usage != null) {
         const cached = chunk.usage.prompt_tokens_details?.cached_tokens
@@ -202,6 +205,11 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
           args: Support.appendStreamed(tool.args, piece.function?.arguments ?? "")
         })
       }
+      const refusal = (choice.delta as { refusal?: string | null }).refusal
+      if (refusal != null && refusal !== "") {
+        refused = true
+        return [ModelProvider.textDelta(refusal)]
+      }
       return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
     })
     const end = Stream.suspend(() => {
@@ -213,7 +221,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
         ...calls.map(([index, t], i) =>
           ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))
         ),
-        ModelProvider.finish(finishReason(finish), usage)
+        ModelProvider.finish(refused && finish === "stop" ? "content_filter" : finishReason(finish), usage)
       ])
     })
     return Stream.concat(body, end)

@@ -273,3 +273,40 @@ describe("anthropic: events after message_stop", () => {
       expect(JSON.stringify(server.received[1]!.body)).not.toContain("and more")
     }).pipe(Effect.provide(engine(anthropic))))
 })
+
+describe("anthropic: a block started again at the index of a tool block never stopped", () => {
+  it.effect("the first call is not lost: it is stored and closed, and goes back with its result", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_first", name: "read_file", input: {} } },
+        { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } },
+        ...a.tool(0, "toolu_second", { path: "b" }),
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events, sessionId } = yield* turn("read")
+      expect(callIds(events, "model.tool_call_requested")).toEqual(["toolu_first", "toolu_second"])
+      const closed = (id: string) => events.filter((e) => (e.type === "tool.completed" || e.type === "tool.failed") && (e.payload as { toolCallId: string }).toolCallId === id)
+      expect(closed("toolu_first")).toHaveLength(1)
+      expect(closed("toolu_second")).toHaveLength(1)
+      // The first was never whole: not run as if it were (its arguments are the text that came).
+      expect(events.find((e) => e.type === "model.tool_call_requested")!.payload).toMatchObject({ args: "{\"path\": \"a" })
+      expect(pairedCalls(server.received[1]!.body).map((c) => c.id)).toEqual(["toolu_first", "toolu_second"])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+describe("openai: a refusal", () => {
+  it.effect("its words are the answer the user sees and the next request carries; the turn says content_filter", () =>
+    Effect.gen(function*() {
+      server.respond(
+        sse([o.chunk({ role: "assistant", content: null, refusal: "" }), o.chunk({ refusal: "I can't help" }), o.chunk({ refusal: " with that." }), o.chunk({}, "stop"), o.usage], true),
+        o.answer()
+      )
+      const { events, sessionId } = yield* turn("something it refuses")
+      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("I can't help with that.")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+      yield* turn("why?", sessionId)
+      expect(server.received[1]!.body.messages).toContainEqual({ role: "assistant", content: "I can't help with that." })
+    }).pipe(Effect.provide(engine(openai))))
+})
