@@ -310,3 +310,32 @@ describe("openai: a refusal", () => {
       expect(server.received[1]!.body.messages).toContainEqual({ role: "assistant", content: "I can't help with that." })
     }).pipe(Effect.provide(engine(openai))))
 })
+
+/**
+ * A lone surrogate: JSON carries it (`"\ud83d"`) and the log keeps it as it came
+ * (test/engine/hostileText.integration.test.ts), but Anthropic refuses a request holding one (400
+ * `no low surrogate in string`) — the next request of the session and every later one.
+ */
+describe("a lone surrogate in what the model sent", () => {
+  for (const vendor of [{ name: "anthropic", layer: anthropic, response: () => a.response(a.text(0, "smile \ud83d"))("end_turn"), answer: a.answer }, { name: "openai", layer: openai, response: () => sse([o.chunk({ role: "assistant", content: "smile \ud83d" }), o.chunk({}, "stop"), o.usage], true), answer: o.answer }]) {
+    it.effect(`${vendor.name}: one never completed is stored as it came, and sent as U+FFFD`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.response(), vendor.answer())
+        const { events, sessionId } = yield* turn("hi")
+        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("smile \ud83d")
+        yield* turn("again", sessionId)
+        const sent = JSON.stringify(server.received[1]!.body)
+        expect(sent).toContain("smile \uFFFD")
+        expect(sent).not.toMatch(/\\ud83d/i)
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+
+  it.effect("anthropic: a pair split across two deltas reaches the log and the next request whole", () =>
+    Effect.gen(function*() {
+      server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "smile \ud83d" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "\ude00!" } }, { type: "content_block_stop", index: 0 }, ...a.end("end_turn")]), a.answer())
+      const { events, sessionId } = yield* turn("hi")
+      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("smile \u{1F600}!")
+      yield* turn("again", sessionId)
+      expect(JSON.stringify(server.received[1]!.body)).toContain("smile \u{1F600}!")
+    }).pipe(Effect.provide(engine(anthropic))))
+})
