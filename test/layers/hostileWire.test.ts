@@ -339,3 +339,30 @@ describe("a lone surrogate in what the model sent", () => {
       expect(JSON.stringify(server.received[1]!.body)).toContain("smile \u{1F600}!")
     }).pipe(Effect.provide(engine(anthropic))))
 })
+
+describe("anthropic: blocks and deltas the adapter does not take", () => {
+  it.effect("thinking, redacted thinking, a server tool's use and result, citations: the text is the answer, no call of ours is made, the turn ends final", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+        { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "secret plan" } },
+        { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: "sig" } },
+        { type: "content_block_stop", index: 0 },
+        { type: "content_block_start", index: 1, content_block: { type: "redacted_thinking", data: "opaque" } },
+        { type: "content_block_stop", index: 1 },
+        { type: "content_block_start", index: 2, content_block: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} } },
+        { type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: "{\"query\": \"x\"}" } },
+        { type: "content_block_stop", index: 2 },
+        { type: "content_block_start", index: 3, content_block: { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [] } },
+        { type: "content_block_stop", index: 3 },
+        ...a.text(4, "The answer."),
+        { type: "content_block_delta", index: 4, delta: { type: "citations_delta", citation: { type: "web_search_result_location", url: "https://example.com", title: "t", encrypted_index: "e", cited_text: "c" } } },
+        ...a.end("end_turn")
+      ]))
+      const { events } = yield* turn("search")
+      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["The answer."])
+      expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic))))
+})
