@@ -130,6 +130,9 @@ const pairedCalls = (body: any): Array<{ readonly id: string; readonly input: un
 const callIds = (events: ReadonlyArray<AgentEvent>, type: "model.tool_call_requested" | "tool.completed") =>
   events.flatMap((e) => (e.type === type ? [(e.payload as { toolCallId: string }).toolCallId] : []))
 
+/** The text deltas a turn stored. */
+const deltasOf = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "model.delta" ? [(e.payload as { text: string }).text] : []))
+
 const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (agent) => collect(agent.replaySession({ sessionId })))
 
 describe("tool call ids a vendor would refuse to see again", () => {
@@ -236,7 +239,7 @@ describe("a stream cut before the vendor's end of the response", () => {
         server.respond(vendor.cut("Half an ans"), vendor.answer())
         const { events, sessionId } = yield* turn("explain")
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "network" })
-        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["Half an ans"])
+        expect(deltasOf(events)).toEqual(["Half an ans"])
         expect(server.received).toHaveLength(1)
         expectWellFormedLog(yield* replay(sessionId))
       }).pipe(Effect.provide(engine(vendor.layer))))
@@ -246,7 +249,7 @@ describe("a stream cut before the vendor's end of the response", () => {
         server.respond(vendor.cut(""), vendor.answer())
         const events = yield* ProviderTurns.turnWithRetries("explain")
         expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "network" }])
-        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["done"])
+        expect(deltasOf(events)).toEqual(["done"])
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
       }).pipe(Effect.provide(engine(vendor.layer))))
 
@@ -267,7 +270,7 @@ describe("anthropic: events after message_stop", () => {
       const whole = a.answer()
       server.respond({ ...whole, body: whole.body + sse([{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " and more" } }, a.start]).body }, a.answer())
       const { events, sessionId } = yield* turn("hello")
-      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["done"])
+      expect(deltasOf(events)).toEqual(["done"])
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
       yield* turn("again", sessionId)
       expect(JSON.stringify(server.received[1]!.body)).not.toContain("and more")
@@ -304,7 +307,7 @@ describe("openai: a refusal", () => {
         o.answer()
       )
       const { events, sessionId } = yield* turn("something it refuses")
-      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("I can't help with that.")
+      expect(deltasOf(events).join("")).toBe("I can't help with that.")
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
       yield* turn("why?", sessionId)
       expect(server.received[1]!.body.messages).toContainEqual({ role: "assistant", content: "I can't help with that." })
@@ -322,7 +325,7 @@ describe("a lone surrogate in what the model sent", () => {
       Effect.gen(function*() {
         server.respond(vendor.response(), vendor.answer())
         const { events, sessionId } = yield* turn("hi")
-        expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("smile \ud83d")
+        expect(deltasOf(events).join("")).toBe("smile \ud83d")
         yield* turn("again", sessionId)
         const sent = JSON.stringify(server.received[1]!.body)
         expect(sent).toContain("smile \uFFFD")
@@ -334,7 +337,7 @@ describe("a lone surrogate in what the model sent", () => {
     Effect.gen(function*() {
       server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "smile \ud83d" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "\ude00!" } }, { type: "content_block_stop", index: 0 }, ...a.end("end_turn")]), a.answer())
       const { events, sessionId } = yield* turn("hi")
-      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text).join("")).toBe("smile \u{1F600}!")
+      expect(deltasOf(events).join("")).toBe("smile \u{1F600}!")
       yield* turn("again", sessionId)
       expect(JSON.stringify(server.received[1]!.body)).toContain("smile \u{1F600}!")
     }).pipe(Effect.provide(engine(anthropic))))
@@ -361,7 +364,7 @@ describe("anthropic: blocks and deltas the adapter does not take", () => {
         ...a.end("end_turn")
       ]))
       const { events } = yield* turn("search")
-      expect(events.filter((e) => e.type === "model.delta").map((e) => (e.payload as { text: string }).text)).toEqual(["The answer."])
+      expect(deltasOf(events)).toEqual(["The answer."])
       expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(anthropic))))
