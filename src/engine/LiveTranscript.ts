@@ -59,6 +59,11 @@ export class LiveTranscript {
   private openDeltas = 0
   private openPieces = 0
   private openCalls: Array<Transcript.TranscriptToolCall> = []
+  /**
+   * Every tool call id the session's log has used, rewound or compacted ones too: a model's call
+   * under one of them is given another (`ToolCallIds`), so no id is ever two calls.
+   */
+  private readonly callIds = new Set<string>()
   /** The messages of `entries[0 .. renderedEntries)`, where each entry's begin, and their JSON lengths summed. */
   private readonly messages: Array<Transcript.Message> = []
   private readonly starts: Array<number> = []
@@ -112,8 +117,14 @@ export class LiveTranscript {
   call(turnId: string, call: Transcript.TranscriptToolCall, sequence: number): this {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
     this.openCalls.push(call)
+    this.callIds.add(call.toolCallId)
     this.changed()
     return this
+  }
+
+  /** Whether a call of the session's log already has this id. */
+  hasCallId(toolCallId: string): boolean {
+    return this.callIds.has(toolCallId)
   }
 
   /** Another event of a turn: the streaming response ends. */

@@ -18,6 +18,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as OwnedSpan from "./OwnedSpan.js"
 import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
+import * as ToolCallIds from "./ToolCallIds.js"
 import type { Turn } from "./Turn.js"
 
 /** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
@@ -72,18 +73,27 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     const calls: Array<ToolCallInput> = []
     let stored = false
     let finishReason: FinishReason | undefined
+    // The ids this response's calls are stored under, the batch being built included: the log's are
+    // the transcript's once committed.
+    const ids = new Set<string>()
+    const taken = (id: string) => ids.has(id) || turn.session.transcript.hasCallId(id)
 
     const commitBatch = (pieces: Iterable<ModelChunk>): Effect.Effect<void, EventStoreFailure> => {
       const drafts: Array<AgentEvent.TurnEventDraft> = []
       const asked: Array<ToolCallInput> = []
+      const renamed: Array<{ readonly from: string; readonly to: string; readonly tool: string }> = []
       for (const piece of pieces) {
         switch (piece._tag) {
           case "TextDelta":
             if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
             break
           case "ToolCall": {
-            // What is stored is what runs: arguments too deep to walk are replaced before either.
-            const call = { toolCallId: piece.toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
+            // What is stored is what runs: arguments too deep to walk are replaced before either, and
+            // an id the session used or no vendor takes gets another (ToolCallIds).
+            const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken)
+            ids.add(toolCallId)
+            if (toolCallId !== piece.toolCallId) renamed.push({ from: piece.toolCallId, to: toolCallId, tool: piece.tool })
+            const call = { toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
             asked.push(call)
             drafts.push(EventDraft.toolCallRequested(call))
             break
@@ -96,7 +106,11 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         }
       }
       if (drafts.length === 0) return Effect.void
-      return Effect.flatMap(turn.commit(drafts, guard), (events) => {
+      const told = renamed.length === 0 ? Effect.void : Effect.forEach(renamed, ({ from, to, tool }) =>
+        Effect.logWarning("the model's tool call id was used before or is one the vendors refuse; the call is stored under another").pipe(
+          Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
+        ), { discard: true })
+      return Effect.flatMap(Effect.zipRight(told, turn.commit(drafts, guard)), (events) => {
         stored ||= events.length > 0
         if (asked.length === 0) return Effect.void
         const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))

@@ -196,6 +196,9 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     const tools = new Map<number, { id: string; name: string; json: string }>()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
+    // `message_stop` came: the response is whole. A stream that ends before it was cut (the connection
+    // closed early), and what may come after it is no part of the response.
+    let stopped = false
     // A tool block closed with no argument text: a finished call with none (`{}`) — unless it is the
     // response's last and the output limit ended the response, which cut it before its first byte
     // (Anthropic closes the blocks it cuts). So it is handed on at the next event, once that says it
@@ -219,12 +222,18 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           }
           return []
         }
-        case "content_block_start":
+        case "content_block_start": {
+          // A block started again at the index of a tool block never stopped: that call is not lost
+          // (it was, overwritten) but handed on as one the stream never stopped (see message_stop).
+          const replaced = tools.get(event.index)
+          tools.delete(event.index)
+          const before = replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]
           if (event.content_block.type === "tool_use") {
             tools.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: "" })
           }
-          if (event.content_block.type === "text" && event.content_block.text !== "") return [ModelProvider.textDelta(event.content_block.text)]
-          return []
+          if (event.content_block.type === "text" && event.content_block.text !== "") return [...before, ModelProvider.textDelta(event.content_block.text)]
+          return before
+        }
         case "content_block_delta":
           if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
           if (event.delta.type === "input_json_delta") {
@@ -252,6 +261,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           }
           return []
         case "message_stop": {
+          stopped = true
           // A tool block never stopped (the stream cut inside it): its call, with what came of its
           // arguments as a string (even none), which no tool takes — never `{}`, which some would.
           const unfinished = [...tools.values()].map((tool) => ModelProvider.toolCall(tool.id, tool.name, tool.json))
@@ -262,8 +272,13 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           return []
       }
     }
-    return Support.mapConcatArrays(events, (event) =>
-      held === undefined || event.type === "message_delta" || event.type === "message_stop" ? chunksOf(event) : [...release(false), ...chunksOf(event)])
+    const body = Support.mapConcatArrays(events, (event) =>
+      stopped
+        ? []
+        : held === undefined || event.type === "message_delta" || event.type === "message_stop"
+        ? chunksOf(event)
+        : [...release(false), ...chunksOf(event)])
+    return Stream.concat(body, Support.endedEarly(() => stopped, "message_stop"))
   })
 
 /** Builds the provider; time (a `retry-after` date) comes from the `Clock`. */
@@ -287,7 +302,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
-        open: (signal) => client.messages.create(toRequest(request, model, maxTokens, options.promptCaching ?? true), { signal }),
+        open: (signal) => client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal }),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))

@@ -270,6 +270,8 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
     }
     // A call closed with no argument text and parsed to `{}`: held until the next part says whether it was the last.
     let held: ModelProvider.ModelChunk | undefined
+    // The finish part came: a stream that ends without one was cut (see Support.endedEarly).
+    let finished = false
     const release = (cut: boolean): Array<ModelProvider.ModelChunk> => {
       const call = held
       held = undefined
@@ -297,6 +299,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           return []
         }
         case "finish":
+          finished = true
           return [...release(part.reason === "length"), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
           return errorPartFailure(part.error)
@@ -313,7 +316,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       const all = before.length === 0 ? own : [...before, ...own]
       return all.length === 0 ? Option.none() : Option.some(Effect.succeed(all))
     }))
-    return Stream.catchAll(chunks, (failure) =>
+    return Stream.catchAll(Stream.concat(chunks, Support.endedEarly(() => finished, "its finish part")), (failure) =>
       failedOnOpenCall(failure, open) ? Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")]) : Stream.fail(failure))
   })
 

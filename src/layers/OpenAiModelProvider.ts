@@ -182,6 +182,9 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     const tools = new Map<number, { id: string; name: string; args: string }>()
     let finish: string | null = null
     let usage: Usage | undefined
+    // The model refused (`refusal` deltas): its words are the answer the user sees, and the turn says
+    // it was refused (`content_filter`) rather than answered, though OpenAI ends it `stop`.
+    let refused = false
     const body = Support.mapConcatArrays(chunks, (chunk): ReadonlyArray<ModelProvider.ModelChunk> => {
       if (chunk.usage != null) {
         const cached = chunk.usage.prompt_tokens_details?.cached_tokens
@@ -202,9 +205,15 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
           args: Support.appendStreamed(tool.args, piece.function?.arguments ?? "")
         })
       }
+      const refusal = (choice.delta as { refusal?: string | null }).refusal
+      if (refusal != null && refusal !== "") {
+        refused = true
+        return [ModelProvider.textDelta(refusal)]
+      }
       return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
     })
     const end = Stream.suspend(() => {
+      if (finish === null) return Support.endedEarly(() => false, "a finish_reason")
       const calls = [...tools.entries()].sort(([a], [b]) => a - b)
       // The limit can cut only the last call: the model had finished each one before it.
       const cutAt = finish === "length" ? calls.length - 1 : -1
@@ -212,7 +221,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
         ...calls.map(([index, t], i) =>
           ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))
         ),
-        ModelProvider.finish(finishReason(finish), usage)
+        ModelProvider.finish(refused && finish === "stop" ? "content_filter" : finishReason(finish), usage)
       ])
     })
     return Stream.concat(body, end)
@@ -238,7 +247,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
-        open: (signal) => client.chat.completions.create(toRequest(request, model, options.maxOutputTokens), { signal }),
+        open: (signal) => client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal }),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))

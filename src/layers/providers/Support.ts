@@ -182,6 +182,50 @@ export const mapConcatArrays = <A, B, E>(
     return Chunk.unsafeFromArray(out)
   })
 
+/**
+ * The end of a vendor's stream, unless `whole()` says it ended as the vendor ends a response
+ * (`expected`: what marks that end). A stream the connection cut reads as a plain end through both
+ * SDKs; taken as the response, it ended the turn `final` on half an answer, and a call the cut left
+ * open ran. It is a `network` failure, which the engine retries when none of the response was stored.
+ */
+export const endedEarly = (whole: () => boolean, expected: string): Stream.Stream<never, ProviderFailure> =>
+  Stream.suspend(() =>
+    whole() ? Stream.empty : Stream.fail(ProviderFailure.of("network", `the response stream ended before ${expected}: the connection was closed early`))
+  )
+
+/** A UTF-16 surrogate without its other half. */
+const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g
+
+/**
+ * A request body with every lone surrogate in its strings replaced by U+FFFD (what
+ * `String.prototype.toWellFormed` does); what has none is returned as it is, not copied. JSON
+ * carries a lone surrogate (`"\ud83d"`), and the log keeps one as it came — a model's delta that
+ * split a pair and was cut before the other half, a tool's output cut inside one — but Anthropic
+ * refuses a request holding one (400 `no low surrogate in string`), and the session's every later
+ * request holds it: the session was wedged. Only what is sent is repaired.
+ */
+export const wellFormed = <A>(value: A): A => {
+  if (typeof value === "string") {
+    loneSurrogate.lastIndex = 0
+    return (loneSurrogate.test(value) ? value.replace(loneSurrogate, "\uFFFD") : value) as A
+  }
+  if (typeof value !== "object" || value === null) return value
+  if (Array.isArray(value)) {
+    let out: Array<unknown> | undefined
+    for (let i = 0; i < value.length; i++) {
+      const item = wellFormed(value[i])
+      if (item !== value[i]) (out ??= value.slice())[i] = item
+    }
+    return (out ?? value) as A
+  }
+  let out: Record<string, unknown> | undefined
+  for (const [key, item] of Object.entries(value)) {
+    const repaired = wellFormed(item)
+    if (repaired !== item) (out ??= { ...value } as Record<string, unknown>)[key] = repaired
+  }
+  return (out ?? value) as A
+}
+
 /** The context window of a model: the first matching prefix in a table, else a default. */
 export const contextWindow = (
   table: ReadonlyArray<readonly [prefix: string, tokens: number]>,

@@ -1,0 +1,371 @@
+/**
+ * A hostile or merely unusual model stream, through each official SDK against the local wire
+ * server (streams written here in the vendors' shapes): what the engine stores, what the user sees,
+ * and — the part a vendor holds against the session for good — what the next request sends back.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import type { ModelProvider } from "../../src/services/ModelProvider.js"
+import { collect, expectWellFormedLog, testTools } from "../helpers.js"
+import * as ProviderTurns from "./providerTurns.js"
+import * as WireServer from "./WireServer.js"
+
+let server: WireServer.WireServer
+beforeAll(async () => {
+  server = await WireServer.start()
+})
+afterAll(() => server.close())
+beforeEach(() => server.reset())
+
+/** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
+const engine = (provider: () => Layer.Layer<ModelProvider>) =>
+  Layer.suspend(() =>
+    SessionEngineModule.layer().pipe(
+      Layer.provide(MemoryEventStore.layer),
+      Layer.provide(IdGenerator.layerSequential),
+      Layer.provide(provider()),
+      Layer.provide(Layer.mergeAll(
+        testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } }),
+        PermissionPolicy.layer({ mode: "bypass" })
+      ))
+    ))
+const anthropic = () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url })
+const openai = () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1` })
+/** `@effect/ai-anthropic` through the bridge, on the same Messages streams. */
+const effectAiAnthropic = () =>
+  EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+    Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+    Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
+    Layer.provide(FetchHttpClient.layer)
+  )
+
+/** A streamed response: each event as an SSE message (Anthropic's carry their `event:` name), OpenAI's ended by `[DONE]`. */
+const sse = (events: ReadonlyArray<Record<string, unknown>>, done = false) => ({
+  status: 200,
+  headers: { "content-type": "text/event-stream" },
+  body: events.map((e) => `${typeof e.type === "string" ? `event: ${e.type}\n` : ""}data: ${JSON.stringify(e)}\n\n`).join("") +
+    (done ? "data: [DONE]\n\n" : "")
+})
+
+const a = {
+  start: { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } },
+  tool: (index: number, id: string, args: unknown) => [
+    { type: "content_block_start", index, content_block: { type: "tool_use", id, name: "read_file", input: {} } },
+    { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(args) } },
+    { type: "content_block_stop", index }
+  ],
+  text: (index: number, text: string) => [
+    { type: "content_block_start", index, content_block: { type: "text", text: "" } },
+    { type: "content_block_delta", index, delta: { type: "text_delta", text } },
+    { type: "content_block_stop", index }
+  ],
+  end: (reason: string) => [{ type: "message_delta", delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: 5 } }, { type: "message_stop" }],
+  response: (...blocks: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => (reason: string) => sse([a.start, ...blocks.flat(), ...a.end(reason)]),
+  answer: () => a.response(a.text(0, "done"))("end_turn")
+}
+
+const o = {
+  chunk: (delta: unknown, finish: string | null = null) => ({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "gpt-4.1-mini", choices: [{ index: 0, delta, finish_reason: finish }], usage: null }),
+  usage: { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "gpt-4.1-mini", choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } },
+  /** Calls with these ids (undefined: none sent) at indexes 0, 1, … */
+  calls: (...calls: ReadonlyArray<{ readonly id?: string; readonly args: unknown }>) =>
+    sse([
+      o.chunk({ role: "assistant", content: "" }),
+      ...calls.map((call, index) =>
+        o.chunk({ tool_calls: [{ index, ...(call.id === undefined ? {} : { id: call.id }), type: "function", function: { name: "read_file", arguments: JSON.stringify(call.args) } }] })
+      ),
+      o.chunk({}, "tool_calls"),
+      o.usage
+    ], true),
+  answer: () => sse([o.chunk({ role: "assistant", content: "done" }), o.chunk({}, "stop"), o.usage], true)
+}
+
+/** A turn on a new session, or on `sessionId`; its events. */
+const turn = (userMessage: string, sessionId?: string) =>
+  Effect.gen(function*() {
+    const agent = yield* SessionEngine
+    const id = sessionId ?? (yield* agent.createSession({ cwd: "/work", client: "test" })).sessionId
+    return { sessionId: id, events: yield* collect(agent.runTurn({ sessionId: id, userMessage })) }
+  })
+
+/**
+ * The calls a request sends back, each with the result it pairs with, as the vendor reads them —
+ * Anthropic's `tool_use` blocks and `tool_result`s, OpenAI's `tool_calls` and `tool` messages — after
+ * checking what both vendors refuse the request for: a repeated id, one not `^[A-Za-z0-9_-]{1,40}$`,
+ * a result for no call.
+ */
+const pairedCalls = (body: any): Array<{ readonly id: string; readonly input: unknown; readonly result: string }> => {
+  const calls: Array<{ id: string; input: unknown }> = []
+  const results = new Map<string, string>()
+  for (const message of body.messages) {
+    for (const block of Array.isArray(message.content) ? message.content : []) {
+      if (block.type === "tool_use") calls.push({ id: block.id, input: block.input })
+      if (block.type === "tool_result") results.set(block.tool_use_id, block.content)
+    }
+    for (const call of message.tool_calls ?? []) calls.push({ id: call.id, input: JSON.parse(call.function.arguments) })
+    if (message.role === "tool") results.set(message.tool_call_id, message.content)
+  }
+  const ids = calls.map((c) => c.id)
+  expect(new Set(ids).size, `ids repeated: ${ids.join(", ")}`).toBe(ids.length)
+  for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{1,40}$/)
+  for (const id of results.keys()) expect(ids).toContain(id)
+  return calls.map((c) => ({ ...c, result: results.get(c.id)! }))
+}
+
+/** The ids of the calls a turn stored, in order, and those of its completed ones. */
+const callIds = (events: ReadonlyArray<AgentEvent>, type: "model.tool_call_requested" | "tool.completed") =>
+  events.flatMap((e) => (e.type === type ? [(e.payload as { toolCallId: string }).toolCallId] : []))
+
+/** The text deltas a turn stored. */
+const deltasOf = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "model.delta" ? [(e.payload as { text: string }).text] : []))
+
+const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (agent) => collect(agent.replaySession({ sessionId })))
+
+describe("tool call ids a vendor would refuse to see again", () => {
+  it.effect("anthropic: two tool_use blocks with one id in a response — both run, each under its own id; the next request pairs each with its result", () =>
+    Effect.gen(function*() {
+      server.respond(a.response(a.tool(0, "toolu_same", { path: "a" }), a.tool(1, "toolu_same", { path: "b" }))("tool_use"), a.answer())
+      const { events, sessionId } = yield* turn("read a and b")
+      expect(callIds(events, "model.tool_call_requested")).toEqual(["toolu_same", "toolu_same_1"])
+      expect(callIds(events, "tool.completed")).toEqual(["toolu_same", "toolu_same_1"])
+      expect(pairedCalls(server.received[1]!.body)).toEqual([
+        { id: "toolu_same", input: { path: "a" }, result: "contents of {\"path\":\"a\"}" },
+        { id: "toolu_same_1", input: { path: "b" }, result: "contents of {\"path\":\"b\"}" }
+      ])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: a call with the id of a call of an earlier turn — stored under another; every later request has unique ids", () =>
+    Effect.gen(function*() {
+      server.respond(
+        a.response(a.tool(0, "toolu_again", { path: "a" }))("tool_use"),
+        a.answer(),
+        a.response(a.tool(0, "toolu_again", { path: "b" }))("tool_use"),
+        a.answer(),
+        a.answer()
+      )
+      const { sessionId } = yield* turn("read a")
+      const second = yield* turn("read b", sessionId)
+      expect(callIds(second.events, "tool.completed")).toEqual(["toolu_again_1"])
+      expect(pairedCalls(server.received[3]!.body).map((c) => [c.id, c.result])).toEqual([
+        ["toolu_again", "contents of {\"path\":\"a\"}"],
+        ["toolu_again_1", "contents of {\"path\":\"b\"}"]
+      ])
+      // And the turn after: its request still has them unique.
+      yield* turn("and?", sessionId)
+      pairedCalls(server.received[4]!.body)
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: an empty id and one of 10 KB — stored under ids both vendors take", () =>
+    Effect.gen(function*() {
+      const long = "toolu_" + "x".repeat(10 * 1024)
+      server.respond(a.response(a.tool(0, "", { path: "a" }), a.tool(1, long, { path: "b" }), a.tool(2, "toolu_ok", { path: "c" }))("tool_use"), a.answer())
+      const { events } = yield* turn("read three")
+      expect(callIds(events, "tool.completed")).toEqual(["call_1", "call_2", "toolu_ok"])
+      expect(pairedCalls(server.received[1]!.body).map((c) => c.result)).toEqual(["a", "b", "c"].map((p) => `contents of {"path":"${p}"}`))
+      expect(JSON.stringify(events)).not.toContain("x".repeat(200))
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("openai: a compatible server that sends no ids — each step's calls (call_0 from the adapter) get ids of their own", () =>
+    Effect.gen(function*() {
+      server.respond(o.calls({ args: { path: "a" } }), o.calls({ args: { path: "b" } }, { args: { path: "c" } }), o.answer())
+      const { events, sessionId } = yield* turn("read them")
+      expect(callIds(events, "tool.completed")).toEqual(["call_0", "call_0_1", "call_1"])
+      expect(pairedCalls(server.received[2]!.body).map((c) => [c.id, c.result])).toEqual([
+        ["call_0", "contents of {\"path\":\"a\"}"],
+        ["call_0_1", "contents of {\"path\":\"b\"}"],
+        ["call_1", "contents of {\"path\":\"c\"}"]
+      ])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
+
+  it.effect("openai: two calls with one id in a response — both run under ids of their own", () =>
+    Effect.gen(function*() {
+      server.respond(o.calls({ id: "call_same", args: { path: "a" } }, { id: "call_same", args: { path: "b" } }), o.answer())
+      const { events } = yield* turn("read a and b")
+      expect(callIds(events, "tool.completed")).toEqual(["call_same", "call_same_1"])
+      expect(pairedCalls(server.received[1]!.body).map((c) => c.result)).toEqual(["contents of {\"path\":\"a\"}", "contents of {\"path\":\"b\"}"])
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+/**
+ * A connection closed before the vendor's end of the response (Anthropic `message_stop`, OpenAI a
+ * `finish_reason`): both SDKs read it as a plain end of the stream, and the adapters took it for the
+ * response — the turn ended `final` on half an answer.
+ */
+describe("a stream cut before the vendor's end of the response", () => {
+  const vendors = [
+    {
+      name: "anthropic",
+      layer: anthropic,
+      cut: (text: string) => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...(text === "" ? [] : [{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }])]),
+      cutCall: () => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } }]),
+      answer: a.answer
+    },
+    {
+      name: "effect-ai (Anthropic)",
+      layer: effectAiAnthropic,
+      cut: (text: string) => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...(text === "" ? [] : [{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }])]),
+      cutCall: () => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } }]),
+      answer: a.answer
+    },
+    {
+      name: "openai",
+      layer: openai,
+      cut: (text: string) => sse([o.chunk({ role: "assistant", content: "" }), ...(text === "" ? [] : [o.chunk({ content: text })])]),
+      cutCall: () => sse([o.chunk({ role: "assistant", content: "" }), o.chunk({ tool_calls: [{ index: 0, id: "call_cut", type: "function", function: { name: "read_file", arguments: "{\"path\": \"a" } }] })]),
+      answer: o.answer
+    }
+  ]
+  for (const vendor of vendors) {
+    it.effect(`${vendor.name}: after some text — the turn ends with a network error, the text stored once, nothing sent again`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cut("Half an ans"), vendor.answer())
+        const { events, sessionId } = yield* turn("explain")
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "network" })
+        expect(deltasOf(events)).toEqual(["Half an ans"])
+        expect(server.received).toHaveLength(1)
+        expectWellFormedLog(yield* replay(sessionId))
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: before anything was stored — retried, and the answer is the retry's alone`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cut(""), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "network" }])
+        expect(deltasOf(events)).toEqual(["done"])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: inside a tool call's arguments — the call is neither stored nor run; the request is sent again`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.cutCall(), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("read a")
+        expect(events.some((e) => e.type === "model.tool_call_requested" || e.type === "tool.started")).toBe(false)
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "network" }])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+})
+
+describe("anthropic: events after message_stop", () => {
+  it.effect("are no part of the response: not shown, not stored, not sent back", () =>
+    Effect.gen(function*() {
+      const whole = a.answer()
+      server.respond({ ...whole, body: whole.body + sse([{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: " and more" } }, a.start]).body }, a.answer())
+      const { events, sessionId } = yield* turn("hello")
+      expect(deltasOf(events)).toEqual(["done"])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      yield* turn("again", sessionId)
+      expect(JSON.stringify(server.received[1]!.body)).not.toContain("and more")
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+describe("anthropic: a block started again at the index of a tool block never stopped", () => {
+  it.effect("the first call is not lost: it is stored and closed, and goes back with its result", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_first", name: "read_file", input: {} } },
+        { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } },
+        ...a.tool(0, "toolu_second", { path: "b" }),
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events, sessionId } = yield* turn("read")
+      expect(callIds(events, "model.tool_call_requested")).toEqual(["toolu_first", "toolu_second"])
+      const closed = (id: string) => events.filter((e) => (e.type === "tool.completed" || e.type === "tool.failed") && (e.payload as { toolCallId: string }).toolCallId === id)
+      expect(closed("toolu_first")).toHaveLength(1)
+      expect(closed("toolu_second")).toHaveLength(1)
+      // The first was never whole: not run as if it were (its arguments are the text that came).
+      expect(events.find((e) => e.type === "model.tool_call_requested")!.payload).toMatchObject({ args: "{\"path\": \"a" })
+      expect(pairedCalls(server.received[1]!.body).map((c) => c.id)).toEqual(["toolu_first", "toolu_second"])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+describe("openai: a refusal", () => {
+  it.effect("its words are the answer the user sees and the next request carries; the turn says content_filter", () =>
+    Effect.gen(function*() {
+      server.respond(
+        sse([o.chunk({ role: "assistant", content: null, refusal: "" }), o.chunk({ refusal: "I can't help" }), o.chunk({ refusal: " with that." }), o.chunk({}, "stop"), o.usage], true),
+        o.answer()
+      )
+      const { events, sessionId } = yield* turn("something it refuses")
+      expect(deltasOf(events).join("")).toBe("I can't help with that.")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+      yield* turn("why?", sessionId)
+      expect(server.received[1]!.body.messages).toContainEqual({ role: "assistant", content: "I can't help with that." })
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+/**
+ * A lone surrogate: JSON carries it (`"\ud83d"`) and the log keeps it as it came
+ * (test/engine/hostileText.integration.test.ts), but Anthropic refuses a request holding one (400
+ * `no low surrogate in string`) — the next request of the session and every later one.
+ */
+describe("a lone surrogate in what the model sent", () => {
+  for (const vendor of [{ name: "anthropic", layer: anthropic, response: () => a.response(a.text(0, "smile \ud83d"))("end_turn"), answer: a.answer }, { name: "openai", layer: openai, response: () => sse([o.chunk({ role: "assistant", content: "smile \ud83d" }), o.chunk({}, "stop"), o.usage], true), answer: o.answer }]) {
+    it.effect(`${vendor.name}: one never completed is stored as it came, and sent as U+FFFD`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.response(), vendor.answer())
+        const { events, sessionId } = yield* turn("hi")
+        expect(deltasOf(events).join("")).toBe("smile \ud83d")
+        yield* turn("again", sessionId)
+        const sent = JSON.stringify(server.received[1]!.body)
+        expect(sent).toContain("smile \uFFFD")
+        expect(sent).not.toMatch(/\\ud83d/i)
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+
+  it.effect("anthropic: a pair split across two deltas reaches the log and the next request whole", () =>
+    Effect.gen(function*() {
+      server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "smile \ud83d" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "\ude00!" } }, { type: "content_block_stop", index: 0 }, ...a.end("end_turn")]), a.answer())
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events).join("")).toBe("smile \u{1F600}!")
+      yield* turn("again", sessionId)
+      expect(JSON.stringify(server.received[1]!.body)).toContain("smile \u{1F600}!")
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+describe("anthropic: blocks and deltas the adapter does not take", () => {
+  it.effect("thinking, redacted thinking, a server tool's use and result, citations: the text is the answer, no call of ours is made, the turn ends final", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+        { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "secret plan" } },
+        { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: "sig" } },
+        { type: "content_block_stop", index: 0 },
+        { type: "content_block_start", index: 1, content_block: { type: "redacted_thinking", data: "opaque" } },
+        { type: "content_block_stop", index: 1 },
+        { type: "content_block_start", index: 2, content_block: { type: "server_tool_use", id: "srvtoolu_1", name: "web_search", input: {} } },
+        { type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: "{\"query\": \"x\"}" } },
+        { type: "content_block_stop", index: 2 },
+        { type: "content_block_start", index: 3, content_block: { type: "web_search_tool_result", tool_use_id: "srvtoolu_1", content: [] } },
+        { type: "content_block_stop", index: 3 },
+        ...a.text(4, "The answer."),
+        { type: "content_block_delta", index: 4, delta: { type: "citations_delta", citation: { type: "web_search_result_location", url: "https://example.com", title: "t", encrypted_index: "e", cited_text: "c" } } },
+        ...a.end("end_turn")
+      ]))
+      const { events } = yield* turn("search")
+      expect(deltasOf(events)).toEqual(["The answer."])
+      expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic))))
+})
