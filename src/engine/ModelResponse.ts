@@ -106,8 +106,12 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         }
       }
       if (drafts.length === 0) return Effect.void
+      // An id used before is the model's slip, worth a warning; one no vendor takes is routine for some
+      // compatible servers, so its replacement is logged at debug level only.
       const told = renamed.length === 0 ? Effect.void : Effect.forEach(renamed, ({ from, to, tool }) =>
-        Effect.logWarning("the model's tool call id was used before or is one the vendors refuse; the call is stored under another").pipe(
+        (ToolCallIds.vendorsTake(from)
+          ? Effect.logWarning("the model's tool call id was used before in this session; the call is stored under another")
+          : Effect.logDebug("the model's tool call id is one the vendors refuse; the call is stored under another")).pipe(
           Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
         ), { discard: true })
       return Effect.flatMap(Effect.zipRight(told, turn.commit(drafts, guard)), (events) => {

@@ -17,12 +17,18 @@
 const acceptable = /^[A-Za-z0-9_-]{1,40}$/
 
 /**
+ * Whether a vendor would take the id at all. An id that it would not is routine for some compatible
+ * servers (vLLM's are 46 characters), so its new id is no news; an id used twice is a model's slip.
+ */
+export const vendorsTake = (toolCallId: string): boolean => acceptable.test(toolCallId)
+
+/**
  * The id to store a call under: its own when both APIs take it and `taken` says no call has it,
  * else the first free `<id>_<n>` (its own id cut to leave room) or, for an id neither API takes,
  * `call_<n>`.
  */
 export const storedId = (toolCallId: string, taken: (id: string) => boolean): string => {
-  const valid = acceptable.test(toolCallId)
+  const valid = vendorsTake(toolCallId)
   if (valid && !taken(toolCallId)) return toolCallId
   for (let n = 1;; n++) {
     const suffix = `_${n}`
