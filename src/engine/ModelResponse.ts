@@ -67,6 +67,19 @@ const pendingCapacity = 4096
  * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
  * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
  */
+/**
+ * The engine's log lines for calls stored under another id than the model's (`ToolCallIds`): a
+ * warning for an id used before (a model's slip), debug for one no vendor takes (routine for some
+ * compatible servers). Only a batch that renamed a call pays for it: a commit is the hot path.
+ */
+const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly to: string; readonly tool: string }>) =>
+  Effect.forEach(renamed, ({ from, to, tool }) =>
+    (ToolCallIds.vendorsTake(from)
+      ? Effect.logWarning("the model's tool call id was used before in this session; the call is stored under another")
+      : Effect.logDebug("the model's tool call id is one the vendors refuse; the call is stored under another")).pipe(
+      Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
+    ), { discard: true })
+
 const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
     const guard = guardOf(turn)
@@ -106,15 +119,8 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         }
       }
       if (drafts.length === 0) return Effect.void
-      // An id used before is the model's slip, worth a warning; one no vendor takes is routine for some
-      // compatible servers, so its replacement is logged at debug level only.
-      const told = renamed.length === 0 ? Effect.void : Effect.forEach(renamed, ({ from, to, tool }) =>
-        (ToolCallIds.vendorsTake(from)
-          ? Effect.logWarning("the model's tool call id was used before in this session; the call is stored under another")
-          : Effect.logDebug("the model's tool call id is one the vendors refuse; the call is stored under another")).pipe(
-          Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
-        ), { discard: true })
-      return Effect.flatMap(Effect.zipRight(told, turn.commit(drafts, guard)), (events) => {
+      const commit = turn.commit(drafts, guard)
+      return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
         stored ||= events.length > 0
         if (asked.length === 0) return Effect.void
         const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
