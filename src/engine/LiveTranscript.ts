@@ -64,6 +64,8 @@ export class LiveTranscript {
    * under one of them is given another (`ToolCallIds`), so no id is ever two calls.
    */
   private readonly callIds = new Set<string>()
+  /** Per model id, the suffix a renamed call tries first (`ToolCallIds.storedId`): a hint, `callIds` decides. */
+  readonly renamedCallIds = new Map<string, number>()
   /** The messages of `entries[0 .. renderedEntries)`, where each entry's begin, and their JSON lengths summed. */
   private readonly messages: Array<Transcript.Message> = []
   private readonly starts: Array<number> = []

@@ -103,7 +103,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
           case "ToolCall": {
             // What is stored is what runs: arguments too deep to walk are replaced before either, and
             // an id the session used or no vendor takes gets another (ToolCallIds).
-            const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken)
+            const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken, turn.session.transcript.renamedCallIds)
             ids.add(toolCallId)
             if (toolCallId !== piece.toolCallId) renamed.push({ from: piece.toolCallId, to: toolCallId, tool: piece.tool })
             const call = { toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }

@@ -25,14 +25,19 @@ export const vendorsTake = (toolCallId: string): boolean => acceptable.test(tool
 /**
  * The id to store a call under: its own when both APIs take it and `taken` says no call has it,
  * else the first free `<id>_<n>` (its own id cut to leave room) or, for an id neither API takes,
- * `call_<n>`.
+ * `call_<n>`. `next` remembers, per id, the `n` to try first: without it a response of 10,000 calls
+ * with one id tried 50 million candidates (11 s of the event loop every session of a `serve` shares).
  */
-export const storedId = (toolCallId: string, taken: (id: string) => boolean): string => {
+export const storedId = (toolCallId: string, taken: (id: string) => boolean, next: Map<string, number>): string => {
   const valid = vendorsTake(toolCallId)
   if (valid && !taken(toolCallId)) return toolCallId
-  for (let n = 1;; n++) {
+  const base = valid ? toolCallId : "call"
+  for (let n = next.get(base) ?? 1;; n++) {
     const suffix = `_${n}`
     const candidate = `${valid ? toolCallId.slice(0, 40 - suffix.length) : "call"}${suffix}`
-    if (!taken(candidate)) return candidate
+    if (!taken(candidate)) {
+      next.set(base, n + 1)
+      return candidate
+    }
   }
 }
