@@ -49,24 +49,14 @@ export const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | 
 }
 
 /**
- * The post-cancel guard, and the repeat guard: once cancel is requested no model output is stored,
- * even if the provider still yields; a call id the turn already used would make two calls
- * indistinguishable, so the repeat is refused.
+ * The post-cancel guard: once cancel is requested no model output is stored, even if the provider
+ * still yields. (A call id used before never reaches it: `ToolCallIds` gives the call another.)
  */
-const guardOf = (turn: Turn): LiveSession.Guard => (live, draft) =>
-  !turn.cancel.requested &&
-  (draft.type !== "model.tool_call_requested" || !live.state.openTurn?.toolCalls.some((c) => c.toolCallId === draft.payload.toolCallId))
+const guardOf = (turn: Turn): LiveSession.Guard => () => !turn.cancel.requested
 
 /** How many pieces of a response may wait for their commit before the provider's stream is held back. */
 const pendingCapacity = 4096
 
-/**
- * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
- * commit takes everything that has arrived since the last one, so a provider handing over one
- * delta per chunk costs one lock, append, span and timestamp per batch, not per delta. The first
- * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
- * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
- */
 /**
  * The engine's log lines for calls stored under another id than the model's (`ToolCallIds`): a
  * warning for an id used before (a model's slip), debug for one no vendor takes (routine for some
@@ -80,6 +70,13 @@ const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly 
       Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
     ), { discard: true })
 
+/**
+ * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
+ * commit takes everything that has arrived since the last one, so a provider handing over one
+ * delta per chunk costs one lock, append, span and timestamp per batch, not per delta. The first
+ * batch of a response is committed as soon as it arrives; a later one waits for at most one turn of
+ * the event loop to gather what is arriving with it, and grows by itself while a commit is in flight.
+ */
 const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Effect.Effect<Response, EventStoreFailure> =>
   Effect.suspend(() => {
     const guard = guardOf(turn)
@@ -121,19 +118,13 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       if (drafts.length === 0) return Effect.void
       const commit = turn.commit(drafts, guard)
       return Effect.flatMap(renamed.length === 0 ? commit : Effect.zipRight(renamedLogged(renamed), commit), (events) => {
-        stored ||= events.length > 0
-        if (asked.length === 0) return Effect.void
-        const committed = new Set(events.flatMap((e) => (e.type === "model.tool_call_requested" ? [e.payload.toolCallId] : [])))
-        const repeats: Array<ToolCallInput> = []
-        for (const call of asked) {
-          if (committed.delete(call.toolCallId)) calls.push(call)
-          else repeats.push(call)
+        // The guard stores a batch whole or, once a cancel is requested, not at all: its calls run
+        // exactly when they were stored.
+        if (events.length > 0) {
+          stored = true
+          for (const call of asked) calls.push(call)
         }
-        if (repeats.length === 0 || turn.cancel.requested) return Effect.void
-        return Effect.forEach(repeats, (call) =>
-          Effect.logWarning("the model repeated a tool call id; the repeat is ignored").pipe(
-            Effect.annotateLogs({ toolCallId: call.toolCallId, tool: call.tool })
-          ), { discard: true })
+        return Effect.void
       })
     }
 
