@@ -116,8 +116,11 @@ const matcher = (names: ReadonlyArray<string>) => {
  * folder the command runs in — the workspace, which a cloned repository fills and the model writes:
  * `git status`, approved as git, ran the repository's own `./git`.
  */
-export const searchPath = (path: string): string =>
-  path.split(NodePath.delimiter).filter((folder) => folder !== "" && NodePath.isAbsolute(folder)).join(NodePath.delimiter)
+export const searchPath = (path: string): string => searchFolders(path).join(NodePath.delimiter)
+
+/** The folders of `PATH` a program is looked up in: its absolute ones (see `searchPath`). */
+export const searchFolders = (path: string | undefined): ReadonlyArray<string> =>
+  (path ?? "").split(NodePath.delimiter).filter((folder) => folder !== "" && NodePath.isAbsolute(folder))
 
 /**
  * The environment for a command: the allowed names from `source` (a wildcard never passes a

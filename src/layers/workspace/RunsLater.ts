@@ -15,6 +15,7 @@ import { constants, readFileSync } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
+import * as Environment from "./Environment.js"
 import * as Paths from "./Paths.js"
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
@@ -41,7 +42,7 @@ export const homeHeldBy = async (cwd: string, path: string | undefined): Promise
   if (home === undefined || home === "/" || !isInside(cwd, home)) return undefined
   // A folder on PATH that does not exist yet (`~/go/bin`) counts as it is written: making it puts programs on PATH.
   const onPath = await Promise.all(
-    (path ?? "").split(NodePath.delimiter).filter((dir) => NodePath.isAbsolute(dir)).map((dir) => NodeFs.realpath(dir).catch(() => NodePath.resolve(dir)))
+    Environment.searchFolders(path).map((dir) => NodeFs.realpath(dir).catch(() => NodePath.resolve(dir)))
   )
   const partial = { path: home, onPath, linked: [] }
   const linked: Array<string> = []

@@ -94,8 +94,7 @@ export const readOnlyInWorkspace: ReadonlyArray<string> = [".git/config", ".git/
  * repository for the CLI, and what is found there would run outside the sandbox.
  */
 export const which = (program: string, path: string | undefined): string | undefined => {
-  for (const dir of (path ?? "").split(NodePath.delimiter)) {
-    if (!NodePath.isAbsolute(dir)) continue
+  for (const dir of Environment.searchFolders(path)) {
     const file = NodePath.join(dir, program)
     try {
       accessSync(file, constants.X_OK)

@@ -9,9 +9,10 @@
  */
 import { spawn } from "node:child_process"
 import { accessSync, constants, statSync } from "node:fs"
-import { delimiter, isAbsolute, resolve as resolvePath } from "node:path"
+import { resolve as resolvePath } from "node:path"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Environment from "./Environment.js"
 
 /** What to run. `argv` runs directly; `shellText` runs through `/bin/sh -c` (only when a rule allowed it). */
 export interface RunOptions {
@@ -52,7 +53,7 @@ const killGroup = (pid: number | undefined) => {
 const missing = (program: string, cwd: string, path: string | undefined): string | undefined => {
   const candidates = program.includes("/")
     ? [resolvePath(cwd, program)]
-    : (path ?? "").split(delimiter).filter((d) => d !== "" && isAbsolute(d)).map((d) => resolvePath(d, program))
+    : Environment.searchFolders(path).map((d) => resolvePath(d, program))
   let code = "ENOENT"
   for (const file of candidates) {
     try {
