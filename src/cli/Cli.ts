@@ -144,6 +144,12 @@ const asksRootHelp = (args: ReadonlyArray<string>): boolean => {
   return command === undefined && end < 0 && (options.includes("--help") || options.includes("-h"))
 }
 
+/**
+ * Whether the line is `--version` alone: printed here as one line, where @effect/cli's own prints it
+ * as a help paragraph with a blank line after it, which scripts reading the version then trim.
+ */
+const asksVersion = (args: ReadonlyArray<string>): boolean => args.length === 1 && args[0] === "--version"
+
 const runCommand = Command.run(command, { name: "effect-agent", version })
 
 /**
@@ -163,6 +169,7 @@ const messageFromStdinLast = (argv: ReadonlyArray<string>): ReadonlyArray<string
 export const main = (argv: ReadonlyArray<string>) =>
   Effect.suspend(() => {
     if (asksRootHelp(argv.slice(2))) return Console.log(overview())
+    if (asksVersion(argv.slice(2))) return Console.log(version)
     const line = messageFromStdinLast(argv)
     const checked = Argv.check(commands, line.slice(2))
     return checked._tag === "Line"

@@ -30,8 +30,8 @@ const agent = async (...args: ReadonlyArray<string>) =>
 const bin = join(copy, "dist", "cli", "bin.js")
 const builtAt = () => statSync(bin).mtimeMs
 const version = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { version: string }).version
-/** What `effect-agent --version` prints: the version and @effect/cli's blank line, nothing else. */
-const versionOutput = `${version}\n\n`
+/** What `effect-agent --version` prints: the version's one line, nothing else. */
+const versionOutput = `${version}\n`
 const description = "An Effect-TS runtime for coding agents"
 
 describe("npm run agent", () => {
