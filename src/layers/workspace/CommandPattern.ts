@@ -13,6 +13,7 @@
  */
 import * as CommandLine from "./CommandLine.js"
 import * as Glob from "./Glob.js"
+import * as GlobalOptions from "./GlobalOptions.js"
 
 export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -205,15 +206,13 @@ interface Start {
   readonly position: number
 }
 
-/** Git's options before its subcommand that take the next word as their value (`git -C dir push`). */
-const gitValued = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--attr-source"])
-
 /**
  * Where, in a simple command's units, a command run under `program`'s name may begin: at each word
  * that names it — by that name after a wrapper (`command git …`, `env X=1 git …`, `nice git …`), or
  * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name) —
- * and, for git, where its subcommand begins after global options (`git --no-pager -C . push`), at
- * the pattern's `afterProgram` (its position after the program's word). One pass over the words,
+ * and, for git and the other programs `GlobalOptions` knows, where its subcommand begins after the
+ * program's own options (`git --no-pager -C . push`, `npm --prefix x publish`, `make -C x deploy`),
+ * at the pattern's `afterProgram` (its position after the program's word). One pass over the words,
  * and the matcher takes every start in the same linear pass, however many such words a line holds.
  * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
@@ -229,12 +228,13 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
     at += dynamic[i] ? 1 : word.value.length
   })
   const starts: Array<Start> = []
+  // Where the subcommand is after the program's own options, read once for the whole line.
+  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, words.map((w) => w.value)) : undefined
   words.forEach((word, i) => {
     if (dynamic[i] || word.value.split("/").at(-1) !== program) return
     if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
-    if (program !== "git" || afterProgram === undefined) return
-    let sub = i + 1
-    while (sub < words.length && words[sub]!.value.startsWith("-")) sub += gitValued.has(words[sub]!.value) ? 2 : 1
+    if (subcommand === undefined || afterProgram === undefined) return
+    const sub = subcommand[i + 1]!
     if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
   })
   return starts.sort((a, b) => a.at - b.at)
