@@ -12,7 +12,7 @@ import * as NodeNet from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { type Finished, start } from "./subprocess.js"
+import { runOrKill } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-unreadable-"))
 const sockets: Array<NodeNet.Server> = []
@@ -22,18 +22,6 @@ afterAll(() => {
 })
 const script = join(dir, "script.json")
 writeFileSync(script, JSON.stringify({ responses: [{ chunks: ["the answer"] }] }))
-
-/** Runs the CLI in `cwd`; a run still going after a minute is killed. */
-const runOrKill = async (args: ReadonlyArray<string>, cwd: string): Promise<Finished> => {
-  const running = start(args, { cwd })
-  running.child.stdin!.end()
-  const timer = setTimeout(() => running.child.kill("SIGKILL"), 60_000)
-  try {
-    return await running.done
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 const plant: Record<string, (path: string) => Promise<void>> = {
   "a named pipe": async (path) => void execFileSync("mkfifo", [path]),
