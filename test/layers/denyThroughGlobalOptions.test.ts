@@ -37,7 +37,7 @@ const fenced: ReadonlyArray<readonly [pattern: string, commands: ReadonlyArray<s
   ["yarn publish*", ["yarn --cwd x publish", "yarn --cwd=x publish"]],
   ["pnpm publish*", ["pnpm -C x publish", "pnpm --dir x publish", "pnpm -Cx publish", "pnpm --filter pkg publish", "pnpm -r publish"]],
   ["cargo publish*", ["cargo --manifest-path x/Cargo.toml publish", "cargo +nightly publish", "cargo --locked publish", "cargo -Z unstable-options publish"]],
-  ["make deploy*", ["make -C x deploy", "make -Cx deploy", "make --directory=x deploy", "make -f x/Makefile deploy", "make -j 4 deploy", "make -j deploy", "make V=1 deploy"]],
+  ["make deploy*", ["make -C x deploy", "make -Cx deploy", "make --directory=x deploy", "make -f x/Makefile deploy", "make -j 4 deploy", "make -j deploy", "make V=1 deploy", "make clean deploy", "make -C x clean build deploy"]],
   ["docker push*", ["docker --context x push img", "docker -H unix:///x push img", "docker --log-level debug push img"]],
   ["kubectl delete*", ["kubectl --context x delete pod p", "kubectl -n ns delete pod p", "kubectl --kubeconfig=x delete pod p"]],
   ["terraform apply*", ["terraform -chdir=x apply", "terraform -chdir=x apply -auto-approve"]],
@@ -64,8 +64,10 @@ describe("a deny or ask rule holds after the program's own options", () => {
     ]
     expect(await decide("default", "npm --prefix x test", rules)).toEqual({ decision: "allow", policy: "anything" })
     expect(await decide("default", "npm -w publish test", rules)).toEqual({ decision: "allow", policy: "anything" })
-    expect(await decide("default", "make -j 4 test", [{ name: "fenced", tool: "shell", command: "make deploy*", decision: "deny" }, rules[1]!]))
-      .toEqual({ decision: "allow", policy: "anything" })
+    for (const command of ["make -j 4 test", "make -C deploy test", "make test redeploy"]) {
+      expect(await decide("default", command, [{ name: "fenced", tool: "shell", command: "make deploy*", decision: "deny" }, rules[1]!]), command)
+        .toEqual({ decision: "allow", policy: "anything" })
+    }
   })
 
   it("an allow rule does not widen through the same options", async () => {

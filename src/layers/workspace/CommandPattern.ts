@@ -229,7 +229,8 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
   })
   const starts: Array<Start> = []
   // Where the subcommand is after the program's own options, read once for the whole line.
-  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, words.map((w) => w.value)) : undefined
+  const values = words.map((w) => w.value)
+  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, values) : undefined
   words.forEach((word, i) => {
     if (dynamic[i] || word.value.split("/").at(-1) !== program) return
     if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
@@ -237,6 +238,12 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
     const sub = subcommand[i + 1]!
     if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
   })
+  // make's later targets (`make clean deploy`) are where a match may begin too.
+  if (subcommand !== undefined && afterProgram !== undefined) {
+    for (const j of GlobalOptions.laterSubcommands(program, values, (value) => value.split("/").at(-1) === program)) {
+      if (!dynamic[j]) starts.push({ at: offsets[j]!, position: afterProgram })
+    }
+  }
   return starts.sort((a, b) => a.at - b.at)
 }
 

@@ -19,6 +19,8 @@ interface Syntax {
   readonly optional?: ReadonlySet<string>
   /** Words before the subcommand that are not options but are skipped too (`make VAR=x`, `cargo +nightly`). */
   readonly skipped?: RegExp
+  /** Every operand is a subcommand of its own: make's targets (`make clean deploy` makes `deploy` too). */
+  readonly everyOperand?: boolean
 }
 
 const syntax = (valued: ReadonlyArray<string>, more: Omit<Syntax, "valued"> = {}): Syntax => ({ valued: new Set(valued), ...more })
@@ -44,7 +46,7 @@ const programs: Record<string, Syntax> = {
   cargo: syntax(["--manifest-path", "--config", "-Z", "--color", "-C", "--lockfile-path"], { skipped: /^\+/ }),
   make: syntax(
     ["-C", "--directory", "-f", "--file", "--makefile", "-I", "--include-dir", "-o", "--old-file", "--assume-old", "-W", "--what-if", "--new-file", "--assume-new", "-O", "--output-sync"],
-    { optional: new Set(["-j", "--jobs", "-l", "--load-average", "--max-load"]), skipped: /^[A-Za-z_][A-Za-z0-9_.]*[+:?!]?=/ }
+    { optional: new Set(["-j", "--jobs", "-l", "--load-average", "--max-load"]), skipped: /^[A-Za-z_][A-Za-z0-9_.]*[+:?!]?=/, everyOperand: true }
   ),
   docker: syntax(["--context", "-c", "--config", "-H", "--host", "-l", "--log-level", "--tlscacert", "--tlscert", "--tlskey"]),
   podman: syntax(["--connection", "-c", "--url", "--root", "--runroot", "--storage-driver", "--log-level", "--cgroup-manager", "--identity", "--module"]),
@@ -89,3 +91,27 @@ export const subcommandFrom = (program: string, words: ReadonlyArray<string>): R
 
 /** The index in `args` (the words after the program's) of the subcommand, or `args.length` when there is none. */
 export const subcommandIndex = (program: string, args: ReadonlyArray<string>): number => subcommandFrom(program, args)[0]!
+
+/**
+ * The indices of `words` (a simple command's) past a word naming `program` where a subcommand of its
+ * own begins besides the first: for make, every target after the first (`make clean deploy`) — an
+ * operand that is no option, no option's value and no variable. Empty for other programs. One pass.
+ */
+export const laterSubcommands = (program: string, words: ReadonlyArray<string>, names: (word: string) => boolean): ReadonlyArray<number> => {
+  const known = programs[program]
+  if (known?.everyOperand !== true) return []
+  const out: Array<number> = []
+  let seen = false
+  let operands = 0
+  words.forEach((word, j) => {
+    const previous = words[j - 1] ?? ""
+    const operand = seen && !word.startsWith("-") && known.skipped?.test(word) !== true && !known.valued.has(previous) &&
+      !(known.optional?.has(previous) === true && optionalValue.test(word))
+    if (operand && ++operands > 1) out.push(j)
+    if (names(word)) {
+      seen = true
+      operands = 0
+    }
+  })
+  return out
+}
