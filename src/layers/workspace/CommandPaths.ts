@@ -334,8 +334,15 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       const subcommand = values[sub] ?? ""
       if (!gitRemoteSubcommands.has(subcommand)) {
         const revisions = gitRevisionReaders.has(subcommand)
-        for (const w of args.slice(sub + 1)) {
-          if (w.expands || w.value.startsWith("-")) continue
+        args.slice(sub + 1).forEach((w, i, operands) => {
+          if (w.expands) return
+          // `-L 1,5:../x`, `-L:main:../x` (log's line ranges): a file from cwd after the last `:`.
+          const colon = w.value.lastIndexOf(":")
+          if (colon >= 0 && (w.value.startsWith("-L") || operands[i - 1]?.value === "-L")) {
+            files.push(w.value.slice(colon + 1))
+            for (const base of bases) files.push(NodePath.join(base, w.value.slice(colon + 1)))
+          }
+          if (w.value.startsWith("-")) return
           for (const name of gitNames(w.value, revisions)) {
             if ("fromCwd" in name) {
               files.push(name.fromCwd)
@@ -344,7 +351,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
               for (const base of ["", ...bases]) fromRepositoryRoot.push({ path: name.fromRoot, base })
             }
           }
-        }
+        })
       }
     }
     if (program === "tar") {
