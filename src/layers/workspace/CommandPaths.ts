@@ -338,18 +338,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
           if (w.expands) return
           // `-L 1,5:../x`, `-L:main:../x` (log's line ranges): a file from cwd after the last `:`.
           const colon = w.value.lastIndexOf(":")
-          if (colon >= 0 && (w.value.startsWith("-L") || operands[i - 1]?.value === "-L")) {
-            files.push(w.value.slice(colon + 1))
-            for (const base of bases) files.push(NodePath.join(base, w.value.slice(colon + 1)))
-          }
+          const fromCwd = (file: string) => files.push(file, ...bases.map((base) => NodePath.join(base, file)))
+          if (colon >= 0 && (w.value.startsWith("-L") || operands[i - 1]?.value === "-L")) fromCwd(w.value.slice(colon + 1))
           if (w.value.startsWith("-")) return
           for (const name of gitNames(w.value, revisions)) {
-            if ("fromCwd" in name) {
-              files.push(name.fromCwd)
-              for (const base of bases) files.push(NodePath.join(base, name.fromCwd))
-            } else {
-              for (const base of ["", ...bases]) fromRepositoryRoot.push({ path: name.fromRoot, base })
-            }
+            if ("fromCwd" in name) fromCwd(name.fromCwd)
+            else for (const base of ["", ...bases]) fromRepositoryRoot.push({ path: name.fromRoot, base })
           }
         })
       }
