@@ -33,7 +33,8 @@ const decide = async (
 ) => PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await prepare(command), remembered })
 
 const fenced: ReadonlyArray<readonly [pattern: string, commands: ReadonlyArray<string>]> = [
-  ["npm publish*", ["npm --prefix x publish", "npm --prefix=x publish", "npm -w pkg publish", "npm --workspace pkg publish", "npm -C x publish", "npm --silent -w a -w b publish"]],
+  // npm runs a subcommand named by a prefix of it.
+  ["npm publish*", ["npm pub", "npm publi --tag x", "npm --prefix x pub", "/usr/bin/npm pub", "env npm pub", "npm --prefix x publish", "npm --prefix=x publish", "npm -w pkg publish", "npm --workspace pkg publish", "npm -C x publish", "npm --silent -w a -w b publish"]],
   ["yarn publish*", ["yarn --cwd x publish", "yarn --cwd=x publish"]],
   ["pnpm publish*", ["pnpm -C x publish", "pnpm --dir x publish", "pnpm -Cx publish", "pnpm --filter pkg publish", "pnpm -r publish"]],
   ["cargo publish*", ["cargo --manifest-path x/Cargo.toml publish", "cargo +nightly publish", "cargo --locked publish", "cargo -Z unstable-options publish"]],
@@ -64,6 +65,8 @@ describe("a deny or ask rule holds after the program's own options", () => {
     ]
     expect(await decide("default", "npm --prefix x test", rules)).toEqual({ decision: "allow", policy: "anything" })
     expect(await decide("default", "npm -w publish test", rules)).toEqual({ decision: "allow", policy: "anything" })
+    expect(await decide("default", "npm p", rules)).toEqual({ decision: "allow", policy: "anything" })
+    expect(await decide("default", "npm pack", rules)).toEqual({ decision: "allow", policy: "anything" })
     for (const command of ["make -j 4 test", "make -C deploy test", "make test redeploy"]) {
       expect(await decide("default", command, [{ name: "fenced", tool: "shell", command: "make deploy*", decision: "deny" }, rules[1]!]), command)
         .toEqual({ decision: "allow", policy: "anything" })
@@ -86,7 +89,9 @@ describe("a deny or ask rule holds after the program's own options", () => {
 
 describe("a package manager's subcommand is read after its options for its risk", () => {
   const always: ReadonlyArray<RememberedPermission> = [{ scope: "shell:npm:write", decision: "allow", sequence: 1 }]
-  for (const command of ["npm --prefix . exec cowsay", "npm -w pkg exec cowsay", "npm --silent x cowsay", "pnpm -C x dlx cowsay", "pnpm -r exec cowsay", "yarn --cwd x dlx cowsay", "yarn workspace pkg exec cowsay", "yarn workspaces foreach run build"]) {
+  for (const command of ["npm --prefix . exec cowsay", "npm -w pkg exec cowsay", "npm --silent x cowsay", "pnpm -C x dlx cowsay", "pnpm -r exec cowsay", "yarn --cwd x dlx cowsay", "yarn workspace pkg exec cowsay", "yarn workspaces foreach run build",
+    // npm takes a prefix of a command, and init <name> runs create-<name>.
+    "npm exe cowsay", "npm init react-app", "npm create vite", "npm cr vite", "npm --prefix . ini vite"]) {
     it(`${JSON.stringify(command)} is remembered for its exact line only`, async () => {
       const call = await prepare(command)
       expect(call.scope).toBe(`shell:exact:${command}`)
@@ -99,6 +104,7 @@ describe("a package manager's subcommand is read after its options for its risk"
   it("its other subcommands keep their own risk", async () => {
     expect((await prepare("npm --prefix x test")).scope).toBe("shell:npm:write")
     expect((await prepare("npm -w pkg install")).scope).toBe("shell:npm:network")
+    expect((await prepare("npm init -y")).scope).toBe("shell:npm:write")
     expect((await decide("default", "npm test", [], always)).decision).toBe("allow")
   })
 })

@@ -200,6 +200,15 @@ const programNamed = (pattern: string): string | undefined => {
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
+/** The plain start of a pattern's second word, before any wildcard (`publish` of `npm publish*`), if it has one. */
+const subcommandNamed = (pattern: string): string | undefined => {
+  const second = CommandLine.tokenize(pattern).tokens[1]
+  if (second === undefined || second._tag !== "Word" || second.expands) return undefined
+  const wild = [...second.value].findIndex((c, i) => !second.quoted[i] && (c === "*" || c === "?"))
+  const named = wild < 0 ? second.value : second.value.slice(0, wild)
+  return named === "" ? undefined : named
+}
+
 /** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
 interface Start {
   readonly at: number
@@ -260,8 +269,11 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
   const program = programNamed(pattern)
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
+  const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   return segmentsOf(line.tokens).some((words) => {
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
+    const spelledOut = program === undefined || subcommand === undefined ? undefined : GlobalOptions.unabbreviated(program, subcommand, words)
+    if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
     const script = depth < 4 ? shellScript(words) : undefined
     return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)

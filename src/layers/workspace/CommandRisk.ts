@@ -109,6 +109,14 @@ const packageManagers = new Set(["npm", "pnpm", "yarn", "bun"])
  * exec x` was a write like `npm test`, which "always" on `npm test` covered. yarn's `workspaces
  * foreach` runs a command of its own in each package: a runner too.
  */
+/**
+ * Whether npm's subcommand runs a package: npm takes any unique prefix of a command (`npm exe` is
+ * `npm exec`), and `npm init <name>` (`create`, `innit`, and their prefixes) runs `create-<name>`.
+ */
+const npmRuns = (sub: string, args: ReadonlyArray<string>): boolean =>
+  (sub.length >= 3 && "exec".startsWith(sub)) ||
+  ((["init", "create", "innit"].some((name) => sub.length >= 2 && name.startsWith(sub))) && args.slice(args.indexOf(sub) + 1).some((a) => !a.startsWith("-")))
+
 const packageSubcommand = (program: string, args: ReadonlyArray<string>): string => {
   let at = GlobalOptions.subcommandIndex(program, args)
   if (program === "yarn" && args[at] === "workspace") at += 2 + GlobalOptions.subcommandIndex(program, args.slice(at + 2))
@@ -448,7 +456,7 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   if (networkPrograms.has(program)) return general("network")
   if (packageManagers.has(program)) {
     const sub = packageSubcommand(program, args)
-    if (packageRunners.has(sub)) return exact()
+    if (packageRunners.has(sub) || (program === "npm" && npmRuns(sub, args))) return exact()
     if (program !== "bun" && ["install", "add", "i", "ci"].includes(sub)) return general("network")
   }
   return general("write")
