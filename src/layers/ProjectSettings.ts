@@ -242,6 +242,21 @@ const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): str
 }
 
 /**
+ * A project's file that is there but cannot be read — a FIFO, a socket, a device or a folder in its
+ * place, a link that leads nowhere, over the size cap — is skipped with one line saying so, as an
+ * instructions file is: the repository ships it, and before, a named pipe at `.mcp.json` or
+ * `.effect-agent/settings.json` made every `run` in the clone exit 1. Nothing of it applies (an
+ * untrusted file's deny and ask rules are the repository's own, which it could as well leave out).
+ * A file that reads but is invalid still fails, naming the entry.
+ */
+export const skipUnreadable = (notes: Array<string>) => <A, R>(read: Effect.Effect<A | undefined, SettingsError, R>): Effect.Effect<A | undefined, SettingsError, R> =>
+  Effect.catchIf(read, (error) => error.reason === "unreadable", (error) =>
+    Effect.sync(() => {
+      notes.push(`${escapeControls(error.message)}; skipped`)
+      return undefined
+    }))
+
+/**
  * Resolves a session's settings: the user's choices now, the user's own file, and the project's file
  * as far as the user trusts it (see the module's comment). Fails with one line naming the file and
  * the entry when a file is invalid; a trust file that cannot be read leaves every project untrusted
@@ -256,7 +271,7 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
       Effect.as(Effect.sync(() => notes.push(`${error.message}; every project's settings are treated as untrusted`)), [] as ReadonlyArray<TrustStore.Entry>))
   )
   const user = yield* readUser(configDir, tools)
-  const project = yield* readProject(options.cwd, trusted, tools)
+  const project = yield* readProject(options.cwd, trusted, tools).pipe(skipUnreadable(notes))
   // The mode before the project's file narrows it: the user's, else the trusted project's, else default.
   const base = user?.mode ?? (project?.trust === "trusted" ? project.settings.mode : undefined) ?? "default"
   const fromProject = applied(project, base)

@@ -11,22 +11,10 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { type Finished, start } from "./subprocess.js"
+import { runOrKill } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-planted-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-
-/** Runs the CLI in `cwd`; a run still going after a minute is killed (SIGKILL: a blocked process ignores SIGTERM). */
-const runOrKill = async (args: ReadonlyArray<string>, cwd: string): Promise<Finished> => {
-  const running = start(args, { cwd })
-  running.child.stdin!.end()
-  const timer = setTimeout(() => running.child.kill("SIGKILL"), 60_000)
-  try {
-    return await running.done
-  } finally {
-    clearTimeout(timer)
-  }
-}
 
 /** A cloned repository with a `.effect-agent/` of its own and a script whose model says hi. */
 const repository = (name: string) => {

@@ -125,6 +125,22 @@ export const start = (
   return { child, done, waitForStdout: waitFor("out"), waitForStderr: waitFor("err") }
 }
 
+/**
+ * Runs `effect-agent <args>` in `cwd` with stdin closed; a run still going after a minute is killed
+ * (SIGKILL: a process blocked in `open(2)` ignores SIGTERM), so a hang fails a test rather than
+ * holding the suite.
+ */
+export const runOrKill = async (args: ReadonlyArray<string>, cwd: string): Promise<Finished> => {
+  const running = start(args, { cwd })
+  running.child.stdin!.end()
+  const timer = setTimeout(() => running.child.kill("SIGKILL"), 60_000)
+  try {
+    return await running.done
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /** Runs `effect-agent <args>` to the end. */
 export const run = (args: ReadonlyArray<string>, options: { readonly cwd?: string; readonly env?: Record<string, string> } = {}) =>
   start(args, options).done

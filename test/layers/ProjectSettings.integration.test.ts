@@ -255,16 +255,20 @@ describe("ProjectSettings.load", () => {
       expect(loaded.policy.protectedPaths).toContain(at.configDir)
     }))
 
-  it.effect("no file: nothing; a broken file or an unreadable one fails with one line; a broken trust file leaves every project untrusted", () =>
+  it.effect("no file: nothing; a broken file fails with one line, an unreadable one is skipped with one; a broken trust file leaves every project untrusted", () =>
     Effect.promise(async () => {
       const none = await load(setup())
       expect(none.project).toBeUndefined()
       expect(none.notes).toEqual([])
       expect(await failure(load(setup("{ not json")))).toMatch(/settings\.json:1:3: not valid JSON: expected a property name in double quotes, found 'n': \{ not json$/)
       const fifo = setup()
-      // A FIFO named settings.json (a hostile repository could ship one): refused at once, never waited on.
+      // A FIFO named settings.json (a hostile repository could ship one): skipped at once, never waited on, and the session goes on.
       const made = (await import("node:child_process")).spawnSync("mkfifo", [join(fifo.cwd, ".effect-agent", "settings.json")])
-      if (made.status === 0) expect(await failure(load(fifo))).toMatch(/settings\.json: cannot be read \(not a regular file\)/)
+      if (made.status === 0) {
+        const skipped = await load(fifo)
+        expect(skipped.project).toBeUndefined()
+        expect(skipped.notes).toEqual([expect.stringMatching(/settings\.json: cannot be read \(not a regular file\); skipped$/)])
+      }
       // A link to nothing is no file; a loop of links is named as what it is.
       const dangling = setup()
       symlinkSync(join(dangling.cwd, "missing.json"), join(dangling.cwd, ".effect-agent", "settings.json"))
@@ -272,7 +276,7 @@ describe("ProjectSettings.load", () => {
       const loop = setup()
       symlinkSync(join(loop.cwd, "other.json"), join(loop.cwd, ".effect-agent", "settings.json"))
       symlinkSync(join(loop.cwd, ".effect-agent", "settings.json"), join(loop.cwd, "other.json"))
-      expect(await failure(load(loop))).toMatch(/settings\.json: cannot be read \(a loop of links\)$/)
+      expect((await load(loop)).notes).toEqual([expect.stringMatching(/settings\.json: cannot be read \(a loop of links\); skipped$/)])
       const user = setup(undefined, undefined)
       writeFileSync(join(user.configDir, "settings.json"), "{\"rules\":[{\"name\":\"x\",\"decision\":\"maybe\"}]}")
       expect(await failure(load(user))).toBe(`${join(user.configDir, "settings.json")}: rules[0].decision: Expected "allow" | "deny" | "ask", actual "maybe"`)

@@ -193,7 +193,7 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
       Effect.as(Effect.sync(() => notes.push(`${error.message}; no project's MCP servers are started`)), [] as ReadonlyArray<TrustStore.Entry>))
   )
   const user = yield* readUser(configDir)
-  const project = yield* readProject(options.cwd, trusted, { onlyIfKnown: true })
+  const project = yield* readProject(options.cwd, trusted, { onlyIfKnown: true }).pipe(ProjectSettings.skipUnreadable(notes))
   const names = project === undefined ? [] : Object.keys(project.file.mcpServers)
   if (project !== undefined && project.trust !== "trusted" && names.length > 0) {
     notes.push(

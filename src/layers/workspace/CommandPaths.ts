@@ -30,6 +30,7 @@ import type { PathAccess } from "../../services/ToolRouter.js"
 import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
+import * as GlobalOptions from "./GlobalOptions.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -43,6 +44,11 @@ export interface Named {
   readonly globs: ReadonlyArray<CommandLine.Word>
   /** Folders a command walks recursively (as written; relative to cwd). */
   readonly trees: ReadonlyArray<string>
+  /**
+   * Paths git reads relative to the root of the repository it runs in (`git show HEAD:secret`,
+   * `git diff -- :/secret`), with the folder it runs in (`base`, relative to cwd: `-C dir`, else "").
+   */
+  readonly fromRepositoryRoot: ReadonlyArray<{ readonly path: string; readonly base: string }>
 }
 
 /** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
@@ -187,6 +193,51 @@ const fileUrlPaths = (url: string): { readonly paths: ReadonlyArray<string> } | 
   }
 }
 
+/** Git's subcommands whose operands may be `<rev>:<path>` (a file of a commit, of the index: `HEAD:secret`, `:secret`). */
+const gitRevisionReaders = new Set([
+  "show", "cat-file", "diff", "difftool", "grep", "archive", "ls-tree", "log", "whatchanged", "blame", "annotate", "rev-parse", "checkout", "restore"
+])
+/** Git's subcommands where `a:b` is a refspec or an address, never a path. */
+const gitRemoteSubcommands = new Set(["push", "fetch", "pull", "clone", "remote", "ls-remote", "submodule", "config", "send-email", "request-pull", "credential"])
+/** A revision before `:` (`HEAD`, `v1.0^{tree}`, `origin/main~2`, `stash@{0}`): no spaces, no `%` of a format. */
+const gitRevision = /^[\w./@{}~^+-]+$/
+
+/** Where git reads a `<rev>:<path>`'s path: relative to cwd when written `./…` or `../…`, else from the repository's root. */
+const gitRevisionPath = (path: string): { readonly fromRoot: string } | { readonly fromCwd: string } =>
+  path === "." || path === ".." || path.startsWith("./") || path.startsWith("../") ? { fromCwd: path } : { fromRoot: path }
+
+/**
+ * The paths a git operand names that are not the word itself: a pathspec's magic (`:/secret`,
+ * `:(top)secret` from the repository's root; `:(glob)x`, `:!x` from cwd) and, for a subcommand that
+ * reads `<rev>:<path>`, that path (`HEAD:secret` from the root, `HEAD:../x` from cwd; `HEAD:` is the root).
+ * Over-reporting (`--since 12:00` read as a revision) only asks.
+ */
+export const gitNames = (word: string, revisions: boolean): ReadonlyArray<{ readonly fromRoot: string } | { readonly fromCwd: string }> => {
+  if (word.startsWith(":(")) {
+    const close = word.indexOf(")")
+    if (close < 0) return []
+    const magic = word.slice(2, close).split(",").map((m) => m.trim())
+    const rest = word.slice(close + 1)
+    return [magic.includes("top") ? { fromRoot: rest } : { fromCwd: rest }]
+  }
+  if (word.startsWith(":")) {
+    // `:/path` (top), `:!x`/`:^x` (exclude), optionally ended by `:`; `:N:path` is the index's stage N.
+    const stage = /^:[0-3]:(.*)$/s.exec(word)
+    if (stage !== null) return revisions ? [gitRevisionPath(stage[1]!)] : []
+    const short = /^:([/!^]*):?(.*)$/s.exec(word)!
+    const [magic, rest] = [short[1]!, short[2]!]
+    if (magic.includes("/")) return [{ fromRoot: rest }]
+    if (magic !== "") return [{ fromCwd: rest }]
+    return revisions ? [gitRevisionPath(rest)] : []
+  }
+  const colon = word.indexOf(":")
+  if (!revisions || colon <= 0 || !gitRevision.test(word.slice(0, colon))) return []
+  const path = word.slice(colon + 1)
+  // An address (`https://…`, `git@host:repo`) or a message (`fix: x`) is no path.
+  if (path.startsWith("//") || /^\s/.test(path)) return []
+  return [gitRevisionPath(path)]
+}
+
 /** Whether a shell would expand the word as a file name pattern. */
 const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
 
@@ -225,6 +276,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const unknown: Array<{ word: string; why: string }> = []
   const globs: Array<CommandLine.Word> = []
   const trees: Array<string> = []
+  const fromRepositoryRoot: Array<{ path: string; base: string }> = []
   const { commands, redirected } = simpleCommands(tokens)
 
   const word = (w: CommandLine.Word, bases: ReadonlyArray<string>): void => {
@@ -276,6 +328,26 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       })
     }
     for (const w of args) word(w, bases)
+    if (program === "git") {
+      const values = args.map((w) => w.value)
+      const sub = GlobalOptions.subcommandIndex("git", values)
+      const subcommand = values[sub] ?? ""
+      if (!gitRemoteSubcommands.has(subcommand)) {
+        const revisions = gitRevisionReaders.has(subcommand)
+        args.slice(sub + 1).forEach((w, i, operands) => {
+          if (w.expands) return
+          // `-L 1,5:../x`, `-L:main:../x` (log's line ranges): a file from cwd after the last `:`.
+          const colon = w.value.lastIndexOf(":")
+          const fromCwd = (file: string) => files.push(file, ...bases.map((base) => NodePath.join(base, file)))
+          if (colon >= 0 && (w.value.startsWith("-L") || operands[i - 1]?.value === "-L")) fromCwd(w.value.slice(colon + 1))
+          if (w.value.startsWith("-")) return
+          for (const name of gitNames(w.value, revisions)) {
+            if ("fromCwd" in name) fromCwd(name.fromCwd)
+            else for (const base of ["", ...bases]) fromRepositoryRoot.push({ path: name.fromRoot, base })
+          }
+        })
+      }
+    }
     if (program === "tar") {
       // Option letters: dash clusters, and the first word without a dash (old-style `tar cfT x.tar list`).
       const letters = args.map((w, i) => (i === 0 && !w.value.startsWith("-") ? w.value : /^-[^-]/.test(w.value) ? w.value.slice(1) : "")).join("")
@@ -303,11 +375,24 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
           unknown.push(...inner.unknown)
           globs.push(...inner.globs)
           trees.push(...inner.trees)
+          fromRepositoryRoot.push(...inner.fromRepositoryRoot)
         }
       }
     }
   }
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)] }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot }
+}
+
+/**
+ * The root of the repository git finds from `dir`: the nearest folder at or above it holding a
+ * `.git` (a folder or a file). With none, `dir` itself (git then finds nothing: the word is read
+ * where it is).
+ */
+const repositoryRoot = async (dir: string): Promise<string> => {
+  for (let at = dir; ; at = NodePath.dirname(at)) {
+    if (await NodeFs.lstat(NodePath.join(at, ".git")).then(() => true, () => false)) return at
+    if (NodePath.dirname(at) === at) return dir
+  }
 }
 
 /** How far the checks may go. */
@@ -405,11 +490,18 @@ export const check = (
     const out: Array<PathAccess> = what.unknown.map((u) => unchecked(u.word, u.word, `${u.why}: not known before it runs`))
     const root = yield* Paths.realCwd(cwd)
     const home = process.env.HOME ?? "/"
-    if (what.files.length + what.globs.length + what.trees.length > maxCandidates) {
+    if (what.files.length + what.globs.length + what.trees.length + what.fromRepositoryRoot.length > maxCandidates) {
       return [...out, unchecked("(the command line)", "(the command line)", `more than ${maxCandidates} words and parts of words: not checked`)]
     }
     const deadline = options.now() + caps.timeBudgetMillis
     const texts = [...what.files]
+    // Git's root-relative paths, from the root of the repository each runs in (cwd's, or `-C`'s).
+    const tops = new Map<string, string>()
+    for (const { base, path } of what.fromRepositoryRoot) {
+      const top = tops.get(base) ?? (yield* Effect.promise(() => repositoryRoot(NodePath.resolve(root, base))))
+      tops.set(base, top)
+      texts.push(NodePath.join(top, path))
+    }
     for (const glob of what.globs) {
       const matches = yield* Effect.promise(() => expandGlob(glob, root, home, caps.maxEntries))
       if (matches === undefined) out.push(unchecked(glob.raw, glob.raw, `a pattern matching more than ${caps.maxEntries} entries: not checked`))

@@ -13,6 +13,7 @@
  */
 import * as CommandLine from "./CommandLine.js"
 import * as Glob from "./Glob.js"
+import * as GlobalOptions from "./GlobalOptions.js"
 
 export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -199,21 +200,28 @@ const programNamed = (pattern: string): string | undefined => {
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
+/** The plain start of a pattern's second word, before any wildcard (`publish` of `npm publish*`), if it has one. */
+const subcommandNamed = (pattern: string): string | undefined => {
+  const second = CommandLine.tokenize(pattern).tokens[1]
+  if (second === undefined || second._tag !== "Word" || second.expands) return undefined
+  const wild = [...second.value].findIndex((c, i) => !second.quoted[i] && (c === "*" || c === "?"))
+  const named = wild < 0 ? second.value : second.value.slice(0, wild)
+  return named === "" ? undefined : named
+}
+
 /** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
 interface Start {
   readonly at: number
   readonly position: number
 }
 
-/** Git's options before its subcommand that take the next word as their value (`git -C dir push`). */
-const gitValued = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--attr-source"])
-
 /**
  * Where, in a simple command's units, a command run under `program`'s name may begin: at each word
  * that names it — by that name after a wrapper (`command git …`, `env X=1 git …`, `nice git …`), or
  * by a path to it (`/usr/bin/git …`: at its last part, so that the word reads as the bare name) —
- * and, for git, where its subcommand begins after global options (`git --no-pager -C . push`), at
- * the pattern's `afterProgram` (its position after the program's word). One pass over the words,
+ * and, for git and the other programs `GlobalOptions` knows, where its subcommand begins after the
+ * program's own options (`git --no-pager -C . push`, `npm --prefix x publish`, `make -C x deploy`),
+ * at the pattern's `afterProgram` (its position after the program's word). One pass over the words,
  * and the matcher takes every start in the same linear pass, however many such words a line holds.
  * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
@@ -229,14 +237,22 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
     at += dynamic[i] ? 1 : word.value.length
   })
   const starts: Array<Start> = []
+  // Where the subcommand is after the program's own options, read once for the whole line.
+  const values = words.map((w) => w.value)
+  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, values) : undefined
   words.forEach((word, i) => {
     if (dynamic[i] || word.value.split("/").at(-1) !== program) return
     if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
-    if (program !== "git" || afterProgram === undefined) return
-    let sub = i + 1
-    while (sub < words.length && words[sub]!.value.startsWith("-")) sub += gitValued.has(words[sub]!.value) ? 2 : 1
+    if (subcommand === undefined || afterProgram === undefined) return
+    const sub = subcommand[i + 1]!
     if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
   })
+  // make's later targets (`make clean deploy`) are where a match may begin too.
+  if (subcommand !== undefined && afterProgram !== undefined) {
+    for (const j of GlobalOptions.laterSubcommands(program, values, (value) => value.split("/").at(-1) === program)) {
+      if (!dynamic[j]) starts.push({ at: offsets[j]!, position: afterProgram })
+    }
+  }
   return starts.sort((a, b) => a.at - b.at)
 }
 
@@ -253,8 +269,11 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
   const program = programNamed(pattern)
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
+  const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   return segmentsOf(line.tokens).some((words) => {
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
+    const spelledOut = program === undefined || subcommand === undefined ? undefined : GlobalOptions.unabbreviated(program, subcommand, words)
+    if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
     const script = depth < 4 ? shellScript(words) : undefined
     return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)

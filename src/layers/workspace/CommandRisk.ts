@@ -14,6 +14,7 @@
  * @internal
  */
 import type { Risk } from "../../domain/AgentEvent.js"
+import * as GlobalOptions from "./GlobalOptions.js"
 
 /** The risk of an invocation, and whether an "always" answer about it may cover others like it. */
 export interface Classification {
@@ -101,6 +102,27 @@ const runsCommandsToo = new Set([
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program) || runsCommandsToo.has(program)
 /** Package manager subcommands that run a command given on the line. */
 const packageRunners = new Set(["exec", "x", "dlx", "create"])
+const packageManagers = new Set(["npm", "pnpm", "yarn", "bun"])
+/**
+ * A package manager's subcommand, after its own options (`npm -w pkg exec …`, `pnpm -C x dlx …`) and
+ * yarn's `workspace <name>` (`yarn workspace pkg exec …`): read at the first word only, `npm --prefix .
+ * exec x` was a write like `npm test`, which "always" on `npm test` covered. yarn's `workspaces
+ * foreach` runs a command of its own in each package: a runner too.
+ */
+/**
+ * Whether npm's subcommand runs a package: npm takes any unique prefix of a command (`npm exe` is
+ * `npm exec`), and `npm init <name>` (`create`, `innit`, and their prefixes) runs `create-<name>`.
+ */
+const npmRuns = (sub: string, args: ReadonlyArray<string>): boolean =>
+  (sub.length >= 3 && "exec".startsWith(sub)) ||
+  ((["init", "create", "innit"].some((name) => sub.length >= 2 && name.startsWith(sub))) && args.slice(args.indexOf(sub) + 1).some((a) => !a.startsWith("-")))
+
+const packageSubcommand = (program: string, args: ReadonlyArray<string>): string => {
+  let at = GlobalOptions.subcommandIndex(program, args)
+  if (program === "yarn" && args[at] === "workspace") at += 2 + GlobalOptions.subcommandIndex(program, args.slice(at + 2))
+  if (program === "yarn" && args[at] === "workspaces" && args[at + 1] === "foreach") return "exec"
+  return args[at] ?? ""
+}
 
 /** Short options of a word: every letter of a `-xyz` cluster (a value glued to a letter reads as letters too, which errs towards asking). */
 const shortLetters = (word: string): string => (word.startsWith("-") && !word.startsWith("--") ? word.slice(1) : "")
@@ -432,9 +454,10 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   if (runsNamed !== undefined && runsNamed(args)) return exact(networkPrograms.has(program) ? "network" : "write")
   if (destructivePrograms.has(program)) return general("destructive")
   if (networkPrograms.has(program)) return general("network")
-  if ((program === "npm" || program === "pnpm" || program === "yarn" || program === "bun") && packageRunners.has(args[0] ?? "")) return exact()
-  if ((program === "npm" || program === "pnpm" || program === "yarn") && ["install", "add", "i", "ci"].includes(args[0] ?? "")) {
-    return general("network")
+  if (packageManagers.has(program)) {
+    const sub = packageSubcommand(program, args)
+    if (packageRunners.has(sub) || (program === "npm" && npmRuns(sub, args))) return exact()
+    if (program !== "bun" && ["install", "add", "i", "ci"].includes(sub)) return general("network")
   }
   return general("write")
 }
