@@ -32,9 +32,9 @@ afterAll(() => server.close())
 beforeEach(() => server.reset())
 
 /** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
-const engine = (provider: () => Layer.Layer<ModelProvider>) =>
+const engine = (provider: () => Layer.Layer<ModelProvider>, options: SessionEngineModule.Options = {}) =>
   Layer.suspend(() =>
-    SessionEngineModule.layer().pipe(
+    SessionEngineModule.layer(options).pipe(
       Layer.provide(MemoryEventStore.layer),
       Layer.provide(IdGenerator.layerSequential),
       Layer.provide(provider()),
@@ -368,4 +368,95 @@ describe("anthropic: blocks and deltas the adapter does not take", () => {
       expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(anthropic))))
+})
+
+/** How each call a turn stored was closed: its id to the errorCode it failed with, or "completed". */
+const closings = (events: ReadonlyArray<AgentEvent>) => {
+  const closed = new Map<string, string>()
+  for (const e of events) {
+    if (e.type === "tool.completed") closed.set((e.payload as { toolCallId: string }).toolCallId, "completed")
+    if (e.type === "tool.failed") closed.set((e.payload as { toolCallId: string }).toolCallId, (e.payload as { errorCode: string }).errorCode)
+  }
+  return closed
+}
+
+/**
+ * More tool calls in one response than a turn allows. Every call was stored (10,000
+ * `model.tool_call_requested` and as many `tool.failed`) before the step's check ended the turn;
+ * now the calls up to the first past the limit are stored, and the rest never are.
+ */
+describe("more tool calls in one response than a turn allows", () => {
+  it.effect("anthropic: 10,000 tool_use blocks — 101 stored (maxToolCalls 100, and the one past it), each closed max_steps; none run", () =>
+    Effect.gen(function*() {
+      const blocks = Array.from({ length: 10_000 }, (_, i) => a.tool(i, `toolu_${i}`, { path: `f${i}` }))
+      server.respond(a.response(...blocks)("tool_use"), a.answer())
+      const { events, sessionId } = yield* turn("read them all")
+      const stored = callIds(events, "model.tool_call_requested")
+      expect(stored).toHaveLength(101)
+      expect(stored.at(-1)).toBe("toolu_100")
+      const closed = closings(events)
+      expect(closed.size).toBe(101)
+      expect(new Set(closed.values())).toEqual(new Set(["max_steps"]))
+      expect(events.some((e) => e.type === "tool.started")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+      // The session goes on, and what the next request sends back pairs every stored call with its result.
+      yield* turn("and now?", sessionId)
+      expect(pairedCalls(server.received[1]!.body)).toHaveLength(101)
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("openai: a second step that passes the turn's limit — the calls up to the first past it are stored", () =>
+    Effect.gen(function*() {
+      const calls = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: `call_${from + i}`, args: { path: `f${from + i}` } }))
+      server.respond(o.calls(...calls(0, 3)), o.calls(...calls(3, 50)), o.answer())
+      const { events, sessionId } = yield* turn("read")
+      expect(callIds(events, "tool.completed")).toEqual(["call_0", "call_1", "call_2"])
+      // maxToolCalls 5: three ran, the next three are stored (the third is past the limit), the other 47 never were.
+      expect(callIds(events, "model.tool_call_requested")).toEqual(["call_0", "call_1", "call_2", "call_3", "call_4", "call_5"])
+      expect([...closings(events)].filter(([, how]) => how === "max_steps").map(([id]) => id)).toEqual(["call_3", "call_4", "call_5"])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai, { maxToolCalls: 5 }))))
+})
+
+/**
+ * A response without end: an endpoint a `baseURL` points at is held to no vendor's output limit, and
+ * every delta became an event (10 million one-character deltas: 10 million events, about 2 GB of
+ * log) and part of the transcript. `maxResponse` bounds a response's text; past it the request is
+ * aborted and the turn ends `response_too_large`, what was stored kept and the session usable.
+ */
+describe("a response larger than a response may be", () => {
+  const textDeltas = (n: number) => Array.from({ length: n }, () => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "x" } }))
+
+  it.effect("anthropic: more deltas than maxResponse.deltas, then a stall — the first ones stored, the request aborted, the turn ends response_too_large", () =>
+    Effect.gen(function*() {
+      const stalled = sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...textDeltas(2_000)])
+      server.respond({ ...stalled, body: stalled.body + ": stall\n\n" }, a.answer())
+      const { events, sessionId } = yield* turn("talk")
+      expect(deltasOf(events).join("")).toBe("x".repeat(1_000))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      // The stalled connection was closed by the client, not left open.
+      // (Waited for on the event loop: the test's clock is a TestClock.)
+      while (server.clientClosed() === 0) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 10)))
+      expectWellFormedLog(yield* replay(sessionId))
+      const next = yield* turn("shorter, please", sessionId)
+      expect(next.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic, { maxResponse: { deltas: 1_000 } }))))
+
+  it.effect("openai: one delta past the default 4 Mi characters — not stored, the turn ends response_too_large; its tool call stored before is closed", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        o.chunk({ role: "assistant", content: "" }),
+        o.chunk({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "read_file", arguments: "{\"path\":\"a\"}" } }] }),
+        o.chunk({ content: "before " }),
+        o.chunk({ content: "y".repeat(4 * 1024 * 1024) }),
+        o.chunk({}, "stop"),
+        o.usage
+      ], true))
+      const { events, sessionId } = yield* turn("talk")
+      expect(deltasOf(events)).toEqual(["before "])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      expect(events.some((e) => e.type === "tool.started")).toBe(false)
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
 })
