@@ -90,7 +90,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     const ids = new Set<string>()
     const taken = (id: string) => ids.has(id) || turn.session.transcript.hasCallId(id)
     // What a hostile endpoint could otherwise stream without end (TurnOptions.maxResponse): the
-    // text's characters and deltas, counted as they come.
+    // text's characters, and its deltas and calls, counted as they come.
     const { maxResponse, maxToolCalls } = turn.services.options
     const maxChars = maxResponse?.chars ?? defaultMaxResponseChars
     const maxDeltas = maxResponse?.deltas ?? defaultMaxResponseDeltas
@@ -114,6 +114,11 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             else if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
             break
           case "ToolCall": {
+            // A call is a piece of the response too: a stream of calls without end ends like one of text.
+            if (++deltas > maxDeltas) {
+              tooLarge = true
+              break
+            }
             if ((turn.session.live.state.openTurn?.toolCallCount ?? 0) + asked.length > maxToolCalls) {
               callsOver++
               break

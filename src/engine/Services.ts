@@ -52,9 +52,9 @@ export interface TurnOptions {
    */
   readonly maxToolCalls: number
   /**
-   * What one model response's text may be (default 4 Mi characters in at most 512 Ki deltas): past
-   * either, the response is no longer read and the turn ends `response_too_large`, the text stored
-   * so far kept. Real models stay far below (128k output tokens is about 512 KB); an endpoint a
+   * What one model response may be (default 4 Mi characters of text, and 512 Ki deltas and tool
+   * calls): past either, the response is no longer read and the turn ends `response_too_large`,
+   * what was stored so far kept (its calls closed with the turn). Real models stay far below (128k output tokens is about 512 KB); an endpoint a
    * `baseURL` points at is not held to any vendor's limit.
    */
   readonly maxResponse?: { readonly chars?: number | undefined; readonly deltas?: number | undefined } | undefined

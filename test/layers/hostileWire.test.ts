@@ -403,7 +403,7 @@ describe("more tool calls in one response than a turn allows", () => {
       // The session goes on, and what the next request sends back pairs every stored call with its result.
       yield* turn("and now?", sessionId)
       expect(pairedCalls(server.received[1]!.body)).toHaveLength(101)
-    }).pipe(Effect.provide(engine(anthropic))))
+    }).pipe(Effect.provide(engine(anthropic))), 120_000)
 
   it.effect("openai: a second step that passes the turn's limit — the calls up to the first past it are stored", () =>
     Effect.gen(function*() {
@@ -441,6 +441,19 @@ describe("a response larger than a response may be", () => {
       expectWellFormedLog(yield* replay(sessionId))
       const next = yield* turn("shorter, please", sessionId)
       expect(next.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic, { maxResponse: { deltas: 1_000 } }))))
+
+  it.effect("anthropic: tool_use blocks without end, then a stall — past maxResponse.deltas the request is aborted; the calls stored are closed", () =>
+    Effect.gen(function*() {
+      const blocks = Array.from({ length: 3_000 }, (_, i) => a.tool(i, `toolu_${i}`, { path: `f${i}` }))
+      const stalled = sse([a.start, ...blocks.flat()])
+      server.respond({ ...stalled, body: stalled.body + ": stall\n\n" })
+      const { events, sessionId } = yield* turn("read forever")
+      expect(callIds(events, "model.tool_call_requested")).toHaveLength(101)
+      expect(new Set(closings(events).values())).toEqual(new Set(["response_too_large"]))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      while (server.clientClosed() === 0) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 10)))
+      expectWellFormedLog(yield* replay(sessionId))
     }).pipe(Effect.provide(engine(anthropic, { maxResponse: { deltas: 1_000 } }))))
 
   it.effect("openai: one delta past the default 4 Mi characters — not stored, the turn ends response_too_large; its tool call stored before is closed", () =>
