@@ -107,7 +107,7 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
       case "assistant":
         push("assistant", [
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: call.tool, input: Support.argsObject(call.args) }))
+          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: Support.sentToolName(call.tool), input: Support.argsObject(call.args) }))
         ])
         break
       case "tool":

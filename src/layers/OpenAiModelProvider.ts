@@ -120,7 +120,7 @@ export const toMessages = (
               tool_calls: message.toolCalls.map((call) => ({
                 id: call.toolCallId,
                 type: "function" as const,
-                function: { name: call.tool, arguments: JSON.stringify(Support.argsObject(call.args)) }
+                function: { name: Support.sentToolName(call.tool), arguments: JSON.stringify(Support.argsObject(call.args)) }
               }))
             })
         })

@@ -11,7 +11,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
@@ -20,6 +25,7 @@ import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import type { ModelProvider } from "../../src/services/ModelProvider.js"
+import type { ToolRouter } from "../../src/services/ToolRouter.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
 import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
@@ -32,16 +38,17 @@ afterAll(() => server.close())
 beforeEach(() => server.reset())
 
 /** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
-const engine = (provider: () => Layer.Layer<ModelProvider>, options: SessionEngineModule.Options = {}) =>
+const engine = (
+  provider: () => Layer.Layer<ModelProvider>,
+  options: SessionEngineModule.Options = {},
+  tools: () => Layer.Layer<ToolRouter> = () => testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } })
+) =>
   Layer.suspend(() =>
     SessionEngineModule.layer(options).pipe(
       Layer.provide(MemoryEventStore.layer),
       Layer.provide(IdGenerator.layerSequential),
       Layer.provide(provider()),
-      Layer.provide(Layer.mergeAll(
-        testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } }),
-        PermissionPolicy.layer({ mode: "bypass" })
-      ))
+      Layer.provide(Layer.mergeAll(tools(), PermissionPolicy.layer({ mode: "bypass" })))
     ))
 const anthropic = () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url })
 const openai = () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1` })
@@ -94,11 +101,11 @@ const o = {
   answer: () => sse([o.chunk({ role: "assistant", content: "done" }), o.chunk({}, "stop"), o.usage], true)
 }
 
-/** A turn on a new session, or on `sessionId`; its events. */
-const turn = (userMessage: string, sessionId?: string) =>
+/** A turn on a new session (in `cwd`), or on `sessionId`; its events. */
+const turn = (userMessage: string, sessionId?: string, cwd = "/work") =>
   Effect.gen(function*() {
     const agent = yield* SessionEngine
-    const id = sessionId ?? (yield* agent.createSession({ cwd: "/work", client: "test" })).sessionId
+    const id = sessionId ?? (yield* agent.createSession({ cwd, client: "test" })).sessionId
     return { sessionId: id, events: yield* collect(agent.runTurn({ sessionId: id, userMessage })) }
   })
 
@@ -471,5 +478,74 @@ describe("a response larger than a response may be", () => {
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
       expect(events.some((e) => e.type === "tool.started")).toBe(false)
       expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+/**
+ * A hostile model's tool calls, through the workspace's own tools: arguments nested 100,000 deep,
+ * 50 MB of them, a `__proto__` key, a name of 10 KB or with control characters. Each fails its call
+ * with a typed result the model reads; the turn and the session go on.
+ */
+describe("a hostile model's tool calls", () => {
+  const workspace = () => WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))
+  const cwd = () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "hostile-calls-")))
+    writeFileSync(join(dir, "a.txt"), "alpha")
+    return dir
+  }
+  const call = (name: string, ...pieces: ReadonlyArray<string>) => [
+    { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_h", name, input: {} } },
+    ...pieces.map((partial_json) => ({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json } })),
+    { type: "content_block_stop", index: 0 }
+  ]
+  const failedWith = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "tool.failed" ? [e.payload as { errorCode: string; message: string }] : []))
+
+  const cases = [
+    { name: "arguments nested 100,000 levels deep", tool: "read_file", pieces: [`{"path":${"[".repeat(100_000)}${"]".repeat(100_000)}}`], errorCode: "invalid_arguments" },
+    { name: "50 MB of arguments, in 1 MB pieces", tool: "read_file", pieces: [`{"path":"${"a".repeat(1024 * 1024 - 9)}`, ...Array.from({ length: 49 }, () => "a".repeat(1024 * 1024)), `"}`], errorCode: "invalid_arguments" },
+    { name: "a __proto__ key", tool: "read_file", pieces: [`{"path":"a.txt","__proto__":{"polluted":true}}`], errorCode: "invalid_arguments" },
+    { name: "a tool name of 10 KB", tool: `read_file${"x".repeat(10 * 1024)}`, pieces: [`{"path":"a.txt"}`], errorCode: "unknown_tool" },
+    { name: "a tool name with control characters", tool: "read_file\u001b]0;owned\u0007\r", pieces: [`{"path":"a.txt"}`], errorCode: "unknown_tool" }
+  ]
+  for (const c of cases) {
+    it.effect(`anthropic: ${c.name} — the call fails ${c.errorCode}, the model reads why, the session goes on`, () =>
+      Effect.gen(function*() {
+        server.respond(sse([a.start, ...call(c.tool, ...c.pieces), ...a.end("tool_use")]), a.answer(), a.answer())
+        const { events, sessionId } = yield* turn("go", undefined, cwd())
+        const [failed] = failedWith(events)
+        expect(failed!.errorCode).toBe(c.errorCode)
+        // What the model is told is a few lines, not the arguments or the name over again.
+        expect(failed!.message.length).toBeLessThan(2_000)
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expect(JSON.stringify(events).length).toBeLessThan(5 * 1024 * 1024)
+        expectWellFormedLog(yield* replay(sessionId))
+        // The next request pairs the call with its result, under a name and input the vendors take.
+        const [sent] = pairedCalls(server.received[1]!.body)
+        expect(sent!.result).toContain(c.errorCode === "unknown_tool" ? "no tool named" : "")
+        const use = server.received[1]!.body.messages[1].content.find((b: { type: string }) => b.type === "tool_use")
+        expect(use.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/)
+        const next = yield* turn("and now?", sessionId)
+        expect(next.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(anthropic, {}, workspace))), 60_000)
+  }
+
+  it.effect("openai: names no vendor takes (empty, a space, 100 characters) — each sent back under one it takes, paired with its result", () =>
+    Effect.gen(function*() {
+      const names = ["", "read file", "r".repeat(100)]
+      server.respond(
+        sse([
+          o.chunk({ role: "assistant", content: "" }),
+          ...names.map((name, index) => o.chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name, arguments: "{}" } }] })),
+          o.chunk({}, "tool_calls"),
+          o.usage
+        ], true),
+        o.answer()
+      )
+      const { events } = yield* turn("go")
+      expect(failedWith(events).map((f) => f.errorCode)).toEqual(["unknown_tool", "unknown_tool", "unknown_tool"])
+      const sent = server.received[1]!.body.messages[1].tool_calls.map((c: { function: { name: string } }) => c.function.name)
+      expect(sent).toEqual(["_", "read_file", "r".repeat(64)])
+      expect(pairedCalls(server.received[1]!.body)).toHaveLength(3)
     }).pipe(Effect.provide(engine(openai))))
 })

@@ -233,6 +233,18 @@ export const contextWindow = (
   fallback: number
 ): number => Option.getOrElse(Option.fromNullable(table.find(([prefix]) => model.startsWith(prefix))?.[1]), () => fallback)
 
+/** Tool names both vendors take (Anthropic's and OpenAI's rule for a tool's name). */
+const vendorToolName = /^[A-Za-z0-9_-]{1,64}$/
+
+/**
+ * A stored call's tool name as a request sends it back. A model's name is any string, and the log
+ * keeps it as it came; one no vendor takes (control characters, 10 KB, empty) in a request fails it
+ * (400) — that request and every later one of the session. Such a name is sent with each character
+ * the vendors do not take as `_`, cut to 64; the call's result already says no such tool ran.
+ */
+export const sentToolName = (name: string): string =>
+  vendorToolName.test(name) ? name : name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_"
+
 /**
  * The most characters of a tool call's streamed arguments (or name) kept: 4 Mi. A model's own are far
  * shorter (its output is capped by its max tokens), but an endpoint you point `baseURL` at can stream
