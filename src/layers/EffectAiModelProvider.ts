@@ -341,7 +341,9 @@ export const fromLanguageModel = (
         images: options.images === true
       },
       stream: (request) => {
-        const prompt = toPrompt(request)
+        // Lone surrogates repaired as the vendor adapters repair theirs (Support.wellFormed): the
+        // bridge's requests carry the same log text, and Anthropic refuses one that holds one.
+        const prompt = Support.wellFormed(toPrompt(request))
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })

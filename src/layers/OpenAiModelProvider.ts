@@ -199,9 +199,14 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       finish = choice.finish_reason ?? finish
       for (const piece of choice.delta.tool_calls ?? []) {
         const tool = tools.get(piece.index) ?? { id: "", name: "", args: "" }
+        const name = piece.function?.name ?? ""
         tools.set(piece.index, {
-          id: piece.id ?? tool.id,
-          name: Support.appendStreamed(tool.name, piece.function?.name ?? ""),
+          // A call's id is the one its first piece gave: one a later piece says otherwise does not
+          // change which call it is (its arguments still add up).
+          id: tool.id === "" ? piece.id ?? "" : tool.id,
+          // OpenAI names a call in its first piece; a compatible server that repeats the whole name
+          // in every piece named it again, not longer ("read_fileread_file" was an unknown tool).
+          name: name !== "" && name === tool.name ? tool.name : Support.appendStreamed(tool.name, name),
           args: Support.appendStreamed(tool.args, piece.function?.arguments ?? "")
         })
       }

@@ -340,6 +340,17 @@ describe("a lone surrogate in what the model sent", () => {
       }).pipe(Effect.provide(engine(vendor.layer))))
   }
 
+  it.effect("effect-ai (Anthropic): one never completed is stored as it came, and the bridge sends it as U+FFFD", () =>
+    Effect.gen(function*() {
+      server.respond(a.response(a.text(0, "smile \ud83d"))("end_turn"), a.answer())
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events).join("")).toBe("smile \ud83d")
+      yield* turn("again", sessionId)
+      const sent = JSON.stringify(server.received[1]!.body)
+      expect(sent).toContain("smile \uFFFD")
+      expect(sent).not.toMatch(/\\ud83d/i)
+    }).pipe(Effect.provide(engine(effectAiAnthropic))))
+
   it.effect("anthropic: a pair split across two deltas reaches the log and the next request whole", () =>
     Effect.gen(function*() {
       server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "smile \ud83d" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "\ude00!" } }, { type: "content_block_stop", index: 0 }, ...a.end("end_turn")]), a.answer())
@@ -548,4 +559,57 @@ describe("a hostile model's tool calls", () => {
       expect(sent).toEqual(["_", "read_file", "r".repeat(64)])
       expect(pairedCalls(server.received[1]!.body)).toHaveLength(3)
     }).pipe(Effect.provide(engine(openai))))
+})
+
+describe("wire items a vendor never sends", () => {
+  it.effect("openai: a call's id and name given again in every piece, the id changed — one call, under its first id and its name", () =>
+    Effect.gen(function*() {
+      const piece = (id: string, args: string) => o.chunk({ tool_calls: [{ index: 0, id, type: "function", function: { name: "read_file", arguments: args } }] })
+      server.respond(sse([o.chunk({ role: "assistant", content: "" }), piece("call_first", "{\"pa"), piece("call_other", "th\":\"a\"}"), o.chunk({}, "tool_calls"), o.usage], true), o.answer())
+      const { events, sessionId } = yield* turn("read a")
+      expect(events.filter((e) => e.type === "model.tool_call_requested").map((e) => e.payload)).toEqual([
+        { toolCallId: "call_first", tool: "read_file", args: { path: "a" } }
+      ])
+      expect(callIds(events, "tool.completed")).toEqual(["call_first"])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
+
+  it.effect("anthropic: a second message_start before the first message ended — its blocks are the response's; a call cut by it is closed; the turn ends well", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        ...a.text(0, "first "),
+        { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } },
+        { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } },
+        { ...a.start, message: { ...a.start.message, id: "msg_2", usage: { input_tokens: 3, output_tokens: 1 } } },
+        ...a.text(0, "second"),
+        ...a.tool(1, "toolu_whole", { path: "b" }),
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events)).toEqual(["first ", "second", "done"])
+      const closed = closings(events)
+      expect([...closed.keys()].sort()).toEqual(["toolu_cut", "toolu_whole"])
+      expect(closed.get("toolu_whole")).toBe("completed")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
+      pairedCalls(server.received[1]!.body)
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: deltas and stops for an index never started — text is text, arguments and stops for no block are dropped", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_delta", index: 7, delta: { type: "text_delta", text: "loose " } },
+        { type: "content_block_delta", index: 8, delta: { type: "input_json_delta", partial_json: "{\"path\": \"x\"}" } },
+        { type: "content_block_stop", index: 9 },
+        ...a.text(0, "answer"),
+        ...a.end("end_turn")
+      ]))
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events).join("")).toBe("loose answer")
+      expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
 })

@@ -209,7 +209,8 @@ export const wellFormed = <A>(value: A): A => {
     const text = value as unknown as WellFormedString
     return (text.isWellFormed() ? value : text.toWellFormed()) as A
   }
-  if (typeof value !== "object" || value === null) return value
+  // Bytes (an image's, in the bridge's prompt) hold no text: not walked byte by byte.
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return value
   if (Array.isArray(value)) {
     let out: Array<unknown> | undefined
     for (let i = 0; i < value.length; i++) {
