@@ -13,7 +13,7 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
-import { defaultMaxResponseChars, defaultMaxResponseDeltas } from "./Services.js"
+import { responseLimits } from "./Services.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as OwnedSpan from "./OwnedSpan.js"
@@ -91,9 +91,8 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     const taken = (id: string) => ids.has(id) || turn.session.transcript.hasCallId(id)
     // What a hostile endpoint could otherwise stream without end (TurnOptions.maxResponse): the
     // text's characters, and its deltas and calls, counted as they come.
-    const { maxResponse, maxToolCalls } = turn.services.options
-    const maxChars = maxResponse?.chars ?? defaultMaxResponseChars
-    const maxDeltas = maxResponse?.deltas ?? defaultMaxResponseDeltas
+    const { maxToolCalls } = turn.services.options
+    const { chars: maxChars, deltas: maxDeltas } = responseLimits(turn.services.options)
     let chars = 0
     let deltas = 0
     let tooLarge = false

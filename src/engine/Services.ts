@@ -88,10 +88,11 @@ export const defaultOptions: TurnOptions = {
   compaction: {}
 }
 
-/** The default of {@link TurnOptions.maxResponse}'s `chars`. */
-export const defaultMaxResponseChars = 4 * 1024 * 1024
-/** The default of {@link TurnOptions.maxResponse}'s `deltas`. */
-export const defaultMaxResponseDeltas = 512 * 1024
+/** {@link TurnOptions.maxResponse} with its defaults: 4 Mi characters, 512 Ki deltas and calls. */
+export const responseLimits = (options: TurnOptions): { readonly chars: number; readonly deltas: number } => ({
+  chars: options.maxResponse?.chars ?? 4 * 1024 * 1024,
+  deltas: options.maxResponse?.deltas ?? 512 * 1024
+})
 
 /** The engine's services and limits. */
 export interface Services {

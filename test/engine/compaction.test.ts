@@ -141,6 +141,30 @@ describe("compactSession (manual)", () => {
       expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
     }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { failure: { reason: "authentication" } }, { chunks: ["answer 3"] }])), quiet))
 
+  it.effect("a summary past maxResponse: compaction.failed response_too_large, the rest of it never read, the context unchanged", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* run(sessionId, "one")
+      yield* run(sessionId, "two")
+      const before = yield* replay(sessionId)
+      const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
+      expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode: "response_too_large" })
+      const log = yield* replay(sessionId)
+      expectWellFormedLog(log)
+      expect(log.at(-1)!.payload).toMatchObject({ errorCode: "response_too_large" })
+      expect(messagesOf(log)).toEqual(messagesOf(before))
+      yield* run(sessionId, "three")
+      expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
+    }).pipe(
+      Effect.provide(engineLayer(
+        MemoryEventStore.layer,
+        { responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: Array.from({ length: 50 }, () => "summary ") }, { chunks: ["answer 3"] }] },
+        { maxResponse: { deltas: 20 } }
+      )),
+      quiet
+    ))
+
   it.effect("a retryable failure of the summary request is retried (through the Clock) before it succeeds", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine
