@@ -263,6 +263,7 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
 export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const open = new Map<string, OpenCall>()
+    const streamed = Support.streamedCalls()
     const unfinished = (): Array<ModelProvider.ModelChunk> => {
       const calls = [...open].map(([id, call]) => ModelProvider.toolCall(id, call.name, call.text))
       open.clear()
@@ -282,11 +283,11 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         case "text-delta":
           return part.delta === "" ? [] : [ModelProvider.textDelta(part.delta)]
         case "tool-params-start":
-          if (!part.providerExecuted) open.set(part.id, { name: part.name, text: "" })
+          if (!part.providerExecuted && streamed.takes(open.size)) open.set(part.id, { name: part.name, text: "" })
           return []
         case "tool-params-delta": {
           const call = open.get(part.id)
-          if (call !== undefined) call.text = Support.appendStreamed(call.text, part.delta)
+          if (call !== undefined) call.text = streamed.append(call.text, part.delta)
           return []
         }
         case "tool-call": {

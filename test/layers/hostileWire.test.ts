@@ -388,6 +388,9 @@ describe("anthropic: blocks and deltas the adapter does not take", () => {
     }).pipe(Effect.provide(engine(anthropic))))
 })
 
+/** The failures of a turn's calls. */
+const failedWith = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "tool.failed" ? [e.payload as { errorCode: string; message: string }] : []))
+
 /** How each call a turn stored was closed: its id to the errorCode it failed with, or "completed". */
 const closings = (events: ReadonlyArray<AgentEvent>) => {
   const closed = new Map<string, string>()
@@ -422,6 +425,34 @@ describe("more tool calls in one response than a turn allows", () => {
       yield* turn("and now?", sessionId)
       expect(pairedCalls(server.received[1]!.body)).toHaveLength(101)
     }).pipe(Effect.provide(engine(anthropic))), 120_000)
+
+  it.effect("openai: 5,000 calls (handed on at the response's end) — the adapter holds at most 4,096", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        o.chunk({ role: "assistant", content: "" }),
+        ...Array.from({ length: 5_000 }, (_, index) => o.chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name: "read_file", arguments: "{}" } }] })),
+        o.chunk({}, "tool_calls"),
+        o.usage
+      ], true))
+      const { events, sessionId } = yield* turn("read them all")
+      expect(callIds(events, "model.tool_call_requested")).toHaveLength(4_096)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+      // (maxSteps 1: the calls are stored and closed, not run.)
+    }).pipe(Effect.provide(engine(openai, { maxToolCalls: 10_000, maxSteps: 1 }))), 120_000)
+
+  it.effect("openai: six calls of 3 Mi characters each — past 16 Mi in all, the rest of the arguments are dropped (the call gets the note no schema takes)", () =>
+    Effect.gen(function*() {
+      const big = JSON.stringify({ path: "p".repeat(3 * 1024 * 1024) })
+      server.respond(o.calls(...Array.from({ length: 6 }, (_, i) => ({ id: `call_${i}`, args: JSON.parse(big) }))), o.answer())
+      const { events, sessionId } = yield* turn("read")
+      const args = events.flatMap((e) => (e.type === "model.tool_call_requested" ? [(e.payload as { args: unknown }).args] : []))
+      // (Compared as text: a failing comparison of 3 MB strings would take vitest minutes to show.)
+      expect(args.slice(0, 5).every((a) => JSON.stringify(a) === big)).toBe(true)
+      // The sixth's arguments are the note no tool's schema takes (this test's tool takes anything).
+      expect(args[5]).toEqual(expect.stringContaining("were not kept"))
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))), 120_000)
 
   it.effect("openai: a second step that passes the turn's limit — the calls up to the first past it are stored", () =>
     Effect.gen(function*() {
@@ -509,7 +540,6 @@ describe("a hostile model's tool calls", () => {
     ...pieces.map((partial_json) => ({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json } })),
     { type: "content_block_stop", index: 0 }
   ]
-  const failedWith = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "tool.failed" ? [e.payload as { errorCode: string; message: string }] : []))
 
   const cases = [
     { name: "arguments nested 100,000 levels deep", tool: "read_file", pieces: [`{"path":${"[".repeat(100_000)}${"]".repeat(100_000)}}`], errorCode: "invalid_arguments" },

@@ -262,6 +262,32 @@ export const argumentsOverLimit = `(the call's arguments were over ${maxStreamed
 export const appendStreamed = (text: string, piece: string): string =>
   text === argumentsOverLimit || text.length + piece.length > maxStreamedChars ? argumentsOverLimit : text + piece
 
+/** Tool calls one response may have streaming at once (a model's parallel calls are a few dozen). */
+export const maxOpenCalls = 4096
+
+/** Characters one response's tool calls may stream in all, names and arguments. */
+export const maxCallsChars = 4 * maxStreamedChars
+
+/**
+ * What one response's tool calls stream, bounded as a whole. Each call is bounded by
+ * {@link maxStreamedChars}, but a response may stream many: 10,000 calls of 4 Mi characters each were
+ * all held (an OpenAI response's calls are handed on only at its end). Past {@link maxCallsChars} in
+ * all, every further piece is dropped as a call's own over its limit are (the call gets
+ * {@link argumentsOverLimit}); past {@link maxOpenCalls} open at once, a new call is not taken.
+ */
+export const streamedCalls = () => {
+  let chars = 0
+  return {
+    /** A call's streamed text with its next piece: {@link appendStreamed}, within the response's bound. */
+    append: (text: string, piece: string): string => {
+      chars += piece.length
+      return chars > maxCallsChars ? argumentsOverLimit : appendStreamed(text, piece)
+    },
+    /** Whether a new call is taken, with `open` calls streaming already. */
+    takes: (open: number): boolean => open < maxOpenCalls
+  }
+}
+
 /**
  * A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema
  * to refuse. No text at all is `{}` (a call with no arguments) — unless the call is `cut`: the last
