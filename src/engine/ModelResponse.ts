@@ -154,8 +154,11 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
 
     /** Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream ends. */
     const drain = (arrived: Mailbox.ReadonlyMailbox<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
-      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
-        done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), Effect.suspend(() => tooLarge ? Effect.void : drain(arrived, false))))
+      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) => {
+        // The batch is read as its commit is made: past the limit, nothing more is taken.
+        const committed = commitBatch(pieces)
+        return done || tooLarge ? committed : Effect.zipRight(committed, drain(arrived, false))
+      })
 
     let whole = false
     return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
@@ -165,21 +168,24 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       }),
       // Leaving the scope early (too large) aborts the provider's request.
       Effect.scoped,
-      Effect.zipRight(Effect.suspend(() =>
-        callsOver === 0 ? Effect.void : Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
-          Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
-        )
-      )),
-      Effect.zipRight(Effect.suspend(() =>
-        tooLarge
-          ? Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas }))
+      Effect.zipRight(Effect.suspend(() => {
+        const over = callsOver === 0
+          ? Effect.void
+          : Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
+            Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
+          )
+        return tooLarge
+          ? Effect.zipRight(over, Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas })))
           : finishReason === "length" || finishReason === "content_filter"
           ? Effect.zipRight(
-            Effect.annotateCurrentSpan("finishReason", finishReason),
-            Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+            over,
+            Effect.zipRight(
+              Effect.annotateCurrentSpan("finishReason", finishReason),
+              Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+            )
           )
-          : Effect.void
-      )),
+          : over
+      })),
       Effect.map((): Response => tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }),
       Effect.catchTag("ProviderFailure", (failure) =>
         Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
