@@ -32,7 +32,7 @@ import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
 import * as Retry from "./Retry.js"
-import { type Services, toolSpecs } from "./Services.js"
+import { responseLimits, type Services, toolSpecs } from "./Services.js"
 import type { Commit } from "./Turn.js"
 
 /** What a compaction stored: the payload of its `session.compacted`. */
@@ -74,28 +74,42 @@ const tokensOf = (services: Services, session: LiveSession.LiveSession, transcri
 interface Answer {
   readonly text: string
   readonly usage: AgentEvent.Usage | undefined
+  /** Past the engine's `maxResponse`: the rest was not read. */
+  readonly tooLarge?: true
 }
 
 const noAnswer: Answer = { text: "", usage: undefined }
 
-/** The model's text for one summary request, retried as a turn's request is. */
-const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effect<Either.Either<Answer, ProviderFailure>> =>
-  Retry.loop(
+/**
+ * The model's text for one summary request, retried as a turn's request is. Read up to
+ * `maxResponse`, as a turn's response is: a summary without end was gathered whole in memory.
+ */
+const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effect<Either.Either<Answer, ProviderFailure>> => {
+  const limits = responseLimits(services.options)
+  return Retry.loop(
     services.options.retry,
     () =>
-      services.provider.stream(request).pipe(
-        Stream.runFold(noAnswer, (answer, chunk): Answer =>
-          chunk._tag === "TextDelta"
-            ? { text: answer.text + chunk.text, usage: answer.usage }
-            : chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage) } : answer),
-        Effect.either
-      ),
+      Effect.suspend(() => {
+        let pieces = 0
+        return services.provider.stream(request).pipe(
+          Stream.runFoldWhile(noAnswer, (answer) => answer.tooLarge !== true, (answer, chunk): Answer => {
+            if (++pieces > limits.deltas) return { ...answer, tooLarge: true }
+            if (chunk._tag === "TextDelta") {
+              const text = answer.text + chunk.text
+              return text.length > limits.chars ? { ...answer, tooLarge: true } : { text, usage: answer.usage }
+            }
+            return chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage) } : answer
+          }),
+          Effect.either
+        )
+      }),
     (answer) => (Either.isLeft(answer) ? answer.left : undefined),
     (failure, attempt, delayMs) =>
       Effect.logInfo("summary request failed; retrying").pipe(
         Effect.annotateLogs({ reason: failure.reason, detail: failure.detail, attempt, delayMs })
       )
   )
+}
 
 /** The summary of the entries before the cut (with the request's usage), or the errorCode of why there is none. */
 const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.TranscriptEntry>): Effect.Effect<Either.Either<Answer, string>> =>
@@ -110,6 +124,10 @@ const summaryOf = (services: Services, summarised: ReadonlyArray<Transcript.Tran
       }
       const answer = yield* summarise(services, Cut.summaryRequest(entries))
       if (Either.isRight(answer)) {
+        if (answer.right.tooLarge === true) {
+          yield* Effect.logWarning("the summary is larger than a response may be; the context is left as it was")
+          return Either.left("response_too_large")
+        }
         const summary = answer.right.text.trim()
         return summary === "" ? Either.left("empty_summary") : Either.right({ text: summary, usage: answer.right.usage })
       }

@@ -13,6 +13,7 @@ import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
+import { responseLimits } from "./Services.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as OwnedSpan from "./OwnedSpan.js"
@@ -33,6 +34,7 @@ export interface Tally {
 export type Response =
   | { readonly _tag: "Answered"; readonly calls: ReadonlyArray<ToolCallInput>; readonly finishReason: FinishReason | undefined; readonly whole: boolean }
   | { readonly _tag: "Failed"; readonly failure: ProviderFailure; readonly stored: boolean }
+  | { readonly _tag: "TooLarge" }
 
 /** Two usages summed (cache counts only when one of them has them). */
 export const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
@@ -87,17 +89,39 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     // the transcript's once committed.
     const ids = new Set<string>()
     const taken = (id: string) => ids.has(id) || turn.session.transcript.hasCallId(id)
+    // What a hostile endpoint could otherwise stream without end (TurnOptions.maxResponse): the
+    // text's characters, and its deltas and calls, counted as they come.
+    const { maxToolCalls } = turn.services.options
+    const { chars: maxChars, deltas: maxDeltas } = responseLimits(turn.services.options)
+    let chars = 0
+    let deltas = 0
+    let tooLarge = false
+    // Calls past the first one over the turn's limit are never stored: the turn ends at that one
+    // (TurnDriver), so 100,000 calls in one response cost what 101 do.
+    let callsOver = 0
 
     const commitBatch = (pieces: Iterable<ModelChunk>): Effect.Effect<void, EventStoreFailure> => {
       const drafts: Array<AgentEvent.TurnEventDraft> = []
       const asked: Array<ToolCallInput> = []
       const renamed: Array<{ readonly from: string; readonly to: string; readonly tool: string }> = []
       for (const piece of pieces) {
+        if (tooLarge) break
         switch (piece._tag) {
           case "TextDelta":
-            if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
+            chars += piece.text.length
+            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
+            else if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
             break
           case "ToolCall": {
+            // A call is a piece of the response too: a stream of calls without end ends like one of text.
+            if (++deltas > maxDeltas) {
+              tooLarge = true
+              break
+            }
+            if ((turn.session.live.state.openTurn?.toolCallCount ?? 0) + asked.length > maxToolCalls) {
+              callsOver++
+              break
+            }
             // What is stored is what runs: arguments too deep to walk are replaced before either, and
             // an id the session used or no vendor takes gets another (ToolCallIds).
             const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken, turn.session.transcript.renamedCallIds)
@@ -130,8 +154,11 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
 
     /** Takes what has arrived (waiting for a first piece), commits it, and goes on until the stream ends. */
     const drain = (arrived: Mailbox.ReadonlyMailbox<ModelChunk, ProviderFailure>, first: boolean): Effect.Effect<void, EventStoreFailure | ProviderFailure> =>
-      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) =>
-        done ? commitBatch(pieces) : Effect.zipRight(commitBatch(pieces), drain(arrived, false)))
+      Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) => {
+        // The batch is read as its commit is made: past the limit, nothing more is taken.
+        const committed = commitBatch(pieces)
+        return done || tooLarge ? committed : Effect.zipRight(committed, drain(arrived, false))
+      })
 
     let whole = false
     return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
@@ -139,16 +166,27 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
         whole = started.whole
         return drain(started.arrived, true)
       }),
+      // Leaving the scope early (too large) aborts the provider's request.
       Effect.scoped,
-      Effect.zipRight(Effect.suspend(() =>
-        finishReason === "length" || finishReason === "content_filter"
-          ? Effect.zipRight(
-            Effect.annotateCurrentSpan("finishReason", finishReason),
-            Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+      Effect.zipRight(Effect.suspend(() => {
+        const over = callsOver === 0
+          ? Effect.void
+          : Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
+            Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
           )
-          : Effect.void
-      )),
-      Effect.map((): Response => ({ _tag: "Answered", calls, finishReason, whole })),
+        return tooLarge
+          ? Effect.zipRight(over, Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas })))
+          : finishReason === "length" || finishReason === "content_filter"
+          ? Effect.zipRight(
+            over,
+            Effect.zipRight(
+              Effect.annotateCurrentSpan("finishReason", finishReason),
+              Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
+            )
+          )
+          : over
+      })),
+      Effect.map((): Response => tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }),
       Effect.catchTag("ProviderFailure", (failure) =>
         Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
     )
@@ -185,7 +223,7 @@ const attempts = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Ef
         })
       ),
     // Only a request none of whose response was stored is sent again.
-    (response) => response._tag === "Answered" || response.stored ? undefined : response.failure,
+    (response) => response._tag !== "Failed" || response.stored ? undefined : response.failure,
     (failure, attempt, delayMs) =>
       Effect.logInfo("model request failed; retrying").pipe(
         Effect.annotateLogs({ reason: failure.reason, detail: failure.detail, attempt, delayMs }),

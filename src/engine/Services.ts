@@ -46,8 +46,18 @@ export interface CompactionOptions {
 export interface TurnOptions {
   /** Model requests per turn (default 25). */
   readonly maxSteps: number
-  /** Tool calls per turn (default 100). */
+  /**
+   * Tool calls per turn (default 100). A response that asks for more stores the calls up to the
+   * first past the limit (closed `max_steps` with the turn); the rest are never stored.
+   */
   readonly maxToolCalls: number
+  /**
+   * What one model response may be (default 4 Mi characters of text, and 512 Ki deltas and tool
+   * calls): past either, the response is no longer read and the turn ends `response_too_large`,
+   * what was stored so far kept (its calls closed with the turn). Real models stay far below (128k output tokens is about 512 KB); an endpoint a
+   * `baseURL` points at is not held to any vendor's limit.
+   */
+  readonly maxResponse?: { readonly chars?: number | undefined; readonly deltas?: number | undefined } | undefined
   /** Tool calls of one response running at once (default 4). */
   readonly toolConcurrency: number
   /** How long a call waits for the user before it is denied (default: no limit). */
@@ -77,6 +87,12 @@ export const defaultOptions: TurnOptions = {
   retry: Retry.defaultPolicy,
   compaction: {}
 }
+
+/** {@link TurnOptions.maxResponse} with its defaults: 4 Mi characters, 512 Ki deltas and calls. */
+export const responseLimits = (options: TurnOptions): { readonly chars: number; readonly deltas: number } => ({
+  chars: options.maxResponse?.chars ?? 4 * 1024 * 1024,
+  deltas: options.maxResponse?.deltas ?? 512 * 1024
+})
 
 /** The engine's services and limits. */
 export interface Services {

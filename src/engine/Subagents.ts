@@ -28,7 +28,7 @@ import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
-import { type PreparedCall, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
+import { type PreparedCall, shownName, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
@@ -222,7 +222,7 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
             errorCode: "unknown_tool",
             message: call.tool === Task.toolName
               ? `This subagent cannot start subagents: they nest at most ${runtime.maxDepth} deep.`
-              : `This subagent has no tool named "${call.tool}".`
+              : `This subagent has no tool named "${shownName(call.tool)}".`
           }))
     }
   }

@@ -148,6 +148,8 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
       )
       return { stopReason: "error", errorCode: response.failure.reason }
     }
+    // The calls it stored before the limit are closed with the turn.
+    if (response._tag === "TooLarge") return { stopReason: "error", errorCode: "response_too_large" }
     if (response.calls.length === 0) {
       // A steer that came while the model answered is a step boundary of its own: the model answers it.
       if (turn.steers.length > 0 && step < options.maxSteps) return undefined

@@ -107,7 +107,7 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
       case "assistant":
         push("assistant", [
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: call.tool, input: Support.argsObject(call.args) }))
+          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: Support.sentToolName(call.tool), input: Support.argsObject(call.args) }))
         ])
         break
       case "tool":
@@ -194,6 +194,7 @@ const finishReason = (reason: StopReason | null): ModelProvider.FinishReason => 
 export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const tools = new Map<number, { id: string; name: string; json: string }>()
+    const streamed = Support.streamedCalls()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
     // `message_stop` came: the response is whole. A stream that ends before it was cut (the connection
@@ -228,7 +229,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           const replaced = tools.get(event.index)
           tools.delete(event.index)
           const before = replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]
-          if (event.content_block.type === "tool_use") {
+          if (event.content_block.type === "tool_use" && streamed.takes(tools.size)) {
             tools.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: "" })
           }
           if (event.content_block.type === "text" && event.content_block.text !== "") return [...before, ModelProvider.textDelta(event.content_block.text)]
@@ -238,7 +239,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
           if (event.delta.type === "input_json_delta") {
             const tool = tools.get(event.index)
-            if (tool !== undefined) tool.json = Support.appendStreamed(tool.json, event.delta.partial_json)
+            if (tool !== undefined) tool.json = streamed.append(tool.json, event.delta.partial_json)
           }
           return []
         case "content_block_stop": {

@@ -113,12 +113,12 @@ export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.Mess
           role: "assistant",
           content: [
             ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: call.tool, params: Support.argsObject(call.args), providerExecuted: false }))
+            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: Support.sentToolName(call.tool), params: Support.argsObject(call.args), providerExecuted: false }))
           ]
         })
         break
       case "tool": {
-        results.push({ type: "tool-result", id: message.toolCallId, name: message.tool, isFailure: message.isError, result: message.content, providerExecuted: false })
+        results.push({ type: "tool-result", id: message.toolCallId, name: Support.sentToolName(message.tool), isFailure: message.isError, result: message.content, providerExecuted: false })
         const parts = fileParts(message.images, images)
         if (parts.length > 0) toolImages.push({ type: "text", text: `Images from the ${message.tool} call ${message.toolCallId}:` }, ...parts)
         break
@@ -263,6 +263,7 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
 export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const open = new Map<string, OpenCall>()
+    const streamed = Support.streamedCalls()
     const unfinished = (): Array<ModelProvider.ModelChunk> => {
       const calls = [...open].map(([id, call]) => ModelProvider.toolCall(id, call.name, call.text))
       open.clear()
@@ -282,11 +283,11 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         case "text-delta":
           return part.delta === "" ? [] : [ModelProvider.textDelta(part.delta)]
         case "tool-params-start":
-          if (!part.providerExecuted) open.set(part.id, { name: part.name, text: "" })
+          if (!part.providerExecuted && streamed.takes(open.size)) open.set(part.id, { name: part.name, text: "" })
           return []
         case "tool-params-delta": {
           const call = open.get(part.id)
-          if (call !== undefined) call.text = Support.appendStreamed(call.text, part.delta)
+          if (call !== undefined) call.text = streamed.append(call.text, part.delta)
           return []
         }
         case "tool-call": {
@@ -341,7 +342,9 @@ export const fromLanguageModel = (
         images: options.images === true
       },
       stream: (request) => {
-        const prompt = toPrompt(request)
+        // Lone surrogates repaired as the vendor adapters repair theirs (Support.wellFormed): the
+        // bridge's requests carry the same log text, and Anthropic refuses one that holds one.
+        const prompt = Support.wellFormed(toPrompt(request))
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })

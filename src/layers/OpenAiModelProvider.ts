@@ -120,7 +120,7 @@ export const toMessages = (
               tool_calls: message.toolCalls.map((call) => ({
                 id: call.toolCallId,
                 type: "function" as const,
-                function: { name: call.tool, arguments: JSON.stringify(Support.argsObject(call.args)) }
+                function: { name: Support.sentToolName(call.tool), arguments: JSON.stringify(Support.argsObject(call.args)) }
               }))
             })
         })
@@ -180,6 +180,7 @@ const finishReason = (reason: string | null): ModelProvider.FinishReason => {
 export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const tools = new Map<number, { id: string; name: string; args: string }>()
+    const streamed = Support.streamedCalls()
     let finish: string | null = null
     let usage: Usage | undefined
     // The model refused (`refusal` deltas): its words are the answer the user sees, and the turn says
@@ -198,11 +199,18 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       if (choice === undefined) return []
       finish = choice.finish_reason ?? finish
       for (const piece of choice.delta.tool_calls ?? []) {
-        const tool = tools.get(piece.index) ?? { id: "", name: "", args: "" }
+        const known = tools.get(piece.index)
+        if (known === undefined && !streamed.takes(tools.size)) continue
+        const tool = known ?? { id: "", name: "", args: "" }
+        const name = piece.function?.name ?? ""
         tools.set(piece.index, {
-          id: piece.id ?? tool.id,
-          name: Support.appendStreamed(tool.name, piece.function?.name ?? ""),
-          args: Support.appendStreamed(tool.args, piece.function?.arguments ?? "")
+          // A call's id is the one its first piece gave: one a later piece says otherwise does not
+          // change which call it is (its arguments still add up).
+          id: tool.id === "" ? piece.id ?? "" : tool.id,
+          // OpenAI names a call in its first piece; a compatible server that repeats the whole name
+          // in every piece named it again, not longer ("read_fileread_file" was an unknown tool).
+          name: name !== "" && name === tool.name ? tool.name : streamed.append(tool.name, name),
+          args: streamed.append(tool.args, piece.function?.arguments ?? "")
         })
       }
       const refusal = (choice.delta as { refusal?: string | null }).refusal

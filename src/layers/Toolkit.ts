@@ -16,6 +16,7 @@ import type { Risk } from "../domain/AgentEvent.js"
 import type { JsonObject } from "../domain/Json.js"
 import {
   type PreparedCall,
+  shownName,
   type ToolCallInput,
   type ToolContext,
   type ToolDefinition,
@@ -75,7 +76,7 @@ export const make = <const Tools extends ReadonlyArray<Any>>(
           ? base.prepare(call, cwd)
           : Effect.fail(new ToolFailure({
             errorCode: "unknown_tool",
-            message: `There is no tool named "${call.tool}". Available: ${definitions.map((d) => d.name).join(", ")}`
+            message: `There is no tool named "${shownName(call.tool)}". Available: ${definitions.map((d) => d.name).join(", ")}`
           }))
       }
       return Schema.decodeUnknown(t.parameters)(call.args, { onExcessProperty: "error" }).pipe(

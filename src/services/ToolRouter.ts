@@ -123,6 +123,16 @@ export interface ToolSource {
   readonly hash: string
 }
 
+/** Characters of a tool's name an `unknown_tool` message repeats. */
+const shownNameChars = 100
+
+/**
+ * A tool name as an `unknown_tool` message quotes it: a model's name is any string, and one of 10 KB
+ * was repeated whole into the event and the next request. Cut, saying how long it was.
+ */
+export const shownName = (name: string): string =>
+  name.length <= shownNameChars ? name : `${name.slice(0, shownNameChars)}… (${name.length} characters)`
+
 /** The tool router port. */
 export class ToolRouter extends Context.Tag("effect-agent/ToolRouter")<ToolRouter, ToolRouter.Service>() {}
 

@@ -41,6 +41,27 @@ const waitFor = (sessionId: string, until: (state: SessionState.SessionState) =>
 
 const quiet = Logger.withMinimumLogLevel(LogLevel.None)
 
+/** Two turns, then a compaction that fails `errorCode`: stored as compaction.failed, the context unchanged, the next turn as before. */
+const failedCompaction = (errorCode: string) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine
+    const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+    yield* run(sessionId, "one")
+    yield* run(sessionId, "two")
+    const before = yield* replay(sessionId)
+    const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
+    expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode })
+    const log = yield* replay(sessionId)
+    expectWellFormedLog(log)
+    expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
+      ["compaction.started", expect.objectContaining({ reason: "manual" })],
+      ["compaction.failed", { compactionId: (error as { compactionId: string }).compactionId, errorCode }]
+    ])
+    expect(messagesOf(log)).toEqual(messagesOf(before))
+    yield* run(sessionId, "three")
+    expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
+  })
+
 describe("compactSession (manual)", () => {
   it.effect("summarises all but the recent context; the next request sees the summary as a user message; replay rebuilds it", () =>
     Effect.gen(function*() {
@@ -122,24 +143,17 @@ describe("compactSession (manual)", () => {
     }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }]))))
 
   it.effect("a provider failure: compaction.failed with its reason, CompactionFailed, and the context unchanged", () =>
-    Effect.gen(function*() {
-      const engine = yield* SessionEngine
-      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-      yield* run(sessionId, "one")
-      yield* run(sessionId, "two")
-      const before = yield* replay(sessionId)
-      const error = yield* Effect.flip(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
-      expect(error).toMatchObject({ _tag: "CompactionFailed", errorCode: "authentication" })
-      const log = yield* replay(sessionId)
-      expectWellFormedLog(log)
-      expect(log.slice(before.length).map((e) => [e.type, e.payload])).toEqual([
-        ["compaction.started", expect.objectContaining({ reason: "manual" })],
-        ["compaction.failed", { compactionId: (error as { compactionId: string }).compactionId, errorCode: "authentication" }]
-      ])
-      expect(messagesOf(log)).toEqual(messagesOf(before))
-      yield* run(sessionId, "three")
-      expect((yield* requests).at(-1)!.messages.map((m) => m.content)).toEqual(["one", "answer 1", "two", "answer 2", "three"])
-    }).pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { failure: { reason: "authentication" } }, { chunks: ["answer 3"] }])), quiet))
+    failedCompaction("authentication").pipe(Effect.provide(engineWith([{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { failure: { reason: "authentication" } }, { chunks: ["answer 3"] }])), quiet))
+
+  it.effect("a summary past maxResponse: compaction.failed response_too_large, the rest of it never read, the context unchanged", () =>
+    failedCompaction("response_too_large").pipe(
+      Effect.provide(engineLayer(
+        MemoryEventStore.layer,
+        { responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: Array.from({ length: 50 }, () => "summary ") }, { chunks: ["answer 3"] }] },
+        { maxResponse: { deltas: 20 } }
+      )),
+      quiet
+    ))
 
   it.effect("a retryable failure of the summary request is retried (through the Clock) before it succeeds", () =>
     Effect.gen(function*() {

@@ -7,11 +7,18 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/v
 import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
 import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
@@ -20,6 +27,7 @@ import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import type { ModelProvider } from "../../src/services/ModelProvider.js"
+import type { ToolRouter } from "../../src/services/ToolRouter.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
 import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
@@ -32,16 +40,17 @@ afterAll(() => server.close())
 beforeEach(() => server.reset())
 
 /** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
-const engine = (provider: () => Layer.Layer<ModelProvider>) =>
+const engine = (
+  provider: () => Layer.Layer<ModelProvider>,
+  options: SessionEngineModule.Options = {},
+  tools: () => Layer.Layer<ToolRouter> = () => testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } })
+) =>
   Layer.suspend(() =>
-    SessionEngineModule.layer().pipe(
+    SessionEngineModule.layer(options).pipe(
       Layer.provide(MemoryEventStore.layer),
       Layer.provide(IdGenerator.layerSequential),
       Layer.provide(provider()),
-      Layer.provide(Layer.mergeAll(
-        testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } }),
-        PermissionPolicy.layer({ mode: "bypass" })
-      ))
+      Layer.provide(Layer.mergeAll(tools(), PermissionPolicy.layer({ mode: "bypass" })))
     ))
 const anthropic = () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url })
 const openai = () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1` })
@@ -94,11 +103,11 @@ const o = {
   answer: () => sse([o.chunk({ role: "assistant", content: "done" }), o.chunk({}, "stop"), o.usage], true)
 }
 
-/** A turn on a new session, or on `sessionId`; its events. */
-const turn = (userMessage: string, sessionId?: string) =>
+/** A turn on a new session (in `cwd`), or on `sessionId`; its events. */
+const turn = (userMessage: string, sessionId?: string, cwd = "/work") =>
   Effect.gen(function*() {
     const agent = yield* SessionEngine
-    const id = sessionId ?? (yield* agent.createSession({ cwd: "/work", client: "test" })).sessionId
+    const id = sessionId ?? (yield* agent.createSession({ cwd, client: "test" })).sessionId
     return { sessionId: id, events: yield* collect(agent.runTurn({ sessionId: id, userMessage })) }
   })
 
@@ -320,7 +329,15 @@ describe("openai: a refusal", () => {
  * `no low surrogate in string`) — the next request of the session and every later one.
  */
 describe("a lone surrogate in what the model sent", () => {
-  for (const vendor of [{ name: "anthropic", layer: anthropic, response: () => a.response(a.text(0, "smile \ud83d"))("end_turn"), answer: a.answer }, { name: "openai", layer: openai, response: () => sse([o.chunk({ role: "assistant", content: "smile \ud83d" }), o.chunk({}, "stop"), o.usage], true), answer: o.answer }]) {
+  const anthropicResponse = () => a.response(a.text(0, "smile \ud83d"))("end_turn")
+  for (
+    const vendor of [
+      { name: "anthropic", layer: anthropic, response: anthropicResponse, answer: a.answer },
+      { name: "openai", layer: openai, response: () => sse([o.chunk({ role: "assistant", content: "smile \ud83d" }), o.chunk({}, "stop"), o.usage], true), answer: o.answer },
+      // The bridge's prompt too (it was sent as it came).
+      { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, response: anthropicResponse, answer: a.answer }
+    ]
+  ) {
     it.effect(`${vendor.name}: one never completed is stored as it came, and sent as U+FFFD`, () =>
       Effect.gen(function*() {
         server.respond(vendor.response(), vendor.answer())
@@ -367,5 +384,261 @@ describe("anthropic: blocks and deltas the adapter does not take", () => {
       expect(deltasOf(events)).toEqual(["The answer."])
       expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+/** The failures of a turn's calls. */
+const failedWith = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "tool.failed" ? [e.payload as { errorCode: string; message: string }] : []))
+
+/** How each call a turn stored was closed: its id to the errorCode it failed with, or "completed". */
+const closings = (events: ReadonlyArray<AgentEvent>) => {
+  const closed = new Map<string, string>()
+  for (const e of events) {
+    if (e.type === "tool.completed") closed.set((e.payload as { toolCallId: string }).toolCallId, "completed")
+    if (e.type === "tool.failed") closed.set((e.payload as { toolCallId: string }).toolCallId, (e.payload as { errorCode: string }).errorCode)
+  }
+  return closed
+}
+
+/**
+ * More tool calls in one response than a turn allows. Every call was stored (10,000
+ * `model.tool_call_requested` and as many `tool.failed`) before the step's check ended the turn;
+ * now the calls up to the first past the limit are stored, and the rest never are.
+ */
+describe("more tool calls in one response than a turn allows", () => {
+  it.effect("anthropic: 10,000 tool_use blocks — 101 stored (maxToolCalls 100, and the one past it), each closed max_steps; none run", () =>
+    Effect.gen(function*() {
+      const blocks = Array.from({ length: 10_000 }, (_, i) => a.tool(i, `toolu_${i}`, { path: `f${i}` }))
+      server.respond(a.response(...blocks)("tool_use"), a.answer())
+      const { events, sessionId } = yield* turn("read them all")
+      const stored = callIds(events, "model.tool_call_requested")
+      expect(stored).toHaveLength(101)
+      expect(stored.at(-1)).toBe("toolu_100")
+      const closed = closings(events)
+      expect(closed.size).toBe(101)
+      expect(new Set(closed.values())).toEqual(new Set(["max_steps"]))
+      expect(events.some((e) => e.type === "tool.started")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+      // The session goes on, and what the next request sends back pairs every stored call with its result.
+      yield* turn("and now?", sessionId)
+      expect(pairedCalls(server.received[1]!.body)).toHaveLength(101)
+    }).pipe(Effect.provide(engine(anthropic))), 120_000)
+
+  it.effect("openai: 5,000 calls (handed on at the response's end) — the adapter holds at most 4,096", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        o.chunk({ role: "assistant", content: "" }),
+        ...Array.from({ length: 5_000 }, (_, index) => o.chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name: "read_file", arguments: "{}" } }] })),
+        o.chunk({}, "tool_calls"),
+        o.usage
+      ], true))
+      const { events, sessionId } = yield* turn("read them all")
+      expect(callIds(events, "model.tool_call_requested")).toHaveLength(4_096)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+      // (maxSteps 1: the calls are stored and closed, not run.)
+    }).pipe(Effect.provide(engine(openai, { maxToolCalls: 10_000, maxSteps: 1 }))), 120_000)
+
+  // The adapter's own stream, without the wire: 18 MB through the SDK and the local server made this
+  // test take minutes when the file's other tests had run before it.
+  it.effect("openai: six calls of 3 Mi characters each — past 16 Mi in all, the rest of the arguments are dropped (the call gets the note no schema takes)", () =>
+    Effect.gen(function*() {
+      const big = JSON.stringify({ path: "p".repeat(3 * 1024 * 1024) })
+      const chunks = Array.from({ length: 6 }, (_, index) => o.chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name: "read_file", arguments: big } }] }))
+      const out = yield* Stream.runCollect(OpenAiModelProvider.toChunks(Stream.fromIterable([...chunks, o.chunk({}, "tool_calls")] as ReadonlyArray<any>)))
+      const args = Chunk.toReadonlyArray(out).flatMap((c) => (c._tag === "ToolCall" ? [c.args] : []))
+      // (Compared as text: a failing comparison of 3 MB strings would take vitest minutes to show.)
+      expect(args.slice(0, 5).every((a) => JSON.stringify(a) === big)).toBe(true)
+      expect(args[5]).toEqual(expect.stringContaining("were not kept"))
+    }))
+
+  it.effect("openai: a second step that passes the turn's limit — the calls up to the first past it are stored", () =>
+    Effect.gen(function*() {
+      const calls = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: `call_${from + i}`, args: { path: `f${from + i}` } }))
+      server.respond(o.calls(...calls(0, 3)), o.calls(...calls(3, 50)), o.answer())
+      const { events, sessionId } = yield* turn("read")
+      expect(callIds(events, "tool.completed")).toEqual(["call_0", "call_1", "call_2"])
+      // maxToolCalls 5: three ran, the next three are stored (the third is past the limit), the other 47 never were.
+      expect(callIds(events, "model.tool_call_requested")).toEqual(["call_0", "call_1", "call_2", "call_3", "call_4", "call_5"])
+      expect([...closings(events)].filter(([, how]) => how === "max_steps").map(([id]) => id)).toEqual(["call_3", "call_4", "call_5"])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "max_steps" })
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai, { maxToolCalls: 5 }))))
+})
+
+/**
+ * A response without end: an endpoint a `baseURL` points at is held to no vendor's output limit, and
+ * every delta became an event (10 million one-character deltas: 10 million events, about 2 GB of
+ * log) and part of the transcript. `maxResponse` bounds a response's text; past it the request is
+ * aborted and the turn ends `response_too_large`, what was stored kept and the session usable.
+ */
+describe("a response larger than a response may be", () => {
+  const textDeltas = (n: number) => Array.from({ length: n }, () => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "x" } }))
+
+  it.effect("anthropic: more deltas than maxResponse.deltas, then a stall — the first ones stored, the request aborted, the turn ends response_too_large", () =>
+    Effect.gen(function*() {
+      const stalled = sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...textDeltas(2_000)])
+      server.respond({ ...stalled, body: stalled.body + ": stall\n\n" }, a.answer())
+      const { events, sessionId } = yield* turn("talk")
+      expect(deltasOf(events).join("")).toBe("x".repeat(1_000))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      // The stalled connection was closed by the client, not left open.
+      // (Waited for on the event loop: the test's clock is a TestClock.)
+      while (server.clientClosed() === 0) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 10)))
+      expectWellFormedLog(yield* replay(sessionId))
+      const next = yield* turn("shorter, please", sessionId)
+      expect(next.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic, { maxResponse: { deltas: 1_000 } }))))
+
+  it.effect("anthropic: tool_use blocks without end, then a stall — past maxResponse.deltas the request is aborted; the calls stored are closed", () =>
+    Effect.gen(function*() {
+      const blocks = Array.from({ length: 3_000 }, (_, i) => a.tool(i, `toolu_${i}`, { path: `f${i}` }))
+      const stalled = sse([a.start, ...blocks.flat()])
+      server.respond({ ...stalled, body: stalled.body + ": stall\n\n" })
+      const { events, sessionId } = yield* turn("read forever")
+      expect(callIds(events, "model.tool_call_requested")).toHaveLength(101)
+      expect(new Set(closings(events).values())).toEqual(new Set(["response_too_large"]))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      while (server.clientClosed() === 0) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 10)))
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic, { maxResponse: { deltas: 1_000 } }))))
+
+  it.effect("openai: one delta past the default 4 Mi characters — not stored, the turn ends response_too_large; its tool call stored before is closed", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        o.chunk({ role: "assistant", content: "" }),
+        o.chunk({ tool_calls: [{ index: 0, id: "call_a", type: "function", function: { name: "read_file", arguments: "{\"path\":\"a\"}" } }] }),
+        o.chunk({ content: "before " }),
+        o.chunk({ content: "y".repeat(4 * 1024 * 1024) }),
+        o.chunk({}, "stop"),
+        o.usage
+      ], true))
+      const { events, sessionId } = yield* turn("talk")
+      expect(deltasOf(events)).toEqual(["before "])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error", errorCode: "response_too_large" })
+      expect(events.some((e) => e.type === "tool.started")).toBe(false)
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+/**
+ * A hostile model's tool calls, through the workspace's own tools: arguments nested 100,000 deep,
+ * 50 MB of them, a `__proto__` key, a name of 10 KB or with control characters. Each fails its call
+ * with a typed result the model reads; the turn and the session go on.
+ */
+describe("a hostile model's tool calls", () => {
+  const workspace = () => WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))
+  const cwd = () => {
+    const dir = realpathSync(mkdtempSync(join(tmpdir(), "hostile-calls-")))
+    writeFileSync(join(dir, "a.txt"), "alpha")
+    return dir
+  }
+  const call = (name: string, ...pieces: ReadonlyArray<string>) => [
+    { type: "content_block_start", index: 0, content_block: { type: "tool_use", id: "toolu_h", name, input: {} } },
+    ...pieces.map((partial_json) => ({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json } })),
+    { type: "content_block_stop", index: 0 }
+  ]
+
+  const cases = [
+    { name: "arguments nested 100,000 levels deep", tool: "read_file", pieces: [`{"path":${"[".repeat(100_000)}${"]".repeat(100_000)}}`], errorCode: "invalid_arguments" },
+    { name: "50 MB of arguments, in 1 MB pieces", tool: "read_file", pieces: [`{"path":"${"a".repeat(1024 * 1024 - 9)}`, ...Array.from({ length: 49 }, () => "a".repeat(1024 * 1024)), `"}`], errorCode: "invalid_arguments" },
+    { name: "a __proto__ key", tool: "read_file", pieces: [`{"path":"a.txt","__proto__":{"polluted":true}}`], errorCode: "invalid_arguments" },
+    { name: "a tool name of 10 KB", tool: `read_file${"x".repeat(10 * 1024)}`, pieces: [`{"path":"a.txt"}`], errorCode: "unknown_tool" },
+    { name: "a tool name with control characters", tool: "read_file\u001b]0;owned\u0007\r", pieces: [`{"path":"a.txt"}`], errorCode: "unknown_tool" }
+  ]
+  for (const c of cases) {
+    it.effect(`anthropic: ${c.name} — the call fails ${c.errorCode}, the model reads why, the session goes on`, () =>
+      Effect.gen(function*() {
+        server.respond(sse([a.start, ...call(c.tool, ...c.pieces), ...a.end("tool_use")]), a.answer(), a.answer())
+        const { events, sessionId } = yield* turn("go", undefined, cwd())
+        const [failed] = failedWith(events)
+        expect(failed!.errorCode).toBe(c.errorCode)
+        // What the model is told is a few lines, not the arguments or the name over again.
+        expect(failed!.message.length).toBeLessThan(2_000)
+        expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expect(JSON.stringify(events).length).toBeLessThan(5 * 1024 * 1024)
+        expectWellFormedLog(yield* replay(sessionId))
+        // The next request pairs the call with its result, under a name and input the vendors take.
+        const [sent] = pairedCalls(server.received[1]!.body)
+        expect(sent!.result).toContain(c.errorCode === "unknown_tool" ? "no tool named" : "")
+        const use = server.received[1]!.body.messages[1].content.find((b: { type: string }) => b.type === "tool_use")
+        expect(use.name).toMatch(/^[A-Za-z0-9_-]{1,64}$/)
+        const next = yield* turn("and now?", sessionId)
+        expect(next.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(anthropic, {}, workspace))), 60_000)
+  }
+
+  it.effect("openai: names no vendor takes (empty, a space, 100 characters) — each sent back under one it takes, paired with its result", () =>
+    Effect.gen(function*() {
+      const names = ["", "read file", "r".repeat(100)]
+      server.respond(
+        sse([
+          o.chunk({ role: "assistant", content: "" }),
+          ...names.map((name, index) => o.chunk({ tool_calls: [{ index, id: `call_${index}`, type: "function", function: { name, arguments: "{}" } }] })),
+          o.chunk({}, "tool_calls"),
+          o.usage
+        ], true),
+        o.answer()
+      )
+      const { events } = yield* turn("go")
+      expect(failedWith(events).map((f) => f.errorCode)).toEqual(["unknown_tool", "unknown_tool", "unknown_tool"])
+      const sent = server.received[1]!.body.messages[1].tool_calls.map((c: { function: { name: string } }) => c.function.name)
+      expect(sent).toEqual(["_", "read_file", "r".repeat(64)])
+      expect(pairedCalls(server.received[1]!.body)).toHaveLength(3)
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+describe("wire items a vendor never sends", () => {
+  it.effect("openai: a call's id and name given again in every piece, the id changed — one call, under its first id and its name", () =>
+    Effect.gen(function*() {
+      const piece = (id: string, args: string) => o.chunk({ tool_calls: [{ index: 0, id, type: "function", function: { name: "read_file", arguments: args } }] })
+      server.respond(sse([o.chunk({ role: "assistant", content: "" }), piece("call_first", "{\"pa"), piece("call_other", "th\":\"a\"}"), o.chunk({}, "tool_calls"), o.usage], true), o.answer())
+      const { events, sessionId } = yield* turn("read a")
+      expect(events.filter((e) => e.type === "model.tool_call_requested").map((e) => e.payload)).toEqual([
+        { toolCallId: "call_first", tool: "read_file", args: { path: "a" } }
+      ])
+      expect(callIds(events, "tool.completed")).toEqual(["call_first"])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(openai))))
+
+  it.effect("anthropic: a second message_start before the first message ended — its blocks are the response's; a call cut by it is closed; the turn ends well", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        ...a.text(0, "first "),
+        { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_cut", name: "read_file", input: {} } },
+        { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "{\"path\": \"a" } },
+        { ...a.start, message: { ...a.start.message, id: "msg_2", usage: { input_tokens: 3, output_tokens: 1 } } },
+        ...a.text(0, "second"),
+        ...a.tool(1, "toolu_whole", { path: "b" }),
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events)).toEqual(["first ", "second", "done"])
+      const closed = closings(events)
+      expect([...closed.keys()].sort()).toEqual(["toolu_cut", "toolu_whole"])
+      expect(closed.get("toolu_whole")).toBe("completed")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
+      pairedCalls(server.received[1]!.body)
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: deltas and stops for an index never started — text is text, arguments and stops for no block are dropped", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_delta", index: 7, delta: { type: "text_delta", text: "loose " } },
+        { type: "content_block_delta", index: 8, delta: { type: "input_json_delta", partial_json: "{\"path\": \"x\"}" } },
+        { type: "content_block_stop", index: 9 },
+        ...a.text(0, "answer"),
+        ...a.end("end_turn")
+      ]))
+      const { events, sessionId } = yield* turn("hi")
+      expect(deltasOf(events).join("")).toBe("loose answer")
+      expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
     }).pipe(Effect.provide(engine(anthropic))))
 })

@@ -209,7 +209,8 @@ export const wellFormed = <A>(value: A): A => {
     const text = value as unknown as WellFormedString
     return (text.isWellFormed() ? value : text.toWellFormed()) as A
   }
-  if (typeof value !== "object" || value === null) return value
+  // Bytes (an image's, in the bridge's prompt) hold no text: not walked byte by byte.
+  if (typeof value !== "object" || value === null || ArrayBuffer.isView(value)) return value
   if (Array.isArray(value)) {
     let out: Array<unknown> | undefined
     for (let i = 0; i < value.length; i++) {
@@ -233,6 +234,18 @@ export const contextWindow = (
   fallback: number
 ): number => Option.getOrElse(Option.fromNullable(table.find(([prefix]) => model.startsWith(prefix))?.[1]), () => fallback)
 
+/** Tool names both vendors take (Anthropic's and OpenAI's rule for a tool's name). */
+const vendorToolName = /^[A-Za-z0-9_-]{1,64}$/
+
+/**
+ * A stored call's tool name as a request sends it back. A model's name is any string, and the log
+ * keeps it as it came; one no vendor takes (control characters, 10 KB, empty) in a request fails it
+ * (400) — that request and every later one of the session. Such a name is sent with each character
+ * the vendors do not take as `_`, cut to 64; the call's result already says no such tool ran.
+ */
+export const sentToolName = (name: string): string =>
+  vendorToolName.test(name) ? name : name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_"
+
 /**
  * The most characters of a tool call's streamed arguments (or name) kept: 4 Mi. A model's own are far
  * shorter (its output is capped by its max tokens), but an endpoint you point `baseURL` at can stream
@@ -248,6 +261,32 @@ export const argumentsOverLimit = `(the call's arguments were over ${maxStreamed
 /** A tool call's streamed text with its next piece, up to {@link maxStreamedChars}. */
 export const appendStreamed = (text: string, piece: string): string =>
   text === argumentsOverLimit || text.length + piece.length > maxStreamedChars ? argumentsOverLimit : text + piece
+
+/** Tool calls one response may have streaming at once (a model's parallel calls are a few dozen). */
+export const maxOpenCalls = 4096
+
+/** Characters one response's tool calls may stream in all, names and arguments. */
+export const maxCallsChars = 4 * maxStreamedChars
+
+/**
+ * What one response's tool calls stream, bounded as a whole. Each call is bounded by
+ * {@link maxStreamedChars}, but a response may stream many: 10,000 calls of 4 Mi characters each were
+ * all held (an OpenAI response's calls are handed on only at its end). Past {@link maxCallsChars} in
+ * all, every further piece is dropped as a call's own over its limit are (the call gets
+ * {@link argumentsOverLimit}); past {@link maxOpenCalls} open at once, a new call is not taken.
+ */
+export const streamedCalls = () => {
+  let chars = 0
+  return {
+    /** A call's streamed text with its next piece: {@link appendStreamed}, within the response's bound. */
+    append: (text: string, piece: string): string => {
+      chars += piece.length
+      return chars > maxCallsChars ? argumentsOverLimit : appendStreamed(text, piece)
+    },
+    /** Whether a new call is taken, with `open` calls streaming already. */
+    takes: (open: number): boolean => open < maxOpenCalls
+  }
+}
 
 /**
  * A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema
