@@ -62,6 +62,8 @@ export interface Options {
   readonly allowedHosts?: ReadonlyArray<string>
   /** The engine's `watchCapacity` (how many live events a watched session's feed keeps). */
   readonly watchCapacity?: number
+  /** The engine's `maxResponse` (what one model response may be; default 4 Mi characters). */
+  readonly maxResponse?: { readonly chars?: number; readonly deltas?: number }
   /** Keep workspace checkpoints (`PreImages`), so that rewinds restore files (default false). */
   readonly checkpoints?: boolean
   /** The permission policy (default: `PermissionPolicy.layer()`). */
@@ -118,7 +120,10 @@ export const start = (options: Options): Effect.Effect<Running, unknown, Scope.S
         }
       } satisfies EventStore.EventStore["Type"]))
     ).pipe(Layer.provide(jsonl))
-    const engine = SessionEngine.layer(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }).pipe(
+    const engine = SessionEngine.layer({
+      ...(options.watchCapacity === undefined ? {} : { watchCapacity: options.watchCapacity }),
+      ...(options.maxResponse === undefined ? {} : { maxResponse: options.maxResponse })
+    }).pipe(
       Layer.provide(options.checkpoints === true ? Layer.merge(store, PreImages.layer().pipe(Layer.provide(jsonl))) : store),
       Layer.provide(FakeModelProvider.layer({
         responses: options.responses ?? [],

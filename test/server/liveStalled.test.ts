@@ -73,6 +73,8 @@ describe("/live with a stalled client", () => {
         cwd,
         dataDir,
         watchCapacity: 8,
+        // One response of 10 M characters, past the engine's default limit of a response (4 Mi).
+        maxResponse: { chars: 16 * 1024 * 1024 },
         onReadFrom: (_, from) => gapReads.push({ from, afterResume: resumed }),
         responses: [{ chunks: Array.from({ length: deltas }, () => text), delay: "1 millis" }]
       })
