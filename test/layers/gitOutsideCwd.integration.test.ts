@@ -51,7 +51,8 @@ describe("a git command naming a file outside cwd asks, from a subfolder of the 
     "git cat-file -p HEAD:secret", "git cat-file blob HEAD:../../secret", "git diff HEAD -- :/secret", "git diff HEAD:secret HEAD:packages/app/a.txt",
     "git log -p -- ':(top)secret'", "git log -p -- :/", "git grep top HEAD:", "git grep top -- :/", "git ls-tree HEAD:", "git archive HEAD:",
     "git -C . show HEAD:secret", "git --no-pager show HEAD:secret", "git checkout HEAD -- :/secret", "git restore -s HEAD :/secret",
-    "git log -p -- ../../secret", "git blame ../../secret", "git log -L 1,1:../../secret", "git log -L:top:../../secret", "git blame -L 1,1 -- ../../secret"
+    "git log -p -- ../../secret", "git blame ../../secret", "git show 'HEAD^{/[o]ne}:secret'", "git show 'HEAD@{1 minute ago}:secret'",
+    "git show 'HEAD^{/a:b}:secret'", "git log -L 1,1:../../secret", "git log -L:top:../../secret", "git blame -L 1,1 -- ../../secret"
   ]) {
     it(`${command} asks`, async () => {
       expect(await decide(command, allowGit)).toMatchObject({ decision: "ask", policy: "outside-cwd" })

@@ -199,9 +199,6 @@ const gitRevisionReaders = new Set([
 ])
 /** Git's subcommands where `a:b` is a refspec or an address, never a path. */
 const gitRemoteSubcommands = new Set(["push", "fetch", "pull", "clone", "remote", "ls-remote", "submodule", "config", "send-email", "request-pull", "credential"])
-/** A revision before `:` (`HEAD`, `v1.0^{tree}`, `origin/main~2`, `stash@{0}`): no spaces, no `%` of a format. */
-const gitRevision = /^[\w./@{}~^+-]+$/
-
 /** Where git reads a `<rev>:<path>`'s path: relative to cwd when written `./…` or `../…`, else from the repository's root. */
 const gitRevisionPath = (path: string): { readonly fromRoot: string } | { readonly fromCwd: string } =>
   path === "." || path === ".." || path.startsWith("./") || path.startsWith("../") ? { fromCwd: path } : { fromRoot: path }
@@ -210,7 +207,7 @@ const gitRevisionPath = (path: string): { readonly fromRoot: string } | { readon
  * The paths a git operand names that are not the word itself: a pathspec's magic (`:/secret`,
  * `:(top)secret` from the repository's root; `:(glob)x`, `:!x` from cwd) and, for a subcommand that
  * reads `<rev>:<path>`, that path (`HEAD:secret` from the root, `HEAD:../x` from cwd; `HEAD:` is the root).
- * Over-reporting (`--since 12:00` read as a revision) only asks.
+ * Over-reporting (`--since 12:00` read as a revision, each `:` of a word read as the revision's end) only asks.
  */
 export const gitNames = (word: string, revisions: boolean): ReadonlyArray<{ readonly fromRoot: string } | { readonly fromCwd: string }> => {
   if (word.startsWith(":(")) {
@@ -230,12 +227,16 @@ export const gitNames = (word: string, revisions: boolean): ReadonlyArray<{ read
     if (magic !== "") return [{ fromCwd: rest }]
     return revisions ? [gitRevisionPath(rest)] : []
   }
-  const colon = word.indexOf(":")
-  if (!revisions || colon <= 0 || !gitRevision.test(word.slice(0, colon))) return []
-  const path = word.slice(colon + 1)
-  // An address (`https://…`, `git@host:repo`) or a message (`fix: x`) is no path.
-  if (path.startsWith("//") || /^\s/.test(path)) return []
-  return [gitRevisionPath(path)]
+  if (!revisions) return []
+  // Any `:` may end the revision: a revision holds almost any character (`HEAD^{/[f]ix}`,
+  // `HEAD@{1 minute ago}`, `HEAD^{/a:b}:x`), so the path after each is a candidate.
+  const names: Array<{ readonly fromRoot: string } | { readonly fromCwd: string }> = []
+  for (let colon = word.indexOf(":", 1); colon > 0; colon = word.indexOf(":", colon + 1)) {
+    const path = word.slice(colon + 1)
+    // An address (`https://…`) or a message (`fix: x`) is no path.
+    if (!path.startsWith("//") && !/^\s/.test(path)) names.push(gitRevisionPath(path))
+  }
+  return names
 }
 
 /** Whether a shell would expand the word as a file name pattern. */
