@@ -169,22 +169,21 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       // Leaving the scope early (too large) aborts the provider's request.
       Effect.scoped,
       Effect.zipRight(Effect.suspend(() => {
-        const over = callsOver === 0
-          ? Effect.void
-          : Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
-            Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
-          )
-        return tooLarge
-          ? Effect.zipRight(over, Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas })))
+        const said = tooLarge
+          ? Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas }))
           : finishReason === "length" || finishReason === "content_filter"
           ? Effect.zipRight(
-            over,
-            Effect.zipRight(
-              Effect.annotateCurrentSpan("finishReason", finishReason),
-              Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
-            )
+            Effect.annotateCurrentSpan("finishReason", finishReason),
+            Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
           )
-          : over
+          : Effect.void
+        // A response's usual end takes no step more (the commit path is hot).
+        return callsOver === 0 ? said : Effect.zipRight(
+          Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
+            Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
+          ),
+          said
+        )
       })),
       Effect.map((): Response => tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }),
       Effect.catchTag("ProviderFailure", (failure) =>
