@@ -222,8 +222,18 @@ export const make = (options: Options = {}) =>
         const prepared = call.paths[0]!
         // A small file on a local file system: checked and read with synchronous calls, nothing to
         // wait for nor to time (`SafeFile.readSmallNow`); anything unusual is answered the asynchronous way.
-        const now = Paths.resolveSync(path, context.cwd, prepared.requested, prepared.access)
-        const small = now === undefined ? undefined : SafeFile.readSmallNow(prepared.resolved, maxFile)
+        // The check's walk holds the file's folder open for the read: one walk from `/` a read, not two.
+        const { access: now, held } = Paths.resolveSyncHolding(path, context.cwd, prepared.requested, prepared.access)
+        let small: Uint8Array | undefined
+        try {
+          small = now === undefined
+            ? undefined
+            : held !== undefined && now.resolved === prepared.resolved
+            ? SafeFile.readSmallIn(held, prepared.resolved, maxFile)
+            : SafeFile.readSmallNow(prepared.resolved, maxFile)
+        } finally {
+          if (held !== undefined) Paths.closeQuietlyNow(held.fd)
+        }
         return now !== undefined && small !== undefined ? Effect.as(unchanged(prepared, now), small) : readAsync(prepared, context)
       })
 

@@ -28,6 +28,7 @@ import * as Render from "../../src/cli/Render.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as Mounts from "../../src/layers/workspace/Mounts.js"
+import * as Paths from "../../src/layers/workspace/Paths.js"
 import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { PreparedCall, ToolContext, ToolFailure, ToolOutput } from "../../src/services/ToolRouter.js"
@@ -542,6 +543,88 @@ describe("special files", () => {
       expect((yield* SafeFile.readFile(NodePath.join(tree.cwd, "empty"), 1 << 20)).byteLength).toBe(0)
       expect(SafeFile.readSmallNow("/proc/self/status", 1 << 20)).toBeUndefined()
       expect(SafeFile.readSmallNow(`/proc/${process.pid}/environ`, 1 << 20)).toBeUndefined()
+    }))
+
+  /**
+   * `read_file`'s check holds the file's folder open for the read (`Paths.resolveSyncHolding`, then
+   * `SafeFile.readSmallIn`), instead of opening every folder from `/` again. Whatever is swapped
+   * between the two — the folder moved away and a link or another folder put in its place, the file
+   * swapped for a link or a FIFO — the held folder is not taken for the path: nothing is read, and
+   * the asynchronous read decides, as it does after `readSmallNow`.
+   */
+  it.live("the folder a check holds for the read is not fooled by a folder or file swapped after the check", () =>
+    Effect.gen(function*() {
+      const tree = makeTree()
+      yield* Effect.promise(() => Mounts.refresh())
+      const d = NodePath.join(tree.cwd, "d")
+      const file = NodePath.join(d, "a.txt")
+      const fresh = () => {
+        NodeFs.rmSync(d, { recursive: true, force: true })
+        NodeFs.mkdirSync(d)
+        NodeFs.writeFileSync(file, `${INSIDE}\n`)
+      }
+      const hold = () => {
+        const { access, held } = Paths.resolveSyncHolding(NodePath, tree.cwd, "d/a.txt", "read")
+        expect(access?.resolved).toBe(file)
+        expect(held?.regularFile).toBe(true)
+        return held!
+      }
+      const readHeld = (swap: () => void) => {
+        const held = hold()
+        try {
+          swap()
+          return SafeFile.readSmallIn(held, file, 1 << 20)
+        } finally {
+          Paths.closeQuietlyNow(held.fd)
+        }
+      }
+      // Nothing swapped: the bytes, as `readSmallNow` reads them.
+      fresh()
+      expect(Buffer.from(readHeld(() => {})!).toString()).toBe(`${INSIDE}\n`)
+      // The folder moved away and a link to a folder outside put in its place.
+      NodeFs.writeFileSync(NodePath.join(tree.out, "outdir", "a.txt"), `${OUTSIDE}\n`)
+      fresh()
+      expect(readHeld(() => {
+        NodeFs.renameSync(d, `${d}_moved`)
+        NodeFs.symlinkSync(NodePath.join(tree.out, "outdir"), d)
+      })).toBeUndefined()
+      NodeFs.rmSync(d)
+      NodeFs.rmSync(`${d}_moved`, { recursive: true })
+      // The folder moved away and another folder made in its place: the held one is not it.
+      fresh()
+      expect(readHeld(() => {
+        NodeFs.renameSync(d, `${d}_old`)
+        NodeFs.mkdirSync(d)
+        NodeFs.writeFileSync(file, "new\n")
+      })).toBeUndefined()
+      NodeFs.rmSync(`${d}_old`, { recursive: true })
+      // The file swapped for a link to a file outside, or for a FIFO with no writer: not followed, not waited on.
+      fresh()
+      expect(readHeld(() => {
+        NodeFs.rmSync(file)
+        NodeFs.symlinkSync(NodePath.join(tree.out, "outside.txt"), file)
+      })).toBeUndefined()
+      fresh()
+      expect(readHeld(() => {
+        NodeFs.rmSync(file)
+        execFileSync("mkfifo", [file])
+      })).toBeUndefined()
+      // A walk that ends at a FIFO holds its folder, but says it is no regular file: never opened.
+      const { held } = Paths.resolveSyncHolding(NodePath, tree.cwd, "d/a.txt", "read")
+      try {
+        expect(held?.regularFile).toBe(false)
+        expect(SafeFile.readSmallIn(held!, file, 1 << 20)).toBeUndefined()
+      } finally {
+        if (held !== undefined) Paths.closeQuietlyNow(held.fd)
+      }
+      // A path to a folder or to nothing holds nothing.
+      expect(Paths.resolveSyncHolding(NodePath, tree.cwd, "d", "read").held).toBeUndefined()
+      expect(Paths.resolveSyncHolding(NodePath, tree.cwd, "d/missing.txt", "read").held).toBeUndefined()
+      // And through `read_file`, the same answers as before the change.
+      fresh()
+      const { attempt } = yield* harness(tree.cwd, "default")
+      const outcome = yield* attempt("read_file", { path: "d/a.txt" })
+      expect(shownText(outcome)).toContain(INSIDE)
     }))
 
   it.live("/dev/zero in bypass mode is refused, not read into memory", () =>

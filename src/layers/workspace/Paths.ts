@@ -125,12 +125,29 @@ const openFolder = (at: string): number | undefined => {
 export const realPathNow = (target: string): RealPath | undefined => walkNow(target, -1)?.real
 
 /**
+ * The leaf's folder, still open, as the walk left it: `fd` was reached from `/` one name at a time
+ * with `O_NOFOLLOW`, as `openRealFolderNow` reaches a folder, and `regularFile` is what the walk's
+ * `lstat` of the leaf (a name in that folder) said. The caller closes `fd`.
+ */
+export interface HeldFolder {
+  readonly fd: number
+  readonly regularFile: boolean
+}
+
+interface Walked {
+  readonly real: RealPath
+  readonly head: string | undefined
+  readonly held?: HeldFolder | undefined
+}
+
+/**
  * `realPathNow`, and where the walk stood once every name but the last `tail` of `target` had been
  * looked at (links met on the way followed): with `target` a folder's path and `tail` more names
  * joined to it, that is the folder's real path, as `realPathNow(folder)` would say — so one walk
- * answers both.
+ * answers both. With `hold`, a walk that ends at an existing leaf (not a folder) keeps the leaf's
+ * folder open for the caller (`held`): what a read of that leaf would open again, name by name.
  */
-const walkNow = (target: string, tail: number): { readonly real: RealPath; readonly head: string | undefined } | undefined => {
+const walkNow = (target: string, tail: number, hold = false): Walked | undefined => {
   // Not even `/` is opened unless it is local (and the mount table has been read).
   if (!procFd || !Mounts.isLocal("/")) return undefined
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
@@ -142,6 +159,7 @@ const walkNow = (target: string, tail: number): { readonly real: RealPath; reado
   let leaf = false
   let links = 0
   let missing = false
+  let leafIsFile = false
   try {
     folders.push(openSync("/", folderFlags))
     for (;;) {
@@ -191,10 +209,13 @@ const walkNow = (target: string, tail: number): { readonly real: RealPath; reado
         pending.unshift(...link.split("/").filter((c) => c !== "" && c !== "."))
       } else {
         leaf = true
+        leafIsFile = info.isFile()
         current = next
       }
     }
-    return { real: { path: current, exact: true }, head }
+    // The leaf's folder is the last one open (a `..` after the leaf cleared `leaf`).
+    const held = hold && leaf && !missing && folders.length > 0 ? { fd: folders.pop()!, regularFile: leafIsFile } : undefined
+    return { real: { path: current, exact: true }, head, held }
   } catch {
     return undefined
   } finally {
@@ -299,22 +320,40 @@ const absoluteOf = (path: PathOps, cwd: string, requested: string) => {
  * a relative path and its cwd in one walk. `undefined` otherwise, and for a write inside the cwd
  * (its hard links are counted the asynchronous way).
  */
-export const resolveSync = (path: PathOps, cwd: string, requested: string, access: "read" | "write"): PathAccess | undefined => {
+export const resolveSync = (path: PathOps, cwd: string, requested: string, access: "read" | "write"): PathAccess | undefined =>
+  resolveSyncWith(path, cwd, requested, access, false).access
+
+/** What a synchronous resolution answers, and the resolved leaf's folder when it was asked to hold it. */
+interface SyncResolution {
+  readonly access: PathAccess | undefined
+  readonly held: HeldFolder | undefined
+}
+
+/**
+ * `resolveSync` of a path to read at once: the resolved leaf's folder is handed over still open
+ * (`held`, when the path leads to an existing file or other leaf), so that `SafeFile.readSmallIn`
+ * reads it without opening every folder from `/` again. The caller closes `held.fd`, whatever `access` is.
+ */
+export const resolveSyncHolding = (path: PathOps, cwd: string, requested: string, access: "read" | "write"): SyncResolution =>
+  resolveSyncWith(path, cwd, requested, access, true)
+
+const resolveSyncWith = (path: PathOps, cwd: string, requested: string, access: "read" | "write", hold: boolean): SyncResolution => {
   const { expanded, absolute } = absoluteOf(path, cwd, requested)
   let root: string | undefined
-  let real: RealPath | undefined
+  let walked: Walked | undefined
   if (path.isAbsolute(expanded)) {
     root = realPathNow(NodePath.resolve(cwd))?.path
-    real = realPathNow(absolute)
+    walked = root === undefined ? undefined : walkNow(absolute, -1, hold)
   } else {
-    const walked = walkNow(absolute, expanded.split("/").filter((c) => c !== "" && c !== ".").length)
+    walked = walkNow(absolute, expanded.split("/").filter((c) => c !== "" && c !== ".").length, hold)
     root = walked?.head
-    real = walked?.real
   }
-  if (root === undefined || real === undefined) return undefined
+  const real = walked?.real
+  const held = walked?.held
+  if (root === undefined || real === undefined) return { access: undefined, held }
   const inside = real.exact && isInside(path, root, real.path)
-  if (inside && access === "write") return undefined
-  return { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }
+  if (inside && access === "write") return { access: undefined, held }
+  return { access: { requested, resolved: real.path, insideCwd: inside, relative: inside ? path.relative(root, real.path) || "." : undefined, access }, held }
 }
 
 const resolveAsync = async (path: PathOps, cwd: string, requested: string, access: "read" | "write"): Promise<PathAccess> => {

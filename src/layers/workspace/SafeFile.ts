@@ -362,18 +362,51 @@ export const smallFileBytes = 64 * 1024
  * answers in microseconds); the time limit is for the asynchronous read, which can be long.
  */
 export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | undefined => {
+  const names = smallReadNames(expected)
+  if (names === undefined) return undefined
+  const folder = Paths.openRealFolderNow(names.folder)
+  if (folder === undefined) return undefined
+  try {
+    return readSmallAt(folder, names.name, expected, Math.min(maxBytes, smallFileBytes), false)
+  } finally {
+    Paths.closeQuietlyNow(folder)
+  }
+}
+
+/**
+ * `readSmallNow` in the folder a synchronous walk has just reached and held open
+ * (`Paths.resolveSyncHolding`), instead of opening it from `/` again: that walk opened each folder
+ * from `/` with `O_NOFOLLOW` on local file systems, as `openRealFolderNow` does, and its `lstat` of
+ * the entry stands for the one `readSmallNow` makes. The folder is still checked to be the file's
+ * (its real path read back from the kernel), and the file as in `readSmallNow`. The caller closes the folder.
+ */
+export const readSmallIn = (held: Paths.HeldFolder, expected: string, maxBytes: number): Uint8Array | undefined => {
+  const names = smallReadNames(expected)
+  if (names === undefined || !held.regularFile) return undefined
+  try {
+    if (readlinkSync(`/proc/self/fd/${held.fd}`) !== names.folder) return undefined
+  } catch {
+    return undefined
+  }
+  return readSmallAt(held.fd, names.name, expected, Math.min(maxBytes, smallFileBytes), true)
+}
+
+/** The folder and name of a file `readSmallNow` may read; `undefined` when it is left to the asynchronous read. */
+const smallReadNames = (expected: string): { readonly folder: string; readonly name: string } | undefined => {
   // The file itself may be a mount point (a file bind-mounted from a FUSE file system): checked as its folder is.
   if (!procFd || !expected.startsWith("/") || processEnvironment.test(expected) || !Mounts.isLocal(expected)) return undefined
   const names = expected.split("/").filter((n) => n !== "")
   const name = names.pop()
   if (name === undefined || name === "..") return undefined
-  const limit = Math.min(maxBytes, smallFileBytes)
-  const folder = Paths.openRealFolderNow(`/${names.join("/")}`)
-  if (folder === undefined) return undefined
+  return { folder: NodePath.resolve(`/${names.join("/")}`), name }
+}
+
+/** The small regular file `name` in the open folder `folder`, read as `readSmallNow` says (`looked`: its `lstat` was a regular file just now). */
+const readSmallAt = (folder: number, name: string, expected: string, limit: number, looked: boolean): Uint8Array | undefined => {
   let file: number | undefined
   try {
     const at = `/proc/self/fd/${folder}/${name}`
-    if (!lstatSync(at).isFile()) return undefined
+    if (!looked && !lstatSync(at).isFile()) return undefined
     file = openSync(at, constants.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
     const info = fstatSync(file)
     if (!info.isFile() || info.size === 0 || info.size > limit) return undefined
@@ -394,7 +427,6 @@ export const readSmallNow = (expected: string, maxBytes: number): Uint8Array | u
     return undefined
   } finally {
     if (file !== undefined) Paths.closeQuietlyNow(file)
-    Paths.closeQuietlyNow(folder)
   }
 }
 
