@@ -173,12 +173,46 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
   return false
 }
 
-/** A compiled pattern, or undefined when the pattern itself does not parse (it then matches nothing). */
-export const compile = (pattern: string) => {
-  const parsed = CommandLine.tokenize(pattern)
-  if (parsed.unterminated || parsed.invalid !== undefined) return undefined
-  return { units: patternUnits(parsed.tokens), hazards: CommandLine.hazardsOf(parsed.tokens) }
+/** A pattern's text read once: its tokens, and what the matchers make of them (each made when first asked). */
+interface Read {
+  readonly tokens: CommandLine.Tokenized
+  compiled?: { readonly units: ReadonlyArray<PatternUnit>; readonly hazards: ReadonlyArray<string> } | null
+  hazards?: ReadonlySet<string>
+  anyText?: Glob.Glob
 }
+
+/**
+ * Patterns read, by their text. A policy's rules are checked against every call, and each check
+ * read a rule's pattern again (tokenized up to five times in one `matchesAnywhere`, its raw-text glob
+ * compiled each time): the rules do not change, so each is read once. Bounded — patterns up to
+ * `keptLength` characters (rules; a suggested rule made of a model's long line is read each time),
+ * `kept` of them, all dropped when full — so no text the model writes can grow it.
+ */
+const read = new Map<string, Read>()
+const kept = 512
+const keptLength = 4_096
+
+const readPattern = (pattern: string): Read => {
+  const known = read.get(pattern)
+  if (known !== undefined) return known
+  const fresh: Read = { tokens: CommandLine.tokenize(pattern) }
+  if (pattern.length <= keptLength) {
+    if (read.size >= kept) read.clear()
+    read.set(pattern, fresh)
+  }
+  return fresh
+}
+
+const compiledOf = (r: Read) => {
+  if (r.compiled === undefined) {
+    const parsed = r.tokens
+    r.compiled = parsed.unterminated || parsed.invalid !== undefined ? null : { units: patternUnits(parsed.tokens), hazards: CommandLine.hazardsOf(parsed.tokens) }
+  }
+  return r.compiled ?? undefined
+}
+
+/** A compiled pattern, or undefined when the pattern itself does not parse (it then matches nothing). */
+export const compile = (pattern: string) => compiledOf(readPattern(pattern))
 
 /** A command line's units as `matches` reads them (for the matcher's tests). */
 export const lineUnits = (command: string): ReadonlyArray<Unit> => commandUnits(CommandLine.tokenize(command).tokens)
@@ -195,14 +229,14 @@ export const matches = (pattern: string, command: string, line: CommandLine.Toke
 
 /** The program a pattern names in its first word, when that word is plain text (no wildcard, no substitution). */
 const programNamed = (pattern: string): string | undefined => {
-  const first = CommandLine.tokenize(pattern).tokens[0]
+  const first = readPattern(pattern).tokens.tokens[0]
   if (first === undefined || first._tag !== "Word" || first.expands || first.value === "") return undefined
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
 /** The plain start of a pattern's second word, before any wildcard (`publish` of `npm publish*`), if it has one. */
 const subcommandNamed = (pattern: string): string | undefined => {
-  const second = CommandLine.tokenize(pattern).tokens[1]
+  const second = readPattern(pattern).tokens.tokens[1]
   if (second === undefined || second._tag !== "Word" || second.expands) return undefined
   const wild = [...second.value].findIndex((c, i) => !second.quoted[i] && (c === "*" || c === "?"))
   const named = wild < 0 ? second.value : second.value.slice(0, wild)
@@ -263,8 +297,10 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
  * raw text with `*` matching anything.
  */
 export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command), depth = 0): boolean => {
-  if (Glob.anyText(pattern).test(command.trim())) return true
-  const compiled = compile(pattern)
+  const r = readPattern(pattern)
+  r.anyText ??= Glob.anyText(pattern)
+  if (r.anyText.test(command.trim())) return true
+  const compiled = compiledOf(r)
   if (compiled === undefined) return false
   if (matchUnits(compiled.units, commandUnits(line.tokens))) return true
   const program = programNamed(pattern)
@@ -315,13 +351,17 @@ export const wildcardCommands = (
   command: string,
   line: CommandLine.Tokenized = CommandLine.tokenize(command)
 ): ReadonlyArray<ReadonlyArray<string>> => {
-  const patternCommands = commandsOf(CommandLine.tokenize(pattern).tokens)
+  const patternCommands = commandsOf(readPattern(pattern).tokens.tokens)
   const lineCommands = commandsOf(line.tokens).map((words) => words.map((w) => w.value))
   if (patternCommands.length !== lineCommands.length) return lineCommands.filter((argv) => argv.length > 0)
   return lineCommands.filter((argv, i) => argv.length > 0 && hasWildcard(patternCommands[i]!))
 }
 
 /** The hazards a pattern spells out itself (a rule allows a command only if it spells out all of the command's). */
-export const hazardsOf = (pattern: string | undefined): ReadonlySet<string> =>
-  new Set(pattern === undefined ? [] : compile(pattern)?.hazards ?? [])
+export const hazardsOf = (pattern: string | undefined): ReadonlySet<string> => {
+  if (pattern === undefined) return new Set()
+  const r = readPattern(pattern)
+  r.hazards ??= new Set(compiledOf(r)?.hazards ?? [])
+  return r.hazards
+}
 
