@@ -18,7 +18,7 @@ import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
-import { type PreparedCall, shownName, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
+import { type PreparedCall, unknownTool, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import type { Capture } from "../services/WorkspaceCheckpoints.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
@@ -38,7 +38,7 @@ const prepare = (turn: Turn, call: ToolCallInput): Effect.Effect<Either.Either<P
   Effect.gen(function*() {
     const { tools } = turn.services
     if (tools === undefined) {
-      return Either.left(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${shownName(call.tool)}": no tools are available.` }))
+      return Either.left(unknownTool(call.tool, "none"))
     }
     const { state } = turn.session.live
     return yield* Effect.either(tools.prepare(call, state.cwd))
