@@ -59,6 +59,23 @@ describe("hostile usage numbers from a vendor", () => {
         body.replace(/"prompt_tokens":412/, `"prompt_tokens":${JSON.stringify(value)}`).replace(/"completion_tokens":15/, `"completion_tokens":${JSON.stringify(value)}`)
     }
   ]
+  it.effect("anthropic: a second message_start in one response, with other usage — the turn ends final, its usage valid counts", () =>
+    Effect.gen(function*() {
+      const text = WireServer.recording("anthropic", "text")
+      const start = text.body.match(/event: message_start\ndata: [^\n]*\n\n/)![0]
+      const again = start.replace(/"input_tokens":412/, `"input_tokens":-3`).replace(/"cache_read_input_tokens":128/, `"cache_read_input_tokens":1e308`)
+      server.respond({ ...text, body: text.body.replace(start, start + again) })
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello" }))
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      const log = yield* collect(engine.replaySession({ sessionId }))
+      expectWellFormedLog(log)
+      expectValidCounts(log)
+      const [summary] = yield* engine.listSessions
+      expectValidCounts([{ payload: summary }])
+    }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
+
   for (const vendor of vendors) {
     for (const value of hostileValues) {
       it.effect(`${vendor.name}: usage ${JSON.stringify(value)} — the turn completes, every stored count is a non-negative integer`, () =>
@@ -74,6 +91,23 @@ describe("hostile usage numbers from a vendor", () => {
           expectValidCounts(log)
         }).pipe(Effect.provide(engine(vendor.layer()))))
     }
+
+    it.effect(`${vendor.name}: a stop reason no vendor documents — the turn ends final with its text, the reason kept as it came`, () =>
+      Effect.gen(function*() {
+        const text = WireServer.recording(vendor.name, "text")
+        const body = text.body.replace(/"stop_reason":"end_turn"/, `"stop_reason":"brand_new_reason"`).replace(/"finish_reason":"stop"/, `"finish_reason":"brand_new_reason"`)
+        expect(body).toContain("brand_new_reason")
+        server.respond({ ...text, body })
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello" }))
+        // Pinned: an unknown reason is no error — the response ended, its text is the answer.
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", usage: { inputTokens: 412, outputTokens: 15 } })
+        expect(events.some((e) => e.type === "model.delta")).toBe(true)
+        const log = yield* collect(engine.replaySession({ sessionId }))
+        expectWellFormedLog(log)
+        expectValidCounts(log)
+      }).pipe(Effect.provide(engine(vendor.layer()))))
 
     it.effect(`${vendor.name}: the largest counts in two responses of one turn, and in two turns — the sums stay valid counts`, () =>
       Effect.gen(function*() {
