@@ -9,27 +9,18 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import { Layer, ManagedRuntime } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
-import { count, scratch } from "./engine.js"
+import { count, scratch, toolSession } from "./engine.js"
 
 const wide = async (cwd: string, calls: number) => {
-  const rt = ManagedRuntime.make(SessionEngine.layer({ maxToolCalls: calls }).pipe(Layer.provide(Layer.mergeAll(
-    MemoryEventStore.layer,
-    FakeModelProvider.layer({
-      // A window the results fit in: the next request is sent (3,200 results pass the default 128 K).
-      maxContextTokens: 10_000_000,
-      responses: [{ chunks: ["warm"] }, { toolCalls: Array.from({ length: calls }, () => ({ tool: "read_file", args: { path: "a.txt" } })) }, { chunks: ["done"] }]
-    }),
-    IdGenerator.layer,
-    WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
-    PermissionPolicy.layer()
-  ))))
+  const { engine, rt, sessionId } = await toolSession(cwd, [
+    { toolCalls: Array.from({ length: calls }, () => ({ tool: "read_file", args: { path: "a.txt" } })) },
+    { chunks: ["done"] }
+  ], {
+    engine: { maxToolCalls: calls },
+    // A window the results fit in: the next request is sent (3,200 results pass the default 128 K).
+    maxContextTokens: 10_000_000
+  })
   try {
-    const engine = await rt.runPromise(SessionEngine.SessionEngine)
-    const { sessionId } = await rt.runPromise(engine.createSession({ cwd, client: "test" }))
-    await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
     const started = performance.now()
     await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "go" })))
     const ms = performance.now() - started
