@@ -16,7 +16,9 @@ import {
   JsonlEventStore,
   MemoryEventStore,
   ModelProvider,
-  SessionEngine
+  PermissionPolicy,
+  SessionEngine,
+  WorkspaceTools
 } from "../src/index.js"
 
 const scratchDirs: Array<string> = []
@@ -78,6 +80,29 @@ export const scripted = (chunks: ReadonlyArray<string>, turns: number, extra: Pa
     responses: Array.from({ length: turns }, () => ({ chunks: [...chunks], ...extra })),
     ...(maxContextTokens === undefined ? {} : { maxContextTokens })
   })
+
+/**
+ * An engine with the workspace tools and the default policy over the memory store, its model
+ * scripted: a warm-up answer, then `responses`; and a session in `cwd` whose first turn took the
+ * warm-up. What bench/ops.ts and bench/wide.ts measure turns of.
+ */
+export const toolSession = async (
+  cwd: string,
+  responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>,
+  options: { readonly engine?: SessionEngine.Options; readonly maxContextTokens?: number } = {}
+) => {
+  const rt = ManagedRuntime.make(SessionEngine.layer(options.engine).pipe(Layer.provide(Layer.mergeAll(
+    MemoryEventStore.layer,
+    FakeModelProvider.layer({ responses: [{ chunks: ["warm"] }, ...responses], ...(options.maxContextTokens === undefined ? {} : { maxContextTokens: options.maxContextTokens }) }),
+    IdGenerator.layer,
+    WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
+    PermissionPolicy.layer()
+  ))))
+  const engine = await rt.runPromise(SessionEngine.SessionEngine)
+  const { sessionId } = await rt.runPromise(engine.createSession({ cwd, client: "test" }))
+  await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
+  return { rt, engine, sessionId }
+}
 
 export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)

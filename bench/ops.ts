@@ -13,10 +13,9 @@
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Effect, type Fiber, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Stream, Supervisor } from "effect"
-import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, PermissionPolicy, SessionEngine, WorkspaceTools } from "../src/index.js"
-import { count, deltaTexts, floorTurn, scratch } from "./engine.js"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider, SessionEngine } from "../src/index.js"
+import { count, deltaTexts, floorTurn, scratch, toolSession } from "./engine.js"
 
 class Counter extends Supervisor.AbstractSupervisor<void> {
   ops = 0
@@ -124,17 +123,8 @@ const counted = async <A, E>(rt: ManagedRuntime.ManagedRuntime<SessionEngine.Ses
 }
 
 const measure = async (label: string, units: number, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse>, cwd: string, turns: number) => {
-  const rt = ManagedRuntime.make(SessionEngine.layer().pipe(Layer.provide(Layer.mergeAll(
-    MemoryEventStore.layer,
-    FakeModelProvider.layer({ responses: [{ chunks: ["warm"] }, ...responses] }),
-    IdGenerator.layer,
-    WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer)),
-    PermissionPolicy.layer()
-  ))))
+  const { engine, rt, sessionId } = await toolSession(cwd, responses)
   try {
-    const engine = await rt.runPromise(SessionEngine.SessionEngine)
-    const { sessionId } = await rt.runPromise(engine.createSession({ cwd, client: "test" }))
-    await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "warm up" })))
     const turn = count(engine.runTurn({ sessionId, userMessage: "go" }))
     const counter = await counted(rt, Effect.repeatN(turn, turns - 1))
     console.log(`${label}: ${(counter.ops / units).toFixed(0)} Effect ops, ${(counter.fibers / units).toFixed(2)} fibers, ${(counter.fs / units).toFixed(1)} file system requests`)

@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import * as TurnFsm from "../fsm/TurnFsm.js"
 import type { AgentEvent, Client, CompactionEvent, CompactionReason, Decision, EventOfType, PromptPartHash, Risk, StopReason, TurnEvent, Usage } from "./AgentEvent.js"
 import type { Json } from "./Json.js"
+import { OpenCalls } from "./OpenCalls.js"
 import * as Session from "./Session.js"
 import * as SessionTitle from "./SessionTitle.js"
 
@@ -200,18 +201,42 @@ export const start = (event: AgentEvent): Either.Either<SessionState, Impossible
 const fail = (event: AgentEvent, detail: string) =>
   Either.left(new ImpossibleEvent({ sequence: event.sequence, detail }))
 
+// Each turn the reducer builds keeps its calls in a table (see OpenCalls): a tool event costs O(1),
+// not a scan and a copy of every open call. A turn built elsewhere (a test's, a clone) is read from
+// its array once.
+const tables = new WeakMap<OpenTurn, OpenCalls>()
+
+const tableOf = (turn: OpenTurn): OpenCalls => {
+  let table = tables.get(turn)
+  if (table === undefined) tables.set(turn, table = OpenCalls.of(turn.toolCalls))
+  return table
+}
+
+/** A turn as the reducer builds it: its `toolCalls` read from its table when asked for. */
+const makeTurn = (turnId: string, status: TurnFsm.TurnStatus, toolCallCount: number, calls: OpenCalls): OpenTurn => {
+  const turn: OpenTurn = {
+    turnId,
+    status,
+    get toolCalls() {
+      return calls.calls
+    },
+    toolCallCount
+  }
+  tables.set(turn, calls)
+  return turn
+}
+
+const withCalls = (turn: OpenTurn, calls: OpenCalls): OpenTurn => makeTurn(turn.turnId, turn.status, turn.toolCallCount, calls)
+
 const updateCall = (
   turn: OpenTurn,
-  toolCallId: string,
-  update: (call: OpenToolCall) => OpenToolCall | undefined
-): OpenTurn => ({
-  ...turn,
-  toolCalls: turn.toolCalls.flatMap((call) => {
-    if (call.toolCallId !== toolCallId) return [call]
-    const next = update(call)
-    return next === undefined ? [] : [next]
-  })
-})
+  call: OpenToolCall,
+  next: OpenToolCall | undefined
+): OpenTurn => withCalls(turn, next === undefined ? tableOf(turn).remove(call.toolCallId) : tableOf(turn).set(next))
+
+/** The open call of the state's open turn with this id: O(1), where a scan of `toolCalls` is O(calls). */
+export const openCall = (state: SessionState, toolCallId: string): OpenToolCall | undefined =>
+  state.openTurn === undefined ? undefined : tableOf(state.openTurn).get(toolCallId)
 
 // The statuses from which each tool event may follow; anything else is an impossible order.
 const callMayReceive: Record<string, ReadonlyArray<ToolCallStatus>> = {
@@ -227,19 +252,19 @@ const reduceToolEvent = (
   turn: OpenTurn,
   event: EventOfType<"permission.requested" | "permission.resolved" | "tool.started" | "tool.progress" | "tool.completed" | "tool.failed">
 ): Either.Either<OpenTurn, ImpossibleEvent> => {
-  const call = turn.toolCalls.find((c) => c.toolCallId === event.payload.toolCallId)
+  const call = tableOf(turn).get(event.payload.toolCallId)
   if (call === undefined) return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not open`)
   if (!callMayReceive[event.type]!.includes(call.status)) {
     return fail(event, `${event.type} cannot follow a tool call in status ${call.status}`)
   }
   switch (event.type) {
     case "permission.requested":
-      return Either.right(updateCall(turn, call.toolCallId, (c) => ({
-        ...c,
+      return Either.right(updateCall(turn, call, {
+        ...call,
         status: "permission_pending",
         risk: event.payload.risk,
         ...(event.payload.outsidePaths === undefined ? {} : { outsidePaths: event.payload.outsidePaths })
-      })))
+      }))
     case "permission.resolved": {
       const { decision, actor } = event.payload
       // A call awaiting approval is answered by the user, or denied by the policy when the wait times out.
@@ -251,15 +276,16 @@ const reduceToolEvent = (
       }
       const status: ToolCallStatus = decision === "ask" ? "awaiting_approval" : decision === "allow" ? "allowed" : "denied"
       const policy = decision === "ask" ? event.payload.policy : undefined
-      return Either.right(updateCall(turn, call.toolCallId, ({ askedByPolicy: _, ...c }) => ({ ...c, status, decidedBy: actor, ...(policy === undefined ? {} : { askedByPolicy: policy }) })))
+      const { askedByPolicy: _, ...rest } = call
+      return Either.right(updateCall(turn, call, { ...rest, status, decidedBy: actor, ...(policy === undefined ? {} : { askedByPolicy: policy }) }))
     }
     case "tool.started":
-      return Either.right(updateCall(turn, call.toolCallId, (c) => ({ ...c, status: "running" })))
+      return Either.right(updateCall(turn, call, { ...call, status: "running" }))
     case "tool.progress":
       return Either.right(turn)
     case "tool.completed":
     case "tool.failed":
-      return Either.right(updateCall(turn, call.toolCallId, () => undefined))
+      return Either.right(updateCall(turn, call, undefined))
   }
 }
 
@@ -281,9 +307,10 @@ const callPhases: ReadonlyArray<readonly [ToolCallStatus, TurnFsm.RunningPhase]>
 
 /** A running turn's phase from its open calls; with none open, the phase its last event entered. */
 const withCallsPhase = (turn: OpenTurn): OpenTurn => {
-  if (turn.status.state !== "running" || turn.toolCalls.length === 0) return turn
-  const phase = callPhases.find(([status]) => turn.toolCalls.some((c) => c.status === status))?.[1] ?? TurnFsm.RunningPhase.ToolPending
-  return { ...turn, status: { state: "running", phase } }
+  const calls = tableOf(turn)
+  if (turn.status.state !== "running" || calls.size === 0) return turn
+  const phase = callPhases.find(([status]) => calls.counts[status] > 0)?.[1] ?? TurnFsm.RunningPhase.ToolPending
+  return makeTurn(turn.turnId, { state: "running", phase }, turn.toolCallCount, calls)
 }
 
 /**
@@ -392,8 +419,8 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
   const status = TurnFsm.transition(open?.status ?? TurnFsm.initial, inputOf(event))
   if (Either.isLeft(status)) return fail(event, status.left.message)
   const turn: OpenTurn = open === undefined
-    ? { turnId: event.turnId, status: status.right, toolCalls: [], toolCallCount: 0 }
-    : { ...open, status: status.right }
+    ? makeTurn(event.turnId, status.right, 0, OpenCalls.empty)
+    : makeTurn(open.turnId, status.right, open.toolCallCount, tableOf(open))
 
   switch (event.type) {
     case "turn.started": {
@@ -410,7 +437,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     }
     case "turn.completed":
       if (state.compaction !== undefined) return fail(event, `turn completed while compaction ${state.compaction.compactionId} runs`)
-      if (turn.toolCalls.length > 0) {
+      if (tableOf(turn).size > 0) {
         return fail(event, `turn completed with open tool calls: ${turn.toolCalls.map((c) => c.toolCallId).join(", ")}`)
       }
       return Either.right({
@@ -425,20 +452,15 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
         }
       })
     case "model.tool_call_requested":
-      if (turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId)) {
-        return fail(event, `tool call ${event.payload.toolCallId} requested twice`)
-      }
+    {
+      const { args, tool, toolCallId } = event.payload
+      const calls = tableOf(turn)
+      if (calls.get(toolCallId) !== undefined) return fail(event, `tool call ${toolCallId} requested twice`)
       return Either.right({
         ...base,
-        openTurn: {
-          ...turn,
-          toolCallCount: turn.toolCallCount + 1,
-          toolCalls: [
-            ...turn.toolCalls,
-            { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args, status: "requested" }
-          ]
-        }
+        openTurn: makeTurn(turn.turnId, turn.status, turn.toolCallCount + 1, calls.set({ toolCallId, tool, args, status: "requested" }))
       })
+    }
     case "permission.requested":
     case "permission.resolved":
     case "tool.started":
@@ -484,7 +506,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     case "subagent.asked":
     case "subagent.completed":
       // Only while the `task` call that runs the subagent is running.
-      if (!turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId && c.status === "running")) {
+      if (tableOf(turn).get(event.payload.toolCallId)?.status !== "running") {
         return fail(event, `${event.type} for tool call ${event.payload.toolCallId}, which is not running`)
       }
       return Either.right({
@@ -493,7 +515,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       })
     case "workspace.changed":
       // Stored while its call runs, beside others maybe: the most pressing call says the phase.
-      if (!turn.toolCalls.some((c) => c.toolCallId === event.payload.toolCallId && c.status === "running")) {
+      if (tableOf(turn).get(event.payload.toolCallId)?.status !== "running") {
         return fail(event, `workspace.changed of tool call ${event.payload.toolCallId}, which is not running`)
       }
       return Either.right({ ...base, openTurn: withCallsPhase(turn) })
@@ -503,18 +525,14 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
 /** The turn with what a subagent event tells of its `task` call: the subagent it started, or that it ended. */
 const withSubagent = (turn: OpenTurn, event: EventOfType<"subagent.started" | "subagent.progress" | "subagent.asked" | "subagent.completed">): OpenTurn => {
   if (event.type !== "subagent.started" && event.type !== "subagent.completed") return turn
-  return {
-    ...turn,
-    toolCalls: turn.toolCalls.map((c) => {
-      if (c.toolCallId !== event.payload.toolCallId) return c
-      if (event.type === "subagent.completed") return c.subagent === undefined ? c : { ...c, subagent: { ...c.subagent, completed: true } }
-      const { childSessionId, cwd, description, maxSteps, mode, tools } = event.payload
-      return {
-        ...c,
-        subagent: { childSessionId, description, cwd, mode, ...(tools === undefined ? {} : { tools }), ...(maxSteps === undefined ? {} : { maxSteps }) }
-      }
-    })
-  }
+  const call = tableOf(turn).get(event.payload.toolCallId)
+  if (call === undefined) return turn
+  if (event.type === "subagent.completed") return call.subagent === undefined ? turn : updateCall(turn, call, { ...call, subagent: { ...call.subagent, completed: true } })
+  const { childSessionId, cwd, description, maxSteps, mode, tools } = event.payload
+  return updateCall(turn, call, {
+    ...call,
+    subagent: { childSessionId, description, cwd, mode, ...(tools === undefined ? {} : { tools }), ...(maxSteps === undefined ? {} : { maxSteps }) }
+  })
 }
 
 /**
@@ -530,7 +548,7 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
   }
   if (event.type === "compaction.started") {
     if (state.compaction !== undefined) return fail(event, `compaction ${compactionId} started while compaction ${state.compaction.compactionId} runs`)
-    if (open !== undefined && open.toolCalls.length > 0) return fail(event, "a compaction cannot start while tool calls are open")
+    if (open !== undefined && tableOf(open).size > 0) return fail(event, "a compaction cannot start while tool calls are open")
   } else if (state.compaction?.compactionId !== compactionId) {
     return fail(event, `${event.type} of compaction ${compactionId}, which is not running`)
   }
@@ -538,7 +556,7 @@ const reduceCompaction = (state: SessionState, event: CompactionEvent): Either.E
   if (open !== undefined) {
     const status = TurnFsm.transition(open.status, inputOf(event))
     if (Either.isLeft(status)) return fail(event, status.left.message)
-    turn = { ...open, status: status.right }
+    turn = makeTurn(open.turnId, status.right, open.toolCallCount, tableOf(open))
   }
   return Either.right({
     ...state,

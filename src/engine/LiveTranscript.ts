@@ -76,6 +76,18 @@ export class LiveTranscript {
   private past: Transcript.Past | undefined = undefined
   private cachedSnapshot: Transcript.Transcript | undefined = undefined
   private cachedRendering: Rendered | undefined = undefined
+  /**
+   * Where each call of an ended response is (its entry, its place among the entry's calls), so that
+   * a result finds its call without a scan; forgotten when entries move (a compaction, a rewind),
+   * when a result searches as before.
+   */
+  private readonly callPlaces = new Map<string, { readonly entry: number; readonly index: number }>()
+  /**
+   * The entries a result made since the transcript was last given out (`snapshot`, `rendered`): no
+   * one else holds them, so the next results of the same response change them in place. A response
+   * of N calls then copies its calls once per snapshot, not once per result (N² in all).
+   */
+  private unshared = new WeakSet<Transcript.TranscriptEntry>()
 
   /** A live transcript of the events so far. */
   static of(events: Iterable<AgentEvent>): LiveTranscript {
@@ -141,6 +153,7 @@ export class LiveTranscript {
   /** The transcript now, equal to `Transcript.replay` of the events added. */
   snapshot(): Transcript.Transcript {
     if (this.cachedSnapshot !== undefined) return this.cachedSnapshot
+    this.unshared = new WeakSet()
     const snapshot: Transcript.Transcript = this.past === undefined
       ? { entries: this.entries.slice(), open: this.openEntry() }
       : { entries: this.entries.slice(), open: this.openEntry(), past: Transcript.settledPast(this.past) }
@@ -159,6 +172,7 @@ export class LiveTranscript {
    */
   rendered(): Rendered {
     if (this.cachedRendering !== undefined) return this.cachedRendering
+    this.unshared = new WeakSet()
     for (let i = this.renderedEntries; i < this.entries.length; i++) {
       this.starts.push(this.messages.length)
       this.charsBefore.push(this.renderedChars)
@@ -209,6 +223,7 @@ export class LiveTranscript {
     const next = Transcript.compacted({ entries: this.entries, open: undefined }, compaction)
     this.entries.length = 0
     this.entries.push(...next.entries)
+    this.callPlaces.clear()
     this.past = undefined
     this.unrender(0)
     this.changed()
@@ -225,6 +240,7 @@ export class LiveTranscript {
     const change = Transcript.rewindChange(this.entries, this.past, rewind)
     this.entries.length = change.keep
     for (const entry of change.back) this.entries.push(entry)
+    this.callPlaces.clear()
     this.past = change.past
     this.unrender(change.keep)
     this.changed()
@@ -261,6 +277,7 @@ export class LiveTranscript {
     // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
     // entry then holds one string rather than a chain of every delta.
     Number(open.content)
+    for (let index = 0; index < open.toolCalls.length; index++) this.callPlaces.set(open.toolCalls[index]!.toolCallId, { entry: this.entries.length, index })
     this.entries.push(open)
     this.openTurnId = undefined
     this.openContent = ""
@@ -273,6 +290,23 @@ export class LiveTranscript {
   result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
     this.close()
     this.changed()
+    const place = this.callPlaces.get(toolCallId)
+    const entry = place === undefined ? undefined : this.entries[place.entry]
+    if (place !== undefined && entry?.role === "assistant" && entry.toolCalls[place.index]?.toolCallId === toolCallId) {
+      this.callPlaces.delete(toolCallId)
+      const call = entry.toolCalls[place.index]!
+      const answered = { ...call, result: Transcript.resultOf(content, isError, images) }
+      if (this.unshared.has(entry)) (entry.toolCalls as Array<Transcript.TranscriptToolCall>)[place.index] = answered
+      else {
+        const toolCalls = entry.toolCalls.slice()
+        toolCalls[place.index] = answered
+        const next = { ...entry, toolCalls }
+        this.unshared.add(next)
+        this.entries[place.entry] = next
+      }
+      this.unrender(place.entry)
+      return this
+    }
     for (let i = this.entries.length - 1; i >= 0; i--) {
       const entry = this.entries[i]!
       if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue

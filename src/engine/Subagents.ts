@@ -28,7 +28,7 @@ import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { PermissionEngine } from "../services/PermissionEngine.js"
-import { type PreparedCall, shownName, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
+import { type PreparedCall, unknownTool, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
@@ -218,12 +218,11 @@ export const router = (base: ToolRouter.Service, runtime: Runtime): ToolRouter.S
             (prepared) => prepared.tool !== Task.toolName || wider(link, prepared.input as Task.Input).length === 0,
             (prepared) => toolNotAllowed(wider(link, prepared.input as Task.Input))
           ))
-          : Effect.fail(new ToolFailure({
-            errorCode: "unknown_tool",
-            message: call.tool === Task.toolName
-              ? `This subagent cannot start subagents: they nest at most ${runtime.maxDepth} deep.`
-              : `This subagent has no tool named "${shownName(call.tool)}".`
-          }))
+          : Effect.fail(
+            call.tool === Task.toolName
+              ? new ToolFailure({ errorCode: "unknown_tool", message: `This subagent cannot start subagents: they nest at most ${runtime.maxDepth} deep.` })
+              : unknownTool(call.tool, "subagent")
+          )
     }
   }
   const forSession = (sessionId: string): ToolRouter.Service => {

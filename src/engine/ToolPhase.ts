@@ -16,9 +16,9 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
-import type { OpenToolCall } from "../domain/SessionState.js"
+import * as SessionState from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
-import { type PreparedCall, shownName, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
+import { type PreparedCall, unknownTool, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
 import type { Capture } from "../services/WorkspaceCheckpoints.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
@@ -32,13 +32,13 @@ const toolFailed = (turn: Turn, toolCallId: string, errorCode: string, message: 
 
 /** A guard that lets an event through only while the call is running (late progress is dropped). */
 const whileRunning = (toolCallId: string): LiveSession.Guard => (live) =>
-  live.state.openTurn?.toolCalls.some((c) => c.toolCallId === toolCallId && c.status === "running") === true
+  SessionState.openCall(live.state, toolCallId)?.status === "running"
 
 const prepare = (turn: Turn, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
   Effect.gen(function*() {
     const { tools } = turn.services
     if (tools === undefined) {
-      return Either.left(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${shownName(call.tool)}": no tools are available.` }))
+      return Either.left(unknownTool(call.tool, "none"))
     }
     const { state } = turn.session.live
     return yield* Effect.either(tools.prepare(call, state.cwd))
@@ -244,10 +244,10 @@ const blockedBy = (turn: Turn, call: PreparedCall): Effect.Effect<Option.Option<
 /** A call of the current step, with how far it got. */
 export interface StepCall {
   readonly call: ToolCallInput
-  readonly status: OpenToolCall["status"]
-  readonly decidedBy?: OpenToolCall["decidedBy"]
+  readonly status: SessionState.OpenToolCall["status"]
+  readonly decidedBy?: SessionState.OpenToolCall["decidedBy"]
   /** A `task` call's subagent, started before its process stopped: resumed, the call follows it to its end. */
-  readonly subagent?: OpenToolCall["subagent"]
+  readonly subagent?: SessionState.OpenToolCall["subagent"]
   /** Cut by the model's output limit before its arguments were whole: answered, never run. */
   readonly cut?: boolean
 }

@@ -87,7 +87,12 @@ const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, 
   })
 
 /** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
-export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap<string, Uint8Array> = new Map()): Array<MessageParam> => {
+export const toMessages = (
+  messages: ReadonlyArray<Message>,
+  images: ReadonlyMap<string, Uint8Array> = new Map(),
+  tools: ReadonlyArray<{ readonly name: string }> = []
+): Array<MessageParam> => {
+  const sentName = Support.sentToolNames(tools, messages)
   const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
   const push = (role: "user" | "assistant", blocks: ReadonlyArray<ContentBlockParam>) => {
     if (blocks.length === 0) return
@@ -107,7 +112,7 @@ export const toMessages = (messages: ReadonlyArray<Message>, images: ReadonlyMap
       case "assistant":
         push("assistant", [
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: Support.sentToolName(call.tool), input: Support.argsObject(call.args) }))
+          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: sentName(call.tool), input: Support.argsObject(call.args) }))
         ])
         break
       case "tool":
@@ -133,7 +138,7 @@ export const toRequest = (request: ModelProvider.ModelRequest, model: string, ma
     max_tokens: maxTokens,
     stream: true,
     ...(request.system === "" ? {} : { system: request.system }),
-    messages: toMessages(request.messages, request.images),
+    messages: toMessages(request.messages, request.images, request.tools),
     ...(request.tools.length === 0
       ? {}
       : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })

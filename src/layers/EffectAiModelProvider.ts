@@ -90,6 +90,7 @@ const fileParts = (refs: ReadonlyArray<ImageRef> | undefined, images: ReadonlyMa
  */
 export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.MessageEncoded> => {
   const images = request.images ?? new Map<string, Uint8Array>()
+  const sentName = Support.sentToolNames(request.tools, request.messages)
   const out: Array<Prompt.MessageEncoded> = request.system === "" ? [] : [{ role: "system", content: request.system }]
   let results: Array<Prompt.ToolResultPartEncoded> = []
   let toolImages: Array<Prompt.UserMessagePartEncoded> = []
@@ -113,12 +114,12 @@ export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.Mess
           role: "assistant",
           content: [
             ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: Support.sentToolName(call.tool), params: Support.argsObject(call.args), providerExecuted: false }))
+            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: sentName(call.tool), params: Support.argsObject(call.args), providerExecuted: false }))
           ]
         })
         break
       case "tool": {
-        results.push({ type: "tool-result", id: message.toolCallId, name: Support.sentToolName(message.tool), isFailure: message.isError, result: message.content, providerExecuted: false })
+        results.push({ type: "tool-result", id: message.toolCallId, name: sentName(message.tool), isFailure: message.isError, result: message.content, providerExecuted: false })
         const parts = fileParts(message.images, images)
         if (parts.length > 0) toolImages.push({ type: "text", text: `Images from the ${message.tool} call ${message.toolCallId}:` }, ...parts)
         break

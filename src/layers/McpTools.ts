@@ -27,7 +27,7 @@ import { type JsonObject, nestsDeeperThan } from "../domain/Json.js"
 import * as Tokens from "../domain/Tokens.js"
 import {
   type PreparedCall,
-  shownName,
+  unknownTool,
   type ToolCallInput,
   type ToolContext,
   type ToolDefinition,
@@ -241,7 +241,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
       if (target === undefined) {
         return base !== undefined && !call.tool.startsWith(prefix)
           ? base.prepare(call, cwd)
-          : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${shownName(call.tool)}". Available: ${definitions.map((d) => d.name).join(", ")}` }))
+          : Effect.fail(unknownTool(call.tool, definitions.map((d) => d.name)))
       }
       if (typeof call.args !== "object" || call.args === null || Array.isArray(call.args)) {
         return Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `${call.tool} takes an object of arguments` }))
@@ -254,7 +254,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
       if (target === undefined) {
         return base !== undefined && !call.tool.startsWith(prefix)
           ? base.execute(call, context)
-          : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${shownName(call.tool)}".` }))
+          : Effect.fail(unknownTool(call.tool))
       }
       return target.connection.callTool(target.tool, call.input as Record<string, unknown>).pipe(
         Effect.filterOrFail(

@@ -91,8 +91,10 @@ const imageParts = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, U
 export const toMessages = (
   system: string,
   messages: ReadonlyArray<Message>,
-  images: ReadonlyMap<string, Uint8Array> = new Map()
+  images: ReadonlyMap<string, Uint8Array> = new Map(),
+  tools: ReadonlyArray<{ readonly name: string }> = []
 ): Array<ChatCompletionMessageParam> => {
+  const sentName = Support.sentToolNames(tools, messages)
   const out: Array<ChatCompletionMessageParam> = system === "" ? [] : [{ role: "system", content: system }]
   let toolImages: Array<ChatCompletionContentPart> = []
   const flush = () => {
@@ -120,7 +122,7 @@ export const toMessages = (
               tool_calls: message.toolCalls.map((call) => ({
                 id: call.toolCallId,
                 type: "function" as const,
-                function: { name: Support.sentToolName(call.tool), arguments: JSON.stringify(Support.argsObject(call.args)) }
+                function: { name: sentName(call.tool), arguments: JSON.stringify(Support.argsObject(call.args)) }
               }))
             })
         })
@@ -143,7 +145,7 @@ export const toRequest = (request: ModelProvider.ModelRequest, model: string, ma
   model,
   stream: true,
   stream_options: { include_usage: true },
-  messages: toMessages(request.system, request.messages, request.images),
+  messages: toMessages(request.system, request.messages, request.images, request.tools),
   ...(maxTokens === undefined ? {} : { max_completion_tokens: maxTokens }),
   ...(request.tools.length === 0
     ? {}

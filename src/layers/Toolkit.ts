@@ -16,7 +16,7 @@ import type { Risk } from "../domain/AgentEvent.js"
 import type { JsonObject } from "../domain/Json.js"
 import {
   type PreparedCall,
-  shownName,
+  unknownTool,
   type ToolCallInput,
   type ToolContext,
   type ToolDefinition,
@@ -74,10 +74,7 @@ export const make = <const Tools extends ReadonlyArray<Any>>(
       if (t === undefined) {
         return base !== undefined
           ? base.prepare(call, cwd)
-          : Effect.fail(new ToolFailure({
-            errorCode: "unknown_tool",
-            message: `There is no tool named "${shownName(call.tool)}". Available: ${definitions.map((d) => d.name).join(", ")}`
-          }))
+          : Effect.fail(unknownTool(call.tool, definitions.map((d) => d.name)))
       }
       return Schema.decodeUnknown(t.parameters)(call.args, { onExcessProperty: "error" }).pipe(
         Effect.mapError((error) => new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(error) })),

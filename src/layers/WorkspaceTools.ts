@@ -29,7 +29,7 @@ import type { JsonObject } from "../domain/Json.js"
 import {
   type PathAccess,
   type PreparedCall,
-  shownName,
+  unknownTool,
   type ToolCallInput,
   type ToolContext,
   type ToolDefinition,
@@ -591,7 +591,7 @@ export const make = (options: Options = {}) =>
         // Its own names only: a name every object inherits (`constructor`, `toString`, `__proto__`) is no tool.
         const tool = Object.hasOwn(tools, call.tool) ? tools[call.tool] : undefined
         if (tool === undefined) {
-          return yield* fail("unknown_tool", `There is no tool named "${shownName(call.tool)}". Available: ${Object.keys(tools).join(", ")}`)
+          return yield* Effect.fail(unknownTool(call.tool, Object.keys(tools)))
         }
         const decoded = decoders[call.tool]!(call.args)
         if (Either.isLeft(decoded)) {

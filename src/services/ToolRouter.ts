@@ -133,6 +133,20 @@ const shownNameChars = 100
 export const shownName = (name: string): string =>
   name.length <= shownNameChars ? name : `${name.slice(0, shownNameChars)}… (${name.length} characters)`
 
+/**
+ * The `unknown_tool` failure of a call of no tool there is: its name as {@link shownName} quotes it,
+ * then what there is — the tools `available`, `"none"` (no tools at all), or nothing more; a
+ * subagent's says the subagent has no such tool. Every router builds it here, so the name is cut
+ * the same way everywhere.
+ */
+export const unknownTool = (name: string, available?: ReadonlyArray<string> | "none" | "subagent"): ToolFailure =>
+  new ToolFailure({
+    errorCode: "unknown_tool",
+    message: available === "subagent"
+      ? `This subagent has no tool named "${shownName(name)}".`
+      : `There is no tool named "${shownName(name)}"${available === undefined ? "." : available === "none" ? ": no tools are available." : `. Available: ${available.join(", ")}`}`
+  })
+
 /** The tool router port. */
 export class ToolRouter extends Context.Tag("effect-agent/ToolRouter")<ToolRouter, ToolRouter.Service>() {}
 

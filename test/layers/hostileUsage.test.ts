@@ -26,6 +26,18 @@ const expectValidCounts = (log: ReadonlyArray<{ readonly payload: unknown }>) =>
   }
 }
 
+/** One turn of "hello" in a new session: its events, checked to end final, and the session's log, checked well formed with valid counts. */
+const helloTurn = Effect.gen(function*() {
+  const engine = yield* SessionEngine
+  const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+  const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello" }))
+  expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+  const log = yield* collect(engine.replaySession({ sessionId }))
+  expectWellFormedLog(log)
+  expectValidCounts(log)
+  return events
+})
+
 const hostileValues: ReadonlyArray<unknown> = [-5, 1.5, "12", 1e300, null]
 
 const engine = (provider: Layer.Layer<ModelProvider>, services: Layer.Layer<never> = Layer.empty) =>
@@ -59,21 +71,38 @@ describe("hostile usage numbers from a vendor", () => {
         body.replace(/"prompt_tokens":412/, `"prompt_tokens":${JSON.stringify(value)}`).replace(/"completion_tokens":15/, `"completion_tokens":${JSON.stringify(value)}`)
     }
   ]
+  it.effect("anthropic: a second message_start in one response, with other usage — the turn ends final, its usage valid counts", () =>
+    Effect.gen(function*() {
+      const text = WireServer.recording("anthropic", "text")
+      const start = text.body.match(/event: message_start\ndata: [^\n]*\n\n/)![0]
+      const again = start.replace(/"input_tokens":412/, `"input_tokens":-3`).replace(/"cache_read_input_tokens":128/, `"cache_read_input_tokens":1e308`)
+      server.respond({ ...text, body: text.body.replace(start, start + again) })
+      yield* helloTurn
+      const [summary] = yield* (yield* SessionEngine).listSessions
+      expectValidCounts([{ payload: summary }])
+    }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
+
   for (const vendor of vendors) {
     for (const value of hostileValues) {
       it.effect(`${vendor.name}: usage ${JSON.stringify(value)} — the turn completes, every stored count is a non-negative integer`, () =>
         Effect.gen(function*() {
           const text = WireServer.recording(vendor.name, "text")
           server.respond({ ...text, body: vendor.rewrite(text.body, value) })
-          const engine = yield* SessionEngine
-          const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
-          const events = yield* collect(engine.runTurn({ sessionId, userMessage: "hello" }))
-          expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-          const log = yield* collect(engine.replaySession({ sessionId }))
-          expectWellFormedLog(log)
-          expectValidCounts(log)
+          yield* helloTurn
         }).pipe(Effect.provide(engine(vendor.layer()))))
     }
+
+    it.effect(`${vendor.name}: a stop reason no vendor documents — the turn ends final with its text and usage`, () =>
+      Effect.gen(function*() {
+        const text = WireServer.recording(vendor.name, "text")
+        const body = text.body.replace(/"stop_reason":"end_turn"/, `"stop_reason":"brand_new_reason"`).replace(/"finish_reason":"stop"/, `"finish_reason":"brand_new_reason"`)
+        expect(body).toContain("brand_new_reason")
+        server.respond({ ...text, body })
+        const events = yield* helloTurn
+        // Pinned: an unknown reason is no error — the response ended, its text is the answer.
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", usage: { inputTokens: 412, outputTokens: 15 } })
+        expect(events.some((e) => e.type === "model.delta")).toBe(true)
+      }).pipe(Effect.provide(engine(vendor.layer()))))
 
     it.effect(`${vendor.name}: the largest counts in two responses of one turn, and in two turns — the sums stay valid counts`, () =>
       Effect.gen(function*() {

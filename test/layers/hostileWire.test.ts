@@ -25,6 +25,7 @@ import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.j
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as Support from "../../src/layers/providers/Support.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import type { ToolRouter } from "../../src/services/ToolRouter.js"
@@ -72,8 +73,8 @@ const sse = (events: ReadonlyArray<Record<string, unknown>>, done = false) => ({
 
 const a = {
   start: { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } },
-  tool: (index: number, id: string, args: unknown) => [
-    { type: "content_block_start", index, content_block: { type: "tool_use", id, name: "read_file", input: {} } },
+  tool: (index: number, id: string, args: unknown, name = "read_file") => [
+    { type: "content_block_start", index, content_block: { type: "tool_use", id, name, input: {} } },
     { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(args) } },
     { type: "content_block_stop", index }
   ],
@@ -572,7 +573,7 @@ describe("a hostile model's tool calls", () => {
 
   it.effect("openai: names no vendor takes (empty, a space, 100 characters) — each sent back under one it takes, paired with its result", () =>
     Effect.gen(function*() {
-      const names = ["", "read file", "r".repeat(100)]
+      const names = ["", "read file", "r".repeat(100), "read.file"]
       server.respond(
         sse([
           o.chunk({ role: "assistant", content: "" }),
@@ -582,12 +583,46 @@ describe("a hostile model's tool calls", () => {
         ], true),
         o.answer()
       )
-      const { events } = yield* turn("go")
-      expect(failedWith(events).map((f) => f.errorCode)).toEqual(["unknown_tool", "unknown_tool", "unknown_tool"])
-      const sent = server.received[1]!.body.messages[1].tool_calls.map((c: { function: { name: string } }) => c.function.name)
-      expect(sent).toEqual(["_", "read_file", "r".repeat(64)])
-      expect(pairedCalls(server.received[1]!.body)).toHaveLength(3)
+      const { events, sessionId } = yield* turn("go")
+      expect(failedWith(events).map((f) => f.errorCode)).toEqual(["unknown_tool", "unknown_tool", "unknown_tool", "unknown_tool"])
+      const sent: Array<string> = server.received[1]!.body.messages[1].tool_calls.map((c: { function: { name: string } }) => c.function.name)
+      for (const name of sent) expect(name).toMatch(/^[A-Za-z0-9_-]{1,64}$/)
+      // Never a real tool's name (`read file` was sent as `read_file`: a call of read_file that never
+      // ran as one), nor another call's: each its own, the same in the next request.
+      const tools: Array<string> = server.received[1]!.body.tools.map((t: { function: { name: string } }) => t.function.name)
+      expect(tools).toContain("read_file")
+      for (const name of sent) expect(tools).not.toContain(name)
+      expect(new Set(sent).size).toBe(4)
+      expect(sent[1]).toMatch(/^read_file_[0-9a-f]{8}$/)
+      expect(sent[2]).toMatch(/^r{55}_[0-9a-f]{8}$/)
+      expect(pairedCalls(server.received[1]!.body)).toHaveLength(4)
+      server.respond(o.answer())
+      yield* turn("again", sessionId)
+      expect(server.received[2]!.body.messages[1].tool_calls.map((c: { function: { name: string } }) => c.function.name)).toEqual(sent)
     }).pipe(Effect.provide(engine(openai))))
+
+  it.effect("anthropic: a name no vendor takes is never sent as a real tool's name, nor as a name another call came with", () =>
+    Effect.gen(function*() {
+      // The name `read file` is sent under, called as it is by another call: the renamed one takes another.
+      const taken = Support.sentToolNames([], [])("read file")
+      server.respond(sse([
+        a.start,
+        ...a.tool(0, "toolu_1", { path: "a" }, "read file"),
+        ...a.tool(1, "toolu_2", { path: "a" }, "read_file"),
+        ...a.tool(2, "toolu_3", { path: "a" }, taken),
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events, sessionId } = yield* turn("go")
+      expect(closings(events).get("toolu_2")).toBe("completed")
+      const uses = server.received[1]!.body.messages[1].content.filter((b: { type: string }) => b.type === "tool_use")
+      const names: Array<string> = uses.map((b: { name: string }) => b.name)
+      expect(names[1]).toBe("read_file")
+      expect(names[2]).toBe(taken)
+      expect(names[0]).toMatch(/^read_file_[0-9a-f]{8}_2$/)
+      expect(new Set(names).size).toBe(3)
+      pairedCalls(server.received[1]!.body)
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
 })
 
 describe("wire items a vendor never sends", () => {

@@ -18,6 +18,7 @@ import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
+import type { Message } from "../../domain/Transcript.js"
 import * as ModelProvider from "../../services/ModelProvider.js"
 
 /**
@@ -238,13 +239,50 @@ export const contextWindow = (
 const vendorToolName = /^[A-Za-z0-9_-]{1,64}$/
 
 /**
- * A stored call's tool name as a request sends it back. A model's name is any string, and the log
+ * The tool names one request sends its stored calls under. A model's name is any string, and the log
  * keeps it as it came; one no vendor takes (control characters, 10 KB, empty) in a request fails it
  * (400) — that request and every later one of the session. Such a name is sent with each character
- * the vendors do not take as `_`, cut to 64; the call's result already says no such tool ran.
+ * the vendors do not take as `_`, and a hash of the name it came as (`read file` → `read_file_…`),
+ * cut to 64 — never the name of a tool of the request nor of another call: `read file` sent as
+ * `read_file` showed the model a call of `read_file` that never ran as one. The same name is sent
+ * the same way in every request of the same tools (what a prompt cache keeps); the call's result
+ * already says no such tool ran.
  */
-export const sentToolName = (name: string): string =>
-  vendorToolName.test(name) ? name : name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "_"
+export const sentToolNames = (
+  tools: ReadonlyArray<{ readonly name: string }>,
+  messages: ReadonlyArray<Message>
+): (name: string) => string => {
+  // Who each sent name stands for: the request's tools and the calls sent as they came.
+  const owners = new Map<string, string>()
+  for (const { name } of tools) owners.set(name, name)
+  for (const message of messages) {
+    if (message.role === "assistant") for (const call of message.toolCalls) if (vendorToolName.test(call.tool)) owners.set(call.tool, call.tool)
+  }
+  const sent = new Map<string, string>()
+  return (name) => {
+    if (vendorToolName.test(name)) return name
+    const known = sent.get(name)
+    if (known !== undefined) return known
+    const base = name.replace(/[^A-Za-z0-9_-]/g, "_")
+    const hash = nameHash(name)
+    for (let attempt = 1;; attempt++) {
+      const suffix = attempt === 1 ? `_${hash}` : `_${hash}_${attempt}`
+      const candidate = base.slice(0, 64 - suffix.length) + suffix
+      if (!owners.has(candidate)) {
+        owners.set(candidate, name)
+        sent.set(name, candidate)
+        return candidate
+      }
+    }
+  }
+}
+
+/** FNV-1a of a name's UTF-16 code units, as 8 hex digits: the same name, the same suffix, in every request. */
+const nameHash = (name: string): string => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < name.length; i++) hash = Math.imul(hash ^ name.charCodeAt(i), 0x01000193)
+  return (hash >>> 0).toString(16).padStart(8, "0")
+}
 
 /**
  * The most characters of a tool call's streamed arguments (or name) kept: 4 Mi. A model's own are far
