@@ -67,6 +67,13 @@ describe("a deny or ask rule holds for a subcommand's other names", () => {
     }
   }
 
+  it("a setting the shell makes is not what the line shows: in bypass, a deny rule naming git holds", async () => {
+    const deny: PermissionPolicy.Rule = { name: "fenced", tool: "shell", command: "git push*", decision: "deny" }
+    for (const command of ["git -c \"$A\" x; true", "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0=$V git x; true"]) {
+      expect(await decide("bypass", command, [deny, anything]), command).toMatchObject({ decision: "deny", policy: "fenced" })
+    }
+  })
+
   it("other commands, scripts and builtins are not fenced", async () => {
     const open: ReadonlyArray<readonly [string, string]> = [
       ["npm publish*", "npm p"], ["npm publish*", "npm pack"], ["npm run deploy*", "npm run build"], ["npm run deploy*", "npm ci"],

@@ -295,7 +295,7 @@ const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, 
   const values = words.map((w) => w.value)
   return values.some((value, git) => {
     if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
-    const config = GitLineConfig.of(values, git)
+    const config = GitLineConfig.of(values, git, words.map((w) => w.expands))
     if (config.opaque) return true
     const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1)
     if (config.scripts.some(again)) return true

@@ -46,9 +46,9 @@ const setting = (name: string, value: string): RunsLater.Setting | undefined => 
 /**
  * The settings of the simple command `words` (values as the shell gives them) for the git it runs at
  * `git` (the index of the word naming git): its `-c`/`--config-env` options and the variables set
- * before it on the line.
+ * before it on the line. A setting whose word the shell makes (`dynamic`: `-c "$X"`) is opaque.
  */
-export const of = (words: ReadonlyArray<string>, git: number): LineConfig => {
+export const of = (words: ReadonlyArray<string>, git: number, dynamic: ReadonlyArray<boolean> = []): LineConfig => {
   const aliases = new Map<string, string>()
   const scripts: Array<string> = []
   let opaque = false
@@ -63,10 +63,12 @@ export const of = (words: ReadonlyArray<string>, git: number): LineConfig => {
   // GIT_CONFIG_COUNT's pairs, read by their index.
   const keys = new Map<string, string>()
   const values = new Map<string, string>()
-  for (const word of words.slice(0, git)) {
+  for (const [i, word] of words.slice(0, git).entries()) {
     const assignment = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(word)
     if (assignment === null) continue
     const [, name, value] = assignment as unknown as [string, string, string]
+    // A value the shell makes (`GIT_CONFIG_VALUE_0=$V`) is not what the line shows.
+    if (dynamic[i] === true && name.startsWith("GIT_")) opaque = true
     const pair = /^GIT_CONFIG_(KEY|VALUE)_(\d+)$/.exec(name)
     if (pair !== null) (pair[1] === "KEY" ? keys : values).set(pair[2]!, value)
     else if (programVariables.has(name)) scripts.push(value)
@@ -77,7 +79,8 @@ export const of = (words: ReadonlyArray<string>, git: number): LineConfig => {
   const subcommand = git + 1 + GlobalOptions.subcommandIndex("git", args)
   for (let i = git + 1; i < subcommand; i++) {
     const word = words[i]!
-    if (word === "-c") {
+    if (word === "-c" && dynamic[i + 1] === true) opaque = true
+    else if (word === "-c") {
       const value = words[i + 1] ?? ""
       const eq = value.indexOf("=")
       take(eq < 0 ? value : value.slice(0, eq), eq < 0 ? "true" : value.slice(eq + 1))
