@@ -51,8 +51,13 @@ const fenced: ReadonlyArray<readonly [pattern: string, commands: ReadonlyArray<s
     "git -c include.path=x/c x", "git -c includeIf.onbranch:main.path=x/c x", "git -c core.pager='git push' log",
     "GIT_PAGER='git push' git log", "git --exec-path=x x", "GIT_EXEC_PATH=x git x"
   ]],
-  // What a git alias or setting runs is matched whatever program the rule names.
-  ["npm publish*", ["git -c alias.x='!npm publish' x", "git -c core.editor='npm publish' commit", "GIT_SSH_COMMAND='npm publish' git fetch"]]
+  // What a git alias or setting runs is matched whatever program the rule names; so is the line a wrapper takes as an option's value.
+  ["npm publish*", [
+    "git -c alias.x='!npm publish' x", "git -c core.editor='npm publish' commit", "GIT_SSH_COMMAND='npm publish' git fetch",
+    "env -S 'npm publish'", "env -S'npm publish'", "env --split-string='npm publish'", "flock /tmp/l -c 'npm publish'",
+    "script -qc 'npm publish' /dev/null", "script -c 'npm publish' /dev/null", "sg grp -c 'npm publish'", "nix-shell --run 'npm publish'",
+    "entr -s 'npm publish'"
+  ]]
 ]
 
 describe("a deny or ask rule holds for a subcommand's other names", () => {

@@ -279,10 +279,40 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
     if (gitConfigured(pattern, words, depth)) return true
-    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
-    const script = shellScript(words)
-    return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own,
+    // and so is the line a wrapper takes as an option's value (`env -S 'git push'`, `flock f -c 'git push'`).
+    return [shellScript(words), optionScript(words)].some((script) =>
+      script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+    )
   })
+}
+
+/** Wrappers that run a command line given as an option's value, and those options (`-S` of env splits it into words). */
+const lineOptions: Readonly<Record<string, ReadonlyArray<string>>> = {
+  env: ["-S", "--split-string"],
+  flock: ["-c", "--command"],
+  script: ["-c", "--command"],
+  sg: ["-c"],
+  su: ["-c", "--command"],
+  runuser: ["-c", "--command"],
+  "nix-shell": ["--run", "--command"],
+  entr: ["-s"]
+}
+
+/** The command line the first such wrapper of a simple command runs (`env -S '…'`, `env -S'…'`, `--split-string=…`, `script -qc '…'`), if any. */
+const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefined => {
+  const at = words.findIndex((word) => !word.expands && Object.hasOwn(lineOptions, word.value.split("/").at(-1)!))
+  if (at < 0) return undefined
+  const options = lineOptions[words[at]!.value.split("/").at(-1)!]!
+  for (let i = at + 1; i < words.length; i++) {
+    const { value } = words[i]!
+    // The option alone, or a short one last in a cluster (`script -qc '…'`): its value is the next word.
+    const alone = options.some((o) => o === value || (o.length === 2 && !o.startsWith("--") && new RegExp(`^-[A-Za-z]*${o[1]}$`).test(value)))
+    if (alone) return words[i + 1]?.expands === false ? words[i + 1]!.value : undefined
+    const option = options.find((o) => (o.startsWith("--") ? value.startsWith(`${o}=`) : value.startsWith(o) && value.length > o.length))
+    if (option !== undefined) return value.slice(option.length + (option.startsWith("--") ? 1 : 0))
+  }
+  return undefined
 }
 
 /**
