@@ -24,10 +24,10 @@ const defaultDataDir = ".effect-agent"
 const sqliteFiles = ["effect-agent.sqlite", "effect-agent.sqlite-wal", "effect-agent.sqlite-shm", "effect-agent.sqlite-journal"]
 
 /** What `file` is, by `lstat` (undefined when it is missing or cannot be looked at). */
-const kindOf = (file: string): "link" | "file" | "other" | undefined => {
+const kindOf = (file: string): "link" | "file" | "folder" | "other" | undefined => {
   try {
     const stat = lstatSync(file)
-    return stat.isSymbolicLink() ? "link" : stat.isFile() ? "file" : "other"
+    return stat.isSymbolicLink() ? "link" : stat.isFile() ? "file" : stat.isDirectory() ? "folder" : "other"
   } catch {
     return undefined
   }
@@ -41,16 +41,23 @@ const kindOf = (file: string): "link" | "file" | "other" | undefined => {
  *   database file is one (a data dir you name that is a link yourself is yours, and followed);
  * - a database file, or one SQLite opens beside it, that is a named pipe, a socket or a device: SQLite
  *   opens them blocking, on the main thread — a clone's `effect-agent.sqlite` (or `-journal`) that was
- *   a named pipe held `sessions --store sqlite` in `open(2)` for good, Ctrl+C and SIGTERM included.
+ *   a named pipe held `sessions --store sqlite` in `open(2)` for good, Ctrl+C and SIGTERM included;
+ * - a data dir, `sessions/` or `blobs/` that is there but is no folder (a file, a named pipe): every
+ *   run failed on it with the store's `ENOTDIR` error, which said nothing of why nor what to do.
  */
 export const refusedDataDir = (dataDir: string): string | undefined => {
   const linked = (file: string) => `${file} is a link: the store would write where it points`
-  if (dataDir === defaultDataDir && kindOf(dataDir) === "link") return linked(dataDir)
+  const dataDirKind = kindOf(dataDir)
+  if (dataDir === defaultDataDir && dataDirKind === "link") return linked(dataDir)
+  const notFolder = (file: string) => `${file} is not a folder: the store keeps its sessions there`
+  if (dataDirKind === "file" || dataDirKind === "other") return notFolder(dataDir)
   for (const own of ["sessions", "blobs", ...sqliteFiles]) {
     const file = path.join(dataDir, own)
     const kind = kindOf(file)
     if (kind === "link") return linked(file)
-    if (kind === "other" && sqliteFiles.includes(own)) return `${file} is not a regular file: the store would wait on it for good`
+    if (sqliteFiles.includes(own) ? kind === "other" || kind === "folder" : kind === "file" || kind === "other") {
+      return sqliteFiles.includes(own) ? `${file} is not a regular file: the store would wait on it for good` : notFolder(file)
+    }
   }
   return undefined
 }

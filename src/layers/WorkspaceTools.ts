@@ -150,6 +150,9 @@ interface Tool<A, I> {
   readonly run: (input: A, call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
 }
 
+/** A word that may set `HOME` for what runs after it (`HOME=/x`, `env HOME=/x`, `export HOME`, `read HOME`): over-reading only asks. */
+const setsHome = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/
+
 const fail = (errorCode: string, message: string) => Effect.fail(new ToolFailure({ errorCode, message }))
 
 /** Cuts a result to `max` bytes at a character boundary, with a marker saying how much was left out. */
@@ -491,7 +494,11 @@ export const make = (options: Options = {}) =>
             resolve: (requested) => resolve(cwd, requested, access),
             // The call waits on this before anyone is asked: a few seconds at most, then it asks.
             caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Math.min(Duration.toMillis(walkTimeBudget), 3000) },
-            now: () => clock.unsafeCurrentTimeMillis()
+            now: () => clock.unsafeCurrentTimeMillis(),
+            // The HOME commands run with is the agent's unless the settings' `env` set or hid it, or the line sets it.
+            otherHome: Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd }).HOME !== process.env.HOME ||
+              command.tokens.some((t) => t._tag === "Word" && setsHome.test(t.value)),
+            literalTilde: !shellSyntax
           })
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
           return { risk, paths, command, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }

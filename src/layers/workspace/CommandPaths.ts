@@ -483,6 +483,17 @@ export const check = (
     readonly resolve: (requested: string) => Effect.Effect<PathAccess>
     readonly caps: Caps
     readonly now: () => number
+    /**
+     * Whether the command may run with another `HOME` than the agent's (one set in the settings'
+     * `env`, or on the line: `HOME=/x; cat ~/y`, `env HOME=/x sh -c 'cat ~/y'`): then a `~` the
+     * shell expands is not the agent's home, and counts as outside.
+     */
+    readonly otherHome?: boolean
+    /**
+     * Whether the line runs without a shell: no one expands its `~` then, and the program opens
+     * `~/x` in cwd — through a `~` there that may be a link out — so that path is checked too.
+     */
+    readonly literalTilde?: boolean
   }
 ): Effect.Effect<ReadonlyArray<PathAccess>> =>
   Effect.gen(function*() {
@@ -495,7 +506,13 @@ export const check = (
       return [...out, unchecked("(the command line)", "(the command line)", `more than ${maxCandidates} words and parts of words: not checked`)]
     }
     const deadline = options.now() + caps.timeBudgetMillis
-    const texts = [...what.files]
+    const tilde = (text: string) => text === "~" || text.startsWith("~/")
+    const texts: Array<string> = []
+    for (const text of what.files) {
+      if (options.otherHome === true && tilde(text)) out.push(unchecked(text, text, "~ with the HOME the command runs with: not known before it runs"))
+      else texts.push(text)
+      if (options.literalTilde === true && tilde(text)) texts.push(`./${text}`)
+    }
     // Git's root-relative paths, from the root of the repository each runs in (cwd's, or `-C`'s).
     const tops = new Map<string, string>()
     for (const { base, path } of what.fromRepositoryRoot) {
@@ -504,6 +521,10 @@ export const check = (
       texts.push(NodePath.join(top, path))
     }
     for (const glob of what.globs) {
+      if (options.otherHome === true && tilde(glob.value) && glob.quoted[0] !== true) {
+        out.push(unchecked(glob.raw, glob.raw, "~ with the HOME the command runs with: not known before it runs"))
+        continue
+      }
       const matches = yield* Effect.promise(() => expandGlob(glob, root, home, caps.maxEntries))
       if (matches === undefined) out.push(unchecked(glob.raw, glob.raw, `a pattern matching more than ${caps.maxEntries} entries: not checked`))
       else texts.push(...matches)

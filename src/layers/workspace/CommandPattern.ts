@@ -13,7 +13,9 @@
  */
 import * as CommandLine from "./CommandLine.js"
 import * as Glob from "./Glob.js"
+import * as GitLineConfig from "./GitLineConfig.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as SubcommandAliases from "./SubcommandAliases.js"
 
 export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -308,11 +310,68 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   return segmentsOf(line.tokens).some((words) => {
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
-    const spelledOut = program === undefined || subcommand === undefined ? undefined : GlobalOptions.unabbreviated(program, subcommand, words)
+    const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
-    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own.
-    const script = depth < 4 ? shellScript(words) : undefined
-    return script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+    if (depth >= 4) return false
+    // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
+    if (gitConfigured(pattern, words, depth)) return true
+    // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own,
+    // and so is the line a wrapper takes as an option's value (`env -S 'git push'`, `flock f -c 'git push'`).
+    return [shellScript(words), optionScript(words)].some((script) =>
+      script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+    )
+  })
+}
+
+/** Wrappers that run a command line given as an option's value, and those options (`-S` of env splits it into words). */
+const lineOptions: Readonly<Record<string, ReadonlyArray<string>>> = {
+  env: ["-S", "--split-string"],
+  flock: ["-c", "--command"],
+  script: ["-c", "--command"],
+  sg: ["-c"],
+  su: ["-c", "--command"],
+  runuser: ["-c", "--command"],
+  "nix-shell": ["--run", "--command"],
+  entr: ["-s"]
+}
+
+/** The command line the first such wrapper of a simple command runs (`env -S '…'`, `env -S'…'`, `--split-string=…`, `script -qc '…'`), if any. */
+const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefined => {
+  const at = words.findIndex((word) => !word.expands && Object.hasOwn(lineOptions, word.value.split("/").at(-1)!))
+  if (at < 0) return undefined
+  const options = lineOptions[words[at]!.value.split("/").at(-1)!]!
+  for (let i = at + 1; i < words.length; i++) {
+    const { value } = words[i]!
+    // The option alone, or a short one last in a cluster (`script -qc '…'`): its value is the next word.
+    const alone = options.some((o) => o === value || (o.length === 2 && !o.startsWith("--") && new RegExp(`^-[A-Za-z]*${o[1]}$`).test(value)))
+    if (alone) return words[i + 1]?.expands === false ? words[i + 1]!.value : undefined
+    const option = options.find((o) => (o.startsWith("--") ? value.startsWith(`${o}=`) : value.startsWith(o) && value.length > o.length))
+    if (option !== undefined) return value.slice(option.length + (option.startsWith("--") ? 1 : 0))
+  }
+  return undefined
+}
+
+/**
+ * Whether a git of the simple command `words` runs what `pattern` matches by the settings the line
+ * gives it (`GitLineConfig`): an alias as its subcommand, spelled out (`git x origin` with
+ * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
+ * a setting names, or settings the line does not show, which may run anything and so match.
+ */
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number): boolean => {
+  const values = words.map((w) => w.value)
+  return values.some((value, git) => {
+    if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
+    const config = GitLineConfig.of(values, git, words.map((w) => w.expands))
+    if (config.opaque) return true
+    const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1)
+    if (config.scripts.some(again)) return true
+    const named = words[config.subcommand]
+    const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
+    if (alias === undefined) return false
+    const rest = words.slice(config.subcommand + 1).map((w) => w.raw).join(" ")
+    if (alias.startsWith("!")) return again(`${alias.slice(1)} ${rest}`)
+    // The options before the alias stay: an alias may name another the line defines.
+    return again([...words.slice(git, config.subcommand).map((w) => w.raw), alias, rest].join(" "))
   })
 }
 

@@ -92,6 +92,9 @@ const runsCommandsToo = new Set([
   "flatpak", "flatpak-spawn", "runcon", "cgexec", "chpst", "daemonize", "start-stop-daemon", "dbus-run-session", "dbus-launch",
   "xvfb-run", "systemd-inhibit", "caffeinate", "unbuffer", "rlwrap", "torsocks", "tsocks", "proxychains", "proxychains4", "socat",
   "entr", "watchexec", "nodemon", "ifne", "chronic", "vipe", "sem", "lckdo", "hyperfine", "capsh", "toybox",
+  // systemd's sudo, parallel runners (`xe`, `rush`), compiler launchers, a folder's programs, a package manager's launcher,
+  // nix-shell (`--run`/`--command`, and a shell.nix's hook whatever its arguments) and pkgx (`pkgx node …`).
+  "run0", "xe", "rush", "ccache", "sccache", "distcc", "icecc", "run-parts", "corepack", "nix-shell", "pkgx",
   "ash", "yash", "posh", "oksh", "loksh", "rbash", "pwsh", "powershell", "nu", "xonsh", "elvish", "rc", "es",
   "irb", "erb", "ipython", "luajit", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ghci", "runghc", "runhaskell", "jshell",
   "groovy", "scala", "kotlin", "elixir", "iex", "erl", "escript", "tsx", "ts-node", "vite-node", "wish",
@@ -133,6 +136,32 @@ const longNames = (word: string, denied: ReadonlyArray<string>): boolean => {
   return name.length > 2 && denied.some((d) => d.startsWith(name))
 }
 
+/** Version and environment managers, and their subcommands (or options) that run a command given after them. */
+const managerRunners: Record<string, ReadonlyArray<string>> = {
+  nix: ["develop", "shell", "run", "-c", "--command", "print-dev-env", "fmt"],
+  direnv: ["exec"],
+  devbox: ["run", "shell"],
+  mise: ["exec", "x", "run", "r", "watch", "w", "tool-stub"],
+  rtx: ["exec", "x", "run"],
+  asdf: ["exec"],
+  pixi: ["run", "r", "exec", "x", "shell"],
+  volta: ["run"],
+  fnm: ["exec"],
+  nvm: ["exec", "run"],
+  rbenv: ["exec"],
+  pyenv: ["exec"],
+  nodenv: ["exec"],
+  goenv: ["exec"],
+  jenv: ["exec"],
+  stack: ["exec", "run", "runghc", "runhaskell", "ghci", "repl", "eval", "script"],
+  cabal: ["exec", "run", "repl", "script"],
+  opam: ["exec", "exec--", "env"],
+  ghcup: ["run"],
+  rustup: ["run"],
+  sdk: ["exec"],
+  flox: ["activate"],
+}
+
 /**
  * Programs that an option or operand can tell to run a program, load code or read a configuration
  * that does (`tar --to-command=sh`, `zip -TT cmd`, `man -P cmd`, `gcc -wrapper`, `wget
@@ -167,6 +196,8 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   ),
   kubectl: (args) => args.some((a) => ["exec", "run", "debug", "attach", "cp"].includes(a)),
   ...Object.fromEntries(["uv", "poetry", "pipenv", "pdm", "hatch", "conda", "mamba", "dotnet"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => a === "run" || a === "exec" || a === "tool")])),
+  // Version and environment managers that run the command after a subcommand (`mise exec -- id`, `nix develop -c id`, `direnv exec . id`).
+  ...Object.fromEntries(Object.entries(managerRunners).map(([program, runs]) => [program, (args: ReadonlyArray<string>) => args.some((a) => runs.includes(a))])),
   // A program given by name (`go test -exec`, `-toolexec`, `-vettool`) or through configuration (`cargo --config`).
   go: (args) => args.some((a) => /^--?(exec|toolexec|vettool)(=|$)/.test(a) || a === "generate"),
   cargo: (args) => args.some((a) => longNames(a, ["--config"]) || a === "-Z" || a.startsWith("-Z")),

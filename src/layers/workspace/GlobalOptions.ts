@@ -115,32 +115,3 @@ export const laterSubcommands = (program: string, words: ReadonlyArray<string>, 
   })
   return out
 }
-
-/** Programs that run a subcommand named by any unique prefix of it (`npm pub` is `npm publish`). */
-const abbreviates = new Set(["npm"])
-
-/**
- * `words` (a simple command's) with each subcommand of `program` that is a shorter prefix of
- * `subcommand` (two letters at least) written out (`npm --prefix x pub` → `npm --prefix x publish`),
- * or `undefined` when there is none: a deny or ask rule naming `npm publish*` holds for `npm pub`.
- * Whether the prefix is unique among npm's commands is not checked: a deny denies more.
- */
-export const unabbreviated = <W extends { readonly value: string; readonly quoted: ReadonlyArray<boolean>; readonly raw: string }>(
-  program: string,
-  subcommand: string,
-  words: ReadonlyArray<W>
-): ReadonlyArray<W> | undefined => {
-  if (!abbreviates.has(program)) return undefined
-  const values = words.map((w) => w.value)
-  const from = subcommandFrom(program, values)
-  let out: Array<W> | undefined
-  values.forEach((value, i) => {
-    if (value.split("/").at(-1) !== program) return
-    const at = from[i + 1]!
-    const word = words[at]
-    if (word === undefined || word.value.length < 2 || word.value.length >= subcommand.length || !subcommand.startsWith(word.value)) return
-    out ??= [...words]
-    out[at] = { ...word, value: subcommand, raw: subcommand, quoted: [...subcommand].map(() => false) }
-  })
-  return out
-}

@@ -98,7 +98,7 @@ export const configLimit = 65_536
 export const readGitConfig = (file: string): Promise<string> => readGitFile(file, configLimit + 1)
 
 /** One setting of a git config's text: its section (lower case, a subsection's name left out), key (lower case) and value. */
-interface Setting {
+export interface Setting {
   readonly section: string
   readonly key: string
   readonly value: string
@@ -208,11 +208,16 @@ export const hooksPathIn = (config: string): string | undefined => {
  * (`include.path`), as `section.key` (a subsection's name left out): what a repository a command
  * made itself can hold for the user's next `git` in it to run, outside the sandbox.
  */
-export const programSettingsIn = (config: string): ReadonlyArray<string> => {
-  const runs = ({ key, section, value }: Setting) =>
-    (programKeys[section.split(".")[0]!] ?? []).includes(key) || (section === "alias" && value.startsWith("!")) ||
-    ["include", "includeif", "pager"].includes(section)
-  return [...new Set(settingsIn(config).filter(runs).map((s) => `${s.section}.${s.key}`))]
+export const programSettingsIn = (config: string): ReadonlyArray<string> =>
+  [...new Set(settingsIn(config).filter(runsProgram).map((s) => `${s.section}.${s.key}`))]
+
+/**
+ * Whether a git setting makes git run a program or read settings from elsewhere (`section` with its
+ * subsection, lower case but the subsection; `key` lower case).
+ */
+export const runsProgram = ({ key, section, value }: Setting): boolean => {
+  const name = section.split(".")[0]!.toLowerCase()
+  return (programKeys[name] ?? []).includes(key) || (name === "alias" && value.startsWith("!")) || ["include", "includeif", "pager"].includes(name)
 }
 
 /** Per section, the keys whose value is a program git runs (or a place it reads settings from). */
