@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 import { holders } from "../fifo.js"
+import { outsideTmp } from "../tmp.js"
 import { binPath, run, start } from "./subprocess.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-sandbox-"))
@@ -112,7 +113,7 @@ const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: 
 
 describe(`an approved command through the CLI ${branch}`, () => {
   // Outside /tmp, which every sandboxed command gets a private one of: the paths a command would reach.
-  const root = realpathSync(mkdtempSync("/var/tmp/effect-agent-cli-sandbox-"))
+  const root = realpathSync(mkdtempSync(join(outsideTmp(), "effect-agent-cli-sandbox-")))
   const KEY = `-----BEGIN FAKE KEY ${process.pid}-----`
   let requests = 0
   const server = createServer((_, response) => {

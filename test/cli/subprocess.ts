@@ -7,13 +7,14 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
+import { hostTmp } from "../tmp.js"
 
 const root = resolve(import.meta.dirname, "../..")
 /** The built executable, as the package's `bin` names it (`EFFECT_AGENT_TEST_BIN`: another build, e.g. an older one, to see a test fail on it). */
 export const binPath = process.env.EFFECT_AGENT_TEST_BIN ?? resolve(root, "dist/cli/bin.js")
 
-/** The suite's compile cache folder (see `start`). */
-export const testCodeCacheDir = join(tmpdir(), `effect-agent-test-code-cache-${process.getuid?.() ?? "user"}`)
+/** The suite's compile cache folder (see `start`): in the machine's temp folder, kept from run to run (one folder, reused). */
+export const testCodeCacheDir = join(hostTmp(), `effect-agent-test-code-cache-${process.getuid?.() ?? "user"}`)
 
 let configDir: string | undefined
 /**
