@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
+import { ownedByTest } from "../processes.js"
 import { hostTmp } from "../tmp.js"
 
 const root = resolve(import.meta.dirname, "../..")
@@ -89,11 +90,12 @@ export const start = (
     ? [...(options.prefix ?? []), process.execPath, binPath, ...args]
     // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
     : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
-  const child = spawn(command[0]!, command.slice(1), {
+  // Killed when the test ends, if it has not exited by then (test/processes.ts).
+  const child = ownedByTest(spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
     env: { ...env, NODE_OPTIONS: "" },
     stdio: ["pipe", "pipe", "pipe"]
-  })
+  }))
   let stdout = ""
   let stderr = ""
   const waiters: Array<{ stream: "out" | "err"; pattern: RegExp; resolve: () => void }> = []
