@@ -3,12 +3,14 @@
  * drives `effect-agent acp` as a subprocess, non-interactively (`--format json`, HOME in a temp dir).
  */
 import { execFile } from "node:child_process"
+import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { binPath } from "../cli/subprocess.js"
+import { ownedByTest } from "../processes.js"
 import { logOf } from "./client.js"
 
 const acpxCli = join(dirname(createRequire(import.meta.url).resolve("acpx/package.json")), "dist/cli.js")
@@ -17,6 +19,16 @@ const dir = mkdtempSync(join(tmpdir(), "effect-agent-acpx-"))
 // acpx's queue owner may still be writing its session file as the last test ends: retried, as `rm -rf` would be.
 afterAll(() => rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }))
 
+/**
+ * acpx puts its queue's sockets in `/tmp/acpx-<first 10 hex of sha256(HOME)>` (its
+ * `queueSocketBaseDir`), not in the temp folder: each test's HOME is new, so each run left a folder
+ * there. Removed with the test's other files.
+ */
+const homes: Array<string> = []
+afterAll(() => {
+  for (const home of homes) rmSync(join("/tmp", `acpx-${createHash("sha256").update(home).digest("hex").slice(0, 10)}`), { recursive: true, force: true })
+})
+
 let count = 0
 const workspace = (script: unknown) => {
   const root = join(dir, `t${++count}`)
@@ -24,6 +36,7 @@ const workspace = (script: unknown) => {
   const home = join(root, "home")
   mkdirSync(cwd, { recursive: true })
   mkdirSync(home, { recursive: true })
+  homes.push(home)
   const scriptFile = join(root, "script.json")
   writeFileSync(scriptFile, JSON.stringify(script))
   const storage = ["--data-dir", join(root, "data")]
@@ -44,10 +57,10 @@ const acpx = (args: ReadonlyArray<string>, options: { readonly home: string; rea
     const env: Record<string, string | undefined> = { ...process.env, HOME: options.home, NODE_OPTIONS: "" }
     delete env.ANTHROPIC_API_KEY
     delete env.OPENAI_API_KEY
-    execFile(process.execPath, [acpxCli, ...args], { cwd: options.cwd, env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+    ownedByTest(execFile(process.execPath, [acpxCli, ...args], { cwd: options.cwd, env, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const messages = stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Message)
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, messages, stderr })
-    })
+    }))
   })
 
 const updates = (messages: ReadonlyArray<Message>) =>

@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { Readable, Writable } from "node:stream"
 import { afterAll } from "vitest"
 import { binPath, isolatedConfigDir, replayLog } from "../cli/subprocess.js"
+import { ownedByTest } from "../processes.js"
 
 /** A permission request the agent sent, and how the test answers it. */
 export interface Asked {
@@ -49,7 +50,7 @@ export const startAgent = (args: ReadonlyArray<string>, options: { readonly cwd:
   const env: Record<string, string | undefined> = { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir() }
   delete env.ANTHROPIC_API_KEY
   delete env.OPENAI_API_KEY
-  const child = spawn(process.execPath, [binPath, "acp", ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] })
+  const child = ownedByTest(spawn(process.execPath, [binPath, "acp", ...args], { cwd: options.cwd, env, stdio: ["pipe", "pipe", "pipe"] }))
   let stderr = ""
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

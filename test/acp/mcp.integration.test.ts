@@ -11,6 +11,7 @@ import { join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { isolatedConfigDir } from "../cli/subprocess.js"
 import { type Agent, choose, logOf, startAgent } from "./client.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-acp-mcp-"))
 const running: Array<{ kill: (signal: NodeJS.Signals) => unknown }> = []
@@ -35,7 +36,7 @@ const workspace = (name: string, script: unknown) => {
 /** The fixture over Streamable HTTP on a free port of 127.0.0.1, its URL once it listens. */
 const httpServer = async (markers: string) => {
   const portFile = join(markers, "port")
-  const child = spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markers }, stdio: "ignore" })
+  const child = ownedByTest(spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markers }, stdio: "ignore" }))
   running.push(child)
   while (!existsSync(portFile) || readFileSync(portFile, "utf8") === "") await new Promise((r) => setTimeout(r, 20))
   return `http://127.0.0.1:${readFileSync(portFile, "utf8")}/mcp`

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent, FakeModelProvider } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { binPath, isolatedConfigDir, run, start } from "./subprocess.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-chat-"))
 const dataDir = join(dir, "data")
@@ -161,7 +162,7 @@ describe("effect-agent chat --session on a turn left waiting (subprocess)", () =
 const startOnTerminal = (args: ReadonlyArray<string>, cwd: string, env: Record<string, string> = {}) => {
   const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
   const command = [process.execPath, binPath, ...args].map(quote).join(" ")
-  const child = spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NO_COLOR: "", NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(), ...env }, stdio: ["pipe", "pipe", "pipe"] })
+  const child = ownedByTest(spawn("script", ["-qfec", command, "/dev/null"], { cwd, env: { ...process.env, NO_COLOR: "", NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(), ...env }, stdio: ["pipe", "pipe", "pipe"] }))
   let screen = ""
   const waiters: Array<() => void> = []
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

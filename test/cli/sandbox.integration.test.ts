@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 import { holders } from "../fifo.js"
+import { outsideTmp } from "../tmp.js"
 import { binPath, run, start } from "./subprocess.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-sandbox-"))
 /** Markers of the commands a test started: whatever still runs with one is killed after the file. */
@@ -112,7 +114,7 @@ const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: 
 
 describe(`an approved command through the CLI ${branch}`, () => {
   // Outside /tmp, which every sandboxed command gets a private one of: the paths a command would reach.
-  const root = realpathSync(mkdtempSync("/var/tmp/effect-agent-cli-sandbox-"))
+  const root = realpathSync(mkdtempSync(join(outsideTmp(), "effect-agent-cli-sandbox-")))
   const KEY = `-----BEGIN FAKE KEY ${process.pid}-----`
   let requests = 0
   const server = createServer((_, response) => {
@@ -203,11 +205,11 @@ describe(`an approved command through the CLI ${branch}`, () => {
     delete env.ANTHROPIC_API_KEY
     delete env.OPENAI_API_KEY
     const finished = await new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
-      const child = spawn(
+      const child = ownedByTest(spawn(
         setpriv,
         ["--reuid", String(nobody), "--regid", String(nobody), "--clear-groups", "--", process.execPath, binPath, "run", "probe", "--mode", "bypass", "--data-dir", p.dataDir, "--script", p.script],
         { cwd: p.cwd, env, stdio: ["ignore", "pipe", "pipe"] }
-      )
+      ))
       let stdout = ""
       let stderr = ""
       child.stdout.setEncoding("utf8").on("data", (c: string) => (stdout += c))

@@ -7,13 +7,15 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
 import type { AgentEvent } from "../../src/index.js"
+import { ownedByTest } from "../processes.js"
+import { hostTmp } from "../tmp.js"
 
 const root = resolve(import.meta.dirname, "../..")
 /** The built executable, as the package's `bin` names it (`EFFECT_AGENT_TEST_BIN`: another build, e.g. an older one, to see a test fail on it). */
 export const binPath = process.env.EFFECT_AGENT_TEST_BIN ?? resolve(root, "dist/cli/bin.js")
 
-/** The suite's compile cache folder (see `start`). */
-export const testCodeCacheDir = join(tmpdir(), `effect-agent-test-code-cache-${process.getuid?.() ?? "user"}`)
+/** The suite's compile cache folder (see `start`): in the machine's temp folder, kept from run to run (one folder, reused). */
+export const testCodeCacheDir = join(hostTmp(), `effect-agent-test-code-cache-${process.getuid?.() ?? "user"}`)
 
 let configDir: string | undefined
 /**
@@ -88,11 +90,12 @@ export const start = (
     ? [...(options.prefix ?? []), process.execPath, binPath, ...args]
     // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
     : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
-  const child = spawn(command[0]!, command.slice(1), {
+  // Killed when the test ends, if it has not exited by then (test/processes.ts).
+  const child = ownedByTest(spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
     env: { ...env, NODE_OPTIONS: "" },
     stdio: ["pipe", "pipe", "pipe"]
-  })
+  }))
   let stdout = ""
   let stderr = ""
   const waiters: Array<{ stream: "out" | "err"; pattern: RegExp; resolve: () => void }> = []

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { binPath, run, start } from "./subprocess.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-trust-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -350,11 +351,11 @@ describe("trust: a project's file grants nothing until the user trusts that exac
     const p = project("tty", settings, calls)
     const quote = (arg: string) => `'${arg.replace(/'/g, "'\\''")}'`
     const command = [process.execPath, binPath, "trust"].map(quote).join(" ")
-    const child = spawn("script", ["-qfec", command, "/dev/null"], {
+    const child = ownedByTest(spawn("script", ["-qfec", command, "/dev/null"], {
       cwd: p.cwd,
       env: { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_CONFIG_DIR: p.config },
       stdio: ["pipe", "pipe", "pipe"]
-    })
+    }))
     let screen = ""
     const asked = new Promise<void>((resolve) =>
       child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

@@ -46,6 +46,8 @@ describe("golden 2: tools, a policy decision and a user approval", () => {
       const fs = yield* FileSystem.FileSystem
       const dataDir = yield* tempDir
       yield* fs.remove(workspace, { recursive: true }).pipe(Effect.ignore)
+      // Outside the run's temp folder (the path is in the golden log): removed however the test ends.
+      yield* Effect.addFinalizer(() => fs.remove(workspace, { recursive: true }).pipe(Effect.ignore))
       yield* fs.makeDirectory(`${workspace}/src`, { recursive: true })
       yield* fs.writeFileString(`${workspace}/src/foo.ts`, "export const foo = 1\n")
       yield* Effect.gen(function*() {

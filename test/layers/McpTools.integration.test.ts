@@ -17,6 +17,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+import { ownedByTest } from "../processes.js"
 
 const serverScript = new URL("../fixtures/mcp/server.mjs", import.meta.url).pathname
 
@@ -46,7 +47,7 @@ const httpServer = (markerDir: string, env: Record<string, string> = {}) =>
   Effect.acquireRelease(
     Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
       const portFile = join(markerDir, "port")
-      const child = spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markerDir, ...env }, stdio: "ignore" })
+      const child = ownedByTest(spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markerDir, ...env }, stdio: "ignore" }))
       const poll = setInterval(() => {
         if (!existsSync(portFile)) return
         const port = readFileSync(portFile, "utf8")
@@ -430,7 +431,7 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
         const server = yield* Effect.acquireRelease(
           Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
             const portFile = join(cwd, "port")
-            const child = spawn(process.execPath, [new URL("../fixtures/mcp/endless-http.mjs", import.meta.url).pathname, portFile], { env: { ...process.env, ANSWER: answer }, stdio: "ignore" })
+            const child = ownedByTest(spawn(process.execPath, [new URL("../fixtures/mcp/endless-http.mjs", import.meta.url).pathname, portFile], { env: { ...process.env, ANSWER: answer }, stdio: "ignore" }))
             const poll = setInterval(() => {
               const port = existsSync(portFile) ? readFileSync(portFile, "utf8") : ""
               if (port === "") return

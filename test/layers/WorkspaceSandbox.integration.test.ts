@@ -21,6 +21,8 @@ import type { Json } from "../../src/domain/Json.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
+import { outsideTmp } from "../tmp.js"
+import { ownedByTest } from "../processes.js"
 
 const detected = await Effect.runPromise(Sandbox.detect)
 /** Whether this machine lets an unprivileged process make user, mount and network namespaces and mount in them. */
@@ -32,7 +34,7 @@ const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: 
  * Outside `/tmp` (which every command gets a private one of), so that what is outside the workspace
  * is really there for a command to try: `outside/` beside the workspace, a fake home with keys.
  */
-const root = NodeFs.realpathSync(NodeFs.mkdtempSync("/var/tmp/effect-agent-sandbox-test-"))
+const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(outsideTmp(), "effect-agent-sandbox-test-")))
 const home = NodePath.join(root, "home")
 const outside = NodePath.join(root, "outside")
 const dataDir = NodePath.join(root, "data")
@@ -413,7 +415,7 @@ describe(`the workspace sandbox ${branch}`, () => {
       // A terminal of the user's, open on the host while the command runs.
       const hostTerminals = () => NodeFs.readdirSync("/dev/pts").filter((name) => name !== "ptmx")
       const before = hostTerminals().length
-      const terminal = spawn("script", ["-qc", "sleep 60", "/dev/null"], { stdio: "ignore", detached: true })
+      const terminal = ownedByTest(spawn("script", ["-qc", "sleep 60", "/dev/null"], { stdio: "ignore", detached: true }), { detached: true })
       try {
         // Bounded wait for the terminal to exist (asserted below).
         for (let i = 0; i < 200 && hostTerminals().length <= before; i++) yield* Effect.promise(() => new Promise((done) => setTimeout(done, 25)))

@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { closeSync, constants, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -14,7 +15,7 @@ import * as FileBlobStore from "../../src/layers/blobs/FileBlobStore.js"
 describe("the file blob area", () => {
   it.effect("a blob folder that is a link is not written through", () =>
     Effect.gen(function*() {
-      const root = `/tmp/effect-agent-bloblinks-${process.pid}`
+      const root = join(tmpdir(), `effect-agent-bloblinks-${process.pid}`)
       const dataDir = join(root, "data")
       const outside = join(root, "outside")
       mkdirSync(join(dataDir, "blobs"), { recursive: true })
@@ -26,10 +27,10 @@ describe("the file blob area", () => {
       const put = yield* Effect.either(store.put(bytes))
       expect(put._tag).toBe("Left")
       expect(readdirSync(outside)).toEqual([])
-    }).pipe(Effect.ensuring(Effect.sync(() => rmSync(`/tmp/effect-agent-bloblinks-${process.pid}`, { recursive: true, force: true })))))
+    }).pipe(Effect.ensuring(Effect.sync(() => rmSync(join(tmpdir(), `effect-agent-bloblinks-${process.pid}`), { recursive: true, force: true })))))
 
   it.effect("a blob that is a named pipe, or a link to one, fails its read at once (it held a thread of libuv's pool in open(2) for good); a put of its bytes replaces it", () => {
-    const root = `/tmp/effect-agent-blobpipes-${process.pid}`
+    const root = join(tmpdir(), `effect-agent-blobpipes-${process.pid}`)
     const pipes: Array<string> = []
     return Effect.gen(function*() {
       const dataDir = join(root, "data")

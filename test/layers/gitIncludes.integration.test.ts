@@ -21,10 +21,11 @@ import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { PreparedCall, ToolContext } from "../../src/services/ToolRouter.js"
+import { outsideTmp } from "../tmp.js"
 
 const detected = await Effect.runPromise(Sandbox.detect)
 const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: ${detected._tag}]`
-const root = NodeFs.realpathSync(NodeFs.mkdtempSync("/var/tmp/effect-agent-git-includes-"))
+const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(outsideTmp(), "effect-agent-git-includes-")))
 const home = NodePath.join(root, "home")
 NodeFs.mkdirSync(home)
 const saved = { HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, GIT_CONFIG_GLOBAL: process.env.GIT_CONFIG_GLOBAL }

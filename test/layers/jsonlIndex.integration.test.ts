@@ -23,6 +23,7 @@ import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as SessionIndex from "../../src/layers/jsonl/SessionIndex.js"
 import type { EventStore } from "../../src/services/EventStore.js"
 import { tempDir } from "../helpers.js"
+import { ownedByTest } from "../processes.js"
 
 const children: Array<ChildProcess> = []
 afterAll(() => {
@@ -47,7 +48,7 @@ describe("the JSONL listing index, kept current by the writers", () => {
   it.scoped("a second process writing while this one lists: every listing is whole and current, the last one exact", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir
-      const child = spawn(process.execPath, ["--import", tsx, writerScript, dataDir, "6", "15"], { stdio: ["pipe", "pipe", "pipe"] })
+      const child = ownedByTest(spawn(process.execPath, ["--import", tsx, writerScript, dataDir, "6", "15"], { stdio: ["pipe", "pipe", "pipe"] }))
       children.push(child)
       let out = ""
       let err = ""

@@ -13,12 +13,13 @@ import * as Either from "effect/Either"
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as McpTools from "../../src/layers/McpTools.js"
+import { outsideTmp } from "../tmp.js"
 import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as TrustStore from "../../src/layers/TrustStore.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
 
 const fixture = resolve(import.meta.dirname, "../fixtures/mcp/server.mjs")
-const root = realpathSync(mkdtempSync("/var/tmp/effect-agent-mcp-restart-"))
+const root = realpathSync(mkdtempSync(join(outsideTmp(), "effect-agent-mcp-restart-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 describe("a trusted project's MCP server started again in a session", () => {

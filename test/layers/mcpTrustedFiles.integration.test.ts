@@ -17,9 +17,10 @@ import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as TrustStore from "../../src/layers/TrustStore.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { ToolContext } from "../../src/services/ToolRouter.js"
+import { outsideTmp } from "../tmp.js"
 
 // Outside /tmp: a sandboxed command gets a private /tmp, and must write the real workspace here.
-const root = realpathSync(mkdtempSync("/var/tmp/effect-agent-mcp-files-"))
+const root = realpathSync(mkdtempSync(join(outsideTmp(), "effect-agent-mcp-files-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 let count = 0
 

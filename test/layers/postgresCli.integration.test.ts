@@ -23,6 +23,7 @@ import type { AgentEvent } from "../../src/index.js"
 import { binPath, run, start } from "../cli/subprocess.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-pg-cli-"))
 const children: Array<ChildProcess> = []
@@ -107,11 +108,11 @@ const startRemote = (args: ReadonlyArray<string>, options: { readonly cwd: strin
     return { ...plain, stderr: () => printed }
   }
   let stderr = ""
-  const child = spawn("unshare", [...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", remoteHost, process.execPath, binPath, ...args], {
+  const child = ownedByTest(spawn("unshare", [...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", remoteHost, process.execPath, binPath, ...args], {
     cwd: options.cwd,
     env: { ...process.env, ...options.env, NODE_OPTIONS: "", ANTHROPIC_API_KEY: "", OPENAI_API_KEY: "" },
     stdio: ["pipe", "pipe", "pipe"]
-  })
+  }))
   const done = new Promise<{ code: number | null; stderr: string }>((ok) => child.on("close", (code) => ok({ code, stderr })))
   const waiters: Array<() => void> = []
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {

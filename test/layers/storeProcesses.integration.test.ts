@@ -20,6 +20,7 @@ import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
+import { ownedByTest } from "../processes.js"
 
 const dir = mkdtempSync(join(tmpdir(), "effect-agent-stores-"))
 const children: Array<ChildProcess> = []
@@ -43,10 +44,10 @@ const withStore = <A, E>(kind: Kind, database: string, f: (store: EventStore.Ser
 
 /** Starts storeWriter.ts; resolves `ready` once its store is open. */
 const writer = (kind: Kind, database: string, args: ReadonlyArray<string>) => {
-  const child = spawn(process.execPath, ["--import", tsx, writerScript, kind, ...args], {
+  const child = ownedByTest(spawn(process.execPath, ["--import", tsx, writerScript, kind, ...args], {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, EFFECT_AGENT_TEST_DB: database }
-  })
+  }))
   children.push(child)
   let out = ""
   let err = ""
@@ -84,7 +85,7 @@ const openerScript = resolve(import.meta.dirname, "sqliteOpener.ts")
 /** Runs sqliteOpener.ts on `file`: what it printed. */
 const opener = (file: string) =>
   new Promise<string>((ok) => {
-    const child = spawn(process.execPath, ["--import", tsx, openerScript, file], { stdio: ["ignore", "pipe", "pipe"] })
+    const child = ownedByTest(spawn(process.execPath, ["--import", tsx, openerScript, file], { stdio: ["ignore", "pipe", "pipe"] }))
     children.push(child)
     let out = ""
     child.stdout.setEncoding("utf8").on("data", (c: string) => (out += c))

@@ -15,10 +15,11 @@ import { spawnSync } from "node:child_process"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
+import { outsideTmp } from "../tmp.js"
 
 const detected = await Effect.runPromise(Sandbox.detect)
 const branch = detected._tag === "Workspace" ? "[sandbox]" : `[no sandbox here: ${detected._tag}]`
-const root = NodeFs.realpathSync(NodeFs.mkdtempSync("/var/tmp/effect-agent-swapped-cwd-"))
+const root = NodeFs.realpathSync(NodeFs.mkdtempSync(NodePath.join(outsideTmp(), "effect-agent-swapped-cwd-")))
 afterAll(() => NodeFs.rmSync(root, { recursive: true, force: true }))
 
 describe(`a cwd swapped for a link after its launch was built ${branch}`, () => {

@@ -33,6 +33,7 @@ import * as SafeFile from "../../src/layers/workspace/SafeFile.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import type { PreparedCall, ToolContext, ToolFailure, ToolOutput } from "../../src/services/ToolRouter.js"
 import { collect, engineLayer } from "../helpers.js"
+import { ownedByTest } from "../processes.js"
 
 const OUTSIDE = "SECRET-OUTSIDE"
 const INSIDE = "SECRET-INSIDE"
@@ -419,7 +420,7 @@ const startSwapper = (cwd: string) =>
         if (++n === 1) process.stdout.write("ready\\n");
       }`
     const child = yield* Effect.acquireRelease(
-      Effect.sync(() => spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] })),
+      Effect.sync(() => ownedByTest(spawn(process.execPath, ["-e", script], { stdio: ["ignore", "pipe", "inherit"] }))),
       (child) => Effect.sync(() => child.kill("SIGKILL"))
     )
     const ready = yield* Deferred.make<void>()
@@ -509,7 +510,7 @@ describe("special files", () => {
       const file = NodePath.join(tree.cwd, "leased.txt")
       NodeFs.writeFileSync(file, `${INSIDE}\n`)
       // F_SETLEASE (1024) with F_WRLCK (1); SIGIO, which tells the holder to let go, is ignored.
-      const holder = spawn("perl", ["-e", '$SIG{IO} = "IGNORE"; open(my $fh, "+<", $ARGV[0]) or die; fcntl($fh, 1024, 1) or die "lease: $!"; $| = 1; print "ready\\n"; sleep 60', file], { stdio: ["ignore", "pipe", "inherit"] })
+      const holder = ownedByTest(spawn("perl", ["-e", '$SIG{IO} = "IGNORE"; open(my $fh, "+<", $ARGV[0]) or die; fcntl($fh, 1024, 1) or die "lease: $!"; $| = 1; print "ready\\n"; sleep 60', file], { stdio: ["ignore", "pipe", "inherit"] }))
       try {
         yield* Effect.async<void>((resume) => {
           holder.stdout.once("data", () => resume(Effect.void))
@@ -654,7 +655,7 @@ describe("special files", () => {
       const tree = makeTree()
       const secret = `sk-agent-secret-${process.pid}`
       // What the kernel shows in /proc/<pid>/environ is the environment a process started with: a child that has one.
-      const child = spawn("sleep", ["30"], { env: { ...process.env, ANTHROPIC_API_KEY: secret }, stdio: "ignore" })
+      const child = ownedByTest(spawn("sleep", ["30"], { env: { ...process.env, ANTHROPIC_API_KEY: secret }, stdio: "ignore" }))
       try {
         expect(NodeFs.readFileSync(`/proc/${child.pid}/environ`, "utf8")).toContain(secret)
         NodeFs.symlinkSync(`/proc/${child.pid}/environ`, NodePath.join(tree.cwd, "env_link"))

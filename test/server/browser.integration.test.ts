@@ -17,7 +17,7 @@ import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
 import { expectWellFormedLog } from "../helpers.js"
 import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
 
@@ -51,7 +51,6 @@ const deltas = (events: ReadonlyArray<AgentEvent.AgentEvent>, turnId: string) =>
 describe("the web session viewer in Chromium", () => {
   it.scopedLive("start a session, stream a reply, approve a call, survive a server restart mid-turn, scrub the timeline", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const ticks = Array.from({ length: 60 }, (_, i) => `tick${i} `)
       const responses = [
         { chunks: ["Hello", " from", " the", " scripted", " model."], delay: "30 millis" },
@@ -60,7 +59,7 @@ describe("the web session viewer in Chromium", () => {
         { chunks: ticks, delay: "100 millis" }
       ]
       const token = "browser-test-token-0123456789"
-      const first = yield* start({ cwd, dataDir, token, responses })
+      const { cwd, dataDir, server: first } = yield* startIn({ token, responses })
       const { context } = yield* browser
       const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
       const errors: Array<string> = []
@@ -168,7 +167,6 @@ describe("the web session viewer in Chromium", () => {
 
   it.scopedLive("Send steers a running turn, Queue as follow-up queues one, Drop drops, Compact answers its error, Fork opens the fork", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "browser-test-token-0123456789"
       const responses = [
         // Paused on its write while the page steers it and queues behind it.
@@ -177,7 +175,7 @@ describe("the web session viewer in Chromium", () => {
         { chunks: ["The follow-up ran."] },
         { chunks: ["Writing again."], toolCalls: [{ tool: "write_file", args: { path: "m.txt", content: "m" } }] }
       ]
-      const server = yield* start({ cwd, dataDir, token, responses })
+      const { server } = yield* startIn({ token, responses })
       const { context } = yield* browser
       const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
       const errors: Array<string> = []
@@ -248,8 +246,7 @@ describe("the web session viewer in Chromium", () => {
 
   it.scopedLive("the live stream is read with the page's key; an event past a gap reopens it from the last event shown", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["one", " two", " three", " four"] }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["one", " two", " three", " four"] }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "count" } })
       yield* Effect.promise(() => liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token: server.token }, (e) => e.type === "turn.completed"))

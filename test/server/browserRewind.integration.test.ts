@@ -9,7 +9,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { Page } from "playwright-core"
 import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
-import { start, storedEvents, workspace } from "./harness.js"
+import { start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
 
@@ -31,11 +31,7 @@ const scrubTo = (page: Page, at: number) =>
 describe("the viewer's rewind control in Chromium", () => {
   it.scopedLive("scrub to the end of a turn, Rewind here: the files and the conversation go back; changed files are listed before they are overwritten", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
-        checkpoints: true,
+      const { cwd, server } = yield* startIn({ checkpoints: true,
         policy: { mode: "acceptEdits" },
         responses: [
           { chunks: ["Writing a."], toolCalls: [{ tool: "write_file", args: { path: "a.txt", content: "a\n" } }] },
@@ -100,9 +96,8 @@ describe("the viewer's rewind control in Chromium", () => {
 
   it.scopedLive("a log of 300 retries (a turn kept, a turn rewound, each time) shows every rewound turn as rewound and the others not", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       // The session is made by a server, its retries written to its log while none runs, then read by another.
-      const first = yield* start({ cwd, dataDir })
+      const { cwd, dataDir, server: first } = yield* startIn()
       const { sessionId } = yield* first.client.sessions.create({ payload: {} })
       yield* first.stop
       const retries = 300

@@ -24,7 +24,7 @@ import { join } from "node:path"
 import type { BrowserContext } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { browser as chromium, pageKeyOf } from "./chromium.js"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, startIn, storedEvents } from "./harness.js"
 import { send } from "./requests.js"
 
 /** Chromium where `evil.example` resolves to 127.0.0.1 (a rebinding attacker's DNS answer). */
@@ -146,12 +146,8 @@ const newPage = (context: BrowserContext) => Effect.promise(() => context.newPag
 describe("the server's token stays with its own origin, in Chromium", () => {
   it.scopedLive("a page on another port of 127.0.0.1 gets no cookie and changes nothing; a rebinding name is refused everywhere", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "browser-security-token-0123456789"
-      const server = yield* start({
-        cwd,
-        dataDir,
-        token,
+      const { cwd, server } = yield* startIn({ token,
         responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "owned.txt", content: "owned" } }] }]
       })
       const bearer = { authorization: `Bearer ${token}` }
@@ -249,9 +245,8 @@ describe("the server's token stays with its own origin, in Chromium", () => {
 
   it.scopedLive("the sign-in form: a wrong token says so, repeated ones are rate limited, the right one opens the viewer", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "browser-login-token-0123456789"
-      const server = yield* start({ cwd, dataDir, token })
+      const { server } = yield* startIn({ token })
       const { context } = yield* browser
       const page = yield* newPage(context)
       const errors: Array<string> = []
@@ -293,9 +288,8 @@ describe("the server's token stays with its own origin, in Chromium", () => {
 
   it.scopedLive("a viewer page without the page's key (one opened before reads needed it) goes back to the sign-in form, which opens the viewer again", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "browser-no-key-token-0123456789"
-      const server = yield* start({ cwd, dataDir, token })
+      const { server } = yield* startIn({ token })
       const session = yield* server.client.sessions.create({ payload: {} })
       const { context } = yield* browser
       const page = yield* newPage(context)

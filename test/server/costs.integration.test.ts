@@ -7,19 +7,15 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { collect } from "../helpers.js"
 import { browser as chromium } from "./chromium.js"
-import { start, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 
 const browser = chromium()
 
 describe("usage and cost over HTTP and in the viewer", () => {
   it.scopedLive("GET /sessions and GET /sessions/:id carry the totals; the viewer shows them, each turn's cost and the cache break", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "viewer-costs-token-0123456789"
-      const server = yield* start({
-        cwd,
-        dataDir,
-        token,
+      const { cwd, server } = yield* startIn({ token,
         // The built-in price of claude-haiku-4-5: $1 in, $5 out, $0.10 cache read, $1.25 cache write per million.
         model: { provider: "anthropic", model: "claude-haiku-4-5" },
         responses: [

@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { AgentEvent } from "../../src/index.js"
-import { liveUntil, raw, type Running, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, raw, type Running, startIn, storedEvents } from "./harness.js"
 
 const send = (server: Running, path: string, body: unknown) =>
   raw(`${server.url}${path}`, { method: "POST", token: server.token, headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
@@ -18,11 +18,7 @@ const liveAfter = (server: Running, sessionId: string, after: number, until: (ev
 describe("POST /sessions/:id/followups during a manual compaction", () => {
   it.scopedLive("answers 202 once stored, while the compaction runs; the follow-up's turn runs after it", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
-        responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["never"], delay: "1 hour" }, { chunks: ["answer 3"] }]
+      const { server } = yield* startIn({ responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["never"], delay: "1 hour" }, { chunks: ["answer 3"] }]
       })
       const { sessionId } = yield* server.client.sessions.create({ payload: {} })
       for (const message of ["one", "two"]) {

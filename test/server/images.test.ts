@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { expectWireError, liveUntil, raw, start, storedEvents, workspace } from "./harness.js"
+import { expectWireError, liveUntil, raw, startIn, storedEvents } from "./harness.js"
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/images")
 const png = readFileSync(join(fixtures, "photo.png"))
@@ -18,8 +18,7 @@ const json = (body: unknown) => ({ method: "POST", body: JSON.stringify(body), h
 describe("POST /sessions/:id/turns with images", () => {
   it.scopedLive("stores each image once in the blob area and names it in user.message; the model reads it", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, images: true })
+      const { dataDir, server } = yield* startIn({ images: true })
       const session = yield* server.client.sessions.create({ payload: {} })
       const answer = yield* raw(`${server.url}/sessions/${session.sessionId}/turns`, {
         ...json({ message: "what is this?", images: [{ mediaType: "image/png", data: png.toString("base64") }, { data: gif.toString("base64") }] }),
@@ -37,8 +36,7 @@ describe("POST /sessions/:id/turns with images", () => {
 
   it.scopedLive("GET /sessions/:id/blobs/:hash serves only the images the session's log names, as raster images that cannot run", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, images: true })
+      const { dataDir, server } = yield* startIn({ images: true })
       const session = yield* server.client.sessions.create({ payload: {} })
       const other = yield* server.client.sessions.create({ payload: {} })
       for (const [id, image] of [[session.sessionId, png], [other.sessionId, gif]] as const) {
@@ -73,8 +71,7 @@ describe("POST /sessions/:id/turns with images", () => {
 
   it.scopedLive("refuses a bad image with its reason — 400, or 413 over the size cap — and stores nothing", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, images: true, maxTurnBodyBytes: 8 * 1024 * 1024 })
+      const { dataDir, server } = yield* startIn({ images: true, maxTurnBodyBytes: 8 * 1024 * 1024 })
       const session = yield* server.client.sessions.create({ payload: {} })
       const turn = (body: unknown) => raw(`${server.url}/sessions/${session.sessionId}/turns`, { ...json(body), token: server.token })
       const cases: ReadonlyArray<[unknown, number, string, RegExp]> = [

@@ -12,14 +12,13 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { expectWellFormedLog } from "../helpers.js"
-import { raw, start, storedEvents, workspace } from "./harness.js"
+import { raw, startIn, storedEvents } from "./harness.js"
 
 describe("the HTTP API: a late cancel or steer", () => {
   it.scopedLive("a cancel naming a turn that has ended leaves the follow-up's turn running; without a turn id it cancels what runs", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       // Both model requests wait far longer than the test: only a cancel ends them.
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["first"], delay: "1 hour" }, { chunks: ["second"], delay: "1 hour" }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["first"], delay: "1 hour" }, { chunks: ["second"], delay: "1 hour" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       const id = { id: session.sessionId }
       const { turnId: first } = yield* server.client.sessions.startTurn({ path: id, payload: { message: "the first turn" } })
@@ -59,8 +58,7 @@ describe("the HTTP API: a late cancel or steer", () => {
 
   it.scopedLive("a turn id that is not a turn's id is a 400; a cancel naming the running turn stops it", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["slow"], delay: "1 hour" }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["slow"], delay: "1 hour" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       const { turnId } = yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "slow" } })
       const empty = yield* raw(`${server.url}/sessions/${session.sessionId}/cancel?turnId=`, { method: "POST", token: server.token })

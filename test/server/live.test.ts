@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { liveUntil, readLive, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, readLive, start, startIn, storedEvents } from "./harness.js"
 
 const liveUrl = (url: string, sessionId: string) => `${url}/sessions/${sessionId}/live`
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
@@ -21,8 +21,7 @@ const range = (from: number, to: number) => Array.from({ length: to - from + 1 }
 describe("/live", () => {
   it.scopedLive("frames: id = sequence, event = type, data = the stored JSON; keep-alive comments while idle", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, keepAlive: "20 millis", responses: [{ chunks: ["a", "b"] }] })
+      const { dataDir, server } = yield* startIn({ keepAlive: "20 millis", responses: [{ chunks: ["a", "b"] }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "go" } })
       yield* Effect.promise(() => liveUntil(liveUrl(server.url, session.sessionId), { token: server.token }, completed))
@@ -54,8 +53,7 @@ describe("/live", () => {
 
   it.scopedLive("a reconnect with Last-Event-ID (or ?after=) gets exactly the missing events, then live ones across turns", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["one", "two", "three"] }, { chunks: ["four"] }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["one", "two", "three"] }, { chunks: ["four"] }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "first" } })
       const url = liveUrl(server.url, session.sessionId)
@@ -82,9 +80,8 @@ describe("/live", () => {
 
   it.scopedLive("100 concurrent clients on one session each receive 1..n in order", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const chunks = Array.from({ length: 20 }, (_, i) => `c${i} `)
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks, delay: "5 millis" }] })
+      const { server } = yield* startIn({ responses: [{ chunks, delay: "5 millis" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       const url = liveUrl(server.url, session.sessionId)
       // Clients connect while the turn streams: some read everything from the store, some switch to live mid-turn.
@@ -106,9 +103,8 @@ describe("/live", () => {
   it.scopedLive("a batch of a thousand events committed at once reaches every client whole, in order, once each", () =>
     Effect.gen(function*() {
       // `/live` encodes a big batch a piece at a time (Live.eventsPerStep), yielding between pieces.
-      const { cwd, dataDir } = workspace()
       const chunks = Array.from({ length: 1_000 }, (_, i) => `b${i} `)
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["warm"] }, { chunks }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["warm"] }, { chunks }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "first" } })
       const url = liveUrl(server.url, session.sessionId)
@@ -134,9 +130,8 @@ describe("/live", () => {
 
   it.scopedLive("a turn keeps running when every client has disconnected", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const chunks = Array.from({ length: 10 }, (_, i) => `w${i} `)
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks, delay: "20 millis" }] })
+      const { server } = yield* startIn({ responses: [{ chunks, delay: "20 millis" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       const url = liveUrl(server.url, session.sessionId)
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "long" } })
@@ -153,8 +148,7 @@ describe("/live", () => {
 describe("shutdown and restart", () => {
   it.scopedLive("shutting down cancels a running turn; the log is closed", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["a", "b", "c"], delay: "10 seconds" }] })
+      const { cwd, dataDir, server } = yield* startIn({ responses: [{ chunks: ["a", "b", "c"], delay: "10 seconds" }] })
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* server.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "slow" } })
       // A client is watching: its open stream must not hold the shutdown up.
@@ -171,11 +165,7 @@ describe("shutdown and restart", () => {
 
   it.scopedLive("a turn paused on approval stays paused across a restart; approving it over HTTP runs the tool once and completes the turn", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const first = yield* start({
-        cwd,
-        dataDir,
-        responses: [{ chunks: ["I will write."], toolCalls: [{ tool: "write_file", args: { path: "out.txt", content: "written once" } }] }]
+      const { cwd, dataDir, server: first } = yield* startIn({ responses: [{ chunks: ["I will write."], toolCalls: [{ tool: "write_file", args: { path: "out.txt", content: "written once" } }] }]
       })
       const session = yield* first.client.sessions.create({ payload: {} })
       yield* first.client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "write out.txt" } })

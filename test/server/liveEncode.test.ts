@@ -13,7 +13,7 @@ import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
-import { start, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes)
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
@@ -21,9 +21,8 @@ const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.complet
 describe("/live encoding", () => {
   it.scopedLive("data: is the stored line byte for byte; two watchers share one encoding of each live event", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const chunks = ["é😀 \"quoted\" \\ back", "line\nbreak\r\n", "\u2028sep\u2029", "</script><b>", "\u0000nul\u001f"]
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks, delay: "1 millis" }] })
+      const { dataDir, server } = yield* startIn({ responses: [{ chunks, delay: "1 millis" }] })
       const { sessionId } = yield* server.client.sessions.create({ payload: {} })
       // A watcher has subscribed once it has read session.created from the store.
       const watch = (subscribed: Deferred.Deferred<void>) =>

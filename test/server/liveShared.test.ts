@@ -11,7 +11,7 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
-import { start, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
 
@@ -31,9 +31,8 @@ const collect = (stream: Stream.Stream<Uint8Array>, size: number) =>
 
 /** A stored turn of 1,000 deltas, the bytes its events make, and fresh copies of its events (encodings are cached by event object). */
 const storedTurn = Effect.gen(function*() {
-  const { cwd, dataDir } = workspace()
   const chunks = Array.from({ length: 1_000 }, (_, i) => `s${i} `)
-  const server = yield* start({ cwd, dataDir, responses: [{ chunks }] })
+  const { server } = yield* startIn({ responses: [{ chunks }] })
   const { sessionId } = yield* server.client.sessions.create({ payload: {} })
   yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "go" } })
   const stored = Chunk.toReadonlyArray(yield* server.engine.watchSession({ sessionId }).pipe(Stream.takeUntil(completed), Stream.runCollect))

@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs"
 import { get, type IncomingMessage } from "node:http"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/index.js"
-import { liveUntil, start, workspace } from "./harness.js"
+import { liveUntil, startIn } from "./harness.js"
 
 const completed = (event: AgentEvent.AgentEvent) => event.type === "turn.completed"
 
@@ -62,16 +62,13 @@ const stalledReader = (url: string, token: string) => {
 describe("/live with a stalled client", () => {
   it.scopedLive("other clients and the turn go on; the stalled client later reads every event once, the gap from the store", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       // ~10 MB of events, beyond what the sockets' buffers hold, a delta at a time (each its own
       // commit, as a real provider's stream arrives); the feed keeps the last 8 to 16.
       const deltas = 400
       const text = "x".repeat(25_000)
       const gapReads: Array<{ readonly from: number; readonly afterResume: boolean }> = []
       let resumed = false
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { dataDir, server } = yield* startIn({
         watchCapacity: 8,
         // One response of 10 M characters, past the engine's default limit of a response (4 Mi).
         maxResponse: { chars: 16 * 1024 * 1024 },

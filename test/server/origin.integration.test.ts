@@ -15,7 +15,7 @@ import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } fro
 import { request } from "node:http"
 import { join, resolve } from "node:path"
 import { Security } from "../../src/server.js"
-import { expectWireError, liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { expectWireError, liveUntil, start, startIn, storedEvents } from "./harness.js"
 import { type Answer, cookiePair, send, setCookie } from "./requests.js"
 
 const call = (port: number, path: string, init: Parameters<typeof send>[2] = {}) => Effect.promise(() => send(port, path, init))
@@ -64,8 +64,7 @@ const expectForbidden = (answer: Answer, what: string) => {
 describe("the server's token stays with its own origin", () => {
   it.scopedLive("Host must name this server: loopback names and addresses, or a configured host (DNS rebinding is refused)", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { cwd, dataDir, server } = yield* startIn()
       const { port, token } = server
       const bearer = { authorization: `Bearer ${token}` }
       for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `LOCALHOST:${port}`, "127.0.0.1", `127.0.0.2:${port}`]) {
@@ -94,8 +93,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scopedLive("state-changing routes take JSON only: forms, multipart, text/plain and untyped bodies answer 415", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["slow"], delay: "10 seconds" }] })
+      const { cwd, server } = yield* startIn({ responses: [{ chunks: ["slow"], delay: "10 seconds" }] })
       const { port, token } = server
       const bearer = { authorization: `Bearer ${token}` }
       const session = yield* server.client.sessions.create({ payload: {} })
@@ -128,8 +126,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scopedLive("the viewer's cookie: per port, not the token, opens nothing without the page's key, writes only from the viewer's own page", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { server } = yield* startIn()
       const { port, token } = server
       const login = yield* call(port, `/login?code=${server.config.loginCodes.issue()}`)
       expect(login.status).toBe(303)
@@ -209,11 +206,8 @@ describe("the server's token stays with its own origin", () => {
 
   it.scopedLive("a replayed cookie reads nothing without the page's key: every session route answers 401 and no session data", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       // A session holding what a reader should not see: a prompt, an image, a call waiting for approval.
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { server } = yield* startIn({
         images: true,
         responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "plan.txt", content: "the-written-secret" } }] }]
       })
@@ -295,8 +289,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scoped("/login?code=…: a code signs in once, within 10 minutes (on the TestClock); an expired one is refused and the page says so", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { server } = yield* startIn()
       const { port } = server
       const issue = Effect.map(Clock.currentTimeMillis, (now) => server.config.loginCodes.issue(now))
       const signsIn = (answer: Answer) => {
@@ -331,8 +324,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scoped("/login: a form that takes the token, same-origin only, JSON only, rate limited (on the TestClock)", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { server } = yield* startIn()
       const { port, token } = server
       const own = { origin: `http://127.0.0.1:${port}`, "content-type": json }
       const page = yield* call(port, "/login")
@@ -397,8 +389,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scopedLive("a 100k-deep JSON body answers 400 with a reason (arrays and objects), not 500 with nothing", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, maxBodyBytes: 1024 * 1024 })
+      const { cwd, server } = yield* startIn({ maxBodyBytes: 1024 * 1024 })
       const { port, token } = server
       const session = yield* server.client.sessions.create({ payload: {} })
       const headers = { authorization: `Bearer ${token}`, "content-type": json }
@@ -433,8 +424,7 @@ describe("the server's token stays with its own origin", () => {
 
   it.scopedLive("cwd: relative, '../../', missing or a file answers 400 with a reason; a link is stored as the directory it names", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir, root } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { cwd, root, server } = yield* startIn()
       const { port, token } = server
       const headers = { authorization: `Bearer ${token}`, "content-type": json }
       writeFileSync(join(root, "a-file"), "x")

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Scheduler from "effect/Scheduler"
 import * as Tracer from "effect/Tracer"
 import { EventLoop } from "../../src/server.js"
-import { start, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 import { send } from "./requests.js"
 
 /** `inner`, counting whether a task of it is running. */
@@ -49,8 +49,7 @@ describe("serve starts requests", () => {
           },
           context: (f, fiber) => tracer.context(f, fiber)
         })
-        const { cwd, dataDir } = workspace()
-        const server = yield* start({ cwd, dataDir }).pipe(Effect.withScheduler(scheduler), Effect.withTracer(spying))
+        const { server } = yield* startIn().pipe(Effect.withScheduler(scheduler), Effect.withTracer(spying))
         const authorized = { headers: { authorization: `Bearer ${server.token}` } }
         started.length = 0
         expect((yield* Effect.promise(() => send(server.port, "/healthz"))).status).toBe(200)

@@ -9,14 +9,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { start, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 import { send } from "./requests.js"
 
 describe("response headers", () => {
   it.scopedLive("nosniff on every answer, no CORS header on any", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["<script>alert(1)</script>"] }] })
+      const { server } = yield* startIn({ responses: [{ chunks: ["<script>alert(1)</script>"] }] })
       const { port, token } = server
       const bearer = { authorization: `Bearer ${token}` }
       const session = yield* server.client.sessions.create({ payload: {} })

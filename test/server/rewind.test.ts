@@ -8,17 +8,14 @@ import * as NodePath from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
-import { raw, start, workspace } from "./harness.js"
+import { raw, startIn } from "./harness.js"
 
 const json = (body: unknown) => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
 
 describe("POST /sessions/:id/rewind", () => {
   it.scopedLive("rewinds a turn that wrote a file: the file is gone, the log says session.rewound; conflicts are 409 naming the file; no token is 401", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         checkpoints: true,
         policy: { mode: "acceptEdits" },
         responses: [

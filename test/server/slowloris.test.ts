@@ -15,7 +15,7 @@ import * as Redacted from "effect/Redacted"
 import * as Scheduler from "effect/Scheduler"
 import { connect, type Socket } from "node:net"
 import { Security } from "../../src/server.js"
-import { liveUntil, start, workspace } from "./harness.js"
+import { liveUntil, startIn } from "./harness.js"
 import { send } from "./requests.js"
 
 const opened = (port: number) =>
@@ -40,8 +40,7 @@ const closedWithin = (socket: Socket, ms: number) =>
 describe("idle and slow connections (slowloris)", () => {
   it.scopedLive("100 silent and 100 trickling connections neither block the server nor stay open", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, headersTimeout: "400 millis" })
+      const { server } = yield* startIn({ headersTimeout: "400 millis" })
       const { port, token } = server
       const silent = yield* Effect.promise(() => Promise.all(Array.from({ length: 100 }, () => opened(port))))
       const trickling = yield* Effect.promise(() => Promise.all(Array.from({ length: 100 }, () => opened(port))))
@@ -64,10 +63,9 @@ describe("idle and slow connections (slowloris)", () => {
 
   it.scopedLive("connections without a credential beyond the bound close the oldest of them; a /live stream with the token and new clients are served", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       // The timeouts close nothing during the test: only the bound does.
       const max = 50
-      const server = yield* start({ cwd, dataDir, headersTimeout: "10 minutes", maxUnauthenticatedConnections: max })
+      const { cwd, server } = yield* startIn({ headersTimeout: "10 minutes", maxUnauthenticatedConnections: max })
       const { port, token } = server
       const session = yield* server.client.sessions.create({ payload: { cwd } })
       const closes: Array<Socket> = []
@@ -130,10 +128,9 @@ describe("idle and slow connections (slowloris)", () => {
           else Scheduler.defaultScheduler.scheduleTask(task, priority, fiber)
         }
       }
-      const { cwd, dataDir } = workspace()
       const max = 10
       held = false
-      const server = yield* start({ cwd, dataDir, headersTimeout: "10 minutes", maxUnauthenticatedConnections: max }).pipe(Effect.withScheduler(holding))
+      const { server } = yield* startIn({ headersTimeout: "10 minutes", maxUnauthenticatedConnections: max }).pipe(Effect.withScheduler(holding))
       const { port, token } = server
       held = true
       const client = yield* Effect.promise(() => opened(port))
@@ -166,8 +163,7 @@ describe("idle and slow connections (slowloris)", () => {
 
   it.scopedLive("a request under way is not cut: a /live stream outlasts the headers timeout", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, headersTimeout: "200 millis", keepAlive: "10 seconds", responses: [{ chunks: ["late"] }] })
+      const { cwd, server } = yield* startIn({ headersTimeout: "200 millis", keepAlive: "10 seconds", responses: [{ chunks: ["late"] }] })
       const session = yield* server.client.sessions.create({ payload: { cwd } })
       const events = Effect.promise(() =>
         liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token: server.token }, (event) => event.type === "turn.completed"))
@@ -181,8 +177,7 @@ describe("idle and slow connections (slowloris)", () => {
 
   it.scopedLive("a body is not read before the request shows a credential: 401 at once, not after 32 MiB", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir })
+      const { server } = yield* startIn()
       const { port } = server
       // Headers announcing a turn's largest body, and a first KiB of it: no token.
       const answer = yield* Effect.promise(() =>

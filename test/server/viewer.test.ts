@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs"
 import { AgentEvent, SessionState, Transcript } from "../../src/index.js"
 import * as Viewer from "../../src/server/viewer/viewer.js"
 import * as LongSession from "../longSessionLog.js"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, startIn, storedEvents } from "./harness.js"
 
 const fromFile = (file: string): Array<AgentEvent.AgentEvent> =>
   readFileSync(file, "utf8").trim().split("\n").filter((line) => !line.startsWith('{"format"')).map((line) =>
@@ -53,11 +53,8 @@ describe("the viewer's fold", () => {
 
   it.scopedLive("matches them on a log with a retry, an approval, a denial, a remembered answer and a cancel", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const write = (path: string) => ({ tool: "write_file", args: { path, content: path } })
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { server } = yield* startIn({
         responses: [
           { failure: { reason: "overloaded", retryAfterMs: 1 } },
           { chunks: ["Two writes."], toolCalls: [write("a.txt"), write("b.txt")] },

@@ -18,7 +18,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Request, Route } from "playwright-core"
 import { browser as chromium } from "./chromium.js"
-import { start, workspace } from "./harness.js"
+import { start, startIn, workspace } from "./harness.js"
 
 const browser = chromium()
 const turns = 60
@@ -35,8 +35,7 @@ const isListing = (url: URL) => url.pathname === "/sessions"
 describe("the viewer's session list", () => {
   it.scopedLive("a long session's history arriving reloads the list once more after the reload in flight, not once per turn", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789" })
+      const { cwd, server } = yield* startIn({ token: "listing-test-token-0123456789" })
       const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
       for (let i = 0; i < turns; i++) yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: `turn ${i}` }))
 
@@ -107,8 +106,7 @@ describe("the viewer's session list", () => {
 
   it.scopedLive("a data dir of more sessions than the list shows: the 200 most recent, and Show all", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789" })
+      const { cwd, server } = yield* startIn({ token: "listing-test-token-0123456789" })
       for (let i = 0; i < 203; i++) yield* server.engine.createSession({ cwd, client: "web" })
       const { context } = yield* browser
       const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))

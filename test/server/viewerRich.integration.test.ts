@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
 import { browser as chromium, openSession } from "./chromium.js"
-import { start, workspace } from "./harness.js"
+import { start, startIn, workspace } from "./harness.js"
 
 const browser = chromium()
 
@@ -176,7 +176,6 @@ describe("the viewer shows answers, edits and commands as users read them", () =
 
   it.scopedLive("a hostile model's Markdown that marked cannot parse in time (or at all) is shown as plain text, and the page goes on", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
       const token = "viewer-rich-token-hostile-0123"
       // `> ` nested 3,000 deep overflows marked's recursion; 8,000 `**a_` took it 9 s a parse, on every frame while streaming.
       const nested = `${"> ".repeat(3_000)}deep`
@@ -184,9 +183,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
       // 40 KB of `0x` as TypeScript: highlight.js took 2.3 s at 32 KB, again at each render while it streamed.
       const numbers = "0x".repeat(20_000)
       const code = `\`\`\`ts\n${numbers}\n\`\`\``
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { server } = yield* startIn({
         token,
         responses: [
           { chunks: [nested] },

@@ -8,17 +8,14 @@ import * as Effect from "effect/Effect"
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { browser as chromium, openSession } from "./chromium.js"
-import { start, storedEvents, workspace } from "./harness.js"
+import { startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
 
 describe("the viewer's subagents", () => {
   it.scopedLive("a subagent nested under its task call, its ask answered with the call's Allow button, its session a link", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         token: "viewer-subagents-token-0123456789",
         responses: [
           { toolCalls: [{ tool: "task", args: { description: "write a.txt", prompt: "child: write" }, id: "task_1" }] },
