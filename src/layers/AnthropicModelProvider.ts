@@ -202,6 +202,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     const streamed = Support.streamedCalls()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
+    let started = false
     // `message_stop` came: the response is whole. A stream that ends before it was cut (the connection
     // closed early), and what may come after it is no part of the response.
     let stopped = false
@@ -219,6 +220,10 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     const chunksOf = (event: RawMessageStreamEvent): ReadonlyArray<ModelProvider.ModelChunk> => {
       switch (event.type) {
         case "message_start": {
+          // A response starts once. A second start (a proxy's splice, a hostile stream) describes
+          // nothing billed: taking its usage lost the first's input count (read 0 instead of 412).
+          if (started) return []
+          started = true
           const u = event.message.usage
           usage = {
             inputTokens: u.input_tokens,

@@ -71,13 +71,16 @@ describe("hostile usage numbers from a vendor", () => {
         body.replace(/"prompt_tokens":412/, `"prompt_tokens":${JSON.stringify(value)}`).replace(/"completion_tokens":15/, `"completion_tokens":${JSON.stringify(value)}`)
     }
   ]
-  it.effect("anthropic: a second message_start in one response, with other usage — the turn ends final, its usage valid counts", () =>
+  it.effect("anthropic: a second message_start in one response, with other usage — ignored: the turn ends final with the first's usage", () =>
     Effect.gen(function*() {
       const text = WireServer.recording("anthropic", "text")
       const start = text.body.match(/event: message_start\ndata: [^\n]*\n\n/)![0]
       const again = start.replace(/"input_tokens":412/, `"input_tokens":-3`).replace(/"cache_read_input_tokens":128/, `"cache_read_input_tokens":1e308`)
       server.respond({ ...text, body: text.body.replace(start, start + again) })
-      yield* helloTurn
+      const events = yield* helloTurn
+      // A response starts once: a second start describes nothing the vendor billed, and taking it
+      // would lose the first's input count (the turn read 0 input tokens instead of 412).
+      expect(events.at(-1)!.payload).toMatchObject({ usage: { inputTokens: 412, cacheReadTokens: 128 } })
       const [summary] = yield* (yield* SessionEngine).listSessions
       expectValidCounts([{ payload: summary }])
     }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
