@@ -24,9 +24,9 @@ let configDir: string | undefined
  */
 export const isolatedConfigDir = (): string => {
   if (configDir === undefined) {
-    const made = mkdtempSync(join(tmpdir(), "effect-agent-config-"))
-    configDir = made
-    afterAll(() => rmSync(made, { recursive: true, force: true }))
+    // In the run's temp folder (test/tmpSetup.ts), removed with it: an `afterAll` registered here,
+    // inside the first test that asks, is never run by vitest (thousands of these folders were left).
+    configDir = mkdtempSync(join(tmpdir(), "effect-agent-config-"))
   }
   return configDir
 }
