@@ -202,29 +202,37 @@ const fail = (event: AgentEvent, detail: string) =>
   Either.left(new ImpossibleEvent({ sequence: event.sequence, detail }))
 
 // Each turn the reducer builds keeps its calls in a table (see OpenCalls): a tool event costs O(1),
-// not a scan and a copy of every open call. A turn built elsewhere (a test's, a clone) is read from
-// its array once.
-const tables = new WeakMap<OpenTurn, OpenCalls>()
+// not a scan and a copy of every open call. The table is a hidden property of the turn (a symbol,
+// not enumerable: no copy, comparison or JSON sees it). It was a WeakMap entry per turn, and every
+// event makes a turn: a hydration of 24,000 turns filled the ephemeron table between collections
+// (peak RSS 1.12 → 1.21× replay's, bench row 5). A turn built elsewhere (a test's, a clone) has no
+// table: it is read from its array.
+const tableKey: unique symbol = Symbol("OpenCalls")
 
-const tableOf = (turn: OpenTurn): OpenCalls => {
-  let table = tables.get(turn)
-  if (table === undefined) tables.set(turn, table = OpenCalls.of(turn.toolCalls))
-  return table
-}
+type TurnWithTable = OpenTurn & { readonly [tableKey]?: OpenCalls }
 
-/** A turn as the reducer builds it: its `toolCalls` read from its table when asked for. */
-const makeTurn = (turnId: string, status: TurnFsm.TurnStatus, toolCallCount: number, calls: OpenCalls): OpenTurn => {
-  const turn: OpenTurn = {
-    turnId,
-    status,
-    get toolCalls() {
-      return calls.calls
+const tableOf = (turn: OpenTurn): OpenCalls => (turn as TurnWithTable)[tableKey] ?? OpenCalls.of(turn.toolCalls)
+
+const noCalls: ReadonlyArray<OpenToolCall> = Object.freeze([])
+
+/**
+ * A turn as the reducer builds it: its `toolCalls` read from its table when asked for. With no call
+ * open (most events: a response's deltas, the turn's start and end) a plain turn, no table nor getter:
+ * a getter's closure per event was garbage enough to raise a hydration's peak RSS (bench row 5).
+ */
+const makeTurn = (turnId: string, status: TurnFsm.TurnStatus, toolCallCount: number, calls: OpenCalls): OpenTurn =>
+  calls.size === 0 ? { turnId, status, toolCalls: noCalls, toolCallCount } : Object.defineProperty(
+    {
+      turnId,
+      status,
+      get toolCalls() {
+        return calls.calls
+      },
+      toolCallCount
     },
-    toolCallCount
-  }
-  tables.set(turn, calls)
-  return turn
-}
+    tableKey,
+    { value: calls }
+  )
 
 const withCalls = (turn: OpenTurn, calls: OpenCalls): OpenTurn => makeTurn(turn.turnId, turn.status, turn.toolCallCount, calls)
 
