@@ -279,7 +279,17 @@ export class LiveTranscript {
     // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
     // entry then holds one string rather than a chain of every delta.
     Number(open.content)
-    for (let index = 0; index < open.toolCalls.length; index++) this.callPlaces.set(open.toolCalls[index]!.toolCallId, { entry: this.entries.length, index })
+    // An id the response repeats is left to the scan, which gives the result to every call of that id
+    // (as `Transcript.replay` does); a place would name only the last.
+    const seen = open.toolCalls.length > 1 ? new Set<string>() : undefined
+    for (let index = 0; index < open.toolCalls.length; index++) {
+      const { toolCallId } = open.toolCalls[index]!
+      if (seen?.has(toolCallId)) this.callPlaces.delete(toolCallId)
+      else {
+        seen?.add(toolCallId)
+        this.callPlaces.set(toolCallId, { entry: this.entries.length, index })
+      }
+    }
     this.entries.push(open)
     this.openTurnId = undefined
     this.openContent = ""
