@@ -14,6 +14,10 @@
  * machines are judged by their lease's expiry alone, set and read on the database's clock, so the
  * machines' own clocks need not agree.
  *
+ * A statement PostgreSQL cancelled though its own fiber was not interrupted — the library's cancel
+ * of another fiber's statement, landed on the connection after the pool gave it to us — changed
+ * nothing, and runs again (see sql/LateCancel.ts).
+ *
  * The schema is created and evolved by `@effect/sql`'s migrator, in the connection's schema (its
  * `search_path`). The URL is `Redacted`: it is never printed; failures name the server without its
  * user or password.
@@ -37,6 +41,7 @@ import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as MemoryEventStore from "./MemoryEventStore.js"
 import { codeOf } from "./sql/ErrorCode.js"
 import * as EventTables from "./sql/EventTables.js"
+import * as LateCancel from "./sql/LateCancel.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -285,12 +290,21 @@ export const make = (
             : Effect.fail(failure("append", where, event.sessionId)(error)))
       )
 
-    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({ sql, where: where, failure, append: appendEvent, listingPlan })
+    const { append, appendAll, awaitingListing, list, listing, read } = EventTables.make({
+      sql,
+      where,
+      failure,
+      append: appendEvent,
+      listingPlan,
+      // A statement another fiber's cancel stopped changed nothing: run again (see `LateCancel`).
+      retried: LateCancel.retried
+    })
 
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
       path: where,
       failure: (sessionId) => failure("lock", where, sessionId),
+      retried: LateCancel.retried,
       // The database's clock: runners on several machines judge each other's leases on one time.
       databaseNow: sql<{ now: string }>`SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::bigint AS now`.pipe(
         Effect.map(([row]) => Number(row!.now))
@@ -316,7 +330,7 @@ export const layerFromClient = (
   return Layer.merge(
     Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })),
     // The blob area is a table of the same schema (see `blobs/SqlBlobStore`).
-    Layer.effect(BlobStore, SqlBlobStore.make({ where }))
+    Layer.effect(BlobStore, SqlBlobStore.make({ where, retried: LateCancel.retried }))
   ).pipe(Layer.provide(migrated))
 }
 
@@ -366,7 +380,7 @@ const readOnlyStores = (where: string): Layer.Layer<EventStore | BlobStore, Even
             acquireWriter: (sessionId) => Effect.fail(readOnlyRefusal("lock", where, sessionId))
           })
         ),
-        Layer.effect(BlobStore, SqlBlobStore.make({ where }))
+        Layer.effect(BlobStore, SqlBlobStore.make({ where, retried: LateCancel.retried }))
       )
     })
   )

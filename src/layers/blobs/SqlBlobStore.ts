@@ -33,17 +33,24 @@ const reasonOf = (error: SqlError): Blob.BlobFailureReason => {
   return "unavailable"
 }
 
-/** Builds the store on a migrated client; `where` names the database in failures. */
-export const make = (options: { readonly where: string }): Effect.Effect<BlobStore.Service, never, SqlClient.SqlClient> =>
+/**
+ * Builds the store on a migrated client; `where` names the database in failures. `retried` runs a
+ * statement again that failed without changing anything (PostgreSQL: see `LateCancel`).
+ */
+export const make = (options: {
+  readonly where: string
+  readonly retried?: <A, E, R>(statement: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+}): Effect.Effect<BlobStore.Service, never, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const retried = options.retried ?? ((statement) => statement)
     const failure = (operation: Blob.BlobFailure["operation"], hash: string) => (error: SqlError) =>
       new Blob.BlobFailure({ reason: reasonOf(error), operation, hash, detail: `${options.where}: the blob table could not be ${operation === "put" ? "written" : "read"}`, cause: error })
 
     const put: BlobStore.Service["put"] = (bytes) =>
       Effect.suspend(() => {
         const hash = Sha256.of(bytes)
-        return sql`INSERT INTO blobs (hash, size, bytes) VALUES (${hash}, ${bytes.byteLength}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)}) ON CONFLICT (hash) DO UPDATE SET bytes = excluded.bytes, size = excluded.size WHERE blobs.bytes <> excluded.bytes`.pipe(
+        return retried(sql`INSERT INTO blobs (hash, size, bytes) VALUES (${hash}, ${bytes.byteLength}, ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)}) ON CONFLICT (hash) DO UPDATE SET bytes = excluded.bytes, size = excluded.size WHERE blobs.bytes <> excluded.bytes`).pipe(
           Effect.mapError(failure("put", hash)),
           Effect.as(hash)
         )
@@ -52,7 +59,7 @@ export const make = (options: { readonly where: string }): Effect.Effect<BlobSto
     const get: BlobStore.Service["get"] = (hash) =>
       Effect.gen(function*() {
         if (!Blob.isHash(hash)) return yield* Effect.fail(Blob.invalidHash("get", hash))
-        const rows = yield* sql<{ bytes: Uint8Array }>`SELECT bytes FROM blobs WHERE hash = ${hash}`.pipe(Effect.mapError(failure("get", hash)))
+        const rows = yield* retried(sql<{ bytes: Uint8Array }>`SELECT bytes FROM blobs WHERE hash = ${hash}`).pipe(Effect.mapError(failure("get", hash)))
         const row = rows[0]
         if (row === undefined) return yield* Effect.fail(new Blob.BlobNotFound({ hash }))
         const bytes = new Uint8Array(row.bytes.buffer, row.bytes.byteOffset, row.bytes.byteLength)
@@ -63,7 +70,7 @@ export const make = (options: { readonly where: string }): Effect.Effect<BlobSto
 
     const has: BlobStore.Service["has"] = (hash) =>
       Blob.isHash(hash)
-        ? sql<{ found: number }>`SELECT 1 AS found FROM blobs WHERE hash = ${hash}`.pipe(
+        ? retried(sql<{ found: number }>`SELECT 1 AS found FROM blobs WHERE hash = ${hash}`).pipe(
           Effect.mapError(failure("has", hash)),
           Effect.map((rows) => rows.length > 0)
         )

@@ -36,7 +36,14 @@ export interface Options {
    * settings that make it stream (see `PostgresEventStore`); the rows and their order are the same.
    */
   readonly listingPlan?: <A>(query: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError>
+  /**
+   * How an operation runs again when it failed without changing anything (default: it does not).
+   * PostgreSQL runs again a statement cancelled that its fiber did not interrupt (see `LateCancel`).
+   */
+  readonly retried?: <A, E, R>(operation: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
+
+const once = <A, E, R>(operation: Effect.Effect<A, E, R>) => operation
 
 /** Rows read per query when streaming a session. */
 const pageSize = 500
@@ -190,11 +197,12 @@ const decodeRow = (row: EventRow) =>
   )
 
 /** The shared operations of an SQL store. */
-export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
+export const make = ({ append: appendEvent, failure, listingPlan, retried = once, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
-    if (statements.length === 0) return appendEvent(event)
-    return sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))).pipe(
+    if (statements.length === 0) return retried(appendEvent(event))
+    // Run again whole: a failure rolled the transaction back.
+    return retried(sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true })))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
     )
   }
@@ -208,17 +216,18 @@ export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: 
       const statements = summaryStatements(sql, event)
       return statements.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))
     }
-    return sql.withTransaction(Effect.forEach(events, step, { discard: true })).pipe(
+    return retried(sql.withTransaction(Effect.forEach(events, step, { discard: true }))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
     )
   }
 
   const read: EventStore.Service["read"] = (sessionId, readOptions) => {
+    // A page, not the stream, runs again: the events already given are not given twice.
     const page = (from: number) =>
-      sql<EventRow>`
+      retried(sql<EventRow>`
         SELECT sequence, format_version, body FROM events
         WHERE session_id = ${sessionId} AND sequence >= ${from}
-        ORDER BY sequence LIMIT ${pageSize}`.pipe(Effect.mapError(failure("read", where, sessionId)))
+        ORDER BY sequence LIMIT ${pageSize}`).pipe(Effect.mapError(failure("read", where, sessionId)))
     const decode = (row: EventRow) => {
       const event = decodeRow(row)
       return Either.isRight(event) && event.right.sequence === row.sequence && event.right.sessionId === sessionId
@@ -340,6 +349,8 @@ export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: 
     Effect.orElse(() =>
       Effect.map(Effect.all([sessionRows, awaitingRows, SessionUsage.rows(sql, decodeRow)]), ([rows, awaiting, usage]) => summaries(rows, awaiting, usage))
     ),
+    // A cancel on the join falls back to the queries for older schemas; one on those runs the listing again.
+    retried,
     Effect.mapError(failure("list", where))
   )
 
@@ -360,6 +371,7 @@ export const make = ({ append: appendEvent, failure, listingPlan, sql, where }: 
     SessionUsage.waitingRows(sql)
   ]).pipe(
     Effect.map(([rows, awaiting, usage]) => summaries(rows as ReadonlyArray<SessionValues>, awaiting, usage)),
+    // Any failure here, a cancel too, is answered by the whole listing (which runs a cancelled statement again).
     Effect.orElse(() => Effect.map(list, (sessions) => sessions.filter((s) => s.awaitingApproval !== undefined))),
     Effect.map((sessions) => ({ sessions, damaged: [] }))
   )

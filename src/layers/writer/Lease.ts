@@ -64,6 +64,11 @@ export interface Options extends Settings {
   readonly path?: string
   /** The database's time (epoch ms), for a store whose database has a clock all writers share. */
   readonly databaseNow?: Effect.Effect<number, SqlError>
+  /**
+   * How a step runs again when it failed without changing anything (default: it does not).
+   * PostgreSQL runs again a statement cancelled that its fiber did not interrupt (see `LateCancel`).
+   */
+  readonly retried?: <A, E, R>(step: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 /** The default ttl: long enough for a busy machine's pauses, short enough to wait out after a crash. */
@@ -97,6 +102,7 @@ export const make = (options: Options) =>
     const sql = yield* SqlClient.SqlClient
     const { renewMs, ttlMs } = timing(options)
     const identity = options.identity ?? Holder.current
+    const retried = options.retried ?? ((step) => step)
     /** The time expiries are set and judged on (see the module's comment). */
     const now: Effect.Effect<number, SqlError> = options.clock !== "writer" && options.databaseNow !== undefined
       ? options.databaseNow
@@ -155,7 +161,8 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         const me = identity(new Date(yield* Clock.currentTimeMillis))
         for (let round = 0; round < 100; round++) {
-          const result = yield* attempt(sessionId, me)
+          // An attempt reads the row again, so one that failed without changing anything runs again whole.
+          const result = yield* retried(attempt(sessionId, me))
           if (result._tag === "Busy") return yield* new SessionBusy({ sessionId, holder: Holder.describe(result.holder) })
           if (result._tag === "Held") {
             if (result.takenOverFrom !== undefined) {
@@ -177,7 +184,8 @@ export const make = (options: Options) =>
     return (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
       Effect.acquireRelease(
         take(sessionId),
-        (me) => sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`.pipe(Effect.ignore)
+        // A release lost leaves the row to its expiry, and on this host to our process's end: run again.
+        (me) => retried(sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`).pipe(Effect.ignore)
       ).pipe(
         // Renewed while held; interrupted (before the release above) when the scope closes.
         // Interruptible even when acquired from an uninterruptible region (the engine takes locks so).
