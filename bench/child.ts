@@ -12,6 +12,7 @@
  *   node --expose-gc --import tsx bench/child.ts concurrent <sessions> <deltas>      (row 21: effect-agent)
  *   node --expose-gc --import tsx bench/child.ts pi-concurrent <sessions> <deltas>   (row 21: pi-agent-core)
  *   node --expose-gc --import tsx bench/child.ts effect-floor <sessions> <deltas>    (row 21 without the engine: see below)
+ * Row 21's modes take `ROW21_SOURCE=sdk` to read each response through the SDK adapters' path (`row21Response`).
  */
 import { createReadStream } from "node:fs"
 import { createInterface } from "node:readline"
@@ -26,7 +27,7 @@ const ours = async () => ({ ...(await import("effect")), ...(await import("../sr
 const main = async () => {
   // Each side loads only its own modules (pi-ai alone brings every provider SDK), before the RSS at
   // start is read: a process's peak is its own contender's.
-  const { constantModel, count, Effect, engineRuntime, floorTurn, Layer, ModelProvider, SessionEngine, storeLayer, Stream } = mode === "pi-concurrent" || mode === "readline"
+  const { constantModel, count, Effect, engineRuntime, floorTurn, Layer, ModelProvider, row21Response, SessionEngine, storeLayer, Stream } = mode === "pi-concurrent" || mode === "readline"
     ? {} as Awaited<ReturnType<typeof ours>>
     : await ours()
   const { Agent, fauxAssistantMessage, registerFauxProvider } = mode === "pi-concurrent"
@@ -87,7 +88,7 @@ const main = async () => {
       const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
       const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
         capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
-        stream: () => Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop")))
+        stream: () => row21Response(chunks, process.env.ROW21_SOURCE)
       })))
       try {
         const counts = await rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>

@@ -17,6 +17,7 @@ import {
   MemoryEventStore,
   ModelProvider,
   PermissionPolicy,
+  ProviderFailure,
   SessionEngine,
   WorkspaceTools
 } from "../src/index.js"
@@ -107,6 +108,7 @@ export const toolSession = async (
 export const createSession = (rt: EngineRuntime): Promise<string> =>
   rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.createSession({ cwd: "/bench", client: "test" }))).then((s) => s.sessionId)
 
+import { fromSdk } from "../src/layers/providers/Support.js"
 import { deltaTexts, touch } from "./both.js"
 
 export { deltaTexts, touch, touchPi } from "./both.js"
@@ -150,12 +152,34 @@ export const floorTurn = (deltas: number): { readonly model: Effect.Effect<numbe
     [event("turn.completed", {})]
   ]
   return {
-    model: Effect.scoped(Effect.flatMap(
-      ModelProvider.runAhead(Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))), 4096),
+    model: Effect.orDie(Effect.scoped(Effect.flatMap(
+      ModelProvider.runAhead(row21Response(chunks, process.env.ROW21_SOURCE), 4096),
       ({ arrived }) => Effect.as(arrived.takeAll, 0)
-    )),
+    ))),
     consumer: count(Stream.fromChunks(...handed.map((c) => Chunk.unsafeFromArray(c))))
   }
+}
+
+/**
+ * Row 21's model response, one delta per chunk, from either source (`ROW21_SOURCE`):
+ * - `standIn` (the row's): the shared chunks as an effect `Stream`, `rechunk(1)`, then the finish;
+ * - `sdk`: what the SDK adapters hand the engine — an async iterator yielding one delta per `next()`
+ *   (as an SDK yields one event per SSE message, and as pi-agent-core's faux provider yields one
+ *   delta a microtask), read by the adapters' own `fromSdk`, which hands over what arrived by the
+ *   event loop's next turn as one chunk.
+ */
+export const row21Response = (chunks: ReadonlyArray<ModelProvider.ModelChunk>, source: string | undefined): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> => {
+  const finish = ModelProvider.finish("stop")
+  if (source !== "sdk") return Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(finish))
+  async function* events() {
+    for (const chunk of chunks) yield chunk
+    yield finish
+  }
+  return fromSdk({
+    open: () => Promise.resolve(events()),
+    toFailure: (error) => ProviderFailure.of("network", String(error)),
+    idleTimeout: "60 seconds"
+  })
 }
 
 /** Runs one turn to its end and returns how many events it streamed. */

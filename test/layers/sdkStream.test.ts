@@ -4,9 +4,11 @@
  * them), and the iterator's failure after the events that came before it.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Stream from "effect/Stream"
 import { ProviderFailure } from "../../src/domain/Errors.js"
 import * as Support from "../../src/layers/providers/Support.js"
@@ -68,5 +70,21 @@ describe("Support.fromSdk", () => {
       // (A bound only so that a regression fails rather than hangs.)
       const outcome = yield* Effect.promise(() => Promise.race([ended.then(() => "ended"), new Promise((resolve) => setTimeout(() => resolve("still waiting"), 10_000))]))
       expect(outcome).toBe("ended")
+    }))
+
+  it.live("ends with the vendor's failure when the request fails to open, and a defect when translating it throws", () =>
+    Effect.gen(function*() {
+      const refused = () => Promise.reject(new Error("connection refused"))
+      const failed = yield* Stream.runCollect(stream(refused)).pipe(Effect.either)
+      expect(Either.isLeft(failed) && failed.left.detail).toBe("Error: connection refused")
+      const untranslatable = Support.fromSdk({
+        open: refused,
+        toFailure: () => {
+          throw new Error("translator broke")
+        },
+        idleTimeout: "1 minute"
+      })
+      const exit = yield* Effect.exit(Stream.runCollect(untranslatable))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
     }))
 })

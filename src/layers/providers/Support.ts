@@ -11,6 +11,7 @@ import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
@@ -97,6 +98,14 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
   Stream.unwrapScoped(Effect.gen(function*() {
     const clock = yield* Effect.clock
     const idleMs = Duration.toMillis(Duration.decode(options.idleTimeout))
+    /** How a failed read ends the stream: the vendor's failure, or a defect if translating it threw (as with `Effect.tryPromise`). */
+    const failedRead = (error: unknown): Exit.Exit<void, ProviderFailure> => {
+      try {
+        return Exit.fail(options.toFailure(error))
+      } catch (defect) {
+        return Exit.die(defect)
+      }
+    }
     const stalled = () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`)
     const controller = new AbortController()
     yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
@@ -155,9 +164,13 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
         if (!controller.signal.aborted) await handOverAll()
       }
     }
-    yield* Effect.forkScoped(Effect.tryPromise({ try: read, catch: options.toFailure }).pipe(
-      Effect.matchEffect({ onFailure: (failure) => arrived.fail(failure), onSuccess: () => arrived.end })
-    ))
+    // The read ends `arrived` itself, from its promise: a fiber forked to await it would cost a fiber
+    // (its refs, its scope entry) a response and do nothing the promise does not. Closing the scope
+    // aborts the read (above); what it then ends, nobody takes.
+    read().then(
+      () => arrived.unsafeDone(Exit.void),
+      (error) => arrived.unsafeDone(failedRead(error))
+    )
     return Stream.repeatEffectChunkOption(
       Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
         done && Chunk.isEmpty(events) ? Effect.fail(Option.none()) : Effect.succeed(events))
