@@ -144,7 +144,8 @@ export interface ViewTotals {
 export const empty = (): View => ({
   session: undefined,
   turns: [],
-  calls: {},
+  // No prototype: ids are the model's, and `__proto__`, `constructor` or `valueOf` is one a vendor takes.
+  calls: Object.create(null) as Record<string, ViewCall>,
   lastSequence: 0,
   openTurn: undefined,
   notes: [],
