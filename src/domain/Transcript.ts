@@ -476,7 +476,7 @@ class Replaying {
   private unshared: TranscriptEntry | undefined = undefined
 
   user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): this {
-    this.close()
+    this.closeResponse()
     this.entries.push(userEntry(turnId, content, sequence, images))
     return this
   }
@@ -492,7 +492,7 @@ class Replaying {
   }
 
   result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
-    this.close()
+    this.closeResponse()
     const place = this.places.get(toolCallId)
     if (place === undefined) return this
     let entry = this.entries[place.entry] as AssistantEntry
@@ -509,14 +509,14 @@ class Replaying {
   }
 
   compacted(compaction: Compaction): this {
-    this.close()
+    this.closeResponse()
     this.entries = compacted({ entries: this.entries, open: undefined }, compaction).entries as Array<TranscriptEntry>
     this.past = undefined
     return this.moved()
   }
 
   rewound(rewind: Rewind): this {
-    this.close()
+    this.closeResponse()
     const next = rewound({ entries: this.entries, open: undefined, past: this.past }, rewind)
     this.entries = next.entries as Array<TranscriptEntry>
     this.past = next.past
@@ -524,14 +524,14 @@ class Replaying {
   }
 
   refused(turnId: string): this {
-    this.close()
+    this.closeResponse()
     for (let i = turnStart(this.entries, turnId); i < this.entries.length; i++) this.entries[i] = withoutImages(this.entries[i]!)
     this.unshared = undefined
     return this
   }
 
   /** Ends the streaming response: it joins the entries, its calls placed. */
-  close(): this {
+  closeResponse(): this {
     if (this.open === undefined) return this
     this.entries.push(this.open)
     this.place(this.entries.length - 1)
@@ -567,16 +567,31 @@ class Replaying {
   }
 }
 
-const replaying: Changes<Replaying> = {
-  user: (r, turnId, content, sequence, images) => r.user(turnId, content, sequence, images),
-  text: (r, turnId, text, sequence) => r.text(turnId, text, sequence),
-  call: (r, turnId, call, sequence) => r.call(turnId, call, sequence),
-  result: (r, toolCallId, content, isError, images) => r.result(toolCallId, content, isError, images),
-  compacted: (r, compaction) => r.compacted(compaction),
-  rewound: (r, rewind) => r.rewound(rewind),
-  refused: (r, turnId) => r.refused(turnId),
-  close: (r) => r.close()
+/** A transcript held by an object that makes each change in place, by a method of the same name ({@link Changes}). */
+export interface InPlace {
+  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): unknown
+  text(turnId: string, text: string, sequence: number): unknown
+  call(turnId: string, call: TranscriptToolCall, sequence: number): unknown
+  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): unknown
+  compacted(compaction: Compaction): unknown
+  rewound(rewind: Rewind): unknown
+  refused(turnId: string): unknown
+  closeResponse(): unknown
 }
+
+/** The {@link Changes} of a transcript held {@link InPlace}: each calls its method and gives the same holder. */
+export const inPlace = <T extends InPlace>(): Changes<T> => ({
+  user: (t, turnId, content, sequence, images) => (t.user(turnId, content, sequence, images), t),
+  text: (t, turnId, text, sequence) => (t.text(turnId, text, sequence), t),
+  call: (t, turnId, call, sequence) => (t.call(turnId, call, sequence), t),
+  result: (t, toolCallId, content, isError, images) => (t.result(toolCallId, content, isError, images), t),
+  compacted: (t, compaction) => (t.compacted(compaction), t),
+  rewound: (t, rewind) => (t.rewound(rewind), t),
+  refused: (t, turnId) => (t.refused(turnId), t),
+  close: (t) => (t.closeResponse(), t)
+})
+
+const replaying = inPlace<Replaying>()
 
 /** Replays a whole log into its transcript: what folding it with {@link reduce} gives, in time linear in the log. */
 export const replay = (events: Iterable<AgentEvent>): Transcript => {
