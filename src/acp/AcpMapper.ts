@@ -470,8 +470,9 @@ export type Ending =
 /** `turn.completed` as the prompt's answer: a stop reason, or an error carrying the errorCode. */
 export const endingOf = (payload: AgentEvent.PayloadOf<"turn.completed">): Ending => {
   switch (payload.stopReason) {
+    // ACP has the stop reasons a refusal and a cut answer need: a client shows them as such.
     case "final":
-      return { _tag: "Stop", stopReason: "end_turn" }
+      return { _tag: "Stop", stopReason: payload.finishReason === "content_filter" ? "refusal" : payload.finishReason === "length" ? "max_tokens" : "end_turn" }
     case "cancelled":
       return { _tag: "Stop", stopReason: "cancelled" }
     case "error":

@@ -244,6 +244,8 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         const { errorCode, stopReason } = event.payload
         if (stopReason === "cancelled") note("[turn cancelled]")
         if (stopReason === "error") note(`[turn ended with an error: ${errorCode ?? "unknown"}]`)
+        const finish = UsageText.finishText(event.payload)
+        if (finish !== undefined) note(`[${finish}]`)
         if (Transcript.refusedTurn(event) && imagesTurn === event.turnId && turnImages > 0) {
           const n = turnImages === 1 ? "its image is" : `its ${turnImages} images are`
           note(`[the provider refused the turn's request: ${n} left out of later requests; attach or read ${turnImages === 1 ? "it" : "them"} again to send ${turnImages === 1 ? "it" : "them"}]`)

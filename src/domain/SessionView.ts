@@ -79,6 +79,8 @@ export interface ViewTurn {
   end: {
     readonly stopReason: StopReason
     readonly errorCode?: string | undefined
+    /** Why a `final` turn may say less than asked (a refusal, the output limit): see `UsageText.finishText`. */
+    readonly finishReason?: "length" | "content_filter" | undefined
     readonly usage?: Usage | undefined
     /** What the turn cost in dollars; `null` with `costUnknown` naming the model no price is known for. */
     readonly cost?: number | null | undefined
@@ -144,7 +146,8 @@ export interface ViewTotals {
 export const empty = (): View => ({
   session: undefined,
   turns: [],
-  calls: {},
+  // No prototype: ids are the model's, and `__proto__`, `constructor` or `valueOf` is one a vendor takes.
+  calls: Object.create(null) as Record<string, ViewCall>,
   lastSequence: 0,
   openTurn: undefined,
   notes: [],
@@ -270,8 +273,8 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     call.message = event.payload.message
   },
   "turn.completed": (view, event) => {
-    const { cost, costUnknown, errorCode, stopReason, usage } = event.payload
-    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, usage, cost, costUnknown }
+    const { cost, costUnknown, errorCode, finishReason, stopReason, usage } = event.payload
+    if (view.openTurn !== undefined) view.openTurn.end = { stopReason, errorCode, ...(finishReason === undefined ? {} : { finishReason }), usage, cost, costUnknown }
     view.openTurn = undefined
     if (usage === undefined) return
     const totals = view.totals ??= { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, cost: 0, costUnknown: [] }

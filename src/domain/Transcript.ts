@@ -450,11 +450,154 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
   return transcript.past === undefined || next.past !== undefined || event.type === "session.compacted" ? next : { ...next, past: transcript.past }
 }
 
-/** Replays a whole log into its transcript. */
+/**
+ * The fold {@link replay} runs: {@link reduce}'s changes, made in place, since no one sees the
+ * transcript before the replay returns it. `reduce` gives a new value per event, so a response of N
+ * calls copied its calls at each call and scanned and copied them at each result (N² for one wide
+ * response, test/domain/wideResponse.test.ts), and the entries at each response's end. Here a call
+ * is pushed, a result finds its call by id ({@link Replaying.places}), and the result is the same
+ * transcript (test/engine/liveTranscript.test.ts and test/domain/rewindFold.test.ts compare them).
+ */
+class Replaying {
+  entries: Array<TranscriptEntry> = []
+  /** The response streaming: an entry of this replay's own, its text and calls added in place. */
+  open: { -readonly [K in keyof AssistantEntry]: AssistantEntry[K] } & { toolCalls: Array<TranscriptToolCall> } | undefined = undefined
+  past: Past | undefined = undefined
+  /**
+   * The latest ended entry holding each call id, and the call's place in it (-1: the entry repeats
+   * the id, and its result goes to each, as `withResult` gives it). Exact: entries only move at a
+   * compaction or a rewind, which build it again.
+   */
+  private readonly places = new Map<string, { readonly entry: number; readonly index: number }>()
+  /**
+   * The entry a result made in this replay, its calls its own: the response's next results change
+   * it in place. Forgotten at a rewind, whose `past` may hold it (and compares entries by identity).
+   */
+  private unshared: TranscriptEntry | undefined = undefined
+
+  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): this {
+    this.closeResponse()
+    this.entries.push(userEntry(turnId, content, sequence, images))
+    return this
+  }
+
+  text(turnId: string, text: string, sequence: number): this {
+    this.opened(turnId, sequence).content += text
+    return this
+  }
+
+  call(turnId: string, call: TranscriptToolCall, sequence: number): this {
+    this.opened(turnId, sequence).toolCalls.push(call)
+    return this
+  }
+
+  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
+    this.closeResponse()
+    const place = this.places.get(toolCallId)
+    if (place === undefined) return this
+    let entry = this.entries[place.entry] as AssistantEntry
+    if (entry !== this.unshared) {
+      entry = { ...entry, toolCalls: entry.toolCalls.slice() }
+      this.entries[place.entry] = entry
+      this.unshared = entry
+    }
+    const calls = entry.toolCalls as Array<TranscriptToolCall>
+    const answered = (call: TranscriptToolCall) => ({ ...call, result: resultOf(content, isError, images) })
+    if (place.index >= 0) calls[place.index] = answered(calls[place.index]!)
+    else for (let i = 0; i < calls.length; i++) if (calls[i]!.toolCallId === toolCallId) calls[i] = answered(calls[i]!)
+    return this
+  }
+
+  compacted(compaction: Compaction): this {
+    this.closeResponse()
+    this.entries = compacted({ entries: this.entries, open: undefined }, compaction).entries as Array<TranscriptEntry>
+    this.past = undefined
+    return this.moved()
+  }
+
+  rewound(rewind: Rewind): this {
+    this.closeResponse()
+    const next = rewound({ entries: this.entries, open: undefined, past: this.past }, rewind)
+    this.entries = next.entries as Array<TranscriptEntry>
+    this.past = next.past
+    return this.moved()
+  }
+
+  refused(turnId: string): this {
+    this.closeResponse()
+    for (let i = turnStart(this.entries, turnId); i < this.entries.length; i++) this.entries[i] = withoutImages(this.entries[i]!)
+    this.unshared = undefined
+    return this
+  }
+
+  /** Ends the streaming response: it joins the entries, its calls placed. */
+  closeResponse(): this {
+    if (this.open === undefined) return this
+    this.entries.push(this.open)
+    this.place(this.entries.length - 1)
+    this.open = undefined
+    return this
+  }
+
+  /** The transcript, as `reduce` would have left it. */
+  done(): Transcript {
+    return this.past === undefined ? { entries: this.entries, open: this.open } : { entries: this.entries, open: this.open, past: this.past }
+  }
+
+  private opened(turnId: string, sequence: number) {
+    return this.open ??= { role: "assistant", turnId, content: "", toolCalls: [], sequence }
+  }
+
+  private place(entry: number) {
+    const e = this.entries[entry]!
+    if (e.role !== "assistant" || e.toolCalls.length === 0) return
+    const here = new Set<string>()
+    e.toolCalls.forEach(({ toolCallId }, index) => {
+      this.places.set(toolCallId, { entry, index: here.has(toolCallId) ? -1 : index })
+      here.add(toolCallId)
+    })
+  }
+
+  /** The entries moved (a compaction, a rewind): their calls placed again. */
+  private moved(): this {
+    this.places.clear()
+    this.unshared = undefined
+    for (let i = 0; i < this.entries.length; i++) this.place(i)
+    return this
+  }
+}
+
+/** A transcript held by an object that makes each change in place, by a method of the same name ({@link Changes}). */
+export interface InPlace {
+  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): unknown
+  text(turnId: string, text: string, sequence: number): unknown
+  call(turnId: string, call: TranscriptToolCall, sequence: number): unknown
+  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): unknown
+  compacted(compaction: Compaction): unknown
+  rewound(rewind: Rewind): unknown
+  refused(turnId: string): unknown
+  closeResponse(): unknown
+}
+
+/** The {@link Changes} of a transcript held {@link InPlace}: each calls its method and gives the same holder. */
+export const inPlace = <T extends InPlace>(): Changes<T> => ({
+  user: (t, turnId, content, sequence, images) => (t.user(turnId, content, sequence, images), t),
+  text: (t, turnId, text, sequence) => (t.text(turnId, text, sequence), t),
+  call: (t, turnId, call, sequence) => (t.call(turnId, call, sequence), t),
+  result: (t, toolCallId, content, isError, images) => (t.result(toolCallId, content, isError, images), t),
+  compacted: (t, compaction) => (t.compacted(compaction), t),
+  rewound: (t, rewind) => (t.rewound(rewind), t),
+  refused: (t, turnId) => (t.refused(turnId), t),
+  close: (t) => (t.closeResponse(), t)
+})
+
+const replaying = inPlace<Replaying>()
+
+/** Replays a whole log into its transcript: what folding it with {@link reduce} gives, in time linear in the log. */
 export const replay = (events: Iterable<AgentEvent>): Transcript => {
-  let transcript = empty
-  for (const event of events) transcript = reduce(transcript, event)
-  return transcript
+  const transcript = new Replaying()
+  for (const event of events) apply(replaying, transcript, event)
+  return transcript.done()
 }
 
 /** The messages of one entry (see {@link messages}). */

@@ -30,6 +30,18 @@ export const turnText = (completed: PayloadOf<"turn.completed">): string | undef
   return `tokens ${tokensText(completed.usage)}${cost === undefined ? "" : ` — ${cost}`}`
 }
 
+/**
+ * Why a turn that ended `final` may say less than asked (`turn.completed.finishReason`): the model
+ * refused (Anthropic `stop_reason: "refusal"`, OpenAI `refusal` or `content_filter`) — with no text at
+ * all, the turn showed nothing — or the output limit cut its answer. None for a whole answer.
+ */
+export const finishText = (completed: Pick<PayloadOf<"turn.completed">, "finishReason">): string | undefined =>
+  completed.finishReason === "content_filter"
+    ? "the model refused to answer (content_filter)"
+    : completed.finishReason === "length"
+    ? "the answer was cut at the output limit (length)"
+    : undefined
+
 /** A cache break: `prompt cache break: read 2048 → 0 tokens; changed: AGENTS.md (project)`. */
 export const cacheBreakText = (payload: PayloadOf<"cache.break">): string => {
   const changed = payload.changed.length === 0

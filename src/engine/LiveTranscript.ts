@@ -29,16 +29,7 @@ const noCalls: ReadonlyArray<Transcript.TranscriptToolCall> = Object.freeze([])
 const flattenAfter = (deltas: number): number => Math.max(32, deltas >> 2)
 
 /** The domain's transcript changes, made in place on a live transcript. */
-const inPlace: Transcript.Changes<LiveTranscript> = {
-  user: (live, turnId, content, sequence, images) => live.user(turnId, content, sequence, images),
-  text: (live, turnId, text, sequence) => live.text(turnId, text, sequence),
-  call: (live, turnId, call, sequence) => live.call(turnId, call, sequence),
-  result: (live, toolCallId, content, isError, images) => live.result(toolCallId, content, isError, images),
-  compacted: (live, compaction) => live.compacted(compaction),
-  rewound: (live, rewind) => live.rewound(rewind),
-  refused: (live, turnId) => live.refused(turnId),
-  close: (live) => live.closeResponse()
-}
+const inPlace = Transcript.inPlace<LiveTranscript>()
 
 /** The JSON length of a list of messages whose own JSON lengths add up to `chars`: "[" + joined by "," + "]". */
 const arrayLength = (chars: number, count: number) => 2 + chars + Math.max(0, count - 1)

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
+import * as FormatCharacters from "../domain/FormatCharacters.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
 import type { ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
@@ -69,8 +70,18 @@ const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly 
     (ToolCallIds.vendorsTake(from)
       ? Effect.logWarning("the model's tool call id was used before in this session; the call is stored under another")
       : Effect.logDebug("the model's tool call id is one the vendors refuse; the call is stored under another")).pipe(
-      Effect.annotateLogs({ toolCallId: to, modelToolCallId: from.length > 100 ? `${from.slice(0, 100)}… (${from.length} characters)` : from, tool })
+      Effect.annotateLogs({ toolCallId: to, modelToolCallId: logged(from), tool: logged(tool) })
     ), { discard: true })
+
+/**
+ * A model's string as a log line shows it: bounded, its control and format characters escaped — an
+ * id holding `ESC ]0;…BEL` retitled the terminal, a bidi override reordered the line, under any
+ * logger that writes annotations as they are (Effect's own do).
+ */
+const logged = (text: string): string => {
+  const shown = FormatCharacters.escapeUnprintable(text.length > 100 ? text.slice(0, 100) : text)
+  return text.length > 100 ? `${shown}… (${text.length} characters)` : shown
+}
 
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each

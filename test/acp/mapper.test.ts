@@ -266,6 +266,12 @@ describe("AcpMapper, the rest of the table", () => {
     expect(AcpMapper.endingOf({ stopReason: "error", errorCode: "context_overflow" })).toEqual({ _tag: "Failed", errorCode: "context_overflow" })
   })
 
+  it("a final turn the model refused, or the output limit cut: refusal and max_tokens, not a plain end_turn", () => {
+    expect(AcpMapper.endingOf({ stopReason: "final", finishReason: "content_filter" })).toEqual({ _tag: "Stop", stopReason: "refusal" })
+    expect(AcpMapper.endingOf({ stopReason: "final", finishReason: "length" })).toEqual({ _tag: "Stop", stopReason: "max_tokens" })
+    expect(AcpMapper.endingOf({ stopReason: "final" })).toEqual({ _tag: "Stop", stopReason: "end_turn" })
+  })
+
   it("permission outcomes: *_always remembers, cancelled cancels, an option never offered rejects", () => {
     const selected = (optionId: string) => AcpMapper.answerOf({ outcome: "selected", optionId })
     expect(selected("allow_once")).toEqual({ _tag: "Decided", decision: "allow", remember: false })

@@ -5,11 +5,30 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Render from "../../src/cli/Render.js"
+import * as SessionView from "../../src/domain/SessionView.js"
 import type { AgentEvent } from "../../src/index.js"
 
 const envelope = { id: "evt", sessionId: "sess_1", turnId: "turn_1", timestamp: "2026-11-30T00:00:00.000Z" }
 
 describe("Render", () => {
+  it("a turn the model refused says so, even with no text at all (the CLI and the viewer); a cut answer too", () => {
+    const ended = (finishReason?: string) =>
+      [
+        { ...envelope, sequence: 2, type: "turn.started", payload: { promptPreview: "x" } },
+        { ...envelope, sequence: 3, type: "turn.completed", payload: { stopReason: "final", ...(finishReason === undefined ? {} : { finishReason }) } }
+      ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
+    const shown = (finishReason?: string) => {
+      let written = ""
+      const render = Render.make({ out: (t) => (written += t), err: (t) => (written += t) }, { transcript: false })
+      for (const event of ended(finishReason)) render.event(event)
+      return written
+    }
+    expect(shown("content_filter")).toContain("[the model refused to answer (content_filter)]")
+    expect(shown("length")).toContain("[the answer was cut at the output limit (length)]")
+    expect(shown()).not.toMatch(/refused|cut at/)
+    expect(SessionView.fold(ended("content_filter")).turns[0]!.end).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+  })
+
   it("escapes control characters in every text it writes, during run and replay", () => {
     const events = [
       { ...envelope, sequence: 2, type: "model.delta", payload: { text: "\u001b]0;owned\u0007a\tb\r\nc\u009b2J" } },

@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest"
 import * as Either from "effect/Either"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionState from "../../src/domain/SessionState.js"
+import * as SessionView from "../../src/domain/SessionView.js"
+import * as Transcript from "../../src/domain/Transcript.js"
 import { LiveTranscript } from "../../src/engine/LiveTranscript.js"
 
 const wideTurn = (calls: number): Array<AgentEvent> => {
@@ -31,10 +33,14 @@ const wideTurn = (calls: number): Array<AgentEvent> => {
   return events.map((e, i) => ({ id: `evt_${i + 1}`, sessionId: "sess_1", sequence: i + 1, timestamp: "t", ...e }) as unknown as AgentEvent)
 }
 
-/** The array elements scanned or copied by `Array.prototype`'s methods while `run` runs. */
-const elementsVisited = (run: () => void): number => {
-  const methods = ["find", "findIndex", "some", "every", "filter", "map", "flatMap", "slice", "includes", "indexOf", "concat"] as const
-  const proto = Array.prototype as unknown as Record<string, (...args: Array<unknown>) => unknown>
+/**
+ * The array elements scanned or copied by `Array.prototype`'s methods while `run` runs; with
+ * `spreads`, also those a spread or `for…of` over an array reads (its iterator) and `with` copies.
+ */
+const elementsVisited = (run: () => void, spreads = false): number => {
+  const methods: Array<string | symbol> = ["find", "findIndex", "some", "every", "filter", "map", "flatMap", "slice", "includes", "indexOf", "concat"]
+  if (spreads) methods.push("with", Symbol.iterator)
+  const proto = Array.prototype as unknown as Record<string | symbol, (...args: Array<unknown>) => unknown>
   const saved = methods.map((m) => proto[m]!)
   let visited = 0
   methods.forEach((m, i) => {
@@ -116,5 +122,37 @@ describe("a wide response", () => {
     for (const event of events.slice(firstResult)) transcript.add(event)
     expect(JSON.parse(JSON.stringify(before))).toEqual(copy)
     expect(transcript.snapshot().entries.flatMap((e) => e.role === "assistant" ? e.toolCalls.map((c) => c.result?.content) : [])).toEqual([...Array(10).fill("ok")])
+  })
+})
+
+/**
+ * The pure folds a UI or a replay runs over a whole log: `Transcript.replay` copied the open
+ * response's calls at each call and scanned and copied them again at each result (and the entries at
+ * each response's end); the viewer's fold changes its view in place. Counted as above, spreads and
+ * `for…of` included.
+ */
+describe("a wide response, replayed by the pure folds", () => {
+  const work = (fold: (events: ReadonlyArray<AgentEvent>) => unknown, calls: number) => {
+    const events = wideTurn(calls)
+    return elementsVisited(() => fold(events), true)
+  }
+  const folds = {
+    "Transcript.replay": (events: ReadonlyArray<AgentEvent>) => Transcript.replay(events),
+    "SessionView.fold": (events: ReadonlyArray<AgentEvent>) => SessionView.fold(events)
+  }
+  for (const [name, fold] of Object.entries(folds)) {
+    it(`${name}: 4× the calls is about 4× the work, not 16×`, () => {
+      expect(work(fold, 800) / work(fold, 200)).toBeLessThan(6)
+    })
+  }
+
+  it("Transcript.replay: every call has its result, in call order", () => {
+    const transcript = Transcript.replay(wideTurn(800))
+    const [, calls] = transcript.entries
+    expect(calls).toMatchObject({ role: "assistant", content: "" })
+    expect((calls as Transcript.AssistantEntry).toolCalls.map((c) => [c.toolCallId, c.result?.content])).toEqual(
+      Array.from({ length: 800 }, (_, i) => [`call_${i}`, "ok"])
+    )
+    expect(transcript.entries.at(-1)).toMatchObject({ role: "assistant", content: "done", toolCalls: [] })
   })
 })

@@ -90,6 +90,16 @@ describe("the live transcript", () => {
       }
     })))
 
+  it("property: Transcript.replay, which folds in place, equals the fold of Transcript.reduce, which gives a value per event", () =>
+    FastCheck.assert(FastCheck.property(FastCheck.array(step, { maxLength: 40 }), (steps) => {
+      const events = eventsOf(steps).filter((s): s is AgentEvent => s !== "render")
+      let reduced = Transcript.empty
+      for (let n = 0; n < events.length; n++) {
+        reduced = Transcript.reduce(reduced, events[n]!)
+        expect(Transcript.replay(events.slice(0, n + 1))).toEqual(reduced)
+      }
+    })))
+
   it("a snapshot taken before a change is rendered as it was, not as the transcript is now", () => {
     const live = new LiveTranscript()
     const [user, delta] = eventsOf([{ type: "user.message", payload: { content: "hi" } }, { type: "model.delta", payload: { text: "hello" } }]) as Array<AgentEvent>

@@ -9,6 +9,9 @@ import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageM
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as HashMap from "effect/HashMap"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
@@ -674,6 +677,211 @@ describe("wire items a vendor never sends", () => {
       expect(deltasOf(events).join("")).toBe("loose answer")
       expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+/**
+ * Round 4: what the real vendors send that the earlier rounds did not — extended thinking
+ * interleaved with text and tool use, block and delta types newer than the adapter, refusals, an
+ * `error` event mid-stream, ids that differ only in case or carry control characters.
+ */
+describe("anthropic: extended thinking with tool use", () => {
+  const thinking = (index: number, text: string) => [
+    { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } },
+    { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: text } },
+    { type: "content_block_delta", index, delta: { type: "signature_delta", signature: "EqQBCgIYAhIM" } },
+    { type: "content_block_stop", index }
+  ]
+  const redacted = (index: number) => [
+    { type: "content_block_start", index, content_block: { type: "redacted_thinking", data: "EmwKAhgBEgy3va3pzix/LafPsn4a" } },
+    { type: "content_block_stop", index }
+  ]
+
+  it.effect("thinking, text, tool_use, redacted thinking, tool_use: no thinking in the text, each call its own arguments, the next request without thinking", () =>
+    Effect.gen(function*() {
+      server.respond(
+        a.response(thinking(0, "secret plan A"), a.text(1, "Reading both."), a.tool(2, "toolu_01", { path: "a" }), redacted(3), thinking(4, "secret plan B"), a.tool(5, "toolu_02", { path: "b" }))("tool_use"),
+        a.response(thinking(0, "secret plan C"), a.text(1, "Both read."))("end_turn")
+      )
+      const { events, sessionId } = yield* turn("read a and b")
+      expect(deltasOf(events)).toEqual(["Reading both.", "Both read."])
+      expect(events.filter((e) => e.type === "model.tool_call_requested").map((e) => e.payload)).toEqual([
+        { toolCallId: "toolu_01", tool: "read_file", args: { path: "a" } },
+        { toolCallId: "toolu_02", tool: "read_file", args: { path: "b" } }
+      ])
+      expect(JSON.stringify(events)).not.toMatch(/secret plan|EqQBCgIYAhIM|EmwKAhgB/)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      // Thinking is never asked for, so the API does not want it back: the request carries none.
+      const next = server.received[1]!.body
+      expect(next.thinking).toBeUndefined()
+      expect(JSON.stringify(next)).not.toMatch(/thinking|secret plan|signature/)
+      expect(pairedCalls(next).map((c) => [c.id, c.result])).toEqual([
+        ["toolu_01", "contents of {\"path\":\"a\"}"],
+        ["toolu_02", "contents of {\"path\":\"b\"}"]
+      ])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("deltas of one block type at another's index: thinking at a text or tool index is dropped, text at a thinking index is text", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        ...thinking(0, "plan").slice(0, 2),
+        { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_x", name: "read_file", input: {} } },
+        { type: "content_block_delta", index: 1, delta: { type: "thinking_delta", thinking: "leak" } },
+        { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: "{\"path\":\"x\"}" } },
+        { type: "content_block_delta", index: 1, delta: { type: "signature_delta", signature: "sig" } },
+        { type: "content_block_stop", index: 1 },
+        { type: "content_block_stop", index: 0 },
+        ...a.end("tool_use")
+      ]), a.answer())
+      const { events } = yield* turn("read x")
+      expect(events.find((e) => e.type === "model.tool_call_requested")!.payload).toEqual({ toolCallId: "toolu_x", tool: "read_file", args: { path: "x" } })
+      expect(JSON.stringify(events)).not.toMatch(/leak|"plan"/)
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(anthropic))))
+})
+
+describe("block, delta and event types newer than the adapter", () => {
+  it.effect("anthropic: an unknown block with unknown deltas, an unknown event, citations between text deltas — the text intact, the turn final", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        a.start,
+        { type: "content_block_start", index: 0, content_block: { type: "future_block", payload: { x: 1 } } },
+        { type: "content_block_delta", index: 0, delta: { type: "future_delta", text: "not text" } },
+        { type: "content_block_stop", index: 0 },
+        { type: "future_event", detail: "x" },
+        { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } },
+        { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: "The answer" } },
+        { type: "content_block_delta", index: 1, delta: { type: "citations_delta", citation: { type: "char_location", cited_text: "c", document_index: 0, document_title: "d", start_char_index: 0, end_char_index: 1 } } },
+        { type: "content_block_delta", index: 1, delta: { type: "future_delta", text: "not text either" } },
+        { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: " is 42." } },
+        { type: "content_block_stop", index: 1 },
+        ...a.end("end_turn")
+      ]))
+      const { events } = yield* turn("cite")
+      expect(deltasOf(events).join("")).toBe("The answer is 42.")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expect(events.at(-1)!.payload).not.toHaveProperty("finishReason")
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("openai: unknown fields in a delta and an unknown choice field — the text intact, the turn final", () =>
+    Effect.gen(function*() {
+      server.respond(sse([
+        o.chunk({ role: "assistant", content: "", reasoning_content: "secret" }),
+        o.chunk({ content: "The answer", annotations: [{ type: "url_citation" }] }),
+        o.chunk({ content: " is 42.", future_field: { x: 1 } }),
+        o.chunk({}, "stop"),
+        o.usage
+      ], true))
+      const { events } = yield* turn("cite")
+      expect(deltasOf(events).join("")).toBe("The answer is 42.")
+      expect(JSON.stringify(events)).not.toContain("secret")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+describe("refusals", () => {
+  it.effect("anthropic: stop_reason refusal after some text — the text stays, the turn says content_filter", () =>
+    Effect.gen(function*() {
+      server.respond(a.response(a.text(0, "I can't help with that."))("refusal"))
+      const { events } = yield* turn("something it refuses")
+      expect(deltasOf(events).join("")).toBe("I can't help with that.")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: stop_reason refusal with no text at all — the turn still says content_filter, not a silent final", () =>
+    Effect.gen(function*() {
+      server.respond(a.response()("refusal"))
+      const { events } = yield* turn("something it refuses")
+      expect(deltasOf(events)).toEqual([])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("openai: a refusal with finish_reason content_filter — its words stay, the turn says content_filter", () =>
+    Effect.gen(function*() {
+      server.respond(sse([o.chunk({ role: "assistant", content: null }), o.chunk({ refusal: "No." }), o.chunk({}, "content_filter"), o.usage], true))
+      const { events } = yield* turn("something it refuses")
+      expect(deltasOf(events).join("")).toBe("No.")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", finishReason: "content_filter" })
+    }).pipe(Effect.provide(engine(openai))))
+})
+
+describe("an error event mid-stream", () => {
+  const anthropicError = (type: string) => ({ type: "error", error: { type, message: `${type} at /srv/app/node_modules/x.js:12` } })
+  const openaiError = (type: string) => ({ error: { message: `${type} at /srv/app/x.py:12`, type, param: null, code: null } })
+  const vendors = [
+    {
+      name: "anthropic",
+      layer: anthropic,
+      after: (text: string) => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...(text === "" ? [] : [{ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }]), anthropicError("overloaded_error")]),
+      errorCode: "overloaded",
+      answer: a.answer
+    },
+    {
+      name: "openai",
+      layer: openai,
+      after: (text: string) => sse([o.chunk({ role: "assistant", content: "" }), ...(text === "" ? [] : [o.chunk({ content: text })]), openaiError("server_error")]),
+      errorCode: "server",
+      answer: o.answer
+    }
+  ]
+  for (const vendor of vendors) {
+    it.effect(`${vendor.name}: after some text — the turn ends error ${vendor.errorCode}, the text stored once, no path in any event, nothing sent again`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.after("Half an ans"), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: vendor.errorCode })
+        expect(deltasOf(events)).toEqual(["Half an ans"])
+        expect(events.some((e) => e.type === "model.retry")).toBe(false)
+        expect(server.received).toHaveLength(1)
+        expect(JSON.stringify(events)).not.toMatch(/\/srv\/app|node_modules|\.py:|at .*:\d+/)
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: before any text — retried once, the answer the retry's alone`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.after(""), vendor.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: vendor.errorCode }])
+        expect(deltasOf(events)).toEqual(["done"])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expect(JSON.stringify(events)).not.toMatch(/\/srv\/app/)
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+})
+
+describe("tool call ids that differ only in case, or carry control or bidi characters", () => {
+  it.effect("anthropic: call_A and call_a are two calls, each with its own result, in the log and the next request", () =>
+    Effect.gen(function*() {
+      server.respond(a.response(a.tool(0, "call_A", { path: "upper" }), a.tool(1, "call_a", { path: "lower" }))("tool_use"), a.answer())
+      const { events, sessionId } = yield* turn("read both")
+      const results = new Map(events.flatMap((e) => e.type === "tool.completed" ? [[e.payload.toolCallId, e.payload.result] as const] : []))
+      expect(results).toEqual(new Map([["call_A", "contents of {\"path\":\"upper\"}"], ["call_a", "contents of {\"path\":\"lower\"}"]]))
+      expect(pairedCalls(server.received[1]!.body).map((c) => [c.id, c.result])).toEqual([
+        ["call_A", "contents of {\"path\":\"upper\"}"],
+        ["call_a", "contents of {\"path\":\"lower\"}"]
+      ])
+      expectWellFormedLog(yield* replay(sessionId))
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  it.effect("anthropic: ids with an escape sequence or a bidi override — stored under ids of their own; the log line shows them escaped", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ annotations, message }) => {
+        lines.push(JSON.stringify(message) + " " + HashMap.toEntries(annotations).map(([k, v]) => `${k}=${String(v)}`).join(" "))
+      }))
+      const hostile = ["toolu_\u001b]0;owned\u0007", "toolu_\u202eevil", "toolu_\u001b[2J"]
+      server.respond(a.response(...hostile.map((id, i) => a.tool(i, id, { path: `f${i}` })))("tool_use"), a.answer())
+      const { events, sessionId } = yield* turn("read").pipe(Effect.provide(Layer.merge(capture, Logger.minimumLogLevel(LogLevel.Debug))))
+      const ids = callIds(events, "tool.completed")
+      expect(ids).toHaveLength(3)
+      for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{1,40}$/)
+      expect(pairedCalls(server.received[1]!.body).map((c) => c.result)).toEqual(["f0", "f1", "f2"].map((p) => `contents of {"path":"${p}"}`))
+      const renamed = lines.filter((l) => l.includes("stored under another"))
+      expect(renamed).toHaveLength(3)
+      for (const line of renamed) expect(line).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/)
+      expect(renamed.join("\n")).toContain("toolu_\\u001b]0;owned\\u0007")
       expectWellFormedLog(yield* replay(sessionId))
     }).pipe(Effect.provide(engine(anthropic))))
 })

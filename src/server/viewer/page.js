@@ -13,7 +13,7 @@
 
 import { follow } from "./liveStream.js"
 import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
-import { empty, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
+import { empty, finishText, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -335,7 +335,7 @@ const instructionsText = (parts) =>
   parts === undefined ? "—" : parts.length === 0 ? "none"
     : parts.map((p) => `${p.path} (${p.source === "user-file" ? "yours" : "project"}, ${p.tokens} tokens${p.truncated ? ", cut" : ""})`).join(" · ")
 
-const endText = (end) => end.stopReason === "final" ? "turn ended: final" : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
+const endText = (end) => end.stopReason === "final" ? `turn ended: final${finishText(end) === undefined ? "" : ` — ${finishText(end)}`}` : end.stopReason === "cancelled" ? "turn ended: cancelled" : `turn ended: error (${end.errorCode ?? "unknown"})`
 
 // The view of every event received, folded as they arrive (the fold changes its view in place, so
 // folding the new events into it is the fold of all of them): a render while events stream folds only

@@ -17,7 +17,7 @@ export { Edit }
 export const { styleable: markdownStyleable } = MarkdownLimits
 
 /** See `UsageText`: the turn's and the session's usage and cost lines. */
-export const { totalsText, turnText } = UsageText
+export const { finishText, totalsText, turnText } = UsageText
 
 /** See `SessionView`. */
 export type View = SessionView.View
