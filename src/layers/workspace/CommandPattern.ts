@@ -239,14 +239,17 @@ const programNamed = (pattern: string): string | undefined => {
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
-/** The plain start of a pattern's second word, before any wildcard (`publish` of `npm publish*`), if it has one. */
-const subcommandNamed = (pattern: string): string | undefined => {
-  const second = readPattern(pattern).tokens.tokens[1]
-  if (second === undefined || second._tag !== "Word" || second.expands) return undefined
-  const wild = [...second.value].findIndex((c, i) => !second.quoted[i] && (c === "*" || c === "?"))
-  const named = wild < 0 ? second.value : second.value.slice(0, wild)
+/** The plain start of a pattern's word at `index`, before any wildcard (`publish` of `npm publish*`), if it has one. */
+const plainStartOf = (pattern: string, index: number): string | undefined => {
+  const word = readPattern(pattern).tokens.tokens[index]
+  if (word === undefined || word._tag !== "Word" || word.expands) return undefined
+  const wild = [...word.value].findIndex((c, i) => !word.quoted[i] && (c === "*" || c === "?"))
+  const named = wild < 0 ? word.value : word.value.slice(0, wild)
   return named === "" ? undefined : named
 }
+
+/** The plain start of a pattern's second word (`publish` of `npm publish*`), if it has one. */
+const subcommandNamed = (pattern: string): string | undefined => plainStartOf(pattern, 1)
 
 /** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
 interface Start {
@@ -311,10 +314,14 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   const program = programNamed(pattern)
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
+  const runner = SubcommandAliases.runnerNamed(plainStartOf(pattern, 0), subcommand)
   return segmentsOf(line.tokens).some((words) => {
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
     const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
+    // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
+    const asRunner = runner === undefined ? undefined : SubcommandAliases.runnerSpelledAs(runner, words)
+    if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
     if (gitConfigured(pattern, words, depth)) return true
