@@ -350,10 +350,9 @@ const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Tok
  * 'git push'`, `tmux new 'git push'`, `tmux send-keys 'git push' Enter`, `ssh host 'git push'`,
  * `parallel ::: 'git push'`, `python3 -c 'os.system("git push")'`, `echo 'git push' | sh`, `rsync -e
  * '…'`, `ssh -o ProxyCommand='…'`, `tar --to-command='…'`, `git clone -u '…'` or `less '+!…'` run.
- * Only words with a space or shell syntax in them (a plain word is one the line's own commands
- * show), an option's name or a setting's key before `=` and a pager's or editor's `+`, `:`, `!`
- * taken off. Every such word of the line is read when one of its commands could run another
- * program (`CommandRisk`): over-reading (`sh -c "echo 'git push'"`) only makes a deny rule deny more.
+ * Only words with a space or shell syntax in them (`CommandLine.lineInWord`). Every such word of the
+ * line is read when one of its commands could run another program (`CommandRisk.mayRunAnother`):
+ * over-reading (`sh -c "echo 'git push'"`) only makes a deny rule deny more.
  */
 const wordScriptsMade = new WeakMap<ReadonlyArray<CommandLine.Token>, Lines | null>()
 
@@ -379,21 +378,9 @@ const linesOf = (texts: ReadonlyArray<string>): Lines | undefined => {
   return { text: texts.join("\n"), tokenized: { tokens, unterminated: false } }
 }
 
-/** An option's name (`--rsh=`, `-oProxyCommand=`, a glued `-e`), a setting's key (`ProxyCommand=`), a pager's `+!`: what comes before a command line in a word. */
-const beforeScript = /^(?:--?[A-Za-z0-9-]*=|-[A-Za-z](?=\S)|[A-Za-z_][A-Za-z0-9_.-]*=|[+:!]+)/
-
-const scriptIn = (value: string): string => {
-  let text = value.trimStart()
-  for (let cut = beforeScript.exec(text); cut !== null && cut[0].length > 0; cut = beforeScript.exec(text)) text = text.slice(cut[0].length).trimStart()
-  return text
-}
-
 /** Whether one of a line's commands could run another program (a wrapper, an interpreter, `git clone -u`, …). */
 const runsAnother = (tokens: ReadonlyArray<CommandLine.Token>): boolean =>
-  segmentsOf(tokens).some((words) => {
-    const values = words.map((w) => w.value)
-    return values.some((v) => CommandRisk.runsOtherPrograms(v.split("/").at(-1)!)) || !CommandRisk.classify(values).general
-  })
+  segmentsOf(tokens).some((words) => CommandRisk.mayRunAnother(words.map((w) => w.value)))
 
 /**
  * The word scripts of a line as one (see {@link Lines}), when one of its commands could run another
@@ -404,9 +391,12 @@ const wordScriptsOf = (tokens: ReadonlyArray<CommandLine.Token>, inScript: boole
   let made = wordScriptsMade.get(tokens)
   if (made === undefined) {
     const texts = inScript || runsAnother(tokens)
-      ? tokens.flatMap((token) => (token._tag !== "Word" || token.expands || !/[\s;&|<>()`$]/.test(token.value) ? [] : [scriptIn(token.value)]))
+      ? tokens.flatMap((token) => {
+        const text = token._tag === "Word" ? CommandLine.lineInWord(token) : undefined
+        return text === undefined ? [] : [text]
+      })
       : []
-    made = linesOf(texts.filter((text) => text !== "")) ?? null
+    made = linesOf(texts) ?? null
     wordScriptsMade.set(tokens, made)
   }
   return made ?? undefined
