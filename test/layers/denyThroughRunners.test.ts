@@ -7,25 +7,18 @@
  * words, and the runner's line was one quoted word (or made of words it composes or reads). Under
  * `shell:*` every such line asks already (a wildcard never stands for a runner: wildcardWrappers).
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import { mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { anything, shellDecisions } from "./shellDecisions.js"
 
 const cwd = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-runners-")))
 afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 
-const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
-const prepare = (command: string) => Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
-const decide = async (mode: PermissionPolicy.Mode, command: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
-  PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await prepare(command), remembered: [] })
-
-const anything: PermissionPolicy.Rule = { name: "anything", tool: "shell", command: "*", decision: "allow" }
+const { decide } = shellDecisions(cwd)
 
 const fenced: ReadonlyArray<readonly [pattern: string, commands: ReadonlyArray<string>]> = [
   ["git push*", [

@@ -6,15 +6,13 @@
  * them read the file. A tree a program walks was found only for the program itself: `nice grep -r x
  * .` and `timeout 5 find .` walked a link out of cwd without the outside-cwd question.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { shellDecisions } from "./shellDecisions.js"
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-wrapped-")))
 const cwd = join(root, "work")
@@ -25,10 +23,7 @@ writeFileSync(join(outside, "key"), "k")
 symlinkSync(outside, join(cwd, "out"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
-const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
-const prepare = (command: string) => Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
-const decide = async (mode: PermissionPolicy.Mode, command: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
-  PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await prepare(command), remembered: [] })
+const { decide, prepare } = shellDecisions(cwd)
 
 const secret: PermissionPolicy.Rule = { name: "secret", tool: "*", path: `${outside}/**`, decision: "deny" }
 const key = `${outside}/key`
