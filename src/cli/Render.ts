@@ -59,7 +59,10 @@ const suggestion = (tool: string, allowCommand: string | undefined): string =>
 
 const shellQuoted = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`
 
-/** Text safe for the terminal, with bidi and invisible format characters shown as escapes too (Trojan Source). */
+/**
+ * Text safe for the terminal, with bidi and invisible format characters shown as escapes too (Trojan
+ * Source): everything this renderer writes, the model's prose and an edit's diff as much as the question.
+ */
 const visible = (text: string) => terminalSafe(FormatCharacters.escapeFormat(text))
 /** Text whole on one line: line breaks and tabs shown as escapes (not collapsed, not dropped), the rest as `visible`. */
 const wholeLine = (text: string) => visible(text.replace(/[\r\n\t]/g, (c) => (c === "\n" ? "\\n" : c === "\t" ? "\\t" : "\\r")))
@@ -142,7 +145,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
     turnImages += images.length
   }
   const out = (raw: string) => {
-    const text = terminalSafe(raw)
+    const text = visible(raw)
     if (text === "") return
     output.out(text)
     midLine = !text.endsWith("\n")
@@ -154,7 +157,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
   const note = (text: string) => {
     endLine()
     if (options.transcript) out(text + "\n")
-    else output.err(terminalSafe(text) + "\n")
+    else output.err(visible(text) + "\n")
   }
   const callOf = (toolCallId: string) => calls.get(toolCallId) ?? { tool: toolCallId, args: {} }
 
@@ -186,7 +189,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         // An edit shows what it changes, so its approval is a decision about the change itself.
         const diff = options.transcript ? [] : editDiff(event.payload)
         for (const line of diff.slice(0, diffLines)) {
-          const safe = `      ${terminalSafe(shownDiffLine(line))}`
+          const safe = `      ${visible(shownDiffLine(line))}`
           output.err(`${options.color === true ? (line.startsWith("-") ? red(safe) : green(safe)) : safe}\n`)
         }
         if (diff.length > diffLines) note(`      … ${Plural.count(diff.length - diffLines, "more line")}`)

@@ -43,6 +43,11 @@ const fenced: ReadonlyArray<readonly [pattern: string, commands: ReadonlyArray<s
   ["yarn run build*", ["yarn build", "yarn --cwd x build"]],
   ["bun run dev*", ["bun dev"]],
   ["bun x*", ["bunx cowsay"]],
+  // A rule naming one way to run a package by name holds for the others (only `npx` → `npm exec` was read before).
+  ["npx*", ["npm exec foo", "npm x foo", "npm exe foo", "pnpm dlx foo", "pnpx foo", "bunx foo", "bun x foo", "yarn dlx foo", "env npm exec foo"]],
+  ["npx foo*", ["npm exec foo", "npm exec -- foo", "npm x --yes foo", "npm --prefix x exec foo", "pnpm dlx foo", "pnpx foo", "bunx foo", "yarn dlx foo", "/usr/bin/bunx foo"]],
+  ["pnpm dlx foo*", ["npx foo", "npm exec foo", "bunx foo"]],
+  ["bunx*", ["npm exec foo", "npx foo"]],
   ["git push*", [
     "git -c alias.x=push x origin main", "git -c Alias.X=push x", "git -c alias.x=y -c alias.y=push x", "git -c alias.x='!git push' x",
     "git -c alias.x='!sh -c \"git push\"' x", "git --config-env=alias.x=V x", "git --config-env alias.x=V x",
@@ -71,6 +76,13 @@ describe("a deny or ask rule holds for a subcommand's other names", () => {
       })
     }
   }
+
+  it("a rule naming a package runner does not fence another package or subcommand", async () => {
+    const deny: PermissionPolicy.Rule = { name: "fenced", tool: "shell", command: "npx foo*", decision: "deny" }
+    for (const command of ["npm exec bar", "pnpm dlx bar", "bunx bar", "npm install foo", "yarn add foo"]) {
+      expect(await decide("bypass", command, [deny, anything]), command).toMatchObject({ decision: "allow" })
+    }
+  })
 
   it("a setting the shell makes is not what the line shows: in bypass, a deny rule naming git holds", async () => {
     const deny: PermissionPolicy.Rule = { name: "fenced", tool: "shell", command: "git push*", decision: "deny" }

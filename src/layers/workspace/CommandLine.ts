@@ -291,3 +291,20 @@ export const parseTokenized = (text: string, { invalid, tokens, unterminated }: 
 
 /** The risk of running a command: what the program is known to do, else "write". */
 export const riskOf = (argv: ReadonlyArray<string>) => CommandRisk.classify(argv).risk
+
+/** An option's name (`--rsh=`, `-oProxyCommand=`, a glued `-e`), a setting's key (`ProxyCommand=`), a pager's `+!`: what comes before a command line in a word. */
+const beforeLine = /^(?:--?[A-Za-z0-9-]*=|-[A-Za-z](?=\S)|[A-Za-z_][A-Za-z0-9_.-]*=|[+:!]+)/
+
+/**
+ * The command line a word may hold for a program that runs another (`watch 'git push'`, `ssh host
+ * '…'`, `tmux send-keys '…'`, `ssh -o ProxyCommand='…'`, `rsync -e '…'`, `less '+!…'`): only a word
+ * with a space or shell syntax in it (a plain word is one the line shows already), with an option's
+ * name, a setting's key before `=` and a pager's or editor's `+`, `:`, `!` taken off. `undefined` for
+ * any other word.
+ */
+export const lineInWord = (word: Word): string | undefined => {
+  if (word.expands || !/[\s;&|<>()`$]/.test(word.value)) return undefined
+  let text = word.value.trimStart()
+  for (let cut = beforeLine.exec(text); cut !== null && cut[0].length > 0; cut = beforeLine.exec(text)) text = text.slice(cut[0].length).trimStart()
+  return text === "" ? undefined : text
+}

@@ -62,6 +62,12 @@ const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
+/**
+ * A path through a process's own view (`/proc/self/cwd/../x`, `/proc/<pid>/…`, `/dev/fd/3`,
+ * `/dev/stdin`): resolved here it is the agent's cwd and descriptors, not the command's — an agent
+ * started in a folder below the session's cwd read `/proc/self/cwd/../x` as inside it.
+ */
+const ownView = /^(\/+proc\/+(self|thread-self|\d+)|\/+dev\/+(fd|stdin|stdout|stderr))(\/|$)/
 
 /** How a recursive program reads its arguments: enough to tell options' values from operands. */
 interface Walker extends CommandRisk.ArgumentSyntax {
@@ -125,6 +131,9 @@ const walkers: Record<string, Walker> = {
   chown: recursive("R", ["--recursive"]),
   chgrp: recursive("R", ["--recursive"])
 }
+
+/** Whether `program` (a bare name) is one whose trees `treesOf` reads. */
+const walksTrees = (program: string): boolean => program === "find" || program === "tar" || program === "bsdtar" || Object.hasOwn(walkers, program)
 
 /** The trees `argv` walks, as written, or none. */
 export const treesOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
@@ -279,6 +288,24 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const trees: Array<string> = []
   const fromRepositoryRoot: Array<{ path: string; base: string }> = []
   const { commands, redirected } = simpleCommands(tokens)
+  /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
+  // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
+  const lineIn = (text: string, perhaps = false) => {
+    const parsed = CommandLine.tokenize(text)
+    if (parsed.unterminated || parsed.invalid !== undefined) {
+      if (!perhaps) unknown.push({ word: text, why: "a script that cannot be read" })
+      return
+    }
+    const inner = named(parsed.tokens, true, depth + 1)
+    files.push(...inner.files)
+    if (!perhaps) unknown.push(...inner.unknown)
+    globs.push(...inner.globs)
+    trees.push(...inner.trees)
+    fromRepositoryRoot.push(...inner.fromRepositoryRoot)
+  }
+  // A line one of whose words names a wrapper or an interpreter: its words with a space or shell syntax may be command
+  // lines (`env -S 'cat /x'`, `watch 'cat /x'`, `flock f -c 'cat /x'`), read as those are.
+  const runsAnother = depth < 4 && commands.some(({ words }) => words.some((w) => CommandRisk.runsOtherPrograms(NodePath.basename(w.value))))
 
   const word = (w: CommandLine.Word, bases: ReadonlyArray<string>): void => {
     if (w.expands) {
@@ -295,6 +322,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         continue
       }
       if (fileLists.test(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
+      if (ownView.test(part)) unknown.push({ word: part, why: "the command's own process, not the agent's, is what it names" })
       const texts = [part]
       if (/^file:/i.test(part)) {
         const url = fileUrlPaths(part)
@@ -359,25 +387,24 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
     // `unzip -:` keeps an archive's `../` members.
     if (program === "unzip" && args.some((w) => /^-[^-]*:/.test(w.value))) unknown.push({ word: "-:", why: "an archive's member names, `../` kept" })
-    for (const tree of treesOf(argv)) {
-      trees.push(tree)
-      if (!tree.startsWith("/")) for (const base of bases) trees.push(NodePath.join(base, tree))
-    }
-    // The script of `sh -c …` is a command line of its own.
-    if (shells.test(program) && depth < 4) {
-      const flag = args.findIndex((w) => /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
-      const script = flag < 0 ? undefined : args[flag + 1]
-      if (script !== undefined && !script.expands) {
-        const parsed = CommandLine.tokenize(script.value)
-        if (parsed.unterminated || parsed.invalid !== undefined) unknown.push({ word: script.value, why: "a script that cannot be read" })
-        else {
-          const inner = named(parsed.tokens, true, depth + 1)
-          files.push(...inner.files)
-          unknown.push(...inner.unknown)
-          globs.push(...inner.globs)
-          trees.push(...inner.trees)
-          fromRepositoryRoot.push(...inner.fromRepositoryRoot)
-        }
+    // The trees the program walks, and those a program after a wrapper walks (`nice grep -r x .`, `timeout 5 find .`).
+    const wraps = CommandRisk.runsOtherPrograms(program)
+    argv.forEach((value, k) => {
+      if (k > 0 && (!wraps || !walksTrees(NodePath.basename(value)))) return
+      for (const tree of treesOf(k === 0 ? argv : argv.slice(k))) {
+        trees.push(tree)
+        if (!tree.startsWith("/")) for (const base of bases) trees.push(NodePath.join(base, tree))
+      }
+    })
+    // The script of `sh -c …` is a command line of its own, after a wrapper too (`env A=1 sh -c …`, `nice sh -c …`).
+    const shell = words.findIndex((w, k) => k >= at && !w.expands && shells.test(NodePath.basename(w.value)))
+    const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
+    const script = flag < 0 ? undefined : words[flag + 1]
+    if (script !== undefined && !script.expands && depth < 4) lineIn(script.value)
+    if (runsAnother) {
+      for (const w of words) {
+        const text = w === script ? undefined : CommandLine.lineInWord(w)
+        if (text !== undefined) lineIn(text, true)
       }
     }
   }

@@ -12,6 +12,7 @@
  * @internal
  */
 import * as CommandLine from "./CommandLine.js"
+import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GitLineConfig from "./GitLineConfig.js"
 import * as GlobalOptions from "./GlobalOptions.js"
@@ -127,7 +128,7 @@ const same = (p: PatternUnit, u: Unit): boolean => {
  * far, advanced one unit at a time (no backtracking blow-up; a pattern whose literal start differs
  * is done at the first unit, so checking a long line against many rules stays cheap).
  */
-const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<Start> = []): boolean => {
+const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Unit>, starts: ReadonlyArray<Start> = [], open = false): boolean => {
   // Where a match may also begin or go on (ascending unit indices): the position is added again there.
   let nextStart = 0
   const lastStart = starts.at(-1)?.at ?? -1
@@ -171,6 +172,8 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
     following = swap
     count = reached
   }
+  // A line that goes on with words not known here (`open`) may match from any position still reached.
+  if (open) return count > 0
   for (let k = 0; k < count; k++) if (current[k] === m) return true
   return false
 }
@@ -236,14 +239,17 @@ const programNamed = (pattern: string): string | undefined => {
   return [...first.value].some((c, i) => !first.quoted[i] && (c === "*" || c === "?")) ? undefined : first.value
 }
 
-/** The plain start of a pattern's second word, before any wildcard (`publish` of `npm publish*`), if it has one. */
-const subcommandNamed = (pattern: string): string | undefined => {
-  const second = readPattern(pattern).tokens.tokens[1]
-  if (second === undefined || second._tag !== "Word" || second.expands) return undefined
-  const wild = [...second.value].findIndex((c, i) => !second.quoted[i] && (c === "*" || c === "?"))
-  const named = wild < 0 ? second.value : second.value.slice(0, wild)
+/** The plain start of a pattern's word at `index`, before any wildcard (`publish` of `npm publish*`), if it has one. */
+const plainStartOf = (pattern: string, index: number): string | undefined => {
+  const word = readPattern(pattern).tokens.tokens[index]
+  if (word === undefined || word._tag !== "Word" || word.expands) return undefined
+  const wild = [...word.value].findIndex((c, i) => !word.quoted[i] && (c === "*" || c === "?"))
+  const named = wild < 0 ? word.value : word.value.slice(0, wild)
   return named === "" ? undefined : named
 }
+
+/** The plain start of a pattern's second word (`publish` of `npm publish*`), if it has one. */
+const subcommandNamed = (pattern: string): string | undefined => plainStartOf(pattern, 1)
 
 /** A place in a command's units (`at`) where the match may be at a pattern's `position` too. */
 interface Start {
@@ -308,19 +314,156 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   const program = programNamed(pattern)
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
+  const runner = SubcommandAliases.runnerNamed(plainStartOf(pattern, 0), subcommand)
   return segmentsOf(line.tokens).some((words) => {
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
     const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
+    // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
+    const asRunner = runner === undefined ? undefined : SubcommandAliases.runnerSpelledAs(runner, words)
+    if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
     if (gitConfigured(pattern, words, depth)) return true
     // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own,
     // and so is the line a wrapper takes as an option's value (`env -S 'git push'`, `flock f -c 'git push'`).
-    return [shellScript(words), optionScript(words)].some((script) =>
+    if ([shellScript(words), optionScript(words)].some((script) =>
       script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
+    )) return true
+    // What a runner composes from its words (`parallel git ::: push`), or runs with words it reads from elsewhere (`xargs git`).
+    const composed = composedOf(words)
+    if (composed.lines !== undefined && matchesAnywhere(pattern, composed.lines.text, composed.lines.tokenized, depth + 1)) return true
+    return composed.open.some((template) =>
+      matchUnits(compiled.units, commandUnits(template), program === undefined ? [] : startsUnder(program, afterProgram, template), true)
     )
-  })
+  }) || (depth < 4 && wordScriptsMatch(pattern, line.tokens, depth))
+}
+
+/** Whether `pattern` matches anywhere in the word scripts of a line (see {@link wordScriptsOf}), read as one line. */
+const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Token>, depth: number): boolean => {
+  const scripts = wordScriptsOf(tokens, depth > 0)
+  return scripts !== undefined && matchesAnywhere(pattern, scripts.text, scripts.tokenized, depth + 1)
+}
+
+/**
+ * A word of a line that may run another program, read as a command line of its own: what `watch
+ * 'git push'`, `tmux new 'git push'`, `tmux send-keys 'git push' Enter`, `ssh host 'git push'`,
+ * `parallel ::: 'git push'`, `python3 -c 'os.system("git push")'`, `echo 'git push' | sh`, `rsync -e
+ * '…'`, `ssh -o ProxyCommand='…'`, `tar --to-command='…'`, `git clone -u '…'` or `less '+!…'` run.
+ * Only words with a space or shell syntax in them (`CommandLine.lineInWord`). Every such word of the
+ * line is read when one of its commands could run another program (`CommandRisk.mayRunAnother`):
+ * over-reading (`sh -c "echo 'git push'"`) only makes a deny rule deny more.
+ */
+const wordScriptsMade = new WeakMap<ReadonlyArray<CommandLine.Token>, Lines | null>()
+
+/**
+ * Command lines read as one: each tokenized on its own (an open quote in one never hides the next)
+ * and joined by newlines, so that a rule is matched against all of them in one pass however many a
+ * line holds (20,000 quoted words, each matched on its own against 50 rules, took a decision 10 s).
+ */
+interface Lines {
+  readonly text: string
+  readonly tokenized: CommandLine.Tokenized
+}
+
+const newline: CommandLine.Token = { _tag: "Operator", op: "\n" }
+
+const linesOf = (texts: ReadonlyArray<string>): Lines | undefined => {
+  if (texts.length === 0) return undefined
+  const tokens: Array<CommandLine.Token> = []
+  for (const text of texts) {
+    if (tokens.length > 0) tokens.push(newline)
+    for (const token of CommandLine.tokenize(text).tokens) tokens.push(token)
+  }
+  return { text: texts.join("\n"), tokenized: { tokens, unterminated: false } }
+}
+
+/** Whether one of a line's commands could run another program (a wrapper, an interpreter, `git clone -u`, …). */
+const runsAnother = (tokens: ReadonlyArray<CommandLine.Token>): boolean =>
+  segmentsOf(tokens).some((words) => CommandRisk.mayRunAnother(words.map((w) => w.value)))
+
+/**
+ * The word scripts of a line as one (see {@link Lines}), when one of its commands could run another
+ * program or, `inScript`, the line is itself one a word held (`python3 -c '…os.system("git push")'`).
+ * A line's tokens are read at one depth only (the policy's at the top, those made here below it).
+ */
+const wordScriptsOf = (tokens: ReadonlyArray<CommandLine.Token>, inScript: boolean): Lines | undefined => {
+  let made = wordScriptsMade.get(tokens)
+  if (made === undefined) {
+    const texts = inScript || runsAnother(tokens)
+      ? tokens.flatMap((token) => {
+        const text = token._tag === "Word" ? CommandLine.lineInWord(token) : undefined
+        return text === undefined ? [] : [text]
+      })
+      : []
+    made = linesOf(texts) ?? null
+    wordScriptsMade.set(tokens, made)
+  }
+  return made ?? undefined
+}
+
+type Composed = ReturnType<typeof composedBy>
+
+/** What a simple command's runner composes (see `composedBy`), made once per line however many rules are checked. */
+const composedMade = new WeakMap<ReadonlyArray<CommandLine.Word>, Composed>()
+
+const composedOf = (words: ReadonlyArray<CommandLine.Word>): Composed => {
+  const made = composedMade.get(words) ?? composedBy(words)
+  composedMade.set(words, made)
+  return made
+}
+
+/** GNU parallel's separators of its argument sources (`::::` names files). */
+const sources = new Set([":::", "::::", ":::+", "::::+"])
+
+/** How many command lines a `parallel` line's sources are spelled out into at most; past that its arguments count as not known. */
+const composedLimit = 256
+
+/**
+ * The command lines a runner of a simple command composes from its words: `parallel`'s template (the
+ * words before its first source) with each combination of its `:::` arguments put in its `{…}`
+ * places or after it (`parallel git ::: push` runs `git push`, `parallel ::: 'git push'` `git push`);
+ * and, as `open` templates, those it gives words the line does not show: `xargs` (its standard
+ * input or `-a` file), `parallel` with no `:::`, a `::::` or `-a` file or more combinations than
+ * {@link composedLimit}. An open template is cut at its first replacement string (`{}`, xargs'
+ * `-I` one), where unknown words go. The template keeps the runner's own options: a pattern's program is
+ * found after them as after any wrapper (`startsUnder`).
+ */
+const composedBy = (words: ReadonlyArray<CommandLine.Word>): { readonly lines?: Lines | undefined; readonly open: ReadonlyArray<ReadonlyArray<CommandLine.Word>> } => {
+  const at = words.findIndex((w) => !w.expands && ["parallel", "xargs"].includes(w.value.split("/").at(-1)!))
+  if (at < 0) return { open: [] }
+  const rest = words.slice(at + 1)
+  if (words[at]!.value.split("/").at(-1) === "xargs") {
+    // `-I R`, `-IR`, `-i`, `--replace[=R]`: the words from the first holding R on are filled in from the input.
+    const option = rest.findIndex((w) => /^(-I|-i|--replace)/.test(w.value))
+    const replace = option < 0 ? undefined : /^-I./.test(rest[option]!.value) ? rest[option]!.value.slice(2) : rest[option]!.value === "-I" ? rest[option + 1]?.value : rest[option]!.value.split("=")[1] ?? "{}"
+    const cut = replace === undefined || replace === "" ? -1 : rest.findIndex((w, i) => i > option + (rest[option]!.value === "-I" ? 1 : 0) && w.value.includes(replace))
+    return { open: [cut < 0 ? rest : rest.slice(0, cut)] }
+  }
+  const first = rest.findIndex((w) => sources.has(w.value))
+  const template = first < 0 ? rest : rest.slice(0, first)
+  const placeholder = template.findIndex((w) => /\{[^}]*\}/.test(w.value))
+  const openTemplate = placeholder < 0 ? template : template.slice(0, placeholder)
+  const fromFile = template.some((w) => /^(-a|--arg-file|--pipe|--pipepart)/.test(w.value)) || rest.some((w) => w.value.startsWith("::::"))
+  if (first < 0 || fromFile) return { open: [openTemplate] }
+  // The `:::` sources: the words after each separator.
+  const groups: Array<Array<string>> = []
+  for (const word of rest.slice(first)) {
+    if (sources.has(word.value)) groups.push([])
+    else groups.at(-1)!.push(word.value)
+  }
+  const count = groups.reduce((n, g) => n * Math.max(g.length, 1), 1)
+  if (count > composedLimit) return { open: [openTemplate] }
+  let combinations: Array<Array<string>> = [[]]
+  for (const group of groups) combinations = combinations.flatMap((c) => (group.length === 0 ? [c] : group.map((v) => [...c, v])))
+  const values = template.map((w) => w.value)
+  return {
+    lines: linesOf(combinations.map((args) => {
+      const joined = args.join(" ")
+      return placeholder < 0 ? [...values, joined].join(" ") : values.map((v) => v.replace(/\{[^}]*\}/g, joined)).join(" ")
+    })),
+    open: []
+  }
 }
 
 /** Wrappers that run a command line given as an option's value, and those options (`-S` of env splits it into words). */

@@ -103,6 +103,13 @@ const runsCommandsToo = new Set([
 ])
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program) || runsCommandsToo.has(program)
+/**
+ * Whether a simple command (argv) could run another program: one of its words names a wrapper or an
+ * interpreter (after a variable or another wrapper too: `FOO=1 watch …`, `nice tmux …`), or its
+ * invocation is remembered for its exact line (`git clone -u …`, `tar --to-command=…`).
+ */
+export const mayRunAnother = (argv: ReadonlyArray<string>): boolean =>
+  argv.some((word) => runsOtherPrograms(word.split("/").at(-1)!)) || !classify(argv).general
 /** Package manager subcommands that run a command given on the line. */
 const packageRunners = new Set(["exec", "x", "dlx", "create"])
 const packageManagers = new Set(["npm", "pnpm", "yarn", "bun"])

@@ -188,3 +188,60 @@ export const spelledAs = <W extends Text>(program: string, subcommand: string, w
   if (replaced.size === 0) return undefined
   return words.flatMap((word, i) => replaced.get(i) ?? [word])
 }
+
+/** Programs that run a package's program by name: `npx foo`, `pnpx foo`, `bunx foo`. */
+const runnerPrograms: ReadonlySet<string> = new Set(["npx", "pnpx", "bunx"])
+
+/**
+ * Package managers' subcommands that do the same (`npm exec`, `npm x`, `pnpm dlx`, `yarn dlx`, `bun x`).
+ * `pnpm exec` and `yarn exec` run what the project has installed, not a package by name: not these.
+ */
+const runnerSubcommands: Readonly<Record<string, (subcommand: string) => boolean>> = {
+  npm: (subcommand) => commandOf(tables.npm!, subcommand) === "exec",
+  pnpm: (subcommand) => subcommand === "dlx",
+  yarn: (subcommand) => subcommand === "dlx",
+  bun: (subcommand) => subcommand === "x"
+}
+
+/**
+ * The words a rule names a package runner by (`["npx"]` for `npx*` or `npx foo*`, `["pnpm", "dlx"]`
+ * for `pnpm dlx*`), from the plain start of its first word and its second: `undefined` when it names none.
+ */
+export const runnerNamed = (first: string | undefined, second: string | undefined): ReadonlyArray<string> | undefined =>
+  first === undefined ? undefined
+  : runnerPrograms.has(first) ? [first]
+  : second !== undefined && Object.hasOwn(runnerSubcommands, first) && runnerSubcommands[first]!(second) ? [first, second]
+  : undefined
+
+/**
+ * `words` (a simple command's) with every way to run a package by name written as the rule names one
+ * (`named`, see {@link runnerNamed}), the runner's own options after it left out: for `npx foo*`,
+ * `npm exec -- foo`, `npm x --yes foo`, `pnpm dlx foo`, `yarn dlx foo`, `bunx foo` and `bun x foo`
+ * read `npx foo` (a rule naming one runner named only that one, and `npm exec*` only npm's). `undefined`
+ * when the command runs none. One pass over the words.
+ */
+export const runnerSpelledAs = <W extends Text>(named: ReadonlyArray<string>, words: ReadonlyArray<W>): ReadonlyArray<W> | undefined => {
+  const values = words.map((w) => w.value)
+  const from = new Map<string, ReadonlyArray<number>>()
+  const out: Array<W> = []
+  let changed = false
+  for (let i = 0; i < words.length; i++) {
+    const name = values[i]!.split("/").at(-1)!
+    let last = -1
+    if (runnerPrograms.has(name)) last = i
+    else if (Object.hasOwn(runnerSubcommands, name)) {
+      if (!from.has(name)) from.set(name, GlobalOptions.subcommandFrom(name, values))
+      const at = from.get(name)![i + 1]!
+      if (at < words.length && runnerSubcommands[name]!(values[at]!)) last = at
+    }
+    if (last < 0) {
+      out.push(words[i]!)
+      continue
+    }
+    changed = true
+    for (const word of named) out.push(spelled(words[i]!, word))
+    i = last
+    while (i + 1 < words.length && values[i + 1]!.startsWith("-")) i++
+  }
+  return changed ? out : undefined
+}
