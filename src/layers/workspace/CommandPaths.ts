@@ -62,12 +62,6 @@ const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
-/**
- * A path through a process's own view (`/proc/self/cwd/../x`, `/proc/<pid>/…`, `/dev/fd/3`,
- * `/dev/stdin`): resolved here it is the agent's cwd and descriptors, not the command's — an agent
- * started in a folder below the session's cwd read `/proc/self/cwd/../x` as inside it.
- */
-const ownView = /^(\/+proc\/+(self|thread-self|\d+)|\/+dev\/+(fd|stdin|stdout|stderr))(\/|$)/
 
 /** How a recursive program reads its arguments: enough to tell options' values from operands. */
 interface Walker extends CommandRisk.ArgumentSyntax {
@@ -322,7 +316,6 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         continue
       }
       if (fileLists.test(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
-      if (ownView.test(part)) unknown.push({ word: part, why: "the command's own process, not the agent's, is what it names" })
       const texts = [part]
       if (/^file:/i.test(part)) {
         const url = fileUrlPaths(part)

@@ -43,14 +43,15 @@ const errorCode = (error: unknown): string | undefined =>
  * component does not exist, the rest is appended as given.
  *
  * A path on a local file system is walked with synchronous calls (`realPathNow`: no trip to the
- * libuv threadpool, which cost a `read_file` step more than anything else). Otherwise the system's
- * `realpath` resolves it in one trip; it follows links as the walk does, `..` after a link included;
- * whatever it cannot resolve (a missing component, a dangling link, a loop, a folder it may not
- * search) is left to the walk, which says what the path leads to, as before.
+ * libuv threadpool, which cost a `read_file` step more than anything else). Otherwise (another mount,
+ * `/proc`) the asynchronous walk says what the path leads to: a missing component, a dangling link, a
+ * loop, a folder it may not search, and a link of `/proc` — the agent's own process, which the
+ * system's `realpath` would follow as any link and call exact.
  */
 export const realPath = (target: string): Promise<RealPath> => {
   const now = realPathNow(target)
-  return now !== undefined ? Promise.resolve(now) : NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
+  // Walked name by name, not `realpath`: that follows `/proc`'s links as any other and says exact.
+  return now !== undefined ? Promise.resolve(now) : walk(target)
 }
 
 /** Whether a name can be looked at inside an open folder's handle (`/proc/self/fd/N/name`): Linux with `/proc`. */
@@ -229,6 +230,10 @@ export const walk = async (target: string): Promise<RealPath> => {
   let current = "/"
   let links = 0
   let missing = false
+  // A link of `/proc` (`/proc/self`, `/proc/<pid>/cwd`, `/proc/self/fd/N`, reached as `/dev/fd` or
+  // `/dev/stdin` too) is the agent's own process as the kernel shows it, not a link on a disk: a
+  // command, another process, sees its own there. Followed, the path is not exact.
+  let throughProcess = false
   while (pending.length > 0) {
     const component = pending.shift()!
     if (component === "..") {
@@ -258,6 +263,7 @@ export const walk = async (target: string): Promise<RealPath> => {
       continue
     }
     if (++links > maxLinks) return { path: NodePath.resolve(target), exact: false }
+    if (next.startsWith("/proc/")) throughProcess = true
     let link: string
     try {
       link = await NodeFs.readlink(next)
@@ -267,7 +273,7 @@ export const walk = async (target: string): Promise<RealPath> => {
     if (link.startsWith("/")) current = "/"
     pending.unshift(...link.split("/").filter((c) => c !== "" && c !== "."))
   }
-  return { path: current, exact: true }
+  return { path: current, exact: !throughProcess }
 }
 
 /** Whether `child` is `parent` or inside it (a name like `..foo` is inside). */
