@@ -12,7 +12,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as FormatCharacters from "../domain/FormatCharacters.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
-import type { ToolCallInput } from "../services/ToolRouter.js"
+import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import { responseLimits } from "./Services.js"
 import * as EventDraft from "./EventDraft.js"
@@ -78,10 +78,7 @@ const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly 
  * id holding `ESC ]0;…BEL` retitled the terminal, a bidi override reordered the line, under any
  * logger that writes annotations as they are (Effect's own do).
  */
-const logged = (text: string): string => {
-  const shown = FormatCharacters.escapeUnprintable(text.length > 100 ? text.slice(0, 100) : text)
-  return text.length > 100 ? `${shown}… (${text.length} characters)` : shown
-}
+const logged = (text: string): string => FormatCharacters.escapeUnprintable(shownName(text))
 
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each
