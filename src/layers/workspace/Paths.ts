@@ -50,8 +50,10 @@ const errorCode = (error: unknown): string | undefined =>
  */
 export const realPath = (target: string): Promise<RealPath> => {
   const now = realPathNow(target)
-  // Walked name by name, not `realpath`: that follows `/proc`'s links as any other and says exact.
-  return now !== undefined ? Promise.resolve(now) : walk(target)
+  if (now !== undefined) return Promise.resolve(now)
+  // With `/proc`, walked name by name: the system's `realpath` follows its links as any other and says exact.
+  // Without it (not Linux), one `realpath` trip, and the walk for what it cannot resolve.
+  return procFd ? walk(target) : NodeFs.realpath(target).then((path): RealPath => ({ path, exact: true }), () => walk(target))
 }
 
 /** Whether a name can be looked at inside an open folder's handle (`/proc/self/fd/N/name`): Linux with `/proc`. */
