@@ -121,8 +121,12 @@ const asWritten = (requested: string): string => {
 const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): boolean => {
   const absolute = rule.path!.startsWith("/")
   const resolved = absolute ? p.resolved : relativeOf(cwd, p)
-  if (resolved !== undefined && pattern.test(resolved)) return true
-  return rule.decision !== "allow" && pattern.test(asWritten(p.requested))
+  const careful = rule.decision !== "allow"
+  // A deny or ask `X/**` fences the folder `X` itself: reading it (`grep -r x X`, `ls X`) reads under it.
+  const folder = careful && rule.path!.endsWith("/**") && rule.path!.length > 3 ? pathGlob(rule.path!.slice(0, -3), true) : undefined
+  const test = (path: string) => pattern.test(path) || folder?.test(path) === true
+  if (resolved !== undefined && test(resolved)) return true
+  return careful && test(asWritten(p.requested))
 }
 
 /** A leading `NAME=value` word: through a shell it sets the environment of the program after it. */
