@@ -34,9 +34,25 @@ export type PatternUnit =
 
 const sep = { k: "sep" } as const
 
-/** Whether a shell would expand the word as a file name pattern or a home directory. */
+/**
+ * Whether an unquoted `{…}` of the word holds an unquoted `,` or `..`: bash expands it into words
+ * (`{git,push} origin` runs `git push origin`, `{sh,-c,'…'}` a shell), so a wildcard never stands
+ * for it. Over-reading (`{a,b` … `}` across what bash would not pair) only makes an allow match less.
+ */
+const bracesExpand = (word: CommandLine.Word): boolean => {
+  const unquoted = (i: number) => !word.quoted[i]
+  const open = [...word.value].findIndex((c, i) => c === "{" && unquoted(i))
+  if (open < 0) return false
+  const close = word.value.lastIndexOf("}")
+  if (close < open || !unquoted(close)) return false
+  const inside = word.value.slice(open + 1, close)
+  return [...inside].some((c, i) => unquoted(open + 1 + i) && (c === "," || (c === "." && inside[i + 1] === "." && unquoted(open + 2 + i))))
+}
+
+/** Whether a shell would expand the word as a file name pattern, a home directory or a brace expansion. */
 const globs = (word: CommandLine.Word) =>
-  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0])
+  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0]) ||
+  bracesExpand(word)
 
 /**
  * A line's units, kept for as long as its tokens are: a decision tokenizes the line once and matches
