@@ -121,8 +121,12 @@ const asWritten = (requested: string): string => {
 const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): boolean => {
   const absolute = rule.path!.startsWith("/")
   const resolved = absolute ? p.resolved : relativeOf(cwd, p)
-  if (resolved !== undefined && pattern.test(resolved)) return true
-  return rule.decision !== "allow" && pattern.test(asWritten(p.requested))
+  const careful = rule.decision !== "allow"
+  // A deny or ask `X/**` fences the folder `X` itself: reading it (`grep -r x X`, `ls X`) reads under it.
+  const folder = careful && rule.path!.endsWith("/**") && rule.path!.length > 3 ? pathGlob(rule.path!.slice(0, -3), true) : undefined
+  const test = (path: string) => pattern.test(path) || folder?.test(path) === true
+  if (resolved !== undefined && test(resolved)) return true
+  return careful && test(asWritten(p.requested))
 }
 
 /** A leading `NAME=value` word: through a shell it sets the environment of the program after it. */
@@ -159,7 +163,14 @@ const lineOf = (call: PreparedCall): Line | undefined => {
  * Whether `rule` matches the call. `evenIfWildcardRunsAnother` skips the one check that refuses an
  * allow whose wildcard stood for a way to run another program: what `uncoveredBy` asks to explain an ask.
  */
-const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string, evenIfWildcardRunsAnother = false): boolean => {
+const matches = (
+  rule: Rule,
+  call: PreparedCall,
+  line: Line | undefined,
+  cwd: string,
+  evenIfWildcardRunsAnother = false,
+  reading?: CommandPattern.Budget
+): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
     const pattern = pathGlob(rule.path, true)
@@ -172,7 +183,7 @@ const matches = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: st
     if (call.command === undefined || line === undefined) return false
     // A deny or an ask (the careful decisions) sees every command the line may run; an allow the line as written.
     const matched = rule.decision !== "allow"
-      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized)
+      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized, 0, reading)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false
     if (rule.decision === "allow" && !evenIfWildcardRunsAnother && wildcardRunsAnother(rule.command, call.command.text, line.tokenized)) return false
@@ -272,12 +283,43 @@ const askPassesSyntax = (rule: Rule, call: PreparedCall, line: Line | undefined)
   return hazardsOf(call, line).some((h) => !spelled.has(h))
 }
 
+/**
+ * The rules that match the call, in their order; `undefined` when the line runs more commands inside
+ * others than the careful matcher may read in one decision (`CommandPattern.readingLimit`, shared
+ * equally by the deny and ask rules, so each reads the same first commands) and no deny rule matched
+ * what it read.
+ */
+const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | undefined => {
+  const careful = rules.filter((rule) => rule.decision !== "allow" && rule.command !== undefined).length
+  const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, careful)))
+  let unread = false
+  const matched = rules.filter((rule) => {
+    try {
+      return matches(rule, call, line, cwd, false, CommandPattern.budget(share)) && !askPassesSyntax(rule, call, line)
+    } catch (error) {
+      if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
+      unread = true
+      return false
+    }
+  })
+  return unread && !matched.some((rule) => rule.decision === "deny") ? undefined : matched
+}
+
+/** What a line too large to check against the rules gets: a question, in every mode, saying why. */
+const tooMuchToRead: PermissionDecision = {
+  decision: "ask",
+  policy: "too-much-to-read",
+  reason: `the command line runs more commands inside others (a shell's -c script, a runner's words) than are read in one ` +
+    `decision (${CommandPattern.readingLimit.toLocaleString("en-US")}, shared by your deny and ask rules), so no rule or mode decides it`
+}
+
 /** The decision of the policy for one request; pure. */
 export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
   const { call, cwd } = request
   const mode = options.mode ?? "default"
   const line = lineOf(call)
-  const matching = (options.rules ?? []).filter((rule) => matches(rule, call, line, cwd) && !askPassesSyntax(rule, call, line))
+  const matching = matchingRules(options.rules ?? [], call, line, cwd)
+  if (matching === undefined) return tooMuchToRead
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   const first = matching[0]

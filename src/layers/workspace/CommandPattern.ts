@@ -34,9 +34,25 @@ export type PatternUnit =
 
 const sep = { k: "sep" } as const
 
-/** Whether a shell would expand the word as a file name pattern or a home directory. */
+/**
+ * Whether an unquoted `{…}` of the word holds an unquoted `,` or `..`: bash expands it into words
+ * (`{git,push} origin` runs `git push origin`, `{sh,-c,'…'}` a shell), so a wildcard never stands
+ * for it. Over-reading (`{a,b` … `}` across what bash would not pair) only makes an allow match less.
+ */
+const bracesExpand = (word: CommandLine.Word): boolean => {
+  const unquoted = (i: number) => !word.quoted[i]
+  const open = [...word.value].findIndex((c, i) => c === "{" && unquoted(i))
+  if (open < 0) return false
+  const close = word.value.lastIndexOf("}")
+  if (close < open || !unquoted(close)) return false
+  const inside = word.value.slice(open + 1, close)
+  return [...inside].some((c, i) => unquoted(open + 1 + i) && (c === "," || (c === "." && inside[i + 1] === "." && unquoted(open + 2 + i))))
+}
+
+/** Whether a shell would expand the word as a file name pattern, a home directory or a brace expansion. */
 const globs = (word: CommandLine.Word) =>
-  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0])
+  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0]) ||
+  bracesExpand(word)
 
 /**
  * A line's units, kept for as long as its tokens are: a decision tokenizes the line once and matches
@@ -299,12 +315,48 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
 }
 
 /**
+ * How much of a line the careful matcher may still read in one decision: the simple commands it
+ * visits inside other commands (a shell's `-c` script, a runner's word, git's alias, …), at every
+ * depth and for every rule, each counted once per visit. A hostile line of 8,000 `sh -c 'a b'`
+ * commands, each read again under 50 rules, held a decision (and the event loop) 12 s; spent,
+ * reading stops with {@link TooMuchToRead} and the policy asks instead of deciding. The line's own
+ * commands are not counted: the line is at most 128 KiB, and they are read in a linear pass a rule.
+ */
+export interface Budget {
+  left: number
+}
+
+/** The commands inside other commands a decision may read, counted over every rule it checks (see {@link Budget}). */
+export const readingLimit = 20_000
+
+/** A fresh budget for one decision. */
+export const budget = (limit = readingLimit): Budget => ({ left: limit })
+
+/** Thrown by {@link matchesAnywhere} when its {@link Budget} is spent: what was not read cannot be decided. */
+export class TooMuchToRead extends Error {
+  constructor() {
+    super("too much to read")
+  }
+}
+
+const spend = (reading: Budget) => {
+  if (--reading.left < 0) throw new TooMuchToRead()
+}
+
+/**
  * Whether `pattern` matches the command line anywhere a deny rule should see it: the whole line, any
  * one of its simple commands, the command a simple command runs under the pattern's program (by a
  * path to it, or after a wrapper: `/usr/bin/git push`, `command git push`, see `startsUnder`), or the
- * raw text with `*` matching anything.
+ * raw text with `*` matching anything. Each simple command visited inside another spends one of
+ * `reading`; a spent budget throws {@link TooMuchToRead}.
  */
-export const matchesAnywhere = (pattern: string, command: string, line: CommandLine.Tokenized = CommandLine.tokenize(command), depth = 0): boolean => {
+export const matchesAnywhere = (
+  pattern: string,
+  command: string,
+  line: CommandLine.Tokenized = CommandLine.tokenize(command),
+  depth = 0,
+  reading: Budget = budget(Number.POSITIVE_INFINITY)
+): boolean => {
   const r = readPattern(pattern)
   r.anyText ??= Glob.anyText(pattern)
   if (r.anyText.test(command.trim())) return true
@@ -316,6 +368,7 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   const runner = SubcommandAliases.runnerNamed(plainStartOf(pattern, 0), subcommand)
   return segmentsOf(line.tokens).some((words) => {
+    if (depth > 0) spend(reading)
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
     const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
@@ -324,25 +377,23 @@ export const matchesAnywhere = (pattern: string, command: string, line: CommandL
     if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
-    if (gitConfigured(pattern, words, depth)) return true
+    if (gitConfigured(pattern, words, depth, reading)) return true
     // The script of a shell's `-c` (`bash -c 'git push'`, after a wrapper or a path too) is a command line of its own,
     // and so is the line a wrapper takes as an option's value (`env -S 'git push'`, `flock f -c 'git push'`).
-    if ([shellScript(words), optionScript(words)].some((script) =>
-      script !== undefined && matchesAnywhere(pattern, script, CommandLine.tokenize(script), depth + 1)
-    )) return true
+    if (scriptsOf(words).some((script) => matchesAnywhere(pattern, script.text, script.tokenized, depth + 1, reading))) return true
     // What a runner composes from its words (`parallel git ::: push`), or runs with words it reads from elsewhere (`xargs git`).
     const composed = composedOf(words)
-    if (composed.lines !== undefined && matchesAnywhere(pattern, composed.lines.text, composed.lines.tokenized, depth + 1)) return true
+    if (composed.lines !== undefined && matchesAnywhere(pattern, composed.lines.text, composed.lines.tokenized, depth + 1, reading)) return true
     return composed.open.some((template) =>
       matchUnits(compiled.units, commandUnits(template), program === undefined ? [] : startsUnder(program, afterProgram, template), true)
     )
-  }) || (depth < 4 && wordScriptsMatch(pattern, line.tokens, depth))
+  }) || (depth < 4 && wordScriptsMatch(pattern, line.tokens, depth, reading))
 }
 
 /** Whether `pattern` matches anywhere in the word scripts of a line (see {@link wordScriptsOf}), read as one line. */
-const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Token>, depth: number): boolean => {
+const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Token>, depth: number, reading: Budget): boolean => {
   const scripts = wordScriptsOf(tokens, depth > 0)
-  return scripts !== undefined && matchesAnywhere(pattern, scripts.text, scripts.tokenized, depth + 1)
+  return scripts !== undefined && matchesAnywhere(pattern, scripts.text, scripts.tokenized, depth + 1, reading)
 }
 
 /**
@@ -500,13 +551,13 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
-const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number): boolean => {
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
   const values = words.map((w) => w.value)
   return values.some((value, git) => {
     if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
     const config = GitLineConfig.of(values, git, words.map((w) => w.expands))
     if (config.opaque) return true
-    const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1)
+    const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1, reading)
     if (config.scripts.some(again)) return true
     const named = words[config.subcommand]
     const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
@@ -519,6 +570,21 @@ const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, 
 }
 
 const shells = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "busybox"])
+
+/**
+ * The command lines a simple command runs as a shell's `-c` script or a wrapper's option (see
+ * {@link shellScript}, {@link optionScript}), tokenized once per line however many rules read them.
+ */
+const scriptsMade = new WeakMap<ReadonlyArray<CommandLine.Word>, ReadonlyArray<Lines>>()
+
+const scriptsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Lines> => {
+  let made = scriptsMade.get(words)
+  if (made === undefined) {
+    made = [shellScript(words), optionScript(words)].flatMap((text) => (text === undefined ? [] : [{ text, tokenized: CommandLine.tokenize(text) }]))
+    scriptsMade.set(words, made)
+  }
+  return made
+}
 
 /** The script of the first shell's `-c` in a simple command (`sh -c '…'`, `env bash -ec '…'`), if any. */
 const shellScript = (words: ReadonlyArray<CommandLine.Word>): string | undefined => {

@@ -27,9 +27,13 @@ export interface LineConfig {
   readonly subcommand: number
 }
 
-/** Git's variables whose value is a program or a command line it runs. */
+/**
+ * Git's variables whose value is a program or a command line it runs, and those it falls back on
+ * when its own are not set (`EDITOR='…' git commit` runs the editor without a terminal).
+ */
 const programVariables = new Set([
-  "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND"
+  "GIT_PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND",
+  "EDITOR", "VISUAL", "PAGER", "SSH_ASKPASS"
 ])
 
 /** Git's variables that bring settings, or subcommands, the line does not show. */
