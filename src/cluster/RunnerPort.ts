@@ -36,8 +36,10 @@
  *
  * @since 0.2.0
  */
+import * as MessageStorage from "@effect/cluster/MessageStorage"
 import type * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as RunnerHealth from "@effect/cluster/RunnerHealth"
+import * as RunnerStorage from "@effect/cluster/RunnerStorage"
 import * as Runners from "@effect/cluster/Runners"
 import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as SocketRunner from "@effect/cluster/SocketRunner"
@@ -49,6 +51,7 @@ import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as NodeSocket from "@effect/platform-node/NodeSocket"
 import * as RpcClient from "@effect/rpc/RpcClient"
 import * as RpcSerialization from "@effect/rpc/RpcSerialization"
+import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -60,6 +63,7 @@ import * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { PostgresEventStore } from "../postgres.js"
 import { ClusterSecret } from "./ClusterSecret.js"
 import * as RunnerTls from "./RunnerTls.js"
 
@@ -488,6 +492,16 @@ export const layerClientProtocol: Layer.Layer<Runners.RpcClientProtocol, never, 
   layerClientProtocolWith({})
 
 /**
+ * A storage of `@effect/cluster` whose operations run again when PostgreSQL cancels a statement of
+ * theirs that their fiber did not interrupt (`PostgresEventStore.retriedOnLateCancel`): its statements share the runner's pool
+ * with the store's, so the library's cancel of an interrupted store statement can land on one.
+ * Unretried, a cancelled `saveRequest` fails the client's message (a turn, an answer), a cancelled
+ * `register` the runner's start, a cancelled `saveReply` the entity's reply.
+ */
+export const lateCancelled = <I, S extends object, E, R>(tag: Context.Tag<I, S>, storage: Layer.Layer<I, E, R>): Layer.Layer<I, E, R> =>
+  Layer.effect(tag, Effect.map(tag, PostgresEventStore.retriedOnLateCancel)).pipe(Layer.provide(storage))
+
+/**
  * `NodeClusterSocket.layer({ storage: "sql" })` with the guarded port and connections (over mutual
  * TLS with `options.tls`): the runner's transport (server and clients), its peers' health checks
  * (which connect too), SQL storage of runners and messages, msgpack.
@@ -504,8 +518,8 @@ export const layer = (shardingConfig: Partial<ShardingConfig.ShardingConfig["Typ
   const health = RunnerHealth.layerPing.pipe(Layer.provide(Runners.layerRpc), Layer.provide(clients))
   return transport.pipe(
     Layer.provide(health),
-    Layer.provideMerge(retried(SqlMessageStorage.layer)),
-    Layer.provide(retried(SqlRunnerStorage.layer)),
+    Layer.provideMerge(lateCancelled(MessageStorage.MessageStorage, retried(SqlMessageStorage.layer))),
+    Layer.provide(lateCancelled(RunnerStorage.RunnerStorage, retried(SqlRunnerStorage.layer))),
     Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)),
     Layer.provide(RpcSerialization.layerMsgPack)
   )

@@ -285,8 +285,8 @@ const withResult = (transcript: Transcript, toolCallId: string, content: string,
 
 /**
  * What an event can do to a transcript, for each way one is held: the immutable {@link Transcript}
- * (see {@link reduce}), or the engine's live one, changed in place. Which event does which is said
- * once, in {@link apply}.
+ * (see {@link reduce}), or a {@link Held} one, changed in place (replay's, the engine's live one).
+ * Which event does which is said once, in {@link apply}.
  */
 export interface Changes<T> {
   /** A message of the user (a turn's `user.message`, a `turn.steered`): it ends the response streaming. */
@@ -450,154 +450,268 @@ export const reduce = (transcript: Transcript, event: AgentEvent): Transcript =>
   return transcript.past === undefined || next.past !== undefined || event.type === "session.compacted" ? next : { ...next, past: transcript.past }
 }
 
+/** The tool calls of a response that asked for none: one array for all of them. */
+const noCalls: ReadonlyArray<TranscriptToolCall> = Object.freeze([])
+
 /**
- * The fold {@link replay} runs: {@link reduce}'s changes, made in place, since no one sees the
- * transcript before the replay returns it. `reduce` gives a new value per event, so a response of N
- * calls copied its calls at each call and scanned and copied them at each result (N² for one wide
- * response, test/domain/wideResponse.test.ts), and the entries at each response's end. Here a call
- * is pushed, a result finds its call by id ({@link Replaying.places}), and the result is the same
- * transcript (test/engine/liveTranscript.test.ts and test/domain/rewindFold.test.ts compare them).
+ * How many deltas of a streaming response are added before its text is flattened (see
+ * {@link Held.text}): 32, or a quarter of the deltas so far when that is more, so that a long
+ * response copies its text a few times over in all rather than once every 32 deltas.
  */
-class Replaying {
-  entries: Array<TranscriptEntry> = []
-  /** The response streaming: an entry of this replay's own, its text and calls added in place. */
-  open: { -readonly [K in keyof AssistantEntry]: AssistantEntry[K] } & { toolCalls: Array<TranscriptToolCall> } | undefined = undefined
-  past: Past | undefined = undefined
+const flattenAfter = (deltas: number): number => Math.max(32, deltas >> 2)
+
+/**
+ * A transcript held in place: the fold of {@link apply}, each change made on entries this object
+ * owns, so that an event costs what it changes — a delta appends its text, a call is pushed, a
+ * result finds its call by id — never a copy of the conversation. {@link reduce} gives a new value
+ * per event instead: a response of N calls copied its calls at each call and scanned and copied them
+ * at each result (N² for one wide response, test/domain/wideResponse.test.ts). {@link replay} folds
+ * a log with one, and the engine's live transcript is one that also renders its requests; what
+ * {@link Held.snapshot} gives equals the fold of `reduce` (test/engine/liveTranscript.test.ts and
+ * test/domain/rewindFold.test.ts compare them).
+ */
+export class Held {
+  /** The entries whose response has ended. An entry handed out is never changed: a result replaces its entry. */
+  protected readonly entries: Array<TranscriptEntry> = []
+  /** The response still streaming: its turn, text so far and tool calls (undefined: none open). */
+  private openTurnId: string | undefined = undefined
+  /** The sequence of the event that began the open response (where a compaction may cut). */
+  private openSequence = 0
+  private openContent = ""
+  /** Deltas added to `openContent`, and since it was last flattened. */
+  private openDeltas = 0
+  private openPieces = 0
+  private openCalls: Array<TranscriptToolCall> = []
+  /** What rewinds took out (see {@link Past}); undefined before the first rewind. */
+  private past: Past | undefined = undefined
   /**
-   * The latest ended entry holding each call id, and the call's place in it (-1: the entry repeats
-   * the id, and its result goes to each, as `withResult` gives it). Exact: entries only move at a
-   * compaction or a rewind, which build it again.
+   * Where the latest entry holding each unanswered call is (its entry, its place among the entry's
+   * calls), so that a result finds its call without a scan. Forgotten when entries move (a
+   * compaction, a rewind: a valid log has no call open at either) and once the call is answered;
+   * a result with no place searches, as `withResult` does.
    */
-  private readonly places = new Map<string, { readonly entry: number; readonly index: number }>()
+  private readonly callPlaces = new Map<string, { readonly entry: number; readonly index: number }>()
   /**
-   * The entry a result made in this replay, its calls its own: the response's next results change
-   * it in place. Forgotten at a rewind, whose `past` may hold it (and compares entries by identity).
+   * The entry a result made since the transcript was last handed out ({@link shared}): no one else
+   * holds it, so the next results of the same response change it in place. A response of N calls
+   * then copies its calls once per snapshot, not once per result (N² in all). One entry, not a set
+   * of them: a response's results come together, and a set filled by a hydration of 24,000 turns
+   * (no snapshot in between) raised its peak RSS from 1.12 to 1.21× replay's (bench row 5).
+   * Forgotten at a rewind too, whose `past` may hold it (and compares entries by identity).
    */
   private unshared: TranscriptEntry | undefined = undefined
 
+  /** Folds one event in, as {@link reduce} does: the domain's one transcript fold, applied in place. */
+  add(event: AgentEvent): void {
+    apply(heldChanges, this, event)
+  }
+
+  /** A message of the user (see {@link Changes}). */
   user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): this {
-    this.closeResponse()
+    this.close()
     this.entries.push(userEntry(turnId, content, sequence, images))
+    this.changed(this.entries.length - 1)
     return this
   }
 
+  /**
+   * Text of the streaming response: the hot path, a cons string per delta, flattened now and then
+   * ({@link flattenAfter}) and when the response ends — a response in flight holds one string and a
+   * short chain rather than a chain of every delta (32 bytes each; bench row 21 holds 1,000 responses
+   * in flight), for copying its text about five times over in all.
+   */
   text(turnId: string, text: string, sequence: number): this {
-    this.opened(turnId, sequence).content += text
-    return this
-  }
-
-  call(turnId: string, call: TranscriptToolCall, sequence: number): this {
-    this.opened(turnId, sequence).toolCalls.push(call)
-    return this
-  }
-
-  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
-    this.closeResponse()
-    const place = this.places.get(toolCallId)
-    if (place === undefined) return this
-    let entry = this.entries[place.entry] as AssistantEntry
-    if (entry !== this.unshared) {
-      entry = { ...entry, toolCalls: entry.toolCalls.slice() }
-      this.entries[place.entry] = entry
-      this.unshared = entry
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openContent += text
+    if (++this.openPieces >= flattenAfter(++this.openDeltas)) {
+      this.openPieces = 0
+      // Number() reads the whole string, which makes V8 flatten it (see `close`).
+      Number(this.openContent)
     }
-    const calls = entry.toolCalls as Array<TranscriptToolCall>
-    const answered = (call: TranscriptToolCall) => ({ ...call, result: resultOf(content, isError, images) })
-    if (place.index >= 0) calls[place.index] = answered(calls[place.index]!)
-    else for (let i = 0; i < calls.length; i++) if (calls[i]!.toolCallId === toolCallId) calls[i] = answered(calls[i]!)
+    this.changed(this.entries.length)
     return this
   }
 
+  /** A tool call of the streaming response. */
+  call(turnId: string, call: TranscriptToolCall, sequence: number): this {
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openCalls.push(call)
+    this.changed(this.entries.length)
+    return this
+  }
+
+  /** A tool's result attaches to its call (the latest entry holding it), so messages keep call order. */
+  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
+    this.close()
+    const place = this.callPlaces.get(toolCallId)
+    const entry = place === undefined ? undefined : this.entries[place.entry]
+    if (place !== undefined && entry?.role === "assistant" && entry.toolCalls[place.index]?.toolCallId === toolCallId) {
+      this.callPlaces.delete(toolCallId)
+      const answered = { ...entry.toolCalls[place.index]!, result: resultOf(content, isError, images) }
+      if (this.unshared === entry) (entry.toolCalls as Array<TranscriptToolCall>)[place.index] = answered
+      else {
+        const toolCalls = entry.toolCalls.slice()
+        toolCalls[place.index] = answered
+        const next = { ...entry, toolCalls }
+        this.unshared = next
+        this.entries[place.entry] = next
+      }
+      this.changed(place.entry)
+      return this
+    }
+    for (let i = this.entries.length - 1; i >= 0; i--) {
+      const entry = this.entries[i]!
+      if (entry.role !== "assistant" || !entry.toolCalls.some((c) => c.toolCallId === toolCallId)) continue
+      this.entries[i] = {
+        ...entry,
+        toolCalls: entry.toolCalls.map((c) => (c.toolCallId === toolCallId ? { ...c, result: resultOf(content, isError, images) } : c))
+      }
+      this.changed(i)
+      return this
+    }
+    this.changed(this.entries.length)
+    return this
+  }
+
+  /** A compaction: the summary, then the entries kept verbatim, as {@link compacted} makes them. */
   compacted(compaction: Compaction): this {
-    this.closeResponse()
-    this.entries = compacted({ entries: this.entries, open: undefined }, compaction).entries as Array<TranscriptEntry>
+    this.close()
+    const next = compacted({ entries: this.entries, open: undefined }, compaction)
+    this.entries.length = 0
+    for (const entry of next.entries) this.entries.push(entry)
     this.past = undefined
-    return this.moved()
+    this.moved()
+    this.changed(0)
+    return this
   }
 
+  /**
+   * A rewind, as {@link rewound} makes it, in place: the entries after the point where the branches
+   * part are dropped and those of the branch at the target pushed (what it costs is what changes,
+   * see {@link rewindChange}).
+   */
   rewound(rewind: Rewind): this {
-    this.closeResponse()
-    const next = rewound({ entries: this.entries, open: undefined, past: this.past }, rewind)
-    this.entries = next.entries as Array<TranscriptEntry>
-    this.past = next.past
-    return this.moved()
+    this.close()
+    const change = rewindChange(this.entries, this.past, rewind)
+    this.entries.length = change.keep
+    for (const entry of change.back) this.entries.push(entry)
+    this.past = change.past
+    this.moved()
+    this.changed(change.keep)
+    return this
   }
 
+  /** A refused turn's images left out, as {@link refused} does. */
   refused(turnId: string): this {
-    this.closeResponse()
-    for (let i = turnStart(this.entries, turnId); i < this.entries.length; i++) this.entries[i] = withoutImages(this.entries[i]!)
-    this.unshared = undefined
+    this.close()
+    let first = this.entries.length
+    for (let i = turnStart(this.entries, turnId); i < this.entries.length; i++) {
+      const entry = withoutImages(this.entries[i]!)
+      if (entry === this.entries[i]) continue
+      this.entries[i] = entry
+      first = Math.min(first, i)
+    }
+    this.changed(first)
     return this
   }
 
-  /** Ends the streaming response: it joins the entries, its calls placed. */
+  /** Another event of a turn: the streaming response ends. */
   closeResponse(): this {
-    if (this.open === undefined) return this
-    this.entries.push(this.open)
-    this.place(this.entries.length - 1)
-    this.open = undefined
+    if (this.close()) this.changed(this.entries.length - 1)
     return this
   }
 
-  /** The transcript, as `reduce` would have left it. */
-  done(): Transcript {
-    return this.past === undefined ? { entries: this.entries, open: this.open } : { entries: this.entries, open: this.open, past: this.past }
+  /** The transcript now, a value of its own: what this holder changes later is not in it. */
+  snapshot(): Transcript {
+    this.shared()
+    const open = this.openEntry()
+    return this.past === undefined
+      ? { entries: this.entries.slice(), open }
+      : { entries: this.entries.slice(), open, past: settledPast(this.past) }
   }
 
-  private opened(turnId: string, sequence: number) {
-    return this.open ??= { role: "assistant", turnId, content: "", toolCalls: [], sequence }
+  /** The open response as an entry of its own, if one streams. */
+  protected openEntry(): AssistantEntry | undefined {
+    return this.openTurnId === undefined
+      ? undefined
+      : {
+        role: "assistant",
+        turnId: this.openTurnId,
+        content: this.openContent,
+        toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice(),
+        sequence: this.openSequence
+      }
   }
 
-  private place(entry: number) {
-    const e = this.entries[entry]!
-    if (e.role !== "assistant" || e.toolCalls.length === 0) return
-    const here = new Set<string>()
-    e.toolCalls.forEach(({ toolCallId }, index) => {
-      this.places.set(toolCallId, { entry, index: here.has(toolCallId) ? -1 : index })
-      here.add(toolCallId)
-    })
-  }
-
-  /** The entries moved (a compaction, a rewind): their calls placed again. */
-  private moved(): this {
-    this.places.clear()
+  /** The entries are handed out: none is changed in place from now on. */
+  protected shared(): void {
     this.unshared = undefined
-    for (let i = 0; i < this.entries.length; i++) this.place(i)
-    return this
+  }
+
+  /**
+   * What a holder that keeps more than the entries hears of a change: the entries from `from` on
+   * changed (`entries.length`: only the open response did, or nothing).
+   */
+  protected changed(_from: number): void {}
+
+  /** A response starts streaming. Its turn id is the previous entry's string when they are equal: one copy per turn is held, not one per entry. */
+  private open(turnId: string, sequence: number) {
+    const previous = this.entries.at(-1)?.turnId
+    this.openTurnId = previous === turnId ? previous : turnId
+    this.openSequence = sequence
+  }
+
+  /** Ends the streaming response, if one streams: it joins the entries, its text made one flat string. */
+  private close(): boolean {
+    const open = this.openEntry()
+    if (open === undefined) return false
+    // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
+    // entry then holds one string rather than a chain of every delta.
+    Number(open.content)
+    // An id the response repeats is left to the scan, which gives the result to every call of that id
+    // (as `withResult` does); a place would name only the last.
+    const seen = open.toolCalls.length > 1 ? new Set<string>() : undefined
+    for (let index = 0; index < open.toolCalls.length; index++) {
+      const { toolCallId } = open.toolCalls[index]!
+      if (seen?.has(toolCallId)) this.callPlaces.delete(toolCallId)
+      else {
+        seen?.add(toolCallId)
+        this.callPlaces.set(toolCallId, { entry: this.entries.length, index })
+      }
+    }
+    this.entries.push(open)
+    this.openTurnId = undefined
+    this.openContent = ""
+    this.openDeltas = 0
+    this.openPieces = 0
+    this.openCalls = []
+    return true
+  }
+
+  /** The entries moved (a compaction, a rewind): their places are forgotten, and so is the entry a result made. */
+  private moved() {
+    this.callPlaces.clear()
+    this.unshared = undefined
   }
 }
 
-/** A transcript held by an object that makes each change in place, by a method of the same name ({@link Changes}). */
-export interface InPlace {
-  user(turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>): unknown
-  text(turnId: string, text: string, sequence: number): unknown
-  call(turnId: string, call: TranscriptToolCall, sequence: number): unknown
-  result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): unknown
-  compacted(compaction: Compaction): unknown
-  rewound(rewind: Rewind): unknown
-  refused(turnId: string): unknown
-  closeResponse(): unknown
+/** The {@link Changes} of a {@link Held} transcript: each calls its method and gives the same holder. */
+const heldChanges: Changes<Held> = {
+  user: (t, turnId, content, sequence, images) => t.user(turnId, content, sequence, images),
+  text: (t, turnId, text, sequence) => t.text(turnId, text, sequence),
+  call: (t, turnId, call, sequence) => t.call(turnId, call, sequence),
+  result: (t, toolCallId, content, isError, images) => t.result(toolCallId, content, isError, images),
+  compacted: (t, compaction) => t.compacted(compaction),
+  rewound: (t, rewind) => t.rewound(rewind),
+  refused: (t, turnId) => t.refused(turnId),
+  close: (t) => t.closeResponse()
 }
-
-/** The {@link Changes} of a transcript held {@link InPlace}: each calls its method and gives the same holder. */
-export const inPlace = <T extends InPlace>(): Changes<T> => ({
-  user: (t, turnId, content, sequence, images) => (t.user(turnId, content, sequence, images), t),
-  text: (t, turnId, text, sequence) => (t.text(turnId, text, sequence), t),
-  call: (t, turnId, call, sequence) => (t.call(turnId, call, sequence), t),
-  result: (t, toolCallId, content, isError, images) => (t.result(toolCallId, content, isError, images), t),
-  compacted: (t, compaction) => (t.compacted(compaction), t),
-  rewound: (t, rewind) => (t.rewound(rewind), t),
-  refused: (t, turnId) => (t.refused(turnId), t),
-  close: (t) => (t.closeResponse(), t)
-})
-
-const replaying = inPlace<Replaying>()
 
 /** Replays a whole log into its transcript: what folding it with {@link reduce} gives, in time linear in the log. */
 export const replay = (events: Iterable<AgentEvent>): Transcript => {
-  const transcript = new Replaying()
-  for (const event of events) apply(replaying, transcript, event)
-  return transcript.done()
+  const transcript = new Held()
+  for (const event of events) transcript.add(event)
+  return transcript.snapshot()
 }
 
 /** The messages of one entry (see {@link messages}). */

@@ -315,6 +315,13 @@ export const make = (
   })
 
 /**
+ * `service` (another user of the store's pool: a cluster runner's storages) with each of its
+ * operations run again when PostgreSQL cancels a statement of it that its fiber did not interrupt,
+ * as the store's own are (see `LateCancel`).
+ */
+export const retriedOnLateCancel: <S extends object>(service: S) => S = LateCancel.everyOperation
+
+/**
  * The PostgreSQL store on the SQL client of its context (a pool the caller shares, e.g. with a
  * cluster runner on the same database): migrates the schema first. `where` names the database in
  * failures (see `describeUrl`).
@@ -325,7 +332,8 @@ export const layerFromClient = (
   const where = options.where ?? "postgresql"
   const migrated = Layer.effectDiscard(
     // A failing migration is a defect of the migrator: made typed here too.
-    migrate.pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
+    // A late cancel (see `LateCancel`) stops a migration's statement, which rolls its transaction back: run again.
+    LateCancel.retried(migrate).pipe(Effect.catchAllCause((cause) => Effect.fail(openFailure(where, Cause.squash(cause), "migrating the schema failed"))))
   )
   return Layer.merge(
     Layer.effect(EventStore, make({ where, ...(options.writerLease === undefined ? {} : { writerLease: options.writerLease }) })),

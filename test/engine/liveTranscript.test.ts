@@ -60,15 +60,20 @@ const eventsOf = (steps: ReadonlyArray<{ readonly type: string; readonly payload
 
 describe("the live transcript", () => {
   // The property's counterexample once (seed 741969328): a response repeating a call's id, then one
-  // result. The index of calls' places named only the last; replay gives the result to both.
-  it("a result of an id the response repeats goes where Transcript.replay puts it", () => {
+  // result. The index of calls' places named only the last; reduce gives the result to both. The
+  // live transcript and replay hold the transcript the same way (Transcript.Held), so both are
+  // compared with the fold of reduce, which holds it apart.
+  it("a result of an id the response repeats goes where Transcript.reduce puts it", () => {
     const call = { type: "model.tool_call_requested", payload: { toolCallId: "c1", tool: "look", args: { at: "c1" } } } as const
     const events = eventsOf([call, call, { type: "tool.failed", payload: { toolCallId: "c1", errorCode: "x", message: "" } }] as never)
+      .filter((event): event is AgentEvent => event !== "render")
     const live = new LiveTranscript()
-    for (const event of events) if (event !== "render") live.add(event)
-    const replayed = Transcript.replay(events.filter((event): event is AgentEvent => event !== "render"))
-    expect(live.snapshot()).toEqual(replayed)
-    expect(live.rendered()).toEqual(Transcript.rendered(replayed))
+    for (const event of events) live.add(event)
+    const reduced = events.reduce(Transcript.reduce, Transcript.empty)
+    expect(reduced.entries[0]).toMatchObject({ toolCalls: [{ result: { content: "" } }, { result: { content: "" } }] })
+    expect(Transcript.replay(events)).toEqual(reduced)
+    expect(live.snapshot()).toEqual(reduced)
+    expect(live.rendered()).toEqual(Transcript.rendered(reduced))
   })
 
   it("property: after every event its snapshot equals Transcript.replay and its rendering Transcript.rendered", () =>

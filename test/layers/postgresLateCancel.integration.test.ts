@@ -30,6 +30,7 @@ import { BlobStore } from "../../src/services/BlobStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import { collect } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
+import { cancelled, firstWaitingFor, holdLock, succeeded, until, waitingFor } from "../postgresLocks.js"
 
 const at = (n: number) => `2026-01-01T00:00:${String(n).padStart(2, "0")}.000Z`
 const event = (sequence: number, type: string, payload: object, turnId: string | undefined = "turn_1") =>
@@ -40,12 +41,6 @@ const started = event(2, "turn.started", { promptPreview: "p" })
 const delta = (sequence: number) => event(sequence, "model.delta", { text: `t${sequence}` })
 const usage = { inputTokens: 10, outputTokens: 4, cacheReadTokens: 50, cacheWriteTokens: 7 }
 const completed = (sequence: number) => event(sequence, "turn.completed", { stopReason: "final", usage, cost: 0.5 })
-
-/** A statement waiting for a lock: its backend and when it started (a statement run again starts later). */
-interface Waiting {
-  readonly pid: number
-  readonly started: string
-}
 
 /** The store on a fresh schema (its own pool), and an admin client on another pool for the locks and the cancels. */
 const setup = Effect.gen(function*() {
@@ -73,63 +68,6 @@ const setupOnPool = Effect.gen(function*() {
   const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(url), maxConnections: 4 })), SqlClient.SqlClient)
   return { pool, sql: Context.get(client, SqlClient.SqlClient), events: Context.get(stores, EventStore), admin }
 })
-
-/** Holds `LOCK TABLE table` in a transaction of its own until `release`; `pid` is the backend holding it. */
-const holdLock = (admin: SqlClient.SqlClient, table: string) =>
-  Effect.gen(function*() {
-    const locked = yield* Deferred.make<number>()
-    const released = yield* Deferred.make<void>()
-    const holder = yield* Effect.fork(admin.withTransaction(Effect.gen(function*() {
-      yield* admin.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
-      const [row] = yield* admin<{ pid: number }>`SELECT pg_backend_pid() AS pid`
-      yield* Deferred.succeed(locked, row!.pid)
-      yield* Deferred.await(released)
-    })))
-    return { pid: yield* Deferred.await(locked), release: Effect.zipRight(Deferred.succeed(released, undefined), Fiber.join(holder)) }
-  })
-
-/** The statements waiting for `holder`'s lock now. */
-const waitingFor = (admin: SqlClient.SqlClient, holder: number) =>
-  admin<Waiting>`SELECT pid, query_start::text AS started FROM pg_stat_activity WHERE ${holder} = ANY(pg_blocking_pids(pid))`
-
-/** The one statement waiting for `holder`'s lock, once one does. */
-const firstWaitingFor = (admin: SqlClient.SqlClient, holder: number) =>
-  until(Effect.map(waitingFor(admin, holder), (rows) => Option.fromNullable(rows[0])))
-
-/** Polls until `found` answers something: a condition the server reports, checked every few ms. */
-const until = <A, E, R>(found: Effect.Effect<Option.Option<A>, E, R>): Effect.Effect<A, E, R> =>
-  Effect.flatMap(found, Option.match({ onSome: Effect.succeed, onNone: () => Effect.zipRight(Effect.sleep("5 millis"), until(found)) }))
-
-/**
- * Runs `operation` while `table` is locked and cancels, `times` times, the statement of it that
- * waits for the lock (from outside: the operation's fiber is not interrupted), each time once the
- * operation either failed or waits again with a statement started anew; then lets the lock go.
- * The operation's exit.
- */
-const cancelled = <A, E>(admin: SqlClient.SqlClient, table: string, operation: Effect.Effect<A, E>, times = 1) =>
-  Effect.gen(function*() {
-    const lock = yield* holdLock(admin, table)
-    const fiber = yield* Effect.fork(operation)
-    let waiting = yield* firstWaitingFor(admin, lock.pid)
-    for (let round = 0; round < times; round++) {
-      const cancelledOne = waiting
-      yield* admin`SELECT pg_cancel_backend(${cancelledOne.pid})`
-      const next = yield* until(Effect.gen(function*() {
-        if (Option.isSome(yield* Fiber.poll(fiber))) return Option.some(Option.none<Waiting>())
-        const again = (yield* waitingFor(admin, lock.pid)).find((w) => w.pid !== cancelledOne.pid || w.started !== cancelledOne.started)
-        return again === undefined ? Option.none() : Option.some(Option.some(again))
-      }))
-      if (Option.isNone(next)) break
-      waiting = next.value
-    }
-    yield* lock.release
-    return yield* Fiber.await(fiber)
-  })
-
-const succeeded = <A, E>(exit: Exit.Exit<A, E>): A => {
-  if (Exit.isSuccess(exit)) return exit.value
-  throw new Error(`expected a success, got ${String(exit.cause)}`)
-}
 
 const sequencesOf = (events: ReadonlyArray<AgentEvent>) => events.map((e) => e.sequence)
 
@@ -208,6 +146,35 @@ describe("PostgreSQL store: a cancel its fiber did not ask for", () => {
       yield* lock.release
       expect(sequencesOf(yield* collect(events.read("s")))).toEqual([1, 2])
     }))
+
+  // Could a cancel stop an append after its row is committed, so that the append run again meets its
+  // own row as a sequence conflict? The latest a cancel can land is the COMMIT: here a deferred
+  // trigger makes the COMMIT wait, and the cancel fails it. It rolls back (PostgreSQL takes no
+  // cancel from the commit record on; one that arrives later finds the backend idle and is dropped),
+  // so the append run again stores the event, once.
+  test("an append cancelled in its COMMIT stored nothing: run again, the event is stored once", ({ admin, events }) =>
+    Effect.gen(function*() {
+      yield* events.appendAll([created, started])
+      yield* admin`CREATE TABLE gate (x INTEGER)`
+      yield* admin.unsafe(`CREATE FUNCTION wait_at_gate() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM count(*) FROM gate; RETURN NULL; END $$`)
+      yield* admin.unsafe(`CREATE CONSTRAINT TRIGGER at_commit AFTER INSERT ON events DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION wait_at_gate()`)
+      succeeded(yield* cancelled(admin, "gate", events.append(delta(3))))
+      expect(sequencesOf(yield* collect(events.read("s")))).toEqual([1, 2, 3])
+    }))
+
+  it.live("a migration whose statement is cancelled runs again: the store opens on the migrated schema", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const url = Redacted.make(yield* freshSchemaUrl("late_cancel_migrate"))
+      const admin = Context.get(yield* Layer.build(PgClient.layer({ url, maxConnections: 3 })), SqlClient.SqlClient)
+      // The migrator's table, made first so that a lock on it holds the migrator's own LOCK TABLE.
+      yield* admin`CREATE TABLE effect_agent_migrations (migration_id integer PRIMARY KEY, created_at timestamp with time zone NOT NULL DEFAULT now(), name text NOT NULL)`
+      const client = yield* Layer.build(PgClient.layer({ url, maxConnections: 4 }))
+      const opening = Layer.build(PostgresEventStore.layerFromClient().pipe(Layer.provide(Layer.succeedContext(client))))
+      const stores = succeeded(yield* cancelled(admin, "effect_agent_migrations", opening))
+      const events = Context.get(stores, EventStore)
+      yield* events.append(created)
+      expect(sequencesOf(yield* collect(events.read("s")))).toEqual([1])
+    })))
 
   it.live("the library's own cancel of an interrupted statement lands on the append its connection went to next, which runs again", () =>
     Effect.scoped(Effect.gen(function*() {

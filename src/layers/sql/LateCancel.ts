@@ -39,3 +39,26 @@ export const isCancelled = (error: unknown): boolean => codeOf(error) === queryC
 /** Runs `effect` again when it fails because a statement of it was cancelled, at most {@link attempts} times. */
 export const retried = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.retry(effect, { schedule: Schedule.recurs(attempts), while: isCancelled })
+
+/**
+ * A service of the pool whose every operation (an effect, or a function giving one) runs again as
+ * {@link retried} does: `@effect/cluster`'s SQL storages, whose statements share the runner's pool
+ * with the store's. Each of their operations is one statement, a transaction, or statements that
+ * may run twice (a delete, an upsert), so one stopped by a late cancel changed nothing that a second
+ * run minds.
+ */
+export const everyOperation = <S extends object>(service: S): S => {
+  const wrapped: Record<PropertyKey, unknown> = {}
+  for (const key of Reflect.ownKeys(service)) {
+    const value: unknown = (service as Record<PropertyKey, unknown>)[key]
+    wrapped[key] = typeof value === "function"
+      ? (...args: ReadonlyArray<unknown>) => {
+        const result: unknown = value.apply(service, args)
+        return Effect.isEffect(result) ? retried(result) : result
+      }
+      : Effect.isEffect(value)
+      ? retried(value)
+      : value
+  }
+  return wrapped as S
+}
