@@ -6,7 +6,6 @@
  * `/live` client waited for ever.
  */
 import { describe, expect, it } from "@effect/vitest"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
