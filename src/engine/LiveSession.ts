@@ -85,6 +85,13 @@ export class WriteLock {
 
   /** Waits until a holder hands the lock over (it stays held: no one else takes it in between). */
   private readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {
+    // Looked at again where nothing can come between the look and the wait: the waiter's fiber may be
+    // cut after `holding` found the lock held (the server's scheduler yields a fiber whenever its time
+    // slice is used), and the holder let go meanwhile with nobody waiting.
+    if (!this.held) {
+      this.held = true
+      return resume(Effect.void)
+    }
     this.waiting.push(() => resume(Effect.void))
   })
 

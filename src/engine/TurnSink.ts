@@ -77,6 +77,10 @@ export class TurnSink {
   })
 
   private readonly wait: Effect.Effect<void> = Effect.async<void>((resume) => {
+    // Checked again here, where nothing can come between the check and the wait: the reader's fiber
+    // may be cut between `take`'s check and this (the server's scheduler yields a fiber whenever its
+    // time slice is used), and what was handed over — or the end — meanwhile woke nobody.
+    if (this.pending.length > 0 || this.exit !== undefined) return resume(Effect.void)
     this.reader = resume
     // A reader that goes away (its stream interrupted) is not resumed.
     return Effect.sync(() => {

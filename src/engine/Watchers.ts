@@ -233,6 +233,11 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
           const take: Effect.Effect<Chunk.Chunk<AgentEvent>, E> = Effect.suspend(() =>
             next() ??
               Effect.async<Chunk.Chunk<AgentEvent>, E>((resume) => {
+                // Looked at again here, where nothing can come between the look and the wait: the
+                // watcher's fiber may be cut after the look above (the server's scheduler yields a
+                // fiber whenever its time slice is used), and a publish meanwhile woke only the others.
+                const now = next()
+                if (now !== undefined) return resume(now)
                 // Woken by a publish or by the poll's failure: either gives `next` something.
                 const wake = () => resume(next() ?? Effect.sync(takeNow))
                 joined.waiting.add(wake)

@@ -58,6 +58,8 @@ interface Run {
   readonly length: number
   /** Undefined while the batch is being encoded. */
   bytes: Uint8Array | undefined
+  /** Its bytes were handed out, or its encoding given up: nobody is waiting any more. */
+  settled: boolean
   /** The clients waiting for the bytes; each is handed them, or undefined if the encoding was given up. */
   readonly waiting: Set<(bytes: Uint8Array | undefined) => void>
 }
@@ -73,6 +75,7 @@ const runOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Run | undefined => {
 /** The run's bytes are known (or it is given up, `undefined`): every waiting client is handed them. */
 const settle = (run: Run, bytes: Uint8Array | undefined) => {
   run.bytes = bytes
+  run.settled = true
   const waiting = Array.from(run.waiting)
   run.waiting.clear()
   for (const resume of waiting) resume(bytes)
@@ -85,7 +88,7 @@ const concatenated = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Uint8Array =>
   if (known?.bytes !== undefined) return known.bytes
   const bytes = joined(events)
   // A run still being encoded is left to the client encoding it, which settles it.
-  if (known === undefined) runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes, waiting: new Set() })
+  if (known === undefined) runs.set(Chunk.unsafeHead(events), { last: Chunk.unsafeLast(events), length: events.length, bytes, settled: true, waiting: new Set() })
   return bytes
 }
 
@@ -107,8 +110,10 @@ export const eventsPerStep = 128
  * first client to take it; the clients taking the same batch meanwhile wait for its bytes (with a
  * hundred clients, each used to go over the batch a piece at a time itself: 10,000 events were 78
  * pieces, yields and lookups per client, and most of the server's allocation in a turn).
+ *
+ * @internal
  */
-const bytesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<Uint8Array> => {
+export const bytesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<Uint8Array> => {
   if (events.length <= eventsPerStep) return Effect.succeed(concatenated(events))
   const known = runOf(events)
   if (known?.bytes !== undefined) return Effect.succeed(known.bytes)
@@ -116,6 +121,9 @@ const bytesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<Uint
     // Another client is encoding this batch: its bytes, or (that client gone mid-way) this one's turn to encode it.
     return Effect.flatMap(
       Effect.async<Uint8Array | undefined>((resume) => {
+        // Settled since the look above (this fiber may be cut between the two, and the encoding
+        // client end meanwhile): its bytes now, or this client's turn to encode — never a wait.
+        if (known.settled) return resume(Effect.succeed(known.bytes))
         const handed = (bytes: Uint8Array | undefined) => resume(Effect.succeed(bytes))
         known.waiting.add(handed)
         return Effect.sync(() => {
@@ -126,7 +134,7 @@ const bytesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>): Effect.Effect<Uint
     )
   }
   const head = Chunk.unsafeHead(events)
-  const run: Run = { last: Chunk.unsafeLast(events), length: events.length, bytes: undefined, waiting: new Set() }
+  const run: Run = { last: Chunk.unsafeLast(events), length: events.length, bytes: undefined, settled: false, waiting: new Set() }
   runs.set(head, run)
   return Effect.forEach(
     Chunk.chunksOf(events, eventsPerStep),
@@ -163,8 +171,10 @@ const connectedBytes = utf8.encode(": connected\n\n")
  * read holds its watch (which then finds its oldest events gone from the session's feed and reads
  * them from the store when it goes on — see `Watchers`), never a growing queue. Plain callbacks,
  * no Effect queue: a batch costs a hand-over, not a queue's fibers and signals.
+ *
+ * @internal
  */
-class Mailbox {
+export class Mailbox {
   private slot: Uint8Array | undefined
   private ended = false
   /** The response waiting for bytes. */
@@ -181,6 +191,9 @@ class Mailbox {
     Effect.suspend(() => {
       if (this.deliver(bytes)) return Effect.void
       return Effect.async<void>((resume) => {
+        // Tried again where nothing can come between the try and the wait: this fiber may be cut
+        // after the try above, and the response empty the slot meanwhile (then both waited for ever).
+        if (this.deliver(bytes)) return resume(Effect.void)
         this.writer = { bytes, resume: () => resume(Effect.void) }
         return Effect.sync(() => {
           this.writer = undefined
@@ -205,6 +218,11 @@ class Mailbox {
     if (bytes !== undefined) return Effect.succeed(Chunk.of(bytes))
     if (this.ended) return Effect.fail(Option.none())
     return Effect.async<Chunk.Chunk<Uint8Array>, Option.Option<never>>((resume) => {
+      // Looked at again where nothing can come between the look and the wait: this fiber may be cut
+      // after the look above, and the watch hand its last bytes over, or end, meanwhile.
+      const now = this.next()
+      if (now !== undefined) return resume(Effect.succeed(Chunk.of(now)))
+      if (this.ended) return resume(Effect.fail(Option.none()))
       this.reader = (given) => resume(given === undefined ? Effect.fail(Option.none()) : Effect.succeed(Chunk.of(given)))
       return Effect.sync(() => {
         this.reader = undefined

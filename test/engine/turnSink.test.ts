@@ -13,6 +13,7 @@ import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { EventStoreFailure } from "../../src/domain/Errors.js"
 import { TurnSink } from "../../src/engine/TurnSink.js"
+import { stuckCuts } from "../interleavings.js"
 
 /** A stand-in event: the sink hands events on and never reads them. */
 const event = (sequence: number) => ({ sequence }) as unknown as AgentEvent
@@ -67,4 +68,27 @@ describe("TurnSink", () => {
       const second = yield* Stream.runCollect(Stream.fromChannel(sink.channel))
       expect(Chunk.toReadonlyArray(second).map((e) => e.sequence)).toEqual([1])
     }))
+})
+
+describe("TurnSink, its reader cut anywhere", () => {
+  // The hang of test/server/subagentSettings.integration.test.ts: the reader (a parent's `task` call
+  // following its subagent) found nothing to read, was cut by the server's scheduler before it
+  // waited, and the subagent's turn handed its last events over and ended in that gap: nobody was
+  // waiting to be woken, and the reader then waited for ever (the parent's turn never ended).
+  it("a hand-over and the end that come between the reader's check and its wait still reach it", () => {
+    const read = (sink: TurnSink) => Stream.runDrain(Stream.fromChannel(sink.channel))
+    expect(stuckCuts(() => {
+      const sink = new TurnSink()
+      return { waiter: read(sink), act: () => {
+        sink.offerAll([event(1)])
+        Effect.runSync(sink.end)
+      } }
+    })).toEqual([])
+    expect(stuckCuts(() => {
+      const sink = new TurnSink()
+      sink.offerAll([event(1)])
+      // The reader takes the first event, then waits for the end.
+      return { waiter: read(sink), act: () => Effect.runSync(sink.end) }
+    })).toEqual([])
+  })
 })

@@ -193,16 +193,22 @@ export const readLive = async (
   }
 }
 
-/** Collects `/live` events until one satisfies `until`. */
+/** Collects `/live` events until one satisfies `until` (each told to `init.saw` as it comes, for a test's step log). */
 export const liveUntil = async (
   url: string,
-  init: { readonly token: string; readonly lastEventId?: string; readonly after?: number },
+  init: {
+    readonly token: string
+    readonly lastEventId?: string
+    readonly after?: number
+    readonly saw?: (event: AgentEvent.AgentEvent) => void
+  },
   until: (event: AgentEvent.AgentEvent) => boolean
 ): Promise<Array<AgentEvent.AgentEvent>> => {
   const seen: Array<AgentEvent.AgentEvent> = []
   await readLive(url, init, (message) => {
     const event = JSON.parse(message.data) as AgentEvent.AgentEvent
     seen.push(event)
+    init.saw?.(event)
     return until(event)
   })
   return seen

@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
-import { liveUntil, raw, start, workspace } from "./harness.js"
+import { liveUntil, raw, startIn } from "./harness.js"
 
 const browser = chromium()
 const png = readFileSync(resolve(import.meta.dirname, "../../fixtures/images/photo.png"))
@@ -28,14 +28,11 @@ interface PageGlobals {
 describe("images in the viewer", () => {
   it.scopedLive("a message's image and a read_file image show in the timeline, loaded through the authenticated route", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      writeFileSync(join(cwd, "pixel.gif"), gif)
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         images: true,
         responses: [{ toolCalls: [{ tool: "read_file", args: { path: "pixel.gif" } }] }, { chunks: ["A gradient and a pixel."] }]
       })
+      writeFileSync(join(cwd, "pixel.gif"), gif)
       const session = yield* server.client.sessions.create({ payload: {} })
       yield* raw(`${server.url}/sessions/${session.sessionId}/turns`, {
         method: "POST",

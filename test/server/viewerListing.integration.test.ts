@@ -18,7 +18,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Request, Route } from "playwright-core"
 import { browser as chromium } from "./chromium.js"
-import { start, startIn, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 
 const browser = chromium()
 const turns = 60
@@ -67,15 +67,14 @@ describe("the viewer's session list", () => {
 
   it.scopedLive("a session of more texts than the old cache held: the next render parses none of them again", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      writeFileSync(join(cwd, "notes.txt"), "notes\n")
       // 22 turns of 24 reads and an answer: 550 texts, each its own.
       const turnCount = 22
       const responses = Array.from({ length: turnCount }, (_, turn) => [
         ...Array.from({ length: 24 }, (_, step) => ({ chunks: [`Turn ${turn}, step ${step}: *reading* the notes.`], toolCalls: [{ tool: "read_file", args: { path: "notes.txt" } }] })),
         { chunks: [`Turn ${turn}: **done**.`] }
       ]).flat()
-      const server = yield* start({ cwd, dataDir, token: "listing-test-token-0123456789", responses })
+      const { cwd, server } = yield* startIn({ token: "listing-test-token-0123456789", responses })
+      writeFileSync(join(cwd, "notes.txt"), "notes\n")
       const { sessionId } = yield* server.engine.createSession({ cwd, client: "web" })
       for (let i = 0; i < turnCount; i++) yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: `turn ${i}` }))
 

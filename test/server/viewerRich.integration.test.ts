@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
 import { browser as chromium, openSession } from "./chromium.js"
-import { start, startIn, workspace } from "./harness.js"
+import { startIn } from "./harness.js"
 
 const browser = chromium()
 
@@ -87,12 +87,8 @@ const checkLayout = (page: Page, width: number) =>
 describe("the viewer shows answers, edits and commands as users read them", () => {
   it.scopedLive("Markdown sanitized and highlighted, an edit as a diff, a command as a terminal block, a pending steer; laid out at 1,440, 1,100 and 400 px", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
-      writeFileSync(join(cwd, "a.ts"), "let a = 1\nexport { a }\n")
       const token = "viewer-rich-token-0123456789"
-      const server = yield* start({
-        cwd,
-        dataDir,
+      const { cwd, server } = yield* startIn({
         token,
         // A priced model reporting usage, so the page (and docs/viewer.png) shows what each turn cost.
         model: { provider: "anthropic", model: "claude-haiku-4-5" },
@@ -109,6 +105,7 @@ describe("the viewer shows answers, edits and commands as users read them", () =
           { chunks: ["Done: `a` is a constant now."], usage: { inputTokens: 1700, outputTokens: 20, cacheReadTokens: 1500 } }
         ]
       })
+      writeFileSync(join(cwd, "a.ts"), "let a = 1\nexport { a }\n")
       const { context } = yield* browser
       const page = context.pages()[0] ?? (yield* Effect.promise(() => context.newPage()))
       const errors: Array<string> = []

@@ -11,7 +11,7 @@ import { mkdirSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
 import { browser as chromium } from "./chromium.js"
-import { liveUntil, start, storedEvents, workspace } from "./harness.js"
+import { liveUntil, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
 
@@ -31,10 +31,9 @@ const listShows = (page: Page, ids: ReadonlyArray<string>) =>
 describe("the viewer's session list: titles, search, directory filter, rename", () => {
   it.scopedLive("titles shown as text; the search and directory boxes work at 1,440, 1,100 and 400 px; the pencil renames", () =>
     Effect.gen(function*() {
-      const { cwd, dataDir } = workspace()
+      const { cwd, server } = yield* startIn({ responses: [{ chunks: ["one"] }, { chunks: ["two"] }, { chunks: ["three"] }] })
       const api = join(cwd, "services", "api")
       mkdirSync(api, { recursive: true })
-      const server = yield* start({ cwd, dataDir, responses: [{ chunks: ["one"] }, { chunks: ["two"] }, { chunks: ["three"] }] })
       const { client } = server
       const made = yield* Effect.forEach([
         [cwd, "Refactor the parser\nso that it streams"],
