@@ -129,6 +129,44 @@ const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string)
   return careful && test(asWritten(p.requested))
 }
 
+/**
+ * The folder a call walks (`grep -r x W`, `find W`, the `grep` tool) under which a deny or ask path
+ * rule may match, if any: a rule that fences `W/secret` concerns a read of the whole tree `W`. A
+ * relative rule concerns a walk of cwd or of a folder above it; an absolute one a walk of any
+ * folder a match may lie under.
+ */
+const walkInto = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): string | undefined => {
+  if (p.walked !== true) return undefined
+  const under = (folder: string) => folder === "/" ? "/" : `${folder}/`
+  if (rule.path!.startsWith("/")) {
+    return pattern.opens(under(p.resolved)) || pattern.opens(under(asWritten(p.requested))) ? p.requested : undefined
+  }
+  const relative = relativeOf(cwd, p)
+  if (relative !== undefined) return pattern.opens(relative === "." ? "" : `${relative}/`) ? p.requested : undefined
+  return cwd.startsWith(under(p.resolved)) ? p.requested : undefined
+}
+
+/** The first deny or ask path rule a walk of the call may reach below the folder it names, with that folder. */
+const walkedInto = (
+  rules: ReadonlyArray<Rule>,
+  call: PreparedCall,
+  line: Line | undefined,
+  cwd: string
+): { readonly rule: Rule; readonly folder: string } | undefined => {
+  if (!call.paths.some((p) => p.walked === true)) return undefined
+  for (const rule of rules) {
+    if (rule.decision === "allow" || rule.path === undefined) continue
+    // The rule's tool and command must match as well: only its path is read differently.
+    if (!matches({ ...rule, path: undefined }, call, line, cwd)) continue
+    const pattern = pathGlob(rule.path, true)
+    for (const p of call.paths) {
+      const folder = walkInto(rule, pattern, p, cwd)
+      if (folder !== undefined) return { rule, folder }
+    }
+  }
+  return undefined
+}
+
 /** A leading `NAME=value` word: through a shell it sets the environment of the program after it. */
 const isAssignment = (word: string) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(word)
 
@@ -322,6 +360,16 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   if (matching === undefined) return tooMuchToRead
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
+  // A read of a whole tree that may reach what a deny or ask rule fences asks, in every mode: the
+  // rule names paths below the folder, and which of them the walk reads is known only when it runs.
+  const walked = walkedInto(options.rules ?? [], call, line, cwd)
+  if (walked !== undefined) {
+    return {
+      decision: "ask",
+      policy: walked.rule.name,
+      reason: `the command reads the whole tree under ${walked.folder}, which may hold paths the rule "${walked.rule.name}" ${walked.rule.decision === "deny" ? "forbids" : "asks about"}`
+    }
+  }
   const first = matching[0]
   if (first?.decision === "ask") return { decision: "ask", policy: first.name }
 

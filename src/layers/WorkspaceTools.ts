@@ -414,7 +414,8 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const regex = Either.try(() => new RegExp(input.pattern, input.ignoreCase === true ? "i" : ""))
           if (Either.isLeft(regex)) return yield* fail("invalid_arguments", `pattern is not a valid regular expression`)
-          return { risk: "read" as const, paths: [yield* resolve(cwd, input.path ?? ".", "read")] }
+          // It reads the whole tree: a rule for a path below it concerns it (see `PathAccess.walked`).
+          return { risk: "read" as const, paths: [{ ...(yield* resolve(cwd, input.path ?? ".", "read")), walked: true }] }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {

@@ -50,6 +50,11 @@ export interface PathAccess {
    * as it does `.git/`.
    */
   readonly runsLater?: string | undefined
+  /**
+   * The call reads the whole tree under this folder (`grep -r`, `find`, `ls -R`, the `grep` tool),
+   * not just the folder: a deny or ask rule for a path below it concerns the call too.
+   */
+  readonly walked?: boolean | undefined
 }
 
 /** What makes a command line dangerous to run without a rule that allows it. */

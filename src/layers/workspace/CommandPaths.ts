@@ -553,6 +553,8 @@ export const check = (
     out.push(...resolved)
     for (const tree of what.trees) {
       const at = yield* options.resolve(tree)
+      // The policy reads a walked folder's rules for paths below it (a deny of `/etc/**` concerns `grep -r x /`).
+      out.push({ ...at, walked: true })
       // A tree outside is already asked about; a file is not a tree.
       if (!at.insideCwd) continue
       const info = yield* Effect.promise(() => NodeFs.stat(at.resolved).catch(() => undefined))
@@ -582,7 +584,7 @@ export const check = (
     }
     const seen = new Set<string>()
     return out.filter((p) => {
-      const key = `${p.requested}\0${p.resolved}\0${p.insideCwd}`
+      const key = `${p.requested}\0${p.resolved}\0${p.insideCwd}\0${p.walked === true}`
       if (seen.has(key)) return false
       seen.add(key)
       return true

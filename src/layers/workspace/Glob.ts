@@ -22,6 +22,8 @@ export type Unit =
 /** A compiled glob: `test` as a regular expression's, so either can stand where the other did. */
 export interface Glob {
   readonly test: (text: string) => boolean
+  /** Whether some text that starts with `prefix` matches (a folder's path and `/`: may a path under it match). */
+  readonly opens: (prefix: string) => boolean
 }
 
 /** Every character of `text` (UTF-16 units, as a regular expression without `u` reads them) as a literal. */
@@ -35,31 +37,35 @@ const closeOver = (units: ReadonlyArray<Unit>, states: Uint8Array) => {
 /** The units as a glob that must match the whole text. */
 export const compile = (units: ReadonlyArray<Unit>): Glob => {
   const m = units.length
-  return {
-    test: (text) => {
-      let current = new Uint8Array(m + 1)
-      let next = new Uint8Array(m + 1)
-      current[0] = 1
-      closeOver(units, current)
-      for (let j = 0; j < text.length; j++) {
-        const c = text[j]!
-        next.fill(0)
-        let alive = false
-        for (let i = 0; i < m; i++) {
-          if (current[i] !== 1) continue
-          const unit = units[i]!
-          if (unit.k === "lit" ? unit.c === c : unit.crosses || c !== "/") {
-            // A star reads the character and stays; the others move on.
-            next[unit.k === "star" ? i : i + 1] = 1
-            alive = true
-          }
+  /** The states reached after reading all of `text`, or undefined when none is. */
+  const read = (text: string): Uint8Array | undefined => {
+    let current = new Uint8Array(m + 1)
+    let next = new Uint8Array(m + 1)
+    current[0] = 1
+    closeOver(units, current)
+    for (let j = 0; j < text.length; j++) {
+      const c = text[j]!
+      next.fill(0)
+      let alive = false
+      for (let i = 0; i < m; i++) {
+        if (current[i] !== 1) continue
+        const unit = units[i]!
+        if (unit.k === "lit" ? unit.c === c : unit.crosses || c !== "/") {
+          // A star reads the character and stays; the others move on.
+          next[unit.k === "star" ? i : i + 1] = 1
+          alive = true
         }
-        if (!alive) return false
-        closeOver(units, next)
-        ;[current, next] = [next, current]
       }
-      return current[m] === 1
+      if (!alive) return undefined
+      closeOver(units, next)
+      ;[current, next] = [next, current]
     }
+    return current
+  }
+  return {
+    test: (text) => read(text)?.[m] === 1,
+    // Any state reached can still get to the end: each unit left matches some character, a star none.
+    opens: (prefix) => read(prefix) !== undefined
   }
 }
 
