@@ -62,7 +62,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
-  if (error instanceof Anthropic.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (error instanceof Anthropic.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)
   if (type === "rate_limit_error") return ProviderFailure.of("rate_limited", message, extra)
   if (type === "authentication_error" || type === "permission_error") return ProviderFailure.of("authentication", message, extra)

@@ -61,7 +61,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
     ...(status === undefined ? {} : { status }),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs })
   }
-  if (error instanceof OpenAI.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (error instanceof OpenAI.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {
     return ProviderFailure.of("context_overflow", message, extra)
   }

@@ -72,6 +72,24 @@ export const shapeOf = (error: unknown): ErrorShape => {
   }
 }
 
+/** What Node and undici name a connection that broke: reset, closed mid-body, timed out. */
+const brokenConnection = /^(ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_ABORTED)$/
+
+/**
+ * Whether an error is the connection breaking mid-response, at any depth of its `cause`s: undici
+ * fails a body read with `TypeError: terminated`, its cause the socket's error (`ECONNRESET`,
+ * `UND_ERR_SOCKET` "other side closed"). Neither SDK wraps it, so it read as `unknown` (not retried);
+ * it is `network`, as a stall or a refused connection is.
+ */
+export const isBrokenConnection = (error: unknown): boolean => {
+  for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message, name } = e as { code?: unknown; message?: unknown; name?: unknown }
+    if (typeof code === "string" && brokenConnection.test(code)) return true
+    if (name === "TypeError" && message === "terminated") return true
+  }
+  return false
+}
+
 /** Options of {@link fromSdk}. */
 export interface StreamOptions<A> {
   /** Starts the request; the SDK gets `signal` so interruption aborts the HTTP request. */
