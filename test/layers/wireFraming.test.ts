@@ -160,3 +160,72 @@ describe("line endings that switch between CRLF and LF within one stream", () =>
       expect(finalText(events)).toBe("done")
     }).pipe(Effect.provide(engine(effectAiAnthropic))))
 })
+
+/** No runtime path, stack frame or file of the vendor's in any event. */
+const expectNoPaths = (events: ReadonlyArray<AgentEvent>) =>
+  expect(JSON.stringify(events)).not.toMatch(/\/srv\/app|node_modules|\.py\b|at .*:\d+|<html|<body/i)
+
+describe("openai: an error in the stream's own forms", () => {
+  const error = { message: "The server had an error at /srv/app/x.py:12", type: "server_error", param: null, code: null }
+  const forms = [
+    { name: "an `event: error` message", event: `event: error\ndata: ${JSON.stringify({ error })}\n\n` },
+    { name: "an error object as a data line", event: `data: ${JSON.stringify({ error })}\n\n` }
+  ]
+  for (const form of forms) {
+    it.effect(`${form.name}, after text — the turn ends error server, the text stored once, no path in any event`, () =>
+      Effect.gen(function*() {
+        server.respond(written([vendors[2]!.text(["Half an ans"]), form.event]), o.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "server" })
+        expect(deltasOf(events)).toEqual(["Half an ans"])
+        expect(server.received).toHaveLength(1)
+        expectNoPaths(events)
+      }).pipe(Effect.provide(engine(openai))))
+
+    it.effect(`${form.name}, before text — retried, the answer the retry's alone`, () =>
+      Effect.gen(function*() {
+        server.respond(written([form.event]), o.answer())
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.filter((e) => e.type === "model.retry").map((e) => e.payload)).toMatchObject([{ errorCode: "server" }])
+        expect(finalText(events)).toBe("done")
+        expectNoPaths(events)
+      }).pipe(Effect.provide(engine(openai))))
+  }
+})
+
+describe("an HTTP 200 whose body is not an event stream", () => {
+  const html = {
+    status: 200,
+    headers: { "content-type": "text/html; charset=utf-8" },
+    body: "<html><body><h1>502 Bad Gateway</h1><p>nginx at /srv/app/proxy.conf:12</p></body></html>\n"
+  }
+  const json = (error: Record<string, unknown>) => ({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(error) })
+  const cases = [
+    { vendor: vendors[0]!, name: "a proxy's HTML page", response: html, errorCode: "server" },
+    { vendor: vendors[0]!, name: "a JSON error body (overloaded)", response: json({ type: "error", error: { type: "overloaded_error", message: "Overloaded at /srv/app/x.js:3" } }), errorCode: "overloaded" },
+    { vendor: vendors[0]!, name: "a JSON error body (invalid request)", response: json({ type: "error", error: { type: "invalid_request_error", message: "bad at /srv/app/x.js:3" } }), errorCode: "invalid_request" },
+    { vendor: vendors[2]!, name: "a proxy's HTML page", response: html, errorCode: "server" },
+    { vendor: vendors[2]!, name: "a JSON error body (rate limited)", response: json({ error: { message: "Rate limit at /srv/app/x.py:3", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" } }), errorCode: "rate_limited" },
+    { vendor: vendors[2]!, name: "a JSON error body (invalid request)", response: json({ error: { message: "bad at /srv/app/x.py:3", type: "invalid_request_error", param: null, code: null } }), errorCode: "invalid_request" }
+  ]
+  for (const c of cases) {
+    it.effect(`${c.vendor.name}: ${c.name} — a failure named ${c.errorCode}, no page and no path in any event`, () =>
+      Effect.gen(function*() {
+        // Enough for every retry a retryable failure gets, then an answer.
+        server.respond(c.response, c.response, c.response, c.response, c.response)
+        const events = yield* ProviderTurns.turnWithRetries("explain")
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: c.errorCode })
+        expect(deltasOf(events)).toEqual([])
+        expectNoPaths(events)
+      }).pipe(Effect.provide(engine(c.vendor.layer))))
+  }
+
+  it.effect("effect-ai (Anthropic): a proxy's HTML page — a typed failure, no page and no path in any event", () =>
+    Effect.gen(function*() {
+      server.respond(html, html, html, html, html)
+      const events = yield* ProviderTurns.turnWithRetries("explain")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error" })
+      expect(deltasOf(events)).toEqual([])
+      expectNoPaths(events)
+    }).pipe(Effect.provide(engine(effectAiAnthropic))))
+})

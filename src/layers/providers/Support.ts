@@ -90,6 +90,78 @@ export const isBrokenConnection = (error: unknown): boolean => {
   return false
 }
 
+/** The content types of a body that is no event stream, whatever it holds: a proxy's page, an error in JSON. */
+const notAStream = /^\s*(text\/html|application\/(problem\+)?json)\b/i
+
+/** How much of such a body is read for the error it may name. */
+const errorBodyBytes = 64 * 1024
+
+/**
+ * An error a vendor put in a JSON body (`{error: {type, code, message}}`, Anthropic's with
+ * `type: "error"` around it), shaped as the SDKs' errors are for {@link shapeOf}: no status, since
+ * the response's 200 says nothing.
+ */
+export class ErrorBody extends Error {
+  constructor(readonly type: string | undefined, readonly code: string | undefined, message: string) {
+    super(message)
+  }
+}
+
+/** The first `limit` bytes of a body as text; the rest is not read. */
+const bodyStart = async (response: Response, limit: number): Promise<string> => {
+  const reader = response.body?.getReader()
+  if (reader === undefined) return ""
+  const parts: Array<Uint8Array> = []
+  let size = 0
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read()
+      if (done) break
+      parts.push(value)
+      size += value.length
+    }
+  } finally {
+    void reader.cancel().catch(() => undefined)
+  }
+  return new TextDecoder().decode(Buffer.concat(parts).subarray(0, limit))
+}
+
+/** The error a JSON body names, if it names one. */
+const errorOfBody = (text: string): ErrorBody | undefined => {
+  try {
+    const error = (JSON.parse(text) as { error?: unknown } | null)?.error
+    if (typeof error !== "object" || error === null) return undefined
+    const { code, message, type } = error as Record<string, unknown>
+    return new ErrorBody(
+      typeof type === "string" ? type : undefined,
+      typeof code === "string" ? code : undefined,
+      typeof message === "string" ? message : "the response's body was an error"
+    )
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The streamed response of an SDK's request, unless its body is plainly no event stream: both SDKs
+ * read any 200 as SSE, and an HTML page (a proxy's, a captive portal's) or a JSON error body holds no
+ * event — the stream ended at once and read as a connection closed early (`network`). Such a body
+ * fails with the error its JSON names (translated as the vendor's), else as `server`; the page itself
+ * goes nowhere (a detail names its status and type). A body of any other type is read as SSE, as
+ * before: a compatible server may label its stream loosely.
+ */
+export const eventStream = async <A>(
+  request: { withResponse(): Promise<{ readonly data: AsyncIterable<A>; readonly response: Response }> }
+): Promise<AsyncIterable<A>> => {
+  const { data, response } = await request.withResponse()
+  const type = response.headers.get("content-type") ?? ""
+  if (!notAStream.test(type)) return data
+  const named = /json/i.test(type) ? errorOfBody(await bodyStart(response, errorBodyBytes)) : undefined
+  if (named !== undefined) throw named
+  void response.body?.cancel().catch(() => undefined)
+  throw ProviderFailure.of("server", `the response (HTTP ${response.status}, ${type.split(";")[0]!.trim()}) was not an event stream`)
+}
+
 /** Options of {@link fromSdk}. */
 export interface StreamOptions<A> {
   /** Starts the request; the SDK gets `signal` so interruption aborts the HTTP request. */
