@@ -69,6 +69,9 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
   if ((type === "invalid_request_error" || status === 400 || status === 413) && isContextOverflow(message)) {
     return ProviderFailure.of("context_overflow", message, extra)
   }
+  if ((type === "invalid_request_error" || status === 400) && Support.isThinkingRequired(message)) {
+    return ProviderFailure.of("invalid_request", `${Support.thinkingRequiredDetail} (${message})`, extra)
+  }
   if (type === "invalid_request_error" || type === "not_found_error" || type === "request_too_large") {
     return ProviderFailure.of("invalid_request", message, extra)
   }

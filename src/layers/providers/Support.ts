@@ -72,6 +72,20 @@ export const shapeOf = (error: unknown): ErrorShape => {
   }
 }
 
+/**
+ * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
+ * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
+ * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
+ * that turns it on by itself (a proxy, a gateway's default) refuses every step after a tool call.
+ */
+export const isThinkingRequired = (message: string): boolean =>
+  /expected\s+`?(redacted_)?thinking`?.*but found\s+`?(tool_use|text)`?|must start with a thinking block/is.test(message)
+
+/** The detail of {@link isThinkingRequired}'s failure: what happened and what to do, for the log. */
+export const thinkingRequiredDetail =
+  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call; " +
+  "effect-agent never requests thinking and does not store it (docs/embedding.md): turn thinking off at the endpoint"
+
 /** What Node and undici name a connection that broke: reset, closed mid-body, timed out. */
 const brokenConnection = /^(ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_ABORTED)$/
 
