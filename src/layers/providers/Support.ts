@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -186,6 +187,9 @@ export interface StreamOptions<A> {
   readonly idleTimeout: Duration.DurationInput
 }
 
+/** The class of the real `Clock` (effect's default), told apart from a test's. */
+const realClock: unknown = Object.getPrototypeOf(Clock.make())
+
 /** How many SDK events may wait for the engine before the SDK's reads are held back. */
 const pendingCapacity = 4096
 
@@ -212,14 +216,36 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     }
     const stalled = () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`)
     const controller = new AbortController()
-    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
     const arrived = yield* Mailbox.make<A, ProviderFailure>({ capacity: pendingCapacity })
     let lastEventAt = clock.unsafeCurrentTimeMillis()
-    const watch: Effect.Effect<void> = Effect.suspend(() => {
-      const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
-      return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
-    })
-    yield* Effect.forkScoped(watch)
+    // The stall watch: on the real clock, one Node timer re-armed from the time of the last event
+    // when it fires (a fiber and its sleep cost a fiber a response, 19 ops); on any other `Clock` (a
+    // test's), a fiber sleeping on it, so that moving the clock moves the timeout.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const stopWatch = () => {
+      clearTimeout(timer)
+      timer = undefined
+    }
+    if (Object.getPrototypeOf(clock) === realClock) {
+      const check = (): void => {
+        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        if (wait > 0) timer = setTimeout(check, wait)
+        else arrived.unsafeDone(Exit.fail(stalled()))
+      }
+      timer = setTimeout(check, idleMs)
+    } else {
+      const watch: Effect.Effect<void> = Effect.suspend(() => {
+        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
+      })
+      yield* Effect.forkScoped(watch)
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopWatch()
+        controller.abort()
+      })
+    )
     // The events the SDK has handed over since the last hand-over to `arrived`. An SDK yields the
     // events of one socket read in consecutive microtasks; they are handed over together, once the
     // event loop moves on (`setImmediate`), rather than one `Mailbox` offer each: an offer schedules
@@ -272,8 +298,14 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     // (its refs, its scope entry) a response and do nothing the promise does not. Closing the scope
     // aborts the read (above); what it then ends, nobody takes.
     read().then(
-      () => arrived.unsafeDone(Exit.void),
-      (error) => arrived.unsafeDone(failedRead(error))
+      () => {
+        stopWatch()
+        arrived.unsafeDone(Exit.void)
+      },
+      (error) => {
+        stopWatch()
+        arrived.unsafeDone(failedRead(error))
+      }
     )
     return Stream.repeatEffectChunkOption(
       Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
