@@ -3,7 +3,7 @@
  * server (streams written here in the vendors' shapes): what the engine stores, what the user sees,
  * and — the part a vendor holds against the session for good — what the next request sends back.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
@@ -21,15 +21,9 @@ import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as Support from "../../src/layers/providers/Support.js"
 import { expectWellFormedLog } from "../helpers.js"
 import * as ProviderTurns from "./providerTurns.js"
-import * as WireServer from "./WireServer.js"
 import * as WireStreams from "./wireStreams.js"
 
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const server = WireStreams.serverForTests()
 
 const { anthropic, effectAiAnthropic, openai } = WireStreams.vendorLayers(() => server)
 const { a, deltasOf, engine, o, replay, sse, turn } = WireStreams

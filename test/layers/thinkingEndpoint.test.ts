@@ -4,20 +4,14 @@
  * the thinking (effect-agent never asks for thinking and does not store it). The turn ends with a
  * typed failure whose log line says why and what to do; the thinking reaches no event.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
 import { expectWellFormedLog } from "../helpers.js"
-import * as WireServer from "./WireServer.js"
 import * as WireStreams from "./wireStreams.js"
 
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const server = WireStreams.serverForTests()
 
 const { anthropic, effectAiAnthropic } = WireStreams.vendorLayers(() => server)
 const { a, sse } = WireStreams

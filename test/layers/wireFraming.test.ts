@@ -5,7 +5,7 @@
  * connection closed or reset mid-event; error events in each vendor's form; and a 200 whose body is
  * not an event stream at all (a proxy's HTML page, a JSON error body).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { expectWellFormedLog } from "../helpers.js"
@@ -13,12 +13,7 @@ import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
 import * as WireStreams from "./wireStreams.js"
 
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const server = WireStreams.serverForTests()
 
 const { anthropic, effectAiAnthropic, openai } = WireStreams.vendorLayers(() => server)
 const { a, deltasOf, engine, o, replay, sse, turn } = WireStreams
@@ -45,29 +40,20 @@ const written = (pieces: ReadonlyArray<string | Uint8Array>, end: "end" | "reset
 const noise = (vendor: "anthropic" | "openai") =>
   `: ping\n\n\n${vendor === "anthropic" ? "event: ping\ndata: {\"type\": \"ping\"}\n\n" : ": keep-alive\n\n"}`
 
+/** Anthropic's Messages stream, read by its SDK and by @effect/ai-anthropic alike. */
+const messages = {
+  text: (deltas: ReadonlyArray<string>) =>
+    sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...deltas.map((text) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }))]).body,
+  end: sse([{ type: "content_block_stop", index: 0 }, ...a.end("end_turn")]).body,
+  noise: noise("anthropic"),
+  answer: a.answer
+}
+
 const vendors = [
-  {
-    name: "anthropic",
-    layer: anthropic,
-    text: (deltas: ReadonlyArray<string>) =>
-      sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...deltas.map((text) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }))]).body,
-    end: sse([{ type: "content_block_stop", index: 0 }, ...a.end("end_turn")]).body,
-    noise: noise("anthropic"),
-    reset: "network",
-    answer: a.answer
-  },
-  {
-    name: "effect-ai (Anthropic)",
-    layer: effectAiAnthropic,
-    text: (deltas: ReadonlyArray<string>) =>
-      sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, ...deltas.map((text) => ({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text } }))]).body,
-    end: sse([{ type: "content_block_stop", index: 0 }, ...a.end("end_turn")]).body,
-    noise: noise("anthropic"),
-    // @effect/ai keeps a broken body read as an HttpResponseError `Decode` without its cause (the
-    // socket's error): the bridge cannot tell it from a body it could not read, `server` — retried all the same.
-    reset: "server",
-    answer: a.answer
-  },
+  { name: "anthropic", layer: anthropic, ...messages, reset: "network" },
+  // @effect/ai keeps a broken body read as an HttpResponseError `Decode` without its cause (the
+  // socket's error): the bridge cannot tell it from a body it could not read, `server` — retried all the same.
+  { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, ...messages, reset: "server" },
   {
     name: "openai",
     layer: openai,

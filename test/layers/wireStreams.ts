@@ -5,6 +5,7 @@
 import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
 import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { afterAll, beforeAll, beforeEach } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
@@ -20,7 +21,7 @@ import * as IdGenerator from "../../src/services/IdGenerator.js"
 import type { ModelProvider } from "../../src/services/ModelProvider.js"
 import type { ToolRouter } from "../../src/services/ToolRouter.js"
 import { collect, testTools } from "../helpers.js"
-import type * as WireServer from "./WireServer.js"
+import * as WireServer from "./WireServer.js"
 
 /** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
 export const engine = (
@@ -35,6 +36,29 @@ export const engine = (
       Layer.provide(provider()),
       Layer.provide(Layer.mergeAll(tools(), PermissionPolicy.layer({ mode: "bypass" })))
     ))
+/** A wire server for a file's tests: started before them, reset before each (a failed test leaves nothing queued), closed after. */
+export const serverForTests = (): WireServer.WireServer => {
+  let server: WireServer.WireServer | undefined
+  beforeAll(async () => {
+    server = await WireServer.start()
+  })
+  afterAll(() => server?.close())
+  beforeEach(() => server?.reset())
+  const started = () => server!
+  return {
+    get url() {
+      return started().url
+    },
+    get received() {
+      return started().received
+    },
+    clientClosed: () => started().clientClosed(),
+    respond: (...recordings) => started().respond(...recordings),
+    reset: () => started().reset(),
+    close: () => started().close()
+  }
+}
+
 /** The vendor providers on the wire server `server()` gives (read when a layer is built). */
 export const vendorLayers = (server: () => WireServer.WireServer) => ({
   anthropic: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server().url }),
