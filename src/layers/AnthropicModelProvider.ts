@@ -62,12 +62,15 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
-  if (error instanceof Anthropic.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (error instanceof Anthropic.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)
   if (type === "rate_limit_error") return ProviderFailure.of("rate_limited", message, extra)
   if (type === "authentication_error" || type === "permission_error") return ProviderFailure.of("authentication", message, extra)
   if ((type === "invalid_request_error" || status === 400 || status === 413) && isContextOverflow(message)) {
     return ProviderFailure.of("context_overflow", message, extra)
+  }
+  if ((type === "invalid_request_error" || status === 400) && Support.isThinkingRequired(message)) {
+    return ProviderFailure.of("invalid_request", `${Support.thinkingRequiredDetail} (${message})`, extra)
   }
   if (type === "invalid_request_error" || type === "not_found_error" || type === "request_too_large") {
     return ProviderFailure.of("invalid_request", message, extra)
@@ -313,7 +316,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
-        open: (signal) => client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal }),
+        open: (signal) => Support.eventStream(client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal })),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))

@@ -208,6 +208,9 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
       if ((status === 400 || status === 413) && contextOverflow.test(error.body ?? "")) {
         return ProviderFailure.of("context_overflow", error.message, extra)
       }
+      if (status === 400 && Support.isThinkingRequired(error.body ?? "")) {
+        return ProviderFailure.of("invalid_request", `${Support.thinkingRequiredDetail} (${error.message})`, extra)
+      }
       return ProviderFailure.of(Support.reasonOfStatus(status), error.message, extra)
     }
     case "MalformedOutput":

@@ -61,7 +61,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
     ...(status === undefined ? {} : { status }),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs })
   }
-  if (error instanceof OpenAI.APIConnectionError) return ProviderFailure.of("network", message, extra)
+  if (error instanceof OpenAI.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {
     return ProviderFailure.of("context_overflow", message, extra)
   }
@@ -257,7 +257,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     },
     stream: (request) =>
       toChunks(Support.fromSdk({
-        open: (signal) => client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal }),
+        open: (signal) => Support.eventStream(client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal })),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))

@@ -18,10 +18,17 @@ export interface Received {
 }
 
 /** A recorded response. */
-interface Recording {
+export interface Recording {
   readonly status: number
   readonly headers: Record<string, string>
   readonly body: string
+  /**
+   * The body as these socket writes instead, byte for byte, each sent once the one before it was
+   * flushed (so a piece may end inside an event, a line ending or a character's bytes).
+   */
+  readonly pieces?: ReadonlyArray<string | Uint8Array> | undefined
+  /** How the connection ends after the last piece: the body's end (default), or a reset (TCP RST) mid-response. */
+  readonly end?: "end" | "reset" | undefined
 }
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/providers")
@@ -73,6 +80,18 @@ export const start = async (): Promise<WireServer> => {
       if (!finished) closed++
     })
     res.writeHead(next.status, next.headers)
+    if (next.pieces !== undefined) {
+      res.socket?.setNoDelay(true)
+      const pieces = next.pieces
+      const write = (i: number) => {
+        if (i < pieces.length) return void res.write(pieces[i]!, () => setImmediate(() => write(i + 1)))
+        if (next.end === "reset") return void res.socket?.resetAndDestroy()
+        finished = true
+        res.end()
+      }
+      write(0)
+      return
+    }
     if (!next.headers["content-type"]?.startsWith("text/event-stream")) {
       finished = true
       res.end(next.body)

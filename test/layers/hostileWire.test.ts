@@ -3,117 +3,30 @@
  * server (streams written here in the vendors' shapes): what the engine stores, what the user sees,
  * and — the part a vendor holds against the session for good — what the next request sends back.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
-import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
-import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
-import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { describe, expect, it } from "@effect/vitest"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { mkdtempSync, realpathSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
-import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
-import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as Support from "../../src/layers/providers/Support.js"
-import * as IdGenerator from "../../src/services/IdGenerator.js"
-import type { ModelProvider } from "../../src/services/ModelProvider.js"
-import type { ToolRouter } from "../../src/services/ToolRouter.js"
-import { collect, expectWellFormedLog, testTools } from "../helpers.js"
+import { expectWellFormedLog } from "../helpers.js"
 import * as ProviderTurns from "./providerTurns.js"
-import * as WireServer from "./WireServer.js"
+import * as WireStreams from "./wireStreams.js"
 
-let server: WireServer.WireServer
-beforeAll(async () => {
-  server = await WireServer.start()
-})
-afterAll(() => server.close())
-beforeEach(() => server.reset())
+const server = WireStreams.serverForTests()
 
-/** The engine on a memory store, with `read_file` answering with its arguments (so each result says which call it is). */
-const engine = (
-  provider: () => Layer.Layer<ModelProvider>,
-  options: SessionEngineModule.Options = {},
-  tools: () => Layer.Layer<ToolRouter> = () => testTools({ read_file: { run: (args) => Effect.succeed({ result: `contents of ${JSON.stringify(args)}` }) } })
-) =>
-  Layer.suspend(() =>
-    SessionEngineModule.layer(options).pipe(
-      Layer.provide(MemoryEventStore.layer),
-      Layer.provide(IdGenerator.layerSequential),
-      Layer.provide(provider()),
-      Layer.provide(Layer.mergeAll(tools(), PermissionPolicy.layer({ mode: "bypass" })))
-    ))
-const anthropic = () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url })
-const openai = () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1` })
-/** `@effect/ai-anthropic` through the bridge, on the same Messages streams. */
-const effectAiAnthropic = () =>
-  EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
-    Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
-    Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
-    Layer.provide(FetchHttpClient.layer)
-  )
-
-/** A streamed response: each event as an SSE message (Anthropic's carry their `event:` name), OpenAI's ended by `[DONE]`. */
-const sse = (events: ReadonlyArray<Record<string, unknown>>, done = false) => ({
-  status: 200,
-  headers: { "content-type": "text/event-stream" },
-  body: events.map((e) => `${typeof e.type === "string" ? `event: ${e.type}\n` : ""}data: ${JSON.stringify(e)}\n\n`).join("") +
-    (done ? "data: [DONE]\n\n" : "")
-})
-
-const a = {
-  start: { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-sonnet-4-5", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 1 } } },
-  tool: (index: number, id: string, args: unknown, name = "read_file") => [
-    { type: "content_block_start", index, content_block: { type: "tool_use", id, name, input: {} } },
-    { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(args) } },
-    { type: "content_block_stop", index }
-  ],
-  text: (index: number, text: string) => [
-    { type: "content_block_start", index, content_block: { type: "text", text: "" } },
-    { type: "content_block_delta", index, delta: { type: "text_delta", text } },
-    { type: "content_block_stop", index }
-  ],
-  end: (reason: string) => [{ type: "message_delta", delta: { stop_reason: reason, stop_sequence: null }, usage: { output_tokens: 5 } }, { type: "message_stop" }],
-  response: (...blocks: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => (reason: string) => sse([a.start, ...blocks.flat(), ...a.end(reason)]),
-  answer: () => a.response(a.text(0, "done"))("end_turn")
-}
-
-const o = {
-  chunk: (delta: unknown, finish: string | null = null) => ({ id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "gpt-4.1-mini", choices: [{ index: 0, delta, finish_reason: finish }], usage: null }),
-  usage: { id: "chatcmpl-1", object: "chat.completion.chunk", created: 1, model: "gpt-4.1-mini", choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } },
-  /** Calls with these ids (undefined: none sent) at indexes 0, 1, … */
-  calls: (...calls: ReadonlyArray<{ readonly id?: string; readonly args: unknown }>) =>
-    sse([
-      o.chunk({ role: "assistant", content: "" }),
-      ...calls.map((call, index) =>
-        o.chunk({ tool_calls: [{ index, ...(call.id === undefined ? {} : { id: call.id }), type: "function", function: { name: "read_file", arguments: JSON.stringify(call.args) } }] })
-      ),
-      o.chunk({}, "tool_calls"),
-      o.usage
-    ], true),
-  answer: () => sse([o.chunk({ role: "assistant", content: "done" }), o.chunk({}, "stop"), o.usage], true)
-}
-
-/** A turn on a new session (in `cwd`), or on `sessionId`; its events. */
-const turn = (userMessage: string, sessionId?: string, cwd = "/work") =>
-  Effect.gen(function*() {
-    const agent = yield* SessionEngine
-    const id = sessionId ?? (yield* agent.createSession({ cwd, client: "test" })).sessionId
-    return { sessionId: id, events: yield* collect(agent.runTurn({ sessionId: id, userMessage })) }
-  })
+const { anthropic, effectAiAnthropic, openai } = WireStreams.vendorLayers(() => server)
+const { a, deltasOf, engine, o, replay, sse, turn } = WireStreams
 
 /**
  * The calls a request sends back, each with the result it pairs with, as the vendor reads them —
@@ -143,10 +56,6 @@ const pairedCalls = (body: any): Array<{ readonly id: string; readonly input: un
 const callIds = (events: ReadonlyArray<AgentEvent>, type: "model.tool_call_requested" | "tool.completed") =>
   events.flatMap((e) => (e.type === type ? [(e.payload as { toolCallId: string }).toolCallId] : []))
 
-/** The text deltas a turn stored. */
-const deltasOf = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => (e.type === "model.delta" ? [(e.payload as { text: string }).text] : []))
-
-const replay = (sessionId: string) => Effect.flatMap(SessionEngine, (agent) => collect(agent.replaySession({ sessionId })))
 
 describe("tool call ids a vendor would refuse to see again", () => {
   it.effect("anthropic: two tool_use blocks with one id in a response — both run, each under its own id; the next request pairs each with its result", () =>

@@ -6,10 +6,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
+import * as TestClock from "effect/TestClock"
 import { ProviderFailure } from "../../src/domain/Errors.js"
 import * as Support from "../../src/layers/providers/Support.js"
 
@@ -86,5 +89,57 @@ describe("Support.fromSdk", () => {
       })
       const exit = yield* Effect.exit(Stream.runCollect(untranslatable))
       expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+    }))
+})
+
+describe("Support.fromSdk's idle timeout", () => {
+  /** Two events, then a read that never ends (a connection gone silent); `aborted` once the request is. */
+  const stallsAfterTwo = (aborted: { value: boolean }) => async (signal: AbortSignal): Promise<AsyncIterable<number>> => ({
+    async *[Symbol.asyncIterator]() {
+      yield 0
+      yield 1
+      await new Promise<void>((done) => signal.addEventListener("abort", () => done()))
+      aborted.value = true
+    }
+  })
+  const watched = (open: (signal: AbortSignal) => Promise<AsyncIterable<number>>, idleTimeout: Duration.DurationInput) =>
+    Support.fromSdk({ open, toFailure: (error) => ProviderFailure.of("unknown", String(error)), idleTimeout })
+
+  it.live("on the real clock (a timer re-armed in place): a stream that stalls mid-response fails stalled after its events, and the request is aborted", () =>
+    Effect.gen(function*() {
+      const aborted = { value: false }
+      const seen: Array<number> = []
+      const result = yield* Stream.runForEach(watched(stallsAfterTwo(aborted), "200 millis"), (n) => Effect.sync(() => seen.push(n))).pipe(Effect.either)
+      expect(seen).toEqual([0, 1])
+      expect(Either.isLeft(result) && [result.left.reason, result.left.detail]).toEqual(["network", "the response stream stalled: no event for 200ms"])
+      yield* Effect.promise(async () => {
+        while (!aborted.value) await new Promise((done) => setImmediate(done))
+      })
+    }))
+
+  it.live("on the real clock: events that keep coming, each within the timeout, never trip it however long the response", () =>
+    Effect.gen(function*() {
+      const slow = async (): Promise<AsyncIterable<number>> => ({
+        async *[Symbol.asyncIterator]() {
+          for (let i = 0; i < 6; i++) {
+            await new Promise((done) => setTimeout(done, 60))
+            yield i
+          }
+        }
+      })
+      const events = yield* Stream.runCollect(watched(slow, "250 millis"))
+      expect(Chunk.toReadonlyArray(events)).toEqual([0, 1, 2, 3, 4, 5])
+    }))
+
+  it.effect("on a test's Clock: the timeout is the clock's — moving it past the timeout fails the stalled stream", () =>
+    Effect.gen(function*() {
+      const seen: Array<number> = []
+      const fiber = yield* Stream.runForEach(watched(stallsAfterTwo({ value: false }), "1 minute"), (n) => Effect.sync(() => seen.push(n))).pipe(Effect.either, Effect.fork)
+      yield* Effect.promise(async () => {
+        while (seen.length < 2) await new Promise((done) => setImmediate(done))
+      })
+      yield* TestClock.adjust("1 minute")
+      const result = yield* Fiber.join(fiber)
+      expect(Either.isLeft(result) && result.left.detail).toBe("the response stream stalled: no event for 1m")
     }))
 })

@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
@@ -72,6 +73,110 @@ export const shapeOf = (error: unknown): ErrorShape => {
   }
 }
 
+/**
+ * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
+ * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
+ * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
+ * that turns it on by itself (a proxy, a gateway's default) refuses every step after a tool call.
+ */
+export const isThinkingRequired = (message: string): boolean =>
+  /expected\s+`?(redacted_)?thinking`?.*but found\s+`?(tool_use|text)`?|must start with a thinking block/is.test(message)
+
+/** The detail of {@link isThinkingRequired}'s failure: what happened and what to do, for the log. */
+export const thinkingRequiredDetail =
+  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call; " +
+  "effect-agent never requests thinking and does not store it (docs/embedding.md): turn thinking off at the endpoint"
+
+/** What Node and undici name a connection that broke: reset, closed mid-body, timed out. */
+const brokenConnection = /^(ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_ABORTED)$/
+
+/**
+ * Whether an error is the connection breaking mid-response, at any depth of its `cause`s: undici
+ * fails a body read with `TypeError: terminated`, its cause the socket's error (`ECONNRESET`,
+ * `UND_ERR_SOCKET` "other side closed"). Neither SDK wraps it, so it read as `unknown` (not retried);
+ * it is `network`, as a stall or a refused connection is.
+ */
+export const isBrokenConnection = (error: unknown): boolean => {
+  for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code, message, name } = e as { code?: unknown; message?: unknown; name?: unknown }
+    if (typeof code === "string" && brokenConnection.test(code)) return true
+    if (name === "TypeError" && message === "terminated") return true
+  }
+  return false
+}
+
+/** The content types of a body that is no event stream, whatever it holds: a proxy's page, an error in JSON. */
+const notAStream = /^\s*(text\/html|application\/(problem\+)?json)\b/i
+
+/** How much of such a body is read for the error it may name. */
+const errorBodyBytes = 64 * 1024
+
+/**
+ * An error a vendor put in a JSON body (`{error: {type, code, message}}`, Anthropic's with
+ * `type: "error"` around it), shaped as the SDKs' errors are for {@link shapeOf}: no status, since
+ * the response's 200 says nothing.
+ */
+export class ErrorBody extends Error {
+  constructor(readonly type: string | undefined, readonly code: string | undefined, message: string) {
+    super(message)
+  }
+}
+
+/** The first `limit` bytes of a body as text; the rest is not read. */
+const bodyStart = async (response: Response, limit: number): Promise<string> => {
+  const reader = response.body?.getReader()
+  if (reader === undefined) return ""
+  const parts: Array<Uint8Array> = []
+  let size = 0
+  try {
+    while (size < limit) {
+      const { done, value } = await reader.read()
+      if (done) break
+      parts.push(value)
+      size += value.length
+    }
+  } finally {
+    void reader.cancel().catch(() => undefined)
+  }
+  return new TextDecoder().decode(Buffer.concat(parts).subarray(0, limit))
+}
+
+/** The error a JSON body names, if it names one. */
+const errorOfBody = (text: string): ErrorBody | undefined => {
+  try {
+    const error = (JSON.parse(text) as { error?: unknown } | null)?.error
+    if (typeof error !== "object" || error === null) return undefined
+    const { code, message, type } = error as Record<string, unknown>
+    return new ErrorBody(
+      typeof type === "string" ? type : undefined,
+      typeof code === "string" ? code : undefined,
+      typeof message === "string" ? message : "the response's body was an error"
+    )
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The streamed response of an SDK's request, unless its body is plainly no event stream: both SDKs
+ * read any 200 as SSE, and an HTML page (a proxy's, a captive portal's) or a JSON error body holds no
+ * event — the stream ended at once and read as a connection closed early (`network`). Such a body
+ * fails with the error its JSON names (translated as the vendor's), else as `server`; the page itself
+ * goes nowhere (a detail names its status and type). A body of any other type is read as SSE, as
+ * before: a compatible server may label its stream loosely.
+ */
+export const eventStream = async <A>(
+  request: { withResponse(): Promise<{ readonly data: AsyncIterable<A>; readonly response: Response }> }
+): Promise<AsyncIterable<A>> => {
+  const { data, response } = await request.withResponse()
+  const type = response.headers.get("content-type") ?? ""
+  if (!notAStream.test(type)) return data
+  const named = /json/i.test(type) ? errorOfBody(await bodyStart(response, errorBodyBytes)) : undefined
+  if (named !== undefined) throw named
+  void response.body?.cancel().catch(() => undefined)
+  throw ProviderFailure.of("server", `the response (HTTP ${response.status}, ${type.split(";")[0]!.trim()}) was not an event stream`)
+}
+
 /** Options of {@link fromSdk}. */
 export interface StreamOptions<A> {
   /** Starts the request; the SDK gets `signal` so interruption aborts the HTTP request. */
@@ -81,6 +186,9 @@ export interface StreamOptions<A> {
   /** Fail with `network` when no event arrives for this long. */
   readonly idleTimeout: Duration.DurationInput
 }
+
+/** The class of the real `Clock` (effect's default), told apart from a test's. */
+const realClock: unknown = Object.getPrototypeOf(Clock.make())
 
 /** How many SDK events may wait for the engine before the SDK's reads are held back. */
 const pendingCapacity = 4096
@@ -108,14 +216,36 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     }
     const stalled = () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`)
     const controller = new AbortController()
-    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
     const arrived = yield* Mailbox.make<A, ProviderFailure>({ capacity: pendingCapacity })
     let lastEventAt = clock.unsafeCurrentTimeMillis()
-    const watch: Effect.Effect<void> = Effect.suspend(() => {
-      const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
-      return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
-    })
-    yield* Effect.forkScoped(watch)
+    // The stall watch: on the real clock, one Node timer re-armed from the time of the last event
+    // when it fires (a fiber and its sleep cost a fiber a response, 19 ops); on any other `Clock` (a
+    // test's), a fiber sleeping on it, so that moving the clock moves the timeout.
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const stopWatch = () => {
+      clearTimeout(timer)
+      timer = undefined
+    }
+    if (Object.getPrototypeOf(clock) === realClock) {
+      const check = (): void => {
+        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        if (wait > 0) timer = setTimeout(check, wait)
+        else arrived.unsafeDone(Exit.fail(stalled()))
+      }
+      timer = setTimeout(check, idleMs)
+    } else {
+      const watch: Effect.Effect<void> = Effect.suspend(() => {
+        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
+      })
+      yield* Effect.forkScoped(watch)
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopWatch()
+        controller.abort()
+      })
+    )
     // The events the SDK has handed over since the last hand-over to `arrived`. An SDK yields the
     // events of one socket read in consecutive microtasks; they are handed over together, once the
     // event loop moves on (`setImmediate`), rather than one `Mailbox` offer each: an offer schedules
@@ -168,8 +298,14 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     // (its refs, its scope entry) a response and do nothing the promise does not. Closing the scope
     // aborts the read (above); what it then ends, nobody takes.
     read().then(
-      () => arrived.unsafeDone(Exit.void),
-      (error) => arrived.unsafeDone(failedRead(error))
+      () => {
+        stopWatch()
+        arrived.unsafeDone(Exit.void)
+      },
+      (error) => {
+        stopWatch()
+        arrived.unsafeDone(failedRead(error))
+      }
     )
     return Stream.repeatEffectChunkOption(
       Effect.flatMap(Effect.mapError(ModelProvider.takeArrived(arrived, true), Option.some), ([events, done]) =>
