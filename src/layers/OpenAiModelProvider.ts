@@ -197,10 +197,13 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
           ...(cached == null ? {} : { cacheReadTokens: cached })
         }
       }
-      const choice = chunk.choices[0]
-      if (choice === undefined) return []
+      // The SDK hands on any `data:` object of a named event as a chunk: a compatible server's
+      // `event: ping` (`{}`) or a status object of its own has no `choices` (or no `delta`).
+      const choice = (chunk.choices as ReadonlyArray<ChatCompletionChunk.Choice> | null | undefined)?.[0]
+      if (choice == null) return []
       finish = choice.finish_reason ?? finish
-      for (const piece of choice.delta.tool_calls ?? []) {
+      const delta: Partial<ChatCompletionChunk.Choice.Delta> = choice.delta ?? {}
+      for (const piece of delta.tool_calls ?? []) {
         const known = tools.get(piece.index)
         if (known === undefined && !streamed.takes(tools.size)) continue
         const tool = known ?? { id: "", name: "", args: "" }
@@ -215,12 +218,12 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
           args: streamed.append(tool.args, piece.function?.arguments ?? "")
         })
       }
-      const refusal = (choice.delta as { refusal?: string | null }).refusal
+      const refusal = (delta as { refusal?: string | null }).refusal
       if (refusal != null && refusal !== "") {
         refused = true
         return [ModelProvider.textDelta(refusal)]
       }
-      return choice.delta.content == null || choice.delta.content === "" ? [] : [ModelProvider.textDelta(choice.delta.content)]
+      return delta.content == null || delta.content === "" ? [] : [ModelProvider.textDelta(delta.content)]
     })
     const end = Stream.suspend(() => {
       if (finish === null) return Support.endedEarly(() => false, "a finish_reason")

@@ -215,3 +215,16 @@ describe("an HTTP 200 whose body is not an event stream", () => {
       expectNoPaths(events)
     }).pipe(Effect.provide(engine(effectAiAnthropic))))
 })
+
+describe("openai: a compatible server's events that are not chunks", () => {
+  // The SDK hands on any named event (other than `thread.*`) and any `data:` object as a chunk:
+  // a server's `event: ping` with `{}`, or an object of its own, has no `choices`.
+  it.effect("named pings and objects with no choices between chunks — skipped, the text exact", () =>
+    Effect.gen(function*() {
+      const extra = "event: ping\ndata: {}\n\nevent: message\ndata: {\"object\":\"status\",\"status\":\"working\"}\n\ndata: {\"choices\":null}\n\n"
+      const body = vendors[2]!.text(hostileDeltas) + vendors[2]!.end
+      server.respond(written([noisy(body, extra)]))
+      const { events } = yield* turn("greet")
+      expect(finalText(events)).toBe(hostileDeltas.join(""))
+    }).pipe(Effect.provide(engine(openai))))
+})
