@@ -216,23 +216,34 @@ const tableOf = (turn: OpenTurn): OpenCalls => (turn as TurnWithTable)[tableKey]
 const noCalls: ReadonlyArray<OpenToolCall> = Object.freeze([])
 
 /**
+ * How a turn with open calls reads its `toolCalls`: one getter for every turn, given the turn as
+ * `this`. A getter written in each turn's literal was a closure, and an accessor V8 cannot share
+ * between objects: every such turn got a hidden class of its own and then, with the table added, a
+ * dictionary of its properties — about 650 bytes and 2.7 µs a turn where this costs ~190 and 0.3–1
+ * (four to five such turns a tool call, one per event of the call; docs/benchmarks.md, "step21").
+ */
+const toolCallsFromTable: PropertyDescriptor = {
+  get(this: TurnWithTable) {
+    return this[tableKey]!.calls
+  },
+  enumerable: true,
+  configurable: true
+}
+
+/**
  * A turn as the reducer builds it: its `toolCalls` read from its table when asked for. With no call
  * open (most events: a response's deltas, the turn's start and end) a plain turn, no table nor getter:
  * a getter's closure per event was garbage enough to raise a hydration's peak RSS (bench row 5).
+ * The keys, their order and their attributes are those of the literal `{ turnId, status, get
+ * toolCalls(), toolCallCount }` with the table added as a hidden property.
  */
-const makeTurn = (turnId: string, status: TurnFsm.TurnStatus, toolCallCount: number, calls: OpenCalls): OpenTurn =>
-  calls.size === 0 ? { turnId, status, toolCalls: noCalls, toolCallCount } : Object.defineProperty(
-    {
-      turnId,
-      status,
-      get toolCalls() {
-        return calls.calls
-      },
-      toolCallCount
-    },
-    tableKey,
-    { value: calls }
-  )
+const makeTurn = (turnId: string, status: TurnFsm.TurnStatus, toolCallCount: number, calls: OpenCalls): OpenTurn => {
+  if (calls.size === 0) return { turnId, status, toolCalls: noCalls, toolCallCount }
+  const turn = { turnId, status } as { turnId: string; status: TurnFsm.TurnStatus; toolCallCount: number }
+  Object.defineProperty(turn, "toolCalls", toolCallsFromTable)
+  turn.toolCallCount = toolCallCount
+  return Object.defineProperty(turn, tableKey, { value: calls }) as unknown as OpenTurn
+}
 
 const withCalls = (turn: OpenTurn, calls: OpenCalls): OpenTurn => makeTurn(turn.turnId, turn.status, turn.toolCallCount, calls)
 

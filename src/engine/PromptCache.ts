@@ -25,6 +25,23 @@ export interface RequestParts {
 
 const hashOf = (text: string): string => (Hash.string(text) >>> 0).toString(36)
 
+const toolsHashOf = new WeakMap<ReadonlyArray<unknown>, string>()
+
+/**
+ * The hash of a request's tools as sent, kept per list: the engine's steps send one list (see
+ * `toolSpecs`), and its JSON (~2.8 KB for the workspace tools) was written and hashed again for every
+ * response that reported its usage — every response of a real provider. A list is not changed once
+ * made (`ContextBuilder`'s token estimate keeps its count by the list the same way).
+ */
+const toolsHash = (tools: ReadonlyArray<unknown>): string => {
+  let hash = toolsHashOf.get(tools)
+  if (hash === undefined) {
+    hash = hashOf(JSON.stringify(tools))
+    toolsHashOf.set(tools, hash)
+  }
+  return hash
+}
+
 /** The hashes of a request's parts: each system prompt part (by id and source), then its tools. */
 export const partHashes = ({ parts, request }: RequestParts): ReadonlyArray<AgentEvent.PromptPartHash> => [
   ...parts.filter((part) => part.content.trim() !== "").map((part) => ({
@@ -33,7 +50,7 @@ export const partHashes = ({ parts, request }: RequestParts): ReadonlyArray<Agen
     hash: part.sha256 === undefined ? hashOf(part.content) : part.sha256.slice(0, 16)
   })),
   // The tools' names, descriptions and schemas as sent (the `tools` prompt part is only their mention).
-  ...(request.tools.length === 0 ? [] : [{ part: "tool definitions", source: "tools", hash: hashOf(JSON.stringify(request.tools)) }])
+  ...(request.tools.length === 0 ? [] : [{ part: "tool definitions", source: "tools", hash: toolsHash(request.tools) }])
 ]
 
 /** The parts that differ between two requests: changed, added or gone (with the source each had). */
