@@ -133,3 +133,13 @@ describe("the unit tests", () => {
     })
   }
 })
+
+describe("the library's memory at start", () => {
+  // ICU's locale data is loaded on the first `toLocaleString` or `Intl` call: 7.6 MB of RSS in each
+  // process. One such call at a module's load (a reason's "20,000") raised row 21's peak RSS by 8 MB
+  // over its goal; the library writes its numbers itself (`Plural.grouped`).
+  it("no source file calls toLocaleString or Intl", () => {
+    const calling = filesUnder(src).filter((file) => /\btoLocale\w*String\(|\bIntl\./.test(readFileSync(file, "utf8")))
+    expect(calling.map((file) => relative(src, file))).toEqual([])
+  })
+})

@@ -33,6 +33,7 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { Decision } from "../domain/AgentEvent.js"
+import * as Plural from "../domain/Plural.js"
 import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
 import type { PathAccess, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
@@ -348,7 +349,7 @@ const tooMuchToRead: PermissionDecision = {
   decision: "ask",
   policy: "too-much-to-read",
   reason: `the command line runs more commands inside others (a shell's -c script, a runner's words) than are read in one ` +
-    `decision (${CommandPattern.readingLimit.toLocaleString("en-US")}, shared by your deny and ask rules), so no rule or mode decides it`
+    `decision (${Plural.grouped(CommandPattern.readingLimit)}, shared by your deny and ask rules), so no rule or mode decides it`
 }
 
 /** The decision of the policy for one request; pure. */
