@@ -157,15 +157,23 @@ const walkedInto = (
   if (!call.paths.some((p) => p.walked === true)) return undefined
   for (const rule of rules) {
     if (rule.decision === "allow" || rule.path === undefined) continue
-    // The rule's tool and command must match as well: only its path is read differently.
-    if (!matches({ ...rule, path: undefined }, call, line, cwd)) continue
     const pattern = pathGlob(rule.path, true)
-    for (const p of call.paths) {
-      const folder = walkInto(rule, pattern, p, cwd)
-      if (folder !== undefined) return { rule, folder }
-    }
+    const folder = call.paths.map((p) => walkInto(rule, pattern, p, cwd)).find((f) => f !== undefined)
+    // The rule's tool and command must match as well (only its path is read differently), read
+    // within the decision's bound like every careful match: a line too large to read reaches.
+    if (folder !== undefined && commandCovers(rule, call, line, cwd)) return { rule, folder }
   }
   return undefined
+}
+
+/** Whether a rule's tool and command (not its path) match the call; a line too large to read counts as matched. */
+const commandCovers = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string): boolean => {
+  try {
+    return matches({ ...rule, path: undefined }, call, line, cwd, false, CommandPattern.budget())
+  } catch (error) {
+    if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
+    return true
+  }
 }
 
 /** A leading `NAME=value` word: through a shell it sets the environment of the program after it. */
