@@ -103,12 +103,19 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
 
-/** The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them; relative, sorted, all of them. */
+/**
+ * The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them;
+ * relative, sorted, all of them — or, for a file naming more than `limits.names`, the first
+ * `limits.names` and one word's names more, which is enough to refuse it (`McpSettings`). Before,
+ * all were made first: a 1 MiB `.mcp.json` of 140,000 words was 1.7 million paths, 5 s of the
+ * event loop and 200 MB.
+ */
 export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArray<string> => {
   const paths = new Set<string>()
   for (const server of Object.values(servers)) {
     if (!("command" in server)) continue
     for (const word of words(server)) {
+      if (paths.size > limits.names) break
       const path = NodePath.resolve(cwd, word)
       if (path === cwd || !isInside(cwd, path)) continue
       const relative = NodePath.relative(cwd, path)
