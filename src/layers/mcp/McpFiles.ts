@@ -103,12 +103,19 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
 
-/** The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them; relative, sorted, all of them. */
+/**
+ * The paths inside `cwd` (real) a server's launch names, with the names a launcher tries for them;
+ * relative, sorted, all of them — or, for a file naming more than `limits.names`, the first
+ * `limits.names` and one word's names more, which is enough to refuse it (`McpSettings`). Before,
+ * all were made first: a 1 MiB `.mcp.json` of 140,000 words was 1.7 million paths, 5 s of the
+ * event loop and 200 MB.
+ */
 export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArray<string> => {
   const paths = new Set<string>()
   for (const server of Object.values(servers)) {
     if (!("command" in server)) continue
     for (const word of words(server)) {
+      if (paths.size > limits.names) break
       const path = NodePath.resolve(cwd, word)
       if (path === cwd || !isInside(cwd, path)) continue
       const relative = NodePath.relative(cwd, path)
@@ -174,10 +181,33 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
   return out
 }
 
+/** The most of a folder's `package.json` read for its `main`. */
+const packageJsonBytes = 1024 * 1024
+
+/**
+ * A folder's `package.json` as text: a regular file only (links followed, as node follows them), at
+ * most `packageJsonBytes`; none otherwise. Before, `readFile` read any kind of file whole: a link to
+ * `/dev/zero` read 600 MB into memory at `trust` and at each start of a session the file was trusted for.
+ */
+const packageJsonText = async (file: string): Promise<string | undefined> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return undefined
+  try {
+    if (!(await handle.stat()).isFile()) return undefined
+    const buffer = Buffer.alloc(packageJsonBytes + 1)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    return bytesRead > packageJsonBytes ? undefined : buffer.toString("utf8", 0, bytesRead)
+  } catch {
+    return undefined
+  } finally {
+    await handle.close().catch(() => undefined)
+  }
+}
+
 /** The file a folder's `package.json` names as its `main`, relative to the project, when it is inside it. */
 const packageMain = async (cwd: string, folder: string): Promise<string | undefined> => {
-  const text = await NodeFs.readFile(NodePath.join(cwd, folder, "package.json"), { encoding: "utf8", flag: constants.O_RDONLY | constants.O_NONBLOCK }).catch(() => undefined)
-  if (text === undefined || text.length > 1024 * 1024) return undefined
+  const text = await packageJsonText(NodePath.join(cwd, folder, "package.json"))
+  if (text === undefined) return undefined
   try {
     const main: unknown = JSON.parse(text)?.main
     if (typeof main !== "string" || main === "") return undefined

@@ -145,7 +145,7 @@ const boundFiles = (path: string, shown: string, file: McpConfig.File) =>
     const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${shown}: ${why}; start them from a script it names` })
     const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
     if (named.length > McpFiles.limits.names) {
-      return yield* refused(`its servers name ${named.length} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
+      return yield* refused(`its servers name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
     }
     const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
     if (files.some((bound) => bound.state === McpFiles.overBudget)) {

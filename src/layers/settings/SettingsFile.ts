@@ -141,8 +141,31 @@ export const userSettings = (tools: ReadonlyArray<string> = workspaceTools) =>
 /** The user's own settings. */
 export type UserSettings = Schema.Schema.Type<ReturnType<typeof userSettings>>
 
+/**
+ * What a project's rules may cost: every decision matches the call against every deny and ask rule
+ * (a project's apply untrusted) on the event loop every session shares, and a rule's cost grows
+ * with its pattern. Before, a 1 MiB file of 12,500 deny rules made each `shell` decision take 2 to
+ * 5 s, one rule of a 400 KB pattern 6 s. Your own file and flags are yours, and not bounded.
+ */
+export const projectRuleLimits = { rules: 500, patternCharacters: 16 * 1024 } as const
+
+/** Why a project's rules are refused as a whole, if they are (see {@link projectRuleLimits}). */
+const projectRulesBound = (rules: ReadonlyArray<{ readonly command?: string | undefined; readonly path?: string | undefined }>) => {
+  if (rules.length > projectRuleLimits.rules) return `a project's settings hold at most ${projectRuleLimits.rules} rules (this one holds ${rules.length})`
+  const characters = rules.reduce((sum, rule) => sum + (rule.command?.length ?? 0) + (rule.path?.length ?? 0), 0)
+  return characters > projectRuleLimits.patternCharacters
+    ? `a project's rules' commands and paths hold at most ${projectRuleLimits.patternCharacters} characters in all (these hold ${characters})`
+    : undefined
+}
+
 /** A project's settings file (`.effect-agent/settings.json`). */
-export const projectSettings = (tools: ReadonlyArray<string> = workspaceTools) => settings("a project's settings", projectRule(tools), ProjectEnv)
+export const projectSettings = (tools: ReadonlyArray<string> = workspaceTools) =>
+  settings("a project's settings", projectRule(tools), ProjectEnv).pipe(
+    Schema.filter((file) => {
+      const why = file.rules === undefined ? undefined : projectRulesBound(file.rules)
+      return why === undefined ? undefined : { path: ["rules"], message: why }
+    })
+  )
 /** A project's settings. */
 export type ProjectSettings = Schema.Schema.Type<ReturnType<typeof projectSettings>>
 

@@ -143,6 +143,17 @@ const longNames = (word: string, denied: ReadonlyArray<string>): boolean => {
   return name.length > 2 && denied.some((d) => d.startsWith(name))
 }
 
+/**
+ * npm's (and pnpm's) settings that name a configuration file or a program it runs or loads. npm
+ * takes any unambiguous prefix of a setting (`--userc`), so a prefix counts; `--global`, a setting
+ * of its own and the prefix of `--globalconfig`, does not.
+ */
+const npmProgramSettings = [
+  "--userconfig", "--globalconfig", "--script-shell", "--node-options", "--onload-script", "--git", "--shell", "--editor", "--browser",
+  "--viewer", "--init-module"
+]
+const npmNamesProgram = (arg: string): boolean => arg.split("=")[0] !== "--global" && longNames(arg, npmProgramSettings)
+
 /** Version and environment managers, and their subcommands (or options) that run a command given after them. */
 const managerRunners: Record<string, ReadonlyArray<string>> = {
   nix: ["develop", "shell", "run", "-c", "--command", "print-dev-env", "fmt"],
@@ -220,7 +231,11 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   ...Object.fromEntries(["gpg", "gpg2"].map((program) => [program, (args: ReadonlyArray<string>) =>
     args.some((a) => longNames(a, ["--photo-viewer", "--exec-path", "--agent-program", "--dirmngr-program", "--options", "--load-extension", "--homedir"]))])),
   // The diff program it runs.
-  ...Object.fromEntries(["sdiff", "diff3"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => longNames(a, ["--diff-program"]))]))
+  ...Object.fromEntries(["sdiff", "diff3"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => longNames(a, ["--diff-program"]))])),
+  // A configuration file (which sets the rest), a shell or a program npm runs, code node loads.
+  ...Object.fromEntries(["npm", "pnpm"].map((program) => [program, (args: ReadonlyArray<string>) => args.some(npmNamesProgram)])),
+  // A `.yarnrc` whose `yarn-path` is the script yarn runs in its place.
+  yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"]))
 }
 
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
