@@ -189,7 +189,19 @@ const headerReader = (headers: Readonly<Record<string, string>>) => ({
 })
 
 /**
- * Translates an `AiError`: a transport failure is `network`; a status decides as for the vendor
+ * Whether an `AiError` is an event stream's body that broke while it was read: a connection reset
+ * mid-response. `@effect/platform` fails a body read with a `ResponseError` `Decode` whose cause is
+ * the socket's error, and `@effect/ai` keeps the reason but not the cause. On a 2xx
+ * `text/event-stream` response nothing else is `Decode`: the SSE parser does not fail, and an event
+ * the schema refuses is `MalformedOutput`. So that pair is the read breaking (`network`, as through
+ * the SDKs), not a body that could not be read (`server`).
+ */
+const isBrokenEventStream = (error: AiError.HttpResponseError): boolean =>
+  error.reason === "Decode" && error.response.status >= 200 && error.response.status < 300 &&
+  /^\s*text\/event-stream\b/i.test(headerReader(error.response.headers).get("content-type") ?? "")
+
+/**
+ * Translates an `AiError`: a transport failure, or an event stream broken mid-read, is `network`; a status decides as for the vendor
  * SDKs (429 `rate_limited` with the server's `retry-after`, 401/403 `authentication`, 5xx
  * `server`), a 400/413 whose body speaks of the context length `context_overflow`; a response that
  * cannot be read (an undecodable body, tool arguments that are not JSON) `server`, since the vendor
@@ -204,6 +216,7 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
       const status = error.response.status
       const retryAfterMs = Support.retryAfterMs(headerReader(error.response.headers), now)
       const extra = { cause: error, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
+      if (isBrokenEventStream(error)) return ProviderFailure.of("network", error.message, extra)
       if (error.reason !== "StatusCode") return ProviderFailure.of("server", error.message, extra)
       if ((status === 400 || status === 413) && contextOverflow.test(error.body ?? "")) {
         return ProviderFailure.of("context_overflow", error.message, extra)

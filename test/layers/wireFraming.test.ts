@@ -52,8 +52,8 @@ const messages = {
 const vendors = [
   { name: "anthropic", layer: anthropic, ...messages, reset: "network" },
   // @effect/ai keeps a broken body read as an HttpResponseError `Decode` without its cause (the
-  // socket's error): the bridge cannot tell it from a body it could not read, `server` — retried all the same.
-  { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, ...messages, reset: "server" },
+  // socket's error); on an event stream that is the read breaking: `network`, as through the SDKs.
+  { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, ...messages, reset: "network" },
   {
     name: "openai",
     layer: openai,
