@@ -275,7 +275,7 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
  * the block its `max_tokens` cut before the first byte, and `@effect/ai-anthropic` hands it on as a
  * finished call with no arguments, which a tool with no required argument would run. So such a call
  * is handed on at the next part — as it came, once that part shows it was not the last — or at the
- * finish, with `""` (cut) when the finish is `length`.
+ * finish, with `""` (cut) when the finish is `length` or `content-filter` (Support.cutsLastCall).
  */
 export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
@@ -318,7 +318,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         }
         case "finish":
           finished = true
-          return [...release(part.reason === "length"), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
+          return [...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
           return errorPartFailure(part.error)
         default:

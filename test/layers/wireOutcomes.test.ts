@@ -1,0 +1,271 @@
+/**
+ * Round 6 of the hostile wire: what a model streams into a tool call (JSON split anywhere, not JSON,
+ * a tool not offered, an index that jumps, pieces after the end), stop reasons beyond the common
+ * ones, HTTP errors with their headers (retry-after honoured and bounded, a key never in an event)
+ * and a body that trickles: through each official SDK and the bridge against the local wire server.
+ * Each ends in a typed outcome in the log, with what was valid kept.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { mkdtempSync, realpathSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { expectWellFormedLog } from "../helpers.js"
+import * as ProviderTurns from "./providerTurns.js"
+import * as WireStreams from "./wireStreams.js"
+
+const server = WireStreams.serverForTests()
+
+const { anthropic, effectAiAnthropic, openai } = WireStreams.vendorLayers(() => server)
+const { a, deltasOf, engine, o, replay, sse, turn } = WireStreams
+
+/** The workspace's own tools (their schemas check the arguments), in a new folder holding a.txt. */
+const workspace = () => WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))
+const cwd = () => {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), "wire-outcomes-")))
+  writeFileSync(join(dir, "a.txt"), "alpha")
+  return dir
+}
+
+const ofType = <P>(events: ReadonlyArray<AgentEvent>, type: AgentEvent["type"]) => events.flatMap((e) => (e.type === type ? [e.payload as P] : []))
+
+/** No runtime path, stack frame, page or key in any event. */
+const expectClean = (events: ReadonlyArray<AgentEvent>) =>
+  expect(JSON.stringify(events)).not.toMatch(/\/srv\/app|node_modules|at .*:\d+|<html|sk-secret/i)
+
+/** A call's streamed argument pieces, in each vendor's shape. */
+const callOf = {
+  anthropic: (pieces: ReadonlyArray<string>, name = "read_file", index = 0, id = "toolu_1") => [
+    { type: "content_block_start", index, content_block: { type: "tool_use", id, name, input: {} } },
+    ...pieces.map((partial_json) => ({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json } })),
+    { type: "content_block_stop", index }
+  ],
+  openai: (pieces: ReadonlyArray<string>, name = "read_file", index = 0, id = "call_1") =>
+    pieces.map((args, i) => o.chunk({ tool_calls: [{ index, ...(i === 0 ? { id, type: "function", function: { name, arguments: args } } : { function: { arguments: args } }) }] }))
+}
+
+const vendors = [
+  {
+    name: "anthropic",
+    layer: anthropic,
+    calls: (...calls: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => sse([a.start, ...calls.flat(), ...a.end("tool_use")]),
+    call: callOf.anthropic,
+    answer: a.answer
+  },
+  {
+    name: "openai",
+    layer: openai,
+    calls: (...calls: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) =>
+      sse([o.chunk({ role: "assistant", content: "" }), ...calls.flat(), o.chunk({}, "tool_calls"), o.usage], true),
+    call: callOf.openai,
+    answer: o.answer
+  },
+  {
+    name: "effect-ai (Anthropic)",
+    layer: effectAiAnthropic,
+    calls: (...calls: ReadonlyArray<ReadonlyArray<Record<string, unknown>>>) => sse([a.start, ...calls.flat(), ...a.end("tool_use")]),
+    call: callOf.anthropic,
+    answer: a.answer
+  }
+]
+
+describe("a tool call's arguments as a hostile model streams them", () => {
+  for (const vendor of vendors) {
+    it.effect(`${vendor.name}: JSON split inside a key, a \\u escape and a surrogate pair's escapes — one call, its arguments whole`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.calls(vendor.call([`{"pa`, `th":"\\u00`, `e9 \\ud83d`, `\\udc4b.txt"`, `}`])), vendor.answer())
+        const { events, sessionId } = yield* turn("read it")
+        expect(ofType<{ args: unknown }>(events, "model.tool_call_requested").map((c) => c.args)).toEqual([{ path: "é 👋.txt" }])
+        expect(ofType<{ result: string }>(events, "tool.completed").map((c) => c.result)).toEqual([`contents of {"path":"é 👋.txt"}`])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expectWellFormedLog(yield* replay(sessionId))
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+
+  for (const vendor of vendors.filter((v) => !v.name.startsWith("effect-ai"))) {
+    it.effect(`${vendor.name}: arguments that are not JSON — the call fails invalid_arguments, sent back as {} with the reason, the turn goes on`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.calls(vendor.call([`{"path": "a.txt"`, `,,}`])), vendor.answer())
+        const { events, sessionId } = yield* turn("read it", undefined, cwd())
+        expect(ofType<{ errorCode: string }>(events, "tool.failed").map((f) => f.errorCode)).toEqual(["invalid_arguments"])
+        expect(events.some((e) => e.type === "permission.requested")).toBe(false)
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        // Sent back as an object (both APIs take no other), the result saying what was wrong.
+        const sent = JSON.stringify(server.received[1]!.body)
+        expect(sent).toMatch(/"input":\{\}|"arguments":"\{\}"/)
+        expectWellFormedLog(yield* replay(sessionId))
+      }).pipe(Effect.provide(engine(vendor.layer, {}, workspace))))
+
+    it.effect(`${vendor.name}: a tool the request did not offer — the call fails unknown_tool without permission events; the model reads why`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.calls(vendor.call([`{"path":"a.txt"}`], "read_secrets")), vendor.answer())
+        const { events } = yield* turn("read it")
+        expect(ofType<{ errorCode: string }>(events, "tool.failed").map((f) => f.errorCode)).toEqual(["unknown_tool"])
+        expect(events.some((e) => e.type === "permission.requested" || e.type === "tool.started")).toBe(false)
+        expect(JSON.stringify(server.received[1]!.body)).toContain("no tool read_secrets")
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(vendor.layer))))
+
+    it.effect(`${vendor.name}: indexes that jump (0, then 7) — two calls, each run once with its own arguments`, () =>
+      Effect.gen(function*() {
+        server.respond(vendor.calls(vendor.call([`{"path":"a"}`], "read_file", 0, "id_a"), vendor.call([`{"path":"b"}`], "read_file", 7, "id_b")), vendor.answer())
+        const { events } = yield* turn("read both")
+        expect(ofType<{ toolCallId: string; result: string }>(events, "tool.completed").map((c) => [c.toolCallId, c.result])).toEqual([
+          ["id_a", `contents of {"path":"a"}`],
+          ["id_b", `contents of {"path":"b"}`]
+        ])
+      }).pipe(Effect.provide(engine(vendor.layer))))
+  }
+
+  it.effect("anthropic: argument pieces after the block's stop — the call is the one its stop closed", () =>
+    Effect.gen(function*() {
+      const late = { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: `,"path":"/etc/passwd"}` } }
+      server.respond(sse([a.start, ...callOf.anthropic([`{"path":"a"}`]), late, ...a.end("tool_use")]), a.answer())
+      const { events } = yield* turn("read a")
+      expect(ofType<{ args: unknown }>(events, "model.tool_call_requested").map((c) => c.args)).toEqual([{ path: "a" }])
+    }).pipe(Effect.provide(engine(anthropic))))
+
+  // OpenAI's stream has no event that closes a response but its end ([DONE], or the connection's
+  // close): a compatible server may finish a choice on a chunk that still carries content. So what
+  // comes after a finish_reason is the response's, as it came — pinned here.
+  it.effect("openai: argument pieces and a new call after the finish_reason — taken as the response's: the first call's arguments no longer parse (invalid_arguments), the new call runs", () =>
+    Effect.gen(function*() {
+      server.respond(
+        sse([
+          o.chunk({ role: "assistant", content: "" }),
+          ...callOf.openai([`{"path":"a.txt"}`]),
+          o.chunk({}, "tool_calls"),
+          o.chunk({ tool_calls: [{ index: 0, function: { arguments: `{"path":"/etc/passwd"}` } }] }),
+          o.chunk({ tool_calls: [{ index: 1, id: "call_late", type: "function", function: { name: "read_file", arguments: `{"path":"a.txt"}` } }] }),
+          o.usage
+        ], true),
+        o.answer()
+      )
+      const { events } = yield* turn("read a", undefined, cwd())
+      expect(ofType<{ toolCallId: string; errorCode: string }>(events, "tool.failed").map((f) => [f.toolCallId, f.errorCode])).toEqual([["call_1", "invalid_arguments"]])
+      expect(ofType<{ toolCallId: string }>(events, "tool.completed").map((c) => c.toolCallId)).toEqual(["call_late"])
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+    }).pipe(Effect.provide(engine(openai, {}, workspace))))
+})
+
+describe("stop reasons beyond the common ones", () => {
+  const cases = [
+    { reason: "model_context_window_exceeded", finishReason: "length" },
+    { reason: "refusal", finishReason: "content_filter" },
+    { reason: "pause_turn", finishReason: undefined }
+  ]
+  for (const c of cases) {
+    it.effect(`anthropic: ${c.reason} after some text — the text kept, the turn final${c.finishReason === undefined ? "" : `, finishReason ${c.finishReason}`}`, () =>
+      Effect.gen(function*() {
+        server.respond(a.response(a.text(0, "Part of it"))(c.reason))
+        const { events } = yield* turn("go")
+        expect(deltasOf(events)).toEqual(["Part of it"])
+        const completed = events.at(-1)!.payload as { stopReason: string; finishReason?: string }
+        expect([completed.stopReason, completed.finishReason]).toEqual(["final", c.finishReason])
+      }).pipe(Effect.provide(engine(anthropic))))
+  }
+
+})
+
+/**
+ * A response the model's limit or a filter stopped, its last call named but given no argument text:
+ * the call was cut before its first byte, not finished with none — never run as `{}` (list_dir would
+ * run). Its arguments stay `""`, which no tool's schema takes.
+ */
+describe("a last call with no arguments in a response cut short", () => {
+  const cases = [
+    {
+      name: "anthropic: model_context_window_exceeded",
+      layer: anthropic,
+      response: sse([a.start, ...callOf.anthropic([], "list_dir"), ...a.end("model_context_window_exceeded")]),
+      answer: a.answer
+    },
+    { name: "anthropic: refusal", layer: anthropic, response: sse([a.start, ...callOf.anthropic([], "list_dir"), ...a.end("refusal")]), answer: a.answer },
+    {
+      name: "openai: content_filter",
+      layer: openai,
+      response: sse([o.chunk({ role: "assistant", content: "" }), ...callOf.openai([""], "list_dir"), o.chunk({}, "content_filter"), o.usage], true),
+      answer: o.answer
+    },
+    {
+      name: "effect-ai (Anthropic): refusal",
+      layer: effectAiAnthropic,
+      response: sse([a.start, ...callOf.anthropic([], "list_dir"), ...a.end("refusal")]),
+      answer: a.answer
+    }
+  ]
+  for (const c of cases) {
+    it.effect(`${c.name} — the call is not run`, () =>
+      Effect.gen(function*() {
+        server.respond(c.response, c.answer())
+        const { events } = yield* turn("list", undefined, cwd())
+        expect(ofType<{ tool: string }>(events, "model.tool_call_requested").map((call) => call.tool)).toEqual(["list_dir"])
+        expect(events.some((e) => e.type === "tool.started")).toBe(false)
+        expect(ofType(events, "tool.failed")).toHaveLength(1)
+      }).pipe(Effect.provide(engine(c.layer, {}, workspace))))
+  }
+})
+
+/** An error response with these headers and a body in the vendor's shape, naming the key it was sent. */
+const errorResponse = (status: number, headers: Record<string, string>, type: string) => ({
+  status,
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify({ type: "error", error: { type, message: `${type}: Incorrect API key provided: sk-secret-123 at /srv/app/main.py:12` } })
+})
+
+const keyed = {
+  anthropic: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("sk-secret-123"), baseURL: server.url }),
+  openai: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("sk-secret-123"), baseURL: `${server.url}/v1` })
+}
+
+describe("HTTP errors and the headers that come with them", () => {
+  for (const vendor of [{ name: "anthropic", layer: keyed.anthropic, answer: a.answer }, { name: "openai", layer: keyed.openai, answer: o.answer }]) {
+    const retried = [
+      { name: "429 with retry-after: 3", status: 429, headers: { "retry-after": "3" }, type: "rate_limit_error", errorCode: "rate_limited", delayMs: 3_000 },
+      { name: "429 with retry-after-ms: 2500", status: 429, headers: { "retry-after-ms": "2500" }, type: "rate_limit_error", errorCode: "rate_limited", delayMs: 2_500 },
+      { name: "529", status: 529, headers: {}, type: "overloaded_error", errorCode: "overloaded", delayMs: undefined }
+    ]
+    for (const c of retried) {
+      it.effect(`${vendor.name}: ${c.name} — retried (${c.errorCode}), waiting at least what it asked, the key in no event`, () =>
+        Effect.gen(function*() {
+          server.respond(errorResponse(c.status, c.headers, c.type), vendor.answer())
+          const events = yield* ProviderTurns.turnWithRetries("hi")
+          const [retry] = ofType<{ errorCode: string; delayMs: number }>(events, "model.retry")
+          expect(retry!.errorCode).toBe(c.errorCode)
+          if (c.delayMs !== undefined) expect(retry!.delayMs).toBeGreaterThanOrEqual(c.delayMs)
+          expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+          expectClean(events)
+        }).pipe(Effect.provide(engine(vendor.layer))))
+    }
+
+    const final = [
+      { name: "401", status: 401, headers: {}, type: "authentication_error", errorCode: "authentication" },
+      { name: "413", status: 413, headers: {}, type: "request_too_large", errorCode: "invalid_request" },
+      { name: "429 with a hostile retry-after: 999999", status: 429, headers: { "retry-after": "999999" }, type: "rate_limit_error", errorCode: "rate_limited" },
+      { name: "429 with x-ratelimit-reset-requests: 6m0s only", status: 429, headers: { "x-ratelimit-reset-requests": "6m0s" }, type: "rate_limit_error", errorCode: "rate_limited" }
+    ]
+    for (const c of final) {
+      const retries = c.name.includes("x-ratelimit")
+      it.effect(`${vendor.name}: ${c.name} — ${retries ? "retried on the engine's own schedule" : "not retried"}, the turn ends ${c.errorCode}, the key in no event`, () =>
+        Effect.gen(function*() {
+          server.respond(...Array.from({ length: 6 }, () => errorResponse(c.status, c.headers, c.type)))
+          const events = yield* ProviderTurns.turnWithRetries("hi")
+          expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: c.errorCode })
+          const waits = ofType<{ delayMs: number }>(events, "model.retry").map((r) => r.delayMs)
+          if (retries) {
+            expect(waits).toHaveLength(4)
+            for (const wait of waits) expect(wait).toBeLessThanOrEqual(30_000)
+          } else expect(waits).toEqual([])
+          expect(server.received).toHaveLength(waits.length + 1)
+          expectClean(events)
+        }).pipe(Effect.provide(engine(vendor.layer))))
+    }
+  }
+})
