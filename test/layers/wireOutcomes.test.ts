@@ -5,6 +5,9 @@
  * and a body that trickles: through each official SDK and the bridge against the local wire server.
  * Each ends in a typed outcome in the log, with what was valid kept.
  */
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -15,6 +18,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import * as OpenAiModelProvider from "../../src/layers/OpenAiModelProvider.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { expectWellFormedLog } from "../helpers.js"
@@ -267,5 +271,110 @@ describe("HTTP errors and the headers that come with them", () => {
           expectClean(events)
         }).pipe(Effect.provide(engine(vendor.layer))))
     }
+  }
+})
+
+/**
+ * A slow-loris response: headers, then an event's bytes one at a time, never a whole event. The idle
+ * timeout counts events, not bytes, so it fires on the real clock, typed `network`, and the request
+ * is aborted. (What the server waits between bytes is its own pace; nothing here asserts a time.)
+ */
+describe("a body that trickles a byte at a time", () => {
+  const trickle = (head: string) => ({
+    status: 200,
+    headers: { "content-type": "text/event-stream" },
+    body: "",
+    pieces: [head, ..."event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + "x".repeat(100_000)],
+    // Twenty bytes within each idle timeout: bytes that make no event do not keep the stream alive.
+    gapMs: 50
+  })
+  const anthropicHead = sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Half" } }]).body
+  const openaiHead = sse([o.chunk({ role: "assistant", content: "Half" })]).body
+  const idle = { idleTimeout: "1 second" } as const
+  const cases = [
+    { name: "anthropic", layer: () => AnthropicModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: server.url, ...idle }), head: anthropicHead },
+    { name: "openai", layer: () => OpenAiModelProvider.layer({ apiKey: Redacted.make("k"), baseURL: `${server.url}/v1`, ...idle }), head: openaiHead },
+    {
+      name: "effect-ai (Anthropic)",
+      layer: () =>
+        EffectAiModelProvider.layer({ model: "claude-sonnet-4-5", ...idle }).pipe(
+          Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+          Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
+          Layer.provide(FetchHttpClient.layer)
+        ),
+      head: anthropicHead
+    }
+  ]
+  for (const c of cases) {
+    it.live(`${c.name}: after some text — the idle timeout fires on the real clock: the turn ends network, the text kept, the connection closed`, () =>
+      Effect.gen(function*() {
+        const before = server.clientClosed()
+        server.respond(trickle(c.head))
+        const { events } = yield* turn("go")
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "network" })
+        expect(deltasOf(events)).toEqual(["Half"])
+        yield* ProviderTurns.untilClosed(server, before)
+      }).pipe(Effect.provide(engine(c.layer))), 60_000)
+  }
+})
+
+describe("the bridge: stop reasons and HTTP errors", () => {
+  const bridge = (apiKey = "k") => () =>
+    EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+      Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+      Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make(apiKey), apiUrl: server.url })),
+      Layer.provide(FetchHttpClient.layer)
+    )
+  // @effect/ai-anthropic's schema of a stop reason knows pause_turn but not the newer
+  // model_context_window_exceeded nor any later one: it refuses the event (MalformedOutput), which is
+  // `server` — after text, the turn ends so with the text kept; the vendor adapter reads them all.
+  const cases = [
+    { reason: "pause_turn", outcome: { stopReason: "final" } },
+    { reason: "model_context_window_exceeded", outcome: { stopReason: "error", errorCode: "server" } },
+    { reason: "brand_new_reason", outcome: { stopReason: "error", errorCode: "server" } }
+  ]
+  for (const c of cases) {
+    it.effect(`${c.reason} after some text — the turn ends ${c.outcome.errorCode ?? c.outcome.stopReason}, the text kept once`, () =>
+      Effect.gen(function*() {
+        server.respond(a.response(a.text(0, "Part of it"))(c.reason), a.answer())
+        const events = yield* ProviderTurns.turnWithRetries("go")
+        expect(events.at(-1)!.payload).toMatchObject(c.outcome)
+        expect(deltasOf(events)).toEqual(["Part of it"])
+        expect(server.received).toHaveLength(1)
+      }).pipe(Effect.provide(engine(bridge()))))
+  }
+  // @effect/ai-anthropic's schema takes only safe non-negative integers as counts: any other
+  // refuses the event (MalformedOutput), `server` — the text before it kept, no count stored. The
+  // vendor adapters keep such a turn, with the counts made valid (hostileUsage.test.ts).
+  for (const value of [-4, 1e300, "128", 1.5]) {
+    it.effect(`usage counts of ${JSON.stringify(value)} at the end — refused by @effect/ai-anthropic's schema: the turn ends server, the text kept`, () =>
+      Effect.gen(function*() {
+        const end = [{ type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: value, cache_read_input_tokens: value } }, { type: "message_stop" }]
+        server.respond(sse([a.start, ...a.text(0, "Hi"), ...end]), a.answer())
+        const events = yield* ProviderTurns.turnWithRetries("hi")
+        expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "server" })
+        expect(deltasOf(events)).toEqual(["Hi"])
+        expect(events.some((e) => e.type === "model.usage")).toBe(false)
+      }).pipe(Effect.provide(engine(bridge()))))
+  }
+
+  it.effect("401 — not retried, authentication, the key in no event", () =>
+    Effect.gen(function*() {
+      server.respond(errorResponse(401, {}, "authentication_error"), a.answer())
+      const events = yield* ProviderTurns.turnWithRetries("hi")
+      expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "authentication" })
+      expect(server.received).toHaveLength(1)
+      expectClean(events)
+    }).pipe(Effect.provide(engine(bridge("sk-secret-123")))))
+  for (const c of [{ headers: { "retry-after": "3" }, delayMs: 3_000 }, { headers: { "retry-after-ms": "2500" }, delayMs: 2_500 }]) {
+    it.effect(`429 with ${Object.keys(c.headers)[0]} — retried, waiting at least what it asked`, () =>
+      Effect.gen(function*() {
+        server.respond(errorResponse(429, c.headers, "rate_limit_error"), a.answer())
+        const events = yield* ProviderTurns.turnWithRetries("hi")
+        const [retry] = ofType<{ errorCode: string; delayMs: number }>(events, "model.retry")
+        expect(retry!.errorCode).toBe("rate_limited")
+        expect(retry!.delayMs).toBeGreaterThanOrEqual(c.delayMs)
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      }).pipe(Effect.provide(engine(bridge()))))
   }
 })
