@@ -311,6 +311,10 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           const started = open.get(part.id)
           open.delete(part.id)
           if (part.providerExecuted) return []
+          // Arguments past the bound the vendor adapters keep (Support.maxStreamedChars): `@effect/ai`
+          // gathered and parsed them whole, but they are not stored — the call gets the note no tool
+          // takes, as through the SDKs (a 10 MB path was stored, run and sent back).
+          if (started?.text === Support.argumentsOverLimit) return [ModelProvider.toolCall(part.id, part.name, Support.argumentsOverLimit)]
           const call = ModelProvider.toolCall(part.id, part.name, part.params as Json)
           if (started === undefined || started.text.trim() !== "" || !isEmptyObject(part.params)) return [call]
           held = call

@@ -128,6 +128,19 @@ describe("a tool call's arguments as a hostile model streams them", () => {
       }).pipe(Effect.provide(engine(vendor.layer))))
   }
 
+  for (const vendor of vendors.filter((v) => v.name !== "anthropic")) {
+    it.effect(`${vendor.name}: a 5 MB argument in 1 MB pieces (past the 4 Mi bound), beside a small call — not kept: it fails invalid_arguments, the small call runs, the log stays small`, () =>
+      Effect.gen(function*() {
+        const huge = [`{"path":"`, ...Array.from({ length: 5 }, () => "a".repeat(1024 * 1024)), `"}`]
+        server.respond(vendor.calls(vendor.call([`{"path":"a.txt"}`], "read_file", 0, "id_a"), vendor.call(huge, "read_file", 1, "id_b")), vendor.answer())
+        const { events, sessionId } = yield* turn("read", undefined, cwd())
+        expect(ofType<{ toolCallId: string; errorCode: string }>(events, "tool.failed").map((f) => [f.toolCallId, f.errorCode])).toEqual([["id_b", "invalid_arguments"]])
+        expect(ofType<{ toolCallId: string }>(events, "tool.completed").map((c) => c.toolCallId)).toEqual(["id_a"])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expect(JSON.stringify(yield* replay(sessionId)).length).toBeLessThan(100_000)
+      }).pipe(Effect.provide(engine(vendor.layer, {}, workspace))), 60_000)
+  }
+
   it.effect("anthropic: argument pieces after the block's stop — the call is the one its stop closed", () =>
     Effect.gen(function*() {
       const late = { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: `,"path":"/etc/passwd"}` } }
@@ -357,6 +370,26 @@ describe("the bridge: stop reasons and HTTP errors", () => {
         expect(events.some((e) => e.type === "model.usage")).toBe(false)
       }).pipe(Effect.provide(engine(bridge()))))
   }
+
+  it.effect("an overloaded_error event after some text — the turn ends overloaded, the text stored once, nothing sent again", () =>
+    Effect.gen(function*() {
+      const error = { type: "error", error: { type: "overloaded_error", message: "Overloaded at /srv/app/node_modules/x.js:12" } }
+      server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }, { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Half" } }, error]), a.answer())
+      const events = yield* ProviderTurns.turnWithRetries("hi")
+      expect(events.at(-1)!.payload).toEqual({ stopReason: "error", errorCode: "overloaded" })
+      expect(deltasOf(events)).toEqual(["Half"])
+      expect(server.received).toHaveLength(1)
+      expectClean(events)
+    }).pipe(Effect.provide(engine(bridge()))))
+
+  it.effect("text and a call after message_stop, a second message_start — no part of the response: the turn final on the first message's text", () =>
+    Effect.gen(function*() {
+      server.respond(sse([a.start, ...a.text(0, "First"), ...a.end("end_turn"), a.start, ...a.text(0, " after"), ...callOf.anthropic([`{"path":"x"}`], "read_file", 1), ...a.end("tool_use")]), a.answer())
+      const { events } = yield* turn("hi")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expect(deltasOf(events)).toEqual(["First"])
+      expect(events.some((e) => e.type === "model.tool_call_requested")).toBe(false)
+    }).pipe(Effect.provide(engine(bridge()))))
 
   it.effect("401 — not retried, authentication, the key in no event", () =>
     Effect.gen(function*() {
