@@ -18,6 +18,8 @@ import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -387,3 +389,44 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
  */
 export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider, never, LanguageModel.LanguageModel> =>
   Layer.effect(ModelProvider.ModelProvider, make(options))
+
+/** An event stream's bytes with every line ended by LF: CR and CRLF become LF, also across chunks (neither byte is ever part of a UTF-8 character). */
+const lfLines = <E>(bytes: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.suspend(() => {
+    let afterCr = false
+    return Stream.map(bytes, (chunk) => {
+      const out = new Uint8Array(chunk.length)
+      let length = 0
+      for (const byte of chunk) {
+        if (byte === 0x0d) out[length++] = 0x0a
+        else if (byte !== 0x0a || !afterCr) out[length++] = byte
+        afterCr = byte === 0x0d
+      }
+      return out.subarray(0, length)
+    })
+  })
+
+/**
+ * An `HttpClient` whose `text/event-stream` responses end every line with LF. `@effect/experimental`'s
+ * SSE parser (0.61), under `@effect/ai-anthropic` and `-openai`, joins two events (or loses the last)
+ * once a stream's lines switch from CRLF to LF (docs/embedding.md, known limits); the bridge does not
+ * own the client that feeds it, so this is for the layer that builds the `LanguageModel`'s client.
+ * Other responses are left as they are.
+ */
+export const withLfEventLines = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.transformResponse(client, Effect.map((response) =>
+    /^\s*text\/event-stream\b/i.test(response.headers["content-type"] ?? "")
+      ? HttpClientResponse.fromWeb(
+        response.request,
+        new globalThis.Response(Stream.toReadableStream(lfLines(response.stream)), { status: response.status, headers: response.headers })
+      )
+      : response))
+
+/**
+ * {@link withLfEventLines} as a layer over the `HttpClient` below it:
+ * `Layer.provide(EffectAiModelProvider.layerLfEventLines), Layer.provide(FetchHttpClient.layer)`.
+ */
+export const layerLfEventLines: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, withLfEventLines)
+)
