@@ -210,8 +210,8 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     // closed early), and what may come after it is no part of the response.
     let stopped = false
     // A tool block closed with no argument text: a finished call with none (`{}`) — unless it is the
-    // response's last and the output limit ended the response, which cut it before its first byte
-    // (Anthropic closes the blocks it cuts). So it is handed on at the next event, once that says it
+    // response's last and the output limit (or a refusal) ended the response, which cut it before
+    // its first byte (Anthropic closes the blocks it cuts). So it is handed on at the next event, once that says it
     // was not the last, or at the end, with the stop reason known.
     let held: { readonly id: string; readonly name: string } | undefined = undefined
     const release = (cut: boolean): ReadonlyArray<ModelProvider.ModelChunk> => {
@@ -280,7 +280,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // arguments as a string (even none), which no tool takes — never `{}`, which some would.
           const unfinished = [...tools.values()].map((tool) => ModelProvider.toolCall(tool.id, tool.name, tool.json))
           tools.clear()
-          return [...release(stop === "max_tokens"), ...unfinished, ModelProvider.finish(finishReason(stop), usage)]
+          return [...release(Support.cutsLastCall(finishReason(stop))), ...unfinished, ModelProvider.finish(finishReason(stop), usage)]
         }
         default:
           return []

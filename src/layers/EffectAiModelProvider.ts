@@ -18,6 +18,8 @@ import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -189,7 +191,19 @@ const headerReader = (headers: Readonly<Record<string, string>>) => ({
 })
 
 /**
- * Translates an `AiError`: a transport failure is `network`; a status decides as for the vendor
+ * Whether an `AiError` is an event stream's body that broke while it was read: a connection reset
+ * mid-response. `@effect/platform` fails a body read with a `ResponseError` `Decode` whose cause is
+ * the socket's error, and `@effect/ai` keeps the reason but not the cause. On a 2xx
+ * `text/event-stream` response nothing else is `Decode`: the SSE parser does not fail, and an event
+ * the schema refuses is `MalformedOutput`. So that pair is the read breaking (`network`, as through
+ * the SDKs), not a body that could not be read (`server`).
+ */
+const isBrokenEventStream = (error: AiError.HttpResponseError): boolean =>
+  error.reason === "Decode" && error.response.status >= 200 && error.response.status < 300 &&
+  /^\s*text\/event-stream\b/i.test(headerReader(error.response.headers).get("content-type") ?? "")
+
+/**
+ * Translates an `AiError`: a transport failure, or an event stream broken mid-read, is `network`; a status decides as for the vendor
  * SDKs (429 `rate_limited` with the server's `retry-after`, 401/403 `authentication`, 5xx
  * `server`), a 400/413 whose body speaks of the context length `context_overflow`; a response that
  * cannot be read (an undecodable body, tool arguments that are not JSON) `server`, since the vendor
@@ -204,6 +218,7 @@ export const toFailure = (error: AiError.AiError, now: number): ProviderFailure 
       const status = error.response.status
       const retryAfterMs = Support.retryAfterMs(headerReader(error.response.headers), now)
       const extra = { cause: error, status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
+      if (isBrokenEventStream(error)) return ProviderFailure.of("network", error.message, extra)
       if (error.reason !== "StatusCode") return ProviderFailure.of("server", error.message, extra)
       if ((status === 400 || status === 413) && contextOverflow.test(error.body ?? "")) {
         return ProviderFailure.of("context_overflow", error.message, extra)
@@ -262,7 +277,7 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
  * the block its `max_tokens` cut before the first byte, and `@effect/ai-anthropic` hands it on as a
  * finished call with no arguments, which a tool with no required argument would run. So such a call
  * is handed on at the next part — as it came, once that part shows it was not the last — or at the
- * finish, with `""` (cut) when the finish is `length`.
+ * finish, with `""` (cut) when the finish is `length` or `content-filter` (Support.cutsLastCall).
  */
 export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
@@ -298,6 +313,10 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           const started = open.get(part.id)
           open.delete(part.id)
           if (part.providerExecuted) return []
+          // Arguments past the bound the vendor adapters keep (Support.maxStreamedChars): `@effect/ai`
+          // gathered and parsed them whole, but they are not stored — the call gets the note no tool
+          // takes, as through the SDKs (a 10 MB path was stored, run and sent back).
+          if (started?.text === Support.argumentsOverLimit) return [ModelProvider.toolCall(part.id, part.name, Support.argumentsOverLimit)]
           const call = ModelProvider.toolCall(part.id, part.name, part.params as Json)
           if (started === undefined || started.text.trim() !== "" || !isEmptyObject(part.params)) return [call]
           held = call
@@ -305,7 +324,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         }
         case "finish":
           finished = true
-          return [...release(part.reason === "length"), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
+          return [...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
           return errorPartFailure(part.error)
         default:
@@ -370,3 +389,44 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
  */
 export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider, never, LanguageModel.LanguageModel> =>
   Layer.effect(ModelProvider.ModelProvider, make(options))
+
+/** An event stream's bytes with every line ended by LF: CR and CRLF become LF, also across chunks (neither byte is ever part of a UTF-8 character). */
+const lfLines = <E>(bytes: Stream.Stream<Uint8Array, E>): Stream.Stream<Uint8Array, E> =>
+  Stream.suspend(() => {
+    let afterCr = false
+    return Stream.map(bytes, (chunk) => {
+      const out = new Uint8Array(chunk.length)
+      let length = 0
+      for (const byte of chunk) {
+        if (byte === 0x0d) out[length++] = 0x0a
+        else if (byte !== 0x0a || !afterCr) out[length++] = byte
+        afterCr = byte === 0x0d
+      }
+      return out.subarray(0, length)
+    })
+  })
+
+/**
+ * An `HttpClient` whose `text/event-stream` responses end every line with LF. `@effect/experimental`'s
+ * SSE parser (0.61), under `@effect/ai-anthropic` and `-openai`, joins two events (or loses the last)
+ * once a stream's lines switch from CRLF to LF (docs/embedding.md, known limits); the bridge does not
+ * own the client that feeds it, so this is for the layer that builds the `LanguageModel`'s client.
+ * Other responses are left as they are.
+ */
+export const withLfEventLines = (client: HttpClient.HttpClient): HttpClient.HttpClient =>
+  HttpClient.transformResponse(client, Effect.map((response) =>
+    /^\s*text\/event-stream\b/i.test(response.headers["content-type"] ?? "")
+      ? HttpClientResponse.fromWeb(
+        response.request,
+        new globalThis.Response(Stream.toReadableStream(lfLines(response.stream)), { status: response.status, headers: response.headers })
+      )
+      : response))
+
+/**
+ * {@link withLfEventLines} as a layer over the `HttpClient` below it:
+ * `Layer.provide(EffectAiModelProvider.layerLfEventLines), Layer.provide(FetchHttpClient.layer)`.
+ */
+export const layerLfEventLines: Layer.Layer<HttpClient.HttpClient, never, HttpClient.HttpClient> = Layer.effect(
+  HttpClient.HttpClient,
+  Effect.map(HttpClient.HttpClient, withLfEventLines)
+)

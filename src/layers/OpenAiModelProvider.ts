@@ -228,8 +228,8 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
     const end = Stream.suspend(() => {
       if (finish === null) return Support.endedEarly(() => false, "a finish_reason")
       const calls = [...tools.entries()].sort(([a], [b]) => a - b)
-      // The limit can cut only the last call: the model had finished each one before it.
-      const cutAt = finish === "length" ? calls.length - 1 : -1
+      // The limit or a filter can cut only the last call: the model had finished each one before it.
+      const cutAt = Support.cutsLastCall(finishReason(finish)) ? calls.length - 1 : -1
       return Stream.fromIterable([
         ...calls.map(([index, t], i) =>
           ModelProvider.toolCall(t.id === "" ? `call_${index}` : t.id, t.name, Support.parseArgs(t.args, i === cutAt))

@@ -29,6 +29,8 @@ export interface Recording {
   readonly pieces?: ReadonlyArray<string | Uint8Array> | undefined
   /** How the connection ends after the last piece: the body's end (default), or a reset (TCP RST) mid-response. */
   readonly end?: "end" | "reset" | undefined
+  /** Milliseconds between two pieces (a body that trickles); none once the client closed the connection. */
+  readonly gapMs?: number | undefined
 }
 
 const fixtures = resolve(import.meta.dirname, "../../fixtures/providers")
@@ -83,8 +85,11 @@ export const start = async (): Promise<WireServer> => {
     if (next.pieces !== undefined) {
       res.socket?.setNoDelay(true)
       const pieces = next.pieces
+      const gapMs = next.gapMs
       const write = (i: number) => {
-        if (i < pieces.length) return void res.write(pieces[i]!, () => setImmediate(() => write(i + 1)))
+        if (res.destroyed) return
+        const after = () => (gapMs === undefined ? setImmediate(() => write(i + 1)) : setTimeout(() => write(i + 1), gapMs))
+        if (i < pieces.length) return void res.write(pieces[i]!, after)
         if (next.end === "reset") return void res.socket?.resetAndDestroy()
         finished = true
         res.end()

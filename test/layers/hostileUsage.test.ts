@@ -85,6 +85,31 @@ describe("hostile usage numbers from a vendor", () => {
       expectValidCounts([{ payload: summary }])
     }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
 
+  it.effect("anthropic: usage twice at the end (two message_delta), the input only there, cache counts hostile — the last counts kept, each a valid count", () =>
+    Effect.gen(function*() {
+      const text = WireServer.recording("anthropic", "text")
+      const start = text.body.match(/event: message_start\ndata: [^\n]*\n\n/)![0]
+      const delta = text.body.match(/event: message_delta\ndata: [^\n]*\n\n/)![0]
+      const late = (usage: Record<string, unknown>) => delta.replace(/"usage":\{[^}]*\}/, `"usage":${JSON.stringify(usage)}`)
+      const body = text.body
+        .replace(start, start.replace(/"usage":\{[^}]*\}/, `"usage":{"input_tokens":0,"output_tokens":0}`))
+        .replace(delta, late({ output_tokens: 7, input_tokens: 100 }) + late({ output_tokens: 15, input_tokens: 412, cache_read_input_tokens: "128", cache_creation_input_tokens: -4 }))
+      server.respond({ ...text, body })
+      const events = yield* helloTurn
+      expect(events.at(-1)!.payload).toMatchObject({ usage: { inputTokens: 412, outputTokens: 15 } })
+    }).pipe(Effect.provide(engine(vendors[0]!.layer()))))
+
+  it.effect("openai: usage twice (two usage chunks), cached_tokens hostile — the last counts kept, each a valid count", () =>
+    Effect.gen(function*() {
+      const text = WireServer.recording("openai", "text")
+      const usage = text.body.match(/data: [^\n]*"usage":\{"prompt_tokens"[^\n]*\n\n/)![0]
+      const first = usage.replace(/"prompt_tokens":412/, `"prompt_tokens":100`).replace(/"cached_tokens":128/, `"cached_tokens":1e300`)
+      const second = usage.replace(/"cached_tokens":128/, `"cached_tokens":-1`)
+      server.respond({ ...text, body: text.body.replace(usage, first + second) })
+      const events = yield* helloTurn
+      expect(events.at(-1)!.payload).toMatchObject({ usage: { inputTokens: 412, outputTokens: 15 } })
+    }).pipe(Effect.provide(engine(vendors[1]!.layer()))))
+
   for (const vendor of vendors) {
     for (const value of hostileValues) {
       it.effect(`${vendor.name}: usage ${JSON.stringify(value)} — the turn completes, every stored count is a non-negative integer`, () =>

@@ -5,9 +5,15 @@
  * connection closed or reset mid-event; error events in each vendor's form; and a 200 whose body is
  * not an event stream at all (a proxy's HTML page, a JSON error body).
  */
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
 import { expectWellFormedLog } from "../helpers.js"
 import * as ProviderTurns from "./providerTurns.js"
 import * as WireServer from "./WireServer.js"
@@ -52,8 +58,8 @@ const messages = {
 const vendors = [
   { name: "anthropic", layer: anthropic, ...messages, reset: "network" },
   // @effect/ai keeps a broken body read as an HttpResponseError `Decode` without its cause (the
-  // socket's error): the bridge cannot tell it from a body it could not read, `server` — retried all the same.
-  { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, ...messages, reset: "server" },
+  // socket's error); on an event stream that is the read breaking: `network`, as through the SDKs.
+  { name: "effect-ai (Anthropic)", layer: effectAiAnthropic, ...messages, reset: "network" },
   {
     name: "openai",
     layer: openai,
@@ -137,6 +143,21 @@ describe("line endings that switch between CRLF and LF within one stream", () =>
   // @effect/experimental's SSE parser (under @effect/ai-anthropic) misreads a stream whose lines
   // switch from CRLF to LF: it joins two events' data. Not ours to fix; what the bridge must do is
   // fail typed, never end on a short answer.
+  it.effect("effect-ai (Anthropic) with layerLfEventLines under its client: the whole response in one write, then byte by byte — the text exact", () =>
+    Effect.gen(function*() {
+      const vendor = vendors.find((v) => v.name.startsWith("effect-ai"))!
+      const body = mixedEndings(noisy(vendor.text(hostileDeltas) + vendor.end, vendor.noise))
+      server.respond(written([body]), written(byteByByte(body)))
+      expect(finalText((yield* turn("greet")).events)).toBe(hostileDeltas.join(""))
+      expect(finalText((yield* turn("greet")).events)).toBe(hostileDeltas.join(""))
+    }).pipe(Effect.provide(engine(() =>
+      EffectAiModelProvider.layer({ model: "claude-sonnet-4-5" }).pipe(
+        Layer.provide(AnthropicLanguageModel.model("claude-sonnet-4-5")),
+        Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
+        Layer.provide(EffectAiModelProvider.layerLfEventLines),
+        Layer.provide(FetchHttpClient.layer)
+      )))))
+
   it.effect("effect-ai (Anthropic): @effect/experimental joins two events — a typed failure, retried, never a short final answer", () =>
     Effect.gen(function*() {
       const vendor = vendors.find((v) => v.name.startsWith("effect-ai"))!

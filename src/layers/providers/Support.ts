@@ -476,9 +476,17 @@ export const streamedCalls = () => {
 }
 
 /**
+ * Whether a response that finished so may have cut its last tool call: the output limit (`length`)
+ * or a filter (`content_filter`) stops the model wherever it is, even before a call's first argument
+ * byte, where a call finished with no arguments is `{}` (see {@link parseArgs}).
+ */
+export const cutsLastCall = (reason: ModelProvider.FinishReason): boolean => reason === "length" || reason === "content_filter"
+
+/**
  * A tool call's streamed arguments; text that is not JSON is passed on as is, for the tool's schema
  * to refuse. No text at all is `{}` (a call with no arguments) — unless the call is `cut`: the last
- * of a response that ended at the output limit, which may have stopped before its first byte. That
+ * of a response that ended at the output limit or a filter ({@link cutsLastCall}), which may have
+ * stopped before its first byte. That
  * one stays `""`, which no tool takes and the engine reads as cut; `{}` would run a tool with no
  * required argument (list_dir) on a call the model never finished.
  */
