@@ -10,10 +10,10 @@
  */
 import { readFileSync } from "node:fs"
 import { PerformanceObserver } from "node:perf_hooks"
-import { Deferred, Effect, Fiber, Stream } from "effect"
-import { SessionEngine } from "../src/index.js"
+import { Effect, Fiber } from "effect"
 import { createSession, deltaTexts, engineRuntime, scripted, spiedStore, storeLayer } from "./engine.js"
 import { quantile } from "./measure.js"
+import { streamingTurn } from "./rows/cancel.js"
 
 const reps = Number(process.argv[2] ?? 400)
 
@@ -47,14 +47,7 @@ const once = async (): Promise<Sample> => {
   storedAt = Number.NaN
   if (global.gc) global.gc()
   return rt.runPromise(Effect.gen(function*() {
-    const engine = yield* SessionEngine.SessionEngine
-    const streaming = yield* Deferred.make<void>()
-    let deltas = 0
-    const consumer = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(
-      Stream.runForEach((event) => event.type === "model.delta" && ++deltas === 5 ? Deferred.succeed(streaming, undefined) : Effect.void),
-      Effect.fork
-    )
-    yield* Deferred.await(streaming)
+    const { consumer, engine } = yield* streamingTurn(sessionId)
     const switches = process.resourceUsage().involuntaryContextSwitches
     const before = schedstat()
     const start = performance.now()
