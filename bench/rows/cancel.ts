@@ -9,6 +9,23 @@ import { config } from "../config.js"
 import { createSession, deltaTexts, engineRuntime, scratch, scripted, spiedStore, storeLayer } from "../engine.js"
 import { format, interleave, median, quantile, type Row } from "../measure.js"
 
+/**
+ * Starts a turn of the session and waits until its consumer has read 5 deltas: the moment row 7
+ * cancels at. Answers the engine and the consumer's fiber.
+ */
+export const streamingTurn = (sessionId: string) =>
+  Effect.gen(function*() {
+    const engine = yield* SessionEngine.SessionEngine
+    const streaming = yield* Deferred.make<void>()
+    let deltas = 0
+    const consumer = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(
+      Stream.runForEach((event) => event.type === "model.delta" && ++deltas === 5 ? Deferred.succeed(streaming, undefined) : Effect.void),
+      Effect.fork
+    )
+    yield* Deferred.await(streaming)
+    return { engine, consumer }
+  })
+
 const canceller = (kind: "memory" | "jsonl") => {
   let storedAt = Number.NaN
   const store = spiedStore(storeLayer(kind === "memory" ? { kind } : { kind, dataDir: scratch("cancel") }), (event) => {
@@ -19,14 +36,7 @@ const canceller = (kind: "memory" | "jsonl") => {
     const sessionId = await createSession(rt)
     storedAt = Number.NaN
     return rt.runPromise(Effect.gen(function*() {
-      const engine = yield* SessionEngine.SessionEngine
-      const streaming = yield* Deferred.make<void>()
-      let deltas = 0
-      const consumer = yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(
-        Stream.runForEach((event) => event.type === "model.delta" && ++deltas === 5 ? Deferred.succeed(streaming, undefined) : Effect.void),
-        Effect.fork
-      )
-      yield* Deferred.await(streaming)
+      const { consumer, engine } = yield* streamingTurn(sessionId)
       const start = performance.now()
       yield* engine.cancelTurn({ sessionId })
       yield* Fiber.await(consumer)

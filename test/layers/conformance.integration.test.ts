@@ -234,6 +234,15 @@ for (const [name, makeStore] of stores) {
         expect((yield* totalsOf(store)).a!.usage).toEqual({ inputTokens: 14, outputTokens: 10, cacheReadTokens: 103, cacheWriteTokens: 4 })
       }))
 
+    test("usage counts past 32 bits list exactly (PostgreSQL's BIGINT columns read as numbers)", (store) =>
+      Effect.gen(function*() {
+        const large = { inputTokens: 2 ** 40 + 1, outputTokens: 2 ** 33, cacheReadTokens: 2 ** 51 + 3, cacheWriteTokens: 5 }
+        yield* store.appendAll([created("a"), turnStarted("a", 2, 1), completedWithUsage("a", 3, large, 0.5), turnStarted("a", 4, 2), completedWithUsage("a", 5, large, null, "model-x")])
+        expect(yield* totalsOf(store)).toEqual({
+          a: { usage: { inputTokens: 2 ** 41 + 2, outputTokens: 2 ** 34, cacheReadTokens: 2 ** 52 + 6, cacheWriteTokens: 10 }, cost: 0.5, costUnknown: ["model-x"] }
+        })
+      }))
+
     test("listing order: sessions last active at the same moment by id, each one's unpriced models in the order of their first turn", (store) =>
       Effect.gen(function*() {
         // The SQL listings read one row per session and unpriced model, in the listing's order: the
