@@ -32,7 +32,6 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Pg from "pg"
 import * as AgentEvent from "../domain/AgentEvent.js"
 import { EventStoreFailure, type EventStoreFailureReason } from "../domain/Errors.js"
 import * as LogFormat from "../domain/LogFormat.js"
@@ -343,20 +342,6 @@ export const layerFromClient = (
   ).pipe(Layer.provide(migrated))
 }
 
-/** PostgreSQL's type id of `BIGINT` (`int8`). */
-const int8 = 20
-
-/**
- * How the store's connections read columns: pg's own parsers, except `BIGINT` read with `Number`.
- * pg reads a `BIGINT` as a string, checked against a regular expression per field, and every
- * `BIGINT` the store reads — usage counts, lease expiries, the database's clock in ms — is turned
- * into a number with `Number` where it is used: the values are the same, without the check (a
- * listing of 10,000 sessions reads 40,000 counts: ~1% of `sessions`' instructions, docs/benchmarks.md "pg13").
- */
-const types: Pg.CustomTypesConfig = {
-  getTypeParser: (oid, format) => oid === int8 && format !== "binary" ? Number : Pg.types.getTypeParser(oid, format)
-}
-
 /**
  * The PostgreSQL store as a layer: connects (failing at once, typed, when the server cannot be
  * reached or refuses the user), migrates the schema, and closes its connections with the layer.
@@ -366,7 +351,6 @@ export const layer = (options: Options): Layer.Layer<EventStore | BlobStore, Eve
   const client = PgClient.layer({
     url: options.url,
     applicationName: "effect-agent",
-    types,
     ...(options.maxConnections === undefined ? {} : { maxConnections: options.maxConnections })
   }).pipe(
     Layer.catchAllCause((cause) => Layer.fail(openFailure(where, Cause.squash(cause), "connecting to the database failed")))
