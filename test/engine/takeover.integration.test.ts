@@ -21,6 +21,7 @@ import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
 import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
+import { EventStoreFailure } from "../../src/domain/Errors.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { collect, tempDir } from "../helpers.js"
@@ -117,4 +118,40 @@ describe.each(stores)("a takeover catches up (%s)", (_name, makeStore) => {
       expect(last.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["kept", "after the rewind"])
       expect(yield* reader.sessionState({ sessionId })).toEqual(Either.getOrThrow(yield* replayed(store, sessionId)))
     }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("a takeover that cannot catch up", () => {
+  it.scoped("a catch-up whose read fails loads the whole log instead: the turn runs on the right state", () =>
+    Effect.gen(function*() {
+      const memory = yield* MemoryEventStore.make
+      let failedCatchUps = 0
+      // The first ranged read after the log's start (the catch-up) fails; every other read is the store's.
+      const store: EventStore.Service = {
+        ...memory,
+        read: (sessionId, options) =>
+          (options?.fromSequence ?? 1) > 1 && failedCatchUps === 0
+            ? Stream.suspend(() => {
+              failedCatchUps++
+              return Stream.fail(new EventStoreFailure({ reason: "unavailable", operation: "read", sessionId, detail: "injected" }))
+            })
+            : memory.read(sessionId, options)
+      }
+      const { counted, elsewhere, reader } = yield* setUp(store)
+      const sessionId = yield* elsewhere((engine) =>
+        Effect.gen(function*() {
+          const { sessionId } = yield* engine.createSession({ cwd: "/w", client: "test" })
+          yield* turn(engine, sessionId, "one")
+          return sessionId
+        })
+      )
+      const before = (yield* reader.sessionState({ sessionId })).lastSequence
+      const appended = yield* elsewhere((engine) => turn(engine, sessionId, "two"))
+      counted.reset()
+      const own = yield* turn(reader, sessionId, "three")
+      expect(failedCatchUps).toBe(1)
+      // The whole log, read again.
+      expect(counted.read()).toBe(before + appended.length)
+      expect(own.at(-1)!.type).toBe("turn.completed")
+      expect(yield* reader.sessionState({ sessionId })).toEqual(Either.getOrThrow(yield* replayed(store, sessionId)))
+    }))
 })
