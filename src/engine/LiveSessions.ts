@@ -23,6 +23,7 @@ import { SessionNotFound } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import type { EventStore } from "../services/EventStore.js"
 import type * as LiveSession from "./LiveSession.js"
+import * as LogFold from "./LogFold.js"
 import * as Pulled from "./Pulled.js"
 import * as SessionDriver from "./SessionDriver.js"
 
@@ -68,12 +69,13 @@ export interface LiveSessions {
   /**
    * The session, loaded under its writer lock: what every write goes through. An unknown session
    * fails `SessionNotFound` before any lock is taken. A session not held yet is loaded once, after
-   * the lock is taken (what was loaded before it is stale: another process may have written).
+   * the lock is taken; one loaded before is caught up with what was written meanwhile (see `holdWriter`).
    */
   readonly writable: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError | SessionBusy>
   /**
-   * Takes the session's writer lock unless it is held already. What was loaded before is forgotten
-   * once the lock is taken: another process may have written until it let go.
+   * Takes the session's writer lock unless it is held already. What was loaded before is caught up
+   * once the lock is taken (another process may have written until it let go): the events after it
+   * are read and folded in, or, where that cannot be done, it is forgotten and loaded again.
    */
   readonly holdWriter: (sessionId: string) => Effect.Effect<void, EventStoreFailure | SessionBusy>
   /** A session just created, held from now on. */
@@ -189,6 +191,20 @@ export const make = (
         )
       })
 
+    /**
+     * What was loaded before the writer lock was taken is brought up to the end of the log (another
+     * process may have written until it let go): only the events after it are read. A session still
+     * loading, or one that cannot be caught up (see `LogFold.catchUp`), is forgotten instead: its
+     * next use loads it from the whole log.
+     */
+    const caughtUp = (sessionId: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const entry = entries.get(sessionId)
+        if (entry === undefined) return Effect.void
+        const forget = Effect.sync(() => void (entries.get(sessionId) === entry && entries.delete(sessionId)))
+        return entry.session === undefined ? forget : Effect.catchAll(LogFold.catchUp(store, entry.session), () => forget)
+      })
+
     const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
       Effect.suspend(() => {
         const existing = writers.get(sessionId)
@@ -201,10 +217,9 @@ export const make = (
             writer.scope = lockScope
             return Scope.extend(store.acquireWriter(sessionId), lockScope)
           }),
-          Effect.zipRight(Effect.sync(() => {
-            writer.held = true
-            entries.delete(sessionId)
-          })),
+          // Held only once caught up: a write asked for meanwhile waits for `taking`, not for a stale state.
+          Effect.zipRight(caughtUp(sessionId)),
+          Effect.zipRight(Effect.sync(() => void (writer.held = true))),
           // A refused lock is not remembered: the other process may end.
           Effect.tapError(() =>
             Effect.suspend(() => {

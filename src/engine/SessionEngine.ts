@@ -11,7 +11,6 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
@@ -53,8 +52,7 @@ import * as Images from "./Images.js"
 import * as Rewind from "./Rewind.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
-import { LiveTranscript } from "./LiveTranscript.js"
-import * as Pulled from "./Pulled.js"
+import * as LogFold from "./LogFold.js"
 import * as Services from "./Services.js"
 import * as Subagents from "./Subagents.js"
 import * as SessionDriver from "./SessionDriver.js"
@@ -417,7 +415,7 @@ export const make = (
       subagents
     }
     const scope = yield* Effect.scope
-    const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, (sessionId) => hydrate(store, sessionId))
+    const sessions = yield* LiveSessions.make(store, scope, { ...LiveSessions.defaultCacheOptions, ...options }, (sessionId) => LogFold.load(store, sessionId))
     const engine: SessionDriver.Engine = { services, sessions, scope }
 
     /** Commits session-level drafts (no turnId): stored, folded, handed to watchers. */
@@ -740,31 +738,6 @@ const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget
     ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined ? undefined : budget)
     : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
 }
-
-/** Loads a session by folding its log as it is read: the whole log is never held at once. */
-const continueReading = Effect.succeed(true)
-
-const hydrate = (store: EventStore.Service, sessionId: string): Effect.Effect<LiveSession.LiveSession, EventStoreFailure | SessionNotFound> =>
-  Effect.suspend(() => {
-    let folded: SessionState.SessionState | undefined
-    const transcript = new LiveTranscript()
-    // Pulled in this fiber: a stream's run would fork one per load (see `Pulled`).
-    return Pulled.forEachChunk(store.read(sessionId), (chunk) => {
-      for (const event of chunk) {
-        const state = folded === undefined ? SessionState.start(event) : SessionState.reduce(folded, event)
-        if (Either.isLeft(state)) {
-          return Effect.fail(
-            new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: state.left.sequence, detail: state.left.message })
-          )
-        }
-        folded = state.right
-        transcript.add(event)
-      }
-      return continueReading
-    }).pipe(
-      Effect.flatMap(() => folded === undefined ? Effect.fail(new SessionNotFound({ sessionId })) : Effect.succeed(LiveSession.make(folded, transcript)))
-    )
-  })
 
 /**
  * The engine as a layer: `SessionEngine.layer()` with the default limits, or

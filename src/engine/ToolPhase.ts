@@ -167,6 +167,7 @@ const executeOnce = (turn: Turn, call: PreparedCall, pending: ReadonlyArray<Turn
       turnId: turn.turnId,
       cwd: state.cwd,
       acceptsImages: turn.services.provider.capabilities.images === true,
+      leaveOut: turn.services.permissions.fence?.({ sessionId: state.sessionId, cwd: state.cwd, call, remembered: state.remembered }),
       progress: (message) =>
         turn.commit([EventDraft.toolProgress(toolCallId, message)], whileRunning(toolCallId)).pipe(
           // Progress is best effort: a store failure here is the tool result's to report, not the progress'.

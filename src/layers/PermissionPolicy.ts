@@ -36,7 +36,7 @@ import { Decision } from "../domain/AgentEvent.js"
 import * as Plural from "../domain/Plural.js"
 import type { OpenToolCall, SessionState } from "../domain/SessionState.js"
 import { type PermissionDecision, PermissionEngine, type PermissionRequest } from "../services/PermissionEngine.js"
-import type { PathAccess, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
+import type { PathAccess, PathFence, PreparedCall, ToolRouter } from "../services/ToolRouter.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
@@ -137,7 +137,8 @@ const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string)
  * folder a match may lie under.
  */
 const walkInto = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): string | undefined => {
-  if (p.walked !== true) return undefined
+  // A tool's own walk leaves out what the rules fence (see `fence`): it need not ask.
+  if (p.walked !== true || p.leavesOut === true) return undefined
   const under = (folder: string) => folder === "/" ? "/" : `${folder}/`
   if (rule.path!.startsWith("/")) {
     return pattern.opens(under(p.resolved)) || pattern.opens(under(asWritten(p.requested))) ? p.requested : undefined
@@ -404,9 +405,32 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   return decided.decision === "ask" ? { ...decided, ...uncoveredBy(options.rules ?? [], call, line, cwd) } : decided
 }
 
+/**
+ * What a tool's own walk of the call leaves out (its `PathAccess.leavesOut` walks): each path a deny
+ * or ask rule covering the call matches, read as a direct read's path is (its real path, relative to
+ * the real cwd, and as written for a careful rule). Undefined when the call has no such walk or no
+ * rule fences anything.
+ */
+export const fence = (options: Options, request: PermissionRequest): PathFence | undefined => {
+  const { call, cwd } = request
+  if (!call.paths.some((p) => p.walked === true && p.leavesOut === true)) return undefined
+  const line = lineOf(call)
+  const fencing = (options.rules ?? []).flatMap((rule) =>
+    rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd) ? [[rule, pathGlob(rule.path, true)] as const] : []
+  )
+  if (fencing.length === 0) return undefined
+  return ({ real, relative, written }) => {
+    const p: PathAccess = { requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }
+    return fencing.some(([rule, pattern]) => pathMatches(rule, pattern, p, cwd))
+  }
+}
+
 /** The policy as the permission engine. */
 export const layer = (options: Options = {}): Layer.Layer<PermissionEngine> =>
-  Layer.succeed(PermissionEngine, { decide: (request) => Effect.succeed(decide(options, request)) })
+  Layer.succeed(PermissionEngine, {
+    decide: (request) => Effect.succeed(decide(options, request)),
+    fence: (request) => fence(options, request)
+  })
 
 /** What a question adds about a call the user's rule did not cover (see `PermissionDecision.reason`). */
 export interface AskReason {

@@ -28,6 +28,7 @@ import * as Image from "../domain/Image.js"
 import type { JsonObject } from "../domain/Json.js"
 import {
   type PathAccess,
+  type PathFence,
   type PreparedCall,
   unknownTool,
   type ToolCallInput,
@@ -406,6 +407,14 @@ export const make = (options: Options = {}) =>
         }).pipe(timed("list_dir"))
     }
 
+    /** The walk's `leaveOut`: a path as the fence reads it (real, relative to the real cwd, and as a call would write it). */
+    const fencedBy = (fence: PathFence, workspace: string, root: string) => (real: string, shown: string) =>
+      fence({
+        real,
+        relative: Walk.isInside(workspace, real) ? Paths.display(path, workspace, real) : undefined,
+        written: Paths.display(path, workspace, path.join(root, shown))
+      })
+
     const skippedDirs = new Set([".git", "node_modules", ".effect-agent", "dist", "coverage"])
     const grep: Tool<typeof Grep.Type, typeof Grep.Encoded> = {
       description: "Search files for a regular expression; prints path:line:text for each match. Skips .git, node_modules and binary files.",
@@ -414,8 +423,9 @@ export const make = (options: Options = {}) =>
         Effect.gen(function*() {
           const regex = Either.try(() => new RegExp(input.pattern, input.ignoreCase === true ? "i" : ""))
           if (Either.isLeft(regex)) return yield* fail("invalid_arguments", `pattern is not a valid regular expression`)
-          // It reads the whole tree: a rule for a path below it concerns it (see `PathAccess.walked`).
-          return { risk: "read" as const, paths: [{ ...(yield* resolve(cwd, input.path ?? ".", "read")), walked: true }] }
+          // It reads the whole tree: a rule for a path below it concerns it (see `PathAccess.walked`), and
+          // its walk leaves out what the rules fence (`leavesOut`), so the policy need not ask.
+          return { risk: "read" as const, paths: [{ ...(yield* resolve(cwd, input.path ?? ".", "read")), walked: true, leavesOut: true }] }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {
@@ -438,6 +448,7 @@ export const make = (options: Options = {}) =>
             deadline: clock.unsafeCurrentTimeMillis() + Duration.toMillis(walkTimeBudget),
             now: () => clock.unsafeCurrentTimeMillis(),
             maxFileBytes: maxFile,
+            ...(context.leaveOut === undefined ? {} : { leaveOut: fencedBy(context.leaveOut, workspace, root) }),
             onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
               const shownPath = Paths.display(path, workspace, path.join(root, file))
@@ -449,6 +460,7 @@ export const make = (options: Options = {}) =>
           }).pipe(Effect.catchAll(fileFailure(input.path ?? ".")))
           const notes = [
             ...(more > 0 ? [`[… ${more} more matches]`] : []),
+            ...(summary.leftOut > 0 ? [`[left out ${Plural.count(summary.leftOut, "file or folder", "files or folders")} that your permission rules fence]`] : []),
             ...(summary.skippedLinks > 0
               ? [`[skipped ${Plural.count(summary.skippedLinks, "link that leads", "links that lead")} outside the working directory]`]
               : []),

@@ -8,7 +8,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type { Decision } from "../domain/AgentEvent.js"
 import type { RememberedPermission } from "../domain/SessionState.js"
-import type { PreparedCall } from "./ToolRouter.js"
+import type { PathFence, PreparedCall } from "./ToolRouter.js"
 
 /** What the engine asks about. */
 export interface PermissionRequest {
@@ -48,6 +48,12 @@ export declare namespace PermissionEngine {
   export interface Service {
     /** Decides one validated call: allow, ask the user, or deny. */
     readonly decide: (request: PermissionRequest) => Effect.Effect<PermissionDecision>
+    /**
+     * The paths a tool's own walk of the call must leave out (its `PathAccess.leavesOut` walks),
+     * asked for when an allowed call runs. An engine that has it decides such a walk without asking
+     * about the rules' paths below it; one without it leaves the walk whole (it asked, if it cared).
+     */
+    readonly fence?: (request: PermissionRequest) => PathFence | undefined
   }
 }
 

@@ -55,7 +55,20 @@ export interface PathAccess {
    * not just the folder: a deny or ask rule for a path below it concerns the call too.
    */
   readonly walked?: boolean | undefined
+  /**
+   * The walk of this folder is the tool's own and leaves out every path a {@link PathFence} fences
+   * (the built-in `grep`): the policy then hands it the fence instead of asking. A shell's walk
+   * cannot be steered so, and never says this.
+   */
+  readonly leavesOut?: boolean | undefined
 }
+
+/**
+ * Whether a path a tool's walk meets is fenced by a deny or ask rule (so left out): given its real
+ * absolute path, its real path relative to the real cwd (when inside), and the path the walk reached
+ * it by, as a call would have written it.
+ */
+export type PathFence = (path: { readonly real: string; readonly relative: string | undefined; readonly written: string }) => boolean
 
 /** What makes a command line dangerous to run without a rule that allows it. */
 export type ShellHazard = "chaining" | "pipe" | "redirection" | "substitution" | "background" | "sudo" | "recursive_delete"
@@ -98,6 +111,8 @@ export interface ToolContext {
    * it resolves elsewhere now — swapped for a link after the check, it would lead anywhere.
    */
   readonly pinnedCwd?: boolean | undefined
+  /** The paths a walk of the call leaves out (see `PathAccess.leavesOut`): the permission engine's fence, when it has one. */
+  readonly leaveOut?: PathFence | undefined
 }
 
 /** A tool's result: the text the model sees, bounded in size, and images, when the model takes them. */

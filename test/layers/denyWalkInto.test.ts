@@ -2,7 +2,8 @@
  * A read of a whole tree concerns the deny and ask path rules for paths below it: with a deny of
  * `/etc/**`, `grep -r x /` reads `/etc/shadow`'s neighbours as surely as `grep -r x /etc` does. Before,
  * in `bypass`, `grep -r x /`, `ls -R /`, `find / -name passwd` and the `grep` tool on `/` ran, and
- * `grep -r API_KEY .` ran past a deny of `.env` in every mode that allows reads inside cwd.
+ * `grep -r API_KEY .` ran past a deny of `.env` in every mode that allows reads inside cwd. The built-in
+ * `grep` tool's own walk is fenced instead (it leaves those paths out): it answers.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
@@ -24,11 +25,17 @@ const { decide } = shellDecisions(cwd)
 
 const rule = (decision: "deny" | "ask", path: string): PermissionPolicy.Rule => ({ name: `${decision}-rule`, path, decision })
 
-const grepTool = async (mode: PermissionPolicy.Mode, path: string, rules: ReadonlyArray<PermissionPolicy.Rule>) => {
+/** The grep tool's call over `path`, prepared. */
+const grepCall = (path: string) => {
   const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
-  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "grep", args: { pattern: "x", path } }, cwd))
-  return PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call, remembered: [] })
+  return Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "grep", args: { pattern: "x", path } }, cwd))
 }
+
+const grepTool = async (mode: PermissionPolicy.Mode, path: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
+  PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await grepCall(path), remembered: [] })
+
+const grepFence = async (path: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
+  PermissionPolicy.fence({ rules }, { sessionId: "s", cwd, call: await grepCall(path), remembered: [] })
 
 describe("a walk that may reach what a deny or ask rule fences asks", () => {
   for (const command of ["grep -r x /", "ls -R /", "find / -name passwd", "du -a /", "nice grep -r x /"]) {
@@ -38,14 +45,25 @@ describe("a walk that may reach what a deny or ask rule fences asks", () => {
     })
   }
 
-  it("the grep tool on / too", async () => {
-    expect(await grepTool("bypass", "/", [rule("deny", "/etc/**")])).toMatchObject({ decision: "ask", policy: "deny-rule" })
+  it("the grep tool on / answers instead, its walk fenced: it leaves out what the rule matches (test/engine/grepFence.test.ts)", async () => {
+    expect(await grepTool("bypass", "/", [rule("deny", "/etc/**")])).toMatchObject({ decision: "allow" })
+    const fence = await grepFence("/", [rule("deny", "/etc/**")])
+    expect(fence?.({ real: "/etc/shadow", relative: undefined, written: "/etc/shadow" })).toBe(true)
+    expect(fence?.({ real: "/etc", relative: undefined, written: "/etc" })).toBe(true)
+    expect(fence?.({ real: "/usr/lib/x", relative: undefined, written: "/usr/lib/x" })).toBe(false)
   })
 
   it("a deny of a file in cwd concerns a walk of cwd, in every mode", async () => {
     for (const mode of ["default", "acceptEdits", "bypass"] as const) {
       expect(await decide(mode, "grep -r API_KEY .", [rule("deny", ".env")])).toMatchObject({ decision: "ask", policy: "deny-rule" })
-      expect(await grepTool(mode, ".", [rule("deny", ".env")])).toMatchObject({ decision: "ask", policy: "deny-rule" })
+      // The grep tool's own walk leaves `.env` out instead of asking.
+      expect(await grepTool(mode, ".", [rule("deny", ".env")])).toMatchObject({ decision: "allow" })
+      const fence = await grepFence(".", [rule("deny", ".env")])
+      expect(fence?.({ real: join(cwd, ".env"), relative: ".env", written: ".env" })).toBe(true)
+      // By what a link leads to, and by the name it was reached by.
+      expect(fence?.({ real: join(cwd, ".env"), relative: ".env", written: "src/link" })).toBe(true)
+      expect(fence?.({ real: join(cwd, "src", "a.ts"), relative: "src/a.ts", written: ".env" })).toBe(true)
+      expect(fence?.({ real: join(cwd, "src", "a.ts"), relative: "src/a.ts", written: "src/a.ts" })).toBe(false)
     }
     const decision = await decide("default", "grep -r API_KEY .", [rule("deny", ".env")])
     expect(decision.reason).toContain(`the rule "deny-rule" forbids`)

@@ -43,6 +43,12 @@ export interface Options {
    * unresolvable chain has `exact: false`). Returns false to stop the walk.
    */
   readonly onSkippedLink?: (path: string, target: Paths.RealPath) => boolean
+  /**
+   * Whether a file or folder below the root is left out (a permission rule fences it), given its
+   * real path and the path the walk reached it by. With it, a file with other names (hard links) is
+   * left out too: one of them may be fenced, and nothing says which without a search of the disk.
+   */
+  readonly leaveOut?: (real: string, shown: string) => boolean
 }
 
 /** What cut a walk short. */
@@ -55,6 +61,8 @@ export interface Summary {
   readonly skippedLinks: number
   /** Folders reached again (through a link) and not walked twice. */
   readonly repeatedFolders: number
+  /** Files and folders left out by `leaveOut` (hard-linked files included). */
+  readonly leftOut: number
   readonly stopped: ReadonlyArray<Stop>
 }
 
@@ -71,6 +79,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
       let entries = 0
       let skippedLinks = 0
       let repeatedFolders = 0
+      let leftOut = 0
       const stopped = new Set<Stop>()
       const visited = new Set<string>()
       let done = false
@@ -90,12 +99,23 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
           return // a special file, unreadable, or changed under us: passed over
         }
         try {
+          if (options.leaveOut !== undefined && file.info.nlink > 1) {
+            leftOut++
+            return
+          }
           if (file.info.size > options.maxFileBytes) return
           const bytes = await SafeFile.readCapped(file.handle, options.maxFileBytes, signal).catch(() => undefined)
           if (bytes !== undefined && !(await options.onFile(shown, bytes))) done = true
         } finally {
           await file.handle.close().catch(() => undefined)
         }
+      }
+
+      /** Whether the real path (reached as `shown`) is left out; counted when it is. */
+      const fenced = (real: string, shown: string) => {
+        if (options.leaveOut === undefined || !options.leaveOut(real, shown)) return false
+        leftOut++
+        return true
       }
 
       /** Walks an open folder; closes it. */
@@ -111,6 +131,8 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
           for (const entry of listed.entries.sort(byName)) {
             tick()
             const childShown = NodePath.join(shown, entry.name)
+            // The folder's path is real (checked as it was opened), so a file's or folder's real path is its name there.
+            if ((entry.isDirectory() || entry.isFile()) && fenced(NodePath.join(folder.path, entry.name), childShown)) continue
             if (entry.isDirectory()) {
               if (options.skipFolder(entry.name)) continue
               if (depth >= options.maxDepth) {
@@ -140,6 +162,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
           if (options.onSkippedLink !== undefined && !options.onSkippedLink(shown, target)) done = true
           return
         }
+        if (fenced(target.path, shown)) return
         const info = await NodeFs.stat(target.path).catch(() => undefined)
         if (info === undefined) return
         if (info.isDirectory()) {
@@ -182,7 +205,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         if (!(error instanceof Stopped)) throw error
         if (!done) stopped.add(error.reason)
       }
-      return { entries: Math.min(entries, options.maxEntries), skippedLinks, repeatedFolders, stopped: [...stopped] }
+      return { entries: Math.min(entries, options.maxEntries), skippedLinks, repeatedFolders, leftOut, stopped: [...stopped] }
     },
     catch: SafeFile.toFileError
   })
