@@ -8,10 +8,13 @@
  *                             more: row 19's step (compare <turns> = N with <turns> = 0)
  *   trivial <turns>           a warm engine, <turns> trivial turns after 20 warm-up turns: row 20
  *   concurrent <sessions> <deltas>   row 21's child (`bench/child.ts concurrent`), <sessions> at once
+ *   spans <n>                 <n> of the engine's spans (`OwnedSpan.within` around `Effect.void`, in a
+ *                             caller's span, the default tracer), one after another in one fiber
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
+import * as OwnedSpan from "../src/engine/OwnedSpan.js"
 import { ModelProvider, SessionEngine } from "../src/index.js"
 import { count, deltaTexts, engineRuntime, row21Response, scratch, scripted, storeLayer, toolSession } from "./engine.js"
 
@@ -50,6 +53,9 @@ if (mode === "steps") {
   await rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
     Effect.zipRight(one(engine), Effect.forEach(Array.from({ length: a }), () => one(engine), { concurrency: "unbounded" }))))
   await rt.dispose()
+} else if (mode === "spans") {
+  const span = OwnedSpan.within("span", { captureStackTrace: false, attributes: { sessionId: "s1", turnId: "t1" } })
+  await Effect.runPromise(Effect.withSpan(Effect.forEach(Array.from({ length: a }), () => span(Effect.void), { discard: true }), "caller"))
 } else {
   throw new Error(`unknown mode ${mode}`)
 }

@@ -137,7 +137,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       call,
       remembered: state.remembered
     })
-    yield* Effect.annotateCurrentSpan({ decision: policy.decision, policy: policy.policy })
+    yield* OwnedSpan.annotate({ decision: policy.decision, policy: policy.policy })
     const resolved = [...requested, EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })]
     if (policy.decision === "ask") return { allowed: yield* userDecision(turn, call, turn.commit(resolved)), pending: nothingPending }
     return {

@@ -4,6 +4,9 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as RuntimeFlags from "effect/RuntimeFlags"
+import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
+import * as Supervisor from "effect/Supervisor"
 import * as Tracer from "effect/Tracer"
 import * as OwnedSpan from "../../src/engine/OwnedSpan.js"
 
@@ -122,4 +125,38 @@ describe("OwnedSpan", () => {
       yield* Fiber.interrupt(fiber)
       expect(seen(spans)).toEqual([{ name: "span", attributes: { sessionId: "s1", attempt: 1 }, status: "Ended", exit: "interrupted", ended: true }])
     }))
+
+  // A step runs about 7 of these spans (bench/ops.ts): each Effect operation a span takes is paid
+  // 7 times a step. `within` takes 12 operations besides its effect's, `around` 9 (were 17 and 14:
+  // the context set and got back through `FiberRef`'s effects, each its own step and `flatMap`).
+  it.effect("a span's own Effect operations: within at most 12, around at most 9", () =>
+    Effect.gen(function*() {
+      const opsOf = (effect: Effect.Effect<unknown>) =>
+        Effect.suspend(() => {
+          let ops = 0
+          const counter = new (class extends Supervisor.AbstractSupervisor<void> {
+            readonly value = Effect.void
+            override onEffect() {
+              ops++
+            }
+          })()
+          return Effect.map(Effect.withRuntimeFlagsPatch(Effect.supervised(effect, counter), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)), () => ops)
+        })
+      const bare = yield* opsOf(Effect.void)
+      expect((yield* opsOf(Effect.void.pipe(OwnedSpan.within("span", options())))) - bare).toBeLessThanOrEqual(12)
+      expect((yield* opsOf(OwnedSpan.around("span", options(), Effect.void))) - bare).toBeLessThanOrEqual(9)
+    }))
+
+  for (const [label, around] of [["with no span", (e: Effect.Effect<any, any>) => e] as const, ...cases]) {
+    it.live(`annotate: ${label}, the same attributes as Effect.annotateCurrentSpan`, () =>
+      Effect.gen(function*() {
+        const body = (annotate: Effect.Effect<void>) => Effect.zipRight(annotate, Effect.void.pipe(Effect.withSpan("child")))
+        const expected = yield* recording
+        yield* body(Effect.annotateCurrentSpan({ decision: "allow", policy: "default" })).pipe(around, Effect.withTracer(expected.tracer))
+        const actual = yield* recording
+        yield* body(OwnedSpan.annotate({ decision: "allow", policy: "default" })).pipe(around, Effect.withTracer(actual.tracer))
+        expect(actual.calls).toEqual(expected.calls)
+        expect(seen(actual.spans)).toEqual(seen(expected.spans))
+      }))
+  }
 })
