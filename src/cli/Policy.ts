@@ -48,7 +48,11 @@ export const configurable = (): Configurable => {
   const reasons = PermissionPolicy.askReasons()
   const decide = (request: PermissionEngine.PermissionRequest) => reasons.note(request, PermissionPolicy.decide(options, request))
   return {
-    layer: Layer.succeed(PermissionEngine.PermissionEngine, { decide: (request) => Effect.sync(() => decide(request)) }),
+    layer: Layer.succeed(PermissionEngine.PermissionEngine, {
+      decide: (request) => Effect.sync(() => decide(request)),
+      // The grep tool's walk leaves out what the rules fence, rather than asking (`PermissionPolicy.fence`).
+      fence: (request) => PermissionPolicy.fence(options, request)
+    }),
     takeAskReason: reasons.take,
     takeAsk: reasons.takeAsk,
     // Getters: the tools spread this object when a command starts, so they see what `configure` set.

@@ -135,7 +135,9 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       sessionId: state.sessionId,
       cwd: state.cwd,
       call,
-      remembered: state.remembered
+      remembered: state.remembered,
+      // Only an engine with a fence may decide a tool's own walk as one that leaves its rules' paths out.
+      fenced: turn.services.permissions.fence !== undefined
     })
     yield* OwnedSpan.annotate({ decision: policy.decision, policy: policy.policy })
     const resolved = [...requested, EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })]

@@ -136,9 +136,10 @@ const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string)
  * relative rule concerns a walk of cwd or of a folder above it; an absolute one a walk of any
  * folder a match may lie under.
  */
-const walkInto = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): string | undefined => {
-  // A tool's own walk leaves out what the rules fence (see `fence`): it need not ask.
-  if (p.walked !== true || p.leavesOut === true) return undefined
+const walkInto = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string, fenced: boolean): string | undefined => {
+  // A tool's own walk leaves out what the rules fence (see `fence`), when the engine running it applies
+  // the fence (`PermissionRequest.fenced`): it need not ask.
+  if (p.walked !== true || (p.leavesOut === true && fenced)) return undefined
   const under = (folder: string) => folder === "/" ? "/" : `${folder}/`
   if (rule.path!.startsWith("/")) {
     return pattern.opens(under(p.resolved)) || pattern.opens(under(asWritten(p.requested))) ? p.requested : undefined
@@ -153,13 +154,14 @@ const walkedInto = (
   rules: ReadonlyArray<Rule>,
   call: PreparedCall,
   line: Line | undefined,
-  cwd: string
+  cwd: string,
+  fenced: boolean
 ): { readonly rule: Rule; readonly folder: string } | undefined => {
   if (!call.paths.some((p) => p.walked === true)) return undefined
   for (const rule of rules) {
     if (rule.decision === "allow" || rule.path === undefined) continue
     const pattern = pathGlob(rule.path, true)
-    const folder = call.paths.map((p) => walkInto(rule, pattern, p, cwd)).find((f) => f !== undefined)
+    const folder = call.paths.map((p) => walkInto(rule, pattern, p, cwd, fenced)).find((f) => f !== undefined)
     // The rule's tool and command must match as well (only its path is read differently), read
     // within the decision's bound like every careful match: a line too large to read reaches.
     if (folder !== undefined && commandCovers(rule, call, line, cwd)) return { rule, folder }
@@ -372,7 +374,7 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   // A read of a whole tree that may reach what a deny or ask rule fences asks, in every mode: the
   // rule names paths below the folder, and which of them the walk reads is known only when it runs.
-  const walked = walkedInto(options.rules ?? [], call, line, cwd)
+  const walked = walkedInto(options.rules ?? [], call, line, cwd, request.fenced === true)
   if (walked !== undefined) {
     return {
       decision: "ask",

@@ -24,6 +24,13 @@ export interface PermissionRequest {
    * server's settings) decides the call with the top session's. Absent for a session's own calls.
    */
   readonly topSession?: { readonly sessionId: string; readonly cwd: string } | undefined
+  /**
+   * Whether the engine that runs the call leaves out of a tool's own walk (`PathAccess.leavesOut`)
+   * what this engine's `fence` answers: set only when the engine asked has a `fence`. A decision may
+   * count on the fence only then; without it (an engine wrapping the policy with `decide` alone), a
+   * walk that may reach a rule's paths is decided as any other walk.
+   */
+  readonly fenced?: boolean | undefined
 }
 
 /** A decision and the name of the rule that made it (recorded as `policy` in the event). */

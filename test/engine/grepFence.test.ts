@@ -17,6 +17,8 @@ import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import * as CliPolicy from "../../src/cli/Policy.js"
+import { PermissionEngine } from "../../src/services/PermissionEngine.js"
 import { collect, engineLayer, tempDir } from "../helpers.js"
 
 /** A workspace with a match in `src/a.ts` and in `.env`, reached also through a link and a hard link. */
@@ -34,7 +36,13 @@ const workspace = Effect.map(tempDir, (dir) => {
 })
 
 /** One turn that makes one tool call, its policy decision and its result. */
-const oneCall = (cwd: string, mode: PermissionPolicy.Mode, rules: ReadonlyArray<PermissionPolicy.Rule>, call: { tool: string; args: Json }) =>
+const oneCall = (
+  cwd: string,
+  mode: PermissionPolicy.Mode,
+  rules: ReadonlyArray<PermissionPolicy.Rule>,
+  call: { tool: string; args: Json },
+  permissions: Layer.Layer<PermissionEngine> = PermissionPolicy.layer({ mode, rules })
+) =>
   Effect.gen(function*() {
     const engine = yield* SessionEngine
     const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
@@ -51,7 +59,7 @@ const oneCall = (cwd: string, mode: PermissionPolicy.Mode, rules: ReadonlyArray<
     return { decision: resolved?.payload.decision, result: completed === undefined ? undefined : String(completed.payload.result) }
   }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [{ toolCalls: [call] }, { chunks: ["ok"] }] }).pipe(
     Layer.provideMerge(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))),
-    Layer.provideMerge(PermissionPolicy.layer({ mode, rules }))
+    Layer.provideMerge(permissions)
   )))
 
 const deny = (path: string): PermissionPolicy.Rule => ({ name: "no-secrets", path, decision: "deny" })
@@ -91,5 +99,34 @@ describe("the grep tool leaves out what a deny or ask rule fences, and answers",
       const { decision, result } = yield* oneCall(cwd, "bypass", [deny(".env")], { tool: "shell", args: { command: "grep -r API_KEY ." } })
       expect(decision).toBe("ask")
       expect(result).toBeUndefined()
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("an engine that decides with the policy but has no fence (as the CLI's, the server's, ACP's and a subagent's wrap it)", () => {
+  /** The policy's decisions alone: no `fence`, so nothing would leave the rules' paths out of a walk. */
+  const decideOnly = (options: PermissionPolicy.Options) =>
+    Layer.succeed(PermissionEngine, { decide: (request) => Effect.sync(() => PermissionPolicy.decide(options, request)) })
+
+  for (const mode of ["default", "bypass"] as const) {
+    it.scoped(`a deny of .env: the grep tool asks, as before the fence, and never reads .env (${mode})`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* workspace
+        const rules = [deny(".env")]
+        const { decision, result } = yield* oneCall(cwd, mode, rules, { tool: "grep", args: { pattern: "API_KEY" } }, decideOnly({ mode, rules }))
+        expect(decision).toBe("ask")
+        expect(result).toBeUndefined()
+      }).pipe(Effect.provide(NodeContext.layer)))
+  }
+
+  it.scoped("the CLI's policy leaves .env out of the grep tool's walk, and answers", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace
+      const policy = CliPolicy.configurable()
+      const rules = [deny(".env")]
+      yield* policy.configure({ mode: "default", rules })
+      const { decision, result } = yield* oneCall(cwd, "default", rules, { tool: "grep", args: { pattern: "API_KEY" } }, policy.layer)
+      expect(result ?? "").not.toContain("hunter2")
+      expect(decision).toBe("allow")
+      expect(result).toContain("src/a.ts:1:")
     }).pipe(Effect.provide(NodeContext.layer)))
 })

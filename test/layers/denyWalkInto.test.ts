@@ -31,8 +31,9 @@ const grepCall = (path: string) => {
   return Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "grep", args: { pattern: "x", path } }, cwd))
 }
 
-const grepTool = async (mode: PermissionPolicy.Mode, path: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
-  PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await grepCall(path), remembered: [] })
+/** The grep tool's decision; `fenced`: the engine running it applies the policy's fence to its walk. */
+const grepTool = async (mode: PermissionPolicy.Mode, path: string, rules: ReadonlyArray<PermissionPolicy.Rule>, fenced = true) =>
+  PermissionPolicy.decide({ mode, rules }, { sessionId: "s", cwd, call: await grepCall(path), remembered: [], fenced })
 
 const grepFence = async (path: string, rules: ReadonlyArray<PermissionPolicy.Rule>) =>
   PermissionPolicy.fence({ rules }, { sessionId: "s", cwd, call: await grepCall(path), remembered: [] })
@@ -47,6 +48,8 @@ describe("a walk that may reach what a deny or ask rule fences asks", () => {
 
   it("the grep tool on / answers instead, its walk fenced: it leaves out what the rule matches (test/engine/grepFence.test.ts)", async () => {
     expect(await grepTool("bypass", "/", [rule("deny", "/etc/**")])).toMatchObject({ decision: "allow" })
+    // Where nothing will apply the fence (an engine wrapping the policy with `decide` alone), it asks.
+    expect(await grepTool("bypass", "/", [rule("deny", "/etc/**")], false)).toMatchObject({ decision: "ask", policy: "deny-rule" })
     const fence = await grepFence("/", [rule("deny", "/etc/**")])
     expect(fence?.({ real: "/etc/shadow", relative: undefined, written: "/etc/shadow" })).toBe(true)
     expect(fence?.({ real: "/etc", relative: undefined, written: "/etc" })).toBe(true)
@@ -58,6 +61,7 @@ describe("a walk that may reach what a deny or ask rule fences asks", () => {
       expect(await decide(mode, "grep -r API_KEY .", [rule("deny", ".env")])).toMatchObject({ decision: "ask", policy: "deny-rule" })
       // The grep tool's own walk leaves `.env` out instead of asking.
       expect(await grepTool(mode, ".", [rule("deny", ".env")])).toMatchObject({ decision: "allow" })
+      expect(await grepTool(mode, ".", [rule("deny", ".env")], false)).toMatchObject({ decision: "ask", policy: "deny-rule" })
       const fence = await grepFence(".", [rule("deny", ".env")])
       expect(fence?.({ real: join(cwd, ".env"), relative: ".env", written: ".env" })).toBe(true)
       // By what a link leads to, and by the name it was reached by.
