@@ -35,6 +35,16 @@ export type PatternUnit =
 const sep = { k: "sep" } as const
 
 /**
+ * How many words and units the matcher has visited, over all calls: the tests count a decision's
+ * work with it (a long line must cost its length once, not once per rule), never its time.
+ */
+export const visited = { count: 0 }
+
+const visit = (n: number) => {
+  visited.count += n
+}
+
+/**
  * Whether an unquoted `{…}` of the word holds an unquoted `,` or `..`: bash expands it into words
  * (`{git,push} origin` runs `git push origin`, `{sh,-c,'…'}` a shell), so a wildcard never stands
  * for it. Over-reading (`{a,b` … `}` across what bash would not pair) only makes an allow match less.
@@ -80,6 +90,7 @@ const segmentsOf = (tokens: ReadonlyArray<CommandLine.Token>) => {
 }
 
 const unitsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> => {
+  visit(tokens.length)
   const throughShell = tokens.some((t) => t._tag === "Operator" || t.expands)
   const units: Array<Unit> = []
   let previousWord = false
@@ -167,6 +178,7 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
   }
   let count = add(current, 0, 0)
   for (let u = 0; u < units.length; u++) {
+    visit(1)
     const unit = units[u]!
     while (nextStart < starts.length && starts[nextStart]!.at <= u) {
       const start = starts[nextStart++]!
@@ -284,6 +296,7 @@ interface Start {
  * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
 const startsUnder = (program: string, afterProgram: number | undefined, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Start> => {
+  visit(words.length)
   // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
   const throughShell = words.some((w) => w.expands)
   const dynamic = words.map((word) => word.expands || (throughShell && globs(word)))
@@ -370,9 +383,11 @@ export const matchesAnywhere = (
   return segmentsOf(line.tokens).some((words) => {
     if (depth > 0) spend(reading)
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
+    if (program !== undefined && subcommand !== undefined && SubcommandAliases.knows(program)) visit(words.length)
     const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
+    if (runner !== undefined) visit(words.length)
     const asRunner = runner === undefined ? undefined : SubcommandAliases.runnerSpelledAs(runner, words)
     if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
@@ -552,6 +567,7 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
 const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
+  visit(words.length)
   const values = words.map((w) => w.value)
   return values.some((value, git) => {
     if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
