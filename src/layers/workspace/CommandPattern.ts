@@ -17,6 +17,7 @@ import * as Glob from "./Glob.js"
 import * as GitLineConfig from "./GitLineConfig.js"
 import * as GlobalOptions from "./GlobalOptions.js"
 import * as SubcommandAliases from "./SubcommandAliases.js"
+import * as WordIndex from "./WordIndex.js"
 
 export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -34,35 +35,10 @@ export type PatternUnit =
 
 const sep = { k: "sep" } as const
 
-/**
- * How many words and units the matcher has visited, over all calls: the tests count a decision's
- * work with it (a long line must cost its length once, not once per rule), never its time.
- */
-export const visited = { count: 0 }
+/** How many words and units the matcher has visited (see `WordIndex.visited`): what the tests count a decision's work by. */
+export const visited = WordIndex.visited
 
-const visit = (n: number) => {
-  visited.count += n
-}
-
-/**
- * Whether an unquoted `{…}` of the word holds an unquoted `,` or `..`: bash expands it into words
- * (`{git,push} origin` runs `git push origin`, `{sh,-c,'…'}` a shell), so a wildcard never stands
- * for it. Over-reading (`{a,b` … `}` across what bash would not pair) only makes an allow match less.
- */
-const bracesExpand = (word: CommandLine.Word): boolean => {
-  const unquoted = (i: number) => !word.quoted[i]
-  const open = [...word.value].findIndex((c, i) => c === "{" && unquoted(i))
-  if (open < 0) return false
-  const close = word.value.lastIndexOf("}")
-  if (close < open || !unquoted(close)) return false
-  const inside = word.value.slice(open + 1, close)
-  return [...inside].some((c, i) => unquoted(open + 1 + i) && (c === "," || (c === "." && inside[i + 1] === "." && unquoted(open + 2 + i))))
-}
-
-/** Whether a shell would expand the word as a file name pattern, a home directory or a brace expansion. */
-const globs = (word: CommandLine.Word) =>
-  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0]) ||
-  bracesExpand(word)
+const visit = WordIndex.visit
 
 /**
  * A line's units, kept for as long as its tokens are: a decision tokenizes the line once and matches
@@ -102,7 +78,7 @@ const unitsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> 
     }
     if (previousWord) units.push(sep)
     previousWord = true
-    if (token.expands || (throughShell && globs(token))) units.push({ k: "dyn", raw: token.raw })
+    if (token.expands || (throughShell && WordIndex.globs(token))) units.push({ k: "dyn", raw: token.raw })
     else for (const c of token.value) units.push({ k: "ch", c, free: c !== "\n" && c !== "\r" })
   }
   return units
@@ -199,6 +175,8 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
     current = following
     following = swap
     count = reached
+    // No position left: nothing is read until the next place a match may begin.
+    if (count === 0) u = Math.max(u, starts[nextStart]!.at - 1)
   }
   // A line that goes on with words not known here (`open`) may match from any position still reached.
   if (open) return count > 0
@@ -296,31 +274,26 @@ interface Start {
  * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
 const startsUnder = (program: string, afterProgram: number | undefined, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Start> => {
-  visit(words.length)
-  // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
-  const throughShell = words.some((w) => w.expands)
-  const dynamic = words.map((word) => word.expands || (throughShell && globs(word)))
-  const offsets: Array<number> = []
-  let at = 0
-  words.forEach((word, i) => {
-    if (i > 0) at++
-    offsets.push(at)
-    at += dynamic[i] ? 1 : word.value.length
-  })
+  const index = WordIndex.of(words)
+  const { dynamic, offsets } = index
+  // A word the shell makes is no start, but still names the program for make's later targets.
+  const naming = index.named.get(program) ?? []
+  visit(naming.length)
+  if (naming.length === 0) return []
+  const named = naming.filter((i) => !dynamic[i])
   const starts: Array<Start> = []
   // Where the subcommand is after the program's own options, read once for the whole line.
-  const values = words.map((w) => w.value)
-  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, values) : undefined
-  words.forEach((word, i) => {
-    if (dynamic[i] || word.value.split("/").at(-1) !== program) return
+  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? WordIndex.subcommandFrom(index, program) : undefined
+  for (const i of named) {
+    const word = words[i]!
     if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
-    if (subcommand === undefined || afterProgram === undefined) return
+    if (subcommand === undefined || afterProgram === undefined) continue
     const sub = subcommand[i + 1]!
     if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
-  })
+  }
   // make's later targets (`make clean deploy`) are where a match may begin too.
   if (subcommand !== undefined && afterProgram !== undefined) {
-    for (const j of GlobalOptions.laterSubcommands(program, values, (value) => value.split("/").at(-1) === program)) {
+    for (const j of WordIndex.laterSubcommands(index, program)) {
       if (!dynamic[j]) starts.push({ at: offsets[j]!, position: afterProgram })
     }
   }
@@ -383,12 +356,10 @@ export const matchesAnywhere = (
   return segmentsOf(line.tokens).some((words) => {
     if (depth > 0) spend(reading)
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
-    if (program !== undefined && subcommand !== undefined && SubcommandAliases.knows(program)) visit(words.length)
-    const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
+    const spelledOut = program === undefined || subcommand === undefined ? undefined : spelledOutOf(program, subcommand, words)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
-    if (runner !== undefined) visit(words.length)
-    const asRunner = runner === undefined ? undefined : SubcommandAliases.runnerSpelledAs(runner, words)
+    const asRunner = runner === undefined ? undefined : asRunnerOf(runner, words)
     if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
@@ -404,6 +375,29 @@ export const matchesAnywhere = (
     )
   }) || (depth < 4 && wordScriptsMatch(pattern, line.tokens, depth, reading))
 }
+
+/**
+ * A simple command with `program`'s subcommands named as a rule names them (`SubcommandAliases.spelledAs`),
+ * made once per program and subcommand however many rules ask.
+ */
+const spelledOutOf = (program: string, subcommand: string, words: ReadonlyArray<CommandLine.Word>) =>
+  rewritten(words, ["spelledAs", program, subcommand], () => SubcommandAliases.spelledAs(program, subcommand, words))
+
+/** A simple command with its package runners spelled as a rule names one (`SubcommandAliases.runnerSpelledAs`), made as {@link spelledOutOf}. */
+const asRunnerOf = (runner: ReadonlyArray<string>, words: ReadonlyArray<CommandLine.Word>) =>
+  rewritten(words, ["runnerSpelledAs", ...runner], () => SubcommandAliases.runnerSpelledAs(runner, words))
+
+/** A rewriting of a simple command's words, made once by `key` (the same words array, so its units are made once too). */
+const rewritten = (
+  words: ReadonlyArray<CommandLine.Word>,
+  key: ReadonlyArray<string>,
+  make: () => ReadonlyArray<CommandLine.Word> | undefined
+) =>
+  WordIndex.memo(WordIndex.of(words), JSON.stringify(key), () => {
+    const out = make()
+    if (out !== undefined) visit(out.length)
+    return out
+  })
 
 /** Whether `pattern` matches anywhere in the word scripts of a line (see {@link wordScriptsOf}), read as one line. */
 const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Token>, depth: number, reading: Budget): boolean => {
@@ -566,22 +560,40 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
-const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
-  visit(words.length)
-  const values = words.map((w) => w.value)
-  return values.some((value, git) => {
-    if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
-    const config = GitLineConfig.of(values, git, words.map((w) => w.expands))
-    if (config.opaque) return true
-    const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1, reading)
-    if (config.scripts.some(again)) return true
-    const named = words[config.subcommand]
-    const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
-    if (alias === undefined) return false
-    const rest = words.slice(config.subcommand + 1).map((w) => w.raw).join(" ")
-    if (alias.startsWith("!")) return again(`${alias.slice(1)} ${rest}`)
-    // The options before the alias stay: an alias may name another the line defines.
-    return again([...words.slice(git, config.subcommand).map((w) => w.raw), alias, rest].join(" "))
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean =>
+  gitRunsOf(words).some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+
+/** What one git of a simple command runs by the line's settings: anything (`opaque`), or these command lines. */
+interface GitRun {
+  readonly opaque: boolean
+  readonly lines: ReadonlyArray<Lines>
+}
+
+/** The git runs of a simple command (see {@link gitConfigured}), in the order of its gits, made once per command however many rules read them. */
+const gitRunsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<GitRun> => {
+  const index = WordIndex.of(words)
+  return WordIndex.memo(index, "gitRuns", () => {
+    const expands = words.map((w) => w.expands)
+    const runs: Array<GitRun> = []
+    for (const git of index.named.get("git") ?? []) {
+      if (expands[git]) continue
+      visit(words.length)
+      const config = GitLineConfig.of(index.values, git, expands)
+      if (config.opaque) {
+        runs.push({ opaque: true, lines: [] })
+        continue
+      }
+      const texts = [...config.scripts]
+      const named = words[config.subcommand]
+      const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
+      if (alias !== undefined) {
+        const rest = words.slice(config.subcommand + 1).map((w) => w.raw).join(" ")
+        // The options before the alias stay: an alias may name another the line defines.
+        texts.push(alias.startsWith("!") ? `${alias.slice(1)} ${rest}` : [...words.slice(git, config.subcommand).map((w) => w.raw), alias, rest].join(" "))
+      }
+      if (texts.length > 0) runs.push({ opaque: false, lines: texts.map((text) => ({ text, tokenized: CommandLine.tokenize(text) })) })
+    }
+    return runs
   })
 }
 
