@@ -353,13 +353,24 @@ export const matchesAnywhere = (
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   const runner = SubcommandAliases.runnerNamed(plainStartOf(pattern, 0), subcommand)
+  // What the rule asks of each simple command, named once here: a long line holds many.
+  const spelling = program === undefined || subcommand === undefined ? undefined : {
+    names: SubcommandAliases.namesOf(program),
+    key: JSON.stringify(["spelledAs", program, subcommand]),
+    make: (words: ReadonlyArray<CommandLine.Word>) => SubcommandAliases.spelledAs(program, subcommand, words)
+  }
+  const running = runner === undefined ? undefined : {
+    names: SubcommandAliases.runnerNames,
+    key: JSON.stringify(["runnerSpelledAs", ...runner]),
+    make: (words: ReadonlyArray<CommandLine.Word>) => SubcommandAliases.runnerSpelledAs(runner, words)
+  }
   return segmentsOf(line.tokens).some((words) => {
     if (depth > 0) spend(reading)
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
-    const spelledOut = program === undefined || subcommand === undefined ? undefined : spelledOutOf(program, subcommand, words)
+    const spelledOut = spelling === undefined ? undefined : rewritten(words, spelling)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
-    const asRunner = runner === undefined ? undefined : asRunnerOf(runner, words)
+    const asRunner = running === undefined ? undefined : rewritten(words, running)
     if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
@@ -377,27 +388,27 @@ export const matchesAnywhere = (
 }
 
 /**
- * A simple command with `program`'s subcommands named as a rule names them (`SubcommandAliases.spelledAs`),
- * made once per program and subcommand however many rules ask.
+ * A simple command's words rewritten as a rule names a command (`SubcommandAliases.spelledAs`: a package
+ * manager's other names; `runnerSpelledAs`: the ways to run a package), made once by `key` however many
+ * rules ask, and only for a command with a word that `names` (the same words array, so its units and
+ * index are made once too).
  */
-const spelledOutOf = (program: string, subcommand: string, words: ReadonlyArray<CommandLine.Word>) =>
-  rewritten(words, ["spelledAs", program, subcommand], () => SubcommandAliases.spelledAs(program, subcommand, words))
-
-/** A simple command with its package runners spelled as a rule names one (`SubcommandAliases.runnerSpelledAs`), made as {@link spelledOutOf}. */
-const asRunnerOf = (runner: ReadonlyArray<string>, words: ReadonlyArray<CommandLine.Word>) =>
-  rewritten(words, ["runnerSpelledAs", ...runner], () => SubcommandAliases.runnerSpelledAs(runner, words))
-
-/** A rewriting of a simple command's words, made once by `key` (the same words array, so its units are made once too). */
 const rewritten = (
   words: ReadonlyArray<CommandLine.Word>,
-  key: ReadonlyArray<string>,
-  make: () => ReadonlyArray<CommandLine.Word> | undefined
-) =>
-  WordIndex.memo(WordIndex.of(words), JSON.stringify(key), () => {
-    const out = make()
+  rewriting: {
+    readonly names: ReadonlyArray<string>
+    readonly key: string
+    readonly make: (words: ReadonlyArray<CommandLine.Word>) => ReadonlyArray<CommandLine.Word> | undefined
+  }
+) => {
+  const index = WordIndex.of(words)
+  if (!WordIndex.names(index, rewriting.names)) return undefined
+  return WordIndex.memo(index, rewriting.key, () => {
+    const out = rewriting.make(words)
     if (out !== undefined) visit(out.length)
     return out
   })
+}
 
 /** Whether `pattern` matches anywhere in the word scripts of a line (see {@link wordScriptsOf}), read as one line. */
 const wordScriptsMatch = (pattern: string, tokens: ReadonlyArray<CommandLine.Token>, depth: number, reading: Budget): boolean => {
@@ -572,6 +583,7 @@ interface GitRun {
 /** The git runs of a simple command (see {@link gitConfigured}), in the order of its gits, made once per command however many rules read them. */
 const gitRunsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<GitRun> => {
   const index = WordIndex.of(words)
+  if (!index.named.has("git")) return []
   return WordIndex.memo(index, "gitRuns", () => {
     const expands = words.map((w) => w.expands)
     const runs: Array<GitRun> = []

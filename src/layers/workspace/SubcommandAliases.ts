@@ -223,7 +223,7 @@ export const runnerNamed = (first: string | undefined, second: string | undefine
   : undefined
 
 /** The names of the words {@link runnerSpelledAs} rewrites: the runners' own and their package managers'. */
-const runnerNames: ReadonlyArray<string> = [...runnerPrograms, ...Object.keys(runnerSubcommands)]
+export const runnerNames: ReadonlyArray<string> = [...runnerPrograms, ...Object.keys(runnerSubcommands)]
 
 /**
  * `words` (a simple command's) with every way to run a package by name written as the rule names one
