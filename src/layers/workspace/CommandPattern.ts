@@ -17,6 +17,7 @@ import * as Glob from "./Glob.js"
 import * as GitLineConfig from "./GitLineConfig.js"
 import * as GlobalOptions from "./GlobalOptions.js"
 import * as SubcommandAliases from "./SubcommandAliases.js"
+import * as WordIndex from "./WordIndex.js"
 
 export type Unit =
   | { readonly k: "ch"; readonly c: string; readonly free: boolean }
@@ -34,25 +35,10 @@ export type PatternUnit =
 
 const sep = { k: "sep" } as const
 
-/**
- * Whether an unquoted `{…}` of the word holds an unquoted `,` or `..`: bash expands it into words
- * (`{git,push} origin` runs `git push origin`, `{sh,-c,'…'}` a shell), so a wildcard never stands
- * for it. Over-reading (`{a,b` … `}` across what bash would not pair) only makes an allow match less.
- */
-const bracesExpand = (word: CommandLine.Word): boolean => {
-  const unquoted = (i: number) => !word.quoted[i]
-  const open = [...word.value].findIndex((c, i) => c === "{" && unquoted(i))
-  if (open < 0) return false
-  const close = word.value.lastIndexOf("}")
-  if (close < open || !unquoted(close)) return false
-  const inside = word.value.slice(open + 1, close)
-  return [...inside].some((c, i) => unquoted(open + 1 + i) && (c === "," || (c === "." && inside[i + 1] === "." && unquoted(open + 2 + i))))
-}
+/** How many words and units the matcher has visited (see `WordIndex.visited`): what the tests count a decision's work by. */
+export const visited = WordIndex.visited
 
-/** Whether a shell would expand the word as a file name pattern, a home directory or a brace expansion. */
-const globs = (word: CommandLine.Word) =>
-  [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "[")) || (word.value.startsWith("~") && !word.quoted[0]) ||
-  bracesExpand(word)
+const visit = WordIndex.visit
 
 /**
  * A line's units, kept for as long as its tokens are: a decision tokenizes the line once and matches
@@ -80,6 +66,7 @@ const segmentsOf = (tokens: ReadonlyArray<CommandLine.Token>) => {
 }
 
 const unitsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> => {
+  visit(tokens.length)
   const throughShell = tokens.some((t) => t._tag === "Operator" || t.expands)
   const units: Array<Unit> = []
   let previousWord = false
@@ -91,7 +78,7 @@ const unitsOf = (tokens: ReadonlyArray<CommandLine.Token>): ReadonlyArray<Unit> 
     }
     if (previousWord) units.push(sep)
     previousWord = true
-    if (token.expands || (throughShell && globs(token))) units.push({ k: "dyn", raw: token.raw })
+    if (token.expands || (throughShell && WordIndex.globs(token))) units.push({ k: "dyn", raw: token.raw })
     else for (const c of token.value) units.push({ k: "ch", c, free: c !== "\n" && c !== "\r" })
   }
   return units
@@ -167,6 +154,7 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
   }
   let count = add(current, 0, 0)
   for (let u = 0; u < units.length; u++) {
+    visit(1)
     const unit = units[u]!
     while (nextStart < starts.length && starts[nextStart]!.at <= u) {
       const start = starts[nextStart++]!
@@ -187,6 +175,8 @@ const matchUnits = (pattern: ReadonlyArray<PatternUnit>, units: ReadonlyArray<Un
     current = following
     following = swap
     count = reached
+    // No position left: nothing is read until the next place a match may begin.
+    if (count === 0) u = Math.max(u, starts[nextStart]!.at - 1)
   }
   // A line that goes on with words not known here (`open`) may match from any position still reached.
   if (open) return count > 0
@@ -284,30 +274,26 @@ interface Start {
  * Over-reporting (`echo git push`) only makes a deny rule deny more.
  */
 const startsUnder = (program: string, afterProgram: number | undefined, words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<Start> => {
-  // The units as `unitsOf` makes them: a separator between words, a dynamic word one unit.
-  const throughShell = words.some((w) => w.expands)
-  const dynamic = words.map((word) => word.expands || (throughShell && globs(word)))
-  const offsets: Array<number> = []
-  let at = 0
-  words.forEach((word, i) => {
-    if (i > 0) at++
-    offsets.push(at)
-    at += dynamic[i] ? 1 : word.value.length
-  })
+  const index = WordIndex.of(words)
+  const { dynamic, offsets } = index
+  // A word the shell makes is no start, but still names the program for make's later targets.
+  const naming = index.named.get(program) ?? []
+  visit(naming.length)
+  if (naming.length === 0) return []
+  const named = naming.filter((i) => !dynamic[i])
   const starts: Array<Start> = []
   // Where the subcommand is after the program's own options, read once for the whole line.
-  const values = words.map((w) => w.value)
-  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? GlobalOptions.subcommandFrom(program, values) : undefined
-  words.forEach((word, i) => {
-    if (dynamic[i] || word.value.split("/").at(-1) !== program) return
+  const subcommand = GlobalOptions.knows(program) && afterProgram !== undefined ? WordIndex.subcommandFrom(index, program) : undefined
+  for (const i of named) {
+    const word = words[i]!
     if (i > 0 || word.value !== program) starts.push({ at: offsets[i]! + word.value.length - program.length, position: 0 })
-    if (subcommand === undefined || afterProgram === undefined) return
+    if (subcommand === undefined || afterProgram === undefined) continue
     const sub = subcommand[i + 1]!
     if (sub > i + 1 && sub < words.length && !dynamic[sub]) starts.push({ at: offsets[sub]!, position: afterProgram })
-  })
+  }
   // make's later targets (`make clean deploy`) are where a match may begin too.
   if (subcommand !== undefined && afterProgram !== undefined) {
-    for (const j of GlobalOptions.laterSubcommands(program, values, (value) => value.split("/").at(-1) === program)) {
+    for (const j of WordIndex.laterSubcommands(index, program)) {
       if (!dynamic[j]) starts.push({ at: offsets[j]!, position: afterProgram })
     }
   }
@@ -367,13 +353,24 @@ export const matchesAnywhere = (
   const afterProgram = program !== undefined && compiled.units[program.length]?.k === "sep" ? program.length + 1 : undefined
   const subcommand = afterProgram === undefined ? undefined : subcommandNamed(pattern)
   const runner = SubcommandAliases.runnerNamed(plainStartOf(pattern, 0), subcommand)
+  // What the rule asks of each simple command, named once here: a long line holds many.
+  const spelling = program === undefined || subcommand === undefined ? undefined : {
+    names: SubcommandAliases.namesOf(program),
+    key: JSON.stringify(["spelledAs", program, subcommand]),
+    make: (words: ReadonlyArray<CommandLine.Word>) => SubcommandAliases.spelledAs(program, subcommand, words)
+  }
+  const running = runner === undefined ? undefined : {
+    names: SubcommandAliases.runnerNames,
+    key: JSON.stringify(["runnerSpelledAs", ...runner]),
+    make: (words: ReadonlyArray<CommandLine.Word>) => SubcommandAliases.runnerSpelledAs(runner, words)
+  }
   return segmentsOf(line.tokens).some((words) => {
     if (depth > 0) spend(reading)
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
-    const spelledOut = program === undefined || subcommand === undefined ? undefined : SubcommandAliases.spelledAs(program, subcommand, words)
+    const spelledOut = spelling === undefined ? undefined : rewritten(words, spelling)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
     // A rule naming a way to run a package by name (`npx foo*`) holds for the others (`npm exec foo`, `pnpm dlx foo`, `bunx foo`).
-    const asRunner = runner === undefined ? undefined : SubcommandAliases.runnerSpelledAs(runner, words)
+    const asRunner = running === undefined ? undefined : rewritten(words, running)
     if (asRunner !== undefined && matchUnits(compiled.units, commandUnits(asRunner), startsUnder(runner![0]!, afterProgram, asRunner))) return true
     if (depth >= 4) return false
     // What git runs by the line's own settings (`git -c alias.x=push x`, `git -c core.pager='…' log`).
@@ -388,6 +385,29 @@ export const matchesAnywhere = (
       matchUnits(compiled.units, commandUnits(template), program === undefined ? [] : startsUnder(program, afterProgram, template), true)
     )
   }) || (depth < 4 && wordScriptsMatch(pattern, line.tokens, depth, reading))
+}
+
+/**
+ * A simple command's words rewritten as a rule names a command (`SubcommandAliases.spelledAs`: a package
+ * manager's other names; `runnerSpelledAs`: the ways to run a package), made once by `key` however many
+ * rules ask, and only for a command with a word that `names` (the same words array, so its units and
+ * index are made once too).
+ */
+const rewritten = (
+  words: ReadonlyArray<CommandLine.Word>,
+  rewriting: {
+    readonly names: ReadonlyArray<string>
+    readonly key: string
+    readonly make: (words: ReadonlyArray<CommandLine.Word>) => ReadonlyArray<CommandLine.Word> | undefined
+  }
+) => {
+  const index = WordIndex.of(words)
+  if (!WordIndex.names(index, rewriting.names)) return undefined
+  return WordIndex.memo(index, rewriting.key, () => {
+    const out = rewriting.make(words)
+    if (out !== undefined) visit(out.length)
+    return out
+  })
 }
 
 /** Whether `pattern` matches anywhere in the word scripts of a line (see {@link wordScriptsOf}), read as one line. */
@@ -551,21 +571,41 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
-const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
-  const values = words.map((w) => w.value)
-  return values.some((value, git) => {
-    if (words[git]!.expands || value.split("/").at(-1) !== "git") return false
-    const config = GitLineConfig.of(values, git, words.map((w) => w.expands))
-    if (config.opaque) return true
-    const again = (line: string) => matchesAnywhere(pattern, line, CommandLine.tokenize(line), depth + 1, reading)
-    if (config.scripts.some(again)) return true
-    const named = words[config.subcommand]
-    const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
-    if (alias === undefined) return false
-    const rest = words.slice(config.subcommand + 1).map((w) => w.raw).join(" ")
-    if (alias.startsWith("!")) return again(`${alias.slice(1)} ${rest}`)
-    // The options before the alias stay: an alias may name another the line defines.
-    return again([...words.slice(git, config.subcommand).map((w) => w.raw), alias, rest].join(" "))
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean =>
+  gitRunsOf(words).some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+
+/** What one git of a simple command runs by the line's settings: anything (`opaque`), or these command lines. */
+interface GitRun {
+  readonly opaque: boolean
+  readonly lines: ReadonlyArray<Lines>
+}
+
+/** The git runs of a simple command (see {@link gitConfigured}), in the order of its gits, made once per command however many rules read them. */
+const gitRunsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<GitRun> => {
+  const index = WordIndex.of(words)
+  if (!index.named.has("git")) return []
+  return WordIndex.memo(index, "gitRuns", () => {
+    const expands = words.map((w) => w.expands)
+    const runs: Array<GitRun> = []
+    for (const git of index.named.get("git") ?? []) {
+      if (expands[git]) continue
+      visit(words.length)
+      const config = GitLineConfig.of(index.values, git, expands)
+      if (config.opaque) {
+        runs.push({ opaque: true, lines: [] })
+        continue
+      }
+      const texts = [...config.scripts]
+      const named = words[config.subcommand]
+      const alias = named === undefined || named.expands ? undefined : config.aliases.get(named.value.toLowerCase())
+      if (alias !== undefined) {
+        const rest = words.slice(config.subcommand + 1).map((w) => w.raw).join(" ")
+        // The options before the alias stay: an alias may name another the line defines.
+        texts.push(alias.startsWith("!") ? `${alias.slice(1)} ${rest}` : [...words.slice(git, config.subcommand).map((w) => w.raw), alias, rest].join(" "))
+      }
+      if (texts.length > 0) runs.push({ opaque: false, lines: texts.map((text) => ({ text, tokenized: CommandLine.tokenize(text) })) })
+    }
+    return runs
   })
 }
 

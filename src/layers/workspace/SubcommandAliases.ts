@@ -13,7 +13,8 @@
  * @since 0.13.0
  * @internal
  */
-import * as GlobalOptions from "./GlobalOptions.js"
+import type * as CommandLine from "./CommandLine.js"
+import * as WordIndex from "./WordIndex.js"
 
 interface Table {
   /** Each other name and the command it stands for. */
@@ -109,6 +110,10 @@ const programAliases: Record<string, readonly [program: string, subcommand: stri
   bunx: ["bun", "x"]
 }
 
+/** The names of the words {@link spelledAs} rewrites for `program`: its own and those of the programs that are its subcommand (`npx` for npm). */
+export const namesOf = (program: string): ReadonlyArray<string> =>
+  knows(program) ? [program, ...Object.keys(programAliases).filter((name) => programAliases[name]![0] === program)] : []
+
 /** Whether `program` has other names for its subcommands that this module knows. */
 export const knows = (program: string): boolean => Object.hasOwn(tables, program)
 
@@ -155,36 +160,40 @@ const spelled = <W extends Text>(word: W, value: string): W => ({
  * another name of the same command (`npm rum deploy` → `npm run deploy` for `npm run deploy*`), a
  * program that is the subcommand (`npx x` → `npm exec x`), a script run without `run` (`npm test` →
  * `npm run test`, `pnpm build` → `pnpm run build`) and, for a rule naming a script, the same script
- * run with `run` (`pnpm run deploy` → `pnpm deploy`). One pass over the words.
+ * run with `run` (`pnpm run deploy` → `pnpm deploy`). Reads only the words naming the program (`WordIndex`),
+and copies the words only when one is replaced.
  */
-export const spelledAs = <W extends Text>(program: string, subcommand: string, words: ReadonlyArray<W>): ReadonlyArray<W> | undefined => {
+export const spelledAs = <W extends CommandLine.Word>(program: string, subcommand: string, words: ReadonlyArray<W>): ReadonlyArray<W> | undefined => {
   const table = tables[program]
   if (table === undefined) return undefined
   const named = commandOf(table, subcommand)
   const ruleRuns = named === table.run
   const ruleScript = runsScript(table, named)
-  const values = words.map((w) => w.value)
-  const from = GlobalOptions.subcommandFrom(program, values)
+  // Only the words naming the program or a program that is its subcommand are read, in their order.
+  const index = WordIndex.of(words)
+  const at = namesOf(program).flatMap((name) => index.named.get(name) ?? []).sort((x, y) => x - y)
+  if (at.length === 0) return undefined
+  const from = WordIndex.subcommandFrom(index, program)
   // Where a word is replaced: the index of the subcommand and the words put in its place.
   const replaced = new Map<number, ReadonlyArray<W>>()
-  values.forEach((value, i) => {
-    const name = value.split("/").at(-1)!
+  for (const i of at) {
+    const name = index.values[i]!.split("/").at(-1)!
     const alias = Object.hasOwn(programAliases, name) ? programAliases[name] : undefined
     if (alias !== undefined && alias[0] === program) {
       const [as, sub] = alias
       if (commandOf(table, sub) === named) replaced.set(i, [spelled(words[i]!, as), spelled(words[i]!, subcommand)])
-      return
+      continue
     }
-    if (name !== program) return
-    const at = from[i + 1]!
-    const word = words[at]
-    if (word === undefined || word.value === subcommand) return
+    if (name !== program) continue
+    const sub = from[i + 1]!
+    const word = words[sub]
+    if (word === undefined || word.value === subcommand) continue
     const command = commandOf(table, word.value)
-    if (named !== undefined && command === named) replaced.set(at, [spelled(word, subcommand)])
+    if (named !== undefined && command === named) replaced.set(sub, [spelled(word, subcommand)])
     else if (ruleRuns && runsScript(table, command ?? word.value)) {
-      replaced.set(at, [spelled(word, subcommand), spelled(word, "only" in table.scripts ? command! : word.value)])
-    } else if (ruleScript && command === table.run) replaced.set(at, [])
-  })
+      replaced.set(sub, [spelled(word, subcommand), spelled(word, "only" in table.scripts ? command! : word.value)])
+    } else if (ruleScript && command === table.run) replaced.set(sub, [])
+  }
   if (replaced.size === 0) return undefined
   return words.flatMap((word, i) => replaced.get(i) ?? [word])
 }
@@ -213,6 +222,9 @@ export const runnerNamed = (first: string | undefined, second: string | undefine
   : second !== undefined && Object.hasOwn(runnerSubcommands, first) && runnerSubcommands[first]!(second) ? [first, second]
   : undefined
 
+/** The names of the words {@link runnerSpelledAs} rewrites: the runners' own and their package managers'. */
+export const runnerNames: ReadonlyArray<string> = [...runnerPrograms, ...Object.keys(runnerSubcommands)]
+
 /**
  * `words` (a simple command's) with every way to run a package by name written as the rule names one
  * (`named`, see {@link runnerNamed}), the runner's own options after it left out: for `npx foo*`,
@@ -220,28 +232,45 @@ export const runnerNamed = (first: string | undefined, second: string | undefine
  * read `npx foo` (a rule naming one runner named only that one, and `npm exec*` only npm's). `undefined`
  * when the command runs none. One pass over the words.
  */
-export const runnerSpelledAs = <W extends Text>(named: ReadonlyArray<string>, words: ReadonlyArray<W>): ReadonlyArray<W> | undefined => {
-  const values = words.map((w) => w.value)
-  const from = new Map<string, ReadonlyArray<number>>()
+export const runnerSpelledAs = <W extends CommandLine.Word>(named: ReadonlyArray<string>, words: ReadonlyArray<W>): ReadonlyArray<W> | undefined => {
+  const spans = runnerSpans(words)
+  if (spans.length === 0) return undefined
   const out: Array<W> = []
-  let changed = false
-  for (let i = 0; i < words.length; i++) {
-    const name = values[i]!.split("/").at(-1)!
-    let last = -1
-    if (runnerPrograms.has(name)) last = i
-    else if (Object.hasOwn(runnerSubcommands, name)) {
-      if (!from.has(name)) from.set(name, GlobalOptions.subcommandFrom(name, values))
-      const at = from.get(name)![i + 1]!
-      if (at < words.length && runnerSubcommands[name]!(values[at]!)) last = at
-    }
-    if (last < 0) {
-      out.push(words[i]!)
-      continue
-    }
-    changed = true
-    for (const word of named) out.push(spelled(words[i]!, word))
-    i = last
-    while (i + 1 < words.length && values[i + 1]!.startsWith("-")) i++
+  let next = 0
+  for (const { first, last } of spans) {
+    for (let i = next; i < first; i++) out.push(words[i]!)
+    for (const word of named) out.push(spelled(words[first]!, word))
+    next = last + 1
   }
-  return changed ? out : undefined
+  for (let i = next; i < words.length; i++) out.push(words[i]!)
+  return out
+}
+
+/**
+ * Where a simple command runs a package by name: each runner's words, from the word naming it to its
+ * last option (`npm exec --yes` of `npm exec --yes foo`). The same whatever runner a rule names, so
+ * read once per command (`WordIndex`), and only for a command with a word naming a runner.
+ */
+const runnerSpans = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<{ readonly first: number; readonly last: number }> => {
+  const index = WordIndex.of(words)
+  return WordIndex.memo(index, "runnerSpans", () => {
+    if (!WordIndex.names(index, runnerNames)) return []
+    const { values } = index
+    const spans: Array<{ first: number; last: number }> = []
+    for (let i = 0; i < words.length; i++) {
+      const name = values[i]!.split("/").at(-1)!
+      let last = -1
+      if (runnerPrograms.has(name)) last = i
+      else if (Object.hasOwn(runnerSubcommands, name)) {
+        const at = WordIndex.subcommandFrom(index, name)[i + 1]!
+        if (at < words.length && runnerSubcommands[name]!(values[at]!)) last = at
+      }
+      if (last < 0) continue
+      const first = i
+      i = last
+      while (i + 1 < words.length && values[i + 1]!.startsWith("-")) i++
+      spans.push({ first, last: i })
+    }
+    return spans
+  })
 }
