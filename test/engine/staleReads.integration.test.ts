@@ -35,14 +35,18 @@ const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, 
   ["postgres", Effect.flatMap(freshSchemaUrl("stale"), (url) => Effect.map(Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), Context.get(EventStore)))]
 ]
 
-/** The store, counting the events its reads hand over. */
+/** The store, counting its reads and the events they hand over. */
 const counting = (store: EventStore.Service) => {
   let read = 0
+  let reads = 0
   const service: EventStore.Service = {
     ...store,
-    read: (sessionId, options) => Stream.mapChunks(store.read(sessionId, options), (chunk) => ((read += chunk.length), chunk))
+    read: (sessionId, options) => {
+      reads++
+      return Stream.mapChunks(store.read(sessionId, options), (chunk) => ((read += chunk.length), chunk))
+    }
   }
-  return { service, read: () => read, reset: () => void (read = 0) }
+  return { service, read: () => read, reads: () => reads, reset: () => void (read = reads = 0) }
 }
 
 /** A write tool the default policy asks about, and the model's script (shared by every engine: each takes the next response). */
@@ -131,5 +135,23 @@ describe.each(stores)("a read on an engine without the writer lock (%s)", (_name
       const log = yield* collect(store.read(sessionId))
       expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
       expect((yield* reader.sessionState({ sessionId })).openTurn).toBeUndefined()
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("a read on an engine without the writer lock, on JSONL", () => {
+  it.scoped("with nothing appended since, the log is not read: its last line tells", () =>
+    Effect.gen(function*() {
+      const store = yield* JsonlEventStore.make({ dataDir: yield* tempDir })
+      const { counted, reader, writer } = yield* setUp(store, {})
+      const { sessionId } = yield* writer.createSession({ cwd: "/w", client: "test" })
+      yield* turn(writer, sessionId, "one")
+      yield* reader.sessionState({ sessionId })
+      counted.reset()
+      expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
+      expect(counted.reads()).toBe(0)
+      // Something appended: read on from the reader's last sequence.
+      const appended = yield* turn(writer, sessionId, "two")
+      expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
+      expect([counted.reads(), counted.read()]).toEqual([1, appended.length])
     }).pipe(Effect.provide(NodeContext.layer)))
 })
