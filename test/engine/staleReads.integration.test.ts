@@ -6,48 +6,24 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SessionState from "../../src/domain/SessionState.js"
 import * as SessionEngine from "../../src/engine/SessionEngine.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
-import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import { collect, tempDir, testTools } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { counting, storesOf } from "./countedStores.js"
 
-const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, Scope.Scope | NodeContext.NodeContext>]> = [
-  ["memory", MemoryEventStore.make],
-  ["jsonl", Effect.flatMap(tempDir, (dataDir) => JsonlEventStore.make({ dataDir }))],
-  ["sqlite", Effect.flatMap(tempDir, (dir) => Effect.map(Layer.build(SqliteEventStore.layer({ filename: `${dir}/db/events.sqlite` })), Context.get(EventStore)))],
-  ["postgres", Effect.flatMap(freshSchemaUrl("stale"), (url) => Effect.map(Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), Context.get(EventStore)))]
-]
-
-/** The store, counting its reads and the events they hand over. */
-const counting = (store: EventStore.Service) => {
-  let read = 0
-  let reads = 0
-  const service: EventStore.Service = {
-    ...store,
-    read: (sessionId, options) => {
-      reads++
-      return Stream.mapChunks(store.read(sessionId, options), (chunk) => ((read += chunk.length), chunk))
-    }
-  }
-  return { service, read: () => read, reads: () => reads, reset: () => void (read = reads = 0) }
-}
+const stores = storesOf("stale")
 
 /** A write tool the default policy asks about, and the model's script (shared by every engine: each takes the next response). */
 const setUp = (store: EventStore.Service, script: FakeModelProvider.Options) =>
