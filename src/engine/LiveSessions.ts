@@ -51,6 +51,8 @@ interface Entry {
   /** Set once loaded. */
   session: LiveSession.LiveSession | undefined
   lastUsed: number
+  /** One catch-up at a time: two folding the same events into the session would fold them twice. */
+  readonly catchingUp: Effect.Semaphore
 }
 
 interface Writer {
@@ -64,7 +66,11 @@ interface Writer {
 
 /** The engine's sessions in memory. */
 export interface LiveSessions {
-  /** The session, loaded from the store if it is not held. */
+  /**
+   * The session, loaded from the store if it is not held. One held without its writer lock is caught
+   * up first (another process may have written since it was loaded): a read answers the log as it is
+   * once the call has begun, not as it was at the load.
+   */
   readonly get: (sessionId: string) => Effect.Effect<LiveSession.LiveSession, LoadError>
   /**
    * The session, loaded under its writer lock: what every write goes through. An unknown session
@@ -167,15 +173,48 @@ export const make = (
       yield* Effect.forkIn(Effect.repeat(sweep, Schedule.spaced(Duration.millis(Math.max(1000, idleMs / 2)))), scope)
     }
 
+    const writerHeld = (sessionId: string) => writers.get(sessionId)?.held === true
+
+    /**
+     * A session held without its writer lock, brought up to the end of the log before it is answered:
+     * only the events after it are read (`LogFold.catchUp`). With the lock held, no other process
+     * writes, and this engine's writes reach the state as they are stored: nothing is read. One that
+     * cannot be caught up is forgotten and loaded again from the whole log.
+     */
+    const current = (entry: Entry, session: LiveSession.LiveSession): Effect.Effect<LiveSession.LiveSession, LoadError> =>
+      writerHeld(entry.sessionId) ? Effect.succeed(session) : entry.catchingUp.withPermits(1)(
+        // Checked again once its turn comes: a lock taken meanwhile has caught the session up, and this
+        // engine's writes may have started.
+        Effect.suspend(() => writerHeld(entry.sessionId) ? Effect.void : LogFold.catchUp(store, session))
+      ).pipe(
+        Effect.as(session),
+        Effect.catchAll(() =>
+          Effect.suspend(() => {
+            if (entries.get(entry.sessionId) === entry) entries.delete(entry.sessionId)
+            return get(entry.sessionId)
+          })
+        )
+      )
+
+    const newEntry = (sessionId: string, session: LiveSession.LiveSession | undefined): Entry => ({
+      sessionId,
+      loading: Deferred.unsafeMake(FiberId.none),
+      session,
+      lastUsed: clock.unsafeCurrentTimeMillis(),
+      catchingUp: Effect.unsafeMakeSemaphore(1)
+    })
+
     const get = (sessionId: string): Effect.Effect<LiveSession.LiveSession, LoadError> =>
       Effect.suspend(() => {
         if (!Session.isValidId(sessionId)) return Effect.fail(new SessionNotFound({ sessionId }))
         const existing = entries.get(sessionId)
         if (existing !== undefined) {
           touch(sessionId)
-          return existing.session !== undefined ? Effect.succeed(existing.session) : Deferred.await(existing.loading)
+          // A load under way may have begun before this call: it is caught up too.
+          return Effect.flatMap(existing.session !== undefined ? Effect.succeed(existing.session) : Deferred.await(existing.loading), (session) =>
+            current(existing, session))
         }
-        const entry: Entry = { sessionId, loading: Deferred.unsafeMake(FiberId.none), session: undefined, lastUsed: clock.unsafeCurrentTimeMillis() }
+        const entry = newEntry(sessionId, undefined)
         entries.set(sessionId, entry)
         return hydrate(sessionId).pipe(
           // A failed load is not remembered: the session may be created, or the store recover.
@@ -202,7 +241,7 @@ export const make = (
         const entry = entries.get(sessionId)
         if (entry === undefined) return Effect.void
         const forget = Effect.sync(() => void (entries.get(sessionId) === entry && entries.delete(sessionId)))
-        return entry.session === undefined ? forget : Effect.catchAll(LogFold.catchUp(store, entry.session), () => forget)
+        return entry.session === undefined ? forget : Effect.catchAll(entry.catchingUp.withPermits(1)(LogFold.catchUp(store, entry.session)), () => forget)
       })
 
     const holdWriter = (sessionId: string): Effect.Effect<void, EventStoreFailure | SessionBusy> =>
@@ -252,12 +291,7 @@ export const make = (
 
     const add = (session: LiveSession.LiveSession) =>
       Effect.suspend(() => {
-        entries.set(session.sessionId, {
-          sessionId: session.sessionId,
-          loading: Deferred.unsafeMake(FiberId.none),
-          session,
-          lastUsed: clock.unsafeCurrentTimeMillis()
-        })
+        entries.set(session.sessionId, newEntry(session.sessionId, session))
         return bound
       })
 
@@ -269,7 +303,7 @@ export const make = (
       forget: (sessionId) => void entries.delete(sessionId),
       has: (sessionId) => entries.has(sessionId),
       loaded: (sessionId) => entries.get(sessionId)?.session,
-      holdsWriter: (sessionId) => writers.get(sessionId)?.held === true,
+      holdsWriter: writerHeld,
       touch,
       size: () => entries.size
     }

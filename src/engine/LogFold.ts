@@ -10,6 +10,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import { EventStoreFailure, SessionNotFound } from "../domain/Errors.js"
 import * as SessionState from "../domain/SessionState.js"
 import type { EventStore } from "../services/EventStore.js"
@@ -66,12 +67,16 @@ export const load = (store: EventStore.Service, sessionId: string): Effect.Effec
 
 /**
  * Brings a held session up to the end of its log: reads only the events after its last sequence
- * (the store's ranged read) and folds them into it in place. The log is append-only (a rewind, a
+ * (the store's ranged read; none when the store tells, without reading, that nothing follows it) and folds them into it in place. The log is append-only (a rewind, a
  * compaction, a fork each append events or start another log), so what was held is a prefix of it;
  * a failure (a read that fails, an event that does not follow the held state) leaves the session
  * part-way and is the caller's cue to load the session again from the whole log.
  */
 export const catchUp = (store: EventStore.Service, session: LiveSession.LiveSession): Effect.Effect<void, EventStoreFailure> =>
-  Effect.asVoid(foldInto(store, session.sessionId, session.state, session.transcript, (state) => {
-    session.state = state
-  }))
+  Effect.flatMap(store.lastSequence?.(session.sessionId) ?? Effect.succeedNone, (last) =>
+    // Nothing appended, as the store tells without reading the log: nothing to read.
+    Option.contains(last, session.state.lastSequence)
+      ? Effect.void
+      : Effect.asVoid(foldInto(store, session.sessionId, session.state, session.transcript, (state) => {
+        session.state = state
+      })))

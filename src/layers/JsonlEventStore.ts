@@ -37,6 +37,7 @@ import * as Appends from "./jsonl/Appends.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
+import * as LogTail from "./jsonl/LogTail.js"
 import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
@@ -142,7 +143,10 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         )
         : Effect.fail(new EventStoreFailure({ reason: "unknown", operation: "lock", sessionId, detail: "invalid session id" }))
 
-    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
+    const lastSequence: EventStore.Service["lastSequence"] = (sessionId) =>
+      Effect.sync(() => Session.isValidId(sessionId) ? Option.fromNullable(LogTail.lastSequence(fileOf(sessionId), sessionId)) : Option.none())
+
+    return EventStore.of({ append, appendAll, read, list, listing, acquireWriter, lastSequence })
   })
 
 /** A session's summary from its events. */

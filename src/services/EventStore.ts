@@ -6,6 +6,7 @@
  */
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
@@ -65,6 +66,13 @@ export declare namespace EventStore {
      * only the waiting sessions' rows instead of every session's); without it, filter `listing`.
      */
     readonly awaitingListing?: Effect.Effect<Listing, EventStoreFailure>
+    /**
+     * The session's last stored sequence when the store can tell without reading its log (`None`
+     * when it cannot tell so): an engine holding a session it does not write asks it before reading
+     * on from its own last sequence. Optional: a store whose read from a sequence reads only what
+     * follows (the SQL stores, memory) has no need of it; JSONL reads its log's last line.
+     */
+    readonly lastSequence?: (sessionId: string) => Effect.Effect<Option.Option<number>>
     /**
      * Holds the session's writer lock for the scope: one process (one engine) drives a session at a
      * time. Fails `SessionBusy` naming the holder when a live one holds it, having changed nothing;

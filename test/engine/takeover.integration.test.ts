@@ -6,43 +6,23 @@
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SessionState from "../../src/domain/SessionState.js"
 import * as SessionEngine from "../../src/engine/SessionEngine.js"
 import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
-import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
-import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
-import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStoreFailure } from "../../src/domain/Errors.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
-import { collect, tempDir } from "../helpers.js"
-import { freshSchemaUrl } from "../postgres.js"
+import { collect } from "../helpers.js"
+import { counting, storesOf } from "./countedStores.js"
 
-const stores: ReadonlyArray<[string, Effect.Effect<EventStore.Service, unknown, Scope.Scope | NodeContext.NodeContext>]> = [
-  ["memory", MemoryEventStore.make],
-  ["jsonl", Effect.flatMap(tempDir, (dataDir) => JsonlEventStore.make({ dataDir }))],
-  ["sqlite", Effect.flatMap(tempDir, (dir) => Effect.map(Layer.build(SqliteEventStore.layer({ filename: `${dir}/db/events.sqlite` })), Context.get(EventStore)))],
-  ["postgres", Effect.flatMap(freshSchemaUrl("takeover"), (url) => Effect.map(Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), Context.get(EventStore)))]
-]
-
-/** The store, counting the events its reads hand over. */
-const counting = (store: EventStore.Service) => {
-  let read = 0
-  const service: EventStore.Service = {
-    ...store,
-    read: (sessionId, options) => Stream.mapChunks(store.read(sessionId, options), (chunk) => ((read += chunk.length), chunk))
-  }
-  return { service, read: () => read, reset: () => void (read = 0) }
-}
+const stores = storesOf("takeover")
 
 /** Engines on one store, as processes would be: `reader` lives through the test, others each in a scope of their own. */
 const setUp = (store: EventStore.Service) =>
