@@ -15,7 +15,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
-import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 
 /**
@@ -82,22 +81,3 @@ const leave = <A, E>(span: Tracer.Span, previous: Context.Context<never>, exit: 
 export const around = <A, R>(name: string, options: Tracer.SpanOptions, self: Effect.Effect<A, never, R>): Effect.Effect<A, never, R> =>
   Effect.uninterruptible(Effect.flatMap(Effect.makeSpan(name, options), (span) =>
     enter(span, (previous) => Effect.flatMap(self, (value) => leave(span, previous, Exit.succeed(value))))))
-
-/**
- * Sets `attributes` on the fiber's current span, as `Effect.annotateCurrentSpan` does — the span
- * its children would take as parent (past spans that disable propagation), nothing when there is
- * none or it is external — in one step, where that takes about 8 (it reads the span as an effect that
- * fails when there is none, then ignores the failure). A tool call's decision annotates its span each step.
- */
-export const annotate = (attributes: Readonly<Record<string, unknown>>): Effect.Effect<void> =>
-  Effect.withFiberRuntime<void>((fiber) => {
-    const span = propagated(Context.getOption(fiber.currentContext, Tracer.ParentSpan))
-    if (Option.isSome(span) && span.value._tag === "Span") {
-      for (const key in attributes) span.value.attribute(key, attributes[key])
-    }
-    return Effect.void
-  })
-
-/** The span a child would take as parent: effect's own rule (a span that disables propagation passes the question to its parent). */
-const propagated = (span: Option.Option<Tracer.AnySpan>): Option.Option<Tracer.AnySpan> =>
-  Option.flatMap(span, (s) => Context.get(s.context, Tracer.DisablePropagation) ? (s._tag === "Span" ? propagated(s.parent) : Option.none()) : Option.some(s))

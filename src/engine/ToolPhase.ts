@@ -139,7 +139,7 @@ const decideOnce = (turn: Turn, call: PreparedCall, from: DecideFrom): Effect.Ef
       // Only an engine with a fence may decide a tool's own walk as one that leaves its rules' paths out.
       fenced: turn.services.permissions.fence !== undefined
     })
-    yield* OwnedSpan.annotate({ decision: policy.decision, policy: policy.policy })
+    yield* Effect.annotateCurrentSpan({ decision: policy.decision, policy: policy.policy })
     const resolved = [...requested, EventDraft.permissionResolved({ toolCallId, decision: policy.decision, policy: policy.policy, actor: "policy" })]
     if (policy.decision === "ask") return { allowed: yield* userDecision(turn, call, turn.commit(resolved)), pending: nothingPending }
     return {

@@ -146,17 +146,4 @@ describe("OwnedSpan", () => {
       expect((yield* opsOf(Effect.void.pipe(OwnedSpan.within("span", options())))) - bare).toBeLessThanOrEqual(12)
       expect((yield* opsOf(OwnedSpan.around("span", options(), Effect.void))) - bare).toBeLessThanOrEqual(9)
     }))
-
-  for (const [label, around] of [["with no span", (e: Effect.Effect<any, any>) => e] as const, ...cases]) {
-    it.live(`annotate: ${label}, the same attributes as Effect.annotateCurrentSpan`, () =>
-      Effect.gen(function*() {
-        const body = (annotate: Effect.Effect<void>) => Effect.zipRight(annotate, Effect.void.pipe(Effect.withSpan("child")))
-        const expected = yield* recording
-        yield* body(Effect.annotateCurrentSpan({ decision: "allow", policy: "default" })).pipe(around, Effect.withTracer(expected.tracer))
-        const actual = yield* recording
-        yield* body(OwnedSpan.annotate({ decision: "allow", policy: "default" })).pipe(around, Effect.withTracer(actual.tracer))
-        expect(actual.calls).toEqual(expected.calls)
-        expect(seen(actual.spans)).toEqual(seen(expected.spans))
-      }))
-  }
 })
