@@ -14,9 +14,14 @@ import { type FileHandle, open } from "node:fs/promises"
 
 const failed = (message: string, code: string) => Object.assign(new Error(message), { code })
 
+/** How a file is opened: `followLinks` for a file a program would read through a link (a folder's `package.json`). */
+export interface Options {
+  readonly followLinks?: boolean | undefined
+}
+
 /** Runs `use` on a regular file opened for reading, closing it after (a failed close loses nothing read). */
-export const withRegular = async <A>(file: string, use: (handle: FileHandle) => Promise<A>): Promise<A> => {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+export const withRegular = async <A>(file: string, use: (handle: FileHandle) => Promise<A>, options: Options = {}): Promise<A> => {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK | (options.followLinks === true ? 0 : constants.O_NOFOLLOW))
   try {
     if (!(await handle.stat()).isFile()) throw failed("not a regular file", "EINVAL")
     return await use(handle)
@@ -30,11 +35,11 @@ export const withRegular = async <A>(file: string, use: (handle: FileHandle) => 
  * regular file). With `maxBytes`, at most that many are read, and a file holding more fails `EFBIG`
  * — one byte past the cap is read, so a file that grew since its stat is refused too.
  */
-export const readRegular = (file: string, maxBytes?: number): Promise<Buffer> =>
+export const readRegular = (file: string, maxBytes?: number, options: Options = {}): Promise<Buffer> =>
   withRegular(file, async (handle) => {
     if (maxBytes === undefined) return handle.readFile()
     const buffer = Buffer.alloc(maxBytes + 1)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     if (bytesRead > maxBytes) throw failed(`the file holds more than ${maxBytes} bytes`, "EFBIG")
     return buffer.subarray(0, bytesRead)
-  })
+  }, options)

@@ -30,6 +30,7 @@ import { createHash } from "node:crypto"
 import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "../workspace/Paths.js"
 import type * as McpConfig from "./McpConfig.js"
 
@@ -189,20 +190,8 @@ const packageJsonBytes = 1024 * 1024
  * most `packageJsonBytes`; none otherwise. Before, `readFile` read any kind of file whole: a link to
  * `/dev/zero` read 600 MB into memory at `trust` and at each start of a session the file was trusted for.
  */
-const packageJsonText = async (file: string): Promise<string | undefined> => {
-  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
-  if (handle === undefined) return undefined
-  try {
-    if (!(await handle.stat()).isFile()) return undefined
-    const buffer = Buffer.alloc(packageJsonBytes + 1)
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
-    return bytesRead > packageJsonBytes ? undefined : buffer.toString("utf8", 0, bytesRead)
-  } catch {
-    return undefined
-  } finally {
-    await handle.close().catch(() => undefined)
-  }
-}
+const packageJsonText = (file: string): Promise<string | undefined> =>
+  RegularFiles.readRegular(file, packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => undefined)
 
 /** The file a folder's `package.json` names as its `main`, relative to the project, when it is inside it. */
 const packageMain = async (cwd: string, folder: string): Promise<string | undefined> => {
