@@ -27,8 +27,8 @@ import type * as Session from "../domain/Session.js"
 import * as SessionState from "../domain/SessionState.js"
 import * as Task from "../domain/Task.js"
 import * as Transcript from "../domain/Transcript.js"
-import type { PermissionEngine } from "../services/PermissionEngine.js"
-import { type PreparedCall, unknownTool, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
+import type { PermissionEngine, PermissionRequest } from "../services/PermissionEngine.js"
+import { type PathFence, type PreparedCall, unknownTool, ToolFailure, type ToolOutput, type ToolRouter } from "../services/ToolRouter.js"
 import * as EventDraft from "./EventDraft.js"
 import * as ModelResponse from "./ModelResponse.js"
 import * as PromptCache from "./PromptCache.js"
@@ -262,7 +262,20 @@ export const permissions = (base: PermissionEngine.Service, runtime: Runtime): P
       const parents = yield* decide({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
       return strictness[parents.decision] > strictness[own.decision] ? { ...parents, policy: `parent/${parents.policy}` } : own
     })
-  return { decide }
+  // A subagent's walk leaves out what its own rules fence and what every parent's up the tree does,
+  // as its decision is bounded by both. Only with the base's fence: without one the base decides such
+  // a walk as any other (see `PermissionRequest.fenced`).
+  const baseFence = base.fence
+  if (baseFence === undefined) return { decide }
+  const fence = (request: PermissionRequest): PathFence | undefined => {
+    const link = runtime.links.get(request.sessionId)
+    if (link === undefined) return baseFence(request)
+    const own = baseFence({ ...request, topSession: topOf(runtime, link) })
+    const parents = fence({ ...request, sessionId: link.parent.sessionId, cwd: link.parent.cwd, remembered: [] })
+    if (own === undefined || parents === undefined) return own ?? parents
+    return (path) => own(path) || parents(path)
+  }
+  return { decide, fence }
 }
 
 /** The tools a task asks for that its parent session lacks. */

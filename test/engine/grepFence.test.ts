@@ -18,6 +18,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import * as CliPolicy from "../../src/cli/Policy.js"
+import * as Subagents from "../../src/engine/Subagents.js"
 import { PermissionEngine } from "../../src/services/PermissionEngine.js"
 import { collect, engineLayer, tempDir } from "../helpers.js"
 
@@ -129,4 +130,26 @@ describe("an engine that decides with the policy but has no fence (as the CLI's,
       expect(decision).toBe("allow")
       expect(result).toContain("src/a.ts:1:")
     }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("the subagent wrapper's fence (the engine's permissions when the tools offer task)", () => {
+  const request = (sessionId: string) => ({ sessionId, cwd: "/w", call: {} as never, remembered: [], fenced: true })
+  const path = (real: string) => ({ real, relative: undefined, written: real })
+  /** A base whose fence depends on the session deciding: the parent fences `/w/a`, any other `/w/b`. */
+  const base: PermissionEngine["Type"] = {
+    decide: () => Effect.succeed({ decision: "allow", policy: "test" }),
+    fence: (r) => (p) => p.real === (r.sessionId === "parent" ? "/w/a" : "/w/b")
+  }
+
+  it("is the base's for a session's own call, the union of its own and its parents' for a subagent's, and absent without the base's", () => {
+    const runtime = Subagents.makeRuntime({ offersTask: true })
+    const wrapped = Subagents.permissions(base, runtime)
+    const own = wrapped.fence?.(request("parent"))
+    expect([own?.(path("/w/a")), own?.(path("/w/b"))]).toEqual([true, false])
+    runtime.links.set("child", { parent: { sessionId: "parent", cwd: "/w" }, depth: 1 } as never)
+    const child = wrapped.fence?.(request("child"))
+    expect([child?.(path("/w/a")), child?.(path("/w/b")), child?.(path("/w/c"))]).toEqual([true, true, false])
+    // Without the base's fence the wrapper has none: the policy then asks about such a walk (`fenced` false).
+    expect(Subagents.permissions({ decide: base.decide }, runtime).fence).toBeUndefined()
+  })
 })
