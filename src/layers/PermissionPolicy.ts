@@ -359,8 +359,9 @@ const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Lin
 const tooMuchToRead: PermissionDecision = {
   decision: "ask",
   policy: "too-much-to-read",
-  reason: `the command line runs more commands inside others (a shell's -c script, a runner's words) than are read in one ` +
-    `decision (${Plural.grouped(CommandPattern.readingLimit)}, shared by your deny and ask rules), so no rule or mode decides it`
+  reason: `the command line runs more commands inside others (a shell's -c script, a runner's words, a git's own settings) than are read in one ` +
+    `decision (${Plural.grouped(CommandPattern.readingLimit)}, shared by your deny and ask rules; ${CommandPattern.gitsRead} gits in one command), ` +
+    `so no rule or mode decides it`
 }
 
 /** The decision of the policy for one request; pure. */

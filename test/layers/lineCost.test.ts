@@ -52,6 +52,21 @@ describe("a decision's cost on a long line", () => {
     expect(twenty.work - one.work).toBeLessThanOrEqual(1_000 * (rules.length - 1))
   }, 120_000)
 
+  it("a command naming git over and over is read in time linear in its words, and asks", async () => {
+    // Each git's line settings were read over the command's words: 8,000 words `git git git …` visited
+    // 64 million (6 s under a deny rule, then allowed in bypass); 32,000 (within the line limit) a billion.
+    const gits = 8_000
+    const line = `git ${Array.from({ length: gits }, () => "git").join(" ")}`
+    const { decision, work } = await workOf(line, rules.slice(0, 1))
+    expect(work).toBeLessThanOrEqual(16 * (gits + 1))
+    expect(decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/32 gits in one command/) })
+    // In bypass too; a deny the line matches still denies, and a few gits are read as before.
+    expect(await decide("bypass", line, rules)).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+    expect(await decide("bypass", `git push origin ${line}`, rules)).toMatchObject({ decision: "deny", policy: "r0" })
+    expect(await decide("bypass", `git -c alias.x=push ${Array.from({ length: 31 }, () => "git").join(" ")} ; git -c alias.x=push x`, rules))
+      .toMatchObject({ decision: "deny", policy: "r0" })
+  }, 120_000)
+
   it("decides as before", async () => {
     expect(await decide("bypass", `${lines[0]} ; git push origin`, rules)).toMatchObject({ decision: "deny", policy: "r0" })
     expect(await decide("bypass", `${lines[0]} && npm rum deploy`, rules)).toMatchObject({ decision: "deny", policy: "r10" })

@@ -571,8 +571,22 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
-const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean =>
-  gitRunsOf(words).some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
+  const runs = gitRunsOf(words)
+  if (runs === tooManyGits) throw new TooMuchToRead()
+  return runs.some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+}
+
+/**
+ * The gits of one simple command whose line settings are read. Each is read over the command's words
+ * (`GitLineConfig.of`), so a line of 32,000 words `git git git …` cost a billion word visits, on the
+ * event loop, in one decision. Past this many, what they run is not read: the decision asks
+ * ({@link TooMuchToRead}), unless a deny rule matched. A real command names git a few times at most.
+ */
+export const gitsRead = 32
+
+/** The git runs of a command naming git more than {@link gitsRead} times: not read. */
+const tooManyGits: ReadonlyArray<GitRun> = []
 
 /** What one git of a simple command runs by the line's settings: anything (`opaque`), or these command lines. */
 interface GitRun {
@@ -586,6 +600,7 @@ const gitRunsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<GitRun
   if (!index.named.has("git")) return []
   return WordIndex.memo(index, "gitRuns", () => {
     const expands = words.map((w) => w.expands)
+    if ((index.named.get("git") ?? []).filter((git) => !expands[git]).length > gitsRead) return tooManyGits
     const runs: Array<GitRun> = []
     for (const git of index.named.get("git") ?? []) {
       if (expands[git]) continue
