@@ -67,6 +67,20 @@ describe("a decision's cost on a long line", () => {
       .toMatchObject({ decision: "deny", policy: "r0" })
   }, 120_000)
 
+  it("many commands under many rules: a bounded number of the line's commands read in all, then it asks", async () => {
+    // Each deny or ask rule read every simple command of the line: 16,000 `a;a;a…` under 100 rules was
+    // 1.6 million reads (10 s on a loaded machine), and a settings file may hold 500 rules.
+    const many = Array.from({ length: 100 }, (_, i): PermissionPolicy.Rule => ({ name: `m${i}`, tool: "shell", command: `prog${i} x*`, decision: i % 2 === 0 ? "deny" : "ask" }))
+    const line = Array.from({ length: 16_000 }, () => "a").join(";")
+    const { decision, work } = await workOf(line, many)
+    expect(work).toBeLessThanOrEqual(2 * CommandPattern.commandsLimit)
+    expect(decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/100,000/) })
+    expect(await decide("bypass", line, many)).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+    // A deny of what each rule read first still denies; a line of a few hundred commands is decided as before.
+    expect(await decide("bypass", `prog4 x; ${line}`, many)).toMatchObject({ decision: "deny", policy: "m4" })
+    expect(await decide("bypass", Array.from({ length: 500 }, () => "a").join(";"), many)).toMatchObject({ decision: "deny", policy: "command-hazards" })
+  }, 120_000)
+
   it("decides as before", async () => {
     expect(await decide("bypass", `${lines[0]} ; git push origin`, rules)).toMatchObject({ decision: "deny", policy: "r0" })
     expect(await decide("bypass", `${lines[0]} && npm rum deploy`, rules)).toMatchObject({ decision: "deny", policy: "r10" })
