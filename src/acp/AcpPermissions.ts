@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Ref from "effect/Ref"
-import { PermissionEngine, PermissionPolicy } from "../index.js"
+import { PermissionEngine, PermissionPolicy, type ToolRouter } from "../index.js"
 
 /** The modes, as an ACP client lists them. */
 export const modes: ReadonlyArray<{ readonly id: PermissionPolicy.Mode; readonly name: string; readonly description: string }> = [
@@ -63,6 +63,12 @@ export interface Options {
   readonly rules?: ReadonlyArray<PermissionPolicy.Rule> | undefined
   /** Decides with a session's options; default `PermissionPolicy.decide` (the CLI adds its guards). */
   readonly decide?: ((options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest) => PermissionEngine.PermissionDecision) | undefined
+  /**
+   * What a tool's own walk leaves out under a session's options; default `PermissionPolicy.fence`
+   * when `decide` is the default. It must read the rules `decide` applies: with a `decide` of your
+   * own and no `fence`, the engine has none (such a walk is decided as any other: it asks).
+   */
+  readonly fence?: ((options: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest) => ToolRouter.PathFence | undefined) | undefined
 }
 
 interface Entry {
@@ -77,6 +83,7 @@ export const make = (options: Options = {}) =>
     const table = yield* Ref.make(new Map<string, Entry>())
     const initial = options.initial ?? "default"
     const decide = options.decide ?? PermissionPolicy.decide
+    const fence = options.fence ?? (options.decide === undefined ? PermissionPolicy.fence : undefined)
     const reasons = PermissionPolicy.askReasons()
     const entry = (sessionId: string) => Effect.map(Ref.get(table), (entries): Entry => entries.get(sessionId) ?? { mode: initial, rules: [] })
     const put = (sessionId: string, next: (current: Entry) => Entry) =>
@@ -97,10 +104,12 @@ export const make = (options: Options = {}) =>
         entries.get(request.sessionId) ??
           (request.topSession === undefined ? undefined : entries.get(request.topSession.sessionId)) ??
           { mode: initial, rules: [] })
+    const optionsOf = ({ mode, protectedPaths, rules }: Entry): PermissionPolicy.Options => ({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths })
     const permissions: PermissionEngine.PermissionEngine["Type"] = {
-      decide: (request) =>
-        Effect.map(policyOf(request), ({ mode, protectedPaths, rules }) =>
-          reasons.note(request, decide({ mode, rules: [...rules, ...(options.rules ?? [])], protectedPaths }, request)))
+      decide: (request) => Effect.map(policyOf(request), (entry) => reasons.note(request, decide(optionsOf(entry), request))),
+      // The grep tool's walk leaves out what the session's rules fence, rather than asking (the same
+      // options as its decision: the table is read alike, synchronously).
+      ...(fence === undefined ? {} : { fence: (request: PermissionEngine.PermissionRequest) => fence(optionsOf(Effect.runSync(policyOf(request))), request) })
     }
     return { sessionModes, permissions }
   })

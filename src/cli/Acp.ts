@@ -73,8 +73,9 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, user, configDir))),
       Layer.provide(NodeServices.layer),
       // One table of session policies, read by the engine's permission decisions and written by
-      // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded).
-      Layer.provideMerge(AcpPermissions.layer({ decide: PermissionPolicy.decide }))
+      // session/new, session/load and session/set_mode; decided as `run` decides (settings folder guarded),
+      // and the grep tool's walk fenced as `run` fences it.
+      Layer.provideMerge(AcpPermissions.layer({ decide: PermissionPolicy.decide, fence: PermissionPolicy.fence }))
     )
     // Each session follows the settings of its own cwd, with the flags first, as `run` does; what a
     // project's file asked for and did not get is said on stderr (stdout is the protocol).

@@ -66,14 +66,24 @@ const perCwd = (
       Effect.tap((found) => Effect.sync(() => known.set(cwd, found))),
       Effect.provide(NodeContext.layer)
     )
+  const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
   return Layer.succeed(PermissionEngine.PermissionEngine, {
     decide: (request) =>
-      Effect.map(optionsOf(request.topSession?.cwd ?? request.cwd), (found) =>
+      Effect.map(optionsOf(cwdOf(request)), (found) =>
         found === undefined
           ? { decision: "ask" as const, policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
-          : PermissionPolicy.decide(found, request))
+          : PermissionPolicy.decide(found, request)),
+    // The grep tool's walk leaves out what the rules of the session's cwd fence, as `run`'s does. A
+    // call's decision loads them first; a cwd whose rules are not known here (unreadable, or a call
+    // approved before a restart) has every path left out: no rule of it is known not to fence.
+    fence: (request) => {
+      const found = known.get(cwdOf(request))
+      return found === undefined ? leaveOutAll : PermissionPolicy.fence(found, request)
+    }
   })
 }
+
+const leaveOutAll = () => true
 
 const isLoopback = (address: string) => address === "localhost" || address === "::1" || address.startsWith("127.")
 const isUnspecified = (address: string) => address === "0.0.0.0" || address === "::" || address === "[::]" || address === ""

@@ -164,15 +164,15 @@ const walkedInto = (
     const folder = call.paths.map((p) => walkInto(rule, pattern, p, cwd, fenced)).find((f) => f !== undefined)
     // The rule's tool and command must match as well (only its path is read differently), read
     // within the decision's bound like every careful match: a line too large to read reaches.
-    if (folder !== undefined && commandCovers(rule, call, line, cwd)) return { rule, folder }
+    if (folder !== undefined && commandCovers(rule, call, line, cwd, commandShare(rules))) return { rule, folder }
   }
   return undefined
 }
 
 /** Whether a rule's tool and command (not its path) match the call; a line too large to read counts as matched. */
-const commandCovers = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string): boolean => {
+const commandCovers = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string, commands: number): boolean => {
   try {
-    return matches({ ...rule, path: undefined }, call, line, cwd, false, CommandPattern.budget())
+    return matches({ ...rule, path: undefined }, call, line, cwd, false, CommandPattern.budget(CommandPattern.readingLimit, commands))
   } catch (error) {
     if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
     return true
@@ -333,6 +333,12 @@ const askPassesSyntax = (rule: Rule, call: PreparedCall, line: Line | undefined)
   return hazardsOf(call, line).some((h) => !spelled.has(h))
 }
 
+/** The deny and ask rules with a command: those the careful matcher reads a line for. */
+const carefulRules = (rules: ReadonlyArray<Rule>) => rules.filter((rule) => rule.decision !== "allow" && rule.command !== undefined).length
+
+/** Each careful rule's share of the line's own simple commands one decision reads (`CommandPattern.commandsLimit`). */
+const commandShare = (rules: ReadonlyArray<Rule>) => Math.max(1, Math.floor(CommandPattern.commandsLimit / Math.max(1, carefulRules(rules))))
+
 /**
  * The rules that match the call, in their order; `undefined` when the line runs more commands inside
  * others than the careful matcher may read in one decision (`CommandPattern.readingLimit`, shared
@@ -340,12 +346,12 @@ const askPassesSyntax = (rule: Rule, call: PreparedCall, line: Line | undefined)
  * what it read.
  */
 const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | undefined => {
-  const careful = rules.filter((rule) => rule.decision !== "allow" && rule.command !== undefined).length
-  const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, careful)))
+  const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, carefulRules(rules))))
+  const commands = commandShare(rules)
   let unread = false
   const matched = rules.filter((rule) => {
     try {
-      return matches(rule, call, line, cwd, false, CommandPattern.budget(share)) && !askPassesSyntax(rule, call, line)
+      return matches(rule, call, line, cwd, false, CommandPattern.budget(share, commands)) && !askPassesSyntax(rule, call, line)
     } catch (error) {
       if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
       unread = true
@@ -359,8 +365,9 @@ const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Lin
 const tooMuchToRead: PermissionDecision = {
   decision: "ask",
   policy: "too-much-to-read",
-  reason: `the command line runs more commands inside others (a shell's -c script, a runner's words) than are read in one ` +
-    `decision (${Plural.grouped(CommandPattern.readingLimit)}, shared by your deny and ask rules), so no rule or mode decides it`
+  reason: `the command line runs more commands, or more inside others (a shell's -c script, a runner's words, a git's own settings), than are read in ` +
+    `one decision (${Plural.grouped(CommandPattern.commandsLimit)} and ${Plural.grouped(CommandPattern.readingLimit)}, shared by your deny and ask rules; ` +
+    `${CommandPattern.gitsRead} gits in one command), so no rule or mode decides it`
 }
 
 /** The decision of the policy for one request; pure. */
@@ -418,7 +425,7 @@ export const fence = (options: Options, request: PermissionRequest): PathFence |
   if (!call.paths.some((p) => p.walked === true && p.leavesOut === true)) return undefined
   const line = lineOf(call)
   const fencing = (options.rules ?? []).flatMap((rule) =>
-    rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd) ? [[rule, pathGlob(rule.path, true)] as const] : []
+    rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd, commandShare(options.rules ?? [])) ? [[rule, pathGlob(rule.path, true)] as const] : []
   )
   if (fencing.length === 0) return undefined
   return ({ real, relative, written }) => {

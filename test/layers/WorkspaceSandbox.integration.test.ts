@@ -485,4 +485,28 @@ describe("a bare repository shipped inside the workspace", () => {
         expect(yield* output("git status --short"), sandbox).not.toContain("fatal")
       }
     }))
+
+  it.effect(`${branch} a repository's own .git/config (an unpacked archive's) running programs under an approved git status and git diff: they run in the sandbox, reaching no key and writing nothing outside`, () =>
+    Effect.gen(function*() {
+      // Held on main: kept as a probe (round 14). git runs what the repository's config names (a
+      // fsmonitor, an external diff, a textconv the repository's .gitattributes selects), as the
+      // user's own git would; the command's sandbox is what bounds it.
+      const { cwd, output } = yield* workspace()
+      const leak = NodePath.join(outside, `leak-${NodePath.basename(cwd)}`)
+      const steal = `cat ${home}/.ssh/id_rsa ${home}/.aws/credentials > ${leak} 2>/dev/null; cat ${home}/.ssh/id_rsa 2>/dev/null > stolen.txt`
+      NodeFs.appendFileSync(NodePath.join(cwd, ".git", "config"), [
+        "[core]", `\tfsmonitor = \"${steal}; false\"`,
+        "[diff]", `\texternal = \"sh -c '${steal}' --\"`,
+        "[diff \"x\"]", `\ttextconv = \"sh -c '${steal}; cat' --\"`, ""
+      ].join("\n"))
+      NodeFs.writeFileSync(NodePath.join(cwd, ".gitattributes"), "*.txt diff=x\n")
+      execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "core.fsmonitor=false", "add", "a.txt"], { cwd })
+      NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "changed\n")
+      const said = [yield* output("git status"), yield* output("git diff"), yield* output("git diff --cached")].join("\n")
+      // They ran (each made stolen.txt in the workspace, empty: the keys are hidden from commands).
+      expect(NodeFs.existsSync(NodePath.join(cwd, "stolen.txt")), said).toBe(true)
+      expect(NodeFs.existsSync(leak), said).toBe(false)
+      expect(said).not.toContain(KEY)
+      expect(NodeFs.existsSync(NodePath.join(cwd, "stolen.txt")) ? NodeFs.readFileSync(NodePath.join(cwd, "stolen.txt"), "utf8") : "").not.toContain(KEY)
+    }))
 })

@@ -52,6 +52,35 @@ describe("a decision's cost on a long line", () => {
     expect(twenty.work - one.work).toBeLessThanOrEqual(1_000 * (rules.length - 1))
   }, 120_000)
 
+  it("a command naming git over and over is read in time linear in its words, and asks", async () => {
+    // Each git's line settings were read over the command's words: 8,000 words `git git git …` visited
+    // 64 million (6 s under a deny rule, then allowed in bypass); 32,000 (within the line limit) a billion.
+    const gits = 8_000
+    const line = `git ${Array.from({ length: gits }, () => "git").join(" ")}`
+    const { decision, work } = await workOf(line, rules.slice(0, 1))
+    expect(work).toBeLessThanOrEqual(16 * (gits + 1))
+    expect(decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/32 gits in one command/) })
+    // In bypass too; a deny the line matches still denies, and a few gits are read as before.
+    expect(await decide("bypass", line, rules)).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+    expect(await decide("bypass", `git push origin ${line}`, rules)).toMatchObject({ decision: "deny", policy: "r0" })
+    expect(await decide("bypass", `git -c alias.x=push ${Array.from({ length: 31 }, () => "git").join(" ")} ; git -c alias.x=push x`, rules))
+      .toMatchObject({ decision: "deny", policy: "r0" })
+  }, 120_000)
+
+  it("many commands under many rules: a bounded number of the line's commands read in all, then it asks", async () => {
+    // Each deny or ask rule read every simple command of the line: 16,000 `a;a;a…` under 100 rules was
+    // 1.6 million reads (10 s on a loaded machine), and a settings file may hold 500 rules.
+    const many = Array.from({ length: 100 }, (_, i): PermissionPolicy.Rule => ({ name: `m${i}`, tool: "shell", command: `prog${i} x*`, decision: i % 2 === 0 ? "deny" : "ask" }))
+    const line = Array.from({ length: 16_000 }, () => "a").join(";")
+    const { decision, work } = await workOf(line, many)
+    expect(work).toBeLessThanOrEqual(2 * CommandPattern.commandsLimit)
+    expect(decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/100,000/) })
+    expect(await decide("bypass", line, many)).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+    // A deny of what each rule read first still denies; a line of a few hundred commands is decided as before.
+    expect(await decide("bypass", `prog4 x; ${line}`, many)).toMatchObject({ decision: "deny", policy: "m4" })
+    expect(await decide("bypass", Array.from({ length: 500 }, () => "a").join(";"), many)).toMatchObject({ decision: "deny", policy: "command-hazards" })
+  }, 120_000)
+
   it("decides as before", async () => {
     expect(await decide("bypass", `${lines[0]} ; git push origin`, rules)).toMatchObject({ decision: "deny", policy: "r0" })
     expect(await decide("bypass", `${lines[0]} && npm rum deploy`, rules)).toMatchObject({ decision: "deny", policy: "r10" })

@@ -178,4 +178,28 @@ describe("effect-agent serve", () => {
     expect(finished.stderr).toContain("effect-agent serve: ")
     expect(finished.stderr).toMatch(/untrusted\/\.effect-agent\/settings\.json is not trusted, so its mode acceptEdits is ignored/)
   })
+
+  it("the grep tool's walk leaves out what a session's cwd's rules fence, and answers (as run's does)", async () => {
+    // Before, the server's per-cwd policy had no fence: a grep over a cwd whose settings deny .env asked.
+    const { server, token, url } = await launch("fence", {}, [{ toolCalls: [{ tool: "grep", args: { pattern: "API_KEY" } }] }, { chunks: ["ok"] }])
+    const cwd = join(dir, "fence-project")
+    mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+    mkdirSync(join(cwd, "src"))
+    // A deny in a project's file needs no trust: it only makes the agent more careful.
+    writeFileSync(join(cwd, ".effect-agent", "settings.json"), JSON.stringify({ rules: [{ name: "no-env", decision: "deny", path: ".env" }] }))
+    writeFileSync(join(cwd, ".env"), "API_KEY=hunter2\n")
+    writeFileSync(join(cwd, "src", "a.ts"), "const API_KEY = process.env.API_KEY\n")
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+    const session = (await (await fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd }) })).json()) as { sessionId: string }
+    expect((await fetch(`${url}/sessions/${session.sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "search" }) })).status).toBe(202)
+    const events = await liveUntil(`${url}/sessions/${session.sessionId}/live`, { token }, (e) =>
+      e.type === "turn.completed" || (e.type === "permission.resolved" && e.payload.decision === "ask"))
+    expect(events.find((e) => e.type === "permission.resolved")!.payload).toMatchObject({ decision: "allow" })
+    const completed = events.find((e) => e.type === "tool.completed")!.payload as { result: string }
+    expect(completed.result).toContain("src/a.ts:1:")
+    expect(completed.result).not.toContain("hunter2")
+    expect(completed.result).toContain("[left out 1 file or folder that your permission rules fence]")
+    server.child.kill("SIGINT")
+    await server.done
+  })
 })

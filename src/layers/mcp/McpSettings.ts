@@ -25,6 +25,7 @@ import * as TrustStore from "../TrustStore.js"
 import * as Paths from "../workspace/Paths.js"
 import * as McpConfig from "./McpConfig.js"
 import * as McpFiles from "./McpFiles.js"
+import * as RegistryFetch from "./RegistryFetch.js"
 
 /** A file that cannot be used as it is; `message` is one line naming it and the entry. */
 export { SettingsError }
@@ -253,10 +254,18 @@ export const summary = (project: Project): ReadonlyArray<string> => {
       : [
         "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
         ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`),
+        ...fetchedSummary(entries),
         ...filesSummary(project.files)
       ])
   ]
 }
+
+/** A line for each server a launcher fetches from a package registry at each start (`RegistryFetch`). */
+const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>): ReadonlyArray<string> =>
+  entries.flatMap(([name, server]) => {
+    const fetched = McpConfig.isStdio(server) ? RegistryFetch.fetchedBy(server.command, server.args ?? []) : undefined
+    return fetched === undefined ? [] : [ProjectSettings.escapeControls(RegistryFetch.describe(name, fetched))]
+  })
 
 /** The lines saying which of the project's files trust covers too (`McpFiles`), and what it does not cover. */
 const filesSummary = (files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<string> => {

@@ -310,13 +310,22 @@ const startsUnder = (program: string, afterProgram: number | undefined, words: R
  */
 export interface Budget {
   left: number
+  /**
+   * The line's own simple commands it may still read. Each rule reads every one of them: 16,000
+   * `a;a;a…` commands under 100 deny and ask rules held a decision 10 s (1.6 million reads), and a
+   * settings file may hold 500 rules. Spent, reading stops with {@link TooMuchToRead} too.
+   */
+  commands: number
 }
 
 /** The commands inside other commands a decision may read, counted over every rule it checks (see {@link Budget}). */
 export const readingLimit = 20_000
 
-/** A fresh budget for one decision. */
-export const budget = (limit = readingLimit): Budget => ({ left: limit })
+/** The line's own simple commands a decision may read, counted over every rule it checks (see {@link Budget}). */
+export const commandsLimit = 100_000
+
+/** A fresh budget for one decision (or one rule's share of it). */
+export const budget = (limit = readingLimit, commands = Number.POSITIVE_INFINITY): Budget => ({ left: limit, commands })
 
 /** Thrown by {@link matchesAnywhere} when its {@link Budget} is spent: what was not read cannot be decided. */
 export class TooMuchToRead extends Error {
@@ -366,6 +375,7 @@ export const matchesAnywhere = (
   }
   return segmentsOf(line.tokens).some((words) => {
     if (depth > 0) spend(reading)
+    else if (--reading.commands < 0) throw new TooMuchToRead()
     if (matchUnits(compiled.units, commandUnits(words), program === undefined ? [] : startsUnder(program, afterProgram, words))) return true
     const spelledOut = spelling === undefined ? undefined : rewritten(words, spelling)
     if (spelledOut !== undefined && matchUnits(compiled.units, commandUnits(spelledOut), startsUnder(program!, afterProgram, spelledOut))) return true
@@ -571,8 +581,22 @@ const optionScript = (words: ReadonlyArray<CommandLine.Word>): string | undefine
  * `alias.x=push` is `git push origin`; a `!` alias is a shell line, its arguments after it), a program
  * a setting names, or settings the line does not show, which may run anything and so match.
  */
-const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean =>
-  gitRunsOf(words).some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+const gitConfigured = (pattern: string, words: ReadonlyArray<CommandLine.Word>, depth: number, reading: Budget): boolean => {
+  const runs = gitRunsOf(words)
+  if (runs === tooManyGits) throw new TooMuchToRead()
+  return runs.some((run) => run.opaque || run.lines.some((line) => matchesAnywhere(pattern, line.text, line.tokenized, depth + 1, reading)))
+}
+
+/**
+ * The gits of one simple command whose line settings are read. Each is read over the command's words
+ * (`GitLineConfig.of`), so a line of 32,000 words `git git git …` cost a billion word visits, on the
+ * event loop, in one decision. Past this many, what they run is not read: the decision asks
+ * ({@link TooMuchToRead}), unless a deny rule matched. A real command names git a few times at most.
+ */
+export const gitsRead = 32
+
+/** The git runs of a command naming git more than {@link gitsRead} times: not read. */
+const tooManyGits: ReadonlyArray<GitRun> = []
 
 /** What one git of a simple command runs by the line's settings: anything (`opaque`), or these command lines. */
 interface GitRun {
@@ -586,6 +610,7 @@ const gitRunsOf = (words: ReadonlyArray<CommandLine.Word>): ReadonlyArray<GitRun
   if (!index.named.has("git")) return []
   return WordIndex.memo(index, "gitRuns", () => {
     const expands = words.map((w) => w.expands)
+    if ((index.named.get("git") ?? []).filter((git) => !expands[git]).length > gitsRead) return tooManyGits
     const runs: Array<GitRun> = []
     for (const git of index.named.get("git") ?? []) {
       if (expands[git]) continue
