@@ -82,6 +82,20 @@ const cases: ReadonlyArray<readonly [string, (e: Effect.Effect<any, any>) => Eff
     e.pipe(Effect.withSpan("quiet", { context: Tracer.DisablePropagation.context(true) }), Effect.withSpan("caller"))]
 ]
 
+type Wrap = (self: Effect.Effect<string, string>) => Effect.Effect<string, string>
+
+/** `program` around a span made by `Effect.withSpan` (`expected`) and by `OwnedSpan` (`actual`): the same result, tracer calls and spans. */
+const sameSpans = (expected: Wrap, actual: Wrap, fail: boolean, around: (e: Effect.Effect<any, any>) => Effect.Effect<any, any>) =>
+  Effect.gen(function*() {
+    const wanted = yield* recording
+    const a = yield* program(expected, fail).pipe(around, Effect.withTracer(wanted.tracer))
+    const made = yield* recording
+    const b = yield* program(actual, fail).pipe(around, Effect.withTracer(made.tracer))
+    expect(b).toEqual(a)
+    expect(made.calls).toEqual(wanted.calls)
+    expect(seen(made.spans)).toEqual(seen(wanted.spans))
+  })
+
 const options = (extra: Tracer.SpanOptions = {}): Tracer.SpanOptions => ({
   captureStackTrace: false,
   attributes: { sessionId: "s1", attempt: 1 },
@@ -93,15 +107,7 @@ describe("OwnedSpan", () => {
     for (const fail of [false, true]) {
       for (const [variant, extra] of [["", {}], [" as a root", { root: true }], [" with a kind and links", { kind: "client" as const, links: [{ _tag: "SpanLink" as const, span: Tracer.externalSpan({ spanId: "l2", traceId: "t2" }), attributes: {} }] }]] as const) {
         it.live(`within: ${label}${variant}${fail ? ", failing" : ""}, the same spans as Effect.withSpan`, () =>
-          Effect.gen(function*() {
-            const expected = yield* recording
-            const a = yield* program((self) => self.pipe(Effect.withSpan("span", options(extra))), fail).pipe(around, Effect.withTracer(expected.tracer))
-            const actual = yield* recording
-            const b = yield* program(OwnedSpan.within("span", options(extra)), fail).pipe(around, Effect.withTracer(actual.tracer))
-            expect(b).toEqual(a)
-            expect(actual.calls).toEqual(expected.calls)
-            expect(seen(actual.spans)).toEqual(seen(expected.spans))
-          }))
+          sameSpans((self) => self.pipe(Effect.withSpan("span", options(extra))), OwnedSpan.within("span", options(extra)), fail, around))
       }
     }
   }
@@ -110,15 +116,12 @@ describe("OwnedSpan", () => {
   for (const [label, around] of cases) {
     for (const fail of [false, true]) {
       it.live(`withinUninterruptible: ${label}${fail ? ", failing" : ""}, in an uninterruptible region, the same spans as Effect.withSpan`, () =>
-        Effect.gen(function*() {
-          const expected = yield* recording
-          const a = yield* program((self) => Effect.uninterruptible(self.pipe(Effect.withSpan("span", options()))), fail).pipe(around, Effect.withTracer(expected.tracer))
-          const actual = yield* recording
-          const b = yield* program((self) => Effect.uninterruptible(self.pipe(OwnedSpan.withinUninterruptible("span", options()))), fail).pipe(around, Effect.withTracer(actual.tracer))
-          expect(b).toEqual(a)
-          expect(actual.calls).toEqual(expected.calls)
-          expect(seen(actual.spans)).toEqual(seen(expected.spans))
-        }))
+        sameSpans(
+          (self) => Effect.uninterruptible(self.pipe(Effect.withSpan("span", options()))),
+          (self) => Effect.uninterruptible(self.pipe(OwnedSpan.withinUninterruptible("span", options()))),
+          fail,
+          around
+        ))
     }
   }
 
@@ -132,15 +135,12 @@ describe("OwnedSpan", () => {
     }))
 
   it.live("around: the same spans as Effect.withSpan, and the context given back", () =>
-    Effect.gen(function*() {
-      const expected = yield* recording
-      const a = yield* program((self) => self.pipe(Effect.withSpan("span", options())), false).pipe(Effect.withSpan("caller"), Effect.withTracer(expected.tracer))
-      const actual = yield* recording
-      const b = yield* program((self) => OwnedSpan.around("span", options(), Effect.orDie(self)), false).pipe(Effect.withSpan("caller"), Effect.withTracer(actual.tracer))
-      expect(b).toEqual(a)
-      expect(actual.calls).toEqual(expected.calls)
-      expect(seen(actual.spans)).toEqual(seen(expected.spans))
-    }))
+    sameSpans(
+      (self) => self.pipe(Effect.withSpan("span", options())),
+      (self) => OwnedSpan.around("span", options(), Effect.orDie(self)),
+      false,
+      Effect.withSpan("caller")
+    ))
 
   it.live("within: an interrupted effect ends its span interrupted", () =>
     Effect.gen(function*() {
