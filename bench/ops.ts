@@ -9,6 +9,7 @@
  *   node --import tsx bench/ops.ts concurrent [sessions=1000] [deltas=100]   (row 21's whole run)
  *   node --import tsx bench/ops.ts fibers [deltas=100]   (one of row 21's turns, fiber by fiber)
  *   node --import tsx bench/ops.ts floor [deltas=100]    (the same without the engine: `bench/child.ts effect-floor`)
+ *   node --import tsx bench/ops.ts steps [steps=20]      (a `read_file` step's ops by kind; `OPS_KINDS=sites` by function)
  */
 import { createHook } from "node:async_hooks"
 import { mkdirSync, writeFileSync } from "node:fs"
@@ -252,7 +253,35 @@ const floorFibers = async (deltas: number) => {
   console.log(`row 21's turn of ${deltas} deltas without the engine (the model read ahead, the caller's Stream.runForEachChunk): ${ops} Effect ops, ${perFiber.fibers.size} fibers`)
 }
 
+/**
+ * A `read_file` step's ops by kind (and, with `OPS_KINDS=sites`, by the function a `Sync`, `Commit`,
+ * `WithRuntime` or `UpdateRuntimeFlags` runs), summed over every fiber of a turn of N steps and
+ * divided by N: where a step's Effect operations go.
+ */
+const stepKinds = async (steps: number) => {
+  process.env.OPS_KINDS ??= "kinds"
+  const cwd = join(scratch("ops-steps"), "work")
+  mkdirSync(cwd, { recursive: true })
+  writeFileSync(join(cwd, "a.txt"), "x".repeat(4095) + "\n")
+  const turn = () => [...Array.from({ length: steps }, () => ({ toolCalls: [{ tool: "read_file", args: { path: "a.txt" } }] })), { chunks: ["done"] }]
+  const { engine, rt, sessionId } = await toolSession(cwd, [...turn(), ...turn()], { engine: { maxSteps: steps + 1 } })
+  try {
+    await rt.runPromise(count(engine.runTurn({ sessionId, userMessage: "go" })))
+    const perFiber = new PerFiber()
+    await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(count(engine.runTurn({ sessionId, userMessage: "go" })), perFiber), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
+    const all = new Map<string, number>()
+    for (const kinds of perFiber.kinds.values()) for (const [k, n] of kinds) all.set(k, (all.get(k) ?? 0) + n)
+    let ops = 0
+    for (const f of perFiber.fibers.values()) ops += f.ops
+    for (const [k, n] of [...all].sort((a, b) => b[1] - a[1])) if (n / steps >= 0.5) console.log(`${(n / steps).toFixed(1).padStart(6)}  ${k}`)
+    console.log(`a turn of ${steps} read_file steps: ${(ops / steps).toFixed(0)} Effect ops a step, ${perFiber.fibers.size} fibers`)
+  } finally {
+    await rt.dispose()
+  }
+}
+
 const main = async () => {
+  if (process.argv[2] === "steps") return stepKinds(Number(process.argv[3] ?? 20))
   if (process.argv[2] === "fibers") return turnFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "floor") return floorFibers(Number(process.argv[3] ?? 100))
   if (process.argv[2] === "concurrent") return concurrentRun(Number(process.argv[3] ?? 1000), Number(process.argv[4] ?? 100))

@@ -178,8 +178,8 @@ export const commit = (
       for (let i = 0; i < events.length; i++) events[i]!.id = ids[i]!
       // One event or many, a batch: a provider's chunk is usually one delta, and it takes the store's fast path too.
       return services.store.appendAll(events).pipe(
-        // No stack trace: this span is on the hot path, once per batch.
-        OwnedSpan.within("LiveSession.append", {
+        // No stack trace: this span is on the hot path, once per batch. No region of its own: the commit's is around it.
+        OwnedSpan.withinUninterruptible("LiveSession.append", {
           captureStackTrace: false,
           attributes: { sessionId: session.sessionId, turnId: turnId ?? "", events: events.length, firstSequence: events[0]!.sequence }
         }),

@@ -82,6 +82,20 @@ const cases: ReadonlyArray<readonly [string, (e: Effect.Effect<any, any>) => Eff
     e.pipe(Effect.withSpan("quiet", { context: Tracer.DisablePropagation.context(true) }), Effect.withSpan("caller"))]
 ]
 
+type Wrap = (self: Effect.Effect<string, string>) => Effect.Effect<string, string>
+
+/** `program` around a span made by `Effect.withSpan` (`expected`) and by `OwnedSpan` (`actual`): the same result, tracer calls and spans. */
+const sameSpans = (expected: Wrap, actual: Wrap, fail: boolean, around: (e: Effect.Effect<any, any>) => Effect.Effect<any, any>) =>
+  Effect.gen(function*() {
+    const wanted = yield* recording
+    const a = yield* program(expected, fail).pipe(around, Effect.withTracer(wanted.tracer))
+    const made = yield* recording
+    const b = yield* program(actual, fail).pipe(around, Effect.withTracer(made.tracer))
+    expect(b).toEqual(a)
+    expect(made.calls).toEqual(wanted.calls)
+    expect(seen(made.spans)).toEqual(seen(wanted.spans))
+  })
+
 const options = (extra: Tracer.SpanOptions = {}): Tracer.SpanOptions => ({
   captureStackTrace: false,
   attributes: { sessionId: "s1", attempt: 1 },
@@ -93,29 +107,40 @@ describe("OwnedSpan", () => {
     for (const fail of [false, true]) {
       for (const [variant, extra] of [["", {}], [" as a root", { root: true }], [" with a kind and links", { kind: "client" as const, links: [{ _tag: "SpanLink" as const, span: Tracer.externalSpan({ spanId: "l2", traceId: "t2" }), attributes: {} }] }]] as const) {
         it.live(`within: ${label}${variant}${fail ? ", failing" : ""}, the same spans as Effect.withSpan`, () =>
-          Effect.gen(function*() {
-            const expected = yield* recording
-            const a = yield* program((self) => self.pipe(Effect.withSpan("span", options(extra))), fail).pipe(around, Effect.withTracer(expected.tracer))
-            const actual = yield* recording
-            const b = yield* program(OwnedSpan.within("span", options(extra)), fail).pipe(around, Effect.withTracer(actual.tracer))
-            expect(b).toEqual(a)
-            expect(actual.calls).toEqual(expected.calls)
-            expect(seen(actual.spans)).toEqual(seen(expected.spans))
-          }))
+          sameSpans((self) => self.pipe(Effect.withSpan("span", options(extra))), OwnedSpan.within("span", options(extra)), fail, around))
       }
     }
   }
 
-  it.live("around: the same spans as Effect.withSpan, and the context given back", () =>
+  // `LiveSession.commit` spans its append from inside its own uninterruptible region.
+  for (const [label, around] of cases) {
+    for (const fail of [false, true]) {
+      it.live(`withinUninterruptible: ${label}${fail ? ", failing" : ""}, in an uninterruptible region, the same spans as Effect.withSpan`, () =>
+        sameSpans(
+          (self) => Effect.uninterruptible(self.pipe(Effect.withSpan("span", options()))),
+          (self) => Effect.uninterruptible(self.pipe(OwnedSpan.withinUninterruptible("span", options()))),
+          fail,
+          around
+        ))
+    }
+  }
+
+  it.live("withinUninterruptible: an interruption inside its effect's own interruptible region ends its span interrupted", () =>
     Effect.gen(function*() {
-      const expected = yield* recording
-      const a = yield* program((self) => self.pipe(Effect.withSpan("span", options())), false).pipe(Effect.withSpan("caller"), Effect.withTracer(expected.tracer))
-      const actual = yield* recording
-      const b = yield* program((self) => OwnedSpan.around("span", options(), Effect.orDie(self)), false).pipe(Effect.withSpan("caller"), Effect.withTracer(actual.tracer))
-      expect(b).toEqual(a)
-      expect(actual.calls).toEqual(expected.calls)
-      expect(seen(actual.spans)).toEqual(seen(expected.spans))
+      const { spans, tracer } = yield* recording
+      const fiber = yield* Effect.uninterruptible(Effect.interruptible(Effect.never).pipe(OwnedSpan.withinUninterruptible("span", options()))).pipe(Effect.withTracer(tracer), Effect.fork)
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(fiber)
+      expect(seen(spans)).toEqual([{ name: "span", attributes: { sessionId: "s1", attempt: 1 }, status: "Ended", exit: "interrupted", ended: true }])
     }))
+
+  it.live("around: the same spans as Effect.withSpan, and the context given back", () =>
+    sameSpans(
+      (self) => self.pipe(Effect.withSpan("span", options())),
+      (self) => OwnedSpan.around("span", options(), Effect.orDie(self)),
+      false,
+      Effect.withSpan("caller")
+    ))
 
   it.live("within: an interrupted effect ends its span interrupted", () =>
     Effect.gen(function*() {
@@ -129,7 +154,7 @@ describe("OwnedSpan", () => {
   // A step runs about 7 of these spans (bench/ops.ts): each Effect operation a span takes is paid
   // 7 times a step. `within` takes 12 operations besides its effect's, `around` 9 (were 17 and 14:
   // the context set and got back through `FiberRef`'s effects, each its own step and `flatMap`).
-  it.effect("a span's own Effect operations: within at most 12, around at most 9", () =>
+  it.effect("a span's own Effect operations: within at most 12, around and withinUninterruptible at most 9", () =>
     Effect.gen(function*() {
       const opsOf = (effect: Effect.Effect<unknown>) =>
         Effect.suspend(() => {
@@ -145,5 +170,9 @@ describe("OwnedSpan", () => {
       const bare = yield* opsOf(Effect.void)
       expect((yield* opsOf(Effect.void.pipe(OwnedSpan.within("span", options())))) - bare).toBeLessThanOrEqual(12)
       expect((yield* opsOf(OwnedSpan.around("span", options(), Effect.void))) - bare).toBeLessThanOrEqual(9)
+      // Inside a region the caller holds, no region of its own: 3 fewer than `within`.
+      const uninterruptible = (self: Effect.Effect<void>) => opsOf(Effect.uninterruptible(self))
+      const bareHeld = yield* uninterruptible(Effect.void)
+      expect((yield* uninterruptible(Effect.void.pipe(OwnedSpan.withinUninterruptible("span", options())))) - bareHeld).toBeLessThanOrEqual(9)
     }))
 })
