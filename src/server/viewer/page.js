@@ -272,8 +272,11 @@ const renderSubagent = (subagent, live) => {
   if (subagent.used !== undefined) node.append(el("div", { class: "note", "data-event": "subagent.progress", textContent: subagent.used }))
   if (live && subagent.asking !== undefined) {
     const asking = subagent.asking
+    // What Allow runs, shown as the subagent's own page shows its call (the tool's name alone let a
+    // command be approved unseen).
     node.append(el("div", { class: "approval", "data-asking": asking.toolCallId },
       el("span", { textContent: `asks: ${visible(asking.tool)} (${asking.risk}) ` }),
+      callBody({ tool: asking.tool, args: asking.args, status: "awaiting_approval" }),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(asking, "allow", false, subagent.childSessionId) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(asking, "deny", false, subagent.childSessionId) })))
   }
