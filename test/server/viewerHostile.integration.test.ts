@@ -3,11 +3,14 @@
  * viewerRich.integration.test.ts: what the user approves is shown as it runs (no bidi control or
  * invisible character reorders or hides a command, a path or an edit: Trojan Source), and nothing
  * of an answer — links of every scheme, raw HTML that refreshes, pings, loads a style or an image —
- * runs, navigates the page, loads anything from another origin or trips the page's CSP.
+ * runs, navigates the page, loads anything from another origin or trips the page's CSP; and a page
+ * of another local app that opens the viewer with a key of its own does not sign it out.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { browser as chromium, openSession } from "./chromium.js"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
+import { browser as chromium, openSession, pageKeyOf } from "./chromium.js"
 import { startIn } from "./harness.js"
 
 const browser = chromium()
@@ -15,7 +18,7 @@ const browser = chromium()
 // U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF (FormatCharacters).
 const formatCharacter = /[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/
 
-describe("a hostile model's output in the viewer", () => {
+describe("the viewer against a hostile model's output and a hostile page", () => {
   it.scopedLive("a call waiting for approval shows its command, arguments and edit with bidi and invisible characters escaped", () =>
     Effect.gen(function*() {
       // Shown with the bidi algorithm, the override reads backwards: `echo safe cat ~/.ssh/secret` runs as written here.
@@ -94,7 +97,9 @@ describe("a hostile model's output in the viewer", () => {
       const { errors, page } = yield* openSession(context, server)
       yield* Effect.promise(() => page.fill("#message", "go"))
       yield* Effect.promise(() => page.click("#send"))
-      const command = yield* Effect.promise(() => page.waitForSelector("[data-tool=shell] .terminal .command"))
+      // Once the turn has settled (the call waits, or the turn ended), its drawing stays: read the node the page shows.
+      yield* Effect.promise(() => page.waitForSelector("[data-tool=shell][data-status=awaiting_approval] button[data-action=allow], .turn [data-end]"))
+      const command = page.locator("[data-tool=shell] .terminal .command")
       // As rendered (innerText follows the CSS): two lines, not `git status curl …` on one.
       const rendered = yield* Effect.promise(() => command.evaluate((node) => (node as unknown as { innerText: string }).innerText))
       expect(rendered).toBe(`$ git status\n${tail}`)
@@ -163,6 +168,37 @@ describe("a hostile model's output in the viewer", () => {
       const csp = response.headers()["content-security-policy"] ?? ""
       for (const directive of ["default-src 'none'", "script-src 'self'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'"]) expect(csp).toContain(directive)
       expect(response.headers()["referrer-policy"]).toBe("same-origin")
+      expect(errors).toEqual([])
+      yield* Effect.promise(() => page.close())
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a page on another port of 127.0.0.1 that opens the viewer at /#key=… does not replace the page's key (the viewer stays signed in)", () =>
+    Effect.gen(function*() {
+      const { server } = yield* startIn()
+      const { context } = yield* browser
+      const { errors, page } = yield* openSession(context, server)
+      const key = yield* Effect.promise(() => pageKeyOf(page))
+      expect(key).not.toBeNull()
+      // Another local app: same site as the viewer (so the browser sends the viewer's cookie with the navigation), another origin.
+      const hostile = yield* Effect.acquireRelease(
+        Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
+          const app = createServer((_, response) => {
+            response.setHeader("content-type", "text/html; charset=utf-8")
+            response.end(`<script>location.href = ${JSON.stringify(`${server.url}/#key=forged-by-another-app`)}</script>`)
+          })
+          app.listen(0, "127.0.0.1", () => resume(Effect.succeed({ url: `http://127.0.0.1:${(app.address() as AddressInfo).port}/`, close: () => app.close() })))
+        }),
+        (app) => Effect.sync(() => app.close())
+      )
+      yield* Effect.promise(() => page.goto(hostile.url))
+      yield* Effect.promise(() => page.waitForURL((url) => url.origin === new URL(server.url).origin))
+      // The viewer either lists the sessions (signed in) or went to the sign-in form.
+      yield* Effect.promise(() => page.waitForFunction(() => {
+        const doc = (globalThis as unknown as { document: { querySelector: (s: string) => unknown }; location: { pathname: string } })
+        return doc.document.querySelector("#sessions li") !== null || doc.location.pathname === "/login"
+      }))
+      expect(new URL(page.url()).pathname).toBe("/")
+      expect(yield* Effect.promise(() => pageKeyOf(page))).toBe(key)
       expect(errors).toEqual([])
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })

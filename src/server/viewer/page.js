@@ -82,11 +82,17 @@ const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: 
 // fragment of the URL it opens the viewer at (or the sign-in form keeps it); it is kept in this
 // origin's storage — per port, where the cookie is per host — and taken out of the address bar at once.
 const pageKeyItem = "effect-agent-page-key"
-if (location.hash.startsWith("#key=")) {
-  localStorage.setItem(pageKeyItem, location.hash.slice("#key=".length))
-  history.replaceState(null, "", location.pathname + location.search)
-}
 const pageKey = () => localStorage.getItem(pageKeyItem) ?? ""
+// A key in the fragment is kept only once a read with it is answered: any page of this site — a
+// server on another port of 127.0.0.1, whose navigation carries the viewer's cookie — can open the
+// viewer at /#key=…, and a key kept unchecked replaced the page's own and signed the viewer out.
+const keyChecked = (() => {
+  if (!location.hash.startsWith("#key=")) return Promise.resolve()
+  const offered = location.hash.slice("#key=".length)
+  history.replaceState(null, "", location.pathname + location.search)
+  return fetch("/sessions?limit=1", { credentials: "same-origin", headers: { "x-effect-agent-key": offered } })
+    .then((response) => { if (response.ok) localStorage.setItem(pageKeyItem, offered) }, () => {})
+})()
 
 // Signed out (the token changed, the cookie is gone, or this page holds no key — one opened before
 // reads needed it): back to the sign-in form, which hands out both.
@@ -561,5 +567,7 @@ $("panels").addEventListener("click", () => drawer(!document.body.classList.cont
 // For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
 window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
 
-refreshSessions()
-if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))
+keyChecked.then(() => {
+  refreshSessions()
+  if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))
+})
