@@ -5,8 +5,7 @@
  *
  * @since 0.5.0
  */
-import { escapeFormat } from "../../domain/FormatCharacters.js"
-import { Edit, MarkdownLimits, SessionView, UsageText } from "../../view.js"
+import { Edit, FormatCharacters, MarkdownLimits, SessionView, UsageText } from "../../view.js"
 
 /** See `RenderCache`: what the page makes of each text, kept while it shows the text. */
 export * as RenderCache from "./RenderCache.js"
@@ -16,7 +15,7 @@ export * as RenderCache from "./RenderCache.js"
  * escapes (`FormatCharacters`), so a command, a path or an edit waiting for approval reads in the
  * order it runs (Trojan Source), as the CLI and ACP show it.
  */
-export const visible = (text: string): string => escapeFormat(text)
+export const visible = (text: string): string => FormatCharacters.escapeFormat(text)
 
 /** See `Edit`: what an edit call does to its file. */
 export { Edit }
