@@ -13,3 +13,5 @@ export * as Edit from "./domain/Edit.js"
 export * as UsageText from "./domain/UsageText.js"
 /** How much of a model's Markdown a UI may hand to a Markdown parser: past it, show the text plain. */
 export * as MarkdownLimits from "./domain/MarkdownLimits.js"
+/** The bidi controls and invisible characters a UI escapes before showing a call (Trojan Source), as the CLI, ACP and the viewer do. */
+export * as FormatCharacters from "./domain/FormatCharacters.js"

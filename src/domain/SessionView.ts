@@ -50,8 +50,8 @@ export interface ViewSubagent {
   readonly mode: "inherit" | "readOnly"
   /** What the child's tree used so far, as a line (`3 steps · tokens in 412 · out 15 — $0.0012`). */
   used: string | undefined
-  /** The child's call waiting for the user, when one is. */
-  asking: { readonly toolCallId: string; readonly tool: string; readonly risk: Risk } | undefined
+  /** The child's call waiting for the user, when one is: with its arguments, so what an Allow runs is shown beside it. */
+  asking: { readonly toolCallId: string; readonly tool: string; readonly args: Json; readonly risk: Risk } | undefined
   /** How the child's turn ended, once it has. */
   outcome: string | undefined
 }
@@ -303,7 +303,7 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   },
   "subagent.asked": (view, event) => {
     const subagent = callOf(view, event.payload.toolCallId)?.subagent
-    if (subagent !== undefined) subagent.asking = { toolCallId: event.payload.childToolCallId, tool: event.payload.tool, risk: event.payload.risk }
+    if (subagent !== undefined) subagent.asking = { toolCallId: event.payload.childToolCallId, tool: event.payload.tool, args: event.payload.args, risk: event.payload.risk }
   },
   "subagent.completed": (view, event) => {
     const subagent = callOf(view, event.payload.toolCallId)?.subagent

@@ -13,7 +13,7 @@
 
 import { follow } from "./liveStream.js"
 import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
-import { empty, finishText, fold, openCalls, phase, step, totalsText, turnText } from "./viewer.js"
+import { empty, finishText, fold, openCalls, phase, step, totalsText, turnText, visible } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -70,7 +70,8 @@ const images = (refs) =>
     imageLoads.set(node, () => imageUrl(cache, image.blob).then((href) => { if (href !== undefined) node.src = href }, () => {}))
     return node
   }))
-const show = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
+// A call's arguments or result as text, its bidi and invisible characters escaped (`visible`).
+const show = (value) => visible(typeof value === "string" ? value : JSON.stringify(value, null, 2))
 
 // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
 // `pendingSteers`: steers sent and not yet seen stored (the engine stores a steer at the turn's next step), shown meanwhile.
@@ -81,11 +82,17 @@ const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: 
 // fragment of the URL it opens the viewer at (or the sign-in form keeps it); it is kept in this
 // origin's storage — per port, where the cookie is per host — and taken out of the address bar at once.
 const pageKeyItem = "effect-agent-page-key"
-if (location.hash.startsWith("#key=")) {
-  localStorage.setItem(pageKeyItem, location.hash.slice("#key=".length))
-  history.replaceState(null, "", location.pathname + location.search)
-}
 const pageKey = () => localStorage.getItem(pageKeyItem) ?? ""
+// A key in the fragment is kept only once a read with it is answered: any page of this site — a
+// server on another port of 127.0.0.1, whose navigation carries the viewer's cookie — can open the
+// viewer at /#key=…, and a key kept unchecked replaced the page's own and signed the viewer out.
+const keyChecked = (() => {
+  if (!location.hash.startsWith("#key=")) return Promise.resolve()
+  const offered = location.hash.slice("#key=".length)
+  history.replaceState(null, "", location.pathname + location.search)
+  return fetch("/sessions?limit=1", { credentials: "same-origin", headers: { "x-effect-agent-key": offered } })
+    .then((response) => { if (response.ok) localStorage.setItem(pageKeyItem, offered) }, () => {})
+})()
 
 // Signed out (the token changed, the cookie is gone, or this page holds no key — one opened before
 // reads needed it): back to the sign-in form, which hands out both.
@@ -267,12 +274,15 @@ const renderSubagent = (subagent, live) => {
   const node = el("div", { class: "subagent", "data-subagent": subagent.childSessionId },
     el("div", { class: "head" }, el("strong", { textContent: "subagent" }), link, el("span", { class: "badge", textContent: subagent.mode === "readOnly" ? "read-only" : "inherits permissions" }),
       subagent.outcome === undefined ? undefined : el("span", { class: `badge ${subagent.outcome === "final" ? "ok" : "bad"}`, textContent: subagent.outcome })),
-    el("div", { class: "args", textContent: subagent.description }))
+    el("div", { class: "args", textContent: visible(subagent.description) }))
   if (subagent.used !== undefined) node.append(el("div", { class: "note", "data-event": "subagent.progress", textContent: subagent.used }))
   if (live && subagent.asking !== undefined) {
     const asking = subagent.asking
+    // What Allow runs, shown as the subagent's own page shows its call (the tool's name alone let a
+    // command be approved unseen).
     node.append(el("div", { class: "approval", "data-asking": asking.toolCallId },
-      el("span", { textContent: `asks: ${asking.tool} (${asking.risk}) ` }),
+      el("span", { textContent: `asks: ${visible(asking.tool)} (${asking.risk}) ` }),
+      callBody({ tool: asking.tool, args: asking.args, status: "awaiting_approval" }),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(asking, "allow", false, subagent.childSessionId) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(asking, "deny", false, subagent.childSessionId) })))
   }
@@ -294,13 +304,13 @@ const callBody = (call) => {
 const renderCall = (call, live) => {
   const status = el("span", { class: `badge ${call.status === "completed" ? "ok" : call.status === "failed" || call.status === "denied" ? "bad" : "warn"}`, textContent: call.status.replace("_", " ") })
   const node = el("div", { class: "call", "data-call": call.toolCallId, "data-status": call.status, "data-tool": call.tool },
-    el("div", { class: "head" }, el("strong", { textContent: call.tool }), status, call.risk ? el("span", { class: "badge", textContent: call.risk }) : undefined, ...call.decisions.map(decisionBadge)),
+    el("div", { class: "head" }, el("strong", { textContent: visible(call.tool) }), status, call.risk ? el("span", { class: "badge", textContent: call.risk }) : undefined, ...call.decisions.map(decisionBadge)),
     callBody(call))
   const terminal = call.tool === "shell" && typeof call.args?.command === "string"
-  if (!terminal && call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: call.progress }))
+  if (!terminal && call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: visible(call.progress) }))
   if (!terminal && call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
   if (call.status === "completed" && call.images !== undefined) node.append(images(call.images))
-  if (call.status === "failed") node.append(el("div", { class: "result", textContent: `${call.errorCode}: ${call.message}` }))
+  if (call.status === "failed") node.append(el("div", { class: "result", textContent: visible(`${call.errorCode}: ${call.message}`) }))
   if (call.subagent !== undefined) node.append(renderSubagent(call.subagent, live))
   if (live && call.status === "awaiting_approval") {
     node.append(el("div", { class: "approval" },
@@ -557,5 +567,7 @@ $("panels").addEventListener("click", () => drawer(!document.body.classList.cont
 // For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
 window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
 
-refreshSessions()
-if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))
+keyChecked.then(() => {
+  refreshSessions()
+  if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))
+})

@@ -19,7 +19,7 @@ import typescript from "highlight.js/lib/languages/typescript"
 import xml from "highlight.js/lib/languages/xml"
 import yaml from "highlight.js/lib/languages/yaml"
 import { Marked } from "marked"
-import { Edit, markdownStyleable, RenderCache } from "./viewer.js"
+import { Edit, markdownStyleable, RenderCache, visible } from "./viewer.js"
 export { editDiff } from "./editDiff.js"
 
 for (const [name, language] of Object.entries({ bash, css, diff, go, javascript, json, markdown, python, rust, sql, typescript, xml, yaml })) {
@@ -118,36 +118,36 @@ export const markdownNode = (text, className) => {
   return node
 }
 
-/** The diff of an edit as a block: `+`/`-` lines, coloured. */
+/** The diff of an edit as a block: `+`/`-` lines, coloured; bidi and invisible characters escaped (`visible`). */
 export const diffNode = (path, entries) => {
   const node = document.createElement("div")
   node.className = "diff"
   const head = document.createElement("div")
   head.className = "diff-path"
-  head.textContent = path
+  head.textContent = visible(path)
   node.append(head)
   const body = document.createElement("pre")
   for (const { kind, text } of entries) {
     const line = document.createElement("span")
     line.className = `line ${kind}`
-    line.textContent = `${kind === "add" ? "+" : kind === "remove" ? "-" : " "} ${text}\n`
+    line.textContent = `${kind === "add" ? "+" : kind === "remove" ? "-" : " "} ${visible(text)}\n`
     body.append(line)
   }
   node.append(body)
   return node
 }
 
-/** A command and its output as a terminal block, with its exit code. */
+/** A command and its output as a terminal block, with its exit code; bidi and invisible characters escaped (`visible`). */
 export const terminalNode = (command, output, exitCode) => {
   const node = document.createElement("div")
   node.className = "terminal"
   const prompt = document.createElement("div")
   prompt.className = "command"
-  prompt.textContent = `$ ${command}`
+  prompt.textContent = `$ ${visible(command)}`
   node.append(prompt)
   if (output !== undefined) {
     const body = document.createElement("pre")
-    body.textContent = output
+    body.textContent = visible(output)
     node.append(body)
   }
   if (exitCode !== undefined) {

@@ -5,10 +5,17 @@
  *
  * @since 0.5.0
  */
-import { Edit, MarkdownLimits, SessionView, UsageText } from "../../view.js"
+import { Edit, FormatCharacters, MarkdownLimits, SessionView, UsageText } from "../../view.js"
 
 /** See `RenderCache`: what the page makes of each text, kept while it shows the text. */
 export * as RenderCache from "./RenderCache.js"
+
+/**
+ * A call's text as the page shows it: bidi controls and invisible characters written as `\u…`
+ * escapes (`FormatCharacters`), so a command, a path or an edit waiting for approval reads in the
+ * order it runs (Trojan Source), as the CLI and ACP show it.
+ */
+export const visible = (text: string): string => FormatCharacters.escapeFormat(text)
 
 /** See `Edit`: what an edit call does to its file. */
 export { Edit }
