@@ -132,6 +132,12 @@ describe("help text", () => {
     expect(text).toContain("  $ effect-agent replay <id>\n")
     expect(text).not.toContain("A true or false value.")
     expect(text).toMatch(/^--json\n\n {2}Print the stored events/m)
+    // A value is named for what it is: `--session text`, `--image text` and `--cwd text` said only that they take text.
+    const run = await helpOf(["run"])
+    expect(run).toContain("[--session id]")
+    expect(run).toContain("[--image file]...")
+    expect(await helpOf(["chat"])).toContain("[--session id]")
+    expect(await helpOf(["sessions"])).toContain("[--cwd dir]")
     // A subcommand's usage names its parent.
     expect(await helpOf(["sessions", "rename"])).toContain("\n$ effect-agent sessions rename [--data-dir directory]")
   })
