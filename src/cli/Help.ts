@@ -147,6 +147,12 @@ const textTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of text\.
 const confidentialLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of text that is confidential\.(?:\u001b\[[0-9;]*m)*\n/gm
 
 /**
+ * @effect/cli's line under a boolean flag: the usage (`[--json]`, no value) already says it takes
+ * none, and the line stood between the flag and what it does.
+ */
+const booleanTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A true or false value\.(?:\u001b\[[0-9;]*m)*\n/gm
+
+/**
  * A repeatable flag in a usage line: @effect/cli writes `--allow text...`, which reads as required;
  * it may be given zero or more times, as `[--allow text]...` says. (An option's own heading, at
  * the start of its line, is left as it is.)
@@ -176,12 +182,30 @@ const subcommandLines = (text: string): string => {
 /** @effect/cli's text shaped for `stream`: plain when it should be, wrapped to its width (80 when it has none), unpadded. */
 export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = process.env): string => {
   const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
-  const tidy = subcommandLines((isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, "").replace(confidentialLine, ""))
+  const tidy = subcommandLines(
+    (isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, "").replace(confidentialLine, "").replace(booleanTypeLine, "")
+  )
   return unpadded(wrap(tidy.replace(repeatedFlag, "[--$1 $2]..."), width))
 }
 
-const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream): ReadonlyArray<unknown> =>
-  args.map((arg) => typeof arg === "string" && hasAnsi(arg) ? shape(arg, stream) : arg)
+const program = "effect-agent"
+const escapes = "(?:\u001b\\[[0-9;]*m)*"
+/** @effect/cli's banner (the name) above its header (`effect-agent 0.1.0`): the name once is enough. */
+const banner = new RegExp(`^${escapes}${program}${escapes}\\n\\n(?=${escapes}${program} )`)
+/** A usage line, `$ replay [--json] …`: @effect/cli leaves out the program, so it did not run as typed. */
+const unnamedUsage = new RegExp(`^(${escapes})\\$ (?!${program} )`, "gm")
+
+/**
+ * A command's help as it is typed: the program named once at the top, and in its usage lines — with
+ * the parent of a subcommand (`command` "sessions rename": `$ effect-agent sessions rename …`).
+ */
+export const named = (text: string, command?: string): string => {
+  const parent = command?.includes(" ") === true ? `${command.split(" ")[0]} ` : ""
+  return text.replace(banner, "").replace(unnamedUsage, `$1$ ${program} ${parent}`)
+}
+
+const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream, command?: string): ReadonlyArray<unknown> =>
+  args.map((arg) => typeof arg === "string" && hasAnsi(arg) ? shape(named(arg, command), stream) : arg)
 
 /**
  * @effect/cli's usage error as the CLI's other errors read: `effect-agent: ` first, and no blank line
@@ -212,10 +236,10 @@ export const shaped = <A, E, R>(effect: Effect.Effect<A, E, R>, command?: string
   Console.consoleWith((console) =>
     Console.withConsole(effect, {
       ...console,
-      log: (...args) => console.log(...shapeArgs(args, process.stdout)),
+      log: (...args) => console.log(...shapeArgs(args, process.stdout, command)),
       error: (...args) =>
         args.length === 1 && typeof args[0] === "string" && args[0].endsWith("\n")
           ? console.error(usageError(args[0], command))
-          : console.error(...shapeArgs(args, process.stderr))
+          : console.error(...shapeArgs(args, process.stderr, command))
     })
   )

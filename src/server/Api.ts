@@ -130,10 +130,21 @@ export type SessionView = typeof SessionView.Type
 const strict = <S extends Schema.Schema.Any>(body: S): S => body.annotations({ parseOptions: { onExcessProperty: "error" } }) as S
 
 /**
- * `POST /sessions`: the session's working directory (default: the server's), and MCP servers for
- * it in the configuration file's shape (`{"<name>": {"command", "args", "env"} | {"url", "headers"}}`).
+ * A body whose fields are all optional: sent without a body at all (what the server decodes as
+ * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
  */
-export const CreateSession = strict(Schema.Struct({
+const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<Fields>) =>
+  Schema.transform(Schema.NullOr(strict(body)), Schema.typeSchema(body), {
+    strict: true,
+    decode: (given) => given ?? ({} as Schema.Struct.Type<Fields>),
+    encode: (value) => value
+  })
+/**
+ * `POST /sessions`: the session's working directory (default: the server's), and MCP servers for
+ * it in the configuration file's shape (`{"<name>": {"command", "args", "env"} | {"url", "headers"}}`);
+ * the body may be left out.
+ */
+export const CreateSession = optionalBody(Schema.Struct({
   cwd: Schema.optional(Schema.String),
   mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 }))
@@ -183,16 +194,6 @@ export const SessionMessage = strict(Schema.Struct({ message: Schema.String }))
  * `NoTurnInProgress`) rather than given to the turn it was not written for.
  */
 export const SteerMessage = strict(Schema.Struct({ message: Schema.String, turnId: Schema.optional(Schema.NonEmptyString) }))
-/**
- * A body whose fields are all optional: sent without a body at all (what the server decodes as
- * `null`), it is the same as `{}` — `curl -X POST …/compact` works.
- */
-const optionalBody = <Fields extends Schema.Struct.Fields>(body: Schema.Struct<Fields>) =>
-  Schema.transform(Schema.NullOr(strict(body)), Schema.typeSchema(body), {
-    strict: true,
-    decode: (given) => given ?? ({} as Schema.Struct.Type<Fields>),
-    encode: (value) => value
-  })
 /** `POST /sessions/:id/compact`: tokens of recent context kept verbatim this time (default: the server's setting); the body may be left out. */
 export const Compact = optionalBody(Schema.Struct({ keepRecentTokens: Schema.optional(Schema.Int.pipe(Schema.nonNegative())) }))
 /** `POST /sessions/:id/fork`: the fork point, the end of a closed turn (default: the end of the last one); the body may be left out. */

@@ -7,6 +7,19 @@ import * as Help from "../../src/cli/Help.js"
 
 const bold = (text: string) => `\u001b[0;1m${text}\u001b[0m`
 
+/** What `effect-agent <args> --help` prints to stdout, without colours. */
+const helpOf = async (args: ReadonlyArray<string>) => {
+  const printed: Array<string> = []
+  const help = Console.consoleWith((console) =>
+    Console.withConsole(Cli.main(["node", "effect-agent", ...args, "--help"]), {
+      ...console,
+      log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(parts.join(" ")))
+    })
+  )
+  await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
+  return Help.stripAnsi(printed.join("\n"))
+}
+
 describe("help text", () => {
   it("is plain off a terminal and with NO_COLOR, coloured on a terminal without it", () => {
     const text = `${bold("USAGE")}\n\n$ run`
@@ -76,17 +89,6 @@ describe("help text", () => {
   // Each argument says what it is: replay, export-script, approve, deny and pending showed their
   // session and call ids as nothing but @effect/cli's "A user-defined piece of text."
   it("every command's arguments have a description of their own", async () => {
-    const helpOf = async (args: ReadonlyArray<string>) => {
-      const printed: Array<string> = []
-      const help = Console.consoleWith((console) =>
-        Console.withConsole(Cli.main(["node", "effect-agent", ...args, "--help"]), {
-          ...console,
-          log: (...parts: ReadonlyArray<unknown>) => Effect.sync(() => void printed.push(parts.join(" ")))
-        })
-      )
-      await Effect.runPromise(help.pipe(Effect.provide((await import("@effect/platform-node/NodeContext")).layer)))
-      return Help.stripAnsi(printed.join("\n"))
-    }
     const commands = [["replay"], ["export-script"], ["approve"], ["deny"], ["pending"], ["run"], ["rewind"], ["fork"], ["compact"], ["watch"], ["adopt"], ["repair"], ["trust"], ["sessions", "rename"]]
     for (const command of commands) {
       const text = await helpOf(command)
@@ -118,5 +120,25 @@ describe("help text", () => {
       console.error = original
     }
     expect(Help.stripAnsi(errors.join("\n"))).toContain(`--mode: "yolo" is not one of default, readOnly`)
+  })
+
+  // A command's help began "effect-agent", a blank line, "effect-agent 0.1.0" (@effect/cli's banner
+  // and header, the name twice), and its usage read `$ replay [--json] …`, a line that does not run
+  // as typed; each boolean flag had "A true or false value." above what it does.
+  it("a command's help names the program once, its usage line runs as typed, and a flag is not called 'a true or false value'", async () => {
+    const text = await helpOf(["replay"])
+    const { version } = await import("../../src/domain/Version.js")
+    expect(text.startsWith(`effect-agent ${version}\n\nUSAGE\n\n$ effect-agent replay [--json]`), text.slice(0, 200)).toBe(true)
+    expect(text).toContain("  $ effect-agent replay <id>\n")
+    expect(text).not.toContain("A true or false value.")
+    expect(text).toMatch(/^--json\n\n {2}Print the stored events/m)
+    // A value is named for what it is: `--session text`, `--image text` and `--cwd text` said only that they take text.
+    const run = await helpOf(["run"])
+    expect(run).toContain("[--session id]")
+    expect(run).toContain("[--image file]...")
+    expect(await helpOf(["chat"])).toContain("[--session id]")
+    expect(await helpOf(["sessions"])).toContain("[--cwd dir]")
+    // A subcommand's usage names its parent.
+    expect(await helpOf(["sessions", "rename"])).toContain("\n$ effect-agent sessions rename [--data-dir directory]")
   })
 })

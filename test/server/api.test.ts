@@ -90,6 +90,18 @@ describe("the HTTP API", () => {
       expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
     }))
 
+  // Its fields are all optional, as compact's and fork's are, whose body may be left out; this one
+  // answered 400 "Expected a JSON object, actual null" to `curl -X POST …/sessions`.
+  it.scopedLive("POST /sessions without a body is the same as {}: a session in the server's cwd", () =>
+    Effect.gen(function*() {
+      const { cwd, server } = yield* startIn()
+      const created = yield* raw(`${server.url}/sessions`, { method: "POST", token: server.token })
+      expect(created.status, JSON.stringify(created.body)).toBe(201)
+      expect(created.body).toMatchObject({ cwd, client: "web" })
+      const refused = yield* raw(`${server.url}/sessions`, { ...json({ cwd: "relative" }), token: server.token })
+      expect(refused.status).toBe(400)
+    }))
+
   it.scopedLive("errors: 401 without or with a wrong token, 404, 409, 400, 413, all as {error, message}", () =>
     Effect.gen(function*() {
       const { server } = yield* startIn({ maxBodyBytes: 1000, responses: [{ chunks: ["slow"], delay: "10 seconds" }] })

@@ -13,7 +13,7 @@ import { driving } from "./Run.js"
 export const followUpPrefix = ">>"
 
 export const config = {
-  session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+  session: Options.text("session").pipe(Options.withPseudoName("id"), Options.optional, Options.withDescription("Continue this session instead of starting one")),
   continue: Options.boolean("continue").pipe(Options.withAlias("c"), Options.withDescription("Continue the most recently active session of the current directory")),
   resume: Options.boolean("resume").pipe(Options.withDescription("Choose a session of the current directory to continue, from a list with each one's title (on a terminal)")),
   ...driving("Permissions, as for run (default: your settings' mode, else a trusted .effect-agent/settings.json's, else default)")

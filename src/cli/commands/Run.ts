@@ -34,8 +34,9 @@ export const runConfig = {
   message: Args.text({ name: "message" }).pipe(
     Args.withDescription("What to ask the agent; - reads the whole message from stdin (then every approval is answered no)")
   ),
-  session: Options.text("session").pipe(Options.optional, Options.withDescription("Continue this session instead of starting one")),
+  session: Options.text("session").pipe(Options.withPseudoName("id"), Options.optional, Options.withDescription("Continue this session instead of starting one")),
   image: Options.text("image").pipe(
+    Options.withPseudoName("file"),
     Options.repeated,
     Options.withDescription("Send this image with the message (PNG, JPEG, GIF or WebP; at most 5 MiB and 8000 pixels a side each, 20 per message); repeatable")
   ),

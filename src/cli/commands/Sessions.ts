@@ -25,7 +25,7 @@ const rename = Command.make("rename", renameConfig, (input) => Lazy.handler(load
 )))
 
 export const listConfig = {
-  cwd: Options.text("cwd").pipe(Options.optional, Options.withDescription("Only the sessions of this directory or a directory under it")),
+  cwd: Options.text("cwd").pipe(Options.withPseudoName("dir"), Options.optional, Options.withDescription("Only the sessions of this directory or a directory under it")),
   search: Options.text("search").pipe(Options.optional, Options.withDescription("Only the sessions whose title or id holds every word of this text (any case)")),
   ...Flags.storage
 }
