@@ -30,6 +30,12 @@ export const makeSync = (path: string, mode: number): void => {
   }
 }
 
+/**
+ * Whether a file system error code means there is no room to write: a full disk, a quota, or a file
+ * at its size limit (`EFBIG`: `ulimit -f`, a file system's largest file) — each a full disk to the writer.
+ */
+export const noRoom = (code: unknown): boolean => code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG"
+
 /** Plain words for a file system error code that stops a store from writing, or undefined. */
 export const plainWords = (code: string | undefined): string | undefined => {
   switch (code) {
@@ -41,6 +47,8 @@ export const plainWords = (code: string | undefined): string | undefined => {
     case "ENOSPC":
     case "EDQUOT":
       return "the disk is full"
+    case "EFBIG":
+      return "the file has reached its size limit"
     default:
       return undefined
   }

@@ -164,7 +164,7 @@ const sqliteCode = (error: SqlError): string | undefined => codeOf(error)
 /** The reason of a SQLite or file system error code; the extended codes (`SQLITE_IOERR_WRITE`) count as their base. */
 const reasonOfCode = (code: string): EventStoreFailureReason => {
   if (code.startsWith("SQLITE_CONSTRAINT")) return "sequence_conflict"
-  if (code.startsWith("SQLITE_FULL") || code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (code.startsWith("SQLITE_FULL") || Directories.noRoom(code)) return "disk_full"
   if (code.startsWith("SQLITE_READONLY") || code.startsWith("SQLITE_PERM") || code.startsWith("SQLITE_CANTOPEN")) return "permission_denied"
   if (code === "EACCES" || code === "EPERM" || code === "EROFS" || code === "EISDIR" || code === "ENOTDIR") return "permission_denied"
   if (code.startsWith("SQLITE_CORRUPT") || code.startsWith("SQLITE_NOTADB")) return "corrupt"
@@ -175,7 +175,7 @@ const reasonOf = (error: SqlError): EventStoreFailureReason => reasonOfCode(sqli
 /** What a code means for the person reading the error (SQLite's own words, like `disk I/O error`, say little). */
 const explain = (code: string | undefined, message: string): string => {
   const base = code ?? ""
-  const plain = base.startsWith("SQLITE_FULL") || base === "ENOSPC" || base === "EDQUOT"
+  const plain = base.startsWith("SQLITE_FULL") || Directories.noRoom(base)
     ? "the disk is full"
     : base.startsWith("SQLITE_READONLY") || base === "EROFS"
     ? "the database file or its folder is read-only"

@@ -27,7 +27,7 @@ export interface Options {
 const codeOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code
 
 const reasonOf = (code: string | undefined): Blob.BlobFailureReason => {
-  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (Directories.noRoom(code)) return "disk_full"
   if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
   return "unavailable"
 }

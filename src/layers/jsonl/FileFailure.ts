@@ -7,10 +7,11 @@
  */
 import type { PlatformError } from "@effect/platform/Error"
 import { EventStoreFailure, type EventStoreFailureReason } from "../../domain/Errors.js"
+import * as Directories from "../Directories.js"
 
 const failureReason = (error: PlatformError): EventStoreFailureReason => {
   const code = error._tag === "SystemError" ? (error.cause as { code?: unknown } | undefined)?.code : undefined
-  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (Directories.noRoom(code)) return "disk_full"
   if (error._tag === "SystemError" && error.reason === "PermissionDenied") return "permission_denied"
   if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
   return "unavailable"
@@ -29,7 +30,7 @@ export const fromPlatform = (operation: EventStoreFailure["operation"], path: st
 
 const nodeReason = (error: unknown): EventStoreFailureReason => {
   const code = (error as NodeJS.ErrnoException | undefined)?.code
-  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (Directories.noRoom(code)) return "disk_full"
   if (code === "EROFS" || code === "EACCES" || code === "EPERM") return "permission_denied"
   return "unavailable"
 }

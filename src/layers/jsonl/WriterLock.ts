@@ -34,7 +34,7 @@ export interface Acquired {
 
 const reasonOf = (error: unknown): EventStoreFailureReason => {
   const code = (error as NodeJS.ErrnoException | undefined)?.code
-  if (code === "ENOSPC" || code === "EDQUOT") return "disk_full"
+  if (Directories.noRoom(code)) return "disk_full"
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") return "permission_denied"
   return "unavailable"
 }

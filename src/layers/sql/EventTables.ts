@@ -8,7 +8,7 @@
  * @internal
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -196,13 +196,23 @@ const decodeRow = (row: EventRow) =>
     (raw) => Either.flatMap(LogFormat.migrate(row.format_version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
   )
 
+/**
+ * `sql.withTransaction`, with a failed COMMIT as the `SqlError` it is: @effect/sql makes it a defect
+ * (`orDie`), yet a COMMIT is where a full disk meets a SQLite append in WAL mode (its pages are
+ * written then), and an append must fail typed (`EventStoreFailure`), never as a crash of the turn.
+ */
+const transaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  sql.withTransaction(effect).pipe(
+    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none())
+  )
+
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, listingPlan, retried = once, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
     if (statements.length === 0) return retried(appendEvent(event))
     // Run again whole: a failure rolled the transaction back.
-    return retried(sql.withTransaction(Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true })))).pipe(
+    return retried(transaction(sql, Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true })))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
     )
   }
@@ -216,7 +226,7 @@ export const make = ({ append: appendEvent, failure, listingPlan, retried = once
       const statements = summaryStatements(sql, event)
       return statements.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))
     }
-    return retried(sql.withTransaction(Effect.forEach(events, step, { discard: true }))).pipe(
+    return retried(transaction(sql, Effect.forEach(events, step, { discard: true }))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
     )
   }
