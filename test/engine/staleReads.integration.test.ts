@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SessionState from "../../src/domain/SessionState.js"
@@ -111,6 +112,44 @@ describe.each(stores)("a read on an engine without the writer lock (%s)", (_name
       const log = yield* collect(store.read(sessionId))
       expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
       expect((yield* reader.sessionState({ sessionId })).openTurn).toBeUndefined()
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("answers a call another engine left paused after the load, reading the log's new end once", () =>
+    Effect.gen(function*() {
+      const store = yield* makeStore
+      const { counted, elsewhere, reader } = yield* setUp(store, asks)
+      const sessionId = yield* elsewhere((engine) => Effect.map(engine.createSession({ cwd: "/w", client: "test" }), (s) => s.sessionId))
+      const before = (yield* reader.sessionState({ sessionId })).lastSequence
+      const asked = yield* elsewhere((engine) => pausedOnAsk(engine, sessionId))
+      const appended = (yield* collect(store.read(sessionId))).length - before
+      counted.reset()
+      yield* reader.resolvePermission({ sessionId, toolCallId: asked, decision: "allow" })
+      // One look at the log's end (its last sequence where the store tells it), one read of what was appended.
+      expect([counted.tails() <= 1, counted.reads(), counted.read()]).toEqual([true, 1, appended])
+      const log = yield* collect(store.read(sessionId))
+      expect(log.at(-1)).toMatchObject({ type: "permission.resolved", payload: { toolCallId: asked, decision: "allow", actor: "user" } })
+      expect(log.length).toBe(before + appended + 1)
+      expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("an answer another engine holding the session stored already, given again with its key: done, though the session is busy", () =>
+    Effect.gen(function*() {
+      const store = yield* makeStore
+      const { reader, writer } = yield* setUp(store, asks)
+      const { sessionId } = yield* writer.createSession({ cwd: "/w", client: "test" })
+      expect((yield* reader.sessionState({ sessionId })).openTurn).toBeUndefined()
+      const asked = yield* pausedOnAsk(writer, sessionId)
+      const answer = { sessionId, toolCallId: asked, decision: "deny" as const, idempotencyKey: "key-1" }
+      yield* writer.resolvePermission(answer)
+      // Once the writer's turn has stored it.
+      yield* Effect.repeat(collect(store.read(sessionId)), {
+        until: (log) => log.some((e) => e.type === "permission.resolved" && e.payload.actor === "user"),
+        schedule: Schedule.spaced("10 millis")
+      })
+      // The writer keeps the session (its lock): the reader cannot write, but the answer is given.
+      yield* reader.resolvePermission(answer)
+      const other = yield* Effect.either(reader.resolvePermission({ ...answer, idempotencyKey: "key-2" }))
+      expect(Either.isLeft(other) && other.left._tag).toBe("SessionBusy")
     }).pipe(Effect.provide(NodeContext.layer)))
 })
 
