@@ -132,7 +132,7 @@ describe.each(stores)("a read on an engine without the writer lock (%s)", (_name
       expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
     }).pipe(Effect.provide(NodeContext.layer)))
 
-  it.scoped("an answer another engine holding the session stored already, given again with its key: done, though the session is busy", () =>
+  it.scopedLive("an answer another engine holding the session stored already, given again with its key: done, though the session is busy", () =>
     Effect.gen(function*() {
       const store = yield* makeStore
       const { reader, writer } = yield* setUp(store, asks)
@@ -168,5 +168,31 @@ describe("a read on an engine without the writer lock, on JSONL", () => {
       const appended = yield* turn(writer, sessionId, "two")
       expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
       expect([counted.reads(), counted.read()]).toEqual([1, appended.length])
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("a watch of a session another engine writes, on JSONL", () => {
+  it.scopedLive("a poll with nothing appended reads no log: its last line tells; an append is read on from the watcher's end", () =>
+    Effect.gen(function*() {
+      const store = yield* JsonlEventStore.make({ dataDir: yield* tempDir })
+      const counted = counting(store)
+      const ports = yield* Layer.build(Layer.mergeAll(Layer.succeed(EventStore, counted.service), FakeModelProvider.layer({}), IdGenerator.layerSequential))
+      const writer = yield* Effect.provide(SessionEngine.make(), ports)
+      const watcher = yield* Effect.provide(SessionEngine.make({ watchPollInterval: "5 millis" }), ports)
+      const { sessionId } = yield* writer.createSession({ cwd: "/w", client: "test" })
+      yield* turn(writer, sessionId, "one")
+      const stored = (yield* collect(store.read(sessionId))).length
+      const seen: Array<number> = []
+      yield* watcher.watchSession({ sessionId }).pipe(Stream.runForEach((e) => Effect.sync(() => seen.push(e.sequence))), Effect.forkScoped)
+      const until = (done: () => boolean) => Effect.repeat(Effect.void, { until: done, schedule: Schedule.spaced("5 millis") })
+      yield* until(() => seen.length === stored)
+      // Polls with nothing new: each looks at the log's end, none reads the log.
+      counted.reset()
+      yield* until(() => counted.tails() + counted.reads() >= 5)
+      expect(counted.reads()).toBe(0)
+      const appended = yield* turn(writer, sessionId, "two")
+      yield* until(() => seen.length === stored + appended.length)
+      expect(seen).toEqual(Array.from({ length: stored + appended.length }, (_, i) => i + 1))
+      expect(counted.read()).toBe(appended.length)
     }).pipe(Effect.provide(NodeContext.layer)))
 })
