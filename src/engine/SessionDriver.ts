@@ -531,11 +531,19 @@ export const answer = (
     }
     const givenOrDelivered = (session: LiveSession.LiveSession) =>
       Effect.flatMap(given(session), (done) => done ? Effect.succeed(true) : deliver(session, toolCallId, answer))
-    if (yield* givenOrDelivered(yield* engine.sessions.get(sessionId))) return
+    // Only a run of this engine waits for the answer here, and a run holds the writer lock. A session
+    // held without it is caught up once, by taking the lock (a read first would look at the log's end
+    // twice); one not held is loaded first, so an unknown session fails before any lock is taken.
+    const heldToRead = engine.sessions.has(sessionId) && !engine.sessions.holdsWriter(sessionId)
+    if (!heldToRead && (yield* givenOrDelivered(yield* engine.sessions.get(sessionId)))) return
     // Storing the answer is a write: it needs the session's writer lock (a waiting run has it already).
-    const session = yield* engine.sessions.writable(sessionId)
+    const session = yield* engine.sessions.writable(sessionId).pipe(
+      // Another process drives the session: an answer it stored already, with this key, is given.
+      Effect.catchTag("SessionBusy", (busy) =>
+        Effect.flatMap(Effect.flatMap(engine.sessions.get(sessionId), given), (done) => done ? Effect.succeed(undefined) : Effect.fail(busy)))
+    )
     // Taking the lock reloads the session: a run resumed meanwhile may wait on the reloaded one.
-    if (yield* givenOrDelivered(session)) return
+    if (session === undefined || (yield* givenOrDelivered(session))) return
     yield* exclusive(engine, session, Effect.gen(function*() {
       if (yield* given(session)) return
       const { state } = session.live

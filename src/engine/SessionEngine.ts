@@ -657,7 +657,8 @@ export const make = (
           interval: options.watchPollInterval ?? Duration.millis(250),
           read,
           // While this engine holds the writer lock, every write reaches the live feed.
-          polling: () => !sessions.holdsWriter(sessionId)
+          polling: () => !sessions.holdsWriter(sessionId),
+          ...(store.lastSequence === undefined ? {} : { lastSequence: store.lastSequence(sessionId) })
         })
         if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
           return yield* new SessionNotFound({ sessionId })

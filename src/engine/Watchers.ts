@@ -56,6 +56,11 @@ export interface Poll<E> {
   readonly read: (fromSequence: number) => Stream.Stream<AgentEvent, E>
   /** Whether to read the store now: only when this engine does not write the session itself. */
   readonly polling: () => boolean
+  /**
+   * The session's last stored sequence, when the store tells it without reading the log (JSONL: from
+   * its last line): a poll with nothing past what the feed has then reads nothing.
+   */
+  readonly lastSequence?: Effect.Effect<Option.Option<number>>
 }
 
 /** The engine's watcher hub; `E`: how its sessions' polls of the store fail (the store's `EventStoreFailure` for an engine). */
@@ -166,12 +171,16 @@ export const make = <E = never>(capacity: number = defaultCapacity): Watchers<E>
   const pollOf = (sessionId: string, feed: Feed<E>, poll: Poll<E>): Effect.Effect<void> => {
     const once = Effect.suspend(() => {
       const from = poll.polling() ? readFrom(feed) : undefined
-      return from === undefined
-        ? Effect.void
-        : Stream.runForEachChunk(poll.read(from), (chunk) => {
+      if (from === undefined) return Effect.void
+      const read = Effect.suspend(() =>
+        Stream.runForEachChunk(poll.read(from), (chunk) => {
           append(feed, Chunk.toReadonlyArray(chunk))
           return Effect.void
         })
+      )
+      return poll.lastSequence === undefined
+        ? read
+        : Effect.flatMap(poll.lastSequence, (last) => Option.isSome(last) && last.value < from ? Effect.void : read)
     })
     return Effect.sleep(poll.interval).pipe(
       Effect.zipRight(once),

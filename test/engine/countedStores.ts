@@ -25,16 +25,21 @@ export const storesOf = (label: string): ReadonlyArray<[string, Effect.Effect<Ev
   ["postgres", Effect.flatMap(freshSchemaUrl(label), (url) => Effect.map(Layer.build(PostgresEventStore.layer({ url: Redacted.make(url) })), Context.get(EventStore)))]
 ]
 
-/** The store, counting its reads (`reads`) and the events they hand over (`read`). */
+/** The store, counting its reads (`reads`), the events they hand over (`read`) and the last sequences asked for (`tails`). */
 export const counting = (store: EventStore.Service) => {
   let read = 0
   let reads = 0
+  let tails = 0
+  const lastSequence = store.lastSequence
   const service: EventStore.Service = {
     ...store,
     read: (sessionId, options) => {
       reads++
       return Stream.mapChunks(store.read(sessionId, options), (chunk) => ((read += chunk.length), chunk))
-    }
+    },
+    ...(lastSequence === undefined ? {} : {
+      lastSequence: (sessionId: string) => Effect.suspend(() => (tails++, lastSequence(sessionId)))
+    })
   }
-  return { service, read: () => read, reads: () => reads, reset: () => void (read = reads = 0) }
+  return { service, read: () => read, reads: () => reads, tails: () => tails, reset: () => void (read = reads = tails = 0) }
 }

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as SessionState from "../../src/domain/SessionState.js"
@@ -112,6 +113,44 @@ describe.each(stores)("a read on an engine without the writer lock (%s)", (_name
       expect(log.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
       expect((yield* reader.sessionState({ sessionId })).openTurn).toBeUndefined()
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("answers a call another engine left paused after the load, reading the log's new end once", () =>
+    Effect.gen(function*() {
+      const store = yield* makeStore
+      const { counted, elsewhere, reader } = yield* setUp(store, asks)
+      const sessionId = yield* elsewhere((engine) => Effect.map(engine.createSession({ cwd: "/w", client: "test" }), (s) => s.sessionId))
+      const before = (yield* reader.sessionState({ sessionId })).lastSequence
+      const asked = yield* elsewhere((engine) => pausedOnAsk(engine, sessionId))
+      const appended = (yield* collect(store.read(sessionId))).length - before
+      counted.reset()
+      yield* reader.resolvePermission({ sessionId, toolCallId: asked, decision: "allow" })
+      // One look at the log's end (its last sequence where the store tells it), one read of what was appended.
+      expect([counted.tails() <= 1, counted.reads(), counted.read()]).toEqual([true, 1, appended])
+      const log = yield* collect(store.read(sessionId))
+      expect(log.at(-1)).toMatchObject({ type: "permission.resolved", payload: { toolCallId: asked, decision: "allow", actor: "user" } })
+      expect(log.length).toBe(before + appended + 1)
+      expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scopedLive("an answer another engine holding the session stored already, given again with its key: done, though the session is busy", () =>
+    Effect.gen(function*() {
+      const store = yield* makeStore
+      const { reader, writer } = yield* setUp(store, asks)
+      const { sessionId } = yield* writer.createSession({ cwd: "/w", client: "test" })
+      expect((yield* reader.sessionState({ sessionId })).openTurn).toBeUndefined()
+      const asked = yield* pausedOnAsk(writer, sessionId)
+      const answer = { sessionId, toolCallId: asked, decision: "deny" as const, idempotencyKey: "key-1" }
+      yield* writer.resolvePermission(answer)
+      // Once the writer's turn has stored it.
+      yield* Effect.repeat(collect(store.read(sessionId)), {
+        until: (log) => log.some((e) => e.type === "permission.resolved" && e.payload.actor === "user"),
+        schedule: Schedule.spaced("10 millis")
+      })
+      // The writer keeps the session (its lock): the reader cannot write, but the answer is given.
+      yield* reader.resolvePermission(answer)
+      const other = yield* Effect.either(reader.resolvePermission({ ...answer, idempotencyKey: "key-2" }))
+      expect(Either.isLeft(other) && other.left._tag).toBe("SessionBusy")
+    }).pipe(Effect.provide(NodeContext.layer)))
 })
 
 describe("a read on an engine without the writer lock, on JSONL", () => {
@@ -129,5 +168,31 @@ describe("a read on an engine without the writer lock, on JSONL", () => {
       const appended = yield* turn(writer, sessionId, "two")
       expect(yield* reader.sessionState({ sessionId })).toEqual(yield* replayed(store, sessionId))
       expect([counted.reads(), counted.read()]).toEqual([1, appended.length])
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("a watch of a session another engine writes, on JSONL", () => {
+  it.scopedLive("a poll with nothing appended reads no log: its last line tells; an append is read on from the watcher's end", () =>
+    Effect.gen(function*() {
+      const store = yield* JsonlEventStore.make({ dataDir: yield* tempDir })
+      const counted = counting(store)
+      const ports = yield* Layer.build(Layer.mergeAll(Layer.succeed(EventStore, counted.service), FakeModelProvider.layer({}), IdGenerator.layerSequential))
+      const writer = yield* Effect.provide(SessionEngine.make(), ports)
+      const watcher = yield* Effect.provide(SessionEngine.make({ watchPollInterval: "5 millis" }), ports)
+      const { sessionId } = yield* writer.createSession({ cwd: "/w", client: "test" })
+      yield* turn(writer, sessionId, "one")
+      const stored = (yield* collect(store.read(sessionId))).length
+      const seen: Array<number> = []
+      yield* watcher.watchSession({ sessionId }).pipe(Stream.runForEach((e) => Effect.sync(() => seen.push(e.sequence))), Effect.forkScoped)
+      const until = (done: () => boolean) => Effect.repeat(Effect.void, { until: done, schedule: Schedule.spaced("5 millis") })
+      yield* until(() => seen.length === stored)
+      // Polls with nothing new: each looks at the log's end, none reads the log.
+      counted.reset()
+      yield* until(() => counted.tails() + counted.reads() >= 5)
+      expect(counted.reads()).toBe(0)
+      const appended = yield* turn(writer, sessionId, "two")
+      yield* until(() => seen.length === stored + appended.length)
+      expect(seen).toEqual(Array.from({ length: stored + appended.length }, (_, i) => i + 1))
+      expect(counted.read()).toBe(appended.length)
     }).pipe(Effect.provide(NodeContext.layer)))
 })

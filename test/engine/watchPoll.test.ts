@@ -17,8 +17,11 @@ import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.j
 
 const interval = 20
 
-/** An engine of its own on the JSONL store in `dataDir` (as another process would have), counting its store's reads. */
-const engineOn = (dataDir: string, responses: number, reads: { count: number }) => {
+/**
+ * An engine of its own on the JSONL store in `dataDir` (as another process would have), counting its
+ * store's reads, and its looks at a log's last sequence (an idle poll only looks) in `looks`.
+ */
+const engineOn = (dataDir: string, responses: number, reads: { count: number }, looks = { count: 0 }) => {
   const counting = Layer.effect(
     EventStore,
     Effect.map(EventStore, (store) =>
@@ -27,7 +30,8 @@ const engineOn = (dataDir: string, responses: number, reads: { count: number }) 
         read: (sessionId, options) => {
           reads.count++
           return store.read(sessionId, options)
-        }
+        },
+        lastSequence: (sessionId) => Effect.suspend(() => (looks.count++, store.lastSequence!(sessionId)))
       }))
   ).pipe(Layer.provide(JsonlEventStore.layer({ dataDir })))
   return Effect.map(
@@ -44,8 +48,9 @@ describe("watchSession across processes, many watchers", () => {
       const dataDir = yield* tempDir
       const writerReads = { count: 0 }
       const watcherReads = { count: 0 }
+      const watcherLooks = { count: 0 }
       const writer = yield* engineOn(dataDir, 2, writerReads)
-      const watcher = yield* engineOn(dataDir, 0, watcherReads)
+      const watcher = yield* engineOn(dataDir, 0, watcherReads, watcherLooks)
       const { sessionId } = yield* writer.createSession({ cwd: "/work", client: "test" })
       yield* collect(writer.runTurn({ sessionId, userMessage: "one" }))
       const watchers = 20
@@ -56,10 +61,11 @@ describe("watchSession across processes, many watchers", () => {
       // Every watcher has read the store (its first read, and the session's existence check): now only polls read it.
       while (watcherReads.count < 2 * watchers) yield* Effect.sleep("5 millis")
       yield* Effect.sleep(`${2 * interval} millis`)
-      const before = watcherReads.count
+      const before = watcherReads.count + watcherLooks.count
       const start = performance.now()
       yield* Effect.sleep(`${10 * interval} millis`)
-      const polls = watcherReads.count - before
+      // A poll with nothing new only looks at the log's end; one with something new reads it.
+      const polls = watcherReads.count + watcherLooks.count - before
       const elapsed = performance.now() - start
       // One poll a session every interval at most (a late one may be under way): a watcher's own
       // tick each would be 20 times that.

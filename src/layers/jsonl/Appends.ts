@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, readSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -39,6 +39,7 @@ import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
+import { readAt } from "./LogSeek.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -83,18 +84,6 @@ interface Tail {
 
 /** What reading a log's end found: its tail, and how many bytes of a torn last line were cut off. */
 type TailScan = { readonly tail: Tail; readonly cut: number } | EventStoreFailure
-
-/** Up to `length` bytes of an open file from `offset` (fewer at its end). */
-const readAt = (fd: number, offset: number, length: number): Buffer => {
-  const buffer = Buffer.allocUnsafe(length)
-  let got = 0
-  while (got < length) {
-    const n = readSync(fd, buffer, got, length - got, offset + got)
-    if (n === 0) break
-    got += n
-  }
-  return buffer.subarray(0, got)
-}
 
 /** Whole lines, each ending in a newline: as text, or already as UTF-8 bytes. */
 type Lines = string | Uint8Array

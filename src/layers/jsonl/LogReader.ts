@@ -28,6 +28,7 @@ import * as LogFormat from "../../domain/LogFormat.js"
 import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
+import * as LogSeek from "./LogSeek.js"
 
 /** What to do with a torn last line: an unterminated line left by a crash mid-write. */
 export type Recovery = "skip-trailing-partial" | "strict"
@@ -38,7 +39,11 @@ export interface Options {
   readonly file: string
   readonly recovery: Recovery
   readonly maxLineBytes: number
-  /** Only events from this sequence on are delivered; every line is still checked. */
+  /**
+   * Only events from this sequence on are delivered. A log larger than a chunk is read from a line
+   * at or shortly before it (found by `LogSeek`), and every line from there on is checked; a smaller
+   * one is read and checked whole.
+   */
   readonly fromSequence?: number
   /** Bytes read at a time (default 64 KiB). */
   readonly chunkBytes?: number
@@ -61,8 +66,11 @@ export class Decoder {
   private readonly from: number
   private out: Array<AgentEvent.AgentEvent> = []
 
-  constructor(private readonly options: Options) {
-    this.splitter = new LogLines.Splitter(options.maxLineBytes)
+  /** From `start` (a line of this version's log past its header), or from the log's first line. */
+  constructor(private readonly options: Options, start?: LogSeek.Start) {
+    // Past a seek the lines are numbered as a whole read numbers them: the header, then sequence n on line n + 1.
+    this.splitter = new LogLines.Splitter(options.maxLineBytes, start === undefined ? 1 : start.sequence + 1)
+    this.expected = start?.sequence ?? 1
     this.from = options.fromSequence ?? 1
   }
 
@@ -72,6 +80,7 @@ export class Decoder {
 
   private readonly onLine = (text: string, number: number): EventStoreFailure | undefined => {
     let raw: unknown
+    LogSeek.parsed.count++
     try {
       raw = JSON.parse(text)
     } catch {
@@ -172,16 +181,16 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
    * Reads on into `decoder`: the events the bytes complete and the failure after them (the read's
    * own, or the decoder's), with `done` at the end of the file.
    */
-  const readNext = (fd: number, decoder: Decoder, buffer: Buffer) => {
+  const readNext = (fd: number, decoder: Decoder, buffer: Buffer, position: number) => {
     let bytesRead: number
     try {
-      bytesRead = readSync(fd, buffer, 0, buffer.byteLength, null)
+      bytesRead = readSync(fd, buffer, 0, buffer.byteLength, position)
     } catch (error) {
-      return { events: [], failure: failed(error), done: true }
+      return { events: [], failure: failed(error), done: true, bytesRead: 0 }
     }
-    if (bytesRead === 0) return { events: [], failure: decoder.end(), done: true }
+    if (bytesRead === 0) return { events: [], failure: decoder.end(), done: true, bytesRead }
     const [events, failure] = decoder.push(buffer.subarray(0, bytesRead))
-    return { events, failure, done: false }
+    return { events, failure, done: false, bytesRead }
   }
 
   /** A small log whole: its events, then its failure if any. */
@@ -190,8 +199,9 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
     // Room for what is appended meanwhile; a log that grows past it is read on to its end, as a chunked read would be.
     const buffer = Buffer.allocUnsafe(Math.min(chunkBytes, size + 1024))
     const events: Array<AgentEvent.AgentEvent> = []
-    for (;;) {
-      const next = readNext(fd, decoder, buffer)
+    for (let position = 0;;) {
+      const next = readNext(fd, decoder, buffer, position)
+      position += next.bytesRead
       for (const event of next.events) events.push(event)
       if (next.failure !== undefined || next.done) {
         const read = Stream.fromChunk(Chunk.unsafeFromArray(events))
@@ -200,16 +210,22 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
     }
   }
 
-  /** A larger log, a chunk per pull; a failure comes on the pull after the events read before it. */
-  const chunked = (fd: number) => {
-    const decoder = new Decoder(options)
+  /**
+   * A larger log, a chunk per pull, from where a seek puts the read (see `LogSeek`); a failure comes
+   * on the pull after the events read before it.
+   */
+  const chunked = (fd: number, size: number) => {
+    const start = LogSeek.seek(fd, size, sessionId, options.fromSequence ?? 1)
+    const decoder = new Decoder(options, start)
+    let position = start?.offset ?? 0
     const buffer = Buffer.allocUnsafe(chunkBytes)
     let done = false
     let failure: EventStoreFailure | undefined
     const pull: Effect.Effect<Chunk.Chunk<AgentEvent.AgentEvent>, Option.Option<EventStoreFailure>> = Effect.suspend(() => {
       if (failure !== undefined) return Effect.fail(Option.some(failure))
       if (done) return Effect.fail(Option.none())
-      const next = readNext(fd, decoder, buffer)
+      const next = readNext(fd, decoder, buffer, position)
+      position += next.bytesRead
       done = next.done
       failure = next.failure
       if (next.events.length === 0 && (done || failure !== undefined)) return Effect.fail(Option.fromNullable(failure))
@@ -237,7 +253,7 @@ export const events = (options: Options): Stream.Stream<AgentEvent.AgentEvent, E
     }
     return Effect.succeed(
       Stream.acquireRelease(opened, (again) => Effect.sync(() => again === undefined || closeLog(again.fd))).pipe(
-        Stream.flatMap((again) => (again === undefined ? Stream.empty : chunked(again.fd)))
+        Stream.flatMap((again) => (again === undefined ? Stream.empty : chunked(again.fd, again.size)))
       )
     )
   }))

@@ -9,6 +9,7 @@
  * @internal
  */
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs"
+import * as LogSeek from "./LogSeek.js"
 
 /** Bytes read from the log's end first (an event line is mostly shorter), then at most: a last line longer is left to the read. */
 const firstTailBytes = 4 * 1024
@@ -29,11 +30,7 @@ export const lastSequence = (file: string, sessionId: string): number | undefine
     const stat = fstatSync(fd)
     if (!stat.isFile() || stat.size === 0) return undefined
     const line = lastLine(fd, stat.size, firstTailBytes) ?? lastLine(fd, stat.size, tailBytes)
-    if (line === undefined) return undefined
-    const event: unknown = JSON.parse(line)
-    if (typeof event !== "object" || event === null) return undefined
-    const { sequence, sessionId: of } = event as { readonly sequence?: unknown; readonly sessionId?: unknown }
-    return of === sessionId && typeof sequence === "number" && Number.isSafeInteger(sequence) && sequence >= 1 ? sequence : undefined
+    return line === undefined ? undefined : LogSeek.sequenceOf(line, sessionId)
   } catch {
     return undefined
   } finally {
