@@ -57,6 +57,18 @@ export const jsonlEngine = (dataDir: string, model: FakeModelProvider.Options = 
   engineLayer(JsonlEventStore.layer({ dataDir }), model).pipe(Layer.provideMerge(NodeContext.layer))
 
 /** Collects a stream into an array. */
+/** Runs a turn, allowing every asked call as the user; the emitted events. */
+export const turnAllowingAsks = (sessionId: string, userMessage: string) =>
+  Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
+    engine.runTurn({ sessionId, userMessage }).pipe(
+      StreamM.tap((e) =>
+        e.type === "permission.resolved" && e.payload.decision === "ask"
+          ? Effect.fork(engine.resolvePermission({ sessionId, toolCallId: e.payload.toolCallId, decision: "allow" }))
+          : Effect.void
+      ),
+      collect
+    ))
+
 export const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(StreamM.runCollect(stream), Chunk.toReadonlyArray)
 
 /** The event types of a log, for compact assertions. */

@@ -14,7 +14,6 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as SessionState from "../../src/domain/SessionState.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -23,7 +22,7 @@ import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as PostgresEventStore from "../../src/layers/PostgresEventStore.js"
 import * as SqliteEventStore from "../../src/layers/SqliteEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer, expectWellFormedLog, tempDir, testTools } from "../helpers.js"
+import { collect, engineLayer, expectWellFormedLog, tempDir, testTools, turnAllowingAsks } from "../helpers.js"
 import { freshSchemaUrl } from "../postgres.js"
 
 /** The store, keeping only its first `kept` events: every later append "succeeds" and stores nothing, as after a crash. */
@@ -59,18 +58,6 @@ const started = <A, E>(layer: Layer.Layer<A, E>) =>
     const context = yield* Layer.buildWithScope(layer, scope)
     return { provide: <X, Y, R>(effect: Effect.Effect<X, Y, R>) => Effect.provide(effect, context), stop: Scope.close(scope, Exit.void) }
   })
-
-/** Runs a turn, allowing every asked call as the user; the emitted events. */
-const turnAllowingAsks = (sessionId: string, userMessage: string) =>
-  Effect.flatMap(SessionEngine, (engine) =>
-    engine.runTurn({ sessionId, userMessage }).pipe(
-      Stream.tap((e) =>
-        e.type === "permission.resolved" && e.payload.decision === "ask"
-          ? Effect.fork(engine.resolvePermission({ sessionId, toolCallId: e.payload.toolCallId, decision: "allow" }))
-          : Effect.void
-      ),
-      collect
-    ))
 
 /** Each durable store, fresh (its data in a new folder or schema). */
 const stores: ReadonlyArray<[string, Effect.Effect<Layer.Layer<EventStore, unknown>, never, Scope.Scope | NodeContext.NodeContext>]> = [

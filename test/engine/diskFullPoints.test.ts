@@ -16,7 +16,7 @@ import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer, expectWellFormedLog, testTools } from "../helpers.js"
+import { collect, engineLayer, expectWellFormedLog, testTools, turnAllowingAsks } from "../helpers.js"
 
 /** A memory store whose disk is full from the `from`th append on, until `free()`. */
 const fillingAt = (from: number) => {
@@ -44,18 +44,6 @@ const engineOn = (store: Layer.Layer<EventStore>, runs: { count: number }) =>
     Layer.provideMerge(testTools({ save: { risk: "write", run: () => Effect.sync(() => ({ result: `saved (${++runs.count})` })) } })),
     Layer.provideMerge(PermissionPolicy.layer())
   )
-
-/** Runs a turn, allowing every asked call as the user; the emitted events. */
-const turnAllowingAsks = (sessionId: string, userMessage: string) =>
-  Effect.flatMap(SessionEngine, (engine) =>
-    engine.runTurn({ sessionId, userMessage }).pipe(
-      Stream.tap((e) =>
-        e.type === "permission.resolved" && e.payload.decision === "ask"
-          ? Effect.fork(engine.resolvePermission({ sessionId, toolCallId: e.payload.toolCallId, decision: "allow" }))
-          : Effect.void
-      ),
-      collect
-    ))
 
 describe("a full disk from each append of a turn on", () => {
   // 1 session.created … 13 turn.completed: the turn of test/engine/crashPoints.integration.test.ts.
