@@ -343,22 +343,27 @@ const commandShare = (rules: ReadonlyArray<Rule>) => Math.max(1, Math.floor(Comm
  * The rules that match the call, in their order; `undefined` when the line runs more commands inside
  * others than the careful matcher may read in one decision (`CommandPattern.readingLimit`, shared
  * equally by the deny and ask rules, so each reads the same first commands) and no deny rule matched
- * what it read.
+ * what it read; `"commands"` when what stopped the reading was only the bound on the line's own
+ * commands (`CommandPattern.commandsLimit`).
  */
-const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | undefined => {
+const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | "commands" | undefined => {
   const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, carefulRules(rules))))
   const commands = commandShare(rules)
   let unread = false
+  let onlyCommands = true
   const matched = rules.filter((rule) => {
+    const reading = CommandPattern.budget(share, commands)
     try {
-      return matches(rule, call, line, cwd, false, CommandPattern.budget(share, commands)) && !askPassesSyntax(rule, call, line)
+      return matches(rule, call, line, cwd, false, reading) && !askPassesSyntax(rule, call, line)
     } catch (error) {
       if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
       unread = true
+      onlyCommands &&= reading.commands < 0 && reading.left >= 0
       return false
     }
   })
-  return unread && !matched.some((rule) => rule.decision === "deny") ? undefined : matched
+  if (!unread || matched.some((rule) => rule.decision === "deny")) return matched
+  return onlyCommands ? "commands" : undefined
 }
 
 /** What a line too large to check against the rules gets: a question, in every mode, saying why. */
@@ -370,12 +375,41 @@ const tooMuchToRead: PermissionDecision = {
     `${CommandPattern.gitsRead} gits in one command), so no rule or mode decides it`
 }
 
+/**
+ * The hazard check's deny for a line of more commands than are read against every rule, when no rule could have
+ * decided it otherwise: an allow or an ask must spell out the line's hazards (an ask may also match
+ * the line as written), so where none does, what the unread commands hold changes only which deny
+ * it is (a deny rule's or the hazard check's), never the decision. Without it such a line asked.
+ */
+const deniedWhateverRead = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined): PermissionDecision | undefined => {
+  if (call.command === undefined || line === undefined) return undefined
+  const hazards = hazardsOf(call, line)
+  if (hazards.length === 0) return undefined
+  const couldDecideOtherwise = (rule: Rule) => {
+    if (rule.decision === "deny") return false
+    if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
+    const spelled = CommandPattern.hazardsOf(rule.command)
+    if (hazards.every((h) => spelled.has(h))) return true
+    return rule.decision === "ask" && (rule.command === undefined || CommandPattern.matches(rule.command, call.command!.text, line.tokenized))
+  }
+  return rules.some(couldDecideOtherwise) ? undefined : hazardDeny(hazards)
+}
+
+const hazardDeny = (hazards: ReadonlyArray<string>): PermissionDecision => ({
+  decision: "deny",
+  policy: "command-hazards",
+  reason: `the command uses ${hazards.join(", ")}, which needs a rule that allows it; run one program at a time`
+})
+
 /** The decision of the policy for one request; pure. */
 export const decide = (options: Options, request: PermissionRequest): PermissionDecision => {
   const { call, cwd } = request
   const mode = options.mode ?? "default"
   const line = lineOf(call)
   const matching = matchingRules(options.rules ?? [], call, line, cwd)
+  // The bound on the line's own commands is for the decision's cost: where no rule could decide the
+  // line but to deny it, it is denied as the short line is (test/layers/commandPatternLinear.test.ts).
+  if (matching === "commands") return deniedWhateverRead(options.rules ?? [], call, line) ?? tooMuchToRead
   if (matching === undefined) return tooMuchToRead
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
@@ -397,13 +431,7 @@ export const decide = (options: Options, request: PermissionRequest): Permission
       return { decision: "deny", policy: "command-hazards", reason: "the command line could not be read safely (an open quote or unsupported quoting)" }
     }
     const hazards = hazardsOf(call, line)
-    if (hazards.length > 0) {
-      return {
-        decision: "deny",
-        policy: "command-hazards",
-        reason: `the command uses ${hazards.join(", ")}, which needs a rule that allows it; run one program at a time`
-      }
-    }
+    if (hazards.length > 0) return hazardDeny(hazards)
   }
   const guarded = guard(mode, call, cwd, options.protectedPaths ?? [])
   if (guarded !== undefined) return guarded

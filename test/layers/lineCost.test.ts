@@ -67,15 +67,22 @@ describe("a decision's cost on a long line", () => {
       .toMatchObject({ decision: "deny", policy: "r0" })
   }, 120_000)
 
-  it("many commands under many rules: a bounded number of the line's commands read in all, then it asks", async () => {
+  it("many commands under many rules: a bounded number of the line's commands read in all, then it asks (denies where no rule could allow its hazards)", async () => {
     // Each deny or ask rule read every simple command of the line: 16,000 `a;a;a…` under 100 rules was
     // 1.6 million reads (10 s on a loaded machine), and a settings file may hold 500 rules.
     const many = Array.from({ length: 100 }, (_, i): PermissionPolicy.Rule => ({ name: `m${i}`, tool: "shell", command: `prog${i} x*`, decision: i % 2 === 0 ? "deny" : "ask" }))
     const line = Array.from({ length: 16_000 }, () => "a").join(";")
     const { decision, work } = await workOf(line, many)
     expect(work).toBeLessThanOrEqual(2 * CommandPattern.commandsLimit)
-    expect(decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/100,000/) })
-    expect(await decide("bypass", line, many)).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+    // No rule here can allow or ask about chaining (none spells it out), so whatever the unread
+    // commands hold the line is denied: the hazard check's deny, as on a short line.
+    expect(decision).toMatchObject({ decision: "deny", policy: "command-hazards" })
+    // With a rule that could allow it, what the unread commands hold decides: it asks, saying why.
+    const chaining: PermissionPolicy.Rule = { name: "chain", tool: "shell", command: "a; *", decision: "allow" }
+    const unread = await workOf(line, [...many, chaining])
+    expect(unread.work).toBeLessThanOrEqual(2 * CommandPattern.commandsLimit)
+    expect(unread.decision).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/100,000/) })
+    expect(await decide("bypass", line, [...many, chaining])).toMatchObject({ decision: "ask", policy: "too-much-to-read" })
     // A deny of what each rule read first still denies; a line of a few hundred commands is decided as before.
     expect(await decide("bypass", `prog4 x; ${line}`, many)).toMatchObject({ decision: "deny", policy: "m4" })
     expect(await decide("bypass", Array.from({ length: 500 }, () => "a").join(";"), many)).toMatchObject({ decision: "deny", policy: "command-hazards" })
