@@ -172,6 +172,26 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })
 
+  it.scopedLive("a fragment that is no valid percent-encoding (a link to /#%) opens no session and breaks nothing: the list shows, a session with its id opens", () =>
+    Effect.gen(function*() {
+      const { server } = yield* startIn()
+      const { context } = yield* browser
+      const { errors, page } = yield* openSession(context, server)
+      const sessionId = (yield* Effect.promise(() => page.textContent("#title")))!.trim()
+      for (const fragment of ["%", "%E0%A4%A", "sess_%zz"]) {
+        yield* Effect.promise(() => page.goto("about:blank"))
+        yield* Effect.promise(() => page.goto(`${server.url}/#${fragment}`))
+        yield* Effect.promise(() => page.waitForSelector("#sessions li"))
+      }
+      expect(errors).toEqual([])
+      // A well-formed fragment still opens its session.
+      yield* Effect.promise(() => page.goto("about:blank"))
+      yield* Effect.promise(() => page.goto(`${server.url}/#${encodeURIComponent(sessionId)}`))
+      yield* Effect.promise(() => page.waitForSelector(`#title:has-text('${sessionId}')`))
+      expect(errors).toEqual([])
+      yield* Effect.promise(() => page.close())
+    }), { timeout: 120_000 })
+
   it.scopedLive("a page on another port of 127.0.0.1 that opens the viewer at /#key=… does not replace the page's key (the viewer stays signed in)", () =>
     Effect.gen(function*() {
       const { server } = yield* startIn()

@@ -567,7 +567,18 @@ $("panels").addEventListener("click", () => drawer(!document.body.classList.cont
 // For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
 window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
 
+// The session a link names in the fragment; none where it is no valid percent-encoding (`/#%`: a
+// hand-typed or another page's link), which threw before the page was done starting.
+const linkedSession = () => {
+  try {
+    return location.hash.length > 1 ? decodeURIComponent(location.hash.slice(1)) : undefined
+  } catch {
+    return undefined
+  }
+}
+
 keyChecked.then(() => {
   refreshSessions()
-  if (location.hash.length > 1) openSession(decodeURIComponent(location.hash.slice(1)))
+  const linked = linkedSession()
+  if (linked !== undefined) openSession(linked)
 })
