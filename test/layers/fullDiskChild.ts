@@ -1,6 +1,6 @@
 /**
  * One process that meets a full disk and goes on once it frees, for fullDiskSameProcess and
- * scripts/probes/full-disk.sh: `fullDiskChild.ts <jsonl|sqlite> <data dir>`. An engine on the store
+ * scripts/probe-full-disk.ts (through fullDiskDriver.ts): `fullDiskChild.ts <jsonl|sqlite> <data dir>`. An engine on the store
  * runs a first turn (prints `{"turn":…}`), then for each line on stdin one more turn: the first of
  * them answers with 1 MiB (more than the room the test leaves), the next ones with a short text.
  * Each turn prints how it ended: `{"turn":"final"}` or `{"turn":"<tag>","reason":"<reason>"}`.
