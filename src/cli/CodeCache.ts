@@ -24,6 +24,7 @@
  * @since 0.12.0
  * @internal
  */
+import { isAscii } from "node:buffer"
 import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
@@ -115,6 +116,15 @@ const readOwnCache = (file: string): Buffer | undefined => {
     if (fd !== undefined) closeSync(fd)
   }
 }
+
+/**
+ * The bundle's text. esbuild writes it in ASCII (its default charset escapes the rest), and ASCII is
+ * decoded as Latin-1: Node then hands V8 the bytes as they are (one copy, kept outside the heap),
+ * where a UTF-8 read takes 8 KiB a system call (310 for the 2.5 MB bundle) and decodes it into the
+ * heap — 10–20 ms of a start's CPU (mostly the kernel's), for the same string. Bytes that are not
+ * ASCII (a bundle built otherwise) are decoded as UTF-8.
+ */
+export const bundleSource = (bytes: Buffer): string => isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8")
 
 /** A short, stable hash of a string (FNV-1a): which flags Node runs with, in a file name. */
 const shortHash = (text: string): string => {
@@ -219,7 +229,7 @@ export const start = (options: { readonly bundle: string; readonly env?: NodeJS.
   const cachedData = readOwnCache(file)
   let source: string
   try {
-    source = readFileSync(options.bundle, "utf8")
+    source = bundleSource(readFileSync(options.bundle))
   } catch {
     return false
   }

@@ -8,7 +8,7 @@
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { expect, it } from "vitest"
-import { cacheNameOf, makeCacheOnce } from "../../src/cli/CodeCache.js"
+import { bundleSource, cacheNameOf, makeCacheOnce } from "../../src/cli/CodeCache.js"
 
 setFlagsFromString("--expose-gc")
 const fullGc = runInNewContext("gc") as () => void
@@ -42,4 +42,12 @@ it("a cache is named by the command and the SQL store --store names: a run on an
   expect(name("sessions", "--store", "../../elsewhere")).toBe("sessions")
   expect(name("run", "--", "--store", "sqlite")).toBe("run")
   expect(name("--version")).toBe("other")
+})
+
+it("the bundle's text is what a UTF-8 read gives, whether its bytes are ASCII (read as Latin-1) or not", () => {
+  for (const text of ["module.exports = 1;\n\"\\u00e9\"", "", "const s = \"é — 👋\";", "\u0000\u007f"]) {
+    const bytes = Buffer.from(text, "utf8")
+    expect(bundleSource(bytes)).toBe(bytes.toString("utf8"))
+    expect(bundleSource(bytes)).toBe(text)
+  }
 })

@@ -32,6 +32,18 @@ const attributesOf = (spans: ReadonlyArray<Tracer.Span>, name: string) =>
   spans.filter((s) => s.name === name).map((s) => Object.fromEntries(s.attributes))
 
 describe("observability", () => {
+  it.effect("a cancel runs in a span of its own, a child of the caller's, ended when the cancel returns", () =>
+    Effect.gen(function*() {
+      const { spans, tracer } = yield* recordingTracer
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      yield* engine.cancelTurn({ sessionId }).pipe(Effect.withSpan("caller"), Effect.withTracer(tracer))
+      const cancel = spans.filter((s) => s.name === "SessionEngine.cancelTurn")
+      expect(cancel).toHaveLength(1)
+      expect(cancel[0]!.status._tag).toBe("Ended")
+      expect(Option.getOrUndefined(cancel[0]!.parent)?.spanId).toBe(spans.find((s) => s.name === "caller")!.spanId)
+    }).pipe(Effect.provide(engineLayer(MemoryEventStore.layer, { responses: [] }))))
+
   it.effect("a turn with a tool call yields spans for the step, the model request, the permission decision, the tool run and each store append", () =>
     Effect.gen(function*() {
       const { spans, tracer } = yield* recordingTracer

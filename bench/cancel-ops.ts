@@ -1,0 +1,64 @@
+/**
+ * Row 7's cancel counted, not timed: the Effect operations every fiber runs between `cancelTurn` and
+ * `turn.completed {cancelled}` stored (the memory store's cancel, as `rows/cancel.ts` makes it), by
+ * fiber and by kind, with the fibers started and the heap allocated in that window. Deterministic
+ * where row 7's p99 on a shared machine is not; not a test.
+ *
+ *   node --import tsx bench/cancel-ops.ts [samples=50]      (OPS_KINDS=sites: Sync/Commit/… by function)
+ */
+import { Effect, type Fiber, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { createSession, deltaTexts, engineRuntime, scripted, spiedStore, storeLayer } from "./engine.js"
+import { streamingTurn } from "./rows/cancel.js"
+
+const reps = Number(process.argv[2] ?? 50)
+
+/** Counts ops by fiber label and by kind, only while `on`. */
+class Window extends Supervisor.AbstractSupervisor<void> {
+  on = false
+  ops = 0
+  fibers = 0
+  readonly kinds = new Map<string, number>()
+  readonly value = Effect.void
+  override onStart() {
+    if (this.on) this.fibers++
+  }
+  override onEffect(_fiber: Fiber.RuntimeFiber<unknown, unknown>, effect: unknown) {
+    if (!this.on) return
+    this.ops++
+    const e = effect as { _op?: string; effect_instruction_i0?: unknown; effect_instruction_i1?: unknown; commit?: unknown }
+    let op = e._op ?? "?"
+    if (process.env.OPS_KINDS === "sites" && (op === "UpdateRuntimeFlags" || op === "WithRuntime" || op === "Commit" || op === "Sync" || op === "OnFailure" || op === "OnSuccess" || op === "OnSuccessAndFailure")) {
+      const f = op === "UpdateRuntimeFlags" ? e.effect_instruction_i1 : op === "Commit" ? e.commit : op.startsWith("On") ? e.effect_instruction_i1 : e.effect_instruction_i0
+      op += " " + String(f).replace(/\s+/g, " ").slice(0, 100)
+    }
+    this.kinds.set(op, (this.kinds.get(op) ?? 0) + 1)
+  }
+}
+
+const window = new Window()
+const store = spiedStore(storeLayer({ kind: "memory" }), (event) => {
+  if (event.type === "turn.completed" && event.payload.stopReason === "cancelled") window.on = false
+})
+const rt = engineRuntime(store, scripted(deltaTexts(500), reps + 4, { delay: 1 }))
+
+const once = async () => {
+  const sessionId = await createSession(rt)
+  await rt.runPromise(Effect.withRuntimeFlagsPatch(Effect.supervised(Effect.gen(function*() {
+    const { consumer, engine } = yield* streamingTurn(sessionId)
+    window.on = true
+    yield* engine.cancelTurn({ sessionId })
+    window.on = false
+    yield* consumer.await
+  }), window), RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)))
+}
+
+for (let i = 0; i < 3; i++) await once()
+window.ops = 0
+window.fibers = 0
+window.kinds.clear()
+const heap = process.memoryUsage().heapUsed
+for (let i = 0; i < reps; i++) await once()
+await rt.dispose()
+for (const [k, n] of [...window.kinds].sort((a, b) => b[1] - a[1])) if (n / reps >= 0.5) console.log(`${(n / reps).toFixed(1).padStart(7)}  ${k}`)
+console.log(`a cancel (cancelTurn → turn.completed {cancelled} stored): ${(window.ops / reps).toFixed(0)} Effect ops, ${(window.fibers / reps).toFixed(2)} fibers started (heap moved ${((process.memoryUsage().heapUsed - heap) / 1024 / reps).toFixed(0)} KiB a sample over the whole sample)`)
+process.exit(0)
