@@ -26,6 +26,31 @@ export interface SessionImage {
   readonly mediaType: Image.MediaType
 }
 
+/**
+ * Why bytes read from the blob area are not the image a log names, or undefined when they are:
+ * checked as the live path checks an image before it stores it (its type by magic bytes, the 5 MiB
+ * and 8000-pixel caps, a whole header; a PNG's pixels are not inflated again). A log written by
+ * another process, or shipped in a repository's `.effect-agent/`, can name any blob as any type
+ * (test/engine/storedImages.test.ts).
+ */
+const storedFault = (blob: string, bytes: Uint8Array, mediaType: Image.MediaType): string | undefined => {
+  const key = `${blob}\u0000${mediaType}`
+  if (judged.has(key)) return judged.get(key)
+  const checked = Image.check({ data: bytes, mediaType })
+  const fault = typeof checked === "string" ? undefined : `not the ${mediaType} image the log names (${checked.detail})`
+  judged.set(key, fault)
+  if (judged.size > judgedCapacity) judged.delete(judged.keys().next().value!)
+  return fault
+}
+
+/**
+ * What {@link storedFault} found, by blob and media type: every request sends the transcript's
+ * images again, and a blob's bytes are its hash's (the blob area checks them on each read), so each
+ * is judged once, not once a request (its structure walk, CRCs included, is linear in its bytes).
+ */
+const judged = new Map<string, string | undefined>()
+const judgedCapacity = 4096
+
 /** The images an event names. */
 const imagesOf = (event: AgentEvent): ReadonlyArray<Image.ImageRef> =>
   (event.type === "user.message" || event.type === "tool.completed") ? event.payload.images ?? [] : []
@@ -91,7 +116,7 @@ export const ofSession = <E>(
     const bytes = yield* blobs.get(blob).pipe(
       Effect.catchTag("BlobFailure", (failure) => Effect.fail(asStoreFailure(failure)))
     )
-    if (Image.sniff(bytes) !== mediaType) {
+    if (storedFault(blob, bytes, mediaType) !== undefined) {
       return yield* new EventStoreFailure({ reason: "corrupt", operation: "read", detail: `blob ${blob} is not the ${mediaType} image the log names` })
     }
     return { bytes, mediaType } satisfies SessionImage
@@ -138,6 +163,7 @@ export const attach = (
   Effect.gen(function*() {
     if (!request.messages.some((m) => m.role !== "assistant" && m.images !== undefined)) return request
     const bytes = new Map<string, Uint8Array>()
+    const keptBlobs = new Set<string>()
     const messages: Array<Message> = []
     for (const message of request.messages) {
       if (message.role === "assistant" || message.images === undefined) {
@@ -162,14 +188,24 @@ export const attach = (
           }
           bytes.set(image.blob, read.right)
         }
+        // Each reference is checked (another may name the same blob as another type); one that fails is not sent.
+        const fault = storedFault(image.blob, bytes.get(image.blob)!, image.mediaType)
+        if (fault !== undefined) {
+          yield* Effect.logWarning("an image the conversation names is not that image; the model gets a note instead").pipe(Effect.annotateLogs({ blob: image.blob }))
+          notes.push(note(image, fault))
+          continue
+        }
+        keptBlobs.add(image.blob)
         kept.push(image)
       }
       const { images: _, ...rest } = message
       const changed = { ...rest, content: withNotes(message.content, notes) }
       messages.push(kept.length === 0 ? changed : { ...changed, images: kept })
     }
-    if (bytes.size === 0) return { ...request, messages }
-    return { ...request, messages: withinRequestLimits(messages, bytes), images: bytes }
+    // Only the bytes of images kept: a blob every reference of which failed its check is not carried.
+    const sent = new Map([...bytes].filter(([blob]) => keptBlobs.has(blob)))
+    if (sent.size === 0) return { ...request, messages }
+    return { ...request, messages: withinRequestLimits(messages, sent), images: sent }
   })
 
 /**

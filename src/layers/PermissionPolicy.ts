@@ -340,17 +340,15 @@ const carefulRules = (rules: ReadonlyArray<Rule>) => rules.filter((rule) => rule
 const commandShare = (rules: ReadonlyArray<Rule>) => Math.max(1, Math.floor(CommandPattern.commandsLimit / Math.max(1, carefulRules(rules))))
 
 /**
- * The rules that match the call, in their order; `undefined` when the line runs more commands inside
- * others than the careful matcher may read in one decision (`CommandPattern.readingLimit`, shared
- * equally by the deny and ask rules, so each reads the same first commands) and no deny rule matched
- * what it read; `"commands"` when what stopped the reading was only the bound on the line's own
- * commands (`CommandPattern.commandsLimit`).
+ * The rules that match the call, in their order; `undefined` when the line runs more commands than
+ * the careful matcher may read in one decision — inside others (`CommandPattern.readingLimit`, shared
+ * equally by the deny and ask rules, so each reads the same first commands), or of its own
+ * (`CommandPattern.commandsLimit`) — and no deny rule matched what it read.
  */
-const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | "commands" | undefined => {
+const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | undefined => {
   const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, carefulRules(rules))))
   const commands = commandShare(rules)
   let unread = false
-  let onlyCommands = true
   const matched = rules.filter((rule) => {
     const reading = CommandPattern.budget(share, commands)
     try {
@@ -358,12 +356,10 @@ const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Lin
     } catch (error) {
       if (!(error instanceof CommandPattern.TooMuchToRead)) throw error
       unread = true
-      onlyCommands &&= reading.commands < 0 && reading.left >= 0
       return false
     }
   })
-  if (!unread || matched.some((rule) => rule.decision === "deny")) return matched
-  return onlyCommands ? "commands" : undefined
+  return !unread || matched.some((rule) => rule.decision === "deny") ? matched : undefined
 }
 
 /** What a line too large to check against the rules gets: a question, in every mode, saying why. */
@@ -407,10 +403,10 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   const mode = options.mode ?? "default"
   const line = lineOf(call)
   const matching = matchingRules(options.rules ?? [], call, line, cwd)
-  // The bound on the line's own commands is for the decision's cost: where no rule could decide the
-  // line but to deny it, it is denied as the short line is (test/layers/commandPatternLinear.test.ts).
-  if (matching === "commands") return deniedWhateverRead(options.rules ?? [], call, line) ?? tooMuchToRead
-  if (matching === undefined) return tooMuchToRead
+  // Every bound (the line's own commands, what runs inside them, gits in one command) is for the
+  // decision's cost: where no rule could decide the line but to deny it, it is denied as the short
+  // line is (commandPatternLinear.test.ts, readingBound.test.ts) — a bound never turns a deny into an ask.
+  if (matching === undefined) return deniedWhateverRead(options.rules ?? [], call, line) ?? tooMuchToRead
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   // A read of a whole tree that may reach what a deny or ask rule fences asks, in every mode: the

@@ -386,13 +386,12 @@ export const make = (options: Options = {}) =>
               else if (!entry.isSymbolicLink()) lines.push(entry.name)
               else {
                 // A link is shown as what it leads to only when that is somewhere the call may look.
-                const real = await Paths.realPath(path.join(dir, entry.name))
-                if (!real.exact || !allowed(real.path)) {
+                const shown = await Walk.linkShown(path.join(dir, entry.name), allowed)
+                if (shown === "outside") {
                   outside++
                   lines.push(`${entry.name} -> (outside the working directory)`)
                 } else {
-                  const info = await NodeFs.stat(real.path).catch(() => undefined)
-                  lines.push(info?.isDirectory() === true ? `${entry.name}/` : entry.name)
+                  lines.push(shown === "folder" ? `${entry.name}/` : entry.name)
                 }
               }
             }

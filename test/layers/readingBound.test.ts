@@ -30,9 +30,26 @@ describe("the reading bound", () => {
     for (const mode of ["bypass", "acceptEdits", "readOnly", "default"] as const) {
       expect(await decide(mode, hostile, rules)).toMatchObject({ decision: "ask", policy: "too-much-to-read", reason: expect.stringMatching(/20,000/) })
     }
-    // `bash -c 'a b' && …` repeated: the same.
-    expect(await decide("bypass", "bash -c 'a b' && ".repeat(6_000) + "true", [...rules, { name: "all", tool: "shell", command: "*", decision: "allow" }]))
+    // `bash -c 'a b' && …` repeated, under a rule that spells out the chaining: the same.
+    expect(await decide("bypass", "bash -c 'a b' && ".repeat(6_000) + "true", [...rules, { name: "all", tool: "shell", command: "bash -c * && *", decision: "allow" }]))
       .toMatchObject({ decision: "ask", policy: "too-much-to-read" })
+  }, 120_000)
+
+  it("a line with shell syntax no rule spells out is denied past it, as its short form is (redteam15)", async () => {
+    // Before, the bound was decided first: each of these asked (too-much-to-read) where the short line is denied.
+    const all: PermissionPolicy.Rule = { name: "all", tool: "shell", command: "*", decision: "allow" }
+    const gits = Array.from({ length: 8_000 }, () => "git").join(" ")
+    for (const [short, long] of [
+      ["bash -c 'a b' && true", "bash -c 'a b' && ".repeat(6_000) + "true"],
+      ["watch 'a b' > out", `${hostile}> out`],
+      ["watch 'a b' $(x)", `${hostile}$(x)`],
+      ["git git git | x", `git ${gits} | x`]
+    ] as const) {
+      for (const withAll of [rules, [...rules, all]]) {
+        expect(await decide("default", short, withAll), short).toMatchObject({ decision: "deny", policy: "command-hazards" })
+        expect(await decide("bypass", long, withAll), short).toMatchObject({ decision: "deny", policy: "command-hazards" })
+      }
+    }
   }, 120_000)
 
   it("a deny rule matching what was read first still denies", async () => {

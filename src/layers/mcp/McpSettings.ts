@@ -263,7 +263,7 @@ export const summary = (project: Project): ReadonlyArray<string> => {
 /** A line for each server a launcher fetches from a package registry at each start (`RegistryFetch`). */
 const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>): ReadonlyArray<string> =>
   entries.flatMap(([name, server]) => {
-    const fetched = McpConfig.isStdio(server) ? RegistryFetch.fetchedBy(server.command, server.args ?? []) : undefined
+    const fetched = McpConfig.isStdio(server) ? RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env) : undefined
     return fetched === undefined ? [] : [ProjectSettings.escapeControls(RegistryFetch.describe(name, fetched))]
   })
 

@@ -212,3 +212,22 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
 
 /** Whether a real path is inside `root` (re-exported for the tools' `allowed`). */
 export const isInside = (root: string, real: string) => Paths.isInside(NodePath, root, real)
+
+/** How a listing shows a link: as a folder or a file it may look at, or as leading outside (or nowhere). */
+export type LinkShown = "folder" | "file" | "outside"
+
+/**
+ * How `list_dir` shows the link at `link`: resolved, and shown as what it leads to only where
+ * `allowed` (the listing's own look) says it may be seen. A folder is one `SafeFile.openFolder`
+ * opens at the checked real path (no link followed, the handle's path read back): a `stat` by path
+ * followed a target, or a folder above it, swapped for a link out since the check, and told whether
+ * a path outside was a folder (listDirLinkSwap.test.ts).
+ */
+export const linkShown = async (link: string, allowed: (real: string) => boolean): Promise<LinkShown> => {
+  const real = await Paths.realPath(link)
+  if (!real.exact || !allowed(real.path)) return "outside"
+  const folder = await SafeFile.openFolder(real.path).catch(() => undefined)
+  if (folder === undefined) return "file"
+  await SafeFile.closeFolder(folder)
+  return "folder"
+}
