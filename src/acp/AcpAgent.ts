@@ -91,7 +91,12 @@ export const requestErrorOf = (error: unknown): acp.RequestError => {
   const tagged = typeof error === "object" && error !== null && "_tag" in error ? (error as { readonly _tag: string } & Record<string, unknown>) : undefined
   switch (tagged?._tag) {
     case "SessionNotFound":
-      return acp.RequestError.sessionNotFound(String(tagged.sessionId))
+      // The SDK's sessionNotFound says only "Resource not found": the same code and data, and where the sessions are.
+      return new acp.RequestError(
+        -32002,
+        `Resource not found: no session ${String(tagged.sessionId)} here; session/list lists the stored ones (effect-agent sessions in a terminal)`,
+        { sessionId: tagged.sessionId }
+      )
     case "TurnInProgress":
       return acp.RequestError.invalidRequest(
         { errorCode: "turn_in_progress", sessionId: tagged.sessionId },
