@@ -52,4 +52,10 @@ describe("the docs' relative links", () => {
   it.each(pages)("%s: every one resolves to a file and heading of the repository", (page) => {
     expect(brokenLinks(page)).toEqual([])
   })
+
+  // README.md and docs/server.md sent readers to the team's design folder, which neither the
+  // repository nor the package holds; docs/contract.md says what users rely on.
+  it.each(pages)("%s names no design document outside the repository", (page) => {
+    expect(readFileSync(join(root, page), "utf8").match(/\b(CONTRACT|ARCHITECTURE)\.md\b/g) ?? []).toEqual([])
+  })
 })
