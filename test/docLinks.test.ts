@@ -59,3 +59,22 @@ describe("the docs' relative links", () => {
     expect(readFileSync(join(root, page), "utf8").match(/\b(CONTRACT|ARCHITECTURE)\.md\b/g) ?? []).toEqual([])
   })
 })
+
+describe("docs/embedding.md", () => {
+  // It put the basics after the notes on hostile model streams: a reader met `retry-after: 999999`
+  // before learning how to pick a store.
+  it("goes from install to errors in the order a new embedder needs, the deep notes in a page of their own", () => {
+    const headings = [...readFileSync(join(root, "docs/embedding.md"), "utf8").matchAll(/^## (.+)$/gm)].map((m) => m[1]!)
+    expect(headings.slice(0, 7)).toEqual([
+      "Install",
+      "A first agent, on the scripted model",
+      "Real models",
+      "Stores",
+      "Tools, permissions and approvals",
+      "Streaming and cancellation",
+      "Failures are typed, and kept apart"
+    ])
+    expect(readFileSync(join(root, "docs/embedding.md"), "utf8")).not.toContain("Unusual streams")
+    expect(readFileSync(join(root, "docs/embedding-notes.md"), "utf8")).toContain("## How model streams are read")
+  })
+})
