@@ -2,6 +2,7 @@
  * The CLI's errors a new user meets on the second day, each saying what to do, through the built CLI.
  * Each case failed on the CLI before (`EFFECT_AGENT_TEST_BIN`).
  */
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { startServe } from "../server/serveProcess.js"
@@ -34,6 +35,19 @@ describe("errors that say what to do", () => {
     expect(result.code).toBe(0)
     expect(result.stderr.split("\n")[0]).toBe(
       "effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model, not claude-sonnet-5-5; set a key, or --provider openai --base-url <url> for a local server."
+    )
+  })
+
+  // Other agents keep their servers in settings.json: a user who tried it read only that the key is unexpected.
+  it("mcpServers in a settings file says where MCP servers go", async () => {
+    const cwd = folder("mcp-in-settings")
+    const config = join(cwd, "config")
+    mkdirSync(config)
+    writeFileSync(join(config, "settings.json"), JSON.stringify({ mcpServers: { echo: { command: "node", args: ["server.mjs"] } } }))
+    const result = await runClosed(cwd, ["run", "hi", "--data-dir", join(cwd, "data")], { EFFECT_AGENT_CONFIG_DIR: config })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe(
+      `effect-agent: ${join(config, "settings.json")}: mcpServers: is unexpected, expected: "mode" | "rules" | "env" | "instructions" | "prices" | "promptCaching"; MCP servers go in mcp.json beside it (docs/mcp.md)\n`
     )
   })
 })
