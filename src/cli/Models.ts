@@ -151,7 +151,7 @@ export const chosen = (choice: Choice) =>
       // A --model the echo model does not use is named: the user asked for it and did not get it.
       notice: Console.error(
         `effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model${
-          overrides.model === undefined ? "" : `, not ${terminalSafe(overrides.model)}; set a key, or --provider openai --base-url <url> for a local server`
+          overrides.model === undefined || Option.isSome(choice.provider) ? "" : `, not ${terminalSafe(overrides.model)}; set a key, or --provider openai --base-url <url> for a local server`
         }.`
       ),
       layer: FakeModelProvider.layer()

@@ -36,6 +36,9 @@ describe("errors that say what to do", () => {
     expect(result.stderr.split("\n")[0]).toBe(
       "effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model, not claude-sonnet-5-5; set a key, or --provider openai --base-url <url> for a local server."
     )
+    // --provider fake asks for the echo model: the --model beside it is not a model it missed.
+    const fake = await runClosed(cwd, ["run", "hi", "--provider", "fake", "--model", "claude-sonnet-5-5", "--data-dir", join(cwd, "data")])
+    expect(fake.stderr.split("\n")[0]).toBe("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model.")
   })
 
   // Other agents keep their servers in settings.json: a user who tried it read only that the key is unexpected.
