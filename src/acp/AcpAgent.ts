@@ -91,7 +91,12 @@ export const requestErrorOf = (error: unknown): acp.RequestError => {
   const tagged = typeof error === "object" && error !== null && "_tag" in error ? (error as { readonly _tag: string } & Record<string, unknown>) : undefined
   switch (tagged?._tag) {
     case "SessionNotFound":
-      return acp.RequestError.sessionNotFound(String(tagged.sessionId))
+      // The SDK's sessionNotFound says only "Resource not found": the same code and data, and where the sessions are.
+      return new acp.RequestError(
+        -32002,
+        `Resource not found: no session ${String(tagged.sessionId)} here; session/list lists the stored ones (effect-agent sessions in a terminal)`,
+        { sessionId: tagged.sessionId }
+      )
     case "TurnInProgress":
       return acp.RequestError.invalidRequest(
         { errorCode: "turn_in_progress", sessionId: tagged.sessionId },
@@ -207,7 +212,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const served = (sessionId: string) =>
       Effect.suspend(() => {
         const session = sessions.get(sessionId)
-        return session === undefined ? Effect.fail(acp.RequestError.sessionNotFound(sessionId)) : Effect.succeed(session)
+        // The SDK's sessionNotFound says only "Resource not found": the same code and data, and the way in.
+        return session === undefined
+          ? Effect.fail(new acp.RequestError(-32002, `Resource not found: session ${sessionId} is not open on this connection; session/load opens it`, { sessionId }))
+          : Effect.succeed(session)
       })
 
     /** Claims the session for a turn, for the request that arrived at `arrivedAt`: one at a time per session, none while it loads. */

@@ -7,6 +7,7 @@
  *
  * @since 0.1.0
  */
+import * as CliConfig from "@effect/cli/CliConfig"
 import * as Command from "@effect/cli/Command"
 import * as HelpDoc from "@effect/cli/HelpDoc"
 import * as ValidationError from "@effect/cli/ValidationError"
@@ -150,7 +151,13 @@ const asksRootHelp = (args: ReadonlyArray<string>): boolean => {
  */
 const asksVersion = (args: ReadonlyArray<string>): boolean => args.length === 1 && args[0] === "--version"
 
-const runCommand = Command.run(command, { name: "effect-agent", version })
+/**
+ * @effect/cli lists its built-in flags (--completions, --log-level, --wizard, --version, -h) under
+ * every command's own: `showBuiltIns: false` keeps a command's help to its flags. They still work;
+ * the root's overview names the ones a user wants.
+ */
+const runCommand = (args: ReadonlyArray<string>) =>
+  Command.run(command, { name: "effect-agent", version })(args).pipe(Effect.provide(CliConfig.layer({ showBuiltIns: false })))
 
 /**
  * `run -` with options after the `-`: @effect/cli reads the lone `-` as the start of a flag and then

@@ -201,8 +201,13 @@ const unnamedUsage = new RegExp(`^(${escapes})\\$ (?!${program} )`, "gm")
  */
 export const named = (text: string, command?: string): string => {
   const parent = command?.includes(" ") === true ? `${command.split(" ")[0]} ` : ""
-  return text.replace(banner, "").replace(unnamedUsage, `$1$ ${program} ${parent}`)
+  return text.replace(banner, "").replace(unnamedUsage, `$1$ ${program} ${parent}`).replace(optionalNote, "")
 }
+
+// @effect/cli's paragraph under every flag that has no default (all of ours but the required ones,
+// which the usage line shows without brackets): 137 lines over eight commands, saying nothing the
+// usage line's `[--flag]` does not. It takes no setting (CliConfig has none for it), so it goes here.
+const optionalNote = /\n+[ \t]*(?:\u001b\[[0-9;]*m)*This setting is optional\.(?:\u001b\[[0-9;]*m)*(?=\n)/g
 
 const shapeArgs = (args: ReadonlyArray<unknown>, stream: Stream, command?: string): ReadonlyArray<unknown> =>
   args.map((arg) => typeof arg === "string" && hasAnsi(arg) ? shape(named(arg, command), stream) : arg)

@@ -18,7 +18,7 @@ import { main } from "./Cli.js"
 import * as ExitCode from "./ExitCode.js"
 import * as NodeServices from "./NodeServices.js"
 import * as PromptExit from "./PromptExit.js"
-import { repairHint } from "./RepairHint.js"
+import { repairHint, sessionsHint } from "./RepairHint.js"
 import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
@@ -80,7 +80,7 @@ const report = (cause: Cause.Cause<unknown>) =>
     // A turn that ended with an error or was cancelled: the renderer has said so; the exit code tells the rest.
     if (Option.isSome(failure) && ExitCode.isShownOutcome(failure.value)) return
     const error = Cause.squash(cause)
-    process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}${repairHint(error)}\n`)
+    process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}${repairHint(error)}${sessionsHint(error)}\n`)
     if (debug) process.stderr.write(Cause.pretty(cause) + "\n")
   })
 

@@ -16,6 +16,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
+import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
 import * as NodeServices from "./NodeServices.js"
 
@@ -147,7 +148,12 @@ export const chosen = (choice: Choice) =>
     }
     return {
       model: "the built-in echo model (no API key set: ANTHROPIC_API_KEY, OPENAI_API_KEY)",
-      notice: Console.error("effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model."),
+      // A --model the echo model does not use is named: the user asked for it and did not get it.
+      notice: Console.error(
+        `effect-agent: no API key set (ANTHROPIC_API_KEY, OPENAI_API_KEY): answering with the built-in echo model${
+          overrides.model === undefined || Option.isSome(choice.provider) ? "" : `, not ${terminalSafe(overrides.model)}; set a key, or --provider openai --base-url <url> for a local server`
+        }.`
+      ),
       layer: FakeModelProvider.layer()
     }
   })

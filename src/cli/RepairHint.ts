@@ -17,3 +17,12 @@ export const repairHint = (error: unknown): string =>
     error.path?.endsWith(".jsonl") === true && !error.detail.includes("effect-agent repair")
     ? `; effect-agent repair ${error.sessionId} keeps the events it can read (the original is kept as .bak)`
     : ""
+
+/**
+ * `; effect-agent sessions lists the stored ones` for a session id the store does not hold: "Session
+ * not found: sess_…" said what went wrong but not where the right id is.
+ */
+export const sessionsHint = (error: unknown): string =>
+  typeof error === "object" && error !== null && (error as { readonly _tag?: unknown })._tag === "SessionNotFound"
+    ? "; effect-agent sessions lists the stored ones"
+    : ""

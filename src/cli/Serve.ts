@@ -209,6 +209,20 @@ const loadCluster = Effect.tryPromise({ try: () => import("../cluster.js"), catc
 )
 
 /** `serve`. */
+/**
+ * Why the server could not listen, and what to do: @effect/platform's `ServeError` carries no message
+ * of its own (the CLI printed "effect-agent: " alone), only node's error as its cause.
+ */
+const listenFailed = (host: string, port: number, cause: unknown): string => {
+  const code = typeof cause === "object" && cause !== null ? (cause as { readonly code?: unknown }).code : undefined
+  if (code === "EADDRINUSE") {
+    return `port ${port} on ${host} is in use (another effect-agent serve?): stop that one, or pick another port with --port (--port 0 takes a free one)`
+  }
+  if (code === "EACCES") return `port ${port} on ${host} needs privileges to listen on: pick one above 1023 with --port`
+  if (code === "EADDRNOTAVAIL") return `${host} is no address of this machine: give one of its own with --host`
+  return `could not listen on ${host}:${port} (${cause instanceof Error ? cause.message : String(cause)})`
+}
+
 export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny, host, mode, noInstructions, port, runnerHost, runnerListen, runnerListenWildcard, runnerPort, runnerTlsCa, runnerTlsCert, runnerTlsKey, sessionIdleTimeout, shardLockTtl, shardsPerGroup, ...options }: Input) =>
   Effect.gen(function*() {
     if (port < 0 || port > 65535) return yield* new CliError({ reason: "invalid_arguments", message: `--port ${port} is not a port (0-65535)` })
@@ -322,6 +336,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       )
     }).pipe(
       Effect.provide(Server.serve(config, { host, port }, turns).pipe(Layer.provide(engine))),
+      Effect.catchTag("ServeError", (error) => new CliError({ reason: "invalid_arguments", message: listenFailed(host, port, error.cause) })),
       // The server, its handlers and (without --cluster) the engine's turns: /healthz answers while a hundred clients are fed.
       EventLoop.sliced(EventLoop.defaultSliceMs, Server.servesHealth, Server.connectionsArriving)
     )

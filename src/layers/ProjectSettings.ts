@@ -151,7 +151,13 @@ export const readBytes = (file: string, shown: string): Effect.Effect<Option.Opt
   })
 
 const parseWith = <A, I>(schema: Schema.Schema<A, I>, text: string, shown: string) =>
-  Either.mapLeft(SettingsFile.parse(schema, text, shown), (message) => new SettingsError({ reason: "invalid", message }))
+  Either.mapLeft(SettingsFile.parse(schema, text, shown), (message) => new SettingsError({ reason: "invalid", message: withMcpHint(message, shown) }))
+
+// Other agents keep MCP servers in their settings file; here they have a file of their own.
+const withMcpHint = (message: string, shown: string) =>
+  message.startsWith(`${shown}: mcpServers: is unexpected`)
+    ? `${message}; ${shown.endsWith(".effect-agent/settings.json") ? "a project's MCP servers go in .mcp.json in its folder" : "MCP servers go in mcp.json beside it"} (docs/mcp.md)`
+    : message
 
 /** Parses the text of a project's settings file; the error is one line naming `shown` and the entry. */
 export const parseProject = (text: string, shown: string, tools: ReadonlyArray<string> = workspaceTools): Either.Either<ProjectFile, SettingsError> =>

@@ -28,6 +28,9 @@ export class Unauthorized extends Schema.Class<Unauthorized>("Unauthorized")(err
  * the viewer's cookie to change something from anywhere but the viewer's own page.
  */
 export class Forbidden extends Schema.Class<Forbidden>("Forbidden")(errorFields("Forbidden"), HttpApiSchema.annotations({ status: 403 })) {}
+/** A session id the store does not hold, and where to find the ones it does. */
+export const noSession = (sessionId: string): string => `No session ${sessionId}; GET /sessions lists the stored ones`
+
 /** 404: no such session (or route). */
 export class NotFound extends Schema.Class<NotFound>("NotFound")(
   { error: Schema.Literal("SessionNotFound", "NotFound"), message: Schema.String },

@@ -17,6 +17,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
 import { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
+import { noSession } from "./Api.js"
 import { ServerConfig } from "./Config.js"
 
 const json = (status: number, error: string, message: string) => HttpServerResponse.unsafeJson({ error, message }, { status })
@@ -47,7 +48,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
             HttpServerResponse.uint8Array(bytes, { contentType: mediaType }).pipe(HttpServerResponse.setHeaders(imageHeaders))
           ),
           Effect.catchTags({
-            SessionNotFound: () => Effect.succeed(json(404, "SessionNotFound", `No session ${id}`)),
+            SessionNotFound: () => Effect.succeed(json(404, "SessionNotFound", noSession(id ?? ""))),
             BlobNotFound: () => Effect.succeed(json(404, "NotFound", "This session names no such image")),
             EventStoreFailure: (failure) =>
               Effect.logError("reading an image failed", failure).pipe(

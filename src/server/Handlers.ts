@@ -42,6 +42,7 @@ import {
   Forbidden,
   ListFilter,
   NotFound,
+  noSession,
   type SessionView,
   StoreFailure,
   Unauthorized
@@ -67,7 +68,7 @@ type EngineError =
 export const toWire = (error: EngineError): Effect.Effect<never, BadRequest | NotFound | Conflict | StoreFailure> => {
   switch (error._tag) {
     case "SessionNotFound":
-      return Effect.fail(new NotFound({ error: "SessionNotFound", message: `No session ${error.sessionId}` }))
+      return Effect.fail(new NotFound({ error: "SessionNotFound", message: noSession(error.sessionId) }))
     case "TurnInProgress":
       return Effect.fail(new Conflict({ error: "TurnInProgress", message: `A turn (${error.turnId}) is running in this session` }))
     case "ApprovalNotPending":

@@ -24,6 +24,8 @@ describe("effect-agent acp against hostile clients", () => {
     const refused = await other.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hijack" }] })
       .then(() => undefined, (error: unknown) => error as acp.RequestError)
     expect(refused).toMatchObject({ code: -32002, data: { sessionId } })
+    // The SDK's message, "Resource not found", said nothing of what to do.
+    expect(refused?.message).toBe(`Resource not found: session ${sessionId} is not open on this connection; session/load opens it`)
     const mode = await other.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: "acceptEdits" })
       .then(() => undefined, (error: unknown) => error as acp.RequestError)
     expect(mode?.code).toBe(-32002)
@@ -32,6 +34,18 @@ describe("effect-agent acp against hostile clients", () => {
     owner.child.stdin.end()
     other.child.stdin.end()
     await Promise.all([owner.exited, other.exited])
+  })
+
+  it("session/load of a session the data dir does not hold names session/list", async () => {
+    const { cwd, scriptFile, storage } = scratch.project({ responses: [] })
+    const client = scratch.launch(["--script", scriptFile, ...storage], { cwd })
+    await client.initialize()
+    const refused = await client.agent.request(acp.methods.agent.session.load, { sessionId: "sess_nope", cwd, mcpServers: [] })
+      .then(() => undefined, (error: unknown) => error as acp.RequestError)
+    expect(refused).toMatchObject({ code: -32002, data: { sessionId: "sess_nope" } })
+    expect(refused?.message).toBe("Resource not found: no session sess_nope here; session/list lists the stored ones (effect-agent sessions in a terminal)")
+    client.child.stdin.end()
+    await client.exited
   })
 
   it("ten thousand requests sent without reading a reply: every one answered, in order, and the agent goes on", async () => {

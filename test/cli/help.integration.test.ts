@@ -27,6 +27,18 @@ describe("effect-agent --help, piped", () => {
   })
 })
 
+// @effect/cli's own lines on every command's help: "This setting is optional." under each of a
+// command's flags (137 times over eight commands), and its built-in flags — --completions,
+// --log-level, --wizard, --version, -h — listed again on each. The root's overview names the global ones.
+describe("a command's --help is its own flags", () => {
+  it.each(commands.filter((c) => c.length > 0).map((c) => [c.join(" "), c] as const))("%s: no 'This setting is optional.', no built-in flags", async (_, command) => {
+    const { code, stdout } = await run([...command, "--help"])
+    expect(code).toBe(0)
+    expect(stdout).not.toContain("This setting is optional")
+    for (const flag of ["--completions", "--log-level", "--wizard", "--version", "(-h, --help)"]) expect(stdout, flag).not.toContain(flag)
+  })
+})
+
 // @effect/cli answered "'abc' is not a float" and "Path '/nope.json' must exist", naming no flag.
 describe("a bad number or file names its flag", () => {
   it.each([

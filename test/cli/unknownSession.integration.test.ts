@@ -10,11 +10,13 @@ describe("a command on a session that is not stored", () => {
     ["chat", ["chat", "--session", "sess_nope"]],
     ["approve", ["approve", "sess_nope", "call_x"]],
     ["deny", ["deny", "sess_nope", "call_x"]],
-    ["compact", ["compact", "sess_nope"]]
+    ["compact", ["compact", "sess_nope"]],
+    ["replay", ["replay", "sess_nope"]],
+    ["fork", ["fork", "sess_nope"]]
   ])("%s refuses it first and alone", async (_name, args) => {
     const result = await run([...args, "--data-dir", dataDir], { cwd: dir })
     expect(result.code).toBe(1)
-    expect(result.stderr).toBe("effect-agent: Session not found: sess_nope\n")
+    expect(result.stderr).toBe("effect-agent: Session not found: sess_nope; effect-agent sessions lists the stored ones\n")
     expect(result.stdout).toBe("")
   })
 })

@@ -2,7 +2,7 @@
  * The package as an embedder gets it: packed with `npm pack`, installed into fresh projects from the
  * npm registry. Checks one copy of Effect next to an app that pins another 3.x, the README's install
  * line and embedding example (strict type-check under `nodenext`, then run), every other TypeScript
- * block of the README and the embedding, testing, sessions, instructions, MCP, server and ACP guides
+ * block of the README and the embedding (and its deep notes), testing, sessions, instructions, MCP, server and ACP guides
  * (type-checked the same way), the testing guide's tests run in a user's own vitest (its golden log
  * the same bytes run after run), the types
  * of what an embedder's own library exports (declaration emit), a light root import, and the
@@ -67,6 +67,7 @@ const docsSnippets = () => {
   const all = [
     ...blocks(readme.slice(readme.indexOf("## As a library")), "readme").slice(1),
     ...blocks(guide("embedding.md"), "embedding"),
+    ...blocks(guide("embedding-notes.md"), "embedding-notes"),
     ...blocks(guide("testing.md").split("# This repository's test suite")[0]!, "testing"),
     ...["sessions", "instructions", "mcp", "server", "acp"].flatMap((name) => blocks(guide(`${name}.md`), name))
   ]
