@@ -469,6 +469,18 @@ $("new-session").addEventListener("submit", (e) => {
   const cwd = $("cwd").value.trim()
   api("POST", "/sessions", cwd === "" ? {} : { cwd }).then((s) => openSession(s.sessionId)).catch(report)
 })
+// A message leaves the box when it is sent, and comes back only if it was refused and the box is
+// still empty: the box was cleared when the answer came, and on a slow client the turn's events
+// (streamed on /live) arrived first, the user typed the next message, and the answer erased it.
+// Answers whether it was taken.
+const send = (route, message, body = { message }) => {
+  $("message").value = ""
+  return api("POST", `${sessionPath()}/${route}`, body).then(() => true, (error) => {
+    if ($("message").value === "") $("message").value = message
+    report(error)
+    return false
+  })
+}
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault()
   const message = $("message").value
@@ -481,23 +493,21 @@ $("composer").addEventListener("submit", (e) => {
     const turn = liveView().openTurn
     const pending = { text: message, turnId: turn?.turnId, seen: turn === undefined ? 0 : turn.items.filter((item) => item.kind === "steer").length }
     state.pendingSteers.push(pending)
-    $("message").value = ""
     schedule()
     // Named: a steer landing after that turn ended is refused (and put back here), never given to the next turn.
-    api("POST", `${sessionPath()}/steer`, turn === undefined ? { message } : { message, turnId: turn.turnId }).catch((error) => {
+    send("steer", message, turn === undefined ? { message } : { message, turnId: turn.turnId }).then((taken) => {
+      if (taken) return
       state.pendingSteers = state.pendingSteers.filter((p) => p !== pending)
-      $("message").value = message
       schedule()
-      report(error)
     })
     return
   }
-  api("POST", `${sessionPath()}/${route}`, { message }).then(() => { $("message").value = "" }).catch(report)
+  send(route, message)
 })
 $("followup").addEventListener("click", () => {
   const message = $("message").value
   if (message.trim() === "" || state.sessionId === undefined) return
-  api("POST", `${sessionPath()}/followups`, { message }).then(() => { $("message").value = "" }).catch(report)
+  send("followups", message)
 })
 // A manual compaction answers once the model has written the summary; the log shows it meanwhile.
 $("compact").addEventListener("click", () => api("POST", `${sessionPath()}/compact`, {}).catch(report))
