@@ -283,14 +283,30 @@ const renderSubagent = (subagent, live) => {
     node.append(el("div", { class: "approval", "data-asking": asking.toolCallId },
       el("span", { textContent: `asks: ${visible(asking.tool)} (${asking.risk}) ` }),
       callBody({ tool: asking.tool, args: asking.args, status: "awaiting_approval" }),
+      asksNode(asking),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(asking, "allow", false, subagent.childSessionId) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(asking, "deny", false, subagent.childSessionId) })))
   }
   return node
 }
 
+// The arguments that say what a call touches, shown first: a path or a command under 10 KB of
+// other arguments sat below the fold of their 160 px box, next to Allow.
+const keyArgs = ["path", "file_path", "command", "url", "cwd", "pattern"]
+const keyFields = (args) =>
+  args !== null && typeof args === "object" ? keyArgs.filter((key) => typeof args[key] === "string").map((key) => [key, args[key]]) : []
+// Arguments past this many characters (once the key fields are out) are folded under a <details>.
+const foldedArgs = 1000
+// What an approval is for, beside its buttons: the tool (an MCP tool's server and tool) and its key
+// fields, escaped like the call — in a long edit or a big argument object they were out of sight.
+const asksNode = (call) => {
+  const mcp = /^mcp__(.+?)__(.+)$/.exec(call.tool)
+  const fields = [...(mcp === null ? [["tool", call.tool]] : [["server", mcp[1]], ["tool", mcp[2]]]), ...keyFields(call.args)]
+  return el("div", { class: "asks", "data-asks": call.toolCallId }, ...fields.map(([key, value]) => el("div", { "data-field": key, textContent: `${key}: ${visible(value)}` })))
+}
+
 // What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
-// else as its arguments.
+// else as its arguments, the key fields first and a long rest folded.
 const callBody = (call) => {
   const diff = editDiff(call.tool, call.args)
   if (diff !== undefined) return diffNode(call.args.path, diff)
@@ -298,7 +314,13 @@ const callBody = (call) => {
     const output = call.status === "completed" ? show(call.result) : call.status === "running" ? call.progress : undefined
     return terminalNode(call.args.command, output, call.status === "completed" ? call.exitCode : undefined)
   }
-  return el("div", { class: "args", textContent: show(call.args) })
+  const fields = keyFields(call.args)
+  if (fields.length === 0) return el("div", { class: "args", textContent: show(call.args) })
+  const rest = Object.fromEntries(Object.entries(call.args).filter(([key]) => !keyArgs.includes(key)))
+  const restText = Object.keys(rest).length === 0 ? undefined : show(rest)
+  return el("div", { class: "args" }, ...fields.map(([key, value]) => el("div", { class: "field", "data-field": key, textContent: `${key}: ${visible(value)}` })),
+    restText === undefined || restText.length <= foldedArgs ? restText
+      : el("details", {}, el("summary", { textContent: `the other arguments (${restText.length.toLocaleString("en")} characters)` }), restText))
 }
 
 const renderCall = (call, live) => {
@@ -313,7 +335,7 @@ const renderCall = (call, live) => {
   if (call.status === "failed") node.append(el("div", { class: "result", textContent: visible(`${call.errorCode}: ${call.message}`) }))
   if (call.subagent !== undefined) node.append(renderSubagent(call.subagent, live))
   if (live && call.status === "awaiting_approval") {
-    node.append(el("div", { class: "approval" },
+    node.append(el("div", { class: "approval" }, asksNode(call),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(call, "allow", false) }),
       el("button", { class: "allow", textContent: "Always allow", "data-action": "always", onclick: answer(call, "allow", true) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(call, "deny", false) })))
