@@ -16,7 +16,7 @@ import type { Page } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
+import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests, watchedPage } from "./chromium.js"
 import { liveUntil, start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
@@ -251,9 +251,7 @@ describe("the web session viewer in Chromium", () => {
     Effect.gen(function*() {
       const { server } = yield* startIn()
       const { context } = yield* browser
-      const page = yield* Effect.promise(() => context.newPage())
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => errors.push(error.message))
+      const { errors, page } = yield* watchedPage(context)
       // When the page has taken each answer to a POST of a message (its handlers are microtasks of the body's read: a task later, all ran).
       yield* Effect.promise(() =>
         page.addInitScript(() => {

@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
-import { browser as chromium } from "./chromium.js"
+import { browser as chromium, watchedPage } from "./chromium.js"
 import { liveUntil, start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
@@ -84,9 +84,7 @@ describe("the viewer on a heavy log", () => {
 
 
       const { context } = yield* browser
-      const page = yield* Effect.promise(() => context.newPage())
-      const errors: Array<string> = []
-      page.on("pageerror", (error) => errors.push(error.message))
+      const { errors, page } = yield* watchedPage(context)
       // The page's own measures: long tasks (over 50 ms) while it opens the session.
       yield* Effect.promise(() =>
         page.addInitScript(() => {
