@@ -16,7 +16,7 @@ import type { Page } from "playwright-core"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests } from "./chromium.js"
+import { browser as chromium, expectKeyed, pageKeyOf, sessionRequests, watchedPage } from "./chromium.js"
 import { liveUntil, start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
@@ -208,6 +208,9 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.waitForSelector("[data-call][data-status=awaiting_approval]"))
       yield* Effect.promise(() => page.fill("#message", "never runs"))
       yield* Effect.promise(() => page.click("#followup"))
+      // Read the state once the page shows the follow-up: the click only sends it (read at once, the
+      // state could come before the follow-up was stored — [] — on a loaded machine).
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("follow-ups")?.textContent?.startsWith("never runs") === true))
       // The page drops what it shows, by id: a follow-up another client queued after it drew the list stays queued.
       const shown = (yield* Effect.promise(() => fetch(`${server.url}/sessions/${sessionId}`, { headers: { authorization: `Bearer ${token}` } }).then((r) => r.json()))) as { followUps: ReadonlyArray<{ queueId: string }> }
       const dropRequest = page.waitForRequest((r) => r.method() === "DELETE" && r.url().includes("/followups"))
@@ -241,6 +244,47 @@ describe("the web session viewer in Chromium", () => {
       const log = yield* storedEvents(server, sessionId)
       expectWellFormedLog(log)
       expect(log.find((e) => e.type === "followup.dropped")).toBeDefined()
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a message typed while the last one's answer is on its way stays in the box", () =>
+    Effect.gen(function*() {
+      const { server } = yield* startIn()
+      const { context } = yield* browser
+      const { errors, page } = yield* watchedPage(context)
+      // When the page has taken each answer to a POST of a message (its handlers are microtasks of the body's read: a task later, all ran).
+      yield* Effect.promise(() =>
+        page.addInitScript(() => {
+          const scope = globalThis as unknown as { answered: Array<string>; setTimeout: (f: () => void) => void; Response: { prototype: { text: () => Promise<string>; url: string } } }
+          scope.answered = []
+          const text = scope.Response.prototype.text
+          scope.Response.prototype.text = function(this: { url: string }) {
+            return text.call(this).then((body) => {
+              scope.setTimeout(() => scope.answered.push(new URL(this.url).pathname.split("/").at(-1)!))
+              return body
+            })
+          }
+        })
+      )
+      // A slow client: the answer to the turn's start comes after the turn's events (on /live) were drawn.
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      yield* Effect.promise(() =>
+        page.route((url) => url.pathname.endsWith("/turns"), async (route) => {
+          const response = await route.fetch()
+          await released
+          await route.fulfill({ response })
+        })
+      )
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* startSession(page)
+      yield* Effect.promise(() => page.fill("#message", "first"))
+      yield* Effect.promise(() => page.click("#send"))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(1) [data-end=final]"))
+      yield* Effect.promise(() => page.fill("#message", "the next one, half typed"))
+      release()
+      yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as { answered: Array<string> }).answered.includes("turns")))
+      expect(yield* Effect.promise(() => page.inputValue("#message"))).toBe("the next one, half typed")
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
 

@@ -129,6 +129,8 @@ describe("the viewer's rewind control in Chromium", () => {
         page.waitForFunction((n) => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences().length === n, sequence)
       )
       yield* Effect.promise(() => page.waitForSelector(`.turn[data-turn="turn_r${retries - 1}"][data-abandoned]`))
+      // Every turn, not only the latest the page draws at first.
+      yield* Effect.promise(() => page.click("[data-more=turns]:has-text('Show all')"))
       const abandoned = yield* Effect.promise(() => page.locator(".turn[data-abandoned] .user").allTextContents())
       const kept = yield* Effect.promise(() => page.locator(".turn:not([data-abandoned]) .user").allTextContents())
       expect(abandoned).toEqual(Array.from({ length: retries }, (_, i) => `retried ${i}`))

@@ -47,20 +47,26 @@ export interface Viewable {
   readonly config: { readonly loginCodes: { readonly issue: () => string } }
 }
 
+/** A new page of `context`; `errors` collects its uncaught errors. */
+export const watchedPage = (context: BrowserContext) =>
+  Effect.promise(async () => {
+    const page = await context.newPage()
+    const errors: Array<string> = []
+    page.on("pageerror", (error) => errors.push(error.message))
+    return { page, errors }
+  })
+
 /**
  * A new page of `context` signed in to `server`'s viewer with a one-time code, a new session
  * started in it; `errors` collects the page's uncaught errors.
  */
 export const openSession = (context: BrowserContext, server: Viewable) =>
-  Effect.promise(async () => {
-    const page = await context.newPage()
-    const errors: Array<string> = []
-    page.on("pageerror", (error) => errors.push(error.message))
+  Effect.flatMap(watchedPage(context), ({ errors, page }) => Effect.promise(async () => {
     await page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`)
     await page.click("text=Start session")
     await page.waitForSelector("#title:has-text('sess_')")
     return { page, errors }
-  })
+  }))
 
 /** A request a page sent to a server's session routes: its method, URL and the page's key header it carried. */
 export interface SessionRequest {

@@ -53,6 +53,39 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })
 
+  it.scopedLive("a long edit waiting for approval names its path beside Allow and Deny, on screen with them; a path comes before 10 KB of other arguments, which fold", () =>
+    Effect.gen(function*() {
+      const long = (word: string) => Array.from({ length: 400 }, (_, i) => `${word} ${i}`).join("\n")
+      const { server } = yield* startIn({
+        responses: [
+          { toolCalls: [{ tool: "edit_file", args: { path: "src/deep/\u202efile.ts", oldString: long("old"), newString: long("new") }, id: "call_edit" }] },
+          // 10 KB of other arguments written before the path (refused: read_file takes none such).
+          { toolCalls: [{ tool: "read_file", args: { context: { notes: [long("a"), long("b"), long("c")] }, path: "notes/plan.md" }, id: "call_read" }] }
+        ]
+      })
+      const { context } = yield* browser
+      const { errors, page } = yield* openSession(context, server)
+      yield* Effect.promise(() => page.fill("#message", "go"))
+      yield* Effect.promise(() => page.click("#send"))
+      const allow = "[data-call=call_edit] button[data-action=allow]"
+      yield* Effect.promise(() => page.waitForSelector(allow))
+      const path = "[data-call=call_edit] .approval [data-field=path]"
+      expect(yield* Effect.promise(() => page.textContent(path, { timeout: 5_000 }))).toBe("path: src/deep/\\u202efile.ts")
+      // Scrolled to the buttons, the path is on screen too.
+      yield* Effect.promise(() => page.locator(allow).scrollIntoViewIfNeeded())
+      const view = (yield* Effect.promise(() => page.locator("#view").boundingBox()))!
+      const shown = (yield* Effect.promise(() => page.locator(path).boundingBox()))!
+      expect(shown.y).toBeGreaterThanOrEqual(view.y)
+      expect(shown.y + shown.height).toBeLessThanOrEqual(view.y + view.height)
+
+      // Another call's arguments: its path first, the rest folded.
+      yield* Effect.promise(() => page.click(`[data-call=call_edit] button[data-action=deny]`))
+      yield* Effect.promise(() => page.waitForSelector("[data-call=call_read][data-status=failed]"))
+      expect(yield* Effect.promise(() => page.textContent("[data-call=call_read] .args > :first-child", { timeout: 5_000 }))).toBe("path: notes/plan.md")
+      expect(yield* Effect.promise(() => page.locator("[data-call=call_read] .args details:not([open])").count())).toBe(1)
+      expect(errors).toEqual([])
+    }), { timeout: 120_000 })
+
   it.scopedLive("a subagent's call waiting for approval shows what it runs — the command, the path and content — not its tool's name alone", () =>
     Effect.gen(function*() {
       const command = "echo harmless \u202eterces/hss./~ tac\u202c"

@@ -51,7 +51,8 @@ describe("the viewer's session list", () => {
       let holding = true
       yield* Effect.promise(() => page.route(isListing, (route) => holding ? held.push(route) : route.continue()))
       yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
-      yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as PageGlobals).document.querySelectorAll(".turn [data-end=final]").length === n, turns))
+      // The last turn drawn, ended (the page draws the latest turns of a long session).
+      yield* Effect.promise(() => page.waitForSelector(`.turn:last-of-type:has(.user:text-is("turn ${turns - 1}")) [data-end=final]`))
       // One listing (the open's) is in flight; the 120 changes behind it wait for it.
       expect(held.length).toBe(1)
       const after: Array<Request> = []

@@ -71,11 +71,39 @@ const images = (refs) =>
     return node
   }))
 // A call's arguments or result as text, its bidi and invisible characters escaped (`visible`).
-const show = (value) => visible(typeof value === "string" ? value : JSON.stringify(value, null, 2))
+const show = (value) => visible(raw(value))
+const raw = (value) => typeof value === "string" ? value : JSON.stringify(value, null, 2)
 
 // `running`: a turn is open in the live view (Send steers it, a follow-up can be queued); `idle`: no turn, no compaction (compact, fork).
 // `pendingSteers`: steers sent and not yet seen stored (the engine stores a steer at the turn's next step), shown meanwhile.
-const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [] }
+const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: undefined, scheduled: false, retry: undefined, running: false, idle: false, pendingSteers: [], shown: undefined }
+
+// What the session pane draws of a heavy log (a session of 20,000 turns, a turn of 5,000 calls, a
+// 10 MB answer or tool output: drawn whole, opening one held the tab for seconds and kept 45,000
+// nodes): the latest `turns` turns and lines, the latest `items` items of each turn, the first
+// `characters` of a text — each with a button that shows more, so every event stays reachable.
+// `shown` holds what the user asked to see of the open session.
+const bounds = { turns: 50, items: 200, characters: 100_000 }
+const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set() })
+// `redraw`: the turns kept drawn that show more now (more of their items, a whole text), drawn again once.
+const showMore = (change) => (event) => {
+  change(state.shown)
+  const turn = event.target.closest("[data-turn]")?.dataset.turn
+  if (turn !== undefined) state.shown.redraw.add(turn)
+  render()
+}
+const moreButton = (kind, text, change) => el("button", { class: "more", "data-more": kind, textContent: text, onclick: showMore(change) })
+// A text of at most `bounds.characters` unless the user asked for all of it (`key` names it): the
+// text to show, and the button that shows the rest.
+const bounded = (key, text) => {
+  if (text.length <= bounds.characters || state.shown.whole.has(key)) return { text, more: undefined }
+  return { text: text.slice(0, bounds.characters), more: moreButton("text", `Show all ${text.length.toLocaleString("en")} characters`, (shown) => shown.whole.add(key)) }
+}
+// A bounded text as a node of `className` (set as text), its button after it.
+const boundedNode = (key, text, className) => {
+  const { text: part, more } = bounded(key, text)
+  return el("div", { class: className, textContent: visible(part) }, more)
+}
 
 // The page's key (see the server's Security.pageKey): every request the page makes carries it — the
 // server refuses the viewer's cookie without it, reads included. The sign-in hands it over in the
@@ -216,6 +244,7 @@ const openSession = (sessionId) => {
   openImages(sessionId)
   liveFold.view = empty()
   liveFold.folded = 0
+  state.shown = freshShown()
   state.scrubAt = undefined
   location.hash = sessionId
   $("title").textContent = sessionId
@@ -283,22 +312,46 @@ const renderSubagent = (subagent, live) => {
     node.append(el("div", { class: "approval", "data-asking": asking.toolCallId },
       el("span", { textContent: `asks: ${visible(asking.tool)} (${asking.risk}) ` }),
       callBody({ tool: asking.tool, args: asking.args, status: "awaiting_approval" }),
+      asksNode(asking),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(asking, "allow", false, subagent.childSessionId) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(asking, "deny", false, subagent.childSessionId) })))
   }
   return node
 }
 
+// The arguments that say what a call touches, shown first: a path or a command under 10 KB of
+// other arguments sat below the fold of their 160 px box, next to Allow.
+const keyArgs = ["path", "file_path", "command", "url", "cwd", "pattern"]
+const keyFields = (args) =>
+  args !== null && typeof args === "object" ? keyArgs.filter((key) => typeof args[key] === "string").map((key) => [key, args[key]]) : []
+// Arguments past this many characters (once the key fields are out) are folded under a <details>.
+const foldedArgs = 1000
+// What an approval is for, beside its buttons: the tool (an MCP tool's server and tool) and its key
+// fields, escaped like the call — in a long edit or a big argument object they were out of sight.
+const asksNode = (call) => {
+  const mcp = /^mcp__(.+?)__(.+)$/.exec(call.tool)
+  const fields = [...(mcp === null ? [["tool", call.tool]] : [["server", mcp[1]], ["tool", mcp[2]]]), ...keyFields(call.args)]
+  return el("div", { class: "asks", "data-asks": call.toolCallId }, ...fields.map(([key, value]) => el("div", { "data-field": key, textContent: `${key}: ${visible(value)}` })))
+}
+
 // What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
-// else as its arguments.
+// else as its arguments, the key fields first and a long rest folded.
 const callBody = (call) => {
   const diff = editDiff(call.tool, call.args)
   if (diff !== undefined) return diffNode(call.args.path, diff)
   if (call.tool === "shell" && typeof call.args?.command === "string") {
-    const output = call.status === "completed" ? show(call.result) : call.status === "running" ? call.progress : undefined
-    return terminalNode(call.args.command, output, call.status === "completed" ? call.exitCode : undefined)
+    const output = call.status === "completed" ? bounded(`${call.toolCallId}:result`, raw(call.result)) : call.status === "running" && call.progress ? bounded(`${call.toolCallId}:progress`, call.progress) : undefined
+    const node = terminalNode(call.args.command, output?.text, call.status === "completed" ? call.exitCode : undefined)
+    if (output?.more !== undefined) node.append(output.more)
+    return node
   }
-  return el("div", { class: "args", textContent: show(call.args) })
+  const fields = keyFields(call.args)
+  if (fields.length === 0) return boundedNode(`${call.toolCallId}:args`, raw(call.args), "args")
+  const rest = Object.fromEntries(Object.entries(call.args).filter(([key]) => !keyArgs.includes(key)))
+  const restText = Object.keys(rest).length === 0 ? undefined : raw(rest)
+  return el("div", { class: "args" }, ...fields.map(([key, value]) => el("div", { class: "field", "data-field": key, textContent: `${key}: ${visible(value)}` })),
+    restText === undefined || restText.length <= foldedArgs ? visible(restText ?? "")
+      : el("details", {}, el("summary", { textContent: `the other arguments (${restText.length.toLocaleString("en")} characters)` }), boundedNode(`${call.toolCallId}:args`, restText, "rest")))
 }
 
 const renderCall = (call, live) => {
@@ -307,13 +360,13 @@ const renderCall = (call, live) => {
     el("div", { class: "head" }, el("strong", { textContent: visible(call.tool) }), status, call.risk ? el("span", { class: "badge", textContent: call.risk }) : undefined, ...call.decisions.map(decisionBadge)),
     callBody(call))
   const terminal = call.tool === "shell" && typeof call.args?.command === "string"
-  if (!terminal && call.progress && call.status === "running") node.append(el("div", { class: "result", textContent: visible(call.progress) }))
-  if (!terminal && call.status === "completed") node.append(el("div", { class: "result", textContent: show(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`) }))
+  if (!terminal && call.progress && call.status === "running") node.append(boundedNode(`${call.toolCallId}:progress`, call.progress, "result"))
+  if (!terminal && call.status === "completed") node.append(boundedNode(`${call.toolCallId}:result`, raw(call.result) + (call.exitCode === undefined ? "" : `\n(exit ${call.exitCode})`), "result"))
   if (call.status === "completed" && call.images !== undefined) node.append(images(call.images))
   if (call.status === "failed") node.append(el("div", { class: "result", textContent: visible(`${call.errorCode}: ${call.message}`) }))
   if (call.subagent !== undefined) node.append(renderSubagent(call.subagent, live))
   if (live && call.status === "awaiting_approval") {
-    node.append(el("div", { class: "approval" },
+    node.append(el("div", { class: "approval" }, asksNode(call),
       el("button", { class: "allow", textContent: "Allow", "data-action": "allow", onclick: answer(call, "allow", false) }),
       el("button", { class: "allow", textContent: "Always allow", "data-action": "always", onclick: answer(call, "allow", true) }),
       el("button", { class: "deny", textContent: "Deny", "data-action": "deny", onclick: answer(call, "deny", false) })))
@@ -369,7 +422,8 @@ const drawnOnce = (item, draw) => {
 const drawnTurn = (turn, draw) => {
   if (turn.end === undefined) return draw(turn)
   const kept = drawn.get(turn)
-  if (kept !== undefined && kept.abandoned === turn.abandoned) return kept.node
+  // Drawn again when the user asked to see more of the session (an earlier item, a whole text).
+  if (kept !== undefined && kept.abandoned === turn.abandoned && !state.shown.redraw.delete(turn.turnId)) return kept.node
   const node = draw(turn)
   drawn.set(turn, { node, abandoned: turn.abandoned })
   return node
@@ -398,21 +452,32 @@ const render = () => {
   const view = live ? liveView() : fold(state.events.slice(0, at))
   const main = $("view")
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
-  const renderTurn = (turn) =>
-    el("section", { class: turn.abandoned ? "turn abandoned" : "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }), ...(turn.abandoned ? { "data-abandoned": "true", title: "Rewound: on an abandoned branch, no longer in the conversation" } : {}) },
+  const renderTurn = (turn) => {
+    const hidden = Math.max(0, turn.items.length - (state.shown.items.get(turn.turnId) ?? bounds.items))
+    return el("section", { class: turn.abandoned ? "turn abandoned" : "turn", "data-turn": turn.turnId, ...(turn.queueId === undefined ? {} : { "data-follow-up": turn.queueId }), ...(turn.abandoned ? { "data-abandoned": "true", title: "Rewound: on an abandoned branch, no longer in the conversation" } : {}) },
       el("div", { class: "user", textContent: turn.user }, images(turn.userImages)),
-      el("div", { class: "body" }, ...turn.items.map((item) =>
-        item.kind === "text" ? markdownNode(item.text, "text markdown")
+      el("div", { class: "body" },
+        hidden === 0 ? undefined : moreButton("items", `Show ${Math.min(hidden, bounds.items)} earlier of this turn's ${turn.items.length} items`,
+          (shown) => shown.items.set(turn.turnId, turn.items.length - hidden + bounds.items)),
+        ...turn.items.slice(hidden).map((item, index) =>
+        item.kind === "text" ? (item.text.length <= bounds.characters ? markdownNode(item.text, "text markdown") : boundedNode(`${turn.turnId}:${hidden + index}`, item.text, "text"))
         : item.kind === "call" ? renderCall(item, live)
         : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
         : renderNote(item))),
       live && turn === view.openTurn ? pendingSteersOf(turn) : undefined,
       turn.end ? el("div", { class: `end ${turn.end.stopReason}`, "data-end": turn.end.stopReason, textContent: endText(turn.end) }) : undefined,
       turn.end?.usage ? el("div", { class: "meta", "data-turn-cost": turn.turnId, textContent: turnText(turn.end) }) : undefined)
+  }
   // Turns and the session-level lines between them, in log order; in the live view, what has ended is drawn once.
   const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => live ? drawnTurn(turn, renderTurn) : renderTurn(turn) })),
     ...view.notes.map((item) => ({ at: item.sequence, node: () => live ? drawnOnce(item, renderNote) : renderNote(item) }))].sort((a, b) => a.at - b.at)
-  const nodes = timeline.map((entry) => entry.node())
+  const earlier = Math.max(0, timeline.length - state.shown.turns)
+  const nodes = timeline.slice(earlier).map((entry) => entry.node())
+  if (earlier > 0) {
+    nodes.unshift(el("p", { class: "more" },
+      moreButton("turns", `Show ${Math.min(earlier, bounds.turns)} earlier`, (shown) => { shown.turns += bounds.turns }),
+      moreButton("turns", `Show all (${earlier.toLocaleString("en")} not shown)`, (shown) => { shown.turns = Infinity })))
+  }
   if (view.turns.length === 0) nodes.push(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
   place(main, nodes)
   watchImages(main)
@@ -469,6 +534,18 @@ $("new-session").addEventListener("submit", (e) => {
   const cwd = $("cwd").value.trim()
   api("POST", "/sessions", cwd === "" ? {} : { cwd }).then((s) => openSession(s.sessionId)).catch(report)
 })
+// A message leaves the box when it is sent, and comes back only if it was refused and the box is
+// still empty: the box was cleared when the answer came, and on a slow client the turn's events
+// (streamed on /live) arrived first, the user typed the next message, and the answer erased it.
+// Answers whether it was taken.
+const send = (route, message, body = { message }) => {
+  $("message").value = ""
+  return api("POST", `${sessionPath()}/${route}`, body).then(() => true, (error) => {
+    if ($("message").value === "") $("message").value = message
+    report(error)
+    return false
+  })
+}
 $("composer").addEventListener("submit", (e) => {
   e.preventDefault()
   const message = $("message").value
@@ -481,23 +558,21 @@ $("composer").addEventListener("submit", (e) => {
     const turn = liveView().openTurn
     const pending = { text: message, turnId: turn?.turnId, seen: turn === undefined ? 0 : turn.items.filter((item) => item.kind === "steer").length }
     state.pendingSteers.push(pending)
-    $("message").value = ""
     schedule()
     // Named: a steer landing after that turn ended is refused (and put back here), never given to the next turn.
-    api("POST", `${sessionPath()}/steer`, turn === undefined ? { message } : { message, turnId: turn.turnId }).catch((error) => {
+    send("steer", message, turn === undefined ? { message } : { message, turnId: turn.turnId }).then((taken) => {
+      if (taken) return
       state.pendingSteers = state.pendingSteers.filter((p) => p !== pending)
-      $("message").value = message
       schedule()
-      report(error)
     })
     return
   }
-  api("POST", `${sessionPath()}/${route}`, { message }).then(() => { $("message").value = "" }).catch(report)
+  send(route, message)
 })
 $("followup").addEventListener("click", () => {
   const message = $("message").value
   if (message.trim() === "" || state.sessionId === undefined) return
-  api("POST", `${sessionPath()}/followups`, { message }).then(() => { $("message").value = "" }).catch(report)
+  send("followups", message)
 })
 // A manual compaction answers once the model has written the summary; the log shows it meanwhile.
 $("compact").addEventListener("click", () => api("POST", `${sessionPath()}/compact`, {}).catch(report))
