@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
+import * as McpTools from "../../src/layers/McpTools.js"
 import { collect, expectWellFormedLog, tempDir, turnAllowingAsks } from "../helpers.js"
 import { ends, engineWith, lines, type Run, turns, untilWritten } from "./mcpEngine.js"
 
@@ -148,5 +149,20 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
         expect.objectContaining({ toolCallId: "call_1", errorCode: "permission_denied" }),
         expect.objectContaining({ toolCallId: "call_2", result: "echo: d" })
       ]))
+    }))
+
+  it.scoped("a server that never answers initialize or tools/list at start fails start_failed or list_failed at the start-up limit; nothing waits forever", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const starting = (server: McpTools.Options["servers"][string]) =>
+        McpTools.make({ servers: { hostile: server }, cwd, connectTimeout: "1 second" }).pipe(Effect.flip, Effect.scoped)
+      expect(yield* starting({ command: process.execPath, args: ["-e", "setInterval(() => {}, 1 << 30)"] })).toMatchObject({
+        reason: "start_failed",
+        message: expect.stringMatching(/^MCP server "hostile" did not start: .*timed out/)
+      })
+      expect(yield* starting(hostile(cwd, { TOOLS_VARIANT: "silent" }))).toMatchObject({
+        reason: "list_failed",
+        message: expect.stringMatching(/^MCP server "hostile" did not list its tools: .*timed out/)
+      })
     }))
 })
