@@ -10,6 +10,7 @@ import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
+import * as McpConfig from "../../src/layers/mcp/McpConfig.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 import { collect, expectWellFormedLog, tempDir, turnAllowingAsks } from "../helpers.js"
 import { ends, engineWith, lines, type Run, turns, untilWritten } from "./mcpEngine.js"
@@ -164,5 +165,21 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
         reason: "list_failed",
         message: expect.stringMatching(/^MCP server "hostile" did not list its tools: .*timed out/)
       })
+    }))
+
+  // Before, the time limits were options of McpTools alone: a user of the CLI could not shorten or
+  // lengthen a server's 60 s, and "timeout" in a file was refused as an unknown key.
+  it.scoped("a server's \"timeout\" (ms) in its configuration is its calls' time limit: past it the call fails timeout naming it, and the event log says so", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const file = McpConfig.parse(JSON.stringify({ mcpServers: { hostile: { ...hostile(cwd), timeout: 1000 } } }), "mcp.json")
+      expect(file._tag).toBe("Right")
+      const servers = file._tag === "Right" ? file.right.mcpServers : {}
+      const { events } = yield* turns({ cwd, servers, policy: allowHostile, responses: [{ toolCalls: [call("late")] }, { toolCalls: [call("echo", { text: "after" })] }, { chunks: ["done"] }] }, ["go"])
+      expect(ends(events)).toEqual([
+        { toolCallId: "call_1", errorCode: "timeout", message: "MCP server \"hostile\": the tool did not answer within 1s (the call was cancelled; the server is started again on the next call)" },
+        expect.objectContaining({ toolCallId: "call_2", result: "echo: after" })
+      ])
+      expect(McpConfig.parse(JSON.stringify({ mcpServers: { a: { url: "http://127.0.0.1:1/mcp", timeout: 0 } } }), "f.json")._tag).toBe("Left")
     }))
 })
