@@ -203,8 +203,8 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
             if (other !== undefined || base?.definitions.some((d) => d.name === definition.name)) {
               return yield* new McpError({
                 reason: "name_collision",
-                message: `MCP server "${connection.name}": its tool ${JSON.stringify(tool.name)} would be named ${definition.name}, as ${
-                  other === undefined ? "a tool already is" : `the tool ${JSON.stringify(other.tool)} of "${other.server}" is`
+                message: `MCP server "${connection.name}": its tool ${McpNames.shown(tool.name)} would be named ${definition.name}, as ${
+                  other === undefined ? "a tool already is" : `the tool ${McpNames.shown(other.tool)} of "${other.server}" is`
                 }`
               })
             }

@@ -182,4 +182,19 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       ])
       expect(McpConfig.parse(JSON.stringify({ mcpServers: { a: { url: "http://127.0.0.1:1/mcp", timeout: 0 } } }), "f.json")._tag).toBe("Left")
     }))
+
+  // Before, the message held the server's name for its tool raw: a right-to-left override reversed
+  // what a terminal showed after it, and a 10 KB name was printed whole.
+  it.scoped("tools whose names collide once sanitised: the name_collision error shows the server's names escaped and cut", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const collision = (variant: string, drop: string) =>
+        McpTools.make({ servers: { hostile: hostile(cwd, { TOOLS_VARIANT: variant, DROP: drop }) }, cwd }).pipe(Effect.flip, Effect.scoped)
+      const bidi = yield* collision("bidi-collide", "")
+      expect(bidi).toMatchObject({ reason: "name_collision", message: expect.stringContaining("its tool \"e_x\" would be named mcp__hostile__e_x, as the tool \"e\\u202ex\" of \"hostile\" is") })
+      expect(bidi.message).not.toMatch(/[\u202e]/)
+      const long = yield* collision("bidi-collide", "bidi")
+      expect(long).toMatchObject({ reason: "name_collision" })
+      expect(long.message.length).toBeLessThan(400)
+    }))
 })

@@ -31,6 +31,7 @@ import * as Environment from "../workspace/Environment.js"
 import * as BoundedFetch from "./BoundedFetch.js"
 import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
+import * as McpNames from "./McpNames.js"
 
 /** A server that could not be started, listed or configured; `message` is one line naming the server. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -224,7 +225,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           yield* drop(current)
           return yield* new McpError({
             reason: "list_failed",
-            message: `MCP server "${options.name}": the input schema of its tool ${JSON.stringify(deep.name.slice(0, 100))} nests more than ${maxJsonDepth} levels deep`
+            message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(deep.name)} nests more than ${maxJsonDepth} levels deep`
           })
         }
         for (const t of page.tools as ReadonlyArray<SdkTool>) {
@@ -233,7 +234,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           const refused = tools.length >= maxTools
             ? `lists more than ${maxTools} tools`
             : listBytes > maxListBytes
-            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${JSON.stringify(tool.name.slice(0, 100))}`
+            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.name)}`
             : undefined
           if (refused !== undefined) {
             yield* drop(current)
