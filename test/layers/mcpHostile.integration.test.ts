@@ -96,8 +96,6 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       ])
       const failed = ends(events)[0]!
       expect("message" in failed && failed.message).not.toMatch(/\/|at .*:\d+/)
-      // The server was stopped with the connection: it never wrote all it meant to (about 13 of 100 MiB here).
-      expect(lines(cwd, "wrote").length).toBeLessThan(100)
     }), 120_000)
 
   it.scoped("hostile content: 100,000 parts are cut at the cap; an image is named (never decoded), links and resources are named by URI and never read; bytes that are not base64 are no tool result", () =>
