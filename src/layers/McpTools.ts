@@ -69,7 +69,7 @@ export interface Options {
   readonly mayStart?: Readonly<Record<string, Effect.Effect<void, { readonly message: string }>>> | undefined
   /** Variables never passed to a server (besides the provider keys, always removed) unless its own `env` sets them. */
   readonly hiddenEnv?: ReadonlyArray<string> | undefined
-  /** A call's time limit (default 60 s). */
+  /** A call's time limit (default 60 s); a server's own `timeout` (ms) comes first. */
   readonly callTimeout?: Duration.DurationInput | undefined
   /** How long a server may take to start and list its tools (default 30 s). */
   readonly connectTimeout?: Duration.DurationInput | undefined
@@ -166,19 +166,21 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     if (badName !== undefined) {
       return yield* new McpError({ reason: "invalid_config", message: `MCP server ${JSON.stringify(badName)}: ${McpNames.serverNameRule}` })
     }
-    const connections = yield* Effect.forEach(names, (name) =>
-      McpConnection.make({
+    const connections = yield* Effect.forEach(names, (name) => {
+      const server = options.servers[name]!
+      return McpConnection.make({
         name,
-        server: options.servers[name]!,
+        server,
         cwd: options.folders?.[name] ?? options.cwd ?? process.cwd(),
         env: options.env,
         hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
         prefix: sandboxPrefix,
         connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),
-        callTimeout,
+        callTimeout: server.timeout === undefined ? callTimeout : Duration.millis(server.timeout),
         maxAnswerBytes: options.maxAnswerBytes,
         mayStart: options.mayStart?.[name]
-      }))
+      })
+    })
     yield* Effect.addFinalizer(() => Effect.forEach(connections, (c) => c.close, { concurrency: "unbounded", discard: true }))
 
     let listings: ReadonlyArray<Listing> = []
@@ -201,8 +203,8 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
             if (other !== undefined || base?.definitions.some((d) => d.name === definition.name)) {
               return yield* new McpError({
                 reason: "name_collision",
-                message: `MCP server "${connection.name}": its tool ${JSON.stringify(tool.name)} would be named ${definition.name}, as ${
-                  other === undefined ? "a tool already is" : `the tool ${JSON.stringify(other.tool)} of "${other.server}" is`
+                message: `MCP server "${connection.name}": its tool ${McpNames.shown(tool.name)} would be named ${definition.name}, as ${
+                  other === undefined ? "a tool already is" : `the tool ${McpNames.shown(other.tool)} of "${other.server}" is`
                 }`
               })
             }

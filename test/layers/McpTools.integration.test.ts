@@ -6,18 +6,15 @@ import { expect, layer } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import type { JsonObject } from "../../src/domain/Json.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import { FakeModel, type ScriptedResponse } from "../../src/layers/FakeModelProvider.js"
+import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as McpTools from "../../src/layers/McpTools.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
-import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+import { collect, expectWellFormedLog, tempDir } from "../helpers.js"
 import { ownedByTest } from "../processes.js"
+import { ends, engineWith, lines, turns, untilWritten } from "./mcpEngine.js"
 
 const serverScript = new URL("../fixtures/mcp/server.mjs", import.meta.url).pathname
 
@@ -26,21 +23,6 @@ const stdioServer = (markerDir: string, env: Record<string, string> = {}) => ({
   args: [serverScript],
   env: { MARKER_DIR: markerDir, ...env }
 })
-
-const lines = (dir: string, file: string) => existsSync(join(dir, file)) ? readFileSync(join(dir, file), "utf8").trim().split("\n") : []
-
-/** Waits (in real time: the test's clock is a TestClock) until the server has written a line to its marker file. */
-const untilWritten = (dir: string, file: string) =>
-  Effect.promise(() =>
-    new Promise<void>((resolve) => {
-      const check = setInterval(() => {
-        if (lines(dir, file).length > 0) {
-          clearInterval(check)
-          resolve()
-        }
-      }, 20)
-    })
-  )
 
 /** Starts the fixture over Streamable HTTP on a free port of 127.0.0.1; stopped with the scope. */
 const httpServer = (markerDir: string, env: Record<string, string> = {}) =>
@@ -59,38 +41,7 @@ const httpServer = (markerDir: string, env: Record<string, string> = {}) =>
     (server) => Effect.sync(server.stop)
   )
 
-interface Run {
-  readonly servers: McpTools.Options["servers"]
-  readonly responses: ReadonlyArray<ScriptedResponse>
-  readonly policy?: PermissionPolicy.Options
-  readonly options?: Partial<McpTools.Options>
-  readonly cwd: string
-}
-
-const engineWith = (run: Run) =>
-  engineLayer(MemoryEventStore.layer, { responses: run.responses }).pipe(
-    Layer.provide(Layer.mergeAll(
-      McpTools.extend({ servers: run.servers, cwd: run.cwd, ...run.options }).pipe(Layer.provide(WorkspaceTools.layer())),
-      PermissionPolicy.layer(run.policy ?? {})
-    )),
-    Layer.provide(NodeContext.layer)
-  )
-
 const allowAll: PermissionPolicy.Options = { rules: [{ name: "fixture", decision: "allow", tool: "mcp__fixture__*" }] }
-
-/** Runs turns (one per message) and returns the log and the requests the model got. */
-const turns = (run: Run, messages: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const engine = yield* SessionEngine
-    const session = yield* engine.createSession({ cwd: run.cwd, client: "test" })
-    for (const userMessage of messages) yield* collect(engine.runTurn({ sessionId: session.sessionId, userMessage }))
-    const events = yield* collect(engine.replaySession({ sessionId: session.sessionId }))
-    const requests = yield* Effect.flatMap(FakeModel, (m) => m.requests)
-    return { events, requests }
-  }).pipe(Effect.provide(engineWith(run)))
-
-const ends = (events: ReadonlyArray<AgentEvent>) =>
-  events.flatMap((e) => (e.type === "tool.completed" || e.type === "tool.failed" ? [e.payload] : []))
 
 const call = (tool: string, args: JsonObject = {}, id?: string) => ({ tool: `mcp__fixture__${tool}`, args, ...(id === undefined ? {} : { id }) })
 

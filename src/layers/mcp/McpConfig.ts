@@ -14,13 +14,17 @@ import * as McpNames from "./McpNames.js"
 
 const Strings = Schema.Record({ key: Schema.String, value: Schema.String })
 
+/** A server's calls' time limit in milliseconds (`"timeout"`, as other agents name it), instead of `McpTools`' `callTimeout`. */
+const Timeout = Schema.optional(Schema.Int.pipe(Schema.between(1, 24 * 60 * 60 * 1000)))
+
 /** A server the agent starts as a subprocess and talks to over its stdin/stdout. */
 export const Stdio = Schema.Struct({
   type: Schema.optional(Schema.Literal("stdio")),
   command: Schema.String.pipe(Schema.minLength(1)),
   args: Schema.optional(Schema.Array(Schema.String)),
   /** Variables set for the server, on top of the allow-listed environment shell commands get. */
-  env: Schema.optional(Strings)
+  env: Schema.optional(Strings),
+  timeout: Timeout
 })
 /** A server the agent starts as a subprocess. */
 export type Stdio = typeof Stdio.Type
@@ -39,7 +43,8 @@ export const Http = Schema.Struct({
     })
   ),
   /** Headers sent with every request (e.g. `Authorization`); never recorded in the log. */
-  headers: Schema.optional(Strings)
+  headers: Schema.optional(Strings),
+  timeout: Timeout
 })
 /** A server reached over Streamable HTTP. */
 export type Http = typeof Http.Type

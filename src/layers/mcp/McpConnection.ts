@@ -12,8 +12,10 @@
  * @since 0.5.0
  * @internal
  */
+import type { ChildProcess } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { resolve as resolvePath } from "node:path"
+import type { Readable } from "node:stream"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
@@ -29,6 +31,7 @@ import * as Environment from "../workspace/Environment.js"
 import * as BoundedFetch from "./BoundedFetch.js"
 import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
+import * as McpNames from "./McpNames.js"
 
 /** A server that could not be started, listed or configured; `message` is one line naming the server. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -140,6 +143,13 @@ const transportOf = (options: Options): Transport => {
   return new StdioClientTransport({ command: command!, args, env, cwd: options.cwd, stderr: "pipe" })
 }
 
+/**
+ * The server's stdout, which the SDK's transport keeps to itself (`_process`): the SDK ends a
+ * connection when the process exits, not when its output ends. Undefined if the SDK changes it
+ * (mcpHostile.integration.test.ts's closed-stdout probe then fails).
+ */
+const stdoutOf = (transport: StdioClientTransport): Readable | undefined => (transport as unknown as { readonly _process?: ChildProcess })._process?.stdout ?? undefined
+
 const clientInfo = { name: "effect-agent", version: "0.5.0" }
 
 const describeError = (error: unknown): string => error instanceof Error ? error.message.split("\n")[0]!.slice(0, 300) : String(error).slice(0, 300)
@@ -173,7 +183,12 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       const client = new Client(clientInfo, { capabilities: {} })
       const transport = transportOf(options)
       client.onclose = () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection"))
-      client.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${describeError(error)})`))
+      // Only the transport's errors (a line that is not JSON-RPC, one past the SDK's bound, a stream
+      // that broke) end the connection; set before `connect`, which calls this before the client's
+      // own. The client's onerror also reports what the spec tells a client to ignore — a response
+      // to a request it cancelled, progress for a token it no longer has — and a server that
+      // answered a cancelled call late failed the next call, which found the connection broken.
+      transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${describeError(error)})`))
       if (transport instanceof StdioClientTransport) {
         // Drained so that a chatty server never blocks on a full pipe; kept out of the log.
         transport.stderr?.on("data", () => undefined)
@@ -183,6 +198,10 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
         catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${describeError(error)}` })
       }).pipe(Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))))
+      if (transport instanceof StdioClientTransport) {
+        // A server that closed its stdout can never answer; the SDK only notices the process's exit.
+        stdoutOf(transport)?.once("end", () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection")))
+      }
       const current: Live = { client, broken }
       live = current
       return current
@@ -206,7 +225,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           yield* drop(current)
           return yield* new McpError({
             reason: "list_failed",
-            message: `MCP server "${options.name}": the input schema of its tool ${JSON.stringify(deep.name.slice(0, 100))} nests more than ${maxJsonDepth} levels deep`
+            message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(deep.name)} nests more than ${maxJsonDepth} levels deep`
           })
         }
         for (const t of page.tools as ReadonlyArray<SdkTool>) {
@@ -215,7 +234,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           const refused = tools.length >= maxTools
             ? `lists more than ${maxTools} tools`
             : listBytes > maxListBytes
-            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${JSON.stringify(tool.name.slice(0, 100))}`
+            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.name)}`
             : undefined
           if (refused !== undefined) {
             yield* drop(current)

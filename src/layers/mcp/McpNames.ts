@@ -26,3 +26,11 @@ export const isServerName = (name: string): boolean => /^[A-Za-z0-9_-]{1,40}$/.t
 
 /** What `isServerName` asks, for the one line that refuses a name. */
 export const serverNameRule = "a server's name is 1 to 40 letters, digits, _ or - (no __, not ending in _)"
+
+/**
+ * A server's own name for its tool as messages show it (an error, `mcp list`): quoted, cut at 100
+ * characters, with control and format characters (a bidi override, an escape sequence) as `\uXXXX`,
+ * so that a hostile name neither runs on for 10 KB nor reorders or colours what a terminal shows.
+ */
+export const shown = (name: string): string =>
+  JSON.stringify(name.length <= 100 ? name : `${name.slice(0, 100)}…`).replace(/[\p{Cc}\p{Cf}]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
