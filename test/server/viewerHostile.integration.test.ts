@@ -10,7 +10,7 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
-import { browser as chromium, openSession, pageKeyOf } from "./chromium.js"
+import { browser as chromium, openSession, pageKeyOf, watchedPage } from "./chromium.js"
 import { startIn } from "./harness.js"
 
 const browser = chromium()
@@ -252,6 +252,33 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       }))
       expect(new URL(page.url()).pathname).toBe("/")
       expect(yield* Effect.promise(() => pageKeyOf(page))).toBe(key)
+      expect(errors).toEqual([])
+      yield* Effect.promise(() => page.close())
+    }), { timeout: 120_000 })
+
+  it.scopedLive("a session started while the sign-in's key is still being checked is started with that key (the page stays signed in)", () =>
+    Effect.gen(function*() {
+      const { server } = yield* startIn()
+      const { context } = yield* browser
+      const { errors, page } = yield* watchedPage(context)
+      // A slow server: the check of the key the sign-in hands over answers after the user clicked Start session.
+      let release!: () => void
+      const released = new Promise<void>((resolve) => (release = resolve))
+      yield* Effect.promise(() =>
+        page.route((url) => url.pathname === "/sessions" && url.search === "?limit=1", async (route) => {
+          await released
+          await route.continue().catch(() => undefined)
+        })
+      )
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click("text=Start session"))
+      release()
+      yield* Effect.promise(() => page.waitForFunction(() => {
+        const doc = (globalThis as unknown as { document: { getElementById: (id: string) => { textContent: string | null } | null }; location: { pathname: string } })
+        return doc.document.getElementById("title")?.textContent?.startsWith("sess_") === true || doc.location.pathname === "/login"
+      }))
+      expect(new URL(page.url()).pathname).toBe("/")
+      expect(yield* Effect.promise(() => page.textContent("#title"))).toMatch(/^sess_/)
       expect(errors).toEqual([])
       yield* Effect.promise(() => page.close())
     }), { timeout: 120_000 })

@@ -129,11 +129,14 @@ const signedOut = (response) => {
   return response
 }
 
+// Every request waits for the fragment's key to be checked: the page is usable before it is answered,
+// and a session started meanwhile went without a key, was refused and signed the viewer out.
 /** A GET of the page's own origin, with its key. */
 const read = (path) =>
-  fetch(path, { credentials: "same-origin", headers: { "x-effect-agent-key": pageKey() } }).then(signedOut)
+  keyChecked.then(() => fetch(path, { credentials: "same-origin", headers: { "x-effect-agent-key": pageKey() } })).then(signedOut)
 
 const api = async (method, path, body) => {
+  await keyChecked
   const headers = { "x-effect-agent-key": pageKey() }
   if (body !== undefined) headers["content-type"] = "application/json"
   const response = await fetch(path, {
