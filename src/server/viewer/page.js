@@ -84,8 +84,9 @@ const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: 
 // `characters` of a text — each with a button that shows more, so every event stays reachable.
 // `shown` holds what the user asked to see of the open session.
 const bounds = { turns: 50, items: 200, characters: 100_000 }
-const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set() })
+const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set(), earlier: undefined })
 // `redraw`: the turns kept drawn that show more now (more of their items, a whole text), drawn again once.
+// `earlier`: the "Show earlier" line drawn last, and the number of turns it names.
 const showMore = (change) => (event) => {
   change(state.shown)
   const turn = event.target.closest("[data-turn]")?.dataset.turn
@@ -433,18 +434,48 @@ const drawnTurn = (turn, draw) => {
 }
 
 // Makes `nodes` the children of `parent`, moving only what is not in its place already: a node kept
-// across renders is not taken out of the document.
+// across renders is not taken out of the document. What leaves goes first: a node inserted before
+// one about to leave (a new "Show earlier" line before the old one) moved every kept node after it,
+// each render, and each move relaid out the whole list.
 const place = (parent, nodes) => {
+  const wanted = new Set(nodes)
+  for (let at = parent.firstChild; at !== null;) {
+    const next = at.nextSibling
+    if (!wanted.has(at)) at.remove()
+    at = next
+  }
   let at = parent.firstChild
   for (const node of nodes) {
     if (node === at) at = at.nextSibling
     else parent.insertBefore(node, at)
   }
-  while (at !== null) {
-    const next = at.nextSibling
-    at.remove()
-    at = next
+}
+
+// The live view's turns and session-level lines in log order, kept across renders: the fold only
+// appends to both, each later in the log than what it holds, so a render adds what is new rather
+// than sorting the whole session again (20,000 turns: every streamed delta sorted them all).
+const liveTimeline = { view: undefined, turns: 0, notes: 0, entries: [] }
+// An entry: `{ at, turn }` or `{ at, note }`.
+const timelineEntries = (turns, notes) =>
+  [...turns.map((turn) => ({ at: turn.startedAt, turn })), ...notes.map((note) => ({ at: note.sequence, note }))].sort((a, b) => a.at - b.at)
+const liveTimelineOf = (view) => {
+  if (liveTimeline.view !== view) Object.assign(liveTimeline, { view, turns: 0, notes: 0, entries: [] })
+  if (liveTimeline.turns === view.turns.length && liveTimeline.notes === view.notes.length) return liveTimeline.entries
+  const added = timelineEntries(view.turns.slice(liveTimeline.turns), view.notes.slice(liveTimeline.notes))
+  liveTimeline.entries.push(...added)
+  liveTimeline.turns = view.turns.length
+  liveTimeline.notes = view.notes.length
+  return liveTimeline.entries
+}
+// The line of "Show earlier" buttons, drawn again only when the number it names changes (a
+// streamed delta left it as it was, and drawing it anew replaced it in the document each time).
+const earlierLine = (earlier) => {
+  if (state.shown.earlier?.count !== earlier) {
+    state.shown.earlier = { count: earlier, node: el("p", { class: "more" },
+      moreButton("turns", `Show ${Math.min(earlier, bounds.turns)} earlier`, (shown) => { shown.turns += bounds.turns }),
+      moreButton("turns", `Show all (${earlier.toLocaleString("en")} not shown)`, (shown) => { shown.turns = Infinity })) }
   }
+  return state.shown.earlier.node
 }
 
 const render = () => {
@@ -472,15 +503,12 @@ const render = () => {
       turn.end?.usage ? el("div", { class: "meta", "data-turn-cost": turn.turnId, textContent: turnText(turn.end) }) : undefined)
   }
   // Turns and the session-level lines between them, in log order; in the live view, what has ended is drawn once.
-  const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => live ? drawnTurn(turn, renderTurn) : renderTurn(turn) })),
-    ...view.notes.map((item) => ({ at: item.sequence, node: () => live ? drawnOnce(item, renderNote) : renderNote(item) }))].sort((a, b) => a.at - b.at)
+  const timeline = live ? liveTimelineOf(view) : timelineEntries(view.turns, view.notes)
+  const nodeOf = ({ turn, note }) =>
+    turn !== undefined ? (live ? drawnTurn(turn, renderTurn) : renderTurn(turn)) : live ? drawnOnce(note, renderNote) : renderNote(note)
   const earlier = Math.max(0, timeline.length - state.shown.turns)
-  const nodes = timeline.slice(earlier).map((entry) => entry.node())
-  if (earlier > 0) {
-    nodes.unshift(el("p", { class: "more" },
-      moreButton("turns", `Show ${Math.min(earlier, bounds.turns)} earlier`, (shown) => { shown.turns += bounds.turns }),
-      moreButton("turns", `Show all (${earlier.toLocaleString("en")} not shown)`, (shown) => { shown.turns = Infinity })))
-  }
+  const nodes = timeline.slice(earlier).map(nodeOf)
+  if (earlier > 0) nodes.unshift(earlierLine(earlier))
   if (view.turns.length === 0) nodes.push(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
   place(main, nodes)
   watchImages(main)

@@ -1,0 +1,100 @@
+/**
+ * A streamed delta's render on a long session, in a real headless Chromium: what the page changes in
+ * the document for each render (DOM mutations, counted with a MutationObserver) does not grow with
+ * the turns shown. Each render used to draw the "Show earlier" line anew and insert it before the old
+ * one, which moved every turn kept in the page after it: 50 turns moved per render, 150 once "Show 50
+ * earlier" was pressed twice, each move a layout of the whole list. Counts, never time.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import type { Page } from "playwright-core"
+import { browser as chromium, watchedPage } from "./chromium.js"
+import { liveUntil, type Running, start, startIn, storedEvents } from "./harness.js"
+
+const browser = chromium()
+
+interface Globals {
+  readonly document: { getElementById: (id: string) => unknown; querySelectorAll: (selector: string) => { length: number } }
+  readonly MutationObserver: new(f: (records: Array<unknown>) => void) => { observe: (node: unknown, options: object) => void; disconnect: () => void }
+  mutationsPerRender: Array<number>
+  watch?: { disconnect: () => void }
+}
+const page$ = <A, Arg>(page: Page, f: (arg: Arg) => A, arg: Arg) => Effect.promise(() => page.evaluate(f, arg))
+
+/** The mutation records of each render of `#view` (one observer callback a render), from now on. */
+const countMutations = (page: Page) =>
+  page$(page, () => {
+    const g = globalThis as unknown as Globals
+    g.watch?.disconnect()
+    g.mutationsPerRender = []
+    const observer = new g.MutationObserver((records) => g.mutationsPerRender.push(records.length))
+    observer.observe(g.document.getElementById("view"), { childList: true, subtree: true, attributes: true, characterData: true })
+    g.watch = observer
+  }, undefined)
+
+/** Starts a turn whose answer streams in `chunks` deltas and waits until the page shows it ended: the mutations of each render meanwhile. */
+const streamTurn = (server: Running, page: Page, sessionId: string, token: string) =>
+  Effect.gen(function*() {
+    const ended = yield* page$(page, () => (globalThis as unknown as Globals).document.querySelectorAll(".turn [data-end]").length, undefined)
+    yield* countMutations(page)
+    const { lastSequence } = yield* server.client.sessions.get({ path: { id: sessionId } })
+    const { turnId } = yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "stream" } })
+    yield* Effect.promise(() => liveUntil(`${server.url}/sessions/${sessionId}/live`, { token, after: lastSequence }, (e) => e.type === "turn.completed" && e.turnId === turnId))
+    yield* Effect.promise(() =>
+      page.waitForFunction(([selector, n]) => (globalThis as unknown as Globals).document.querySelectorAll(selector).length > n, [`[data-turn="${turnId}"] [data-end]`, 0] as const)
+    )
+    const renders = yield* page$(page, () => (globalThis as unknown as Globals).mutationsPerRender, undefined)
+    expect(ended).toBeGreaterThan(0)
+    return renders
+  })
+
+describe("the viewer streams a turn of a long session", () => {
+  it.scopedLive("a render's DOM mutations do not grow with the turns shown (50, then 150)", () =>
+    Effect.gen(function*() {
+      const token = "streaming-test-token-0123456789"
+      const { cwd, dataDir, server: first } = yield* startIn({ token, responses: [{ chunks: ["one", " line"] }] })
+      const { sessionId } = yield* first.client.sessions.create({ payload: {} })
+      const { turnId } = yield* first.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "short" } })
+      yield* Effect.promise(() => liveUntil(`${first.url}/sessions/${sessionId}/live`, { token }, (e) => e.type === "turn.completed" && e.turnId === turnId))
+      yield* first.stop
+      // 300 copies of that turn: more than the page shows at first (50) or after two "Show 50 earlier" (150).
+      const file = join(dataDir, "sessions", `${sessionId}.jsonl`)
+      const [header, ...lines] = readFileSync(file, "utf8").trimEnd().split("\n")
+      const real = lines.map((line) => JSON.parse(line) as { turnId?: string })
+      const long = [
+        ...real.filter((e) => e.turnId === undefined),
+        ...Array.from({ length: 300 }, (_, copy) => real.filter((e) => e.turnId !== undefined).map((e) => ({ ...e, turnId: `${e.turnId}_${copy}` }))).flat()
+      ].map((e, i) => ({ ...e, id: `evt_long_${i}`, sequence: i + 1 }))
+      writeFileSync(file, [header, ...long.map((e) => JSON.stringify(e))].join("\n") + "\n")
+      rmSync(join(dataDir, "index.json"), { force: true })
+      // Two answers streamed a word at a time, one for each count of turns shown.
+      const streamed = { chunks: Array.from({ length: 40 }, (_, i) => `word${i} `), delay: "20ms" }
+      const server = yield* start({ cwd, dataDir, token, responses: [streamed, streamed] })
+      expect((yield* storedEvents(server, sessionId)).length).toBe(long.length)
+
+      const { context } = yield* browser
+      const { errors, page } = yield* watchedPage(context)
+      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+      yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences().length === n, long.length))
+      yield* Effect.promise(() => page.waitForSelector(".turn [data-end] >> nth=-1"))
+
+      const fifty = yield* streamTurn(server, page, sessionId, token)
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(50)
+      for (let press = 0; press < 2; press++) yield* Effect.promise(() => page.locator("[data-more=turns]").first().click())
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(150)
+      const hundredFifty = yield* streamTurn(server, page, sessionId, token)
+      expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(150)
+
+      if (process.env.EFFECT_AGENT_VIEWER_METRICS !== undefined) {
+        process.stderr.write(`mutations per render: 50 turns shown ${JSON.stringify(fifty)}; 150 shown ${JSON.stringify(hundredFifty)}\n`)
+      }
+      // A handful per render (the open turn drawn again, the state of the line of buttons), whatever is shown.
+      expect(fifty.length).toBeGreaterThan(0)
+      expect(Math.max(...fifty)).toBeLessThan(20)
+      expect(Math.max(...hundredFifty)).toBeLessThan(20)
+      expect(errors).toEqual([])
+    }), { timeout: 180_000 })
+})
