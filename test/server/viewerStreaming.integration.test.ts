@@ -21,7 +21,7 @@ interface Globals {
   mutationsPerRender: Array<number>
   watch?: { disconnect: () => void }
 }
-const page$ = <A, Arg>(page: Page, f: (arg: Arg) => A, arg: Arg) => Effect.promise(() => page.evaluate(f, arg))
+const page$ = <A>(page: Page, f: () => A) => Effect.promise(() => page.evaluate(f))
 
 /** The mutation records of each render of `#view` (one observer callback a render), from now on. */
 const countMutations = (page: Page) =>
@@ -32,12 +32,12 @@ const countMutations = (page: Page) =>
     const observer = new g.MutationObserver((records) => g.mutationsPerRender.push(records.length))
     observer.observe(g.document.getElementById("view"), { childList: true, subtree: true, attributes: true, characterData: true })
     g.watch = observer
-  }, undefined)
+  })
 
 /** Starts a turn whose answer streams in `chunks` deltas and waits until the page shows it ended: the mutations of each render meanwhile. */
 const streamTurn = (server: Running, page: Page, sessionId: string, token: string) =>
   Effect.gen(function*() {
-    const ended = yield* page$(page, () => (globalThis as unknown as Globals).document.querySelectorAll(".turn [data-end]").length, undefined)
+    const ended = yield* page$(page, () => (globalThis as unknown as Globals).document.querySelectorAll(".turn [data-end]").length)
     yield* countMutations(page)
     const { lastSequence } = yield* server.client.sessions.get({ path: { id: sessionId } })
     const { turnId } = yield* server.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "stream" } })
@@ -45,7 +45,7 @@ const streamTurn = (server: Running, page: Page, sessionId: string, token: strin
     yield* Effect.promise(() =>
       page.waitForFunction(([selector, n]) => (globalThis as unknown as Globals).document.querySelectorAll(selector).length > n, [`[data-turn="${turnId}"] [data-end]`, 0] as const)
     )
-    const renders = yield* page$(page, () => (globalThis as unknown as Globals).mutationsPerRender, undefined)
+    const renders = yield* page$(page, () => (globalThis as unknown as Globals).mutationsPerRender)
     expect(ended).toBeGreaterThan(0)
     return renders
   })
