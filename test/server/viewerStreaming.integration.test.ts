@@ -11,12 +11,16 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Page } from "playwright-core"
 import { browser as chromium, watchedPage } from "./chromium.js"
+import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { liveUntil, type Running, start, startIn, storedEvents } from "./harness.js"
 
 const browser = chromium()
 
+interface Viewer {
+  readonly effectAgentViewer: { sequences: () => Array<number>; folded?: () => number }
+}
 interface Globals {
-  readonly document: { getElementById: (id: string) => unknown; querySelectorAll: (selector: string) => { length: number } }
+  readonly document: { getElementById: (id: string) => { textContent: string } | null; querySelectorAll: (selector: string) => { length: number } }
   readonly MutationObserver: new(f: (records: Array<unknown>) => void) => { observe: (node: unknown, options: object) => void; disconnect: () => void }
   mutationsPerRender: Array<number>
   watch?: { disconnect: () => void }
@@ -50,36 +54,43 @@ const streamTurn = (server: Running, page: Page, sessionId: string, token: strin
     return renders
   })
 
+/** A session of `turns` copies of one short turn, in a fresh data directory; the server started on it answers with `responses`. */
+const longSession = (turns: number, responses: ReadonlyArray<FakeModelProvider.ScriptedResponse> = []) =>
+  Effect.gen(function*() {
+    const token = "streaming-test-token-0123456789"
+    const { cwd, dataDir, server: first } = yield* startIn({ token, responses: [{ chunks: ["one", " line"] }] })
+    const { sessionId } = yield* first.client.sessions.create({ payload: {} })
+    const { turnId } = yield* first.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "short" } })
+    yield* Effect.promise(() => liveUntil(`${first.url}/sessions/${sessionId}/live`, { token }, (e) => e.type === "turn.completed" && e.turnId === turnId))
+    yield* first.stop
+    const file = join(dataDir, "sessions", `${sessionId}.jsonl`)
+    const [header, ...lines] = readFileSync(file, "utf8").trimEnd().split("\n")
+    const real = lines.map((line) => JSON.parse(line) as { turnId?: string })
+    const long = [
+      ...real.filter((e) => e.turnId === undefined),
+      ...Array.from({ length: turns }, (_, copy) => real.filter((e) => e.turnId !== undefined).map((e) => ({ ...e, turnId: `${e.turnId}_${copy}` }))).flat()
+    ].map((e, i) => ({ ...e, id: `evt_long_${i}`, sequence: i + 1 }))
+    writeFileSync(file, [header, ...long.map((e) => JSON.stringify(e))].join("\n") + "\n")
+    rmSync(join(dataDir, "index.json"), { force: true })
+    const server = yield* start({ cwd, dataDir, token, responses })
+    expect((yield* storedEvents(server, sessionId)).length).toBe(long.length)
+    const { context } = yield* browser
+    const { errors, page } = yield* watchedPage(context)
+    yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
+    yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
+    yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as Viewer).effectAgentViewer.sequences().length === n, long.length))
+    // Drawn as of the last event (the state panel's sequence), not only received.
+    yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as Globals).document.getElementById("sequence")?.textContent === String(n), long.length))
+    return { errors, events: long.length, page, server, sessionId, token }
+  })
+
 describe("the viewer streams a turn of a long session", () => {
   it.scopedLive("a render's DOM mutations do not grow with the turns shown (50, then 150)", () =>
     Effect.gen(function*() {
-      const token = "streaming-test-token-0123456789"
-      const { cwd, dataDir, server: first } = yield* startIn({ token, responses: [{ chunks: ["one", " line"] }] })
-      const { sessionId } = yield* first.client.sessions.create({ payload: {} })
-      const { turnId } = yield* first.client.sessions.startTurn({ path: { id: sessionId }, payload: { message: "short" } })
-      yield* Effect.promise(() => liveUntil(`${first.url}/sessions/${sessionId}/live`, { token }, (e) => e.type === "turn.completed" && e.turnId === turnId))
-      yield* first.stop
-      // 300 copies of that turn: more than the page shows at first (50) or after two "Show 50 earlier" (150).
-      const file = join(dataDir, "sessions", `${sessionId}.jsonl`)
-      const [header, ...lines] = readFileSync(file, "utf8").trimEnd().split("\n")
-      const real = lines.map((line) => JSON.parse(line) as { turnId?: string })
-      const long = [
-        ...real.filter((e) => e.turnId === undefined),
-        ...Array.from({ length: 300 }, (_, copy) => real.filter((e) => e.turnId !== undefined).map((e) => ({ ...e, turnId: `${e.turnId}_${copy}` }))).flat()
-      ].map((e, i) => ({ ...e, id: `evt_long_${i}`, sequence: i + 1 }))
-      writeFileSync(file, [header, ...long.map((e) => JSON.stringify(e))].join("\n") + "\n")
-      rmSync(join(dataDir, "index.json"), { force: true })
-      // Two answers streamed a word at a time, one for each count of turns shown.
+      // Two answers streamed a word at a time, one for each count of turns shown; 300 turns: more
+      // than the page shows at first (50) or after two "Show 50 earlier" (150).
       const streamed = { chunks: Array.from({ length: 40 }, (_, i) => `word${i} `), delay: "20ms" }
-      const server = yield* start({ cwd, dataDir, token, responses: [streamed, streamed] })
-      expect((yield* storedEvents(server, sessionId)).length).toBe(long.length)
-
-      const { context } = yield* browser
-      const { errors, page } = yield* watchedPage(context)
-      yield* Effect.promise(() => page.goto(`${server.url}/login?code=${server.config.loginCodes.issue()}`))
-      yield* Effect.promise(() => page.click(`[data-session="${sessionId}"]`))
-      yield* Effect.promise(() => page.waitForFunction((n) => (globalThis as unknown as { effectAgentViewer: { sequences: () => Array<number> } }).effectAgentViewer.sequences().length === n, long.length))
-      yield* Effect.promise(() => page.waitForSelector(".turn [data-end] >> nth=-1"))
+      const { errors, page, server, sessionId, token } = yield* longSession(300, [streamed, streamed])
 
       const fifty = yield* streamTurn(server, page, sessionId, token)
       expect(yield* Effect.promise(() => page.locator(".turn").count())).toBe(50)
@@ -95,6 +106,31 @@ describe("the viewer streams a turn of a long session", () => {
       expect(fifty.length).toBeGreaterThan(0)
       expect(Math.max(...fifty)).toBeLessThan(20)
       expect(Math.max(...hundredFifty)).toBeLessThan(20)
+      expect(errors).toEqual([])
+    }), { timeout: 180_000 })
+
+  it.scopedLive("dragging the timeline forward folds the events it passes, not the log's prefix again at each step", () =>
+    Effect.gen(function*() {
+      const { errors, events, page } = yield* longSession(300)
+      const folded = () => Effect.promise(() => page.evaluate(() => (globalThis as unknown as Viewer).effectAgentViewer.folded?.()))
+      /** Moves the timeline to `at`, as a drag does (an input event), and waits for the page to show it. */
+      const scrubTo = (at: number) =>
+        Effect.promise(async () => {
+          await page.evaluate((at) => {
+            const scrub = (globalThis as unknown as { document: { getElementById: (id: string) => { value: string; dispatchEvent: (e: unknown) => void } } }).document.getElementById("scrub")
+            scrub.value = String(at)
+            scrub.dispatchEvent(new (globalThis as unknown as { Event: new(type: string, init: object) => unknown }).Event("input", { bubbles: true }))
+          }, at)
+          await page.waitForFunction((at) => (globalThis as unknown as Globals).document.getElementById("position")?.textContent.startsWith(`#${at} `), at)
+        })
+      const start = events - 200
+      yield* scrubTo(start)
+      const before = yield* folded()
+      for (let at = start + 1; at <= start + 20; at++) yield* scrubTo(at)
+      const after = yield* folded()
+      // Twenty steps of one event: twenty events folded (each step used to fold the whole prefix, about 1,600 events).
+      expect(typeof before).toBe("number")
+      expect(after! - before!).toBe(20)
       expect(errors).toEqual([])
     }), { timeout: 180_000 })
 })

@@ -409,9 +409,27 @@ const endText = (end) => end.stopReason === "final" ? `turn ended: final${finish
 // what is new. A view "as of" an earlier event (the timeline) is folded from the start.
 const liveFold = { view: empty(), folded: 0 }
 const liveView = () => {
-  for (; liveFold.folded < state.events.length; liveFold.folded++) step(liveFold.view, state.events[liveFold.folded])
+  for (; liveFold.folded < state.events.length; liveFold.folded++) {
+    folding.steps++
+    step(liveFold.view, state.events[liveFold.folded])
+  }
   return liveFold.view
 }
+// The view as of an earlier event (the timeline), kept: dragging the timeline forward folds the events
+// it passes, and a render while it stays put (a live event arrived) folds none. Every such render
+// folded the whole prefix again (145,000 events: each step of a drag, each event streamed meanwhile).
+// Dragged back, it is folded from the start (the fold changes its view in place: no copy to go back to).
+const scrubFold = { events: undefined, view: undefined, folded: 0 }
+const viewAsOf = (at) => {
+  if (scrubFold.events !== state.events || scrubFold.folded > at) Object.assign(scrubFold, { events: state.events, view: empty(), folded: 0 })
+  for (; scrubFold.folded < at; scrubFold.folded++) {
+    folding.steps++
+    step(scrubFold.view, state.events[scrubFold.folded])
+  }
+  return scrubFold.view
+}
+// How many events the page has folded since it opened (for tests and the curious).
+const folding = { steps: 0 }
 
 // The live view's turns that have ended and its lines between turns, each drawn once and kept (by
 // the view's own object, for as long as the view holds it): a turn that has ended changes only when a
@@ -483,7 +501,7 @@ const render = () => {
   const total = state.events.length
   const at = state.scrubAt === undefined ? total : Math.min(state.scrubAt, total)
   const live = at === total
-  const view = live ? liveView() : fold(state.events.slice(0, at))
+  const view = live ? liveView() : viewAsOf(at)
   const main = $("view")
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
   const renderTurn = (turn) => {
@@ -670,8 +688,8 @@ $("filters").addEventListener("submit", (e) => { e.preventDefault(); refreshSess
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
 
-// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
-window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
+// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown; how many events were folded.
+window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses, folded: () => folding.steps }
 
 // The session a link names in the fragment; none where it is no valid percent-encoding (`/#%`: a
 // hand-typed or another page's link), which threw before the page was done starting.
