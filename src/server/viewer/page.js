@@ -84,8 +84,9 @@ const state = { sessionId: undefined, events: [], stopLive: undefined, scrubAt: 
 // `characters` of a text — each with a button that shows more, so every event stays reachable.
 // `shown` holds what the user asked to see of the open session.
 const bounds = { turns: 50, items: 200, characters: 100_000 }
-const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set() })
+const freshShown = () => ({ turns: bounds.turns, items: new Map(), whole: new Set(), redraw: new Set(), earlier: undefined })
 // `redraw`: the turns kept drawn that show more now (more of their items, a whole text), drawn again once.
+// `earlier`: the "Show earlier" line drawn last, and the number of turns it names.
 const showMore = (change) => (event) => {
   change(state.shown)
   const turn = event.target.closest("[data-turn]")?.dataset.turn
@@ -408,9 +409,27 @@ const endText = (end) => end.stopReason === "final" ? `turn ended: final${finish
 // what is new. A view "as of" an earlier event (the timeline) is folded from the start.
 const liveFold = { view: empty(), folded: 0 }
 const liveView = () => {
-  for (; liveFold.folded < state.events.length; liveFold.folded++) step(liveFold.view, state.events[liveFold.folded])
+  for (; liveFold.folded < state.events.length; liveFold.folded++) {
+    folding.steps++
+    step(liveFold.view, state.events[liveFold.folded])
+  }
   return liveFold.view
 }
+// The view as of an earlier event (the timeline), kept: dragging the timeline forward folds the events
+// it passes, and a render while it stays put (a live event arrived) folds none. Every such render
+// folded the whole prefix again (145,000 events: each step of a drag, each event streamed meanwhile).
+// Dragged back, it is folded from the start (the fold changes its view in place: no copy to go back to).
+const scrubFold = { events: undefined, view: undefined, folded: 0 }
+const viewAsOf = (at) => {
+  if (scrubFold.events !== state.events || scrubFold.folded > at) Object.assign(scrubFold, { events: state.events, view: empty(), folded: 0 })
+  for (; scrubFold.folded < at; scrubFold.folded++) {
+    folding.steps++
+    step(scrubFold.view, state.events[scrubFold.folded])
+  }
+  return scrubFold.view
+}
+// How many events the page has folded since it opened (for tests and the curious).
+const folding = { steps: 0 }
 
 // The live view's turns that have ended and its lines between turns, each drawn once and kept (by
 // the view's own object, for as long as the view holds it): a turn that has ended changes only when a
@@ -433,18 +452,48 @@ const drawnTurn = (turn, draw) => {
 }
 
 // Makes `nodes` the children of `parent`, moving only what is not in its place already: a node kept
-// across renders is not taken out of the document.
+// across renders is not taken out of the document. What leaves goes first: a node inserted before
+// one about to leave (a new "Show earlier" line before the old one) moved every kept node after it,
+// each render, and each move relaid out the whole list.
 const place = (parent, nodes) => {
+  const wanted = new Set(nodes)
+  for (let at = parent.firstChild; at !== null;) {
+    const next = at.nextSibling
+    if (!wanted.has(at)) at.remove()
+    at = next
+  }
   let at = parent.firstChild
   for (const node of nodes) {
     if (node === at) at = at.nextSibling
     else parent.insertBefore(node, at)
   }
-  while (at !== null) {
-    const next = at.nextSibling
-    at.remove()
-    at = next
+}
+
+// The live view's turns and session-level lines in log order, kept across renders: the fold only
+// appends to both, each later in the log than what it holds, so a render adds what is new rather
+// than sorting the whole session again (20,000 turns: every streamed delta sorted them all).
+const liveTimeline = { view: undefined, turns: 0, notes: 0, entries: [] }
+// An entry: `{ at, turn }` or `{ at, note }`.
+const timelineEntries = (turns, notes) =>
+  [...turns.map((turn) => ({ at: turn.startedAt, turn })), ...notes.map((note) => ({ at: note.sequence, note }))].sort((a, b) => a.at - b.at)
+const liveTimelineOf = (view) => {
+  if (liveTimeline.view !== view) Object.assign(liveTimeline, { view, turns: 0, notes: 0, entries: [] })
+  if (liveTimeline.turns === view.turns.length && liveTimeline.notes === view.notes.length) return liveTimeline.entries
+  const added = timelineEntries(view.turns.slice(liveTimeline.turns), view.notes.slice(liveTimeline.notes))
+  liveTimeline.entries.push(...added)
+  liveTimeline.turns = view.turns.length
+  liveTimeline.notes = view.notes.length
+  return liveTimeline.entries
+}
+// The line of "Show earlier" buttons, drawn again only when the number it names changes (a
+// streamed delta left it as it was, and drawing it anew replaced it in the document each time).
+const earlierLine = (earlier) => {
+  if (state.shown.earlier?.count !== earlier) {
+    state.shown.earlier = { count: earlier, node: el("p", { class: "more" },
+      moreButton("turns", `Show ${Math.min(earlier, bounds.turns)} earlier`, (shown) => { shown.turns += bounds.turns }),
+      moreButton("turns", `Show all (${earlier.toLocaleString("en")} not shown)`, (shown) => { shown.turns = Infinity })) }
   }
+  return state.shown.earlier.node
 }
 
 const render = () => {
@@ -452,7 +501,7 @@ const render = () => {
   const total = state.events.length
   const at = state.scrubAt === undefined ? total : Math.min(state.scrubAt, total)
   const live = at === total
-  const view = live ? liveView() : fold(state.events.slice(0, at))
+  const view = live ? liveView() : viewAsOf(at)
   const main = $("view")
   const nearBottom = main.scrollHeight - main.scrollTop - main.clientHeight < 80
   const renderTurn = (turn) => {
@@ -472,15 +521,12 @@ const render = () => {
       turn.end?.usage ? el("div", { class: "meta", "data-turn-cost": turn.turnId, textContent: turnText(turn.end) }) : undefined)
   }
   // Turns and the session-level lines between them, in log order; in the live view, what has ended is drawn once.
-  const timeline = [...view.turns.map((turn) => ({ at: turn.startedAt, node: () => live ? drawnTurn(turn, renderTurn) : renderTurn(turn) })),
-    ...view.notes.map((item) => ({ at: item.sequence, node: () => live ? drawnOnce(item, renderNote) : renderNote(item) }))].sort((a, b) => a.at - b.at)
+  const timeline = live ? liveTimelineOf(view) : timelineEntries(view.turns, view.notes)
+  const nodeOf = ({ turn, note }) =>
+    turn !== undefined ? (live ? drawnTurn(turn, renderTurn) : renderTurn(turn)) : live ? drawnOnce(note, renderNote) : renderNote(note)
   const earlier = Math.max(0, timeline.length - state.shown.turns)
-  const nodes = timeline.slice(earlier).map((entry) => entry.node())
-  if (earlier > 0) {
-    nodes.unshift(el("p", { class: "more" },
-      moreButton("turns", `Show ${Math.min(earlier, bounds.turns)} earlier`, (shown) => { shown.turns += bounds.turns }),
-      moreButton("turns", `Show all (${earlier.toLocaleString("en")} not shown)`, (shown) => { shown.turns = Infinity })))
-  }
+  const nodes = timeline.slice(earlier).map(nodeOf)
+  if (earlier > 0) nodes.unshift(earlierLine(earlier))
   if (view.turns.length === 0) nodes.push(el("p", { class: "empty", textContent: "No turns yet: send a message." }))
   place(main, nodes)
   watchImages(main)
@@ -642,8 +688,8 @@ $("filters").addEventListener("submit", (e) => { e.preventDefault(); refreshSess
 const drawer = (open) => { document.body.classList.toggle("drawer", open); $("panels").setAttribute("aria-expanded", String(open)) }
 $("panels").addEventListener("click", () => drawer(!document.body.classList.contains("drawer")))
 
-// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown.
-window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses }
+// For tests and the curious: the sequences received, in order; how many texts were parsed as Markdown; how many events were folded.
+window.effectAgentViewer = { sequences: () => state.events.map((e) => e.sequence), fold, state, markdownParses, folded: () => folding.steps }
 
 // The session a link names in the fragment; none where it is no valid percent-encoding (`/#%`: a
 // hand-typed or another page's link), which threw before the page was done starting.
