@@ -13,9 +13,9 @@
  */
 import { spawn } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
-import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { newSession, startServe } from "./serve-setup.mjs"
 
 const root = join(import.meta.dirname, "..")
 const bin = process.env["BENCH_SERVE_BIN"] ?? join(root, "dist", "cli", "bin.js")
@@ -65,32 +65,13 @@ const status = (pid) => {
 }
 const load = Number(readFileSync("/proc/loadavg", "utf8").split(" ")[0])
 
-const server = spawn(process.execPath, [...execArgv, bin, "serve", "--port", "0", "--script", join(dir, "script.json"), "--data-dir", join(dir, "data"), "--no-instructions"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] })
-const url = await new Promise((resolve, reject) => {
-  let output = ""
-  const onData = (chunk) => {
-    output += chunk
-    const match = /listening on (http:\/\/[^\s]+)/.exec(output)
-    if (match !== null) resolve(match[1])
-  }
-  server.stdout.on("data", onData)
-  server.stderr.on("data", onData)
-  server.once("exit", (code) => reject(new Error(`serve exited ${code}: ${output}`)))
-})
+const { server, url } = await startServe(execArgv, bin, dir, env)
 const listening = cpu(server.pid)
 // `ROW18_PERF=<file>`: `perf record` of the server from here to the turn's end (V8's own C++ frames
 // are named without any flag to node, so the compile cache stays the one the row uses).
 const perf = process.env["ROW18_PERF"] === undefined ? undefined : spawn("perf", ["record", "-q", "-F", "1999", "-p", String(server.pid), "-o", process.env["ROW18_PERF"]], { stdio: "ignore" })
 if (perf !== undefined) await new Promise((resolve) => setTimeout(resolve, 300))
-const session = await new Promise((resolve, reject) => {
-  const req = request(`${url}/sessions`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
-    let text = ""
-    res.on("data", (chunk) => (text += chunk))
-    res.on("end", () => resolve(JSON.parse(text)))
-  })
-  req.on("error", reject)
-  req.end("{}")
-})
+const session = await newSession(url, token)
 const prober = spawn(process.execPath, [join(root, "bench", "health-probe.mjs"), url], { stdio: ["pipe", "pipe", "inherit"] })
 let proberOut = ""
 await new Promise((resolve) => prober.stdout.on("data", (chunk) => (proberOut += chunk, proberOut.startsWith("ready\n") && resolve())))
