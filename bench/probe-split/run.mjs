@@ -13,9 +13,9 @@
  */
 import { spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
-import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { newSession, startServe } from "../serve-setup.mjs"
 
 const root = join(import.meta.dirname, "..", "..")
 const bin = process.env["BENCH_SERVE_BIN"] ?? join(root, "dist", "cli", "bin.js")
@@ -45,27 +45,8 @@ const threads = (pid) => {
 const ksoftirqds = readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && existsSync(`/proc/${pid}/comm`) && readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("ksoftirqd"))
 const ksoftirqd = () => ksoftirqds.map((pid) => readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ").slice(0, 2).map((n) => Number(n) / 1e6)).reduce((a, b) => [a[0] + b[0], a[1] + b[1]], [0, 0])
 
-const server = spawn(process.execPath, ["--import", join(import.meta.dirname, "server-stamps.mjs"), bin, "serve", "--port", "0", "--script", join(dir, "script.json"), "--data-dir", join(dir, "data"), "--no-instructions"], { cwd: dir, env, stdio: ["ignore", "pipe", "pipe"] })
-const url = await new Promise((resolve, reject) => {
-  let output = ""
-  const onData = (chunk) => {
-    output += chunk
-    const match = /listening on (http:\/\/[^\s]+)/.exec(output)
-    if (match !== null) resolve(match[1])
-  }
-  server.stdout.on("data", onData)
-  server.stderr.on("data", onData)
-  server.once("exit", (code) => reject(new Error(`serve exited ${code}: ${output}`)))
-})
-const session = await new Promise((resolve, reject) => {
-  const req = request(`${url}/sessions`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" } }, (res) => {
-    let text = ""
-    res.on("data", (chunk) => (text += chunk))
-    res.on("end", () => resolve(JSON.parse(text)))
-  })
-  req.on("error", reject)
-  req.end("{}")
-})
+const { server, url } = await startServe(["--import", join(import.meta.dirname, "server-stamps.mjs")], bin, dir, env)
+const session = await newSession(url, token)
 const prober = spawn(process.execPath, [join(import.meta.dirname, "probe.mjs"), url], { stdio: ["pipe", "pipe", "inherit"] })
 let proberOut = ""
 await new Promise((resolve) => prober.stdout.on("data", (chunk) => (proberOut += chunk, proberOut.startsWith("ready\n") && resolve())))

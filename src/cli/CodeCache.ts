@@ -24,7 +24,6 @@
  * @since 0.12.0
  * @internal
  */
-import { isAscii } from "node:buffer"
 import { accessSync, closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, type Stats, statSync, writeFileSync } from "node:fs"
 import * as NodeModule from "node:module"
 import { homedir, tmpdir } from "node:os"
@@ -118,13 +117,14 @@ const readOwnCache = (file: string): Buffer | undefined => {
 }
 
 /**
- * The bundle's text. esbuild writes it in ASCII (its default charset escapes the rest), and ASCII is
- * decoded as Latin-1: Node then hands V8 the bytes as they are (one copy, kept outside the heap),
- * where a UTF-8 read takes 8 KiB a system call (310 for the 2.5 MB bundle) and decodes it into the
- * heap — 10–20 ms of a start's CPU (mostly the kernel's), for the same string. Bytes that are not
- * ASCII (a bundle built otherwise) are decoded as UTF-8.
+ * The bundle's text, from its bytes read in one read (a UTF-8 read, `readFileSync(path, "utf8")`, is
+ * Node 20's `readFileUtf8`: 310 reads of 8 KiB for the 2.5 MB bundle and the page faults of their
+ * growth), decoded as UTF-8 into V8's heap. Not as Latin-1, though esbuild writes ASCII: Node makes a
+ * Latin-1 string over 1 MB an external one, and `serve` with 500 watchers then peaked ≈ 15 MB higher
+ * (its old space as much larger; 16 alternated rounds, docs/benchmarks.md "row18"), for 40 page faults
+ * fewer at a start.
  */
-export const bundleSource = (bytes: Buffer): string => isAscii(bytes) ? bytes.toString("latin1") : bytes.toString("utf8")
+export const bundleSource = (bytes: Buffer): string => bytes.toString("utf8")
 
 /** A short, stable hash of a string (FNV-1a): which flags Node runs with, in a file name. */
 const shortHash = (text: string): string => {

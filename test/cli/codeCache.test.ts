@@ -51,3 +51,13 @@ it("the bundle's text is what a UTF-8 read gives, whether its bytes are ASCII (r
     expect(bundleSource(bytes)).toBe(text)
   }
 })
+
+it("the bundle's text is a string of V8's heap, not an external one (Latin-1 from Node is external above 1 MB)", () => {
+  // An ASCII bundle of 8 MiB; Node reports an external string's bytes as external memory at once.
+  const bytes = Buffer.alloc(8 * 1048576, "x = 1;\n")
+  const before = process.memoryUsage().external
+  const source = bundleSource(bytes)
+  const grown = process.memoryUsage().external - before
+  expect(source.length).toBe(bytes.length)
+  expect(grown).toBeLessThan(4 * 1048576)
+})
