@@ -44,7 +44,7 @@ it("a cache is named by the command and the SQL store --store names: a run on an
   expect(name("--version")).toBe("other")
 })
 
-it("the bundle's text is what a UTF-8 read gives, whether its bytes are ASCII (read as Latin-1) or not", () => {
+it("the bundle's text is what a UTF-8 read gives, whether its bytes are ASCII or not", () => {
   for (const text of ["module.exports = 1;\n\"\\u00e9\"", "", "const s = \"é — 👋\";", "\u0000\u007f"]) {
     const bytes = Buffer.from(text, "utf8")
     expect(bundleSource(bytes)).toBe(bytes.toString("utf8"))
