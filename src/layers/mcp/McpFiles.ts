@@ -33,6 +33,7 @@ import * as NodePath from "node:path"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "../workspace/Paths.js"
 import type * as McpConfig from "./McpConfig.js"
+import * as RegistryFetch from "./RegistryFetch.js"
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
@@ -67,13 +68,18 @@ export interface Bound {
 /**
  * The files a program reads its commands from when it is run in the project, unnamed: a package
  * manager's `package.json` scripts (`npm run mcp`, `yarn start`), a `Makefile`'s rules, a
- * `justfile`'s recipes. What they run is what the server runs.
+ * `justfile`'s recipes. What they run is what the server runs. With them, the configuration a
+ * package manager or launcher reads from the project, which may choose its registry or what runs
+ * in its place (`RegistryFetch.projectConfig`: `.npmrc`, `.yarnrc.yml`, `bunfig.toml`).
  */
 const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
-  npm: ["package.json"],
-  pnpm: ["package.json"],
-  yarn: ["package.json"],
-  bun: ["package.json"],
+  npm: ["package.json", ...RegistryFetch.projectConfig.npm!],
+  pnpm: ["package.json", ...RegistryFetch.projectConfig.pnpm!],
+  yarn: ["package.json", ...RegistryFetch.projectConfig.yarn!],
+  bun: ["package.json", ...RegistryFetch.projectConfig.bun!],
+  npx: RegistryFetch.projectConfig.npx!,
+  pnpx: RegistryFetch.projectConfig.pnpx!,
+  bunx: RegistryFetch.projectConfig.bunx!,
   make: ["Makefile", "makefile", "GNUmakefile"],
   just: ["justfile", "Justfile", ".justfile"]
 }
@@ -101,6 +107,9 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   add(server.command)
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
+  // A launcher that runs the project's own copy of the package it names, when there is one.
+  const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
+  if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched))
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
 
