@@ -100,3 +100,26 @@ describe("a launcher's configuration in the project", () => {
     expect(project.files.filter((f) => f.state !== "absent").map((f) => f.path)).toEqual([])
   })
 })
+
+describe("the files a launcher's configuration names", () => {
+  it("a program or preload the project's .npmrc or .yarnrc.yml names is bound: one changed after trust makes it untrusted again", async () => {
+    const cwd = repoWith({
+      n: { command: "npx", args: ["-y", "docs-mcp@1.0.0"] },
+      y: { command: "yarn", args: ["dlx", "docs-mcp@1.0.0"] }
+    }, {
+      ".npmrc": "node-options=\"--require ./tools/preload.js\"\nscript-shell = ./tools/shell.sh\n",
+      ".yarnrc.yml": "yarnPath: .yarn/releases/yarn-4.0.0.cjs\n",
+      "tools/preload.js": "// preload\n",
+      "tools/shell.sh": "#!/bin/sh\n",
+      ".yarn/releases/yarn-4.0.0.cjs": "// yarn\n"
+    })
+    const project = await inspect(cwd)
+    const present = project.files.filter((f) => f.state !== "absent").map((f) => f.path)
+    expect(present).toEqual(expect.arrayContaining(["tools/preload.js", "tools/shell.sh", ".yarn/releases/yarn-4.0.0.cjs"]))
+    for (const file of ["tools/preload.js", ".yarn/releases/yarn-4.0.0.cjs"]) {
+      const trusted = await inspect(cwd)
+      writeFileSync(join(cwd, file), "// changed after trust\n")
+      expect(await stillTrusted(cwd, trusted), file).toBe("changed")
+    }
+  })
+})

@@ -178,9 +178,22 @@ const fileState = async (path: string, budget: { left: number }): Promise<string
 export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<ReadonlyArray<Bound>> => {
   const out: Array<Bound> = []
   const budget = { left: limits.totalBytes }
-  for (const path of named) {
+  const seen = new Set(named)
+  const queue = [...named]
+  for (let i = 0; i < queue.length; i++) {
+    const path = queue[i]!
     const state = await fileState(NodePath.join(cwd, path), budget)
     out.push({ path, state })
+    if (state.startsWith("sha256:") && configNames.has(path)) {
+      for (const more of await configPaths(cwd, path)) {
+        // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
+        if (seen.size > limits.names) {
+          out.push({ path: more, state: overBudget })
+          break
+        }
+        if (!seen.has(more)) seen.add(more), queue.push(more)
+      }
+    }
     if (state !== "folder") continue
     const main = await packageMain(cwd, path)
     for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
@@ -189,6 +202,30 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     }
   }
   return out
+}
+
+/** A launcher's configuration files in the project (`RegistryFetch.projectConfig`), by their path there. */
+const configNames = new Set(Object.values(RegistryFetch.projectConfig).flat())
+
+/**
+ * The project's paths a launcher's configuration file names, with a launcher's names for them: its
+ * values may name a program or code run in the launcher's place (`.yarnrc.yml`'s `yarnPath`, `.npmrc`'s
+ * `script-shell` or `node-options=--require ./x.js`). Every value word that is a path inside the
+ * project counts — over-binding a name where no file is costs nothing, missing one leaves code unbound.
+ */
+const configPaths = async (cwd: string, file: string): Promise<ReadonlyArray<string>> => {
+  const text = await RegularFiles.readRegular(NodePath.join(cwd, file), packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => "")
+  const paths: Array<string> = []
+  for (const word of text.split(/[\s=:"',[\]{}]+/)) {
+    if (word === "" || word.startsWith("-") || word.startsWith("#") || word.startsWith(";")) continue
+    const path = NodePath.resolve(cwd, word)
+    if (path === cwd || !isInside(cwd, path)) continue
+    const relative = NodePath.relative(cwd, path)
+    if (relative === file || dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
+    paths.push(relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : []))
+    if (paths.length > limits.names) break
+  }
+  return paths
 }
 
 /** The most of a folder's `package.json` read for its `main`. */
