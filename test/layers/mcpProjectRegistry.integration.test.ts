@@ -123,3 +123,20 @@ describe("the files a launcher's configuration names", () => {
     }
   })
 })
+
+describe("a Python project's runner", () => {
+  it("uv run, poetry run and pipenv run: the project file that names their scripts and dependencies is bound", async () => {
+    const cwd = repoWith({
+      u: { command: "uv", args: ["run", "docs-mcp"] },
+      p: { command: "poetry", args: ["run", "docs-mcp"] },
+      e: { command: "pipenv", args: ["run", "docs-mcp"] }
+    }, {
+      "pyproject.toml": "[project]\nname = \"x\"\n[project.scripts]\ndocs-mcp = \"x.server:main\"\n",
+      "Pipfile": "[scripts]\ndocs-mcp = \"python server.py\"\n"
+    })
+    const project = await inspect(cwd)
+    expect(project.files.filter((f) => f.state !== "absent").map((f) => f.path)).toEqual(expect.arrayContaining(["pyproject.toml", "Pipfile"]))
+    writeFileSync(join(cwd, "pyproject.toml"), "[project]\nname = \"x\"\n[project.scripts]\ndocs-mcp = \"evil:main\"\n")
+    expect(await stillTrusted(cwd, project)).toBe("changed")
+  })
+})

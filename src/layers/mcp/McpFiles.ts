@@ -80,6 +80,11 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
   npx: RegistryFetch.projectConfig.npx!,
   pnpx: RegistryFetch.projectConfig.pnpx!,
   bunx: RegistryFetch.projectConfig.bunx!,
+  // `uv run x`, `poetry run x`, `pipenv run x`: the project's scripts (`[project.scripts]`, Pipfile's
+  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`).
+  uv: ["pyproject.toml", "uv.toml", "uv.lock"],
+  poetry: ["pyproject.toml", "poetry.lock", "poetry.toml"],
+  pipenv: ["Pipfile", "Pipfile.lock"],
   make: ["Makefile", "makefile", "GNUmakefile"],
   just: ["justfile", "Justfile", ".justfile"]
 }
