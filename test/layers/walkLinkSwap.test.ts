@@ -36,11 +36,11 @@ const setup = (leadsTo: "folder" | "file") => {
   return { cwd, outside }
 }
 
-/** Walks `cwd`, running `swap` at the check of the link's target; the contents read. */
-const walkSwapping = async (cwd: string, target: string, swap: () => void) => {
+/** Walks `cwd`, running `swap` at the check of the link's target; the contents read, and the walk's summary. */
+const walkSwapping = async (cwd: string, target: string, swap: () => void, options: Partial<Walk.Options> = {}) => {
   let swapped = false
   const read: Array<string> = []
-  await Effect.runPromise(Walk.walk({
+  const summary = await Effect.runPromise(Walk.walk({
     root: cwd,
     allowed: (real) => {
       if (!swapped && real === target) {
@@ -58,16 +58,17 @@ const walkSwapping = async (cwd: string, target: string, swap: () => void) => {
     onFile: async (_path, bytes) => {
       read.push(new TextDecoder().decode(bytes))
       return true
-    }
+    },
+    ...options
   }))
   expect(swapped).toBe(true)
-  return read
+  return { read, summary }
 }
 
 describe("a link swapped between the walk's check and its open", () => {
   it("its target folder swapped for a link out: not followed", async () => {
     const { cwd, outside } = setup("folder")
-    const read = await walkSwapping(cwd, join(cwd, "z", "inside"), () => {
+    const { read } = await walkSwapping(cwd, join(cwd, "z", "inside"), () => {
       renameSync(join(cwd, "z", "inside"), join(cwd, "old"))
       symlinkSync(join(outside, "z", "inside"), join(cwd, "z", "inside"))
     })
@@ -76,7 +77,7 @@ describe("a link swapped between the walk's check and its open", () => {
 
   it("its target file swapped for a link out: not read", async () => {
     const { cwd, outside } = setup("file")
-    const read = await walkSwapping(cwd, join(cwd, "z", "file.txt"), () => {
+    const { read } = await walkSwapping(cwd, join(cwd, "z", "file.txt"), () => {
       unlinkSync(join(cwd, "z", "file.txt"))
       symlinkSync(join(outside, "secret.txt"), join(cwd, "z", "file.txt"))
     })
@@ -86,7 +87,7 @@ describe("a link swapped between the walk's check and its open", () => {
   for (const [leadsTo, target] of [["folder", "inside"], ["file", "file.txt"]] as const) {
     it(`a folder above its target ${leadsTo} swapped for a link out: nothing outside read`, async () => {
       const { cwd, outside } = setup(leadsTo)
-      const read = await walkSwapping(cwd, join(cwd, "z", target), () => {
+      const { read } = await walkSwapping(cwd, join(cwd, "z", target), () => {
         renameSync(join(cwd, "z"), join(cwd, "old"))
         symlinkSync(join(outside, "z"), join(cwd, "z"))
       })
@@ -96,11 +97,37 @@ describe("a link swapped between the walk's check and its open", () => {
 
   it("the link itself pointed out after the check: what was checked is read, not where it leads now", async () => {
     const { cwd, outside } = setup("file")
-    const read = await walkSwapping(cwd, join(cwd, "z", "file.txt"), () => {
+    const { read } = await walkSwapping(cwd, join(cwd, "z", "file.txt"), () => {
       unlinkSync(join(cwd, "a-link"))
       symlinkSync(join(outside, "secret.txt"), join(cwd, "a-link"))
     })
     expect(read.join("")).not.toContain("SECRET")
     expect(read).toContain("inside\n")
+  })
+})
+
+/**
+ * Red team 16: the walk asked what a followed link's target is with a `stat` by path, which follows
+ * links: a target swapped for a link out between the check and that look was looked at where it now
+ * led, and at the depth limit the walk's summary said "depth" for a folder there and nothing for a
+ * file — one bit about a path outside cwd. The look is an `lstat` of the checked real path: a link
+ * there was swapped in since the check and is passed over. Failed before: the two summaries differed.
+ */
+describe("the walk's look at what a followed link leads to", () => {
+  const swappedTo = async (kind: "inside" | "secret.txt") => {
+    const { cwd, outside } = setup("folder")
+    const target = join(cwd, "z", "inside")
+    const { read, summary } = await walkSwapping(cwd, target, () => {
+      renameSync(target, join(cwd, "old"))
+      symlinkSync(kind === "inside" ? join(outside, "z", "inside") : join(outside, "secret.txt"), target)
+    }, { skipFolder: () => true, maxDepth: 0 })
+    expect(read.join("")).not.toContain("SECRET")
+    return summary
+  }
+
+  it("tells nothing about where a target swapped for a link out now leads", async () => {
+    const toFolder = await swappedTo("inside")
+    expect(toFolder).toEqual(await swappedTo("secret.txt"))
+    expect(toFolder.stopped).not.toContain("depth")
   })
 })

@@ -33,6 +33,7 @@ import * as NodePath from "node:path"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "../workspace/Paths.js"
 import type * as McpConfig from "./McpConfig.js"
+import * as RegistryFetch from "./RegistryFetch.js"
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
@@ -67,13 +68,23 @@ export interface Bound {
 /**
  * The files a program reads its commands from when it is run in the project, unnamed: a package
  * manager's `package.json` scripts (`npm run mcp`, `yarn start`), a `Makefile`'s rules, a
- * `justfile`'s recipes. What they run is what the server runs.
+ * `justfile`'s recipes. What they run is what the server runs. With them, the configuration a
+ * package manager or launcher reads from the project, which may choose its registry or what runs
+ * in its place (`RegistryFetch.projectConfig`: `.npmrc`, `.yarnrc.yml`, `bunfig.toml`).
  */
 const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
-  npm: ["package.json"],
-  pnpm: ["package.json"],
-  yarn: ["package.json"],
-  bun: ["package.json"],
+  npm: ["package.json", ...RegistryFetch.projectConfig.npm!],
+  pnpm: ["package.json", ...RegistryFetch.projectConfig.pnpm!],
+  yarn: ["package.json", ...RegistryFetch.projectConfig.yarn!],
+  bun: ["package.json", ...RegistryFetch.projectConfig.bun!],
+  npx: RegistryFetch.projectConfig.npx!,
+  pnpx: RegistryFetch.projectConfig.pnpx!,
+  bunx: RegistryFetch.projectConfig.bunx!,
+  // `uv run x`, `poetry run x`, `pipenv run x`: the project's scripts (`[project.scripts]`, Pipfile's
+  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`).
+  uv: ["pyproject.toml", "uv.toml", "uv.lock"],
+  poetry: ["pyproject.toml", "poetry.lock", "poetry.toml"],
+  pipenv: ["Pipfile", "Pipfile.lock"],
   make: ["Makefile", "makefile", "GNUmakefile"],
   just: ["justfile", "Justfile", ".justfile"]
 }
@@ -101,6 +112,9 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   add(server.command)
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
+  // A launcher that runs the project's own copy of the package it names, when there is one.
+  const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
+  if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched))
   return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
 }
 
@@ -169,9 +183,22 @@ const fileState = async (path: string, budget: { left: number }): Promise<string
 export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<ReadonlyArray<Bound>> => {
   const out: Array<Bound> = []
   const budget = { left: limits.totalBytes }
-  for (const path of named) {
+  const seen = new Set(named)
+  const queue = [...named]
+  for (let i = 0; i < queue.length; i++) {
+    const path = queue[i]!
     const state = await fileState(NodePath.join(cwd, path), budget)
     out.push({ path, state })
+    if (state.startsWith("sha256:") && configNames.has(path)) {
+      for (const more of await configPaths(cwd, path)) {
+        // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
+        if (seen.size > limits.names) {
+          out.push({ path: more, state: overBudget })
+          break
+        }
+        if (!seen.has(more)) seen.add(more), queue.push(more)
+      }
+    }
     if (state !== "folder") continue
     const main = await packageMain(cwd, path)
     for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
@@ -180,6 +207,30 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     }
   }
   return out
+}
+
+/** A launcher's configuration files in the project (`RegistryFetch.projectConfig`), by their path there. */
+const configNames = new Set(Object.values(RegistryFetch.projectConfig).flat())
+
+/**
+ * The project's paths a launcher's configuration file names, with a launcher's names for them: its
+ * values may name a program or code run in the launcher's place (`.yarnrc.yml`'s `yarnPath`, `.npmrc`'s
+ * `script-shell` or `node-options=--require ./x.js`). Every value word that is a path inside the
+ * project counts — over-binding a name where no file is costs nothing, missing one leaves code unbound.
+ */
+const configPaths = async (cwd: string, file: string): Promise<ReadonlyArray<string>> => {
+  const text = await RegularFiles.readRegular(NodePath.join(cwd, file), packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => "")
+  const paths: Array<string> = []
+  for (const word of text.split(/[\s=:"',[\]{}]+/)) {
+    if (word === "" || word.startsWith("-") || word.startsWith("#") || word.startsWith(";")) continue
+    const path = NodePath.resolve(cwd, word)
+    if (path === cwd || !isInside(cwd, path)) continue
+    const relative = NodePath.relative(cwd, path)
+    if (relative === file || dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
+    paths.push(relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : []))
+    if (paths.length > limits.names) break
+  }
+  return paths
 }
 
 /** The most of a folder's `package.json` read for its `main`. */

@@ -254,17 +254,22 @@ export const summary = (project: Project): ReadonlyArray<string> => {
       : [
         "Once trusted, each session in this project starts or connects to (its tools still ask before they run):",
         ...entries.map(([name, server]) => `  ${ProjectSettings.escapeControls(McpConfig.describe(name, server))}`),
-        ...fetchedSummary(entries),
+        ...fetchedSummary(entries, project.files),
         ...filesSummary(project.files)
       ])
   ]
 }
 
 /** A line for each server a launcher fetches from a package registry at each start (`RegistryFetch`). */
-const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>): ReadonlyArray<string> =>
+const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Server]>, files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<string> =>
   entries.flatMap(([name, server]) => {
-    const fetched = McpConfig.isStdio(server) ? RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env) : undefined
-    return fetched === undefined ? [] : [ProjectSettings.escapeControls(RegistryFetch.describe(name, fetched))]
+    if (!McpConfig.isStdio(server)) return []
+    const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
+    if (fetched === undefined) return []
+    const program = server.command.split(/[\\/]/).at(-1)!
+    const reads = new Set([...(RegistryFetch.projectConfig[program] ?? []), ...RegistryFetch.localCopies(fetched)])
+    const present = files.filter((f) => f.state !== "absent" && reads.has(f.path)).map((f) => f.path)
+    return RegistryFetch.describe(name, fetched, present).map(ProjectSettings.escapeControls)
   })
 
 /** The lines saying which of the project's files trust covers too (`McpFiles`), and what it does not cover. */
@@ -277,6 +282,6 @@ const filesSummary = (files: ReadonlyArray<McpFiles.Bound>): ReadonlyArray<strin
     ...present.slice(0, 20).map((f) => `  ${ProjectSettings.escapeControls(f.path)}${f.state === "folder" ? "/" : ""}`),
     ...(present.length > 20 ? [`  … and ${present.length - 20} more`] : []),
     ...(absent > 0 ? [`  (and ${absent} name${absent === 1 ? "" : "s"} where no file is now)`] : []),
-    "Not covered: what those files load in turn (imports, packages npx or uv run finds), and a server's data (a named folder's other files, databases, logs, documents): trust that as you would run it yourself."
+    "Not covered: what those files load in turn (imports, the packages a launcher fetches or a project's `node_modules` holds beyond the one named), and a server's data (a named folder's other files, databases, logs, documents): trust that as you would run it yourself."
   ]
 }

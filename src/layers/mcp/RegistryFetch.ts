@@ -138,6 +138,48 @@ const launchers: ReadonlyArray<{ readonly program: string; readonly sub: Readonl
   { program: "pipx", sub: ["run"], grammar: pipx }
 ]
 
+/**
+ * The project's files a launcher reads from the folder it starts in (a project's server starts in
+ * the project) that choose who supplies what it fetches, or what runs in its place — each
+ * launcher's documented configuration: npm's per-project `.npmrc` (`registry=`, `@scope:registry=`,
+ * and for `npm run` `script-shell=`, `node-options=`); pnpm's `.npmrc` and `pnpm-workspace.yaml`;
+ * yarn's `.yarnrc.yml` (`npmRegistryServer`, and `yarnPath`, the file yarn runs instead of itself)
+ * and yarn 1's `.yarnrc`; bun's `bunfig.toml` and `.npmrc`. uv's tool commands (`uvx`) read no
+ * project configuration (uv's docs: "for tool commands … local configuration files will be
+ * ignored"), and pip, so pipx, reads no `pip.conf` from the folder it runs in. Keyed by program.
+ */
+export const projectConfig: Readonly<Record<string, ReadonlyArray<string>>> = {
+  npx: [".npmrc"],
+  npm: [".npmrc"],
+  pnpx: [".npmrc", "pnpm-workspace.yaml"],
+  pnpm: [".npmrc", "pnpm-workspace.yaml"],
+  yarn: [".yarnrc.yml", ".yarnrc"],
+  bunx: ["bunfig.toml", ".npmrc"],
+  bun: ["bunfig.toml", ".npmrc"]
+}
+
+/** Launchers that run a package the project already has (`node_modules/<name>`, its `node_modules/.bin/<bin>`) instead of fetching it. */
+const runsLocalCopy = new Set(["npx", "npm exec", "bunx", "bun x"])
+
+/** A package spec's name (`@scope/foo@^1` → `@scope/foo`); none for a path, URL, tarball or git spec. */
+const specName = (spec: string): string | undefined => {
+  const match = /^(@[\w.-]+\/[\w.-]+|[\w.-]+)(?:@[^/:]*)?$/.exec(spec)
+  return match === null || match[1]!.startsWith(".") ? undefined : match[1]
+}
+
+/**
+ * The project's paths a launcher's line runs instead of fetching, when they are there: npm's exec
+ * (and bun's) runs a package found in the project's `node_modules` — a clone may ship one — and
+ * never asks the registry. Relative to the project.
+ */
+export const localCopies = (fetched: Fetched | Unclear): ReadonlyArray<string> => {
+  if ("unclear" in fetched || !runsLocalCopy.has(fetched.launcher)) return []
+  return [fetched.pkg, ...(fetched.also ?? [])].flatMap((spec) => {
+    const name = specName(spec)
+    return name === undefined ? [] : [`node_modules/${name}`, `node_modules/.bin/${name.split("/").at(-1)!}`]
+  })
+}
+
 /** An exact version after the name: `@1.2.3` (npm's, a scope's leading `@` aside), `==1.2.3` or `@1.2.3` (uv's). */
 const exactVersion = /^(@?[^@=\s]+)(?:@|==)v?\d+\.\d+\.\d+(?:[-+][\w.-]+)?$/
 
@@ -218,8 +260,26 @@ const readLine = (grammar: Grammar, sub: ReadonlyArray<string>, args: ReadonlyAr
   return packages.length === 0 ? undefined : { packages, sources }
 }
 
-/** The summary's line for a server that fetches from a registry (see the module's comment). */
-export const describe = (name: string, fetched: Fetched | Unclear): string => {
+/**
+ * The summary's lines for a server that fetches from a registry (see the module's comment).
+ * `present`: the project's files now there, of those this line's launcher reads (`projectConfig`,
+ * `localCopies`) — said, since they choose who supplies the code or run the project's own copy.
+ */
+export const describe = (name: string, fetched: Fetched | Unclear, present: ReadonlyArray<string> = []): ReadonlyArray<string> => {
+  const config = present.filter((path) => !path.startsWith("node_modules/"))
+  const local = present.filter((path) => path.startsWith("node_modules/"))
+  const project = [
+    ...(config.length > 0
+      ? [`  ${name}: ${fetched.launcher} also reads the project's ${config.join(", ")}, which may choose its registry (or what runs in its place); trust covers ${config.length === 1 ? "that file" : "those files"} as they are now`]
+      : []),
+    ...(local.length > 0
+      ? [`  ${name}: the project has its own ${local.join(", ")}, which ${fetched.launcher} runs instead of fetching; trust covers ${local.length === 1 ? "it" : "them"} as they are now`]
+      : [])
+  ]
+  return [describeLine(name, fetched), ...project]
+}
+
+const describeLine = (name: string, fetched: Fetched | Unclear): string => {
   if ("unclear" in fetched) {
     return `  ${name}: ${fetched.launcher} fetches packages at each start, but which and from where cannot be told (its option ${JSON.stringify(fetched.unclear)} is not one this summary reads): trust covers this line, not what is fetched`
   }

@@ -150,9 +150,11 @@ const longNames = (word: string, denied: ReadonlyArray<string>): boolean => {
  */
 const npmProgramSettings = [
   "--userconfig", "--globalconfig", "--script-shell", "--node-options", "--onload-script", "--git", "--shell", "--editor", "--browser",
-  "--viewer", "--init-module"
+  "--viewer", "--init-module", "--node-gyp"
 ]
 const npmNamesProgram = (arg: string): boolean => arg.split("=")[0] !== "--global" && longNames(arg, npmProgramSettings)
+/** pnpm's: the same settings, also as `--config.<key>=…`, its way of setting any of them on the line. */
+const pnpmNamesProgram = (arg: string): boolean => npmNamesProgram(arg.startsWith("--config.") ? `--${arg.slice("--config.".length)}` : arg)
 
 /** Version and environment managers, and their subcommands (or options) that run a command given after them. */
 const managerRunners: Record<string, ReadonlyArray<string>> = {
@@ -233,7 +235,10 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   // The diff program it runs.
   ...Object.fromEntries(["sdiff", "diff3"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => longNames(a, ["--diff-program"]))])),
   // A configuration file (which sets the rest), a shell or a program npm runs, code node loads.
-  ...Object.fromEntries(["npm", "pnpm"].map((program) => [program, (args: ReadonlyArray<string>) => args.some(npmNamesProgram)])),
+  npm: (args) => args.some(npmNamesProgram),
+  pnpm: (args) => args.some(pnpmNamesProgram),
+  // GNU split's `--filter=CMD`: each piece is written to CMD, run through a shell.
+  split: (args) => args.some((a) => longNames(a, ["--filter"])),
   // A `.yarnrc` whose `yarn-path` is the script yarn runs in its place.
   yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"]))
 }

@@ -163,8 +163,10 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
           return
         }
         if (fenced(target.path, shown)) return
-        const info = await NodeFs.stat(target.path).catch(() => undefined)
-        if (info === undefined) return
+        // An `lstat` of the checked real path: a link there was swapped in since the check, and a
+        // `stat` following it told (by the depth stop) whether where it leads now is a folder.
+        const info = await NodeFs.lstat(target.path).catch(() => undefined)
+        if (info === undefined || info.isSymbolicLink()) return
         if (info.isDirectory()) {
           if (depth >= options.maxDepth) {
             stopped.add("depth")
