@@ -8,31 +8,12 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
-import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { SessionEngine } from "../../src/engine/SessionEngine.js"
-import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
-import { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer, tempDir } from "../helpers.js"
+import { collect, tempDir } from "../helpers.js"
+import { engineOn as watchingEngineOn } from "./watchingEngine.js"
 
-/** An engine on the JSONL store in `dataDir`, noting the sequence each of its store's reads starts from. */
-const engineOn = (dataDir: string, responses: number, readsFrom: Array<number>) => {
-  const counting = Layer.effect(
-    EventStore,
-    Effect.map(EventStore, (store) =>
-      EventStore.of({
-        ...store,
-        read: (sessionId, options) => {
-          readsFrom.push(options?.fromSequence ?? 1)
-          return store.read(sessionId, options)
-        }
-      }))
-  ).pipe(Layer.provide(JsonlEventStore.layer({ dataDir })))
-  return Effect.map(
-    Layer.build(engineLayer(counting, { responses: Array.from({ length: responses }, (_, i) => ({ chunks: [`answer ${i}`] })) }, { watchPollInterval: "20 millis" })),
-    (context) => context.unsafeMap.get(SessionEngine.key) as SessionEngine["Type"]
-  )
-}
+const engineOn = (dataDir: string, responses: number, readsFrom: Array<number>) =>
+  watchingEngineOn(dataDir, responses, { read: (fromSequence) => readsFrom.push(fromSequence) }, 20)
 
 describe("watchSession of a session another engine writes", () => {
   it.live("from past the end: the log is never read from its start", () =>

@@ -210,10 +210,10 @@ const decodeRow = (row: EventRow) =>
  * instead of the disk's own error. The effect's own failure is kept and answered.
  */
 const transaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-  Effect.suspend(() => {
+  Effect.suspend((): Effect.Effect<A, E | SqlError, R> => {
     let failed: Cause.Cause<E> | undefined
     return sql.withTransaction(Effect.tapErrorCause(effect, (cause) => Effect.sync(() => void (failed = cause)))).pipe(
-      Effect.catchSomeDefect((defect) =>
+      Effect.catchSomeDefect((defect): Option.Option<Effect.Effect<never, E | SqlError>> =>
         defect instanceof SqlError ? Option.some(failed === undefined ? Effect.fail(defect) : Effect.failCause(failed)) : Option.none()
       )
     )
