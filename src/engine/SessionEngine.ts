@@ -651,6 +651,14 @@ export const make = (
       return session !== undefined && from > session.state.lastSequence
     }
 
+    /**
+     * Whether a session is stored: a log whose end the store reads as an event of it is (JSONL: 4 KiB
+     * of its end), else its first event is read (JSONL: a 64 KiB chunk, or the whole log when smaller).
+     */
+    const isStored = (sessionId: string) =>
+      Effect.flatMap(store.lastSequence?.(sessionId) ?? Effect.succeedNone, (last) =>
+        Option.isSome(last) ? Effect.succeed(true) : Effect.map(Stream.runHead(store.read(sessionId)), Option.isSome))
+
     const watchWithin = (input: WatchSessionInput, span: Tracer.Span) =>
       Effect.gen(function*() {
         const { sessionId } = input
@@ -665,9 +673,7 @@ export const make = (
           polling: () => !sessions.holdsWriter(sessionId),
           ...(store.lastSequence === undefined ? {} : { lastSequence: store.lastSequence(sessionId) })
         })
-        if (!sessions.has(sessionId) && Option.isNone(yield* Stream.runHead(store.read(sessionId)))) {
-          return yield* new SessionNotFound({ sessionId })
-        }
+        if (!sessions.has(sessionId) && !(yield* isStored(sessionId))) return yield* new SessionNotFound({ sessionId })
         return Watchers.watch(live, pastTheEnd(sessionId, from) ? Stream.empty : read(from), from, read)
       })
 

@@ -43,6 +43,7 @@ import * as Directories from "./Directories.js"
 import * as SqlBlobStore from "./blobs/SqlBlobStore.js"
 import * as EventTables from "./sql/EventTables.js"
 import * as SessionUsage from "./sql/SessionUsage.js"
+import * as SqliteFileLimit from "./sql/SqliteFileLimit.js"
 import * as SqliteSchema from "./sql/SqliteSchema.js"
 import * as Lease from "./writer/Lease.js"
 
@@ -187,15 +188,19 @@ const explain = (code: string | undefined, message: string): string => {
   return `${plain === undefined ? message : `${plain}: ${message}`}${code === undefined ? "" : ` (${code})`}`
 }
 
-const failure = (operation: EventStoreFailure["operation"], filename: string, sessionId?: string) => (error: SqlError) =>
-  new EventStoreFailure({
-    reason: reasonOf(error),
+const failure = (operation: EventStoreFailure["operation"], filename: string, sessionId?: string) => (error: SqlError) => {
+  const code = sqliteCode(error)
+  // A file at its size limit: `disk_full`, as the JSONL store says for the same `EFBIG` (see SqliteFileLimit).
+  const limited = SqliteFileLimit.isFileSizeLimit(code)
+  return new EventStoreFailure({
+    reason: limited ? "disk_full" : reasonOf(error),
     operation,
     path: filename,
-    detail: explain(sqliteCode(error), error.message),
+    detail: limited ? `a write failed under the process's file-size limit (ulimit -f): ${error.message} (${code})` : explain(code, error.message),
     cause: error,
     ...(sessionId === undefined ? {} : { sessionId })
   })
+}
 
 /** Any error met while opening the database (often a defect of the driver) as a store failure naming the file. */
 const openFailure = (filename: string, error: unknown, what = "opening the database failed") => {

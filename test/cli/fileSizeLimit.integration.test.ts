@@ -43,8 +43,8 @@ for (const store of ["jsonl", "sqlite"] as const) {
       })], { cwd, prefix: limitedTo(store === "jsonl" ? 16 : 64) }).done
       expect(full.signal).toBeNull()
       expect(full.code).not.toBe(0)
-      // SQLite reports the failed write as an I/O error (SQLITE_IOERR), not as a full disk.
-      expect(full.stderr).toMatch(store === "jsonl" ? /Event store append failed \[disk_full\]: EFBIG/ : /Event store append failed \[unavailable\]: the disk failed a read or write/)
+      // SQLite reports the failed write as an I/O error (SQLITE_IOERR); the store tells the file-size limit (storage3).
+      expect(full.stderr).toMatch(store === "jsonl" ? /Event store append failed \[disk_full\]: EFBIG/ : /Event store append failed \[disk_full\]: a write failed under the process's file-size limit/)
       expect(full.stderr).not.toContain("failed unexpectedly")
 
       const stored = eventsOf((await run(["replay", sessionId!, "--json", ...common])).stdout)

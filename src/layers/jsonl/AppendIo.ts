@@ -10,6 +10,7 @@
  */
 import { closeSync, constants, fchmodSync, fsync, ftruncateSync, openSync, statSync, writeSync } from "node:fs"
 import * as Context from "effect/Context"
+import { readAt } from "./LogSeek.js"
 
 /** The append operations; each throws (or calls back with) a `node:fs` error. */
 export interface Io {
@@ -26,6 +27,8 @@ export interface Io {
   readonly close: (fd: number) => void
   /** The file's size in bytes, -1 when it does not exist. */
   readonly size: (path: string) => number
+  /** Reads `length` bytes at `offset` (fewer at the end of the file): how a log's end is found before appending. */
+  readonly readAt: (fd: number, offset: number, length: number) => Buffer
 }
 
 /** The real file system. */
@@ -39,7 +42,8 @@ export const node: Io = {
   size: (path) => {
     const stats = statSync(path, { throwIfNoEntry: false })
     return stats === undefined ? -1 : stats.size
-  }
+  },
+  readAt
 }
 
 /** The operations the JSONL stores built in its scope append with (default: {@link node}). */

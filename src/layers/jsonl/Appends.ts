@@ -39,7 +39,6 @@ import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
-import { readAt } from "./LogSeek.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -196,16 +195,22 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         )
       })
 
+    /** Bytes read at each end of a log first when its writer lock is taken (storage3: 64 KiB each before). */
+    const firstRead = 4 * 1024
+
     /** {@link scanTail} on an open log; throws what `node:fs` throws. */
     const readTail = (fd: number, file: string, sessionId: string): TailScan => {
       const size = fstatSync(fd).size
       if (size === 0) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut: 0 }
-      const head = readAt(fd, 0, Math.min(size, 64 * 1024))
+      // A few KiB first at each end: the header is one short line and a last line is mostly short;
+      // then as before (a first line within 64 KiB, a window growing up to the longest line).
+      const shortHead = io.readAt(fd, 0, Math.min(size, firstRead))
+      const head = shortHead.indexOf(newline) === -1 && size > firstRead ? io.readAt(fd, 0, Math.min(size, 64 * 1024)) : shortHead
       const firstEnd = head.indexOf(newline)
       const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(head.toString("utf8", 0, firstEnd))
-      let window = Math.min(size, 64 * 1024)
+      let window = Math.min(size, firstRead)
       while (true) {
-        const bytes = readAt(fd, size - window, window)
+        const bytes = io.readAt(fd, size - window, window)
         const lastNewline = bytes.lastIndexOf(newline)
         const previousNewline = lastNewline <= 0 ? -1 : bytes.lastIndexOf(newline, lastNewline - 1)
         if ((lastNewline === -1 || previousNewline === -1) && window < size) {

@@ -9,6 +9,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -200,11 +201,23 @@ const decodeRow = (row: EventRow) =>
  * `sql.withTransaction`, with a failed COMMIT as the `SqlError` it is: @effect/sql makes it a defect
  * (`orDie`), yet a COMMIT is where a full disk meets a SQLite append in WAL mode (its pages are
  * written then), and an append must fail typed (`EventStoreFailure`), never as a crash of the turn.
+ *
+ * A failed ROLLBACK does not replace the failure that asked for it. @effect/sql rolls back when the
+ * transaction's effect fails, and makes a failed ROLLBACK a defect in place of that failure; SQLite
+ * rolls a transaction back itself when a statement inside it meets a full disk or an I/O error (an
+ * INSERT whose pages spill to the WAL, a file at its size limit), so that ROLLBACK fails "no
+ * transaction is active" and the append failed `unavailable` with the ROLLBACK's `SQLITE_ERROR`
+ * instead of the disk's own error. The effect's own failure is kept and answered.
  */
 const transaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-  sql.withTransaction(effect).pipe(
-    Effect.catchSomeDefect((defect) => defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none())
-  )
+  Effect.suspend((): Effect.Effect<A, E | SqlError, R> => {
+    let failed: Cause.Cause<E> | undefined
+    return sql.withTransaction(Effect.tapErrorCause(effect, (cause) => Effect.sync(() => void (failed = cause)))).pipe(
+      Effect.catchSomeDefect((defect): Option.Option<Effect.Effect<never, E | SqlError>> =>
+        defect instanceof SqlError ? Option.some(failed === undefined ? Effect.fail(defect) : Effect.failCause(failed)) : Option.none()
+      )
+    )
+  })
 
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, listingPlan, retried = once, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
