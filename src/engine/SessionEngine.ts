@@ -399,6 +399,7 @@ export const make = (
     const subagents = Subagents.makeRuntime({
       offersTask: baseTools?.definitions.some((d) => d.name === Task.toolName) === true,
       maxDepth: options.maxSubagentDepth,
+      maxSubagents: options.maxSubagents ?? options.maxToolCalls ?? Services.defaultOptions.maxToolCalls,
       budget: options.budget
     })
     const services: Services.Services = {

@@ -1,0 +1,91 @@
+/**
+ * A model that fans out: a hundred `task` calls in one step, each subagent asking for more. One
+ * user turn's tree starts at most `maxSubagents` subagent sessions in all (default: the engine's
+ * `maxToolCalls`, 100); every call past it is refused before any session is made, as a typed
+ * `tool.failed {errorCode: "subagents_exceeded"}` the model reads, and every log stays well formed.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
+import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
+import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as TaskTool from "../../src/layers/TaskTool.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
+
+const withTools = (model: FakeModelProvider.Options, options: Options = {}) =>
+  engineLayer(MemoryEventStore.layer, model, options).pipe(
+    Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
+    Layer.provideMerge(PermissionPolicy.layer({}))
+  )
+
+const ofType = <T extends AgentEvent["type"]>(events: ReadonlyArray<AgentEvent>, type: T) =>
+  events.filter((e): e is EventOfType<T> => e.type === type)
+
+const task = (prompt: string, id: string) => ({ tool: "task", args: { description: "fan out", prompt }, id })
+
+/**
+ * The top session asks for `wide` tasks in one step; each of those subagents asks for `deep` more
+ * (its own script, so that concurrent children do not share one), which answer at once.
+ */
+const fanOut = (wide: number, deep: number): FakeModelProvider.Options => ({
+  responses: [{ toolCalls: Array.from({ length: wide }, (_, i) => task(`fan ${i}`, `t${i}`)) }, { chunks: ["top done"] }],
+  subagents: Object.fromEntries(Array.from({ length: wide }, (_, i) => [
+    `fan ${i}`,
+    [{ toolCalls: Array.from({ length: deep }, (_, j) => task("leaf", `l${j}`)) }, { chunks: [`child ${i} done`] }]
+  ]))
+})
+
+/** Every session's log, checked well formed, and what the whole tree did. */
+const treeOf = Effect.gen(function*() {
+  const engine = yield* SessionEngine
+  const sessions = yield* engine.listSessions
+  const events: Array<AgentEvent> = []
+  for (const s of sessions) {
+    const log = yield* collect(engine.replaySession({ sessionId: s.sessionId }))
+    expectWellFormedLog(log)
+    events.push(...log)
+  }
+  return { sessions: sessions.length, events }
+})
+
+const fanOutTurn = (model: FakeModelProvider.Options, options: Options) =>
+  Effect.gen(function*() {
+    const cwd = yield* tempDir
+    return yield* Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+      const turn = yield* collect(engine.runTurn({ sessionId, userMessage: "fan out" }))
+      return { turn, tree: yield* treeOf }
+    }).pipe(Effect.provide(withTools(model, options)))
+  }).pipe(Effect.provide(NodeContext.layer))
+
+describe("a model that fans out", () => {
+  it.scoped("a hundred tasks each asking for two more: the tree starts 100 subagents (maxToolCalls' default), the rest fail subagents_exceeded", () =>
+    Effect.gen(function*() {
+      const { tree, turn } = yield* fanOutTurn(fanOut(100, 2), {})
+      expect(turn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      // 1 top session + 100 subagents, not the 1 + 100 + 200 the model asked for.
+      expect(tree.sessions).toBe(101)
+      expect(ofType(tree.events, "subagent.started")).toHaveLength(100)
+      const refused = ofType(tree.events, "tool.failed").filter((e) => e.payload.errorCode === "subagents_exceeded")
+      // Every task call but the 100 that started one, at either depth.
+      expect(refused).toHaveLength(ofType(tree.events, "model.tool_call_requested").length - 100)
+      expect(refused[0]!.payload.message).toBe("This turn has started its 100 subagents, the most one turn may; do the rest yourself.")
+    }), 120_000)
+
+  it.scoped("maxSubagents is settable: 5 in all, across both depths; the top turn still ends with its answer", () =>
+    Effect.gen(function*() {
+      const { tree, turn } = yield* fanOutTurn(fanOut(10, 10), { maxSubagents: 5 })
+      expect(turn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expect(tree.sessions).toBe(6)
+      expect(ofType(tree.events, "subagent.started")).toHaveLength(5)
+      // Every task call but the 5 that started one was refused before any session was made.
+      const requested = ofType(tree.events, "model.tool_call_requested").length
+      expect(ofType(tree.events, "tool.failed").filter((e) => e.payload.errorCode === "subagents_exceeded")).toHaveLength(requested - 5)
+    }), 120_000)
+})
