@@ -7,6 +7,8 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
 import * as Layer from "effect/Layer"
 import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
 import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
@@ -88,4 +90,40 @@ describe("a model that fans out", () => {
       const requested = ofType(tree.events, "model.tool_call_requested").length
       expect(ofType(tree.events, "tool.failed").filter((e) => e.payload.errorCode === "subagents_exceeded")).toHaveLength(requested - 5)
     }), 120_000)
+
+  it.scoped("a rewind or a compaction asked while a subagent runs: refused on the parent and on the child (TurnInProgress); the tree ends as it would", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "first" }))
+        const point = (yield* collect(engine.replaySession({ sessionId }))).at(-1)!.sequence
+        const turn = yield* Effect.fork(collect(engine.runTurn({ sessionId, userMessage: "delegate" })))
+        // Until the child's turn is open (its answer waits on the test clock, which does not move here).
+        let child: string | undefined
+        while (child === undefined) {
+          yield* Effect.yieldNow()
+          const others = (yield* engine.listSessions).filter((s) => s.sessionId !== sessionId)
+          if (others.length > 0 && (yield* engine.sessionState({ sessionId: others[0]!.sessionId })).openTurn !== undefined) child = others[0]!.sessionId
+        }
+        for (const id of [sessionId, child]) {
+          expect(yield* Effect.flip(engine.rewindSession({ sessionId: id, toSequence: id === sessionId ? point : 1 }))).toMatchObject({ _tag: "TurnInProgress" })
+          expect(yield* Effect.flip(engine.compactSession({ sessionId: id, keepRecentTokens: 0 }))).toMatchObject({ _tag: "TurnInProgress" })
+        }
+        while ((yield* Fiber.poll(turn))._tag === "None") {
+          yield* TestClock.adjust("1 second")
+          yield* Effect.yieldNow()
+        }
+        const events = yield* Fiber.join(turn)
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        const log = yield* collect(engine.replaySession({ sessionId }))
+        expectWellFormedLog(log)
+        expect(log.filter((e) => e.type.startsWith("compaction.") || e.type === "session.rewound")).toEqual([])
+        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId: child! })))
+      }).pipe(Effect.provide(withTools({
+        responses: [{ chunks: ["hello"] }, { toolCalls: [task("slow", "t")] }, { chunks: ["delegated"] }],
+        subagents: { slow: [{ chunks: ["slow answer"], delay: "1 second" }] }
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)), 120_000)
 })
