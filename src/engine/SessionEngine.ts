@@ -740,9 +740,9 @@ export const make = (
 /** A turn's budget, checked: each limit a positive finite number. */
 const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget | undefined, InvalidInput> => {
   if (budget === undefined) return Effect.succeed(undefined)
-  const bad = (["maxTokens", "maxCost"] as const).find((key) => budget[key] !== undefined && !(Number.isFinite(budget[key]) && budget[key]! > 0))
+  const bad = (["maxTokens", "maxCost", "maxSteps"] as const).find((key) => budget[key] !== undefined && !(Number.isFinite(budget[key]) && budget[key]! > 0))
   return bad === undefined
-    ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined ? undefined : budget)
+    ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined ? undefined : budget)
     : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
 }
 

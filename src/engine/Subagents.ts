@@ -167,10 +167,12 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
 /** Whether a tree has used more than its budget. */
 const overBudget = (services: Services, tree: Tree): boolean => {
   const { budget } = tree
-  if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined)) return false
+  if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined)) return false
   const used = usedBelow(services, tree, undefined)
+  // Checked before a step counts: the tree's steps so far are all it may take.
   return (budget.maxTokens !== undefined && tokensOf(used.usage) > budget.maxTokens) ||
-    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost)
+    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost) ||
+    (budget.maxSteps !== undefined && used.steps >= budget.maxSteps)
 }
 
 /**

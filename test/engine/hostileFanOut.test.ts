@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
 import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
 import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
@@ -125,5 +126,40 @@ describe("a model that fans out", () => {
         responses: [{ chunks: ["hello"] }, { toolCalls: [task("slow", "t")] }, { chunks: ["delegated"] }],
         subagents: { slow: [{ chunks: ["slow answer"], delay: "1 second" }] }
       })))
+    }).pipe(Effect.provide(NodeContext.layer)), 120_000)
+
+  it.scoped("budget.maxSteps counts the model requests of the whole tree: two subagents of three steps each under a budget of 4 end budget_exceeded, and so does the parent", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const turn = yield* collect(engine.runTurn({ sessionId, userMessage: "fan out", budget: { maxSteps: 4 } }))
+        expect(turn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        const tree = yield* treeOf
+        // The model was asked 4 times in all, the parent's first request included.
+        expect(yield* (yield* FakeModel).requests).toHaveLength(4)
+        expect(ofType(tree.events, "subagent.completed").map((e) => e.payload.errorCode)).toEqual(["budget_exceeded", "budget_exceeded"])
+      }).pipe(Effect.provide(withTools({
+        responses: [{ toolCalls: [task("walk 0", "t0"), task("walk 1", "t1")] }, { chunks: ["never asked"] }],
+        subagents: Object.fromEntries([0, 1].map((i) => [`walk ${i}`, [
+          { toolCalls: [{ tool: "list_dir", args: {}, id: "a" }] },
+          { toolCalls: [{ tool: "list_dir", args: {}, id: "b" }] },
+          { chunks: ["walked"] }
+        ]]))
+      })))
+    }).pipe(Effect.provide(NodeContext.layer)), 120_000)
+
+  it.scoped("budget.maxSteps holds for a turn without subagents, and one that is not a positive number is InvalidInput", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        expect(yield* Effect.flip(collect(engine.runTurn({ sessionId, userMessage: "x", budget: { maxSteps: 0 } })))).toMatchObject({ _tag: "InvalidInput", field: "budget" })
+        const turn = yield* collect(engine.runTurn({ sessionId, userMessage: "loop", budget: { maxSteps: 3 } }))
+        expect(yield* (yield* FakeModel).requests).toHaveLength(3)
+        expect(turn.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+      }).pipe(Effect.provide(withTools({ responses: Array.from({ length: 10 }, (_, i) => ({ toolCalls: [{ tool: "list_dir", args: {}, id: `l${i}` }] })) })))
     }).pipe(Effect.provide(NodeContext.layer)), 120_000)
 })
