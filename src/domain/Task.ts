@@ -62,4 +62,6 @@ export interface Budget {
   readonly maxTokens?: number | undefined
   /** US dollars, as priced by the engine's price table. */
   readonly maxCost?: number | undefined
+  /** Model requests (steps) of every session of the tree together. */
+  readonly maxSteps?: number | undefined
 }

@@ -74,6 +74,11 @@ export interface TurnOptions {
   readonly prices?: PriceTable | undefined
   /** How deep subagents (`task` calls) nest (default 2: a subagent may start subagents, theirs may not). */
   readonly maxSubagentDepth?: number | undefined
+  /**
+   * How many subagent sessions one top turn's tree may start in all, at any depth (default: `maxToolCalls`,
+   * so a model's widest single step is also all its tree gets); a `task` call past it fails `subagents_exceeded`.
+   */
+  readonly maxSubagents?: number | undefined
   /** The budget of every top turn and the subagents it starts (a turn's own, `runTurn`'s `budget`, wins); default none. */
   readonly budget?: Task.Budget | undefined
 }

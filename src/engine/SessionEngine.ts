@@ -399,6 +399,7 @@ export const make = (
     const subagents = Subagents.makeRuntime({
       offersTask: baseTools?.definitions.some((d) => d.name === Task.toolName) === true,
       maxDepth: options.maxSubagentDepth,
+      maxSubagents: options.maxSubagents ?? options.maxToolCalls ?? Services.defaultOptions.maxToolCalls,
       budget: options.budget
     })
     const services: Services.Services = {
@@ -745,9 +746,9 @@ export const make = (
 /** A turn's budget, checked: each limit a positive finite number. */
 const checkBudget = (budget: Task.Budget | undefined): Effect.Effect<Task.Budget | undefined, InvalidInput> => {
   if (budget === undefined) return Effect.succeed(undefined)
-  const bad = (["maxTokens", "maxCost"] as const).find((key) => budget[key] !== undefined && !(Number.isFinite(budget[key]) && budget[key]! > 0))
+  const bad = (["maxTokens", "maxCost", "maxSteps"] as const).find((key) => budget[key] !== undefined && !(Number.isFinite(budget[key]) && budget[key]! > 0))
   return bad === undefined
-    ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined ? undefined : budget)
+    ? Effect.succeed(budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined ? undefined : budget)
     : Effect.fail(new InvalidInput({ field: "budget", detail: `${bad} must be a positive number` }))
 }
 

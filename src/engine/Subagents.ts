@@ -71,6 +71,8 @@ interface Member {
 export interface Tree {
   readonly budget: Task.Budget | undefined
   readonly members: Map<string, Member>
+  /** The subagents this turn's `task` calls started (in this process), counted against `Runtime.maxSubagents`. */
+  started: number
 }
 
 /** A running child session: where it hangs in its tree and what it may do. */
@@ -90,6 +92,8 @@ export interface Runtime {
   /** Whether the tools offer `task`: without it no subagent starts, but budgets still hold for single turns. */
   readonly offersTask: boolean
   readonly maxDepth: number
+  /** The subagent sessions one top turn's tree may start in all. */
+  readonly maxSubagents: number
   readonly budget: Task.Budget | undefined
   readonly links: Map<string, Link>
   readonly roots: WeakMap<Turn, Tree>
@@ -97,14 +101,16 @@ export interface Runtime {
   api: EngineApi | undefined
 }
 
-/** Options of the subagents (engine options `maxSubagentDepth`, `budget`). */
+/** Options of the subagents (engine options `maxSubagentDepth`, `maxSubagents`, `budget`). */
 export const makeRuntime = (options: {
   readonly offersTask: boolean
   readonly maxDepth?: number | undefined
+  readonly maxSubagents?: number | undefined
   readonly budget?: Task.Budget | undefined
 }): Runtime => ({
   offersTask: options.offersTask,
   maxDepth: Math.max(0, options.maxDepth ?? Task.defaultMaxDepth),
+  maxSubagents: Math.max(0, options.maxSubagents ?? Number.POSITIVE_INFINITY),
   budget: options.budget,
   links: new Map(),
   roots: new WeakMap(),
@@ -153,7 +159,7 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
   const known = runtime.roots.get(turn)
   if (known !== undefined) return known
   const budget = (turn.work._tag === "New" ? turn.work.budget : undefined) ?? runtime.budget
-  const tree: Tree = { budget, members: new Map([[turn.session.sessionId, { parent: undefined, steps: 0, usage: undefined }]]) }
+  const tree: Tree = { budget, members: new Map([[turn.session.sessionId, { parent: undefined, steps: 0, usage: undefined }]]), started: 0 }
   runtime.roots.set(turn, tree)
   return tree
 }
@@ -161,10 +167,12 @@ const treeOf = (runtime: Runtime, turn: Turn): Tree => {
 /** Whether a tree has used more than its budget. */
 const overBudget = (services: Services, tree: Tree): boolean => {
   const { budget } = tree
-  if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined)) return false
+  if (budget === undefined || (budget.maxTokens === undefined && budget.maxCost === undefined && budget.maxSteps === undefined)) return false
   const used = usedBelow(services, tree, undefined)
+  // Checked before a step counts: the tree's steps so far are all it may take.
   return (budget.maxTokens !== undefined && tokensOf(used.usage) > budget.maxTokens) ||
-    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost)
+    (budget.maxCost !== undefined && (used.cost ?? 0) > budget.maxCost) ||
+    (budget.maxSteps !== undefined && used.steps >= budget.maxSteps)
 }
 
 /**
@@ -286,11 +294,19 @@ const toolNotAllowed = (tools: ReadonlyArray<string>) =>
   new ToolFailure({ errorCode: "tool_not_allowed", message: `A subagent can only have tools this session has; not: ${tools.join(", ")}.` })
 
 /** Why a task is refused before any session is made. */
-const refusal = (turn: Turn, input: Task.Input, runtime: Runtime): ToolFailure | undefined => {
+const refusal = (turn: Turn, input: Task.Input, runtime: Runtime, tree: Tree): ToolFailure | undefined => {
   const parent = runtime.links.get(turn.session.sessionId)
   const depth = (parent?.depth ?? 0) + 1
   if (depth > runtime.maxDepth) {
     return new ToolFailure({ errorCode: "depth_exceeded", message: `Subagents nest at most ${runtime.maxDepth} deep.` })
+  }
+  // A model asking for a hundred tasks, each asking for a hundred more, would otherwise make 10,101
+  // sessions (logs, model requests) of one user turn: the tree's total is bounded, whatever the depth.
+  if (tree.started >= runtime.maxSubagents) {
+    return new ToolFailure({
+      errorCode: "subagents_exceeded",
+      message: `This turn has started its ${runtime.maxSubagents} subagents, the most one turn may; do the rest yourself.`
+    })
   }
   const refused = wider(parent, input)
   return refused.length > 0 ? toolNotAllowed(refused) : undefined
@@ -423,11 +439,13 @@ export const run = (turn: Turn, call: PreparedCall): Effect.Effect<Either.Either
     const runtime = turn.services.subagents!
     const api = runtime.api!
     const input = call.input as Task.Input
-    const refused = refusal(turn, input, runtime)
+    const tree = treeOf(runtime, turn)
+    const refused = refusal(turn, input, runtime, tree)
     if (refused !== undefined) return Either.left(refused)
+    // Counted before the session is made: calls running at once never pass the limit together.
+    tree.started += 1
     const parentSessionId = turn.session.sessionId
     const parentLink = runtime.links.get(parentSessionId)
-    const tree = treeOf(runtime, turn)
     const depth = (parentLink?.depth ?? 0) + 1
     const created = yield* Effect.either(api.createChild({
       cwd: input.cwd,

@@ -156,6 +156,22 @@ const setsHome = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/
 
 const fail = (errorCode: string, message: string) => Effect.fail(new ToolFailure({ errorCode, message }))
 
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/**
+ * Why a model's `path` cannot name a file, if it cannot: the system cuts a path at a NUL (and Node
+ * refuses one), and writes a lone surrogate as U+FFFD — another name than the one the permission
+ * check resolved. Refused as the call's arguments, before a question about it reaches the user.
+ */
+const pathProblem = (path: unknown): string | undefined =>
+  typeof path !== "string"
+    ? undefined
+    : path.includes("\u0000")
+    ? "it contains a NUL byte"
+    : loneSurrogate.test(path)
+    ? "it contains a lone surrogate (half of a UTF-16 pair)"
+    : undefined
+
 /** Cuts a result to `max` bytes at a character boundary, with a marker saying how much was left out. */
 export const bound = (text: string, max: number): string => {
   const bytes = Buffer.byteLength(text, "utf8")
@@ -617,6 +633,10 @@ export const make = (options: Options = {}) =>
           return yield* Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: ParseResult.TreeFormatter.formatErrorSync(decoded.left) }))
         }
         const input = decoded.right as never
+        const unnamable = pathProblem((input as { readonly path?: unknown }).path)
+        if (unnamable !== undefined) {
+          return yield* Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `path cannot name a file: ${unnamable}` }))
+        }
         const inspected = yield* tool.inspect(input, cwd)
         return {
           ...call,
