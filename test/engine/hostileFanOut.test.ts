@@ -9,25 +9,12 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as TestClock from "effect/TestClock"
-import * as Layer from "effect/Layer"
-import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
 import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
-import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as TaskTool from "../../src/layers/TaskTool.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
-import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
-
-const withTools = (model: FakeModelProvider.Options, options: Options = {}) =>
-  engineLayer(MemoryEventStore.layer, model, options).pipe(
-    Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
-    Layer.provideMerge(PermissionPolicy.layer({}))
-  )
-
-const ofType = <T extends AgentEvent["type"]>(events: ReadonlyArray<AgentEvent>, type: T) =>
-  events.filter((e): e is EventOfType<T> => e.type === type)
+import { collect, expectWellFormedLog, tempDir } from "../helpers.js"
+import { ofType, withTools } from "./subagentEngine.js"
 
 const task = (prompt: string, id: string) => ({ tool: "task", args: { description: "fan out", prompt }, id })
 

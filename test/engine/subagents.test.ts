@@ -14,9 +14,8 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import type { AgentEvent, EventOfType } from "../../src/domain/AgentEvent.js"
-import { type Options, SessionEngine } from "../../src/engine/SessionEngine.js"
-import type * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
+import type { EventOfType } from "../../src/domain/AgentEvent.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as PermissionEngine from "../../src/services/PermissionEngine.js"
@@ -24,15 +23,7 @@ import * as ToolRouter from "../../src/services/ToolRouter.js"
 import * as TaskTool from "../../src/layers/TaskTool.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { collect, engineLayer, expectWellFormedLog, tempDir } from "../helpers.js"
-
-const withTools = (model: FakeModelProvider.Options, options: Options = {}) =>
-  engineLayer(MemoryEventStore.layer, model, options).pipe(
-    Layer.provideMerge(TaskTool.layer.pipe(Layer.provide(WorkspaceTools.layer().pipe(Layer.provide(NodeContext.layer))))),
-    Layer.provideMerge(PermissionPolicy.layer({}))
-  )
-
-const ofType = <T extends AgentEvent["type"]>(events: ReadonlyArray<AgentEvent>, type: T) =>
-  events.filter((e): e is EventOfType<T> => e.type === type)
+import { ofType, withTools } from "./subagentEngine.js"
 
 const logOf = (sessionId: string) => Effect.flatMap(SessionEngine, (engine) => collect(engine.replaySession({ sessionId })))
 
