@@ -215,10 +215,25 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       let cursor: string | undefined
       let pages = 0
       let listBytes = 0
+      // The start-up limit is for the whole list, not each page: a server that pages slowly (each
+      // page just inside the limit) held the session's start for 100 pages of it, 50 minutes.
+      const limit = Duration.toMillis(options.connectTimeout)
+      const deadline = Date.now() + limit
+      const read = () => `${tools.length} tool${tools.length === 1 ? "" : "s"} on ${pages} page${pages === 1 ? "" : "s"} read`
       do {
+        const left = deadline - Date.now()
         const page = yield* Effect.tryPromise({
-          try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
-          catch: (error) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${describeError(error)}` })
+          try: (signal) =>
+            left <= 0
+              ? Promise.reject(new SdkError(ErrorCode.RequestTimeout, "timed out"))
+              : current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: left }),
+          catch: (error) =>
+            new McpError({
+              reason: "list_failed",
+              message: error instanceof SdkError && error.code === ErrorCode.RequestTimeout
+                ? `MCP server "${options.name}" did not list its tools: timed out after ${Duration.format(options.connectTimeout)} (${read()})`
+                : `MCP server "${options.name}" did not list its tools: ${describeError(error)}`
+            })
         }).pipe(Effect.tapError(() => drop(current)))
         const deep = page.tools.find((t: SdkTool) => Json.nestsDeeperThan(t.inputSchema, maxJsonDepth))
         if (deep !== undefined) {
@@ -246,7 +261,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         // A server that pages forever (empty pages included) is refused, not listed forever.
         if (cursor !== undefined && ++pages >= maxPages) {
           yield* drop(current)
-          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools` })
+          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools (${read()})` })
         }
       } while (cursor !== undefined)
       return tools
