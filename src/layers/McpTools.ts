@@ -264,7 +264,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           () => new ToolFailure({ errorCode: "mcp_invalid_response", message: `MCP server "${target.server}": its result nests more than ${McpConnection.maxJsonDepth} levels deep` })
         ),
         Effect.flatMap((result) => {
-          const text = bound(resultText(result), maxResult)
+          const text = bound(target.connection.redact(resultText(result)), maxResult)
           return result.isError === true
             ? Effect.fail(new ToolFailure({ errorCode: "tool_error", message: text === "" ? `${call.tool} failed` : text }))
             : Effect.succeed({ result: text === "" ? "(no output)" : text })
