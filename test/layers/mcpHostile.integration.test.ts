@@ -208,4 +208,18 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       expect(long).toMatchObject({ reason: "name_collision" })
       expect(long.message.length).toBeLessThan(400)
     }))
+
+  it.scoped("with onServerFailed, a server whose tools collide and one that does not start are left out and reported; the other server's tools are offered", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const reported: Array<string> = []
+      const tools = yield* McpTools.make({
+        servers: { colliding: hostile(cwd, { TOOLS_VARIANT: "bidi-collide", DROP: "" }), missing: { command: `${cwd}/no-such-server` }, hostile: hostile(cwd) },
+        cwd,
+        onServerFailed: (error) => Effect.sync(() => reported.push(error.reason))
+      })
+      expect(reported.sort()).toEqual(["name_collision", "start_failed"])
+      expect(tools.listings().map((l) => l.server)).toEqual(["hostile"])
+      expect(tools.router.definitions.some((d) => d.name === "mcp__hostile__echo")).toBe(true)
+    }))
 })
