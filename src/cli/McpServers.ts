@@ -71,7 +71,10 @@ export const configurable = (): Configurable => {
       const { McpTools } = yield* Effect.promise(() => import("../mcp.js"))
       const own = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       // A trusted project's server is started again (after a crash) only while its files are as trusted.
-      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck }, base).pipe(
+      // One server that does not start leaves the others' tools offered, and says so; every one failing is an error.
+      const onServerFailed = (error: McpTools.McpError) =>
+        Console.error(`${options.prefix ?? "effect-agent:"} ${error.message} (${error.reason}); its tools are not offered in this session, the other servers' are`)
+      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck, onServerFailed }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))

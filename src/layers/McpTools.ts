@@ -75,6 +75,13 @@ export interface Options {
   readonly connectTimeout?: Duration.DurationInput | undefined
   /** Longest result the model sees, in bytes (default 32 KiB). */
   readonly maxResultBytes?: number | undefined
+  /**
+   * When given, a server that cannot start or list its tools, or whose tools would take names already
+   * taken, is left out and reported here, and the other servers' tools are offered; unless every
+   * server failed, which fails as without it (with the first failure). Without it, any server's
+   * failure fails the whole (`McpError` naming it).
+   */
+  readonly onServerFailed?: ((error: McpError) => Effect.Effect<void>) | undefined
   /** The most bytes an HTTP server's answer may have, or one line of its event stream (default 16 MiB); past it the call fails `mcp_invalid_response`. */
   readonly maxAnswerBytes?: number | undefined
 }
@@ -191,37 +198,69 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
     // Each server's tools as it described them, last read.
     const offered = new Map<string, ReadonlyArray<McpConnection.ServerTool>>()
 
-    const rebuild = Effect.gen(function*() {
-        const table = new Map<string, Bound>()
-        const next: Array<Listing> = []
-        for (const connection of connections) {
-          const tools = offered.get(connection.name) ?? []
-          const defs: Array<ToolDefinition> = []
-          for (const tool of tools) {
-            const definition = definitionOf(connection.name, tool)
-            const other = table.get(definition.name)
-            if (other !== undefined || base?.definitions.some((d) => d.name === definition.name)) {
-              return yield* new McpError({
+    // Servers left out (`onServerFailed`): their tools are not offered.
+    const excluded = new Set<string>()
+
+    /** Offers every server's tools, or says which server's tool would take a name already taken. */
+    const build = (): { readonly server: string; readonly error: McpError } | undefined => {
+      const table = new Map<string, Bound>()
+      const next: Array<Listing> = []
+      for (const connection of connections) {
+        if (excluded.has(connection.name)) continue
+        const tools = offered.get(connection.name) ?? []
+        const defs: Array<ToolDefinition> = []
+        for (const tool of tools) {
+          const definition = definitionOf(connection.name, tool)
+          const other = table.get(definition.name)
+          if (other !== undefined || base?.definitions.some((d) => d.name === definition.name)) {
+            return {
+              server: connection.name,
+              error: new McpError({
                 reason: "name_collision",
                 message: `MCP server "${connection.name}": its tool ${McpNames.shown(tool.name)} would be named ${definition.name}, as ${
                   other === undefined ? "a tool already is" : `the tool ${McpNames.shown(other.tool)} of "${other.server}" is`
                 }`
               })
             }
-            table.set(definition.name, { connection, server: connection.name, tool: tool.name })
-            defs.push(definition)
           }
-          next.push({ server: connection.name, tools: defs, hash: hashOf(defs), tokens: defs.length === 0 ? 0 : Tokens.estimateJson(defs.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))) })
-          listedAt.set(connection.name, connection.starts())
+          table.set(definition.name, { connection, server: connection.name, tool: tool.name })
+          defs.push(definition)
         }
-        byName = table
-        listings = next
-        definitions = [...(base?.definitions ?? []), ...next.flatMap((l) => l.tools)]
-      })
+        next.push({ server: connection.name, tools: defs, hash: hashOf(defs), tokens: defs.length === 0 ? 0 : Tokens.estimateJson(defs.map(({ description, inputSchema, name }) => ({ name, description, inputSchema }))) })
+        listedAt.set(connection.name, connection.starts())
+      }
+      byName = table
+      listings = next
+      definitions = [...(base?.definitions ?? []), ...next.flatMap((l) => l.tools)]
+      return undefined
+    }
+    const rebuild = Effect.suspend(() => {
+      const collision = build()
+      return collision === undefined ? Effect.void : Effect.fail(collision.error)
+    })
 
     const list = (connection: McpConnection.Connection) => Effect.tap(connection.listTools, (tools) => Effect.sync(() => offered.set(connection.name, tools)))
-    yield* Effect.forEach(connections, list, { concurrency: "unbounded", discard: true })
-    yield* rebuild
+    const onServerFailed = options.onServerFailed
+    if (onServerFailed === undefined) {
+      yield* Effect.forEach(connections, list, { concurrency: "unbounded", discard: true })
+      yield* rebuild
+    } else {
+      // One server's failure leaves the others' tools offered, as other agents do; it is reported.
+      const failures = new Map<string, McpError>()
+      const leaveOut = (connection: McpConnection.Connection, error: McpError) =>
+        Effect.zipRight(connection.close, Effect.sync(() => {
+          excluded.add(connection.name)
+          failures.set(connection.name, error)
+        }))
+      yield* Effect.forEach(connections, (connection) => Effect.catchAll(list(connection), (error) => leaveOut(connection, error)), { concurrency: "unbounded", discard: true })
+      for (let collision = build(); collision !== undefined; collision = build()) {
+        yield* leaveOut(connections.find((c) => c.name === collision!.server)!, collision.error)
+      }
+      // In the configuration's order, whichever failed first.
+      const failed = connections.flatMap((c) => failures.get(c.name) ?? [])
+      if (failed.length > 0 && failed.length === connections.length) return yield* Effect.fail(failed[0]!)
+      yield* Effect.forEach(failed, onServerFailed, { discard: true })
+    }
 
     /**
      * After a call that stopped its server (a crash, a timeout, garbage), the server is started again
@@ -264,7 +303,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
           () => new ToolFailure({ errorCode: "mcp_invalid_response", message: `MCP server "${target.server}": its result nests more than ${McpConnection.maxJsonDepth} levels deep` })
         ),
         Effect.flatMap((result) => {
-          const text = bound(resultText(result), maxResult)
+          const text = bound(target.connection.redact(resultText(result)), maxResult)
           return result.isError === true
             ? Effect.fail(new ToolFailure({ errorCode: "tool_error", message: text === "" ? `${call.tool} failed` : text }))
             : Effect.succeed({ result: text === "" ? "(no output)" : text })

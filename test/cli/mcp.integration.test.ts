@@ -69,6 +69,22 @@ describe("MCP servers in the CLI", () => {
     expect(lists[1].tools.map((t: { name: string }) => t.name)).toContain("mcp__fixture__extra")
   }, 120_000)
 
+  // Before, one server that did not start ended the run (exit 2) and no server's tools were offered.
+  it("one server that does not start or list leaves the others' tools offered and names itself on stderr; every server failing is an error", async () => {
+    const p = project("degrade", [{ tool: "mcp__fixture__echo", args: { text: "still here" } }])
+    const config = join(p.root, "mcp.json")
+    const broken = { missing: { command: join(p.root, "no-such-server") }, gone: { command: join(p.root, "no-such-server-either") } }
+    writeFileSync(config, JSON.stringify({ mcpServers: { ...serversFile(p).mcpServers, missing: broken.missing } }))
+    const done = await runIn(p, ["--mcp-config", config, "--allow", "mcp__fixture__echo"])
+    expect(done.code, done.stderr).toBe(0)
+    expect(await logOf(p, done.stderr)).toContain("\"result\":\"echo: still here\"")
+    expect(done.stderr).toMatch(/effect-agent: MCP server "missing": ".*no-such-server" was not found \(start_failed\); its tools are not offered in this session, the other servers' are/)
+    writeFileSync(config, JSON.stringify({ mcpServers: broken }))
+    const none = await runIn(p, ["--mcp-config", config])
+    expect(none.code).not.toBe(0)
+    expect(none.stderr).toContain("MCP server \"missing\"")
+  }, 120_000)
+
   it("without an allow rule the call asks; with stdin closed the answer is no and the server never runs the tool", async () => {
     const p = project("ask", [{ tool: "mcp__fixture__echo", args: { text: "x" } }])
     const config = join(p.root, "mcp.json")

@@ -1,5 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
-import { spawn } from "node:child_process"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { expect, layer } from "@effect/vitest"
@@ -13,8 +12,7 @@ import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import { collect, expectWellFormedLog, tempDir } from "../helpers.js"
-import { ownedByTest } from "../processes.js"
-import { ends, engineWith, lines, turns, untilWritten } from "./mcpEngine.js"
+import { ends, engineWith, httpFixture, lines, turns, untilWritten } from "./mcpEngine.js"
 
 const serverScript = new URL("../fixtures/mcp/server.mjs", import.meta.url).pathname
 
@@ -25,21 +23,7 @@ const stdioServer = (markerDir: string, env: Record<string, string> = {}) => ({
 })
 
 /** Starts the fixture over Streamable HTTP on a free port of 127.0.0.1; stopped with the scope. */
-const httpServer = (markerDir: string, env: Record<string, string> = {}) =>
-  Effect.acquireRelease(
-    Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
-      const portFile = join(markerDir, "port")
-      const child = ownedByTest(spawn(process.execPath, [serverScript, "--http", portFile], { env: { ...process.env, MARKER_DIR: markerDir, ...env }, stdio: "ignore" }))
-      const poll = setInterval(() => {
-        if (!existsSync(portFile)) return
-        const port = readFileSync(portFile, "utf8")
-        if (port === "") return
-        clearInterval(poll)
-        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
-      }, 20)
-    }),
-    (server) => Effect.sync(server.stop)
-  )
+const httpServer = (markerDir: string, env: Record<string, string> = {}) => httpFixture("server.mjs", markerDir, { MARKER_DIR: markerDir, ...env }, ["--http"])
 
 const allowAll: PermissionPolicy.Options = { rules: [{ name: "fixture", decision: "allow", tool: "mcp__fixture__*" }] }
 
@@ -379,19 +363,7 @@ layer(NodeContext.layer)("MCP tools from a real server", (it) => {
     it.scoped(`http: an answer that never ends (${answer}) is cut at the cap: the call fails mcp_invalid_response and the turn goes on`, () =>
       Effect.gen(function*() {
         const cwd = yield* tempDir
-        const server = yield* Effect.acquireRelease(
-          Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
-            const portFile = join(cwd, "port")
-            const child = ownedByTest(spawn(process.execPath, [new URL("../fixtures/mcp/endless-http.mjs", import.meta.url).pathname, portFile], { env: { ...process.env, ANSWER: answer }, stdio: "ignore" }))
-            const poll = setInterval(() => {
-              const port = existsSync(portFile) ? readFileSync(portFile, "utf8") : ""
-              if (port === "") return
-              clearInterval(poll)
-              resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
-            }, 20)
-          }),
-          (s) => Effect.sync(s.stop)
-        )
+        const server = yield* httpFixture("endless-http.mjs", cwd, { ANSWER: answer })
         const { events } = yield* turns({
           servers: { endless: { url: server.url } },
           responses: [{ toolCalls: [{ tool: "mcp__endless__flood", args: {} }] }, { chunks: ["went on"] }],

@@ -2,6 +2,7 @@
  * An engine whose tools are MCP servers' (real subprocesses) beside the workspace tools, and the
  * small readers the MCP tests share: turns run against it, the tool calls' ends, a server's marker files.
  */
+import { spawn } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -15,6 +16,7 @@ import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { collect, engineLayer } from "../helpers.js"
+import { ownedByTest } from "../processes.js"
 
 export const lines = (dir: string, file: string) => existsSync(join(dir, file)) ? readFileSync(join(dir, file), "utf8").trim().split("\n") : []
 
@@ -62,3 +64,23 @@ export const turns = (run: Run, messages: ReadonlyArray<string>) =>
 /** How each tool call ended: `tool.completed` or `tool.failed`'s payload. */
 export const ends = (events: ReadonlyArray<AgentEvent>) =>
   events.flatMap((e) => (e.type === "tool.completed" || e.type === "tool.failed" ? [e.payload] : []))
+
+/**
+ * Starts an HTTP fixture (`test/fixtures/mcp/<script>`, given a port file and `args`) on a free port
+ * of 127.0.0.1 and waits for its port; its `/mcp` URL. Stopped with the scope.
+ */
+export const httpFixture = (script: string, dir: string, env: Record<string, string> = {}, args: ReadonlyArray<string> = []) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly stop: () => void }>((resume) => {
+      const portFile = join(dir, `port-${Math.random().toString(36).slice(2)}`)
+      const path = new URL(`../fixtures/mcp/${script}`, import.meta.url).pathname
+      const child = ownedByTest(spawn(process.execPath, [path, ...args, portFile], { env: { ...process.env, ...env }, stdio: "ignore" }))
+      const poll = setInterval(() => {
+        const port = existsSync(portFile) ? readFileSync(portFile, "utf8") : ""
+        if (port === "") return
+        clearInterval(poll)
+        resume(Effect.succeed({ url: `http://127.0.0.1:${port}/mcp`, stop: () => child.kill("SIGKILL") }))
+      }, 20)
+    }),
+    (server) => Effect.sync(server.stop)
+  )

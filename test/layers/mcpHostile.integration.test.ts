@@ -168,6 +168,16 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       })
     }))
 
+  // Before, the start-up limit was per page: a server answering each page within it, with a new
+  // cursor each time, held the start for 100 pages (here 100 × 400 ms) and then failed naming pages.
+  it.scoped("a server that pages its tool list slowly and without end fails list_failed at the start-up limit for the whole list, saying how much was read", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const slow = { command: process.execPath, args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname], env: { SLOW_PAGES: "400" } }
+      const error = yield* McpTools.make({ servers: { hostile: slow }, cwd, connectTimeout: "3 seconds" }).pipe(Effect.flip, Effect.scoped)
+      expect(error).toMatchObject({ reason: "list_failed", message: expect.stringMatching(/^MCP server "hostile" did not list its tools: timed out after 3s \(\d+ tools? on \d+ pages? read\)$/) })
+    }), 60_000)
+
   // Before, the time limits were options of McpTools alone: a user of the CLI could not shorten or
   // lengthen a server's 60 s, and "timeout" in a file was refused as an unknown key.
   it.scoped("a server's \"timeout\" (ms) in its configuration is its calls' time limit: past it the call fails timeout naming it, and the event log says so", () =>
@@ -197,5 +207,19 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       const long = yield* collision("bidi-collide", "bidi")
       expect(long).toMatchObject({ reason: "name_collision" })
       expect(long.message.length).toBeLessThan(400)
+    }))
+
+  it.scoped("with onServerFailed, a server whose tools collide and one that does not start are left out and reported; the other server's tools are offered", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const reported: Array<string> = []
+      const tools = yield* McpTools.make({
+        servers: { colliding: hostile(cwd, { TOOLS_VARIANT: "bidi-collide", DROP: "" }), missing: { command: `${cwd}/no-such-server` }, hostile: hostile(cwd) },
+        cwd,
+        onServerFailed: (error) => Effect.sync(() => reported.push(error.reason))
+      })
+      expect(reported.sort()).toEqual(["name_collision", "start_failed"])
+      expect(tools.listings().map((l) => l.server)).toEqual(["hostile"])
+      expect(tools.router.definitions.some((d) => d.name === "mcp__hostile__echo")).toBe(true)
     }))
 })

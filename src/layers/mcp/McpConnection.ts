@@ -32,6 +32,7 @@ import * as BoundedFetch from "./BoundedFetch.js"
 import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
 import * as McpNames from "./McpNames.js"
+import * as McpSecrets from "./McpSecrets.js"
 
 /** A server that could not be started, listed or configured; `message` is one line naming the server. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -114,6 +115,8 @@ export interface Connection {
   readonly isLive: () => boolean
   /** Stops the server. */
   readonly close: Effect.Effect<void>
+  /** `text` (a result of one of its tools) with the secrets its configuration gives it hidden (`McpSecrets`). */
+  readonly redact: (text: string) => string
 }
 
 const programMissing = (program: string, cwd: string, path: string | undefined): boolean => {
@@ -152,7 +155,9 @@ const stdoutOf = (transport: StdioClientTransport): Readable | undefined => (tra
 
 const clientInfo = { name: "effect-agent", version: "0.5.0" }
 
-const describeError = (error: unknown): string => error instanceof Error ? error.message.split("\n")[0]!.slice(0, 300) : String(error).slice(0, 300)
+/** An error's first line, its secrets hidden before it is cut (a cut secret would show its start). */
+const describeError = (error: unknown, secrets: ReadonlyArray<string>): string =>
+  McpSecrets.redact((error instanceof Error ? error.message : String(error)).split("\n")[0]!, secrets).slice(0, 300)
 
 /** A connection to the server `options` names; nothing starts until it is used. */
 export const make = (options: Options): Effect.Effect<Connection> =>
@@ -160,6 +165,8 @@ export const make = (options: Options): Effect.Effect<Connection> =>
     const lock = yield* Effect.makeSemaphore(1)
     let live: Live | undefined
     let starts = 0
+    const secrets = McpSecrets.of(options.server)
+    const described = (error: unknown) => describeError(error, secrets)
 
     const drop = (current: Live) =>
       Effect.promise(() => current.client.close().catch(() => undefined)).pipe(
@@ -188,7 +195,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       // own. The client's onerror also reports what the spec tells a client to ignore — a response
       // to a request it cancelled, progress for a token it no longer has — and a server that
       // answered a cancelled call late failed the next call, which found the connection broken.
-      transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${describeError(error)})`))
+      transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${described(error)})`))
       if (transport instanceof StdioClientTransport) {
         // Drained so that a chatty server never blocks on a full pipe; kept out of the log.
         transport.stderr?.on("data", () => undefined)
@@ -196,7 +203,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       starts++
       yield* Effect.tryPromise({
         try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
-        catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${describeError(error)}` })
+        catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${described(error)}` })
       }).pipe(Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))))
       if (transport instanceof StdioClientTransport) {
         // A server that closed its stdout can never answer; the SDK only notices the process's exit.
@@ -215,10 +222,25 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       let cursor: string | undefined
       let pages = 0
       let listBytes = 0
+      // The start-up limit is for the whole list, not each page: a server that pages slowly (each
+      // page just inside the limit) held the session's start for 100 pages of it, 50 minutes.
+      const limit = Duration.toMillis(options.connectTimeout)
+      const deadline = Date.now() + limit
+      const read = () => `${tools.length} tool${tools.length === 1 ? "" : "s"} on ${pages} page${pages === 1 ? "" : "s"} read`
       do {
+        const left = deadline - Date.now()
         const page = yield* Effect.tryPromise({
-          try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
-          catch: (error) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${describeError(error)}` })
+          try: (signal) =>
+            left <= 0
+              ? Promise.reject(new SdkError(ErrorCode.RequestTimeout, "timed out"))
+              : current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: left }),
+          catch: (error) =>
+            new McpError({
+              reason: "list_failed",
+              message: error instanceof SdkError && error.code === ErrorCode.RequestTimeout
+                ? `MCP server "${options.name}" did not list its tools: timed out after ${Duration.format(options.connectTimeout)} (${read()})`
+                : `MCP server "${options.name}" did not list its tools: ${described(error)}`
+            })
         }).pipe(Effect.tapError(() => drop(current)))
         const deep = page.tools.find((t: SdkTool) => Json.nestsDeeperThan(t.inputSchema, maxJsonDepth))
         if (deep !== undefined) {
@@ -246,7 +268,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
         // A server that pages forever (empty pages included) is refused, not listed forever.
         if (cursor !== undefined && ++pages >= maxPages) {
           yield* drop(current)
-          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools` })
+          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools (${read()})` })
         }
       } while (cursor !== undefined)
       return tools
@@ -281,12 +303,12 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           return yield* failure("mcp_server_failed", "the server closed the connection; it is started again on the next call")
         }
         // The server's own error answer (a JSON-RPC error): the tool failed, the server is fine.
-        if (error instanceof SdkError) return yield* failure("tool_error", describeError(error))
+        if (error instanceof SdkError) return yield* failure("tool_error", described(error))
         // A result that does not have the shape of a tool result (the SDK's schema refused it).
         return yield* failure("mcp_invalid_response", "the server answered with something that is not a tool result")
       })
 
     const close = lock.withPermits(1)(Effect.suspend(() => (live === undefined ? Effect.void : drop(live))))
 
-    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close } satisfies Connection
+    return { name: options.name, listTools, callTool, starts: () => starts, isLive: () => live !== undefined, close, redact: (text: string) => McpSecrets.redact(text, secrets) } satisfies Connection
   })

@@ -1,0 +1,35 @@
+/**
+ * The values a server's configuration gives it that are secrets — an HTTP server's header values
+ * (`Authorization: Bearer …`, `x-api-key`), a stdio server's `env` values whose names say they are
+ * keys or tokens — kept out of what the agent writes about the server: its errors (a 401 page or a
+ * proxy's error that shows the request's headers back) and its tools' results go into the session's
+ * log and to the model. Before, a server answering 500 with the request's headers put the user's
+ * `Authorization` into `tool.failed`.
+ *
+ * @since 0.5.0
+ * @internal
+ */
+import * as McpConfig from "./McpConfig.js"
+
+/** Shorter values are not hidden: a header of `1` or `yes` would blank every such word of a message. */
+const minLength = 4
+
+/** Names of variables whose values are secrets. */
+const secretName = /key|token|secret|passw|auth|credential|cookie/i
+
+/** The secrets of `server`: each value, and each of its words long enough to be a token (the part after `Bearer `). */
+export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
+  const values = McpConfig.isStdio(server)
+    ? Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value)
+    : Object.values(server.headers ?? {})
+  const secrets = new Set<string>()
+  for (const value of values) {
+    for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength) secrets.add(piece)
+  }
+  // Longest first: a value is hidden whole before a word of it.
+  return [...secrets].sort((a, b) => b.length - a.length)
+}
+
+/** `text` with every one of `secrets` as `[redacted]`. */
+export const redact = (text: string, secrets: ReadonlyArray<string>): string =>
+  secrets.reduce((out, secret) => out.split(secret).join("[redacted]"), text)

@@ -1,0 +1,67 @@
+/**
+ * A Streamable HTTP MCP server that is hostile or broken, probed with real processes on 127.0.0.1:
+ * the SDK's fixture server (test/fixtures/mcp/server.mjs --http) and small endpoints without the SDK.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { expect, layer } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as McpTools from "../../src/layers/McpTools.js"
+import { expectWellFormedLog, tempDir } from "../helpers.js"
+import { ends, httpFixture, turns } from "./mcpEngine.js"
+
+const starting = (servers: McpTools.Options["servers"], cwd: string) => McpTools.make({ servers, cwd, connectTimeout: "20 seconds" }).pipe(Effect.flip, Effect.scoped)
+
+layer(NodeContext.layer)("a hostile or broken MCP server over HTTP", (it) => {
+  // fetch follows a redirect to any origin and keeps every header but Authorization; the SDK (1.32)
+  // follows one only within the origin. A probe that held: kept so that an SDK update that changes
+  // it shows here.
+  it.scoped("a redirect to another origin is not followed: the server fails start_failed naming where it led, and the headers never reach it", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const elsewhere = yield* httpFixture("server.mjs", cwd, { MARKER_DIR: cwd, REQUIRE_HEADER: "secret-value" }, ["--http"])
+      const moved = yield* httpFixture("redirect-http.mjs", cwd, { TARGET: elsewhere.url })
+      const error = yield* starting({ moved: { url: moved.url, headers: { "x-test": "secret-value" } } }, cwd)
+      expect(error).toMatchObject({ reason: "start_failed", message: expect.stringContaining(`Redirect to ${elsewhere.url} not followed`) })
+      expect(error.message).not.toContain("secret-value")
+    }))
+
+  // A server that shows the agent's headers back (a proxy's error page, a debugging server): the
+  // call's failure or result goes into the session's log and to the model. Before, the error's
+  // message held `Authorization: Bearer …` and `x-api-key` whole in tool.failed.
+  for (const answer of ["echo", "echo-result"] as const) {
+    it.scoped(`a call answered with the request's headers (${answer === "echo" ? "a 500 page" : "the tool's result"}): no header's value reaches the log or the model`, () =>
+      Effect.gen(function*() {
+        const cwd = yield* tempDir
+        const server = yield* httpFixture("endless-http.mjs", cwd, { ANSWER: answer })
+        const { events, requests } = yield* turns({
+          cwd,
+          servers: { echo: { url: server.url, headers: { Authorization: "Bearer sk-secret-token-1", "x-api-key": "key-secret-2" } } },
+          policy: { rules: [{ name: "echo", decision: "allow", tool: "mcp__echo__*" }] },
+          responses: [{ toolCalls: [{ tool: "mcp__echo__flood", args: {} }] }, { chunks: ["went on"] }]
+        }, ["go"])
+        expectWellFormedLog(events)
+        expect(ends(events)).toEqual([
+          answer === "echo"
+            ? expect.objectContaining({ errorCode: "mcp_invalid_response", message: expect.stringContaining("[redacted]") })
+            : expect.objectContaining({ result: expect.stringContaining("\"authorization\":\"[redacted]\"") })
+        ])
+        expect(JSON.stringify(events)).not.toMatch(/secret/)
+        expect(JSON.stringify(requests)).not.toMatch(/secret/)
+      }))
+  }
+
+  it.scoped("a connection dropped mid-answer: the call fails mcp_server_failed or mcp_invalid_response at once, and the turn goes on", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const server = yield* httpFixture("endless-http.mjs", cwd, { ANSWER: "drop" })
+      const { events } = yield* turns({
+        cwd,
+        servers: { drop: { url: server.url } },
+        policy: { rules: [{ name: "drop", decision: "allow", tool: "mcp__drop__*" }] },
+        options: { callTimeout: "1 hour" },
+        responses: [{ toolCalls: [{ tool: "mcp__drop__flood", args: {} }] }, { chunks: ["went on"] }]
+      }, ["go"])
+      expect(ends(events)).toEqual([expect.objectContaining({ errorCode: expect.stringMatching(/^mcp_(server_failed|invalid_response)$/) })])
+      expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    }))
+})
