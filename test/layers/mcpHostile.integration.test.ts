@@ -85,7 +85,9 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       expect(lines(cwd, "started")).toHaveLength(2)
     }))
 
-  it.scoped("a server that writes a 100 MiB line: the SDK's 10 MiB bound ends it, the call fails mcp_invalid_response, the next call is answered", () =>
+  // The SDK's transport kept reading after its bound tripped (and re-copied its whole buffer on every
+  // chunk): the agent read on for seconds, tens of MiB. Counted in MiB the server got into the pipe.
+  it.scoped("a server that writes a 100 MiB line: the 10 MiB bound kills it at once (no more than 11 MiB read), the call fails mcp_invalid_response, the next call is answered", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
       const { events } = yield* turns(hostileRun(cwd, [{ toolCalls: [call("flood", { mb: 100 })] }, { toolCalls: [call("echo", { text: "after" })] }, { chunks: ["done"] }], { callTimeout: "1 hour" }), ["go"])
@@ -96,6 +98,8 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
       ])
       const failed = ends(events)[0]!
       expect("message" in failed && failed.message).not.toMatch(/\/|at .*:\d+/)
+      // A synchronous write blocks once the pipe (64 KiB) is full: what was marked was read, but for one MiB.
+      expect(lines(cwd, "flooded").length).toBeLessThanOrEqual(11)
     }), 120_000)
 
   it.scoped("hostile content: 100,000 parts are cut at the cap; an image is named (never decoded), links and resources are named by URI and never read; bytes that are not base64 are no tool result", () =>

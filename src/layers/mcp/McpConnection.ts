@@ -12,12 +12,9 @@
  * @since 0.5.0
  * @internal
  */
-import type { ChildProcess } from "node:child_process"
 import { accessSync, constants } from "node:fs"
 import { resolve as resolvePath } from "node:path"
-import type { Readable } from "node:stream"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { type CallToolResult, ErrorCode, McpError as SdkError, type Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
@@ -33,6 +30,7 @@ import * as Sandbox from "../workspace/Sandbox.js"
 import * as McpConfig from "./McpConfig.js"
 import * as McpNames from "./McpNames.js"
 import * as McpSecrets from "./McpSecrets.js"
+import { StdioTransport } from "./StdioTransport.js"
 
 /** A server that could not be started, listed or configured; `message` is one line naming the server. */
 export class McpError extends Schema.TaggedError<McpError>()("McpError", {
@@ -143,15 +141,8 @@ const transportOf = (options: Options): Transport => {
     ...server.env
   })
   const [command, ...args] = [...options.prefix, server.command, ...(server.args ?? [])]
-  return new StdioClientTransport({ command: command!, args, env, cwd: options.cwd, stderr: "pipe" })
+  return new StdioTransport({ command: command!, args, env, cwd: options.cwd })
 }
-
-/**
- * The server's stdout, which the SDK's transport keeps to itself (`_process`): the SDK ends a
- * connection when the process exits, not when its output ends. Undefined if the SDK changes it
- * (mcpHostile.integration.test.ts's closed-stdout probe then fails).
- */
-const stdoutOf = (transport: StdioClientTransport): Readable | undefined => (transport as unknown as { readonly _process?: ChildProcess })._process?.stdout ?? undefined
 
 const clientInfo = { name: "effect-agent", version: "0.5.0" }
 
@@ -190,25 +181,17 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       const client = new Client(clientInfo, { capabilities: {} })
       const transport = transportOf(options)
       client.onclose = () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection"))
-      // Only the transport's errors (a line that is not JSON-RPC, one past the SDK's bound, a stream
+      // Only the transport's errors (a line that is not JSON-RPC, one past its bound, a stream
       // that broke) end the connection; set before `connect`, which calls this before the client's
       // own. The client's onerror also reports what the spec tells a client to ignore — a response
       // to a request it cancelled, progress for a token it no longer has — and a server that
       // answered a cancelled call late failed the next call, which found the connection broken.
       transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${described(error)})`))
-      if (transport instanceof StdioClientTransport) {
-        // Drained so that a chatty server never blocks on a full pipe; kept out of the log.
-        transport.stderr?.on("data", () => undefined)
-      }
       starts++
       yield* Effect.tryPromise({
         try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
         catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${described(error)}` })
       }).pipe(Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))))
-      if (transport instanceof StdioClientTransport) {
-        // A server that closed its stdout can never answer; the SDK only notices the process's exit.
-        stdoutOf(transport)?.once("end", () => Deferred.unsafeDone(broken, Effect.succeed("the server closed the connection")))
-      }
       const current: Live = { client, broken }
       live = current
       return current

@@ -1,0 +1,178 @@
+/**
+ * The agent's own stdio transport to an MCP server (the SDK's public `Transport` interface): one
+ * JSON-RPC message a line, each parsed with the SDK's exported message schema.
+ *
+ * Why not the SDK's `StdioClientTransport`: its read buffer copied its whole buffer on every chunk
+ * (a 100 MiB line cost 4.4 s of CPU before its 10 MiB bound tripped), it read on after the bound,
+ * and it reported only the process's exit, not its stdout's end (seen only through its private
+ * `_process`). Here a line's chunks are kept as they come and joined once; a line past the bound
+ * kills the server at once; the end of stdout closes the connection.
+ *
+ * @since 0.5.0
+ * @internal
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { getDefaultEnvironment } from "@modelcontextprotocol/sdk/client/stdio.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js"
+
+/** The longest line read from a server (the SDK's own bound). */
+export const maxLineBytes = 10 * 1024 * 1024
+
+/** How long a closed server has to exit after SIGTERM before it is killed. */
+const graceMillis = 2000
+
+/** Where and how a server runs. */
+export interface Params {
+  readonly command: string
+  readonly args: ReadonlyArray<string>
+  readonly env: Readonly<Record<string, string>>
+  readonly cwd: string
+  readonly maxLineBytes?: number | undefined
+}
+
+/**
+ * Splits chunks into lines: a line's chunks are kept until its newline and joined once, so each byte
+ * is copied once. `onLine` gets each line (a trailing `\r` removed); `onTooLong` is called once
+ * when a line passes `max` bytes, and nothing more is read.
+ */
+export const lineSplitter = (max: number, onLine: (line: string) => void, onTooLong: () => void) => {
+  let parts: Array<Buffer> = []
+  let pending = 0
+  let over = false
+  return (chunk: Buffer): void => {
+    let from = 0
+    while (!over) {
+      const newline = chunk.indexOf(10, from)
+      const end = newline === -1 ? chunk.length : newline
+      if (pending + end - from > max) {
+        over = true
+        parts = []
+        return onTooLong()
+      }
+      if (newline === -1) {
+        if (end > from) {
+          parts.push(chunk.subarray(from))
+          pending += end - from
+        }
+        return
+      }
+      const line = parts.length === 0 ? chunk.toString("utf8", from, end) : Buffer.concat([...parts, chunk.subarray(from, end)]).toString("utf8")
+      parts = []
+      pending = 0
+      from = newline + 1
+      onLine(line.endsWith("\r") ? line.slice(0, -1) : line)
+    }
+  }
+}
+
+/** A transport that starts `params`'s program and speaks MCP over its stdin and stdout. */
+export class StdioTransport implements Transport {
+  onclose?: (() => void) | undefined
+  onerror?: ((error: Error) => void) | undefined
+  onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined
+  private child: ChildProcess | undefined
+  private closed = false
+
+  constructor(private readonly params: Params) {}
+
+  start(): Promise<void> {
+    if (this.child !== undefined) return Promise.reject(new Error("the MCP server was already started"))
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.params.command, [...this.params.args], {
+        // The SDK's own defaults under the given environment, as its transport did.
+        env: { ...getDefaultEnvironment(), ...this.params.env },
+        cwd: this.params.cwd,
+        stdio: ["pipe", "pipe", "pipe"],
+        shell: false
+      })
+      this.child = child
+      child.once("spawn", () => resolve())
+      child.on("error", (error) => {
+        reject(error)
+        this.onerror?.(error)
+      })
+      // Drained so that a chatty server never blocks on a full pipe; kept out of the log.
+      child.stderr!.resume()
+      child.stdin!.on("error", (error) => this.onerror?.(error))
+      const max = this.params.maxLineBytes ?? maxLineBytes
+      // Past the bound nothing more is read and the server is killed at once; the error comes before
+      // the close (at the process's exit), so the call in flight fails as a bad answer.
+      const split = lineSplitter(max, (line) => this.received(line), () => {
+        this.stopReading()
+        this.kill("SIGKILL")
+        this.onerror?.(new Error(`the server wrote a line longer than ${max} bytes`))
+      })
+      child.stdout!.on("data", split)
+      child.stdout!.on("error", (error) => this.onerror?.(error))
+      // A server that closed its stdout can never answer, though its process may run on.
+      child.stdout!.once("end", () => this.ended())
+      child.once("close", () => this.ended())
+    })
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.child?.stdin
+    if (this.closed || stdin == null || !stdin.writable) return Promise.reject(new Error("Not connected"))
+    return new Promise((resolve) => {
+      if (stdin.write(`${JSON.stringify(message)}\n`)) resolve()
+      else stdin.once("drain", resolve)
+    })
+  }
+
+  /** Ends stdin, asks the server to stop, and kills it if it has not exited within the grace. */
+  async close(): Promise<void> {
+    const child = this.child
+    this.ended()
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()))
+    const grace = () => new Promise<void>((resolve) => setTimeout(resolve, graceMillis).unref())
+    await Promise.race([exited, grace()])
+    if (child.exitCode === null && child.signalCode === null) {
+      this.kill("SIGKILL")
+      await Promise.race([exited, grace()])
+    }
+  }
+
+  private received(line: string): void {
+    let message: JSONRPCMessage
+    try {
+      message = JSONRPCMessageSchema.parse(JSON.parse(line))
+    } catch (error) {
+      return this.onerror?.(error instanceof Error ? error : new Error(String(error)))
+    }
+    this.onmessage?.(message)
+  }
+
+  /** Reports the end once: nothing more is read, the server is asked to stop. */
+  private ended(): void {
+    if (this.closed) return
+    this.closed = true
+    const child = this.child
+    if (child !== undefined) {
+      this.stopReading()
+      try {
+        child.stdin?.end()
+      } catch {
+        // a stdin already broken has nothing to end
+      }
+      this.kill("SIGTERM")
+    }
+    this.onclose?.()
+  }
+
+  private stopReading(): void {
+    this.child?.stdout?.removeAllListeners("data")
+    this.child?.stdout?.destroy()
+  }
+
+  private kill(signal: NodeJS.Signals): void {
+    const child = this.child
+    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
+    try {
+      child.kill(signal)
+    } catch {
+      // already gone
+    }
+  }
+}

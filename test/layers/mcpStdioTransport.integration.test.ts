@@ -1,0 +1,64 @@
+/**
+ * The agent's own stdio transport (src/layers/mcp/StdioTransport.ts): lines assembled from chunks,
+ * the bound, and a server that closes its stdout (seen before only through the SDK's private
+ * `_process`).
+ */
+import { describe, expect, it } from "vitest"
+import { lineSplitter, StdioTransport } from "../../src/layers/mcp/StdioTransport.js"
+
+const split = (max: number, chunks: ReadonlyArray<string>) => {
+  const lines: Array<string> = []
+  let tooLong = 0
+  const feed = lineSplitter(max, (line) => lines.push(line), () => tooLong++)
+  for (const chunk of chunks) feed(Buffer.from(chunk))
+  return { lines, tooLong }
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const until = async (condition: () => boolean) => {
+  while (!condition()) await new Promise((resolve) => setImmediate(resolve))
+}
+
+describe("StdioTransport", () => {
+  it("joins a line's chunks, splits several lines of one chunk, drops a trailing \\r and keeps a multi-byte character cut between chunks", () => {
+    const euro = Buffer.from("€")
+    const lines: Array<string> = []
+    const feed = lineSplitter(100, (line) => lines.push(line), () => undefined)
+    feed(Buffer.from("ab"))
+    feed(Buffer.from("c\r\nd\n\ne"))
+    feed(euro.subarray(0, 1))
+    feed(Buffer.concat([euro.subarray(1), Buffer.from("\n")]))
+    expect(lines).toEqual(["abc", "d", "", "e€"])
+  })
+
+  it("a line of exactly the bound is read; one byte more fails once, and nothing after it is read", () => {
+    expect(split(4, ["ab", "cd\n"])).toEqual({ lines: ["abcd"], tooLong: 0 })
+    expect(split(4, ["ab", "cde", "\nok\n", "more\n"])).toEqual({ lines: [], tooLong: 1 })
+    expect(split(4, ["ok\nabcde\nno\n"])).toEqual({ lines: ["ok"], tooLong: 1 })
+  })
+
+  it("a server that closes its stdout and runs on: the transport closes (onclose) and the server is stopped", async () => {
+    const script = `process.stdout.write(JSON.stringify({ jsonrpc: "2.0", method: "pid", params: { pid: process.pid } }) + "\\n", () => { require("node:fs").closeSync(1); setInterval(() => {}, 1 << 30) })`
+    const transport = new StdioTransport({ command: process.execPath, args: ["-e", script], env: {}, cwd: process.cwd() })
+    let pid: number | undefined
+    let closed = 0
+    transport.onmessage = (message) => {
+      pid = (message as unknown as { params: { pid: number } }).params.pid
+    }
+    transport.onclose = () => closed++
+    await transport.start()
+    await until(() => closed > 0)
+    expect(pid).toBeTypeOf("number")
+    await until(() => !alive(pid!))
+    await transport.close()
+    expect(closed).toBe(1)
+  })
+})
