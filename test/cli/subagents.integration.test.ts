@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { start } from "./subprocess.js"
+import { run, start } from "./subprocess.js"
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-subagents-")))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -80,6 +80,51 @@ describe("effect-agent run --subagents", () => {
     expect(finished.stderr).toContain("[turn ended with an error: budget_exceeded]")
     const ends = logs(dataDir).map((log) => log.at(-1)!).map((e) => (e.payload as { errorCode?: string }).errorCode)
     expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
+  })
+
+  it("--max-steps stops the tree once it has made that many model requests: both sessions end budget_exceeded", async () => {
+    const { cwd, dataDir, script } = setup("steps", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "loop", prompt: "child: loop" } }] },
+        { chunks: ["never"] }
+      ],
+      subagents: { "child: loop": [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }] }, { chunks: ["never"] }] }
+    })
+    // The parent's request and the child's first: the child's second would be the third.
+    const running = start(["run", "loop", "--subagents", "--max-steps", "2", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).not.toBe(0)
+    expect(finished.stderr).toContain("[turn ended with an error: budget_exceeded]")
+    const ends = logs(dataDir).map((log) => log.at(-1)!).map((e) => (e.payload as { errorCode?: string }).errorCode)
+    expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
+  })
+
+  it("--max-subagents 1: the turn's second task call fails subagents_exceeded before any session, and the turn goes on", async () => {
+    const { cwd, dataDir, script } = setup("fan", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "first", prompt: "child: first" } }] },
+        { toolCalls: [{ tool: "task", args: { description: "second", prompt: "child: second" } }] },
+        { chunks: ["done myself"] }
+      ],
+      subagents: { "child: first": [{ chunks: ["first done"] }], "child: second": [{ chunks: ["second done"] }] }
+    })
+    const running = start(["run", "fan out", "--subagents", "--max-subagents", "1", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).toContain("✗ subagents_exceeded")
+    expect(logs(dataDir)).toHaveLength(2)
+  })
+
+  it.each(["--max-steps", "--max-subagents"])("%s 0 is refused before anything runs, naming the flag (run and serve)", async (flag) => {
+    const { cwd, dataDir, script } = setup(`zero${flag}`, { responses: [] })
+    for (const command of [["run", "x"], ["serve", "--port", "0"]]) {
+      const finished = await run([...command, "--subagents", flag, "0", "--script", script, "--data-dir", dataDir], { cwd })
+      // 1: the command could not run (a bad flag).
+      expect(finished.code).toBe(1)
+      expect(finished.stderr).toContain(`${flag} takes a positive number`)
+    }
   })
 
   it("export-script records the subagents' responses too: the cassette replays parent and child alike", async () => {
