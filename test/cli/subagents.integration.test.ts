@@ -60,8 +60,9 @@ describe("effect-agent run --subagents", () => {
     expect(finished.stderr.match(/asks: allow/g)).toHaveLength(1)
   })
 
-  it("--max-tokens stops the tree: the child and the parent end budget_exceeded, and the exit code says the turn failed", async () => {
-    const { cwd, dataDir, script } = setup("budget", {
+  // The child's first response uses 3,100 tokens and is the tree's second model request: past either limit.
+  it.each([["--max-tokens", "2000"], ["--max-steps", "2"]])("%s %s stops the tree: the child and the parent end budget_exceeded, and the exit code says the turn failed", async (flag, limit) => {
+    const { cwd, dataDir, script } = setup(`budget${flag}`, {
       responses: [
         { toolCalls: [{ tool: "task", args: { description: "spend", prompt: "child: spend" } }] },
         { chunks: ["never"] }
@@ -73,25 +74,7 @@ describe("effect-agent run --subagents", () => {
         ]
       }
     })
-    const running = start(["run", "spend a lot", "--subagents", "--max-tokens", "2000", "--script", script, "--data-dir", dataDir], { cwd })
-    running.child.stdin!.end()
-    const finished = await running.done
-    expect(finished.code).not.toBe(0)
-    expect(finished.stderr).toContain("[turn ended with an error: budget_exceeded]")
-    const ends = logs(dataDir).map((log) => log.at(-1)!).map((e) => (e.payload as { errorCode?: string }).errorCode)
-    expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
-  })
-
-  it("--max-steps stops the tree once it has made that many model requests: both sessions end budget_exceeded", async () => {
-    const { cwd, dataDir, script } = setup("steps", {
-      responses: [
-        { toolCalls: [{ tool: "task", args: { description: "loop", prompt: "child: loop" } }] },
-        { chunks: ["never"] }
-      ],
-      subagents: { "child: loop": [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }] }, { chunks: ["never"] }] }
-    })
-    // The parent's request and the child's first: the child's second would be the third.
-    const running = start(["run", "loop", "--subagents", "--max-steps", "2", "--script", script, "--data-dir", dataDir], { cwd })
+    const running = start(["run", "spend a lot", "--subagents", flag, limit, "--script", script, "--data-dir", dataDir], { cwd })
     running.child.stdin!.end()
     const finished = await running.done
     expect(finished.code).not.toBe(0)
