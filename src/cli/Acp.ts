@@ -61,9 +61,9 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     const { AcpAgent, AcpPermissions } = yield* Effect.promise(() => import("../acp.js"))
     // Each session's MCP servers: those its client names, the user's mcp.json and a trusted .mcp.json of its cwd.
     const mcp = McpServers.configurable()
-    const budget = yield* Flags.budgetOf(options)
+    const engineOptions = yield* Flags.limitedBy(Flags.engineOptions(user), options)
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: user?.env ?? {}, ...Flags.toolOptions(options) }, options)))
-    const engine = SessionEngine.layer(budget === undefined ? Flags.engineOptions(user) : { ...Flags.engineOptions(user), budget }).pipe(
+    const engine = SessionEngine.layer(engineOptions).pipe(
       Layer.provide(FlagLayers.storeLayer(options)),
       // Beside the engine too: the agent reads the model's window for `usage_update`.
       Layer.provideMerge(model),

@@ -163,8 +163,8 @@ export const withDrivingEngine = <A, E, R>(
     // Which model answers is said once the session's settings and MCP servers are read: an error in them comes first and alone.
     const { layer: model, notice } = yield* Models.chosen(options)
     const recorded = yield* Models.recordedMcp(options)
-    const { composer, engine: engineOptions } = yield* composerFor(options.noInstructions)
-    const budget = yield* Flags.budgetOf(options)
+    const { composer, engine: composed } = yield* composerFor(options.noInstructions)
+    const engineOptions = yield* Flags.limitedBy(composed, options)
     const policy = Policy.configurable()
     const mcp = McpServers.configurable()
     return yield* Effect.gen(function*() {
@@ -179,5 +179,5 @@ export const withDrivingEngine = <A, E, R>(
       yield* notice
       const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
       return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })
-    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, budget === undefined ? engineOptions : { ...engineOptions, budget }, options.subagents === true)))
+    }).pipe(Effect.provide(engineLayer(options, model, policy.layer, { env: policy.env, ...Flags.toolOptions(options) }, mcp, composer, options, engineOptions, options.subagents === true)))
   })

@@ -255,6 +255,14 @@ export const subagents = {
   maxTokens: Help.number("max-tokens", "integer").pipe(
     Options.optional,
     Options.withDescription("Stop a turn and its subagents once they have used more than this many tokens, input (with cache reads and writes) plus output")
+  ),
+  maxSteps: Help.number("max-steps", "integer").pipe(
+    Options.optional,
+    Options.withDescription("Stop a turn and its subagents once they have made this many model requests together (turn.completed errorCode budget_exceeded)")
+  ),
+  maxSubagents: Help.number("max-subagents", "integer").pipe(
+    Options.optional,
+    Options.withDescription("How many subagents one turn may start in all, at any depth; past it a task call fails subagents_exceeded (default 100)")
   )
 }
 
@@ -263,14 +271,29 @@ export interface Subagents {
   readonly subagents?: boolean | undefined
   readonly maxCost?: Option.Option<number> | undefined
   readonly maxTokens?: Option.Option<number> | undefined
+  readonly maxSteps?: Option.Option<number> | undefined
+  readonly maxSubagents?: Option.Option<number> | undefined
 }
 
-/** The engine's budget from the flags; none without `--max-cost` / `--max-tokens`. A limit that is not positive is refused. */
-export const budgetOf = (flags: Subagents): Effect.Effect<{ readonly maxCost?: number; readonly maxTokens?: number } | undefined, CliError> => {
-  const maxCost = flags.maxCost === undefined ? undefined : Option.getOrUndefined(flags.maxCost)
-  const maxTokens = flags.maxTokens === undefined ? undefined : Option.getOrUndefined(flags.maxTokens)
-  if ((maxCost !== undefined && !(maxCost > 0)) || (maxTokens !== undefined && !(maxTokens > 0))) {
-    return Effect.fail(new CliError({ reason: "invalid_arguments", message: "--max-cost and --max-tokens take a positive number" }))
+/** The limit flags, by their name on the command line. */
+const limits = { maxCost: "--max-cost", maxTokens: "--max-tokens", maxSteps: "--max-steps", maxSubagents: "--max-subagents" } as const
+
+/**
+ * The engine's options with the tree limits of the flags: `budget` (`--max-cost`, `--max-tokens`,
+ * `--max-steps`) and `maxSubagents`; a limit that is not positive is refused, naming its flag.
+ */
+export const limitedBy = (options: SessionEngine.Options, flags: Subagents): Effect.Effect<SessionEngine.Options, CliError> => {
+  const given: { -readonly [K in keyof typeof limits]?: number } = {}
+  for (const key of Object.keys(limits) as Array<keyof typeof limits>) {
+    const value = flags[key] === undefined ? undefined : Option.getOrUndefined(flags[key])
+    if (value === undefined) continue
+    if (!(value > 0)) return Effect.fail(new CliError({ reason: "invalid_arguments", message: `${limits[key]} takes a positive number, not ${value}` }))
+    given[key] = value
   }
-  return Effect.succeed(maxCost === undefined && maxTokens === undefined ? undefined : { ...(maxCost === undefined ? {} : { maxCost }), ...(maxTokens === undefined ? {} : { maxTokens }) })
+  const { maxSubagents, ...budget } = given
+  return Effect.succeed({
+    ...options,
+    ...(Object.keys(budget).length === 0 ? {} : { budget }),
+    ...(maxSubagents === undefined ? {} : { maxSubagents })
+  })
 }

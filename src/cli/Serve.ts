@@ -238,8 +238,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     // Which model answers is a line of the start banner, with the address and the token, not a
     // notice of its own printed before the server is up (docs/server.md).
     const { layer: model, model: answering } = yield* Models.chosen(options)
-    const budget = yield* Flags.budgetOf(options)
-    const engineOptions = budget === undefined ? Flags.engineOptions(loaded.user) : { ...Flags.engineOptions(loaded.user), budget }
+    const engineOptions = yield* Flags.limitedBy(Flags.engineOptions(loaded.user), options)
     // Loaded only here: the HTTP stack costs start-up time for every other command.
     const { EventLoop, Security, Server, ServerConfig } = yield* Effect.promise(() => import("../server.js"))
     const fromEnv = process.env["EFFECT_AGENT_TOKEN"]

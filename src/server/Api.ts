@@ -158,8 +158,8 @@ export const CreateSession = optionalBody(Schema.Struct({
 export const StartTurn = strict(Schema.Struct({
   message: Schema.String,
   images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String }))),
-  /** One budget for the turn and the subagents it starts: tokens (input with cache reads and writes, plus output) and US dollars. */
-  budget: Schema.optional(Schema.Struct({ maxTokens: Schema.optional(Schema.Number), maxCost: Schema.optional(Schema.Number) }))
+  /** One budget for the turn and the subagents it starts: tokens (input with cache reads and writes, plus output), US dollars and model requests. */
+  budget: Schema.optional(Schema.Struct({ maxTokens: Schema.optional(Schema.Number), maxCost: Schema.optional(Schema.Number), maxSteps: Schema.optional(Schema.Number) }))
 }))
 /** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
 export const Rename = strict(Schema.Struct({ title: Schema.String }))

@@ -102,4 +102,33 @@ describe("effect-agent acp --subagents", () => {
     expectWellFormedLog(child)
     expect(child.filter((e) => e.type === "permission.resolved").map((e) => (e.payload as { decision: string }).decision)).toEqual(["ask", "allow"])
   })
+  it("--max-steps and --max-subagents bound each prompt's tree: past the steps the prompt fails budget_exceeded; past the subagents the task call fails", async () => {
+    const cwd = join(dir, "work-limits")
+    mkdirSync(cwd, { recursive: true })
+    const script = join(dir, "limits.json")
+    writeFileSync(script, JSON.stringify({
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "first", prompt: "child: first" }, id: "task_1" }] },
+        { toolCalls: [{ tool: "task", args: { description: "second", prompt: "child: second" }, id: "task_2" }] },
+        { toolCalls: [{ tool: "list_dir", args: { path: "." } }] },
+        { chunks: ["never"] }
+      ],
+      subagents: { "child: first": [{ chunks: ["first done"] }], "child: second": [{ chunks: ["second done"] }] }
+    }))
+    const storage = ["--data-dir", join(dir, "data-limits")]
+    // Requests: parent, child, parent (second task refused), parent (list_dir): the fifth is past --max-steps 4.
+    const agent = scratch.launch(["--subagents", "--max-subagents", "1", "--max-steps", "4", "--script", script, ...storage], { cwd, answer: choose("allow_once") })
+    await agent.initialize()
+    const { sessionId } = await agent.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] })
+    const failed = await agent.agent.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "fan out" }] })
+      .then(() => undefined, (error: unknown) => error as acp.RequestError)
+    expect(failed).toMatchObject({ code: -32603, data: { errorCode: "budget_exceeded", sessionId } })
+    const second = agent.updates.map((n) => n.update).filter((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === "task_2")
+    expect(second.at(-1)).toMatchObject({ status: "failed" })
+    agent.child.stdin.end()
+    await agent.exited
+    const parent = await logOf(sessionId, storage)
+    expect(parent.filter((e) => e.type === "subagent.started")).toHaveLength(1)
+    expect(parent.find((e) => e.type === "tool.failed" && (e.payload as { errorCode: string }).errorCode === "subagents_exceeded")).toBeDefined()
+  })
 })

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import { expectWellFormedLog } from "../helpers.js"
-import { start } from "./subprocess.js"
+import { run, start } from "./subprocess.js"
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-subagents-")))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -60,8 +60,9 @@ describe("effect-agent run --subagents", () => {
     expect(finished.stderr.match(/asks: allow/g)).toHaveLength(1)
   })
 
-  it("--max-tokens stops the tree: the child and the parent end budget_exceeded, and the exit code says the turn failed", async () => {
-    const { cwd, dataDir, script } = setup("budget", {
+  // The child's first response uses 3,100 tokens and is the tree's second model request: past either limit.
+  it.each([["--max-tokens", "2000"], ["--max-steps", "2"]])("%s %s stops the tree: the child and the parent end budget_exceeded, and the exit code says the turn failed", async (flag, limit) => {
+    const { cwd, dataDir, script } = setup(`budget${flag}`, {
       responses: [
         { toolCalls: [{ tool: "task", args: { description: "spend", prompt: "child: spend" } }] },
         { chunks: ["never"] }
@@ -73,13 +74,40 @@ describe("effect-agent run --subagents", () => {
         ]
       }
     })
-    const running = start(["run", "spend a lot", "--subagents", "--max-tokens", "2000", "--script", script, "--data-dir", dataDir], { cwd })
+    const running = start(["run", "spend a lot", "--subagents", flag, limit, "--script", script, "--data-dir", dataDir], { cwd })
     running.child.stdin!.end()
     const finished = await running.done
     expect(finished.code).not.toBe(0)
     expect(finished.stderr).toContain("[turn ended with an error: budget_exceeded]")
     const ends = logs(dataDir).map((log) => log.at(-1)!).map((e) => (e.payload as { errorCode?: string }).errorCode)
     expect(ends).toEqual(["budget_exceeded", "budget_exceeded"])
+  })
+
+  it("--max-subagents 1: the turn's second task call fails subagents_exceeded before any session, and the turn goes on", async () => {
+    const { cwd, dataDir, script } = setup("fan", {
+      responses: [
+        { toolCalls: [{ tool: "task", args: { description: "first", prompt: "child: first" } }] },
+        { toolCalls: [{ tool: "task", args: { description: "second", prompt: "child: second" } }] },
+        { chunks: ["done myself"] }
+      ],
+      subagents: { "child: first": [{ chunks: ["first done"] }], "child: second": [{ chunks: ["second done"] }] }
+    })
+    const running = start(["run", "fan out", "--subagents", "--max-subagents", "1", "--script", script, "--data-dir", dataDir], { cwd })
+    running.child.stdin!.end()
+    const finished = await running.done
+    expect(finished.code).toBe(0)
+    expect(finished.stderr).toContain("✗ subagents_exceeded")
+    expect(logs(dataDir)).toHaveLength(2)
+  })
+
+  it.each(["--max-steps", "--max-subagents"])("%s 0 is refused before anything runs, naming the flag (run and serve)", async (flag) => {
+    const { cwd, dataDir, script } = setup(`zero${flag}`, { responses: [] })
+    for (const command of [["run", "x"], ["serve", "--port", "0"]]) {
+      const finished = await run([...command, "--subagents", flag, "0", "--script", script, "--data-dir", dataDir], { cwd })
+      // 1: the command could not run (a bad flag).
+      expect(finished.code).toBe(1)
+      expect(finished.stderr).toContain(`${flag} takes a positive number`)
+    }
   })
 
   it("export-script records the subagents' responses too: the cassette replays parent and child alike", async () => {

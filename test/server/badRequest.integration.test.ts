@@ -70,7 +70,7 @@ describe("effect-agent serve: a body the API cannot decode", () => {
     }
     // Nested: the place is named.
     expect(await refusal(await post(`/sessions/${sessionId}/turns`, { message: "hi", budget: { maxTokens: 5, tokens: 1 } }))).toBe(
-      `Unknown key "tokens" in budget; allowed keys: "maxTokens", "maxCost"`
+      `Unknown key "tokens" in budget; allowed keys: "maxTokens", "maxCost", "maxSteps"`
     )
   })
 

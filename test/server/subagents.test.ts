@@ -69,4 +69,21 @@ describe("subagents over HTTP", () => {
       expect(events.at(-1)).toMatchObject({ payload: { stopReason: "error", errorCode: "budget_exceeded" } })
       expect(events.filter((e) => e.type === "subagent.progress").length).toBeGreaterThan(0)
     }))
+  it.scopedLive("a turn's budget.maxSteps stops the tree once it has made that many model requests (budget_exceeded); 0 is a 400", () =>
+    Effect.gen(function*() {
+      const { cwd, server } = yield* startIn({
+        responses: [{ toolCalls: [{ tool: "task", args: { description: "loop", prompt: "child: loop" } }] }, { chunks: ["never"] }],
+        subagents: { "child: loop": [{ toolCalls: [{ tool: "list_dir", args: { path: "." } }] }, { chunks: ["never"] }] }
+      })
+      const { client } = server
+      const session = yield* client.sessions.create({ payload: { cwd } })
+      const refused = yield* Effect.flip(client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "x", budget: { maxSteps: 0 } } }))
+      expect(refused).toMatchObject({ error: "BadRequest" })
+      yield* client.sessions.startTurn({ path: { id: session.sessionId }, payload: { message: "loop", budget: { maxSteps: 2 } } })
+      const events = yield* Effect.promise(() =>
+        liveUntil(`${server.url}/sessions/${session.sessionId}/live`, { token: server.token }, (e) => e.type === "turn.completed")
+      )
+      expect(events.at(-1)).toMatchObject({ payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+      expect(events.find((e) => e.type === "subagent.completed")).toMatchObject({ payload: { errorCode: "budget_exceeded" } })
+    }))
 })
