@@ -19,7 +19,7 @@ import { type JSONRPCMessage, JSONRPCMessageSchema } from "@modelcontextprotocol
 /** The longest line read from a server (the SDK's own bound). */
 export const maxLineBytes = 10 * 1024 * 1024
 
-/** How long a closed server has to exit after SIGTERM before it is killed. */
+/** How long a server has to exit at each step of close (stdin ended, then SIGTERM) before the next. */
 const graceMillis = 2000
 
 /** Where and how a server runs. */
@@ -73,6 +73,8 @@ export class StdioTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined
   private child: ChildProcess | undefined
   private closed = false
+  // Set while close() stops the server in the spec's order: its end then sends no early SIGTERM.
+  private stopping = false
 
   constructor(private readonly params: Params) {}
 
@@ -120,18 +122,29 @@ export class StdioTransport implements Transport {
     })
   }
 
-  /** Ends stdin, asks the server to stop, and kills it if it has not exited within the grace. */
+  /**
+   * Stops the server in the order the MCP spec gives for stdio: stdin ended, a grace to exit, then
+   * SIGTERM, then SIGKILL. A SIGTERM at once cut a server in the middle of what the last messages
+   * asked of it (a cancellation it was still recording).
+   */
   async close(): Promise<void> {
     const child = this.child
-    this.ended()
-    if (child === undefined || child.exitCode !== null || child.signalCode !== null) return
-    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()))
+    if (child === undefined) return this.ended()
+    this.stopping = true
+    const running = () => child.exitCode === null && child.signalCode === null
+    const exited = new Promise<void>((resolve) => running() ? child.once("close", () => resolve()) : resolve())
     const grace = () => new Promise<void>((resolve) => setTimeout(resolve, graceMillis).unref())
-    await Promise.race([exited, grace()])
-    if (child.exitCode === null && child.signalCode === null) {
-      this.kill("SIGKILL")
+    try {
+      child.stdin?.end()
+    } catch {
+      // a stdin already broken has nothing to end
+    }
+    for (const signal of [undefined, "SIGTERM", "SIGKILL"] as const) {
+      if (!running()) break
+      if (signal !== undefined) this.kill(signal)
       await Promise.race([exited, grace()])
     }
+    this.ended()
   }
 
   private received(line: string): void {
@@ -156,7 +169,7 @@ export class StdioTransport implements Transport {
       } catch {
         // a stdin already broken has nothing to end
       }
-      this.kill("SIGTERM")
+      if (!this.stopping) this.kill("SIGTERM")
     }
     this.onclose?.()
   }
