@@ -272,12 +272,25 @@ const headersMillis = (headersTimeout: Duration.DurationInput | undefined) =>
   Math.max(1, Math.round(Duration.toMillis(Duration.decode(headersTimeout ?? defaultHeadersTimeout))))
 
 /**
+ * How long a kept-alive connection may sit idle between requests. Node's default, 5 s, is what it
+ * tells clients (`Keep-Alive: timeout=5`); undici (Node's `fetch`) stops reusing a connection 2 s
+ * before that, but on timers of about a second's grain that run only between the loop's tasks, so
+ * a busy client that waited ≈ 5 s sent its next request on a connection the server was closing and
+ * got "other side closed" for a request never read. 65 s puts that edge past the waits clients make
+ * between requests; a connection without a credential is still bounded (`boundStrangers`), and
+ * closing the server closes idle connections at once.
+ */
+const keepAliveMillis = 65_000
+
+/**
  * Each connection must send a request's headers within `millis` (see `nodeServer`): Node's own
- * limits, and a socket timeout until the first request, counted as an accepted connection.
+ * limits, and a socket timeout until the first request, counted as an accepted connection. Idle
+ * kept-alive connections are kept `keepAliveMillis`.
  */
 const limitHeadersTime = (server: NodeServer, millis: number) => {
   server.headersTimeout = millis
   server.requestTimeout = Math.max(millis, 300_000)
+  server.keepAliveTimeout = keepAliveMillis
   server.on("connection", (socket: Socket) => {
     connectionAccepted()
     socket.setTimeout(millis)
