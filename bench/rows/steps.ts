@@ -68,16 +68,10 @@ const oursSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): 
     PermissionPolicy.layer()
   ))), store))
   try {
-    const run = (userMessage: string) =>
-      rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
-        Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) =>
-          Effect.as(count(engine.runTurn({ sessionId, userMessage })), sessionId))))
-    // The engine is built before the clock starts, as pi's Agent is.
-    await rt.runtime()
-    let sessionId = ""
-    const time = await timed(async () => {
-      sessionId = await run("read it")
-    })
+    // The engine and the session are made before the clock starts, as pi's Agent is.
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const { sessionId } = await rt.runPromise(engine.createSession({ cwd, client: "test" }))
+    const time = await timed(() => rt.runPromise(Effect.asVoid(count(engine.runTurn({ sessionId, userMessage: "read it" })))))
     // Every call ran and the turn ended with the answer, as checked on pi's side.
     const events = await rt.runPromise(Effect.flatMap(EventStore.EventStore, (store) => Stream.runCollect(store.read(sessionId))))
     const completed = Chunk.filter(events, (e) => e.type === "tool.completed").length
