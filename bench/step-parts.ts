@@ -17,11 +17,12 @@ import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Agent, type AgentTool } from "@mariozechner/pi-agent-core"
-import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@mariozechner/pi-ai"
+import { Type } from "@mariozechner/pi-ai"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, ToolRouter, WorkspaceTools } from "../src/index.js"
 import { count, scratch, touchPi } from "./engine.js"
 import { median } from "./measure.js"
+import { readFileScript, scriptedModel, scriptedStreamFn } from "./piScripted.js"
 
 const [rounds = 4, turns = 10, steps = 50] = process.argv.slice(2).map(Number)
 const cwd = join(scratch("step-parts"), "work")
@@ -91,22 +92,17 @@ const pi = async (withFiles: boolean): Promise<number> => {
   }
   const perStep: Array<number> = []
   for (let t = 0; t < turns; t++) {
-    const faux = registerFauxProvider({ tokenSize: { min: 1, max: 1 } })
-    try {
-      faux.setResponses([
-        ...Array.from({ length: steps }, (_, i) => fauxAssistantMessage(fauxToolCall("read_file", { path: "a.txt" }, { id: `call_${i}` }), { stopReason: "toolUse" })),
-        fauxAssistantMessage("done")
-      ])
-      const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "", tools: [tool] } })
-      agent.subscribe(touchPi)
-      const start = cpuMs()
-      await agent.prompt("read it")
-      perStep.push((cpuMs() - start) / steps)
-      const results = agent.state.messages.filter((m) => m.role === "toolResult").length
-      if (results !== steps) throw new Error(`pi-agent-core ran ${results} of ${steps} tool calls`)
-    } finally {
-      faux.unregister()
-    }
+    // Over the scripted stream function row 19 uses (each response whole, nothing done with the request).
+    const agent = new Agent({
+      initialState: { model: scriptedModel, systemPrompt: "", tools: [tool] },
+      streamFn: scriptedStreamFn(readFileScript(steps))
+    })
+    agent.subscribe(touchPi)
+    const start = cpuMs()
+    await agent.prompt("read it")
+    perStep.push((cpuMs() - start) / steps)
+    const results = agent.state.messages.filter((m) => m.role === "toolResult").length
+    if (results !== steps) throw new Error(`pi-agent-core ran ${results} of ${steps} tool calls`)
   }
   return median(perStep)
 }

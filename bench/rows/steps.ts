@@ -4,9 +4,12 @@
  * Row 19: a turn of N sequential tool steps, each one `read_file` of a real 4 KB file, then a short
  * answer. effect-agent: the engine (memory store) with the workspace tools and the default policy
  * (reads inside the cwd are allowed), the scripted model asking one call per step. pi-agent-core:
- * its `Agent` over pi-ai's faux provider asking the same calls of a `readFile` tool that reads the
+ * its `Agent` over a scripted stream function (`piScripted.ts`: each response handed over whole, as
+ * our fake model hands over its own) asking the same calls of a `readFile` tool that reads the
  * same file with `fs.promises.readFile`. The result is our time per step over pi's (lower is better),
- * goal ≤ 1×; CPU time per step for both is in the detail.
+ * goal ≤ 1×; CPU time per step for both is in the detail, and pi-agent-core's over pi-ai's faux
+ * provider, which the row used until row19b: that model serializes the whole context each request,
+ * work our fake model does not do (docs/benchmarks.md, "Rows 19–20, row19b").
  *
  * Row 20: a trivial turn (one short answer, nothing else) in a warm engine and session: the median
  * wall time per turn, goal ≤ 2 ms of engine overhead; pi-agent-core's time for the same turn is in
@@ -22,13 +25,14 @@ import { readFile } from "node:fs/promises"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { Agent, type AgentTool } from "@mariozechner/pi-agent-core"
-import { fauxAssistantMessage, fauxToolCall, registerFauxProvider, Type } from "@mariozechner/pi-ai"
+import { fauxAssistantMessage, registerFauxProvider, Type } from "@mariozechner/pi-ai"
 import { Chunk, Effect, Layer, ManagedRuntime, Stream } from "effect"
 import { EventStore, FakeModelProvider, IdGenerator, MemoryEventStore, PermissionPolicy, SessionEngine, WorkspaceTools } from "../../src/index.js"
 import { child } from "../children.js"
 import { config } from "../config.js"
 import { count, scratch, touchPi } from "../engine.js"
 import { format, interleave, median, type Row, ratioRow, ratios } from "../measure.js"
+import { readFileScript, scriptedModel, scriptedStreamFn } from "../piScripted.js"
 
 /** A workspace with the file both sides read. */
 const workspace = () => {
@@ -64,16 +68,10 @@ const oursSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): 
     PermissionPolicy.layer()
   ))), store))
   try {
-    const run = (userMessage: string) =>
-      rt.runPromise(Effect.flatMap(SessionEngine.SessionEngine, (engine) =>
-        Effect.flatMap(engine.createSession({ cwd, client: "test" }), ({ sessionId }) =>
-          Effect.as(count(engine.runTurn({ sessionId, userMessage })), sessionId))))
-    // The engine is built before the clock starts, as pi's Agent is.
-    await rt.runtime()
-    let sessionId = ""
-    const time = await timed(async () => {
-      sessionId = await run("read it")
-    })
+    // The engine and the session are made before the clock starts, as pi's Agent is.
+    const engine = await rt.runPromise(SessionEngine.SessionEngine)
+    const { sessionId } = await rt.runPromise(engine.createSession({ cwd, client: "test" }))
+    const time = await timed(() => rt.runPromise(Effect.asVoid(count(engine.runTurn({ sessionId, userMessage: "read it" })))))
     // Every call ran and the turn ended with the answer, as checked on pi's side.
     const events = await rt.runPromise(Effect.flatMap(EventStore.EventStore, (store) => Stream.runCollect(store.read(sessionId))))
     const completed = Chunk.filter(events, (e) => e.type === "tool.completed").length
@@ -100,15 +98,18 @@ const piReadFile = (cwd: string): AgentTool => ({
   }
 })
 
-/** pi-agent-core's turn of the same steps; answers ms per step (CPU ms per step in `cpu`). */
-const piSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): Promise<number> => {
-  const faux = registerFauxProvider({ tokenSize: { min: 1, max: 1 } })
+/**
+ * pi-agent-core's turn of the same steps; answers ms per step (CPU ms per step in `cpu`). Over the
+ * scripted stream function, or with `faux` over pi-ai's faux provider (what the row used before row19b).
+ */
+const piSteps = (cwd: string, steps: number, cpu: Array<number>, faux = false) => async (): Promise<number> => {
+  const provider = faux ? registerFauxProvider({ tokenSize: { min: 1, max: 1 } }) : undefined
   try {
-    faux.setResponses([
-      ...Array.from({ length: steps }, (_, i) => fauxAssistantMessage(fauxToolCall("read_file", { path: "a.txt" }, { id: `call_${i}` }), { stopReason: "toolUse" })),
-      fauxAssistantMessage("done")
-    ])
-    const agent = new Agent({ initialState: { model: faux.getModel(), systemPrompt: "", tools: [piReadFile(cwd)] } })
+    provider?.setResponses(readFileScript(steps))
+    const tools = [piReadFile(cwd)]
+    const agent = provider === undefined
+      ? new Agent({ initialState: { model: scriptedModel, systemPrompt: "", tools }, streamFn: scriptedStreamFn(readFileScript(steps)) })
+      : new Agent({ initialState: { model: provider.getModel(), systemPrompt: "", tools } })
     agent.subscribe(touchPi)
     const time = await timed(() => agent.prompt("read it"))
     if (agent.state.errorMessage !== undefined) throw new Error(`pi-agent-core turn failed: ${agent.state.errorMessage}`)
@@ -117,7 +118,7 @@ const piSteps = (cwd: string, steps: number, cpu: Array<number>) => async (): Pr
     cpu.push(time.cpu / steps)
     return time.wall / steps
   } finally {
-    faux.unregister()
+    provider?.unregister()
   }
 }
 
@@ -171,7 +172,8 @@ export const run = async (): Promise<Array<Row>> => {
   const oursRss: Array<number> = []
   const piRss: Array<number> = []
   const piCpu: Array<number> = []
-  const [ours, pi] = await interleave(config.toolStepReps, [oursSteps(cwd, steps, oursCpu), piSteps(cwd, steps, piCpu)])
+  const fauxCpu: Array<number> = []
+  const [ours, pi, faux] = await interleave(config.toolStepReps, [oursSteps(cwd, steps, oursCpu), piSteps(cwd, steps, piCpu), piSteps(cwd, steps, fauxCpu, true)])
   const turns = config.trivialTurns
   const [trivial, piTurn] = await interleave(config.toolStepReps, [oursTrivial(turns), piTrivial(turns)])
   const ms = (xs: ReadonlyArray<number>) => format(median(xs), " ms")
@@ -186,7 +188,7 @@ export const run = async (): Promise<Array<Row>> => {
     ratioRow(19, `a turn of ${steps} sequential read_file steps (a real 4 KB file), time per step: effect-agent vs pi-agent-core 0.73.1`, ratios(ours!, pi!), {
       text: "≤ 1.0×",
       met: (m) => m <= 1.0
-    }, `effect-agent ${ms(ours!)} per step (CPU ${ms(oursCpu)}), pi-agent-core ${ms(pi!)} per step (CPU ${ms(piCpu)})`),
+    }, `effect-agent ${ms(ours!)} per step (CPU ${ms(oursCpu)}), pi-agent-core ${ms(pi!)} per step (CPU ${ms(piCpu)}); over pi-ai's faux provider ${ms(faux!)} per step (CPU ${ms(fauxCpu)}), ${format(median(ratios(ours!, faux!)), "×")}`),
     {
       id: 20,
       measure: "a trivial turn (one short answer) in a warm engine and session, memory store: median time per turn",
