@@ -488,9 +488,10 @@ export class Held {
    * Where the latest entry holding each unanswered call is (its entry, its place among the entry's
    * calls), so that a result finds its call without a scan. Forgotten when entries move (a
    * compaction, a rewind: a valid log has no call open at either) and once the call is answered;
-   * a result with no place searches, as `withResult` does.
+   * a result with no place searches, as `withResult` does. Made at the first call: a transcript of
+   * text alone holds none (bench row 21 holds a thousand).
    */
-  private readonly callPlaces = new Map<string, { readonly entry: number; readonly index: number }>()
+  private callPlaces: Map<string, { readonly entry: number; readonly index: number }> | undefined = undefined
   /**
    * The entry a result made since the transcript was last handed out ({@link shared}): no one else
    * holds it, so the next results of the same response change it in place. A response of N calls
@@ -543,10 +544,10 @@ export class Held {
   /** A tool's result attaches to its call (the latest entry holding it), so messages keep call order. */
   result(toolCallId: string, content: string, isError: boolean, images?: ReadonlyArray<ImageRef>): this {
     this.close()
-    const place = this.callPlaces.get(toolCallId)
+    const place = this.callPlaces?.get(toolCallId)
     const entry = place === undefined ? undefined : this.entries[place.entry]
     if (place !== undefined && entry?.role === "assistant" && entry.toolCalls[place.index]?.toolCallId === toolCallId) {
-      this.callPlaces.delete(toolCallId)
+      this.callPlaces!.delete(toolCallId)
       const answered = { ...entry.toolCalls[place.index]!, result: resultOf(content, isError, images) }
       if (this.unshared === entry) (entry.toolCalls as Array<TranscriptToolCall>)[place.index] = answered
       else {
@@ -673,10 +674,10 @@ export class Held {
     const seen = open.toolCalls.length > 1 ? new Set<string>() : undefined
     for (let index = 0; index < open.toolCalls.length; index++) {
       const { toolCallId } = open.toolCalls[index]!
-      if (seen?.has(toolCallId)) this.callPlaces.delete(toolCallId)
+      if (seen?.has(toolCallId)) this.callPlaces?.delete(toolCallId)
       else {
         seen?.add(toolCallId)
-        this.callPlaces.set(toolCallId, { entry: this.entries.length, index })
+        ;(this.callPlaces ??= new Map()).set(toolCallId, { entry: this.entries.length, index })
       }
     }
     this.entries.push(open)
@@ -690,7 +691,7 @@ export class Held {
 
   /** The entries moved (a compaction, a rewind): their places are forgotten, and so is the entry a result made. */
   private moved() {
-    this.callPlaces.clear()
+    this.callPlaces = undefined
     this.unshared = undefined
   }
 }

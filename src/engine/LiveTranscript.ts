@@ -28,11 +28,11 @@ const arrayLength = (chars: number, count: number) => 2 + chars + Math.max(0, co
 export class LiveTranscript extends Transcript.Held {
   /**
    * Every tool call id the session's log has used, rewound or compacted ones too: a model's call
-   * under one of them is given another (`ToolCallIds`), so no id is ever two calls.
+   * under one of them is given another (`ToolCallIds`), so no id is ever two calls. This set and the
+   * map below are made when first needed: a session of text alone needs neither.
    */
-  private readonly callIds = new Set<string>()
-  /** Per model id, the suffix a renamed call tries first (`ToolCallIds.storedId`): a hint, `callIds` decides. */
-  readonly renamedCallIds = new Map<string, number>()
+  private callIds: Set<string> | undefined = undefined
+  private renamed: Map<string, number> | undefined = undefined
   /** The messages of `entries[0 .. renderedEntries)`, where each entry's begin, and their JSON lengths summed. */
   private readonly messages: Array<Transcript.Message> = []
   private readonly starts: Array<number> = []
@@ -51,13 +51,18 @@ export class LiveTranscript extends Transcript.Held {
 
   /** A tool call of the streaming response; its id is the log's from now on. */
   override call(turnId: string, call: Transcript.TranscriptToolCall, sequence: number): this {
-    this.callIds.add(call.toolCallId)
+    ;(this.callIds ??= new Set()).add(call.toolCallId)
     return super.call(turnId, call, sequence)
   }
 
   /** Whether a call of the session's log already has this id. */
   hasCallId(toolCallId: string): boolean {
-    return this.callIds.has(toolCallId)
+    return this.callIds?.has(toolCallId) === true
+  }
+
+  /** Per model id, the suffix a renamed call tries first (`ToolCallIds.storedId`): a hint, `callIds` decides. */
+  get renamedCallIds(): Map<string, number> {
+    return this.renamed ??= new Map()
   }
 
   /** The transcript now, equal to `Transcript.replay` of the events added; kept until the next change. */

@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import { SessionBusy } from "../domain/Errors.js"
@@ -61,15 +62,16 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
 
   // The store lives in one process: its writer lock is a set of held sessions, one holder (engine) each.
   const writers = new Set<string>()
+  // Released by a plain finalizer of the scope: `Effect.acquireRelease` would keep the acquiring
+  // fiber's refs (its context, its span) for as long as the lock is held — a session's life in the
+  // engine's cache — to restore them around a release that needs none of them.
   const acquireWriter = (sessionId: string) =>
-    Effect.acquireRelease(
+    Effect.flatMap(Effect.scope, (scope) =>
       Effect.suspend(() => {
         if (writers.has(sessionId)) return Effect.fail(new SessionBusy({ sessionId, holder: "another engine of this process" }))
         writers.add(sessionId)
-        return Effect.void
-      }),
-      () => Effect.sync(() => writers.delete(sessionId))
-    )
+        return Scope.addFinalizer(scope, Effect.sync(() => writers.delete(sessionId)))
+      }).pipe(Effect.uninterruptible))
 
   return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
 })
