@@ -5,6 +5,7 @@
  * the start's code: a later warm `sessions` over 10,000 JSONL sessions then ran 2.10·10⁹ instructions
  * instead of 1.49 (docs/benchmarks.md). The end-to-end runs are in codeCache.integration.test.ts.
  */
+import { constants as performanceConstants, PerformanceObserver } from "node:perf_hooks"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import { expect, it } from "vitest"
@@ -13,9 +14,24 @@ import { bundleSource, cacheNameOf, makeCacheOnce } from "../../src/cli/CodeCach
 setFlagsFromString("--expose-gc")
 const fullGc = runInNewContext("gc") as () => void
 
-/** Waits until `done` holds (a GC observer's entries are delivered after the GC, asynchronously). */
+/**
+ * Waits until `done` holds (a GC observer's entries are delivered after the GC, asynchronously). No
+ * deadline of its own: on a busy machine the delivery can come later than any guess (vitest bounds it).
+ */
 const until = async (done: () => boolean) => {
-  for (let i = 0; i < 100 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 10))
+  while (!done()) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+/** Counts the full GCs delivered to an observer of the test's own, registered after the cache's. */
+const majorGcs = () => {
+  let seen = 0
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      if ((entry as { readonly detail?: { readonly kind?: number } }).detail?.kind === performanceConstants.NODE_PERFORMANCE_GC_MAJOR) seen++
+    }
+  })
+  observer.observe({ entryTypes: ["gc"] })
+  return { seen: () => seen, stop: () => observer.disconnect() }
 }
 
 it("the cache is made at the first full GC, once, not left to the exit", async () => {
@@ -25,9 +41,12 @@ it("the cache is made at the first full GC, once, not left to the exit", async (
   fullGc()
   await until(() => made > 0)
   expect(made).toBe(1)
-  // Made once: later GCs (and the exit) do not make it again.
+  // Made once: later GCs (and the exit) do not make it again. Waits until the GC was delivered to an
+  // observer (a fixed sleep passed whether or not it had been).
+  const gcs = majorGcs()
   fullGc()
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  await until(() => gcs.seen() > 0)
+  gcs.stop()
   expect(made).toBe(1)
 })
 

@@ -9,7 +9,6 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as TestServices from "effect/TestServices"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { collect, expectWellFormedLog, jsonlEngine, memoryEngine, tempDir } from "../helpers.js"
 
@@ -21,10 +20,6 @@ const engines = {
   jsonl: () => Layer.unwrapScoped(Effect.map(tempDir, (dir) => jsonlEngine(dir, model))).pipe(Layer.provide(NodeContext.layer))
 } as const
 
-/** A wedge fails the test with a clear message (a safety net on the live clock, never a timing assumption). */
-const endsWithin = <A, E, R>(effect: Effect.Effect<A, E, R>, wedged: string) =>
-  Effect.raceFirst(effect, TestServices.provideLive(Effect.sleep("10 seconds")).pipe(Effect.zipRight(Effect.dieMessage(wedged))))
-
 /** Fork the turn, yield `yields` times, cancel, then check that the session is not wedged. */
 const cancelAsItStarts = (yields: number) =>
   Effect.gen(function*() {
@@ -34,14 +29,16 @@ const cancelAsItStarts = (yields: number) =>
     for (let i = 0; i < yields; i++) yield* Effect.yieldNow()
     yield* engine.cancelTurn({ sessionId })
     // The stream ends: with the cancelled turn, or the whole turn when the cancel found nothing to stop.
-    const emitted = yield* endsWithin(Fiber.join(turn), "the turn's stream never ended")
+    // (A wedged stream fails at vitest's timeout: a deadline of the test's own, 10 s on the live
+    // clock, could pass on a busy machine before a JSONL turn had ended.)
+    const emitted = yield* Fiber.join(turn)
     const log = yield* collect(engine.replaySession({ sessionId }))
     expectWellFormedLog(log)
     expect(log.slice(1)).toEqual(emitted)
     if (emitted.length > 0) expect(emitted.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: expect.stringMatching(/^(cancelled|final)$/) } })
     expect((yield* engine.sessionState({ sessionId })).openTurn).toBeUndefined()
     // The session is free: the next turn runs to its end.
-    const next = yield* endsWithin(collect(engine.runTurn({ sessionId, userMessage: "again" })), "the next turn never ended")
+    const next = yield* collect(engine.runTurn({ sessionId, userMessage: "again" }))
     expect(next.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
     expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
   })

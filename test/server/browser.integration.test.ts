@@ -103,7 +103,7 @@ describe("the web session viewer in Chromium", () => {
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.querySelector(".turn:nth-of-type(3) .text")?.textContent?.includes("tick2") === true))
       yield* first.stop
       const second = yield* start({ cwd, dataDir, token, port: first.port, responses: [{ chunks: ticks, delay: "100 millis" }] })
-      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]", { timeout: 20_000 }))
+      yield* Effect.promise(() => page.waitForSelector(".turn:nth-of-type(3) [data-end=cancelled]"))
       yield* Effect.promise(() => page.waitForFunction(() => (globalThis as unknown as PageGlobals).document.getElementById("status")?.dataset["state"] === "live"))
       const stored = yield* storedEvents(second, sessionId)
       expectWellFormedLog(stored)

@@ -32,6 +32,9 @@ export const browser = (args: ReadonlyArray<string> = []) =>
           ...args
         ]
       })
+      // No deadline of playwright's own (30 s by default) on a wait, a click or a page load: on a busy
+      // machine a step can take longer, and each test's vitest timeout bounds the whole of it.
+      context.setDefaultTimeout(0)
       return { context, profile }
     }),
     ({ context, profile }) =>

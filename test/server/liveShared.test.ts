@@ -68,7 +68,9 @@ describe("/live shared encoding", () => {
         const bytes = yield* Fiber.join(others)
         for (const b of bytes) expect(b.equals(expected)).toBe(true)
       }
-    }))
+      // CPU-bound (a 1,000-delta turn encoded for 3 clients, 41 times): it took over vitest's
+      // default 30 s at load 25 on 2 cores. The bound only catches a hang.
+    }), 120_000)
 
   it.scopedLive("a client behind, whose batch starts with the same event as one being encoded, leaves the clients waiting for that one served", () =>
     Effect.gen(function*() {
@@ -83,10 +85,7 @@ describe("/live shared encoding", () => {
         collect(body(live(first)), expected.length),
         collect(body(live(first)), expected.length),
         collect(body(live(all)), expectedAll.length)
-      ], { concurrency: "unbounded" }).pipe(
-        // A bound only so that a regression fails rather than hangs.
-        Effect.timeoutFail({ duration: "20 seconds", onTimeout: () => new Error("a client waited for ever for a batch's bytes") })
-      )
+      ], { concurrency: "unbounded" })
       expect(a.equals(expected)).toBe(true)
       expect(b.equals(expected)).toBe(true)
       expect(behind.equals(expectedAll)).toBe(true)

@@ -24,15 +24,14 @@ const opened = (port: number) =>
     socket.once("error", reject)
   })
 
-/** Whether the server closed the socket within `ms` (a bound far above the timeout, not a measurement). */
-const closedWithin = (socket: Socket, ms: number) =>
-  new Promise<boolean>((resolve) => {
-    if (socket.destroyed || socket.readableEnded) return resolve(true)
-    const timer = setTimeout(() => resolve(false), ms)
-    socket.once("close", () => {
-      clearTimeout(timer)
-      resolve(true)
-    })
+/**
+ * Resolves once the server closed the socket. No deadline of its own (a busy machine can be later
+ * than any guess): a socket the server never closes fails the test at vitest's timeout.
+ */
+const closed = (socket: Socket) =>
+  new Promise<void>((resolve) => {
+    if (socket.destroyed || socket.readableEnded) return resolve()
+    socket.once("close", () => resolve())
     socket.on("error", () => {})
     socket.resume()
   })
@@ -53,8 +52,7 @@ describe("idle and slow connections (slowloris)", () => {
         expect((yield* Effect.promise(() => send(port, "/healthz"))).status).toBe(200)
         expect((yield* Effect.promise(() => send(port, "/sessions", { headers: { authorization: `Bearer ${token}` } }))).status).toBe(200)
         // And closes every connection that sent no whole request in time.
-        const closed = yield* Effect.promise(() => Promise.all([...silent, ...trickling].map((socket) => closedWithin(socket, 10_000))))
-        expect(closed.filter((c) => !c).length).toBe(0)
+        yield* Effect.promise(() => Promise.all([...silent, ...trickling].map(closed)))
       } finally {
         clearInterval(trickle)
         for (const socket of [...silent, ...trickling]) socket.destroy()
@@ -197,11 +195,9 @@ describe("idle and slow connections (slowloris)", () => {
             }
           })
           socket.on("error", () => {})
-          // The rest of the body never comes: an answer that waits for it does not come in time.
-          setTimeout(() => {
-            socket.destroy()
-            resolve("no answer")
-          }, 5000)
+          socket.once("close", () => resolve("closed without an answer"))
+          // The rest of the body never comes: a server that waits for it never answers, and the test
+          // fails at vitest's timeout (no deadline of its own, which a busy machine could outlast).
         })
       )
       expect(answer).toBe("HTTP/1.1 401 Unauthorized")

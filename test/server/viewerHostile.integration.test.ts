@@ -70,7 +70,7 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       const allow = "[data-call=call_edit] button[data-action=allow]"
       yield* Effect.promise(() => page.waitForSelector(allow))
       const path = "[data-call=call_edit] .approval [data-field=path]"
-      expect(yield* Effect.promise(() => page.textContent(path, { timeout: 5_000 }))).toBe("path: src/deep/\\u202efile.ts")
+      expect(yield* Effect.promise(() => page.textContent(path))).toBe("path: src/deep/\\u202efile.ts")
       // Scrolled to the buttons, the path is on screen too.
       yield* Effect.promise(() => page.locator(allow).scrollIntoViewIfNeeded())
       const view = (yield* Effect.promise(() => page.locator("#view").boundingBox()))!
@@ -81,7 +81,7 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       // Another call's arguments: its path first, the rest folded.
       yield* Effect.promise(() => page.click(`[data-call=call_edit] button[data-action=deny]`))
       yield* Effect.promise(() => page.waitForSelector("[data-call=call_read][data-status=failed]"))
-      expect(yield* Effect.promise(() => page.textContent("[data-call=call_read] .args > :first-child", { timeout: 5_000 }))).toBe("path: notes/plan.md")
+      expect(yield* Effect.promise(() => page.textContent("[data-call=call_read] .args > :first-child"))).toBe("path: notes/plan.md")
       expect(yield* Effect.promise(() => page.locator("[data-call=call_read] .args details:not([open])").count())).toBe(1)
       expect(errors).toEqual([])
     }), { timeout: 120_000 })
