@@ -8,6 +8,6 @@ import * as Schema from "effect/Schema"
 
 /** A problem with how the CLI was called or set up: a missing key, a missing optional package, a bad file. */
 export class CliError extends Schema.TaggedError<CliError>()("CliError", {
-  reason: Schema.Literal("missing_api_key", "missing_package", "invalid_file", "invalid_arguments", "invalid_input"),
+  reason: Schema.Literal("missing_api_key", "invalid_api_key", "missing_package", "invalid_file", "invalid_arguments", "invalid_input"),
   message: Schema.String
 }) {}

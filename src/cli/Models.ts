@@ -67,6 +67,26 @@ const apiKey = (name: string) =>
     Effect.orElseSucceed(() => Option.none<Redacted.Redacted>())
   )
 
+/**
+ * A key the SDKs cannot put in a header fails only at the first request, as an unknown error ("Cannot
+ * convert argument to a ByteString"): the docs' placeholder `…` pasted as the key, a control
+ * character copied with it. Refused here, naming the character by its code point and place — never
+ * the key's own characters. The whitespace around it is fine: `fetch` trims a header's value.
+ */
+const usableKey = (name: string, key: Option.Option<Redacted.Redacted>) => {
+  if (Option.isNone(key)) return Effect.void
+  const value = Redacted.value(key.value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "")
+  const at = value.search(/[^ -~]/)
+  if (at === -1) return Effect.void
+  const codePoint = `U+${value.codePointAt(at)!.toString(16).toUpperCase().padStart(4, "0")}`
+  return Effect.fail(
+    new CliError({
+      reason: "invalid_api_key",
+      message: `${name} holds ${codePoint} at character ${at + 1}, which no API key has (a key is printable ASCII): set it to the key itself`
+    })
+  )
+}
+
 /** `config` with the command line's choices laid over it. */
 const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Partial<A>) =>
   Config.map(config, (options) => ({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
@@ -113,6 +133,7 @@ export const chosen = (choice: Choice) =>
       if (Option.isNone(anthropicKey)) {
         return yield* new CliError({ reason: "missing_api_key", message: "--provider anthropic needs ANTHROPIC_API_KEY to be set" })
       }
+      yield* usableKey("ANTHROPIC_API_KEY", anthropicKey)
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
@@ -131,6 +152,7 @@ export const chosen = (choice: Choice) =>
           message: "--provider openai needs OPENAI_API_KEY to be set (or --base-url for a local server)"
         })
       }
+      yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
       const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}`
       return {

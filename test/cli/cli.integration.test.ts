@@ -165,4 +165,21 @@ describe("the CLI with real providers (against the replay server)", () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain("--provider anthropic needs ANTHROPIC_API_KEY to be set")
   })
+
+  // The docs write a key as `ANTHROPIC_API_KEY=…`: pasted as it is (or a key with a control
+  // character copied into it), the SDK failed at the first request with "reason: unknown; detail:
+  // Cannot convert argument to a ByteString because the character at index 0 has a value of 8230",
+  // exit 3, a session stored.
+  it.each([
+    ["ANTHROPIC_API_KEY", "…", [], "U+2026"],
+    ["OPENAI_API_KEY", "sk-proj-\r-rest", ["--provider", "openai"], "U+000D"]
+  ] as const)("%s holding a character no HTTP header can carry is one clear line, before anything is stored", async (name, key, args, named) => {
+    const data = mkdtempSync(join(dir, "bad-key-"))
+    const result = await run(["run", "hello", ...args, "--data-dir", data], {
+      env: { [name]: key, ANTHROPIC_BASE_URL: server.url, OPENAI_BASE_URL: `${server.url}/v1` }
+    })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toBe(`effect-agent: ${name} holds ${named} at character ${key.indexOf(key.match(/[^ -~]/)![0]) + 1}, which no API key has (a key is printable ASCII): set it to the key itself\n`)
+    expect(existsSync(join(data, "sessions"))).toBe(false)
+  })
 })

@@ -1,7 +1,7 @@
 /**
  * Where a read from a sequence starts in a log: a line at or before the sequence, found by bisecting
  * the file's bytes, so that a ranged read costs what it hands over plus a bounded seek instead of
- * every line before it (a catch-up, `replay --from`, an SSE client's `Last-Event-ID`, a watch).
+ * every line before it (a catch-up, `GET /sessions/:id/events?after=N`, an SSE client's `Last-Event-ID`, a watch).
  *
  * Nothing is kept beside the log: each probe reads a few KiB at a byte offset, takes the first whole
  * line after it and parses it, so there is no index to go stale with a crash, a torn line, a log
