@@ -145,6 +145,9 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArr
 /** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */
 export const overBudget = "over-budget"
 
+/** The state of a name past the names `bound` covers in all (`limits.names`), a launcher's configuration's included. */
+export const overNames = "over-names"
+
 /** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`; its state. */
 const fileState = async (path: string, budget: { left: number }): Promise<string> => {
   // Links are followed: what the launch runs is where the link leads, and a swapped link changes it.
@@ -193,10 +196,13 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
       for (const more of await configPaths(cwd, path)) {
         // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
         if (seen.size > limits.names) {
-          out.push({ path: more, state: overBudget })
+          out.push({ path: more, state: overNames })
           break
         }
-        if (!seen.has(more)) seen.add(more), queue.push(more)
+        if (!seen.has(more)) {
+          seen.add(more)
+          queue.push(more)
+        }
       }
     }
     if (state !== "folder") continue
@@ -220,17 +226,19 @@ const configNames = new Set(Object.values(RegistryFetch.projectConfig).flat())
  */
 const configPaths = async (cwd: string, file: string): Promise<ReadonlyArray<string>> => {
   const text = await RegularFiles.readRegular(NodePath.join(cwd, file), packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => "")
-  const paths: Array<string> = []
+  // A name counts once: counted with its repeats, a file of many repeated lines reached the limit
+  // early and the names after them were dropped unrefused (a preload after 60 `script-shell=` lines).
+  const paths = new Set<string>()
   for (const word of text.split(/[\s=:"',[\]{}]+/)) {
     if (word === "" || word.startsWith("-") || word.startsWith("#") || word.startsWith(";")) continue
     const path = NodePath.resolve(cwd, word)
     if (path === cwd || !isInside(cwd, path)) continue
     const relative = NodePath.relative(cwd, path)
     if (relative === file || dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
-    paths.push(relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : []))
-    if (paths.length > limits.names) break
+    for (const path of [relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : [])]) paths.add(path)
+    if (paths.size > limits.names) break
   }
-  return paths
+  return [...paths]
 }
 
 /** The most of a folder's `package.json` read for its `main`. */
