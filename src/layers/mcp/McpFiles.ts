@@ -81,12 +81,27 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
   pnpx: RegistryFetch.projectConfig.pnpx!,
   bunx: RegistryFetch.projectConfig.bunx!,
   // `uv run x`, `poetry run x`, `pipenv run x`: the project's scripts (`[project.scripts]`, Pipfile's
-  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`).
+  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`). Not `uv tool run` (`readsNoProject`).
   uv: ["pyproject.toml", "uv.toml", "uv.lock"],
   poetry: ["pyproject.toml", "poetry.lock", "poetry.toml"],
   pipenv: ["Pipfile", "Pipfile.lock"],
   make: ["Makefile", "makefile", "GNUmakefile"],
   just: ["justfile", "Justfile", ".justfile"]
+}
+
+/** The most words after `uv` read for its subcommand: its global options and `tool run`, with room to spare. */
+const uvWords = 64
+
+/**
+ * Whether `program rest` is uv's tool command, `uv tool run x` (`uvx`'s long name): uv's docs say
+ * "for tool commands, which operate at the user level, local configuration files will be ignored",
+ * so none of the project's files is bound for it. One whose options cannot be told (`Unclear`)
+ * binds them: over-binding costs a question, under-binding leaves a file unbound.
+ */
+const readsNoProject = (program: string, rest: ReadonlyArray<string>): boolean => {
+  if (program !== "uv") return false
+  const fetched = RegistryFetch.fetchedBy(program, rest)
+  return fetched !== undefined && !("unclear" in fetched) && fetched.launcher === "uv tool"
 }
 
 /**
@@ -97,19 +112,22 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
  */
 const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const out: Array<string> = []
-  const add = (word: string) => {
+  // `rest`: the words after `word` on its line, which may say the program reads no project file.
+  const add = (word: string, rest: ReadonlyArray<string> = []) => {
     out.push(word)
     const equals = word.indexOf("=")
     if (equals > 0) out.push(word.slice(equals + 1))
-    for (const file of programFiles[word.split("/").at(-1) ?? ""] ?? []) out.push(file)
+    const program = word.split("/").at(-1) ?? ""
+    if (!readsNoProject(program, rest)) for (const file of programFiles[program] ?? []) out.push(file)
   }
   const addLine = (line: string) => {
     add(line)
     // A shell's separators and quotes: the words of a command line an argument holds.
     const pieces = line.split(/[\s;&|()<>'"`]+/)
-    if (pieces.length > 1) for (const piece of pieces) add(piece)
+    // The words after each are taken for uv alone, and a few: a line of 50,000 words stays linear.
+    if (pieces.length > 1) pieces.forEach((piece, i) => add(piece, piece.endsWith("uv") ? pieces.slice(i + 1, i + 1 + uvWords) : []))
   }
-  add(server.command)
+  add(server.command, server.args ?? [])
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
   // A launcher that runs the project's own copy of the package it names, when there is one.
