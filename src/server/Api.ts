@@ -152,14 +152,23 @@ export const CreateSession = optionalBody(Schema.Struct({
   mcpServers: Schema.optional(Schema.Record({ key: Schema.String, value: McpConfig.Server }))
 }))
 /**
+ * A whole number JavaScript holds exactly (at most 2^53 - 1). That a limit is positive the engine
+ * checks (`InvalidInput`, a 400 too): the typed client then sends a 0 for the server to refuse.
+ */
+const Count = Schema.Int
+/**
  * `POST /sessions/:id/turns`. `images`: PNG, JPEG, GIF or WebP, base64 in `data` (at most 5 MiB
  * each decoded, 20 per message; `mediaType`, when given, must be what the bytes are).
  */
 export const StartTurn = strict(Schema.Struct({
   message: Schema.String,
   images: Schema.optional(Schema.Array(Schema.Struct({ mediaType: Schema.optional(Schema.String), data: Schema.String }))),
-  /** One budget for the turn and the subagents it starts: tokens (input with cache reads and writes, plus output), US dollars and model requests. */
-  budget: Schema.optional(Schema.Struct({ maxTokens: Schema.optional(Schema.Number), maxCost: Schema.optional(Schema.Number), maxSteps: Schema.optional(Schema.Number) }))
+  /**
+   * One budget for the turn and the subagents it starts: tokens (input with cache reads and writes,
+   * plus output) and model requests, whole numbers as `--max-tokens` and `--max-steps` take them (a
+   * fraction acted as its ceiling), and US dollars, finite (JSON's `1e400` is Infinity).
+   */
+  budget: Schema.optional(Schema.Struct({ maxTokens: Schema.optional(Count), maxCost: Schema.optional(Schema.Number.pipe(Schema.finite())), maxSteps: Schema.optional(Count) }))
 }))
 /** `POST /sessions/:id/title`: the session's new title (made plain; 1 to 200 characters then). */
 export const Rename = strict(Schema.Struct({ title: Schema.String }))

@@ -8,6 +8,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Stream from "effect/Stream"
+import * as TestServices from "effect/TestServices"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as McpConfig from "../../src/layers/mcp/McpConfig.js"
@@ -174,11 +175,13 @@ layer(NodeContext.layer)("a hostile or broken MCP server", (it) => {
 
   // Before, the start-up limit was per page: a server answering each page within it, with a new
   // cursor each time, held the start for 100 pages (here 100 × 400 ms) and then failed naming pages.
+  // On the live Clock: the limit is on the Clock (leftovers), and here a real server's real seconds
+  // pass; mcpListingClock.integration.test.ts moves it with the TestClock.
   it.scoped("a server that pages its tool list slowly and without end fails list_failed at the start-up limit for the whole list, saying how much was read", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
       const slow = { command: process.execPath, args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname], env: { SLOW_PAGES: "400" } }
-      const error = yield* McpTools.make({ servers: { hostile: slow }, cwd, connectTimeout: "3 seconds" }).pipe(Effect.flip, Effect.scoped)
+      const error = yield* McpTools.make({ servers: { hostile: slow }, cwd, connectTimeout: "3 seconds" }).pipe(Effect.flip, Effect.scoped, TestServices.provideLive)
       expect(error).toMatchObject({ reason: "list_failed", message: expect.stringMatching(/^MCP server "hostile" did not list its tools: timed out after 3s \(\d+ tools? on \d+ pages? read\)$/) })
     }), 60_000)
 

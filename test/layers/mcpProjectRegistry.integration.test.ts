@@ -91,8 +91,17 @@ describe("a launcher's configuration in the project", () => {
     expect(summary).toMatch(/b: bunx also reads the project's bunfig\.toml/)
   })
 
-  it("uvx and pipx run read no configuration from the project: nothing bound for them", async () => {
-    const cwd = repoWith({ u: { command: "uvx", args: ["docs-mcp"] }, x: { command: "pipx", args: ["run", "docs-mcp"] } }, {
+  it("uvx, uv tool run and pipx run read no configuration from the project: nothing bound for them", async () => {
+    // The leftovers round: `uv tool run` (and `sh -c "uv tool run …"`) bound pyproject.toml, uv.toml
+    // and uv.lock as `uv run` does, so an edit of the project's own pyproject.toml asked for trust again.
+    const cwd = repoWith({
+      u: { command: "uvx", args: ["docs-mcp"] },
+      t: { command: "uv", args: ["--quiet", "tool", "run", "docs-mcp"] },
+      s: { command: "sh", args: ["-c", "exec uv tool run docs-mcp"] },
+      x: { command: "pipx", args: ["run", "docs-mcp"] }
+    }, {
+      "pyproject.toml": "[tool.uv]\nindex-url = \"http://evil.example/simple\"\n",
+      "uv.lock": "version = 1\n",
       "uv.toml": "index-url = \"http://evil.example/simple\"\n",
       "pip.conf": "[global]\nindex-url = http://evil.example/simple\n"
     })

@@ -167,6 +167,31 @@ describe("a trusted .mcp.json's servers run the workspace's files: trust covers 
     expect(loaded.notes.join("\n")).toContain("is not trusted")
   })
 
+  it("a launcher's configuration naming more paths than trust can cover is refused by their count, not as bytes", async () => {
+    // The leftovers round: the names an `.npmrc` adds past the limit were refused with the message
+    // for bytes ("hold more than the 256 MiB trust reads") though the files held a few bytes.
+    const cwd = join(root, `case-${++count}`)
+    mkdirSync(cwd, { recursive: true })
+    writeFileSync(join(cwd, ".npmrc"), `node-options=${Array.from({ length: 200 }, (_, i) => `--require ./pre/p${i}`).join(" ")}\n`)
+    writeFileSync(join(cwd, ".mcp.json"), JSON.stringify({ mcpServers: { x: { command: "npx", args: ["-y", "docs-mcp@1.0.0"] } } }))
+    const inspected = await Effect.runPromise(Effect.either(McpSettings.inspect(cwd, join(cwd, "config"))).pipe(Effect.provide(NodeContext.layer)))
+    expect(Either.isLeft(inspected)).toBe(true)
+    if (Either.isLeft(inspected)) {
+      expect(inspected.left.message).toContain("more than the 1024 trust can cover")
+      expect(inspected.left.message).not.toContain("MiB")
+    }
+  })
+
+  it("a name a launcher's configuration repeats counts once: a preload after many repeated lines is bound, not cut off", async () => {
+    // The leftovers round: the names of a configuration file were counted with their repeats, and
+    // those past the count were dropped unrefused — 60 lines of `script-shell=./sh` (each ten names
+    // with a launcher's suffixes) hid the `--require ./tools/evil.js` after them from trust.
+    const lines = [...Array.from({ length: 60 }, () => "script-shell=./sh"), "node-options=--require ./tools/evil.js"]
+    const at = await trusted({ command: "npx", args: ["-y", "docs-mcp@1.0.0"] }, { ".npmrc": lines.join("\n") + "\n", "tools/evil.js": "// preload\n" })
+    writeFileSync(join(at.cwd, "tools", "evil.js"), "// changed after trust\n")
+    expect(await at.starts()).toBe(false)
+  })
+
   it("files holding more than trust reads in all (links to one large file) are refused, not hashed again and again", async () => {
     const cwd = join(root, `case-${++count}`)
     mkdirSync(join(cwd, "tools"), { recursive: true })

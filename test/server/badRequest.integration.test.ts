@@ -95,6 +95,27 @@ describe("effect-agent serve: a body the API cannot decode", () => {
     expect((await refusal(await post("/sessions", { cwd: { big: "x".repeat(10_000) } }))).endsWith("…")).toBe(true)
   })
 
+  // The leftovers round: `budget.maxSteps` and `maxTokens` took a fraction (2.5 acted as its
+  // ceiling) and a count past 2^53 (no longer exact); `--max-steps` and `--max-tokens` refuse both.
+  // JSON's 1e400 is Infinity, which `maxCost` took as no limit at the schema. Every numeric field of
+  // the API, body and query, refuses a fraction where it counts, a negative, Infinity and NaN.
+  it("numbers: a count that is a fraction, past 2^53, negative or infinite is a 400 saying so", async () => {
+    const turns = `/sessions/${sessionId}/turns`
+    const raw = (path: string, body: string) => request("POST", path, body)
+    expect(await refusal(await post(turns, { message: "hi", budget: { maxSteps: 2.5 } }))).toBe("budget.maxSteps: Expected an integer, actual 2.5")
+    expect(await refusal(await post(turns, { message: "hi", budget: { maxTokens: 2.5 } }))).toBe("budget.maxTokens: Expected an integer, actual 2.5")
+    expect(await refusal(await post(turns, { message: "hi", budget: { maxSteps: 2 ** 53 } }))).toBe("budget.maxSteps: Expected an integer, actual 9007199254740992")
+    expect(await refusal(await post(turns, { message: "hi", budget: { maxTokens: -1 } }))).toMatch(/maxTokens must be a positive number/)
+    expect(await refusal(await raw(turns, `{"message":"hi","budget":{"maxCost":1e400}}`))).toBe("budget.maxCost: Expected a finite number, actual Infinity")
+    expect(await refusal(await post(turns, { message: "hi", budget: { maxCost: "NaN" } }))).toBe(`budget.maxCost: Expected number, actual "NaN"`)
+    expect(await refusal(await post(`/sessions/${sessionId}/compact`, { keepRecentTokens: 1.5 }))).toBe("keepRecentTokens: Expected an integer, actual 1.5")
+    expect(await refusal(await raw(`/sessions/${sessionId}/compact`, `{"keepRecentTokens":1e400}`))).toBe("keepRecentTokens: Expected an integer, actual Infinity")
+    expect(await refusal(await post(`/sessions/${sessionId}/fork`, { atSequence: 2 ** 53 }))).toBe("atSequence: Expected an integer, actual 9007199254740992")
+    expect(await refusal(await post(`/sessions/${sessionId}/rewind`, { toSequence: 0.5 }))).toBe("toSequence: Expected an integer, actual 0.5")
+    for (const after of ["NaN", "Infinity", "1.5", "-1"]) expect(await refusal(await request("GET", `/sessions/${sessionId}/events?after=${after}`)), after).toMatch(/^after: /)
+    for (const limit of ["NaN", "2.5", "0", "1e400"]) expect(await refusal(await request("GET", `/sessions?limit=${limit}`)), limit).toContain("limit is a whole number from 1 to 100000")
+  })
+
   it("the other 400s: one line, nothing of the server's", async () => {
     for (
       const [path, body] of [

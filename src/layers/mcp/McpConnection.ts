@@ -202,59 +202,62 @@ export const make = (options: Options): Effect.Effect<Connection> =>
     const listTools = Effect.gen(function*() {
       const current = yield* connected
       const tools: Array<ServerTool> = []
-      let cursor: string | undefined
       let pages = 0
       let listBytes = 0
-      // The start-up limit is for the whole list, not each page: a server that pages slowly (each
-      // page just inside the limit) held the session's start for 100 pages of it, 50 minutes.
-      const limit = Duration.toMillis(options.connectTimeout)
-      const deadline = Date.now() + limit
       const read = () => `${tools.length} tool${tools.length === 1 ? "" : "s"} on ${pages} page${pages === 1 ? "" : "s"} read`
-      do {
-        const left = deadline - Date.now()
-        const page = yield* Effect.tryPromise({
-          try: (signal) =>
-            left <= 0
-              ? Promise.reject(new SdkError(ErrorCode.RequestTimeout, "timed out"))
-              : current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: left }),
-          catch: (error) =>
-            new McpError({
-              reason: "list_failed",
-              message: error instanceof SdkError && error.code === ErrorCode.RequestTimeout
-                ? `MCP server "${options.name}" did not list its tools: timed out after ${Duration.format(options.connectTimeout)} (${read()})`
-                : `MCP server "${options.name}" did not list its tools: ${described(error)}`
-            })
-        }).pipe(Effect.tapError(() => drop(current)))
-        const deep = page.tools.find((t: SdkTool) => Json.nestsDeeperThan(t.inputSchema, maxJsonDepth))
-        if (deep !== undefined) {
-          yield* drop(current)
-          return yield* new McpError({
-            reason: "list_failed",
-            message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(deep.name)} nests more than ${maxJsonDepth} levels deep`
+      const timedOut = () =>
+        new McpError({
+          reason: "list_failed",
+          message: `MCP server "${options.name}" did not list its tools: timed out after ${Duration.format(options.connectTimeout)} (${read()})`
+        })
+      const pagesRead = Effect.gen(function*() {
+        let cursor: string | undefined
+        do {
+          const page = yield* Effect.tryPromise({
+            // The SDK times each request itself (60 s unless told): given the whole list's limit, a
+            // page never ends before the list's bound below does.
+            try: (signal) => current.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
+            catch: (error) =>
+              error instanceof SdkError && error.code === ErrorCode.RequestTimeout
+                ? timedOut()
+                : new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${described(error)}` })
           })
-        }
-        for (const t of page.tools as ReadonlyArray<SdkTool>) {
-          const tool: ServerTool = { name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema }
-          listBytes += Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description) + Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {}))
-          const refused = tools.length >= maxTools
-            ? `lists more than ${maxTools} tools`
-            : listBytes > maxListBytes
-            ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.name)}`
-            : undefined
-          if (refused !== undefined) {
-            yield* drop(current)
-            return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" ${refused}: every model request would carry them` })
+          const deep = page.tools.find((t: SdkTool) => Json.nestsDeeperThan(t.inputSchema, maxJsonDepth))
+          if (deep !== undefined) {
+            return yield* new McpError({
+              reason: "list_failed",
+              message: `MCP server "${options.name}": the input schema of its tool ${McpNames.shown(deep.name)} nests more than ${maxJsonDepth} levels deep`
+            })
           }
-          tools.push(tool)
-        }
-        cursor = page.nextCursor
-        // A server that pages forever (empty pages included) is refused, not listed forever.
-        if (cursor !== undefined && ++pages >= maxPages) {
-          yield* drop(current)
-          return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools (${read()})` })
-        }
-      } while (cursor !== undefined)
-      return tools
+          for (const t of page.tools as ReadonlyArray<SdkTool>) {
+            const tool: ServerTool = { name: t.name, description: capped(t.description ?? ""), inputSchema: t.inputSchema }
+            listBytes += Buffer.byteLength(tool.name) + Buffer.byteLength(tool.description) + Buffer.byteLength(JSON.stringify(tool.inputSchema ?? {}))
+            const refused = tools.length >= maxTools
+              ? `lists more than ${maxTools} tools`
+              : listBytes > maxListBytes
+              ? `lists more than 1 MiB of tools (names, descriptions and input schemas) at its tool ${McpNames.shown(tool.name)}`
+              : undefined
+            if (refused !== undefined) {
+              return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" ${refused}: every model request would carry them` })
+            }
+            tools.push(tool)
+          }
+          cursor = page.nextCursor
+          // A server that pages forever (empty pages included) is refused, not listed forever.
+          if (cursor !== undefined && ++pages >= maxPages) {
+            return yield* new McpError({ reason: "list_failed", message: `MCP server "${options.name}" listed more than ${maxPages} pages of tools (${read()})` })
+          }
+        } while (cursor !== undefined)
+        return tools
+      })
+      // The start-up limit is for the whole list, not each page: a server that pages slowly (each
+      // page just inside the limit) held the session's start for 100 pages of it, 50 minutes. On the
+      // Clock (it read `Date.now()` before): a `TestClock` moves it. Whatever ends the listing but its
+      // end drops the connection: the next use starts the server again.
+      return yield* pagesRead.pipe(
+        Effect.timeoutFail({ duration: options.connectTimeout, onTimeout: timedOut }),
+        Effect.tapError(() => drop(current))
+      )
     })
 
     const failure = (errorCode: string, message: string) => new ToolFailure({ errorCode, message: `MCP server "${options.name}": ${message}` })

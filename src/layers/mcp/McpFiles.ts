@@ -81,12 +81,27 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
   pnpx: RegistryFetch.projectConfig.pnpx!,
   bunx: RegistryFetch.projectConfig.bunx!,
   // `uv run x`, `poetry run x`, `pipenv run x`: the project's scripts (`[project.scripts]`, Pipfile's
-  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`).
+  // `[scripts]`), its dependencies and index (`[tool.uv]`, `uv.toml`). Not `uv tool run` (`readsNoProject`).
   uv: ["pyproject.toml", "uv.toml", "uv.lock"],
   poetry: ["pyproject.toml", "poetry.lock", "poetry.toml"],
   pipenv: ["Pipfile", "Pipfile.lock"],
   make: ["Makefile", "makefile", "GNUmakefile"],
   just: ["justfile", "Justfile", ".justfile"]
+}
+
+/** The most words after `uv` read for its subcommand: its global options and `tool run`, with room to spare. */
+const uvWords = 64
+
+/**
+ * Whether `program rest` is uv's tool command, `uv tool run x` (`uvx`'s long name): uv's docs say
+ * "for tool commands, which operate at the user level, local configuration files will be ignored",
+ * so none of the project's files is bound for it. One whose options cannot be told (`Unclear`)
+ * binds them: over-binding costs a question, under-binding leaves a file unbound.
+ */
+const readsNoProject = (program: string, rest: ReadonlyArray<string>): boolean => {
+  if (program !== "uv") return false
+  const fetched = RegistryFetch.fetchedBy(program, rest)
+  return fetched !== undefined && !("unclear" in fetched) && fetched.launcher === "uv tool"
 }
 
 /**
@@ -97,19 +112,22 @@ const programFiles: Readonly<Record<string, ReadonlyArray<string>>> = {
  */
 const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   const out: Array<string> = []
-  const add = (word: string) => {
+  // `rest`: the words after `word` on its line, which may say the program reads no project file.
+  const add = (word: string, rest: ReadonlyArray<string> = []) => {
     out.push(word)
     const equals = word.indexOf("=")
     if (equals > 0) out.push(word.slice(equals + 1))
-    for (const file of programFiles[word.split("/").at(-1) ?? ""] ?? []) out.push(file)
+    const program = word.split("/").at(-1) ?? ""
+    if (!readsNoProject(program, rest)) for (const file of programFiles[program] ?? []) out.push(file)
   }
   const addLine = (line: string) => {
     add(line)
     // A shell's separators and quotes: the words of a command line an argument holds.
     const pieces = line.split(/[\s;&|()<>'"`]+/)
-    if (pieces.length > 1) for (const piece of pieces) add(piece)
+    // The words after each are taken for uv alone, and a few: a line of 50,000 words stays linear.
+    if (pieces.length > 1) pieces.forEach((piece, i) => add(piece, piece.endsWith("uv") ? pieces.slice(i + 1, i + 1 + uvWords) : []))
   }
-  add(server.command)
+  add(server.command, server.args ?? [])
   for (const arg of server.args ?? []) addLine(arg)
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
   // A launcher that runs the project's own copy of the package it names, when there is one.
@@ -144,6 +162,9 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArr
 
 /** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */
 export const overBudget = "over-budget"
+
+/** The state of a name past the names `bound` covers in all (`limits.names`), a launcher's configuration's included. */
+export const overNames = "over-names"
 
 /** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`; its state. */
 const fileState = async (path: string, budget: { left: number }): Promise<string> => {
@@ -193,10 +214,13 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
       for (const more of await configPaths(cwd, path)) {
         // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
         if (seen.size > limits.names) {
-          out.push({ path: more, state: overBudget })
+          out.push({ path: more, state: overNames })
           break
         }
-        if (!seen.has(more)) seen.add(more), queue.push(more)
+        if (!seen.has(more)) {
+          seen.add(more)
+          queue.push(more)
+        }
       }
     }
     if (state !== "folder") continue
@@ -220,17 +244,19 @@ const configNames = new Set(Object.values(RegistryFetch.projectConfig).flat())
  */
 const configPaths = async (cwd: string, file: string): Promise<ReadonlyArray<string>> => {
   const text = await RegularFiles.readRegular(NodePath.join(cwd, file), packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => "")
-  const paths: Array<string> = []
+  // A name counts once: counted with its repeats, a file of many repeated lines reached the limit
+  // early and the names after them were dropped unrefused (a preload after 60 `script-shell=` lines).
+  const paths = new Set<string>()
   for (const word of text.split(/[\s=:"',[\]{}]+/)) {
     if (word === "" || word.startsWith("-") || word.startsWith("#") || word.startsWith(";")) continue
     const path = NodePath.resolve(cwd, word)
     if (path === cwd || !isInside(cwd, path)) continue
     const relative = NodePath.relative(cwd, path)
     if (relative === file || dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
-    paths.push(relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : []))
-    if (paths.length > limits.names) break
+    for (const path of [relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : [])]) paths.add(path)
+    if (paths.size > limits.names) break
   }
-  return paths
+  return [...paths]
 }
 
 /** The most of a folder's `package.json` read for its `main`. */

@@ -145,10 +145,11 @@ const boundFiles = (path: string, shown: string, file: McpConfig.File) =>
   Effect.gen(function*() {
     const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${shown}: ${why}; start them from a script it names` })
     const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
-    if (named.length > McpFiles.limits.names) {
-      return yield* refused(`its servers name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
-    }
+    const tooMany = (who: string) => refused(`${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
+    if (named.length > McpFiles.limits.names) return yield* tooMany("its servers")
     const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
+    // With the names a launcher's configuration file adds (`.npmrc`'s `node-options=--require ./x.js`).
+    if (files.some((bound) => bound.state === McpFiles.overNames)) return yield* tooMany("its servers and their launchers' configuration files")
     if (files.some((bound) => bound.state === McpFiles.overBudget)) {
       return yield* refused(`the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads`)
     }

@@ -1,0 +1,60 @@
+/**
+ * The leftovers round: the start-up limit for a server's whole tool list (mcphttp) read
+ * `Date.now()`, so it could not be tested without waiting it out in real time, and a `TestClock`
+ * did not move it. It is now an Effect timeout on the `Clock`: here a server answers two pages and
+ * then never the third; advancing the `TestClock` by the limit ends the listing with the typed
+ * error naming what arrived. Failed before: the `TestClock` moved nothing, and the listing ran into
+ * the test's own time limit (the SDK's per-page timer is an hour of real time).
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { expect, layer } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as TestClock from "effect/TestClock"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import * as McpConnection from "../../src/layers/mcp/McpConnection.js"
+import { tempDir } from "../helpers.js"
+
+/** Resolves once `file` exists, looking again every few milliseconds of real time (a condition, not a wait of a given length). */
+const untilExists = (file: string) =>
+  Effect.promise(() =>
+    new Promise<void>((resolve) => {
+      const look = () => (existsSync(file) ? resolve() : setTimeout(look, 20))
+      look()
+    })
+  )
+
+layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
+  it.scoped("is on the Clock: a server that never finishes listing fails list_failed once the TestClock passes the limit, naming the tools and pages that arrived", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const marker = join(cwd, "third-page-asked")
+      const connection = yield* McpConnection.make({
+        name: "stalls",
+        server: {
+          command: process.execPath,
+          args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
+          env: { STALL_AFTER_PAGES: "2", STALL_MARKER: marker }
+        },
+        cwd,
+        prefix: [],
+        connectTimeout: Duration.hours(1),
+        callTimeout: Duration.hours(1)
+      })
+      yield* Effect.addFinalizer(() => connection.close)
+      const listing = yield* Effect.fork(connection.listTools)
+      // The server was asked for the third page: two pages were read, and the limit's timer runs.
+      yield* untilExists(marker)
+      yield* TestClock.adjust(Duration.hours(1))
+      const error = yield* Fiber.join(listing).pipe(Effect.flip)
+      expect(error).toMatchObject({
+        _tag: "McpError",
+        reason: "list_failed",
+        message: 'MCP server "stalls" did not list its tools: timed out after 1h (2 tools on 2 pages read)'
+      })
+      // The stalled server was dropped: the next use starts it again.
+      expect(connection.isLive()).toBe(false)
+    }))
+})
