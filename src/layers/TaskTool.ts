@@ -15,6 +15,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as FileNames from "../domain/FileNames.js"
 import type { JsonObject } from "../domain/Json.js"
 import * as Task from "../domain/Task.js"
 import { type PreparedCall, type ToolCallInput, type ToolDefinition, ToolFailure, ToolRouter } from "../services/ToolRouter.js"
@@ -50,8 +51,11 @@ const prepareTask = (call: ToolCallInput, cwd: string, available: ReadonlySet<st
     if (unknown.length > 0) {
       return yield* refuse("tool_not_allowed", `A subagent can only have tools this session has; not: ${unknown.join(", ")}.`)
     }
-    const root = yield* Paths.realCwd(cwd)
     const requested = args.cwd ?? "."
+    // Checked here, not in the schema: the schema the model is shown stays as it was.
+    const unnamable = FileNames.unnamable(requested)
+    if (unnamable !== undefined) return yield* refuse("invalid_arguments", `cwd cannot name a directory: ${unnamable}`)
+    const root = yield* Paths.realCwd(cwd)
     const absolute = NodePath.isAbsolute(requested) ? requested : `${NodePath.resolve(cwd)}/${requested}`
     const real = yield* Effect.promise(() => Paths.realPath(absolute))
     // What the path resolves to decides, links followed: a name inside that leads outside is outside.

@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import { realpath, stat } from "node:fs/promises"
 import { isAbsolute, parse } from "node:path"
 import { InvalidInput } from "../domain/Errors.js"
+import * as FileNames from "../domain/FileNames.js"
 
 const invalid = (detail: string) => new InvalidInput({ field: "cwd", detail })
 
@@ -42,6 +43,8 @@ const why = (error: unknown): string => {
 export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: string) {
   if (cwd.trim() === "") return yield* invalid("must not be empty")
   if (cwd.includes("\u0000")) return yield* invalid("must not contain a NUL character")
+  // Written as U+FFFD: another directory than the one named.
+  if (FileNames.unnamable(cwd) !== undefined) return yield* invalid("must not contain a lone surrogate (half of a UTF-16 pair)")
   if (!isAbsolute(cwd)) return yield* invalid("must be an absolute path")
   const real = yield* Effect.tryPromise({ try: () => realpath(cwd), catch: (error) => invalid(why(error)) })
   const info = yield* Effect.tryPromise({ try: () => stat(real), catch: (error) => invalid(why(error)) })

@@ -24,6 +24,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import type { Risk } from "../domain/AgentEvent.js"
+import * as FileNames from "../domain/FileNames.js"
 import * as Image from "../domain/Image.js"
 import type { JsonObject } from "../domain/Json.js"
 import {
@@ -156,21 +157,11 @@ const setsHome = /(^|[^A-Za-z0-9_])HOME([^A-Za-z0-9_]|$)/
 
 const fail = (errorCode: string, message: string) => Effect.fail(new ToolFailure({ errorCode, message }))
 
-const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-
 /**
- * Why a model's `path` cannot name a file, if it cannot: the system cuts a path at a NUL (and Node
- * refuses one), and writes a lone surrogate as U+FFFD — another name than the one the permission
- * check resolved. Refused as the call's arguments, before a question about it reaches the user.
+ * Why a model's `path` cannot name a file, if it cannot (`FileNames`): refused as the call's
+ * arguments, before a question about it reaches the user.
  */
-const pathProblem = (path: unknown): string | undefined =>
-  typeof path !== "string"
-    ? undefined
-    : path.includes("\u0000")
-    ? "it contains a NUL byte"
-    : loneSurrogate.test(path)
-    ? "it contains a lone surrogate (half of a UTF-16 pair)"
-    : undefined
+const pathProblem = (path: unknown): string | undefined => typeof path !== "string" ? undefined : FileNames.unnamable(path)
 
 /** Cuts a result to `max` bytes at a character boundary, with a marker saying how much was left out. */
 export const bound = (text: string, max: number): string => {

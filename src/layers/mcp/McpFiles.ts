@@ -29,6 +29,7 @@
 import { createHash } from "node:crypto"
 import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
+import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
 import * as RegularFiles from "../RegularFiles.js"
 import * as Paths from "../workspace/Paths.js"
@@ -61,7 +62,7 @@ const dataExtensions = new Set([".db", ".sqlite", ".sqlite3", ".db3", ".duckdb",
 /** One name of the project a server runs: where (relative to the project) and what is there now. */
 export interface Bound {
   readonly path: string
-  /** `sha256:<hex>`, `absent`, `folder`, `special` (not a regular file), `large:<size>:sha256:<hex of the first bytes>`. */
+  /** `sha256:<hex>`, `absent`, `folder`, `special` (not a regular file), `large:<size>:sha256:<hex of the first bytes>`; either of the two after `outside:"<real path>":` for a link out. */
   readonly state: string
 }
 
@@ -110,15 +111,21 @@ const readsNoProject = (program: string, rest: ReadonlyArray<string>): boolean =
  * each of its words; of `--option=value` its value too. With them, the files a program among those
  * words reads its commands from (`programFiles`).
  */
-const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
+const words = (server: McpConfig.Stdio): { readonly words: ReadonlyArray<string>; readonly above: ReadonlyArray<string> } => {
   const out: Array<string> = []
+  const above: Array<string> = []
   // `rest`: the words after `word` on its line, which may say the program reads no project file.
   const add = (word: string, rest: ReadonlyArray<string> = []) => {
     out.push(word)
     const equals = word.indexOf("=")
     if (equals > 0) out.push(word.slice(equals + 1))
     const program = word.split("/").at(-1) ?? ""
-    if (!readsNoProject(program, rest)) for (const file of programFiles[program] ?? []) out.push(file)
+    if (!readsNoProject(program, rest)) {
+      for (const file of programFiles[program] ?? []) {
+        out.push(file)
+        if (program !== "make") above.push(file)
+      }
+    }
   }
   const addLine = (line: string) => {
     add(line)
@@ -132,8 +139,23 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
   for (const value of Object.values(server.env ?? {})) for (const word of value.split(/[\s:]+/)) add(word)
   // A launcher that runs the project's own copy of the package it names, when there is one.
   const fetched = RegistryFetch.fetchedBy(server.command, server.args ?? [], server.env)
-  if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched))
-  return out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://"))
+  if (fetched !== undefined) out.push(...RegistryFetch.localCopies(fetched)), above.push(...RegistryFetch.localCopies(fetched))
+  return { words: out.filter((word) => word !== "" && !word.startsWith("-") && !word.includes("://")), above }
+}
+
+/**
+ * The folders above `cwd` whose files a launcher started in `cwd` reads too, nearest first: npm's
+ * project is the nearest folder above with a `package.json` (its `.npmrc`, its scripts, its
+ * `node_modules`, which `npx` runs), pnpm's workspace root holds `pnpm-workspace.yaml`, yarn reads
+ * every `.yarnrc.yml` up to `/`, uv and poetry take the nearest `pyproject.toml`, just the nearest
+ * `justfile`. A repository's monorepo puts them at its root, above a package's `.mcp.json`. Up to,
+ * not into, the user's home folder: it and the folders holding it are the user's own (`~/.npmrc`).
+ */
+export const foldersAbove = (cwd: string, home: string = NodeOs.homedir()): ReadonlyArray<string> => {
+  const out: Array<string> = []
+  let below = cwd
+  for (let folder = NodePath.dirname(cwd); folder !== below && !isInside(folder, home); below = folder, folder = NodePath.dirname(folder)) out.push(folder)
+  return out
 }
 
 /**
@@ -143,11 +165,17 @@ const words = (server: McpConfig.Stdio): ReadonlyArray<string> => {
  * all were made first: a 1 MiB `.mcp.json` of 140,000 words was 1.7 million paths, 5 s of the
  * event loop and 200 MB.
  */
-export const namedPaths = (cwd: string, servers: McpConfig.Servers): ReadonlyArray<string> => {
+export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: ReadonlyArray<string> = foldersAbove(cwd)): ReadonlyArray<string> => {
   const paths = new Set<string>()
   for (const server of Object.values(servers)) {
     if (!("command" in server)) continue
-    for (const word of words(server)) {
+    const launch = words(server)
+    // What a launcher reads from the folders above: those names exactly, relative to `cwd` (`../.npmrc`).
+    for (const folder of above) {
+      if (paths.size > limits.names) break
+      for (const file of launch.above) paths.add(NodePath.relative(cwd, NodePath.join(folder, file)))
+    }
+    for (const word of launch.words) {
       if (paths.size > limits.names) break
       const path = NodePath.resolve(cwd, word)
       if (path === cwd || !isInside(cwd, path)) continue
@@ -166,8 +194,19 @@ export const overBudget = "over-budget"
 /** The state of a name past the names `bound` covers in all (`limits.names`), a launcher's configuration's included. */
 export const overNames = "over-names"
 
-/** The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`; its state. */
-const fileState = async (path: string, budget: { left: number }): Promise<string> => {
+/**
+ * The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`;
+ * its state. A file reached through a link that leads out of `within` says where it leads: the same
+ * bytes there are not the same file — what is outside the project can change with no edit in it.
+ */
+const fileState = async (path: string, budget: { left: number }, within: string): Promise<string> => {
+  const state = await contentState(path, budget)
+  if (!state.startsWith("sha256:") && !state.startsWith("large:")) return state
+  const real = await NodeFs.realpath(path).catch(() => path)
+  return isInside(within, real) ? state : `outside:${JSON.stringify(real)}:${state}`
+}
+
+const contentState = async (path: string, budget: { left: number }): Promise<string> => {
   // Links are followed: what the launch runs is where the link leads, and a swapped link changes it.
   const handle = await NodeFs.open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
   if (handle === undefined) return (await NodeFs.lstat(path).catch(() => undefined)) === undefined ? "absent" : "unreadable"
@@ -206,11 +245,13 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
   const budget = { left: limits.totalBytes }
   const seen = new Set(named)
   const queue = [...named]
+  const top = foldersAbove(cwd).at(-1) ?? cwd
   for (let i = 0; i < queue.length; i++) {
     const path = queue[i]!
-    const state = await fileState(NodePath.join(cwd, path), budget)
+    const within = isInside(cwd, NodePath.join(cwd, path)) ? cwd : top
+    const state = await fileState(NodePath.join(cwd, path), budget, within)
     out.push({ path, state })
-    if (state.startsWith("sha256:") && configNames.has(path)) {
+    if (state.startsWith("sha256:") && configNames.has(nameInProject(path))) {
       for (const more of await configPaths(cwd, path)) {
         // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
         if (seen.size > limits.names) {
@@ -226,7 +267,7 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     if (state !== "folder") continue
     const main = await packageMain(cwd, path)
     for (const entry of [...folderEntries.map((name) => NodePath.join(path, name)), ...(main === undefined ? [] : [main])]) {
-      const entryState = await fileState(NodePath.join(cwd, entry), budget)
+      const entryState = await fileState(NodePath.join(cwd, entry), budget, within)
       if (entryState !== "folder") out.push({ path: entry, state: entryState })
     }
   }
@@ -235,6 +276,9 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
 
 /** A launcher's configuration files in the project (`RegistryFetch.projectConfig`), by their path there. */
 const configNames = new Set(Object.values(RegistryFetch.projectConfig).flat())
+
+/** A bound path as its folder names it: `../../.npmrc` (a folder above `cwd`) is `.npmrc`. */
+export const nameInProject = (path: string): string => path.replace(/^(?:\.\.\/)+/, "")
 
 /**
  * The project's paths a launcher's configuration file names, with a launcher's names for them: its
@@ -247,10 +291,13 @@ const configPaths = async (cwd: string, file: string): Promise<ReadonlyArray<str
   // A name counts once: counted with its repeats, a file of many repeated lines reached the limit
   // early and the names after them were dropped unrefused (a preload after 60 `script-shell=` lines).
   const paths = new Set<string>()
+  // A file above `cwd` names paths from its own folder (a root `.yarnrc.yml`'s `yarnPath`), within the folders trust reads.
+  const from = NodePath.dirname(NodePath.join(cwd, file))
+  const top = foldersAbove(cwd).at(-1) ?? cwd
   for (const word of text.split(/[\s=:"',[\]{}]+/)) {
     if (word === "" || word.startsWith("-") || word.startsWith("#") || word.startsWith(";")) continue
-    const path = NodePath.resolve(cwd, word)
-    if (path === cwd || !isInside(cwd, path)) continue
+    const path = NodePath.resolve(from, word)
+    if (path === cwd || path === from || !isInside(top, path) || (!isInside(cwd, path) && !isInside(from, path))) continue
     const relative = NodePath.relative(cwd, path)
     if (relative === file || dataExtensions.has(NodePath.extname(relative).toLowerCase())) continue
     for (const path of [relative, ...(NodePath.extname(relative) === "" ? suffixes.map((suffix) => relative + suffix) : [])]) paths.add(path)

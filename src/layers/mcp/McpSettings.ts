@@ -269,7 +269,7 @@ const fetchedSummary = (entries: ReadonlyArray<readonly [string, McpConfig.Serve
     if (fetched === undefined) return []
     const program = server.command.split(/[\\/]/).at(-1)!
     const reads = new Set([...(RegistryFetch.projectConfig[program] ?? []), ...RegistryFetch.localCopies(fetched)])
-    const present = files.filter((f) => f.state !== "absent" && reads.has(f.path)).map((f) => f.path)
+    const present = files.filter((f) => f.state !== "absent" && reads.has(McpFiles.nameInProject(f.path))).map((f) => f.path)
     return RegistryFetch.describe(name, fetched, present).map(ProjectSettings.escapeControls)
   })
 

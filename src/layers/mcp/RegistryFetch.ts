@@ -266,8 +266,9 @@ const readLine = (grammar: Grammar, sub: ReadonlyArray<string>, args: ReadonlyAr
  * `localCopies`) — said, since they choose who supplies the code or run the project's own copy.
  */
 export const describe = (name: string, fetched: Fetched | Unclear, present: ReadonlyArray<string> = []): ReadonlyArray<string> => {
-  const config = present.filter((path) => !path.startsWith("node_modules/"))
-  const local = present.filter((path) => path.startsWith("node_modules/"))
+  // A folder above the project's (`../node_modules/foo`) counts as the project's: the launcher reads it as such.
+  const local = present.filter((path) => /^(?:\.\.\/)*node_modules\//.test(path))
+  const config = present.filter((path) => !local.includes(path))
   const project = [
     ...(config.length > 0
       ? [`  ${name}: ${fetched.launcher} also reads the project's ${config.join(", ")}, which may choose its registry (or what runs in its place); trust covers ${config.length === 1 ? "that file" : "those files"} as they are now`]

@@ -11,6 +11,7 @@
  * @since 0.1.0
  * @internal
  */
+import * as FileNames from "../../domain/FileNames.js"
 import type { CommandAccess, ShellHazard } from "../../services/ToolRouter.js"
 import * as CommandRisk from "./CommandRisk.js"
 
@@ -135,8 +136,10 @@ export interface Tokenized {
 
 /** Splits a command line into words and operators. */
 export const tokenize = (text: string): Tokenized => {
-  // No program can receive a NUL byte in an argument, and `sh -c` would silently cut the line there.
-  if (text.includes("\0")) return { tokens: [], unterminated: false, invalid: "it contains a NUL byte" }
+  // No program can receive a NUL byte in an argument, and `sh -c` would silently cut the line there;
+  // a lone surrogate reaches the program as U+FFFD, a word other than the one the rules read.
+  const unnamable = FileNames.unnamable(text)
+  if (unnamable !== undefined) return { tokens: [], unterminated: false, invalid: unnamable }
   const tokens: Array<Token> = []
   let value = ""
   let quoted: Array<boolean> = []

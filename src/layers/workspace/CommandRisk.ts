@@ -152,9 +152,33 @@ const npmProgramSettings = [
   "--userconfig", "--globalconfig", "--script-shell", "--node-options", "--onload-script", "--git", "--shell", "--editor", "--browser",
   "--viewer", "--init-module", "--node-gyp"
 ]
-const npmNamesProgram = (arg: string): boolean => arg.split("=")[0] !== "--global" && longNames(arg, npmProgramSettings)
+const npmNamesProgram = (arg: string): boolean => {
+  const long = npmLong(arg)
+  return long.split("=")[0] !== "--global" && longNames(long, npmProgramSettings)
+}
+/**
+ * npm's option parser (nopt) takes a long option after one dash too: `-script-shell ./x` is
+ * `--script-shell ./x`, and so is a prefix of it (`-scr=./x`). A cluster of one-letter options
+ * read so errs towards asking.
+ */
+const npmLong = (arg: string): string => arg.length > 2 && arg.startsWith("-") && !arg.startsWith("--") ? `-${arg}` : arg
+/**
+ * `npm config set script-shell ./x` (`npm set`, `npm c set`, pnpm's, yarn's `config set yarnPath`):
+ * it runs nothing itself, but writes a setting that names the program every later `npm test` (or
+ * `yarn`) runs — in your own `~/.npmrc` with no sandbox, a project's with `--location=project`.
+ */
+const setsProgramSetting = (program: string, args: ReadonlyArray<string>): boolean => {
+  const at = GlobalOptions.subcommandIndex(program, args)
+  const sub = args[at]
+  const rest = sub === "set" ? args.slice(at + 1) : (sub === "config" || sub === "c") && args[at + 1] === "set" ? args.slice(at + 2) : []
+  const keys = program === "yarn" ? ["yarnPath", "yarn-path"] : npmProgramSettings.map((setting) => setting.slice(2))
+  return rest.some((arg) => !arg.startsWith("-") && keys.includes(arg.split("=")[0]!))
+}
 /** pnpm's: the same settings, also as `--config.<key>=…`, its way of setting any of them on the line. */
-const pnpmNamesProgram = (arg: string): boolean => npmNamesProgram(arg.startsWith("--config.") ? `--${arg.slice("--config.".length)}` : arg)
+const pnpmNamesProgram = (arg: string): boolean => {
+  const long = npmLong(arg)
+  return npmNamesProgram(long.startsWith("--config.") ? `--${long.slice("--config.".length)}` : long)
+}
 
 /** Version and environment managers, and their subcommands (or options) that run a command given after them. */
 const managerRunners: Record<string, ReadonlyArray<string>> = {
@@ -235,12 +259,12 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   // The diff program it runs.
   ...Object.fromEntries(["sdiff", "diff3"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => longNames(a, ["--diff-program"]))])),
   // A configuration file (which sets the rest), a shell or a program npm runs, code node loads.
-  npm: (args) => args.some(npmNamesProgram),
-  pnpm: (args) => args.some(pnpmNamesProgram),
+  npm: (args) => args.some(npmNamesProgram) || setsProgramSetting("npm", args),
+  pnpm: (args) => args.some(pnpmNamesProgram) || setsProgramSetting("pnpm", args),
   // GNU split's `--filter=CMD`: each piece is written to CMD, run through a shell.
   split: (args) => args.some((a) => longNames(a, ["--filter"])),
   // A `.yarnrc` whose `yarn-path` is the script yarn runs in its place.
-  yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"]))
+  yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"])) || setsProgramSetting("yarn", args)
 }
 
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
