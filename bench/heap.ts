@@ -6,12 +6,17 @@
  * snapshots (`HEAP_SNAPSHOT_BEFORE`, `HEAP_SNAPSHOT_HELD`, `HEAP_SNAPSHOT_AFTER`: file paths) for
  * `bench/heapdiff.mjs`. Not part of `npm run bench`:
  *
- *   node --expose-gc --import tsx bench/heap.ts [sessions=1000] [deltas=100] [whole]
+ *   node --expose-gc --import tsx bench/heap.ts [sessions=1000] [deltas=100] [whole] [jsonl]
  *
  * With `whole`, the model hands its response over without waiting, as row 21's does (the response is
  * read whole as it starts: `ModelProvider.runAhead`), and "in flight" is when every turn waits for the
  * event loop's turn before its response is seen to end: the heap is read as the last of them asks for it.
+ * With `jsonl`, the sessions are stored in a JSONL data dir (a temporary folder, removed at the end)
+ * rather than in memory: its writer lock, held for each session, is a lock file and a journal line.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { writeHeapSnapshot } from "node:v8"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -22,7 +27,9 @@ import { deltaTexts } from "./both.js"
 import { engineRuntime, storeLayer } from "./engine.js"
 
 const [sessions = 1000, deltas = 100] = process.argv.slice(2, 4).map(Number)
-const whole = process.argv[4] === "whole"
+const flags = process.argv.slice(4)
+const whole = flags.includes("whole")
+const dataDir = flags.includes("jsonl") ? mkdtempSync(join(tmpdir(), "bench-heap-")) : undefined
 if (global.gc === undefined) throw new Error("run with node --expose-gc")
 const gc = global.gc
 
@@ -31,7 +38,7 @@ const chunks = deltaTexts(deltas).map(ModelProvider.textDelta)
 const gate = Effect.runSync(Deferred.make<void>())
 let waiting = 0
 let events = 0
-const rt = engineRuntime(storeLayer({ kind: "memory" }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+const rt = engineRuntime(storeLayer(dataDir === undefined ? { kind: "memory" } : { kind: "jsonl", dataDir }), Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
   capabilities: { provider: "fake", model: "bench", maxContextTokens: 128_000 },
   stream: () =>
     whole ? Stream.concat(Stream.fromIterable(chunks).pipe(Stream.rechunk(1)), Stream.make(ModelProvider.finish("stop"))) : Stream.concat(
@@ -87,6 +94,7 @@ if (whole) {
 }
 const after = heapMb(process.env.HEAP_SNAPSHOT_AFTER)
 await rt.dispose()
+if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true })
 const kb = (mb: number) => `${(mb * 1024 / sessions).toFixed(1)} KB`
-console.log(`${sessions} sessions × ${deltas} deltas: heap ${before.toFixed(1)} MB at start; per turn in flight ${kb(held - before)}; per finished session ${kb(after - before)}`)
+console.log(`${dataDir === undefined ? "memory" : "jsonl"}: ${sessions} sessions × ${deltas} deltas: heap ${before.toFixed(1)} MB at start; per turn in flight ${kb(held - before)}; per finished session ${kb(after - before)}`)
 process.exit(0)

@@ -38,6 +38,7 @@ import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
 import * as LogTail from "./jsonl/LogTail.js"
+import * as PlainRelease from "./PlainRelease.js"
 import * as PlainFiles from "./jsonl/PlainFiles.js"
 import * as Repair from "./jsonl/Repair.js"
 import * as SessionIndex from "./jsonl/SessionIndex.js"
@@ -136,7 +137,7 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
         ? Effect.zipRight(appends.makeSessionsDir(sessionId), WriterLock.acquire(sessionId, fileOf(sessionId))).pipe(
           Effect.zipRight(appends.holdWriter(sessionId)),
           // Announced while the lock is held: `-` is written before the lock goes (finalizers run in reverse).
-          Effect.zipRight(Effect.acquireRelease(
+          Effect.zipRight(PlainRelease.acquireRelease(
             Effect.zipRight(index.note("+", sessionId), Effect.sync(() => held.add(sessionId))),
             () => Effect.zipRight(Effect.sync(() => held.delete(sessionId)), index.note("-", sessionId))
           ))

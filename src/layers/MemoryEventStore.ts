@@ -5,7 +5,6 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../domain/AgentEvent.js"
 import { SessionBusy } from "../domain/Errors.js"
@@ -13,6 +12,7 @@ import * as Session from "../domain/Session.js"
 import type { BlobStore } from "../services/BlobStore.js"
 import { batchConflict, byRecentActivity, EventStore, sequenceConflict } from "../services/EventStore.js"
 import * as MemoryBlobStore from "./blobs/MemoryBlobStore.js"
+import * as PlainRelease from "./PlainRelease.js"
 
 /** Builds a memory store. */
 export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
@@ -62,16 +62,18 @@ export const make: Effect.Effect<EventStore.Service> = Effect.sync(() => {
 
   // The store lives in one process: its writer lock is a set of held sessions, one holder (engine) each.
   const writers = new Set<string>()
-  // Released by a plain finalizer of the scope: `Effect.acquireRelease` would keep the acquiring
-  // fiber's refs (its context, its span) for as long as the lock is held — a session's life in the
-  // engine's cache — to restore them around a release that needs none of them.
+  // Released by a plain finalizer of the scope (`PlainRelease`): `Effect.acquireRelease` would keep the
+  // acquiring fiber's refs (its context, its span) for as long as the lock is held — a session's life
+  // in the engine's cache — to restore them around a release that needs none of them.
   const acquireWriter = (sessionId: string) =>
-    Effect.flatMap(Effect.scope, (scope) =>
+    PlainRelease.acquireRelease(
       Effect.suspend(() => {
         if (writers.has(sessionId)) return Effect.fail(new SessionBusy({ sessionId, holder: "another engine of this process" }))
         writers.add(sessionId)
-        return Scope.addFinalizer(scope, Effect.sync(() => writers.delete(sessionId)))
-      }).pipe(Effect.uninterruptible))
+        return Effect.void
+      }),
+      () => Effect.sync(() => void writers.delete(sessionId))
+    )
 
   return EventStore.of({ append, appendAll, read, list, listing, acquireWriter })
 })

@@ -33,6 +33,7 @@ import type { AgentEvent } from "../domain/AgentEvent.js"
 import { EventStoreFailure } from "../domain/Errors.js"
 import * as Session from "../domain/Session.js"
 import { EventStore } from "../services/EventStore.js"
+import * as PlainRelease from "./PlainRelease.js"
 
 /** A log's first event. */
 export type SessionCreated = Extract<AgentEvent, { readonly type: "session.created" }>
@@ -230,7 +231,7 @@ export const make = (inner: EventStore.Service, options: Options): Effect.Effect
       acquireWriter: (sessionId) =>
         Effect.zipRight(
           checked(sessionId),
-          Effect.acquireRelease(Effect.zipRight(inner.acquireWriter(sessionId), Effect.sync(() => hold(sessionId))), () =>
+          PlainRelease.acquireRelease(Effect.zipRight(inner.acquireWriter(sessionId), Effect.sync(() => hold(sessionId))), () =>
             Effect.sync(() => letGo(sessionId)))
         )
     })

@@ -34,6 +34,7 @@ import * as Session from "../../domain/Session.js"
 import { sequenceConflict } from "../../services/EventStore.js"
 import * as Directories from "../Directories.js"
 import * as KeyedLock from "../KeyedLock.js"
+import * as PlainRelease from "../PlainRelease.js"
 import { AppendIo } from "./AppendIo.js"
 import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
@@ -525,7 +526,7 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
      * lock is released.
      */
     const holdWriter = (sessionId: string) =>
-      Effect.acquireRelease(
+      PlainRelease.acquireRelease(
         Effect.sync(() => {
           held.add(sessionId)
           // One with a flush under way stays: its state is this store's own writes, and it keeps checking by `stat`.

@@ -23,6 +23,7 @@ import { join } from "node:path"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { EventStoreFailure, type EventStoreFailureReason, SessionBusy } from "../../domain/Errors.js"
+import * as PlainRelease from "../PlainRelease.js"
 import * as Holder from "../writer/Holder.js"
 import * as PlainFiles from "./PlainFiles.js"
 
@@ -173,7 +174,8 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
  */
 export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acquired, SessionBusy | EventStoreFailure, Scope.Scope> => {
   const dir = lockDirOf(logFile)
-  return Effect.acquireRelease(
+  // Its release writes a file and reads nothing of the acquiring fiber: a plain finalizer (see `PlainRelease`).
+  return PlainRelease.acquireRelease(
     Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
       const me = Holder.current()
       try {
