@@ -42,9 +42,9 @@ const why = (error: unknown): string => {
  */
 export const canonical = Effect.fn("WorkingDirectory.canonical")(function*(cwd: string) {
   if (cwd.trim() === "") return yield* invalid("must not be empty")
-  if (cwd.includes("\u0000")) return yield* invalid("must not contain a NUL character")
-  // Written as U+FFFD: another directory than the one named.
-  if (FileNames.unnamable(cwd) !== undefined) return yield* invalid("must not contain a lone surrogate (half of a UTF-16 pair)")
+  // A NUL cuts the path; a lone surrogate is written as U+FFFD: another directory than the one named.
+  const unnamable = FileNames.unnamable(cwd)
+  if (unnamable !== undefined) return yield* invalid(`cannot name a directory: ${unnamable}`)
   if (!isAbsolute(cwd)) return yield* invalid("must be an absolute path")
   const real = yield* Effect.tryPromise({ try: () => realpath(cwd), catch: (error) => invalid(why(error)) })
   const info = yield* Effect.tryPromise({ try: () => stat(real), catch: (error) => invalid(why(error)) })
