@@ -18,7 +18,9 @@
  * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows),
  *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `.husky/`, `protectedPaths`,
  *    and what the workspace marked `runsLater`: the home folder's start-up files when cwd holds it,
- *    git's hooks folder) — whatever an allow rule says.
+ *    git's hooks folder), and a git whose repository's own config or hooks name a program it may run
+ *    (`CommandAccess.repositoryRuns`: `core.fsmonitor`, a diff driver's `textconv`, …) — whatever an
+ *    allow rule says.
  * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
  *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
  *    could run something else; see `CommandRisk`).
@@ -318,8 +320,18 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
     if (mode === "readOnly") return { decision: "deny", policy: "read-only/no-writes", reason: "the session is read-only" }
     return { decision: "ask", policy: "protected-path" }
   }
+  const repositoryRuns = call.command?.repositoryRuns ?? []
+  if (repositoryRuns.length > 0) {
+    if (mode === "bypass") return { decision: "allow", policy: "bypass" }
+    return { decision: "ask", policy: "repository-git", reason: repositoryGitReason(repositoryRuns) }
+  }
   return undefined
 }
+
+/** Why a git line asks whatever a rule says: the settings and hooks named, never their values (the repository's text). */
+const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
+  `the repository's own git config or hooks name programs this git may run (${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); ` +
+  `a rule for git does not cover them`
 
 /**
  * Whether an ask rule matched only one command of a line (or what runs under its program) while
