@@ -203,13 +203,29 @@ const serverWide = (pattern: string, tool: string): boolean =>
 interface Line {
   readonly tokenized: CommandLine.Tokenized
   readonly parsed: CommandLine.Parsed
+  /** The line in lower case, when it is not already (see `matchesFolded`), tokenized once for every careful rule. */
+  readonly folded?: { readonly text: string; readonly tokenized: CommandLine.Tokenized } | undefined
 }
 
 const lineOf = (call: PreparedCall): Line | undefined => {
   if (call.command === undefined) return undefined
   const tokenized = CommandLine.tokenize(call.command.text)
-  return { tokenized, parsed: CommandLine.parseTokenized(call.command.text, tokenized) }
+  const lower = call.command.text.toLowerCase()
+  return {
+    tokenized,
+    parsed: CommandLine.parseTokenized(call.command.text, tokenized),
+    ...(lower === call.command.text ? {} : { folded: { text: lower, tokenized: CommandLine.tokenize(lower) } })
+  }
 }
+
+/**
+ * Whether a deny or ask rule matches the line with both in lower case: where the file system ignores
+ * case (macOS's, Windows'), `GIT push` and `/USR/BIN/Git push` run git push, which a deny of
+ * `git push*` is for. A careful rule may so match more than it names (`ls FOO` for a deny of `ls
+ * foo`), never less.
+ */
+const matchesFolded = (pattern: string, line: Line, reading?: CommandPattern.Budget): boolean =>
+  line.folded !== undefined && CommandPattern.matchesAnywhere(pattern.toLowerCase(), line.folded.text, line.folded.tokenized, 0, reading)
 
 /**
  * Whether `rule` matches the call. `evenIfWildcardRunsAnother` skips the one check that refuses an
@@ -235,7 +251,7 @@ const matches = (
     if (call.command === undefined || line === undefined) return false
     // A deny or an ask (the careful decisions) sees every command the line may run; an allow the line as written.
     const matched = rule.decision !== "allow"
-      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized, 0, reading)
+      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized, 0, reading) || matchesFolded(rule.command, line, reading)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false
     if (rule.decision === "allow" && !evenIfWildcardRunsAnother && wildcardRunsAnother(rule.command, call.command.text, line.tokenized)) return false

@@ -547,6 +547,15 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   const program = given.split("/").at(-1) ?? ""
   const args = argv.slice(1)
   if (runsOtherPrograms(program)) return exact(program === "ssh" || program === "rsync" || program === "scp" || program === "sftp" ? "network" : "write")
+  // A program named in another case is that program where the file system ignores case (macOS's,
+  // Windows'): `Bash -c …`, `GIT -c alias.x='!…' x`, `Npx x` were ordinary writes, which `shell:*`
+  // allowed. It is classified as its lower-case name would be, and never as a read, nor for the
+  // same program in "always" (it may be another program where case counts): at most a general write.
+  const folded = program.toLowerCase()
+  if (folded !== program) {
+    const asFolded = classify([given.slice(0, given.length - program.length) + folded, ...args])
+    return asFolded.general && asFolded.risk === "write" ? asFolded : exact(asFolded.risk === "read" ? "write" : asFolded.risk)
+  }
   // A path to a program is not the program of that name: `./cat` may be anything.
   const named = given.includes("/") ? "" : program
   if (named === "git") return git(args)
