@@ -18,7 +18,9 @@
  * 3. A path outside the session's cwd asks (in `readOnly`, a write there is denied; `bypass` allows),
  *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `.husky/`, `protectedPaths`,
  *    and what the workspace marked `runsLater`: the home folder's start-up files when cwd holds it,
- *    git's hooks folder) — whatever an allow rule says.
+ *    git's hooks folder), and a git whose repository's own config or hooks name a program it may run
+ *    (`CommandAccess.repositoryRuns`: `core.fsmonitor`, a diff driver's `textconv`, …) — whatever an
+ *    allow rule says.
  * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
  *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
  *    could run something else; see `CommandRisk`).
@@ -201,13 +203,29 @@ const serverWide = (pattern: string, tool: string): boolean =>
 interface Line {
   readonly tokenized: CommandLine.Tokenized
   readonly parsed: CommandLine.Parsed
+  /** The line in lower case, when it is not already (see `matchesFolded`), tokenized once for every careful rule. */
+  readonly folded?: { readonly text: string; readonly tokenized: CommandLine.Tokenized } | undefined
 }
 
 const lineOf = (call: PreparedCall): Line | undefined => {
   if (call.command === undefined) return undefined
   const tokenized = CommandLine.tokenize(call.command.text)
-  return { tokenized, parsed: CommandLine.parseTokenized(call.command.text, tokenized) }
+  const lower = call.command.text.toLowerCase()
+  return {
+    tokenized,
+    parsed: CommandLine.parseTokenized(call.command.text, tokenized),
+    ...(lower === call.command.text ? {} : { folded: { text: lower, tokenized: CommandLine.tokenize(lower) } })
+  }
 }
+
+/**
+ * Whether a deny or ask rule matches the line with both in lower case: where the file system ignores
+ * case (macOS's, Windows'), `GIT push` and `/USR/BIN/Git push` run git push, which a deny of
+ * `git push*` is for. A careful rule may so match more than it names (`ls FOO` for a deny of `ls
+ * foo`), never less.
+ */
+const matchesFolded = (pattern: string, line: Line, reading?: CommandPattern.Budget): boolean =>
+  line.folded !== undefined && CommandPattern.matchesAnywhere(pattern.toLowerCase(), line.folded.text, line.folded.tokenized, 0, reading)
 
 /**
  * Whether `rule` matches the call. `evenIfWildcardRunsAnother` skips the one check that refuses an
@@ -233,7 +251,7 @@ const matches = (
     if (call.command === undefined || line === undefined) return false
     // A deny or an ask (the careful decisions) sees every command the line may run; an allow the line as written.
     const matched = rule.decision !== "allow"
-      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized, 0, reading)
+      ? CommandPattern.matchesAnywhere(rule.command, call.command.text, line.tokenized, 0, reading) || matchesFolded(rule.command, line, reading)
       : CommandPattern.matches(rule.command, call.command.text, line.tokenized)
     if (!matched) return false
     if (rule.decision === "allow" && !evenIfWildcardRunsAnother && wildcardRunsAnother(rule.command, call.command.text, line.tokenized)) return false
@@ -318,8 +336,18 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
     if (mode === "readOnly") return { decision: "deny", policy: "read-only/no-writes", reason: "the session is read-only" }
     return { decision: "ask", policy: "protected-path" }
   }
+  const repositoryRuns = call.command?.repositoryRuns ?? []
+  if (repositoryRuns.length > 0) {
+    if (mode === "bypass") return { decision: "allow", policy: "bypass" }
+    return { decision: "ask", policy: "repository-git", reason: repositoryGitReason(repositoryRuns) }
+  }
   return undefined
 }
+
+/** Why a git line asks whatever a rule says: the settings and hooks named, never their values (the repository's text). */
+const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
+  `the repository's own git config or hooks name programs this git may run (${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); ` +
+  `a rule for git does not cover them`
 
 /**
  * Whether an ask rule matched only one command of a line (or what runs under its program) while

@@ -43,6 +43,7 @@ import * as KeyedLock from "./KeyedLock.js"
 import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
+import * as GitPrograms from "./workspace/GitPrograms.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Mounts from "./workspace/Mounts.js"
 import * as Paths from "./workspace/Paths.js"
@@ -148,7 +149,13 @@ interface Tool<A, I> {
   readonly schema: Schema.Schema<A, I>
   readonly sequential?: boolean
   /** What the call would touch, and its risk. */
-  readonly inspect: (input: A, cwd: string) => Effect.Effect<{ readonly risk: Risk; readonly paths: ReadonlyArray<PathAccess>; readonly command?: ReturnType<typeof CommandLine.parse>; readonly scope?: string }, ToolFailure>
+  readonly inspect: (input: A, cwd: string) => Effect.Effect<{
+    readonly risk: Risk
+    readonly paths: ReadonlyArray<PathAccess>
+    readonly command?: ReturnType<typeof CommandLine.parse>
+    readonly repositoryRuns?: ReadonlyArray<string>
+    readonly scope?: string
+  }, ToolFailure>
   readonly run: (input: A, call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
 }
 
@@ -507,7 +514,8 @@ export const make = (options: Options = {}) =>
           // command walks are searched for links out: a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
           const clock = yield* Effect.clock
-          const paths = yield* CommandPaths.check(CommandPaths.named(command.tokens, shellSyntax), {
+          const named = CommandPaths.named(command.tokens, shellSyntax)
+          const paths = yield* CommandPaths.check(named, {
             cwd,
             access,
             resolve: (requested) => resolve(cwd, requested, access),
@@ -519,8 +527,10 @@ export const make = (options: Options = {}) =>
               command.tokens.some((t) => t._tag === "Word" && setsHome.test(t.value)),
             literalTilde: !shellSyntax
           })
+          // What the repository's own git config and hooks would make the line's git run (the policy asks then).
+          const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
-          return { risk, paths, command, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
+          return { risk, paths, command, repositoryRuns, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {
@@ -634,7 +644,14 @@ export const make = (options: Options = {}) =>
           risk: inspected.risk,
           sequential: tool.sequential === true,
           paths: yield* markRunsLater(cwd, inspected.paths),
-          ...(inspected.command === undefined ? {} : { command: { text: inspected.command.text, argv: inspected.command.argv, hazards: inspected.command.hazards } }),
+          ...(inspected.command === undefined ? {} : {
+            command: {
+              text: inspected.command.text,
+              argv: inspected.command.argv,
+              hazards: inspected.command.hazards,
+              ...(inspected.repositoryRuns === undefined || inspected.repositoryRuns.length === 0 ? {} : { repositoryRuns: inspected.repositoryRuns })
+            }
+          }),
           scope: inspected.scope ?? call.tool,
           input
         }

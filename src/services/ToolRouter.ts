@@ -78,6 +78,12 @@ export interface CommandAccess {
   readonly text: string
   readonly argv: ReadonlyArray<string>
   readonly hazards: ReadonlyArray<ShellHazard>
+  /**
+   * What git, run by this line, would run because the repository's own files name it (its config's
+   * `core.fsmonitor`, a diff driver's `textconv`, a `post-index-change` hook: `GitPrograms`), as
+   * `section.key` or `hooks/<name>`. The policy asks before such a line runs, whatever a rule says.
+   */
+  readonly repositoryRuns?: ReadonlyArray<string> | undefined
 }
 
 /** A validated call: what it would do, for the permission engine, and its decoded input, for the tool. */

@@ -194,6 +194,24 @@ export const overBudget = "over-budget"
 /** The state of a name past the names `bound` covers in all (`limits.names`), a launcher's configuration's included. */
 export const overNames = "over-names"
 
+/** The state of a launcher's configuration file that sends the launcher further out (`pointsOut`), before the setting: `points-out:cache`. */
+export const pointsOutState = "points-out:"
+
+/**
+ * The settings of a launcher's configuration that send it to more configuration, or to code, in
+ * places whose content trust cannot bind: npm's `userconfig`/`globalconfig` (files it reads next,
+ * taken from a project's `.npmrc`: checked with npm 11.19), `prefix` (whose `etc/npmrc` it reads),
+ * `cache` (where `npx` keeps the packages it runs, and runs them again from), and yarn's cache and
+ * global folders.
+ */
+const redirecting = /^\s*["']?(userconfig|globalconfig|prefix|cache|cacheFolder|cache-folder|globalFolder|global-folder)["']?\s*[=:]/im
+
+/** The first setting of a launcher's configuration file (`path`, relative to `cwd`) that sends it further out, if one does. */
+const pointsOut = async (cwd: string, path: string): Promise<string | undefined> => {
+  const text = await RegularFiles.readRegular(NodePath.join(cwd, path), packageJsonBytes, { followLinks: true }).then((bytes) => bytes.toString("utf8"), () => "")
+  return redirecting.exec(text)?.[1]
+}
+
 /**
  * The SHA-256 of a file's first `limits.bytes`, opened without waiting on a FIFO, taken from `budget`;
  * its state. A file reached through a link that leads out of `within` says where it leads: the same
@@ -250,7 +268,8 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     const path = queue[i]!
     const within = isInside(cwd, NodePath.join(cwd, path)) ? cwd : top
     const state = await fileState(NodePath.join(cwd, path), budget, within)
-    out.push({ path, state })
+    const elsewhere = state.startsWith("sha256:") && configNames.has(nameInProject(path)) ? await pointsOut(cwd, path) : undefined
+    out.push({ path, state: elsewhere === undefined ? state : `${pointsOutState}${elsewhere}` })
     if (state.startsWith("sha256:") && configNames.has(nameInProject(path))) {
       for (const more of await configPaths(cwd, path)) {
         // Past what trust covers, the file is refused (`McpSettings`), never bound in part.

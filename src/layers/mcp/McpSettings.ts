@@ -178,9 +178,25 @@ export const entryStatus = Effect.fn("McpSettings.entryStatus")(function*(entry:
   return project === undefined ? "missing" as const : project.trust === "trusted" ? "trusted" as const : "changed" as const
 })
 
-/** Reads the project's `.mcp.json` of `cwd` with the user's trust entries, for `trust`. */
+/**
+ * Reads the project's `.mcp.json` of `cwd` with the user's trust entries, for `trust`. A launcher's
+ * configuration that sends it to configuration or code elsewhere (`.npmrc`'s `userconfig=`,
+ * `cache=`: `McpFiles.pointsOutState`) is refused here, naming the setting: trust would bind the
+ * file, not what it sends the launcher to. At a session's start such a file only leaves the
+ * `.mcp.json` untrusted (its state is in the hash trust never records), so a command that adds the
+ * setting to a trusted project's `.npmrc` cannot stop later sessions from starting.
+ */
 export const inspect = Effect.fn("McpSettings.inspect")(function*(cwd: string, configDir: string) {
-  return yield* readProject(cwd, yield* TrustStore.entries(configDir))
+  const project = yield* readProject(cwd, yield* TrustStore.entries(configDir))
+  const elsewhere = project?.files.find((bound) => bound.state.startsWith(McpFiles.pointsOutState))
+  if (project !== undefined && elsewhere !== undefined) {
+    return yield* new SettingsError({
+      reason: "invalid",
+      message: `${project.shown}: ${ProjectSettings.escapeControls(elsewhere.path)} sets ${elsewhere.state.slice(McpFiles.pointsOutState.length)}=, ` +
+        `which sends its launcher to configuration or code elsewhere, whose content trust cannot bind; start the servers from a script it names`
+    })
+  }
+  return project
 })
 
 /**

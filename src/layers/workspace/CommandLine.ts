@@ -266,7 +266,8 @@ export const hazardsOf = (tokens: ReadonlyArray<Token>): ReadonlyArray<ShellHaza
   }
   for (const words of segments(tokens)) {
     const argv = words.map((w) => w.value)
-    const program = argv[0]?.split("/").at(-1)
+    // In any case: on a case-insensitive file system (macOS's, Windows') `RM` and `Sudo` run rm and sudo.
+    const program = argv[0]?.split("/").at(-1)?.toLowerCase()
     if (program === "sudo" || program === "doas" || program === "su") hazards.add("sudo")
     if (program === "rm" && argv.slice(1).some((a) => /^-[a-zA-Z]*[rR]/.test(a) || a === "--recursive")) hazards.add("recursive_delete")
   }

@@ -49,6 +49,35 @@ export interface Named {
    * `git diff -- :/secret`), with the folder it runs in (`base`, relative to cwd: `-C dir`, else "").
    */
   readonly fromRepositoryRoot: ReadonlyArray<{ readonly path: string; readonly base: string }>
+  /**
+   * Where each git the line runs works (`GitPrograms`): the folder it starts from (relative to cwd:
+   * `-C dir`, else "") and the git folder `--git-dir` names, when it does. A word naming git after a
+   * wrapper or runner counts too (`nice git status`, `xargs git`).
+   */
+  readonly gits: ReadonlyArray<GitAt>
+}
+
+/** Where a git of a line works: see {@link Named.gits}. */
+export interface GitAt {
+  readonly base: string
+  readonly gitDir?: string | undefined
+}
+
+/** Where git works after its own options `-C dir` (each one from the last), `--git-dir` (from there). */
+const gitAt = (args: ReadonlyArray<CommandLine.Word>): GitAt => {
+  let base = ""
+  let gitDir: string | undefined
+  const values = args.map((w) => w.value)
+  const end = GlobalOptions.subcommandIndex("git", values)
+  for (let i = 0; i < Math.min(end, values.length); i++) {
+    const v = values[i]!
+    const next = values[i + 1]
+    if (v === "-C" && next !== undefined) base = NodePath.join(base, next)
+    else if (/^-C./.test(v)) base = NodePath.join(base, v.slice(2))
+    else if (v === "--git-dir" && next !== undefined) gitDir = NodePath.join(base, next)
+    else if (v.startsWith("--git-dir=")) gitDir = NodePath.join(base, v.slice("--git-dir=".length))
+  }
+  return { base, ...(gitDir === undefined ? {} : { gitDir }) }
 }
 
 /** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
@@ -281,6 +310,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const globs: Array<CommandLine.Word> = []
   const trees: Array<string> = []
   const fromRepositoryRoot: Array<{ path: string; base: string }> = []
+  const gits: Array<GitAt> = []
   const { commands, redirected } = simpleCommands(tokens)
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
@@ -296,6 +326,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     globs.push(...inner.globs)
     trees.push(...inner.trees)
     fromRepositoryRoot.push(...inner.fromRepositoryRoot)
+    gits.push(...inner.gits)
   }
   // A line one of whose words names a wrapper or an interpreter: its words with a space or shell syntax may be command
   // lines (`env -S 'cat /x'`, `watch 'cat /x'`, `flock f -c 'cat /x'`), read as those are.
@@ -350,6 +381,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       })
     }
     for (const w of args) word(w, bases)
+    // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`).
+    const gitWord = program === "git" ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && NodePath.basename(w.value) === "git") : -1
+    if (gitWord >= 0) gits.push(gitAt(words.slice(gitWord + 1)))
     if (program === "git") {
       const values = args.map((w) => w.value)
       const sub = GlobalOptions.subcommandIndex("git", values)
@@ -401,7 +435,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       }
     }
   }
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits }
 }
 
 /**

@@ -207,6 +207,27 @@ const managerRunners: Record<string, ReadonlyArray<string>> = {
 }
 
 /**
+ * Programs, and their subcommands (every invocation when none are listed), that trust the
+ * repository's code to run later, outside the sandbox and with no question: direnv's `allow` (the
+ * user's shell hook runs `.envrc` at the next `cd`), mise's `trust` (a `mise.toml`'s `[env]`
+ * scripts and hooks, at every later prompt), and what installs git hooks that run the repository's
+ * scripts at the user's next commit (`pre-commit install`, `lefthook install`, husky).
+ */
+const trustGrants: Record<string, ReadonlyArray<string>> = {
+  direnv: ["allow", "permit", "grant", "edit"],
+  mise: ["trust"],
+  rtx: ["trust"],
+  "pre-commit": ["install", "install-hooks", "init-templatedir"],
+  lefthook: ["install", "add"],
+  husky: [],
+  "simple-git-hooks": []
+}
+
+/** Whether `args` of `program` run a command after a manager's subcommand (`managerRunners`) or trust the repository's code (`trustGrants`). */
+const managesOrTrusts = (program: string) => (args: ReadonlyArray<string>): boolean =>
+  trustGrants[program]?.length === 0 || args.some((a) => (managerRunners[program] ?? []).includes(a) || (trustGrants[program] ?? []).includes(a))
+
+/**
  * Programs that an option or operand can tell to run a program, load code or read a configuration
  * that does (`tar --to-command=sh`, `zip -TT cmd`, `man -P cmd`, `gcc -wrapper`, `wget
  * --use-askpass`, `make --eval`, `cmake -E env`, `docker run`, `uv run`, `go test -exec`): such an
@@ -241,7 +262,8 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   kubectl: (args) => args.some((a) => ["exec", "run", "debug", "attach", "cp"].includes(a)),
   ...Object.fromEntries(["uv", "poetry", "pipenv", "pdm", "hatch", "conda", "mamba", "dotnet"].map((program) => [program, (args: ReadonlyArray<string>) => args.some((a) => a === "run" || a === "exec" || a === "tool")])),
   // Version and environment managers that run the command after a subcommand (`mise exec -- id`, `nix develop -c id`, `direnv exec . id`).
-  ...Object.fromEntries(Object.entries(managerRunners).map(([program, runs]) => [program, (args: ReadonlyArray<string>) => args.some((a) => runs.includes(a))])),
+  // And what trusts the repository's code to run later (`direnv allow`, `mise trust`, `pre-commit install`).
+  ...Object.fromEntries([...Object.keys(managerRunners), ...Object.keys(trustGrants)].map((program) => [program, managesOrTrusts(program)])),
   // A program given by name (`go test -exec`, `-toolexec`, `-vettool`) or through configuration (`cargo --config`).
   go: (args) => args.some((a) => /^--?(exec|toolexec|vettool)(=|$)/.test(a) || a === "generate"),
   cargo: (args) => args.some((a) => longNames(a, ["--config"]) || a === "-Z" || a.startsWith("-Z")),
@@ -525,6 +547,15 @@ export const classify = (argv: ReadonlyArray<string>): Classification => {
   const program = given.split("/").at(-1) ?? ""
   const args = argv.slice(1)
   if (runsOtherPrograms(program)) return exact(program === "ssh" || program === "rsync" || program === "scp" || program === "sftp" ? "network" : "write")
+  // A program named in another case is that program where the file system ignores case (macOS's,
+  // Windows'): `Bash -c …`, `GIT -c alias.x='!…' x`, `Npx x` were ordinary writes, which `shell:*`
+  // allowed. It is classified as its lower-case name would be, and never as a read, nor for the
+  // same program in "always" (it may be another program where case counts): at most a general write.
+  const folded = program.toLowerCase()
+  if (folded !== program) {
+    const asFolded = classify([given.slice(0, given.length - program.length) + folded, ...args])
+    return asFolded.general && asFolded.risk === "write" ? asFolded : exact(asFolded.risk === "read" ? "write" : asFolded.risk)
+  }
   // A path to a program is not the program of that name: `./cat` may be anything.
   const named = given.includes("/") ? "" : program
   if (named === "git") return git(args)

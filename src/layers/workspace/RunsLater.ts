@@ -217,18 +217,25 @@ export const programSettingsIn = (config: string): ReadonlyArray<string> =>
  */
 export const runsProgram = ({ key, section, value }: Setting): boolean => {
   const name = section.split(".")[0]!.toLowerCase()
-  return (programKeys[name] ?? []).includes(key) || (name === "alias" && value.startsWith("!")) || ["include", "includeif", "pager"].includes(name)
+  return (programKeys[name] ?? []).includes(key) || (["alias", "submodule"].includes(name) && value.startsWith("!")) ||
+    ["include", "includeif", "pager"].includes(name)
 }
 
 /** Per section, the keys whose value is a program git runs (or a place it reads settings from). */
 const programKeys: Readonly<Record<string, ReadonlyArray<string>>> = {
-  core: ["fsmonitor", "hookspath", "sshcommand", "pager", "editor", "askpass", "gitproxy", "worktree"],
+  core: ["fsmonitor", "hookspath", "sshcommand", "pager", "editor", "askpass", "gitproxy", "worktree", "alternaterefscommand"],
   sequence: ["editor"],
   diff: ["external", "command", "textconv"],
   merge: ["driver"],
   filter: ["clean", "smudge", "process"],
   credential: ["helper"],
-  gpg: ["program"],
+  gpg: ["program", "defaultkeycommand"],
+  interactive: ["difffilter"],
+  tar: ["command"],
+  imap: ["tunnel"],
+  sendemail: ["sendmailcmd", "smtpserver", "tocmd", "cccmd", "headercmd"],
+  man: ["cmd"],
+  lfs: ["path", "clean", "smudge"],
   remote: ["uploadpack", "receivepack", "vcs"],
   uploadpack: ["packobjectshook"],
   difftool: ["cmd", "path"],
@@ -327,6 +334,18 @@ const configOf = async (file: string, depth = 0, included: Array<string> = []): 
     settings.push(...(await configOf(path, depth + 1, included)).settings)
   }
   return { settings, included }
+}
+
+/**
+ * The settings of a repository's own configs — its `config`, the worktree's `config.worktree` and
+ * the files they include (followed as git follows them) — in the order git reads them, and whether
+ * one of the two was too large to read whole (see {@link configLimit}).
+ */
+export const repositorySettingsOf = async (worktree: Worktree): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly unread: boolean }> => {
+  const files = [NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")]
+  const configs = await Promise.all(files.map((file) => configOf(file)))
+  const sizes = await Promise.all(files.map(async (file) => (await readGitConfig(file)).length))
+  return { settings: configs.flatMap((config) => config.settings), unread: sizes.some((size) => size > configLimit) }
 }
 
 /**

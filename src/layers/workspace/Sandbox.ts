@@ -178,7 +178,7 @@ export const mountPoints = async (): Promise<ReadonlyArray<MountPoint>> => {
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
 /** A submodule's git folder holds its own config and hooks (`.git/modules/<name>/…`, nested too). */
-const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArray<string>> => {
+export const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArray<string>> => {
   if (depth > 3) return []
   const modules = NodePath.join(gitDir, "modules")
   const names = await NodeFs.readdir(modules).catch(() => [] as Array<string>)
@@ -257,7 +257,7 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
  * folders (submodules' too), `.git` files, linked worktrees' git folders, each worktree's settings
  * and the `.git` links followed.
  */
-const findRepositories = async (cwd: string) => {
+export const findRepositories = async (cwd: string) => {
   const gitDirs = new Set<string>()
   const gitFiles = new Set<string>()
   const worktreeDirs = new Set<string>()

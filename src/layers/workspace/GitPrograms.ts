@@ -1,0 +1,95 @@
+/**
+ * What git, run where a command line runs it, would run because the repository's own files say so:
+ * the settings of its config (and the files that config includes) that name a program —
+ * `core.fsmonitor` (run by `git status`, `git diff`, `git grep`, `git ls-files`: every refresh of the
+ * index), `diff.external` (`git diff`), a diff driver's `textconv` or `command` (`git log -p`, `git
+ * show`, `git blame`, for the files `.gitattributes` — committed content — assigns it), a filter's
+ * `clean`/`smudge`/`process` (`git status`, `git diff`, `git checkout`), `gpg.program`, … (see
+ * `RunsLater.runsProgram`) — and a `post-index-change` hook, which `git status` runs when it writes
+ * the index back. The same for the repositories git reaches from there: its submodules' git folders
+ * (`.git/modules/…`, whose `core.fsmonitor` the outer `git status` and `git diff` run) and the
+ * repositories below the folder it starts in (bounded as the sandbox's search is).
+ *
+ * A rule allowing `git status` (or "always" on it, `shell:git:read`) is a choice to run git, not
+ * whatever a repository unpacked from an archive, or left by a tool, names in its `.git/config`.
+ * The permission policy asks before such a git runs (`CommandAccess.repositoryRuns`). Asking, not
+ * running git with those settings turned off (`-c core.fsmonitor=`): a driver's or a filter's
+ * settings have the repository's own names, a hook cannot be turned off alone, and the user's own
+ * repository keeps working as they set it up, with one question that names what would run.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+import type { GitAt } from "./CommandPaths.js"
+import * as RunsLater from "./RunsLater.js"
+import * as Sandbox from "./Sandbox.js"
+
+/** Values of keys that take a boolean too (`core.fsmonitor = true` is git's own daemon, `pager.branch = false` none): no program. */
+const booleans = /^(?:true|false|yes|no|on|off|1|0)$/i
+
+/**
+ * Whether a repository's setting names a program git may run: not the include lines (their files'
+ * settings are read in their place), not where hooks or the worktree are (`core.hooksPath`, whose
+ * hooks are read below; husky sets it in every repository it is installed in), not an empty value
+ * (unset) nor a boolean where git takes one.
+ */
+const namesProgram = (setting: RunsLater.Setting): boolean => {
+  if (!RunsLater.runsProgram(setting) || setting.value === "") return false
+  const section = setting.section.split(".")[0]!.toLowerCase()
+  if (section === "include" || section === "includeif") return false
+  if (section === "core" && (setting.key === "hookspath" || setting.key === "worktree")) return false
+  return !((section === "pager" || (section === "core" && setting.key === "fsmonitor")) && booleans.test(setting.value))
+}
+
+/** The hook a read can run: `git status` (and `git diff`, `git add`) writes the index back when it refreshed it. */
+const readHooks = ["post-index-change"]
+
+/** What one repository's own files make git run, as `section.key` and `hooks/<name>` (its values are the repository's, never shown). */
+const programsOf = async (worktree: RunsLater.Worktree): Promise<ReadonlyArray<string>> => {
+  const own = await RunsLater.repositorySettingsOf(worktree)
+  const settings = own.settings.filter(namesProgram).map((s) => `${s.section}.${s.key}`)
+  const folders = [NodePath.join(worktree.gitDir, "hooks"), ...(await RunsLater.gitSettingsOf(worktree)).hooks]
+  const hooks = await Promise.all(
+    folders.flatMap((folder) =>
+      readHooks.map(async (name) => ((await NodeFs.stat(NodePath.join(folder, name)).catch(() => undefined))?.isFile() === true ? [`hooks/${name}`] : []))
+    )
+  )
+  return [...(own.unread ? ["(a config larger than 64 KiB, not checked)"] : []), ...settings, ...hooks.flat()]
+}
+
+/** The worktree a git folder makes when named by `--git-dir`: its own config and hooks, from `cwd`. */
+const namedGitDir = async (gitDir: string, cwd: string): Promise<RunsLater.Worktree> => {
+  const common = (await RunsLater.readGitFile(NodePath.join(gitDir, "commondir"))).trim()
+  return { gitDir: common === "" ? gitDir : NodePath.resolve(gitDir, common), ownGitDir: gitDir, root: cwd }
+}
+
+/**
+ * What the repositories the line's gits work in would run that those repositories chose (see the
+ * module's comment), each named once, with where it is relative to cwd when not cwd's own. Empty
+ * when there is nothing: the common case, a clone git made.
+ */
+export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>): Promise<ReadonlyArray<string>> => {
+  const found = new Set<string>()
+  const seen = new Set<string>()
+  const add = async (worktree: RunsLater.Worktree) => {
+    const key = `${worktree.gitDir}\0${worktree.ownGitDir}`
+    if (seen.has(key)) return
+    seen.add(key)
+    // Where, when it is not cwd's own repository: a submodule's or a nested one's, inside cwd (one above is cwd's too).
+    const where = NodePath.relative(cwd, worktree.ownGitDir)
+    const named = where === ".git" || where.startsWith("..") || NodePath.isAbsolute(where) ? "" : ` (${where})`
+    for (const what of await programsOf(worktree)) found.add(`${what}${named}`)
+  }
+  for (const at of gits) {
+    const dir = NodePath.resolve(cwd, at.base)
+    const worktree = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
+    if (worktree !== undefined) {
+      await add(worktree)
+      for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
+    }
+    for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
+  }
+  return [...found]
+}
