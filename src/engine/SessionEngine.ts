@@ -477,13 +477,15 @@ export const make = (
         })
         // One channel from the turn's sink, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
         // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
-        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
-          Effect.zipRight(
-            taken === undefined
-              ? Effect.void
-              : Effect.flatMap(kept ?? Effect.succeed(false), (keep) => keep ? Effect.void : SessionDriver.abandon(taken!.session, taken!.turn)),
-            Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
-          )))
+        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) => {
+          const ended = Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
+          if (taken === undefined) return ended
+          const { session, turn } = taken
+          const abandoned = kept === undefined
+            ? SessionDriver.abandon(session, turn)
+            : Effect.flatMap(kept, (keep) => keep ? Effect.void : SessionDriver.abandon(session, turn))
+          return Effect.zipRight(abandoned, ended)
+        }))
       })
 
     const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>): ReturnType<SessionEngine.Service["runTurn"]> =>
