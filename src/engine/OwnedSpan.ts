@@ -61,10 +61,33 @@ export const withinUninterruptible = (name: string, options: Tracer.SpanOptions)
       })))
 
 /**
+ * Runs `self` with `span` as its children's parent, as `Effect.withParentSpan` does, without making a
+ * span of its own: the span is put in the fiber's context and the context given back however `self`
+ * ends, as {@link within} does. `Effect.withParentSpan` is `Effect.provideService`, whose `locally`
+ * of the context is an acquire/use/release: 25 Effect operations, once per turn for the
+ * caller's span (`SessionEngine`'s `runTurn`), against 9 here.
+ */
+export const under = (span: Tracer.AnySpan) =>
+<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    enter(span, (previous) =>
+      Effect.matchCauseEffect(restore(self), {
+        onFailure: (cause) => giveBack(previous, Exit.failCause(cause)),
+        onSuccess: (value) => giveBack(previous, Exit.succeed(value))
+      })))
+
+/** Gives the fiber the context `under` replaced, then ends as `exit` says. */
+const giveBack = <A, E>(previous: Context.Context<never>, exit: Exit.Exit<A, E>): Effect.Effect<A, E> =>
+  Effect.withFiberRuntime<A, E>((fiber) => {
+    setContext(fiber, previous)
+    return exit
+  })
+
+/**
  * Makes `span` the fiber's current span and goes on with the context it replaced, in one step: what
  * `FiberRef.getAndUpdate` does ({@link setContext}), without its `succeed` and the `flatMap` after it.
  */
-const enter = <A, E, R>(span: Tracer.Span, andThen: (previous: Context.Context<never>) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+const enter = <A, E, R>(span: Tracer.AnySpan, andThen: (previous: Context.Context<never>) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime<A, E, R>((fiber) => {
     const previous = fiber.getFiberRef(FiberRef.currentContext)
     setContext(fiber, Context.add(previous, Tracer.ParentSpan, span))

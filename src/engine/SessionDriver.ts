@@ -28,6 +28,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as HashMap from "effect/HashMap"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import {
   ApprovalNotPending,
   type EventStoreFailure,
@@ -339,7 +340,8 @@ export function request(
       turnId = open.turnId
     }
     // The turn's events go to the caller's stream; its span is a child of the caller's.
-    const span = Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan))
+    // The context's parent span as `Effect.currentParentSpan` reads it, without its failure when none to undo (`Effect.option`).
+    const span = Option.getOrUndefined(yield* Effect.serviceOption(Tracer.ParentSpan))
     const turn = Turn.make(engine.services, session, turnId, work, { sink: new TurnSink(), span })
     // A resumed turn's waits are registered before it runs, so an answer given right away is never lost.
     for (const call of work._tag === "Resume" ? SessionState.pendingApprovals(state) : []) {

@@ -427,26 +427,30 @@ export const make = (
     /** A session-level write: a store failure that says another writer moved the session on makes it reload. */
     const forgetIfStale = (sessionId: string) => (failure: EventStoreFailure) => SessionDriver.forgetIfStale(engine, sessionId, failure)
 
-    const createSession = Effect.fn("SessionEngine.createSession")(function*(input: CreateSessionInput) {
-      if (input.cwd.trim() === "") return yield* new InvalidInput({ field: "cwd", detail: "must not be empty" })
-      // A relative cwd would mean whatever directory a later driver runs in. (Whether it exists is the adapters' check: WorkingDirectory.)
-      if (!isAbsolutePath(input.cwd)) return yield* new InvalidInput({ field: "cwd", detail: "must be an absolute path" })
-      if (!AgentEvent.Client.literals.includes(input.client)) {
-        return yield* new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
-      }
-      return yield* created({ cwd: input.cwd, client: input.client })
-    })
+    // Its span as the engine's other hot spans make theirs (`OwnedSpan`), not `Effect.fn`'s: once per
+    // session, `Effect.fn` captured the call site's stack and its `withSpan` cost 35 Effect operations.
+    const createSession = (input: CreateSessionInput) =>
+      Effect.suspend((): Effect.Effect<Session.Session, InvalidInput | EventStoreFailure | SessionBusy> => {
+        if (input.cwd.trim() === "") return new InvalidInput({ field: "cwd", detail: "must not be empty" })
+        // A relative cwd would mean whatever directory a later driver runs in. (Whether it exists is the adapters' check: WorkingDirectory.)
+        if (!isAbsolutePath(input.cwd)) return new InvalidInput({ field: "cwd", detail: "must be an absolute path" })
+        if (!AgentEvent.Client.literals.includes(input.client)) {
+          return new InvalidInput({ field: "client", detail: `must be one of ${AgentEvent.Client.literals.join(", ")}` })
+        }
+        return created({ cwd: input.cwd, client: input.client })
+      }).pipe(OwnedSpan.within("SessionEngine.createSession", { captureStackTrace: false }))
 
     /** Stores a new session's `session.created` (a subagent's names its parent) and holds it. */
-    const created = (payload: AgentEvent.PayloadOf<"session.created">) => Effect.gen(function*() {
-      const sessionId = yield* ids.next("session")
-      yield* sessions.holdWriter(sessionId)
-      const event = yield* LiveSession.sessionCreated(services, sessionId, payload)
-      yield* store.append(event)
-      const state = SessionState.fromCreated(event)
-      yield* sessions.add(LiveSession.replayed(state, [event]))
-      return Session.fromState(state)
-    })
+    const created = (payload: AgentEvent.PayloadOf<"session.created">) =>
+      Effect.flatMap(ids.next("session"), (sessionId) =>
+        Effect.flatMap(
+          Effect.zipRight(sessions.holdWriter(sessionId), LiveSession.sessionCreated(services, sessionId, payload)),
+          (event) =>
+            Effect.flatMap(store.append(event), () => {
+              const state = SessionState.fromCreated(event)
+              return Effect.as(sessions.add(LiveSession.replayed(state, [event])), Session.fromState(state))
+            })
+        ))
 
     /**
      * A turn for the caller, as a stream of its events; the caller going away cancels it (or withdraws
@@ -469,17 +473,19 @@ export const make = (
             Effect.uninterruptible(Effect.map(asked(session), (turn) => {
               taken = { session, turn }
               return turn.sink!.channel
-            }))).pipe(Effect.withParentSpan(made))
+            }))).pipe(OwnedSpan.under(made))
         })
         // One channel from the turn's sink, with one finalizer around it: a second scoped stream (`Stream.unwrapScoped`,
         // `Stream.withSpan`) would cost a nested stream per turn. The span ends with the stream, the turn's span its child.
-        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) =>
-          Effect.zipRight(
-            taken === undefined
-              ? Effect.void
-              : Effect.flatMap(kept ?? Effect.succeed(false), (keep) => keep ? Effect.void : SessionDriver.abandon(taken!.session, taken!.turn)),
-            Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
-          )))
+        return Stream.fromChannel(Channel.ensuringWith(Channel.unwrap(take), (exit) => {
+          const ended = Effect.clockWith((clock) => Effect.sync(() => span?.end(clock.unsafeCurrentTimeNanos(), exit)))
+          if (taken === undefined) return ended
+          const { session, turn } = taken
+          const abandoned = kept === undefined
+            ? SessionDriver.abandon(session, turn)
+            : Effect.flatMap(kept, (keep) => keep ? Effect.void : SessionDriver.abandon(session, turn))
+          return Effect.zipRight(abandoned, ended)
+        }))
       })
 
     const runTurnKept = (input: RunTurnInput, kept?: Effect.Effect<boolean>): ReturnType<SessionEngine.Service["runTurn"]> =>

@@ -134,6 +134,35 @@ describe("OwnedSpan", () => {
       expect(seen(spans)).toEqual([{ name: "span", attributes: { sessionId: "s1", attempt: 1 }, status: "Ended", exit: "interrupted", ended: true }])
     }))
 
+  // `runTurn`'s stream asks for its turn under the caller's span (`SessionEngine`'s `turnStream`).
+  for (const [label, around] of cases) {
+    for (const fail of [false, true]) {
+      for (const [which, parent] of [["a span made here", "made"], ["an external span", "external"]] as const) {
+        it.live(`under: ${label}, ${which}${fail ? ", failing" : ""}, the same spans as Effect.withParentSpan`, () =>
+          Effect.gen(function*() {
+            const span = parent === "made"
+              ? yield* Effect.makeSpan("given", options())
+              : Tracer.externalSpan({ spanId: "p1", traceId: "t1" })
+            yield* sameSpans((self) => self.pipe(Effect.withParentSpan(span)), OwnedSpan.under(span), fail, around)
+          }))
+      }
+    }
+  }
+
+  it.live("under: an interrupted effect gives the fiber its context back", () =>
+    Effect.gen(function*() {
+      const span = Tracer.externalSpan({ spanId: "p1", traceId: "t1" })
+      let after: { readonly interrupted: boolean; readonly parent: unknown } | undefined
+      // The fiber goes on after the interruption (uninterruptible but for the wait) and reads its parent span then.
+      const fiber = yield* Effect.fork(Effect.uninterruptible(Effect.gen(function*() {
+        const cut = yield* Effect.exit(Effect.interruptible(Effect.never).pipe(OwnedSpan.under(span)))
+        after = { interrupted: Exit.isInterrupted(cut), parent: Option.getOrUndefined(yield* Effect.option(Effect.currentParentSpan)) }
+      })))
+      yield* Effect.yieldNow()
+      yield* Fiber.interrupt(fiber)
+      expect(after).toEqual({ interrupted: true, parent: undefined })
+    }))
+
   it.live("around: the same spans as Effect.withSpan, and the context given back", () =>
     sameSpans(
       (self) => self.pipe(Effect.withSpan("span", options())),
@@ -154,7 +183,7 @@ describe("OwnedSpan", () => {
   // A step runs about 7 of these spans (bench/ops.ts): each Effect operation a span takes is paid
   // 7 times a step. `within` takes 12 operations besides its effect's, `around` 9 (were 17 and 14:
   // the context set and got back through `FiberRef`'s effects, each its own step and `flatMap`).
-  it.effect("a span's own Effect operations: within at most 12, around and withinUninterruptible at most 9", () =>
+  it.effect("a span's own Effect operations: within at most 12, around, withinUninterruptible and under at most 9", () =>
     Effect.gen(function*() {
       const opsOf = (effect: Effect.Effect<unknown>) =>
         Effect.suspend(() => {
@@ -174,5 +203,7 @@ describe("OwnedSpan", () => {
       const uninterruptible = (self: Effect.Effect<void>) => opsOf(Effect.uninterruptible(self))
       const bareHeld = yield* uninterruptible(Effect.void)
       expect((yield* uninterruptible(Effect.void.pipe(OwnedSpan.withinUninterruptible("span", options())))) - bareHeld).toBeLessThanOrEqual(9)
+      // A parent given, no span made: 9 (`Effect.withParentSpan` takes 25).
+      expect((yield* opsOf(Effect.void.pipe(OwnedSpan.under(Tracer.externalSpan({ spanId: "p1", traceId: "t1" }))))) - bare).toBeLessThanOrEqual(9)
     }))
 })
