@@ -65,6 +65,16 @@ class PerFiber extends Supervisor.AbstractSupervisor<void> {
       if (process.env.OPS_KINDS === "sites" && (op === "UpdateRuntimeFlags" || op === "WithRuntime" || op === "Commit" || op === "Sync")) {
         const f = op === "UpdateRuntimeFlags" ? e.effect_instruction_i1 : op === "Commit" ? e.commit : e.effect_instruction_i0
         op += " " + String(f).replace(/\s+/g, " ").slice(0, 90)
+      } else if (process.env.OPS_KINDS === "callers") {
+        // The caller's function each op runs: a continuation's (`flatMap`, `map`, a match), a mask's
+        // body, a generator's — the site in the project's code, where `sites` names effect's own.
+        const e2 = effect as { effect_instruction_i2?: unknown }
+        const f = op === "OnSuccess" || op === "OnFailure" ? e.effect_instruction_i1
+          : op === "OnSuccessAndFailure" ? e2.effect_instruction_i2
+          : op === "UpdateRuntimeFlags" ? e.effect_instruction_i1
+          : op === "Commit" || op === "Sync" || op === "WithRuntime" || op === "Async" ? (e.effect_instruction_i0 ?? e.commit)
+          : undefined
+        if (f !== undefined) op += " " + String(f).replace(/\s+/g, " ").slice(0, 110)
       }
       k.set(op, (k.get(op) ?? 0) + 1)
     }

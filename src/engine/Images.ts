@@ -160,8 +160,8 @@ export const attach = (
   capabilities: Capabilities,
   request: ModelRequest
 ): Effect.Effect<ModelRequest> =>
-  Effect.gen(function*() {
-    if (!request.messages.some((m) => m.role !== "assistant" && m.images !== undefined)) return request
+  // Most requests name no image: answered as they are, with no generator (this runs every step).
+  !request.messages.some((m) => m.role !== "assistant" && m.images !== undefined) ? Effect.succeed(request) : Effect.gen(function*() {
     const bytes = new Map<string, Uint8Array>()
     const keptBlobs = new Set<string>()
     const messages: Array<Message> = []

@@ -176,7 +176,9 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       }),
       // Leaving the scope early (too large) aborts the provider's request.
       Effect.scoped,
-      Effect.zipRight(Effect.suspend(() => {
+      // One step for what is said at the end and the response (its fields are final once the scope is closed).
+      Effect.flatMap(() => {
+        const response: Response = tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }
         const said = tooLarge
           ? Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas }))
           : finishReason === "length" || finishReason === "content_filter"
@@ -184,16 +186,16 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             Effect.annotateCurrentSpan("finishReason", finishReason),
             Effect.logWarning("the model's response was cut short").pipe(Effect.annotateLogs({ finishReason }))
           )
-          : Effect.void
+          : undefined
         // A response's usual end takes no step more (the commit path is hot).
-        return callsOver === 0 ? said : Effect.zipRight(
+        const answered = said === undefined ? Effect.succeed(response) : Effect.as(said, response)
+        return callsOver === 0 ? answered : Effect.zipRight(
           Effect.logWarning("the model asked for more tool calls than a turn allows; those past the limit were not stored").pipe(
             Effect.annotateLogs({ maxToolCalls, notStored: callsOver })
           ),
-          said
+          answered
         )
-      })),
-      Effect.map((): Response => tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }),
+      }),
       Effect.catchTag("ProviderFailure", (failure) =>
         Effect.as(Effect.annotateCurrentSpan("failure", failure.reason), { _tag: "Failed", failure, stored } as Response))
     )

@@ -78,15 +78,22 @@ export const loop = <A, E, R, E2 = never, R2 = never>(
   failureOf: (outcome: A) => ProviderFailure | undefined,
   beforeWait: (failure: ProviderFailure, attempt: number, delayMs: number) => Effect.Effect<void, E2, R2> = () => Effect.void as never
 ): Effect.Effect<A, E | E2, R | R2> =>
-  Effect.gen(function*() {
-    const attempts = yield* start(policy)
-    for (let n = 1;; n++) {
-      const outcome = yield* attempt(n)
-      const failure = failureOf(outcome)
-      if (failure === undefined) return outcome
-      const wait = yield* attempts.next(failure)
-      if (Option.isNone(wait)) return outcome
-      yield* beforeWait(failure, n, wait.value)
-      yield* Effect.sleep(Duration.millis(wait.value))
-    }
+  // The first attempt alone, the policy started only once one needs a retry: a model request that
+  // succeeds (nearly every one: a turn of tool calls makes one a step) starts no policy and runs no generator.
+  Effect.flatMap(attempt(1), (first) => {
+    const firstFailure = failureOf(first)
+    return firstFailure === undefined ? Effect.succeed(first) : Effect.gen(function*() {
+      const attempts = yield* start(policy)
+      let outcome = first
+      let failure: ProviderFailure | undefined = firstFailure
+      for (let n = 1; failure !== undefined; n++) {
+        const wait = yield* attempts.next(failure)
+        if (Option.isNone(wait)) return outcome
+        yield* beforeWait(failure, n, wait.value)
+        yield* Effect.sleep(Duration.millis(wait.value))
+        outcome = yield* attempt(n + 1)
+        failure = failureOf(outcome)
+      }
+      return outcome
+    })
   })

@@ -141,10 +141,12 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
   Effect.gen(function*() {
     const { provider } = turn.services
     const limit = provider.capabilities.maxContextTokens
-    const refused = Effect.zipRight(
-      Effect.logWarning("the context does not fit the model's window; no request sent"),
-      Effect.succeed(Option.none<PromptCache.RequestParts>())
-    )
+    // Made only when a request is refused, not at every step.
+    const refused = (annotations: Record<string, unknown>) =>
+      Effect.zipRight(
+        Effect.logWarning("the context does not fit the model's window; no request sent").pipe(Effect.annotateLogs(annotations)),
+        Effect.succeed(Option.none<PromptCache.RequestParts>())
+      )
     yield* recordToolLists(turn)
     const blobs = Images.readOnce(turn.services.blobs)
     let built = yield* buildRequest(turn)
@@ -153,7 +155,7 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
     const records = step === 1 && (built.tokens.instruction > 0 || built.tokens.tools > 0)
     const least = records ? 0 : leastTokens(built)
     if (least > limit && Compaction.trigger(turn.services, least) === undefined) {
-      return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: least, maxContextTokens: limit, model: provider.capabilities.model }))
+      return yield* refused({ leastEstimatedTokens: least, maxContextTokens: limit, model: provider.capabilities.model })
     }
     let { instructions, parts, request, tokens } = yield* attach(turn, blobs, built)
     const reason = Compaction.trigger(turn.services, tokens.total)
@@ -164,7 +166,7 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
         built = yield* buildRequest(turn)
         const leastAfter = records ? 0 : leastTokens(built)
         if (leastAfter > limit) {
-          return yield* refused.pipe(Effect.annotateLogs({ leastEstimatedTokens: leastAfter, maxContextTokens: limit, model: provider.capabilities.model }))
+          return yield* refused({ leastEstimatedTokens: leastAfter, maxContextTokens: limit, model: provider.capabilities.model })
         }
         ;({ instructions, parts, request, tokens } = yield* attach(turn, blobs, built))
       }
@@ -174,7 +176,7 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
     }
     // The overflow preflight: a request over the context window is never sent.
     if (tokens.total > limit) {
-      return yield* refused.pipe(Effect.annotateLogs({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model }))
+      return yield* refused({ estimatedTokens: tokens.total, maxContextTokens: limit, model: provider.capabilities.model })
     }
     return Option.some({ parts, request })
   })

@@ -16,6 +16,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import type { TurnEventDraft } from "../domain/AgentEvent.js"
 import type { EventStoreFailure } from "../domain/Errors.js"
+import type { ImageRef } from "../domain/Image.js"
 import * as SessionState from "../domain/SessionState.js"
 import type { PermissionDecision } from "../services/PermissionEngine.js"
 import { type PreparedCall, unknownTool, type ToolCallInput, ToolFailure, type ToolOutput } from "../services/ToolRouter.js"
@@ -35,13 +36,11 @@ const whileRunning = (toolCallId: string): LiveSession.Guard => (live) =>
   SessionState.openCall(live.state, toolCallId)?.status === "running"
 
 const prepare = (turn: Turn, call: ToolCallInput): Effect.Effect<Either.Either<PreparedCall, ToolFailure>> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const { tools } = turn.services
-    if (tools === undefined) {
-      return Either.left(unknownTool(call.tool, "none"))
-    }
-    const { state } = turn.session.live
-    return yield* Effect.either(tools.prepare(call, state.cwd))
+    return tools === undefined
+      ? Effect.succeed(Either.left(unknownTool(call.tool, "none")))
+      : Effect.either(tools.prepare(call, turn.session.live.state.cwd))
   })
 
 /**
@@ -206,12 +205,15 @@ const recordChanges = (turn: Turn, toolCallId: string, capture: Capture, guard?:
     ? Effect.void
     : turn.commit([EventDraft.workspaceChanged(toolCallId, capture.changes, capture.incomplete)], guard)
 
+const noRefs: ReadonlyArray<ImageRef> = []
+
 /**
  * A result's images, checked and put in the blob area. One the engine refuses (a tool's bug, or a
  * store without a blob area) is left out, and the result says so: the call itself succeeded.
  */
-const toolImages = (turn: Turn, tool: string, output: ToolOutput) =>
-  Images.store(turn.services.blobs, output.images ?? []).pipe(
+const toolImages = (turn: Turn, tool: string, output: ToolOutput): Effect.Effect<{ readonly result: string; readonly refs: ReadonlyArray<ImageRef> }, EventStoreFailure> =>
+  // Most results carry none (every step of a turn of reads): answered at once, with no map or catch around nothing.
+  output.images === undefined || output.images.length === 0 ? Effect.succeed({ result: output.result, refs: noRefs }) : Images.store(turn.services.blobs, output.images).pipe(
     Effect.map((refs) => ({ result: output.result, refs })),
     Effect.catchTag("InvalidInput", (refused) =>
       Effect.logWarning(`the ${tool} tool returned images that were refused`, refused).pipe(

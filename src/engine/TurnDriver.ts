@@ -135,7 +135,8 @@ const stepsOf = (turn: Turn, tally: ModelResponse.Tally, opened: Opened): Effect
 const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.Effect<Completion | undefined, EventStoreFailure> =>
   Effect.gen(function*() {
     const { options } = turn.services
-    yield* storeSteers(turn)
+    // Looked at here, in the step's own run: most steps have no steer to store, and take no effect for none.
+    if (turn.steers.length > 0) yield* storeSteers(turn)
     // The tree's budget and a subagent's own step limit are checked at every step boundary.
     const stopped = Subagents.beforeStep(turn, step, tally.usage)
     if (stopped !== undefined) return stopped

@@ -47,7 +47,9 @@ export const notLocal = (mountinfo: string): ReadonlyArray<string> => {
 
 /** Whether the real path `path` is at or below none of `points`. */
 export const outside = (points: ReadonlyArray<string>, path: string): boolean =>
-  points.every((point) => point !== "/" && path !== point && !path.startsWith(point + "/"))
+  // `path` is `point` or below it when it starts with it and goes on, if at all, with a "/": asked without
+  // making `point + "/"` (a synchronous walk asks for every name it looks at, a read step for about a dozen).
+  points.every((point) => point !== "/" && !(path.startsWith(point) && (path.length === point.length || path.charCodeAt(point.length) === 47)))
 
 const table = "/proc/self/mountinfo"
 const readable = process.platform === "linux" && existsSync(table)

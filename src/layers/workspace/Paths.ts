@@ -176,7 +176,8 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
         current = NodePath.dirname(current)
         continue
       }
-      const next = NodePath.join(current, component)
+      // `join` without its normalizing pass: `current` is absolute and normal, `component` one name (no "/", not "." or "..").
+      const next = current === "/" ? `/${component}` : `${current}/${component}`
       // As the walk finds: nothing below a missing name or a file exists.
       if (missing || leaf) {
         missing = true
