@@ -20,8 +20,8 @@
  * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
  * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
  * that did not open and connects again. A connection that fails otherwise before its handshake is
- * done (refused, closed, out of time: a runner busy or making room) is tried again twice within
- * 0.3 s (`reconnect`) before the calls waiting on it fail. The secret itself never crosses the wire, nor is it in an
+ * done (refused, closed, out of time: a runner busy or making room) is tried again twice, 0.1
+ * s after its first failure and 0.2 s after its second (`reconnect`), before the calls waiting on it fail. The secret itself never crosses the wire, nor is it in an
  * error. Another version is refused either way — a runner with no handshake (an earlier release)
  * or with version 1's (a development version, in which only the connecting side proved itself):
  * its first bytes are not this version's. A cluster's runners must all run the same version. Without
