@@ -19,7 +19,9 @@
  * connecting runner does the same, having sent its hello only: a port
  * that cannot prove the secret (a local user's, bound to a runner's address while the runner is
  * down) gets no proof and no protocol byte, and the RPC client takes the failure for a connection
- * that did not open and connects again. The secret itself never crosses the wire, nor is it in an
+ * that did not open and connects again. A connection that fails otherwise before its handshake is
+ * done (refused, closed, out of time: a runner busy or making room) is tried again twice, 0.1
+ * s after its first failure and 0.2 s after its second (`reconnect`), before the calls waiting on it fail. The secret itself never crosses the wire, nor is it in an
  * error. Another version is refused either way — a runner with no handshake (an earlier release)
  * or with version 1's (a development version, in which only the connecting side proved itself):
  * its first bytes are not this version's. A cluster's runners must all run the same version. Without
@@ -341,8 +343,52 @@ const accepting = (secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress
   expired: refused
 })
 
-/** The connecting side's failures: reasons the RPC client takes for a connection that did not open (it connects again). */
-const notOpened = (detail: string) => new Socket.SocketGenericError({ reason: "Open", cause: new Error(detail) })
+/** Why the connecting side gave up on a port that answered: it is not a runner of this cluster and version, and will not become one (not tried again). */
+class NotARunner extends Error {}
+
+/** The connecting side's refusals of a port: reasons the RPC client takes for a connection that did not open (it connects again later). */
+const notOpened = (detail: string) => new Socket.SocketGenericError({ reason: "Open", cause: new NotARunner(detail) })
+
+/**
+ * How a connection to another runner that failed before its handshake was done is tried again before
+ * the call on it fails: twice, 100 ms and then 200 ms later. Such a failure is often a port that
+ * answers the next connection: a runner too busy to finish a handshake in `handshakeTimeout` (a
+ * flood of connections it serves in the same process), or one that closed this connection to make
+ * room among those in its handshake (`maxPendingHandshakes`). Bounded, so that a call to a runner
+ * that is gone still fails (and the cluster's health checks mark it unavailable): a refused port
+ * fails in about 0.3 s, one that never answers after three handshakes' time.
+ */
+export const reconnect = Schedule.exponential(Duration.millis(100)).pipe(Schedule.intersect(Schedule.recurs(2)))
+
+/** A failure before the handshake was done that another connection may not have: anything but a port that proved it is not a runner of this cluster. */
+const transient = (error: unknown) => Socket.isSocketError(error) && !(error.reason === "Open" && "cause" in error && error.cause instanceof NotARunner)
+
+/**
+ * `socket` (the connecting side's, guarded), whose run connects again (`schedule`) while a
+ * connection fails, or is closed, before its handshake is done (`transient`). Not a byte of the
+ * protocol has crossed such a connection (the protocol's writes wait for a proven one), so nothing
+ * is sent twice. The RPC client's own `retryTransientErrors` cannot be bounded: its calls wait for
+ * as long as it retries, and once a bounded schedule ran out they would wait for ever.
+ */
+const reconnecting = (socket: Socket.Socket, schedule: Schedule.Schedule<unknown, unknown>): Socket.Socket => {
+  const run = <_, E, R>(
+    handler: (chunk: Uint8Array) => Effect.Effect<_, E, R> | void,
+    options?: { readonly onOpen?: Effect.Effect<void> | undefined }
+  ): Effect.Effect<void, Socket.SocketError | E, R> =>
+    Effect.suspend(() => {
+      // The guarded socket opens a connection to the protocol once both sides proved the secret.
+      let proven = false
+      const onOpen = Effect.suspend(() => {
+        proven = true
+        return options?.onOpen ?? Effect.void
+      })
+      const attempt = socket.run(handler, { onOpen }).pipe(
+        Effect.zipRight(Effect.suspend(() => proven ? Effect.void : Effect.fail(new Socket.SocketGenericError({ reason: "Open", cause: new Error("the runners' port closed the connection in the handshake") }))))
+      )
+      return Effect.retry(attempt, { schedule, while: (error) => !proven && transient(error) })
+    })
+  return Socket.Socket.of({ [Socket.TypeId]: Socket.TypeId, run, runRaw: run, writer: socket.writer })
+}
 
 /**
  * The connecting side, to `address`: sends its hello at once; checks the challenge's version and the
@@ -368,9 +414,12 @@ const connecting = (secret: Redacted.Redacted<Uint8Array>, address: RunnerAddres
   expired: () => new Socket.SocketGenericError({ reason: "OpenTimeout", cause: new Error("the runners' port did not finish the handshake in time") })
 })
 
-/** A socket to the runner at `address` that proves the cluster secret, once that runner proved it, before its first write. */
+/**
+ * A socket to the runner at `address` that proves the cluster secret, once that runner proved it,
+ * before its first write; a connection that fails before that is tried again (`reconnect`).
+ */
 export const connectingSocket = (socket: Socket.Socket, secret: Redacted.Redacted<Uint8Array>, address: RunnerAddress.RunnerAddress): Socket.Socket =>
-  guarded(socket, connecting(secret, address))
+  reconnecting(guarded(socket, connecting(secret, address)), reconnect)
 
 /**
  * A connection to the runners' port of the runner at `address` that proves it and hands its bytes on

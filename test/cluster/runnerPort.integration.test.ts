@@ -10,6 +10,9 @@
  * port answers a `Ping` of a client with the secret, and a turn runs to its end. And a flood of
  * connections that never prove anything: at most `maxPendingHandshakes` are held in the handshake
  * at once (the oldest are closed to make room), and a runner with the secret still gets through.
+ * And a runner's connection that fails in its handshake — a runner too busy to answer it in time,
+ * or one that closed it to make room for a flood from the same address — is tried again, and the
+ * call on it answered (on an earlier release it failed the call: a flake at load 20+).
  */
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import * as Runners from "@effect/cluster/Runners"
@@ -170,6 +173,73 @@ const fakePort = (serve: (socket: Socket, seen: Seen) => void) =>
       })
     ),
     (fake) => Effect.sync(() => fake.close())
+  )
+
+/**
+ * What a port in front of a runner does with one connection: `silent` accepts it and never answers
+ * (a runner too busy to finish a handshake in time); `withheld` relays it but keeps the client's
+ * bytes from the runner, which holds it in its handshake; `relayed` relays it both ways.
+ */
+type FrontMode = "silent" | "withheld" | "relayed"
+
+/**
+ * A port at the runner's address (127.0.0.1:`port`) in front of the runner, which listens on
+ * 127.0.0.2:`port`: the runner proves itself for the address its clients dial, so what crosses
+ * this port passes their handshake. Its next connections do what `next(...modes)` says, in turn
+ * (then `relayed`). `connections` counts them; `challenged(n)` resolves once the runner sent
+ * connection `n` (from 0) its challenge (it holds that connection in its handshake by then).
+ */
+const frontOf = (port: number) =>
+  Effect.acquireRelease(
+    Effect.promise(() =>
+      new Promise<{
+        readonly next: (...modes: ReadonlyArray<FrontMode>) => void
+        readonly connections: () => number
+        readonly challenged: (n: number) => Promise<void>
+        readonly close: () => void
+      }>((resolve) => {
+        const modes: Array<FrontMode> = []
+        const sockets = new Set<Socket>()
+        const challenges: Array<{ received: number; readonly done: Array<() => void> }> = []
+        const challengeOf = (n: number) => (challenges[n] ??= { received: 0, done: [] })
+        let connections = 0
+        const server = createServer((socket) => {
+          const n = connections++
+          const mode = modes.shift() ?? "relayed"
+          const challenge = challengeOf(n)
+          sockets.add(socket)
+          socket.on("error", () => {})
+          if (mode === "silent") return
+          const upstream = connect({ port, host: "127.0.0.2", localAddress: "127.0.0.1" })
+          sockets.add(upstream)
+          upstream.on("error", () => {})
+          upstream.on("data", (chunk: Buffer) => {
+            challenge.received += chunk.length
+            if (challenge.received >= wire.challengeLength) challenge.done.splice(0).forEach((done) => done())
+            socket.write(chunk)
+          })
+          if (mode === "relayed") socket.on("data", (chunk: Buffer) => upstream.write(chunk))
+          socket.on("close", () => upstream.destroy())
+          upstream.on("close", () => socket.destroy())
+        })
+        server.listen(port, "127.0.0.1", () =>
+          resolve({
+            next: (...next) => void modes.push(...next),
+            connections: () => connections,
+            challenged: (n) =>
+              new Promise<void>((done) => {
+                const challenge = challengeOf(n)
+                if (challenge.received >= wire.challengeLength) done()
+                else challenge.done.push(done)
+              }),
+            close: () => {
+              for (const socket of sockets) socket.destroy()
+              server.close()
+            }
+          }))
+      })
+    ),
+    (front) => Effect.sync(() => front.close())
   )
 
 describe("the runners' port", () => {
@@ -347,6 +417,45 @@ describe("the runners' port", () => {
       }
     }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
 
+  it.live("a runner's connection that fails in its handshake — out of time at a busy runner, or closed by the runner to make room — connects again, and its Ping is answered", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabaseUrl("runner_port_again")
+      const { port } = yield* runnerInProcess(url, { shardsPerGroup: 4, shardLockTtl: Duration.seconds(3), listenHost: "127.0.0.2" }, [])
+      const secret = yield* secretOf(url)
+      const front = yield* frontOf(port)
+      // The first connection gets no answer: the client's handshake runs out of time, and it connects again.
+      front.next("silent")
+      yield* ping(port, secret)
+      expect(front.connections()).toBeGreaterThanOrEqual(2)
+      // The next is held in the runner's handshake; a flood from the same address fills the runner's
+      // room for handshakes, and the oldest of that address — the client's — is closed to make room.
+      const held = front.connections()
+      front.next("withheld")
+      const pinging = yield* Effect.fork(ping(port, secret))
+      yield* Effect.promise(() => front.challenged(held))
+      const flood: Array<Socket> = []
+      try {
+        yield* Effect.promise(() =>
+          Promise.all(Array.from({ length: RunnerPort.maxPendingHandshakes }, () =>
+            new Promise<void>((challenged) => {
+              const socket = connect({ port, host: "127.0.0.2", localAddress: "127.0.0.1" })
+              flood.push(socket)
+              socket.on("error", () => {})
+              let received = 0
+              socket.on("data", (chunk: Buffer) => {
+                received += chunk.length
+                if (received >= wire.challengeLength) challenged()
+              })
+              socket.on("close", () => challenged())
+            })))
+        )
+        yield* Fiber.join(pinging)
+        expect(front.connections()).toBeGreaterThanOrEqual(held + 2)
+      } finally {
+        for (const socket of flood) socket.destroy()
+      }
+    }).pipe(Effect.scoped, Effect.orDie), { timeout: 90_000 })
+
   it.live("a runner's client sends a port that cannot prove the cluster secret nothing but its hello, fails, and connects again", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabaseUrl("runner_port_fake")
@@ -386,7 +495,7 @@ describe("the runners' port", () => {
 
       // A proof of the right shape under another key: refused at once, and the client connects again.
       yield* refusedBy(challenging(() => createHmac("sha256", randomBytes(32)).update("a guess").digest()), 2)
-      // No proof at all: the client gives up when the handshake's time is up.
+      // No proof at all: the client gives up when the handshake's time is up, on its last try (`RunnerPort.reconnect`).
       yield* refusedBy(challenging(() => undefined), 1)
       // A runner of version 1 (its challenge proves nothing): refused.
       yield* refusedBy((socket) => socket.write(Buffer.concat([wire.version1Magic, randomBytes(wire.nonceLength)])), 2)
