@@ -1,7 +1,11 @@
 /**
  * Round 7 of the hostile wire: streams a broken or hostile model endpoint can send, through each
  * official SDK against the local wire server, each checked to end in a typed, auditable log (one
- * end, every call closed, no stack trace and no runtime path in any event).
+ * end, every call closed, every event of its type's shape, no stack trace and no runtime path in
+ * any event): fields of shapes the API never sends, an event that is `null`, usage missing or not
+ * a count, nesting 100,000 deep, arguments that are JSON but no object, streams without their end,
+ * tool names with control and bidi characters, repeated writes of one file, paths that reach
+ * outside cwd through encodings.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
@@ -31,6 +35,11 @@ const { a, deltasOf, engine, o, replay, sse, turn } = WireStreams
 /** No stack frame, no module path, no path of this machine in what a turn stored. */
 const expectNoInternals = (events: ReadonlyArray<AgentEvent>) =>
   expect(JSON.stringify(events)).not.toMatch(/node_modules|node:internal|\bat .*:\d+:\d+|\/work\/wt|\/src\/|\.ts:\d+|RangeError|Maximum call stack/)
+
+/** Every event decodes as its type says (a delta's text a string, a call's id and name strings). */
+const expectSchemaValid = (events: ReadonlyArray<AgentEvent>) => {
+  for (const e of events) expect(Either.isRight(Schema.decodeUnknownEither(AgentEventSchema)(e)), JSON.stringify(e)).toBe(true)
+}
 
 const failedCodes = (events: ReadonlyArray<AgentEvent>) =>
   events.flatMap((e) => (e.type === "tool.failed" ? [(e.payload as { errorCode: string }).errorCode] : []))
@@ -123,7 +132,7 @@ describe("nesting as deep as a stream can carry", () => {
 describe("events of shapes the API never sends", () => {
   /** The turn answered `done` in one response; every event decodes as its type says (a delta's text a string, a call's id and name strings). */
   const expectFinalDone = (events: ReadonlyArray<AgentEvent>) => {
-    for (const e of events) expect(Either.isRight(Schema.decodeUnknownEither(AgentEventSchema)(e)), JSON.stringify(e)).toBe(true)
+    expectSchemaValid(events)
     expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     expect(deltasOf(events).join("")).toBe("done")
     expect(events.filter((e) => e.type === "model.retry")).toEqual([])
@@ -307,28 +316,31 @@ describe("tool names a vendor never sends", () => {
       expectWellFormedLog(yield* replay(sessionId))
     }).pipe(Effect.provide(engine(openai, {}, workspace))))
 
-  const expectSchemaValid = (events: ReadonlyArray<AgentEvent>) => {
-    for (const e of events) expect(Either.isRight(Schema.decodeUnknownEither(AgentEventSchema)(e)), JSON.stringify(e)).toBe(true)
+  const unnamed = [
+    {
+      name: "anthropic: a tool_use block with no id, no name and arguments a number",
+      layer: anthropic,
+      response: () => sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: 7 } }, { type: "content_block_stop", index: 0 }, ...a.end("tool_use")]),
+      answer: a.answer
+    },
+    {
+      name: "openai: a call whose id is a number, name an object and arguments a number",
+      layer: openai,
+      response: () => sse([o.chunk({ role: "assistant", content: "" }), o.chunk({ tool_calls: [{ index: 0, id: 5, type: "function", function: { name: {}, arguments: 7 } }] }), o.chunk({}, "tool_calls"), o.usage], true),
+      answer: o.answer
+    }
+  ]
+  for (const c of unnamed) {
+    it.effect(`${c.name} — a call of no tool, under an id of its own, failing typed`, () =>
+      Effect.gen(function*() {
+        server.respond(c.response(), c.answer())
+        const { events, sessionId } = yield* turn("go")
+        expectSchemaValid(events)
+        expect(failedCodes(events)).toEqual(["unknown_tool"])
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        expectWellFormedLog(yield* replay(sessionId))
+      }).pipe(Effect.provide(engine(c.layer, {}, workspace))))
   }
-  it.effect("anthropic: a tool_use block with no id, no name and arguments a number — a call of no tool, under an id of its own, failing typed", () =>
-    Effect.gen(function*() {
-      server.respond(sse([a.start, { type: "content_block_start", index: 0, content_block: { type: "tool_use", input: {} } }, { type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: 7 } }, { type: "content_block_stop", index: 0 }, ...a.end("tool_use")]), a.answer())
-      const { events, sessionId } = yield* turn("go")
-      expectSchemaValid(events)
-      expect(failedCodes(events)).toEqual(["unknown_tool"])
-      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-      expectWellFormedLog(yield* replay(sessionId))
-    }).pipe(Effect.provide(engine(anthropic, {}, workspace))))
-
-  it.effect("openai: a call whose id is a number, name an object and arguments a number — a call of no tool, failing typed", () =>
-    Effect.gen(function*() {
-      server.respond(sse([o.chunk({ role: "assistant", content: "" }), o.chunk({ tool_calls: [{ index: 0, id: 5, type: "function", function: { name: {}, arguments: 7 } }] }), o.chunk({}, "tool_calls"), o.usage], true), o.answer())
-      const { events, sessionId } = yield* turn("go")
-      expectSchemaValid(events)
-      expect(failedCodes(events)).toEqual(["unknown_tool"])
-      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-      expectWellFormedLog(yield* replay(sessionId))
-    }).pipe(Effect.provide(engine(openai, {}, workspace))))
 })
 
 describe("writes and paths", () => {
