@@ -204,9 +204,9 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       finish = choice.finish_reason ?? finish
       const delta: Partial<ChatCompletionChunk.Choice.Delta> = choice.delta ?? {}
       // Pieces that are no objects (a `null`, `tool_calls` itself an object) are none.
-      const pieces: ReadonlyArray<Partial<ChatCompletionChunk.Choice.Delta.ToolCall> | null> = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
+      const pieces: ReadonlyArray<ChatCompletionChunk.Choice.Delta.ToolCall | null> = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
       for (const piece of pieces) {
-        if (typeof piece !== "object" || piece === null || piece.index === undefined) continue
+        if (typeof piece !== "object" || piece === null) continue
         const known = tools.get(piece.index)
         if (known === undefined && !streamed.takes(tools.size)) continue
         const tool = known ?? { id: "", name: "", args: "" }
