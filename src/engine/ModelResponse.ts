@@ -10,7 +10,6 @@ import * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import * as FormatCharacters from "../domain/FormatCharacters.js"
 import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
 import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
@@ -78,7 +77,7 @@ const renamedLogged = (renamed: ReadonlyArray<{ readonly from: string; readonly 
  * id holding `ESC ]0;…BEL` retitled the terminal, a bidi override reordered the line, under any
  * logger that writes annotations as they are (Effect's own do).
  */
-const logged = (text: string): string => FormatCharacters.escapeUnprintable(shownName(text))
+const logged = shownName
 
 /**
  * Streams one response with group commit: the provider's stream runs ahead into a buffer, and each

@@ -227,10 +227,11 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // nothing billed: taking its usage lost the first's input count (read 0 instead of 412).
           if (started) return []
           started = true
-          const u = event.message.usage
+          // A compatible endpoint may send no usage (or no message): the counts stay 0, the text is kept.
+          const u: Partial<Anthropic.Usage> = event.message?.usage ?? {}
           usage = {
-            inputTokens: u.input_tokens,
-            outputTokens: u.output_tokens,
+            inputTokens: u.input_tokens ?? 0,
+            outputTokens: u.output_tokens ?? 0,
             ...(u.cache_read_input_tokens == null ? {} : { cacheReadTokens: u.cache_read_input_tokens }),
             ...(u.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: u.cache_creation_input_tokens })
           }
@@ -242,19 +243,24 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           const replaced = tools.get(event.index)
           tools.delete(event.index)
           const before = replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]
-          if (event.content_block.type === "tool_use" && streamed.takes(tools.size)) {
-            tools.set(event.index, { id: event.content_block.id, name: event.content_block.name, json: "" })
+          const block = event.content_block as Partial<typeof event.content_block> | undefined
+          if (block?.type === "tool_use" && streamed.takes(tools.size)) {
+            // An id or name that is no string is none: the engine gives the call an id of its own, and no tool has no name.
+            tools.set(event.index, { id: Support.stringField(block.id), name: Support.stringField(block.name), json: "" })
           }
-          if (event.content_block.type === "text" && event.content_block.text !== "") return [...before, ModelProvider.textDelta(event.content_block.text)]
-          return before
+          const text = block?.type === "text" ? Support.stringField(block.text) : ""
+          return text === "" ? before : [...before, ModelProvider.textDelta(text)]
         }
-        case "content_block_delta":
-          if (event.delta.type === "text_delta") return [ModelProvider.textDelta(event.delta.text)]
-          if (event.delta.type === "input_json_delta") {
+        case "content_block_delta": {
+          // A delta whose text is no string (or that has no delta) carries nothing.
+          const delta = event.delta as Partial<typeof event.delta> | undefined
+          if (delta?.type === "text_delta") return typeof delta.text === "string" ? [ModelProvider.textDelta(delta.text)] : []
+          if (delta?.type === "input_json_delta") {
             const tool = tools.get(event.index)
-            if (tool !== undefined) tool.json = streamed.append(tool.json, event.delta.partial_json)
+            if (tool !== undefined) tool.json = streamed.append(tool.json, Support.stringField(delta.partial_json))
           }
           return []
+        }
         case "content_block_stop": {
           const tool = tools.get(event.index)
           if (tool === undefined) return []
@@ -263,17 +269,19 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           held = { id: tool.id, name: tool.name }
           return []
         }
-        case "message_delta":
-          stop = event.delta.stop_reason ?? stop
-          // message_delta's usage is cumulative for the response.
+        case "message_delta": {
+          stop = event.delta?.stop_reason ?? stop
+          // message_delta's usage is cumulative for the response; one without (a compatible endpoint's) changes none.
+          const u: Partial<typeof event.usage> = event.usage ?? {}
           usage = {
             ...usage,
-            outputTokens: event.usage.output_tokens,
-            ...(event.usage.input_tokens == null ? {} : { inputTokens: event.usage.input_tokens }),
-            ...(event.usage.cache_read_input_tokens == null ? {} : { cacheReadTokens: event.usage.cache_read_input_tokens }),
-            ...(event.usage.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: event.usage.cache_creation_input_tokens })
+            ...(u.output_tokens == null ? {} : { outputTokens: u.output_tokens }),
+            ...(u.input_tokens == null ? {} : { inputTokens: u.input_tokens }),
+            ...(u.cache_read_input_tokens == null ? {} : { cacheReadTokens: u.cache_read_input_tokens }),
+            ...(u.cache_creation_input_tokens == null ? {} : { cacheWriteTokens: u.cache_creation_input_tokens })
           }
           return []
+        }
         case "message_stop": {
           stopped = true
           // A tool block never stopped (the stream cut inside it): its call, with what came of its

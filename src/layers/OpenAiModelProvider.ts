@@ -203,27 +203,32 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
       if (choice == null) return []
       finish = choice.finish_reason ?? finish
       const delta: Partial<ChatCompletionChunk.Choice.Delta> = choice.delta ?? {}
-      for (const piece of delta.tool_calls ?? []) {
+      // Pieces that are no objects (a `null`, `tool_calls` itself an object) are none.
+      const pieces: ReadonlyArray<ChatCompletionChunk.Choice.Delta.ToolCall | null> = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
+      for (const piece of pieces) {
+        if (typeof piece !== "object" || piece === null) continue
         const known = tools.get(piece.index)
         if (known === undefined && !streamed.takes(tools.size)) continue
         const tool = known ?? { id: "", name: "", args: "" }
-        const name = piece.function?.name ?? ""
+        const name = Support.stringField(piece.function?.name)
         tools.set(piece.index, {
           // A call's id is the one its first piece gave: one a later piece says otherwise does not
           // change which call it is (its arguments still add up).
-          id: tool.id === "" ? piece.id ?? "" : tool.id,
+          id: tool.id === "" ? Support.stringField(piece.id) : tool.id,
           // OpenAI names a call in its first piece; a compatible server that repeats the whole name
           // in every piece named it again, not longer ("read_fileread_file" was an unknown tool).
           name: name !== "" && name === tool.name ? tool.name : streamed.append(tool.name, name),
-          args: streamed.append(tool.args, piece.function?.arguments ?? "")
+          args: streamed.append(tool.args, Support.stringField(piece.function?.arguments))
         })
       }
-      const refusal = (delta as { refusal?: string | null }).refusal
-      if (refusal != null && refusal !== "") {
+      // Text that is no string (a number, an object) is none: it was stored as a delta no schema takes.
+      const refusal = Support.stringField((delta as { refusal?: unknown }).refusal)
+      if (refusal !== "") {
         refused = true
         return [ModelProvider.textDelta(refusal)]
       }
-      return delta.content == null || delta.content === "" ? [] : [ModelProvider.textDelta(delta.content)]
+      const content = Support.stringField(delta.content)
+      return content === "" ? [] : [ModelProvider.textDelta(content)]
     })
     const end = Stream.suspend(() => {
       if (finish === null) return Support.endedEarly(() => false, "a finish_reason")

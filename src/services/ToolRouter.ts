@@ -9,6 +9,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { Risk } from "../domain/AgentEvent.js"
+import * as FormatCharacters from "../domain/FormatCharacters.js"
 import type { Json } from "../domain/Json.js"
 import type * as Image from "../domain/Image.js"
 import type { ToolSpec } from "./ModelProvider.js"
@@ -154,10 +155,12 @@ const shownNameChars = 100
 
 /**
  * A tool name as an `unknown_tool` message quotes it: a model's name is any string, and one of 10 KB
- * was repeated whole into the event and the next request. Cut, saying how long it was.
+ * was repeated whole into the event and the next request. Cut, saying how long it was; its control
+ * and format characters written as `\u…` escapes (a `\r` or a bidi override in a name the model
+ * made up rewrote the line a terminal showed the failure on).
  */
 export const shownName = (name: string): string =>
-  name.length <= shownNameChars ? name : `${name.slice(0, shownNameChars)}… (${name.length} characters)`
+  FormatCharacters.escapeUnprintable(name.length <= shownNameChars ? name : `${name.slice(0, shownNameChars)}… (${name.length} characters)`)
 
 /**
  * The `unknown_tool` failure of a call of no tool there is: its name as {@link shownName} quotes it,

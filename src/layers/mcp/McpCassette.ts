@@ -22,7 +22,8 @@ import {
   type ToolDefinition,
   ToolFailure,
   type ToolOutput,
-  type ToolRouter
+  type ToolRouter,
+  unknownTool
 } from "../../services/ToolRouter.js"
 import * as McpNames from "./McpNames.js"
 
@@ -138,7 +139,7 @@ export const router = (recording: Recording, base?: ToolRouter.Service): ToolRou
     if (!own.has(call.tool)) {
       return base !== undefined && !call.tool.startsWith(McpNames.prefix)
         ? base.prepare(call, cwd)
-        : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}". Available: ${definitions.map((d) => d.name).join(", ")}` }))
+        : Effect.fail(unknownTool(call.tool, definitions.map((d) => d.name)))
     }
     if (typeof call.args !== "object" || call.args === null || Array.isArray(call.args)) {
       return Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `${call.tool} takes an object of arguments` }))
@@ -150,7 +151,7 @@ export const router = (recording: Recording, base?: ToolRouter.Service): ToolRou
     if (!own.has(call.tool)) {
       return base !== undefined && !call.tool.startsWith(McpNames.prefix)
         ? base.execute(call, context)
-        : Effect.fail(new ToolFailure({ errorCode: "unknown_tool", message: `There is no tool named "${call.tool}".` }))
+        : Effect.fail(unknownTool(call.tool))
     }
     return Effect.suspend(() => {
       const answer = answers.get(keyOf(call.tool, call.args))?.shift()

@@ -318,19 +318,49 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
  * `Stream.mapConcat` makes a `Chunk` of each event's pieces and appends them one by one into a tree
  * of chunks, which the engine then flattens again (a chunk holds the dozens of SSE events a read
  * handed over).
+ *
+ * The events are the endpoint's JSON, typed by the SDK but never checked: an event of a shape the
+ * API does not send (`data: null`) that `f` cannot read ends the response, after the pieces of the
+ * events before it, with a `server` failure — the endpoint's fault, retried before anything was
+ * stored — where the `TypeError` was a defect that ended the turn `internal_error`, the engine's own.
  */
 export const mapConcatArrays = <A, B, E>(
   stream: Stream.Stream<A, E>,
   f: (a: A) => ReadonlyArray<B>
-): Stream.Stream<B, E> =>
-  Stream.mapChunks(stream, (chunk) => {
-    const out: Array<B> = []
-    for (const a of chunk) {
-      const pieces = f(a)
-      for (let i = 0; i < pieces.length; i++) out.push(pieces[i]!)
-    }
-    return Chunk.unsafeFromArray(out)
+): Stream.Stream<B, E | ProviderFailure> =>
+  Stream.suspend(() => {
+    let failure: ProviderFailure | undefined
+    const body = Stream.mapChunks(stream, (chunk) => {
+      const out: Array<B | typeof unreadable> = []
+      for (const a of chunk) {
+        let pieces: ReadonlyArray<B>
+        try {
+          pieces = f(a)
+        } catch (cause) {
+          // The pieces of the events before it are handed on; then the stream ends, no more read from the endpoint.
+          failure = ProviderFailure.of("server", "the response stream held an event of a shape the API does not send", { cause })
+          out.push(unreadable)
+          break
+        }
+        for (let i = 0; i < pieces.length; i++) out.push(pieces[i]!)
+      }
+      return Chunk.unsafeFromArray(out)
+    })
+    return Stream.concat(
+      Stream.takeWhile(body, (piece): piece is B => piece !== unreadable),
+      Stream.suspend(() => (failure === undefined ? Stream.empty : Stream.fail(failure)))
+    )
   })
+
+/** Where {@link mapConcatArrays} met an event it could not read. */
+const unreadable: unique symbol = Symbol("unreadable")
+
+/**
+ * A field of a vendor's event that the API sends as a string, as the endpoint sent it: a number,
+ * an object or `null` there is no text — stored as it came, it was a `model.delta` whose `text` was
+ * `42`, or a call whose id and name were missing, events of no shape the log's schema takes.
+ */
+export const stringField = (value: unknown): string => (typeof value === "string" ? value : "")
 
 /**
  * The end of a vendor's stream, unless `whole()` says it ended as the vendor ends a response
