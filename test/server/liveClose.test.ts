@@ -40,10 +40,12 @@ const nodeResponse = () => {
       written.push(Buffer.from(bytes).toString())
       return true
     },
-    once: (_event, listener) => {
+    once: (event, listener) => {
+      if (event !== "close") return
       state.armed = true
       onClose = listener
-    }
+    },
+    off: () => undefined
   }
   return { direct, written, state, close: () => onClose?.() }
 }
