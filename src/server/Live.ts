@@ -271,8 +271,7 @@ export interface DirectResponse {
   /** The socket is full: the platform waits for `drain` before it writes on. */
   readonly writableNeedDrain: boolean
   readonly write: (bytes: Uint8Array) => boolean
-  readonly once: (event: "close" | "drain", listener: () => void) => unknown
-  readonly off: (event: "close" | "drain", listener: () => void) => unknown
+  readonly once: (event: "close", listener: () => void) => unknown
 }
 
 /**
@@ -322,102 +321,16 @@ const directBody = <E>(events: Stream.Stream<AgentEvent.AgentEvent, E>, keepAliv
     timer?.refresh()
     return Chunk.of(bytes)
   }
-  const batch = (chunk: Chunk.Chunk<AgentEvent.AgentEvent>) =>
-    Effect.flatMap(bytesOf(chunk), (bytes) => {
-      const pieces = piecesOf(chunk, bytes)
-      return pieces.length === 1 ? Effect.succeed(written(bytes)) : Effect.map(writeAllButLast(direct, pieces, written), written)
-    })
   const body = Stream.concat(
     // A first comment flushes the headers at once, so a client knows it is connected before any event.
     Stream.sync(arm),
-    Stream.mapChunksEffect(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.succeed(Chunk.empty()) : batch(chunk))).pipe(
+    Stream.mapChunksEffect(events, (chunk) => (Chunk.isEmpty(chunk) ? Effect.succeed(Chunk.empty()) : Effect.map(bytesOf(chunk), written))).pipe(
       // A failed watch (the store failed mid-stream) ends the response; the client reconnects from its last id.
       Stream.catchAll((error) => Stream.drain(Stream.fromEffect(Effect.logWarning("a live stream ended", error))))
     )
   )
   return HttpServerResponse.stream(body, sseHeaders)
 }
-
-/**
- * At most this many bytes of a batch are handed to a client's socket at a time on a Node server.
- * A batch's shared buffer can be hundreds of KB (a 2,000-delta batch ≈ 0.5 MB); written whole, the
- * kernel copies as much of it as the socket takes in one write, and the rest in Node's own I/O
- * callbacks as the socket drains — for 500 clients reading fast, tens of MB copied in one turn of
- * the loop, outside any slice of the scheduler, while `/healthz` waits. Written a piece at a time,
- * each after the previous one drained, every copy is at most this size and the next piece is the
- * client's fiber's work, which the scheduler slices (see `EventLoop`).
- */
-export const bytesPerWrite = 64 * 1024
-
-/** A batch's pieces, cut once per shared buffer however many clients write it. */
-const pieces = new WeakMap<Uint8Array, ReadonlyArray<Uint8Array>>()
-
-/**
- * A batch's bytes as pieces of at most {@link bytesPerWrite} (an event larger than that is a piece
- * of its own), cut between events — a keep-alive comment written between two pieces never splits
- * an event — and views of the shared buffer, not copies. One piece when the batch is small.
- *
- * @internal
- */
-export const piecesOf = (events: Chunk.Chunk<AgentEvent.AgentEvent>, bytes: Uint8Array): ReadonlyArray<Uint8Array> => {
-  if (bytes.length <= bytesPerWrite) return [bytes]
-  const known = pieces.get(bytes)
-  if (known !== undefined) return known
-  const cut: Array<Uint8Array> = []
-  let start = 0
-  let end = 0
-  for (const event of events) {
-    const length = message(event).length
-    if (end > start && end + length - start > bytesPerWrite) {
-      cut.push(bytes.subarray(start, end))
-      start = end
-    }
-    end += length
-  }
-  cut.push(bytes.subarray(start, end))
-  pieces.set(bytes, cut)
-  return cut
-}
-
-/** Waits until `direct` may be written again: its socket drained, or the connection gone. */
-const drained = (direct: DirectResponse) =>
-  Effect.async<void>((resume) => {
-    const done = () => {
-      direct.off("drain", done)
-      direct.off("close", done)
-      resume(Effect.void)
-    }
-    direct.once("drain", done)
-    direct.once("close", done)
-    return Effect.sync(() => {
-      direct.off("drain", done)
-      direct.off("close", done)
-    })
-  })
-
-/**
- * Writes every piece but the last to `direct`, each once the one before has drained (a yield when
- * it did at once, so other fibers and the loop get their turn between pieces), `wrote` told of
- * each; the last piece is returned for the platform's run of the body to write, which waits for its
- * drain as it does for any chunk. Nothing more is written once the connection is gone.
- */
-const writeAllButLast = (direct: DirectResponse, all: ReadonlyArray<Uint8Array>, wrote: (bytes: Uint8Array) => unknown) =>
-  Effect.as(
-    Effect.forEach(all.slice(0, -1), (piece, index) =>
-      Effect.zipRight(
-        index === 0 ? Effect.void : waitToWrite(direct),
-        Effect.sync(() => {
-          if (direct.destroyed || direct.writableEnded) return
-          direct.write(piece)
-          wrote(piece)
-        })
-      ), { discard: true }).pipe(Effect.zipRight(waitToWrite(direct))),
-    all[all.length - 1]!
-  )
-
-/** The socket drained, or this fiber's turn given up once (it was not full). */
-const waitToWrite = (direct: DirectResponse) =>
-  Effect.suspend(() => (direct.writableNeedDrain && !direct.destroyed ? drained(direct) : Effect.yieldNow()))
 
 /**
  * The SSE response where the body is all there is to write to (the in-process web handler). One

@@ -40,12 +40,10 @@ const nodeResponse = () => {
       written.push(Buffer.from(bytes).toString())
       return true
     },
-    once: (event, listener) => {
-      if (event !== "close") return
+    once: (_event, listener) => {
       state.armed = true
       onClose = listener
-    },
-    off: () => undefined
+    }
   }
   return { direct, written, state, close: () => onClose?.() }
 }
