@@ -299,6 +299,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
+  const refused = Support.refusedKey(options.apiKey)
   const client = new Anthropic({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -314,8 +315,9 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
       images: true
     },
+    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
-      toChunks(Support.fromSdk({
+      refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal })),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)

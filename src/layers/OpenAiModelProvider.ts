@@ -244,6 +244,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
+  const refused = Support.refusedKey(options.apiKey)
   const client = new OpenAI({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -258,8 +259,9 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000),
       images: true
     },
+    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
-      toChunks(Support.fromSdk({
+      refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal })),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
