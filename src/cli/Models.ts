@@ -14,7 +14,7 @@ import * as Redacted from "effect/Redacted"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
+import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
@@ -142,7 +142,7 @@ export const chosen = (choice: Choice) =>
       }
       yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
-      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}`
+      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${Address.shown(overrides.baseURL)}`}`
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),

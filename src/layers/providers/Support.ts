@@ -19,6 +19,7 @@ import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as Address from "../../domain/Address.js"
 import * as ApiKey from "../../domain/ApiKey.js"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
@@ -105,6 +106,25 @@ export const isBrokenConnection = (error: unknown): boolean => {
     if (name === "TypeError" && message === "terminated") return true
   }
   return false
+}
+
+/** The system's code of a connection that could not be made (`ECONNREFUSED`, `ENOTFOUND`), at any depth of its `cause`s. */
+const connectionCode = (error: unknown): string | undefined => {
+  for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code } = e as { code?: unknown }
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code)) return code
+  }
+  return undefined
+}
+
+/**
+ * The detail of a connection the SDK could not make: its message ("Connection error.") said
+ * nothing of where — a `--base-url` pointing at nothing read the same as a network down. It names
+ * the address ({@link Address.shown}: no userinfo, query or fragment) and the system's code.
+ */
+export const unreachable = (message: string, error: unknown, baseURL: string): string => {
+  const code = connectionCode(error)
+  return `could not reach ${Address.shown(baseURL)}${code === undefined ? "" : ` (${code})`}: ${message}`
 }
 
 /** The content types of a body that is no event stream, whatever it holds: a proxy's page, an error in JSON. */
