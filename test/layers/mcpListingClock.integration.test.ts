@@ -57,4 +57,35 @@ layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
       // The stalled server was dropped: the next use starts it again.
       expect(connection.isLive()).toBe(false)
     }))
+
+  // docs/mcp.md's leftover: a server that never answers its first page. The list's Effect timeout
+  // covers that page too, so the TestClock ends it (no real-time timer of the SDK's is waited for).
+  it.scoped("a server that never answers its first page fails list_failed once the TestClock passes the limit", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const marker = join(cwd, "first-page-asked")
+      const connection = yield* McpConnection.make({
+        name: "silent",
+        server: {
+          command: process.execPath,
+          args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
+          env: { STALL_AFTER_PAGES: "0", STALL_MARKER: marker }
+        },
+        cwd,
+        prefix: [],
+        connectTimeout: Duration.hours(1),
+        callTimeout: Duration.hours(1)
+      })
+      yield* Effect.addFinalizer(() => connection.close)
+      const listing = yield* Effect.fork(connection.listTools)
+      yield* untilExists(marker)
+      yield* TestClock.adjust(Duration.hours(1))
+      const error = yield* Fiber.join(listing).pipe(Effect.flip)
+      expect(error).toMatchObject({
+        _tag: "McpError",
+        reason: "list_failed",
+        message: 'MCP server "silent" did not list its tools: timed out after 1h (0 tools on 0 pages read)'
+      })
+      expect(connection.isLive()).toBe(false)
+    }))
 })
