@@ -26,29 +26,39 @@ const untilExists = (file: string) =>
     })
   )
 
+/** A connection to the fixture server that answers `pages` pages of its list, then never; asked for the next, it writes `marker`. */
+const stalling = (name: string, pages: number, cwd: string, marker: string) =>
+  McpConnection.make({
+    name,
+    server: {
+      command: process.execPath,
+      args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
+      env: { STALL_AFTER_PAGES: String(pages), STALL_MARKER: marker }
+    },
+    cwd,
+    prefix: [],
+    connectTimeout: Duration.hours(1),
+    callTimeout: Duration.hours(1)
+  })
+
+/** Lists the connection's tools, and once `marker` exists moves the TestClock past the limit: the listing's error. */
+const listingPastTheLimit = (connection: McpConnection.Connection, marker: string) =>
+  Effect.gen(function*() {
+    yield* Effect.addFinalizer(() => connection.close)
+    const listing = yield* Effect.fork(connection.listTools)
+    yield* untilExists(marker)
+    yield* TestClock.adjust(Duration.hours(1))
+    return yield* Fiber.join(listing).pipe(Effect.flip)
+  })
+
 layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
   it.scoped("is on the Clock: a server that never finishes listing fails list_failed once the TestClock passes the limit, naming the tools and pages that arrived", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
       const marker = join(cwd, "third-page-asked")
-      const connection = yield* McpConnection.make({
-        name: "stalls",
-        server: {
-          command: process.execPath,
-          args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
-          env: { STALL_AFTER_PAGES: "2", STALL_MARKER: marker }
-        },
-        cwd,
-        prefix: [],
-        connectTimeout: Duration.hours(1),
-        callTimeout: Duration.hours(1)
-      })
-      yield* Effect.addFinalizer(() => connection.close)
-      const listing = yield* Effect.fork(connection.listTools)
-      // The server was asked for the third page: two pages were read, and the limit's timer runs.
-      yield* untilExists(marker)
-      yield* TestClock.adjust(Duration.hours(1))
-      const error = yield* Fiber.join(listing).pipe(Effect.flip)
+      const connection = yield* stalling("stalls", 2, cwd, marker)
+      // Asked for the third page: two pages were read, and the limit's timer runs.
+      const error = yield* listingPastTheLimit(connection, marker)
       expect(error).toMatchObject({
         _tag: "McpError",
         reason: "list_failed",
@@ -64,23 +74,8 @@ layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
     Effect.gen(function*() {
       const cwd = yield* tempDir
       const marker = join(cwd, "first-page-asked")
-      const connection = yield* McpConnection.make({
-        name: "silent",
-        server: {
-          command: process.execPath,
-          args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
-          env: { STALL_AFTER_PAGES: "0", STALL_MARKER: marker }
-        },
-        cwd,
-        prefix: [],
-        connectTimeout: Duration.hours(1),
-        callTimeout: Duration.hours(1)
-      })
-      yield* Effect.addFinalizer(() => connection.close)
-      const listing = yield* Effect.fork(connection.listTools)
-      yield* untilExists(marker)
-      yield* TestClock.adjust(Duration.hours(1))
-      const error = yield* Fiber.join(listing).pipe(Effect.flip)
+      const connection = yield* stalling("silent", 0, cwd, marker)
+      const error = yield* listingPastTheLimit(connection, marker)
       expect(error).toMatchObject({
         _tag: "McpError",
         reason: "list_failed",
