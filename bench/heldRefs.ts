@@ -2,7 +2,7 @@
  * Whether a held writer lock keeps the fiber that took it alive: its context (a service provided
  * around the acquire) and its span. Each store's `acquireWriter` is run in a scope that stays open,
  * from a fiber with a service and a span of its own; once that fiber is done and a full GC has run,
- * a `WeakRef` to each must be empty. Deterministic (no timing); exits non-zero when one is kept:
+ * a `WeakRef` to each must be empty (the SQL stores' lease: its renewer and its `DELETE` too). Deterministic (no timing); exits non-zero when one is kept:
  *
  *   node --expose-gc --import tsx bench/heldRefs.ts
  */
@@ -16,6 +16,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { EventStore, JsonlEventStore, MemoryEventStore } from "../src/index.js"
+import * as SqliteEventStore from "../src/layers/SqliteEventStore.js"
 import * as StartedSessions from "../src/layers/StartedSessions.js"
 
 if (global.gc === undefined) throw new Error("run with node --expose-gc")
@@ -37,7 +38,7 @@ const takeFromAFiber = (store: EventStore.EventStore.Service, sessionId: string,
 const sessionId = "s-heldrefs-0001"
 
 /** Whether the lock of a session (created first) held from a finished fiber still keeps its service and span. */
-const kept = async (name: string, layer: Layer.Layer<EventStore.EventStore>) => {
+const kept = async (name: string, layer: Layer.Layer<EventStore.EventStore, unknown>) => {
   const layerScope = Effect.runSync(Scope.make())
   const held = Effect.runSync(Scope.make())
   const store = await Effect.runPromise(Effect.map(Layer.buildWithScope(layer, layerScope), Context.get(EventStore.EventStore)))
@@ -61,7 +62,9 @@ try {
     await kept("memory", MemoryEventStore.layer),
     await kept("jsonl", jsonl("jsonl")),
     await kept("memory + StartedSessions", guarded(MemoryEventStore.layer, "config-memory")),
-    await kept("jsonl + StartedSessions", guarded(jsonl("jsonl-guarded"), "config-jsonl"))
+    await kept("jsonl + StartedSessions", guarded(jsonl("jsonl-guarded"), "config-jsonl")),
+    // The SQL stores share the lease (writer/Lease.ts): SQLite stands for both.
+    await kept("sqlite", SqliteEventStore.layer({ filename: join(root, "heldrefs.sqlite") }).pipe(Layer.provide(NodeContext.layer)))
   ]
   for (const r of results) console.log(`${r.store}: acquirer's service ${r.service ? "KEPT" : "freed"}, span ${r.span ? "KEPT" : "freed"}`)
   if (results.some((r) => r.service || r.span)) process.exitCode = 1

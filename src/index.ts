@@ -52,6 +52,10 @@ export {
   SessionNotFound,
   TurnInProgress
 } from "./domain/Errors.js"
+/** A URL as a message may name it: no userinfo, query or fragment. */
+export * as Address from "./domain/Address.js"
+/** Whether an API key can be sent at all (a character no HTTP header carries is refused up front). */
+export * as ApiKey from "./domain/ApiKey.js"
 /** Compaction's pure part: where a compaction cuts, and the summary request. */
 export * as Compaction from "./domain/Compaction.js"
 /** Token estimates. */

@@ -23,11 +23,20 @@ import { terminalSafe } from "./Terminal.js"
 
 const debug = process.env.EFFECT_AGENT_DEBUG === "1"
 
-/** The first line of a value's message, bounded: never a stack, never a dump. */
+/** How many characters of a line `brief` keeps from its start and from its end. */
+const kept = { start: 400, end: 599 }
+
+/**
+ * The first line of a value's message, bounded: never a stack, never a dump. A longer line loses its
+ * middle, not its end: what went wrong often comes last, after a path (`--script <file>: <issue>`).
+ * Cut by code points, so no surrogate pair is split.
+ */
 const brief = (value: unknown): string => {
   const text = value instanceof Error ? value.message : typeof value === "string" ? value : JSON.stringify(value) ?? String(value)
-  const line = terminalSafe(text.split("\n", 1)[0] ?? "")
-  return line.length > 300 ? `${line.slice(0, 299)}…` : line
+  const line = Array.from(terminalSafe(text.split("\n", 1)[0] ?? ""))
+  return line.length > kept.start + 1 + kept.end
+    ? `${line.slice(0, kept.start).join("")}…${line.slice(-kept.end).join("")}`
+    : line.join("")
 }
 
 /** A log entry as one line on stderr: the message, its annotations, and the cause's first line. */

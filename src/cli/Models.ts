@@ -14,7 +14,7 @@ import * as Redacted from "effect/Redacted"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
+import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
@@ -67,24 +67,12 @@ const apiKey = (name: string) =>
     Effect.orElseSucceed(() => Option.none<Redacted.Redacted>())
   )
 
-/**
- * A key the SDKs cannot put in a header fails only at the first request, as an unknown error ("Cannot
- * convert argument to a ByteString"): the docs' placeholder `…` pasted as the key, a control
- * character copied with it. Refused here, naming the character by its code point and place — never
- * the key's own characters. The whitespace around it is fine: `fetch` trims a header's value.
- */
+/** A key the SDKs cannot put in a header is refused before anything starts (see `ApiKey.unusable`). */
 const usableKey = (name: string, key: Option.Option<Redacted.Redacted>) => {
-  if (Option.isNone(key)) return Effect.void
-  const value = Redacted.value(key.value).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, "")
-  const at = value.search(/[^ -~]/)
-  if (at === -1) return Effect.void
-  const codePoint = `U+${value.codePointAt(at)!.toString(16).toUpperCase().padStart(4, "0")}`
-  return Effect.fail(
-    new CliError({
-      reason: "invalid_api_key",
-      message: `${name} holds ${codePoint} at character ${at + 1}, which no API key has (a key is printable ASCII): set it to the key itself`
-    })
-  )
+  const why = Option.isNone(key) ? undefined : ApiKey.unusable(Redacted.value(key.value))
+  return why === undefined
+    ? Effect.void
+    : Effect.fail(new CliError({ reason: "invalid_api_key", message: `${name} ${why}: set it to the key itself` }))
 }
 
 /** `config` with the command line's choices laid over it. */
@@ -154,7 +142,7 @@ export const chosen = (choice: Choice) =>
       }
       yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
-      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${overrides.baseURL}`}`
+      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${Address.shown(overrides.baseURL)}`}`
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),

@@ -49,9 +49,10 @@ const isContextOverflow = (message: string) =>
 
 /**
  * Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. `now` (from
- * the `Clock`) dates a `retry-after` given as an HTTP date.
+ * the `Clock`) dates a `retry-after` given as an HTTP date; `baseURL`, where the client sends its
+ * requests, is named when it could not connect.
  */
-export const toFailure = (error: unknown, now: number): ProviderFailure => {
+export const toFailure = (error: unknown, now: number, baseURL?: string): ProviderFailure => {
   if (error instanceof ProviderFailure) return error
   const { headers, message, status, type } = Support.shapeOf(error)
   const extra = {
@@ -62,6 +63,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
+  if (error instanceof Anthropic.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof Anthropic.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)
   if (type === "rate_limit_error") return ProviderFailure.of("rate_limited", message, extra)
@@ -307,6 +309,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
+  const refused = Support.refusedKey(options.apiKey)
   const client = new Anthropic({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -322,10 +325,11 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
       images: true
     },
+    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
-      toChunks(Support.fromSdk({
+      refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal })),
-        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
+        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
     })

@@ -50,9 +50,10 @@ const isContextOverflow = (code: string | undefined, message: string) =>
 
 /**
  * Translates what the SDK throws; the vendor's message is kept as `detail`, for logs only. `now` (from
- * the `Clock`) dates a `retry-after` given as an HTTP date.
+ * the `Clock`) dates a `retry-after` given as an HTTP date; `baseURL`, where the client sends its
+ * requests, is named when it could not connect.
  */
-export const toFailure = (error: unknown, now: number): ProviderFailure => {
+export const toFailure = (error: unknown, now: number, baseURL?: string): ProviderFailure => {
   if (error instanceof ProviderFailure) return error
   const { code, headers, message, status, type } = Support.shapeOf(error)
   const retryAfterMs = Support.retryAfterMs(headers, now)
@@ -61,6 +62,7 @@ export const toFailure = (error: unknown, now: number): ProviderFailure => {
     ...(status === undefined ? {} : { status }),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs })
   }
+  if (error instanceof OpenAI.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof OpenAI.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {
     return ProviderFailure.of("context_overflow", message, extra)
@@ -249,6 +251,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
+  const refused = Support.refusedKey(options.apiKey)
   const client = new OpenAI({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -263,10 +266,11 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000),
       images: true
     },
+    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
-      toChunks(Support.fromSdk({
+      refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal })),
-        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis()),
+        toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
     })

@@ -149,6 +149,18 @@ describe("the CLI with real providers (against the replay server)", () => {
     expect(server.received.at(-1)!.body.model).toBe("gpt-test")
   })
 
+  // The notice printed the --base-url as given: a `?key=…` a gateway wants (or `user:password@`)
+  // went to stderr with it.
+  it("names the --base-url without its query in the notice", async () => {
+    server.respond(WireServer.recording("openai", "text"))
+    const result = await run(["run", "hello", "--provider", "openai", "--base-url", `${server.url}/v1?key=s3cret`, "--model", "gpt-test", "--data-dir", dataDir], {
+      env: { OPENAI_API_KEY: "sk-cli-test" }
+    })
+    expect(result.code).toBe(0)
+    expect(result.stderr).toContain(`answering with openai gpt-test at ${server.url}/v1.`)
+    expect(result.stderr).not.toContain("s3cret")
+  })
+
   it("picks anthropic from the environment when its key is set", async () => {
     server.respond(WireServer.recording("anthropic", "text"))
     const result = await run(["run", "hello", "--data-dir", dataDir], {

@@ -26,35 +26,61 @@ const untilExists = (file: string) =>
     })
   )
 
+/** A connection to the fixture server that answers `pages` pages of its list, then never; asked for the next, it writes `marker`. */
+const stalling = (name: string, pages: number, cwd: string, marker: string) =>
+  McpConnection.make({
+    name,
+    server: {
+      command: process.execPath,
+      args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
+      env: { STALL_AFTER_PAGES: String(pages), STALL_MARKER: marker }
+    },
+    cwd,
+    prefix: [],
+    connectTimeout: Duration.hours(1),
+    callTimeout: Duration.hours(1)
+  })
+
+/** Lists the connection's tools, and once `marker` exists moves the TestClock past the limit: the listing's error. */
+const listingPastTheLimit = (connection: McpConnection.Connection, marker: string) =>
+  Effect.gen(function*() {
+    yield* Effect.addFinalizer(() => connection.close)
+    const listing = yield* Effect.fork(connection.listTools)
+    yield* untilExists(marker)
+    yield* TestClock.adjust(Duration.hours(1))
+    return yield* Fiber.join(listing).pipe(Effect.flip)
+  })
+
 layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
   it.scoped("is on the Clock: a server that never finishes listing fails list_failed once the TestClock passes the limit, naming the tools and pages that arrived", () =>
     Effect.gen(function*() {
       const cwd = yield* tempDir
       const marker = join(cwd, "third-page-asked")
-      const connection = yield* McpConnection.make({
-        name: "stalls",
-        server: {
-          command: process.execPath,
-          args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
-          env: { STALL_AFTER_PAGES: "2", STALL_MARKER: marker }
-        },
-        cwd,
-        prefix: [],
-        connectTimeout: Duration.hours(1),
-        callTimeout: Duration.hours(1)
-      })
-      yield* Effect.addFinalizer(() => connection.close)
-      const listing = yield* Effect.fork(connection.listTools)
-      // The server was asked for the third page: two pages were read, and the limit's timer runs.
-      yield* untilExists(marker)
-      yield* TestClock.adjust(Duration.hours(1))
-      const error = yield* Fiber.join(listing).pipe(Effect.flip)
+      const connection = yield* stalling("stalls", 2, cwd, marker)
+      // Asked for the third page: two pages were read, and the limit's timer runs.
+      const error = yield* listingPastTheLimit(connection, marker)
       expect(error).toMatchObject({
         _tag: "McpError",
         reason: "list_failed",
         message: 'MCP server "stalls" did not list its tools: timed out after 1h (2 tools on 2 pages read)'
       })
       // The stalled server was dropped: the next use starts it again.
+      expect(connection.isLive()).toBe(false)
+    }))
+
+  // docs/mcp.md's leftover: a server that never answers its first page. The list's Effect timeout
+  // covers that page too, so the TestClock ends it (no real-time timer of the SDK's is waited for).
+  it.scoped("a server that never answers its first page fails list_failed once the TestClock passes the limit", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const marker = join(cwd, "first-page-asked")
+      const connection = yield* stalling("silent", 0, cwd, marker)
+      const error = yield* listingPastTheLimit(connection, marker)
+      expect(error).toMatchObject({
+        _tag: "McpError",
+        reason: "list_failed",
+        message: 'MCP server "silent" did not list its tools: timed out after 1h (0 tools on 0 pages read)'
+      })
       expect(connection.isLive()).toBe(false)
     }))
 })

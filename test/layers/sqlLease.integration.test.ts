@@ -78,7 +78,7 @@ const startTimeOf = (pid: number) => {
 /** Each lease renewal that reached the database: the renew loop's UPDATE, seen as its `sql.execute` span ends. */
 class Renewals extends Context.Tag("test/Renewals")<Renewals, Queue.Dequeue<void>>() {}
 
-/** A tracer over the current one that offers every finished renewal to `Renewals` (the renew fiber inherits it). */
+/** A tracer over the current one that offers every finished renewal to `Renewals` (the renewer runs on the store's runtime, made under it). */
 const tracingRenewals = <A, E, R>(effect: Effect.Effect<A, E, R | Renewals>) =>
   Effect.gen(function*() {
     const renewals = yield* Queue.unbounded<void>()

@@ -9,15 +9,18 @@
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Mailbox from "effect/Mailbox"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import * as Address from "../../domain/Address.js"
+import * as ApiKey from "../../domain/ApiKey.js"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
 import type { Message } from "../../domain/Transcript.js"
@@ -103,6 +106,25 @@ export const isBrokenConnection = (error: unknown): boolean => {
     if (name === "TypeError" && message === "terminated") return true
   }
   return false
+}
+
+/** The system's code of a connection that could not be made (`ECONNREFUSED`, `ENOTFOUND`), at any depth of its `cause`s. */
+const connectionCode = (error: unknown): string | undefined => {
+  for (let e = error, depth = 0; typeof e === "object" && e !== null && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const { code } = e as { code?: unknown }
+    if (typeof code === "string" && /^E[A-Z_]+$/.test(code)) return code
+  }
+  return undefined
+}
+
+/**
+ * The detail of a connection the SDK could not make: its message ("Connection error.") said
+ * nothing of where — a `--base-url` pointing at nothing read the same as a network down. It names
+ * the address ({@link Address.shown}: no userinfo, query or fragment) and the system's code.
+ */
+export const unreachable = (message: string, error: unknown, baseURL: string): string => {
+  const code = connectionCode(error)
+  return `could not reach ${Address.shown(baseURL)}${code === undefined ? "" : ` (${code})`}: ${message}`
 }
 
 /** The content types of a body that is no event stream, whatever it holds: a proxy's page, an error in JSON. */
@@ -554,12 +576,31 @@ export interface VendorOptions {
 }
 
 /**
- * The options from configuration under a prefix: `<P>_API_KEY` (required, redacted), `<P>_MODEL`,
- * `<P>_BASE_URL`, `<P>_MAX_OUTPUT_TOKENS`, `<P>_MAX_CONTEXT_TOKENS`.
+ * `key` if a header can carry it, else a `ConfigError` at `path` saying why (`ApiKey.unusable`) —
+ * never the key's characters: a layer built from configuration refuses it when it is built, not
+ * at the first request as an unknown error.
+ */
+const usableKey = (path: string, key: Redacted.Redacted<string>): Either.Either<Redacted.Redacted<string>, ConfigError.ConfigError> => {
+  const why = ApiKey.unusable(Redacted.value(key))
+  return why === undefined ? Either.right(key) : Either.left(ConfigError.InvalidData([path], `${why}: set it to the key itself`))
+}
+
+/**
+ * A provider's failure for every request when its key cannot be sent (a layer built from options,
+ * not configuration): `authentication`, saying why, instead of the SDK's unknown error.
+ */
+export const refusedKey = (key: Redacted.Redacted<string>): ProviderFailure | undefined => {
+  const why = ApiKey.unusable(Redacted.value(key))
+  return why === undefined ? undefined : ProviderFailure.of("authentication", `the API key ${why}: set it to the key itself`)
+}
+
+/**
+ * The options from configuration under a prefix: `<P>_API_KEY` (required, redacted, refused when no
+ * header can carry it), `<P>_MODEL`, `<P>_BASE_URL`, `<P>_MAX_OUTPUT_TOKENS`, `<P>_MAX_CONTEXT_TOKENS`.
  */
 export const config = (prefix: string): Config.Config<VendorOptions> =>
   Config.all({
-    apiKey: Config.redacted(`${prefix}_API_KEY`),
+    apiKey: Config.mapOrFail(Config.redacted(`${prefix}_API_KEY`), (key) => usableKey(`${prefix}_API_KEY`, key)),
     model: Config.option(Config.string(`${prefix}_MODEL`)),
     baseURL: Config.option(Config.string(`${prefix}_BASE_URL`)),
     maxOutputTokens: Config.option(Config.integer(`${prefix}_MAX_OUTPUT_TOKENS`)),
@@ -572,9 +613,18 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
     maxContextTokens: Option.getOrUndefined(maxContextTokens)
   })))
 
-/** A provider layer from `Config` values: each is read, then the provider is made from them. */
-export const layerConfig = <Options>(
+/**
+ * A provider layer from `Config` values: each is read, then the provider is made from them. A key
+ * from the caller's own `Config` (`Config.redacted("MY_KEY")`) is checked as `config`'s is.
+ */
+export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted<string> }>(
   config: Config.Config.Wrap<Options>,
   make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service>
 ): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
-  Layer.effect(ModelProvider.ModelProvider, Effect.flatMap(Config.unwrap(config), make))
+  Layer.effect(
+    ModelProvider.ModelProvider,
+    Config.unwrap(config).pipe(
+      Effect.flatMap((options) => Effect.as(usableKey("apiKey", options.apiKey), options)),
+      Effect.flatMap(make)
+    )
+  )

@@ -3,7 +3,7 @@
  * and machines that share one database.
  *
  * A writer holds a row of `writer_leases` naming it (see Holder) with a token unique to its
- * acquisition and an expiry (epoch ms), and renews the expiry from a fiber that lives as long as
+ * acquisition and an expiry (epoch ms), and renews the expiry from a fiber (on the store's runtime) that lives as long as
  * the acquisition's scope. Another writer gets `SessionBusy` naming the holder, unless the holder is
  * gone: on this host (same boot, same pid namespace) its process tells at once; from anywhere else
  * only the expiry can, so a lease whose holder stopped renewing is taken over once it lapsed. A
@@ -30,8 +30,11 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { EventStoreFailure, SessionBusy } from "../../domain/Errors.js"
+import * as PlainRelease from "../PlainRelease.js"
 import * as Holder from "./Holder.js"
 
 /** How long a lease lasts and how often its writer renews it. */
@@ -181,15 +184,26 @@ export const make = (options: Options) =>
         })
       }).pipe(Effect.catchTag("SqlError", (error) => Effect.fail(options.failure(sessionId)(error))))
 
+    // The renewer and the DELETE run on the store's runtime (its context and refs when it was made),
+    // not the acquirer's: `Effect.acquireRelease` and `forkScoped` kept the fiber that took the lease
+    // — its context, span and annotations — alive for the lease's whole life (a session held in the
+    // engine's cache), and ran the DELETE inside a transaction the acquirer was in, if it was. Their
+    // warnings name the session in their text; their queries are traced under the store, which
+    // outlives the turn that first took the lease.
+    const runtime = yield* Effect.runtime<never>()
+    /** Starts `effect` in a fiber of its own on the store's runtime (when run, not when built: a finalizer is built at the acquire). */
+    const onStore = <A, E>(effect: Effect.Effect<A, E>) => Effect.sync(() => Runtime.runFork(runtime)(effect))
+
     return (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
-      Effect.acquireRelease(
-        take(sessionId),
-        // A release lost leaves the row to its expiry, and on this host to our process's end: run again.
-        (me) => retried(sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`).pipe(Effect.ignore)
-      ).pipe(
-        // Renewed while held; interrupted (before the release above) when the scope closes.
-        // Interruptible even when acquired from an uninterruptible region (the engine takes locks so).
-        Effect.tap((me) => Effect.forkScoped(Effect.interruptible(renew(sessionId, me)))),
-        Effect.asVoid
-      )
+      PlainRelease.acquireRelease(
+        // Renewed while held; interruptible even when acquired from an uninterruptible region (the engine takes locks so).
+        Effect.flatMap(take(sessionId), (me) => Effect.map(onStore(Effect.interruptible(renew(sessionId, me))), (renewer) => ({ me, renewer }))),
+        // The renewer stops first, then the row goes. A release lost leaves the row to its expiry,
+        // and on this host to our process's end: run again.
+        ({ me, renewer }) =>
+          Effect.zipRight(
+            Fiber.interrupt(renewer),
+            Effect.flatMap(onStore(retried(sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`).pipe(Effect.ignore)), Fiber.join)
+          )
+      ).pipe(Effect.asVoid)
   })
