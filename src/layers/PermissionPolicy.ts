@@ -210,7 +210,7 @@ interface Line {
 const lineOf = (call: PreparedCall): Line | undefined => {
   if (call.command === undefined) return undefined
   const tokenized = CommandLine.tokenize(call.command.text)
-  const lower = call.command.text.toLowerCase()
+  const lower = foldedWords(call.command.text)
   return {
     tokenized,
     parsed: CommandLine.parseTokenized(call.command.text, tokenized),
@@ -219,13 +219,20 @@ const lineOf = (call: PreparedCall): Line | undefined => {
 }
 
 /**
- * Whether a deny or ask rule matches the line with both in lower case: where the file system ignores
- * case (macOS's, Windows'), `GIT push` and `/USR/BIN/Git push` run git push, which a deny of
+ * A line or pattern with its words in lower case but its options as written: a program's options are
+ * its own and case tells them apart (`make -C dir` names a folder, `make -c` is no option; `git -C`
+ * takes one, `git -c` a setting), so folding them would read another line than the one that runs.
+ */
+const foldedWords = (text: string): string => text.replace(/(?<=^|\s)[^\s-]\S*/g, (word) => word.toLowerCase())
+
+/**
+ * Whether a deny or ask rule matches the line with both's words in lower case: where the file system
+ * ignores case (macOS's, Windows'), `GIT push` and `/USR/BIN/Git push` run git push, which a deny of
  * `git push*` is for. A careful rule may so match more than it names (`ls FOO` for a deny of `ls
  * foo`), never less.
  */
 const matchesFolded = (pattern: string, line: Line, reading?: CommandPattern.Budget): boolean =>
-  line.folded !== undefined && CommandPattern.matchesAnywhere(pattern.toLowerCase(), line.folded.text, line.folded.tokenized, 0, reading)
+  line.folded !== undefined && CommandPattern.matchesAnywhere(foldedWords(pattern), line.folded.text, line.folded.tokenized, 0, reading)
 
 /**
  * Whether `rule` matches the call. `evenIfWildcardRunsAnother` skips the one check that refuses an

@@ -70,6 +70,18 @@ describe("a program named in another case is read as that program", () => {
     }
     expect(await decide("bypass", "CURL https://example.com", [askCurl])).toMatchObject({ decision: "ask" })
   })
+  it("the folded reading keeps each option's case: -C names a folder, -c does not", async () => {
+    // Folding the whole line read `make -C deploy test` as `make -c deploy test`, whose `deploy` is a
+    // target, so a deny of `make deploy*` refused it (denyThroughGlobalOptions failed).
+    const denyDeploy: PermissionPolicy.Rule = { name: "deploys", tool: "shell", command: "make deploy*", decision: "deny" }
+    const denyPush: PermissionPolicy.Rule = { name: "no-push", tool: "shell", command: "git push*", decision: "deny" }
+    for (const command of ["make -C deploy test", "MAKE -C deploy test", "Make -C Deploy test"]) {
+      expect(await decide("default", command, [denyDeploy, anything]), command).toMatchObject({ decision: "allow" })
+    }
+    for (const command of ["MAKE -C x deploy", "GIT -C x push", "Git -C X Push"]) {
+      expect(await decide("bypass", command, [denyDeploy, denyPush]), command).toMatchObject({ decision: "deny" })
+    }
+  })
   it("a name in another case that is no known program, and the known ones in lower case, are as before", async () => {
     for (const command of ["Makefile-gen", "MyTool --flag", "ls", "git status", "make", "cat README.md"]) {
       expect(await decide("default", command, [anything]), command).toMatchObject({ decision: "allow" })
