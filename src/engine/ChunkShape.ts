@@ -22,16 +22,6 @@ export const faults = {
 /** Every finish reason the port's type allows (an adapter maps a vendor's other reasons to `other`). */
 const finishReasons: ReadonlySet<unknown> = new Set<FinishReason>(["stop", "tool_calls", "length", "content_filter", "other"])
 
-/** A token count as the `Usage` schema takes it: a safe non-negative integer. */
-const isCount = (n: unknown): boolean => typeof n === "number" && Number.isSafeInteger(n) && n >= 0
-
-const isUsage = (usage: unknown): boolean => {
-  if (typeof usage !== "object" || usage === null) return false
-  const { cacheReadTokens, cacheWriteTokens, inputTokens, outputTokens } = usage as Record<string, unknown>
-  return isCount(inputTokens) && isCount(outputTokens) && (cacheReadTokens === undefined || isCount(cacheReadTokens)) &&
-    (cacheWriteTokens === undefined || isCount(cacheWriteTokens))
-}
-
 /**
  * What is wrong with a `ToolCall` piece, or `undefined`; `args` is the arguments as they would be
  * stored (too deep already replaced, `EventDraft.toolArguments`).
@@ -45,13 +35,17 @@ export const callFault = (piece: { readonly toolCallId: unknown; readonly tool: 
     ? undefined
     : "a ToolCall whose args are not JSON"
 
-/** What is wrong with a `Finish` piece, or `undefined`. */
+/**
+ * What is wrong with a `Finish` piece, or `undefined`. Its usage must be an object; its counts are
+ * not checked here: an odd one (NaN, negative, fractional, no number) is stored as a count
+ * (`EventDraft.usageOf`), the turn keeping its answer — what the adapters rely on for a vendor's.
+ */
 export const finishFault = (piece: { readonly reason: unknown; readonly usage?: unknown }): string | undefined =>
   !finishReasons.has(piece.reason)
     ? "a Finish of a reason the port does not know"
-    : piece.usage === undefined || isUsage(piece.usage)
+    : piece.usage === undefined || (typeof piece.usage === "object" && piece.usage !== null)
     ? undefined
-    : "a Finish whose usage counts are not non-negative integers"
+    : "a Finish whose usage is not an object"
 
 /**
  * What is wrong with any piece, or `undefined`: for a reader off the hot path (a compaction's

@@ -84,11 +84,7 @@ const wrong: ReadonlyArray<readonly [string, unknown]> = [
   ["a call whose arguments hold a function", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { f: () => 1 } }],
   ["a call whose arguments hold NaN", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { n: Number.NaN } }],
   ["a call with no arguments", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir" }],
-  ["usage of NaN input tokens", { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.NaN, outputTokens: 1 } }],
-  ["usage of negative output tokens", { _tag: "Finish", reason: "stop", usage: { inputTokens: 1, outputTokens: -3 } }],
-  ["usage of a fraction of a token", { _tag: "Finish", reason: "stop", usage: { inputTokens: 1.5, outputTokens: 1 } }],
-  ["usage of infinite tokens", { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1 } }],
-  ["usage whose cache count is a string", { _tag: "Finish", reason: "stop", usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: "3" } }],
+  ["usage that is null", { _tag: "Finish", reason: "stop", usage: null }],
   ["usage that is no object", { _tag: "Finish", reason: "stop", usage: 12 }],
   ["a finish reason no one knows", { _tag: "Finish", reason: "end_turn" }],
   ["a chunk of an unknown tag", { _tag: "Image", data: "…" }],
@@ -131,7 +127,21 @@ describe("a model provider written wrong", () => {
       expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final", usage: { inputTokens: 0, outputTokens: 2 } } })
     }))
 
-  for (const [name, chunk] of [wrong[0]!, wrong[9]!, wrong[17]!]) {
+  it.scoped("usage counts that are NaN, infinite, negative, fractional or no number: stored as counts, the turn keeps its answer (EventDraft.usageOf)", () =>
+    Effect.gen(function*() {
+      const { replayed, turn1 } = yield* twoTurns([[
+        ModelProvider.textDelta("ok"),
+        { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.NaN, outputTokens: 2.6, cacheReadTokens: -3, cacheWriteTokens: "7" } },
+        { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1 } }
+      ]])
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      for (const e of replayed) {
+        const usage = (e.payload as { usage?: Record<string, unknown> }).usage
+        for (const count of Object.values(usage ?? {})) expect(Number.isSafeInteger(count) && (count as number) >= 0).toBe(true)
+      }
+    }))
+
+  for (const [name, chunk] of [wrong[0]!, wrong[9]!, wrong[13]!]) {
     it.scoped(`${name} in a compaction's summary: the compaction fails server, the context unchanged; the log replays; the session goes on`, () =>
       Effect.gen(function*() {
         const { result } = yield* onSession([good, good, [ModelProvider.textDelta("summary"), chunk, ModelProvider.finish("stop")]], (engine, sessionId) =>
