@@ -27,6 +27,7 @@ import type * as AgentEvent from "../domain/AgentEvent.js"
 import * as Cut from "../domain/Compaction.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
 import * as Transcript from "../domain/Transcript.js"
+import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as ModelResponse from "./ModelResponse.js"
@@ -76,6 +77,8 @@ interface Answer {
   readonly usage: AgentEvent.Usage | undefined
   /** Past the engine's `maxResponse`: the rest was not read. */
   readonly tooLarge?: true
+  /** A chunk of a shape its type does not allow (ChunkShape): the rest was not read; the request failed. */
+  readonly refused?: ProviderFailure
 }
 
 const noAnswer: Answer = { text: "", usage: undefined }
@@ -92,7 +95,9 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
       Effect.suspend(() => {
         let pieces = 0
         return services.provider.stream(request).pipe(
-          Stream.runFoldWhile(noAnswer, (answer) => answer.tooLarge !== true, (answer, chunk): Answer => {
+          Stream.runFoldWhile(noAnswer, (answer) => answer.tooLarge !== true && answer.refused === undefined, (answer, chunk): Answer => {
+            const fault = ChunkShape.fault(chunk)
+            if (fault !== undefined) return { ...answer, refused: ChunkShape.refused(fault) }
             if (++pieces > limits.deltas) return { ...answer, tooLarge: true }
             if (chunk._tag === "TextDelta") {
               const text = answer.text + chunk.text
@@ -100,6 +105,7 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
             }
             return chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage) } : answer
           }),
+          Effect.flatMap((answer) => answer.refused === undefined ? Effect.succeed(answer) : Effect.fail(answer.refused)),
           Effect.either
         )
       }),

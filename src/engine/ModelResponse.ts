@@ -14,6 +14,7 @@ import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrive
 import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import { responseLimits } from "./Services.js"
+import * as ChunkShape from "./ChunkShape.js"
 import * as EventDraft from "./EventDraft.js"
 import type * as LiveSession from "./LiveSession.js"
 import * as OwnedSpan from "./OwnedSpan.js"
@@ -106,15 +107,26 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
     // Calls past the first one over the turn's limit are never stored: the turn ends at that one
     // (TurnDriver), so 100,000 calls in one response cost what 101 do.
     let callsOver = 0
+    // A piece of a shape its type does not allow (ChunkShape): the response ends at it, failed.
+    let malformed: ProviderFailure | undefined
 
     const commitBatch = (pieces: Iterable<ModelChunk>): Effect.Effect<void, EventStoreFailure> => {
       const drafts: Array<AgentEvent.TurnEventDraft> = []
       const asked: Array<ToolCallInput> = []
       const renamed: Array<{ readonly from: string; readonly to: string; readonly tool: string }> = []
       for (const piece of pieces) {
-        if (tooLarge) break
+        if (tooLarge || malformed !== undefined) break
+        // A piece that is no object (`null`, a string) is refused as one of no known tag is.
+        if (typeof piece !== "object" || piece === null) {
+          malformed = ChunkShape.refused(ChunkShape.faults.notObject)
+          break
+        }
         switch (piece._tag) {
           case "TextDelta":
+            if (typeof piece.text !== "string") {
+              malformed = ChunkShape.refused(ChunkShape.faults.text)
+              break
+            }
             chars += piece.text.length
             if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
             else if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
@@ -131,19 +143,34 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             }
             // What is stored is what runs: arguments too deep to walk are replaced before either, and
             // an id the session used or no vendor takes gets another (ToolCallIds).
+            const args = EventDraft.toolArguments(piece.args)
+            const fault = ChunkShape.callFault(piece, args)
+            if (fault !== undefined) {
+              malformed = ChunkShape.refused(fault)
+              break
+            }
             const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken, turn.session.transcript.renamedCallIds)
             ids.add(toolCallId)
             if (toolCallId !== piece.toolCallId) renamed.push({ from: piece.toolCallId, to: toolCallId, tool: piece.tool })
-            const call = { toolCallId, tool: piece.tool, args: EventDraft.toolArguments(piece.args) }
+            const call = { toolCallId, tool: piece.tool, args }
             asked.push(call)
             drafts.push(EventDraft.toolCallRequested(call))
             break
           }
-          case "Finish":
+          case "Finish": {
+            const fault = ChunkShape.finishFault(piece)
+            if (fault !== undefined) {
+              malformed = ChunkShape.refused(fault)
+              break
+            }
             tally.usage = addUsage(tally.usage, piece.usage)
             finishReason = piece.reason
             // Stored in the response's last batch: no append of its own when the response has text or calls.
             if (piece.usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, piece.usage, turn.services.provider.capabilities, built))
+            break
+          }
+          default:
+            malformed = ChunkShape.refused(ChunkShape.faults.unknownTag)
         }
       }
       if (drafts.length === 0) return Effect.void
@@ -164,7 +191,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       Effect.flatMap(takeArrived(arrived, !first), ([pieces, done]) => {
         // The batch is read as its commit is made: past the limit, nothing more is taken.
         const committed = commitBatch(pieces)
-        return done || tooLarge ? committed : Effect.zipRight(committed, drain(arrived, false))
+        return done || tooLarge || malformed !== undefined ? committed : Effect.zipRight(committed, drain(arrived, false))
       })
 
     let whole = false
@@ -177,6 +204,7 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       Effect.scoped,
       // One step for what is said at the end and the response (its fields are final once the scope is closed).
       Effect.flatMap(() => {
+        if (malformed !== undefined) return Effect.fail(malformed)
         const response: Response = tooLarge ? { _tag: "TooLarge" } : { _tag: "Answered", calls, finishReason, whole }
         const said = tooLarge
           ? Effect.logWarning("the model's response is larger than a response may be; the turn ends").pipe(Effect.annotateLogs({ maxChars, maxDeltas }))

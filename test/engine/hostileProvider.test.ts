@@ -1,0 +1,159 @@
+/**
+ * A `ModelProvider` written wrong (the port is public: an embedder's or a third party's adapter),
+ * handing the engine chunks its type does not allow — text that is no string, a call whose id or
+ * name is no string or whose arguments are no JSON, usage counts that are NaN, negative or
+ * fractional, a finish reason no one knows, a chunk of no known tag. The engine stores what came
+ * before such a chunk, nothing of it or after it, and ends the turn `error` / `server` (as the SDK
+ * adapters end one on an unreadable vendor event); the log on disk replays, and the session goes on.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
+import * as NodePath from "node:path"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as SessionEngine from "../../src/engine/SessionEngine.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import * as ModelProvider from "../../src/services/ModelProvider.js"
+import { collect, expectWellFormedLog, tempDir, typesOf } from "../helpers.js"
+
+/** A provider answering its n-th request (from 0) with `answers[n]`'s chunks, as they are (no check). */
+const provider = (answers: ReadonlyArray<ReadonlyArray<unknown>>) =>
+  Layer.sync(ModelProvider.ModelProvider, () => {
+    let requests = 0
+    return ModelProvider.ModelProvider.of({
+      capabilities: { provider: "fake", model: "written-wrong", maxContextTokens: 128_000 },
+      stream: () => Stream.fromIterable((answers[requests++] ?? []) as ReadonlyArray<ModelProvider.ModelChunk>)
+    })
+  })
+
+const good = [ModelProvider.textDelta("fine"), ModelProvider.finish("stop")]
+
+/**
+ * `script` on a fresh session of a fresh JSONL store whose model answers `answers` (each one
+ * request), then well-formed responses; what it returns, and the session as read back from disk.
+ */
+const onSession = <A, E>(
+  answers: ReadonlyArray<ReadonlyArray<unknown>>,
+  script: (engine: SessionEngine.SessionEngine.Service, sessionId: string) => Effect.Effect<A, E>,
+  options: SessionEngine.Options = { retry: Schedule.stop }
+) =>
+  Effect.gen(function*() {
+    const dataDir = NodePath.join(yield* tempDir, "data")
+    return yield* Effect.gen(function*() {
+      const engine = yield* SessionEngine.SessionEngine
+      const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const result = yield* script(engine, sessionId)
+      const replayed = yield* collect(engine.replaySession({ sessionId }))
+      expectWellFormedLog(replayed)
+      return { result, replayed }
+    }).pipe(Effect.provide(
+      SessionEngine.layer(options).pipe(
+        Layer.provideMerge(JsonlEventStore.layer({ dataDir })),
+        Layer.provide(provider([...answers, good, good])),
+        Layer.provide(IdGenerator.layerSequential),
+        Layer.provide(NodeContext.layer)
+      )
+    ))
+  }).pipe(Effect.provide(NodeContext.layer))
+
+/** Two turns: the first answered by `first`, the second by a well-formed response. */
+const twoTurns = (first: ReadonlyArray<ReadonlyArray<unknown>>, options?: SessionEngine.Options) =>
+  Effect.map(
+    onSession(first, (engine, sessionId) =>
+      Effect.all({
+        turn1: collect(engine.runTurn({ sessionId, userMessage: "one" })),
+        turn2: collect(engine.runTurn({ sessionId, userMessage: "two" }))
+      }), options),
+    ({ replayed, result }) => ({ ...result, replayed })
+  )
+
+const deltaTexts = (events: ReadonlyArray<AgentEvent>) => events.flatMap((e) => e.type === "model.delta" ? [e.payload.text] : [])
+
+/** Chunks no adapter may hand over, each with what is wrong with it. */
+const wrong: ReadonlyArray<readonly [string, unknown]> = [
+  ["a delta whose text is a number", { _tag: "TextDelta", text: 42 }],
+  ["a delta with no text", { _tag: "TextDelta" }],
+  ["a delta whose text is an object", { _tag: "TextDelta", text: { toString: () => "x" } }],
+  ["a call whose id is a number", { _tag: "ToolCall", toolCallId: 7, tool: "list_dir", args: {} }],
+  ["a call with no name", { _tag: "ToolCall", toolCallId: "c1", args: {} }],
+  ["a call whose arguments are a BigInt", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { n: 1n } }],
+  ["a call whose arguments hold a function", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { f: () => 1 } }],
+  ["a call whose arguments hold NaN", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { n: Number.NaN } }],
+  ["a call with no arguments", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir" }],
+  ["usage that is null", { _tag: "Finish", reason: "stop", usage: null }],
+  ["usage that is no object", { _tag: "Finish", reason: "stop", usage: 12 }],
+  ["a finish reason no one knows", { _tag: "Finish", reason: "end_turn" }],
+  ["a chunk of an unknown tag", { _tag: "Image", data: "…" }],
+  ["a chunk that is null", null],
+  ["a chunk that is a string", "text"]
+]
+
+describe("a model provider written wrong", () => {
+  for (const [name, chunk] of wrong) {
+    it.scoped(`${name}: what came before it stored, nothing of it or after it; the turn ends error/server; the log replays; the session goes on`, () =>
+      Effect.gen(function*() {
+        const { replayed, turn1, turn2 } = yield* twoTurns([[ModelProvider.textDelta("before "), chunk, ModelProvider.textDelta("after"), ModelProvider.finish("stop")]])
+        expect(deltaTexts(turn1)).toEqual(["before "])
+        expect(typesOf(turn1)).not.toContain("model.tool_call_requested")
+        expect(typesOf(turn1)).not.toContain("model.usage")
+        expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "server" } })
+        expect(turn1.at(-1)!.payload).not.toHaveProperty("usage")
+        expect(turn2.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+        expect(deltaTexts(turn2)).toEqual(["fine"])
+        expect(replayed.length).toBe(turn1.at(-1)!.sequence + turn2.length)
+      }))
+  }
+
+  it.scoped("such a chunk before anything was stored: the request is sent again, as after a server's failure", () =>
+    Effect.gen(function*() {
+      const { turn1 } = yield* twoTurns([[{ _tag: "TextDelta", text: 1 }], good], { retry: Schedule.recurs(1) })
+      expect(turn1.filter((e) => e.type === "model.retry").map((e) => e.payload)).toEqual([{ attempt: 1, delayMs: 0, errorCode: "server" }])
+      expect(deltaTexts(turn1)).toEqual(["fine"])
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    }))
+
+  it.scoped("a well-formed response in every shape the type allows is stored as it is", () =>
+    Effect.gen(function*() {
+      const { turn1 } = yield* twoTurns([[
+        ModelProvider.textDelta(""),
+        ModelProvider.textDelta("ok"),
+        ModelProvider.finish("other", { inputTokens: 0, outputTokens: 2, cacheReadTokens: 0, cacheWriteTokens: 1 })
+      ]])
+      expect(deltaTexts(turn1)).toEqual(["ok"])
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final", usage: { inputTokens: 0, outputTokens: 2 } } })
+    }))
+
+  it.scoped("usage counts that are NaN, infinite, negative, fractional or no number: stored as counts, the turn keeps its answer (EventDraft.usageOf)", () =>
+    Effect.gen(function*() {
+      const { replayed, turn1 } = yield* twoTurns([[
+        ModelProvider.textDelta("ok"),
+        { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.NaN, outputTokens: 2.6, cacheReadTokens: -3, cacheWriteTokens: "7" } },
+        { _tag: "Finish", reason: "stop", usage: { inputTokens: Number.POSITIVE_INFINITY, outputTokens: 1 } }
+      ]])
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      for (const e of replayed) {
+        const usage = (e.payload as { usage?: Record<string, unknown> }).usage
+        for (const count of Object.values(usage ?? {})) expect(Number.isSafeInteger(count) && (count as number) >= 0).toBe(true)
+      }
+    }))
+
+  for (const [name, chunk] of [wrong[0]!, wrong[9]!, wrong[13]!]) {
+    it.scoped(`${name} in a compaction's summary: the compaction fails server, the context unchanged; the log replays; the session goes on`, () =>
+      Effect.gen(function*() {
+        const { result } = yield* onSession([good, good, [ModelProvider.textDelta("summary"), chunk, ModelProvider.finish("stop")]], (engine, sessionId) =>
+          Effect.gen(function*() {
+            yield* collect(engine.runTurn({ sessionId, userMessage: "one" }))
+            yield* collect(engine.runTurn({ sessionId, userMessage: "two" }))
+            const compacted = yield* Effect.either(engine.compactSession({ sessionId, keepRecentTokens: 0 }))
+            const after = yield* collect(engine.runTurn({ sessionId, userMessage: "three" }))
+            return { compacted, after }
+          }))
+        expect(result.compacted).toMatchObject({ _tag: "Left", left: { _tag: "CompactionFailed", errorCode: "server" } })
+        expect(result.after.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      }))
+  }
+})
