@@ -14,7 +14,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { execFileSync } from "node:child_process"
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -85,6 +85,18 @@ describe("a git whose repository's own config names a program asks, whatever a r
     const other = repository(`[includeIf "gitdir:/"]\n\tpath = ${join(base, "far.cfg")}\n`)
     writeFileSync(join(base, "far.cfg"), `[diff]\n\texternal = ./x.sh\n`)
     expect(await decide(other, "git diff", allow("git diff"))).toMatchObject({ decision: "ask", policy: "repository-git", reason: expect.stringContaining("diff.external") })
+  })
+
+  it("a config git reads that the check could not: a link to another file, one larger than is read", async () => {
+    // Git follows a link at .git/config (checked with git 2.39: its core.fsmonitor ran); the check opened it without following.
+    const linked = repository()
+    writeFileSync(join(linked, "evil.cfg"), `[core]\n\trepositoryformatversion = 0\n\tfsmonitor = "touch fsmonitor-ran; false"\n`)
+    rmSync(join(linked, ".git", "config"))
+    symlinkSync("../evil.cfg", join(linked, ".git", "config"))
+    expect(await decide(linked, "git status", allow("git status"))).toMatchObject({ decision: "ask", policy: "repository-git" })
+    // Past the 64 KiB read, a setting is not seen: the config is named as not checked, and the line asks.
+    const large = repository(`${"[remote \"r\"]\n\turl = https://example.com/x.git\n".repeat(2_000)}[core]\n\tfsmonitor = ./x.sh\n`)
+    expect(await decide(large, "git status", allow("git status"))).toMatchObject({ decision: "ask", policy: "repository-git", reason: expect.stringContaining("not checked") })
   })
 
   it("a post-index-change hook (git status writes the index back), in .git/hooks or the folder core.hooksPath names", async () => {

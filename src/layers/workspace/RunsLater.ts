@@ -71,13 +71,15 @@ export const readOnlyInHome = (home: Home, path: string): boolean => {
 }
 
 /**
- * The first `bytes` (4 KiB unless told) of a small file of git's, opened without following a link or waiting on a FIFO
- * ("" when it cannot be read): only that much is read, however large a command made it.
+ * The first `bytes` (4 KiB unless told) of a small file of git's, opened without following a link (unless `followLink`)
+ * or waiting on a FIFO ("" when it cannot be read, or is no regular file): only that much is read, however large a
+ * command made it.
  */
-export const readGitFile = async (file: string, bytes = 4096): Promise<string> => {
-  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => undefined)
+export const readGitFile = async (file: string, bytes = 4096, followLink = false): Promise<string> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NONBLOCK | (followLink ? 0 : constants.O_NOFOLLOW)).catch(() => undefined)
   if (handle === undefined) return ""
   try {
+    if (followLink && !(await handle.stat()).isFile()) return ""
     const buffer = Buffer.alloc(bytes)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
     return buffer.toString("utf8", 0, bytesRead)
@@ -94,8 +96,12 @@ export const readGitFile = async (file: string, bytes = 4096): Promise<string> =
  */
 export const configLimit = 65_536
 
-/** A git config's text, up to one byte past {@link configLimit}: longer than the limit means not read whole. */
-export const readGitConfig = (file: string): Promise<string> => readGitFile(file, configLimit + 1)
+/**
+ * A git config's text, up to one byte past {@link configLimit}: longer than the limit means not read whole. A link
+ * is followed, as git follows it (a `.git/config` linked to a file beside it is the config git reads: its
+ * `core.fsmonitor` runs), to a regular file only.
+ */
+export const readGitConfig = (file: string): Promise<string> => readGitFile(file, configLimit + 1, true)
 
 /** One setting of a git config's text: its section (lower case, a subsection's name left out), key (lower case) and value. */
 export interface Setting {
@@ -322,9 +328,14 @@ const includeDepth = 10
  * git takes is covered), and every file included, read or not (one that does not exist yet is
  * read once it does).
  */
-const configOf = async (file: string, depth = 0, included: Array<string> = []): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly included: Array<string> }> => {
+const configOf = async (
+  file: string,
+  depth = 0,
+  included: Array<string> = []
+): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly included: Array<string>; readonly unread: boolean }> => {
   const settings: Array<Setting> = []
-  for (const setting of settingsIn(await readGitConfig(file))) {
+  const text = await readGitConfig(file)
+  for (const setting of settingsIn(text)) {
     settings.push(setting)
     const include = setting.key === "path" && (setting.section === "include" || setting.section === "includeif") && setting.value !== ""
     if (!include || depth >= includeDepth) continue
@@ -333,7 +344,8 @@ const configOf = async (file: string, depth = 0, included: Array<string> = []): 
     included.push(path)
     settings.push(...(await configOf(path, depth + 1, included)).settings)
   }
-  return { settings, included }
+  // Whether this file (not one it includes) was longer than what is read of it.
+  return { settings, included, unread: text.length > configLimit }
 }
 
 /**
@@ -344,8 +356,7 @@ const configOf = async (file: string, depth = 0, included: Array<string> = []): 
 export const repositorySettingsOf = async (worktree: Worktree): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly unread: boolean }> => {
   const files = [NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")]
   const configs = await Promise.all(files.map((file) => configOf(file)))
-  const sizes = await Promise.all(files.map(async (file) => (await readGitConfig(file)).length))
-  return { settings: configs.flatMap((config) => config.settings), unread: sizes.some((size) => size > configLimit) }
+  return { settings: configs.flatMap((config) => config.settings), unread: configs.some((config) => config.unread) }
 }
 
 /**
