@@ -108,6 +108,21 @@ describe("a model provider written wrong", () => {
       }))
   }
 
+  it.scoped("such a chunk after a well-formed call in the same response: the stored call is closed, never run, the turn ends error/server", () =>
+    Effect.gen(function*() {
+      const { replayed, turn1, turn2 } = yield* twoTurns([[
+        ModelProvider.toolCall("c1", "list_dir", { path: "." }),
+        { _tag: "TextDelta", text: 42 },
+        ModelProvider.finish("tool_calls")
+      ]])
+      const requested = turn1.filter((e) => e.type === "model.tool_call_requested")
+      expect(requested.map((e) => e.payload)).toMatchObject([{ toolCallId: "c1", tool: "list_dir" }])
+      expect(typesOf(turn1)).not.toContain("tool.started")
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "server" } })
+      expect(turn2.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      expectWellFormedLog(replayed)
+    }))
+
   it.scoped("such a chunk before anything was stored: the request is sent again, as after a server's failure", () =>
     Effect.gen(function*() {
       const { turn1 } = yield* twoTurns([[{ _tag: "TextDelta", text: 1 }], good], { retry: Schedule.recurs(1) })
