@@ -14,7 +14,7 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { execFileSync } from "node:child_process"
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -94,6 +94,12 @@ describe("a git whose repository's own config names a program asks, whatever a r
     rmSync(join(linked, ".git", "config"))
     symlinkSync("../evil.cfg", join(linked, ".git", "config"))
     expect(await decide(linked, "git status", allow("git status"))).toMatchObject({ decision: "ask", policy: "repository-git" })
+    // A .git that is a link to a file naming the git folder (git follows it: its core.fsmonitor ran).
+    const viaFile = repository(`[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`)
+    renameSync(join(viaFile, ".git"), join(viaFile, "realgit"))
+    writeFileSync(join(viaFile, "gitfile"), "gitdir: realgit\n")
+    symlinkSync("gitfile", join(viaFile, ".git"))
+    expect(await decide(viaFile, "git status", allow("git status"))).toMatchObject({ decision: "ask", policy: "repository-git" })
     // Past the 64 KiB read, a setting is not seen: the config is named as not checked, and the line asks.
     const large = repository(`${"[remote \"r\"]\n\turl = https://example.com/x.git\n".repeat(2_000)}[core]\n\tfsmonitor = ./x.sh\n`)
     expect(await decide(large, "git status", allow("git status"))).toMatchObject({ decision: "ask", policy: "repository-git", reason: expect.stringContaining("not checked") })

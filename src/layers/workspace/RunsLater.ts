@@ -403,12 +403,13 @@ export const worktreeAt = async (dir: string): Promise<Worktree | undefined> => 
   const info = await NodeFs.stat(dotGit).catch(() => undefined)
   if (info === undefined) return undefined
   let ownGitDir = dotGit
+  // Read where links lead, as `stat` above and git do: a `.git` linked to a file naming a folder is that folder's worktree.
   if (info.isFile()) {
-    const named = /^gitdir: *(.+?)\r?$/m.exec(await readGitFile(dotGit))?.[1]
+    const named = /^gitdir: *(.+?)\r?$/m.exec(await readGitFile(dotGit, 4096, true))?.[1]
     if (named === undefined) return undefined
     ownGitDir = NodePath.resolve(dir, named)
   }
-  const common = (await readGitFile(NodePath.join(ownGitDir, "commondir"))).trim()
+  const common = (await readGitFile(NodePath.join(ownGitDir, "commondir"), 4096, true)).trim()
   return { gitDir: common === "" ? ownGitDir : NodePath.resolve(ownGitDir, common), ownGitDir, root: dir }
 }
 
