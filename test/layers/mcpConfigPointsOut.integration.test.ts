@@ -36,7 +36,7 @@ const project = (files: Record<string, string>) => {
 const inspect = (cwd: string) => Effect.runPromise(Effect.either(McpSettings.inspect(cwd, join(root, "config"))).pipe(Effect.provide(NodeContext.layer)))
 
 describe("a launcher's configuration that points it further out", () => {
-  for (const [setting, value] of [["userconfig", "OUT/u.npmrc"], ["globalconfig", "OUT/g.npmrc"], ["prefix", "OUT/prefix"], ["cache", ".npm-cache"], ["cache", "OUT/cache"]] as const) {
+  for (const [setting, value] of [["userconfig", "OUT/u.npmrc"], ["globalconfig", "OUT/g.npmrc"], ["prefix", "OUT/prefix"], ["cache", ".npm-cache"], ["cache", "OUT/cache"], ["cache-dir", "OUT/pnpm-cache"], ["store-dir", "OUT/pnpm-store"]] as const) {
     it(`.npmrc's ${setting}= is refused, naming it`, async () => {
       const outside = join(root, `out${count}`)
       mkdirSync(outside, { recursive: true })

@@ -201,10 +201,10 @@ export const pointsOutState = "points-out:"
  * The settings of a launcher's configuration that send it to more configuration, or to code, in
  * places whose content trust cannot bind: npm's `userconfig`/`globalconfig` (files it reads next,
  * taken from a project's `.npmrc`: checked with npm 11.19), `prefix` (whose `etc/npmrc` it reads),
- * `cache` (where `npx` keeps the packages it runs, and runs them again from), and yarn's cache and
- * global folders.
+ * `cache` (where `npx` keeps the packages it runs, and runs them again from), pnpm's `cache-dir` (its
+ * `dlx` cache) and `store-dir` (the packages it links in), and yarn's cache and global folders.
  */
-const redirecting = /^\s*["']?(userconfig|globalconfig|prefix|cache|cacheFolder|cache-folder|globalFolder|global-folder)["']?\s*[=:]/im
+const redirecting = /^\s*["']?(userconfig|globalconfig|prefix|cache|cache-dir|store-dir|cacheFolder|cache-folder|globalFolder|global-folder)["']?\s*[=:]/im
 
 /** The first setting of a launcher's configuration file (`path`, relative to `cwd`) that sends it further out, if one does. */
 const pointsOut = async (cwd: string, path: string): Promise<string | undefined> => {
