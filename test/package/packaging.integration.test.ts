@@ -6,12 +6,12 @@
  * (type-checked the same way), the testing guide's tests run in a user's own vitest (its golden log
  * the same bytes run after run), the types
  * of what an embedder's own library exports (declaration emit), the types an embedder relies on
- * (ports, error channels, the event union), every documented import path under `nodenext`, `bundler`
+ * (ports, error channels, the event union; no `any` in the declarations), every documented import path under `nodenext`, `bundler`
  * and `node10`, the guides' blocks run as written, a CommonJS `require`, a light root import, a
  * second copy of Effect, and the installed `effect-agent` bin answering a turn from its bundle.
  */
 import { execFile } from "node:child_process"
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
@@ -263,6 +263,28 @@ describe("the packed package", () => {
         throw new Error(`${file} failed as written:\n${error.stderr ?? String(error)}`)
       })
     }
+  }, 300_000)
+
+  it("no `any` in the installed declarations but the constraints that take any tool or command", async () => {
+    const dist = join(await installedApp(), "node_modules/effect-agent/dist")
+    const declarations = (readdirSync(dist, { recursive: true }) as Array<string>).filter((file) => file.endsWith(".d.ts"))
+    expect(declarations).toContain("index.d.ts")
+    const anys = declarations.flatMap((file) =>
+      readFileSync(join(dist, file), "utf8")
+        .replace(/\/\*[\s\S]*?\*\//g, "")
+        .replace(/^\s*\/\/.*$/gm, "")
+        // What Effect's `Data.TaggedError` declares for every error class made with it.
+        .replaceAll("new <A extends Record<string, any> = {}>", "")
+        .split("\n")
+        .filter((line) => /\bany\b/.test(line))
+        .map((line) => `${file}: ${line.trim()}`)
+    )
+    // Generic constraints: `Toolkit.make`, `layer` and `extend` infer each tool's own types from it.
+    expect(anys.sort()).toEqual([
+      "cli/Argv.d.ts: export type AnyCommand = Command.Command<any, any, any, any>;",
+      "layers/Toolkit.d.ts: ] extends [never] ? never : Tools[number] extends Tool<any, any, infer R> ? R : never;",
+      "layers/Toolkit.d.ts: export type Any = Tool<any, any, any>;"
+    ])
   }, 300_000)
 
   it("the testing guide's tests type-check and pass in a user's own vitest, and its golden log is the same bytes on every run", async () => {
