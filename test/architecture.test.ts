@@ -25,8 +25,8 @@ const core = new Set(["domain", "fsm", "services", "engine"])
 const adapters = new Set(["cli", "server", "http", "acp", "cluster"])
 /** The package's entry points (its `exports` with code; `./*` maps types only): the public API adapters may import. */
 const entryPoints = new Set(
-  Object.values(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).exports as Record<string, string | { import?: string }>)
-    .flatMap((target) => (typeof target === "string" || target.import === undefined ? [] : [target.import.replace(/^\.\/dist\//, "")]))
+  Object.values(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).exports as Record<string, string | { default?: string }>)
+    .flatMap((target) => (typeof target === "string" || target.default === undefined ? [] : [target.default.replace(/^\.\/dist\//, "")]))
 )
 
 describe("the dependency rule", () => {

@@ -5,11 +5,13 @@
  * block of the README and the embedding (and its deep notes), testing, sessions, instructions, MCP, server and ACP guides
  * (type-checked the same way), the testing guide's tests run in a user's own vitest (its golden log
  * the same bytes run after run), the types
- * of what an embedder's own library exports (declaration emit), a light root import, and the
- * installed `effect-agent` bin answering a turn from its bundle.
+ * of what an embedder's own library exports (declaration emit), the types an embedder relies on
+ * (ports, error channels, the event union; no `any` in the declarations), every documented import path under `nodenext`, `bundler`
+ * and `node10`, the guides' blocks run as written, a CommonJS `require`, a light root import, a
+ * second copy of Effect, and the installed `effect-agent` bin answering a turn from its bundle.
  */
 import { execFile } from "node:child_process"
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { rm } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
@@ -114,6 +116,67 @@ export const newSession = (cwd: string) => Effect.flatMap(SessionEngine.SessionE
 export const state = (sessionId: string) => Effect.flatMap(SessionEngine.SessionEngine, (engine) => engine.sessionState({ sessionId }))
 `
 
+/**
+ * The import paths the embedding guide's table documents (`effect-agent/<folder>/<Module>` by the
+ * two modules its row names): each must resolve, and the `exports` map must offer nothing more.
+ */
+const documentedImports = () => {
+  const table = readFileSync(join(root, "docs/embedding.md"), "utf8").split("\n").filter((line) => line.startsWith("| `effect-agent"))
+  return table.map((line) => /^\| `([^`]+)`/.exec(line)![1]!)
+}
+const typesOnlyExamples = ["effect-agent/services/EventStore", "effect-agent/domain/Session"]
+
+/** Every documented entry point imported, and the types-only modules named, as an embedder's file would. */
+const entryPointsFile = () => {
+  const entries = documentedImports().filter((path) => !path.includes("<"))
+  return [
+    ...entries.map((path, i) => `import * as entry${i} from "${path}"`),
+    ...typesOnlyExamples.map((path, i) => `import type * as typesOnly${i} from "${path}"`),
+    `export const entries = [${entries.map((_, i) => `entry${i}`).join(", ")}]`,
+    `export type TypesOnly = [${typesOnlyExamples.map((_, i) => `typeof typesOnly${i}`).join(", ")}]`,
+    ""
+  ].join("\n")
+}
+
+/**
+ * The types an embedder relies on, checked on the installed declarations: the ports are
+ * `Context.Tag`s, a model stream fails with `ProviderFailure` and a store with `EventStoreFailure`
+ * (not `any`), a turn streams the event union, which `type` narrows, and errors narrow by `_tag`.
+ */
+const embedderTypes = `import { Context, Effect, Layer, Stream } from "effect"
+import {
+  AgentEvent, EventStore, EventStoreFailure, FakeModelProvider, IdGenerator, MemoryEventStore, ModelProvider,
+  ProviderFailure, SessionEngine, SessionNotFound
+} from "effect-agent"
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends (<T>() => T extends B ? 1 : 2) ? true : false
+const holds = <T extends true>(): T | undefined => undefined
+
+const tag = <I, S>(port: Context.Tag<I, S>) => port
+export const ports = [tag(EventStore.EventStore), tag(ModelProvider.ModelProvider), tag(IdGenerator.IdGenerator), tag(SessionEngine.SessionEngine)]
+holds<Equal<Stream.Stream.Error<ReturnType<ModelProvider.ModelProvider["Type"]["stream"]>>, ProviderFailure>>()
+holds<Equal<Effect.Effect.Error<ReturnType<EventStore.EventStore["Type"]["append"]>>, EventStoreFailure>>()
+holds<Equal<Stream.Stream.Error<ReturnType<EventStore.EventStore["Type"]["read"]>>, EventStoreFailure>>()
+type Turn = ReturnType<SessionEngine.SessionEngine["Type"]["runTurn"]>
+holds<Equal<Stream.Stream.Success<Turn>, AgentEvent.AgentEvent>>()
+holds<Equal<Extract<Stream.Stream.Error<Turn>, { readonly _tag: "EventStoreFailure" }>, EventStoreFailure>>()
+
+export const shown = (event: AgentEvent.AgentEvent): string | undefined => {
+  if (event.type === "model.delta") return event.payload.text
+  if (event.type === "turn.completed") return event.payload.stopReason
+  return undefined
+}
+export const why = (error: EventStoreFailure | SessionNotFound): string => error._tag === "EventStoreFailure" ? error.reason : error.sessionId
+export const Engine: Layer.Layer<SessionEngine.SessionEngine> = SessionEngine.layer().pipe(
+  Layer.provide(MemoryEventStore.layer),
+  Layer.provide(FakeModelProvider.layer({ responses: [] })),
+  Layer.provide(IdGenerator.layerSequential)
+)
+`
+
+/** The guides whose blocks are run as written, not only type-checked (the others start servers or editors' agents). */
+const runnable = ["readme-", "embedding-", "sessions-"]
+
 const newProject = (name: string, dependencies: Record<string, string> = {}) => {
   const dir = join(scratch, name)
   mkdirSync(dir)
@@ -131,50 +194,107 @@ beforeAll(async () => {
   expect(files).toContain("src/index.ts")
 }, 120_000)
 
-describe("the packed package", () => {
-  it("installs with the README's line; the docs' TypeScript and an embedder's exported layers type-check strictly, and the README's example runs", async () => {
-    const app = newProject("readme-app")
+/**
+ * One install for the README's, the testing guide's and the bin's tests: the README's line, the
+ * testing guide's runner line and the `@effect/ai` peers, in one `npm install` (each install is most
+ * of a test's time on a busy machine). The first test to need it installs it.
+ */
+let sharedApp: Promise<string> | undefined
+const installedApp = () =>
+  (sharedApp ??= (async () => {
+    const app = newProject("app")
     copyFileSync(tarball, join(app, basename(tarball)))
-    await npm(installLine(), app)
-    await npm(["install", ...effectAiPeers.map((name) => `${name}@${installedVersion(name)}`)], app)
+    await npm([...installLine(), ...testingInstallLine().slice(1), ...effectAiPeers.map((name) => `${name}@${installedVersion(name)}`)], app)
+    return app
+  })())
+
+const tsc = join(root, "node_modules/typescript/bin/tsc")
+/** tsc on a project of `app`; tsc writes its errors to stdout: the failure shows them. */
+const typeCheck = (app: string, project: string, what: string) =>
+  exec(process.execPath, [tsc, "-p", project], { cwd: app }).catch((error: { stdout?: string }) => {
+    throw new Error(`tsc failed on ${what}:\n${error.stdout ?? String(error)}`)
+  })
+const strict = { strict: true, target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true }
+
+describe("the packed package", () => {
+  it("the embedding guide's table lists every entry point of the exports map, and nothing else", () => {
+    const exported = Object.keys(JSON.parse(readFileSync(join(root, "package.json"), "utf8")).exports as Record<string, unknown>)
+      .filter((path) => path !== "./package.json")
+      .map((path) => path.replace(/^\./, "effect-agent").replace("/*", "/<folder>/<Module>"))
+    expect([...documentedImports()].sort()).toEqual(exported.sort())
+  })
+
+  it("installs with the README's line; the docs' TypeScript, an embedder's types and exported layers type-check strictly, every documented path resolves under nodenext, bundler and node10, and the guides' blocks run", async () => {
+    const app = await installedApp()
     writeFileSync(join(app, "example.ts"), embeddingExample())
     writeFileSync(join(app, "library.ts"), embedderLibrary)
+    writeFileSync(join(app, "types.ts"), embedderTypes)
+    writeFileSync(join(app, "entries.ts"), entryPointsFile())
     mkdirSync(join(app, "snippets"))
     const snippets = docsSnippets().map(({ code, name }) => {
       writeFileSync(join(app, "snippets", `${name}.ts`), code)
       return `snippets/${name}.ts`
     })
-    // One tsc run for all of them: the README's example, every snippet, and the library's declarations.
+    // One tsc run for all of them: the README's example, every snippet, the embedder's types and entry
+    // points, and the library's declarations.
     writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, declaration: true, outDir: "out" },
-      files: ["example.ts", "library.ts", ...snippets]
+      compilerOptions: { ...strict, module: "nodenext", moduleResolution: "nodenext", declaration: true, outDir: "out" },
+      files: ["example.ts", "library.ts", "types.ts", "entries.ts", ...snippets]
     }))
-    const tsc = join(root, "node_modules/typescript/bin/tsc")
-    // tsc writes its errors to stdout: the failure shows them.
-    await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app }).catch((error: { stdout?: string }) => {
-      throw new Error(`tsc failed on the packed package:\n${error.stdout ?? String(error)}`)
-    })
-    const output = await exec(process.execPath, ["out/example.js"], { cwd: app })
-    expect(output).toContain("Hello!")
+    await typeCheck(app, "tsconfig.json", "the packed package")
+    // A bundler's resolution, and TypeScript's old `node` (node10) one, which reads no `exports`:
+    // `typesVersions` maps the subpaths for it. Both at once, in two processes.
+    const files = ["example.ts", "types.ts", "entries.ts"]
+    writeFileSync(join(app, "tsconfig.bundler.json"), JSON.stringify({ compilerOptions: { ...strict, module: "esnext", moduleResolution: "bundler", noEmit: true }, files }))
+    writeFileSync(join(app, "tsconfig.node10.json"), JSON.stringify({ compilerOptions: { ...strict, module: "commonjs", moduleResolution: "node10", noEmit: true }, files }))
+    await Promise.all([typeCheck(app, "tsconfig.bundler.json", "moduleResolution bundler"), typeCheck(app, "tsconfig.node10.json", "moduleResolution node10")])
+
+    expect(await exec(process.execPath, ["out/example.js"], { cwd: app })).toContain("Hello!")
+    // Every block of the README and the embedding and sessions guides runs as written (the Promise
+    // façade's blocks answer with the echo model), each in a folder of its own.
+    const runs = snippets.filter((file) => runnable.some((prefix) => basename(file).startsWith(prefix)))
+    expect(runs.length).toBeGreaterThanOrEqual(10)
+    for (const file of runs) {
+      const cwd = join(app, "runs", basename(file, ".ts"))
+      mkdirSync(cwd, { recursive: true })
+      const env: Record<string, string | undefined> = { ...process.env }
+      for (const key of ["ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) delete env[key]
+      await exec(process.execPath, [join(app, "out", file.replace(/\.ts$/, ".js"))], { cwd, env }).catch((error: { stderr?: string }) => {
+        throw new Error(`${file} failed as written:\n${error.stderr ?? String(error)}`)
+      })
+    }
+  }, 300_000)
+
+  it("no `any` in the installed declarations but the constraints that take any tool or command", async () => {
+    const dist = join(await installedApp(), "node_modules/effect-agent/dist")
+    const declarations = (readdirSync(dist, { recursive: true }) as Array<string>).filter((file) => file.endsWith(".d.ts"))
+    expect(declarations).toContain("index.d.ts")
+    const anys = declarations.flatMap((file) =>
+      readFileSync(join(dist, file), "utf8")
+        .replace(/\/\*[\s\S]*?\*\//g, "")
+        .replace(/^\s*\/\/.*$/gm, "")
+        // What Effect's `Data.TaggedError` declares for every error class made with it.
+        .replaceAll("new <A extends Record<string, any> = {}>", "")
+        .split("\n")
+        .filter((line) => /\bany\b/.test(line))
+        .map((line) => `${file}: ${line.trim()}`)
+    )
+    // Generic constraints: `Toolkit.make`, `layer` and `extend` infer each tool's own types from it.
+    expect(anys.sort()).toEqual([
+      "cli/Argv.d.ts: export type AnyCommand = Command.Command<any, any, any, any>;",
+      "layers/Toolkit.d.ts: ] extends [never] ? never : Tools[number] extends Tool<any, any, infer R> ? R : never;",
+      "layers/Toolkit.d.ts: export type Any = Tool<any, any, any>;"
+    ])
   }, 300_000)
 
   it("the testing guide's tests type-check and pass in a user's own vitest, and its golden log is the same bytes on every run", async () => {
-    const app = newProject("testing-app")
-    copyFileSync(tarball, join(app, basename(tarball)))
-    // One install, as the README's and the guide's lines together (two installs took twice the time of a
-    // test already near its bound on a busy machine).
-    await npm([...installLine(), ...testingInstallLine()], app)
+    const app = await installedApp()
     mkdirSync(join(app, "test"))
     const tests = testingGuideTests()
     expect(tests.length).toBeGreaterThanOrEqual(2)
     for (const { code, file } of tests) writeFileSync(join(app, file), code)
-    writeFileSync(join(app, "tsconfig.json"), JSON.stringify({
-      compilerOptions: { strict: true, module: "nodenext", moduleResolution: "nodenext", target: "es2022", types: ["node"], typeRoots: [join(root, "node_modules/@types")], skipLibCheck: true, noEmit: true },
-      include: ["test"]
-    }))
-    await exec(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"], { cwd: app }).catch((error: { stdout?: string }) => {
-      throw new Error(`tsc failed on the testing guide's tests:\n${error.stdout ?? String(error)}`)
-    })
+    writeFileSync(join(app, "tsconfig.test.json"), JSON.stringify({ compilerOptions: { ...strict, module: "nodenext", moduleResolution: "nodenext", noEmit: true }, include: ["test"] }))
+    await typeCheck(app, "tsconfig.test.json", "the testing guide's tests")
     // The user's vitest, not this suite's: none of this worker's VITEST_* variables reach it. CI
     // makes a snapshot that differs fail instead of being written again. Its default 5 s a test is
     // a timing assumption this test does not make: the guide's golden test took 8 s at load 18.
@@ -234,12 +354,59 @@ export async function resolve(specifier, context, next) {
     // The @effect/ai bridge is its own subpath, on the app's @effect/ai.
     writeFileSync(join(app, "bridge.mjs"), `const { EffectAiModelProvider } = await import("effect-agent/effect-ai")\nconsole.log(typeof EffectAiModelProvider.layer)\n`)
     expect((await exec(process.execPath, ["bridge.mjs"], { cwd: app })).trim()).toBe("function")
+
+    // A second copy of Effect (a monorepo's, or one nested under the package): it works, and Effect
+    // says so on every run of an Effect of the other copy: "Executing an Effect versioned 3.22.4 with a
+    // Runtime of version 3.22.3". This repository's copy is the other version.
+    const other = JSON.parse(readFileSync(join(root, "node_modules/effect/package.json"), "utf8")).version as string
+    expect(other).not.toBe(pinned)
+    cpSync(join(root, "node_modules/effect"), join(app, "node_modules/effect-agent/node_modules/effect"), { recursive: true })
+    writeFileSync(join(app, "example.mjs"), `import { Effect, Layer, Stream } from "effect"
+import { FakeModelProvider, IdGenerator, MemoryEventStore, SessionEngine } from "effect-agent"
+const AgentLive = SessionEngine.layer().pipe(
+  Layer.provide(MemoryEventStore.layer),
+  Layer.provide(FakeModelProvider.layer({ responses: [{ chunks: ["Hello!"] }] })),
+  Layer.provide(IdGenerator.layer)
+)
+const program = Effect.gen(function*() {
+  const engine = yield* SessionEngine.SessionEngine
+  const { sessionId } = yield* engine.createSession({ cwd: process.cwd(), client: "cli" })
+  yield* engine.runTurn({ sessionId, userMessage: "hi" }).pipe(
+    Stream.runForEach((event) => event.type === "model.delta" ? Effect.sync(() => process.stdout.write(event.payload.text)) : Effect.void)
+  )
+})
+await Effect.runPromise(program.pipe(Effect.provide(AgentLive)))
+`)
+    const twoCopies = await execAsync(process.execPath, ["example.mjs"], { cwd: app, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+    expect(twoCopies.stdout).toContain("Hello!")
+    // Effect's default logger writes to stdout.
+    expect(twoCopies.stdout).toContain(`Executing an Effect versioned ${other} with a Runtime of version ${pinned}`)
+  }, 300_000)
+
+  it("a CommonJS `require` gets the same modules as `import` (Node's require of ES modules) and runs a turn", async () => {
+    const app = await installedApp()
+    writeFileSync(join(app, "main.cjs"), `const agent = require("effect-agent")
+const { SessionView } = require("effect-agent/view")
+import("effect-agent").then(async (esm) => {
+  console.log(agent === esm ? "one module" : "two modules", typeof SessionView.step)
+  const engine = agent.makeSessionEngine({ store: agent.MemoryEventStore.layer })
+  const session = await engine.createSession({ cwd: process.cwd(), client: "cli" })
+  for await (const event of engine.runTurn({ sessionId: session.sessionId, userMessage: "hi" })) {
+    if (event.type === "model.delta") process.stdout.write(event.payload.text)
+  }
+  await engine.dispose()
+})
+`)
+    // Node 20.19 and 22.12 on require ES modules; an older Node refuses with its own ERR_REQUIRE_ESM.
+    const requiresModules = (process.features as { require_module?: boolean }).require_module === true
+    const run = exec(process.execPath, ["main.cjs"], { cwd: app })
+    if (requiresModules) expect(await run).toBe("one module function\nEcho: hi")
+    else await expect(run).rejects.toThrow("ERR_REQUIRE_ESM")
   }, 300_000)
 
   it("installs an `effect-agent` bin that answers, loading the CLI bundle and nothing the turn does not use", async () => {
-    const app = newProject("cli-app")
-    await npm(["install", tarball], app)
-    const log = join(app, "loaded.txt")
+    const app = await installedApp()
+    const log = join(app, "bin-loaded.txt")
     writeFileSync(join(app, "hooks.mjs"), `import { appendFileSync } from "node:fs"
 export async function resolve(specifier, context, next) {
   const resolved = await next(specifier, context)
