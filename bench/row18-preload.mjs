@@ -6,6 +6,7 @@
  * `$ROW18_OUT`.
  */
 import { writeFileSync } from "node:fs"
+import http from "node:http"
 import net from "node:net"
 import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks"
 import { getHeapSpaceStatistics } from "node:v8"
@@ -16,8 +17,15 @@ const phases = []
 const emit = net.Server.prototype.emit
 net.Server.prototype.emit = function(event, ...args) {
   if (event === "connection") phase.connections++
-  else if (event === "request") args[0].url === "/healthz" ? phase.healthz++ : phase.requests++
+  else if (event === "request") args[0].url === "/healthz" ? counted.add(args[1]) && phase.healthz++ : phase.requests++
   return emit.call(this, event, ...args)
+}
+const counted = new WeakSet()
+// `serve` answers a plain `/healthz` in its hook, without a `request` event (serve19): counted at its answer.
+const writeHead = http.ServerResponse.prototype.writeHead
+http.ServerResponse.prototype.writeHead = function(...args) {
+  if (!counted.has(this) && this.req?.url === "/healthz") phase.healthz++
+  return writeHead.apply(this, args)
 }
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {

@@ -6,6 +6,7 @@
  * as JSON to `$PROBE_SPLIT_OUT`.
  */
 import { openSync, readSync, writeFileSync } from "node:fs"
+import http from "node:http"
 import net from "node:net"
 import { PerformanceObserver } from "node:perf_hooks"
 
@@ -23,12 +24,21 @@ const sched = () => {
 const emit = net.Server.prototype.emit
 net.Server.prototype.emit = function(event, ...args) {
   if (event === "connection") out.conns.push([now(), args[0].remotePort])
-  if (event === "request" && args[0].url === "/healthz") {
-    const stamp = { port: args[0].socket.remotePort, request: now() }
-    out.health.push(stamp)
-    args[1].once("finish", () => (stamp.finish = now()))
-  }
+  if (event === "request" && args[0].url === "/healthz") stampHealth(args[0], args[1])
   return emit.call(this, event, ...args)
+}
+const stamped = new WeakSet()
+const stampHealth = (request, response) => {
+  stamped.add(response)
+  const stamp = { port: request.socket.remotePort, request: now() }
+  out.health.push(stamp)
+  response.once("finish", () => (stamp.finish = now()))
+}
+// `serve` answers a plain `/healthz` in its hook, without a `request` event (serve19): stamped at its answer.
+const writeHead = http.ServerResponse.prototype.writeHead
+http.ServerResponse.prototype.writeHead = function(...args) {
+  if (!stamped.has(this) && this.req?.url === "/healthz") stampHealth(this.req, this)
+  return writeHead.apply(this, args)
 }
 let last = now()
 let lastCpu = process.cpuUsage()

@@ -34,7 +34,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { closeSync, openSync, readFileSync } from "node:fs"
-import { createServer, type IncomingMessage, type Server as NodeServer } from "node:http"
+import { Buffer } from "node:buffer"
+import { createServer, type IncomingMessage, type Server as NodeServer, type ServerResponse } from "node:http"
 import type { Socket } from "node:net"
 import type { SessionEngine } from "../index.js"
 import * as Access from "./Access.js"
@@ -375,7 +376,7 @@ export const serve = (
   ))
   return HttpApiBuilder.serve().pipe(
     Layer.provideMerge(closeConnections),
-    Layer.provideMerge(startRequestsAsTasks(server, requestRead)),
+    Layer.provideMerge(startRequestsAsTasks(server, requestRead, answerHealth(config.allowedHosts))),
     Layer.provide(layer(config, turns)),
     Layer.provideMerge(NodeHttpServer.layer(() => server, { host: listen.host ?? "127.0.0.1", port: listen.port ?? defaultPort }))
   )
@@ -422,10 +423,15 @@ export const guardNodeServer = (
  * probe queued behind them in the listen queue waited for all of it. As a task, a request's start
  * takes its place in the scheduler's queue (first come, first served, sliced with all other fiber
  * work: a steady stream of requests starves nothing), and the turn holds only Node's parsing. A
- * liveness probe still starts at once and goes ahead of the queue (see {@link servesHealth}).
+ * liveness probe still starts at once and goes ahead of the queue (see {@link servesHealth}), unless
+ * `answered` answered it already, in this callback (`serve`'s plain `/healthz`: see `answerHealth`).
  * `requestRead` hears of every request at once, as Node reads it (the connections' bound).
  */
-const startRequestsAsTasks = (server: NodeServer, requestRead: (request: IncomingMessage) => void) =>
+const startRequestsAsTasks = (
+  server: NodeServer,
+  requestRead: (request: IncomingMessage) => void,
+  answered: (request: IncomingMessage, response: ServerResponse) => boolean = () => false
+) =>
   Layer.scopedDiscard(Effect.gen(function*() {
     const scheduler = yield* FiberRef.get(FiberRef.currentScheduler)
     const emit = server.emit as (this: NodeServer, event: string | symbol, ...args: Array<unknown>) => boolean
@@ -433,6 +439,10 @@ const startRequestsAsTasks = (server: NodeServer, requestRead: (request: Incomin
       if (event !== "request") return emit.call(this, event, ...args)
       const request = args[0] as IncomingMessage
       requestRead(request)
+      if (answered(request, args[1] as ServerResponse)) {
+        underway(request)
+        return true
+      }
       if (healthPath.test(request.url ?? "")) return emit.call(this, event, ...args)
       // At once, not when it starts: however long the queue, a request that came is not timed out.
       underway(request)
@@ -464,6 +474,41 @@ export const servesHealth: EventLoop.Urgent = (fiber) => {
 }
 
 const healthPath = /^\/healthz(?:\?|$)/
+
+/**
+ * `/healthz`'s answer as the API makes it (the `healthz` route, its JSON, the guards' `nosniff`):
+ * the same status, headers in the same order, and bytes.
+ */
+const healthBody = Buffer.from(JSON.stringify({ ok: true }))
+const healthHeaders = {
+  "content-type": "application/json",
+  "content-length": String(healthBody.length),
+  "x-content-type-options": "nosniff"
+} as const
+
+/**
+ * Answers a plain liveness probe in Node's `request` callback, before any fiber starts — `serve`'s
+ * own server only (an embedder's middleware may want to see every request). A `/healthz` served by
+ * the platform is a fiber through its span, the guards and the router (≈ 50 steps and their
+ * allocations, then its task waits for the scheduler's next run): on a server writing a turn to 500
+ * watchers that run comes after the rest of the loop's turn and a slice of their work, and the
+ * prober's thousand probes a run cost the server that fiber each (docs/benchmarks.md, serve19).
+ * Only a request the guards would let through to the route untouched is answered here — `GET` or
+ * `HEAD`, no body (a length or a chunked body is the guards' to judge: 413, 411), a `Host` that
+ * names this server, not from another origin's page; any other goes the platform's way and gets its
+ * answer (403, 404 …) as before. True when it answered.
+ */
+const answerHealth = (allowedHosts: ReadonlyArray<string>) => (request: IncomingMessage, response: ServerResponse): boolean => {
+  const method = request.method ?? ""
+  if ((method !== "GET" && method !== "HEAD") || !healthPath.test(request.url ?? "")) return false
+  const headers = request.headers as Access.Headers
+  if (headers["content-length"] !== undefined || headers["transfer-encoding"] !== undefined) return false
+  if (!Access.hostAllowed(headers["host"], allowedHosts) || Access.fromOtherOrigin(method, headers)) return false
+  response.writeHead(200, healthHeaders)
+  // Node writes no body for `HEAD`, as for the platform's answer.
+  response.end(healthBody)
+  return true
+}
 
 /** When a server of this process last accepted a connection (`performance.now()`). */
 let lastAccepted = Number.NEGATIVE_INFINITY

@@ -6,7 +6,8 @@
  * in one turn, before the loop could accept the next connection, while a liveness probe waited
  * behind them in the listen queue. Observed through the platform's span of each request, made in
  * the request fiber's first steps: whether it was made inside a task of the server's scheduler.
- * Counted, not timed.
+ * A plain `GET /healthz` starts no request at all: `serve` answers it in Node's callback
+ * (healthFirst.test.ts); one the guards must judge starts at once. Counted, not timed.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -52,7 +53,11 @@ describe("serve starts requests", () => {
         const { server } = yield* startIn().pipe(Effect.withScheduler(scheduler), Effect.withTracer(spying))
         const authorized = { headers: { authorization: `Bearer ${server.token}` } }
         started.length = 0
+        // A plain probe is answered before any fiber (healthFirst.test.ts): no span at all.
         expect((yield* Effect.promise(() => send(server.port, "/healthz"))).status).toBe(200)
+        expect(started).toEqual([])
+        // One with a body's length goes the platform's way, and starts at once.
+        expect((yield* Effect.promise(() => send(server.port, "/healthz", { body: "" }))).status).toBe(200)
         expect((yield* Effect.promise(() => send(server.port, "/sessions", authorized))).status).toBe(200)
         expect((yield* Effect.promise(() => send(server.port, "/no-such-route", authorized))).status).toBe(404)
         const answers = yield* Effect.promise(() => Promise.all(Array.from({ length: 50 }, () => send(server.port, "/sessions", authorized))))
