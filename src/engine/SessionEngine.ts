@@ -49,6 +49,7 @@ import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Fork from "./Fork.js"
 import * as Images from "./Images.js"
+import * as KeptShapes from "./KeptShapes.js"
 import * as Rewind from "./Rewind.js"
 import * as LiveSession from "./LiveSession.js"
 import * as LiveSessions from "./LiveSessions.js"
@@ -390,6 +391,8 @@ export const make = (
   options: Options = {}
 ): Effect.Effect<SessionEngine.Service, never, EventStore | ModelProvider | IdGenerator | Scope.Scope> =>
   Effect.gen(function*() {
+    // effect's short-lived shapes outlive a major GC, and the code optimized for them with them (KeptShapes).
+    KeptShapes.hold()
     const store = yield* EventStore
     const ids = yield* IdGenerator
     const baseTools = Option.getOrUndefined(yield* Effect.serviceOption(ToolRouter))
