@@ -72,6 +72,14 @@ export const normalize = (title: string): { readonly title: string } | { readonl
   return Array.from(clean).length > maxLength ? tooLong : { title: clean }
 }
 
+/**
+ * A title as a stored `session.titled` names it, read as {@link normalize} would have stored it:
+ * plain, cut to {@link maxLength}. A log another process wrote, or one that came with a repository,
+ * is not held to `normalize` (bidi overrides, escapes, 300 KB); a title this program stored comes
+ * back unchanged. Only its first `maxLength * 8` code units are looked at, as `normalize` does.
+ */
+export const stored = (title: string): string => cut(plain(title.slice(0, maxLength * 8)), maxLength)
+
 /** Whether a session matches a search: every word of `query` is in its title or its id, ignoring case. */
 export const matches = (query: string, session: { readonly sessionId: string; readonly title?: string | undefined }): boolean => {
   const words = query.toLowerCase().split(/\s+/).filter((w) => w !== "")
