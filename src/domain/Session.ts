@@ -89,7 +89,7 @@ export const titleChange = (event: AgentEvent): TitleChange => {
       return title === undefined ? undefined : { _tag: "Derive", title }
     }
     case "session.titled":
-      return { _tag: "Set", title: event.payload.title }
+      return { _tag: "Set", title: SessionTitle.stored(event.payload.title) }
     default:
       return undefined
   }

@@ -411,7 +411,7 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
       case "session.forked":
         return Either.right(moved)
       case "session.titled":
-        return Either.right({ ...moved, title: event.payload.title })
+        return Either.right({ ...moved, title: SessionTitle.stored(event.payload.title) })
       case "session.rewound":
         // A rewind goes back to a point between turns, so it is stored between turns. Remembered
         // permissions, the title and the totals stay: a rewind undoes the conversation and the files,

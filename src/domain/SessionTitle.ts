@@ -72,6 +72,29 @@ export const normalize = (title: string): { readonly title: string } | { readonl
   return Array.from(clean).length > maxLength ? tooLong : { title: clean }
 }
 
+/**
+ * A title as a stored `session.titled` names it, read as {@link normalize} would have stored it:
+ * plain, cut to {@link maxLength}. A log another process wrote, or one that came with a repository,
+ * is not held to `normalize` (bidi overrides, escapes, 300 KB); a title this program stored comes
+ * back unchanged. Only its first `maxLength * 8` code units are looked at, as `normalize` does.
+ */
+export const stored = (title: string): string =>
+  isStoredAlready(title) ? title : cut(plain(title.slice(0, maxLength * 8)), maxLength)
+
+/**
+ * Whether `title` is what {@link stored} would make of it, tested without copying it: every title
+ * this program stored is, and listings ask it of each title (`plain` and `cut` cost ~10 µs a title).
+ */
+const isStoredAlready = (title: string): boolean => title.length <= maxLength && !notPlain.test(title)
+
+/**
+ * What `plain` may change, in one pass: a control or format character (`FormatCharacters`), a
+ * surrogate (paired ones too: a title with an emoji takes the long way), whitespace other than a
+ * space, a leading, trailing or doubled space.
+ */
+// eslint-disable-next-line no-control-regex
+const notPlain = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]|[^\S ]|^ | $| {2}/
+
 /** Whether a session matches a search: every word of `query` is in its title or its id, ignoring case. */
 export const matches = (query: string, session: { readonly sessionId: string; readonly title?: string | undefined }): boolean => {
   const words = query.toLowerCase().split(/\s+/).filter((w) => w !== "")

@@ -323,8 +323,8 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   },
   "session.forked": (view, event) => note(view, event, `forked from ${event.payload.fromSessionId} at #${event.payload.atSequence}`),
   "session.titled": (view, event) => {
-    view.title = event.payload.title
-    note(view, event, `renamed: ${event.payload.title}`)
+    view.title = SessionTitle.stored(event.payload.title)
+    note(view, event, `renamed: ${view.title}`)
   },
   "workspace.changed": (view, event) => {
     const { changes, incomplete } = event.payload

@@ -60,7 +60,7 @@ const readFiles = () => {
  */
 const pageHeaders = {
   "content-security-policy":
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "referrer-policy": "same-origin",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",

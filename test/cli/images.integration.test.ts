@@ -4,7 +4,7 @@
  * server — the request body it sent carries the image — and clear one-line errors that store nothing.
  */
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -27,6 +27,12 @@ writeFileSync(join(cwd, "drawing.svg"), readFileSync(join(fixtures, "evil.svg"))
 // A PNG by its first bytes, over the 5 MiB cap.
 writeFileSync(join(cwd, "huge.png"), Buffer.concat([png.subarray(0, 8), Buffer.alloc(5 * 1024 * 1024 + 1)]))
 execFileSync("mkfifo", [join(cwd, "pipe.png")])
+// Links a session's command can make in the workspace for a later `/image`: a /proc file whose size
+// says 0 and that holds gigabytes (8 bytes for each page of the address space), one that fails its
+// read, and a device without end.
+symlinkSync("/proc/self/pagemap", join(cwd, "pagemap.png"))
+symlinkSync("/proc/self/mem", join(cwd, "mem.png"))
+symlinkSync("/dev/zero", join(cwd, "zero.png"))
 
 let server: WireServer.WireServer
 beforeAll(async () => {
@@ -77,6 +83,10 @@ describe("run --image", () => {
     // Opened without blocking: before, the open waited for a writer for good (the session's own
     // command can make one in the workspace for a later `/image`).
     ["a named pipe", ["--image", "pipe.png"], /^--image pipe\.png: not a regular file$/],
+    // Read up to the cap and no further: before, its gigabytes were read whole (5 GB held after 60 s).
+    ["a link to a /proc file of size 0 that holds gigabytes", ["--image", "pagemap.png"], /^--image pagemap\.png: holds more than the 5242880 bytes \(5 MiB\) an image may be \[too_large\]$/],
+    ["a link to /proc/self/mem", ["--image", "mem.png"], /^--image mem\.png: cannot be read \(EIO\)$/],
+    ["a link to /dev/zero", ["--image", "zero.png"], /^--image zero\.png: not a regular file$/],
     ["--image with --follow-up", ["--image", "pixel.gif", "--follow-up"], /--image goes with a new turn/]
   ]
   for (const [what, args, message] of refusals) {

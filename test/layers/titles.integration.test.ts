@@ -5,6 +5,7 @@
  * database before the migration that adds the column, a SQLite database opened read-only before it).
  */
 import { readFileSync, writeFileSync } from "node:fs"
+import Database from "better-sqlite3"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -89,6 +90,16 @@ const withoutTitles = (migration: string) =>
     yield* sql`DELETE FROM effect_agent_migrations WHERE migration_id >= ${row!.migration_id}`
   })
 
+/** A title a store's own cache or rows can hold when they came with a repository: a U+202E override makes `gnp.exe` read `exe.png` wherever it is shown; 300 KB in every listing. */
+const plantedTitle = `My \u202egnp.exe\u202c \x1b[31mname ${"y".repeat(300_000)}`
+
+/** `plantedTitle` as a log's `session.titled` is read: plain, cut to 200 characters. */
+const expectStored = (title: string | undefined) => {
+  expect(title?.startsWith("My gnp.exe name yyy")).toBe(true)
+  expect(Array.from(title!).length).toBeLessThanOrEqual(200)
+  expect(title).not.toMatch(/[\u202a-\u202e\x1b]/)
+}
+
 describe("session titles in the listing", () => {
   for (const [name, make] of stores) {
     it.scoped(`${name}: derived from the first message (plain, one line, ≤ 60 characters), replaced by session.titled`, () =>
@@ -103,6 +114,36 @@ describe("session titles in the listing", () => {
         expect((yield* titlesOf(store)).untitled).toBe("Batch")
       }).pipe(Effect.provide(NodeContext.layer)))
   }
+
+  it.scoped("JSONL: an index that came with the data dir (a repository's .effect-agent) lists its titles plain and cut, as a log's session.titled", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const store = yield* JsonlEventStore.make({ dataDir })
+      for (const e of history) yield* store.append(e)
+      // A listing writes the index.
+      expect((yield* titlesOf(store)).renamed).toBe("My own name")
+      const indexFile = join(dataDir, "index.json")
+      const index = JSON.parse(readFileSync(indexFile, "utf8")) as { sessions: Array<{ summary: { sessionId: string; title?: string } }> }
+      for (const entry of index.sessions) if (entry.summary.sessionId === "renamed") entry.summary.title = plantedTitle
+      writeFileSync(indexFile, JSON.stringify(index))
+      const reopened = yield* JsonlEventStore.make({ dataDir, readOnly: true })
+      expectStored((yield* titlesOf(reopened)).renamed)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("SQLite: a database that came with the repository lists its sessions' titles plain and cut, as a log's session.titled", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = `${dir}/events.sqlite`
+      yield* Effect.scoped(Effect.gen(function*() {
+        const store = yield* storeOf(SqliteEventStore.layer({ filename }))
+        for (const e of history) yield* store.append(e)
+      }))
+      // The schema is the store's own; its rows are the repository's.
+      const db = new Database(filename)
+      db.prepare("UPDATE sessions SET title = ? WHERE session_id = 'renamed'").run(plantedTitle)
+      db.close()
+      expectStored((yield* titlesOf(yield* storeOf(SqliteEventStore.layer({ filename, readOnly: true })))).renamed)
+    }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("JSONL: an index written by a version without titles (3) opens, and its titles are backfilled from the logs", () =>
     Effect.gen(function*() {

@@ -49,6 +49,8 @@ describe("response headers", () => {
         expect(page.status, name).toBe(200)
         expect(page.headers["referrer-policy"], name).toBe("same-origin")
         expect(page.headers["content-security-policy"], name).toMatch(/default-src 'none'; script-src 'self';.*frame-ancestors 'none'/)
+        // Images from its own origin and the blob: URLs its script made of what it fetched; no data: URL (the page makes none).
+        expect(page.headers["content-security-policy"], name).toContain("img-src 'self' blob:;")
         expect(page.headers["x-frame-options"], name).toBe("DENY")
       }
       const code = yield* Effect.promise(() => send(port, `/login?code=${server.config.loginCodes.issue()}`))

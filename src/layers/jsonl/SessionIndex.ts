@@ -48,6 +48,7 @@ import { Client } from "../../domain/AgentEvent.js"
 import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
+import * as SessionTitle from "../../domain/SessionTitle.js"
 import { byRecentActivity } from "../../services/EventStore.js"
 import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
@@ -143,6 +144,15 @@ const isEntry = (u: unknown): u is Entry => {
     isInt(s.turnCount) && isInt(s.lastSequence) && (s.awaitingApproval === undefined || (Array.isArray(s.awaitingApproval) && s.awaitingApproval.every(isString))) &&
     (s.title === undefined || isString(s.title)) &&
     isTotals(s)
+}
+
+/**
+ * A summary with its title as a log's `session.titled` is read (`SessionTitle.stored`): an index can
+ * come with a repository, and its title is listed wherever sessions are (the viewer, `sessions`).
+ */
+const withStoredTitle = (summary: Session.SessionSummary): Session.SessionSummary => {
+  const title = summary.title === undefined ? undefined : SessionTitle.stored(summary.title)
+  return title === summary.title ? summary : { ...summary, title }
 }
 
 /** Whether a summary's usage totals, if any, have their shape. */
@@ -508,7 +518,7 @@ export const make = (options: Options) => {
     if (changed || listed !== stored) yield* save(listed, journal)
     if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
-    return { sessions: listed.map((entry) => entry.summary), damaged }
+    return { sessions: listed.map((entry) => withStoredTitle(entry.summary)), damaged }
   })
 
   return { refresh, note }

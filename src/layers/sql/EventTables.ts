@@ -20,6 +20,7 @@ import { EventStoreFailure } from "../../domain/Errors.js"
 import * as LogFormat from "../../domain/LogFormat.js"
 import * as Session from "../../domain/Session.js"
 import type { SessionSummary } from "../../domain/Session.js"
+import * as SessionTitle from "../../domain/SessionTitle.js"
 import { batchConflict, type EventStore } from "../../services/EventStore.js"
 import * as SessionUsage from "./SessionUsage.js"
 
@@ -319,7 +320,8 @@ export const make = ({ append: appendEvent, failure, listingPlan, retried = once
     }
     if (calls !== undefined) built.awaitingApproval = calls
     const title = row[7]
-    if (title !== undefined && title !== null) built.title = title
+    // A database can come with a repository: its title is read as a log's `session.titled` is.
+    if (title !== undefined && title !== null) built.title = SessionTitle.stored(title)
     if (totals !== undefined) {
       built.usage = totals.usage
       built.cost = totals.cost
