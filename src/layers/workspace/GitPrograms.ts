@@ -46,17 +46,22 @@ const namesProgram = (setting: RunsLater.Setting): boolean => {
 /** The hook a read can run: `git status` (and `git diff`, `git add`) writes the index back when it refreshed it. */
 const readHooks = ["post-index-change"]
 
+/** The settings of configs that name a program, as `section.key`, and a note for one too large to read whole. */
+const programSettings = (read: { readonly settings: ReadonlyArray<RunsLater.Setting>; readonly unread: boolean }): ReadonlyArray<string> => [
+  ...(read.unread ? ["(a config larger than 64 KiB, not checked)"] : []),
+  ...read.settings.filter(namesProgram).map((s) => `${s.section}.${s.key}`)
+]
+
 /** What one repository's own files make git run, as `section.key` and `hooks/<name>` (its values are the repository's, never shown). */
 const programsOf = async (worktree: RunsLater.Worktree): Promise<ReadonlyArray<string>> => {
-  const own = await RunsLater.repositorySettingsOf(worktree)
-  const settings = own.settings.filter(namesProgram).map((s) => `${s.section}.${s.key}`)
+  const settings = programSettings(await RunsLater.repositorySettingsOf(worktree))
   const folders = [NodePath.join(worktree.gitDir, "hooks"), ...(await RunsLater.gitSettingsOf(worktree)).hooks]
   const hooks = await Promise.all(
     folders.flatMap((folder) =>
       readHooks.map(async (name) => ((await NodeFs.stat(NodePath.join(folder, name)).catch(() => undefined))?.isFile() === true ? [`hooks/${name}`] : []))
     )
   )
-  return [...(own.unread ? ["(a config larger than 64 KiB, not checked)"] : []), ...settings, ...hooks.flat()]
+  return [...settings, ...hooks.flat()]
 }
 
 /** The worktree a git folder makes when named by `--git-dir`: its own config and hooks, from `cwd`. */
@@ -90,6 +95,11 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
+    // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
+    for (const file of at.configs ?? []) {
+      const path = RunsLater.hooksFolder(file, cwd)
+      for (const what of programSettings(await RunsLater.configSettingsOf(path))) found.add(`${what} (${NodePath.relative(cwd, path)})`)
+    }
   }
   return [...found]
 }
