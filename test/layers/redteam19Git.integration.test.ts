@@ -164,5 +164,12 @@ describe("a submodule deeper than the search, its git folder out of .git/modules
     rmSync(join(cwd, ".gitmodules"))
     expect(await decide(cwd, "git status")).toMatchObject(asks)
     expect(await GitPrograms.chosenByRepository(cwd, [{ base: "" }])).toEqual(["core.fsmonitor (d1/d2/d3/.sub-git)"])
+    // Index version 4 (names prefix-compressed) and 3 (extended flags) read alike.
+    writeFileSync(join(cwd, "d1", "d2", "d3", "b.txt"), "b\n")
+    git(["add", "--intent-to-add", "d1/d2/d3/b.txt"], cwd)
+    for (const version of ["4", "3"]) {
+      git(["update-index", "--index-version", version], cwd)
+      expect(await GitPrograms.chosenByRepository(cwd, [{ base: "" }]), version).toEqual(["core.fsmonitor (d1/d2/d3/.sub-git)"])
+    }
   })
 })

@@ -23,6 +23,7 @@
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type { GitAt } from "./CommandPaths.js"
+import * as Gitlinks from "./Gitlinks.js"
 import * as RunsLater from "./RunsLater.js"
 import * as Sandbox from "./Sandbox.js"
 
@@ -70,6 +71,27 @@ const namedGitDir = async (gitDir: string, cwd: string): Promise<RunsLater.Workt
   return { gitDir: common === "" ? gitDir : NodePath.resolve(gitDir, common), ownGitDir: gitDir, root: cwd }
 }
 
+/** How deep submodules in submodules are followed (as `Sandbox.submoduleGitDirs` follows `.git/modules`). */
+const submoduleDepth = 3
+
+/**
+ * The populated submodules of a worktree's index, at any depth in its tree and their own in turn
+ * (`Gitlinks`), as the worktrees their `.git` makes, whose configs the worktree's `git status` reads
+ * wherever their git folders are; a note for an index too large to read.
+ */
+const submodulesOf = async (worktree: RunsLater.Worktree, depth = 0): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
+  if (depth >= submoduleDepth) return []
+  const sha256 = (await RunsLater.repositorySettingsOf(worktree)).settings
+    .some((s) => s.section === "extensions" && s.key === "objectformat" && s.value.toLowerCase() === "sha256")
+  const links = await Gitlinks.gitlinksOf(NodePath.join(worktree.ownGitDir, "index"), sha256 ? 32 : 20)
+  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB, its submodules not checked)"] : []
+  for (const path of links.paths) {
+    const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
+    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, depth + 1)))
+  }
+  return found
+}
+
 /**
  * What the repositories the line's gits work in would run that those repositories chose (see the
  * module's comment), each named once, with where it is relative to cwd when not cwd's own. Empty
@@ -93,6 +115,7 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     if (worktree !== undefined) {
       await add(worktree)
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
+      for (const sub of await submodulesOf(worktree)) typeof sub === "string" ? found.add(sub) : await add(sub)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
