@@ -142,6 +142,10 @@ describe("what a line sets for its git names the repository and configs it reads
     ) {
       expect(await decide(cwd, line), line).toMatchObject(asks)
     }
+    // A git browser allowed by its own rule runs git in the repository too.
+    for (const line of ["cd d1/d2/d3/clone && tig", "tig -C d1/d2/d3/clone", "env -C d1/d2/d3/clone lazygit"]) {
+      expect(await decide(cwd, line), line).toMatchObject(asks)
+    }
     // What the line does not move into is as before.
     expect(await decide(cwd, "cd d1 && git status")).toEqual(mine)
     expect(await decide(cwd, "GIT_DIR=.git git log")).not.toMatchObject(asks)

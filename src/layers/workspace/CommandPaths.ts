@@ -87,6 +87,9 @@ const gitAt = (args: ReadonlyArray<CommandLine.Word>): GitAt => {
 /** A `-c` setting that makes git read another config file (git takes only an absolute one, or `~/…`, from the command line). */
 const includePath = /^include(?:if\..*)?\.path=/is
 
+/** Programs that show a repository by running git in it (`tig` runs `git status` and `git log`; `tig -C dir` as git's). */
+const gitFrontends = new Set(["tig", "lazygit", "gitui", "gitk", "git-cola"])
+
 /** Git's variables naming its git folder, and the config files it reads in place of the user's. */
 const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
 const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
@@ -435,8 +438,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       })
     }
     for (const w of args) word(w, bases)
-    // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`).
-    const gitWord = program === "git" ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && NodePath.basename(w.value) === "git") : -1
+    // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
+    // git browser (`tig`), whose git reads the repository's config as git's own does.
+    const runsGit = (name: string) => name === "git" || gitFrontends.has(name)
+    const gitWord = runsGit(program) ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && runsGit(NodePath.basename(w.value))) : -1
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (gitWord >= 0) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
