@@ -24,6 +24,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, ren
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { git, repositoriesIn } from "./gitRepositories.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import * as GitPrograms from "../../src/layers/workspace/GitPrograms.js"
@@ -32,19 +33,9 @@ import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam19-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 let made = 0
-const git = (args: ReadonlyArray<string>, at: string) =>
-  execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", "-c", "protocol.file.allow=always", ...args], { cwd: at, stdio: "pipe" })
 const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
 /** A repository with one commit, then `config` appended to its `.git/config`. */
-const repository = (config = "", dir = join(base, `r${made++}`)) => {
-  mkdirSync(dir, { recursive: true })
-  git(["init", "-q"], dir)
-  writeFileSync(join(dir, "a.txt"), "a\n")
-  git(["add", "."], dir)
-  git(["commit", "-qm", "one"], dir)
-  appendFileSync(join(dir, ".git", "config"), config)
-  return dir
-}
+const repository = repositoriesIn(base)
 
 const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
 const decide = async (cwd: string, command: string) => {
