@@ -7,20 +7,34 @@
  * @since 0.12.0
  */
 
-// U+061C, U+200B–U+200F, U+2028–U+202E, U+2060–U+2069, U+FEFF.
-const formatClass = "\\u061c\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff"
-// The C0 and C1 control characters.
-const controlClass = "\\u0000-\\u001f\\u007f-\\u009f"
+// Every format character (Cf: the bidi controls, zero-width characters, the byte-order mark, the soft hyphen,
+// U+206A–U+206F, the tag characters U+E0000–U+E007F that carry whole hidden ASCII texts) and the line and paragraph
+// separators (Zl, Zp). Whole categories, not a list: a list missed the soft hyphen and the tags.
+const formatClass = "\\p{Cf}\\p{Zl}\\p{Zp}"
+// The C0 and C1 control characters; private-use, unassigned and lone surrogate code points (shown as a box, as
+// nothing, or as whatever a font puts there); the variation selectors (which change how the character before shows).
+const controlClass = "\\p{Cc}\\p{Co}\\p{Cn}\\p{Cs}\\u{fe00}-\\u{fe0f}\\u{e0100}-\\u{e01ef}"
+// The spaces but the ASCII one (`npx\u00a0evil` reads as `npx evil`).
+const spaces = "(?! )\\p{Zs}"
 
-const format = new RegExp(`[${formatClass}]`, "g")
-const unprintable = new RegExp(`[${controlClass}${formatClass}]`, "g")
+const format = new RegExp(`[${formatClass}]`, "gu")
+const unprintable = new RegExp(`[${controlClass}${formatClass}]|${spaces}`, "gu")
+const dropped = new RegExp(`[\\p{Cc}${formatClass}]`, "gu")
 
-const escaped = (c: string): string => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+/** `\uXXXX`, or `\u{XXXXX}` past the first plane (a tag character is one escape, not two halves). */
+const escaped = (c: string): string => {
+  const code = c.codePointAt(0)!
+  return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, "0")}`
+}
 
 /** Text with its format characters written as `\u…` escapes, so what is there shows. */
 export const escapeFormat = (text: string): string => text.replace(format, escaped)
 
-/** Text with its control and format characters written as `\u…` escapes. */
+/**
+ * Text with every character that does not show as itself written as `\u…` escapes: controls, format characters,
+ * private-use and unassigned code points, variation selectors, separators and the spaces but U+0020. For names,
+ * rules, commands and the trust summaries: text a person reads to decide, where nothing may hide.
+ */
 export const escapeUnprintable = (text: string): string => text.replace(unprintable, escaped)
 
 /** Whether text holds no control or format character. */
@@ -30,4 +44,4 @@ export const isPrintable = (text: string): boolean => text.search(unprintable) =
  * Text with its control and format characters dropped — but the zero-width (non-)joiners, which
  * shape letters (Persian words, emoji sequences) and hide nothing.
  */
-export const dropUnprintable = (text: string): string => text.replace(unprintable, (c) => (c === "\u200c" || c === "\u200d" ? c : ""))
+export const dropUnprintable = (text: string): string => text.replace(dropped, (c) => (c === "\u200c" || c === "\u200d" ? c : ""))

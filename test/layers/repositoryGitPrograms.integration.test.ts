@@ -13,11 +13,11 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import { execFileSync } from "node:child_process"
 import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { git, repositoriesIn } from "./gitRepositories.js"
 import type { RememberedPermission } from "../../src/domain/SessionState.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
@@ -27,19 +27,8 @@ import * as GitPrograms from "../../src/layers/workspace/GitPrograms.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-repo-git-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
-let made = 0
-const git = (args: ReadonlyArray<string>, at: string) =>
-  execFileSync("git", ["-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", "-c", "protocol.file.allow=always", ...args], { cwd: at, stdio: "pipe" })
 /** A repository with one commit, then `config` appended to its `.git/config`. */
-const repository = (config = "", dir = join(base, `r${made++}`)) => {
-  mkdirSync(dir, { recursive: true })
-  git(["init", "-q"], dir)
-  writeFileSync(join(dir, "a.txt"), "a\n")
-  git(["add", "."], dir)
-  git(["commit", "-qm", "one"], dir)
-  appendFileSync(join(dir, ".git", "config"), config)
-  return dir
-}
+const repository = repositoriesIn(base)
 
 const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
 const decide = async (cwd: string, command: string, rules: ReadonlyArray<PermissionPolicy.Rule>, remembered: ReadonlyArray<RememberedPermission> = [], mode?: PermissionPolicy.Mode) => {

@@ -4,6 +4,7 @@
  *
  * @since 0.5.0
  */
+import * as FormatCharacters from "../../domain/FormatCharacters.js"
 
 /** The prefix of every MCP tool's name. */
 export const prefix = "mcp__"
@@ -33,4 +34,4 @@ export const serverNameRule = "a server's name is 1 to 40 letters, digits, _ or 
  * so that a hostile name neither runs on for 10 KB nor reorders or colours what a terminal shows.
  */
 export const shown = (name: string): string =>
-  JSON.stringify(name.length <= 100 ? name : `${name.slice(0, 100)}…`).replace(/[\p{Cc}\p{Cf}]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+  FormatCharacters.escapeUnprintable(JSON.stringify(name.length <= 100 ? name : `${name.slice(0, 100)}…`))

@@ -61,12 +61,15 @@ export interface Named {
 export interface GitAt {
   readonly base: string
   readonly gitDir?: string | undefined
+  /** Config files the line makes git read besides the repository's (`GIT_CONFIG_GLOBAL=…`, `-c include.path=…`), relative to cwd. */
+  readonly configs?: ReadonlyArray<string> | undefined
 }
 
-/** Where git works after its own options `-C dir` (each one from the last), `--git-dir` (from there). */
+/** Where git works after its own options `-C dir` (each one from the last), `--git-dir` (from there), and the files `-c include.path=` names. */
 const gitAt = (args: ReadonlyArray<CommandLine.Word>): GitAt => {
   let base = ""
   let gitDir: string | undefined
+  const configs: Array<string> = []
   const values = args.map((w) => w.value)
   const end = GlobalOptions.subcommandIndex("git", values)
   for (let i = 0; i < Math.min(end, values.length); i++) {
@@ -76,8 +79,59 @@ const gitAt = (args: ReadonlyArray<CommandLine.Word>): GitAt => {
     else if (/^-C./.test(v)) base = NodePath.join(base, v.slice(2))
     else if (v === "--git-dir" && next !== undefined) gitDir = NodePath.join(base, next)
     else if (v.startsWith("--git-dir=")) gitDir = NodePath.join(base, v.slice("--git-dir=".length))
+    else if (v === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
   }
-  return { base, ...(gitDir === undefined ? {} : { gitDir }) }
+  return { base, ...(gitDir === undefined ? {} : { gitDir }), ...(configs.length === 0 ? {} : { configs }) }
+}
+
+/** A `-c` setting that makes git read another config file (git takes only an absolute one, or `~/…`, from the command line). */
+const includePath = /^include(?:if\..*)?\.path=/is
+
+/** Programs that show a repository by running git in it (`tig` runs `git status` and `git log`; `tig -C dir` as git's). */
+const gitFrontends = new Set(["tig", "lazygit", "gitui", "gitk", "git-cola"])
+
+/** Git's variables naming its git folder, and the config files it reads in place of the user's. */
+const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
+const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
+
+/** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
+const placesLimit = 8
+
+/**
+ * Where a line's gits really work: each from every folder the line may have moved to first (`cd dir &&`, `pushd dir;`,
+ * kept with where it was: which runs first is not read), with the git folder and config files the line's variables
+ * name (`GIT_DIR=evil git status`, `export GIT_DIR=…;`, `env GIT_CONFIG_GLOBAL=./x git status`), taken from the folder
+ * git works in, as git takes them. Over-reporting only makes the policy read more repositories.
+ */
+const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assigned: ReadonlyArray<string>): ReadonlyArray<GitAt> => {
+  const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
+  const gitDirs = valuesOf(gitDirVariables)
+  const configs = valuesOf(configVariables)
+  return gits.flatMap((at) =>
+    places.flatMap((place) => {
+      const base = NodePath.join(place, at.base)
+      const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
+      const files = [...own, ...configs.map((file) => NodePath.join(base, file))]
+      const shared = { base, ...(files.length === 0 ? {} : { configs: files }) }
+      const gitDir = at.gitDir === undefined ? [] : [NodePath.join(place, at.gitDir)]
+      const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]
+      return named.length === 0 ? [shared] : named.map((dir) => ({ ...shared, gitDir: dir }))
+    })
+  )
+}
+
+/** The folder `cd dir`, `pushd dir` or a wrapper's `env -C dir`/`--chdir=dir` moves to, if the words name one. */
+const movesTo = (words: ReadonlyArray<string>): string | undefined => {
+  const program = NodePath.basename(words[0] ?? "")
+  if (program === "cd" || program === "pushd") return words.slice(1).find((w) => !w.startsWith("-") || w === "-")?.replace(/^-$/, "") || undefined
+  if (program !== "env") return undefined
+  for (let i = 1; i < words.length; i++) {
+    const w = words[i]!
+    if ((w === "-C" || w === "--chdir") && words[i + 1] !== undefined) return words[i + 1]
+    if (/^-C./.test(w)) return w.slice(2)
+    if (w.startsWith("--chdir=")) return w.slice("--chdir=".length)
+  }
+  return undefined
 }
 
 /** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
@@ -312,6 +366,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const fromRepositoryRoot: Array<{ path: string; base: string }> = []
   const gits: Array<GitAt> = []
   const { commands, redirected } = simpleCommands(tokens)
+  // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
+  const places: Array<string> = [""]
+  const assigned: Array<string> = []
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -381,9 +438,21 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       })
     }
     for (const w of args) word(w, bases)
-    // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`).
-    const gitWord = program === "git" ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && NodePath.basename(w.value) === "git") : -1
-    if (gitWord >= 0) gits.push(gitAt(words.slice(gitWord + 1)))
+    // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
+    // git browser (`tig`), whose git reads the repository's config as git's own does.
+    const runsGit = (name: string) => name === "git" || gitFrontends.has(name)
+    const gitWord = runsGit(program) ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && runsGit(NodePath.basename(w.value))) : -1
+    assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
+    if (gitWord >= 0) {
+      // A wrapper's own move (`env -C dir git status`) is the git's first.
+      const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
+      const own = gitAt(words.slice(gitWord + 1))
+      gits.push(wrapper === undefined ? own : { ...own, base: NodePath.join(wrapper, own.base), ...(own.gitDir === undefined ? {} : { gitDir: NodePath.join(wrapper, own.gitDir) }) })
+    }
+    const moved = programWord.expands ? undefined : movesTo(words.slice(at).map((w) => w.value))
+    if (moved !== undefined && gitWord < 0) {
+      for (const place of [...places]) if (places.length < placesLimit) places.push(NodePath.join(place, moved))
+    }
     if (program === "git") {
       const values = args.map((w) => w.value)
       const sub = GlobalOptions.subcommandIndex("git", values)
@@ -435,7 +504,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       }
     }
   }
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned) }
 }
 
 /**

@@ -23,6 +23,7 @@
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type { GitAt } from "./CommandPaths.js"
+import * as Gitlinks from "./Gitlinks.js"
 import * as RunsLater from "./RunsLater.js"
 import * as Sandbox from "./Sandbox.js"
 
@@ -46,23 +47,49 @@ const namesProgram = (setting: RunsLater.Setting): boolean => {
 /** The hook a read can run: `git status` (and `git diff`, `git add`) writes the index back when it refreshed it. */
 const readHooks = ["post-index-change"]
 
+/** The settings of configs that name a program, as `section.key`, and a note for one too large to read whole. */
+const programSettings = (read: { readonly settings: ReadonlyArray<RunsLater.Setting>; readonly unread: boolean }): ReadonlyArray<string> => [
+  ...(read.unread ? ["(a config larger than 64 KiB, not checked)"] : []),
+  ...read.settings.filter(namesProgram).map((s) => `${s.section}.${s.key}`)
+]
+
 /** What one repository's own files make git run, as `section.key` and `hooks/<name>` (its values are the repository's, never shown). */
 const programsOf = async (worktree: RunsLater.Worktree): Promise<ReadonlyArray<string>> => {
-  const own = await RunsLater.repositorySettingsOf(worktree)
-  const settings = own.settings.filter(namesProgram).map((s) => `${s.section}.${s.key}`)
+  const settings = programSettings(await RunsLater.repositorySettingsOf(worktree))
   const folders = [NodePath.join(worktree.gitDir, "hooks"), ...(await RunsLater.gitSettingsOf(worktree)).hooks]
   const hooks = await Promise.all(
     folders.flatMap((folder) =>
       readHooks.map(async (name) => ((await NodeFs.stat(NodePath.join(folder, name)).catch(() => undefined))?.isFile() === true ? [`hooks/${name}`] : []))
     )
   )
-  return [...(own.unread ? ["(a config larger than 64 KiB, not checked)"] : []), ...settings, ...hooks.flat()]
+  return [...settings, ...hooks.flat()]
 }
 
 /** The worktree a git folder makes when named by `--git-dir`: its own config and hooks, from `cwd`. */
 const namedGitDir = async (gitDir: string, cwd: string): Promise<RunsLater.Worktree> => {
   const common = (await RunsLater.readGitFile(NodePath.join(gitDir, "commondir"))).trim()
   return { gitDir: common === "" ? gitDir : NodePath.resolve(gitDir, common), ownGitDir: gitDir, root: cwd }
+}
+
+/** How deep submodules in submodules are followed (as `Sandbox.submoduleGitDirs` follows `.git/modules`). */
+const submoduleDepth = 3
+
+/**
+ * The populated submodules of a worktree's index, at any depth in its tree and their own in turn
+ * (`Gitlinks`), as the worktrees their `.git` makes, whose configs the worktree's `git status` reads
+ * wherever their git folders are; a note for an index too large to read.
+ */
+const submodulesOf = async (worktree: RunsLater.Worktree, depth = 0): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
+  if (depth >= submoduleDepth) return []
+  const sha256 = (await RunsLater.repositorySettingsOf(worktree)).settings
+    .some((s) => s.section === "extensions" && s.key === "objectformat" && s.value.toLowerCase() === "sha256")
+  const links = await Gitlinks.gitlinksOf(NodePath.join(worktree.ownGitDir, "index"), sha256 ? 32 : 20)
+  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB, its submodules not checked)"] : []
+  for (const path of links.paths) {
+    const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
+    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, depth + 1)))
+  }
+  return found
 }
 
 /**
@@ -88,8 +115,14 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     if (worktree !== undefined) {
       await add(worktree)
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
+      for (const sub of await submodulesOf(worktree)) typeof sub === "string" ? found.add(sub) : await add(sub)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
+    // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
+    for (const file of at.configs ?? []) {
+      const path = RunsLater.hooksFolder(file, cwd)
+      for (const what of programSettings(await RunsLater.configSettingsOf(path))) found.add(`${what} (${NodePath.relative(cwd, path)})`)
+    }
   }
   return [...found]
 }

@@ -348,6 +348,12 @@ const configOf = async (
   return { settings, included, unread: text.length > configLimit }
 }
 
+/** The settings of the config file `file` and the files it includes, and whether it was too large to read whole. */
+export const configSettingsOf = async (file: string): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly unread: boolean }> => {
+  const { settings, unread } = await configOf(file)
+  return { settings, unread }
+}
+
 /**
  * The settings of a repository's own configs — its `config`, the worktree's `config.worktree` and
  * the files they include (followed as git follows them) — in the order git reads them, and whether

@@ -194,9 +194,13 @@ export const gitSearch = { depth: 2, maxFolders: 256 } as const
 
 const readGitFile = RunsLater.readGitFile
 
-/** The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a `commondir`'s line. */
+/**
+ * The real path of a folder git names in `file`, relative to the file's folder: a `.git` file's `gitdir: …`, a
+ * `commondir`'s line. Read where a link leads, as git reads both (a `commondir` linked to a file naming the
+ * repository's git folder is the one git takes its config from), a regular file only: a FIFO never blocks it.
+ */
 const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
-  const named = new RegExp(`^${prefix.source}(.+?)\\r?$`, "m").exec(await readGitFile(file))?.[1]
+  const named = new RegExp(`^${prefix.source}(.+?)\\r?$`, "m").exec(await readGitFile(file, 4096, true))?.[1]
   return named === undefined ? undefined : NodeFs.realpath(NodePath.resolve(NodePath.dirname(file), named)).catch(() => undefined)
 }
 
@@ -298,8 +302,15 @@ export const findRepositories = async (cwd: string) => {
           if (entry.isDirectory()) {
             await addGitDir(path)
             worktrees.push({ gitDir: path, ownGitDir: path, root: folder })
-          } else if (entry.isFile()) {
-            gitFiles.add(path)
+          } else if (entry.isFile() || (entry.isSymbolicLink() && (await NodeFs.stat(path).catch(() => undefined))?.isFile() === true)) {
+            // A `.git` file, or a link to one (git follows it: the folder it names is the repository). A link
+            // cannot be bound over: the file it leads to is, and the link is put back if a command changes it.
+            if (entry.isFile()) gitFiles.add(path)
+            else {
+              const real = await NodeFs.realpath(path).catch(() => undefined)
+              if (real !== undefined && isInside(cwd, real)) gitFiles.add(real)
+              followed.push(path)
+            }
             const target = await namedFolder(path, /gitdir: */)
             // A linked worktree's git folder names its repository's in `commondir`.
             const common = target === undefined ? undefined : await namedFolder(NodePath.join(target, "commondir"), /(?:)/)

@@ -1,0 +1,98 @@
+/**
+ * The submodules git reaches from a worktree, as git finds them: the gitlink entries of its index
+ * (mode 160000), wherever they are in the tree and whether `.gitmodules` names them or not. `git
+ * status` and `git diff` look into each populated one (a `git status` run in it), whose `.git` file
+ * may name a git folder anywhere — not only under `.git/modules` — and whose config's
+ * `core.fsmonitor` then runs (checked with git 2.39, a submodule four folders down with its git
+ * folder beside it and no `.gitmodules`). The sandbox's bounded search does not reach that deep.
+ *
+ * Read bounded and without blocking: an index is opened as git's small files are (a FIFO or device
+ * reads as nothing), at most {@link indexLimit} bytes, and an index larger than that is said to be
+ * unread. Versions 2 to 4 (4's prefix-compressed names) with SHA-1 or SHA-256 names; a sparse
+ * index's folder entries are no gitlinks, and a split index's shared part is not read.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import { constants } from "node:fs"
+import * as NodeFs from "node:fs/promises"
+
+/** Most of an index read: past it, the index is said to be unread (a repository of some 500,000 files). */
+export const indexLimit = 64 * 1024 * 1024
+
+/** What an index holds of submodules: their paths (relative to the worktree's root), or that it was too large to read. */
+export interface Gitlinks {
+  readonly paths: ReadonlyArray<string>
+  readonly unread: boolean
+}
+
+const none: Gitlinks = { paths: [], unread: false }
+
+/** Parsed indexes by file, kept while the file is unchanged (size, mtime, inode): each git line would read it again. */
+const cache = new Map<string, { readonly key: string; readonly links: Gitlinks }>()
+
+/** The gitlinks of the index file `file` (see the module's comment); `hashBytes` is 32 in a SHA-256 repository. */
+export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks> => {
+  const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
+  if (handle === undefined) return none
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) return none
+    if (info.size > indexLimit) return { paths: [], unread: true }
+    const key = `${info.size}:${info.mtimeMs}:${info.ino}:${hashBytes}`
+    const cached = cache.get(file)
+    if (cached?.key === key) return cached.links
+    const buffer = Buffer.alloc(info.size)
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
+    const links = { paths: parse(buffer.subarray(0, bytesRead), hashBytes), unread: false }
+    if (cache.size > 64) cache.clear()
+    cache.set(file, { key, links })
+    return links
+  } catch {
+    return none
+  } finally {
+    await handle.close()
+  }
+}
+
+/** The gitlink paths of an index's bytes; what cannot be read (another format, a cut file) ends the reading there. */
+const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
+  if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return []
+  const version = index.readUInt32BE(4)
+  if (version < 2 || version > 4) return []
+  const count = index.readUInt32BE(8)
+  const paths: Array<string> = []
+  let at = 12
+  let previous: Buffer = Buffer.alloc(0)
+  for (let n = 0; n < count; n++) {
+    const start = at
+    const flagsAt = start + 40 + hashBytes
+    if (flagsAt + 2 > index.length) break
+    const mode = index.readUInt32BE(start + 24)
+    const flags = index.readUInt16BE(flagsAt)
+    at = flagsAt + 2 + (version >= 3 && (flags & 0x4000) !== 0 ? 2 : 0)
+    let name: Buffer
+    if (version === 4) {
+      // A varint (git's offset encoding) of how many bytes of the previous name to drop, then the rest, NUL-ended.
+      let strip = 0
+      for (let byte = 0x80, first = true; (byte & 0x80) !== 0; first = false) {
+        if (at >= index.length) return paths
+        byte = index[at++]!
+        strip = first ? byte & 0x7f : ((strip + 1) << 7) | (byte & 0x7f)
+      }
+      const end = index.indexOf(0, at)
+      if (end < 0 || strip > previous.length) return paths
+      name = Buffer.concat([previous.subarray(0, previous.length - strip), index.subarray(at, end)])
+      at = end + 1
+    } else {
+      const end = index.indexOf(0, at)
+      if (end < 0) return paths
+      name = index.subarray(at, end)
+      // Padded with 1 to 8 NULs to a multiple of 8 bytes from the entry's start.
+      at = start + Math.ceil((end + 1 - start) / 8) * 8
+    }
+    previous = name
+    if ((mode & 0o170000) === 0o160000) paths.push(name.toString("utf8"))
+  }
+  return paths
+}
