@@ -63,6 +63,7 @@ export const toFailure = (error: unknown, now: number, baseURL?: string): Provid
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
+  if (Support.isTooDeep(error)) return ProviderFailure.of("server", Support.tooDeepDetail, extra)
   if (error instanceof Anthropic.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof Anthropic.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)

@@ -62,6 +62,7 @@ export const toFailure = (error: unknown, now: number, baseURL?: string): Provid
     ...(status === undefined ? {} : { status }),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs })
   }
+  if (Support.isTooDeep(error)) return ProviderFailure.of("server", Support.tooDeepDetail, extra)
   if (error instanceof OpenAI.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof OpenAI.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {

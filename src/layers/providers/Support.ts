@@ -77,6 +77,18 @@ export const shapeOf = (error: unknown): ErrorShape => {
 }
 
 /**
+ * Whether the SDK failed on an event nested too deep for it: both SDKs build an `error` event's
+ * message with a recursive `JSON.stringify`, which overflows the stack at 100,000 levels (`JSON.parse`
+ * took them). Nothing of the event can be read then, so it ends `server`, as an unreadable event does
+ * — the code the same event gets when shallow (`api_error`, `server_error`), and retried alike — with
+ * {@link tooDeepDetail}, never the RangeError's message or stack.
+ */
+export const isTooDeep = (error: unknown): boolean => error instanceof RangeError
+
+/** The detail of {@link isTooDeep}'s failure. */
+export const tooDeepDetail = "the response held an event nested too deep to read"
+
+/**
  * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
  * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
  * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
