@@ -113,6 +113,11 @@ export const recordedMcp = (choice: Choice) =>
 export const chosen = (choice: Choice) =>
   Effect.gen(function*() {
     const overrides = { model: Option.getOrUndefined(choice.model), baseURL: Option.getOrUndefined(choice.baseUrl) }
+    // Before any request (fetch refuses `user:password@` with no system code: "could not reach …"), never quoting it.
+    const unusableUrl = overrides.baseURL === undefined ? undefined : Address.unusable(overrides.baseURL)
+    if (unusableUrl !== undefined) {
+      return yield* new CliError({ reason: "invalid_arguments", message: `--base-url ${Address.shown(overrides.baseURL!)} ${unusableUrl}` })
+    }
     const anthropicKey = yield* apiKey("ANTHROPIC_API_KEY")
     const openAiKey = yield* apiKey("OPENAI_API_KEY")
     const picked = Option.getOrElse(choice.provider, () =>

@@ -15,3 +15,19 @@ export const shown = (url: string): string => {
   const { host, pathname, protocol } = new URL(url)
   return `${protocol}//${host}${pathname === "/" ? "" : pathname}`
 }
+
+/**
+ * Why `url` cannot be a provider's base URL, or `undefined` when it can — checked before any
+ * request, by the CLI (`--base-url`) and the provider layers: `fetch` refuses a URL with a user name
+ * or password in it (`user:password@`) without a system code, which read as "could not reach …". The
+ * reason never quotes the URL (its userinfo is the secret).
+ */
+export const unusable = (url: string): string | undefined => {
+  if (!URL.canParse(url)) return "is not a URL"
+  const { password, protocol, username } = new URL(url)
+  if (protocol !== "http:" && protocol !== "https:") return "is not an http: or https: URL"
+  if (username !== "" || password !== "") {
+    return "holds a user name or password (user:password@), which no request carries: give the key as the API key, or a gateway's address without it"
+  }
+  return undefined
+}

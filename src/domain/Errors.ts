@@ -17,6 +17,8 @@ export const EventStoreFailureReason = Schema.Literal(
   "line_too_long",
   // The session's log is not one this user started (see StartedSessions): not driven until adopted.
   "untrusted",
+  // A writer asked for inside a caller's SQL transaction (see writer/Lease.ts): refused, nothing taken.
+  "in_transaction",
   "unknown"
 )
 /** Why the event store failed. */

@@ -10,13 +10,16 @@
  */
 import { ProviderFailure } from "../domain/Errors.js"
 import * as Json from "../domain/Json.js"
-import type { FinishReason } from "../services/ModelProvider.js"
+import type { Usage } from "../domain/AgentEvent.js"
+import type { FinishReason, ModelChunk } from "../services/ModelProvider.js"
 
 /** What is wrong with a piece, for the kinds a reader tells apart before reading the piece's fields. */
 export const faults = {
   notObject: "a chunk that is not an object",
   unknownTag: "a chunk of no known _tag",
-  text: "a TextDelta whose text is not a string"
+  text: "a TextDelta whose text is not a string",
+  // A getter that throws (an adapter's object, a Proxy): read once, in a try, like the SDKs' events.
+  unreadable: "a chunk whose fields cannot be read"
 } as const
 
 /** Every finish reason the port's type allows (an adapter maps a vendor's other reasons to `other`). */
@@ -48,21 +51,51 @@ export const finishFault = (piece: { readonly reason: unknown; readonly usage?: 
     : "a Finish whose usage is not an object"
 
 /**
- * What is wrong with any piece, or `undefined`: for a reader off the hot path (a compaction's
- * summary). A turn's response checks each kind where it reads it (`ModelResponse`).
+ * A usage's known counts, each read once, into an object of its own: a provider's usage is not
+ * kept (its other keys — `__proto__`, `constructor`, 10,000 more — never reach a turn's total; a
+ * getter is not read again where the total is priced and stored). The counts are taken as they are:
+ * `EventDraft.usageOf` makes them counts where they are stored.
  */
-export const fault = (piece: unknown): string | undefined => {
+export const usageCounts = (usage: Usage): Usage => {
+  const { cacheReadTokens, cacheWriteTokens, inputTokens, outputTokens } = usage
+  return {
+    inputTokens,
+    outputTokens,
+    ...(cacheReadTokens === undefined ? {} : { cacheReadTokens }),
+    ...(cacheWriteTokens === undefined ? {} : { cacheWriteTokens })
+  }
+}
+
+/**
+ * Any piece read once into a chunk of its own, or what is wrong with it (a string): for a reader
+ * off the hot path (a compaction's summary). A turn's response checks each kind where it reads it
+ * (`ModelResponse`).
+ */
+export const read = (piece: unknown): ModelChunk | string => {
   if (typeof piece !== "object" || piece === null) return faults.notObject
-  const chunk = piece as { readonly _tag?: unknown; readonly text?: unknown; readonly toolCallId: unknown; readonly tool: unknown; readonly args?: unknown; readonly reason: unknown; readonly usage?: unknown }
-  switch (chunk._tag) {
-    case "TextDelta":
-      return typeof chunk.text === "string" ? undefined : faults.text
-    case "ToolCall":
-      return callFault(chunk, chunk.args)
-    case "Finish":
-      return finishFault(chunk)
-    default:
-      return faults.unknownTag
+  try {
+    const chunk = piece as { readonly _tag?: unknown }
+    switch (chunk._tag) {
+      case "TextDelta": {
+        const { text } = chunk as { readonly text?: unknown }
+        return typeof text === "string" ? { _tag: "TextDelta", text } : faults.text
+      }
+      case "ToolCall": {
+        const { args, tool, toolCallId } = chunk as { readonly toolCallId: unknown; readonly tool: unknown; readonly args?: unknown }
+        return callFault({ toolCallId, tool }, args) ?? { _tag: "ToolCall", toolCallId: toolCallId as string, tool: tool as string, args: args as Json.Json }
+      }
+      case "Finish": {
+        const { reason, usage } = chunk as { readonly reason: unknown; readonly usage?: unknown }
+        return finishFault({ reason, usage }) ??
+          (usage === undefined
+            ? { _tag: "Finish", reason: reason as FinishReason }
+            : { _tag: "Finish", reason: reason as FinishReason, usage: usageCounts(usage as Usage) })
+      }
+      default:
+        return faults.unknownTag
+    }
+  } catch {
+    return faults.unreadable
   }
 }
 

@@ -95,9 +95,9 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
       Effect.suspend(() => {
         let pieces = 0
         return services.provider.stream(request).pipe(
-          Stream.runFoldWhile(noAnswer, (answer) => answer.tooLarge !== true && answer.refused === undefined, (answer, chunk): Answer => {
-            const fault = ChunkShape.fault(chunk)
-            if (fault !== undefined) return { ...answer, refused: ChunkShape.refused(fault) }
+          Stream.runFoldWhile(noAnswer, (answer) => answer.tooLarge !== true && answer.refused === undefined, (answer, piece): Answer => {
+            const chunk = ChunkShape.read(piece)
+            if (typeof chunk === "string") return { ...answer, refused: ChunkShape.refused(chunk) }
             if (++pieces > limits.deltas) return { ...answer, tooLarge: true }
             if (chunk._tag === "TextDelta") {
               const text = answer.text + chunk.text

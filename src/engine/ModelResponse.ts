@@ -39,7 +39,11 @@ export type Response =
 
 /** Two usages summed (cache counts only when one of them has them). */
 export const addUsage = (a: AgentEvent.Usage | undefined, b: AgentEvent.Usage | undefined): AgentEvent.Usage | undefined => {
-  if (a === undefined || b === undefined) return a ?? b
+  // One of them alone is copied, its known counts only (`ChunkShape.usageCounts`): a total is never a provider's object.
+  if (a === undefined || b === undefined) {
+    const one = a ?? b
+    return one === undefined ? undefined : ChunkShape.usageCounts(one)
+  }
   const sum = (x: number | undefined, y: number | undefined) => (x === undefined && y === undefined ? undefined : addCounts(x ?? 0, y ?? 0))
   const cacheReadTokens = sum(a.cacheReadTokens, b.cacheReadTokens)
   const cacheWriteTokens = sum(a.cacheWriteTokens, b.cacheWriteTokens)
@@ -114,23 +118,20 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       const drafts: Array<AgentEvent.TurnEventDraft> = []
       const asked: Array<ToolCallInput> = []
       const renamed: Array<{ readonly from: string; readonly to: string; readonly tool: string }> = []
-      for (const piece of pieces) {
-        if (tooLarge || malformed !== undefined) break
-        // A piece that is no object (`null`, a string) is refused as one of no known tag is.
-        if (typeof piece !== "object" || piece === null) {
-          malformed = ChunkShape.refused(ChunkShape.faults.notObject)
-          break
-        }
+      /** Reads one piece into the batch (or marks the response too large or malformed). */
+      const readPiece = (piece: ModelChunk) => {
         switch (piece._tag) {
-          case "TextDelta":
-            if (typeof piece.text !== "string") {
+          case "TextDelta": {
+            const { text } = piece as { readonly text: unknown }
+            if (typeof text !== "string") {
               malformed = ChunkShape.refused(ChunkShape.faults.text)
               break
             }
-            chars += piece.text.length
+            chars += text.length
             if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else if (piece.text !== "") drafts.push(EventDraft.modelDelta(piece.text))
+            else if (text !== "") drafts.push(EventDraft.modelDelta(text))
             break
+          }
           case "ToolCall": {
             // A call is a piece of the response too: a stream of calls without end ends like one of text.
             if (++deltas > maxDeltas) {
@@ -143,34 +144,53 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             }
             // What is stored is what runs: arguments too deep to walk are replaced before either, and
             // an id the session used or no vendor takes gets another (ToolCallIds).
+            const { tool, toolCallId: modelId } = piece
             const args = EventDraft.toolArguments(piece.args)
-            const fault = ChunkShape.callFault(piece, args)
+            const fault = ChunkShape.callFault({ toolCallId: modelId, tool }, args)
             if (fault !== undefined) {
               malformed = ChunkShape.refused(fault)
               break
             }
-            const toolCallId = ToolCallIds.storedId(piece.toolCallId, taken, turn.session.transcript.renamedCallIds)
+            const toolCallId = ToolCallIds.storedId(modelId, taken, turn.session.transcript.renamedCallIds)
             ids.add(toolCallId)
-            if (toolCallId !== piece.toolCallId) renamed.push({ from: piece.toolCallId, to: toolCallId, tool: piece.tool })
-            const call = { toolCallId, tool: piece.tool, args }
+            if (toolCallId !== modelId) renamed.push({ from: modelId, to: toolCallId, tool })
+            const call = { toolCallId, tool, args }
             asked.push(call)
             drafts.push(EventDraft.toolCallRequested(call))
             break
           }
           case "Finish": {
-            const fault = ChunkShape.finishFault(piece)
+            const { reason, usage: reported } = piece
+            const fault = ChunkShape.finishFault({ reason, usage: reported })
             if (fault !== undefined) {
               malformed = ChunkShape.refused(fault)
               break
             }
-            tally.usage = addUsage(tally.usage, piece.usage)
-            finishReason = piece.reason
+            const usage = reported === undefined ? undefined : ChunkShape.usageCounts(reported)
+            tally.usage = addUsage(tally.usage, usage)
+            finishReason = reason
             // Stored in the response's last batch: no append of its own when the response has text or calls.
-            if (piece.usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, piece.usage, turn.services.provider.capabilities, built))
+            if (usage !== undefined) drafts.push(...PromptCache.usageDrafts(turn.session.live.state.lastRequest, usage, turn.services.provider.capabilities, built))
             break
           }
           default:
             malformed = ChunkShape.refused(ChunkShape.faults.unknownTag)
+        }
+      }
+      for (const piece of pieces) {
+        if (tooLarge || malformed !== undefined) break
+        // A piece that is no object (`null`, a string) is refused as one of no known tag is.
+        if (typeof piece !== "object" || piece === null) {
+          malformed = ChunkShape.refused(ChunkShape.faults.notObject)
+          break
+        }
+        // Each field is read once, into a local, before anything of the piece is kept: a getter that
+        // throws (an adapter's object, a Proxy) ends the response as an unreadable chunk, and one
+        // that answers otherwise the second time cannot make what is stored differ from what was checked.
+        try {
+          readPiece(piece)
+        } catch {
+          malformed = ChunkShape.refused(ChunkShape.faults.unreadable)
         }
       }
       if (drafts.length === 0) return Effect.void

@@ -63,6 +63,7 @@ export const toFailure = (error: unknown, now: number, baseURL?: string): Provid
       return retryAfterMs === undefined ? {} : { retryAfterMs }
     })()
   }
+  if (Support.isTooDeep(error)) return ProviderFailure.of("server", Support.tooDeepDetail, extra)
   if (error instanceof Anthropic.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof Anthropic.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (type === "overloaded_error" || status === 529) return ProviderFailure.of("overloaded", message, extra)
@@ -309,7 +310,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
-  const refused = Support.refusedKey(options.apiKey)
+  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL)
   const client = new Anthropic({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -325,7 +326,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
       images: true
     },
-    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
+    // A key no header can carry, or a base URL no request can go to, fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
       refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal })),

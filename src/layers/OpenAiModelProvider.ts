@@ -62,6 +62,7 @@ export const toFailure = (error: unknown, now: number, baseURL?: string): Provid
     ...(status === undefined ? {} : { status }),
     ...(retryAfterMs === undefined ? {} : { retryAfterMs })
   }
+  if (Support.isTooDeep(error)) return ProviderFailure.of("server", Support.tooDeepDetail, extra)
   if (error instanceof OpenAI.APIConnectionError && baseURL !== undefined) return ProviderFailure.of("network", Support.unreachable(message, error, baseURL), extra)
   if (error instanceof OpenAI.APIConnectionError || Support.isBrokenConnection(error)) return ProviderFailure.of("network", message, extra)
   if (isContextOverflow(code, message) && (status === undefined || status === 400 || status === 413)) {
@@ -251,7 +252,7 @@ export const toChunks = (chunks: Stream.Stream<ChatCompletionChunk, ProviderFail
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
-  const refused = Support.refusedKey(options.apiKey)
+  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL)
   const client = new OpenAI({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -266,7 +267,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 128_000),
       images: true
     },
-    // A key no header can carry fails every request saying so, not as the SDK's unknown error.
+    // A key no header can carry, or a base URL no request can go to, fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
       refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) => Support.eventStream(client.chat.completions.create(Support.wellFormed(toRequest(request, model, options.maxOutputTokens)), { signal })),

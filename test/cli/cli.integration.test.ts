@@ -161,6 +161,28 @@ describe("the CLI with real providers (against the replay server)", () => {
     expect(result.stderr).not.toContain("s3cret")
   })
 
+  // leftovers37: a --base-url with `user:password@` failed inside fetch, with no system code, and
+  // read "could not reach …" after the request was tried; ANTHROPIC_BASE_URL alike.
+  it("refuses a --base-url (or a *_BASE_URL) with a user name or password before any request, never printing it", async () => {
+    const before = server.received.length
+    const flagged = await run(["run", "hello", "--provider", "openai", "--base-url", `${server.url.replace("//", "//user:s3cret@")}/v1`, "--data-dir", dataDir], {
+      env: { OPENAI_API_KEY: "sk-cli-test" }
+    })
+    expect(flagged.code).toBe(1)
+    expect(flagged.stderr).toContain(`--base-url ${server.url}/v1 holds a user name or password (user:password@)`)
+    const configured = await run(["run", "hello", "--data-dir", dataDir], {
+      env: { ANTHROPIC_API_KEY: "sk-ant-cli-test", ANTHROPIC_BASE_URL: server.url.replace("//", "//s3cret@") }
+    })
+    expect(configured.code).not.toBe(0)
+    expect(configured.stderr).toContain("ANTHROPIC_BASE_URL")
+    expect(configured.stderr).toContain("holds a user name or password")
+    for (const result of [flagged, configured]) {
+      expect(result.stdout + result.stderr).not.toContain("s3cret")
+      expect(result.stderr).not.toContain("could not reach")
+    }
+    expect(server.received.length).toBe(before)
+  })
+
   it("picks anthropic from the environment when its key is set", async () => {
     server.respond(WireServer.recording("anthropic", "text"))
     const result = await run(["run", "hello", "--data-dir", dataDir], {

@@ -14,6 +14,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as NodePath from "node:path"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as ModelResponse from "../../src/engine/ModelResponse.js"
 import * as SessionEngine from "../../src/engine/SessionEngine.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
@@ -89,7 +90,13 @@ const wrong: ReadonlyArray<readonly [string, unknown]> = [
   ["a finish reason no one knows", { _tag: "Finish", reason: "end_turn" }],
   ["a chunk of an unknown tag", { _tag: "Image", data: "…" }],
   ["a chunk that is null", null],
-  ["a chunk that is a string", "text"]
+  ["a chunk that is a string", "text"],
+  // Getters that throw (an embedder's adapter, a Proxy): an unreadable chunk, not a crashed turn.
+  ["a delta whose text getter throws", { _tag: "TextDelta", get text(): string { throw new Error("boom at /secret/path") } }],
+  ["a chunk whose every field throws (a Proxy)", new Proxy({}, { get: () => { throw new Error("boom") } })],
+  ["a call whose arguments getter throws", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", get args(): unknown { throw new Error("boom") } }],
+  ["a call whose arguments hold a getter that throws", { _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args: { get path(): string { throw new Error("boom") } } }],
+  ["a finish whose usage count getter throws", { _tag: "Finish", reason: "stop", usage: { outputTokens: 1, get inputTokens(): number { throw new Error("boom") } } }]
 ]
 
 describe("a model provider written wrong", () => {
@@ -102,6 +109,7 @@ describe("a model provider written wrong", () => {
         expect(typesOf(turn1)).not.toContain("model.usage")
         expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "server" } })
         expect(turn1.at(-1)!.payload).not.toHaveProperty("usage")
+        expect(JSON.stringify(turn1)).not.toMatch(/boom|secret|at .*\.ts/)
         expect(turn2.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
         expect(deltaTexts(turn2)).toEqual(["fine"])
         expect(replayed.length).toBe(turn1.at(-1)!.sequence + turn2.length)
@@ -156,7 +164,23 @@ describe("a model provider written wrong", () => {
       }
     }))
 
-  for (const [name, chunk] of [wrong[0]!, wrong[9]!, wrong[13]!]) {
+  it.scoped("usage with keys beyond the counts (__proto__, constructor, 10,000 more): only the counts are kept, in the total and the events", () =>
+    Effect.gen(function*() {
+      const hostile: Record<string, unknown> = JSON.parse(`{"inputTokens": 1, "outputTokens": 2, "__proto__": {"polluted": 1}, "constructor": {"prototype": 1}}`)
+      for (let i = 0; i < 10_000; i++) hostile[`k${i}`] = i
+      const total = ModelResponse.addUsage(undefined, hostile as never)
+      expect(Object.keys(total!)).toEqual(["inputTokens", "outputTokens"])
+      expect(Object.getPrototypeOf(total)).toBe(Object.prototype)
+      expect(Object.keys(ModelResponse.addUsage(hostile as never, undefined)!)).toEqual(["inputTokens", "outputTokens"])
+      const { turn1 } = yield* twoTurns([[ModelProvider.textDelta("ok"), { _tag: "Finish", reason: "stop", usage: hostile }]])
+      for (const e of turn1) {
+        const usage = (e.payload as { usage?: object }).usage
+        if (usage !== undefined) expect(Object.keys(usage)).toEqual(["inputTokens", "outputTokens"])
+      }
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final", usage: { inputTokens: 1, outputTokens: 2 } } })
+    }))
+
+  for (const [name, chunk] of [wrong[0]!, wrong[9]!, wrong[13]!, wrong[15]!, wrong[16]!, wrong[18]!]) {
     it.scoped(`${name} in a compaction's summary: the compaction fails server, the context unchanged; the log replays; the session goes on`, () =>
       Effect.gen(function*() {
         const { result } = yield* onSession([good, good, [ModelProvider.textDelta("summary"), chunk, ModelProvider.finish("stop")]], (engine, sessionId) =>

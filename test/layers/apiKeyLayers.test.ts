@@ -68,3 +68,23 @@ describe.each(vendors)("$name provider with a key no header carries", ({ name, p
       expect(failure.detail).toBe("the API key holds U+2026 at character 4, which no API key has (a key is printable ASCII): set it to the key itself")
     }).pipe(Effect.provide(provider.layer({ apiKey: Redacted.make("sk-…"), baseURL: nowhere }))))
 })
+
+// leftovers37: a base URL with credentials in it failed inside fetch ("could not reach …").
+describe.each(vendors)("$name provider with a base URL no request can go to", ({ name, provider }) => {
+  it.effect.each([
+    ["http://user:s3cret@127.0.0.1:9", "holds a user name or password"],
+    ["ftp://127.0.0.1:9", "is not an http: or https: URL"],
+    ["not a url s3cret", "is not a URL"]
+  ])("layerConfig() refuses %j when the layer is built, naming the variable, never the secret", ([url, why]) =>
+    Effect.gen(function*() {
+      const refused = yield* refusal(provider.layerConfig(), { [`${name}_API_KEY`]: "sk-test", [`${name}_BASE_URL`]: url })
+      expect(refused).toContain(`${name}_BASE_URL`)
+      expect(refused).toContain(why)
+      expect(refused).not.toContain("s3cret")
+      // The caller's own Config is checked alike.
+      const own = yield* refusal(provider.layerConfig({ apiKey: Config.redacted("MY_KEY"), baseURL: Config.succeed(url) }), { MY_KEY: "sk-test" })
+      expect(own).toContain("baseURL")
+      expect(own).toContain(why)
+      expect(own).not.toContain("s3cret")
+    }))
+})

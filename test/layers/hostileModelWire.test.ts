@@ -114,6 +114,17 @@ describe("nesting as deep as a stream can carry", () => {
         const events = yield* ProviderTurns.turnWithRetries("explain")
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "error" })
         expectNoInternals(events)
+        // The code (and so the retries) the same error event gets when shallow: on main the SDK's
+        // message building overflowed the stack, which read as `unknown`, not retried.
+        const shallow = { ...failing, body: error.replace(deep(100_000), `"overloaded, try again"`) }
+        server.reset()
+        server.respond(shallow, shallow, shallow, shallow, shallow)
+        const shallowEvents = yield* ProviderTurns.turnWithRetries("explain")
+        const codes = (turn: ReadonlyArray<AgentEvent>) =>
+          turn.flatMap((e) => e.type === "model.retry" || e.type === "turn.completed" ? [(e.payload as { errorCode?: string }).errorCode] : [])
+        expect(codes(shallowEvents).at(-1)).toBe("server")
+        expect(codes(events)).toEqual(codes(shallowEvents))
+        expect(JSON.stringify(events)).not.toMatch(/call stack|RangeError/)
       }).pipe(Effect.provide(engine(vendor.layer))))
 
     it.effect(`${vendor.name}: usage and an unknown field nested 100,000 deep — the turn final with its text`, () =>

@@ -27,13 +27,13 @@ const untilExists = (file: string) =>
   )
 
 /** A connection to the fixture server that answers `pages` pages of its list, then never; asked for the next, it writes `marker`. */
-const stalling = (name: string, pages: number, cwd: string, marker: string) =>
+const stalling = (name: string, pages: number | "initialize", cwd: string, marker: string) =>
   McpConnection.make({
     name,
     server: {
       command: process.execPath,
       args: [new URL("../fixtures/mcp/deep.mjs", import.meta.url).pathname],
-      env: { STALL_AFTER_PAGES: String(pages), STALL_MARKER: marker }
+      env: pages === "initialize" ? { SILENT_INIT: "1", STALL_MARKER: marker } : { STALL_AFTER_PAGES: String(pages), STALL_MARKER: marker }
     },
     cwd,
     prefix: [],
@@ -81,6 +81,18 @@ layer(NodeContext.layer)("the start-up limit of a server's tool list", (it) => {
         reason: "list_failed",
         message: 'MCP server "silent" did not list its tools: timed out after 1h (0 tools on 0 pages read)'
       })
+      expect(connection.isLive()).toBe(false)
+    }))
+
+  // leftovers37: `initialize` (the SDK's `connect`) was timed by the SDK's real-time timer only; the
+  // TestClock moved nothing and the start ran into the test's own time limit.
+  it.scoped("a server that never answers initialize fails start_failed once the TestClock passes the limit", () =>
+    Effect.gen(function*() {
+      const cwd = yield* tempDir
+      const marker = join(cwd, "initialize-asked")
+      const connection = yield* stalling("mute", "initialize", cwd, marker)
+      const error = yield* listingPastTheLimit(connection, marker)
+      expect(error).toMatchObject({ _tag: "McpError", reason: "start_failed", message: 'MCP server "mute" did not start: timed out after 1h' })
       expect(connection.isLive()).toBe(false)
     }))
 })

@@ -155,6 +155,22 @@ for (const [kind, database] of databases) {
         yield* Effect.scoped(b.acquireWriter("s"))
       }))
 
+    test("a writer is not taken inside a caller's transaction: a typed refusal, no lease row left, nothing waiting on the transaction", (db) =>
+      Effect.gen(function*() {
+        // On main the lease was taken in the transaction and released on another connection: SQLite's
+        // one connection waited for the transaction's permit (a hang), PostgreSQL's DELETE did not see
+        // the uncommitted row, which the COMMIT then left held by this live process.
+        const a = yield* storeOn(db, { ttl, identity: on("machine-a") })
+        const sql = Context.get(db, SqlClient.SqlClient)
+        const refused = yield* Effect.either(sql.withTransaction(Effect.scoped(a.acquireWriter("s"))))
+        expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "EventStoreFailure", reason: "in_transaction", operation: "lock", sessionId: "s" })
+        expect(Either.isLeft(refused) && refused.left.message).toMatch(/cannot run inside a transaction/)
+        expect(yield* leaseRow(db, "s")).toBeUndefined()
+        // Outside one, as before.
+        yield* Effect.scoped(a.acquireWriter("s"))
+        expect(yield* leaseRow(db, "s")).toBeUndefined()
+      }))
+
     test("a lease its writer stopped renewing is taken over once it expires; the sequence check fences the old writer; its release leaves the new lease", (db) =>
       Effect.gen(function*() {
         // A stalled writer: it would renew only long after its lease lapsed.

@@ -188,10 +188,19 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       // answered a cancelled call late failed the next call, which found the connection broken.
       transport.onerror = (error) => Deferred.unsafeDone(broken, Effect.succeed(`the server sent what is not MCP (${described(error)})`))
       starts++
+      const timedOut = () => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: timed out after ${Duration.format(options.connectTimeout)}` })
       yield* Effect.tryPromise({
+        // As a listing's pages: the SDK's own timer (real time) is given the limit too, but the
+        // limit is the Effect timeout below, on the Clock — a `TestClock` moves it.
         try: (signal) => client.connect(transport, { signal, timeout: Duration.toMillis(options.connectTimeout) }),
-        catch: (error) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${described(error)}` })
-      }).pipe(Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined))))
+        catch: (error) =>
+          error instanceof SdkError && error.code === ErrorCode.RequestTimeout
+            ? timedOut()
+            : new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${described(error)}` })
+      }).pipe(
+        Effect.timeoutFail({ duration: options.connectTimeout, onTimeout: timedOut }),
+        Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined)))
+      )
       const current: Live = { client, broken }
       live = current
       return current

@@ -77,6 +77,18 @@ export const shapeOf = (error: unknown): ErrorShape => {
 }
 
 /**
+ * Whether the SDK failed on an event nested too deep for it: both SDKs build an `error` event's
+ * message with a recursive `JSON.stringify`, which overflows the stack at 100,000 levels (`JSON.parse`
+ * took them). Nothing of the event can be read then, so it ends `server`, as an unreadable event does
+ * — the code the same event gets when shallow (`api_error`, `server_error`), and retried alike — with
+ * {@link tooDeepDetail}, never the RangeError's message or stack.
+ */
+export const isTooDeep = (error: unknown): boolean => error instanceof RangeError
+
+/** The detail of {@link isTooDeep}'s failure. */
+export const tooDeepDetail = "the response held an event nested too deep to read"
+
+/**
  * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
  * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
  * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
@@ -595,6 +607,22 @@ export const refusedKey = (key: Redacted.Redacted<string>): ProviderFailure | un
 }
 
 /**
+ * A provider's failure for every request when its base URL cannot be used (`Address.unusable`; a
+ * layer built from options): `invalid_request`, saying why and naming the address without its
+ * userinfo, query or fragment, before any request.
+ */
+export const refusedBaseUrl = (baseURL: string | undefined): ProviderFailure | undefined => {
+  const why = baseURL === undefined ? undefined : Address.unusable(baseURL)
+  return why === undefined ? undefined : ProviderFailure.of("invalid_request", `the base URL ${Address.shown(baseURL!)} ${why}`)
+}
+
+/** A base URL from configuration, refused as {@link refusedBaseUrl} refuses one from options (a `ConfigError` naming `path`). */
+const usableBaseUrl = (path: string, baseURL: string): Either.Either<string, ConfigError.ConfigError> => {
+  const why = Address.unusable(baseURL)
+  return why === undefined ? Either.right(baseURL) : Either.left(ConfigError.InvalidData([path], `the base URL ${Address.shown(baseURL)} ${why}`))
+}
+
+/**
  * The options from configuration under a prefix: `<P>_API_KEY` (required, redacted, refused when no
  * header can carry it), `<P>_MODEL`, `<P>_BASE_URL`, `<P>_MAX_OUTPUT_TOKENS`, `<P>_MAX_CONTEXT_TOKENS`.
  */
@@ -602,7 +630,7 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
   Config.all({
     apiKey: Config.mapOrFail(Config.redacted(`${prefix}_API_KEY`), (key) => usableKey(`${prefix}_API_KEY`, key)),
     model: Config.option(Config.string(`${prefix}_MODEL`)),
-    baseURL: Config.option(Config.string(`${prefix}_BASE_URL`)),
+    baseURL: Config.option(Config.mapOrFail(Config.string(`${prefix}_BASE_URL`), (url) => usableBaseUrl(`${prefix}_BASE_URL`, url))),
     maxOutputTokens: Config.option(Config.integer(`${prefix}_MAX_OUTPUT_TOKENS`)),
     maxContextTokens: Config.option(Config.integer(`${prefix}_MAX_CONTEXT_TOKENS`))
   }).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
@@ -617,7 +645,7 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
  * A provider layer from `Config` values: each is read, then the provider is made from them. A key
  * from the caller's own `Config` (`Config.redacted("MY_KEY")`) is checked as `config`'s is.
  */
-export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted<string> }>(
+export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted<string>; readonly baseURL?: string | undefined }>(
   config: Config.Config.Wrap<Options>,
   make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service>
 ): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
@@ -625,6 +653,7 @@ export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted
     ModelProvider.ModelProvider,
     Config.unwrap(config).pipe(
       Effect.flatMap((options) => Effect.as(usableKey("apiKey", options.apiKey), options)),
+      Effect.flatMap((options) => options.baseURL === undefined ? Effect.succeed(options) : Effect.as(usableBaseUrl("baseURL", options.baseURL), options)),
       Effect.flatMap(make)
     )
   )

@@ -194,8 +194,29 @@ export const make = (options: Options) =>
     /** Starts `effect` in a fiber of its own on the store's runtime (when run, not when built: a finalizer is built at the acquire). */
     const onStore = <A, E>(effect: Effect.Effect<A, E>) => Effect.sync(() => Runtime.runFork(runtime)(effect))
 
+    /**
+     * A caller's transaction (`sql.withTransaction`, on any client: @effect/sql's transaction tag is
+     * one for all) would take the lease in it, while the renewer and the DELETE run on other
+     * connections: PostgreSQL's DELETE misses the uncommitted row (left held by this live process)
+     * or waits for the transaction's row lock, SQLite's one connection waits for the transaction's
+     * permit. Taken outside it, the lease would be fine on PostgreSQL but wait for the same permit on
+     * SQLite; and the turn's appends would go into the caller's transaction, which may roll back
+     * events the engine holds as stored. So a writer is refused there, on both.
+     */
+    const outsideTransactions = (sessionId: string) =>
+      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
+        transaction._tag === "None" ? Effect.void : Effect.fail(
+          new EventStoreFailure({
+            reason: "in_transaction",
+            operation: "lock",
+            sessionId,
+            detail: "a turn cannot run inside a transaction (sql.withTransaction): its session's writer lease is taken outside one",
+            ...(options.path === undefined ? {} : { path: options.path })
+          })
+        ))
+
     return (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
-      PlainRelease.acquireRelease(
+      Effect.zipRight(outsideTransactions(sessionId), PlainRelease.acquireRelease(
         // Renewed while held; interruptible even when acquired from an uninterruptible region (the engine takes locks so).
         Effect.flatMap(take(sessionId), (me) => Effect.map(onStore(Effect.interruptible(renew(sessionId, me))), (renewer) => ({ me, renewer }))),
         // The renewer stops first, then the row goes. A release lost leaves the row to its expiry,
@@ -205,5 +226,5 @@ export const make = (options: Options) =>
             Fiber.interrupt(renewer),
             Effect.flatMap(onStore(retried(sql`DELETE FROM writer_leases WHERE session_id = ${sessionId} AND token = ${me.nonce}`).pipe(Effect.ignore)), Fiber.join)
           )
-      ).pipe(Effect.asVoid)
+      )).pipe(Effect.asVoid)
   })
