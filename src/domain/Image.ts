@@ -89,12 +89,22 @@ export const isBase64 = (text: string): boolean => {
 
 /** The media type of bytes by their magic bytes, or `undefined` when they are none of the four formats. */
 export const sniff = (bytes: Uint8Array): MediaType | undefined => {
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png"
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "image/jpeg"
-  if (startsWith(bytes, ascii("GIF87a")) || startsWith(bytes, ascii("GIF89a"))) return "image/gif"
-  if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "image/webp"
+  if (startsWith(bytes, magic.png)) return "image/png"
+  if (startsWith(bytes, magic.jpeg)) return "image/jpeg"
+  if (startsWith(bytes, magic.gif87) || startsWith(bytes, magic.gif89)) return "image/gif"
+  if (startsWith(bytes, magic.riff) && startsWith(bytes, magic.webp, 8)) return "image/webp"
   return undefined
 }
+
+/** The magic bytes, made once: `sniff` looks at every file `read_file` reads (they were made at each look). */
+const magic = {
+  png: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a],
+  jpeg: [0xff, 0xd8, 0xff],
+  gif87: ascii("GIF87a"),
+  gif89: ascii("GIF89a"),
+  riff: ascii("RIFF"),
+  webp: ascii("WEBP")
+} as const
 
 /** Why an image was refused. */
 export const ImageRefusedReason = Schema.Literal("unsupported_type", "too_large", "too_many", "empty", "media_type_mismatch", "unreadable")

@@ -181,6 +181,9 @@ export const bound = (text: string, max: number): string => {
 
 const isBinary = (bytes: Uint8Array) => bytes.subarray(0, 8000).includes(0)
 
+/** One UTF-8 decoder for every read: `decode` without `stream` keeps nothing between calls (one was made per call). */
+const utf8 = new TextDecoder()
+
 /** Builds the workspace tools. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
@@ -320,7 +323,7 @@ export const make = (options: Options = {}) =>
           const image = imageOf(bytes, input.path, context)
           if (image !== undefined) return image
           if (isBinary(bytes)) return yield* fail("binary_file", `${input.path} is a binary file`)
-          const text = new TextDecoder().decode(bytes)
+          const text = utf8.decode(bytes)
           if (input.offset === undefined && input.limit === undefined) return { result: bound(text, maxResult) }
           const lines = text.split("\n")
           const start = (input.offset ?? 1) - 1
@@ -357,7 +360,7 @@ export const make = (options: Options = {}) =>
           yield* withFileLock(file)(
             SafeFile.updateFile(file, maxFile, (bytes) => {
               if (isBinary(bytes)) return Either.left(new ToolFailure({ errorCode: "binary_file", message: `${input.path} is a binary file` }))
-              const text = new TextDecoder().decode(bytes)
+              const text = utf8.decode(bytes)
               count = text.split(input.oldString).length - 1
               if (count === 0) return Either.left(new ToolFailure({ errorCode: "no_match", message: `oldString was not found in ${input.path}` }))
               if (count > 1 && input.replaceAll !== true) {
@@ -465,7 +468,7 @@ export const make = (options: Options = {}) =>
             onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
               const shownPath = Paths.display(path, workspace, path.join(root, file))
-              const found = await matcher.match(new TextDecoder().decode(bytes), 200 - matches.length)
+              const found = await matcher.match(utf8.decode(bytes), 200 - matches.length)
               for (const [line, text] of found.matches) matches.push(`${shownPath}:${line}:${text}`)
               more += found.more
               return true
