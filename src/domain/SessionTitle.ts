@@ -88,12 +88,12 @@ export const stored = (title: string): string =>
 const isStoredAlready = (title: string): boolean => title.length <= maxLength && !notPlain.test(title)
 
 /**
- * What `plain` may change, in one pass: a control or format character (`FormatCharacters`), a
- * surrogate (paired ones too: a title with an emoji takes the long way), whitespace other than a
- * space, a leading, trailing or doubled space.
+ * What `plain` may change, in one pass: a control, format or separator character (the categories
+ * `FormatCharacters` drops, so no list can fall behind it: a list here missed the soft hyphen, U+206A–F
+ * and the tag characters), a lone surrogate, whitespace other than a space, a leading, trailing or
+ * doubled space. The joiners `plain` keeps take the long way too (rare, and still right).
  */
-// eslint-disable-next-line no-control-regex
-const notPlain = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]|[^\S ]|^ | $| {2}/
+const notPlain = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]|[^\S ]|^ | $| {2}/u
 
 /** Whether a session matches a search: every word of `query` is in its title or its id, ignoring case. */
 export const matches = (query: string, session: { readonly sessionId: string; readonly title?: string | undefined }): boolean => {

@@ -46,6 +46,19 @@ describe("a stored log's session.titled that breaks what a title may be", () => 
     expect(JSON.stringify(view).length).toBeLessThan(5000)
   })
 
+  it("a title is read as normalize would store it whatever it holds: the quick test for an already plain title misses nothing plain drops", () => {
+    // Format characters past the first list (soft hyphen, U+206A–F, the Arabic number signs, tag characters that
+    // carry a hidden ASCII text), separators, non-ASCII spaces, lone surrogates: each must take the long way.
+    const hostileChars = ["\u00ad", "\u0600", "\u180e", "\u206a", "\u206f", "\ufff9", "\u{e0041}\u{e0042}", "\u2028", "\u00a0", "\u3000", "\ud800", "\x85"]
+    for (const c of hostileChars) {
+      const title = `a${c}b`
+      const normalized = SessionTitle.normalize(title)
+      expect("title" in normalized ? normalized.title : undefined, JSON.stringify(title)).toBe(SessionTitle.stored(title))
+    }
+    // Emoji (a surrogate pair, a variation selector, joiners) are kept as they are.
+    expect(SessionTitle.stored("ship it \u{1f680} \u2764\ufe0f \u{1f469}\u200d\u{1f4bb}")).toBe("ship it \u{1f680} \u2764\ufe0f \u{1f469}\u200d\u{1f4bb}")
+  })
+
   it("a title this program stored is kept as it is", () => {
     const normalized = SessionTitle.normalize("  My   session \u202e ")
     expect(normalized).toEqual({ title: "My session" })
