@@ -84,7 +84,7 @@ const submodulesOf = async (worktree: RunsLater.Worktree, depth = 0): Promise<Re
   const sha256 = (await RunsLater.repositorySettingsOf(worktree)).settings
     .some((s) => s.section === "extensions" && s.key === "objectformat" && s.value.toLowerCase() === "sha256")
   const links = await Gitlinks.gitlinksOf(NodePath.join(worktree.ownGitDir, "index"), sha256 ? 32 : 20)
-  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB, its submodules not checked)"] : []
+  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
   for (const path of links.paths) {
     const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
     if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, depth + 1)))

@@ -9,7 +9,10 @@
  * Read bounded and without blocking: an index is opened as git's small files are (a FIFO or device
  * reads as nothing), at most {@link indexLimit} bytes, and an index larger than that is said to be
  * unread. Versions 2 to 4 (4's prefix-compressed names) with SHA-1 or SHA-256 names; a sparse
- * index's folder entries are no gitlinks, and a split index's shared part is not read.
+ * index's folder entries are no gitlinks, and a split index's shared part is not read. The index is
+ * the repository's to shape: a version 4 name is rebuilt in place (a copy of the previous name per
+ * entry was quadratic — a crafted 20 MB index held the event loop a minute), and past
+ * {@link maxGitlinks} gitlinks the index is said to be unread rather than each followed.
  *
  * @since 0.1.0
  * @internal
@@ -19,6 +22,9 @@ import * as NodeFs from "node:fs/promises"
 
 /** Most of an index read: past it, the index is said to be unread (a repository of some 500,000 files). */
 export const indexLimit = 64 * 1024 * 1024
+
+/** Most gitlinks followed from one index: past it, the index is said to be unread (the line asks). */
+export const maxGitlinks = 1024
 
 /** What an index holds of submodules: their paths (relative to the worktree's root), or that it was too large to read. */
 export interface Gitlinks {
@@ -44,7 +50,8 @@ export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks
     if (cached?.key === key) return cached.links
     const buffer = Buffer.alloc(info.size)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
-    const links = { paths: parse(buffer.subarray(0, bytesRead), hashBytes), unread: false }
+    const paths = parse(buffer.subarray(0, bytesRead), hashBytes)
+    const links = paths.length > maxGitlinks ? { paths: paths.slice(0, maxGitlinks), unread: true } : { paths, unread: false }
     if (cache.size > 64) cache.clear()
     cache.set(file, { key, links })
     return links
@@ -55,7 +62,10 @@ export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks
   }
 }
 
-/** The gitlink paths of an index's bytes; what cannot be read (another format, a cut file) ends the reading there. */
+/**
+ * The gitlink paths of an index's bytes (at most one more than {@link maxGitlinks}); what cannot be
+ * read (another format, a cut file) ends the reading there.
+ */
 const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
   if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return []
   const version = index.readUInt32BE(4)
@@ -63,36 +73,44 @@ const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
   const count = index.readUInt32BE(8)
   const paths: Array<string> = []
   let at = 12
-  let previous: Buffer = Buffer.alloc(0)
-  for (let n = 0; n < count; n++) {
+  // Version 4's current name, rebuilt in place: each entry keeps a prefix of the one before.
+  let name = Buffer.alloc(256)
+  let nameLength = 0
+  for (let n = 0; n < count && paths.length <= maxGitlinks; n++) {
     const start = at
     const flagsAt = start + 40 + hashBytes
     if (flagsAt + 2 > index.length) break
     const mode = index.readUInt32BE(start + 24)
     const flags = index.readUInt16BE(flagsAt)
     at = flagsAt + 2 + (version >= 3 && (flags & 0x4000) !== 0 ? 2 : 0)
-    let name: Buffer
+    const isGitlink = (mode & 0o170000) === 0o160000
     if (version === 4) {
       // A varint (git's offset encoding) of how many bytes of the previous name to drop, then the rest, NUL-ended.
       let strip = 0
       for (let byte = 0x80, first = true; (byte & 0x80) !== 0; first = false) {
-        if (at >= index.length) return paths
+        if (at >= index.length || strip > nameLength) return paths
         byte = index[at++]!
-        strip = first ? byte & 0x7f : ((strip + 1) << 7) | (byte & 0x7f)
+        strip = first ? byte & 0x7f : (strip + 1) * 128 + (byte & 0x7f)
       }
       const end = index.indexOf(0, at)
-      if (end < 0 || strip > previous.length) return paths
-      name = Buffer.concat([previous.subarray(0, previous.length - strip), index.subarray(at, end)])
+      if (end < 0 || strip > nameLength) return paths
+      const kept = nameLength - strip
+      nameLength = kept + (end - at)
+      if (nameLength > name.length) {
+        const grown = Buffer.alloc(Math.max(nameLength, name.length * 2))
+        name.copy(grown, 0, 0, kept)
+        name = grown
+      }
+      index.copy(name, kept, at, end)
       at = end + 1
+      if (isGitlink) paths.push(name.toString("utf8", 0, nameLength))
     } else {
       const end = index.indexOf(0, at)
       if (end < 0) return paths
-      name = index.subarray(at, end)
+      if (isGitlink) paths.push(index.toString("utf8", at, end))
       // Padded with 1 to 8 NULs to a multiple of 8 bytes from the entry's start.
       at = start + Math.ceil((end + 1 - start) / 8) * 8
     }
-    previous = name
-    if ((mode & 0o170000) === 0o160000) paths.push(name.toString("utf8"))
   }
   return paths
 }
