@@ -134,6 +134,21 @@ const movesTo = (words: ReadonlyArray<string>): string | undefined => {
   return undefined
 }
 
+/**
+ * Whether a `cd`, `pushd` or `popd` moves where the line cannot say: `cd` alone (home), `cd -` (the
+ * previous folder, `$OLDPWD` from the environment), `cd ''`, `pushd` alone or `pushd +N`/`-N` and
+ * every `popd` (the folder stack). What follows works there: `cd && cat .bashrc` reads the home
+ * folder's, `cd - && git status` runs the git of wherever the agent was started from.
+ */
+const movesToUnknown = (program: string, args: ReadonlyArray<string>): boolean => {
+  if (program === "popd") return true
+  if (program !== "cd" && program !== "pushd") return false
+  const end = args.indexOf("--")
+  const operands = end >= 0 ? args.slice(end + 1) : args.filter((a) => !/^-[LPe@n]+$/.test(a))
+  const to = operands[0]
+  return to === undefined || to === "" || to === "-" || (program === "pushd" && /^[+-]\d+$/.test(to))
+}
+
 /** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
 export const maxCandidates = 1000
 
@@ -428,6 +443,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
+    if (movesToUnknown(program, args.map((w) => w.value))) {
+      unknown.push({ word: argv.join(" "), why: "it moves to a folder known only when the command runs (home, the previous folder, the folder stack)" })
+    }
     const bases: Array<string> = []
     if (changesDirectory.has(program)) {
       args.forEach((w, i) => {
