@@ -110,6 +110,8 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     for (const what of await programsOf(worktree)) found.add(`${what}${named}`)
   }
   for (const at of gits) {
+    // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
+    if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)
     const worktree = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     if (worktree !== undefined) {

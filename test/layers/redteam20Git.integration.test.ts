@@ -1,0 +1,113 @@
+/**
+ * Red team round 20: gits whose folder is known only when they run, and where git really takes a
+ * `--git-dir` from (every case checked with git 2.39: the hostile repository's `core.fsmonitor` ran).
+ *
+ * - `find . -name a.txt -execdir git status \;` runs git in every folder find matches, at any depth;
+ *   find was not read as a runner at all, so an exact allow rule for the line ran a nested
+ *   repository's `core.fsmonitor`. `xargs -I{} git -C {} status` and `xargs git -C` take the folder
+ *   from their input: the check read a folder named `{}` (or cwd). Such a git now asks.
+ * - `git --git-dir=g/gd -C x status`: git resolves a relative `--git-dir` after every `-C` (it
+ *   sets GIT_DIR, then moves); the check resolved it from cwd, read nothing, and the line ran.
+ * - `lazygit -p x` works in `x` (its `--path`): the check read cwd's repository.
+ * What held — a folder the shell expands (`git -C "$D" status`, `cd "$D" && git status`), `timeout`,
+ * `nice`, `stdbuf`, `flock`, `time`, `command`, `exec`, `watch`, `sudo -u` before git, `tig -C x` — is
+ * pinned beside them.
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+import { repositoriesIn } from "./gitRepositories.js"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+
+const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam20-")))
+afterAll(() => rmSync(base, { recursive: true, force: true }))
+let made = 0
+const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
+const repository = repositoriesIn(base)
+
+const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
+/** The decision for `command` in `cwd` under an exact allow rule for it. */
+const decide = async (cwd: string, command: string) => {
+  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
+  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
+}
+/** Runs the line as the shell tool would, to show the repository's program really runs. */
+const ran = (cwd: string, command: string, where: string) => {
+  try {
+    execFileSync("/bin/sh", ["-c", command], { cwd, stdio: "pipe" })
+  } catch {
+    // git status fails where the fsmonitor hook fails; what counts is whether the hook ran.
+  }
+  const marker = join(where, "fsmonitor-ran")
+  const was = existsSync(marker)
+  rmSync(marker, { force: true })
+  return was
+}
+const asks = { decision: "ask", policy: "repository-git" }
+const mine = { decision: "allow", policy: "mine" }
+
+describe("a git whose folder is known only when it runs asks", () => {
+  it("find -execdir: git runs in every folder find matches", async () => {
+    const cwd = join(base, `folder${made++}`)
+    const clone = repository(fsmonitor, join(cwd, "a", "b", "c", "d", "e", "clone"))
+    const line = "find . -name a.txt -execdir git status \\;"
+    expect(ran(cwd, line, clone)).toBe(true)
+    expect(await decide(cwd, line)).toMatchObject(asks)
+    expect(await decide(cwd, "find . -name a.txt -execdir sh -c 'git status' \\;")).toMatchObject(asks)
+  })
+
+  it("find -exec, xargs and parallel with the folder as a placeholder, or git's options left to the input", async () => {
+    const cwd = join(base, `folder${made++}`)
+    mkdirSync(cwd)
+    const elsewhere = repository(fsmonitor)
+    writeFileSync(join(cwd, "dirs"), `${elsewhere}\n`)
+    expect(ran(cwd, "xargs -I{} git -C {} status < dirs", elsewhere)).toBe(true)
+    for (const line of ["xargs -I{} git -C {} status < dirs", "xargs -I DIR git -C DIR status < dirs", "cat dirs | xargs git -C", "find . -exec git -C {} status \\;"]) {
+      expect(await decide(cwd, line)).toMatchObject(asks)
+    }
+  })
+
+  it("held: a git after a runner in a known folder asks only for what its repository runs", async () => {
+    const cwd = repository("", join(base, `folder${made++}`))
+    for (const line of ["find . -name '*.txt' -exec git log -- {} \\;", "git ls-files | xargs git add", "xargs -I{} git log -- {} < a.txt", "find . -name git"]) {
+      expect(await decide(cwd, line)).toMatchObject(mine)
+    }
+  })
+
+  it("held: a folder the shell expands, and wrappers that do not move", async () => {
+    const cwd = join(base, `folder${made++}`)
+    const clone = repository(fsmonitor, join(cwd, "clone"))
+    for (const line of ['git -C "$D" status', 'cd "$D" && git status']) expect((await decide(cwd, line)).decision).toBe("ask")
+    for (const wrapper of ["timeout 5", "nice", "stdbuf -o0", "flock f", "time", "command", "exec", "watch", "sudo -u bob", "env"]) {
+      expect(await decide(clone, `${wrapper} git status`)).toMatchObject(asks)
+    }
+    expect(await decide(cwd, "tig -C clone")).toMatchObject(asks)
+  })
+})
+
+describe("git's own order of options", () => {
+  it("a relative --git-dir before -C is taken from the folder -C moves to", async () => {
+    const cwd = join(base, `folder${made++}`)
+    // A git folder not named `.git` (a write to a `.git` path asks on its own).
+    renameSync(join(repository(fsmonitor, join(cwd, "x", "g")), ".git"), join(cwd, "x", "g", "gd"))
+    const line = "git --git-dir=g/gd -C x status"
+    expect(ran(cwd, line, join(cwd, "x"))).toBe(true)
+    expect(await decide(cwd, line)).toMatchObject(asks)
+    expect(await decide(cwd, "git -C x --git-dir=g/gd status")).toMatchObject(asks)
+  })
+
+  it("lazygit -p names the folder it works in", async () => {
+    const cwd = join(base, `folder${made++}`)
+    mkdirSync(cwd)
+    repository(fsmonitor, join(cwd, "deep", "er", "st", "il", "l", "clone"))
+    for (const line of ["lazygit -p deep/er/st/il/l/clone", "lazygit --path=deep/er/st/il/l/clone"]) {
+      expect(await decide(cwd, line)).toMatchObject(asks)
+    }
+  })
+})
