@@ -17,11 +17,11 @@ import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { repositoriesIn } from "./gitRepositories.js"
+import { git, repositoriesIn } from "./gitRepositories.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 
@@ -39,12 +39,14 @@ const decide = async (cwd: string, command: string) => {
 }
 /** Runs the line as the shell tool would, to show the repository's program really runs. */
 const ran = (cwd: string, command: string, where: string) => {
+  const marker = join(where, "fsmonitor-ran")
+  // Left by the git that made the repository (a commit refreshes the index too).
+  rmSync(marker, { force: true })
   try {
     execFileSync("/bin/sh", ["-c", command], { cwd, stdio: "pipe" })
   } catch {
     // git status fails where the fsmonitor hook fails; what counts is whether the hook ran.
   }
-  const marker = join(where, "fsmonitor-ran")
   const was = existsSync(marker)
   rmSync(marker, { force: true })
   return was
@@ -107,6 +109,44 @@ describe("git's own order of options", () => {
     mkdirSync(cwd)
     repository(fsmonitor, join(cwd, "deep", "er", "st", "il", "l", "clone"))
     for (const line of ["lazygit -p deep/er/st/il/l/clone", "lazygit --path=deep/er/st/il/l/clone"]) {
+      expect(await decide(cwd, line)).toMatchObject(asks)
+    }
+  })
+})
+
+describe("the index a git line really reads", () => {
+  /** A repository whose submodule is deeper than the search and whose git folder, beside it, sets core.fsmonitor. */
+  const withDeepSubmodule = () => {
+    const cwd = repository()
+    git(["submodule", "add", "-q", repository(), "d1/d2/d3/sub"], cwd)
+    git(["commit", "-qm", "sub"], cwd)
+    const moved = join(cwd, "d1", "d2", "d3", ".sub-git")
+    renameSync(join(cwd, ".git", "modules", "d1", "d2", "d3", "sub"), moved)
+    writeFileSync(join(cwd, "d1", "d2", "d3", "sub", ".git"), "gitdir: ../.sub-git\n")
+    // Its core.worktree named the old place: gone, git takes the folder whose .git led there.
+    git(["config", "-f", join(moved, "config"), "--unset", "core.worktree"], cwd)
+    appendFileSync(join(moved, "config"), fsmonitor)
+    return { cwd, sub: join(cwd, "d1", "d2", "d3", "sub") }
+  }
+
+  it("a split index: the submodule's gitlink in the shared part (sharedindex.*)", async () => {
+    const { cwd, sub } = withDeepSubmodule()
+    git(["update-index", "--split-index"], cwd)
+    expect(readdirSync(join(cwd, ".git")).some((name) => name.startsWith("sharedindex."))).toBe(true)
+    expect(ran(cwd, "git status", sub)).toBe(true)
+    expect(await decide(cwd, "git status")).toMatchObject(asks)
+  })
+
+  it("GIT_INDEX_FILE names the index whose gitlinks git follows", async () => {
+    const { cwd, sub } = withDeepSubmodule()
+    copyFileSync(join(cwd, ".git", "index"), join(cwd, "other.idx"))
+    // Dropped from the index and from HEAD (a gitlink in HEAD alone makes git status look into it too).
+    git(["rm", "-q", "--cached", "d1/d2/d3/sub", ".gitmodules"], cwd)
+    git(["commit", "-qm", "drop"], cwd)
+    expect(ran(cwd, "git status", sub)).toBe(false)
+    expect(await decide(cwd, "git status")).toMatchObject(mine)
+    for (const line of ["GIT_INDEX_FILE=other.idx git status", "env GIT_INDEX_FILE=other.idx git status"]) {
+      expect(ran(cwd, line, sub)).toBe(true)
       expect(await decide(cwd, line)).toMatchObject(asks)
     }
   })

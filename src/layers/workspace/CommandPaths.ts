@@ -63,6 +63,8 @@ export interface GitAt {
   readonly gitDir?: string | undefined
   /** Config files the line makes git read besides the repository's (`GIT_CONFIG_GLOBAL=…`, `-c include.path=…`), relative to cwd. */
   readonly configs?: ReadonlyArray<string> | undefined
+  /** Index files `GIT_INDEX_FILE` names for it, as written: git takes a relative one from its worktree's root. */
+  readonly indexFiles?: ReadonlyArray<string> | undefined
   /** Why the folder this git works in is known only when it runs (`find -execdir git …`, `xargs -I{} git -C {} …`): it asks. */
   readonly unknownFolder?: string | undefined
 }
@@ -153,6 +155,8 @@ const gitFrontends = new Set(["tig", "lazygit", "gitui", "gitk", "git-cola"])
 /** Git's variables naming its git folder, and the config files it reads in place of the user's. */
 const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
 const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
+/** The index git reads in place of the git folder's own: its gitlinks are the submodules git looks into. */
+const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
@@ -167,12 +171,19 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
   const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
   const gitDirs = valuesOf(gitDirVariables)
   const configs = valuesOf(configVariables)
+  const indexes = valuesOf(indexVariable)
   return gits.flatMap((at) =>
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
       const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
       const files = [...own, ...configs.map((file) => NodePath.join(base, file))]
-      const shared = { base, ...(files.length === 0 ? {} : { configs: files }), ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder }) }
+      const indexFiles = [...(at.indexFiles ?? []), ...indexes]
+      const shared = {
+        base,
+        ...(files.length === 0 ? {} : { configs: files }),
+        ...(indexFiles.length === 0 ? {} : { indexFiles }),
+        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder })
+      }
       const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
       const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]
       return named.length === 0 ? [shared] : named.map((dir) => ({ ...shared, gitDir: dir }))

@@ -82,13 +82,20 @@ const submoduleDepth = 3
  * (`Gitlinks`), as the worktrees their `.git` makes, whose configs the worktree's `git status` reads
  * wherever their git folders are; a note for an index too large to read.
  */
-const submodulesOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf, depth = 0): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
+const submodulesOf = async (
+  worktree: RunsLater.Worktree,
+  configsOf: ConfigsOf,
+  depth = 0,
+  indexFiles: ReadonlyArray<string> = []
+): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
   if (depth >= submoduleDepth) return []
   const sha256 = (await RunsLater.repositorySettingsOf(worktree, await configsOf(worktree))).settings
     .some((s) => s.section === "extensions" && s.key === "objectformat" && s.value.toLowerCase() === "sha256")
-  const links = await Gitlinks.gitlinksOf(NodePath.join(worktree.ownGitDir, "index"), sha256 ? 32 : 20)
-  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB, its submodules not checked)"] : []
-  for (const path of links.paths) {
+  // Its own index, and those the line names (`GIT_INDEX_FILE=other git status`; git reads a relative one from the worktree's root).
+  const indexes = [NodePath.join(worktree.ownGitDir, "index"), ...indexFiles.map((file) => NodePath.resolve(worktree.root, file))]
+  const read = await Promise.all(indexes.map((file) => Gitlinks.gitlinksOf(file, sha256 ? 32 : 20)))
+  const found: Array<RunsLater.Worktree | string> = read.some((links) => links.unread) ? ["(an index larger than 64 MiB, its submodules not checked)"] : []
+  for (const path of new Set(read.flatMap((links) => links.paths))) {
     const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
     if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
   }
@@ -128,7 +135,7 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     if (worktree !== undefined) {
       await add(worktree)
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
-      for (const sub of await submodulesOf(worktree, configsOf)) typeof sub === "string" ? found.add(sub) : await add(sub)
+      for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles)) typeof sub === "string" ? found.add(sub) : await add(sub)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
