@@ -63,6 +63,8 @@ export interface GitAt {
   readonly gitDir?: string | undefined
   /** Config files the line makes git read besides the repository's (`GIT_CONFIG_GLOBAL=…`, `-c include.path=…`), relative to cwd. */
   readonly configs?: ReadonlyArray<string> | undefined
+  /** The worktree `--work-tree` or `GIT_WORK_TREE` names (relative to cwd): git looks for the index's submodules there. */
+  readonly workTree?: string | undefined
   /** Index files `GIT_INDEX_FILE` names for it, as written: git takes a relative one from its worktree's root. */
   readonly indexFiles?: ReadonlyArray<string> | undefined
   /** Why the folder this git works in is known only when it runs (`find -execdir git …`, `xargs -I{} git -C {} …`): it asks. */
@@ -73,13 +75,15 @@ export interface GitAt {
 const from = (base: string, path: string) => (NodePath.isAbsolute(path) ? path : NodePath.join(base, path))
 
 /**
- * Where git works after its own options `-C dir` (each one from the last), `--git-dir` (from the folder
- * the last `-C` moved to, wherever it stands: git sets GIT_DIR, then moves, then resolves it), and the
- * files `-c include.path=` names; lazygit's `-p`/`--path` and `-g`/`--git-dir` the same way.
+ * Where git works after its own options `-C dir` (each one from the last), `--git-dir` and
+ * `--work-tree` (from the folder the last `-C` moved to, wherever they stand: git sets GIT_DIR, then
+ * moves, then resolves it), and the files `-c include.path=` names; lazygit's `-p`/`--path`,
+ * `-g`/`--git-dir` and `-w`/`--work-tree` the same way.
  */
 const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt => {
   let base = ""
   let gitDir: string | undefined
+  let workTree: string | undefined
   const configs: Array<string> = []
   const values = args.map((w) => w.value)
   const lazygit = program === "lazygit"
@@ -94,11 +98,18 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt =>
     const next = values[i + 1]
     const moved = valueOf(i, lazygit ? "-p" : "-C", lazygit ? "--path" : "-C")
     const named = valueOf(i, lazygit ? "-g" : "--git-dir", "--git-dir")
+    const tree = valueOf(i, lazygit ? "-w" : "--work-tree", "--work-tree")
     if (moved !== undefined) base = from(base, moved)
     else if (named !== undefined) gitDir = named
+    else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
   }
-  return { base, ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }), ...(configs.length === 0 ? {} : { configs }) }
+  return {
+    base,
+    ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
+    ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
+    ...(configs.length === 0 ? {} : { configs })
+  }
 }
 
 /** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
@@ -157,6 +168,7 @@ const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
 const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
 /** The index git reads in place of the git folder's own: its gitlinks are the submodules git looks into. */
 const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
+const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
@@ -172,6 +184,8 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
   const gitDirs = valuesOf(gitDirVariables)
   const configs = valuesOf(configVariables)
   const indexes = valuesOf(indexVariable)
+  // The option wins over the variable, as in git; the last one set is the one a line means.
+  const workTree = valuesOf(workTreeVariable).at(-1)
   return gits.flatMap((at) =>
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
@@ -182,6 +196,7 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
         base,
         ...(files.length === 0 ? {} : { configs: files }),
         ...(indexFiles.length === 0 ? {} : { indexFiles }),
+        ...(at.workTree !== undefined ? { workTree: from(place, at.workTree) } : workTree !== undefined ? { workTree: from(base, workTree) } : {}),
         ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder })
       }
       const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
