@@ -13,30 +13,20 @@
  * `nice`, `stdbuf`, `flock`, `time`, `command`, `exec`, `watch`, `sudo -u` before git, `tig -C x` — is
  * pinned beside them.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import { execFileSync } from "node:child_process"
 import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { decide, fsmonitor } from "./exactGitRule.js"
 import { git, repositoriesIn } from "./gitRepositories.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam20-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 let made = 0
-const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
 const repository = repositoriesIn(base)
 
-const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
-/** The decision for `command` in `cwd` under an exact allow rule for it. */
-const decide = async (cwd: string, command: string) => {
-  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
-  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
-}
 /** Runs the line as the shell tool would, to show the repository's program really runs. */
 const ran = (cwd: string, command: string, where: string) => {
   const marker = join(where, "fsmonitor-ran")
