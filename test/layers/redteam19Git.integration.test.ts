@@ -16,32 +16,23 @@
  * What held — files that would block a reader (a FIFO or device as `.git`, config or include), a
  * 100 MB config, an include cycle — is pinned beside them.
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { describe, expect, it } from "@effect/vitest"
-import * as Effect from "effect/Effect"
 import { execFileSync } from "node:child_process"
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
+import { decide, fsmonitor } from "./exactGitRule.js"
 import { git, repositoriesIn } from "./gitRepositories.js"
-import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
-import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import * as GitPrograms from "../../src/layers/workspace/GitPrograms.js"
 import * as Sandbox from "../../src/layers/workspace/Sandbox.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam19-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 let made = 0
-const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
 /** A repository with one commit, then `config` appended to its `.git/config`. */
 const repository = repositoriesIn(base)
 
-const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
-const decide = async (cwd: string, command: string) => {
-  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
-  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
-}
 const asks = { decision: "ask", policy: "repository-git" }
 const mine = { decision: "allow", policy: "mine" }
 

@@ -63,25 +63,98 @@ export interface GitAt {
   readonly gitDir?: string | undefined
   /** Config files the line makes git read besides the repository's (`GIT_CONFIG_GLOBAL=…`, `-c include.path=…`), relative to cwd. */
   readonly configs?: ReadonlyArray<string> | undefined
+  /** The worktree `--work-tree` or `GIT_WORK_TREE` names (relative to cwd): git looks for the index's submodules there. */
+  readonly workTree?: string | undefined
+  /** Index files `GIT_INDEX_FILE` names for it, as written: git takes a relative one from its worktree's root. */
+  readonly indexFiles?: ReadonlyArray<string> | undefined
+  /** Why the folder this git works in is known only when it runs (`find -execdir git …`, `xargs -I{} git -C {} …`): it asks. */
+  readonly unknownFolder?: string | undefined
 }
 
-/** Where git works after its own options `-C dir` (each one from the last), `--git-dir` (from there), and the files `-c include.path=` names. */
-const gitAt = (args: ReadonlyArray<CommandLine.Word>): GitAt => {
+/** A path as a program that moved to `base` takes it: an absolute one stays. */
+const from = (base: string, path: string) => (NodePath.isAbsolute(path) ? path : NodePath.join(base, path))
+
+/**
+ * Where git works after its own options `-C dir` (each one from the last), `--git-dir` and
+ * `--work-tree` (from the folder the last `-C` moved to, wherever they stand: git sets GIT_DIR, then
+ * moves, then resolves it), and the files `-c include.path=` names; lazygit's `-p`/`--path`,
+ * `-g`/`--git-dir` and `-w`/`--work-tree` the same way.
+ */
+const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt => {
   let base = ""
   let gitDir: string | undefined
+  let workTree: string | undefined
   const configs: Array<string> = []
   const values = args.map((w) => w.value)
-  const end = GlobalOptions.subcommandIndex("git", values)
-  for (let i = 0; i < Math.min(end, values.length); i++) {
+  const lazygit = program === "lazygit"
+  const end = lazygit ? values.length : GlobalOptions.subcommandIndex("git", values)
+  const valueOf = (i: number, short: string, long: string): string | undefined => {
     const v = values[i]!
-    const next = values[i + 1]
-    if (v === "-C" && next !== undefined) base = NodePath.join(base, next)
-    else if (/^-C./.test(v)) base = NodePath.join(base, v.slice(2))
-    else if (v === "--git-dir" && next !== undefined) gitDir = NodePath.join(base, next)
-    else if (v.startsWith("--git-dir=")) gitDir = NodePath.join(base, v.slice("--git-dir=".length))
-    else if (v === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
+    if (v === short || v === long) return values[i + 1]
+    if (v.startsWith(`${long}=`)) return v.slice(long.length + 1)
+    return short.length === 2 && v.startsWith(short) && v.length > 2 ? v.slice(2) : undefined
   }
-  return { base, ...(gitDir === undefined ? {} : { gitDir }), ...(configs.length === 0 ? {} : { configs }) }
+  for (let i = 0; i < Math.min(end, values.length); i++) {
+    const next = values[i + 1]
+    const moved = valueOf(i, lazygit ? "-p" : "-C", lazygit ? "--path" : "-C")
+    const named = valueOf(i, lazygit ? "-g" : "--git-dir", "--git-dir")
+    const tree = valueOf(i, lazygit ? "-w" : "--work-tree", "--work-tree")
+    if (moved !== undefined) base = from(base, moved)
+    else if (named !== undefined) gitDir = named
+    else if (tree !== undefined) workTree = tree
+    else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
+  }
+  return {
+    base,
+    ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
+    ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
+    ...(configs.length === 0 ? {} : { configs })
+  }
+}
+
+/** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
+const findRuns = new Set(["-exec", "-execdir", "-ok", "-okdir"])
+
+/** The string xargs replaces with each line it reads (`-I R`, `-iR`, `--replace[=R]`), if it replaces one. */
+const xargsReplaces = (words: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i < words.length; i++) {
+    const w = words[i]!
+    if (w === "-I") return words[i + 1]
+    if (/^-[Ii]./.test(w)) return w.slice(2)
+    if (w === "-i" || w === "--replace") return "{}"
+    if (w.startsWith("--replace=")) return w.slice("--replace=".length)
+  }
+  return undefined
+}
+
+/**
+ * Why the folders the gits a command starts work in are known only when they run, if they are:
+ * find's `-execdir` runs its program in the folder of each match (at any depth, past the search's
+ * reach); a placeholder in a git's folder, git folder or subcommand (`find -exec git -C {} …`,
+ * `xargs -I{} git -C {} …`, `parallel git -C {} …`) is filled from what the runner finds or reads;
+ * xargs and parallel add their input to a git with no subcommand yet (`xargs git -C`). `gitWords`:
+ * the words after the command's own git, when it starts one. A git after a wrapper that does not
+ * move (`nice`, `timeout`, `flock f`) works where the line says.
+ */
+const folderKnownWhenRun = (argv: ReadonlyArray<string>, at: GitAt, gitWords: ReadonlyArray<string> | undefined): string | undefined => {
+  const programs = new Set(argv.map((w) => NodePath.basename(w)))
+  const find = programs.has("find")
+  if (find && argv.some((w) => w === "-execdir" || w === "-okdir")) return "find -execdir runs it in each folder it finds"
+  const xargs = programs.has("xargs")
+  const parallel = programs.has("parallel")
+  const replaced = xargs ? xargsReplaces(argv) : undefined
+  const placeholder = parallel ? "{" : replaced ?? (find ? "{}" : undefined)
+  const runner = parallel ? "parallel" : xargs ? "xargs" : "find"
+  // git's own words up to its subcommand (a `-C…` in the input's place is an option too), before parallel's inputs and find's `;`.
+  const words = gitWords ?? []
+  const stop = words.findIndex((w) => /^(?::::|;$|\+$)/.test(w))
+  const own = stop < 0 ? words : words.slice(0, stop)
+  const sub = GlobalOptions.subcommandIndex("git", own)
+  // Git's variables on the command too (`xargs -I{} env GIT_DIR={} git status`).
+  const named = [at.base, at.gitDir ?? "", ...(at.configs ?? []), ...own.slice(0, sub + 1), ...argv.filter((w) => w.startsWith("GIT_"))]
+  if (placeholder !== undefined && named.some((w) => w.includes(placeholder))) return `${runner} fills in its folder`
+  if (gitWords !== undefined && (xargs || parallel) && replaced === undefined && sub >= own.length) return `${runner} adds its input to git's options`
+  return undefined
 }
 
 /** A `-c` setting that makes git read another config file (git takes only an absolute one, or `~/…`, from the command line). */
@@ -93,6 +166,9 @@ const gitFrontends = new Set(["tig", "lazygit", "gitui", "gitk", "git-cola"])
 /** Git's variables naming its git folder, and the config files it reads in place of the user's. */
 const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
 const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
+/** The index git reads in place of the git folder's own: its gitlinks are the submodules git looks into. */
+const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
+const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
@@ -107,13 +183,23 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
   const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
   const gitDirs = valuesOf(gitDirVariables)
   const configs = valuesOf(configVariables)
+  const indexes = valuesOf(indexVariable)
+  // The option wins over the variable, as in git; the last one set is the one a line means.
+  const workTree = valuesOf(workTreeVariable).at(-1)
   return gits.flatMap((at) =>
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
       const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
       const files = [...own, ...configs.map((file) => NodePath.join(base, file))]
-      const shared = { base, ...(files.length === 0 ? {} : { configs: files }) }
-      const gitDir = at.gitDir === undefined ? [] : [NodePath.join(place, at.gitDir)]
+      const indexFiles = [...(at.indexFiles ?? []), ...indexes]
+      const shared = {
+        base,
+        ...(files.length === 0 ? {} : { configs: files }),
+        ...(indexFiles.length === 0 ? {} : { indexFiles }),
+        ...(at.workTree !== undefined ? { workTree: from(place, at.workTree) } : workTree !== undefined ? { workTree: from(base, workTree) } : {}),
+        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder })
+      }
+      const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
       const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]
       return named.length === 0 ? [shared] : named.map((dir) => ({ ...shared, gitDir: dir }))
     })
@@ -434,6 +520,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
 
   for (const w of redirected) word(w, [])
   for (const { words } of commands) {
+    const gitsBefore = gits.length
     let at = 0
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
     while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at++]!, [])
@@ -458,14 +545,19 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const w of args) word(w, bases)
     // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
     // git browser (`tig`), whose git reads the repository's config as git's own does.
+    // find runs one after an action (`find . -execdir git status \;`).
     const runsGit = (name: string) => name === "git" || gitFrontends.has(name)
-    const gitWord = runsGit(program) ? at : CommandRisk.runsOtherPrograms(program) ? words.findIndex((w, k) => k > at && runsGit(NodePath.basename(w.value))) : -1
+    const gitWord = runsGit(program)
+      ? at
+      : CommandRisk.runsOtherPrograms(program) || program === "find"
+      ? words.findIndex((w, k) => k > at && runsGit(NodePath.basename(w.value)) && (program !== "find" || findRuns.has(words[k - 1]!.value)))
+      : -1
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (gitWord >= 0) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
       const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
-      const own = gitAt(words.slice(gitWord + 1))
-      gits.push(wrapper === undefined ? own : { ...own, base: NodePath.join(wrapper, own.base), ...(own.gitDir === undefined ? {} : { gitDir: NodePath.join(wrapper, own.gitDir) }) })
+      const own = gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
+      gits.push(wrapper === undefined ? own : { ...own, base: from(wrapper, own.base), ...(own.gitDir === undefined ? {} : { gitDir: from(wrapper, own.gitDir) }) })
     }
     const moved = programWord.expands ? undefined : movesTo(words.slice(at).map((w) => w.value))
     if (moved !== undefined && gitWord < 0) {
@@ -520,6 +612,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         const text = w === script ? undefined : CommandLine.lineInWord(w)
         if (text !== undefined) lineIn(text, true)
       }
+    }
+    // The command's gits, its own (first) and its scripts', whose folders are known only when they run.
+    for (let i = gitsBefore; i < gits.length; i++) {
+      const gitWords = i === gitsBefore && gitWord >= 0 ? words.slice(gitWord + 1).map((w) => w.value) : undefined
+      const why = folderKnownWhenRun(words.slice(at).map((w) => w.value), gits[i]!, gitWords)
+      if (why !== undefined) gits[i] = { ...gits[i]!, unknownFolder: why }
     }
   }
   return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned) }

@@ -54,9 +54,9 @@ const programSettings = (read: { readonly settings: ReadonlyArray<RunsLater.Sett
 ]
 
 /** What one repository's own files make git run, as `section.key` and `hooks/<name>` (its values are the repository's, never shown). */
-const programsOf = async (worktree: RunsLater.Worktree): Promise<ReadonlyArray<string>> => {
-  const settings = programSettings(await RunsLater.repositorySettingsOf(worktree))
-  const folders = [NodePath.join(worktree.gitDir, "hooks"), ...(await RunsLater.gitSettingsOf(worktree)).hooks]
+const programsOf = async (worktree: RunsLater.Worktree, own: ReadonlyArray<RunsLater.ConfigRead>): Promise<ReadonlyArray<string>> => {
+  const settings = programSettings(await RunsLater.repositorySettingsOf(worktree, own))
+  const folders = [NodePath.join(worktree.gitDir, "hooks"), ...(await RunsLater.gitSettingsOf(worktree, own)).hooks]
   const hooks = await Promise.all(
     folders.flatMap((folder) =>
       readHooks.map(async (name) => ((await NodeFs.stat(NodePath.join(folder, name)).catch(() => undefined))?.isFile() === true ? [`hooks/${name}`] : []))
@@ -71,6 +71,9 @@ const namedGitDir = async (gitDir: string, cwd: string): Promise<RunsLater.Workt
   return { gitDir: common === "" ? gitDir : NodePath.resolve(gitDir, common), ownGitDir: gitDir, root: cwd }
 }
 
+/** A worktree's own configs, read once for all a check asks of them (its programs, its hooks folders, its object format). */
+type ConfigsOf = (worktree: RunsLater.Worktree) => Promise<ReadonlyArray<RunsLater.ConfigRead>>
+
 /** How deep submodules in submodules are followed (as `Sandbox.submoduleGitDirs` follows `.git/modules`). */
 const submoduleDepth = 3
 
@@ -79,15 +82,22 @@ const submoduleDepth = 3
  * (`Gitlinks`), as the worktrees their `.git` makes, whose configs the worktree's `git status` reads
  * wherever their git folders are; a note for an index too large to read.
  */
-const submodulesOf = async (worktree: RunsLater.Worktree, depth = 0): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
+const submodulesOf = async (
+  worktree: RunsLater.Worktree,
+  configsOf: ConfigsOf,
+  depth = 0,
+  indexFiles: ReadonlyArray<string> = []
+): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
   if (depth >= submoduleDepth) return []
-  const sha256 = (await RunsLater.repositorySettingsOf(worktree)).settings
+  const sha256 = (await RunsLater.repositorySettingsOf(worktree, await configsOf(worktree))).settings
     .some((s) => s.section === "extensions" && s.key === "objectformat" && s.value.toLowerCase() === "sha256")
-  const links = await Gitlinks.gitlinksOf(NodePath.join(worktree.ownGitDir, "index"), sha256 ? 32 : 20)
-  const found: Array<RunsLater.Worktree | string> = links.unread ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
-  for (const path of links.paths) {
+  // Its own index, and those the line names (`GIT_INDEX_FILE=other git status`; git reads a relative one from the worktree's root).
+  const indexes = [NodePath.join(worktree.ownGitDir, "index"), ...indexFiles.map((file) => NodePath.resolve(worktree.root, file))]
+  const read = await Promise.all(indexes.map((file) => Gitlinks.gitlinksOf(file, sha256 ? 32 : 20)))
+  const found: Array<RunsLater.Worktree | string> = read.some((links) => links.unread) ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
+  for (const path of new Set(read.flatMap((links) => links.paths))) {
     const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
-    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, depth + 1)))
+    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
   }
   return found
 }
@@ -100,22 +110,34 @@ const submodulesOf = async (worktree: RunsLater.Worktree, depth = 0): Promise<Re
 export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>): Promise<ReadonlyArray<string>> => {
   const found = new Set<string>()
   const seen = new Set<string>()
+  const configs = new Map<string, Promise<ReadonlyArray<RunsLater.ConfigRead>>>()
+  const keyOf = (worktree: RunsLater.Worktree) => `${worktree.gitDir}\0${worktree.ownGitDir}`
+  const configsOf: ConfigsOf = (worktree) => {
+    const key = keyOf(worktree)
+    const read = configs.get(key) ?? RunsLater.repositoryConfigsOf(worktree)
+    configs.set(key, read)
+    return read
+  }
   const add = async (worktree: RunsLater.Worktree) => {
-    const key = `${worktree.gitDir}\0${worktree.ownGitDir}`
+    const key = keyOf(worktree)
     if (seen.has(key)) return
     seen.add(key)
     // Where, when it is not cwd's own repository: a submodule's or a nested one's, inside cwd (one above is cwd's too).
     const where = NodePath.relative(cwd, worktree.ownGitDir)
     const named = where === ".git" || where.startsWith("..") || NodePath.isAbsolute(where) ? "" : ` (${where})`
-    for (const what of await programsOf(worktree)) found.add(`${what}${named}`)
+    for (const what of await programsOf(worktree, await configsOf(worktree))) found.add(`${what}${named}`)
   }
   for (const at of gits) {
+    // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
+    if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)
-    const worktree = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
+    const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
+    // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
+    const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }
     if (worktree !== undefined) {
       await add(worktree)
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
-      for (const sub of await submodulesOf(worktree)) typeof sub === "string" ? found.add(sub) : await add(sub)
+      for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles)) typeof sub === "string" ? found.add(sub) : await add(sub)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.

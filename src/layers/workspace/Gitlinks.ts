@@ -9,7 +9,7 @@
  * Read bounded and without blocking: an index is opened as git's small files are (a FIFO or device
  * reads as nothing), at most {@link indexLimit} bytes, and an index larger than that is said to be
  * unread. Versions 2 to 4 (4's prefix-compressed names) with SHA-1 or SHA-256 names; a sparse
- * index's folder entries are no gitlinks, and a split index's shared part is not read. The index is
+ * index's folder entries are no gitlinks; a split index's shared part is read too. The index is
  * the repository's to shape: a version 4 name is rebuilt in place (a copy of the previous name per
  * entry was quadratic — a crafted 20 MB index held the event loop a minute), and past
  * {@link maxGitlinks} gitlinks the index is said to be unread rather than each followed.
@@ -19,6 +19,7 @@
  */
 import { constants } from "node:fs"
 import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
 
 /** Most of an index read: past it, the index is said to be unread (a repository of some 500,000 files). */
 export const indexLimit = 64 * 1024 * 1024
@@ -35,10 +36,23 @@ export interface Gitlinks {
 const none: Gitlinks = { paths: [], unread: false }
 
 /** Parsed indexes by file, kept while the file is unchanged (size, mtime, inode): each git line would read it again. */
-const cache = new Map<string, { readonly key: string; readonly links: Gitlinks }>()
+const cache = new Map<string, { readonly key: string; readonly links: Gitlinks & { readonly shared?: string | undefined } }>()
 
-/** The gitlinks of the index file `file` (see the module's comment); `hashBytes` is 32 in a SHA-256 repository. */
+/**
+ * The gitlinks of the index file `file` (see the module's comment); `hashBytes` is 32 in a SHA-256
+ * repository. A split index's shared part (`sharedindex.<hash>` beside it, named by its `link`
+ * extension) holds most of its entries, a submodule's too (`git update-index --split-index`): read
+ * as well, every entry it holds counted (the split's deletions ignored: more to read, never less).
+ */
 export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks> => {
+  const own = await indexOf(file, hashBytes)
+  if (own.shared === undefined) return own
+  const shared = await indexOf(NodePath.join(NodePath.dirname(file), `sharedindex.${own.shared}`), hashBytes)
+  return bounded([...new Set([...own.paths, ...shared.paths])], own.unread || shared.unread)
+}
+
+/** One index file's gitlinks, and the shared index its `link` extension names. */
+const indexOf = async (file: string, hashBytes: number): Promise<Gitlinks & { readonly shared?: string | undefined }> => {
   const handle = await NodeFs.open(file, constants.O_RDONLY | constants.O_NONBLOCK).catch(() => undefined)
   if (handle === undefined) return none
   try {
@@ -50,8 +64,8 @@ export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks
     if (cached?.key === key) return cached.links
     const buffer = Buffer.alloc(info.size)
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0)
-    const paths = parse(buffer.subarray(0, bytesRead), hashBytes)
-    const links = paths.length > maxGitlinks ? { paths: paths.slice(0, maxGitlinks), unread: true } : { paths, unread: false }
+    const parsed = parse(buffer.subarray(0, bytesRead), hashBytes)
+    const links = { ...bounded(parsed.paths, false), ...(parsed.shared === undefined ? {} : { shared: parsed.shared }) }
     if (cache.size > 64) cache.clear()
     cache.set(file, { key, links })
     return links
@@ -62,24 +76,50 @@ export const gitlinksOf = async (file: string, hashBytes = 20): Promise<Gitlinks
   }
 }
 
+/** At most {@link maxGitlinks} paths; more make the index unread. */
+const bounded = (paths: ReadonlyArray<string>, unread: boolean): Gitlinks =>
+  paths.length > maxGitlinks ? { paths: paths.slice(0, maxGitlinks), unread: true } : { paths, unread }
+
 /**
- * The gitlink paths of an index's bytes (at most one more than {@link maxGitlinks}); what cannot be
- * read (another format, a cut file) ends the reading there.
+ * The gitlink paths of an index's bytes (at most one more than {@link maxGitlinks}), and the hash (hex) of the shared index its `link` extension
+ * names; what cannot be read (another format, a cut file) ends the reading there.
  */
-const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
-  if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return []
+const parse = (index: Buffer, hashBytes: number): { readonly paths: ReadonlyArray<string>; readonly shared?: string | undefined } => {
+  if (index.length < 12 || index.toString("latin1", 0, 4) !== "DIRC") return { paths: [] }
   const version = index.readUInt32BE(4)
-  if (version < 2 || version > 4) return []
+  if (version < 2 || version > 4) return { paths: [] }
+  const paths = entries(index, version, hashBytes)
+  return { paths: paths.paths, shared: paths.end === undefined ? undefined : sharedIndex(index, paths.end, hashBytes) }
+}
+
+/** The hash of the shared index named by a `link` extension among those from `at` to the index's own hash. */
+const sharedIndex = (index: Buffer, at: number, hashBytes: number): string | undefined => {
+  for (let ext = at; ext + 8 <= index.length - hashBytes;) {
+    const size = index.readUInt32BE(ext + 4)
+    if (index.toString("latin1", ext, ext + 4) === "link" && size >= hashBytes && ext + 8 + hashBytes <= index.length) {
+      const hash = index.toString("hex", ext + 8, ext + 8 + hashBytes)
+      // An all-zero hash names no shared index.
+      return /^0+$/.test(hash) ? undefined : hash
+    }
+    ext += 8 + size
+  }
+  return undefined
+}
+
+/** The gitlinks among an index's entries, and where the entries end (none when the reading stopped short). */
+const entries = (index: Buffer, version: number, hashBytes: number): { readonly paths: ReadonlyArray<string>; readonly end?: number } => {
   const count = index.readUInt32BE(8)
   const paths: Array<string> = []
   let at = 12
   // Version 4's current name, rebuilt in place: each entry keeps a prefix of the one before.
   let name = Buffer.alloc(256)
   let nameLength = 0
-  for (let n = 0; n < count && paths.length <= maxGitlinks; n++) {
+  for (let n = 0; n < count; n++) {
+    // Past the bound the rest is not read (nor the shared index's name, after the entries): unread all the same.
+    if (paths.length > maxGitlinks) return { paths }
     const start = at
     const flagsAt = start + 40 + hashBytes
-    if (flagsAt + 2 > index.length) break
+    if (flagsAt + 2 > index.length) return { paths }
     const mode = index.readUInt32BE(start + 24)
     const flags = index.readUInt16BE(flagsAt)
     at = flagsAt + 2 + (version >= 3 && (flags & 0x4000) !== 0 ? 2 : 0)
@@ -88,12 +128,12 @@ const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
       // A varint (git's offset encoding) of how many bytes of the previous name to drop, then the rest, NUL-ended.
       let strip = 0
       for (let byte = 0x80, first = true; (byte & 0x80) !== 0; first = false) {
-        if (at >= index.length || strip > nameLength) return paths
+        if (at >= index.length || strip > nameLength) return { paths }
         byte = index[at++]!
         strip = first ? byte & 0x7f : (strip + 1) * 128 + (byte & 0x7f)
       }
       const end = index.indexOf(0, at)
-      if (end < 0 || strip > nameLength) return paths
+      if (end < 0 || strip > nameLength) return { paths }
       const kept = nameLength - strip
       nameLength = kept + (end - at)
       if (nameLength > name.length) {
@@ -106,11 +146,11 @@ const parse = (index: Buffer, hashBytes: number): ReadonlyArray<string> => {
       if (isGitlink) paths.push(name.toString("utf8", 0, nameLength))
     } else {
       const end = index.indexOf(0, at)
-      if (end < 0) return paths
+      if (end < 0) return { paths }
       if (isGitlink) paths.push(index.toString("utf8", at, end))
       // Padded with 1 to 8 NULs to a multiple of 8 bytes from the entry's start.
       at = start + Math.ceil((end + 1 - start) / 8) * 8
     }
   }
-  return paths
+  return { paths, end: at }
 }

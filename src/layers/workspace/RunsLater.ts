@@ -328,11 +328,14 @@ const includeDepth = 10
  * git takes is covered), and every file included, read or not (one that does not exist yet is
  * read once it does).
  */
-const configOf = async (
-  file: string,
-  depth = 0,
-  included: Array<string> = []
-): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly included: Array<string>; readonly unread: boolean }> => {
+/** What reading a config gave: its settings in git's order, the files it includes, and whether it was too large to read whole. */
+export interface ConfigRead {
+  readonly settings: ReadonlyArray<Setting>
+  readonly included: Array<string>
+  readonly unread: boolean
+}
+
+const configOf = async (file: string, depth = 0, included: Array<string> = []): Promise<ConfigRead> => {
   const settings: Array<Setting> = []
   const text = await readGitConfig(file)
   for (const setting of settingsIn(text)) {
@@ -355,13 +358,22 @@ export const configSettingsOf = async (file: string): Promise<{ readonly setting
 }
 
 /**
+ * A repository's own configs as git reads them: its `config`, then the worktree's `config.worktree`,
+ * the files they include followed. Read once by a caller that asks several things of them.
+ */
+export const repositoryConfigsOf = (worktree: Worktree): Promise<ReadonlyArray<ConfigRead>> =>
+  Promise.all([NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")].map((file) => configOf(file)))
+
+/**
  * The settings of a repository's own configs — its `config`, the worktree's `config.worktree` and
  * the files they include (followed as git follows them) — in the order git reads them, and whether
  * one of the two was too large to read whole (see {@link configLimit}).
  */
-export const repositorySettingsOf = async (worktree: Worktree): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly unread: boolean }> => {
-  const files = [NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")]
-  const configs = await Promise.all(files.map((file) => configOf(file)))
+export const repositorySettingsOf = async (
+  worktree: Worktree,
+  own?: ReadonlyArray<ConfigRead>
+): Promise<{ readonly settings: ReadonlyArray<Setting>; readonly unread: boolean }> => {
+  const configs = own ?? await repositoryConfigsOf(worktree)
   return { settings: configs.flatMap((config) => config.settings), unread: configs.some((config) => config.unread) }
 }
 
@@ -392,9 +404,9 @@ export interface GitSettings {
 }
 
 /** The git settings of a worktree (see {@link GitSettings}). */
-export const gitSettingsOf = async (worktree: Worktree): Promise<GitSettings> => {
+export const gitSettingsOf = async (worktree: Worktree, ownRead?: ReadonlyArray<ConfigRead>): Promise<GitSettings> => {
   const user = await Promise.all(userConfigs().map((file) => configOf(file)))
-  const own = await Promise.all([NodePath.join(worktree.gitDir, "config"), NodePath.join(worktree.ownGitDir, "config.worktree")].map((file) => configOf(file)))
+  const own = ownRead ?? await repositoryConfigsOf(worktree)
   const settings = [...user, ...own].flatMap((config) => config.settings).filter((s) => s.section === "core")
   const roots = [worktree.root, ...settings.filter((s) => s.key === "worktree" && s.value !== "").map((s) => hooksFolder(s.value, worktree.gitDir))]
   const values = [...new Set(settings.filter((s) => s.key === "hookspath" && s.value !== "").map((s) => s.value))]

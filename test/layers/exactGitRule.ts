@@ -1,0 +1,16 @@
+/** The red-team git tests' common ground: a hostile `core.fsmonitor`, and the decision for a line under an exact allow rule for it. */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as Effect from "effect/Effect"
+import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+
+/** A config that makes every index refresh run a program: it leaves `fsmonitor-ran` in the folder git works in. */
+export const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
+
+const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
+
+/** The decision for `command` in `cwd` when the user's one rule allows exactly that line. */
+export const decide = async (cwd: string, command: string) => {
+  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
+  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
+}
