@@ -17,7 +17,7 @@ export const EventStoreFailureReason = Schema.Literal(
   "line_too_long",
   // The session's log is not one this user started (see StartedSessions): not driven until adopted.
   "untrusted",
-  // A writer asked for inside a caller's SQL transaction (see writer/Lease.ts): refused, nothing taken.
+  // A writer asked for, or an append made, inside a caller's SQL transaction (see sql/CallerTransaction.ts): refused, nothing taken or stored.
   "in_transaction",
   "unknown"
 )

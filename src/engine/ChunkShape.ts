@@ -12,6 +12,7 @@ import { ProviderFailure } from "../domain/Errors.js"
 import * as Json from "../domain/Json.js"
 import type { Usage } from "../domain/AgentEvent.js"
 import type { FinishReason, ModelChunk } from "../services/ModelProvider.js"
+import * as EventDraft from "./EventDraft.js"
 
 /** What is wrong with a piece, for the kinds a reader tells apart before reading the piece's fields. */
 export const faults = {
@@ -27,16 +28,86 @@ const finishReasons: ReadonlySet<unknown> = new Set<FinishReason>(["stop", "tool
 
 /**
  * What is wrong with a `ToolCall` piece, or `undefined`; `args` is the arguments as they would be
- * stored (too deep already replaced, `EventDraft.toolArguments`).
+ * stored (`callArguments`: `undefined` when they are not JSON).
  */
-export const callFault = (piece: { readonly toolCallId: unknown; readonly tool: unknown }, args: unknown): string | undefined =>
+export const callFault = (piece: { readonly toolCallId: unknown; readonly tool: unknown }, args: Json.Json | undefined): string | undefined =>
   typeof piece.toolCallId !== "string"
     ? "a ToolCall whose toolCallId is not a string"
     : typeof piece.tool !== "string"
     ? "a ToolCall whose tool is not a string"
-    : Json.isJson(args)
-    ? undefined
-    : "a ToolCall whose args are not JSON"
+    : args === undefined
+    ? "a ToolCall whose args are not JSON"
+    : undefined
+
+/**
+ * A call's arguments read once into plain data of their own (or `undefined` when they are not JSON):
+ * what is stored and what the tool is given are then one value. A provider's object is not kept —
+ * the store serialises it and the tool decodes it, each read answering anew (a getter, a Proxy), so
+ * what is stored could differ from what runs and from what was checked. Each property is read once;
+ * arguments nested deeper than `EventDraft.maxArgumentDepth` become the string saying so
+ * (`EventDraft.toolArguments`) without being walked further; an object reached twice (shared or a
+ * cycle, which parsed JSON never has) is not JSON. Keys keep their order, `__proto__` an own key as
+ * JSON.parse makes it.
+ */
+export const callArguments = (args: unknown): Json.Json | undefined => {
+  const root: { value: Json.Json } = { value: null }
+  const seen = new Set<object>()
+  // Each value with where its copy goes: an own key of a copied object or array, defined (not set:
+  // a `__proto__` key set would replace the copy's prototype).
+  const pending: Array<readonly [unknown, number, object, string]> = [[args, 0, root, "value"]]
+  while (pending.length > 0) {
+    const [next, depth, into, key] = pending.pop()!
+    let copy: Json.Json
+    switch (typeof next) {
+      case "string":
+      case "boolean":
+        copy = next
+        break
+      case "number":
+        if (!Number.isFinite(next)) return undefined
+        copy = next
+        break
+      case "object": {
+        if (next === null) {
+          copy = null
+          break
+        }
+        if (depth >= EventDraft.maxArgumentDepth) return EventDraft.toolArguments(next)
+        if (seen.has(next)) return undefined
+        seen.add(next)
+        if (Array.isArray(next)) {
+          const items: ReadonlyArray<unknown> = Array.prototype.slice.call(next)
+          const array = new Array<Json.Json>(items.length).fill(null)
+          items.forEach((item, index) => pending.push([item, depth + 1, array, String(index)]))
+          copy = array
+          break
+        }
+        const proto: unknown = Object.getPrototypeOf(next)
+        if (proto !== Object.prototype && proto !== null) return undefined
+        const object: Record<string, Json.Json> = {}
+        // Each key's descriptor read once, its value from it (a getter called once): `Object.entries`
+        // reads a Proxy's key twice, its descriptor (is it enumerable?) and then its value.
+        for (const name of Reflect.ownKeys(next)) {
+          if (typeof name !== "string") continue
+          const property = Reflect.getOwnPropertyDescriptor(next, name)
+          if (property === undefined || property.enumerable !== true) continue
+          ownValue(object, name, null)
+          pending.push(["value" in property ? property.value : property.get?.call(next), depth + 1, object, name])
+        }
+        copy = object
+        break
+      }
+      default:
+        return undefined
+    }
+    ownValue(into, key, copy)
+  }
+  return root.value
+}
+
+/** Defines `key` of `into` as a plain data property holding `value` (its place among the keys kept when it was there). */
+const ownValue = (into: object, key: string, value: Json.Json) =>
+  Object.defineProperty(into, key, { value, writable: true, enumerable: true, configurable: true })
 
 /**
  * What is wrong with a `Finish` piece, or `undefined`. Its usage must be an object; its counts are
@@ -81,8 +152,9 @@ export const read = (piece: unknown): ModelChunk | string => {
         return typeof text === "string" ? { _tag: "TextDelta", text } : faults.text
       }
       case "ToolCall": {
-        const { args, tool, toolCallId } = chunk as { readonly toolCallId: unknown; readonly tool: unknown; readonly args?: unknown }
-        return callFault({ toolCallId, tool }, args) ?? { _tag: "ToolCall", toolCallId: toolCallId as string, tool: tool as string, args: args as Json.Json }
+        const { tool, toolCallId } = chunk as { readonly toolCallId: unknown; readonly tool: unknown }
+        const args = callArguments((chunk as { readonly args?: unknown }).args)
+        return callFault({ toolCallId, tool }, args) ?? { _tag: "ToolCall", toolCallId: toolCallId as string, tool: tool as string, args: args! }
       }
       case "Finish": {
         const { reason, usage } = chunk as { readonly reason: unknown; readonly usage?: unknown }

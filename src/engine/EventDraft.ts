@@ -155,8 +155,8 @@ export const maxArgumentDepth = 64
  * told). Arguments nested 100k deep would otherwise overflow the stack of whatever walks them next
  * (the check, the schema's error message, the store's encoder).
  */
-export const toolArguments = (args: Json.Json): Json.Json =>
-  Json.nestsDeeperThan(args, maxArgumentDepth) ? `[arguments nested more than ${maxArgumentDepth} levels deep were dropped]` : args
+export const toolArguments = (args: unknown): Json.Json =>
+  Json.nestsDeeperThan(args, maxArgumentDepth) ? `[arguments nested more than ${maxArgumentDepth} levels deep were dropped]` : args as Json.Json
 
 /** `model.tool_call_requested`. */
 export const toolCallRequested = (call: { readonly toolCallId: string; readonly tool: string; readonly args: unknown }): Draft<"model.tool_call_requested"> => ({

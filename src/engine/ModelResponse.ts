@@ -142,10 +142,10 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
               callsOver++
               break
             }
-            // What is stored is what runs: arguments too deep to walk are replaced before either, and
-            // an id the session used or no vendor takes gets another (ToolCallIds).
+            // What is stored is what runs: the arguments read once into plain data (too deep to walk
+            // replaced) before either, and an id the session used or no vendor takes gets another (ToolCallIds).
             const { tool, toolCallId: modelId } = piece
-            const args = EventDraft.toolArguments(piece.args)
+            const args = ChunkShape.callArguments(piece.args)
             const fault = ChunkShape.callFault({ toolCallId: modelId, tool }, args)
             if (fault !== undefined) {
               malformed = ChunkShape.refused(fault)
@@ -154,7 +154,8 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             const toolCallId = ToolCallIds.storedId(modelId, taken, turn.session.transcript.renamedCallIds)
             ids.add(toolCallId)
             if (toolCallId !== modelId) renamed.push({ from: modelId, to: toolCallId, tool })
-            const call = { toolCallId, tool, args }
+            // `args` is JSON here: `callFault` refused the call otherwise.
+            const call = { toolCallId, tool, args: args! }
             asked.push(call)
             drafts.push(EventDraft.toolCallRequested(call))
             break

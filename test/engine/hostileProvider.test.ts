@@ -14,6 +14,7 @@ import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
 import * as NodePath from "node:path"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as ChunkShape from "../../src/engine/ChunkShape.js"
 import * as ModelResponse from "../../src/engine/ModelResponse.js"
 import * as SessionEngine from "../../src/engine/SessionEngine.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
@@ -195,4 +196,39 @@ describe("a model provider written wrong", () => {
         expect(result.after.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
       }))
   }
+})
+
+describe("a call's arguments that answer otherwise when read again (a Proxy)", () => {
+  it.scoped("are read once, into plain data: the stored call and the call that runs have the first answer", () =>
+    Effect.gen(function*() {
+      // On main the arguments were kept as the provider's object: checked, then serialised by the
+      // store and decoded by the tool, each read answering anew — stored and run could differ from what was checked.
+      let reads = 0
+      const args = new Proxy({ path: "." }, {
+        get: (target, key, receiver) => key === "path" ? (reads++ === 0 ? "." : "/elsewhere") : Reflect.get(target, key, receiver),
+        getOwnPropertyDescriptor: (target, key) =>
+          key === "path" ? { value: reads++ === 0 ? "." : "/elsewhere", writable: true, enumerable: true, configurable: true } : Reflect.getOwnPropertyDescriptor(target, key)
+      })
+      const { replayed, turn1 } = yield* twoTurns([[{ _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args }, ModelProvider.finish("tool_calls")]])
+      const requested = replayed.filter((e) => e.type === "model.tool_call_requested")
+      expect(requested.map((e) => e.payload.args)).toEqual([{ path: "." }])
+      expect(Object.getPrototypeOf(turn1.find((e) => e.type === "model.tool_call_requested")!.payload.args)).toBe(Object.prototype)
+      expect(JSON.stringify(turn1)).not.toContain("/elsewhere")
+      expect(reads).toBe(1)
+    }))
+
+  it("the copy is the JSON it was: keys in order, `__proto__` an own key, too deep replaced, NaN and shared objects refused", () => {
+    const parsed = JSON.parse(`{"b": 1, "__proto__": {"polluted": true}, "a": [1, "x", null, {"c": false}]}`)
+    const copy = ChunkShape.callArguments(parsed)
+    expect(JSON.stringify(copy)).toBe(JSON.stringify(parsed))
+    expect(copy).not.toBe(parsed)
+    expect(Object.getPrototypeOf(copy)).toBe(Object.prototype)
+    let deep: unknown = "x"
+    for (let i = 0; i < 100_000; i++) deep = { a: deep }
+    expect(ChunkShape.callArguments(deep)).toMatch(/nested more than 64 levels deep/)
+    const shared = { x: 1 }
+    expect(ChunkShape.callArguments({ a: shared, b: shared })).toBeUndefined()
+    expect(ChunkShape.callArguments({ a: [Number.NaN] })).toBeUndefined()
+    expect(ChunkShape.callArguments(undefined)).toBeUndefined()
+  })
 })

@@ -171,6 +171,25 @@ for (const [kind, database] of databases) {
         expect(yield* leaseRow(db, "s")).toBeUndefined()
       }))
 
+    test("an append inside a caller's transaction is refused, the writer already held: nothing goes into the transaction a rollback would drop", (db) =>
+      Effect.gen(function*() {
+        // On main the lease refusal did not fire (the writer was taken before, outside): the appends
+        // went into the caller's transaction, stored as far as the engine knew, and its rollback dropped them.
+        const a = yield* storeOn(db, { ttl, identity: on("machine-a") })
+        const sql = Context.get(db, SqlClient.SqlClient)
+        yield* Scope.extend(a.acquireWriter("s"), yield* Effect.scope)
+        const single = yield* Effect.either(sql.withTransaction(a.append(event(1))))
+        const batch = yield* Effect.either(sql.withTransaction(a.appendAll([event(1), event(2)])))
+        for (const refused of [single, batch]) {
+          expect(Either.isLeft(refused) && refused.left).toMatchObject({ _tag: "EventStoreFailure", reason: "in_transaction", operation: "append", sessionId: "s" })
+          expect(Either.isLeft(refused) && refused.left.message).toMatch(/cannot run inside a transaction/)
+        }
+        expect(yield* collect(a.read("s"))).toEqual([])
+        // Outside one, as before.
+        yield* a.appendAll([event(1), event(2)])
+        expect((yield* collect(a.read("s"))).map((e) => e.sequence)).toEqual([1, 2])
+      }))
+
     test("a lease its writer stopped renewing is taken over once it expires; the sequence check fences the old writer; its release leaves the new lease", (db) =>
       Effect.gen(function*() {
         // A stalled writer: it would renew only long after its lease lapsed.

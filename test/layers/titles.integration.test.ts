@@ -145,6 +145,20 @@ describe("session titles in the listing", () => {
       expectStored((yield* titlesOf(yield* storeOf(SqliteEventStore.layer({ filename, readOnly: true })))).renamed)
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  it.scoped("PostgreSQL: a database whose rows another writer left lists its sessions' titles plain and cut, as a log's session.titled", () =>
+    Effect.gen(function*() {
+      // SQLite's row reader was tested with such a title, PostgreSQL's was not: the same reader
+      // (EventTables' listing) on the other dialect's rows, a writer's store and a read-only one.
+      const url = Redacted.make(yield* freshSchemaUrl("titles_planted"))
+      const store = yield* storeOf(PostgresEventStore.layer({ url }))
+      for (const e of history) yield* store.append(e)
+      yield* Effect.scoped(Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE sessions SET title = ${plantedTitle} WHERE session_id = 'renamed'`).pipe(
+        Effect.provide(PgClient.layer({ url, maxConnections: 1 }))
+      ))
+      expectStored((yield* titlesOf(store)).renamed)
+      expectStored((yield* titlesOf(yield* storeOf(PostgresEventStore.layer({ url, readOnly: true })))).renamed)
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.scoped("JSONL: an index written by a version without titles (3) opens, and its titles are backfilled from the logs", () =>
     Effect.gen(function*() {
       const dataDir = yield* tempDir

@@ -22,6 +22,7 @@ import * as Session from "../../domain/Session.js"
 import type { SessionSummary } from "../../domain/Session.js"
 import * as SessionTitle from "../../domain/SessionTitle.js"
 import { batchConflict, type EventStore } from "../../services/EventStore.js"
+import * as CallerTransaction from "./CallerTransaction.js"
 import * as SessionUsage from "./SessionUsage.js"
 
 /** What a store gives the shared operations. */
@@ -222,11 +223,19 @@ const transaction = <A, E, R>(sql: SqlClient.SqlClient, effect: Effect.Effect<A,
 
 /** The shared operations of an SQL store. */
 export const make = ({ append: appendEvent, failure, listingPlan, retried = once, sql, where }: Options): Pick<EventStore.Service, "append" | "appendAll" | "read" | "list" | "listing"> & Required<Pick<EventStore.Service, "awaitingListing">> => {
+  /**
+   * An append inside a caller's transaction is refused: it would be rolled back with the caller's
+   * work while the engine holds it as stored. The lease refuses a writer taken there; this is for a
+   * writer the engine took before (its session cached), whose turn then runs inside one.
+   */
+  const outsideTransactions = (sessionId: string) =>
+    CallerTransaction.refused({ operation: "append", sessionId, why: "its events are appended outside one, never rolled back with yours", path: where })
+
   const append = (event: AgentEvent.AgentEvent): Effect.Effect<void, EventStoreFailure> => {
     const statements = summaryStatements(sql, event)
-    if (statements.length === 0) return retried(appendEvent(event))
+    if (statements.length === 0) return Effect.zipRight(outsideTransactions(event.sessionId), retried(appendEvent(event)))
     // Run again whole: a failure rolled the transaction back.
-    return retried(transaction(sql, Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true })))).pipe(
+    return Effect.zipRight(outsideTransactions(event.sessionId), retried(transaction(sql, Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, event.sessionId)(error)))
     )
   }
@@ -240,7 +249,7 @@ export const make = ({ append: appendEvent, failure, listingPlan, retried = once
       const statements = summaryStatements(sql, event)
       return statements.length === 0 ? appendEvent(event) : Effect.zipRight(appendEvent(event), Effect.all(statements, { discard: true }))
     }
-    return retried(transaction(sql, Effect.forEach(events, step, { discard: true }))).pipe(
+    return Effect.zipRight(outsideTransactions(events[0]!.sessionId), retried(transaction(sql, Effect.forEach(events, step, { discard: true })))).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(failure("append", where, events[0]!.sessionId)(error)))
     )
   }

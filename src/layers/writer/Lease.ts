@@ -35,6 +35,7 @@ import * as Runtime from "effect/Runtime"
 import type * as Scope from "effect/Scope"
 import { EventStoreFailure, SessionBusy } from "../../domain/Errors.js"
 import * as PlainRelease from "../PlainRelease.js"
+import * as CallerTransaction from "../sql/CallerTransaction.js"
 import * as Holder from "./Holder.js"
 
 /** How long a lease lasts and how often its writer renews it. */
@@ -201,19 +202,11 @@ export const make = (options: Options) =>
      * or waits for the transaction's row lock, SQLite's one connection waits for the transaction's
      * permit. Taken outside it, the lease would be fine on PostgreSQL but wait for the same permit on
      * SQLite; and the turn's appends would go into the caller's transaction, which may roll back
-     * events the engine holds as stored. So a writer is refused there, on both.
+     * events the engine holds as stored. So a writer is refused there, on both (and an append too,
+     * for a writer taken before the transaction: see `EventTables`).
      */
     const outsideTransactions = (sessionId: string) =>
-      Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (transaction) =>
-        transaction._tag === "None" ? Effect.void : Effect.fail(
-          new EventStoreFailure({
-            reason: "in_transaction",
-            operation: "lock",
-            sessionId,
-            detail: "a turn cannot run inside a transaction (sql.withTransaction): its session's writer lease is taken outside one",
-            ...(options.path === undefined ? {} : { path: options.path })
-          })
-        ))
+      CallerTransaction.refused({ operation: "lock", sessionId, why: "its session's writer lease is taken outside one", path: options.path })
 
     return (sessionId: string): Effect.Effect<void, SessionBusy | EventStoreFailure, Scope.Scope> =>
       Effect.zipRight(outsideTransactions(sessionId), PlainRelease.acquireRelease(
