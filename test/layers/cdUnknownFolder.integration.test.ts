@@ -1,9 +1,9 @@
 /**
  * A line that moves where it cannot say before it runs: `cd` alone (home), `cd -` (the previous folder:
- * `$OLDPWD`, inherited from whoever started the agent), `cd ''`, `pushd` alone or `pushd +N`, every
+ * `$OLDPWD`, when the command's environment is allowed to carry it), `cd ''`, `pushd` alone or `pushd +N`, every
  * `popd` (the folder stack). What follows works there — `cd && cat .bashrc` reads the home folder's,
- * `cd - && git status` runs the git (and its repository's `core.fsmonitor`) of wherever the agent was
- * started from. `cd ..` asked as outside cwd even under a rule for the exact line; these were allowed
+ * `cd - && git status` runs the git (and its repository's `core.fsmonitor`) of wherever `$OLDPWD`
+ * names. `cd ..` asked as outside cwd even under a rule for the exact line; these were allowed
  * by one (each case failed before). Now they ask as outside cwd too.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
