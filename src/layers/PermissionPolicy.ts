@@ -351,10 +351,10 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
   return undefined
 }
 
-/** Why a git line asks whatever a rule says: the settings and hooks named, never their values (the repository's text). */
+/** Why a git line asks whatever a rule says: the settings and hooks named, never their values (the repository's text), or the notes on what could not be read (an index too large, a git whose folder only its run tells). */
 const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
-  `the repository's own git config or hooks name programs this git may run (${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); ` +
-  `a rule for git does not cover them`
+  `the repository's own git config or hooks name programs this git may run, or what they name cannot be read before it runs ` +
+  `(${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); a rule for git does not cover them`
 
 /**
  * Whether an ask rule matched only one command of a line (or what runs under its program) while
