@@ -4,10 +4,11 @@
  * fiber and by kind, with the fibers started and the heap allocated in that window. Deterministic
  * where row 7's p99 on a shared machine is not; not a test.
  *
- *   node --import tsx bench/cancel-ops.ts [samples=50]      (OPS_KINDS=sites: Sync/Commit/… by function)
+ *   node --import tsx bench/cancel-ops.ts [samples=50]      (OPS_KINDS=sites: Sync/Commit/… by function;
+ *                                                           CANCEL_STORE=jsonl: the JSONL store's cancel)
  */
 import { Effect, type Fiber, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
-import { createSession, deltaTexts, engineRuntime, scripted, spiedStore, storeLayer } from "./engine.js"
+import { createSession, deltaTexts, engineRuntime, scratch, scripted, spiedStore, storeLayer } from "./engine.js"
 import { streamingTurn } from "./rows/cancel.js"
 
 const reps = Number(process.argv[2] ?? 50)
@@ -36,7 +37,7 @@ class Window extends Supervisor.AbstractSupervisor<void> {
 }
 
 const window = new Window()
-const store = spiedStore(storeLayer({ kind: "memory" }), (event) => {
+const store = spiedStore(storeLayer(process.env.CANCEL_STORE === "jsonl" ? { kind: "jsonl", dataDir: scratch("cancel-ops") } : { kind: "memory" }), (event) => {
   if (event.type === "turn.completed" && event.payload.stopReason === "cancelled") window.on = false
 })
 const rt = engineRuntime(store, scripted(deltaTexts(500), reps + 4, { delay: 1 }))
