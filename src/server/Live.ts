@@ -278,8 +278,31 @@ export interface DirectResponse {
  * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
  * {@link response}); `undefined` for another server (the web handler's, Bun's).
  */
-export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined =>
-  request.source instanceof IncomingMessage ? NodeHttpServerRequest.toServerResponse(request) : undefined
+export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined => {
+  if (!(request.source instanceof IncomingMessage)) return undefined
+  letGoOnceRead(request.source)
+  return NodeHttpServerRequest.toServerResponse(request)
+}
+
+/**
+ * Lets a `/live` request's message go once it is read to its end (a `GET`'s at once; a body, which
+ * `/live` never reads, is drained), so that its client's close finds nothing of it to abort. Node
+ * aborts each request whose response has not finished when its socket closes — an `ECONNRESET` error
+ * whose stack it formats, `aborted` and `close` events, the stream's teardown — and a `/live` response
+ * never finishes: when hundreds of watchers close together after a turn, Node's poll did all of that
+ * for each of them in one turn of the event loop, which a `/healthz` probe waited behind
+ * (docs/benchmarks.md, probe21). A message read to its end and destroyed is neither aborted nor its
+ * socket touched, and Node's close skips it. The response needs nothing of it.
+ */
+const letGoOnceRead = (message: IncomingMessage) => {
+  if (message.destroyed) return
+  if (message.readableEnded) {
+    message.destroy()
+    return
+  }
+  message.once("end", () => message.destroy())
+  message.resume()
+}
 
 const sseHeaders = {
   contentType: "text/event-stream",
