@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import { createServer, get, IncomingMessage } from "node:http"
+import { connect } from "node:net"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
 import { liveEvent } from "./liveEvents.js"
@@ -88,6 +89,30 @@ describe("/live on a Node server", () => {
       expect(seen.message?.destroyed).toBe(true)
       expect(seen.message?.readableEnded).toBe(true)
       expect(seen.aborted).toBe(0)
+    }))
+
+  it.scopedLive("a request whose body is still coming is left to Node, unread: its close aborts it as before", () =>
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<void>()
+      const watch = Stream.concat(Stream.make(event(1)), Stream.never).pipe(Stream.ensuring(Deferred.succeed(closed, undefined)))
+      const { seen, url } = yield* serve(watch, Duration.hours(1))
+      const { port } = new URL(url)
+      // A chunked body whose last chunk never comes.
+      const socket = connect(Number(port), "127.0.0.1")
+      socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+      yield* Effect.async<void>((resume) => {
+        let text = ""
+        socket.on("data", (chunk: Buffer) => {
+          text += chunk.toString("latin1")
+          if (text.includes(": connected")) resume(Effect.void)
+        })
+      })
+      expect(seen.message?.complete).toBe(false)
+      expect(seen.message?.destroyed).toBe(false)
+      expect(seen.message?.readableFlowing).toBe(null)
+      socket.destroy()
+      yield* Deferred.await(closed)
+      expect(seen.aborted).toBe(1)
     }))
 
   it.scopedLive("keep-alive comments between frames while idle; a watch that ends ends the response", () =>
