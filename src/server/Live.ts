@@ -276,7 +276,9 @@ export interface DirectResponse {
 
 /**
  * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
- * {@link response}); `undefined` for another server (the web handler's, Bun's).
+ * {@link response}); `undefined` for another server (the web handler's, Bun's). A request without a
+ * body is read to its end and let go meanwhile (see `letGoOnceRead`): a `/live` response needs
+ * nothing more of it.
  */
 export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined => {
   if (!(request.source instanceof IncomingMessage)) return undefined
