@@ -276,10 +276,41 @@ export interface DirectResponse {
 
 /**
  * The Node response `request` is written to, when the server is `@effect/platform-node`'s (see
- * {@link response}); `undefined` for another server (the web handler's, Bun's).
+ * {@link response}); `undefined` for another server (the web handler's, Bun's). A request without a
+ * body is read to its end and let go meanwhile (see `letGoOnceRead`): a `/live` response needs
+ * nothing more of it.
  */
-export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined =>
-  request.source instanceof IncomingMessage ? NodeHttpServerRequest.toServerResponse(request) : undefined
+export const directResponse = (request: HttpServerRequest.HttpServerRequest): DirectResponse | undefined => {
+  if (!(request.source instanceof IncomingMessage)) return undefined
+  letGoOnceRead(request.source)
+  return NodeHttpServerRequest.toServerResponse(request)
+}
+
+/**
+ * Lets a `/live` request's message go once read to its end, when Node has the whole message (a
+ * `GET`'s, without a body), so that its client's close finds nothing of it to abort. Node aborts each
+ * request whose response has not finished when its socket closes — an `ECONNRESET` error whose stack
+ * it formats, `aborted` and `close` events, the stream's teardown — and a `/live` response never
+ * finishes: when hundreds of watchers close together after a turn, Node's poll did all of that for
+ * each of them in one turn of the event loop, which a `/healthz` probe waited behind
+ * (docs/benchmarks.md, probe21). A message read to its end and destroyed is neither aborted nor its
+ * socket touched, and Node's close skips it; the response needs nothing of it. A message whose body
+ * is still coming is left as it was (read by nobody, so Node stops reading its socket once its
+ * buffer is full): draining it would read whatever a client sends, for as long as it sends.
+ */
+const letGoOnceRead = (message: IncomingMessage) => {
+  if (message.destroyed || !(message.complete || bodiless(message))) return
+  if (message.readableEnded) {
+    message.destroy()
+    return
+  }
+  message.once("end", () => message.destroy())
+  message.resume()
+}
+
+/** A request that says it has no body (no `Transfer-Encoding`, no `Content-Length` but 0): Node ends its message once the headers are read. */
+const bodiless = (message: IncomingMessage) =>
+  message.headers["transfer-encoding"] === undefined && (message.headers["content-length"] ?? "0") === "0"
 
 const sseHeaders = {
   contentType: "text/event-stream",

@@ -13,7 +13,8 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
-import { createServer, get } from "node:http"
+import { createServer, get, IncomingMessage } from "node:http"
+import { connect } from "node:net"
 import type { AgentEvent } from "../../src/index.js"
 import { Live } from "../../src/server.js"
 import { liveEvent } from "./liveEvents.js"
@@ -24,11 +25,15 @@ const event = liveEvent
 const serve = (watch: Stream.Stream<AgentEvent.AgentEvent>, keepAlive: Duration.Duration) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(NodeHttpServer.layer(() => createServer(), { host: "127.0.0.1", port: 0 }))
-    const seen = { direct: false }
+    const seen: { direct: boolean; message?: IncomingMessage; aborted: number } = { direct: false, aborted: 0 }
     yield* HttpServer.serveEffect()(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const direct = Live.directResponse(request)
       seen.direct = direct !== undefined
+      if (request.source instanceof IncomingMessage) {
+        seen.message = request.source
+        request.source.on("aborted", () => seen.aborted++)
+      }
       return Live.response(watch, keepAlive, direct)
     })).pipe(Effect.provide(context))
     const server = yield* HttpServer.HttpServer.pipe(Effect.provide(context))
@@ -70,6 +75,44 @@ describe("/live on a Node server", () => {
       // The client went away: the platform interrupts the request's fiber, and with it the watch.
       yield* Deferred.await(closed)
       expect(closes).toBe(1)
+    }))
+
+  it.scopedLive("a client gone finds its request read and let go: Node's close aborts nothing of it", () =>
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<void>()
+      const watch = Stream.concat(Stream.make(event(1)), Stream.never).pipe(Stream.ensuring(Deferred.succeed(closed, undefined)))
+      const { seen, url } = yield* serve(watch, Duration.hours(1))
+      const expected = ": connected\n\n" + Live.encode(event(1))
+      expect(yield* read(url, (text) => text.length >= expected.length)).toBe(expected)
+      // Node aborts the requests of a closed socket before the response's `close` interrupts the watch.
+      yield* Deferred.await(closed)
+      expect(seen.message?.destroyed).toBe(true)
+      expect(seen.message?.readableEnded).toBe(true)
+      expect(seen.aborted).toBe(0)
+    }))
+
+  it.scopedLive("a request whose body is still coming is left to Node, unread: its close aborts it as before", () =>
+    Effect.gen(function*() {
+      const closed = yield* Deferred.make<void>()
+      const watch = Stream.concat(Stream.make(event(1)), Stream.never).pipe(Stream.ensuring(Deferred.succeed(closed, undefined)))
+      const { seen, url } = yield* serve(watch, Duration.hours(1))
+      const { port } = new URL(url)
+      // A chunked body whose last chunk never comes.
+      const socket = connect(Number(port), "127.0.0.1")
+      socket.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+      yield* Effect.async<void>((resume) => {
+        let text = ""
+        socket.on("data", (chunk: Buffer) => {
+          text += chunk.toString("latin1")
+          if (text.includes(": connected")) resume(Effect.void)
+        })
+      })
+      expect(seen.message?.complete).toBe(false)
+      expect(seen.message?.destroyed).toBe(false)
+      expect(seen.message?.readableFlowing).toBe(null)
+      socket.destroy()
+      yield* Deferred.await(closed)
+      expect(seen.aborted).toBe(1)
     }))
 
   it.scopedLive("keep-alive comments between frames while idle; a watch that ends ends the response", () =>
