@@ -33,6 +33,8 @@ export * as Plural from "./domain/Plural.js"
 export * as MarkdownLimits from "./domain/MarkdownLimits.js"
 /** The bidirectional and invisible format characters a UI escapes or drops before showing text (Trojan Source). */
 export * as FormatCharacters from "./domain/FormatCharacters.js"
+/** Time for durations inside one process (monotonic: a step of the wall clock moves it neither way), from the `Clock`. */
+export * as MonotonicTime from "./domain/MonotonicTime.js"
 /** Blobs: bytes named by their SHA-256 in a store's blob area, and the blob area's typed errors. */
 export * as Blob from "./domain/Blob.js"
 /** Images of messages and tool results: accepted formats (by magic bytes), caps, references, `ImageRefused`. */

@@ -18,11 +18,10 @@
  *
  * @since 0.2.0
  */
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { type SessionEngine, SessionState } from "../index.js"
+import { MonotonicTime, type SessionEngine, SessionState } from "../index.js"
 
 /** What a session is doing, as far as keeping its entity goes. */
 export type Activity = "idle" | "working" | "waiting"
@@ -97,7 +96,8 @@ export const make = (options: Options): Effect.Effect<Keeper, never, Scope.Scope
         let waitingSince: number | undefined
         let now = first
         while (now !== "idle") {
-          const at = yield* Clock.currentTimeMillis
+          // Monotonic: a wall clock stepped back would hold a waiting entity longer, one stepped forward let it go at once.
+          const at = yield* MonotonicTime.millis
           waitingSince = now === "waiting" ? waitingSince ?? at : undefined
           const keep = waitingSince === undefined || at - waitingSince < holdMs
           if (keep !== kept) {

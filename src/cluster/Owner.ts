@@ -25,7 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schedule from "effect/Schedule"
 import * as Stream from "effect/Stream"
-import { EventStoreFailure, type Image, SessionEngine, SessionState } from "../index.js"
+import { EventStoreFailure, type Image, MonotonicTime, SessionEngine, SessionState } from "../index.js"
 import { Turns } from "../server.js"
 import * as CarriedImages from "./CarriedImages.js"
 import * as Engines from "./Engines.js"
@@ -85,16 +85,28 @@ export const defaultLeaseWait = Duration.seconds(40)
 /** The default {@link Options.maxIdleTime}. */
 export const defaultMaxIdleTime = Duration.minutes(5)
 
+/**
+ * How a write waits for the session's writer lease a runner that died still holds: tried again every
+ * 250 ms while it is `SessionBusy`, until `leaseWait` has passed since the write began. Passed on
+ * monotonic time (`Schedule.upTo` reads the wall clock): a runner's clock stepped back an hour kept a
+ * request waiting an hour more, one stepped forward answered `SessionBusy` at the first refusal.
+ */
+export const whileBusy = (leaseWait: Duration.DurationInput) =>
+  Effect.map(MonotonicTime.millis, (start) =>
+    Schedule.spaced(Duration.millis(250)).pipe(
+      Schedule.whileInput((error: { readonly _tag: string }) => error._tag === "SessionBusy"),
+      Schedule.checkEffect(() => Effect.map(MonotonicTime.millis, (now) => now - start < Duration.toMillis(leaseWait)))
+    ))
+
 /** Registers the session entity on this runner: needs `Engines` and the sharding of the runner. */
 export const layer = (options: Options = {}) =>
   SessionEntity.toLayer(
     Effect.gen(function*() {
-      const whileBusy = Schedule.spaced(Duration.millis(250)).pipe(
-        Schedule.upTo(options.leaseWait ?? defaultLeaseWait),
-        Schedule.whileInput((error: { readonly _tag: string }) => error._tag === "SessionBusy")
-      )
-      const write = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) => forWire(Effect.retry(effect, whileBusy))
-      const writeStream = <A, E extends { readonly _tag: string }>(stream: Stream.Stream<A, E>) => streamForWire(Stream.retry(stream, whileBusy))
+      const leaseWait = options.leaseWait ?? defaultLeaseWait
+      const write = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
+        forWire(Effect.flatMap(whileBusy(leaseWait), (schedule) => Effect.retry(effect, schedule)))
+      const writeStream = <A, E extends { readonly _tag: string }>(stream: Stream.Stream<A, E>) =>
+        streamForWire(Stream.unwrap(Effect.map(whileBusy(leaseWait), (schedule) => Stream.retry(stream, schedule))))
       const address = yield* Entity.CurrentAddress
       const sessionId = address.entityId
       const engines = yield* Engines.Engines

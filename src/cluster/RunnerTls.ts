@@ -35,6 +35,7 @@ import * as Scope from "effect/Scope"
 import { createPrivateKey, X509Certificate } from "node:crypto"
 import { isIP } from "node:net"
 import * as Tls from "node:tls"
+import { MonotonicTime } from "../index.js"
 
 /**
  * A runner's TLS material, in PEM: its certificate (chain), its private key, and the cluster CA's
@@ -160,8 +161,8 @@ export const check = (tls: RunnerTls): Effect.Effect<void, InvalidTls> =>
 export const throttled = (every: Duration.Duration = logEvery) => {
   const seen = new Map<string, { last: number; more: number }>()
   return (key: string, line: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      const now = Date.now()
+    // Monotonic time on the Clock: the wall clock stepped back an hour kept every key quiet an hour.
+    Effect.flatMap(MonotonicTime.millis, (now) => {
       const entry = seen.get(key)
       if (entry !== undefined && now - entry.last < Duration.toMillis(every)) {
         entry.more++

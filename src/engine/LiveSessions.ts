@@ -20,6 +20,7 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import type { EventStoreFailure, SessionBusy } from "../domain/Errors.js"
 import { SessionNotFound } from "../domain/Errors.js"
+import * as MonotonicTime from "../domain/MonotonicTime.js"
 import * as Session from "../domain/Session.js"
 import type { EventStore } from "../services/EventStore.js"
 import type * as LiveSession from "./LiveSession.js"
@@ -56,6 +57,11 @@ interface Entry {
   readonly loading: Deferred.Deferred<LiveSession.LiveSession, LoadError> | undefined
   /** Set once loaded. */
   session: LiveSession.LiveSession | undefined
+  /**
+   * When it was last used, on monotonic time: on the wall clock, a clock stepped back an hour kept
+   * idle sessions (and their writer locks, which other processes wait for) an hour longer, and one
+   * stepped forward let sessions in use go at the next sweep.
+   */
   lastUsed: number
   /** One catch-up at a time: two folding the same events into the session would fold them twice (see `catchUpLock`). */
   catchingUp: Effect.Semaphore | undefined
@@ -132,7 +138,7 @@ export const make = (
       const entry = entries.get(sessionId)
       if (entry === undefined) return
       entries.delete(sessionId)
-      entry.lastUsed = clock.unsafeCurrentTimeMillis()
+      entry.lastUsed = MonotonicTime.unsafeMillis(clock)
       entries.set(sessionId, entry)
     }
 
@@ -175,7 +181,7 @@ export const make = (
     })
 
     const sweep: Effect.Effect<void> = Effect.suspend(() => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = MonotonicTime.unsafeMillis(clock)
       const victims = [...entries].filter(([sessionId, entry]) => now - entry.lastUsed >= idleMs && idle(sessionId, entry)).map(([id]) => id)
       return Effect.forEach(victims, release, { discard: true })
     })
@@ -210,7 +216,7 @@ export const make = (
       sessionId,
       loading: session === undefined ? Deferred.unsafeMake(FiberId.none) : undefined,
       session,
-      lastUsed: clock.unsafeCurrentTimeMillis(),
+      lastUsed: MonotonicTime.unsafeMillis(clock),
       catchingUp: undefined
     })
 

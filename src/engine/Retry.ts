@@ -5,7 +5,6 @@
  *
  * @since 0.1.0
  */
-import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -13,6 +12,7 @@ import * as Schedule from "effect/Schedule"
 import * as ScheduleDecision from "effect/ScheduleDecision"
 import * as ScheduleIntervals from "effect/ScheduleIntervals"
 import type { ProviderFailure } from "../domain/Errors.js"
+import * as MonotonicTime from "../domain/MonotonicTime.js"
 
 /** A retry policy: its input is the failure, so a policy may look at the reason. */
 export type Policy = Schedule.Schedule<unknown, ProviderFailure>
@@ -54,7 +54,9 @@ export const start = (policy: Policy): Effect.Effect<Attempts> =>
           if (failure.retryDelayMs !== undefined) return wholeMillis(failure.retryDelayMs)
           if (!failure.retryable) return Option.none()
           if (failure.retryAfterMs !== undefined && failure.retryAfterMs > Duration.toMillis(maxRetryAfter)) return Option.none()
-          const now = yield* Clock.currentTimeMillis
+          // Monotonic: a policy bounded by time (`upTo`, `during`) measures time passed, which a
+          // step of the wall clock would stretch by an hour or cut to nothing.
+          const now = yield* MonotonicTime.millis
           const [next, , decision] = yield* policy.step(now, failure, state)
           state = next
           if (ScheduleDecision.isDone(decision)) return Option.none()

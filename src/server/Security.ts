@@ -10,6 +10,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypt
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
+import { MonotonicTime } from "../index.js"
 
 /** A fresh random token (32 bytes, base64url). */
 export const randomToken = (): string => randomBytes(32).toString("base64url")
@@ -41,17 +42,31 @@ export const maxLoginCodes = 16
 export type CodeUse = "signedIn" | "unknown" | "expired"
 
 /**
+ * A moment on both of a `Clock`'s times, in milliseconds: the wall clock's (`currentTimeMillis`) and
+ * the monotonic one (`MonotonicTime`). A number stands for both (a `TestClock`'s, which are one).
+ */
+export type Instant = number | { readonly wall: number; readonly monotonic: number }
+
+const instantOf = (clock: Clock.Clock) => ({ wall: clock.unsafeCurrentTimeMillis(), monotonic: MonotonicTime.unsafeMillis(clock) })
+
+/**
  * Single-use codes: each opens the viewer once (it sets the cookie), within its lifetime, then is
  * forgotten. Time is an effect `Clock`: the fiber's (`issueNow`, `consumeNow`), or for a plain
  * `issue()` the one the codes were made with (`ServerConfig.layer` gives its own fiber's) — never
  * the wall clock behind a test's `TestClock`, where a code issued at the real time and used at the
  * test's would outlive its ten minutes.
+ *
+ * A code's lifetime runs on both of the Clock's times, and is up when either says so: the wall clock
+ * alone let a code issued before the clock stepped back (NTP, a VM restored, a date set by hand) open
+ * the viewer for as long again; the monotonic one alone stops while the machine sleeps, so a code
+ * printed before a laptop's lid closed would still work when it opens. A step forward can only end a
+ * code sooner, and the token still signs in.
  */
 export interface LoginCodes {
-  /** A new code, valid until used or until its lifetime from `now` (milliseconds; by default the codes' `Clock`) is up. */
-  readonly issue: (now?: number) => string
-  /** Uses a code at `now` (milliseconds, the clock `issue` was given): `signedIn` once for each code issued, within its lifetime. */
-  readonly consume: (code: string, now: number) => CodeUse
+  /** A new code, valid until used or until its lifetime from `now` (by default the codes' `Clock`) is up. */
+  readonly issue: (now?: Instant) => string
+  /** Uses a code at `now` (on the clock `issue` was given): `signedIn` once for each code issued, within its lifetime. */
+  readonly consume: (code: string, now: Instant) => CodeUse
   /** `issue` at the fiber's `Clock` time. */
   readonly issueNow: Effect.Effect<string>
   /** `consume` at the fiber's `Clock` time. */
@@ -69,27 +84,30 @@ export const loginCodes = (
   const clock = options.clock ?? Clock.make()
   const max = Math.max(1, options.max ?? maxLoginCodes)
   // Insertion order: the first is the oldest.
-  const held = new Map<string, number>()
-  const issue = (now = clock.unsafeCurrentTimeMillis()) => {
+  const held = new Map<string, { readonly wall: number; readonly monotonic: number }>()
+  const both = (now: Instant) => typeof now === "number" ? { wall: now, monotonic: now } : now
+  const issue = (now: Instant = instantOf(clock)) => {
     const code = randomBytes(24).toString("base64url")
     while (held.size >= max) held.delete(held.keys().next().value!)
-    held.set(code, now + lifetime)
+    const at = both(now)
+    held.set(code, { wall: at.wall + lifetime, monotonic: at.monotonic + lifetime })
     return code
   }
-  const consume = (code: string, now: number): CodeUse => {
+  const consume = (code: string, now: Instant): CodeUse => {
     // Compared in constant time against every held code (a few at most).
     let found: string | undefined
     for (const candidate of held.keys()) if (matches(Redacted.make(candidate), code)) found = candidate
     if (found === undefined) return "unknown"
     const expiresAt = held.get(found)!
     held.delete(found)
-    return now < expiresAt ? "signedIn" : "expired"
+    const at = both(now)
+    return at.wall < expiresAt.wall && at.monotonic < expiresAt.monotonic ? "signedIn" : "expired"
   }
   return {
     issue,
     consume,
-    issueNow: Effect.map(Clock.currentTimeMillis, issue),
-    consumeNow: (code) => Effect.map(Clock.currentTimeMillis, (now) => consume(code, now))
+    issueNow: Effect.map(Effect.clock, (fiberClock) => issue(instantOf(fiberClock))),
+    consumeNow: (code) => Effect.map(Effect.clock, (fiberClock) => consume(code, instantOf(fiberClock)))
   }
 }
 
@@ -149,7 +167,8 @@ export type Attempt = { readonly _tag: "Open" } | { readonly _tag: "Wait"; reado
  * machine): after the n-th wrong token in a row, the next attempt waits 2^(n-1) seconds (at most 15
  * minutes) — six tries in the first minute, then fewer and fewer. An attempt made while waiting is
  * refused without looking at the token, so waiting out the limit is the only way on. A right token
- * clears it.
+ * clears it. Its `now` is monotonic time (`MonotonicTime`): on the wall clock, a clock stepped back an
+ * hour locked the form for an hour more, and one stepped forward ended the wait at once.
  */
 export interface LoginThrottle {
   readonly attempt: (now: number) => Attempt

@@ -25,12 +25,12 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as OpenApi from "@effect/platform/OpenApi"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { existsSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import { MonotonicTime } from "../index.js"
 import * as Access from "./Access.js"
 import { Api } from "./Api.js"
 import { ServerConfig } from "./Config.js"
@@ -135,7 +135,7 @@ export const layer = HttpApiBuilder.Router.use((router) =>
         if (!Access.fromOwnPage(Access.headersOf(request))) return json(403, "Forbidden", "Sign in from the viewer's own sign-in page")
         const body = yield* request.json.pipe(Effect.flatMap(Schema.decodeUnknown(LoginBody)), Effect.option)
         if (body._tag === "None") return json(400, "BadRequest", "Send {\"token\": \"…\"}")
-        const now = yield* Clock.currentTimeMillis
+        const now = yield* MonotonicTime.millis
         const attempt = config.loginThrottle.attempt(now)
         if (attempt._tag === "Wait") {
           const seconds = Math.ceil(attempt.retryAfterMillis / 1000)

@@ -11,6 +11,7 @@ import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
+import { withJumpingClock } from "../clockJumps.js"
 import { collect, expectWellFormedLog, testTools } from "../helpers.js"
 
 /**
@@ -92,4 +93,30 @@ describe("the engine's sessions in memory", () => {
       expect(yield* drivable(b, waiting)).toBe("SessionBusy")
       yield* Fiber.interrupt(turn)
     }))
+})
+
+describe("the engine's sessions in memory, across a jump of the wall clock", () => {
+  it.scoped("a session idle for idleTimeout is let go (its writer lock released) when the wall clock stepped back an hour meanwhile", () =>
+    withJumpingClock(({ jump }) =>
+      Effect.gen(function*() {
+        const { a, b } = yield* twoEngines({ idleTimeout: "1 minute" })
+        const idle = (yield* a.createSession({ cwd: "/w", client: "test" })).sessionId
+        yield* collect(a.runTurn({ sessionId: idle, userMessage: "one" }))
+        yield* jump(-60 * 60 * 1000)
+        yield* TestClock.adjust("2 minutes")
+        expect(yield* drivable(b, idle)).toBe("ok")
+      })
+    ))
+
+  it.scoped("a session used a moment ago is kept when the wall clock steps forward a day", () =>
+    withJumpingClock(({ jump }) =>
+      Effect.gen(function*() {
+        const { a, b } = yield* twoEngines({ idleTimeout: "10 minutes" })
+        const held = (yield* a.createSession({ cwd: "/w", client: "test" })).sessionId
+        yield* collect(a.runTurn({ sessionId: held, userMessage: "one" }))
+        yield* jump("1 day")
+        yield* TestClock.adjust("5 minutes")
+        expect(yield* drivable(b, held)).toBe("SessionBusy")
+      })
+    ))
 })

@@ -178,6 +178,23 @@ for (const [name, makeStore] of stores) {
         expect(listed[0]).toMatchObject({ cwd: "/work/old", client: "test", createdAt: at(1) })
       }))
 
+    test("a later event stamped earlier (its writer's clock behind, or stepped back) is listed by its stamp, and read in sequence order", (store) =>
+      Effect.gen(function*() {
+        yield* store.append(created("ahead", 1))
+        yield* store.append(created("behind", 2))
+        yield* store.append(turnStarted("behind", 2, 8))
+        // The first listing (a JSONL index built), then a writer 7 minutes behind appends.
+        expect((yield* store.list).map((s) => s.sessionId)).toEqual(["behind", "ahead"])
+        yield* store.append(turnStarted("behind", 3, 1))
+        yield* store.append(turnStarted("ahead", 2, 3))
+        const listed = yield* store.list
+        expect(listed.map((s) => [s.sessionId, s.turnCount, s.lastSequence, s.createdAt, s.lastActivityAt])).toEqual([
+          ["ahead", 1, 2, at(1), at(3)],
+          ["behind", 2, 3, at(2), at(1)]
+        ])
+        expect((yield* collect(store.read("behind"))).map((e) => [e.sequence, e.timestamp])).toEqual([[1, at(2)], [2, at(8)], [3, at(1)]])
+      }))
+
     test("listings say which calls wait for approval, kept by every append and batch (what `pending` reads)", (store) =>
       Effect.gen(function*() {
         yield* store.append(created("a"))

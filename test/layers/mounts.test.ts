@@ -3,6 +3,8 @@
  * system that answers from memory or a local disk, read from the mount table.
  */
 import { describe, expect, it } from "@effect/vitest"
+import { tmpdir } from "node:os"
+import { vi } from "vitest"
 import * as Mounts from "../../src/layers/workspace/Mounts.js"
 
 const table = [
@@ -44,5 +46,23 @@ describe("Mounts", () => {
   it("this machine's table is read, and its temporary folder is local (the synchronous reads are tried here)", async () => {
     await Mounts.refresh()
     expect(Mounts.isLocal("/proc/self/status")).toBe(false)
+  })
+
+  it("a copy of the table is trusted for its age in time passed, not by the wall clock: stepped back an hour, a copy 3 s old is not trusted", async () => {
+    await Mounts.refresh()
+    const local = Mounts.isLocal(tmpdir())
+    const wall = Date.now()
+    const monotonic = performance.now()
+    const dateNow = vi.spyOn(Date, "now").mockReturnValue(wall - 60 * 60 * 1000 + 3_000)
+    const performanceNow = vi.spyOn(performance, "now").mockReturnValue(monotonic + 3_000)
+    try {
+      // Too old to answer from: nothing is local until the copy read again (in the background) is in.
+      expect(Mounts.isLocal(tmpdir())).toBe(false)
+    } finally {
+      dateNow.mockRestore()
+      performanceNow.mockRestore()
+    }
+    await Mounts.refresh()
+    expect(Mounts.isLocal(tmpdir())).toBe(local)
   })
 })

@@ -54,6 +54,11 @@ export const outside = (points: ReadonlyArray<string>, path: string): boolean =>
 const table = "/proc/self/mountinfo"
 const readable = process.platform === "linux" && existsSync(table)
 
+/**
+ * The last copy of the table and when it was read, on `performance.now()` (monotonic): on the wall
+ * clock, a clock stepped back made a copy's age negative, and the copy was trusted (a share mounted
+ * meanwhile taken as local, read synchronously) until the clock caught up.
+ */
 let known: { readonly points: ReadonlyArray<string>; readonly at: number } | undefined
 let reading: Promise<void> | undefined
 
@@ -62,7 +67,7 @@ export const refresh = (): Promise<void> => {
   if (!readable) return Promise.resolve()
   reading ??= readFile(table, "utf8").then(
     (text) => {
-      known = { points: notLocal(text), at: Date.now() }
+      known = { points: notLocal(text), at: performance.now() }
     },
     () => {
       known = undefined
@@ -88,7 +93,7 @@ export const assume = (mountinfo: string): void => {
  */
 export const isLocal = (path: string): boolean => {
   // An assumed table (`at` Infinity) has a negative age: never read again until `refresh`.
-  const age = known === undefined ? Infinity : Date.now() - known.at
+  const age = known === undefined ? Infinity : performance.now() - known.at
   if (age > maxAge) void refresh()
   return known !== undefined && age <= 2 * maxAge && outside(known.points, path)
 }
