@@ -48,6 +48,8 @@ describe("MCP configuration files", () => {
     const secrets = McpSecrets.of({ url: "https://alice:pw-1234@example.test/mcp?token=tok-5678", headers: { Authorization: "Bearer head-0000" } })
     const echoed = McpSecrets.redact("401 for https://alice:pw-1234@example.test/mcp?token=tok-5678 (Bearer head-0000)", secrets)
     for (const secret of ["pw-1234", "tok-5678", "head-0000"]) expect(echoed).not.toContain(secret)
+    // A setting is no token: `?stream=true` does not blank every `true` of the server's results.
+    expect(McpSecrets.redact("true json", McpSecrets.of({ url: "https://example.test/mcp?stream=true&format=json" }))).toBe("true json")
   })
 
   it("tool names: sanitised, at most 64 characters; rule patterns", () => {

@@ -30,12 +30,19 @@ export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
   return [...secrets].sort((a, b) => b.length - a.length)
 }
 
-/** The parts of an HTTP server's URL that may be secrets: its user name, password and query values, as written and decoded. */
+/**
+ * A user name or query value that reads as a token rather than a setting: 8 characters or more, not
+ * all letters. `?stream=true` or `?format=json` hidden would blank every `true` and `json` of the
+ * server's results.
+ */
+const tokenLike = (value: string) => value.length >= 8 && !/^[A-Za-z]+$/.test(value)
+
+/** The parts of an HTTP server's URL that may be secrets: its password, and its user name and query values that read as tokens, as written and decoded. */
 const urlSecrets = (url: string): ReadonlyArray<string> => {
   if (!URL.canParse(url)) return []
   const { password, searchParams, username } = new URL(url)
-  const parts = [username, password, ...[...searchParams].flatMap(([name, value]) => value === "" ? [name] : [value])]
-  return parts.flatMap((part) => {
+  const parts = [password, ...[username, ...[...searchParams].map(([name, value]) => value === "" ? name : value)].filter(tokenLike)]
+  return parts.filter((part) => part !== "").flatMap((part) => {
     let decoded = part
     try {
       decoded = decodeURIComponent(part)
