@@ -360,8 +360,13 @@ const notOpened = (detail: string) => new Socket.SocketGenericError({ reason: "O
  */
 export const reconnect = Schedule.exponential(Duration.millis(100)).pipe(Schedule.intersect(Schedule.recurs(2)))
 
-/** A failure before the handshake was done that another connection may not have: anything but a port that proved it is not a runner of this cluster. */
-const transient = (error: unknown) => Socket.isSocketError(error) && !(error.reason === "Open" && "cause" in error && error.cause instanceof NotARunner)
+/**
+ * A failure before the handshake was done that another connection may not have: anything but a port
+ * that proved it is not a runner of this cluster, or a certificate refused either way (`RunnerTls.CertificateRefused`).
+ */
+const transient = (error: unknown) =>
+  Socket.isSocketError(error) &&
+  !("cause" in error && (error.cause instanceof RunnerTls.CertificateRefused || (error.reason === "Open" && error.cause instanceof NotARunner)))
 
 /**
  * `socket` (the connecting side's, guarded), whose run connects again (`schedule`) while a

@@ -126,6 +126,33 @@ export const codeOf = (error: unknown): string => {
   return typeof code === "string" ? code : "TLS_ERROR"
 }
 
+/**
+ * OpenSSL's and Node's codes of a certificate refused in the handshake: this runner's check of the
+ * port's (not of the cluster CA, expired, naming another host), or over TLS 1.2 the port's alert
+ * refusing this runner's (`…ALERT_UNKNOWN_CA`, `…ALERT_BAD_CERTIFICATE`). Over TLS 1.3 the port
+ * refuses this runner's after this side's handshake is done, and the connection only closes: that
+ * close is tried again as a busy port's is (the port's log says why).
+ */
+const certificateCode = /CERT|UNABLE_TO_(GET_ISSUER|VERIFY|DECRYPT)|SELF_SIGNED|ALTNAME|UNKNOWN_CA|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE/
+
+/** Whether a TLS failure is a certificate refused (`certificateCode`): one that the next connection gets again. */
+const isCertificateFailure = (error: unknown): boolean => certificateCode.test(codeOf(error))
+
+/**
+ * A connection to another runner failed on a certificate refused in the TLS handshake
+ * (`certificateCode`). A wrong certificate does not become right by connecting again (the
+ * failure is not retried, unlike a port that is busy or restarting); the next call connects anew,
+ * after a rotation (`Reloadable`) too. Names the peer's address and the code, never the material.
+ */
+export class CertificateRefused extends Schema.TaggedError<CertificateRefused>()("CertificateRefused", {
+  peer: Schema.String,
+  code: Schema.String
+}) {
+  override get message(): string {
+    return `The TLS certificate check with the runner at ${this.peer} failed (${this.code}): every runner of the cluster needs a certificate of the cluster CA, for the address it is reached at; not tried again`
+  }
+}
+
 const asBuffer = (pem: string | Uint8Array) => typeof pem === "string" ? pem : Buffer.from(pem)
 
 /** Node's TLS options of `tls`, shared by both sides. */
@@ -333,7 +360,9 @@ export const connect = (
         Effect.mapError((cause) =>
           new Socket.SocketGenericError({
             reason: "Open",
-            cause: new Error(connected ? `the TLS handshake with the runners' port failed (${codeOf(cause)})` : `connecting to the runners' port failed (${codeOf(cause)})`)
+            cause: connected && isCertificateFailure(cause)
+              ? new CertificateRefused({ peer: `${address.host}:${address.port}`, code: codeOf(cause) })
+              : new Error(connected ? `the TLS handshake with the runners' port failed (${codeOf(cause)})` : `connecting to the runners' port failed (${codeOf(cause)})`)
           })
         )
       )

@@ -16,6 +16,27 @@ export const shown = (url: string): string => {
   return `${protocol}//${host}${pathname === "/" ? "" : pathname}`
 }
 
+/** A query parameter's name shown as it is: a word, not what could be a key pasted as a bare parameter. */
+const parameterName = /^[A-Za-z][A-Za-z0-9_.-]{0,39}$/
+
+/**
+ * `url` with what may be a secret in it replaced by `[redacted]`, its shape kept for a reader to tell
+ * servers apart: the userinfo (`user:password@`), each query value (a `?token=…` a server wants; the
+ * parameter's name stays when it is a plain word, else the whole parameter goes) and the fragment.
+ * Scheme, host, port and path are shown as they are. What does not parse as a URL is not quoted.
+ */
+export const redacted = (url: string): string => {
+  if (!URL.canParse(url)) return "(an address that is not a URL)"
+  const { hash, host, password, pathname, protocol, search, username } = new URL(url)
+  const query = search === "" ? "" : `?${
+    search.slice(1).split("&").map((parameter) => {
+      const equals = parameter.indexOf("=")
+      return equals > 0 && parameterName.test(parameter.slice(0, equals)) ? `${parameter.slice(0, equals)}=[redacted]` : "[redacted]"
+    }).join("&")
+  }`
+  return `${protocol}//${username === "" && password === "" ? "" : "[redacted]@"}${host}${pathname === "/" && query === "" ? "" : pathname}${query}${hash === "" ? "" : "#[redacted]"}`
+}
+
 /**
  * Why `url` cannot be a provider's base URL, or `undefined` when it can — checked before any
  * request, by the CLI (`--base-url`) and the provider layers: `fetch` refuses a URL with a user name

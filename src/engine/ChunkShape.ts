@@ -47,7 +47,9 @@ export const callFault = (piece: { readonly toolCallId: unknown; readonly tool: 
  * arguments nested deeper than `EventDraft.maxArgumentDepth` become the string saying so
  * (`EventDraft.toolArguments`) without being walked further; an object reached twice (shared or a
  * cycle, which parsed JSON never has) is not JSON. Keys keep their order, `__proto__` an own key as
- * JSON.parse makes it.
+ * JSON.parse makes it. An `undefined` inside them is what JSON.stringify makes of it (a JS object's
+ * optional field left unset): a property dropped, an array's item null; the arguments themselves
+ * `undefined`, a function, a symbol or a BigInt are not JSON.
  */
 export const callArguments = (args: unknown): Json.Json | undefined => {
   const root: { value: Json.Json } = { value: null }
@@ -78,7 +80,8 @@ export const callArguments = (args: unknown): Json.Json | undefined => {
         if (Array.isArray(next)) {
           const items: ReadonlyArray<unknown> = Array.prototype.slice.call(next)
           const array = new Array<Json.Json>(items.length).fill(null)
-          items.forEach((item, index) => pending.push([item, depth + 1, array, String(index)]))
+          // An `undefined` item (or a hole) stays null, as JSON.stringify sends it.
+          items.forEach((item, index) => item !== undefined && pending.push([item, depth + 1, array, String(index)]))
           copy = array
           break
         }
@@ -91,8 +94,11 @@ export const callArguments = (args: unknown): Json.Json | undefined => {
           if (typeof name !== "string") continue
           const property = Reflect.getOwnPropertyDescriptor(next, name)
           if (property === undefined || property.enumerable !== true) continue
+          const value: unknown = "value" in property ? property.value : property.get?.call(next)
+          // An `undefined` property (an optional field left unset) has no key, as JSON.stringify sends it.
+          if (value === undefined) continue
           ownValue(object, name, null)
-          pending.push(["value" in property ? property.value : property.get?.call(next), depth + 1, object, name])
+          pending.push([value, depth + 1, object, name])
         }
         copy = object
         break

@@ -12,6 +12,7 @@ import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import type * as Socket from "@effect/platform/Socket"
 import * as SocketServer from "@effect/platform/SocketServer"
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -55,9 +56,11 @@ const secret = Redacted.make(new Uint8Array(randomBytes(32)))
  */
 const relay = (target: () => number) =>
   Effect.acquireRelease(
-    Effect.async<{ readonly port: number; readonly seen: () => Buffer; readonly server: Server }>((resume) => {
+    Effect.async<{ readonly port: number; readonly seen: () => Buffer; readonly accepted: () => number; readonly server: Server }>((resume) => {
       const chunks: Array<Buffer> = []
+      let accepted = 0
       const server = createServer((socket) => {
+        accepted++
         const upstream = connect(target(), "127.0.0.1")
         socket.on("error", () => {})
         upstream.on("error", () => {})
@@ -72,7 +75,7 @@ const relay = (target: () => number) =>
         socket.on("close", () => upstream.destroy())
         upstream.on("close", () => socket.destroy())
       })
-      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ port: (server.address() as AddressInfo).port, seen: () => Buffer.concat(chunks), server })))
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ port: (server.address() as AddressInfo).port, seen: () => Buffer.concat(chunks), accepted: () => accepted, server })))
     }),
     ({ server }) => Effect.sync(() => server.close())
   )
@@ -220,6 +223,30 @@ describe("the runners' port over TLS", () => {
       expect(Exit.isFailure(refused)).toBe(true)
       expect(clientLogs.some((line) => line.includes("ERR_TLS_CERT_ALTNAME_INVALID"))).toBe(true)
       expect(misnamed.port.connections()).toBe(0)
+    }).pipe(Effect.scoped), { timeout: 60_000 })
+
+  it.live("a port's certificate this runner refuses fails the connection at once, with a typed error naming the code: not tried again", () =>
+    Effect.gen(function*() {
+      // On main each was tried twice more (`RunnerPort.reconnect`): three TCP connections, and an untyped Error.
+      const cases: ReadonlyArray<readonly [string, RunnerTls.RunnerTls, RunnerTls.RunnerTls]> = [
+        ["the port's certificate names another host", certificates.misnamed, certificates.runnerB],
+        ["the port's certificate is not of the CA this runner trusts", certificates.runnerA, certificates.foreign]
+      ]
+      // Not here: this runner's certificate refused by the port. Over TLS 1.3 the port refuses it after
+      // this side's handshake is done, and the connection only closes (the port's log says why): a
+      // close is tried again, as a busy port's is.
+      for (const [name, portTls, clientTls] of cases) {
+        const { address, observer, port } = yield* observed(portTls)
+        const exit = yield* Effect.exit(echoOf(address, clientTls, "refused", () => Effect.void))
+        expect(Exit.isFailure(exit), name).toBe(true)
+        expect(observer.accepted(), name).toBe(1)
+        expect(port.connections(), name).toBe(0)
+        const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+        const refused = (error as { readonly cause?: unknown } | undefined)?.cause
+        expect(refused, name).toBeInstanceOf(RunnerTls.CertificateRefused)
+        expect((refused as RunnerTls.CertificateRefused).message, name).toMatch(/^The TLS certificate check with the runner at 127\.0\.0\.1:\d+ failed \([A-Z_0-9]+\)/)
+        expectNoMaterial(String(Exit.isFailure(exit) ? exit.cause : ""))
+      }
     }).pipe(Effect.scoped), { timeout: 60_000 })
 
   it.live("a plaintext runner and a TLS runner cannot talk: each fails within the handshake, and says why", () =>

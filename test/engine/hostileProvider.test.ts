@@ -198,6 +198,31 @@ describe("a model provider written wrong", () => {
   }
 })
 
+describe("a call's arguments holding `undefined` (an optional field left unset, common in JS)", () => {
+  it.scoped("are stored and run as JSON.stringify would send them: the property dropped, in an array null; the turn goes on", () =>
+    Effect.gen(function*() {
+      // On main the call was refused as not JSON: the turn ended error/server.
+      const args = { path: ".", limit: undefined, nested: { a: undefined, b: [undefined, 1] } }
+      const { replayed, turn1 } = yield* twoTurns([[{ _tag: "ToolCall", toolCallId: "c1", tool: "list_dir", args }, ModelProvider.finish("tool_calls")]])
+      const requested = replayed.filter((e) => e.type === "model.tool_call_requested").map((e) => e.payload.args)
+      expect(requested).toEqual([JSON.parse(JSON.stringify(args))])
+      expect(JSON.stringify(requested[0])).toBe(`{"path":".","nested":{"b":[null,1]}}`)
+      // The call is answered (this session has no tools: `unknown_tool`) and the model asked again.
+      expect(typesOf(turn1)).toContain("tool.failed")
+      expect(turn1.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+    }))
+
+  it("the copy has no key for an `undefined` property (a getter answering undefined, read once) and null for an array's", () => {
+    let reads = 0
+    const copy = ChunkShape.callArguments({ a: 1, get b() { reads++; return undefined }, c: [undefined, , 2], d: undefined })
+    expect(copy).toEqual({ a: 1, c: [null, null, 2] })
+    expect(Object.keys(copy as object)).toEqual(["a", "c"])
+    expect(reads).toBe(1)
+    // The arguments themselves `undefined` stay refused: a call with no arguments is not `{}`.
+    expect(ChunkShape.callArguments(undefined)).toBeUndefined()
+  })
+})
+
 describe("a call's arguments that answer otherwise when read again (a Proxy)", () => {
   it.scoped("are read once, into plain data: the stored call and the call that runs have the first answer", () =>
     Effect.gen(function*() {

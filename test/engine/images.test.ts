@@ -5,7 +5,9 @@
  * a note in their place, and a blob that cannot be read is never sent.
  */
 import * as fc from "effect/FastCheck"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { readFileSync } from "node:fs"
+import * as NodePath from "node:path"
 import { resolve } from "node:path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -19,9 +21,10 @@ import * as FakeModelProvider from "../../src/layers/FakeModelProvider.js"
 import { FakeModel } from "../../src/layers/FakeModelProvider.js"
 import * as IdGenerator from "../../src/services/IdGenerator.js"
 import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import { BlobStore } from "../../src/services/BlobStore.js"
 import { EventStore } from "../../src/services/EventStore.js"
-import { collect, engineLayer } from "../helpers.js"
+import { collect, engineLayer, tempDir } from "../helpers.js"
 import { png as wholePng } from "../imageFiles.js"
 
 const fixture = (name: string) => new Uint8Array(readFileSync(resolve(import.meta.dirname, "../../fixtures/images", name)))
@@ -352,4 +355,40 @@ describe("sessionImage", () => {
       Layer.provideMerge(FakeModelProvider.layer({ images: true })),
       Layer.provideMerge(IdGenerator.layerSequential)
     ))))
+})
+
+describe("images across a restart", () => {
+  /** The engine on a JSONL store in `dataDir` (its blob area included) and a fresh scripted model taking images: one process. */
+  const process = (dataDir: string) =>
+    SessionEngineModule.layer().pipe(
+      Layer.provideMerge(JsonlEventStore.layer({ dataDir })),
+      Layer.provideMerge(FakeModelProvider.layer({ record: true, images: true })),
+      Layer.provideMerge(IdGenerator.layerSequential),
+      Layer.provide(NodeContext.layer)
+    )
+
+  it.scoped("the next turn after the process restarted sends the session's images again, as the first process sent them", () =>
+    Effect.gen(function*() {
+      const dataDir = NodePath.join(yield* tempDir, "data")
+      const first = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd: "/work", client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "look", images: [{ data: png }, { data: gif }] }))
+        yield* collect(engine.runTurn({ sessionId, userMessage: "again" }))
+        const requests = yield* Effect.flatMap(FakeModel, (model) => model.requests)
+        return { sessionId, request: requests.at(-1)! }
+      }).pipe(Effect.provide(process(dataDir)))
+      const resumed = yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine
+        yield* collect(engine.runTurn({ sessionId: first.sessionId, userMessage: "again" }))
+        return (yield* Effect.flatMap(FakeModel, (model) => model.requests))[0]!
+      }).pipe(Effect.provide(process(dataDir)))
+      // The first process's last request is the resumed one's start: the same messages, images included.
+      expect(resumed.messages.slice(0, first.request.messages.length)).toEqual(first.request.messages)
+      const refs = (resumed.messages[0] as { images: ReadonlyArray<Image.ImageRef> }).images
+      expect(refs.map((ref) => ref.mediaType)).toEqual(["image/png", "image/gif"])
+      expect([...resumed.images!.keys()]).toEqual([...first.request.images!.keys()])
+      expect(Array.from(resumed.images!.get(refs[0]!.blob)!)).toEqual(Array.from(png))
+      expect(Array.from(resumed.images!.get(refs[1]!.blob)!)).toEqual(Array.from(gif))
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as McpConfig from "../../src/layers/mcp/McpConfig.js"
+import * as McpSecrets from "../../src/layers/mcp/McpSecrets.js"
+import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 
 describe("MCP configuration files", () => {
@@ -25,6 +27,29 @@ describe("MCP configuration files", () => {
   it("describes a server without its env values or header values", () => {
     expect(McpConfig.describe("gh", { command: "npx", args: ["-y", "server"], env: { GITHUB_TOKEN: "secret" } })).toBe("gh: runs \"npx -y server\" with GITHUB_TOKEN set")
     expect(McpConfig.describe("web", { url: "https://example.test/mcp", headers: { Authorization: "Bearer secret" } })).not.toContain("secret")
+  })
+
+  it("describes a server's URL without its query values, userinfo or fragment (a token in them), in the trust summary too", () => {
+    // On main the URL was printed whole: `?token=…` and `user:pw@` in the summary shown before trusting.
+    const url = "https://alice:pw-1234@example.test:8443/mcp/v1?token=tok-5678&region=eu&sk-bare-secret#frag-9012"
+    const line = McpConfig.describe("web", { url })
+    expect(line).toBe("web: connects to \"https://[redacted]@example.test:8443/mcp/v1?token=[redacted]&region=[redacted]&[redacted]#[redacted]\"")
+    const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { web: { url } } }, files: [] } as unknown as McpSettings.Project
+    const summary = McpSettings.summary(project).join("\n")
+    expect(summary).toContain("web: connects to")
+    for (const secret of ["alice", "pw-1234", "tok-5678", "eu", "sk-bare-secret", "frag-9012"]) {
+      expect(line).not.toContain(secret)
+      expect(summary).not.toContain(secret)
+    }
+    expect(McpConfig.describe("plain", { url: "http://127.0.0.1:1/mcp" })).toBe("plain: connects to \"http://127.0.0.1:1/mcp\"")
+  })
+
+  it("a URL's query values and userinfo are the server's secrets: hidden in what it answers (errors, results)", () => {
+    const secrets = McpSecrets.of({ url: "https://alice:pw-1234@example.test/mcp?token=tok-5678", headers: { Authorization: "Bearer head-0000" } })
+    const echoed = McpSecrets.redact("401 for https://alice:pw-1234@example.test/mcp?token=tok-5678 (Bearer head-0000)", secrets)
+    for (const secret of ["pw-1234", "tok-5678", "head-0000"]) expect(echoed).not.toContain(secret)
+    // A setting is no token: `?stream=true` does not blank every `true` of the server's results.
+    expect(McpSecrets.redact("true json", McpSecrets.of({ url: "https://example.test/mcp?stream=true&format=json" }))).toBe("true json")
   })
 
   it("tool names: sanitised, at most 64 characters; rule patterns", () => {

@@ -145,6 +145,10 @@ describe("a submodule deeper than the search, its git folder out of .git/modules
     const moved = join(cwd, "d1", "d2", "d3", ".sub-git")
     renameSync(join(cwd, ".git", "modules", "d1", "d2", "d3", "sub"), moved)
     writeFileSync(join(cwd, "d1", "d2", "d3", "sub", ".git"), "gitdir: ../.sub-git\n")
+    // Its `core.worktree` (relative, written by `submodule add` for .git/modules) moved with it: set
+    // to where the work tree is from the new place, as `git submodule absorbgitdirs` leaves one.
+    git(["config", "--file", join(moved, "config"), "core.worktree", "../sub"], cwd)
+    expect(git(["rev-parse", "--show-toplevel"], join(cwd, "d1", "d2", "d3", "sub")).toString().trim()).toBe(join(cwd, "d1", "d2", "d3", "sub"))
     appendFileSync(join(moved, "config"), fsmonitor)
     git(["rm", "-q", "--cached", ".gitmodules"], cwd)
     rmSync(join(cwd, ".gitmodules"))

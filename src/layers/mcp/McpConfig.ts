@@ -9,6 +9,7 @@
  */
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import * as Address from "../../domain/Address.js"
 import * as SettingsFile from "../settings/SettingsFile.js"
 import * as McpNames from "./McpNames.js"
 
@@ -92,10 +93,14 @@ export const parse = (text: string, shown: string): Either.Either<File, string> 
 /** The servers in `later` replace those of the same name in `earlier`. */
 export const merge = (...sources: ReadonlyArray<Servers | undefined>): Servers => Object.assign({}, ...sources.filter((s) => s !== undefined))
 
-/** One line saying what a server is, for summaries: its program and arguments, or its URL (never its headers' values or env values). */
+/**
+ * One line saying what a server is, for summaries (the trust prompt, `mcp` listings): its program and
+ * arguments, or its URL without its userinfo, query values or fragment (`Address.redacted`: a token
+ * in them); never its headers' values or env values.
+ */
 export const describe = (name: string, server: Server): string =>
   isStdio(server)
     ? `${name}: runs ${JSON.stringify([server.command, ...(server.args ?? [])].join(" "))}${
       server.env === undefined || Object.keys(server.env).length === 0 ? "" : ` with ${Object.keys(server.env).join(", ")} set`
     }`
-    : `${name}: connects to ${JSON.stringify(server.url)}${server.headers === undefined ? "" : ` with headers ${Object.keys(server.headers).join(", ")}`}`
+    : `${name}: connects to ${JSON.stringify(Address.redacted(server.url))}${server.headers === undefined ? "" : ` with headers ${Object.keys(server.headers).join(", ")}`}`

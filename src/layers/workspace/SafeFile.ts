@@ -411,7 +411,10 @@ const readSmallAt = (folder: number, name: string, expected: string, limit: numb
     const info = fstatSync(file)
     if (!info.isFile() || info.size === 0 || info.size > limit) return undefined
     if (readlinkSync(`/proc/self/fd/${file}`) !== expected) return undefined
-    // One byte past the size: a file that grew since its `fstat` is left to the asynchronous read.
+    // One byte past the size, on purpose (the "grew while read" guard): a file that grew since its
+    // `fstat` is left to the asynchronous read. A regular file's read returns every byte asked for
+    // that it has, so the first read of size + 1 returns size + 1 when the file grew — and stops at
+    // the size when it did not, the byte past it never filled (reading exactly the size could not tell).
     const buffer = Buffer.allocUnsafe(info.size + 1)
     let total = 0
     for (;;) {
