@@ -89,79 +89,6 @@ export const isTooDeep = (error: unknown): boolean => error instanceof RangeErro
 export const tooDeepDetail = "the response held an event nested too deep to read"
 
 /**
- * How many of a response's last bytes are kept for {@link tooDeepError}: an error event nested deeper
- * than the SDKs' message building can walk (a few thousand levels) but within this is read again;
- * a deeper one stays {@link tooDeepDetail}'s `server`.
- */
-const recentBytesKept = 256 * 1024
-
-/** Where an iterable {@link eventStream} returned keeps the reading of its last bytes' error event. */
-const tooDeepErrorOf = Symbol("tooDeepErrorOf")
-
-/**
- * What the SDK failed on when {@link isTooDeep}: the error its event names (`{error: {type, code,
- * message}}`, read from the response's last bytes as the SDK had them: only the event's top fields,
- * `JSON.parse` taking any depth), so that a deep `overloaded_error` keeps its code — and its retry —
- * and a deep `invalid_request_error` is not retried as a `server` failure. `error` as it is otherwise.
- */
-export const tooDeepError = (error: unknown, iterable: unknown): unknown => {
-  if (!isTooDeep(error) || typeof iterable !== "object" || iterable === null) return error
-  const read = (iterable as { readonly [tooDeepErrorOf]?: () => ErrorBody | undefined })[tooDeepErrorOf]
-  return read?.() ?? error
-}
-
-/**
- * `body` read as before by whoever iterates it (both SDKs take a stream's own \`Symbol.asyncIterator\`),
- * its last {@link recentBytesKept} bytes kept by reference (no copy, no scan: one push a network
- * read); the error event they end with, read only when asked.
- */
-const keepingRecentBytes = (body: ReadableStream<Uint8Array>): (() => ErrorBody | undefined) => {
-  const chunks: Array<Uint8Array> = []
-  let first = 0
-  let size = 0
-  const keep = (chunk: Uint8Array) => {
-    chunks.push(chunk)
-    size += chunk.length
-    while (chunks.length - first > 1 && size - chunks[first]!.length >= recentBytesKept) size -= chunks[first++]!.length
-    if (first > 1024) {
-      chunks.splice(0, first)
-      first = 0
-    }
-  }
-  const own = (body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]
-  if (typeof own !== "function") return () => undefined
-  Object.defineProperty(body, Symbol.asyncIterator, {
-    configurable: true,
-    value: () => {
-      const iterator = own.call(body)
-      return {
-        next: () =>
-          iterator.next().then((result) => {
-            if (result.done !== true) keep(result.value)
-            return result
-          }),
-        return: (value?: unknown) => iterator.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined }),
-        [Symbol.asyncIterator]() {
-          return this
-        }
-      }
-    }
-  })
-  return () => lastErrorEvent(new TextDecoder().decode(Buffer.concat(chunks.slice(first))))
-}
-
-/** The error the last event of `text` that names one names (SSE: events apart by a blank line, their `data:` lines joined). */
-const lastErrorEvent = (text: string): ErrorBody | undefined => {
-  const events = text.split(/\r?\n\r?\n/)
-  for (let i = events.length - 1; i >= 0; i--) {
-    const data = events[i]!.split(/\r?\n/).flatMap((line) => line.startsWith("data:") ? [line.slice(line[5] === " " ? 6 : 5)] : []).join("\n")
-    const named = data === "" ? undefined : errorOfBody(data, tooDeepDetail)
-    if (named !== undefined) return named
-  }
-  return undefined
-}
-
-/**
  * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
  * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
  * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
@@ -248,8 +175,8 @@ const bodyStart = async (response: Response, limit: number): Promise<string> => 
   return new TextDecoder().decode(Buffer.concat(parts).subarray(0, limit))
 }
 
-/** The error a JSON body names, if it names one (`noMessage` when it has no message that is a string). */
-const errorOfBody = (text: string, noMessage = "the response's body was an error"): ErrorBody | undefined => {
+/** The error a JSON body names, if it names one. */
+const errorOfBody = (text: string): ErrorBody | undefined => {
   try {
     const error = (JSON.parse(text) as { error?: unknown } | null)?.error
     if (typeof error !== "object" || error === null) return undefined
@@ -257,7 +184,7 @@ const errorOfBody = (text: string, noMessage = "the response's body was an error
     return new ErrorBody(
       typeof type === "string" ? type : undefined,
       typeof code === "string" ? code : undefined,
-      typeof message === "string" ? message : noMessage
+      typeof message === "string" ? message : "the response's body was an error"
     )
   } catch {
     return undefined
@@ -277,12 +204,7 @@ export const eventStream = async <A>(
 ): Promise<AsyncIterable<A>> => {
   const { data, response } = await request.withResponse()
   const type = response.headers.get("content-type") ?? ""
-  if (!notAStream.test(type)) {
-    if (response.body === null) return data
-    // The SDK's stream, and the reading of its last bytes for `tooDeepError`: iterated as it is.
-    const errorEvent = keepingRecentBytes(response.body)
-    return { [Symbol.asyncIterator]: () => data[Symbol.asyncIterator](), [tooDeepErrorOf]: errorEvent } as AsyncIterable<A>
-  }
+  if (!notAStream.test(type)) return data
   const named = /json/i.test(type) ? errorOfBody(await bodyStart(response, errorBodyBytes)) : undefined
   if (named !== undefined) throw named
   void response.body?.cancel().catch(() => undefined)
@@ -386,10 +308,8 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     // return(), which waits behind a pending next() on a stalled connection. Aborting the request
     // (above) is what ends a pending read.
     const read = async (): Promise<void> => {
-      let iterable: AsyncIterable<A> | undefined
       try {
-        iterable = await options.open(controller.signal)
-        const iterator = iterable[Symbol.asyncIterator]()
+        const iterator = (await options.open(controller.signal))[Symbol.asyncIterator]()
         for (;;) {
           const next = await iterator.next()
           if (next.done === true) return
@@ -403,9 +323,6 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
             setImmediate(handOver)
           }
         }
-      } catch (error) {
-        // An error event too deep for the SDK: the error it names, read from the last bytes (`tooDeepError`).
-        throw tooDeepError(error, iterable)
       } finally {
         // Not once the stream is closed (interrupted, or the consumer gone): nobody takes any more.
         if (!controller.signal.aborted) await handOverAll()
