@@ -95,11 +95,28 @@ const submodulesOf = async (
   const indexes = [NodePath.join(worktree.ownGitDir, "index"), ...indexFiles.map((file) => NodePath.resolve(worktree.root, file))]
   const read = await Promise.all(indexes.map((file) => Gitlinks.gitlinksOf(file, sha256 ? 32 : 20)))
   const found: Array<RunsLater.Worktree | string> = read.some((links) => links.unread) ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
+  const roots = await rootsOf(worktree, configsOf)
   for (const path of new Set(read.flatMap((links) => links.paths))) {
-    const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
-    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
+    for (const root of roots) {
+      const sub = await RunsLater.worktreeAt(NodePath.join(root, path))
+      if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
+    }
   }
   return found
+}
+
+/**
+ * Where git takes a worktree's files from: beside its `.git` (or where the line's `GIT_WORK_TREE`
+ * says), and every folder its configs' `core.worktree` names, taken from its git folder as git
+ * takes it (from a linked worktree's own one too: which applies is not read).
+ * `git status` looks into the index's submodules there: before, a repository whose config named
+ * another folder had the `core.fsmonitor` of a submodule populated only in that folder run under a
+ * rule for `git status`. Every value, not only the one that wins: over-reading only asks.
+ */
+const rootsOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf): Promise<ReadonlyArray<string>> => {
+  const settings = (await RunsLater.repositorySettingsOf(worktree, await configsOf(worktree))).settings
+  const named = settings.filter((s) => s.section === "core" && s.key === "worktree" && s.value !== "").flatMap((s) => [worktree.gitDir, worktree.ownGitDir].map((dir) => RunsLater.hooksFolder(s.value, dir)))
+  return [...new Set([worktree.root, ...named])]
 }
 
 /**
