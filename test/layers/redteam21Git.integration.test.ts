@@ -6,6 +6,8 @@
  *   looks for the index's submodules there (as with `GIT_WORK_TREE`), and ran the `core.fsmonitor`
  *   of one populated only in that folder, five folders down, under an exact rule for `git status`;
  *   the check looked beside `.git`. A submodule's own `core.worktree` moves its submodules the same way.
+ *   Git takes `core.worktree` from the repository's own config only: `-c core.worktree=…`,
+ *   `GIT_CONFIG_GLOBAL` and `GIT_CONFIG_COUNT` do not move it (pinned).
  * - Held: a gitlink only in HEAD's tree (`git rm --cached sub`, not committed) is not looked into by
  *   `git status` or `git diff` (it was `git rm` itself that ran the submodule's status — its gitlink
  *   was still in the index then, and is read); a sparse clone keeps a submodule outside its cone as
@@ -71,6 +73,14 @@ describe("core.worktree names where a repository's submodules are", () => {
       expect(ran(cwd, "git status", sub)).toBe(true)
       expect(await decide(cwd, "git status")).toMatchObject(asks)
       expect(await decide(cwd, "git diff")).toMatchObject(asks)
+    }
+  })
+
+  it("held: only the repository's own config moves it (git reads core.worktree with the repository's format)", async () => {
+    const { cwd, sub } = withSubmoduleIn("x")
+    writeFileSync(join(cwd, "g.cfg"), "[core]\n\tworktree = ../x\n")
+    for (const line of ["git -c core.worktree=../x status", "GIT_CONFIG_GLOBAL=g.cfg git status", "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.worktree GIT_CONFIG_VALUE_0=../x git status"]) {
+      expect(ran(cwd, line, sub)).toBe(false)
     }
   })
 
