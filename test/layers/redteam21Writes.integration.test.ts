@@ -6,7 +6,7 @@
  * --separate-git-dir=gd sub` (allowed by `--allow 'shell:*'`, as `git add sub` is) makes one named
  * `gd`, and once `sub` is staged as a submodule your next `git status` looks into it and runs
  * `gd/config`'s `core.fsmonitor`. The file tools wrote `gd/config` without a question in
- * `acceptEdits` (and `cp x gd/config`, `cp config gd` ran under `shell:*`): each case failed before. Now a write
+ * `acceptEdits` (and `cp x gd/config` ran under `shell:*`): each case failed before. Now a write
  * inside any folder git takes as a repository's (a `HEAD` beside `objects/` and `refs/`, or a
  * linked worktree's `commondir`), below cwd, asks as a write into `.git/` does.
  */
@@ -46,9 +46,7 @@ describe("a git folder not named .git", () => {
     for (const path of ["gd/config", "gd/hooks/post-index-change", "gd/info/attributes", "sub/../gd/config"]) {
       expect(await decide(cwd, "write_file", { path, content: "x" })).toMatchObject(protectedPath)
     }
-    for (const command of ["cp a.txt gd/config", "cp config gd", "tar xf t.tar -C gd"]) {
-      expect(await decide(cwd, "shell", { command }, [anything])).toMatchObject({ decision: "ask" })
-    }
+    expect(await decide(cwd, "shell", { command: "cp a.txt gd/config" }, [anything])).toMatchObject(protectedPath)
     // What it would run: your own git status, outside any sandbox.
     appendFileSync(join(cwd, "gd", "config"), `[core]\n\tfsmonitor = "touch ${join(cwd, "ran")}; false"\n`)
     execFileSync("git", ["status"], { cwd, stdio: "ignore" })

@@ -468,12 +468,11 @@ const isGitFolder = async (dir: string): Promise<boolean> => {
  * Whether `path` (absolute, normalized) is in a git folder below `cwd`, whatever its name. A
  * `.git` file can name one anywhere (`git init --separate-git-dir=gd sub` makes `gd`), and once
  * that worktree is staged as a submodule your own `git status` runs what `gd/config` names: such
- * a folder is kept as `.git/` is. It and its parents are looked at up to cwd (cwd itself and above are
+ * a folder is kept as `.git/` is. Its parents are looked at up to cwd (cwd itself and above are
  * left out, as a hooks folder holding cwd is: every write would ask).
  */
 export const inGitFolder = async (cwd: string, path: string): Promise<boolean> => {
-  // The path itself too: a folder a command writes into (`cp config gd`, `tar xf t.tar -C gd`).
-  for (let dir = path; dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
+  for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
     if (await isGitFolder(dir)) return true
   }
   return false
