@@ -677,10 +677,11 @@ export const make = (options: Options = {}) =>
             RunsLater.hooksFoldersOf(real)
           ])
           const facts = { home, hooks }
+          const seen = new Map<string, Promise<boolean>>()
           return Promise.all(paths.map(async (p) => {
             if (p.access !== "write" || !p.insideCwd) return p
             const asWritten = path.resolve(real, p.requested.startsWith("~/") ? path.join(process.env.HOME ?? NodeOs.homedir(), p.requested.slice(2)) : p.requested)
-            const inGitFolder = async () => (await RunsLater.inGitFolder(real, p.resolved)) || (await RunsLater.inGitFolder(real, asWritten))
+            const inGitFolder = async () => (await RunsLater.inGitFolder(real, p.resolved, seen)) || (await RunsLater.inGitFolder(real, asWritten, seen))
             const runsLater = RunsLater.reasonFor(facts, p.resolved) ?? RunsLater.reasonFor(facts, asWritten) ??
               ((await inGitFolder()) ? RunsLater.gitFolderReason : undefined)
             return runsLater === undefined ? p : { ...p, runsLater }

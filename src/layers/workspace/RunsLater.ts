@@ -460,8 +460,11 @@ export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>
 
 /** Whether a folder is one git takes as a repository's git folder: a `HEAD` beside `objects/` and `refs/`, or a linked worktree's (`commondir`). */
 const isGitFolder = async (dir: string): Promise<boolean> => {
-  const [head, objects, refs, common] = await Promise.all(["HEAD", "objects", "refs", "commondir"].map((name) => NodeFs.stat(NodePath.join(dir, name)).catch(() => undefined)))
-  return head?.isFile() === true && ((objects?.isDirectory() === true && refs?.isDirectory() === true) || common?.isFile() === true)
+  const info = (name: string) => NodeFs.stat(NodePath.join(dir, name)).catch(() => undefined)
+  // Most folders have no HEAD: one look each.
+  if ((await info("HEAD"))?.isFile() !== true) return false
+  const [objects, refs, common] = await Promise.all(["objects", "refs", "commondir"].map(info))
+  return (objects?.isDirectory() === true && refs?.isDirectory() === true) || common?.isFile() === true
 }
 
 /**
@@ -471,11 +474,15 @@ const isGitFolder = async (dir: string): Promise<boolean> => {
  * a folder is kept as `.git/` is. Its parents are looked at up to cwd (cwd itself and above are
  * left out, as a hooks folder holding cwd is: every write would ask).
  */
-export const inGitFolder = async (cwd: string, path: string): Promise<boolean> => {
+export const inGitFolder = async (cwd: string, path: string, seen = new Map<string, Promise<boolean>>()): Promise<boolean> => {
+  const folders: Array<Promise<boolean>> = []
   for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
-    if (await isGitFolder(dir)) return true
+    // A line's many paths share their folders: each is looked at once (`seen`, kept by the caller), all at the same time.
+    const looked = seen.get(dir) ?? isGitFolder(dir)
+    seen.set(dir, looked)
+    folders.push(looked)
   }
-  return false
+  return (await Promise.all(folders)).some((found) => found)
 }
 
 /** Why a write into a git folder runs later outside the sandbox (see {@link reasonFor}). */
