@@ -14,7 +14,7 @@
  *   an index entry, which is read.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { appendFileSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -91,6 +91,25 @@ describe("core.worktree names where a repository's submodules are", () => {
     appendFileSync(join(moved, "d1", "d2", "d3", ".sg2", "config"), fsmonitor)
     expect(ran(cwd, "git status", sub)).toBe(true)
     expect(await decide(cwd, "git status")).toMatchObject(asks)
+  })
+})
+
+describe("a git in a folder the line makes first", () => {
+  it("a repository copied or moved where the line's git then works asks: what it holds is known only when it runs", async () => {
+    const cwd = repository()
+    const deep = repository(fsmonitor, join(cwd, "d1", "d2", "d3", "clone"))
+    for (const line of ["cp -r d1/d2/d3/clone y && cd y && git status", "cp -r d1/d2/d3/clone y && git -C y status"]) {
+      expect(ran(cwd, line, join(cwd, "y"))).toBe(true)
+      rmSync(join(cwd, "y"), { recursive: true, force: true })
+      expect(await decide(cwd, line)).toMatchObject(asks)
+    }
+    expect(existsSync(deep)).toBe(true)
+    // git init and git clone make the folder they work in: nothing of it is there to run. A git after them there asks
+    // all the same (which command made the folder is not read).
+    for (const line of ["mkdir n && cd n && git init -q", "git clone -q d1/d2/d3/clone n2", "git init -q n3"]) {
+      expect((await decide(cwd, line)).policy).not.toBe("repository-git")
+    }
+    expect(await decide(cwd, "git clone -q d1/d2/d3/clone n2 && git -C n2 log")).toMatchObject(asks)
   })
 })
 

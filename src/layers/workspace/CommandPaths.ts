@@ -69,6 +69,8 @@ export interface GitAt {
   readonly indexFiles?: ReadonlyArray<string> | undefined
   /** Why the folder this git works in is known only when it runs (`find -execdir git …`, `xargs -I{} git -C {} …`): it asks. */
   readonly unknownFolder?: string | undefined
+  /** Whether this git makes the repository it works in (`git init`, `git clone`): a folder not there yet holds nothing it runs. */
+  readonly makesRepository?: boolean | undefined
 }
 
 /** A path as a program that moved to `base` takes it: an absolute one stays. */
@@ -104,8 +106,10 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt =>
     else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
   }
+  const subcommand = lazygit ? undefined : values[end]
   return {
     base,
+    ...(subcommand === "init" || subcommand === "clone" ? { makesRepository: true } : {}),
     ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
     ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
     ...(configs.length === 0 ? {} : { configs })
@@ -197,7 +201,8 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
         ...(files.length === 0 ? {} : { configs: files }),
         ...(indexFiles.length === 0 ? {} : { indexFiles }),
         ...(at.workTree !== undefined ? { workTree: from(place, at.workTree) } : workTree !== undefined ? { workTree: from(base, workTree) } : {}),
-        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder })
+        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder }),
+        ...(at.makesRepository === true ? { makesRepository: true } : {})
       }
       const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
       const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]

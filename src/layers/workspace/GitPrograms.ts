@@ -148,6 +148,11 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
     if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)
+    // A folder the line makes before its git runs there (`cp -r deep/clone y && git -C y status`): what it will hold is
+    // not there to read. Before, an exact rule for that line ran the copied repository's core.fsmonitor.
+    if (at.makesRepository !== true && (await NodeFs.lstat(dir).catch(() => undefined)) === undefined) {
+      found.add("(a git in a folder the line makes first: what it holds is known only when it runs)")
+    }
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
     const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }
