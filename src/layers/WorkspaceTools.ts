@@ -517,7 +517,9 @@ export const make = (options: Options = {}) =>
           // command walks are searched for links out: a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
           const clock = yield* Effect.clock
-          const named = CommandPaths.named(command.tokens, shellSyntax)
+          const environment = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd })
+          // CDPATH passed on (env.allow, env.set): `cd sub` may move to `$CDPATH/sub`, not `./sub`.
+          const named = CommandPaths.named(command.tokens, shellSyntax, 0, { cdSearched: (environment.CDPATH ?? "") !== "" })
           const paths = yield* CommandPaths.check(named, {
             cwd,
             access,
@@ -526,7 +528,7 @@ export const make = (options: Options = {}) =>
             caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Math.min(Duration.toMillis(walkTimeBudget), 3000) },
             now: () => clock.unsafeCurrentTimeMillis(),
             // The HOME commands run with is the agent's unless the settings' `env` set or hid it, or the line sets it.
-            otherHome: Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd }).HOME !== process.env.HOME ||
+            otherHome: environment.HOME !== process.env.HOME ||
               command.tokens.some((t) => t._tag === "Word" && setsHome.test(t.value)),
             literalTilde: !shellSyntax
           })
@@ -675,12 +677,15 @@ export const make = (options: Options = {}) =>
             RunsLater.hooksFoldersOf(real)
           ])
           const facts = { home, hooks }
-          return paths.map((p) => {
+          const seen = new Map<string, Promise<boolean>>()
+          return Promise.all(paths.map(async (p) => {
             if (p.access !== "write" || !p.insideCwd) return p
             const asWritten = path.resolve(real, p.requested.startsWith("~/") ? path.join(process.env.HOME ?? NodeOs.homedir(), p.requested.slice(2)) : p.requested)
-            const runsLater = RunsLater.reasonFor(facts, p.resolved) ?? RunsLater.reasonFor(facts, asWritten)
+            const inGitFolder = async () => (await RunsLater.inGitFolder(real, p.resolved, seen)) || (await RunsLater.inGitFolder(real, asWritten, seen))
+            const runsLater = RunsLater.reasonFor(facts, p.resolved) ?? RunsLater.reasonFor(facts, asWritten) ??
+              ((await inGitFolder()) ? RunsLater.gitFolderReason : undefined)
             return runsLater === undefined ? p : { ...p, runsLater }
-          })
+          }))
         })
 
     const execute = (call: PreparedCall, context: ToolContext) =>

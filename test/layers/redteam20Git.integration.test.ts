@@ -14,33 +14,18 @@
  * pinned beside them.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { execFileSync } from "node:child_process"
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { git, repositoriesIn } from "./gitRepositories.js"
+import { git, ran, repositoriesIn } from "./gitRepositories.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam20-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
 let made = 0
 const repository = repositoriesIn(base)
 
-/** Runs the line as the shell tool would, to show the repository's program really runs. */
-const ran = (cwd: string, command: string, where: string) => {
-  const marker = join(where, "fsmonitor-ran")
-  // Left by the git that made the repository (a commit refreshes the index too).
-  rmSync(marker, { force: true })
-  try {
-    execFileSync("/bin/sh", ["-c", command], { cwd, stdio: "pipe" })
-  } catch {
-    // git status fails where the fsmonitor hook fails; what counts is whether the hook ran.
-  }
-  const was = existsSync(marker)
-  rmSync(marker, { force: true })
-  return was
-}
 const asks = { decision: "ask", policy: "repository-git" }
 const mine = { decision: "allow", policy: "mine" }
 

@@ -69,6 +69,8 @@ export interface GitAt {
   readonly indexFiles?: ReadonlyArray<string> | undefined
   /** Why the folder this git works in is known only when it runs (`find -execdir git …`, `xargs -I{} git -C {} …`): it asks. */
   readonly unknownFolder?: string | undefined
+  /** Whether this git makes the repository it works in (`git init`, `git clone`): a folder not there yet holds nothing it runs. */
+  readonly makesRepository?: boolean | undefined
 }
 
 /** A path as a program that moved to `base` takes it: an absolute one stays. */
@@ -104,8 +106,10 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt =>
     else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
   }
+  const subcommand = lazygit ? undefined : values[end]
   return {
     base,
+    ...(subcommand === "init" || subcommand === "clone" ? { makesRepository: true } : {}),
     ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
     ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
     ...(configs.length === 0 ? {} : { configs })
@@ -197,7 +201,8 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
         ...(files.length === 0 ? {} : { configs: files }),
         ...(indexFiles.length === 0 ? {} : { indexFiles }),
         ...(at.workTree !== undefined ? { workTree: from(place, at.workTree) } : workTree !== undefined ? { workTree: from(base, workTree) } : {}),
-        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder })
+        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder }),
+        ...(at.makesRepository === true ? { makesRepository: true } : {})
       }
       const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
       const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]
@@ -226,14 +231,22 @@ const movesTo = (words: ReadonlyArray<string>): string | undefined => {
  * every `popd` (the folder stack). What follows works there: `cd && cat .bashrc` reads the home
  * folder's, `cd - && git status` runs the git of wherever the agent was started from.
  */
-const movesToUnknown = (program: string, args: ReadonlyArray<string>): boolean => {
-  if (program === "popd") return true
-  if (program !== "cd" && program !== "pushd") return false
+const movesToUnknown = (program: string, args: ReadonlyArray<string>, searched: boolean): "stack" | "searched" | undefined => {
+  if (program === "popd") return "stack"
+  if (program !== "cd" && program !== "pushd") return undefined
   const end = args.indexOf("--")
   const operands = end >= 0 ? args.slice(end + 1) : args.filter((a) => !/^-[LPe@n]+$/.test(a))
   const to = operands[0]
-  return to === undefined || to === "" || to === "-" || (program === "pushd" && /^[+-]\d+$/.test(to))
+  if (to === undefined || to === "" || to === "-" || (program === "pushd" && /^[+-]\d+$/.test(to))) return "stack"
+  // With CDPATH (or bash's cdable_vars) a folder not named from `/` or `.` is looked for first where the shell says.
+  return searched && !/^(\/|\.\.?(\/|$))/.test(to) ? "searched" : undefined
 }
+
+/**
+ * Whether a line's `cd dir` may be searched for (see `NamedOptions.cdSearched`): a word naming
+ * `CDPATH` (`CDPATH=x cd a`, `export CDPATH`, `read CDPATH`) or bash's `cdable_vars`.
+ */
+export const searchesFolders = /CDPATH|cdable_vars/
 
 /** Most words and parts of words looked at per command; past it, the command counts as unchecked. */
 export const maxCandidates = 1000
@@ -459,7 +472,18 @@ const simpleCommands = (tokens: ReadonlyArray<CommandLine.Token>) => {
  * What a command line (its tokens) names. `throughShell`: the line runs through `/bin/sh -c`, so
  * unquoted globs and a leading `~` expand.
  */
-export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: boolean, depth = 0): Named => {
+export interface NamedOptions {
+  /**
+   * Whether a relative `cd dir` may move elsewhere than `./dir`: the command's environment carries
+   * `CDPATH` (dash and bash look for `dir` in each of its folders before cwd), or the line names
+   * it or bash's `cdable_vars` (`cd NAME` moves to `$NAME`). Such a move counts as one to a folder
+   * known only when the command runs; one named from `/` or `.` (`cd ./a`) is never searched for.
+   */
+  readonly cdSearched?: boolean
+}
+
+export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: boolean, depth = 0, options: NamedOptions = {}): Named => {
+  const cdSearched = options.cdSearched === true || tokens.some((t) => t._tag === "Word" && searchesFolders.test(t.value))
   const files: Array<string> = []
   const unknown: Array<{ word: string; why: string }> = []
   const globs: Array<CommandLine.Word> = []
@@ -478,7 +502,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       if (!perhaps) unknown.push({ word: text, why: "a script that cannot be read" })
       return
     }
-    const inner = named(parsed.tokens, true, depth + 1)
+    const inner = named(parsed.tokens, true, depth + 1, { cdSearched })
     files.push(...inner.files)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
@@ -530,8 +554,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
-    if (movesToUnknown(program, args.map((w) => w.value))) {
-      unknown.push({ word: argv.join(" "), why: "it moves to a folder known only when the command runs (home, the previous folder, the folder stack)" })
+    const move = movesToUnknown(program, args.map((w) => w.value), cdSearched)
+    if (move !== undefined) {
+      const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"
+      unknown.push({ word: argv.join(" "), why: `it moves to a folder known only when the command runs (${where})` })
     }
     const bases: Array<string> = []
     if (changesDirectory.has(program)) {

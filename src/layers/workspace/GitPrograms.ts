@@ -95,11 +95,28 @@ const submodulesOf = async (
   const indexes = [NodePath.join(worktree.ownGitDir, "index"), ...indexFiles.map((file) => NodePath.resolve(worktree.root, file))]
   const read = await Promise.all(indexes.map((file) => Gitlinks.gitlinksOf(file, sha256 ? 32 : 20)))
   const found: Array<RunsLater.Worktree | string> = read.some((links) => links.unread) ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
+  const roots = await rootsOf(worktree, configsOf)
   for (const path of new Set(read.flatMap((links) => links.paths))) {
-    const sub = await RunsLater.worktreeAt(NodePath.join(worktree.root, path))
-    if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
+    for (const root of roots) {
+      const sub = await RunsLater.worktreeAt(NodePath.join(root, path))
+      if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
+    }
   }
   return found
+}
+
+/**
+ * Where git takes a worktree's files from: beside its `.git` (or where the line's `GIT_WORK_TREE`
+ * says), and every folder its configs' `core.worktree` names, taken from its git folder as git
+ * takes it (from a linked worktree's own one too: which applies is not read).
+ * `git status` looks into the index's submodules there: before, a repository whose config named
+ * another folder had the `core.fsmonitor` of a submodule populated only in that folder run under a
+ * rule for `git status`. Every value, not only the one that wins: over-reading only asks.
+ */
+const rootsOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf): Promise<ReadonlyArray<string>> => {
+  const settings = (await RunsLater.repositorySettingsOf(worktree, await configsOf(worktree))).settings
+  const named = settings.filter((s) => s.section === "core" && s.key === "worktree" && s.value !== "").flatMap((s) => [worktree.gitDir, worktree.ownGitDir].map((dir) => RunsLater.hooksFolder(s.value, dir)))
+  return [...new Set([worktree.root, ...named])]
 }
 
 /**
@@ -131,6 +148,11 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
     if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)
+    // A folder the line makes before its git runs there (`cp -r deep/clone y && git -C y status`): what it will hold is
+    // not there to read. Before, an exact rule for that line ran the copied repository's core.fsmonitor.
+    if (at.makesRepository !== true && (await NodeFs.lstat(dir).catch(() => undefined)) === undefined) {
+      found.add("(a git in a folder the line makes first: what it holds is known only when it runs)")
+    }
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
     const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }

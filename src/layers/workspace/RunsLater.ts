@@ -458,6 +458,36 @@ export const hooksFoldersOf = async (cwd: string): Promise<ReadonlyArray<string>
   return [...new Set([...gitDirs, ...hooks].filter((path) => path !== undefined))]
 }
 
+/** Whether a folder is one git takes as a repository's git folder: a `HEAD` beside `objects/` and `refs/`, or a linked worktree's (`commondir`). */
+const isGitFolder = async (dir: string): Promise<boolean> => {
+  const info = (name: string) => NodeFs.stat(NodePath.join(dir, name)).catch(() => undefined)
+  // Most folders have no HEAD: one look each.
+  if ((await info("HEAD"))?.isFile() !== true) return false
+  const [objects, refs, common] = await Promise.all(["objects", "refs", "commondir"].map(info))
+  return (objects?.isDirectory() === true && refs?.isDirectory() === true) || common?.isFile() === true
+}
+
+/**
+ * Whether `path` (absolute, normalized) is in a git folder below `cwd`, whatever its name. A
+ * `.git` file can name one anywhere (`git init --separate-git-dir=gd sub` makes `gd`), and once
+ * that worktree is staged as a submodule your own `git status` runs what `gd/config` names: such
+ * a folder is kept as `.git/` is. Its parents are looked at up to cwd (cwd itself and above are
+ * left out, as a hooks folder holding cwd is: every write would ask).
+ */
+export const inGitFolder = async (cwd: string, path: string, seen = new Map<string, Promise<boolean>>()): Promise<boolean> => {
+  const folders: Array<Promise<boolean>> = []
+  for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
+    // A line's many paths share their folders: each is looked at once (`seen`, kept by the caller), all at the same time.
+    const looked = seen.get(dir) ?? isGitFolder(dir)
+    seen.set(dir, looked)
+    folders.push(looked)
+  }
+  return (await Promise.all(folders)).some((found) => found)
+}
+
+/** Why a write into a git folder runs later outside the sandbox (see {@link reasonFor}). */
+export const gitFolderReason = "git takes its settings or hooks from here (a git folder, core.hooksPath, a config's include) and runs them outside the sandbox"
+
 /**
  * Why a write to `path` (absolute, normalized) runs later outside the sandbox, if it does: in the
  * read-only part of a home folder the cwd holds, or in a hooks folder.
@@ -466,5 +496,5 @@ export const reasonFor = (facts: { readonly home: Home | undefined; readonly hoo
   facts.home !== undefined && readOnlyInHome(facts.home, path)
     ? "the home folder's start-up files, dot folders and folders on PATH run later, outside the sandbox"
     : facts.hooks.some((folder) => isInside(folder, path))
-    ? "git takes its settings or hooks from here (a git folder, core.hooksPath, a config's include) and runs them outside the sandbox"
+    ? gitFolderReason
     : undefined
