@@ -207,6 +207,12 @@ const serving = (context: Context) =>
     void exited.then(() => failed(new Error(`serve exited before it listened: ${stderr}`)))
   })
 
+/** 4477, serve's default, may be taken on a machine running other suites: the block's serve gets any free port. */
+const onAnyFreePort = (from: string, to: string) => (context: Context) => void context.replace.push([from, to])
+
+/** `serve` in the foreground, ended by Ctrl+C once it listens: exit 130 (docs/cli.md). */
+const servedUntilCtrlC: LineExpectation = { line: "serve", until: serveBanner, code: 130 }
+
 const plans: ReadonlyArray<Plan> = [
   {
     page: "README.md",
@@ -230,9 +236,8 @@ const plans: ReadonlyArray<Plan> = [
   {
     page: "README.md",
     holds: "npm run agent -- serve",
-    // 4477, serve's default, may be taken on a machine running other suites: any free port.
-    setup: (context) => void context.replace.push(["effect-agent serve", "effect-agent serve --port 0"]),
-    lines: [{ line: "serve", until: serveBanner, code: 130 }]
+    setup: onAnyFreePort("effect-agent serve", "effect-agent serve --port 0"),
+    lines: [servedUntilCtrlC]
   },
   {
     page: "README.md",
@@ -396,17 +401,15 @@ const plans: ReadonlyArray<Plan> = [
   {
     page: "docs/server.md",
     holds: "serve [--port 4477]",
-    setup: (context) => void context.replace.push(["4477", "0"]),
-    lines: [{ line: "serve", until: serveBanner, code: 130 }]
+    setup: onAnyFreePort("4477", "0"),
+    lines: [servedUntilCtrlC]
   },
   {
     page: "docs/server.md",
     holds: "$ npm run -s agent -- serve",
-    setup: (context) => void context.replace.push(["effect-agent serve", "effect-agent serve --port 0"]),
+    setup: onAnyFreePort("effect-agent serve", "effect-agent serve --port 0"),
     lines: [{
-      line: "serve",
-      until: serveBanner,
-      code: 130,
+      ...servedUntilCtrlC,
       // The transcript's lines, `…` any text and 4477 the port it got.
       then: (outcome, context) => {
         const port = serveBanner.exec(outcome.stderr)![1]!
