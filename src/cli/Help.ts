@@ -153,6 +153,12 @@ const confidentialLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A user-defined piece of te
 const booleanTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A true or false value\.(?:\u001b\[[0-9;]*m)*\n/gm
 
 /**
+ * @effect/cli's line under a directory flag (`--data-dir`): the usage (`--data-dir directory`) says
+ * it, and the line stood between the flag and what it is for, as the two above did.
+ */
+const directoryTypeLine = /^[ \t]*(?:\u001b\[[0-9;]*m)*A directory\.(?:\u001b\[[0-9;]*m)*\n/gm
+
+/**
  * A repeatable flag in a usage line: @effect/cli writes `--allow text...`, which reads as required;
  * it may be given zero or more times, as `[--allow text]...` says. (An option's own heading, at
  * the start of its line, is left as it is.)
@@ -184,6 +190,7 @@ export const shape = (text: string, stream: Stream, env: NodeJS.ProcessEnv = pro
   const width = Math.max(40, stream.isTTY === true && stream.columns !== undefined && stream.columns > 0 ? stream.columns : 80)
   const tidy = subcommandLines(
     (isPlain(stream, env) ? stripAnsi(text) : text).replace(textTypeLine, "").replace(confidentialLine, "").replace(booleanTypeLine, "")
+      .replace(directoryTypeLine, "")
   )
   return unpadded(wrap(tidy.replace(repeatedFlag, "[--$1 $2]..."), width))
 }

@@ -6,42 +6,27 @@
  * the run failed "not valid JSON".
  */
 import { spawn, spawnSync } from "node:child_process"
-import { chmodSync, readFileSync, writeFileSync } from "node:fs"
-import { join, resolve } from "node:path"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { blocksOf } from "../docCommands.js"
 import { ownedByTest } from "../processes.js"
-import { binPath, folders, isolatedConfigDir } from "./subprocess.js"
+import { cliOnPath, folders, isolatedConfigDir } from "./subprocess.js"
 
-const cliGuide = readFileSync(resolve(import.meta.dirname, "../../docs/cli.md"), "utf8")
-
-/** The `sh` block of the guide that holds `marker` (indented under a list item or not), its lines unindented. */
+/** The `sh` block of the guide that holds `marker`, its lines unindented. */
 const shellBlock = (marker: string): string => {
-  const block = [...cliGuide.matchAll(/^( *)```sh\n([\s\S]*?)^ *```/gm)].find((match) => match[2]!.includes(marker))
+  const block = blocksOf("docs/cli.md").find((candidate) => candidate.lang === "sh" && candidate.text.includes(marker))
   if (block === undefined) throw new Error(`docs/cli.md: no sh block holding ${marker}`)
-  return block[2]!.split("\n").map((line) => line.slice(block[1]!.length)).join("\n")
+  return block.text
 }
 
 const { folder } = folders("doc-examples")
-
-/** A folder holding `effect-agent`: the built CLI, as an installed package's bin would be. */
-const binFolder = (() => {
-  let made: string | undefined
-  return () => {
-    if (made === undefined) {
-      made = folder("bin")
-      const bin = join(made, "effect-agent")
-      writeFileSync(bin, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(binPath)} "$@"\n`)
-      chmodSync(bin, 0o755)
-    }
-    return made
-  }
-})()
 
 const runIn = (shell: string, script: string, cwd: string) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((done) => {
     const env: Record<string, string | undefined> = {
       ...process.env,
-      PATH: `${binFolder()}:${process.env.PATH ?? ""}`,
+      PATH: `${cliOnPath()}:${process.env.PATH ?? ""}`,
       EFFECT_AGENT_CONFIG_DIR: isolatedConfigDir(),
       NODE_OPTIONS: ""
     }

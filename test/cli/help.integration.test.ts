@@ -35,6 +35,8 @@ describe("a command's --help is its own flags", () => {
     const { code, stdout } = await run([...command, "--help"])
     expect(code).toBe(0)
     expect(stdout).not.toContain("This setting is optional")
+    // @effect/cli's line under --data-dir, between the flag and what it does (the usage says `directory`).
+    expect(stdout).not.toMatch(/^ *A directory\.$/m)
     for (const flag of ["--completions", "--log-level", "--wizard", "--version", "(-h, --help)"]) expect(stdout, flag).not.toContain(flag)
   })
 })

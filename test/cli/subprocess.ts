@@ -2,7 +2,7 @@
  * Runs the built CLI (`node dist/cli/bin.js`, built by test/globalSetup.ts) as a real subprocess, for tests.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
@@ -192,4 +192,20 @@ export const folders = (name: string) => {
     return path
   }
   return { dir, folder }
+}
+
+let binFolder: string | undefined
+/**
+ * A folder holding `effect-agent`, the built CLI as an installed package's bin would be: put it first
+ * on a shell's `PATH` to run a documented command line as it is written. Made once per test file,
+ * in the run's temp folder.
+ */
+export const cliOnPath = (): string => {
+  if (binFolder === undefined) {
+    binFolder = mkdtempSync(join(tmpdir(), "effect-agent-bin-"))
+    const bin = join(binFolder, "effect-agent")
+    writeFileSync(bin, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(binPath)} "$@"\n`)
+    chmodSync(bin, 0o755)
+  }
+  return binFolder
 }
