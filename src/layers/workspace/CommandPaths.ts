@@ -61,6 +61,12 @@ export interface Named {
    * command's destination does (`cp config gd`, `unzip -d gd`). See `RunsLater.isGitFolder`'s callers.
    */
   readonly readByGit: ReadonlyArray<string>
+  /**
+   * Texts a command that moves, removes, copies, links or unpacks files names (`mv y y.old`, `rm -rf
+   * y`, `cp -r x y`): a git after it in a folder one of them names, or one holding it, may find
+   * other contents there than the check read (see `GitPrograms.chosenByRepository`).
+   */
+  readonly swapped: ReadonlyArray<string>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -129,6 +135,9 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
   }
   return { at, folderWords }
 }
+
+/** Programs that move, remove, copy, link or unpack files: what a folder holds may be another's after them (see `Named.swapped`). */
+const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink"])
 
 /** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
 const findRuns = new Set(["-exec", "-execdir", "-ok", "-okdir"])
@@ -507,6 +516,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // The texts git's own folder words name, and those any other word names (see `Named.readByGit`).
   const byGit = new Set<string>()
   const byOthers = new Set<string>()
+  const swapped: Array<string> = []
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
@@ -523,6 +533,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     files.push(...inner.files)
     const readByGit = new Set(inner.readByGit)
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
+    swapped.push(...inner.swapped)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -603,7 +614,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       : -1
     const read = gitWord < 0 ? undefined : gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
     // `GIT_DIR=gd` after `env` or `export` names git's folder too.
+    const argsFrom = files.length
     args.forEach((w, i) => word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value)))
+    // After a wrapper too (`nice mv …`, `xargs rm -rf`).
+    if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -673,7 +687,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)] }
 }
 
 /**

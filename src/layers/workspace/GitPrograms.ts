@@ -24,6 +24,7 @@ import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type { GitAt } from "./CommandPaths.js"
 import * as Gitlinks from "./Gitlinks.js"
+import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
 import * as Sandbox from "./Sandbox.js"
 
@@ -119,12 +120,19 @@ const rootsOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf): Prom
   return [...new Set([worktree.root, ...named])]
 }
 
+/** Whether `text` (as a line names it, from `cwd`) is one of `folders` or holds one, below cwd. */
+const swapsOut = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean => {
+  if (text.startsWith("~")) return false
+  const path = NodePath.resolve(cwd, text)
+  return path !== NodePath.resolve(cwd) && Paths.isInside(NodePath, cwd, path) && folders.some((folder) => Paths.isInside(NodePath, path, folder))
+}
+
 /**
  * What the repositories the line's gits work in would run that those repositories chose (see the
  * module's comment), each named once, with where it is relative to cwd when not cwd's own. Empty
  * when there is nothing: the common case, a clone git made.
  */
-export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>): Promise<ReadonlyArray<string>> => {
+export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, swapped: ReadonlyArray<string> = []): Promise<ReadonlyArray<string>> => {
   const found = new Set<string>()
   const seen = new Set<string>()
   const configs = new Map<string, Promise<ReadonlyArray<RunsLater.ConfigRead>>>()
@@ -152,6 +160,12 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     // not there to read. Before, an exact rule for that line ran the copied repository's core.fsmonitor.
     if (at.makesRepository !== true && (await NodeFs.lstat(dir).catch(() => undefined)) === undefined) {
       found.add("(a git in a folder the line makes first: what it holds is known only when it runs)")
+    }
+    // A folder the line moves, removes or copies onto before its git runs there, or one holding it (`mv y y.old && mv
+    // deep/clone y && git -C y status`): what the check read there may not be what git finds. Cwd itself is left out.
+    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)])]
+    if (swapped.some((text) => swapsOut(cwd, text, folders))) {
+      found.add("(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)")
     }
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
