@@ -15,7 +15,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { ran, repositoriesIn } from "./gitRepositories.js"
+import { git, ran, repositoriesIn } from "./gitRepositories.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam22s-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -44,10 +44,22 @@ describe("a git in a folder the line swaps first", () => {
     }
   })
 
+  it("a submodule's folder swapped inside the git's own worktree: git status looks into what is there then", async () => {
+    const cwd = repository()
+    git(["submodule", "add", "-q", repository(), "sub"], cwd)
+    git(["commit", "-qm", "sub"], cwd)
+    repository(fsmonitor, join(cwd, "d1", "d2", "d3", "clone"))
+    for (const line of ["rm -rf sub && mv d1/d2/d3/clone sub && git status", "rm -rf sub && cp -r d1/d2/d3/clone sub && git status", "mv sub s.old; ln -s d1/d2/d3/clone sub; git status"]) {
+      expect(await decide(cwd, line), line).toMatchObject(asks)
+    }
+    expect(ran(cwd, "rm -rf sub && mv d1/d2/d3/clone sub && git status", join(cwd, "sub"))).toBe(true)
+  })
+
   it("held: a line whose commands leave the git's folder alone is read as it is", async () => {
     const cwd = repository()
     repository("", join(cwd, "y"))
-    for (const line of ["cp a.txt b.txt && git -C y status", "rm -f y.log && git -C y status", "mv a.txt y.txt; git status"]) {
+    git(["submodule", "add", "-q", repository(), "sub"], cwd)
+    for (const line of ["cp a.txt b.txt && git -C y status", "rm -f y.log && git -C y status", "mv a.txt y.txt; git status", "cp a.txt b.txt && git status"]) {
       expect(await decide(cwd, line), line).toMatchObject(mine)
     }
   })
