@@ -533,7 +533,7 @@ export const make = (options: Options = {}) =>
             literalTilde: !shellSyntax
           })
           // What the repository's own git config and hooks would make the line's git run (the policy asks then).
-          const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits))
+          const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named.swapped))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
           return { risk, paths, command, repositoryRuns, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
@@ -681,7 +681,9 @@ export const make = (options: Options = {}) =>
           return Promise.all(paths.map(async (p) => {
             if (p.access !== "write" || !p.insideCwd) return p
             const asWritten = path.resolve(real, p.requested.startsWith("~/") ? path.join(process.env.HOME ?? NodeOs.homedir(), p.requested.slice(2)) : p.requested)
-            const inGitFolder = async () => (await RunsLater.inGitFolder(real, p.resolved, seen)) || (await RunsLater.inGitFolder(real, asWritten, seen))
+            // A write onto the git folder itself writes into it, unless only a git's `-C`/`--git-dir`/`GIT_DIR` names it (it reads there).
+            const itself = p.readByGit !== true
+            const inGitFolder = async () => (await RunsLater.inGitFolder(real, p.resolved, seen, itself)) || (await RunsLater.inGitFolder(real, asWritten, seen, itself))
             const runsLater = RunsLater.reasonFor(facts, p.resolved) ?? RunsLater.reasonFor(facts, asWritten) ??
               ((await inGitFolder()) ? RunsLater.gitFolderReason : undefined)
             return runsLater === undefined ? p : { ...p, runsLater }

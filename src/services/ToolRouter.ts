@@ -52,6 +52,11 @@ export interface PathAccess {
    */
   readonly runsLater?: string | undefined
   /**
+   * Only a git's own folder words name this path (`-C dir`, `--git-dir=dir`, `GIT_DIR=dir`): git
+   * reads the repository there and writes nothing onto the folder itself, as `cp config gd` does.
+   */
+  readonly readByGit?: boolean | undefined
+  /**
    * The call reads the whole tree under this folder (`grep -r`, `find`, `ls -R`, the `grep` tool),
    * not just the folder: a deny or ask rule for a path below it concerns the call too.
    */

@@ -55,6 +55,18 @@ export interface Named {
    * wrapper or runner counts too (`nice git status`, `xargs git`).
    */
   readonly gits: ReadonlyArray<GitAt>
+  /**
+   * Texts of `files` that only a git's own folder words name — `-C dir`, `--git-dir=dir`, `GIT_DIR=dir`
+   * (lazygit's `-p`, `-g`): git reads the repository there and writes nothing onto that folder, as a
+   * command's destination does (`cp config gd`, `unzip -d gd`). See `RunsLater.isGitFolder`'s callers.
+   */
+  readonly readByGit: ReadonlyArray<string>
+  /**
+   * Texts a command that moves, removes, copies, links or unpacks files names (`mv y y.old`, `rm -rf
+   * y`, `cp -r x y`): a git after it in a folder one of them names, or one holding it, may find
+   * other contents there than the check read (see `GitPrograms.chosenByRepository`).
+   */
+  readonly swapped: ReadonlyArray<string>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -82,11 +94,13 @@ const from = (base: string, path: string) => (NodePath.isAbsolute(path) ? path :
  * moves, then resolves it), and the files `-c include.path=` names; lazygit's `-p`/`--path`,
  * `-g`/`--git-dir` and `-w`/`--work-tree` the same way.
  */
-const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt => {
+const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readonly at: GitAt; readonly folderWords: ReadonlySet<number> } => {
   let base = ""
   let gitDir: string | undefined
   let workTree: string | undefined
   const configs: Array<string> = []
+  // The indices of the words naming the folder git moves to or its git folder (the option and its value).
+  const folderWords = new Set<number>()
   const values = args.map((w) => w.value)
   const lazygit = program === "lazygit"
   const end = lazygit ? values.length : GlobalOptions.subcommandIndex("git", values)
@@ -101,20 +115,29 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): GitAt =>
     const moved = valueOf(i, lazygit ? "-p" : "-C", lazygit ? "--path" : "-C")
     const named = valueOf(i, lazygit ? "-g" : "--git-dir", "--git-dir")
     const tree = valueOf(i, lazygit ? "-w" : "--work-tree", "--work-tree")
+    if (moved !== undefined || named !== undefined) {
+      folderWords.add(i)
+      // `-C dir`, `--git-dir dir`: the value is the next word (`-Cdir`, `--git-dir=dir` hold it).
+      if (!/^-[^-]./.test(values[i]!) && !values[i]!.includes("=")) folderWords.add(i + 1)
+    }
     if (moved !== undefined) base = from(base, moved)
     else if (named !== undefined) gitDir = named
     else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
   }
   const subcommand = lazygit ? undefined : values[end]
-  return {
+  const at = {
     base,
     ...(subcommand === "init" || subcommand === "clone" ? { makesRepository: true } : {}),
     ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
     ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
     ...(configs.length === 0 ? {} : { configs })
   }
+  return { at, folderWords }
 }
+
+/** Programs that move, remove, copy, link or unpack files: what a folder holds may be another's after them (see `Named.swapped`). */
+const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink"])
 
 /** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
 const findRuns = new Set(["-exec", "-execdir", "-ok", "-okdir"])
@@ -490,6 +513,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const trees: Array<string> = []
   const fromRepositoryRoot: Array<{ path: string; base: string }> = []
   const gits: Array<GitAt> = []
+  // The texts git's own folder words name, and those any other word names (see `Named.readByGit`).
+  const byGit = new Set<string>()
+  const byOthers = new Set<string>()
+  const swapped: Array<string> = []
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
@@ -504,6 +531,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
     const inner = named(parsed.tokens, true, depth + 1, { cdSearched })
     files.push(...inner.files)
+    const readByGit = new Set(inner.readByGit)
+    for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
+    swapped.push(...inner.swapped)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -514,7 +544,12 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // lines (`env -S 'cat /x'`, `watch 'cat /x'`, `flock f -c 'cat /x'`), read as those are.
   const runsAnother = depth < 4 && commands.some(({ words }) => words.some((w) => CommandRisk.runsOtherPrograms(NodePath.basename(w.value))))
 
-  const word = (w: CommandLine.Word, bases: ReadonlyArray<string>): void => {
+  const word = (w: CommandLine.Word, bases: ReadonlyArray<string>, gitFolder = false): void => {
+    const before = files.length
+    wordFiles(w, bases)
+    for (const file of files.slice(before)) (gitFolder ? byGit : byOthers).add(file)
+  }
+  const wordFiles = (w: CommandLine.Word, bases: ReadonlyArray<string>): void => {
     if (w.expands) {
       unknown.push({ word: w.raw, why: "the shell expands it when the command runs" })
       return
@@ -547,7 +582,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const gitsBefore = gits.length
     let at = 0
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
-    while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at++]!, [])
+    while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at]!, [], gitDirVariables.test(words[at++]!.value))
     const programWord = words[at]
     if (programWord === undefined) continue
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -568,7 +603,6 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         else if (v.startsWith("--directory=")) bases.push(v.slice("--directory=".length))
       })
     }
-    for (const w of args) word(w, bases)
     // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
     // git browser (`tig`), whose git reads the repository's config as git's own does.
     // find runs one after an action (`find . -execdir git status \;`).
@@ -578,11 +612,17 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       : CommandRisk.runsOtherPrograms(program) || program === "find"
       ? words.findIndex((w, k) => k > at && runsGit(NodePath.basename(w.value)) && (program !== "find" || findRuns.has(words[k - 1]!.value)))
       : -1
+    const read = gitWord < 0 ? undefined : gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
+    // `GIT_DIR=gd` after `env` or `export` names git's folder too.
+    const argsFrom = files.length
+    args.forEach((w, i) => word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value)))
+    // After a wrapper too (`nice mv …`, `xargs rm -rf`).
+    if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
-    if (gitWord >= 0) {
+    if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
       const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
-      const own = gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
+      const own = read.at
       gits.push(wrapper === undefined ? own : { ...own, base: from(wrapper, own.base), ...(own.gitDir === undefined ? {} : { gitDir: from(wrapper, own.gitDir) }) })
     }
     const moved = programWord.expands ? undefined : movesTo(words.slice(at).map((w) => w.value))
@@ -646,7 +686,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       if (why !== undefined) gits[i] = { ...gits[i]!, unknownFolder: why }
     }
   }
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned) }
+  const readByGit = [...byGit].filter((file) => !byOthers.has(file))
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)] }
 }
 
 /**
@@ -778,6 +819,7 @@ export const check = (
       else texts.push(text)
       if (options.literalTilde === true && tilde(text)) texts.push(`./${text}`)
     }
+    const namedTexts = texts.length
     // Git's root-relative paths, from the root of the repository each runs in (cwd's, or `-C`'s).
     const tops = new Map<string, string>()
     for (const { base, path } of what.fromRepositoryRoot) {
@@ -794,8 +836,11 @@ export const check = (
       if (matches === undefined) out.push(unchecked(glob.raw, glob.raw, `a pattern matching more than ${caps.maxEntries} entries: not checked`))
       else texts.push(...matches)
     }
+    // A text that a glob or git's root also gives may name a destination: only the files' own are git's.
+    const readByGit = new Set(what.readByGit)
+    for (const text of texts.slice(namedTexts)) readByGit.delete(text)
     const resolved = yield* Effect.forEach([...new Set(texts)], options.resolve)
-    out.push(...resolved)
+    out.push(...resolved.map((p) => readByGit.has(p.requested) ? { ...p, readByGit: true } : p))
     for (const tree of what.trees) {
       const at = yield* options.resolve(tree)
       // The policy reads a walked folder's rules for paths below it (a deny of `/etc/**` concerns `grep -r x /`).

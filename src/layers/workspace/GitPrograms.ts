@@ -24,6 +24,7 @@ import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type { GitAt } from "./CommandPaths.js"
 import * as Gitlinks from "./Gitlinks.js"
+import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
 import * as Sandbox from "./Sandbox.js"
 
@@ -86,7 +87,8 @@ const submodulesOf = async (
   worktree: RunsLater.Worktree,
   configsOf: ConfigsOf,
   depth = 0,
-  indexFiles: ReadonlyArray<string> = []
+  indexFiles: ReadonlyArray<string> = [],
+  gitlinkFolders: Array<string> = []
 ): Promise<ReadonlyArray<RunsLater.Worktree | string>> => {
   if (depth >= submoduleDepth) return []
   const sha256 = (await RunsLater.repositorySettingsOf(worktree, await configsOf(worktree))).settings
@@ -98,8 +100,10 @@ const submodulesOf = async (
   const roots = await rootsOf(worktree, configsOf)
   for (const path of new Set(read.flatMap((links) => links.paths))) {
     for (const root of roots) {
+      // Populated or not: a line may put a repository there (`mv deep/clone sub && git status`).
+      gitlinkFolders.push(NodePath.join(root, path))
       const sub = await RunsLater.worktreeAt(NodePath.join(root, path))
-      if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1)))
+      if (sub !== undefined) found.push(sub, ...(await submodulesOf(sub, configsOf, depth + 1, [], gitlinkFolders)))
     }
   }
   return found
@@ -119,12 +123,23 @@ const rootsOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf): Prom
   return [...new Set([worktree.root, ...named])]
 }
 
+/** Whether `text` (as a line names it, from `cwd`) is one of `folders` or holds one, below cwd. */
+const swapsOut = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean => {
+  if (text.startsWith("~")) return false
+  const path = NodePath.resolve(cwd, text)
+  return path !== NodePath.resolve(cwd) && Paths.isInside(NodePath, cwd, path) && folders.some((folder) => Paths.isInside(NodePath, path, folder))
+}
+
+/** Whether `text` (as a line names it, from `cwd`) is inside one of `folders`. */
+const swapsIn = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean =>
+  !text.startsWith("~") && folders.some((folder) => Paths.isInside(NodePath, folder, NodePath.resolve(cwd, text)))
+
 /**
  * What the repositories the line's gits work in would run that those repositories chose (see the
  * module's comment), each named once, with where it is relative to cwd when not cwd's own. Empty
  * when there is nothing: the common case, a clone git made.
  */
-export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>): Promise<ReadonlyArray<string>> => {
+export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, swapped: ReadonlyArray<string> = []): Promise<ReadonlyArray<string>> => {
   const found = new Set<string>()
   const seen = new Set<string>()
   const configs = new Map<string, Promise<ReadonlyArray<RunsLater.ConfigRead>>>()
@@ -153,13 +168,21 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     if (at.makesRepository !== true && (await NodeFs.lstat(dir).catch(() => undefined)) === undefined) {
       found.add("(a git in a folder the line makes first: what it holds is known only when it runs)")
     }
+    // A folder the line moves, removes or copies onto before its git runs there, or one holding it (`mv y y.old && mv
+    // deep/clone y && git -C y status`): what the check read there may not be what git finds. Cwd itself is left out.
+    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)])]
+    const swappedFirst = "(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)"
+    if (swapped.some((text) => swapsOut(cwd, text, folders))) found.add(swappedFirst)
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
     const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }
     if (worktree !== undefined) {
       await add(worktree)
       for (const sub of await Sandbox.submoduleGitDirs(worktree.gitDir)) await add({ gitDir: sub, ownGitDir: sub, root: sub })
-      for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles)) typeof sub === "string" ? found.add(sub) : await add(sub)
+      const gitlinkFolders: Array<string> = []
+      for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles, gitlinkFolders)) typeof sub === "string" ? found.add(sub) : await add(sub)
+      // A submodule's folder the line swaps (`rm -rf sub && mv deep/clone sub && git status`): git looks into what is there then.
+      if (swapped.some((text) => swapsOut(cwd, text, gitlinkFolders) || swapsIn(cwd, text, gitlinkFolders))) found.add(swappedFirst)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.

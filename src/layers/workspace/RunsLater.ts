@@ -472,11 +472,13 @@ const isGitFolder = async (dir: string): Promise<boolean> => {
  * `.git` file can name one anywhere (`git init --separate-git-dir=gd sub` makes `gd`), and once
  * that worktree is staged as a submodule your own `git status` runs what `gd/config` names: such
  * a folder is kept as `.git/` is. Its parents are looked at up to cwd (cwd itself and above are
- * left out, as a hooks folder holding cwd is: every write would ask).
+ * left out, as a hooks folder holding cwd is: every write would ask). With `itself`, `path` is
+ * looked at too: a write *onto* such a folder (`cp config gd`, `unzip -d gd x.zip`, `cp -r evil/.
+ * gd`) writes into it, as one onto `.git` does.
  */
-export const inGitFolder = async (cwd: string, path: string, seen = new Map<string, Promise<boolean>>()): Promise<boolean> => {
+export const inGitFolder = async (cwd: string, path: string, seen = new Map<string, Promise<boolean>>(), itself = false): Promise<boolean> => {
   const folders: Array<Promise<boolean>> = []
-  for (let dir = NodePath.dirname(path); dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
+  for (let dir = itself ? path : NodePath.dirname(path); dir !== cwd && isInside(cwd, dir); dir = NodePath.dirname(dir)) {
     // A line's many paths share their folders: each is looked at once (`seen`, kept by the caller), all at the same time.
     const looked = seen.get(dir) ?? isGitFolder(dir)
     seen.set(dir, looked)
