@@ -52,6 +52,20 @@ describe("MCP configuration files", () => {
     expect(McpSecrets.redact("true json", McpSecrets.of({ url: "https://example.test/mcp?stream=true&format=json" }))).toBe("true json")
   })
 
+  it.each([
+    ["https://example.test/mcp?token=abc%2Bdef%2Fghi%3D", ["abc%2Bdef%2Fghi%3D", "abc%2bdef%2fghi%3d", "abc+def/ghi="]],
+    ["https://example.test/mcp?key=sk+live+12345678", ["sk+live+12345678", "sk live 12345678"]],
+    ["https://example.test/mcp?key=sk%2Dlive%2D12345678", ["sk%2Dlive%2D12345678", "sk-live-12345678"]]
+  ])("a query token is hidden in every form an error may echo it in: as %s writes it, escapes in lower case, decoded", (url, forms) => {
+    const secrets = McpSecrets.of({ url })
+    for (const form of forms) expect(McpSecrets.redact(`401 Unauthorized: GET ${form}`, secrets)).toBe("401 Unauthorized: GET [redacted]")
+  })
+
+  it("a URL's settings blank nothing: a protocol date, words of a query split on its spaces", () => {
+    const secrets = McpSecrets.of({ url: "https://example.test/mcp?api-version=2024-11-05&q=release+notes+2024" })
+    expect(McpSecrets.redact(`{"protocolVersion":"2024-11-05"} the release notes of 2024`, secrets)).toBe(`{"protocolVersion":"2024-11-05"} the release notes of 2024`)
+  })
+
   it("tool names: sanitised, at most 64 characters; rule patterns", () => {
     expect(McpTools.toolName("git-hub", "create.issue")).toBe("mcp__git-hub__create_issue")
     expect(McpTools.toolName("s", "x".repeat(100))).toHaveLength(64)

@@ -15,6 +15,7 @@ import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { ProviderFailure } from "../../src/domain/Errors.js"
 import * as Support from "../../src/layers/providers/Support.js"
+import { withJumpingClock } from "../clockJumps.js"
 
 /** An SDK stream: `count` events, each a microtask after the last (never a macrotask), then `end`. */
 const sdk = (count: number, end?: Error) => async (): Promise<AsyncIterable<number>> => ({
@@ -142,4 +143,44 @@ describe("Support.fromSdk's idle timeout", () => {
       const result = yield* Fiber.join(fiber)
       expect(Either.isLeft(result) && result.left.detail).toBe("the response stream stalled: no event for 1m")
     }))
+})
+
+/** A promise and what settles it (Node 20 has no `Promise.withResolvers`). */
+const gate = () => {
+  let resolve!: () => void
+  const promise = new Promise<void>((settle) => (resolve = settle))
+  return { promise, resolve }
+}
+
+describe("Support.fromSdk's stall watch across a step of the wall clock", () => {
+  // The watch measures "no event for idleTimeout" on monotonic time: on the wall clock, a clock
+  // stepped forward an hour in an ordinary gap between events failed the response as stalled.
+  it.scoped("a gap shorter than the timeout, the wall clock stepped forward an hour in it: every event, no stall", () =>
+    withJumpingClock(({ jump }) =>
+      Effect.gen(function*() {
+        const gates = [gate(), gate()]
+        const afterSecond = gate()
+        const open = async (): Promise<AsyncIterable<number>> => ({
+          async *[Symbol.asyncIterator]() {
+            yield 1
+            await gates[0]!.promise
+            yield 2
+            // The stream has read the second event (and asked for the next) when this runs.
+            afterSecond.resolve()
+            await gates[1]!.promise
+            yield 3
+          }
+        })
+        const reading = yield* Effect.fork(Stream.runCollect(stream(open)))
+        yield* TestClock.adjust("50 seconds")
+        gates[0]!.resolve()
+        yield* Effect.promise(() => afterSecond.promise)
+        yield* jump("1 hour")
+        // The watch wakes at one minute from the start: 10 seconds after the second event.
+        yield* TestClock.adjust("15 seconds")
+        gates[1]!.resolve()
+        const events = yield* Fiber.join(reading)
+        expect(Chunk.toReadonlyArray(events)).toEqual([1, 2, 3])
+      })
+    ))
 })

@@ -17,39 +17,59 @@ const minLength = 4
 /** Names of variables whose values are secrets. */
 const secretName = /key|token|secret|passw|auth|credential|cookie/i
 
-/** The secrets of `server`: each value, and each of its words long enough to be a token (the part after `Bearer `). */
+/**
+ * The secrets of `server`: each value, and for a header's or variable's each of its words long enough
+ * to be a token (the part after `Bearer `). A URL's values are taken whole: split, `?q=release+notes`
+ * would make `notes` a secret.
+ */
 export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
+  const secrets = new Set<string>()
   const values = McpConfig.isStdio(server)
     ? Object.entries(server.env ?? {}).filter(([name]) => secretName.test(name)).map(([, value]) => value)
-    : [...Object.values(server.headers ?? {}), ...urlSecrets(server.url)]
-  const secrets = new Set<string>()
+    : Object.values(server.headers ?? {})
   for (const value of values) {
     for (const piece of [value, ...value.split(/[\s,;]+/)]) if (piece.length >= minLength) secrets.add(piece)
   }
+  if (!McpConfig.isStdio(server)) for (const value of urlSecrets(server.url)) if (value.length >= minLength) secrets.add(value)
   // Longest first: a value is hidden whole before a word of it.
   return [...secrets].sort((a, b) => b.length - a.length)
 }
 
 /**
- * A user name or query value that reads as a token rather than a setting: 8 characters or more, not
- * all letters. `?stream=true` or `?format=json` hidden would blank every `true` and `json` of the
- * server's results.
+ * A user name or query value that reads as a token rather than a setting: 8 characters or more with
+ * a letter and a digit or base64's `+`, `/` or `=` in them, or 20 or more of anything. `?stream=true`, `?format=json` or
+ * `?api-version=2024-11-05` hidden would blank every `true`, `json` or protocol date of the server's
+ * results.
  */
-const tokenLike = (value: string) => value.length >= 8 && !/^[A-Za-z]+$/.test(value)
+const tokenLike = (value: string) => value.length >= 20 || (value.length >= 8 && /[A-Za-z]/.test(value) && /[0-9+/=]/.test(value))
 
-/** The parts of an HTTP server's URL that may be secrets: its password, and its user name and query values that read as tokens, as written and decoded. */
+/** `written` decoded as a query's value is (`+` a space, then `%XX`), or as it is when an escape is malformed. */
+const queryDecoded = (written: string) => {
+  try {
+    return decodeURIComponent(written.replaceAll("+", " "))
+  } catch {
+    return written
+  }
+}
+
+/**
+ * The parts of an HTTP server's URL that may be secrets: its password, and its user name and query
+ * values that read as tokens — each in every form a server's error may echo it in: as the URL
+ * writes it (`abc%2Bdef`, which the request line shows), its escapes in lower case, decoded, and
+ * encoded again.
+ */
 const urlSecrets = (url: string): ReadonlyArray<string> => {
   if (!URL.canParse(url)) return []
-  const { password, searchParams, username } = new URL(url)
-  const parts = [password, ...[username, ...[...searchParams].map(([name, value]) => value === "" ? name : value)].filter(tokenLike)]
-  return parts.filter((part) => part !== "").flatMap((part) => {
-    let decoded = part
-    try {
-      decoded = decodeURIComponent(part)
-    } catch {
-      // A malformed escape is shown as written.
-    }
-    return decoded === part ? [part] : [part, decoded, encodeURIComponent(decoded)]
+  const { password, search, username } = new URL(url)
+  // From the query as written: `URLSearchParams` would hand over the values decoded only.
+  const values = search.slice(1).split("&").filter((parameter) => parameter !== "").map((parameter) => {
+    const equals = parameter.indexOf("=")
+    return equals < 0 || equals === parameter.length - 1 ? parameter.slice(0, equals < 0 ? undefined : equals) : parameter.slice(equals + 1)
+  })
+  const written = [password, ...[username, ...values].filter((value) => tokenLike(queryDecoded(value)))].filter((part) => part !== "")
+  return written.flatMap((part) => {
+    const decoded = queryDecoded(part)
+    return [...new Set([part, part.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()), decoded, encodeURIComponent(decoded)])]
   })
 }
 

@@ -23,6 +23,7 @@ import * as Address from "../../domain/Address.js"
 import * as ApiKey from "../../domain/ApiKey.js"
 import { ProviderFailure, type ProviderFailureReason } from "../../domain/Errors.js"
 import type { Json } from "../../domain/Json.js"
+import * as MonotonicTime from "../../domain/MonotonicTime.js"
 import type { Message } from "../../domain/Transcript.js"
 import * as ModelProvider from "../../services/ModelProvider.js"
 
@@ -251,7 +252,13 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
     const stalled = () => ProviderFailure.of("network", `the response stream stalled: no event for ${Duration.format(Duration.decode(options.idleTimeout))}`)
     const controller = new AbortController()
     const arrived = yield* Mailbox.make<A, ProviderFailure>({ capacity: pendingCapacity })
-    let lastEventAt = clock.unsafeCurrentTimeMillis()
+    const real = Object.getPrototypeOf(clock) === realClock
+    // Monotonic time, read per event: on the wall clock, a clock stepped forward an hour in an
+    // ordinary gap between events failed the response as stalled, and one stepped back hid a real
+    // stall for the length of the step. `performance.now` on the real clock (as cheap as `Date.now`);
+    // a test's Clock's own time otherwise, which moving it moves.
+    const now = real ? () => performance.now() : () => MonotonicTime.unsafeMillis(clock)
+    let lastEventAt = now()
     // The stall watch: on the real clock, one Node timer re-armed from the time of the last event
     // when it fires (a fiber and its sleep cost a fiber a response, 19 ops); on any other `Clock` (a
     // test's), a fiber sleeping on it, so that moving the clock moves the timeout.
@@ -260,16 +267,16 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
       clearTimeout(timer)
       timer = undefined
     }
-    if (Object.getPrototypeOf(clock) === realClock) {
+    if (real) {
       const check = (): void => {
-        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        const wait = lastEventAt + idleMs - now()
         if (wait > 0) timer = setTimeout(check, wait)
         else arrived.unsafeDone(Exit.fail(stalled()))
       }
       timer = setTimeout(check, idleMs)
     } else {
       const watch: Effect.Effect<void> = Effect.suspend(() => {
-        const wait = lastEventAt + idleMs - clock.unsafeCurrentTimeMillis()
+        const wait = lastEventAt + idleMs - now()
         return wait <= 0 ? Effect.asVoid(arrived.fail(stalled())) : Effect.zipRight(Effect.sleep(wait), watch)
       })
       yield* Effect.forkScoped(watch)
@@ -313,7 +320,7 @@ export const fromSdk = <A>(options: StreamOptions<A>): Stream.Stream<A, Provider
         for (;;) {
           const next = await iterator.next()
           if (next.done === true) return
-          lastEventAt = clock.unsafeCurrentTimeMillis()
+          lastEventAt = now()
           pending.push(next.value)
           if (pending.length >= pendingCapacity) handOver()
           // A full buffer holds the reads back until the engine has taken some.
