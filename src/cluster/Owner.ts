@@ -90,6 +90,8 @@ export const defaultMaxIdleTime = Duration.minutes(5)
  * 250 ms while it is `SessionBusy`, until `leaseWait` has passed since the write began. Passed on
  * monotonic time (`Schedule.upTo` reads the wall clock): a runner's clock stepped back an hour kept a
  * request waiting an hour more, one stepped forward answered `SessionBusy` at the first refusal.
+ * The wait counts from the write's start, for a stream too (`Schedule.upTo` restarted after each
+ * element): a turn meets `SessionBusy` when it takes the lease, before its first event.
  */
 export const whileBusy = (leaseWait: Duration.DurationInput) =>
   Effect.map(MonotonicTime.millis, (start) =>

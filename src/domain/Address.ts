@@ -16,6 +16,17 @@ export const shown = (url: string): string => {
   return `${protocol}//${host}${pathname === "/" ? "" : pathname}`
 }
 
+/**
+ * A URL's query (`search`, with its `?`) as written, parameter by parameter: `URLSearchParams` hands
+ * the values over decoded only, and a secret is echoed back as the URL writes it. `value` is
+ * `undefined` for a parameter without `=`.
+ */
+export const queryAsWritten = (search: string): ReadonlyArray<{ readonly name: string; readonly value: string | undefined }> =>
+  search.slice(1).split("&").filter((parameter) => parameter !== "").map((parameter) => {
+    const equals = parameter.indexOf("=")
+    return equals < 0 ? { name: parameter, value: undefined } : { name: parameter.slice(0, equals), value: parameter.slice(equals + 1) }
+  })
+
 /** A query parameter's name shown as it is: a word, not what could be a key pasted as a bare parameter. */
 const parameterName = /^[A-Za-z][A-Za-z0-9_.-]{0,39}$/
 
@@ -29,10 +40,7 @@ export const redacted = (url: string): string => {
   if (!URL.canParse(url)) return "(an address that is not a URL)"
   const { hash, host, password, pathname, protocol, search, username } = new URL(url)
   const query = search === "" ? "" : `?${
-    search.slice(1).split("&").map((parameter) => {
-      const equals = parameter.indexOf("=")
-      return equals > 0 && parameterName.test(parameter.slice(0, equals)) ? `${parameter.slice(0, equals)}=[redacted]` : "[redacted]"
-    }).join("&")
+    queryAsWritten(search).map(({ name, value }) => value !== undefined && name !== "" && parameterName.test(name) ? `${name}=[redacted]` : "[redacted]").join("&")
   }`
   return `${protocol}//${username === "" && password === "" ? "" : "[redacted]@"}${host}${pathname === "/" && query === "" ? "" : pathname}${query}${hash === "" ? "" : "#[redacted]"}`
 }

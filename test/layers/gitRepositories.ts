@@ -1,6 +1,6 @@
 /** Git repositories for the tests of what a repository's own git config makes git run (integration tests only: they run git). */
 import { execFileSync } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 
 /** Runs git in `at` with an identity, unsigned commits and file:// submodules allowed. */
@@ -34,4 +34,26 @@ export const ran = (cwd: string, command: string, where: string) => {
   const was = existsSync(marker)
   rmSync(marker, { force: true })
   return was
+}
+
+/**
+ * A repository (from `repository`) with a submodule at d1/d2/d3/sub (deeper than the search) moved to
+ * `there` (relative to the repository; "" leaves it in place), its git folder beside it with `config`
+ * (a hostile `core.fsmonitor`) appended; an empty folder left in its place.
+ */
+export const withSubmoduleIn = (repository: () => string, there: string, config: string) => {
+  const cwd = repository()
+  git(["submodule", "add", "-q", repository(), "d1/d2/d3/sub"], cwd)
+  git(["commit", "-qm", "sub"], cwd)
+  const folder = join(cwd, there, "d1", "d2", "d3")
+  mkdirSync(folder, { recursive: true })
+  if (there !== "") {
+    renameSync(join(cwd, "d1", "d2", "d3", "sub"), join(folder, "sub"))
+    mkdirSync(join(cwd, "d1", "d2", "d3", "sub"))
+  }
+  renameSync(join(cwd, ".git", "modules", "d1", "d2", "d3", "sub"), join(folder, ".sg"))
+  writeFileSync(join(folder, "sub", ".git"), "gitdir: ../.sg\n")
+  git(["config", "-f", join(folder, ".sg", "config"), "--unset", "core.worktree"], cwd)
+  appendFileSync(join(folder, ".sg", "config"), config)
+  return { cwd, sub: join(folder, "sub") }
 }

@@ -19,7 +19,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { git, ran, repositoriesIn } from "./gitRepositories.js"
+import { git, ran, repositoriesIn, withSubmoduleIn } from "./gitRepositories.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam20-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -129,18 +129,9 @@ describe("the index a git line really reads", () => {
 
 describe("the worktree a git line really works in", () => {
   it("GIT_WORK_TREE and --work-tree: the index's submodules are looked for there", async () => {
-    const cwd = repository()
-    git(["submodule", "add", "-q", repository(), "d1/d2/d3/sub"], cwd)
-    git(["commit", "-qm", "sub"], cwd)
     // The submodule populated in another worktree folder only, its git folder beside it.
-    const there = join(cwd, "x", "d1", "d2", "d3")
-    mkdirSync(there, { recursive: true })
-    renameSync(join(cwd, "d1", "d2", "d3", "sub"), join(there, "sub"))
-    mkdirSync(join(cwd, "d1", "d2", "d3", "sub"))
-    renameSync(join(cwd, ".git", "modules", "d1", "d2", "d3", "sub"), join(there, ".sg"))
-    writeFileSync(join(there, "sub", ".git"), "gitdir: ../.sg\n")
-    git(["config", "-f", join(there, ".sg", "config"), "--unset", "core.worktree"], cwd)
-    appendFileSync(join(there, ".sg", "config"), fsmonitor)
+    const { cwd, sub } = withSubmoduleIn(repository, "x", fsmonitor)
+    const there = join(sub, "..")
     expect(ran(cwd, "git status", join(there, "sub"))).toBe(false)
     expect(await decide(cwd, "git status")).toMatchObject(mine)
     for (const line of ["GIT_WORK_TREE=x git status", "git --work-tree=x status", "git --work-tree x status"]) {

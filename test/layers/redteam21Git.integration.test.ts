@@ -19,7 +19,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { git, ran, repositoriesIn } from "./gitRepositories.js"
+import { git, ran, repositoriesIn, withSubmoduleIn as withSubmoduleInRepository } from "./gitRepositories.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam21-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -28,26 +28,7 @@ const repository = repositoriesIn(base)
 const asks = { decision: "ask", policy: "repository-git" }
 const mine = { decision: "allow", policy: "mine" }
 
-/**
- * A repository with a submodule at d1/d2/d3/sub (deeper than the search) moved to `there` (relative
- * to the repository), its git folder beside it with core.fsmonitor set; an empty folder left in its place.
- */
-const withSubmoduleIn = (there: string) => {
-  const cwd = repository()
-  git(["submodule", "add", "-q", repository(), "d1/d2/d3/sub"], cwd)
-  git(["commit", "-qm", "sub"], cwd)
-  const folder = join(cwd, there, "d1", "d2", "d3")
-  mkdirSync(folder, { recursive: true })
-  if (there !== "") {
-    renameSync(join(cwd, "d1", "d2", "d3", "sub"), join(folder, "sub"))
-    mkdirSync(join(cwd, "d1", "d2", "d3", "sub"))
-  }
-  renameSync(join(cwd, ".git", "modules", "d1", "d2", "d3", "sub"), join(folder, ".sg"))
-  writeFileSync(join(folder, "sub", ".git"), "gitdir: ../.sg\n")
-  git(["config", "-f", join(folder, ".sg", "config"), "--unset", "core.worktree"], cwd)
-  appendFileSync(join(folder, ".sg", "config"), fsmonitor)
-  return { cwd, sub: join(folder, "sub") }
-}
+const withSubmoduleIn = (there: string) => withSubmoduleInRepository(repository, there, fsmonitor)
 
 describe("core.worktree names where a repository's submodules are", () => {
   it("the repository's own config: git status looks into the submodules of the folder it names", async () => {

@@ -9,6 +9,7 @@
  * @since 0.5.0
  * @internal
  */
+import * as Address from "../../domain/Address.js"
 import * as McpConfig from "./McpConfig.js"
 
 /** Shorter values are not hidden: a header of `1` or `yes` would blank every such word of a message. */
@@ -61,11 +62,8 @@ const queryDecoded = (written: string) => {
 const urlSecrets = (url: string): ReadonlyArray<string> => {
   if (!URL.canParse(url)) return []
   const { password, search, username } = new URL(url)
-  // From the query as written: `URLSearchParams` would hand over the values decoded only.
-  const values = search.slice(1).split("&").filter((parameter) => parameter !== "").map((parameter) => {
-    const equals = parameter.indexOf("=")
-    return equals < 0 || equals === parameter.length - 1 ? parameter.slice(0, equals < 0 ? undefined : equals) : parameter.slice(equals + 1)
-  })
+  // A parameter without a value may be a key pasted bare (`?sk-…`).
+  const values = Address.queryAsWritten(search).map(({ name, value }) => value === undefined || value === "" ? name : value)
   const written = [password, ...[username, ...values].filter((value) => tokenLike(queryDecoded(value)))].filter((part) => part !== "")
   return written.flatMap((part) => {
     const decoded = queryDecoded(part)
