@@ -71,10 +71,11 @@ describe("SQLite writer lease", () => {
       const dir = yield* tempDir
       const filename = join(dir, "events.sqlite")
       const store = yield* storeAt(filename)
-      // This boot and time namespace, another pid namespace: its pid tells nothing here, its expiry does.
+      // This boot and time namespace, another pid namespace and host name (a container's): its pid
+      // tells nothing here, its expiry does.
       const container = {
         pid: 1,
-        hostname: hostname(),
+        hostname: "container-a",
         bootId: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
         pidNamespace: "pid:[1]",
         timeNamespace: readlinkSync("/proc/self/ns/time"),
@@ -85,7 +86,7 @@ describe("SQLite writer lease", () => {
       // Lapsed on the wall clock (the TestClock's 0), an hour to go on the monotonic one: busy.
       yield* leaseRow(filename, "live", { ...container, monotonicExpiresAt: monotonicNow + 60 * 60 * 1000 }, -1)
       const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("live")))
-      expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 1 on host ${hostname()} (since ${at})` })
+      expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 1 on host container-a (since ${at})` })
       // Lapsed on the monotonic clock, decades to go on the wall clock: taken over.
       yield* leaseRow(filename, "lapsed", { ...container, monotonicExpiresAt: monotonicNow - 1 }, Number.MAX_SAFE_INTEGER)
       yield* Effect.scoped(store.acquireWriter("lapsed"))

@@ -101,12 +101,11 @@ export const liveness = (holder: Holder): Liveness => {
 /**
  * Whether a holder reads the same monotonic clock as this process (`CLOCK_MONOTONIC`, which
  * `process.hrtime` reads: time since boot, the same in every process and container of one boot, a
- * time namespace aside): this host, this boot and this time namespace, all known. A step of the
- * wall clock moves it for no one.
+ * time namespace aside): this boot — the kernel's random boot id, which containers share whatever
+ * their host names — and this time namespace, both known. A step of the wall clock moves it for no one.
  */
 export const sharesMonotonicClock = (holder: Holder): boolean =>
-  holder.hostname === hostname() && ownBootId !== undefined && holder.bootId === ownBootId &&
-  ownTimeNamespace !== undefined && holder.timeNamespace === ownTimeNamespace
+  ownBootId !== undefined && holder.bootId === ownBootId && ownTimeNamespace !== undefined && holder.timeNamespace === ownTimeNamespace
 
 /** One line for people: `pid 1234 on host h (since 2026-…)`. */
 export const describe = (holder: Holder): string => `pid ${holder.pid} on host ${holder.hostname} (since ${holder.startedAt})`
