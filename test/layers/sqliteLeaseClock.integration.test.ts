@@ -1,7 +1,7 @@
 /**
  * SQLite's writer lease across a wall clock stepped forward, with real processes: the holder is a
- * CLI run in a pid namespace of its own (another container on this host: its pid tells this one
- * nothing, so its lease is judged by its expiry), the second a CLI run whose wall clock reads an
+ * CLI run in a pid namespace and under a host name of its own (another container on this host: its
+ * pid tells this one nothing, so its lease is judged by its expiry), the second a CLI run whose wall clock reads an
  * hour ahead (test/fixtures/clock/wallClockAhead.mjs). Expiries of one host are judged on its
  * monotonic clock, which a step of the wall clock does not move: the live holder keeps its lease.
  */
@@ -19,8 +19,11 @@ const writeScript = (name: string, script: unknown) => {
   writeFileSync(file, JSON.stringify(script))
   return file
 }
-/** A pid namespace of its own (as root, or in a user namespace), the CLI killed with `unshare` if the test kills it. */
-const ownPidNamespace = [["--pid", "--fork", "--kill-child"], ["--user", "--map-root-user", "--pid", "--fork", "--kill-child"]].find((flags) =>
+/**
+ * A container's namespaces: pid and host name of its own (as root, or in a user namespace), the CLI
+ * killed with `unshare` if the test kills it.
+ */
+const ownPidNamespace = [["--pid", "--uts", "--fork", "--kill-child"], ["--user", "--map-root-user", "--pid", "--uts", "--fork", "--kill-child"]].find((flags) =>
   spawnSync("unshare", [...flags, "true"], { stdio: "ignore" }).status === 0
 )
 const wallClockAhead = resolve(__dirname, "../fixtures/clock/wallClockAhead.mjs")
@@ -30,7 +33,7 @@ describe.skipIf(ownPidNamespace === undefined)("SQLite writer lease across a wal
     // The model takes ten minutes before its first chunk: the turn is open, the session held.
     const holder = start(["run", "think slowly", ...store, "--script", writeScript("slow.json", { responses: [{ chunks: ["never"], delay: "10 minutes" }] })], {
       cwd: dir,
-      prefix: ["unshare", ...ownPidNamespace!, "--"]
+      prefix: ["unshare", ...ownPidNamespace!, "--", "sh", "-c", "hostname \"$0\" && exec \"$@\"", "container-a"]
     })
     let holderErr = ""
     holder.child.stderr!.on("data", (chunk: string) => (holderErr += chunk))
@@ -46,6 +49,7 @@ describe.skipIf(ownPidNamespace === undefined)("SQLite writer lease across a wal
     second.child.stdin!.end()
     const busy = await second.done
     expect(busy.stderr).toContain("SessionBusy")
+    expect(busy.stderr).toContain("on host container-a")
     expect(busy.stdout).toBe("")
     expect(await replayLog(sessionId, store)).toEqual(before)
     holder.child.kill("SIGKILL")
