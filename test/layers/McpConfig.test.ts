@@ -61,6 +61,31 @@ describe("MCP configuration files", () => {
     for (const form of forms) expect(McpSecrets.redact(`401 Unauthorized: GET ${form}`, secrets)).toBe("401 Unauthorized: GET [redacted]")
   })
 
+  it("a token in the URL's path (a hosted server's /u/<key>/sse) is hidden: in the line, the trust summary and what the server answers", () => {
+    // On main the path was printed whole, and not among the server's secrets.
+    const url = "https://mcp.example.com/u/sk-live-abc123def456/sse"
+    const line = McpConfig.describe("hosted", { url })
+    expect(line).toBe("hosted: connects to \"https://mcp.example.com/u/[redacted]/sse\"")
+    const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { hosted: { url } } }, files: [] } as unknown as McpSettings.Project
+    const summary = McpSettings.summary(project).join("\n")
+    expect(summary).toContain("https://mcp.example.com/u/[redacted]/sse")
+    expect(summary).not.toContain("abc123def456")
+    const secrets = McpSecrets.of({ url })
+    expect(McpSecrets.redact(`404 for GET /u/sk-live-abc123def456/sse`, secrets)).toBe("404 for GET /u/[redacted]/sse")
+    // Escaped in the URL: hidden as written, with its escapes in lower case, and decoded.
+    const escaped = McpSecrets.of({ url: "https://mcp.example.com/k/abc%2Bdef%3D12345678/mcp" })
+    for (const form of ["abc%2Bdef%3D12345678", "abc%2bdef%3d12345678", "abc+def=12345678"]) {
+      expect(McpSecrets.redact(`GET /k/${form}/mcp`, escaped)).toBe("GET /k/[redacted]/mcp")
+    }
+  })
+
+  it("a URL path's names and versions stay: they are no token, and blank nothing", () => {
+    for (const url of ["https://example.test/mcp/v1/sse", "https://example.test/api/2024-11-05/model-context-protocol-server/mcp"]) {
+      expect(McpConfig.describe("s", { url })).toBe(`s: connects to ${JSON.stringify(url)}`)
+      expect(McpSecrets.of({ url })).toEqual([])
+    }
+  })
+
   it("a URL's settings blank nothing: a protocol date, words of a query split on its spaces", () => {
     const secrets = McpSecrets.of({ url: "https://example.test/mcp?api-version=2024-11-05&q=release+notes+2024" })
     expect(McpSecrets.redact(`{"protocolVersion":"2024-11-05"} the release notes of 2024`, secrets)).toBe(`{"protocolVersion":"2024-11-05"} the release notes of 2024`)
