@@ -4,6 +4,12 @@ import * as McpSecrets from "../../src/layers/mcp/McpSecrets.js"
 import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 
+/** An HTTP server's line as `mcp` listings show it, and the summary of a `.mcp.json` holding it, shown before it is trusted. */
+const shownBeforeTrust = (name: string, url: string) => {
+  const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { [name]: { url } } }, files: [] } as unknown as McpSettings.Project
+  return { line: McpConfig.describe(name, { url }), summary: McpSettings.summary(project).join("\n") }
+}
+
 describe("MCP configuration files", () => {
   it("parses the common shape and refuses unknown keys, sse, bad names and other schemes with one line", () => {
     const ok = McpConfig.parse(JSON.stringify({ mcpServers: { a: { command: "x", args: ["1"], env: { K: "v" } }, b: { url: "http://127.0.0.1:1/mcp", headers: { X: "y" } } } }), "f.json")
@@ -32,10 +38,8 @@ describe("MCP configuration files", () => {
   it("describes a server's URL without its query values, userinfo or fragment (a token in them), in the trust summary too", () => {
     // On main the URL was printed whole: `?token=…` and `user:pw@` in the summary shown before trusting.
     const url = "https://alice:pw-1234@example.test:8443/mcp/v1?token=tok-5678&region=eu&sk-bare-secret#frag-9012"
-    const line = McpConfig.describe("web", { url })
+    const { line, summary } = shownBeforeTrust("web", url)
     expect(line).toBe("web: connects to \"https://[redacted]@example.test:8443/mcp/v1?token=[redacted]&region=[redacted]&[redacted]#[redacted]\"")
-    const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { web: { url } } }, files: [] } as unknown as McpSettings.Project
-    const summary = McpSettings.summary(project).join("\n")
     expect(summary).toContain("web: connects to")
     for (const secret of ["alice", "pw-1234", "tok-5678", "eu", "sk-bare-secret", "frag-9012"]) {
       expect(line).not.toContain(secret)
@@ -64,10 +68,8 @@ describe("MCP configuration files", () => {
   it("a token in the URL's path (a hosted server's /u/<key>/sse) is hidden: in the line, the trust summary and what the server answers", () => {
     // On main the path was printed whole, and not among the server's secrets.
     const url = "https://mcp.example.com/u/sk-live-abc123def456/sse"
-    const line = McpConfig.describe("hosted", { url })
+    const { line, summary } = shownBeforeTrust("hosted", url)
     expect(line).toBe("hosted: connects to \"https://mcp.example.com/u/[redacted]/sse\"")
-    const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { hosted: { url } } }, files: [] } as unknown as McpSettings.Project
-    const summary = McpSettings.summary(project).join("\n")
     expect(summary).toContain("https://mcp.example.com/u/[redacted]/sse")
     expect(summary).not.toContain("abc123def456")
     const secrets = McpSecrets.of({ url })
