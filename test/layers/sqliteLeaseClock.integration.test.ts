@@ -23,17 +23,17 @@ const writeScript = (name: string, script: unknown) => {
  * A container's namespaces: pid and host name of its own (as root, or in a user namespace), the CLI
  * killed with `unshare` if the test kills it.
  */
-const ownPidNamespace = [["--pid", "--uts", "--fork", "--kill-child"], ["--user", "--map-root-user", "--pid", "--uts", "--fork", "--kill-child"]].find((flags) =>
+const containerFlags = [["--pid", "--uts", "--fork", "--kill-child"], ["--user", "--map-root-user", "--pid", "--uts", "--fork", "--kill-child"]].find((flags) =>
   spawnSync("unshare", [...flags, "true"], { stdio: "ignore" }).status === 0
 )
 const wallClockAhead = resolve(__dirname, "../fixtures/clock/wallClockAhead.mjs")
 
-describe.skipIf(ownPidNamespace === undefined)("SQLite writer lease across a wall clock stepped forward (real processes)", () => {
-  it("a holder in another pid namespace keeps its lease when a second process's wall clock reads an hour ahead", async () => {
+describe.skipIf(containerFlags === undefined)("SQLite writer lease across a wall clock stepped forward (real processes)", () => {
+  it("a holder in another container keeps its lease when a second process's wall clock reads an hour ahead", async () => {
     // The model takes ten minutes before its first chunk: the turn is open, the session held.
     const holder = start(["run", "think slowly", ...store, "--script", writeScript("slow.json", { responses: [{ chunks: ["never"], delay: "10 minutes" }] })], {
       cwd: dir,
-      prefix: ["unshare", ...ownPidNamespace!, "--", "sh", "-c", "hostname \"$0\" && exec \"$@\"", "container-a"]
+      prefix: ["unshare", ...containerFlags!, "--", "sh", "-c", "hostname \"$0\" && exec \"$@\"", "container-a"]
     })
     let holderErr = ""
     holder.child.stderr!.on("data", (chunk: string) => (holderErr += chunk))
@@ -47,6 +47,12 @@ describe.skipIf(ownPidNamespace === undefined)("SQLite writer lease across a wal
       prefix: ["sh", "-c", `exec "$0" --import=${pathToFileURL(wallClockAhead).href} "$@"`]
     })
     second.child.stdin!.end()
+    // The preload does step the clock (else this test would pass on a clock that never moved).
+    const read = spawnSync(process.execPath, [`--import=${pathToFileURL(wallClockAhead).href}`, "-e", "process.stdout.write(String(Date.now()))"], {
+      env: { ...process.env, NODE_OPTIONS: "", EFFECT_AGENT_TEST_WALL_CLOCK_AHEAD_MS: String(60 * 60 * 1000) },
+      encoding: "utf8"
+    })
+    expect(Number(read.stdout) - Date.now()).toBeGreaterThan(59 * 60 * 1000)
     const busy = await second.done
     expect(busy.stderr).toContain("SessionBusy")
     expect(busy.stderr).toContain("on host container-a")
