@@ -39,3 +39,23 @@ export const make: Effect.Effect<JumpingClock> = Effect.map(TestClock.testClock(
 /** Runs `effect` with a jumping clock as its `Clock`. */
 export const withJumpingClock = <A, E, R>(effect: (clock: JumpingClock) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.flatMap(make, (jumping) => Effect.withClock(effect(jumping), jumping.clock))
+
+/**
+ * A Clock whose wall time steps by `wallMillis` at every read of it, while its monotonic time
+ * moves `monotonicMillis` at every read of that (over the test's TestClock, whose sleepers wake
+ * only when the test adjusts it): a wall clock stepping mid-work — a walk, a command's output —
+ * where a test cannot step it between two reads.
+ */
+export const steppingAtEveryRead = (steps: { readonly wallMillis: number; readonly monotonicMillis: number }): Effect.Effect<Clock.Clock> =>
+  Effect.map(TestClock.testClock(), (test) => {
+    let wallReads = 0
+    let monotonicReads = 0
+    const wall = () => test.unsafeCurrentTimeMillis() + steps.wallMillis * wallReads++
+    const monotonic = () => test.unsafeCurrentTimeNanos() + BigInt(steps.monotonicMillis * monotonicReads++) * BigInt(1_000_000)
+    return Object.create(test, {
+      unsafeCurrentTimeMillis: { value: wall },
+      currentTimeMillis: { value: Effect.sync(wall) },
+      unsafeCurrentTimeNanos: { value: monotonic },
+      currentTimeNanos: { value: Effect.sync(monotonic) }
+    }) as Clock.Clock
+  })

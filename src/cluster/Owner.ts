@@ -100,6 +100,24 @@ export const whileBusy = (leaseWait: Duration.DurationInput) =>
       Schedule.checkEffect(() => Effect.map(MonotonicTime.millis, (now) => now - start < Duration.toMillis(leaseWait)))
     ))
 
+/**
+ * A stream tried again as {@link whileBusy} says, but only while it has given nothing: a stream run
+ * again starts over — a turn's, with its message, as a second turn — so one that failed `SessionBusy`
+ * after an element fails so, however long or short it ran (a turn meets `SessionBusy` before its
+ * first event, so this changes nothing a turn does today: it keeps a later change from running a
+ * turn twice).
+ */
+export const streamWhileBusy = (leaseWait: Duration.DurationInput) => <A, E extends { readonly _tag: string }, R>(stream: Stream.Stream<A, E, R>) =>
+  Stream.unwrap(Effect.map(whileBusy(leaseWait), (schedule) =>
+    Stream.suspend(() => {
+      let given = false
+      const watched = Stream.mapChunks(stream, (chunk) => {
+        given ||= chunk.length > 0
+        return chunk
+      })
+      return Stream.retry(watched, Schedule.whileInput(schedule, () => !given))
+    })))
+
 /** Registers the session entity on this runner: needs `Engines` and the sharding of the runner. */
 export const layer = (options: Options = {}) =>
   SessionEntity.toLayer(
@@ -108,7 +126,7 @@ export const layer = (options: Options = {}) =>
       const write = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
         forWire(Effect.flatMap(whileBusy(leaseWait), (schedule) => Effect.retry(effect, schedule)))
       const writeStream = <A, E extends { readonly _tag: string }>(stream: Stream.Stream<A, E>) =>
-        streamForWire(Stream.unwrap(Effect.map(whileBusy(leaseWait), (schedule) => Stream.retry(stream, schedule))))
+        streamForWire(streamWhileBusy(leaseWait)(stream))
       const address = yield* Entity.CurrentAddress
       const sessionId = address.entityId
       const engines = yield* Engines.Engines

@@ -128,10 +128,17 @@ export const codeOf = (error: unknown): string => {
 
 /**
  * OpenSSL's and Node's codes of a certificate refused in the handshake: this runner's check of the
- * port's (not of the cluster CA, expired, naming another host), or over TLS 1.2 the port's alert
- * refusing this runner's (`…ALERT_UNKNOWN_CA`, `…ALERT_BAD_CERTIFICATE`). Over TLS 1.3 the port
- * refuses this runner's after this side's handshake is done, and the connection only closes: that
- * close is tried again as a busy port's is (the port's log says why).
+ * port's (not of the cluster CA, expired, naming another host), or a TLS peer's alert refusing this
+ * runner's (`…ALERT_UNKNOWN_CA`, `…ALERT_BAD_CERTIFICATE`: a proxy that ends TLS before the port).
+ *
+ * A runner's port (Node) refuses this runner's certificate with no alert: OpenSSL takes any
+ * certificate, Node checks it once OpenSSL's handshake is done and only closes the connection —
+ * over TLS 1.3 after this side's handshake is done (Node 20: `secureConnect`, then a clean end with
+ * no byte), over TLS 1.2 within it (`ECONNRESET`). Only a client with no certificate at all gets an
+ * alert (`ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED`), and a runner always has one. That close
+ * looks like a port that evicted the connection or was closing (`RunnerPort`), so it is tried
+ * again as a busy port's is, then fails; the port's log names the check's code
+ * (`UNABLE_TO_VERIFY_LEAF_SIGNATURE`, `CERT_HAS_EXPIRED`).
  */
 const certificateCode = /CERT|UNABLE_TO_(GET_ISSUER|VERIFY|DECRYPT)|SELF_SIGNED|ALTNAME|UNKNOWN_CA|HOSTNAME_MISMATCH|INVALID_CA|INVALID_PURPOSE/
 
@@ -266,11 +273,15 @@ export const server = (
       // Read before the socket is destroyed: its address may not be known after.
       const key = peer(socket)
       const from = socket.remoteAddress
+      // A certificate OpenSSL took but Node's check refused (another CA's, expired) is refused with no
+      // alert: Node closes the socket, and the error is the close's (`ECONNRESET`); the check's own
+      // code is on the socket.
+      const code = socket.authorizationError === undefined || socket.authorizationError === null ? codeOf(error) : String(socket.authorizationError)
       // With a listener here Node leaves the connection open (a handshake timed out too): closed now.
       socket.destroy()
       leave(key)
       Runtime.runFork(runtime)(
-        log(from ?? "", `the runners' port refused a connection from ${from ?? "an unknown address"} in the TLS handshake (${codeOf(error)}): every runner of the cluster needs TLS with a certificate of the cluster CA`)
+        log(from ?? "", `the runners' port refused a connection from ${from ?? "an unknown address"} in the TLS handshake (${code}): every runner of the cluster needs TLS with a certificate of the cluster CA`)
       )
     })
     net.on("error", (error) => Deferred.unsafeDone(failed, Exit.fail(error)))

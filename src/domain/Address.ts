@@ -7,13 +7,48 @@
  */
 
 /**
- * `url`'s scheme, host, port and path: never its userinfo, query or fragment. What does not parse as
- * a URL is not quoted at all (it may be a key pasted in the wrong place).
+ * A user name, query value or path segment that reads as a token rather than a setting or a name:
+ * 8 characters or more with a letter and a digit or base64's `+`, `/` or `=` in them, or 20 or more
+ * of anything. `?stream=true`, `?format=json` or `?api-version=2024-11-05` hidden would blank every
+ * `true`, `json` or protocol date of a server's results; `/mcp/v1/sse` is a path, not a key.
+ */
+export const tokenLike = (value: string): boolean => value.length >= 20 || (value.length >= 8 && /[A-Za-z]/.test(value) && /[0-9+/=]/.test(value))
+
+/** A path segment made of lower-case words (`model-context-protocol`): a name, however long. */
+const words = /^[a-z]+(?:[-_.][a-z]+)*$/
+
+/** `segment` decoded as a path's is (`%XX`; a `+` stays), or as it is when an escape is malformed. */
+export const pathDecoded = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
+/**
+ * Whether a path segment (as written) may be a secret: hosted MCP servers and gateways put a user's
+ * key in the path (`https://mcp.example.com/u/sk-live-abc123def456/sse`), where a token-like
+ * segment is hidden as a query value is; lower-case words are a name however long.
+ */
+export const pathSecret = (segment: string): boolean => {
+  const decoded = pathDecoded(segment)
+  return tokenLike(decoded) && !words.test(decoded)
+}
+
+/** A URL's path (`pathname`) with each segment that may be a secret as `[redacted]`; `/` alone is nothing. */
+const pathShown = (pathname: string): string =>
+  pathname === "/" ? "" : pathname.split("/").map((segment) => pathSecret(segment) ? "[redacted]" : segment).join("/")
+
+/**
+ * `url`'s scheme, host, port and path, a path segment that may be a secret as `[redacted]`: never
+ * its userinfo, query or fragment. What does not parse as a URL is not quoted at all (it may be a
+ * key pasted in the wrong place).
  */
 export const shown = (url: string): string => {
   if (!URL.canParse(url)) return "(an address that is not a URL)"
   const { host, pathname, protocol } = new URL(url)
-  return `${protocol}//${host}${pathname === "/" ? "" : pathname}`
+  return `${protocol}//${host}${pathShown(pathname)}`
 }
 
 /**
@@ -33,8 +68,9 @@ const parameterName = /^[A-Za-z][A-Za-z0-9_.-]{0,39}$/
 /**
  * `url` with what may be a secret in it replaced by `[redacted]`, its shape kept for a reader to tell
  * servers apart: the userinfo (`user:password@`), each query value (a `?token=…` a server wants; the
- * parameter's name stays when it is a plain word, else the whole parameter goes) and the fragment.
- * Scheme, host, port and path are shown as they are. What does not parse as a URL is not quoted.
+ * parameter's name stays when it is a plain word, else the whole parameter goes), each path segment
+ * that reads as a token (`pathSecret`) and the fragment. Scheme, host, port and the rest of the
+ * path are shown as they are. What does not parse as a URL is not quoted.
  */
 export const redacted = (url: string): string => {
   if (!URL.canParse(url)) return "(an address that is not a URL)"
@@ -42,7 +78,7 @@ export const redacted = (url: string): string => {
   const query = search === "" ? "" : `?${
     queryAsWritten(search).map(({ name, value }) => value !== undefined && name !== "" && parameterName.test(name) ? `${name}=[redacted]` : "[redacted]").join("&")
   }`
-  return `${protocol}//${username === "" && password === "" ? "" : "[redacted]@"}${host}${pathname === "/" && query === "" ? "" : pathname}${query}${hash === "" ? "" : "#[redacted]"}`
+  return `${protocol}//${username === "" && password === "" ? "" : "[redacted]@"}${host}${pathname === "/" ? (query === "" ? "" : "/") : pathShown(pathname)}${query}${hash === "" ? "" : "#[redacted]"}`
 }
 
 /**

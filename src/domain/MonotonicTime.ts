@@ -7,7 +7,11 @@
  * and, like `CLOCK_MONOTONIC`, it does not count time the machine spent suspended.
  *
  * Event timestamps and anything compared across processes stay on the wall clock (`currentTimeMillis`)
- * or the database's.
+ * or the database's. The wall-clock reads left in src/ are each compared with another wall-clock
+ * time, not with an earlier read of this process: event and trust timestamps, ids' time prefixes,
+ * a `Retry-After` date, a cache file's mtime (`CodeCache`), a holder's start (`Holder`), and a
+ * lease's expiry read by other hosts (PostgreSQL's on the database's clock; SQLite's also carries
+ * one on the host's `CLOCK_MONOTONIC`, which its processes share: `Lease.hostMonotonic`).
  *
  * @since 0.2.0
  */

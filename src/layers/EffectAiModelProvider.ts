@@ -24,6 +24,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
@@ -261,6 +262,29 @@ const failedOnOpenCall = (failure: ProviderFailure, open: ReadonlyMap<string, Op
   [...open.values()].some((call) => typeof Support.parseArgs(call.text, true) === "string")
 
 /**
+ * The stop reason a provider's stream schema refused, if that alone failed the stream: its
+ * `MalformedOutput` over a `ParseError` whose every issue is the value at a `delta.stop_reason`
+ * (`@effect/ai-anthropic` knows `pause_turn` and `refusal` but not the newer
+ * `model_context_window_exceeded`, nor any later one, and fails the stream at the event that says why
+ * the response ended).
+ */
+const refusedStopReason = (failure: ProviderFailure): string | undefined => {
+  const cause = failure.cause as { readonly _tag?: unknown; readonly cause?: unknown } | undefined
+  if (cause?._tag !== "MalformedOutput" || !ParseResult.isParseError(cause.cause)) return undefined
+  const actual = new Set(ParseResult.ArrayFormatter.formatErrorSync(cause.cause).map((issue) =>
+    issue.path.slice(-2).join(".") === "delta.stop_reason" ? /, actual ("[^"\\]*")$/.exec(issue.message)?.[1] : undefined
+  ))
+  const [only] = actual
+  return actual.size === 1 && only !== undefined ? JSON.parse(only) as string : undefined
+}
+
+/**
+ * Anthropic's stop reasons the bridge's schema refuses, read as the vendor adapter reads them
+ * (AnthropicModelProvider's `finishReason`): the context window's end is `length`, any other `other`.
+ */
+const refusedFinishReason = (reason: string): ModelProvider.FinishReason => reason === "model_context_window_exceeded" ? "length" : "other"
+
+/**
  * The parts of `@effect/ai`'s stream as our chunks: each text delta as it arrives, each tool call
  * when the model has finished it, the finish with its usage; an error part fails the stream.
  * Reasoning, sources, metadata and the start/end markers are not ours to record; a tool call or
@@ -340,8 +364,15 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       const all = before.length === 0 ? own : [...before, ...own]
       return all.length === 0 ? Option.none() : Option.some(Effect.succeed(all))
     }))
-    return Stream.catchAll(Stream.concat(chunks, Support.endedEarly(() => finished, "its finish part")), (failure) =>
-      failedOnOpenCall(failure, open) ? Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")]) : Stream.fail(failure))
+    return Stream.catchAll(Stream.concat(chunks, Support.endedEarly(() => finished, "its finish part")), (failure) => {
+      if (failedOnOpenCall(failure, open)) return Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")])
+      // A stop reason newer than the provider's schema ended the response: finished as the vendor
+      // adapter finishes it. Its usage rode in the refused event and is lost with it.
+      const stopReason = refusedStopReason(failure)
+      if (stopReason === undefined) return Stream.fail(failure)
+      const reason = refusedFinishReason(stopReason)
+      return Stream.fromIterable([...release(Support.cutsLastCall(reason)), ...unfinished(), ModelProvider.finish(reason)])
+    })
   })
 
 /**

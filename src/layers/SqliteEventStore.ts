@@ -245,7 +245,9 @@ export const make = (options: Options): Effect.Effect<EventStore.Service, never,
     const acquireWriter = yield* Lease.make({
       ...options.writerLease,
       path: filename,
-      failure: (sessionId) => failure("lock", filename, sessionId)
+      failure: (sessionId) => failure("lock", filename, sessionId),
+      // Its writers share a host: leases are judged on its monotonic clock, which a step of the wall clock does not move.
+      monotonic: Lease.hostMonotonic
     })
 
     return EventStore.of({ append, appendAll, read, list, listing, awaitingListing, acquireWriter })

@@ -27,6 +27,7 @@ import type { Risk } from "../domain/AgentEvent.js"
 import * as FileNames from "../domain/FileNames.js"
 import * as Image from "../domain/Image.js"
 import type { JsonObject } from "../domain/Json.js"
+import * as MonotonicTime from "../domain/MonotonicTime.js"
 import {
   type PathAccess,
   type PathFence,
@@ -455,14 +456,15 @@ export const make = (options: Options = {}) =>
           const matches: Array<string> = []
           let more = 0
           const clock = yield* Effect.clock
+          // The budget is a duration inside this process: monotonic time, which a step of the wall clock does not move.
           const summary = yield* Walk.walk({
             root,
             allowed: mayLookAt(workspace, root),
             skipFolder: (name) => skippedDirs.has(name),
             maxEntries: maxWalkEntries,
             maxDepth: maxWalkDepth,
-            deadline: clock.unsafeCurrentTimeMillis() + Duration.toMillis(walkTimeBudget),
-            now: () => clock.unsafeCurrentTimeMillis(),
+            deadline: MonotonicTime.unsafeMillis(clock) + Duration.toMillis(walkTimeBudget),
+            now: () => MonotonicTime.unsafeMillis(clock),
             maxFileBytes: maxFile,
             ...(context.leaveOut === undefined ? {} : { leaveOut: fencedBy(context.leaveOut, workspace, root) }),
             onFile: async (file, bytes) => {
@@ -526,7 +528,7 @@ export const make = (options: Options = {}) =>
             resolve: (requested) => resolve(cwd, requested, access),
             // The call waits on this before anyone is asked: a few seconds at most, then it asks.
             caps: { maxEntries: maxWalkEntries, maxDepth: maxWalkDepth, timeBudgetMillis: Math.min(Duration.toMillis(walkTimeBudget), 3000) },
-            now: () => clock.unsafeCurrentTimeMillis(),
+            now: () => MonotonicTime.unsafeMillis(clock),
             // The HOME commands run with is the agent's unless the settings' `env` set or hid it, or the line sets it.
             otherHome: environment.HOME !== process.env.HOME ||
               command.tokens.some((t) => t._tag === "Word" && setsHome.test(t.value)),
@@ -556,7 +558,9 @@ export const make = (options: Options = {}) =>
           const launch = yield* sandbox.launch({ cwd: context.pinnedCwd === true ? NodePath.resolve(context.cwd) : yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
           const clock = yield* Effect.clock
           const runtime = yield* Effect.runtime<never>()
-          let lastProgress = clock.unsafeCurrentTimeMillis()
+          // The once-a-second throttle on monotonic time: on the wall clock, a step back silenced the
+          // command's progress until the clock came back to where it was (an hour, for an hour's step).
+          let lastProgress = MonotonicTime.unsafeMillis(clock)
           // What the command made that would change what the user's next git command runs is undone
           // once it is gone, interrupted too (`Sandbox.Launch.after`).
           const after = launch.after ?? Effect.succeed([] as ReadonlyArray<string>)
@@ -572,7 +576,7 @@ export const make = (options: Options = {}) =>
             maxOutputBytes: maxResult,
             onOutput: (text) => {
               // A long command reports its latest output line at most once a second.
-              const now = clock.unsafeCurrentTimeMillis()
+              const now = MonotonicTime.unsafeMillis(clock)
               if (now - lastProgress < 1000) return
               lastProgress = now
               const line = text.trim().split("\n").at(-1)

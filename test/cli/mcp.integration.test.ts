@@ -5,6 +5,8 @@
  * so "nothing was spawned" is a file that does not exist. A scripted model makes the calls.
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { dirname, join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -143,6 +145,23 @@ describe("MCP servers in the CLI", () => {
     expect(none.stdout).toMatch(/^broken {2}failed \(start_failed\): /m)
     expect(none.stdout).toMatch(/^alsoBroken {2}failed \(start_failed\): /m)
     expect(none.stderr).toContain("no MCP server started (2 failed)")
+  }, 60_000)
+
+  it("mcp list: a hosted server's key in its URL's path is never printed, though the server echoes the path in its error", async () => {
+    const p = project("list-path-key", [])
+    // Answers every request 404, naming the path it was asked for, as many servers' error pages do.
+    const server = createServer((request, response) => response.writeHead(404, { "content-type": "text/plain" }).end(`no route for ${request.url}`))
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok))
+    try {
+      const { port } = server.address() as AddressInfo
+      const config = join(p.root, "hosted.json")
+      writeFileSync(config, JSON.stringify({ mcpServers: { hosted: { url: `http://127.0.0.1:${port}/u/sk-live-abc123def456/sse` } } }))
+      const listed = await cli(p, ["mcp", "list", "--mcp-config", config])
+      expect(listed.stdout).toMatch(/^hosted {2}failed \(/m)
+      expect(listed.stdout + listed.stderr).not.toContain("abc123def456")
+    } finally {
+      await new Promise((ok) => server.close(ok))
+    }
   }, 60_000)
 
   it("export-script carries the MCP server's tools and answers: run --script replays the session with no server started", async () => {

@@ -4,10 +4,12 @@
  * whichever way the runner's wall clock is stepped meanwhile.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
 import { Owner } from "../../src/cluster.js"
 import { withJumpingClock } from "../clockJumps.js"
@@ -43,4 +45,29 @@ describe("a write waiting for a busy lease, across a step of the wall clock", ()
         expect(yield* Fiber.join(waiting)).toBe("written")
       })
     ))
+})
+
+describe("a turn's stream waiting for a busy lease (Owner.streamWhileBusy)", () => {
+  it.scoped("refused before its first event: tried again, and runs once the lease is freed", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const turn = Stream.suspend(() => ++runs > 3 ? Stream.make("turn.started", "turn.completed") : Stream.fail({ _tag: "SessionBusy" as const }))
+      const running = yield* Effect.fork(Stream.runCollect(Owner.streamWhileBusy("40 seconds")(turn)))
+      yield* TestClock.adjust("1 second")
+      expect(Chunk.toReadonlyArray(yield* Fiber.join(running))).toEqual(["turn.started", "turn.completed"])
+    }))
+
+  it.scoped("refused after an event, however soon: not run again (it would be a second turn), SessionBusy at once", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const turn = Stream.suspend(() => {
+        runs++
+        return Stream.concat(Stream.make("turn.started"), Stream.fail({ _tag: "SessionBusy" as const }))
+      })
+      const running = yield* Effect.fork(Stream.runCollect(Owner.streamWhileBusy("40 seconds")(turn)))
+      yield* TestClock.adjust("10 seconds")
+      const done = yield* Fiber.poll(running)
+      expect(Option.isSome(done) && Exit.isFailure(done.value)).toBe(true)
+      expect(runs).toBe(1)
+    }))
 })

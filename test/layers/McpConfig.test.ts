@@ -4,6 +4,12 @@ import * as McpSecrets from "../../src/layers/mcp/McpSecrets.js"
 import * as McpSettings from "../../src/layers/mcp/McpSettings.js"
 import * as McpTools from "../../src/layers/McpTools.js"
 
+/** An HTTP server's line as `mcp` listings show it, and the summary of a `.mcp.json` holding it, shown before it is trusted. */
+const shownBeforeTrust = (name: string, url: string) => {
+  const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { [name]: { url } } }, files: [] } as unknown as McpSettings.Project
+  return { line: McpConfig.describe(name, { url }), summary: McpSettings.summary(project).join("\n") }
+}
+
 describe("MCP configuration files", () => {
   it("parses the common shape and refuses unknown keys, sse, bad names and other schemes with one line", () => {
     const ok = McpConfig.parse(JSON.stringify({ mcpServers: { a: { command: "x", args: ["1"], env: { K: "v" } }, b: { url: "http://127.0.0.1:1/mcp", headers: { X: "y" } } } }), "f.json")
@@ -32,10 +38,8 @@ describe("MCP configuration files", () => {
   it("describes a server's URL without its query values, userinfo or fragment (a token in them), in the trust summary too", () => {
     // On main the URL was printed whole: `?token=…` and `user:pw@` in the summary shown before trusting.
     const url = "https://alice:pw-1234@example.test:8443/mcp/v1?token=tok-5678&region=eu&sk-bare-secret#frag-9012"
-    const line = McpConfig.describe("web", { url })
+    const { line, summary } = shownBeforeTrust("web", url)
     expect(line).toBe("web: connects to \"https://[redacted]@example.test:8443/mcp/v1?token=[redacted]&region=[redacted]&[redacted]#[redacted]\"")
-    const project = { path: "/p/.mcp.json", sha256: "0", file: { mcpServers: { web: { url } } }, files: [] } as unknown as McpSettings.Project
-    const summary = McpSettings.summary(project).join("\n")
     expect(summary).toContain("web: connects to")
     for (const secret of ["alice", "pw-1234", "tok-5678", "eu", "sk-bare-secret", "frag-9012"]) {
       expect(line).not.toContain(secret)
@@ -59,6 +63,29 @@ describe("MCP configuration files", () => {
   ])("a query token is hidden in every form an error may echo it in: as %s writes it, escapes in lower case, decoded", (url, forms) => {
     const secrets = McpSecrets.of({ url })
     for (const form of forms) expect(McpSecrets.redact(`401 Unauthorized: GET ${form}`, secrets)).toBe("401 Unauthorized: GET [redacted]")
+  })
+
+  it("a token in the URL's path (a hosted server's /u/<key>/sse) is hidden: in the line, the trust summary and what the server answers", () => {
+    // On main the path was printed whole, and not among the server's secrets.
+    const url = "https://mcp.example.com/u/sk-live-abc123def456/sse"
+    const { line, summary } = shownBeforeTrust("hosted", url)
+    expect(line).toBe("hosted: connects to \"https://mcp.example.com/u/[redacted]/sse\"")
+    expect(summary).toContain("https://mcp.example.com/u/[redacted]/sse")
+    expect(summary).not.toContain("abc123def456")
+    const secrets = McpSecrets.of({ url })
+    expect(McpSecrets.redact(`404 for GET /u/sk-live-abc123def456/sse`, secrets)).toBe("404 for GET /u/[redacted]/sse")
+    // Escaped in the URL: hidden as written, with its escapes in lower case, and decoded.
+    const escaped = McpSecrets.of({ url: "https://mcp.example.com/k/abc%2Bdef%3D12345678/mcp" })
+    for (const form of ["abc%2Bdef%3D12345678", "abc%2bdef%3d12345678", "abc+def=12345678"]) {
+      expect(McpSecrets.redact(`GET /k/${form}/mcp`, escaped)).toBe("GET /k/[redacted]/mcp")
+    }
+  })
+
+  it("a URL path's names and versions stay: they are no token, and blank nothing", () => {
+    for (const url of ["https://example.test/mcp/v1/sse", "https://example.test/api/2024-11-05/model-context-protocol-server/mcp"]) {
+      expect(McpConfig.describe("s", { url })).toBe(`s: connects to ${JSON.stringify(url)}`)
+      expect(McpSecrets.of({ url })).toEqual([])
+    }
   })
 
   it("a URL's settings blank nothing: a protocol date, words of a query split on its spaces", () => {

@@ -3,7 +3,7 @@
  * PostgreSQL: renewed while its writer lives, taken over once it expires, never released for another
  * writer, and the sequence check as the fence against a writer that lost its lease without knowing.
  *
- * Writers on "other machines" are stores on one database with another identity (host name): this
+ * Writers on "other machines" are stores on one database with another identity (host name, boot): this
  * process cannot see their processes, so only their leases' expiry tells. Time is the TestClock's;
  * after moving it, a test waits for the renewal to reach the database (real I/O) — each renewal's
  * UPDATE, as @effect/sql traces it, is an event the test awaits — never for a time.
@@ -61,7 +61,8 @@ const databases: ReadonlyArray<[string, Effect.Effect<Context.Context<SqlClient.
 ]
 
 /** A writer that says it runs on `host`: this process cannot judge it by its pid. */
-const on = (host: string) => (now: Date): Holder.Holder => ({ ...Holder.current(now), hostname: host })
+// Another machine has another boot: its monotonic clock is not this one's, and its lease is judged by its expiry on the Clock.
+const on = (host: string) => (now: Date): Holder.Holder => ({ ...Holder.current(now), hostname: host, bootId: `boot of ${host}` })
 
 const at = "2026-01-01T00:00:00.000Z"
 const event = (sequence: number, text = `e${sequence}`): AgentEvent =>

@@ -4,7 +4,7 @@
  * opening the database as typed failures naming the file.
  */
 import { spawnSync } from "node:child_process"
-import { mkdirSync, readFileSync, statSync } from "node:fs"
+import { mkdirSync, readFileSync, readlinkSync, statSync } from "node:fs"
 import { hostname } from "node:os"
 import { join } from "node:path"
 import * as NodeContext from "@effect/platform-node/NodeContext"
@@ -64,6 +64,35 @@ describe("SQLite writer lease", () => {
       // The test clock stands at 0: a lease that lapsed at -1 is expired.
       yield* leaseRow(filename, "lapsed", remote, -1)
       yield* Effect.scoped(store.acquireWriter("lapsed"))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a holder in another container of this host is judged on the host's monotonic clock, not the wall clock", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const filename = join(dir, "events.sqlite")
+      const store = yield* storeAt(filename)
+      // This boot and time namespace, another pid namespace and host name (a container's): its pid
+      // tells nothing here, its expiry does.
+      const container = {
+        pid: 1,
+        hostname: "container-a",
+        bootId: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
+        pidNamespace: "pid:[1]",
+        timeNamespace: readlinkSync("/proc/self/ns/time"),
+        startedAt: at,
+        nonce: "n"
+      }
+      const monotonicNow = Number(process.hrtime.bigint() / BigInt(1_000_000))
+      // Lapsed on the wall clock (the TestClock's 0), an hour to go on the monotonic one: busy.
+      yield* leaseRow(filename, "live", { ...container, monotonicExpiresAt: monotonicNow + 60 * 60 * 1000 }, -1)
+      const busy = yield* Effect.either(Effect.scoped(store.acquireWriter("live")))
+      expect(Either.isLeft(busy) && busy.left).toMatchObject({ _tag: "SessionBusy", holder: `pid 1 on host container-a (since ${at})` })
+      // Lapsed on the monotonic clock, decades to go on the wall clock: taken over.
+      yield* leaseRow(filename, "lapsed", { ...container, monotonicExpiresAt: monotonicNow - 1 }, Number.MAX_SAFE_INTEGER)
+      yield* Effect.scoped(store.acquireWriter("lapsed"))
+      // Without one (an older version's row), the wall clock's expiry tells, as before.
+      yield* leaseRow(filename, "older", container, -1)
+      yield* Effect.scoped(store.acquireWriter("older"))
     }).pipe(Effect.provide(NodeContext.layer)))
 })
 

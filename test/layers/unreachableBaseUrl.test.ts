@@ -49,6 +49,15 @@ describe.each([
       expect(failure.detail).not.toContain("s3cret")
     }))
 
+  // leftovers40: a gateway's key in the path (`/k/<key>/…`) was named whole.
+  it.effect("names no token-like segment of the address's path", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const failure = yield* failureOf(layer(`http://127.0.0.1:${port}/k/sk-live-abc123def456${path}`))
+      expect(failure.detail).toContain(`could not reach http://127.0.0.1:${port}/k/[redacted]${path} (ECONNREFUSED)`)
+      expect(failure.detail).not.toContain("abc123def456")
+    }))
+
   // leftovers37: fetch refuses a URL with credentials in it, with no system code: it read "could
   // not reach …" (network, retried) though nothing was tried.
   it.scoped("with a user name or password in it (user:password@): invalid_request before any request, saying so, the userinfo never named", () =>

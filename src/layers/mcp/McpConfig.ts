@@ -95,8 +95,8 @@ export const merge = (...sources: ReadonlyArray<Servers | undefined>): Servers =
 
 /**
  * One line saying what a server is, for summaries (the trust prompt, `mcp` listings): its program and
- * arguments, or its URL without its userinfo, query values or fragment (`Address.redacted`: a token
- * in them); never its headers' values or env values.
+ * arguments, or its URL without its userinfo, query values, token-like path segments or fragment
+ * (`Address.redacted`: a token in them); never its headers' values or env values.
  */
 export const describe = (name: string, server: Server): string =>
   isStdio(server)

@@ -1,6 +1,6 @@
 /**
  * The values a server's configuration gives it that are secrets — an HTTP server's header values
- * (`Authorization: Bearer …`, `x-api-key`) and its URL's userinfo and query values, a stdio server's `env` values whose names say they are
+ * (`Authorization: Bearer …`, `x-api-key`) and its URL's userinfo, query values and token-like path segments, a stdio server's `env` values whose names say they are
  * keys or tokens — kept out of what the agent writes about the server: its errors (a 401 page or a
  * proxy's error that shows the request's headers back) and its tools' results go into the session's
  * log and to the model. Before, a server answering 500 with the request's headers put the user's
@@ -36,14 +36,6 @@ export const of = (server: McpConfig.Server): ReadonlyArray<string> => {
   return [...secrets].sort((a, b) => b.length - a.length)
 }
 
-/**
- * A user name or query value that reads as a token rather than a setting: 8 characters or more with
- * a letter and a digit or base64's `+`, `/` or `=` in them, or 20 or more of anything. `?stream=true`, `?format=json` or
- * `?api-version=2024-11-05` hidden would blank every `true`, `json` or protocol date of the server's
- * results.
- */
-const tokenLike = (value: string) => value.length >= 20 || (value.length >= 8 && /[A-Za-z]/.test(value) && /[0-9+/=]/.test(value))
-
 /** `written` decoded as a query's value is (`+` a space, then `%XX`), or as it is when an escape is malformed. */
 const queryDecoded = (written: string) => {
   try {
@@ -53,22 +45,28 @@ const queryDecoded = (written: string) => {
   }
 }
 
+/** A part of a URL in every form a server's error may echo it in: as written, its escapes in lower case, decoded, and encoded again. */
+const forms = (written: string, decoded: string): ReadonlyArray<string> =>
+  [...new Set([written, written.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()), decoded, encodeURIComponent(decoded)])]
+
 /**
- * The parts of an HTTP server's URL that may be secrets: its password, and its user name and query
- * values that read as tokens — each in every form a server's error may echo it in: as the URL
- * writes it (`abc%2Bdef`, which the request line shows), its escapes in lower case, decoded, and
- * encoded again.
+ * The parts of an HTTP server's URL that may be secrets: its password, and its user name, query
+ * values and path segments that read as tokens (`Address.tokenLike`, `Address.pathSecret`: a
+ * hosted server's `/u/sk-live-…/sse`) — each in every form a server's error may echo it in: as the
+ * URL writes it (`abc%2Bdef`, which the request line shows), its escapes in lower case, decoded,
+ * and encoded again.
  */
 const urlSecrets = (url: string): ReadonlyArray<string> => {
   if (!URL.canParse(url)) return []
-  const { password, search, username } = new URL(url)
+  const { password, pathname, search, username } = new URL(url)
   // A parameter without a value may be a key pasted bare (`?sk-…`).
   const values = Address.queryAsWritten(search).map(({ name, value }) => value === undefined || value === "" ? name : value)
-  const written = [password, ...[username, ...values].filter((value) => tokenLike(queryDecoded(value)))].filter((part) => part !== "")
-  return written.flatMap((part) => {
-    const decoded = queryDecoded(part)
-    return [...new Set([part, part.replace(/%[0-9A-F]{2}/g, (escape) => escape.toLowerCase()), decoded, encodeURIComponent(decoded)])]
-  })
+  const written = [password, ...[username, ...values].filter((value) => Address.tokenLike(queryDecoded(value)))].filter((part) => part !== "")
+  const segments = pathname.split("/").filter(Address.pathSecret)
+  return [
+    ...written.flatMap((part) => forms(part, queryDecoded(part))),
+    ...segments.flatMap((segment) => forms(segment, Address.pathDecoded(segment)))
+  ]
 }
 
 /** `text` with every one of `secrets` as `[redacted]`. */

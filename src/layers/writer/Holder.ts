@@ -24,6 +24,8 @@ export interface Holder {
   readonly bootId?: string
   /** The holder's pid namespace (`/proc/self/ns/pid`): its pid means nothing in another one (another container). */
   readonly pidNamespace?: string
+  /** The holder's time namespace (`/proc/self/ns/time`): its monotonic clock is this one's only in the same. */
+  readonly timeNamespace?: string
   /** When the lock was taken (ISO time), for people reading the holder's description. */
   readonly startedAt: string
   /** Unique per acquisition: tells two acquisitions by one process apart. */
@@ -55,6 +57,7 @@ const readOr = (read: () => string): string | undefined => {
 }
 const ownBootId = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8"))
 const ownPidNamespace = readOr(() => readlinkSync("/proc/self/ns/pid"))
+const ownTimeNamespace = readOr(() => readlinkSync("/proc/self/ns/time"))
 
 /** A fresh holder record for this process. */
 export const current = (now: Date = new Date()): Holder => ({
@@ -63,6 +66,7 @@ export const current = (now: Date = new Date()): Holder => ({
   ...(ownStartTime === undefined ? {} : { startTime: ownStartTime }),
   ...(ownBootId === undefined ? {} : { bootId: ownBootId }),
   ...(ownPidNamespace === undefined ? {} : { pidNamespace: ownPidNamespace }),
+  ...(ownTimeNamespace === undefined ? {} : { timeNamespace: ownTimeNamespace }),
   startedAt: now.toISOString(),
   nonce: randomUUID()
 })
@@ -94,6 +98,15 @@ export const liveness = (holder: Holder): Liveness => {
   return differ(holder.startTime, now) ? "dead" : "alive"
 }
 
+/**
+ * Whether a holder reads the same monotonic clock as this process (`CLOCK_MONOTONIC`, which
+ * `process.hrtime` reads: time since boot, the same in every process and container of one boot, a
+ * time namespace aside): this boot — the kernel's random boot id, which containers share whatever
+ * their host names — and this time namespace, both known. A step of the wall clock moves it for no one.
+ */
+export const sharesMonotonicClock = (holder: Holder): boolean =>
+  ownBootId !== undefined && holder.bootId === ownBootId && ownTimeNamespace !== undefined && holder.timeNamespace === ownTimeNamespace
+
 /** One line for people: `pid 1234 on host h (since 2026-…)`. */
 export const describe = (holder: Holder): string => `pid ${holder.pid} on host ${holder.hostname} (since ${holder.startedAt})`
 
@@ -103,7 +116,8 @@ export const parse = (text: string): Holder | undefined => {
     const value = JSON.parse(text) as Partial<Holder>
     const optionalString = (v: unknown) => v === undefined || typeof v === "string"
     return typeof value.pid === "number" && typeof value.hostname === "string" && typeof value.startedAt === "string" &&
-        typeof value.nonce === "string" && optionalString(value.startTime) && optionalString(value.bootId) && optionalString(value.pidNamespace)
+        typeof value.nonce === "string" && optionalString(value.startTime) && optionalString(value.bootId) && optionalString(value.pidNamespace) &&
+        optionalString(value.timeNamespace)
       ? value as Holder
       : undefined
   } catch {

@@ -16,7 +16,13 @@
  * Expiries are set and judged on one clock for all writers: the database's, where the store has
  * one (PostgreSQL: `clock_timestamp()`), so machines sharing the database need not agree on the
  * time; SQLite's writers share a machine and use its clock (Effect's `Clock`, so tests drive it with
- * `TestClock`; `clock: "writer"` does the same on PostgreSQL).
+ * `TestClock`; `clock: "writer"` does the same on PostgreSQL). On a wall clock, a step forward of
+ * more than two thirds of the ttl let a second process take a live holder's lease (one in another
+ * container, whose process it cannot see); so where the store gives `monotonic` (SQLite: the host's
+ * `CLOCK_MONOTONIC`, the same for every process and container of one boot), a lease also carries
+ * its expiry on that clock (`monotonicExpiresAt`, in the holder's JSON, rewritten at each renewal),
+ * and a holder that shares it (`Holder.sharesMonotonicClock`) is judged on it alone. The wall-clock
+ * `expires_at` stays for the rest: a holder on another host, or one written by an older version.
  *
  * The statements are plain SQL both SQLite and PostgreSQL run; each store creates the table in its
  * own migrations (`session_id` text primary key, `token` text, `holder` text, `expires_at` an
@@ -69,6 +75,11 @@ export interface Options extends Settings {
   /** The database's time (epoch ms), for a store whose database has a clock all writers share. */
   readonly databaseNow?: Effect.Effect<number, SqlError>
   /**
+   * The host's monotonic time (ms), for a store whose writers mostly share a host (SQLite: `hostMonotonic`):
+   * leases of holders that read the same clock are judged on it, whatever the wall clock does.
+   */
+  readonly monotonic?: Effect.Effect<number>
+  /**
    * How a step runs again when it failed without changing anything (default: it does not).
    * PostgreSQL runs again a statement cancelled that its fiber did not interrupt (see `LateCancel`).
    */
@@ -83,6 +94,19 @@ export const timing = (settings: Timing): { readonly ttlMs: number; readonly ren
   const ttlMs = Duration.toMillis(settings.ttl ?? defaultTtl)
   const renewMs = settings.renewEvery === undefined ? ttlMs / 3 : Duration.toMillis(settings.renewEvery)
   return { ttlMs, renewMs: Math.max(1, Math.floor(renewMs)) }
+}
+
+/** The host's monotonic clock in milliseconds: `CLOCK_MONOTONIC` (`process.hrtime`), since boot, shared by its processes. */
+export const hostMonotonic: Effect.Effect<number> = Effect.sync(() => Number(process.hrtime.bigint() / BigInt(1_000_000)))
+
+/** A lease row's expiry on the host's monotonic clock, if its holder's JSON carries one. */
+const monotonicExpiryOf = (holderText: string): number | undefined => {
+  try {
+    const value = (JSON.parse(holderText) as { readonly monotonicExpiresAt?: unknown }).monotonicExpiresAt
+    return typeof value === "number" && Number.isFinite(value) ? value : undefined
+  } catch {
+    return undefined
+  }
 }
 
 type Attempt =
@@ -112,16 +136,23 @@ export const make = (options: Options) =>
       ? options.databaseNow
       : Clock.currentTimeMillis
 
+    /** Now on the host's monotonic clock, where the store gives one. */
+    const monotonicNow: Effect.Effect<number | undefined> = options.monotonic ?? Effect.succeed(undefined)
+    /** The holder column: who we are, and our expiry on the host's monotonic clock if there is one. */
+    const holderText = (me: Holder.Holder, monotonicAt: number | undefined) =>
+      JSON.stringify(monotonicAt === undefined ? me : { ...me, monotonicExpiresAt: monotonicAt + ttlMs })
+
     /** One try: held (with a gone holder taken over, if any), busy, or the row moved meanwhile (retry). */
     const attempt = (sessionId: string, me: Holder.Holder): Effect.Effect<Attempt, SqlError> =>
       Effect.gen(function*() {
         const at = yield* now
+        const monotonicAt = yield* monotonicNow
         const expires = at + ttlMs
         const [row] = yield* sql<Row>`SELECT token, holder, expires_at FROM writer_leases WHERE session_id = ${sessionId}`
         if (row === undefined) {
           const inserted = yield* sql<{ token: string }>`
             INSERT INTO writer_leases (session_id, token, holder, expires_at)
-            VALUES (${sessionId}, ${me.nonce}, ${JSON.stringify(me)}, ${expires})
+            VALUES (${sessionId}, ${me.nonce}, ${holderText(me, monotonicAt)}, ${expires})
             ON CONFLICT (session_id) DO NOTHING
             RETURNING token`
           return inserted.length === 1 ? { _tag: "Held", takenOverFrom: undefined, expired: false } : { _tag: "Retry" }
@@ -129,11 +160,15 @@ export const make = (options: Options) =>
         const holder = Holder.parse(row.holder)
         // On this host the holder's process tells; from another host (or container) only the expiry can.
         const liveness = holder === undefined ? "dead" : Holder.liveness(holder)
-        const expired = Number(row.expires_at) <= at
+        // A holder reading our monotonic clock is judged on it: a step of the wall clock moves neither.
+        const monotonicExpiry = holder !== undefined && monotonicAt !== undefined && Holder.sharesMonotonicClock(holder)
+          ? monotonicExpiryOf(row.holder)
+          : undefined
+        const expired = monotonicExpiry !== undefined ? monotonicExpiry <= monotonicAt! : Number(row.expires_at) <= at
         if (liveness === "alive" || (liveness === "unknown" && !expired)) return { _tag: "Busy", holder: holder! }
         // Compare-and-swap on the token: of two writers taking over one lease, one wins.
         const taken = yield* sql<{ token: string }>`
-          UPDATE writer_leases SET token = ${me.nonce}, holder = ${JSON.stringify(me)}, expires_at = ${expires}
+          UPDATE writer_leases SET token = ${me.nonce}, holder = ${holderText(me, monotonicAt)}, expires_at = ${expires}
           WHERE session_id = ${sessionId} AND token = ${row.token}
           RETURNING token`
         return taken.length === 1 ? { _tag: "Held", takenOverFrom: holder, expired: liveness === "unknown" } : { _tag: "Retry" }
@@ -144,11 +179,16 @@ export const make = (options: Options) =>
       Effect.gen(function*() {
         while (true) {
           yield* Effect.sleep(Duration.millis(renewMs))
-          const renewed = yield* Effect.flatMap(now, (at) =>
-            sql<{ token: string }>`
-              UPDATE writer_leases SET expires_at = ${at + ttlMs}
-              WHERE session_id = ${sessionId} AND token = ${me.nonce}
-              RETURNING token`
+          const renewed = yield* Effect.flatMap(Effect.zip(now, monotonicNow), ([at, monotonicAt]) =>
+            monotonicAt === undefined
+              ? sql<{ token: string }>`
+                UPDATE writer_leases SET expires_at = ${at + ttlMs}
+                WHERE session_id = ${sessionId} AND token = ${me.nonce}
+                RETURNING token`
+              : sql<{ token: string }>`
+                UPDATE writer_leases SET expires_at = ${at + ttlMs}, holder = ${holderText(me, monotonicAt)}
+                WHERE session_id = ${sessionId} AND token = ${me.nonce}
+                RETURNING token`
           ).pipe(
             Effect.catchAll((error) =>
               Effect.as(Effect.logWarning(`effect-agent: could not renew the writer lease of session ${sessionId}: ${error.message}`), [{ token: me.nonce }])
