@@ -132,6 +132,32 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
             else if (text !== "") drafts.push(EventDraft.modelDelta(text))
             break
           }
+          case "ThinkingDelta": {
+            // Thinking counts against the response's limits as its text does: a thinking stream without end ends like one of text.
+            const { text } = piece as { readonly text: unknown }
+            if (typeof text !== "string") {
+              malformed = ChunkShape.refused(ChunkShape.faults.thinking)
+              break
+            }
+            chars += text.length
+            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
+            else if (text !== "") drafts.push(EventDraft.thinkingDelta(text))
+            break
+          }
+          case "ThinkingBlock": {
+            const end = ChunkShape.thinkingEnd(piece)
+            if (typeof end === "string") {
+              malformed = ChunkShape.refused(end)
+              break
+            }
+            chars += (end.signature?.length ?? 0) + (end.redacted?.length ?? 0)
+            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
+            else {
+              const { model, provider } = turn.services.provider.capabilities
+              drafts.push(EventDraft.thinkingBlock({ provider, model, ...end }))
+            }
+            break
+          }
           case "ToolCall": {
             // A call is a piece of the response too: a stream of calls without end ends like one of text.
             if (++deltas > maxDeltas) {

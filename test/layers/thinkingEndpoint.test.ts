@@ -1,8 +1,9 @@
 /**
  * An endpoint that turns extended thinking on by itself: its response has signed `thinking` blocks
- * before a `tool_use`, and it refuses the next request, which has the call and its result but not
- * the thinking (effect-agent never asks for thinking and does not store it). The turn ends with a
- * typed failure whose log line says why and what to do; the thinking reaches no event.
+ * before a `tool_use`, and it refuses a next request that has the call and its result but not the
+ * thinking. The Anthropic adapter stores the thinking and sends it back, so the turn goes on; the
+ * `@effect/ai` bridge does not carry thinking, so its turn ends with a typed failure whose log line
+ * says why and what to do, and the thinking reaches no event.
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -47,7 +48,19 @@ const thinkingRequired = {
 }
 
 describe("an endpoint that turns thinking on by itself, then wants the thinking back", () => {
-  for (const vendor of [{ name: "anthropic", layer: anthropic }, { name: "effect-ai (Anthropic)", layer: effectAiAnthropic }]) {
+  it.effect("anthropic: the thinking is stored and sent back, signed, before the call; the turn ends final", () =>
+    Effect.gen(function*() {
+      server.respond(thinkingThenCall(), a.answer())
+      const { events, sessionId } = yield* WireStreams.turn("read a")
+      expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expect(events.filter((e) => e.type === "model.thinking_delta").map((e) => e.payload)).toEqual([{ text: thought }])
+      const assistant = server.received[1]!.body.messages.find((m: { role: string }) => m.role === "assistant")
+      expect(assistant.content[0]).toEqual({ type: "thinking", thinking: thought, signature: "EqQBCkYIARgCKkD-signature" })
+      expect(assistant.content[1]).toMatchObject({ type: "tool_use", id: "toolu_1" })
+      expectWellFormedLog(yield* WireStreams.replay(sessionId))
+    }).pipe(Effect.provide(WireStreams.engine(anthropic))))
+
+  for (const vendor of [{ name: "effect-ai (Anthropic)", layer: effectAiAnthropic }]) {
     it.effect(`${vendor.name}: the turn ends invalid_request, the call closed, the log line naming thinking; no thinking in any event or request`, () =>
       Effect.gen(function*() {
         const warnings: Array<string> = []

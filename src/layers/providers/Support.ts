@@ -92,7 +92,8 @@ export const tooDeepDetail = "the response held an event nested too deep to read
 /**
  * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
  * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
- * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
+ * but found `tool_use`"). The Anthropic adapter keeps thinking and sends it back; the `@effect/ai`
+ * bridge does not carry it, so an endpoint
  * that turns it on by itself (a proxy, a gateway's default) refuses every step after a tool call.
  */
 export const isThinkingRequired = (message: string): boolean =>
@@ -100,8 +101,8 @@ export const isThinkingRequired = (message: string): boolean =>
 
 /** The detail of {@link isThinkingRequired}'s failure: what happened and what to do, for the log. */
 export const thinkingRequiredDetail =
-  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call; " +
-  "effect-agent never requests thinking and does not store it (docs/embedding.md): turn thinking off at the endpoint"
+  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call, and this request has none " +
+  "(the @effect/ai bridge does not carry thinking, docs/embedding-notes.md): use the Anthropic adapter, or turn thinking off at the endpoint"
 
 /** What Node and undici name a connection that broke: reset, closed mid-body, timed out. */
 const brokenConnection = /^(ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_ABORTED)$/
@@ -654,7 +655,7 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
  */
 export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted<string>; readonly baseURL?: string | undefined }>(
   config: Config.Config.Wrap<Options>,
-  make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service>
+  make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service, ConfigError.ConfigError>
 ): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
   Layer.effect(
     ModelProvider.ModelProvider,
