@@ -56,11 +56,11 @@ export const thinkingBudgetProblem = (budget: number, maxOutputTokens: number): 
     : budget < minThinkingBudget
     ? `must be at least ${minThinkingBudget} tokens (the API's minimum)`
     : budget >= maxOutputTokens
-    ? `must be less than the output token limit (${maxOutputTokens}; thinking counts toward it): raise maxOutputTokens or lower the budget`
+    ? `must be less than the output token limit (${maxOutputTokens}; thinking counts toward it): raise the output token limit or lower the budget`
     : undefined
 
 /** The most output tokens one response may have when the options set none. */
-const defaultMaxTokens = 8192
+export const defaultMaxOutputTokens = 8192
 
 /**
  * The options, or a `ConfigError` naming what the API would refuse in them — found when the provider
@@ -68,7 +68,7 @@ const defaultMaxTokens = 8192
  */
 export const checkedThinking = (options: Options): Either.Either<Options, ConfigError.ConfigError> => {
   if (options.thinkingBudget === undefined) return Either.right(options)
-  const problem = thinkingBudgetProblem(options.thinkingBudget, options.maxOutputTokens ?? defaultMaxTokens)
+  const problem = thinkingBudgetProblem(options.thinkingBudget, options.maxOutputTokens ?? defaultMaxOutputTokens)
   return problem === undefined ? Either.right(options) : Either.left(ConfigError.InvalidData(["thinkingBudget"], `the thinking budget ${problem}`))
 }
 
@@ -421,7 +421,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
     timeout: 60 * 60 * 1000
   })
-  const maxTokens = options.maxOutputTokens ?? defaultMaxTokens
+  const maxTokens = options.maxOutputTokens ?? defaultMaxOutputTokens
   return ModelProvider.ModelProvider.of({
     capabilities: {
       provider: "anthropic",
