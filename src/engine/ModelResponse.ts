@@ -121,27 +121,18 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       /** Reads one piece into the batch (or marks the response too large or malformed). */
       const readPiece = (piece: ModelChunk) => {
         switch (piece._tag) {
-          case "TextDelta": {
-            const { text } = piece as { readonly text: unknown }
-            if (typeof text !== "string") {
-              malformed = ChunkShape.refused(ChunkShape.faults.text)
-              break
-            }
-            chars += text.length
-            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else if (text !== "") drafts.push(EventDraft.modelDelta(text))
-            break
-          }
+          case "TextDelta":
           case "ThinkingDelta": {
             // Thinking counts against the response's limits as its text does: a thinking stream without end ends like one of text.
+            const thinking = piece._tag === "ThinkingDelta"
             const { text } = piece as { readonly text: unknown }
             if (typeof text !== "string") {
-              malformed = ChunkShape.refused(ChunkShape.faults.thinking)
+              malformed = ChunkShape.refused(thinking ? ChunkShape.faults.thinking : ChunkShape.faults.text)
               break
             }
             chars += text.length
             if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else if (text !== "") drafts.push(EventDraft.thinkingDelta(text))
+            else if (text !== "") drafts.push(thinking ? EventDraft.thinkingDelta(text) : EventDraft.modelDelta(text))
             break
           }
           case "ThinkingBlock": {
