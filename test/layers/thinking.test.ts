@@ -20,6 +20,7 @@ import { join } from "node:path"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as JsonlEventStore from "../../src/layers/JsonlEventStore.js"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
@@ -103,6 +104,23 @@ describe("extended thinking through the Anthropic SDK", () => {
         { text: thought, provider: "anthropic", model: "claude-test-a", signature },
         { text: "", provider: "anthropic", model: "claude-test-a", redacted: secret }
       ])
+    }).pipe(Effect.provide(WireStreams.engine(anthropic(), {}, readFile))))
+
+  it.effect("a fork and a rewind carry the thinking on: their next request sends the blocks back", () =>
+    Effect.gen(function*() {
+      const agent = yield* SessionEngine
+      server.respond(thinkingThenCall(), a.answer(), a.answer(), a.answer(), a.answer())
+      const { events, sessionId } = yield* WireStreams.turn("read a")
+      const endOfFirst = events.at(-1)!.sequence
+      const fork = yield* agent.forkSession({ sessionId })
+      yield* WireStreams.turn("in the fork", fork.sessionId)
+      expect(assistantWithCall(server.received.at(-1)!.body)!.content.slice(0, 2)).toEqual(sentThinking)
+      yield* WireStreams.turn("a turn to rewind", sessionId)
+      yield* agent.rewindSession({ sessionId, toSequence: endOfFirst })
+      yield* WireStreams.turn("after the rewind", sessionId)
+      const last = server.received.at(-1)!.body
+      expect(assistantWithCall(last)!.content.slice(0, 2)).toEqual(sentThinking)
+      expect(JSON.stringify(last)).not.toContain("a turn to rewind")
     }).pipe(Effect.provide(WireStreams.engine(anthropic(), {}, readFile))))
 
   it.effect("without a budget: no thinking asked for, and a response without thinking stores and sends what it did before", () =>
