@@ -255,6 +255,11 @@ export const updatesOf = (
       return [{ sessionUpdate: "user_message_chunk", content: text(event.payload.content) }]
     case "model.delta":
       return event.payload.text === "" ? [] : [{ sessionUpdate: "agent_message_chunk", content: text(event.payload.text) }]
+    case "model.thinking_delta":
+      return event.payload.text === "" ? [] : [{ sessionUpdate: "agent_thought_chunk", content: text(event.payload.text) }]
+    case "model.thinking_block":
+      // The signature is the vendor's, for the vendor only.
+      return []
     case "model.tool_call_requested":
       return [{ sessionUpdate: "tool_call", status: "pending", ...toolCallOf(context.cwd, event.payload) }]
     case "tool.started":

@@ -25,6 +25,12 @@ export const options = {
   ),
   noPromptCache: Options.boolean("no-prompt-cache").pipe(
     Options.withDescription("Send Anthropic no prompt-cache breakpoints (as \"promptCaching\": false in your settings does); cached tokens are still reported")
+  ),
+  thinkingBudget: Options.integer("thinking-budget").pipe(
+    Options.optional,
+    Options.withDescription(
+      "Ask Anthropic for extended thinking with this many tokens of budget (at least 1024, below the output token limit; as ANTHROPIC_THINKING_BUDGET does)"
+    )
   )
 }
 
@@ -36,4 +42,6 @@ export interface Choice {
   readonly script: Option.Option<string>
   /** `--no-prompt-cache`; absent means false. */
   readonly noPromptCache?: boolean | undefined
+  /** `--thinking-budget`; absent (or none) asks for no thinking unless the environment does. */
+  readonly thinkingBudget?: Option.Option<number> | undefined
 }

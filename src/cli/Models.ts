@@ -32,6 +32,25 @@ const promptCaching = (choice: Choice) =>
       Effect.provide(NodeServices.layer)
     )
 
+/**
+ * `--thinking-budget`, checked against the API's rules with the output token limit the provider
+ * will have (`ANTHROPIC_MAX_OUTPUT_TOKENS`, else its default): a budget it refuses is a usage error
+ * naming the flag, before any request.
+ */
+const checkedThinkingBudget = (
+  choice: Choice,
+  anthropic: { readonly thinkingBudgetProblem: (budget: number, maxOutputTokens: number) => string | undefined; readonly defaultMaxOutputTokens: number }
+) =>
+  Effect.gen(function*() {
+    const budget = choice.thinkingBudget === undefined ? undefined : Option.getOrUndefined(choice.thinkingBudget)
+    if (budget === undefined) return undefined
+    // A limit that is no integer is the configuration's own error, said when the provider is built.
+    const limit = yield* Config.option(Config.integer("ANTHROPIC_MAX_OUTPUT_TOKENS")).pipe(Effect.orElseSucceed(() => Option.none<number>()))
+    const problem = anthropic.thinkingBudgetProblem(budget, Option.getOrElse(limit, () => anthropic.defaultMaxOutputTokens))
+    if (problem !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget ${budget} ${problem}` })
+    return budget
+  })
+
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
 // A key the script does not know is an error naming it: a typo (`"chunk"` for `"chunks"`) would
@@ -122,6 +141,10 @@ export const chosen = (choice: Choice) =>
     const openAiKey = yield* apiKey("OPENAI_API_KEY")
     const picked = Option.getOrElse(choice.provider, () =>
       Option.isSome(choice.script) ? "fake" : Option.isSome(anthropicKey) ? "anthropic" : Option.isSome(openAiKey) ? "openai" : "fake")
+    // Extended thinking is Anthropic's: another provider given the flag would ignore it unsaid.
+    if (picked !== "anthropic" && choice.thinkingBudget !== undefined && Option.isSome(choice.thinkingBudget)) {
+      return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget is for --provider anthropic, not ${picked}` })
+    }
     if (picked === "anthropic") {
       if (Option.isNone(anthropicKey)) {
         return yield* new CliError({ reason: "missing_api_key", message: "--provider anthropic needs ANTHROPIC_API_KEY to be set" })
@@ -130,11 +153,12 @@ export const chosen = (choice: Choice) =>
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
+      const thinkingBudget = yield* checkedThinkingBudget(choice, AnthropicModelProvider)
       const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
       return {
         model,
-        notice: Console.error(`effect-agent: answering with ${model}.`),
-        layer: AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }))
+        notice: Console.error(`effect-agent: answering with ${model}${thinkingBudget === undefined ? "" : `, thinking up to ${thinkingBudget} tokens`}.`),
+        layer: AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching, thinkingBudget }))
       }
     }
     if (picked === "openai") {

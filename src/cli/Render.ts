@@ -123,6 +123,7 @@ export const editDiff = ({ args, tool }: CallInfo): ReadonlyArray<string> => {
   return [...old.slice(start, old.length - end).map((line) => `- ${line}`), ...next.slice(start, next.length - end).map((line) => `+ ${line}`)]
 }
 
+const dim = (text: string) => `\u001b[2m${text}\u001b[22m`
 const red = (text: string) => `\u001b[31m${text}\u001b[39m`
 const green = (text: string) => `\u001b[32m${text}\u001b[39m`
 
@@ -160,6 +161,17 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
     else output.err(visible(text) + "\n")
   }
   const callOf = (toolCallId: string) => calls.get(toolCallId) ?? { tool: toolCallId, args: {} }
+  // The thinking block streaming, said once it ends: `run` gives a line of it on stderr, `replay` all of it.
+  let thinking = ""
+  const thought = () => {
+    const text = thinking
+    thinking = ""
+    if (text.trim() === "") return
+    if (options.transcript) return note(text.trimEnd().split("\n").map((line) => `  ✻ ${line}`).join("\n"))
+    endLine()
+    const line = visible(`  ✻ ${oneLine(text)}`)
+    output.err(`${options.color === true ? dim(line) : line}\n`)
+  }
 
   const event = (event: AgentEvent.AgentEvent) => {
     switch (event.type) {
@@ -177,6 +189,11 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         return
       case "model.delta":
         return out(event.payload.text)
+      case "model.thinking_delta":
+        thinking += event.payload.text
+        return
+      case "model.thinking_block":
+        return thought()
       case "permission.requested": {
         // The approval question names the real targets outside cwd, not just the name the model gave.
         const call = calls.get(event.payload.toolCallId)

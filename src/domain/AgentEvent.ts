@@ -130,6 +130,27 @@ export const ContextBuilt = turnEvent("context.built", {
 /** A piece of streamed model text. */
 export const ModelDelta = turnEvent("model.delta", { text: Schema.String })
 
+/**
+ * A piece of the model's streamed thinking (Anthropic extended thinking): shown to the user, never
+ * part of the answer's text. A response's thinking deltas up to its next `model.thinking_block`
+ * are that block's text.
+ */
+export const ThinkingDelta = turnEvent("model.thinking_delta", { text: Schema.String })
+
+/**
+ * A thinking block of the response ended: its text is the `model.thinking_delta`s since the
+ * previous block (none: empty). `signature`: the vendor's signature of a thinking block;
+ * `redacted`: the opaque `data` of a redacted one. With either, the block is sent back, as it came,
+ * in the requests that follow — only to the `provider` and `model` that wrote it; with neither (a
+ * block the stream never signed) it is shown only.
+ */
+export const ThinkingBlock = turnEvent("model.thinking_block", {
+  provider: Schema.String,
+  model: Schema.String,
+  signature: Schema.optional(Schema.String),
+  redacted: Schema.optional(Schema.String)
+})
+
 /** A retryable provider failure before any chunk of the response was stored; the request is sent again. */
 export const ModelRetry = turnEvent("model.retry", {
   attempt: Schema.Int.pipe(Schema.positive()),
@@ -463,7 +484,9 @@ export const AgentEvent = Schema.Union(
   SubagentAsked,
   SubagentCompleted,
   WorkspaceChanged,
-  SessionRewound
+  SessionRewound,
+  ThinkingDelta,
+  ThinkingBlock
 ).annotations({ identifier: "AgentEvent" })
 
 /** Any event of a session's log. */

@@ -348,6 +348,8 @@ const inputs: { readonly [T in TurnEvent["type"]]: (event: Extract<TurnEvent, { 
   "model.usage": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "cache.break": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "model.thinking_delta": () => enter(TurnFsm.RunningPhase.ModelStreaming),
+  "model.thinking_block": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "model.retry": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "tool.completed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
   "tool.failed": () => enter(TurnFsm.RunningPhase.ModelStreaming),
@@ -373,13 +375,18 @@ const enter = (phase: TurnFsm.RunningPhase): TurnFsm.TurnInput => ({ _tag: "Ente
 /** The input a turn event feeds the turn's state machine: the log and the machine cannot disagree. */
 export const inputOf = (event: TurnEvent): TurnFsm.TurnInput => (inputs[event.type] as (event: TurnEvent) => TurnFsm.TurnInput)(event)
 
+/** A piece of a streaming response's text or thinking: what a run of {@link Folder} folds at once. */
+type Delta = EventOfType<"model.delta" | "model.thinking_delta">
+
+const isDelta = (event: AgentEvent): event is Delta => event.type === "model.delta" || event.type === "model.thinking_delta"
+
 /**
  * Whether `event` moves nothing but the state's sequence and activity time: a delta while the open
  * turn's model streams (its machine would give back the same status). The reducer's hot path, and
  * what lets {@link Folder} fold a run of deltas at once.
  */
 const movesOnlyTheSequence = (state: SessionState, event: AgentEvent): boolean => {
-  if (event.type !== "model.delta") return false
+  if (!isDelta(event)) return false
   const status = state.openTurn?.status
   return status?.state === TurnFsm.TurnState.Running && status.phase === TurnFsm.RunningPhase.ModelStreaming && state.openTurn!.turnId === event.turnId
 }
@@ -507,6 +514,8 @@ export const reduce = (state: SessionState, event: AgentEvent): Either.Either<Se
     }
     case "context.built":
     case "model.delta":
+    case "model.thinking_delta":
+    case "model.thinking_block":
     case "model.retry":
       // The turn moves on (its phase), nothing else.
       return Either.right({ ...base, openTurn: turn })
@@ -620,7 +629,7 @@ export const findApplied = (state: SessionState, key: string): AppliedMessage | 
  */
 export class Folder {
   /** The last delta of the run not folded yet. */
-  private pending: EventOfType<"model.delta"> | undefined = undefined
+  private pending: Delta | undefined = undefined
   /** The last sequence taken, pending deltas included. */
   lastSequence: number
 
@@ -640,7 +649,7 @@ export class Folder {
 
   /** Adds the next event. Throws an {@link ImpossibleEvent} when it cannot follow: a caller that builds only legal events treats that as a defect. */
   add(event: AgentEvent): void {
-    const inRun = event.type === "model.delta" && event.sequence === this.lastSequence + 1 &&
+    const inRun = isDelta(event) && event.sequence === this.lastSequence + 1 &&
       (this.pending === undefined ? movesOnlyTheSequence(this.folded, event) : event.turnId === this.pending.turnId)
     if (inRun) this.pending = event
     else this.folded = orThrow(reduce(this.state, event))

@@ -65,7 +65,7 @@ export interface ViewNote {
 }
 
 /** One item of a turn, in log order. */
-export type ViewItem = { kind: "text"; text: string } | { readonly kind: "steer"; readonly text: string } | ViewNote | ViewCall
+export type ViewItem = { kind: "text"; text: string } | { kind: "thinking"; text: string } | { readonly kind: "steer"; readonly text: string } | ViewNote | ViewCall
 
 /** One turn. */
 export interface ViewTurn {
@@ -226,6 +226,13 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
     if (last?.kind === "text") last.text += event.payload.text
     else push(view, { kind: "text", text: event.payload.text })
   },
+  // Thinking (extended thinking): an item of its own, which a viewer shows collapsed; a block's end (its signature) adds nothing to see.
+  "model.thinking_delta": (view, event) => {
+    const last = view.openTurn?.items.at(-1)
+    if (last?.kind === "thinking") last.text += event.payload.text
+    else push(view, { kind: "thinking", text: event.payload.text })
+  },
+  "model.thinking_block": () => {},
   "model.retry": (view, event) => {
     const { attempt, delayMs, errorCode } = event.payload
     push(view, { kind: "note", text: `retry ${attempt}: ${errorCode}, again in ${delayMs} ms` })

@@ -18,12 +18,64 @@ export interface TranscriptToolCall {
   readonly result?: { readonly content: string; readonly isError: boolean; readonly images?: ReadonlyArray<ImageRef> | undefined }
 }
 
-/** What the assistant said in one model response: text and tool calls. */
+/**
+ * A thinking block of a response (Anthropic extended thinking), in the order the response gave them.
+ * `provider` and `model`: who wrote it, set when the block ended (`model.thinking_block`); absent
+ * while it streams, or when the stream was cut inside it. `signature` (a thinking block's) or
+ * `redacted` (a redacted block's `data`): what lets it be sent back ({@link sendable}).
+ */
+export interface ThinkingBlock {
+  readonly text: string
+  readonly provider?: string
+  readonly model?: string
+  readonly signature?: string
+  readonly redacted?: string
+}
+
+/** How a `model.thinking_block` ends a block: who wrote it, and its signature or redacted data. */
+export interface ThinkingEnd {
+  readonly provider: string
+  readonly model: string
+  readonly signature?: string | undefined
+  readonly redacted?: string | undefined
+}
+
+/**
+ * Whether a block can be sent back to a vendor: it ended signed, or redacted. A block the stream
+ * never signed (cut inside it, or a vendor that signs none) is shown only: the API refuses one
+ * without its signature.
+ */
+export const sendable = (block: ThinkingBlock): boolean => block.model !== undefined && (block.signature !== undefined || block.redacted !== undefined)
+
+/** A block ended: the text streamed so far with who wrote it and its signature or data (each only when there is one). */
+const endedBlock = (text: string, end: ThinkingEnd): ThinkingBlock => ({
+  text,
+  provider: end.provider,
+  model: end.model,
+  ...(end.signature === undefined ? {} : { signature: end.signature }),
+  ...(end.redacted === undefined ? {} : { redacted: end.redacted })
+})
+
+/** The blocks with thinking text added: to the last one while it streams, else as a new one. */
+const withThinkingText = (blocks: ReadonlyArray<ThinkingBlock> | undefined, text: string): ReadonlyArray<ThinkingBlock> => {
+  const last = blocks?.at(-1)
+  return last !== undefined && last.model === undefined ? [...blocks!.slice(0, -1), { text: last.text + text }] : [...(blocks ?? []), { text }]
+}
+
+/** The blocks with the streaming one ended (or, when none streams, an empty one: a signature with no thinking before it). */
+const withThinkingEnd = (blocks: ReadonlyArray<ThinkingBlock> | undefined, end: ThinkingEnd): ReadonlyArray<ThinkingBlock> => {
+  const last = blocks?.at(-1)
+  return last !== undefined && last.model === undefined ? [...blocks!.slice(0, -1), endedBlock(last.text, end)] : [...(blocks ?? []), endedBlock("", end)]
+}
+
+/** What the assistant said in one model response: text and tool calls, and its thinking when it had some. */
 export interface AssistantEntry {
   readonly role: "assistant"
   readonly turnId: string
   readonly content: string
   readonly toolCalls: ReadonlyArray<TranscriptToolCall>
+  /** The response's thinking blocks (extended thinking), present only when it had some. */
+  readonly thinking?: ReadonlyArray<ThinkingBlock>
   /** The sequence of the event that began the entry (set by {@link reduce}); where a compaction may cut. */
   readonly sequence?: number
 }
@@ -209,6 +261,12 @@ export type Message =
     readonly role: "assistant"
     readonly content: string
     readonly toolCalls: ReadonlyArray<{ readonly toolCallId: string; readonly tool: string; readonly args: Json }>
+    /**
+     * The response's thinking blocks that can be sent back ({@link sendable}), in order, present
+     * only when there are some. An adapter sends a vendor only its own model's blocks (a signature
+     * is the writer's), before the text and the calls.
+     */
+    readonly thinking?: ReadonlyArray<ThinkingBlock>
   }
   | {
     readonly role: "tool"
@@ -293,6 +351,10 @@ export interface Changes<T> {
   readonly user: (transcript: T, turnId: string, content: string, sequence: number, images?: ReadonlyArray<ImageRef>) => T
   /** Text of the response streaming; `sequence` begins it when none streams. */
   readonly text: (transcript: T, turnId: string, text: string, sequence: number) => T
+  /** Thinking text of the response streaming; `sequence` begins it when none streams. */
+  readonly thinking: (transcript: T, turnId: string, text: string, sequence: number) => T
+  /** A thinking block of the response streaming ended; `sequence` begins the response when none streams. */
+  readonly thinkingEnd: (transcript: T, turnId: string, end: ThinkingEnd, sequence: number) => T
   /** A tool call of the response streaming; `sequence` begins it when none streams. */
   readonly call: (transcript: T, turnId: string, call: TranscriptToolCall, sequence: number) => T
   /** A call's result, attached to its call: it ends the response streaming. */
@@ -398,6 +460,8 @@ const changesOf: { readonly [K in EventType]: <T>(changes: Changes<T>, transcrip
   "user.message": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence, event.payload.images),
   "turn.steered": (changes, transcript, event) => changes.user(transcript, event.turnId, event.payload.content, event.sequence),
   "model.delta": (changes, transcript, event) => changes.text(transcript, event.turnId, event.payload.text, event.sequence),
+  "model.thinking_delta": (changes, transcript, event) => changes.thinking(transcript, event.turnId, event.payload.text, event.sequence),
+  "model.thinking_block": (changes, transcript, event) => changes.thinkingEnd(transcript, event.turnId, event.payload, event.sequence),
   "model.tool_call_requested": (changes, transcript, event) =>
     changes.call(transcript, event.turnId, { toolCallId: event.payload.toolCallId, tool: event.payload.tool, args: event.payload.args }, event.sequence),
   "tool.completed": (changes, transcript, event) => changes.result(transcript, event.payload.toolCallId, event.payload.result, false, event.payload.images),
@@ -435,6 +499,8 @@ export const userEntry = (turnId: string, content: string, sequence: number, ima
 const immutable: Changes<Transcript> = {
   user: (transcript, turnId, content, sequence, images) => ({ entries: [...closed(transcript).entries, userEntry(turnId, content, sequence, images)], open: undefined }),
   text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
+  thinking: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, thinking: withThinkingText(entry.thinking, text) })),
+  thinkingEnd: (transcript, turnId, end, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, thinking: withThinkingEnd(entry.thinking, end) })),
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
   result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
@@ -482,6 +548,8 @@ export class Held {
   private openDeltas = 0
   private openPieces = 0
   private openCalls: Array<TranscriptToolCall> = []
+  /** The open response's thinking blocks; undefined until it has some (a response without thinking holds none). */
+  private openThinking: ReadonlyArray<ThinkingBlock> | undefined = undefined
   /** What rewinds took out (see {@link Past}); undefined before the first rewind. */
   private past: Past | undefined = undefined
   /**
@@ -529,6 +597,22 @@ export class Held {
       // Number() reads the whole string, which makes V8 flatten it (see `close`).
       Number(this.openContent)
     }
+    this.changed(this.entries.length)
+    return this
+  }
+
+  /** Thinking text of the streaming response (rare and short next to text: each delta copies its block's text). */
+  thinking(turnId: string, text: string, sequence: number): this {
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openThinking = withThinkingText(this.openThinking, text)
+    this.changed(this.entries.length)
+    return this
+  }
+
+  /** A thinking block of the streaming response ended. */
+  thinkingEnd(turnId: string, end: ThinkingEnd, sequence: number): this {
+    if (this.openTurnId === undefined) this.open(turnId, sequence)
+    this.openThinking = withThinkingEnd(this.openThinking, end)
     this.changed(this.entries.length)
     return this
   }
@@ -640,7 +724,8 @@ export class Held {
         turnId: this.openTurnId,
         content: this.openContent,
         toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice(),
-        sequence: this.openSequence
+        sequence: this.openSequence,
+        ...(this.openThinking === undefined ? {} : { thinking: this.openThinking })
       }
   }
 
@@ -686,6 +771,7 @@ export class Held {
     this.openDeltas = 0
     this.openPieces = 0
     this.openCalls = []
+    this.openThinking = undefined
     return true
   }
 
@@ -700,6 +786,8 @@ export class Held {
 const heldChanges: Changes<Held> = {
   user: (t, turnId, content, sequence, images) => t.user(turnId, content, sequence, images),
   text: (t, turnId, text, sequence) => t.text(turnId, text, sequence),
+  thinking: (t, turnId, text, sequence) => t.thinking(turnId, text, sequence),
+  thinkingEnd: (t, turnId, end, sequence) => t.thinkingEnd(turnId, end, sequence),
   call: (t, turnId, call, sequence) => t.call(turnId, call, sequence),
   result: (t, toolCallId, content, isError, images) => t.result(toolCallId, content, isError, images),
   compacted: (t, compaction) => t.compacted(compaction),
@@ -722,11 +810,12 @@ export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   }
   if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)
-  const assistant: Message = {
-    role: "assistant",
-    content: entry.content,
-    toolCalls: answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
-  }
+  const thinking = entry.thinking?.filter(sendable)
+  const toolCalls = answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
+  // `thinking` only when there is some: a response without it renders (and is counted) as before.
+  const assistant: Message = thinking === undefined || thinking.length === 0
+    ? { role: "assistant", content: entry.content, toolCalls }
+    : { role: "assistant", content: entry.content, toolCalls, thinking }
   const results = answered.map((c): Message => {
     const message = { role: "tool" as const, toolCallId: c.toolCallId, tool: c.tool, content: c.result!.content, isError: c.result!.isError }
     return c.result!.images === undefined ? message : { ...message, images: c.result!.images }

@@ -19,6 +19,7 @@ export const faults = {
   notObject: "a chunk that is not an object",
   unknownTag: "a chunk of no known _tag",
   text: "a TextDelta whose text is not a string",
+  thinking: "a ThinkingDelta whose text is not a string",
   // A getter that throws (an adapter's object, a Proxy): read once, in a try, like the SDKs' events.
   unreadable: "a chunk whose fields cannot be read"
 } as const
@@ -144,6 +145,17 @@ export const usageCounts = (usage: Usage): Usage => {
 }
 
 /**
+ * A `ThinkingBlock` piece's signature and redacted data, each read once and a string when present,
+ * or what is wrong with it.
+ */
+export const thinkingEnd = (piece: { readonly signature?: unknown; readonly redacted?: unknown }): { readonly signature?: string; readonly redacted?: string } | string => {
+  const { redacted, signature } = piece
+  if (signature !== undefined && typeof signature !== "string") return "a ThinkingBlock whose signature is not a string"
+  if (redacted !== undefined && typeof redacted !== "string") return "a ThinkingBlock whose redacted data is not a string"
+  return { ...(signature === undefined ? {} : { signature }), ...(redacted === undefined ? {} : { redacted }) }
+}
+
+/**
  * Any piece read once into a chunk of its own, or what is wrong with it (a string): for a reader
  * off the hot path (a compaction's summary). A turn's response checks each kind where it reads it
  * (`ModelResponse`).
@@ -156,6 +168,14 @@ export const read = (piece: unknown): ModelChunk | string => {
       case "TextDelta": {
         const { text } = chunk as { readonly text?: unknown }
         return typeof text === "string" ? { _tag: "TextDelta", text } : faults.text
+      }
+      case "ThinkingDelta": {
+        const { text } = chunk as { readonly text?: unknown }
+        return typeof text === "string" ? { _tag: "ThinkingDelta", text } : faults.thinking
+      }
+      case "ThinkingBlock": {
+        const end = thinkingEnd(chunk as { readonly signature?: unknown; readonly redacted?: unknown })
+        return typeof end === "string" ? end : { _tag: "ThinkingBlock", ...end }
       }
       case "ToolCall": {
         const { tool, toolCallId } = chunk as { readonly toolCallId: unknown; readonly tool: unknown }

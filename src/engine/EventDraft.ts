@@ -140,6 +140,25 @@ export const mcpToolsListed = (source: { readonly server: string; readonly tools
 /** `model.delta`. */
 export const modelDelta = (text: string): Draft<"model.delta"> => ({ type: "model.delta", payload: { text } })
 
+/** `model.thinking_delta`. */
+export const thinkingDelta = (text: string): Draft<"model.thinking_delta"> => ({ type: "model.thinking_delta", payload: { text } })
+
+/** `model.thinking_block`: who wrote the block, and its signature or redacted data (each only when there is one). */
+export const thinkingBlock = (block: {
+  readonly provider: string
+  readonly model: string
+  readonly signature?: string | undefined
+  readonly redacted?: string | undefined
+}): Draft<"model.thinking_block"> => ({
+  type: "model.thinking_block",
+  payload: {
+    provider: block.provider,
+    model: block.model,
+    ...(block.signature === undefined ? {} : { signature: block.signature }),
+    ...(block.redacted === undefined ? {} : { redacted: block.redacted })
+  }
+})
+
 /** `model.retry`: the attempt is at least 1 and the wait whole, non-negative milliseconds. */
 export const modelRetry = (attempt: number, delayMs: number, errorCode: string): Draft<"model.retry"> => ({
   type: "model.retry",

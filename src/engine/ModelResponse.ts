@@ -121,15 +121,32 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       /** Reads one piece into the batch (or marks the response too large or malformed). */
       const readPiece = (piece: ModelChunk) => {
         switch (piece._tag) {
-          case "TextDelta": {
+          case "TextDelta":
+          case "ThinkingDelta": {
+            // Thinking counts against the response's limits as its text does: a thinking stream without end ends like one of text.
+            const thinking = piece._tag === "ThinkingDelta"
             const { text } = piece as { readonly text: unknown }
             if (typeof text !== "string") {
-              malformed = ChunkShape.refused(ChunkShape.faults.text)
+              malformed = ChunkShape.refused(thinking ? ChunkShape.faults.thinking : ChunkShape.faults.text)
               break
             }
             chars += text.length
             if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
-            else if (text !== "") drafts.push(EventDraft.modelDelta(text))
+            else if (text !== "") drafts.push(thinking ? EventDraft.thinkingDelta(text) : EventDraft.modelDelta(text))
+            break
+          }
+          case "ThinkingBlock": {
+            const end = ChunkShape.thinkingEnd(piece)
+            if (typeof end === "string") {
+              malformed = ChunkShape.refused(end)
+              break
+            }
+            chars += (end.signature?.length ?? 0) + (end.redacted?.length ?? 0)
+            if (++deltas > maxDeltas || chars > maxChars) tooLarge = true
+            else {
+              const { model, provider } = turn.services.provider.capabilities
+              drafts.push(EventDraft.thinkingBlock({ provider, model, ...end }))
+            }
             break
           }
           case "ToolCall": {

@@ -341,6 +341,10 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
       case "model.delta":
         state.answer += event.payload.text
         return Effect.void
+      case "model.thinking_delta":
+      case "model.thinking_block":
+        // Thinking is not the answer.
+        return Effect.void
       case "model.tool_call_requested":
         // A response with calls is not the answer: the answer is the text of the response that ends the turn.
         state.answer = ""

@@ -14,26 +14,63 @@ import type {
   StopReason,
   Tool
 } from "@anthropic-ai/sdk/resources/messages/messages"
-import type * as Config from "effect/Config"
-import type * as ConfigError from "effect/ConfigError"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
-import type { Message } from "../domain/Transcript.js"
+import type { Message, ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
 
 /**
  * Options of the Anthropic provider; `maxOutputTokens` defaults to 8192. `promptCaching` (default
  * true): cache breakpoints on the tools, the system prompt and the recent history (see
- * {@link withCacheBreakpoints}); `false` sends none.
+ * {@link withCacheBreakpoints}); `false` sends none. `thinkingBudget`: asks for extended thinking
+ * with this many tokens of budget (`thinking: {type: "enabled", budget_tokens}`; see
+ * {@link checkedThinking} for the API's rules); absent, none is asked for.
  */
-export type Options = Support.VendorOptions & { readonly promptCaching?: boolean | undefined }
+export type Options = Support.VendorOptions & {
+  readonly promptCaching?: boolean | undefined
+  readonly thinkingBudget?: number | undefined
+}
+
+/** The smallest thinking budget the API takes. */
+export const minThinkingBudget = 1024
+
+/**
+ * Why a thinking budget is one the API refuses with these output tokens, or `undefined`: a whole
+ * number of at least {@link minThinkingBudget}, below `max_tokens` (thinking counts toward it). The
+ * API also refuses `temperature` and `top_k` with thinking: this adapter sends neither.
+ */
+export const thinkingBudgetProblem = (budget: number, maxOutputTokens: number): string | undefined =>
+  !Number.isSafeInteger(budget)
+    ? "must be a whole number of tokens"
+    : budget < minThinkingBudget
+    ? `must be at least ${minThinkingBudget} tokens (the API's minimum)`
+    : budget >= maxOutputTokens
+    ? `must be less than the output token limit (${maxOutputTokens}; thinking counts toward it): raise the output token limit or lower the budget`
+    : undefined
+
+/** The most output tokens one response may have when the options set none. */
+export const defaultMaxOutputTokens = 8192
+
+/**
+ * The options, or a `ConfigError` naming what the API would refuse in them — found when the provider
+ * is made, before any request, rather than as every request's 400.
+ */
+export const checkedThinking = (options: Options): Either.Either<Options, ConfigError.ConfigError> => {
+  if (options.thinkingBudget === undefined) return Either.right(options)
+  const problem = thinkingBudgetProblem(options.thinkingBudget, options.maxOutputTokens ?? defaultMaxOutputTokens)
+  return problem === undefined ? Either.right(options) : Either.left(ConfigError.InvalidData(["thinkingBudget"], `the thinking budget ${problem}`))
+}
 
 /** The default model. */
 export const defaultModel = "claude-sonnet-5-5"
@@ -92,11 +129,31 @@ const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, 
       : [{ type: "image" as const, source: { type: "base64" as const, media_type: image.mediaType, data: Buffer.from(bytes).toString("base64") } }]
   })
 
-/** The transcript in the Messages API's shape: tool results are user content, and a role never repeats. */
+/**
+ * A response's thinking blocks as the API takes them back, unmodified and in their order — only those
+ * `model` wrote: a signature is its writer's, and another model's (or provider's) is left out, as
+ * thinking from before a switch is the other model's, not this one's to continue.
+ */
+const thinkingBlocks = (blocks: ReadonlyArray<ThinkingBlock> | undefined, model: string | undefined): Array<ContentBlockParam> =>
+  blocks === undefined || model === undefined ? [] : blocks.flatMap((block): Array<ContentBlockParam> =>
+    block.provider !== "anthropic" || block.model !== model
+      ? []
+      : block.redacted !== undefined
+      ? [{ type: "redacted_thinking", data: block.redacted }]
+      : block.signature !== undefined
+      ? [{ type: "thinking", thinking: block.text, signature: block.signature }]
+      : [])
+
+/**
+ * The transcript in the Messages API's shape: tool results are user content, and a role never
+ * repeats. `model`: the model the request goes to, whose own thinking blocks are sent back first in
+ * each assistant message, as the API requires of a turn with tool use (none without it).
+ */
 export const toMessages = (
   messages: ReadonlyArray<Message>,
   images: ReadonlyMap<string, Uint8Array> = new Map(),
-  tools: ReadonlyArray<{ readonly name: string }> = []
+  tools: ReadonlyArray<{ readonly name: string }> = [],
+  model?: string
 ): Array<MessageParam> => {
   const sentName = Support.sentToolNames(tools, messages)
   const out: Array<{ role: "user" | "assistant"; content: Array<ContentBlockParam> }> = []
@@ -117,6 +174,7 @@ export const toMessages = (
         break
       case "assistant":
         push("assistant", [
+          ...thinkingBlocks(message.thinking, model),
           ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
           ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: sentName(call.tool), input: Support.argsObject(call.args) }))
         ])
@@ -137,14 +195,24 @@ export const toMessages = (
   return out
 }
 
-/** The request body for one model request; with `promptCaching` (the default), its cache breakpoints. */
-export const toRequest = (request: ModelProvider.ModelRequest, model: string, maxTokens: number, promptCaching = true): MessageCreateParamsStreaming => {
+/**
+ * The request body for one model request; with `promptCaching` (the default), its cache breakpoints;
+ * with `thinkingBudget`, extended thinking asked for.
+ */
+export const toRequest = (
+  request: ModelProvider.ModelRequest,
+  model: string,
+  maxTokens: number,
+  promptCaching = true,
+  thinkingBudget?: number
+): MessageCreateParamsStreaming => {
   const body: MessageCreateParamsStreaming = {
     model,
     max_tokens: maxTokens,
     stream: true,
+    ...(thinkingBudget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: thinkingBudget } }),
     ...(request.system === "" ? {} : { system: request.system }),
-    messages: toMessages(request.messages, request.images, request.tools),
+    messages: toMessages(request.messages, request.images, request.tools, model),
     ...(request.tools.length === 0
       ? {}
       : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
@@ -205,6 +273,8 @@ const finishReason = (reason: StopReason | null): ModelProvider.FinishReason => 
 export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const tools = new Map<number, { id: string; name: string; json: string }>()
+    // The thinking blocks streaming, by index: a thinking block's signature so far, a redacted block's data.
+    const thinking = new Map<number, { signature: string } | { redacted: string }>()
     const streamed = Support.streamedCalls()
     let usage: Usage = { inputTokens: 0, outputTokens: 0 }
     let stop: StopReason | null = null
@@ -251,6 +321,14 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
             // An id or name that is no string is none: the engine gives the call an id of its own, and no tool has no name.
             tools.set(event.index, { id: Support.stringField(block.id), name: Support.stringField(block.name), json: "" })
           }
+          thinking.delete(event.index)
+          if (block?.type === "thinking") {
+            // A start may carry the block's first text and signature (the API sends them empty, then deltas).
+            thinking.set(event.index, { signature: Support.stringField(block.signature) })
+            const text = Support.stringField(block.thinking)
+            return text === "" ? before : [...before, ModelProvider.thinkingDelta(text)]
+          }
+          if (block?.type === "redacted_thinking") thinking.set(event.index, { redacted: Support.stringField(block.data) })
           const text = block?.type === "text" ? Support.stringField(block.text) : ""
           return text === "" ? before : [...before, ModelProvider.textDelta(text)]
         }
@@ -258,6 +336,14 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // A delta whose text is no string (or that has no delta) carries nothing.
           const delta = event.delta as Partial<typeof event.delta> | undefined
           if (delta?.type === "text_delta") return typeof delta.text === "string" ? [ModelProvider.textDelta(delta.text)] : []
+          // Thinking and its signature count only inside a thinking block: a signature elsewhere signs nothing.
+          if (delta?.type === "thinking_delta" || delta?.type === "signature_delta") {
+            const block = thinking.get(event.index)
+            if (block === undefined || !("signature" in block)) return []
+            if (delta.type === "signature_delta") block.signature += Support.stringField(delta.signature)
+            const text = delta.type === "thinking_delta" ? Support.stringField(delta.thinking) : ""
+            return text === "" ? [] : [ModelProvider.thinkingDelta(text)]
+          }
           if (delta?.type === "input_json_delta") {
             const tool = tools.get(event.index)
             if (tool !== undefined) tool.json = streamed.append(tool.json, Support.stringField(delta.partial_json))
@@ -265,6 +351,12 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           return []
         }
         case "content_block_stop": {
+          const block = thinking.get(event.index)
+          if (block !== undefined) {
+            thinking.delete(event.index)
+            // A thinking block the stream did not sign is handed on unsigned: shown, never sent back.
+            return [ModelProvider.thinkingBlock("signature" in block ? { signature: block.signature === "" ? undefined : block.signature } : block)]
+          }
           const tool = tools.get(event.index)
           if (tool === undefined) return []
           tools.delete(event.index)
@@ -306,11 +398,22 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
     return Stream.concat(body, Support.endedEarly(() => stopped, "message_stop"))
   })
 
-/** Builds the provider; time (a `retry-after` date) comes from the `Clock`. */
+/**
+ * A provider's failure for every request when its thinking budget is one the API refuses (a layer
+ * built from options: {@link layerConfig} refuses it when it is built): `invalid_request`, saying
+ * why, with no request sent.
+ */
+const refusedThinking = (options: Options): ProviderFailure | undefined =>
+  Either.match(checkedThinking(options), { onLeft: (error) => ProviderFailure.of("invalid_request", error.message), onRight: () => undefined })
+
+/**
+ * Builds the provider; time (a `retry-after` date) comes from the `Clock`. Options the API would
+ * refuse every request of fail every request, saying why, before sending it (see {@link checkedThinking}).
+ */
 export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvider.Service> =>
   Effect.map(Effect.clock, (clock) => {
   const model = options.model ?? defaultModel
-  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL)
+  const refused = Support.refusedKey(options.apiKey) ?? Support.refusedBaseUrl(options.baseURL) ?? refusedThinking(options)
   const client = new Anthropic({
     apiKey: Redacted.value(options.apiKey),
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
@@ -318,7 +421,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
     timeout: 60 * 60 * 1000
   })
-  const maxTokens = options.maxOutputTokens ?? 8192
+  const maxTokens = options.maxOutputTokens ?? defaultMaxOutputTokens
   return ModelProvider.ModelProvider.of({
     capabilities: {
       provider: "anthropic",
@@ -329,7 +432,10 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     // A key no header can carry, or a base URL no request can go to, fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>
       refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
-        open: (signal) => Support.eventStream(client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true)), { signal })),
+        open: (signal) =>
+          Support.eventStream(
+            client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true, options.thinkingBudget)), { signal })
+          ),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
       }))
@@ -342,9 +448,14 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
 
 /**
  * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
- * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`.
+ * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`,
+ * `ANTHROPIC_THINKING_BUDGET` (extended thinking's budget in tokens; absent, none is asked for).
  */
-export const config: Config.Config<Options> = Support.config("ANTHROPIC")
+export const config: Config.Config<Options> = Config.zipWith(
+  Support.config("ANTHROPIC"),
+  Config.option(Config.integer("ANTHROPIC_THINKING_BUDGET")),
+  (options, budget) => Option.isNone(budget) ? options : { ...options, thinkingBudget: budget.value }
+)
 
 /**
  * The provider from configuration: `config` by default; pass other `Config` values to read them
@@ -352,4 +463,6 @@ export const config: Config.Config<Options> = Support.config("ANTHROPIC")
  */
 export const layerConfig = (
   options: Config.Config.Wrap<Options> = config
-): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> => Support.layerConfig(options, make)
+): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
+  // A thinking budget the API refuses fails the layer as it is built, before any request.
+  Support.layerConfig(options, (checked) => Effect.flatMap(checkedThinking(checked), make))

@@ -71,6 +71,10 @@ export const fromEvents = (events: Iterable<AgentEvent>): Script => {
         open.chunks.push(event.payload.text)
         lastOfTurn = open
         continue
+      case "model.thinking_delta":
+      case "model.thinking_block":
+        // Thinking is the vendor's: the scripted model gives none, and it does not end the response being read.
+        continue
       case "model.tool_call_requested":
         open ??= pushed(responses, { chunks: [], toolCalls: [] })
         open.toolCalls.push({ tool: event.payload.tool, args: event.payload.args, id: event.payload.toolCallId })

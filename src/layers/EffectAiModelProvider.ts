@@ -31,6 +31,7 @@ import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure, type ProviderFailureReason } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import type { Json } from "../domain/Json.js"
+import type { ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
 
@@ -91,7 +92,7 @@ const fileParts = (refs: ReadonlyArray<ImageRef> | undefined, images: ReadonlyMa
  * only, so the images of a run of tool results follow it as one user message, each introduced by
  * the call it came from (as the OpenAI adapter does).
  */
-export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.MessageEncoded> => {
+export const toPrompt = (request: ModelProvider.ModelRequest, writer?: Writer): Array<Prompt.MessageEncoded> => {
   const images = request.images ?? new Map<string, Uint8Array>()
   const sentName = Support.sentToolNames(request.tools, request.messages)
   const out: Array<Prompt.MessageEncoded> = request.system === "" ? [] : [{ role: "system", content: request.system }]
@@ -116,6 +117,7 @@ export const toPrompt = (request: ModelProvider.ModelRequest): Array<Prompt.Mess
         out.push({
           role: "assistant",
           content: [
+            ...reasoningParts(message.thinking, writer),
             ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
             ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: sentName(call.tool), params: Support.argsObject(call.args), providerExecuted: false }))
           ]
@@ -306,6 +308,8 @@ const refusedFinishReason = (reason: string): ModelProvider.FinishReason => reas
 export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.Stream<ModelProvider.ModelChunk, ProviderFailure> =>
   Stream.suspend(() => {
     const open = new Map<string, OpenCall>()
+    // The reasoning blocks streaming, by id: a thinking block's signature so far, a redacted block's data.
+    const reasoning = new Map<string, { signature?: string; redacted?: string }>()
     const streamed = Support.streamedCalls()
     const unfinished = (): Array<ModelProvider.ModelChunk> => {
       const calls = [...open].map(([id, call]) => ModelProvider.toolCall(id, call.name, call.text))
@@ -346,6 +350,24 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           held = call
           return []
         }
+        case "reasoning-start": {
+          const anthropic = anthropicMetadata(part.metadata)
+          reasoning.set(part.id, anthropic?.type === "redacted_thinking" && typeof anthropic.redactedData === "string" ? { redacted: anthropic.redactedData } : {})
+          return []
+        }
+        case "reasoning-delta": {
+          // As through the SDK: thinking and its signature count only inside a reasoning block.
+          const block = reasoning.get(part.id)
+          if (block === undefined) return []
+          const anthropic = anthropicMetadata(part.metadata)
+          if (anthropic?.type === "thinking" && typeof anthropic.signature === "string") block.signature = (block.signature ?? "") + anthropic.signature
+          return part.delta === "" ? [] : [ModelProvider.thinkingDelta(part.delta)]
+        }
+        case "reasoning-end": {
+          const block = reasoning.get(part.id)
+          reasoning.delete(part.id)
+          return block === undefined ? [] : [ModelProvider.thinkingBlock(block)]
+        }
         case "finish":
           finished = true
           return [...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
@@ -375,6 +397,33 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
     })
   })
 
+/** Who a request goes to: the blocks it is sent back are those it wrote. */
+interface Writer {
+  readonly provider: string
+  readonly model: string
+}
+
+/**
+ * A response's thinking blocks as `@effect/ai-anthropic` takes them back (a `reasoning` part with
+ * its Anthropic options: the signature, or the redacted data), in order — only those `writer`
+ * wrote; other vendors' reasoning is not carried (their parts need other options).
+ */
+const reasoningParts = (blocks: ReadonlyArray<ThinkingBlock> | undefined, writer: Writer | undefined): Array<Prompt.ReasoningPartEncoded> =>
+  blocks === undefined || writer === undefined ? [] : blocks.flatMap((block): Array<Prompt.ReasoningPartEncoded> =>
+    block.provider !== writer.provider || block.model !== writer.model
+      ? []
+      : block.redacted !== undefined
+      ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "redacted_thinking", redactedData: block.redacted } } }]
+      : block.signature !== undefined
+      ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "thinking", signature: block.signature } } }]
+      : [])
+
+/** A part's Anthropic metadata (`@effect/ai-anthropic`'s: a block's kind, its signature or redacted data), when it has some. */
+const anthropicMetadata = (metadata: unknown): Record<string, unknown> | undefined => {
+  const anthropic = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>).anthropic : undefined
+  return typeof anthropic === "object" && anthropic !== null ? anthropic as Record<string, unknown> : undefined
+}
+
 /**
  * The provider on a `LanguageModel` service. Time (a `retry-after` date) comes from the `Clock`.
  */
@@ -388,17 +437,17 @@ export const fromLanguageModel = (
     const idleTimeout = options.idleTimeout ?? Duration.minutes(2)
     const stalled = () =>
       ProviderFailure.of("network", `the response stream stalled: no part for ${Duration.format(Duration.decode(idleTimeout))}`)
+    const writer: Writer = { provider: options.provider ?? Option.getOrElse(named, () => "effect-ai"), model: options.model }
     return ModelProvider.ModelProvider.of({
       capabilities: {
-        provider: options.provider ?? Option.getOrElse(named, () => "effect-ai"),
-        model: options.model,
+        ...writer,
         maxContextTokens: options.maxContextTokens ?? defaultMaxContextTokens,
         images: options.images === true
       },
       stream: (request) => {
         // Lone surrogates repaired as the vendor adapters repair theirs (Support.wellFormed): the
         // bridge's requests carry the same log text, and Anthropic refuses one that holds one.
-        const prompt = Support.wellFormed(toPrompt(request))
+        const prompt = Support.wellFormed(toPrompt(request, writer))
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })

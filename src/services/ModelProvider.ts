@@ -49,6 +49,14 @@ export type ModelChunk =
   | { readonly _tag: "TextDelta"; readonly text: string }
   | { readonly _tag: "ToolCall"; readonly toolCallId: string; readonly tool: string; readonly args: Json }
   | { readonly _tag: "Finish"; readonly reason: FinishReason; readonly usage?: Usage }
+  /** A piece of the model's thinking (Anthropic extended thinking): stored as `model.thinking_delta`. */
+  | { readonly _tag: "ThinkingDelta"; readonly text: string }
+  /**
+   * A thinking block ended (its text: the `ThinkingDelta`s since the previous one): `signature` (a
+   * signed block's) or `redacted` (a redacted block's `data`) — what lets it be sent back; neither
+   * for a block the stream never signed. Stored as `model.thinking_block`.
+   */
+  | { readonly _tag: "ThinkingBlock"; readonly signature?: string; readonly redacted?: string }
 
 /** What a model can take. */
 export interface Capabilities {
@@ -84,6 +92,14 @@ export declare namespace ModelProvider {
 export const textDelta = (text: string): ModelChunk => ({ _tag: "TextDelta", text })
 /** Chunk constructors. */
 export const toolCall = (toolCallId: string, tool: string, args: Json): ModelChunk => ({ _tag: "ToolCall", toolCallId, tool, args })
+/** Chunk constructors. */
+export const thinkingDelta = (text: string): ModelChunk => ({ _tag: "ThinkingDelta", text })
+/** Chunk constructors. */
+export const thinkingBlock = (end: { readonly signature?: string | undefined; readonly redacted?: string | undefined }): ModelChunk => ({
+  _tag: "ThinkingBlock",
+  ...(end.signature === undefined ? {} : { signature: end.signature }),
+  ...(end.redacted === undefined ? {} : { redacted: end.redacted })
+})
 /** Chunk constructors. */
 export const finish = (reason: FinishReason, usage?: Usage): ModelChunk =>
   usage === undefined ? { _tag: "Finish", reason } : { _tag: "Finish", reason, usage }

@@ -117,7 +117,10 @@ const anyDraft: fc.Arbitrary<AgentEvent.TurnEventDraft> = fc.oneof(
       after: fc.option(fc.string(), { nil: undefined })
     }, { requiredKeys: ["path"] })),
     fc.option(fc.string(), { nil: undefined })
-  ).map(([id, changes, incomplete]) => EventDraft.workspaceChanged(id, changes, incomplete))
+  ).map(([id, changes, incomplete]) => EventDraft.workspaceChanged(id, changes, incomplete)),
+  anyText.map(EventDraft.thinkingDelta),
+  fc.record({ provider: fc.string(), model: fc.string(), signature: fc.string(), redacted: fc.string() }, { requiredKeys: ["provider", "model"] })
+    .map(EventDraft.thinkingBlock)
 )
 
 /** Controls that must never reach an event from tool output, nor a terminal. */

@@ -1,8 +1,8 @@
 /**
  * The @effect/ai bridge on a fake `LanguageModel` that streams what a reasoning model's provider
  * does — reasoning parts around and between text, sources, metadata, files, a provider-run tool —
- * and parts of types newer than the bridge: nothing of them reaches the assistant's text, the log
- * or the next request; nothing crashes.
+ * and parts of types newer than the bridge: nothing of them reaches the assistant's text or the next
+ * request; reasoning is stored as thinking (unsigned here: shown, never sent); nothing crashes.
  */
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
@@ -61,14 +61,16 @@ const bridge = (model: Layer.Layer<LanguageModel.LanguageModel>) =>
   WireStreams.engine(() => EffectAiModelProvider.layer({ model: "fake-reasoner" }).pipe(Layer.provide(model)))
 
 describe("the @effect/ai bridge on a reasoning model", () => {
-  it.effect("reasoning, sources, metadata and files are not the answer: the text is, in the log and the next prompt; the turn ends final", () => {
+  it.effect("reasoning, sources, metadata and files are not the answer: the text is, in the log and the next prompt; reasoning is thinking; the turn ends final", () => {
     const prompts: Array<Prompt.Prompt> = []
     return Effect.gen(function*() {
       const { events, sessionId } = yield* WireStreams.turn("what is the answer?")
       expect(WireStreams.deltasOf(events).join("")).toBe("The answer is 42.")
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final", usage: { inputTokens: 10, outputTokens: 5 } })
+      expect(events.filter((e) => e.type === "model.thinking_delta").map((e) => e.payload.text)).toEqual([`${secret} one`, `${secret} two`])
       yield* WireStreams.turn("and?", sessionId)
-      expect(JSON.stringify(yield* WireStreams.replay(sessionId))).not.toContain(secret)
+      const logged = yield* WireStreams.replay(sessionId)
+      expect(JSON.stringify(logged.filter((e) => e.type !== "model.thinking_delta"))).not.toContain(secret)
       const assistant = prompts[1]!.content.find((m) => m.role === "assistant")!
       expect(assistant.content).toEqual([expect.objectContaining({ type: "text", text: "The answer is 42." })])
       expect(JSON.stringify(prompts[1])).not.toContain(secret)

@@ -607,7 +607,7 @@ describe("anthropic: extended thinking with tool use", () => {
     { type: "content_block_stop", index }
   ]
 
-  it.effect("thinking, text, tool_use, redacted thinking, tool_use: no thinking in the text, each call its own arguments, the next request without thinking", () =>
+  it.effect("thinking, text, tool_use, redacted thinking, tool_use: no thinking in the text, each call its own arguments, the next request with the blocks first, in order", () =>
     Effect.gen(function*() {
       server.respond(
         a.response(thinking(0, "secret plan A"), a.text(1, "Reading both."), a.tool(2, "toolu_01", { path: "a" }), redacted(3), thinking(4, "secret plan B"), a.tool(5, "toolu_02", { path: "b" }))("tool_use"),
@@ -619,12 +619,21 @@ describe("anthropic: extended thinking with tool use", () => {
         { toolCallId: "toolu_01", tool: "read_file", args: { path: "a" } },
         { toolCallId: "toolu_02", tool: "read_file", args: { path: "b" } }
       ])
-      expect(JSON.stringify(events)).not.toMatch(/secret plan|EqQBCgIYAhIM|EmwKAhgB/)
+      // Thinking is its own events, never the answer's text.
+      expect(events.filter((e) => e.type === "model.thinking_delta").map((e) => e.payload.text)).toEqual(["secret plan A", "secret plan B", "secret plan C"])
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-      // Thinking is never asked for, so the API does not want it back: the request carries none.
+      // Not asked for (no budget), but sent back all the same, before the text and calls, in their order: an endpoint that thinks unasked wants them.
       const next = server.received[1]!.body
       expect(next.thinking).toBeUndefined()
-      expect(JSON.stringify(next)).not.toMatch(/thinking|secret plan|signature/)
+      const assistant = next.messages.find((m: { role: string }) => m.role === "assistant")
+      expect(assistant.content.map((b: { type: string; thinking?: string }) => b.thinking ?? b.type)).toEqual([
+        "secret plan A",
+        "redacted_thinking",
+        "secret plan B",
+        "text",
+        "tool_use",
+        "tool_use"
+      ])
       expect(pairedCalls(next).map((c) => [c.id, c.result])).toEqual([
         ["toolu_01", "contents of {\"path\":\"a\"}"],
         ["toolu_02", "contents of {\"path\":\"b\"}"]
@@ -647,7 +656,10 @@ describe("anthropic: extended thinking with tool use", () => {
       ]), a.answer())
       const { events } = yield* turn("read x")
       expect(events.find((e) => e.type === "model.tool_call_requested")!.payload).toEqual({ toolCallId: "toolu_x", tool: "read_file", args: { path: "x" } })
-      expect(JSON.stringify(events)).not.toMatch(/leak|"plan"/)
+      // Thinking counts only in its own block: at a tool's index it is dropped, and a signature there signs nothing.
+      expect(events.filter((e) => e.type === "model.thinking_delta").map((e) => e.payload.text)).toEqual(["plan"])
+      expect(events.filter((e) => e.type === "model.thinking_block").map((e) => e.payload)).toEqual([{ provider: "anthropic", model: "claude-sonnet-5-5" }])
+      expect(JSON.stringify(events)).not.toMatch(/leak|"sig"/)
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
     }).pipe(Effect.provide(engine(anthropic))))
 })

@@ -92,16 +92,17 @@ export const tooDeepDetail = "the response held an event nested too deep to read
 /**
  * Whether a vendor's 400 says the endpoint has extended thinking on and wants the response's signed
  * thinking blocks back before its `tool_use` (Anthropic: "Expected `thinking` or `redacted_thinking`,
- * but found `tool_use`"). effect-agent never asks for thinking and does not keep it, so an endpoint
- * that turns it on by itself (a proxy, a gateway's default) refuses every step after a tool call.
+ * but found `tool_use`"). The Anthropic adapter and the `@effect/ai` bridge keep thinking and send it
+ * back to the model that wrote it, so this comes only of a request that lost it (a summary, a switch
+ * of model) to an endpoint that thinks.
  */
 export const isThinkingRequired = (message: string): boolean =>
   /expected\s+`?(redacted_)?thinking`?.*but found\s+`?(tool_use|text)`?|must start with a thinking block/is.test(message)
 
 /** The detail of {@link isThinkingRequired}'s failure: what happened and what to do, for the log. */
 export const thinkingRequiredDetail =
-  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call; " +
-  "effect-agent never requests thinking and does not store it (docs/embedding.md): turn thinking off at the endpoint"
+  "the endpoint has extended thinking on and wants its signed thinking blocks sent back before a tool call, and this request has none " +
+  "(a summary or a switch of model left them out, docs/embedding-notes.md): turn thinking off at the endpoint, or continue on the model that wrote them"
 
 /** What Node and undici name a connection that broke: reset, closed mid-body, timed out. */
 const brokenConnection = /^(ECONNRESET|ECONNABORTED|EPIPE|ETIMEDOUT|UND_ERR_SOCKET|UND_ERR_CLOSED|UND_ERR_ABORTED)$/
@@ -654,7 +655,7 @@ export const config = (prefix: string): Config.Config<VendorOptions> =>
  */
 export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted<string>; readonly baseURL?: string | undefined }>(
   config: Config.Config.Wrap<Options>,
-  make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service>
+  make: (options: Options) => Effect.Effect<ModelProvider.ModelProvider.Service, ConfigError.ConfigError>
 ): Layer.Layer<ModelProvider.ModelProvider, ConfigError.ConfigError> =>
   Layer.effect(
     ModelProvider.ModelProvider,

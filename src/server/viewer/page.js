@@ -513,6 +513,10 @@ const render = () => {
           (shown) => shown.items.set(turn.turnId, turn.items.length - hidden + bounds.items)),
         ...turn.items.slice(hidden).map((item, index) =>
         item.kind === "text" ? (item.text.length <= bounds.characters ? markdownNode(item.text, "text markdown") : boundedNode(`${turn.turnId}:${hidden + index}`, item.text, "text"))
+        // Thinking (extended thinking) folded away: what the model thought, not its answer.
+        : item.kind === "thinking" ? el("details", { class: "thinking", "data-event": "model.thinking_delta" },
+          el("summary", { textContent: `thinking (${item.text.length.toLocaleString("en")} characters)` }),
+          boundedNode(`${turn.turnId}:${hidden + index}`, item.text, "thinking"))
         : item.kind === "call" ? renderCall(item, live)
         : item.kind === "steer" ? el("div", { class: "steer", "data-event": "turn.steered", textContent: `steered: ${item.text}` })
         : renderNote(item))),

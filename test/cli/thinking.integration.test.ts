@@ -1,0 +1,66 @@
+/**
+ * `--thinking-budget` through the built CLI against the wire server: a budget the API refuses is a
+ * usage error before any request; a good one asks for thinking, `run` shows it on stderr and the
+ * answer alone on stdout, `replay` prints it, and a second `run --session` — a new process that
+ * reads the session from disk — sends the signed blocks back before the call.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import * as WireServer from "../layers/WireServer.js"
+import { a } from "../layers/wireStreams.js"
+import { run } from "./subprocess.js"
+
+const dir = mkdtempSync(join(tmpdir(), "effect-agent-cli-thinking-"))
+let server: WireServer.WireServer
+beforeAll(async () => {
+  server = await WireServer.start()
+})
+afterAll(async () => {
+  await server.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+const signature = "EqQBCkYIARgCKkD-cli-signature"
+const thinking = [
+  { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+  { type: "content_block_delta", index: 0, delta: { type: "thinking_delta", thinking: "I should list the files first." } },
+  { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature } },
+  { type: "content_block_stop", index: 0 }
+]
+
+describe("--thinking-budget", () => {
+  it("a budget the API refuses, or another provider: a usage error naming the flag, no request", async () => {
+    const low = await run(["run", "hi", "--thinking-budget", "512", "--data-dir", dir], { env: { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url } })
+    expect(low.code).toBe(1)
+    expect(low.stderr).toContain("--thinking-budget 512 must be at least 1024 tokens")
+    const over = await run(["run", "hi", "--thinking-budget", "4096", "--data-dir", dir], {
+      env: { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url, ANTHROPIC_MAX_OUTPUT_TOKENS: "4096" }
+    })
+    expect(over.stderr).toContain("must be less than the output token limit (4096")
+    const fake = await run(["run", "hi", "--provider", "fake", "--thinking-budget", "2048", "--data-dir", dir])
+    expect(fake.stderr).toContain("--thinking-budget is for --provider anthropic")
+    expect(server.received).toHaveLength(0)
+  })
+
+  it("asks for thinking, shows it apart from the answer, and a new process sends it back", async () => {
+    const env = { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url }
+    server.respond(a.response(thinking, a.tool(1, "toolu_1", { path: "." }, "list_files"))("tool_use"), a.answer(), a.answer())
+    const first = await run(["run", "list the files", "--thinking-budget", "2048", "--mode", "bypass", "--data-dir", dir], { env, cwd: dir })
+    expect(first.code).toBe(0)
+    expect(first.stdout).toBe("done\n")
+    expect(first.stderr).toContain("thinking up to 2048 tokens")
+    expect(first.stderr).toContain("✻ I should list the files first.")
+    expect(server.received[0]!.body.thinking).toEqual({ type: "enabled", budget_tokens: 2048 })
+    const sessionId = /session (sess_\w+)/.exec(first.stderr)![1]!
+    const replayed = await run(["replay", sessionId, "--data-dir", dir])
+    expect(replayed.stdout).toContain("  ✻ I should list the files first.")
+    expect(replayed.stdout).not.toContain(signature)
+    const second = await run(["run", "again", "--session", sessionId, "--thinking-budget", "2048", "--data-dir", dir], { env, cwd: dir })
+    expect(second.code).toBe(0)
+    const assistant = server.received[2]!.body.messages.find((m: { role: string }) => m.role === "assistant")
+    expect(assistant.content[0]).toEqual({ type: "thinking", thinking: "I should list the files first.", signature })
+    expect(assistant.content[1]).toMatchObject({ type: "tool_use", id: "toolu_1" })
+  })
+})
