@@ -31,6 +31,7 @@ import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as LineFills from "./LineFills.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -67,6 +68,13 @@ export interface Named {
    * other contents there than the check read (see `GitPrograms.chosenByRepository`).
    */
   readonly swapped: ReadonlyArray<string>
+  /**
+   * Folders a command fills with entries the line does not name (`tar xf t.tar`, `cp -r x/. d`,
+   * `patch -p1 < p.diff`: `LineFills`), cwd as `.`, each from every folder the line may have moved
+   * to: a git after it whose folder, repository or submodule one holds may find other contents there
+   * than the check read — cwd included, unlike `swapped`.
+   */
+  readonly filled: ReadonlyArray<string>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -517,6 +525,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byGit = new Set<string>()
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
+  const filled: Array<string> = []
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
@@ -534,6 +543,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const readByGit = new Set(inner.readByGit)
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
+    filled.push(...inner.filled)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -618,6 +628,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     args.forEach((w, i) => word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value)))
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
+    // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
+    const fills = LineFills.of(words.slice(at))
+    filled.push(...fills.filled)
+    swapped.push(...fills.landed)
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -687,7 +701,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)] }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)],
+    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
 }
 
 /**
