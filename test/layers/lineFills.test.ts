@@ -30,6 +30,15 @@ describe("LineFills.of", () => {
     expect(of("cp a.txt")).toEqual({ filled: [], landed: [] })
   })
 
+  it("program text the line runs fills cwd; a file's code, a module, or text that only reads does not", () => {
+    for (const line of ["python3 -c 'import os'", "nice python3 -Ic x", "node -e x", "node --eval=x", "perl -pi -e s/a/b/ f", "ruby -e x", "php -r x", "deno eval x", "python3 -", "python3", "awk 'BEGIN{system(\"x\")}'", "gawk '{print > \"f\"}' a"]) {
+      expect(of(line).filled, line).toEqual(["."])
+    }
+    for (const line of ["python3 s.py", "python3 -m pytest", "node build.js", "python3 --version", "awk '{print $1}' f", "awk -f prog.awk f", "git log --grep node", "grep python3 f"]) {
+      expect(of(line).filled, line).toEqual([])
+    }
+  })
+
   it("run by xargs, parallel or find: what it moves is read when it runs, cwd is filled", () => {
     expect(of("xargs -I{} mv d1/clone {}").filled).toEqual(["."])
     expect(of("find d1 -name sub -exec mv {} . ;").filled).toEqual(["."])

@@ -205,6 +205,25 @@ const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*
 const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
+/** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
+const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
+
+/** What a command of the line does to the line's own shell that moves its gits where the check cannot follow, if it does. */
+const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
+  const own = words[0] === "builtin" || words[0] === "command" ? words.slice(1) : words
+  if (own[0] === "." || own[0] === "source") return "a script it sources first may move it or set git's variables"
+  if (own[0] !== "eval") return undefined
+  // eval's text runs in the line's shell: a move or a variable it sets there is the line's.
+  const parsed = CommandLine.tokenize(own.slice(1).join(" "))
+  const inner = parsed.unterminated || parsed.invalid !== undefined ? undefined : simpleCommands(parsed.tokens).commands
+  const moves = (command: ReadonlyArray<CommandLine.Word>) => {
+    const first = command.findIndex((w) => !reservedWords.has(w.value))
+    const values = command.slice(Math.max(first, 0)).map((w) => w.value)
+    return values.some((v) => /^GIT_[A-Z_]*=/.test(v)) || /^(?:cd|pushd|popd|\.|source|export|declare|typeset|readonly|set|eval)$/.test(values.find((v) => !assignment.test(v)) ?? "")
+  }
+  return inner === undefined || inner.some(({ words }) => moves(words)) ? "eval may move it or set git's variables" : undefined
+}
+
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
 
@@ -526,6 +545,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
   const filled: Array<string> = []
+  // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
+  let shellMoved: string | undefined
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
@@ -591,6 +612,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   for (const { words } of commands) {
     const gitsBefore = gits.length
     let at = 0
+    while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
     while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at]!, [], gitDirVariables.test(words[at++]!.value))
     const programWord = words[at]
@@ -599,6 +621,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
+    shellMoved ??= programWord.expands ? undefined : movesShellUnread(words.slice(at).map((w) => w.value))
     const move = movesToUnknown(program, args.map((w) => w.value), cdSearched)
     if (move !== undefined) {
       const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"
@@ -701,7 +724,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)],
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => shellMoved === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: shellMoved }), readByGit, swapped: [...new Set(swapped)],
     filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
 }
 

@@ -6,7 +6,9 @@
  * staged submodule's `sub/.git` — and no word of the line names it; so do `unzip`, `cpio -i`, `ar
  * x`, `patch` (the files its diff names), a copy of a folder's contents (`cp -r x/. d`, `rsync x/
  * d`, `ditto x d`, a glob's names) and a move or copy run by `xargs`, `parallel` or `find -exec`
- * (its sources and destination come from what the runner reads). Such a folder is *filled*: what
+ * (its sources and destination come from what the runner reads), and program text the line runs
+ * (`python3 -c 'os.rename(…)'`, `perl -e`, `node -e`, an awk program that runs or writes: it may
+ * move or write anything below cwd, which it fills). Such a folder is *filled*: what
  * it holds then is known only when the line runs (round 23; before, an exact rule for `tar xf t.tar
  * && git status` ran the unpacked `core.fsmonitor`). A copy, move or link of named sources lands
  * each as `dest/<name>` (`mv d1/sub .` makes `./sub`): those are named, as the destination is.
@@ -16,6 +18,7 @@
  */
 import * as NodePath from "node:path"
 import type * as CommandLine from "./CommandLine.js"
+import * as CommandRisk from "./CommandRisk.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
 const unpackers = new Set(["tar", "bsdtar", "unzip", "cpio", "ar", "patch"])
@@ -80,12 +83,49 @@ const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { read
   return { filled, landed }
 }
 
+/** Interpreters, with the options that give them program text on the line (`python3 -c`, `perl -pe`, `php -r`). */
+const inlineFlags: ReadonlyArray<readonly [RegExp, RegExp]> = [
+  [/^(?:python[0-9.]*|pypy[0-9.]*)$/, /^-[A-Za-z]*c$/],
+  [/^(?:node|nodejs|bun)$/, /^(?:-[A-Za-z]*[ep]|--eval|--print|--eval=.*|--print=.*)$/],
+  [/^deno$/, /^eval$/],
+  [/^(?:perl[0-9.]*|ruby|julia)$/, /^-[A-Za-z]*[eE]$/],
+  [/^(?:php[0-9.]*)$/, /^-[A-Za-z]*r$/],
+  [/^(?:lua[0-9.]*|Rscript|osascript)$/, /^-e$/],
+  [/^(?:tclsh|expect)$/, /^-c$/]
+]
+
+/** awk and its kin: their program is the first operand (unless `-f` names a file). */
+const awks = /^(?:awk|gawk|mawk|nawk)$/
+
+/**
+ * Whether the command runs program text the line holds, which may move or write anything below cwd
+ * (`python3 -c 'os.rename(…)'`): given by an option, or read from the line's here-document or pipe
+ * (an interpreter with no script: `python3 - <<EOF`). An awk program only when it can run a command
+ * or write a file (`system(…)`, `| "cmd"`, `> "file"`): `awk '{print $1}' f` reads.
+ */
+const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<string>): boolean =>
+  // The program, or one a wrapper runs (`nice python3 -c …`), not a word that only names one (`git log --grep node`).
+  names.some((name, at) => {
+    if (at > 0 && !CommandRisk.runsOtherPrograms(names[0]!)) return false
+    const args = values.slice(at + 1)
+    const awk = awks.test(name)
+    const interpreter = inlineFlags.find(([program]) => program.test(name))
+    if (!awk && interpreter === undefined) return false
+    const operand = args.findIndex((w) => !w.startsWith("-") || w === "-")
+    const options = operand < 0 ? args : args.slice(0, operand)
+    if (awk) return !options.some((w) => w === "-f" || w.startsWith("--file")) && operand >= 0 && /system|[|>]/.test(args[operand]!)
+    // `python3 -m pytest` runs a module: a file's code, as `python3 s.py` does.
+    if (options.some((w) => w === "-m" || /^(?:-V|--version|-h|--help)$/.test(w))) return false
+    return options.some((w) => interpreter![1].test(w)) || operand < 0 || args[operand] === "-" || (name === "deno" && args[operand] === "eval")
+  })
+
 /**
  * What one simple command (its words from the program on, wrappers included: `nice tar xf t.tar`)
  * fills and lands: folders as the line names them (`.` for cwd), from cwd.
  */
 export const of = (words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
   const names = words.map((w) => NodePath.basename(w.value))
+  if (runsProgramText(names, words.map((w) => w.value))) return { filled: ["."], landed: [] }
   const at = names.findIndex((name) => unpackers.has(name) || placers.has(name))
   if (at < 0) return { filled: [], landed: [] }
   const program = names[at]!
