@@ -107,6 +107,7 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
   let gitDir: string | undefined
   let workTree: string | undefined
   const configs: Array<string> = []
+  let byVariable = false
   // The indices of the words naming the folder git moves to or its git folder (the option and its value).
   const folderWords = new Set<number>()
   const values = args.map((w) => w.value)
@@ -132,6 +133,10 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
     else if (named !== undefined) gitDir = named
     else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
+    else if ((values[i] === "--config-env" && next !== undefined && includePath.test(next)) || includePath.test(values[i]!.replace(/^--config-env=/, "")) && values[i]!.startsWith("--config-env=")) {
+      // `--config-env=include.path=V`: the file is V's value, from the environment it runs in.
+      byVariable = true
+    }
   }
   const subcommand = lazygit ? undefined : values[end]
   const at = {
@@ -139,7 +144,8 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
     ...(subcommand === "init" || subcommand === "clone" ? { makesRepository: true } : {}),
     ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
     ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
-    ...(configs.length === 0 ? {} : { configs })
+    ...(configs.length === 0 ? {} : { configs }),
+    ...(byVariable ? { unknownFolder: "--config-env names a config file it includes by a variable's value" } : {})
   }
   return { at, folderWords }
 }
@@ -228,6 +234,30 @@ const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
 const placesLimit = 8
 
 /**
+ * The config files git includes because the line's variables say so, as the line writes them:
+ * `GIT_CONFIG_PARAMETERS` (`'include.path'='/x'`, as git quotes it, or `'include.path=/x'`) and the
+ * pairs `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (`GIT_CONFIG_COUNT`). Before, an exact rule for
+ * `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=include.path GIT_CONFIG_VALUE_0=$PWD/x.cfg git status` ran what
+ * `x.cfg` named: only `-c include.path=` was read.
+ */
+const includedByVariables = (assigned: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const parameters = assigned.flatMap((word) => /^GIT_CONFIG_PARAMETERS=(.*)$/s.exec(word)?.[1] ?? [])
+    .flatMap((value) => [...value.matchAll(/'(include(?:if\.[^']*)?\.path)(?:'=')?([^']*)'/gis)].flatMap((m) => (m[2]!.startsWith("=") ? m[2]!.slice(1) : m[2]!) || []))
+  const pairs = new Map<string, { key?: string; value?: string }>()
+  for (const word of assigned) {
+    const pair = /^GIT_CONFIG_(KEY|VALUE)_(\d+)=(.*)$/s.exec(word)
+    if (pair === null) continue
+    const entry = pairs.get(pair[2]!) ?? {}
+    pairs.set(pair[2]!, pair[1] === "KEY" ? { ...entry, key: pair[3]! } : { ...entry, value: pair[3]! })
+  }
+  const counted = [...pairs.values()].flatMap(({ key, value }) => (key !== undefined && value !== undefined && includeKey.test(key) && value !== "" ? [value] : []))
+  return [...parameters, ...counted]
+}
+
+/** A config key that makes git read another file. */
+const includeKey = /^include(?:if\..*)?\.path$/is
+
+/**
  * Where a line's gits really work: each from every folder the line may have moved to first (`cd dir &&`, `pushd dir;`,
  * kept with where it was: which runs first is not read), with the git folder and config files the line's variables
  * name (`GIT_DIR=evil git status`, `export GIT_DIR=…;`, `env GIT_CONFIG_GLOBAL=./x git status`), taken from the folder
@@ -236,7 +266,7 @@ const placesLimit = 8
 const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assigned: ReadonlyArray<string>): ReadonlyArray<GitAt> => {
   const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
   const gitDirs = valuesOf(gitDirVariables)
-  const configs = valuesOf(configVariables)
+  const configs = [...valuesOf(configVariables), ...includedByVariables(assigned)].slice(0, placesLimit)
   const indexes = valuesOf(indexVariable)
   // The option wins over the variable, as in git; the last one set is the one a line means.
   const workTree = valuesOf(workTreeVariable).at(-1)
@@ -244,7 +274,7 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
       const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
-      const files = [...own, ...configs.map((file) => NodePath.join(base, file))]
+      const files = [...own, ...configs.map((file) => from(base, file))]
       const indexFiles = [...(at.indexFiles ?? []), ...indexes]
       const shared = {
         base,
@@ -494,23 +524,28 @@ const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.
 
 /** The words of each simple command of a token list, and the files its redirections name. */
 const simpleCommands = (tokens: ReadonlyArray<CommandLine.Token>) => {
-  const commands: Array<{ words: Array<CommandLine.Word> }> = [{ words: [] }]
+  const commands: Array<{ words: Array<CommandLine.Word>; hereStrings: Array<CommandLine.Word> }> = [{ words: [], hereStrings: [] }]
   const redirected: Array<CommandLine.Word> = []
   let redirection: string | undefined
+  let hereString = false
   for (const token of tokens) {
     if (token._tag === "Operator") {
       if (separators.has(token.op)) {
-        commands.push({ words: [] })
+        commands.push({ words: [], hereStrings: [] })
         redirection = undefined
       } else {
+        // `<<<` reads as `<<` then `<`: a here-string, the command's input.
+        hereString = redirection === "<<" && token.op === "<"
         redirection = token.op
       }
       continue
     }
     if (redirection !== undefined) {
-      // A here-document's word is its delimiter, not a file.
-      if (!heredocs.has(redirection)) redirected.push(token)
+      // A here-document's word is its delimiter, not a file; a here-string's is text (and, to a shell, its script).
+      if (hereString) commands.at(-1)!.hereStrings.push(token)
+      else if (!heredocs.has(redirection)) redirected.push(token)
       redirection = undefined
+      hereString = false
       continue
     }
     commands.at(-1)!.words.push(token)
@@ -609,7 +644,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   }
 
   for (const w of redirected) word(w, [])
-  for (const { words } of commands) {
+  for (const { words, hereStrings } of commands) {
     const gitsBefore = gits.length
     let at = 0
     while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
@@ -710,6 +745,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
     const script = flag < 0 ? undefined : words[flag + 1]
     if (script !== undefined && !script.expands && depth < 4) lineIn(script.value)
+    // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
+    if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value)
     if (runsAnother) {
       for (const w of words) {
         const text = w === script ? undefined : CommandLine.lineInWord(w)

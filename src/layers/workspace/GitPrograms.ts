@@ -195,8 +195,10 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     }
     // A folder the line moves, removes or copies onto before its git runs there, or one holding it (`mv y y.old && mv
     // deep/clone y && git -C y status`): what the check read there may not be what git finds. Cwd itself is left out.
-    // Its folder, its git folder, and each `.git` git looks for on the way up (`rm -rf y/.git`, `mv d1/ev/.git .`).
-    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(cwd, dir)]
+    // Its folder, its git folder, each `.git` git looks for on the way up (`rm -rf y/.git`, `mv d1/ev/.git .`), and the
+    // config files the line makes it read (`cp d1/evil.cfg g.cfg && GIT_CONFIG_GLOBAL=g.cfg git status`).
+    const configFiles = (at.configs ?? []).map((file) => RunsLater.hooksFolder(file, cwd))
+    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(cwd, dir), ...configFiles]
     const swappedFirst = "(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)"
     if (swapped.some((text) => swapsOut(cwd, text, folders))) found.add(swappedFirst)
     // One the line unpacks, patches or copies a folder's contents into, cwd too (`tar xf t.tar && git status`).
@@ -218,8 +220,7 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
-    for (const file of at.configs ?? []) {
-      const path = RunsLater.hooksFolder(file, cwd)
+    for (const path of configFiles) {
       for (const what of programSettings(await RunsLater.configSettingsOf(path))) found.add(`${what} (${NodePath.relative(cwd, path)})`)
     }
   }
