@@ -184,7 +184,13 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     const named = where === ".git" || where.startsWith("..") || NodePath.isAbsolute(where) ? "" : ` (${where})`
     for (const what of await programsOf(worktree, await configsOf(worktree))) found.add(`${what}${named}`)
   }
+  // A line naming the same git many times (`git status; ` × 2,000) is read once a place: before, each was read again
+  // (its folder's search for nested repositories too), 160 s for a 60 KB line.
+  const read = new Set<string>()
   for (const at of gits) {
+    const key = JSON.stringify(at)
+    if (read.has(key)) continue
+    read.add(key)
     // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
     if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)

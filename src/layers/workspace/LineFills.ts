@@ -107,12 +107,15 @@ const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<str
   // The program, or one a wrapper runs (`nice python3 -c …`), not a word that only names one (`git log --grep node`).
   names.some((name, at) => {
     if (at > 0 && !CommandRisk.runsOtherPrograms(names[0]!)) return false
-    const args = values.slice(at + 1)
     const awk = awks.test(name)
     const interpreter = inlineFlags.find(([program]) => program.test(name))
     if (!awk && interpreter === undefined) return false
-    const operand = args.findIndex((w) => !w.startsWith("-") || w === "-")
-    const options = operand < 0 ? args : args.slice(0, operand)
+    // Its options, up to its first operand (a scan that stops there: `watch python3 python3 …` stays linear).
+    let end = at + 1
+    while (end < values.length && values[end]!.startsWith("-") && values[end] !== "-") end++
+    const options = values.slice(at + 1, end)
+    const args = values.slice(at + 1, end + 1)
+    const operand = end < values.length ? options.length : -1
     if (awk) return !options.some((w) => w === "-f" || w.startsWith("--file")) && operand >= 0 && /system|[|>]/.test(args[operand]!)
     // `python3 -m pytest` runs a module: a file's code, as `python3 s.py` does.
     if (options.some((w) => w === "-m" || /^(?:-V|--version|-h|--help)$/.test(w))) return false
