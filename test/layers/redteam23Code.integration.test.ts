@@ -14,18 +14,12 @@
  * git's config names itself; a git after it is read as any is, so `npm test && git status` stays quiet.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll } from "vitest"
-import { decide, fsmonitor } from "./exactGitRule.js"
-import { ran, repositoriesIn } from "./gitRepositories.js"
+import { asks, decide, fsmonitor, mine } from "./exactGitRule.js"
+import { ran, scratch } from "./gitRepositories.js"
 
-const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam23c-")))
-afterAll(() => rmSync(base, { recursive: true, force: true }))
-const repository = repositoriesIn(base)
-const asks = { decision: "ask", policy: "repository-git" }
-const mine = { decision: "allow", policy: "mine" }
+const { repository } = scratch("redteam23c")
 const clone = "d1/d2/d3/clone"
 
 /** A repository holding a harmless one at y, a hostile clone past the search, and scripts that swap or move. */

@@ -11,18 +11,12 @@
  * failed before).
  */
 import { describe, expect, it } from "@effect/vitest"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll } from "vitest"
-import { decide, fsmonitor } from "./exactGitRule.js"
-import { ran, repositoriesIn } from "./gitRepositories.js"
+import { asks, decide, fsmonitor, mine } from "./exactGitRule.js"
+import { ran, scratch } from "./gitRepositories.js"
 
-const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam23d-")))
-afterAll(() => rmSync(base, { recursive: true, force: true }))
-const repository = repositoriesIn(base)
-const asks = { decision: "ask", policy: "repository-git" }
-const mine = { decision: "allow", policy: "mine" }
+const { repository } = scratch("redteam23d")
 const clone = "d1/d2/d3/clone"
 
 /** A repository with a hostile config file and a hostile clone past the search, and a harmless g.cfg. */

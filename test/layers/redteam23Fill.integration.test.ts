@@ -13,19 +13,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
-import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { cpSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll } from "vitest"
-import { decide, fsmonitor } from "./exactGitRule.js"
-import { git, ran, repositoriesIn } from "./gitRepositories.js"
+import { asks, decide, fsmonitor, mine } from "./exactGitRule.js"
+import { git, ran, scratch } from "./gitRepositories.js"
 import { shellDecisions } from "./shellDecisions.js"
 
-const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam23f-")))
-afterAll(() => rmSync(base, { recursive: true, force: true }))
-const repository = repositoriesIn(base)
-const asks = { decision: "ask", policy: "repository-git" }
-const mine = { decision: "allow", policy: "mine" }
+const { base, repository } = scratch("redteam23f")
 /** Rules spelling out the syntax of the lines below, in acceptEdits: all a wildcard can allow. */
 const chains = [{ name: "chain", tool: "shell", command: "* && *", decision: "allow" as const }, { name: "semi", tool: "shell", command: "*; *", decision: "allow" as const }]
 const wildcard = (cwd: string, line: string) => shellDecisions(cwd).decide("acceptEdits", line, chains)

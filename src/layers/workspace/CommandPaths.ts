@@ -214,6 +214,9 @@ const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 /** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
 const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
 
+/** The builtins `movesShellUnread` reads (and those that run one): a command starting otherwise is passed over. */
+const shellBuiltins = new Set([".", "source", "eval", "builtin", "command"])
+
 /** What a command of the line does to the line's own shell that moves its gits where the check cannot follow, if it does. */
 const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
   const own = words[0] === "builtin" || words[0] === "command" ? words.slice(1) : words
@@ -656,7 +659,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
-    shellMoved ??= programWord.expands ? undefined : movesShellUnread(words.slice(at).map((w) => w.value))
+    if (shellMoved === undefined && !programWord.expands && shellBuiltins.has(programWord.value)) shellMoved = movesShellUnread(words.slice(at).map((w) => w.value))
     const move = movesToUnknown(program, args.map((w) => w.value), cdSearched)
     if (move !== undefined) {
       const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"

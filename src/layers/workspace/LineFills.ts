@@ -97,6 +97,9 @@ const inlineFlags: ReadonlyArray<readonly [RegExp, RegExp]> = [
 /** awk and its kin: their program is the first operand (unless `-f` names a file). */
 const awks = /^(?:awk|gawk|mawk|nawk)$/
 
+/** Any program `runsProgramText` looks at, in one test: most commands are none of them. */
+const interpreters = new RegExp(`^(?:${[...inlineFlags.map(([program]) => program), awks].map((r) => r.source.slice(1, -1)).join("|")})$`)
+
 /**
  * Whether the command runs program text the line holds, which may move or write anything below cwd
  * (`python3 -c 'os.rename(…)'`): given by an option, or read from the line's here-document or pipe
@@ -107,6 +110,7 @@ const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<str
   // The program, or one a wrapper runs (`nice python3 -c …`), not a word that only names one (`git log --grep node`).
   names.some((name, at) => {
     if (at > 0 && !CommandRisk.runsOtherPrograms(names[0]!)) return false
+    if (!interpreters.test(name)) return false
     const awk = awks.test(name)
     const interpreter = inlineFlags.find(([program]) => program.test(name))
     if (!awk && interpreter === undefined) return false
@@ -122,15 +126,20 @@ const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<str
     return options.some((w) => interpreter![1].test(w)) || operand < 0 || args[operand] === "-" || (name === "deno" && args[operand] === "eval")
   })
 
+const nothing = { filled: [], landed: [] }
+
 /**
  * What one simple command (its words from the program on, wrappers included: `nice tar xf t.tar`)
  * fills and lands: folders as the line names them (`.` for cwd), from cwd.
  */
 export const of = (words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
+  // Most commands are none of these, and are told apart by their program alone (a line may hold 30,000 of them).
+  const first = NodePath.basename(words[0]?.value ?? "")
+  if (!unpackers.has(first) && !placers.has(first) && !interpreters.test(first) && !runners.has(first) && !CommandRisk.runsOtherPrograms(first)) return nothing
   const names = words.map((w) => NodePath.basename(w.value))
   if (runsProgramText(names, words.map((w) => w.value))) return { filled: ["."], landed: [] }
   const at = names.findIndex((name) => unpackers.has(name) || placers.has(name))
-  if (at < 0) return { filled: [], landed: [] }
+  if (at < 0) return nothing
   const program = names[at]!
   // Run by xargs, parallel or find: its sources and destination come from what the runner reads.
   if (names.slice(0, at).some((name) => runners.has(name))) return { filled: ["."], landed: [] }
