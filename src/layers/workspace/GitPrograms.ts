@@ -207,8 +207,9 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(cwd, dir), ...configFiles]
     const swappedFirst = "(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)"
     if (swapped.some((text) => swapsOut(cwd, text, folders))) found.add(swappedFirst)
-    // One the line unpacks, patches or copies a folder's contents into, cwd too (`tar xf t.tar && git status`).
-    const filledFirst = "(a git in a folder the line unpacks, patches or copies into first: what it holds then is known only when it runs)"
+    // One the line unpacks, patches or copies a folder's contents into, or program text it runs may write in, cwd too
+    // (`tar xf t.tar && git status`, `python3 -c 'os.rename(…)' && git -C y status`).
+    const filledFirst = "(a git in a folder the line writes unnamed files into first — an archive, a patch, a folder's copy, program text: what it holds then is known only when it runs)"
     if (filled.some((text) => fillsOver(cwd, text, folders))) found.add(filledFirst)
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
