@@ -535,7 +535,7 @@ export const make = (options: Options = {}) =>
             literalTilde: !shellSyntax
           })
           // What the repository's own git config and hooks would make the line's git run (the policy asks then).
-          const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named.swapped))
+          const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
           return { risk, paths, command, repositoryRuns, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),

@@ -14,3 +14,7 @@ export const decide = async (cwd: string, command: string) => {
   const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
   return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
 }
+
+/** What a line under its exact rule gets when the repository's git asks, and when the rule decides. */
+export const asks = { decision: "ask", policy: "repository-git" }
+export const mine = { decision: "allow", policy: "mine" }

@@ -1,7 +1,9 @@
 /** Git repositories for the tests of what a repository's own git config makes git run (integration tests only: they run git). */
 import { execFileSync } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { afterAll } from "vitest"
 
 /** Runs git in `at` with an identity, unsigned commits and file:// submodules allowed. */
 export const git = (args: ReadonlyArray<string>, at: string) =>
@@ -19,6 +21,13 @@ export const repositoriesIn = (base: string) => {
     appendFileSync(join(dir, ".git", "config"), config)
     return dir
   }
+}
+
+/** A temporary folder for one test file (removed after it) and `repositoriesIn` it. */
+export const scratch = (name: string) => {
+  const base = realpathSync(mkdtempSync(join(tmpdir(), `effect-agent-${name}-`)))
+  afterAll(() => rmSync(base, { recursive: true, force: true }))
+  return { base, repository: repositoriesIn(base) }
 }
 
 /** Runs `command` through /bin/sh in `cwd` as the shell tool would; whether the repository's `core.fsmonitor` (see `exactGitRule.fsmonitor`) ran in `where`. */

@@ -31,6 +31,7 @@ import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as LineFills from "./LineFills.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -67,6 +68,13 @@ export interface Named {
    * other contents there than the check read (see `GitPrograms.chosenByRepository`).
    */
   readonly swapped: ReadonlyArray<string>
+  /**
+   * Folders a command fills with entries the line does not name (`tar xf t.tar`, `cp -r x/. d`,
+   * `patch -p1 < p.diff`: `LineFills`), cwd as `.`, each from every folder the line may have moved
+   * to: a git after it whose folder, repository or submodule one holds may find other contents there
+   * than the check read — cwd included, unlike `swapped`.
+   */
+  readonly filled: ReadonlyArray<string>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -99,6 +107,7 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
   let gitDir: string | undefined
   let workTree: string | undefined
   const configs: Array<string> = []
+  let byVariable = false
   // The indices of the words naming the folder git moves to or its git folder (the option and its value).
   const folderWords = new Set<number>()
   const values = args.map((w) => w.value)
@@ -124,6 +133,10 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
     else if (named !== undefined) gitDir = named
     else if (tree !== undefined) workTree = tree
     else if (values[i] === "-c" && next !== undefined && includePath.test(next)) configs.push(next.slice(next.indexOf("=") + 1))
+    else if ((values[i] === "--config-env" && next !== undefined && includePath.test(next)) || includePath.test(values[i]!.replace(/^--config-env=/, "")) && values[i]!.startsWith("--config-env=")) {
+      // `--config-env=include.path=V`: the file is V's value, from the environment it runs in.
+      byVariable = true
+    }
   }
   const subcommand = lazygit ? undefined : values[end]
   const at = {
@@ -131,7 +144,8 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
     ...(subcommand === "init" || subcommand === "clone" ? { makesRepository: true } : {}),
     ...(gitDir === undefined ? {} : { gitDir: from(base, gitDir) }),
     ...(workTree === undefined ? {} : { workTree: from(base, workTree) }),
-    ...(configs.length === 0 ? {} : { configs })
+    ...(configs.length === 0 ? {} : { configs }),
+    ...(byVariable ? { unknownFolder: "--config-env names a config file it includes by a variable's value" } : {})
   }
   return { at, folderWords }
 }
@@ -197,8 +211,54 @@ const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*
 const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
+/** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
+const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
+
+/** The builtins `movesShellUnread` reads (and those that run one): a command starting otherwise is passed over. */
+const shellBuiltins = new Set([".", "source", "eval", "builtin", "command"])
+
+/** What a command of the line does to the line's own shell that moves its gits where the check cannot follow, if it does. */
+const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
+  const own = words[0] === "builtin" || words[0] === "command" ? words.slice(1) : words
+  if (own[0] === "." || own[0] === "source") return "a script it sources first may move it or set git's variables"
+  if (own[0] !== "eval") return undefined
+  // eval's text runs in the line's shell: a move or a variable it sets there is the line's.
+  const parsed = CommandLine.tokenize(own.slice(1).join(" "))
+  const inner = parsed.unterminated || parsed.invalid !== undefined ? undefined : simpleCommands(parsed.tokens).commands
+  const moves = (command: ReadonlyArray<CommandLine.Word>) => {
+    const first = command.findIndex((w) => !reservedWords.has(w.value))
+    const values = command.slice(Math.max(first, 0)).map((w) => w.value)
+    return values.some((v) => /^GIT_[A-Z_]*=/.test(v)) || /^(?:cd|pushd|popd|\.|source|export|declare|typeset|readonly|set|eval)$/.test(values.find((v) => !assignment.test(v)) ?? "")
+  }
+  return inner === undefined || inner.some(({ words }) => moves(words)) ? "eval may move it or set git's variables" : undefined
+}
+
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
+
+/**
+ * The config files git includes because the line's variables say so, as the line writes them:
+ * `GIT_CONFIG_PARAMETERS` (`'include.path'='/x'`, as git quotes it, or `'include.path=/x'`) and the
+ * pairs `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (`GIT_CONFIG_COUNT`). Before, an exact rule for
+ * `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=include.path GIT_CONFIG_VALUE_0=$PWD/x.cfg git status` ran what
+ * `x.cfg` named: only `-c include.path=` was read.
+ */
+const includedByVariables = (assigned: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const parameters = assigned.flatMap((word) => /^GIT_CONFIG_PARAMETERS=(.*)$/s.exec(word)?.[1] ?? [])
+    .flatMap((value) => [...value.matchAll(/'(include(?:if\.[^']*)?\.path)(?:'=')?([^']*)'/gis)].flatMap((m) => (m[2]!.startsWith("=") ? m[2]!.slice(1) : m[2]!) || []))
+  const pairs = new Map<string, { key?: string; value?: string }>()
+  for (const word of assigned) {
+    const pair = /^GIT_CONFIG_(KEY|VALUE)_(\d+)=(.*)$/s.exec(word)
+    if (pair === null) continue
+    const entry = pairs.get(pair[2]!) ?? {}
+    pairs.set(pair[2]!, pair[1] === "KEY" ? { ...entry, key: pair[3]! } : { ...entry, value: pair[3]! })
+  }
+  const counted = [...pairs.values()].flatMap(({ key, value }) => (key !== undefined && value !== undefined && includeKey.test(key) && value !== "" ? [value] : []))
+  return [...parameters, ...counted]
+}
+
+/** A config key that makes git read another file. */
+const includeKey = /^include(?:if\..*)?\.path$/is
 
 /**
  * Where a line's gits really work: each from every folder the line may have moved to first (`cd dir &&`, `pushd dir;`,
@@ -209,7 +269,7 @@ const placesLimit = 8
 const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assigned: ReadonlyArray<string>): ReadonlyArray<GitAt> => {
   const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
   const gitDirs = valuesOf(gitDirVariables)
-  const configs = valuesOf(configVariables)
+  const configs = [...valuesOf(configVariables), ...includedByVariables(assigned)].slice(0, placesLimit)
   const indexes = valuesOf(indexVariable)
   // The option wins over the variable, as in git; the last one set is the one a line means.
   const workTree = valuesOf(workTreeVariable).at(-1)
@@ -217,7 +277,7 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
       const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
-      const files = [...own, ...configs.map((file) => NodePath.join(base, file))]
+      const files = [...own, ...configs.map((file) => from(base, file))]
       const indexFiles = [...(at.indexFiles ?? []), ...indexes]
       const shared = {
         base,
@@ -467,23 +527,28 @@ const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.
 
 /** The words of each simple command of a token list, and the files its redirections name. */
 const simpleCommands = (tokens: ReadonlyArray<CommandLine.Token>) => {
-  const commands: Array<{ words: Array<CommandLine.Word> }> = [{ words: [] }]
+  const commands: Array<{ words: Array<CommandLine.Word>; hereStrings: Array<CommandLine.Word> }> = [{ words: [], hereStrings: [] }]
   const redirected: Array<CommandLine.Word> = []
   let redirection: string | undefined
+  let hereString = false
   for (const token of tokens) {
     if (token._tag === "Operator") {
       if (separators.has(token.op)) {
-        commands.push({ words: [] })
+        commands.push({ words: [], hereStrings: [] })
         redirection = undefined
       } else {
+        // `<<<` reads as `<<` then `<`: a here-string, the command's input.
+        hereString = redirection === "<<" && token.op === "<"
         redirection = token.op
       }
       continue
     }
     if (redirection !== undefined) {
-      // A here-document's word is its delimiter, not a file.
-      if (!heredocs.has(redirection)) redirected.push(token)
+      // A here-document's word is its delimiter, not a file; a here-string's is text (and, to a shell, its script).
+      if (hereString) commands.at(-1)!.hereStrings.push(token)
+      else if (!heredocs.has(redirection)) redirected.push(token)
       redirection = undefined
+      hereString = false
       continue
     }
     commands.at(-1)!.words.push(token)
@@ -517,6 +582,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byGit = new Set<string>()
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
+  const filled: Array<string> = []
+  // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
+  let shellMoved: string | undefined
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
@@ -534,6 +602,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const readByGit = new Set(inner.readByGit)
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
+    filled.push(...inner.filled)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -578,9 +647,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   }
 
   for (const w of redirected) word(w, [])
-  for (const { words } of commands) {
+  for (const { words, hereStrings } of commands) {
     const gitsBefore = gits.length
     let at = 0
+    while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
     while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at]!, [], gitDirVariables.test(words[at++]!.value))
     const programWord = words[at]
@@ -589,6 +659,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
+    if (shellMoved === undefined && !programWord.expands && shellBuiltins.has(programWord.value)) shellMoved = movesShellUnread(words.slice(at).map((w) => w.value))
     const move = movesToUnknown(program, args.map((w) => w.value), cdSearched)
     if (move !== undefined) {
       const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"
@@ -618,6 +689,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     args.forEach((w, i) => word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value)))
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
+    // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
+    const fills = LineFills.of(words.slice(at))
+    filled.push(...fills.filled)
+    swapped.push(...fills.landed)
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -673,6 +748,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const flag = shell < 0 ? -1 : words.findIndex((w, k) => k > shell && /^-[A-Za-z]*c[A-Za-z]*$/.test(w.value))
     const script = flag < 0 ? undefined : words[flag + 1]
     if (script !== undefined && !script.expands && depth < 4) lineIn(script.value)
+    // A here-string fed to a shell with no script of its own is its script (`bash <<< 'git -C x status'`).
+    if (shell >= 0 && script === undefined && depth < 4) for (const text of hereStrings) text.expands ? unknown.push({ word: text.raw, why: "the shell expands it when the command runs" }) : lineIn(text.value)
     if (runsAnother) {
       for (const w of words) {
         const text = w === script ? undefined : CommandLine.lineInWord(w)
@@ -687,7 +764,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned), readByGit, swapped: [...new Set(swapped)] }
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => shellMoved === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: shellMoved }), readByGit, swapped: [...new Set(swapped)],
+    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
 }
 
 /**

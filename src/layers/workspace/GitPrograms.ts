@@ -134,12 +134,37 @@ const swapsOut = (cwd: string, text: string, folders: ReadonlyArray<string>): bo
 const swapsIn = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean =>
   !text.startsWith("~") && folders.some((folder) => Paths.isInside(NodePath, folder, NodePath.resolve(cwd, text)))
 
+/** Whether a folder the line fills (`filled`: as it names it, from `cwd`, cwd itself too) holds one of `folders`, below cwd or cwd. */
+const fillsOver = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean => {
+  if (text.startsWith("~")) return false
+  const path = NodePath.resolve(cwd, text)
+  return Paths.isInside(NodePath, cwd, path) && folders.some((folder) => Paths.isInside(NodePath, path, folder))
+}
+
+/** Where git, started in `dir`, looks for a repository inside cwd: `.git` in `dir` and in each folder above it, up to cwd's. */
+const discoveredAt = (cwd: string, dir: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  for (let at = dir; Paths.isInside(NodePath, cwd, at); at = NodePath.dirname(at)) {
+    found.push(NodePath.join(at, ".git"))
+    if (at === cwd) break
+  }
+  return found
+}
+
+/** What a line does to folders before its gits run (`CommandPaths.Named`): what it names to move, remove or copy onto, and what it fills. */
+export interface LineChanges {
+  readonly swapped?: ReadonlyArray<string> | undefined
+  readonly filled?: ReadonlyArray<string> | undefined
+}
+
 /**
  * What the repositories the line's gits work in would run that those repositories chose (see the
  * module's comment), each named once, with where it is relative to cwd when not cwd's own. Empty
  * when there is nothing: the common case, a clone git made.
  */
-export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, swapped: ReadonlyArray<string> = []): Promise<ReadonlyArray<string>> => {
+export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, changes: LineChanges = {}): Promise<ReadonlyArray<string>> => {
+  const swapped = changes.swapped ?? []
+  const filled = changes.filled ?? []
   const found = new Set<string>()
   const seen = new Set<string>()
   const configs = new Map<string, Promise<ReadonlyArray<RunsLater.ConfigRead>>>()
@@ -159,7 +184,13 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     const named = where === ".git" || where.startsWith("..") || NodePath.isAbsolute(where) ? "" : ` (${where})`
     for (const what of await programsOf(worktree, await configsOf(worktree))) found.add(`${what}${named}`)
   }
+  // A line naming the same git many times (`git status; ` × 2,000) is read once a place: before, each was read again
+  // (its folder's search for nested repositories too), 160 s for a 60 KB line.
+  const read = new Set<string>()
   for (const at of gits) {
+    const key = JSON.stringify(at)
+    if (read.has(key)) continue
+    read.add(key)
     // A git whose folder only its run tells (`find -execdir git status`): what it would run cannot be read before.
     if (at.unknownFolder !== undefined) found.add(`(a git whose folder is known only when it runs: ${at.unknownFolder})`)
     const dir = NodePath.resolve(cwd, at.base)
@@ -170,9 +201,16 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     }
     // A folder the line moves, removes or copies onto before its git runs there, or one holding it (`mv y y.old && mv
     // deep/clone y && git -C y status`): what the check read there may not be what git finds. Cwd itself is left out.
-    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)])]
+    // Its folder, its git folder, each `.git` git looks for on the way up (`rm -rf y/.git`, `mv d1/ev/.git .`), and the
+    // config files the line makes it read (`cp d1/evil.cfg g.cfg && GIT_CONFIG_GLOBAL=g.cfg git status`).
+    const configFiles = (at.configs ?? []).map((file) => RunsLater.hooksFolder(file, cwd))
+    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(cwd, dir), ...configFiles]
     const swappedFirst = "(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)"
     if (swapped.some((text) => swapsOut(cwd, text, folders))) found.add(swappedFirst)
+    // One the line unpacks, patches or copies a folder's contents into, or program text it runs may write in, cwd too
+    // (`tar xf t.tar && git status`, `python3 -c 'os.rename(…)' && git -C y status`).
+    const filledFirst = "(a git in a folder the line writes unnamed files into first — an archive, a patch, a folder's copy, program text: what it holds then is known only when it runs)"
+    if (filled.some((text) => fillsOver(cwd, text, folders))) found.add(filledFirst)
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
     const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }
@@ -183,11 +221,13 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
       for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles, gitlinkFolders)) typeof sub === "string" ? found.add(sub) : await add(sub)
       // A submodule's folder the line swaps (`rm -rf sub && mv deep/clone sub && git status`): git looks into what is there then.
       if (swapped.some((text) => swapsOut(cwd, text, gitlinkFolders) || swapsIn(cwd, text, gitlinkFolders))) found.add(swappedFirst)
+      // Or fills, or fills the repository's git folder (`tar xf t.tar -C sub`, `patch -p1 < p.diff` making `sub/.git`).
+      const repository = [worktree.root, worktree.gitDir, worktree.ownGitDir, ...gitlinkFolders]
+      if (filled.some((text) => fillsOver(cwd, text, repository) || swapsIn(cwd, text, gitlinkFolders))) found.add(filledFirst)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.
-    for (const file of at.configs ?? []) {
-      const path = RunsLater.hooksFolder(file, cwd)
+    for (const path of configFiles) {
       for (const what of programSettings(await RunsLater.configSettingsOf(path))) found.add(`${what} (${NodePath.relative(cwd, path)})`)
     }
   }

@@ -1,0 +1,46 @@
+/** What a command fills without the line naming it, and what named sources land as (`LineFills`, round 23). */
+import { describe, expect, it } from "@effect/vitest"
+import * as CommandLine from "../../src/layers/workspace/CommandLine.js"
+import * as LineFills from "../../src/layers/workspace/LineFills.js"
+
+const of = (line: string) => LineFills.of(CommandLine.tokenize(line).tokens.filter((t): t is CommandLine.Word => t._tag === "Word"))
+
+describe("LineFills.of", () => {
+  it("unpackers fill cwd or the folder they are told to write in, when they write", () => {
+    expect(of("tar xf t.tar")).toEqual({ filled: ["."], landed: [] })
+    expect(of("tar -xzf t.tgz -C out")).toEqual({ filled: ["out"], landed: [] })
+    expect(of("tar --extract --file=t.tar --directory=out")).toEqual({ filled: ["out"], landed: [] })
+    expect(of("nice bsdtar xf t.tar")).toEqual({ filled: ["."], landed: [] })
+    expect(of("unzip -oq t.zip -d out")).toEqual({ filled: ["out"], landed: [] })
+    expect(of("cpio -idv")).toEqual({ filled: ["."], landed: [] })
+    expect(of("ar x lib.a")).toEqual({ filled: ["."], landed: [] })
+    expect(of("patch -p1 -d sub")).toEqual({ filled: ["sub"], landed: [] })
+    for (const line of ["tar cf t.tar .", "tar tf t.tar", "unzip -l t.zip", "cpio -o", "ar t lib.a", "patch --dry-run -p1"]) expect(of(line).filled, line).toEqual([])
+  })
+
+  it("a folder's contents copied in fill the destination; named sources land as dest/<name>", () => {
+    expect(of("cp -r ev/. .")).toEqual({ filled: ["."], landed: [] })
+    expect(of("rsync -a ev/ ./")).toEqual({ filled: ["./"], landed: [] })
+    expect(of("cp -r ev/* .").filled).toEqual(["."])
+    expect(of("ditto ev out").filled).toEqual(["out"])
+    expect(of("mv d1/sub .")).toEqual({ filled: [], landed: ["sub"] })
+    expect(of("cp -r d1/ev/.git d1/x out")).toEqual({ filled: [], landed: ["out/.git", "out/x"] })
+    expect(of("ln -s d1/ev/.git .")).toEqual({ filled: [], landed: [".git"] })
+    expect(of("cp -t out -S .bak a b")).toEqual({ filled: [], landed: ["out/a", "out/b"] })
+    expect(of("cp a.txt")).toEqual({ filled: [], landed: [] })
+  })
+
+  it("program text the line runs fills cwd; a file's code, a module, or text that only reads does not", () => {
+    for (const line of ["python3 -c 'import os'", "nice python3 -Ic x", "node -e x", "node --eval=x", "perl -pi -e s/a/b/ f", "ruby -e x", "php -r x", "deno eval x", "python3 -", "python3", "awk 'BEGIN{system(\"x\")}'", "gawk '{print > \"f\"}' a"]) {
+      expect(of(line).filled, line).toEqual(["."])
+    }
+    for (const line of ["python3 s.py", "python3 -m pytest", "node build.js", "python3 --version", "awk '{print $1}' f", "awk -f prog.awk f", "git log --grep node", "grep python3 f"]) {
+      expect(of(line).filled, line).toEqual([])
+    }
+  })
+
+  it("run by xargs, parallel or find: what it moves is read when it runs, cwd is filled", () => {
+    expect(of("xargs -I{} mv d1/clone {}").filled).toEqual(["."])
+    expect(of("find d1 -name sub -exec mv {} . ;").filled).toEqual(["."])
+  })
+})
