@@ -27,10 +27,18 @@ const keyPrefix = /^(?:(?:sk|pk|rk)[-_]|gh[opsur]_|github_pat_|glpat-|xox[abprs]
 /**
  * A part of a name or a version between its separators (`-`, `_`, `.`, `:`, `@`): letters around at
  * most one number of up to 8 digits (`context7`, `V3`, `32B`, `beta1`, `v2024`, `20241105`), at
- * most 24 characters. A key's random part has digits in several places.
+ * most 24 characters.
  */
 const namePart = /^[A-Za-z]*[0-9]{0,8}[A-Za-z]*$/
-const nameShaped = (segment: string): boolean => segment.split(/[-_.:@]/).every((part) => part.length <= 24 && namePart.test(part))
+
+/**
+ * Whether a segment is shaped as a name or a version: each part a `namePart`, and at most one number
+ * inside a part's letters (`gpt4o`). A key's random characters put digits in several places
+ * (`A7KD-9QXZ-M3PL-T8WN`, `abc123def456`).
+ */
+const nameShaped = (segment: string): boolean =>
+  segment.split(/[-_.:@]/).every((part) => part.length <= 24 && namePart.test(part)) &&
+  (segment.match(/[A-Za-z][0-9]+(?=[A-Za-z])/g) ?? []).length <= 1
 
 /** `segment` decoded as a path's is (`%XX`; a `+` stays), or as it is when an escape is malformed. */
 export const pathDecoded = (segment: string): string => {

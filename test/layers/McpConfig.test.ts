@@ -96,6 +96,7 @@ describe("MCP configuration files", () => {
     "https://mcp.example.com/releases/1.0.0-beta1/mcp",
     "https://mcp.example.com/releases/v20241105/mcp",
     "https://mcp.example.com/sk-learn-docs/mcp",
+    "https://gitmcp.io/org/gpt4o-mini-2024-07-18",
     "https://gitmcp.io/owner/repo/tree/a1b2c3d"
   ])("a URL path's names and versions stay: %s is no token, and blanks nothing", (url) => {
     expect(McpConfig.describe("s", { url })).toBe(`s: connects to ${JSON.stringify(url)}`)
@@ -113,7 +114,8 @@ describe("MCP configuration files", () => {
     ["https://mcp.example.com/aws/AKIAIOSFODNN7EXAMPLE/mcp", "AKIAIOSFODNN7EXAMPLE"],
     ["https://actions.zapier.com/mcp/123e4567-e89b-12d3-a456-426614174000/sse", "123e4567-e89b-12d3-a456-426614174000"],
     ["https://mcp.example.com/t/9f86d081884c7d659a2feaa0c55ad015/mcp", "9f86d081884c7d659a2feaa0c55ad015"],
-    ["https://mcp.example.com/t/a8Kq3Zp9Lm2Xw7Rt/mcp", "a8Kq3Zp9Lm2Xw7Rt"]
+    ["https://mcp.example.com/t/a8Kq3Zp9Lm2Xw7Rt/mcp", "a8Kq3Zp9Lm2Xw7Rt"],
+    ["https://mcp.example.com/license/A7KD-9QXZ-M3PL-T8WN/mcp", "A7KD-9QXZ-M3PL-T8WN"]
   ])("a key in a URL's path stays hidden: %s", (url, key) => {
     const line = McpConfig.describe("s", { url })
     expect(line).toContain("/[redacted]/")
