@@ -7,15 +7,38 @@
  */
 
 /**
- * A user name, query value or path segment that reads as a token rather than a setting or a name:
- * 8 characters or more with a letter and a digit or base64's `+`, `/` or `=` in them, or 20 or more
- * of anything. `?stream=true`, `?format=json` or `?api-version=2024-11-05` hidden would blank every
- * `true`, `json` or protocol date of a server's results; `/mcp/v1/sse` is a path, not a key.
+ * A user name or query value that reads as a token rather than a setting: 8 characters or more
+ * with a letter and a digit or base64's `+`, `/` or `=` in them, or 20 or more of anything.
+ * `?stream=true`, `?format=json` or `?api-version=2024-11-05` hidden would blank every `true`,
+ * `json` or protocol date of a server's results. A path segment has a stricter rule (`pathSecret`).
  */
 export const tokenLike = (value: string): boolean => value.length >= 20 || (value.length >= 8 && /[A-Za-z]/.test(value) && /[0-9+/=]/.test(value))
 
 /** A path segment made of lower-case words (`model-context-protocol`): a name, however long. */
 const words = /^[a-z]+(?:[-_.][a-z]+)*$/
+
+/**
+ * The prefixes keys are issued with (OpenAI's and Anthropic's `sk-`, Stripe's `sk_`/`pk_`/`rk_`,
+ * GitHub's `ghp_`…, GitLab's `glpat-`, Slack's `xoxb-`…, Hugging Face's `hf_`, npm's `npm_`, AWS's
+ * `AKIA`, Google's `AIza`).
+ */
+const keyPrefix = /^(?:(?:sk|pk|rk)[-_]|gh[opsur]_|github_pat_|glpat-|xox[abprs]-|xapp-|hf_|npm_|AKIA|AIza)/
+
+/**
+ * A part of a name or a version between its separators (`-`, `_`, `.`, `:`, `@`): letters around at
+ * most one number of up to 8 digits (`context7`, `V3`, `32B`, `beta1`, `v2024`, `20241105`), at
+ * most 24 characters.
+ */
+const namePart = /^[A-Za-z]*[0-9]{0,8}[A-Za-z]*$/
+
+/**
+ * Whether a segment is shaped as a name or a version: each part a `namePart`, and at most one number
+ * inside a part's letters (`gpt4o`). A key's random characters put digits in several places
+ * (`A7KD-9QXZ-M3PL-T8WN`, `abc123def456`).
+ */
+const nameShaped = (segment: string): boolean =>
+  segment.split(/[-_.:@]/).every((part) => part.length <= 24 && namePart.test(part)) &&
+  (segment.match(/[A-Za-z][0-9]+(?=[A-Za-z])/g) ?? []).length <= 1
 
 /** `segment` decoded as a path's is (`%XX`; a `+` stays), or as it is when an escape is malformed. */
 export const pathDecoded = (segment: string): string => {
@@ -28,12 +51,21 @@ export const pathDecoded = (segment: string): string => {
 
 /**
  * Whether a path segment (as written) may be a secret: hosted MCP servers and gateways put a user's
- * key in the path (`https://mcp.example.com/u/sk-live-abc123def456/sse`), where a token-like
- * segment is hidden as a query value is; lower-case words are a name however long.
+ * key in the path (`https://mcp.example.com/u/sk-live-abc123def456/sse`, a gateway's `/k/<key>/`).
+ * Stricter than a query value's rule (`tokenLike`), for a path is made of names and versions, and a
+ * name hidden is blanked in every result of its server ("Use the [redacted] resolve-library-id
+ * tool" for `/@upstash/context7-mcp/mcp`): a key's prefix (`sk-`, `ghp_`, `xoxb-`…) and 8 characters
+ * more, or, unless shaped as a name or version (`DeepSeek-V3`, `Qwen2.5-Coder-32B-Instruct`,
+ * `1.0.0-beta1`, `v2024-11-05`), 16 characters or more mixing letters and digits, or 32 or more.
+ * Lower-case words are a name however long.
  */
 export const pathSecret = (segment: string): boolean => {
   const decoded = pathDecoded(segment)
-  return tokenLike(decoded) && !words.test(decoded)
+  if (words.test(decoded)) return false
+  const prefix = keyPrefix.exec(decoded)
+  if (prefix !== null && decoded.length - prefix[0].length >= 8) return true
+  if (nameShaped(decoded)) return false
+  return decoded.length >= 32 || (decoded.length >= 16 && /[A-Za-z]/.test(decoded) && /[0-9]/.test(decoded))
 }
 
 /** A URL's path (`pathname`) with each segment that may be a secret as `[redacted]`; `/` alone is nothing. */

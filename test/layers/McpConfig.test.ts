@@ -81,11 +81,46 @@ describe("MCP configuration files", () => {
     }
   })
 
-  it("a URL path's names and versions stay: they are no token, and blank nothing", () => {
-    for (const url of ["https://example.test/mcp/v1/sse", "https://example.test/api/2024-11-05/model-context-protocol-server/mcp"]) {
-      expect(McpConfig.describe("s", { url })).toBe(`s: connects to ${JSON.stringify(url)}`)
-      expect(McpSecrets.of({ url })).toEqual([])
-    }
+  // redact40 (review40 F3): on main a path segment was a secret by the query's rule (8 characters with a
+  // letter and a digit): `context7-mcp` was blanked in every result of its server ("Use the [redacted]
+  // resolve-library-id tool"), a repository's `DeepSeek-V3`, a version's `1.0.0-beta1`.
+  it.each([
+    "https://example.test/mcp/v1/sse",
+    "https://example.test/api/2024-11-05/model-context-protocol-server/mcp",
+    "https://server.smithery.ai/@upstash/context7-mcp/mcp",
+    "https://gitmcp.io/deepseek-ai/DeepSeek-V3",
+    "https://gitmcp.io/microsoft/TypeScriptSamples2",
+    "https://gitmcp.io/Qwen/Qwen2.5-Coder-32B-Instruct",
+    "https://gitmcp.io/meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo",
+    "https://mcp.example.com/v2024-11-05/sse",
+    "https://mcp.example.com/releases/1.0.0-beta1/mcp",
+    "https://mcp.example.com/releases/v20241105/mcp",
+    "https://mcp.example.com/sk-learn-docs/mcp",
+    "https://gitmcp.io/org/gpt4o-mini-2024-07-18",
+    "https://gitmcp.io/owner/repo/tree/a1b2c3d"
+  ])("a URL path's names and versions stay: %s is no token, and blanks nothing", (url) => {
+    expect(McpConfig.describe("s", { url })).toBe(`s: connects to ${JSON.stringify(url)}`)
+    expect(McpSecrets.of({ url })).toEqual([])
+  })
+
+  it.each([
+    ["https://mcp.example.com/u/sk-live-abc123def456/sse", "sk-live-abc123def456"],
+    ["https://gateway.example.com/k/Zx8kP2qLm9RtV4wN7yB3cJ6hF1dS5gA0/v1", "Zx8kP2qLm9RtV4wN7yB3cJ6hF1dS5gA0"],
+    ["https://mcp.example.com/k/abc%2Bdef%3D12345678/mcp", "abc%2Bdef%3D12345678"],
+    ["https://mcp.example.com/gh/ghp_abcdefghijklmnopqrstuvwxyz0123456789/mcp", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"],
+    ["https://mcp.example.com/gh/ghp_R2d2C3po/mcp", "ghp_R2d2C3po"],
+    ["https://mcp.example.com/s/xoxb-1234-5678-AbCdEfGh/mcp", "xoxb-1234-5678-AbCdEfGh"],
+    ["https://mcp.example.com/s/sk_live_4eC39HqLyjWDarjtT1zdp7dc/mcp", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"],
+    ["https://mcp.example.com/aws/AKIAIOSFODNN7EXAMPLE/mcp", "AKIAIOSFODNN7EXAMPLE"],
+    ["https://actions.zapier.com/mcp/123e4567-e89b-12d3-a456-426614174000/sse", "123e4567-e89b-12d3-a456-426614174000"],
+    ["https://mcp.example.com/t/9f86d081884c7d659a2feaa0c55ad015/mcp", "9f86d081884c7d659a2feaa0c55ad015"],
+    ["https://mcp.example.com/t/a8Kq3Zp9Lm2Xw7Rt/mcp", "a8Kq3Zp9Lm2Xw7Rt"],
+    ["https://mcp.example.com/license/A7KD-9QXZ-M3PL-T8WN/mcp", "A7KD-9QXZ-M3PL-T8WN"]
+  ])("a key in a URL's path stays hidden: %s", (url, key) => {
+    const line = McpConfig.describe("s", { url })
+    expect(line).toContain("/[redacted]/")
+    expect(line).not.toContain(key)
+    expect(McpSecrets.of({ url })).toContain(key)
   })
 
   it("a URL's settings blank nothing: a protocol date, words of a query split on its spaces", () => {

@@ -1,6 +1,6 @@
 /**
  * The values a server's configuration gives it that are secrets — an HTTP server's header values
- * (`Authorization: Bearer …`, `x-api-key`) and its URL's userinfo, query values and token-like path segments, a stdio server's `env` values whose names say they are
+ * (`Authorization: Bearer …`, `x-api-key`) and its URL's userinfo, query values and path segments that read as keys, a stdio server's `env` values whose names say they are
  * keys or tokens — kept out of what the agent writes about the server: its errors (a 401 page or a
  * proxy's error that shows the request's headers back) and its tools' results go into the session's
  * log and to the model. Before, a server answering 500 with the request's headers put the user's

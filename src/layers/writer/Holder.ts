@@ -24,7 +24,10 @@ export interface Holder {
   readonly bootId?: string
   /** The holder's pid namespace (`/proc/self/ns/pid`): its pid means nothing in another one (another container). */
   readonly pidNamespace?: string
-  /** The holder's time namespace (`/proc/self/ns/time`): its monotonic clock is this one's only in the same. */
+  /**
+   * The holder's time namespace (`/proc/self/ns/time`; `none` on a kernel without them): its
+   * monotonic clock is this one's only in the same.
+   */
   readonly timeNamespace?: string
   /** When the lock was taken (ISO time), for people reading the holder's description. */
   readonly startedAt: string
@@ -57,7 +60,23 @@ const readOr = (read: () => string): string | undefined => {
 }
 const ownBootId = readOr(() => readFileSync("/proc/sys/kernel/random/boot_id", "utf8"))
 const ownPidNamespace = readOr(() => readlinkSync("/proc/self/ns/pid"))
-const ownTimeNamespace = readOr(() => readlinkSync("/proc/self/ns/time"))
+
+/**
+ * This process's time namespace as `readlink` tells it (`/proc/self/ns/time`), `none` on a kernel
+ * without time namespaces — before Linux 5.6 (RHEL 8, Ubuntu 20.04, Amazon Linux 2) or built
+ * without them — where ns/time is missing (ENOENT) while ns/pid is there, and every process of the
+ * boot reads one CLOCK_MONOTONIC: recorded, so two holders of such a boot are judged on it. Unknown
+ * where it cannot be told (no `/proc`, ns/time unreadable for another reason).
+ */
+export const timeNamespaceOf = (readlink: (path: string) => string): string | undefined => {
+  try {
+    return readlink("/proc/self/ns/time").trim()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") return undefined
+    return readOr(() => readlink("/proc/self/ns/pid")) === undefined ? undefined : "none"
+  }
+}
+const ownTimeNamespace = timeNamespaceOf((path) => readlinkSync(path))
 
 /** A fresh holder record for this process. */
 export const current = (now: Date = new Date()): Holder => ({
@@ -105,7 +124,17 @@ export const liveness = (holder: Holder): Liveness => {
  * their host names — and this time namespace, both known. A step of the wall clock moves it for no one.
  */
 export const sharesMonotonicClock = (holder: Holder): boolean =>
-  ownBootId !== undefined && holder.bootId === ownBootId && ownTimeNamespace !== undefined && holder.timeNamespace === ownTimeNamespace
+  sameMonotonicClock({ bootId: ownBootId, timeNamespace: ownTimeNamespace }, holder)
+
+/**
+ * Whether `holder` reads the monotonic clock of a process of boot `own.bootId` in time namespace
+ * `own.timeNamespace`: both known and equal. A holder that records no time namespace (an older
+ * version's) is judged on the wall clock, as before.
+ */
+export const sameMonotonicClock = (
+  own: { readonly bootId: string | undefined; readonly timeNamespace: string | undefined },
+  holder: Holder
+): boolean => own.bootId !== undefined && holder.bootId === own.bootId && own.timeNamespace !== undefined && holder.timeNamespace === own.timeNamespace
 
 /** One line for people: `pid 1234 on host h (since 2026-…)`. */
 export const describe = (holder: Holder): string => `pid ${holder.pid} on host ${holder.hostname} (since ${holder.startedAt})`
