@@ -47,13 +47,51 @@ export interface ThinkingEnd {
  */
 export const sendable = (block: ThinkingBlock): boolean => block.model !== undefined && (block.signature !== undefined || block.redacted !== undefined)
 
+/**
+ * Whether a block can be sent back to `provider`'s `model`: it is {@link sendable} and that model
+ * wrote it (a signature is its writer's; thinking from before a switch is the other model's).
+ */
+export const sendableTo = (block: ThinkingBlock, provider: string, model: string): boolean =>
+  sendable(block) && block.provider === provider && block.model === model
+
+/** A block's signature or redacted data, each only when there is one. */
+export const proofOf = (block: { readonly signature?: string | undefined; readonly redacted?: string | undefined }) => ({
+  ...(block.signature === undefined ? {} : { signature: block.signature }),
+  ...(block.redacted === undefined ? {} : { redacted: block.redacted })
+})
+
+/**
+ * Whether the active assistant turn of `messages` — the assistant's messages after the last user
+ * message (tool results do not end it) — opens with a block `sends` keeps, or there is none yet.
+ * Anthropic: "You cannot toggle thinking in the middle of an assistant turn, including during tool
+ * use loops. The entire assistant turn should operate in a single thinking mode: if thinking is
+ * enabled, the final assistant turn should start with a thinking block" (docs, extended thinking,
+ * "Toggling thinking modes in conversations"). A compaction can summarise a turn's first step away
+ * (see `Compaction.cut`): such a request asks for no thinking ({@link withoutActiveThinking}).
+ */
+export const activeTurnThinks = (messages: ReadonlyArray<Message>, sends: (block: ThinkingBlock) => boolean): boolean => {
+  let first: Message | undefined = undefined
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role !== "user"; i--) if (messages[i]!.role === "assistant") first = messages[i]
+  return first?.role !== "assistant" || first.thinking?.some(sends) === true
+}
+
+/** The messages with no thinking in the active assistant turn: what a request that asks for none carries. */
+export const withoutActiveThinking = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  let i = messages.length
+  while (i > 0 && messages[i - 1]!.role !== "user") i--
+  return messages.slice(0, i).concat(messages.slice(i).map((m) => {
+    if (m.role !== "assistant" || m.thinking === undefined) return m
+    const { thinking: _, ...rest } = m
+    return rest
+  }))
+}
+
 /** A block ended: the text streamed so far with who wrote it and its signature or data (each only when there is one). */
 const endedBlock = (text: string, end: ThinkingEnd): ThinkingBlock => ({
   text,
   provider: end.provider,
   model: end.model,
-  ...(end.signature === undefined ? {} : { signature: end.signature }),
-  ...(end.redacted === undefined ? {} : { redacted: end.redacted })
+  ...proofOf(end)
 })
 
 /** The blocks with thinking text added: to the last one while it streams, else as a new one. */

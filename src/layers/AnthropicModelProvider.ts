@@ -26,6 +26,7 @@ import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { Message, ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -136,7 +137,7 @@ const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, 
  */
 const thinkingBlocks = (blocks: ReadonlyArray<ThinkingBlock> | undefined, model: string | undefined): Array<ContentBlockParam> =>
   blocks === undefined || model === undefined ? [] : blocks.flatMap((block): Array<ContentBlockParam> =>
-    block.provider !== "anthropic" || block.model !== model
+    !Transcript.sendableTo(block, "anthropic", model)
       ? []
       : block.redacted !== undefined
       ? [{ type: "redacted_thinking", data: block.redacted }]
@@ -206,13 +207,19 @@ export const toRequest = (
   promptCaching = true,
   thinkingBudget?: number
 ): MessageCreateParamsStreaming => {
+  // Thinking is asked for only when the active assistant turn opens with this model's thinking (or
+  // none has begun): the API refuses a turn that toggles it (see Transcript.activeTurnThinks).
+  const budget = thinkingBudget !== undefined && Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, "anthropic", model))
+    ? thinkingBudget
+    : undefined
+  const messages = budget === thinkingBudget ? request.messages : Transcript.withoutActiveThinking(request.messages)
   const body: MessageCreateParamsStreaming = {
     model,
     max_tokens: maxTokens,
     stream: true,
-    ...(thinkingBudget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: thinkingBudget } }),
+    ...(budget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: budget } }),
     ...(request.system === "" ? {} : { system: request.system }),
-    messages: toMessages(request.messages, request.images, request.tools, model),
+    messages: toMessages(messages, request.images, request.tools, model),
     ...(request.tools.length === 0
       ? {}
       : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })

@@ -20,6 +20,7 @@ import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -31,6 +32,7 @@ import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure, type ProviderFailureReason } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import type { Json } from "../domain/Json.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -410,13 +412,29 @@ interface Writer {
  */
 const reasoningParts = (blocks: ReadonlyArray<ThinkingBlock> | undefined, writer: Writer | undefined): Array<Prompt.ReasoningPartEncoded> =>
   blocks === undefined || writer === undefined ? [] : blocks.flatMap((block): Array<Prompt.ReasoningPartEncoded> =>
-    block.provider !== writer.provider || block.model !== writer.model
+    !Transcript.sendableTo(block, writer.provider, writer.model)
       ? []
       : block.redacted !== undefined
       ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "redacted_thinking", redactedData: block.redacted } } }]
       : block.signature !== undefined
       ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "thinking", signature: block.signature } } }]
       : [])
+
+/**
+ * `@effect/ai-anthropic`'s per-request config (`AnthropicLanguageModel.Config`, read by its key: the
+ * package is an optional peer, not imported here). Other providers never read it.
+ */
+const AnthropicConfig = Context.GenericTag<Record<string, unknown>>("@effect/ai-anthropic/AnthropicLanguageModel/Config")
+
+/**
+ * A stream whose Anthropic request asks for no thinking (`thinking: {type: "disabled"}` over the
+ * config in context, as `AnthropicLanguageModel.withConfigOverride` does): the bridge cannot see
+ * whether the model's own config asks for thinking, so it says so whenever the active turn does not
+ * open with thinking (a turn without thinking, where it changes nothing, included).
+ */
+const withoutAnthropicThinking = <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E, R> =>
+  Stream.unwrap(Effect.map(Effect.serviceOption(AnthropicConfig), (config) =>
+    Stream.provideService(stream, AnthropicConfig, { ...Option.getOrElse(config, () => ({})), thinking: { type: "disabled" } })))
 
 /** A part's Anthropic metadata (`@effect/ai-anthropic`'s: a block's kind, its signature or redacted data), when it has some. */
 const anthropicMetadata = (metadata: unknown): Record<string, unknown> | undefined => {
@@ -447,11 +465,13 @@ export const fromLanguageModel = (
       stream: (request) => {
         // Lone surrogates repaired as the vendor adapters repair theirs (Support.wellFormed): the
         // bridge's requests carry the same log text, and Anthropic refuses one that holds one.
-        const prompt = Support.wellFormed(toPrompt(request, writer))
+        // As the Anthropic adapter: a turn whose first step lost its thinking (a compaction) goes on without (Transcript.activeTurnThinks).
+        const thinks = Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, writer.provider, writer.model))
+        const prompt = Support.wellFormed(toPrompt(thinks ? request : { ...request, messages: Transcript.withoutActiveThinking(request.messages) }, writer))
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })
-        return toChunks(parts.pipe(
+        return toChunks((thinks ? parts : withoutAnthropicThinking(parts)).pipe(
           Stream.mapError((error) => toFailure(error, clock.unsafeCurrentTimeMillis())),
           Stream.timeoutFail(stalled, idleTimeout)
         ))
