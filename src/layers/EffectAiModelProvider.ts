@@ -318,6 +318,12 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       open.clear()
       return calls
     }
+    // Reasoning blocks still open (at the finish, or when the stream ended or failed): each ends unsigned, never sent back.
+    const cutReasoning = (): Array<ModelProvider.ModelChunk> => {
+      const cut = [...reasoning.keys()].map(() => ModelProvider.thinkingBlock({}))
+      reasoning.clear()
+      return cut
+    }
     // A call closed with no argument text and parsed to `{}`: held until the next part says whether it was the last.
     let held: ModelProvider.ModelChunk | undefined
     // The finish part came: a stream that ends without one was cut (see Support.endedEarly).
@@ -353,9 +359,11 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           return []
         }
         case "reasoning-start": {
+          // As through the SDK: a block still open (this id started again included) ends unsigned first.
+          const cut = cutReasoning()
           const anthropic = anthropicMetadata(part.metadata)
           reasoning.set(part.id, anthropic?.type === "redacted_thinking" && typeof anthropic.redactedData === "string" ? { redacted: anthropic.redactedData } : {})
-          return []
+          return cut
         }
         case "reasoning-delta": {
           // As through the SDK: thinking and its signature count only inside a reasoning block.
@@ -372,7 +380,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         }
         case "finish":
           finished = true
-          return [...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
+          return [...cutReasoning(), ...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
           return errorPartFailure(part.error)
         default:
@@ -388,14 +396,15 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       const all = before.length === 0 ? own : [...before, ...own]
       return all.length === 0 ? Option.none() : Option.some(Effect.succeed(all))
     }))
-    return Stream.catchAll(Stream.concat(chunks, Support.endedEarly(() => finished, "its finish part")), (failure) => {
-      if (failedOnOpenCall(failure, open)) return Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")])
+    const cutAtEnd = Stream.suspend(() => Stream.fromIterable(cutReasoning()))
+    return Stream.catchAll(Stream.concat(Stream.concat(chunks, cutAtEnd), Support.endedEarly(() => finished, "its finish part")), (failure) => {
+      if (failedOnOpenCall(failure, open)) return Stream.fromIterable([...cutReasoning(), ...release(false), ...unfinished(), ModelProvider.finish("length")])
       // A stop reason newer than the provider's schema ended the response: finished as the vendor
       // adapter finishes it. Its usage rode in the refused event and is lost with it.
       const stopReason = refusedStopReason(failure)
       if (stopReason === undefined) return Stream.fail(failure)
       const reason = refusedFinishReason(stopReason)
-      return Stream.fromIterable([...release(Support.cutsLastCall(reason)), ...unfinished(), ModelProvider.finish(reason)])
+      return Stream.fromIterable([...cutReasoning(), ...release(Support.cutsLastCall(reason)), ...unfinished(), ModelProvider.finish(reason)])
     })
   })
 
