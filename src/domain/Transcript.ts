@@ -586,8 +586,10 @@ export class Held {
   private openDeltas = 0
   private openPieces = 0
   private openCalls: Array<TranscriptToolCall> = []
-  /** The open response's thinking blocks; undefined until it has some (a response without thinking holds none). */
-  private openThinking: ReadonlyArray<ThinkingBlock> | undefined = undefined
+  /** The open response's ended thinking blocks; undefined until it has some (a response without thinking holds none). */
+  private openThinking: Array<ThinkingBlock> | undefined = undefined
+  /** The text of the open response's thinking block still streaming, a cons string per delta as `openContent`; undefined: none streams. */
+  private openThinkingText: string | undefined = undefined
   /** What rewinds took out (see {@link Past}); undefined before the first rewind. */
   private past: Past | undefined = undefined
   /**
@@ -639,18 +641,21 @@ export class Held {
     return this
   }
 
-  /** Thinking text of the streaming response (rare and short next to text: each delta copies its block's text). */
+  /** Thinking text of the streaming response: appended to its block's text, as `text` appends (no copy of the blocks per delta). */
   thinking(turnId: string, text: string, sequence: number): this {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
-    this.openThinking = withThinkingText(this.openThinking, text)
+    this.openThinkingText = (this.openThinkingText ?? "") + text
     this.changed(this.entries.length)
     return this
   }
 
-  /** A thinking block of the streaming response ended. */
+  /** A thinking block of the streaming response ended: its text made one flat string (see `close`), as {@link withThinkingEnd} ends it. */
   thinkingEnd(turnId: string, end: ThinkingEnd, sequence: number): this {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
-    this.openThinking = withThinkingEnd(this.openThinking, end)
+    const text = this.openThinkingText ?? ""
+    Number(text)
+    ;(this.openThinking ??= []).push(endedBlock(text, end))
+    this.openThinkingText = undefined
     this.changed(this.entries.length)
     return this
   }
@@ -763,7 +768,9 @@ export class Held {
         content: this.openContent,
         toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice(),
         sequence: this.openSequence,
-        ...(this.openThinking === undefined ? {} : { thinking: this.openThinking })
+        ...(this.openThinking === undefined && this.openThinkingText === undefined
+          ? {}
+          : { thinking: [...(this.openThinking ?? []), ...(this.openThinkingText === undefined ? [] : [{ text: this.openThinkingText }])] })
       }
   }
 
@@ -792,6 +799,7 @@ export class Held {
     // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
     // entry then holds one string rather than a chain of every delta.
     Number(open.content)
+    if (this.openThinkingText !== undefined) Number(this.openThinkingText)
     // An id the response repeats is left to the scan, which gives the result to every call of that id
     // (as `withResult` does); a place would name only the last.
     const seen = open.toolCalls.length > 1 ? new Set<string>() : undefined
@@ -810,6 +818,7 @@ export class Held {
     this.openPieces = 0
     this.openCalls = []
     this.openThinking = undefined
+    this.openThinkingText = undefined
     return true
   }
 
