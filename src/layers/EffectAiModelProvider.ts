@@ -445,6 +445,17 @@ const withoutAnthropicThinking = <A, E, R>(stream: Stream.Stream<A, E, R>): Stre
   Stream.unwrap(Effect.map(Effect.serviceOption(AnthropicConfig), (config) =>
     Stream.provideService(stream, AnthropicConfig, { ...Option.getOrElse(config, () => ({})), thinking: { type: "disabled" } })))
 
+/**
+ * Whether a request may be one of a session with thinking on: it carries thinking, or its active turn
+ * follows a compaction's summary (which may have taken the turn's thinking away). Only then does the
+ * bridge turn thinking off explicitly — a session without thinking keeps its requests as they were
+ * (a change of the thinking parameter invalidates Anthropic's message cache breakpoints).
+ */
+const mayThink = (messages: ReadonlyArray<ModelProvider.ModelRequest["messages"][number]>): boolean => {
+  const lastUser = messages.findLast((m) => m.role === "user")
+  return lastUser?.content.startsWith(Transcript.summaryPrefix) === true || messages.some((m) => m.role === "assistant" && m.thinking !== undefined)
+}
+
 /** A part's Anthropic metadata (`@effect/ai-anthropic`'s: a block's kind, its signature or redacted data), when it has some. */
 const anthropicMetadata = (metadata: unknown): Record<string, unknown> | undefined => {
   const anthropic = typeof metadata === "object" && metadata !== null ? (metadata as Record<string, unknown>).anthropic : undefined
@@ -480,7 +491,7 @@ export const fromLanguageModel = (
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })
-        return toChunks((thinks ? parts : withoutAnthropicThinking(parts)).pipe(
+        return toChunks((thinks || !mayThink(request.messages) ? parts : withoutAnthropicThinking(parts)).pipe(
           Stream.mapError((error) => toFailure(error, clock.unsafeCurrentTimeMillis())),
           Stream.timeoutFail(stalled, idleTimeout)
         ))
