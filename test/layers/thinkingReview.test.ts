@@ -136,6 +136,12 @@ describe("F2: a thinking block restarted at its index", () => {
       expect(blocks).toEqual([{ type: "thinking", thinking: "BBB", signature: "SIG-B" }])
     }))
 
+  it.effect("a block never stopped before the next one starts (another index) ends unsigned there: its text is not joined to the next block's", () =>
+    Effect.gen(function*() {
+      const blocks = yield* thinkingBlockEvents([messageStart, start(0), think(0, "AAA"), start(1), think(1, "BBB"), sign(1, "SIG-B"), { type: "content_block_stop", index: 1 }, ...end])
+      expect(blocks).toEqual([{ type: "thinking", thinking: "BBB", signature: "SIG-B" }])
+    }))
+
   it.effect("a block open at message_stop ends there, unsigned: the next response's thinking is not glued to it", () =>
     Effect.gen(function*() {
       const chunks = yield* Stream.runCollect(AnthropicModelProvider.toChunks(Stream.fromIterable([messageStart, start(0), think(0, "AAA"), sign(0, "S"), ...end] as never)))
