@@ -174,6 +174,9 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
   }
 
   const event = (event: AgentEvent.AgentEvent) => {
+    // Any other event ends the block streaming (its end, text, a call, the turn's end, a user's
+    // message): a block cut before its \`model.thinking_block\` is said in its place, not glued to the next.
+    if (thinking !== "" && event.type !== "model.thinking_delta") thought()
     switch (event.type) {
       case "user.message":
         countImages(event.turnId, event.payload.images)
@@ -193,7 +196,7 @@ export const make = (output: Output, options: { readonly transcript: boolean; re
         thinking += event.payload.text
         return
       case "model.thinking_block":
-        return thought()
+        return
       case "permission.requested": {
         // The approval question names the real targets outside cwd, not just the name the model gave.
         const call = calls.get(event.payload.toolCallId)

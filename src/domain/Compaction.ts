@@ -51,9 +51,27 @@ export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number,
     kept += tokens
     first--
   }
+  first = withTurnThinking(entries, first, kept, keepRecentTokens)
   const summarised = entries.slice(0, first)
   if (!summarised.some((entry) => entry.role !== "summary")) return undefined
   return { summarised, firstKeptSequence: entries[first]?.sequence ?? nextSequence }
+}
+
+/**
+ * Where a cut inside the active assistant turn (the entries after the last user message or summary)
+ * goes instead: back to that turn's first entry when it carries thinking that can be sent back and
+ * the kept part then stays within twice the recent window. A turn with thinking on must open with a
+ * thinking block (Transcript.activeTurnThinks); one whose first step is summarised away goes on
+ * without thinking (the adapters ask for none), so the cut keeps it where that costs little.
+ */
+const withTurnThinking = (entries: ReadonlyArray<Transcript.TranscriptEntry>, first: number, kept: number, keepRecentTokens: number): number => {
+  let opening = entries.length
+  while (opening > 0 && entries[opening - 1]!.role === "assistant") opening--
+  const entry = entries[opening]
+  if (opening >= first || entry?.role !== "assistant" || entry.sequence === undefined || entry.thinking?.some(Transcript.sendable) !== true) return first
+  let tokens = kept
+  for (let i = opening; i < first; i++) tokens += entryTokens(entries[i]!)
+  return tokens <= 2 * keepRecentTokens ? opening : first
 }
 
 /**

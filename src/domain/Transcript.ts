@@ -47,13 +47,51 @@ export interface ThinkingEnd {
  */
 export const sendable = (block: ThinkingBlock): boolean => block.model !== undefined && (block.signature !== undefined || block.redacted !== undefined)
 
+/**
+ * Whether a block can be sent back to `provider`'s `model`: it is {@link sendable} and that model
+ * wrote it (a signature is its writer's; thinking from before a switch is the other model's).
+ */
+export const sendableTo = (block: ThinkingBlock, provider: string, model: string): boolean =>
+  sendable(block) && block.provider === provider && block.model === model
+
+/** A block's signature or redacted data, each only when there is one. */
+export const proofOf = (block: { readonly signature?: string | undefined; readonly redacted?: string | undefined }) => ({
+  ...(block.signature === undefined ? {} : { signature: block.signature }),
+  ...(block.redacted === undefined ? {} : { redacted: block.redacted })
+})
+
+/**
+ * Whether the active assistant turn of `messages` — the assistant's messages after the last user
+ * message (tool results do not end it) — opens with a block `sends` keeps, or there is none yet.
+ * Anthropic: "You cannot toggle thinking in the middle of an assistant turn, including during tool
+ * use loops. The entire assistant turn should operate in a single thinking mode: if thinking is
+ * enabled, the final assistant turn should start with a thinking block" (docs, extended thinking,
+ * "Toggling thinking modes in conversations"). A compaction can summarise a turn's first step away
+ * (see `Compaction.cut`): such a request asks for no thinking ({@link withoutActiveThinking}).
+ */
+export const activeTurnThinks = (messages: ReadonlyArray<Message>, sends: (block: ThinkingBlock) => boolean): boolean => {
+  let first: Message | undefined = undefined
+  for (let i = messages.length - 1; i >= 0 && messages[i]!.role !== "user"; i--) if (messages[i]!.role === "assistant") first = messages[i]
+  return first?.role !== "assistant" || first.thinking?.some(sends) === true
+}
+
+/** The messages with no thinking in the active assistant turn: what a request that asks for none carries. */
+export const withoutActiveThinking = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> => {
+  let i = messages.length
+  while (i > 0 && messages[i - 1]!.role !== "user") i--
+  return messages.slice(0, i).concat(messages.slice(i).map((m) => {
+    if (m.role !== "assistant" || m.thinking === undefined) return m
+    const { thinking: _, ...rest } = m
+    return rest
+  }))
+}
+
 /** A block ended: the text streamed so far with who wrote it and its signature or data (each only when there is one). */
 const endedBlock = (text: string, end: ThinkingEnd): ThinkingBlock => ({
   text,
   provider: end.provider,
   model: end.model,
-  ...(end.signature === undefined ? {} : { signature: end.signature }),
-  ...(end.redacted === undefined ? {} : { redacted: end.redacted })
+  ...proofOf(end)
 })
 
 /** The blocks with thinking text added: to the last one while it streams, else as a new one. */
@@ -548,8 +586,10 @@ export class Held {
   private openDeltas = 0
   private openPieces = 0
   private openCalls: Array<TranscriptToolCall> = []
-  /** The open response's thinking blocks; undefined until it has some (a response without thinking holds none). */
-  private openThinking: ReadonlyArray<ThinkingBlock> | undefined = undefined
+  /** The open response's ended thinking blocks; undefined until it has some (a response without thinking holds none). */
+  private openThinking: Array<ThinkingBlock> | undefined = undefined
+  /** The text of the open response's thinking block still streaming, a cons string per delta as `openContent`; undefined: none streams. */
+  private openThinkingText: string | undefined = undefined
   /** What rewinds took out (see {@link Past}); undefined before the first rewind. */
   private past: Past | undefined = undefined
   /**
@@ -601,18 +641,21 @@ export class Held {
     return this
   }
 
-  /** Thinking text of the streaming response (rare and short next to text: each delta copies its block's text). */
+  /** Thinking text of the streaming response: appended to its block's text, as `text` appends (no copy of the blocks per delta). */
   thinking(turnId: string, text: string, sequence: number): this {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
-    this.openThinking = withThinkingText(this.openThinking, text)
+    this.openThinkingText = (this.openThinkingText ?? "") + text
     this.changed(this.entries.length)
     return this
   }
 
-  /** A thinking block of the streaming response ended. */
+  /** A thinking block of the streaming response ended: its text made one flat string (see `close`), as {@link withThinkingEnd} ends it. */
   thinkingEnd(turnId: string, end: ThinkingEnd, sequence: number): this {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
-    this.openThinking = withThinkingEnd(this.openThinking, end)
+    const text = this.openThinkingText ?? ""
+    Number(text)
+    ;(this.openThinking ??= []).push(endedBlock(text, end))
+    this.openThinkingText = undefined
     this.changed(this.entries.length)
     return this
   }
@@ -725,7 +768,9 @@ export class Held {
         content: this.openContent,
         toolCalls: this.openCalls.length === 0 ? noCalls : this.openCalls.slice(),
         sequence: this.openSequence,
-        ...(this.openThinking === undefined ? {} : { thinking: this.openThinking })
+        ...(this.openThinking === undefined && this.openThinkingText === undefined
+          ? {}
+          : { thinking: [...(this.openThinking ?? []), ...(this.openThinkingText === undefined ? [] : [{ text: this.openThinkingText }])] })
       }
   }
 
@@ -754,6 +799,7 @@ export class Held {
     // Number() reads the whole string, which makes V8 flatten the cons string the deltas built: the
     // entry then holds one string rather than a chain of every delta.
     Number(open.content)
+    if (this.openThinkingText !== undefined) Number(this.openThinkingText)
     // An id the response repeats is left to the scan, which gives the result to every call of that id
     // (as `withResult` does); a place would name only the last.
     const seen = open.toolCalls.length > 1 ? new Set<string>() : undefined
@@ -772,6 +818,7 @@ export class Held {
     this.openPieces = 0
     this.openCalls = []
     this.openThinking = undefined
+    this.openThinkingText = undefined
     return true
   }
 

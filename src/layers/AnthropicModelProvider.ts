@@ -26,6 +26,7 @@ import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { Message, ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -136,7 +137,7 @@ const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, 
  */
 const thinkingBlocks = (blocks: ReadonlyArray<ThinkingBlock> | undefined, model: string | undefined): Array<ContentBlockParam> =>
   blocks === undefined || model === undefined ? [] : blocks.flatMap((block): Array<ContentBlockParam> =>
-    block.provider !== "anthropic" || block.model !== model
+    !Transcript.sendableTo(block, "anthropic", model)
       ? []
       : block.redacted !== undefined
       ? [{ type: "redacted_thinking", data: block.redacted }]
@@ -206,13 +207,19 @@ export const toRequest = (
   promptCaching = true,
   thinkingBudget?: number
 ): MessageCreateParamsStreaming => {
+  // Thinking is asked for only when the active assistant turn opens with this model's thinking (or
+  // none has begun): the API refuses a turn that toggles it (see Transcript.activeTurnThinks).
+  const budget = thinkingBudget !== undefined && Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, "anthropic", model))
+    ? thinkingBudget
+    : undefined
+  const messages = budget === thinkingBudget ? request.messages : Transcript.withoutActiveThinking(request.messages)
   const body: MessageCreateParamsStreaming = {
     model,
     max_tokens: maxTokens,
     stream: true,
-    ...(thinkingBudget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: thinkingBudget } }),
+    ...(budget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: budget } }),
     ...(request.system === "" ? {} : { system: request.system }),
-    messages: toMessages(request.messages, request.images, request.tools, model),
+    messages: toMessages(messages, request.images, request.tools, model),
     ...(request.tools.length === 0
       ? {}
       : { tools: request.tools.map((t): Tool => ({ name: t.name, description: t.description, input_schema: t.inputSchema as Tool["input_schema"] })) })
@@ -293,6 +300,12 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
       held = undefined
       return [call]
     }
+    // Thinking blocks at these indexes never stopped (open when another block started — at their index
+    // too, a proxy's splice —, at message_stop or when the stream ended): each ends here unsigned, shown and never sent back.
+    // Left open, the next block's text joined it and went back under that block's signature: a modified
+    // block, which the API refuses in every later request to the model.
+    const cutThinking = (indexes: ReadonlyArray<number>): ReadonlyArray<ModelProvider.ModelChunk> =>
+      indexes.flatMap((index) => (thinking.delete(index) ? [ModelProvider.thinkingBlock({})] : []))
     const chunksOf = (event: RawMessageStreamEvent): ReadonlyArray<ModelProvider.ModelChunk> => {
       switch (event.type) {
         case "message_start": {
@@ -315,13 +328,14 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // (it was, overwritten) but handed on as one the stream never stopped (see message_stop).
           const replaced = tools.get(event.index)
           tools.delete(event.index)
-          const before = replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]
+          // A thinking block still open ends here too: blocks stream one at a time, and a response's
+          // thinking deltas belong to its latest block (the transcript joins them).
+          const before = [...(replaced === undefined ? [] : [ModelProvider.toolCall(replaced.id, replaced.name, replaced.json)]), ...cutThinking([...thinking.keys()])]
           const block = event.content_block as Partial<typeof event.content_block> | undefined
           if (block?.type === "tool_use" && streamed.takes(tools.size)) {
             // An id or name that is no string is none: the engine gives the call an id of its own, and no tool has no name.
             tools.set(event.index, { id: Support.stringField(block.id), name: Support.stringField(block.name), json: "" })
           }
-          thinking.delete(event.index)
           if (block?.type === "thinking") {
             // A start may carry the block's first text and signature (the API sends them empty, then deltas).
             thinking.set(event.index, { signature: Support.stringField(block.signature) })
@@ -383,7 +397,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
           // arguments as a string (even none), which no tool takes — never `{}`, which some would.
           const unfinished = [...tools.values()].map((tool) => ModelProvider.toolCall(tool.id, tool.name, tool.json))
           tools.clear()
-          return [...release(Support.cutsLastCall(finishReason(stop))), ...unfinished, ModelProvider.finish(finishReason(stop), usage)]
+          return [...cutThinking([...thinking.keys()]), ...release(Support.cutsLastCall(finishReason(stop))), ...unfinished, ModelProvider.finish(finishReason(stop), usage)]
         }
         default:
           return []
@@ -395,7 +409,8 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
         : held === undefined || event.type === "message_delta" || event.type === "message_stop"
         ? chunksOf(event)
         : [...release(false), ...chunksOf(event)])
-    return Stream.concat(body, Support.endedEarly(() => stopped, "message_stop"))
+    const cutAtEnd = Stream.suspend(() => Stream.fromIterable(cutThinking([...thinking.keys()])))
+    return Stream.concat(Stream.concat(body, cutAtEnd), Support.endedEarly(() => stopped, "message_stop"))
   })
 
 /**

@@ -20,6 +20,7 @@ import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -31,6 +32,7 @@ import type { Usage } from "../domain/AgentEvent.js"
 import { ProviderFailure, type ProviderFailureReason } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import type { Json } from "../domain/Json.js"
+import * as Transcript from "../domain/Transcript.js"
 import type { ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
 import * as Support from "./providers/Support.js"
@@ -316,6 +318,12 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       open.clear()
       return calls
     }
+    // Reasoning blocks still open (at the finish, or when the stream ended or failed): each ends unsigned, never sent back.
+    const cutReasoning = (): Array<ModelProvider.ModelChunk> => {
+      const cut = [...reasoning.keys()].map(() => ModelProvider.thinkingBlock({}))
+      reasoning.clear()
+      return cut
+    }
     // A call closed with no argument text and parsed to `{}`: held until the next part says whether it was the last.
     let held: ModelProvider.ModelChunk | undefined
     // The finish part came: a stream that ends without one was cut (see Support.endedEarly).
@@ -351,9 +359,11 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
           return []
         }
         case "reasoning-start": {
+          // As through the SDK: a block still open (this id started again included) ends unsigned first.
+          const cut = cutReasoning()
           const anthropic = anthropicMetadata(part.metadata)
           reasoning.set(part.id, anthropic?.type === "redacted_thinking" && typeof anthropic.redactedData === "string" ? { redacted: anthropic.redactedData } : {})
-          return []
+          return cut
         }
         case "reasoning-delta": {
           // As through the SDK: thinking and its signature count only inside a reasoning block.
@@ -370,7 +380,7 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
         }
         case "finish":
           finished = true
-          return [...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
+          return [...cutReasoning(), ...release(Support.cutsLastCall(finishReason(part.reason))), ...unfinished(), ModelProvider.finish(finishReason(part.reason), usageOf(part.usage))]
         case "error":
           return errorPartFailure(part.error)
         default:
@@ -386,14 +396,15 @@ export const toChunks = (parts: Stream.Stream<Part, ProviderFailure>): Stream.St
       const all = before.length === 0 ? own : [...before, ...own]
       return all.length === 0 ? Option.none() : Option.some(Effect.succeed(all))
     }))
-    return Stream.catchAll(Stream.concat(chunks, Support.endedEarly(() => finished, "its finish part")), (failure) => {
-      if (failedOnOpenCall(failure, open)) return Stream.fromIterable([...release(false), ...unfinished(), ModelProvider.finish("length")])
+    const cutAtEnd = Stream.suspend(() => Stream.fromIterable(cutReasoning()))
+    return Stream.catchAll(Stream.concat(Stream.concat(chunks, cutAtEnd), Support.endedEarly(() => finished, "its finish part")), (failure) => {
+      if (failedOnOpenCall(failure, open)) return Stream.fromIterable([...cutReasoning(), ...release(false), ...unfinished(), ModelProvider.finish("length")])
       // A stop reason newer than the provider's schema ended the response: finished as the vendor
       // adapter finishes it. Its usage rode in the refused event and is lost with it.
       const stopReason = refusedStopReason(failure)
       if (stopReason === undefined) return Stream.fail(failure)
       const reason = refusedFinishReason(stopReason)
-      return Stream.fromIterable([...release(Support.cutsLastCall(reason)), ...unfinished(), ModelProvider.finish(reason)])
+      return Stream.fromIterable([...cutReasoning(), ...release(Support.cutsLastCall(reason)), ...unfinished(), ModelProvider.finish(reason)])
     })
   })
 
@@ -410,13 +421,40 @@ interface Writer {
  */
 const reasoningParts = (blocks: ReadonlyArray<ThinkingBlock> | undefined, writer: Writer | undefined): Array<Prompt.ReasoningPartEncoded> =>
   blocks === undefined || writer === undefined ? [] : blocks.flatMap((block): Array<Prompt.ReasoningPartEncoded> =>
-    block.provider !== writer.provider || block.model !== writer.model
+    !Transcript.sendableTo(block, writer.provider, writer.model)
       ? []
       : block.redacted !== undefined
       ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "redacted_thinking", redactedData: block.redacted } } }]
       : block.signature !== undefined
       ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "thinking", signature: block.signature } } }]
       : [])
+
+/**
+ * `@effect/ai-anthropic`'s per-request config (`AnthropicLanguageModel.Config`, read by its key: the
+ * package is an optional peer, not imported here). Other providers never read it.
+ */
+const AnthropicConfig = Context.GenericTag<Record<string, unknown>>("@effect/ai-anthropic/AnthropicLanguageModel/Config")
+
+/**
+ * A stream whose Anthropic request asks for no thinking (`thinking: {type: "disabled"}` over the
+ * config in context, as `AnthropicLanguageModel.withConfigOverride` does): the bridge cannot see
+ * whether the model's own config asks for thinking, so it says so whenever the active turn does not
+ * open with thinking (a turn without thinking, where it changes nothing, included).
+ */
+const withoutAnthropicThinking = <A, E, R>(stream: Stream.Stream<A, E, R>): Stream.Stream<A, E, R> =>
+  Stream.unwrap(Effect.map(Effect.serviceOption(AnthropicConfig), (config) =>
+    Stream.provideService(stream, AnthropicConfig, { ...Option.getOrElse(config, () => ({})), thinking: { type: "disabled" } })))
+
+/**
+ * Whether a request may be one of a session with thinking on: it carries thinking, or its active turn
+ * follows a compaction's summary (which may have taken the turn's thinking away). Only then does the
+ * bridge turn thinking off explicitly — a session without thinking keeps its requests as they were
+ * (a change of the thinking parameter invalidates Anthropic's message cache breakpoints).
+ */
+const mayThink = (messages: ReadonlyArray<ModelProvider.ModelRequest["messages"][number]>): boolean => {
+  const lastUser = messages.findLast((m) => m.role === "user")
+  return lastUser?.content.startsWith(Transcript.summaryPrefix) === true || messages.some((m) => m.role === "assistant" && m.thinking !== undefined)
+}
 
 /** A part's Anthropic metadata (`@effect/ai-anthropic`'s: a block's kind, its signature or redacted data), when it has some. */
 const anthropicMetadata = (metadata: unknown): Record<string, unknown> | undefined => {
@@ -447,11 +485,13 @@ export const fromLanguageModel = (
       stream: (request) => {
         // Lone surrogates repaired as the vendor adapters repair theirs (Support.wellFormed): the
         // bridge's requests carry the same log text, and Anthropic refuses one that holds one.
-        const prompt = Support.wellFormed(toPrompt(request, writer))
+        // As the Anthropic adapter: a turn whose first step lost its thinking (a compaction) goes on without (Transcript.activeTurnThinks).
+        const thinks = Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, writer.provider, writer.model))
+        const prompt = Support.wellFormed(toPrompt(thinks ? request : { ...request, messages: Transcript.withoutActiveThinking(request.messages) }, writer))
         const parts = request.tools.length === 0
           ? languageModel.streamText({ prompt })
           : languageModel.streamText({ prompt, toolkit: toolkitOf(request.tools), disableToolCallResolution: true, toolChoice: "auto" })
-        return toChunks(parts.pipe(
+        return toChunks((thinks || !mayThink(request.messages) ? parts : withoutAnthropicThinking(parts)).pipe(
           Stream.mapError((error) => toFailure(error, clock.unsafeCurrentTimeMillis())),
           Stream.timeoutFail(stalled, idleTimeout)
         ))

@@ -19,7 +19,7 @@ import * as Stream from "effect/Stream"
 import type { Usage } from "../domain/AgentEvent.js"
 import type { ProviderFailure } from "../domain/Errors.js"
 import type { Json, JsonObject } from "../domain/Json.js"
-import type { Message } from "../domain/Transcript.js"
+import { type Message, proofOf } from "../domain/Transcript.js"
 
 /** A tool as the model sees it: a name, what it is for, and its arguments as JSON Schema. */
 export interface ToolSpec {
@@ -97,8 +97,7 @@ export const thinkingDelta = (text: string): ModelChunk => ({ _tag: "ThinkingDel
 /** Chunk constructors. */
 export const thinkingBlock = (end: { readonly signature?: string | undefined; readonly redacted?: string | undefined }): ModelChunk => ({
   _tag: "ThinkingBlock",
-  ...(end.signature === undefined ? {} : { signature: end.signature }),
-  ...(end.redacted === undefined ? {} : { redacted: end.redacted })
+  ...proofOf(end)
 })
 /** Chunk constructors. */
 export const finish = (reason: FinishReason, usage?: Usage): ModelChunk =>

@@ -189,13 +189,14 @@ describe("the JSONL codec agrees with the schema", () => {
     expect(EventCodec.encodeDeltaRun([{ ...delta, timestamp: 1 } as unknown as AgentEvent.AgentEvent], 1 << 20)).toBeUndefined()
   })
 
-  it("property: a batch of deltas the engine built is encoded to the bytes of JSON.stringify of each, or left to encodeLine", () =>
+  it("property: a batch of text or thinking deltas the engine built is encoded to the bytes of JSON.stringify of each, or left to encodeLine", () =>
     FastCheck.assert(
       FastCheck.property(
         FastCheck.array(FastCheck.oneof(FastCheck.string(), FastCheck.fullUnicodeString(), FastCheck.string({ unit: "binary" })), { minLength: 1, maxLength: 20 }),
         FastCheck.oneof(FastCheck.constant("evt_01JDX8ABCDEF"), FastCheck.string({ minLength: 1 })),
-        (texts, id) => {
-          const deltas = texts.map((text, i) => ({ id: `${id}${i}`, sessionId: "sess_1", turnId: "turn_\"1", sequence: i + 2, timestamp: "t", type: "model.delta" as const, payload: { text } }))
+        FastCheck.constantFrom("model.delta" as const, "model.thinking_delta" as const),
+        (texts, id, type) => {
+          const deltas = texts.map((text, i) => ({ id: `${id}${i}`, sessionId: "sess_1", turnId: "turn_\"1", sequence: i + 2, timestamp: "t", type, payload: { text } }))
           const bytes = EventCodec.encodeDeltaRun(deltas, 1 << 20)
           expect(Buffer.from(bytes!).toString("utf8")).toBe(deltas.map((d) => JSON.stringify(d) + "\n").join(""))
           // Exactly what the schema writes for each.
@@ -204,6 +205,9 @@ describe("the JSONL codec agrees with the schema", () => {
           expect(EventCodec.encodeDeltaRun([...deltas, { ...deltas[0]!, turnId: "turn_2" }], 1 << 20)).toBeUndefined()
           expect(EventCodec.encodeDeltaRun([...deltas, { ...deltas[0]!, type: "user.message", payload: { content: "x" } } as AgentEvent.AgentEvent], 1 << 20)).toBeUndefined()
           expect(EventCodec.encodeDeltaRun(deltas, 40)).toBeUndefined()
+          // A run is of one type: text and thinking deltas mixed go line by line.
+          const other = type === "model.delta" ? "model.thinking_delta" : "model.delta"
+          expect(EventCodec.encodeDeltaRun([...deltas, { ...deltas[0]!, type: other }], 1 << 20)).toBeUndefined()
         }
       ),
       { numRuns: 300 }

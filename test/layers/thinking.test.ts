@@ -210,7 +210,7 @@ describe("a hostile model's thinking", () => {
       ])
     }).pipe(Effect.provide(WireStreams.engine(anthropic(), {}, readFile))))
 
-  it.effect("a stream cut inside a thinking block: the thinking so far is stored, unsigned, and never sent back", () =>
+  it.effect("a stream cut inside a thinking block: the thinking so far is stored, its block ended unsigned, and never sent back", () =>
     Effect.gen(function*() {
       server.respond(sse([
         a.start,
@@ -219,7 +219,7 @@ describe("a hostile model's thinking", () => {
       ]), a.answer())
       const first = yield* WireStreams.turn("hi")
       expect(first.events.at(-1)!.payload).toMatchObject({ stopReason: "error" })
-      expect(thinkingOf(first.events)).toEqual({ text: "half a thou", blocks: [] })
+      expect(thinkingOf(first.events)).toEqual({ text: "half a thou", blocks: [{ provider: "anthropic", model: "claude-test-a" }] })
       yield* WireStreams.turn("again", first.sessionId)
       expect(JSON.stringify(server.received.at(-1)!.body)).not.toContain("half a thou")
       expectWellFormedLog(yield* WireStreams.replay(first.sessionId))

@@ -301,14 +301,15 @@ const lineEnd = Buffer.from("}}\n", "utf8")
  */
 export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, maxLineBytes: number): Uint8Array | undefined => {
   const first = events[0]
-  if (first === undefined || first.type !== "model.delta") return undefined
-  const { sessionId, timestamp, turnId } = first
+  // A run is of one type: text deltas, or thinking deltas (the same `{text}` payload).
+  if (first === undefined || (first.type !== "model.delta" && first.type !== "model.thinking_delta")) return undefined
+  const { sessionId, timestamp, turnId, type } = first
   if (typeof sessionId !== "string" || typeof timestamp !== "string" || typeof turnId !== "string") return undefined
   // The batch's shape first, in one cheap pass: a mixed batch (deltas, then a tool call) is encoded
   // line by line once, not here and then again.
   for (const event of events) {
     if (
-      event.type !== "model.delta" || typeof event.payload.text !== "string" || typeof event.id !== "string" ||
+      event.type !== type || typeof (event.payload as { readonly text?: unknown }).text !== "string" || typeof event.id !== "string" ||
       event.sessionId !== sessionId || event.turnId !== turnId || event.timestamp !== timestamp ||
       !Number.isSafeInteger(event.sequence) || event.sequence < 1
     ) return undefined
@@ -316,12 +317,12 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
   // The keys in the schema's order (the order the engine builds them in): id, sessionId, turnId,
   // sequence, timestamp, type, payload.
   const afterId = Buffer.from(`,"sessionId":${JSON.stringify(sessionId)},"turnId":${JSON.stringify(turnId)},"sequence":`, "utf8")
-  const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"model.delta","payload":{"text":`, "utf8")
+  const afterSequence = Buffer.from(`,"timestamp":${JSON.stringify(timestamp)},"type":"${type}","payload":{"text":`, "utf8")
   const fixed = idKey.length + afterId.length + 16 + afterSequence.length + lineEnd.length
   let buffer = Buffer.allocUnsafe(events.length * (fixed + 64))
   let at = 0
   for (const event of events) {
-    const { id, payload: { text } } = event as AgentEvent.AgentEvent & { readonly type: "model.delta" }
+    const { id, payload: { text } } = event as AgentEvent.AgentEvent & { readonly type: "model.delta" | "model.thinking_delta" }
     const room = fixed + 6 * (id.length + text.length) + 4
     if (at + room > buffer.length) {
       const grown = Buffer.allocUnsafe(Math.max(buffer.length * 2, at + room))
