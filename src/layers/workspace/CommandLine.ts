@@ -28,6 +28,9 @@ export interface Word {
   readonly raw: string
 }
 
+/** Whether a shell would expand the word as a file name pattern: an unquoted `*`, `?` or `[`. */
+export const isGlob = (word: Word): boolean => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
+
 /** An unquoted shell operator: `;` `&` `&&` `|` `||` `(` `)` a redirection, or a newline (`\n`). */
 export interface Operator {
   readonly _tag: "Operator"

@@ -214,12 +214,24 @@ const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 /** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
 const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
 
-/** The builtins `movesShellUnread` reads (and those that run one): a command starting otherwise is passed over. */
-const shellBuiltins = new Set([".", "source", "eval", "builtin", "command"])
+/**
+ * The words of the command the line's own shell runs, after the words that run it there: `command`
+ * (its `-p`; not with `-v`/`-V`, which only tell what a name is), `builtin`, bash's `time` (its
+ * `-p`), and `--`. `command cd x; git status` moves the git as `cd x` does: the check read only the
+ * first word, and git 2.39 ran `x`'s `core.fsmonitor` under an exact rule for the line.
+ */
+const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
+  let i = 0
+  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time") {
+    const start = i++
+    for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
+  }
+  return words.slice(i)
+}
 
 /** What a command of the line does to the line's own shell that moves its gits where the check cannot follow, if it does. */
 const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
-  const own = words[0] === "builtin" || words[0] === "command" ? words.slice(1) : words
+  const own = shellRuns(words)
   if (own[0] === "." || own[0] === "source") return "a script it sources first may move it or set git's variables"
   if (own[0] !== "eval") return undefined
   // eval's text runs in the line's shell: a move or a variable it sets there is the line's.
@@ -228,7 +240,8 @@ const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
   const moves = (command: ReadonlyArray<CommandLine.Word>) => {
     const first = command.findIndex((w) => !reservedWords.has(w.value))
     const values = command.slice(Math.max(first, 0)).map((w) => w.value)
-    return values.some((v) => /^GIT_[A-Z_]*=/.test(v)) || /^(?:cd|pushd|popd|\.|source|export|declare|typeset|readonly|set|eval)$/.test(values.find((v) => !assignment.test(v)) ?? "")
+    const program = shellRuns(values.slice(Math.max(values.findIndex((v) => !assignment.test(v)), 0)))[0] ?? ""
+    return values.some((v) => /^GIT_[A-Z_]*=/.test(v)) || /^(?:cd|pushd|popd|\.|source|export|declare|typeset|readonly|set|eval)$/.test(program)
   }
   return inner === undefined || inner.some(({ words }) => moves(words)) ? "eval may move it or set git's variables" : undefined
 }
@@ -236,16 +249,73 @@ const movesShellUnread = (words: ReadonlyArray<string>): string | undefined => {
 /** Most folders a line's gits are looked for in (every `cd` multiplies them), and most git folders and config files its variables name. */
 const placesLimit = 8
 
+/** C's `isspace`, which git's parser of `GIT_CONFIG_PARAMETERS` separates entries with. */
+const isSpace = (c: string | undefined) => c !== undefined && " \t\n\v\f\r".includes(c)
+
+/**
+ * One single-quoted part of `GIT_CONFIG_PARAMETERS` starting at `from`, as git's `sq_dequote_step`
+ * reads it: `'a'\''b'` and `'a'\!'b'` (a quote or `!` escaped between quoted parts) are one text.
+ * `next`: where the text goes on after the closing quote; `undefined` when there is no closing quote.
+ */
+const dequoteStep = (text: string, from: number): { readonly value: string; readonly next: number } | undefined => {
+  if (text[from] !== "'") return undefined
+  let value = ""
+  for (let i = from + 1; ;) {
+    const close = text.indexOf("'", i)
+    if (close < 0) return undefined
+    value += text.slice(i, close)
+    const escaped = text[close + 2]
+    if (text[close + 1] !== "\\" || (escaped !== "'" && escaped !== "!") || text[close + 3] !== "'") return { value, next: close + 1 }
+    value += escaped
+    i = close + 4
+  }
+}
+
+/**
+ * The settings `GIT_CONFIG_PARAMETERS` holds, as git reads them: entries separated by spaces, each
+ * `'key=value'` (older gits) or `'key'='value'`, or `'key'=` (no value). `undefined` for a text git
+ * does not read so (it refuses it): the check does not guess what another git would take from it.
+ */
+const configParameters = (text: string): ReadonlyArray<{ readonly key: string; readonly value?: string }> | undefined => {
+  const settings: Array<{ readonly key: string; readonly value?: string }> = []
+  let i = 0
+  const skipSpaces = () => {
+    while (isSpace(text[i])) i++
+  }
+  skipSpaces()
+  while (i < text.length) {
+    const key = dequoteStep(text, i)
+    if (key === undefined) return undefined
+    i = key.next
+    if (i >= text.length || isSpace(text[i])) {
+      const equals = key.value.indexOf("=")
+      settings.push(equals < 0 ? { key: key.value.trim() } : { key: key.value.slice(0, equals).trim(), value: key.value.slice(equals + 1) })
+    } else if (text[i] === "=") {
+      i++
+      if (i >= text.length || isSpace(text[i])) settings.push({ key: key.value.trim() })
+      else {
+        const value = dequoteStep(text, i)
+        if (value === undefined || (value.next < text.length && !isSpace(text[value.next]))) return undefined
+        settings.push({ key: key.value.trim(), value: value.value })
+        i = value.next
+      }
+    } else return undefined
+    skipSpaces()
+  }
+  return settings
+}
+
 /**
  * The config files git includes because the line's variables say so, as the line writes them:
  * `GIT_CONFIG_PARAMETERS` (`'include.path'='/x'`, as git quotes it, or `'include.path=/x'`) and the
  * pairs `GIT_CONFIG_KEY_<n>`/`GIT_CONFIG_VALUE_<n>` (`GIT_CONFIG_COUNT`). Before, an exact rule for
  * `GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=include.path GIT_CONFIG_VALUE_0=$PWD/x.cfg git status` ran what
- * `x.cfg` named: only `-c include.path=` was read.
+ * `x.cfg` named: only `-c include.path=` was read. `unread`: why the files are known only when git
+ * runs (a `GIT_CONFIG_PARAMETERS` the check cannot read as git does), if they are.
  */
-const includedByVariables = (assigned: ReadonlyArray<string>): ReadonlyArray<string> => {
-  const parameters = assigned.flatMap((word) => /^GIT_CONFIG_PARAMETERS=(.*)$/s.exec(word)?.[1] ?? [])
-    .flatMap((value) => [...value.matchAll(/'(include(?:if\.[^']*)?\.path)(?:'=')?([^']*)'/gis)].flatMap((m) => (m[2]!.startsWith("=") ? m[2]!.slice(1) : m[2]!) || []))
+const includedByVariables = (assigned: ReadonlyArray<string>): { readonly files: ReadonlyArray<string>; readonly unread?: string } => {
+  const settings = assigned.flatMap((word) => /^GIT_CONFIG_PARAMETERS=(.*)$/s.exec(word)?.[1] ?? []).map(configParameters)
+  const parameters = settings.flatMap((read) => read ?? []).flatMap(({ key, value }) => (includeKey.test(key) && value !== undefined && value !== "" ? [value] : []))
   const pairs = new Map<string, { key?: string; value?: string }>()
   for (const word of assigned) {
     const pair = /^GIT_CONFIG_(KEY|VALUE)_(\d+)=(.*)$/s.exec(word)
@@ -254,7 +324,8 @@ const includedByVariables = (assigned: ReadonlyArray<string>): ReadonlyArray<str
     pairs.set(pair[2]!, pair[1] === "KEY" ? { ...entry, key: pair[3]! } : { ...entry, value: pair[3]! })
   }
   const counted = [...pairs.values()].flatMap(({ key, value }) => (key !== undefined && value !== undefined && includeKey.test(key) && value !== "" ? [value] : []))
-  return [...parameters, ...counted]
+  const files = [...parameters, ...counted]
+  return settings.includes(undefined) ? { files, unread: "GIT_CONFIG_PARAMETERS in a form git does not read" } : { files }
 }
 
 /** A config key that makes git read another file. */
@@ -267,28 +338,33 @@ const includeKey = /^include(?:if\..*)?\.path$/is
  * git works in, as git takes them. Over-reporting only makes the policy read more repositories.
  */
 const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assigned: ReadonlyArray<string>): ReadonlyArray<GitAt> => {
-  const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))].slice(0, placesLimit)
+  const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))]
   const gitDirs = valuesOf(gitDirVariables)
-  const configs = [...valuesOf(configVariables), ...includedByVariables(assigned)].slice(0, placesLimit)
+  const included = includedByVariables(assigned)
+  const configs = [...new Set([...valuesOf(configVariables), ...included.files])]
   const indexes = valuesOf(indexVariable)
+  // More than the check reads are not dropped (a 9th include was never read): the gits ask.
+  const unread = included.unread ??
+    ([gitDirs, configs, indexes].some((values) => values.length > placesLimit) ? `more than ${placesLimit} git folders, config files or indexes its variables name` : undefined)
   // The option wins over the variable, as in git; the last one set is the one a line means.
   const workTree = valuesOf(workTreeVariable).at(-1)
   return gits.flatMap((at) =>
     places.flatMap((place) => {
       const base = NodePath.join(place, at.base)
       const own = (at.configs ?? []).map((file) => NodePath.isAbsolute(file) || file.startsWith("~") ? file : NodePath.join(place, file))
-      const files = [...own, ...configs.map((file) => from(base, file))]
-      const indexFiles = [...(at.indexFiles ?? []), ...indexes]
+      const files = [...own, ...configs.slice(0, placesLimit).map((file) => from(base, file))]
+      const indexFiles = [...(at.indexFiles ?? []), ...indexes.slice(0, placesLimit)]
       const shared = {
         base,
         ...(files.length === 0 ? {} : { configs: files }),
         ...(indexFiles.length === 0 ? {} : { indexFiles }),
         ...(at.workTree !== undefined ? { workTree: from(place, at.workTree) } : workTree !== undefined ? { workTree: from(base, workTree) } : {}),
-        ...(at.unknownFolder === undefined ? {} : { unknownFolder: at.unknownFolder }),
+        ...(at.unknownFolder === undefined && unread === undefined ? {} : { unknownFolder: at.unknownFolder ?? unread }),
         ...(at.makesRepository === true ? { makesRepository: true } : {})
       }
       const gitDir = at.gitDir === undefined ? [] : [from(place, at.gitDir)]
-      const named = [...gitDir, ...gitDirs.map((dir) => NodePath.join(base, dir))]
+      // Past the limit the git asks (`unread`): the first ones are still read.
+      const named = [...gitDir, ...gitDirs.slice(0, placesLimit).map((dir) => NodePath.join(base, dir))]
       return named.length === 0 ? [shared] : named.map((dir) => ({ ...shared, gitDir: dir }))
     })
   )
@@ -522,9 +598,6 @@ export const gitNames = (word: string, revisions: boolean): ReadonlyArray<{ read
   return names
 }
 
-/** Whether a shell would expand the word as a file name pattern. */
-const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
-
 /** The words of each simple command of a token list, and the files its redirections name. */
 const simpleCommands = (tokens: ReadonlyArray<CommandLine.Token>) => {
   const commands: Array<{ words: Array<CommandLine.Word>; hereStrings: Array<CommandLine.Word> }> = [{ words: [], hereStrings: [] }]
@@ -588,6 +661,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const { commands, redirected } = simpleCommands(tokens)
   // Where the line may have moved before its gits run, and every `NAME=value` word it holds (see `placed`).
   const places: Array<string> = [""]
+  let placesDropped = false
   const assigned: Array<string> = []
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
@@ -623,7 +697,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       unknown.push({ word: w.raw, why: "the shell expands it when the command runs" })
       return
     }
-    if (throughShell && isGlob(w)) {
+    if (throughShell && CommandLine.isGlob(w)) {
       globs.push(w)
       return
     }
@@ -659,8 +733,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
     const program = NodePath.basename(programWord.value)
-    if (shellMoved === undefined && !programWord.expands && shellBuiltins.has(programWord.value)) shellMoved = movesShellUnread(words.slice(at).map((w) => w.value))
-    const move = movesToUnknown(program, args.map((w) => w.value), cdSearched)
+    // What the line's own shell runs (`command cd x` is `cd x`).
+    const own = shellRuns(argv)
+    if (shellMoved === undefined && !programWord.expands) shellMoved = movesShellUnread(own)
+    const move = movesToUnknown(NodePath.basename(own[0] ?? ""), own.slice(1), cdSearched)
     if (move !== undefined) {
       const where = move === "stack" ? "home, the previous folder, the folder stack" : "looked for in CDPATH, or a variable's value"
       unknown.push({ word: argv.join(" "), why: `it moves to a folder known only when the command runs (${where})` })
@@ -700,9 +776,15 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       const own = read.at
       gits.push(wrapper === undefined ? own : { ...own, base: from(wrapper, own.base), ...(own.gitDir === undefined ? {} : { gitDir: from(wrapper, own.gitDir) }) })
     }
-    const moved = programWord.expands ? undefined : movesTo(words.slice(at).map((w) => w.value))
+    const moved = programWord.expands ? undefined : movesTo(own)
     if (moved !== undefined && gitWord < 0) {
-      for (const place of [...places]) if (places.length < placesLimit) places.push(NodePath.join(place, moved))
+      // Past the limit, a place is not dropped: the line's gits work where the check does not read.
+      for (const place of [...places]) {
+        const to = NodePath.join(place, moved)
+        if (places.includes(to)) continue
+        if (places.length < placesLimit) places.push(to)
+        else placesDropped = true
+      }
     }
     if (program === "git") {
       const values = args.map((w) => w.value)
@@ -764,7 +846,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
-  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => shellMoved === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: shellMoved }), readByGit, swapped: [...new Set(swapped)],
+  return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => {
+      const why = shellMoved ?? (placesDropped ? `it moves to more than ${placesLimit} folders the check reads` : undefined)
+      return why === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: why }
+    }), readByGit, swapped: [...new Set(swapped)],
     filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
 }
 
