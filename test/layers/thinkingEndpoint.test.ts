@@ -105,18 +105,28 @@ const signedBlock = (index: number, text: string, signature: string) => [
 
 describe("interleaved thinking (an endpoint with the beta header, or one that interleaves unasked)", () => {
   for (const vendor of [{ name: "anthropic", layer: anthropic }, { name: "effect-ai (Anthropic)", layer: effectAiAnthropic }]) {
-    it.effect(`${vendor.name}: [thinking, text, thinking, tool_use] goes back as received; replay folds the same places`, () =>
+    it.effect(`${vendor.name}: [thinking, text, thinking, tool_use, thinking, tool_use] goes back as received; replay folds the same places`, () =>
       Effect.gen(function*() {
-        server.respond(a.response(signedBlock(0, "T1", "S1"), a.text(1, "Let me look."), signedBlock(2, "T2", "S2"), a.tool(3, "toolu_1", { path: "a" }))("tool_use"), a.answer())
+        server.respond(
+          a.response(
+            signedBlock(0, "T1", "S1"),
+            a.text(1, "Let me look."),
+            signedBlock(2, "T2", "S2"),
+            a.tool(3, "toolu_1", { path: "a" }),
+            signedBlock(4, "T3", "S3"),
+            a.tool(5, "toolu_2", { path: "b" })
+          )("tool_use"),
+          a.answer()
+        )
         const { events, sessionId } = yield* WireStreams.turn("read a")
         expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
         const assistant = server.received[1]!.body.messages.find((m: { role: string }) => m.role === "assistant")
-        expect(assistant.content.map((b: { type: string; thinking?: string }) => b.thinking ?? b.type)).toEqual(["T1", "text", "T2", "tool_use"])
+        expect(assistant.content.map((b: { type: string; thinking?: string }) => b.thinking ?? b.type)).toEqual(["T1", "text", "T2", "tool_use", "T3", "tool_use"])
         expect(assistant.content[2]).toEqual({ type: "thinking", thinking: "T2", signature: "S2" })
         const logged = yield* WireStreams.replay(sessionId)
         expectWellFormedLog(logged)
         const entry = Transcript.replay(logged).entries.find((e) => e.role === "assistant" && e.toolCalls.length > 0)
-        expect(entry?.role === "assistant" ? entry.thinking?.map((b) => b.at) : undefined).toEqual([undefined, { text: "Let me look.".length, calls: 0 }])
+        expect(entry?.role === "assistant" ? entry.thinking?.map((b) => b.at) : undefined).toEqual([undefined, { text: "Let me look.".length, calls: 0 }, { text: "Let me look.".length, calls: 1 }])
       }).pipe(Effect.provide(WireStreams.engine(vendor.layer))))
   }
 })
