@@ -30,6 +30,20 @@ export interface ThinkingBlock {
   readonly model?: string
   readonly signature?: string
   readonly redacted?: string
+  /**
+   * Where the block sat in its response: the length of the response's text and the number of its
+   * calls when the block ended — present only when some came before it (interleaved thinking:
+   * `[thinking, text, thinking, tool_use]`). Read from the log's order by the fold, so replay, the
+   * live transcript and {@link reduce} agree, and an old log gets it too. Absent: the block opens
+   * the response, where a block without it is sent.
+   */
+  readonly at?: ThinkingPlace
+}
+
+/** A place in a response: after `text` characters of its text and `calls` of its calls. */
+export interface ThinkingPlace {
+  readonly text: number
+  readonly calls: number
 }
 
 /** How a `model.thinking_block` ends a block: who wrote it, and its signature or redacted data. */
@@ -86,13 +100,55 @@ export const withoutActiveThinking = (messages: ReadonlyArray<Message>): Readonl
   }))
 }
 
-/** A block ended: the text streamed so far with who wrote it and its signature or data (each only when there is one). */
-const endedBlock = (text: string, end: ThinkingEnd): ThinkingBlock => ({
+/**
+ * A block ended: the text streamed so far with who wrote it and its signature or data (each only
+ * when there is one), and where it sat when the response had said something before it.
+ */
+const endedBlock = (text: string, end: ThinkingEnd, said: number, called: number): ThinkingBlock => ({
   text,
   provider: end.provider,
   model: end.model,
-  ...proofOf(end)
+  ...proofOf(end),
+  ...(said === 0 && called === 0 ? {} : { at: { text: said, calls: called } })
 })
+
+/**
+ * An assistant message's blocks in the order the response gave them — its thinking blocks each at
+ * its place ({@link ThinkingBlock.at}; one without a place opens the message), its text and calls
+ * between them — as `part` makes each. Anthropic: an assistant message with thinking goes back as
+ * received; rearranged thinking is refused. Text comes before calls between two thinking blocks
+ * (the response's text and calls are kept apart); an empty piece of text is not sent.
+ */
+export const inResponseOrder = <P>(
+  message: { readonly content: string; readonly toolCalls: ReadonlyArray<{ readonly toolCallId: string; readonly tool: string; readonly args: Json }> },
+  blocks: ReadonlyArray<ThinkingBlock>,
+  part: {
+    readonly thinking: (block: ThinkingBlock) => ReadonlyArray<P>
+    readonly text: (text: string) => P
+    readonly call: (call: { readonly toolCallId: string; readonly tool: string; readonly args: Json }) => P
+  }
+): Array<P> => {
+  const out: Array<P> = []
+  let said = 0
+  let called = 0
+  // Up to a place (never back: a place past the end, or before one already reached, is read as the nearest it can be).
+  const upTo = (text: number, calls: number) => {
+    const textEnd = Math.max(said, Math.min(text, message.content.length))
+    const callsEnd = Math.max(called, Math.min(calls, message.toolCalls.length))
+    if (textEnd > said) out.push(part.text(message.content.slice(said, textEnd)))
+    for (let i = called; i < callsEnd; i++) out.push(part.call(message.toolCalls[i]!))
+    said = textEnd
+    called = callsEnd
+  }
+  for (const block of blocks) {
+    const parts = part.thinking(block)
+    if (parts.length === 0) continue
+    if (block.at !== undefined) upTo(block.at.text, block.at.calls)
+    out.push(...parts)
+  }
+  upTo(message.content.length, message.toolCalls.length)
+  return out
+}
 
 /** The blocks with thinking text added: to the last one while it streams, else as a new one. */
 const withThinkingText = (blocks: ReadonlyArray<ThinkingBlock> | undefined, text: string): ReadonlyArray<ThinkingBlock> => {
@@ -101,9 +157,11 @@ const withThinkingText = (blocks: ReadonlyArray<ThinkingBlock> | undefined, text
 }
 
 /** The blocks with the streaming one ended (or, when none streams, an empty one: a signature with no thinking before it). */
-const withThinkingEnd = (blocks: ReadonlyArray<ThinkingBlock> | undefined, end: ThinkingEnd): ReadonlyArray<ThinkingBlock> => {
+const withThinkingEnd = (entry: AssistantEntry, end: ThinkingEnd): ReadonlyArray<ThinkingBlock> => {
+  const blocks = entry.thinking
   const last = blocks?.at(-1)
-  return last !== undefined && last.model === undefined ? [...blocks!.slice(0, -1), endedBlock(last.text, end)] : [...(blocks ?? []), endedBlock("", end)]
+  const ended = (text: string) => endedBlock(text, end, entry.content.length, entry.toolCalls.length)
+  return last !== undefined && last.model === undefined ? [...blocks!.slice(0, -1), ended(last.text)] : [...(blocks ?? []), ended("")]
 }
 
 /** What the assistant said in one model response: text and tool calls, and its thinking when it had some. */
@@ -302,7 +360,7 @@ export type Message =
     /**
      * The response's thinking blocks that can be sent back ({@link sendable}), in order, present
      * only when there are some. An adapter sends a vendor only its own model's blocks (a signature
-     * is the writer's), before the text and the calls.
+     * is the writer's), each at its place among the text and the calls ({@link inResponseOrder}).
      */
     readonly thinking?: ReadonlyArray<ThinkingBlock>
   }
@@ -538,7 +596,7 @@ const immutable: Changes<Transcript> = {
   user: (transcript, turnId, content, sequence, images) => ({ entries: [...closed(transcript).entries, userEntry(turnId, content, sequence, images)], open: undefined }),
   text: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, content: entry.content + text })),
   thinking: (transcript, turnId, text, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, thinking: withThinkingText(entry.thinking, text) })),
-  thinkingEnd: (transcript, turnId, end, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, thinking: withThinkingEnd(entry.thinking, end) })),
+  thinkingEnd: (transcript, turnId, end, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, thinking: withThinkingEnd(entry, end) })),
   call: (transcript, turnId, call, sequence) => withOpen(transcript, turnId, sequence, (entry) => ({ ...entry, toolCalls: [...entry.toolCalls, call] })),
   result: (transcript, toolCallId, content, isError, images) => withResult(transcript, toolCallId, content, isError, images),
   compacted: (transcript, compaction) => compacted(transcript, compaction),
@@ -654,7 +712,7 @@ export class Held {
     if (this.openTurnId === undefined) this.open(turnId, sequence)
     const text = this.openThinkingText ?? ""
     Number(text)
-    ;(this.openThinking ??= []).push(endedBlock(text, end))
+    ;(this.openThinking ??= []).push(endedBlock(text, end, this.openContent.length, this.openCalls.length))
     this.openThinkingText = undefined
     this.changed(this.entries.length)
     return this
@@ -850,6 +908,18 @@ export const replay = (events: Iterable<AgentEvent>): Transcript => {
   return transcript.snapshot()
 }
 
+/**
+ * The blocks with their places counted among the calls sent (`answered`), not all of the entry's:
+ * a call left without a result is not sent, and a block after it sits after one call fewer.
+ */
+const placedAmong = (
+  blocks: ReadonlyArray<ThinkingBlock> | undefined,
+  calls: ReadonlyArray<TranscriptToolCall>,
+  answered: ReadonlyArray<TranscriptToolCall>
+): ReadonlyArray<ThinkingBlock> | undefined =>
+  blocks === undefined || answered.length === calls.length ? blocks : blocks.map((block) =>
+    block.at === undefined ? block : { ...block, at: { text: block.at.text, calls: calls.slice(0, block.at.calls).filter((c) => c.result !== undefined).length } })
+
 /** The messages of one entry (see {@link messages}). */
 export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   if (entry.role === "user") {
@@ -857,7 +927,7 @@ export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   }
   if (entry.role === "summary") return [{ role: "user", content: summaryMessage(entry.content) }]
   const answered = entry.toolCalls.filter((c) => c.result !== undefined)
-  const thinking = entry.thinking?.filter(sendable)
+  const thinking = placedAmong(entry.thinking?.filter(sendable), entry.toolCalls, answered)
   const toolCalls = answered.map(({ args, tool, toolCallId }) => ({ toolCallId, tool, args }))
   // `thinking` only when there is some: a response without it renders (and is counted) as before.
   const assistant: Message = thinking === undefined || thinking.length === 0

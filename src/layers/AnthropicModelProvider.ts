@@ -131,24 +131,24 @@ const imageBlocks = (refs: ReadonlyArray<ImageRef>, images: ReadonlyMap<string, 
   })
 
 /**
- * A response's thinking blocks as the API takes them back, unmodified and in their order — only those
- * `model` wrote: a signature is its writer's, and another model's (or provider's) is left out, as
- * thinking from before a switch is the other model's, not this one's to continue.
+ * A thinking block as the API takes it back, unmodified — only one `model` wrote: a signature is its
+ * writer's, and another model's (or provider's) is left out, as thinking from before a switch is the
+ * other model's, not this one's to continue.
  */
-const thinkingBlocks = (blocks: ReadonlyArray<ThinkingBlock> | undefined, model: string | undefined): Array<ContentBlockParam> =>
-  blocks === undefined || model === undefined ? [] : blocks.flatMap((block): Array<ContentBlockParam> =>
-    !Transcript.sendableTo(block, "anthropic", model)
-      ? []
-      : block.redacted !== undefined
-      ? [{ type: "redacted_thinking", data: block.redacted }]
-      : block.signature !== undefined
-      ? [{ type: "thinking", thinking: block.text, signature: block.signature }]
-      : [])
+const thinkingBlock = (block: ThinkingBlock, model: string | undefined): Array<ContentBlockParam> =>
+  model === undefined || !Transcript.sendableTo(block, "anthropic", model)
+    ? []
+    : block.redacted !== undefined
+    ? [{ type: "redacted_thinking", data: block.redacted }]
+    : block.signature !== undefined
+    ? [{ type: "thinking", thinking: block.text, signature: block.signature }]
+    : []
 
 /**
  * The transcript in the Messages API's shape: tool results are user content, and a role never
- * repeats. `model`: the model the request goes to, whose own thinking blocks are sent back first in
- * each assistant message, as the API requires of a turn with tool use (none without it).
+ * repeats. `model`: the model the request goes to, whose own thinking blocks are sent back in each
+ * assistant message where the response gave them (Transcript.inResponseOrder), as the API requires
+ * of a turn with tool use (none without it).
  */
 export const toMessages = (
   messages: ReadonlyArray<Message>,
@@ -174,11 +174,14 @@ export const toMessages = (
         ])
         break
       case "assistant":
-        push("assistant", [
-          ...thinkingBlocks(message.thinking, model),
-          ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-          ...message.toolCalls.map((call) => ({ type: "tool_use" as const, id: call.toolCallId, name: sentName(call.tool), input: Support.argsObject(call.args) }))
-        ])
+        push(
+          "assistant",
+          Transcript.inResponseOrder<ContentBlockParam>(message, message.thinking ?? [], {
+            thinking: (block) => thinkingBlock(block, model),
+            text: (text) => ({ type: "text", text }),
+            call: (call) => ({ type: "tool_use", id: call.toolCallId, name: sentName(call.tool), input: Support.argsObject(call.args) })
+          })
+        )
         break
       case "tool":
         push("user", [{

@@ -118,11 +118,11 @@ export const toPrompt = (request: ModelProvider.ModelRequest, writer?: Writer): 
       case "assistant":
         out.push({
           role: "assistant",
-          content: [
-            ...reasoningParts(message.thinking, writer),
-            ...(message.content === "" ? [] : [{ type: "text" as const, text: message.content }]),
-            ...message.toolCalls.map((call) => ({ type: "tool-call" as const, id: call.toolCallId, name: sentName(call.tool), params: Support.argsObject(call.args), providerExecuted: false }))
-          ]
+          content: Transcript.inResponseOrder<Prompt.AssistantMessagePartEncoded>(message, message.thinking ?? [], {
+            thinking: (block) => reasoningPart(block, writer),
+            text: (text) => ({ type: "text", text }),
+            call: (call) => ({ type: "tool-call", id: call.toolCallId, name: sentName(call.tool), params: Support.argsObject(call.args), providerExecuted: false })
+          })
         })
         break
       case "tool": {
@@ -415,19 +415,18 @@ interface Writer {
 }
 
 /**
- * A response's thinking blocks as `@effect/ai-anthropic` takes them back (a `reasoning` part with
- * its Anthropic options: the signature, or the redacted data), in order — only those `writer`
+ * A thinking block as `@effect/ai-anthropic` takes it back (a `reasoning` part with its Anthropic
+ * options: the signature, or the redacted data), at its place in the message — only one `writer`
  * wrote; other vendors' reasoning is not carried (their parts need other options).
  */
-const reasoningParts = (blocks: ReadonlyArray<ThinkingBlock> | undefined, writer: Writer | undefined): Array<Prompt.ReasoningPartEncoded> =>
-  blocks === undefined || writer === undefined ? [] : blocks.flatMap((block): Array<Prompt.ReasoningPartEncoded> =>
-    !Transcript.sendableTo(block, writer.provider, writer.model)
-      ? []
-      : block.redacted !== undefined
-      ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "redacted_thinking", redactedData: block.redacted } } }]
-      : block.signature !== undefined
-      ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "thinking", signature: block.signature } } }]
-      : [])
+const reasoningPart = (block: ThinkingBlock, writer: Writer | undefined): Array<Prompt.ReasoningPartEncoded> =>
+  writer === undefined || !Transcript.sendableTo(block, writer.provider, writer.model)
+    ? []
+    : block.redacted !== undefined
+    ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "redacted_thinking", redactedData: block.redacted } } }]
+    : block.signature !== undefined
+    ? [{ type: "reasoning", text: block.text, options: { anthropic: { type: "thinking", signature: block.signature } } }]
+    : []
 
 /**
  * `@effect/ai-anthropic`'s per-request config (`AnthropicLanguageModel.Config`, read by its key: the

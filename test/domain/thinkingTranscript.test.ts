@@ -101,4 +101,66 @@ describe("thinking in the transcript", () => {
     const other = AnthropicModelProvider.toMessages(messages, undefined, [], "another")
     expect((other[1]!.content as Array<{ type: string }>).map((b) => b.type)).toEqual(["text", "tool_use"])
   })
+
+  it("interleaved thinking keeps its place: reduce, replay and the live transcript agree, and a compaction keeps it", () => {
+    // [T1, text, T2, tool_use]: T2 ended after the text and before the call.
+    const events = log(false).flatMap((e) =>
+      e.type !== "model.delta" || e.payload.text !== "reading" ? [e] : [
+        { ...e, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "sig-1" } },
+        e,
+        { ...e, type: "model.thinking_delta", payload: { text: "second" } },
+        { ...e, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "sig-2" } }
+      ] as Array<AgentEvent>
+    ).map((e, i) => ({ ...e, sequence: i + 1 }) as AgentEvent)
+    const reduced = events.reduce(Transcript.reduce, Transcript.empty)
+    expect(Transcript.replay(events)).toEqual(reduced)
+    expect(LiveTranscript.of(events).snapshot()).toEqual(reduced)
+    expect(LiveTranscript.of(events).rendered()).toEqual(Transcript.rendered(reduced))
+    const assistant = reduced.entries[1]
+    // The first block opens the response: no place, as every block of a log from before had none.
+    expect(assistant?.role === "assistant" ? assistant.thinking : undefined).toEqual([
+      { text: "", provider: "anthropic", model: "m", signature: "sig-1" },
+      { text: "second", provider: "anthropic", model: "m", signature: "sig-2", at: { text: "reading".length, calls: 0 } }
+    ])
+    const compacted = Transcript.compacted(reduced, { compactionId: "k", summary: "s", firstKeptSequence: 4, sequence: 99 })
+    expect(compacted.entries[1]).toEqual(assistant)
+    expect(AnthropicModelProvider.toMessages(Transcript.messages(reduced), undefined, [], "m")[1]!.content).toEqual([
+      { type: "thinking", thinking: "", signature: "sig-1" },
+      { type: "text", text: "reading" },
+      { type: "thinking", thinking: "second", signature: "sig-2" },
+      { type: "tool_use", id: "c1", name: "read_file", input: { path: "a" } }
+    ])
+  })
+
+  it("a place is counted among the calls sent: a call left without a result is not sent, and a block after it moves up", () => {
+    const messages = Transcript.messagesOf({
+      role: "assistant",
+      turnId: "t1",
+      content: "",
+      toolCalls: [
+        { toolCallId: "c1", tool: "read_file", args: {} },
+        { toolCallId: "c2", tool: "read_file", args: {}, result: { content: "ok", isError: false } }
+      ],
+      thinking: [{ text: "after c1", provider: "anthropic", model: "m", signature: "s", at: { text: 0, calls: 1 } }]
+    })
+    expect(AnthropicModelProvider.toMessages(messages, undefined, [], "m")[0]!.content).toEqual([
+      { type: "thinking", thinking: "after c1", signature: "s" },
+      { type: "tool_use", id: "c2", name: "read_file", input: {} }
+    ])
+  })
+
+  it("blocks without a place (a message made before places were kept, or by an embedder) go first, as before", () => {
+    const message: Transcript.Message = {
+      role: "assistant",
+      content: "reading",
+      toolCalls: [{ toolCallId: "c1", tool: "read_file", args: {} }],
+      thinking: [signed, { ...signed, text: "second", signature: "sig-2" }]
+    }
+    expect(AnthropicModelProvider.toMessages([message], undefined, [], "m")[0]!.content).toEqual([
+      { type: "thinking", thinking: "first thought", signature: "sig" },
+      { type: "thinking", thinking: "second", signature: "sig-2" },
+      { type: "text", text: "reading" },
+      { type: "tool_use", id: "c1", name: "read_file", input: {} }
+    ])
+  })
 })

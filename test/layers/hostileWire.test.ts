@@ -607,7 +607,7 @@ describe("anthropic: extended thinking with tool use", () => {
     { type: "content_block_stop", index }
   ]
 
-  it.effect("thinking, text, tool_use, redacted thinking, tool_use: no thinking in the text, each call its own arguments, the next request with the blocks first, in order", () =>
+  it.effect("thinking, text, tool_use, redacted thinking, tool_use: no thinking in the text, each call its own arguments, the next request with the blocks where they came", () =>
     Effect.gen(function*() {
       server.respond(
         a.response(thinking(0, "secret plan A"), a.text(1, "Reading both."), a.tool(2, "toolu_01", { path: "a" }), redacted(3), thinking(4, "secret plan B"), a.tool(5, "toolu_02", { path: "b" }))("tool_use"),
@@ -622,16 +622,16 @@ describe("anthropic: extended thinking with tool use", () => {
       // Thinking is its own events, never the answer's text.
       expect(events.filter((e) => e.type === "model.thinking_delta").map((e) => e.payload.text)).toEqual(["secret plan A", "secret plan B", "secret plan C"])
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
-      // Not asked for (no budget), but sent back all the same, before the text and calls, in their order: an endpoint that thinks unasked wants them.
+      // Not asked for (no budget), but sent back all the same, as received (each block among the text and calls where it came): an endpoint that thinks unasked wants them.
       const next = server.received[1]!.body
       expect(next.thinking).toBeUndefined()
       const assistant = next.messages.find((m: { role: string }) => m.role === "assistant")
       expect(assistant.content.map((b: { type: string; thinking?: string }) => b.thinking ?? b.type)).toEqual([
         "secret plan A",
-        "redacted_thinking",
-        "secret plan B",
         "text",
         "tool_use",
+        "redacted_thinking",
+        "secret plan B",
         "tool_use"
       ])
       expect(pairedCalls(next).map((c) => [c.id, c.result])).toEqual([

@@ -76,7 +76,7 @@ const thinkingOf = (events: ReadonlyArray<AgentEvent>) => ({
 })
 
 describe("extended thinking through the Anthropic SDK", () => {
-  it.effect("asked for, stored, and sent back before the tool_use in the turn's next request and in the next turn's", () =>
+  it.effect("asked for, stored, and sent back before the tool_use (where they came) in the turn's next request and in the next turn's", () =>
     Effect.gen(function*() {
       server.respond(thinkingThenCall(), a.answer(), a.answer())
       const { events, sessionId } = yield* WireStreams.turn("read a")
@@ -171,7 +171,7 @@ describe("a hostile model's thinking", () => {
       expect(thinkingOf(events).text.length).toBeLessThanOrEqual(5_000)
     }).pipe(Effect.provide(WireStreams.engine(anthropic(), { maxResponse: { chars: 5_000 } }))))
 
-  it.effect("a signature outside a thinking block signs nothing; a block of a signature alone is sent back with empty thinking", () =>
+  it.effect("a signature outside a thinking block signs nothing; a block of a signature alone is sent back with empty thinking, after the text it followed", () =>
     Effect.gen(function*() {
       server.respond(
         a.response(
@@ -192,21 +192,21 @@ describe("a hostile model's thinking", () => {
       expect(JSON.stringify(events)).not.toContain("stray")
       expect(thinkingOf(events)).toEqual({ text: "", blocks: [{ provider: "anthropic", model: "claude-test-a", signature }] })
       expect(assistantWithCall(server.received[1]!.body)!.content).toEqual([
-        { type: "thinking", thinking: "", signature },
         { type: "text", text: "ok" },
+        { type: "thinking", thinking: "", signature },
         { type: "tool_use", id: "toolu_1", name: "read_file", input: { path: "a" } }
       ])
     }).pipe(Effect.provide(WireStreams.engine(anthropic(), {}, readFile))))
 
-  it.effect("thinking after the tool_use is kept and sent back first, the blocks in their order", () =>
+  it.effect("thinking after the tool_use is kept and sent back where it was, after the tool_use (the response's order)", () =>
     Effect.gen(function*() {
       server.respond(a.response(thinkingBlock(0, "first thought"), a.tool(1, "toolu_1", { path: "a" }), thinkingBlock(2, "after the call", "sig-2"))("tool_use"), a.answer())
       const { events } = yield* WireStreams.turn("hi")
       expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
       expect(assistantWithCall(server.received[1]!.body)!.content.map((block) => ("signature" in block ? block.signature : block.type))).toEqual([
         signature,
-        "sig-2",
-        "tool_use"
+        "tool_use",
+        "sig-2"
       ])
     }).pipe(Effect.provide(WireStreams.engine(anthropic(), {}, readFile))))
 

@@ -5,10 +5,20 @@
  * the turn goes on; a refusal all the same (the request lost it: a summary, another model) ends the
  * turn with a typed failure whose log line says why and what to do.
  */
+import * as AnthropicClient from "@effect/ai-anthropic/AnthropicClient"
+import * as AnthropicLanguageModel from "@effect/ai-anthropic/AnthropicLanguageModel"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as Transcript from "../../src/domain/Transcript.js"
+import * as EffectAiModelProvider from "../../src/layers/EffectAiModelProvider.js"
+import { ModelProvider } from "../../src/services/ModelProvider.js"
 import { expectWellFormedLog } from "../helpers.js"
 import * as WireStreams from "./wireStreams.js"
 
@@ -83,4 +93,81 @@ describe("an endpoint that turns thinking on by itself, then wants the thinking 
         expectWellFormedLog(yield* WireStreams.replay(sessionId))
       }).pipe(Effect.provide(WireStreams.engine(vendor.layer))))
   }
+})
+
+/** A signed thinking block at `index`. */
+const signedBlock = (index: number, text: string, signature: string) => [
+  { type: "content_block_start", index, content_block: { type: "thinking", thinking: "", signature: "" } },
+  { type: "content_block_delta", index, delta: { type: "thinking_delta", thinking: text } },
+  { type: "content_block_delta", index, delta: { type: "signature_delta", signature } },
+  { type: "content_block_stop", index }
+]
+
+describe("interleaved thinking (an endpoint with the beta header, or one that interleaves unasked)", () => {
+  for (const vendor of [{ name: "anthropic", layer: anthropic }, { name: "effect-ai (Anthropic)", layer: effectAiAnthropic }]) {
+    it.effect(`${vendor.name}: [thinking, text, thinking, tool_use, thinking, tool_use] goes back as received; replay folds the same places`, () =>
+      Effect.gen(function*() {
+        server.respond(
+          a.response(
+            signedBlock(0, "T1", "S1"),
+            a.text(1, "Let me look."),
+            signedBlock(2, "T2", "S2"),
+            a.tool(3, "toolu_1", { path: "a" }),
+            signedBlock(4, "T3", "S3"),
+            a.tool(5, "toolu_2", { path: "b" })
+          )("tool_use"),
+          a.answer()
+        )
+        const { events, sessionId } = yield* WireStreams.turn("read a")
+        expect(events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+        const assistant = server.received[1]!.body.messages.find((m: { role: string }) => m.role === "assistant")
+        expect(assistant.content.map((b: { type: string; thinking?: string }) => b.thinking ?? b.type)).toEqual(["T1", "text", "T2", "tool_use", "T3", "tool_use"])
+        expect(assistant.content[2]).toEqual({ type: "thinking", thinking: "T2", signature: "S2" })
+        const logged = yield* WireStreams.replay(sessionId)
+        expectWellFormedLog(logged)
+        const entry = Transcript.replay(logged).entries.find((e) => e.role === "assistant" && e.toolCalls.length > 0)
+        expect(entry?.role === "assistant" ? entry.thinking?.map((b) => b.at) : undefined).toEqual([undefined, { text: "Let me look.".length, calls: 0 }, { text: "Let me look.".length, calls: 1 }])
+      }).pipe(Effect.provide(WireStreams.engine(vendor.layer))))
+  }
+})
+
+describe("the bridge turns thinking off mid-turn: the body @effect/ai-anthropic sends", () => {
+  const model = "claude-sonnet-4-5"
+  // A model whose own config asks for thinking, as an embedder's would.
+  const provider = () =>
+    EffectAiModelProvider.layer({ model }).pipe(
+      Layer.provide(AnthropicLanguageModel.model(model, { max_tokens: 4096, thinking: { type: "enabled", budget_tokens: 2048 } })),
+      Layer.provide(AnthropicClient.layer({ apiKey: Redacted.make("k"), apiUrl: server.url })),
+      Layer.provide(FetchHttpClient.layer)
+    )
+  const ev = (sequence: number, type: string, payload: unknown) =>
+    ({ id: `evt_${sequence}`, sessionId: "sess_1", turnId: "t1", timestamp: "t", sequence, type, payload }) as unknown as AgentEvent
+  /** A turn that thought in its first step, then called again without; `summarised`: a compaction took the first step away. */
+  const request = (summarised: boolean) => {
+    const events = [
+      ev(1, "user.message", { content: "refactor it" }),
+      ev(2, "model.thinking_delta", { text: "plan" }),
+      ev(3, "model.thinking_block", { provider: "anthropic", model, signature: "S1" }),
+      ev(4, "model.tool_call_requested", { toolCallId: "c1", tool: "read_file", args: { path: "a" } }),
+      ev(5, "tool.completed", { toolCallId: "c1", result: "x" }),
+      ev(6, "model.tool_call_requested", { toolCallId: "c2", tool: "read_file", args: { path: "b" } }),
+      ev(7, "tool.completed", { toolCallId: "c2", result: "y" })
+    ]
+    const whole = Transcript.replay(events)
+    const transcript = summarised ? Transcript.compacted(whole, { compactionId: "k", summary: "s", firstKeptSequence: 6, sequence: 8, turnId: "t1" }) : whole
+    return { system: "", messages: Transcript.messages(transcript), tools: [{ name: "read_file", description: "", inputSchema: { type: "object" } }] }
+  }
+  it.effect("a turn whose thinking step a summary took asks for thinking disabled and carries no thinking; one that opens with thinking keeps it", () =>
+    Effect.gen(function*() {
+      const models = yield* ModelProvider
+      server.respond(a.answer(), a.answer())
+      yield* Stream.runDrain(models.stream(request(true)))
+      yield* Stream.runDrain(models.stream(request(false)))
+      const [cut, whole] = server.received.map((r) => r.body)
+      expect(cut.thinking).toEqual({ type: "disabled" })
+      expect(JSON.stringify(cut.messages)).not.toMatch(/"thinking"/)
+      expect(cut.messages.find((m: { role: string }) => m.role === "assistant").content[0]).toMatchObject({ type: "tool_use", id: "c2" })
+      expect(whole.thinking).toEqual({ type: "enabled", budget_tokens: 2048 })
+      expect(whole.messages.find((m: { role: string }) => m.role === "assistant").content[0]).toEqual({ type: "thinking", thinking: "plan", signature: "S1" })
+    }).pipe(Effect.provide(provider())))
 })
