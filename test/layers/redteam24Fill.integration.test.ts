@@ -46,3 +46,26 @@ describe("a fill through a link, as the kernel follows it (H6)", () => {
     }
   })
 })
+
+describe("what else fills cwd before a git (H1–H4)", () => {
+  it("cp -T, an option's value before program text, a module or jar that unpacks, sed's e command: asks", async () => {
+    const lines = [
+      "cp -rT d1/d2/d3/ev . && git status",
+      "cp -a --no-target-directory d1/d2/d3/ev . && git status",
+      `awk -v x=1 'BEGIN{system("cp -r d1/d2/d3/ev/. .")}' && git status`,
+      `perl -I . -e 'system("cp -r d1/d2/d3/ev/. .")' && git status`,
+      `node -r fs -e "require('fs').cpSync('d1/d2/d3/ev','.',{recursive:true})" && git status`,
+      `python3 -W ignore -c "import shutil; shutil.copytree('d1/d2/d3/ev', '.', dirs_exist_ok=True)" && git status`,
+      "python3 -m tarfile -e t.tar . && git status",
+      "python3 -m zipfile -e t.zip . && git status",
+      "sed -n '1e cp -r d1/d2/d3/ev/. .' t.tar; git status"
+    ]
+    for (const line of lines) await asks(line)
+    // jar is not everywhere; on macOS `cp -R x/ .` copies x's contents (GNU cp copies x): decisions only.
+    for (const line of ["jar xf t.zip && git status", "cp -R d1/d2/d3/ev/ . && git status"]) await asks(line, false)
+  })
+
+  it("an awk program that compares, before a git of a clean folder, stays the rule's", async () => {
+    expect((await decide(folder(), "awk '$1 > 3' t.tar && git status")).decision).toBe("allow")
+  })
+})
