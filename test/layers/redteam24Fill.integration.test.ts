@@ -44,6 +44,11 @@ describe("a fill through a link, as the kernel follows it (H6)", () => {
     for (const line of ["tar xf t.tar -C out && git status", "unzip -oq t.zip -d out && git status", "cp -r d1/d2/d3/ev/. out && git status", "tar xf t.tar -C sub/up && git status"]) {
       await asks(line)
     }
+    // Through a link out of cwd, to a folder the git works in through the same link: asked as before.
+    const cwd = folder()
+    mkdirSync(`${cwd}-far`)
+    execFileSync("ln", ["-s", `${cwd}-far`, "far"], { cwd })
+    expect((await decide(cwd, "tar xf t.tar -C far && git -C far status")).decision).toBe("ask")
   })
 })
 

@@ -192,13 +192,19 @@ export interface LineChanges {
 export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, changes: LineChanges = {}): Promise<ReadonlyArray<string>> => {
   // What the line swaps and fills, each as the real path the kernel reaches (see `realPaths`), once for all its gits:
   // before, each was compared with each git's folders through `path.relative` (`tar xf a -C dN; git -C dN status; ` ×
-  // 500 took 15–25 s). Cwd itself is never swapped; a fill or a swap outside cwd asks as a write there.
+  // 500 took 15–38 s). Cwd itself is never swapped.
   const realCwd = await NodeFs.realpath(cwd).catch(() => NodePath.resolve(cwd))
   const realOf = realPaths(realCwd)
-  const resolved = (texts: ReadonlyArray<string>) =>
-    Promise.all(texts.filter((text) => !text.startsWith("~")).map((text) => realOf(NodePath.isAbsolute(text) ? text : `${cwd}${NodePath.sep}${text}`)))
-  const swapped = (await resolved(changes.swapped ?? [])).filter((path) => path !== realCwd && within(realCwd, path))
-  const filled = (await resolved(changes.filled ?? [])).filter((path) => within(realCwd, path))
+  // Those below cwd, as written or as followed: one through a link out of cwd is still compared with the git's folders,
+  // followed the same way (`tar xf t.tar -C out && git -C out status` with `out -> /elsewhere`).
+  const lexicalCwd = NodePath.resolve(cwd)
+  const resolved = async (texts: ReadonlyArray<string>) => {
+    const below = texts.filter((text) => !text.startsWith("~"))
+    const real = await Promise.all(below.map((text) => realOf(NodePath.isAbsolute(text) ? text : `${cwd}${NodePath.sep}${text}`)))
+    return real.filter((path, i) => within(realCwd, path) || within(lexicalCwd, NodePath.resolve(cwd, below[i]!)))
+  }
+  const swapped = (await resolved(changes.swapped ?? [])).filter((path) => path !== realCwd)
+  const filled = await resolved(changes.filled ?? [])
   const changesAny = swapped.length > 0 || filled.length > 0
   /** Whether a swapped or filled path holds one of `folders` (real paths), or (`inside`) is inside one. */
   const holds = (paths: ReadonlyArray<string>, folders: ReadonlyArray<string>) => paths.some((path) => folders.some((folder) => within(path, folder)))
