@@ -59,18 +59,21 @@ describe("LineFills.of", () => {
   })
 
   it("round 24: cp -T, a trailing slash on cp's source, and more unpackers fill", () => {
-    expect(of("cp -rT src .").filled).toEqual(["."])
-    expect(of("cp -a --no-target-directory src out").filled).toEqual(["out"])
-    expect(of("cp -R ev/ .").filled).toEqual(["."])
-    expect(of("python3 -m tarfile -e t.tar .").filled).toEqual(["."])
-    expect(of("python3 -m zipfile -e t.zip out").filled).toEqual(["out"])
-    expect(of("python3 -m tarfile -e t.tar").filled).toEqual(["."])
-    expect(of("jar xf t.jar").filled).toEqual(["."])
-    expect(of("7z x t.7z -oout").filled).toEqual(["out"])
-    expect(of("7z x t.7z").filled).toEqual(["."])
-    expect(of("pax -r -f t.pax").filled).toEqual(["."])
-    expect(of("pax -rw src out").filled).toEqual(["out"])
-    expect(of("cpio -pdm out").filled).toEqual(["out"])
+    const fills: ReadonlyArray<readonly [string, string]> = [
+      ["cp -rT src .", "."],
+      ["cp -a --no-target-directory src out", "out"],
+      ["cp -R ev/ .", "."],
+      ["python3 -m tarfile -e t.tar .", "."],
+      ["python3 -m zipfile -e t.zip out", "out"],
+      ["python3 -m tarfile -e t.tar", "."],
+      ["jar xf t.jar", "."],
+      ["7z x t.7z -oout", "out"],
+      ["7z x t.7z", "."],
+      ["pax -r -f t.pax", "."],
+      ["pax -rw src out", "out"],
+      ["cpio -pdm out", "out"]
+    ]
+    for (const [line, folder] of fills) expect(of(line).filled, line).toEqual([folder])
     for (const line of ["python3 -m tarfile -l t.tar", "python3 -m pytest", "jar tf t.jar", "7z l t.7z", "pax -f t.pax"]) expect(of(line).filled, line).toEqual([])
   })
 
