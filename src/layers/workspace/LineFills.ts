@@ -3,9 +3,10 @@
  * move lands as: read before a git of the same line runs there (`GitPrograms.chosenByRepository`).
  *
  * `tar xf t.tar && git status` unpacks whatever the archive holds into cwd — a `.git/config`, a
- * staged submodule's `sub/.git` — and no word of the line names it; so do `unzip`, `cpio -i`, `ar
- * x`, `patch` (the files its diff names), a copy of a folder's contents (`cp -r x/. d`, `rsync x/
- * d`, `ditto x d`, a glob's names) and a move or copy run by `xargs`, `parallel` or `find -exec`
+ * staged submodule's `sub/.git` — and no word of the line names it; so do `unzip`, `cpio -i`/`-p`,
+ * `ar x`, `jar x`, `7z x`, `pax -r`, `python3 -m tarfile -e`, `patch` (the files its diff names),
+ * GNU sed's `e` command, a copy of a folder's contents (`cp -r x/. d`, `cp -T x d`, `rsync x/ d`,
+ * `ditto x d`, a glob's names) and a move or copy run by `xargs`, `parallel` or `find -exec`
  * (its sources and destination come from what the runner reads), and program text the line runs
  * (`python3 -c 'os.rename(…)'`, `perl -e`, `node -e`, an awk program that runs or writes: it may
  * move or write anything below cwd, which it fills). Such a folder is *filled*: what
