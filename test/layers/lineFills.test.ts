@@ -43,4 +43,42 @@ describe("LineFills.of", () => {
     expect(of("xargs -I{} mv d1/clone {}").filled).toEqual(["."])
     expect(of("find d1 -name sub -exec mv {} . ;").filled).toEqual(["."])
   })
+
+  it("round 24: an interpreter's option taking a value does not end the scan before its program text", () => {
+    for (const line of [`awk -v x=1 'BEGIN{system("x")}'`, "perl -I . -e x", "node -r fs -e x", "node --require fs -e x", "python3 -W ignore -c x", "ruby -r fileutils -e x", "gawk -e 'BEGIN{system(\"x\")}'"]) {
+      expect(of(line).filled, line).toEqual(["."])
+    }
+    expect(of("awk -v x=1 '{print $1}' f").filled).toEqual([])
+  })
+
+  it("round 24: an awk program that compares asks nothing; one that runs, pipes or prints to a file fills", () => {
+    for (const line of ["awk '$1 > 3' f", "awk '$1 > 3 || $2 < 1 {print $1}' f", "awk '{ if (a >= b) print }' f"]) expect(of(line).filled, line).toEqual([])
+    for (const line of ["awk '{print | \"sh\"}' f", "awk 'BEGIN{\"id\" | getline x}'", "awk '{printf \"%s\", $0 >> \"f\"}' a", "awk 'BEGIN { system (\"x\") }'"]) {
+      expect(of(line).filled, line).toEqual(["."])
+    }
+  })
+
+  it("round 24: cp -T, a trailing slash on cp's source, and more unpackers fill", () => {
+    const fills: ReadonlyArray<readonly [string, string]> = [
+      ["cp -rT src .", "."],
+      ["cp -a --no-target-directory src out", "out"],
+      ["cp -R ev/ .", "."],
+      ["python3 -m tarfile -e t.tar .", "."],
+      ["python3 -m zipfile -e t.zip out", "out"],
+      ["python3 -m tarfile -e t.tar", "."],
+      ["jar xf t.jar", "."],
+      ["7z x t.7z -oout", "out"],
+      ["7z x t.7z", "."],
+      ["pax -r -f t.pax", "."],
+      ["pax -rw src out", "out"],
+      ["cpio -pdm out", "out"]
+    ]
+    for (const [line, folder] of fills) expect(of(line).filled, line).toEqual([folder])
+    for (const line of ["python3 -m tarfile -l t.tar", "python3 -m pytest", "jar tf t.jar", "7z l t.7z", "pax -f t.pax"]) expect(of(line).filled, line).toEqual([])
+  })
+
+  it("round 24: GNU sed's e command, s///e and w run or write; --sandbox and a plain script do not", () => {
+    for (const line of ["sed -n '1e cp -r ev/. .' f", "sed 's/x/y/e' f", "sed -e '$w out' f", "sed -n -e p -e '/a/e id' f"]) expect(of(line).filled, line).toEqual(["."])
+    for (const line of ["sed --sandbox '1e id' f", "sed -n 's/e/E/gp' f", "sed -i 's/a/b/' f", "sed -e 's/be/we/' f"]) expect(of(line).filled, line).toEqual([])
+  })
 })

@@ -71,6 +71,28 @@ const readPrograms: Record<string, OptionRule> = {
 }
 
 /**
+ * Interpreters: the options that give each program text on the line (`python3 -c`, `perl -pe`,
+ * `php -r`) and those taking the next word as their value, which a scan for the program text steps
+ * over (`awk -v x=1 'BEGIN{…}'`, `perl -I . -e`, `node -r fs -e`, `python3 -W ignore -c`). One list,
+ * for what runs other programs here and for what program text fills (`LineFills`).
+ */
+export const interpreters: ReadonlyArray<{ readonly names: RegExp; readonly inline: RegExp; readonly takesValue: RegExp }> = [
+  { names: /^(?:python[0-9.]*|pypy[0-9.]*)$/, inline: /^-[A-Za-z]*c$/, takesValue: /^-[WXQ]$/ },
+  {
+    names: /^(?:node|nodejs|bun)$/,
+    inline: /^(?:-[A-Za-z]*[ep]|--eval|--print|--eval=.*|--print=.*)$/,
+    takesValue: /^(?:-[rC]|--(?:require|import|loader|experimental-loader|conditions|env-file|input-type|title|inspect-port|preload|cwd|tsconfig-override|config))$/
+  },
+  { names: /^deno$/, inline: /^eval$/, takesValue: /^(?:-[AIL]|--(?:config|import-map|location|cert|env-file))$/ },
+  { names: /^(?:perl[0-9.]*|ruby|julia)$/, inline: /^-[A-Za-z]*[eE]$/, takesValue: /^(?:-[IrCFLJpt]|--(?:require|encoding|project|threads|procs|load|sysimage))$/ },
+  { names: /^(?:php[0-9.]*)$/, inline: /^-[A-Za-z]*r$/, takesValue: /^-[dcz]$/ },
+  { names: /^(?:lua[0-9.]*|Rscript|osascript)$/, inline: /^-e$/, takesValue: /^-[l]$/ },
+  { names: /^(?:tclsh|expect)$/, inline: /^-c$/, takesValue: /^$/ },
+  // awk's program is its first operand, `-e`/`--source`'s value (gawk), or a file's (`-f`, `-E`).
+  { names: /^(?:awk|gawk|mawk|nawk)$/, inline: /^(?:-e|--source)$/, takesValue: /^(?:-[vFfEil]|--(?:assign|field-separator|file|exec|include|load))$/ }
+]
+
+/**
  * Programs whose arguments are (or can be) another command or a program text: interpreters,
  * wrappers, and editors, pagers and debuggers, whose command-line commands (`vim -c '!…'`,
  * `less '+!…'`, `gdb -ex 'shell …'`, `emacs --eval`) run anything; database shells and macro
@@ -78,7 +100,7 @@ const readPrograms: Record<string, OptionRule> = {
  * openers that hand a file to whatever the desktop runs for it (`xdg-open x.desktop`); and
  * schedulers that run a command later, outside the sandbox (`at`, `crontab`, `systemd-run`).
  */
-const runsCommands = /^(env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|python[0-9.]*|pypy[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby|php[0-9.]*|lua[0-9.]*|awk|gawk|mawk|nawk|tclsh|expect|osascript|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|ed|emacs|emacsclient|gdb|lldb|less|more|most|m4|dc|sqlite3|psql|mysql|mariadb|xdg-open|gio|kde-open[0-9]*|gnome-open|exo-open|open|see|run-mailcap|sensible-browser|sensible-editor|sensible-pager|x-www-browser|www-browser|at|batch|crontab|systemd-run|ssh-agent)$/
+const runsCommands = new RegExp(`^(?:env|xargs|nice|ionice|nohup|timeout|time|watch|strace|ltrace|setsid|stdbuf|flock|chroot|unshare|nsenter|setpriv|parallel|script|exec|eval|command|builtin|sudo|doas|su|runuser|sh|bash|dash|zsh|ksh|mksh|fish|csh|tcsh|busybox|${interpreters.map((i) => i.names.source.slice(4, -2)).join("|")}|tee|ssh|rsync|scp|sftp|tmux|screen|npx|pnpx|bunx|uvx|pipx|vim?|nvim|view|ex|ed|emacs|emacsclient|gdb|lldb|less|more|most|m4|dc|sqlite3|psql|mysql|mariadb|xdg-open|gio|kde-open[0-9]*|gnome-open|exo-open|open|see|run-mailcap|sensible-browser|sensible-editor|sensible-pager|x-www-browser|www-browser|at|batch|crontab|systemd-run|ssh-agent)$`)
 /**
  * More programs whose job is to run the command after them (with a CPU set, limits, a fake root, a
  * display, another group, out of a Flatpak's sandbox, under a debugger or a proxy, when files

@@ -24,7 +24,6 @@ import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import type { GitAt } from "./CommandPaths.js"
 import * as Gitlinks from "./Gitlinks.js"
-import * as Paths from "./Paths.js"
 import * as RunsLater from "./RunsLater.js"
 import * as Sandbox from "./Sandbox.js"
 
@@ -123,28 +122,56 @@ const rootsOf = async (worktree: RunsLater.Worktree, configsOf: ConfigsOf): Prom
   return [...new Set([worktree.root, ...named])]
 }
 
-/** Whether `text` (as a line names it, from `cwd`) is one of `folders` or holds one, below cwd. */
-const swapsOut = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean => {
-  if (text.startsWith("~")) return false
-  const path = NodePath.resolve(cwd, text)
-  return path !== NodePath.resolve(cwd) && Paths.isInside(NodePath, cwd, path) && folders.some((folder) => Paths.isInside(NodePath, path, folder))
-}
+/** Whether `path` is `folder` or inside it: both real paths, compared as strings (a line may hold 500 fills and 500 gits). */
+const within = (folder: string, path: string): boolean => path === folder || path.startsWith(folder.endsWith(NodePath.sep) ? folder : folder + NodePath.sep)
 
-/** Whether `text` (as a line names it, from `cwd`) is inside one of `folders`. */
-const swapsIn = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean =>
-  !text.startsWith("~") && folders.some((folder) => Paths.isInside(NodePath, folder, NodePath.resolve(cwd, text)))
-
-/** Whether a folder the line fills (`filled`: as it names it, from `cwd`, cwd itself too) holds one of `folders`, below cwd or cwd. */
-const fillsOver = (cwd: string, text: string, folders: ReadonlyArray<string>): boolean => {
-  if (text.startsWith("~")) return false
-  const path = NodePath.resolve(cwd, text)
-  return Paths.isInside(NodePath, cwd, path) && folders.some((folder) => Paths.isInside(NodePath, path, folder))
+/**
+ * Paths as the kernel follows them: each through the real path of its longest existing prefix,
+ * component by component (`out -> .` makes `out` cwd; `sub/up -> ..` makes `sub/up` cwd, and `out/..`
+ * is the link's parent, not `.`), the rest as written. Before, fills were compared as text: `tar xf
+ * t.tar -C out && git status` with a repository's `out -> .` ran the unpacked `core.fsmonitor`. A
+ * path that cannot be followed (a loop, a folder it may not enter) counts as `unresolved` (cwd).
+ */
+const realPaths = (unresolved: string) => {
+  // Each existing prefix's real path (`null`: missing; `undefined`: it cannot be followed).
+  const prefixes = new Map<string, Promise<string | null | undefined>>()
+  const follow = (at: string): Promise<string | null | undefined> => {
+    const known = prefixes.get(at)
+    if (known !== undefined) return known
+    const real = NodeFs.realpath(at).catch((error: NodeJS.ErrnoException) => (error.code === "ENOENT" || error.code === "ENOTDIR" ? null : undefined))
+    prefixes.set(at, real)
+    return real
+  }
+  const paths = new Map<string, Promise<string>>()
+  return (path: string): Promise<string> => {
+    const known = paths.get(path)
+    if (known !== undefined) return known
+    const real = (async () => {
+      let at = NodePath.parse(path).root
+      let exists = true
+      for (const part of path.split(NodePath.sep)) {
+        if (part === "" || part === ".") continue
+        if (part === "..") at = NodePath.dirname(at)
+        else if (!exists) at = NodePath.join(at, part)
+        else {
+          const followed = await follow(NodePath.join(at, part))
+          if (followed === undefined) return unresolved
+          // Past the first missing component the rest is as written: nothing there is a link yet.
+          exists = followed !== null
+          at = followed ?? NodePath.join(at, part)
+        }
+      }
+      return at
+    })()
+    paths.set(path, real)
+    return real
+  }
 }
 
 /** Where git, started in `dir`, looks for a repository inside cwd: `.git` in `dir` and in each folder above it, up to cwd's. */
 const discoveredAt = (cwd: string, dir: string): ReadonlyArray<string> => {
   const found: Array<string> = []
-  for (let at = dir; Paths.isInside(NodePath, cwd, at); at = NodePath.dirname(at)) {
+  for (let at = dir; within(cwd, at); at = NodePath.dirname(at)) {
     found.push(NodePath.join(at, ".git"))
     if (at === cwd) break
   }
@@ -163,8 +190,26 @@ export interface LineChanges {
  * when there is nothing: the common case, a clone git made.
  */
 export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>, changes: LineChanges = {}): Promise<ReadonlyArray<string>> => {
-  const swapped = changes.swapped ?? []
-  const filled = changes.filled ?? []
+  // What the line swaps and fills, each as the real path the kernel reaches (see `realPaths`), once for all its gits:
+  // before, each was compared with each git's folders through `path.relative` (`tar xf a -C dN; git -C dN status; ` ×
+  // 500 took 15–38 s). Cwd itself is never swapped.
+  const realCwd = await NodeFs.realpath(cwd).catch(() => NodePath.resolve(cwd))
+  const realOf = realPaths(realCwd)
+  // Those below cwd, as written or as followed: one through a link out of cwd is still compared with the git's folders,
+  // followed the same way (`tar xf t.tar -C out && git -C out status` with `out -> /elsewhere`).
+  const lexicalCwd = NodePath.resolve(cwd)
+  const resolved = async (texts: ReadonlyArray<string>) => {
+    const below = texts.filter((text) => !text.startsWith("~"))
+    const real = await Promise.all(below.map((text) => realOf(NodePath.isAbsolute(text) ? text : `${cwd}${NodePath.sep}${text}`)))
+    return real.filter((path, i) => within(realCwd, path) || within(lexicalCwd, NodePath.resolve(cwd, below[i]!)))
+  }
+  const swapped = (await resolved(changes.swapped ?? [])).filter((path) => path !== realCwd)
+  const filled = await resolved(changes.filled ?? [])
+  const changesAny = swapped.length > 0 || filled.length > 0
+  /** Whether a swapped or filled path holds one of `folders` (real paths), or (`inside`) is inside one. */
+  const holds = (paths: ReadonlyArray<string>, folders: ReadonlyArray<string>) => paths.some((path) => folders.some((folder) => within(path, folder)))
+  const inside = (paths: ReadonlyArray<string>, folders: ReadonlyArray<string>) => paths.some((path) => folders.some((folder) => within(folder, path)))
+  const realFolders = async (folders: ReadonlyArray<string>): Promise<Array<string>> => (changesAny ? Promise.all(folders.map(realOf)) : [])
   const found = new Set<string>()
   const seen = new Set<string>()
   const configs = new Map<string, Promise<ReadonlyArray<RunsLater.ConfigRead>>>()
@@ -204,13 +249,15 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
     // Its folder, its git folder, each `.git` git looks for on the way up (`rm -rf y/.git`, `mv d1/ev/.git .`), and the
     // config files the line makes it read (`cp d1/evil.cfg g.cfg && GIT_CONFIG_GLOBAL=g.cfg git status`).
     const configFiles = (at.configs ?? []).map((file) => RunsLater.hooksFolder(file, cwd))
-    const folders = [dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(cwd, dir), ...configFiles]
+    // As written and as git reaches them: git walks up from the real folder it starts in (`git -C link status`).
+    const folders = await realFolders([dir, ...(at.gitDir === undefined ? [] : [NodePath.resolve(cwd, at.gitDir)]), ...discoveredAt(NodePath.resolve(cwd), dir), ...configFiles])
+    if (changesAny) folders.push(...discoveredAt(realCwd, folders[0]!))
     const swappedFirst = "(a git in a folder the line moves, removes or copies onto first: what it holds then is known only when it runs)"
-    if (swapped.some((text) => swapsOut(cwd, text, folders))) found.add(swappedFirst)
+    if (holds(swapped, folders)) found.add(swappedFirst)
     // One the line unpacks, patches or copies a folder's contents into, or program text it runs may write in, cwd too
     // (`tar xf t.tar && git status`, `python3 -c 'os.rename(…)' && git -C y status`).
     const filledFirst = "(a git in a folder the line writes unnamed files into first — an archive, a patch, a folder's copy, program text: what it holds then is known only when it runs)"
-    if (filled.some((text) => fillsOver(cwd, text, folders))) found.add(filledFirst)
+    if (holds(filled, folders)) found.add(filledFirst)
     const discovered = at.gitDir !== undefined ? await namedGitDir(NodePath.resolve(cwd, at.gitDir), dir) : await RunsLater.worktreeOf(dir)
     // The worktree the line names (`GIT_WORK_TREE=x`, `--work-tree=x`): where git looks for the index's submodules.
     const worktree = discovered === undefined || at.workTree === undefined ? discovered : { ...discovered, root: NodePath.resolve(cwd, at.workTree) }
@@ -220,10 +267,11 @@ export const chosenByRepository = async (cwd: string, gits: ReadonlyArray<GitAt>
       const gitlinkFolders: Array<string> = []
       for (const sub of await submodulesOf(worktree, configsOf, 0, at.indexFiles, gitlinkFolders)) typeof sub === "string" ? found.add(sub) : await add(sub)
       // A submodule's folder the line swaps (`rm -rf sub && mv deep/clone sub && git status`): git looks into what is there then.
-      if (swapped.some((text) => swapsOut(cwd, text, gitlinkFolders) || swapsIn(cwd, text, gitlinkFolders))) found.add(swappedFirst)
+      const gitlinks = await realFolders(gitlinkFolders)
+      if (holds(swapped, gitlinks) || inside(swapped, gitlinks)) found.add(swappedFirst)
       // Or fills, or fills the repository's git folder (`tar xf t.tar -C sub`, `patch -p1 < p.diff` making `sub/.git`).
-      const repository = [worktree.root, worktree.gitDir, worktree.ownGitDir, ...gitlinkFolders]
-      if (filled.some((text) => fillsOver(cwd, text, repository) || swapsIn(cwd, text, gitlinkFolders))) found.add(filledFirst)
+      const repository = [...(await realFolders([worktree.root, worktree.gitDir, worktree.ownGitDir])), ...gitlinks]
+      if (holds(filled, repository) || inside(filled, gitlinks)) found.add(filledFirst)
     }
     for (const nested of (await Sandbox.findRepositories(dir)).worktrees) await add(nested)
     // Config files the line itself makes git read (`GIT_CONFIG_GLOBAL=./x`, `-c include.path=…`): named by where they are.

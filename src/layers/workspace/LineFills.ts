@@ -3,9 +3,10 @@
  * move lands as: read before a git of the same line runs there (`GitPrograms.chosenByRepository`).
  *
  * `tar xf t.tar && git status` unpacks whatever the archive holds into cwd — a `.git/config`, a
- * staged submodule's `sub/.git` — and no word of the line names it; so do `unzip`, `cpio -i`, `ar
- * x`, `patch` (the files its diff names), a copy of a folder's contents (`cp -r x/. d`, `rsync x/
- * d`, `ditto x d`, a glob's names) and a move or copy run by `xargs`, `parallel` or `find -exec`
+ * staged submodule's `sub/.git` — and no word of the line names it; so do `unzip`, `cpio -i`/`-p`,
+ * `ar x`, `jar x`, `7z x`, `pax -r`, `python3 -m tarfile -e`, `patch` (the files its diff names),
+ * GNU sed's `e` command, a copy of a folder's contents (`cp -r x/. d`, `cp -T x d`, `rsync x/ d`,
+ * `ditto x d`, a glob's names) and a move or copy run by `xargs`, `parallel` or `find -exec`
  * (its sources and destination come from what the runner reads), and program text the line runs
  * (`python3 -c 'os.rename(…)'`, `perl -e`, `node -e`, an awk program that runs or writes: it may
  * move or write anything below cwd, which it fills). Such a folder is *filled*: what
@@ -21,7 +22,7 @@ import type * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
-const unpackers = new Set(["tar", "bsdtar", "unzip", "cpio", "ar", "patch"])
+const unpackers = new Set(["tar", "bsdtar", "unzip", "cpio", "ar", "patch", "jar", "7z", "7za", "7zr", "pax"])
 
 /** Programs that copy, move or link named sources into a destination. */
 const placers = new Set(["cp", "mv", "ln", "install", "rsync", "ditto"])
@@ -50,10 +51,25 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
       return lettersOf(args).includes("x") || args.some((w) => w === "--extract" || w === "--get") ? into(valuesOf(args, "-C", "--directory")) : []
     case "unzip":
       return args.some((w) => /^-[ltvpZz]$/.test(w)) ? [] : into(valuesOf(args, "-d", "-d"))
-    case "cpio":
-      return /^[^-]*i/.test(lettersOf(args.filter((w) => w.startsWith("-")))) || args.includes("--extract") ? into(valuesOf(args, "-D", "--directory")) : []
+    case "cpio": {
+      // `cpio -p dest` (pass-through) copies the names it reads into dest.
+      const letters = lettersOf(args.filter((w) => w.startsWith("-")))
+      if (letters.includes("p") || args.includes("--pass-through")) return args.filter((w) => !w.startsWith("-")).slice(-1)
+      return /^[^-]*i/.test(letters) || args.includes("--extract") ? into(valuesOf(args, "-D", "--directory")) : []
+    }
     case "ar":
       return /x/.test(args[0]?.replace(/^-/, "") ?? "") ? ["."] : []
+    // `jar xf t.jar` (into cwd), `7z x t.7z -oout`, `pax -r < t.pax` (a copy with `-rw` into its last operand).
+    case "jar":
+      return /x/.test(args[0]?.replace(/^-/, "") ?? "") ? ["."] : []
+    case "7z":
+    case "7za":
+    case "7zr":
+      return args[0] === "x" || args[0] === "e" ? into(args.filter((w) => w.startsWith("-o")).map((w) => w.slice(2))) : []
+    case "pax": {
+      const letters = lettersOf(args.filter((w) => w.startsWith("-")))
+      return !letters.includes("r") ? [] : letters.includes("w") ? args.filter((w) => !w.startsWith("-")).slice(-1) : ["."]
+    }
     default:
       return args.includes("--dry-run") ? [] : into(valuesOf(args, "-d", "--directory"))
   }
@@ -73,8 +89,12 @@ const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { read
   const destination = target.at(-1) ?? (operands.length >= 2 ? operands.at(-1)!.value : undefined)
   if (destination === undefined) return { filled: [], landed: [] }
   const sources = target.length > 0 ? operands : operands.slice(0, -1)
-  // `x/.` (and rsync's `x/`) copies x's contents; ditto always does; a glob's names are known when it runs.
-  const contents = (w: CommandLine.Word) => program === "ditto" || isGlob(w) || w.value.endsWith("/.") || (program === "rsync" && w.value.endsWith("/"))
+  // `cp -T x d` (`--no-target-directory`) copies x's contents into d, as `x/.` does.
+  if (program === "cp" && target.length === 0 && values.some((w) => w === "--no-target-directory" || /^-[^-]*T/.test(w))) return { filled: [destination], landed: [] }
+  // `x/.` (and rsync's `x/`) copies x's contents; ditto always does; a glob's names are known when it runs. So does
+  // BSD's (macOS's) `cp -R x/ d`: GNU cp copies x itself, which is asked about here as a fill too.
+  const contents = (w: CommandLine.Word) =>
+    program === "ditto" || isGlob(w) || w.value.endsWith("/.") || ((program === "rsync" || program === "cp") && w.value.endsWith("/"))
   const filled = sources.some(contents) ? [destination] : []
   const landed = sources.filter((w) => !contents(w)).flatMap((w) => {
     const name = NodePath.basename(w.value)
@@ -83,48 +103,74 @@ const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { read
   return { filled, landed }
 }
 
-/** Interpreters, with the options that give them program text on the line (`python3 -c`, `perl -pe`, `php -r`). */
-const inlineFlags: ReadonlyArray<readonly [RegExp, RegExp]> = [
-  [/^(?:python[0-9.]*|pypy[0-9.]*)$/, /^-[A-Za-z]*c$/],
-  [/^(?:node|nodejs|bun)$/, /^(?:-[A-Za-z]*[ep]|--eval|--print|--eval=.*|--print=.*)$/],
-  [/^deno$/, /^eval$/],
-  [/^(?:perl[0-9.]*|ruby|julia)$/, /^-[A-Za-z]*[eE]$/],
-  [/^(?:php[0-9.]*)$/, /^-[A-Za-z]*r$/],
-  [/^(?:lua[0-9.]*|Rscript|osascript)$/, /^-e$/],
-  [/^(?:tclsh|expect)$/, /^-c$/]
-]
-
-/** awk and its kin: their program is the first operand (unless `-f` names a file). */
-const awks = /^(?:awk|gawk|mawk|nawk)$/
-
 /** Any program `runsProgramText` looks at, in one test: most commands are none of them. */
-const interpreters = new RegExp(`^(?:${[...inlineFlags.map(([program]) => program), awks].map((r) => r.source.slice(1, -1)).join("|")})$`)
+const interpreterNames = new RegExp(CommandRisk.interpreters.map((i) => i.names.source).join("|"))
+
+/**
+ * Whether an awk program can run a command or write a file: `system(…)`, a pipe to or from a command
+ * (`print | "sh"`, `"cmd" | getline`, gawk's `|&`), a `print`/`printf` redirected (`> "f"`, `>> "f"`).
+ * A comparison (`$1 > 3`, `a || b`) does neither: before, `awk '$1 > 3' f && git status` asked.
+ */
+const awkRunsOrWrites = (program: string): boolean => /\bsystem\s*\(|(?:^|[^|])\|(?!\|)|\bprintf?\b[^;{}\n]*>/.test(program)
+
+/**
+ * What GNU sed runs or writes from its script: the `e` command and the `s///e` flag run program
+ * text, `w`/`W` and `s///w` write a file the script names (`sed -n '1e cp -r ev/. .' f`), unless
+ * `--sandbox`. Read loosely: a command letter after an address or a separator, any `s` whose flags
+ * hold one; over-reading only asks.
+ */
+const sedRunsOrWrites = (script: string): boolean =>
+  /(?:^|[;\n{}!$\d/,])\s*[ewW](?:[\s;}]|$)/.test(script) || /(?:^|[;\n{}!$\d/,\s])s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]/.test(script)
+
+/** The options of an interpreter (from `at + 1`) up to its first operand, stepping over those taking a value; the operand's index. */
+const optionsOf = (values: ReadonlyArray<string>, at: number, takesValue: RegExp): { readonly options: ReadonlyArray<string>; readonly operand: number } => {
+  // A scan that stops at the first operand: `watch python3 python3 …` stays linear.
+  let end = at + 1
+  while (end < values.length && values[end]!.startsWith("-") && values[end] !== "-" && values[end] !== "--") end += takesValue.test(values[end]!) ? 2 : 1
+  return { options: values.slice(at + 1, Math.min(end, values.length)), operand: end < values.length ? end : -1 }
+}
 
 /**
  * Whether the command runs program text the line holds, which may move or write anything below cwd
  * (`python3 -c 'os.rename(…)'`): given by an option, or read from the line's here-document or pipe
- * (an interpreter with no script: `python3 - <<EOF`). An awk program only when it can run a command
- * or write a file (`system(…)`, `| "cmd"`, `> "file"`): `awk '{print $1}' f` reads.
+ * (an interpreter with no script: `python3 - <<EOF`). An awk program or a sed script only when it
+ * can run a command or write a file (`awk '{print $1}' f` reads).
  */
 const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<string>): boolean =>
   // The program, or one a wrapper runs (`nice python3 -c …`), not a word that only names one (`git log --grep node`).
   names.some((name, at) => {
     if (at > 0 && !CommandRisk.runsOtherPrograms(names[0]!)) return false
-    if (!interpreters.test(name)) return false
-    const awk = awks.test(name)
-    const interpreter = inlineFlags.find(([program]) => program.test(name))
-    if (!awk && interpreter === undefined) return false
-    // Its options, up to its first operand (a scan that stops there: `watch python3 python3 …` stays linear).
-    let end = at + 1
-    while (end < values.length && values[end]!.startsWith("-") && values[end] !== "-") end++
-    const options = values.slice(at + 1, end)
-    const args = values.slice(at + 1, end + 1)
-    const operand = end < values.length ? options.length : -1
-    if (awk) return !options.some((w) => w === "-f" || w.startsWith("--file")) && operand >= 0 && /system|[|>]/.test(args[operand]!)
-    // `python3 -m pytest` runs a module: a file's code, as `python3 s.py` does.
-    if (options.some((w) => w === "-m" || /^(?:-V|--version|-h|--help)$/.test(w))) return false
-    return options.some((w) => interpreter![1].test(w)) || operand < 0 || args[operand] === "-" || (name === "deno" && args[operand] === "eval")
+    if (name === "sed" || name === "gsed") {
+      const { options, operand } = optionsOf(values, at, /^(?:-[efl]|--(?:expression|file|line-length))$/)
+      if (options.includes("--sandbox")) return false
+      const scripts = valuesOf(options, "-e", "--expression")
+      return (scripts.length > 0 || valuesOf(options, "-f", "--file").length > 0 ? scripts : operand < 0 ? [] : [values[operand]!]).some(sedRunsOrWrites)
+    }
+    if (!interpreterNames.test(name)) return false
+    const interpreter = CommandRisk.interpreters.find((i) => i.names.test(name))!
+    const { options, operand } = optionsOf(values, at, interpreter.takesValue)
+    if (/^(?:awk|gawk|mawk|nawk)$/.test(name)) {
+      const sources = valuesOf(options, "-e", "--source")
+      const fromFile = options.some((w) => w === "-f" || w === "-E" || w.startsWith("--file") || w.startsWith("--exec"))
+      return (sources.length > 0 || fromFile ? sources : operand < 0 ? [] : [values[operand]!]).some(awkRunsOrWrites)
+    }
+    // `python3 -m tarfile -e t.tar out` and `-m zipfile -e` unpack (into cwd without a folder named).
+    const module = valuesOf(options, "-m", "-m").at(0) ?? (options.at(-1) === "-m" && operand >= 0 ? values[operand] : undefined)
+    if (module !== undefined) return false
+    if (options.some((w) => /^(?:-V|--version|-h|--help)$/.test(w))) return false
+    return options.some((w) => interpreter.inline.test(w)) || operand < 0 || values[operand] === "-" || (name === "deno" && values[operand] === "eval")
   })
+
+/** What `python3 -m tarfile -e t.tar [dir]` (or `zipfile`) unpacks into; nothing for another module. */
+const unpackedByModule = (names: ReadonlyArray<string>, values: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const at = names.findIndex((name) => /^(?:python[0-9.]*|pypy[0-9.]*)$/.test(name))
+  if (at < 0) return []
+  const module = values.indexOf("-m", at)
+  if (module < 0 || !/^(?:tarfile|zipfile)$/.test(values[module + 1] ?? "")) return []
+  const rest = values.slice(module + 2)
+  const extract = rest.findIndex((w) => w === "-e" || w === "--extract")
+  return extract < 0 ? [] : [rest[extract + 2] ?? "."]
+}
 
 const nothing = { filled: [], landed: [] }
 
@@ -135,9 +181,14 @@ const nothing = { filled: [], landed: [] }
 export const of = (words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
   // Most commands are none of these, and are told apart by their program alone (a line may hold 30,000 of them).
   const first = NodePath.basename(words[0]?.value ?? "")
-  if (!unpackers.has(first) && !placers.has(first) && !interpreters.test(first) && !runners.has(first) && !CommandRisk.runsOtherPrograms(first)) return nothing
+  if (!unpackers.has(first) && !placers.has(first) && !interpreterNames.test(first) && !runners.has(first) && !CommandRisk.runsOtherPrograms(first) && first !== "sed" && first !== "gsed") {
+    return nothing
+  }
   const names = words.map((w) => NodePath.basename(w.value))
-  if (runsProgramText(names, words.map((w) => w.value))) return { filled: ["."], landed: [] }
+  const values = words.map((w) => w.value)
+  if (runsProgramText(names, values)) return { filled: ["."], landed: [] }
+  const byModule = unpackedByModule(names, values)
+  if (byModule.length > 0) return { filled: byModule, landed: [] }
   const at = names.findIndex((name) => unpackers.has(name) || placers.has(name))
   if (at < 0) return nothing
   const program = names[at]!
