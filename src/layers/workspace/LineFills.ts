@@ -18,7 +18,7 @@
  * @internal
  */
 import * as NodePath from "node:path"
-import type * as CommandLine from "./CommandLine.js"
+import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
@@ -78,9 +78,6 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
 /** Options of the placers that take the next word as their value (`cp -S .bak`, `rsync -e ssh`, `install -m 644`). */
 const takesValue = /^(?:-[tSeTfmogB]|--(?:target-directory|suffix|rsh|exclude|include|filter|backup-dir|mode|owner|group|files-from|exclude-from|include-from|link-dest|compare-dest|copy-dest|partial-dir|temp-dir|chmod|chown|log-file))$/
 
-/** A word the shell expands as a file name pattern (the names it lands as are not on the line). */
-const isGlob = (word: CommandLine.Word) => [...word.value].some((c, i) => !word.quoted[i] && (c === "*" || c === "?" || c === "["))
-
 /** What a copy, move or link fills (a folder's contents copied into it) and the names its sources land as. */
 const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
   const values = words.map((w) => w.value)
@@ -94,7 +91,7 @@ const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { read
   // `x/.` (and rsync's `x/`) copies x's contents; ditto always does; a glob's names are known when it runs. So does
   // BSD's (macOS's) `cp -R x/ d`: GNU cp copies x itself, which is asked about here as a fill too.
   const contents = (w: CommandLine.Word) =>
-    program === "ditto" || isGlob(w) || w.value.endsWith("/.") || ((program === "rsync" || program === "cp") && w.value.endsWith("/"))
+    program === "ditto" || CommandLine.isGlob(w) || w.value.endsWith("/.") || ((program === "rsync" || program === "cp") && w.value.endsWith("/"))
   const filled = sources.some(contents) ? [destination] : []
   const landed = sources.filter((w) => !contents(w)).flatMap((w) => {
     const name = NodePath.basename(w.value)
