@@ -68,7 +68,7 @@ const withTurnThinking = (entries: ReadonlyArray<Transcript.TranscriptEntry>, fi
   let opening = entries.length
   while (opening > 0 && entries[opening - 1]!.role === "assistant") opening--
   const entry = entries[opening]
-  if (opening >= first || entry?.role !== "assistant" || entry.sequence === undefined || entry.thinking?.some(Transcript.sendable) !== true) return first
+  if (opening >= first || entry?.role !== "assistant" || entry.sequence === undefined || !Transcript.opensWithThinking(entry.thinking, Transcript.sendable)) return first
   let tokens = kept
   for (let i = opening; i < first; i++) tokens += entryTokens(entries[i]!)
   return tokens <= 2 * keepRecentTokens ? opening : first

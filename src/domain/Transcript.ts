@@ -86,7 +86,16 @@ export const proofOf = (block: { readonly signature?: string | undefined; readon
 export const activeTurnThinks = (messages: ReadonlyArray<Message>, sends: (block: ThinkingBlock) => boolean): boolean => {
   let first: Message | undefined = undefined
   for (let i = messages.length - 1; i >= 0 && messages[i]!.role !== "user"; i--) if (messages[i]!.role === "assistant") first = messages[i]
-  return first?.role !== "assistant" || first.thinking?.some(sends) === true
+  return first?.role !== "assistant" || opensWithThinking(first.thinking, sends)
+}
+
+/**
+ * Whether what is sent of a response's thinking opens it: the first block kept has no place (it came
+ * before any text or call). `[T1 cut, text, T2, tool_use]` sends `[text, T2, tool_use]`, which does not.
+ */
+export const opensWithThinking = (thinking: ReadonlyArray<ThinkingBlock> | undefined, sends: (block: ThinkingBlock) => boolean): boolean => {
+  const opening = thinking?.find(sends)
+  return opening !== undefined && opening.at === undefined
 }
 
 /** The messages with no thinking in the active assistant turn: what a request that asks for none carries. */
@@ -131,11 +140,15 @@ export const inResponseOrder = <P>(
   const out: Array<P> = []
   let said = 0
   let called = 0
+  let split = false
   // Up to a place (never back: a place past the end, or before one already reached, is read as the nearest it can be).
+  // A piece of text cut out by thinking that is only white space (the "\n\n" between blocks) is left out: the
+  // Messages API refuses a text block without other characters, and the text was one block when it streamed.
   const upTo = (text: number, calls: number) => {
     const textEnd = Math.max(said, Math.min(text, message.content.length))
     const callsEnd = Math.max(called, Math.min(calls, message.toolCalls.length))
-    if (textEnd > said) out.push(part.text(message.content.slice(said, textEnd)))
+    const piece = message.content.slice(said, textEnd)
+    if (textEnd > said && !(split && piece.trim() === "")) out.push(part.text(piece))
     for (let i = called; i < callsEnd; i++) out.push(part.call(message.toolCalls[i]!))
     said = textEnd
     called = callsEnd
@@ -143,7 +156,10 @@ export const inResponseOrder = <P>(
   for (const block of blocks) {
     const parts = part.thinking(block)
     if (parts.length === 0) continue
-    if (block.at !== undefined) upTo(block.at.text, block.at.calls)
+    if (block.at !== undefined) {
+      split = true
+      upTo(block.at.text, block.at.calls)
+    }
     out.push(...parts)
   }
   upTo(message.content.length, message.toolCalls.length)

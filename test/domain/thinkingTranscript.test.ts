@@ -164,3 +164,16 @@ describe("thinking in the transcript", () => {
     ])
   })
 })
+
+describe("text split by thinking", () => {
+  it("a piece of only white space between two blocks is left out (the Messages API refuses a text block of white space); the text around stays", () => {
+    const block = (signature: string, text: number) => ({ text: signature, provider: "anthropic", model: "m", signature, at: { text, calls: 0 } })
+    const message = { content: "Look.\n\n", toolCalls: [{ toolCallId: "c1", tool: "read_file", args: { path: "a" } }] }
+    const order = Transcript.inResponseOrder(message, [block("T2", 5), block("T3", 7)], {
+      thinking: (b) => [`thinking:${b.signature}`],
+      text: (text) => `text:${JSON.stringify(text)}`,
+      call: (call) => `call:${call.toolCallId}`
+    })
+    expect(order).toEqual(["text:\"Look.\"", "thinking:T2", "thinking:T3", "call:c1"])
+  })
+})

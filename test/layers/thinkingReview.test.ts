@@ -204,3 +204,25 @@ describe("F1: run and replay with a thinking block cut before its end", () => {
     expect(out).toContain("> again\n  ✻ NEW thought\n  ✻ before text\nthe answer\n")
   })
 })
+
+describe("review42: a turn whose sent thinking does not open the response", () => {
+  it("a cut first block, then text and a signed block: the request asks for no thinking (Anthropic refuses a final assistant message that does not start with thinking)", () => {
+    let t = Transcript.empty
+    let seq = 1
+    const add = (type: string, payload: unknown) => {
+      t = Transcript.reduce(t, ev("t1", seq++, type, payload))
+    }
+    add("user.message", { content: "go" })
+    add("model.thinking_delta", { text: "first, cut" })
+    add("model.thinking_block", { provider: "anthropic", model: "m" }) // ended unsigned: never sent
+    add("model.delta", { text: "Let me look." })
+    add("model.thinking_delta", { text: "second" })
+    add("model.thinking_block", { provider: "anthropic", model: "m", signature: "S2" })
+    add("model.tool_call_requested", { toolCallId: "c1", tool: "read_file", args: { path: "a" } })
+    add("tool.completed", { toolCallId: "c1", result: "x" })
+    const body = AnthropicModelProvider.toRequest(request(t), "m", 4096, false, 2048)
+    const assistant = body.messages.find((m) => m.role === "assistant")!
+    expect(body.thinking).toBeUndefined()
+    expect((assistant.content as Array<{ type: string }>).map((block) => block.type)).toEqual(["text", "tool_use"])
+  })
+})

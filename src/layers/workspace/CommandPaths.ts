@@ -225,6 +225,8 @@ const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
   while (words[i] === "command" || words[i] === "builtin" || words[i] === "time") {
     const start = i++
     for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
+    // bash: `time [-p] [!] pipeline`, `time { list; }` run in the line's shell too.
+    if (words[start] === "time") while (words[i] === "!" || words[i] === "{") i++
   }
   return words.slice(i)
 }
@@ -656,6 +658,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
   const filled: Array<string> = []
+  const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
   const { commands, redirected } = simpleCommands(tokens)
@@ -767,8 +770,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
     const fills = LineFills.of(words.slice(at))
-    filled.push(...fills.filled)
+    // A fill at or through what an earlier command put in place (`ln -s . out`, `mv x/dot out`) may go through a
+    // link that command made: where it lands is known only when the line runs, so it counts as filling cwd.
+    filled.push(...fills.filled.map((folder) => (linkable.some((placed) => Paths.isInside(NodePath, placed, folder)) ? "." : folder)))
     swapped.push(...fills.landed)
+    if (swaps.has(program) && !/^(?:rm|rmdir|unlink)$/.test(program)) linkable.push(...files.slice(argsFrom), ...fills.landed)
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.

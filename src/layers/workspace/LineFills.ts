@@ -108,7 +108,8 @@ const interpreterNames = new RegExp(CommandRisk.interpreters.map((i) => i.names.
  * (`print | "sh"`, `"cmd" | getline`, gawk's `|&`), a `print`/`printf` redirected (`> "f"`, `>> "f"`).
  * A comparison (`$1 > 3`, `a || b`) does neither: before, `awk '$1 > 3' f && git status` asked.
  */
-const awkRunsOrWrites = (program: string): boolean => /\bsystem\s*\(|(?:^|[^|])\|(?!\|)|\bprintf?\b[^;{}\n]*>/.test(program)
+const awkRunsOrWrites = (program: string): boolean =>
+  /\bsystem\s*\(|(?:^|[^|])\|(?!\|)|\bprintf?\b[^;{}\n]*>/.test(program.replace(/"(?:[^"\\\n]|\\.)*"/g, '""'))
 
 /**
  * What GNU sed runs or writes from its script: the `e` command and the `s///e` flag run program
@@ -117,7 +118,7 @@ const awkRunsOrWrites = (program: string): boolean => /\bsystem\s*\(|(?:^|[^|])\
  * hold one; over-reading only asks.
  */
 const sedRunsOrWrites = (script: string): boolean =>
-  /(?:^|[;\n{}!$\d/,])\s*[ewW](?:[\s;}]|$)/.test(script) || /(?:^|[;\n{}!$\d/,\s])s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]/.test(script)
+  /(?:^|[^A-Za-z]|[IM])\s*[ewW](?:[\s;}]|$)/.test(script) || /(?:^|[^A-Za-z]|[IM])s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]/.test(script)
 
 /** The options of an interpreter (from `at + 1`) up to its first operand, stepping over those taking a value; the operand's index. */
 const optionsOf = (values: ReadonlyArray<string>, at: number, takesValue: RegExp): { readonly options: ReadonlyArray<string>; readonly operand: number } => {
