@@ -53,3 +53,29 @@ describe("thinking on the surfaces", () => {
     expect(turn.items.map((item) => item.kind)).toEqual(["thinking", "text"])
   })
 })
+
+describe("omitted display: signed blocks with no text", () => {
+  const omitted = [
+    { ...envelope, sequence: 2, type: "turn.started", payload: { promptPreview: "x" } },
+    { ...envelope, sequence: 3, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "SIGNATURE" } },
+    { ...envelope, sequence: 4, type: "model.thinking_delta", payload: { text: "" } },
+    { ...envelope, sequence: 5, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "SIGNATURE2" } },
+    { ...envelope, sequence: 6, type: "model.delta", payload: { text: "the answer" } },
+    { ...envelope, sequence: 7, type: "turn.completed", payload: { stopReason: "final" } }
+  ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
+  const shown = (transcript: boolean, color = false) => {
+    const written = { out: "", err: "" }
+    const render = Render.make({ out: (t) => (written.out += t), err: (t) => (written.err += t) }, { transcript, color })
+    for (const event of omitted) render.event(event)
+    return written
+  }
+
+  it("run and replay show no empty ✻ line, ACP sends no thought chunk, the viewer no empty thinking item", () => {
+    expect(shown(false, true)).toEqual({ out: "the answer\n", err: "" })
+    expect(shown(true).out).not.toContain("✻")
+    expect(omitted.flatMap((event) => AcpMapper.updatesOf(event, { cwd: "/", phase: "live", support: AcpMapper.baseline }))).toEqual([
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "the answer" } }
+    ])
+    expect(SessionView.fold(omitted).turns[0]!.items.map((item) => item.kind)).toEqual(["text"])
+  })
+})
