@@ -67,7 +67,7 @@ export const trigger = (services: Services, tokens: number): AgentEvent.Compacti
 /** The estimated tokens of a request built from `transcript` (the system prompt and tools included). */
 const tokensOf = (services: Services, session: LiveSession.LiveSession, transcript: Transcript.Transcript): Effect.Effect<number> =>
   Effect.map(
-    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services) }),
+    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services), sendsTo: services.provider.capabilities }),
     (built) => built.tokens.total
   )
 
