@@ -985,6 +985,21 @@ export const thinkingWriter = (message: Message): string | undefined => {
   return writerKey(first!.provider, first!.model)
 }
 
+/**
+ * The messages as a request to `provider`'s `model` carries them once the provider leaves out the
+ * thinking others wrote, as the estimate counts them (a message two writers' thinking, none of the
+ * engine's, is kept whole). Messages without thinking are the same objects.
+ */
+export const sentTo = (messages: ReadonlyArray<Message>, to: { readonly provider: string; readonly model: string }): ReadonlyArray<Message> => {
+  const own = writerKey(to.provider, to.model)
+  return messages.map((message) => {
+    const writer = thinkingWriter(message)
+    if (writer === undefined || writer === own || message.role !== "assistant") return message
+    const { thinking: _, ...rest } = message
+    return rest
+  })
+}
+
 /** A message's {@link ThinkingShare} when it has thinking; `json`: the length of its JSON. */
 export const thinkingShare = (message: Message, json: number): ThinkingShare | undefined => {
   const writer = thinkingWriter(message)

@@ -164,7 +164,7 @@ export const run = (
 ): Effect.Effect<Outcome, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1) ??
+      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1, services.provider.capabilities) ??
         (allButLastTurn ? Cut.cutBeforeLastTurn(session.live.transcript) : undefined)
       if (plan === undefined) return { _tag: "NothingToCompact" } as const
       const before = tokensBefore ?? (yield* tokensOf(services, session, session.live.transcript))

@@ -112,21 +112,10 @@ const toolTokens = (tools: ReadonlyArray<ToolSpec>): number => {
   return tokens
 }
 
-/** The messages with the thinking `to` is not sent left out, as {@link buildWith} counts them. */
-const sentTo = (messages: ReadonlyArray<Transcript.Message>, to: Recipient): ReadonlyArray<Transcript.Message> => {
-  const own = Transcript.writerKey(to.provider, to.model)
-  return messages.map((message) => {
-    const writer = Transcript.thinkingWriter(message)
-    if (writer === undefined || writer === own || message.role !== "assistant") return message
-    const { thinking: _, ...rest } = message
-    return rest
-  })
-}
-
 /** The token estimate of a request; to `sendsTo`, without the thinking it is not sent. */
 export const estimate = (request: ModelRequest, sendsTo?: Recipient): TokenEstimate => {
   const instruction = Tokens.estimate(request.system)
-  const transcript = Tokens.estimateJson(sendsTo === undefined ? request.messages : sentTo(request.messages, sendsTo))
+  const transcript = Tokens.estimateJson(sendsTo === undefined ? request.messages : Transcript.sentTo(request.messages, sendsTo))
   const tools = toolTokens(request.tools)
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as Compaction from "../../src/domain/Compaction.js"
 import * as Tokens from "../../src/domain/Tokens.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { LiveTranscript } from "../../src/engine/LiveTranscript.js"
@@ -66,6 +67,14 @@ describe("the estimate of a request counts the thinking it sends", () => {
       const expected = Transcript.rendered(Transcript.replay([...events, ...next, last]))
       expect(live.rendered()).toEqual(expected)
     }
+  })
+
+  it("a compaction's cut keeps the recent entries whose thinking the request will not carry", () => {
+    const transcript = Transcript.replay([...events, ev(7, "user.message", { content: "more" }), ev(8, "model.delta", { text: "sure" })])
+    // On the writer's model the thought is over the recent window: the entries up to the response after it are summarised.
+    expect(Compaction.cut(transcript, 300, 9, { provider: "anthropic", model: "model-a" })?.firstKeptSequence).toBe(6)
+    // On another model it is not sent: everything fits the window, nothing to summarise.
+    expect(Compaction.cut(transcript, 300, 9, { provider: "anthropic", model: "model-b" })).toBeUndefined()
   })
 
   // A session that thought on one model, continued on another whose window its thinking would overflow.
