@@ -19,10 +19,10 @@ const events = [
   { ...envelope, sequence: 6, type: "turn.completed", payload: { stopReason: "final" } }
 ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
 
-const rendered = (transcript: boolean, color = false) => {
+const rendered = (transcript: boolean, color = false, shown: ReadonlyArray<AgentEvent.AgentEvent> = events) => {
   const written = { out: "", err: "" }
   const render = Render.make({ out: (t) => (written.out += t), err: (t) => (written.err += t) }, { transcript, color })
-  for (const event of events) render.event(event)
+  for (const event of shown) render.event(event)
   return written
 }
 
@@ -63,16 +63,10 @@ describe("omitted display: signed blocks with no text", () => {
     { ...envelope, sequence: 6, type: "model.delta", payload: { text: "the answer" } },
     { ...envelope, sequence: 7, type: "turn.completed", payload: { stopReason: "final" } }
   ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
-  const shown = (transcript: boolean, color = false) => {
-    const written = { out: "", err: "" }
-    const render = Render.make({ out: (t) => (written.out += t), err: (t) => (written.err += t) }, { transcript, color })
-    for (const event of omitted) render.event(event)
-    return written
-  }
 
   it("run and replay show no empty ✻ line, ACP sends no thought chunk, the viewer no empty thinking item", () => {
-    expect(shown(false, true)).toEqual({ out: "the answer\n", err: "" })
-    expect(shown(true).out).not.toContain("✻")
+    expect(rendered(false, true, omitted)).toEqual({ out: "the answer\n", err: "" })
+    expect(rendered(true, false, omitted).out).not.toContain("✻")
     expect(omitted.flatMap((event) => AcpMapper.updatesOf(event, { cwd: "/", phase: "live", support: AcpMapper.baseline }))).toEqual([
       { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "the answer" } }
     ])
