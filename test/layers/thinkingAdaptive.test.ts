@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import { SessionEngine } from "../../src/engine/SessionEngine.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import { expectWellFormedLog } from "../helpers.js"
@@ -120,6 +121,23 @@ describe("adaptive thinking on the wire", () => {
       expect(replayed.find((m) => m.role === "assistant" && m.thinking !== undefined)).toMatchObject({ thinking: [{ text: "", signature: "OMITTED-SIG" }] })
     }).pipe(Effect.provide(WireStreams.engine(adaptive({ thinkingDisplay: "omitted" })))))
 
+  it.effect("a fork and a rewind carry an omitted block on: their next requests ask for adaptive and send it back", () =>
+    Effect.gen(function*() {
+      const agent = yield* SessionEngine
+      server.respond(a.response(signedBlock(0, "", "OMITTED-SIG"), a.tool(1, "toolu_1", { path: "a" }))("tool_use"), a.answer(), a.answer(), a.answer(), a.answer())
+      const { events, sessionId } = yield* WireStreams.turn("read a")
+      const fork = yield* agent.forkSession({ sessionId })
+      yield* WireStreams.turn("in the fork", fork.sessionId)
+      yield* WireStreams.turn("a turn to rewind", sessionId)
+      yield* agent.rewindSession({ sessionId, toSequence: events.at(-1)!.sequence })
+      yield* WireStreams.turn("after the rewind", sessionId)
+      for (const i of [2, 4]) {
+        expect(server.received[i]!.body.thinking).toEqual({ type: "adaptive", display: "omitted" })
+        expect(assistants(i)[0]![0]).toEqual({ type: "thinking", thinking: "", signature: "OMITTED-SIG" })
+      }
+      expect(JSON.stringify(server.received[4]!.body)).not.toContain("a turn to rewind")
+    }).pipe(Effect.provide(WireStreams.engine(adaptive({ thinkingDisplay: "omitted" })))))
+
   it.effect("an omitted-display block cut mid-stream (open when the next block starts, half its signature) is stored unsigned and never sent", () =>
     Effect.gen(function*() {
       server.respond(
@@ -138,6 +156,25 @@ describe("adaptive thinking on the wire", () => {
       expect(JSON.stringify(server.received[1]!.body)).not.toContain("HALF-A-SIG")
       expect(assistants(1)[0]!.map((b) => b.type)).toEqual(["tool_use"])
       expect(server.received[1]!.body.thinking).toEqual({ type: "adaptive", display: "omitted" })
+      expectWellFormedLog(yield* WireStreams.replay(sessionId))
+    }).pipe(Effect.provide(WireStreams.engine(adaptive({ thinkingDisplay: "omitted" })))))
+
+  it.effect("an omitted-display block the connection cut inside (no stop, no message_stop): nothing of it is ever sent, the log well-formed", () =>
+    Effect.gen(function*() {
+      server.respond(
+        WireStreams.sse([
+          a.start,
+          { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+          { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: "HALF-A-SIG" } }
+        ]),
+        a.answer(),
+        a.answer()
+      )
+      const { events, sessionId } = yield* WireStreams.turn("hi")
+      const again = yield* WireStreams.turn("again", sessionId)
+      expect(again.events.at(-1)!.payload).toMatchObject({ stopReason: "final" })
+      expect(ofType([...events, ...again.events], "model.thinking_block").every((block) => !("signature" in (block as object)))).toBe(true)
+      for (const request of server.received) expect(JSON.stringify(request.body)).not.toContain("HALF-A-SIG")
       expectWellFormedLog(yield* WireStreams.replay(sessionId))
     }).pipe(Effect.provide(WireStreams.engine(adaptive({ thinkingDisplay: "omitted" })))))
 
