@@ -8,11 +8,11 @@
  * `/tmp/.npmrc`, or the agent's own write of the project's `.npmrc` (an edit in `acceptEdits`),
  * stopped every later session there until the user found the file. As a launcher's configuration
  * that points out (`mcpConfigPointsOut`): such a project is untrusted again at a session's start,
- * and `trust` refuses it. Failed before: both "still starts" cases failed the load.
+ * and `trust` refuses it. Failed before: the three "still starts" cases failed the load (on main d3707db).
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -62,6 +62,22 @@ describe("a trusted project whose launcher's configuration comes to name more th
       expect(status._tag === "Right" ? status.right : status.left.message).toBe("changed")
     })
   }
+
+  it("files holding more than trust reads in all (links to one sparse 64 MiB file): the session still starts, the servers untrusted", async () => {
+    const { configDir, cwd, top } = await trustedProject()
+    const large = join(top, "large.js")
+    writeFileSync(large, "")
+    truncateSync(large, McpFiles.limits.bytes)
+    const links = Array.from({ length: McpFiles.limits.totalBytes / McpFiles.limits.bytes + 1 }, (_, i) => `m${i}.js`)
+    for (const link of links) symlinkSync(large, join(cwd, link))
+    writeFileSync(join(cwd, ".npmrc"), `node-options=${links.map((link) => `--require ./${link}`).join(" ")}\n`)
+    const after = await run(McpSettings.load({ cwd, configDir }))
+    expect(after._tag, after._tag === "Left" ? after.left.message : "").toBe("Right")
+    expect(after.right.servers).toEqual({})
+    expect(after.right.project.trust).toBe("changed")
+    const inspected = await run(McpSettings.inspect(cwd, configDir))
+    expect(inspected._tag === "Left" ? inspected.left.message : "trusted").toContain("MiB trust reads")
+  })
 
   it("trust refuses it, naming the limit", async () => {
     const { cwd, top } = await trustedProject()
