@@ -360,6 +360,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           yield* exists(path.id)
           const request = yield* HttpServerRequest.HttpServerRequest
           const after = yield* resumeAfter(request, urlParams.after)
+          if (request.method === "HEAD") return Live.headResponse()
           return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive, Live.directResponse(request))
         }))
   }))
