@@ -41,6 +41,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as RunnerTlsFiles from "./RunnerTlsFiles.js"
+import * as ServerRestores from "./ServerRestores.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Serve.js"
@@ -259,18 +260,19 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
         )),
         Effect.provide(NodeContext.layer)
       )
-    const restoring = new Set<string>()
-    const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
-      Effect.gen(function*() {
-        if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
-        restoring.add(session.sessionId)
-        const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
-        if (Option.isNone(kept)) return
-        yield* startFor(session, kept.value).pipe(
-          Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
-        )
-      }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
+    // One restore per session at a time: a follow-up racing a turn waits for the turn's (ServerRestores).
+    const restoreServers = ServerRestores.oncePerSession({
+      has: mcp.hasSession,
+      restore: (session) =>
+        Effect.gen(function*() {
+          const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
+          if (Option.isNone(kept)) return
+          yield* startFor(session, kept.value).pipe(
+            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
+          )
+        }).pipe(Effect.provide(NodeContext.layer))
+    })
     const config = ServerConfig.make({
       token,
       defaultCwd: cwd,
