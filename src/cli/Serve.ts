@@ -251,13 +251,21 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
-    // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
+    // Started before the session is created (a server that cannot start refuses it, nothing stored);
+    // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
-    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      startFor(session, servers).pipe(
-        Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
-        )),
+    const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
+      mcp.startForSession(sessionCwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(
+        Effect.map((pending) => ({
+          discard: pending.discard,
+          bind: (sessionId: string) =>
+            pending.bind(sessionId).pipe(
+              Effect.zipRight(SessionMcpFile.save(loaded.configDir, sessionId, servers).pipe(
+                Effect.catchAll((error) => Console.error(`effect-agent serve: session ${sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
+              )),
+              Effect.provide(NodeContext.layer)
+            )
+        })),
         Effect.provide(NodeContext.layer)
       )
     // One restore per session at a time: a follow-up racing a turn waits for the turn's (ServerRestores).

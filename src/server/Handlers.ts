@@ -9,6 +9,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import {
@@ -244,16 +245,17 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           if (named.length > 0 && config.sessionServers === undefined) {
             return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: "mcpServers: this server starts no MCP servers" }))
           }
-          const session = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(
-            Effect.flatMap((cwd) => engine.createSession({ cwd, client: "web" })),
-            Effect.catchAll(toWire)
-          )
-          if (config.sessionServers !== undefined) {
-            yield* config.sessionServers(session, servers).pipe(
+          const cwd = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(Effect.catchAll(toWire))
+          const create = engine.createSession({ cwd, client: "web" }).pipe(Effect.catchAll(toWire))
+          if (config.sessionServers === undefined) return yield* create
+          // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
+          return yield* Effect.acquireUseRelease(
+            config.sessionServers(cwd, servers).pipe(
               Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` }))
-            )
-          }
-          return session
+            ),
+            (pending) => Effect.tap(create, (session) => pending.bind(session.sessionId)),
+            (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
+          )
         }))
       .handle("list", () =>
         Effect.gen(function*() {
