@@ -430,8 +430,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const servers = yield* mcpServersOf(params.mcpServers)
         const policy = yield* policyFor(cwd)
         // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
+        // Their start stays interruptible: what it started it stops itself.
         const session = yield* Effect.acquireUseRelease(
-          prepareServers(cwd, servers),
+          Effect.interruptible(prepareServers(cwd, servers)),
           (pending) => engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf), Effect.tap((created) => pending.bind(created.sessionId))),
           (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
         )

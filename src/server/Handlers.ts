@@ -249,9 +249,11 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const create = engine.createSession({ cwd, client: "web" }).pipe(Effect.catchAll(toWire))
           if (config.sessionServers === undefined) return yield* create
           // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
+          // Their start stays interruptible (a client gone, a shutdown): what it started it stops itself.
           return yield* Effect.acquireUseRelease(
             config.sessionServers(cwd, servers).pipe(
-              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` }))
+              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` })),
+              Effect.interruptible
             ),
             (pending) => Effect.tap(create, (session) => pending.bind(session.sessionId)),
             (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
