@@ -43,6 +43,7 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as RunnerTlsFiles from "./RunnerTlsFiles.js"
+import * as ServerRestores from "./ServerRestores.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Serve.js"
@@ -289,27 +290,36 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
-    // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
+    // Started before the session is created (a server that cannot start refuses it, nothing stored);
+    // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
-    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      startFor(session, servers).pipe(
-        Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
-        )),
+    const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
+      mcp.startForSession(sessionCwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(
+        Effect.map((pending) => ({
+          discard: pending.discard,
+          bind: (sessionId: string) =>
+            pending.bind(sessionId).pipe(
+              Effect.zipRight(SessionMcpFile.save(loaded.configDir, sessionId, servers).pipe(
+                Effect.catchAll((error) => Console.error(`effect-agent serve: session ${sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
+              )),
+              Effect.provide(NodeContext.layer)
+            )
+        })),
         Effect.provide(NodeContext.layer)
       )
-    const restoring = new Set<string>()
-    const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
-      Effect.gen(function*() {
-        if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
-        restoring.add(session.sessionId)
-        const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
-        if (Option.isNone(kept)) return
-        yield* startFor(session, kept.value).pipe(
-          Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
-        )
-      }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
+    // One restore per session at a time: a follow-up racing a turn waits for the turn's (ServerRestores).
+    const restoreServers = ServerRestores.oncePerSession({
+      has: mcp.hasSession,
+      restore: (session) =>
+        Effect.gen(function*() {
+          const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
+          if (Option.isNone(kept)) return
+          yield* startFor(session, kept.value).pipe(
+            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
+          )
+        }).pipe(Effect.provide(NodeContext.layer))
+    })
     const config = ServerConfig.make({
       token,
       defaultCwd: cwd,
