@@ -417,6 +417,9 @@ const heredocs = new Set(["<<", "<<-"])
 const shells = /^(sh|bash|dash|zsh|ksh|mksh|ash|busybox)$/
 const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 /** Programs whose `-C dir` (or `--directory=dir`) makes relative paths relative to `dir`. */
+/** Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`): see `LineFills.gitMade`. */
+const gitTemplateVariables = /^GIT_(?:TEMPLATE_DIR|CONFIG\w*)=/
+
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
@@ -769,7 +772,9 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
-    const fills = LineFills.of(words.slice(at))
+    // A template or config file a variable names (`GIT_TEMPLATE_DIR=t git init`, `export GIT_CONFIG_GLOBAL=g.cfg; git init`).
+    const gitConfigured = [...assigned, ...words.map((w) => w.value)].some((v) => gitTemplateVariables.test(v))
+    const fills = LineFills.of(words.slice(at), gitConfigured)
     // A fill at or through what an earlier command put in place (`ln -s . out`, `mv x/dot out`) may go through a
     // link that command made: where it lands is known only when the line runs, so it counts as filling cwd.
     filled.push(...fills.filled.map((folder) => (linkable.some((placed) => Paths.isInside(NodePath, placed, folder)) ? "." : folder)))
