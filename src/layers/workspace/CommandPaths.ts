@@ -222,7 +222,8 @@ const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", 
  */
 const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
   let i = 0
-  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time") {
+  // zsh's precommand modifiers `noglob` and `nocorrect` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
+  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect") {
     const start = i++
     for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
     // bash: `time [-p] [!] pipeline`, `time { list; }` run in the line's shell too.

@@ -121,7 +121,9 @@ const runsCommandsToo = new Set([
   "irb", "erb", "ipython", "luajit", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ghci", "runghc", "runhaskell", "jshell",
   "groovy", "scala", "kotlin", "elixir", "iex", "erl", "escript", "tsx", "ts-node", "vite-node", "wish",
   "!", ".", "source", "coproc", "trap", "function", "if", "then", "else", "elif", "while", "until", "for", "do", "case", "select", "{",
-  "fc", "mapfile", "readarray", "enable", "hash"
+  "fc", "mapfile", "readarray", "enable", "hash",
+  // zsh's precommand modifiers: `noglob git -C x status` runs git.
+  "noglob", "nocorrect"
 ])
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program) || runsCommandsToo.has(program)
