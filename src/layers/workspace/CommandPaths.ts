@@ -32,6 +32,7 @@ import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
 import * as LineFills from "./LineFills.js"
+import * as PythonShadows from "./PythonShadows.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -75,6 +76,8 @@ export interface Named {
    * than the check read — cwd included, unlike `swapped`.
    */
   readonly filled: ReadonlyArray<string>
+  /** Where each Python that puts its folder first on its import path starts (`python3 -c`, `-m`): see `PythonShadows`. */
+  readonly pythons: ReadonlyArray<PythonShadows.PythonAt>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -421,6 +424,9 @@ const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 /** Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`): see `LineFills.gitMade`. */
 const gitTemplateVariables = /^GIT_(?:TEMPLATE_DIR|CONFIG\w*)=/
 
+/** Python interpreters (`CommandRisk.interpreters`' first). */
+const pythonNames = /^(?:python[0-9.]*|pypy[0-9.]*)$/
+
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
@@ -662,6 +668,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
   const filled: Array<string> = []
+  const pythons: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -684,6 +691,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
+    pythons.push(...inner.pythons.map((at) => at.base))
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -782,6 +790,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     swapped.push(...fills.landed)
     if (swaps.has(program) && !/^(?:rm|rmdir|unlink)$/.test(program)) linkable.push(...files.slice(argsFrom), ...fills.landed)
     assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
+    // A Python as the program or after a wrapper (`nice python3 -m json.tool x.json`), from the wrapper's folder (`env -C dir`).
+    const pythonWord = words.findIndex((w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
+    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), [...assigned, ...words.map((w) => w.value)])) {
+      pythons.push((pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? "")
+    }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
       const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
@@ -858,11 +871,13 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
+  // Why the line's gits and Pythons work where the check does not read, if they may.
+  const why = shellMoved ?? (placesDropped ? `it moves to more than ${placesLimit} folders the check reads` : undefined)
   return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => {
-      const why = shellMoved ?? (placesDropped ? `it moves to more than ${placesLimit} folders the check reads` : undefined)
       return why === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: why }
     }), readByGit, swapped: [...new Set(swapped)],
-    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
+    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))],
+    pythons: [...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })) }
 }
 
 /**
