@@ -677,6 +677,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const places: Array<string> = [""]
   let placesDropped = false
   const assigned: Array<string> = []
+  // Whether the line's variables so far give git init/clone a template or config, and Python a safe path (kept as
+  // flags: a line may hold 20,000 assignments and as many commands).
+  let gitTemplated = false
+  let pythonSafe = false
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -782,17 +786,20 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
     // A template or config file a variable names (`GIT_TEMPLATE_DIR=t git init`, `export GIT_CONFIG_GLOBAL=g.cfg; git init`).
-    const gitConfigured = [...assigned, ...words.map((w) => w.value)].some((v) => gitTemplateVariables.test(v))
-    const fills = LineFills.of(words.slice(at), gitConfigured)
+    const fills = LineFills.of(words.slice(at), gitTemplated || words.some((w) => gitTemplateVariables.test(w.value)))
     // A fill at or through what an earlier command put in place (`ln -s . out`, `mv x/dot out`) may go through a
     // link that command made: where it lands is known only when the line runs, so it counts as filling cwd.
     filled.push(...fills.filled.map((folder) => (linkable.some((placed) => Paths.isInside(NodePath, placed, folder)) ? "." : folder)))
     swapped.push(...fills.landed)
     if (swaps.has(program) && !/^(?:rm|rmdir|unlink)$/.test(program)) linkable.push(...files.slice(argsFrom), ...fills.landed)
-    assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
+    const assignments = words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
+    assigned.push(...assignments)
+    gitTemplated ||= assignments.some((v) => gitTemplateVariables.test(v))
+    pythonSafe ||= assignments.some((v) => PythonShadows.safePath.test(v))
     // A Python as the program or after a wrapper (`nice python3 -m json.tool x.json`), from the wrapper's folder (`env -C dir`).
     const pythonWord = words.findIndex((w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
-    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), [...assigned, ...words.map((w) => w.value)])) {
+    const safePath = pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))
+    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), safePath)) {
       pythons.push((pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? "")
     }
     if (read !== undefined) {

@@ -267,9 +267,12 @@ export const of = (
   if (!fillers.has(first) && !interpreterNames.test(first) && !CommandRisk.runsOtherPrograms(first)) return nothing
   const names = words.map((w) => NodePath.basename(w.value))
   const values = words.map((w) => w.value)
+  // A git fills only when it makes a repository from a template (a line may hold thousands of gits).
+  if (first === "git") return { filled: gitMade(names, values, gitConfigured), landed: [] }
   if (runsProgramText(names, values)) return { filled: ["."], landed: [] }
   const byModule = unpackedByModule(names, values)
   if (byModule.length > 0) return { filled: byModule, landed: [] }
+  // After a wrapper (`nice git init --template=t`).
   const made = gitMade(names, values, gitConfigured)
   if (made.length > 0) return { filled: made, landed: [] }
   const at = names.findIndex((name) => unpackers.has(name) || placers.has(name) || recursiveCompressors.has(name) || downloaders.has(name))

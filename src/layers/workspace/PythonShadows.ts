@@ -52,16 +52,19 @@ export interface PythonAt {
   readonly unknownFolder?: string | undefined
 }
 
-/** Options after which Python reads no more of its own (`-c`, `-m`, a script, `-`), and those taking a value. */
+/** A variable that leaves the folder off Python's path (any non-empty value). */
+export const safePath = /^PYTHONSAFEPATH=./
+
+/** Python's options that take the next word as their value (`-W ignore`, `-X dev`). */
 const pythonTakesValue = /^-[WXQ]$/
 
 /**
  * Whether a python command (its words from the interpreter on) puts the folder it starts in first on
  * `sys.path`: `-c`, `-m`, `-` or no script (the program from its input), without `-I`, `-P` or
- * `PYTHONSAFEPATH` in `environment` (the line's `NAME=value` words).
+ * `PYTHONSAFEPATH` set on the line before it (`safePath`).
  */
-export const startsFromFolder = (args: ReadonlyArray<string>, environment: ReadonlyArray<string>): boolean => {
-  if (environment.some((word) => /^PYTHONSAFEPATH=./.test(word))) return false
+export const startsFromFolder = (args: ReadonlyArray<string>, safePath: boolean): boolean => {
+  if (safePath) return false
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
     if (arg === "-" || arg === "--") return true
