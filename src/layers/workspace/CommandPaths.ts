@@ -798,8 +798,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     pythonSafe ||= assignments.some((v) => PythonShadows.safePath.test(v))
     // A Python as the program or after a wrapper (`nice python3 -m json.tool x.json`), from the wrapper's folder (`env -C dir`).
     const pythonWord = words.findIndex((w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
-    const safePath = pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))
-    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), safePath)) {
+    const safePath = () => pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))
+    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), safePath())) {
       pythons.push((pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? "")
     }
     if (read !== undefined) {

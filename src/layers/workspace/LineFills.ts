@@ -265,9 +265,10 @@ export const of = (
   // Most commands are none of these, and are told apart by their program alone (a line may hold 30,000 of them).
   const first = NodePath.basename(words[0]?.value ?? "")
   if (!fillers.has(first) && !interpreterNames.test(first) && !CommandRisk.runsOtherPrograms(first)) return nothing
+  // A git fills only when it makes a repository from a template (a line may hold thousands of gits).
+  if (first === "git" && !words.some((w) => w.value === "init" || w.value === "clone")) return nothing
   const names = words.map((w) => NodePath.basename(w.value))
   const values = words.map((w) => w.value)
-  // A git fills only when it makes a repository from a template (a line may hold thousands of gits).
   if (first === "git") return { filled: gitMade(names, values, gitConfigured), landed: [] }
   if (runsProgramText(names, values)) return { filled: ["."], landed: [] }
   const byModule = unpackedByModule(names, values)
