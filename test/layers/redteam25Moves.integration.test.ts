@@ -6,21 +6,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
-import { cpSync, existsSync, mkdirSync } from "node:fs"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("redteam25m")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-let made = 0
-/** A plain folder (no repository) holding the hostile repository at d1/d2/d3/ev. */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(cwd)
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
-  return cwd
-}
+/** Plain folders (no repository) holding the hostile repository at d1/d2/d3/ev. */
+const { folder } = hostileBelow("redteam25m", fsmonitor)
 const fires = (line: string) => {
   const cwd = folder()
   try {
