@@ -19,7 +19,8 @@
  *    and so does a write into a protected folder (`.git/`, `.effect-agent/`, `.husky/`, `protectedPaths`,
  *    and what the workspace marked `runsLater`: the home folder's start-up files when cwd holds it,
  *    git's hooks folder), and a git whose repository's own config or hooks name a program it may run
- *    (`CommandAccess.repositoryRuns`: `core.fsmonitor`, a diff driver's `textconv`, …) — whatever an
+ *    (`CommandAccess.repositoryRuns`: `core.fsmonitor`, a diff driver's `textconv`, …), and a Python
+ *    that would import a repository's `json.py` as the standard `json` (`shadowedModules`) — whatever an
  *    allow rule says.
  * 4. The user's "always" decisions apply to later calls of the same scope (for `shell`, the same
  *    program at the same risk, `shell:git:read`, or only the exact command line when the invocation
@@ -348,6 +349,11 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
     return { decision: "ask", policy: "repository-git", reason: repositoryGitReason(repositoryRuns) }
   }
+  const shadowed = call.command?.shadowedModules ?? []
+  if (shadowed.length > 0) {
+    if (mode === "bypass") return { decision: "allow", policy: "bypass" }
+    return { decision: "ask", policy: "repository-python", reason: shadowedReason(shadowed) }
+  }
   return undefined
 }
 
@@ -355,6 +361,11 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
 const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
   `the repository's own git config or hooks name programs this git may run, or what they name cannot be read before it runs ` +
   `(${runs.slice(0, 6).join(", ")}${runs.length > 6 ? ", …" : ""}); a rule for git does not cover them`
+
+/** Why a Python line asks whatever a rule says: the repository's files it would import as standard modules (named; their content never shown). */
+const shadowedReason = (files: ReadonlyArray<string>): string =>
+  `files of the repository would be imported in place of Python's standard modules, or where cannot be read before it runs ` +
+  `(${files.slice(0, 6).join(", ")}${files.length > 6 ? ", …" : ""}); a rule for this line does not cover them`
 
 /**
  * Whether an ask rule matched only one command of a line (or what runs under its program) while

@@ -45,6 +45,7 @@ import * as TrustStore from "./TrustStore.js"
 import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPaths from "./workspace/CommandPaths.js"
 import * as GitPrograms from "./workspace/GitPrograms.js"
+import * as PythonShadows from "./workspace/PythonShadows.js"
 import * as Matcher from "./workspace/Matcher.js"
 import * as Mounts from "./workspace/Mounts.js"
 import * as Paths from "./workspace/Paths.js"
@@ -155,6 +156,7 @@ interface Tool<A, I> {
     readonly paths: ReadonlyArray<PathAccess>
     readonly command?: ReturnType<typeof CommandLine.parse>
     readonly repositoryRuns?: ReadonlyArray<string>
+    readonly shadowedModules?: ReadonlyArray<string>
     readonly scope?: string
   }, ToolFailure>
   readonly run: (input: A, call: PreparedCall, context: ToolContext) => Effect.Effect<ToolOutput, ToolFailure>
@@ -536,8 +538,10 @@ export const make = (options: Options = {}) =>
           })
           // What the repository's own git config and hooks would make the line's git run (the policy asks then).
           const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named))
+          // What a Python of the line would import from the repository in place of its standard library.
+          const shadowedModules = named.pythons.length === 0 ? [] : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
-          return { risk, paths, command, repositoryRuns, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
+          return { risk, paths, command, repositoryRuns, shadowedModules, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {
@@ -658,7 +662,8 @@ export const make = (options: Options = {}) =>
               text: inspected.command.text,
               argv: inspected.command.argv,
               hazards: inspected.command.hazards,
-              ...(inspected.repositoryRuns === undefined || inspected.repositoryRuns.length === 0 ? {} : { repositoryRuns: inspected.repositoryRuns })
+              ...(inspected.repositoryRuns === undefined || inspected.repositoryRuns.length === 0 ? {} : { repositoryRuns: inspected.repositoryRuns }),
+              ...(inspected.shadowedModules === undefined || inspected.shadowedModules.length === 0 ? {} : { shadowedModules: inspected.shadowedModules })
             }
           }),
           scope: inspected.scope ?? call.tool,

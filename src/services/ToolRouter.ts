@@ -90,6 +90,11 @@ export interface CommandAccess {
    * `section.key` or `hooks/<name>`. The policy asks before such a line runs, whatever a rule says.
    */
   readonly repositoryRuns?: ReadonlyArray<string> | undefined
+  /**
+   * Files in the folder a Python of this line starts in that it would import in place of a standard
+   * module (`json.py` for `python3 -m json.tool`: `PythonShadows`). The policy asks, whatever a rule says.
+   */
+  readonly shadowedModules?: ReadonlyArray<string> | undefined
 }
 
 /** A validated call: what it would do, for the permission engine, and its decoded input, for the tool. */

@@ -1,6 +1,6 @@
 /** Git repositories for the tests of what a repository's own git config makes git run (integration tests only: they run git). */
 import { execFileSync } from "node:child_process"
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
@@ -43,6 +43,20 @@ export const ran = (cwd: string, command: string, where: string) => {
   const was = existsSync(marker)
   rmSync(marker, { force: true })
   return was
+}
+
+/** For one test file: its scratch folder, a hostile repository (`config` appended) and plain folders (no repository) each holding a copy of it at d1/d2/d3/ev. */
+export const hostileBelow = (name: string, config: string) => {
+  const { base, repository } = scratch(name)
+  const hostile = repository(config, join(base, "hostile"))
+  let made = 0
+  const folder = () => {
+    const cwd = join(base, `c${made++}`)
+    mkdirSync(cwd)
+    cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+    return cwd
+  }
+  return { base, repository, hostile, folder }
 }
 
 /**

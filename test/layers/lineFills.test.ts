@@ -6,6 +6,30 @@ import * as LineFills from "../../src/layers/workspace/LineFills.js"
 const of = (line: string) => LineFills.of(CommandLine.tokenize(line).tokens.filter((t): t is CommandLine.Word => t._tag === "Word"))
 
 describe("LineFills.of", () => {
+  it("round 25: more unpackers, -r compressors, downloads named by the server, git init/clone given a template", () => {
+    const fills: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+      ["lha xw=out a.lzh", ["out"]],
+      ["unrar x a.rar out/", ["out/"]],
+      ["unrar x -opout a.rar", ["out"]],
+      ["unar a.rar -o out", ["out"]],
+      ["dpkg-deb -x a.deb out", ["out"]],
+      ["7zz x a.7z -oout", ["out"]],
+      ["gunzip -r z y", ["z", "y"]],
+      ["gzip -dr z", ["z"]],
+      ["wget -r -P out http://h/", ["out"]],
+      ["wget http://h/x", ["."]],
+      ["curl -sOJ --output-dir out http://h/x", ["out"]],
+      ["git init --template=t", ["."]],
+      ["git -C x clone --template=t https://h/repo.git", ["x/repo"]],
+      ["git clone -c a=b ../ev.git/ n", ["n"]],
+      ["nice git init --template t sub", ["sub"]]
+    ]
+    for (const [line, filled] of fills) expect(of(line).filled, line).toEqual(filled)
+    for (const line of ["unrar l a.rar", "lha l a.lzh", "gzip -d a.gz", "wget -qO- http://h/x", "curl -o f http://h/x", "git init", "git clone x n", "git status"]) {
+      expect(of(line).filled, line).toEqual([])
+    }
+  })
+
   it("unpackers fill cwd or the folder they are told to write in, when they write", () => {
     expect(of("tar xf t.tar")).toEqual({ filled: ["."], landed: [] })
     expect(of("tar -xzf t.tgz -C out")).toEqual({ filled: ["out"], landed: [] })

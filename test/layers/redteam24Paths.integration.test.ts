@@ -7,21 +7,13 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { cpSync, existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { decide, fsmonitor } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("redteam24p")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-let made = 0
-/** A plain folder (no repository) holding the hostile repository at d1/d2/d3/ev. */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(cwd)
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
-  return cwd
-}
+/** Plain folders (no repository) holding the hostile repository at d1/d2/d3/ev. */
+const { repository, hostile, folder } = hostileBelow("redteam24p", fsmonitor)
 /** Whether running the line with `shell` ran the hostile core.fsmonitor, whose marker lands where git works (`at`). */
 const fires = (cwd: string, line: string, at = cwd, shell = "/bin/bash") => {
   const marker = join(at, "fsmonitor-ran")

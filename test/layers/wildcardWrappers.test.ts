@@ -33,7 +33,7 @@ const wrappers = [
   "linux64 bash -c x", "fakeroot bash -c x", "fakechroot bash -c x", "faketime now bash -c x", "eatmydata bash -c x", "valgrind bash -c x",
   "catchsegv bash -c x", "sg users bash", "newgrp users", "pkexec bash", "firejail bash", "bwrap --ro-bind a a bash", "flatpak-spawn --host bash",
   "runcon t bash", "cgexec -g cpu:a bash", "chpst bash", "xvfb-run bash", "dbus-run-session bash", "dbus-launch bash", "systemd-inhibit bash",
-  "unbuffer bash", "rlwrap bash", "torsocks bash", "proxychains bash", "socat - EXEC:bash", "entr bash", "ifne bash", "chronic bash",
+  "unbuffer bash", "rlwrap bash", "torsocks bash", "proxychains bash", "socat - EXEC:bash", "entr bash", "ifne bash", "chronic bash", "pee bash",
   "hyperfine x", "ash -c x", "yash -c x", "pwsh -c x", "nu -c x", "xonsh -c x", "elvish -c x", "rbash -c x", "toybox sh -c x",
   "irb", "erb x.erb", "ipython -c x", "luajit -e x", "Rscript -e x", "julia -e x", "guile -c x", "racket -e x", "jshell x", "groovy -e x",
   "elixir -e x", "erl -eval x", "tsx x.ts", "ts-node -e x", "wish x.tcl"

@@ -32,6 +32,7 @@ import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
 import * as LineFills from "./LineFills.js"
+import * as PythonShadows from "./PythonShadows.js"
 import * as Paths from "./Paths.js"
 import * as Walk from "./Walk.js"
 
@@ -75,6 +76,8 @@ export interface Named {
    * than the check read — cwd included, unlike `swapped`.
    */
   readonly filled: ReadonlyArray<string>
+  /** Where each Python that puts its folder first on its import path starts (`python3 -c`, `-m`): see `PythonShadows`. */
+  readonly pythons: ReadonlyArray<PythonShadows.PythonAt>
 }
 
 /** Where a git of a line works: see {@link Named.gits}. */
@@ -222,7 +225,8 @@ const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", 
  */
 const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
   let i = 0
-  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time") {
+  // zsh's precommand modifiers `noglob` and `nocorrect` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
+  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect") {
     const start = i++
     for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
     // bash: `time [-p] [!] pipeline`, `time { list; }` run in the line's shell too.
@@ -417,6 +421,12 @@ const heredocs = new Set(["<<", "<<-"])
 const shells = /^(sh|bash|dash|zsh|ksh|mksh|ash|busybox)$/
 const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 /** Programs whose `-C dir` (or `--directory=dir`) makes relative paths relative to `dir`. */
+/** Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`): see `LineFills.gitMade`. */
+const gitTemplateVariables = /^GIT_(?:TEMPLATE_DIR|CONFIG\w*)=/
+
+/** Python interpreters (`CommandRisk.interpreters`' first). */
+const pythonNames = /^(?:python[0-9.]*|pypy[0-9.]*)$/
+
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
@@ -658,6 +668,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const byOthers = new Set<string>()
   const swapped: Array<string> = []
   const filled: Array<string> = []
+  const pythons: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -666,6 +677,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const places: Array<string> = [""]
   let placesDropped = false
   const assigned: Array<string> = []
+  // Whether the line's variables so far give git init/clone a template or config, and Python a safe path (kept as
+  // flags: a line may hold 20,000 assignments and as many commands).
+  let gitTemplated = false
+  let pythonSafe = false
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -680,6 +695,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
+    pythons.push(...inner.pythons.map((at) => at.base))
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -769,13 +785,23 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
-    const fills = LineFills.of(words.slice(at))
+    // A template or config file a variable names (`GIT_TEMPLATE_DIR=t git init`, `export GIT_CONFIG_GLOBAL=g.cfg; git init`).
+    const fills = LineFills.of(words.slice(at), gitTemplated || words.some((w) => gitTemplateVariables.test(w.value)))
     // A fill at or through what an earlier command put in place (`ln -s . out`, `mv x/dot out`) may go through a
     // link that command made: where it lands is known only when the line runs, so it counts as filling cwd.
     filled.push(...fills.filled.map((folder) => (linkable.some((placed) => Paths.isInside(NodePath, placed, folder)) ? "." : folder)))
     swapped.push(...fills.landed)
     if (swaps.has(program) && !/^(?:rm|rmdir|unlink)$/.test(program)) linkable.push(...files.slice(argsFrom), ...fills.landed)
-    assigned.push(...words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value))
+    const assignments = words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
+    assigned.push(...assignments)
+    gitTemplated ||= assignments.some((v) => gitTemplateVariables.test(v))
+    pythonSafe ||= assignments.some((v) => PythonShadows.safePath.test(v))
+    // A Python as the program or after a wrapper (`nice python3 -m json.tool x.json`), from the wrapper's folder (`env -C dir`).
+    const pythonWord = words.findIndex((w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
+    const safePath = () => pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))
+    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), safePath())) {
+      pythons.push((pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? "")
+    }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
       const wrapper = gitWord > at ? movesTo(words.slice(at, gitWord).map((w) => w.value)) : undefined
@@ -852,11 +878,13 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     }
   }
   const readByGit = [...byGit].filter((file) => !byOthers.has(file))
+  // Why the line's gits and Pythons work where the check does not read, if they may.
+  const why = shellMoved ?? (placesDropped ? `it moves to more than ${placesLimit} folders the check reads` : undefined)
   return { files: [...new Set(files)], unknown, globs, trees: [...new Set(trees)], fromRepositoryRoot, gits: placed(gits, places, assigned).map((at) => {
-      const why = shellMoved ?? (placesDropped ? `it moves to more than ${placesLimit} folders the check reads` : undefined)
       return why === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: why }
     }), readByGit, swapped: [...new Set(swapped)],
-    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))] }
+    filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))],
+    pythons: [...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })) }
 }
 
 /**

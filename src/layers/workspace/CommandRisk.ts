@@ -113,7 +113,7 @@ const runsCommandsToo = new Set([
   "eatmydata", "nocache", "trickle", "valgrind", "catchsegv", "perf", "rr", "sg", "newgrp", "pkexec", "sudoedit", "firejail", "bwrap",
   "flatpak", "flatpak-spawn", "runcon", "cgexec", "chpst", "daemonize", "start-stop-daemon", "dbus-run-session", "dbus-launch",
   "xvfb-run", "systemd-inhibit", "caffeinate", "unbuffer", "rlwrap", "torsocks", "tsocks", "proxychains", "proxychains4", "socat",
-  "entr", "watchexec", "nodemon", "ifne", "chronic", "vipe", "sem", "lckdo", "hyperfine", "capsh", "toybox",
+  "entr", "watchexec", "nodemon", "ifne", "chronic", "vipe", "pee", "sem", "lckdo", "hyperfine", "capsh", "toybox",
   // systemd's sudo, parallel runners (`xe`, `rush`), compiler launchers, a folder's programs, a package manager's launcher,
   // nix-shell (`--run`/`--command`, and a shell.nix's hook whatever its arguments) and pkgx (`pkgx node …`).
   "run0", "xe", "rush", "ccache", "sccache", "distcc", "icecc", "run-parts", "corepack", "nix-shell", "pkgx",
@@ -121,7 +121,9 @@ const runsCommandsToo = new Set([
   "irb", "erb", "ipython", "luajit", "Rscript", "R", "julia", "guile", "racket", "sbcl", "ghci", "runghc", "runhaskell", "jshell",
   "groovy", "scala", "kotlin", "elixir", "iex", "erl", "escript", "tsx", "ts-node", "vite-node", "wish",
   "!", ".", "source", "coproc", "trap", "function", "if", "then", "else", "elif", "while", "until", "for", "do", "case", "select", "{",
-  "fc", "mapfile", "readarray", "enable", "hash"
+  "fc", "mapfile", "readarray", "enable", "hash",
+  // zsh's precommand modifiers: `noglob git -C x status` runs git.
+  "noglob", "nocorrect"
 ])
 /** Whether a program's arguments are (or can be) another command or a program text: an interpreter or a wrapper. */
 export const runsOtherPrograms = (program: string): boolean => runsCommands.test(program) || runsCommandsToo.has(program)

@@ -20,9 +20,18 @@
 import * as NodePath from "node:path"
 import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
+import * as GlobalOptions from "./GlobalOptions.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
-const unpackers = new Set(["tar", "bsdtar", "unzip", "cpio", "ar", "patch", "jar", "7z", "7za", "7zr", "pax"])
+const unpackers = new Set([
+  "tar", "bsdtar", "unzip", "cpio", "bsdcpio", "ar", "patch", "jar", "7z", "7za", "7zr", "7zz", "7zzs", "pax", "lha", "unrar", "rar", "unar", "dpkg-deb"
+])
+
+/** Compressors that, given `-r`, decompress (or compress) every file below the folders they name, in place. */
+const recursiveCompressors = new Set(["gzip", "gunzip", "pigz", "unpigz", "zstd", "unzstd", "lz4", "brotli"])
+
+/** Downloaders that name the files they write from the URL or the server's answer (`wget http://h/.git` writes `./.git`). */
+const downloaders = new Set(["wget", "curl", "aria2c"])
 
 /** Programs that copy, move or link named sources into a destination. */
 const placers = new Set(["cp", "mv", "ln", "install", "rsync", "ditto"])
@@ -51,7 +60,8 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
       return lettersOf(args).includes("x") || args.some((w) => w === "--extract" || w === "--get") ? into(valuesOf(args, "-C", "--directory")) : []
     case "unzip":
       return args.some((w) => /^-[ltvpZz]$/.test(w)) ? [] : into(valuesOf(args, "-d", "-d"))
-    case "cpio": {
+    case "cpio":
+    case "bsdcpio": {
       // `cpio -p dest` (pass-through) copies the names it reads into dest.
       const letters = lettersOf(args.filter((w) => w.startsWith("-")))
       if (letters.includes("p") || args.includes("--pass-through")) return args.filter((w) => !w.startsWith("-")).slice(-1)
@@ -65,11 +75,24 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
     case "7z":
     case "7za":
     case "7zr":
+    case "7zz":
+    case "7zzs":
       return args[0] === "x" || args[0] === "e" ? into(args.filter((w) => w.startsWith("-o")).map((w) => w.slice(2))) : []
     case "pax": {
       const letters = lettersOf(args.filter((w) => w.startsWith("-")))
       return !letters.includes("r") ? [] : letters.includes("w") ? args.filter((w) => !w.startsWith("-")).slice(-1) : ["."]
     }
+    // `lha x a.lzh` (`e`, `-x`; `xw=dir` extracts into dir), `unrar x a.rar [dir/]` (`-op<dir>`), `unar a.rar -o dir`,
+    // `dpkg-deb -x a.deb dir` (`-R`/`--raw-extract` too, with the package's control files).
+    case "lha":
+      return /^-?[a-z]*[xe]/.test(args[0] ?? "") ? into(args[0]!.split("w=").slice(1)) : []
+    case "unrar":
+    case "rar":
+      return args[0] === "x" || args[0] === "e" ? into([...args.slice(2).filter((w) => w.endsWith("/")), ...args.filter((w) => w.startsWith("-op")).map((w) => w.slice(3))]) : []
+    case "unar":
+      return into(valuesOf(args, "-o", "-output-directory"))
+    case "dpkg-deb":
+      return args.some((w) => /^(?:-[xXR]|--(?:extract|vextract|raw-extract))$/.test(w)) ? args.filter((w) => !w.startsWith("-")).slice(1, 2) : []
     default:
       return args.includes("--dry-run") ? [] : into(valuesOf(args, "-d", "--directory"))
   }
@@ -141,8 +164,10 @@ const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<str
     if (name === "sed" || name === "gsed") {
       const { options, operand } = optionsOf(values, at, /^(?:-[efl]|--(?:expression|file|line-length))$/)
       if (options.includes("--sandbox")) return false
+      // A script file (`-f s.sed`, `--file=s.sed`) is read when sed runs, and may be one the line writes first: it may hold `e` or `w`.
+      if (options.some((w) => /^-[nErsuz]*f|^--fi(?:le?)?(?:=|$)/.test(w))) return true
       const scripts = valuesOf(options, "-e", "--expression")
-      return (scripts.length > 0 || valuesOf(options, "-f", "--file").length > 0 ? scripts : operand < 0 ? [] : [values[operand]!]).some(sedRunsOrWrites)
+      return (scripts.length > 0 ? scripts : operand < 0 ? [] : [values[operand]!]).some(sedRunsOrWrites)
     }
     if (!interpreterNames.test(name)) return false
     const interpreter = CommandRisk.interpreters.find((i) => i.names.test(name))!
@@ -170,29 +195,97 @@ const unpackedByModule = (names: ReadonlyArray<string>, values: ReadonlyArray<st
   return extract < 0 ? [] : [rest[extract + 2] ?? "."]
 }
 
+/** The folders a compressor given `-r` rewrites in place (`gunzip -r z` turns `z/.git/config.gz` into `z/.git/config`). */
+const recompressed = (args: ReadonlyArray<string>): ReadonlyArray<string> =>
+  args.some((w) => w === "--recursive" || /^-[a-zA-Z0-9]*r/.test(w)) ? args.filter((w) => !w.startsWith("-")) : []
+
+/**
+ * Where a downloader writes files whose names the URL or the server gives: wget (unless `-O` names
+ * the one file), `curl -O`/`--remote-name` (`-o` names it), aria2c; into `-P`/`--output-dir`/`-d`,
+ * or cwd. `wget http://h/.git` writes a `.git` file that may say `gitdir: d1/d2/d3/ev/.git`;
+ * `wget -r` writes whatever the server's pages link to.
+ */
+const downloadedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const into = (named: ReadonlyArray<string>) => (named.length === 0 ? ["."] : named)
+  switch (program) {
+    case "wget":
+      return args.some((w) => w === "-O" || /^-[^-]*O/.test(w) || w.startsWith("--output-document")) && !args.some((w) => /^(?:-[^-]*[rmp]|--(?:recursive|mirror|page-requisites))/.test(w))
+        ? []
+        : into(valuesOf(args, "-P", "--directory-prefix"))
+    case "curl":
+      return args.some((w) => /^-[a-zA-Z]*[OJ]/.test(w) || /^--remote-(?:name|header-name)/.test(w)) ? into(valuesOf(args, "--output-dir", "--output-dir")) : []
+    default:
+      return into(valuesOf(args, "-d", "--dir"))
+  }
+}
+
+/** git's options and variables that give `git init`/`git clone` a template or configuration, which git copies into the repository it makes. */
+const gitConfigures = /^(?:-c.*|--config(?:-env)?(?:=.*)?|--template(?:=.*)?)$/
+/** Options of `git init` and `git clone` that take the next word as their value. */
+const gitMakesValued = /^(?:-[cobuj]|--(?:template|separate-git-dir|object-format|initial-branch|shared|config|origin|branch|upload-pack|reference|reference-if-able|depth|shallow-since|shallow-exclude|jobs|filter|server-option|bundle-uri))$/
+
+/**
+ * The folder `git init` or `git clone` makes its repository in when the line gives it a template or
+ * configuration (`--template=t`, `-c`, `--config`, or `configured`: `GIT_TEMPLATE_DIR`, a config file
+ * `GIT_CONFIG_*` names, which may set `init.templateDir`). That repository's `.git/config` and hooks
+ * are then the template's, and its folder may already be there, empty (`git clone --template=t x
+ * empty && git -C empty status`, `git init --template=t && git status`): it counts as filled. Without
+ * one git copies only its own templates and none of a clone's config (`git init && git add .` stays the rule's).
+ */
+const gitMade = (names: ReadonlyArray<string>, values: ReadonlyArray<string>, configured: boolean): ReadonlyArray<string> => {
+  const at = names.indexOf("git")
+  if (at < 0) return []
+  const words = values.slice(at + 1)
+  const sub = GlobalOptions.subcommandIndex("git", words)
+  const subcommand = words[sub]
+  if (subcommand !== "init" && subcommand !== "clone") return []
+  if (!configured && !words.some((w) => gitConfigures.test(w))) return []
+  const moves = valuesOf(words.slice(0, sub), "-C", "-C")
+  const options = words.slice(sub + 1)
+  const operands = options.filter((w, i) => !w.startsWith("-") && !gitMakesValued.test(options[i - 1] ?? ""))
+  // A clone without a folder makes one named after the repository (`x.git` and `x/.git` make `x`).
+  const humanish = (url: string) => NodePath.basename(url.replace(/\/?\.git\/?$|\/+$/, "").replace(/^.*:/, "")) || "."
+  const folder = subcommand === "init" ? operands[0] ?? "." : operands[1] ?? (operands[0] === undefined ? "." : humanish(operands[0]))
+  return [[...moves, folder].reduce((base, to) => (NodePath.isAbsolute(to) ? to : NodePath.join(base, to)), ".")]
+}
+
+/** Every program `of` looks at first (besides interpreters and what runs other programs). */
+const fillers = new Set([...unpackers, ...placers, ...runners, ...recursiveCompressors, ...downloaders, "sed", "gsed", "git"])
+
 const nothing = { filled: [], landed: [] }
 
 /**
  * What one simple command (its words from the program on, wrappers included: `nice tar xf t.tar`)
  * fills and lands: folders as the line names them (`.` for cwd), from cwd.
  */
-export const of = (words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
+export const of = (
+  words: ReadonlyArray<CommandLine.Word>,
+  gitConfigured = false
+): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
   // Most commands are none of these, and are told apart by their program alone (a line may hold 30,000 of them).
   const first = NodePath.basename(words[0]?.value ?? "")
-  if (!unpackers.has(first) && !placers.has(first) && !interpreterNames.test(first) && !runners.has(first) && !CommandRisk.runsOtherPrograms(first) && first !== "sed" && first !== "gsed") {
-    return nothing
-  }
+  if (!fillers.has(first) && !interpreterNames.test(first) && !CommandRisk.runsOtherPrograms(first)) return nothing
+  // A git fills only when it makes a repository from a template (a line may hold thousands of gits).
+  if (first === "git" && !words.some((w) => w.value === "init" || w.value === "clone")) return nothing
   const names = words.map((w) => NodePath.basename(w.value))
   const values = words.map((w) => w.value)
+  if (first === "git") return { filled: gitMade(names, values, gitConfigured), landed: [] }
   if (runsProgramText(names, values)) return { filled: ["."], landed: [] }
   const byModule = unpackedByModule(names, values)
   if (byModule.length > 0) return { filled: byModule, landed: [] }
-  const at = names.findIndex((name) => unpackers.has(name) || placers.has(name))
+  // After a wrapper (`nice git init --template=t`).
+  const made = gitMade(names, values, gitConfigured)
+  if (made.length > 0) return { filled: made, landed: [] }
+  const at = names.findIndex((name) => unpackers.has(name) || placers.has(name) || recursiveCompressors.has(name) || downloaders.has(name))
   if (at < 0) return nothing
   const program = names[at]!
   // Run by xargs, parallel or find: its sources and destination come from what the runner reads.
   if (names.slice(0, at).some((name) => runners.has(name))) return { filled: ["."], landed: [] }
   const args = words.slice(at + 1)
-  if (unpackers.has(program)) return { filled: unpackedInto(program, args.map((w) => w.value)), landed: [] }
+  const argValues = values.slice(at + 1)
+  if (unpackers.has(program)) return { filled: unpackedInto(program, argValues), landed: [] }
+  if (recursiveCompressors.has(program)) return { filled: recompressed(argValues), landed: [] }
+  if (downloaders.has(program)) return { filled: downloadedInto(program, argValues), landed: [] }
   return placed(program, args)
 }
+

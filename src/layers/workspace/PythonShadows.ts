@@ -1,0 +1,111 @@
+/**
+ * What a Python started by the line would import from the folder it starts in instead of its standard
+ * library. `python3 -c …`, `python3 -m mod` and a program read from the line (`python3 - <<EOF`) put
+ * that folder first on `sys.path`, so a `json.py` (or a `json/` package, `json.*.so`, `json.pyc`)
+ * there runs when `python3 -m json.tool x.json` or `python3 -c 'import json …'` imports json, and
+ * an `argparse.py` when `python3 -m venv .venv` does (checked with Python 3.11). A rule allowing such
+ * a line is a choice to run the standard library's code and the line's, not a repository's file
+ * named like a standard module: the policy asks then, naming the file. `-I` and `-P` (or
+ * `PYTHONSAFEPATH` on the line) leave the folder off the path; `python3 s.py` runs a file the line
+ * names, whose folder is the repository's code already.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as NodeFs from "node:fs/promises"
+import * as NodePath from "node:path"
+
+/**
+ * The standard library's top-level modules that are not built in (`sys.stdlib_module_names` less
+ * `sys.builtin_module_names`, Python 3.11), less those nothing imports unless asked by name (`test`,
+ * `this`, …: a project's `test/` package is common). An earlier or later Python's extra names only over-ask.
+ */
+const standardModules = new Set((
+  "__future__ _aix_support _asyncio _bisect _blake2 _bootsubprocess _bz2 _codecs_cn _codecs_hk _codecs_iso2022 _codecs_jp " +
+  "_codecs_kr _codecs_tw _collections_abc _compat_pickle _compression _contextvars _crypt _csv _ctypes _curses " +
+  "_curses_panel _datetime _dbm _decimal _elementtree _frozen_importlib _frozen_importlib_external _gdbm _hashlib _heapq " +
+  "_json _lsprof _lzma _markupbase _md5 _msi _multibytecodec _multiprocessing _opcode _osx_support _overlapped _pickle " +
+  "_posixshmem _posixsubprocess _py_abc _pydecimal _pyio _queue _random _scproxy _sha1 _sha256 _sha3 _sha512 " +
+  "_sitebuiltins _socket _sqlite3 _ssl _statistics _strptime _struct _threading_local _tkinter _typing _uuid _weakrefset " +
+  "_winapi _zoneinfo abc aifc argparse array ast asynchat asyncio asyncore audioop base64 bdb binascii bisect bz2 " +
+  "cProfile calendar cgi cgitb chunk cmath cmd code codecs codeop collections colorsys compileall concurrent configparser " +
+  "contextlib contextvars copy copyreg crypt csv ctypes curses dataclasses datetime dbm decimal difflib dis distutils " +
+  "doctest email encodings ensurepip enum fcntl filecmp fileinput fnmatch fractions ftplib functools genericpath getopt " +
+  "getpass gettext glob graphlib grp gzip hashlib heapq hmac html http imaplib imghdr imp importlib inspect io ipaddress " +
+  "json keyword lib2to3 linecache locale logging lzma mailbox mailcap math mimetypes mmap modulefinder msilib msvcrt " +
+  "multiprocessing netrc nis nntplib nt ntpath nturl2path numbers opcode operator optparse os ossaudiodev pathlib pdb " +
+  "pickle pickletools pipes pkgutil platform plistlib poplib posixpath pprint profile pstats pty py_compile pyclbr pydoc " +
+  "pydoc_data pyexpat queue quopri random re readline reprlib resource rlcompleter runpy sched secrets select selectors " +
+  "shelve shlex shutil signal site smtpd smtplib sndhdr socket socketserver spwd sqlite3 sre_compile sre_constants " +
+  "sre_parse ssl stat statistics string stringprep struct subprocess sunau symtable sysconfig syslog tabnanny tarfile " +
+  "telnetlib tempfile termios textwrap threading timeit tkinter token tokenize tomllib trace traceback tracemalloc tty " +
+  "turtle types typing unicodedata unittest urllib uu uuid venv warnings wave weakref webbrowser winreg winsound wsgiref " +
+  "xdrlib xml xmlrpc zipapp zipfile zipimport zlib zoneinfo"
+).split(" "))
+
+/** A module name a folder's entry provides: `x.py`, `x.pyc`, `x.<tag>.so`, a package `x/` (read as one when it holds `__init__.py`). */
+const moduleOf = (entry: string): string | undefined => /^([A-Za-z_][A-Za-z0-9_]*)(?:\.pyc?|(?:\.[A-Za-z0-9_-]+)?\.(?:so|pyd))$/.exec(entry)?.[1]
+
+/** Where a Python's folder (the `base` it starts in, relative to cwd) is known only when it runs, with why. */
+export interface PythonAt {
+  readonly base: string
+  readonly unknownFolder?: string | undefined
+}
+
+/** A variable that leaves the folder off Python's path (any non-empty value). */
+export const safePath = /^PYTHONSAFEPATH=./
+
+/** Python's options that take the next word as their value (`-W ignore`, `-X dev`). */
+const pythonTakesValue = /^-[WXQ]$/
+
+/**
+ * Whether a python command (its words from the interpreter on) puts the folder it starts in first on
+ * `sys.path`: `-c`, `-m`, `-` or no script (the program from its input), without `-I`, `-P` or
+ * `PYTHONSAFEPATH` set on the line before it (`safePath`).
+ */
+export const startsFromFolder = (args: ReadonlyArray<string>, safePath: boolean): boolean => {
+  if (safePath) return false
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "-" || arg === "--") return true
+    if (!arg.startsWith("-")) return false
+    // `-I` (isolated), `-P` (safe path), also inside a cluster (`-IE`); `-c`/`-m` end the options (`-Sc`).
+    const letters = arg.startsWith("--") ? "" : arg.slice(1)
+    for (const letter of letters) {
+      if (letter === "I" || letter === "P") return false
+      if (letter === "c" || letter === "m") return true
+    }
+    if (/^--(?:version|help)$|^-[Vh]+$/.test(arg)) return false
+    if (pythonTakesValue.test(arg)) i++
+  }
+  return true
+}
+
+/**
+ * The files in each folder a line's Pythons start in that would stand in for a standard module, as
+ * `<folder>/<entry>` relative to cwd, or the note why a folder is not known; empty when none (the
+ * common case). A folder is read once, to 4,096 entries (past that it is named as not checked).
+ */
+export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): Promise<ReadonlyArray<string>> => {
+  const found = new Set<string>()
+  for (const at of pythons) {
+    if (at.unknownFolder !== undefined) {
+      found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
+      continue
+    }
+    const folder = NodePath.resolve(cwd, at.base)
+    const entries = await NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])
+    if (entries.length > 4096) {
+      found.add(`(${at.base === "" ? "." : at.base}: more than 4,096 entries, not checked)`)
+      continue
+    }
+    for (const entry of entries) {
+      const path = NodePath.join(at.base, entry.name)
+      const module = moduleOf(entry.name)
+      // A file (or a link) named like a module; a folder named like a package (a link to one too) holding `__init__.py`.
+      if (module !== undefined && standardModules.has(module)) found.add(path)
+      else if (standardModules.has(entry.name) && (await NodeFs.stat(NodePath.join(folder, entry.name, "__init__.py")).catch(() => undefined)) !== undefined) found.add(path)
+    }
+  }
+  return [...found]
+}

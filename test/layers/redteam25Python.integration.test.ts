@@ -1,0 +1,72 @@
+/**
+ * Red team round 25, away from git: a Python started with `-c`, `-m` or its program from the line puts the folder it
+ * starts in first on `sys.path`, so a repository's `json.py` runs when the user's allowed `python3 -m json.tool x.json`
+ * imports json. Each line, run with python3 (3.11 here), ran the repository's file, and an exact rule for it allowed
+ * it on main (d3707db: the cases failed before); the rule now asks (`PythonShadows`).
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll } from "vitest"
+import { decide } from "./exactGitRule.js"
+
+const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam25p-")))
+afterAll(() => rmSync(base, { recursive: true, force: true }))
+let made = 0
+/** A folder holding data.json and `module` (a file, or a package folder with `__init__.py`) that leaves `ran` when imported; `below` puts it in sub/. */
+const folder = (module: string, below = "") => {
+  const cwd = join(base, `c${made++}`)
+  const at = join(cwd, below)
+  mkdirSync(at, { recursive: true })
+  const code = `open(${JSON.stringify(join(cwd, "ran"))}, "a").write("ran\\n")\n`
+  if (module.endsWith(".py")) writeFileSync(join(at, module), code)
+  else {
+    mkdirSync(join(at, module))
+    writeFileSync(join(at, module, "__init__.py"), code)
+  }
+  writeFileSync(join(at, "data.json"), `{"a": 1}\n`)
+  return cwd
+}
+const runs = (cwd: string, line: string) => {
+  try {
+    execFileSync("/bin/bash", ["-c", line], { cwd, stdio: "pipe" })
+  } catch {
+    // What counts is whether the repository's file ran.
+  }
+  return existsSync(join(cwd, "ran"))
+}
+const check = async (line: string, module: string, below = "") => {
+  expect(runs(folder(module, below), line), `${line} runs the repository's ${module}`).toBe(true)
+  const decided = await decide(folder(module, below), line)
+  expect(decided.decision, line).toBe("ask")
+  expect(decided.policy).toBe("repository-python")
+  return decided
+}
+
+describe("a Python importing a repository's file as a standard module", () => {
+  it("python3 -m json.tool, -c 'import json', a package json/, venv's argparse, after a cd or a wrapper", async () => {
+    const decided = await check("python3 -m json.tool data.json", "json.py")
+    // The question names the file, never its content.
+    expect(decided.reason).toContain("json.py")
+    await check(`python3 -c 'import json; print(json.load(open("data.json")))'`, "json.py")
+    await check("python3 -m json.tool data.json", "json")
+    await check("cat data.json | python3 -m json.tool", "json.py")
+    await check("python3 -m venv --help", "argparse.py")
+    await check("cd sub && python3 -m json.tool data.json", "json.py", "sub")
+    await check("nice python3 -c 'import json'", "json.py")
+  })
+
+  it("-I and -P leave the folder off the path, a script the line names is the rule's, a module not standard is the repository's own", async () => {
+    for (const line of ["python3 -I -m json.tool data.json", "python3 -P -c 'import json'", "PYTHONSAFEPATH=1 python3 -m json.tool data.json"]) {
+      const cwd = folder("json.py")
+      expect(runs(cwd, line), line).toBe(false)
+      expect((await decide(folder("json.py"), line)).decision, line).toBe("allow")
+    }
+    expect((await decide(folder("json.py"), "python3 --version")).decision).toBe("allow")
+    expect((await decide(folder("mytool.py"), "python3 -m mytool")).decision).toBe("allow")
+    // A project's own test/ package is not a module anything imports unasked.
+    expect((await decide(folder("test"), "python3 -c 'import json'")).decision).toBe("allow")
+  })
+})
