@@ -534,8 +534,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
         }
         const running = yield* claim(session, arrivedAt)
-        // A session/cancel that arrived after this prompt was handled before it got here: it never starts.
-        if (arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
+        // Cancelled before it got here, it never starts: by a session/cancel that arrived after it
+        // (and was handled first), or by `$/cancel_request` — the SDK aborts the signal as it reads
+        // the cancel, which can be before this handler runs, and an aborted signal fires no more.
+        if (signal.aborted || arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
           yield* release(session, running)
           return { stopReason: "cancelled" } satisfies acp.PromptResponse
         }
