@@ -446,7 +446,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
 
     const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
       Effect.flatMap(holdForLoad(params.sessionId, arrivals.requestAt(requestId)), (running) =>
-        loadHeld(params, client, running).pipe(
+        // A session/cancel that arrived after this load but was handled before it held the session
+        // found nothing to cancel: it closes the paused turn now, as one handled during the load does.
+        // (The SDK handles messages in arrival order today; this keeps the meaning if it ever does not.)
+        Effect.zipRight(
+          arrivals.cancelledAfter(params.sessionId, running.arrivedAt) ? cancel(params, running) : Effect.void,
+          loadHeld(params, client, running)
+        ).pipe(
           Effect.ensuring(Effect.sync(() => {
             if (loading.get(params.sessionId) === running) loading.delete(params.sessionId)
           }))

@@ -1,12 +1,20 @@
 /**
- * Review 43: a request the client cancels (`$/cancel_request`) in the same write as the request
- * itself. The SDK aborts the request's signal as it reads the cancel, which can be before the
- * agent's handler runs; the agent only listened for the abort, which an already-aborted signal never
- * fires, so the whole turn ran and the prompt answered `end_turn`. Now the prompt answers
- * `cancelled` and its turn never starts. Driven over raw JSON-RPC lines, so the two messages are
- * one write (the SDK's client writes them one at a time).
+ * Review 43: a cancel written together with the request it cancels, so that it can be read — and
+ * handled — before the request's handler runs.
+ *
+ * - `$/cancel_request` of a prompt: the SDK aborts the request's signal as it reads the cancel; the
+ *   agent only listened for the abort, which an already-aborted signal never fires, so the whole
+ *   turn ran and the prompt answered `end_turn`. Now it answers `cancelled` and no turn starts.
+ * - `session/cancel` right behind a `session/load` of a paused session: handled before the load held
+ *   the session, it found nothing to cancel, and the load asked the paused turn's approval again.
+ *   Now it closes the paused turn, as a cancel handled during the load does.
+ *
+ * Driven over raw JSON-RPC lines, so that the request and its cancel are one write (the SDK's client
+ * writes them one at a time).
  */
 import { describe, expect, it } from "vitest"
+import type { AgentEvent } from "../../src/index.js"
+import { expectWellFormedLog } from "../helpers.js"
 import { start } from "../cli/subprocess.js"
 import { acpScratch, logOf } from "./client.js"
 
@@ -14,32 +22,82 @@ const scratch = acpScratch("acp-cancel-request")
 
 const line = (message: unknown) => JSON.stringify(message) + "\n"
 
-describe("effect-agent acp: $/cancel_request", () => {
-  it("a prompt cancelled in the same write answers cancelled, runs no turn, and the session goes on", async () => {
+/** `effect-agent acp <args>` spoken to in raw lines: `send` writes its messages as one write. */
+const rawAgent = (args: ReadonlyArray<string>, cwd: string) => {
+  const agent = scratch.track(start(["acp", ...args], { cwd }))
+  let stdout = ""
+  agent.child.stdout!.on("data", (chunk: string) => (stdout += chunk))
+  /** The answer to request `id`, once it is written. */
+  const answer = async (id: number): Promise<{ readonly result?: Record<string, unknown>; readonly error?: unknown }> => {
+    const pattern = new RegExp(`^\\{"jsonrpc":"2\\.0","id":${id},.*$`, "m")
+    await agent.waitForStdout(pattern)
+    return JSON.parse(pattern.exec(stdout)![0])
+  }
+  const send = (...messages: ReadonlyArray<unknown>) => agent.child.stdin!.write(messages.map(line).join(""))
+  const initialize = async () => {
+    send({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } })
+    await answer(1)
+  }
+  /** Closes the client's side and waits for the agent to end; what it wrote, as lines. */
+  const finish = async () => {
+    agent.child.stdin!.end()
+    const finished = await agent.done
+    expect(finished.code).toBe(0)
+    return stdout.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { readonly method?: string })
+  }
+  /** Kills the agent mid-turn, as a crash or a closed terminal does. */
+  const kill = async () => {
+    agent.child.kill("SIGKILL")
+    await agent.done
+  }
+  return { send, answer, initialize, finish, kill }
+}
+
+const lastOf = (log: ReadonlyArray<AgentEvent.AgentEvent>) => log.at(-1)
+
+describe("effect-agent acp: a cancel read before its request's handler ran", () => {
+  it("$/cancel_request in the same write as its prompt: cancelled, no turn runs, and the session goes on", async () => {
     // No script: the built-in echo model answers every prompt at once.
     const { cwd, storage } = scratch.project({ responses: [] })
-    const agent = scratch.track(start(["acp", ...storage], { cwd }))
-    let stdout = ""
-    agent.child.stdout!.on("data", (chunk: string) => (stdout += chunk))
-    /** The answer to request `id`, once it is written. */
-    const answer = async (id: number): Promise<{ readonly result?: Record<string, unknown> }> => {
-      const pattern = new RegExp(`^\\{"jsonrpc":"2\\.0","id":${id},.*$`, "m")
-      await agent.waitForStdout(pattern)
-      return JSON.parse(pattern.exec(stdout)![0])
-    }
-    agent.child.stdin!.write(line({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: 1, clientCapabilities: {} } }))
-    await answer(1)
-    agent.child.stdin!.write(line({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd, mcpServers: [] } }))
-    const sessionId = (await answer(2)).result!.sessionId as string
+    const agent = rawAgent(storage, cwd)
+    await agent.initialize()
+    agent.send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd, mcpServers: [] } })
+    const sessionId = (await agent.answer(2)).result!.sessionId as string
     const prompt = (id: number) => ({ jsonrpc: "2.0", id, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: `prompt ${id}` }] } })
-    agent.child.stdin!.write(line(prompt(3)) + line({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 3 } }))
-    expect(await answer(3)).toEqual({ jsonrpc: "2.0", id: 3, result: { stopReason: "cancelled" } })
-    agent.child.stdin!.write(line(prompt(4)))
-    expect(await answer(4)).toEqual({ jsonrpc: "2.0", id: 4, result: { stopReason: "end_turn" } })
-    agent.child.stdin!.end()
-    expect((await agent.done).code).toBe(0)
+    agent.send(prompt(3), { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 3 } })
+    expect(await agent.answer(3)).toEqual({ jsonrpc: "2.0", id: 3, result: { stopReason: "cancelled" } })
+    agent.send(prompt(4))
+    expect(await agent.answer(4)).toEqual({ jsonrpc: "2.0", id: 4, result: { stopReason: "end_turn" } })
+    await agent.finish()
     // The cancelled prompt's turn never started: the log holds the second prompt's turn only.
     const stored = await logOf(sessionId, storage)
     expect(stored.filter((e) => e.type === "turn.started").length).toBe(1)
+  })
+
+  it("session/cancel in the same write as a session/load of a paused session: the paused turn is closed, its approval not asked", async () => {
+    const { cwd, scriptFile, storage } = scratch.project({
+      responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] }]
+    })
+    // A process stopped while its turn asked about a write: the log holds the turn paused.
+    const first = rawAgent(["--script", scriptFile, ...storage], cwd)
+    await first.initialize()
+    first.send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd, mcpServers: [] } })
+    const sessionId = (await first.answer(2)).result!.sessionId as string
+    first.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "write notes" }] } })
+    await first.answer(0) // the agent's first request to the client: the approval
+    await first.kill()
+
+    const second = rawAgent(storage, cwd)
+    await second.initialize()
+    second.send(
+      { jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } },
+      { jsonrpc: "2.0", method: "session/cancel", params: { sessionId } }
+    )
+    expect(await second.answer(2)).toMatchObject({ result: {} })
+    const written = await second.finish()
+    expect(written.filter((m) => m.method === "session/request_permission")).toEqual([])
+    const log = await logOf(sessionId, storage)
+    expectWellFormedLog(log)
+    expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
   })
 })
