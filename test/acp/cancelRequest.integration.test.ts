@@ -5,9 +5,10 @@
  * - `$/cancel_request` of a prompt: the SDK aborts the request's signal as it reads the cancel; the
  *   agent only listened for the abort, which an already-aborted signal never fires, so the whole
  *   turn ran and the prompt answered `end_turn`. Now it answers `cancelled` and no turn starts.
- * - `session/cancel` right behind a `session/load` of a paused session: handled before the load held
- *   the session, it found nothing to cancel, and the load asked the paused turn's approval again.
- *   Now it closes the paused turn, as a cancel handled during the load does.
+ * - `$/cancel_request` of a `session/load`: ignored, so the load asked the paused turn's approval
+ *   again. Now the load answers "Request cancelled" and asks nothing; the turn stays paused.
+ * - `session/cancel` right behind a `session/load` of a paused session closes the paused turn (a
+ *   guard: the SDK handles the two in arrival order, so this passed before too).
  *
  * Driven over raw JSON-RPC lines, so that the request and its cancel are one write (the SDK's client
  * writes them one at a time).
@@ -53,9 +54,24 @@ const rawAgent = (args: ReadonlyArray<string>, cwd: string) => {
   return { send, answer, initialize, finish, kill }
 }
 
+/** A session whose process was killed while its turn asked about a write: the log holds the turn paused. */
+const pausedSession = async () => {
+  const { cwd, scriptFile, storage } = scratch.project({
+    responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] }]
+  })
+  const first = rawAgent(["--script", scriptFile, ...storage], cwd)
+  await first.initialize()
+  first.send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd, mcpServers: [] } })
+  const sessionId = (await first.answer(2)).result!.sessionId as string
+  first.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "write notes" }] } })
+  await first.answer(0) // the agent's first request to the client: the approval
+  await first.kill()
+  return { cwd, sessionId, storage }
+}
+
 const lastOf = (log: ReadonlyArray<AgentEvent.AgentEvent>) => log.at(-1)
 
-describe("effect-agent acp: a cancel read before its request's handler ran", () => {
+describe("effect-agent acp: a cancel written together with its request", () => {
   it("$/cancel_request in the same write as its prompt: cancelled, no turn runs, and the session goes on", async () => {
     // No script: the built-in echo model answers every prompt at once.
     const { cwd, storage } = scratch.project({ responses: [] })
@@ -74,19 +90,27 @@ describe("effect-agent acp: a cancel read before its request's handler ran", () 
     expect(stored.filter((e) => e.type === "turn.started").length).toBe(1)
   })
 
-  it("session/cancel in the same write as a session/load of a paused session: the paused turn is closed, its approval not asked", async () => {
-    const { cwd, scriptFile, storage } = scratch.project({
-      responses: [{ chunks: ["Writing."], toolCalls: [{ tool: "write_file", args: { path: "notes.txt", content: "v1\n" } }] }]
-    })
-    // A process stopped while its turn asked about a write: the log holds the turn paused.
-    const first = rawAgent(["--script", scriptFile, ...storage], cwd)
-    await first.initialize()
-    first.send({ jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd, mcpServers: [] } })
-    const sessionId = (await first.answer(2)).result!.sessionId as string
-    first.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "write notes" }] } })
-    await first.answer(0) // the agent's first request to the client: the approval
-    await first.kill()
+  it("$/cancel_request in the same write as a session/load of a paused session: cancelled, nothing asked, the turn still paused for a later load", async () => {
+    const { cwd, sessionId, storage } = await pausedSession()
+    const second = rawAgent(storage, cwd)
+    await second.initialize()
+    second.send(
+      { jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } },
+      { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } }
+    )
+    expect(await second.answer(2)).toMatchObject({ error: { code: -32800 } })
+    const written = await second.finish()
+    expect(written.filter((m) => m.method === "session/request_permission")).toEqual([])
+    // Nothing was closed: the next load asks the paused question again.
+    const third = rawAgent(storage, cwd)
+    await third.initialize()
+    third.send({ jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } })
+    await third.answer(0) // the agent's first request to the client: the approval, asked again
+    await third.kill()
+  })
 
+  it("session/cancel in the same write as a session/load of a paused session: the paused turn is closed, its approval not asked", async () => {
+    const { cwd, sessionId, storage } = await pausedSession()
     const second = rawAgent(storage, cwd)
     await second.initialize()
     second.send(
