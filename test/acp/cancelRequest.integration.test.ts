@@ -69,6 +69,17 @@ const pausedSession = async () => {
   return { cwd, sessionId, storage }
 }
 
+/** A new agent's `session/load` (id 2) of a paused session and `cancel` in one write: the load's answer and the questions the agent asked. */
+const loadWith = async (cancel: (sessionId: string) => unknown) => {
+  const { cwd, sessionId, storage } = await pausedSession()
+  const agent = rawAgent(storage, cwd)
+  await agent.initialize()
+  agent.send({ jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } }, cancel(sessionId))
+  const answer = await agent.answer(2)
+  const asked = (await agent.finish()).filter((m) => m.method === "session/request_permission")
+  return { answer, asked, cwd, sessionId, storage }
+}
+
 const lastOf = (log: ReadonlyArray<AgentEvent.AgentEvent>) => log.at(-1)
 
 describe("effect-agent acp: a cancel written together with its request", () => {
@@ -91,16 +102,9 @@ describe("effect-agent acp: a cancel written together with its request", () => {
   })
 
   it("$/cancel_request in the same write as a session/load of a paused session: cancelled, nothing asked, the turn still paused for a later load", async () => {
-    const { cwd, sessionId, storage } = await pausedSession()
-    const second = rawAgent(storage, cwd)
-    await second.initialize()
-    second.send(
-      { jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } },
-      { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } }
-    )
-    expect(await second.answer(2)).toMatchObject({ error: { code: -32800 } })
-    const written = await second.finish()
-    expect(written.filter((m) => m.method === "session/request_permission")).toEqual([])
+    const { answer, asked, cwd, sessionId, storage } = await loadWith(() => ({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } }))
+    expect(answer).toMatchObject({ error: { code: -32800 } })
+    expect(asked).toEqual([])
     // Nothing was closed: the next load asks the paused question again.
     const third = rawAgent(storage, cwd)
     await third.initialize()
@@ -110,16 +114,9 @@ describe("effect-agent acp: a cancel written together with its request", () => {
   })
 
   it("session/cancel in the same write as a session/load of a paused session: the paused turn is closed, its approval not asked", async () => {
-    const { cwd, sessionId, storage } = await pausedSession()
-    const second = rawAgent(storage, cwd)
-    await second.initialize()
-    second.send(
-      { jsonrpc: "2.0", id: 2, method: "session/load", params: { sessionId, cwd, mcpServers: [] } },
-      { jsonrpc: "2.0", method: "session/cancel", params: { sessionId } }
-    )
-    expect(await second.answer(2)).toMatchObject({ result: {} })
-    const written = await second.finish()
-    expect(written.filter((m) => m.method === "session/request_permission")).toEqual([])
+    const { answer, asked, sessionId, storage } = await loadWith((sessionId) => ({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } }))
+    expect(answer).toMatchObject({ result: {} })
+    expect(asked).toEqual([])
     const log = await logOf(sessionId, storage)
     expectWellFormedLog(log)
     expect(lastOf(log)).toMatchObject({ type: "turn.completed", payload: { stopReason: "cancelled" } })
