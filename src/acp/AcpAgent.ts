@@ -55,11 +55,19 @@ export interface Options {
   readonly sessionPolicy?: ((cwd: string) => Effect.Effect<AcpPermissions.SessionPolicy, { readonly message: string }>) | undefined
   /**
    * Starts the MCP servers a session's client named in `session/new` or `session/load` (with those
-   * of the user's and a trusted project's files, as the embedder decides); a failure refuses the
-   * request with its message. Without it, servers a client names are ignored with a warning (and the
-   * agent advertises no HTTP MCP support).
+   * of the user's and a trusted project's files, as the embedder decides), in the session's cwd; a
+   * failure refuses the request with its message. For `session/new` they start before the session
+   * is created, so a refused one stores nothing; `bind` then makes them the new (or loaded)
+   * session's, `discard` stops them. Without it, servers a client names are ignored with a warning
+   * (and the agent advertises no HTTP MCP support).
    */
-  readonly sessionServers?: ((session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) => Effect.Effect<void, { readonly message: string }>) | undefined
+  readonly sessionServers?: ((cwd: string, servers: McpConfig.Servers) => Effect.Effect<PendingServers, { readonly message: string }>) | undefined
+}
+
+/** A session's MCP servers started before they are the session's (see `sessionServers`). */
+export interface PendingServers {
+  readonly bind: (sessionId: string) => Effect.Effect<void>
+  readonly discard: Effect.Effect<void>
 }
 
 /** A turn this connection drives for a session. */
@@ -380,13 +388,17 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
             : Effect.succeed(configured)
       })
 
-    /** Starts a session's servers (and the files' servers of its cwd, as the embedder decides). */
-    const startServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+    /** Starts the servers of a session in `cwd` (and the files' servers of its cwd, as the embedder decides), not yet the session's. */
+    const prepareServers = (cwd: string, servers: McpConfig.Servers): Effect.Effect<PendingServers, acp.RequestError> =>
       options.sessionServers === undefined
-        ? Effect.void
-        : options.sessionServers(session, servers).pipe(
+        ? Effect.succeed({ bind: () => Effect.void, discard: Effect.void })
+        : options.sessionServers(cwd, servers).pipe(
           Effect.mapError((error) => acp.RequestError.invalidParams({ errorCode: "mcp_server_failed", field: "mcpServers" }, error.message))
         )
+
+    /** Starts an existing session's servers. */
+    const startServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
+      Effect.flatMap(prepareServers(session.cwd, servers), (pending) => pending.bind(session.sessionId))
 
     const modeState = (mode: string): acp.SessionModeState | undefined =>
       sessionModes === undefined ? undefined : {
@@ -417,8 +429,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const cwd = yield* WorkingDirectory.canonical(params.cwd).pipe(Effect.mapError(requestErrorOf))
         const servers = yield* mcpServersOf(params.mcpServers)
         const policy = yield* policyFor(cwd)
-        const session = yield* engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf))
-        yield* startServers({ sessionId: session.sessionId, cwd }, servers)
+        // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
+        // Their start stays interruptible: what it started it stops itself.
+        const session = yield* Effect.acquireUseRelease(
+          Effect.interruptible(prepareServers(cwd, servers)),
+          (pending) => engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf), Effect.tap((created) => pending.bind(created.sessionId))),
+          (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
+        )
         if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
         sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined, title: undefined })
         const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))

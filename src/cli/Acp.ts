@@ -86,8 +86,8 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
       )
     yield* keepRunningOnBrokenStdout
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
-    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      mcp.configureSession(session.sessionId, session.cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
+    const sessionServers = (cwd: string, servers: McpConfig.Servers) =>
+      mcp.startForSession(cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
     let inputError: unknown
     yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
     // The connection ended because of what the client sent, not because it closed: exit 1, saying why.

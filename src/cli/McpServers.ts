@@ -48,6 +48,19 @@ export interface Configurable {
   readonly hasSession: (sessionId: string) => boolean
   /** The same for one session, with the servers its client named (they win over the files'). */
   readonly configureSession: (sessionId: string, cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<void, CliError, FileSystem.FileSystem>
+  /**
+   * Starts them for a session not created yet, in `cwd`: a server that cannot start refuses the
+   * creation before anything is stored. `bind` makes them the session's once it exists; `discard` stops them.
+   */
+  readonly startForSession: (cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<PendingServers, CliError, FileSystem.FileSystem>
+}
+
+/** A session's servers, started before the session was created. */
+export interface PendingServers {
+  /** Makes them the session's servers (replacing and stopping any it had). */
+  readonly bind: (sessionId: string) => Effect.Effect<void>
+  /** Stops them: the session was not created. */
+  readonly discard: Effect.Effect<void>
 }
 
 interface Started {
@@ -91,6 +104,24 @@ export const configurable = (): Configurable => {
   const asCliError = <A, R>(effect: Effect.Effect<A, McpSettings.SettingsError | McpTools.McpError, R>) =>
     effect.pipe(Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })))
 
+  /** A session's servers before it exists: bound to it once created, stopped when it is not. */
+  const startForSession = (cwd: string, servers: McpConfig.Servers, options: StartOptions = {}): Effect.Effect<PendingServers, CliError, FileSystem.FileSystem> =>
+    Effect.gen(function*() {
+      // The client's servers start where your own do, not in the repository (see `McpSettings.clientFolder`).
+      const folder = yield* McpSettings.clientFolder()
+      const started = yield* start(yield* load(cwd, servers, folder, options), cwd, options)
+      return {
+        bind: (sessionId) =>
+          Effect.suspend(() => {
+            const previous = perSession.get(sessionId)
+            if (started === undefined) perSession.delete(sessionId)
+            else perSession.set(sessionId, started)
+            return previous === undefined ? Effect.void : Scope.close(previous.scope, Exit.void)
+          }),
+        discard: started === undefined ? Effect.void : Scope.close(started.scope, Exit.void)
+      } satisfies PendingServers
+    }).pipe(asCliError)
+
   return {
     layer: Layer.scoped(
       ToolRouter.ToolRouter,
@@ -122,15 +153,7 @@ export const configurable = (): Configurable => {
         yield* Console.error(`${options.prefix ?? "effect-agent:"} MCP servers answered from the script's recording (${Object.keys(recording).join(", ")}); no server is started.`)
       }),
     hasSession: (sessionId) => perSession.has(sessionId),
-    configureSession: (sessionId, cwd, servers, options = {}) =>
-      Effect.gen(function*() {
-        // The client's servers start where your own do, not in the repository (see `McpSettings.clientFolder`).
-        const folder = yield* McpSettings.clientFolder()
-        const started = yield* start(yield* load(cwd, servers, folder, options), cwd, options)
-        const previous = perSession.get(sessionId)
-        if (started === undefined) perSession.delete(sessionId)
-        else perSession.set(sessionId, started)
-        if (previous !== undefined) yield* Scope.close(previous.scope, Exit.void)
-      }).pipe(asCliError)
+    configureSession: (sessionId, cwd, servers, options = {}) => Effect.flatMap(startForSession(cwd, servers, options), (pending) => pending.bind(sessionId)),
+    startForSession
   }
 }

@@ -1,5 +1,5 @@
 /**
- * The model flags (`--provider`, `--model`, `--base-url`, `--script`, `--no-prompt-cache`):
+ * The model flags (`--provider`, `--model`, `--base-url`, `--script`, `--no-prompt-cache`, the thinking ones):
  * definitions only, for the command tree; the model layer they choose is in Models.ts.
  *
  * @since 0.10.0
@@ -31,6 +31,20 @@ export const options = {
     Options.withDescription(
       "Ask Anthropic for extended thinking with this many tokens of budget (at least 1024, below the output token limit; as ANTHROPIC_THINKING_BUDGET does)"
     )
+  ),
+  thinking: Help.choice("thinking", ["adaptive"]).pipe(
+    Options.optional,
+    Options.withDescription(
+      "Ask Anthropic for adaptive thinking: the model decides when and how much to think (current Claude models; as ANTHROPIC_THINKING=adaptive does; not with --thinking-budget)"
+    )
+  ),
+  thinkingDisplay: Help.choice("thinking-display", ["summarized", "omitted"]).pipe(
+    Options.optional,
+    Options.withDescription("How Anthropic returns the thinking asked for: its summarized text, or omitted (signed blocks with no text; as ANTHROPIC_THINKING_DISPLAY does)")
+  ),
+  effort: Help.choice("effort", ["low", "medium", "high", "xhigh", "max"]).pipe(
+    Options.optional,
+    Options.withDescription("How much effort Anthropic's model puts into its answer (with adaptive thinking, how much it thinks; as ANTHROPIC_EFFORT does)")
   )
 }
 
@@ -44,4 +58,10 @@ export interface Choice {
   readonly noPromptCache?: boolean | undefined
   /** `--thinking-budget`; absent (or none) asks for no thinking unless the environment does. */
   readonly thinkingBudget?: Option.Option<number> | undefined
+  /** `--thinking adaptive`; as `thinkingBudget`, and not with it. */
+  readonly thinking?: Option.Option<"adaptive"> | undefined
+  /** `--thinking-display`; absent (or none) leaves the display to the environment, else the model. */
+  readonly thinkingDisplay?: Option.Option<"summarized" | "omitted"> | undefined
+  /** `--effort`; absent (or none) leaves it to the environment, else the model. */
+  readonly effort?: Option.Option<"low" | "medium" | "high" | "xhigh" | "max"> | undefined
 }

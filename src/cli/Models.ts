@@ -15,6 +15,7 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
+import type { Options as AnthropicOptions } from "../layers/AnthropicModelProvider.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
@@ -32,24 +33,54 @@ const promptCaching = (choice: Choice) =>
       Effect.provide(NodeServices.layer)
     )
 
+/** A flag's value, or `undefined` when it was not given. */
+const given = <A>(flag: Option.Option<A> | undefined): A | undefined => flag === undefined ? undefined : Option.getOrUndefined(flag)
+
+/** The thinking flags given (`--thinking-budget`, `--thinking`, `--thinking-display`, `--effort`). */
+const thinkingFlags = (choice: Choice) => ({
+  thinkingBudget: given(choice.thinkingBudget),
+  thinking: given(choice.thinking),
+  thinkingDisplay: given(choice.thinkingDisplay),
+  effort: given(choice.effort)
+})
+
+/** The thinking flags' names, by their option's. */
+const flagNames = { thinkingBudget: "--thinking-budget", thinking: "--thinking", thinkingDisplay: "--thinking-display", effort: "--effort" } as const
+
 /**
  * `--thinking-budget`, checked against the API's rules with the output token limit the provider
  * will have (`ANTHROPIC_MAX_OUTPUT_TOKENS`, else its default): a budget it refuses is a usage error
- * naming the flag, before any request.
+ * naming the flag, before any request; so is a budget with `--thinking adaptive`.
  */
-const checkedThinkingBudget = (
+const checkedThinkingFlags = (
   choice: Choice,
   anthropic: { readonly thinkingBudgetProblem: (budget: number, maxOutputTokens: number) => string | undefined; readonly defaultMaxOutputTokens: number }
 ) =>
   Effect.gen(function*() {
-    const budget = choice.thinkingBudget === undefined ? undefined : Option.getOrUndefined(choice.thinkingBudget)
-    if (budget === undefined) return undefined
+    const flags = thinkingFlags(choice)
+    if (flags.thinking !== undefined && flags.thinkingBudget !== undefined) {
+      return yield* new CliError({ reason: "invalid_arguments", message: "--thinking adaptive and --thinking-budget exclude each other: adaptive thinking has no budget (--effort sets how much it thinks)" })
+    }
+    const budget = flags.thinkingBudget
+    if (budget === undefined) return flags
     // A limit that is no integer is the configuration's own error, said when the provider is built.
     const limit = yield* Config.option(Config.integer("ANTHROPIC_MAX_OUTPUT_TOKENS")).pipe(Effect.orElseSucceed(() => Option.none<number>()))
     const problem = anthropic.thinkingBudgetProblem(budget, Option.getOrElse(limit, () => anthropic.defaultMaxOutputTokens))
     if (problem !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget ${budget} ${problem}` })
-    return budget
+    return flags
   })
+
+/**
+ * The provider's options with the thinking flags over the environment's: a flag that picks a kind
+ * of thinking (`--thinking adaptive`, `--thinking-budget`) replaces the other kind the environment
+ * may ask for, rather than meeting it as a contradiction the flag's user did not write.
+ */
+const withThinkingFlags = (options: AnthropicOptions, flags: ReturnType<typeof thinkingFlags>): AnthropicOptions => {
+  const { thinking: _, thinkingBudget: __, ...rest } = options
+  const kind = flags.thinking !== undefined ? { thinking: flags.thinking } : flags.thinkingBudget !== undefined ? { thinkingBudget: flags.thinkingBudget } : undefined
+  const others = Object.fromEntries(Object.entries({ thinkingDisplay: flags.thinkingDisplay, effort: flags.effort }).filter(([, value]) => value !== undefined))
+  return kind === undefined ? { ...options, ...others } : { ...rest, ...kind, ...others }
+}
 
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
@@ -142,8 +173,9 @@ export const chosen = (choice: Choice) =>
     const picked = Option.getOrElse(choice.provider, () =>
       Option.isSome(choice.script) ? "fake" : Option.isSome(anthropicKey) ? "anthropic" : Option.isSome(openAiKey) ? "openai" : "fake")
     // Extended thinking is Anthropic's: another provider given the flag would ignore it unsaid.
-    if (picked !== "anthropic" && choice.thinkingBudget !== undefined && Option.isSome(choice.thinkingBudget)) {
-      return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget is for --provider anthropic, not ${picked}` })
+    const thinkingFlag = Object.entries(thinkingFlags(choice)).find(([, value]) => value !== undefined)
+    if (picked !== "anthropic" && thinkingFlag !== undefined) {
+      return yield* new CliError({ reason: "invalid_arguments", message: `${flagNames[thinkingFlag[0] as keyof typeof flagNames]} is for --provider anthropic, not ${picked}` })
     }
     if (picked === "anthropic") {
       if (Option.isNone(anthropicKey)) {
@@ -153,12 +185,15 @@ export const chosen = (choice: Choice) =>
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
-      const thinkingBudget = yield* checkedThinkingBudget(choice, AnthropicModelProvider)
+      const flags = yield* checkedThinkingFlags(choice, AnthropicModelProvider)
       const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
+      const thinks = flags.thinking !== undefined ? ", thinking adaptively" : flags.thinkingBudget !== undefined ? `, thinking up to ${flags.thinkingBudget} tokens` : ""
       return {
         model,
-        notice: Console.error(`effect-agent: answering with ${model}${thinkingBudget === undefined ? "" : `, thinking up to ${thinkingBudget} tokens`}.`),
-        layer: AnthropicModelProvider.layerConfig(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching, thinkingBudget }))
+        notice: Console.error(`effect-agent: answering with ${model}${thinks}.`),
+        layer: AnthropicModelProvider.layerConfig(
+          Config.map(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }), (options) => withThinkingFlags(options, flags))
+        )
       }
     }
     if (picked === "openai") {

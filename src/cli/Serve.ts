@@ -31,8 +31,10 @@ import * as Layer from "effect/Layer"
 import * as Duration from "effect/Duration"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import * as NodeFs from "node:fs/promises"
 import { isIP } from "node:net"
-import { type BlobStore, type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PreImages, PromptComposer, SessionEngine, TaskTool } from "../index.js"
+import * as NodePath from "node:path"
+import { type BlobStore, type EventStore, IdGenerator, type McpConfig, PermissionEngine, PermissionPolicy, PreImages, ProjectSettings, PromptComposer, SessionEngine, TaskTool, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
 import * as ExitCode from "./ExitCode.js"
 import { toolsLayer } from "./Engine.js"
@@ -41,31 +43,49 @@ import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
 import * as RunnerTlsFiles from "./RunnerTlsFiles.js"
+import * as ServerRestores from "./ServerRestores.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
 import * as Settings from "./Settings.js"
 import type { Input } from "./commands/Serve.js"
 
 /**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
- * session. Settings are loaded once per cwd; ones that cannot be loaded make their sessions' calls ask.
- * A subagent's session, whose cwd may be a folder inside its parent's, follows the settings of the
- * top session of its tree (`topSession`), as `run`'s one policy serves its subagents.
+ * session; ones that cannot be loaded make their sessions' calls ask. A subagent's session, whose cwd
+ * may be a folder inside its parent's, follows the settings of the top session of its tree
+ * (`topSession`), as `run`'s one policy serves its subagents.
+ *
+ * Settings are kept per cwd and loaded again when a file they come from changed (`settingsStamp`),
+ * checked at each decision. Before, they were loaded once per cwd for the server's life: a rule you
+ * added to your own `settings.json`, or `effect-agent trust --revoke`, changed nothing in a running
+ * `serve` (its sessions kept editing without asking), and every cwd a client named stayed in memory.
+ * At most {@link keptCwds} are kept, the least recently loaded let go (loaded again when asked).
  */
 const perCwd = (
   serverCwd: string,
-  serverPolicy: PermissionPolicy.Options,
-  flags: Parameters<typeof Settings.load>[1]
+  server: { readonly policy: PermissionPolicy.Options; readonly stamp: string },
+  flags: Parameters<typeof Settings.load>[1],
+  configDir: string
 ) => {
-  const known = new Map<string, PermissionPolicy.Options | undefined>([[serverCwd, serverPolicy]])
+  const known = new Map<string, { readonly options: PermissionPolicy.Options | undefined; readonly stamp: string }>([[serverCwd, { options: server.policy, stamp: server.stamp }]])
   const optionsOf = (cwd: string) =>
-    known.has(cwd) ? Effect.succeed(known.get(cwd)) : Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
-      Effect.map((loaded) => loaded.policy),
-      Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
-      Effect.option,
-      Effect.map(Option.getOrUndefined),
-      Effect.tap((found) => Effect.sync(() => known.set(cwd, found))),
-      Effect.provide(NodeContext.layer)
-    )
+    Effect.flatMap(settingsStamp(configDir, cwd), (stamp) => {
+      const kept = known.get(cwd)
+      if (kept?.stamp === stamp) return Effect.succeed(kept.options)
+      return Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
+        Effect.map((loaded) => loaded.policy),
+        Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
+        Effect.option,
+        Effect.map(Option.getOrUndefined),
+        Effect.tap((options) =>
+          Effect.sync(() => {
+            known.delete(cwd)
+            if (known.size >= keptCwds) known.delete(known.keys().next().value!)
+            known.set(cwd, { options, stamp })
+          })
+        ),
+        Effect.provide(NodeContext.layer)
+      )
+    })
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
   return Layer.succeed(PermissionEngine.PermissionEngine, {
     decide: (request) =>
@@ -77,11 +97,28 @@ const perCwd = (
     // call's decision loads them first; a cwd whose rules are not known here (unreadable, or a call
     // approved before a restart) has every path left out: no rule of it is known not to fence.
     fence: (request) => {
-      const found = known.get(cwdOf(request))
+      const found = known.get(cwdOf(request))?.options
       return found === undefined ? leaveOutAll : PermissionPolicy.fence(found, request)
     }
   })
 }
+
+/** The most cwds whose settings `serve` keeps loaded. */
+const keptCwds = 256
+
+/**
+ * What the files a cwd's settings come from are now — the user's `settings.json`, the trust store,
+ * the project's `.effect-agent/settings.json` — by inode, size and times (links followed): an edit,
+ * a replacement or a removal of any changes it. Three `stat`s, no read.
+ */
+const settingsStamp = (configDir: string, cwd: string): Effect.Effect<string> =>
+  Effect.promise(() =>
+    Promise.all(
+      [NodePath.join(configDir, ProjectSettings.userFileName), NodePath.join(configDir, TrustStore.fileName), NodePath.join(cwd, ProjectSettings.relativePath)].map((file) =>
+        NodeFs.stat(file).then((info) => `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`, () => "-")
+      )
+    ).then((stamps) => stamps.join(" "))
+  )
 
 const leaveOutAll = () => true
 
@@ -233,8 +270,11 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       : undefined
     const cwd = process.cwd()
     const flags = { mode: Option.getOrUndefined(mode), rules: yield* Settings.parseFlags({ allow, deny }) }
+    // Stamped before it is read: an edit meanwhile loads it again at the first decision.
+    const configDir = yield* TrustStore.configDir
+    const stamp = yield* settingsStamp(configDir, cwd)
     const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
-    const permissions = perCwd(cwd, loaded.policy, flags)
+    const permissions = perCwd(cwd, { policy: loaded.policy, stamp }, flags, configDir)
     // Which model answers is a line of the start banner, with the address and the token, not a
     // notice of its own printed before the server is up (docs/server.md).
     const { layer: model, model: answering } = yield* Models.chosen(options)
@@ -250,27 +290,36 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
-    // The servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
+    // Started before the session is created (a server that cannot start refuses it, nothing stored);
+    // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
-    const sessionServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      startFor(session, servers).pipe(
-        Effect.zipRight(SessionMcpFile.save(loaded.configDir, session.sessionId, servers).pipe(
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
-        )),
+    const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
+      mcp.startForSession(sessionCwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(
+        Effect.map((pending) => ({
+          discard: pending.discard,
+          bind: (sessionId: string) =>
+            pending.bind(sessionId).pipe(
+              Effect.zipRight(SessionMcpFile.save(loaded.configDir, sessionId, servers).pipe(
+                Effect.catchAll((error) => Console.error(`effect-agent serve: session ${sessionId}'s MCP servers could not be kept (${error.message}); after a restart it starts without them`))
+              )),
+              Effect.provide(NodeContext.layer)
+            )
+        })),
         Effect.provide(NodeContext.layer)
       )
-    const restoring = new Set<string>()
-    const restoreServers = (session: { readonly sessionId: string; readonly cwd: string }) =>
-      Effect.gen(function*() {
-        if (mcp.hasSession(session.sessionId) || restoring.has(session.sessionId)) return
-        restoring.add(session.sessionId)
-        const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
-        if (Option.isNone(kept)) return
-        yield* startFor(session, kept.value).pipe(
-          Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
-          Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
-        )
-      }).pipe(Effect.ensuring(Effect.sync(() => restoring.delete(session.sessionId))), Effect.provide(NodeContext.layer))
+    // One restore per session at a time: a follow-up racing a turn waits for the turn's (ServerRestores).
+    const restoreServers = ServerRestores.oncePerSession({
+      has: mcp.hasSession,
+      restore: (session) =>
+        Effect.gen(function*() {
+          const kept = yield* SessionMcpFile.load(loaded.configDir, session.sessionId)
+          if (Option.isNone(kept)) return
+          yield* startFor(session, kept.value).pipe(
+            Effect.zipRight(Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers (${Object.keys(kept.value).join(", ")}) started again`)),
+            Effect.catchAll((error) => Console.error(`effect-agent serve: session ${session.sessionId}: its MCP servers did not start again: ${error.message}`))
+          )
+        }).pipe(Effect.provide(NodeContext.layer))
+    })
     const config = ServerConfig.make({
       token,
       defaultCwd: cwd,

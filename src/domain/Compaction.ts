@@ -29,16 +29,23 @@ export interface Cut {
   readonly firstKeptSequence: number
 }
 
-const entryTokens = (entry: Transcript.TranscriptEntry): number => Tokens.estimateJson(Transcript.messages({ entries: [entry], open: undefined }))
+/** Who the requests go to: thinking another model wrote is not sent them, so it is not counted. */
+type Recipient = { readonly provider: string; readonly model: string } | undefined
+
+const entryTokens = (entry: Transcript.TranscriptEntry, sendsTo: Recipient): number => {
+  const messages = Transcript.messages({ entries: [entry], open: undefined })
+  return Tokens.estimateJson(sendsTo === undefined ? messages : Transcript.sentTo(messages, sendsTo))
+}
 
 /**
  * The cut of a transcript: the most recent entry is always kept, and the entries before it while
  * their estimated tokens fit `keepRecentTokens`; everything earlier is summarised. Entries are cut
  * whole, and a tool call's results belong to the entry of its call, so no cut separates a call from
  * its result. `undefined` when there is nothing to summarise (no entry but an earlier summary before
- * the cut). `nextSequence`: the sequence the compaction's first event will get.
+ * the cut). `nextSequence`: the sequence the compaction's first event will get. `sendsTo`: the model
+ * the requests go to, whose estimate leaves out the thinking other models wrote.
  */
-export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number, nextSequence: number): Cut | undefined => {
+export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number, nextSequence: number, sendsTo?: Recipient): Cut | undefined => {
   const entries = Transcript.all(transcript)
   let first = entries.length
   let kept = 0
@@ -46,12 +53,12 @@ export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number,
     const entry = entries[first - 1]!
     // A summary is never kept verbatim: the next summary replaces it.
     if (entry.role === "summary" || entry.sequence === undefined) break
-    const tokens = entryTokens(entry)
+    const tokens = entryTokens(entry, sendsTo)
     if (first < entries.length && kept + tokens > keepRecentTokens) break
     kept += tokens
     first--
   }
-  first = withTurnThinking(entries, first, kept, keepRecentTokens)
+  first = withTurnThinking(entries, first, kept, keepRecentTokens, sendsTo)
   const summarised = entries.slice(0, first)
   if (!summarised.some((entry) => entry.role !== "summary")) return undefined
   return { summarised, firstKeptSequence: entries[first]?.sequence ?? nextSequence }
@@ -64,13 +71,13 @@ export const cut = (transcript: Transcript.Transcript, keepRecentTokens: number,
  * thinking block (Transcript.activeTurnThinks); one whose first step is summarised away goes on
  * without thinking (the adapters ask for none), so the cut keeps it where that costs little.
  */
-const withTurnThinking = (entries: ReadonlyArray<Transcript.TranscriptEntry>, first: number, kept: number, keepRecentTokens: number): number => {
+const withTurnThinking = (entries: ReadonlyArray<Transcript.TranscriptEntry>, first: number, kept: number, keepRecentTokens: number, sendsTo: Recipient): number => {
   let opening = entries.length
   while (opening > 0 && entries[opening - 1]!.role === "assistant") opening--
   const entry = entries[opening]
   if (opening >= first || entry?.role !== "assistant" || entry.sequence === undefined || !Transcript.opensWithThinking(entry.thinking, Transcript.sendable)) return first
   let tokens = kept
-  for (let i = opening; i < first; i++) tokens += entryTokens(entries[i]!)
+  for (let i = opening; i < first; i++) tokens += entryTokens(entries[i]!, sendsTo)
   return tokens <= 2 * keepRecentTokens ? opening : first
 }
 

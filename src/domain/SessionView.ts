@@ -228,6 +228,8 @@ const steps: { readonly [K in EventType]: (view: View, event: EventOfType<K>) =>
   },
   // Thinking (extended thinking): an item of its own, which a viewer shows collapsed; a block's end (its signature) adds nothing to see.
   "model.thinking_delta": (view, event) => {
+    // A delta with no text (a log the engine did not write: it stores none) is nothing to fold away.
+    if (event.payload.text === "") return
     const last = view.openTurn?.items.at(-1)
     if (last?.kind === "thinking") last.text += event.payload.text
     else push(view, { kind: "thinking", text: event.payload.text })

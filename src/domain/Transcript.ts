@@ -956,10 +956,85 @@ export const messagesOf = (entry: TranscriptEntry): ReadonlyArray<Message> => {
   return entry.content === "" && answered.length === 0 ? [] : [assistant, ...results]
 }
 
-/** An entry's messages and the length of each serialized as JSON. */
+/** An entry's messages and the length of each serialized as JSON, and the share of it its thinking is. */
 interface Rendered {
   readonly messages: ReadonlyArray<Message>
   readonly chars: number
+  readonly thinking: ThinkingShare | undefined
+}
+
+/**
+ * The JSON characters a message's thinking adds to it, and who wrote all of it (`writerKey`): a
+ * request to another model sends none of it (see {@link sendableTo}), so its estimate leaves them
+ * out. A message whose blocks two writers wrote (no response of the engine's) has none: counted whole.
+ */
+export interface ThinkingShare {
+  readonly writer: string
+  readonly chars: number
+}
+
+/** The key of a writer of thinking, as {@link ThinkingShare} and a rendering's `thinkingChars` name it. */
+export const writerKey = (provider: string, model: string): string => `${provider}\u0000${model}`
+
+/** Who wrote all of a message's thinking (`writerKey`); `undefined` when it has none, or two wrote it. */
+export const thinkingWriter = (message: Message): string | undefined => {
+  if (message.role !== "assistant" || message.thinking === undefined || message.thinking.length === 0) return undefined
+  const [first, ...rest] = message.thinking
+  if (first!.provider === undefined || first!.model === undefined) return undefined
+  if (rest.some((block) => block.provider !== first!.provider || block.model !== first!.model)) return undefined
+  return writerKey(first!.provider, first!.model)
+}
+
+/**
+ * The messages as a request to `provider`'s `model` carries them once the provider leaves out the
+ * thinking others wrote, as the estimate counts them (a message two writers' thinking, none of the
+ * engine's, is kept whole). Messages without thinking are the same objects.
+ */
+export const sentTo = (messages: ReadonlyArray<Message>, to: { readonly provider: string; readonly model: string }): ReadonlyArray<Message> => {
+  const own = writerKey(to.provider, to.model)
+  return messages.map((message) => {
+    const writer = thinkingWriter(message)
+    if (writer === undefined || writer === own || message.role !== "assistant") return message
+    const { thinking: _, ...rest } = message
+    return rest
+  })
+}
+
+/** A message's {@link ThinkingShare} when it has thinking; `json`: the length of its JSON. */
+export const thinkingShare = (message: Message, json: number): ThinkingShare | undefined => {
+  const writer = thinkingWriter(message)
+  if (writer === undefined || message.role !== "assistant") return undefined
+  const { thinking: _, ...without } = message
+  return { writer, chars: json - JSON.stringify(without).length }
+}
+
+/**
+ * `shares` with `share` added (`sign` -1: taken away), in place: made when the first comes, a
+ * writer left with none dropped, and none left when no writer is (a transcript without thinking has none).
+ */
+export const withShare = (shares: Map<string, number> | undefined, share: ThinkingShare | undefined, sign = 1): Map<string, number> | undefined => {
+  if (share === undefined) return shares
+  const out = shares ?? new Map<string, number>()
+  const chars = (out.get(share.writer) ?? 0) + sign * share.chars
+  if (chars === 0) out.delete(share.writer)
+  else out.set(share.writer, chars)
+  return out.size === 0 ? undefined : out
+}
+
+/**
+ * Of a rendering's JSON length, what a request to `provider`'s `model` carries once the provider
+ * leaves out the thinking other models wrote (`thinkingChars`: the rendering's, by writer).
+ */
+export const sentJsonLength = (
+  jsonLength: number,
+  thinkingChars: ReadonlyMap<string, number> | undefined,
+  to: { readonly provider: string; readonly model: string }
+): number => {
+  if (thinkingChars === undefined) return jsonLength
+  const own = writerKey(to.provider, to.model)
+  let sent = jsonLength
+  for (const [writer, chars] of thinkingChars) if (writer !== own) sent -= chars
+  return sent
 }
 
 // Entries are immutable (an update makes a new entry), so an entry's rendering is computed once:
@@ -971,8 +1046,14 @@ const render = (entry: TranscriptEntry): Rendered => {
   if (known !== undefined) return known
   const messages = messagesOf(entry)
   let chars = 0
-  for (const message of messages) chars += JSON.stringify(message).length
-  const rendered = { messages, chars }
+  let thinking: ThinkingShare | undefined = undefined
+  for (const message of messages) {
+    const json = JSON.stringify(message).length
+    chars += json
+    // An entry is one response: its one assistant message is the only one with thinking.
+    thinking ??= thinkingShare(message, json)
+  }
+  const rendered = { messages, chars, thinking }
   renderings.set(entry, rendered)
   return rendered
 }
@@ -988,16 +1069,23 @@ export const messages = (transcript: Transcript): ReadonlyArray<Message> => rend
  * renderings kept per entry: neither the messages nor their JSON are rebuilt for entries that did
  * not change.
  */
-export const rendered = (transcript: Transcript): { readonly messages: ReadonlyArray<Message>; readonly jsonLength: number } => {
+export const rendered = (transcript: Transcript): {
+  readonly messages: ReadonlyArray<Message>
+  readonly jsonLength: number
+  readonly thinkingChars?: ReadonlyMap<string, number> | undefined
+} => {
   const out: Array<Message> = []
   let chars = 0
+  let thinkingChars: Map<string, number> | undefined = undefined
   const add = (entry: TranscriptEntry) => {
     const r = render(entry)
     for (const message of r.messages) out.push(message)
     chars += r.chars
+    thinkingChars = withShare(thinkingChars, r.thinking)
   }
   for (const entry of transcript.entries) add(entry)
   if (transcript.open !== undefined) add(transcript.open)
   // "[" + the messages joined by "," + "]"
-  return { messages: out, jsonLength: 2 + chars + Math.max(0, out.length - 1) }
+  const jsonLength = 2 + chars + Math.max(0, out.length - 1)
+  return thinkingChars === undefined ? { messages: out, jsonLength } : { messages: out, jsonLength, thinkingChars }
 }

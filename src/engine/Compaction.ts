@@ -67,7 +67,7 @@ export const trigger = (services: Services, tokens: number): AgentEvent.Compacti
 /** The estimated tokens of a request built from `transcript` (the system prompt and tools included). */
 const tokensOf = (services: Services, session: LiveSession.LiveSession, transcript: Transcript.Transcript): Effect.Effect<number> =>
   Effect.map(
-    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services) }),
+    services.context.build({ sessionId: session.sessionId, cwd: session.live.state.cwd, transcript, tools: toolSpecs(services), sendsTo: services.provider.capabilities }),
     (built) => built.tokens.total
   )
 
@@ -164,7 +164,7 @@ export const run = (
 ): Effect.Effect<Outcome, EventStoreFailure> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1) ??
+      const plan = Cut.cut(session.live.transcript, keepRecentTokens(services), session.live.state.lastSequence + 1, services.provider.capabilities) ??
         (allButLastTurn ? Cut.cutBeforeLastTurn(session.live.transcript) : undefined)
       if (plan === undefined) return { _tag: "NothingToCompact" } as const
       const before = tokensBefore ?? (yield* tokensOf(services, session, session.live.transcript))

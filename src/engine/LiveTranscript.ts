@@ -39,6 +39,9 @@ export class LiveTranscript extends Transcript.Held {
   private readonly charsBefore: Array<number> = []
   private renderedEntries = 0
   private renderedChars = 0
+  /** The thinking shares of the rendered entries, by entry index, and summed by writer: made when the first comes (a session without thinking has none). */
+  private shares: Map<number, Transcript.ThinkingShare> | undefined = undefined
+  private thinkingChars: Map<string, number> | undefined = undefined
   private cachedSnapshot: Transcript.Transcript | undefined = undefined
   private cachedRendering: Rendered | undefined = undefined
 
@@ -87,20 +90,32 @@ export class LiveTranscript extends Transcript.Held {
       this.charsBefore.push(this.renderedChars)
       for (const message of Transcript.messagesOf(this.entries[i]!)) {
         this.messages.push(message)
-        this.renderedChars += JSON.stringify(message).length
+        const json = JSON.stringify(message).length
+        this.renderedChars += json
+        const share = Transcript.thinkingShare(message, json)
+        if (share !== undefined) {
+          ;(this.shares ??= new Map()).set(i, share)
+          this.thinkingChars = Transcript.withShare(this.thinkingChars, share)
+        }
       }
     }
     this.renderedEntries = this.entries.length
     const messages = this.messages.slice()
     let chars = this.renderedChars
+    // A copy: the map held here changes in place with the next entries, a rendering given out must not.
+    let thinkingChars: ReadonlyMap<string, number> | undefined = this.thinkingChars === undefined ? undefined : new Map(this.thinkingChars)
     const open = this.openEntry()
     if (open !== undefined) {
       for (const message of Transcript.messagesOf(open)) {
         messages.push(message)
-        chars += JSON.stringify(message).length
+        const json = JSON.stringify(message).length
+        chars += json
+        const share = Transcript.thinkingShare(message, json)
+        if (share !== undefined) thinkingChars = Transcript.withShare(new Map(thinkingChars), share)
       }
     }
-    this.cachedRendering = { messages, jsonLength: arrayLength(chars, messages.length) }
+    const jsonLength = arrayLength(chars, messages.length)
+    this.cachedRendering = thinkingChars === undefined ? { messages, jsonLength } : { messages, jsonLength, thinkingChars }
     return this.cachedRendering
   }
 
@@ -115,6 +130,13 @@ export class LiveTranscript extends Transcript.Held {
     if (from >= this.renderedEntries) return
     this.messages.length = this.starts[from]!
     this.renderedChars = this.charsBefore[from]!
+    if (this.shares !== undefined) {
+      for (const [i, share] of this.shares) {
+        if (i < from) continue
+        this.thinkingChars = Transcript.withShare(this.thinkingChars, share, -1)
+        this.shares.delete(i)
+      }
+    }
     this.starts.length = from
     this.charsBefore.length = from
     this.renderedEntries = from

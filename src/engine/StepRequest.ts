@@ -76,7 +76,8 @@ const buildRequest = (turn: Turn): Effect.Effect<Built> =>
       transcript,
       tools: toolSpecs(services),
       // The live transcript keeps its messages rendered: only what changed since the last request is rendered again.
-      rendered: () => turn.session.transcript.renderingOf(transcript)
+      rendered: () => turn.session.transcript.renderingOf(transcript),
+      sendsTo: services.provider.capabilities
     })
     const transform = services.hooks.transformContext
     const request = transform === undefined
@@ -86,7 +87,7 @@ const buildRequest = (turn: Turn): Effect.Effect<Built> =>
           Effect.logWarning("transformContext failed; the request is sent as built", cause).pipe(Effect.as(built.request))
         )
       )
-    return { request, parts: built.parts, tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request) }
+    return { request, parts: built.parts, tokens: request === built.request ? built.tokens : ContextBuilder.estimate(request, services.provider.capabilities) }
   })
 
 /**

@@ -35,13 +35,36 @@ import * as Support from "./providers/Support.js"
  * Options of the Anthropic provider; `maxOutputTokens` defaults to 8192. `promptCaching` (default
  * true): cache breakpoints on the tools, the system prompt and the recent history (see
  * {@link withCacheBreakpoints}); `false` sends none. `thinkingBudget`: asks for extended thinking
- * with this many tokens of budget (`thinking: {type: "enabled", budget_tokens}`; see
- * {@link checkedThinking} for the API's rules); absent, none is asked for.
+ * with this many tokens of budget (`thinking: {type: "enabled", budget_tokens}`); `thinking:
+ * "adaptive"`: asks for adaptive thinking (`thinking: {type: "adaptive"}`: the model decides when
+ * and how much to think — what current Claude models take, where a budget is deprecated or
+ * refused); the two exclude each other, and absent both, none is asked for. `thinkingDisplay`: how
+ * the thinking comes back (`summarized`, or `omitted`: signed blocks with no text), with either.
+ * `effort`: `output_config.effort`, how much effort the model puts into its response (with
+ * adaptive thinking, how much it thinks). See {@link checkedThinking} for the API's rules.
  */
 export type Options = Support.VendorOptions & {
   readonly promptCaching?: boolean | undefined
   readonly thinkingBudget?: number | undefined
+  readonly thinking?: "adaptive" | undefined
+  readonly thinkingDisplay?: ThinkingDisplay | undefined
+  readonly effort?: Effort | undefined
 }
+
+/** How thinking comes back: `summarized` (its text), or `omitted` (signed blocks with no text). */
+export type ThinkingDisplay = "summarized" | "omitted"
+
+/** The display values the API takes. */
+export const thinkingDisplays: ReadonlyArray<ThinkingDisplay> = ["summarized", "omitted"]
+
+/** How much effort the model puts into its response (`output_config.effort`). */
+export type Effort = "low" | "medium" | "high" | "xhigh" | "max"
+
+/** The effort values the API takes. */
+export const efforts: ReadonlyArray<Effort> = ["low", "medium", "high", "xhigh", "max"]
+
+/** What a request asks of thinking: a budget or adaptive thinking, its display, and the effort. */
+export type ThinkingOptions = Pick<Options, "thinkingBudget" | "thinking" | "thinkingDisplay" | "effort">
 
 /** The smallest thinking budget the API takes. */
 export const minThinkingBudget = 1024
@@ -64,13 +87,37 @@ export const thinkingBudgetProblem = (budget: number, maxOutputTokens: number): 
 export const defaultMaxOutputTokens = 8192
 
 /**
+ * Why these thinking options are ones the API refuses (or that ask for nothing they name), or
+ * `undefined`: a budget as {@link thinkingBudgetProblem} says; adaptive thinking has no budget, so
+ * both is a contradiction; a display with neither shows nothing; values the API does not know (an
+ * embedder's, from JavaScript) are named. The key of the option at fault comes with the problem.
+ */
+export const thinkingProblem = (options: ThinkingOptions, maxOutputTokens: number): readonly [keyof ThinkingOptions, string] | undefined => {
+  if (options.thinking !== undefined && options.thinking !== "adaptive") return ["thinking", `the thinking must be "adaptive" (or a thinkingBudget)`]
+  if (options.thinking === "adaptive" && options.thinkingBudget !== undefined) {
+    return ["thinking", "adaptive thinking has no budget: ask for adaptive thinking or a thinking budget, not both (the effort sets how much adaptive thinking thinks)"]
+  }
+  if (options.thinkingBudget !== undefined) {
+    const problem = thinkingBudgetProblem(options.thinkingBudget, maxOutputTokens)
+    if (problem !== undefined) return ["thinkingBudget", `the thinking budget ${problem}`]
+  }
+  if (options.thinkingDisplay !== undefined && !thinkingDisplays.includes(options.thinkingDisplay)) {
+    return ["thinkingDisplay", `the thinking display must be one of ${thinkingDisplays.join(", ")}`]
+  }
+  if (options.thinkingDisplay !== undefined && options.thinking === undefined && options.thinkingBudget === undefined) {
+    return ["thinkingDisplay", "a thinking display needs thinking asked for: adaptive thinking or a thinking budget"]
+  }
+  if (options.effort !== undefined && !efforts.includes(options.effort)) return ["effort", `the effort must be one of ${efforts.join(", ")}`]
+  return undefined
+}
+
+/**
  * The options, or a `ConfigError` naming what the API would refuse in them — found when the provider
- * is made, before any request, rather than as every request's 400.
+ * is made, before any request, rather than as every request's 400 (see {@link thinkingProblem}).
  */
 export const checkedThinking = (options: Options): Either.Either<Options, ConfigError.ConfigError> => {
-  if (options.thinkingBudget === undefined) return Either.right(options)
-  const problem = thinkingBudgetProblem(options.thinkingBudget, options.maxOutputTokens ?? defaultMaxOutputTokens)
-  return problem === undefined ? Either.right(options) : Either.left(ConfigError.InvalidData(["thinkingBudget"], `the thinking budget ${problem}`))
+  const problem = thinkingProblem(options, options.maxOutputTokens ?? defaultMaxOutputTokens)
+  return problem === undefined ? Either.right(options) : Either.left(ConfigError.InvalidData([problem[0]], problem[1]))
 }
 
 /** The default model. */
@@ -200,27 +247,45 @@ export const toMessages = (
 }
 
 /**
+ * The `thinking` and `output_config` a request carries, and its messages. A budget asks for
+ * thinking only when the active assistant turn opens with this model's thinking (or none has
+ * begun): the API refuses a turn that toggles it (see Transcript.activeTurnThinks), so such a
+ * request asks for none and carries none of the turn's blocks. Adaptive thinking is asked for in
+ * every request: the model decides at each step whether to think, so a turn that does not open with
+ * thinking (a step it chose not to think in, or one a compaction summarised away) is one an adaptive
+ * response may be; "disabled" mid-turn would change the turn's thinking configuration, which the
+ * API refuses (and some models take no "disabled"). What remains of the turn's blocks goes back in place.
+ */
+const thinkingOf = (request: ModelProvider.ModelRequest, model: string, asked: ThinkingOptions) => {
+  const display = asked.thinkingDisplay === undefined ? {} : { display: asked.thinkingDisplay }
+  const output = asked.effort === undefined ? {} : { output_config: { effort: asked.effort } }
+  if (asked.thinking === "adaptive") return { params: { thinking: { type: "adaptive" as const, ...display }, ...output }, messages: request.messages }
+  const budget = asked.thinkingBudget !== undefined && Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, "anthropic", model))
+    ? asked.thinkingBudget
+    : undefined
+  return {
+    params: { ...(budget === undefined ? {} : { thinking: { type: "enabled" as const, budget_tokens: budget, ...display } }), ...output },
+    messages: budget === asked.thinkingBudget ? request.messages : Transcript.withoutActiveThinking(request.messages)
+  }
+}
+
+/**
  * The request body for one model request; with `promptCaching` (the default), its cache breakpoints;
- * with `thinkingBudget`, extended thinking asked for.
+ * with `thinking` (a budget, or {@link ThinkingOptions}), thinking asked for as {@link thinkingOf} says.
  */
 export const toRequest = (
   request: ModelProvider.ModelRequest,
   model: string,
   maxTokens: number,
   promptCaching = true,
-  thinkingBudget?: number
+  thinking: number | ThinkingOptions = {}
 ): MessageCreateParamsStreaming => {
-  // Thinking is asked for only when the active assistant turn opens with this model's thinking (or
-  // none has begun): the API refuses a turn that toggles it (see Transcript.activeTurnThinks).
-  const budget = thinkingBudget !== undefined && Transcript.activeTurnThinks(request.messages, (block) => Transcript.sendableTo(block, "anthropic", model))
-    ? thinkingBudget
-    : undefined
-  const messages = budget === thinkingBudget ? request.messages : Transcript.withoutActiveThinking(request.messages)
+  const { messages, params } = thinkingOf(request, model, typeof thinking === "number" ? { thinkingBudget: thinking } : thinking)
   const body: MessageCreateParamsStreaming = {
     model,
     max_tokens: maxTokens,
     stream: true,
-    ...(budget === undefined ? {} : { thinking: { type: "enabled", budget_tokens: budget } }),
+    ...params,
     ...(request.system === "" ? {} : { system: request.system }),
     messages: toMessages(messages, request.images, request.tools, model),
     ...(request.tools.length === 0
@@ -417,7 +482,7 @@ export const toChunks = (events: Stream.Stream<RawMessageStreamEvent, ProviderFa
   })
 
 /**
- * A provider's failure for every request when its thinking budget is one the API refuses (a layer
+ * A provider's failure for every request when its thinking options are ones the API refuses (a layer
  * built from options: {@link layerConfig} refuses it when it is built): `invalid_request`, saying
  * why, with no request sent.
  */
@@ -452,7 +517,7 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       refused !== undefined ? Stream.fail(refused) : toChunks(Support.fromSdk({
         open: (signal) =>
           Support.eventStream(
-            client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true, options.thinkingBudget)), { signal })
+            client.messages.create(Support.wellFormed(toRequest(request, model, maxTokens, options.promptCaching ?? true, options)), { signal })
           ),
         toFailure: (error) => toFailure(error, clock.unsafeCurrentTimeMillis(), client.baseURL),
         idleTimeout: options.idleTimeout ?? Duration.minutes(2)
@@ -467,12 +532,26 @@ export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider
 /**
  * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
  * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`,
- * `ANTHROPIC_THINKING_BUDGET` (extended thinking's budget in tokens; absent, none is asked for).
+ * `ANTHROPIC_THINKING_BUDGET` (extended thinking's budget in tokens), `ANTHROPIC_THINKING`
+ * (`adaptive`), `ANTHROPIC_THINKING_DISPLAY` (`summarized`, `omitted`), `ANTHROPIC_EFFORT` (`low` …
+ * `max`); absent, none is asked for.
  */
 export const config: Config.Config<Options> = Config.zipWith(
   Support.config("ANTHROPIC"),
-  Config.option(Config.integer("ANTHROPIC_THINKING_BUDGET")),
-  (options, budget) => Option.isNone(budget) ? options : { ...options, thinkingBudget: budget.value }
+  Config.all({
+    thinkingBudget: Config.option(Config.integer("ANTHROPIC_THINKING_BUDGET")),
+    thinking: Config.option(Config.literal("adaptive")("ANTHROPIC_THINKING")),
+    thinkingDisplay: Config.option(Config.literal(...thinkingDisplays)("ANTHROPIC_THINKING_DISPLAY")),
+    effort: Config.option(Config.literal(...efforts)("ANTHROPIC_EFFORT"))
+  }),
+  // Only the options set: an absent one is no key at all, as before these existed.
+  (options, thinking): Options => ({
+    ...options,
+    ...Option.match(thinking.thinkingBudget, { onNone: () => ({}), onSome: (thinkingBudget) => ({ thinkingBudget }) }),
+    ...Option.match(thinking.thinking, { onNone: () => ({}), onSome: (thinking) => ({ thinking }) }),
+    ...Option.match(thinking.thinkingDisplay, { onNone: () => ({}), onSome: (thinkingDisplay) => ({ thinkingDisplay }) }),
+    ...Option.match(thinking.effort, { onNone: () => ({}), onSome: (effort) => ({ effort }) })
+  })
 )
 
 /**

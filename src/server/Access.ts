@@ -134,11 +134,17 @@ export const cookieSecretOf = (token: Redacted.Redacted<string>, headers: Header
 
 /** The credential a request carries: the bearer token, the viewer's cookie, or none that is valid. */
 export const credential = (token: Redacted.Redacted<string>, headers: Headers): "bearer" | "cookie" | undefined => {
-  const authorization = headers["authorization"]
-  if (authorization !== undefined && authorization.startsWith("Bearer ") && Security.matches(token, authorization.slice(7))) return "bearer"
-  const cookie = Security.cookieValue(headers["cookie"], cookieNameOf(headers))
-  if (cookie !== undefined && Security.matches(cookieSecretOf(token, headers), cookie)) return "cookie"
+  const bearer = bearerOf(headers["authorization"])
+  if (bearer !== undefined && Security.matches(token, bearer)) return "bearer"
+  const secret = cookieSecretOf(token, headers)
+  if (Security.cookieValues(headers["cookie"], cookieNameOf(headers)).some((value) => Security.matches(secret, value))) return "cookie"
   return undefined
+}
+
+/** The token of an `Authorization: Bearer` header; the scheme's case does not matter (RFC 9110 §11.1). */
+const bearerOf = (authorization: string | undefined): string | undefined => {
+  const found = authorization === undefined ? null : /^bearer +/i.exec(authorization)
+  return found === null ? undefined : authorization!.slice(found[0].length)
 }
 
 /** The viewer page's key for the port the request was sent to. */

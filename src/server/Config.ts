@@ -34,11 +34,21 @@ export interface Config {
   readonly restoreServers: RestoreServers | undefined
 }
 
-/** Starts a session's MCP servers (with the user's and a trusted project's, as the embedder decides); the failure's message is the answer's. */
-export type SessionServers = (
-  session: { readonly sessionId: string; readonly cwd: string },
-  servers: McpConfig.Servers
-) => Effect.Effect<void, { readonly message: string }>
+/**
+ * Starts the MCP servers of a session about to be created in `cwd` (with the user's and a trusted
+ * project's, as the embedder decides); the failure's message is the answer's. Before the session is
+ * created: a server that cannot start refuses `POST /sessions` and stores nothing (the log is
+ * append-only, and the client, never given the id, could not use nor remove the session).
+ */
+export type SessionServers = (cwd: string, servers: McpConfig.Servers) => Effect.Effect<PendingServers, { readonly message: string }>
+
+/** A session's MCP servers started before the session was created. */
+export interface PendingServers {
+  /** Makes them the servers of the session just created (and keeps them, as the embedder does). */
+  readonly bind: (sessionId: string) => Effect.Effect<void>
+  /** Stops them: the session was not created after all. */
+  readonly discard: Effect.Effect<void>
+}
 
 /** Starts again, for a session about to run a turn, the MCP servers its creation named, if this process has not; never fails the turn. */
 export type RestoreServers = (session: { readonly sessionId: string; readonly cwd: string }) => Effect.Effect<void>

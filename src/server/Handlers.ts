@@ -9,6 +9,7 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import {
@@ -244,16 +245,19 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           if (named.length > 0 && config.sessionServers === undefined) {
             return yield* Effect.fail(new BadRequest({ error: "BadRequest", message: "mcpServers: this server starts no MCP servers" }))
           }
-          const session = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(
-            Effect.flatMap((cwd) => engine.createSession({ cwd, client: "web" })),
-            Effect.catchAll(toWire)
+          const cwd = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(Effect.catchAll(toWire))
+          const create = engine.createSession({ cwd, client: "web" }).pipe(Effect.catchAll(toWire))
+          if (config.sessionServers === undefined) return yield* create
+          // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
+          // Their start stays interruptible (a client gone, a shutdown): what it started it stops itself.
+          return yield* Effect.acquireUseRelease(
+            config.sessionServers(cwd, servers).pipe(
+              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` })),
+              Effect.interruptible
+            ),
+            (pending) => Effect.tap(create, (session) => pending.bind(session.sessionId)),
+            (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
           )
-          if (config.sessionServers !== undefined) {
-            yield* config.sessionServers(session, servers).pipe(
-              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` }))
-            )
-          }
-          return session
         }))
       .handle("list", () =>
         Effect.gen(function*() {
@@ -360,6 +364,7 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           yield* exists(path.id)
           const request = yield* HttpServerRequest.HttpServerRequest
           const after = yield* resumeAfter(request, urlParams.after)
+          if (request.method === "HEAD") return Live.headResponse()
           return Live.response(engine.watchSession({ sessionId: path.id, fromSequence: after + 1 }), config.keepAlive, Live.directResponse(request))
         }))
   }))

@@ -318,6 +318,13 @@ const sseHeaders = {
 } as const
 
 /**
+ * What a `HEAD` of `/live` answers: the headers a GET's response has, and no watch — a HEAD has no
+ * body to carry events in, so none is asked of the engine.
+ */
+export const headResponse = (): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.empty({ status: 200, headers: { ...sseHeaders.headers, "content-type": sseHeaders.contentType } })
+
+/**
  * The SSE response for a stream of events. With a {@link DirectResponse} (a Node server's) the
  * body is the watch itself, its chunks mapped to their shared bytes: the platform's run of the
  * body pulls the watch and writes each batch, waiting for the socket to drain before it pulls on

@@ -149,14 +149,29 @@ export const pageKeyHeader = "x-effect-agent-key"
 export const cookieHeader = (name: string, value: Redacted.Redacted<string>): string =>
   `${name}=${Redacted.value(value)}; Path=/; HttpOnly; SameSite=Strict`
 
-/** The value of one cookie in a `Cookie` header. */
-export const cookieValue = (header: string | undefined, name: string): string | undefined => {
-  if (header === undefined) return undefined
+/** The value of one cookie in a `Cookie` header: its first (see {@link cookieValues}). */
+export const cookieValue = (header: string | undefined, name: string): string | undefined => cookieValues(header, name)[0]
+
+/** How many values of one cookie name {@link cookieValues} looks at: a header of thousands of them checks no more. */
+export const maxCookieValues = 8
+
+/**
+ * The values of a cookie name in a `Cookie` header, in its order, at most {@link maxCookieValues}.
+ * One name may come several times: cookies ignore ports, so a page on another port of the host can
+ * set this one's name with a longer `Path`, which the browser sends first ("cookie tossing"). A
+ * check that read the first alone locked the viewer out; one accepts when any of these matches.
+ */
+export const cookieValues = (header: string | undefined, name: string): ReadonlyArray<string> => {
+  const values: Array<string> = []
+  if (header === undefined) return values
   for (const part of header.split(";")) {
     const at = part.indexOf("=")
-    if (at > 0 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim()
+    if (at > 0 && part.slice(0, at).trim() === name) {
+      values.push(part.slice(at + 1).trim())
+      if (values.length === maxCookieValues) break
+    }
   }
-  return undefined
+  return values
 }
 
 /** What the login form's rate limit says of an attempt now. */

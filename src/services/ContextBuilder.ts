@@ -26,10 +26,20 @@ export interface PromptPart {
   readonly truncated?: boolean | undefined
 }
 
-/** The messages of a transcript as a request carries them, and the length of their JSON array. */
+/**
+ * The messages of a transcript as a request carries them, the length of their JSON array, and the
+ * share of it each writer's thinking is (`Transcript.writerKey`; absent when they carry none).
+ */
 export interface Rendering {
   readonly messages: ReadonlyArray<Transcript.Message>
   readonly jsonLength: number
+  readonly thinkingChars?: ReadonlyMap<string, number> | undefined
+}
+
+/** Who a request goes to: the provider sends back only the thinking this model wrote (`Transcript.sendableTo`). */
+export interface Recipient {
+  readonly provider: string
+  readonly model: string
 }
 
 /** What a request is built from. */
@@ -47,6 +57,11 @@ export interface ContextInput {
    * is absent, the transcript is rendered (see {@link renderingOf}).
    */
   readonly rendered?: (() => Rendering) | undefined
+  /**
+   * The model the request goes to (the engine's provider's): thinking another model wrote, which
+   * the provider leaves out, is not counted in the estimate. Absent, all of it is.
+   */
+  readonly sendsTo?: Recipient | undefined
 }
 
 /** Estimated tokens of a request, by where they come from. */
@@ -97,10 +112,10 @@ const toolTokens = (tools: ReadonlyArray<ToolSpec>): number => {
   return tokens
 }
 
-/** The token estimate of a request. */
-export const estimate = (request: ModelRequest): TokenEstimate => {
+/** The token estimate of a request; to `sendsTo`, without the thinking it is not sent. */
+export const estimate = (request: ModelRequest, sendsTo?: Recipient): TokenEstimate => {
   const instruction = Tokens.estimate(request.system)
-  const transcript = Tokens.estimateJson(request.messages)
+  const transcript = Tokens.estimateJson(sendsTo === undefined ? request.messages : Transcript.sentTo(request.messages, sendsTo))
   const tools = toolTokens(request.tools)
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
@@ -110,15 +125,17 @@ export const renderingOf = (input: ContextInput | Transcript.Transcript): Render
   "transcript" in input ? (input.rendered?.() ?? Transcript.rendered(input.transcript)) : Transcript.rendered(input)
 
 /**
- * Builds a request from prompt parts and the input. Its token estimate equals `estimate(request)`,
- * but the transcript's share comes from what the transcript keeps rendered per entry, so a long
- * session's request costs what changed since the last one, not the whole conversation again.
+ * Builds a request from prompt parts and the input. Its token estimate equals `estimate(request,
+ * input.sendsTo)`, but the transcript's share comes from what the transcript keeps rendered per
+ * entry, so a long session's request costs what changed since the last one, not the whole
+ * conversation again.
  */
 export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput): BuiltContext => {
-  const { jsonLength, messages } = renderingOf(input)
+  const { jsonLength, messages, thinkingChars } = renderingOf(input)
   const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
   const instruction = Tokens.estimate(request.system)
-  const transcript = Math.ceil(jsonLength / 4)
+  const sent = input.sendsTo !== undefined ? Transcript.sentJsonLength(jsonLength, thinkingChars, input.sendsTo) : jsonLength
+  const transcript = Math.ceil(sent / 4)
   const tools = toolTokens(request.tools)
   return { request, parts, tokens: { instruction, transcript, tools, total: instruction + transcript + tools } }
 }

@@ -96,6 +96,8 @@ describe("ACP session/new with mcpServers", () => {
       (error: acp.RequestError) => error
     )
     expect(JSON.stringify(missing?.data)).toContain("mcp_server_failed")
+    // A refused session/new stores no session: the client never got its id.
+    expect((await agent.agent.request(acp.methods.agent.session.list, {})).sessions).toEqual([])
     await finish(agent)
   }, 60_000)
 

@@ -64,3 +64,45 @@ describe("--thinking-budget", () => {
     expect(assistant.content[1]).toMatchObject({ type: "tool_use", id: "toolu_1" })
   })
 })
+
+describe("--thinking adaptive, --thinking-display, --effort", () => {
+  it("with a budget, or another provider: a usage error naming the flags, no request; a display with no thinking is refused too", async () => {
+    server.reset()
+    const env = { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url }
+    const both = await run(["run", "hi", "--thinking", "adaptive", "--thinking-budget", "2048", "--data-dir", dir], { env })
+    expect(both.code).toBe(1)
+    expect(both.stderr).toContain("--thinking adaptive and --thinking-budget exclude each other")
+    const fake = await run(["run", "hi", "--provider", "fake", "--effort", "low", "--data-dir", dir])
+    expect(fake.stderr).toContain("--effort is for --provider anthropic")
+    const display = await run(["run", "hi", "--thinking-display", "omitted", "--data-dir", dir], { env })
+    expect(display.code).not.toBe(0)
+    expect(display.stderr).toContain("a thinking display needs thinking asked for")
+    expect(server.received).toHaveLength(0)
+  })
+
+  it("over the environment's budget: adaptive asked for with its display and effort; an omitted block shows nothing and a new process sends it back", async () => {
+    server.reset()
+    const env = { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url, ANTHROPIC_THINKING_BUDGET: "2048" }
+    const omitted = [
+      { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
+      { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature } },
+      { type: "content_block_stop", index: 0 }
+    ]
+    server.respond(a.response(omitted, a.tool(1, "toolu_1", { path: "." }, "list_files"))("tool_use"), a.answer(), a.answer())
+    const flags = ["--thinking", "adaptive", "--thinking-display", "omitted", "--effort", "low"]
+    const first = await run(["run", "list the files", ...flags, "--mode", "bypass", "--data-dir", dir], { env, cwd: dir })
+    expect(first.code).toBe(0)
+    expect(first.stdout).toBe("done\n")
+    expect(first.stderr).toContain("thinking adaptively")
+    expect(first.stderr).not.toContain("✻")
+    expect(server.received[0]!.body.thinking).toEqual({ type: "adaptive", display: "omitted" })
+    expect(server.received[0]!.body.output_config).toEqual({ effort: "low" })
+    const sessionId = /session (sess_\w+)/.exec(first.stderr)![1]!
+    const replayed = await run(["replay", sessionId, "--data-dir", dir])
+    expect(replayed.stdout).not.toContain("✻")
+    const second = await run(["run", "again", "--session", sessionId, ...flags, "--data-dir", dir], { env, cwd: dir })
+    expect(second.code).toBe(0)
+    const assistant = server.received[2]!.body.messages.find((m: { role: string }) => m.role === "assistant")
+    expect(assistant.content[0]).toEqual({ type: "thinking", thinking: "", signature })
+  })
+})

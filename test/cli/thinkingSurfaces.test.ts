@@ -19,10 +19,10 @@ const events = [
   { ...envelope, sequence: 6, type: "turn.completed", payload: { stopReason: "final" } }
 ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
 
-const rendered = (transcript: boolean, color = false) => {
+const rendered = (transcript: boolean, color = false, shown: ReadonlyArray<AgentEvent.AgentEvent> = events) => {
   const written = { out: "", err: "" }
   const render = Render.make({ out: (t) => (written.out += t), err: (t) => (written.err += t) }, { transcript, color })
-  for (const event of events) render.event(event)
+  for (const event of shown) render.event(event)
   return written
 }
 
@@ -51,5 +51,25 @@ describe("thinking on the surfaces", () => {
   it("the viewer's fold: a thinking item apart from the answer's text", () => {
     const turn = SessionView.fold(events).turns[0]!
     expect(turn.items.map((item) => item.kind)).toEqual(["thinking", "text"])
+  })
+})
+
+describe("omitted display: signed blocks with no text", () => {
+  const omitted = [
+    { ...envelope, sequence: 2, type: "turn.started", payload: { promptPreview: "x" } },
+    { ...envelope, sequence: 3, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "SIGNATURE" } },
+    { ...envelope, sequence: 4, type: "model.thinking_delta", payload: { text: "" } },
+    { ...envelope, sequence: 5, type: "model.thinking_block", payload: { provider: "anthropic", model: "m", signature: "SIGNATURE2" } },
+    { ...envelope, sequence: 6, type: "model.delta", payload: { text: "the answer" } },
+    { ...envelope, sequence: 7, type: "turn.completed", payload: { stopReason: "final" } }
+  ] as unknown as ReadonlyArray<AgentEvent.AgentEvent>
+
+  it("run and replay show no empty ✻ line, ACP sends no thought chunk, the viewer no empty thinking item", () => {
+    expect(rendered(false, true, omitted)).toEqual({ out: "the answer\n", err: "" })
+    expect(rendered(true, false, omitted).out).not.toContain("✻")
+    expect(omitted.flatMap((event) => AcpMapper.updatesOf(event, { cwd: "/", phase: "live", support: AcpMapper.baseline }))).toEqual([
+      { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "the answer" } }
+    ])
+    expect(SessionView.fold(omitted).turns[0]!.items.map((item) => item.kind)).toEqual(["text"])
   })
 })

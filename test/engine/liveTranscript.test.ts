@@ -28,6 +28,9 @@ const step: FastCheck.Arbitrary<{ readonly type: string; readonly payload: objec
   text.map((content) => ({ type: "turn.steered", payload: { content } })),
   text.map((t) => ({ type: "model.delta", payload: { text: t } })),
   text.map((t) => ({ type: "model.delta", payload: { text: t } })),
+  // Thinking by two models: the rendering's share of each (what a request to the other leaves out) must follow rewinds and cuts.
+  text.map((t) => ({ type: "model.thinking_delta", payload: { text: t } })),
+  FastCheck.constantFrom("m1", "m2").map((model) => ({ type: "model.thinking_block", payload: { provider: "anthropic", model, signature: "S" } })),
   callId.map((toolCallId) => ({ type: "model.tool_call_requested", payload: { toolCallId, tool: "look", args: { at: toolCallId } } })),
   FastCheck.tuple(callId, text).map(([toolCallId, result]) => ({ type: "tool.completed", payload: { toolCallId, result } })),
   FastCheck.tuple(callId, text).map(([toolCallId, result]) => ({ type: "tool.completed", payload: { toolCallId, result, images: [image] } })),

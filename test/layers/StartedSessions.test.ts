@@ -192,4 +192,31 @@ describe("StartedSessions", () => {
       expect(Option.isSome(yield* StartedSessions.recorded(mine, "sess_child"))).toBe(true)
       expect(Option.isNone(yield* StartedSessions.recorded(mine, "sess_orphan"))).toBe(true)
     }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a first event past the JSONL reader's 64 KiB chunk (a cwd an embedder passed, 100 KB) is read whole: listed, driven again, pending read, adopted", () =>
+    Effect.gen(function*() {
+      // Leftovers 41: `verify` and `isStored` read a log's first event with the store's reader, in 64 KiB
+      // chunks; a line longer than a chunk is carried over to the next, up to the store's line cap (16 MiB).
+      // The engine writes `session.created` first, and it holds only the cwd, the client and where a fork or
+      // subagent comes from — never the system prompt or a message — so only a cwd this long makes it large.
+      const { dataDir, mine, theirs } = yield* folders
+      const cwd = `/work/${"a".repeat(100_000)}`
+      const session = yield* Effect.provide(Effect.tap(created(cwd), (s) => turn(s.sessionId)), engineOn(dataDir, mine))
+      const later = yield* Effect.provide(
+        Effect.gen(function*() {
+          const engine = yield* SessionEngine
+          const listed = (yield* engine.listSessions).find((summary) => summary.sessionId === session.sessionId)
+          const pending = yield* engine.pendingApprovals({ sessionId: session.sessionId })
+          const events = yield* turn(session.sessionId, "again")
+          return { listed, pending, events }
+        }),
+        engineOn(dataDir, mine)
+      )
+      expect(later.listed?.cwd).toBe(cwd)
+      expect(later.pending).toEqual([])
+      expect(later.events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "final" } })
+      // Another user's config folder adopts it by the same read.
+      const adopted = yield* StartedSessions.adopt(theirs, yield* Effect.provide(EventStore, JsonlEventStore.layer({ dataDir })), session.sessionId)
+      expect(Option.map(adopted, (first) => first.payload.cwd)).toEqual(Option.some(cwd))
+    }).pipe(Effect.provide(NodeContext.layer)))
 })

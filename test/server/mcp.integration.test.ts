@@ -125,9 +125,10 @@ describe("serve: MCP servers named in POST /sessions", () => {
     expect(readFileSync(kept, "utf8")).toContain(secret)
   }, 120_000)
 
-  it("a bad server name, an unknown key or a server that cannot start is 400 and starts nothing", async () => {
+  it("a bad server name, an unknown key or a server that cannot start is 400, starts nothing and stores no session", async () => {
     const s = await launch("bad", [{ chunks: ["x"] }])
     const post = (mcpServers: unknown) => fetch(`${s.url}/sessions`, { method: "POST", headers: s.headers, body: JSON.stringify({ mcpServers }) })
+    const listed = async () => ((await (await fetch(`${s.url}/sessions`, { headers: s.headers })).json()) as ReadonlyArray<unknown>).length
     const badName = await post({ "a b": { command: process.execPath, args: [serverScript], env: { MARKER_DIR: s.markers } } })
     expect(badName.status).toBe(400)
     expect(((await badName.json()) as { message: string }).message).toContain("not a server name")
@@ -136,5 +137,8 @@ describe("serve: MCP servers named in POST /sessions", () => {
     expect(missing.status).toBe(400)
     expect(((await missing.json()) as { message: string }).message).toContain("\"nope\"")
     expect(existsSync(join(s.markers, "started"))).toBe(false)
+    // A refused create leaves no session behind: its client never got an id to use or see it by.
+    expect(await listed()).toBe(0)
+    expect(existsSync(join(s.dataDir, "sessions")) ? readdirSync(join(s.dataDir, "sessions")).filter((f) => f.endsWith(".jsonl")) : []).toEqual([])
   }, 60_000)
 })

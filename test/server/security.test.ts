@@ -126,4 +126,27 @@ describe("Access", () => {
       expect(Access.refusal(token, method, { host: "127.0.0.1:4477", authorization: "Bearer the-token-0123456789" })).toBeUndefined()
     }
   })
+
+  // Cookies ignore ports: a page on another port of the host may set this port's cookie name with a
+  // longer path (`Path=/sessions`), which the browser sends first; the viewer's own cookie follows.
+  it("a cookie of the same name tossed ahead of the viewer's does not lock the viewer out; a few values are looked at, not any number", () => {
+    const secret = Redacted.value(Security.sessionSecret(token, "4477"))
+    const key = Redacted.value(Security.pageKey(token, "4477"))
+    const headers = (cookie: string) => ({ host: "127.0.0.1:4477", cookie, "x-effect-agent-key": key })
+    expect(Access.refusal(token, "GET", headers(`effect_agent_session_4477=junk; effect_agent_session_4477=${secret}`))).toBeUndefined()
+    expect(Access.refusal(token, "GET", headers(`effect_agent_session_4477=${secret}; effect_agent_session_4477=junk`))).toBeUndefined()
+    expect(Security.cookieValues("a=1; b=2; a=3;a = 4", "a")).toEqual(["1", "3", "4"])
+    const tossed = Array.from({ length: Security.maxCookieValues }, (_, i) => `effect_agent_session_4477=junk${i}`).join("; ")
+    expect(Access.refusal(token, "GET", headers(`${tossed}; effect_agent_session_4477=${secret}`))).toBe("unauthorized")
+    expect(Access.refusal(token, "GET", headers("effect_agent_session_4477=junk"))).toBe("unauthorized")
+  })
+
+  it("the Authorization scheme is case-insensitive (RFC 9110 §11.1); the token is not", () => {
+    for (const scheme of ["Bearer", "bearer", "BEARER", "bEaReR"]) {
+      expect(Access.credential(token, { host: "127.0.0.1:4477", authorization: `${scheme} the-token-0123456789` }), scheme).toBe("bearer")
+    }
+    expect(Access.credential(token, { host: "127.0.0.1:4477", authorization: "bearer THE-TOKEN-0123456789" })).toBeUndefined()
+    expect(Access.credential(token, { host: "127.0.0.1:4477", authorization: "Basic the-token-0123456789" })).toBeUndefined()
+    expect(Access.credential(token, { host: "127.0.0.1:4477", authorization: "Bearerthe-token-0123456789" })).toBeUndefined()
+  })
 })

@@ -131,7 +131,7 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(
   const bytes = yield* ProjectSettings.readBytes(path, shown)
   if (Option.isNone(bytes)) return undefined
   const file = yield* parsed(new TextDecoder().decode(bytes.value), shown)
-  const files = onlyIfKnown && !trusted.some((entry) => entry.path === path) ? [] : yield* boundFiles(path, shown, file)
+  const files = onlyIfKnown && !trusted.some((entry) => entry.path === path) ? [] : yield* boundFiles(path, file)
   const fileHash = TrustStore.sha256(bytes.value)
   const sha256 = McpFiles.combinedHash(fileHash, files)
   const trust = TrustStore.status(trusted, path, sha256)
@@ -140,21 +140,34 @@ export const readProject = Effect.fn("McpSettings.readProject")(function*(
   return { path, shown, sha256, trust, file, files, ...(widened ? { widened } : {}) } satisfies Project
 })
 
-/** The project's files the servers of `file` (at `path`) name, and what they hold (`McpFiles`); more than trust reads fails. */
-const boundFiles = (path: string, shown: string, file: McpConfig.File) =>
-  Effect.gen(function*() {
-    const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${shown}: ${why}; start them from a script it names` })
-    const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
-    const tooMany = (who: string) => refused(`${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
-    if (named.length > McpFiles.limits.names) return yield* tooMany("its servers")
-    const files = yield* Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
-    // With the names a launcher's configuration file adds (`.npmrc`'s `node-options=--require ./x.js`).
-    if (files.some((bound) => bound.state === McpFiles.overNames)) return yield* tooMany("its servers and their launchers' configuration files")
-    if (files.some((bound) => bound.state === McpFiles.overBudget)) {
-      return yield* refused(`the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads`)
-    }
-    return files
-  })
+/**
+ * The project's files the servers of `file` (at `path`) name, and what they hold (`McpFiles`). Past
+ * what trust reads, the list ends in a state trust never records (`overNames`, `overBudget`): at a
+ * session's start the project is then untrusted again, and `inspect` refuses it (`overLimits`).
+ * Before, it failed every session there — a file a local user makes in a folder above (`/tmp/.npmrc`),
+ * or the agent's own edit of the project's `.npmrc`, stopped every later run in the project.
+ */
+const boundFiles = (path: string, file: McpConfig.File): Effect.Effect<ReadonlyArray<McpFiles.Bound>> => {
+  const named = McpFiles.namedPaths(NodePath.dirname(path), file.mcpServers)
+  if (named.length > McpFiles.limits.names) return Effect.succeed([{ path: "", state: McpFiles.overNames }])
+  return Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
+}
+
+/** Why trust refuses the files `project`'s servers name, if it does: more names or bytes than it reads. */
+const overLimits = (project: Project): SettingsError | undefined => {
+  const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${project.shown}: ${why}; start them from a script it names` })
+  const overNames = project.files.find((bound) => bound.state === McpFiles.overNames)
+  if (overNames !== undefined) {
+    // The `.mcp.json`'s own words (no path: `boundFiles`), or with the names a launcher's configuration
+    // file adds (`.npmrc`'s `node-options=--require ./x.js`).
+    const who = overNames.path === "" ? "its servers" : "its servers and their launchers' configuration files"
+    return refused(`${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
+  }
+  if (project.files.some((bound) => bound.state === McpFiles.overBudget)) {
+    return refused(`the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads`)
+  }
+  return undefined
+}
 
 /** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
 const stillTrusted = (cwd: string, project: Project): Effect.Effect<void, SettingsError> =>
@@ -188,6 +201,8 @@ export const entryStatus = Effect.fn("McpSettings.entryStatus")(function*(entry:
  */
 export const inspect = Effect.fn("McpSettings.inspect")(function*(cwd: string, configDir: string) {
   const project = yield* readProject(cwd, yield* TrustStore.entries(configDir))
+  const over = project === undefined ? undefined : overLimits(project)
+  if (over !== undefined) return yield* over
   const elsewhere = project?.files.find((bound) => bound.state.startsWith(McpFiles.pointsOutState))
   if (project !== undefined && elsewhere !== undefined) {
     return yield* new SettingsError({
