@@ -461,15 +461,26 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         : PermissionPolicy.reasonAgain({ tools: router, permissions, take }, state, call)
     }
 
-    const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, requestId: acp.JsonRpcId) =>
-      Effect.flatMap(holdForLoad(params.sessionId, arrivals.requestAt(requestId)), (running) =>
-        loadHeld(params, client, running).pipe(
-          Effect.ensuring(Effect.sync(() => {
-            if (loading.get(params.sessionId) === running) loading.delete(params.sessionId)
-          }))
-        ))
+    const loadSession = (params: acp.LoadSessionRequest, client: acp.AgentContext, signal: AbortSignal, requestId: acp.JsonRpcId) =>
+      Effect.suspend(() => {
+        const arrivedAt = arrivals.requestAt(requestId)
+        // The client cancelled this load ($/cancel_request) before it got here: nothing is replayed.
+        if (signal.aborted) return Effect.fail(acp.RequestError.requestCancelled())
+        return Effect.flatMap(holdForLoad(params.sessionId, arrivedAt), (running) =>
+          // A session/cancel that arrived after this load but was handled before it held the session
+          // found nothing to cancel: it closes the paused turn now, as one handled during the load does.
+          // (The SDK handles messages in arrival order today; this keeps the meaning if it ever does not.)
+          Effect.zipRight(
+            arrivals.cancelledAfter(params.sessionId, running.arrivedAt) ? cancel(params, running) : Effect.void,
+            loadHeld(params, client, running, signal)
+          ).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              if (loading.get(params.sessionId) === running) loading.delete(params.sessionId)
+            }))
+          ))
+      })
 
-    const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running) =>
+    const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
       Effect.gen(function*() {
         const { sessionId } = params
         const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
@@ -501,6 +512,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         )
         session.title = title
         const pending = yield* engine.pendingApprovals({ sessionId }).pipe(Effect.mapError(requestErrorOf))
+        // The client cancelled this load ($/cancel_request) meanwhile: it answers cancelled and asks
+        // nothing (a $/cancel_request cancels its request, not the turn): a paused turn stays paused for a later load.
+        if (signal.aborted) return yield* Effect.fail(acp.RequestError.requestCancelled())
         // A session/cancel during the load closed the paused turn: nothing is left to ask.
         if (pending.length > 0 && !running.cancelled) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the
@@ -551,8 +565,10 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           return yield* Effect.fail(acp.RequestError.invalidParams({ errorCode: "invalid_input", field: "prompt" }, "the prompt has no text"))
         }
         const running = yield* claim(session, arrivedAt)
-        // A session/cancel that arrived after this prompt was handled before it got here: it never starts.
-        if (arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
+        // Cancelled before it got here, it never starts: by a session/cancel that arrived after it
+        // (and was handled first), or by `$/cancel_request` — the SDK aborts the signal as it reads
+        // the cancel, which can be before this handler runs, and an aborted signal fires no more.
+        if (signal.aborted || arrivals.cancelledAfter(session.sessionId, arrivedAt)) {
           yield* release(session, running)
           return { stopReason: "cancelled" } satisfies acp.PromptResponse
         }
@@ -595,7 +611,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const app = acp.agent({ name: options.name ?? "effect-agent" })
       .onRequest(acp.methods.agent.initialize, ({ params }) => initialize(params))
       .onRequest(acp.methods.agent.session.new, ({ params }) => handle(newSession(params)))
-      .onRequest(acp.methods.agent.session.load, ({ client, params, requestId }) => handle(loadSession(params, client, requestId)))
+      .onRequest(acp.methods.agent.session.load, ({ client, params, requestId, signal }) => handle(loadSession(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.prompt, ({ client, params, requestId, signal }) => handle(prompt(params, client, signal, requestId)))
       .onRequest(acp.methods.agent.session.setMode, ({ params }) => handle(setMode(params)))
       .onRequest(acp.methods.agent.session.list, ({ params }) => handle(listSessions(params)))

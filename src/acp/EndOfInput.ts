@@ -12,6 +12,7 @@
  * @since 0.6.0
  */
 import type * as acp from "@agentclientprotocol/sdk"
+import { afterEachWrite, isAnswer, isRecord } from "./Written.js"
 
 export interface EndOfInput {
   /** The connection's stream, its input's end held back until the work in flight is done. */
@@ -21,8 +22,6 @@ export interface EndOfInput {
   /** Looks again whether the input's end can be passed on (call it when a turn ends). */
   readonly check: () => void
 }
-
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 /**
  * How many answers an incoming message is owed, as the SDK decides: none for a notification or a
@@ -37,9 +36,6 @@ const answersOwed = (message: unknown): number => {
   const response = !("method" in message) && ("id" in message || "result" in message || "error" in message)
   return notification || response ? 0 : 1
 }
-
-/** An outgoing message that answers a request (the agent's own requests and notifications have a method). */
-const isAnswer = (message: unknown) => isRecord(message) && !("method" in message)
 
 /** A new end of input; `busy` tells whether the agent still runs something no request waits on. */
 export const make = (busy: () => boolean): EndOfInput => {
@@ -56,7 +52,6 @@ export const make = (busy: () => boolean): EndOfInput => {
     check,
     observe: (stream) => {
       const reader = stream.readable.getReader()
-      const writer = stream.writable.getWriter()
       return {
         readable: new ReadableStream({
           pull: async (controller) => {
@@ -76,16 +71,11 @@ export const make = (busy: () => boolean): EndOfInput => {
             return reader.cancel(reason)
           }
         }),
-        writable: new WritableStream({
-          write: async (message) => {
-            await writer.write(message)
-            if (isAnswer(message)) {
-              answered++
-              check()
-            }
-          },
-          close: () => writer.close(),
-          abort: (reason) => writer.abort(reason)
+        writable: afterEachWrite(stream.writable, (message) => {
+          if (isAnswer(message)) {
+            answered++
+            check()
+          }
         })
       }
     }
