@@ -15,7 +15,7 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
-import type { Options as AnthropicOptions } from "../layers/AnthropicModelProvider.js"
+import type { AnthropicModelProvider as AnthropicPublic } from "../anthropic.js"
 import { CliError } from "./CliError.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
@@ -75,7 +75,7 @@ const checkedThinkingFlags = (
  * of thinking (`--thinking adaptive`, `--thinking-budget`) replaces the other kind the environment
  * may ask for, rather than meeting it as a contradiction the flag's user did not write.
  */
-const withThinkingFlags = (options: AnthropicOptions, flags: ReturnType<typeof thinkingFlags>): AnthropicOptions => {
+const withThinkingFlags = (options: AnthropicPublic.Options, flags: ReturnType<typeof thinkingFlags>): AnthropicPublic.Options => {
   const { thinking: _, thinkingBudget: __, ...rest } = options
   const kind = flags.thinking !== undefined ? { thinking: flags.thinking } : flags.thinkingBudget !== undefined ? { thinkingBudget: flags.thinkingBudget } : undefined
   const others = Object.fromEntries(Object.entries({ thinkingDisplay: flags.thinkingDisplay, effort: flags.effort }).filter(([, value]) => value !== undefined))
