@@ -1,35 +1,88 @@
 /**
  * The `fetch` an HTTP MCP server is spoken to with: what it answers is bounded as it arrives. The
- * SDK reads a JSON answer whole (`response.json()`) and an event stream line by line, each without
- * a limit, so a server that sent an endless body — or one endless line of an event stream — held
- * everything it sent in memory until the call's time limit, gigabytes on a fast link. A JSON answer
- * past `maxAnswerBytes`, or a line of an event stream past it, ends the response with an error; the
- * call fails `mcp_invalid_response` and the server is connected to again on the next call.
+ * SDK reads a JSON answer whole (`response.json()`) and an event stream event by event, each without
+ * a limit, so a server that sent an endless body — or one endless event — held everything it sent in
+ * memory until the call's time limit, gigabytes on a fast link. A JSON answer past `maxAnswerBytes`,
+ * or an event of an event stream past it, ends the response with an error; the call fails
+ * `mcp_invalid_response` and the server is connected to again on the next call.
+ *
+ * An event is counted whole, to the blank line that ends it, not line by line: the SDK's parser
+ * joins every `data:` line of one event, and one answer split over many short lines (pretty JSON)
+ * passed any cap (100 MiB listed, 1.1 GiB held).
  *
  * @since 0.5.0
  * @internal
  */
+import { mediaTypeEssence } from "@modelcontextprotocol/sdk/shared/mediaType.js"
 
-/** The most bytes of one JSON answer, or of one line of an event stream (what the store keeps of a line is 16 MiB too). */
+/** The most bytes of one JSON answer, or of one event of an event stream (what the store keeps of a line is 16 MiB too). */
 export const maxAnswerBytes = 16 * 1024 * 1024
 
 type Fetch = (url: string | URL, init?: RequestInit) => Promise<Response>
 
-/** A response whose body errs once it carries more than `limit` bytes (a whole body, or one line of an event stream). */
+const LF = 10
+const CR = 13
+
+/** Where the next `byte` is in `chunk` from `from` on: `known` if it is still ahead (a search is not run again for each line). */
+const next = (chunk: Uint8Array, byte: number, from: number, known: number): number =>
+  known >= from || known === -1 ? known : chunk.indexOf(byte, from)
+
+/**
+ * Counts the bytes of an event stream since the last event's end, chunk by chunk; whether they are
+ * past `limit`. A line ends at CRLF, LF or CR (the SSE grammar); an event ends at a blank line, that
+ * is two line ends in a row. The state is kept between chunks: a CRLF split across two is one line
+ * end. Only line ends are looked at one by one (`indexOf` finds them): a loop over every byte read
+ * an event stream of long lines many times slower than a JSON answer is counted.
+ */
+const eventCounter = (limit: number) => {
+  let counted = 0
+  // Whether nothing but a line end came since the last line end (a stream starts so).
+  let atLineStart = true
+  // Whether the last byte was a CR: an LF right after it ends no line of its own.
+  let afterCR = false
+  return (chunk: Uint8Array): boolean => {
+    let lf = chunk.indexOf(LF)
+    let cr = chunk.indexOf(CR)
+    let at = 0
+    while (at < chunk.length) {
+      lf = next(chunk, LF, at, lf)
+      cr = next(chunk, CR, at, cr)
+      const end = lf === -1 ? cr : cr === -1 ? lf : Math.min(lf, cr)
+      const content = (end === -1 ? chunk.length : end) - at
+      if (content > 0) {
+        counted += content
+        atLineStart = false
+        afterCR = false
+      }
+      if (end === -1) return counted > limit
+      // The LF of a CRLF ends no line of its own; any other line end after a line end ends the event.
+      if (chunk[end] === LF && afterCR) {
+        afterCR = false
+      } else {
+        if (atLineStart) counted = 0
+        atLineStart = true
+        afterCR = chunk[end] === CR
+      }
+      if (++counted > limit) return true
+      at = end + 1
+    }
+    return counted > limit
+  }
+}
+
+/** A response whose body errs once it carries more than `limit` bytes (a whole body, or one event of an event stream). */
 const boundedBody = (response: Response, limit: number): Response => {
   if (response.body === null) return response
-  const lines = (response.headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream")
+  // As the SDK decides how to read it (by the media type, parameters aside): a JSON answer with
+  // `text/event-stream` in a parameter was counted line by line here and read whole there. A GET
+  // stream the SDK reads as events whatever its type is counted whole unless so typed: bounded too.
+  const events = mediaTypeEssence(response.headers.get("content-type")) === "text/event-stream"
+  const overInEvent = events ? eventCounter(limit) : undefined
   let counted = 0
   const cap = new TransformStream<Uint8Array, Uint8Array>({
     transform(chunk, controller) {
-      if (lines) {
-        // Bytes since the last line end: a stream of many short events may run as long as it likes.
-        const end = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13))
-        counted = end === -1 ? counted + chunk.byteLength : chunk.byteLength - end - 1
-      } else {
-        counted += chunk.byteLength
-      }
-      if (counted > limit) controller.error(new Error(`the server's answer is over ${limit} bytes${lines ? " in one line" : ""}`))
+      const over = overInEvent !== undefined ? overInEvent(chunk) : (counted += chunk.byteLength) > limit
+      if (over) controller.error(new Error(`the server's answer is over ${limit} bytes${events ? " in one event" : ""}`))
       else controller.enqueue(chunk)
     }
   })

@@ -150,6 +150,16 @@ const clientInfo = { name: "effect-agent", version: "0.5.0" }
 const describeError = (error: unknown, secrets: ReadonlyArray<string>): string =>
   McpSecrets.redact((error instanceof Error ? error.message : String(error)).split("\n")[0]!, secrets).slice(0, 300)
 
+/**
+ * `request`, or a failure `onBroken(why)` as soon as `broken` is done (the transport closed or
+ * erred: a cut answer, an event past its cap) — not at the request's time limit: the SDK leaves a
+ * request whose answer broke off waiting for an answer that never comes. Both sides interruptible,
+ * as `Effect.timeout`'s sleep is: in an uninterruptible region (a server listed again from a call's
+ * `ensuring`) a race waited for its loser, which never ended.
+ */
+const unlessBroken = <E2>(broken: Deferred.Deferred<string>, onBroken: (why: string) => E2) => <A, E>(request: Effect.Effect<A, E>): Effect.Effect<A, E | E2> =>
+  Effect.raceFirst(Effect.interruptible(request), Effect.interruptible(Effect.flatMap(Deferred.await(broken), (why) => Effect.fail(onBroken(why)))))
+
 /** A connection to the server `options` names; nothing starts until it is used. */
 export const make = (options: Options): Effect.Effect<Connection> =>
   Effect.gen(function*() {
@@ -198,6 +208,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
             ? timedOut()
             : new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${described(error)}` })
       }).pipe(
+        unlessBroken(broken, (why) => new McpError({ reason: "start_failed", message: `MCP server "${options.name}" did not start: ${why}` })),
         Effect.timeoutFail({ duration: options.connectTimeout, onTimeout: timedOut }),
         Effect.tapError(() => Effect.promise(() => client.close().catch(() => undefined)))
       )
@@ -262,8 +273,10 @@ export const make = (options: Options): Effect.Effect<Connection> =>
       // The start-up limit is for the whole list, not each page: a server that pages slowly (each
       // page just inside the limit) held the session's start for 100 pages of it, 50 minutes. On the
       // Clock (it read `Date.now()` before): a `TestClock` moves it. Whatever ends the listing but its
-      // end drops the connection: the next use starts the server again.
+      // end drops the connection: the next use starts the server again. A connection that breaks
+      // (a cut answer) ends it at once, as a call: before, it waited the whole limit.
       return yield* pagesRead.pipe(
+        unlessBroken(current.broken, (why) => new McpError({ reason: "list_failed", message: `MCP server "${options.name}" did not list its tools: ${why} (${read()})` })),
         Effect.timeoutFail({ duration: options.connectTimeout, onTimeout: timedOut }),
         Effect.tapError(() => drop(current))
       )
@@ -278,10 +291,7 @@ export const make = (options: Options): Effect.Effect<Connection> =>
           try: (signal) => current.client.callTool({ name: tool, arguments: args }, undefined, { signal, timeout: Duration.toMillis(options.callTimeout) }),
           catch: (error) => error
         })
-        const outcome = yield* Effect.raceFirst(
-          Effect.either(call),
-          Effect.flatMap(Deferred.await(current.broken), (why) => Effect.succeed({ _tag: "Broken" as const, why }))
-        )
+        const outcome = yield* Effect.either(call).pipe(unlessBroken(current.broken, (why) => ({ _tag: "Broken" as const, why })), Effect.merge)
         if ("_tag" in outcome && outcome._tag === "Broken") {
           yield* drop(current)
           return yield* failure(outcome.why.startsWith("the server closed") ? "mcp_server_failed" : "mcp_invalid_response", `${outcome.why}; it is started again on the next call`)
