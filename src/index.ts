@@ -115,6 +115,8 @@ export * as ProjectSettings from "./layers/ProjectSettings.js"
 export * as McpSettings from "./layers/mcp/McpSettings.js"
 /** MCP configuration files: the `{"mcpServers": {…}}` shape. */
 export * as McpConfig from "./layers/mcp/McpConfig.js"
+/** A session's MCP servers started before it is created, then bound to it or stopped: the shape of the adapters' `sessionServers`. */
+export * as PendingServers from "./layers/mcp/PendingServers.js"
 /** The names MCP tools are offered under: `mcp__<server>__<tool>`. */
 export * as McpNames from "./layers/mcp/McpNames.js"
 /** A cassette standing in for MCP servers: their recorded tool lists and answers as a tool router (no SDK). */

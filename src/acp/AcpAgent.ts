@@ -26,6 +26,7 @@ import {
   type AgentEvent,
   type McpConfig,
   ModelProvider,
+  PendingServers as Pending,
   PermissionEngine,
   PermissionPolicy,
   Pricing,
@@ -65,10 +66,7 @@ export interface Options {
 }
 
 /** A session's MCP servers started before they are the session's (see `sessionServers`). */
-export interface PendingServers {
-  readonly bind: (sessionId: string) => Effect.Effect<void>
-  readonly discard: Effect.Effect<void>
-}
+export type PendingServers = Pending.PendingServers
 
 /** A turn this connection drives for a session. */
 interface Running {
@@ -396,9 +394,9 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           Effect.mapError((error) => acp.RequestError.invalidParams({ errorCode: "mcp_server_failed", field: "mcpServers" }, error.message))
         )
 
-    /** Starts an existing session's servers. */
-    const startServers = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      Effect.flatMap(prepareServers(session.cwd, servers), (pending) => pending.bind(session.sessionId))
+    /** Starts a session's servers, then creates it (or finds the loaded one) and binds them to it (see `PendingServers.startThenBind`). */
+    const withServers = <S extends { readonly sessionId: string }, E>(cwd: string, servers: McpConfig.Servers, session: Effect.Effect<S, E>) =>
+      Pending.startThenBind(prepareServers(cwd, servers), session, () => acp.RequestError.internalError(undefined, Pending.expectedShape))
 
     const modeState = (mode: string): acp.SessionModeState | undefined =>
       sessionModes === undefined ? undefined : {
@@ -430,12 +428,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         const servers = yield* mcpServersOf(params.mcpServers)
         const policy = yield* policyFor(cwd)
         // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
-        // Their start stays interruptible: what it started it stops itself.
-        const session = yield* Effect.acquireUseRelease(
-          Effect.interruptible(prepareServers(cwd, servers)),
-          (pending) => engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf), Effect.tap((created) => pending.bind(created.sessionId))),
-          (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
-        )
+        const session = yield* withServers(cwd, servers, engine.createSession({ cwd, client: "acp" }).pipe(Effect.mapError(requestErrorOf)))
         if (sessionModes !== undefined) yield* sessionModes.configure(session.sessionId, policy)
         sessions.set(session.sessionId, { sessionId: session.sessionId, cwd: session.cwd, running: undefined, title: undefined })
         const modes = sessionModes === undefined ? undefined : modeState(yield* sessionModes.get(session.sessionId))
@@ -491,7 +484,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           ))
         }
         const policy = yield* policyFor(state.cwd)
-        yield* startServers({ sessionId, cwd: state.cwd }, yield* mcpServersOf(params.mcpServers ?? []))
+        yield* withServers(state.cwd, yield* mcpServersOf(params.mcpServers ?? []), Effect.succeed({ sessionId }))
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
         const session: Served = sessions.get(sessionId) ?? { sessionId, cwd: state.cwd, running: undefined, title: undefined }
         sessions.set(sessionId, session)

@@ -18,7 +18,7 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { McpCassette, type McpConfig, McpSettings, ToolRouter } from "../index.js"
+import { McpCassette, type McpConfig, McpSettings, type PendingServers, ToolRouter } from "../index.js"
 import type { McpTools } from "../mcp.js"
 import { CliError } from "./CliError.js"
 
@@ -52,15 +52,7 @@ export interface Configurable {
    * Starts them for a session not created yet, in `cwd`: a server that cannot start refuses the
    * creation before anything is stored. `bind` makes them the session's once it exists; `discard` stops them.
    */
-  readonly startForSession: (cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<PendingServers, CliError, FileSystem.FileSystem>
-}
-
-/** A session's servers, started before the session was created. */
-export interface PendingServers {
-  /** Makes them the session's servers (replacing and stopping any it had). */
-  readonly bind: (sessionId: string) => Effect.Effect<void>
-  /** Stops them: the session was not created. */
-  readonly discard: Effect.Effect<void>
+  readonly startForSession: (cwd: string, servers: McpConfig.Servers, options?: StartOptions) => Effect.Effect<PendingServers.PendingServers, CliError, FileSystem.FileSystem>
 }
 
 interface Started {
@@ -105,7 +97,7 @@ export const configurable = (): Configurable => {
     effect.pipe(Effect.mapError((error) => new CliError({ reason: error._tag === "SettingsError" ? "invalid_file" : "invalid_arguments", message: error.message })))
 
   /** A session's servers before it exists: bound to it once created, stopped when it is not. */
-  const startForSession = (cwd: string, servers: McpConfig.Servers, options: StartOptions = {}): Effect.Effect<PendingServers, CliError, FileSystem.FileSystem> =>
+  const startForSession = (cwd: string, servers: McpConfig.Servers, options: StartOptions = {}): Effect.Effect<PendingServers.PendingServers, CliError, FileSystem.FileSystem> =>
     Effect.gen(function*() {
       // The client's servers start where your own do, not in the repository (see `McpSettings.clientFolder`).
       const folder = yield* McpSettings.clientFolder()
@@ -119,7 +111,7 @@ export const configurable = (): Configurable => {
             return previous === undefined ? Effect.void : Scope.close(previous.scope, Exit.void)
           }),
         discard: started === undefined ? Effect.void : Scope.close(started.scope, Exit.void)
-      } satisfies PendingServers
+      } satisfies PendingServers.PendingServers
     }).pipe(asCliError)
 
   return {

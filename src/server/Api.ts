@@ -75,6 +75,11 @@ export class RewindRefused extends Schema.Class<RewindRefused>("RewindRefused")(
   },
   HttpApiSchema.annotations({ status: 409 })
 ) {}
+/** 500: the embedder's server is set up wrong (e.g. its `sessionServers` returned the wrong shape); nothing was stored. */
+export class ServerMisconfigured extends Schema.Class<ServerMisconfigured>("ServerMisconfigured")(
+  errorFields("ServerMisconfigured"),
+  HttpApiSchema.annotations({ status: 500 })
+) {}
 /** 500: the store failed (its reason only; details go to the server's log). */
 export class StoreFailure extends Schema.Class<StoreFailure>("StoreFailure")(errorFields("EventStoreFailure"), HttpApiSchema.annotations({ status: 500 })) {}
 
@@ -256,7 +261,7 @@ export class HealthGroup extends HttpApiGroup.make("health").add(
 
 /** The session routes, all behind the token. */
 export class SessionsGroup extends HttpApiGroup.make("sessions")
-  .add(HttpApiEndpoint.post("create", "/sessions").setPayload(CreateSession).addSuccess(Session.Session, { status: 201 }))
+  .add(HttpApiEndpoint.post("create", "/sessions").setPayload(CreateSession).addSuccess(Session.Session, { status: 201 }).addError(ServerMisconfigured))
   .add(HttpApiEndpoint.get("list", "/sessions").addSuccess(Schema.Array(Session.SessionSummary).annotations({
     description: "Most recently active first, each with its title. Query: `cwd` (only that directory's sessions, or under it), `search` (every word in the title or id, any case), `limit` (the most recently active that many)"
   })))

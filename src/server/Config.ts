@@ -11,7 +11,7 @@ import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import type { McpConfig } from "../index.js"
+import type { McpConfig, PendingServers as Pending } from "../index.js"
 import * as Security from "./Security.js"
 
 /** The server's configuration. */
@@ -42,13 +42,8 @@ export interface Config {
  */
 export type SessionServers = (cwd: string, servers: McpConfig.Servers) => Effect.Effect<PendingServers, { readonly message: string }>
 
-/** A session's MCP servers started before the session was created. */
-export interface PendingServers {
-  /** Makes them the servers of the session just created (and keeps them, as the embedder does). */
-  readonly bind: (sessionId: string) => Effect.Effect<void>
-  /** Stops them: the session was not created after all. */
-  readonly discard: Effect.Effect<void>
-}
+/** A session's MCP servers started before the session was created (`bind` once it is, `discard` if it is not). */
+export type PendingServers = Pending.PendingServers
 
 /** Starts again, for a session about to run a turn, the MCP servers its creation named, if this process has not; never fails the turn. */
 export type RestoreServers = (session: { readonly sessionId: string; readonly cwd: string }) => Effect.Effect<void>

@@ -9,7 +9,6 @@ import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import {
@@ -20,6 +19,7 @@ import {
   type InvalidInput,
   McpNames,
   type NothingToCompact,
+  PendingServers,
   type RewindRefused,
   type NothingToResume,
   type NoTurnInProgress,
@@ -44,6 +44,7 @@ import {
   ListFilter,
   NotFound,
   noSession,
+  ServerMisconfigured,
   type SessionView,
   StoreFailure,
   Unauthorized
@@ -248,15 +249,14 @@ const sessionsLayer = HttpApiBuilder.group(Api, "sessions", (handlers) =>
           const cwd = yield* WorkingDirectory.canonical(payload.cwd ?? config.defaultCwd).pipe(Effect.catchAll(toWire))
           const create = engine.createSession({ cwd, client: "web" }).pipe(Effect.catchAll(toWire))
           if (config.sessionServers === undefined) return yield* create
-          // The servers start before the session is stored: one that cannot start refuses the request, and no session is left behind.
-          // Their start stays interruptible (a client gone, a shutdown): what it started it stops itself.
-          return yield* Effect.acquireUseRelease(
+          // The servers start before the session is stored: one that cannot start refuses the request,
+          // and no session is left behind; once started, creating and binding run to the end.
+          return yield* PendingServers.startThenBind(
             config.sessionServers(cwd, servers).pipe(
-              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` })),
-              Effect.interruptible
+              Effect.mapError((error) => new BadRequest({ error: "BadRequest", message: `mcpServers: ${error.message}` }))
             ),
-            (pending) => Effect.tap(create, (session) => pending.bind(session.sessionId)),
-            (pending, exit) => Exit.isSuccess(exit) ? Effect.void : pending.discard
+            create,
+            () => new ServerMisconfigured({ error: "ServerMisconfigured", message: PendingServers.expectedShape })
           )
         }))
       .handle("list", () =>
