@@ -69,4 +69,38 @@ describe("a Python importing a repository's file as a standard module", () => {
     // A project's own test/ package is not a module anything imports unasked.
     expect((await decide(folder("test"), "python3 -c 'import json'")).decision).toBe("allow")
   })
+
+  // Review 45 (a2ec8f0, each failed there): each line ran the repository's file with Python 3.11 and its exact rule allowed it.
+  it("-XI and -WI (the letter is the option's value), -E (ignores PYTHONSAFEPATH), a long option's value, a prefix not exported, PYTHONPATH", async () => {
+    await check("python3 -XI -m json.tool data.json", "json.py")
+    await check("python3 -WI -m json.tool data.json", "json.py")
+    await check("PYTHONSAFEPATH=1 python3 -E -m json.tool data.json", "json.py")
+    await check("python3 --check-hash-based-pycs default -m json.tool data.json", "json.py")
+    await check("PYTHONSAFEPATH=1 true; python3 -m json.tool data.json", "json.py")
+    await check("PYTHONSAFEPATH=1; python3 -m json.tool data.json", "json.py")
+    await check("export PYTHONSAFEPATH=1; unset PYTHONSAFEPATH; python3 -m json.tool data.json", "json.py")
+    await check("PYTHONPATH=. python3 -P -m json.tool data.json", "json.py")
+    await check("PYTHONPATH=. pip3 --version", "json.py")
+    await check("export PYTHONPATH=sub; pip3 --version", "json.py", "sub")
+    await check("python3 -m pip --version", "pip")
+    await check("python3 -m pip --version", "pip.py")
+    // Exported, the variable holds for the later Python; with -I, PYTHONPATH is ignored.
+    for (const line of ["export PYTHONSAFEPATH=1; python3 -m json.tool data.json", "PYTHONPATH=. python3 -I -m json.tool data.json"]) {
+      expect(runs(folder("json.py"), line), line).toBe(false)
+      expect((await decide(folder("json.py"), line)).decision, line).toBe("allow")
+    }
+  })
+
+  it("other spellings: py, python3-dbg, a project runner's python, uv run -m", async () => {
+    for (const line of [
+      "py -m json.tool data.json", "python3-dbg -m json.tool data.json", "pypy3 -m json.tool data.json", "uv run python -m json.tool data.json",
+      "uv run -m json.tool data.json", "poetry run python -m json.tool data.json", "pdm run python -m json.tool data.json",
+      "hatch run python -m json.tool data.json", "pipenv run python -m json.tool data.json", "conda run python -m json.tool data.json",
+      "rye run python -m json.tool data.json", "python3 -E -c 'import json'", "python3 -bb -c 'import json'"
+    ]) {
+      const decided = await decide(folder("json.py"), line)
+      expect(decided.decision, line).toBe("ask")
+      expect(decided.policy, line).toBe("repository-python")
+    }
+  })
 })
