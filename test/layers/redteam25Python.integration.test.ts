@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll } from "vitest"
-import { decide } from "./exactGitRule.js"
+import { decide, prepared } from "./exactGitRule.js"
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), "effect-agent-redteam25p-")))
 afterAll(() => rmSync(base, { recursive: true, force: true }))
@@ -102,5 +102,22 @@ describe("a Python importing a repository's file as a standard module", () => {
       expect(decided.decision, line).toBe("ask")
       expect(decided.policy, line).toBe("repository-python")
     }
+  })
+
+  it("an \"always\" for the line covers the files it named, not a new one, nor another line's or a deny (review 45: it never helped)", async () => {
+    const line = "python3 -c 'print(1)'"
+    const cwd = folder("logging.py")
+    const call = await prepared(cwd, line)
+    // What the user's "always" stores is the call's scope: the line and the files, sorted.
+    expect(call.scope).toBe(`shell:python:${JSON.stringify({ line, shadows: ["logging.py"] })}`)
+    const always = [{ scope: call.scope, decision: "allow" as const, sequence: 1 }]
+    expect(await decide(cwd, line, always)).toMatchObject({ decision: "allow", policy: "mine" })
+    // A new file asks again; so does the same answer for another line, the line's plain scope, or a remembered deny.
+    writeFileSync(join(cwd, "types.py"), "x")
+    expect((await decide(cwd, line, always)).policy).toBe("repository-python")
+    const other = folder("logging.py")
+    expect((await decide(other, "python3 -c 'print(2)'", always)).policy).toBe("repository-python")
+    expect((await decide(other, line, [{ scope: `shell:exact:${line}`, decision: "allow", sequence: 1 }])).policy).toBe("repository-python")
+    expect((await decide(other, line, [{ scope: call.scope, decision: "deny", sequence: 1 }])).policy).toBe("repository-python")
   })
 })

@@ -120,6 +120,15 @@ export const pythonStart = (args: ReadonlyArray<string>, safePath: boolean): Pyt
 export const startsFromFolder = (args: ReadonlyArray<string>, safePath: boolean): boolean => pythonStart(args, safePath).fromFolder
 
 /**
+ * What "always" remembers for a line whose Python would import the repository's files: the exact
+ * line and those files, sorted. A remembered answer covers the line only while the same files are
+ * there (a new one asks again). JSON keeps it apart from every `CommandRisk.scopeOf` scope (a line
+ * may hold any text, a newline too; a program's scope ends in its risk, never in `{`).
+ */
+export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): string =>
+  `shell:python:${JSON.stringify({ line: line.trim(), shadows: [...shadows].sort() })}`
+
+/**
  * The files in each folder a line's Pythons start in that would stand in for a standard module, as
  * `<folder>/<entry>` relative to cwd, or the note why a folder is not known; empty when none (the
  * common case). A folder is read once, to 4,096 entries (past that it is named as not checked).
