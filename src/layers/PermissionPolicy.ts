@@ -44,6 +44,7 @@ import * as CommandLine from "./workspace/CommandLine.js"
 import * as CommandPattern from "./workspace/CommandPattern.js"
 import * as CommandRisk from "./workspace/CommandRisk.js"
 import * as Glob from "./workspace/Glob.js"
+import * as PythonShadows from "./workspace/PythonShadows.js"
 import * as RunsLater from "./workspace/RunsLater.js"
 
 /** How permissive the policy is where no rule matched. */
@@ -327,10 +328,11 @@ const isProtected = (cwd: string, p: PathAccess, protectedPaths: ReadonlyArray<s
 /**
  * What stands whatever an allow rule says: a path outside cwd asks (a write there is denied in
  * `readOnly`), and so does a write where files steer later runs — git's config and hooks, the
- * agent's own settings and logs — in every mode that asks; "always" never covers either. Only
+ * agent's own settings and logs — in every mode that asks; "always" never covers either (it covers a
+ * Python line's files when it named them: `shadowsRemembered`). Only
  * `bypass`, which the user chose, passes them.
  */
-const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: ReadonlyArray<string>): PermissionDecision | undefined => {
+const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: ReadonlyArray<string>, shadowsRemembered: boolean): PermissionDecision | undefined => {
   const outside = call.paths.filter((p) => !p.insideCwd)
   if (outside.length > 0) {
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
@@ -350,7 +352,7 @@ const guard = (mode: Mode, call: PreparedCall, cwd: string, protectedPaths: Read
     return { decision: "ask", policy: "repository-git", reason: repositoryGitReason(repositoryRuns) }
   }
   const shadowed = call.command?.shadowedModules ?? []
-  if (shadowed.length > 0) {
+  if (shadowed.length > 0 && !shadowsRemembered) {
     if (mode === "bypass") return { decision: "allow", policy: "bypass" }
     return { decision: "ask", policy: "repository-python", reason: shadowedReason(shadowed) }
   }
@@ -475,10 +477,14 @@ export const decide = (options: Options, request: PermissionRequest): Permission
     const hazards = hazardsOf(call, line)
     if (hazards.length > 0) return hazardDeny(hazards)
   }
-  const guarded = guard(mode, call, cwd, options.protectedPaths ?? [])
+  const remembered = request.remembered.find((r) => r.scope === call.scope)
+  // An "always" for a Python line covers the files it would import only when its scope names the line and exactly those files.
+  const shadows = call.command?.shadowedModules ?? []
+  const shadowsRemembered = remembered?.decision === "allow" && shadows.length > 0 && call.command !== undefined &&
+    remembered.scope === PythonShadows.rememberedScope(call.command.text, shadows)
+  const guarded = guard(mode, call, cwd, options.protectedPaths ?? [], shadowsRemembered)
   if (guarded !== undefined) return guarded
   if (first !== undefined) return { decision: first.decision, policy: first.name }
-  const remembered = request.remembered.find((r) => r.scope === call.scope)
   if (remembered !== undefined) return { decision: remembered.decision, policy: "remembered" }
   const decided = modeDecision(mode, call)
   return decided.decision === "ask" ? { ...decided, ...uncoveredBy(options.rules ?? [], call, line, cwd) } : decided

@@ -540,8 +540,10 @@ export const make = (options: Options = {}) =>
           const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named))
           // What a Python of the line would import from the repository in place of its standard library.
           const shadowedModules = named.pythons.length === 0 ? [] : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons))
-          // "Always" covers this program at this risk, or only this exact line (see CommandRisk).
-          return { risk, paths, command, repositoryRuns, shadowedModules, scope: CommandRisk.scopeOf(command, classification, shellSyntax) }
+          // "Always" covers this program at this risk, or only this exact line (see CommandRisk); with files a Python
+          // would import, this exact line while the same files are there.
+          const scope = shadowedModules.length > 0 ? PythonShadows.rememberedScope(command.text, shadowedModules) : CommandRisk.scopeOf(command, classification, shellSyntax)
+          return { risk, paths, command, repositoryRuns, shadowedModules, scope }
         }),
       run: (input, call, context) =>
         Effect.gen(function*() {

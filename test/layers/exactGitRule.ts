@@ -2,6 +2,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as Effect from "effect/Effect"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
+import type { PermissionRequest } from "../../src/services/PermissionEngine.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 
 /** A config that makes every index refresh run a program: it leaves `fsmonitor-ran` in the folder git works in. */
@@ -9,10 +10,13 @@ export const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
 
 const tools = Effect.runSync(WorkspaceTools.make().pipe(Effect.provide(NodeContext.layer)))
 
-/** The decision for `command` in `cwd` when the user's one rule allows exactly that line. */
-export const decide = async (cwd: string, command: string) => {
-  const call = await Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
-  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered: [] })
+/** The call `prepare` makes of `command` in `cwd`. */
+export const prepared = (cwd: string, command: string) => Effect.runPromise(tools.prepare({ toolCallId: "c1", tool: "shell", args: { command } }, cwd))
+
+/** The decision for `command` in `cwd` when the user's one rule allows exactly that line (and what "always" remembered). */
+export const decide = async (cwd: string, command: string, remembered: PermissionRequest["remembered"] = []) => {
+  const call = await prepared(cwd, command)
+  return PermissionPolicy.decide({ rules: [{ name: "mine", tool: "shell", command, decision: "allow" }] }, { sessionId: "s", cwd, call, remembered })
 }
 
 /** What a line under its exact rule gets when the repository's git asks, and when the rule decides. */

@@ -424,8 +424,25 @@ const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 /** Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`): see `LineFills.gitMade`. */
 const gitTemplateVariables = /^GIT_(?:TEMPLATE_DIR|CONFIG\w*)=/
 
-/** Python interpreters (`CommandRisk.interpreters`' first). */
-const pythonNames = /^(?:python[0-9.]*|pypy[0-9.]*)$/
+/** Python interpreters (`CommandRisk.interpreters`' first), their debug builds (`python3-dbg`, `python3.11d`) and the launcher `py`. */
+const pythonNames = /^(?:python[0-9.]*(?:-dbg|d)?|pypy[0-9.]*|py)$/
+/** Tools whose `run` starts the Python named after it in a project's environment (`poetry run python -m …`). */
+const pythonRunners = /^(?:uv|poetry|pdm|hatch|pipenv|conda|mamba|micromamba|rye)$/
+/** `uv run -m mod` (`--module`): uv's own Python runs the module, as `python -m` does. */
+const uvRunsModule = (program: string, args: ReadonlyArray<string>) =>
+  program === "uv" && args[0] === "run" && args.some((a) => a === "-m" || a === "--module" || a.startsWith("--module="))
+/** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
+const pythonPathVariable = /^PYTHONPATH=(.*)$/s
+/**
+ * What a command exports for the commands after it: its `NAME=value` words when it is `export`
+ * (not `export -n`) or `declare`/`typeset`/`local` with `-x`. A prefix (`X=1 cmd`) holds for its command only.
+ */
+const exportedBy = (program: string, args: ReadonlyArray<CommandLine.Word>): ReadonlyArray<string> =>
+  exports(program, args) ? args.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value) : []
+const exports = (program: string, args: ReadonlyArray<CommandLine.Word>): boolean => {
+  const options = args.filter((w) => /^-[A-Za-z]+$/.test(w.value)).map((w) => w.value)
+  return program === "export" ? !options.some((o) => o.includes("n")) : /^(?:declare|typeset|local)$/.test(program) && options.some((o) => o.includes("x"))
+}
 
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 /** Options that name a file holding more file names. */
@@ -669,6 +686,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const swapped: Array<string> = []
   const filled: Array<string> = []
   const pythons: Array<string> = []
+  // Why a Python's folder is known only when it runs (a `PYTHONPATH` the shell expands).
+  const pythonsUnknown: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -681,6 +700,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // flags: a line may hold 20,000 assignments and as many commands).
   let gitTemplated = false
   let pythonSafe = false
+  // The `PYTHONPATH` words the line set or exported so far (the last one holds).
+  let pythonPath: CommandLine.Word | undefined
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -747,7 +768,17 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
     while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at]!, [], gitDirVariables.test(words[at++]!.value))
     const programWord = words[at]
-    if (programWord === undefined) continue
+    // A line's variables for Python: `PYTHONSAFEPATH` holds for later commands only when exported (`export`,
+    // `declare -x`), and any other word naming it (`unset`, `env -u`, `PYTHONSAFEPATH=`) may undo that; a
+    // `PYTHONPATH` holds from an export or a bare assignment (which changes an exported one's value).
+    if (words.some((w) => w.raw.includes("PYTHONSAFEPATH"))) {
+      pythonSafe = programWord !== undefined && exportedBy(NodePath.basename(programWord.value), words.slice(at + 1)).some((v) => PythonShadows.safePath.test(v))
+    }
+    const pathWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => w.raw.startsWith("PYTHONPATH=") || pythonPathVariable.test(w.value))
+    if (programWord === undefined) {
+      pythonPath = pathWords(words).at(-1) ?? pythonPath
+      continue
+    }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
     const args = words.slice(at + 1)
     const argv = [programWord.value, ...args.map((w) => w.value)]
@@ -795,12 +826,31 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const assignments = words.filter((w) => !w.expands && assignment.test(w.value)).map((w) => w.value)
     assigned.push(...assignments)
     gitTemplated ||= assignments.some((v) => gitTemplateVariables.test(v))
-    pythonSafe ||= assignments.some((v) => PythonShadows.safePath.test(v))
-    // A Python as the program or after a wrapper (`nice python3 -m json.tool x.json`), from the wrapper's folder (`env -C dir`).
-    const pythonWord = words.findIndex((w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program)))
-    const safePath = () => pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))
-    if (pythonWord >= 0 && PythonShadows.startsFromFolder(words.slice(pythonWord + 1).map((w) => w.value), safePath())) {
-      pythons.push((pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? "")
+    const exported = exportedBy(program, args)
+    gitTemplated ||= exported.some((v) => gitTemplateVariables.test(v))
+    // A Python as the program, after a wrapper (`nice python3 -m json.tool x.json`) or a project runner (`poetry run
+    // python …`), from the wrapper's folder (`env -C dir`).
+    const pythonWord = words.findIndex(
+      (w, k) => k >= at && pythonNames.test(NodePath.basename(w.value)) && (k === at || CommandRisk.runsOtherPrograms(program) || pythonRunners.test(program))
+    )
+    // `PYTHONSAFEPATH` reaches the Python only as the program or after `env` and assignments: a wrapper may clear it (`sudo`, `env -i`).
+    const plainlyBefore = pythonWord >= at && words.slice(at, pythonWord).every((w, k) => (k === 0 ? w.value === "env" : assignment.test(w.value)))
+    const safePath = (pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))) && (pythonWord === at || plainlyBefore)
+    const started = pythonWord >= 0 ? PythonShadows.pythonStart(words.slice(pythonWord + 1).map((w) => w.value), safePath) : undefined
+    const pythonFolder = () => (pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? ""
+    if (started?.fromFolder === true || uvRunsModule(program, args.map((w) => w.value))) pythons.push(pythonFolder())
+    // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
+    // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
+    const carried = pathWords(words).at(-1)
+    const pathWord = carried ?? pythonPath
+    if (exports(program, args)) pythonPath = carried ?? pythonPath
+    else if (pathWord !== undefined && started?.ignoresEnv !== true) {
+      if (pathWord.expands) pythonsUnknown.push(`${pathWord.raw}: the shell expands it when the command runs`)
+      else {
+        for (const entry of pythonPathVariable.exec(pathWord.value)![1]!.split(":")) {
+          if (!entry.startsWith("/") && !entry.startsWith("~")) pythons.push(from(pythonFolder(), NodePath.normalize(entry === "" ? "." : entry)))
+        }
+      }
     }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -884,7 +934,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       return why === undefined || at.unknownFolder !== undefined ? at : { ...at, unknownFolder: why }
     }), readByGit, swapped: [...new Set(swapped)],
     filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))],
-    pythons: [...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })) }
+    pythons: [
+      ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
+      ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder }))
+    ] }
 }
 
 /**

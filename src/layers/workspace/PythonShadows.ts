@@ -43,6 +43,19 @@ const standardModules = new Set((
   "xdrlib xml xmlrpc zipapp zipfile zipimport zlib zoneinfo"
 ).split(" "))
 
+/**
+ * Installed tools' top-level modules a Python commonly imports from the path (`python3 -m pip`, a
+ * `pip3` or `pytest` started with `PYTHONPATH=.`): a repository's `pip/` or `pytest.py` stands in
+ * for them as a `json.py` does for json. A heuristic: a short list, not what is installed here.
+ */
+const toolModules = new Set((
+  "pip pytest _pytest pluggy black click mypy setuptools pkg_resources wheel build virtualenv packaging requests urllib3 " +
+  "idna certifi typing_extensions six yaml tomli platformdirs colorama"
+).split(" "))
+
+/** Whether a repository's module of this name stands in for one a Python imports unasked or by a tool's name. */
+const shadowable = (module: string): boolean => standardModules.has(module) || toolModules.has(module)
+
 /** A module name a folder's entry provides: `x.py`, `x.pyc`, `x.<tag>.so`, a package `x/` (read as one when it holds `__init__.py`). */
 const moduleOf = (entry: string): string | undefined => /^([A-Za-z_][A-Za-z0-9_]*)(?:\.pyc?|(?:\.[A-Za-z0-9_-]+)?\.(?:so|pyd))$/.exec(entry)?.[1]
 
@@ -55,31 +68,65 @@ export interface PythonAt {
 /** A variable that leaves the folder off Python's path (any non-empty value). */
 export const safePath = /^PYTHONSAFEPATH=./
 
-/** Python's options that take the next word as their value (`-W ignore`, `-X dev`). */
-const pythonTakesValue = /^-[WXQ]$/
+/** Python's options that take a value, the rest of their cluster or the next word (`-W ignore`, `-XI`: `I` is -X's value). */
+const pythonTakesValue = /^[WXQ]$/
+/** Python's long options that take the next word as their value, unless given with `=`. */
+const pythonLongTakesValue = /^--check-hash-based-pycs$/
+
+/** How a Python reads its options: whether it starts from its folder, and whether it ignores `PYTHON*` variables (`-E`, `-I`). */
+export interface PythonStart {
+  readonly fromFolder: boolean
+  readonly ignoresEnv: boolean
+}
 
 /**
- * Whether a python command (its words from the interpreter on) puts the folder it starts in first on
- * `sys.path`: `-c`, `-m`, `-` or no script (the program from its input), without `-I`, `-P` or
- * `PYTHONSAFEPATH` set on the line before it (`safePath`).
+ * How a python command (its words from the interpreter on) starts: whether it puts the folder it
+ * starts in first on `sys.path` (`-c`, `-m`, `-` or no script: the program from its input, without
+ * `-I` or `-P`; `PYTHONSAFEPATH` set for it, `safePath`, counts unless `-E` ignores it), and whether
+ * it reads `PYTHONPATH` (not with `-E` or `-I`). Checked with Python 3.11: `-XI` is `-X I`, not `-I`.
  */
-export const startsFromFolder = (args: ReadonlyArray<string>, safePath: boolean): boolean => {
-  if (safePath) return false
+export const pythonStart = (args: ReadonlyArray<string>, safePath: boolean): PythonStart => {
+  let ignoresEnv = false
+  const start = (fromFolder: boolean): PythonStart => ({ fromFolder: fromFolder && (ignoresEnv || !safePath), ignoresEnv })
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (arg === "-" || arg === "--") return true
-    if (!arg.startsWith("-")) return false
-    // `-I` (isolated), `-P` (safe path), also inside a cluster (`-IE`); `-c`/`-m` end the options (`-Sc`).
-    const letters = arg.startsWith("--") ? "" : arg.slice(1)
-    for (const letter of letters) {
-      if (letter === "I" || letter === "P") return false
-      if (letter === "c" || letter === "m") return true
+    if (arg === "-" || arg === "--") return start(true)
+    if (!arg.startsWith("-")) return start(false)
+    if (arg.startsWith("--")) {
+      if (/^--(?:version|help(?:-env|-xoptions|-all)?)$/.test(arg)) return start(false)
+      if (pythonLongTakesValue.test(arg)) i++
+      continue
     }
-    if (/^--(?:version|help)$|^-[Vh]+$/.test(arg)) return false
-    if (pythonTakesValue.test(arg)) i++
+    // A cluster (`-IE`, `-Sc`): `-I` (isolated, ignores the environment too) and `-P` leave the folder off the path,
+    // `-c`/`-m` end the options, and an option taking a value takes the rest of the cluster, or the next word.
+    const letters = arg.slice(1)
+    for (let k = 0; k < letters.length; k++) {
+      const letter = letters[k]!
+      if (letter === "I") return { fromFolder: false, ignoresEnv: true }
+      if (letter === "P") return { fromFolder: false, ignoresEnv }
+      if (letter === "E") ignoresEnv = true
+      if (letter === "c" || letter === "m") return start(true)
+      if (letter === "V" || letter === "h") return start(false)
+      if (pythonTakesValue.test(letter)) {
+        if (k === letters.length - 1) i++
+        break
+      }
+    }
   }
-  return true
+  return start(true)
 }
+
+/** Whether a python command puts the folder it starts in first on `sys.path` (`pythonStart`). */
+export const startsFromFolder = (args: ReadonlyArray<string>, safePath: boolean): boolean => pythonStart(args, safePath).fromFolder
+
+/**
+ * What "always" remembers for a line whose Python would import the repository's files: the exact
+ * line and those files, sorted. A remembered answer covers the line only while the same files are
+ * there (a new one asks again). JSON keeps it apart from every `CommandRisk.scopeOf` scope (a line
+ * may hold any text, a newline too; a program's scope ends in its risk, never in `{`).
+ */
+export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): string =>
+  `shell:python:${JSON.stringify({ line: line.trim(), shadows: [...shadows].sort() })}`
 
 /**
  * The files in each folder a line's Pythons start in that would stand in for a standard module, as
@@ -103,8 +150,8 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): 
       const path = NodePath.join(at.base, entry.name)
       const module = moduleOf(entry.name)
       // A file (or a link) named like a module; a folder named like a package (a link to one too) holding `__init__.py`.
-      if (module !== undefined && standardModules.has(module)) found.add(path)
-      else if (standardModules.has(entry.name) && (await NodeFs.stat(NodePath.join(folder, entry.name, "__init__.py")).catch(() => undefined)) !== undefined) found.add(path)
+      if (module !== undefined && shadowable(module)) found.add(path)
+      else if (shadowable(entry.name) && (await NodeFs.stat(NodePath.join(folder, entry.name, "__init__.py")).catch(() => undefined)) !== undefined) found.add(path)
     }
   }
   return [...found]
