@@ -56,4 +56,71 @@ describe("effect-agent serve, settings changed while it runs", () => {
       await log.waiting("serve to exit on SIGINT", server.done)
     }
   })
+
+  // Review 44, item 1: the trusted project's `env` was read once, at start, from the start folder's
+  // settings; a revoke changed the rules but the next command still got the variable. Failed on main
+  // (the second `printenv` printed the value).
+  it("trust revoked: the project's env.allow no longer passes the variable to the next command", async () => {
+    const log = steps()
+    const cwd = join(dir, "env-project")
+    const env = { EFFECT_AGENT_CONFIG_DIR: join(dir, "env-config"), SETTINGS_CHANGE_FLAVOR: "flavor-value" }
+    mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+    writeFileSync(join(cwd, ".effect-agent", "settings.json"), `{"env":{"allow":["SETTINGS_CHANGE_FLAVOR"]}}`)
+    expect((await log.waiting("effect-agent trust --yes", run(["trust", "--yes"], { cwd, env }))).code).toBe(0)
+    const script = join(dir, "env-script.json")
+    const printenv = { toolCalls: [{ tool: "shell", args: { command: "printenv SETTINGS_CHANGE_FLAVOR" } }] }
+    writeFileSync(script, JSON.stringify({ responses: [printenv, { chunks: ["ok"] }, printenv, { chunks: ["ok"] }] }))
+    const { server, token, url } = await startServe(
+      ["--script", script, "--data-dir", join(dir, "env-data"), "--allow", "shell:printenv SETTINGS_CHANGE_FLAVOR"],
+      { cwd, env, steps: log }
+    )
+    try {
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      const created = await log.waiting("POST /sessions", fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd }) }))
+      const { sessionId } = (await created.json()) as { sessionId: string }
+      const turn = async (message: string, n: number) => {
+        expect((await log.waiting(`POST /turns ${message}`, fetch(`${url}/sessions/${sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message }) }))).status).toBe(202)
+        let completed = 0
+        const events = await log.waiting(`turn ${n} ends`, liveUntil(`${url}/sessions/${sessionId}/live`, { token, saw: log.saw }, (e) => e.type === "turn.completed" && ++completed >= n))
+        return events.filter((e) => e.type === "tool.completed").map((e) => JSON.stringify(e.payload.result))
+      }
+      expect((await turn("first", 1)).join()).toContain("flavor-value")
+      expect((await log.waiting("effect-agent trust --revoke", run(["trust", "--revoke"], { cwd, env }))).code).toBe(0)
+      const results = await turn("second", 2)
+      expect(results).toHaveLength(2)
+      expect(results[1]).not.toContain("flavor-value")
+    } finally {
+      server.child.kill("SIGINT")
+      await log.waiting("serve to exit on SIGINT", server.done)
+    }
+  })
+
+  // Review 44's remark: a cwd whose project file cannot be read made every call ask, a call the
+  // operator's `--deny` names too (approvable). Failed on main (decision "ask", policy settings/unreadable).
+  it("a project file that cannot be read: a call --deny names is still denied", async () => {
+    const log = steps()
+    const cwd = join(dir, "broken-project")
+    const env = { EFFECT_AGENT_CONFIG_DIR: join(dir, "broken-config") }
+    mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+    writeFileSync(join(cwd, ".effect-agent", "settings.json"), `{"mode":`)
+    const script = join(dir, "broken-script.json")
+    writeFileSync(script, JSON.stringify({ responses: [{ toolCalls: [{ tool: "write_file", args: { path: "one.txt", content: "x" } }] }, { chunks: ["ok"] }] }))
+    const { server, token, url } = await startServe(
+      ["--script", script, "--data-dir", join(dir, "broken-data"), "--deny", "write_file"],
+      { cwd: dir, env, steps: log }
+    )
+    try {
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+      const created = await log.waiting("POST /sessions", fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd }) }))
+      const { sessionId } = (await created.json()) as { sessionId: string }
+      expect((await log.waiting("POST /turns", fetch(`${url}/sessions/${sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message: "write" }) }))).status).toBe(202)
+      const events = await log.waiting("the call decided", liveUntil(`${url}/sessions/${sessionId}/live`, { token, saw: log.saw }, (e) =>
+        e.type === "turn.completed" || e.type === "permission.resolved"))
+      expect(events.find((e) => e.type === "permission.resolved")?.payload).toMatchObject({ decision: "deny" })
+      expect(existsSync(join(cwd, "one.txt"))).toBe(false)
+    } finally {
+      server.child.kill("SIGINT")
+      await log.waiting("serve to exit on SIGINT", server.done)
+    }
+  })
 })
