@@ -52,8 +52,8 @@ import type { Input } from "./commands/Serve.js"
 
 /**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
- * session; ones that cannot be loaded make their sessions' calls ask, except a call the flags deny
- * (a `--deny` is the operator's word, whatever a project file holds). A subagent's session, whose cwd
+ * session; ones that cannot be loaded make their sessions' calls ask, except a call the flags or
+ * your own settings deny (a `--deny` is the operator's word, whatever a project file holds). A subagent's session, whose cwd
  * may be a folder inside its parent's, follows the settings of the top session of its tree
  * (`topSession`), as `run`'s one policy serves its subagents.
  *
@@ -74,17 +74,18 @@ const perCwd = (
   flags: Parameters<typeof Settings.load>[1],
   configDir: string
 ) => {
-  type Kept = { readonly options: PermissionPolicy.Options | undefined; readonly env: Policy.Env; readonly stamp: string }
-  const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, env: server.loaded.env, stamp: server.stamp }]])
+  /** A cwd's settings as loaded; `readable: false` with only what still denies (the flags', your own file's). */
+  type Kept = { readonly options: PermissionPolicy.Options; readonly readable: boolean; readonly env: Policy.Env; readonly stamp: string }
+  const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, readable: true, env: server.loaded.env, stamp: server.stamp }]])
   let serverEnv: Policy.Env = server.loaded.env
   const keptOf = (cwd: string): Effect.Effect<Kept> =>
     Effect.flatMap(settingsStamp(configDir, cwd), (stamp) => {
       const kept = known.get(cwd)
       if (kept?.stamp === stamp) return Effect.succeed(kept)
       return Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
-        Effect.map((loaded): Kept => ({ options: loaded.policy, env: loaded.env, stamp })),
+        Effect.map((loaded): Kept => ({ options: loaded.policy, readable: true, env: loaded.env, stamp })),
         Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
-        Effect.orElseSucceed((): Kept => ({ options: undefined, env: {}, stamp })),
+        Effect.orElse(() => Effect.map(stillDenying, (options): Kept => ({ options, readable: false, env: {}, stamp }))),
         Effect.tap((next) =>
           Effect.sync(() => {
             known.delete(cwd)
@@ -97,12 +98,17 @@ const perCwd = (
       )
     })
   const envNow = Effect.map(keptOf(serverCwd), (kept) => kept.env)
-  // What the flags alone decide: a call they deny stays denied when the settings cannot be read.
-  const flagsOnly: PermissionPolicy.Options = { mode: flags.mode ?? "default", rules: flags.rules }
-  const unreadable = (request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision => {
-    const byFlags = PermissionPolicy.decide(flagsOnly, request)
-    return byFlags.decision === "deny"
-      ? byFlags
+  // When a cwd's settings cannot be loaded (its project file is invalid, say), what still denies: the
+  // flags, and your own file when it can be read. Its calls ask, but one of those denies is denied.
+  const stillDenying = ProjectSettings.readUser(configDir).pipe(
+    Effect.orElseSucceed(() => undefined),
+    Effect.map((user): PermissionPolicy.Options => ({ mode: flags.mode ?? user?.mode ?? "default", rules: [...flags.rules, ...(user?.rules ?? [])] })),
+    Effect.provide(NodeContext.layer)
+  )
+  const unreadable = (denying: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision => {
+    const denied = PermissionPolicy.decide(denying, request)
+    return denied.decision === "deny"
+      ? denied
       : { decision: "ask", policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
   }
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
@@ -123,15 +129,15 @@ const perCwd = (
           const cwd = cwdOf(request)
           // A command runs with the start folder's env: checked now, the call runs with what it is now.
           if (request.call.tool === "shell" && cwd !== serverCwd) yield* envNow
-          const found = (yield* keptOf(cwd)).options
-          return found === undefined ? unreadable(request) : PermissionPolicy.decide(found, request)
+          const kept = yield* keptOf(cwd)
+          return kept.readable ? PermissionPolicy.decide(kept.options, request) : unreadable(kept.options, request)
         }),
       // The grep tool's walk leaves out what the rules of the session's cwd fence, as `run`'s does. A
       // call's decision loads them first; a cwd whose rules are not known here (unreadable, or a call
       // approved before a restart) has every path left out: no rule of it is known not to fence.
       fence: (request) => {
-        const found = known.get(cwdOf(request))?.options
-        return found === undefined ? leaveOutAll : PermissionPolicy.fence(found, request)
+        const kept = known.get(cwdOf(request))
+        return kept?.readable !== true ? leaveOutAll : PermissionPolicy.fence(kept.options, request)
       }
     })
   }

@@ -100,19 +100,25 @@ describe("effect-agent serve, settings changed while it runs", () => {
   })
 
   // Review 44's remark: a cwd whose project file cannot be read made every call ask, a call the
-  // operator's `--deny` names too (approvable). Failed on main (decision "ask", policy settings/unreadable).
-  it("a project file that cannot be read: a call --deny names is still denied", async () => {
+  // operator's `--deny` (or your own settings' deny) names too, approvable. Failed on main (decision
+  // "ask", policy settings/unreadable).
+  it("a project file that cannot be read: a call --deny or your own settings deny is still denied", async () => {
     const log = steps()
     const cwd = join(dir, "broken-project")
     const env = { EFFECT_AGENT_CONFIG_DIR: join(dir, "broken-config") }
     mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
     writeFileSync(join(cwd, ".effect-agent", "settings.json"), `{"mode":`)
+    mkdirSync(env.EFFECT_AGENT_CONFIG_DIR, { recursive: true })
+    writeFileSync(join(env.EFFECT_AGENT_CONFIG_DIR, "settings.json"), JSON.stringify({ rules: [{ decision: "deny", tool: "read_file", path: "**/secret.txt" }] }))
     const script = join(dir, "broken-script.json")
-    writeFileSync(script, JSON.stringify({ responses: [{ toolCalls: [{ tool: "write_file", args: { path: "one.txt", content: "x" } }] }, { chunks: ["ok"] }] }))
+    const calls = [{ tool: "write_file", args: { path: "one.txt", content: "x" } }, { tool: "read_file", args: { path: "secret.txt" } }]
+    writeFileSync(script, JSON.stringify({ responses: [{ toolCalls: calls }, { chunks: ["ok"] }] }))
     const args = ["--script", script, "--data-dir", join(dir, "broken-data"), "--deny", "write_file"]
     await inSession(log, args, { cwd, serveCwd: dir, env }, async (turn) => {
-      const events = await turn("write", completed(1, (e) => e.type === "permission.resolved"))
-      expect(events.find((e) => e.type === "permission.resolved")?.payload).toMatchObject({ decision: "deny" })
+      let decided = 0
+      // Until both are decided, or one asks (the turn then waits on it).
+      const events = await turn("write", completed(1, (e) => asks(e) || (e.type === "permission.resolved" && ++decided >= 2)))
+      expect(events.filter((e) => e.type === "permission.resolved").map((e) => e.payload)).toMatchObject([{ decision: "deny" }, { decision: "deny" }])
       expect(existsSync(join(cwd, "one.txt"))).toBe(false)
     })
   })
