@@ -6,6 +6,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -47,40 +48,60 @@ const thinkingFlags = (choice: Choice) => ({
 /** The thinking flags' names, by their option's. */
 const flagNames = { thinkingBudget: "--thinking-budget", thinking: "--thinking", thinkingDisplay: "--thinking-display", effort: "--effort" } as const
 
+type ThinkingOptions = AnthropicPublic.ThinkingOptions
+type ThinkingKey = keyof ThinkingOptions
+const thinkingKeys: ReadonlyArray<ThinkingKey> = ["thinkingBudget", "thinking", "thinkingDisplay", "effort"]
+
+/** What the thinking options need of the provider's module (loaded only when Anthropic answers). */
+interface AnthropicThinking {
+  readonly thinkingBudgetProblem: (budget: number, maxOutputTokens: number) => string | undefined
+  readonly thinkingProblem: (options: ThinkingOptions, maxOutputTokens: number) => readonly [ThinkingKey, string] | undefined
+  readonly thinkingConfigs: { readonly [K in ThinkingKey]: Config.Config<Option.Option<NonNullable<ThinkingOptions[K]>>> }
+  readonly thinkingVariables: { readonly [K in ThinkingKey]: string }
+  readonly defaultMaxOutputTokens: number
+}
+
 /**
- * `--thinking-budget`, checked against the API's rules with the output token limit the provider
- * will have (`ANTHROPIC_MAX_OUTPUT_TOKENS`, else its default): a budget it refuses is a usage error
- * naming the flag, before any request; so is a budget with `--thinking adaptive`.
+ * The thinking options: the flags over the environment's. A flag that picks a kind of thinking
+ * (`--thinking adaptive`, `--thinking-budget`) replaces the other kind the environment asks for, and
+ * any flag its own variable, which is then not read: a value there that is no good does not fail a
+ * run that does not use it. What the API would refuse in the result is a usage error naming the flag
+ * (or the variable) it came from, before any request; `--thinking-budget` checked against the output
+ * token limit the provider will have (`ANTHROPIC_MAX_OUTPUT_TOKENS`, else its default).
  */
-const checkedThinkingFlags = (
-  choice: Choice,
-  anthropic: { readonly thinkingBudgetProblem: (budget: number, maxOutputTokens: number) => string | undefined; readonly defaultMaxOutputTokens: number }
-) =>
+const thinkingOptions = (choice: Choice, anthropic: AnthropicThinking) =>
   Effect.gen(function*() {
     const flags = thinkingFlags(choice)
     if (flags.thinking !== undefined && flags.thinkingBudget !== undefined) {
       return yield* new CliError({ reason: "invalid_arguments", message: "--thinking adaptive and --thinking-budget exclude each other: adaptive thinking has no budget (--effort sets how much it thinks)" })
     }
-    const budget = flags.thinkingBudget
-    if (budget === undefined) return flags
     // A limit that is no integer is the configuration's own error, said when the provider is built.
     const limit = yield* Config.option(Config.integer("ANTHROPIC_MAX_OUTPUT_TOKENS")).pipe(Effect.orElseSucceed(() => Option.none<number>()))
-    const problem = anthropic.thinkingBudgetProblem(budget, Option.getOrElse(limit, () => anthropic.defaultMaxOutputTokens))
-    if (problem !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget ${budget} ${problem}` })
-    return flags
+    const maxOutputTokens = Option.getOrElse(limit, () => anthropic.defaultMaxOutputTokens)
+    const budget = flags.thinkingBudget
+    const budgetProblem = budget === undefined ? undefined : anthropic.thinkingBudgetProblem(budget, maxOutputTokens)
+    if (budgetProblem !== undefined) return yield* new CliError({ reason: "invalid_arguments", message: `--thinking-budget ${budget} ${budgetProblem}` })
+    const kindByFlag = flags.thinking !== undefined || flags.thinkingBudget !== undefined
+    const replaced = (key: ThinkingKey) => flags[key] !== undefined || (kindByFlag && (key === "thinking" || key === "thinkingBudget"))
+    const fromEnvironment = yield* Effect.forEach(thinkingKeys.filter((key) => !replaced(key)), (key) =>
+      Effect.map(
+        Effect.mapError(anthropic.thinkingConfigs[key] as Config.Config<Option.Option<unknown>>, (error) =>
+          new CliError({
+            reason: "invalid_arguments",
+            message: terminalSafe(ConfigError.isInvalidData(error) ? `${anthropic.thinkingVariables[key]}: ${error.message}` : `${anthropic.thinkingVariables[key]} cannot be read`)
+          })),
+        Option.match({ onNone: () => [], onSome: (value) => [[key, value] as const] })
+      ))
+    const options = { ...Object.fromEntries(fromEnvironment.flat()), ...definedOnly(flags) } as ThinkingOptions
+    const problem = anthropic.thinkingProblem(options, maxOutputTokens)
+    if (problem === undefined) return options
+    const [key, why] = problem
+    const source = flags[key] !== undefined ? `${flagNames[key]} ${flags[key]}` : `${anthropic.thinkingVariables[key]}=${options[key]}`
+    return yield* new CliError({ reason: "invalid_arguments", message: `${source}: ${why}` })
   })
 
-/**
- * The provider's options with the thinking flags over the environment's: a flag that picks a kind
- * of thinking (`--thinking adaptive`, `--thinking-budget`) replaces the other kind the environment
- * may ask for, rather than meeting it as a contradiction the flag's user did not write.
- */
-const withThinkingFlags = (options: AnthropicPublic.Options, flags: ReturnType<typeof thinkingFlags>): AnthropicPublic.Options => {
-  const { thinking: _, thinkingBudget: __, ...rest } = options
-  const kind = flags.thinking !== undefined ? { thinking: flags.thinking } : flags.thinkingBudget !== undefined ? { thinkingBudget: flags.thinkingBudget } : undefined
-  const others = Object.fromEntries(Object.entries({ thinkingDisplay: flags.thinkingDisplay, effort: flags.effort }).filter(([, value]) => value !== undefined))
-  return kind === undefined ? { ...options, ...others } : { ...rest, ...kind, ...others }
-}
+/** The entries whose value is not `undefined`: an absent option is no key at all. */
+const definedOnly = <A extends object>(options: A): Partial<A> => Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
 
 /** A `--script` file: the fake model's script, and optionally a file to record each request to (JSON lines). */
 const ScriptFile = Schema.extend(FakeModelProvider.Script, Schema.Struct({ recordRequestsTo: Schema.optional(Schema.String) }))
@@ -127,7 +148,7 @@ const usableKey = (name: string, key: Option.Option<Redacted.Redacted>) => {
 
 /** `config` with the command line's choices laid over it. */
 const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Partial<A>) =>
-  Config.map(config, (options) => ({ ...options, ...Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined)) }))
+  Config.map(config, (options) => ({ ...options, ...definedOnly(overrides) }))
 
 /** Reads and decodes a `--script` file; a bad one is one line naming the file and the first issue. */
 const readScript = (file: string) =>
@@ -185,14 +206,15 @@ export const chosen = (choice: Choice) =>
       // Loaded only when used: the SDK costs start-up time for every other run.
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
-      const flags = yield* checkedThinkingFlags(choice, AnthropicModelProvider)
+      const thinking = yield* thinkingOptions(choice, AnthropicModelProvider)
+      const flags = thinkingFlags(choice)
       const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
       const thinks = flags.thinking !== undefined ? ", thinking adaptively" : flags.thinkingBudget !== undefined ? `, thinking up to ${flags.thinkingBudget} tokens` : ""
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}${thinks}.`),
         layer: AnthropicModelProvider.layerConfig(
-          Config.map(withOverrides(AnthropicModelProvider.config, { ...overrides, promptCaching: caching }), (options) => withThinkingFlags(options, flags))
+          Config.map(withOverrides(AnthropicModelProvider.connectionConfig, { ...overrides, promptCaching: caching }), (options) => ({ ...options, ...thinking }))
         )
       }
     }

@@ -3,9 +3,10 @@
  * 127.0.0.1 (by default). The model, the store and the permissions come from the same flags and
  * environment as `run`: each session follows `--mode`, `--allow`, `--deny`, the user's own settings
  * and then the project settings of its own cwd as far as the user trusts them (`ProjectSettings`;
- * read once per cwd while the server runs; settings that cannot be read make every call of their
- * sessions ask). The commands' environment (`env` of the settings) is the one of the directory
- * `serve` starts in, which is also the cwd of new sessions that name none.
+ * read again when one of their files changed, checked at each decision; settings that cannot be read
+ * make every call of their sessions ask, but what `--deny` names). The commands' environment (`env`
+ * of the settings) is the one of the directory `serve` starts in, which is also the cwd of new
+ * sessions that name none, checked again before each command (`perCwd`).
  *
  * The token is `EFFECT_AGENT_TOKEN`, else a random one for this start; either way it is printed
  * once to stderr with a one-time URL that opens the viewer (it sets the viewer's cookie, a secret
@@ -42,6 +43,7 @@ import * as FlagLayers from "./FlagLayers.js"
 import * as Flags from "./Flags.js"
 import * as McpServers from "./McpServers.js"
 import * as Models from "./Models.js"
+import type * as Policy from "./Policy.js"
 import * as RunnerTlsFiles from "./RunnerTlsFiles.js"
 import * as ServerRestores from "./ServerRestores.js"
 import * as SessionMcpFile from "./SessionMcpFile.js"
@@ -50,7 +52,8 @@ import type { Input } from "./commands/Serve.js"
 
 /**
  * The policy of each session from its cwd's settings (and the flags), as `run` decides for its one
- * session; ones that cannot be loaded make their sessions' calls ask. A subagent's session, whose cwd
+ * session; ones that cannot be loaded make their sessions' calls ask, except a call the flags or
+ * your own settings deny (a `--deny` is the operator's word, whatever a project file holds). A subagent's session, whose cwd
  * may be a folder inside its parent's, follows the settings of the top session of its tree
  * (`topSession`), as `run`'s one policy serves its subagents.
  *
@@ -59,48 +62,85 @@ import type { Input } from "./commands/Serve.js"
  * added to your own `settings.json`, or `effect-agent trust --revoke`, changed nothing in a running
  * `serve` (its sessions kept editing without asking), and every cwd a client named stayed in memory.
  * At most {@link keptCwds} are kept, the least recently loaded let go (loaded again when asked).
+ *
+ * The commands' environment (`env`) is the start folder's settings', checked the same way before
+ * each `shell` call is decided and before MCP servers start (`envNow`): a revoke or an edit reaches
+ * the next command, not only the rules (review 44). Settings of the start folder that cannot be
+ * loaded add nothing to it.
  */
 const perCwd = (
   serverCwd: string,
-  server: { readonly policy: PermissionPolicy.Options; readonly stamp: string },
+  server: { readonly loaded: ProjectSettings.Loaded; readonly stamp: string },
   flags: Parameters<typeof Settings.load>[1],
   configDir: string
 ) => {
-  const known = new Map<string, { readonly options: PermissionPolicy.Options | undefined; readonly stamp: string }>([[serverCwd, { options: server.policy, stamp: server.stamp }]])
-  const optionsOf = (cwd: string) =>
+  /** A cwd's settings as loaded; `readable: false` with only what still denies (the flags', your own file's). */
+  type Kept = { readonly options: PermissionPolicy.Options; readonly readable: boolean; readonly env: Policy.Env; readonly stamp: string }
+  const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, readable: true, env: server.loaded.env, stamp: server.stamp }]])
+  let serverEnv: Policy.Env = server.loaded.env
+  const keptOf = (cwd: string): Effect.Effect<Kept> =>
     Effect.flatMap(settingsStamp(configDir, cwd), (stamp) => {
       const kept = known.get(cwd)
-      if (kept?.stamp === stamp) return Effect.succeed(kept.options)
+      if (kept?.stamp === stamp) return Effect.succeed(kept)
       return Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
-        Effect.map((loaded) => loaded.policy),
+        Effect.map((loaded): Kept => ({ options: loaded.policy, readable: true, env: loaded.env, stamp })),
         Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
-        Effect.option,
-        Effect.map(Option.getOrUndefined),
-        Effect.tap((options) =>
+        Effect.orElse(() => Effect.map(stillDenying, (options): Kept => ({ options, readable: false, env: {}, stamp }))),
+        Effect.tap((next) =>
           Effect.sync(() => {
             known.delete(cwd)
             if (known.size >= keptCwds) known.delete(known.keys().next().value!)
-            known.set(cwd, { options, stamp })
+            known.set(cwd, next)
+            if (cwd === serverCwd) serverEnv = next.env
           })
         ),
         Effect.provide(NodeContext.layer)
       )
     })
+  const envNow = Effect.map(keptOf(serverCwd), (kept) => kept.env)
+  // When a cwd's settings cannot be loaded (its project file is invalid, say), what still denies: the
+  // flags, and your own file when it can be read. Its calls ask, but one of those denies is denied.
+  const stillDenying = ProjectSettings.readUser(configDir).pipe(
+    Effect.orElseSucceed(() => undefined),
+    Effect.map((user): PermissionPolicy.Options => ({ mode: flags.mode ?? user?.mode ?? "default", rules: [...flags.rules, ...(user?.rules ?? [])] })),
+    Effect.provide(NodeContext.layer)
+  )
+  const unreadable = (denying: PermissionPolicy.Options, request: PermissionEngine.PermissionRequest): PermissionEngine.PermissionDecision => {
+    const denied = PermissionPolicy.decide(denying, request)
+    return denied.decision === "deny"
+      ? denied
+      : { decision: "ask", policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
+  }
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
-  return Layer.succeed(PermissionEngine.PermissionEngine, {
-    decide: (request) =>
-      Effect.map(optionsOf(cwdOf(request)), (found) =>
-        found === undefined
-          ? { decision: "ask" as const, policy: "settings/unreadable", reason: "the settings file of the session's cwd cannot be read" }
-          : PermissionPolicy.decide(found, request)),
-    // The grep tool's walk leaves out what the rules of the session's cwd fence, as `run`'s does. A
-    // call's decision loads them first; a cwd whose rules are not known here (unreadable, or a call
-    // approved before a restart) has every path left out: no rule of it is known not to fence.
-    fence: (request) => {
-      const found = known.get(cwdOf(request))?.options
-      return found === undefined ? leaveOutAll : PermissionPolicy.fence(found, request)
-    }
-  })
+  return {
+    envNow,
+    // Getters: the tools spread this object for each command, so they see what was loaded last.
+    env: {
+      get allow() {
+        return serverEnv.allow
+      },
+      get set() {
+        return serverEnv.set
+      }
+    } satisfies Policy.Env,
+    layer: Layer.succeed(PermissionEngine.PermissionEngine, {
+      decide: (request) =>
+        Effect.gen(function*() {
+          const cwd = cwdOf(request)
+          // A command runs with the start folder's env: checked now, the call runs with what it is now.
+          if (request.call.tool === "shell" && cwd !== serverCwd) yield* envNow
+          const kept = yield* keptOf(cwd)
+          return kept.readable ? PermissionPolicy.decide(kept.options, request) : unreadable(kept.options, request)
+        }),
+      // The grep tool's walk leaves out what the rules of the session's cwd fence, as `run`'s does. A
+      // call's decision loads them first; a cwd whose rules are not known here (unreadable, or a call
+      // approved before a restart) has every path left out: no rule of it is known not to fence.
+      fence: (request) => {
+        const kept = known.get(cwdOf(request))
+        return kept?.readable !== true ? leaveOutAll : PermissionPolicy.fence(kept.options, request)
+      }
+    })
+  }
 }
 
 /** The most cwds whose settings `serve` keeps loaded. */
@@ -274,7 +314,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const configDir = yield* TrustStore.configDir
     const stamp = yield* settingsStamp(configDir, cwd)
     const loaded = yield* Settings.load(cwd, flags).pipe(Effect.provide(NodeContext.layer))
-    const permissions = perCwd(cwd, { policy: loaded.policy, stamp }, flags, configDir)
+    const permissions = perCwd(cwd, { loaded, stamp }, flags, configDir)
     // Which model answers is a line of the start banner, with the address and the token, not a
     // notice of its own printed before the server is up (docs/server.md).
     const { layer: model, model: answering } = yield* Models.chosen(options)
@@ -287,14 +327,14 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
     // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
     const mcp = McpServers.configurable()
-    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: loaded.env, ...Flags.toolOptions(options) }, options)))
+    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: permissions.env, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      mcp.configureSession(session.sessionId, session.cwd, servers, { env: loaded.env, prefix: "effect-agent serve:" })
+      Effect.flatMap(permissions.envNow, (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { env, prefix: "effect-agent serve:" }))
     // Started before the session is created (a server that cannot start refuses it, nothing stored);
     // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
     const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
-      mcp.startForSession(sessionCwd, servers, { env: loaded.env, prefix: "effect-agent serve:" }).pipe(
+      Effect.flatMap(permissions.envNow, (env) => mcp.startForSession(sessionCwd, servers, { env, prefix: "effect-agent serve:" })).pipe(
         Effect.map((pending) => ({
           discard: pending.discard,
           bind: (sessionId: string) =>
@@ -333,7 +373,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
       Layer.provide(model),
       Layer.provide(IdGenerator.layer),
       Layer.provide(options.subagents ? TaskTool.layer.pipe(Layer.provide(tools)) : tools),
-      Layer.provide(permissions),
+      Layer.provide(permissions.layer),
       Layer.provide(PromptComposer.layer(Flags.composerOptions(noInstructions, loaded.user, loaded.configDir))),
       Layer.provide(NodeContext.layer)
     )

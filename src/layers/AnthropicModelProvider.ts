@@ -529,21 +529,41 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
 export const layer = (options: Options): Layer.Layer<ModelProvider.ModelProvider> =>
   Layer.effect(ModelProvider.ModelProvider, make(options))
 
+/** The environment variable of each thinking option, as {@link config} reads it. */
+export const thinkingVariables = {
+  thinkingBudget: "ANTHROPIC_THINKING_BUDGET",
+  thinking: "ANTHROPIC_THINKING",
+  thinkingDisplay: "ANTHROPIC_THINKING_DISPLAY",
+  effort: "ANTHROPIC_EFFORT"
+} as const
+
 /**
- * The options from configuration: `ANTHROPIC_API_KEY` (required, redacted), `ANTHROPIC_MODEL`,
- * `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`,
+ * Each thinking option from configuration, none when its variable is unset; a value it cannot be
+ * fails naming the variable. Apart from the rest, so that a caller laying its own value over one
+ * (the CLI's flags) reads only the others: a variable it replaced cannot fail it.
+ */
+export const thinkingConfigs = {
+  thinkingBudget: Config.option(Config.integer(thinkingVariables.thinkingBudget)),
+  thinking: Config.option(Config.literal("adaptive")(thinkingVariables.thinking)),
+  thinkingDisplay: Config.option(Config.literal(...thinkingDisplays)(thinkingVariables.thinkingDisplay)),
+  effort: Config.option(Config.literal(...efforts)(thinkingVariables.effort))
+}
+
+/**
+ * The options from configuration but the thinking ones: `ANTHROPIC_API_KEY` (required, redacted),
+ * `ANTHROPIC_MODEL`, `ANTHROPIC_BASE_URL`, `ANTHROPIC_MAX_OUTPUT_TOKENS`, `ANTHROPIC_MAX_CONTEXT_TOKENS`.
+ */
+export const connectionConfig: Config.Config<Options> = Support.config("ANTHROPIC")
+
+/**
+ * The options from configuration: {@link connectionConfig}'s, and {@link thinkingConfigs}':
  * `ANTHROPIC_THINKING_BUDGET` (extended thinking's budget in tokens), `ANTHROPIC_THINKING`
  * (`adaptive`), `ANTHROPIC_THINKING_DISPLAY` (`summarized`, `omitted`), `ANTHROPIC_EFFORT` (`low` …
  * `max`); absent, none is asked for.
  */
 export const config: Config.Config<Options> = Config.zipWith(
-  Support.config("ANTHROPIC"),
-  Config.all({
-    thinkingBudget: Config.option(Config.integer("ANTHROPIC_THINKING_BUDGET")),
-    thinking: Config.option(Config.literal("adaptive")("ANTHROPIC_THINKING")),
-    thinkingDisplay: Config.option(Config.literal(...thinkingDisplays)("ANTHROPIC_THINKING_DISPLAY")),
-    effort: Config.option(Config.literal(...efforts)("ANTHROPIC_EFFORT"))
-  }),
+  connectionConfig,
+  Config.all(thinkingConfigs),
   // Only the options set: an absent one is no key at all, as before these existed.
   (options, thinking): Options => ({
     ...options,

@@ -105,4 +105,32 @@ describe("--thinking adaptive, --thinking-display, --effort", () => {
     const assistant = server.received[2]!.body.messages.find((m: { role: string }) => m.role === "assistant")
     expect(assistant.content[0]).toEqual({ type: "thinking", thinking: "", signature })
   })
+
+  // Review 44, item 2. Failed on main: `--thinking-display omitted` alone printed a raw ConfigError
+  // (`{"_op":"InvalidData",…}`), and an environment value a flag replaces still failed the run.
+  it("a thinking flag's mistake is a usage error naming the flag; a flag replaces the environment's value, even one that is no good", async () => {
+    server.reset()
+    const env = { ANTHROPIC_API_KEY: "k", ANTHROPIC_BASE_URL: server.url }
+    const display = await run(["run", "hi", "--thinking-display", "omitted", "--data-dir", dir], { env })
+    expect(display.code).toBe(1)
+    expect(display.stderr).toContain("--thinking-display omitted: a thinking display needs thinking asked for")
+    expect(display.stderr).not.toContain("_op")
+    const fromEnv = await run(["run", "hi", "--data-dir", dir], { env: { ...env, ANTHROPIC_THINKING_DISPLAY: "omitted" } })
+    expect(fromEnv.stderr).toContain("ANTHROPIC_THINKING_DISPLAY=omitted: a thinking display needs thinking asked for")
+    expect(fromEnv.stderr).not.toContain("_op")
+    const noInteger = await run(["run", "hi", "--data-dir", dir], { env: { ...env, ANTHROPIC_THINKING_BUDGET: "lots" } })
+    expect(noInteger.code).toBe(1)
+    expect(noInteger.stderr).toContain("ANTHROPIC_THINKING_BUDGET")
+    expect(noInteger.stderr).not.toContain("_op")
+    expect(server.received).toHaveLength(0)
+    server.respond(a.answer(), a.answer())
+    const adaptive = await run(["run", "hi", "--thinking", "adaptive", "--data-dir", dir], { env: { ...env, ANTHROPIC_THINKING_BUDGET: "lots" } })
+    expect(adaptive.stderr).not.toContain("ANTHROPIC_THINKING_BUDGET")
+    expect(adaptive.code).toBe(0)
+    expect(server.received[0]!.body.thinking).toEqual({ type: "adaptive" })
+    const effort = await run(["run", "hi", "--effort", "high", "--data-dir", dir], { env: { ...env, ANTHROPIC_EFFORT: "huge" } })
+    expect(effort.stderr).not.toContain("ANTHROPIC_EFFORT")
+    expect(effort.code).toBe(0)
+    expect(server.received[1]!.body.output_config).toEqual({ effort: "high" })
+  })
 })

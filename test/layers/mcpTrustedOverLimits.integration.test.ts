@@ -56,7 +56,12 @@ describe("a trusted project whose launcher's configuration comes to name more th
       expect(after._tag, after._tag === "Left" ? after.left.message : "").toBe("Right")
       expect(after.right.servers).toEqual({})
       expect(after.right.project.trust).toBe("changed")
-      expect(after.right.notes.join("\n")).toContain("it changed since you trusted it")
+      // Review 44, item 3: the note said "(it changed since you trusted it)", naming neither the file
+      // nor the limit (the .mcp.json did not change). Failed on main.
+      const note = after.right.notes.join("\n")
+      expect(note).not.toContain("it changed since you trusted it")
+      expect(note).toContain(`${join(where === "the project's .npmrc" ? cwd : top, ".npmrc")} name over ${McpFiles.limits.names} paths`)
+      expect(note).toContain("start them from a script it names")
       // `trust --list` says so too, rather than failing.
       const status = await run(McpSettings.entryStatus({ path: join(cwd, ".mcp.json"), sha256: before.right.project.sha256, trustedAt: "" }))
       expect(status._tag === "Right" ? status.right : status.left.message).toBe("changed")
@@ -75,6 +80,7 @@ describe("a trusted project whose launcher's configuration comes to name more th
     expect(after._tag, after._tag === "Left" ? after.left.message : "").toBe("Right")
     expect(after.right.servers).toEqual({})
     expect(after.right.project.trust).toBe("changed")
+    expect(after.right.notes.join("\n")).toContain("MiB trust reads")
     const inspected = await run(McpSettings.inspect(cwd, configDir))
     expect(inspected._tag === "Left" ? inspected.left.message : "trusted").toContain("MiB trust reads")
   })
@@ -84,6 +90,6 @@ describe("a trusted project whose launcher's configuration comes to name more th
     writeFileSync(join(top, ".npmrc"), manyNames)
     const inspected = await run(McpSettings.inspect(cwd, join(top, "config")))
     expect(inspected._tag).toBe("Left")
-    expect(inspected.left.message).toContain(`name over ${McpFiles.limits.names} paths`)
+    expect(inspected.left.message).toContain(`${join(top, ".npmrc")} name over ${McpFiles.limits.names} paths`)
   })
 })

@@ -191,7 +191,10 @@ export const namedPaths = (cwd: string, servers: McpConfig.Servers, above: Reado
 /** The state of a file past the bytes `bound` reads in all (`limits.totalBytes`). */
 export const overBudget = "over-budget"
 
-/** The state of a name past the names `bound` covers in all (`limits.names`), a launcher's configuration's included. */
+/**
+ * The state of a name past the names `bound` covers in all (`limits.names`), a launcher's
+ * configuration's included; its path is the configuration file's that named it.
+ */
 export const overNames = "over-names"
 
 /** The state of a launcher's configuration file that sends the launcher further out (`pointsOut`), before the setting: `points-out:cache`. */
@@ -272,9 +275,10 @@ export const bound = async (cwd: string, named: ReadonlyArray<string>): Promise<
     out.push({ path, state: elsewhere === undefined ? state : `${pointsOutState}${elsewhere}` })
     if (state.startsWith("sha256:") && configNames.has(nameInProject(path))) {
       for (const more of await configPaths(cwd, path)) {
-        // Past what trust covers, the file is refused (`McpSettings`), never bound in part.
+        // Past what trust covers, the file is refused (`McpSettings`), never bound in part; the
+        // configuration file that named one too many is the one said.
         if (seen.size > limits.names) {
-          out.push({ path: more, state: overNames })
+          out.push({ path, state: overNames })
           break
         }
         if (!seen.has(more)) {

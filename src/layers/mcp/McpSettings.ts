@@ -153,20 +153,33 @@ const boundFiles = (path: string, file: McpConfig.File): Effect.Effect<ReadonlyA
   return Effect.promise(() => McpFiles.bound(NodePath.dirname(path), named))
 }
 
-/** Why trust refuses the files `project`'s servers name, if it does: more names or bytes than it reads. */
-const overLimits = (project: Project): SettingsError | undefined => {
-  const refused = (why: string) => new SettingsError({ reason: "invalid", message: `${project.shown}: ${why}; start them from a script it names` })
+/**
+ * Why trust refuses the files `project`'s servers name, if it does: more names or bytes than it
+ * reads, with the file that went past the limit (a launcher's configuration, `/tmp/.npmrc` say).
+ */
+const overLimitsReason = (project: Project): string | undefined => {
+  const shown = (path: string) => ProjectSettings.escapeControls(ProjectSettings.shownPath(NodePath.resolve(NodePath.dirname(project.path), path)))
   const overNames = project.files.find((bound) => bound.state === McpFiles.overNames)
   if (overNames !== undefined) {
     // The `.mcp.json`'s own words (no path: `boundFiles`), or with the names a launcher's configuration
     // file adds (`.npmrc`'s `node-options=--require ./x.js`).
-    const who = overNames.path === "" ? "its servers" : "its servers and their launchers' configuration files"
-    return refused(`${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`)
+    const who = overNames.path === "" ? "its servers" : `its servers and ${shown(overNames.path)}`
+    return `${who} name over ${McpFiles.limits.names} paths of the project, more than the ${McpFiles.limits.names} trust can cover`
   }
-  if (project.files.some((bound) => bound.state === McpFiles.overBudget)) {
-    return refused(`the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads`)
+  const overBudget = project.files.find((bound) => bound.state === McpFiles.overBudget)
+  if (overBudget !== undefined) {
+    return `the files its servers name hold more than the ${McpFiles.limits.totalBytes / 1024 / 1024} MiB trust reads (past it at ${shown(overBudget.path)})`
   }
   return undefined
+}
+
+/** What trust answers for a project over its limits ({@link overLimitsReason}). */
+const overLimitsAdvice = "start them from a script it names"
+
+/** Trust's refusal of a project over its limits, if it is. */
+const overLimits = (project: Project): SettingsError | undefined => {
+  const why = overLimitsReason(project)
+  return why === undefined ? undefined : new SettingsError({ reason: "invalid", message: `${project.shown}: ${why}; ${overLimitsAdvice}` })
 }
 
 /** Fails unless the project's `.mcp.json` of `cwd` and the files it names are as they were when `project` was read trusted. */
@@ -229,16 +242,22 @@ export const load = Effect.fn("McpSettings.load")(function*(options: LoadOptions
   const project = yield* readProject(options.cwd, trusted, { onlyIfKnown: true }).pipe(ProjectSettings.skipUnreadable(notes))
   const names = project === undefined ? [] : Object.keys(project.file.mcpServers)
   if (project !== undefined && project.trust !== "trusted" && names.length > 0) {
+    // Past trust's limits the `.mcp.json` need not have changed, and trusting it again is refused: said as it is.
+    const over = overLimitsReason(project)
     notes.push(
       `${ProjectSettings.escapeControls(project.shown)} is not trusted${
-        project.widened === true
+        over !== undefined
+          ? ` (${over})`
+          : project.widened === true
           ? " (trust now also covers the files its servers run, which you have not reviewed)"
           : project.trust === "changed"
           ? " (it changed since you trusted it)"
           : ""
       }, so its MCP server${
         names.length === 1 ? "" : "s"
-      } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
+      } (${names.join(", ")}) ${names.length === 1 ? "was" : "were"} not started; ${
+        over !== undefined ? overLimitsAdvice : `review and trust it with: ${ProjectSettings.trustCommand(options.cwd)}`
+      }`
     )
   }
   const projectServers = project?.trust === "trusted" ? project.file.mcpServers : undefined
