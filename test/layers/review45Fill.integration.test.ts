@@ -4,14 +4,12 @@
  * the fix): git's parse-options reads `git init`/`git clone`'s long options by any unambiguous prefix and short ones in
  * clusters, a wget cluster's `O` may be another option's value, and curl reads `remote-name` from a config file.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { execFile } from "node:child_process"
-import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { describe, it } from "@effect/vitest"
+import { cpSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { promisify } from "node:util"
-import { decide, fsmonitor } from "./exactGitRule.js"
+import { fsmonitor, lineChecks } from "./exactGitRule.js"
 import { scratch } from "./gitRepositories.js"
 
 const { base, repository } = scratch("review45f")
@@ -30,16 +28,7 @@ const folder = () => {
   writeFileSync(join(cwd, ".curlrc"), "remote-name\nremote-header-name\n")
   return cwd
 }
-/** Whether running the line with bash ran the hostile core.fsmonitor in `at` (below cwd). Not blocking: the test's server answers meanwhile. */
-const fires = async (cwd: string, line: string, at: string) => {
-  await promisify(execFile)("/bin/bash", ["-c", line], { cwd }).catch(() => undefined)
-  return existsSync(join(cwd, at, "fsmonitor-ran"))
-}
-const asks = async (line: string, at = ".", run = true) => {
-  if (run) expect(await fires(folder(), line, at), `${line} runs the hostile fsmonitor`).toBe(true)
-  expect((await decide(folder(), line)).decision, line).toBe("ask")
-}
-const allows = async (line: string) => expect((await decide(folder(), line)).decision, line).toBe("allow")
+const { asks, allows } = lineChecks(folder)
 const setting = "core.fsmonitor='touch fsmonitor-ran; false'"
 
 describe("git init and git clone read as git's parse-options reads them (LineFills.gitMade)", () => {
