@@ -4,6 +4,11 @@ import * as Effect from "effect/Effect"
 import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import type { PermissionRequest } from "../../src/services/PermissionEngine.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
+import { execFile } from "node:child_process"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { expect } from "@effect/vitest"
 
 /** A config that makes every index refresh run a program: it leaves `fsmonitor-ran` in the folder git works in. */
 export const fsmonitor = `[core]\n\tfsmonitor = "touch fsmonitor-ran; false"\n`
@@ -22,3 +27,20 @@ export const decide = async (cwd: string, command: string, remembered: Permissio
 /** What a line under its exact rule gets when the repository's git asks, and when the rule decides. */
 export const asks = { decision: "ask", policy: "repository-git" }
 export const mine = { decision: "allow", policy: "mine" }
+
+/**
+ * Checks over fresh folders `folder` makes: whether running a line with bash ran the hostile core.fsmonitor in `at`
+ * (below cwd; not blocking, so a test's server answers meanwhile), and the exact rule's decision for it.
+ */
+export const lineChecks = (folder: () => string) => {
+  const fires = async (cwd: string, line: string, at: string) => {
+    await promisify(execFile)("/bin/bash", ["-c", line], { cwd }).catch(() => undefined)
+    return existsSync(join(cwd, at, "fsmonitor-ran"))
+  }
+  const asks = async (line: string, at = ".", run = true) => {
+    if (run) expect(await fires(folder(), line, at), `${line} runs the hostile fsmonitor`).toBe(true)
+    expect((await decide(folder(), line)).decision, line).toBe("ask")
+  }
+  const allows = async (line: string) => expect((await decide(folder(), line)).decision, line).toBe("allow")
+  return { fires, asks, allows }
+}

@@ -30,6 +30,35 @@ describe("LineFills.of", () => {
     }
   })
 
+  it("review 45: git's option prefixes and clusters, wget's value clusters, curl's config files", () => {
+    const fills: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+      ["git init --templ=t", ["."]],
+      ["git init --t=t", ["."]],
+      ["git init --tem t empty", ["empty"]],
+      ["git init --template=t --shared empty", ["empty"]],
+      ["git clone --conf a=b src n", ["n"]],
+      ["git clone -qc a=b src n", ["n"]],
+      ["git clone -qca=b src n", ["n"]],
+      ["git clone -bmain --config=a=b src n", ["n"]],
+      // `--t` is --template in git 2.39, ambiguous with --tags since: which word is the folder depends on the version.
+      ["git clone --t t src n", ["."]],
+      ["wget -q -UOK --content-disposition http://h/x", ["."]],
+      ["wget -qO f -e recursive=on http://h/", ["."]],
+      ["wget -qO f --recur http://h/", ["."]],
+      ["curl -s -K k http://h/x", ["."]],
+      ["curl -sK k http://h/x", ["."]],
+      ["curl --config=k http://h/x", ["."]]
+    ]
+    for (const [line, filled] of fills) expect(of(line).filled, line).toEqual(filled)
+    for (const line of ["git clone --no-template src n", "git clone --qu src n", "wget -UOK -O f http://h/x", "wget -qO- http://h/x", "curl -s http://h/x"]) {
+      expect(of(line).filled, line).toEqual([])
+    }
+    // The line's variables name the home whose .curlrc curl reads, unless -q comes first.
+    const words = (line: string) => CommandLine.tokenize(line).tokens.filter((t): t is CommandLine.Word => t._tag === "Word")
+    expect(LineFills.of(words("curl -s http://h/x"), true).filled).toEqual(["."])
+    expect(LineFills.of(words("curl -q -s http://h/x"), true).filled).toEqual([])
+  })
+
   it("unpackers fill cwd or the folder they are told to write in, when they write", () => {
     expect(of("tar xf t.tar")).toEqual({ filled: ["."], landed: [] })
     expect(of("tar -xzf t.tgz -C out")).toEqual({ filled: ["out"], landed: [] })

@@ -3,14 +3,13 @@
  * (d3707db) and, run with bash and git 2.39, ran the hostile `core.fsmonitor` it put in place (the cases failed before
  * the fix); the tools not installed here (lha, unrar, bsdcpio, …) are pinned by their decision only.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { execFile, execFileSync } from "node:child_process"
-import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { describe, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import { cpSync, mkdirSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { promisify } from "node:util"
-import { decide, fsmonitor } from "./exactGitRule.js"
+import { fsmonitor, lineChecks } from "./exactGitRule.js"
 import { scratch } from "./gitRepositories.js"
 
 const { base, repository } = scratch("redteam25f")
@@ -35,16 +34,7 @@ const folder = () => {
   writeFileSync(join(cwd, "a.txt"), "a\n")
   return cwd
 }
-/** Whether running the line with bash ran the hostile core.fsmonitor in `at` (below cwd). Not blocking: a test's server answers meanwhile. */
-const fires = async (cwd: string, line: string, at: string) => {
-  await promisify(execFile)("/bin/bash", ["-c", line], { cwd }).catch(() => undefined)
-  return existsSync(join(cwd, at, "fsmonitor-ran"))
-}
-const asks = async (line: string, at = ".", run = true) => {
-  if (run) expect(await fires(folder(), line, at), `${line} runs the hostile fsmonitor`).toBe(true)
-  expect((await decide(folder(), line)).decision, line).toBe("ask")
-}
-const allows = async (line: string) => expect((await decide(folder(), line)).decision, line).toBe("allow")
+const { asks, allows } = lineChecks(folder)
 
 describe("a sed script from a file (LineFills.runsProgramText)", () => {
   it("sed -f s.sed, --file=, -nf: its e and w commands are read when sed runs", async () => {

@@ -421,8 +421,12 @@ const heredocs = new Set(["<<", "<<-"])
 const shells = /^(sh|bash|dash|zsh|ksh|mksh|ash|busybox)$/
 const assignment = /^[A-Za-z_][A-Za-z0-9_]*=/
 /** Programs whose `-C dir` (or `--directory=dir`) makes relative paths relative to `dir`. */
-/** Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`): see `LineFills.gitMade`. */
-const gitTemplateVariables = /^GIT_(?:TEMPLATE_DIR|CONFIG\w*)=/
+/**
+ * Variables that give `git init`/`git clone` a template, or a config file that may name one (`init.templateDir`, also
+ * in the home's `.gitconfig`), or name the startup file a downloader reads (`CURL_HOME=.` and a `.curlrc` saying
+ * `remote-name`, `WGETRC`): see `LineFills.gitMade` and `LineFills.downloadedInto`.
+ */
+const gitTemplateVariables = /^(?:GIT_(?:TEMPLATE_DIR|CONFIG\w*)|CURL_HOME|XDG_CONFIG_HOME|HOME|WGETRC)=/
 
 /** Python interpreters (`CommandRisk.interpreters`' first), their debug builds (`python3-dbg`, `python3.11d`) and the launcher `py`. */
 const pythonNames = /^(?:python[0-9.]*(?:-dbg|d)?|pypy[0-9.]*|py)$/

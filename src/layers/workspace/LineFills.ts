@@ -205,24 +205,84 @@ const recompressed = (args: ReadonlyArray<string>): ReadonlyArray<string> =>
  * or cwd. `wget http://h/.git` writes a `.git` file that may say `gitdir: d1/d2/d3/ev/.git`;
  * `wget -r` writes whatever the server's pages link to.
  */
-const downloadedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+const downloadedInto = (program: string, args: ReadonlyArray<string>, configured: boolean): ReadonlyArray<string> => {
   const into = (named: ReadonlyArray<string>) => (named.length === 0 ? ["."] : named)
   switch (program) {
-    case "wget":
-      return args.some((w) => w === "-O" || /^-[^-]*O/.test(w) || w.startsWith("--output-document")) && !args.some((w) => /^(?:-[^-]*[rmp]|--(?:recursive|mirror|page-requisites))/.test(w))
-        ? []
-        : into(valuesOf(args, "-P", "--directory-prefix"))
-    case "curl":
+    case "wget": {
+      // A cluster's letter counts only after flags that take no value (`-qO-`, not the `O` of `-UOK`'s value).
+      const named = args.some((w) => /^-[Vhbdqv4F6cNSxErkKmpHL]*O/.test(w) || /^--output-d/.test(w))
+      // `-r`/`-m`/`-p` (GNU's long options are read by any prefix, `--recur`), or settings that may hold them:
+      // `-e`, `--execute`, a startup file (`--config`, `WGETRC`, the `.wgetrc` of the home the line names).
+      const more = configured || args.some((w) => /^-[Vhbdqv4F6cNSxErkKmpHL]*[rmpe]|^--(?:rec|mi|pag|exe|conf)/.test(w))
+      return named && !more ? [] : into(valuesOf(args, "-P", "--directory-prefix"))
+    }
+    case "curl": {
+      // A config file may say `remote-name`: `-K k`/`--config k`, or the `.curlrc` of a home the line names (`CURL_HOME=.`,
+      // `XDG_CONFIG_HOME=.`, `HOME=.`) unless `-q`/`--disable` comes first. Where it writes is then its to say: cwd is filled.
+      if (args.some((w) => /^-[a-zA-Z]*K/.test(w) || /^--config(?:=|$)/.test(w)) || (configured && !/^(?:-q|--disable)$/.test(args[0] ?? ""))) return ["."]
       return args.some((w) => /^-[a-zA-Z]*[OJ]/.test(w) || /^--remote-(?:name|header-name)/.test(w)) ? into(valuesOf(args, "--output-dir", "--output-dir")) : []
+    }
     default:
       return into(valuesOf(args, "-d", "--dir"))
   }
 }
 
-/** git's options and variables that give `git init`/`git clone` a template or configuration, which git copies into the repository it makes. */
-const gitConfigures = /^(?:-c.*|--config(?:-env)?(?:=.*)?|--template(?:=.*)?)$/
-/** Options of `git init` and `git clone` that take the next word as their value. */
-const gitMakesValued = /^(?:-[cobuj]|--(?:template|separate-git-dir|object-format|initial-branch|shared|config|origin|branch|upload-pack|reference|reference-if-able|depth|shallow-since|shallow-exclude|jobs|filter|server-option|bundle-uri))$/
+/** git's own options (before the subcommand, read exactly as git reads them) that give a configuration, which `init.templateDir` may be. */
+const gitConfigures = /^(?:-c.*|--config-env(?:=.*)?)$/
+
+/**
+ * The long options of `git init` and `git clone` (any version's): whether each takes the next word as its value
+ * (`--shared`'s is optional, given with `=` only) and whether it gives a template or configuration.
+ */
+const gitMakesLong: Record<"init" | "clone", ReadonlyArray<readonly [name: string, valued: boolean, configures?: boolean]>> = {
+  init: [["template", true, true], ["bare", false], ["shared", false], ["quiet", false], ["separate-git-dir", true], ["initial-branch", true], ["object-format", true], ["ref-format", true]],
+  clone: [
+    ["template", true, true], ["config", true, true], ["verbose", false], ["quiet", false], ["progress", false], ["reject-shallow", false], ["checkout", false],
+    ["bare", false], ["mirror", false], ["local", false], ["hardlinks", false], ["shared", false], ["recurse-submodules", false], ["recursive", false],
+    ["jobs", true], ["reference", true], ["reference-if-able", true], ["dissociate", false], ["origin", true], ["branch", true], ["revision", true],
+    ["upload-pack", true], ["depth", true], ["shallow-since", true], ["shallow-exclude", true], ["single-branch", false], ["tags", false],
+    ["shallow-submodules", false], ["separate-git-dir", true], ["ref-format", true], ["server-option", true], ["ipv4", false], ["ipv6", false],
+    ["filter", true], ["also-filter-submodules", false], ["remote-submodules", false], ["sparse", false], ["bundle-uri", true]
+  ]
+}
+/** Their short options that take a value (the rest of a cluster, else the next word: `-qc k=v`, `-bmain`); `-c` configures. */
+const gitMakesShort = { init: /[b]/, clone: /[obucj]/ }
+
+/**
+ * How `git init`/`git clone` reads its words as git's parse-options does: a long option by any unambiguous prefix
+ * (`--templ=t`, `--tem t`, `--conf k=v`: git 2.39 copies the template or sets the configuration), short ones in
+ * clusters (`-qc k=v`). Its operands; whether a template or configuration is given; `unsure` when a prefix names
+ * options of which some take a value (which git runs depends on its version): the operands are then not known.
+ */
+const gitMakesRead = (subcommand: "init" | "clone", options: ReadonlyArray<string>) => {
+  const operands: Array<string> = []
+  let configures = false
+  let unsure = false
+  for (let i = 0; i < options.length; i++) {
+    const w = options[i]!
+    if (w === "--") {
+      operands.push(...options.slice(i + 1))
+      break
+    }
+    if (w.startsWith("--")) {
+      const name = w.slice(2).split("=", 1)[0]!
+      if (name.startsWith("no-")) continue
+      const exact = gitMakesLong[subcommand].filter(([long]) => long === name)
+      const named = exact.length > 0 ? exact : gitMakesLong[subcommand].filter(([long]) => long.startsWith(name))
+      configures ||= named.some(([, , gives]) => gives === true)
+      if (w.includes("=") || !named.some(([, valued]) => valued)) continue
+      if (named.length > 1) unsure = true
+      i++
+    } else if (w.startsWith("-") && w !== "-") {
+      const letters = w.slice(1)
+      const at = letters.search(gitMakesShort[subcommand])
+      if (at < 0) continue
+      configures ||= letters[at] === "c"
+      if (at === letters.length - 1) i++
+    } else operands.push(w)
+  }
+  return { operands, configures, unsure }
+}
 
 /**
  * The folder `git init` or `git clone` makes its repository in when the line gives it a template or
@@ -239,10 +299,11 @@ const gitMade = (names: ReadonlyArray<string>, values: ReadonlyArray<string>, co
   const sub = GlobalOptions.subcommandIndex("git", words)
   const subcommand = words[sub]
   if (subcommand !== "init" && subcommand !== "clone") return []
-  if (!configured && !words.some((w) => gitConfigures.test(w))) return []
+  const read = gitMakesRead(subcommand, words.slice(sub + 1))
+  if (!configured && !read.configures && !words.slice(0, sub).some((w) => gitConfigures.test(w))) return []
+  if (read.unsure) return ["."]
   const moves = valuesOf(words.slice(0, sub), "-C", "-C")
-  const options = words.slice(sub + 1)
-  const operands = options.filter((w, i) => !w.startsWith("-") && !gitMakesValued.test(options[i - 1] ?? ""))
+  const { operands } = read
   // A clone without a folder makes one named after the repository (`x.git` and `x/.git` make `x`).
   const humanish = (url: string) => NodePath.basename(url.replace(/\/?\.git\/?$|\/+$/, "").replace(/^.*:/, "")) || "."
   const folder = subcommand === "init" ? operands[0] ?? "." : operands[1] ?? (operands[0] === undefined ? "." : humanish(operands[0]))
@@ -256,11 +317,12 @@ const nothing = { filled: [], landed: [] }
 
 /**
  * What one simple command (its words from the program on, wrappers included: `nice tar xf t.tar`)
- * fills and lands: folders as the line names them (`.` for cwd), from cwd.
+ * fills and lands: folders as the line names them (`.` for cwd), from cwd. `configured`: the line's variables give
+ * git a template or configuration, or a downloader a startup file (`GIT_TEMPLATE_DIR`, `CURL_HOME`, `HOME`, …).
  */
 export const of = (
   words: ReadonlyArray<CommandLine.Word>,
-  gitConfigured = false
+  configured = false
 ): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
   // Most commands are none of these, and are told apart by their program alone (a line may hold 30,000 of them).
   const first = NodePath.basename(words[0]?.value ?? "")
@@ -269,12 +331,12 @@ export const of = (
   if (first === "git" && !words.some((w) => w.value === "init" || w.value === "clone")) return nothing
   const names = words.map((w) => NodePath.basename(w.value))
   const values = words.map((w) => w.value)
-  if (first === "git") return { filled: gitMade(names, values, gitConfigured), landed: [] }
+  if (first === "git") return { filled: gitMade(names, values, configured), landed: [] }
   if (runsProgramText(names, values)) return { filled: ["."], landed: [] }
   const byModule = unpackedByModule(names, values)
   if (byModule.length > 0) return { filled: byModule, landed: [] }
   // After a wrapper (`nice git init --template=t`).
-  const made = gitMade(names, values, gitConfigured)
+  const made = gitMade(names, values, configured)
   if (made.length > 0) return { filled: made, landed: [] }
   const at = names.findIndex((name) => unpackers.has(name) || placers.has(name) || recursiveCompressors.has(name) || downloaders.has(name))
   if (at < 0) return nothing
@@ -285,7 +347,7 @@ export const of = (
   const argValues = values.slice(at + 1)
   if (unpackers.has(program)) return { filled: unpackedInto(program, argValues), landed: [] }
   if (recursiveCompressors.has(program)) return { filled: recompressed(argValues), landed: [] }
-  if (downloaders.has(program)) return { filled: downloadedInto(program, argValues), landed: [] }
+  if (downloaders.has(program)) return { filled: downloadedInto(program, argValues, configured), landed: [] }
   return placed(program, args)
 }
 
