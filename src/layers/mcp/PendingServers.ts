@@ -4,7 +4,7 @@
  * bound to it; if it is not created, they are stopped. One shape for every adapter's embedder hook
  * (`ServerConfig`'s and `AcpAgent`'s `sessionServers`) and the CLI's servers.
  *
- * @since 0.5.0
+ * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
 
@@ -16,7 +16,7 @@ export interface PendingServers {
   readonly discard: Effect.Effect<void>
 }
 
-/** What an embedder's `sessionServers` must return, said when it returned something else (the shape before 0.5.0's). */
+/** What an embedder's `sessionServers` must return, said when it returned something else (the earlier shape). */
 export const expectedShape =
   "sessionServers returned no {bind, discard}: it is (cwd, servers) => Effect<{ bind: (sessionId) => Effect<void>, discard: Effect<void> }>, " +
   "called before the session is created (not the older (session, servers) => Effect<void>)"
