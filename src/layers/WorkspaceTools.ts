@@ -240,7 +240,7 @@ export const make = (options: Options = {}) =>
 
     const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
     // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.
-    const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => Paths.display(path, cwd, p.resolved))
+    const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => FileNames.shown(Paths.display(path, cwd, p.resolved)))
 
     /** The path as resolved again now, when it still is what was approved; `path_changed` otherwise. */
     const unchanged = (prepared: PathAccess, now: PathAccess): Effect.Effect<string, ToolFailure> =>
@@ -432,16 +432,18 @@ export const make = (options: Options = {}) =>
             let outside = 0
             const lines: Array<string> = []
             for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-              if (entry.isDirectory()) lines.push(`${entry.name}/`)
-              else if (!entry.isSymbolicLink()) lines.push(entry.name)
+              // Quoted when it could print as more than one entry (`FileNames.shown`).
+              const name = FileNames.shown(entry.name)
+              if (entry.isDirectory()) lines.push(`${name}/`)
+              else if (!entry.isSymbolicLink()) lines.push(name)
               else {
                 // A link is shown as what it leads to only when that is somewhere the call may look.
                 const shown = await Walk.linkShown(path.join(dir, entry.name), allowed)
                 if (shown === "outside") {
                   outside++
-                  lines.push(`${entry.name} -> (outside the working directory)`)
+                  lines.push(`${name} -> (outside the working directory)`)
                 } else {
-                  lines.push(shown === "folder" ? `${entry.name}/` : entry.name)
+                  lines.push(shown === "folder" ? `${name}/` : name)
                 }
               }
             }
@@ -501,7 +503,7 @@ export const make = (options: Options = {}) =>
             ...(context.leaveOut === undefined ? {} : { leaveOut: fencedBy(context.leaveOut, workspace, root) }),
             onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
-              const shownPath = Paths.display(path, workspace, path.join(root, file))
+              const shownPath = FileNames.shown(Paths.display(path, workspace, path.join(root, file)))
               const found = await matcher.match(utf8.decode(bytes), 200 - matches.length)
               for (const [line, text] of found.matches) matches.push(`${shownPath}:${line}:${text}`)
               more += found.more
