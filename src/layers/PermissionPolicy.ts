@@ -31,6 +31,9 @@
  *
  * @since 0.1.0
  */
+import * as NodeFs from "node:fs"
+import * as NodeOs from "node:os"
+import * as NodePath from "node:path"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -80,6 +83,11 @@ export interface Options {
    * where trusted settings are recorded).
    */
   readonly protectedPaths?: ReadonlyArray<string> | undefined
+  /**
+   * The home folder a rule's leading `~` names (default `HOME`, else the system's): `~/.ssh/**` is
+   * that folder's `.ssh`, matched as it is named and as its real path.
+   */
+  readonly home?: string | undefined
 }
 
 /**
@@ -119,19 +127,145 @@ const asWritten = (requested: string): string => {
   return `${requested.startsWith("/") ? "/" : ""}${out.join("/")}` || "."
 }
 
+/** A path rule's pattern, compiled: what a call's paths are matched against. */
+interface PathPattern {
+  /** Matched against the absolute real path (the pattern starts with `/`), else against the path relative to the real cwd. */
+  readonly absolute: boolean
+  readonly glob: Glob.Glob
+  /** A deny or ask `X/**` fences the folder `X` itself: reading it (`grep -r x X`, `ls X`) reads under it. */
+  readonly folder: Glob.Glob | undefined
+}
+
+/** A rule with its path's patterns compiled (`checkedRules`); a rule without them matches no path. */
+type Checked = Rule & { readonly patterns?: ReadonlyArray<PathPattern> | undefined }
+
+// Most paths are ASCII, which NFC leaves as they are: normalizing them took ten times the lower-casing.
+const nonAscii = /[^\u0000-\u007f]/
+
 /**
- * Whether a path pattern matches one path of a call: the resolved path only, for an allow; for a
- * deny or an ask (the careful decisions) the path as written as well.
+ * A path as a deny or ask rule reads it: in lower case and NFC, as the rule's pattern. macOS's and
+ * Windows' file systems ignore case (and macOS composed or decomposed accents), and a path keeps its
+ * case as written (`.ENV` opens `.env`), so a careful rule folds, as a careful command rule folds a
+ * line's words (`matchesFolded`): on a case-sensitive disk it may match more than it names, never less.
  */
-const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string): boolean => {
-  const absolute = rule.path!.startsWith("/")
-  const resolved = absolute ? p.resolved : relativeOf(cwd, p)
-  const careful = rule.decision !== "allow"
-  // A deny or ask `X/**` fences the folder `X` itself: reading it (`grep -r x X`, `ls X`) reads under it.
-  const folder = careful && rule.path!.endsWith("/**") && rule.path!.length > 3 ? pathGlob(rule.path!.slice(0, -3), true) : undefined
-  const test = (path: string) => pattern.test(path) || folder?.test(path) === true
-  if (resolved !== undefined && test(resolved)) return true
-  return careful && test(asWritten(p.requested))
+const folded = (path: string): string => (nonAscii.test(path) ? path.normalize("NFC") : path).toLowerCase()
+
+/** Whether a rule is careful (deny, ask): it matches more widely than an allow, never less. */
+const isCareful = (rule: Rule) => rule.decision !== "allow"
+
+/**
+ * The path texts a rule's `path` stands for: a leading `~` is the user's home (as `HOME` names it
+ * and as its real path, which calls resolve to), not a folder named `~` in cwd — a deny of
+ * `~/.ssh/**` matched only that text, so `/root/.ssh/id_rsa` passed it. A deny or ask also keeps the
+ * text as written (a folder `~` in cwd, a word `~/x` a command was given).
+ */
+const pathTexts = (rule: Rule, home: Home): ReadonlyArray<string> => {
+  const path = rule.path!
+  if (home === undefined || !namesHome(rule)) return [path]
+  const rest = path.slice(1)
+  const homes = [...new Set(home)].map((h) => (rest === "" ? h : `${h.endsWith("/") ? h.slice(0, -1) : h}${rest}`))
+  return isCareful(rule) ? [path, ...homes] : homes
+}
+
+/** The user's home as `HOME` names it and as its real path; `undefined` when none is known (or it is not absolute). */
+type Home = ReadonlyArray<string> | undefined
+
+/** Each home named, with its real path: read once (one per process, unless options name others). */
+const homes = new Map<string, ReadonlyArray<string>>()
+
+/** The home a rule's `~` names: the options', else `HOME`, else the system's. The same array for the same home. */
+const homeOf = (options: Options): Home => {
+  const home = options.home ?? process.env.HOME ?? NodeOs.homedir()
+  if (!NodePath.isAbsolute(home)) return undefined
+  let known = homes.get(home)
+  if (known === undefined) {
+    let real = home
+    try {
+      real = NodeFs.realpathSync(home)
+    } catch {
+      // A home that does not exist: as named.
+    }
+    known = [home, real]
+    if (homes.size > 16) homes.clear()
+    homes.set(home, known)
+  }
+  return known
+}
+
+const namesHome = (rule: Rule) => rule.path !== undefined && (rule.path === "~" || rule.path.startsWith("~/"))
+
+/** A rule with its path's patterns, and the home they were made for. */
+type CheckedFor = Checked & { readonly home: Home }
+
+/**
+ * Each rule checked once: its patterns compiled for its fields and home as they were. A decision is
+ * taken for every call, and a rule object changed in place is checked again (its copy's fields differ).
+ */
+const checked = new WeakMap<Rule, CheckedFor>()
+
+const checkedRule = (rule: Rule, home: Home): Checked => {
+  if (rule.path === undefined) return rule
+  const known = checked.get(rule)
+  if (
+    known !== undefined && known.home === home && known.path === rule.path && known.decision === rule.decision &&
+    known.name === rule.name && known.tool === rule.tool && known.command === rule.command
+  ) return known
+  const careful = isCareful(rule)
+  const patterns = pathTexts(rule, home).map((text): PathPattern => {
+    const seen = careful ? folded(text) : text
+    return {
+      absolute: seen.startsWith("/"),
+      glob: pathGlob(seen, true),
+      folder: careful && seen.endsWith("/**") && seen.length > 3 ? pathGlob(seen.slice(0, -3), true) : undefined
+    }
+  })
+  const made: CheckedFor = { ...rule, patterns, home }
+  checked.set(rule, made)
+  return made
+}
+
+/** The options' rules with their path patterns; the home is looked up only when a rule names it. */
+const checkedRules = (options: Options): ReadonlyArray<Checked> => {
+  const rules = options.rules ?? []
+  const home = rules.some(namesHome) ? homeOf(options) : undefined
+  return rules.map((rule) => checkedRule(rule, home))
+}
+
+/** A path of a call as a careful rule reads it (`folded`): its real path, its place in cwd and the path as written. */
+interface FoldedPath {
+  readonly cwd: string
+  readonly resolved: string
+  readonly relative: string | undefined
+  readonly written: string
+}
+
+/** Each path folded once per cwd: a decision reads it against every rule, a walk's fence every file against every rule. */
+const foldedPaths = new WeakMap<PathAccess, FoldedPath>()
+
+const foldedOf = (p: PathAccess, cwd: string): FoldedPath => {
+  const known = foldedPaths.get(p)
+  if (known !== undefined && known.cwd === cwd) return known
+  const relative = relativeOf(cwd, p)
+  const seen = { cwd, resolved: folded(p.resolved), relative: relative === undefined ? undefined : folded(relative), written: folded(asWritten(p.requested)) }
+  foldedPaths.set(p, seen)
+  return seen
+}
+
+const patternMatches = (pattern: PathPattern, path: string | undefined): boolean =>
+  path !== undefined && (pattern.glob.test(path) || pattern.folder?.test(path) === true)
+
+/**
+ * Whether a rule's path matches one path of a call: the resolved path only, for an allow; for a
+ * deny or an ask (the careful decisions) the path as written as well, both with case folded.
+ */
+const pathMatches = (rule: Checked, p: PathAccess, cwd: string): boolean => {
+  const patterns = rule.patterns ?? []
+  if (isCareful(rule)) {
+    const seen = foldedOf(p, cwd)
+    return patterns.some((pattern) => patternMatches(pattern, pattern.absolute ? seen.resolved : seen.relative) || patternMatches(pattern, seen.written))
+  }
+  const relative = relativeOf(cwd, p)
+  return patterns.some((pattern) => patternMatches(pattern, pattern.absolute ? p.resolved : relative))
 }
 
 /**
@@ -140,32 +274,32 @@ const pathMatches = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string)
  * relative rule concerns a walk of cwd or of a folder above it; an absolute one a walk of any
  * folder a match may lie under.
  */
-const walkInto = (rule: Rule, pattern: Glob.Glob, p: PathAccess, cwd: string, fenced: boolean): string | undefined => {
+const walkInto = (rule: Checked, p: PathAccess, cwd: string, fenced: boolean): string | undefined => {
   // A tool's own walk leaves out what the rules fence (see `fence`), when the engine running it applies
   // the fence (`PermissionRequest.fenced`): it need not ask.
   if (p.walked !== true || (p.leavesOut === true && fenced)) return undefined
   const under = (folder: string) => folder === "/" ? "/" : `${folder}/`
-  if (rule.path!.startsWith("/")) {
-    return pattern.opens(under(p.resolved)) || pattern.opens(under(asWritten(p.requested))) ? p.requested : undefined
-  }
   const relative = relativeOf(cwd, p)
-  if (relative !== undefined) return pattern.opens(relative === "." ? "" : `${relative}/`) ? p.requested : undefined
-  return cwd.startsWith(under(p.resolved)) ? p.requested : undefined
+  const reaches = (rule.patterns ?? []).some((pattern) => {
+    if (pattern.absolute) return pattern.glob.opens(folded(under(p.resolved))) || pattern.glob.opens(folded(under(asWritten(p.requested))))
+    if (relative !== undefined) return pattern.glob.opens(folded(relative === "." ? "" : `${relative}/`))
+    return cwd.startsWith(under(p.resolved))
+  })
+  return reaches ? p.requested : undefined
 }
 
 /** The first deny or ask path rule a walk of the call may reach below the folder it names, with that folder. */
 const walkedInto = (
-  rules: ReadonlyArray<Rule>,
+  rules: ReadonlyArray<Checked>,
   call: PreparedCall,
   line: Line | undefined,
   cwd: string,
   fenced: boolean
-): { readonly rule: Rule; readonly folder: string } | undefined => {
+): { readonly rule: Checked; readonly folder: string } | undefined => {
   if (!call.paths.some((p) => p.walked === true)) return undefined
   for (const rule of rules) {
     if (rule.decision === "allow" || rule.path === undefined) continue
-    const pattern = pathGlob(rule.path, true)
-    const folder = call.paths.map((p) => walkInto(rule, pattern, p, cwd, fenced)).find((f) => f !== undefined)
+    const folder = call.paths.map((p) => walkInto(rule, p, cwd, fenced)).find((f) => f !== undefined)
     // The rule's tool and command must match as well (only its path is read differently), read
     // within the decision's bound like every careful match: a line too large to read reaches.
     if (folder !== undefined && commandCovers(rule, call, line, cwd, commandShare(rules))) return { rule, folder }
@@ -174,7 +308,7 @@ const walkedInto = (
 }
 
 /** Whether a rule's tool and command (not its path) match the call; a line too large to read counts as matched. */
-const commandCovers = (rule: Rule, call: PreparedCall, line: Line | undefined, cwd: string, commands: number): boolean => {
+const commandCovers = (rule: Checked, call: PreparedCall, line: Line | undefined, cwd: string, commands: number): boolean => {
   try {
     return matches({ ...rule, path: undefined }, call, line, cwd, false, CommandPattern.budget(CommandPattern.readingLimit, commands))
   } catch (error) {
@@ -241,7 +375,7 @@ const matchesFolded = (pattern: string, line: Line, reading?: CommandPattern.Bud
  * allow whose wildcard stood for a way to run another program: what `uncoveredBy` asks to explain an ask.
  */
 const matches = (
-  rule: Rule,
+  rule: Checked,
   call: PreparedCall,
   line: Line | undefined,
   cwd: string,
@@ -250,8 +384,7 @@ const matches = (
 ): boolean => {
   if (rule.tool !== undefined && rule.tool !== "*" && rule.tool !== call.tool && !serverWide(rule.tool, call.tool)) return false
   if (rule.path !== undefined) {
-    const pattern = pathGlob(rule.path, true)
-    const matching = (p: PathAccess) => pathMatches(rule, pattern, p, cwd)
+    const matching = (p: PathAccess) => pathMatches(rule, p, cwd)
     // An allow covers every path of the call; a deny or ask any one of them.
     const matched = rule.decision === "allow" ? call.paths.length > 0 && call.paths.every(matching) : call.paths.some(matching)
     if (!matched) return false
@@ -305,7 +438,7 @@ const shortened = (text: string) => (text.length > 80 ? `${text.slice(0, 79)}…
  * line whose own words read as wildcards or hazards is never suggested. Only computed for an ask:
  * the user answering it is who needs to know what their rule did not cover, and what to write.
  */
-const uncoveredBy = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): Pick<PermissionDecision, "reason" | "allowCommand"> => {
+const uncoveredBy = (rules: ReadonlyArray<Checked>, call: PreparedCall, line: Line | undefined, cwd: string): Pick<PermissionDecision, "reason" | "allowCommand"> => {
   if (call.command === undefined || line === undefined) return {}
   const rule = rules.find((r) => r.decision === "allow" && r.command !== undefined && matches(r, call, line, cwd, true))
   if (rule === undefined) return {}
@@ -393,7 +526,7 @@ const commandShare = (rules: ReadonlyArray<Rule>) => Math.max(1, Math.floor(Comm
  * equally by the deny and ask rules, so each reads the same first commands), or of its own
  * (`CommandPattern.commandsLimit`) — and no deny rule matched what it read.
  */
-const matchingRules = (rules: ReadonlyArray<Rule>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Rule> | undefined => {
+const matchingRules = (rules: ReadonlyArray<Checked>, call: PreparedCall, line: Line | undefined, cwd: string): ReadonlyArray<Checked> | undefined => {
   const share = Math.max(1, Math.floor(CommandPattern.readingLimit / Math.max(1, carefulRules(rules))))
   const commands = commandShare(rules)
   let unread = false
@@ -450,16 +583,17 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   const { call, cwd } = request
   const mode = options.mode ?? "default"
   const line = lineOf(call)
-  const matching = matchingRules(options.rules ?? [], call, line, cwd)
+  const rules = checkedRules(options)
+  const matching = matchingRules(rules, call, line, cwd)
   // Every bound (the line's own commands, what runs inside them, gits in one command) is for the
   // decision's cost: where no rule could decide the line but to deny it, it is denied as the short
   // line is (commandPatternLinear.test.ts, readingBound.test.ts) — a bound never turns a deny into an ask.
-  if (matching === undefined) return deniedWhateverRead(options.rules ?? [], call, line) ?? tooMuchToRead
+  if (matching === undefined) return deniedWhateverRead(rules, call, line) ?? tooMuchToRead
   const denied = matching.find((rule) => rule.decision === "deny")
   if (denied !== undefined) return { decision: "deny", policy: denied.name, reason: `the rule "${denied.name}" forbids it` }
   // A read of a whole tree that may reach what a deny or ask rule fences asks, in every mode: the
   // rule names paths below the folder, and which of them the walk reads is known only when it runs.
-  const walked = walkedInto(options.rules ?? [], call, line, cwd, request.fenced === true)
+  const walked = walkedInto(rules, call, line, cwd, request.fenced === true)
   if (walked !== undefined) {
     return {
       decision: "ask",
@@ -487,7 +621,7 @@ export const decide = (options: Options, request: PermissionRequest): Permission
   if (first !== undefined) return { decision: first.decision, policy: first.name }
   if (remembered !== undefined) return { decision: remembered.decision, policy: "remembered" }
   const decided = modeDecision(mode, call)
-  return decided.decision === "ask" ? { ...decided, ...uncoveredBy(options.rules ?? [], call, line, cwd) } : decided
+  return decided.decision === "ask" ? { ...decided, ...uncoveredBy(rules, call, line, cwd) } : decided
 }
 
 /**
@@ -500,13 +634,12 @@ export const fence = (options: Options, request: PermissionRequest): PathFence |
   const { call, cwd } = request
   if (!call.paths.some((p) => p.walked === true && p.leavesOut === true)) return undefined
   const line = lineOf(call)
-  const fencing = (options.rules ?? []).flatMap((rule) =>
-    rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd, commandShare(options.rules ?? [])) ? [[rule, pathGlob(rule.path, true)] as const] : []
-  )
+  const rules = checkedRules(options)
+  const fencing = rules.filter((rule) => rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd, commandShare(rules)))
   if (fencing.length === 0) return undefined
   return ({ real, relative, written }) => {
     const p: PathAccess = { requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }
-    return fencing.some(([rule, pattern]) => pathMatches(rule, pattern, p, cwd))
+    return fencing.some((rule) => pathMatches(rule, p, cwd))
   }
 }
 

@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import { isUtf8 } from "node:buffer"
 import * as NodeFs from "node:fs/promises"
 import * as NodeOs from "node:os"
 import * as NodePath from "node:path"
@@ -173,6 +174,9 @@ const fail = (errorCode: string, message: string) => Effect.fail(new ToolFailure
  */
 const pathProblem = (path: unknown): string | undefined => typeof path !== "string" ? undefined : FileNames.unnamable(path)
 
+/** The arguments whose text a file tool writes into a file. */
+const writtenText = ["content", "newString"] as const
+
 /** Cuts a result to `max` bytes at a character boundary, with a marker saying how much was left out. */
 export const bound = (text: string, max: number): string => {
   const bytes = Buffer.byteLength(text, "utf8")
@@ -186,6 +190,20 @@ const isBinary = (bytes: Uint8Array) => bytes.subarray(0, 8000).includes(0)
 
 /** One UTF-8 decoder for every read: `decode` without `stream` keeps nothing between calls (one was made per call). */
 const utf8 = new TextDecoder()
+
+/**
+ * A file's text exactly as its bytes hold it, for a tool that writes it back: its byte-order mark kept,
+ * and `undefined` when a byte is not UTF-8. The lossy decoder dropped the mark and made each such byte
+ * U+FFFD, so an edit anywhere in a Latin-1 file wrote EF BF BD over every `é` of it.
+ */
+const exactUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const exactText = (bytes: Uint8Array): string | undefined => {
+  try {
+    return exactUtf8.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
 
 /** Builds the workspace tools. */
 export const make = (options: Options = {}) =>
@@ -222,7 +240,7 @@ export const make = (options: Options = {}) =>
 
     const resolve = (cwd: string, requested: string, access: "read" | "write") => Paths.resolve(fs, path, cwd, requested, access)
     // Relative to the real cwd: resolved paths are real, so a cwd reached through a link still shows them short.
-    const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => Paths.display(path, cwd, p.resolved))
+    const shown = (context: { readonly cwd: string }, p: PathAccess) => Effect.map(Paths.realCwd(context.cwd), (cwd) => FileNames.shown(Paths.display(path, cwd, p.resolved)))
 
     /** The path as resolved again now, when it still is what was approved; `path_changed` otherwise. */
     const unchanged = (prepared: PathAccess, now: PathAccess): Effect.Effect<string, ToolFailure> =>
@@ -327,11 +345,15 @@ export const make = (options: Options = {}) =>
           if (image !== undefined) return image
           if (isBinary(bytes)) return yield* fail("binary_file", `${input.path} is a binary file`)
           const text = utf8.decode(bytes)
-          if (input.offset === undefined && input.limit === undefined) return { result: bound(text, maxResult) }
+          // Shown all the same, saying so: the U+FFFD it shows are not the file's, and an edit would refuse it.
+          const notUtf8 = !isUtf8(bytes)
+            ? `\n[${input.path} is not UTF-8 text: its bytes that are not are shown as U+FFFD (\uFFFD), and edit_file cannot change it]`
+            : ""
+          if (input.offset === undefined && input.limit === undefined) return { result: bound(text, maxResult) + notUtf8 }
           const lines = text.split("\n")
           const start = (input.offset ?? 1) - 1
           const slice = lines.slice(start, input.limit === undefined ? undefined : start + input.limit)
-          return { result: bound(slice.join("\n"), maxResult) }
+          return { result: bound(slice.join("\n"), maxResult) + notUtf8 }
         })
       // Not `timed`: its only wait, the file system's, is bounded in `readChecked`.
     }
@@ -363,7 +385,15 @@ export const make = (options: Options = {}) =>
           yield* withFileLock(file)(
             SafeFile.updateFile(file, maxFile, (bytes) => {
               if (isBinary(bytes)) return Either.left(new ToolFailure({ errorCode: "binary_file", message: `${input.path} is a binary file` }))
-              const text = utf8.decode(bytes)
+              const text = exactText(bytes)
+              if (text === undefined) {
+                return Either.left(
+                  new ToolFailure({
+                    errorCode: "not_utf8",
+                    message: `${input.path} is not UTF-8 text (it holds bytes of another encoding, Latin-1 say): edit_file writes UTF-8, which would change them, so nothing was written`
+                  })
+                )
+              }
               count = text.split(input.oldString).length - 1
               if (count === 0) return Either.left(new ToolFailure({ errorCode: "no_match", message: `oldString was not found in ${input.path}` }))
               if (count > 1 && input.replaceAll !== true) {
@@ -402,16 +432,18 @@ export const make = (options: Options = {}) =>
             let outside = 0
             const lines: Array<string> = []
             for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
-              if (entry.isDirectory()) lines.push(`${entry.name}/`)
-              else if (!entry.isSymbolicLink()) lines.push(entry.name)
+              // Quoted when it could print as more than one entry (`FileNames.shown`).
+              const name = FileNames.shown(entry.name)
+              if (entry.isDirectory()) lines.push(`${name}/`)
+              else if (!entry.isSymbolicLink()) lines.push(name)
               else {
                 // A link is shown as what it leads to only when that is somewhere the call may look.
                 const shown = await Walk.linkShown(path.join(dir, entry.name), allowed)
                 if (shown === "outside") {
                   outside++
-                  lines.push(`${entry.name} -> (outside the working directory)`)
+                  lines.push(`${name} -> (outside the working directory)`)
                 } else {
-                  lines.push(shown === "folder" ? `${entry.name}/` : entry.name)
+                  lines.push(shown === "folder" ? `${name}/` : name)
                 }
               }
             }
@@ -471,7 +503,7 @@ export const make = (options: Options = {}) =>
             ...(context.leaveOut === undefined ? {} : { leaveOut: fencedBy(context.leaveOut, workspace, root) }),
             onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
-              const shownPath = Paths.display(path, workspace, path.join(root, file))
+              const shownPath = FileNames.shown(Paths.display(path, workspace, path.join(root, file)))
               const found = await matcher.match(utf8.decode(bytes), 200 - matches.length)
               for (const [line, text] of found.matches) matches.push(`${shownPath}:${line}:${text}`)
               more += found.more
@@ -652,6 +684,16 @@ export const make = (options: Options = {}) =>
         const unnamable = pathProblem((input as { readonly path?: unknown }).path)
         if (unnamable !== undefined) {
           return yield* Effect.fail(new ToolFailure({ errorCode: "invalid_arguments", message: `path cannot name a file: ${unnamable}` }))
+        }
+        // Text a file would hold that UTF-8 cannot: written, it became U+FFFD, another text than the call's.
+        const unwritable = writtenText.find((field) => {
+          const text = (input as Record<string, unknown>)[field]
+          return typeof text === "string" && FileNames.hasLoneSurrogate(text)
+        })
+        if (unwritable !== undefined) {
+          return yield* Effect.fail(
+            new ToolFailure({ errorCode: "invalid_arguments", message: `${unwritable} cannot be written as UTF-8: it contains a lone surrogate (half of a UTF-16 pair)` })
+          )
         }
         const inspected = yield* tool.inspect(input, cwd)
         return {

@@ -77,6 +77,20 @@ const Args = Schema.Struct({
 
 const failure = (errorCode: string, message: string) => new ToolFailure({ errorCode, message })
 
+/** Characters of a value the server chose that a failure message repeats. */
+const shownChars = 100
+
+/**
+ * A value the server chose (a header, a redirect's target) as a failure message repeats it: a JSON
+ * string of at most 100 characters, saying how long it was. A failure is outside the frame that marks
+ * a page's text as untrusted, and a Content-Type of 8 KB of instructions was repeated whole into it.
+ */
+const quoted = (value: string): string =>
+  value.length <= shownChars ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, shownChars))}… (${value.length} characters)`
+
+/** A host or URL a redirect may have chosen, cut to 100 characters: the URL parser leaves it no space nor control character, so it reads as one word. */
+const shortened = (value: string): string => value.length <= shownChars ? value : `${value.slice(0, shownChars)}…`
+
 // Node's HTTP, TLS and DNS modules are imported by the first fetch, not with this module: every
 // `run` offers the tool, few calls use it, and loading them cost every start some milliseconds.
 const defaultResolve: Resolve = (hostname) => import("node:dns").then((Dns) => Dns.promises.lookup(hostname, { all: true, verbatim: true }))
@@ -113,7 +127,7 @@ const checkedLookup = (resolve: Resolve, refused: (address: string) => boolean) 
 const privateFailure = (host: string, address: string) =>
   failure(
     "private_address",
-    `${host === address ? address : `${host} resolves to ${address}, which`} is a private, loopback or link-local address; web_fetch connects only to public addresses unless the user allows private network access`
+    `${host === address ? address : `${shortened(host)} resolves to ${address}, which`} is a private, loopback or link-local address; web_fetch connects only to public addresses unless the user allows private network access`
   )
 
 interface Hop {
@@ -192,11 +206,11 @@ const networkFailure = (url: URL, error: unknown): ToolFailure => {
   switch (code) {
     case "ENOTFOUND":
     case "EAI_AGAIN":
-      return failure("dns_failed", `${url.hostname} could not be resolved`)
+      return failure("dns_failed", `${shortened(url.hostname)} could not be resolved`)
     case "ECONNREFUSED":
-      return failure("connection_refused", `${url.host} refused the connection`)
+      return failure("connection_refused", `${shortened(url.host)} refused the connection`)
     default:
-      return failure("network_error", `${url.host} could not be fetched${code === undefined ? "" : ` (${code})`}`)
+      return failure("network_error", `${shortened(url.host)} could not be fetched${code === undefined ? "" : ` (${code})`}`)
   }
 }
 
@@ -206,9 +220,9 @@ const parseUrl = (text: string, base?: URL): URL | ToolFailure => {
   try {
     url = new URL(text, base)
   } catch {
-    return failure("invalid_url", `${JSON.stringify(text.slice(0, 200))} is not a URL`)
+    return failure("invalid_url", `${quoted(text)} is not a URL`)
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return failure("invalid_url", `only http and https URLs are fetched, not ${url.protocol}`)
+  if (url.protocol !== "http:" && url.protocol !== "https:") return failure("invalid_url", `only http and https URLs are fetched, not ${quoted(url.protocol)}`)
   if (url.username !== "" || url.password !== "") return failure("invalid_url", "a URL with credentials is not fetched")
   url.hash = ""
   return url
@@ -297,12 +311,12 @@ const fetchPage = (text: string, options: Options): Effect.Effect<Page, ToolFail
         continue
       }
       if (hop.encoding !== undefined) {
-        return yield* failure("unsupported_content_encoding", `${current.href} was sent compressed (${hop.encoding.slice(0, 100)}) although none was asked for; web_fetch reads uncompressed pages only`)
+        return yield* failure("unsupported_content_encoding", `${shortened(current.href)} was sent compressed (${quoted(hop.encoding)}) although none was asked for; web_fetch reads uncompressed pages only`)
       }
       const mediaType = mediaTypeOf(hop.contentType)
       const binary = hop.body.subarray(0, 8000).includes(0)
       if (!(isHtml(mediaType) || isText(mediaType) || (mediaType === "" && !binary))) {
-        return yield* failure("unsupported_content_type", `${current.href} is ${mediaType || "binary data"}; web_fetch reads HTML and text only`)
+        return yield* failure("unsupported_content_type", `${shortened(current.href)} is ${mediaType === "" ? "binary data" : quoted(mediaType)}; web_fetch reads HTML and text only`)
       }
       const body = decode(hop.body, hop.contentType)
       const readable = isHtml(mediaType) ? yield* HtmlText.toReadable(body, options.convertTimeout ?? HtmlText.defaultDeadline) : body
