@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type * as Mailbox from "effect/Mailbox"
 import type * as AgentEvent from "../domain/AgentEvent.js"
 import type { EventStoreFailure, ProviderFailure } from "../domain/Errors.js"
-import { type FinishReason, type ModelChunk, nextMacrotask, runAhead, takeArrived } from "../services/ModelProvider.js"
+import { type FinishReason, type ModelChunk, nextMacrotask, runAheadIn, takeArrived } from "../services/ModelProvider.js"
 import { shownName, type ToolCallInput } from "../services/ToolRouter.js"
 import { addCounts } from "../domain/Tokens.js"
 import { responseLimits } from "./Services.js"
@@ -233,13 +233,15 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
       })
 
     let whole = false
-    return runAhead(turn.services.provider.stream(built.request), pendingCapacity).pipe(
-      Effect.flatMap((started) => {
+    // Leaving the scope early (too large, a cancel) aborts the provider's request. The scope is made
+    // here and handed on rather than put into the fiber's context (`Effect.scoped`), which a response's
+    // start and end — and a cancel's unwinding — would pay for (bench/cancel-ops.ts).
+    return Effect.scopedWith((scope) =>
+      Effect.flatMap(runAheadIn(turn.services.provider.stream(built.request), pendingCapacity, scope), (started) => {
         whole = started.whole
         return drain(started.arrived, true)
-      }),
-      // Leaving the scope early (too large) aborts the provider's request.
-      Effect.scoped,
+      })
+    ).pipe(
       // One step for what is said at the end and the response (its fields are final once the scope is closed).
       Effect.flatMap(() => {
         if (malformed !== undefined) return Effect.fail(malformed)

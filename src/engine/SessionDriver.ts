@@ -377,6 +377,18 @@ const cancelAndWait = (turn: Turn.Turn): Effect.Effect<void> => Effect.zipRight(
  * nothing when no turn runs; never fails.
  */
 export const cancel = (engine: Engine, sessionId: string, turnId?: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    // A turn that runs here runs on a session held, with its writer lock: found as it is, without a
+    // load or a catch-up to ask for (what `get` answers for it, in a step and a generator fewer).
+    const held = engine.sessions.loaded(sessionId)
+    const running = held === undefined ? undefined : runningTurn(held, turnId)
+    if (running === undefined) return cancelNotRunning(engine, sessionId, turnId)
+    engine.sessions.touch(sessionId)
+    return cancelAndWait(running)
+  })
+
+/** {@link cancel} of a session with no turn running here: one asked for meanwhile, or one paused in the log. */
+const cancelNotRunning = (engine: Engine, sessionId: string, turnId: string | undefined): Effect.Effect<void> =>
   Effect.gen(function*() {
     const found = yield* Effect.option(engine.sessions.get(sessionId))
     if (Option.isNone(found)) return

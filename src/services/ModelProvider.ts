@@ -139,8 +139,16 @@ export interface RunAhead<A, E> {
  * then the buffer.
  */
 export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
-  Effect.flatMap(buffered<A, E>(capacity), (buffer) =>
-    Effect.flatMap(Channel.toPull(Stream.toChannel(stream)), (pull) => {
+  Effect.flatMap(Effect.scope, (scope) => runAheadIn(stream, capacity, scope))
+
+/**
+ * {@link runAhead} owned by `scope`, given rather than read from the context: a caller that makes the
+ * scope itself (`Effect.scopedWith`) puts no `Scope` into its fiber's context around the response and
+ * takes none out when it ends (`Effect.scoped` does, once per response, and a cancel unwinds it).
+ */
+export const runAheadIn = <A, E>(stream: Stream.Stream<A, E>, capacity: number, scope: Scope.Scope): Effect.Effect<RunAhead<A, E>> =>
+  Effect.flatMap(buffered<A, E>(capacity, scope), (buffer) =>
+    Effect.flatMap(Channel.toPullIn(Stream.toChannel(stream), scope), (pull) => {
       let starting = true
       let ended = false
       // What a full buffer did not take, offered (waiting for room) before the next pull.
@@ -187,7 +195,7 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
           // Its refs forked from this fiber's, as `Effect.fork` makes them: an interruption this fiber has received is not the new one's.
           const fiber = Runtime.runFork(runtime, pump, { updateRefs: FiberRefs.forkAs })
           starting = false
-          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer)
+          return fiber.unsafePoll() !== null ? Effect.succeed({ arrived: buffer, whole: true }) : runningAhead(fiber, buffer, scope)
         })))
     }))
 
@@ -196,14 +204,17 @@ export const runAhead = <A, E>(stream: Stream.Stream<A, E>, capacity: number): E
  * not `Effect.acquireRelease`'s, which records the fiber refs at the acquire and diffs and patches them
  * around the release, once per response: shutting a mailbox down reads none of them.
  */
-const buffered = <A, E>(capacity: number): Effect.Effect<Mailbox.Mailbox<A, E>, never, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (scope) =>
-    Effect.uninterruptible(Effect.flatMap(Mailbox.make<A, E>({ capacity }), (buffer) => Effect.as(Scope.addFinalizer(scope, buffer.shutdown), buffer))))
+const buffered = <A, E>(capacity: number, scope: Scope.Scope): Effect.Effect<Mailbox.Mailbox<A, E>> =>
+  Effect.uninterruptible(Effect.flatMap(Mailbox.make<A, E>({ capacity }), (buffer) => Effect.as(Scope.addFinalizer(scope, buffer.shutdown), buffer)))
 
 
-/** A fiber running ahead, owned by the scope (interrupted when it closes); made here so that its finalizer keeps only the fiber. */
-const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>): Effect.Effect<RunAhead<A, E>, never, Scope.Scope> =>
-  Effect.as(Effect.addFinalizer(() => Fiber.interrupt(fiber)), { arrived, whole: false })
+/**
+ * A fiber running ahead, owned by the scope (interrupted when it closes); made here so that its
+ * finalizer keeps only the fiber. The scope's own finalizer, as the buffer's: `Effect.addFinalizer`
+ * records the fiber refs here and diffs and patches them around the interruption, which reads none.
+ */
+const runningAhead = <A, E>(fiber: Fiber.RuntimeFiber<void>, arrived: Mailbox.ReadonlyMailbox<A, E>, scope: Scope.Scope): Effect.Effect<RunAhead<A, E>> =>
+  Effect.as(Scope.addFinalizer(scope, Fiber.interrupt(fiber)), { arrived, whole: false })
 
 /**
  * Takes what a response's buffer holds, waiting for a first piece (`done` once it has ended, as

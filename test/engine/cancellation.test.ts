@@ -2,9 +2,16 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import type { AgentEvent } from "../../src/domain/AgentEvent.js"
+import * as SessionEngineModule from "../../src/engine/SessionEngine.js"
 import { SessionEngine } from "../../src/engine/SessionEngine.js"
+import * as MemoryEventStore from "../../src/layers/MemoryEventStore.js"
+import { EventStore } from "../../src/services/EventStore.js"
+import * as IdGenerator from "../../src/services/IdGenerator.js"
+import * as ModelProvider from "../../src/services/ModelProvider.js"
 import { collect, expectWellFormedLog, memoryEngine, typesOf } from "../helpers.js"
 
 const slow = { responses: [{ chunks: ["a", "b", "c", "d"], delay: 100 }] }
@@ -117,4 +124,38 @@ describe("cancellation", () => {
       expect(log.at(-1)!.payload).toEqual({ stopReason: "cancelled" })
       expectWellFormedLog(log)
     }).pipe(Effect.provide(memoryEngine(slow))))
+
+  it.effect("the model stream is closed — its finalizers run, as a provider aborts its request — before turn.completed is stored", () =>
+    Effect.gen(function*() {
+      // What happened, in order: the provider stream's finalizer, each event the store appended.
+      const happened: Array<string> = []
+      const streaming = yield* Deferred.make<void>()
+      // Nested as a vendor's stream is (a scoped request, its events mapped, an end appended), held open after a first delta.
+      const model = Layer.succeed(ModelProvider.ModelProvider, ModelProvider.ModelProvider.of({
+        capabilities: { provider: "fake", model: "held-open", maxContextTokens: 128_000 },
+        stream: () =>
+          Stream.concat(
+            Stream.make(ModelProvider.textDelta("a")).pipe(
+              Stream.concat(Stream.fromEffect(Effect.zipRight(Deferred.succeed(streaming, undefined), Effect.never))),
+              Stream.map((chunk) => chunk as ModelProvider.ModelChunk),
+              Stream.ensuring(Effect.sync(() => happened.push("provider stream closed")))
+            ),
+            Stream.make(ModelProvider.finish("stop"))
+          )
+      }))
+      const store = Layer.effect(EventStore, Effect.map(EventStore, (inner) => ({
+        ...inner,
+        appendAll: (events: ReadonlyArray<AgentEvent>) =>
+          Effect.tap(inner.appendAll(events), () => Effect.sync(() => events.forEach((e) => happened.push(e.type))))
+      }))).pipe(Layer.provide(MemoryEventStore.layer))
+      const layer = SessionEngineModule.layer().pipe(Layer.provideMerge(store), Layer.provide(model), Layer.provide(IdGenerator.layerSequential))
+      yield* Effect.gen(function*() {
+        const { engine, sessionId } = yield* withSession
+        const consumer = yield* engine.runTurn({ sessionId, userMessage: "go" }).pipe(collect, Effect.fork)
+        yield* Deferred.await(streaming)
+        yield* engine.cancelTurn({ sessionId })
+        yield* Fiber.join(consumer)
+      }).pipe(Effect.provide(layer))
+      expect(happened.slice(happened.indexOf("model.delta"))).toEqual(["model.delta", "provider stream closed", "turn.completed"])
+    }))
 })
