@@ -154,7 +154,7 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
 }
 
 /** Programs that move, remove, copy, link or unpack files: what a folder holds may be another's after them (see `Named.swapped`). */
-const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink"])
+const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink", "scp"])
 
 /** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
 const findRuns = new Set(["-exec", "-execdir", "-ok", "-okdir"])
@@ -215,7 +215,9 @@ const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
 /** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
-const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
+const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do",
+  // zsh's `-` precommand modifier runs the command after it (`zsh -c '- git -C x status'`; in bash, a command not found).
+  "-"])
 
 /**
  * The words of the command the line's own shell runs, after the words that run it there: `command`
@@ -225,8 +227,8 @@ const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", 
  */
 const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
   let i = 0
-  // zsh's precommand modifiers `noglob` and `nocorrect` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
-  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect") {
+  // zsh's precommand modifiers `noglob`, `nocorrect` and `-` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
+  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect" || words[i] === "-") {
     const start = i++
     for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
     // bash: `time [-p] [!] pipeline`, `time { list; }` run in the line's shell too.
@@ -386,6 +388,9 @@ const movesTo = (words: ReadonlyArray<string>): string | undefined => {
     if ((w === "-C" || w === "--chdir") && words[i + 1] !== undefined) return words[i + 1]
     if (/^-C./.test(w)) return w.slice(2)
     if (w.startsWith("--chdir=")) return w.slice("--chdir=".length)
+    // env's options end at its program (`env pip3 -C x` does not move): past `-u NAME`, `-a NAME` and its assignments.
+    if (w === "-u" || w === "--unset" || w === "-a" || w === "--argv0") i++
+    else if (w === "--" || w === "-S" || (!w.startsWith("-") && !assignment.test(w))) break
   }
   return undefined
 }
@@ -432,9 +437,29 @@ const gitTemplateVariables = /^(?:GIT_(?:TEMPLATE_DIR|CONFIG\w*)|CURL_HOME|XDG_C
 const pythonNames = /^(?:python[0-9.]*(?:-dbg|d)?|pypy[0-9.]*|py)$/
 /** Tools whose `run` starts the Python named after it in a project's environment (`poetry run python -m …`). */
 const pythonRunners = /^(?:uv|poetry|pdm|hatch|pipenv|conda|mamba|micromamba|rye)$/
-/** `uv run -m mod` (`--module`): uv's own Python runs the module, as `python -m` does. */
-const uvRunsModule = (program: string, args: ReadonlyArray<string>) =>
-  program === "uv" && args[0] === "run" && args.some((a) => a === "-m" || a === "--module" || a.startsWith("--module="))
+/** uv's options (its own, and `run`'s) that take the next word as their value, unless given with `=`. */
+const uvTakesValue = /^(?:-[pCPw]|--(?:directory|project|cache-dir|config-file|color|python|python-preference|python-fetch|allow-insecure-host|with|with-editable|with-requirements|extra|group|only-group|no-group|package|index|default-index|index-url|extra-index-url|find-links|index-strategy|keyring-provider|resolution|prerelease|exclude-newer|link-mode|env-file|config-setting|refresh-package|reinstall-package|upgrade-package))$/
+/**
+ * `uv [options] run [options] -m mod` (`--module`): uv's own Python runs the module, as `python -m` does, in the folder
+ * `--directory` names (uv moves there first). Before, only `uv run -m` was read: `uv --quiet run -m json.tool` was not.
+ */
+const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module: boolean; readonly directory?: string } | undefined => {
+  if (program !== "uv") return undefined
+  let run = false
+  let directory: string | undefined
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (!run && a === "run") run = true
+    else if (!a.startsWith("-")) break
+    else if (run && (a === "-m" || a === "--module" || a.startsWith("--module="))) return { module: true, ...(directory === undefined ? {} : { directory }) }
+    else if (a.startsWith("--directory=")) directory = a.slice("--directory=".length)
+    else if (uvTakesValue.test(a)) {
+      if (a === "--directory" && args[i + 1] !== undefined) directory = args[i + 1]
+      i++
+    }
+  }
+  return run ? { module: false, ...(directory === undefined ? {} : { directory }) } : undefined
+}
 /** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s
 /**
@@ -841,8 +866,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const plainlyBefore = pythonWord >= at && words.slice(at, pythonWord).every((w, k) => (k === 0 ? w.value === "env" : assignment.test(w.value)))
     const safePath = (pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))) && (pythonWord === at || plainlyBefore)
     const started = pythonWord >= 0 ? PythonShadows.pythonStart(words.slice(pythonWord + 1).map((w) => w.value), safePath) : undefined
-    const pythonFolder = () => (pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? ""
-    if (started?.fromFolder === true || uvRunsModule(program, args.map((w) => w.value))) pythons.push(pythonFolder())
+    // The folder the program (or the Python a wrapper or uv starts) runs in: `env -C sub pip3`, `uv --directory sub run …`.
+    const uv = uvRun(program, args.map((w) => w.value))
+    const pythonFolder = () => uv?.directory ?? movesTo(words.slice(at, pythonWord > at ? pythonWord : program === "env" ? words.length : at).map((w) => w.value)) ?? ""
+    if (started?.fromFolder === true || uv?.module === true) pythons.push(pythonFolder())
     // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
     // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
     const carried = pathWords(words).at(-1)
