@@ -119,3 +119,33 @@ describe("a Python's folder round 25 did not read (CommandPaths)", () => {
     expect((await decide(cwd, "python3 tools/x.py")).decision).toBe("allow")
   })
 })
+
+describe("one level deeper: PERL5LIB, Perl's PYTHONPATH (CommandPaths, PythonShadows)", () => {
+  /** A folder with `file` (below cwd) that leaves `ran` in cwd when Perl loads it, and a.txt. */
+  const perlFolder = (file: string) => {
+    const cwd = join(base, `l${made++}`)
+    mkdirSync(join(cwd, file, ".."), { recursive: true })
+    writeFileSync(join(cwd, file), `BEGIN { open(my $f, ">", ${JSON.stringify(join(cwd, "ran"))}) } 1;\n`)
+    writeFileSync(join(cwd, "a.txt"), "a\n")
+    writeFileSync(join(cwd, "data.json"), `{"a": 1}\n`)
+    return cwd
+  }
+  const perlAsks = async (line: string, file: string) => {
+    expect(pythonRuns(perlFolder(file), line), `${line} loads the repository's ${file}`).toBe(true)
+    const decided = await decide(perlFolder(file), line)
+    expect(decided.decision, line).toBe("ask")
+    expect(decided.policy, line).toBe("repository-python")
+    expect(decided.reason, line).toContain(file.split("/").slice(0, -1).join("/") || file)
+  }
+  it("a relative PERL5LIB entry puts a repository's strict.pm or JSON/PP.pm before Perl's own, for any Perl tool", async () => {
+    await perlAsks("PERL5LIB=. shasum a.txt", "strict.pm")
+    await perlAsks("PERLLIB=. shasum a.txt", "strict.pm")
+    await perlAsks("export PERL5LIB=lib; json_pp < data.json", "lib/JSON/PP.pm")
+    await perlAsks("PERL5LIB=x:lib env json_pp < data.json", "lib/JSON/PP.pm")
+  })
+
+  it("a repository's own modules, no PERL5LIB: the rule's (an absolute entry asks as a path outside)", async () => {
+    for (const line of ["PERL5LIB=lib shasum a.txt", "shasum a.txt"]) expect((await decide(perlFolder("lib/My/App.pm"), line)).decision, line).toBe("allow")
+    expect((await decide(perlFolder("strict.pm"), "shasum a.txt")).decision).toBe("allow")
+  })
+})

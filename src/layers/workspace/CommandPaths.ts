@@ -462,6 +462,11 @@ const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module:
 }
 /** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s
+/** `PERL5LIB=…`/`PERLLIB=…`, whose entries any Perl the command starts (`shasum`, `json_pp`, `prove`) searches before its own library. */
+const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
+/** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
+const relativeEntries = (value: string): ReadonlyArray<string> =>
+  value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
 /**
  * What a command exports for the commands after it: its `NAME=value` words when it is `export`
  * (not `export -n`) or `declare`/`typeset`/`local` with `-x`. A prefix (`X=1 cmd`) holds for its command only.
@@ -717,6 +722,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythons: Array<string> = []
   // Why a Python's folder is known only when it runs (a `PYTHONPATH` the shell expands).
   const pythonsUnknown: Array<string> = []
+  // The folders a line's Perls search first (a relative `PERL5LIB` entry), checked as the Pythons' are.
+  const perls: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -731,6 +738,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   let pythonSafe = false
   // The `PYTHONPATH` words the line set or exported so far (the last one holds).
   let pythonPath: CommandLine.Word | undefined
+  let perlPath: CommandLine.Word | undefined
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -745,7 +753,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
-    pythons.push(...inner.pythons.map((at) => at.base))
+    for (const at of inner.pythons) (at.language === "perl" ? perls : pythons).push(at.base)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -804,8 +812,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       pythonSafe = programWord !== undefined && exportedBy(NodePath.basename(programWord.value), words.slice(at + 1)).some((v) => PythonShadows.safePath.test(v))
     }
     const pathWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => w.raw.startsWith("PYTHONPATH=") || pythonPathVariable.test(w.value))
+    const perlWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
+      perlPath = perlWords(words).at(-1) ?? perlPath
       continue
     }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -878,10 +888,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     else if (pathWord !== undefined && started?.ignoresEnv !== true) {
       if (pathWord.expands) pythonsUnknown.push(`${pathWord.raw}: the shell expands it when the command runs`)
       else {
-        for (const entry of pythonPathVariable.exec(pathWord.value)![1]!.split(":")) {
-          if (!entry.startsWith("/") && !entry.startsWith("~")) pythons.push(from(pythonFolder(), NodePath.normalize(entry === "" ? "." : entry)))
-        }
+        for (const entry of relativeEntries(pythonPathVariable.exec(pathWord.value)![1]!)) pythons.push(from(pythonFolder(), entry))
       }
+    }
+    // A `PERL5LIB` the same way (round 26: `PERL5LIB=. shasum f` ran a repository's `strict.pm`, Perl 5.36).
+    const perlCarried = perlWords(words).at(-1)
+    const perlWord = perlCarried ?? perlPath
+    if (exports(program, args)) perlPath = perlCarried ?? perlPath
+    else if (perlWord !== undefined) {
+      if (perlWord.expands) pythonsUnknown.push(`${perlWord.raw}: the shell expands it when the command runs`)
+      else for (const entry of relativeEntries(perlPathVariable.exec(perlWord.value)![1]!)) perls.push(from(pythonFolder(), entry))
     }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -967,7 +983,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))],
     pythons: [
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
-      ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder }))
+      ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
+      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }
 
