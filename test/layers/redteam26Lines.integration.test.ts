@@ -149,3 +149,15 @@ describe("one level deeper: PERL5LIB, Perl's PYTHONPATH (CommandPaths, PythonSha
     expect((await decide(perlFolder("strict.pm"), "shasum a.txt")).decision).toBe("allow")
   })
 })
+
+describe("held: pagers and external diffs a repository's config names (GitPrograms)", () => {
+  it("git log with core.pager, git diff with diff.external ask (git 2.39 runs the external diff for a changed file)", async () => {
+    const pager = repository(`[core]\n\tpager = "touch pager-ran; cat"\n`)
+    expect((await decide(pager, "git log --oneline")).policy).toBe("repository-git")
+    const external = repository(`[diff]\n\texternal = "sh -c 'touch ../external-ran'"\n`)
+    writeFileSync(join(external, "a.txt"), "b\n")
+    execFileSync("/bin/sh", ["-c", "git diff || true"], { cwd: external, stdio: "pipe" })
+    expect(existsSync(join(external, "..", "external-ran"))).toBe(true)
+    expect((await decide(external, "git diff")).policy).toBe("repository-git")
+  })
+})
