@@ -464,6 +464,8 @@ const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module:
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s
 /** `PERL5LIB=…`/`PERLLIB=…`, whose entries any Perl the command starts (`shasum`, `json_pp`, `prove`) searches before its own library. */
 const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
+/** The words of a command that set `PERL5LIB`/`PERLLIB` (one the shell expands too). */
+const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
 /** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
 const relativeEntries = (value: string): ReadonlyArray<string> =>
   value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
@@ -812,7 +814,6 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       pythonSafe = programWord !== undefined && exportedBy(NodePath.basename(programWord.value), words.slice(at + 1)).some((v) => PythonShadows.safePath.test(v))
     }
     const pathWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => w.raw.startsWith("PYTHONPATH=") || pythonPathVariable.test(w.value))
-    const perlWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
       perlPath = perlWords(words).at(-1) ?? perlPath
