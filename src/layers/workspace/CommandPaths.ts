@@ -154,7 +154,7 @@ const gitAt = (program: string, args: ReadonlyArray<CommandLine.Word>): { readon
 }
 
 /** Programs that move, remove, copy, link or unpack files: what a folder holds may be another's after them (see `Named.swapped`). */
-const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink"])
+const swaps = new Set(["mv", "rm", "rmdir", "cp", "rsync", "ln", "tar", "bsdtar", "unzip", "install", "ditto", "cpio", "unlink", "scp"])
 
 /** find's actions that run a program: `-execdir` and `-okdir` in the folder of each file found. */
 const findRuns = new Set(["-exec", "-execdir", "-ok", "-okdir"])
@@ -215,7 +215,9 @@ const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
 
 /** Shell words that open a compound command or negate one: the program is the word after them (`{ cd x; }`, `f(){ cd x; }`, `! cd x`). */
-const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do"])
+const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", "until", "do",
+  // zsh's `-` precommand modifier runs the command after it (`zsh -c '- git -C x status'`; in bash, a command not found).
+  "-"])
 
 /**
  * The words of the command the line's own shell runs, after the words that run it there: `command`
@@ -225,8 +227,8 @@ const reservedWords = new Set(["{", "!", "if", "then", "else", "elif", "while", 
  */
 const shellRuns = (words: ReadonlyArray<string>): ReadonlyArray<string> => {
   let i = 0
-  // zsh's precommand modifiers `noglob` and `nocorrect` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
-  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect") {
+  // zsh's precommand modifiers `noglob`, `nocorrect` and `-` run the builtin after them as well (`zsh -c 'noglob cd x; git status'`).
+  while (words[i] === "command" || words[i] === "builtin" || words[i] === "time" || words[i] === "noglob" || words[i] === "nocorrect" || words[i] === "-") {
     const start = i++
     for (; words[i] === "--" || /^-[pvV]+$/.test(words[i] ?? ""); i++) if (/[vV]/.test(words[i]!)) return words.slice(start)
     // bash: `time [-p] [!] pipeline`, `time { list; }` run in the line's shell too.
@@ -386,6 +388,9 @@ const movesTo = (words: ReadonlyArray<string>): string | undefined => {
     if ((w === "-C" || w === "--chdir") && words[i + 1] !== undefined) return words[i + 1]
     if (/^-C./.test(w)) return w.slice(2)
     if (w.startsWith("--chdir=")) return w.slice("--chdir=".length)
+    // env's options end at its program (`env pip3 -C x` does not move): past `-u NAME`, `-a NAME` and its assignments.
+    if (w === "-u" || w === "--unset" || w === "-a" || w === "--argv0") i++
+    else if (w === "--" || w === "-S" || (!w.startsWith("-") && !assignment.test(w))) break
   }
   return undefined
 }
@@ -432,11 +437,38 @@ const gitTemplateVariables = /^(?:GIT_(?:TEMPLATE_DIR|CONFIG\w*)|CURL_HOME|XDG_C
 const pythonNames = /^(?:python[0-9.]*(?:-dbg|d)?|pypy[0-9.]*|py)$/
 /** Tools whose `run` starts the Python named after it in a project's environment (`poetry run python -m …`). */
 const pythonRunners = /^(?:uv|poetry|pdm|hatch|pipenv|conda|mamba|micromamba|rye)$/
-/** `uv run -m mod` (`--module`): uv's own Python runs the module, as `python -m` does. */
-const uvRunsModule = (program: string, args: ReadonlyArray<string>) =>
-  program === "uv" && args[0] === "run" && args.some((a) => a === "-m" || a === "--module" || a.startsWith("--module="))
+/** uv's options (its own, and `run`'s) that take the next word as their value, unless given with `=`. */
+const uvTakesValue = /^(?:-[pCPw]|--(?:directory|project|cache-dir|config-file|color|python|python-preference|python-fetch|allow-insecure-host|with|with-editable|with-requirements|extra|group|only-group|no-group|package|index|default-index|index-url|extra-index-url|find-links|index-strategy|keyring-provider|resolution|prerelease|exclude-newer|link-mode|env-file|config-setting|refresh-package|reinstall-package|upgrade-package))$/
+/**
+ * `uv [options] run [options] -m mod` (`--module`): uv's own Python runs the module, as `python -m` does, in the folder
+ * `--directory` names (uv moves there first). Before, only `uv run -m` was read: `uv --quiet run -m json.tool` was not.
+ */
+const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module: boolean; readonly directory?: string } | undefined => {
+  if (program !== "uv") return undefined
+  let run = false
+  let directory: string | undefined
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!
+    if (!run && a === "run") run = true
+    else if (!a.startsWith("-")) break
+    else if (run && (a === "-m" || a === "--module" || a.startsWith("--module="))) return { module: true, ...(directory === undefined ? {} : { directory }) }
+    else if (a.startsWith("--directory=")) directory = a.slice("--directory=".length)
+    else if (uvTakesValue.test(a)) {
+      if (a === "--directory" && args[i + 1] !== undefined) directory = args[i + 1]
+      i++
+    }
+  }
+  return run ? { module: false, ...(directory === undefined ? {} : { directory }) } : undefined
+}
 /** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s
+/** `PERL5LIB=…`/`PERLLIB=…`, whose entries any Perl the command starts (`shasum`, `json_pp`, `prove`) searches before its own library. */
+const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
+/** The words of a command that set `PERL5LIB`/`PERLLIB` (one the shell expands too). */
+const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
+/** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
+const relativeEntries = (value: string): ReadonlyArray<string> =>
+  value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
 /**
  * What a command exports for the commands after it: its `NAME=value` words when it is `export`
  * (not `export -n`) or `declare`/`typeset`/`local` with `-x`. A prefix (`X=1 cmd`) holds for its command only.
@@ -692,6 +724,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythons: Array<string> = []
   // Why a Python's folder is known only when it runs (a `PYTHONPATH` the shell expands).
   const pythonsUnknown: Array<string> = []
+  // The folders a line's Perls search first (a relative `PERL5LIB` entry), checked as the Pythons' are.
+  const perls: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -706,6 +740,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   let pythonSafe = false
   // The `PYTHONPATH` words the line set or exported so far (the last one holds).
   let pythonPath: CommandLine.Word | undefined
+  let perlPath: CommandLine.Word | undefined
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -720,7 +755,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
-    pythons.push(...inner.pythons.map((at) => at.base))
+    for (const at of inner.pythons) (at.language === "perl" ? perls : pythons).push(at.base)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -781,6 +816,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const pathWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => w.raw.startsWith("PYTHONPATH=") || pythonPathVariable.test(w.value))
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
+      perlPath = perlWords(words).at(-1) ?? perlPath
       continue
     }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -841,8 +877,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const plainlyBefore = pythonWord >= at && words.slice(at, pythonWord).every((w, k) => (k === 0 ? w.value === "env" : assignment.test(w.value)))
     const safePath = (pythonSafe || words.some((w) => PythonShadows.safePath.test(w.value))) && (pythonWord === at || plainlyBefore)
     const started = pythonWord >= 0 ? PythonShadows.pythonStart(words.slice(pythonWord + 1).map((w) => w.value), safePath) : undefined
-    const pythonFolder = () => (pythonWord > at ? movesTo(words.slice(at, pythonWord).map((w) => w.value)) : undefined) ?? ""
-    if (started?.fromFolder === true || uvRunsModule(program, args.map((w) => w.value))) pythons.push(pythonFolder())
+    // The folder the program (or the Python a wrapper or uv starts) runs in: `env -C sub pip3`, `uv --directory sub run …`.
+    const uv = uvRun(program, args.map((w) => w.value))
+    const pythonFolder = () => uv?.directory ?? movesTo(words.slice(at, pythonWord > at ? pythonWord : program === "env" ? words.length : at).map((w) => w.value)) ?? ""
+    if (started?.fromFolder === true || uv?.module === true) pythons.push(pythonFolder())
     // A `PYTHONPATH` the command carries or the line set before: each relative entry is a folder any Python it starts
     // (`pip3`, `pytest`, a script's) imports from, unless `-E`/`-I` has it ignore the environment.
     const carried = pathWords(words).at(-1)
@@ -851,10 +889,16 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     else if (pathWord !== undefined && started?.ignoresEnv !== true) {
       if (pathWord.expands) pythonsUnknown.push(`${pathWord.raw}: the shell expands it when the command runs`)
       else {
-        for (const entry of pythonPathVariable.exec(pathWord.value)![1]!.split(":")) {
-          if (!entry.startsWith("/") && !entry.startsWith("~")) pythons.push(from(pythonFolder(), NodePath.normalize(entry === "" ? "." : entry)))
-        }
+        for (const entry of relativeEntries(pythonPathVariable.exec(pathWord.value)![1]!)) pythons.push(from(pythonFolder(), entry))
       }
+    }
+    // A `PERL5LIB` the same way (round 26: `PERL5LIB=. shasum f` ran a repository's `strict.pm`, Perl 5.36).
+    const perlCarried = perlWords(words).at(-1)
+    const perlWord = perlCarried ?? perlPath
+    if (exports(program, args)) perlPath = perlCarried ?? perlPath
+    else if (perlWord !== undefined) {
+      if (perlWord.expands) pythonsUnknown.push(`${perlWord.raw}: the shell expands it when the command runs`)
+      else for (const entry of relativeEntries(perlPathVariable.exec(perlWord.value)![1]!)) perls.push(from(pythonFolder(), entry))
     }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -940,7 +984,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     filled: [...new Set(places.flatMap((place) => filled.map((folder) => from(place, folder))))],
     pythons: [
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
-      ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder }))
+      ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
+      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }
 

@@ -24,17 +24,24 @@ import * as GlobalOptions from "./GlobalOptions.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
 const unpackers = new Set([
-  "tar", "bsdtar", "unzip", "cpio", "bsdcpio", "ar", "patch", "jar", "7z", "7za", "7zr", "7zz", "7zzs", "pax", "lha", "unrar", "rar", "unar", "dpkg-deb"
+  "tar", "bsdtar", "unzip", "cpio", "bsdcpio", "ar", "patch", "jar", "7z", "7za", "7zr", "7zz", "7zzs", "pax", "lha", "unrar", "rar", "unar", "dpkg-deb",
+  // Round 26: cabextract (`-d dir`), unsquashfs (`-d dir`, else `squashfs-root`; `-f` writes into one already there).
+  "cabextract", "unsquashfs"
 ])
 
 /** Compressors that, given `-r`, decompress (or compress) every file below the folders they name, in place. */
 const recursiveCompressors = new Set(["gzip", "gunzip", "pigz", "unpigz", "zstd", "unzstd", "lz4", "brotli"])
 
 /** Downloaders that name the files they write from the URL or the server's answer (`wget http://h/.git` writes `./.git`). */
-const downloaders = new Set(["wget", "curl", "aria2c"])
+const downloaders = new Set([
+  "wget", "curl", "aria2c",
+  // Round 26: wget2 (as wget), axel (`-o` names a file or a folder), and those whose files are named by the server or by
+  // commands they read (lftp's `mirror`, sftp's `get -r`, ftp, tftp, smbclient, httrack, yt-dlp): they fill cwd.
+  "wget2", "axel", "lftp", "sftp", "ftp", "tftp", "smbclient", "httrack", "yt-dlp", "youtube-dl"
+])
 
 /** Programs that copy, move or link named sources into a destination. */
-const placers = new Set(["cp", "mv", "ln", "install", "rsync", "ditto"])
+const placers = new Set(["cp", "mv", "ln", "install", "rsync", "ditto", "scp"])
 
 /** Runners that give a program words the line does not show (their input, what find finds). */
 const runners = new Set(["xargs", "parallel", "find"])
@@ -91,6 +98,10 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
       return args[0] === "x" || args[0] === "e" ? into([...args.slice(2).filter((w) => w.endsWith("/")), ...args.filter((w) => w.startsWith("-op")).map((w) => w.slice(3))]) : []
     case "unar":
       return into(valuesOf(args, "-o", "-output-directory"))
+    case "cabextract":
+      return args.some((w) => /^(?:-[lt]|--(?:list|test))$/.test(w)) ? [] : into(valuesOf(args, "-d", "--directory"))
+    case "unsquashfs":
+      return args.some((w) => /^-(?:l|ll|lls|lc|llc|ls|lln|s|stat|cat|mkfs-time|fstime)$/.test(w)) ? [] : valuesOf(args, "-d", "-dest").concat(args.some((w) => w === "-d" || w === "-dest") ? [] : ["squashfs-root"])
     case "dpkg-deb":
       return args.some((w) => /^(?:-[xXR]|--(?:extract|vextract|raw-extract))$/.test(w)) ? args.filter((w) => !w.startsWith("-")).slice(1, 2) : []
     default:
@@ -100,6 +111,9 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
 
 /** Options of the placers that take the next word as their value (`cp -S .bak`, `rsync -e ssh`, `install -m 644`). */
 const takesValue = /^(?:-[tSeTfmogB]|--(?:target-directory|suffix|rsh|exclude|include|filter|backup-dir|mode|owner|group|files-from|exclude-from|include-from|link-dest|compare-dest|copy-dest|partial-dir|temp-dir|chmod|chown|log-file))$/
+
+/** A source of `scp` or `rsync` on another host whose pattern that host expands (`scp -r 'h:x/*' .`): its names are the host's. */
+const remoteGlob = (program: string, source: string): boolean => (program === "scp" || program === "rsync") && /^[^/]*:/.test(source) && /[*?[]/.test(source)
 
 /** What a copy, move or link fills (a folder's contents copied into it) and the names its sources land as. */
 const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { readonly filled: ReadonlyArray<string>; readonly landed: ReadonlyArray<string> } => {
@@ -114,7 +128,7 @@ const placed = (program: string, words: ReadonlyArray<CommandLine.Word>): { read
   // `x/.` (and rsync's `x/`) copies x's contents; ditto always does; a glob's names are known when it runs. So does
   // BSD's (macOS's) `cp -R x/ d`: GNU cp copies x itself, which is asked about here as a fill too.
   const contents = (w: CommandLine.Word) =>
-    program === "ditto" || CommandLine.isGlob(w) || w.value.endsWith("/.") || ((program === "rsync" || program === "cp") && w.value.endsWith("/"))
+    program === "ditto" || CommandLine.isGlob(w) || w.value.endsWith("/.") || ((program === "rsync" || program === "cp") && w.value.endsWith("/")) || remoteGlob(program, w.value)
   const filled = sources.some(contents) ? [destination] : []
   const landed = sources.filter((w) => !contents(w)).flatMap((w) => {
     const name = NodePath.basename(w.value)
@@ -199,6 +213,27 @@ const unpackedByModule = (names: ReadonlyArray<string>, values: ReadonlyArray<st
 const recompressed = (args: ReadonlyArray<string>): ReadonlyArray<string> =>
   args.some((w) => w === "--recursive" || /^-[a-zA-Z0-9]*r/.test(w)) ? args.filter((w) => !w.startsWith("-")) : []
 
+/** wgetrc commands (`-e robots=off`) that leave `-O`'s one file the only one written: the common ones, none recursive. */
+const wgetOneFileSettings = new Set([
+  "robots", "checkcertificate", "useragent", "timeout", "dnstimeout", "connecttimeout", "readtimeout", "tries", "wait", "waitretry",
+  "header", "httpproxy", "httpsproxy", "noproxy", "useproxy", "progress", "quiet", "verbose", "retryconnrefused", "showprogress"
+])
+
+/**
+ * Whether every setting wget's `-e`/`--execute` gives (`-e robots=off`, `-erobots=off`, `--execute=…`, by any prefix of
+ * `--execute`) is one of those: any other may make it recursive (`-e recursive=on`), and `-O` then names no one file.
+ * wget reads a command's name without case, `_` or `-` (`check_certificate`). Before, any `-e` filled cwd next to `-O`.
+ */
+const wgetSettingsKeepOne = (args: ReadonlyArray<string>): boolean =>
+  args.every((w, i) => {
+    const cluster = /^-[Vhbdqv4F6cNSxErkKmpHL]*e(.*)$/.exec(w)
+    const long = /^--exe(?:c(?:u(?:te?)?)?)?(?:=(.*))?$/.exec(w)
+    if (cluster === null && long === null) return true
+    const value = cluster !== null ? (cluster[1] === "" ? args[i + 1] : cluster[1]) : long![1] ?? args[i + 1]
+    const name = /^\s*([A-Za-z_-]+)\s*=/.exec(value ?? "")?.[1]?.toLowerCase().replace(/[_-]/g, "")
+    return name !== undefined && wgetOneFileSettings.has(name)
+  })
+
 /**
  * Where a downloader writes files whose names the URL or the server gives: wget (unless `-O` names
  * the one file), `curl -O`/`--remote-name` (`-o` names it), aria2c; into `-P`/`--output-dir`/`-d`,
@@ -213,7 +248,7 @@ const downloadedInto = (program: string, args: ReadonlyArray<string>, configured
       const named = args.some((w) => /^-[Vhbdqv4F6cNSxErkKmpHL]*O/.test(w) || /^--output-d/.test(w))
       // `-r`/`-m`/`-p` (GNU's long options are read by any prefix, `--recur`), or settings that may hold them:
       // `-e`, `--execute`, a startup file (`--config`, `WGETRC`, the `.wgetrc` of the home the line names).
-      const more = configured || args.some((w) => /^-[Vhbdqv4F6cNSxErkKmpHL]*[rmpe]|^--(?:rec|mi|pag|exe|conf)/.test(w))
+      const more = configured || args.some((w) => /^-[Vhbdqv4F6cNSxErkKmpHL]*[rmp]|^--(?:rec|mi|pag|conf)/.test(w)) || !wgetSettingsKeepOne(args)
       return named && !more ? [] : into(valuesOf(args, "-P", "--directory-prefix"))
     }
     case "curl": {
@@ -222,8 +257,15 @@ const downloadedInto = (program: string, args: ReadonlyArray<string>, configured
       if (args.some((w) => /^-[a-zA-Z]*K/.test(w) || /^--config(?:=|$)/.test(w)) || (configured && !/^(?:-q|--disable)$/.test(args[0] ?? ""))) return ["."]
       return args.some((w) => /^-[a-zA-Z]*[OJ]/.test(w) || /^--remote-(?:name|header-name)/.test(w)) ? into(valuesOf(args, "--output-dir", "--output-dir")) : []
     }
-    default:
+    case "wget2":
+      return downloadedInto("wget", args, configured)
+    case "axel":
+      return into(valuesOf(args, "-o", "--output"))
+    case "aria2c":
       return into(valuesOf(args, "-d", "--dir"))
+    // sftp gets into cwd (or where its batch file's `lcd` says); the others write where the server or what they read say.
+    default:
+      return ["."]
   }
 }
 

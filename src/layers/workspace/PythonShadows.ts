@@ -7,7 +7,8 @@
  * a line is a choice to run the standard library's code and the line's, not a repository's file
  * named like a standard module: the policy asks then, naming the file. `-I` and `-P` (or
  * `PYTHONSAFEPATH` on the line) leave the folder off the path; `python3 s.py` runs a file the line
- * names, whose folder is the repository's code already.
+ * names, whose folder is the repository's code already. A relative `PERL5LIB`/`PERLLIB` entry does the same for
+ * any Perl the line starts (`PERL5LIB=. shasum f` loads a repository's `strict.pm`; round 26).
  *
  * @since 0.1.0
  * @internal
@@ -63,7 +64,26 @@ const moduleOf = (entry: string): string | undefined => /^([A-Za-z_][A-Za-z0-9_]
 export interface PythonAt {
   readonly base: string
   readonly unknownFolder?: string | undefined
+  /** A folder a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands in for Perl's own: see `perlShadowable`. */
+  readonly language?: "perl" | undefined
 }
+
+/**
+ * The top-level names of Perl's core modules (and namespaces: `File/Basename.pm`) its tools load unasked: `strict`,
+ * `warnings`, `Getopt::Long`, `JSON::PP` (`shasum`, `json_pp`, `prove`, `cpan`, `perldoc` are Perl). A heuristic,
+ * as `toolModules`: a repository's own `lib/My/App.pm` named by `PERL5LIB=lib` is the rule's.
+ */
+const perlModules = new Set((
+  "strict warnings vars utf8 feature constant lib integer bytes overload overloading parent base fields bigint bignum " +
+  "Carp Config Cwd Exporter Fcntl POSIX Errno Encode Storable Socket Symbol SelectSaver Tie Time Text Term Test IO File " +
+  "Getopt Data Digest MIME JSON List Scalar Hash Sub Pod Unicode B Benchmark CPAN ExtUtils Module Params Safe Opcode " +
+  "DynaLoader XSLoader AutoLoader SelfLoader Math Memoize Sys Thread threads Filter Env English FindBin I18N " +
+  "IPC Locale Net PerlIO Search attributes autodie autouse bigrat blib charnames deprecate diagnostics encoding if less " +
+  "locale mro open ops re sigtrap sort subs version vmsish"
+).split(" "))
+
+/** A module name a folder's entry gives Perl: `X.pm`, `X.pmc`, a namespace folder `X/`. */
+const perlShadowable = (entry: string, isFolder: boolean): boolean => perlModules.has(isFolder ? entry : /^(.+)\.pmc?$/.exec(entry)?.[1] ?? "")
 
 /** A variable that leaves the folder off Python's path (any non-empty value). */
 export const safePath = /^PYTHONSAFEPATH=./
@@ -148,6 +168,10 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): 
     }
     for (const entry of entries) {
       const path = NodePath.join(at.base, entry.name)
+      if (at.language === "perl") {
+        if (perlShadowable(entry.name, entry.isDirectory() || (entry.isSymbolicLink() && !/\.pmc?$/.test(entry.name)))) found.add(path)
+        continue
+      }
       const module = moduleOf(entry.name)
       // A file (or a link) named like a module; a folder named like a package (a link to one too) holding `__init__.py`.
       if (module !== undefined && shadowable(module)) found.add(path)
