@@ -6,7 +6,6 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,6 +17,7 @@ import * as Stream from "effect/Stream"
 import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import type { AnthropicModelProvider as AnthropicPublic } from "../anthropic.js"
 import { CliError } from "./CliError.js"
+import * as ConfigProblem from "./ConfigProblem.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
 import * as NodeServices from "./NodeServices.js"
@@ -85,11 +85,7 @@ const thinkingOptions = (choice: Choice, anthropic: AnthropicThinking) =>
     const replaced = (key: ThinkingKey) => flags[key] !== undefined || (kindByFlag && (key === "thinking" || key === "thinkingBudget"))
     const fromEnvironment = yield* Effect.forEach(thinkingKeys.filter((key) => !replaced(key)), (key) =>
       Effect.map(
-        Effect.mapError(anthropic.thinkingConfigs[key] as Config.Config<Option.Option<unknown>>, (error) =>
-          new CliError({
-            reason: "invalid_arguments",
-            message: terminalSafe(ConfigError.isInvalidData(error) ? `${anthropic.thinkingVariables[key]}: ${error.message}` : `${anthropic.thinkingVariables[key]} cannot be read`)
-          })),
+        Effect.mapError(anthropic.thinkingConfigs[key] as Config.Config<Option.Option<unknown>>, ConfigProblem.toCliError),
         Option.match({ onNone: () => [], onSome: (value) => [[key, value] as const] })
       ))
     const options = { ...Object.fromEntries(fromEnvironment.flat()), ...definedOnly(flags) } as ThinkingOptions
@@ -215,7 +211,7 @@ export const chosen = (choice: Choice) =>
         notice: Console.error(`effect-agent: answering with ${model}${thinks}.`),
         layer: AnthropicModelProvider.layerConfig(
           Config.map(withOverrides(AnthropicModelProvider.connectionConfig, { ...overrides, promptCaching: caching }), (options) => ({ ...options, ...thinking }))
-        )
+        ).pipe(Layer.mapError(ConfigProblem.toCliError))
       }
     }
     if (picked === "openai") {
@@ -233,7 +229,7 @@ export const chosen = (choice: Choice) =>
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),
         layer: Option.isSome(openAiKey)
-          ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
+          ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides)).pipe(Layer.mapError(ConfigProblem.toCliError))
           : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
       }
     }
