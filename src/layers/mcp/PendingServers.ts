@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 
 /** Servers started for a session that does not exist yet. */
 export interface PendingServers {
@@ -47,6 +48,26 @@ export const startThenBind = <S extends { readonly sessionId: string }, E, R, E2
           Effect.tapErrorCause(() => pending.discard),
           Effect.tap((session) => pending.bind(session.sessionId))
         )
+        : Effect.fail(wrongShape())
+    )
+  )
+
+/**
+ * Starts the servers of an existing session, runs `load` (interruptible, as the caller is), and binds
+ * them to the session only when it succeeds: a load that fails, is cancelled or interrupted stops
+ * them and leaves the session with the servers it had (`session/load` cancelled mid-way). Servers of
+ * the wrong shape fail with `wrongShape` before `load` runs.
+ */
+export const startThenBindOnSuccess = <A, E, R, E2, R2, E3>(
+  start: Effect.Effect<PendingServers, E, R>,
+  sessionId: string,
+  load: Effect.Effect<A, E2, R2>,
+  wrongShape: () => E3
+): Effect.Effect<A, E | E2 | E3, R | R2> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(restore(start), (pending): Effect.Effect<A, E2 | E3, R2> =>
+      isPendingServers(pending)
+        ? restore(load).pipe(Effect.onExit((exit) => Exit.isSuccess(exit) ? pending.bind(sessionId) : pending.discard))
         : Effect.fail(wrongShape())
     )
   )
