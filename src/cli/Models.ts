@@ -96,6 +96,14 @@ const thinkingOptions = (choice: Choice, anthropic: AnthropicThinking) =>
     return yield* new CliError({ reason: "invalid_arguments", message: `${source}: ${why}` })
   })
 
+/**
+ * What the run asks of thinking, for its banner: from the options it sends (the flags over the
+ * environment's), not the flags alone — `ANTHROPIC_THINKING=adaptive` asked and was not shown.
+ */
+const thinkingShown = (options: ThinkingOptions): string =>
+  (options.thinking === "adaptive" ? ", thinking adaptively" : options.thinkingBudget !== undefined ? `, thinking up to ${options.thinkingBudget} tokens` : "") +
+  (options.effort === undefined ? "" : `, effort ${options.effort}`)
+
 /** The entries whose value is not `undefined`: an absent option is no key at all. */
 const definedOnly = <A extends object>(options: A): Partial<A> => Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
 
@@ -203,9 +211,8 @@ export const chosen = (choice: Choice) =>
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
       const thinking = yield* thinkingOptions(choice, AnthropicModelProvider)
-      const flags = thinkingFlags(choice)
       const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
-      const thinks = flags.thinking !== undefined ? ", thinking adaptively" : flags.thinkingBudget !== undefined ? `, thinking up to ${flags.thinkingBudget} tokens` : ""
+      const thinks = thinkingShown(thinking)
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}${thinks}.`),
