@@ -477,8 +477,13 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
     const replay = (client: acp.AgentContext, sessionId: string, cwd: string, policy: PermissionPolicy.Options, signal: AbortSignal) =>
       Effect.gen(function*() {
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
-        const session: Served = sessions.get(sessionId) ?? { sessionId, cwd, running: undefined, title: undefined }
+        const opened = sessions.get(sessionId)
+        const session: Served = opened ?? { sessionId, cwd, running: undefined, title: undefined }
         sessions.set(sessionId, session)
+        // A load that does not succeed (cancelled, a store error) does not open the session on this connection.
+        yield* Effect.addFinalizer((exit) => Effect.sync(() => {
+          if (Exit.isFailure(exit) && opened === undefined && sessions.get(sessionId) === session) sessions.delete(sessionId)
+        }))
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
         let title: string | undefined
@@ -500,7 +505,7 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         // nothing (a $/cancel_request cancels its request, not the turn): a paused turn stays paused for a later load.
         if (signal.aborted) return yield* Effect.fail(acp.RequestError.requestCancelled())
         return { pending, session }
-      })
+      }).pipe(Effect.scoped)
 
     const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
       Effect.gen(function*() {

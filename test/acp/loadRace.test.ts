@@ -230,7 +230,7 @@ describe("acp: session/load racing session/prompt", () => {
         }
       })
     await Effect.runPromise(Effect.gen(function*() {
-      const { asked, client, close, gates, load, open, wait } = yield* connected("cancel-request", { sessionServers })
+      const { asked, client, close, gates, load, open, sessionId, wait } = yield* connected("cancel-request", { sessionServers })
       const controller = new AbortController()
       const loaded = yield* Effect.promise(async () => {
         const loading = load(controller.signal)
@@ -244,6 +244,9 @@ describe("acp: session/load racing session/prompt", () => {
       expect(loaded.ok ? "loaded" : loaded.error.code).toBe(-32800)
       expect(asked).toEqual([])
       expect(servers).toEqual(["started", "stopped"])
+      // The cancelled load did not open the session on this connection: a prompt is told to load it.
+      const prompted = yield* Effect.promise(() => settled(client.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hi" }] })))
+      expect(prompted.ok ? "answered" : prompted.error.code).toBe(-32002)
       // Still paused: nothing was closed.
       expect(turnEnds(yield* close)).toEqual([])
     }))
