@@ -473,21 +473,17 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
           ))
       })
 
-    const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
+    /** A load's replay to the client, and the paused turn's calls; fails cancelled when the client cancelled the load meanwhile. */
+    const replay = (client: acp.AgentContext, sessionId: string, cwd: string, policy: PermissionPolicy.Options, signal: AbortSignal) =>
       Effect.gen(function*() {
-        const { sessionId } = params
-        const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
-        if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
-          return yield* Effect.fail(acp.RequestError.invalidParams(
-            { errorCode: "cwd_mismatch", field: "cwd" },
-            "a session's cwd is fixed when it is created; start a new session for another directory"
-          ))
-        }
-        const policy = yield* policyFor(state.cwd)
-        yield* withServers(state.cwd, yield* mcpServersOf(params.mcpServers ?? []), Effect.succeed({ sessionId }))
         if (sessionModes !== undefined) yield* sessionModes.configure(sessionId, policy)
-        const session: Served = sessions.get(sessionId) ?? { sessionId, cwd: state.cwd, running: undefined, title: undefined }
+        const opened = sessions.get(sessionId)
+        const session: Served = opened ?? { sessionId, cwd, running: undefined, title: undefined }
         sessions.set(sessionId, session)
+        // A load that does not succeed (cancelled, a store error) does not open the session on this connection.
+        yield* Effect.addFinalizer((exit) => Effect.sync(() => {
+          if (Exit.isFailure(exit) && opened === undefined && sessions.get(sessionId) === session) sessions.delete(sessionId)
+        }))
         // The whole conversation, the user's messages included, in log order.
         const replayed = new Map<string, AcpMapper.Call>()
         let title: string | undefined
@@ -508,6 +504,30 @@ export const serve = (stream: acp.Stream, options: Options = {}): Effect.Effect<
         // The client cancelled this load ($/cancel_request) meanwhile: it answers cancelled and asks
         // nothing (a $/cancel_request cancels its request, not the turn): a paused turn stays paused for a later load.
         if (signal.aborted) return yield* Effect.fail(acp.RequestError.requestCancelled())
+        return { pending, session }
+      }).pipe(Effect.scoped)
+
+    const loadHeld = (params: acp.LoadSessionRequest, client: acp.AgentContext, running: Running, signal: AbortSignal) =>
+      Effect.gen(function*() {
+        const { sessionId } = params
+        const state = yield* engine.sessionState({ sessionId }).pipe(Effect.mapError(requestErrorOf))
+        if (params.cwd !== state.cwd && (yield* asStored(params.cwd)) !== state.cwd) {
+          return yield* Effect.fail(acp.RequestError.invalidParams(
+            { errorCode: "cwd_mismatch", field: "cwd" },
+            "a session's cwd is fixed when it is created; start a new session for another directory"
+          ))
+        }
+        const policy = yield* policyFor(state.cwd)
+        const servers = yield* mcpServersOf(params.mcpServers ?? [])
+        // The servers start first (one that cannot start refuses the load) and become the session's
+        // only once the load has succeeded: a load cancelled or failed mid-way stops them, and the
+        // session keeps the servers it had (before, they were bound before the replay).
+        const { pending, session } = yield* Pending.startThenBindOnSuccess(
+          prepareServers(state.cwd, servers),
+          sessionId,
+          replay(client, sessionId, state.cwd, policy, signal),
+          () => acp.RequestError.internalError(undefined, Pending.expectedShape)
+        )
         // A session/cancel during the load closed the paused turn: nothing is left to ask.
         if (pending.length > 0 && !running.cancelled) {
           // Re-asked before the answer (the requests are queued for writing now), answered in the

@@ -13,6 +13,7 @@ import type * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
 import { EventStore, JsonlEventStore, SessionNotFound, StartedSessions, TrustStore } from "../index.js"
 import { CliError } from "./CliError.js"
+import * as ConfigProblem from "./ConfigProblem.js"
 import * as DataDirIgnore from "./DataDirIgnore.js"
 import type { Storage } from "./Flags.js"
 import { withoutFetchSniff } from "./PgLoad.js"
@@ -23,7 +24,7 @@ import { withoutFetchSniff } from "./PgLoad.js"
  */
 export const leaseTtl = Config.option(Config.duration("EFFECT_AGENT_WRITER_LEASE_TTL")).pipe(
   Effect.map(Option.match({ onNone: () => ({}), onSome: (ttl: Duration.Duration) => ({ writerLease: { ttl } }) })),
-  Effect.mapError((error) => new CliError({ reason: "invalid_arguments", message: `EFFECT_AGENT_WRITER_LEASE_TTL: ${error.message}` }))
+  Effect.mapError(ConfigProblem.toCliError)
 )
 
 /** SQLite is an optional peer (a native module): loaded only when chosen, with one clear line when it is missing. */

@@ -7,6 +7,7 @@
 import * as ValidationError from "@effect/cli/ValidationError"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
+import * as ConfigError from "effect/ConfigError"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as HashMap from "effect/HashMap"
@@ -15,6 +16,7 @@ import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
 import * as Option from "effect/Option"
 import { main } from "./Cli.js"
+import * as ConfigProblem from "./ConfigProblem.js"
 import * as ExitCode from "./ExitCode.js"
 import * as NodeServices from "./NodeServices.js"
 import * as PromptExit from "./PromptExit.js"
@@ -88,7 +90,8 @@ const report = (cause: Cause.Cause<unknown>) =>
     if (Option.isSome(failure) && ValidationError.isValidationError(failure.value)) return
     // A turn that ended with an error or was cancelled: the renderer has said so; the exit code tells the rest.
     if (Option.isSome(failure) && ExitCode.isShownOutcome(failure.value)) return
-    const error = Cause.squash(cause)
+    // A configuration value read somewhere no caller turned its error into a usage line: said the same way.
+    const error = Option.isSome(failure) && ConfigError.isConfigError(failure.value) ? ConfigProblem.toCliError(failure.value) : Cause.squash(cause)
     process.stderr.write(`effect-agent: ${Option.isSome(failure) ? "" : "unexpected error: "}${brief(error)}${repairHint(error)}${sessionsHint(error)}\n`)
     if (debug) process.stderr.write(Cause.pretty(cause) + "\n")
   })

@@ -6,7 +6,6 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,6 +17,7 @@ import * as Stream from "effect/Stream"
 import { Address, ApiKey, FakeModelProvider, type McpCassette, ModelProvider, ProjectSettings, TrustStore } from "../index.js"
 import type { AnthropicModelProvider as AnthropicPublic } from "../anthropic.js"
 import { CliError } from "./CliError.js"
+import * as ConfigProblem from "./ConfigProblem.js"
 import { terminalSafe } from "./Terminal.js"
 import type { Choice } from "./ModelFlags.js"
 import * as NodeServices from "./NodeServices.js"
@@ -85,11 +85,7 @@ const thinkingOptions = (choice: Choice, anthropic: AnthropicThinking) =>
     const replaced = (key: ThinkingKey) => flags[key] !== undefined || (kindByFlag && (key === "thinking" || key === "thinkingBudget"))
     const fromEnvironment = yield* Effect.forEach(thinkingKeys.filter((key) => !replaced(key)), (key) =>
       Effect.map(
-        Effect.mapError(anthropic.thinkingConfigs[key] as Config.Config<Option.Option<unknown>>, (error) =>
-          new CliError({
-            reason: "invalid_arguments",
-            message: terminalSafe(ConfigError.isInvalidData(error) ? `${anthropic.thinkingVariables[key]}: ${error.message}` : `${anthropic.thinkingVariables[key]} cannot be read`)
-          })),
+        Effect.mapError(anthropic.thinkingConfigs[key] as Config.Config<Option.Option<unknown>>, ConfigProblem.toCliError),
         Option.match({ onNone: () => [], onSome: (value) => [[key, value] as const] })
       ))
     const options = { ...Object.fromEntries(fromEnvironment.flat()), ...definedOnly(flags) } as ThinkingOptions
@@ -99,6 +95,14 @@ const thinkingOptions = (choice: Choice, anthropic: AnthropicThinking) =>
     const source = flags[key] !== undefined ? `${flagNames[key]} ${flags[key]}` : `${anthropic.thinkingVariables[key]}=${options[key]}`
     return yield* new CliError({ reason: "invalid_arguments", message: `${source}: ${why}` })
   })
+
+/**
+ * What the run asks of thinking, for its banner: from the options it sends (the flags over the
+ * environment's), not the flags alone — `ANTHROPIC_THINKING=adaptive` asked and was not shown.
+ */
+const thinkingShown = (options: ThinkingOptions): string =>
+  (options.thinking === "adaptive" ? ", thinking adaptively" : options.thinkingBudget !== undefined ? `, thinking up to ${options.thinkingBudget} tokens` : "") +
+  (options.effort === undefined ? "" : `, effort ${options.effort}`)
 
 /** The entries whose value is not `undefined`: an absent option is no key at all. */
 const definedOnly = <A extends object>(options: A): Partial<A> => Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<A>
@@ -207,15 +211,14 @@ export const chosen = (choice: Choice) =>
       const { AnthropicModelProvider } = yield* Effect.promise(() => import("../anthropic.js"))
       const caching = yield* promptCaching(choice)
       const thinking = yield* thinkingOptions(choice, AnthropicModelProvider)
-      const flags = thinkingFlags(choice)
       const model = `anthropic ${overrides.model ?? AnthropicModelProvider.defaultModel}`
-      const thinks = flags.thinking !== undefined ? ", thinking adaptively" : flags.thinkingBudget !== undefined ? `, thinking up to ${flags.thinkingBudget} tokens` : ""
+      const thinks = thinkingShown(thinking)
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}${thinks}.`),
         layer: AnthropicModelProvider.layerConfig(
           Config.map(withOverrides(AnthropicModelProvider.connectionConfig, { ...overrides, promptCaching: caching }), (options) => ({ ...options, ...thinking }))
-        )
+        ).pipe(Layer.mapError(ConfigProblem.toCliError))
       }
     }
     if (picked === "openai") {
@@ -233,7 +236,7 @@ export const chosen = (choice: Choice) =>
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),
         layer: Option.isSome(openAiKey)
-          ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))
+          ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides)).pipe(Layer.mapError(ConfigProblem.toCliError))
           : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
       }
     }

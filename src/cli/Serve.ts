@@ -63,9 +63,10 @@ import type { Input } from "./commands/Serve.js"
  * `serve` (its sessions kept editing without asking), and every cwd a client named stayed in memory.
  * At most {@link keptCwds} are kept, the least recently loaded let go (loaded again when asked).
  *
- * The commands' environment (`env`) is the start folder's settings', checked the same way before
- * each `shell` call is decided and before MCP servers start (`envNow`): a revoke or an edit reaches
- * the next command, not only the rules (review 44). Settings of the start folder that cannot be
+ * The commands' environment (`env`) is the start folder's settings', checked the same way when a
+ * `shell` call is inspected, again as its command starts, and before MCP servers start (`envNow`):
+ * a revoke or an edit reaches the next command, not only the rules (review 44), and a command
+ * approved after one runs without what it took away (leftovers 42). Settings of the start folder that cannot be
  * loaded add nothing to it.
  */
 const perCwd = (
@@ -77,7 +78,6 @@ const perCwd = (
   /** A cwd's settings as loaded; `readable: false` with only what still denies (the flags', your own file's). */
   type Kept = { readonly options: PermissionPolicy.Options; readonly readable: boolean; readonly env: Policy.Env; readonly stamp: string }
   const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, readable: true, env: server.loaded.env, stamp: server.stamp }]])
-  let serverEnv: Policy.Env = server.loaded.env
   const keptOf = (cwd: string): Effect.Effect<Kept> =>
     Effect.flatMap(settingsStamp(configDir, cwd), (stamp) => {
       const kept = known.get(cwd)
@@ -91,13 +91,12 @@ const perCwd = (
             known.delete(cwd)
             if (known.size >= keptCwds) known.delete(known.keys().next().value!)
             known.set(cwd, next)
-            if (cwd === serverCwd) serverEnv = next.env
           })
         ),
         Effect.provide(NodeContext.layer)
       )
     })
-  const envNow = Effect.map(keptOf(serverCwd), (kept) => kept.env)
+  const envNow: Effect.Effect<Policy.Env> = Effect.map(keptOf(serverCwd), (kept) => kept.env)
   // When a cwd's settings cannot be loaded (its project file is invalid, say), what still denies: the
   // flags, and your own file when it can be read. Its calls ask, but one of those denies is denied.
   const stillDenying = ProjectSettings.readUser(configDir).pipe(
@@ -114,21 +113,10 @@ const perCwd = (
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
   return {
     envNow,
-    // Getters: the tools spread this object for each command, so they see what was loaded last.
-    env: {
-      get allow() {
-        return serverEnv.allow
-      },
-      get set() {
-        return serverEnv.set
-      }
-    } satisfies Policy.Env,
     layer: Layer.succeed(PermissionEngine.PermissionEngine, {
       decide: (request) =>
         Effect.gen(function*() {
           const cwd = cwdOf(request)
-          // A command runs with the start folder's env: checked now, the call runs with what it is now.
-          if (request.call.tool === "shell" && cwd !== serverCwd) yield* envNow
           const kept = yield* keptOf(cwd)
           return kept.readable ? PermissionPolicy.decide(kept.options, request) : unreadable(kept.options, request)
         }),
@@ -327,7 +315,7 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     // A session's MCP servers (named in POST /sessions, the user's mcp.json, a trusted .mcp.json of
     // its cwd) run in this process: with --cluster another runner may drive the session, so there a body naming servers is refused.
     const mcp = McpServers.configurable()
-    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ env: permissions.env, ...Flags.toolOptions(options) }, options)))
+    const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ envNow: permissions.envNow, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
       Effect.flatMap(permissions.envNow, (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { env, prefix: "effect-agent serve:" }))
     // Started before the session is created (a server that cannot start refuses it, nothing stored);

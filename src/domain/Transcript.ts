@@ -110,6 +110,23 @@ export const withoutActiveThinking = (messages: ReadonlyArray<Message>): Readonl
 }
 
 /**
+ * The JSON characters the thinking of the active assistant turn adds to a request to `to` (what
+ * {@link withoutActiveThinking} takes away from {@link sentTo}'s messages): the length each of its
+ * messages loses without its thinking.
+ */
+export const activeThinkingChars = (messages: ReadonlyArray<Message>, to: { readonly provider: string; readonly model: string }): number => {
+  let start = messages.length
+  while (start > 0 && messages[start - 1]!.role !== "user") start--
+  let chars = 0
+  for (const message of sentTo(messages.slice(start), to)) {
+    if (message.role !== "assistant" || message.thinking === undefined) continue
+    const { thinking: _, ...without } = message
+    chars += JSON.stringify(message).length - JSON.stringify(without).length
+  }
+  return chars
+}
+
+/**
  * A block ended: the text streamed so far with who wrote it and its signature or data (each only
  * when there is one), and where it sat when the response had said something before it.
  */

@@ -510,7 +510,9 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
       provider: "anthropic",
       model,
       maxContextTokens: options.maxContextTokens ?? Support.contextWindow(contextWindows, model, 200_000),
-      images: true
+      images: true,
+      // With a budget a turn that does not open with thinking is sent without its blocks (see thinkingOf).
+      ...(options.thinkingBudget === undefined ? {} : { dropsUnopenedTurnThinking: true })
     },
     // A key no header can carry, or a base URL no request can go to, fails every request saying so, not as the SDK's unknown error.
     stream: (request) =>

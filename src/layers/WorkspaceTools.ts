@@ -78,6 +78,12 @@ export interface Options {
    */
   readonly env?: Environment.Options
   /**
+   * The environment read again each time a `shell` call is inspected and each time its command
+   * starts, in place of `env`: for settings that change while the tools live (`serve` follows
+   * `trust --revoke` and edits), so a call approved after a change runs with what holds then.
+   */
+  readonly envNow?: Effect.Effect<Environment.Options>
+  /**
    * How `shell` isolates commands (see `Sandbox`): `auto` (default) in the workspace sandbox where
    * the OS allows it (Linux with user namespaces: only cwd and a private /tmp writable, credentials
    * hidden, no network), else as well as it can with a warning; `required` fails calls without the
@@ -215,6 +221,7 @@ export const make = (options: Options = {}) =>
     const defaultTimeout = Duration.decode(options.commandTimeout ?? "60 seconds")
     const maxTimeout = Duration.decode(options.maxCommandTimeout ?? "10 minutes")
     const hiddenEnv = [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])]
+    const commandEnv: Effect.Effect<Environment.Options | undefined> = options.envNow ?? Effect.sync(() => options.env)
     // Detected on the first command, once for these tools.
     const isolation = yield* Effect.cached(Sandbox.detect)
     let warnedUnsandboxed = false
@@ -553,7 +560,7 @@ export const make = (options: Options = {}) =>
           // command walks are searched for links out: a command reaching outside cwd is seen.
           const access = risk === "read" ? "read" as const : "write" as const
           const clock = yield* Effect.clock
-          const environment = Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd })
+          const environment = Environment.build(process.env, { ...yield* commandEnv, hidden: hiddenEnv, cwd })
           // CDPATH passed on (env.allow, env.set): `cd sub` may move to `$CDPATH/sub`, not `./sub`.
           const named = CommandPaths.named(command.tokens, shellSyntax, 0, { cdSearched: (environment.CDPATH ?? "") !== "" })
           const paths = yield* CommandPaths.check(named, {
@@ -590,7 +597,8 @@ export const make = (options: Options = {}) =>
             warnedUnsandboxed = true
             yield* Effect.logWarning(weaker)
           }
-          const env = Environment.withSafeGit(Environment.build(process.env, { ...options.env, hidden: hiddenEnv, cwd: context.cwd }))
+          // Read as the command starts: what the settings say now, not when the call was asked about.
+          const env = Environment.withSafeGit(Environment.build(process.env, { ...yield* commandEnv, hidden: hiddenEnv, cwd: context.cwd }))
           // A pinned cwd is its real path as checked (`stillWhereItWas`): resolved again here, a link
           // swapped in since would make where it leads the sandbox's workspace.
           const launch = yield* sandbox.launch({ cwd: context.pinnedCwd === true ? NodePath.resolve(context.cwd) : yield* Paths.realCwd(context.cwd), network: options.network === true, hidden: yield* hiddenPaths, env })
@@ -723,10 +731,10 @@ export const make = (options: Options = {}) =>
     const markRunsLater = (cwd: string, paths: ReadonlyArray<PathAccess>): Effect.Effect<ReadonlyArray<PathAccess>> =>
       !paths.some((p) => p.access === "write" && p.insideCwd)
         ? Effect.succeed(paths)
-        : Effect.promise(async () => {
+        : Effect.flatMap(commandEnv, (env) => Effect.promise(async () => {
           const real = await NodeFs.realpath(path.resolve(cwd)).catch(() => path.resolve(cwd))
           const [home, hooks] = await Promise.all([
-            RunsLater.homeHeldBy(real, options.env?.set?.PATH ?? process.env.PATH),
+            RunsLater.homeHeldBy(real, env?.set?.PATH ?? process.env.PATH),
             RunsLater.hooksFoldersOf(real)
           ])
           const facts = { home, hooks }
@@ -741,7 +749,7 @@ export const make = (options: Options = {}) =>
               ((await inGitFolder()) ? RunsLater.gitFolderReason : undefined)
             return runsLater === undefined ? p : { ...p, runsLater }
           }))
-        })
+        }))
 
     const execute = (call: PreparedCall, context: ToolContext) =>
       context.pinnedCwd === true

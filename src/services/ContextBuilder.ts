@@ -40,6 +40,8 @@ export interface Rendering {
 export interface Recipient {
   readonly provider: string
   readonly model: string
+  /** See `ModelProvider.Capabilities.dropsUnopenedTurnThinking`: the active turn's thinking then is not counted when it is not sent. */
+  readonly dropsUnopenedTurnThinking?: boolean | undefined
 }
 
 /** What a request is built from. */
@@ -112,10 +114,21 @@ const toolTokens = (tools: ReadonlyArray<ToolSpec>): number => {
   return tokens
 }
 
+/** Whether a request to `to` leaves out the thinking of the active turn of `messages` (it does not open with thinking `to` is sent). */
+const dropsActiveThinking = (messages: ReadonlyArray<Transcript.Message>, to: Recipient | undefined): to is Recipient =>
+  to?.dropsUnopenedTurnThinking === true && !Transcript.activeTurnThinks(messages, (block) => Transcript.sendableTo(block, to.provider, to.model))
+
+/** The messages as a request to `to` carries them: other models' thinking left out, and the active turn's when it drops it. */
+const sentMessages = (messages: ReadonlyArray<Transcript.Message>, to: Recipient | undefined): ReadonlyArray<Transcript.Message> => {
+  if (to === undefined) return messages
+  const sent = Transcript.sentTo(messages, to)
+  return dropsActiveThinking(messages, to) ? Transcript.withoutActiveThinking(sent) : sent
+}
+
 /** The token estimate of a request; to `sendsTo`, without the thinking it is not sent. */
 export const estimate = (request: ModelRequest, sendsTo?: Recipient): TokenEstimate => {
   const instruction = Tokens.estimate(request.system)
-  const transcript = Tokens.estimateJson(sendsTo === undefined ? request.messages : Transcript.sentTo(request.messages, sendsTo))
+  const transcript = Tokens.estimateJson(sentMessages(request.messages, sendsTo))
   const tools = toolTokens(request.tools)
   return { instruction, transcript, tools, total: instruction + transcript + tools }
 }
@@ -134,7 +147,12 @@ export const buildWith = (parts: ReadonlyArray<PromptPart>, input: ContextInput)
   const { jsonLength, messages, thinkingChars } = renderingOf(input)
   const request: ModelRequest = { system: compose(parts), messages, tools: input.tools }
   const instruction = Tokens.estimate(request.system)
-  const sent = input.sendsTo !== undefined ? Transcript.sentJsonLength(jsonLength, thinkingChars, input.sendsTo) : jsonLength
+  const sendsTo = input.sendsTo
+  const sent = sendsTo === undefined
+    ? jsonLength
+    : Transcript.sentJsonLength(jsonLength, thinkingChars, sendsTo) -
+      // Only the active turn's messages are looked at again, and only when the request drops their thinking.
+      (dropsActiveThinking(messages, sendsTo) ? Transcript.activeThinkingChars(messages, sendsTo) : 0)
   const transcript = Math.ceil(sent / 4)
   const tools = toolTokens(request.tools)
   return { request, parts, tokens: { instruction, transcript, tools, total: instruction + transcript + tools } }

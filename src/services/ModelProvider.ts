@@ -70,6 +70,12 @@ export interface Capabilities {
    * not gets a note in each image's place, and `read_file` of an image gives it text.
    */
   readonly images?: boolean
+  /**
+   * Whether a request leaves out the active turn's thinking when the turn does not open with
+   * thinking it sends (Anthropic with a thinking budget: the API refuses a turn that toggles
+   * thinking, see `Transcript.activeTurnThinks`); the estimate then does not count it. Default false.
+   */
+  readonly dropsUnopenedTurnThinking?: boolean | undefined
 }
 
 /** The model provider port. */

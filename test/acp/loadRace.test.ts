@@ -94,7 +94,7 @@ const gated = (gates: {
 const settled = <A>(promise: Promise<A>) => promise.then((value) => ({ ok: true as const, value }), (error: unknown) => ({ ok: false as const, error: error as acp.RequestError }))
 
 /** A workspace whose log holds a paused turn, and the agent over it in this process, its engine gated, with the SDK's client. */
-const connected = (name: string) =>
+const connected = (name: string, options: AcpAgent.Options = {}) =>
   Effect.gen(function*() {
     const dataDir = join(dir, name, "data")
     const cwd = join(dir, name, "work")
@@ -111,7 +111,7 @@ const connected = (name: string) =>
     const toAgent = new TransformStream<Uint8Array, Uint8Array>()
     const toClient = new TransformStream<Uint8Array, Uint8Array>()
     const layer = gated(gates).pipe(Layer.provideMerge(engineOn(dataDir, { responses: [{ chunks: ["Done after the load."] }] })))
-    const agent = yield* AcpAgent.serve(acp.ndJsonStream(toClient.writable, toAgent.readable)).pipe(Effect.provide(layer), Effect.fork)
+    const agent = yield* AcpAgent.serve(acp.ndJsonStream(toClient.writable, toAgent.readable), options).pipe(Effect.provide(layer), Effect.fork)
 
     const updates: Array<acp.SessionUpdate> = []
     const asked: Array<acp.RequestPermissionRequest> = []
@@ -131,7 +131,8 @@ const connected = (name: string) =>
     yield* Effect.promise(() => client.request(acp.methods.agent.initialize, { protocolVersion: acp.PROTOCOL_VERSION, clientCapabilities: {} }))
     const wait = (gate: Deferred.Deferred<void>) => Effect.runPromise(Deferred.await(gate))
     const open = (gate: Deferred.Deferred<void>) => Effect.runPromise(Deferred.succeed(gate, undefined))
-    const load = () => settled(client.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }))
+    const load = (cancellationSignal?: AbortSignal) =>
+      settled(client.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }, cancellationSignal === undefined ? undefined : { cancellationSignal }))
     /** The client goes away; the agent's serve returns; the session's log as stored. */
     const close = Effect.gen(function*() {
       yield* Effect.promise(() => toAgent.writable.close())
@@ -212,6 +213,42 @@ describe("acp: session/load racing session/prompt", () => {
       const log = yield* close
       expectWellFormedLog(log)
       expect(turnEnds(log)).toEqual(["cancelled"])
+    }))
+  })
+
+  // Leftovers 42, item 3: a load cancelled ($/cancel_request) while it replayed answered -32800 but had
+  // already made the servers it started the session's (replacing any it had). Now they are bound only
+  // once the load succeeds; a cancelled one stops them. Failed on main (bound, not discarded).
+  it("a $/cancel_request while the load replays: -32800, nothing asked, and the servers it started are stopped, not the session's", async () => {
+    const servers: Array<string> = []
+    const sessionServers: AcpAgent.Options["sessionServers"] = () =>
+      Effect.sync(() => {
+        servers.push("started")
+        return {
+          bind: (id) => Effect.sync(() => servers.push(`bound to ${id}`)),
+          discard: Effect.sync(() => servers.push("stopped"))
+        }
+      })
+    await Effect.runPromise(Effect.gen(function*() {
+      const { asked, client, close, gates, load, open, sessionId, wait } = yield* connected("cancel-request", { sessionServers })
+      const controller = new AbortController()
+      const loaded = yield* Effect.promise(async () => {
+        const loading = load(controller.signal)
+        await wait(gates.replaying)
+        controller.abort()
+        // The agent reads its messages in order: once a later request is answered, the cancel has been read.
+        await client.request(acp.methods.agent.session.list, {})
+        await open(gates.replayGoesOn)
+        return loading
+      })
+      expect(loaded.ok ? "loaded" : loaded.error.code).toBe(-32800)
+      expect(asked).toEqual([])
+      expect(servers).toEqual(["started", "stopped"])
+      // The cancelled load did not open the session on this connection: a prompt is told to load it.
+      const prompted = yield* Effect.promise(() => settled(client.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "hi" }] })))
+      expect(prompted.ok ? "answered" : prompted.error.code).toBe(-32002)
+      // Still paused: nothing was closed.
+      expect(turnEnds(yield* close)).toEqual([])
     }))
   })
 })

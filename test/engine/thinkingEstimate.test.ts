@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
 import * as Layer from "effect/Layer"
 import * as Stream from "effect/Stream"
 import type { AgentEvent } from "../../src/domain/AgentEvent.js"
@@ -12,6 +13,7 @@ import * as Compaction from "../../src/domain/Compaction.js"
 import * as Tokens from "../../src/domain/Tokens.js"
 import * as Transcript from "../../src/domain/Transcript.js"
 import { LiveTranscript } from "../../src/engine/LiveTranscript.js"
+import * as AnthropicModelProvider from "../../src/layers/AnthropicModelProvider.js"
 import * as ContextBuilder from "../../src/services/ContextBuilder.js"
 import * as ModelProvider from "../../src/services/ModelProvider.js"
 import * as WireStreams from "../layers/wireStreams.js"
@@ -76,6 +78,40 @@ describe("the estimate of a request counts the thinking it sends", () => {
     // On another model it is not sent: everything fits the window, nothing to summarise.
     expect(Compaction.cut(transcript, 300, 9, { provider: "anthropic", model: "model-b" })).toBeUndefined()
   })
+
+  // Leftovers 42, item 4: with a thinking budget, a request whose active turn does not open with thinking
+  // (a compaction inside the turn summarised its first step away) asks for none and carries none of the
+  // turn's blocks; the estimate still counted them. Failed on main (the estimate was the thought larger).
+  it.effect("with a budget, a turn a compaction cut so that it no longer opens with thinking: its thinking is not counted", () =>
+    Effect.gen(function*() {
+      const later = "a later thought. ".repeat(400)
+      const cutInTurn = [
+        ...events.slice(0, 5),
+        ev(6, "model.delta", { text: "let me look" }),
+        ev(7, "model.thinking_delta", { text: later }),
+        ev(8, "model.thinking_block", { provider: "anthropic", model: "model-a", signature: "SIG-B" }),
+        ev(9, "model.tool_call_requested", { toolCallId: "c2", tool: "read_file", args: { path: "b" } }),
+        ev(10, "tool.completed", { toolCallId: "c2", result: "y" }),
+        ev(11, "session.compacted", { compactionId: "k", reason: "threshold", summary: "s", firstKeptSequence: 6, tokensBefore: 9, tokensAfter: 3 })
+      ]
+      const transcript = Transcript.replay(cutInTurn)
+      const messages = Transcript.messages(transcript)
+      const provider = yield* AnthropicModelProvider.make({ apiKey: Redacted.make("k"), model: "model-a", thinkingBudget: 2048 })
+      const sendsTo = provider.capabilities
+      // What the provider sends: no thinking asked for, none of the turn's blocks.
+      const body = AnthropicModelProvider.toRequest({ system: "", messages, tools: [] }, "model-a", 8192, false, 2048)
+      expect(body.thinking).toBeUndefined()
+      expect(JSON.stringify(body.messages)).not.toContain("SIG-B")
+      const expected = Tokens.estimateJson(Transcript.withoutActiveThinking(messages))
+      const live = LiveTranscript.of(cutInTurn)
+      const input = { sessionId: "s", cwd: "/", transcript, tools: [], sendsTo }
+      expect(ContextBuilder.buildWith([], input).tokens.transcript).toBe(expected)
+      expect(ContextBuilder.buildWith([], { ...input, transcript: live.snapshot(), rendered: () => live.rendered() }).tokens.transcript).toBe(expected)
+      expect(ContextBuilder.estimate({ system: "", messages, tools: [] }, sendsTo).transcript).toBe(expected)
+      // Without a budget (no thinking asked for, or adaptive) the blocks are sent, and counted.
+      const adaptive = yield* AnthropicModelProvider.make({ apiKey: Redacted.make("k"), model: "model-a", thinking: "adaptive" })
+      expect(ContextBuilder.buildWith([], { ...input, sendsTo: adaptive.capabilities }).tokens.transcript).toBe(Tokens.estimateJson(messages))
+    }))
 
   // A session that thought on one model, continued on another whose window its thinking would overflow.
   let model = "model-a"

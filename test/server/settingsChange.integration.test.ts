@@ -20,13 +20,15 @@ const dir = mkdtempSync(join(tmpdir(), "effect-agent-serve-settings-change-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 type Turn = (message: string, until: (event: AgentEvent.AgentEvent) => boolean) => Promise<Array<AgentEvent.AgentEvent>>
+/** Answers a question of the session's, then follows its events (from its first) until `until`. */
+type Approve = (toolCallId: string, until: (event: AgentEvent.AgentEvent) => boolean) => Promise<Array<AgentEvent.AgentEvent>>
 
 /** Starts `serve` (in `where.serveCwd`, else the session's cwd), creates a session of `where.cwd`, runs `body` with a way to post its turns, stops the server. */
 const inSession = async (
   log: ReturnType<typeof steps>,
   args: ReadonlyArray<string>,
   where: { readonly cwd: string; readonly serveCwd?: string; readonly env: Record<string, string> },
-  body: (turn: Turn) => Promise<void>
+  body: (turn: Turn, approve: Approve) => Promise<void>
 ) => {
   const { server, token, url } = await startServe([...args], { cwd: where.serveCwd ?? where.cwd, env: where.env, steps: log })
   try {
@@ -34,9 +36,15 @@ const inSession = async (
     const created = await log.waiting("POST /sessions", fetch(`${url}/sessions`, { method: "POST", headers, body: JSON.stringify({ cwd: where.cwd }) }))
     const { sessionId } = (await created.json()) as { sessionId: string }
     // The live stream starts from the session's first event, each time.
+    const follow = (what: string, until: (event: AgentEvent.AgentEvent) => boolean) =>
+      log.waiting(what, liveUntil(`${url}/sessions/${sessionId}/live`, { token, saw: log.saw }, until))
     await body(async (message, until) => {
       expect((await log.waiting(`POST /turns ${message}`, fetch(`${url}/sessions/${sessionId}/turns`, { method: "POST", headers, body: JSON.stringify({ message }) }))).status).toBe(202)
-      return await log.waiting(`turn ${message} ends`, liveUntil(`${url}/sessions/${sessionId}/live`, { token, saw: log.saw }, until))
+      return await follow(`turn ${message} ends`, until)
+    }, async (toolCallId, until) => {
+      const approved = await log.waiting(`POST /approvals/${toolCallId}`, fetch(`${url}/sessions/${sessionId}/approvals/${toolCallId}`, { method: "POST", headers, body: JSON.stringify({ decision: "allow" }) }))
+      expect(approved.status).toBeLessThan(300)
+      return await follow(`after approving ${toolCallId}`, until)
     })
   } finally {
     server.child.kill("SIGINT")
@@ -96,6 +104,29 @@ describe("effect-agent serve, settings changed while it runs", () => {
       const second = results(await turn("second", completed(2)))
       expect(second).toHaveLength(2)
       expect(second[1]).not.toContain("flavor-value")
+    })
+  })
+
+  // Leftovers 42, item 2: a call that asked ran with the env as of its question — a revoke between
+  // the question and the approval was not seen, and the command got env.allow's variable. Failed
+  // on main (the approved `printenv` printed the value).
+  it("trust revoked while a command waits for approval: it runs without the project's env.allow", async () => {
+    const log = steps()
+    const cwd = join(dir, "asked-project")
+    const env = { EFFECT_AGENT_CONFIG_DIR: join(dir, "asked-config"), SETTINGS_CHANGE_FLAVOR: "flavor-value" }
+    mkdirSync(join(cwd, ".effect-agent"), { recursive: true })
+    writeFileSync(join(cwd, ".effect-agent", "settings.json"), `{"env":{"allow":["SETTINGS_CHANGE_FLAVOR"]}}`)
+    expect((await log.waiting("effect-agent trust --yes", run(["trust", "--yes"], { cwd, env }))).code).toBe(0)
+    const script = join(dir, "asked-script.json")
+    writeFileSync(script, JSON.stringify({ responses: [{ toolCalls: [{ tool: "shell", args: { command: "printenv SETTINGS_CHANGE_FLAVOR" } }] }, { chunks: ["ok"] }] }))
+    await inSession(log, ["--script", script, "--data-dir", join(dir, "asked-data")], { cwd, env }, async (turn, approve) => {
+      const asked = (await turn("ask", asks)).at(-1)!
+      expect(asked.type).toBe("permission.resolved")
+      expect((await log.waiting("effect-agent trust --revoke", run(["trust", "--revoke"], { cwd, env }))).code).toBe(0)
+      const events = await approve((asked.payload as { toolCallId: string }).toolCallId, completed(1))
+      const results = events.flatMap((e) => e.type === "tool.completed" ? [JSON.stringify(e.payload.result)] : [])
+      expect(results).toHaveLength(1)
+      expect(results[0]).not.toContain("flavor-value")
     })
   })
 

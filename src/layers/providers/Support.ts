@@ -596,13 +596,14 @@ export interface VendorOptions {
 }
 
 /**
- * `key` if a header can carry it, else a `ConfigError` at `path` saying why (`ApiKey.unusable`) —
+ * `key` if a header can carry it, else a `ConfigError` at `path` saying why (`ApiKey.unusable`; `path` is
+ * `[]` in a `Config.nested`, which names it) —
  * never the key's characters: a layer built from configuration refuses it when it is built, not
  * at the first request as an unknown error.
  */
-const usableKey = (path: string, key: Redacted.Redacted<string>): Either.Either<Redacted.Redacted<string>, ConfigError.ConfigError> => {
+const usableKey = (path: Array<string>, key: Redacted.Redacted<string>): Either.Either<Redacted.Redacted<string>, ConfigError.ConfigError> => {
   const why = ApiKey.unusable(Redacted.value(key))
-  return why === undefined ? Either.right(key) : Either.left(ConfigError.InvalidData([path], `${why}: set it to the key itself`))
+  return why === undefined ? Either.right(key) : Either.left(ConfigError.InvalidData(path, `${why}: set it to the key itself`))
 }
 
 /**
@@ -625,10 +626,14 @@ export const refusedBaseUrl = (baseURL: string | undefined): ProviderFailure | u
 }
 
 /** A base URL from configuration, refused as {@link refusedBaseUrl} refuses one from options (a `ConfigError` naming `path`). */
-const usableBaseUrl = (path: string, baseURL: string): Either.Either<string, ConfigError.ConfigError> => {
+const usableBaseUrl = (path: Array<string>, baseURL: string): Either.Either<string, ConfigError.ConfigError> => {
   const why = Address.unusable(baseURL)
-  return why === undefined ? Either.right(baseURL) : Either.left(ConfigError.InvalidData([path], `the base URL ${Address.shown(baseURL)} ${why}`))
+  return why === undefined ? Either.right(baseURL) : Either.left(ConfigError.InvalidData(path, `the base URL ${Address.shown(baseURL)} ${why}`))
 }
+
+/** A number of tokens from configuration: an integer above 0 (the API refuses `max_tokens: 0`; no window is empty). */
+const tokenCount = (name: string) =>
+  Config.integer(name).pipe(Config.validate({ message: "Expected a positive integer", validation: (tokens) => tokens > 0 }))
 
 /**
  * The options from configuration under a prefix: `<P>_API_KEY` (required, redacted, refused when no
@@ -636,11 +641,11 @@ const usableBaseUrl = (path: string, baseURL: string): Either.Either<string, Con
  */
 export const config = (prefix: string): Config.Config<VendorOptions> =>
   Config.all({
-    apiKey: Config.mapOrFail(Config.redacted(`${prefix}_API_KEY`), (key) => usableKey(`${prefix}_API_KEY`, key)),
+    apiKey: Config.nested(Config.mapOrFail(Config.redacted(), (key) => usableKey([], key)), `${prefix}_API_KEY`),
     model: Config.option(Config.string(`${prefix}_MODEL`)),
-    baseURL: Config.option(Config.mapOrFail(Config.string(`${prefix}_BASE_URL`), (url) => usableBaseUrl(`${prefix}_BASE_URL`, url))),
-    maxOutputTokens: Config.option(Config.integer(`${prefix}_MAX_OUTPUT_TOKENS`)),
-    maxContextTokens: Config.option(Config.integer(`${prefix}_MAX_CONTEXT_TOKENS`))
+    baseURL: Config.option(Config.nested(Config.mapOrFail(Config.string(), (url) => usableBaseUrl([], url)), `${prefix}_BASE_URL`)),
+    maxOutputTokens: Config.option(tokenCount(`${prefix}_MAX_OUTPUT_TOKENS`)),
+    maxContextTokens: Config.option(tokenCount(`${prefix}_MAX_CONTEXT_TOKENS`))
   }).pipe(Config.map(({ apiKey, baseURL, maxContextTokens, maxOutputTokens, model }) => ({
     apiKey,
     model: Option.getOrUndefined(model),
@@ -660,8 +665,8 @@ export const layerConfig = <Options extends { readonly apiKey: Redacted.Redacted
   Layer.effect(
     ModelProvider.ModelProvider,
     Config.unwrap(config).pipe(
-      Effect.flatMap((options) => Effect.as(usableKey("apiKey", options.apiKey), options)),
-      Effect.flatMap((options) => options.baseURL === undefined ? Effect.succeed(options) : Effect.as(usableBaseUrl("baseURL", options.baseURL), options)),
+      Effect.flatMap((options) => Effect.as(usableKey(["apiKey"], options.apiKey), options)),
+      Effect.flatMap((options) => options.baseURL === undefined ? Effect.succeed(options) : Effect.as(usableBaseUrl(["baseURL"], options.baseURL), options)),
       Effect.flatMap(make)
     )
   )
