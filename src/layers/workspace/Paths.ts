@@ -164,6 +164,8 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
   let links = 0
   // How many names `current` holds past the last one looked at (a missing one and those after it, or names after a file).
   let unlooked = 0
+  // Names found missing: a line may go into one and back out thousands of times (`m/../m/../…`).
+  const absent = new Set<string>()
   let leafIsFile = false
   try {
     folders.push(openSync("/", folderFlags))
@@ -188,6 +190,11 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
         current = next
         continue
       }
+      if (absent.has(next)) {
+        unlooked = 1
+        current = next
+        continue
+      }
       // Thousands of names (a link's target may hold as many, and 40 links each lead to one) are too
       // many system calls to make on the event loop: the asynchronous way makes them.
       if (++looked > maxNamesNow || !Mounts.isLocal(next)) return undefined
@@ -202,6 +209,7 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
       }
       const info = lstatSync(at, { throwIfNoEntry: false })
       if (info === undefined) {
+        absent.add(next)
         unlooked = 1
         current = next
       } else if (info.isDirectory()) {
@@ -238,6 +246,8 @@ export const walk = async (target: string): Promise<RealPath> => {
   let links = 0
   // How many names `current` holds past the last one that exists (as in `walkNow`).
   let unlooked = 0
+  // Names found missing (as in `walkNow`).
+  const absent = new Set<string>()
   // A link of `/proc` (`/proc/self`, `/proc/<pid>/cwd`, `/proc/self/fd/N`, reached as `/dev/fd` or
   // `/dev/stdin` too) is the agent's own process as the kernel shows it, not a link on a disk: a
   // command, another process, sees its own there. Followed, the path is not exact.
@@ -252,7 +262,7 @@ export const walk = async (target: string): Promise<RealPath> => {
       continue
     }
     const next = NodePath.join(current, component)
-    if (unlooked > 0) {
+    if (unlooked > 0 || absent.has(next)) {
       unlooked++
       current = next
       continue
@@ -264,6 +274,7 @@ export const walk = async (target: string): Promise<RealPath> => {
       const code = errorCode(error)
       // A missing component (or a file used as a folder): what follows does not exist either.
       if (code === "ENOENT" || code === "ENOTDIR") {
+        absent.add(next)
         unlooked = 1
         current = next
         continue
