@@ -91,6 +91,17 @@ describe("F1: a repository in a folder whose name is not UTF-8", () => {
     expect(refused).toContain("\\xff/.git")
     expect(NodeFs.readFileSync(badName(cwd, "/.git/config"), "utf8")).not.toContain("fsmonitor")
   })
+
+  it.runIf(detected._tag === "Workspace")("a hooks folder (`core.hooksPath`) whose path is not UTF-8: no command runs, none is made under another name", async () => {
+    const { cwd } = fresh()
+    execFileSync("git", ["init", "-q", cwd])
+    NodeFs.appendFileSync(NodePath.join(cwd, ".git", "config"), Buffer.concat([Buffer.from("[core]\n\thooksPath = "), Buffer.from([0xff]), Buffer.from("hooks\n")]))
+    const shell = tools("required")
+    const refused = await execute(shell, cwd, await prepare(shell, cwd, "echo ran"))
+    expect(refused).not.toMatch(/^ran/m)
+    expect(refused).toContain("\\xef\\xbf\\xbdhooks")
+    expect(NodeFs.readdirSync(cwd)).toEqual([".git"])
+  })
 })
 
 describe("F2: a link out whose name is not UTF-8", () => {

@@ -269,7 +269,7 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
     return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
   }))
-  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed }
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed] }
 }
 
 /**
@@ -418,10 +418,12 @@ interface Link {
  * scripts run the ones in `.husky/`). Each is resolved once and the folder it led to is what is
  * bound; the links inside cwd on the way to it are returned to be put back if a command changes them.
  * A hooks folder that is cwd itself, or holds it, is not pinned (the session could write nothing).
+ * One inside cwd whose path is not UTF-8 (read as U+FFFD) is `unnamed`: it cannot be bound.
  */
-const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<{ readonly folders: ReadonlyArray<string>; readonly followed: ReadonlyArray<string> }> => {
+const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<{ readonly folders: ReadonlyArray<string>; readonly followed: ReadonlyArray<string>; readonly unnamed: ReadonlyArray<string> }> => {
   const folders = new Set<string>()
   const followed: Array<string> = []
+  const unnamed: Array<string> = []
   for (const worktree of worktrees) {
     const settings = await RunsLater.gitSettingsOf(worktree)
     const named = [
@@ -430,6 +432,11 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
       ...settings.included.map((file) => [file, "file"] as const)
     ]
     for (const [path, make] of named) {
+      // A config's path that is not UTF-8 reads as U+FFFD: git's folder is not the one that text names (nor made, nor bound).
+      if (path.includes("\uFFFD")) {
+        if (isInside(cwd, path)) unnamed.push(Paths.escapedName(Buffer.from(NodePath.relative(cwd, path))))
+        continue
+      }
       const real = await RunsLater.realOrPlanned(path)
       if (real === undefined || real === cwd || !isInside(cwd, real) || folders.has(real)) continue
       const there = (await NodeFs.lstat(real).catch(() => undefined)) !== undefined
@@ -438,7 +445,7 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
       followed.push(...(await linksOnTheWay(cwd, path)))
     }
   }
-  return { folders: [...folders], followed }
+  return { folders: [...folders], followed, unnamed }
 }
 
 /**
@@ -625,7 +632,7 @@ export const workspaceLaunch = (
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
     const { gitDirs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
-    if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git folder whose path is not UTF-8 cannot be kept read-only; rename it`)
+    if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git or hooks folder whose path is not UTF-8 cannot be kept read-only; rename it`)
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
