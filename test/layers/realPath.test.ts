@@ -73,6 +73,10 @@ const requested = [
   "src/a.txt/..",
   "missing/../src/a.txt",
   "missing/deeper/file",
+  "missing/../out_abs/secret",
+  "missing/deeper/../../out_rel/secret",
+  "missing/deeper/../x",
+  "src/a.txt/inside/../../../out_abs/secret",
   "locked/inner/f",
   "locked/../src/a.txt",
   ".",
@@ -87,7 +91,7 @@ const requested = [
 ]
 
 /** Paths the synchronous resolution answers itself (every step on this test's local file system), and paths it leaves to the asynchronous way. */
-const ordinary = ["src/a.txt", "src/deep/er/../../a.txt", "out_rel/../ws/src/a.txt", "chain/../../a.txt", "dangling/more", "loop_a", "hop0", "far0/..", "src/a.txt/inside", "missing/deeper/file", "."]
+const ordinary = ["src/a.txt", "src/deep/er/../../a.txt", "out_rel/../ws/src/a.txt", "chain/../../a.txt", "dangling/more", "loop_a", "hop0", "far0/..", "src/a.txt/inside", "missing/deeper/file", "missing/../out_abs/secret", "missing/deeper/../../out_rel/secret", "."]
 const notOrdinary = requested.filter((p) => p.includes("proc") || p.startsWith("/dev"))
 
 describe("Paths.realPath", () => {
@@ -174,6 +178,21 @@ describe("Paths.realPath", () => {
       // Followed, but not exact: `/proc/self` is the agent's own process, not the command's (procSelfPaths.test.ts).
       expect(await Paths.realPath(at("via_proc", "a.txt"))).toEqual({ path: at("src", "a.txt"), exact: false })
     })
+  })
+
+  // A program that makes the missing folder first (`mkdir -p`, `install -D`) then goes up from it
+  // and through what follows: a link after the `..` leads where it leads.
+  it.each([
+    ["missing/../out_abs/secret", () => NodePath.join(out, "secret")],
+    ["missing/deeper/../../out_rel/secret", () => NodePath.join(out, "secret")],
+    ["missing/deeper/../x", () => at("missing", "x")],
+    ["src/a.txt/inside/../../../out_abs/secret", () => NodePath.join(out, "secret")]
+  ])("a link after `..` out of a missing folder is followed: %s", async (path, expected) => {
+    await Mounts.refresh()
+    const absolute = `${ws}/${path}`
+    expect(await Paths.walk(absolute)).toEqual({ path: expected(), exact: true })
+    expect(Paths.realPathNow(absolute)).toEqual({ path: expected(), exact: true })
+    expect(await Paths.resolveNow(NodePath, ws, path, "write")).toMatchObject({ resolved: expected() })
   })
 
   it("a link chain longer than the system's own limit is still followed, and a longer one than 40 is not exact", async () => {

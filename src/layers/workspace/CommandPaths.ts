@@ -1028,9 +1028,10 @@ const componentGlob = (component: string, quoted: ReadonlyArray<boolean>): Glob.
 
 /**
  * The paths an unquoted glob expands to (folders followed as the shell follows them; dot files
- * included, a superset of what a shell matches), or `undefined` when the cap was reached first.
+ * included, a superset of what a shell matches), or why they cannot be checked: the cap was reached
+ * first, or a name that is not UTF-8 matched.
  */
-export const expandGlob = async (word: CommandLine.Word, cwd: string, home: string, maxEntries: number): Promise<ReadonlyArray<string> | undefined> => {
+export const expandGlob = async (word: CommandLine.Word, cwd: string, home: string, maxEntries: number): Promise<ReadonlyArray<string> | { readonly unchecked: string }> => {
   let value = word.value
   let quoted = word.quoted
   let start = cwd
@@ -1061,15 +1062,21 @@ export const expandGlob = async (word: CommandLine.Word, cwd: string, home: stri
     const pattern = componentGlob(component.text, component.quoted)
     const next: Array<string> = []
     for (const dir of current) {
-      let entries: Array<Dirent>
+      let entries: Array<Dirent<Buffer>>
       try {
-        entries = await NodeFs.readdir(dir, { withFileTypes: true })
+        entries = await NodeFs.readdir(dir, { withFileTypes: true, encoding: "buffer" })
       } catch {
         continue
       }
       seen += entries.length
-      if (seen > maxEntries) return undefined
-      for (const entry of entries) if (pattern.test(entry.name)) next.push(NodePath.join(dir, entry.name))
+      if (seen > maxEntries) return { unchecked: `a pattern matching more than ${maxEntries} entries: not checked` }
+      for (const entry of entries) {
+        const name = Paths.nameOf(entry.name)
+        // The shell matches such a name and passes its bytes on: the path it names cannot be looked at.
+        if (name === undefined) {
+          if (pattern.test(entry.name.toString("utf8"))) return { unchecked: `a pattern matching a name that is not UTF-8 (${Paths.escapedName(entry.name)}): not checked` }
+        } else if (pattern.test(name)) next.push(NodePath.join(dir, name))
+      }
     }
     current = next
   }
@@ -1132,7 +1139,7 @@ export const check = (
         continue
       }
       const matches = yield* Effect.promise(() => expandGlob(glob, root, home, caps.maxEntries))
-      if (matches === undefined) out.push(unchecked(glob.raw, glob.raw, `a pattern matching more than ${caps.maxEntries} entries: not checked`))
+      if ("unchecked" in matches) out.push(unchecked(glob.raw, glob.raw, matches.unchecked))
       else texts.push(...matches)
     }
     // A text that a glob or git's root also gives may name a destination: only the files' own are git's.

@@ -40,7 +40,8 @@ const errorCode = (error: unknown): string | undefined =>
 /**
  * The real path of the absolute path `target`: each component is looked at with `lstat`; a link is
  * replaced by its target (read with `readlink`, so a dangling link is followed too); once a
- * component does not exist, the rest is appended as given.
+ * component does not exist, the names after it are appended as given — until a `..` goes back up
+ * to one that exists, from where the walk looks again (`missing/../link-out` is where the link leads).
  *
  * A path on a local file system is walked with synchronous calls (`realPathNow`: no trip to the
  * libuv threadpool, which cost a `read_file` step more than anything else). Otherwise (another mount,
@@ -161,7 +162,10 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
   let current = "/"
   let leaf = false
   let links = 0
-  let missing = false
+  // How many names `current` holds past the last one looked at (a missing one and those after it, or names after a file).
+  let unlooked = 0
+  // Names found missing: a line may go into one and back out thousands of times (`m/../m/../…`).
+  const absent = new Set<string>()
   let leafIsFile = false
   try {
     folders.push(openSync("/", folderFlags))
@@ -171,16 +175,23 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
       const component = pending.shift()
       if (component === undefined) break
       if (component === "..") {
-        if (leaf) leaf = false
-        else if (!missing && current !== "/") closeSync(folders.pop()!)
+        // Back up to a name looked at, the walk looks at what follows again (`missing/../link-out`).
+        if (unlooked > 0) unlooked--
+        else if (leaf) leaf = false
+        else if (current !== "/") closeSync(folders.pop()!)
         current = NodePath.dirname(current)
         continue
       }
       // `join` without its normalizing pass: `current` is absolute and normal, `component` one name (no "/", not "." or "..").
       const next = current === "/" ? `/${component}` : `${current}/${component}`
       // As the walk finds: nothing below a missing name or a file exists.
-      if (missing || leaf) {
-        missing = true
+      if (unlooked > 0 || leaf) {
+        unlooked++
+        current = next
+        continue
+      }
+      if (absent.has(next)) {
+        unlooked = 1
         current = next
         continue
       }
@@ -198,7 +209,8 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
       }
       const info = lstatSync(at, { throwIfNoEntry: false })
       if (info === undefined) {
-        missing = true
+        absent.add(next)
+        unlooked = 1
         current = next
       } else if (info.isDirectory()) {
         folders.push(openSync(at, folderFlags))
@@ -218,7 +230,7 @@ const walkNow = (target: string, tail: number, hold = false): Walked | undefined
       }
     }
     // The leaf's folder is the last one open (a `..` after the leaf cleared `leaf`).
-    const held = hold && leaf && !missing && folders.length > 0 ? { fd: folders.pop()!, regularFile: leafIsFile } : undefined
+    const held = hold && leaf && unlooked === 0 && folders.length > 0 ? { fd: folders.pop()!, regularFile: leafIsFile } : undefined
     return { real: { path: current, exact: true }, head, held }
   } catch {
     return undefined
@@ -232,7 +244,10 @@ export const walk = async (target: string): Promise<RealPath> => {
   const pending = target.split("/").filter((c) => c !== "" && c !== ".")
   let current = "/"
   let links = 0
-  let missing = false
+  // How many names `current` holds past the last one that exists (as in `walkNow`).
+  let unlooked = 0
+  // Names found missing (as in `walkNow`).
+  const absent = new Set<string>()
   // A link of `/proc` (`/proc/self`, `/proc/<pid>/cwd`, `/proc/self/fd/N`, reached as `/dev/fd` or
   // `/dev/stdin` too) is the agent's own process as the kernel shows it, not a link on a disk: a
   // command, another process, sees its own there. Followed, the path is not exact.
@@ -240,11 +255,15 @@ export const walk = async (target: string): Promise<RealPath> => {
   while (pending.length > 0) {
     const component = pending.shift()!
     if (component === "..") {
+      // Back at a name that exists, what follows is looked at again: a program that makes the
+      // missing folder first (`mkdir -p d/../link-out/x`) goes through the link after it.
+      if (unlooked > 0) unlooked--
       current = NodePath.dirname(current)
       continue
     }
     const next = NodePath.join(current, component)
-    if (missing) {
+    if (unlooked > 0 || absent.has(next)) {
+      unlooked++
       current = next
       continue
     }
@@ -255,7 +274,8 @@ export const walk = async (target: string): Promise<RealPath> => {
       const code = errorCode(error)
       // A missing component (or a file used as a folder): what follows does not exist either.
       if (code === "ENOENT" || code === "ENOTDIR") {
-        missing = true
+        absent.add(next)
+        unlooked = 1
         current = next
         continue
       }
@@ -278,6 +298,20 @@ export const walk = async (target: string): Promise<RealPath> => {
   }
   return { path: current, exact: !throughProcess }
 }
+
+/**
+ * A file name read as bytes, as text: `undefined` when it is not UTF-8. Node reads such a name (a byte
+ * 0xff) as U+FFFD, text that names another file or none, and a path is passed to a program as text:
+ * a file so named can be neither looked at nor bound by its name.
+ */
+export const nameOf = (bytes: Buffer): string | undefined => {
+  const text = bytes.toString("utf8")
+  return !text.includes("\uFFFD") || Buffer.from(text, "utf8").equals(bytes) ? text : undefined
+}
+
+/** A name (or path) that is not UTF-8, shown with each byte outside printable ASCII (and `\\`) as `\xNN`. */
+export const escapedName = (bytes: Buffer): string =>
+  [...bytes].map((b) => (b >= 0x20 && b < 0x7f && b !== 0x5c ? String.fromCharCode(b) : `\\x${b.toString(16).padStart(2, "0")}`)).join("")
 
 /** Whether `child` is `parent` or inside it (a name like `..foo` is inside). */
 export const isInside = (path: Pick<Path.Path, "relative" | "isAbsolute">, parent: string, child: string): boolean => {

@@ -129,21 +129,28 @@ const scan = async (root: string, caps: Required<Options>, keep: boolean): Promi
       read += count
     }
     try {
-      const entries = await NodeFs.readdir(dir, { withFileTypes: true }).catch(() => [])
+      const listed = await NodeFs.readdir(dir, { withFileTypes: true, encoding: "buffer" }).catch(() => [])
+      const entries: Array<{ readonly name: string; readonly entry: (typeof listed)[number] }> = []
+      for (const entry of listed) {
+        const name = Paths.nameOf(entry.name)
+        // Read as text, such a name (a byte 0xff) is U+FFFD: another file's name, or none. Left out, and said.
+        if (name === undefined) result.incomplete ??= `a name that is not UTF-8 (${Paths.escapedName(Buffer.concat([Buffer.from(relativeDir === "" ? "" : `${relativeDir}/`), entry.name]))}) is not in the snapshot`
+        else entries.push({ name, entry })
+      }
       entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      for (const entry of entries) {
+      for (const { name, entry } of entries) {
         if (result.incomplete !== undefined && result.files.size >= caps.maxFiles) return
-        const relative = relativeDir === "" ? entry.name : `${relativeDir}/${entry.name}`
+        const relative = relativeDir === "" ? name : `${relativeDir}/${name}`
         if (entry.isDirectory()) {
-          if (entry.name === ".git" || ignored(relative, true)) continue
-          await visit(NodePath.join(dir, entry.name), relative)
+          if (name === ".git" || ignored(relative, true)) continue
+          await visit(NodePath.join(dir, name), relative)
         } else if (entry.isFile()) {
           if (ignored(relative, false)) continue
           if (result.files.size >= caps.maxFiles) {
             result.incomplete = `more than ${caps.maxFiles} files in the working directory`
             return
           }
-          const file = NodePath.join(dir, entry.name)
+          const file = NodePath.join(dir, name)
           const info = await NodeFs.lstat(file).catch(() => undefined)
           if (info === undefined || !info.isFile()) continue
           let bytes: Uint8Array | undefined

@@ -177,13 +177,26 @@ export const mountPoints = async (): Promise<ReadonlyArray<MountPoint>> => {
 
 const isInside = (parent: string, child: string) => Paths.isInside(NodePath, parent, child)
 
-/** A submodule's git folder holds its own config and hooks (`.git/modules/<name>/…`, nested too). */
-export const submoduleGitDirs = async (gitDir: string, depth = 0): Promise<ReadonlyArray<string>> => {
+/**
+ * A submodule's git folder holds its own config and hooks (`.git/modules/<name>/…`, nested too).
+ * One whose name is not UTF-8 cannot be named as text: its path's bytes go to `unnamed`.
+ */
+export const submoduleGitDirs = async (gitDir: string, unnamed: Array<Buffer> = [], depth = 0): Promise<ReadonlyArray<string>> => {
   if (depth > 3) return []
   const modules = NodePath.join(gitDir, "modules")
-  const names = await NodeFs.readdir(modules).catch(() => [] as Array<string>)
-  const dirs = names.map((name) => NodePath.join(modules, name))
-  return [...dirs, ...(await Promise.all(dirs.map((dir) => submoduleGitDirs(dir, depth + 1)))).flat()]
+  const dirs = foldersNamed(modules, await NodeFs.readdir(modules, { encoding: "buffer" }).catch(() => [] as Array<Buffer>), unnamed)
+  return [...dirs, ...(await Promise.all(dirs.map((dir) => submoduleGitDirs(dir, unnamed, depth + 1)))).flat()]
+}
+
+/** The paths of `names` in `folder` as text; those not UTF-8 go to `unnamed`, as bytes. */
+const foldersNamed = (folder: string, names: ReadonlyArray<Buffer>, unnamed: Array<Buffer>): Array<string> => {
+  const paths: Array<string> = []
+  for (const name of names) {
+    const text = Paths.nameOf(name)
+    if (text === undefined) unnamed.push(Buffer.concat([Buffer.from(`${folder}/`), name]))
+    else paths.push(NodePath.join(folder, text))
+  }
+  return paths
 }
 
 /**
@@ -201,7 +214,10 @@ const readGitFile = RunsLater.readGitFile
  */
 const namedFolder = async (file: string, prefix: RegExp): Promise<string | undefined> => {
   const named = new RegExp(`^${prefix.source}(.+?)\\r?$`, "m").exec(await readGitFile(file, 4096, true))?.[1]
-  return named === undefined ? undefined : NodeFs.realpath(NodePath.resolve(NodePath.dirname(file), named)).catch(() => undefined)
+  if (named === undefined) return undefined
+  const path = NodePath.resolve(NodePath.dirname(file), named)
+  // A name that is not UTF-8 was read as U+FFFD: kept as it reads, so that `addGitDir` says it cannot be pinned.
+  return NodeFs.realpath(path).catch(() => (named.includes("\uFFFD") ? path : undefined))
 }
 
 /** The folders of `path` below `cwd` (not `cwd` itself, not `path`), the outermost first. */
@@ -229,8 +245,8 @@ const foldersBetween = (cwd: string, path: string): ReadonlyArray<string> => {
  * with its `config.worktree`; in a repository's own git folders there is none (git never makes one
  * there), and one a command makes is removed once it has run (`redirects`).
  */
-const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string> }> => {
-  const { followed, gitDirs, gitFiles, worktreeDirs, worktrees } = await findRepositories(cwd)
+const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyArray<string>; readonly readOnly: ReadonlyArray<string>; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string> }> => {
+  const { followed, gitDirs, gitFiles, unnamed, worktreeDirs, worktrees } = await findRepositories(cwd)
   for (const dir of gitDirs) await NodeFs.mkdir(NodePath.join(dir, "hooks")).catch(() => undefined)
   // The repository cwd is in, when its root is above cwd: its hooks folder may still be inside.
   const above = await RunsLater.worktreeOf(cwd)
@@ -253,15 +269,21 @@ const workspacePins = async (cwd: string): Promise<{ readonly anchors: ReadonlyA
     const [text, parent] = await Promise.all([NodeFs.readlink(path).catch(() => undefined), NodeFs.realpath(NodePath.dirname(path)).catch(() => undefined)])
     return text === undefined || parent === undefined ? [] : [{ path, text, parent }]
   }))
-  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs }
+  return { anchors, readOnly: existing, redirects: absent.flat(), links: links.flat(), gitDirs, unnamed: [...unnamed, ...hooks.unnamed] }
 }
 
 /**
  * The repositories inside cwd (see `workspacePins`), found without changing anything: their git
  * folders (submodules' too), `.git` files, linked worktrees' git folders, each worktree's settings
  * and the `.git` links followed.
+ *
+ * Folders are read as bytes: a name that is not UTF-8 (a byte 0xff) reads as U+FFFD, text that names
+ * nothing, and a mount is made by a path given as text. The git folders and `.git` files whose paths
+ * are not text (or that a `.git` file, link or `commondir` names so) are `unnamed`, relative to cwd
+ * with such bytes escaped: none of them can be pinned (see `workspaceLaunch`).
  */
 export const findRepositories = async (cwd: string) => {
+  const unnamedPaths: Array<Buffer> = []
   const gitDirs = new Set<string>()
   const gitFiles = new Set<string>()
   const worktreeDirs = new Set<string>()
@@ -271,11 +293,15 @@ export const findRepositories = async (cwd: string) => {
   const followed: Array<string> = []
   const addGitDir = async (dir: string) => {
     if (gitDirs.has(dir) || !isInside(cwd, dir) || dir === cwd) return
-    if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) return
+    if ((await NodeFs.lstat(dir).catch(() => undefined))?.isDirectory() !== true) {
+      // Named as text by a `.git` file, link or `commondir` whose bytes are not UTF-8: not found by that text.
+      if (dir.includes("\uFFFD")) unnamedPaths.push(Buffer.from(dir))
+      return
+    }
     gitDirs.add(dir)
-    for (const sub of await submoduleGitDirs(dir)) gitDirs.add(sub)
-    for (const name of await NodeFs.readdir(NodePath.join(dir, "worktrees")).catch(() => [] as Array<string>)) {
-      const worktree = NodePath.join(dir, "worktrees", name)
+    for (const sub of await submoduleGitDirs(dir, unnamedPaths)) gitDirs.add(sub)
+    const worktreesDir = NodePath.join(dir, "worktrees")
+    for (const worktree of foldersNamed(worktreesDir, await NodeFs.readdir(worktreesDir, { encoding: "buffer" }).catch(() => [] as Array<Buffer>), unnamedPaths)) {
       worktreeDirs.add(worktree)
       // Where that worktree's `.git` file is: pinned when inside cwd.
       const named = (await readGitFile(NodePath.join(worktree, "gitdir"))).trim()
@@ -286,19 +312,29 @@ export const findRepositories = async (cwd: string) => {
     }
   }
   // The folders down to `gitSearch.depth`, breadth first, within `gitSearch.maxFolders`; links are not followed.
-  let level: Array<string> = [cwd]
+  // Paths as bytes (see above).
+  let level: Array<Buffer> = [Buffer.from(cwd)]
   let read = 0
   for (let depth = 0; depth <= gitSearch.depth && level.length > 0; depth++) {
-    const next: Array<string> = []
+    const next: Array<Buffer> = []
     // A level's folders are read at once: one after the other, 50 of them cost a command tens of milliseconds.
     const folders = level.slice(0, Math.max(0, gitSearch.maxFolders - read))
     read += folders.length
-    const listed = await Promise.all(folders.map((folder) => NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])))
+    const listed = await Promise.all(folders.map((folder) => NodeFs.readdir(folder, { withFileTypes: true, encoding: "buffer" }).catch(() => [])))
     for (const [i, entries] of listed.entries()) {
-      const folder = folders[i]!
+      const folderBytes = folders[i]!
+      const folder = Paths.nameOf(folderBytes)
       for (const entry of entries) {
-        const path = NodePath.join(folder, entry.name)
-        if (entry.name === ".git") {
+        const name = Paths.nameOf(entry.name)
+        const searched = entry.isDirectory() && name !== "node_modules" && depth < gitSearch.depth
+        if (folder === undefined || name === undefined) {
+          const bytes = Buffer.concat([folderBytes, Buffer.from("/"), entry.name])
+          if (name === ".git") unnamedPaths.push(bytes)
+          else if (searched) next.push(bytes)
+          continue
+        }
+        const path = NodePath.join(folder, name)
+        if (name === ".git") {
           if (entry.isDirectory()) {
             await addGitDir(path)
             worktrees.push({ gitDir: path, ownGitDir: path, root: folder })
@@ -326,16 +362,18 @@ export const findRepositories = async (cwd: string) => {
               await addGitDir(real)
               followed.push(path)
               worktrees.push({ gitDir: real, ownGitDir: real, root: folder })
-            }
+            } else if (real !== undefined) await addGitDir(real)
           }
-        } else if (entry.isDirectory() && entry.name !== "node_modules" && depth < gitSearch.depth) {
-          next.push(path)
+        } else if (searched) {
+          next.push(Buffer.from(path))
         }
       }
     }
     level = next
   }
-  return { gitDirs, gitFiles, worktreeDirs, worktrees, followed }
+  const cwdBytes = Buffer.from(`${cwd}/`)
+  const unnamed = [...new Set(unnamedPaths.map((path) => Paths.escapedName(path.subarray(0, cwdBytes.length).equals(cwdBytes) ? path.subarray(cwdBytes.length) : path)))]
+  return { gitDirs, gitFiles, worktreeDirs, worktrees, followed, unnamed }
 }
 
 /**
@@ -344,12 +382,13 @@ export const findRepositories = async (cwd: string) => {
  * under `.git/modules`), with the settings of its config that run a program (`RunsLater.programSettingsIn`)
  * and the hooks it holds (its `hooks/` but the `.sample`s git makes). Said in the tool's result, never
  * removed: it may be the user's work. Its config is read up to 64 KiB; a larger one is said to be
- * unchecked.
+ * unchecked. One whose path is not UTF-8 cannot be read by it (and no command runs while it is
+ * there: see `workspaceLaunch`); a command ran only when there was none, so each is new, and said.
  */
 const madeRepositories = (cwd: string, before: ReadonlySet<string>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.promise(async () => {
-    const notes: Array<string> = []
-    const { gitDirs } = await findRepositories(cwd)
+    const { gitDirs, unnamed } = await findRepositories(cwd)
+    const notes = unnamed.map((path) => `${path} (a path that is not UTF-8: not checked, and no command runs while it is there)`)
     for (const dir of gitDirs) {
       if (before.has(dir)) continue
       const config = await RunsLater.readGitConfig(NodePath.join(dir, "config"))
@@ -379,10 +418,12 @@ interface Link {
  * scripts run the ones in `.husky/`). Each is resolved once and the folder it led to is what is
  * bound; the links inside cwd on the way to it are returned to be put back if a command changes them.
  * A hooks folder that is cwd itself, or holds it, is not pinned (the session could write nothing).
+ * One inside cwd whose path is not UTF-8 (read as U+FFFD) is `unnamed`: it cannot be bound.
  */
-const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<{ readonly folders: ReadonlyArray<string>; readonly followed: ReadonlyArray<string> }> => {
+const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktree>): Promise<{ readonly folders: ReadonlyArray<string>; readonly followed: ReadonlyArray<string>; readonly unnamed: ReadonlyArray<string> }> => {
   const folders = new Set<string>()
   const followed: Array<string> = []
+  const unnamed: Array<string> = []
   for (const worktree of worktrees) {
     const settings = await RunsLater.gitSettingsOf(worktree)
     const named = [
@@ -391,6 +432,11 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
       ...settings.included.map((file) => [file, "file"] as const)
     ]
     for (const [path, make] of named) {
+      // A config's path that is not UTF-8 reads as U+FFFD: git's folder is not the one that text names (nor made, nor bound).
+      if (path.includes("\uFFFD")) {
+        if (isInside(cwd, path)) unnamed.push(Paths.escapedName(Buffer.from(NodePath.relative(cwd, path))))
+        continue
+      }
       const real = await RunsLater.realOrPlanned(path)
       if (real === undefined || real === cwd || !isInside(cwd, real) || folders.has(real)) continue
       const there = (await NodeFs.lstat(real).catch(() => undefined)) !== undefined
@@ -399,7 +445,7 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
       followed.push(...(await linksOnTheWay(cwd, path)))
     }
   }
-  return { folders: [...folders], followed }
+  return { folders: [...folders], followed, unnamed }
 }
 
 /**
@@ -529,7 +575,7 @@ const homeInWorkspace = async (cwd: string, path: string | undefined): Promise<R
  * directory bound over itself (with what is mounted in it) and made writable; its git folders
  * pinned and what stays read-only in it; what is hidden.
  */
-const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string> }> => {
+const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): Promise<{ readonly table: string; readonly redirects: ReadonlyArray<string>; readonly links: ReadonlyArray<Link>; readonly gitDirs: ReadonlySet<string>; readonly unnamed: ReadonlyArray<string> }> => {
   const { cwd } = profile
   const lines: Array<ReadonlyArray<string>> = []
   const isDirectory = async (path: string) => (await NodeFs.stat(path).catch(() => undefined))?.isDirectory() === true
@@ -568,12 +614,16 @@ const mountTable = async (profile: Profile, mounts: ReadonlyArray<MountPoint>): 
     if (info?.isDirectory() === true) lines.push(["effect-agent-hidden", real, "tmpfs", "ro,mode=0755,size=4k"])
     else if (info !== undefined) lines.push(["/dev/null", real, "none", "bind"])
   }
-  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links, gitDirs: pins.gitDirs }
+  return { table: lines.map((fields) => `${fields.map(escapeMount).join(" ")} 0 0\n`).join(""), redirects: pins.redirects, links: pins.links, gitDirs: pins.gitDirs, unnamed: pins.unnamed }
 }
 
 /**
  * The argv prefix and environment of one command in the workspace sandbox. The mount table is a
  * file (`mount` reads no pipe), removed when the scope closes.
+ *
+ * A git folder or `.git` file whose path is not UTF-8 cannot be pinned: a mount is made by a path
+ * given as text, and such a path has none. The command does not run then (the setup fails closed,
+ * as when a mount fails: exit 125), and the result names the path, escaped, for the user to rename.
  */
 export const workspaceLaunch = (
   programs: Programs,
@@ -581,7 +631,8 @@ export const workspaceLaunch = (
 ): Effect.Effect<Launch, never, Scope.Scope> =>
   Effect.gen(function*() {
     const mounts = yield* Effect.promise(mountPoints)
-    const { gitDirs, links, redirects, table } = yield* Effect.promise(() => mountTable(profile, mounts))
+    const { gitDirs, links, redirects, table, unnamed } = yield* Effect.promise(() => mountTable(profile, mounts))
+    if (unnamed.length > 0) return refused(programs, `${unnamed.slice(0, 8).join(", ")}${unnamed.length > 8 ? ", …" : ""} in the working directory: a git or hooks folder whose path is not UTF-8 cannot be kept read-only; rename it`)
     const fstab = yield* Effect.acquireRelease(
       Effect.promise(async () => {
         const dir = await NodeFs.mkdtemp(NodePath.join(NodeOs.tmpdir(), "effect-agent-sandbox-"))
@@ -606,6 +657,12 @@ export const workspaceLaunch = (
     ]
     return { prefix, env: setupEnvironment, after: undoRedirects(cwd, redirects, links), made: madeRepositories(cwd, gitDirs) }
   })
+
+/** A launch that runs nothing: it says why, as the setup says a sandbox it could not set up (exit 125). */
+const refused = (programs: Programs, why: string): Launch => ({
+  prefix: [programs.sh, "-c", `printf 'effect-agent: the command sandbox could not be set up (%s); the command did not run\\n' "$1" >&2; exit 125`, "effect-agent-sandbox", why],
+  env: setupEnvironment
+})
 
 /** What the setup runs with: nothing of the command's. */
 const setupEnvironment: Readonly<Record<string, string>> = { PATH: "/usr/sbin:/usr/bin:/sbin:/bin" }

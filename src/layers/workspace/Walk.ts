@@ -57,7 +57,7 @@ export type Stop = "entries" | "depth" | "time"
 /** How a walk went. */
 export interface Summary {
   readonly entries: number
-  /** Links not followed because they lead outside what the walk may see, or nowhere. */
+  /** Links not followed because they lead outside what the walk may see, or nowhere (and links and folders whose names are not UTF-8). */
   readonly skippedLinks: number
   /** Folders reached again (through a link) and not walked twice. */
   readonly repeatedFolders: number
@@ -131,6 +131,13 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
           for (const entry of listed.entries.sort(byName)) {
             tick()
             const childShown = NodePath.join(shown, entry.name)
+            // A name that is not UTF-8 reads as U+FFFD: that text names nothing (or another file), so
+            // what it is cannot be looked at. A link or folder so named may lead anywhere, as a link
+            // that cannot be resolved; a file so named is passed over.
+            if (entry.name.includes("\uFFFD") && (entry.isSymbolicLink() || entry.isDirectory())) {
+              skip(childShown, { path: NodePath.join(folder.path, entry.name), exact: false })
+              continue
+            }
             // The folder's path is real (checked as it was opened), so a file's or folder's real path is its name there.
             if ((entry.isDirectory() || entry.isFile()) && fenced(NodePath.join(folder.path, entry.name), childShown)) continue
             if (entry.isDirectory()) {
@@ -154,14 +161,16 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         }
       }
 
+      /** A link not followed: counted and reported. */
+      const skip = (shown: string, target: Paths.RealPath) => {
+        skippedLinks++
+        if (options.onSkippedLink !== undefined && !options.onSkippedLink(shown, target)) done = true
+      }
+
       /** A link inside the tree: resolved, then walked only where the walk may look. */
       const followLink = async (link: string, shown: string, depth: number) => {
         const target = await Paths.realPath(link)
-        if (!target.exact || !options.allowed(target.path)) {
-          skippedLinks++
-          if (options.onSkippedLink !== undefined && !options.onSkippedLink(shown, target)) done = true
-          return
-        }
+        if (!target.exact || !options.allowed(target.path)) return skip(shown, target)
         if (fenced(target.path, shown)) return
         // An `lstat` of the checked real path: a link there was swapped in since the check, and a
         // `stat` following it told (by the depth stop) whether where it leads now is a folder.
