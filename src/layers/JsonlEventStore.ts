@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, existsSync, linkSync, lstatSync, readSync, renameSync, rmSync } from "node:fs"
+import { closeSync, constants, lstatSync, readSync, renameSync, rmSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -34,6 +34,7 @@ import { batchConflict, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
+import * as Backups from "./jsonl/Backups.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
@@ -238,10 +239,8 @@ export const repair = (
         const temporary = `${file}.repair`
         rmSync(temporary, { force: true })
         WriterLock.writeNewFile(temporary, text, true)
-        let backup = `${file}.bak`
-        for (let n = 1; existsSync(backup); n++) backup = `${file}.bak.${n}`
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
-        linkSync(file, backup)
+        const backup = Backups.keepBeside(file, `${file}.bak`)
         renameSync(temporary, file)
         // The listing index is a cache: dropped, it is rebuilt from the logs.
         rmSync(path.join(options.dataDir, "index.json"), { force: true })

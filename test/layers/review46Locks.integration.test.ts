@@ -134,3 +134,42 @@ describe("f8: a holder on this machine under another host name", () => {
       expect(otherMachine).toContain("remove the folder sessions/remote.jsonl.lock")
     }).pipe(Effect.provide(NodeContext.layer)))
 })
+
+describe("f6: a named pipe in a log's place", () => {
+  it.scoped("an append fails typed at once instead of blocking the process in open(2)", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      mkdirSync(sessionsDir(dataDir), { recursive: true })
+      execFileSync("mkfifo", [logOf(dataDir, "s")])
+      const store = yield* JsonlEventStore.make({ dataDir })
+      const appended = yield* Effect.either(store.append(created("s")))
+      expect(Either.isLeft(appended) && appended.left).toMatchObject({ _tag: "EventStoreFailure", reason: "corrupt", detail: "not a regular file" })
+      // The append descriptor itself: a pipe with no reader is refused (ENXIO), not waited on.
+      expect(() => AppendIo.node.open(logOf(dataDir, "s"))).toThrow(expect.objectContaining({ code: "ENXIO" }))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
+
+describe("f10: upgrading a log of an older format", () => {
+  const fixture = new URL("../../fixtures/logs/v0/sess_prototype.jsonl", import.meta.url).pathname
+
+  it.scoped("writes through neither link planted beside it: the links' files unchanged, the log a regular file, the original kept", () =>
+    Effect.gen(function*() {
+      const dataDir = yield* tempDir
+      const original = readFileSync(fixture, "utf8")
+      writeLog(dataDir, "sess_prototype", original)
+      const file = logOf(dataDir, "sess_prototype")
+      writeFileSync(join(dataDir, "a.txt"), "precious A")
+      writeFileSync(join(dataDir, "b.txt"), "precious B")
+      symlinkSync("../a.txt", `${file}.upgrade`)
+      symlinkSync("../b.txt", `${file}.v0`)
+      const store = yield* JsonlEventStore.make({ dataDir })
+      yield* store.append(started("sess_prototype", 15))
+      expect(readFileSync(join(dataDir, "a.txt"), "utf8")).toBe("precious A")
+      expect(readFileSync(join(dataDir, "b.txt"), "utf8")).toBe("precious B")
+      expect(lstatSync(file).isFile()).toBe(true)
+      expect(readFileSync(file, "utf8").split("\n")[0]).toBe(header)
+      expect(readFileSync(`${file}.v0.1`, "utf8")).toBe(original)
+      expect(existsSync(`${file}.upgrade`)).toBe(false)
+      expect((yield* collect(store.read("sess_prototype"))).map((e) => e.sequence)).toEqual(Array.from({ length: 15 }, (_, i) => i + 1))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
