@@ -60,9 +60,15 @@ const describe = (error: unknown): string => {
   return words === undefined ? code : `${words} (${code})`
 }
 
+/**
+ * Creates a file for writing with mode 0600 whatever the umask: `O_EXCL`, so anything already under
+ * its name — a link planted there too — fails `EEXIST` and is never written through.
+ */
+export const openNewFile = (file: string): number => openSync(file, "wx", 0o600)
+
 /** Writes a whole file with mode 0600 whatever the umask (it is created here, with O_EXCL). */
 export const writeNewFile = (file: string, text: string, sync = false) => {
-  const fd = openSync(file, "wx", 0o600)
+  const fd = openNewFile(file)
   try {
     writeSync(fd, text)
     if (sync) fsyncSync(fd)
