@@ -15,10 +15,9 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, existsSync, linkSync, lstatSync, readSync, renameSync, rmSync } from "node:fs"
+import { closeSync, constants, fsyncSync, lstatSync, readSync, renameSync, rmSync, writeSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -34,6 +33,7 @@ import { batchConflict, EventStore } from "../services/EventStore.js"
 import { IdGenerator } from "../services/IdGenerator.js"
 import * as FileBlobStore from "./blobs/FileBlobStore.js"
 import * as Appends from "./jsonl/Appends.js"
+import * as Backups from "./jsonl/Backups.js"
 import { fromLogOpen, fromNode } from "./jsonl/FileFailure.js"
 import * as LogLines from "./jsonl/LogLines.js"
 import * as LogReader from "./jsonl/LogReader.js"
@@ -204,54 +204,134 @@ export const repair = (
       }),
       (opened) => Effect.sync(() => closeSync(opened))
     )
+    // Two passes over the file, a line at a time (a long log is never held whole): the first plans
+    // what to keep, the second writes it. The descriptor is read by position, so each pass starts at 0.
     const chunk = Buffer.allocUnsafe(64 * 1024)
-    const bytes = Stream.repeatEffectOption(Effect.suspend(() => {
-      let read: number
-      try {
-        read = readSync(fd, chunk, 0, chunk.byteLength, null)
-      } catch (error) {
-        return Effect.fail(Option.some(fromNode("repair", file, sessionId)(error)))
-      }
-      return read === 0 ? Effect.fail(Option.none()) : Effect.succeed(Uint8Array.prototype.slice.call(chunk, 0, read))
-    }))
-    const lines = Chunk.toReadonlyArray(yield* Stream.runCollect(LogLines.linesOf(bytes, { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes })).pipe(
-      Effect.mapError((e) =>
-        e._tag === "LineTooLong"
-          ? failed(`line ${e.number} is longer than ${e.maxLineBytes} bytes`, undefined, "line_too_long")
-          : e
+    const linesOf = () => {
+      let position = 0
+      const bytes = Stream.repeatEffectOption(Effect.suspend(() => {
+        let read: number
+        try {
+          read = readSync(fd, chunk, 0, chunk.byteLength, position)
+        } catch (error) {
+          return Effect.fail(Option.some(fromNode("repair", file, sessionId)(error)))
+        }
+        position += read
+        return read === 0 ? Effect.fail(Option.none()) : Effect.succeed(Uint8Array.prototype.slice.call(chunk, 0, read))
+      }))
+      return LogLines.linesOf(bytes, { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes }).pipe(
+        Stream.mapError((e) => e._tag === "LineTooLong" ? failed(`line ${e.number} is longer than ${e.maxLineBytes} bytes`, undefined, "line_too_long") : e)
       )
-    ))
-    const first = lines.length === 0 ? Option.none() : LogLines.firstLine(lines[0]!.text)
-    if (Option.isNone(first)) return yield* failed("the first line is not an effect-agent log header; nothing was changed", undefined, "corrupt")
-    if (first.value.version > LogFormat.currentVersion) {
-      return yield* failed(`unsupported log format version ${first.value.version}; nothing was changed`, undefined, "corrupt")
     }
+    let planner: Repair.Planner | undefined
+    let hasHeader = false
+    yield* Stream.runForEachChunk(linesOf(), (lines) =>
+      Effect.suspend(() => {
+        for (const line of lines) {
+          if (line.number === 1) {
+            const first = LogLines.firstLine(line.text)
+            if (Option.isNone(first)) return failed("the first line is not an effect-agent log header; nothing was changed", undefined, "corrupt")
+            if (first.value.version > LogFormat.currentVersion) {
+              return failed(`unsupported log format version ${first.value.version}; nothing was changed`, undefined, "corrupt")
+            }
+            planner = new Repair.Planner(sessionId, first.value.version)
+            hasHeader = first.value.isHeader
+            // A version-0 log has no header: its first line is already an event.
+            if (hasHeader) continue
+          }
+          planner!.add(line)
+        }
+        return Effect.void
+      }))
+    if (planner === undefined) return yield* failed("the first line is not an effect-agent log header; nothing was changed", undefined, "corrupt")
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const plan = Repair.plan(sessionId, first.value.isHeader ? lines.slice(1) : lines, first.value.version, { id: () => "", timestamp })
-    const report = { sessionId, file, kept: plan.kept.length, dropped: plan.dropped }
-    if (plan.dropped.length === 0) return { ...report, repaired: false }
-    if (plan.kept.length === 0) return yield* failed("no event of the log can be kept; nothing was changed", undefined, "corrupt")
-    const closing = yield* Effect.forEach(plan.closing, (event) => Effect.map(ids.next("event"), (id) => ({ ...event, id })))
-    const text = [LogLines.header, ...[...plan.kept, ...closing].map(AgentEvent.encodeJson)].join("\n") + "\n"
+    const planned = planner
+    const report = { sessionId, file, kept: planned.kept, dropped: planned.dropped }
+    if (planned.dropped.length === 0) return { ...report, repaired: false }
+    if (planned.kept === 0) return yield* failed("no event of the log can be kept; nothing was changed", undefined, "corrupt")
+    const { closedTurnId, closing: unnamed } = planned.finish({ id: () => "", timestamp })
+    const closing = yield* Effect.forEach(unnamed, (event) => Effect.map(ids.next("event"), (id) => ({ ...event, id })))
+    const temporary = `${file}.repair`
+    const cannotWrite = (error: unknown) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
+    // The second pass plans again, as the first did, and writes what it keeps (as the current
+    // format: a version-0 log's events migrated), then the closing events.
+    yield* Effect.acquireUseRelease(
+      Effect.try({
+        try: () => {
+          rmSync(temporary, { force: true })
+          return WriterLock.openNewFile(temporary)
+        },
+        catch: cannotWrite
+      }),
+      (out) => {
+        const replay = new Repair.Planner(sessionId, planned.version)
+        const pending = new RepairOutput(out)
+        return Stream.runForEachChunk(linesOf(), (lines) =>
+          Effect.try({
+            try: () => {
+              for (const line of lines) {
+                if (line.number === 1 && hasHeader) continue
+                const event = replay.add(line)
+                if (event !== undefined) pending.push(AgentEvent.encodeJson(event))
+              }
+            },
+            catch: cannotWrite
+          })).pipe(
+            Effect.zipRight(Effect.try({
+              try: () => {
+                for (const event of closing) pending.push(AgentEvent.encodeJson(event))
+                pending.end()
+              },
+              catch: cannotWrite
+            }))
+          )
+      },
+      (out) => Effect.sync(() => closeSync(out))
+    ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
     const backup = yield* Effect.try({
       try: () => {
-        const temporary = `${file}.repair`
-        rmSync(temporary, { force: true })
-        WriterLock.writeNewFile(temporary, text, true)
-        let backup = `${file}.bak`
-        for (let n = 1; existsSync(backup); n++) backup = `${file}.bak.${n}`
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.
-        linkSync(file, backup)
+        const backup = Backups.keepBeside(file, `${file}.bak`)
         renameSync(temporary, file)
         // The listing index is a cache: dropped, it is rebuilt from the logs.
         rmSync(path.join(options.dataDir, "index.json"), { force: true })
         return backup
       },
-      catch: (error) => failed(`could not rewrite the log: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, error)
+      catch: cannotWrite
     })
-    yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(plan.kept.length, "event")}, dropped ${Plural.count(plan.dropped.length, "line")}`)
-    return { ...report, repaired: true, backup, ...(plan.closedTurnId === undefined ? {} : { closedTurnId: plan.closedTurnId }) }
+    yield* Effect.logInfo(`effect-agent: repaired session ${sessionId}: kept ${Plural.count(planned.kept, "event")}, dropped ${Plural.count(planned.dropped.length, "line")}`)
+    return { ...report, repaired: true, backup, ...(closedTurnId === undefined ? {} : { closedTurnId }) }
   }))
+
+/**
+ * The new log of a repair, written to its descriptor in writes of about 64 KiB (one line per
+ * `push`, after the header), flushed to disk at the `end`.
+ */
+class RepairOutput {
+  private buffered: Array<string> = [LogLines.header]
+  private size = LogLines.header.length
+
+  constructor(private readonly fd: number) {}
+
+  push(line: string) {
+    this.buffered.push(line)
+    this.size += line.length + 1
+    if (this.size >= 64 * 1024) this.flush()
+  }
+
+  end() {
+    this.flush()
+    fsyncSync(this.fd)
+  }
+
+  private flush() {
+    if (this.buffered.length === 0) return
+    const bytes = Buffer.from(this.buffered.join("\n") + "\n")
+    for (let at = 0; at < bytes.length;) at += writeSync(this.fd, bytes, at)
+    this.buffered = []
+    this.size = 0
+  }
+}
 
 /**
  * The JSONL store as a layer, with its blob area (`<dataDir>/blobs/`, see `blobs/FileBlobStore`); it

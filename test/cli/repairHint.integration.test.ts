@@ -1,7 +1,7 @@
 /**
  * A log with a damaged line: the CLI said "Event store read failed [corrupt]: not a valid event
  * (….jsonl:N)" and stopped there. It now says what to run, `effect-agent repair <id>` — the command
- * that keeps the events it can read — where it reports such a log (a command on that session, and
+ * that drops the damaged line (and the events it leaves dangling) — where it reports such a log (a command on that session, and
  * `sessions`' line for it).
  */
 import { appendFileSync } from "node:fs"
@@ -16,7 +16,7 @@ describe("a damaged log", () => {
     const first = await run(["run", "hello", "--data-dir", dataDir], { cwd: dir })
     const sessionId = sessionIdIn(first.stderr)!
     appendFileSync(join(dataDir, "sessions", `${sessionId}.jsonl`), "{\"id\":\"evt_x\", torn\n")
-    const hint = `effect-agent repair ${sessionId} keeps the events it can read (the original is kept as .bak)`
+    const hint = `effect-agent repair ${sessionId} drops that line and every later event that no longer follows on (the original is kept as .bak)`
 
     const replayed = await run(["replay", sessionId, "--data-dir", dataDir], { cwd: dir })
     expect(replayed.code).toBe(1)

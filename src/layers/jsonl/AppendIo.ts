@@ -8,13 +8,17 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fchmodSync, fsync, ftruncateSync, openSync, statSync, writeSync } from "node:fs"
+import { closeSync, constants, fchmodSync, fsync, ftruncateSync, statSync, writeSync } from "node:fs"
 import * as Context from "effect/Context"
 import { readAt } from "./LogSeek.js"
+import * as PlainFiles from "./PlainFiles.js"
 
 /** The append operations; each throws (or calls back with) a `node:fs` error. */
 export interface Io {
-  /** Opens (creating, owner only) a file for appending; a link in its place fails (`ELOOP`), not followed. */
+  /**
+   * Opens (creating, owner only) a file for appending; a link in its place fails (`ELOOP`), not
+   * followed; a named pipe `ENXIO` (not waited on), anything else but a regular file `EINVAL`.
+   */
   readonly open: (path: string) => number
   /** Makes a file owner-only whatever the umask. */
   readonly chmod: (fd: number) => void
@@ -33,7 +37,8 @@ export interface Io {
 
 /** The real file system. */
 export const node: Io = {
-  open: (path) => openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW, 0o600),
+  // Never through a link, never waiting on a pipe (a data dir can come with a repository), only a regular file (`EINVAL`).
+  open: (path) => PlainFiles.openRegular(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, 0o600),
   chmod: (fd) => fchmodSync(fd, 0o600),
   write: (fd, data) => (typeof data === "string" ? writeSync(fd, data) : writeSync(fd, data)),
   truncate: (fd, size) => ftruncateSync(fd, size),

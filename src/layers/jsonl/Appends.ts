@@ -20,7 +20,7 @@
  * @since 0.5.0
  * @internal
  */
-import { closeSync, constants, fstatSync, openSync, truncateSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, openSync, rmSync, truncateSync, unlinkSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -36,10 +36,12 @@ import * as Directories from "../Directories.js"
 import * as KeyedLock from "../KeyedLock.js"
 import * as PlainRelease from "../PlainRelease.js"
 import { AppendIo } from "./AppendIo.js"
+import * as Backups from "./Backups.js"
 import * as EventCodec from "./EventCodec.js"
 import { fromLogOpen, fromNode, fromPlatform } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
 import * as LogReader from "./LogReader.js"
+import * as WriterLock from "./WriterLock.js"
 
 /** What the append path needs of its store. */
 export interface Options {
@@ -71,8 +73,8 @@ export interface Appends {
   readonly makeSessionsDir: (sessionId: string) => Effect.Effect<void, EventStoreFailure>
 }
 
-const encoder = new TextEncoder()
 const newline = 0x0a
+const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code
 
 /** What the store knows of a log's end, found by reading it. */
 interface Tail {
@@ -174,7 +176,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
       Effect.suspend(() => {
         let fd: number
         try {
-          fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW)
+          // Without blocking, as every read of a log: a named pipe in a log's place held the whole
+          // process in open(2) (readTail then refuses anything but a regular file).
+          fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
         } catch (error) {
           return (error as NodeJS.ErrnoException).code === "ENOENT"
             ? Effect.succeed({ lastSequence: 0, size: -1, version: LogFormat.currentVersion })
@@ -201,7 +205,9 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
 
     /** {@link scanTail} on an open log; throws what `node:fs` throws. */
     const readTail = (fd: number, file: string, sessionId: string): TailScan => {
-      const size = fstatSync(fd).size
+      const stat = fstatSync(fd)
+      if (!stat.isFile()) return corrupt(file, sessionId, undefined, "not a regular file")
+      const size = stat.size
       if (size === 0) return { tail: { lastSequence: 0, size: 0, version: LogFormat.currentVersion }, cut: 0 }
       // A few KiB first at each end: the header is one short line and a last line is mostly short;
       // then as before (a first line within 64 KiB, a window growing up to the longest line).
@@ -236,13 +242,6 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
         return { tail: { lastSequence: event.right.sequence, size: validSize, version }, cut }
       }
     }
-
-    const write = (file: string, data: Uint8Array, flag: "a" | "w") =>
-      Effect.scoped(Effect.gen(function*() {
-        const handle = yield* fs.open(file, { flag, mode: 0o600 })
-        yield* handle.writeAll(data)
-        if (fsync) yield* handle.sync
-      }))
 
     // Open logs by session, least recently used first; those of sessions this process does not hold
     // the lock of are few, those it holds bounded too (`maxHeldOpenFiles`). Appenders are only ever used, opened or closed in synchronous steps, so
@@ -281,18 +280,23 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
     /**
      * Rewrites a log of an older version in the current one before its first append: every event
      * migrated, nothing dropped. The new file replaces the old by a rename, so the path always holds
-     * one whole log; the original is kept as `<file>.v<version>`.
+     * one whole log; the original is kept as `<file>.v<version>` (`.v<version>.1`, … when taken).
+     * Neither name is followed if it is a link (a repository's data dir can plant them): the new log
+     * is created (`O_EXCL`, after removing whatever had its name), the original kept by a hard link.
      */
     const upgrade = (sessionId: string, file: string, version: number) =>
       Effect.gen(function*() {
         const events = yield* Stream.runCollect(options.readLog(sessionId, file))
         const text = [LogLines.header, ...Array.from(events, AgentEvent.encodeJson)].join("\n") + "\n"
         const temporary = `${file}.upgrade`
-        yield* write(temporary, encoder.encode(text), "w").pipe(Effect.mapError(fromPlatform("append", temporary, sessionId)))
-        yield* fs.copyFile(file, `${file}.v${version}`).pipe(
-          Effect.zipRight(fs.chmod(`${file}.v${version}`, 0o600)),
-          Effect.mapError(fromPlatform("append", file, sessionId))
-        )
+        yield* Effect.try({
+          try: () => {
+            rmSync(temporary, { force: true })
+            WriterLock.writeNewFile(temporary, text, fsync)
+          },
+          catch: fromNode("append", temporary, sessionId)
+        })
+        yield* Effect.try({ try: () => Backups.keepBeside(file, `${file}.v${version}`), catch: fromNode("append", file, sessionId) })
         yield* fs.rename(temporary, file).pipe(Effect.mapError(fromPlatform("append", file, sessionId)))
         yield* Effect.logInfo("effect-agent: upgraded a log to the current format").pipe(Effect.annotateLogs({ path: file, from: version }))
         return yield* scanTail(sessionId, file)
@@ -335,8 +339,12 @@ export const make = (options: Options): Effect.Effect<Appends, never, FileSystem
             appenders.set(sessionId, appender)
             return appender
           },
-          // A link put in the log's place since its end was read is refused here too (`io.open`'s `O_NOFOLLOW`).
-          catch: fromLogOpen("append", file, sessionId)
+          // A link put in the log's place since its end was read is refused here too (`io.open`'s
+          // `O_NOFOLLOW`), and so is a named pipe (`ENXIO`) or anything else but a regular file (`EINVAL`).
+          catch: (error) =>
+            codeOf(error) === "ENXIO" || codeOf(error) === "EINVAL"
+              ? corrupt(file, sessionId, undefined, "not a regular file")
+              : fromLogOpen("append", file, sessionId)(error)
         })
       })
 

@@ -349,7 +349,26 @@ export const encodeDeltaRun = (events: ReadonlyArray<AgentEvent.AgentEvent>, max
  */
 export const fromParsed = (raw: unknown, version: number): Either.Either<AgentEvent.AgentEvent, string> => {
   if (version === LogFormat.currentVersion && isCanonical(raw)) return Either.right(raw)
-  return Either.flatMap(LogFormat.migrate(version, raw), (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => "not a valid event"))
+  return Either.flatMap(
+    LogFormat.migrate(version, raw),
+    (migrated) => Either.mapLeft(AgentEvent.decodeUnknown(migrated), () => unknownType(migrated) ?? "not a valid event")
+  )
+}
+
+const knownTypes: ReadonlySet<string> = new Set(AgentEvent.eventTypes)
+
+/**
+ * What a line whose `type` this version does not know says: most likely an event of a newer
+ * effect-agent (which `repair` would drop, and every later event with it), not damage. Named only
+ * when it looks like an event type (it is shown on a terminal).
+ */
+export const unknownTypePrefix = "not a valid event: its type"
+
+const unknownType = (value: unknown): string | undefined => {
+  const type = typeof value === "object" && value !== null ? (value as { readonly type?: unknown }).type : undefined
+  return typeof type === "string" && /^[a-z][a-z0-9_.]{0,63}$/.test(type) && !knownTypes.has(type)
+    ? `${unknownTypePrefix} ${type} is unknown to this version (written by a newer effect-agent?)`
+    : undefined
 }
 
 /** Decodes an event line of a log of `version`. */

@@ -41,68 +41,96 @@ export interface Fresh {
   readonly timestamp: string
 }
 
+/** What a {@link Planner} adds when it is done: the events closing a turn the kept ones leave open. */
+export interface Closing {
+  readonly closing: ReadonlyArray<AgentEvent.AgentEvent>
+  readonly closedTurnId?: string
+}
+
 /**
- * Plans the repair of a log's event lines (the header excluded), read as log format `version`.
- * A log that needs nothing gets a plan with no dropped lines and no closing events.
+ * The repair of a log's event lines (the header excluded) planned a line at a time, in file order:
+ * a long log is never held whole (`repair` read every line into memory, then joined the new log into
+ * one string: 3.1 GB for a 503 MB log, "Invalid string length" past 512 MB). `add` says whether a
+ * line is kept; `finish` closes the turn the kept events leave open.
  */
-export const plan = (sessionId: string, lines: ReadonlyArray<LogLines.Line>, version: number, fresh: Fresh): Plan => {
-  const kept: Array<AgentEvent.AgentEvent> = []
-  const dropped: Array<Dropped> = []
-  const secondTurns = new Set<string>()
-  let state: SessionState.SessionState | undefined
-  for (const line of lines) {
+export class Planner {
+  kept = 0
+  readonly dropped: Array<Dropped> = []
+  private readonly secondTurns = new Set<string>()
+  private state: SessionState.SessionState | undefined
+
+  constructor(private readonly sessionId: string, readonly version: number) {}
+
+  /** Plans the next line: the event it keeps, or undefined when it is dropped (recorded in `dropped`). */
+  add(line: LogLines.Line): AgentEvent.AgentEvent | undefined {
+    const { dropped, secondTurns, sessionId } = this
     if (!line.terminated) {
       dropped.push({ line: line.number, reason: "torn last line" })
-      continue
+      return undefined
     }
-    const decoded = LogLines.decodeEvent(line.text, version)
+    const decoded = LogLines.decodeEvent(line.text, this.version)
     if (Either.isLeft(decoded)) {
       dropped.push({ line: line.number, reason: decoded.left })
-      continue
+      return undefined
     }
     const event = decoded.right
     const drop = (reason: string) => {
       // A turn begun at a sequence another event already holds is the second writer's turn.
       if (event.type === "turn.started") secondTurns.add(event.turnId)
       dropped.push({ line: line.number, sequence: event.sequence, reason })
+      return undefined
     }
     if (event.sessionId !== sessionId) {
       dropped.push({ line: line.number, sequence: event.sequence, reason: `event of another session (${event.sessionId})` })
-      continue
+      return undefined
     }
     if ("turnId" in event && event.turnId !== undefined && secondTurns.has(event.turnId)) {
       dropped.push({ line: line.number, sequence: event.sequence, reason: `event of turn ${event.turnId}, begun by a second writer` })
-      continue
+      return undefined
     }
-    const last = state?.lastSequence ?? 0
-    if (event.sequence !== last + 1) {
-      drop(event.sequence <= last ? `duplicate sequence ${event.sequence}` : `sequence ${event.sequence} does not follow ${last}`)
-      continue
+    const last = this.state?.lastSequence ?? 0
+    if (event.sequence !== last + 1) return drop(event.sequence <= last ? `duplicate sequence ${event.sequence}` : `sequence ${event.sequence} does not follow ${last}`)
+    const next = this.state === undefined ? SessionState.start(event) : SessionState.reduce(this.state, event)
+    if (Either.isLeft(next)) return drop(next.left.message)
+    this.state = next.right
+    this.kept++
+    return event
+  }
+
+  /** The events closing the turn the kept events leave open (only when something was dropped). */
+  finish(fresh: Fresh): Closing {
+    const { sessionId, state } = this
+    const open = state?.openTurn
+    if (this.dropped.length === 0 || state === undefined || open === undefined) return { closing: [] }
+    // Closed as the engine's crash repair closes a dangling turn: its compaction, its open calls, then the turn.
+    const closing: Array<AgentEvent.AgentEvent> = []
+    let sequence = state.lastSequence
+    const base = () => ({ id: fresh.id(), sessionId, turnId: open.turnId, sequence: ++sequence, timestamp: fresh.timestamp })
+    if (state.compaction !== undefined) {
+      closing.push({ ...base(), type: "compaction.failed", payload: { compactionId: state.compaction.compactionId, errorCode: "interrupted" } })
     }
-    const next = state === undefined ? SessionState.start(event) : SessionState.reduce(state, event)
-    if (Either.isLeft(next)) {
-      drop(next.left.message)
-      continue
+    for (const call of open.toolCalls) {
+      closing.push({
+        ...base(),
+        type: "tool.failed",
+        payload: { toolCallId: call.toolCallId, errorCode: "interrupted", message: "The tool call did not finish: interrupted." }
+      })
     }
-    state = next.right
-    kept.push(event)
+    closing.push({ ...base(), type: "turn.completed", payload: { stopReason: "error", errorCode: "interrupted" } })
+    return { closing, closedTurnId: open.turnId }
   }
-  const open = state?.openTurn
-  if (dropped.length === 0 || state === undefined || open === undefined) return { kept, dropped, closing: [] }
-  // Closed as the engine's crash repair closes a dangling turn: its compaction, its open calls, then the turn.
-  const closing: Array<AgentEvent.AgentEvent> = []
-  let sequence = state.lastSequence
-  const base = () => ({ id: fresh.id(), sessionId, turnId: open.turnId, sequence: ++sequence, timestamp: fresh.timestamp })
-  if (state.compaction !== undefined) {
-    closing.push({ ...base(), type: "compaction.failed", payload: { compactionId: state.compaction.compactionId, errorCode: "interrupted" } })
+}
+
+/**
+ * Plans the repair of a log's event lines (the header excluded), read as log format `version`.
+ * A log that needs nothing gets a plan with no dropped lines and no closing events.
+ */
+export const plan = (sessionId: string, lines: ReadonlyArray<LogLines.Line>, version: number, fresh: Fresh): Plan => {
+  const planner = new Planner(sessionId, version)
+  const kept: Array<AgentEvent.AgentEvent> = []
+  for (const line of lines) {
+    const event = planner.add(line)
+    if (event !== undefined) kept.push(event)
   }
-  for (const call of open.toolCalls) {
-    closing.push({
-      ...base(),
-      type: "tool.failed",
-      payload: { toolCallId: call.toolCallId, errorCode: "interrupted", message: "The tool call did not finish: interrupted." }
-    })
-  }
-  closing.push({ ...base(), type: "turn.completed", payload: { stopReason: "error", errorCode: "interrupted" } })
-  return { kept, dropped, closing, closedTurnId: open.turnId }
+  return { kept, dropped: planner.dropped, ...planner.finish(fresh) }
 }

@@ -17,7 +17,7 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fsyncSync, linkSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
+import { closeSync, constants, fsyncSync, linkSync, lstatSync, openSync, readdirSync, readSync, unlinkSync, writeSync } from "node:fs"
 import * as Directories from "../Directories.js"
 import { join } from "node:path"
 import * as Effect from "effect/Effect"
@@ -60,9 +60,15 @@ const describe = (error: unknown): string => {
   return words === undefined ? code : `${words} (${code})`
 }
 
+/**
+ * Creates a file for writing with mode 0600 whatever the umask: `O_EXCL`, so anything already under
+ * its name — a link planted there too — fails `EEXIST` and is never written through.
+ */
+export const openNewFile = (file: string): number => openSync(file, "wx", 0o600)
+
 /** Writes a whole file with mode 0600 whatever the umask (it is created here, with O_EXCL). */
 export const writeNewFile = (file: string, text: string, sync = false) => {
-  const fd = openSync(file, "wx", 0o600)
+  const fd = openNewFile(file)
   try {
     writeSync(fd, text)
     if (sync) fsyncSync(fd)
@@ -71,10 +77,23 @@ export const writeNewFile = (file: string, text: string, sync = false) => {
   }
 }
 
+/**
+ * The generation a lock file's name gives (`<n>.json`, `<n>.released`), or undefined. Only a name
+ * that is a safe integer written as this store writes it: `9007199254740993.json` read as `Number`
+ * is 9007199254740992, whose record is never there, so every run retried until "the lock kept
+ * changing", for good. Such a name is none of this store's and is ignored (a winner leaves it alone).
+ */
+const generationOf = (name: string, kind: "json" | "released"): number | undefined => {
+  const match = /^(\d+)\.(json|released)$/.exec(name)
+  if (match === null || match[2] !== kind) return undefined
+  const n = Number(match[1])
+  return Number.isSafeInteger(n) && String(n) === match[1] ? n : undefined
+}
+
 const generations = (names: ReadonlyArray<string>): Array<number> =>
   names.flatMap((name) => {
-    const match = /^(\d+)\.json$/.exec(name)
-    return match === null ? [] : [Number(match[1])]
+    const n = generationOf(name, "json")
+    return n === undefined ? [] : [n]
   })
 
 const removeQuietly = (file: string) => {
@@ -111,9 +130,34 @@ const readRecord = (file: string): string | undefined => {
 /** The lock folder of a log file. */
 export const lockDirOf = (logFile: string) => `${logFile}.lock`
 
+/**
+ * Makes the lock folder if missing and checks it is one this store can own: a real folder (not a
+ * link to one) of this user's. A data dir can come with a repository, and `repair`, which the CLI
+ * recommends for a damaged log, takes the lock of a session no one started here: a lock "folder"
+ * that was a link to a folder elsewhere had its `<n>.json` and `<n>.released` deleted and this
+ * process's records written there. Every later operation names a file inside it, by name: none
+ * follows a link (records are read `O_NOFOLLOW`, written `O_EXCL`, published by `link`, removed by
+ * `unlink`, which removes a link itself).
+ */
+const ownFolder = (sessionId: string, dir: string): EventStoreFailure | undefined => {
+  Directories.makeSync(dir, 0o700)
+  const stat = lstatSync(dir)
+  const uid = process.getuid?.()
+  if (stat.isDirectory() && (uid === undefined || stat.uid === uid)) return undefined
+  return new EventStoreFailure({
+    reason: "corrupt",
+    operation: "lock",
+    sessionId,
+    path: dir,
+    detail: stat.isDirectory()
+      ? "the session's lock folder belongs to another user; nothing was changed (remove it if it is not in use)"
+      : "the session's lock folder is a link or not a folder; nothing was changed (remove it: this store makes it as a folder)"
+  })
+}
+
 type Attempt =
   | { readonly _tag: "Held"; readonly generation: number; readonly takenOverFrom: Holder.Holder | undefined }
-  | { readonly _tag: "Busy"; readonly holder: Holder.Holder }
+  | { readonly _tag: "Busy"; readonly holder: Holder.Holder; readonly liveness: Holder.Liveness }
   | { readonly _tag: "Retry" }
 
 /** One try at the lock; `Retry` when another process moved it meanwhile. Synchronous, and short. */
@@ -135,7 +179,8 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
     // An unreadable record cannot be a live holder's: records are published whole.
     if (holder !== undefined && !released) {
       // A holder whose liveness cannot be known here (another host or container) is taken as alive.
-      if (Holder.liveness(holder) !== "dead") return { _tag: "Busy", holder }
+      const liveness = Holder.liveness(holder)
+      if (liveness !== "dead") return { _tag: "Busy", holder, liveness }
       takenOverFrom = holder
     }
   }
@@ -162,11 +207,22 @@ const attempt = (dir: string, me: Holder.Holder): Attempt => {
   }
   // (One publishing below us after this listing finds `mine` in its own check and removes its record.)
   for (const name of after) {
-    const match = /^(\d+)\.(json|released)$/.exec(name)
-    if (match !== null && Number(match[1]) < mine) removeQuietly(join(dir, name))
+    const n = generationOf(name, "json") ?? generationOf(name, "released")
+    if (n !== undefined && n < mine) removeQuietly(join(dir, name))
   }
   return { _tag: "Held", generation: mine, takenOverFrom }
 }
+
+/**
+ * Who holds the lock, for `SessionBusy`. A holder this process cannot see (another machine, or a
+ * container of this machine in another pid namespace) may be long gone, and this lock has no
+ * expiry: the text says what to remove then — by its name in the data dir, never a runtime path
+ * (`SessionBusy` goes out on the wire).
+ */
+const busyHolder = (sessionId: string, holder: Holder.Holder, liveness: Holder.Liveness) =>
+  liveness === "alive"
+    ? Holder.describe(holder)
+    : `${Holder.describe(holder)}, which this process cannot see (another machine or container); if that process is gone, remove the folder sessions/${sessionId}.jsonl.lock in the data dir`
 
 /**
  * Holds the writer lock of `logFile` for the scope: fails `SessionBusy` naming the live holder, or
@@ -179,11 +235,12 @@ export const acquire = (sessionId: string, logFile: string): Effect.Effect<Acqui
     Effect.suspend((): Effect.Effect<Acquired, SessionBusy | EventStoreFailure> => {
       const me = Holder.current()
       try {
-        Directories.makeSync(dir, 0o700)
+        const refused = ownFolder(sessionId, dir)
+        if (refused !== undefined) return Effect.fail(refused)
         // A few rounds are plenty: each Retry means another process made progress.
         for (let round = 0; round < 100; round++) {
           const result = attempt(dir, me)
-          if (result._tag === "Busy") return Effect.fail(new SessionBusy({ sessionId, holder: Holder.describe(result.holder) }))
+          if (result._tag === "Busy") return Effect.fail(new SessionBusy({ sessionId, holder: busyHolder(sessionId, result.holder, result.liveness) }))
           if (result._tag === "Held") return Effect.succeed({ generation: result.generation, takenOverFrom: result.takenOverFrom })
         }
         return Effect.fail(lockFailure(sessionId, dir, "the lock kept changing"))

@@ -95,16 +95,35 @@ export type Liveness = "alive" | "dead" | "unknown"
 
 const differ = (a: string | undefined, b: string | undefined) => a !== undefined && b !== undefined && a !== b
 
+/** What can be known of `holder`'s process before its pid is asked about. */
+const sameMachine = (
+  own: { readonly hostname: string; readonly bootId: string | undefined; readonly pidNamespace: string | undefined },
+  holder: Holder
+): Liveness | "judge by pid" => {
+  if (holder.hostname !== own.hostname) {
+    const sameBoot = own.bootId !== undefined && holder.bootId === own.bootId
+    return sameBoot && own.pidNamespace !== undefined && holder.pidNamespace === own.pidNamespace ? "judge by pid" : "unknown"
+  }
+  if (differ(holder.bootId, own.bootId)) return "dead"
+  if (differ(holder.pidNamespace, own.pidNamespace)) return "unknown"
+  return "judge by pid"
+}
+
 /**
- * Whether a holder is alive, as far as this process can tell. On this host and in this pid
+ * Whether a holder is alive, as far as this process can tell. On this machine and in this pid
  * namespace: dead when no process has its pid, when the process with its pid started at another
  * time (the pid was reused), or when it has exited and not been reaped yet. On this host after a
- * reboot: dead. From another host or pid namespace (another container): unknown.
+ * reboot: dead. From another machine or pid namespace (another container): unknown.
+ *
+ * "This machine" is this boot (the kernel's random boot id) before it is this host name: a
+ * container, or `unshare --uts`, runs under another host name on the same kernel, and a holder
+ * killed there was taken as alive for good (the JSONL lock has no expiry). A holder of another host
+ * name is judged by its pid only when it records this boot and this pid namespace, both known; one
+ * of this boot in another pid namespace stays unknown: its pid names another process here.
  */
 export const liveness = (holder: Holder): Liveness => {
-  if (holder.hostname !== hostname()) return "unknown"
-  if (differ(holder.bootId, ownBootId)) return "dead"
-  if (differ(holder.pidNamespace, ownPidNamespace)) return "unknown"
+  const known = sameMachine({ hostname: hostname(), bootId: ownBootId, pidNamespace: ownPidNamespace }, holder)
+  if (known !== "judge by pid") return known
   if (holder.pid === process.pid) return differ(holder.startTime, ownStartTime) ? "dead" : "alive"
   try {
     process.kill(holder.pid, 0)
