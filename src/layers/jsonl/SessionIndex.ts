@@ -36,7 +36,7 @@
  * @internal
  */
 import { randomBytes } from "node:crypto"
-import { closeSync, constants, fstatSync, open, readdirSync, readFileSync, readSync, statSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, open, readdirSync, readSync, statSync, unlinkSync } from "node:fs"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -53,6 +53,7 @@ import * as SessionTitle from "../../domain/SessionTitle.js"
 import { byRecentActivity } from "../../services/EventStore.js"
 import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
+import * as LogSeek from "./LogSeek.js"
 import * as PlainFiles from "./PlainFiles.js"
 
 /** How much of a grown log is read at a time. */
@@ -258,6 +259,28 @@ const readOpenJournal = (fd: number, from: { readonly inode: number; readonly of
 
 const decodeHeader = Schema.decodeUnknownEither(IndexFile)
 
+/**
+ * A log's format version, from its first line (read no further than {@link chunkBytes}): a header
+ * says it; a first line longer than that is no header, so an event (a log from before headers:
+ * version 0); a log without a complete line is taken as of the current version.
+ */
+const versionOf = (fd: number, size: number): number => {
+  const head = LogSeek.readAt(fd, 0, Math.min(size, chunkBytes))
+  const end = head.indexOf(0x0a)
+  if (end === -1) return head.length === chunkBytes ? 0 : LogFormat.currentVersion
+  return Option.match(LogLines.firstLine(head.toString("utf8", 0, end)), { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
+}
+
+/** The end of the last complete line in the first `size` bytes of a log (0 when none), found from the end a chunk at a time. */
+const lastLineEnd = (fd: number, size: number): number => {
+  for (let to = size; to > 0; to -= chunkBytes) {
+    const from = Math.max(0, to - chunkBytes)
+    const newline = LogSeek.readAt(fd, from, to - from).lastIndexOf(0x0a)
+    if (newline !== -1) return from + newline + 1
+  }
+  return 0
+}
+
 /** What the index needs. */
 export interface Options {
   readonly fs: FileSystem.FileSystem
@@ -445,17 +468,19 @@ export const make = (options: Options) => {
   /** The entry of a log read from the start, from the open log `fd`. */
   const rebuild = (sessionId: string, file: string, fd: number) =>
     Effect.gen(function*() {
-      // The bytes first, then the summary: a log that grows in between gets a summary ahead of what
+      // The size first, then the summary: a log that grows in between gets a summary ahead of what
       // the entry says it covers, which the next extension finds (its first line's sequence does
       // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
-      // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
-      const bytes = yield* Effect.try({ try: () => readFileSync(fd), catch: fromNode("list", file, sessionId) })
+      // The entry covers the log up to the end of its last complete line; a torn tail is left to the
+      // next extension. Only the header and the end are read here, a chunk at a time: the log was
+      // read whole into one buffer (a cold listing of a 1.26 GB log took 1.47 GB; one over 2 GiB
+      // "cannot be read"), and the bytes before `size` of an append-only log do not change.
+      const read = <A>(f: () => A) => Effect.try({ try: f, catch: fromNode("list", file, sessionId) })
+      const size = yield* read(() => fstatSync(fd).size)
+      const version = yield* read(() => versionOf(fd, size))
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
-      const firstEnd = bytes.indexOf(0x0a)
-      const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
-      const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
-      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
+      return Option.some<Entry>({ covered: yield* read(() => lastLineEnd(fd, size)), version, summary })
     })
 
   // The folder's names with Node's own synchronous read: 10,000 of them in a third of the time of
