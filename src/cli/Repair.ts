@@ -20,7 +20,10 @@ const shown = 20
 export const handler = ({ dataDir, sessionId, store }: Input) =>
   Effect.gen(function*() {
     if (store === "sqlite") {
-      return yield* Console.log(`Nothing to repair: the SQLite store keeps each sequence once by its key.`)
+      // A session read fails naming a missing row (`gap in sequence`): no rewrite mends that here.
+      return yield* Console.log(
+        `Nothing to repair: the SQLite store keeps each sequence once by its key. A session with a stored event missing ("gap in sequence") cannot be repaired: restore the row from a backup, or fork the session at a turn before the gap.`
+      )
     }
     const report = yield* JsonlEventStore.repair({ dataDir, sessionId })
     if (!report.repaired) return yield* Console.log(`Nothing to repair: the log of ${sessionId} is valid (${Plural.count(report.kept, "event")}).`)

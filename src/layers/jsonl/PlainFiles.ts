@@ -50,6 +50,20 @@ export const appendText = (file: string, text: string): void => {
   withRegular(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT, (fd) => writeSync(fd, text), 0o600)
 }
 
+/**
+ * Creates `file` (`0600` at creation) holding `text`: `O_EXCL` refuses any name that exists — a link
+ * a repository planted included — so nothing is ever written through one, and no `chmod` by name
+ * follows (it would follow a link too).
+ */
+export const writeNew = (file: string, text: string): void => {
+  const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600)
+  try {
+    writeSync(fd, text)
+  } finally {
+    closeSync(fd)
+  }
+}
+
 /** Replaces a regular file's content with `text` (made `0600` when missing). */
 export const writeText = (file: string, text: string): void => {
   withRegular(file, constants.O_WRONLY | constants.O_CREAT, (fd) => {

@@ -35,7 +35,8 @@
  * @since 0.1.0
  * @internal
  */
-import { closeSync, constants, fstatSync, open, readdirSync, readFileSync, readSync, statSync } from "node:fs"
+import { randomBytes } from "node:crypto"
+import { closeSync, constants, fstatSync, open, readdirSync, readSync, statSync, unlinkSync } from "node:fs"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -52,6 +53,7 @@ import * as SessionTitle from "../../domain/SessionTitle.js"
 import { byRecentActivity } from "../../services/EventStore.js"
 import { fromLogOpen, fromNode } from "./FileFailure.js"
 import * as LogLines from "./LogLines.js"
+import * as LogSeek from "./LogSeek.js"
 import * as PlainFiles from "./PlainFiles.js"
 
 /** How much of a grown log is read at a time. */
@@ -187,6 +189,25 @@ interface JournalRead {
 }
 
 /**
+ * The most of the journal a listing reads: ~100,000 lines, far more than the writers append
+ * between two listings. More than that unread (a journal a repository shipped, gigabytes of it as a
+ * sparse file; a data dir listed once a year) is skipped: the listing checks every log instead, as
+ * with no journal. Before, it was read whole into one buffer, then one string: past ~512 MB every
+ * listing failed (`ERR_STRING_TOO_LONG`, `ERR_OUT_OF_RANGE`).
+ */
+export const maxJournalRead = 4 * 1024 * 1024
+
+/**
+ * A journal this long that nobody is writing under a lock is removed by the listing that read it
+ * to its end (see `compact`): the writers make a new one, and the next listing, finding another
+ * journal, checks every log once. So the journal never grows for good.
+ */
+export const compactJournalAt = 1024 * 1024
+
+/** The longest journal line this version writes: `+ `, an id (`Session.isValidId`: at most 128), the newline. */
+const maxJournalLine = 2 + 128 + 1
+
+/**
  * Reads the journal from `offset` (of the journal `inode`; another one, or one shorter than
  * `offset`, is read from its start and reported as such), applying its lines to `writing`.
  */
@@ -198,15 +219,20 @@ const readJournal = (file: string, from: { readonly inode: number; readonly offs
     // no journal, so the listing checks every log.
     const code = (error as NodeJS.ErrnoException).code
     if (code !== "ENOENT" && code !== "ELOOP" && code !== "EINVAL") throw error
-    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && code === "ENOENT" }
+    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && code === "ENOENT", size: 0 }
   }
 }
 
-/** Reads an open journal (see `readJournal`). */
+/** Reads an open journal (see `readJournal`); at most {@link maxJournalRead} bytes of it. */
 const readOpenJournal = (fd: number, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
   const stat = fstatSync(fd)
   const same = stat.ino === from.inode && stat.size >= from.offset
   const start = same ? from.offset : 0
+  if (stat.size - start > maxJournalRead) {
+    // Too much to read: taken as read to its end, as another journal (a full check). The sessions
+    // being written are learnt again as their writers let them go (`-`).
+    return { read: { inode: stat.ino, offset: stat.size, changed: new Set<string>(), writing: new Set<string>() }, same: false, size: stat.size }
+  }
   const buffer = Buffer.allocUnsafe(stat.size - start)
   let got = 0
   while (got < buffer.length) {
@@ -214,10 +240,13 @@ const readOpenJournal = (fd: number, from: { readonly inode: number; readonly of
     if (n === 0) break
     got += n
   }
-  const end = buffer.lastIndexOf(0x0a, got - 1) + 1
   const changed = new Set<string>()
   const writing = new Set(same ? writingBefore : [])
-  for (const line of buffer.toString("utf8", 0, end).split("\n")) {
+  // Line by line, each decoded alone (a line longer than this version writes is not one of its).
+  let end = 0
+  for (let newline = buffer.indexOf(0x0a, 0); newline !== -1 && newline < got; newline = buffer.indexOf(0x0a, end)) {
+    const line = newline - end < maxJournalLine ? buffer.toString("latin1", end, newline) : ""
+    end = newline + 1
     const op = line[0]
     const sessionId = line.slice(2)
     if (line[1] !== " " || !Session.isValidId(sessionId)) continue
@@ -225,10 +254,32 @@ const readOpenJournal = (fd: number, from: { readonly inode: number; readonly of
     if (op === "+") writing.add(sessionId)
     else if (op === "-") writing.delete(sessionId)
   }
-  return { read: { inode: stat.ino, offset: start + end, changed, writing }, same }
+  return { read: { inode: stat.ino, offset: start + end, changed, writing }, same, size: stat.size }
 }
 
 const decodeHeader = Schema.decodeUnknownEither(IndexFile)
+
+/**
+ * A log's format version, from its first line (read no further than {@link chunkBytes}): a header
+ * says it; a first line longer than that is no header, so an event (a log from before headers:
+ * version 0); a log without a complete line is taken as of the current version.
+ */
+const versionOf = (fd: number, size: number): number => {
+  const head = LogSeek.readAt(fd, 0, Math.min(size, chunkBytes))
+  const end = head.indexOf(0x0a)
+  if (end === -1) return head.length === chunkBytes ? 0 : LogFormat.currentVersion
+  return Option.match(LogLines.firstLine(head.toString("utf8", 0, end)), { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
+}
+
+/** The end of the last complete line in the first `size` bytes of a log (0 when none), found from the end a chunk at a time. */
+const lastLineEnd = (fd: number, size: number): number => {
+  for (let to = size; to > 0; to -= chunkBytes) {
+    const from = Math.max(0, to - chunkBytes)
+    const newline = LogSeek.readAt(fd, from, to - from).lastIndexOf(0x0a)
+    if (newline !== -1) return from + newline + 1
+  }
+  return 0
+}
 
 /** What the index needs. */
 export interface Options {
@@ -306,13 +357,14 @@ export const make = (options: Options) => {
 
   // Each save writes a temporary file of its own: two listings of one process saving at once (a
   // server's clients listing a cold data dir) shared one name, and the first rename took the file
-  // the other was still writing — its rename failed, or renamed a file written by both.
-  let saves = 0
+  // the other was still writing — its rename failed, or renamed a file written by both. Its name is
+  // random and it is created exclusively (`PlainFiles.writeNew`): a data dir that came with a
+  // repository could hold a link under every `index.json.<pid>.<n>.tmp`, and a read-only `sessions`
+  // wrote the index through it (truncating the file it named, then `chmod`ding it 0600).
   const save = (sessions: ReadonlyArray<Entry>, journal: JournalRead) => {
-    const temporary = `${indexFile}.${process.pid}.${++saves}.tmp`
+    const temporary = `${indexFile}.${process.pid}.${randomBytes(8).toString("hex")}.tmp`
     const file = { format: "effect-agent/index", version: indexVersion, journal: { inode: journal.inode, offset: journal.offset }, writing: [...journal.writing], sessions }
-    return fs.writeFileString(temporary, JSON.stringify(file), { mode: 0o600 }).pipe(
-      Effect.zipRight(fs.chmod(temporary, 0o600)),
+    return Effect.try({ try: () => PlainFiles.writeNew(temporary, JSON.stringify(file)), catch: (error) => error as Error }).pipe(
       Effect.zipRight(fs.rename(temporary, indexFile)),
       // The index is a cache: failing to save it costs a slower listing next time, nothing more. One
       // line, no stack: the error's own message names the file and the reason.
@@ -324,6 +376,19 @@ export const make = (options: Options) => {
         )
       )
     )
+  }
+
+  /**
+   * Removes a long journal that this listing read to its end and that no writer holds a lock on (see
+   * {@link compactJournalAt}). A line a writer appends meanwhile goes with it: the next listing,
+   * finding another journal (or none) than the index's, checks every log, that one's included.
+   */
+  const compact = () => {
+    try {
+      unlinkSync(journalFile)
+    } catch {
+      // A cache: a data dir that cannot be written keeps its journal, read in bounded steps.
+    }
   }
 
   /**
@@ -403,17 +468,19 @@ export const make = (options: Options) => {
   /** The entry of a log read from the start, from the open log `fd`. */
   const rebuild = (sessionId: string, file: string, fd: number) =>
     Effect.gen(function*() {
-      // The bytes first, then the summary: a log that grows in between gets a summary ahead of what
+      // The size first, then the summary: a log that grows in between gets a summary ahead of what
       // the entry says it covers, which the next extension finds (its first line's sequence does
       // not follow) and rebuilds — never a summary behind, which a size check would keep for good.
-      // The entry covers the log up to the end of its last complete line; a torn tail is left to the next extension.
-      const bytes = yield* Effect.try({ try: () => readFileSync(fd), catch: fromNode("list", file, sessionId) })
+      // The entry covers the log up to the end of its last complete line; a torn tail is left to the
+      // next extension. Only the header and the end are read here, a chunk at a time: the log was
+      // read whole into one buffer (a cold listing of a 1.26 GB log took 1.47 GB; one over 2 GiB
+      // "cannot be read"), and the bytes before `size` of an append-only log do not change.
+      const read = <A>(f: () => A) => Effect.try({ try: f, catch: fromNode("list", file, sessionId) })
+      const size = yield* read(() => fstatSync(fd).size)
+      const version = yield* read(() => versionOf(fd, size))
       const summary = yield* options.summarizeAll(sessionId)
       if (summary === undefined) return Option.none<Entry>()
-      const firstEnd = bytes.indexOf(0x0a)
-      const first = firstEnd === -1 ? Option.none() : LogLines.firstLine(new TextDecoder().decode(bytes.subarray(0, firstEnd)))
-      const version = Option.match(first, { onNone: () => LogFormat.currentVersion, onSome: (f) => f.version })
-      return Option.some<Entry>({ covered: bytes.lastIndexOf(0x0a) + 1, version, summary })
+      return Option.some<Entry>({ covered: yield* read(() => lastLineEnd(fd, size)), version, summary })
     })
 
   // The folder's names with Node's own synchronous read: 10,000 of them in a third of the time of
@@ -451,7 +518,7 @@ export const make = (options: Options) => {
     const previous = entriesOf(index)
     // The journal is read before any log: a change it does not hold yet is announced after its
     // write, so the next listing sees it (and a full check's `stat`s come after this read).
-    const { read: journal, same } = yield* Effect.try({
+    const { read: journal, same, size: journalSize } = yield* Effect.try({
       try: () => readJournal(journalFile, index?.journal ?? { inode: -1, offset: 0 }, index?.writing ?? []),
       catch: (error) =>
         new EventStoreFailure({ reason: "unavailable", operation: "list", path: journalFile, detail: `could not read the index's journal: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })
@@ -516,6 +583,7 @@ export const make = (options: Options) => {
     const whole = !fresh && stored !== undefined && stored.length === previous.size && entries.length === stored.length
     const listed = whole && inListingOrder(stored) ? stored : entries.sort(byEntryActivity)
     if (changed || listed !== stored) yield* save(listed, journal)
+    if (journalSize >= compactJournalAt && journal.offset === journalSize && journal.writing.size === 0) compact()
     if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
     return { sessions: listed.map((entry) => withStoredTitle(entry.summary)), damaged }

@@ -267,10 +267,27 @@ export const make = ({ append: appendEvent, failure, listingPlan, retried = once
         ? Effect.succeed(event.right)
         : Effect.fail(new EventStoreFailure({ reason: "corrupt", operation: "read", sessionId, sequence: row.sequence, path: where, detail: "a stored event is not valid" }))
     }
-    return Stream.paginateChunkEffect(readOptions?.fromSequence ?? 1, (from) =>
-      Effect.map(page(from), (rows) => [Chunk.unsafeFromArray(rows), rows.length === pageSize ? Option.some(rows.at(-1)!.sequence + 1) : Option.none<number>()] as const)).pipe(
-        Stream.mapEffect(decode)
-      )
+    // The rows must run on one by one, as a JSONL log's lines must: a row lost (a hand edit, a
+    // partial restore) was read past in silence, and the session's next turn then refused it as an
+    // "Impossible event", with `repair` finding nothing to repair.
+    const gap = (expected: number, found: number) =>
+      new EventStoreFailure({
+        reason: "corrupt",
+        operation: "read",
+        sessionId,
+        sequence: found,
+        path: where,
+        detail: `gap in sequence: expected ${expected}, found ${found}; a stored event is missing (a row deleted, a partial restore): ` +
+          `restore it from a backup, or \`effect-agent fork ${sessionId} --at <sequence>\` to continue from the end of a turn before ${expected}`
+      })
+    return Stream.suspend(() => {
+      const from = readOptions?.fromSequence ?? 1
+      let expected = Math.max(1, from)
+      return Stream.paginateChunkEffect(from, (from) =>
+        Effect.map(page(from), (rows) => [Chunk.unsafeFromArray(rows), rows.length === pageSize ? Option.some(rows.at(-1)!.sequence + 1) : Option.none<number>()] as const)).pipe(
+          Stream.mapEffect((row) => row.sequence === expected++ ? decode(row) : Effect.fail(gap(expected - 1, row.sequence)))
+        )
+    })
   }
 
   // A database opened read-only before the migration that adds the table (an older version wrote
