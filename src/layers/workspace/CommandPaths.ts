@@ -31,6 +31,7 @@ import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as Options from "./Options.js"
 import * as LineFills from "./LineFills.js"
 import * as PythonShadows from "./PythonShadows.js"
 import * as Paths from "./Paths.js"
@@ -453,9 +454,9 @@ const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
 const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
 
 /** How a recursive program reads its arguments: enough to tell options' values from operands. */
-interface Walker extends CommandRisk.ArgumentSyntax {
-  /** Whether this invocation walks trees, from what `CommandRisk.parseArguments` found. */
-  readonly walks: (args: CommandRisk.ParsedArguments) => boolean
+interface Walker extends Options.Syntax {
+  /** Whether this invocation walks trees, from what `Options.parse` found. */
+  readonly walks: (args: Options.Parsed) => boolean
   /** The first operand is a pattern, unless one of these options (short letters, long names) gave it. */
   readonly pattern?: { readonly short: string; readonly long: ReadonlyArray<string> }
   /** The folder walked when no operand is given. */
@@ -464,7 +465,7 @@ interface Walker extends CommandRisk.ArgumentSyntax {
 
 const always = () => true
 /** Whether any of these short letters or long options (`--name`) was given. */
-const any = (short: string, long: ReadonlyArray<string>) => (args: CommandRisk.ParsedArguments) =>
+const any = (short: string, long: ReadonlyArray<string>) => (args: Options.Parsed) =>
   [...short].some((c) => args.short.has(c)) || long.some((name) => args.long.has(name))
 const dashed = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`)
 
@@ -488,7 +489,7 @@ const ripgrep: Walker = {
   pattern: { short: "ef", long: ["--regexp", "--file", "--files", "--type-list"] },
   byDefault: "."
 }
-const recursive = (short: string, long: ReadonlyArray<string>, syntax: CommandRisk.ArgumentSyntax = {}): Walker => ({ walks: any(short, long), ...syntax })
+const recursive = (short: string, long: ReadonlyArray<string>, syntax: Options.Syntax = {}): Walker => ({ walks: any(short, long), ...syntax })
 const walkers: Record<string, Walker> = {
   grep: grepLike,
   egrep: grepLike,
@@ -533,12 +534,12 @@ export const treesOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (program === "tar" || program === "bsdtar") {
     // c (create), r (append), u (update), in a leading bundle (`tar czf`) or as options.
     const bundle = args[0] !== undefined && !args[0].startsWith("-") ? args[0] : ""
-    const parsed = CommandRisk.parseArguments({}, bundle === "" ? args : args.slice(1))
+    const parsed = Options.parse({}, bundle === "" ? args : args.slice(1))
     return /[cru]/.test(bundle) || any("cru", ["--create", "--append", "--update"])(parsed) ? parsed.operands : []
   }
   const walker = Object.hasOwn(walkers, program) ? walkers[program]! : undefined
   if (walker === undefined) return []
-  const parsed = CommandRisk.parseArguments(walker, args)
+  const parsed = Options.parse(walker, args)
   if (!walker.walks(parsed)) return []
   const patternGiven = walker.pattern === undefined || any(walker.pattern.short, walker.pattern.long)(parsed)
   const trees = patternGiven ? parsed.operands : parsed.operands.slice(1)

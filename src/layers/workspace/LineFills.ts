@@ -21,6 +21,7 @@ import * as NodePath from "node:path"
 import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as Options from "./Options.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
 const unpackers = new Set([
@@ -246,42 +247,25 @@ const gitMakesLong: Record<"init" | "clone", ReadonlyArray<readonly [name: strin
   ]
 }
 /** Their short options that take a value (the rest of a cluster, else the next word: `-qc k=v`, `-bmain`); `-c` configures. */
-const gitMakesShort = { init: /[b]/, clone: /[obucj]/ }
+const gitMakesShort = { init: "b", clone: "obucj" }
 
 /**
- * How `git init`/`git clone` reads its words as git's parse-options does: a long option by any unambiguous prefix
- * (`--templ=t`, `--tem t`, `--conf k=v`: git 2.39 copies the template or sets the configuration), short ones in
- * clusters (`-qc k=v`). Its operands; whether a template or configuration is given; `unsure` when a prefix names
- * options of which some take a value (which git runs depends on its version): the operands are then not known.
+ * How `git init`/`git clone` reads its words as git's parse-options does (`Options.parse`): a long option by any
+ * unambiguous prefix (`--templ=t`, `--tem t`, `--conf k=v`: git 2.39 copies the template or sets the configuration),
+ * short ones in clusters (`-qc k=v`). Its operands; whether a template or configuration is given; `unsure` when a
+ * prefix names options of which some take a value (which git runs depends on its version): the operands are then not known.
  */
 const gitMakesRead = (subcommand: "init" | "clone", options: ReadonlyArray<string>) => {
-  const operands: Array<string> = []
-  let configures = false
-  let unsure = false
-  for (let i = 0; i < options.length; i++) {
-    const w = options[i]!
-    if (w === "--") {
-      operands.push(...options.slice(i + 1))
-      break
-    }
-    if (w.startsWith("--")) {
-      const name = w.slice(2).split("=", 1)[0]!
-      if (name.startsWith("no-")) continue
-      const exact = gitMakesLong[subcommand].filter(([long]) => long === name)
-      const named = exact.length > 0 ? exact : gitMakesLong[subcommand].filter(([long]) => long.startsWith(name))
-      configures ||= named.some(([, , gives]) => gives === true)
-      if (w.includes("=") || !named.some(([, valued]) => valued)) continue
-      if (named.length > 1) unsure = true
-      i++
-    } else if (w.startsWith("-") && w !== "-") {
-      const letters = w.slice(1)
-      const at = letters.search(gitMakesShort[subcommand])
-      if (at < 0) continue
-      configures ||= letters[at] === "c"
-      if (at === letters.length - 1) i++
-    } else operands.push(w)
-  }
-  return { operands, configures, unsure }
+  const long = gitMakesLong[subcommand]
+  const read = Options.parse({
+    shortArg: gitMakesShort[subcommand],
+    longArg: long.filter(([, valued]) => valued).map(([name]) => `--${name}`),
+    longFlags: long.filter(([, valued]) => !valued).map(([name]) => `--${name}`),
+    prefixes: true,
+    negations: true
+  }, options)
+  const configures = (subcommand === "clone" && read.short.has("c")) || long.some(([name, , gives]) => gives === true && read.long.has(`--${name}`))
+  return { operands: read.operands, configures, unsure: read.unsure }
 }
 
 /**
