@@ -29,6 +29,8 @@ export interface Syntax {
   readonly prefixes?: boolean
   /** Whether `--no-<name>` negates an option and takes no value (git's parse-options). */
   readonly negations?: boolean
+  /** Whether the first operand ends the options (awk: gawk's getopt does not permute); else options may follow operands. */
+  readonly inOrder?: boolean
 }
 
 /** Arguments split into options and operands. */
@@ -37,9 +39,13 @@ export interface Parsed {
   readonly short: ReadonlySet<string>
   /** Long options seen, with dashes: the known names a word abbreviates, else the word's name as written. */
   readonly long: ReadonlySet<string>
-  /** Option values, by letter or long name. */
+  /** Option values, by letter or long name (the last given). */
   readonly values: ReadonlyMap<string, string>
+  /** Every option value in the order given, with its letter or long name (`-C a -C b`, `-e p -e q`). */
+  readonly given: ReadonlyArray<readonly [option: string, value: string]>
   readonly operands: ReadonlyArray<string>
+  /** Where each operand is in `args`. */
+  readonly operandsAt: ReadonlyArray<number>
   /** An ambiguous prefix of options some of which take a value, given without `=`: the operands are not known. */
   readonly unsure: boolean
 }
@@ -60,13 +66,14 @@ export const resolve = (syntax: Syntax, name: string): ReadonlyArray<string> => 
 export const parse = (syntax: Syntax, args: ReadonlyArray<string>): Parsed => {
   const short = new Set<string>()
   const long = new Set<string>()
-  const values = new Map<string, string>()
-  const operands: Array<string> = []
+  const given: Array<readonly [string, string]> = []
+  const operandsAt: Array<number> = []
+  const set = (option: string, value: string) => given.push([option, value])
   let unsure = false
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!
-    if (arg === "--") {
-      operands.push(...args.slice(i + 1))
+    if (arg === "--" || (syntax.inOrder === true && !(arg.startsWith("-") && arg.length > 1))) {
+      for (let k = arg === "--" ? i + 1 : i; k < args.length; k++) operandsAt.push(k)
       break
     }
     if (arg.startsWith("--")) {
@@ -79,10 +86,10 @@ export const parse = (syntax: Syntax, args: ReadonlyArray<string>): Parsed => {
       const named = resolve(syntax, name)
       for (const each of named) long.add(each)
       if (at >= 0) {
-        for (const each of named) values.set(each, arg.slice(at + 1))
+        for (const each of named) set(each, arg.slice(at + 1))
       } else if (named.some((each) => (syntax.longArg ?? []).includes(each))) {
         if (named.length > 1) unsure = true
-        if (i + 1 < args.length) for (const each of named) values.set(each, args[i + 1]!)
+        if (i + 1 < args.length) for (const each of named) set(each, args[i + 1]!)
         i++
       }
     } else if (arg.startsWith("-") && arg.length > 1) {
@@ -91,15 +98,15 @@ export const parse = (syntax: Syntax, args: ReadonlyArray<string>): Parsed => {
         short.add(letter)
         if ((syntax.shortArg ?? "").includes(letter)) {
           const value = k < arg.length - 1 ? arg.slice(k + 1) : args[++i]
-          if (value !== undefined) values.set(letter, value)
+          if (value !== undefined) set(letter, value)
           break
         }
       }
     } else {
-      operands.push(arg)
+      operandsAt.push(i)
     }
   }
-  return { short, long, values, operands, unsure }
+  return { short, long, values: new Map(given), given, operands: operandsAt.map((at) => args[at]!), operandsAt, unsure }
 }
 
 /**
