@@ -21,6 +21,8 @@
 export interface Syntax {
   /** Short option letters taking a value (the rest of the cluster, or the next word). */
   readonly shortArg?: string
+  /** Short option letters whose value is optional and only the rest of the cluster (`sed -i.bak`, `gawk -d/tmp/d`). */
+  readonly shortOptional?: string
   /** Long options taking a value (`--x=v` or `--x v`), with their dashes. */
   readonly longArg?: ReadonlyArray<string>
   /** Long options taking none, with their dashes: with `longArg`, what a prefix is read against. */
@@ -96,6 +98,10 @@ export const parse = (syntax: Syntax, args: ReadonlyArray<string>): Parsed => {
       for (let k = 1; k < arg.length; k++) {
         const letter = arg[k]!
         short.add(letter)
+        if ((syntax.shortOptional ?? "").includes(letter)) {
+          if (k < arg.length - 1) set(letter, arg.slice(k + 1))
+          break
+        }
         if ((syntax.shortArg ?? "").includes(letter)) {
           const value = k < arg.length - 1 ? arg.slice(k + 1) : args[++i]
           if (value !== undefined) set(letter, value)
