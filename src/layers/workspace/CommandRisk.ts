@@ -297,6 +297,8 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   pnpm: (args) => args.some(pnpmNamesProgram) || setsProgramSetting("pnpm", args),
   // GNU split's `--filter=CMD`: each piece is written to CMD, run through a shell.
   split: (args) => args.some((a) => longNames(a, ["--filter"])),
+  // coreutils install's `--strip-program=CMD`, run on each file it installs with `-s`.
+  install: (args) => args.some((a) => longNames(a, ["--strip-program"])),
   // A `.yarnrc` whose `yarn-path` is the script yarn runs in its place.
   yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"])) || setsProgramSetting("yarn", args)
 }
