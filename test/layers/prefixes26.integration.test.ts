@@ -8,10 +8,8 @@
 import { describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
 import { cpSync, mkdirSync, writeFileSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { fsmonitor, lineChecks } from "./exactGitRule.js"
+import { fsmonitor, lineChecks, servingGitdir } from "./exactGitRule.js"
 import { scratch } from "./gitRepositories.js"
 
 const { base, repository } = scratch("prefixes26")
@@ -41,18 +39,9 @@ describe("long options by prefix (LineFills)", () => {
   })
 
   it("curl --conf k: a config file saying remote-name", async () => {
-    const gitdir = "gitdir: d1/d2/d3/ev/.git\n"
-    const server = createServer((request, response) => {
-      if (request.url === "/x") response.writeHead(200, { "content-disposition": `attachment; filename=".git"` }).end(gitdir)
-      else response.writeHead(404).end()
-    })
-    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    try {
+    await servingGitdir(async (url) => {
       await asks(`curl -s --conf k ${url}/x && git status`)
-    } finally {
-      server.close()
-    }
+    })
   })
 
   it("GNU sed reads -e after its file (getopt permutes)", async () => {
