@@ -133,6 +133,10 @@ describe("words that name files are resolved, links included, whatever form they
     "tar -C docs -xf x.tgz",
     `make -C ${out}`,
     "make -Cdocs",
+    // Round 26: the folder tar and make move to by a prefix of --directory, or as the next word (`deep/er/x` leads out).
+    "tar --direc=deep/er -chf z.tar x",
+    "tar --directory deep/er -chf z.tar x",
+    "make --dir=deep/er -f x",
     `git -C ${out} status`,
     `git --git-dir=${out}/.git log`,
     `git --work-tree=${out} status`,

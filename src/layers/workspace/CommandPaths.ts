@@ -450,6 +450,18 @@ const exports = (program: string, args: ReadonlyArray<CommandLine.Word>): boolea
 }
 
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
+/** How GNU make reads its options; every option that is a prefix of one taking a value is listed (an exact name wins). */
+const makeOptions: Options.Syntax = {
+  shortArg: "CfIoW",
+  longArg: ["--directory", "--file", "--makefile", "--include-dir", "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new", "--eval"],
+  longFlags: [
+    "--always-make", "--environment-overrides", "--ignore-errors", "--keep-going", "--just-print", "--dry-run", "--recon", "--question",
+    "--no-builtin-rules", "--no-builtin-variables", "--silent", "--quiet", "--no-silent", "--stop", "--touch", "--trace", "--version",
+    "--print-directory", "--no-print-directory", "--warn-undefined-variables", "--check-symlink-times", "--print-data-base", "--debug", "--jobs",
+    "--load-average", "--max-load", "--output-sync", "--help"
+  ],
+  prefixes: true
+}
 /**
  * Options that name a file holding more file names, with the letters a prefix of each needs before it names no other
  * option of any program (`--files-f`, `--files0`, `--from-`, `--fromf`: GNU tools take any unambiguous prefix;
@@ -843,6 +855,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         else if (/^-C./.test(v)) bases.push(v.slice(2))
         else if (v.startsWith("--directory=")) bases.push(v.slice("--directory=".length))
       })
+      // GNU tar and make take `--directory` by any unambiguous prefix (`tar --direc=sub`, `make --dir=sub`), its value as the next
+      // word too, and `-C` in a cluster (`tar -xvCsub`).
+      const syntax = program === "git" ? undefined : program === "make" || program === "gmake" ? makeOptions : LineFills.tarOptions
+      if (syntax !== undefined) for (const [option, folder] of Options.parse(syntax, args.map((w) => w.value)).given) if (option === "--directory" || option === "C") bases.push(folder)
     }
     // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
     // git browser (`tig`), whose git reads the repository's config as git's own does.

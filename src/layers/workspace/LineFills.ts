@@ -56,7 +56,7 @@ const lettersOf = (args: ReadonlyArray<string>): string =>
  * How GNU tar (and bsdtar) read the options that say whether it extracts and where: by any unambiguous prefix, read
  * against these (`--d` names several and is refused; `--dir` is `--directory`).
  */
-const tarSyntax: Options.Syntax = {
+export const tarOptions: Options.Syntax = {
   shortArg: "CfTXbFgKLNVIH",
   longArg: ["--directory", "--file", "--files-from", "--exclude-from", "--listed-incremental", "--blocking-factor", "--format", "--info-script", "--new-volume-script", "--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--rmt-command", "--owner", "--group", "--mode", "--mtime", "--newer", "--after-date", "--suffix", "--volno-file", "--label", "--starting-file", "--tape-length", "--record-size", "--exclude", "--transform", "--xform", "--strip-components"],
   // Every option that is itself a prefix of one taking a value is here: an exact name wins (`--checkpoint`).
@@ -71,7 +71,7 @@ const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArr
     case "tar":
     case "bsdtar": {
       // GNU tar and bsdtar take a long option by any unambiguous prefix (`tar --extr`, `--direc=out`).
-      const read = Options.parse(tarSyntax, args)
+      const read = Options.parse(tarOptions, args)
       if (!lettersOf(args).includes("x") && !read.long.has("--extract") && !read.long.has("--get")) return []
       const folders = read.given.filter(([option]) => option === "C" || option === "--directory").map(([, folder]) => folder)
       // An ambiguous prefix taking a value: which word is a folder is the program's to say.
