@@ -133,7 +133,7 @@ describe("words that name files are resolved, links included, whatever form they
     "tar -C docs -xf x.tgz",
     `make -C ${out}`,
     "make -Cdocs",
-    // Round 26: the folder tar and make move to by a prefix of --directory, or as the next word (`deep/er/x` leads out).
+    // Round 26: the folder tar and make move to by a prefix of --directory (`deep/er/x` leads out; the next-word form asked before too).
     "tar --direc=deep/er -chf z.tar x",
     "tar --directory deep/er -chf z.tar x",
     "make --dir=deep/er -f x",
