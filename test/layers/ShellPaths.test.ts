@@ -76,6 +76,18 @@ describe("the issue's cases: \"always\" never covers a link out", () => {
     expect(decide(await prepare("grep -R inside src"), remembered)).toEqual({ decision: "allow", policy: "remembered" })
   })
 
+  it("round 26: a recursive search asked for by a prefix of its long option (`grep --recur`, GNU getopt_long) walks too", async () => {
+    const remembered = await always("grep inside a.txt")
+    for (const command of ["grep --recur SECRET tree/in", "grep --dereference-r SECRET tree", "grep --directories=rec SECRET tree/in", "ls --recur tree", "du --files0=list tree", "du --time tree", "grep -r --binary SECRET tree/in"]) {
+      expect(decide(await prepare(command), remembered), command).toEqual({ decision: "ask", policy: "outside-cwd" })
+    }
+    expect(decide(await prepare("grep --ignore-c inside src"), remembered)).toEqual({ decision: "allow", policy: "remembered" })
+    // A list of file names by a shorter prefix where the program has no other option it could be (coreutils 9.1).
+    for (const [rule, command] of [["du a.txt", "du --file=list0"], ["wc a.txt", "wc --f=list0"], ["sort a.txt", "sort --fil list0"]]) {
+      expect(decide(await prepare(command!), await always(rule!)).decision, command).toBe("ask")
+    }
+  })
+
   it("`--exclude-from=/outside/file` is checked", async () => {
     const call = await prepare(`grep --exclude-from=${out}/exclude-list -R inside src`)
     expect(outsideOf(call)).toContain(NodePath.join(out, "exclude-list"))
@@ -88,7 +100,7 @@ describe("names tar takes from elsewhere: a list of files, an archive's absolute
 
   it("a list of file names (`-T`) asks in every form, old-style letters included (`tar cfT out.tar list`)", async () => {
     NodeFs.writeFileSync(NodePath.join(cwd, "list.txt"), `${out}/secret.txt\n`)
-    for (const command of ["tar -cf x.tar -T list.txt", "tar -cf x.tar -Tlist.txt", "tar -cf x.tar --files-from=list.txt", "tar cfT x.tar list.txt", "tar cTf list.txt x.tar"]) {
+    for (const command of ["tar -cf x.tar -T list.txt", "tar -cf x.tar -Tlist.txt", "tar -cf x.tar --files-from=list.txt", "tar cfT x.tar list.txt", "tar cTf list.txt x.tar", "tar -cf x.tar --files-f=list.txt", "tar -cf x.tar --files-fr list.txt", "tar -cf x.tar --files list.txt"]) {
       const call = await prepare(command)
       expect(decide(call, await always("tar cf x.tar src"), tarRule).decision, command).toBe("ask")
     }
@@ -121,6 +133,10 @@ describe("words that name files are resolved, links included, whatever form they
     "tar -C docs -xf x.tgz",
     `make -C ${out}`,
     "make -Cdocs",
+    // Round 26: the folder tar and make move to by a prefix of --directory (`deep/er/x` leads out; the next-word form asked before too).
+    "tar --direc=deep/er -chf z.tar x",
+    "tar --directory deep/er -chf z.tar x",
+    "make --dir=deep/er -f x",
     `git -C ${out} status`,
     `git --git-dir=${out}/.git log`,
     `git --work-tree=${out} status`,

@@ -291,6 +291,13 @@ describe("\"always\" is not wider than what the user saw", () => {
     }
   })
 
+  it("round 26: install's --strip-program (by any prefix, coreutils 9.1 ran it) is a way to run another program", async () => {
+    await expectExactLineOnly([
+      ["install -m 644 a.txt d", "install -s --strip-program=./x a.txt d"],
+      ["install -m 644 a.txt d", "install -s --strip-prog ./x a.txt d"]
+    ])
+  })
+
   it("an option that loads a library or a handler that runs a program is a way to run another program too (ssh-keygen -D, openssl engine, xdg-open, sqlite3 .shell, …)", async () => {
     // Each pair: an ordinary invocation the user may approve with "always", then the same program
     // told to load code (a PKCS#11 or FIDO provider, an OpenSSL engine, provider or configuration,

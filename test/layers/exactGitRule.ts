@@ -5,6 +5,8 @@ import * as PermissionPolicy from "../../src/layers/PermissionPolicy.js"
 import type { PermissionRequest } from "../../src/services/PermissionEngine.js"
 import * as WorkspaceTools from "../../src/layers/WorkspaceTools.js"
 import { execFile } from "node:child_process"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -43,4 +45,18 @@ export const lineChecks = (folder: () => string) => {
   }
   const allows = async (line: string) => expect((await decide(folder(), line)).decision, line).toBe("allow")
   return { fires, asks, allows }
+}
+
+/** Runs `use` with the URL of a server whose `/x` is a `.git` file (`Content-Disposition` names it) sending git to d1/d2/d3/ev's repository. */
+export const servingGitdir = async (use: (url: string) => Promise<void>) => {
+  const server = createServer((request, response) => {
+    if (request.url === "/x") response.writeHead(200, { "content-disposition": `attachment; filename=".git"` }).end("gitdir: d1/d2/d3/ev/.git\n")
+    else response.writeHead(404).end()
+  })
+  await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
+  try {
+    await use(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+  } finally {
+    server.close()
+  }
 }

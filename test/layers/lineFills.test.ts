@@ -59,6 +59,32 @@ describe("LineFills.of", () => {
     expect(LineFills.of(words("curl -q -s http://h/x"), true).filled).toEqual([])
   })
 
+  it("round 26: long options by prefix (getopt_long, curl, argparse) and options after operands (GNU sed)", () => {
+    const fills: ReadonlyArray<readonly [string, ReadonlyArray<string>]> = [
+      ["tar --extr -f t.tar", ["."]],
+      ["tar -x --direc=out -f t.tar", ["out"]],
+      ["tar -x --checkpoint -C out -f t.tar", ["out"]],
+      ["tar -xvCout -f t.tar", ["out"]],
+      ["sed -n --expr='1e id' f", ["."]],
+      ["sed -n --e='1e id' f", ["."]],
+      ["sed -n f -e '1e id'", ["."]],
+      ["sed -n f --fi=s.sed", ["."]],
+      ["gawk --sour='BEGIN{system(\"id\")}' f", ["."]],
+      ["gawk --ass x=1 'BEGIN{system(\"id\")}'", ["."]],
+      ["gawk --fi=p.awk f", []],
+      ["python3 -m tarfile --ext t.tar out", ["out"]],
+      ["python3 -m zipfile --extract=t.zip out", ["out"]],
+      ["curl -s --conf k http://h/x", ["."]],
+      ["curl -s --remote-name-a http://h/x", ["."]],
+      ["cpio --ext", ["."]],
+      ["cpio --pass out", ["out"]]
+    ]
+    for (const [line, filled] of fills) expect(of(line).filled, line).toEqual(filled)
+    for (const line of ["tar --li -f t.tar", "tar --cre -f t.tar .", "sed -n --sand '1e id' f", "sed -i.bak 's/a/b/' f", "sed -ie 's/a/b/' f", "curl -s --compressed http://h/x"]) {
+      expect(of(line).filled, line).toEqual([])
+    }
+  })
+
   it("unpackers fill cwd or the folder they are told to write in, when they write", () => {
     expect(of("tar xf t.tar")).toEqual({ filled: ["."], landed: [] })
     expect(of("tar -xzf t.tgz -C out")).toEqual({ filled: ["out"], landed: [] })

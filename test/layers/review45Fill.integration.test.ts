@@ -6,10 +6,8 @@
  */
 import { describe, it } from "@effect/vitest"
 import { cpSync, mkdirSync, writeFileSync } from "node:fs"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { join } from "node:path"
-import { fsmonitor, lineChecks } from "./exactGitRule.js"
+import { fsmonitor, lineChecks, servingGitdir } from "./exactGitRule.js"
 import { scratch } from "./gitRepositories.js"
 
 const { base, repository } = scratch("review45f")
@@ -53,14 +51,7 @@ describe("git init and git clone read as git's parse-options reads them (LineFil
 
 describe("downloads (LineFills.downloadedInto)", () => {
   it("wget's O only after flags that take no value; curl's config files", async () => {
-    const gitdir = "gitdir: d1/d2/d3/ev/.git\n"
-    const server = createServer((request, response) => {
-      if (request.url === "/x") response.writeHead(200, { "content-disposition": `attachment; filename=".git"` }).end(gitdir)
-      else response.writeHead(404).end()
-    })
-    await new Promise<void>((listening) => server.listen(0, "127.0.0.1", listening))
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    try {
+    await servingGitdir(async (url) => {
       // `-UOK` is the user agent `OK`: wget names the file from Content-Disposition.
       await asks(`wget -q -UOK --content-disposition ${url}/x && git status`)
       await asks(`curl -s -K k ${url}/x && git status`)
@@ -73,8 +64,6 @@ describe("downloads (LineFills.downloadedInto)", () => {
       await allows(`wget -qO- ${url}/x && git status`)
       await allows(`CURL_HOME=. curl -q -s ${url}/x && git status`)
       await allows(`curl -s ${url}/x && git status`)
-    } finally {
-      server.close()
-    }
+    })
   })
 })

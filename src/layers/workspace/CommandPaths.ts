@@ -31,6 +31,7 @@ import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as Glob from "./Glob.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as Options from "./Options.js"
 import * as LineFills from "./LineFills.js"
 import * as PythonShadows from "./PythonShadows.js"
 import * as Paths from "./Paths.js"
@@ -481,13 +482,45 @@ const exports = (program: string, args: ReadonlyArray<CommandLine.Word>): boolea
 }
 
 const changesDirectory = new Set(["git", "make", "gmake", "tar", "bsdtar"])
-/** Options that name a file holding more file names. */
-const fileLists = /^--(files-from|files0-from|from-file|fromfile)(=|$)/
+/** How GNU make reads its options; every option that is a prefix of one taking a value is listed (an exact name wins). */
+const makeOptions: Options.Syntax = {
+  shortArg: "CfIoW",
+  longArg: ["--directory", "--file", "--makefile", "--include-dir", "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new", "--eval"],
+  longFlags: [
+    "--always-make", "--environment-overrides", "--ignore-errors", "--keep-going", "--just-print", "--dry-run", "--recon", "--question",
+    "--no-builtin-rules", "--no-builtin-variables", "--silent", "--quiet", "--no-silent", "--stop", "--touch", "--trace", "--version",
+    "--print-directory", "--no-print-directory", "--warn-undefined-variables", "--check-symlink-times", "--print-data-base", "--debug", "--jobs",
+    "--load-average", "--max-load", "--output-sync", "--help"
+  ],
+  prefixes: true
+}
+/**
+ * Options that name a file holding more file names, with the letters a prefix of each needs before it names no other
+ * option of any program (`--files-f`, `--files0`, `--from-`, `--fromf`: GNU tools take any unambiguous prefix;
+ * `--file`, `--files` (rg's), `--from` are options of their own elsewhere).
+ */
+const fileListOptions: ReadonlyArray<readonly [option: string, letters: number]> = [["--files-from", 8], ["--files0-from", 8], ["--from-file", 7], ["--fromfile", 7]]
+const fileLists = (word: string): boolean => {
+  const name = word.split("=")[0]!
+  return word.startsWith("--") && fileListOptions.some(([option, letters]) => name.length >= letters && option.startsWith(name))
+}
+/**
+ * Programs whose long options, read by prefix, reach a file list with fewer letters (`tar --files list`,
+ * `du --file=l0`, `wc --f=l0`, `sort --fil`: tar 1.34, coreutils 9.1), and the options those letters may also begin.
+ */
+const tarFileLists: Options.Syntax = { longArg: ["--file", "--files-from", "--format", "--force-local", "--full-time"], prefixes: true }
+const fileListPrefixes: Record<string, Options.Syntax> = {
+  tar: tarFileLists,
+  bsdtar: tarFileLists,
+  du: { longArg: ["--files0-from"], prefixes: true },
+  wc: { longArg: ["--files0-from"], prefixes: true },
+  sort: { longArg: ["--files0-from", "--field-separator"], prefixes: true }
+}
 
 /** How a recursive program reads its arguments: enough to tell options' values from operands. */
-interface Walker extends CommandRisk.ArgumentSyntax {
-  /** Whether this invocation walks trees, from what `CommandRisk.parseArguments` found. */
-  readonly walks: (args: CommandRisk.ParsedArguments) => boolean
+interface Walker extends Options.Syntax {
+  /** Whether this invocation walks trees, from what `Options.parse` found. */
+  readonly walks: (args: Options.Parsed) => boolean
   /** The first operand is a pattern, unless one of these options (short letters, long names) gave it. */
   readonly pattern?: { readonly short: string; readonly long: ReadonlyArray<string> }
   /** The folder walked when no operand is given. */
@@ -496,12 +529,18 @@ interface Walker extends CommandRisk.ArgumentSyntax {
 
 const always = () => true
 /** Whether any of these short letters or long options (`--name`) was given. */
-const any = (short: string, long: ReadonlyArray<string>) => (args: CommandRisk.ParsedArguments) =>
+const any = (short: string, long: ReadonlyArray<string>) => (args: Options.Parsed) =>
   [...short].some((c) => args.short.has(c)) || long.some((name) => args.long.has(name))
 const dashed = (names: ReadonlyArray<string>) => names.map((name) => `--${name}`)
 
+/** grep's `-d`/`--directories` value, which grep too reads by any unambiguous prefix (`rec`; `re` is also `read`). */
+const recurses = (value: string | undefined): boolean => value !== undefined && value.length >= 3 && "recurse".startsWith(value)
+/** GNU grep, coreutils, diffutils and ag (getopt_long) take a long option by any unambiguous prefix (`grep --recur`). */
 const grepLike: Walker = {
-  walks: (a) => any("rR", ["--recursive", "--dereference-recursive"])(a) || a.values.get("d") === "recurse" || a.values.get("--directories") === "recurse",
+  walks: (a) => any("rR", ["--recursive", "--dereference-recursive"])(a) || recurses(a.values.get("d")) || recurses(a.values.get("--directories")),
+  // `--binary` names itself, not a prefix of `--binary-files` (an exact name wins).
+  longFlags: ["--recursive", "--dereference-recursive", "--binary"],
+  prefixes: true,
   shortArg: "efmABCdD",
   longArg: dashed(["regexp", "file", "max-count", "after-context", "before-context", "context", "directories", "devices", "label", "include", "exclude", "exclude-from", "exclude-dir", "binary-files", "group-separator"]),
   pattern: { short: "ef", long: ["--regexp", "--file"] },
@@ -520,31 +559,42 @@ const ripgrep: Walker = {
   pattern: { short: "ef", long: ["--regexp", "--file", "--files", "--type-list"] },
   byDefault: "."
 }
-const recursive = (short: string, long: ReadonlyArray<string>, syntax: CommandRisk.ArgumentSyntax = {}): Walker => ({ walks: any(short, long), ...syntax })
+const recursive = (short: string, long: ReadonlyArray<string>, syntax: Options.Syntax = {}): Walker => ({ walks: any(short, long), longFlags: long, ...syntax })
+/**
+ * What getopt_long programs add: their long options by prefix. A prefix is read against the options listed, which
+ * must hold every option that is itself a prefix of a listed one taking a value (du's `--time`, grep's `--binary`).
+ */
+const gnu = (walker: Walker): Walker => ({ ...walker, prefixes: true })
 const walkers: Record<string, Walker> = {
   grep: grepLike,
   egrep: grepLike,
   fgrep: grepLike,
   rg: ripgrep,
-  ag: { walks: always, shortArg: "AaBCGgm", pattern: { short: "", long: [] }, byDefault: "." },
+  ag: gnu({ walks: always, shortArg: "AaBCGgm", pattern: { short: "", long: [] }, byDefault: "." }),
   ack: { walks: always, shortArg: "ABCmg", pattern: { short: "", long: [] }, byDefault: "." },
-  du: { walks: always, shortArg: "BdtX", longArg: dashed(["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"]), byDefault: "." },
-  ls: { ...recursive("R", ["--recursive"]), shortArg: "ITw", longArg: dashed(["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"]), byDefault: "." },
+  du: gnu({ walks: always, shortArg: "BdtX", longArg: dashed(["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"]), longFlags: ["--time"], byDefault: "." }),
+  ls: gnu({ ...recursive("R", ["--recursive"]), shortArg: "ITw", longArg: dashed(["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"]), byDefault: "." }),
   tree: { walks: always, shortArg: "LPIoHT", longArg: dashed(["filelimit", "timefmt", "sort", "charset", "fromfile", "hintro", "houtro"]), byDefault: "." },
-  cp: recursive("rRa", ["--recursive", "--archive"], { shortArg: "St", longArg: dashed(["suffix", "target-directory"]) }),
+  cp: gnu(recursive("rRa", ["--recursive", "--archive"], { shortArg: "St", longArg: dashed(["suffix", "target-directory"]) })),
   rsync: recursive("ra", ["--recursive", "--archive"], {
     shortArg: "eBfTM",
     longArg: dashed(["rsh", "filter", "exclude", "include", "exclude-from", "include-from", "temp-dir", "block-size", "remote-option", "rsync-path"])
   }),
   scp: recursive("r", [], { shortArg: "cFiJloPS" }),
   zip: recursive("rR", ["--recurse-paths", "--recurse-patterns"], { shortArg: "bnti" }),
-  diff: recursive("r", ["--recursive"], {
+  diff: gnu(recursive("r", ["--recursive"], {
     shortArg: "CUxXIFSL",
     longArg: dashed(["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "new-file", "from-file", "to-file"])
-  }),
-  chmod: recursive("R", ["--recursive"]),
-  chown: recursive("R", ["--recursive"]),
-  chgrp: recursive("R", ["--recursive"])
+  })),
+  chmod: gnu(recursive("R", ["--recursive"])),
+  chown: gnu(recursive("R", ["--recursive"])),
+  chgrp: gnu(recursive("R", ["--recursive"]))
+}
+
+/** tar's actions, which GNU tar takes by any unambiguous prefix (`tar --cre`). */
+const tarActions: Options.Syntax = {
+  longFlags: ["--create", "--append", "--update", "--catenate", "--concatenate", "--compare", "--delete", "--diff", "--extract", "--get", "--list"],
+  prefixes: true
 }
 
 /** Whether `program` (a bare name) is one whose trees `treesOf` reads. */
@@ -565,12 +615,14 @@ export const treesOf = (argv: ReadonlyArray<string>): ReadonlyArray<string> => {
   if (program === "tar" || program === "bsdtar") {
     // c (create), r (append), u (update), in a leading bundle (`tar czf`) or as options.
     const bundle = args[0] !== undefined && !args[0].startsWith("-") ? args[0] : ""
-    const parsed = CommandRisk.parseArguments({}, bundle === "" ? args : args.slice(1))
+    const parsed = Options.parse(tarActions, bundle === "" ? args : args.slice(1))
     return /[cru]/.test(bundle) || any("cru", ["--create", "--append", "--update"])(parsed) ? parsed.operands : []
   }
   const walker = Object.hasOwn(walkers, program) ? walkers[program]! : undefined
   if (walker === undefined) return []
-  const parsed = CommandRisk.parseArguments(walker, args)
+  const parsed = Options.parse(walker, args)
+  // An ambiguous prefix of an option taking a value: the value may be a tree.
+  if (parsed.unsure) return args.filter((arg) => !arg.startsWith("-"))
   if (!walker.walks(parsed)) return []
   const patternGiven = walker.pattern === undefined || any(walker.pattern.short, walker.pattern.long)(parsed)
   const trees = patternGiven ? parsed.operands : parsed.operands.slice(1)
@@ -785,7 +837,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         unknown.push({ word: part, why: "another user's home folder" })
         continue
       }
-      if (fileLists.test(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
+      if (fileLists(part)) unknown.push({ word: part, why: "a list of file names read when the command runs" })
       const texts = [part]
       if (/^file:/i.test(part)) {
         const url = fileUrlPaths(part)
@@ -839,6 +891,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         else if (/^-C./.test(v)) bases.push(v.slice(2))
         else if (v.startsWith("--directory=")) bases.push(v.slice("--directory=".length))
       })
+      // GNU tar and make take `--directory` by any unambiguous prefix (`tar --direc=sub`, `make --dir=sub`), its value as the next
+      // word too, and `-C` in a cluster (`tar -xvCsub`).
+      const syntax = program === "git" ? undefined : program === "make" || program === "gmake" ? makeOptions : LineFills.tarOptions
+      if (syntax !== undefined) for (const [option, folder] of Options.parse(syntax, args.map((w) => w.value)).given) if (option === "--directory" || option === "C") bases.push(folder)
     }
     // Git as the program, or named after a wrapper or runner (`nice git status`, `xargs git`, `watch git status`), or a
     // git browser (`tig`), whose git reads the repository's config as git's own does.
@@ -943,6 +999,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       if (letters.includes("P") || args.some((w) => w.value.length >= 4 && "--absolute-names".startsWith(w.value))) {
         unknown.push({ word: "-P", why: "an archive's member names, kept absolute" })
       }
+    }
+    const listsByPrefix = Object.hasOwn(fileListPrefixes, program) ? fileListPrefixes[program] : undefined
+    for (const w of listsByPrefix === undefined ? [] : args) {
+      const named = w.value.startsWith("--") ? Options.resolve(listsByPrefix!, w.value.split("=")[0]!) : []
+      if (!fileLists(w.value) && named.some((option) => fileListOptions.some(([list]) => list === option))) unknown.push({ word: w.value, why: "a list of file names read when the command runs" })
     }
     // `unzip -:` keeps an archive's `../` members.
     if (program === "unzip" && args.some((w) => /^-[^-]*:/.test(w.value))) unknown.push({ word: "-:", why: "an archive's member names, `../` kept" })

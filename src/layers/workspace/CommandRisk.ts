@@ -15,6 +15,7 @@
  */
 import type { Risk } from "../../domain/AgentEvent.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as Options from "./Options.js"
 
 /** The risk of an invocation, and whether an "always" answer about it may cover others like it. */
 export interface Classification {
@@ -26,16 +27,8 @@ export interface Classification {
 const exact = (risk: Risk = "write"): Classification => ({ risk, general: false })
 const general = (risk: Risk): Classification => ({ risk, general: true })
 
-/** How a program's arguments read: which short letters and long options take a value. */
-export interface ArgumentSyntax {
-  /** Short option letters taking a value (the rest of the cluster, or the next word). */
-  readonly shortArg?: string
-  /** Long options taking a value (`--x=v` or `--x v`), with their dashes. */
-  readonly longArg?: ReadonlyArray<string>
-}
-
 /** Options of a read-list program that are not reads (and how its arguments read). */
-interface OptionRule extends ArgumentSyntax {
+interface OptionRule extends Options.Syntax {
   /** Short option letters that write or run something. */
   readonly short?: string
   /** Long options that write or run something (GNU tools accept any unambiguous prefix of them). */
@@ -158,14 +151,9 @@ const packageSubcommand = (program: string, args: ReadonlyArray<string>): string
   return args[at] ?? ""
 }
 
-/** Short options of a word: every letter of a `-xyz` cluster (a value glued to a letter reads as letters too, which errs towards asking). */
-const shortLetters = (word: string): string => (word.startsWith("-") && !word.startsWith("--") ? word.slice(1) : "")
-/** Whether a word is a long option that `denied` names or abbreviates (GNU tools take any unambiguous prefix). */
-const longNames = (word: string, denied: ReadonlyArray<string>): boolean => {
-  if (!word.startsWith("--")) return false
-  const name = word.split("=")[0]!
-  return name.length > 2 && denied.some((d) => d.startsWith(name))
-}
+/** Short options of a word, and whether a word is a long option a list names or abbreviates (`Options`). */
+const shortLetters = Options.shortLetters
+const longNames = Options.names
 
 /**
  * npm's (and pnpm's) settings that name a configuration file or a program it runs or loads. npm
@@ -309,6 +297,8 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
   pnpm: (args) => args.some(pnpmNamesProgram) || setsProgramSetting("pnpm", args),
   // GNU split's `--filter=CMD`: each piece is written to CMD, run through a shell.
   split: (args) => args.some((a) => longNames(a, ["--filter"])),
+  // coreutils install's `--strip-program=CMD`, run on each file it installs with `-s`.
+  install: (args) => args.some((a) => longNames(a, ["--strip-program"])),
   // A `.yarnrc` whose `yarn-path` is the script yarn runs in its place.
   yarn: (args) => args.some((a) => longNames(a, ["--use-yarnrc"])) || setsProgramSetting("yarn", args)
 }
@@ -316,57 +306,11 @@ const runsNamedPrograms: Record<string, (args: ReadonlyArray<string>) => boolean
 const destructivePrograms = new Set(["rm", "rmdir", "mv", "dd", "shred", "chmod", "chown", "chgrp", "kill", "pkill", "killall", "truncate", "mkfs", "unlink"])
 const networkPrograms: ReadonlySet<string> = new Set(["curl", "wget", "nc", "ncat", "ftp", "telnet"])
 
-/** Arguments split into options and operands: short letters seen, long names (with dashes), option values, operands. */
-export interface ParsedArguments {
-  readonly short: ReadonlySet<string>
-  readonly long: ReadonlySet<string>
-  readonly values: ReadonlyMap<string, string>
-  readonly operands: ReadonlyArray<string>
-}
-
-/**
- * Splits `args` the way getopt-style programs read them. Unknown letters in a cluster count as
- * options (not as a value), so a misread cluster errs towards seeing more options.
- */
-export const parseArguments = (syntax: ArgumentSyntax, args: ReadonlyArray<string>): ParsedArguments => {
-  const short = new Set<string>()
-  const long = new Set<string>()
-  const values = new Map<string, string>()
-  const operands: Array<string> = []
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--") {
-      operands.push(...args.slice(i + 1))
-      break
-    }
-    if (arg.startsWith("--")) {
-      const at = arg.indexOf("=")
-      const name = at < 0 ? arg : arg.slice(0, at)
-      long.add(name)
-      if (at >= 0) values.set(name, arg.slice(at + 1))
-      else if ((syntax.longArg ?? []).includes(name) && i + 1 < args.length) values.set(name, args[++i]!)
-    } else if (arg.startsWith("-") && arg.length > 1) {
-      for (let k = 1; k < arg.length; k++) {
-        const letter = arg[k]!
-        short.add(letter)
-        if ((syntax.shortArg ?? "").includes(letter)) {
-          const value = k < arg.length - 1 ? arg.slice(k + 1) : args[++i]
-          if (value !== undefined) values.set(letter, value)
-          break
-        }
-      }
-    } else {
-      operands.push(arg)
-    }
-  }
-  return { short, long, values, operands }
-}
-
 /** Whether every option of `args` is a read for `rule` (GNU tools accept any unambiguous prefix of a long option). */
 const optionsAreReads = (rule: OptionRule, args: ReadonlyArray<string>): boolean => {
-  const { long, operands, short } = parseArguments(rule, args)
+  const { long, operands, short } = Options.parse(rule, args)
   if ([...(rule.short ?? "")].some((letter) => short.has(letter))) return false
-  if ([...long].some((name) => name.length > 2 && (rule.long ?? []).some((denied) => denied.startsWith(name)))) return false
+  if ([...long].some((name) => longNames(name, rule.long ?? []))) return false
   return rule.positionals === undefined || rule.positionals(operands)
 }
 
@@ -548,9 +492,7 @@ const git = (args: ReadonlyArray<string>): Classification => {
   const deniedOption = rest.some((a) => {
     // `-c` sets configuration (`clone -c core.sshCommand=…`); `clone -u` is `--upload-pack`.
     if (a === "-c" || (sub === "clone" && a === "-u") || a.startsWith("ext::")) return true
-    if (!a.startsWith("--")) return false
-    const name = a.split("=")[0]!
-    return name.length > 2 && gitDeniedLong.some((d) => d.startsWith(name))
+    return longNames(a, gitDeniedLong)
   })
   if (sub === "branch") {
     const listing = rest.filter((a) => a.startsWith("-")).every((a) => gitBranchReadOptions.test(a))

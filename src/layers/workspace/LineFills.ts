@@ -21,6 +21,7 @@ import * as NodePath from "node:path"
 import * as CommandLine from "./CommandLine.js"
 import * as CommandRisk from "./CommandRisk.js"
 import * as GlobalOptions from "./GlobalOptions.js"
+import * as Options from "./Options.js"
 
 /** Programs that unpack an archive or apply a patch, writing entries the line does not name. */
 const unpackers = new Set([
@@ -58,21 +59,39 @@ const valuesOf = (args: ReadonlyArray<string>, short: string, long: string): Rea
 const lettersOf = (args: ReadonlyArray<string>): string =>
   args.map((w, i) => (i === 0 && !w.startsWith("-") ? w : /^-[^-]/.test(w) ? w.slice(1) : "")).join("")
 
+/**
+ * How GNU tar (and bsdtar) read the options that say whether it extracts and where: by any unambiguous prefix, read
+ * against these (`--d` names several and is refused; `--dir` is `--directory`).
+ */
+export const tarOptions: Options.Syntax = {
+  shortArg: "CfTXbFgKLNVIH",
+  longArg: ["--directory", "--file", "--files-from", "--exclude-from", "--listed-incremental", "--blocking-factor", "--format", "--info-script", "--new-volume-script", "--to-command", "--use-compress-program", "--checkpoint-action", "--rsh-command", "--rmt-command", "--owner", "--group", "--mode", "--mtime", "--newer", "--after-date", "--suffix", "--volno-file", "--label", "--starting-file", "--tape-length", "--record-size", "--exclude", "--transform", "--xform", "--strip-components"],
+  // Every option that is itself a prefix of one taking a value is here: an exact name wins (`--checkpoint`).
+  longFlags: ["--checkpoint", "--extract", "--get", "--create", "--append", "--update", "--list", "--diff", "--compare", "--delete", "--catenate", "--concatenate", "--dereference", "--delay-directory-restore", "--no-delay-directory-restore"],
+  prefixes: true
+}
+
 /** The folders an unpacker writes into, where it writes at all (`tar x`, not `tar c`; `unzip`, not `unzip -l`). */
 const unpackedInto = (program: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
   const into = (named: ReadonlyArray<string>) => (named.length === 0 ? ["."] : named)
   switch (program) {
     case "tar":
-    case "bsdtar":
-      return lettersOf(args).includes("x") || args.some((w) => w === "--extract" || w === "--get") ? into(valuesOf(args, "-C", "--directory")) : []
+    case "bsdtar": {
+      // GNU tar and bsdtar take a long option by any unambiguous prefix (`tar --extr`, `--direc=out`).
+      const read = Options.parse(tarOptions, args)
+      if (!lettersOf(args).includes("x") && !read.long.has("--extract") && !read.long.has("--get")) return []
+      const folders = read.given.filter(([option]) => option === "C" || option === "--directory").map(([, folder]) => folder)
+      // An ambiguous prefix taking a value: which word is a folder is the program's to say.
+      return read.unsure ? [".", ...folders] : into(folders)
+    }
     case "unzip":
       return args.some((w) => /^-[ltvpZz]$/.test(w)) ? [] : into(valuesOf(args, "-d", "-d"))
     case "cpio":
     case "bsdcpio": {
-      // `cpio -p dest` (pass-through) copies the names it reads into dest.
+      // `cpio -p dest` (pass-through) copies the names it reads into dest. GNU cpio (argp) takes long options by prefix.
       const letters = lettersOf(args.filter((w) => w.startsWith("-")))
-      if (letters.includes("p") || args.includes("--pass-through")) return args.filter((w) => !w.startsWith("-")).slice(-1)
-      return /^[^-]*i/.test(letters) || args.includes("--extract") ? into(valuesOf(args, "-D", "--directory")) : []
+      if (letters.includes("p") || args.some((w) => Options.names(w, ["--pass-through"]))) return args.filter((w) => !w.startsWith("-")).slice(-1)
+      return /^[^-]*i/.test(letters) || args.some((w) => Options.names(w, ["--extract"])) ? into(valuesOf(args, "-D", "--directory")) : []
     }
     case "ar":
       return /x/.test(args[0]?.replace(/^-/, "") ?? "") ? ["."] : []
@@ -157,6 +176,31 @@ const awkRunsOrWrites = (program: string): boolean =>
 const sedRunsOrWrites = (script: string): boolean =>
   /(?:^|[^A-Za-z]|[IM])\s*[ewW](?:[\s;}]|$)/.test(script) || /(?:^|[^A-Za-z]|[IM])s(.)(?:\\.|(?!\1).)*\1(?:\\.|(?!\1).)*\1[gpIiMm\d]*[ewW]/.test(script)
 
+/** How GNU sed reads its options; every option that is a prefix of one taking a value is listed (an exact name wins). */
+const sedSyntax: Options.Syntax = {
+  shortArg: "efl",
+  shortOptional: "i",
+  longArg: ["--expression", "--file", "--line-length"],
+  longFlags: [
+    "--quiet", "--silent", "--in-place", "--null-data", "--zero-terminated", "--regexp-extended", "--separate", "--sandbox", "--unbuffered",
+    "--posix", "--debug", "--follow-symlinks", "--binary", "--help", "--version"
+  ],
+  prefixes: true
+}
+/** How gawk reads its options (mawk's and nawk's are fewer: read as gawk's, a misread only asks). */
+const awkSyntax: Options.Syntax = {
+  shortArg: "fFvEilWe",
+  shortOptional: "dDLop",
+  longArg: ["--file", "--field-separator", "--assign", "--exec", "--include", "--load", "--source"],
+  longFlags: [
+    "--characters-as-bytes", "--traditional", "--copyright", "--debug", "--dump-variables", "--gen-pot", "--help", "--lint", "--lint-old", "--bignum",
+    "--use-lc-numeric", "--non-decimal-data", "--optimize", "--no-optimize", "--profile", "--pretty-print", "--posix", "--re-interval", "--sandbox",
+    "--version", "--csv", "--persist"
+  ],
+  prefixes: true,
+  inOrder: true
+}
+
 /** The options of an interpreter (from `at + 1`) up to its first operand, stepping over those taking a value; the operand's index. */
 const optionsOf = (values: ReadonlyArray<string>, at: number, takesValue: RegExp): { readonly options: ReadonlyArray<string>; readonly operand: number } => {
   // A scan that stops at the first operand: `watch python3 python3 …` stays linear.
@@ -176,20 +220,23 @@ const runsProgramText = (names: ReadonlyArray<string>, values: ReadonlyArray<str
   names.some((name, at) => {
     if (at > 0 && !CommandRisk.runsOtherPrograms(names[0]!)) return false
     if (name === "sed" || name === "gsed") {
-      const { options, operand } = optionsOf(values, at, /^(?:-[efl]|--(?:expression|file|line-length))$/)
-      if (options.includes("--sandbox")) return false
+      // GNU sed reads its options wherever they stand (`sed -n f -e '1e …'`), long ones by prefix (`--expr=`, `--sand`).
+      const read = Options.parse(sedSyntax, values.slice(at + 1))
+      if (read.long.has("--sandbox")) return false
       // A script file (`-f s.sed`, `--file=s.sed`) is read when sed runs, and may be one the line writes first: it may hold `e` or `w`.
-      if (options.some((w) => /^-[nErsuz]*f|^--fi(?:le?)?(?:=|$)/.test(w))) return true
-      const scripts = valuesOf(options, "-e", "--expression")
-      return (scripts.length > 0 ? scripts : operand < 0 ? [] : [values[operand]!]).some(sedRunsOrWrites)
+      if (read.short.has("f") || read.long.has("--file")) return true
+      const scripts = read.given.filter(([option]) => option === "e" || option === "--expression").map(([, script]) => script)
+      return (scripts.length > 0 ? scripts : read.operands.slice(0, 1)).some(sedRunsOrWrites)
     }
     if (!interpreterNames.test(name)) return false
     const interpreter = CommandRisk.interpreters.find((i) => i.names.test(name))!
     const { options, operand } = optionsOf(values, at, interpreter.takesValue)
     if (/^(?:awk|gawk|mawk|nawk)$/.test(name)) {
-      const sources = valuesOf(options, "-e", "--source")
-      const fromFile = options.some((w) => w === "-f" || w === "-E" || w.startsWith("--file") || w.startsWith("--exec"))
-      return (sources.length > 0 || fromFile ? sources : operand < 0 ? [] : [values[operand]!]).some(awkRunsOrWrites)
+      // gawk takes a long option by prefix (`--sour=`, `--ass x=1`) and stops at its first operand.
+      const read = Options.parse(awkSyntax, values.slice(at + 1))
+      const sources = read.given.filter(([option]) => option === "e" || option === "--source").map(([, source]) => source)
+      const fromFile = read.short.has("f") || read.short.has("E") || read.long.has("--file") || read.long.has("--exec")
+      return (sources.length > 0 || fromFile ? sources : read.operands.slice(0, 1)).some(awkRunsOrWrites)
     }
     // `python3 -m tarfile -e t.tar out` and `-m zipfile -e` unpack (into cwd without a folder named).
     const module = valuesOf(options, "-m", "-m").at(0) ?? (options.at(-1) === "-m" && operand >= 0 ? values[operand] : undefined)
@@ -205,8 +252,9 @@ const unpackedByModule = (names: ReadonlyArray<string>, values: ReadonlyArray<st
   const module = values.indexOf("-m", at)
   if (module < 0 || !/^(?:tarfile|zipfile)$/.test(values[module + 1] ?? "")) return []
   const rest = values.slice(module + 2)
-  const extract = rest.findIndex((w) => w === "-e" || w === "--extract")
-  return extract < 0 ? [] : [rest[extract + 2] ?? "."]
+  // argparse takes a long option by any unambiguous prefix (`--ext`), its first value after `=` too.
+  const extract = rest.findIndex((w) => w === "-e" || Options.names(w, ["--extract"]))
+  return extract < 0 ? [] : [rest[extract + (rest[extract]!.includes("=") ? 1 : 2)] ?? "."]
 }
 
 /** The folders a compressor given `-r` rewrites in place (`gunzip -r z` turns `z/.git/config.gz` into `z/.git/config`). */
@@ -254,8 +302,9 @@ const downloadedInto = (program: string, args: ReadonlyArray<string>, configured
     case "curl": {
       // A config file may say `remote-name`: `-K k`/`--config k`, or the `.curlrc` of a home the line names (`CURL_HOME=.`,
       // `XDG_CONFIG_HOME=.`, `HOME=.`) unless `-q`/`--disable` comes first. Where it writes is then its to say: cwd is filled.
-      if (args.some((w) => /^-[a-zA-Z]*K/.test(w) || /^--config(?:=|$)/.test(w)) || (configured && !/^(?:-q|--disable)$/.test(args[0] ?? ""))) return ["."]
-      return args.some((w) => /^-[a-zA-Z]*[OJ]/.test(w) || /^--remote-(?:name|header-name)/.test(w)) ? into(valuesOf(args, "--output-dir", "--output-dir")) : []
+      // curl (7.88) takes a long option by any unambiguous prefix: `--conf k`, `--remote-name-a`.
+      if (args.some((w) => /^-[a-zA-Z]*K/.test(w) || Options.names(w, ["--config"])) || (configured && !/^(?:-q|--disable)$/.test(args[0] ?? ""))) return ["."]
+      return args.some((w) => /^-[a-zA-Z]*[OJ]/.test(w) || Options.names(w, ["--remote-name", "--remote-name-all", "--remote-header-name"])) ? into(valuesOf(args, "--output-dir", "--output-dir")) : []
     }
     case "wget2":
       return downloadedInto("wget", args, configured)
@@ -288,42 +337,25 @@ const gitMakesLong: Record<"init" | "clone", ReadonlyArray<readonly [name: strin
   ]
 }
 /** Their short options that take a value (the rest of a cluster, else the next word: `-qc k=v`, `-bmain`); `-c` configures. */
-const gitMakesShort = { init: /[b]/, clone: /[obucj]/ }
+const gitMakesShort = { init: "b", clone: "obucj" }
 
 /**
- * How `git init`/`git clone` reads its words as git's parse-options does: a long option by any unambiguous prefix
- * (`--templ=t`, `--tem t`, `--conf k=v`: git 2.39 copies the template or sets the configuration), short ones in
- * clusters (`-qc k=v`). Its operands; whether a template or configuration is given; `unsure` when a prefix names
- * options of which some take a value (which git runs depends on its version): the operands are then not known.
+ * How `git init`/`git clone` reads its words as git's parse-options does (`Options.parse`): a long option by any
+ * unambiguous prefix (`--templ=t`, `--tem t`, `--conf k=v`: git 2.39 copies the template or sets the configuration),
+ * short ones in clusters (`-qc k=v`). Its operands; whether a template or configuration is given; `unsure` when a
+ * prefix names options of which some take a value (which git runs depends on its version): the operands are then not known.
  */
 const gitMakesRead = (subcommand: "init" | "clone", options: ReadonlyArray<string>) => {
-  const operands: Array<string> = []
-  let configures = false
-  let unsure = false
-  for (let i = 0; i < options.length; i++) {
-    const w = options[i]!
-    if (w === "--") {
-      operands.push(...options.slice(i + 1))
-      break
-    }
-    if (w.startsWith("--")) {
-      const name = w.slice(2).split("=", 1)[0]!
-      if (name.startsWith("no-")) continue
-      const exact = gitMakesLong[subcommand].filter(([long]) => long === name)
-      const named = exact.length > 0 ? exact : gitMakesLong[subcommand].filter(([long]) => long.startsWith(name))
-      configures ||= named.some(([, , gives]) => gives === true)
-      if (w.includes("=") || !named.some(([, valued]) => valued)) continue
-      if (named.length > 1) unsure = true
-      i++
-    } else if (w.startsWith("-") && w !== "-") {
-      const letters = w.slice(1)
-      const at = letters.search(gitMakesShort[subcommand])
-      if (at < 0) continue
-      configures ||= letters[at] === "c"
-      if (at === letters.length - 1) i++
-    } else operands.push(w)
-  }
-  return { operands, configures, unsure }
+  const long = gitMakesLong[subcommand]
+  const read = Options.parse({
+    shortArg: gitMakesShort[subcommand],
+    longArg: long.filter(([, valued]) => valued).map(([name]) => `--${name}`),
+    longFlags: long.filter(([, valued]) => !valued).map(([name]) => `--${name}`),
+    prefixes: true,
+    negations: true
+  }, options)
+  const configures = (subcommand === "clone" && read.short.has("c")) || long.some(([name, , gives]) => gives === true && read.long.has(`--${name}`))
+  return { operands: read.operands, configures, unsure: read.unsure }
 }
 
 /**
