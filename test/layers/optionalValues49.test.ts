@@ -29,6 +29,9 @@ describe("options with an optional value take no next word (review 49)", () => {
     expect(read("date --iso-8601=seconds")).toEqual({ risk: "read", general: true })
     expect(read("date --resolution")).toEqual({ risk: "read", general: true })
     expect(read("date --rfc-3339 date")).toEqual({ risk: "read", general: true })
+    // `-I[FMT]` takes its value from the rest of the word only.
+    expect(read("date -Iseconds")).toEqual({ risk: "read", general: true })
+    expect(read("date -I 0101000020")).toEqual({ risk: "write", general: false })
   })
 
   it("uniq --group / --all-repeated IN OUT writes OUT", () => {

@@ -49,6 +49,8 @@ const readPrograms: Record<string, OptionRule> = {
     short: "s",
     long: ["--set"],
     shortArg: "dfrs",
+    // `-I[FMT]`: `date -Iseconds` is not `-s econds`.
+    shortOptional: "I",
     longArg: ["--date", "--file", "--reference", "--set", "--rfc-3339"],
     // `--iso-8601[=FMT]`; `--resolution` takes none (coreutils 9.1).
     longOptional: ["--iso-8601"],
