@@ -553,7 +553,7 @@ const ripgrep: Walker = {
     "regexp", "file", "glob", "iglob", "type", "type-not", "type-add", "type-clear", "max-count", "after-context", "before-context", "context",
     "max-columns", "threads", "encoding", "max-depth", "maxdepth", "replace", "pre", "pre-glob", "max-filesize", "colors", "context-separator",
     "field-match-separator", "field-context-separator", "path-separator", "sort", "sortr", "ignore-file", "dfa-size-limit", "regex-size-limit",
-    "engine", "hostname-bin", "hyperlink-format", "color"
+    "engine", "hostname-bin", "hyperlink-format", "color", "generate"
   ]),
   // `--files` and `--type-list` take no pattern.
   pattern: { short: "ef", long: ["--regexp", "--file", "--files", "--type-list"] },
@@ -570,7 +570,20 @@ const walkers: Record<string, Walker> = {
   egrep: grepLike,
   fgrep: grepLike,
   rg: ripgrep,
-  ag: gnu({ walks: always, shortArg: "AaBCGgm", pattern: { short: "", long: [] }, byDefault: "." }),
+  // ag 2.2's getopt_long table: `-a` is a flag, `--after`/`--before`/`--context` take a value only after `=`, `-g` gives
+  // the pattern (file names; every operand is a tree).
+  ag: gnu({
+    walks: always,
+    shortArg: "ABCGgmpW",
+    longArg: dashed([
+      "ackmate-dir-filter", "color-line-number", "color-match", "color-path", "depth", "filename-pattern", "file-search-regex", "ignore",
+      "ignore-dir", "max-count", "pager", "path-to-ignore", "width", "workers"
+    ]),
+    longOptional: dashed(["after", "before", "context"]),
+    longFlags: dashed(["ackmate", "color", "filename"]),
+    pattern: { short: "g", long: ["--filename-pattern"] },
+    byDefault: "."
+  }),
   ack: { walks: always, shortArg: "ABCmg", pattern: { short: "", long: [] }, byDefault: "." },
   du: gnu({ walks: always, shortArg: "BdtX", longArg: dashed(["block-size", "max-depth", "threshold", "exclude", "exclude-from", "time-style", "files0-from"]), longFlags: ["--time"], byDefault: "." }),
   ls: gnu({ ...recursive("R", ["--recursive"]), shortArg: "ITw", longArg: dashed(["ignore", "hide", "tabsize", "width", "block-size", "format", "sort", "time", "time-style", "quoting-style", "indicator-style"]), byDefault: "." }),
@@ -584,7 +597,10 @@ const walkers: Record<string, Walker> = {
   zip: recursive("rR", ["--recurse-paths", "--recurse-patterns"], { shortArg: "bnti" }),
   diff: gnu(recursive("r", ["--recursive"], {
     shortArg: "CUxXIFSL",
-    longArg: dashed(["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "new-file", "from-file", "to-file"])
+    longArg: dashed(["exclude", "exclude-from", "ignore-matching-lines", "label", "starting-file", "from-file", "to-file"]),
+    // `--new-file` is `-N`, a flag (diffutils 3.8): read as taking a value, it hid the first tree.
+    longOptional: dashed(["context", "unified", "color"]),
+    longFlags: dashed(["recursive", "new-file"])
   })),
   chmod: gnu(recursive("R", ["--recursive"])),
   chown: gnu(recursive("R", ["--recursive"])),

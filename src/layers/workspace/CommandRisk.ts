@@ -49,7 +49,11 @@ const readPrograms: Record<string, OptionRule> = {
     short: "s",
     long: ["--set"],
     shortArg: "dfrs",
-    longArg: ["--date", "--file", "--reference", "--set", "--iso-8601", "--rfc-3339", "--resolution"],
+    // `-I[FMT]`: `date -Iseconds` is not `-s econds`.
+    shortOptional: "I",
+    longArg: ["--date", "--file", "--reference", "--set", "--rfc-3339"],
+    // `--iso-8601[=FMT]`; `--resolution` takes none (coreutils 9.1).
+    longOptional: ["--iso-8601"],
     // `date MMDDhhmm` sets the clock.
     positionals: (args) => args.every((a) => a.startsWith("+"))
   },
@@ -60,7 +64,7 @@ const readPrograms: Record<string, OptionRule> = {
     longArg: ["--key", "--output", "--field-separator", "--buffer-size", "--temporary-directory", "--compress-program", "--batch-size", "--parallel", "--files0-from", "--random-source", "--sort"]
   },
   // `uniq IN OUT` writes OUT.
-  uniq: { shortArg: "fsw", longArg: ["--skip-fields", "--skip-chars", "--check-chars", "--all-repeated", "--group"], positionals: (args) => args.length <= 1 }
+  uniq: { shortArg: "fsw", longArg: ["--skip-fields", "--skip-chars", "--check-chars"], longOptional: ["--all-repeated", "--group"], positionals: (args) => args.length <= 1 }
 }
 
 /**
@@ -474,7 +478,9 @@ const gitWrites: Record<string, Risk> = {
 const gitDeniedLong = ["--output", "--ext-diff", "--exec", "--upload-pack", "--receive-pack", "--config", "--template", "--exec-path", "--extcmd", "--tool"]
 const gitBranchListing: OptionRule = {
   shortArg: "",
-  longArg: ["--contains", "--no-contains", "--merged", "--no-merged", "--sort", "--format", "--points-at", "--abbrev", "--color", "--column"],
+  longArg: ["--contains", "--no-contains", "--merged", "--no-merged", "--sort", "--format", "--points-at"],
+  // Optional values (git 2.39's parse-options): `git branch --color newb` creates `newb`.
+  longOptional: ["--abbrev", "--color", "--column"],
   positionals: (args) => args.length === 0
 }
 const gitBranchReadOptions = /^(-[arlv]+|--(all|remotes|list|verbose|show-current|contains|no-contains|merged|no-merged|sort|format|points-at|color|no-color|column|no-column|ignore-case|abbrev|no-abbrev|omit-empty)(=.*)?)$/

@@ -25,7 +25,12 @@ export interface Syntax {
   readonly shortOptional?: string
   /** Long options taking a value (`--x=v` or `--x v`), with their dashes. */
   readonly longArg?: ReadonlyArray<string>
-  /** Long options taking none, with their dashes: with `longArg`, what a prefix is read against. */
+  /**
+   * Long options whose value is optional and only after `=` (`date --iso-8601[=FMT]`, `uniq --group[=M]`, `git branch
+   * --color[=W]`), with their dashes: the next word is an operand, as for a flag.
+   */
+  readonly longOptional?: ReadonlyArray<string>
+  /** Long options taking none, with their dashes: with `longArg` and `longOptional`, what a prefix is read against. */
   readonly longFlags?: ReadonlyArray<string>
   /** Whether the program takes a long option by any unambiguous prefix (getopt_long, git's parse-options). */
   readonly prefixes?: boolean
@@ -55,7 +60,7 @@ export interface Parsed {
 /** The known long options `name` (with dashes) stands for: itself when known or when prefixes are not read, else those it abbreviates. */
 export const resolve = (syntax: Syntax, name: string): ReadonlyArray<string> => {
   if (syntax.prefixes !== true) return [name]
-  const known = [...(syntax.longArg ?? []), ...(syntax.longFlags ?? [])]
+  const known = [...(syntax.longArg ?? []), ...(syntax.longOptional ?? []), ...(syntax.longFlags ?? [])]
   if (known.includes(name)) return [name]
   const named = known.filter((long) => long.startsWith(name))
   return named.length > 0 ? named : [name]
