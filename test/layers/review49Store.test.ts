@@ -15,6 +15,7 @@ import * as Path from "@effect/platform/Path"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type * as AgentEvent from "../../src/domain/AgentEvent.js"
@@ -56,7 +57,7 @@ describe("review 49: the journal's clear-out", () => {
         maxLineBytes: LogLines.defaultMaxLineBytes,
         summarizeAll: (sessionId) =>
           Effect.zipRight(
-            sessionId === "trigger" ? Scope.extend(store.acquireWriter(held), scope) : Effect.void,
+            sessionId === "trigger" ? Effect.orDie(Scope.extend(store.acquireWriter(held), scope)) : Effect.void,
             Stream.runFold(store.read(sessionId), undefined as Session.SessionSummary | undefined, Session.summarize)
           )
       })
@@ -71,7 +72,7 @@ describe("review 49: the journal's clear-out", () => {
         yield* store.append(message(held, sequence))
         expect(yield* lastOf(held)).toBe(sequence)
       }
-      yield* Scope.close(scope, Effect.void.pipe(Effect.exit))
+      yield* Scope.close(scope, Exit.void)
     }).pipe(Effect.provide(NodeContext.layer)))
 
   it.scoped("a line appended between the listing's read and the clear-out is read from the journal set aside", () =>
