@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { closeSync, constants, fsyncSync, lstatSync, readSync, renameSync, rmSync, writeSync } from "node:fs"
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, readSync, renameSync, rmSync, writeSync } from "node:fs"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
 import * as Clock from "effect/Clock"
@@ -206,17 +206,22 @@ export const repair = (
     )
     // Two passes over the file, a line at a time (a long log is never held whole): the first plans
     // what to keep, the second writes it. The descriptor is read by position, so each pass starts at 0.
+    // The second stops where the first ended (`planned`): a line appended meanwhile without the lock
+    // (another library user, a writer ignoring locks) was never planned, so it is not written — and
+    // the size is checked again before the rename, so such a log is left as it is (`changedMeanwhile`).
     const chunk = Buffer.allocUnsafe(64 * 1024)
-    const linesOf = () => {
+    let planEnd = 0
+    const linesOf = (upTo: number) => {
       let position = 0
       const bytes = Stream.repeatEffectOption(Effect.suspend(() => {
         let read: number
         try {
-          read = readSync(fd, chunk, 0, chunk.byteLength, position)
+          read = readSync(fd, chunk, 0, Math.min(chunk.byteLength, upTo - position), position)
         } catch (error) {
           return Effect.fail(Option.some(fromNode("repair", file, sessionId)(error)))
         }
         position += read
+        planEnd = Math.max(planEnd, position)
         return read === 0 ? Effect.fail(Option.none()) : Effect.succeed(Uint8Array.prototype.slice.call(chunk, 0, read))
       }))
       return LogLines.linesOf(bytes, { maxLineBytes: options.maxLineBytes ?? LogLines.defaultMaxLineBytes }).pipe(
@@ -225,7 +230,7 @@ export const repair = (
     }
     let planner: Repair.Planner | undefined
     let hasHeader = false
-    yield* Stream.runForEachChunk(linesOf(), (lines) =>
+    yield* Stream.runForEachChunk(linesOf(Number.MAX_SAFE_INTEGER), (lines) =>
       Effect.suspend(() => {
         for (const line of lines) {
           if (line.number === 1) {
@@ -243,6 +248,7 @@ export const repair = (
         }
         return Effect.void
       }))
+    const plannedBytes = planEnd
     if (planner === undefined) return yield* failed("the first line is not an effect-agent log header; nothing was changed", undefined, "corrupt")
     const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
     const planned = planner
@@ -266,7 +272,7 @@ export const repair = (
       (out) => {
         const replay = new Repair.Planner(sessionId, planned.version)
         const pending = new RepairOutput(out)
-        return Stream.runForEachChunk(linesOf(), (lines) =>
+        return Stream.runForEachChunk(linesOf(plannedBytes), (lines) =>
           Effect.try({
             try: () => {
               for (const line of lines) {
@@ -288,6 +294,11 @@ export const repair = (
       },
       (out) => Effect.sync(() => closeSync(out))
     ).pipe(Effect.tapError(() => Effect.sync(() => rmSync(temporary, { force: true }))))
+    const changedMeanwhile = yield* Effect.try({ try: () => fstatSync(fd).size !== plannedBytes, catch: cannotWrite })
+    if (changedMeanwhile) {
+      rmSync(temporary, { force: true })
+      return yield* failed("the log changed while repairing; nothing was changed")
+    }
     const backup = yield* Effect.try({
       try: () => {
         // The original keeps its inode under the backup name; the rename swaps the whole new log in at once.

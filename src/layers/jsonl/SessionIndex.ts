@@ -36,7 +36,7 @@
  * @internal
  */
 import { randomBytes } from "node:crypto"
-import { closeSync, constants, fstatSync, open, readdirSync, readSync, statSync, unlinkSync } from "node:fs"
+import { closeSync, constants, fstatSync, open, readdirSync, readSync, renameSync, statSync, unlinkSync } from "node:fs"
 import type * as FileSystem from "@effect/platform/FileSystem"
 import type * as Path from "@effect/platform/Path"
 import * as Chunk from "effect/Chunk"
@@ -198,9 +198,10 @@ interface JournalRead {
 export const maxJournalRead = 4 * 1024 * 1024
 
 /**
- * A journal this long that nobody is writing under a lock is removed by the listing that read it
- * to its end (see `compact`): the writers make a new one, and the next listing, finding another
- * journal, checks every log once. So the journal never grows for good.
+ * A journal this long is cleared by the listing that read it to its end (see `clearJournal`): the
+ * writers make a new one, which the next listing reads from its start. So the journal never grows
+ * for good — also while a server holds a session's lock for days (the sessions being written are
+ * carried over in the index, not learnt again from the journal).
  */
 export const compactJournalAt = 1024 * 1024
 
@@ -211,22 +212,26 @@ const maxJournalLine = 2 + 128 + 1
  * Reads the journal from `offset` (of the journal `inode`; another one, or one shorter than
  * `offset`, is read from its start and reported as such), applying its lines to `writing`.
  */
-const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
+export const readJournal = (file: string, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
   try {
     return PlainFiles.withRegular(file, constants.O_RDONLY, (fd) => readOpenJournal(fd, from, writingBefore))
   } catch (error) {
     // Missing, or not a regular file of the data dir's own (a link or a pipe a repository planted):
-    // no journal, so the listing checks every log.
+    // no journal, so the listing checks every log. Missing is recorded as inode 0 (a journal made
+    // later holds every line since, see `readOpenJournal`); a planted file as -1, never the same.
     const code = (error as NodeJS.ErrnoException).code
     if (code !== "ENOENT" && code !== "ELOOP" && code !== "EINVAL") throw error
-    return { read: { inode: 0, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && code === "ENOENT", size: 0 }
+    const missing = code === "ENOENT"
+    return { read: { inode: missing ? 0 : -1, offset: 0, changed: new Set<string>(), writing: new Set(writingBefore) }, same: from.inode === 0 && from.offset === 0 && missing, size: 0 }
   }
 }
 
 /** Reads an open journal (see `readJournal`); at most {@link maxJournalRead} bytes of it. */
 const readOpenJournal = (fd: number, from: { readonly inode: number; readonly offset: number }, writingBefore: ReadonlyArray<string>) => {
   const stat = fstatSync(fd)
-  const same = stat.ino === from.inode && stat.size >= from.offset
+  // Read when there was none (inode 0: missing, or cleared by a listing), a journal holds every line
+  // written since, so it continues what was read: from its start, the sessions being written kept.
+  const same = from.inode === 0 && from.offset === 0 || stat.ino === from.inode && stat.size >= from.offset
   const start = same ? from.offset : 0
   if (stat.size - start > maxJournalRead) {
     // Too much to read: taken as read to its end, as another journal (a full check). The sessions
@@ -255,6 +260,44 @@ const readOpenJournal = (fd: number, from: { readonly inode: number; readonly of
     else if (op === "-") writing.delete(sessionId)
   }
   return { read: { inode: stat.ino, offset: start + end, changed, writing }, same, size: stat.size }
+}
+
+/**
+ * Clears a long journal a listing read to its end (see {@link compactJournalAt}). It is renamed
+ * aside first, then read from where the listing stopped to its end, then removed: a line a writer
+ * appended after the listing's read (a `+ S` as it takes a lock) is in the file set aside, so it is
+ * heard, not lost with the file. Unlinking it by name lost such a line: the next listing's full check
+ * saw S once, but its appends under the lock write no line, so its entry stayed stale until the
+ * rotation came round. What was read is recorded as inode 0: the journal the writers make next holds
+ * every line since, and is read from its start (`readOpenJournal`), no full check needed.
+ *
+ * Another listing clearing at once may have renamed the journal first, and the writers made a new
+ * one: that one, set aside here, is read from its start. A data dir that cannot be written keeps
+ * its journal (`same` as read); one set aside that cannot be read costs a full check next time.
+ */
+export const clearJournal = (file: string, read: JournalRead): { readonly read: JournalRead; readonly same: boolean } => {
+  const aside = `${file}.${randomBytes(8).toString("hex")}.cleared`
+  try {
+    renameSync(file, aside)
+  } catch {
+    return { read, same: true }
+  }
+  try {
+    const tail = PlainFiles.withRegular(aside, constants.O_RDONLY, (fd) => {
+      const from = fstatSync(fd).ino === read.inode ? read : { inode: 0, offset: 0 }
+      return readOpenJournal(fd, from, [...read.writing])
+    })
+    if (!tail.same) return { read: { ...tail.read, inode: -1, offset: 0 }, same: false }
+    return { read: { inode: 0, offset: 0, changed: new Set([...read.changed, ...tail.read.changed]), writing: tail.read.writing }, same: true }
+  } catch {
+    return { read: { ...read, inode: -1, offset: 0, writing: new Set() }, same: false }
+  } finally {
+    try {
+      unlinkSync(aside)
+    } catch {
+      // Left behind, it is no journal: nothing reads it.
+    }
+  }
 }
 
 const decodeHeader = Schema.decodeUnknownEither(IndexFile)
@@ -376,19 +419,6 @@ export const make = (options: Options) => {
         )
       )
     )
-  }
-
-  /**
-   * Removes a long journal that this listing read to its end and that no writer holds a lock on (see
-   * {@link compactJournalAt}). A line a writer appends meanwhile goes with it: the next listing,
-   * finding another journal (or none) than the index's, checks every log, that one's included.
-   */
-  const compact = () => {
-    try {
-      unlinkSync(journalFile)
-    } catch {
-      // A cache: a data dir that cannot be written keeps its journal, read in bounded steps.
-    }
   }
 
   /**
@@ -518,8 +548,16 @@ export const make = (options: Options) => {
     const previous = entriesOf(index)
     // The journal is read before any log: a change it does not hold yet is announced after its
     // write, so the next listing sees it (and a full check's `stat`s come after this read).
-    const { read: journal, same, size: journalSize } = yield* Effect.try({
-      try: () => readJournal(journalFile, index?.journal ?? { inode: -1, offset: 0 }, index?.writing ?? []),
+    const { read: journal, same } = yield* Effect.try({
+      try: () => {
+        const read = readJournal(journalFile, index?.journal ?? { inode: -1, offset: 0 }, index?.writing ?? [])
+        // A long journal read to its end with no writer holding a lock is cleared before any log is
+        // checked: the lines it gains meanwhile are checked by this listing, and the index saved
+        // records it cleared (the writers' next journal is read whole, see `clearJournal`).
+        if (read.size < compactJournalAt || read.read.offset !== read.size) return read
+        const cleared = clearJournal(journalFile, read.read)
+        return { read: cleared.read, same: read.same && cleared.same }
+      },
       catch: (error) =>
         new EventStoreFailure({ reason: "unavailable", operation: "list", path: journalFile, detail: `could not read the index's journal: ${(error as NodeJS.ErrnoException).code ?? String(error)}` })
     })
@@ -583,7 +621,6 @@ export const make = (options: Options) => {
     const whole = !fresh && stored !== undefined && stored.length === previous.size && entries.length === stored.length
     const listed = whole && inListingOrder(stored) ? stored : entries.sort(byEntryActivity)
     if (changed || listed !== stored) yield* save(listed, journal)
-    if (journalSize >= compactJournalAt && journal.offset === journalSize && journal.writing.size === 0) compact()
     if (!full && ids.length > verifiedPerListing) saveRotation(cursor)
     damaged.sort((a, b) => a.sessionId.localeCompare(b.sessionId))
     return { sessions: listed.map((entry) => withStoredTitle(entry.summary)), damaged }
