@@ -466,6 +466,13 @@ const pythonPathVariable = /^PYTHONPATH=(.*)$/s
 const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
 /** The words of a command that set `PERL5LIB`/`PERLLIB` (one the shell expands too). */
 const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
+/**
+ * `PATH=…`, whose entries the shell searches for each program the command names, and the command for those it starts
+ * (git's `ssh`, a pager, make's compiler): a relative or empty entry is a folder of the repository (round 27).
+ */
+const programPathVariable = /^PATH=(.*)$/s
+/** The words of a command that set `PATH` (one the shell expands too). */
+const programPathWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => w.raw.startsWith("PATH=") || programPathVariable.test(w.value))
 /** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
 const relativeEntries = (value: string): ReadonlyArray<string> =>
   value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
@@ -726,6 +733,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythonsUnknown: Array<string> = []
   // The folders a line's Perls search first (a relative `PERL5LIB` entry), checked as the Pythons' are.
   const perls: Array<string> = []
+  // The folders a line's programs are searched for in first (a relative or empty `PATH` entry, round 27).
+  const programFolders: Array<string> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -741,6 +750,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // The `PYTHONPATH` words the line set or exported so far (the last one holds).
   let pythonPath: CommandLine.Word | undefined
   let perlPath: CommandLine.Word | undefined
+  let programPath: CommandLine.Word | undefined
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -755,7 +765,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
-    for (const at of inner.pythons) (at.language === "perl" ? perls : pythons).push(at.base)
+    for (const at of inner.pythons) (at.language === "perl" ? perls : at.language === "program" ? programFolders : pythons).push(at.base)
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -817,6 +827,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
       perlPath = perlWords(words).at(-1) ?? perlPath
+      programPath = programPathWords(words).at(-1) ?? programPath
       continue
     }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -899,6 +910,14 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     else if (perlWord !== undefined) {
       if (perlWord.expands) pythonsUnknown.push(`${perlWord.raw}: the shell expands it when the command runs`)
       else for (const entry of relativeEntries(perlPathVariable.exec(perlWord.value)![1]!)) perls.push(from(pythonFolder(), entry))
+    }
+    // A `PATH` the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin git status` ran the
+    // repository's `bin/git`). One the shell expands is a word known only when it runs, asked about already.
+    const programCarried = programPathWords(words).at(-1)
+    const programPathWord = programCarried ?? programPath
+    if (exports(program, args)) programPath = programCarried ?? programPath
+    else if (programPathWord !== undefined && !programPathWord.expands) {
+      for (const entry of relativeEntries(programPathVariable.exec(programPathWord.value)![1]!)) programFolders.push(from(pythonFolder(), entry))
     }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -985,7 +1004,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     pythons: [
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
       ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
-      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) }))
+      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) })),
+      ...[...new Set(places.flatMap((place) => programFolders.map((base) => from(place, base))))].map((base) => ({ base, language: "program" as const, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }
 
