@@ -72,3 +72,37 @@ describe("a relative or empty PATH entry on the line (CommandPaths, PythonShadow
     expect((await decide(cwd, "PATH=bin:/usr/bin:/bin git status")).decision).toBe("allow")
   })
 })
+
+describe("GIT_EXEC_PATH, LD_LIBRARY_PATH and GCONV_PATH searched from the repository (CommandPaths, PythonShadows)", () => {
+  it("git puts GIT_EXEC_PATH first on the PATH of what it starts: git fetch ran the repository's git-upload-pack", async () => {
+    const cwd = folder([], [])
+    const origin = repository("", join(base, `o${made++}`))
+    execFileSync("git", ["commit", "-q", "--allow-empty", "-m", "i"], { cwd: origin, stdio: "pipe" })
+    execFileSync("git", ["remote", "add", "origin", origin], { cwd, stdio: "pipe" })
+    mkdirSync(join(cwd, "x"))
+    writeFileSync(join(cwd, "x", "git-upload-pack"), `#!/bin/sh\ntouch ${JSON.stringify(join(cwd, "ran"))}\n`)
+    chmodSync(join(cwd, "x", "git-upload-pack"), 0o755)
+    expect(runs(cwd, "GIT_EXEC_PATH=x git fetch origin")).toBe(true)
+    const decided = await decide(cwd, "GIT_EXEC_PATH=x git fetch origin")
+    expect(decided.decision).toBe("ask")
+    expect(decided.reason).toContain("x/git-upload-pack")
+    await programAsks("GIT_EXEC_PATH=bin git status", ["bin"], "bin/git", false)
+  })
+
+  it("a shared library in a relative LD_LIBRARY_PATH entry stands in for the one ls loads (built with gcc where installed)", async () => {
+    const cwd = folder([], [])
+    writeFileSync(join(cwd, "f.c"), `#include <stdio.h>\n__attribute__((constructor)) static void f(void) { fclose(fopen(${JSON.stringify(join(cwd, "ran"))}, "w")); }\n`)
+    if (existsSync("/usr/bin/gcc")) {
+      execFileSync("/usr/bin/gcc", ["-shared", "-fPIC", "-o", "libselinux.so.1", "f.c"], { cwd, stdio: "pipe" })
+      expect(runs(cwd, "LD_LIBRARY_PATH=. ls")).toBe(true)
+    } else writeFileSync(join(cwd, "libselinux.so.1"), "")
+    for (const line of ["LD_LIBRARY_PATH=. ls", "export LD_LIBRARY_PATH=:/usr/lib; ls", "GCONV_PATH=. iconv -f UTF-8 f.c"]) {
+      const decided = await decide(cwd, line)
+      expect(decided.decision, line).toBe("ask")
+    }
+    writeFileSync(join(cwd, "gconv-modules"), "")
+    expect((await decide(cwd, "GCONV_PATH=. iconv -f UTF-8 f.c")).reason).toContain("gconv-modules")
+    // No library there: the rule's.
+    expect((await decide(folder([]), "LD_LIBRARY_PATH=. ls")).decision).toBe("allow")
+  })
+})

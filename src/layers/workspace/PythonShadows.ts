@@ -67,14 +67,14 @@ export interface PythonAt {
   readonly base: string
   readonly unknownFolder?: string | undefined
   /** A folder a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands in for Perl's own: see `perlShadowable`. */
-  readonly language?: "perl" | "program" | undefined
+  readonly language?: "perl" | "program" | "library" | undefined
 }
 
 /**
  * The names of the programs the system has, for a folder a relative `PATH` entry puts first (`language: "program"`):
  * an executable there named as one of them (`bin/git`, `./ls`, `ssh`) runs in its place, for the line's own programs and
  * for what they start. A repository's own tool no system folder has (`node_modules/.bin/jest`) is the rule's, as
- * `PERL5LIB=lib`'s own modules are. The agent's `PATH` is read (its absolute folders, as commands get them).
+ * `PERL5LIB=lib`'s own modules are; a `git-…` program too (git runs `git-upload-pack` from `GIT_EXEC_PATH`). The agent's `PATH` is read (its absolute folders, as commands get them).
  */
 const systemPrograms = async (): Promise<ReadonlySet<string>> => {
   const names = new Set<string>()
@@ -83,6 +83,12 @@ const systemPrograms = async (): Promise<ReadonlySet<string>> => {
   }
   return names
 }
+/**
+ * What a folder `LD_LIBRARY_PATH` or `GCONV_PATH` puts first offers a program (`language: "library"`): a shared library
+ * (`libselinux.so.1` stands in for the one `ls` loads) or glibc's `gconv-modules` list. A heuristic that over-asks a
+ * build's own libraries (`LD_LIBRARY_PATH=build ./build/app`): "always" then covers the line while the same files are there.
+ */
+const sharedLibrary = /\.so(?:\.[0-9.]+)?$|^gconv-modules/
 /** Whether a folder's entry is a file (or a link to one) anyone may run. */
 const runnable = (path: string): Promise<boolean> =>
   NodeFs.stat(path).then((s) => s.isFile() && (s.mode & 0o111) !== 0, () => false)
@@ -190,7 +196,11 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): 
       const path = NodePath.join(at.base, entry.name)
       if (at.language === "program") {
         system ??= await systemPrograms()
-        if (system.has(entry.name) && (await runnable(NodePath.join(folder, entry.name)))) found.add(path)
+        if ((system.has(entry.name) || entry.name.startsWith("git-")) && (await runnable(NodePath.join(folder, entry.name)))) found.add(path)
+        continue
+      }
+      if (at.language === "library") {
+        if (sharedLibrary.test(entry.name)) found.add(path)
         continue
       }
       if (at.language === "perl") {
