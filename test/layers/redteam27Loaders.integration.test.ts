@@ -106,3 +106,12 @@ describe("GIT_EXEC_PATH, LD_LIBRARY_PATH and GCONV_PATH searched from the reposi
     expect((await decide(folder([]), "LD_LIBRARY_PATH=. ls")).decision).toBe("allow")
   })
 })
+
+describe("a line naming many folders to search first (CommandPaths.searchedFolders)", () => {
+  it("reads at most 64 of them; past that it asks", async () => {
+    const many = Array.from({ length: 65 }, (_, i) => `d${i}`).join(":")
+    expect((await decide(folder([]), `PATH=${many}:/usr/bin git status`)).decision).toBe("ask")
+    const few = Array.from({ length: 64 }, (_, i) => `d${i}`).join(":")
+    expect((await decide(folder([]), `PATH=${few}:/usr/bin git status`)).decision).toBe("allow")
+  })
+})

@@ -474,6 +474,28 @@ const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) =
  */
 const searchVariables = ["PATH", "GIT_EXEC_PATH", "LD_LIBRARY_PATH", "GCONV_PATH"] as const
 const searchLanguage = (variable: typeof searchVariables[number]) => (variable === "PATH" || variable === "GIT_EXEC_PATH" ? "program" as const : "library" as const)
+/** How many distinct folders `searchVariables` name a line's check reads (a folder is read once); past that, it asks. */
+const searchedLimit = 64
+/**
+ * The distinct folders the line's search paths put first, from each place it may have moved to, or one note past
+ * `searchedLimit` (`PATH=1:2:…:20000 git status` read 20,000 folders, 1.5 s, before the bound).
+ */
+const searchedFolders = (
+  places: ReadonlyArray<string>,
+  searched: ReadonlyArray<{ readonly base: string; readonly language: "program" | "library" }>
+): ReadonlyArray<{ readonly base: string; readonly language: "program" | "library"; readonly unknownFolder?: string }> => {
+  const distinct = new Map<string, { readonly base: string; readonly language: "program" | "library" }>()
+  for (const place of places) {
+    for (const { base, language } of searched) {
+      const folder = from(place, base)
+      distinct.set(`${language}:${folder}`, { base: folder, language })
+      if (distinct.size > searchedLimit) {
+        return [{ base: "", language, unknownFolder: `more than ${searchedLimit} folders a search path of the line (PATH, LD_LIBRARY_PATH, …) names` }]
+      }
+    }
+  }
+  return [...distinct.values()]
+}
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
   words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
@@ -1022,8 +1044,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
       ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
       ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) })),
-      ...[...new Map(places.flatMap((place) => searched.map(({ base, language }) => [`${language}:${from(place, base)}`, { base: from(place, base), language }] as const))).values()]
-        .map((at) => ({ ...at, ...(why === undefined ? {} : { unknownFolder: why }) }))
+      ...searchedFolders(places, searched).map((at) => ({ ...at, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }
 
