@@ -499,7 +499,8 @@ const repositoryGitReason = (runs: ReadonlyArray<string>): string =>
 
 /** Why a Python line asks whatever a rule says: the repository's files it would import as standard modules (named; their content never shown). */
 const shadowedReason = (files: ReadonlyArray<string>): string =>
-  `files of the repository would be imported in place of Python's (or Perl's) standard modules, or where cannot be read before it runs ` +
+  `files of the repository would be imported in place of Python's (or Perl's) standard modules, or run in place of the system's programs ` +
+  `(a relative PATH entry), or where cannot be read before it runs ` +
   `(${files.slice(0, 6).join(", ")}${files.length > 6 ? ", …" : ""}); a rule for this line does not cover them`
 
 /**

@@ -467,6 +467,39 @@ const pythonPathVariable = /^PYTHONPATH=(.*)$/s
 const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
 /** The words of a command that set `PERL5LIB`/`PERLLIB` (one the shell expands too). */
 const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
+/**
+ * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
+ * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
+ * it first on the `PATH` of what it starts: `git fetch` ran its `git-upload-pack`), `LD_LIBRARY_PATH` (every program's
+ * shared libraries) and `GCONV_PATH` (glibc's character set modules). What the folder holds is checked as a Python's.
+ */
+const searchVariables = ["PATH", "GIT_EXEC_PATH", "LD_LIBRARY_PATH", "GCONV_PATH"] as const
+const searchLanguage = (variable: typeof searchVariables[number]) => (variable === "PATH" || variable === "GIT_EXEC_PATH" ? "program" as const : "library" as const)
+/** How many distinct folders `searchVariables` name a line's check reads (a folder is read once); past that, it asks. */
+const searchedLimit = 64
+/**
+ * The distinct folders the line's search paths put first, from each place it may have moved to, or one note past
+ * `searchedLimit` (`PATH=1:2:…:20000 git status` read 20,000 folders, 1.5 s, before the bound).
+ */
+const searchedFolders = (
+  places: ReadonlyArray<string>,
+  searched: ReadonlyArray<{ readonly base: string; readonly language: "program" | "library" }>
+): ReadonlyArray<{ readonly base: string; readonly language: "program" | "library"; readonly unknownFolder?: string }> => {
+  const distinct = new Map<string, { readonly base: string; readonly language: "program" | "library" }>()
+  for (const place of places) {
+    for (const { base, language } of searched) {
+      const folder = from(place, base)
+      distinct.set(`${language}:${folder}`, { base: folder, language })
+      if (distinct.size > searchedLimit) {
+        return [{ base: "", language, unknownFolder: `more than ${searchedLimit} folders a search path of the line (PATH, LD_LIBRARY_PATH, …) names` }]
+      }
+    }
+  }
+  return [...distinct.values()]
+}
+/** The words of a command that set `variable` (one the shell expands too). */
+const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
+  words.filter((w) => w.raw.startsWith(`${variable}=`) || w.value.startsWith(`${variable}=`))
 /** A search path's relative entries, as folders from where its program starts (an empty one is that folder). */
 const relativeEntries = (value: string): ReadonlyArray<string> =>
   value.split(":").filter((entry) => !entry.startsWith("/") && !entry.startsWith("~")).map((entry) => NodePath.normalize(entry === "" ? "." : entry))
@@ -794,6 +827,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythonsUnknown: Array<string> = []
   // The folders a line's Perls search first (a relative `PERL5LIB` entry), checked as the Pythons' are.
   const perls: Array<string> = []
+  // The folders a line's programs and libraries are searched for in first (a relative or empty `PATH` entry, round 27).
+  const searched: Array<{ readonly base: string; readonly language: "program" | "library" }> = []
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -809,6 +844,14 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   // The `PYTHONPATH` words the line set or exported so far (the last one holds).
   let pythonPath: CommandLine.Word | undefined
   let perlPath: CommandLine.Word | undefined
+  // The `searchVariables` words the line set or exported so far (the last of each holds).
+  const searchPaths = new Map<string, CommandLine.Word>()
+  const searchSet = (words: ReadonlyArray<CommandLine.Word>) => {
+    for (const variable of searchVariables) {
+      const last = searchWords(variable, words).at(-1)
+      if (last !== undefined) searchPaths.set(variable, last)
+    }
+  }
   /** What a command line of the line names (a shell's `-c` script, a line a runner takes as a word), added to the line's own. */
   // A word that may be one (`perhaps`) adds only the files it names: it may be a program text (`awk '{print $1}'`) that no shell reads.
   const lineIn = (text: string, perhaps = false) => {
@@ -823,7 +866,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
-    for (const at of inner.pythons) (at.language === "perl" ? perls : pythons).push(at.base)
+    for (const at of inner.pythons) {
+      if (at.language === "program" || at.language === "library") searched.push({ base: at.base, language: at.language })
+      else (at.language === "perl" ? perls : pythons).push(at.base)
+    }
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
     trees.push(...inner.trees)
@@ -885,6 +931,7 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
       perlPath = perlWords(words).at(-1) ?? perlPath
+      searchSet(words)
       continue
     }
     if (programWord.expands) unknown.push({ word: programWord.raw, why: "the shell expands it when the command runs" })
@@ -971,6 +1018,17 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     else if (perlWord !== undefined) {
       if (perlWord.expands) pythonsUnknown.push(`${perlWord.raw}: the shell expands it when the command runs`)
       else for (const entry of relativeEntries(perlPathVariable.exec(perlWord.value)![1]!)) perls.push(from(pythonFolder(), entry))
+    }
+    // A `PATH` the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin git status` ran the
+    // repository's `bin/git`). One the shell expands is a word known only when it runs, asked about already.
+    if (exports(program, args)) searchSet(words)
+    else {
+      for (const variable of searchVariables) {
+        const set = searchWords(variable, words).at(-1) ?? searchPaths.get(variable)
+        if (set === undefined || set.expands) continue
+        const language = searchLanguage(variable)
+        for (const entry of relativeEntries(set.value.slice(variable.length + 1))) searched.push({ base: from(pythonFolder(), entry), language })
+      }
     }
     if (read !== undefined) {
       // A wrapper's own move (`env -C dir git status`) is the git's first.
@@ -1062,7 +1120,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     pythons: [
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
       ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
-      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) }))
+      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) })),
+      ...searchedFolders(places, searched).map((at) => ({ ...at, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }
 

@@ -8,13 +8,15 @@
  * named like a standard module: the policy asks then, naming the file. `-I` and `-P` (or
  * `PYTHONSAFEPATH` on the line) leave the folder off the path; `python3 s.py` runs a file the line
  * names, whose folder is the repository's code already. A relative `PERL5LIB`/`PERLLIB` entry does the same for
- * any Perl the line starts (`PERL5LIB=. shasum f` loads a repository's `strict.pm`; round 26).
+ * any Perl the line starts (`PERL5LIB=. shasum f` loads a repository's `strict.pm`; round 26), and a relative or empty
+ * `PATH` entry for the programs the line and its programs run (`PATH=bin:/usr/bin git status` ran `bin/git`; round 27).
  *
  * @since 0.1.0
  * @internal
  */
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
+import * as Environment from "./Environment.js"
 
 /**
  * The standard library's top-level modules that are not built in (`sys.stdlib_module_names` less
@@ -65,8 +67,31 @@ export interface PythonAt {
   readonly base: string
   readonly unknownFolder?: string | undefined
   /** A folder a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands in for Perl's own: see `perlShadowable`. */
-  readonly language?: "perl" | undefined
+  readonly language?: "perl" | "program" | "library" | undefined
 }
+
+/**
+ * The names of the programs the system has, for a folder a relative `PATH` entry puts first (`language: "program"`):
+ * an executable there named as one of them (`bin/git`, `./ls`, `ssh`) runs in its place, for the line's own programs and
+ * for what they start. A repository's own tool no system folder has (`node_modules/.bin/jest`) is the rule's, as
+ * `PERL5LIB=lib`'s own modules are; a `git-…` program too (git runs `git-upload-pack` from `GIT_EXEC_PATH`). The agent's `PATH` is read (its absolute folders, as commands get them).
+ */
+const systemPrograms = async (): Promise<ReadonlySet<string>> => {
+  const names = new Set<string>()
+  for (const folder of Environment.searchFolders(process.env.PATH)) {
+    for (const name of await NodeFs.readdir(folder).catch(() => [])) names.add(name)
+  }
+  return names
+}
+/**
+ * What a folder `LD_LIBRARY_PATH` or `GCONV_PATH` puts first offers a program (`language: "library"`): a shared library
+ * (`libselinux.so.1` stands in for the one `ls` loads) or glibc's `gconv-modules` list. A heuristic that over-asks a
+ * build's own libraries (`LD_LIBRARY_PATH=build ./build/app`): "always" then covers the line while the same files are there.
+ */
+const sharedLibrary = /\.so(?:\.[0-9.]+)?$|^gconv-modules/
+/** Whether a folder's entry is a file (or a link to one) anyone may run. */
+const runnable = (path: string): Promise<boolean> =>
+  NodeFs.stat(path).then((s) => s.isFile() && (s.mode & 0o111) !== 0, () => false)
 
 /**
  * The top-level names of Perl's core modules (and namespaces: `File/Basename.pm`) its tools load unasked: `strict`,
@@ -155,6 +180,7 @@ export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): s
  */
 export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): Promise<ReadonlyArray<string>> => {
   const found = new Set<string>()
+  let system: ReadonlySet<string> | undefined
   for (const at of pythons) {
     if (at.unknownFolder !== undefined) {
       found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
@@ -168,6 +194,15 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): 
     }
     for (const entry of entries) {
       const path = NodePath.join(at.base, entry.name)
+      if (at.language === "program") {
+        system ??= await systemPrograms()
+        if ((system.has(entry.name) || entry.name.startsWith("git-")) && (await runnable(NodePath.join(folder, entry.name)))) found.add(path)
+        continue
+      }
+      if (at.language === "library") {
+        if (sharedLibrary.test(entry.name)) found.add(path)
+        continue
+      }
       if (at.language === "perl") {
         if (perlShadowable(entry.name, entry.isDirectory() || (entry.isSymbolicLink() && !/\.pmc?$/.test(entry.name)))) found.add(path)
         continue
