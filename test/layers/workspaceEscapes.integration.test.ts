@@ -686,11 +686,16 @@ describe("bounded walks", () => {
       expect(found).toContain("[skipped 9 links that lead outside the working directory]")
     }))
 
+  /** A folder inside a fresh tree, away from the tree's links out. */
+  const insideTree = () => {
+    const cwd = NodePath.join(makeTree().cwd, "inside")
+    NodeFs.mkdirSync(cwd)
+    return cwd
+  }
+
   it.live("mend48: a folder whose name is not UTF-8 is said to be one, not a link that leads outside", () =>
     Effect.gen(function*() {
-      const tree = makeTree()
-      const cwd = NodePath.join(tree.cwd, "inside")
-      NodeFs.mkdirSync(cwd)
+      const cwd = insideTree()
       NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "hit\n")
       NodeFs.mkdirSync(Buffer.concat([Buffer.from(`${cwd}/`), Buffer.from([0x66, 0xff])]))
       const { attempt } = yield* harness(cwd, "default")
@@ -702,9 +707,7 @@ describe("bounded walks", () => {
 
   it.live("mend48: a file name holding `:<digits>:` is quoted, so it cannot forge a match's line", () =>
     Effect.gen(function*() {
-      const tree = makeTree()
-      const cwd = NodePath.join(tree.cwd, "inside")
-      NodeFs.mkdirSync(cwd)
+      const cwd = insideTree()
       NodeFs.writeFileSync(NodePath.join(cwd, "a.txt:1:token=x"), "hit\n")
       const { attempt } = yield* harness(cwd, "default")
       const found = shownText(yield* attempt("grep", { pattern: "hit" }))
