@@ -510,7 +510,7 @@ export const make = (options: Options = {}) =>
             ...(context.leaveOut === undefined ? {} : { leaveOut: fencedBy(context.leaveOut, workspace, root) }),
             onFile: async (file, bytes) => {
               if (isBinary(bytes)) return true
-              const shownPath = FileNames.shown(Paths.display(path, workspace, path.join(root, file)))
+              const shownPath = FileNames.shownBeforeLine(Paths.display(path, workspace, path.join(root, file)))
               const found = await matcher.match(utf8.decode(bytes), 200 - matches.length)
               for (const [line, text] of found.matches) matches.push(`${shownPath}:${line}:${text}`)
               more += found.more
@@ -522,6 +522,9 @@ export const make = (options: Options = {}) =>
             ...(summary.leftOut > 0 ? [`[left out ${Plural.count(summary.leftOut, "file or folder", "files or folders")} that your permission rules fence]`] : []),
             ...(summary.skippedLinks > 0
               ? [`[skipped ${Plural.count(summary.skippedLinks, "link that leads", "links that lead")} outside the working directory]`]
+              : []),
+            ...(summary.unreadableNames > 0
+              ? [`[skipped ${Plural.count(summary.unreadableNames, "folder or link whose name is", "folders or links whose names are")} not UTF-8]`]
               : []),
             ...summary.stopped.map((stop) =>
               stop === "entries"

@@ -686,6 +686,34 @@ describe("bounded walks", () => {
       expect(found).toContain("[skipped 9 links that lead outside the working directory]")
     }))
 
+  /** A folder inside a fresh tree, away from the tree's links out. */
+  const insideTree = () => {
+    const cwd = NodePath.join(makeTree().cwd, "inside")
+    NodeFs.mkdirSync(cwd)
+    return cwd
+  }
+
+  it.live("mend48: a folder whose name is not UTF-8 is said to be one, not a link that leads outside", () =>
+    Effect.gen(function*() {
+      const cwd = insideTree()
+      NodeFs.writeFileSync(NodePath.join(cwd, "a.txt"), "hit\n")
+      NodeFs.mkdirSync(Buffer.concat([Buffer.from(`${cwd}/`), Buffer.from([0x66, 0xff])]))
+      const { attempt } = yield* harness(cwd, "default")
+      const found = shownText(yield* attempt("grep", { pattern: "hit" }))
+      expect(found).toContain("[skipped 1 folder or link whose name is not UTF-8]")
+      expect(found).not.toContain("links that lead")
+      expect(found).not.toContain("link that leads")
+    }))
+
+  it.live("mend48: a file name holding `:<digits>:` is quoted, so it cannot forge a match's line", () =>
+    Effect.gen(function*() {
+      const cwd = insideTree()
+      NodeFs.writeFileSync(NodePath.join(cwd, "a.txt:1:token=x"), "hit\n")
+      const { attempt } = yield* harness(cwd, "default")
+      const found = shownText(yield* attempt("grep", { pattern: "hit" }))
+      expect(found.split("\n")).toContain(`"a.txt:1:token=x":1:hit`)
+    }))
+
   it.live("entries and depth are bounded, and the result says which bound cut the walk", () =>
     Effect.gen(function*() {
       const tree = makeTree()

@@ -379,21 +379,43 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
   )
 }
 
+/**
+ * GNU env's options as its getopt reads them (coreutils 9.1 `env --help`, and `-a`/`--argv0` of later versions): short
+ * clusters whose `u`, `a`, `C`, `S` take the rest or the next word (`env -vu FOO -C d`, `-iC d`), long options by any
+ * unambiguous prefix (`--ch d`, `--chd=d`, `--un FOO`); the `--…-signal` options take a value only with `=`.
+ */
+const envSyntax: Options.Syntax = {
+  shortArg: "uaCS",
+  longArg: ["--unset", "--chdir", "--split-string", "--argv0"],
+  longFlags: ["--ignore-environment", "--null", "--debug", "--block-signal", "--default-signal", "--ignore-signal", "--list-signal-handling", "--help", "--version"],
+  prefixes: true,
+  inOrder: true
+}
+
 /** The folder `cd dir`, `pushd dir` or a wrapper's `env -C dir`/`--chdir=dir` moves to, if the words name one. */
 const movesTo = (words: ReadonlyArray<string>): string | undefined => {
   const program = NodePath.basename(words[0] ?? "")
   if (program === "cd" || program === "pushd") return words.slice(1).find((w) => !w.startsWith("-") || w === "-")?.replace(/^-$/, "") || undefined
   if (program !== "env") return undefined
-  for (let i = 1; i < words.length; i++) {
-    const w = words[i]!
-    if ((w === "-C" || w === "--chdir") && words[i + 1] !== undefined) return words[i + 1]
-    if (/^-C./.test(w)) return w.slice(2)
-    if (w.startsWith("--chdir=")) return w.slice("--chdir=".length)
-    // env's options end at its program (`env pip3 -C x` does not move): past `-u NAME`, `-a NAME` and its assignments.
-    if (w === "-u" || w === "--unset" || w === "-a" || w === "--argv0") i++
-    else if (w === "--" || w === "-S" || (!w.startsWith("-") && !assignment.test(w))) break
+  // env's options end at its program (`env pip3 -C x` does not move) or `--`; its assignments and a lone `-` (getopt
+  // stops there) are read past, as before, so an option after them still counts (errs towards moving, which asks).
+  let moved: string | undefined
+  for (let from = 1; from < words.length;) {
+    const rest = words.slice(from)
+    const parsed = Options.parse(envSyntax, rest)
+    for (const [option, value] of parsed.given) {
+      // `-S` splits its value into more of env's words: read where `CommandPattern`'s wrapper lines read it.
+      if (option === "S" || option === "--split-string") return moved
+      if (option === "C" || option === "--chdir") moved = value
+    }
+    const next = parsed.operandsAt[0]
+    // After `--` (or `-u --`'s value, where env's options end at the assignment anyway) the next word is the program.
+    if (next === undefined || rest[next - 1] === "--") return moved
+    const word = rest[next]!
+    if (word !== "-" && !assignment.test(word)) return moved
+    from += next + 1
   }
-  return undefined
+  return moved
 }
 
 /**
@@ -443,23 +465,32 @@ const uvTakesValue = /^(?:-[pCPw]|--(?:directory|project|cache-dir|config-file|c
 /**
  * `uv [options] run [options] -m mod` (`--module`): uv's own Python runs the module, as `python -m` does, in the folder
  * `--directory` names (uv moves there first). Before, only `uv run -m` was read: `uv --quiet run -m json.tool` was not.
+ * `-m` is a flag and the module run's first positional, so the options after it count too (`uv run -m --directory sub
+ * json.tool`), as does an `m` in a short group (`uv run -qm json.tool`).
  */
 const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module: boolean; readonly directory?: string } | undefined => {
   if (program !== "uv") return undefined
   let run = false
+  let module = false
   let directory: string | undefined
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!
     if (!run && a === "run") run = true
-    else if (!a.startsWith("-")) break
-    else if (run && (a === "-m" || a === "--module" || a.startsWith("--module="))) return { module: true, ...(directory === undefined ? {} : { directory }) }
+    else if (a === "--" || !a.startsWith("-") || a === "-") break
+    else if (a === "--module" || a.startsWith("--module=")) module ||= run
     else if (a.startsWith("--directory=")) directory = a.slice("--directory=".length)
     else if (uvTakesValue.test(a)) {
       if (a === "--directory" && args[i + 1] !== undefined) directory = args[i + 1]
       i++
+    } else if (!a.startsWith("--")) {
+      // A short group (`-qm`): `m` is `-m`; `p`, `C`, `P`, `w` take the rest of the group or the next word.
+      const letters = a.slice(1)
+      const taking = letters.search(/[pCPw]/)
+      if (run && (taking < 0 ? letters : letters.slice(0, taking)).includes("m")) module = true
+      if (taking === letters.length - 1) i++
     }
   }
-  return run ? { module: false, ...(directory === undefined ? {} : { directory }) } : undefined
+  return run ? { module, ...(directory === undefined ? {} : { directory }) } : undefined
 }
 /** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s

@@ -57,8 +57,10 @@ export type Stop = "entries" | "depth" | "time"
 /** How a walk went. */
 export interface Summary {
   readonly entries: number
-  /** Links not followed because they lead outside what the walk may see, or nowhere (and links and folders whose names are not UTF-8). */
+  /** Links not followed because they lead outside what the walk may see, or nowhere. */
   readonly skippedLinks: number
+  /** Links and folders not looked into because their names are not UTF-8 (`onSkippedLink` hears of them too). */
+  readonly unreadableNames: number
   /** Folders reached again (through a link) and not walked twice. */
   readonly repeatedFolders: number
   /** Files and folders left out by `leaveOut` (hard-linked files included). */
@@ -78,6 +80,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
     try: async (signal) => {
       let entries = 0
       let skippedLinks = 0
+      let unreadableNames = 0
       let repeatedFolders = 0
       let leftOut = 0
       const stopped = new Set<Stop>()
@@ -135,7 +138,8 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
             // what it is cannot be looked at. A link or folder so named may lead anywhere, as a link
             // that cannot be resolved; a file so named is passed over.
             if (entry.name.includes("\uFFFD") && (entry.isSymbolicLink() || entry.isDirectory())) {
-              skip(childShown, { path: NodePath.join(folder.path, entry.name), exact: false })
+              unreadableNames++
+              skip(childShown, { path: NodePath.join(folder.path, entry.name), exact: false }, false)
               continue
             }
             // The folder's path is real (checked as it was opened), so a file's or folder's real path is its name there.
@@ -161,9 +165,9 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         }
       }
 
-      /** A link not followed: counted and reported. */
-      const skip = (shown: string, target: Paths.RealPath) => {
-        skippedLinks++
+      /** A link not followed (or a folder not entered, `link` false): counted and reported. */
+      const skip = (shown: string, target: Paths.RealPath, link = true) => {
+        if (link) skippedLinks++
         if (options.onSkippedLink !== undefined && !options.onSkippedLink(shown, target)) done = true
       }
 
@@ -216,7 +220,7 @@ export const walk = (options: Options): Effect.Effect<Summary, SafeFile.FileErro
         if (!(error instanceof Stopped)) throw error
         if (!done) stopped.add(error.reason)
       }
-      return { entries: Math.min(entries, options.maxEntries), skippedLinks, repeatedFolders, leftOut, stopped: [...stopped] }
+      return { entries: Math.min(entries, options.maxEntries), skippedLinks, unreadableNames, repeatedFolders, leftOut, stopped: [...stopped] }
     },
     catch: SafeFile.toFileError
   })
