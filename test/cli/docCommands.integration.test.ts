@@ -385,7 +385,7 @@ const plans: ReadonlyArray<Plan> = [
       await startSession(context, "hello")
       const lock = join(context.cwd, ".effect-agent", "sessions", `${context.sessionId}.jsonl.lock`)
       const last = Math.max(...readdirSync(lock).flatMap((name) => /^(\d+)\.json$/.exec(name)?.slice(1) ?? []).map(Number))
-      const holder = { ...json(readFileSync(join(lock, `${last}.json`), "utf8")), hostname: "runner-gone", pid: 4242 }
+      const holder = { ...json(readFileSync(join(lock, `${last}.json`), "utf8")), hostname: "runner-gone", pid: 4242, bootId: "another machine's boot id" }
       writeFileSync(join(lock, `${last + 1}.json`), JSON.stringify(holder), { mode: 0o600 })
       const busy = await run(["run", "again", "--session", context.sessionId!], { cwd: context.cwd, env: context.env })
       expect(busy.code).toBe(1)

@@ -3,6 +3,7 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { randomUUID } from "node:crypto"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import { afterAll } from "vitest"
@@ -50,11 +51,26 @@ export interface Running {
 }
 
 let unshareFlags: ReadonlyArray<string> | null | undefined
-/** How this machine can run a process under another host name (`unshare --uts`, as root or in a user namespace), if it can. */
+let bootIdFile: string | undefined
+/**
+ * Another machine's boot id, in a file bound over `/proc/sys/kernel/random/boot_id` for a run "on another
+ * machine": a holder of another host name that records this boot and pid namespace is judged by its pid
+ * (a container, `unshare --uts` alone: the same machine), so another host name alone no longer makes one.
+ */
+const otherBootIdFile = (): string => {
+  if (bootIdFile === undefined) {
+    bootIdFile = join(mkdtempSync(join(tmpdir(), "effect-agent-boot-")), "boot_id")
+    writeFileSync(bootIdFile, `${randomUUID()}\n`)
+  }
+  return bootIdFile
+}
+/** The shell that makes a run another machine's: `$0` the host name, `$1` the boot id file, then the command. */
+const asOtherMachine = "hostname \"$0\" && mount --bind \"$1\" /proc/sys/kernel/random/boot_id && shift && exec \"$@\""
+/** How this machine can run a process as another one — another host name and boot id (`unshare --uts --mount`, as root or in a user namespace) — if it can. */
 export const otherHostFlags = (): ReadonlyArray<string> | undefined => {
   if (unshareFlags === undefined) {
-    unshareFlags = [["--uts"], ["--user", "--map-root-user", "--uts"]].find((flags) =>
-      spawnSync("unshare", [...flags, "true"], { stdio: "ignore" }).status === 0
+    unshareFlags = [["--uts", "--mount"], ["--user", "--map-root-user", "--uts", "--mount"]].find((flags) =>
+      spawnSync("unshare", [...flags, "sh", "-c", asOtherMachine, "probe", otherBootIdFile(), "true"], { stdio: "ignore" }).status === 0
     ) ?? null
   }
   return unshareFlags ?? undefined
@@ -62,7 +78,7 @@ export const otherHostFlags = (): ReadonlyArray<string> | undefined => {
 
 /**
  * Starts `effect-agent <args>` in `cwd`, with API keys removed from its environment. With `hostname`
- * it runs as if on another machine, in a UTS namespace of its own with that host name (see
+ * it runs as if on another machine, in a UTS namespace of its own with that host name and another boot id (see
  * `otherHostFlags`; it throws where the machine cannot).
  */
 export const start = (
@@ -89,7 +105,7 @@ export const start = (
   const command = unshare === undefined
     ? [...(options.prefix ?? []), process.execPath, binPath, ...args]
     // `unshare` execs the shell, which execs node: the child's pid is the CLI's.
-    : ["unshare", ...unshare, "sh", "-c", "hostname \"$0\" && exec \"$@\"", options.hostname!, process.execPath, binPath, ...args]
+    : ["unshare", ...unshare, "sh", "-c", asOtherMachine, options.hostname!, otherBootIdFile(), process.execPath, binPath, ...args]
   // Killed when the test ends, if it has not exited by then (test/processes.ts).
   const child = ownedByTest(spawn(command[0]!, command.slice(1), {
     cwd: options.cwd ?? root,
