@@ -1,21 +1,17 @@
 /** review48: env's clustered -u/-a value and long-option prefixes hide -C from movesTo (CommandPaths.ts:391-393). */
 import { describe, expect, it } from "@effect/vitest"
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { execFileSync } from "node:child_process"
-import { decide, fsmonitor, lineChecks } from "../layers/exactGitRule.js"
-import { scratch } from "../layers/gitRepositories.js"
+import { decide, fsmonitor, lineChecks } from "./exactGitRule.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("review48env")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-let made = 0
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(join(cwd, "empty"), { recursive: true })
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+/** The hostile repository at d1/d2/d3/ev (below the search for nested ones), an empty folder and a file. */
+const { base, folder } = hostileBelow("review48env", fsmonitor, (cwd) => {
+  mkdirSync(join(cwd, "empty"))
   writeFileSync(join(cwd, "a.txt"), "a\n")
-  return cwd
-}
+})
+let made = 0
 const { asks } = lineChecks(folder)
 
 const pythonFolder = (module: string, below = "") => {

@@ -45,8 +45,11 @@ export const ran = (cwd: string, command: string, where: string) => {
   return was
 }
 
-/** For one test file: its scratch folder, a hostile repository (`config` appended) and plain folders (no repository) each holding a copy of it at d1/d2/d3/ev. */
-export const hostileBelow = (name: string, config: string) => {
+/**
+ * For one test file: its scratch folder, a hostile repository (`config` appended) and plain folders (no repository)
+ * each holding a copy of it at d1/d2/d3/ev, then what `furnish` puts in each.
+ */
+export const hostileBelow = (name: string, config: string, furnish: (cwd: string) => void = () => {}) => {
   const { base, repository } = scratch(name)
   const hostile = repository(config, join(base, "hostile"))
   let made = 0
@@ -54,6 +57,7 @@ export const hostileBelow = (name: string, config: string) => {
     const cwd = join(base, `c${made++}`)
     mkdirSync(cwd)
     cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+    furnish(cwd)
     return cwd
   }
   return { base, repository, hostile, folder }

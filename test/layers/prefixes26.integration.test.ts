@@ -10,22 +10,16 @@ import { execFileSync } from "node:child_process"
 import { cpSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fsmonitor, lineChecks, servingGitdir } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("prefixes26")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-execFileSync("tar", ["cf", join(base, "t.tar"), "-C", hostile, "."])
-let made = 0
-/** A plain folder (no repository) holding the hostile repository at d1/d2/d3/ev and packed as t.tar, an empty folder, a file and a curl config saying `remote-name`. */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(join(cwd, "empty"), { recursive: true })
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+/** The hostile repository at d1/d2/d3/ev and packed as t.tar, an empty folder, a file and a curl config saying `remote-name`. */
+const { base, hostile, folder } = hostileBelow("prefixes26", fsmonitor, (cwd) => {
+  mkdirSync(join(cwd, "empty"))
   cpSync(join(base, "t.tar"), join(cwd, "t.tar"))
   writeFileSync(join(cwd, "a.txt"), "a\n")
   writeFileSync(join(cwd, "k"), "remote-name\nremote-header-name\n")
-  return cwd
-}
+})
+execFileSync("tar", ["cf", join(base, "t.tar"), "-C", hostile, "."])
 const { asks, allows } = lineChecks(folder)
 
 describe("long options by prefix (LineFills)", () => {

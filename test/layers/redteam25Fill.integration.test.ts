@@ -10,30 +10,24 @@ import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { fsmonitor, lineChecks } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("redteam25f")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-/** A template folder holding the hostile config: `git init --template` copies it as the new repository's `.git/config`. */
-mkdirSync(join(base, "template"))
-writeFileSync(join(base, "template", "config"), fsmonitor)
-let made = 0
 /**
- * A plain folder (no repository) holding the hostile repository at d1/d2/d3/ev, a copy at z whose `.git/config` is
- * gzipped (git reads no config there until it is unpacked), the template at t, an empty folder and a sed script
- * whose `e` command copies the hostile repository into cwd.
+ * The hostile repository at d1/d2/d3/ev, a copy at z whose `.git/config` is gzipped (git reads no config there until it
+ * is unpacked), the template at t, an empty folder and a sed script whose `e` command copies the hostile repository
+ * into cwd.
  */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(join(cwd, "empty"), { recursive: true })
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+const { base, hostile, folder } = hostileBelow("redteam25f", fsmonitor, (cwd) => {
+  mkdirSync(join(cwd, "empty"))
   cpSync(hostile, join(cwd, "z"), { recursive: true })
   execFileSync("gzip", [join(cwd, "z", ".git", "config")])
   cpSync(join(base, "template"), join(cwd, "t"), { recursive: true })
   writeFileSync(join(cwd, "s.sed"), "1e cp -r d1/d2/d3/ev/. .\n")
   writeFileSync(join(cwd, "a.txt"), "a\n")
-  return cwd
-}
+})
+/** A template folder holding the hostile config: `git init --template` copies it as the new repository's `.git/config`. */
+mkdirSync(join(base, "template"))
+writeFileSync(join(base, "template", "config"), fsmonitor)
 const { asks, allows } = lineChecks(folder)
 
 describe("a sed script from a file (LineFills.runsProgramText)", () => {

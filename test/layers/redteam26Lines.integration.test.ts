@@ -5,23 +5,18 @@
  * by their decision only.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { decide, fsmonitor, lineChecks } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 import { execFileSync } from "node:child_process"
 
-const { base, repository } = scratch("redteam26")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-let made = 0
-/** A plain folder (no repository) holding the hostile repository at d1/d2/d3/ev (below the search for nested ones), and an empty folder. */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(join(cwd, "empty"), { recursive: true })
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+/** The hostile repository at d1/d2/d3/ev (below the search for nested ones), an empty folder and a file. */
+const { base, repository, folder } = hostileBelow("redteam26", fsmonitor, (cwd) => {
+  mkdirSync(join(cwd, "empty"))
   writeFileSync(join(cwd, "a.txt"), "a\n")
-  return cwd
-}
+})
+let made = 0
 const { asks, allows } = lineChecks(folder)
 
 describe("copies from another host, unpackers and downloaders round 25 did not list (LineFills)", () => {

@@ -8,24 +8,18 @@ import { describe, it } from "@effect/vitest"
 import { cpSync, mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fsmonitor, lineChecks, servingGitdir } from "./exactGitRule.js"
-import { scratch } from "./gitRepositories.js"
+import { hostileBelow } from "./gitRepositories.js"
 
-const { base, repository } = scratch("review45f")
-const hostile = repository(fsmonitor, join(base, "hostile"))
-/** A template folder holding the hostile config: `git init --template` copies it as the new repository's `.git/config`. */
-mkdirSync(join(base, "template"))
-writeFileSync(join(base, "template", "config"), fsmonitor)
-let made = 0
-/** A plain folder holding the hostile repository at d1/d2/d3/ev, the template at t, an empty folder and curl config files saying `remote-name`. */
-const folder = () => {
-  const cwd = join(base, `c${made++}`)
-  mkdirSync(join(cwd, "empty"), { recursive: true })
-  cpSync(hostile, join(cwd, "d1", "d2", "d3", "ev"), { recursive: true })
+/** The hostile repository at d1/d2/d3/ev, the template at t, an empty folder and curl config files saying `remote-name`. */
+const { base, folder } = hostileBelow("review45f", fsmonitor, (cwd) => {
+  mkdirSync(join(cwd, "empty"))
   cpSync(join(base, "template"), join(cwd, "t"), { recursive: true })
   writeFileSync(join(cwd, "k"), "remote-name\nremote-header-name\n")
   writeFileSync(join(cwd, ".curlrc"), "remote-name\nremote-header-name\n")
-  return cwd
-}
+})
+/** A template folder holding the hostile config: `git init --template` copies it as the new repository's `.git/config`. */
+mkdirSync(join(base, "template"))
+writeFileSync(join(base, "template", "config"), fsmonitor)
 const { asks, allows } = lineChecks(folder)
 const setting = "core.fsmonitor='touch fsmonitor-ran; false'"
 
