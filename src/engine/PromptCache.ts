@@ -81,7 +81,8 @@ export const usageDrafts = (
   request: RequestParts
 ): Array<AgentEvent.TurnEventDraft> => {
   const parts = partHashes(request)
-  const read = usage.cacheReadTokens
+  // Compared as stored (whole, non-negative): a raw 99.6 after 100 broke "from 100 to 100", a NaN (stored 0) broke nothing.
+  const read = EventDraft.usageOf(usage).cacheReadTokens
   const broke = last !== undefined && read !== undefined && read < last.cacheRead
   return [
     EventDraft.modelUsage(usage, answeredBy, parts),

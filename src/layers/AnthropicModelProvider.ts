@@ -29,6 +29,7 @@ import type { ImageRef } from "../domain/Image.js"
 import * as Transcript from "../domain/Transcript.js"
 import type { Message, ThinkingBlock } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
+import * as BoundedFetch from "./providers/BoundedFetch.js"
 import * as Support from "./providers/Support.js"
 
 /**
@@ -502,7 +503,9 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     maxRetries: 0,
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
-    timeout: 60 * 60 * 1000
+    timeout: 60 * 60 * 1000,
+    // What the endpoint answers is bounded as it arrives: an error's body, one event of the stream.
+    fetch: BoundedFetch.make()
   })
   const maxTokens = options.maxOutputTokens ?? defaultMaxOutputTokens
   return ModelProvider.ModelProvider.of({

@@ -25,6 +25,7 @@ import { ProviderFailure } from "../domain/Errors.js"
 import type { ImageRef } from "../domain/Image.js"
 import type { Message } from "../domain/Transcript.js"
 import * as ModelProvider from "../services/ModelProvider.js"
+import * as BoundedFetch from "./providers/BoundedFetch.js"
 import * as Support from "./providers/Support.js"
 
 /** Options of the OpenAI provider; `maxOutputTokens` defaults to the server's. */
@@ -258,7 +259,9 @@ export const make = (options: Options): Effect.Effect<ModelProvider.ModelProvide
     ...(options.baseURL === undefined ? {} : { baseURL: options.baseURL }),
     maxRetries: 0,
     // The engine's idle timeout watches the stream; the SDK's overall timeout must not cut long answers.
-    timeout: 60 * 60 * 1000
+    timeout: 60 * 60 * 1000,
+    // What the endpoint answers is bounded as it arrives: an error's body, one event of the stream.
+    fetch: BoundedFetch.make()
   })
   return ModelProvider.ModelProvider.of({
     capabilities: {

@@ -26,6 +26,7 @@ import type { Json } from "../../domain/Json.js"
 import * as MonotonicTime from "../../domain/MonotonicTime.js"
 import type { Message } from "../../domain/Transcript.js"
 import * as ModelProvider from "../../services/ModelProvider.js"
+import * as BoundedFetch from "./BoundedFetch.js"
 
 /**
  * The wait a server asked for, in milliseconds: `retry-after-ms`, or `retry-after` as seconds or
@@ -33,14 +34,22 @@ import * as ModelProvider from "../../services/ModelProvider.js"
  */
 export const retryAfterMs = (headers: { get(name: string): string | null } | undefined, now: number): number | undefined => {
   const millis = headers?.get("retry-after-ms")
-  if (millis != null && Number.isFinite(Number(millis))) return Math.max(0, Math.round(Number(millis)))
+  if (millis != null && Number.isFinite(Number(millis))) return wholeWait(Number(millis))
   const value = headers?.get("retry-after")
   if (value == null || value.trim() === "") return undefined
   const seconds = Number(value)
-  if (Number.isFinite(seconds)) return Math.max(0, Math.round(seconds * 1000))
+  if (Number.isFinite(seconds)) return wholeWait(seconds * 1000)
   const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now)
+  return Number.isNaN(date) ? undefined : wholeWait(date - now)
 }
+
+/**
+ * A wait as the whole, non-negative, safe-integer milliseconds `ProviderFailure.retryAfterMs` holds:
+ * a finite wait past `Number.MAX_SAFE_INTEGER` (`retry-after: 1e20`) made the failure refuse to be
+ * built, and the turn ended `internal_error` instead of `rate_limited`. Clamped, it is still far
+ * over `Retry.maxRetryAfter`, so the turn ends as for any wait too long.
+ */
+const wholeWait = (millis: number): number => Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(millis)))
 
 /** The failure for an HTTP status when the vendor's error type says nothing more specific. */
 export const reasonOfStatus = (status: number): ProviderFailureReason => {
@@ -82,9 +91,11 @@ export const shapeOf = (error: unknown): ErrorShape => {
  * message with a recursive `JSON.stringify`, which overflows the stack at 100,000 levels (`JSON.parse`
  * took them). Nothing of the event can be read then, so it ends `server`, as an unreadable event does
  * — the code the same event gets when shallow (`api_error`, `server_error`), and retried alike — with
- * {@link tooDeepDetail}, never the RangeError's message or stack.
+ * {@link tooDeepDetail}, never the RangeError's message or stack. Only a stack overflow: any
+ * `RangeError` was taken for one, and a string past V8's longest (`Invalid string length`, an event
+ * that never ended) read "nested too deep" and was retried.
  */
-export const isTooDeep = (error: unknown): boolean => error instanceof RangeError
+export const isTooDeep = (error: unknown): boolean => error instanceof RangeError && /call stack/i.test(error.message)
 
 /** The detail of {@link isTooDeep}'s failure. */
 export const tooDeepDetail = "the response held an event nested too deep to read"
@@ -143,9 +154,6 @@ export const unreachable = (message: string, error: unknown, baseURL: string): s
 
 /** The content types of a body that is no event stream, whatever it holds: a proxy's page, an error in JSON. */
 const notAStream = /^\s*(text\/html|application\/(problem\+)?json)\b/i
-
-/** How much of such a body is read for the error it may name. */
-const errorBodyBytes = 64 * 1024
 
 /**
  * An error a vendor put in a JSON body (`{error: {type, code, message}}`, Anthropic's with
@@ -207,7 +215,7 @@ export const eventStream = async <A>(
   const { data, response } = await request.withResponse()
   const type = response.headers.get("content-type") ?? ""
   if (!notAStream.test(type)) return data
-  const named = /json/i.test(type) ? errorOfBody(await bodyStart(response, errorBodyBytes)) : undefined
+  const named = /json/i.test(type) ? errorOfBody(await bodyStart(response, BoundedFetch.errorBodyBytes)) : undefined
   if (named !== undefined) throw named
   void response.body?.cancel().catch(() => undefined)
   throw ProviderFailure.of("server", `the response (HTTP ${response.status}, ${type.split(";")[0]!.trim()}) was not an event stream`)
