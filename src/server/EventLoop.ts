@@ -184,7 +184,8 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
  * (`drainQueueLaterOnExecutor`): the same task at the same priority, without the region. With 500
  * `/live` clients connecting, a slice is one task and a fiber yields every 32 ops: four of five tasks
  * ended in such a yield, and without the regions the server's main thread spent 12–17% less CPU
- * while they connected  (docs/benchmarks.md, serve20). Typed as Effect's `number | false` asks: its run loop tests `!== false`.
+ * while they connected (docs/benchmarks.md, serve20). Typed as the `number | false` Effect asks for:
+ * its run loop only tests `!== false`.
  */
 const yieldAtOwnPriority = undefined as unknown as number
 
