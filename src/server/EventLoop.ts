@@ -168,12 +168,26 @@ export const scheduler = (sliceMs: number = defaultSliceMs, urgent?: Urgent, arr
     // first run inside Node's callback, or a loop over a turn's thousands of events. The clock
     // is read every `opsPerClockRead` ops only.
     const ops = fiber.currentOpCount
-    if (ops > fiber.getFiberRef(FiberRef.currentMaxOpsBeforeYield) || (ops % opsPerClockRead === 0 && sliceOver())) {
-      return fiber.getFiberRef(FiberRef.currentSchedulingPriority)
-    }
+    if (ops > fiber.getFiberRef(FiberRef.currentMaxOpsBeforeYield) || (ops % opsPerClockRead === 0 && sliceOver())) return yieldAtOwnPriority
     return false
   })
 }
+
+/**
+ * What `shouldYield` answers when a fiber is to yield: a plain yield, at the fiber's own priority.
+ * Effect's run loop wraps a yield whose answer is a number in `withSchedulingPriority(number)` — an
+ * `acquireUseRelease` that sets the fiber's `currentSchedulingPriority` and sets it back, two copies
+ * of the fiber's FiberRefs and 22 more ops a yield — even when the number is the priority the fiber
+ * has (what this scheduler asked for: it keeps no priorities of its own but the urgent one, which
+ * `scheduleTask` gives by the fiber). Given `undefined` (`yieldNow({ priority: undefined })`) the run
+ * loop yields plain, and the fiber is queued again at its own `currentSchedulingPriority`
+ * (`drainQueueLaterOnExecutor`): the same task at the same priority, without the region. With 500
+ * `/live` clients connecting, a slice is one task and a fiber yields every 32 ops: four of five tasks
+ * ended in such a yield, and without the regions the server's main thread spent 12–17% less CPU
+ * while they connected (docs/benchmarks.md, serve20). Typed as the `number | false` Effect asks for:
+ * its run loop only tests `!== false`.
+ */
+const yieldAtOwnPriority = undefined as unknown as number
 
 /** How many ops a fiber runs between two reads of the clock (a read costs about as much as an op). */
 const opsPerClockRead = 32

@@ -8,7 +8,23 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as RuntimeFlags from "effect/RuntimeFlags"
+import * as RuntimeFlagsPatch from "effect/RuntimeFlagsPatch"
+import * as Supervisor from "effect/Supervisor"
 import { EventLoop, Server } from "../../src/server.js"
+
+/** Every op and every suspension of the fibers it supervises (with op supervision on). */
+class OpsAndYields extends Supervisor.AbstractSupervisor<void> {
+  ops = 0
+  suspends = 0
+  readonly value = Effect.void
+  override onEffect() {
+    this.ops++
+  }
+  override onSuspend() {
+    this.suspends++
+  }
+}
 
 const fibers = 200
 const steps = 1_000
@@ -84,6 +100,32 @@ describe("EventLoop.scheduler", () => {
     expect(done).toBe(200)
     expect(atTurn).toBeGreaterThanOrEqual(0)
     expect(atTurn).toBeLessThan(200)
+  })
+
+  it("yields in the middle of a run without a scheduling-priority region per yield", async () => {
+    // Effect's run loop wraps a yield whose `shouldYield` answer is a number in
+    // `withSchedulingPriority` (an acquireUseRelease: a dozen ops and two copies of the fiber's
+    // FiberRefs each). Counted: the ops and suspensions of 3,200 steps with a slice of 0 ms (a yield
+    // every 32 ops) against the same with a slice of a minute (a yield per 2,048 ops): what each
+    // extra yield costs in ops.
+    const run = async (sliceMs: number) => {
+      const counter = new OpsAndYields()
+      let done = 0
+      await Effect.runPromise(
+        Effect.withRuntimeFlagsPatch(
+          Effect.supervised(Effect.forEach(Array.from({ length: 3_200 }), () => Effect.sync(() => void done++), { discard: true }), counter),
+          RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision)
+        ).pipe(EventLoop.sliced(sliceMs))
+      )
+      expect(done).toBe(3_200)
+      return counter
+    }
+    const long = await run(60_000)
+    const short = await run(0)
+    const yields = short.suspends - long.suspends
+    expect(yields).toBeGreaterThan(50)
+    // A plain yield is 3 ops (the yield, the step it wraps, the resume); the region made it 25.
+    expect((short.ops - long.ops) / yields).toBeLessThan(10)
   })
 
   it("counts the work Node defers to a task's ticks (a response's corked write) in the slice", async () => {
