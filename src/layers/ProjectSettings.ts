@@ -93,8 +93,14 @@ export interface LoadOptions {
 export interface Loaded {
   /** For `PermissionPolicy.decide` / `PermissionPolicy.layer`. */
   readonly policy: PermissionPolicy.Options
-  /** For `WorkspaceTools.layer({ env })`. */
+  /** For `WorkspaceTools.layer({ env })`: the commands', and a trusted project's own `.mcp.json` servers'. */
   readonly env: Environment.Options
+  /**
+   * Your own settings' `env` alone: what every other MCP server runs with (your `mcp.json`,
+   * `--mcp-config`, a client's). Those run outside the sandbox with your tokens, so a project's
+   * `env` never reaches them (`GITHUB_HOST` would send a GitHub server's token to its host).
+   */
+  readonly userEnv: Environment.Options
   /** The user's config folder these were read with. */
   readonly configDir: string
   readonly user: UserFile | undefined
@@ -295,7 +301,8 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
     allow: [...(user?.env?.allow ?? []), ...(fromProject.env.allow ?? [])],
     set: { ...fromProject.env.set, ...user?.env?.set }
   }
-  return { policy, env, configDir, user, project, notes } satisfies Loaded
+  const userEnv: Environment.Options = { allow: [...(user?.env?.allow ?? [])], set: { ...user?.env?.set } }
+  return { policy, env, userEnv, configDir, user, project, notes } satisfies Loaded
 })
 
 /** Text with its control and bidirectional-format characters written as `\u…` escapes, so a summary shows what is there. */
@@ -317,6 +324,9 @@ const modeWords: Record<PermissionPolicy.Mode, string> = {
   bypass: "everything without asking"
 }
 
+/** Where a trusted project's `env` goes: never to your own MCP servers (`Loaded.userEnv`). */
+const envReach = "commands and this project's MCP servers"
+
 /** How many lines of what a file makes more careful a summary shows before it counts the rest. */
 const carefulLines = 12
 
@@ -332,8 +342,8 @@ export const summary = (project: Project): ReadonlyArray<string> => {
   const grants = [
     ...(mode !== undefined && width[mode] > width.default ? [`mode ${mode}: ${modeWords[mode]}`] : []),
     ...allows.map(describeRule),
-    ...(env?.allow ?? []).map((name) => `passes on ${escapeControls(name)} from your environment to commands`),
-    ...Object.entries(env?.set ?? {}).map(([name, value]) => `sets ${escapeControls(name)}=${quote(value)} for commands`)
+    ...(env?.allow ?? []).map((name) => `passes on ${escapeControls(name)} from your environment to ${envReach}`),
+    ...Object.entries(env?.set ?? {}).map(([name, value]) => `sets ${escapeControls(name)}=${quote(value)} for ${envReach}`)
   ]
   const narrows = [...(mode !== undefined && width[mode] < width.default ? [`mode ${mode}: ${modeWords[mode]}`] : []), ...careful.map(describeRule)]
   const wild = allows.some((rule) => rule.command !== undefined && /[*?]/.test(rule.command))

@@ -355,8 +355,8 @@ describe("the summary shown before trusting", () => {
         "Once trusted, it lets the agent, without asking:",
         "  mode acceptEdits: edits files inside the project without asking",
         "  allow shell \"npm test \\u202e\\u001b[2K*\"  (rule \"tests\")",
-        "  passes on NODE_ENV from your environment to commands",
-        "  sets CI=\"1\\r\\n\" for commands",
+        "  passes on NODE_ENV from your environment to commands and this project's MCP servers",
+        "  sets CI=\"1\\r\\n\" for commands and this project's MCP servers",
         "  (a * in a command lets the model choose those arguments)",
         "Trusted or not, it makes the agent more careful:",
         "  deny shell \"git push*\"  (rule \"no-push\")"
