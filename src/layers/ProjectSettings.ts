@@ -15,9 +15,9 @@
  *    the project or in `.git/`, no variables that steer programs, no credentials passed on).
  *
  * Rules are tried in that order and the first that matches decides, but a matching `deny` wins from
- * any source. The mode is the flag's; else the user's, else the trusted project's, else `default` —
- * narrowed to the project's when the project asks for a narrower one (`readOnly` < `default` <
- * `acceptEdits`). The commands' environment adds the user's `env` to the trusted project's, the
+ * any source. The mode is the flag's (what the user typed for this run: never narrowed, and the note
+ * says so); else the user's, else the trusted project's, else `default` — narrowed to the project's
+ * when the project asks for a narrower one (`readOnly` < `default` < `acceptEdits`). The commands' environment adds the user's `env` to the trusted project's, the
  * user's values winning. Whatever the rules say, paths outside the cwd and writes into `.git/`,
  * `.effect-agent/` and the user's config folder ask (see `PermissionPolicy`).
  *
@@ -235,8 +235,8 @@ const shellWord = (text: string) => /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text
 export const trustCommand = (cwd: string): string =>
   NodePath.resolve(cwd) === process.cwd() ? "effect-agent trust" : `effect-agent trust ${shellWord(escapeControls(NodePath.resolve(cwd)))}`
 
-/** The note for a project's file: what it set, or what was ignored and how to trust it. */
-const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): string | undefined => {
+/** The note for a project's file: what it set, or what was ignored and how to trust it; a mode given now (`given`) wins over its mode. */
+const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode, given: PermissionPolicy.Mode | undefined): string | undefined => {
   const ignored = ignoredOf(project, base)
   if (ignored.length > 0) {
     const careful = (project.settings.rules ?? []).some((rule) => rule.decision !== "allow")
@@ -246,7 +246,7 @@ const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): str
   }
   const { env, mode, rules } = project.settings
   const parts = [
-    ...(mode === undefined ? [] : [`mode ${mode}`]),
+    ...(mode === undefined ? [] : [given === undefined || given === mode ? `mode ${mode}` : `mode ${mode} (the mode given now, ${given}, wins)`]),
     ...(rules === undefined || rules.length === 0 ? [] : [Plural.count(rules.length, "rule")]),
     ...(env?.allow === undefined && env?.set === undefined ? [] : ["environment"])
   ]
@@ -287,7 +287,7 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
   // The mode before the project's file narrows it: the user's, else the trusted project's, else default.
   const base = user?.mode ?? (project?.trust === "trusted" ? project.settings.mode : undefined) ?? "default"
   const fromProject = applied(project, base)
-  const note = project === undefined ? undefined : noteOf(project, options.cwd, base)
+  const note = project === undefined ? undefined : noteOf(project, options.cwd, base, options.mode)
   if (note !== undefined) notes.push(note)
   // Each as given and as its real path: a rule or a call may reach it through either.
   const protectedFolders = [configDir, ...(options.protectedPaths ?? [])]

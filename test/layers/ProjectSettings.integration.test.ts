@@ -253,6 +253,20 @@ describe("ProjectSettings.load", () => {
       expect((await load(withUser)).policy.mode).toBe("default")
     }))
 
+  // Review 52: docs said a project's file "may always narrow" the mode, while `--mode` beat it. The
+  // flag is what you typed for this run: it wins, and the note no longer says the file's mode applied.
+  it.effect("a mode given now (--mode) is not narrowed by a project's file, trusted or not; the note says the file's mode gave way", () =>
+    Effect.promise(async () => {
+      const at = setup({ mode: "readOnly", rules: [{ name: "no-env", decision: "deny", tool: "read_file", path: "**/.env" }] })
+      const given = await load(at, { mode: "acceptEdits" })
+      expect(given.policy.mode).toBe("acceptEdits")
+      expect(given.notes).toEqual([`${at.cwd}/.effect-agent/settings.json: mode readOnly (the mode given now, acceptEdits, wins), 1 rule.`])
+      expect((await load(at, { mode: "readOnly" })).notes).toEqual([`${at.cwd}/.effect-agent/settings.json: mode readOnly, 1 rule.`])
+      await trust(at)
+      expect((await load(at, { mode: "default" })).policy.mode).toBe("default")
+      expect((await load(at, { mode: "default" })).notes).toEqual([`${at.cwd}/.effect-agent/settings.json (trusted): mode readOnly (the mode given now, default, wins), 1 rule.`])
+    }))
+
   it.effect("precedence: flags, then the user's file, then the project's; the flag's mode wins; a deny wins from anywhere", () =>
     Effect.promise(async () => {
       const at = setup(
