@@ -87,7 +87,7 @@ export const handler = ({ allow, deny, mode, noInstructions, ...options }: Input
     yield* keepRunningOnBrokenStdout
     yield* Effect.logDebug("effect-agent acp: serving on stdio")
     const sessionServers = (cwd: string, servers: McpConfig.Servers) =>
-      mcp.startForSession(cwd, servers, { env: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
+      mcp.startForSession(cwd, servers, { env: user?.env ?? {}, userEnv: user?.env ?? {}, prefix: "effect-agent acp:" }).pipe(Effect.provide(NodeServices.layer))
     let inputError: unknown
     yield* AcpAgent.serve(AcpAgent.stdio({ onInputError: (error) => inputError = error }), { sessionPolicy, sessionServers }).pipe(Effect.provide(engine))
     // The connection ended because of what the client sent, not because it closed: exit 1, saying why.

@@ -39,8 +39,8 @@ export { SessionEngine }
 
 /**
  * The policy of a session: the flags, the user's own settings, then the session's project settings
- * as far as the user trusts them (`ProjectSettings.load`); and their `env` for commands. Fails with
- * one line on a bad flag or file.
+ * as far as the user trusts them (`ProjectSettings.load`); and their `env` for commands. Returns the
+ * user's own `env`, for the MCP servers not the project's. Fails with one line on a bad flag or file.
  */
 const configurePolicy = (
   policy: Policy.Configurable,
@@ -51,6 +51,7 @@ const configurePolicy = (
     const rules = yield* Settings.parseFlags(flags)
     const loaded = yield* Settings.load(cwd, { mode: Option.getOrUndefined(flags.mode), rules })
     yield* policy.configure(loaded.policy, loaded.env)
+    return loaded.userEnv
   })
 
 /** The current directory, canonical; one that was removed meanwhile is an `InvalidInput`, not a crash. */
@@ -171,11 +172,11 @@ export const withDrivingEngine = <A, E, R>(
       const engine = yield* SessionEngine.SessionEngine
       // A new session's cwd is the current directory's real path (as every adapter stores it: WorkingDirectory).
       const cwd = sessionId === undefined ? yield* currentDirectory : (yield* engine.sessionState({ sessionId })).cwd
-      yield* configurePolicy(policy, cwd, flags)
+      const userEnv = yield* configurePolicy(policy, cwd, flags)
       // The session's MCP servers start once its cwd (and so its .mcp.json) is known — unless a
       // cassette recorded them: then its recording answers, and no server starts.
       if (Option.isSome(recorded)) yield* mcp.useRecorded(recorded.value)
-      else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env })
+      else yield* mcp.configure(cwd, { configFile: flags.mcpConfig ?? Option.none(), env: policy.env, userEnv })
       yield* notice
       const again = { tools: yield* ToolRouter.ToolRouter, permissions: yield* PermissionEngine.PermissionEngine, take: policy.takeAskReason }
       return yield* body(engine, cwd, { takeAskReason: policy.takeAskReason, takeAsk: policy.takeAsk, again })

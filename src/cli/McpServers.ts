@@ -24,7 +24,14 @@ import { CliError } from "./CliError.js"
 
 /** What servers start with besides their configuration. */
 export interface StartOptions {
+  /** The commands' environment (your settings' `env` and a trusted project's): a trusted project's own `.mcp.json` servers run with it. */
   readonly env?: McpTools.Options["env"]
+  /**
+   * Your own settings' `env` alone (`ProjectSettings.Loaded.userEnv`): every other server runs with
+   * it — yours, `--mcp-config`'s, a client's — outside the sandbox and with your tokens, so a
+   * project's `env` never reaches them. None given, they get neither.
+   */
+  readonly userEnv?: McpTools.Options["env"]
   /** How notes begin on stderr (default `effect-agent:`). */
   readonly prefix?: string
 }
@@ -79,7 +86,9 @@ export const configurable = (): Configurable => {
       // One server that does not start leaves the others' tools offered, and says so; every one failing is an error.
       const onServerFailed = (error: McpTools.McpError) =>
         Console.error(`${options.prefix ?? "effect-agent:"} ${error.message} (${error.reason}); its tools are not offered in this session, the other servers' are`)
-      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck, onServerFailed }, base).pipe(
+      // The project's own servers (those `recheck` holds: from its trusted `.mcp.json`, not replaced) get its env; the others only yours.
+      const serverEnv = Object.fromEntries(Object.keys(recheck).map((name) => [name, options.env ?? {}]))
+      return yield* McpTools.make({ servers, cwd, folders, env: options.userEnv, serverEnv, mayStart: recheck, onServerFailed }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))

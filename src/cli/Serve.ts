@@ -76,16 +76,16 @@ const perCwd = (
   configDir: string
 ) => {
   /** A cwd's settings as loaded; `readable: false` with only what still denies (the flags', your own file's). */
-  type Kept = { readonly options: PermissionPolicy.Options; readonly readable: boolean; readonly env: Policy.Env; readonly stamp: string }
-  const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, readable: true, env: server.loaded.env, stamp: server.stamp }]])
+  type Kept = { readonly options: PermissionPolicy.Options; readonly readable: boolean; readonly env: Policy.Env; readonly userEnv: Policy.Env; readonly stamp: string }
+  const known = new Map<string, Kept>([[serverCwd, { options: server.loaded.policy, readable: true, env: server.loaded.env, userEnv: server.loaded.userEnv, stamp: server.stamp }]])
   const keptOf = (cwd: string): Effect.Effect<Kept> =>
     Effect.flatMap(settingsStamp(configDir, cwd), (stamp) => {
       const kept = known.get(cwd)
       if (kept?.stamp === stamp) return Effect.succeed(kept)
       return Settings.load(cwd, flags, { prefix: "effect-agent serve:" }).pipe(
-        Effect.map((loaded): Kept => ({ options: loaded.policy, readable: true, env: loaded.env, stamp })),
+        Effect.map((loaded): Kept => ({ options: loaded.policy, readable: true, env: loaded.env, userEnv: loaded.userEnv, stamp })),
         Effect.tapError((error) => Console.error(`effect-agent serve: ${error.message}; calls in sessions of ${cwd} will ask`)),
-        Effect.orElse(() => Effect.map(stillDenying, (options): Kept => ({ options, readable: false, env: {}, stamp }))),
+        Effect.orElse(() => Effect.map(stillDenying, (options): Kept => ({ options, readable: false, env: {}, userEnv: {}, stamp }))),
         Effect.tap((next) =>
           Effect.sync(() => {
             known.delete(cwd)
@@ -97,6 +97,8 @@ const perCwd = (
       )
     })
   const envNow: Effect.Effect<Policy.Env> = Effect.map(keptOf(serverCwd), (kept) => kept.env)
+  // MCP servers: the commands' env for a trusted project's own, your settings' alone for the rest (`McpServers.StartOptions`).
+  const serversEnvNow = Effect.map(keptOf(serverCwd), ({ env, userEnv }) => ({ env, userEnv }))
   // When a cwd's settings cannot be loaded (its project file is invalid, say), what still denies: the
   // flags, and your own file when it can be read. Its calls ask, but one of those denies is denied.
   const stillDenying = ProjectSettings.readUser(configDir).pipe(
@@ -113,6 +115,7 @@ const perCwd = (
   const cwdOf = (request: PermissionEngine.PermissionRequest) => request.topSession?.cwd ?? request.cwd
   return {
     envNow,
+    serversEnvNow,
     layer: Layer.succeed(PermissionEngine.PermissionEngine, {
       decide: (request) =>
         Effect.gen(function*() {
@@ -317,12 +320,12 @@ export const handler = ({ allow, allowedHost, cluster, clusterDatabaseUrl, deny,
     const mcp = McpServers.configurable()
     const tools = mcp.layer.pipe(Layer.provide(toolsLayer({ envNow: permissions.envNow, ...Flags.toolOptions(options) }, options)))
     const startFor = (session: { readonly sessionId: string; readonly cwd: string }, servers: McpConfig.Servers) =>
-      Effect.flatMap(permissions.envNow, (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { env, prefix: "effect-agent serve:" }))
+      Effect.flatMap(permissions.serversEnvNow, (env) => mcp.configureSession(session.sessionId, session.cwd, servers, { ...env, prefix: "effect-agent serve:" }))
     // Started before the session is created (a server that cannot start refuses it, nothing stored);
     // the servers a body named are kept outside the log (SessionMcpFile: the config folder, mode
     // 0600), so that after a restart the session's next turn starts them again.
     const sessionServers = (sessionCwd: string, servers: McpConfig.Servers) =>
-      Effect.flatMap(permissions.envNow, (env) => mcp.startForSession(sessionCwd, servers, { env, prefix: "effect-agent serve:" })).pipe(
+      Effect.flatMap(permissions.serversEnvNow, (env) => mcp.startForSession(sessionCwd, servers, { ...env, prefix: "effect-agent serve:" })).pipe(
         Effect.map((pending) => ({
           discard: pending.discard,
           bind: (sessionId: string) =>

@@ -62,6 +62,8 @@ export interface Options {
   readonly folders?: Readonly<Record<string, string>> | undefined
   /** Names passed on from the agent's environment and fixed values, as for shell commands (`WorkspaceTools` `env`). */
   readonly env?: Environment.Options | undefined
+  /** A server's own names and values in place of `env`, by name (the CLI's: a trusted project's servers get its `env`, no other server does). */
+  readonly serverEnv?: Readonly<Record<string, Environment.Options>> | undefined
   /**
    * Checked before a server is started again in the session, by name (`McpSettings.Loaded.recheck`:
    * a trusted project's server starts again only while its `.mcp.json` and files are as trusted).
@@ -179,7 +181,7 @@ export const make = (options: Options, base?: ToolRouter.Service): Effect.Effect
         name,
         server,
         cwd: options.folders?.[name] ?? options.cwd ?? process.cwd(),
-        env: options.env,
+        env: options.serverEnv !== undefined && Object.hasOwn(options.serverEnv, name) ? options.serverEnv[name] : options.env,
         hiddenEnv: [...alwaysHiddenEnv, ...(options.hiddenEnv ?? [])],
         prefix: sandboxPrefix,
         connectTimeout: Duration.decode(options.connectTimeout ?? Duration.seconds(30)),

@@ -15,9 +15,9 @@
  *    the project or in `.git/`, no variables that steer programs, no credentials passed on).
  *
  * Rules are tried in that order and the first that matches decides, but a matching `deny` wins from
- * any source. The mode is the flag's; else the user's, else the trusted project's, else `default` —
- * narrowed to the project's when the project asks for a narrower one (`readOnly` < `default` <
- * `acceptEdits`). The commands' environment adds the user's `env` to the trusted project's, the
+ * any source. The mode is the flag's (what the user typed for this run: never narrowed, and the note
+ * says so); else the user's, else the trusted project's, else `default` — narrowed to the project's
+ * when the project asks for a narrower one (`readOnly` < `default` < `acceptEdits`). The commands' environment adds the user's `env` to the trusted project's, the
  * user's values winning. Whatever the rules say, paths outside the cwd and writes into `.git/`,
  * `.effect-agent/` and the user's config folder ask (see `PermissionPolicy`).
  *
@@ -93,8 +93,14 @@ export interface LoadOptions {
 export interface Loaded {
   /** For `PermissionPolicy.decide` / `PermissionPolicy.layer`. */
   readonly policy: PermissionPolicy.Options
-  /** For `WorkspaceTools.layer({ env })`. */
+  /** For `WorkspaceTools.layer({ env })`: the commands', and a trusted project's own `.mcp.json` servers'. */
   readonly env: Environment.Options
+  /**
+   * Your own settings' `env` alone: what every other MCP server runs with (your `mcp.json`,
+   * `--mcp-config`, a client's). Those run outside the sandbox with your tokens, so a project's
+   * `env` never reaches them (`GITHUB_HOST` would send a GitHub server's token to its host).
+   */
+  readonly userEnv: Environment.Options
   /** The user's config folder these were read with. */
   readonly configDir: string
   readonly user: UserFile | undefined
@@ -229,8 +235,8 @@ const shellWord = (text: string) => /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text
 export const trustCommand = (cwd: string): string =>
   NodePath.resolve(cwd) === process.cwd() ? "effect-agent trust" : `effect-agent trust ${shellWord(escapeControls(NodePath.resolve(cwd)))}`
 
-/** The note for a project's file: what it set, or what was ignored and how to trust it. */
-const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): string | undefined => {
+/** The note for a project's file: what it set, or what was ignored and how to trust it; a mode given now (`given`) wins over its mode. */
+const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode, given: PermissionPolicy.Mode | undefined): string | undefined => {
   const ignored = ignoredOf(project, base)
   if (ignored.length > 0) {
     const careful = (project.settings.rules ?? []).some((rule) => rule.decision !== "allow")
@@ -240,7 +246,7 @@ const noteOf = (project: Project, cwd: string, base: PermissionPolicy.Mode): str
   }
   const { env, mode, rules } = project.settings
   const parts = [
-    ...(mode === undefined ? [] : [`mode ${mode}`]),
+    ...(mode === undefined ? [] : [given === undefined || given === mode ? `mode ${mode}` : `mode ${mode} (the mode given now, ${given}, wins)`]),
     ...(rules === undefined || rules.length === 0 ? [] : [Plural.count(rules.length, "rule")]),
     ...(env?.allow === undefined && env?.set === undefined ? [] : ["environment"])
   ]
@@ -281,7 +287,7 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
   // The mode before the project's file narrows it: the user's, else the trusted project's, else default.
   const base = user?.mode ?? (project?.trust === "trusted" ? project.settings.mode : undefined) ?? "default"
   const fromProject = applied(project, base)
-  const note = project === undefined ? undefined : noteOf(project, options.cwd, base)
+  const note = project === undefined ? undefined : noteOf(project, options.cwd, base, options.mode)
   if (note !== undefined) notes.push(note)
   // Each as given and as its real path: a rule or a call may reach it through either.
   const protectedFolders = [configDir, ...(options.protectedPaths ?? [])]
@@ -295,7 +301,8 @@ export const load = Effect.fn("ProjectSettings.load")(function*(options: LoadOpt
     allow: [...(user?.env?.allow ?? []), ...(fromProject.env.allow ?? [])],
     set: { ...fromProject.env.set, ...user?.env?.set }
   }
-  return { policy, env, configDir, user, project, notes } satisfies Loaded
+  const userEnv: Environment.Options = { allow: [...(user?.env?.allow ?? [])], set: { ...user?.env?.set } }
+  return { policy, env, userEnv, configDir, user, project, notes } satisfies Loaded
 })
 
 /** Text with its control and bidirectional-format characters written as `\u…` escapes, so a summary shows what is there. */
@@ -317,6 +324,9 @@ const modeWords: Record<PermissionPolicy.Mode, string> = {
   bypass: "everything without asking"
 }
 
+/** Where a trusted project's `env` goes: never to your own MCP servers (`Loaded.userEnv`). */
+const envReach = "commands and this project's MCP servers"
+
 /** How many lines of what a file makes more careful a summary shows before it counts the rest. */
 const carefulLines = 12
 
@@ -332,8 +342,8 @@ export const summary = (project: Project): ReadonlyArray<string> => {
   const grants = [
     ...(mode !== undefined && width[mode] > width.default ? [`mode ${mode}: ${modeWords[mode]}`] : []),
     ...allows.map(describeRule),
-    ...(env?.allow ?? []).map((name) => `passes on ${escapeControls(name)} from your environment to commands`),
-    ...Object.entries(env?.set ?? {}).map(([name, value]) => `sets ${escapeControls(name)}=${quote(value)} for commands`)
+    ...(env?.allow ?? []).map((name) => `passes on ${escapeControls(name)} from your environment to ${envReach}`),
+    ...Object.entries(env?.set ?? {}).map(([name, value]) => `sets ${escapeControls(name)}=${quote(value)} for ${envReach}`)
   ]
   const narrows = [...(mode !== undefined && width[mode] < width.default ? [`mode ${mode}: ${modeWords[mode]}`] : []), ...careful.map(describeRule)]
   const wild = allows.some((rule) => rule.command !== undefined && /[*?]/.test(rule.command))

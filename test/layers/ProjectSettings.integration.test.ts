@@ -149,6 +149,33 @@ describe("what a project's file may never say, trusted or not", () => {
     accepted({ env: { set: { CI: "1", NODE_ENV: "test", RUST_BACKTRACE: "1", TZ: "UTC", DATABASE_URL: "postgres://localhost/test" } } })
   })
 
+  // Review 52 (each refused name was accepted on main): npm's PREFIX names its global npmrc, whose
+  // node-options=--require runs a file; Go's checksum database, Bundler's mirror, cgo's and rustc's
+  // flags, a remote shell, the Erlang VM's flags, gh's and GnuPG's folders; the GitHub host a token goes to.
+  it("env.set never sets what steers a package manager, a compiler, a VCS or a token's host; a target or a feature stays settable", () => {
+    for (
+      const name of [
+        "PREFIX", "prefix", "GOSUMDB", "GONOSUMDB", "GOINSECURE", "GOPRIVATE", "GONOPROXY", "GOAUTH", "GOVCS", "GOPATH", "GOMODCACHE", "GOCACHE",
+        "GOWORK", "GOBIN", "GODEBUG", "BUNDLE_MIRROR__ALL", "BUNDLE_SSL_VERIFY_MODE", "BUNDLER_VERSION", "GEMRC", "CGO_CFLAGS", "CGO_LDFLAGS",
+        "RUSTFLAGS", "RUSTDOCFLAGS", "HGRCPATH", "HGEDITOR", "RSYNC_RSH", "CVS_RSH", "RSYNC_CONNECT_PROG", "SVN_SSH", "ERL_AFLAGS", "ERL_LIBS",
+        "ELIXIR_ERL_OPTIONS", "GH_CONFIG_DIR", "GNUPGHOME", "CONDARC", "TF_CLI_CONFIG_FILE", "HELM_PLUGINS", "TERMINFO"
+      ]
+    ) {
+      expect(refused({ env: { set: { [name]: "x" } } }), name).toBe(`env.set.${name}: a project's settings cannot set ${name}: it decides which program runs or what it loads`)
+    }
+    for (const name of ["GH_HOST", "GITHUB_HOST", "GITLAB_HOST", "GL_HOST"]) {
+      expect(refused({ env: { set: { [name]: "x" } } }), name).toBe(`env.set.${name}: a project's settings cannot set ${name}: it decides where programs' connections go or which certificates they trust`)
+    }
+    accepted({ env: { set: { GOOS: "linux", GOARCH: "arm64", GOAMD64: "v3", CGO_ENABLED: "0", GOEXPERIMENT: "rangefunc", GOTELEMETRY: "off", RUST_LOG: "debug" } } })
+  })
+
+  it("env.allow never passes a personal access token, a JWT, a webhook, a *_PWD, nor a database's or broker's URL", () => {
+    for (const name of ["GITHUB_PAT", "GH_PAT", "MYSQL_PWD", "CI_JOB_JWT", "CI_JOB_JWT_V2", "SLACK_WEBHOOK_URL", "POSTGRES_URL", "MONGO_URL", "AMQP_URL", "REDIS_URI", "DB_URL", "PG_URL"]) {
+      expect(refused({ env: { allow: ["CI", name] } }), name).toBe(`env.allow[1]: ${name} looks like a credential: only your own settings can pass it on`)
+    }
+    accepted({ env: { allow: ["PWD", "API_URL", "SITE_URL", "PATH_PREFIX", "PATTERN", "HOMEPAGE_URL"] } })
+  })
+
   it("env.allow names variables one by one, never a credential", () => {
     for (const name of ["*", "AWS_*", "NPM_*", "A*B"]) {
       expect(refused({ env: { allow: [name] } }), name).toBe(`env.allow[0]: ${JSON.stringify(name)}: a project's env.allow names variables one by one, without wildcards`)
@@ -224,6 +251,20 @@ describe("ProjectSettings.load", () => {
       // Narrower than the user's own mode too.
       const withUser = setup({ mode: "default" }, { mode: "acceptEdits" })
       expect((await load(withUser)).policy.mode).toBe("default")
+    }))
+
+  // Review 52: docs said a project's file "may always narrow" the mode, while `--mode` beat it. The
+  // flag is what you typed for this run: it wins, and the note no longer says the file's mode applied.
+  it.effect("a mode given now (--mode) is not narrowed by a project's file, trusted or not; the note says the file's mode gave way", () =>
+    Effect.promise(async () => {
+      const at = setup({ mode: "readOnly", rules: [{ name: "no-env", decision: "deny", tool: "read_file", path: "**/.env" }] })
+      const given = await load(at, { mode: "acceptEdits" })
+      expect(given.policy.mode).toBe("acceptEdits")
+      expect(given.notes).toEqual([`${at.cwd}/.effect-agent/settings.json: mode readOnly (the mode given now, acceptEdits, wins), 1 rule.`])
+      expect((await load(at, { mode: "readOnly" })).notes).toEqual([`${at.cwd}/.effect-agent/settings.json: mode readOnly, 1 rule.`])
+      await trust(at)
+      expect((await load(at, { mode: "default" })).policy.mode).toBe("default")
+      expect((await load(at, { mode: "default" })).notes).toEqual([`${at.cwd}/.effect-agent/settings.json (trusted): mode readOnly (the mode given now, default, wins), 1 rule.`])
     }))
 
   it.effect("precedence: flags, then the user's file, then the project's; the flag's mode wins; a deny wins from anywhere", () =>
@@ -355,8 +396,8 @@ describe("the summary shown before trusting", () => {
         "Once trusted, it lets the agent, without asking:",
         "  mode acceptEdits: edits files inside the project without asking",
         "  allow shell \"npm test \\u202e\\u001b[2K*\"  (rule \"tests\")",
-        "  passes on NODE_ENV from your environment to commands",
-        "  sets CI=\"1\\r\\n\" for commands",
+        "  passes on NODE_ENV from your environment to commands and this project's MCP servers",
+        "  sets CI=\"1\\r\\n\" for commands and this project's MCP servers",
         "  (a * in a command lets the model choose those arguments)",
         "Trusted or not, it makes the agent more careful:",
         "  deny shell \"git push*\"  (rule \"no-push\")"

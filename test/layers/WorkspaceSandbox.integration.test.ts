@@ -323,6 +323,24 @@ describe(`the workspace sandbox ${branch}`, () => {
       expect(yield* output("sh -c 'echo x > tools/build.sh && git add tools/build.sh && echo ok'")).toBe("ok\n")
     }).pipe(Effect.provide(NodeContext.layer)))
 
+  // Review 52: the other hook managers' installed hooks read their config at the user's next commit,
+  // outside the sandbox; a command rewrote it as freely as any file of the workspace.
+  it.effect(`${branch} a hook manager's config at a worktree's root is read-only like .husky/: pre-commit's, lefthook's (and .config/, .lefthook/), lint-staged's`, () =>
+    Effect.gen(function*() {
+      const { cwd, output } = yield* workspace()
+      const configs = [".pre-commit-config.yaml", "lefthook.yml", ".config/lefthook-local.yaml", ".lintstagedrc.json", ".lefthook/pre-commit/check.sh"]
+      for (const config of configs) {
+        NodeFs.mkdirSync(NodePath.dirname(NodePath.join(cwd, config)), { recursive: true })
+        NodeFs.writeFileSync(NodePath.join(cwd, config), "kept\n")
+      }
+      const said = yield* output(`sh -c 'for f in ${configs.join(" ")}; do echo PWNED > $f; done; rm -f .pre-commit-config.yaml; mv lefthook.yml moved.yml; echo x > .lefthook/new.sh; echo done'`)
+      expect(said).toContain("Read-only file system")
+      for (const config of configs) expect(NodeFs.readFileSync(NodePath.join(cwd, config), "utf8"), `${config}: ${said}`).toBe("kept\n")
+      expect(NodeFs.existsSync(NodePath.join(cwd, ".lefthook", "new.sh"))).toBe(false)
+      // The rest of the workspace, and a name that only looks alike, stay writable.
+      expect(yield* output("sh -c 'echo x > .config/other.yml && echo x > lefthook.yml.example && echo ok'")).toBe("ok\n")
+    }).pipe(Effect.provide(NodeContext.layer)))
+
   it.effect(`${branch} a .git that is a link to a folder inside cwd is pinned where it leads, and the link is put back if a command swaps it`, () =>
     Effect.gen(function*() {
       const { cwd, output } = yield* workspace()

@@ -121,6 +121,26 @@ describe("git's hooks and editors' settings in any workspace: .husky/, the folde
     await expectProtected(cwd, "write_file", ".idea/workspace.xml")
   })
 
+  // Review 52: the other hook managers' installed hooks read these at the user's next commit, outside
+  // the sandbox; in acceptEdits the model wrote them without a question, while .husky/ asked.
+  it("writes of a git hook manager's config ask like .husky/: pre-commit's, lefthook's, overcommit's, lint-staged's, any case and depth", async () => {
+    const cwd = NodePath.join(root, "repo-hook-managers")
+    NodeFs.mkdirSync(cwd, { recursive: true })
+    execFileSync("git", ["init", "-q"], { cwd })
+    for (
+      const path of [
+        ".pre-commit-config.yaml", ".PRE-COMMIT-CONFIG.YAML", "lefthook.yml", "lefthook.yaml", ".lefthook.yml", "lefthook-local.yml", "lefthook.toml",
+        ".config/lefthook.yml", ".lefthook/pre-commit/check.sh", ".lefthook-local/x.sh", ".overcommit.yml", ".git-hooks/pre_commit/x.rb",
+        ".lintstagedrc", ".lintstagedrc.json", ".lintstagedrc.mjs", "lint-staged.config.js", "packages/app/.lintstagedrc.yml"
+      ]
+    ) {
+      await expectProtected(cwd, "write_file", path)
+    }
+    await expectProtected(cwd, "edit_file", ".pre-commit-config.yaml")
+    // Names that only look alike stay editable.
+    for (const path of ["pre-commit-config.yaml", "docs/lefthook.md", "lefthook.yml.example", "src/lint-staged.ts", "overcommit.yml"]) await expectEditable(cwd, "write_file", path)
+  })
+
   it("a hooks folder that is a link inside the workspace is protected where it leads", async () => {
     const cwd = NodePath.join(root, "repo-linked-hooks")
     NodeFs.mkdirSync(NodePath.join(cwd, "scripts", "hooks"), { recursive: true })

@@ -190,7 +190,8 @@ describe("PreImages: a restore from a hostile plan writes nothing", () => {
   // The rest of what the file tools protect: an adopted log's rewind wrote `.husky/pre-commit` (run by
   // git's hook at the next commit), `.vscode/tasks.json` (run when the editor opens the folder), the
   // folder `core.hooksPath` names and a home folder's start-up file, all outside the sandbox.
-  for (const path of [".husky/pre-commit", ".vscode/tasks.json", "sub/.IDEA/workspace.xml"]) {
+  // And a hook manager's config, which its installed hook reads at the next commit (review 52).
+  for (const path of [".husky/pre-commit", ".vscode/tasks.json", "sub/.IDEA/workspace.xml", ".pre-commit-config.yaml", "lefthook.yml", ".lefthook/x.sh", ".lintstagedrc.json"]) {
     it.scoped(`refuses ${JSON.stringify(path)}: what the file tools protect a rewind never writes`, () =>
       Effect.gen(function*() {
         const dir = yield* folder

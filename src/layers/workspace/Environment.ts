@@ -32,6 +32,24 @@ const secretPrefixes = ["AWS_", "AZURE_", "ARM_", "GOOGLE_", "GCLOUD_", "GCP_", 
 const secretNames = new Set(["DATABASE_URL", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "KUBECONFIG", "NETRC", "DOCKER_AUTH_CONFIG", "PGPASSFILE", "REDIS_URL", "MONGODB_URI", "XAUTHORITY"])
 
 /**
+ * More credentials by name (review 52): personal access tokens (`GITHUB_PAT`, `GH_PAT`), JWTs
+ * (`CI_JOB_JWT`), webhooks (`SLACK_WEBHOOK_URL`: the URL is the secret), `*_PWD` (`MYSQL_PWD`; not
+ * `PWD` itself), and a database's or broker's URL, which carries its password (`POSTGRES_URL`,
+ * `MONGO_URL`, `AMQP_URL`, `REDIS_URI`, …). Kept apart from the lists above so that they merge.
+ */
+const moreSecretWords = new Set(["PAT", "PATS", "JWT", "WEBHOOK", "WEBHOOKS", "OTP", "TOTP"])
+const serviceWords = new Set([
+  "DB", "DATABASE", "SQL", "POSTGRES", "POSTGRESQL", "PG", "MYSQL", "MARIADB", "MSSQL", "MONGO", "MONGODB", "REDIS", "VALKEY", "AMQP",
+  "RABBITMQ", "BROKER", "KAFKA", "NATS", "MQTT", "ELASTIC", "ELASTICSEARCH", "OPENSEARCH", "CLICKHOUSE", "NEO4J", "CASSANDRA", "COUCHDB",
+  "MEMCACHED", "SMTP", "IMAP", "FTP", "SFTP", "LDAP", "CONNECTION"
+])
+const looksSecretToo = (upper: string): boolean => {
+  const words = upper.split(/_+/)
+  return words.some((word) => moreSecretWords.has(word)) || (upper !== "PWD" && words.at(-1) === "PWD") ||
+    ((words.at(-1) === "URL" || words.at(-1) === "URI") && words.slice(0, -1).some((word) => serviceWords.has(word)))
+}
+
+/**
  * Whether a variable's name looks like it holds a credential: a word such as `KEY`, `TOKEN`,
  * `SECRET`, `PASSWORD`, `AUTH`, `SESSION` (`GITHUB_TOKEN`, `OPENAI_API_KEY`, `NPM_AUTH_TOKEN`), a
  * cloud provider's prefix (`AWS_*`, `AZURE_*`, `GOOGLE_*` …), or a known one (`DATABASE_URL`,
@@ -42,7 +60,8 @@ export const looksSecret = (name: string): boolean => {
   return upper.split(/_+/).some((word) => secretWords.has(word)) ||
     /SECRET|PASSWORD|PASSWD|TOKEN|CREDENTIAL|APIKEY|API_KEY|PRIVATE_KEY/.test(upper) ||
     secretPrefixes.some((prefix) => upper.startsWith(prefix)) ||
-    secretNames.has(upper) || upper.endsWith("_DATABASE_URL") || upper.endsWith("_DSN") || upper.endsWith("CONNECTION_STRING")
+    secretNames.has(upper) || upper.endsWith("_DATABASE_URL") || upper.endsWith("_DSN") || upper.endsWith("CONNECTION_STRING") ||
+    looksSecretToo(upper)
 }
 
 const steeringNames = new Set([
@@ -71,6 +90,30 @@ const steeringPrefixes = [
 ]
 
 /**
+ * More of what decides which program runs, what it loads, or where it takes code from (review 52),
+ * kept apart from the lists above so that they merge: npm's `PREFIX` (its global `npmrc`, whose
+ * `node-options=--require` runs a file), Go's module checks and caches (`GOSUMDB`, `GONOSUMDB`,
+ * `GOINSECURE`, `GOPRIVATE`, `GONOPROXY`, `GOAUTH`, `GOVCS`, `GOPATH`, `GOMODCACHE`, `GOCACHE`, `GOWORK`,
+ * `GOBIN`; `GODEBUG`, which can let `exec.LookPath` take `./prog`), Bundler's configuration (`BUNDLE_*`,
+ * `BUNDLER_VERSION`, `GEMRC`), cgo's compiler flags (`CGO_*` but `CGO_ENABLED`), `RUSTFLAGS` and
+ * `RUSTDOCFLAGS`, Mercurial's, Subversion's and CVS's configuration and programs, a remote shell
+ * (`*_RSH`, `RSYNC_CONNECT_PROG`, `SVN_SSH`), the Erlang VM's flags (`ERL_*`, `ELIXIR_ERL_OPTIONS`),
+ * gh's and GnuPG's configuration folders (gpg-agent's `pinentry-program`), conda's, Terraform's and
+ * Helm's, terminfo. A project may still set what only picks a target or a feature: `GOOS`, `GOARCH`,
+ * `GOARM`, `GOAMD64`, `CGO_ENABLED`, `GOEXPERIMENT`.
+ */
+const moreSteeringNames = new Set([
+  "PREFIX", "GOSUMDB", "GONOSUMDB", "GOINSECURE", "GOPRIVATE", "GONOPROXY", "GOAUTH", "GOVCS", "GOPATH", "GOMODCACHE", "GOCACHE", "GOWORK",
+  "GOBIN", "GODEBUG", "BUNDLER_VERSION", "GEMRC", "RUSTFLAGS", "RUSTDOCFLAGS", "HGRCPATH", "HGEDITOR", "HGMERGE", "SVN_SSH", "SVN_EDITOR",
+  "SVN_MERGE", "CVSEDITOR", "CVS_SERVER", "RSYNC_CONNECT_PROG", "ELIXIR_ERL_OPTIONS", "GH_CONFIG_DIR", "GNUPGHOME", "CONDARC", "MAMBARC",
+  "TF_CLI_CONFIG_FILE", "TF_PLUGIN_CACHE_DIR", "HELM_PLUGINS", "TERMINFO", "TERMINFO_DIRS"
+])
+const moreSteeringPrefixes = ["BUNDLE_", "CGO_", "ERL_"]
+const steersMore = (upper: string): boolean =>
+  moreSteeringNames.has(upper) || upper.endsWith("_RSH") ||
+  (upper !== "CGO_ENABLED" && moreSteeringPrefixes.some((prefix) => upper.startsWith(prefix)))
+
+/**
  * Whether setting a variable could decide which program runs or what it loads — and so turn an
  * allowed command into other code: `PATH`, `HOME` and `XDG_*` (where git and others find their
  * configuration), `LD_*`, `DYLD_*`, `GIT_*`, `BASH_ENV`, `ENV`, `BASH_FUNC_*`, `SHELLOPTS`, `PS4`,
@@ -80,7 +123,7 @@ const steeringPrefixes = [
  */
 export const steersPrograms = (name: string): boolean => {
   const upper = name.toUpperCase()
-  return steeringNames.has(upper) || steeringPrefixes.some((prefix) => upper.startsWith(prefix))
+  return steeringNames.has(upper) || steeringPrefixes.some((prefix) => upper.startsWith(prefix)) || steersMore(upper)
 }
 
 const connectionNames = new Set([
@@ -88,6 +131,13 @@ const connectionNames = new Set([
   "NODE_TLS_REJECT_UNAUTHORIZED", "NODE_EXTRA_CA_CERTS", "NODE_USE_ENV_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE",
   "CURL_CA_BUNDLE", "HTTPLIB2_CA_CERTS", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH", "NIX_SSL_CERT_FILE", "SSLKEYLOGFILE", "WEBSOCKET_CLIENT_CA_BUNDLE"
 ])
+
+/**
+ * The forge host `gh`, `hub` and `glab` send the token they hold to (`GH_HOST`, `GITHUB_HOST`,
+ * `GITLAB_HOST`, `GL_HOST`; review 52: github-mcp-server read `GITHUB_HOST` too), kept apart from
+ * the list above so that they merge.
+ */
+const hostNames = new Set(["GH_HOST", "GITHUB_HOST", "GITLAB_HOST", "GL_HOST"])
 
 /**
  * Whether setting a variable decides where a program's connections go or which certificates it
@@ -98,7 +148,7 @@ const connectionNames = new Set([
  */
 export const steersConnections = (name: string): boolean => {
   const upper = name.toUpperCase()
-  return connectionNames.has(upper) || upper.startsWith("GLOBAL_AGENT_")
+  return connectionNames.has(upper) || upper.startsWith("GLOBAL_AGENT_") || hostNames.has(upper)
 }
 
 /** Whether a string is a variable name a shell accepts (`BASH_FUNC_ls%%` is not). */

@@ -278,7 +278,8 @@ export const make = (options: Options = {}) =>
           return yield* new RewindRefused({
             reason: "unsafe_path",
             detail: "these paths are where files decide what later runs do (.git/, .effect-agent/, .husky/, .vscode/, .idea/, git's hooks " +
-              "folder or an included config, a home folder's start-up files), which a rewind never writes; nothing was changed",
+              "folder or an included config, a hook manager's config such as .pre-commit-config.yaml, a home folder's start-up files), " +
+              "which a rewind never writes; nothing was changed",
             files: fenced
           })
         }

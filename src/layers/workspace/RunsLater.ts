@@ -303,9 +303,34 @@ export const husky = ".husky"
  */
 const protectedFolderNames: ReadonlySet<string> = new Set([".git", ".effect-agent", husky, ".vscode", ".idea"])
 
-/** Whether a path (relative or absolute) has a part naming one of the protected folders, in any case. */
+/**
+ * What the other git hook managers' installed hooks read at each commit, outside the sandbox, as
+ * husky's run `.husky/`: pre-commit's `.pre-commit-config.yaml`, lefthook's `lefthook.yml` (and
+ * `.lefthook.yml`, `lefthook-local.yml`, `.yaml`/`.toml`/`.json`/`.jsonc`, `.config/lefthook.yml`)
+ * with its scripts' folders `.lefthook/` and `.lefthook-local/`, overcommit's `.overcommit.yml` with
+ * its hooks' folder `.git-hooks/`, and lint-staged's `.lintstagedrc*` and `lint-staged.config.*`
+ * (which a husky hook runs). Protected as the folders above are, in any case and at any depth
+ * (lint-staged reads one beside each staged file; review 52).
+ */
+const hookManagerFolders: ReadonlySet<string> = new Set([".lefthook", ".lefthook-local", ".git-hooks"])
+const hookManagerConfig = /^(?:\.pre-commit-config\.ya?ml|\.?lefthook(?:-local)?\.(?:ya?ml|toml|jsonc?)|\.overcommit\.ya?ml|\.lintstagedrc(?:\..+)?|lint-staged\.config\..+)$/
+
+/** Whether a path's part names a hook manager's config or folder, in any case (`hookManagerConfig`). */
+const isHookManagerName = (segment: string): boolean => hookManagerFolders.has(segment) || hookManagerConfig.test(segment)
+
+/** The hook managers' configs and folders at a worktree's root (and lefthook's in `.config/`) that exist: what the sandbox keeps read-only. */
+export const hookManagerFiles = async (root: string): Promise<ReadonlyArray<string>> => {
+  const named = async (folder: string) =>
+    (await NodeFs.readdir(folder).catch(() => [] as Array<string>)).filter((name) => isHookManagerName(name.toLowerCase())).map((name) => NodePath.join(folder, name))
+  return [...(await named(root)), ...(await named(NodePath.join(root, ".config")))]
+}
+
+/** Whether a path (relative or absolute) has a part naming one of the protected folders or a hook manager's config, in any case. */
 export const inProtectedFolder = (path: string): boolean =>
-  path.split(/[\\/]+/).some((segment) => protectedFolderNames.has(segment.toLowerCase()))
+  path.split(/[\\/]+/).some((segment) => {
+    const lower = segment.toLowerCase()
+    return protectedFolderNames.has(lower) || isHookManagerName(lower)
+  })
 
 /**
  * Where git takes a worktree's hooks setting from: the git folder whose `config` holds the

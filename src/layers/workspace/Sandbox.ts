@@ -13,7 +13,8 @@
  *   session's cwd (bound over itself, with what is mounted below it, writable) and a fresh, empty
  *   tmpfs on `/tmp` and `/dev/shm` (`TMPDIR` points there; it lives as long as the command). Inside
  *   cwd, `.git/config`, `.git/config.worktree`, `.git/hooks` (and a submodule's under `.git/modules`),
- *   git's hooks folder (`core.hooksPath`, husky's `.husky/`), a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
+ *   git's hooks folder (`core.hooksPath`, husky's `.husky/`), the other hook managers' configs at a worktree's root
+ *   (`.pre-commit-config.yaml`, `lefthook.yml`, … when there), a `.git` file and `.effect-agent/` stay read-only: what they hold decides what later runs do (the
  *   rest of `.git` stays writable, so that `git add` and `git commit` work). Git folders are mount
  *   points, so that a command cannot rename one away and make another. Credentials
  *   under the user's home (`~/.ssh`, `~/.aws`, `~/.config/gcloud`, `~/.gnupg`, `~/.docker`, `~/.kube`,
@@ -415,7 +416,8 @@ interface Link {
  * files its configs include (`[include] path = ../.gitconfig`: a command wrote `core.fsmonitor`
  * there; one not there yet is made empty first), and
  * husky's `.husky/` at the root when it is there (husky's `core.hooksPath` is `.husky/_`, whose
- * scripts run the ones in `.husky/`). Each is resolved once and the folder it led to is what is
+ * scripts run the ones in `.husky/`), and the other hook managers' configs there
+ * (`RunsLater.hookManagerFiles`: `.pre-commit-config.yaml`, `lefthook.yml`, …). Each is resolved once and the folder it led to is what is
  * bound; the links inside cwd on the way to it are returned to be put back if a command changes them.
  * A hooks folder that is cwd itself, or holds it, is not pinned (the session could write nothing).
  * One inside cwd whose path is not UTF-8 (read as U+FFFD) is `unnamed`: it cannot be bound.
@@ -429,6 +431,7 @@ const hooksPins = async (cwd: string, worktrees: ReadonlyArray<RunsLater.Worktre
     const named = [
       ...settings.hooks.map((folder) => [folder, "folder"] as const),
       [NodePath.join(worktree.root, RunsLater.husky), "existing"] as const,
+      ...(await RunsLater.hookManagerFiles(worktree.root)).map((path) => [path, "existing"] as const),
       ...settings.included.map((file) => [file, "file"] as const)
     ]
     for (const [path, make] of named) {
