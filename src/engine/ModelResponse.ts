@@ -184,7 +184,10 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
               malformed = ChunkShape.refused(fault)
               break
             }
-            const usage = reported === undefined ? undefined : ChunkShape.usageCounts(reported)
+            // Made counts here, as the events store them (`EventDraft.usageOf`): a count that is NaN,
+            // negative or missing (a compatible server leaving out `completion_tokens`) is 0 in the
+            // turn's total too, which its budget and `turn.completed` read — not a NaN that no limit trips.
+            const usage = reported === undefined ? undefined : EventDraft.usageOf(ChunkShape.usageCounts(reported))
             tally.usage = addUsage(tally.usage, usage)
             finishReason = reason
             // Stored in the response's last batch: no append of its own when the response has text or calls.
