@@ -26,7 +26,17 @@ import type { Turn } from "./Turn.js"
 /** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
 export interface Tally {
   usage: AgentEvent.Usage | undefined
+  /**
+   * What the summaries of the compactions inside the turn used (`session.compacted.usage`): spent by
+   * the turn, so counted against its budget (`spent`), but not in `turn.completed.usage` — the
+   * session's totals count each `session.compacted` on its own.
+   */
+  compacted: AgentEvent.Usage | undefined
 }
+
+/** What a turn has spent so far, for its budget: its responses and its compactions. */
+export const spent = (tally: Tally): AgentEvent.Usage | undefined =>
+  tally.compacted === undefined ? tally.usage : addUsage(tally.usage, tally.compacted)
 
 /**
  * A streamed response: its tool calls and why it finished (and whether it was read whole as it

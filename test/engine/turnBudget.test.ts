@@ -116,3 +116,71 @@ describe("a turn's usage total", () => {
       )))
     }).pipe(Effect.provide(NodeContext.layer)))
 })
+
+describe("compactions and the budget", () => {
+  /** A summary costs 50,100 tokens; every other request reads `a.txt` (20 tokens) until its `done`-th. */
+  const spender = (done: (request: ModelProvider.ModelRequest, n: number) => Stream.Stream<ModelProvider.ModelChunk> | undefined) => {
+    let n = 0
+    return (request: ModelProvider.ModelRequest) => {
+      if (request.system === summaryInstruction) {
+        return chunks([ModelProvider.textDelta("summary"), ModelProvider.finish("stop", { inputTokens: 50_000, outputTokens: 100 })])
+      }
+      n++
+      return done(request, n) ?? readA(`c${n}`, { inputTokens: 10, outputTokens: 10 })
+    }
+  }
+  const compacting = { compaction: { threshold: 0.05, keepRecentTokens: 10 } }
+
+  it.scoped("a compaction inside a turn counts against its maxTokens: the turn ends budget_exceeded; turn.completed.usage stays its responses'", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace(2000)
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine.SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        yield* collect(engine.runTurn({ sessionId, userMessage: "warm up" }))
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "spend", budget: { maxTokens: 1000 } }))
+        // The compaction came before the first request: the second step never made its request.
+        expect(ofType(events, "session.compacted")).toHaveLength(1)
+        expect(usages(events)).toHaveLength(1)
+        const completed = ofType(events, "turn.completed")[0]!.payload
+        expect(completed).toMatchObject({ stopReason: "error", errorCode: "budget_exceeded" })
+        // The session's totals count the compaction on its own: the turn's total is its responses'.
+        const reported = usages(events)
+        expect(completed.usage).toEqual({ inputTokens: sumOf(reported, "inputTokens"), outputTokens: sumOf(reported, "outputTokens") })
+        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+      }).pipe(Effect.provide(engineOver(spender((_, n) => n === 3 ? chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")]) : undefined), compacting, 20_000)))
+    }).pipe(Effect.provide(NodeContext.layer)))
+
+  it.scoped("a subagent's compaction counts against its parent's budget: the child and the parent end budget_exceeded", () =>
+    Effect.gen(function*() {
+      const cwd = yield* workspace(2000)
+      yield* Effect.gen(function*() {
+        const engine = yield* SessionEngine.SessionEngine
+        const { sessionId } = yield* engine.createSession({ cwd, client: "test" })
+        const events = yield* collect(engine.runTurn({ sessionId, userMessage: "delegate", budget: { maxTokens: 1000 } }))
+        const [completed] = ofType(events, "subagent.completed")
+        expect(completed?.payload).toMatchObject({ outcome: "error", errorCode: "budget_exceeded" })
+        // What the tree used, as the parent's log shows it, has the child's summary in it.
+        expect(completed!.payload).toMatchObject({ steps: 2, usage: { inputTokens: 50_020, outputTokens: 120 } })
+        expect(events.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        const child = yield* collect(engine.replaySession({ sessionId: completed!.payload.childSessionId }))
+        // Its compaction came in its second step: the third never made its request.
+        expect(ofType(child, "session.compacted")).toHaveLength(1)
+        expect(ofType(child, "model.usage")).toHaveLength(2)
+        expect(child.at(-1)).toMatchObject({ type: "turn.completed", payload: { stopReason: "error", errorCode: "budget_exceeded" } })
+        expectWellFormedLog(child)
+        expectWellFormedLog(yield* collect(engine.replaySession({ sessionId })))
+      }).pipe(Effect.provide(engineOver(
+        spender((request, n) => {
+          // The child's task, or the summary that took its place.
+          const isChild = request.messages.some((m) => m.role === "user" && (m.content === "child: read" || m.content.includes("summary")))
+          if (isChild) return n >= 8 ? chunks([ModelProvider.textDelta("read"), ModelProvider.finish("stop")]) : undefined
+          return n === 1
+            ? chunks([ModelProvider.toolCall("t1", "task", { description: "read", prompt: "child: read" }), ModelProvider.finish("tool_calls", { inputTokens: 10, outputTokens: 10 })])
+            : chunks([ModelProvider.textDelta("done"), ModelProvider.finish("stop")])
+        }),
+        compacting,
+        20_000
+      )))
+    }).pipe(Effect.provide(NodeContext.layer)))
+})
