@@ -132,7 +132,8 @@ export const finishFault = (piece: { readonly reason: unknown; readonly usage?: 
  * A usage's known counts, each read once, into an object of its own: a provider's usage is not
  * kept (its other keys — `__proto__`, `constructor`, 10,000 more — never reach a turn's total; a
  * getter is not read again where the total is priced and stored). The counts are taken as they are:
- * `EventDraft.usageOf` makes them counts where they are stored.
+ * `EventDraft.usageOf` makes them counts before a total adds them (a turn's, a summary's) or an
+ * event stores them.
  */
 export const usageCounts = (usage: Usage): Usage => {
   const { cacheReadTokens, cacheWriteTokens, inputTokens, outputTokens } = usage

@@ -103,7 +103,8 @@ const summarise = (services: Services, request: Cut.SummaryRequest): Effect.Effe
               const text = answer.text + chunk.text
               return text.length > limits.chars ? { ...answer, tooLarge: true } : { text, usage: answer.usage }
             }
-            return chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage) } : answer
+            // Counts as `session.compacted` stores them, so that what `compactSession` returns and the turn's budget reads is the same.
+            return chunk._tag === "Finish" ? { text: answer.text, usage: ModelResponse.addUsage(answer.usage, chunk.usage === undefined ? undefined : EventDraft.usageOf(chunk.usage)) } : answer
           }),
           Effect.flatMap((answer) => answer.refused === undefined ? Effect.succeed(answer) : Effect.fail(answer.refused)),
           Effect.either

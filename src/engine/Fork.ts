@@ -25,11 +25,15 @@ import * as LiveSession from "./LiveSession.js"
 import { LiveTranscript } from "./LiveTranscript.js"
 import * as Pulled from "./Pulled.js"
 
+/** The session-level events between turns that a fork without `atSequence` may end at, as at a turn's end. */
+const defaultPoints: ReadonlySet<AgentEvent["type"]> = new Set(["session.compacted", "compaction.failed", "session.rewound"])
+
 /**
  * Where a fork may start: a sequence after which no turn and no compaction is open (the end of a
  * closed turn, or a session-level event between turns). Without `atSequence`, the end of the last
- * closed turn — or of a manual compaction after it, so that the fork keeps the compacted context —
- * (1 when the session has none). A point inside a turn or compaction (the error names the nearest
+ * closed turn — or of a manual compaction after it, so that the fork keeps the compacted context, or
+ * a rewind after it, so that the rewound turns stay out of the fork's conversation — (1 when the
+ * session has none). A point inside a turn or compaction (the error names the nearest
  * point before it), before 1 or past the end is `InvalidInput`; so is a log that cannot be folded up to where it was read.
  *
  * A fold: `add` the source's events in order while it answers `true`, then read `result`. It keeps
@@ -69,7 +73,9 @@ export class PointSearch {
     const between = state.openTurn === undefined && state.compaction === undefined
     if (event.sequence === this.atSequence && between) this.atClosed = true
     if (between && this.atSequence !== undefined && event.sequence < this.atSequence) this.closedBefore = event.sequence
-    if (event.type === "turn.completed" || ((event.type === "session.compacted" || event.type === "compaction.failed") && state.openTurn === undefined)) {
+    // A rewind is a point too: the session as it is now has its branch abandoned, which a fork at the
+    // turn's end before it would bring back.
+    if (event.type === "turn.completed" || (defaultPoints.has(event.type) && state.openTurn === undefined)) {
       this.lastClosedTurn = event.sequence
     }
     return this.stopAt === undefined || event.sequence < this.stopAt

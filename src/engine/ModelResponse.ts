@@ -26,7 +26,17 @@ import type { Turn } from "./Turn.js"
 /** What a turn's responses add up to; owned by the turn's driver, updated as responses finish. */
 export interface Tally {
   usage: AgentEvent.Usage | undefined
+  /**
+   * What the summaries of the compactions inside the turn used (`session.compacted.usage`): spent by
+   * the turn, so counted against its budget (`spent`), but not in `turn.completed.usage` — the
+   * session's totals count each `session.compacted` on its own.
+   */
+  compacted: AgentEvent.Usage | undefined
 }
+
+/** What a turn has spent so far, for its budget: its responses and its compactions. */
+export const spent = (tally: Tally): AgentEvent.Usage | undefined =>
+  tally.compacted === undefined ? tally.usage : addUsage(tally.usage, tally.compacted)
 
 /**
  * A streamed response: its tool calls and why it finished (and whether it was read whole as it
@@ -184,7 +194,10 @@ const respond = (turn: Turn, built: PromptCache.RequestParts, tally: Tally): Eff
               malformed = ChunkShape.refused(fault)
               break
             }
-            const usage = reported === undefined ? undefined : ChunkShape.usageCounts(reported)
+            // Made counts here, as the events store them (`EventDraft.usageOf`): a count that is NaN,
+            // negative or missing (a compatible server leaving out `completion_tokens`) is 0 in the
+            // turn's total too, which its budget and `turn.completed` read — not a NaN that no limit trips.
+            const usage = reported === undefined ? undefined : EventDraft.usageOf(ChunkShape.usageCounts(reported))
             tally.usage = addUsage(tally.usage, usage)
             finishReason = reason
             // Stored in the response's last batch: no append of its own when the response has text or calls.

@@ -124,7 +124,7 @@ export interface FollowUpsDropped {
 /** Input of {@link SessionEngine.Service.forkSession}. */
 export interface ForkSessionInput {
   readonly sessionId: string
-  /** The fork point: the end of a closed turn (default: the end of the last one). */
+  /** The fork point: the end of a closed turn (default: the end of the last one, or a manual compaction or a rewind after it). */
   readonly atSequence?: number
 }
 

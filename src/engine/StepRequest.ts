@@ -17,6 +17,7 @@ import type { ModelRequest } from "../services/ModelProvider.js"
 import * as Compaction from "./Compaction.js"
 import * as EventDraft from "./EventDraft.js"
 import * as Images from "./Images.js"
+import { addUsage, type Tally } from "./ModelResponse.js"
 import type * as PromptCache from "./PromptCache.js"
 import { toolSpecs } from "./Services.js"
 import type { Turn } from "./Turn.js"
@@ -136,9 +137,10 @@ const recordToolLists = (turn: Turn): Effect.Effect<void, EventStoreFailure> => 
  * first (once per step) and is built again. Returns `None` when the request would not fit the
  * model's context window. The images' blobs are read once in a step (a compaction's second build
  * reuses them), and not at all for a request that overflows whatever they turn out to be, unless
- * something records its estimate first (`context.built`, a compaction).
+ * something records its estimate first (`context.built`, a compaction). A compaction's usage goes
+ * into the turn's `tally`, for its budget.
  */
-export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<PromptCache.RequestParts>, EventStoreFailure> =>
+export const build = (turn: Turn, step: number, tally: Tally): Effect.Effect<Option.Option<PromptCache.RequestParts>, EventStoreFailure> =>
   Effect.gen(function*() {
     const { provider } = turn.services
     const limit = provider.capabilities.maxContextTokens
@@ -164,6 +166,7 @@ export const build = (turn: Turn, step: number): Effect.Effect<Option.Option<Pro
       const outcome = yield* Compaction.run(turn.services, turn.session, turn.commit, reason, tokens.total)
       // Failed or nothing to compact: the request goes on as it was, if it fits.
       if (outcome._tag === "Compacted") {
+        tally.compacted = addUsage(tally.compacted, outcome.result.usage)
         built = yield* buildRequest(turn)
         const leastAfter = records ? 0 : leastTokens(built)
         if (leastAfter > limit) {

@@ -178,8 +178,8 @@ const overBudget = (services: Services, tree: Tree): boolean => {
 /**
  * The step boundary of any turn, before its request: the tree's budget and a subagent's own step
  * limit may end the turn here (`budget_exceeded`, `max_steps`); otherwise the step counts. `usage` is
- * what the turn's responses reported so far: a top turn's own count (a child's is kept by its parent's
- * call, which reads the child's events).
+ * what the turn spent so far, its responses and its compactions (`ModelResponse.spent`): a top turn's
+ * own count (a child's is kept by its parent's call, which reads the child's events).
  */
 export const beforeStep = (
   turn: Turn,
@@ -373,9 +373,13 @@ const follower = (host: Host, tree: Tree, toolCallId: string, childSessionId: st
       case "subagent.asked":
         // A grandchild's ask goes up too, under this call: whoever answers the top session sees it.
         return Effect.asVoid(commit(EventDraft.subagentAsked({ ...event.payload, toolCallId })))
-      case "model.usage": {
+      case "model.usage":
+      case "session.compacted": {
+        // A compaction's summary is spent by the child's turn as its responses are: the tree's budget counts it.
+        const { usage } = event.payload
         const member = tree.members.get(childSessionId)
-        if (member !== undefined) member.usage = ModelResponse.addUsage(member.usage, event.payload.usage)
+        if (usage === undefined) return Effect.void
+        if (member !== undefined) member.usage = ModelResponse.addUsage(member.usage, usage)
         return Effect.asVoid(progress)
       }
       case "tool.completed":

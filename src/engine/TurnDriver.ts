@@ -64,7 +64,7 @@ export const run = (turn: Turn): Effect.Effect<Ending> =>
   }, Effect.uninterruptible(Effect.gen(function*() {
     const opened = yield* open(turn)
     if (opened === undefined) return { _tag: "NotStarted" } as const
-    const tally: ModelResponse.Tally = { usage: undefined }
+    const tally: ModelResponse.Tally = { usage: undefined, compacted: undefined }
     // The steps run in this fiber, interruptible: no fiber of their own to fork, wait for and join.
     yield* Effect.withFiberRuntime((fiber) => turn.cancel.attach(fiber))
     const exit = yield* Effect.exit(Effect.interruptible(stepsOf(turn, tally, opened)))
@@ -138,9 +138,9 @@ const oneStep = (turn: Turn, tally: ModelResponse.Tally, step: number): Effect.E
     // Looked at here, in the step's own run: most steps have no steer to store, and take no effect for none.
     if (turn.steers.length > 0) yield* storeSteers(turn)
     // The tree's budget and a subagent's own step limit are checked at every step boundary.
-    const stopped = Subagents.beforeStep(turn, step, tally.usage)
+    const stopped = Subagents.beforeStep(turn, step, ModelResponse.spent(tally))
     if (stopped !== undefined) return stopped
-    const request = yield* StepRequest.build(turn, step)
+    const request = yield* StepRequest.build(turn, step, tally)
     if (Option.isNone(request)) return { stopReason: "error", errorCode: "context_overflow" }
     const response = yield* ModelResponse.stream(turn, request.value, tally)
     if (response._tag === "Failed") {

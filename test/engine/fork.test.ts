@@ -80,6 +80,23 @@ describe("forkSession", () => {
       expect((yield* engine.listSessions).length).toBe(sessions)
     }).pipe(Effect.provide(memoryEngine(model))))
 
+  it.effect("a session rewound past its last turn forks as it is now: the default point is the rewind, and the rewound turn stays out", () =>
+    Effect.gen(function*() {
+      const engine = yield* SessionEngine
+      const source = yield* engine.createSession({ cwd: "/work", client: "test" })
+      const end1 = (yield* run(source.sessionId, "one")).at(-1)!.sequence
+      yield* run(source.sessionId, "two, rewound away")
+      const rewound = yield* engine.rewindSession({ sessionId: source.sessionId, toSequence: end1 })
+      const fork = yield* engine.forkSession({ sessionId: source.sessionId })
+      const forked = yield* replay(fork.sessionId)
+      expectWellFormedLog(forked)
+      expect(forked.at(-1)).toMatchObject({ type: "session.forked", payload: { atSequence: rewound.sequence } })
+      expect(messagesOf(forked)).toEqual(messagesOf(yield* replay(source.sessionId)))
+      // The fork's next turn continues the conversation the source has: "two" is not in it.
+      yield* run(fork.sessionId, "three in the fork")
+      expect(messagesOf(yield* replay(fork.sessionId)).filter((m) => m.role === "user").map((m) => m.content)).toEqual(["one", "three in the fork"])
+    }).pipe(Effect.provide(memoryEngine(model))))
+
   it.effect("remembered permissions come along: the fork's state remembers what the source's did", () =>
     Effect.gen(function*() {
       const engine = yield* SessionEngine

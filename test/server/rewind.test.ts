@@ -6,8 +6,10 @@
 import * as NodeFs from "node:fs/promises"
 import * as NodePath from "node:path"
 import { describe, expect, it } from "@effect/vitest"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Stream from "effect/Stream"
+import * as Transcript from "../../src/domain/Transcript.js"
 import { raw, startIn } from "./harness.js"
 
 const json = (body: unknown) => ({ method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
@@ -58,5 +60,28 @@ describe("POST /sessions/:id/rewind", () => {
       expect(yield* Effect.promise(() => NodeFs.access(notes).then(() => true, () => false))).toBe(false)
       const events = yield* server.client.sessions.events({ path: { id: sessionId }, urlParams: {} })
       expect(events.filter((e) => e.type === "session.rewound").map((e) => (e.payload as { toSequence: number }).toSequence)).toEqual([point, 1])
+    }))
+})
+
+describe("POST /sessions/:id/fork {} after a rewind", () => {
+  it.scopedLive("forks the session as it is: at its session.rewound, the rewound turn out of the fork's conversation", () =>
+    Effect.gen(function*() {
+      const { server } = yield* startIn({ responses: [{ chunks: ["answer 1"] }, { chunks: ["answer 2"] }, { chunks: ["answer 3"] }] })
+      const { sessionId } = yield* server.client.sessions.create({ payload: {} })
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: "one" }))
+      const point = (yield* server.engine.sessionState({ sessionId })).lastSequence
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId, userMessage: "two, rewound away" }))
+      const rewound = yield* server.client.sessions.rewind({ path: { id: sessionId }, payload: { toSequence: point } })
+
+      const forked = yield* raw(`${server.url}/sessions/${sessionId}/fork`, { ...json({}), token: server.token })
+      expect(forked.status).toBe(201)
+      const fork = (forked.body as { sessionId: string }).sessionId
+      const events = yield* server.client.sessions.events({ path: { id: fork }, urlParams: {} })
+      expect(events.at(-1)).toMatchObject({ type: "session.forked", payload: { fromSessionId: sessionId, atSequence: rewound.sequence } })
+      // The fork's next turn continues the conversation the source has now.
+      yield* Stream.runDrain(server.engine.runTurn({ sessionId: fork, userMessage: "three" }))
+      const log = yield* Stream.runCollect(server.engine.replaySession({ sessionId: fork }))
+      const said = Transcript.messages(Transcript.replay(Chunk.toReadonlyArray(log))).flatMap((m) => m.role === "user" ? [m.content] : [])
+      expect(said).toEqual(["one", "three"])
     }))
 })
