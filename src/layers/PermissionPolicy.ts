@@ -717,9 +717,11 @@ export const fence = (options: Options, request: PermissionRequest): PathFence |
   const rules = checkedRules(options)
   const fencing = rules.filter((rule) => rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd, commandShare(rules)))
   if (fencing.length === 0) return undefined
+  // Each file the walk meets is folded once, read against every rule, and kept nowhere: the cache a
+  // decision's paths go through (`foldedOf`) would only grow by one entry per file, none read again.
   return ({ real, relative, written }) => {
-    const p: PathAccess = { requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }
-    return fencing.some((rule) => pathMatches(rule, p, cwd))
+    const seen = foldPath({ requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }, cwd)
+    return fencing.some((rule) => foldedMatches(rule, seen))
   }
 }
 
