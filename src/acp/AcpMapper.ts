@@ -86,7 +86,12 @@ const wholeLine = (text: string) =>
  * request, whose answer is about all of the call: nothing past a cut goes unseen.
  */
 export const toolTitle = (tool: string, args: Json.Json, whole = false): string => {
-  const oneLine = (text: string, max?: number) => (whole ? wholeLine(text) : shortLine(text, max))
+  const oneLine = (text: string, max?: number) => (whole ? FormatCharacters.shownOrQuoted(text) : shortLine(text, max))
+  // Set off by `open`/`close` as before when it shows as itself; a quoted text is set off by its quotes.
+  const between = (open: string, text: string, close: string, max?: number) => {
+    const shown = oneLine(text, max)
+    return whole && shown !== text ? shown : `${open}${shown}${close}`
+  }
   const path = field(args, "path")
   switch (tool) {
     case "read_file":
@@ -99,11 +104,11 @@ export const toolTitle = (tool: string, args: Json.Json, whole = false): string 
       return `List ${oneLine(path ?? ".")}`
     case "grep": {
       const pattern = field(args, "pattern")
-      return `Search ${pattern === undefined ? "" : `"${oneLine(pattern, 60)}"`}${path === undefined ? "" : ` in ${oneLine(path)}`}`.trim()
+      return `Search ${pattern === undefined ? "" : between("\"", pattern, "\"", 60)}${path === undefined ? "" : ` in ${oneLine(path)}`}`.trim()
     }
     case "shell": {
       const command = field(args, "command")
-      return command === undefined ? "Run a command" : `Run \`${oneLine(command)}\``
+      return command === undefined ? "Run a command" : `Run ${between("`", command, "`")}`
     }
     default:
       // An MCP server's tool: its name is the server's text.

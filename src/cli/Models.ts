@@ -6,6 +6,7 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Config from "effect/Config"
+import * as ConfigProvider from "effect/ConfigProvider"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -151,6 +152,16 @@ const usableKey = (name: string, key: Option.Option<Redacted.Redacted>) => {
 }
 
 /** `config` with the command line's choices laid over it. */
+/**
+ * A provider's layer read from the configuration as with a key, for a server that takes none (a local
+ * OpenAI-compatible one): `variable` (unset or blank, which is why no key is used) reads as a stand-in. Made with the options alone, it
+ * read none of the others (`OPENAI_MODEL`, `OPENAI_MAX_OUTPUT_TOKENS`, …): a bad one passed unsaid.
+ */
+const withoutKey = <A, E, R>(variable: string, layer: Layer.Layer<A, E, R>): Layer.Layer<A, E, R> =>
+  Layer.unwrapEffect(Effect.configProviderWith((current) =>
+    Effect.succeed(Layer.provide(layer, Layer.setConfigProvider(ConfigProvider.orElse(ConfigProvider.fromMap(new Map([[variable, "no-key"]])), () => current)))))
+  )
+
 const withOverrides = <A extends object>(config: Config.Config<A>, overrides: Partial<A>) =>
   Config.map(config, (options) => ({ ...options, ...definedOnly(overrides) }))
 
@@ -231,13 +242,15 @@ export const chosen = (choice: Choice) =>
       }
       yield* usableKey("OPENAI_API_KEY", openAiKey)
       const { OpenAiModelProvider } = yield* Effect.promise(() => import("../openai.js"))
-      const model = `openai ${overrides.model ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${Address.shown(overrides.baseURL)}`}`
+      // The model the provider will use: `--model`, else `OPENAI_MODEL` (read as the provider reads it), else its default.
+      const named = yield* Config.option(Config.string("OPENAI_MODEL")).pipe(Effect.orElseSucceed(() => Option.none<string>()))
+      const model = `openai ${overrides.model ?? Option.getOrUndefined(named) ?? OpenAiModelProvider.defaultModel}${overrides.baseURL === undefined ? "" : ` at ${Address.shown(overrides.baseURL)}`}`
       return {
         model,
         notice: Console.error(`effect-agent: answering with ${model}.`),
         layer: Option.isSome(openAiKey)
           ? OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides)).pipe(Layer.mapError(ConfigProblem.toCliError))
-          : OpenAiModelProvider.layer({ ...overrides, apiKey: Redacted.make("no-key") })
+          : withoutKey("OPENAI_API_KEY", OpenAiModelProvider.layerConfig(withOverrides(OpenAiModelProvider.config, overrides))).pipe(Layer.mapError(ConfigProblem.toCliError))
       }
     }
     if (Option.isSome(choice.script)) {

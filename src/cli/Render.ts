@@ -80,8 +80,11 @@ export const describeCall = ({ args, outsidePaths, tool }: CallInfo, whole = fal
   // The question shows every argument of a tool whose other arguments it does not know (an MCP
   // server's `{command, host}` is more than its command).
   const summary = whole && !summarized.has(tool) ? undefined : field("command") ?? field("path") ?? field("pattern")
-  const shown = (text: string, max: number) => (whole ? wholeLine(text) : visible(oneLine(text, max)))
-  return `${visible(tool)}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${shown(JSON.stringify(args), 80)}`) : ` ${shown(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => shown(p, 200)).join(", ")})`)
+  // The question shows a path or a line as a tool's result shows a name: quoted when it holds a
+  // character that does not show as itself, so no line break in it can write the question's text.
+  const shown = (text: string, max: number) => (whole ? FormatCharacters.shownOrQuoted(text) : visible(oneLine(text, max)))
+  const json = (text: string) => (whole ? wholeLine(text) : visible(oneLine(text, 80)))
+  return `${visible(tool)}${summary === undefined ? (Json.isObject(args) && Object.keys(args).length === 0 ? "" : ` ${json(JSON.stringify(args))}`) : ` ${shown(summary, 80)}`}` + (outsidePaths === undefined || outsidePaths.length === 0 ? "" : ` (outside the working directory: ${outsidePaths.map((p) => shown(p, 200)).join(", ")})`)
 }
 
 /** A short view of a result: its first line, and how many more there are. */

@@ -23,13 +23,6 @@ export const unnamable = (text: string): string | undefined =>
     ? "it contains a lone surrogate (half of a UTF-16 pair)"
     : undefined
 
-/** `\uXXXX` for each UTF-16 unit: JSON's escape, so a character past the first plane is its two halves. */
-const jsonEscaped = (c: string): string =>
-  Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`).join("")
-
-/** A name as a JSON string whose characters that do not show as themselves are escaped. */
-const quoted = (name: string): string => JSON.stringify(name).replace(/[^]/gu, (c) => (FormatCharacters.isPrintable(c) ? c : jsonEscaped(c)))
-
 /**
  * A file name or path as a tool's result shows it: as it is, or as a JSON string when it holds a
  * character that does not show as itself (`FormatCharacters`: controls, line and paragraph
@@ -37,10 +30,10 @@ const quoted = (name: string): string => JSON.stringify(name).replace(/[^]/gu, (
  * name, and a quoted name is always one. A name with a newline printed as lines of its own, so a
  * repository's file forged `list_dir` entries, `grep` matches and the notes after them.
  */
-export const shown = (name: string): string => !name.startsWith("\"") && FormatCharacters.isPrintable(name) ? name : quoted(name)
+export const shown: (name: string) => string = FormatCharacters.shownOrQuoted
 
 /**
  * A name as `grep`'s `path:line:text` shows it: as `shown`, and quoted too when it holds `:<digits>:` or ends in
  * `:<digits>`, so a file named `a.txt:1:token=x` (or `a.txt:1`) cannot pass for a match in `a.txt`.
  */
-export const shownBeforeLine = (name: string): string => /:\d+(?::|$)/.test(name) ? quoted(name) : shown(name)
+export const shownBeforeLine = (name: string): string => /:\d+(?::|$)/.test(name) ? FormatCharacters.jsonQuoted(name) : shown(name)

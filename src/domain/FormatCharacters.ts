@@ -40,6 +40,22 @@ export const escapeUnprintable = (text: string): string => text.replace(unprinta
 /** Whether text holds no control or format character. */
 export const isPrintable = (text: string): boolean => text.search(unprintable) === -1
 
+/** `\uXXXX` for each UTF-16 unit: JSON's escape, so a character past the first plane is its two halves. */
+const jsonEscaped = (c: string): string =>
+  Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, "0")}`).join("")
+
+/** Text as a JSON string whose characters that do not show as themselves are escaped: it reads back as the text. */
+export const jsonQuoted = (text: string): string => JSON.stringify(text).replace(/[^]/gu, (c) => (isPrintable(c) ? c : jsonEscaped(c)))
+
+/**
+ * A name, a path or a command line as a person reads it to decide (a tool's result, an approval
+ * question): as it is, or as a JSON string (`jsonQuoted`) when it holds a character that does not
+ * show as itself or starts with a quote. A line break shown bare (or as a bare `\n`) let a hostile
+ * name write text of its own after it — another question, another listing entry; a quoted text ends
+ * where its quote does.
+ */
+export const shownOrQuoted = (text: string): string => !text.startsWith("\"") && isPrintable(text) ? text : jsonQuoted(text)
+
 /**
  * Text with its control and format characters dropped — but the zero-width (non-)joiners, which
  * shape letters (Persian words, emoji sequences) and hide nothing.

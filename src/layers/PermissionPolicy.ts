@@ -161,10 +161,51 @@ const isCareful = (rule: Rule) => rule.decision !== "allow"
  */
 const pathTexts = (rule: Rule, home: Home): ReadonlyArray<string> => {
   const path = rule.path!
-  if (home === undefined || !namesHome(rule)) return [path]
-  const rest = path.slice(1)
-  const homes = [...new Set(home)].map((h) => (rest === "" ? h : `${h.endsWith("/") ? h.slice(0, -1) : h}${rest}`))
-  return isCareful(rule) ? [path, ...homes] : homes
+  const named = home === undefined || !namesHome(rule) ? [path] : (() => {
+    const rest = path.slice(1)
+    const homes = [...new Set(home)].map((h) => (rest === "" ? h : `${h.endsWith("/") ? h.slice(0, -1) : h}${rest}`))
+    return isCareful(rule) ? [path, ...homes] : homes
+  })()
+  if (!isCareful(rule)) return [...new Set(named.map((text) => spelled(text, false)))]
+  // A deny or ask also stands for its words with `..` read away (`src/../.env` is `.env` as a call
+  // would write it), and for the real path of the folders it names (as `~` is): a rule written
+  // through a link (`/home/u/p/.env`, `/home` → `/usr/home`) fences the real file calls resolve to.
+  const texts = named.flatMap((text) => [text, spelled(text, true)])
+  return [...new Set([...texts, ...texts.map(realFolders)])]
+}
+
+/**
+ * A rule's path as a path's text is compared with it: without its `.` segments and repeated
+ * slashes (`./src/**` and `src//**` are `src/**`, as calls' paths are read); with `lexical`, also
+ * with each `..` taking away the literal word before it.
+ */
+const spelled = (text: string, lexical: boolean): string => {
+  const out: Array<string> = []
+  for (const segment of text.split(/\/+/)) {
+    if (segment === "" || segment === ".") continue
+    if (lexical && segment === ".." && out.length > 0 && out.at(-1) !== ".." && !/[*?]/.test(out.at(-1)!)) out.pop()
+    else out.push(segment)
+  }
+  const joined = out.join("/")
+  return text.startsWith("/") ? `/${joined}` : joined === "" ? "." : joined
+}
+
+/**
+ * An absolute rule's text with the folders before its first wildcard replaced by their real path
+ * (the file system's answer now, read once per rule); the text itself when there is none other.
+ */
+const realFolders = (text: string): string => {
+  if (!text.startsWith("/")) return text
+  const wild = text.search(/[*?]/)
+  const fixed = wild === -1 ? text : text.slice(0, wild)
+  const folder = fixed.slice(0, Math.max(1, fixed.lastIndexOf("/")))
+  if (folder === "/") return text
+  try {
+    const real = NodeFs.realpathSync(folder)
+    return real === folder ? text : `${real === "/" ? "" : real}${text.slice(folder.length)}`
+  } catch {
+    return text
+  }
 }
 
 /** The user's home as `HOME` names it and as its real path; `undefined` when none is known (or it is not absolute). */
@@ -231,41 +272,79 @@ const checkedRules = (options: Options): ReadonlyArray<Checked> => {
   return rules.map((rule) => checkedRule(rule, home))
 }
 
-/** A path of a call as a careful rule reads it (`folded`): its real path, its place in cwd and the path as written. */
+/**
+ * A path of a call as a careful rule reads it (`folded`), by every name it has: absolute (its real
+ * path, and as written made absolute against the cwd as named) and relative to the cwd (its real
+ * path relative to the real cwd — `../secrets/key` when outside it —, and as written made relative
+ * to the cwd as named), each also as the call wrote it. A deny of `../secrets/**` so fences
+ * `/p/secrets/key`, and a deny of `/p/ws/.env` fences `.env`.
+ */
 interface FoldedPath {
   readonly cwd: string
-  readonly resolved: string
-  readonly relative: string | undefined
-  readonly written: string
+  readonly absolutes: ReadonlyArray<string>
+  readonly relatives: ReadonlyArray<string>
 }
 
-/** Each path folded once per cwd: a decision reads it against every rule, a walk's fence every file against every rule. */
+/** Each path folded once per cwd: a decision reads it against every rule. */
 const foldedPaths = new WeakMap<PathAccess, FoldedPath>()
 
 const foldedOf = (p: PathAccess, cwd: string): FoldedPath => {
   const known = foldedPaths.get(p)
   if (known !== undefined && known.cwd === cwd) return known
-  const relative = relativeOf(cwd, p)
-  const seen = { cwd, resolved: folded(p.resolved), relative: relative === undefined ? undefined : folded(relative), written: folded(asWritten(p.requested)) }
+  const seen = foldPath(p, cwd)
   foldedPaths.set(p, seen)
   return seen
+}
+
+const foldPath = (p: PathAccess, cwd: string): FoldedPath => {
+  const written = asWritten(p.requested)
+  const absolute = written.startsWith("/")
+  const writtenAbsolute = absolute ? written : asWritten(`${cwd}/${written}`)
+  const writtenRelative = absolute ? NodePath.posix.relative(cwd, written) || "." : written
+  const unique = (texts: ReadonlyArray<string>) => [...new Set(texts.map(folded))]
+  return {
+    cwd,
+    absolutes: unique([p.resolved, written, writtenAbsolute]),
+    relatives: unique([relativeAnywhere(cwd, p), written, writtenRelative])
+  }
+}
+
+/** The real path relative to the real cwd, inside it or not (`../x`). */
+const relativeAnywhere = (cwd: string, p: PathAccess): string =>
+  relativeOf(cwd, p) ?? (NodePath.posix.relative(realCwdOf(cwd), p.resolved) || ".")
+
+/** Each cwd's real path, read once (a policy sees one cwd per session). */
+const realCwds = new Map<string, string>()
+
+const realCwdOf = (cwd: string): string => {
+  let real = realCwds.get(cwd)
+  if (real === undefined) {
+    try {
+      real = NodeFs.realpathSync(cwd)
+    } catch {
+      real = cwd
+    }
+    if (realCwds.size > 64) realCwds.clear()
+    realCwds.set(cwd, real)
+  }
+  return real
 }
 
 const patternMatches = (pattern: PathPattern, path: string | undefined): boolean =>
   path !== undefined && (pattern.glob.test(path) || pattern.folder?.test(path) === true)
 
+/** Whether a careful rule matches a path by any of its names. */
+const foldedMatches = (rule: Checked, seen: FoldedPath): boolean =>
+  (rule.patterns ?? []).some((pattern) => (pattern.absolute ? seen.absolutes : seen.relatives).some((text) => patternMatches(pattern, text)))
+
 /**
  * Whether a rule's path matches one path of a call: the resolved path only, for an allow; for a
- * deny or an ask (the careful decisions) the path as written as well, both with case folded.
+ * deny or an ask (the careful decisions) the path by every name it has, with case folded.
  */
 const pathMatches = (rule: Checked, p: PathAccess, cwd: string): boolean => {
-  const patterns = rule.patterns ?? []
-  if (isCareful(rule)) {
-    const seen = foldedOf(p, cwd)
-    return patterns.some((pattern) => patternMatches(pattern, pattern.absolute ? seen.resolved : seen.relative) || patternMatches(pattern, seen.written))
-  }
+  if (isCareful(rule)) return foldedMatches(rule, foldedOf(p, cwd))
   const relative = relativeOf(cwd, p)
-  return patterns.some((pattern) => patternMatches(pattern, pattern.absolute ? p.resolved : relative))
+  return (rule.patterns ?? []).some((pattern) => patternMatches(pattern, pattern.absolute ? p.resolved : relative))
 }
 
 /**
@@ -279,11 +358,11 @@ const walkInto = (rule: Checked, p: PathAccess, cwd: string, fenced: boolean): s
   // the fence (`PermissionRequest.fenced`): it need not ask.
   if (p.walked !== true || (p.leavesOut === true && fenced)) return undefined
   const under = (folder: string) => folder === "/" ? "/" : `${folder}/`
-  const relative = relativeOf(cwd, p)
+  const seen = foldedOf(p, cwd)
   const reaches = (rule.patterns ?? []).some((pattern) => {
-    if (pattern.absolute) return pattern.glob.opens(folded(under(p.resolved))) || pattern.glob.opens(folded(under(asWritten(p.requested))))
-    if (relative !== undefined) return pattern.glob.opens(folded(relative === "." ? "" : `${relative}/`))
-    return cwd.startsWith(under(p.resolved))
+    if (pattern.absolute) return seen.absolutes.some((folder) => pattern.glob.opens(under(folder)))
+    // A walk of a folder above the cwd reaches every relative path under the cwd.
+    return cwd.startsWith(under(p.resolved)) || seen.relatives.some((folder) => pattern.glob.opens(folder === "." ? "" : under(folder)))
   })
   return reaches ? p.requested : undefined
 }
@@ -638,9 +717,11 @@ export const fence = (options: Options, request: PermissionRequest): PathFence |
   const rules = checkedRules(options)
   const fencing = rules.filter((rule) => rule.decision !== "allow" && rule.path !== undefined && commandCovers(rule, call, line, cwd, commandShare(rules)))
   if (fencing.length === 0) return undefined
+  // Each file the walk meets is folded once, read against every rule, and kept nowhere: the cache a
+  // decision's paths go through (`foldedOf`) would only grow by one entry per file, none read again.
   return ({ real, relative, written }) => {
-    const p: PathAccess = { requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }
-    return fencing.some((rule) => pathMatches(rule, p, cwd))
+    const seen = foldPath({ requested: written, resolved: real, insideCwd: relative !== undefined, relative, access: "read" }, cwd)
+    return fencing.some((rule) => foldedMatches(rule, seen))
   }
 }
 

@@ -54,11 +54,11 @@ describe("a hostile model's output on the terminal", () => {
     expect(done.code).toBe(0)
     const sessionId = sessionIdIn(done.stderr)!
     const texts = [done.stdout, done.stderr]
-    // The approval question: the whole command, every control visible, the \r that would hide `echo safe` included.
+    // The approval question: the whole command, quoted, every control visible, the \r that would hide `echo safe` included.
     const question = done.stderr.split("\n").find((line) => line.includes("Allow shell"))!
-    expect(question).toContain("echo safe\\r\\x1b[2Kls \\x9b2J \\x1b[1A\\u202e\\u2066txt.exe")
-    expect(done.stderr).toContain("Allow write_file notes\\x1b[2J\\x1b[H \\x1b]52;c;cm0gLXJmIH4K\\x07 \\x1b]8;;https://evil.example\\x1b\\docs")
-    expect(done.stderr).toContain("\\x7f\\x08\\r.txt?")
+    expect(question).toContain("\"echo safe\\r\\u001b[2Kls \\u009b2J \\u001b[1A\\u202e\\u2066txt.exe\"?")
+    expect(done.stderr).toContain("Allow write_file \"notes\\u001b[2J\\u001b[H \\u001b]52;c;cm0gLXJmIH4K\\u0007 \\u001b]8;;https://evil.example\\u001b\\\\docs")
+    expect(done.stderr).toContain("\\u007f\\b\\r.txt\"?")
     expect(done.stderr).toContain("+ line \\x1b[2J")
     expect(done.stdout).toContain("text \\x1b[2J\\x1b[H")
     expect(done.stdout).toContain("\\x9b2J\\x9d0;t\\x9c")

@@ -47,10 +47,10 @@ describe("Render", () => {
     }
   })
 
-  it("the approval question shows the whole call, one line, with bidi and invisible format characters escaped; the call's note stays short", () => {
+  it("the approval question shows the whole call, one line, quoted with bidi and invisible format characters escaped when they are there; the call's note stays short", () => {
     const hidden = `git commit -m "${"fix ".repeat(30)}" --amend --no-verify`
     expect(Render.approvalQuestion({ tool: "shell", args: { command: hidden } })).toBe(`  Allow shell ${hidden}?`)
-    expect(Render.approvalQuestion({ tool: "shell", args: { command: "echo \"x\u202e ;y\u2066\" a\u200bb\nc\td" } })).toBe("  Allow shell echo \"x\\u202e ;y\\u2066\" a\\u200bb\\nc\\td?")
+    expect(Render.approvalQuestion({ tool: "shell", args: { command: "echo \"x\u202e ;y\u2066\" a\u200bb\nc\td" } })).toBe("  Allow shell \"echo \\\"x\\u202e ;y\\u2066\\\" a\\u200bb\\nc\\td\"?")
     const args = { to: "a@example.com", body: "x".repeat(200), bcc: "collect@example.net" }
     expect(Render.approvalQuestion({ tool: "mcp__mail__send", args })).toBe(`  Allow mcp__mail__send ${JSON.stringify(args)}?`)
     expect(Render.approvalQuestion({ tool: "mcp__ops__run", args: { command: "uptime", host: "production" } })).toBe(`  Allow mcp__ops__run {"command":"uptime","host":"production"}?`)
@@ -60,7 +60,7 @@ describe("Render", () => {
       `  Allow shell sed -i 's/a/b/' f.txt? (${reason}; allow it with --allow 'shell:sed -i '\\''s/a/b/'\\'' f.txt' or answer here)`
     )
     expect(Render.approvalQuestion({ tool: "shell", args: { command: "sed -i s/a/b/ f\u202e.txt" } }, { reason: "r\u202e", allowCommand: "sed -i s/a/b/ f\u202e.txt" })).toBe(
-      "  Allow shell sed -i s/a/b/ f\\u202e.txt? (r\\u202e; allow it with a rule that spells the command out, or answer here)"
+      "  Allow shell \"sed -i s/a/b/ f\\u202e.txt\"? (r\\u202e; allow it with a rule that spells the command out, or answer here)"
     )
     expect(Render.describeCall({ tool: "shell", args: { command: hidden } }).length).toBeLessThan(90)
     expect(Render.describeCall({ tool: "shell", args: { command: "cat a\u202eb" } })).toBe("shell cat a\\u202eb")

@@ -70,7 +70,7 @@ describe("the viewer against a hostile model's output and a hostile page", () =>
       const allow = "[data-call=call_edit] button[data-action=allow]"
       yield* Effect.promise(() => page.waitForSelector(allow))
       const path = "[data-call=call_edit] .approval [data-field=path]"
-      expect(yield* Effect.promise(() => page.textContent(path))).toBe("path: src/deep/\\u202efile.ts")
+      expect(yield* Effect.promise(() => page.textContent(path))).toBe("path: \"src/deep/\\u202efile.ts\"")
       // Scrolled to the buttons, the path is on screen too.
       yield* Effect.promise(() => page.locator(allow).scrollIntoViewIfNeeded())
       const view = (yield* Effect.promise(() => page.locator("#view").boundingBox()))!

@@ -97,6 +97,9 @@ const submodulesOf = async (
   const read = await Promise.all(indexes.map((file) => Gitlinks.gitlinksOf(file, sha256 ? 32 : 20)))
   const found: Array<RunsLater.Worktree | string> = read.some((links) => links.unread) ? ["(an index larger than 64 MiB or with more than 1,024 submodules, its submodules not checked)"] : []
   const roots = await rootsOf(worktree, configsOf)
+  // A submodule whose path is not text cannot be looked into (its `\xff` read as U+FFFD names another
+  // folder): said, so the line asks — its git folder's `core.fsmonitor` is what `git status` runs.
+  for (const path of new Set(read.flatMap((links) => links.unnamed ?? []))) found.push(`(a submodule whose path is not UTF-8, ${path}: its git config and hooks not checked)`)
   for (const path of new Set(read.flatMap((links) => links.paths))) {
     for (const root of roots) {
       // Populated or not: a line may put a repository there (`mv deep/clone sub && git status`).

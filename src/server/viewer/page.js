@@ -13,7 +13,7 @@
 
 import { follow } from "./liveStream.js"
 import { diffNode, editDiff, markdownNode, markdownParses, rendered, terminalNode } from "./rich.js"
-import { empty, finishText, fold, openCalls, phase, step, totalsText, turnText, visible } from "./viewer.js"
+import { empty, finishText, fold, openCalls, phase, shownField, step, totalsText, turnText, visible } from "./viewer.js"
 
 const $ = (id) => document.getElementById(id)
 const el = (tag, props = {}, ...children) => {
@@ -335,7 +335,7 @@ const foldedArgs = 1000
 const asksNode = (call) => {
   const mcp = /^mcp__(.+?)__(.+)$/.exec(call.tool)
   const fields = [...(mcp === null ? [["tool", call.tool]] : [["server", mcp[1]], ["tool", mcp[2]]]), ...keyFields(call.args)]
-  return el("div", { class: "asks", "data-asks": call.toolCallId }, ...fields.map(([key, value]) => el("div", { "data-field": key, textContent: `${key}: ${visible(value)}` })))
+  return el("div", { class: "asks", "data-asks": call.toolCallId }, ...fields.map(([key, value]) => el("div", { "data-field": key, textContent: `${key}: ${shownField(value)}` })))
 }
 
 // What a call does, as a user reads it: an edit as its diff, a command as a terminal block, anything
@@ -353,7 +353,7 @@ const callBody = (call) => {
   if (fields.length === 0) return boundedNode(`${call.toolCallId}:args`, raw(call.args), "args")
   const rest = Object.fromEntries(Object.entries(call.args).filter(([key]) => !keyArgs.includes(key)))
   const restText = Object.keys(rest).length === 0 ? undefined : raw(rest)
-  return el("div", { class: "args" }, ...fields.map(([key, value]) => el("div", { class: "field", "data-field": key, textContent: `${key}: ${visible(value)}` })),
+  return el("div", { class: "args" }, ...fields.map(([key, value]) => el("div", { class: "field", "data-field": key, textContent: `${key}: ${shownField(value)}` })),
     restText === undefined || restText.length <= foldedArgs ? visible(restText ?? "")
       : el("details", {}, el("summary", { textContent: `the other arguments (${restText.length.toLocaleString("en")} characters)` }), boundedNode(`${call.toolCallId}:args`, restText, "rest")))
 }

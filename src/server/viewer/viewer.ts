@@ -17,6 +17,13 @@ export * as RenderCache from "./RenderCache.js"
  */
 export const visible = (text: string): string => FormatCharacters.escapeFormat(text)
 
+/**
+ * A call's path, command or pattern beside its name (`path: …`), as the CLI's question and ACP's
+ * title show it: quoted when it holds a character that does not show as itself. In the call's
+ * box, which keeps line breaks, a path holding one showed lines of its own (`command: …`).
+ */
+export const shownField = (text: string): string => FormatCharacters.shownOrQuoted(text)
+
 /** See `Edit`: what an edit call does to its file. */
 export { Edit }
 
