@@ -96,6 +96,12 @@ describe("git's global config from a home the line names (CommandPaths.placed)",
     }
     await allows(folder({ "sub/a": "" }), "HOME=. git status")
   })
+
+  it("held, pinned: GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM naming the repository's file asked on main already", async () => {
+    for (const line of ["GIT_CONFIG_GLOBAL=g.cfg git status", "GIT_CONFIG_SYSTEM=g.cfg git status"]) {
+      await asks(folder({ "g.cfg": fsmonitor }), line, "core.fsmonitor", "repository-git")
+    }
+  })
 })
 
 describe("PERL5OPT and PERL5LIB (CommandPaths)", () => {
