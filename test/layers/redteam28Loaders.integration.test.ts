@@ -143,6 +143,17 @@ describe("the names a relative PATH entry may stand in for (PythonShadows)", () 
     await asks(planted(), line, "bin/mytool")
   })
 
+  it("an absolute entry naming a folder of the repository is one (PATH=<cwd>/bin:/usr/bin git status ran bin/git)", async () => {
+    const files = { "bin/git": "#!/bin/sh\n", "lib/strict.pm": "1;\n", "a.txt": "" }
+    let cwd = folder(files)
+    writeFileSync(join(cwd, "bin", "git"), `#!/bin/sh\ntouch ${JSON.stringify(join(cwd, "ran"))}\n`)
+    expect(runs(cwd, `PATH=${cwd}/bin:/usr/bin:/bin git status`)).toBe(true)
+    cwd = folder(files)
+    await asks(cwd, `PATH=${cwd}/bin:/usr/bin:/bin git status`, "bin/git")
+    await asks(cwd, `PERL5LIB=${cwd}/lib shasum a.txt`, "lib/strict.pm")
+    await asks(cwd, `PATH=${cwd}/bin:$PATH git status`, "bin/git")
+  })
+
   it("a program env.set's PATH names (not on the agent's PATH)", async () => {
     const line = "PATH=bin:$PATH mytool"
     const cwd = planted()

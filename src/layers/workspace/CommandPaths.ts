@@ -579,12 +579,16 @@ const searchedFolders = (
   places: ReadonlyArray<string>,
   searched: ReadonlyArray<Searched>
 ): ReadonlyArray<Searched & { readonly unknownFolder?: string }> => {
+  // Relative folders and absolute ones (read only inside cwd: `PATH=$PATH:/opt/x` names the environment's) each to the bound.
   const distinct = new Map<string, Searched>()
+  let absolute = 0
   for (const place of places) {
     for (const at of searched) {
       const folder = from(place, at.base)
-      distinct.set(`${at.language}:${folder}:${at.alongside?.join(":") ?? ""}`, { ...at, base: folder })
-      if (distinct.size > searchedLimit) {
+      const key = `${at.language}:${folder}:${at.alongside?.join(":") ?? ""}`
+      if (!distinct.has(key) && NodePath.isAbsolute(folder)) absolute++
+      distinct.set(key, { ...at, base: folder })
+      if (distinct.size - absolute > searchedLimit || absolute > searchedLimit) {
         return [{ base: "", language: at.language, unknownFolder: `more than ${searchedLimit} folders a search path of the line (PATH, LD_LIBRARY_PATH, PERL5LIB, …) names` }]
       }
     }
@@ -932,6 +936,8 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythonsUnknown: Array<string> = []
   // The folders a line's programs and libraries are searched for in first (a relative or empty `PATH` entry, round 27).
   const searched: Array<Searched> = []
+  const searchedKeys = new Set<string>()
+  const valueIds = new Map<string, number>()
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -1132,12 +1138,22 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         const set = searchWords(variable, words).at(-1) ?? searchPaths.get(variable)
         if (set === undefined || set.expands) continue
         const value = set.value.slice(variable.length + 1)
-        const relative = entries === undefined ? relativeEntries(value) : entries(value).filter((e) => !e.startsWith("/") && !e.startsWith("~"))
+        // Absolute entries too: one naming a folder of the repository (`PATH=/abs/repo/bin:/usr/bin`) is one (round 28);
+        // `PythonShadows.shadowing` reads only those inside cwd.
+        const named = (entries?.(value) ?? value.split(":")).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e === "" ? "." : e))
         // The names a `PATH` folder may stand in for: the programs of its absolute folders too (`PATH=bin:/opt/x/bin mytool`).
         const alongside = language === "program" ? value.split(":").filter((e) => NodePath.isAbsolute(e)) : []
-        for (const entry of relative) {
+        const start = pythonFolder()
+        // The value by a number: a key holds it once however long it is.
+        if (!valueIds.has(value)) valueIds.set(value, valueIds.size)
+        const valueId = valueIds.get(value)!
+        for (const entry of named) {
           for (const folder of folders?.(entry) ?? [entry]) {
-            searched.push({ base: from(pythonFolder(), folder), language, ...(alongside.length === 0 ? {} : { alongside }) })
+            // Each once (`PATH=$PATH:/opt/x a; ` × 4,000 names the same folders 4,000 times).
+            const key = `${language}\0${start}\0${folder}\0${valueId}`
+            if (searchedKeys.has(key)) continue
+            searchedKeys.add(key)
+            searched.push({ base: from(start, folder), language, ...(alongside.length === 0 ? {} : { alongside }) })
           }
         }
       }

@@ -194,10 +194,16 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, s
   const found = new Set<string>()
   const folders = new Map<string, ReadonlyArray<string>>()
   const systems = new Map<string, ReadonlySet<string>>()
-  for (const at of pythons) {
+  for (let at of pythons) {
     if (at.unknownFolder !== undefined) {
       found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
       continue
+    }
+    // A search path's absolute folder (`PATH=/abs/repo/bin:/usr/bin`) counts inside cwd only, named from cwd.
+    if (at.language !== undefined && NodePath.isAbsolute(at.base)) {
+      const inside = NodePath.relative(cwd, at.base)
+      if (inside === ".." || inside.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(inside)) continue
+      at = { ...at, base: inside }
     }
     const folder = NodePath.resolve(cwd, at.base)
     const entries = await NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])
