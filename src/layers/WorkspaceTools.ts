@@ -565,7 +565,8 @@ export const make = (options: Options = {}) =>
           const clock = yield* Effect.clock
           const environment = Environment.build(process.env, { ...yield* commandEnv, hidden: hiddenEnv, cwd })
           // CDPATH passed on (env.allow, env.set): `cd sub` may move to `$CDPATH/sub`, not `./sub`.
-          const named = CommandPaths.named(command.tokens, shellSyntax, 0, { cdSearched: (environment.CDPATH ?? "") !== "" })
+          // Its PATH too: `$PATH` in `PATH=$PATH:/opt/x`, and the programs a relative PATH entry may stand in for.
+          const named = CommandPaths.named(command.tokens, shellSyntax, 0, { cdSearched: (environment.CDPATH ?? "") !== "", path: environment.PATH ?? "" })
           const paths = yield* CommandPaths.check(named, {
             cwd,
             access,
@@ -581,7 +582,7 @@ export const make = (options: Options = {}) =>
           // What the repository's own git config and hooks would make the line's git run (the policy asks then).
           const repositoryRuns = named.gits.length === 0 ? [] : yield* Effect.promise(() => GitPrograms.chosenByRepository(cwd, named.gits, named))
           // What a Python of the line would import from the repository in place of its standard library.
-          const shadowedModules = named.pythons.length === 0 ? [] : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons))
+          const shadowedModules = named.pythons.length === 0 ? [] : yield* Effect.promise(() => PythonShadows.shadowing(cwd, named.pythons, environment.PATH))
           // "Always" covers this program at this risk, or only this exact line (see CommandRisk); with files a Python
           // would import, this exact line while the same files are there.
           const scope = shadowedModules.length > 0 ? PythonShadows.rememberedScope(command.text, shadowedModules) : CommandRisk.scopeOf(command, classification, shellSyntax)

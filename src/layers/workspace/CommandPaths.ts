@@ -211,6 +211,13 @@ const gitFrontends = new Set(["tig", "lazygit", "gitui", "gitk", "git-cola"])
 /** Git's variables naming its git folder, and the config files it reads in place of the user's. */
 const gitDirVariables = /^(?:GIT_DIR|GIT_COMMON_DIR)=(.*)$/s
 const configVariables = /^(?:GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG)=(.*)$/s
+/**
+ * The homes whose global config git reads (round 28: `HOME=. git status` ran a repository's `.gitconfig`'s
+ * `core.fsmonitor`, `XDG_CONFIG_HOME=. git status` its `git/config`), and the files there.
+ */
+const homeVariable = /^HOME=(.*)$/s
+const xdgConfigVariable = /^XDG_CONFIG_HOME=(.*)$/s
+const homeConfigs = (home: string) => [NodePath.join(home, ".gitconfig"), NodePath.join(home, ".config", "git", "config")]
 /** The index git reads in place of the git folder's own: its gitlinks are the submodules git looks into. */
 const indexVariable = /^GIT_INDEX_FILE=(.*)$/s
 const workTreeVariable = /^GIT_WORK_TREE=(.*)$/s
@@ -350,7 +357,8 @@ const placed = (gits: ReadonlyArray<GitAt>, places: ReadonlyArray<string>, assig
   const valuesOf = (variables: RegExp) => [...new Set(assigned.flatMap((word) => variables.exec(word)?.[1] ?? []).filter((v) => v !== ""))]
   const gitDirs = valuesOf(gitDirVariables)
   const included = includedByVariables(assigned)
-  const configs = [...new Set([...valuesOf(configVariables), ...included.files])]
+  const homes = [...valuesOf(homeVariable).flatMap(homeConfigs), ...valuesOf(xdgConfigVariable).map((xdg) => NodePath.join(xdg, "git", "config"))]
+  const configs = [...new Set([...valuesOf(configVariables), ...included.files, ...homes])]
   const indexes = valuesOf(indexVariable)
   // More than the check reads are not dropped (a 9th include was never read): the gits ask.
   const unread = included.unread ??
@@ -494,18 +502,73 @@ const uvRun = (program: string, args: ReadonlyArray<string>): { readonly module:
 }
 /** `PYTHONPATH=…`, whose entries any Python the command starts (`pip3`, a script's) puts on `sys.path`. */
 const pythonPathVariable = /^PYTHONPATH=(.*)$/s
-/** `PERL5LIB=…`/`PERLLIB=…`, whose entries any Perl the command starts (`shasum`, `json_pp`, `prove`) searches before its own library. */
-const perlPathVariable = /^(?:PERL5LIB|PERLLIB)=(.*)$/s
-/** The words of a command that set `PERL5LIB`/`PERLLIB` (one the shell expands too). */
-const perlWords = (words: ReadonlyArray<CommandLine.Word>) => words.filter((w) => /^PERL5?LIB=/.test(w.raw) || perlPathVariable.test(w.value))
+/**
+ * `PERL5OPT`'s `-I` folders (`PERL5OPT=-I.`, `-wIlib`, `-I lib`), which Perl puts before its own library as `PERL5LIB`'s
+ * (round 28: `PERL5OPT=-I. shasum a.txt` ran a repository's `strict.pm`). A `-M`/`-m` names the module itself: the line shows it.
+ */
+const perlOptFolders = (value: string): ReadonlyArray<string> => {
+  const folders: Array<string> = []
+  const switches = value.split(/\s+/).filter((s) => s !== "")
+  for (let i = 0; i < switches.length; i++) {
+    const at = /^-[^IMmdDC]*I(.*)$/s.exec(switches[i]!)
+    if (at === null) continue
+    if (at[1] !== "") folders.push(at[1]!)
+    else if (switches[i + 1] !== undefined) folders.push(switches[++i]!)
+  }
+  return folders
+}
+/** What a folder a search variable puts first is checked for (see `PythonShadows.PythonAt.language`). */
+type SearchLanguage = "program" | "library" | "perl" | "pythonLib"
 /**
  * Search paths whose relative or empty entries put a folder of the repository before the system's (round 27): `PATH`
  * (the shell's programs, and those a command starts: git's `ssh`, a pager, make's compiler), `GIT_EXEC_PATH` (git puts
  * it first on the `PATH` of what it starts: `git fetch` ran its `git-upload-pack`), `LD_LIBRARY_PATH` (every program's
- * shared libraries) and `GCONV_PATH` (glibc's character set modules). What the folder holds is checked as a Python's.
+ * shared libraries) and `GCONV_PATH` (glibc's character set modules); `PERL5LIB`/`PERLLIB` and `PERL5OPT`'s `-I` (any
+ * Perl's modules, round 26/28); and the folders any Python takes its own code from (round 28): `PYTHONHOME` (the standard
+ * library: `h/lib/python3.11`, and `hlib/…` for `PYTHONHOME=h`, as Python 3.11 joins them), `PYTHONUSERBASE` and, without
+ * it, `HOME`'s `.local` (the user site, whose `usercustomize.py` and `.pth` files run at start). What a folder holds is
+ * checked as a Python's (see `PythonShadows.shadowing`).
  */
-const searchVariables = ["PATH", "GIT_EXEC_PATH", "LD_LIBRARY_PATH", "GCONV_PATH"] as const
-const searchLanguage = (variable: typeof searchVariables[number]) => (variable === "PATH" || variable === "GIT_EXEC_PATH" ? "program" as const : "library" as const)
+const searchVariables: ReadonlyArray<{
+  readonly variable: string
+  readonly language: SearchLanguage
+  /** The folders one relative entry names (relative to where the command starts). */
+  readonly folders?: (entry: string) => ReadonlyArray<string>
+  /** The entries of the variable's value, when not `:`-separated. */
+  readonly entries?: (value: string) => ReadonlyArray<string>
+}> = [
+  { variable: "PATH", language: "program" },
+  { variable: "GIT_EXEC_PATH", language: "program" },
+  { variable: "LD_LIBRARY_PATH", language: "library" },
+  { variable: "GCONV_PATH", language: "library" },
+  { variable: "PERL5LIB", language: "perl" },
+  { variable: "PERLLIB", language: "perl" },
+  { variable: "PERL5OPT", language: "perl", entries: perlOptFolders },
+  { variable: "PYTHONHOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, "lib"), NodePath.normalize(`${entry}lib`)] },
+  { variable: "PYTHONUSERBASE", language: "pythonLib", folders: (entry) => [NodePath.join(entry, "lib")] },
+  { variable: "HOME", language: "pythonLib", folders: (entry) => [NodePath.join(entry, ".local", "lib")] }
+]
+/**
+ * `PATH=$PATH:/opt/x`, `PATH="/opt/x:${PATH}"`: the shell expands only `$PATH` there, to the line's own earlier value, or
+ * else the environment's (`path`: absolute folders only). Read as that value, not as a word known only when the command
+ * runs: an everyday line that asked (round 28). Any other expansion (`$HOME/bin`, `$(pwd)`, `~/bin`) stays unknown.
+ */
+const knownPathWord = (w: CommandLine.Word, before: CommandLine.Word | undefined, path: string): CommandLine.Word | undefined => {
+  const at = w.expands ? /^PATH=("?)(.*)\1$/s.exec(w.raw) : null
+  if (at === null || before?.expands === true) return undefined
+  const own = (entry: string) => entry === "$PATH" || entry === "${PATH}"
+  const entries = at[2]!.split(":")
+  if (entries.some((entry) => !own(entry) && /[$`"'\\~]/.test(entry))) return undefined
+  const earlier = before === undefined ? path : before.value.slice("PATH=".length)
+  const value = `PATH=${entries.map((entry) => (own(entry) ? earlier : entry)).join(":")}`
+  return { ...w, value, expands: false, quoted: [...value].map(() => true) }
+}
+/**
+ * Whether a command's program is a file of the repository the line names (`./build/app`, `build/app`): what it loads
+ * from the search paths its command sets is its own code, which the rule chose to run (round 28).
+ */
+const ownProgram = (w: CommandLine.Word): boolean =>
+  !w.expands && w.value.includes("/") && !w.value.startsWith("/") && !w.value.startsWith("~") && !NodePath.normalize(w.value).startsWith("..")
 /** How many distinct folders `searchVariables` name a line's check reads (a folder is read once); past that, it asks. */
 const searchedLimit = 64
 /**
@@ -514,19 +577,29 @@ const searchedLimit = 64
  */
 const searchedFolders = (
   places: ReadonlyArray<string>,
-  searched: ReadonlyArray<{ readonly base: string; readonly language: "program" | "library" }>
-): ReadonlyArray<{ readonly base: string; readonly language: "program" | "library"; readonly unknownFolder?: string }> => {
-  const distinct = new Map<string, { readonly base: string; readonly language: "program" | "library" }>()
+  searched: ReadonlyArray<Searched>
+): ReadonlyArray<Searched & { readonly unknownFolder?: string }> => {
+  // Relative folders and absolute ones (read only inside cwd: `PATH=$PATH:/opt/x` names the environment's) each to the bound.
+  const distinct = new Map<string, Searched>()
+  let absolute = 0
   for (const place of places) {
-    for (const { base, language } of searched) {
-      const folder = from(place, base)
-      distinct.set(`${language}:${folder}`, { base: folder, language })
-      if (distinct.size > searchedLimit) {
-        return [{ base: "", language, unknownFolder: `more than ${searchedLimit} folders a search path of the line (PATH, LD_LIBRARY_PATH, …) names` }]
+    for (const at of searched) {
+      const folder = from(place, at.base)
+      const key = `${at.language}:${folder}:${at.alongside?.join(":") ?? ""}`
+      if (!distinct.has(key) && NodePath.isAbsolute(folder)) absolute++
+      distinct.set(key, { ...at, base: folder })
+      if (distinct.size - absolute > searchedLimit || absolute > searchedLimit) {
+        return [{ base: "", language: at.language, unknownFolder: `more than ${searchedLimit} folders a search path of the line (PATH, LD_LIBRARY_PATH, PERL5LIB, …) names` }]
       }
     }
   }
   return [...distinct.values()]
+}
+/** A folder a search variable puts first, and the absolute folders beside it in a `PATH` (whose programs it may stand in for). */
+interface Searched {
+  readonly base: string
+  readonly language: SearchLanguage
+  readonly alongside?: ReadonlyArray<string>
 }
 /** The words of a command that set `variable` (one the shell expands too). */
 const searchWords = (variable: string, words: ReadonlyArray<CommandLine.Word>) =>
@@ -838,6 +911,11 @@ export interface NamedOptions {
    * known only when the command runs; one named from `/` or `.` (`cd ./a`) is never searched for.
    */
   readonly cdSearched?: boolean
+  /**
+   * The `PATH` the line's commands get (`Environment.build`'s: absolute folders only): what `$PATH` stands for in
+   * `PATH=$PATH:/opt/x` (round 28). Without it, such a word is known only when the command runs.
+   */
+  readonly path?: string | undefined
 }
 
 export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: boolean, depth = 0, options: NamedOptions = {}): Named => {
@@ -856,10 +934,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   const pythons: Array<string> = []
   // Why a Python's folder is known only when it runs (a `PYTHONPATH` the shell expands).
   const pythonsUnknown: Array<string> = []
-  // The folders a line's Perls search first (a relative `PERL5LIB` entry), checked as the Pythons' are.
-  const perls: Array<string> = []
   // The folders a line's programs and libraries are searched for in first (a relative or empty `PATH` entry, round 27).
-  const searched: Array<{ readonly base: string; readonly language: "program" | "library" }> = []
+  const searched: Array<Searched> = []
+  const searchedKeys = new Set<string>()
+  const valueIds = new Map<string, number>()
   const linkable: Array<string> = []
   // Why the line's own shell may move its gits where the check cannot follow (`. ./s.sh`, `eval "cd x"`), if it may.
   let shellMoved: string | undefined
@@ -874,11 +952,10 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   let pythonSafe = false
   // The `PYTHONPATH` words the line set or exported so far (the last one holds).
   let pythonPath: CommandLine.Word | undefined
-  let perlPath: CommandLine.Word | undefined
   // The `searchVariables` words the line set or exported so far (the last of each holds).
   const searchPaths = new Map<string, CommandLine.Word>()
   const searchSet = (words: ReadonlyArray<CommandLine.Word>) => {
-    for (const variable of searchVariables) {
+    for (const { variable } of searchVariables) {
       const last = searchWords(variable, words).at(-1)
       if (last !== undefined) searchPaths.set(variable, last)
     }
@@ -891,15 +968,15 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
       if (!perhaps) unknown.push({ word: text, why: "a script that cannot be read" })
       return
     }
-    const inner = named(parsed.tokens, true, depth + 1, { cdSearched })
+    const inner = named(parsed.tokens, true, depth + 1, { cdSearched, path: options.path })
     files.push(...inner.files)
     const readByGit = new Set(inner.readByGit)
     for (const file of inner.files) (readByGit.has(file) ? byGit : byOthers).add(file)
     swapped.push(...inner.swapped)
     filled.push(...inner.filled)
     for (const at of inner.pythons) {
-      if (at.language === "program" || at.language === "library") searched.push({ base: at.base, language: at.language })
-      else (at.language === "perl" ? perls : pythons).push(at.base)
+      if (at.language === undefined) pythons.push(at.base)
+      else searched.push({ base: at.base, language: at.language, ...(at.alongside === undefined ? {} : { alongside: at.alongside }) })
     }
     if (!perhaps) unknown.push(...inner.unknown)
     globs.push(...inner.globs)
@@ -945,12 +1022,18 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
   }
 
   for (const w of redirected) word(w, [])
-  for (const { words, hereStrings } of commands) {
+  for (const { words: given, hereStrings } of commands) {
+    // `PATH=$PATH:/opt/x` read as the value the shell gives it (see `knownPathWord`).
+    const words = options.path === undefined ? given : given.map((w) => knownPathWord(w, searchPaths.get("PATH"), options.path!) ?? w)
     const gitsBefore = gits.length
     let at = 0
     while (at < words.length && !words[at]!.expands && !words[at]!.quoted.some(Boolean) && reservedWords.has(words[at]!.value)) at++
     // `NAME=value cmd …`: the values are words too; the program is the first word after them.
-    while (at < words.length && !words[at]!.expands && assignment.test(words[at]!.value)) word(words[at]!, [], gitDirVariables.test(words[at++]!.value))
+    // A `PATH` is a list of folders to search, not a file: its relative entries are read below (`searchVariables`), and
+    // an absolute one (`PATH=/opt/x:$PATH`) is no path the command writes or reads (round 28: it asked as outside cwd).
+    for (; at < words.length && !words[at]!.expands && assignment.test(words[at]!.value); at++) {
+      if (!words[at]!.value.startsWith("PATH=")) word(words[at]!, [], gitDirVariables.test(words[at]!.value))
+    }
     const programWord = words[at]
     // A line's variables for Python: `PYTHONSAFEPATH` holds for later commands only when exported (`export`,
     // `declare -x`), and any other word naming it (`unset`, `env -u`, `PYTHONSAFEPATH=`) may undo that; a
@@ -961,7 +1044,6 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const pathWords = (from: ReadonlyArray<CommandLine.Word>) => from.filter((w) => w.raw.startsWith("PYTHONPATH=") || pythonPathVariable.test(w.value))
     if (programWord === undefined) {
       pythonPath = pathWords(words).at(-1) ?? pythonPath
-      perlPath = perlWords(words).at(-1) ?? perlPath
       searchSet(words)
       continue
     }
@@ -1002,7 +1084,11 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     const read = gitWord < 0 ? undefined : gitAt(NodePath.basename(words[gitWord]!.value), words.slice(gitWord + 1))
     // `GIT_DIR=gd` after `env` or `export` names git's folder too.
     const argsFrom = files.length
-    args.forEach((w, i) => word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value)))
+    const setsVariables = /^(?:env|export|declare|typeset|local|readonly)$/.test(program)
+    args.forEach((w, i) => {
+      if (setsVariables && !w.expands && w.value.startsWith("PATH=")) return
+      word(w, bases, read?.folderWords.has(at + i - gitWord) === true || gitDirVariables.test(w.value))
+    })
     // After a wrapper too (`nice mv …`, `xargs rm -rf`).
     if (words.some((w, k) => k >= at && swaps.has(NodePath.basename(w.value)))) swapped.push(...files.slice(argsFrom))
     // What it unpacks, patches or copies in without naming it, and what named sources land as (`mv d1/sub .` makes `./sub`).
@@ -1042,23 +1128,34 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
         for (const entry of relativeEntries(pythonPathVariable.exec(pathWord.value)![1]!)) pythons.push(from(pythonFolder(), entry))
       }
     }
-    // A `PERL5LIB` the same way (round 26: `PERL5LIB=. shasum f` ran a repository's `strict.pm`, Perl 5.36).
-    const perlCarried = perlWords(words).at(-1)
-    const perlWord = perlCarried ?? perlPath
-    if (exports(program, args)) perlPath = perlCarried ?? perlPath
-    else if (perlWord !== undefined) {
-      if (perlWord.expands) pythonsUnknown.push(`${perlWord.raw}: the shell expands it when the command runs`)
-      else for (const entry of relativeEntries(perlPathVariable.exec(perlWord.value)![1]!)) perls.push(from(pythonFolder(), entry))
-    }
-    // A `PATH` the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin git status` ran the
-    // repository's `bin/git`). One the shell expands is a word known only when it runs, asked about already.
+    // A `PATH`, `PERL5LIB`, `PYTHONHOME`, … the same way, from the folder the command starts in (round 27: `PATH=bin:/usr/bin
+    // git status` ran the repository's `bin/git`; round 26: `PERL5LIB=. shasum f` its `strict.pm`). One the shell expands is a
+    // word known only when it runs, asked about already. The repository's own program (`LD_LIBRARY_PATH=build ./build/app`)
+    // is its code with whatever it loads: the rule chose to run it (round 28; it asked before).
     if (exports(program, args)) searchSet(words)
-    else {
-      for (const variable of searchVariables) {
+    else if (!ownProgram(programWord)) {
+      for (const { variable, language, folders, entries } of searchVariables) {
         const set = searchWords(variable, words).at(-1) ?? searchPaths.get(variable)
         if (set === undefined || set.expands) continue
-        const language = searchLanguage(variable)
-        for (const entry of relativeEntries(set.value.slice(variable.length + 1))) searched.push({ base: from(pythonFolder(), entry), language })
+        const value = set.value.slice(variable.length + 1)
+        // Absolute entries too: one naming a folder of the repository (`PATH=/abs/repo/bin:/usr/bin`) is one (round 28);
+        // `PythonShadows.shadowing` reads only those inside cwd.
+        const named = (entries?.(value) ?? value.split(":")).filter((e) => !e.startsWith("~")).map((e) => NodePath.normalize(e === "" ? "." : e))
+        // The names a `PATH` folder may stand in for: the programs of its absolute folders too (`PATH=bin:/opt/x/bin mytool`).
+        const alongside = language === "program" ? value.split(":").filter((e) => NodePath.isAbsolute(e)) : []
+        const start = pythonFolder()
+        // The value by a number: a key holds it once however long it is.
+        if (!valueIds.has(value)) valueIds.set(value, valueIds.size)
+        const valueId = valueIds.get(value)!
+        for (const entry of named) {
+          for (const folder of folders?.(entry) ?? [entry]) {
+            // Each once (`PATH=$PATH:/opt/x a; ` × 4,000 names the same folders 4,000 times).
+            const key = `${language}\0${start}\0${folder}\0${valueId}`
+            if (searchedKeys.has(key)) continue
+            searchedKeys.add(key)
+            searched.push({ base: from(start, folder), language, ...(alongside.length === 0 ? {} : { alongside }) })
+          }
+        }
       }
     }
     if (read !== undefined) {
@@ -1151,7 +1248,6 @@ export const named = (tokens: ReadonlyArray<CommandLine.Token>, throughShell: bo
     pythons: [
       ...[...new Set(places.flatMap((place) => pythons.map((base) => from(place, base))))].map((base) => (why === undefined ? { base } : { base, unknownFolder: why })),
       ...[...new Set(pythonsUnknown)].map((unknownFolder) => ({ base: "", unknownFolder })),
-      ...[...new Set(places.flatMap((place) => perls.map((base) => from(place, base))))].map((base) => ({ base, language: "perl" as const, ...(why === undefined ? {} : { unknownFolder: why }) })),
       ...searchedFolders(places, searched).map((at) => ({ ...at, ...(why === undefined ? {} : { unknownFolder: why }) }))
     ] }
 }

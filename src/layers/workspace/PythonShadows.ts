@@ -66,23 +66,35 @@ const moduleOf = (entry: string): string | undefined => /^([A-Za-z_][A-Za-z0-9_]
 export interface PythonAt {
   readonly base: string
   readonly unknownFolder?: string | undefined
-  /** A folder a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands in for Perl's own: see `perlShadowable`. */
-  readonly language?: "perl" | "program" | "library" | undefined
+  /**
+   * What else than a Python's start folder: one a Perl searches first (`PERL5LIB=.`), whose `strict.pm` or `File/` stands
+   * in for Perl's own (see `perlShadowable`); a `PATH` folder (`program`), a library one (`library`); a Python's own `lib`
+   * folder (`pythonLib`: `PYTHONHOME`'s, the user site's), whose `python3.11/` is its standard library or its start-up code.
+   */
+  readonly language?: "perl" | "program" | "library" | "pythonLib" | undefined
+  /** The absolute folders beside a `program` folder in its `PATH`: their programs' names are looked for too. */
+  readonly alongside?: ReadonlyArray<string> | undefined
 }
 
 /**
  * The names of the programs the system has, for a folder a relative `PATH` entry puts first (`language: "program"`):
  * an executable there named as one of them (`bin/git`, `./ls`, `ssh`) runs in its place, for the line's own programs and
  * for what they start. A repository's own tool no system folder has (`node_modules/.bin/jest`) is the rule's, as
- * `PERL5LIB=lib`'s own modules are; a `git-…` program too (git runs `git-upload-pack` from `GIT_EXEC_PATH`). The agent's `PATH` is read (its absolute folders, as commands get them).
+ * `PERL5LIB=lib`'s own modules are; a `git-…` program too (git runs `git-upload-pack` from `GIT_EXEC_PATH`). The names
+ * are those of the `PATH` commands get (`env.set`'s, else the agent's: absolute folders) and of the absolute folders the
+ * line's own `PATH` names beside the relative one (round 28: `PATH=bin:/opt/x/bin mytool` ran `bin/mytool`, and a
+ * program only `env.set`'s `PATH` has was not looked for). Each folder is read once a check.
  */
-const systemPrograms = async (): Promise<ReadonlySet<string>> => {
+const systemPrograms = async (folders: ReadonlyArray<string>, read: Map<string, ReadonlyArray<string>>): Promise<ReadonlySet<string>> => {
   const names = new Set<string>()
-  for (const folder of Environment.searchFolders(process.env.PATH)) {
-    for (const name of await NodeFs.readdir(folder).catch(() => [])) names.add(name)
+  for (const folder of folders) {
+    if (!read.has(folder)) read.set(folder, await NodeFs.readdir(folder).catch(() => []))
+    for (const name of read.get(folder)!) names.add(name)
   }
   return names
 }
+/** A Python's standard library or user site folder in a `lib` folder (`python3.11/`): see `PythonAt.language`. */
+const pythonLibrary = /^python[0-9]/
 /**
  * What a folder `LD_LIBRARY_PATH` or `GCONV_PATH` puts first offers a program (`language: "library"`): a shared library
  * (`libselinux.so.1` stands in for the one `ls` loads) or glibc's `gconv-modules` list. A heuristic that over-asks a
@@ -178,13 +190,20 @@ export const rememberedScope = (line: string, shadows: ReadonlyArray<string>): s
  * `<folder>/<entry>` relative to cwd, or the note why a folder is not known; empty when none (the
  * common case). A folder is read once, to 4,096 entries (past that it is named as not checked).
  */
-export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): Promise<ReadonlyArray<string>> => {
+export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>, searchPath = process.env.PATH): Promise<ReadonlyArray<string>> => {
   const found = new Set<string>()
-  let system: ReadonlySet<string> | undefined
-  for (const at of pythons) {
+  const folders = new Map<string, ReadonlyArray<string>>()
+  const systems = new Map<string, ReadonlySet<string>>()
+  for (let at of pythons) {
     if (at.unknownFolder !== undefined) {
       found.add(`(a Python whose folder is known only when it runs: ${at.unknownFolder})`)
       continue
+    }
+    // A search path's absolute folder (`PATH=/abs/repo/bin:/usr/bin`) counts inside cwd only, named from cwd.
+    if (at.language !== undefined && NodePath.isAbsolute(at.base)) {
+      const inside = NodePath.relative(cwd, at.base)
+      if (inside === ".." || inside.startsWith(`..${NodePath.sep}`) || NodePath.isAbsolute(inside)) continue
+      at = { ...at, base: inside }
     }
     const folder = NodePath.resolve(cwd, at.base)
     const entries = await NodeFs.readdir(folder, { withFileTypes: true }).catch(() => [])
@@ -195,8 +214,14 @@ export const shadowing = async (cwd: string, pythons: ReadonlyArray<PythonAt>): 
     for (const entry of entries) {
       const path = NodePath.join(at.base, entry.name)
       if (at.language === "program") {
-        system ??= await systemPrograms()
+        const key = at.alongside?.join(":") ?? ""
+        if (!systems.has(key)) systems.set(key, await systemPrograms([...Environment.searchFolders(searchPath), ...(at.alongside ?? [])], folders))
+        const system = systems.get(key)!
         if ((system.has(entry.name) || entry.name.startsWith("git-")) && (await runnable(NodePath.join(folder, entry.name)))) found.add(path)
+        continue
+      }
+      if (at.language === "pythonLib") {
+        if (pythonLibrary.test(entry.name)) found.add(path)
         continue
       }
       if (at.language === "library") {
