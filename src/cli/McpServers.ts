@@ -79,7 +79,8 @@ export const configurable = (): Configurable => {
       // One server that does not start leaves the others' tools offered, and says so; every one failing is an error.
       const onServerFailed = (error: McpTools.McpError) =>
         Console.error(`${options.prefix ?? "effect-agent:"} ${error.message} (${error.reason}); its tools are not offered in this session, the other servers' are`)
-      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck, onServerFailed }, base).pipe(
+      const onToolLeftOut = (note: string) => Console.error(`${options.prefix ?? "effect-agent:"} ${note}; the server's other tools are offered`)
+      return yield* McpTools.make({ servers, cwd, folders, env: options.env, mayStart: recheck, onServerFailed, onToolLeftOut }, base).pipe(
         Scope.extend(own),
         Effect.map((tools): Started => ({ router: tools.router, scope: own })),
         Effect.onError((cause) => Scope.close(own, Exit.failCause(cause)))
